@@ -1,0 +1,274 @@
+"""The ``switchboard`` command line.
+
+``switchboard run`` starts the whole system on one machine; ``switchboard status`` checks it;
+``db`` and ``tenant`` manage the database. Every command reads the same settings (environment and
+``.env``) and ``DATA_DIR``, so it finds what ``run`` started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from functools import wraps
+from typing import Annotated, Any
+
+import typer
+
+from switchboard import __version__
+from switchboard.errors import SwitchboardError
+
+app = typer.Typer(
+    name="switchboard",
+    help="Switchboard: self-hostable, multi-tenant AI customer support (WhatsApp, Gmail, Instagram).",
+    no_args_is_help=True,
+    add_completion=False,
+)
+db_app = typer.Typer(help="Database migrations.", no_args_is_help=True)
+tenant_app = typer.Typer(help="Tenants: the businesses Switchboard answers for.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(tenant_app, name="tenant")
+
+
+def _friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn Switchboard errors into one red line on stderr and exit status 2."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (SwitchboardError, ValueError) as exc:
+            typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+def _settings():  # type: ignore[no-untyped-def]
+    from switchboard.settings import load_settings
+
+    return load_settings()
+
+
+@app.callback(invoke_without_command=True)
+def _main(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+) -> None:
+    if version:
+        typer.echo(f"switchboard {__version__}")
+        raise typer.Exit(0)
+
+
+@app.command()
+@_friendly_errors
+def run() -> None:
+    """Start everything: embedded Postgres/Redis (when DATABASE_URL/REDIS_URL are unset), migrations,
+    the demo tenant (on an empty database), then every service as a child process with prefixed logs.
+
+    Ctrl-C (or SIGTERM) stops all of it.
+    """
+    from switchboard.db.engine import create_engine, session_factory, session_scope
+    from switchboard.db.migrate import upgrade
+    from switchboard.observability import configure_logging, get_logger
+    from switchboard.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
+    from switchboard.runtime.services import SERVICES
+    from switchboard.runtime.supervisor import RunLock, Supervisor
+    from switchboard.seed import seed_demo_if_empty
+
+    started = time.monotonic()
+    settings = _settings()
+    configure_logging(service="run", level=settings.log_level, fmt=settings.log_format)
+    log = get_logger("switchboard.run")
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    lock = RunLock(settings.data_dir)
+    lock.acquire()
+
+    stop_requested = False
+
+    def on_signal(signum: int, _frame: object) -> None:
+        nonlocal stop_requested
+        stop_requested = True
+        log.info("stop requested", signal=signal.Signals(signum).name)
+        supervisor.request_stop()
+
+    pg = EmbeddedPostgres(settings.data_dir / "postgres") if not settings.database_url else None
+    rd = (
+        EmbeddedRedis(settings.data_dir / "redis", settings.embedded_redis_port, settings.host)
+        if not settings.redis_url
+        else None
+    )
+    env = dict(os.environ)
+    child_format = settings.log_format
+    if child_format == "auto":
+        child_format = "console" if sys.stdout.isatty() else "json"
+    supervisor = Supervisor(settings=settings, services=SERVICES, env=env)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    exit_code = 0
+    try:
+        database_url = pg.start() if pg else settings.database_url
+        redis_url = rd.start() if rd else settings.redis_url
+        assert database_url and redis_url
+        log.info("migrating database")
+        upgrade(database_url)
+
+        async def seed() -> None:
+            engine = create_engine(database_url, pool_size=1)
+            try:
+                async with session_scope(session_factory(engine)) as session:
+                    tenant = await seed_demo_if_empty(session)
+                    if tenant is not None:
+                        log.info("seeded demo tenant", tenant_id=str(tenant.id), slug=tenant.slug)
+            finally:
+                await engine.dispose()
+
+        asyncio.run(seed())
+        env.update(
+            DATABASE_URL=database_url,
+            REDIS_URL=redis_url,
+            DATA_DIR=str(settings.data_dir.resolve()),
+            LOG_FORMAT=child_format,
+            PYTHONUNBUFFERED="1",
+        )
+        if not stop_requested:
+            supervisor.start_all()
+            results = supervisor.wait_healthy(redis_url)
+            supervisor.write_state(
+                settings.run_state_path,
+                database_url=database_url if pg else None,
+                redis_url=redis_url if rd else None,
+            )
+            _print_ready(settings, results, time.monotonic() - started)
+            exit_code = supervisor.monitor()
+    finally:
+        supervisor.stop_all()
+        if rd:
+            rd.stop()
+        if pg:
+            pg.stop()
+        settings.run_state_path.unlink(missing_ok=True)
+        lock.release()
+        log.info("switchboard stopped")
+    raise typer.Exit(exit_code)
+
+
+def _print_ready(settings: Any, results: dict[str, tuple[bool, str]], seconds: float) -> None:
+    from switchboard.runtime.services import SERVICES
+
+    lines = [f"switchboard {__version__} up in {seconds:.1f} s (DATA_DIR={settings.data_dir})"]
+    for spec in SERVICES:
+        ok, detail = results.get(spec.name, (False, "not started"))
+        where = spec.url(settings) or "(queue worker)"
+        lines.append(f"  {spec.name:<13} {where:<28} {'healthy' if ok else 'NOT HEALTHY: ' + detail}")
+    lines.append("Press Ctrl-C to stop. `switchboard status` checks the services from another terminal.")
+    typer.echo("\n".join(lines))
+
+
+@app.command()
+@_friendly_errors
+def status() -> None:
+    """Print each service's name, URL and health, one line each. Exit 0 only when all are healthy."""
+    from switchboard.runtime.resources import read_run_state
+    from switchboard.runtime.services import SERVICES
+    from switchboard.runtime.supervisor import check_service_health
+
+    settings = _settings()
+    state = read_run_state(settings) or {}
+    redis_url = settings.redis_url or state.get("embedded_redis_url")
+    all_ok = True
+    for spec in SERVICES:
+        ok, detail = check_service_health(spec, settings, redis_url)
+        all_ok &= ok
+        where = spec.url(settings) or "(queue worker)"
+        typer.echo(f"{spec.name:<13} {where:<28} {'healthy' if ok else 'DOWN'}  {detail}")
+    raise typer.Exit(0 if all_ok else 1)
+
+
+@db_app.command("upgrade")
+@_friendly_errors
+def db_upgrade(revision: Annotated[str, typer.Option(help="Target revision.")] = "head") -> None:
+    """Apply migrations up to REVISION (default: newest)."""
+    from switchboard.db.migrate import upgrade
+    from switchboard.runtime.resources import database_url_for
+
+    with database_url_for(_settings()) as url:
+        upgrade(url, revision)
+    typer.echo(f"database at {revision}")
+
+
+@db_app.command("downgrade")
+@_friendly_errors
+def db_downgrade(
+    revision: Annotated[str, typer.Option(help="Target revision; 'base' drops everything.")],
+) -> None:
+    """Revert migrations down to REVISION."""
+    from switchboard.db.migrate import downgrade
+    from switchboard.runtime.resources import database_url_for
+
+    with database_url_for(_settings()) as url:
+        downgrade(url, revision)
+    typer.echo(f"database at {revision}")
+
+
+@db_app.command("revision")
+@_friendly_errors
+def db_revision(
+    message: Annotated[str, typer.Option("-m", "--message", help="What the migration does.")],
+) -> None:
+    """(Developers) write a new migration autogenerated from the models."""
+    from switchboard.db.migrate import revision
+    from switchboard.runtime.resources import database_url_for
+
+    with database_url_for(_settings()) as url:
+        revision(url, message)
+
+
+def _with_session(work: Callable[[Any], Any]) -> Any:
+    from switchboard.db.engine import create_engine, session_factory, session_scope
+    from switchboard.runtime.resources import database_url_for
+
+    with database_url_for(_settings()) as url:
+
+        async def go() -> Any:
+            engine = create_engine(url, pool_size=1)
+            try:
+                async with session_scope(session_factory(engine)) as session:
+                    return await work(session)
+            finally:
+                await engine.dispose()
+
+        return asyncio.run(go())
+
+
+@tenant_app.command("create")
+@_friendly_errors
+def tenant_create(
+    slug: Annotated[str, typer.Option(help="Unique short name: a-z, 0-9 and '-'.")],
+    name: Annotated[str, typer.Option(help="Display name of the business.")],
+    organization: Annotated[str | None, typer.Option(help="Organization name (default: NAME).")] = None,
+) -> None:
+    """Create a tenant and print its id."""
+    from switchboard.tenants import create_tenant
+
+    async def work(session: Any) -> Any:
+        return await create_tenant(session, slug=slug, name=name, organization_name=organization)
+
+    tenant = _with_session(work)
+    typer.echo(f"created tenant {tenant.slug} id={tenant.id}")
+
+
+@tenant_app.command("list")
+@_friendly_errors
+def tenant_list() -> None:
+    """List tenants: slug, id, name."""
+    from switchboard.tenants import list_tenants
+
+    for tenant in _with_session(list_tenants):
+        typer.echo(f"{tenant.slug:<20} {tenant.id}  {tenant.name}")
+
+
+if __name__ == "__main__":
+    app()

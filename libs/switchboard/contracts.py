@@ -1,0 +1,128 @@
+"""The shapes that cross service boundaries (DESIGN.md): inbound messages, turn requests and results.
+
+* :class:`InboundMessage` is what a channel's ``normalize`` module makes of a provider payload;
+  nothing past that module sees Meta's or Google's JSON.
+* :class:`TurnRequest` / :class:`TurnResult` are the worker → orchestrator contract
+  (``POST /v1/turns``). A result carries **either** a non-empty ``reply`` **or** ``silent: true``;
+  anything else is a contract violation (rejected by validation here).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import datetime
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "MediaRef",
+    "InboundMessage",
+    "TurnRequest",
+    "TurnResult",
+    "ToolCallRecord",
+    "TokenUsage",
+    "trace_id_for",
+]
+
+ChannelName = Literal["whatsapp", "instagram", "gmail"]
+
+
+def trace_id_for(conversation_id: str | uuid.UUID, message_id: str | uuid.UUID) -> str:
+    """Deterministic 32-hex-char trace id (OpenTelemetry width) from ``conversation_id:message_id``.
+
+    The same inbound message always maps to the same trace, across retries and processes.
+    """
+    return hashlib.sha256(f"{conversation_id}:{message_id}".encode()).hexdigest()[:32]
+
+
+class MediaRef(BaseModel):
+    """A media attachment by provider handle (never a long-lived URL)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ref: str
+    """Provider handle: WhatsApp media id, Instagram CDN URL, Gmail ``message_id/partId``."""
+    mime: str | None = None
+    """MIME type without parameters (``audio/ogg``, not ``audio/ogg; codecs=opus``)."""
+    filename: str | None = None
+    caption: str | None = None
+    voice: bool = False
+    size_bytes: int | None = None
+
+
+class InboundMessage(BaseModel):
+    """One normalized event from a channel (see ``shared/payloads/INDEX.md``, "NormalizedEvent")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    channel: ChannelName
+    account_id: str
+    """WhatsApp ``phone_number_id`` | Instagram account id | mailbox address."""
+    kind: str
+    """``text``, ``image``, ``audio``, ``video``, ``document``, ``sticker``, ``location``, ``contacts``,
+    ``interactive``, ``button``, ``reaction``, ``edit``, ``revoke``, ``system``, ``unsupported``, ``status``..."""
+    external_id: str
+    """Provider message id: the de-duplication key within (channel, account_id)."""
+    sender_id: str = Field(min_length=1)
+    """Stable customer key; never empty."""
+    sender_name: str | None = None
+    sent_at: datetime
+    """Provider timestamp in UTC."""
+    text: str = ""
+    media: list[MediaRef] = Field(default_factory=list)
+    reply_to: str | None = None
+    payload: str | None = None
+    """Button / list reply id or template button payload (drives actions, not the title)."""
+    action: Literal["process", "record", "update_outbound", "ignore"] = "process"
+    flags: dict[str, Any] = Field(default_factory=dict)
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+
+class TurnRequest(BaseModel):
+    """Worker → orchestrator: answer this one new message (history is loaded by the orchestrator)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tenant_id: uuid.UUID
+    conversation_id: uuid.UUID
+    inbound_message_id: uuid.UUID
+    channel: ChannelName
+    customer_id: uuid.UUID
+    text: str = Field(max_length=100_000)
+
+
+class ToolCallRecord(BaseModel):
+    """One tool call made during a turn."""
+
+    name: str
+    outcome: Literal["ok", "error", "rejected", "timeout"]
+    error_type: str | None = None
+    duration_ms: float
+
+
+class TokenUsage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+class TurnResult(BaseModel):
+    """Orchestrator → worker. Exactly one of ``reply`` (non-empty text) or ``silent=True``."""
+
+    reply: str | None = None
+    silent: bool = False
+    trace_id: str
+    model: str | None = None
+    """``model_info.id`` of the deployment that answered last."""
+    fallback_used: bool = False
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+
+    @model_validator(mode="after")
+    def _reply_xor_silent(self) -> Self:
+        has_reply = bool(self.reply and self.reply.strip())
+        if has_reply == self.silent:
+            raise ValueError("a TurnResult carries exactly one of a non-empty reply or silent=true")
+        return self

@@ -1,0 +1,47 @@
+"""All tables of the data model (DESIGN.md, "Data"). Importing this package registers them."""
+
+from switchboard.db.models.agents import AgentStatus, HumanAgent
+from switchboard.db.models.base import TenantOwned, utcnow
+from switchboard.db.models.conversations import (
+    Conversation,
+    ConversationStatus,
+    Customer,
+    InboundState,
+    Message,
+    MessageDirection,
+    MessageRole,
+    Outbox,
+    OutboxStatus,
+)
+from switchboard.db.models.knowledge import EMBEDDING_DIMS, KnowledgeDocument, KnowledgeSource, SourceStatus
+from switchboard.db.models.tenancy import Channel, ChannelAccount, Organization, Tenant
+from switchboard.db.models.tools import AuditLog, McpTenantTool, SecurityAlert, ToolReceipt, UserMemory
+
+__all__ = [
+    "AgentStatus",
+    "AuditLog",
+    "Channel",
+    "ChannelAccount",
+    "Conversation",
+    "ConversationStatus",
+    "Customer",
+    "EMBEDDING_DIMS",
+    "HumanAgent",
+    "InboundState",
+    "KnowledgeDocument",
+    "KnowledgeSource",
+    "McpTenantTool",
+    "Message",
+    "MessageDirection",
+    "MessageRole",
+    "Organization",
+    "Outbox",
+    "OutboxStatus",
+    "SecurityAlert",
+    "SourceStatus",
+    "Tenant",
+    "TenantOwned",
+    "ToolReceipt",
+    "UserMemory",
+    "utcnow",
+]

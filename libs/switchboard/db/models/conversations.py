@@ -1,0 +1,222 @@
+"""Customers, conversations, messages and the outbox of replies to send."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import CheckConstraint, Index, String, Text, UniqueConstraint, text
+from sqlmodel import Field
+
+from switchboard.db.models.base import (
+    TenantOwned,
+    created_at_field,
+    id_field,
+    jsonb_dict_field,
+    jsonb_list_field,
+    jsonb_optional_field,
+    optional_time_field,
+    updated_at_field,
+)
+from switchboard.db.models.tenancy import CHANNEL_CHECK
+
+
+class ConversationStatus(StrEnum):
+    """Who answers the conversation now."""
+
+    ai = "ai"  # the agent (model) answers
+    human = "human"  # a human agent answers through the WhatsApp proxy; no model is called
+    closed = "closed"  # ended; the next inbound message opens a new conversation
+
+
+class MessageDirection(StrEnum):
+    inbound = "inbound"  # from the customer (or a human agent's phone) to us
+    outbound = "outbound"  # from us to the customer
+
+
+class MessageRole(StrEnum):
+    """Role in the model's history (OpenAI chat roles plus ``human_agent``)."""
+
+    user = "user"
+    assistant = "assistant"
+    tool = "tool"
+    system = "system"
+    human_agent = "human_agent"
+
+
+class InboundState(StrEnum):
+    """Processing state of an inbound message row (the durable queue of DESIGN.md step 1)."""
+
+    pending = "pending"  # stored, job enqueued or about to be
+    processing = "processing"  # a worker picked it up
+    done = "done"  # answered, relayed, or recorded without a turn
+    dead = "dead"  # gave up after the bounded number of attempts; logged as an error
+
+
+class OutboxStatus(StrEnum):
+    """Delivery state of one outbound part; moves forward only (a late ``delivered`` never undoes ``read``)."""
+
+    pending = "pending"
+    sent = "sent"
+    delivered = "delivered"
+    read = "read"
+    failed = "failed"
+
+
+class Customer(TenantOwned, table=True):
+    """A person who writes to a tenant on one channel.
+
+    ``external_user_id`` is the stable channel key: WhatsApp business-scoped user id (BSUID) when
+    present, else the phone number (``wa_id``); Instagram IGSID; an e-mail address for Gmail.
+    """
+
+    __tablename__ = "customers"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "channel", "external_user_id", name="uq_customers_tenant_channel_user"),
+        CheckConstraint(CHANNEL_CHECK, name="ck_customers_channel"),
+        CheckConstraint("external_user_id <> ''", name="ck_customers_external_user_id_not_empty"),
+    )
+
+    id: uuid.UUID = id_field()
+    channel: str = Field(sa_type=String(16))
+    external_user_id: str = Field(max_length=255)
+    phone: str | None = Field(default=None, max_length=32)
+    """E.164 digits without ``+`` (WhatsApp ``wa_id``) when known."""
+    display_name: str | None = Field(default=None, max_length=200)
+    email: str | None = Field(default=None, max_length=320)
+    profile: dict[str, Any] = jsonb_dict_field()
+    """Validated fields saved by the ``save_customer_profile`` tool."""
+    created_at: datetime = created_at_field()
+    updated_at: datetime = updated_at_field()
+
+
+class Conversation(TenantOwned, table=True):
+    """A run of messages between one customer and the tenant, answered by the AI or a human."""
+
+    __tablename__ = "conversations"
+    __table_args__ = (
+        CheckConstraint("status IN ('ai', 'human', 'closed')", name="ck_conversations_status"),
+        CheckConstraint(CHANNEL_CHECK, name="ck_conversations_channel"),
+        Index("ix_conversations_tenant_customer_status", "tenant_id", "customer_id", "status"),
+    )
+
+    id: uuid.UUID = id_field()
+    customer_id: uuid.UUID = Field(foreign_key="customers.id", index=True, ondelete="CASCADE")
+    channel_account_id: uuid.UUID | None = Field(
+        default=None, foreign_key="channel_accounts.id", index=True, ondelete="SET NULL"
+    )
+    channel: str = Field(sa_type=String(16))
+    status: str = Field(default=ConversationStatus.ai.value, sa_type=String(16))
+    assigned_agent_id: uuid.UUID | None = Field(
+        default=None, foreign_key="human_agents.id", index=True, ondelete="SET NULL"
+    )
+    """Human agent handling it while ``status == 'human'``."""
+    escalation_reason: str | None = Field(default=None, sa_type=Text)
+    last_customer_message_at: datetime | None = optional_time_field()
+    """Start of the 24-hour customer-service window (WhatsApp / Instagram)."""
+    created_at: datetime = created_at_field()
+    updated_at: datetime = updated_at_field()
+    closed_at: datetime | None = optional_time_field()
+
+
+class Message(TenantOwned, table=True):
+    """One inbound or outbound message, or a tool message of the model's history.
+
+    Inbound rows double as the durable queue: the channel service inserts them (unique on
+    ``(channel, channel_account_id, external_id)``) before answering the webhook, and the worker
+    moves ``inbound_state`` forward.
+    """
+
+    __tablename__ = "messages"
+    __table_args__ = (
+        UniqueConstraint(
+            "channel", "channel_account_id", "external_id", name="uq_messages_channel_account_external"
+        ),
+        CheckConstraint("direction IN ('inbound', 'outbound')", name="ck_messages_direction"),
+        CheckConstraint(
+            "role IN ('user', 'assistant', 'tool', 'system', 'human_agent')", name="ck_messages_role"
+        ),
+        Index("ix_messages_conversation_created", "conversation_id", "created_at"),
+        Index(
+            "ix_messages_inbound_unfinished",
+            "inbound_state",
+            "created_at",
+            postgresql_where=text("inbound_state IN ('pending', 'processing')"),
+        ),
+    )
+
+    id: uuid.UUID = id_field()
+    conversation_id: uuid.UUID | None = Field(
+        default=None, foreign_key="conversations.id", index=True, ondelete="CASCADE"
+    )
+    """Null only while an inbound row waits for the worker to resolve its conversation."""
+    channel: str = Field(sa_type=String(16))
+    channel_account_id: uuid.UUID | None = Field(
+        default=None, foreign_key="channel_accounts.id", ondelete="SET NULL"
+    )
+    direction: str = Field(sa_type=String(16))
+    role: str = Field(sa_type=String(16))
+    kind: str = Field(default="text", max_length=32)
+    """Normalized kind: text, image, audio, video, document, sticker, location, contacts, interactive,
+    reaction, system, unsupported, tool_result..."""
+    text: str | None = Field(default=None, sa_type=Text)
+    media: list[dict[str, Any]] = jsonb_list_field()
+    """Media references ``{ref, mime, filename?, caption?, voice?}``; ``ref`` is a provider handle."""
+    external_id: str | None = Field(default=None, max_length=512)
+    """Provider message id (WhatsApp ``wamid``, Instagram ``mid``, Gmail id): the de-duplication key."""
+    reply_to_external_id: str | None = Field(default=None, max_length=512)
+    sender_external_id: str | None = Field(default=None, max_length=255)
+    raw: dict[str, Any] | None = jsonb_optional_field()
+    """The provider's payload for this message (for replays and audits)."""
+    tool_calls: list[dict[str, Any]] | None = jsonb_optional_field()
+    """Assistant tool calls in OpenAI shape, for the model's history."""
+    tool_call_id: str | None = Field(default=None, max_length=128)
+    proxy_metadata: dict[str, Any] | None = jsonb_optional_field()
+    """Set on relayed messages: who sent it, relayed from/to, original message id."""
+    trace_id: str | None = Field(default=None, max_length=64, index=True)
+    sent_at: datetime | None = optional_time_field()
+    """Provider timestamp (UTC), not the time we processed it."""
+    inbound_state: str | None = Field(default=None, sa_type=String(16))
+    """``InboundState`` for inbound rows; null for outbound and history rows."""
+    processing_attempts: int = Field(default=0)
+    last_error: str | None = Field(default=None, sa_type=Text)
+    processed_at: datetime | None = optional_time_field()
+    created_at: datetime = created_at_field()
+
+
+class Outbox(TenantOwned, table=True):
+    """One part of a reply to send, keyed by the inbound message it answers.
+
+    Unique on ``(inbound_message_id, part_index)`` so a retried job never sends twice: a reply
+    longer than the channel's limit is split into numbered parts.
+    """
+
+    __tablename__ = "outbox"
+    __table_args__ = (
+        UniqueConstraint("inbound_message_id", "part_index", name="uq_outbox_inbound_part"),
+        CheckConstraint(
+            "status IN ('pending', 'sent', 'delivered', 'read', 'failed')", name="ck_outbox_status"
+        ),
+        Index("ix_outbox_channel_external", "channel", "external_id"),
+    )
+
+    id: uuid.UUID = id_field()
+    conversation_id: uuid.UUID = Field(foreign_key="conversations.id", index=True, ondelete="CASCADE")
+    inbound_message_id: uuid.UUID | None = Field(default=None, foreign_key="messages.id", ondelete="SET NULL")
+    part_index: int = Field(default=0)
+    channel: str = Field(sa_type=String(16))
+    recipient: str = Field(max_length=255)
+    payload: dict[str, Any] = jsonb_dict_field()
+    """What to send: ``{"type": "text", "text": ...}`` or a template / media description."""
+    status: str = Field(default=OutboxStatus.pending.value, sa_type=String(16))
+    external_id: str | None = Field(default=None, max_length=512)
+    """Provider id of the sent message (``wamid``), matched by status webhooks."""
+    error_code: str | None = Field(default=None, max_length=32)
+    error_message: str | None = Field(default=None, sa_type=Text)
+    attempts: int = Field(default=0)
+    trace_id: str | None = Field(default=None, max_length=64)
+    created_at: datetime = created_at_field()
+    updated_at: datetime = updated_at_field()
+    sent_at: datetime | None = optional_time_field()

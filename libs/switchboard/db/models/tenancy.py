@@ -1,0 +1,80 @@
+"""Organizations, tenants and the channel accounts that route inbound traffic to a tenant."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import CheckConstraint, String, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from switchboard.db.models.base import (
+    TenantOwned,
+    created_at_field,
+    id_field,
+    jsonb_dict_field,
+    updated_at_field,
+)
+
+
+class Channel(StrEnum):
+    """A messaging channel a tenant connects."""
+
+    whatsapp = "whatsapp"
+    instagram = "instagram"
+    gmail = "gmail"
+
+
+CHANNEL_CHECK = "channel IN ('whatsapp', 'instagram', 'gmail')"
+
+
+class Organization(SQLModel, table=True):
+    """The top tenancy level: a company that may run several tenants (brands, shops)."""
+
+    __tablename__ = "organizations"
+
+    id: uuid.UUID = id_field()
+    name: str = Field(max_length=200)
+    created_at: datetime = created_at_field()
+
+
+class Tenant(SQLModel, table=True):
+    """A business whose customers Switchboard answers. Everything else carries its ``tenant_id``."""
+
+    __tablename__ = "tenants"
+
+    id: uuid.UUID = id_field()
+    organization_id: uuid.UUID = Field(foreign_key="organizations.id", index=True, ondelete="CASCADE")
+    slug: str = Field(max_length=64, unique=True, index=True)
+    """URL- and CLI-friendly unique name, e.g. ``demo``."""
+    name: str = Field(max_length=200)
+    settings_extensions: dict[str, Any] = jsonb_dict_field()
+    """Per-tenant overrides of DESIGN.md defaults (loop limits, models, prompts); see ``TenantSettings``."""
+    created_at: datetime = created_at_field()
+    updated_at: datetime = updated_at_field()
+
+
+class ChannelAccount(TenantOwned, table=True):
+    """One connected account of a channel: a WhatsApp number, an Instagram account, a mailbox.
+
+    Inbound webhooks are routed to a tenant by ``(channel, external_account_id)``.
+    """
+
+    __tablename__ = "channel_accounts"
+    __table_args__ = (
+        UniqueConstraint("channel", "external_account_id", name="uq_channel_accounts_channel_external"),
+        CheckConstraint(CHANNEL_CHECK, name="ck_channel_accounts_channel"),
+    )
+
+    id: uuid.UUID = id_field()
+    channel: str = Field(sa_type=String(16))
+    external_account_id: str = Field(max_length=255)
+    """WhatsApp ``phone_number_id``, Instagram professional account id, or mailbox address."""
+    display_name: str | None = Field(default=None, max_length=200)
+    credentials_encrypted: str | None = Field(default=None)
+    """Fernet token of the JSON credentials (access token, refresh token...); see ``switchboard.crypto``."""
+    is_active: bool = Field(default=True)
+    created_at: datetime = created_at_field()
+    updated_at: datetime = updated_at_field()

@@ -1,0 +1,65 @@
+"""ARQ worker settings (DESIGN.md, step 2). Jobs receive ids, re-read state and are idempotent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arq.connections import RedisSettings
+from arq.worker import func
+
+from switchboard import __version__
+from switchboard.db.engine import create_engine, session_factory
+from switchboard.observability import configure_logging, get_logger
+from switchboard.runtime.resources import Resources, require_database_url, require_redis_url
+from switchboard.runtime.services import WORKER_QUEUE
+from switchboard.settings import Settings
+
+__all__ = ["build_worker_settings", "ping"]
+
+HEALTH_CHECK_INTERVAL_S = 10
+"""How often the worker refreshes its health key (arq's default is 3600 s: too slow for ``status``)."""
+
+log = get_logger(__name__)
+
+
+async def ping(ctx: dict[str, Any]) -> str:
+    """A job that proves the worker consumes the queue; returns ``"pong"``."""
+    return "pong"
+
+
+def build_worker_settings(settings: Settings) -> type:
+    """An ARQ ``WorkerSettings`` class for ``settings`` (see arq ``Worker.__init__`` for the attributes).
+
+    ``ctx["resources"]`` holds the shared :class:`~switchboard.runtime.resources.Resources`.
+
+    Raises:
+        SettingsError: ``DATABASE_URL`` or ``REDIS_URL`` unset.
+    """
+    database_url = require_database_url(settings)
+    redis_settings = RedisSettings.from_dsn(require_redis_url(settings))
+
+    async def startup(ctx: dict[str, Any]) -> None:
+        configure_logging(service="worker", level=settings.log_level, fmt=settings.log_format)
+        engine = create_engine(database_url)
+        ctx["resources"] = Resources(
+            settings=settings, engine=engine, sessions=session_factory(engine), redis=ctx["redis"]
+        )
+        log.info("worker ready", version=__version__, queue=WORKER_QUEUE)
+
+    async def shutdown(ctx: dict[str, Any]) -> None:
+        resources: Resources | None = ctx.get("resources")
+        if resources is not None:
+            await resources.engine.dispose()
+        log.info("worker stopped")
+
+    class WorkerSettings:
+        functions = [func(ping, name="ping", timeout=5, max_tries=1)]
+        queue_name = WORKER_QUEUE
+        on_startup = startup
+        on_shutdown = shutdown
+        health_check_interval = HEALTH_CHECK_INTERVAL_S
+        max_jobs = 50
+        job_timeout = 300
+
+    WorkerSettings.redis_settings = redis_settings  # type: ignore[attr-defined]
+    return WorkerSettings

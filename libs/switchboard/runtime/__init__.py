@@ -1,0 +1,1 @@
+"""Running Switchboard on one machine: embedded servers, the service registry, the supervisor."""

@@ -1,0 +1,100 @@
+"""Where the database and Redis are, and the shared clients a process opens on them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from arq.connections import ArqRedis, RedisSettings, create_pool
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from switchboard.db.engine import create_engine, session_factory
+from switchboard.errors import SettingsError
+from switchboard.runtime.embedded import EmbeddedPostgres
+from switchboard.settings import Settings
+
+__all__ = [
+    "Resources",
+    "open_resources",
+    "require_database_url",
+    "require_redis_url",
+    "database_url_for",
+    "read_run_state",
+]
+
+
+def read_run_state(settings: Settings) -> dict[str, Any] | None:
+    """The state ``switchboard run`` wrote to ``DATA_DIR/run.json``, or ``None`` if it is not running."""
+    try:
+        return json.loads(settings.run_state_path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def require_database_url(settings: Settings) -> str:
+    """``DATABASE_URL`` for a service process.
+
+    Raises:
+        SettingsError: unset. Services do not start servers; ``switchboard run`` does and passes the URL.
+    """
+    if not settings.database_url:
+        raise SettingsError("DATABASE_URL", "not set: start services with `switchboard run`, or set it")
+    return settings.database_url
+
+
+def require_redis_url(settings: Settings) -> str:
+    """``REDIS_URL`` for a service process (see :func:`require_database_url`)."""
+    if not settings.redis_url:
+        raise SettingsError("REDIS_URL", "not set: start services with `switchboard run`, or set it")
+    return settings.redis_url
+
+
+@contextmanager
+def database_url_for(settings: Settings) -> Iterator[str]:
+    """A database URL for a one-off command (``switchboard db upgrade``, ``tenant create``...).
+
+    ``DATABASE_URL`` when set; otherwise the embedded server under ``DATA_DIR``, attached to when
+    ``switchboard run`` already runs it, else started for the command and stopped afterwards.
+    """
+    if settings.database_url:
+        yield settings.database_url
+        return
+    pg = EmbeddedPostgres(settings.data_dir / "postgres")
+    url = pg.start()
+    try:
+        yield url
+    finally:
+        pg.stop(only_if_started_here=True)
+
+
+@dataclass
+class Resources:
+    """Clients a service process shares: the engine, a session factory and the ARQ Redis pool."""
+
+    settings: Settings
+    engine: AsyncEngine
+    sessions: async_sessionmaker[AsyncSession]
+    redis: ArqRedis | None
+
+
+@asynccontextmanager
+async def open_resources(settings: Settings, *, with_redis: bool = True) -> AsyncIterator[Resources]:
+    """Open the engine (and the ARQ pool) for a service's lifespan; close them on exit.
+
+    Raises:
+        SettingsError: ``DATABASE_URL`` or ``REDIS_URL`` unset.
+    """
+    engine = create_engine(require_database_url(settings))
+    redis = None
+    try:
+        if with_redis:
+            redis = await create_pool(RedisSettings.from_dsn(require_redis_url(settings)))
+        yield Resources(settings=settings, engine=engine, sessions=session_factory(engine), redis=redis)
+    finally:
+        if redis is not None:
+            await redis.aclose()
+        await engine.dispose()

@@ -1,0 +1,59 @@
+"""The services ``switchboard run`` starts, ``switchboard status`` checks and the compose file names."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Literal
+
+from switchboard.settings import Settings
+
+__all__ = ["ServiceSpec", "SERVICES", "WORKER_HEALTH_KEY"]
+
+WORKER_QUEUE = "arq:queue"
+WORKER_HEALTH_KEY = f"{WORKER_QUEUE}:health-check"
+"""Redis key the ARQ worker refreshes every ``health_check_interval`` seconds (arq default naming)."""
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """One process of the system.
+
+    Attributes:
+        name: short name used in logs, ``status`` and the compose file (``whatsapp``).
+        kind: ``http`` (a FastAPI app factory run by uvicorn) or ``worker`` (a ``main`` module).
+        target: ``module:factory`` for HTTP services, the module with ``main()`` for workers.
+        port_setting: the ``Settings`` field holding the HTTP port.
+    """
+
+    name: str
+    kind: Literal["http", "worker"]
+    target: str
+    port_setting: str | None = None
+
+    def port(self, settings: Settings) -> int | None:
+        return getattr(settings, self.port_setting) if self.port_setting else None
+
+    def url(self, settings: Settings) -> str | None:
+        port = self.port(settings)
+        return f"http://{settings.host}:{port}" if port else None
+
+    def command(self, settings: Settings) -> list[str]:
+        """The argv that starts this service with the current interpreter."""
+        if self.kind == "http":
+            return [
+                sys.executable, "-m", "uvicorn", self.target, "--factory",
+                "--host", settings.host, "--port", str(self.port(settings)),
+                "--log-level", "warning", "--no-access-log",
+            ]  # fmt: skip
+        return [sys.executable, "-m", self.target]
+
+
+SERVICES: tuple[ServiceSpec, ...] = (
+    ServiceSpec("orchestrator", "http", "services.orchestrator.main:create_app", "orchestrator_port"),
+    ServiceSpec("whatsapp", "http", "services.whatsapp.main:create_app", "whatsapp_port"),
+    ServiceSpec("instagram", "http", "services.instagram.main:create_app", "instagram_port"),
+    ServiceSpec("gmail", "http", "services.gmail.main:create_app", "gmail_port"),
+    ServiceSpec("mcp_tools", "http", "services.mcp_tools.main:create_app", "mcp_tools_port"),
+    ServiceSpec("worker", "worker", "services.worker.main"),
+)

@@ -1,0 +1,246 @@
+"""``switchboard run``: one process that starts every service as a child and stops them all.
+
+The supervisor holds ``DATA_DIR/run.lock`` for as long as it runs (a second ``switchboard run`` on
+the same folder fails with :class:`~switchboard.errors.AlreadyRunning`), writes ``DATA_DIR/run.json``
+with the URLs it started (read by ``switchboard status``), prefixes each child's output with its name,
+restarts a child that crashes (at most ``MAX_RESTARTS`` times), and on SIGINT/SIGTERM stops the
+children (SIGTERM, then SIGKILL after ``STOP_TIMEOUT_S``), then the embedded servers it started.
+Children get ``PR_SET_PDEATHSIG`` so even a SIGKILLed supervisor leaves no service behind.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO
+
+import httpx
+import redis
+
+from switchboard.errors import AlreadyRunning
+from switchboard.observability import get_logger
+from switchboard.runtime.embedded import set_parent_death_signal
+from switchboard.runtime.services import WORKER_HEALTH_KEY, ServiceSpec
+from switchboard.settings import Settings
+
+__all__ = ["Supervisor", "RunLock", "check_service_health"]
+
+log = get_logger(__name__)
+
+STOP_TIMEOUT_S = 10.0
+HEALTH_TIMEOUT_S = 60.0
+MAX_RESTARTS = 5
+RESTART_BACKOFF_S = 1.0
+
+
+class RunLock:
+    """An exclusive, non-blocking ``flock`` on ``DATA_DIR/run.lock``; released when the process exits."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / "run.lock"
+        self._fh: IO[str] | None = None
+
+    def acquire(self) -> None:
+        """Raises: AlreadyRunning: another process holds the lock (its pid is in the message)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(self.path, "a+")  # noqa: SIM115 (held open for the process lifetime)
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            pid_text = fh.read().strip()
+            fh.close()
+            raise AlreadyRunning(
+                str(self.path.parent), int(pid_text) if pid_text.isdigit() else None
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        self._fh = fh
+
+    def release(self) -> None:
+        if self._fh is not None:
+            fcntl.flock(self._fh, fcntl.LOCK_UN)
+            self._fh.close()
+            self._fh = None
+
+
+def check_service_health(
+    spec: ServiceSpec, settings: Settings, redis_url: str | None, timeout_s: float = 2.0
+) -> tuple[bool, str]:
+    """Probe one service: ``GET /healthz`` for HTTP services, the ARQ health key for the worker.
+
+    Returns:
+        ``(healthy, detail)``; ``detail`` is the health body's summary or the error.
+    """
+    if spec.kind == "http":
+        try:
+            response = httpx.get(f"{spec.url(settings)}/healthz", timeout=timeout_s)
+        except httpx.HTTPError as exc:
+            return False, f"unreachable ({type(exc).__name__})"
+        try:
+            body = response.json()
+        except ValueError:
+            body = {}
+        if response.status_code == 200:
+            return True, f"{body.get('service', '?')} {body.get('version', '?')}"
+        return False, f"HTTP {response.status_code} {body.get('checks', '')}"
+    if not redis_url:
+        return False, "no REDIS_URL"
+    client = redis.Redis.from_url(redis_url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s)
+    try:
+        value = client.get(WORKER_HEALTH_KEY)
+    except redis.RedisError as exc:
+        return False, f"redis unreachable ({type(exc).__name__})"
+    finally:
+        client.close()
+    if value is None:
+        return False, "no heartbeat"
+    return True, value.decode(errors="replace")[:120]
+
+
+@dataclass
+class _Child:
+    spec: ServiceSpec
+    process: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+    reader: threading.Thread | None = None
+
+
+@dataclass
+class Supervisor:
+    """Starts ``services`` as children with ``env`` and keeps them running until told to stop.
+
+    Args:
+        settings: process settings (ports, host, DATA_DIR).
+        services: what to start.
+        env: environment for the children (already carries DATABASE_URL / REDIS_URL).
+        output: where prefixed child output goes (stdout by default).
+    """
+
+    settings: Settings
+    services: tuple[ServiceSpec, ...]
+    env: dict[str, str]
+    output: IO[str] = field(default_factory=lambda: sys.stdout)
+    _children: list[_Child] = field(default_factory=list, init=False)
+    _stopping: threading.Event = field(default_factory=threading.Event, init=False)
+    _print_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def start_all(self) -> None:
+        width = max(len(s.name) for s in self.services)
+        self._width = width
+        for spec in self.services:
+            child = _Child(spec)
+            self._spawn(child)
+            self._children.append(child)
+
+    def _spawn(self, child: _Child) -> None:
+        child.process = subprocess.Popen(
+            child.spec.command(self.settings),
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            preexec_fn=set_parent_death_signal,
+        )
+        child.reader = threading.Thread(target=self._pump, args=(child.spec.name, child.process), daemon=True)
+        child.reader.start()
+        log.info("service started", service=child.spec.name, pid=child.process.pid)
+
+    def _pump(self, name: str, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdout is not None
+        prefix = f"{name:<{self._width}} | "
+        for raw in iter(process.stdout.readline, b""):
+            line = raw.decode(errors="replace").rstrip("\n")
+            with self._print_lock:
+                self.output.write(prefix + line + "\n")
+                self.output.flush()
+
+    def wait_healthy(
+        self, redis_url: str | None, timeout_s: float = HEALTH_TIMEOUT_S
+    ) -> dict[str, tuple[bool, str]]:
+        """Poll every service until all are healthy or ``timeout_s`` passes; returns the last results."""
+        deadline = time.monotonic() + timeout_s
+        results: dict[str, tuple[bool, str]] = {}
+        while time.monotonic() < deadline and not self._stopping.is_set():
+            results = {
+                c.spec.name: check_service_health(c.spec, self.settings, redis_url, 1.0)
+                for c in self._children
+            }
+            if all(ok for ok, _ in results.values()):
+                break
+            time.sleep(0.25)
+        return results
+
+    def request_stop(self, *_: object) -> None:
+        self._stopping.set()
+
+    def monitor(self) -> int:
+        """Block until asked to stop; restart crashed children. Returns the exit status for ``run``."""
+        while not self._stopping.wait(0.5):
+            for child in self._children:
+                assert child.process is not None
+                code = child.process.poll()
+                if code is None:
+                    continue
+                if child.restarts >= MAX_RESTARTS:
+                    log.error(
+                        "service keeps crashing; stopping everything", service=child.spec.name, exit_code=code
+                    )
+                    return 1
+                child.restarts += 1
+                log.error(
+                    "service exited; restarting",
+                    service=child.spec.name,
+                    exit_code=code,
+                    restart=child.restarts,
+                )
+                time.sleep(RESTART_BACKOFF_S * child.restarts)
+                self._spawn(child)
+        return 0
+
+    def stop_all(self) -> None:
+        """SIGTERM every child, wait up to ``STOP_TIMEOUT_S``, SIGKILL the rest."""
+        self._stopping.set()
+        for child in self._children:
+            if child.process is not None and child.process.poll() is None:
+                child.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for child in self._children:
+            if child.process is None:
+                continue
+            try:
+                child.process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                log.warning("service did not stop in time; killing", service=child.spec.name)
+                child.process.kill()
+                child.process.wait()
+            if child.reader is not None:
+                child.reader.join(timeout=2)
+        log.info("all services stopped")
+
+    def write_state(self, path: Path, *, database_url: str | None, redis_url: str | None) -> None:
+        """Write ``run.json`` (pids and URLs) for ``switchboard status``; URLs of external servers are omitted."""
+        state = {
+            "pid": os.getpid(),
+            "started_at": datetime.now(UTC).isoformat(),
+            "embedded_database_url": database_url,
+            "embedded_redis_url": redis_url,
+            "services": {
+                c.spec.name: {"url": c.spec.url(self.settings), "pid": c.process.pid if c.process else None}
+                for c in self._children
+            },
+        }
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2))
+        tmp.replace(path)

@@ -1,0 +1,55 @@
+"""The FastAPI app shell every HTTP service shares: logging, resources in the lifespan, ``/healthz``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, FastAPI
+
+from switchboard import __version__
+from switchboard.health import health_router
+from switchboard.observability import configure_logging, get_logger
+from switchboard.runtime.resources import open_resources
+from switchboard.settings import Settings
+
+__all__ = ["create_service_app"]
+
+
+def create_service_app(
+    name: str,
+    settings: Settings,
+    *,
+    routers: Sequence[APIRouter] = (),
+    with_redis: bool = True,
+    description: str = "",
+) -> FastAPI:
+    """Assemble one service.
+
+    Args:
+        name: service name (logs, ``/healthz``, OpenAPI title ``switchboard-<name>``).
+        settings: process settings; ``DATABASE_URL`` (and ``REDIS_URL`` if ``with_redis``) must be set.
+        routers: the service's own routers.
+
+    Raises:
+        SettingsError: at start-up (lifespan), when a required URL is unset.
+    """
+    configure_logging(service=name, level=settings.log_level, fmt=settings.log_format)
+    log = get_logger(__name__)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with open_resources(settings, with_redis=with_redis) as resources:
+            app.state.resources = resources
+            log.info("service ready", version=__version__)
+            yield
+        log.info("service stopped")
+
+    app = FastAPI(
+        title=f"switchboard-{name}", version=__version__, description=description, lifespan=lifespan
+    )
+    app.state.settings = settings
+    app.include_router(health_router(name))
+    for router in routers:
+        app.include_router(router)
+    return app

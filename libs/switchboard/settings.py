@@ -1,0 +1,184 @@
+"""Process settings, read once from the environment and ``.env``.
+
+Every service calls :func:`load_settings` once at start-up and hands values down; library code
+never reads the environment itself. A missing or malformed value raises
+:class:`~switchboard.errors.SettingsError` naming the environment variable, so a service fails at
+start-up with a message an operator can act on.
+
+Per-tenant overrides (loop limits, models, prompts) live in ``tenants.settings_extensions`` in
+Postgres, not here.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+from cryptography.fernet import Fernet
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from switchboard.errors import SettingsError
+
+LogFormat = Literal["auto", "json", "console"]
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+
+_POSTGRES_SCHEMES = {"postgres", "postgresql", "postgresql+asyncpg", "postgresql+psycopg"}
+_REDIS_SCHEMES = {"redis", "rediss", "unix"}
+
+
+class Settings(BaseSettings):
+    """All process-wide settings. Field names map to upper-case environment variables.
+
+    Unset ``DATABASE_URL`` / ``REDIS_URL`` mean "start the embedded server under ``DATA_DIR``".
+    Secrets that may be unset (encryption key, service tokens) are generated once into
+    ``DATA_DIR/secrets/`` and reused, so a restart keeps reading what it wrote.
+    """
+
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+
+    # --- where state lives -------------------------------------------------------------------
+    database_url: str | None = None
+    """PostgreSQL (with pgvector >= 0.8) URL; unset starts the embedded server."""
+    redis_url: str | None = None
+    """Redis URL (``redis://``, ``rediss://`` or ``unix://``); unset starts the embedded server."""
+    data_dir: Path = Path("./.switchboard")
+    """Folder for embedded servers' data, generated secrets and the run state file."""
+
+    # --- network -----------------------------------------------------------------------------
+    host: str = "127.0.0.1"
+    """Interface every HTTP service binds to."""
+    orchestrator_port: int = Field(8100, ge=1, le=65535)
+    whatsapp_port: int = Field(8101, ge=1, le=65535)
+    instagram_port: int = Field(8102, ge=1, le=65535)
+    gmail_port: int = Field(8103, ge=1, le=65535)
+    mcp_tools_port: int = Field(8104, ge=1, le=65535)
+    model_server_port: int = Field(8105, ge=1, le=65535)
+    """Port of the offline OpenAI-compatible model server (used when no provider key is set)."""
+    embedded_redis_port: int = Field(6380, ge=1, le=65535)
+    """TCP port of the embedded Redis on ``host`` (only when ``REDIS_URL`` is unset)."""
+
+    # --- logs --------------------------------------------------------------------------------
+    log_format: LogFormat = "auto"
+    """``json``, ``console`` or ``auto`` (console on a terminal, JSON otherwise)."""
+    log_level: LogLevel = "INFO"
+
+    # --- model providers (process-wide fallbacks for per-tenant keys) ---------------------------
+    openai_api_key: SecretStr | None = None
+    anthropic_api_key: SecretStr | None = None
+
+    # --- Meta (WhatsApp / Instagram) -----------------------------------------------------------
+    meta_app_secret: SecretStr | None = None
+    """App secret used to verify ``X-Hub-Signature-256`` on Meta webhooks."""
+    meta_verify_token: SecretStr | None = None
+    """Token Meta echoes in the ``hub.verify_token`` handshake."""
+
+    # --- secrets (generated into DATA_DIR/secrets when unset) ----------------------------------
+    encryption_key: SecretStr | None = None
+    """Fernet key (urlsafe base64, 32 bytes) for credentials encrypted at rest."""
+    service_token: SecretStr | None = None
+    """Bearer token services use to call the orchestrator's API."""
+    mcp_service_token: SecretStr | None = None
+    """Bearer token the orchestrator uses to call the MCP tool server."""
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        scheme = urlsplit(value).scheme
+        if scheme not in _POSTGRES_SCHEMES:
+            raise ValueError(f"expected a postgresql:// URL, got scheme {scheme!r}")
+        return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _check_redis_url(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        scheme = urlsplit(value).scheme
+        if scheme not in _REDIS_SCHEMES:
+            raise ValueError(f"expected a redis://, rediss:// or unix:// URL, got scheme {scheme!r}")
+        return value
+
+    @field_validator("encryption_key")
+    @classmethod
+    def _check_encryption_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value():
+            return None
+        try:
+            Fernet(value.get_secret_value().encode())
+        except (ValueError, TypeError) as exc:
+            raise ValueError(
+                "must be a Fernet key: 32 bytes, urlsafe base64 (Fernet.generate_key())"
+            ) from exc
+        return value
+
+    # --- derived values ------------------------------------------------------------------------
+    @property
+    def secrets_dir(self) -> Path:
+        return self.data_dir / "secrets"
+
+    @property
+    def run_state_path(self) -> Path:
+        """JSON file ``switchboard run`` writes with the URLs and pids of what it started."""
+        return self.data_dir / "run.json"
+
+    def resolved_encryption_key(self) -> bytes:
+        """The Fernet key: ``ENCRYPTION_KEY`` or the one generated into ``DATA_DIR/secrets``."""
+        if self.encryption_key is not None:
+            return self.encryption_key.get_secret_value().encode()
+        return _read_or_create_secret(
+            self.secrets_dir / "encryption.key", lambda: Fernet.generate_key().decode()
+        ).encode()
+
+    def resolved_service_token(self) -> str:
+        """``SERVICE_TOKEN`` or the token generated into ``DATA_DIR/secrets/service.token``."""
+        if self.service_token is not None:
+            return self.service_token.get_secret_value()
+        return _read_or_create_secret(self.secrets_dir / "service.token", lambda: secrets.token_urlsafe(32))
+
+    def resolved_mcp_service_token(self) -> str:
+        """``MCP_SERVICE_TOKEN`` or the token generated into ``DATA_DIR/secrets/mcp.token``."""
+        if self.mcp_service_token is not None:
+            return self.mcp_service_token.get_secret_value()
+        return _read_or_create_secret(self.secrets_dir / "mcp.token", lambda: secrets.token_urlsafe(32))
+
+
+def _read_or_create_secret(path: Path, make: Callable[[], str]) -> str:
+    """Read a generated secret, creating it (mode 0600, atomically) on first use."""
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = make()
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(value)
+    try:
+        os.link(tmp, path)  # fails if another process created it first: keep theirs
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path.read_text().strip()
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read settings from the environment and ``.env``; keyword overrides win (tests use them).
+
+    Raises:
+        SettingsError: a value is malformed; ``.setting`` is the environment variable's name.
+    """
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = str(first["loc"][0]).upper() if first.get("loc") else "?"
+        secret = any(word in name for word in ("KEY", "TOKEN", "SECRET", "PASSWORD"))
+        shown = "" if secret else f" (got {first.get('input')!r})"
+        raise SettingsError(name, f"{first['msg']}{shown}") from None

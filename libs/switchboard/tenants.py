@@ -1,0 +1,116 @@
+"""Creating and finding tenants (admin operations; not tenant-scoped by nature)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from sqlalchemy import func
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from switchboard.crypto import CredentialCipher
+from switchboard.db.models import ChannelAccount, Organization, Tenant
+from switchboard.errors import SwitchboardError, TenantNotFound
+
+__all__ = [
+    "create_tenant",
+    "get_tenant",
+    "list_tenants",
+    "add_channel_account",
+    "count_tenants",
+    "TenantExists",
+]
+
+SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+
+
+class TenantExists(SwitchboardError):
+    def __init__(self, slug: str) -> None:
+        self.slug = slug
+        super().__init__(f"a tenant with slug {slug!r} already exists")
+
+
+async def count_tenants(session: AsyncSession) -> int:
+    return int((await session.exec(select(func.count()).select_from(Tenant))).one())
+
+
+async def create_tenant(
+    session: AsyncSession, *, slug: str, name: str, organization_name: str | None = None
+) -> Tenant:
+    """Create a tenant (and its organization, found or created by name).
+
+    Args:
+        slug: 1-64 chars of ``a-z``, ``0-9`` and inner ``-``; unique.
+        name: display name.
+        organization_name: defaults to ``name``.
+
+    Raises:
+        ValueError: malformed slug.
+        TenantExists: the slug is taken.
+    """
+    if not SLUG_RE.match(slug):
+        raise ValueError(f"invalid slug {slug!r}: use 1-64 characters a-z, 0-9 and '-' (not at either end)")
+    org_name = organization_name or name
+    org = (await session.exec(select(Organization).where(Organization.name == org_name))).first()
+    if org is None:
+        org = Organization(name=org_name)
+        session.add(org)
+        await session.flush()
+    tenant = Tenant(organization_id=org.id, slug=slug, name=name)
+    session.add(tenant)
+    try:
+        await session.flush()
+    except IntegrityError:
+        raise TenantExists(slug) from None
+    return tenant
+
+
+async def get_tenant(session: AsyncSession, slug_or_id: str) -> Tenant:
+    """Find a tenant by slug or UUID.
+
+    Raises:
+        TenantNotFound: neither matches.
+    """
+    try:
+        tenant_uuid = uuid.UUID(slug_or_id)
+    except ValueError:
+        tenant_uuid = None
+    where = Tenant.id == tenant_uuid if tenant_uuid else Tenant.slug == slug_or_id
+    tenant = (await session.exec(select(Tenant).where(where))).first()
+    if tenant is None:
+        raise TenantNotFound(slug_or_id)
+    return tenant
+
+
+async def list_tenants(session: AsyncSession) -> list[Tenant]:
+    return list((await session.exec(select(Tenant).order_by(Tenant.slug))).all())
+
+
+async def add_channel_account(
+    session: AsyncSession,
+    *,
+    tenant: Tenant,
+    channel: str,
+    external_account_id: str,
+    display_name: str | None = None,
+    credentials: dict | None = None,
+    cipher: CredentialCipher | None = None,
+) -> ChannelAccount:
+    """Connect a channel account to ``tenant``; credentials are stored encrypted with ``cipher``."""
+    encrypted = None
+    if credentials:
+        if cipher is None:
+            raise ValueError("credentials given without a cipher")
+        encrypted = cipher.encrypt(credentials)
+    account = ChannelAccount(
+        tenant_id=tenant.id,
+        channel=channel,
+        external_account_id=external_account_id,
+        display_name=display_name,
+        credentials_encrypted=encrypted,
+    )
+    session.add(account)
+    await session.flush()
+    return account

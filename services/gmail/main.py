@@ -1,0 +1,17 @@
+"""gmail service: Gmail push notifications (Pub/Sub) and mailbox sync.
+
+Run: `uvicorn services.gmail.main:create_app --factory` (`switchboard run` does this).
+"""
+
+from fastapi import FastAPI
+from switchboard.service_app import create_service_app
+from switchboard.settings import Settings, load_settings
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Assemble the service; tests pass settings, production reads the environment."""
+    return create_service_app(
+        "gmail",
+        settings or load_settings(),
+        description="Gmail push notifications (Pub/Sub) and mailbox sync.",
+    )

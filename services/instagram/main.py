@@ -1,0 +1,15 @@
+"""instagram service: Instagram Messaging webhooks.
+
+Run: `uvicorn services.instagram.main:create_app --factory` (`switchboard run` does this).
+"""
+
+from fastapi import FastAPI
+from switchboard.service_app import create_service_app
+from switchboard.settings import Settings, load_settings
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Assemble the service; tests pass settings, production reads the environment."""
+    return create_service_app(
+        "instagram", settings or load_settings(), description="Instagram Messaging webhooks."
+    )

@@ -1,0 +1,17 @@
+"""orchestrator service: The agent: bounded tool loop through the LLM Router; admin API.
+
+Run: `uvicorn services.orchestrator.main:create_app --factory` (`switchboard run` does this).
+"""
+
+from fastapi import FastAPI
+from switchboard.service_app import create_service_app
+from switchboard.settings import Settings, load_settings
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Assemble the service; tests pass settings, production reads the environment."""
+    return create_service_app(
+        "orchestrator",
+        settings or load_settings(),
+        description="The agent: bounded tool loop through the LLM Router; admin API.",
+    )
