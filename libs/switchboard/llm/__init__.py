@@ -1,0 +1,1 @@
+"""The LLM layer: the per-tenant LiteLLM Router, trimming, and the offline model (lexical embedding)."""
