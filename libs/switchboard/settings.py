@@ -84,6 +84,8 @@ class Settings(BaseSettings):
     """Bearer token services use to call the orchestrator's API."""
     mcp_service_token: SecretStr | None = None
     """Bearer token the orchestrator uses to call the MCP tool server."""
+    admin_token: SecretStr | None = None
+    """Bearer token for the admin API (``/v1/admin/...``) and remote CLI use."""
 
     @field_validator("database_url")
     @classmethod
@@ -141,6 +143,22 @@ class Settings(BaseSettings):
         if self.service_token is not None:
             return self.service_token.get_secret_value()
         return _read_or_create_secret(self.secrets_dir / "service.token", lambda: secrets.token_urlsafe(32))
+
+    def resolved_admin_token(self) -> str:
+        """``ADMIN_TOKEN`` or the token generated into ``DATA_DIR/secrets/admin.token``."""
+        if self.admin_token is not None:
+            return self.admin_token.get_secret_value()
+        return _read_or_create_secret(self.secrets_dir / "admin.token", lambda: secrets.token_urlsafe(32))
+
+    def service_url(self, port: int) -> str:
+        """``http://HOST:port`` of a service on this machine (``0.0.0.0`` binds are reached on loopback)."""
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
+        return f"http://{host}:{port}"
+
+    @property
+    def orchestrator_url(self) -> str:
+        """Base URL the worker calls for ``POST /v1/turns``."""
+        return self.service_url(self.orchestrator_port)
 
     def resolved_mcp_service_token(self) -> str:
         """``MCP_SERVICE_TOKEN`` or the token generated into ``DATA_DIR/secrets/mcp.token``."""
