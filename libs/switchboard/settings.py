@@ -70,6 +70,8 @@ class Settings(BaseSettings):
     # --- model providers (process-wide fallbacks for per-tenant keys) ---------------------------
     openai_api_key: SecretStr | None = None
     anthropic_api_key: SecretStr | None = None
+    model_call_concurrency: int = Field(50, ge=1, le=10_000)
+    """Process-wide bound on concurrent model calls (``asyncio.Semaphore``, DESIGN.md)."""
 
     # --- Meta (WhatsApp / Instagram) -----------------------------------------------------------
     meta_app_secret: SecretStr | None = None
