@@ -110,6 +110,8 @@ class DeploymentScript:
     """Answer when the queue is empty; ``None`` means the demo behaviour."""
     requests: list[dict[str, Any]] = field(default_factory=list)
     """Every chat request body received, in order."""
+    authorizations: list[str] = field(default_factory=list)
+    """The ``Authorization`` header of each request (tests check per-tenant keys)."""
     in_flight: int = 0
     max_in_flight: int = 0
     record_requests: bool = True
@@ -389,6 +391,7 @@ def create_offline_app(state: OfflineModelState | None = None, *, enable_control
         script = state.script(model)
         if script.record_requests:
             script.requests.append(body)
+            script.authorizations.append(request.headers.get("authorization", ""))
         scripted = script.queue.popleft() if script.queue else script.default
         script.in_flight += 1
         script.max_in_flight = max(script.max_in_flight, script.in_flight)
