@@ -5,11 +5,10 @@ import uuid
 
 import asyncpg
 import pytest
+import switchboard.db.models  # noqa: F401
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import make_url
 from sqlmodel import SQLModel
-
-import switchboard.db.models  # noqa: F401
 from switchboard.db.engine import create_engine
 from switchboard.db.migrate import current_revision_sync, downgrade, head_revision, upgrade
 
@@ -20,7 +19,9 @@ async def scratch_database_url(database_url):
     url = make_url(database_url)
     name = f"sb_migrations_{uuid.uuid4().hex[:8]}"
     host = url.query.get("host") or url.host
-    admin = await asyncpg.connect(user=url.username, password=url.password, host=host, port=url.port, database=url.database)
+    admin = await asyncpg.connect(
+        user=url.username, password=url.password, host=host, port=url.port, database=url.database
+    )
     try:
         await admin.execute(f'CREATE DATABASE "{name}"')
         yield url.set(database=name).render_as_string(hide_password=False)
@@ -36,7 +37,11 @@ async def _state(url):
             tables = set(await conn.run_sync(lambda c: inspect(c).get_table_names()))
             revision = await conn.run_sync(current_revision_sync)
             indexes = (
-                await conn.execute(text("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_knowledge_documents_embedding_hnsw'"))
+                await conn.execute(
+                    text(
+                        "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_knowledge_documents_embedding_hnsw'"
+                    )
+                )
             ).scalar_one_or_none()
         return tables, revision, indexes
     finally:
@@ -72,7 +77,9 @@ async def test_models_match_migrations(database_url):
     try:
         async with engine.connect() as conn:
             diff = await conn.run_sync(
-                lambda c: compare_metadata(MigrationContext.configure(c, opts={"compare_type": True}), SQLModel.metadata)
+                lambda c: compare_metadata(
+                    MigrationContext.configure(c, opts={"compare_type": True}), SQLModel.metadata
+                )
             )
     finally:
         await engine.dispose()
@@ -93,7 +100,9 @@ async def test_tenant_owned_tables_have_non_null_indexed_tenant_id(database_url)
                     column = next(col for col in insp.get_columns(table.name) if col["name"] == "tenant_id")
                     if column["nullable"]:
                         problems.append(f"{table.name}.tenant_id nullable")
-                    indexed = any(idx["column_names"][:1] == ["tenant_id"] for idx in insp.get_indexes(table.name))
+                    indexed = any(
+                        idx["column_names"][:1] == ["tenant_id"] for idx in insp.get_indexes(table.name)
+                    )
                     if not indexed:
                         problems.append(f"{table.name}.tenant_id not indexed")
                 return problems

@@ -2,7 +2,6 @@
 
 import pytest
 from cryptography.fernet import Fernet
-
 from switchboard.errors import SettingsError
 from switchboard.settings import load_settings
 

@@ -3,7 +3,6 @@
 import uuid
 
 import pytest
-
 from switchboard.db import TenantScope
 from switchboard.db.models import Customer, Organization
 from switchboard.errors import CrossTenantAccess
@@ -29,7 +28,9 @@ async def test_select_and_get_only_see_own_tenant(sessions, make_tenant):
         assert (await scope_a.get(Customer, a1.id)).id == a1.id
         assert await scope_a.first(Customer, Customer.external_user_id == "15550100001") is not None
         scope_b = TenantScope(session, tenant_b.id)
-        assert [row.id for row in await scope_b.all(Customer, Customer.external_user_id == "15550100001")] == [b1.id]
+        assert [
+            row.id for row in await scope_b.all(Customer, Customer.external_user_id == "15550100001")
+        ] == [b1.id]
 
 
 async def test_add_fills_tenant_and_refuses_another_tenants_row(sessions, make_tenant):
