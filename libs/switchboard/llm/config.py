@@ -100,7 +100,8 @@ def default_deployments(settings: Settings) -> list[DeploymentSettings]:
     """Deployments for a tenant that configured none.
 
     OpenAI ``gpt-4o-mini`` (priority 1) and/or Anthropic ``claude-haiku-4-5`` (priority 2) when their
-    process keys are set; otherwise the offline model server on ``MODEL_SERVER_PORT``.
+    process keys are set; otherwise the offline model server (``MODEL_SERVER_URL``, default
+    ``http://HOST:MODEL_SERVER_PORT``).
     """
     chosen: list[DeploymentSettings] = []
     if settings.openai_api_key is not None and settings.openai_api_key.get_secret_value():
@@ -118,7 +119,7 @@ def default_deployments(settings: Settings) -> list[DeploymentSettings]:
             id="offline-demo",
             provider="offline",
             model=OFFLINE_DEMO_MODEL,
-            api_base=settings.service_url(settings.model_server_port) + "/v1",
+            api_base=settings.model_server_url + "/v1",
         )
     ]
 
