@@ -397,3 +397,29 @@ async def test_other_tenants_messages_never_enter_the_history(setup, orchestrato
             ).all()
         )
     assert count == 2
+
+
+async def test_unreadable_tenant_key_degrades_the_turn_with_a_log(
+    setup, orchestrator, offline_model, sessions
+):
+    state, url = offline_model
+    model = unique_model("locked")
+    conv, _ = await setup(deployments=[deployment(url, model, api_key_encrypted="not-a-fernet-token")])
+    request = conv.request("hi")
+    with capture_logs() as logs:
+        result = await orchestrator.handle_turn(request)
+    assert result.reply == AgentSettings().error_reply
+    assert state.script(model).requests == []
+    assert any(e["event"] == "deployment_api_key_unreadable" and e["deployment"] == model for e in logs)
+    row = await _turn(sessions, request.inbound_message_id)
+    assert (row.outcome, row.error) == ("degraded", "deployment_api_key_unreadable")
+
+
+async def test_empty_text_reaches_the_model_as_a_placeholder(setup, orchestrator):
+    conv, script = await setup(text("Did you mean to send something?"))
+    result = await orchestrator.handle_turn(conv.request("   "))
+    assert result.reply == "Did you mean to send something?"
+    assert script.requests[0]["messages"][-1] == {
+        "role": "user",
+        "content": "[the customer sent a message without text]",
+    }

@@ -60,7 +60,7 @@ async def test_fallback_on_timeout(gateway, offline_model):
 async def test_retry_inside_a_group_reaches_the_healthy_sibling(gateway, offline_model):
     state, url = offline_model
     broken, healthy = unique_model("a"), unique_model("b")
-    llm = _llm(deployment(url, broken), deployment(url, healthy), num_retries=1)
+    llm = _llm(deployment(url, broken), deployment(url, healthy), num_retries=1, allowed_fails=0)
     router = gateway.router_for(uuid.uuid4(), llm)
     state.script(broken).default = ScriptedResponse(kind="error", status=500)
     state.script(healthy).default = ScriptedResponse(content="healthy")

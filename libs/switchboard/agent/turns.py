@@ -25,7 +25,7 @@ import asyncio
 import hashlib
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -43,6 +43,7 @@ from switchboard.agent.prompt import build_system_prompt, summary_messages
 from switchboard.agent.settings import TenantSettings, tenant_settings_from
 from switchboard.agent.tools import ToolContext, ToolRegistry, ToolSet, idempotency_key_for
 from switchboard.contracts import TokenUsage, TurnRequest, TurnResult, trace_id_for
+from switchboard.crypto import CredentialDecryptError
 from switchboard.db.engine import session_scope
 from switchboard.db.models import (
     Conversation,
@@ -70,6 +71,8 @@ __all__ = ["Orchestrator", "TurnRejected", "history_to_messages"]
 log = get_logger(__name__)
 
 HISTORY_ROLES = ("user", "assistant", "tool", "human_agent")
+EMPTY_MESSAGE_TEXT = "[the customer sent a message without text]"
+"""Shown to the model for an empty ``text`` (providers reject empty user messages)."""
 WAIT_POLL_S = 0.1
 """How often a repeated request polls a turn that another process is running."""
 STALE_MARGIN_S = 30.0
@@ -160,30 +163,28 @@ class Orchestrator:
             log.info("turn_skipped", reason=claim.skip_reason)
             return result
 
-        tenant_router = self.gateway.router_for(request.tenant_id, tenant_settings.llm)
-        messages, summary = await self._build_messages(request, tenant_settings, tenant_router, trace_id)
-
-        def make_ctx(call_id: str) -> ToolContext:
-            return ToolContext(
-                tenant_id=request.tenant_id,
-                conversation_id=request.conversation_id,
-                customer_id=request.customer_id,
-                trace_id=trace_id,
-                call_id=call_id,
-                idempotency_key=idempotency_key_for(trace_id, call_id),
-                sessions=self.sessions,
-                channel=request.channel,
+        try:
+            tenant_router = self.gateway.router_for(request.tenant_id, tenant_settings.llm)
+        except CredentialDecryptError:
+            # logged by the gateway with the deployment id; the customer gets the error reply
+            outcome = LoopOutcome(
+                reply=tenant_settings.agent.error_reply,
+                silent=False,
+                outcome="degraded",
+                error="deployment_api_key_unreadable",
             )
-
-        outcome = await run_tool_loop(
-            gateway=self.gateway,
-            tenant_router=tenant_router,
-            settings=tenant_settings,
-            messages=messages,
-            registry=self.registry,
-            make_ctx=make_ctx,
-            trace_id=trace_id,
-        )
+            summary = None
+        else:
+            messages, summary = await self._build_messages(request, tenant_settings, tenant_router, trace_id)
+            outcome = await run_tool_loop(
+                gateway=self.gateway,
+                tenant_router=tenant_router,
+                settings=tenant_settings,
+                messages=messages,
+                registry=self.registry,
+                make_ctx=self._context_factory(request, trace_id),
+                trace_id=trace_id,
+            )
         result = TurnResult(
             reply=outcome.reply if not outcome.silent else None,
             silent=outcome.silent,
@@ -205,6 +206,21 @@ class Orchestrator:
             total_ms=round(total_ms, 1),
         )
         return result
+
+    def _context_factory(self, request: TurnRequest, trace_id: str) -> Callable[[str], ToolContext]:
+        def make_ctx(call_id: str) -> ToolContext:
+            return ToolContext(
+                tenant_id=request.tenant_id,
+                conversation_id=request.conversation_id,
+                customer_id=request.customer_id,
+                trace_id=trace_id,
+                call_id=call_id,
+                idempotency_key=idempotency_key_for(trace_id, call_id),
+                sessions=self.sessions,
+                channel=request.channel,
+            )
+
+        return make_ctx
 
     # --- settings, claim ---------------------------------------------------------------------
     async def _tenant_settings(self, tenant_id: uuid.UUID) -> TenantSettings:
@@ -359,7 +375,7 @@ class Orchestrator:
             summary=summary_text,
         )
         messages = [{"role": "system", "content": system}, *history_to_messages(rows)]
-        messages.append({"role": "user", "content": request.text})
+        messages.append({"role": "user", "content": request.text.strip() or EMPTY_MESSAGE_TEXT})
         return messages, new_summary
 
     async def _summarize(

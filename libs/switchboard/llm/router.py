@@ -161,9 +161,9 @@ class ModelGateway:
         if deployment.api_key_encrypted:
             try:
                 return str(self.cipher.decrypt(deployment.api_key_encrypted)["api_key"])
-            except (CredentialDecryptError, KeyError):
+            except (CredentialDecryptError, KeyError) as exc:
                 log.error("deployment_api_key_unreadable", deployment=deployment.id)
-                raise
+                raise CredentialDecryptError(f"api key of deployment {deployment.id} is unreadable") from exc
         if deployment.provider == "openai" and self.settings.openai_api_key is not None:
             return self.settings.openai_api_key.get_secret_value()
         if deployment.provider == "anthropic" and self.settings.anthropic_api_key is not None:
@@ -180,7 +180,12 @@ class ModelGateway:
             return llm.default_context_window_tokens
 
     def router_for(self, tenant_id: uuid.UUID, llm: LLMSettings) -> TenantRouter:
-        """The tenant's Router, built on first use and rebuilt when ``llm`` changed."""
+        """The tenant's Router, built on first use and rebuilt when ``llm`` changed.
+
+        Raises:
+            CredentialDecryptError: a deployment's ``api_key_encrypted`` cannot be decrypted (logged
+                as ``deployment_api_key_unreadable`` with the deployment id).
+        """
         deployments = sorted(
             llm.deployments or default_deployments(self.settings), key=lambda d: (d.priority, d.id)
         )
