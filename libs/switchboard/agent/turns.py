@@ -258,8 +258,15 @@ class Orchestrator:
                 age_s = (utcnow() - existing.updated_at).total_seconds()
                 if age_s < tenant_settings.loop.turn_timeout_s + STALE_MARGIN_S:
                     return _Claim()  # running elsewhere: wait
+                connection = await session.connection()
+                taken = await connection.execute(
+                    update(Turn)
+                    .where(col(Turn.id) == existing.id, col(Turn.updated_at) == existing.updated_at)
+                    .values(updated_at=utcnow())
+                )
+                if taken.rowcount != 1:
+                    return _Claim()  # another request took it over first: wait for its result
                 log.warning("turn_taken_over", stale_s=round(age_s, 1))
-                existing.updated_at = utcnow()
                 return _Claim(turn_id=existing.id, skip_reason=_skip_reason(conversation))
             await self._ensure_inbound_row(session, scope, request, conversation)
             turn_id = uuid.uuid4()

@@ -426,7 +426,7 @@ def create_offline_app(state: OfflineModelState | None = None, *, enable_control
                     "invalid_request_error",
                     "context_length_exceeded",
                 )
-            content = scripted.content if scripted.kind == "text" else scripted.content
+            content = scripted.content
             return JSONResponse(
                 _completion_body(
                     model,
