@@ -302,20 +302,26 @@ class Orchestrator:
             if row.conversation_id is None:
                 row.conversation_id = request.conversation_id
             return
-        scope.add(
-            Message(
+        # ON CONFLICT: a concurrent duplicate request may insert the same row a moment earlier
+        connection = await session.connection()
+        await connection.execute(
+            pg_insert(Message.__table__)
+            .values(
                 id=request.inbound_message_id,
-                tenant_id=request.tenant_id,
+                tenant_id=scope.tenant_id,
                 conversation_id=request.conversation_id,
                 channel=conversation.channel,
                 direction=MessageDirection.inbound.value,
                 role=MessageRole.user.value,
+                kind="text",
                 text=request.text,
                 inbound_state=InboundState.done.value,
+                processing_attempts=0,
                 processed_at=utcnow(),
+                created_at=utcnow(),
             )
+            .on_conflict_do_nothing(index_elements=["id"])
         )
-        await session.flush()
 
     # --- prompt and history --------------------------------------------------------------------
     async def _build_messages(
