@@ -89,7 +89,7 @@ async def test_cooldown_skips_a_failing_deployment_then_retries_it(gateway, offl
     # allowed_fails=2: the third failure cools the deployment down; later calls skip it
     assert hits_while_failing == 3
     state.script(primary).default = ScriptedResponse(content="primary again")
-    await asyncio.sleep(1.2)
+    await asyncio.sleep(2.3)
     reply = await gateway.complete(router, MESSAGES, tools=None, llm=llm, trace_id="t")
     assert (reply.content, reply.model_id, reply.fallback_used) == ("primary again", primary, False)
 
