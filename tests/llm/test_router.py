@@ -77,7 +77,7 @@ async def test_cooldown_skips_a_failing_deployment_then_retries_it(gateway, offl
         deployment(url, primary, priority=1),
         deployment(url, backup, priority=2),
         allowed_fails=2,
-        cooldown_s=1.0,
+        cooldown_s=2.0,
     )
     router = gateway.router_for(uuid.uuid4(), llm)
     state.script(primary).default = ScriptedResponse(kind="error", status=500)
