@@ -132,7 +132,7 @@ class Orchestrator:
     toolsets: Sequence[ToolSet] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        self.registry = ToolRegistry([BuiltinToolSet(), *self.toolsets])
+        self.registry = ToolRegistry([BuiltinToolSet(gateway=self.gateway), *self.toolsets])
 
     async def handle_turn(self, request: TurnRequest) -> TurnResult:
         """Answer ``request`` (see the module docstring).
