@@ -19,11 +19,29 @@ from switchboard.handoff.assignment import (
     take_queue,
     tenant_handoff_lock,
 )
+from switchboard.handoff.commands import (
+    COMMANDS,
+    HANDED_BACK_NOTE,
+    HELP_TEXT,
+    Command,
+    CommandError,
+    parse_command,
+    run_command,
+    selected_conversation,
+)
 from switchboard.handoff.notices import Outgoing, customer_label, write_outgoing
 from switchboard.handoff.service import escalate_and_notify, notices_for_assignments
 from switchboard.handoff.summary import HANDOFF_SUMMARY_INSTRUCTION, write_handoff_summary
 
 __all__ = [
+    "COMMANDS",
+    "HANDED_BACK_NOTE",
+    "HELP_TEXT",
+    "Command",
+    "CommandError",
+    "parse_command",
+    "run_command",
+    "selected_conversation",
     "AgentExists",
     "AgentNotFound",
     "Assignment",

@@ -48,7 +48,13 @@ def customer_label(customer: Customer) -> str:
 
 
 def assignment_notice(
-    *, customer: Customer, reason: str | None, summary: str, position: int, total: int, transfer_from: str | None = None
+    *,
+    customer: Customer,
+    reason: str | None,
+    summary: str,
+    position: int,
+    total: int,
+    transfer_from: str | None = None,
 ) -> str:
     """The text a newly assigned agent receives."""
     origin = f"Transferred to you by {transfer_from}." if transfer_from else "New conversation for you."

@@ -31,7 +31,7 @@ async def notices_for_assignments(
 ) -> list[Outgoing]:
     """One notice per conversation newly given to the agent (customer, reason, LLM summary).
 
-    Without a gateway the summary is the customer's last messages (see :func:`write_handoff_summary`).
+    Without a gateway the summary quotes the customer's messages (see :func:`write_handoff_summary`).
     """
     out: list[Outgoing] = []
     for conversation_id in conversation_ids:
@@ -43,12 +43,13 @@ async def notices_for_assignments(
             customer = await session.get(Customer, conversation.customer_id)
             assert customer is not None
             open_ids = [c.id for c in await open_conversations_of(session, agent)]
-        if gateway is not None:
-            summary = await write_handoff_summary(
-                sessions, gateway, tenant_id=agent.tenant_id, conversation_id=conversation_id, trace_id=trace_id
-            )
-        else:
-            summary = "(no summary available)"
+        summary = await write_handoff_summary(
+            sessions,
+            gateway,
+            tenant_id=agent.tenant_id,
+            conversation_id=conversation_id,
+            trace_id=trace_id,
+        )
         position = open_ids.index(conversation_id) + 1 if conversation_id in open_ids else len(open_ids)
         text = assignment_notice(
             customer=customer,

@@ -55,7 +55,7 @@ async def _recent(session: AsyncSession, tenant_id: uuid.UUID, conversation_id: 
 
 async def write_handoff_summary(
     sessions: async_sessionmaker[AsyncSession],
-    gateway: ModelGateway,
+    gateway: ModelGateway | None,
     *,
     tenant_id: uuid.UUID,
     conversation_id: uuid.UUID,
@@ -64,7 +64,8 @@ async def write_handoff_summary(
     """A summary of the conversation for a human agent, at most ``handoff.summary_max_chars`` long.
 
     Uses the tenant's Router (one words-only call). When the model fails or answers nothing, the
-    summary is the customer's last three messages quoted, so the agent always gets something.
+    summary is the customer's messages quoted (newest kept), so the agent always gets something; so it
+    is without a ``gateway``.
     Never raises for model trouble (logged as ``handoff_summary_failed``).
     """
     async with sessions() as session:
@@ -73,8 +74,10 @@ async def write_handoff_summary(
     settings = tenant_settings_from(tenant.settings_extensions if tenant else None, tenant_id=str(tenant_id))
     limit = settings.handoff.summary_max_chars
     lines = transcript_lines(rows)
-    fallback = " / ".join(line for line in lines if line.startswith("Customer:"))[-limit:] or "(no messages yet)"
-    if not lines:
+    fallback = (
+        " / ".join(line for line in lines if line.startswith("Customer:"))[-limit:] or "(no messages yet)"
+    )
+    if not lines or gateway is None:
         return fallback
     prompt = [
         {"role": "system", "content": HANDOFF_SUMMARY_INSTRUCTION},
