@@ -31,6 +31,10 @@ db_app = typer.Typer(help="Database migrations.", no_args_is_help=True)
 tenant_app = typer.Typer(help="Tenants: the businesses Switchboard answers for.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(tenant_app, name="tenant")
+agents_app = typer.Typer(
+    help="Human agents: staff who take over conversations from their own WhatsApp.", no_args_is_help=True
+)
+app.add_typer(agents_app, name="agents")
 
 
 def _friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -313,3 +317,92 @@ def simulate(
 
 if __name__ == "__main__":
     app()
+
+
+def _agent_work(tenant: str, query: str | None, online: bool) -> Any:
+    """Find the agent (by name or phone) of ``tenant`` and set its status (queue notices go to the outbox)."""
+    from switchboard.db.engine import create_engine, session_factory
+    from switchboard.handoff import find_agent, set_status, write_outgoing
+    from switchboard.runtime.resources import database_url_for
+    from switchboard.tenants import get_tenant
+
+    with database_url_for(_settings()) as url:
+
+        async def go() -> Any:
+            engine = create_engine(url, pool_size=1)
+            sessions = session_factory(engine)
+            try:
+                async with sessions() as session:
+                    tenant_row = await get_tenant(session, tenant)
+                    agent = await find_agent(session, tenant_id=tenant_row.id, query=query or "")
+                notices = await set_status(sessions, None, agent_id=agent.id, online=online, trace_id="cli")
+                async with sessions() as session, session.begin():
+                    await write_outgoing(session, tenant_id=tenant_row.id, items=notices)
+                return agent, notices
+            finally:
+                await engine.dispose()
+
+        return asyncio.run(go())
+
+
+@agents_app.command("add")
+@_friendly_errors
+def agents_add(
+    tenant: Annotated[str, typer.Option(help="Tenant slug or id.")],
+    name: Annotated[str, typer.Option(help="The agent's name as colleagues know it.")],
+    phone: Annotated[
+        str, typer.Option(help="The agent's WhatsApp number, international, e.g. +15550102030.")
+    ],
+    online: Annotated[bool, typer.Option("--online", help="Start online (default: offline).")] = False,
+) -> None:
+    """Add a human agent; their WhatsApp number becomes their console."""
+    from switchboard.handoff import add_agent
+    from switchboard.tenants import get_tenant
+
+    async def work(session: Any) -> Any:
+        tenant_row = await get_tenant(session, tenant)
+        return await add_agent(session, tenant_id=tenant_row.id, name=name, phone=phone, online=online)
+
+    agent = _with_session(work)
+    typer.echo(f"added agent {agent.name} +{agent.phone} ({agent.status}) id={agent.id}")
+
+
+@agents_app.command("list")
+@_friendly_errors
+def agents_list(tenant: Annotated[str, typer.Option(help="Tenant slug or id.")]) -> None:
+    """List agents: name, phone, status, open conversations, total conversations."""
+    from switchboard.handoff import list_agents
+    from switchboard.tenants import get_tenant
+
+    async def work(session: Any) -> Any:
+        return await list_agents(session, tenant_id=(await get_tenant(session, tenant)).id)
+
+    for agent in _with_session(work):
+        typer.echo(
+            f"{agent.name:<24} +{agent.phone:<16} {agent.status:<8} "
+            f"open={agent.current_load} total={agent.total_conversations}"
+        )
+
+
+@agents_app.command("online")
+@_friendly_errors
+def agents_online(
+    tenant: Annotated[str, typer.Option(help="Tenant slug or id.")],
+    name: Annotated[str | None, typer.Option(help="The agent's name (or use --phone).")] = None,
+    phone: Annotated[str | None, typer.Option(help="The agent's number.")] = None,
+) -> None:
+    """Put an agent online; every conversation waiting in the queue goes to them."""
+    agent, notices = _agent_work(tenant, phone or name, online=True)
+    typer.echo(f"{agent.name} is online; {len(notices)} waiting conversation(s) assigned")
+
+
+@agents_app.command("offline")
+@_friendly_errors
+def agents_offline(
+    tenant: Annotated[str, typer.Option(help="Tenant slug or id.")],
+    name: Annotated[str | None, typer.Option(help="The agent's name (or use --phone).")] = None,
+    phone: Annotated[str | None, typer.Option(help="The agent's number.")] = None,
+) -> None:
+    """Put an agent offline (refused while they still have open conversations)."""
+    agent, _ = _agent_work(tenant, phone or name, online=False)
+    typer.echo(f"{agent.name} is offline")

@@ -7,9 +7,8 @@ from switchboard.db.models import AuditLog, Conversation
 from switchboard.handoff import HANDOFF_SUMMARY_INSTRUCTION
 from switchboard.llm.offline_server import ScriptedResponse
 
-from tests.utils.agent import deployment, llm_settings, unique_model
+from tests.utils.agent import ConversationHandle, deployment, llm_settings, unique_model
 from tests.utils.handoff import make_agent, make_customer_conversation, outbox_rows, reload
-from tests.utils.agent import ConversationHandle
 
 
 def tool_call(name: str, arguments: dict) -> ScriptedResponse:

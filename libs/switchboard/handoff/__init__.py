@@ -28,6 +28,7 @@ from switchboard.handoff.commands import (
     parse_command,
     run_command,
     selected_conversation,
+    set_status,
 )
 from switchboard.handoff.notices import Outgoing, customer_label, write_outgoing
 from switchboard.handoff.service import escalate_and_notify, notices_for_assignments
@@ -42,6 +43,7 @@ __all__ = [
     "parse_command",
     "run_command",
     "selected_conversation",
+    "set_status",
     "AgentExists",
     "AgentNotFound",
     "Assignment",

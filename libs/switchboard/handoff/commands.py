@@ -53,6 +53,7 @@ __all__ = [
     "parse_command",
     "run_command",
     "selected_conversation",
+    "set_status",
 ]
 
 log = get_logger(__name__)
@@ -280,41 +281,61 @@ async def _end(sessions, gateway, agent_id, command, console_id, trace_id) -> li
     return [agent_outgoing(agent, f"{label} is back with the AI assistant.", conversation_id)]
 
 
-async def _online(sessions, gateway, agent_id, command, console_id, trace_id) -> list[Outgoing]:  # type: ignore[no-untyped-def]
+async def set_status(
+    sessions: async_sessionmaker[AsyncSession],
+    gateway: ModelGateway | None,
+    *,
+    agent_id: uuid.UUID,
+    online: bool,
+    trace_id: str,
+) -> list[Outgoing]:
+    """Put the agent online (taking every waiting conversation) or offline.
+
+    Returns:
+        The notices for conversations taken from the queue (empty when going offline).
+
+    Raises:
+        CommandError: going offline while conversations are still open (transfer or end them first).
+        LookupError: no such agent.
+    """
     async with session_scope(sessions) as session:
         agent = await _agent(session, agent_id)
         await tenant_handoff_lock(session, agent.tenant_id)
         agent = await _agent(session, agent_id, lock=True)
-        agent.status = AgentStatus.online.value
+        taken_ids: list[uuid.UUID] = []
+        if online:
+            agent.status = AgentStatus.online.value
+            taken_ids = [c.id for c in await take_queue(session, agent=agent)]
+        else:
+            count = len(await open_conversations_of(session, agent))
+            if count:
+                raise CommandError(
+                    f"You still have {count} open conversation(s). Hand them over first with /transfer "
+                    "(or /end to give them back to the AI), then /offline."
+                )
+            agent.status = AgentStatus.offline.value
         agent.updated_at = utcnow()
-        taken = await take_queue(session, agent=agent)
-        taken_ids = [c.id for c in taken]
-    log.info("agent_online", agent_id=str(agent_id), taken_from_queue=len(taken_ids))
-    answer = "You are online." + (
-        f" {len(taken_ids)} waiting conversation(s) are now yours." if taken_ids else " Nobody is waiting."
-    )
-    out = [agent_outgoing(agent, answer, console_id)]
-    out += await notices_for_assignments(
+        session.add(agent)
+    log.info("agent_status", agent_id=str(agent_id), status=agent.status, taken_from_queue=len(taken_ids))
+    return await notices_for_assignments(
         sessions, gateway, agent_id=agent_id, conversation_ids=taken_ids, trace_id=trace_id
     )
-    return out
+
+
+async def _online(sessions, gateway, agent_id, command, console_id, trace_id) -> list[Outgoing]:  # type: ignore[no-untyped-def]
+    notices = await set_status(sessions, gateway, agent_id=agent_id, online=True, trace_id=trace_id)
+    async with sessions() as session:
+        agent = await _agent(session, agent_id)
+    answer = "You are online." + (
+        f" {len(notices)} waiting conversation(s) are now yours." if notices else " Nobody is waiting."
+    )
+    return [agent_outgoing(agent, answer, console_id), *notices]
 
 
 async def _offline(sessions, gateway, agent_id, command, console_id, trace_id) -> list[Outgoing]:  # type: ignore[no-untyped-def]
-    async with session_scope(sessions) as session:
+    await set_status(sessions, gateway, agent_id=agent_id, online=False, trace_id=trace_id)
+    async with sessions() as session:
         agent = await _agent(session, agent_id)
-        await tenant_handoff_lock(session, agent.tenant_id)
-        agent = await _agent(session, agent_id, lock=True)
-        count = len(await open_conversations_of(session, agent))
-        if count:
-            raise CommandError(
-                f"You still have {count} open conversation(s). Hand them over first with /transfer "
-                "(or /end to give them back to the AI), then /offline."
-            )
-        agent.status = AgentStatus.offline.value
-        agent.updated_at = utcnow()
-        session.add(agent)
-    log.info("agent_offline", agent_id=str(agent_id))
     return [agent_outgoing(agent, "You are offline. Send /online when you are back.", console_id)]
 
 
