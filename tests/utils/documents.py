@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import textwrap
 import zipfile
 
 RETURNS_POLICY = (
@@ -51,7 +52,7 @@ def make_pdf(pages: list[str]) -> bytes:
     objects.append(b"")  # pages tree, filled below
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
     for text in pages:
-        lines = [text[i : i + 90] for i in range(0, len(text), 90)] or [""]
+        lines = textwrap.wrap(text, width=90) or [""]
         ops = [b"BT /F1 10 Tf 40 800 Td 12 TL"]
         for line in lines:
             escaped = line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")

@@ -188,7 +188,29 @@ def _transient_errors() -> tuple[type[BaseException], ...]:
     )
 
 
-async def _embed_batch(config: EmbeddingConfig, batch: Sequence[str]) -> list[list[float]]:
+def _no_retry_client(config: EmbeddingConfig) -> Any:
+    """An ``openai.AsyncOpenAI`` whose ``max_retries`` stays 0.
+
+    LiteLLM 1.110.2's OpenAI embedding path turns ``max_retries=0`` into 2
+    (``max_retries = max_retries or litellm.DEFAULT_MAX_RETRIES`` in
+    ``litellm/llms/openai/openai.py``) and writes that onto the client, so the SDK would retry
+    under tenacity (3 x 3 calls, measured against the loopback fake). This client ignores the write.
+    """
+    import openai
+
+    class _NoRetryAsyncOpenAI(openai.AsyncOpenAI):
+        @property  # type: ignore[override]
+        def max_retries(self) -> int:
+            return 0
+
+        @max_retries.setter
+        def max_retries(self, value: int) -> None:
+            pass
+
+    return _NoRetryAsyncOpenAI(api_key=config.api_key, base_url=config.api_base, timeout=config.timeout_s)
+
+
+async def _embed_batch(config: EmbeddingConfig, batch: Sequence[str], client: Any) -> list[list[float]]:
     import litellm
 
     response = await litellm.aembedding(
@@ -198,6 +220,7 @@ async def _embed_batch(config: EmbeddingConfig, batch: Sequence[str]) -> list[li
         api_base=config.api_base,
         timeout=config.timeout_s,
         max_retries=0,
+        client=client,
     )
     items = sorted(
         response.data,
@@ -247,21 +270,38 @@ async def embed_texts(
             if on_batch:
                 on_batch(len(vectors), total)
         return vectors
+    transient = _transient_errors()
+    client = _no_retry_client(config)
+    try:
+        await _embed_all(config, texts, vectors, client, transient, on_batch)
+    finally:
+        await client.close()
+    return vectors
+
+
+async def _embed_all(
+    config: EmbeddingConfig,
+    texts: Sequence[str],
+    vectors: list[list[float]],
+    client: Any,
+    transient: tuple[type[BaseException], ...],
+    on_batch: Callable[[int, int], None] | None,
+) -> None:
     import litellm
 
-    transient = _transient_errors()
+    total = len(texts)
     for start in range(0, total, config.batch_size):
         batch = texts[start : start + config.batch_size]
         try:
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(config.max_attempts),
-                wait=wait_exponential_jitter(multiplier=config.retry_wait_s, max=30),
+                wait=wait_exponential_jitter(multiplier=config.retry_wait_s, max=30, jitter=config.retry_wait_s),
                 retry=retry_if_exception_type(transient),
                 reraise=True,
                 before_sleep=before_sleep_log(logging.getLogger(__name__), logging.WARNING),
             ):
                 with attempt:
-                    batch_vectors = await _embed_batch(config, batch)
+                    batch_vectors = await _embed_batch(config, batch, client)
         except transient as exc:
             log.warning(
                 "embedding_batch_failed", model=config.model, batch_start=start, error=type(exc).__name__
@@ -281,7 +321,6 @@ async def embed_texts(
         vectors.extend(batch_vectors)
         if on_batch:
             on_batch(len(vectors), total)
-    return vectors
 
 
 async def embed_query(config: EmbeddingConfig, text: str) -> list[float]:

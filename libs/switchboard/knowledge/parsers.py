@@ -244,10 +244,14 @@ def _row_line(headers: list[str], cells: list[str]) -> str:
     return "; ".join(parts)
 
 
-def _table_lines(rows: list[list[str]]) -> list[str]:
-    """First non-empty row is the header; each later row becomes one line."""
+def _table_lines(rows: list[list[str]], *, lone_row_is_text: bool = False) -> list[str]:
+    """First non-empty row is the header; each later row becomes one line.
+
+    A table of one row is a header without data (nothing), except in Word documents
+    (``lone_row_is_text``), where one-row tables are used for layout.
+    """
     rows = [row for row in rows if any(row)]
-    if not rows:
+    if not rows or (len(rows) == 1 and not lone_row_is_text):
         return []
     if len(rows) == 1:
         return [" | ".join(cell for cell in rows[0] if cell)]
@@ -271,7 +275,7 @@ def _parse_docx(data: bytes, filename: str) -> ParsedDocument:
             elif isinstance(item, Table):
                 tables += 1
                 rows = [[cell.text.strip() for cell in row.cells] for row in item.rows]
-                lines = _table_lines(rows)
+                lines = _table_lines(rows, lone_row_is_text=True)
                 if lines:
                     blocks.append("\n".join(lines))
     except (KeyError, ValueError, zipfile.BadZipFile) as exc:
