@@ -160,17 +160,18 @@ async def upload_document(
     request: Request, tenant: TenantDep, session: SessionDep, file: Annotated[UploadFile, File()]
 ) -> UploadResult:
     settings = _settings(request)
+    tenant_id = tenant.id  # a rollback expires ORM objects: keep the id
     limit = settings.kb_max_upload_bytes
     data = await file.read(limit + 1)
     filename = file.filename or "upload"
     try:
         if len(data) > limit:
             raise DocumentRejected(filename, "too_large", f"over the upload limit of {limit} bytes")
-        outcome = await register_upload(session, settings, tenant_id=tenant.id, filename=filename, data=data)
+        outcome = await register_upload(session, settings, tenant_id=tenant_id, filename=filename, data=data)
         await session.commit()
     except DocumentRejected as exc:
         await session.rollback()
-        log.warning("knowledge_upload_rejected", tenant_id=str(tenant.id), reason=exc.reason, error=str(exc))
+        log.warning("knowledge_upload_rejected", tenant_id=str(tenant_id), reason=exc.reason, error=str(exc))
         code = _REJECTION_STATUS.get(exc.reason, status.HTTP_422_UNPROCESSABLE_CONTENT)
         raise HTTPException(code, {"reason": exc.reason, "message": str(exc)}) from None
     job_id = None
