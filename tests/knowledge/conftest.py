@@ -19,12 +19,18 @@ Ingest = Callable[[Tenant, str, bytes], Awaitable[IngestReport]]
 def ingest(sessions: async_sessionmaker[AsyncSession], settings: Settings) -> Ingest:
     """``report = await ingest(tenant, "faq.pdf", data)``: register the upload and run ingestion."""
 
-    async def run(tenant: Tenant, filename: str, data: bytes, *, settings_: Settings | None = None) -> IngestReport:
+    async def run(
+        tenant: Tenant, filename: str, data: bytes, *, settings_: Settings | None = None
+    ) -> IngestReport:
         used = settings_ or settings
         async with sessions() as session, session.begin():
             outcome = await register_upload(session, used, tenant_id=tenant.id, filename=filename, data=data)
         return await ingest_source(
-            sessions, used, tenant_id=tenant.id, source_id=outcome.source.id, content_hash=outcome.source.content_hash
+            sessions,
+            used,
+            tenant_id=tenant.id,
+            source_id=outcome.source.id,
+            content_hash=outcome.source.content_hash,
         )
 
     return run

@@ -58,9 +58,16 @@ async def test_pdf_chunks_record_their_page_hash_and_embedding(make_tenant, inge
 
 async def test_xlsx_chunks_record_their_sheet(make_tenant, ingest, sessions):
     tenant = await make_tenant()
-    await ingest(tenant, "book.xlsx", make_xlsx({"Prices": [["SKU", "Price"], ["A-1", 3]], "Stock": [["SKU", "Qty"], ["A-1", 7]]}))
+    await ingest(
+        tenant,
+        "book.xlsx",
+        make_xlsx({"Prices": [["SKU", "Price"], ["A-1", 3]], "Stock": [["SKU", "Qty"], ["A-1", 7]]}),
+    )
     chunks = await _chunks(sessions, tenant.id)
-    assert [(c.sheet, c.text) for c in chunks] == [("Prices", "SKU: A-1; Price: 3"), ("Stock", "SKU: A-1; Qty: 7")]
+    assert [(c.sheet, c.text) for c in chunks] == [
+        ("Prices", "SKU: A-1; Price: 3"),
+        ("Stock", "SKU: A-1; Qty: 7"),
+    ]
 
 
 async def test_reupload_of_same_bytes_is_a_no_op(make_tenant, ingest, sessions, settings):
@@ -68,7 +75,9 @@ async def test_reupload_of_same_bytes_is_a_no_op(make_tenant, ingest, sessions, 
     data = make_pdf([WARRANTY])
     first = await ingest(tenant, "warranty.pdf", data)
     async with sessions() as session, session.begin():
-        again = await register_upload(session, settings, tenant_id=tenant.id, filename="copy-of-warranty.pdf", data=data)
+        again = await register_upload(
+            session, settings, tenant_id=tenant.id, filename="copy-of-warranty.pdf", data=data
+        )
     assert again.action == "unchanged"
     assert again.source.id == first.source_id
     assert not again.needs_ingest
@@ -98,7 +107,9 @@ async def test_reupload_under_same_name_replaces_never_duplicates(make_tenant, i
         (corrupt(make_pdf([RETURNS_POLICY, SHIPPING])), "corrupt PDF"),
     ],
 )
-async def test_unreadable_file_fails_and_keeps_the_previous_version(make_tenant, ingest, sessions, data, reason):
+async def test_unreadable_file_fails_and_keeps_the_previous_version(
+    make_tenant, ingest, sessions, data, reason
+):
     tenant = await make_tenant()
     await ingest(tenant, "faq.pdf", make_pdf([WARRANTY]))
     report = await ingest(tenant, "faq.pdf", data)
@@ -125,7 +136,13 @@ async def test_upload_limits_and_sniffing_reject_before_storing(make_tenant, ses
             await register_upload(session, small, tenant_id=tenant.id, filename="big.txt", data=b"a " * 100)
         assert too_large.value.reason == "too_large"
         with pytest.raises(DocumentRejected) as image:
-            await register_upload(session, settings, tenant_id=tenant.id, filename="x.pdf", data=b"\xff\xd8\xff\xe0" + b"\x00" * 99)
+            await register_upload(
+                session,
+                settings,
+                tenant_id=tenant.id,
+                filename="x.pdf",
+                data=b"\xff\xd8\xff\xe0" + b"\x00" * 99,
+            )
         assert image.value.reason == "unsupported"
     assert await _sources(sessions, tenant.id) == []
 
@@ -133,11 +150,17 @@ async def test_upload_limits_and_sniffing_reject_before_storing(make_tenant, ses
 async def test_stale_job_for_a_replaced_upload_does_nothing(make_tenant, sessions, settings):
     tenant = await make_tenant()
     async with sessions() as session, session.begin():
-        old = await register_upload(session, settings, tenant_id=tenant.id, filename="a.txt", data=b"Version one text.")
+        old = await register_upload(
+            session, settings, tenant_id=tenant.id, filename="a.txt", data=b"Version one text."
+        )
         old_hash = old.source.content_hash
     async with sessions() as session, session.begin():
-        await register_upload(session, settings, tenant_id=tenant.id, filename="a.txt", data=b"Version two text.")
-    stale = await ingest_source(sessions, settings, tenant_id=tenant.id, source_id=old.source.id, content_hash=old_hash)
+        await register_upload(
+            session, settings, tenant_id=tenant.id, filename="a.txt", data=b"Version two text."
+        )
+    stale = await ingest_source(
+        sessions, settings, tenant_id=tenant.id, source_id=old.source.id, content_hash=old_hash
+    )
     assert stale.status == "skipped" and stale.error == "superseded by a newer upload"
     assert await _chunks(sessions, tenant.id) == []
 
@@ -160,5 +183,11 @@ async def test_reindex_and_delete(make_tenant, ingest, sessions, settings):
     assert await _sources(sessions, tenant.id) == []
     assert await _chunks(sessions, tenant.id) == []
     async with sessions() as session:
-        count = (await session.exec(select(func.count()).select_from(KnowledgeSource).where(KnowledgeSource.tenant_id == tenant.id))).one()
+        count = (
+            await session.exec(
+                select(func.count())
+                .select_from(KnowledgeSource)
+                .where(KnowledgeSource.tenant_id == tenant.id)
+            )
+        ).one()
     assert count == 0

@@ -15,7 +15,11 @@ PAGES = [RETURNS_POLICY, SHIPPING, WARRANTY, OPENING_HOURS, "Gift cards are vali
 
 def _fast(settings):
     return settings.model_copy(
-        update={"kb_embedding_batch_size": 2, "kb_embedding_max_attempts": 2, "kb_embedding_retry_wait_s": 0.0}
+        update={
+            "kb_embedding_batch_size": 2,
+            "kb_embedding_max_attempts": 2,
+            "kb_embedding_retry_wait_s": 0.0,
+        }
     )
 
 
@@ -30,7 +34,9 @@ async def _use_provider(sessions, settings, tenant_id, base_url):
 
 async def _chunk_count(sessions, tenant_id):
     async with sessions() as session:
-        rows = await session.exec(select(KnowledgeDocument.id).where(KnowledgeDocument.tenant_id == tenant_id))
+        rows = await session.exec(
+            select(KnowledgeDocument.id).where(KnowledgeDocument.tenant_id == tenant_id)
+        )
         return len(rows.all())
 
 
@@ -72,7 +78,11 @@ async def test_transient_provider_error_is_retried_and_search_uses_the_provider(
     async with serve_fake_embeddings(FakeEmbeddingProvider(fail_requests={2})) as provider:
         await _use_provider(sessions, settings, tenant.id, provider.base_url)
         report = await ingest(tenant, "faq.pdf", make_pdf(PAGES), settings_=settings)
-        assert (report.status, report.chunk_count, report.embedding_model) == ("ready", 5, "text-embedding-3-small")
+        assert (report.status, report.chunk_count, report.embedding_model) == (
+            "ready",
+            5,
+            "text-embedding-3-small",
+        )
         assert len(provider.requests) == 4  # 3 batches + 1 retry
         assert {r["authorization"] for r in provider.requests} == {"Bearer sk-test-key"}
         assert {r["model"] for r in provider.requests} == {"text-embedding-3-small"}

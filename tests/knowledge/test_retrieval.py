@@ -56,11 +56,15 @@ async def test_unrelated_question_returns_nothing(shop, session, settings, mode)
         assert await search(session, settings, shop, question, mode) == [], question
 
 
-async def test_exact_mode_never_confuses_near_identical_part_numbers(shop, session, settings, make_tenant, ingest):
+async def test_exact_mode_never_confuses_near_identical_part_numbers(
+    shop, session, settings, make_tenant, ingest
+):
     # One row per chunk would make this trivial: put B and C in the same document but far apart.
     tenant = await make_tenant()
     filler = " ".join(f"Filler sentence number {i} about coffee machines." for i in range(40))
-    text = f"Part FVAM-2050-C: chrome gasket, 6.40 EUR.\n\n{filler}\n\nPart FVAM-2050-B: black gasket, 4.90 EUR."
+    text = (
+        f"Part FVAM-2050-C: chrome gasket, 6.40 EUR.\n\n{filler}\n\nPart FVAM-2050-B: black gasket, 4.90 EUR."
+    )
     await ingest(tenant, "catalog.txt", text.encode())
     hits = await search(session, settings, tenant, "FVAM-2050-B", "exact")
     assert hits
@@ -109,7 +113,9 @@ async def test_deactivation_takes_effect_at_once_and_reactivation_restores(
 
 async def test_csv_rows_are_searchable_with_their_headers(make_tenant, ingest, session, settings):
     tenant = await make_tenant()
-    await ingest(tenant, "prices.csv", make_csv([["SKU", "Product", "Price"], ["AB-100", "Descaler", "7.50"]]))
+    await ingest(
+        tenant, "prices.csv", make_csv([["SKU", "Product", "Price"], ["AB-100", "Descaler", "7.50"]])
+    )
     hits = await search(session, settings, tenant, "AB-100", "exact")
     assert [hit.text for hit in hits] == ["SKU: AB-100; Product: Descaler; Price: 7.50"]
 

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 from arq.worker import Worker
-from services.orchestrator.main import create_app
 from switchboard.queue import build_worker_settings
 
+from services.orchestrator.main import create_app
 from tests.utils.documents import PARTS, RETURNS_POLICY, SHIPPING, WARRANTY, make_pdf, make_xlsx
 
 UPLOAD_LIMIT_BYTES = 50_000
@@ -52,7 +52,9 @@ async def test_upload_is_queued_ingested_by_the_worker_and_searchable(api, make_
     tenant = await make_tenant()
     base = f"/v1/admin/tenants/{tenant.slug}/knowledge"
     # declared as text/plain: the type is sniffed from the bytes
-    response = await api.post(f"{base}/documents", **_upload("faq.pdf", make_pdf([RETURNS_POLICY, SHIPPING]), "text/plain"))
+    response = await api.post(
+        f"{base}/documents", **_upload("faq.pdf", make_pdf([RETURNS_POLICY, SHIPPING]), "text/plain")
+    )
     assert response.status_code == 202, response.text
     body = response.json()
     assert body["action"] == "created" and body["job_id"]
@@ -66,7 +68,9 @@ async def test_upload_is_queued_ingested_by_the_worker_and_searchable(api, make_
     assert (document["status"], document["chunk_count"], document["error"]) == ("ready", 2, None)
     hits = (await api.get(f"{base}/search", params={"q": "How long does standard delivery take?"})).json()
     assert hits[0]["document"] == "faq.pdf" and hits[0]["page"] == 2
-    assert (await api.get(f"{base}/search", params={"q": "Who won the football world cup in 1998?"})).json() == []
+    assert (
+        await api.get(f"{base}/search", params={"q": "Who won the football world cup in 1998?"})
+    ).json() == []
 
     again = await api.post(f"{base}/documents", **_upload("faq.pdf", make_pdf([RETURNS_POLICY, SHIPPING])))
     assert again.status_code == 202

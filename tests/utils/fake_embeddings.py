@@ -40,7 +40,11 @@ class FakeEmbeddingProvider:
             number = len(self.requests) + 1
             inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
             self.requests.append(
-                {"model": body["model"], "inputs": inputs, "authorization": request.headers.get("authorization")}
+                {
+                    "model": body["model"],
+                    "inputs": inputs,
+                    "authorization": request.headers.get("authorization"),
+                }
             )
             if number in self.fail_requests or (self.fail_from is not None and number >= self.fail_from):
                 return JSONResponse(
@@ -62,8 +66,11 @@ async def serve_fake_embeddings(provider: FakeEmbeddingProvider) -> AsyncIterato
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(provider.app(), host="127.0.0.1", port=port, log_level="warning"))
     task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.01)
+    async with asyncio.timeout(10):
+        while not server.started:  # noqa: ASYNC110 (uvicorn exposes only this flag)
+            if task.done():
+                task.result()  # raises why the server did not start
+            await asyncio.sleep(0.01)
     provider.base_url = f"http://127.0.0.1:{port}/v1"
     try:
         yield provider

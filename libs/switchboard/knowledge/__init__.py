@@ -24,7 +24,13 @@ from switchboard.knowledge.ingest import (
     register_upload,
     set_source_active,
 )
-from switchboard.knowledge.parsers import DocumentKind, DocumentRejected, ParsedDocument, Section, parse_document
+from switchboard.knowledge.parsers import (
+    DocumentKind,
+    DocumentRejected,
+    ParsedDocument,
+    Section,
+    parse_document,
+)
 from switchboard.knowledge.retrieval import ChunkHit, SearchMode, search_chunks
 from switchboard.knowledge.splitter import split_text
 

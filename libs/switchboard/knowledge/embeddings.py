@@ -295,7 +295,9 @@ async def _embed_all(
         try:
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(config.max_attempts),
-                wait=wait_exponential_jitter(multiplier=config.retry_wait_s, max=30, jitter=config.retry_wait_s),
+                wait=wait_exponential_jitter(
+                    multiplier=config.retry_wait_s, max=30, jitter=config.retry_wait_s
+                ),
                 retry=retry_if_exception_type(transient),
                 reraise=True,
                 before_sleep=before_sleep_log(logging.getLogger(__name__), logging.WARNING),

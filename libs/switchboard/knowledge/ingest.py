@@ -167,9 +167,7 @@ async def register_upload(
     return UploadOutcome(source=source, action=action)
 
 
-async def _mark(
-    sessions: async_sessionmaker[AsyncSession], source_id: uuid.UUID, **values: Any
-) -> None:
+async def _mark(sessions: async_sessionmaker[AsyncSession], source_id: uuid.UUID, **values: Any) -> None:
     async with sessions() as session, session.begin():
         await session.exec(
             update(KnowledgeSource)
@@ -365,7 +363,9 @@ async def set_source_active(
         .values(is_active=is_active)
     )
     await session.flush()
-    log.info("knowledge_source_active_set", tenant_id=str(tenant_id), source_id=str(source_id), is_active=is_active)
+    log.info(
+        "knowledge_source_active_set", tenant_id=str(tenant_id), source_id=str(source_id), is_active=is_active
+    )
     return source
 
 
@@ -415,4 +415,3 @@ async def mark_for_reindex(
 def ingest_job_id(source: KnowledgeSource) -> str:
     """ARQ ``_job_id`` for one ingestion request: a double submit of the same request enqueues once."""
     return f"kb-ingest:{source.id}:{source.content_hash[:16]}:{int(source.updated_at.timestamp() * 1000)}"
-

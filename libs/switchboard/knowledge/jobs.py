@@ -62,5 +62,7 @@ async def enqueue_ingest(redis: ArqRedis, source: KnowledgeSource) -> str:
     await redis.enqueue_job(
         INGEST_JOB_NAME, str(source.tenant_id), str(source.id), source.content_hash, _job_id=job_id
     )
-    log.info("knowledge_ingest_enqueued", tenant_id=str(source.tenant_id), source_id=str(source.id), job_id=job_id)
+    log.info(
+        "knowledge_ingest_enqueued", tenant_id=str(source.tenant_id), source_id=str(source.id), job_id=job_id
+    )
     return job_id

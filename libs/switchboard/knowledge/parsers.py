@@ -121,7 +121,9 @@ def sniff_kind(data: bytes, filename: str) -> DocumentKind:
             with zipfile.ZipFile(io.BytesIO(data)) as archive:
                 names = set(archive.namelist())
         except zipfile.BadZipFile:
-            raise DocumentRejected(filename, "corrupt", "corrupt ZIP container (damaged .docx/.xlsx?)") from None
+            raise DocumentRejected(
+                filename, "corrupt", "corrupt ZIP container (damaged .docx/.xlsx?)"
+            ) from None
         if "word/document.xml" in names:
             return DocumentKind.docx
         if "xl/workbook.xml" in names:

@@ -193,7 +193,9 @@ async def get_document(document_id: uuid.UUID, tenant: TenantDep, session: Sessi
     return DocumentPublic.of(await _document(session, tenant, document_id))
 
 
-async def _set_active(session: AsyncSession, tenant: Tenant, document_id: uuid.UUID, active: bool) -> DocumentPublic:
+async def _set_active(
+    session: AsyncSession, tenant: Tenant, document_id: uuid.UUID, active: bool
+) -> DocumentPublic:
     await _document(session, tenant, document_id)
     source = await set_source_active(session, tenant_id=tenant.id, source_id=document_id, is_active=active)
     await session.commit()
@@ -205,7 +207,9 @@ async def _set_active(session: AsyncSession, tenant: Tenant, document_id: uuid.U
     summary="Deactivate a document: its chunks stop matching at once",
     response_model=DocumentPublic,
 )
-async def deactivate_document(document_id: uuid.UUID, tenant: TenantDep, session: SessionDep) -> DocumentPublic:
+async def deactivate_document(
+    document_id: uuid.UUID, tenant: TenantDep, session: SessionDep
+) -> DocumentPublic:
     return await _set_active(session, tenant, document_id, False)
 
 
@@ -285,7 +289,9 @@ async def put_embedding(
     session.add(tenant)
     await session.commit()
     config = resolve_embedding_config(settings, tenant)
-    return EmbeddingSettingsOut(model=config.model, api_base=config.api_base, has_api_key=config.api_key is not None)
+    return EmbeddingSettingsOut(
+        model=config.model, api_base=config.api_base, has_api_key=config.api_key is not None
+    )
 
 
 @knowledge_admin_router.get(

@@ -33,7 +33,9 @@ def _split_keep(text: str, separator: str | re.Pattern[str]) -> list[str]:
     return [piece for piece in pieces if piece]
 
 
-def _atoms(text: str, separators: Sequence[str | re.Pattern[str]], chunk_size: int, hard_size: int) -> list[str]:
+def _atoms(
+    text: str, separators: Sequence[str | re.Pattern[str]], chunk_size: int, hard_size: int
+) -> list[str]:
     """Cut ``text`` into pieces of at most ``chunk_size`` at the coarsest boundary available."""
     if len(text) <= chunk_size:
         return [text]
