@@ -108,7 +108,6 @@ def percentile(values: list[float], pct: float) -> float:
 
 async def run(args: argparse.Namespace, database_url: str) -> None:
     import asyncpg
-    from sqlalchemy import text
     from sqlalchemy.engine import make_url
     from switchboard.db.engine import create_engine, session_factory
     from switchboard.db.models import KnowledgeSource
