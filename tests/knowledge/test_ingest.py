@@ -121,11 +121,18 @@ async def test_unreadable_file_fails_and_keeps_the_previous_version(
     assert len(chunks) == 1 and chunks[0].text.replace("\n", " ") == WARRANTY
 
 
-async def test_unreadable_new_file_stores_no_chunks(make_tenant, ingest, sessions):
+async def test_unreadable_new_file_stores_no_chunks_and_a_resubmit_runs_again(
+    make_tenant, ingest, sessions, settings
+):
     tenant = await make_tenant()
     report = await ingest(tenant, "scan.pdf", make_image_only_pdf())
     assert report.status == "failed" and report.details["failure"] == "no_text"
     assert await _chunks(sessions, tenant.id) == []
+    async with sessions() as session, session.begin():
+        again = await register_upload(
+            session, settings, tenant_id=tenant.id, filename="scan.pdf", data=make_image_only_pdf()
+        )
+    assert (again.action, again.source.status, again.needs_ingest) == ("unchanged", "pending", True)
 
 
 async def test_upload_limits_and_sniffing_reject_before_storing(make_tenant, sessions, settings):

@@ -137,6 +137,11 @@ async def register_upload(
     scope = TenantScope(session, tenant_id)
     same_bytes = await scope.first(KnowledgeSource, KnowledgeSource.content_hash == content_hash)
     if same_bytes is not None:
+        if same_bytes.status == SourceStatus.failed:  # try again (a new request: a new job id)
+            same_bytes.status = SourceStatus.pending.value
+            same_bytes.error = None
+            same_bytes.updated_at = utcnow()
+            await session.flush()
         log.info("knowledge_upload_unchanged", tenant_id=str(tenant_id), source_id=str(same_bytes.id))
         return UploadOutcome(source=same_bytes, action="unchanged")
     source = await scope.first(KnowledgeSource, KnowledgeSource.filename == filename)
@@ -213,7 +218,8 @@ async def ingest_source(
             raise DocumentNotFound(tenant_id, str(source_id))
         tenant = await session.get(Tenant, tenant_id)
         blob = await scope.first(KnowledgeSourceFile, KnowledgeSourceFile.source_id == source_id)
-        assert tenant is not None
+    if tenant is None:  # deleted together with its sources meanwhile
+        raise DocumentNotFound(tenant_id, str(source_id))
     report = IngestReport(source_id=source_id, filename=source.filename, status="skipped")
     if content_hash is not None and content_hash != source.content_hash:
         bound.info("knowledge_ingest_superseded")
