@@ -108,6 +108,7 @@ def percentile(values: list[float], pct: float) -> float:
 
 async def run(args: argparse.Namespace, database_url: str) -> None:
     import asyncpg
+    from sqlalchemy import text
     from sqlalchemy.engine import make_url
     from switchboard.db.engine import create_engine, session_factory
     from switchboard.db.models import KnowledgeSource
@@ -253,32 +254,39 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
         words = [w for w in chunk_text.rstrip(".").lower().split() if "-" not in w]
         return tenant, " ".join(rng.sample(words, 5))
 
-    async def timed_search(tenant: int, query: str, mode: str) -> tuple[float, int]:
+    async def timed_search(
+        tenant: int, query: str, mode: str, plan_cache_mode: str | None
+    ) -> tuple[float, int]:
         started_ = time.perf_counter()
         async with sessions() as session, session.begin():
+            if plan_cache_mode:
+                await session.exec(text(f"SET LOCAL plan_cache_mode = {plan_cache_mode}"))
             hits = await search_chunks(
                 session,
                 tenant_id=tenant_ids[tenant],
                 query=query,
-                mode=mode,
-                settings=settings,  # type: ignore[arg-type]
+                mode=mode,  # type: ignore[arg-type]
+                settings=settings,
             )
         return (time.perf_counter() - started_) * 1000, len(hits)
 
     print(
-        f"retrieval latency over {args.queries} queries per mode "
-        f"({total} chunks, {args.tenants} tenants, limit 5, one transaction each):"
+        f"retrieval latency of search_chunks over {args.queries} queries per mode "
+        f"({total} chunks, {args.tenants} tenants, limit 5, one transaction each, question embedding included):"
     )
-    for mode in ("vector", "hybrid", "exact"):
-        for _ in range(5):  # warm-up
-            await timed_search(*question(mode), mode)
+    runs = [("vector", None), ("hybrid", None), ("exact", None)]
+    runs += [("vector", "force_custom_plan"), ("hybrid", "force_custom_plan")]
+    for mode, plan_cache_mode in runs:
+        for _ in range(5):  # warm-up (also fills the prepared-statement cache)
+            await timed_search(*question(mode), mode, plan_cache_mode)
         latencies, empty = [], 0
         for _ in range(args.queries):
-            ms, count = await timed_search(*question(mode), mode)
+            ms, count = await timed_search(*question(mode), mode, plan_cache_mode)
             latencies.append(ms)
             empty += count == 0
+        label = mode + (f" ({plan_cache_mode})" if plan_cache_mode else "")
         print(
-            f"  {mode:<6}  p50 {percentile(latencies, 50):7.1f} ms  p95 {percentile(latencies, 95):7.1f} ms  "
+            f"  {label:<26}  p50 {percentile(latencies, 50):7.1f} ms  p95 {percentile(latencies, 95):7.1f} ms  "
             f"mean {statistics.fmean(latencies):7.1f} ms  (no result: {empty}/{args.queries})"
         )
 
@@ -324,6 +332,12 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
             ]
         return setup
 
+    async with conn.transaction():
+        await conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        await conn.execute(f"SET LOCAL hnsw.ef_search = {settings.kb_hnsw_ef_search}")
+        rows = await conn.fetch("EXPLAIN " + ann_sql, *samples[0])
+        generic_plan = " / ".join(r[0].strip().lstrip("-> ") for r in rows if "Scan" in r[0])
+    print(f"generic plan of the ANN query (what a cached prepared statement may switch to): [{generic_plan}]")
     exact, exact_plan, exact_ms = await measure(
         ["SET LOCAL enable_indexscan = off", "SET LOCAL enable_bitmapscan = off"]
     )
