@@ -22,6 +22,7 @@ from switchboard.db.models.knowledge import (
 )
 from switchboard.db.models.tenancy import Channel, ChannelAccount, Organization, Tenant
 from switchboard.db.models.tools import AuditLog, McpTenantTool, SecurityAlert, ToolReceipt, UserMemory
+from switchboard.db.models.turns import Turn, TurnStatus
 
 __all__ = [
     "AgentStatus",
@@ -49,6 +50,8 @@ __all__ = [
     "Tenant",
     "TenantOwned",
     "ToolReceipt",
+    "Turn",
+    "TurnStatus",
     "UserMemory",
     "utcnow",
 ]
