@@ -1,7 +1,7 @@
 """Knowledge base: one document per (tenant, filename); uploaded bytes kept for the ingestion job.
 
 Revision ID: 0003_knowledge
-Revises: 0001
+Revises: 0002_turns (written against 0001; re-chained after merging main)
 Create Date: 2026-11-30 10:40:00
 """
 from collections.abc import Sequence
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0003_knowledge"
-down_revision: str | None = "0001"
+down_revision: str | None = "0002_turns"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
