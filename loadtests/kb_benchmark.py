@@ -350,6 +350,10 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
         (f"HNSW forced, ef_search={ef}, relaxed_order", hnsw("relaxed_order", ef, True)),
         (f"HNSW forced, ef_search={ef}, strict_order", hnsw("strict_order", ef, True)),
         ("HNSW forced, ef_search=400, relaxed_order", hnsw("relaxed_order", 400, True)),
+        (
+            "exact via the tenant btree (index scans off: bitmap scan + sort)",
+            ["SET LOCAL enable_indexscan = off"],
+        ),
     ]
     print(
         f"recall of the tenant-filtered top-5 vector query vs an exact scan ({args.queries} queries, "
