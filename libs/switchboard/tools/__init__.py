@@ -1,0 +1,1 @@
+"""Tenant business tools over MCP: contracts, the server, and the orchestrator's client side."""
