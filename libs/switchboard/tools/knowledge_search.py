@@ -74,7 +74,7 @@ async def search_chunks(
             score="ts_rank(d.tsv, to_tsquery('simple', :tsquery))",
             match="d.tsv @@ to_tsquery('simple', :tsquery)",
         )
-    rows = (await session.execute(text(sql), params)).all()
+    rows = (await session.exec(text(sql), params=params)).all()  # type: ignore[call-overload]
     return [
         KnowledgeHit(chunk_id=row[0], document=row[1], page=row[2], text=row[3], score=float(row[4]))
         for row in rows
