@@ -56,7 +56,8 @@ FORBIDDEN_MESSAGE = "Forbidden"
 """The only thing a model learns about a denied call (details go to ``security_alerts``)."""
 
 ErrorType = str
-_ERROR_RE = re.compile(r"^\[([a-z_]{1,40})\] (.*)$", re.DOTALL)
+# the SDK prefixes "Error executing tool <name>: " to a ToolError's message
+_ERROR_RE = re.compile(r"^(?:Error executing tool [\w.-]+: )?\[([a-z_]{1,40})\] (.*)$", re.DOTALL)
 
 
 class ToolFailure(SwitchboardError):

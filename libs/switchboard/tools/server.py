@@ -180,6 +180,7 @@ class ToolServer:
                     )
                 else:
                     result = await contract.handler(ctx, parsed)
+                result = _checked_result(contract, result)  # inside the transaction: a bad result rolls back
         except _Denied:
             await self._alert(tenant_id, contract.name, injected)
             tool_log.warning("tool_forbidden")
@@ -218,6 +219,18 @@ class ToolServer:
 
 class _Denied(Exception):
     """Internal: the tenant may not call this tool."""
+
+
+def _checked_result(contract: ToolContract, result: Any) -> BaseModel:
+    """The handler's result as ``contract.result_model``; any other shape is a controlled failure."""
+    if isinstance(result, contract.result_model):
+        return result
+    try:
+        data = result.model_dump() if isinstance(result, BaseModel) else result
+        return contract.result_model.model_validate(data)
+    except ValidationError:
+        log.error("tool_result_shape_violation", tool_name=contract.name, got=type(result).__name__)
+        raise ToolFailure("the tool returned an unexpected result", error_type="invalid_result") from None
 
 
 def _uuid_or_none(value: Any) -> uuid.UUID | None:
