@@ -6,6 +6,7 @@ Run: `uvicorn services.orchestrator.main:create_app --factory` (`switchboard run
 from fastapi import FastAPI
 from switchboard.service_app import create_service_app
 from switchboard.settings import Settings, load_settings
+from switchboard.tools.routes import admin_tools_router
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -14,4 +15,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         "orchestrator",
         settings or load_settings(),
         description="The agent: bounded tool loop through the LLM Router; admin API.",
+        routers=[admin_tools_router],
     )

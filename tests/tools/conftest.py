@@ -12,7 +12,6 @@ import uuid
 from dataclasses import dataclass
 
 import pytest
-import uvicorn
 from pydantic import BaseModel
 from switchboard.db.models import Conversation, Customer, McpTenantTool
 from switchboard.seed import seed_demo_business
@@ -20,7 +19,7 @@ from switchboard.tools.business import BUSINESS_TOOLS
 from switchboard.tools.contracts import ToolContract, ToolPolicy
 from switchboard.tools.server import ToolServer, create_tools_app
 
-from tests.utils.net import free_port
+from tests.utils.asgi_server import serve_asgi
 
 
 class EchoArgs(BaseModel):
@@ -76,8 +75,12 @@ def make_shop(sessions, make_tenant):
             await seed_demo_business(session, tenant.id)
             for name in extra_tools:
                 session.add(McpTenantTool(tenant_id=tenant.id, tool_name=name, enabled=True))
-            alice = Customer(tenant_id=tenant.id, channel="whatsapp", external_user_id="US.1", phone="15550100099")
-            bob = Customer(tenant_id=tenant.id, channel="whatsapp", external_user_id="US.2", phone="15550100098")
+            alice = Customer(
+                tenant_id=tenant.id, channel="whatsapp", external_user_id="US.1", phone="15550100099"
+            )
+            bob = Customer(
+                tenant_id=tenant.id, channel="whatsapp", external_user_id="US.2", phone="15550100098"
+            )
             session.add_all([alice, bob])
             await session.flush()
             conversation = Conversation(tenant_id=tenant.id, customer_id=alice.id, channel="whatsapp")
@@ -89,17 +92,7 @@ def make_shop(sessions, make_tenant):
 
 @pytest.fixture(scope="module")
 async def mcp_server(settings):
-    """``(url, ToolServer, uvicorn.Server)`` of the real MCP service on a loopback port."""
+    """``(url, ToolServer)`` of the real MCP service on a loopback port."""
     server = ToolServer([*BUSINESS_TOOLS, *TEST_TOOLS])
-    app = create_tools_app(settings, server=server)
-    port = free_port()
-    uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    task = asyncio.create_task(uv.serve())
-    for _ in range(500):
-        if uv.started:
-            break
-        await asyncio.sleep(0.01)
-    assert uv.started, "MCP server did not start"
-    yield f"http://127.0.0.1:{port}/mcp", server, uv
-    uv.should_exit = True
-    await asyncio.wait_for(task, 10)
+    async with serve_asgi(create_tools_app(settings, server=server)) as base_url:
+        yield f"{base_url}/mcp", server

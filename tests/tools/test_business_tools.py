@@ -91,7 +91,9 @@ async def test_find_store_by_city_and_by_coordinates(server, make_shop):
 
     near = await run(server, "find_store", {"city_or_coordinates": "41.88,-87.63"}, injected(shop))
     assert near.stores[0].name == "Demo Shop Lakeside"
-    assert near.stores[0].distance_km == pytest.approx(round(haversine_km(41.88, -87.63, 41.8781, -87.6298), 1))
+    assert near.stores[0].distance_km == pytest.approx(
+        round(haversine_km(41.88, -87.63, 41.8781, -87.6298), 1)
+    )
     assert [s.distance_km for s in near.stores] == sorted(s.distance_km for s in near.stores)
 
     with pytest.raises(ToolError, match=r"^\[invalid_arguments\]"):
@@ -121,7 +123,9 @@ async def test_schedule_meeting_is_idempotent_and_audited(server, make_shop, ses
         meetings = (await session.exec(select(Meeting).where(Meeting.tenant_id == shop.tenant_id))).all()
         audits = (
             await session.exec(
-                select(AuditLog).where(AuditLog.tenant_id == shop.tenant_id, AuditLog.action == "schedule_meeting")
+                select(AuditLog).where(
+                    AuditLog.tenant_id == shop.tenant_id, AuditLog.action == "schedule_meeting"
+                )
             )
         ).all()
         booked = await session.get(MeetingSlot, slot.id)
@@ -135,13 +139,13 @@ async def test_schedule_meeting_is_idempotent_and_audited(server, make_shop, ses
 
 async def test_create_lead_writes_audit_row_in_the_same_transaction(server, make_shop, sessions):
     shop = await make_shop()
-    result = await run(server, "create_lead", {"interest": "10 fans for an office"}, injected(shop, key="k-lead"))
+    result = await run(
+        server, "create_lead", {"interest": "10 fans for an office"}, injected(shop, key="k-lead")
+    )
     assert result.status == "done"
     async with sessions() as session:
         lead = await session.get(Lead, uuid.UUID(result.lead_id))
-        audit = (
-            await session.exec(select(AuditLog).where(AuditLog.target_id == result.lead_id))
-        ).one()
+        audit = (await session.exec(select(AuditLog).where(AuditLog.target_id == result.lead_id))).one()
     assert lead.interest == "10 fans for an office" and lead.customer_id == shop.customer_id
     assert audit.actor == "model" and audit.action == "create_lead" and audit.trace_id == "t" * 32
 
@@ -154,7 +158,9 @@ async def test_mutation_and_audit_roll_back_together(server, make_shop, sessions
     async with sessions() as session:
         leads = (await session.exec(select(Lead).where(Lead.tenant_id == shop.tenant_id))).all()
         audits = (
-            await session.exec(select(AuditLog).where(AuditLog.tenant_id == shop.tenant_id, AuditLog.actor == "model"))
+            await session.exec(
+                select(AuditLog).where(AuditLog.tenant_id == shop.tenant_id, AuditLog.actor == "model")
+            )
         ).all()
     assert leads == [] and audits == []
 
@@ -179,14 +185,18 @@ async def test_refuses_without_tenant_and_fails_closed_for_disabled_tool(server,
     with pytest.raises(ToolError, match=r"^\[missing_tenant\] tenant_id is required"):
         await run(server, "lookup_product", {"sku_or_name": "FVAM-2050-B"}, no_tenant)
     with pytest.raises(ToolError, match=r"^\[missing_tenant\]"):
-        await run(server, "lookup_product", {"sku_or_name": "x"}, {**no_tenant, "tenant_id": str(uuid.uuid4())})
+        await run(
+            server, "lookup_product", {"sku_or_name": "x"}, {**no_tenant, "tenant_id": str(uuid.uuid4())}
+        )
 
     async with sessions() as session, session.begin():
         await set_enabled(session, shop.tenant_id, "find_store", enabled=False)
     with pytest.raises(ToolError, match=r"^\[forbidden\] Forbidden$"):
         await run(server, "find_store", {"city_or_coordinates": "Chicago"}, injected(shop, trace="f" * 32))
     async with sessions() as session:
-        alert = (await session.exec(select(SecurityAlert).where(SecurityAlert.tenant_id == shop.tenant_id))).one()
+        alert = (
+            await session.exec(select(SecurityAlert).where(SecurityAlert.tenant_id == shop.tenant_id))
+        ).one()
     assert alert.kind == "tool_forbidden" and alert.details["tool_name"] == "find_store"
     assert alert.trace_id == "f" * 32
 
@@ -194,7 +204,9 @@ async def test_refuses_without_tenant_and_fails_closed_for_disabled_tool(server,
         await run(server, "create_lead", {"interest": "x"}, injected(shop, key=None))
 
 
-async def test_search_knowledge_base_full_text_is_tenant_and_active_filtered(server, make_shop, make_tenant, sessions):
+async def test_search_knowledge_base_full_text_is_tenant_and_active_filtered(
+    server, make_shop, make_tenant, sessions
+):
     from switchboard.db.models import KnowledgeDocument, KnowledgeSource
 
     shop = await make_shop()
@@ -205,13 +217,19 @@ async def test_search_knowledge_base_full_text_is_tenant_and_active_filtered(ser
             (shop.tenant_id, "Old policy: returns within 14 days.", False),
             (other.id, "Other tenant: returns within 90 days.", True),
         ):
-            source = KnowledgeSource(tenant_id=tenant_id, filename="faq.txt", content_hash="h", status="ready")
+            source = KnowledgeSource(
+                tenant_id=tenant_id, filename="faq.txt", content_hash="h", status="ready"
+            )
             session.add(source)
             await session.flush()
             session.add(
-                KnowledgeDocument(tenant_id=tenant_id, source_id=source.id, text=text, content_hash="c", is_active=active)
+                KnowledgeDocument(
+                    tenant_id=tenant_id, source_id=source.id, text=text, content_hash="c", is_active=active
+                )
             )
-    result = await run(server, "search_knowledge_base", {"query": "how many days for returns?"}, injected(shop))
+    result = await run(
+        server, "search_knowledge_base", {"query": "how many days for returns?"}, injected(shop)
+    )
     assert [p.text for p in result.passages] == ["Returns are accepted within 30 days with the receipt."]
     exact = await run(server, "search_knowledge_base", {"query": "30 days", "mode": "exact"}, injected(shop))
     assert len(exact.passages) == 1 and exact.passages[0].document == "faq.txt"

@@ -8,7 +8,6 @@ import uuid
 import httpx
 import httpx2
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from sqlmodel import select
@@ -19,13 +18,12 @@ from switchboard.tools.receipts import args_hash
 from switchboard.tools.server import ToolServer, create_tools_app
 from switchboard.tools.toolbox import set_enabled
 
+from tests.utils.asgi_server import serve_asgi
 from tests.utils.net import free_port
 
 
 def source(url, settings, sessions, **kwargs) -> McpToolSource:
-    return McpToolSource(
-        url=url, token=settings.resolved_mcp_service_token(), sessions=sessions, **kwargs
-    )
+    return McpToolSource(url=url, token=settings.resolved_mcp_service_token(), sessions=sessions, **kwargs)
 
 
 def turn(shop, *, trace: str | None = None, untrusted: bool = False) -> TurnToolContext:
@@ -42,7 +40,7 @@ async def receipts(sessions, trace_id) -> list[ToolReceipt]:
 
 
 async def test_requests_without_the_bearer_token_get_401(mcp_server):
-    url, _, _ = mcp_server
+    url, _ = mcp_server
     async with httpx.AsyncClient() as http:
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
         missing = await http.post(url, json=body)
@@ -55,7 +53,7 @@ async def test_requests_without_the_bearer_token_get_401(mcp_server):
 
 
 async def test_direct_call_without_tenant_is_refused_with_a_clear_error(mcp_server, settings):
-    url, _, _ = mcp_server
+    url, _ = mcp_server
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {settings.resolved_mcp_service_token()}"})
     async with Client(streamable_http_client(url, http_client=http)) as client:
         result = await client.call_tool("lookup_product", {"sku_or_name": "FVAM-2050-B"})
@@ -66,13 +64,22 @@ async def test_direct_call_without_tenant_is_refused_with_a_clear_error(mcp_serv
     )
 
 
-async def test_schemas_shown_to_the_model_have_no_injected_parameters(mcp_server, settings, sessions, make_shop):
-    url, _, _ = mcp_server
+async def test_schemas_shown_to_the_model_have_no_injected_parameters(
+    mcp_server, settings, sessions, make_shop
+):
+    url, _ = mcp_server
     shop = await make_shop()
     definitions = await source(url, settings, sessions).definitions(turn(shop))
     names = sorted(d["function"]["name"] for d in definitions)
     assert names == sorted(
-        ["search_knowledge_base", "lookup_product", "check_order_status", "find_store", "schedule_meeting", "create_lead"]
+        [
+            "search_knowledge_base",
+            "lookup_product",
+            "check_order_status",
+            "find_store",
+            "schedule_meeting",
+            "create_lead",
+        ]
     )
     for definition in definitions:
         params = definition["function"]["parameters"]
@@ -84,21 +91,29 @@ async def test_schemas_shown_to_the_model_have_no_injected_parameters(mcp_server
 
 async def test_model_supplied_tenant_id_is_overwritten(mcp_server, settings, sessions, make_shop):
     """A model passing another tenant's id (as a prompt injection might ask) reads its own tenant only."""
-    url, _, _ = mcp_server
+    url, _ = mcp_server
     mine, victim = await make_shop(), await make_shop()
     tools = source(url, settings, sessions)
     output = await tools.call(
         "check_order_status",
-        {"order_number": "A-1003", "tenant_id": str(victim.tenant_id), "customer_id": str(victim.other_customer_id)},
+        {
+            "order_number": "A-1003",
+            "tenant_id": str(victim.tenant_id),
+            "customer_id": str(victim.other_customer_id),
+        },
         turn(mine),
     )
     assert output.content["found"] is False  # A-1003 is Bob's; the turn's customer is Alice
-    own = await tools.call("check_order_status", {"order_number": "A-1001", "tenant_id": str(victim.tenant_id)}, turn(mine))
+    own = await tools.call(
+        "check_order_status", {"order_number": "A-1001", "tenant_id": str(victim.tenant_id)}, turn(mine)
+    )
     assert own.content["found"] is True and own.content["status"] == "shipped"
 
 
-async def test_forbidden_tool_is_not_listed_and_fails_closed_with_an_alert(mcp_server, settings, sessions, make_shop):
-    url, _, _ = mcp_server
+async def test_forbidden_tool_is_not_listed_and_fails_closed_with_an_alert(
+    mcp_server, settings, sessions, make_shop
+):
+    url, _ = mcp_server
     shop = await make_shop()
     async with sessions() as session, session.begin():
         await set_enabled(session, shop.tenant_id, "create_lead", enabled=False)
@@ -110,18 +125,24 @@ async def test_forbidden_tool_is_not_listed_and_fails_closed_with_an_alert(mcp_s
     assert str(denied.value) == "Forbidden" and denied.value.error_type == "forbidden"
     assert denied.value.retryable is False
     async with sessions() as session:
-        alert = (await session.exec(select(SecurityAlert).where(SecurityAlert.tenant_id == shop.tenant_id))).one()
+        alert = (
+            await session.exec(select(SecurityAlert).where(SecurityAlert.tenant_id == shop.tenant_id))
+        ).one()
         leads = (await session.exec(select(Lead).where(Lead.tenant_id == shop.tenant_id))).all()
     assert alert.kind == "tool_forbidden" and alert.trace_id == ctx.trace_id
     assert alert.details["tool_name"] == "create_lead" and leads == []
     [receipt] = await receipts(sessions, ctx.trace_id)
-    assert receipt.outcome == "rejected" and receipt.rejection_reason == "Forbidden" and receipt.error_type == "forbidden"
+    assert (
+        receipt.outcome == "rejected"
+        and receipt.rejection_reason == "Forbidden"
+        and receipt.error_type == "forbidden"
+    )
 
 
 async def test_invalid_arguments_give_diagnostics_then_the_corrected_call_succeeds(
     mcp_server, settings, sessions, make_shop
 ):
-    url, _, _ = mcp_server
+    url, _ = mcp_server
     shop = await make_shop()
     tools, ctx = source(url, settings, sessions), turn(shop)
     with pytest.raises(ToolFailure) as bad:
@@ -134,28 +155,36 @@ async def test_invalid_arguments_give_diagnostics_then_the_corrected_call_succee
 
     first, second = await receipts(sessions, ctx.trace_id)
     assert (first.outcome, first.error_type, first.args_hash) == (
-        "rejected", "invalid_arguments", args_hash({"sku": "FVAM-2050-B"})
+        "rejected",
+        "invalid_arguments",
+        args_hash({"sku": "FVAM-2050-B"}),
     )
     assert second.outcome == "ok" and second.tool_name == "lookup_product" and second.tool_version == "1.0"
     assert second.duration_ms > 0 and second.idempotency_key is None
 
 
-async def test_result_of_the_wrong_shape_becomes_a_controlled_error(mcp_server, settings, sessions, make_shop):
-    url, _, _ = mcp_server
+async def test_result_of_the_wrong_shape_becomes_a_controlled_error(
+    mcp_server, settings, sessions, make_shop
+):
+    url, _ = mcp_server
     shop = await make_shop(extra_tools=("broken_shape",))
     tools, ctx = source(url, settings, sessions), turn(shop)
     with pytest.raises(ToolFailure) as broken:
         await tools.call("broken_shape", {"text": "hi"}, ctx)
     assert broken.value.error_type == "invalid_result" and broken.value.retryable is False
     assert broken.value.as_result() == {
-        "error": {"type": "invalid_result", "message": "the tool returned an unexpected result", "retryable": False}
+        "error": {
+            "type": "invalid_result",
+            "message": "the tool returned an unexpected result",
+            "retryable": False,
+        }
     }
     [receipt] = await receipts(sessions, ctx.trace_id)
     assert receipt.outcome == "error"
 
 
 async def test_a_hanging_tool_times_out_as_a_tool_result(mcp_server, settings, sessions, make_shop):
-    url, _, _ = mcp_server
+    url, _ = mcp_server
     shop = await make_shop(extra_tools=("slow_echo",))
     tools, ctx = source(url, settings, sessions, call_timeout_s=0.5), turn(shop)
     with pytest.raises(ToolFailure) as slow:
@@ -168,7 +197,7 @@ async def test_a_hanging_tool_times_out_as_a_tool_result(mcp_server, settings, s
 async def test_second_write_in_a_turn_hits_the_budget_and_a_retried_write_runs_once(
     mcp_server, settings, sessions, make_shop
 ):
-    url, _, _ = mcp_server
+    url, _ = mcp_server
     shop = await make_shop()
     tools, ctx = source(url, settings, sessions), turn(shop)
     first = await tools.call("create_lead", {"interest": "office fans"}, ctx)
@@ -186,7 +215,7 @@ async def test_second_write_in_a_turn_hits_the_budget_and_a_retried_write_runs_o
 
 
 async def test_only_read_tools_while_untrusted_text_is_in_context(mcp_server, settings, sessions, make_shop):
-    url, _, _ = mcp_server
+    url, _ = mcp_server
     shop = await make_shop()
     tools, ctx = source(url, settings, sessions), turn(shop, untrusted=True)
     names = {d["function"]["name"] for d in await tools.definitions(ctx)}
@@ -200,21 +229,15 @@ async def test_discovery_failure_leaves_built_ins_only_and_recovers(settings, se
     """Down server: no MCP tools and a warning; a server killed mid-conversation: calls fail as retryable."""
     shop = await make_shop()
     port = free_port()
-    down = source(f"http://127.0.0.1:{port}/mcp", settings, sessions, discovery_timeout_s=2.0, retry_after_failure_s=0)
+    down = source(
+        f"http://127.0.0.1:{port}/mcp", settings, sessions, discovery_timeout_s=2.0, retry_after_failure_s=0
+    )
     assert await down.definitions(turn(shop)) == []
 
-    app = create_tools_app(settings, server=ToolServer())
-    uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    task = asyncio.create_task(uv.serve())
-    while not uv.started:
-        await asyncio.sleep(0.01)
-    try:
+    async with serve_asgi(create_tools_app(settings, server=ToolServer()), port=port):
         assert len(await down.definitions(turn(shop))) == 6  # recovered on the next discovery
         ctx = turn(shop)
         assert (await down.call("find_store", {"city_or_coordinates": "Chicago"}, ctx)).content["stores"]
-    finally:
-        uv.should_exit = True
-        await task
     with pytest.raises(ToolFailure) as gone:
         await down.call("find_store", {"city_or_coordinates": "Chicago"}, ctx)
     assert gone.value.error_type == "unavailable" and gone.value.retryable is True

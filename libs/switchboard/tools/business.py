@@ -90,14 +90,18 @@ async def search_knowledge_base(ctx: ToolCallContext, args: SearchKnowledgeArgs)
         ctx.session, tenant_id=ctx.tenant_id, query=args.query, mode=args.mode, limit=max(1, min(limit, 20))
     )
     return KnowledgeResult(
-        passages=[KnowledgePassage(text=h.text, document=h.document, page=h.page, score=h.score) for h in hits]
+        passages=[
+            KnowledgePassage(text=h.text, document=h.document, page=h.page, score=h.score) for h in hits
+        ]
     )
 
 
 # --- lookup_product -------------------------------------------------------------------------------
 class LookupProductArgs(_Args):
     sku_or_name: str = Field(
-        min_length=1, max_length=200, description="An exact SKU (e.g. 'FVAM-2050-B') or words from the product name."
+        min_length=1,
+        max_length=200,
+        description="An exact SKU (e.g. 'FVAM-2050-B') or words from the product name.",
     )
 
 
@@ -144,7 +148,9 @@ async def lookup_product(ctx: ToolCallContext, args: LookupProductArgs) -> Produ
 
 # --- check_order_status ---------------------------------------------------------------------------
 class CheckOrderArgs(_Args):
-    order_number: str = Field(min_length=1, max_length=64, description="The order reference the customer gave.")
+    order_number: str = Field(
+        min_length=1, max_length=64, description="The order reference the customer gave."
+    )
 
 
 class OrderStatus(BaseModel):
@@ -187,7 +193,9 @@ async def check_order_status(ctx: ToolCallContext, args: CheckOrderArgs) -> Orde
 # --- find_store -----------------------------------------------------------------------------------
 class FindStoreArgs(_Args):
     city_or_coordinates: str = Field(
-        min_length=1, max_length=200, description="A city name, or 'latitude,longitude' in degrees (e.g. '40.4,-3.7')."
+        min_length=1,
+        max_length=200,
+        description="A city name, or 'latitude,longitude' in degrees (e.g. '40.4,-3.7').",
     )
 
 
@@ -262,7 +270,9 @@ async def schedule_meeting(ctx: ToolCallContext, args: ScheduleMeetingArgs) -> M
     starts_at = args.slot if args.slot.tzinfo else args.slot.replace(tzinfo=UTC)
     slot = (
         await ctx.session.exec(
-            scope.select(MeetingSlot, MeetingSlot.starts_at == starts_at, col(MeetingSlot.is_booked).is_(False))
+            scope.select(
+                MeetingSlot, MeetingSlot.starts_at == starts_at, col(MeetingSlot.is_booked).is_(False)
+            )
             .limit(1)
             .with_for_update(skip_locked=True)
         )
@@ -272,7 +282,9 @@ async def schedule_meeting(ctx: ToolCallContext, args: ScheduleMeetingArgs) -> M
             MeetingSlot, col(MeetingSlot.is_booked).is_(False), MeetingSlot.starts_at > datetime.now(UTC)
         )
         free = sorted(s.starts_at for s in upcoming)[:5]
-        return MeetingResult(status="done", message="that slot is not free; offer one of free_slots", free_slots=free)
+        return MeetingResult(
+            status="done", message="that slot is not free; offer one of free_slots", free_slots=free
+        )
     slot.is_booked = True
     meeting = scope.add(
         Meeting(
@@ -294,7 +306,9 @@ async def schedule_meeting(ctx: ToolCallContext, args: ScheduleMeetingArgs) -> M
 # --- create_lead (write) --------------------------------------------------------------------------
 class CreateLeadArgs(_Args):
     interest: str = Field(min_length=1, max_length=500, description="What the customer is interested in.")
-    notes: str = Field("", max_length=2000, description="Anything a salesperson should know (budget, timing...).")
+    notes: str = Field(
+        "", max_length=2000, description="Anything a salesperson should know (budget, timing...)."
+    )
 
 
 class LeadResult(WriteResult):
@@ -318,7 +332,9 @@ async def create_lead(ctx: ToolCallContext, args: CreateLeadArgs) -> LeadResult:
         "create_lead", target_type="lead", target_id=str(lead.id),
         before=None, after={"interest": args.interest, "notes": args.notes},
     )  # fmt: skip
-    return LeadResult(status="done", message="lead recorded; a salesperson will follow up", lead_id=str(lead.id))
+    return LeadResult(
+        status="done", message="lead recorded; a salesperson will follow up", lead_id=str(lead.id)
+    )
 
 
 async def request_approval(ctx: ToolCallContext, tool_name: str, args: BaseModel) -> PendingAction:

@@ -270,7 +270,9 @@ def parse_rows(kind: str, data: bytes | str) -> tuple[list[tuple[int, Any]], lis
             rejected.append(
                 RejectedRow(
                     line=line,
-                    reasons=[f"{'.'.join(str(p) for p in e['loc']) or 'row'}: {e['msg']}" for e in exc.errors()],
+                    reasons=[
+                        f"{'.'.join(str(p) for p in e['loc']) or 'row'}: {e['msg']}" for e in exc.errors()
+                    ],
                 )
             )
             continue
@@ -339,7 +341,11 @@ async def _upsert_order(scope: TenantScope, row: OrderRow) -> None:
     order.customer_ref = _normalize_customer_ref(row.customer)
     order.status, order.total, order.currency = row.status, row.total, row.currency.upper()
     order.items, order.carrier, order.tracking_number = row.items, row.carrier, row.tracking_number
-    order.placed_at, order.estimated_delivery, order.updated_at = row.placed_at, row.estimated_delivery, utcnow()
+    order.placed_at, order.estimated_delivery, order.updated_at = (
+        row.placed_at,
+        row.estimated_delivery,
+        utcnow(),
+    )
 
 
 async def _upsert_store(scope: TenantScope, row: StoreRow) -> None:
@@ -355,9 +361,13 @@ async def _upsert_store(scope: TenantScope, row: StoreRow) -> None:
 
 
 async def _upsert_slot(scope: TenantScope, row: SlotRow) -> None:
-    slot = await scope.first(MeetingSlot, MeetingSlot.starts_at == row.starts_at, MeetingSlot.resource == row.resource)
+    slot = await scope.first(
+        MeetingSlot, MeetingSlot.starts_at == row.starts_at, MeetingSlot.resource == row.resource
+    )
     if slot is None:
-        slot = scope.add(MeetingSlot(tenant_id=scope.tenant_id, starts_at=row.starts_at, resource=row.resource))
+        slot = scope.add(
+            MeetingSlot(tenant_id=scope.tenant_id, starts_at=row.starts_at, resource=row.resource)
+        )
     slot.duration_min = row.duration_min
 
 

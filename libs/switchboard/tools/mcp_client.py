@@ -71,7 +71,14 @@ __all__ = [
 log = get_logger(__name__)
 
 # Server error types the model cannot fix by calling again with the same arguments.
-_NOT_RETRYABLE = {"forbidden", "missing_tenant", "missing_customer", "invalid_arguments", "not_found", "tool_error"}
+_NOT_RETRYABLE = {
+    "forbidden",
+    "missing_tenant",
+    "missing_customer",
+    "invalid_arguments",
+    "not_found",
+    "tool_error",
+}
 _RETRYABLE = {"unavailable", "conflict", "timeout"}
 
 
@@ -199,7 +206,9 @@ class McpToolSource:
             headers={"Authorization": f"Bearer {self._token}"},
             timeout=httpx2.Timeout(timeout_s, connect=min(timeout_s, 5.0)),
         )
-        return Client(streamable_http_client(self.url, http_client=http), read_timeout_seconds=timeout_s, cache=None)
+        return Client(
+            streamable_http_client(self.url, http_client=http), read_timeout_seconds=timeout_s, cache=None
+        )
 
     async def discover(self, *, force: bool = False) -> dict[str, DiscoveredTool]:
         """The server's tools, from cache when fresh. Never raises: a failure yields ``{}`` and a warning."""
@@ -293,7 +302,9 @@ class McpToolSource:
         assignment = enabled.get(name)
         if assignment is None:
             await self._alert(ctx, name, overridden)
-            raise await fail("rejected", ToolFailure(FORBIDDEN_MESSAGE, error_type="forbidden"), version=tool.version)
+            raise await fail(
+                "rejected", ToolFailure(FORBIDDEN_MESSAGE, error_type="forbidden"), version=tool.version
+            )
         is_write = tool.policy.kind == "write"
         if is_write and getattr(ctx, "has_untrusted_content", False):
             raise await fail(
@@ -350,7 +361,9 @@ class McpToolSource:
                 failure = ToolFailure("the tool returned an unexpected result", error_type="invalid_result")
             else:
                 self._fresh_until = 0.0  # re-discover on the next turn
-                failure = ToolFailure("the tool service is unavailable", error_type="unavailable", retryable=True)
+                failure = ToolFailure(
+                    "the tool service is unavailable", error_type="unavailable", retryable=True
+                )
             raise await fail("error", failure, version=tool.version, key=key) from None
 
         if result.is_error:

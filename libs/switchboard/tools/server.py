@@ -86,7 +86,9 @@ class ToolServer:
     ``sessions`` must be set (by the app's lifespan) before a tool is called.
     """
 
-    def __init__(self, contracts: Iterable[ToolContract] = BUSINESS_TOOLS, *, name: str = "switchboard-tools"):
+    def __init__(
+        self, contracts: Iterable[ToolContract] = BUSINESS_TOOLS, *, name: str = "switchboard-tools"
+    ):
         self.mcp = MCPServer(name=name, version=__version__)
         self.sessions: async_sessionmaker[AsyncSession] | None = None
         self.contracts: dict[str, ToolContract] = {}
@@ -103,10 +105,16 @@ class ToolServer:
 
         params = []
         for field_name, info in contract.input_model.model_fields.items():
-            annotation = Annotated[info.annotation, *info.metadata, PydanticField(description=info.description)]
-            default = inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
+            annotation = Annotated[
+                info.annotation, *info.metadata, PydanticField(description=info.description)
+            ]
+            default = (
+                inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
+            )
             params.append(
-                inspect.Parameter(field_name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+                inspect.Parameter(
+                    field_name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default
+                )
             )
         call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [*params, *_INJECTED_SIGNATURE], return_annotation=contract.result_model
@@ -126,7 +134,9 @@ class ToolServer:
             structured_output=True,
         )
 
-    async def run(self, contract: ToolContract, args: dict[str, Any], injected: Mapping[str, Any]) -> BaseModel:
+    async def run(
+        self, contract: ToolContract, args: dict[str, Any], injected: Mapping[str, Any]
+    ) -> BaseModel:
         """Enforce the contract around one call and run the handler.
 
         Raises:
@@ -266,7 +276,9 @@ class BearerAuthMiddleware:
             supplied = headers.get(b"authorization", b"")
             expected = b"Bearer " + self.token().encode()
             if not hmac.compare_digest(supplied, expected):
-                log.warning("mcp_request_rejected", reason="missing or wrong bearer token", path=scope["path"])
+                log.warning(
+                    "mcp_request_rejected", reason="missing or wrong bearer token", path=scope["path"]
+                )
                 body = json.dumps({"detail": "missing or invalid bearer token (mcp)"}).encode()
                 await send(
                     {

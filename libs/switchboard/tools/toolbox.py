@@ -102,7 +102,12 @@ async def set_enabled(
 
 
 async def configure_tool(
-    session: AsyncSession, tenant_id: uuid.UUID, tool_name: str, config: dict[str, Any], *, actor: str = "admin"
+    session: AsyncSession,
+    tenant_id: uuid.UUID,
+    tool_name: str,
+    config: dict[str, Any],
+    *,
+    actor: str = "admin",
 ) -> ToolAssignment:
     """Replace a tool's ``custom_config`` for a tenant (audited); the enabled flag is unchanged.
 

@@ -62,7 +62,9 @@ class Order(TenantOwned, table=True):
     id: uuid.UUID = id_field()
     order_number: str = Field(max_length=64)
     """The shop's reference as customers write it, stored upper-case, e.g. ``A-10293``."""
-    customer_id: uuid.UUID | None = Field(default=None, foreign_key="customers.id", index=True, ondelete="SET NULL")
+    customer_id: uuid.UUID | None = Field(
+        default=None, foreign_key="customers.id", index=True, ondelete="SET NULL"
+    )
     customer_ref: str | None = Field(default=None, max_length=320, index=True)
     """Phone digits, e-mail or channel user id from the import; matched against the conversation's customer."""
     status: str = Field(max_length=32)
@@ -134,8 +136,12 @@ class Meeting(TenantOwned, table=True):
 
     id: uuid.UUID = id_field()
     slot_id: uuid.UUID = Field(foreign_key="meeting_slots.id", ondelete="CASCADE")
-    customer_id: uuid.UUID | None = Field(default=None, foreign_key="customers.id", index=True, ondelete="SET NULL")
-    conversation_id: uuid.UUID | None = Field(default=None, foreign_key="conversations.id", ondelete="SET NULL")
+    customer_id: uuid.UUID | None = Field(
+        default=None, foreign_key="customers.id", index=True, ondelete="SET NULL"
+    )
+    conversation_id: uuid.UUID | None = Field(
+        default=None, foreign_key="conversations.id", ondelete="SET NULL"
+    )
     topic: str = Field(max_length=500)
     idempotency_key: str = Field(max_length=128)
     created_at: datetime = created_at_field()
@@ -148,8 +154,12 @@ class Lead(TenantOwned, table=True):
     __table_args__ = (UniqueConstraint("tenant_id", "idempotency_key", name="uq_leads_tenant_idempotency"),)
 
     id: uuid.UUID = id_field()
-    customer_id: uuid.UUID | None = Field(default=None, foreign_key="customers.id", index=True, ondelete="SET NULL")
-    conversation_id: uuid.UUID | None = Field(default=None, foreign_key="conversations.id", ondelete="SET NULL")
+    customer_id: uuid.UUID | None = Field(
+        default=None, foreign_key="customers.id", index=True, ondelete="SET NULL"
+    )
+    conversation_id: uuid.UUID | None = Field(
+        default=None, foreign_key="conversations.id", ondelete="SET NULL"
+    )
     interest: str = Field(max_length=500)
     notes: str = Field(default="", sa_type=Text)
     status: str = Field(default="new", max_length=16)
@@ -177,7 +187,9 @@ class PendingAction(TenantOwned, table=True):
     arguments: dict[str, Any] = jsonb_dict_field()
     """The model-visible arguments, validated."""
     customer_id: uuid.UUID | None = Field(default=None, foreign_key="customers.id", ondelete="SET NULL")
-    conversation_id: uuid.UUID | None = Field(default=None, foreign_key="conversations.id", ondelete="SET NULL")
+    conversation_id: uuid.UUID | None = Field(
+        default=None, foreign_key="conversations.id", ondelete="SET NULL"
+    )
     trace_id: str | None = Field(default=None, max_length=64)
     idempotency_key: str = Field(max_length=128)
     status: str = Field(default=PendingActionStatus.pending.value, sa_type=String(16))
