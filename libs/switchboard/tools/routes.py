@@ -79,7 +79,7 @@ async def update_tool(slug: str, tool_name: str, update: ToolUpdate, request: Re
             raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
         if result is None:
             raise HTTPException(
-                status.HTTP_422_UNPROCESSABLE_ENTITY, "nothing to change: send enabled and/or custom_config"
+                status.HTTP_422_UNPROCESSABLE_CONTENT, "nothing to change: send enabled and/or custom_config"
             )
         return result
 
@@ -122,5 +122,5 @@ async def import_data(
         except ValueError as exc:
             raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
     if not report.committed:
-        return JSONResponse(report.model_dump(mode="json"), status_code=status.HTTP_422_UNPROCESSABLE_ENTITY)  # type: ignore[return-value]
+        return JSONResponse(report.model_dump(mode="json"), status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)  # type: ignore[return-value]
     return report
