@@ -6,13 +6,13 @@ import uuid
 
 import httpx
 import pytest
-from services.orchestrator.main import create_app as create_orchestrator
 from sqlmodel import select
 from switchboard.cli import app as cli_app
 from switchboard.db.models import AuditLog, McpTenantTool, Order, Product
 from switchboard.tools.importers import import_csv
 from typer.testing import CliRunner
 
+from services.orchestrator.main import create_app as create_orchestrator
 from tests.utils.asgi_server import serve_asgi
 
 GOOD_AND_BAD_PRODUCTS = """sku,name,price,stock,colour
