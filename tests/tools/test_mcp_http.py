@@ -26,10 +26,12 @@ def source(url, settings, sessions, **kwargs) -> McpToolSource:
     return McpToolSource(url=url, token=settings.resolved_mcp_service_token(), sessions=sessions, **kwargs)
 
 
-def turn(shop, *, trace: str | None = None, untrusted: bool = False) -> TurnToolContext:
+def turn(
+    shop, *, trace: str | None = None, untrusted: bool = False, channel: str = "whatsapp"
+) -> TurnToolContext:
     return TurnToolContext(
         tenant_id=shop.tenant_id, customer_id=shop.customer_id, conversation_id=shop.conversation_id,
-        trace_id=trace or uuid.uuid4().hex, has_untrusted_content=untrusted,
+        trace_id=trace or uuid.uuid4().hex, has_untrusted_content=untrusted, channel=channel,
     )  # fmt: skip
 
 
@@ -223,6 +225,32 @@ async def test_only_read_tools_while_untrusted_text_is_in_context(mcp_server, se
     with pytest.raises(ToolFailure) as refused:
         await tools.call("create_lead", {"interest": "x"}, ctx)
     assert refused.value.error_type == "untrusted_context"
+
+
+async def test_email_turns_are_read_only_and_the_budget_is_a_tenant_setting(
+    mcp_server, settings, sessions, make_shop
+):
+    from switchboard.db.models import Tenant
+
+    url, _ = mcp_server
+    shop = await make_shop()
+    tools = source(url, settings, sessions)
+    email_names = {d["function"]["name"] for d in await tools.definitions(turn(shop, channel="gmail"))}
+    assert email_names == {"search_knowledge_base", "lookup_product", "check_order_status", "find_store"}
+
+    async with sessions() as session, session.begin():
+        tenant = await session.get(Tenant, shop.tenant_id)
+        tenant.settings_extensions = {"tools": {"mutation_budget": 0}}
+    with pytest.raises(ToolFailure) as none_allowed:
+        await tools.call("create_lead", {"interest": "x"}, turn(shop))
+    assert none_allowed.value.error_type == "budget_exhausted"
+
+    ctx = turn(shop)
+    for _ in range(3):
+        await tools.call("find_store", {"city_or_coordinates": "Chicago"}, ctx)
+    with pytest.raises(ToolFailure) as capped:
+        await tools.call("find_store", {"city_or_coordinates": "Chicago"}, ctx)
+    assert capped.value.error_type == "call_limit"
 
 
 async def test_discovery_failure_leaves_built_ins_only_and_recovers(settings, sessions, make_shop, caplog):

@@ -83,11 +83,14 @@ class ToolFailure(SwitchboardError):
         self.error_type = error_type
         self.retryable = retryable
         self.diagnostics = diagnostics or []
-        super().__init__(message)
+        self.message = message
+        details = "; ".join(f"{d['field']}: {d['problem']}" for d in self.diagnostics)
+        # str() carries the diagnostics too: tool loops that only show the message still show the fields
+        super().__init__(f"{message} ({details})" if details else message)
 
     def as_result(self) -> dict[str, Any]:
         """The JSON the model sees: ``{"error": {"type", "message", "retryable", "diagnostics"?}}``."""
-        body: dict[str, Any] = {"type": self.error_type, "message": str(self), "retryable": self.retryable}
+        body: dict[str, Any] = {"type": self.error_type, "message": self.message, "retryable": self.retryable}
         if self.diagnostics:
             body["diagnostics"] = self.diagnostics
         return {"error": body}

@@ -45,9 +45,10 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.engine import session_scope
-from switchboard.db.models import McpTenantTool, SecurityAlert, ToolReceipt
+from switchboard.db.models import McpTenantTool, SecurityAlert, Tenant, ToolReceipt
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.observability import get_logger
+from switchboard.settings import Settings
 from switchboard.tools.contracts import (
     CONTRACT_META_KEY,
     FORBIDDEN_MESSAGE,
@@ -65,10 +66,16 @@ __all__ = [
     "TurnToolContext",
     "TurnIdentity",
     "strip_injected",
+    "is_untrusted",
+    "UNTRUSTED_CHANNELS",
     "write_idempotency_key",
 ]
 
 log = get_logger(__name__)
+
+UNTRUSTED_CHANNELS = frozenset({"gmail"})
+"""Channels whose inbound text is untrusted external content (an e-mail body may carry instructions
+aimed at the model): turns on them get read tools only."""
 
 # Server error types the model cannot fix by calling again with the same arguments.
 _NOT_RETRYABLE = {
@@ -100,6 +107,7 @@ class TurnToolContext:
     conversation_id: uuid.UUID | None
     trace_id: str
     """Derived from the inbound message (``trace_id_for``): a re-processed message has the same one."""
+    channel: str | None = None
     has_untrusted_content: bool = False
     """Untrusted external text (an e-mail body, an outside system's tool result) is in the context:
     only read tools are offered and run."""
@@ -200,6 +208,17 @@ class McpToolSource:
         self._fresh_until = 0.0
         self._lock = asyncio.Lock()
 
+    @classmethod
+    def from_settings(cls, settings: Settings, sessions: async_sessionmaker[AsyncSession]) -> McpToolSource:
+        """The tool source for this process: ``settings.mcp_tools_url`` with the MCP service token."""
+        return cls(
+            url=settings.mcp_tools_url,
+            token=settings.resolved_mcp_service_token(),
+            sessions=sessions,
+            refresh_interval_s=settings.mcp_discovery_refresh_s,
+            discovery_timeout_s=settings.mcp_discovery_timeout_s,
+        )
+
     # --- discovery -------------------------------------------------------------------------------
     def _client(self, timeout_s: float) -> Client:
         http = httpx2.AsyncClient(
@@ -253,7 +272,7 @@ class McpToolSource:
         if not tools:
             return []
         enabled = await self.toolbox(ctx.tenant_id)
-        untrusted = bool(getattr(ctx, "has_untrusted_content", False))
+        untrusted = is_untrusted(ctx)
         return [
             tool.definition()
             for name, tool in tools.items()
@@ -306,7 +325,7 @@ class McpToolSource:
                 "rejected", ToolFailure(FORBIDDEN_MESSAGE, error_type="forbidden"), version=tool.version
             )
         is_write = tool.policy.kind == "write"
-        if is_write and getattr(ctx, "has_untrusted_content", False):
+        if is_write and is_untrusted(ctx):
             raise await fail(
                 "rejected",
                 ToolFailure(
@@ -401,6 +420,7 @@ class McpToolSource:
     async def _limits(self, ctx: TurnIdentity, tool: DiscoveredTool, key: str | None) -> ToolFailure | None:
         """Per-turn limits from this turn's receipts: the tool's call limit and the mutation budget."""
         async with self.sessions() as session:
+            budget = await self._mutation_budget(session, ctx.tenant_id)
             calls = (
                 await session.exec(
                     select(func.count())
@@ -438,7 +458,7 @@ class McpToolSource:
                         )
                     )
                 ).one()
-        if key is not None and writes >= self.mutation_budget:
+        if key is not None and writes >= budget:
             return ToolFailure(
                 "no more changes can be made for this message: tell the customer a person must review the request",
                 error_type="budget_exhausted",
@@ -449,6 +469,16 @@ class McpToolSource:
                 error_type="call_limit",
             )
         return None
+
+    async def _mutation_budget(self, session: AsyncSession, tenant_id: uuid.UUID) -> int:
+        """``settings_extensions.tools.mutation_budget`` of the tenant, else the source's default."""
+        tenant = await session.get(Tenant, tenant_id)
+        value = (
+            ((tenant.settings_extensions or {}).get("tools") or {}).get("mutation_budget") if tenant else None
+        )
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        return self.mutation_budget
 
     async def _alert(self, ctx: TurnIdentity, name: str, overridden: list[str]) -> None:
         try:
@@ -468,6 +498,15 @@ class McpToolSource:
                 )
         except Exception as exc:  # the alert must not break the turn; the denial stands
             log.error("security_alert_not_written", tool_name=name, error=_describe_exception(exc))
+
+
+def is_untrusted(ctx: Any) -> bool:
+    """Whether untrusted external text is in the turn's context: the context says so, or the
+    message came on a channel of :data:`UNTRUSTED_CHANNELS`."""
+    return (
+        bool(getattr(ctx, "has_untrusted_content", False))
+        or getattr(ctx, "channel", None) in UNTRUSTED_CHANNELS
+    )
 
 
 def _discovered(tool: Any) -> DiscoveredTool:
