@@ -59,7 +59,7 @@ TEST_TOOLS = (
 class Shop:
     tenant_id: uuid.UUID
     customer_id: uuid.UUID
-    """Owner of orders A-1001 / A-1002 (phone 15550100099)."""
+    """Owner of orders A-1001 / A-1002 (the demo BSUID)."""
     other_customer_id: uuid.UUID
     """Owner of order A-1003 (phone 15550100098)."""
     conversation_id: uuid.UUID
@@ -76,7 +76,10 @@ def make_shop(sessions, make_tenant):
             for name in extra_tools:
                 session.add(McpTenantTool(tenant_id=tenant.id, tool_name=name, enabled=True))
             alice = Customer(
-                tenant_id=tenant.id, channel="whatsapp", external_user_id="US.1", phone="15550100099"
+                tenant_id=tenant.id,
+                channel="whatsapp",
+                external_user_id="US.10000000000000000001",
+                phone="15550100099",
             )
             bob = Customer(
                 tenant_id=tenant.id, channel="whatsapp", external_user_id="US.2", phone="15550100098"
