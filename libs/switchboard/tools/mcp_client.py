@@ -207,6 +207,7 @@ class McpToolSource:
         self._tools: dict[str, DiscoveredTool] = {}
         self._fresh_until = 0.0
         self._lock = asyncio.Lock()
+        self._http: httpx2.AsyncClient | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, sessions: async_sessionmaker[AsyncSession]) -> McpToolSource:
@@ -221,13 +222,23 @@ class McpToolSource:
 
     # --- discovery -------------------------------------------------------------------------------
     def _client(self, timeout_s: float) -> Client:
-        http = httpx2.AsyncClient(
-            headers={"Authorization": f"Bearer {self._token}"},
-            timeout=httpx2.Timeout(timeout_s, connect=min(timeout_s, 5.0)),
-        )
+        """An MCP client session over the source's shared HTTP connection pool."""
+        if self._http is None:
+            self._http = httpx2.AsyncClient(
+                headers={"Authorization": f"Bearer {self._token}"},
+                timeout=httpx2.Timeout(self.call_timeout_s, connect=min(self.call_timeout_s, 5.0)),
+            )
         return Client(
-            streamable_http_client(self.url, http_client=http), read_timeout_seconds=timeout_s, cache=None
+            streamable_http_client(self.url, http_client=self._http),
+            read_timeout_seconds=timeout_s,
+            cache=None,
         )
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool (at process shutdown)."""
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
 
     async def discover(self, *, force: bool = False) -> dict[str, DiscoveredTool]:
         """The server's tools, from cache when fresh. Never raises: a failure yields ``{}`` and a warning."""
