@@ -54,7 +54,26 @@ def _percentile(values: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
-async def _bench(database_url: str, calls: int, concurrency: int) -> None:
+def _start_server(database_url: str) -> tuple[subprocess.Popen, str, str]:
+    """Start the mcp_tools service; ``(process, MCP url, token)`` once ``/healthz`` answers 200."""
+    token, port = secrets.token_urlsafe(24), _free_port()
+    env = {**os.environ, "DATABASE_URL": database_url, "MCP_SERVICE_TOKEN": token, "LOG_LEVEL": "WARNING"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "services.mcp_tools.main:create_app", "--factory",
+         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", "--no-access-log"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    return server, f"http://127.0.0.1:{port}/mcp", token
+
+
+async def _bench(database_url: str, url: str, token: str, calls: int, concurrency: int) -> None:
     engine = create_engine(database_url, pool_size=concurrency)
     sessions = session_factory(engine)
     async with sessions() as session, session.begin():
@@ -66,22 +85,8 @@ async def _bench(database_url: str, calls: int, concurrency: int) -> None:
         conversation = Conversation(tenant_id=tenant.id, customer_id=customer.id, channel="whatsapp")
         session.add(conversation)
 
-    token, port = secrets.token_urlsafe(24), _free_port()
-    env = {**os.environ, "DATABASE_URL": database_url, "MCP_SERVICE_TOKEN": token, "LOG_LEVEL": "WARNING"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "services.mcp_tools.main:create_app", "--factory",
-         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", "--no-access-log"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        source = McpToolSource(url=f"http://127.0.0.1:{port}/mcp", token=token, sessions=sessions)
+        source = McpToolSource(url=url, token=token, sessions=sessions)
 
         def ctx() -> TurnToolContext:
             return TurnToolContext(
@@ -120,8 +125,6 @@ async def _bench(database_url: str, calls: int, concurrency: int) -> None:
         )
         print(f"{concurrency} concurrent callers: {rate:.0f} calls/s")
     finally:
-        server.terminate()
-        server.wait(timeout=10)
         await engine.dispose()
 
 
@@ -138,10 +141,15 @@ def main() -> None:
         folder.chmod(0o755)
         pg = EmbeddedPostgres(folder / "postgres")
         database_url = pg.start()
+    server = None
     try:
         upgrade(database_url)
-        asyncio.run(_bench(database_url, args.calls, args.concurrency))
+        server, url, token = _start_server(database_url)
+        asyncio.run(_bench(database_url, url, token, args.calls, args.concurrency))
     finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=10)
         if pg is not None:
             pg.stop()
 
