@@ -54,6 +54,29 @@ async def test_requests_without_the_bearer_token_get_401(mcp_server):
     assert health.json()["service"] == "mcp_tools" and health.json()["checks"] == {"database": "ok"}
 
 
+async def test_legacy_sse_transport_is_served_behind_the_token(mcp_server, settings, make_shop):
+    from mcp import ClientSession
+    from mcp.client.sse import sse_client
+
+    url, _ = mcp_server
+    shop = await make_shop()
+    sse_url = url.removesuffix("/mcp") + "/sse"
+    async with httpx.AsyncClient() as http:
+        assert (await http.get(sse_url)).status_code == 401
+    headers = {"Authorization": f"Bearer {settings.resolved_mcp_service_token()}"}
+    async with (
+        sse_client(sse_url, headers=headers, timeout=5) as (read, write),
+        ClientSession(read, write) as mcp,
+    ):
+        await mcp.initialize()
+        names = {tool.name for tool in (await mcp.list_tools()).tools}
+        result = await mcp.call_tool(
+            "lookup_product", {"sku_or_name": "FVAM-2050-C", "tenant_id": str(shop.tenant_id)}
+        )
+    assert {"lookup_product", "create_lead"} <= names
+    assert result.is_error is False and result.structured_content["products"][0]["sku"] == "FVAM-2050-C"
+
+
 async def test_direct_call_without_tenant_is_refused_with_a_clear_error(mcp_server, settings):
     url, _ = mcp_server
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {settings.resolved_mcp_service_token()}"})

@@ -36,6 +36,7 @@ from pydantic import Field as PydanticField
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
+from starlette.applications import Starlette
 
 from switchboard import __version__
 from switchboard.db.engine import session_scope
@@ -55,12 +56,15 @@ from switchboard.tools.contracts import (
     error_text,
 )
 
-__all__ = ["ToolServer", "BearerAuthMiddleware", "create_tools_app", "MCP_PATH"]
+__all__ = ["ToolServer", "BearerAuthMiddleware", "create_tools_app", "MCP_PATH", "SSE_PATH"]
 
 log = get_logger(__name__)
 
 MCP_PATH = "/mcp"
 """Where the Streamable HTTP endpoint is served."""
+SSE_PATH = "/sse"
+SSE_MESSAGES_PATH = "/messages/"
+"""The legacy HTTP+SSE transport (deprecated by the MCP spec, still served for older clients)."""
 
 _INJECTED_SIGNATURE = [
     # optional in the schema so that a call without it reaches run() and gets the clear refusal
@@ -259,19 +263,19 @@ def _describe(exc: ValidationError) -> str:
 
 
 class BearerAuthMiddleware:
-    """ASGI middleware: requests under ``protected_prefix`` need ``Authorization: Bearer <token>``.
+    """ASGI middleware: requests under ``protected_prefixes`` need ``Authorization: Bearer <token>``.
 
     Pure ASGI (no response buffering), so Streamable HTTP's event streams pass through untouched.
     Comparison is constant-time.
     """
 
-    def __init__(self, app: Any, *, token: Callable[[], str], protected_prefix: str = MCP_PATH) -> None:
+    def __init__(self, app: Any, *, token: Callable[[], str], protected_prefixes: tuple[str, ...]) -> None:
         self.app = app
         self.token = token
-        self.protected_prefix = protected_prefix
+        self.protected_prefixes = protected_prefixes
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"].startswith(self.protected_prefix):
+        if scope["type"] == "http" and scope["path"].startswith(self.protected_prefixes):
             headers = dict(scope.get("headers") or [])
             supplied = headers.get(b"authorization", b"")
             expected = b"Bearer " + self.token().encode()
@@ -297,7 +301,8 @@ class BearerAuthMiddleware:
 
 
 def create_tools_app(settings: Settings, *, server: ToolServer | None = None) -> FastAPI:
-    """The ``mcp_tools`` service: ``GET /healthz`` and the MCP endpoint at ``/mcp`` (bearer auth).
+    """The ``mcp_tools`` service: ``GET /healthz``, MCP Streamable HTTP at ``/mcp`` and legacy SSE at
+    ``/sse`` (+ ``/messages/``), both behind the bearer token.
 
     Args:
         settings: process settings (``DATABASE_URL`` required; the token is
@@ -307,10 +312,16 @@ def create_tools_app(settings: Settings, *, server: ToolServer | None = None) ->
     configure_logging(service="mcp_tools", level=settings.log_level, fmt=settings.log_format)
     server = server or ToolServer()
     token = settings.resolved_mcp_service_token()
+    # DNS-rebinding protection is off: every request must carry the bearer token anyway, and the
+    # service is reached by container host names in production.
+    no_rebinding_check = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     mcp_app = server.mcp.streamable_http_app(
-        streamable_http_path=MCP_PATH,
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        streamable_http_path=MCP_PATH, transport_security=no_rebinding_check
     )
+    sse_app = server.mcp.sse_app(
+        sse_path=SSE_PATH, message_path=SSE_MESSAGES_PATH, transport_security=no_rebinding_check
+    )
+    transports = Starlette(routes=[*mcp_app.routes, *sse_app.routes])
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -331,5 +342,6 @@ def create_tools_app(settings: Settings, *, server: ToolServer | None = None) ->
     app.state.settings = settings
     app.state.tool_server = server
     app.include_router(health_router("mcp_tools"))
-    app.mount("/", BearerAuthMiddleware(mcp_app, token=lambda: token))
+    protected = (MCP_PATH, SSE_PATH, SSE_MESSAGES_PATH.rstrip("/"))
+    app.mount("/", BearerAuthMiddleware(transports, token=lambda: token, protected_prefixes=protected))
     return app
