@@ -209,6 +209,9 @@ async def test_result_of_the_wrong_shape_becomes_a_controlled_error(
 
 
 async def test_a_hanging_tool_times_out_as_a_tool_result(mcp_server, settings, sessions, make_shop):
+    """The source's timeout; and, shorter, the tenant's loop timeout (the source fires just before it)."""
+    from switchboard.db.models import Tenant
+
     url, _ = mcp_server
     shop = await make_shop(extra_tools=("slow_echo",))
     tools, ctx = source(url, settings, sessions, call_timeout_s=0.5), turn(shop)
@@ -217,6 +220,13 @@ async def test_a_hanging_tool_times_out_as_a_tool_result(mcp_server, settings, s
     assert slow.value.error_type == "timeout" and slow.value.retryable is True
     [receipt] = await receipts(sessions, ctx.trace_id)
     assert receipt.outcome == "timeout" and 400 < receipt.duration_ms < 5000
+
+    async with sessions() as session, session.begin():
+        (await session.get(Tenant, shop.tenant_id)).settings_extensions = {"loop": {"tool_timeout_s": 0.6}}
+    ctx = turn(shop)
+    with pytest.raises(ToolFailure) as tenant_bound:
+        await source(url, settings, sessions).call("slow_echo", {"text": "hi"}, ctx)
+    assert str(tenant_bound.value) == "the tool did not answer within 0.57 s"
 
 
 async def test_second_write_in_a_turn_hits_the_budget_and_a_retried_write_runs_once(

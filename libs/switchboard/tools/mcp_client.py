@@ -73,6 +73,9 @@ __all__ = [
 
 log = get_logger(__name__)
 
+LOOP_TIMEOUT_SHARE = 0.95
+"""Share of the tool loop's per-call timeout this source uses, so its own timeout fires first."""
+
 UNTRUSTED_CHANNELS = frozenset({"gmail"})
 """Channels whose inbound text is untrusted external content (an e-mail body may carry instructions
 aimed at the model): turns on them get read tools only."""
@@ -361,7 +364,7 @@ class McpToolSource:
                 version=tool.version,
             )
         key = write_idempotency_key(ctx.trace_id, name, model_args) if is_write else None
-        refusal = await self._limits(ctx, tool, key)
+        refusal, timeout_s = await self._limits(ctx, tool, key)
         if refusal is not None:
             raise await fail("rejected", refusal, version=tool.version, key=key)
 
@@ -375,13 +378,13 @@ class McpToolSource:
             "tool_config": dict(assignment.custom_config or {}),
         }
         try:
-            async with asyncio.timeout(self.call_timeout_s):
-                async with self._client(self.call_timeout_s) as client:
+            async with asyncio.timeout(timeout_s):
+                async with self._client(timeout_s) as client:
                     result = await client.call_tool(name, full_args)
         except TimeoutError:
             raise await fail(
                 "timeout",
-                ToolFailure(f"the tool did not answer within {self.call_timeout_s:g} s", error_type="timeout",
+                ToolFailure(f"the tool did not answer within {timeout_s:g} s", error_type="timeout",
                             retryable=True),
                 version=tool.version, key=key,
             ) from None  # fmt: skip
@@ -428,10 +431,13 @@ class McpToolSource:
         call_log.info("tool_call_ok", duration_ms=round(duration_ms, 1), kind=tool.policy.kind)
         return McpToolOutput(content=content)
 
-    async def _limits(self, ctx: TurnIdentity, tool: DiscoveredTool, key: str | None) -> ToolFailure | None:
-        """Per-turn limits from this turn's receipts: the tool's call limit and the mutation budget."""
+    async def _limits(
+        self, ctx: TurnIdentity, tool: DiscoveredTool, key: str | None
+    ) -> tuple[ToolFailure | None, float]:
+        """Per-turn limits from this turn's receipts (the tool's call limit, the mutation budget) and
+        the call's timeout in seconds."""
         async with self.sessions() as session:
-            budget = await self._mutation_budget(session, ctx.tenant_id)
+            budget, timeout_s = await self._tenant_limits(session, ctx.tenant_id)
             calls = (
                 await session.exec(
                     select(func.count())
@@ -458,7 +464,7 @@ class McpToolSource:
                     )
                 ).one()
                 if replay:
-                    return None  # the same write again: the server returns the stored outcome
+                    return None, timeout_s  # the same write again: the server returns the stored outcome
                 writes = (
                     await session.exec(
                         select(func.count(func.distinct(ToolReceipt.idempotency_key))).where(
@@ -473,23 +479,31 @@ class McpToolSource:
             return ToolFailure(
                 "no more changes can be made for this message: tell the customer a person must review the request",
                 error_type="budget_exhausted",
-            )
+            ), timeout_s
         if calls >= tool.policy.call_limit:
             return ToolFailure(
                 f"{tool.name} was already called {calls} time(s) for this message (limit {tool.policy.call_limit})",
                 error_type="call_limit",
-            )
-        return None
+            ), timeout_s
+        return None, timeout_s
 
-    async def _mutation_budget(self, session: AsyncSession, tenant_id: uuid.UUID) -> int:
-        """``settings_extensions.tools.mutation_budget`` of the tenant, else the source's default."""
+    async def _tenant_limits(self, session: AsyncSession, tenant_id: uuid.UUID) -> tuple[int, float]:
+        """``(mutation budget, call timeout in s)`` for the tenant.
+
+        The budget is ``settings_extensions.tools.mutation_budget`` (else the source's default). The
+        timeout stays just under the loop's ``settings_extensions.loop.tool_timeout_s`` so this source,
+        not the loop, times the call out and leaves its receipt.
+        """
         tenant = await session.get(Tenant, tenant_id)
-        value = (
-            ((tenant.settings_extensions or {}).get("tools") or {}).get("mutation_budget") if tenant else None
-        )
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
-        return self.mutation_budget
+        extensions = (tenant.settings_extensions or {}) if tenant else {}
+        budget = (extensions.get("tools") or {}).get("mutation_budget")
+        if not (isinstance(budget, int) and not isinstance(budget, bool) and budget >= 0):
+            budget = self.mutation_budget
+        timeout_s = self.call_timeout_s
+        loop_timeout = (extensions.get("loop") or {}).get("tool_timeout_s")
+        if isinstance(loop_timeout, int | float) and not isinstance(loop_timeout, bool) and loop_timeout > 0:
+            timeout_s = min(timeout_s, float(loop_timeout) * LOOP_TIMEOUT_SHARE)
+        return budget, timeout_s
 
     async def _alert(self, ctx: TurnIdentity, name: str, overridden: list[str]) -> None:
         try:
