@@ -249,6 +249,24 @@ async def test_second_write_in_a_turn_hits_the_budget_and_a_retried_write_runs_o
     assert outcomes == [("ok", None), ("ok", None), ("rejected", "budget_exhausted")]
 
 
+async def test_parallel_writes_in_one_turn_cannot_both_pass_the_budget(
+    mcp_server, settings, sessions, make_shop
+):
+    url, _ = mcp_server
+    shop = await make_shop()
+    tools, ctx = source(url, settings, sessions), turn(shop)
+    results = await asyncio.gather(
+        tools.call("create_lead", {"interest": "fans"}, ctx),
+        tools.call("create_lead", {"interest": "filters"}, ctx),
+        return_exceptions=True,
+    )
+    failures = [r for r in results if isinstance(r, ToolFailure)]
+    assert len(failures) == 1 and failures[0].error_type == "budget_exhausted"
+    async with sessions() as session:
+        leads = (await session.exec(select(Lead).where(Lead.tenant_id == shop.tenant_id))).all()
+    assert len(leads) == 1
+
+
 async def test_only_read_tools_while_untrusted_text_is_in_context(mcp_server, settings, sessions, make_shop):
     url, _ = mcp_server
     shop = await make_shop()

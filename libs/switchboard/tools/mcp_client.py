@@ -31,6 +31,7 @@ import hashlib
 import json
 import time
 import uuid
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -211,6 +212,7 @@ class McpToolSource:
         self._fresh_until = 0.0
         self._lock = asyncio.Lock()
         self._http: httpx2.AsyncClient | None = None
+        self._turn_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     @classmethod
     def from_settings(cls, settings: Settings, sessions: async_sessionmaker[AsyncSession]) -> McpToolSource:
@@ -364,72 +366,85 @@ class McpToolSource:
                 version=tool.version,
             )
         key = write_idempotency_key(ctx.trace_id, name, model_args) if is_write else None
-        refusal, timeout_s = await self._limits(ctx, tool, key)
-        if refusal is not None:
-            raise await fail("rejected", refusal, version=tool.version, key=key)
 
-        full_args = {
-            **model_args,
-            "tenant_id": str(ctx.tenant_id),
-            "customer_id": str(ctx.customer_id) if ctx.customer_id else None,
-            "conversation_id": str(ctx.conversation_id) if ctx.conversation_id else None,
-            "trace_id": ctx.trace_id,
-            "idempotency_key": key,
-            "tool_config": dict(assignment.custom_config or {}),
-        }
-        try:
-            async with asyncio.timeout(timeout_s):
-                async with self._client(timeout_s) as client:
-                    result = await client.call_tool(name, full_args)
-        except TimeoutError:
-            raise await fail(
-                "timeout",
-                ToolFailure(f"the tool did not answer within {timeout_s:g} s", error_type="timeout",
-                            retryable=True),
-                version=tool.version, key=key,
-            ) from None  # fmt: skip
-        except Exception as exc:  # transport, protocol or output-schema failure: log and convert
-            call_log.warning("tool_call_transport_error", error=_describe_exception(exc))
-            if "output schema" in str(exc) or "structured content" in str(exc):
-                failure = ToolFailure("the tool returned an unexpected result", error_type="invalid_result")
-            else:
-                self._fresh_until = 0.0  # re-discover on the next turn
-                failure = ToolFailure(
-                    "the tool service is unavailable", error_type="unavailable", retryable=True
-                )
-            raise await fail("error", failure, version=tool.version, key=key) from None
+        async def proceed() -> Any:
+            refusal, timeout_s = await self._limits(ctx, tool, key)
+            if refusal is not None:
+                raise await fail("rejected", refusal, version=tool.version, key=key)
 
-        if result.is_error:
-            text = " ".join(getattr(part, "text", "") for part in result.content).strip()
-            error_type, message = parse_error_text(text)
-            if error_type == "forbidden":
-                message = FORBIDDEN_MESSAGE
-            outcome: Outcome = "rejected" if error_type in {"forbidden", "missing_tenant"} else "error"
-            retryable = error_type in _RETRYABLE
-            raise await fail(
-                outcome, ToolFailure(message[:1000], error_type=error_type, retryable=retryable),
-                version=tool.version, key=key,
-            )  # fmt: skip
-        content = result.structured_content
-        if tool.output_schema is not None:
-            output_errors = list(Draft202012Validator(tool.output_schema).iter_errors(content))
-            if content is None or output_errors:
-                call_log.error("tool_result_shape_violation", problems=[e.message for e in output_errors][:5])
+            full_args = {
+                **model_args,
+                "tenant_id": str(ctx.tenant_id),
+                "customer_id": str(ctx.customer_id) if ctx.customer_id else None,
+                "conversation_id": str(ctx.conversation_id) if ctx.conversation_id else None,
+                "trace_id": ctx.trace_id,
+                "idempotency_key": key,
+                "tool_config": dict(assignment.custom_config or {}),
+            }
+            try:
+                async with asyncio.timeout(timeout_s):
+                    async with self._client(timeout_s) as client:
+                        result = await client.call_tool(name, full_args)
+            except TimeoutError:
                 raise await fail(
-                    "error",
-                    ToolFailure("the tool returned an unexpected result", error_type="invalid_result"),
+                    "timeout",
+                    ToolFailure(f"the tool did not answer within {timeout_s:g} s", error_type="timeout",
+                                retryable=True),
+                    version=tool.version, key=key,
+                ) from None  # fmt: skip
+            except Exception as exc:  # transport, protocol or output-schema failure: log and convert
+                call_log.warning("tool_call_transport_error", error=_describe_exception(exc))
+                if "output schema" in str(exc) or "structured content" in str(exc):
+                    failure = ToolFailure(
+                        "the tool returned an unexpected result", error_type="invalid_result"
+                    )
+                else:
+                    self._fresh_until = 0.0  # re-discover on the next turn
+                    failure = ToolFailure(
+                        "the tool service is unavailable", error_type="unavailable", retryable=True
+                    )
+                raise await fail("error", failure, version=tool.version, key=key) from None
+
+            if result.is_error:
+                text = " ".join(getattr(part, "text", "") for part in result.content).strip()
+                error_type, message = parse_error_text(text)
+                if error_type == "forbidden":
+                    message = FORBIDDEN_MESSAGE
+                outcome: Outcome = "rejected" if error_type in {"forbidden", "missing_tenant"} else "error"
+                retryable = error_type in _RETRYABLE
+                raise await fail(
+                    outcome, ToolFailure(message[:1000], error_type=error_type, retryable=retryable),
                     version=tool.version, key=key,
                 )  # fmt: skip
-        if content is None:
-            content = " ".join(getattr(part, "text", "") for part in result.content)
-        duration_ms = (time.monotonic() - started) * 1000
-        await record_receipt(
-            self.sessions, tenant_id=ctx.tenant_id, conversation_id=ctx.conversation_id, trace_id=ctx.trace_id,
-            tool_name=name, tool_version=tool.version, arguments=model_args, outcome="ok",
-            duration_ms=duration_ms, idempotency_key=key,
-        )  # fmt: skip
-        call_log.info("tool_call_ok", duration_ms=round(duration_ms, 1), kind=tool.policy.kind)
-        return McpToolOutput(content=content)
+            content = result.structured_content
+            if tool.output_schema is not None:
+                output_errors = list(Draft202012Validator(tool.output_schema).iter_errors(content))
+                if content is None or output_errors:
+                    call_log.error(
+                        "tool_result_shape_violation", problems=[e.message for e in output_errors][:5]
+                    )
+                    raise await fail(
+                        "error",
+                        ToolFailure("the tool returned an unexpected result", error_type="invalid_result"),
+                        version=tool.version, key=key,
+                    )  # fmt: skip
+            if content is None:
+                content = " ".join(getattr(part, "text", "") for part in result.content)
+            duration_ms = (time.monotonic() - started) * 1000
+            await record_receipt(
+                self.sessions, tenant_id=ctx.tenant_id, conversation_id=ctx.conversation_id, trace_id=ctx.trace_id,
+                tool_name=name, tool_version=tool.version, arguments=model_args, outcome="ok",
+                duration_ms=duration_ms, idempotency_key=key,
+            )  # fmt: skip
+            call_log.info("tool_call_ok", duration_ms=round(duration_ms, 1), kind=tool.policy.kind)
+            return McpToolOutput(content=content)
+
+        if not is_write:
+            return await proceed()
+        # writes of one turn run one at a time, so parallel tool calls cannot both pass the budget
+        lock = self._turn_locks.setdefault(ctx.trace_id, asyncio.Lock())
+        async with lock:
+            return await proceed()
 
     async def _limits(
         self, ctx: TurnIdentity, tool: DiscoveredTool, key: str | None
