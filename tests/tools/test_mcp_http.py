@@ -321,11 +321,19 @@ async def test_slow_discovery_times_out_to_no_tools(settings, sessions, make_sho
     """A server that accepts connections but never answers: discovery gives up within its budget."""
     shop = await make_shop()
     port = free_port()
-    silent = await asyncio.start_server(lambda r, w: asyncio.sleep(30), "127.0.0.1", port)
+    release = asyncio.Event()
+
+    async def never_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await release.wait()
+        writer.close()
+
+    silent = await asyncio.start_server(never_answer, "127.0.0.1", port)
     try:
         tools = source(f"http://127.0.0.1:{port}/mcp", settings, sessions, discovery_timeout_s=0.5)
         started = asyncio.get_running_loop().time()
         assert await tools.definitions(turn(shop)) == []
         assert asyncio.get_running_loop().time() - started < 3
     finally:
+        release.set()
         silent.close()
+        await silent.wait_closed()
