@@ -69,8 +69,8 @@ class Shop:
 def make_shop(sessions, make_tenant):
     """A tenant with the demo catalog, orders, stores, slots, every tool enabled, two customers."""
 
-    async def make(*, extra_tools: tuple[str, ...] = ()) -> Shop:
-        tenant = await make_tenant("Shop")
+    async def make(*, extra_tools: tuple[str, ...] = (), **settings_extensions: object) -> Shop:
+        tenant = await make_tenant("Shop", **settings_extensions)
         async with sessions() as session, session.begin():
             await seed_demo_business(session, tenant.id)
             for name in extra_tools:
