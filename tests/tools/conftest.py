@@ -20,6 +20,9 @@ from switchboard.tools.contracts import ToolContract, ToolPolicy
 from switchboard.tools.server import ToolServer, create_tools_app
 
 from tests.utils.asgi_server import serve_asgi
+from tests.utils.model_fixtures import gateway, offline_model
+
+__all__ = ["gateway", "offline_model", "make_shop", "mcp_server"]
 
 
 class EchoArgs(BaseModel):

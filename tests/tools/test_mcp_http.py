@@ -12,8 +12,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from sqlmodel import select
 from switchboard.db.models import Lead, SecurityAlert, ToolReceipt
-from switchboard.tools.contracts import INJECTED_PARAMS, ToolFailure
-from switchboard.tools.mcp_client import McpToolSource, TurnToolContext
+from switchboard.tools.contracts import INJECTED_PARAMS
+from switchboard.tools.mcp_client import McpToolError, McpToolSource, TurnToolContext
 from switchboard.tools.receipts import args_hash
 from switchboard.tools.server import ToolServer, create_tools_app
 from switchboard.tools.toolbox import set_enabled
@@ -145,7 +145,7 @@ async def test_forbidden_tool_is_not_listed_and_fails_closed_with_an_alert(
     tools = source(url, settings, sessions)
     ctx = turn(shop)
     assert "create_lead" not in [d["function"]["name"] for d in await tools.definitions(ctx)]
-    with pytest.raises(ToolFailure) as denied:
+    with pytest.raises(McpToolError) as denied:
         await tools.call("create_lead", {"interest": "x"}, ctx)
     assert str(denied.value) == "Forbidden" and denied.value.error_type == "forbidden"
     assert denied.value.retryable is False
@@ -170,7 +170,7 @@ async def test_invalid_arguments_give_diagnostics_then_the_corrected_call_succee
     url, _ = mcp_server
     shop = await make_shop()
     tools, ctx = source(url, settings, sessions), turn(shop)
-    with pytest.raises(ToolFailure) as bad:
+    with pytest.raises(McpToolError) as bad:
         await tools.call("lookup_product", {"sku": "FVAM-2050-B"}, ctx)
     assert bad.value.error_type == "invalid_arguments"
     problems = " ".join(d["problem"] for d in bad.value.diagnostics)
@@ -194,7 +194,7 @@ async def test_result_of_the_wrong_shape_becomes_a_controlled_error(
     url, _ = mcp_server
     shop = await make_shop(extra_tools=("broken_shape",))
     tools, ctx = source(url, settings, sessions), turn(shop)
-    with pytest.raises(ToolFailure) as broken:
+    with pytest.raises(McpToolError) as broken:
         await tools.call("broken_shape", {"text": "hi"}, ctx)
     assert broken.value.error_type == "invalid_result" and broken.value.retryable is False
     assert str(broken.value) == "the tool returned an unexpected result"
@@ -209,7 +209,7 @@ async def test_a_hanging_tool_times_out_as_a_tool_result(mcp_server, settings, s
     url, _ = mcp_server
     shop = await make_shop(extra_tools=("slow_echo",))
     tools, ctx = source(url, settings, sessions, call_timeout_s=0.5), turn(shop)
-    with pytest.raises(ToolFailure) as slow:
+    with pytest.raises(McpToolError) as slow:
         await tools.call("slow_echo", {"text": "hi"}, ctx)
     assert slow.value.error_type == "timeout" and slow.value.retryable is True
     [receipt] = await receipts(sessions, ctx.trace_id)
@@ -218,7 +218,7 @@ async def test_a_hanging_tool_times_out_as_a_tool_result(mcp_server, settings, s
     async with sessions() as session, session.begin():
         (await session.get(Tenant, shop.tenant_id)).settings_extensions = {"loop": {"tool_timeout_s": 0.6}}
     ctx = turn(shop)
-    with pytest.raises(ToolFailure) as tenant_bound:
+    with pytest.raises(McpToolError) as tenant_bound:
         await source(url, settings, sessions).call("slow_echo", {"text": "hi"}, ctx)
     assert str(tenant_bound.value) == "the tool did not answer within 0.57 s"
 
@@ -233,7 +233,7 @@ async def test_second_write_in_a_turn_hits_the_budget_and_a_retried_write_runs_o
     replay = await tools.call("create_lead", {"interest": "office fans"}, ctx)  # same message, same write
     assert first.content["status"] == "done" and replay.content["lead_id"] == first.content["lead_id"]
     assert replay.content["replayed"] is True
-    with pytest.raises(ToolFailure) as budget:
+    with pytest.raises(McpToolError) as budget:
         await tools.call("create_lead", {"interest": "something else"}, ctx)
     assert budget.value.error_type == "budget_exhausted" and "person must review" in str(budget.value)
     async with sessions() as session:
@@ -254,7 +254,7 @@ async def test_parallel_writes_in_one_turn_cannot_both_pass_the_budget(
         tools.call("create_lead", {"interest": "filters"}, ctx),
         return_exceptions=True,
     )
-    failures = [r for r in results if isinstance(r, ToolFailure)]
+    failures = [r for r in results if isinstance(r, McpToolError)]
     assert len(failures) == 1 and failures[0].error_type == "budget_exhausted"
     async with sessions() as session:
         leads = (await session.exec(select(Lead).where(Lead.tenant_id == shop.tenant_id))).all()
@@ -267,7 +267,7 @@ async def test_only_read_tools_while_untrusted_text_is_in_context(mcp_server, se
     tools, ctx = source(url, settings, sessions), turn(shop, untrusted=True)
     names = {d["function"]["name"] for d in await tools.definitions(ctx)}
     assert "create_lead" not in names and "schedule_meeting" not in names and "lookup_product" in names
-    with pytest.raises(ToolFailure) as refused:
+    with pytest.raises(McpToolError) as refused:
         await tools.call("create_lead", {"interest": "x"}, ctx)
     assert refused.value.error_type == "untrusted_context"
 
@@ -286,14 +286,14 @@ async def test_email_turns_are_read_only_and_the_budget_is_a_tenant_setting(
     async with sessions() as session, session.begin():
         tenant = await session.get(Tenant, shop.tenant_id)
         tenant.settings_extensions = {"tools": {"mutation_budget": 0}}
-    with pytest.raises(ToolFailure) as none_allowed:
+    with pytest.raises(McpToolError) as none_allowed:
         await tools.call("create_lead", {"interest": "x"}, turn(shop))
     assert none_allowed.value.error_type == "budget_exhausted"
 
     ctx = turn(shop)
     for _ in range(3):
         await tools.call("find_store", {"city_or_coordinates": "Chicago"}, ctx)
-    with pytest.raises(ToolFailure) as capped:
+    with pytest.raises(McpToolError) as capped:
         await tools.call("find_store", {"city_or_coordinates": "Chicago"}, ctx)
     assert capped.value.error_type == "call_limit"
 
@@ -311,7 +311,7 @@ async def test_discovery_failure_leaves_built_ins_only_and_recovers(settings, se
         assert len(await down.definitions(turn(shop))) == 6  # recovered on the next discovery
         ctx = turn(shop)
         assert (await down.call("find_store", {"city_or_coordinates": "Chicago"}, ctx)).content["stores"]
-    with pytest.raises(ToolFailure) as gone:
+    with pytest.raises(McpToolError) as gone:
         await down.call("find_store", {"city_or_coordinates": "Chicago"}, ctx)
     assert gone.value.error_type == "unavailable" and gone.value.retryable is True
     assert await down.definitions(turn(shop)) == []

@@ -3,8 +3,8 @@ shows each tenant only its toolbox, and enforces the contracts on every call (DE
 
 :class:`McpToolSource` has the tool loop's tool-source shape: ``definitions(ctx)`` gives
 OpenAI-format tool definitions, ``call(name, arguments, ctx)`` runs one call and returns an object
-with ``content`` (and ``effect = None``), raising :class:`~switchboard.tools.contracts.ToolFailure`
-for anything the model should see as an error.
+(:class:`~switchboard.agent.tools.ToolOutput`), raising :class:`McpToolError` (a
+:class:`~switchboard.agent.tools.ToolError`) for anything the model should see as an error.
 
 What it guarantees, in order, for every call:
 
@@ -45,6 +45,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from switchboard.agent.tools import ToolError, ToolOutput
 from switchboard.db.engine import session_scope
 from switchboard.db.models import McpTenantTool, SecurityAlert, Tenant, ToolReceipt
 from switchboard.db.tenant_scope import TenantScope
@@ -63,7 +64,7 @@ from switchboard.tools.receipts import Outcome, record_receipt
 __all__ = [
     "DiscoveredTool",
     "McpToolSource",
-    "McpToolOutput",
+    "McpToolError",
     "TurnToolContext",
     "TurnIdentity",
     "strip_injected",
@@ -117,12 +118,17 @@ class TurnToolContext:
     only read tools are offered and run."""
 
 
-@dataclass
-class McpToolOutput:
-    """A successful call: ``content`` (the tool's structured result) for the model."""
+class McpToolError(ToolError):
+    """A failed MCP call as the tool loop reports it to the model (``error_type``, ``retryable``).
 
-    content: Any
-    effect: None = None
+    Attributes:
+        diagnostics: per-field problems for ``invalid_arguments`` (``[{"field", "problem"}]``), also
+            spelled out in the message.
+    """
+
+    def __init__(self, failure: ToolFailure) -> None:
+        super().__init__(str(failure), error_type=failure.error_type, retryable=failure.retryable)
+        self.diagnostics = failure.diagnostics
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -187,6 +193,9 @@ class McpToolSource:
         call_timeout_s: budget of one tool call (DESIGN.md: 60 s).
         mutation_budget: successful writes allowed per turn (issue default: 1).
     """
+
+    records_receipts = True
+    """This source writes its own (fuller) ``tool_receipts`` rows; the turn does not add another."""
 
     def __init__(
         self,
@@ -296,11 +305,11 @@ class McpToolSource:
         ]
 
     # --- calls -----------------------------------------------------------------------------------
-    async def call(self, name: str, arguments: Mapping[str, Any], ctx: TurnIdentity) -> McpToolOutput:
+    async def call(self, name: str, arguments: Mapping[str, Any], ctx: TurnIdentity) -> ToolOutput:
         """Run one MCP tool call for the turn ``ctx`` with every contract check.
 
         Raises:
-            ToolFailure: the model sees ``error_type``, the message and whether it is ``retryable``.
+            McpToolError: the model sees ``error_type``, the message and whether it is ``retryable``.
         """
         started = time.monotonic()
         call_log = log.bind(
@@ -316,7 +325,7 @@ class McpToolSource:
 
         async def fail(
             outcome: Outcome, failure: ToolFailure, *, version: str | None = None, key: str | None = None
-        ) -> ToolFailure:
+        ) -> McpToolError:
             await record_receipt(
                 self.sessions, tenant_id=ctx.tenant_id, conversation_id=ctx.conversation_id,
                 trace_id=ctx.trace_id, tool_name=name, tool_version=version, arguments=model_args,
@@ -324,7 +333,7 @@ class McpToolSource:
                 error_type=failure.error_type, rejection_reason=str(failure)[:500],
             )  # fmt: skip
             call_log.info("tool_call_failed", outcome=outcome, error_type=failure.error_type)
-            return failure
+            return McpToolError(failure)
 
         tools = await self.discover()
         tool = tools.get(name)
@@ -437,7 +446,7 @@ class McpToolSource:
                 duration_ms=duration_ms, idempotency_key=key,
             )  # fmt: skip
             call_log.info("tool_call_ok", duration_ms=round(duration_ms, 1), kind=tool.policy.kind)
-            return McpToolOutput(content=content)
+            return ToolOutput(content=content)
 
         if not is_write:
             return await proceed()
