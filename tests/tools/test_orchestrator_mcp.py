@@ -168,19 +168,37 @@ async def test_tool_server_down_or_killed_the_turn_still_answers(
     assert last["error"]["retryable"] is True
 
 
-async def test_disabled_tool_is_never_offered(mcp_server, scripted_shop, sessions, gateway, settings):
+async def test_disabled_tool_is_never_offered_and_a_call_is_forbidden_with_an_alert(
+    mcp_server, scripted_shop, sessions, gateway, settings
+):
     from switchboard.tools.toolbox import set_enabled
 
     url, _ = mcp_server
-    shop, script = await scripted_shop(calls(("create_lead", {"interest": "x"})), say("ok"))
+    shop, script = await scripted_shop(
+        calls(("create_lead", {"interest": "x"})), calls(("no_such_tool", {})), say("ok")
+    )
     async with sessions() as session, session.begin():
         await set_enabled(session, shop.tenant_id, "create_lead", enabled=False)
     result = await orchestrator_with(sessions, gateway, url, settings).handle_turn(request(shop, "x"))
     assert "create_lead" not in {t["function"]["name"] for t in script.requests[0]["tools"]}
-    assert result.tool_calls[0].outcome == "error" and result.tool_calls[0].error_type == "unknown_tool"
+    assert [(c.name, c.error_type) for c in result.tool_calls] == [
+        ("create_lead", "forbidden"), ("no_such_tool", "unknown_tool"),
+    ]  # fmt: skip
+    forbidden, unknown = await tool_messages(sessions, shop.conversation_id)
+    assert forbidden["error"] == {"type": "forbidden", "message": "Forbidden", "retryable": False}
+    assert unknown["error"]["type"] == "unknown_tool"
     async with sessions() as session:
         leads = (await session.exec(select(Lead).where(Lead.tenant_id == shop.tenant_id))).all()
         alerts = (
             await session.exec(select(SecurityAlert).where(SecurityAlert.tenant_id == shop.tenant_id))
         ).all()
-    assert leads == [] and alerts == []
+        receipts = (
+            await session.exec(select(ToolReceipt).where(ToolReceipt.trace_id == result.trace_id))
+        ).all()
+    assert leads == []
+    assert [(a.kind, a.details["tool_name"], a.trace_id) for a in alerts] == [
+        ("tool_forbidden", "create_lead", result.trace_id)
+    ]
+    assert sorted((r.tool_name, r.outcome) for r in receipts) == [
+        ("create_lead", "rejected"), ("no_such_tool", "error"),
+    ]  # fmt: skip

@@ -284,6 +284,11 @@ class McpToolSource:
                 )
             return self._tools
 
+    def knows(self, name: str) -> bool:
+        """Whether the last discovery listed ``name`` (the loop then lets this source refuse a call to a
+        tool the tenant has not enabled, with ``Forbidden`` and a security alert)."""
+        return name in self._tools
+
     async def toolbox(self, tenant_id: uuid.UUID) -> dict[str, McpTenantTool]:
         """The tenant's enabled tool assignments, by tool name."""
         async with self.sessions() as session:
