@@ -29,7 +29,7 @@ DEMO_INSTAGRAM_ACCOUNT_ID = "17841400000000001"
 DEMO_MAILBOX = "support@example.com"
 DEMO_CUSTOMER_BSUID = "US.10000000000000000001"
 """Business-scoped user id of the WhatsApp customer in ``shared/payloads``: demo orders A-1001 and A-1002
-are theirs (A-1003 belongs to ``wa_id`` 15550100098)."""
+are theirs (A-1003 belongs to ``wa_id`` 15550100098, A-1004 to ``switchboard simulate``'s demo customer)."""
 
 DEMO_PRODUCTS_CSV = """sku,name,description,price,currency,stock,voltage
 FVAM-2050-B,Ventilation fan FVAM 2050 (black),"Quiet 20 cm wall fan, 50 W, black housing",89.90,USD,14,230V
@@ -43,6 +43,7 @@ DEMO_ORDERS_CSV = """order_number,customer,status,total,currency,items,carrier,t
 A-1001,US.10000000000000000001,shipped,102.40,USD,FVAM-2050-B:1;FLT-20:1,UPS,1Z999AA10123456784,2026-11-25T10:00:00Z,2026-12-02T18:00:00Z
 A-1002,US.10000000000000000001,delivered,59.00,USD,HMD-100:1,DHL,JD014600006281230,2026-11-10T15:30:00Z,2026-11-14T18:00:00Z
 A-1003,15550100098,paid,129.00,USD,FVAM-3070-B:1,,,2026-11-29T09:00:00Z,
+A-1004,simulate:demo-customer,shipped,89.90,USD,FVAM-2050-B:1,UPS,1Z999AA10123456785,2026-11-28T12:00:00Z,2026-12-03T18:00:00Z
 """
 
 DEMO_STORES_CSV = """name,address,city,country,phone,lat,lon,opening_hours
