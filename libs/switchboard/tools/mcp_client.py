@@ -2,8 +2,8 @@
 shows each tenant only its toolbox, and enforces the contracts on every call (DESIGN.md).
 
 :class:`McpToolSource` has the tool loop's tool-source shape: ``definitions(ctx)`` gives
-OpenAI-format tool definitions, ``call(name, arguments, ctx)`` runs one call and returns an object
-(:class:`~switchboard.agent.tools.ToolOutput`), raising :class:`McpToolError` (a
+OpenAI-format tool definitions, ``call(name, arguments, ctx)`` runs one call and returns a
+:class:`~switchboard.agent.tools.ToolOutput`, raising :class:`McpToolError` (a
 :class:`~switchboard.agent.tools.ToolError`) for anything the model should see as an error.
 
 What it guarantees, in order, for every call:
@@ -82,15 +82,7 @@ UNTRUSTED_CHANNELS = frozenset({"gmail"})
 """Channels whose inbound text is untrusted external content (an e-mail body may carry instructions
 aimed at the model): turns on them get read tools only."""
 
-# Server error types the model cannot fix by calling again with the same arguments.
-_NOT_RETRYABLE = {
-    "forbidden",
-    "missing_tenant",
-    "missing_customer",
-    "invalid_arguments",
-    "not_found",
-    "tool_error",
-}
+# Server error types worth retrying later (the rest: the model must change something or give up).
 _RETRYABLE = {"unavailable", "conflict", "timeout"}
 
 
