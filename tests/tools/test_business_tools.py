@@ -243,3 +243,28 @@ async def test_slot_in_the_past_window_lists_free_slots(server, make_shop):
     result = await run(server, "schedule_meeting", args, injected(shop, key="k-past"))
     assert result.meeting_id is None and len(result.free_slots) == 5
     assert all(s > datetime.now(UTC) for s in result.free_slots)
+
+
+async def test_two_customers_racing_for_one_slot_book_it_once(server, make_shop, sessions):
+    import asyncio
+
+    shop = await make_shop()
+    slot = await _free_slot(sessions, shop.tenant_id)
+    args = {"slot": slot.starts_at.isoformat(), "topic": "demo"}
+    bob = {**injected(shop, key="k-bob"), "customer_id": str(shop.other_customer_id)}
+    results = await asyncio.gather(
+        run(server, "schedule_meeting", args, injected(shop, key="k-alice")),
+        run(server, "schedule_meeting", args, bob),
+        return_exceptions=True,
+    )
+    booked = [r for r in results if not isinstance(r, BaseException) and r.meeting_id]
+    refused = [r for r in results if r not in booked]
+    assert len(booked) == 1 and len(refused) == 1
+    loser = refused[0]  # skipped the locked slot ("not free"), or lost the insert race ("[conflict]")
+    if isinstance(loser, ToolError):
+        assert str(loser).startswith("[conflict]")
+    else:
+        assert loser.meeting_id is None and loser.message.startswith("that slot is not free")
+    async with sessions() as session:
+        meetings = (await session.exec(select(Meeting).where(Meeting.slot_id == slot.id))).all()
+    assert len(meetings) == 1
