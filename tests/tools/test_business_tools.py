@@ -192,7 +192,8 @@ async def test_refuses_without_tenant_and_fails_closed_for_disabled_tool(server,
     async with sessions() as session, session.begin():
         await set_enabled(session, shop.tenant_id, "find_store", enabled=False)
     with pytest.raises(ToolError, match=r"^\[forbidden\] Forbidden$"):
-        await run(server, "find_store", {"city_or_coordinates": "Chicago"}, injected(shop, trace="f" * 32))
+        # invalid arguments too: a forbidden tool answers Forbidden before anything else
+        await run(server, "find_store", {"bogus": 1}, injected(shop, trace="f" * 32))
     async with sessions() as session:
         alert = (
             await session.exec(select(SecurityAlert).where(SecurityAlert.tenant_id == shop.tenant_id))

@@ -6,9 +6,9 @@ the contract's input fields plus the injected ones (``tenant_id``, ``customer_id
 injected ones from the model and fills them from the authenticated turn. On every call the server:
 
 1. refuses to run without a valid ``tenant_id`` (``[missing_tenant]``; there is no default tenant);
-2. validates the model's arguments against the input model (``[invalid_arguments]`` with fields);
-3. checks the tenant's ``mcp_tenant_tools`` row (fail closed: ``[forbidden] Forbidden`` and a
+2. checks the tenant's ``mcp_tenant_tools`` row (fail closed: ``[forbidden] Forbidden`` and a
    ``security_alerts`` row);
+3. validates the model's arguments against the input model (``[invalid_arguments]`` with fields);
 4. for writes, requires an idempotency key and runs the mutation and its ``audit_logs`` row in one
    transaction, or records a ``pending_actions`` row when the policy (or the tenant's
    ``custom_config.needs_approval``) says a person must approve.
@@ -154,14 +154,8 @@ class ToolServer:
                 error_text("missing_tenant", "tenant_id is required; this server never assumes a tenant")
             )
         tool_log = tool_log.bind(tenant_id=str(tenant_id))
-        try:
-            parsed = contract.input_model.model_validate(args)
-        except ValidationError as exc:
-            raise ToolError(error_text("invalid_arguments", _describe(exc))) from None
         key = injected.get("idempotency_key")
         is_write = contract.policy.kind == "write"
-        if is_write and not key:
-            raise ToolError(error_text("missing_idempotency_key", "writes need an idempotency key"))
         if self.sessions is None:
             raise ToolError(error_text("unavailable", "the tool server is starting; try again"))
         try:
@@ -173,6 +167,12 @@ class ToolServer:
                 )
                 if assignment is None or not assignment.enabled:
                     raise _Denied
+                try:  # after the permission check: a forbidden tool reveals nothing, not even its fields
+                    parsed = contract.input_model.model_validate(args)
+                except ValidationError as exc:
+                    raise ToolFailure(_describe(exc), error_type="invalid_arguments") from None
+                if is_write and not key:
+                    raise ToolFailure("writes need an idempotency key", error_type="missing_idempotency_key")
                 tool_config = injected.get("tool_config")
                 ctx = ToolCallContext(
                     tenant_id=tenant_id,
