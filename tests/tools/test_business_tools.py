@@ -18,9 +18,9 @@ CONTRACTS = {c.name: c for c in BUSINESS_TOOLS}
 
 
 @pytest.fixture
-def server(sessions):
+def server(sessions, settings):
     server = ToolServer()
-    server.sessions = sessions
+    server.sessions, server.settings = sessions, settings
     return server
 
 

@@ -25,6 +25,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import AuditLog
 from switchboard.errors import SwitchboardError
+from switchboard.settings import Settings
 
 __all__ = [
     "CONTRACT_META_KEY",
@@ -150,6 +151,8 @@ class ToolCallContext:
     """This tenant's ``custom_config`` for the tool."""
     session: AsyncSession
     """Open session inside the call's single transaction (mutation and audit row commit together)."""
+    settings: Settings | None = None
+    """Process settings of the tool server (knowledge search thresholds, embedding provider)."""
 
     def audit(
         self,

@@ -87,7 +87,7 @@ class ToolServer:
         contracts: the tools to offer (default: :data:`~switchboard.tools.business.BUSINESS_TOOLS`).
         name: the MCP server name.
 
-    ``sessions`` must be set (by the app's lifespan) before a tool is called.
+    ``sessions`` (and ``settings``) are set by the app's lifespan before a tool is called.
     """
 
     def __init__(
@@ -95,6 +95,7 @@ class ToolServer:
     ):
         self.mcp = MCPServer(name=name, version=__version__)
         self.sessions: async_sessionmaker[AsyncSession] | None = None
+        self.settings: Settings | None = None
         self.contracts: dict[str, ToolContract] = {}
         for contract in contracts:
             self.register(contract)
@@ -182,6 +183,7 @@ class ToolServer:
                     idempotency_key=key if is_write else None,
                     tool_config=tool_config if tool_config is not None else assignment.custom_config,
                     session=session,
+                    settings=self.settings,
                 )
                 if is_write and (contract.policy.needs_approval or ctx.tool_config.get("needs_approval")):
                     action = await request_approval(ctx, contract.name, parsed)
@@ -328,6 +330,7 @@ def create_tools_app(settings: Settings, *, server: ToolServer | None = None) ->
         async with open_resources(settings, with_redis=False) as resources:
             app.state.resources = resources
             server.sessions = resources.sessions
+            server.settings = settings
             async with server.mcp.session_manager.run():
                 log.info("service ready", version=__version__, tools=sorted(server.contracts))
                 yield
