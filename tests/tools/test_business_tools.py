@@ -213,14 +213,12 @@ async def test_search_knowledge_base_full_text_is_tenant_and_active_filtered(
     shop = await make_shop()
     other = await make_tenant()
     async with sessions() as session, session.begin():
-        for tenant_id, text, active in (
-            (shop.tenant_id, "Returns are accepted within 30 days with the receipt.", True),
-            (shop.tenant_id, "Old policy: returns within 14 days.", False),
-            (other.id, "Other tenant: returns within 90 days.", True),
+        for tenant_id, filename, text, active in (
+            (shop.tenant_id, "faq.txt", "Returns are accepted within 30 days with the receipt.", True),
+            (shop.tenant_id, "old-faq.txt", "Old policy: returns within 14 days.", False),
+            (other.id, "faq.txt", "Other tenant: returns within 90 days.", True),
         ):
-            source = KnowledgeSource(
-                tenant_id=tenant_id, filename="faq.txt", content_hash="h", status="ready"
-            )
+            source = KnowledgeSource(tenant_id=tenant_id, filename=filename, content_hash="h", status="ready")
             session.add(source)
             await session.flush()
             session.add(
