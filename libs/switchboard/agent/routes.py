@@ -9,7 +9,6 @@ from switchboard.api.auth import ServiceAuth
 from switchboard.contracts import TurnRequest, TurnResult
 from switchboard.crypto import CredentialCipher
 from switchboard.llm.router import ModelGateway
-from switchboard.tools.mcp_client import McpToolSource
 
 __all__ = ["turns_router", "orchestrator_from_app"]
 
@@ -30,6 +29,8 @@ def orchestrator_from_app(request: Request) -> Orchestrator:
             cipher=CredentialCipher(settings.resolved_encryption_key()),
             max_concurrent_calls=settings.model_call_concurrency,
         )
+        from switchboard.tools.mcp_client import McpToolSource  # imports switchboard.agent.tools itself
+
         orchestrator = Orchestrator(
             sessions=state.resources.sessions,
             gateway=gateway,
