@@ -20,6 +20,7 @@ import typer
 
 from switchboard import __version__
 from switchboard.errors import SwitchboardError
+from switchboard.knowledge.cli import kb_app
 
 app = typer.Typer(
     name="switchboard",
@@ -39,6 +40,7 @@ tools_app = typer.Typer(
 )
 app.add_typer(data_app, name="data")
 app.add_typer(tools_app, name="tools")
+app.add_typer(kb_app, name="kb")
 
 
 def _friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:

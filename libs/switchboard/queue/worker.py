@@ -9,6 +9,7 @@ from arq.worker import func
 
 from switchboard import __version__
 from switchboard.db.engine import create_engine, session_factory
+from switchboard.knowledge.jobs import INGEST_JOB_NAME, INGEST_JOB_TIMEOUT_S, ingest_knowledge_source
 from switchboard.observability import configure_logging, get_logger
 from switchboard.runtime.resources import Resources, require_database_url, require_redis_url
 from switchboard.runtime.services import WORKER_QUEUE
@@ -66,7 +67,10 @@ def build_worker_settings(settings: Settings) -> type:
         log.info("worker stopped")
 
     class WorkerSettings:
-        functions = [func(ping, name="ping", timeout=5, max_tries=1)]
+        functions = [
+            func(ping, name="ping", timeout=5, max_tries=1),
+            func(ingest_knowledge_source, name=INGEST_JOB_NAME, timeout=INGEST_JOB_TIMEOUT_S, max_tries=2),
+        ]
         queue_name = WORKER_QUEUE
         on_startup = startup
         on_shutdown = shutdown

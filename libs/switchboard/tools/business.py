@@ -29,8 +29,8 @@ from switchboard.db.models import (
     Store,
 )
 from switchboard.db.tenant_scope import TenantScope
+from switchboard.knowledge import EmbeddingFailed, search_chunks
 from switchboard.tools.contracts import ToolCallContext, ToolContract, ToolFailure, ToolPolicy, WriteResult
-from switchboard.tools.knowledge_search import search_chunks
 
 __all__ = ["BUSINESS_TOOLS", "normalize_sku", "normalize_order_number", "haversine_km"]
 
@@ -85,10 +85,18 @@ class KnowledgeResult(BaseModel):
 
 
 async def search_knowledge_base(ctx: ToolCallContext, args: SearchKnowledgeArgs) -> KnowledgeResult:
+    if ctx.settings is None:
+        raise ToolFailure("knowledge search is not configured on this server", error_type="unavailable")
     limit = int(ctx.tool_config.get("limit", 5))
-    hits = await search_chunks(
-        ctx.session, tenant_id=ctx.tenant_id, query=args.query, mode=args.mode, limit=max(1, min(limit, 20))
-    )
+    try:
+        hits = await search_chunks(
+            ctx.session, tenant_id=ctx.tenant_id, query=args.query, mode=args.mode,
+            limit=max(1, min(limit, 20)), settings=ctx.settings,
+        )  # fmt: skip
+    except EmbeddingFailed:
+        raise ToolFailure(
+            "the knowledge search is unavailable right now", error_type="unavailable", retryable=True
+        ) from None
     return KnowledgeResult(
         passages=[
             KnowledgePassage(text=h.text, document=h.document, page=h.page, score=h.score) for h in hits

@@ -2,7 +2,7 @@
 pending actions (writes waiting for a person's approval).
 
 Revision ID: 0005_business
-Revises: 0002_turns
+Revises: 0003_knowledge
 Create Date: 2026-11-30 10:34:09.700252
 """
 from collections.abc import Sequence
@@ -13,7 +13,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = '0005_business'
-down_revision: str | None = "0002_turns"
+down_revision: str | None = "0003_knowledge"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
