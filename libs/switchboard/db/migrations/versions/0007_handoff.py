@@ -1,7 +1,7 @@
 """Handoff and memory: the waiting queue, assignment times, the agent's selected conversation, memory state.
 
 Revision ID: 0007_handoff
-Revises: 0003_knowledge
+Revises: 0005_business
 Create Date: 2026-11-30 11:35:00
 """
 from collections.abc import Sequence
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0007_handoff"
-down_revision: str | None = "0003_knowledge"
+down_revision: str | None = "0005_business"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
