@@ -30,6 +30,12 @@ from switchboard.db.models import (
 )
 from switchboard.errors import SwitchboardError
 from switchboard.handoff.agents import AgentNotFound, find_agent
+from switchboard.handoff.approvals import (
+    ApprovalError,
+    decide_pending_action,
+    describe,
+    pending_actions_for,
+)
 from switchboard.handoff.assignment import (
     assign_to,
     open_conversations_of,
@@ -65,6 +71,8 @@ COMMANDS: dict[str, str] = {
     "end": "/end - hand the current customer back to the AI assistant",
     "online": "/online - start receiving customers (you also get everyone waiting)",
     "offline": "/offline - stop receiving customers (transfer or end yours first)",
+    "approve": "/approve ID - run an action waiting for your approval (IDs in /status)",
+    "reject": "/reject ID [reason] - refuse an action waiting for your approval",
     "help": "/help - this list",
 }
 """Command name → one line of help (the order of ``/help``)."""
@@ -109,6 +117,11 @@ def parse_command(text: str) -> Command | None:
         raise CommandError(f"Unknown command /{head}. {HELP_TEXT}")
     if name in _NO_ARGUMENTS and argument:
         raise CommandError(f"/{name} takes no arguments. Usage: {COMMANDS[name]}")
+    if name in ("approve", "reject"):
+        ref, _, reason = argument.partition(" ")
+        if not ref or (name == "approve" and reason.strip()):
+            raise CommandError(f"/{name} needs the action id from /status. Usage: {COMMANDS[name]}")
+        return Command(name, argument)
     if name == "switch":
         if not argument.isdigit() or int(argument) < 1:
             raise CommandError(
@@ -188,6 +201,8 @@ async def run_command(
         "online": _online,
         "offline": _offline,
         "transfer": _transfer,
+        "approve": _decide,
+        "reject": _decide,
     }
     try:
         return await handlers[command.name](
@@ -226,6 +241,10 @@ async def _status(sessions, gateway, agent_id, command, console_id, trace_id) ->
             marker = " <- current" if conversation.id == agent.active_conversation_id else ""
             lines.append(f"{index}. {customer_label(customer)}, since {_since(conversation)}{marker}")
         lines.append(f"Waiting for an agent: {waiting}.")
+        actions = await pending_actions_for(session, agent)
+        if actions:
+            lines.append("Waiting for your approval (/approve ID or /reject ID reason):")
+            lines.extend(describe(action) for action in actions)
     return [agent_outgoing(agent, "\n".join(lines), console_id)]
 
 
@@ -398,3 +417,16 @@ async def _transfer(sessions, gateway, agent_id, command, console_id, trace_id) 
         transfer_from=from_name,
     )
     return out
+
+
+async def _decide(sessions, gateway, agent_id, command, console_id, trace_id) -> list[Outgoing]:  # type: ignore[no-untyped-def]
+    ref, _, reason = command.argument.partition(" ")
+    async with sessions() as session:
+        agent = await _agent(session, agent_id)
+    try:
+        answer = await decide_pending_action(
+            sessions, agent=agent, ref=ref, approve=command.name == "approve", reason=reason.strip() or None
+        )
+    except ApprovalError as exc:
+        raise CommandError(str(exc)) from None
+    return [agent_outgoing(agent, answer, console_id)]
