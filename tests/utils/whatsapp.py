@@ -9,7 +9,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-PAYLOAD_DIR = Path(os.environ.get("SWITCHBOARD_PAYLOADS", Path(__file__).resolve().parents[2].parent / "shared" / "payloads")) / "whatsapp"
+PAYLOAD_DIR = (
+    Path(
+        os.environ.get(
+            "SWITCHBOARD_PAYLOADS", Path(__file__).resolve().parents[2].parent / "shared" / "payloads"
+        )
+    )
+    / "whatsapp"
+)
 
 
 def payload_path(name: str) -> Path:
@@ -30,7 +37,9 @@ def load_payload(
     return retarget(body, phone_number_id=phone_number_id, refresh=refresh, shift_s=shift_s)
 
 
-def retarget(body: dict[str, Any], *, phone_number_id: str | None, refresh: bool = True, shift_s: int = 0) -> dict[str, Any]:
+def retarget(
+    body: dict[str, Any], *, phone_number_id: str | None, refresh: bool = True, shift_s: int = 0
+) -> dict[str, Any]:
     body = copy.deepcopy(body)
     stamps = []
     for entry in body.get("entry", []):
@@ -69,7 +78,10 @@ def text_body(
                     {
                         "value": {
                             "messaging_product": "whatsapp",
-                            "metadata": {"display_phone_number": "15550100001", "phone_number_id": phone_number_id},
+                            "metadata": {
+                                "display_phone_number": "15550100001",
+                                "phone_number_id": phone_number_id,
+                            },
                             "contacts": [contact],
                             "messages": [message],
                         },

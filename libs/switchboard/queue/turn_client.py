@@ -58,7 +58,7 @@ async def request_turn(
     try:
         async for attempt in AsyncRetrying(
             stop=stop_after_attempt(3),
-            wait=wait_exponential_jitter(multiplier=0.2, max=1.0),
+            wait=wait_exponential_jitter(multiplier=0.1, max=0.5),
             retry=retry_if_exception_type((httpx.ConnectError, httpx.ReadError, httpx.RemoteProtocolError)),
             reraise=True,
         ):

@@ -56,14 +56,16 @@ def graph_sandbox() -> Iterator[tuple[str, Any]]:
 
 
 @pytest.fixture
-def make_settings(database_url: str, redis_url: str, data_dir: Path, graph_sandbox: tuple[str, Any]) -> Callable[..., Settings]:
+def make_settings(
+    database_url: str, redis_url: str, data_dir: Path, graph_sandbox: tuple[str, Any]
+) -> Callable[..., Settings]:
     """Settings for one test: real DB/Redis, the sandbox Graph API, fast timings; overrides win."""
 
     def make(**overrides: Any) -> Settings:
         values: dict[str, Any] = dict(
             database_url=database_url, redis_url=redis_url, data_dir=data_dir / "state", log_format="console",
             meta_app_secret=APP_SECRET, meta_verify_token=VERIFY_TOKEN, whatsapp_graph_base_url=graph_sandbox[0],
-            inbound_debounce_s=0.0, inbound_retry_defer_s=0.05, orchestrator_timeout_s=5.0,
+            inbound_debounce_s=0.0, inbound_retry_defer_s=0.05, orchestrator_timeout_s=5.0, inbound_max_tries=3,
             orchestrator_port=1, whatsapp_sandbox_enabled=False, _env_file=None,
         )  # fmt: skip
         values.update(overrides)
@@ -73,7 +75,11 @@ def make_settings(database_url: str, redis_url: str, data_dir: Path, graph_sandb
 
 
 @pytest.fixture
-async def wa_tenant(make_tenant: Callable[..., Awaitable[Tenant]], sessions: async_sessionmaker[AsyncSession], settings: Settings) -> WaTenant:
+async def wa_tenant(
+    make_tenant: Callable[..., Awaitable[Tenant]],
+    sessions: async_sessionmaker[AsyncSession],
+    settings: Settings,
+) -> WaTenant:
     """A fresh tenant with a WhatsApp number of its own (random ``phone_number_id``)."""
     tenant = await make_tenant()
     phone_number_id = str(random.randint(10**14, 10**15 - 1))
@@ -92,7 +98,9 @@ class ChannelClient:
         self.client = client
         self.app = app
 
-    async def post(self, body: dict[str, Any] | bytes, *, signature: str | None = "valid", secret: str = APP_SECRET) -> httpx.Response:
+    async def post(
+        self, body: dict[str, Any] | bytes, *, signature: str | None = "valid", secret: str = APP_SECRET
+    ) -> httpx.Response:
         raw = body if isinstance(body, bytes) else encode(body)
         headers = {"Content-Type": "application/json"}
         if signature == "valid":
@@ -116,12 +124,14 @@ def open_channel() -> Callable[[Settings], Any]:
     return channel_service
 
 
-async def run_worker_burst(settings: Settings, *, max_burst_jobs: int = -1) -> Worker:
-    """Run the real worker settings in burst mode until the queue is empty."""
+async def run_worker_burst(settings: Settings, *, max_jobs: int | None = None) -> Worker:
+    """Run the real worker settings in burst mode until the queue is empty (cron jobs left out)."""
     cls = build_worker_settings(settings)
     kwargs = {k: v for k, v in vars(cls).items() if not k.startswith("__")}
     kwargs.pop("cron_jobs", None)
-    worker = Worker(**kwargs, burst=True, poll_delay=0.01, handle_signals=False, max_burst_jobs=max_burst_jobs)
+    if max_jobs is not None:
+        kwargs["max_jobs"] = max_jobs
+    worker = Worker(**kwargs, burst=True, poll_delay=0.01, handle_signals=False)
     try:
         await worker.main()
     finally:
@@ -138,12 +148,24 @@ async def arq_pool(redis_url: str) -> AsyncIterator[ArqRedis]:
 
 async def messages_of(sessions: async_sessionmaker[AsyncSession], tenant_id: uuid.UUID) -> list[Message]:
     async with sessions() as session:
-        return list((await session.exec(select(Message).where(Message.tenant_id == tenant_id).order_by(Message.created_at))).all())  # type: ignore[arg-type]
+        return list(
+            (
+                await session.exec(
+                    select(Message).where(Message.tenant_id == tenant_id).order_by(Message.created_at)
+                )
+            ).all()
+        )  # type: ignore[arg-type]
 
 
 async def outbox_of(sessions: async_sessionmaker[AsyncSession], tenant_id: uuid.UUID) -> list[Outbox]:
     async with sessions() as session:
-        return list((await session.exec(select(Outbox).where(Outbox.tenant_id == tenant_id).order_by(Outbox.part_index))).all())  # type: ignore[arg-type]
+        return list(
+            (
+                await session.exec(
+                    select(Outbox).where(Outbox.tenant_id == tenant_id).order_by(Outbox.part_index)
+                )
+            ).all()
+        )  # type: ignore[arg-type]
 
 
 def sent_to(sandbox: Any, phone_number_id: str) -> list[dict[str, Any]]:

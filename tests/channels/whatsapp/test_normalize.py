@@ -41,7 +41,9 @@ def test_text() -> None:
         "text", "Hi! Does it come in another color?", "Test Customer", "process",
     )  # fmt: skip
     assert msg.external_id == IN_01
-    assert msg.sender_id == "15550100099" and msg.flags["wa_id"] == "15550100099" and msg.flags["bsuid"] is None
+    assert (
+        msg.sender_id == "15550100099" and msg.flags["wa_id"] == "15550100099" and msg.flags["bsuid"] is None
+    )
     assert msg.sent_at == datetime.fromtimestamp(1781000000, UTC)
 
 
@@ -57,7 +59,11 @@ def test_image_with_caption_keeps_bsuid_and_wa_id() -> None:
 def test_voice_note_mime_parameters_stripped() -> None:
     msg = one("audio_voice_note_ogg_opus.json")
     assert msg.kind == "audio" and msg.action == "process"
-    assert (msg.media[0].ref, msg.media[0].mime, msg.media[0].voice) == ("1000000000000031", "audio/ogg", True)
+    assert (msg.media[0].ref, msg.media[0].mime, msg.media[0].voice) == (
+        "1000000000000031",
+        "audio/ogg",
+        True,
+    )
     assert strip_mime_params("audio/ogg; codecs=opus") == "audio/ogg"
 
 
@@ -79,7 +85,10 @@ def test_sticker_is_recorded_not_answered() -> None:
 
 def test_location_rendered() -> None:
     msg = one("location_named_place.json")
-    assert msg.text == "Example Coffee, 101 Example Ave, Springfield, ZZ 00000 (37.44221496582, -122.16165924072)"
+    assert (
+        msg.text
+        == "Example Coffee, 101 Example Ave, Springfield, ZZ 00000 (37.44221496582, -122.16165924072)"
+    )
     assert render_location({"latitude": 1.5, "longitude": 2}) == "(1.5, 2)"
 
 
@@ -92,7 +101,12 @@ def test_contacts_card_free_text_phone_type() -> None:
 
 def test_interactive_button_reply_uses_id_as_payload() -> None:
     msg = one("interactive_button_reply.json")
-    assert (msg.kind, msg.text, msg.payload, msg.reply_to) == ("interactive", "Talk to a person", "talk_to_human", OUT_01)
+    assert (msg.kind, msg.text, msg.payload, msg.reply_to) == (
+        "interactive",
+        "Talk to a person",
+        "talk_to_human",
+        OUT_01,
+    )
 
 
 def test_template_quick_reply_button() -> None:
@@ -102,7 +116,12 @@ def test_template_quick_reply_button() -> None:
 
 def test_reaction_is_control() -> None:
     msg = one("reaction.json")
-    assert (msg.kind, msg.action, msg.flags["target"], msg.flags["emoji"]) == ("reaction", "record", OUT_01, "👍")
+    assert (msg.kind, msg.action, msg.flags["target"], msg.flags["emoji"]) == (
+        "reaction",
+        "record",
+        OUT_01,
+        "👍",
+    )
 
 
 def test_reply_with_context() -> None:
@@ -169,7 +188,11 @@ def test_revoke_and_edit_target_the_original() -> None:
     revoke = one("revoke_deleted_by_customer.json")
     assert (revoke.kind, revoke.action, revoke.flags["target"]) == ("revoke", "record", IN_01)
     edit = one("edit_by_customer.json")
-    assert (edit.kind, edit.flags["target"], edit.text) == ("edit", IN_02, "This arrived broken 😞 (box was fine though)")
+    assert (edit.kind, edit.flags["target"], edit.text) == (
+        "edit",
+        IN_02,
+        "This arrived broken 😞 (box was fine though)",
+    )
 
 
 def test_business_app_echo_is_outbound_human() -> None:
@@ -189,7 +212,16 @@ def test_broken_items_are_skipped_not_raised() -> None:
         "object": "whatsapp_business_account",
         "entry": [
             {"changes": [{"value": {"metadata": {}, "messages": [{"id": "x"}]}}]},
-            {"changes": [{"value": {"metadata": {"phone_number_id": "1"}, "messages": [{"from": "", "id": "wamid.A"}, "junk"]}}]},
+            {
+                "changes": [
+                    {
+                        "value": {
+                            "metadata": {"phone_number_id": "1"},
+                            "messages": [{"from": "", "id": "wamid.A"}, "junk"],
+                        }
+                    }
+                ]
+            },
             "junk",
         ],
     }

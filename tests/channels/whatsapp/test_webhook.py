@@ -20,13 +20,16 @@ async def _queued_job_ids(arq_pool) -> set[str]:  # type: ignore[no-untyped-def]
 async def test_handshake_echoes_challenge_only_with_right_token(make_settings) -> None:  # type: ignore[no-untyped-def]
     async with channel_service(make_settings()) as svc:
         ok = await svc.client.get(
-            "/webhooks/whatsapp", params={"hub.mode": "subscribe", "hub.verify_token": VERIFY_TOKEN, "hub.challenge": "1158201444"}
+            "/webhooks/whatsapp",
+            params={"hub.mode": "subscribe", "hub.verify_token": VERIFY_TOKEN, "hub.challenge": "1158201444"},
         )
         bad = await svc.client.get(
-            "/webhooks/whatsapp", params={"hub.mode": "subscribe", "hub.verify_token": "nope", "hub.challenge": "1"}
+            "/webhooks/whatsapp",
+            params={"hub.mode": "subscribe", "hub.verify_token": "nope", "hub.challenge": "1"},
         )
         wrong_mode = await svc.client.get(
-            "/webhooks/whatsapp", params={"hub.mode": "unsubscribe", "hub.verify_token": VERIFY_TOKEN, "hub.challenge": "1"}
+            "/webhooks/whatsapp",
+            params={"hub.mode": "unsubscribe", "hub.verify_token": VERIFY_TOKEN, "hub.challenge": "1"},
         )
     assert (ok.status_code, ok.text) == (200, "1158201444")
     assert bad.status_code == 403 and wrong_mode.status_code == 403
@@ -56,7 +59,9 @@ async def test_too_large_body_is_413(make_settings, wa_tenant, sessions) -> None
     assert await messages_of(sessions, wa_tenant.tenant.id) == []
 
 
-async def test_malformed_json_and_unknown_object_answer_200_and_store_nothing(make_settings, wa_tenant, sessions) -> None:  # type: ignore[no-untyped-def]
+async def test_malformed_json_and_unknown_object_answer_200_and_store_nothing(
+    make_settings, wa_tenant, sessions
+) -> None:  # type: ignore[no-untyped-def]
     async with channel_service(make_settings()) as svc:
         malformed = await svc.post(b'{"object": "whatsapp_business_account", "entry": [')
         other = await svc.post({"object": "page", "entry": []})
@@ -82,12 +87,19 @@ async def test_text_is_stored_once_and_enqueued(make_settings, wa_tenant, sessio
     rows = await messages_of(sessions, wa_tenant.tenant.id)
     assert len(rows) == 1
     row = rows[0]
-    assert (row.external_id, row.text, row.kind, row.inbound_state) == (IN_01, "Hi! Does it come in another color?", "text", "pending")
+    assert (row.external_id, row.text, row.kind, row.inbound_state) == (
+        IN_01,
+        "Hi! Does it come in another color?",
+        "text",
+        "pending",
+    )
     assert row.conversation_id is None and row.sender_external_id == "15550100099"
     assert f"inbound:{row.id}" in await _queued_job_ids(arq_pool)
 
 
-async def test_concurrent_duplicates_on_two_processes_insert_once(make_settings, wa_tenant, sessions, arq_pool) -> None:  # type: ignore[no-untyped-def]
+async def test_concurrent_duplicates_on_two_processes_insert_once(
+    make_settings, wa_tenant, sessions, arq_pool
+) -> None:  # type: ignore[no-untyped-def]
     body = load_payload("batch_multiple_messages_and_status.json", phone_number_id=wa_tenant.phone_number_id)
     settings = make_settings()
     async with channel_service(settings) as a, channel_service(settings) as b:
@@ -111,7 +123,9 @@ async def test_database_down_answers_503_and_redelivery_is_stored(make_settings,
         redelivered = await svc.post(body)
     assert redelivered.status_code == 200 and redelivered.json()["stored"] == 1
     rows = await messages_of(sessions, wa_tenant.tenant.id)
-    assert [(r.text, r.reply_to_external_id) for r in rows] == [("yes, that one", "wamid.HBgLMTU1NTAxMDAwOTkVAgARGBI0RUZBMDAwMDAwMDAwMDAwMDIA")]
+    assert [(r.text, r.reply_to_external_id) for r in rows] == [
+        ("yes, that one", "wamid.HBgLMTU1NTAxMDAwOTkVAgARGBI0RUZBMDAwMDAwMDAwMDAwMDIA")
+    ]
 
 
 async def test_redis_down_still_stores_and_answers_200(make_settings, wa_tenant, sessions) -> None:  # type: ignore[no-untyped-def]
@@ -124,7 +138,9 @@ async def test_redis_down_still_stores_and_answers_200(make_settings, wa_tenant,
         svc.app.state.resources.redis = pool
     assert response.status_code == 200 and response.json()["stored"] == 1
     rows = await messages_of(sessions, wa_tenant.tenant.id)
-    assert rows[0].inbound_state == InboundState.pending.value and rows[0].media[0]["ref"] == "1000000000000041"
+    assert (
+        rows[0].inbound_state == InboundState.pending.value and rows[0].media[0]["ref"] == "1000000000000041"
+    )
 
 
 async def test_edit_and_revoke_change_the_original(make_settings, wa_tenant, sessions) -> None:  # type: ignore[no-untyped-def]
@@ -137,7 +153,9 @@ async def test_edit_and_revoke_change_the_original(make_settings, wa_tenant, ses
     assert edit.json()["stored"] == 0 and revoke.json()["stored"] == 0
     rows = {r.kind: r for r in await messages_of(sessions, wa_tenant.tenant.id)}
     assert set(rows) == {"text", "image"}
-    assert rows["image"].text == "This arrived broken 😞 (box was fine though)" and "edited" in rows["image"].raw
+    assert (
+        rows["image"].text == "This arrived broken 😞 (box was fine though)" and "edited" in rows["image"].raw
+    )
     assert rows["text"].inbound_state == "done" and rows["text"].last_error.startswith("revoked")
     assert "deleted" in rows["text"].raw
 
@@ -159,5 +177,10 @@ async def test_every_payload_through_the_endpoint(make_settings, wa_tenant, sess
     echo = [r for r in rows if r.direction == "outbound"]
     assert len(echo) == 1 and echo[0].role == "human_agent"
     async with engine.connect() as conn:
-        empty = (await conn.execute(sql("SELECT count(*) FROM messages WHERE tenant_id = :t AND sender_external_id = ''"), {"t": wa_tenant.tenant.id})).scalar()
+        empty = (
+            await conn.execute(
+                sql("SELECT count(*) FROM messages WHERE tenant_id = :t AND sender_external_id = ''"),
+                {"t": wa_tenant.tenant.id},
+            )
+        ).scalar()
     assert empty == 0
