@@ -32,6 +32,11 @@ tenant_app = typer.Typer(help="Tenants: the businesses Switchboard answers for."
 app.add_typer(db_app, name="db")
 app.add_typer(tenant_app, name="tenant")
 
+from switchboard.channels.whatsapp.cli import channel_app, simulate_app  # noqa: E402  (WhatsApp, issue 4)
+
+app.add_typer(channel_app, name="channel")
+app.add_typer(simulate_app, name="simulate")
+
 
 def _friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Turn Switchboard errors into one red line on stderr and exit status 2."""

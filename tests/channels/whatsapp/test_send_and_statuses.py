@@ -52,13 +52,19 @@ async def test_graph_client_against_sandbox(graph_sandbox) -> None:  # type: ign
     client = GraphClient(base, "v23.0")
     to = "1555" + uuid.uuid4().hex[:8]
     try:
-        wamid = await client.send_text(phone_number_id="106000000000777", token="t", to=to, text="héllo 🌵", reply_to="wamid.X")
+        wamid = await client.send_text(
+            phone_number_id="106000000000777", token="t", to=to, text="héllo 🌵", reply_to="wamid.X"
+        )
         assert wamid.startswith("wamid.SANDBOX")
         recorded = [m for m in sandbox.sent if m["to"] == to]
-        assert [(m["text"], m["reply_to"], m["body"]["messaging_product"]) for m in recorded] == [("héllo 🌵", "wamid.X", "whatsapp")]
+        assert [(m["text"], m["reply_to"], m["body"]["messaging_product"]) for m in recorded] == [
+            ("héllo 🌵", "wamid.X", "whatsapp")
+        ]
         async with httpx.AsyncClient() as http:
             for code, status in ((131047, 400), (131026, 400), (131000, 500), (130429, 400)):
-                await http.post(f"{base}/_control/failures", json={"to": to, "code": code, "http_status": status})
+                await http.post(
+                    f"{base}/_control/failures", json={"to": to, "code": code, "http_status": status}
+                )
         outcomes = []
         for _ in range(4):
             with pytest.raises(GraphSendError) as info:
@@ -83,7 +89,9 @@ async def test_graph_client_network_error_is_transient() -> None:
 async def test_statuses_update_outbox_monotonically(make_settings, wa_tenant, sessions) -> None:  # type: ignore[no-untyped-def]
     tenant_id = wa_tenant.tenant.id
     async with sessions() as session, session.begin():
-        customer = Customer(tenant_id=tenant_id, channel="whatsapp", external_user_id="15550100099", phone="15550100099")
+        customer = Customer(
+            tenant_id=tenant_id, channel="whatsapp", external_user_id="15550100099", phone="15550100099"
+        )
         session.add(customer)
         await session.flush()
         conversation = Conversation(tenant_id=tenant_id, customer_id=customer.id, channel="whatsapp")
@@ -92,8 +100,14 @@ async def test_statuses_update_outbox_monotonically(make_settings, wa_tenant, se
         for index, wamid in enumerate((OUT_01, OUT_03, OUT_08)):
             session.add(
                 Outbox(
-                    tenant_id=tenant_id, conversation_id=conversation.id, part_index=index, channel="whatsapp",
-                    recipient="15550100099", payload={"type": "text", "text": "hi"}, status="pending", external_id=wamid,
+                    tenant_id=tenant_id,
+                    conversation_id=conversation.id,
+                    part_index=index,
+                    channel="whatsapp",
+                    recipient="15550100099",
+                    payload={"type": "text", "text": "hi"},
+                    status="pending",
+                    external_id=wamid,
                 )  # fmt: skip
             )
     settings = make_settings()
@@ -104,7 +118,10 @@ async def test_statuses_update_outbox_monotonically(make_settings, wa_tenant, se
             assert (await svc.post(load_payload(name, phone_number_id=pid))).status_code == 200
             await run_worker_burst(settings)
     async with sessions() as session:
-        rows = {o.external_id: o for o in (await session.exec(select(Outbox).where(Outbox.tenant_id == tenant_id))).all()}
+        rows = {
+            o.external_id: o
+            for o in (await session.exec(select(Outbox).where(Outbox.tenant_id == tenant_id))).all()
+        }
         conversation = await session.get(Conversation, conversation.id)
     assert rows[OUT_01].status == "read"  # a late "delivered" never undoes "read"
     assert (rows[OUT_03].status, rows[OUT_03].error_code) == ("failed", "131047")
