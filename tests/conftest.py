@@ -8,6 +8,8 @@ Tests isolate data by creating their own tenants (see ``make_tenant``), never by
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -26,8 +28,16 @@ from tests.utils.net import free_port
 
 
 @pytest.fixture(scope="session")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("switchboard-data")
+def data_dir() -> Iterator[Path]:
+    """A private DATA_DIR for this test session.
+
+    Not pytest's ``tmp_path_factory``: pytest deletes older numbered temp folders, which breaks a
+    test session's running Postgres when several sessions run at once on one machine.
+    """
+    path = Path(tempfile.mkdtemp(prefix="switchboard-test-"))
+    path.chmod(0o755)  # the embedded Postgres runs as the `pgserver` user when we are root
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

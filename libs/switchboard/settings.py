@@ -39,7 +39,9 @@ class Settings(BaseSettings):
     ``DATA_DIR/secrets/`` and reused, so a restart keeps reading what it wrote.
     """
 
-    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True
+    )
 
     # --- where state lives -------------------------------------------------------------------
     database_url: str | None = None
@@ -59,6 +61,8 @@ class Settings(BaseSettings):
     mcp_tools_port: int = Field(8104, ge=1, le=65535)
     model_server_port: int = Field(8105, ge=1, le=65535)
     """Port of the offline OpenAI-compatible model server (used when no provider key is set)."""
+    orchestrator_url_override: str | None = Field(None, validation_alias="ORCHESTRATOR_URL")
+    """Where other services reach the orchestrator when it is not on this machine (containers)."""
     embedded_redis_port: int = Field(6380, ge=1, le=65535)
     """TCP port of the embedded Redis on ``host`` (only when ``REDIS_URL`` is unset)."""
 
@@ -197,8 +201,8 @@ class Settings(BaseSettings):
 
     @property
     def orchestrator_url(self) -> str:
-        """Base URL the worker calls for ``POST /v1/turns``."""
-        return self.service_url(self.orchestrator_port)
+        """Base URL the worker calls for ``POST /v1/turns`` (``ORCHESTRATOR_URL`` or this machine's port)."""
+        return self.orchestrator_url_override or self.service_url(self.orchestrator_port)
 
     def resolved_meta_app_secret(self) -> str:
         """``META_APP_SECRET`` or one generated into ``DATA_DIR/secrets/meta_app.secret`` (local demo)."""

@@ -1,5 +1,5 @@
 """The ARQ job queue: worker settings and job functions."""
 
-from switchboard.queue.worker import build_worker_settings
+from switchboard.queue.worker import build_worker_settings, worker_is_healthy
 
-__all__ = ["build_worker_settings"]
+__all__ = ["build_worker_settings", "worker_is_healthy"]

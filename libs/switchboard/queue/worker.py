@@ -16,7 +16,7 @@ from switchboard.runtime.resources import Resources, require_database_url, requi
 from switchboard.runtime.services import WORKER_QUEUE
 from switchboard.settings import Settings
 
-__all__ = ["build_worker_settings", "ping"]
+__all__ = ["build_worker_settings", "ping", "worker_is_healthy"]
 
 HEALTH_CHECK_INTERVAL_S = 10
 """How often the worker refreshes its health key (arq's default is 3600 s: too slow for ``status``)."""
@@ -31,6 +31,19 @@ log = get_logger(__name__)
 async def ping(ctx: dict[str, Any]) -> str:
     """A job that proves the worker consumes the queue; returns ``"pong"``."""
     return "pong"
+
+
+def worker_is_healthy(settings: Settings) -> tuple[bool, str]:
+    """Whether a worker refreshed its ARQ heartbeat key recently (``REDIS_URL`` must be set).
+
+    Returns:
+        ``(healthy, detail)``: detail is arq's heartbeat line (jobs complete/failed/queued) or the error.
+    """
+    from switchboard.runtime.services import SERVICES
+    from switchboard.runtime.supervisor import check_service_health
+
+    worker = next(spec for spec in SERVICES if spec.kind == "worker")
+    return check_service_health(worker, settings, require_redis_url(settings))
 
 
 def build_worker_settings(settings: Settings) -> type:

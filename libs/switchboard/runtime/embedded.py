@@ -13,6 +13,7 @@ session. Data lives under ``DATA_DIR`` (``postgres/`` and ``redis/``) and surviv
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import os
@@ -108,7 +109,11 @@ class EmbeddedPostgres:
             self._server = None
             return
         from pgserver._commands import pg_ctl
+        from pgserver.postgres_server import PostgresServer
 
+        # pgserver caches one handle per folder; drop it so a later start() really starts.
+        PostgresServer._instances.pop(self.data_dir.expanduser().resolve(), None)
+        atexit.unregister(self._server._cleanup)  # type: ignore[attr-defined]
         try:
             pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.data_dir, user=self._server.system_user)
             log.info("embedded postgres stopped", data_dir=str(self.data_dir))

@@ -1,0 +1,61 @@
+"""infra/: the compose file names every service of the registry, and each command it runs exists.
+
+No Docker engine runs here, so the file is checked by reading it.
+"""
+
+import importlib
+from pathlib import Path
+
+import yaml
+from switchboard.cli import app as cli_app
+from switchboard.runtime.services import SERVICES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _compose():
+    return yaml.safe_load((ROOT / "infra" / "docker-compose.yml").read_text())
+
+
+def test_every_registered_service_has_a_container_with_the_same_entry_point():
+    compose = _compose()["services"]
+    for spec in SERVICES:
+        assert spec.name in compose, f"{spec.name} missing from docker-compose.yml"
+        command = compose[spec.name]["command"]
+        if spec.kind == "http":
+            assert command[:3] == ["uvicorn", spec.target, "--factory"]
+            port = command[command.index("--port") + 1]
+            assert (
+                compose[spec.name].get("ports", [f"{port}:{port}"])[0].endswith(port)
+                or "expose" in compose[spec.name]
+            )
+        else:
+            assert command[:3] == ["python", "-m", spec.target]
+
+
+def test_every_command_in_compose_exists():
+    compose = _compose()["services"]
+    cli_commands = {cmd.name or cmd.callback.__name__ for cmd in cli_app.registered_commands}
+    cli_groups = {group.name for group in cli_app.registered_groups}
+    for name, service in compose.items():
+        command = service.get("command")
+        if not command or service.get("image", "").startswith(("pgvector/", "redis:")):
+            continue
+        if command[0] == "uvicorn":
+            module, factory = command[1].split(":")
+            assert callable(getattr(importlib.import_module(module), factory)), name
+        elif command[:2] == ["python", "-m"]:
+            assert callable(importlib.import_module(command[2]).main), name
+        elif command[0] == "switchboard":
+            assert command[1] in cli_commands | cli_groups, name
+        else:
+            raise AssertionError(f"{name}: unexpected command {command}")
+        health = service.get("healthcheck", {}).get("test", [])
+        if health[:3] == ["CMD", "python", "-m"]:
+            assert callable(importlib.import_module(health[3]).main)
+
+
+def test_dockerfile_installs_from_the_lock_file():
+    dockerfile = (ROOT / "infra" / "Dockerfile").read_text()
+    assert "uv sync --frozen --no-dev" in dockerfile
+    assert "--require-hashes" in dockerfile

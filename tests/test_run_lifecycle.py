@@ -1,0 +1,108 @@
+"""`switchboard run` end to end: everything healthy, `status` agrees, one run per DATA_DIR, and
+SIGTERM stops every child and the embedded servers (no orphans)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from tests.utils.net import free_port
+
+SWITCHBOARD = [sys.executable, "-m", "switchboard.cli"]
+
+
+def _env(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update(
+        DATA_DIR=str(data_dir),
+        LOG_FORMAT="json",
+        EMBEDDED_REDIS_PORT=str(free_port()),
+        ORCHESTRATOR_PORT=str(free_port()),
+        WHATSAPP_PORT=str(free_port()),
+        INSTAGRAM_PORT=str(free_port()),
+        GMAIL_PORT=str(free_port()),
+        MCP_TOOLS_PORT=str(free_port()),
+        MODEL_SERVER_PORT=str(free_port()),
+    )
+    return env
+
+
+def _wait_for_state(path: Path, process: subprocess.Popen, timeout_s: float = 90) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.stdout.read() if process.stdout else ""
+        if path.exists():
+            return json.loads(path.read_text())
+        time.sleep(0.2)
+    raise AssertionError("switchboard run did not write run.json in time")
+
+
+def test_run_status_single_instance_and_clean_stop(tmp_path):
+    data_dir = tmp_path / "data"
+    tmp_path.chmod(0o755)
+    env = _env(data_dir)
+    run = subprocess.Popen(
+        [*SWITCHBOARD, "run"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        state = _wait_for_state(data_dir / "run.json", run)
+        assert set(state["services"]) >= {
+            "orchestrator",
+            "whatsapp",
+            "instagram",
+            "gmail",
+            "mcp_tools",
+            "worker",
+        }
+        child_pids = [svc["pid"] for svc in state["services"].values()]
+        assert all(psutil.pid_exists(pid) for pid in child_pids)
+
+        status = subprocess.run([*SWITCHBOARD, "status"], env=env, capture_output=True, text=True, timeout=60)
+        assert status.returncode == 0, status.stdout + status.stderr
+        lines = status.stdout.strip().splitlines()
+        assert len(lines) == len(state["services"])
+        assert all(" healthy " in line for line in lines), status.stdout
+
+        check_env = {**env, "REDIS_URL": state["embedded_redis_url"]}
+        worker_check = subprocess.run(
+            [sys.executable, "-m", "services.worker.main", "--check"], env=check_env, capture_output=True, text=True
+        )
+        assert worker_check.returncode == 0, worker_check.stdout + worker_check.stderr
+        assert worker_check.stdout.startswith("healthy: ")
+
+        second = subprocess.run([*SWITCHBOARD, "run"], env=env, capture_output=True, text=True, timeout=60)
+        assert second.returncode == 2
+        assert "already running" in second.stderr
+
+        redis_pid = int((data_dir / "redis" / "redis.pid").read_text())
+        postmaster_pid = int((data_dir / "postgres" / "postmaster.pid").read_text().splitlines()[0])
+        run.send_signal(signal.SIGTERM)
+        output, _ = run.communicate(timeout=60)
+        assert run.returncode == 0, output
+    finally:
+        if run.poll() is None:
+            run.kill()
+
+    deadline = time.monotonic() + 10
+    leftovers = [1]
+    while leftovers and time.monotonic() < deadline:
+        leftovers = [
+            pid
+            for pid in [*child_pids, redis_pid, postmaster_pid]
+            if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        ]
+        time.sleep(0.1)
+    assert leftovers == []
+    assert not (data_dir / "run.json").exists()
+    assert "seeded demo tenant" in output
+
+    status_after = subprocess.run(
+        [*SWITCHBOARD, "status"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert status_after.returncode == 1
+    assert "DOWN" in status_after.stdout
