@@ -70,7 +70,10 @@ def test_run_status_single_instance_and_clean_stop(tmp_path):
 
         check_env = {**env, "REDIS_URL": state["embedded_redis_url"]}
         worker_check = subprocess.run(
-            [sys.executable, "-m", "services.worker.main", "--check"], env=check_env, capture_output=True, text=True
+            [sys.executable, "-m", "services.worker.main", "--check"],
+            env=check_env,
+            capture_output=True,
+            text=True,
         )
         assert worker_check.returncode == 0, worker_check.stdout + worker_check.stderr
         assert worker_check.stdout.startswith("healthy: ")

@@ -58,7 +58,15 @@ def configure_logging(*, service: str, level: str = "INFO", fmt: LogFormat = "au
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for noisy in ("LiteLLM", "litellm", "httpx", "httpcore", "asyncio", "pgserver", "alembic.runtime.migration"):
+    for noisy in (
+        "LiteLLM",
+        "litellm",
+        "httpx",
+        "httpcore",
+        "asyncio",
+        "pgserver",
+        "alembic.runtime.migration",
+    ):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
     structlog.contextvars.clear_contextvars()
     structlog.contextvars.bind_contextvars(service=service)

@@ -115,6 +115,15 @@ class Settings(BaseSettings):
     """Processing attempts after which the sweeper moves a row to the dead-letter state."""
     orchestrator_timeout_s: float = Field(130.0, gt=0)
     """Worker's HTTP timeout for ``POST /v1/turns`` (above the orchestrator's 120 s turn budget)."""
+    transcription_base_url: str | None = None
+    """OpenAI-compatible root for ``/v1/audio/transcriptions``; unset: OpenAI when ``OPENAI_API_KEY`` is
+    set, else the offline model server."""
+    transcription_model: str = "gpt-transcribe"
+    vision_base_url: str | None = None
+    """OpenAI-compatible root for image descriptions (``/v1/chat/completions``); unset as above."""
+    vision_model: str = "gpt-4o-mini"
+    media_timeout_s: float = Field(60.0, gt=0)
+    """Timeout of one transcription / vision call."""
     inbound_job_timeout_s: float = Field(200.0, gt=0)
     """ARQ timeout of one ``process_inbound`` run (above the orchestrator's 120 s turn budget); a killed
     worker's job runs again about this long (+10 s) later."""

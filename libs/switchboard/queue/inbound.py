@@ -33,6 +33,8 @@ from sqlmodel import select
 
 from switchboard.channels.whatsapp.accounts import access_token_of
 from switchboard.channels.whatsapp.identity import open_conversation, rekey_phone, resolve_customer
+from switchboard.channels.whatsapp.media import MediaUnavailable, media_to_text
+from switchboard.channels.whatsapp.normalize import MEDIA_KINDS
 from switchboard.channels.whatsapp.send import GraphClient, GraphSendError, split_text, within_service_window
 from switchboard.channels.whatsapp.statuses import conversation_block_reason
 from switchboard.contracts import TurnRequest, trace_id_for
@@ -584,6 +586,22 @@ async def _turn(deps: WorkerDeps, ctx: dict[str, Any], claim: _Claim, burst_key:
         ).first()
     if has_outbox is None:
         text = (row.text or "").strip()
+        if row.kind in MEDIA_KINDS and row.media and not (row.raw or {}).get("media_text"):
+            token = access_token_of(claim.account, deps.cipher) or "sandbox-token"
+            try:
+                text = await media_to_text(
+                    kind=row.kind, media=row.media, caption=text, graph=deps.graph, token=token,
+                    http=deps.http, settings=settings,
+                )  # fmt: skip
+            except MediaUnavailable as exc:
+                raise await _retry_or_dead(deps, ctx, row.id, str(exc)) from None
+            async with deps.resources.sessions() as session, session.begin():
+                await session.execute(
+                    update(Message)
+                    .where(Message.id == row.id)
+                    .values(text=text, raw=Message.raw.op("||")({"media_text": True}))  # type: ignore[union-attr]
+                )
+            log.info("inbound_media_to_text", kind=row.kind, chars=len(text))
         if not text:
             await _finish(deps, row.id, InboundState.done, "nothing to answer (empty text)")
             return "empty"
