@@ -577,6 +577,10 @@ async def _process(deps: WorkerDeps, ctx: dict[str, Any], row_id: uuid.UUID) -> 
 
 async def _turn(deps: WorkerDeps, ctx: dict[str, Any], claim: _Claim, burst_key: str) -> str:
     row, settings = claim.row, deps.settings
+    async with deps.resources.sessions() as session:
+        state = (await session.exec(select(Message.inbound_state).where(Message.id == row.id))).first()
+    if state in (InboundState.done.value, InboundState.dead.value):  # a duplicate job finished it meanwhile
+        return "missing_or_finished"
     absorbed = await _absorb_older(deps, claim)
     if absorbed:
         log.info("inbound_absorbed_older", count=absorbed)

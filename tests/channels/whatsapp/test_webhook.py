@@ -184,3 +184,26 @@ async def test_every_payload_through_the_endpoint(make_settings, wa_tenant, sess
             )
         ).scalar()
     assert empty == 0
+
+
+async def test_unicode_rtl_emoji_and_long_text_stored_intact(make_settings, wa_tenant, sessions) -> None:  # type: ignore[no-untyped-def]
+    text = ("مرحبا، أين طلبي؟ 🌵 Zoë — ") * 200 + "\u200f end"
+    assert len(text) > 4096
+    body = text_body(
+        phone_number_id=wa_tenant.phone_number_id, wamid="wamid.UNICODE", text=text, name="Zoë Tester 🌵"
+    )
+    async with channel_service(make_settings()) as svc:
+        response = await svc.post(body)  # Meta-style escaped JSON bytes, signed as sent
+        raw_utf8 = (
+            __import__("json")
+            .dumps(
+                text_body(phone_number_id=wa_tenant.phone_number_id, wamid="wamid.UNICODE2", text=text),
+                ensure_ascii=False,
+            )
+            .encode()
+        )
+        response_utf8 = await svc.post(raw_utf8)
+    assert response.json()["stored"] == 1 and response_utf8.json()["stored"] == 1
+    rows = await messages_of(sessions, wa_tenant.tenant.id)
+    assert [r.text for r in rows] == [text, text]
+    assert rows[0].raw["normalized"]["sender_name"] == "Zoë Tester 🌵"
