@@ -60,6 +60,9 @@ def build_worker_settings(settings: Settings) -> type:
     from switchboard.queue.inbound import WorkerDeps, process_inbound
     from switchboard.queue.maintenance import apply_whatsapp_statuses, sweep_inbound
 
+    # ARQ keeps a killed worker's job "in progress" for the largest timeout of any function + 10 s,
+    # so side jobs never get a larger timeout than the inbound job.
+    side_timeout_s = min(30.0, settings.inbound_job_timeout_s)
     database_url = require_database_url(settings)
     redis_settings = RedisSettings.from_dsn(require_redis_url(settings))
 
@@ -101,9 +104,13 @@ def build_worker_settings(settings: Settings) -> type:
                 timeout=settings.inbound_job_timeout_s,
                 max_tries=INBOUND_ARQ_MAX_TRIES,
             ),
-            func(apply_whatsapp_statuses, name="apply_whatsapp_statuses", timeout=30, max_tries=3),
+            func(
+                apply_whatsapp_statuses, name="apply_whatsapp_statuses", timeout=side_timeout_s, max_tries=3
+            ),
         ]
-        cron_jobs = [cron(sweep_inbound, name="sweep_inbound", second=set(range(0, 60, 15)), timeout=60)]
+        cron_jobs = [
+            cron(sweep_inbound, name="sweep_inbound", second=set(range(0, 60, 15)), timeout=side_timeout_s)
+        ]
         queue_name = WORKER_QUEUE
         on_startup = startup
         on_shutdown = shutdown
