@@ -355,21 +355,23 @@ async def test_worker_killed_mid_turn_customer_gets_exactly_one_reply(
         "META_APP_SECRET": "x", "WHATSAPP_GRAPH_BASE_URL": graph_sandbox[0], "ORCHESTRATOR_PORT": str(settings.orchestrator_port),
         "INBOUND_JOB_TIMEOUT_S": "2", "INBOUND_DEBOUNCE_S": "0", "LOG_FORMAT": "json",
     }  # fmt: skip
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "services.worker.main"],
+    worker = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "services.worker.main",
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not state.script(name).requests:
+        while time.monotonic() < deadline and not state.script(name).requests:  # noqa: ASYNC110 (another thread's state)
             await asyncio.sleep(0.05)
         assert state.script(name).requests, "the worker never reached the model"
         worker.send_signal(signal.SIGKILL)  # mid-turn: the model is still "thinking"
-        worker.wait(5)
+        await asyncio.wait_for(worker.wait(), 5)
     finally:
-        if worker.poll() is None:
+        if worker.returncode is None:
             worker.kill()
     await asyncio.sleep(2.0)  # the orchestrator finishes and stores the turn on its own
     assert sent_to(graph_sandbox[1], ai_tenant.phone_number_id) == []
