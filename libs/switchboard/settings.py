@@ -126,9 +126,8 @@ class Settings(BaseSettings):
     """Timeout of one transcription / vision call."""
     inbound_job_timeout_s: float = Field(200.0, gt=0)
     """ARQ timeout of one ``process_inbound`` run (above the orchestrator's 120 s turn budget); a killed
-    worker's job runs again about this long (+10 s) later."""
-    conversation_lock_ttl_s: float = Field(180.0, gt=0)
-    """Per-conversation turn lock lifetime; a crashed holder's lock expires after this."""
+    worker's job runs again about this long (+10 s) later. The per-conversation turn lock lives this
+    long + 5 s, so a crashed holder's lock is gone by the time its job runs again."""
 
     # --- secrets (generated into DATA_DIR/secrets when unset) ----------------------------------
     encryption_key: SecretStr | None = None

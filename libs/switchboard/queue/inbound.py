@@ -76,7 +76,10 @@ SLOWDOWN_TEXT = (
 CONTRACT_VIOLATION_MAX_TRIES = 3
 """Tries of a turn whose answer broke the contract before it is logged as ``contract_violation``."""
 LOCK_RETRY_DEFER_S = 1.0
-"""Wait before trying again when another turn of the same conversation holds the lock."""
+"""Wait before trying again when another turn of the same conversation holds the lock (grows per try)."""
+LOCK_RETRY_MAX_DEFER_S = 10.0
+LOCK_MARGIN_S = 5.0
+"""The conversation lock outlives the job timeout by this much (seconds)."""
 _RELEASE_LOCK = (
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 )
@@ -565,10 +568,12 @@ async def _process(deps: WorkerDeps, ctx: dict[str, Any], row_id: uuid.UUID) -> 
             log.info("inbound_coalesced", inbound_message_id=str(row.id))
             return "coalesced"
 
-        lock = await _acquire_lock(deps.redis, conversation.id, settings.conversation_lock_ttl_s)
+        lock = await _acquire_lock(
+            deps.redis, conversation.id, settings.inbound_job_timeout_s + LOCK_MARGIN_S
+        )
         if lock is None:
             await _set_pending(deps, row.id, "conversation busy")
-            raise Retry(defer=LOCK_RETRY_DEFER_S)
+            raise Retry(defer=min(LOCK_RETRY_DEFER_S * int(ctx.get("job_try", 1)), LOCK_RETRY_MAX_DEFER_S))
         try:
             return await _turn(deps, ctx, claim, burst_key)
         finally:
