@@ -160,14 +160,14 @@ async def test_two_customers_do_not_wait_on_each_other(e2e_settings, ai_tenant, 
         await svc.post(
             text_body(phone_number_id=pid, wamid="wamid.B1", text="second customer", wa_id="15550100092")
         )
-    started = time.monotonic()
+    started = time.time()
     await run_worker_burst(settings)
     sent = sent_to(graph_sandbox[1], pid)
     assert [(m["to"], m["text"]) for m in sent] == [
         ("15550100092", "fast answer"),
         ("15550100091", "slow answer"),
     ]
-    assert sent[0]["at"] - started < 1.5 and time.monotonic() - started < 4.0
+    assert sent[0]["at"] - started < 1.5 and time.time() - started < 4.0
 
 
 async def test_long_reply_is_split_in_order(e2e_settings, ai_tenant, model, sessions, graph_sandbox) -> None:  # type: ignore[no-untyped-def]
