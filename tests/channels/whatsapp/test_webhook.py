@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from sqlalchemy import text as sql
+from structlog.testing import capture_logs
 from switchboard.db.models import InboundState
 
 from tests.channels.whatsapp.conftest import VERIFY_TOKEN, channel_service, messages_of
@@ -70,12 +71,19 @@ async def test_malformed_json_and_unknown_object_answer_200_and_store_nothing(
     assert await messages_of(sessions, wa_tenant.tenant.id) == []
 
 
-async def test_unknown_phone_number_id_is_200_and_logged(make_settings, sessions, caplog) -> None:  # type: ignore[no-untyped-def]
+async def test_unknown_phone_number_id_is_200_and_logged(make_settings, sessions) -> None:  # type: ignore[no-untyped-def]
     body = load_payload("text.json", phone_number_id="999000000000999")
     async with channel_service(make_settings()) as svc:
-        response = await svc.post(body)
-    assert response.status_code == 200
+        with capture_logs() as logs:
+            response = await svc.post(body)
+            bad = await svc.post(body, signature="sha256=00")
+    assert response.status_code == 200 and bad.status_code == 403
     assert response.json()["unknown_accounts"] == ["999000000000999"] and response.json()["stored"] == 0
+    unknown = [e for e in logs if e["event"] == "whatsapp_unknown_account"]
+    assert unknown == [
+        {"event": "whatsapp_unknown_account", "phone_number_id": "999000000000999", "log_level": "warning"}
+    ]
+    assert {"event": "whatsapp_webhook_rejected", "reason": "bad signature", "log_level": "warning"} in logs
 
 
 async def test_text_is_stored_once_and_enqueued(make_settings, wa_tenant, sessions, arq_pool) -> None:  # type: ignore[no-untyped-def]
@@ -116,8 +124,10 @@ async def test_database_down_answers_503_and_redelivery_is_stored(make_settings,
     body = load_payload("text_reply_with_context.json", phone_number_id=wa_tenant.phone_number_id)
     down = make_settings(database_url="postgresql://nobody@127.0.0.1:1/none")
     async with channel_service(down) as svc:
-        response = await svc.post(body)
+        with capture_logs() as logs:
+            response = await svc.post(body)
     assert response.status_code == 503
+    assert [e["log_level"] for e in logs if e["event"] == "whatsapp_webhook_store_failed"] == ["error"]
     assert await messages_of(sessions, wa_tenant.tenant.id) == []
     async with channel_service(make_settings()) as svc:
         redelivered = await svc.post(body)
