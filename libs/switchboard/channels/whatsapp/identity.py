@@ -131,6 +131,7 @@ async def rekey_phone(
     session: AsyncSession, *, tenant_id: uuid.UUID, old_wa_id: str, new_wa_id: str
 ) -> Customer | None:
     """A ``user_changed_number`` system message: move the customer to the new phone, keeping history."""
+    await _advisory_lock(session, f"wa-customer:{tenant_id}")  # same lock as resolve_customer: no lost update
     customer = (
         await session.exec(
             select(Customer).where(
