@@ -378,3 +378,69 @@ async def test_worker_killed_mid_turn_customer_gets_exactly_one_reply(
     await run_worker_burst(settings)  # "restart": picks the job up once its in-progress key expires
     assert [m["text"] for m in sent_to(graph_sandbox[1], ai_tenant.phone_number_id)] == ["one reply only"]
     assert len(state.script(name).requests) == 1
+
+
+REPLIES_PER_PAYLOAD = {
+    # payload file → replies the customer(s) get when it arrives on its own (INDEX.md outcomes)
+    "text.json": 1, "image_with_caption.json": 1, "audio_voice_note_ogg_opus.json": 1, "video_with_caption.json": 1,
+    "document_pdf.json": 1, "sticker_animated.json": 0, "location_named_place.json": 1, "contacts_card.json": 1,
+    "interactive_button_reply.json": 1, "button_template_quick_reply.json": 1, "reaction.json": 0,
+    "text_reply_with_context.json": 1, "batch_multiple_messages_and_status.json": 2, "status_sent.json": 0,
+    "status_delivered.json": 0, "status_read.json": 0, "status_failed_131047_reengagement.json": 0,
+    "status_sent_with_biz_opaque_callback_data.json": 0, "unsupported_type.json": 0,
+    "system_user_changed_number.json": 0, "referral_click_to_whatsapp_ad.json": 1, "errors_only_entry.json": 0,
+    "interactive_missing_payload.json": 0, "revoke_deleted_by_customer.json": 0, "edit_by_customer.json": 0,
+    "text_from_username_user_phone_withheld.json": 1,
+    "smb_message_echo_from_business_app.json": 0,  # last: a human took over, nothing after it is answered
+}  # fmt: skip
+
+
+async def test_every_payload_end_to_end(e2e_settings, ai_tenant, model, sessions, graph_sandbox) -> None:  # type: ignore[no-untyped-def]
+    from tests.utils.whatsapp import PAYLOAD_DIR
+
+    assert sorted(REPLIES_PER_PAYLOAD) == sorted(p.name for p in PAYLOAD_DIR.glob("*.json"))
+    state, name, _ = model
+    state.script(name).default = ScriptedResponse(content="ok")
+    settings = e2e_settings(
+        vision_base_url=model[2]["api_base"].removesuffix("/v1"),
+        transcription_base_url=model[2]["api_base"].removesuffix("/v1"),
+    )
+    pid = ai_tenant.phone_number_id
+    got: dict[str, int] = {}
+    async with channel_service(settings) as svc:
+        for payload, _expected in REPLIES_PER_PAYLOAD.items():
+            before = len(sent_to(graph_sandbox[1], pid))
+            response = await svc.post(load_payload(payload, phone_number_id=pid))
+            assert response.status_code == 200, payload
+            await run_worker_burst(settings)
+            got[payload] = len(sent_to(graph_sandbox[1], pid)) - before
+    assert got == REPLIES_PER_PAYLOAD
+    batch_recipients = {m["to"] for m in sent_to(graph_sandbox[1], pid)}
+    assert {"15550100099", "15550100098"} <= batch_recipients
+    rows = await messages_of(sessions, ai_tenant.tenant.id)
+    assert all(r.inbound_state == "done" for r in rows), [
+        (r.kind, r.inbound_state, r.last_error) for r in rows if r.inbound_state != "done"
+    ]
+    users = [m["content"] for r in state.script(name).requests for m in r["messages"][-1:]]
+    assert (
+        "Example Coffee, 101 Example Ave, Springfield, ZZ 00000 (37.44221496582, -122.16165924072)" in users
+    )
+    assert any(u.startswith('This arrived broken 😞\n[Image description]: "') for u in users)
+    assert "Talk to a person" in users and "Does it come in another color?" in users
+
+
+async def test_database_down_then_redelivery_is_answered_and_unicode_passes_intact(
+    e2e_settings, ai_tenant, model, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    state, name, _ = model
+    state.script(name).default = ScriptedResponse(content="تم! 🌵 Zoë")
+    text = "مرحبا، أين طلبي؟ 🌵 Zoë — " * 200
+    body = text_body(phone_number_id=ai_tenant.phone_number_id, wamid="wamid.DBDOWN", text=text)
+    async with channel_service(e2e_settings(database_url="postgresql://nobody@127.0.0.1:1/none")) as svc:
+        assert (await svc.post(body)).status_code == 503
+    settings = e2e_settings()
+    async with channel_service(settings) as svc:
+        assert (await svc.post(body)).json()["stored"] == 1
+    await run_worker_burst(settings)
+    assert [m["text"] for m in sent_to(graph_sandbox[1], ai_tenant.phone_number_id)] == ["تم! 🌵 Zoë"]
+    assert state.script(name).requests[0]["messages"][-1]["content"] == text.strip()
