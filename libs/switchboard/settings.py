@@ -91,6 +91,8 @@ class Settings(BaseSettings):
     """Mount the Graph API sandbox (records sends, answers like Meta) in the WhatsApp service."""
     whatsapp_max_body_bytes: int = Field(1_000_000, ge=1024)
     """Webhook bodies larger than this get 413 (Meta's deliveries are a few KB)."""
+    whatsapp_throttle_backoff_s: float = Field(30.0, gt=0)
+    """After Meta reports a throughput limit (130429...) for a number, its sends wait this long."""
     whatsapp_send_timeout_s: float = Field(15.0, gt=0)
     """Timeout of one Graph API call (send, mark-read, media)."""
     customer_rate_limit: int = Field(10, ge=1)

@@ -390,9 +390,11 @@ async def send_outbox(deps: WorkerDeps, ctx: dict[str, Any], claim: _Claim) -> i
             last_customer_message_at=str(conversation.last_customer_message_at),
         )
         return 0
-    ttl = await deps.redis.ttl(whatsapp_throttle_key(claim.account.external_account_id))
-    if ttl and ttl > 0:
-        raise await _retry_or_dead(deps, ctx, row.id, "whatsapp throughput limit reported by Meta")
+    ttl_ms = await deps.redis.pttl(whatsapp_throttle_key(claim.account.external_account_id))
+    if ttl_ms and ttl_ms > 0:  # Meta reported a throughput limit: wait (not a failure of this message)
+        await _set_pending(deps, row.id, "waiting: whatsapp throughput limit reported by Meta")
+        log.warning("whatsapp_send_throttled", defer_ms=ttl_ms)
+        raise Retry(defer=ttl_ms / 1000)
     token = access_token_of(claim.account, deps.cipher) or "sandbox-token"
     sent = 0
     for part in parts:

@@ -402,6 +402,8 @@ async def test_every_payload_end_to_end(e2e_settings, ai_tenant, model, sessions
     state, name, _ = model
     state.script(name).default = ScriptedResponse(content="ok")
     settings = e2e_settings(
+        customer_rate_limit=100,
+        whatsapp_throttle_backoff_s=0.2,
         vision_base_url=model[2]["api_base"].removesuffix("/v1"),
         transcription_base_url=model[2]["api_base"].removesuffix("/v1"),
     )
@@ -414,13 +416,17 @@ async def test_every_payload_end_to_end(e2e_settings, ai_tenant, model, sessions
             assert response.status_code == 200, payload
             await run_worker_burst(settings)
             got[payload] = len(sent_to(graph_sandbox[1], pid)) - before
+    rows = await messages_of(sessions, ai_tenant.tenant.id)
+    waiting = [
+        (r.kind, r.inbound_state, r.last_error)
+        for r in rows
+        if r.role == "user" and r.inbound_state != "done"
+    ]
+    assert waiting == []
+    assert [(r.kind, r.last_error) for r in rows if r.role == "user" and r.last_error] == []
     assert got == REPLIES_PER_PAYLOAD
     batch_recipients = {m["to"] for m in sent_to(graph_sandbox[1], pid)}
     assert {"15550100099", "15550100098"} <= batch_recipients
-    rows = await messages_of(sessions, ai_tenant.tenant.id)
-    assert all(r.inbound_state == "done" for r in rows), [
-        (r.kind, r.inbound_state, r.last_error) for r in rows if r.inbound_state != "done"
-    ]
     users = [m["content"] for r in state.script(name).requests for m in r["messages"][-1:]]
     assert (
         "Example Coffee, 101 Example Ave, Springfield, ZZ 00000 (37.44221496582, -122.16165924072)" in users

@@ -37,9 +37,6 @@ __all__ = ["IngestResult", "ingest_delivery", "enqueue_inbound", "status_to_job_
 
 log = get_logger(__name__)
 
-THROTTLE_BACKOFF_S = 30
-"""After an account-level 130429 error event, outbound sends of that number wait this long (seconds)."""
-
 
 @dataclass
 class IngestResult:
@@ -245,7 +242,11 @@ async def ingest_delivery(
         )
         if redis is not None and err.account_id in routed and err.code in (130429, 131056, 80007, 4):
             try:
-                await redis.set(whatsapp_throttle_key(err.account_id), str(err.code), ex=THROTTLE_BACKOFF_S)
+                await redis.set(
+                    whatsapp_throttle_key(err.account_id),
+                    str(err.code),
+                    px=int(settings.whatsapp_throttle_backoff_s * 1000),
+                )
             except Exception as exc:  # noqa: BLE001 (a lost hint is harmless; logged)
                 log.warning("whatsapp_throttle_flag_failed", error=str(exc))
 
