@@ -11,7 +11,8 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 
 $(STAMP): pyproject.toml uv.lock infra/requirements-bootstrap.txt
 	@test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r infra/requirements-bootstrap.txt
+	@# uv comes from the hash-pinned bootstrap file once; afterwards uv.lock manages it (it is a dev dependency).
+	test -x $(VENV)/bin/uv || $(VENV)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r infra/requirements-bootstrap.txt
 	$(VENV)/bin/uv sync --frozen --python $(VENV)/bin/python
 	@touch $(STAMP)
 

@@ -275,5 +275,45 @@ def tenant_list() -> None:
         typer.echo(f"{tenant.slug:<20} {tenant.id}  {tenant.name}")
 
 
+@simulate_app.command("turn")  # `switchboard simulate "msg"` also lands here (see SimulateGroup)
+@_friendly_errors
+def simulate(
+    message: Annotated[str, typer.Argument(help="What the customer writes.")],
+    tenant: Annotated[str, typer.Option(help="Tenant slug or id.")] = "demo",
+    customer: Annotated[
+        str, typer.Option(help="Simulated customer's name (one history per name).")
+    ] = "demo-customer",
+    new: Annotated[bool, typer.Option("--new", help="Start a new conversation.")] = False,
+    in_process: Annotated[
+        bool, typer.Option("--in-process", help="Run the turn here even if the orchestrator is running.")
+    ] = False,
+) -> None:
+    """Send MESSAGE as a demo customer and print the agent's reply, the model and the tool calls.
+
+    Uses the running orchestrator (`make run`) when it answers, otherwise runs the turn in this
+    process (with the offline model when no provider key is configured). Example:
+    switchboard simulate --tenant demo "Can I talk to a person?"
+    """
+    from switchboard.agent.simulate import simulate_turn
+    from switchboard.runtime.resources import database_url_for
+
+    settings = _settings()
+    with database_url_for(settings) as url:
+        done = asyncio.run(
+            simulate_turn(
+                settings, url, tenant=tenant, text=message, customer=customer,
+                new_conversation=new, in_process=in_process,
+            )
+        )  # fmt: skip
+    result = done.result
+    typer.echo(f"reply:    {result.reply}" if not result.silent else "reply:    (silent: nothing is sent)")
+    fallback = " (after a fallback)" if result.fallback_used else ""
+    typer.echo(f"model:    {result.model or '-'}{fallback}   via {done.via}")
+    tools = ", ".join(f"{c.name}={c.outcome}" for c in result.tool_calls) or "none"
+    typer.echo(f"tools:    {tools}")
+    typer.echo(f"tokens:   {result.usage.total_tokens}   trace: {result.trace_id}")
+    typer.echo(f"conversation: {done.conversation_id}")
+
+
 if __name__ == "__main__":
     app()

@@ -63,6 +63,8 @@ class Settings(BaseSettings):
     """Port of the offline OpenAI-compatible model server (used when no provider key is set)."""
     orchestrator_url_override: str | None = Field(None, validation_alias="ORCHESTRATOR_URL")
     """Where other services reach the orchestrator when it is not on this machine (containers)."""
+    model_server_url_override: str | None = Field(None, validation_alias="MODEL_SERVER_URL")
+    """Where the orchestrator reaches the offline model server when it is not on this machine."""
     embedded_redis_port: int = Field(6380, ge=1, le=65535)
     """TCP port of the embedded Redis on ``host`` (only when ``REDIS_URL`` is unset)."""
 
@@ -74,6 +76,8 @@ class Settings(BaseSettings):
     # --- model providers (process-wide fallbacks for per-tenant keys) ---------------------------
     openai_api_key: SecretStr | None = None
     anthropic_api_key: SecretStr | None = None
+    model_call_concurrency: int = Field(50, ge=1, le=10_000)
+    """Process-wide bound on concurrent model calls (``asyncio.Semaphore``, DESIGN.md)."""
 
     # --- Meta (WhatsApp / Instagram) -----------------------------------------------------------
     meta_app_secret: SecretStr | None = None
@@ -234,6 +238,11 @@ class Settings(BaseSettings):
         if self.whatsapp_graph_base_url:
             return self.whatsapp_graph_base_url.rstrip("/")
         return self.service_url(self.whatsapp_port) + "/_sandbox/graph"
+
+    @property
+    def model_server_url(self) -> str:
+        """Base URL of the offline model server (``MODEL_SERVER_URL`` or this machine's port), no ``/v1``."""
+        return self.model_server_url_override or self.service_url(self.model_server_port)
 
     def resolved_mcp_service_token(self) -> str:
         """``MCP_SERVICE_TOKEN`` or the token generated into ``DATA_DIR/secrets/mcp.token``."""

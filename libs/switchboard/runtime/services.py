@@ -56,4 +56,5 @@ SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("gmail", "http", "services.gmail.main:create_app", "gmail_port"),
     ServiceSpec("mcp_tools", "http", "services.mcp_tools.main:create_app", "mcp_tools_port"),
     ServiceSpec("worker", "worker", "services.worker.main"),
+    ServiceSpec("model_server", "http", "services.model_server.main:create_app", "model_server_port"),
 )

@@ -14,8 +14,10 @@ import uuid
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import httpx
 import typer
+from typer.core import TyperGroup
 
 from switchboard.channels.whatsapp.verify import SIGNATURE_HEADER, sign_body
 
@@ -24,8 +26,30 @@ __all__ = ["channel_app", "simulate_app", "build_text_webhook", "retarget_payloa
 channel_app = typer.Typer(
     help="Channel accounts: connect a WhatsApp number (Instagram/Gmail later).", no_args_is_help=True
 )
+
+
+class SimulateGroup(TyperGroup):
+    """``switchboard simulate``: subcommands (``whatsapp``, ``turn``); anything else is a ``turn``.
+
+    Keeps ``switchboard simulate [--tenant demo] "message"`` (one agent turn, issue 3) working next to
+    ``switchboard simulate whatsapp ...`` (a signed webhook through the whole pipeline).
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if (
+            args
+            and args[0] not in self.commands
+            and args[0] not in ("--help", "-h")
+            and "turn" in self.commands
+        ):
+            args = ["turn", *args]
+        return super().parse_args(ctx, args)
+
+
 simulate_app = typer.Typer(
-    help="Try the system without Meta: post real-shaped webhooks to the running services.",
+    cls=SimulateGroup,
+    help="Try the system without Meta: `simulate whatsapp` posts a signed webhook through the whole pipeline; "
+    '`simulate "message"` (or `simulate turn "message"`) runs one agent turn.',
     no_args_is_help=True,
 )
 

@@ -16,6 +16,7 @@ from switchboard.db.models.conversations import (
 from switchboard.db.models.knowledge import EMBEDDING_DIMS, KnowledgeDocument, KnowledgeSource, SourceStatus
 from switchboard.db.models.tenancy import Channel, ChannelAccount, Organization, Tenant
 from switchboard.db.models.tools import AuditLog, McpTenantTool, SecurityAlert, ToolReceipt, UserMemory
+from switchboard.db.models.turns import Turn, TurnStatus
 
 __all__ = [
     "AgentStatus",
@@ -42,6 +43,8 @@ __all__ = [
     "Tenant",
     "TenantOwned",
     "ToolReceipt",
+    "Turn",
+    "TurnStatus",
     "UserMemory",
     "utcnow",
 ]

@@ -1,0 +1,240 @@
+"""The orchestrator's built-in tools: ``end_conversation``, ``escalate_to_human``, ``save_customer_profile``.
+
+Each changes rows of the conversation's tenant only (through :class:`~switchboard.db.tenant_scope.TenantScope`
+with the tenant from the :class:`~switchboard.agent.tools.ToolContext`), in its own short transaction,
+with an ``audit_logs`` row (actor ``model``, the trace id). Assigning a human agent after an escalation is
+the handoff feature's job; here the conversation only moves to ``status='human'`` with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from switchboard.agent.tools import ToolContext, ToolError, ToolOutput
+from switchboard.db.engine import session_scope
+from switchboard.db.models import AuditLog, Conversation, ConversationStatus, Customer, utcnow
+from switchboard.db.tenant_scope import TenantScope
+from switchboard.observability import get_logger
+
+__all__ = ["BuiltinToolSet", "CustomerProfileUpdate", "BUILTIN_TOOL_NAMES"]
+
+log = get_logger(__name__)
+
+_EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}\.[A-Za-z]{2,63}$")
+_PHONE_RE = re.compile(r"^\+?[0-9][0-9 ().-]{5,24}$")
+_LANGUAGE_RE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
+
+
+class CustomerProfileUpdate(BaseModel):
+    """Fields ``save_customer_profile`` accepts; anything else is rejected back to the model."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    name: str | None = Field(None, min_length=1, max_length=200)
+    email: str | None = Field(None, max_length=320)
+    phone: str | None = Field(None, max_length=32)
+    language: str | None = Field(None, max_length=35)
+    """BCP 47 tag such as ``en``, ``pt-BR``."""
+    company: str | None = Field(None, min_length=1, max_length=200)
+    notes: str | None = Field(None, min_length=1, max_length=2_000)
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, value: str | None) -> str | None:
+        if value is not None and not _EMAIL_RE.match(value):
+            raise ValueError("not an e-mail address")
+        return value.lower() if value else value
+
+    @field_validator("phone")
+    @classmethod
+    def _phone(cls, value: str | None) -> str | None:
+        if value is not None and not _PHONE_RE.match(value):
+            raise ValueError("not a phone number (digits, optional leading +)")
+        return value
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, value: str | None) -> str | None:
+        if value is not None and not _LANGUAGE_RE.match(value):
+            raise ValueError("use a language tag such as 'en' or 'pt-BR'")
+        return value
+
+
+def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+_DEFINITIONS: list[dict[str, Any]] = [
+    _function(
+        "end_conversation",
+        "Close this conversation when the customer's matter is finished or they say goodbye. "
+        "With farewell=true you then write one short goodbye; with farewell=false nothing more is sent.",
+        {
+            "farewell": {
+                "type": "boolean",
+                "description": "Send a short goodbye after closing.",
+                "default": True,
+            },
+            "reason": {"type": "string", "description": "Why the conversation ends, for the records."},
+        },
+        [],
+    ),
+    _function(
+        "escalate_to_human",
+        "Hand the conversation to a person from the team: when the customer asks for a person, is upset, "
+        "or needs something you cannot do. Afterwards tell the customer a person will take over.",
+        {"reason": {"type": "string", "description": "What the person needs to know, in one sentence."}},
+        ["reason"],
+    ),
+    _function(
+        "save_customer_profile",
+        "Save details the customer told you about themselves (only what they said). "
+        "Fields: name, email, phone, language (tag like 'en'), company, notes.",
+        {
+            "name": {"type": "string", "description": "The customer's name."},
+            "email": {"type": "string", "description": "E-mail address."},
+            "phone": {"type": "string", "description": "Phone number, digits with optional leading +."},
+            "language": {
+                "type": "string",
+                "description": "Preferred language tag, e.g. 'en', 'es', 'pt-BR'.",
+            },
+            "company": {"type": "string", "description": "Company the customer represents."},
+            "notes": {"type": "string", "description": "Other lasting facts worth remembering."},
+        },
+        [],
+    ),
+]
+
+BUILTIN_TOOL_NAMES = frozenset(d["function"]["name"] for d in _DEFINITIONS)
+
+
+class BuiltinToolSet:
+    """The three built-in tools as a :class:`~switchboard.agent.tools.ToolSet`."""
+
+    async def definitions(self, ctx: ToolContext) -> list[dict[str, Any]]:
+        return [dict(d) for d in _DEFINITIONS]
+
+    async def call(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        """Run one built-in.
+
+        Raises:
+            ToolError: ``invalid_arguments`` (validation), ``not_found`` (the conversation or customer
+                is not this tenant's), ``unknown_tool``.
+        """
+        if name == "end_conversation":
+            return await self._end_conversation(ctx, arguments)
+        if name == "escalate_to_human":
+            return await self._escalate(ctx, arguments)
+        if name == "save_customer_profile":
+            return await self._save_profile(ctx, arguments)
+        raise ToolError(f"unknown tool {name!r}", error_type="unknown_tool")
+
+    async def _conversation(self, scope: TenantScope, ctx: ToolContext) -> Conversation:
+        conversation = await scope.get(Conversation, ctx.conversation_id)
+        if conversation is None:
+            raise ToolError("conversation not found", error_type="not_found")
+        return conversation
+
+    async def _end_conversation(self, ctx: ToolContext, arguments: dict[str, Any]) -> ToolOutput:
+        farewell = arguments.get("farewell", True)
+        reason = arguments.get("reason")
+        if not isinstance(farewell, bool) or (reason is not None and not isinstance(reason, str)):
+            raise ToolError("farewell must be a boolean and reason a string", error_type="invalid_arguments")
+        async with session_scope(ctx.sessions) as session:
+            scope = TenantScope(session, ctx.tenant_id)
+            conversation = await self._conversation(scope, ctx)
+            conversation.status = ConversationStatus.closed.value
+            conversation.closed_at = utcnow()
+            conversation.updated_at = utcnow()
+            scope.add(
+                _audit(ctx, "conversation.close", {"reason": (reason or "")[:500], "farewell": farewell})
+            )
+        log.info(
+            "conversation_closed",
+            trace_id=ctx.trace_id,
+            conversation_id=str(ctx.conversation_id),
+            farewell=farewell,
+        )
+        if farewell:
+            return ToolOutput(
+                {
+                    "status": "closed",
+                    "farewell": True,
+                    "next": "Write one short goodbye to the customer now.",
+                },
+                effect="closed_farewell",
+            )
+        return ToolOutput(
+            {"status": "closed", "farewell": False, "next": "Nothing more is sent."}, effect="closed_silent"
+        )
+
+    async def _escalate(self, ctx: ToolContext, arguments: dict[str, Any]) -> ToolOutput:
+        reason = arguments.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ToolError(
+                "reason is required: one sentence for the person taking over", error_type="invalid_arguments"
+            )
+        async with session_scope(ctx.sessions) as session:
+            scope = TenantScope(session, ctx.tenant_id)
+            conversation = await self._conversation(scope, ctx)
+            conversation.status = ConversationStatus.human.value
+            conversation.escalation_reason = reason.strip()[:2_000]
+            conversation.updated_at = utcnow()
+            scope.add(_audit(ctx, "conversation.escalate", {"reason": reason.strip()[:500]}))
+        log.info("conversation_escalated", trace_id=ctx.trace_id, conversation_id=str(ctx.conversation_id))
+        return ToolOutput(
+            {
+                "status": "waiting_for_human",
+                "next": "Tell the customer briefly that a person from the team will take over here.",
+            },
+            effect="escalated",
+        )
+
+    async def _save_profile(self, ctx: ToolContext, arguments: dict[str, Any]) -> ToolOutput:
+        try:
+            update = CustomerProfileUpdate.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+            )
+            raise ToolError(f"invalid profile fields: {problems}", error_type="invalid_arguments") from None
+        fields = update.model_dump(exclude_none=True)
+        if not fields:
+            raise ToolError("no fields given", error_type="invalid_arguments")
+        async with session_scope(ctx.sessions) as session:
+            scope = TenantScope(session, ctx.tenant_id)
+            customer = await scope.get(Customer, ctx.customer_id)
+            if customer is None:
+                raise ToolError("customer not found", error_type="not_found")
+            customer.profile = {**(customer.profile or {}), **fields}
+            customer.updated_at = utcnow()
+            scope.add(_audit(ctx, "customer.profile_saved", {"fields": sorted(fields)}, target="customer"))
+        return ToolOutput({"saved": sorted(fields)})
+
+
+def _audit(ctx: ToolContext, action: str, details: dict[str, Any], target: str = "conversation") -> AuditLog:
+    target_id = ctx.conversation_id if target == "conversation" else ctx.customer_id
+    return AuditLog(
+        tenant_id=ctx.tenant_id,
+        actor="model",
+        action=action,
+        target_type=target,
+        target_id=str(target_id),
+        details={**details, "idempotency_key": ctx.idempotency_key},
+        trace_id=ctx.trace_id,
+    )

@@ -1,0 +1,357 @@
+"""The bounded tool loop (DESIGN.md, "The bounded tool loop").
+
+Limits (per tenant, :class:`~switchboard.agent.settings.LoopLimits`): at most ``max_tool_iterations``
+model calls that return tool calls; ``turn_timeout_s`` for the whole turn; ``tool_timeout_s`` per tool
+call; tool output capped at ``max_raw_tool_result_chars`` before any processing and truncated to
+``max_tool_result_chars`` before the model sees it; ``per_tool_call_cap`` calls per tool (a tool at
+its cap disappears from the list, except ``always_on_tools``) and ``max_tool_calls_per_turn`` in all.
+When the loop ends without text, one final call with ``tools=[]`` forces words.
+
+Unknown tools, malformed JSON arguments, tool errors, timeouts and calls over a cap go back to the
+model as tool results ``{"error": {"type", "message", "retryable"}}``; they never crash the turn.
+All tool calls of one response run concurrently and each gets its result.
+
+Every path ends in exactly one of a non-empty reply or silence: when the model gives no words, the
+tenant's ``handoff_reply`` / ``farewell_reply`` / ``error_reply`` is used; ``end_conversation`` with
+``farewell=false`` makes the turn silent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from switchboard.agent.settings import LoopLimits, TenantSettings
+from switchboard.agent.tools import ToolContext, ToolError, ToolOutput, ToolRegistry, ToolSet, TurnEffect
+from switchboard.contracts import TokenUsage, ToolCallRecord
+from switchboard.llm.router import ContextOverflow, ModelCallFailed, ModelGateway, ModelReply, TenantRouter
+from switchboard.llm.trimming import split_units, strip_reasoning, strip_tool_history, trim_to_budget
+from switchboard.observability import get_logger
+
+__all__ = ["LoopOutcome", "run_tool_loop", "truncate_result", "visible_tools"]
+
+log = get_logger(__name__)
+
+Outcome = Literal["answered", "silent", "degraded"]
+
+
+@dataclass
+class LoopOutcome:
+    """What one run of the loop produced."""
+
+    reply: str | None
+    silent: bool
+    outcome: Outcome
+    error: str | None = None
+    """Why the turn was degraded (``turn_timeout``, ``model_failed: ...``)."""
+    model_id: str | None = None
+    fallback_used: bool = False
+    effect: TurnEffect | None = None
+    tool_records: list[ToolCallRecord] = field(default_factory=list)
+    tool_receipts: list[dict[str, Any]] = field(default_factory=list)
+    """Per call: name, call id, arguments hash input, outcome, error type, duration."""
+    new_messages: list[dict[str, Any]] = field(default_factory=list)
+    """Assistant tool-call and tool-result messages of this turn (the final reply is not included)."""
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    model_calls: int = 0
+    tool_iterations: int = 0
+    forced_final_call: bool = False
+    overflow_retried: bool = False
+    model_ms: float = 0.0
+    tool_ms: float = 0.0
+    models_used: list[str] = field(default_factory=list)
+
+
+def truncate_result(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, ending with ``…[truncated N characters]``."""
+    if len(text) <= limit:
+        return text
+    marker = f"\n…[truncated {len(text) - limit} characters]"
+    keep = max(0, limit - len(marker))
+    return text[:keep] + f"\n…[truncated {len(text) - keep} characters]"
+
+
+def _serialize(content: Any, raw_cap: int) -> str:
+    if isinstance(content, str):
+        return content[:raw_cap]
+    if isinstance(content, bytes):
+        return content[:raw_cap].decode("utf-8", errors="replace")
+    try:
+        return json.dumps(content, ensure_ascii=False, default=str)[:raw_cap]
+    except (TypeError, ValueError):
+        return str(content)[:raw_cap]
+
+
+def visible_tools(
+    definitions: list[dict[str, Any]], counts: Counter[str], limits: LoopLimits, total_calls: int
+) -> list[dict[str, Any]]:
+    """Tools the model may see now: none once the turn-wide cap is reached; a tool at its per-tool cap
+    is hidden unless it is in ``always_on_tools``."""
+    if total_calls >= limits.max_tool_calls_per_turn:
+        return []
+    always = set(limits.always_on_tools)
+    return [
+        d
+        for d in definitions
+        if d["function"]["name"] in always or counts[d["function"]["name"]] < limits.per_tool_call_cap
+    ]
+
+
+def _error_result(error_type: str, message: str, retryable: bool = False) -> str:
+    return json.dumps({"error": {"type": error_type, "message": message, "retryable": retryable}})
+
+
+@dataclass
+class _Loop:
+    gateway: ModelGateway
+    tenant_router: TenantRouter
+    settings: TenantSettings
+    messages: list[dict[str, Any]]
+    registry: ToolRegistry
+    make_ctx: Callable[[str], ToolContext]
+    trace_id: str
+    out: LoopOutcome = field(
+        default_factory=lambda: LoopOutcome(reply=None, silent=False, outcome="answered")
+    )
+
+    @property
+    def limits(self) -> LoopLimits:
+        return self.settings.loop
+
+    async def call_model(self, tools: list[dict[str, Any]]) -> ModelReply:
+        """Trim, call, and on a context overflow retry once without tool history."""
+        llm = self.settings.llm
+        budget = int(self.tenant_router.context_window_tokens * llm.trim_ratio)
+        _, units = split_units(self.messages)
+        last_user = max(
+            (i for i, u in enumerate(units) if u[0].get("role") == "user"), default=len(units) - 1
+        )
+        trimmed = trim_to_budget(
+            self.messages,
+            model=self.tenant_router.count_model,
+            budget_tokens=budget,
+            tools=tools or None,
+            keep_last_units=max(1, len(units) - last_user),
+        )
+        try:
+            reply = await self.gateway.complete(
+                self.tenant_router, trimmed, tools=tools or None, llm=llm, trace_id=self.trace_id
+            )
+        except ContextOverflow:
+            if self.out.overflow_retried:
+                raise
+            self.out.overflow_retried = True
+            log.warning("context_overflow_retry_without_tool_history", trace_id=self.trace_id)
+            self.out.model_calls += 1
+            reply = await self.gateway.complete(
+                self.tenant_router,
+                strip_tool_history(trimmed),
+                tools=tools or None,
+                llm=llm,
+                trace_id=self.trace_id,
+            )
+        self.out.model_calls += 1
+        self.out.model_ms += reply.duration_ms
+        self.out.usage.prompt_tokens += reply.prompt_tokens
+        self.out.usage.completion_tokens += reply.completion_tokens
+        self.out.usage.total_tokens += reply.prompt_tokens + reply.completion_tokens
+        self.out.model_id = reply.model_id or self.out.model_id
+        if reply.model_id:
+            self.out.models_used.append(reply.model_id)
+        self.out.fallback_used |= reply.fallback_used
+        return reply
+
+    async def run(self) -> None:
+        ctx0 = self.make_ctx("definitions")
+        definitions, owners = await self.registry.definitions(ctx0)
+        counts: Counter[str] = Counter()
+        total_calls = 0
+        final_call = False
+        while True:
+            tools = [] if final_call else visible_tools(definitions, counts, self.limits, total_calls)
+            if not tools and not final_call:
+                final_call = True
+            if final_call and definitions:
+                self.out.forced_final_call = True
+            reply = await self.call_model(tools)
+            if reply.tool_calls and not final_call:
+                self.out.tool_iterations += 1
+                assistant = reply.assistant_message()
+                assistant["content"] = strip_reasoning(assistant.get("content")) or None
+                self.messages.append(assistant)
+                self.out.new_messages.append(assistant)
+                total_calls = await self.execute(reply.tool_calls, owners, tools, counts, total_calls)
+                if self.out.effect == "closed_silent":
+                    self.out.silent = True
+                    self.out.outcome = "silent"
+                    return
+                if (
+                    self.out.effect is not None
+                    or self.out.tool_iterations >= self.limits.max_tool_iterations
+                    or total_calls >= self.limits.max_tool_calls_per_turn
+                ):
+                    final_call = True
+                continue
+            text = strip_reasoning(reply.content)
+            if text:
+                self.out.reply = text
+                return
+            if final_call:
+                self.out.reply = self.fallback_text()
+                log.warning("model_gave_no_words", trace_id=self.trace_id, used=self.out.reply[:40])
+                return
+            final_call = True  # empty answer without tool calls: one words-only call
+
+    def fallback_text(self) -> str:
+        agent = self.settings.agent
+        if self.out.effect == "escalated":
+            return agent.handoff_reply
+        if self.out.effect == "closed_farewell":
+            return agent.farewell_reply
+        return agent.error_reply
+
+    async def execute(
+        self,
+        calls: list[dict[str, Any]],
+        owners: dict[str, ToolSet],
+        offered: list[dict[str, Any]],
+        counts: Counter[str],
+        total_calls: int,
+    ) -> int:
+        """Dispatch every call of one response (caps decided in order, then run concurrently)."""
+        offered_names = {d["function"]["name"] for d in offered}
+        always = set(self.limits.always_on_tools)
+        plans: list[tuple[dict[str, Any], str | None, str | None, dict[str, Any] | None]] = []
+        for call in calls:
+            name = call["function"]["name"]
+            raw_args = call["function"].get("arguments") or "{}"
+            rejection: tuple[str, str] | None = None
+            args: dict[str, Any] | None = None
+            if name not in owners:
+                rejection = ("unknown_tool", f"no tool named {name!r}; use one of the offered tools")
+            elif total_calls >= self.limits.max_tool_calls_per_turn:
+                rejection = (
+                    "turn_call_limit",
+                    "the turn's tool-call limit is reached; answer with what you have",
+                )
+            elif name not in offered_names or (
+                name not in always and counts[name] >= self.limits.per_tool_call_cap
+            ):
+                rejection = ("call_limit", f"{name} reached its call limit for this turn")
+            else:
+                try:
+                    parsed = json.loads(raw_args) if raw_args.strip() else {}
+                except json.JSONDecodeError as exc:
+                    parsed = exc
+                if not isinstance(parsed, dict):
+                    rejection = ("invalid_arguments", "arguments must be a JSON object")
+                else:
+                    args = parsed
+            if rejection is None or rejection[0] == "invalid_arguments":
+                counts[name] += 1
+                total_calls += 1
+            plans.append((call, *(rejection or (None, None)), args))
+        results = await asyncio.gather(*(self.run_one(plan, owners) for plan in plans))
+        for message in results:
+            self.messages.append(message)
+            self.out.new_messages.append(message)
+        return total_calls
+
+    async def run_one(
+        self,
+        plan: tuple[dict[str, Any], str | None, str | None, dict[str, Any] | None],
+        owners: dict[str, ToolSet],
+    ) -> dict[str, Any]:
+        call, error_type, error_message, args = plan
+        name = call["function"]["name"]
+        started = time.perf_counter()
+        outcome = "ok"
+        effect: TurnEffect | None = None
+        if error_type is not None:
+            outcome = "error" if error_type in ("unknown_tool", "invalid_arguments") else "rejected"
+            content = _error_result(error_type, error_message or error_type)
+        else:
+            assert args is not None
+            ctx = self.make_ctx(call["id"])
+            try:
+                output: ToolOutput = await asyncio.wait_for(
+                    owners[name].call(name, args, ctx), self.limits.tool_timeout_s
+                )
+                raw = _serialize(output.content, self.limits.max_raw_tool_result_chars)
+                content = truncate_result(raw, self.limits.max_tool_result_chars)
+                effect = output.effect
+            except TimeoutError:
+                outcome, error_type = "timeout", "timeout"
+                content = _error_result(
+                    "timeout", f"{name} took longer than {self.limits.tool_timeout_s:g} s", True
+                )
+            except ToolError as exc:
+                outcome, error_type = "error", exc.error_type
+                content = _error_result(exc.error_type, str(exc)[:1_000], exc.retryable)
+            except Exception as exc:  # a tool's bug must not crash the turn; the model sees a generic error
+                outcome, error_type = "error", "tool_exception"
+                log.exception("tool_exception", trace_id=self.trace_id, tool_name=name)
+                content = _error_result("tool_exception", f"{name} failed: {type(exc).__name__}")
+        duration_ms = (time.perf_counter() - started) * 1000
+        self.out.tool_ms += duration_ms
+        if effect is not None and (self.out.effect is None or effect == "escalated"):
+            self.out.effect = effect
+        self.out.tool_records.append(
+            ToolCallRecord(
+                name=name, outcome=outcome, error_type=error_type, duration_ms=round(duration_ms, 3)
+            )
+        )
+        self.out.tool_receipts.append(
+            {
+                "name": name,
+                "call_id": call["id"],
+                "arguments": call["function"].get("arguments") or "",
+                "outcome": outcome,
+                "error_type": error_type,
+                "duration_ms": duration_ms,
+            }
+        )
+        log.info(
+            "tool_called", trace_id=self.trace_id, tool_name=name, outcome=outcome,
+            error_type=error_type, duration_ms=round(duration_ms, 1),
+        )  # fmt: skip
+        return {"role": "tool", "tool_call_id": call["id"], "content": content}
+
+
+async def run_tool_loop(
+    *,
+    gateway: ModelGateway,
+    tenant_router: TenantRouter,
+    settings: TenantSettings,
+    messages: list[dict[str, Any]],
+    registry: ToolRegistry,
+    make_ctx: Callable[[str], ToolContext],
+    trace_id: str,
+) -> LoopOutcome:
+    """Run the loop over ``messages`` (system prompt, history, the new user message; extended in place).
+
+    Never raises for model or tool trouble: a turn timeout or every deployment failing gives
+    ``outcome="degraded"`` with the tenant's fallback text (or silence after ``end_conversation``
+    without farewell) and ``error`` set.
+    """
+    loop = _Loop(gateway, tenant_router, settings, messages, registry, make_ctx, trace_id)
+    try:
+        async with asyncio.timeout(settings.loop.turn_timeout_s):
+            await loop.run()
+    except TimeoutError:
+        loop.out.outcome, loop.out.error = "degraded", "turn_timeout"
+        log.error("turn_timeout", trace_id=trace_id, turn_timeout_s=settings.loop.turn_timeout_s)
+    except ModelCallFailed as exc:
+        loop.out.outcome, loop.out.error = "degraded", f"model_failed: {exc}"[:500]
+    out = loop.out
+    if out.outcome == "degraded":
+        if out.effect == "closed_silent":
+            out.reply, out.silent = None, True
+        else:
+            out.reply, out.silent = loop.fallback_text(), False
+    return out

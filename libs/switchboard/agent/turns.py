@@ -1,0 +1,502 @@
+"""One turn: ``TurnRequest`` in, ``TurnResult`` out, with history, idempotency and persistence.
+
+Steps of :meth:`Orchestrator.handle_turn`:
+
+1. **Claim** the inbound message in ``turns`` (unique ``inbound_message_id``). A finished turn is
+   returned as stored, without calling a model; one in progress elsewhere is waited for; one left
+   ``running`` longer than the turn budget (a crashed process) is taken over. The conversation must
+   belong to the request's tenant and customer. If no ``messages`` row has the inbound id (tests,
+   ``switchboard simulate``), one is inserted (inbound, role ``user``, the request's text).
+2. **History**: the conversation's ``user``/``assistant``/``tool``/``human_agent`` messages by
+   ``created_at``, except the inbound row, then ``{"role": "user", "content": request.text}`` (the
+   processed text: a transcription, an image description...). When more than
+   ``summarize_after_messages`` (70) messages follow the last summary, the older ones (all but the
+   newest ``keep_verbatim_messages``, 50) are folded into one summary by a model call.
+3. **Loop**: :func:`switchboard.agent.loop.run_tool_loop` through the tenant's Router.
+4. **Persist** in one transaction: the turn's assistant/tool messages and the reply (with the trace
+   id), a ``tool_receipts`` row per call, and the ``turns`` row (result, model, fallback, usage, timings).
+
+A conversation that is not in AI mode (``human`` or ``closed``) gets ``silent`` without a model call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import select as sa_select
+from sqlalchemy import update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlmodel import col
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from switchboard.agent.builtin_tools import BuiltinToolSet
+from switchboard.agent.loop import LoopOutcome, run_tool_loop
+from switchboard.agent.prompt import build_system_prompt, summary_messages
+from switchboard.agent.settings import TenantSettings, tenant_settings_from
+from switchboard.agent.tools import ToolContext, ToolRegistry, ToolSet, idempotency_key_for
+from switchboard.contracts import TokenUsage, TurnRequest, TurnResult, trace_id_for
+from switchboard.crypto import CredentialDecryptError
+from switchboard.db.engine import session_scope
+from switchboard.db.models import (
+    Conversation,
+    ConversationStatus,
+    Customer,
+    InboundState,
+    Message,
+    MessageDirection,
+    MessageRole,
+    Tenant,
+    ToolReceipt,
+    Turn,
+    TurnStatus,
+    UserMemory,
+    utcnow,
+)
+from switchboard.db.tenant_scope import TenantScope
+from switchboard.errors import SwitchboardError
+from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
+from switchboard.llm.trimming import repair_tool_pairs, strip_reasoning
+from switchboard.observability import get_logger, message_context
+
+__all__ = ["Orchestrator", "TurnRejected", "history_to_messages"]
+
+log = get_logger(__name__)
+
+HISTORY_ROLES = ("user", "assistant", "tool", "human_agent")
+EMPTY_MESSAGE_TEXT = "[the customer sent a message without text]"
+"""Shown to the model for an empty ``text`` (providers reject empty user messages)."""
+WAIT_POLL_S = 0.1
+"""How often a repeated request polls a turn that another process is running."""
+STALE_MARGIN_S = 30.0
+"""A ``running`` turn older than the turn budget plus this is considered abandoned and taken over."""
+
+
+class TurnRejected(SwitchboardError):
+    """The request cannot be served as sent (the caller's fault): unknown conversation, wrong customer.
+
+    Attributes:
+        status_code: HTTP status for the API (404 or 422).
+    """
+
+    def __init__(self, status_code: int, message: str) -> None:
+        self.status_code = status_code
+        super().__init__(message)
+
+
+def history_to_messages(rows: Sequence[Message]) -> list[dict[str, Any]]:
+    """Stored rows → OpenAI chat messages (human agents' lines become assistant lines, marked)."""
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        text = row.text or ""
+        if row.role == MessageRole.user:
+            out.append({"role": "user", "content": text or f"[{row.kind}]"})
+        elif row.role == MessageRole.human_agent:
+            out.append({"role": "assistant", "content": f"(a person from the team wrote) {text}"})
+        elif row.role == MessageRole.assistant:
+            message: dict[str, Any] = {"role": "assistant", "content": text}
+            if row.tool_calls:
+                message["tool_calls"] = row.tool_calls
+            out.append(message)
+        elif row.role == MessageRole.tool:
+            out.append({"role": "tool", "tool_call_id": row.tool_call_id or "", "content": text})
+    return repair_tool_pairs(out)
+
+
+@dataclass
+class _Claim:
+    stored: TurnResult | None = None
+    turn_id: uuid.UUID | None = None
+    skip_reason: str | None = None
+
+
+@dataclass
+class Orchestrator:
+    """Answers turns. One per process (built at start-up), shared by every request.
+
+    Args:
+        sessions: database session factory.
+        gateway: the model gateway (Routers per tenant, semaphore).
+        toolsets: tool sources besides the built-ins (MCP tools plug in here).
+    """
+
+    sessions: async_sessionmaker[AsyncSession]
+    gateway: ModelGateway
+    toolsets: Sequence[ToolSet] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        self.registry = ToolRegistry([BuiltinToolSet(), *self.toolsets])
+
+    async def handle_turn(self, request: TurnRequest) -> TurnResult:
+        """Answer ``request`` (see the module docstring).
+
+        Raises:
+            TurnRejected: the conversation is not the tenant's (404) or not the customer's (422).
+        """
+        trace_id = trace_id_for(request.conversation_id, request.inbound_message_id)
+        with message_context(
+            tenant_id=str(request.tenant_id), conversation_id=str(request.conversation_id), trace_id=trace_id
+        ):
+            return await self._handle(request, trace_id)
+
+    async def _handle(self, request: TurnRequest, trace_id: str) -> TurnResult:
+        started = time.perf_counter()
+        tenant_settings = await self._tenant_settings(request.tenant_id)
+        claim = await self._claim(request, trace_id, tenant_settings)
+        while claim.stored is None and claim.turn_id is None:
+            await asyncio.sleep(WAIT_POLL_S)
+            claim = await self._claim(request, trace_id, tenant_settings)
+        if claim.stored is not None:
+            log.info("turn_replayed", outcome="stored")
+            return claim.stored
+        assert claim.turn_id is not None
+        if claim.skip_reason is not None:
+            result = TurnResult(silent=True, trace_id=trace_id)
+            await self._finish_skipped(claim.turn_id, request, result, claim.skip_reason)
+            log.info("turn_skipped", reason=claim.skip_reason)
+            return result
+
+        try:
+            tenant_router = self.gateway.router_for(request.tenant_id, tenant_settings.llm)
+        except CredentialDecryptError:
+            # logged by the gateway with the deployment id; the customer gets the error reply
+            outcome = LoopOutcome(
+                reply=tenant_settings.agent.error_reply,
+                silent=False,
+                outcome="degraded",
+                error="deployment_api_key_unreadable",
+            )
+            summary = None
+        else:
+            messages, summary = await self._build_messages(request, tenant_settings, tenant_router, trace_id)
+            outcome = await run_tool_loop(
+                gateway=self.gateway,
+                tenant_router=tenant_router,
+                settings=tenant_settings,
+                messages=messages,
+                registry=self.registry,
+                make_ctx=self._context_factory(request, trace_id),
+                trace_id=trace_id,
+            )
+        result = TurnResult(
+            reply=outcome.reply if not outcome.silent else None,
+            silent=outcome.silent,
+            trace_id=trace_id,
+            model=outcome.model_id,
+            fallback_used=outcome.fallback_used,
+            tool_calls=outcome.tool_records,
+            usage=TokenUsage.model_validate(outcome.usage.model_dump()),
+        )
+        total_ms = (time.perf_counter() - started) * 1000
+        await self._persist(claim.turn_id, request, trace_id, result, outcome, summary, total_ms)
+        log.info(
+            "turn_done",
+            outcome=outcome.outcome,
+            model=outcome.model_id,
+            fallback_used=outcome.fallback_used,
+            model_calls=outcome.model_calls,
+            tool_calls=len(outcome.tool_records),
+            total_ms=round(total_ms, 1),
+        )
+        return result
+
+    def _context_factory(self, request: TurnRequest, trace_id: str) -> Callable[[str], ToolContext]:
+        def make_ctx(call_id: str) -> ToolContext:
+            return ToolContext(
+                tenant_id=request.tenant_id,
+                conversation_id=request.conversation_id,
+                customer_id=request.customer_id,
+                trace_id=trace_id,
+                call_id=call_id,
+                idempotency_key=idempotency_key_for(trace_id, call_id),
+                sessions=self.sessions,
+                channel=request.channel,
+            )
+
+        return make_ctx
+
+    # --- settings, claim ---------------------------------------------------------------------
+    async def _tenant_settings(self, tenant_id: uuid.UUID) -> TenantSettings:
+        async with self.sessions() as session:
+            tenant = await session.get(Tenant, tenant_id)
+        if tenant is None:
+            log.warning("turn_rejected_unknown_tenant")
+            raise TurnRejected(404, f"tenant {tenant_id} not found")
+        return tenant_settings_from(tenant.settings_extensions, tenant_id=str(tenant_id))
+
+    async def _claim(self, request: TurnRequest, trace_id: str, tenant_settings: TenantSettings) -> _Claim:
+        async with session_scope(self.sessions) as session:
+            scope = TenantScope(session, request.tenant_id)
+            conversation = await scope.get(Conversation, request.conversation_id)
+            if conversation is None:
+                log.warning("turn_rejected_unknown_conversation")
+                raise TurnRejected(404, "conversation not found for this tenant")
+            if conversation.customer_id != request.customer_id:
+                log.warning("turn_rejected_customer_mismatch", customer_id=str(request.customer_id))
+                raise TurnRejected(422, "customer_id does not match the conversation's customer")
+            existing = (
+                await session.exec(
+                    sa_select(Turn).where(Turn.inbound_message_id == request.inbound_message_id)
+                )
+            ).scalar_one_or_none()
+            if existing is not None:
+                if (
+                    existing.tenant_id != request.tenant_id
+                    or existing.conversation_id != request.conversation_id
+                ):
+                    log.warning("turn_rejected_inbound_id_reused")
+                    raise TurnRejected(422, "inbound_message_id belongs to another conversation")
+                if existing.status == TurnStatus.done and existing.result is not None:
+                    return _Claim(stored=TurnResult.model_validate(existing.result))
+                age_s = (utcnow() - existing.updated_at).total_seconds()
+                if age_s < tenant_settings.loop.turn_timeout_s + STALE_MARGIN_S:
+                    return _Claim()  # running elsewhere: wait
+                log.warning("turn_taken_over", stale_s=round(age_s, 1))
+                existing.updated_at = utcnow()
+                return _Claim(turn_id=existing.id, skip_reason=_skip_reason(conversation))
+            await self._ensure_inbound_row(session, scope, request, conversation)
+            turn_id = uuid.uuid4()
+            connection = await session.connection()
+            inserted = (
+                await connection.execute(
+                    pg_insert(Turn.__table__)
+                    .values(
+                        id=turn_id,
+                        tenant_id=request.tenant_id,
+                        conversation_id=request.conversation_id,
+                        inbound_message_id=request.inbound_message_id,
+                        trace_id=trace_id,
+                        status=TurnStatus.running.value,
+                        fallback_used=False,
+                    )
+                    .on_conflict_do_nothing(index_elements=["inbound_message_id"])
+                    .returning(Turn.__table__.c.id)
+                )
+            ).scalar_one_or_none()
+            if inserted is None:
+                return _Claim()  # another request claimed it a moment ago
+            return _Claim(turn_id=turn_id, skip_reason=_skip_reason(conversation))
+
+    async def _ensure_inbound_row(
+        self, session: AsyncSession, scope: TenantScope, request: TurnRequest, conversation: Conversation
+    ) -> None:
+        row = await session.get(Message, request.inbound_message_id)
+        if row is not None:
+            if row.tenant_id != request.tenant_id:
+                log.warning("turn_rejected_inbound_of_other_tenant")
+                raise TurnRejected(422, "inbound_message_id belongs to another tenant")
+            if row.conversation_id is None:
+                row.conversation_id = request.conversation_id
+            return
+        scope.add(
+            Message(
+                id=request.inbound_message_id,
+                tenant_id=request.tenant_id,
+                conversation_id=request.conversation_id,
+                channel=conversation.channel,
+                direction=MessageDirection.inbound.value,
+                role=MessageRole.user.value,
+                text=request.text,
+                inbound_state=InboundState.done.value,
+                processed_at=utcnow(),
+            )
+        )
+        await session.flush()
+
+    # --- prompt and history --------------------------------------------------------------------
+    async def _build_messages(
+        self,
+        request: TurnRequest,
+        tenant_settings: TenantSettings,
+        tenant_router: TenantRouter,
+        trace_id: str,
+    ) -> tuple[list[dict[str, Any]], tuple[str, uuid.UUID] | None]:
+        llm = tenant_settings.llm
+        async with self.sessions() as session:
+            scope = TenantScope(session, request.tenant_id)
+            rows = list(
+                (
+                    await session.exec(
+                        scope.select(
+                            Message,
+                            Message.conversation_id == request.conversation_id,
+                            col(Message.role).in_(HISTORY_ROLES),
+                            Message.id != request.inbound_message_id,
+                        ).order_by(col(Message.created_at), col(Message.id))
+                    )
+                ).all()
+            )
+            last_summary = (
+                await session.exec(
+                    scope.select(
+                        Turn,
+                        Turn.conversation_id == request.conversation_id,
+                        col(Turn.summary_through_message_id).is_not(None),
+                    )
+                    .order_by(col(Turn.created_at).desc())
+                    .limit(1)
+                )
+            ).first()
+            customer = await scope.get(Customer, request.customer_id)
+            memory = await scope.first(UserMemory, UserMemory.customer_id == request.customer_id)
+
+        summary_text: str | None = None
+        if last_summary is not None:
+            ids = [row.id for row in rows]
+            if last_summary.summary_through_message_id in ids:
+                cut = ids.index(last_summary.summary_through_message_id) + 1
+                rows = rows[cut:]
+                summary_text = last_summary.summary_text
+        new_summary: tuple[str, uuid.UUID] | None = None
+        if len(rows) > llm.summarize_after_messages:
+            older, rows = rows[: -llm.keep_verbatim_messages], rows[-llm.keep_verbatim_messages :]
+            while rows and rows[0].role == MessageRole.tool:
+                older.append(rows.pop(0))
+            text = await self._summarize(tenant_router, tenant_settings, summary_text, older, trace_id)
+            if text:
+                summary_text = text
+                new_summary = (text, older[-1].id)
+                log.info("history_summarized", summarized_messages=len(older), verbatim_messages=len(rows))
+            else:
+                rows = older + rows  # summary failed: trimming still bounds the prompt
+        system = build_system_prompt(
+            tenant_settings.agent,
+            channel=request.channel,
+            now=utcnow(),
+            profile=customer.profile if customer is not None else None,
+            memory=memory.summary if memory is not None and memory.summary else None,
+            summary=summary_text,
+        )
+        messages = [{"role": "system", "content": system}, *history_to_messages(rows)]
+        messages.append({"role": "user", "content": request.text.strip() or EMPTY_MESSAGE_TEXT})
+        return messages, new_summary
+
+    async def _summarize(
+        self,
+        tenant_router: TenantRouter,
+        tenant_settings: TenantSettings,
+        previous: str | None,
+        rows: list[Message],
+        trace_id: str,
+    ) -> str | None:
+        prompt = summary_messages(previous, history_to_messages(rows))
+        try:
+            reply = await self.gateway.complete(
+                tenant_router, prompt, tools=None, llm=tenant_settings.llm, trace_id=trace_id
+            )
+        except ModelCallFailed as exc:
+            log.warning("history_summary_failed", error=str(exc)[:300])
+            return None
+        return strip_reasoning(reply.content) or None
+
+    # --- persistence -----------------------------------------------------------------------------
+    async def _persist(
+        self,
+        turn_id: uuid.UUID,
+        request: TurnRequest,
+        trace_id: str,
+        result: TurnResult,
+        outcome: LoopOutcome,
+        summary: tuple[str, uuid.UUID] | None,
+        total_ms: float,
+    ) -> None:
+        base = utcnow()
+        async with session_scope(self.sessions) as session:
+            scope = TenantScope(session, request.tenant_id)
+            conversation = await scope.get(Conversation, request.conversation_id)
+            channel = conversation.channel if conversation is not None else request.channel
+            stored = list(outcome.new_messages)
+            if result.reply:
+                stored.append({"role": "assistant", "content": result.reply})
+            for index, message in enumerate(stored):
+                is_tool = message["role"] == "tool"
+                scope.add(
+                    Message(
+                        tenant_id=request.tenant_id,
+                        conversation_id=request.conversation_id,
+                        channel=channel,
+                        direction=MessageDirection.outbound.value,
+                        role=message["role"],
+                        kind="tool_result"
+                        if is_tool
+                        else ("tool_call" if message.get("tool_calls") else "text"),
+                        text=message.get("content") or None,
+                        tool_calls=message.get("tool_calls"),
+                        tool_call_id=message.get("tool_call_id"),
+                        trace_id=trace_id,
+                        created_at=base + timedelta(microseconds=index + 1),
+                    )
+                )
+            for receipt in outcome.tool_receipts:
+                scope.add(
+                    ToolReceipt(
+                        tenant_id=request.tenant_id,
+                        conversation_id=request.conversation_id,
+                        trace_id=trace_id,
+                        tool_name=receipt["name"][:128],
+                        args_hash=hashlib.sha256(receipt["arguments"].encode()).hexdigest(),
+                        idempotency_key=idempotency_key_for(trace_id, receipt["call_id"]),
+                        outcome=receipt["outcome"],
+                        error_type=receipt["error_type"],
+                        duration_ms=receipt["duration_ms"],
+                    )
+                )
+            harness_ms = max(0.0, total_ms - outcome.model_ms - outcome.tool_ms)
+            values: dict[str, Any] = {
+                "status": TurnStatus.done.value,
+                "outcome": outcome.outcome,
+                "result": result.model_dump(mode="json"),
+                "model": (outcome.model_id or None) and outcome.model_id[:64],
+                "fallback_used": outcome.fallback_used,
+                "usage": result.usage.model_dump(),
+                "timings": {
+                    "total_ms": round(total_ms, 3),
+                    "model_ms": round(outcome.model_ms, 3),
+                    "tool_ms": round(outcome.tool_ms, 3),
+                    "harness_ms": round(harness_ms, 3),
+                    "model_calls": outcome.model_calls,
+                    "tool_iterations": outcome.tool_iterations,
+                    "forced_final_call": outcome.forced_final_call,
+                    "overflow_retried": outcome.overflow_retried,
+                    "models_used": outcome.models_used,
+                    "effect": outcome.effect,
+                },
+                "error": outcome.error,
+                "finished_at": utcnow(),
+                "updated_at": utcnow(),
+            }
+            if summary is not None:
+                values["summary_text"], values["summary_through_message_id"] = summary
+            connection = await session.connection()
+            await connection.execute(update(Turn).where(col(Turn.id) == turn_id).values(**values))
+
+    async def _finish_skipped(
+        self, turn_id: uuid.UUID, request: TurnRequest, result: TurnResult, reason: str
+    ) -> None:
+        async with session_scope(self.sessions) as session:
+            connection = await session.connection()
+            await connection.execute(
+                update(Turn)
+                .where(col(Turn.id) == turn_id)
+                .values(
+                    status=TurnStatus.done.value,
+                    outcome="skipped",
+                    result=result.model_dump(mode="json"),
+                    error=reason,
+                    finished_at=utcnow(),
+                    updated_at=utcnow(),
+                )
+            )
+
+
+def _skip_reason(conversation: Conversation) -> str | None:
+    if conversation.status != ConversationStatus.ai:
+        return f"conversation_status_{conversation.status}"
+    return None

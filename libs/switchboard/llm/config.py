@@ -1,0 +1,129 @@
+"""Per-tenant model configuration: deployments and the Router policy (DESIGN.md, "The LLM layer is a Router").
+
+Stored in ``tenants.settings_extensions["llm"]``; every field's default is DESIGN.md's number. API keys
+are stored encrypted (:class:`~switchboard.crypto.CredentialCipher`, ``{"api_key": ...}``) in
+``api_key_encrypted``; a deployment without one uses the process-wide key of its provider
+(``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from switchboard.crypto import CredentialCipher
+from switchboard.llm.offline_server import OFFLINE_DEMO_MODEL
+from switchboard.settings import Settings
+
+__all__ = [
+    "Provider",
+    "DeploymentSettings",
+    "LLMSettings",
+    "default_deployments",
+    "encrypt_api_key",
+    "has_provider_key",
+]
+
+Provider = Literal["openai", "anthropic", "ollama", "openai_compatible", "offline"]
+
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
+
+
+class DeploymentSettings(BaseModel):
+    """One model deployment a tenant may use.
+
+    ``priority``: lower answers first; deployments with the same priority form one group (LiteLLM
+    load-balances and fails over inside it), and groups are tried in priority order (fallbacks).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._:-]+$")
+    """Readable ``model_info.id`` (``openai-primary``): logs and turns say which deployment answered."""
+    provider: Provider = "openai"
+    model: str = Field(min_length=1)
+    """Provider's model name without prefix (``gpt-4o-mini``, ``claude-haiku-4-5``, ``llama3.1``)."""
+    api_base: str | None = None
+    """Endpoint for ``ollama`` / ``openai_compatible`` / ``offline`` (e.g. ``http://127.0.0.1:11434``)."""
+    priority: int = Field(1, ge=0, le=100)
+    api_key_encrypted: str | None = None
+    """Fernet token of ``{"api_key": "..."}`` (see :func:`encrypt_api_key`); never the plain key."""
+    max_input_tokens: int | None = Field(None, gt=0)
+    """Context window when LiteLLM's model table does not know the model."""
+    timeout_s: float | None = Field(None, gt=0)
+    """Per-request timeout overriding the tenant's ``request_timeout_s``."""
+
+    def litellm_model(self) -> str:
+        """LiteLLM's ``provider/model`` string."""
+        if self.provider in ("openai", "openai_compatible", "offline"):
+            return f"openai/{self.model}"
+        if self.provider == "ollama":
+            return f"ollama_chat/{self.model}"
+        return f"anthropic/{self.model}"
+
+
+class LLMSettings(BaseModel):
+    """A tenant's deployments and Router policy (DESIGN.md defaults)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    deployments: list[DeploymentSettings] = Field(default_factory=list)
+    """Empty: the process default (OpenAI/Anthropic with process keys, else the offline model)."""
+    allowed_fails: int = Field(2, ge=0)
+    """Failures of one deployment (per minute, LiteLLM's window) before it cools down."""
+    cooldown_s: float = Field(30.0, gt=0)
+    request_timeout_s: float = Field(45.0, gt=0)
+    num_retries: int = Field(2, ge=0, le=5)
+    """Retries of transient errors inside a group (>= 1 needed for in-group failover, LIBRARIES.md §7)."""
+    trim_ratio: float = Field(0.8, gt=0, le=1)
+    """Messages are trimmed to this share of the smallest context window of the deployments."""
+    default_context_window_tokens: int = Field(8192, gt=256)
+    """Context window assumed for models LiteLLM's table does not know (and no ``max_input_tokens``)."""
+    max_output_tokens: int | None = Field(None, gt=0)
+    summarize_after_messages: int = Field(70, ge=4)
+    """When the unsummarized history passes this many messages, the oldest part is summarized."""
+    keep_verbatim_messages: int = Field(50, ge=2)
+    """Newest messages kept verbatim when summarizing."""
+
+
+def has_provider_key(settings: Settings) -> bool:
+    """Whether a process-wide provider key (OpenAI or Anthropic) is configured."""
+    return any(
+        key is not None and key.get_secret_value()
+        for key in (settings.openai_api_key, settings.anthropic_api_key)
+    )
+
+
+def default_deployments(settings: Settings) -> list[DeploymentSettings]:
+    """Deployments for a tenant that configured none.
+
+    OpenAI ``gpt-4o-mini`` (priority 1) and/or Anthropic ``claude-haiku-4-5`` (priority 2) when their
+    process keys are set; otherwise the offline model server (``MODEL_SERVER_URL``, default
+    ``http://HOST:MODEL_SERVER_PORT``).
+    """
+    chosen: list[DeploymentSettings] = []
+    if settings.openai_api_key is not None and settings.openai_api_key.get_secret_value():
+        chosen.append(DeploymentSettings(id="openai-default", provider="openai", model=DEFAULT_OPENAI_MODEL))
+    if settings.anthropic_api_key is not None and settings.anthropic_api_key.get_secret_value():
+        chosen.append(
+            DeploymentSettings(
+                id="anthropic-default", provider="anthropic", model=DEFAULT_ANTHROPIC_MODEL, priority=2
+            )
+        )
+    if chosen:
+        return chosen
+    return [
+        DeploymentSettings(
+            id="offline-demo",
+            provider="offline",
+            model=OFFLINE_DEMO_MODEL,
+            api_base=settings.model_server_url + "/v1",
+        )
+    ]
+
+
+def encrypt_api_key(cipher: CredentialCipher, api_key: str) -> str:
+    """The value to store in :attr:`DeploymentSettings.api_key_encrypted`."""
+    return cipher.encrypt({"api_key": api_key})

@@ -1,0 +1,178 @@
+"""Fitting a conversation into a model's context window, and cleaning what models write.
+
+Messages are OpenAI chat dicts. A *unit* is what must stay together: one user message, one plain
+assistant message, or an assistant message with ``tool_calls`` plus every ``tool`` message answering
+it. Trimming drops whole units, oldest first, and never the leading system message(s) or the newest
+unit (the current question), so a tool call is never separated from its result.
+
+``litellm.utils.trim_messages`` is not used: it keeps only trailing tool messages and does not keep
+call/result pairs together (LIBRARIES.md §7).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import litellm
+
+from switchboard.observability import get_logger
+
+__all__ = [
+    "strip_reasoning",
+    "split_units",
+    "count_tokens",
+    "trim_to_budget",
+    "strip_tool_history",
+    "repair_tool_pairs",
+]
+
+log = get_logger(__name__)
+
+Message = dict[str, Any]
+
+_REASONING_TAGS = ("thinking", "think", "reasoning", "reflection", "scratchpad", "analysis")
+_CLOSED_RE = re.compile(
+    r"<\s*(" + "|".join(_REASONING_TAGS) + r")\b[^>]*>.*?<\s*/\s*\1\s*>", re.IGNORECASE | re.DOTALL
+)
+_OPEN_RE = re.compile(r"<\s*(" + "|".join(_REASONING_TAGS) + r")\b[^>]*>.*\Z", re.IGNORECASE | re.DOTALL)
+_STRAY_CLOSE_RE = re.compile(r"<\s*/\s*(" + "|".join(_REASONING_TAGS) + r")\s*>", re.IGNORECASE)
+
+
+def strip_reasoning(text: str | None) -> str:
+    """Remove ``<thinking>…</thinking>`` and similar reasoning blocks (think, reasoning, reflection,
+    scratchpad, analysis), an unclosed opening tag with everything after it, and stray closing tags.
+
+    Returns:
+        The visible text, stripped of surrounding whitespace ("" when nothing visible remains).
+    """
+    if not text:
+        return ""
+    cleaned = _CLOSED_RE.sub("", text)
+    cleaned = _OPEN_RE.sub("", cleaned)
+    cleaned = _STRAY_CLOSE_RE.sub("", cleaned)
+    return re.sub(r"\n{3,}", "\n\n", cleaned).strip()
+
+
+def split_units(messages: list[Message]) -> tuple[list[Message], list[list[Message]]]:
+    """Split into (leading system messages, units). See the module docstring for units."""
+    head: list[Message] = []
+    index = 0
+    while index < len(messages) and messages[index].get("role") == "system":
+        head.append(messages[index])
+        index += 1
+    units: list[list[Message]] = []
+    while index < len(messages):
+        message = messages[index]
+        unit = [message]
+        index += 1
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            while index < len(messages) and messages[index].get("role") == "tool":
+                unit.append(messages[index])
+                index += 1
+        units.append(unit)
+    return head, units
+
+
+def count_tokens(model: str, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> int:
+    """Token count with LiteLLM's counter (tiktoken for unknown models); ~4 chars/token if it fails."""
+    try:
+        return int(litellm.token_counter(model=model, messages=messages, tools=tools or None))
+    except Exception:  # the counter rejects exotic shapes; an estimate is enough for trimming
+        return len(json.dumps(messages, ensure_ascii=False)) // 4 + len(json.dumps(tools or [])) // 4
+
+
+def trim_to_budget(
+    messages: list[Message],
+    *,
+    model: str,
+    budget_tokens: int,
+    tools: list[dict[str, Any]] | None = None,
+    keep_last_units: int = 1,
+) -> list[Message]:
+    """Drop the oldest units until ``messages`` (with ``tools``) fit in ``budget_tokens``.
+
+    Args:
+        messages: OpenAI chat messages, system message(s) first.
+        model: LiteLLM model name used for counting.
+        budget_tokens: e.g. 80% of the context window.
+        tools: tool definitions sent with the call (they count against the budget).
+        keep_last_units: newest units never dropped (the current question and this turn's tool
+            exchanges); if they alone exceed the budget they are still sent, and a provider
+            overflow error is handled by the caller.
+
+    Returns:
+        A new list: the system message(s) and the newest units that fit.
+    """
+    if count_tokens(model, messages, tools) <= budget_tokens:
+        return list(messages)
+    head, units = split_units(messages)
+    fixed = count_tokens(model, head, tools)
+    unit_tokens = [count_tokens(model, unit) for unit in units]
+    kept: list[list[Message]] = []
+    used = fixed
+    for position in range(len(units) - 1, -1, -1):
+        protected = position >= len(units) - keep_last_units
+        if protected or used + unit_tokens[position] <= budget_tokens:
+            kept.append(units[position])
+            used += unit_tokens[position]
+        else:
+            break  # oldest-first dropping: once a unit does not fit, everything older goes too
+    kept.reverse()
+    dropped = len(units) - len(kept)
+    log.info("messages_trimmed", dropped_units=dropped, kept_units=len(kept), budget_tokens=budget_tokens)
+    return head + [message for unit in kept for message in unit]
+
+
+def strip_tool_history(messages: list[Message]) -> list[Message]:
+    """Remove tool calls and tool results before the last user message (the overflow retry).
+
+    Assistant messages that carried both text and tool calls keep their text. The current
+    question's own tool exchange (after the last user message) stays.
+    """
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    result: list[Message] = []
+    for index, message in enumerate(messages):
+        if index < last_user:
+            if message.get("role") == "tool":
+                continue
+            if message.get("role") == "assistant" and message.get("tool_calls"):
+                if message.get("content"):
+                    result.append({"role": "assistant", "content": message["content"]})
+                continue
+        result.append(message)
+    return result
+
+
+def repair_tool_pairs(messages: list[Message]) -> list[Message]:
+    """Drop tool results without their call and tool calls without all their results.
+
+    Providers reject such histories (a result must follow its call); they arise when a turn was cut
+    off mid-way or history was edited.
+    """
+    result: list[Message] = []
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        if message.get("role") == "tool":
+            index += 1  # orphan result
+            continue
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            answers: list[Message] = []
+            probe = index + 1
+            while probe < len(messages) and messages[probe].get("role") == "tool":
+                answers.append(messages[probe])
+                probe += 1
+            wanted = {call.get("id") for call in message["tool_calls"]}
+            got = {answer.get("tool_call_id") for answer in answers}
+            if wanted and wanted <= got:
+                result.append(message)
+                result.extend(answer for answer in answers if answer.get("tool_call_id") in wanted)
+            elif message.get("content"):
+                result.append({"role": "assistant", "content": message["content"]})
+            index = probe
+            continue
+        result.append(message)
+        index += 1
+    return result

@@ -1,0 +1,220 @@
+"""Orchestrator harness overhead and throughput with a zero-latency offline model.
+
+Each turn is "one tool call + one answer": the offline demo model calls the knowledge-search tool
+with the customer's words, then quotes the passage. The model server runs as its own process
+(``services.model_server``) on a free loopback port and answers instantly, so what is measured is
+the orchestrator: Postgres reads/writes of the turn, prompt building, trimming/token counting, the
+LiteLLM Router and HTTP client, and the tool loop.
+
+Printed figures:
+* per turn, measured inside the orchestrator (``turns.timings``): ``total_ms`` (whole turn) and
+  ``harness_ms`` (total minus time spent inside model calls and tools), p50/p95, sequential turns;
+* turns per second with 50 concurrent turns (each on its own conversation).
+
+Run (from the repository root): ``.venv/bin/python loadtests/orchestrator_overhead.py [--turns 200]``.
+Uses ``DATABASE_URL`` if set, else an embedded Postgres in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sqlmodel import col, select  # noqa: E402
+from switchboard.agent import Orchestrator, ToolContext, ToolOutput  # noqa: E402
+from switchboard.contracts import TurnRequest  # noqa: E402
+from switchboard.crypto import CredentialCipher  # noqa: E402
+from switchboard.db.engine import create_engine, session_factory  # noqa: E402
+from switchboard.db.migrate import upgrade  # noqa: E402
+from switchboard.db.models import Conversation, Customer, Turn  # noqa: E402
+from switchboard.llm.router import ModelGateway  # noqa: E402
+from switchboard.observability import configure_logging  # noqa: E402
+from switchboard.runtime.embedded import EmbeddedPostgres  # noqa: E402
+from switchboard.settings import load_settings  # noqa: E402
+from switchboard.tenants import create_tenant  # noqa: E402
+
+PASSAGE = "Orders ship within 2 business days; tracking is e-mailed when the parcel leaves."
+
+
+class KnowledgeToolSet:
+    """A fixed knowledge-search tool (no database), so the figure is the orchestrator's own cost."""
+
+    async def definitions(self, ctx: ToolContext) -> list[dict[str, Any]]:
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": "search_knowledge",
+                    "description": "Search the shop's documents.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"query": {"type": "string"}},
+                        "required": ["query"],
+                    },
+                },
+            }
+        ]
+
+    async def call(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        return ToolOutput({"results": [{"text": PASSAGE, "score": 0.91}]})
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+async def _conversations(sessions, tenant_id: uuid.UUID, count: int) -> list[tuple[uuid.UUID, uuid.UUID]]:  # type: ignore[no-untyped-def]
+    pairs = []
+    async with sessions() as session, session.begin():
+        for index in range(count):
+            customer = Customer(
+                tenant_id=tenant_id, channel="whatsapp", external_user_id=f"load-{uuid.uuid4().hex}-{index}"
+            )
+            session.add(customer)
+            await session.flush()
+            conversation = Conversation(tenant_id=tenant_id, customer_id=customer.id, channel="whatsapp")
+            session.add(conversation)
+            pairs.append((customer.id, conversation.id))
+    return pairs
+
+
+def _request(tenant_id: uuid.UUID, pair: tuple[uuid.UUID, uuid.UUID]) -> TurnRequest:
+    return TurnRequest(
+        tenant_id=tenant_id, conversation_id=pair[1], inbound_message_id=uuid.uuid4(),
+        channel="whatsapp", customer_id=pair[0], text="When will my order ship?",
+    )  # fmt: skip
+
+
+async def run(database_url: str, model_url: str, turns: int, concurrency: int) -> None:
+    settings = load_settings(database_url=database_url, _env_file=None, data_dir=Path(tempfile.mkdtemp()))
+    engine = create_engine(database_url, pool_size=concurrency)
+    sessions = session_factory(engine)
+    async with sessions() as session, session.begin():
+        tenant = await create_tenant(session, slug=f"load-{uuid.uuid4().hex[:8]}", name="Load test shop")
+        tenant.settings_extensions = {
+            "llm": {
+                "deployments": [
+                    {
+                        "id": "offline-zero",
+                        "provider": "offline",
+                        "model": "offline-demo",
+                        "api_base": model_url + "/v1",
+                    }
+                ]
+            }
+        }
+    gateway = ModelGateway(
+        settings=settings,
+        cipher=CredentialCipher(settings.resolved_encryption_key()),
+        max_concurrent_calls=50,
+    )
+    orchestrator = Orchestrator(sessions=sessions, gateway=gateway, toolsets=[KnowledgeToolSet()])
+
+    warm = await _conversations(sessions, tenant.id, 10)
+    for pair in warm:  # warm-up: imports, connection pool, HTTP keep-alive, token counter
+        await orchestrator.handle_turn(_request(tenant.id, pair))
+
+    pairs = await _conversations(sessions, tenant.id, turns)
+    seq_ids = []
+    for pair in pairs:
+        request = _request(tenant.id, pair)
+        result = await orchestrator.handle_turn(request)
+        assert (
+            result.reply
+            and PASSAGE in result.reply
+            and [c.name for c in result.tool_calls] == ["search_knowledge"]
+        )
+        seq_ids.append(request.inbound_message_id)
+    async with sessions() as session:
+        rows = (await session.exec(select(Turn).where(col(Turn.inbound_message_id).in_(seq_ids)))).all()
+    totals = [row.timings["total_ms"] for row in rows]
+    harness = [row.timings["harness_ms"] for row in rows]
+    model = [row.timings["model_ms"] for row in rows]
+
+    pairs = await _conversations(sessions, tenant.id, turns)
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def one(pair: tuple[uuid.UUID, uuid.UUID]) -> None:
+        async with semaphore:
+            result = await orchestrator.handle_turn(_request(tenant.id, pair))
+            assert result.reply
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(pair) for pair in pairs))
+    elapsed = time.perf_counter() - started
+    await engine.dispose()
+
+    print(f"turns measured sequentially: {len(rows)} (1 tool call + 1 answer each, 2 model calls per turn)")
+    print(
+        f"turn total inside orchestrator:   p50 {_percentile(totals, 0.5):7.1f} ms   p95 {_percentile(totals, 0.95):7.1f} ms"
+    )
+    print(f"  of which in model calls:        p50 {_percentile(model, 0.5):7.1f} ms   p95 {_percentile(model, 0.95):7.1f} ms"
+          "  (LiteLLM Router + HTTP to a zero-latency server)")  # fmt: skip
+    print(
+        f"harness overhead (total - model - tools): p50 {_percentile(harness, 0.5):7.1f} ms   p95 {_percentile(harness, 0.95):7.1f} ms"
+    )
+    print(f"mean total {statistics.fmean(totals):.1f} ms")
+    print(
+        f"throughput at {concurrency} concurrent turns: {turns / elapsed:.1f} turns/s ({turns} turns in {elapsed:.2f} s)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=50)
+    args = parser.parse_args()
+    configure_logging(service="loadtest", level="WARNING", fmt="console")
+
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "services.model_server.main:create_app", "--factory",
+         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", "--no-access-log"],
+        cwd=Path(__file__).resolve().parents[1], env={**os.environ, "LOG_LEVEL": "WARNING"},
+    )  # fmt: skip
+    pg = None
+    try:
+        model_url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(model_url + "/healthz", timeout=0.5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        database_url = os.environ.get("DATABASE_URL")
+        if not database_url:
+            pg = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="sb-load-")) / "postgres")
+            database_url = pg.start()
+        upgrade(database_url)
+        asyncio.run(run(database_url, model_url, args.turns, args.concurrency))
+    finally:
+        server.terminate()
+        server.wait(10)
+        if pg is not None:
+            pg.stop()
+
+
+if __name__ == "__main__":
+    main()

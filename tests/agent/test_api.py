@@ -1,0 +1,107 @@
+"""``POST /v1/turns`` over HTTP, the model_server service, and ``switchboard simulate``."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import httpx
+from sqlmodel import select
+from switchboard.cli import app as cli_app
+from switchboard.db.models import Conversation, Customer
+from switchboard.llm.offline_server import OFFLINE_MARKER, ScriptedResponse
+from switchboard.runtime.services import SERVICES
+from typer.testing import CliRunner
+
+from services.model_server.main import create_app as create_model_server
+from services.orchestrator.main import create_app as create_orchestrator
+from tests.utils.agent import deployment, llm_settings, make_conversation, unique_model
+from tests.utils.net import free_port
+from tests.utils.servers import serve_app
+
+
+async def test_turns_endpoint_requires_the_service_token_and_answers(
+    make_tenant, sessions, settings, offline_model
+):
+    state, url = offline_model
+    model = unique_model()
+    state.script(model).push(ScriptedResponse(content="Hello from the API"))
+    tenant = await make_tenant(llm=llm_settings(deployment(url, model)))
+    conv = await make_conversation(sessions, tenant)
+    body = conv.request("hi").model_dump(mode="json")
+    token = settings.resolved_service_token()
+    with serve_app(create_orchestrator(settings)) as base:
+        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+            unauthorized = await client.post("/v1/turns", json=body)
+            wrong = await client.post("/v1/turns", json=body, headers={"Authorization": "Bearer nope"})
+            ok = await client.post("/v1/turns", json=body, headers={"Authorization": f"Bearer {token}"})
+            again = await client.post("/v1/turns", json=body, headers={"Authorization": f"Bearer {token}"})
+            missing = await client.post(
+                "/v1/turns",
+                json={**body, "conversation_id": str(uuid.uuid4()), "inbound_message_id": str(uuid.uuid4())},
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            invalid = await client.post(
+                "/v1/turns", json={**body, "channel": "fax"}, headers={"Authorization": f"Bearer {token}"}
+            )
+            openapi = (await client.get("/openapi.json")).json()
+    assert (unauthorized.status_code, wrong.status_code) == (401, 401)
+    assert ok.status_code == 200
+    assert ok.json()["reply"] == "Hello from the API" and ok.json()["silent"] is False
+    assert ok.json()["model"] == model
+    assert again.json() == ok.json() and len(state.script(model).requests) == 1
+    assert missing.status_code == 404
+    assert invalid.status_code == 422
+    assert openapi["paths"]["/v1/turns"]["post"]["summary"].startswith("Answer one inbound message")
+
+
+async def test_model_server_service_is_registered_and_serves_the_demo_model():
+    spec = next(s for s in SERVICES if s.name == "model_server")
+    assert (spec.kind, spec.port_setting) == ("http", "model_server_port")
+    with serve_app(create_model_server()) as base:
+        async with httpx.AsyncClient(base_url=base) as client:
+            health = (await client.get("/healthz")).json()
+            answer = await client.post(
+                "/v1/chat/completions",
+                json={"model": "offline-demo", "messages": [{"role": "user", "content": "hi"}]},
+            )
+    assert health["service"] == "model_server" and health["status"] == "ok"
+    assert answer.json()["choices"][0]["message"]["content"].startswith(OFFLINE_MARKER)
+
+
+async def test_simulate_command_runs_a_demo_turn_in_process(make_tenant, sessions, settings, database_url):
+    tenant = await make_tenant()  # no deployments, no provider key: the offline model answers
+    env = {
+        "DATABASE_URL": database_url,
+        "DATA_DIR": str(settings.data_dir),
+        "ORCHESTRATOR_PORT": str(free_port()),  # nothing listens: the turn runs in-process
+        "MODEL_SERVER_PORT": str(free_port()),  # nothing listens: simulate starts the offline server
+        "OPENAI_API_KEY": "",
+        "ANTHROPIC_API_KEY": "",
+        "LOG_LEVEL": "WARNING",
+    }
+    runner = CliRunner()
+    outcome = await asyncio.to_thread(
+        runner.invoke, cli_app, ["simulate", "--tenant", tenant.slug, "Can I talk to a person?"], env=env
+    )
+    assert outcome.exit_code == 0, outcome.output
+    lines = dict(line.split(":", 1) for line in outcome.output.strip().splitlines())
+    assert lines["reply"].strip().startswith(OFFLINE_MARKER) and "person" in lines["reply"]
+    assert lines["tools"].strip() == "escalate_to_human=ok"
+    assert "offline-demo" in lines["model"] and "in-process" in lines["model"]
+    async with sessions() as session:
+        customer = (await session.exec(select(Customer).where(Customer.tenant_id == tenant.id))).one()
+        conversation = (
+            await session.exec(select(Conversation).where(Conversation.customer_id == customer.id))
+        ).one()
+    assert customer.external_user_id == "simulate:demo-customer"
+    assert conversation.status == "human"
+
+
+async def test_simulate_reports_an_unknown_tenant(settings, database_url):
+    env = {"DATABASE_URL": database_url, "DATA_DIR": str(settings.data_dir), "LOG_LEVEL": "WARNING"}
+    outcome = await asyncio.to_thread(
+        CliRunner().invoke, cli_app, ["simulate", "--tenant", "no-such-tenant", "hi"], env=env
+    )
+    assert outcome.exit_code == 2
+    assert "tenant not found: no-such-tenant" in outcome.output

@@ -1,0 +1,425 @@
+"""Turn handling: built-in tools, history, idempotency, fallbacks, overflow, summaries (real HTTP model)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from datetime import timedelta
+
+import pytest
+from sqlmodel import col, select
+from structlog.testing import capture_logs
+from switchboard.agent import AgentSettings, Orchestrator, TurnRejected
+from switchboard.contracts import trace_id_for
+from switchboard.db.models import AuditLog, Conversation, Customer, Message, ToolReceipt, Turn, utcnow
+from switchboard.llm.offline_server import OFFLINE_MARKER, SUMMARY_INSTRUCTION_MARKER, ScriptedResponse
+
+from tests.utils.agent import conversation_messages, deployment, llm_settings, make_conversation, unique_model
+
+
+def tool_calls(*calls: tuple[str, dict]) -> ScriptedResponse:
+    return ScriptedResponse(kind="tool_calls", tool_calls=[{"name": n, "arguments": a} for n, a in calls])
+
+
+def text(content: str) -> ScriptedResponse:
+    return ScriptedResponse(content=content)
+
+
+@pytest.fixture
+def setup(make_tenant, sessions, offline_model):  # type: ignore[no-untyped-def]
+    async def build(*responses: ScriptedResponse, deployments=None, **extensions):  # type: ignore[no-untyped-def]
+        state, url = offline_model
+        model = unique_model()
+        deps = deployments or [deployment(url, model)]
+        llm = {**llm_settings(*deps), **extensions.pop("llm", {})}
+        tenant = await make_tenant(llm=llm, **extensions)
+        conv = await make_conversation(sessions, tenant)
+        state.script(model).push(*responses)
+        return conv, state.script(model)
+
+    return build
+
+
+async def _conversation(sessions, conversation_id) -> Conversation:  # type: ignore[no-untyped-def]
+    async with sessions() as session:
+        return await session.get(Conversation, conversation_id)
+
+
+async def _turn(sessions, inbound_id) -> Turn:  # type: ignore[no-untyped-def]
+    async with sessions() as session:
+        return (await session.exec(select(Turn).where(Turn.inbound_message_id == inbound_id))).one()
+
+
+# --- built-in tools -------------------------------------------------------------------------------
+
+
+async def test_escalation_in_demo_mode_hands_over_and_tells_the_customer(setup, orchestrator, sessions):
+    conv, script = await setup()  # nothing scripted: the demo model decides
+    result = await orchestrator.handle_turn(conv.request("I want to talk to a real person"))
+    assert result.reply.startswith(OFFLINE_MARKER) and "person" in result.reply
+    assert [(r.name, r.outcome) for r in result.tool_calls] == [("escalate_to_human", "ok")]
+    conversation = await _conversation(sessions, conv.conversation.id)
+    assert (conversation.status, conversation.escalation_reason) == (
+        "human",
+        "The customer asked for a person.",
+    )
+    async with sessions() as session:
+        audit = (await session.exec(select(AuditLog).where(AuditLog.tenant_id == conv.tenant.id))).all()
+    assert [a.action for a in audit] == ["conversation.escalate"]
+    assert audit[0].trace_id == result.trace_id
+
+
+async def test_escalation_without_words_uses_the_handoff_reply(setup, orchestrator, sessions):
+    conv, _ = await setup(tool_calls(("escalate_to_human", {"reason": "refund dispute"})), text(""))
+    result = await orchestrator.handle_turn(conv.request("refund now"))
+    assert result.reply == AgentSettings().handoff_reply
+    assert (await _conversation(sessions, conv.conversation.id)).escalation_reason == "refund dispute"
+
+
+async def test_end_conversation_without_farewell_is_silent_and_closes(setup, orchestrator, sessions):
+    conv, script = await setup(tool_calls(("end_conversation", {"farewell": False, "reason": "thanks only"})))
+    request = conv.request("thanks, bye")
+    result = await orchestrator.handle_turn(request)
+    assert (result.silent, result.reply) == (True, None)
+    assert len(script.requests) == 1
+    conversation = await _conversation(sessions, conv.conversation.id)
+    assert conversation.status == "closed" and conversation.closed_at is not None
+    assert (await _turn(sessions, request.inbound_message_id)).outcome == "silent"
+
+
+async def test_end_conversation_with_farewell_says_goodbye(setup, orchestrator, sessions):
+    conv, script = await setup(
+        tool_calls(("end_conversation", {"farewell": True})), text("Bye, have a nice day!")
+    )
+    result = await orchestrator.handle_turn(conv.request("that's all"))
+    assert result.reply == "Bye, have a nice day!"
+    assert "tools" not in script.requests[1]  # after closing, only words
+    assert (await _conversation(sessions, conv.conversation.id)).status == "closed"
+
+
+async def test_save_customer_profile_validates_and_saves(setup, orchestrator, sessions):
+    conv, script = await setup(
+        tool_calls(("save_customer_profile", {"name": "Ana", "email": "not-an-email"})),
+        tool_calls(
+            ("save_customer_profile", {"name": "Ana", "email": "Ana@Example.com", "language": "pt-BR"})
+        ),
+        text("Saved, Ana."),
+    )
+    result = await orchestrator.handle_turn(conv.request("I'm Ana, ana@example.com, I speak Portuguese"))
+    assert [(r.outcome, r.error_type) for r in result.tool_calls] == [
+        ("error", "invalid_arguments"),
+        ("ok", None),
+    ]
+    first_result = json.loads(script.requests[1]["messages"][-1]["content"])
+    assert (
+        first_result["error"]["type"] == "invalid_arguments" and "email" in first_result["error"]["message"]
+    )
+    async with sessions() as session:
+        customer = await session.get(Customer, conv.customer.id)
+    assert customer.profile == {"name": "Ana", "email": "ana@example.com", "language": "pt-BR"}
+
+
+async def test_save_customer_profile_rejects_unknown_fields(setup, orchestrator, sessions):
+    conv, script = await setup(
+        tool_calls(("save_customer_profile", {"tenant_id": "other", "name": "X"})), text("ok")
+    )
+    result = await orchestrator.handle_turn(conv.request("hi"))
+    assert result.tool_calls[0].error_type == "invalid_arguments"
+    async with sessions() as session:
+        assert (await session.get(Customer, conv.customer.id)).profile == {}
+
+
+# --- history, persistence, idempotency --------------------------------------------------------------
+
+
+async def test_history_is_loaded_in_order_without_the_inbound_row(setup, orchestrator, sessions):
+    conv, script = await setup(text("answer"))
+    inbound_id = uuid.uuid4()
+    base = utcnow() - timedelta(minutes=5)
+    async with sessions() as session, session.begin():
+        for offset, (role, body) in enumerate(
+            [("user", "first question"), ("assistant", "first answer"), ("human_agent", "a person said hi")]
+        ):
+            session.add(
+                Message(
+                    tenant_id=conv.tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
+                    direction="inbound" if role == "user" else "outbound", role=role, text=body,
+                    created_at=base + timedelta(seconds=offset),
+                )
+            )  # fmt: skip
+        session.add(
+            Message(
+                id=inbound_id, tenant_id=conv.tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
+                direction="inbound", role="user", kind="audio", text=None, created_at=base + timedelta(seconds=10),
+            )
+        )  # fmt: skip
+    result = await orchestrator.handle_turn(
+        conv.request('[Audio transcription]: "where is my parcel"', inbound_id)
+    )
+    sent = script.requests[0]["messages"][1:]
+    assert sent == [
+        {"role": "user", "content": "first question"},
+        {"role": "assistant", "content": "first answer"},
+        {"role": "assistant", "content": "(a person from the team wrote) a person said hi"},
+        {"role": "user", "content": '[Audio transcription]: "where is my parcel"'},
+    ]
+    stored = await conversation_messages(sessions, conv.conversation.id)
+    assert [(m.role, m.text) for m in stored][-1] == ("assistant", "answer")
+    assert stored[-1].trace_id == result.trace_id == trace_id_for(conv.conversation.id, inbound_id)
+    assert sum(1 for m in stored if m.id == inbound_id) == 1
+
+
+async def test_missing_inbound_row_is_inserted_and_tool_messages_saved(setup, orchestrator, sessions):
+    conv, _ = await setup(tool_calls(("save_customer_profile", {"name": "Bo"})), text("Thanks Bo"))
+    request = conv.request("I'm Bo")
+    result = await orchestrator.handle_turn(request)
+    stored = await conversation_messages(sessions, conv.conversation.id)
+    assert [(m.role, m.direction, m.kind) for m in stored] == [
+        ("user", "inbound", "text"),
+        ("assistant", "outbound", "tool_call"),
+        ("tool", "outbound", "tool_result"),
+        ("assistant", "outbound", "text"),
+    ]
+    assert stored[0].id == request.inbound_message_id and stored[0].text == "I'm Bo"
+    assert stored[1].tool_calls[0]["id"] == stored[2].tool_call_id
+    assert {m.trace_id for m in stored[1:]} == {result.trace_id}
+    async with sessions() as session:
+        receipts = (
+            await session.exec(select(ToolReceipt).where(ToolReceipt.trace_id == result.trace_id))
+        ).all()
+    assert [(r.tool_name, r.outcome, len(r.args_hash), len(r.idempotency_key)) for r in receipts] == [
+        ("save_customer_profile", "ok", 64, 64)
+    ]
+
+
+async def test_repeated_request_returns_the_stored_result_without_a_model_call(setup, orchestrator):
+    conv, script = await setup(text("only once"))
+    request = conv.request("hello")
+    first = await orchestrator.handle_turn(request)
+    second = await orchestrator.handle_turn(request)
+    assert first == second and first.reply == "only once"
+    assert len(script.requests) == 1
+
+
+async def test_concurrent_duplicates_call_the_model_once(setup, orchestrator):
+    conv, script = await setup(ScriptedResponse(content="one answer", latency_s=0.3))
+    request = conv.request("hello")
+    first, second = await asyncio.gather(orchestrator.handle_turn(request), orchestrator.handle_turn(request))
+    assert first == second and first.reply == "one answer"
+    assert len(script.requests) == 1
+
+
+async def test_conversation_with_a_human_is_silent_without_a_model_call(setup, orchestrator, sessions):
+    conv, script = await setup(text("never"))
+    async with sessions() as session, session.begin():
+        (await session.get(Conversation, conv.conversation.id)).status = "human"
+    request = conv.request("hello?")
+    result = await orchestrator.handle_turn(request)
+    assert result.silent and script.requests == []
+    row = await _turn(sessions, request.inbound_message_id)
+    assert (row.outcome, row.error) == ("skipped", "conversation_status_human")
+
+
+async def test_unknown_conversation_and_wrong_customer_are_rejected(setup, orchestrator):
+    conv, _ = await setup()
+    wrong_conversation = conv.request("x").model_copy(update={"conversation_id": uuid.uuid4()})
+    with pytest.raises(TurnRejected) as missing:
+        await orchestrator.handle_turn(wrong_conversation)
+    assert missing.value.status_code == 404
+    wrong_customer = conv.request("x").model_copy(update={"customer_id": uuid.uuid4()})
+    with pytest.raises(TurnRejected) as mismatch:
+        await orchestrator.handle_turn(wrong_customer)
+    assert mismatch.value.status_code == 422
+
+
+async def test_other_tenants_conversation_is_not_found(setup, make_tenant, orchestrator):
+    conv, _ = await setup()
+    other = await make_tenant()
+    with pytest.raises(TurnRejected) as caught:
+        await orchestrator.handle_turn(conv.request("x").model_copy(update={"tenant_id": other.id}))
+    assert caught.value.status_code == 404
+
+
+async def test_invalid_tenant_settings_fall_back_to_defaults_and_are_logged(setup, orchestrator):
+    conv, _ = await setup(text("still answered"), loop={"max_tool_iterations": "many"})
+    with capture_logs() as logs:
+        result = await orchestrator.handle_turn(conv.request("hi"))
+    assert result.reply == "still answered"
+    assert any(e["event"] == "tenant_settings_invalid" and e["section"] == "loop" for e in logs)
+
+
+# --- router paths inside a turn ------------------------------------------------------------------
+
+
+async def test_fallback_is_recorded_on_the_turn(setup, orchestrator, offline_model, sessions):
+    state, url = offline_model
+    primary, backup = unique_model("primary"), unique_model("backup")
+    state.script(primary).push(ScriptedResponse(kind="error", status=500))
+    state.script(backup).push(text("backup answered"))
+    conv, _ = await setup(
+        deployments=[deployment(url, primary, priority=1), deployment(url, backup, priority=2)]
+    )
+    request = conv.request("hi")
+    with capture_logs() as logs:
+        result = await orchestrator.handle_turn(request)
+    assert (result.reply, result.model, result.fallback_used) == ("backup answered", backup, True)
+    row = await _turn(sessions, request.inbound_message_id)
+    assert (row.model, row.fallback_used) == (backup, True)
+    (event,) = [e for e in logs if e["event"] == "model_fallback"]
+    assert event["answered_by"] == backup
+    assert event["failed_deployments"][0]["deployment"] == primary
+    assert "InternalServerError" in event["failed_deployments"][0]["error"]
+
+
+async def test_all_models_failing_gives_the_error_reply(setup, orchestrator, sessions):
+    conv, script = await setup(
+        ScriptedResponse(kind="error", status=503), agent={"error_reply": "We'll be right back."}
+    )
+    request = conv.request("hi")
+    result = await orchestrator.handle_turn(request)
+    assert result.reply == "We'll be right back." and result.model is None
+    row = await _turn(sessions, request.inbound_message_id)
+    assert row.outcome == "degraded" and row.error.startswith("model_failed")
+
+
+async def test_context_overflow_retries_once_without_tool_history(setup, orchestrator, sessions):
+    conv, script = await setup(
+        tool_calls(("save_customer_profile", {"name": "Cy"})),
+        text("saved"),
+        ScriptedResponse(kind="overflow"),
+        text("short answer"),
+    )
+    await orchestrator.handle_turn(conv.request("I'm Cy"))
+    request = conv.request("what did you save?")
+    result = await orchestrator.handle_turn(request)
+    assert result.reply == "short answer"
+    overflowed, retried = script.requests[2]["messages"], script.requests[3]["messages"]
+    assert any(m["role"] == "tool" for m in overflowed)
+    assert not any(m["role"] == "tool" or m.get("tool_calls") for m in retried)
+    assert retried[-1] == {"role": "user", "content": "what did you save?"}
+    assert (await _turn(sessions, request.inbound_message_id)).timings["overflow_retried"] is True
+
+
+async def test_history_is_trimmed_to_the_context_window(setup, orchestrator, sessions, offline_model):
+    state, url = offline_model
+    model = unique_model("tiny")
+    state.script(model).push(text("fits"))
+    conv, _ = await setup(deployments=[deployment(url, model, max_input_tokens=1500)])
+    base = utcnow() - timedelta(hours=1)
+    async with sessions() as session, session.begin():
+        for index in range(40):
+            session.add(
+                Message(
+                    tenant_id=conv.tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
+                    direction="inbound" if index % 2 == 0 else "outbound",
+                    role="user" if index % 2 == 0 else "assistant",
+                    text=f"message {index} " + "filler " * 30, created_at=base + timedelta(seconds=index),
+                )
+            )  # fmt: skip
+    await orchestrator.handle_turn(conv.request("newest question"))
+    sent = state.script(model).requests[0]["messages"]
+    assert sent[0]["role"] == "system"
+    assert sent[-1] == {"role": "user", "content": "newest question"}
+    assert sent[-2]["content"].startswith("message 39 ")
+    assert not any(m["content"].startswith("message 0 ") for m in sent[1:])
+    assert len(sent) < 42
+
+
+async def test_long_history_is_summarized_once(setup, orchestrator, sessions):
+    conv, script = await setup(text("SUMMARY: customer wants a refund"), text("answer 1"), text("answer 2"))
+    base = utcnow() - timedelta(hours=1)
+    ids = []
+    async with sessions() as session, session.begin():
+        for index in range(75):
+            row = Message(
+                tenant_id=conv.tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
+                direction="inbound" if index % 2 == 0 else "outbound",
+                role="user" if index % 2 == 0 else "assistant",
+                text=f"m{index}", created_at=base + timedelta(seconds=index),
+            )  # fmt: skip
+            ids.append(row.id)
+            session.add(row)
+    request = conv.request("new question")
+    result = await orchestrator.handle_turn(request)
+    assert result.reply == "answer 1"
+    summary_call, answer_call = script.requests[0]["messages"], script.requests[1]["messages"]
+    assert summary_call[0]["content"].startswith(SUMMARY_INSTRUCTION_MARKER)
+    assert [m["content"] for m in summary_call[1:]] == [f"m{i}" for i in range(25)]
+    assert "SUMMARY: customer wants a refund" in answer_call[0]["content"]
+    assert [m["content"] for m in answer_call[1:-1]] == [f"m{i}" for i in range(25, 75)]
+    row = await _turn(sessions, request.inbound_message_id)
+    assert row.summary_through_message_id == ids[24]
+    # the next turn reuses the summary: 52 messages after it is below the threshold, no new summary
+    await orchestrator.handle_turn(conv.request("another"))
+    assert len(script.requests) == 3
+    assert "SUMMARY: customer wants a refund" in script.requests[2]["messages"][0]["content"]
+    assert script.requests[2]["messages"][1]["content"] == "m25"
+
+
+async def test_semaphore_bounds_concurrent_turns(make_tenant, sessions, settings, offline_model):
+    from switchboard.crypto import CredentialCipher
+    from switchboard.llm.router import ModelGateway
+
+    state, url = offline_model
+    model = unique_model("busy")
+    state.script(model).latency_s = 0.2
+    state.script(model).default = text("ok")
+    gateway = ModelGateway(
+        settings=settings, cipher=CredentialCipher(settings.resolved_encryption_key()), max_concurrent_calls=3
+    )
+    orchestrator = Orchestrator(sessions=sessions, gateway=gateway)
+    tenant = await make_tenant(llm=llm_settings(deployment(url, model)))
+    convs = [await make_conversation(sessions, tenant) for _ in range(8)]
+    results = await asyncio.gather(*(orchestrator.handle_turn(c.request("hi")) for c in convs))
+    assert [r.reply for r in results] == ["ok"] * 8
+    assert state.script(model).max_in_flight == 3
+
+
+async def test_other_tenants_messages_never_enter_the_history(setup, orchestrator, sessions):
+    conv, script = await setup(text("fine"))
+    other, _ = await setup()
+    async with sessions() as session, session.begin():
+        session.add(
+            Message(
+                tenant_id=other.tenant.id, conversation_id=other.conversation.id, channel="whatsapp",
+                direction="inbound", role="user", text="secret of another tenant",
+            )
+        )  # fmt: skip
+    await orchestrator.handle_turn(conv.request("hi"))
+    assert "secret of another tenant" not in json.dumps(script.requests[0])
+    async with sessions() as session:
+        count = len(
+            (
+                await session.exec(
+                    select(Message).where(col(Message.conversation_id) == conv.conversation.id)
+                )
+            ).all()
+        )
+    assert count == 2
+
+
+async def test_unreadable_tenant_key_degrades_the_turn_with_a_log(
+    setup, orchestrator, offline_model, sessions
+):
+    state, url = offline_model
+    model = unique_model("locked")
+    conv, _ = await setup(deployments=[deployment(url, model, api_key_encrypted="not-a-fernet-token")])
+    request = conv.request("hi")
+    with capture_logs() as logs:
+        result = await orchestrator.handle_turn(request)
+    assert result.reply == AgentSettings().error_reply
+    assert state.script(model).requests == []
+    assert any(e["event"] == "deployment_api_key_unreadable" and e["deployment"] == model for e in logs)
+    row = await _turn(sessions, request.inbound_message_id)
+    assert (row.outcome, row.error) == ("degraded", "deployment_api_key_unreadable")
+
+
+async def test_empty_text_reaches_the_model_as_a_placeholder(setup, orchestrator):
+    conv, script = await setup(text("Did you mean to send something?"))
+    result = await orchestrator.handle_turn(conv.request("   "))
+    assert result.reply == "Did you mean to send something?"
+    assert script.requests[0]["messages"][-1] == {
+        "role": "user",
+        "content": "[the customer sent a message without text]",
+    }
