@@ -66,7 +66,9 @@ def test_run_status_single_instance_and_clean_stop(tmp_path):
         # the services may still be importing, so poll `status` (bounded) until all are healthy.
         deadline = time.monotonic() + 120
         while True:
-            status = subprocess.run([*SWITCHBOARD, "status"], env=env, capture_output=True, text=True, timeout=60)
+            status = subprocess.run(
+                [*SWITCHBOARD, "status"], env=env, capture_output=True, text=True, timeout=60
+            )
             if status.returncode == 0 or time.monotonic() > deadline:
                 break
             time.sleep(1)

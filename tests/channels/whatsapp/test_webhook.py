@@ -3,15 +3,36 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 
+import pytest
 from sqlalchemy import text as sql
+from sqlalchemy import update
 from structlog.testing import capture_logs
-from switchboard.db.models import InboundState
+from switchboard.db.models import InboundState, Message
 
 from tests.channels.whatsapp.conftest import VERIFY_TOKEN, channel_service, messages_of
 from tests.utils.whatsapp import encode, load_payload, text_body
 
 IN_01 = "wamid.HBgLMTU1NTAxMDAwOTkVAgASGBQzQUZBMDAwMDAwMDAwMDAwMDAwMQA="
+
+
+@pytest.fixture(autouse=True)
+async def _drop_this_tests_jobs(arq_pool, sessions):  # type: ignore[no-untyped-def]
+    """These tests stop at the queue: remove the jobs they enqueued so later worker tests do not run them."""
+    before = set(await arq_pool.keys("arq:job:inbound:*"))
+    yield
+    ids = []
+    for key in set(await arq_pool.keys("arq:job:inbound:*")) - before:
+        await arq_pool.delete(key)
+        await arq_pool.zrem("arq:queue", key.decode().removeprefix("arq:job:"))
+        ids.append(uuid.UUID(key.decode().rsplit(":", 1)[-1]))
+    async with sessions() as session, session.begin():  # and keep the sweeper of later tests off them
+        await session.execute(
+            update(Message)
+            .where(Message.id.in_(ids), Message.inbound_state == "pending")
+            .values(inbound_state="done", last_error="test cleanup")
+        )
 
 
 async def _queued_job_ids(arq_pool) -> set[str]:  # type: ignore[no-untyped-def]
