@@ -13,8 +13,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """Assemble the service; tests pass settings, production reads the environment."""
     settings = settings or load_settings()
     routers = [webhook_router()]
-    if settings.whatsapp_sandbox_enabled:
-        routers.append(sandbox_router())
+    if settings.whatsapp_sandbox_enabled and not settings.whatsapp_graph_base_url:
+        routers.append(sandbox_router())  # only while the worker sends to it (never next to the real Graph API)
     return create_service_app(
         "whatsapp",
         settings,

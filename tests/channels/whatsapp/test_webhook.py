@@ -238,3 +238,17 @@ async def test_unicode_rtl_emoji_and_long_text_stored_intact(make_settings, wa_t
     rows = await messages_of(sessions, wa_tenant.tenant.id)
     assert [r.text for r in rows] == [text, text]
     assert rows[0].raw["normalized"]["sender_name"] == "Zoë Tester 🌵"
+
+
+def test_sandbox_is_mounted_only_while_the_worker_sends_to_it(make_settings) -> None:  # type: ignore[no-untyped-def]
+    from services.whatsapp.main import create_app
+
+    def paths(settings) -> set[str]:  # type: ignore[no-untyped-def]
+        return {getattr(r, "path", "") for r in create_app(settings).routes}
+
+    local = paths(make_settings(whatsapp_sandbox_enabled=True, whatsapp_graph_base_url=None))
+    real = paths(
+        make_settings(whatsapp_sandbox_enabled=True, whatsapp_graph_base_url="https://graph.facebook.com")
+    )
+    assert "/_sandbox/graph/{version}/{phone_number_id}/messages" in local and "/webhooks/whatsapp" in local
+    assert not any(p.startswith("/_sandbox") for p in real) and "/webhooks/whatsapp" in real
