@@ -240,15 +240,21 @@ async def test_unicode_rtl_emoji_and_long_text_stored_intact(make_settings, wa_t
     assert rows[0].raw["normalized"]["sender_name"] == "Zoë Tester 🌵"
 
 
-def test_sandbox_is_mounted_only_while_the_worker_sends_to_it(make_settings) -> None:  # type: ignore[no-untyped-def]
+async def test_sandbox_is_mounted_only_while_the_worker_sends_to_it(make_settings) -> None:  # type: ignore[no-untyped-def]
+    import httpx
+
     from services.whatsapp.main import create_app
 
-    def paths(settings) -> set[str]:  # type: ignore[no-untyped-def]
-        return {getattr(r, "path", "") for r in create_app(settings).routes}
+    async def status(settings) -> int:  # type: ignore[no-untyped-def]
+        transport = httpx.ASGITransport(app=create_app(settings))
+        async with httpx.AsyncClient(transport=transport, base_url="http://wa.test") as client:
+            return (await client.get("/_sandbox/graph/_control/sent")).status_code
 
-    local = paths(make_settings(whatsapp_sandbox_enabled=True, whatsapp_graph_base_url=None))
-    real = paths(
-        make_settings(whatsapp_sandbox_enabled=True, whatsapp_graph_base_url="https://graph.facebook.com")
+    assert await status(make_settings(whatsapp_sandbox_enabled=True, whatsapp_graph_base_url=None)) == 200
+    assert (
+        await status(
+            make_settings(whatsapp_sandbox_enabled=True, whatsapp_graph_base_url="https://graph.facebook.com")
+        )
+        == 404
     )
-    assert "/_sandbox/graph/{version}/{phone_number_id}/messages" in local and "/webhooks/whatsapp" in local
-    assert not any(p.startswith("/_sandbox") for p in real) and "/webhooks/whatsapp" in real
+    assert await status(make_settings(whatsapp_sandbox_enabled=False, whatsapp_graph_base_url=None)) == 404
