@@ -306,7 +306,8 @@ def simulate(
             )
         )  # fmt: skip
     result = done.result
-    typer.echo(f"reply:    {result.reply}" if not result.silent else "reply:    (silent: nothing is sent)")
+    silent = "(silent: nothing is sent; the conversation is closed or with a person, --new starts another)"
+    typer.echo(f"reply:    {result.reply}" if not result.silent else f"reply:    {silent}")
     fallback = " (after a fallback)" if result.fallback_used else ""
     typer.echo(f"model:    {result.model or '-'}{fallback}   via {done.via}")
     tools = ", ".join(f"{c.name}={c.outcome}" for c in result.tool_calls) or "none"

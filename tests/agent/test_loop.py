@@ -248,3 +248,33 @@ async def test_thinking_only_answer_falls_back_to_a_words_call(harness_for):
     h = await harness_for(text("<think>nothing to say</think>"), text("Hello!"))
     result, _ = await h.turn()
     assert result.reply == "Hello!"
+
+
+@pytest.mark.parametrize(
+    ("responses", "loop", "expect_silent"),
+    [
+        ([text("plain")], {}, False),
+        ([tool_calls(call("end_conversation", {"farewell": False}))], {}, True),
+        ([tool_calls(call("end_conversation", {"farewell": True})), text("")], {}, False),
+        ([tool_calls(call("escalate_to_human", {"reason": "r"})), text("")], {}, False),
+        ([ScriptedResponse(kind="error", status=500)], {}, False),
+        ([tool_calls(call("slow"))], {"turn_timeout_s": 0.3}, False),
+        ([tool_calls(call("lookup"))] * 3 + [text("")], {"max_tool_iterations": 2}, False),
+        ([text("<thinking>only</thinking>"), text("")], {}, False),
+    ],
+    ids=[
+        "answer",
+        "end-silent",
+        "end-farewell",
+        "escalate",
+        "model-down",
+        "turn-timeout",
+        "iterations",
+        "thinking-only",
+    ],
+)
+async def test_reply_xor_silent_on_every_path(harness_for, responses, loop, expect_silent):
+    h = await harness_for(*responses, loop=loop or None, toolset=ScratchToolSet(sleep_s=3))
+    result, row = await h.turn()  # Harness.turn asserts reply xor silent and the stored copy
+    assert result.silent is expect_silent
+    assert row.outcome in ("answered", "silent", "degraded")

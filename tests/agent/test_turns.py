@@ -423,3 +423,28 @@ async def test_empty_text_reaches_the_model_as_a_placeholder(setup, orchestrator
         "role": "user",
         "content": "[the customer sent a message without text]",
     }
+
+
+async def test_a_turn_abandoned_by_a_crashed_process_is_taken_over(setup, orchestrator, sessions):
+    conv, script = await setup(text("answered after takeover"), loop={"turn_timeout_s": 1})
+    request = conv.request("hello")
+    async with sessions() as session, session.begin():
+        session.add(
+            Turn(
+                tenant_id=conv.tenant.id, conversation_id=conv.conversation.id,
+                inbound_message_id=request.inbound_message_id, trace_id="x" * 32, status="running",
+                updated_at=utcnow() - timedelta(minutes=5),
+            )
+        )  # fmt: skip
+        session.add(
+            Message(
+                id=request.inbound_message_id, tenant_id=conv.tenant.id, conversation_id=conv.conversation.id,
+                channel="whatsapp", direction="inbound", role="user", text="hello",
+            )
+        )  # fmt: skip
+    with capture_logs() as logs:
+        result = await orchestrator.handle_turn(request)
+    assert result.reply == "answered after takeover"
+    assert any(e["event"] == "turn_taken_over" for e in logs)
+    row = await _turn(sessions, request.inbound_message_id)
+    assert row.status == "done" and row.result == result.model_dump(mode="json")

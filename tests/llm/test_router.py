@@ -7,6 +7,7 @@ import time
 import uuid
 
 import pytest
+from pydantic import SecretStr
 from switchboard.crypto import CredentialCipher
 from switchboard.llm.config import LLMSettings, default_deployments, encrypt_api_key
 from switchboard.llm.offline_server import ScriptedResponse
@@ -77,7 +78,7 @@ async def test_cooldown_skips_a_failing_deployment_then_retries_it(gateway, offl
         deployment(url, primary, priority=1),
         deployment(url, backup, priority=2),
         allowed_fails=2,
-        cooldown_s=1.0,
+        cooldown_s=2.0,
     )
     router = gateway.router_for(uuid.uuid4(), llm)
     state.script(primary).default = ScriptedResponse(kind="error", status=500)
@@ -89,7 +90,7 @@ async def test_cooldown_skips_a_failing_deployment_then_retries_it(gateway, offl
     # allowed_fails=2: the third failure cools the deployment down; later calls skip it
     assert hits_while_failing == 3
     state.script(primary).default = ScriptedResponse(content="primary again")
-    await asyncio.sleep(1.2)
+    await asyncio.sleep(2.3)
     reply = await gateway.complete(router, MESSAGES, tools=None, llm=llm, trace_id="t")
     assert (reply.content, reply.model_id, reply.fallback_used) == ("primary again", primary, False)
 
@@ -191,3 +192,17 @@ async def test_semaphore_bounds_concurrent_model_calls(settings, offline_model):
     )
     assert [r.content for r in replies] == ["ok"] * 6
     assert state.script(model).max_in_flight == 2
+
+
+async def test_process_wide_key_is_used_when_the_tenant_has_none(offline_model, settings):
+    state, url = offline_model
+    model = unique_model("process-key")
+    process_settings = settings.model_copy(update={"openai_api_key": SecretStr("sk-process-456")})
+    gateway = ModelGateway(
+        settings=process_settings, cipher=CredentialCipher(settings.resolved_encryption_key())
+    )
+    llm = _llm(deployment(url, model, provider="openai"))
+    state.script(model).push(ScriptedResponse(content="ok"))
+    router = gateway.router_for(uuid.uuid4(), llm)
+    await gateway.complete(router, MESSAGES, tools=None, llm=llm, trace_id="t")
+    assert state.script(model).authorizations == ["Bearer sk-process-456"]

@@ -1,37 +1,43 @@
-"""The agent: per-tenant settings, tools, the bounded tool loop and turn handling (``POST /v1/turns``)."""
+"""The agent: per-tenant settings, tools, the bounded tool loop and turn handling (``POST /v1/turns``).
 
-from switchboard.agent.builtin_tools import BUILTIN_TOOL_NAMES, BuiltinToolSet, CustomerProfileUpdate
-from switchboard.agent.loop import LoopOutcome, run_tool_loop
-from switchboard.agent.routes import orchestrator_from_app, turns_router
-from switchboard.agent.settings import AgentSettings, LoopLimits, TenantSettings, tenant_settings_from
-from switchboard.agent.tools import (
-    ToolContext,
-    ToolError,
-    ToolOutput,
-    ToolRegistry,
-    ToolSet,
-    idempotency_key_for,
-)
-from switchboard.agent.turns import Orchestrator, TurnRejected
+Names are imported on first use (PEP 562): LiteLLM takes seconds to import, and light users of
+this package (``switchboard simulate`` talking to a running orchestrator) should not pay for it.
+"""
 
-__all__ = [
-    "AgentSettings",
-    "BUILTIN_TOOL_NAMES",
-    "BuiltinToolSet",
-    "CustomerProfileUpdate",
-    "LoopLimits",
-    "LoopOutcome",
-    "Orchestrator",
-    "TenantSettings",
-    "ToolContext",
-    "ToolError",
-    "ToolOutput",
-    "ToolRegistry",
-    "ToolSet",
-    "TurnRejected",
-    "idempotency_key_for",
-    "orchestrator_from_app",
-    "run_tool_loop",
-    "tenant_settings_from",
-    "turns_router",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "AgentSettings": "settings",
+    "LoopLimits": "settings",
+    "TenantSettings": "settings",
+    "tenant_settings_from": "settings",
+    "BUILTIN_TOOL_NAMES": "builtin_tools",
+    "BuiltinToolSet": "builtin_tools",
+    "CustomerProfileUpdate": "builtin_tools",
+    "LoopOutcome": "loop",
+    "run_tool_loop": "loop",
+    "orchestrator_from_app": "routes",
+    "turns_router": "routes",
+    "ToolContext": "tools",
+    "ToolError": "tools",
+    "ToolOutput": "tools",
+    "ToolRegistry": "tools",
+    "ToolSet": "tools",
+    "idempotency_key_for": "tools",
+    "Orchestrator": "turns",
+    "TurnRejected": "turns",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'switchboard.agent' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"switchboard.agent.{module}"), name)
+    globals()[name] = value
+    return value

@@ -190,12 +190,14 @@ class _Loop:
                     self.out.silent = True
                     self.out.outcome = "silent"
                     return
-                if (
-                    self.out.effect is not None
-                    or self.out.tool_iterations >= self.limits.max_tool_iterations
-                    or total_calls >= self.limits.max_tool_calls_per_turn
-                ):
+                if self.out.effect is not None:
                     final_call = True
+                elif self.out.tool_iterations >= self.limits.max_tool_iterations:
+                    final_call = True
+                    log.info("tool_loop_limit", trace_id=self.trace_id, limit="max_tool_iterations")
+                elif total_calls >= self.limits.max_tool_calls_per_turn:
+                    final_call = True
+                    log.info("tool_loop_limit", trace_id=self.trace_id, limit="max_tool_calls_per_turn")
                 continue
             text = strip_reasoning(reply.content)
             if text:

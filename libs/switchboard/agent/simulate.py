@@ -20,14 +20,10 @@ from dataclasses import dataclass
 import httpx
 from sqlmodel import col
 
-from switchboard.agent.turns import Orchestrator
 from switchboard.contracts import TurnRequest, TurnResult
-from switchboard.crypto import CredentialCipher
 from switchboard.db.engine import create_engine, session_factory, session_scope
 from switchboard.db.models import Conversation, ConversationStatus, Customer
 from switchboard.db.tenant_scope import TenantScope
-from switchboard.llm.config import has_provider_key
-from switchboard.llm.router import ModelGateway
 from switchboard.settings import Settings
 from switchboard.tenants import get_tenant
 
@@ -114,6 +110,8 @@ def _free_port(host: str = "127.0.0.1") -> int:
 @contextmanager
 def _offline_server_if_needed(settings: Settings) -> Iterator[Settings]:
     """Settings whose ``model_server_port`` answers: the running server, or one started here."""
+    from switchboard.llm.config import has_provider_key
+
     if has_provider_key(settings) or _answers(settings.service_url(settings.model_server_port)):
         yield settings
         return
@@ -177,6 +175,11 @@ async def simulate_turn(
         return SimulatedTurn(
             TurnResult.model_validate(response.json()), f"orchestrator at {url}", request.conversation_id
         )
+    # LiteLLM takes seconds to import: only the in-process path pays for it
+    from switchboard.agent.turns import Orchestrator
+    from switchboard.crypto import CredentialCipher
+    from switchboard.llm.router import ModelGateway
+
     with _offline_server_if_needed(settings) as effective:
         engine = create_engine(database_url, pool_size=2)
         try:

@@ -258,8 +258,15 @@ class Orchestrator:
                 age_s = (utcnow() - existing.updated_at).total_seconds()
                 if age_s < tenant_settings.loop.turn_timeout_s + STALE_MARGIN_S:
                     return _Claim()  # running elsewhere: wait
+                connection = await session.connection()
+                taken = await connection.execute(
+                    update(Turn)
+                    .where(col(Turn.id) == existing.id, col(Turn.updated_at) == existing.updated_at)
+                    .values(updated_at=utcnow())
+                )
+                if taken.rowcount != 1:
+                    return _Claim()  # another request took it over first: wait for its result
                 log.warning("turn_taken_over", stale_s=round(age_s, 1))
-                existing.updated_at = utcnow()
                 return _Claim(turn_id=existing.id, skip_reason=_skip_reason(conversation))
             await self._ensure_inbound_row(session, scope, request, conversation)
             turn_id = uuid.uuid4()
@@ -295,20 +302,26 @@ class Orchestrator:
             if row.conversation_id is None:
                 row.conversation_id = request.conversation_id
             return
-        scope.add(
-            Message(
+        # ON CONFLICT: a concurrent duplicate request may insert the same row a moment earlier
+        connection = await session.connection()
+        await connection.execute(
+            pg_insert(Message.__table__)
+            .values(
                 id=request.inbound_message_id,
-                tenant_id=request.tenant_id,
+                tenant_id=scope.tenant_id,
                 conversation_id=request.conversation_id,
                 channel=conversation.channel,
                 direction=MessageDirection.inbound.value,
                 role=MessageRole.user.value,
+                kind="text",
                 text=request.text,
                 inbound_state=InboundState.done.value,
+                processing_attempts=0,
                 processed_at=utcnow(),
+                created_at=utcnow(),
             )
+            .on_conflict_do_nothing(index_elements=["id"])
         )
-        await session.flush()
 
     # --- prompt and history --------------------------------------------------------------------
     async def _build_messages(

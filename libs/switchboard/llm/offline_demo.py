@@ -1,0 +1,169 @@
+"""The offline model's demo behaviour: deterministic answers for ``make run`` without a provider key.
+
+It is a stand-in, not a language model, and says so: every answer starts with :data:`OFFLINE_MARKER`.
+See :func:`demo_reply` for the rules.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from switchboard.llm.lexical import tokenize
+
+__all__ = ["OFFLINE_MARKER", "SUMMARY_INSTRUCTION_MARKER", "demo_reply"]
+
+OFFLINE_MARKER = "[offline model]"
+"""Prefix of every demo answer, so nobody mistakes the stand-in for a real model."""
+SUMMARY_INSTRUCTION_MARKER = "Summarize the earlier part of this customer conversation"
+"""Start of the orchestrator's summarization prompt; the demo model answers it with a plain digest."""
+
+_HUMAN_REQUEST_RE = re.compile(
+    r"\b(human|person|people|agent|representative|someone real|real person|operator|staff|manager)\b",
+    re.IGNORECASE,
+)
+_SEARCH_TOOL_RE = re.compile(r"search|knowledge|faq|lookup", re.IGNORECASE)
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def _tool_names(tools: list[dict[str, Any]] | None) -> dict[str, dict[str, Any]]:
+    return {t["function"]["name"]: t["function"] for t in tools or [] if t.get("type") == "function"}
+
+
+def _query_argument(function: dict[str, Any], text: str) -> dict[str, Any]:
+    """Arguments for a search tool: the customer's words in its first string parameter (``query`` if any)."""
+    params = function.get("parameters") or {}
+    props = params.get("properties") or {}
+    if "query" in props or not props:
+        return {"query": text}
+    required = params.get("required") or list(props)
+    for name in required:
+        if (props.get(name) or {}).get("type") == "string":
+            return {name: text}
+    return {"query": text}
+
+
+def _best_passage(result: str) -> str | None:
+    """The best passage from a knowledge tool's result (JSON list/dict of hits, or plain text)."""
+    try:
+        data = json.loads(result)
+    except (json.JSONDecodeError, TypeError):
+        text = result.strip()
+        return text or None
+    if isinstance(data, dict):
+        if "error" in data:
+            return None
+        for key in ("results", "hits", "chunks", "passages", "documents", "items"):
+            if isinstance(data.get(key), list):
+                data = data[key]
+                break
+    if isinstance(data, list):
+        if not data:
+            return None
+        first = data[0]
+        if isinstance(first, dict):
+            for key in ("text", "content", "passage", "chunk", "snippet"):
+                if isinstance(first.get(key), str) and first[key].strip():
+                    return first[key].strip()
+            return json.dumps(first, ensure_ascii=False)
+        return str(first)
+    if isinstance(data, dict):
+        for key in ("text", "content", "answer", "message"):
+            if isinstance(data.get(key), str) and data[key].strip():
+                return data[key].strip()
+    return str(data) if data else None
+
+
+def _clip(text: str, limit: int = 600) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """The demo model's deterministic answer: ``{"content": str}`` or ``{"tool_calls": [...]}``.
+
+    Rules, in order:
+
+    1. A summarization request (system prompt starting with :data:`SUMMARY_INSTRUCTION_MARKER`) gets
+       a plain digest of the customer's lines.
+    2. After tool results (the messages after the last user message end with ``tool`` messages):
+       an escalation result → "a person will take over"; a closed conversation → a farewell; a
+       knowledge result → quote the best passage (or say nothing was found).
+    3. The customer asks for a person/human/agent and ``escalate_to_human`` is offered → call it.
+    4. A knowledge-search tool is offered (name contains search/knowledge/faq/lookup) → call it with
+       the customer's words.
+    5. Otherwise an honest stand-in answer.
+    """
+    system = _text_of(messages[0].get("content")) if messages and messages[0].get("role") == "system" else ""
+    if system.startswith(SUMMARY_INSTRUCTION_MARKER):
+        lines = [
+            _text_of(m.get("content")) for m in messages[1:] if m.get("role") == "user" and m.get("content")
+        ]
+        digest = "; ".join(_clip(line, 80) for line in lines[-10:]) or "nothing of note"
+        return {"content": f"{OFFLINE_MARKER} Earlier the customer wrote: {digest}"}
+
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    customer_text = _text_of(messages[last_user].get("content")).strip() if last_user >= 0 else ""
+    after = messages[last_user + 1 :] if last_user >= 0 else []
+    offered = _tool_names(tools)
+
+    if after and after[-1].get("role") == "tool":
+        call_names = {
+            call["id"]: call["function"]["name"]
+            for m in after
+            if m.get("role") == "assistant"
+            for call in m.get("tool_calls") or []
+        }
+        results = [
+            (call_names.get(m.get("tool_call_id"), ""), _text_of(m.get("content")))
+            for m in after
+            if m.get("role") == "tool"
+        ]
+        names = [name for name, _ in results]
+        if "escalate_to_human" in names:
+            return {
+                "content": f"{OFFLINE_MARKER} I've passed your conversation to a person from our team; "
+                "they will take over here shortly."
+            }
+        if "end_conversation" in names:
+            return {"content": f"{OFFLINE_MARKER} Thank you for writing to us. Goodbye!"}
+        for name, result in reversed(results):
+            if _SEARCH_TOOL_RE.search(name):
+                passage = _best_passage(result)
+                if passage:
+                    return {
+                        "content": f'{OFFLINE_MARKER} From our documents: "{_clip(passage)}" '
+                        "(I am the offline stand-in model and only quote what the search returned.)"
+                    }
+                return {
+                    "content": f"{OFFLINE_MARKER} I searched our documents but found nothing about that. "
+                    "Would you like me to pass you to a person?"
+                }
+        return {
+            "content": f"{OFFLINE_MARKER} I ran {', '.join(n for n in names if n) or 'a tool'}; "
+            f"it returned: {_clip(results[-1][1], 300)}"
+        }
+
+    if customer_text and _HUMAN_REQUEST_RE.search(customer_text) and "escalate_to_human" in offered:
+        return {
+            "tool_calls": [
+                {"name": "escalate_to_human", "arguments": {"reason": "The customer asked for a person."}}
+            ]
+        }
+    search = next((name for name in offered if _SEARCH_TOOL_RE.search(name)), None)
+    if customer_text and search and tokenize(customer_text):
+        return {
+            "tool_calls": [{"name": search, "arguments": _query_argument(offered[search], customer_text)}]
+        }
+    return {
+        "content": f"{OFFLINE_MARKER} Thanks for your message. I am the offline stand-in model, so I can't "
+        "really answer that; once a real model provider is configured, a proper assistant will. "
+        "If you need help now, ask for a person."
+    }
