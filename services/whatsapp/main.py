@@ -14,7 +14,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings()
     routers = [webhook_router()]
     if settings.whatsapp_sandbox_enabled and not settings.whatsapp_graph_base_url:
-        routers.append(sandbox_router())  # only while the worker sends to it (never next to the real Graph API)
+        routers.append(
+            sandbox_router()
+        )  # only while the worker sends to it (never next to the real Graph API)
     return create_service_app(
         "whatsapp",
         settings,
