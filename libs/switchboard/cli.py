@@ -20,6 +20,7 @@ import typer
 
 from switchboard import __version__
 from switchboard.errors import SwitchboardError
+from switchboard.knowledge.cli import kb_app
 
 app = typer.Typer(
     name="switchboard",
@@ -31,6 +32,7 @@ db_app = typer.Typer(help="Database migrations.", no_args_is_help=True)
 tenant_app = typer.Typer(help="Tenants: the businesses Switchboard answers for.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(tenant_app, name="tenant")
+app.add_typer(kb_app, name="kb")
 
 from switchboard.channels.whatsapp.cli import channel_app, simulate_app  # noqa: E402  (WhatsApp, issue 4)
 

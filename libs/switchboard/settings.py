@@ -145,6 +145,32 @@ class Settings(BaseSettings):
     admin_token: SecretStr | None = None
     """Bearer token for the admin API (``/v1/admin/...``) and remote CLI use."""
 
+    # --- knowledge base (DESIGN.md "Knowledge"; per-tenant overrides in settings_extensions.knowledge) --
+    kb_chunk_size_chars: int = Field(1000, ge=100, le=20_000)
+    """Recursive splitter: longest chunk, in characters."""
+    kb_chunk_overlap_chars: int = Field(200, ge=0, le=5_000)
+    """Recursive splitter: characters repeated from the end of one chunk at the start of the next."""
+    kb_max_upload_bytes: int = Field(20 * 1024 * 1024, ge=1)
+    """Largest file the admin API and ``switchboard kb add`` accept (bytes)."""
+    kb_embedding_model: str = "text-embedding-3-small"
+    """Embedding model used when a provider key is configured (1536 dimensions)."""
+    kb_embedding_batch_size: int = Field(64, ge=1, le=2048)
+    """Texts per embedding request."""
+    kb_embedding_max_attempts: int = Field(3, ge=1, le=10)
+    """Attempts per embedding batch (tenacity) on transient provider errors."""
+    kb_embedding_retry_wait_s: float = Field(1.0, ge=0.0)
+    """Multiplier of the exponential back-off between embedding attempts (seconds)."""
+    kb_embedding_timeout_s: float = Field(30.0, gt=0)
+    """Timeout of one embedding request (seconds)."""
+    kb_min_similarity: float = Field(0.30, ge=-1.0, le=1.0)
+    """Cosine similarity a chunk needs to count as a match with a provider embedding model."""
+    kb_min_similarity_lexical: float = Field(0.14, ge=-1.0, le=1.0)
+    """Same threshold for the offline lexical embedding (calibrated: see README "Knowledge base")."""
+    kb_min_keyword_coverage: float = Field(0.6, ge=0.0, le=1.0)
+    """Hybrid mode: share of the question's keywords a chunk must contain to match on words alone."""
+    kb_hnsw_ef_search: int = Field(100, ge=1, le=1000)
+    """``hnsw.ef_search`` for vector and hybrid queries (pgvector default 40)."""
+
     @field_validator("database_url")
     @classmethod
     def _check_database_url(cls, value: str | None) -> str | None:

@@ -5,6 +5,7 @@ Run: `uvicorn services.orchestrator.main:create_app --factory` (`switchboard run
 
 from fastapi import FastAPI
 from switchboard.agent import turns_router
+from switchboard.knowledge.routes import knowledge_admin_router
 from switchboard.service_app import create_service_app
 from switchboard.settings import Settings, load_settings
 
@@ -14,6 +15,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return create_service_app(
         "orchestrator",
         settings or load_settings(),
-        routers=[turns_router],
+        routers=[turns_router, knowledge_admin_router],
         description="The agent: bounded tool loop through the LLM Router; admin API.",
     )

@@ -26,6 +26,7 @@ from typing import Any
 
 import httpx
 from arq.connections import ArqRedis
+from arq.constants import in_progress_key_prefix
 from arq.worker import Retry
 from sqlalchemy import and_, or_, update
 from sqlalchemy.dialects.postgresql import insert
@@ -497,6 +498,14 @@ async def process_inbound(ctx: dict[str, Any], inbound_message_id: str) -> str:
     """
     deps: WorkerDeps = ctx["deps"]
     row_id = uuid.UUID(inbound_message_id)
+    if ctx.get("job_id"):
+        # ARQ marks a running job "in progress" for the largest timeout of ANY function on the worker
+        # (+10 s; arq #402), e.g. a 900 s ingestion job. Bound it to this job's own timeout so a killed
+        # worker's message is picked up again within INBOUND_JOB_TIMEOUT_S + 10 s.
+        await deps.redis.pexpire(
+            in_progress_key_prefix + str(ctx["job_id"]),
+            int((deps.settings.inbound_job_timeout_s + 10) * 1000),
+        )
     try:
         return await _process(deps, ctx, row_id)
     except _Dead:

@@ -11,6 +11,7 @@ from arq.worker import func
 
 from switchboard import __version__
 from switchboard.db.engine import create_engine, session_factory
+from switchboard.knowledge.jobs import INGEST_JOB_NAME, INGEST_JOB_TIMEOUT_S, ingest_knowledge_source
 from switchboard.observability import configure_logging, get_logger
 from switchboard.runtime.resources import Resources, require_database_url, require_redis_url
 from switchboard.runtime.services import WORKER_QUEUE
@@ -107,6 +108,7 @@ def build_worker_settings(settings: Settings) -> type:
             func(
                 apply_whatsapp_statuses, name="apply_whatsapp_statuses", timeout=side_timeout_s, max_tries=3
             ),
+            func(ingest_knowledge_source, name=INGEST_JOB_NAME, timeout=INGEST_JOB_TIMEOUT_S, max_tries=2),
         ]
         cron_jobs = [
             cron(sweep_inbound, name="sweep_inbound", second=set(range(0, 60, 15)), timeout=side_timeout_s)

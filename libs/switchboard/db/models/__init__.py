@@ -13,7 +13,13 @@ from switchboard.db.models.conversations import (
     Outbox,
     OutboxStatus,
 )
-from switchboard.db.models.knowledge import EMBEDDING_DIMS, KnowledgeDocument, KnowledgeSource, SourceStatus
+from switchboard.db.models.knowledge import (
+    EMBEDDING_DIMS,
+    KnowledgeDocument,
+    KnowledgeSource,
+    KnowledgeSourceFile,
+    SourceStatus,
+)
 from switchboard.db.models.tenancy import Channel, ChannelAccount, Organization, Tenant
 from switchboard.db.models.tools import AuditLog, McpTenantTool, SecurityAlert, ToolReceipt, UserMemory
 from switchboard.db.models.turns import Turn, TurnStatus
@@ -31,6 +37,7 @@ __all__ = [
     "InboundState",
     "KnowledgeDocument",
     "KnowledgeSource",
+    "KnowledgeSourceFile",
     "McpTenantTool",
     "Message",
     "MessageDirection",

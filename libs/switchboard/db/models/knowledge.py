@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from pgvector.sqlalchemy import VECTOR
-from sqlalchemy import BigInteger, CheckConstraint, Column, Computed, Index, String, Text
+from sqlalchemy import BigInteger, CheckConstraint, Column, Computed, Index, LargeBinary, String, Text
 from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlmodel import Field
 
@@ -40,6 +40,7 @@ class KnowledgeSource(TenantOwned, table=True):
             "status IN ('pending', 'processing', 'ready', 'failed')", name="ck_knowledge_sources_status"
         ),
         Index("ix_knowledge_sources_tenant_hash", "tenant_id", "content_hash"),
+        Index("uq_knowledge_sources_tenant_filename", "tenant_id", "filename", unique=True),
     )
 
     id: uuid.UUID = id_field()
@@ -97,4 +98,17 @@ class KnowledgeDocument(TenantOwned, table=True):
     is_active: bool = Field(default=True)
     content_hash: str = Field(max_length=64)
     """SHA-256 hex of the chunk text."""
+    created_at: datetime = created_at_field()
+
+
+class KnowledgeSourceFile(TenantOwned, table=True):
+    """The uploaded bytes of a knowledge source, kept so the ingestion job (and a re-index) can parse them.
+
+    A separate table so listing sources never loads file contents.
+    """
+
+    __tablename__ = "knowledge_source_files"
+
+    source_id: uuid.UUID = Field(foreign_key="knowledge_sources.id", primary_key=True, ondelete="CASCADE")
+    data: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     created_at: datetime = created_at_field()

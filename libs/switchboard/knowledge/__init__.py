@@ -1,0 +1,63 @@
+"""Knowledge base: parse uploaded documents, split, embed, store in pgvector, and search them.
+
+The stable retrieval API (used by the MCP ``search_knowledge_base`` tool and the orchestrator) is
+:func:`search_chunks` returning :class:`ChunkHit` rows.
+"""
+
+from switchboard.knowledge.embeddings import (
+    EmbeddingConfig,
+    EmbeddingFailed,
+    embed_query,
+    embed_texts,
+    resolve_embedding_config,
+    set_tenant_embedding,
+)
+from switchboard.knowledge.ingest import (
+    DocumentNotFound,
+    IngestReport,
+    UploadOutcome,
+    delete_source,
+    find_source,
+    ingest_source,
+    list_sources,
+    mark_for_reindex,
+    register_upload,
+    set_source_active,
+)
+from switchboard.knowledge.parsers import (
+    DocumentKind,
+    DocumentRejected,
+    ParsedDocument,
+    Section,
+    parse_document,
+)
+from switchboard.knowledge.retrieval import ChunkHit, SearchMode, search_chunks
+from switchboard.knowledge.splitter import split_text
+
+__all__ = [
+    "ChunkHit",
+    "DocumentKind",
+    "DocumentNotFound",
+    "DocumentRejected",
+    "EmbeddingConfig",
+    "EmbeddingFailed",
+    "IngestReport",
+    "ParsedDocument",
+    "SearchMode",
+    "Section",
+    "UploadOutcome",
+    "delete_source",
+    "embed_query",
+    "embed_texts",
+    "find_source",
+    "ingest_source",
+    "list_sources",
+    "mark_for_reindex",
+    "parse_document",
+    "register_upload",
+    "resolve_embedding_config",
+    "search_chunks",
+    "set_source_active",
+    "set_tenant_embedding",
+    "split_text",
+]

@@ -1,0 +1,303 @@
+"""``switchboard kb ...``: manage and search a tenant's knowledge base from the command line.
+
+The CLI works on the database directly (``DATABASE_URL``, or the embedded server under
+``DATA_DIR``) and runs ingestion in this process, not through the worker queue, so it needs no
+running services and shows progress as it goes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from switchboard.errors import SwitchboardError
+
+__all__ = ["kb_app"]
+
+T = TypeVar("T")
+
+kb_app = typer.Typer(
+    help="Knowledge base: add documents (PDF, DOCX, XLSX, CSV, TXT, Markdown), search, manage.",
+    no_args_is_help=True,
+)
+
+TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant slug (or id).")]
+DocumentArg = Annotated[str, typer.Argument(help="Document id or filename (see `switchboard kb list`).")]
+
+
+def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (SwitchboardError, ValueError) as exc:
+            typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+def _run(work: Callable[[Any, Any], Awaitable[T]]) -> T:
+    """Run ``work(sessions, settings)`` against the configured (or embedded) database."""
+    from switchboard.db.engine import create_engine, session_factory
+    from switchboard.observability import configure_logging
+    from switchboard.runtime.resources import database_url_for
+    from switchboard.settings import load_settings
+
+    settings = load_settings()
+    configure_logging(service="cli", level=settings.log_level, fmt=settings.log_format)  # logs to stderr
+    with database_url_for(settings) as url:
+
+        async def go() -> T:
+            engine = create_engine(url, pool_size=2)
+            try:
+                return await work(session_factory(engine), settings)
+            finally:
+                await engine.dispose()
+
+        return asyncio.run(go())
+
+
+async def _tenant(sessions: Any, slug: str) -> Any:
+    from switchboard.tenants import get_tenant
+
+    async with sessions() as session:
+        return await get_tenant(session, slug)
+
+
+@kb_app.command("add")
+@_friendly
+def kb_add(
+    files: Annotated[
+        list[Path], typer.Argument(help="Files to add.", exists=True, dir_okay=False, readable=True)
+    ],
+    tenant: TenantOpt,
+) -> None:
+    """Add (or replace) documents and ingest them now, in this process (not through the worker queue).
+
+    A file whose name is already in the knowledge base replaces that document; a file whose bytes
+    are already stored is skipped. Prints a progress bar per file, then chunks stored and skipped.
+    Exit status 1 when any file failed.
+    """
+    from switchboard.knowledge import DocumentRejected, ingest_source, register_upload
+
+    async def work(sessions: Any, settings: Any) -> list[tuple[str, str, int, str]]:
+        row = await _tenant(sessions, tenant)
+        results: list[tuple[str, str, int, str]] = []
+        for path in files:
+            data = path.read_bytes()
+            try:
+                async with sessions() as session, session.begin():
+                    outcome = await register_upload(
+                        session, settings, tenant_id=row.id, filename=path.name, data=data
+                    )
+            except DocumentRejected as exc:
+                results.append((path.name, "failed", 0, str(exc)))
+                continue
+            if not outcome.needs_ingest:
+                same = outcome.source.filename
+                why = "unchanged" if same == path.name else f"same content as {same}"
+                results.append((path.name, "skipped", outcome.source.chunk_count, why))
+                continue
+            with typer.progressbar(length=1, label=f"{path.name:<30}", show_pos=True) as bar:
+
+                def progress(stage: str, done: int, total: int, bar: Any = bar) -> None:
+                    if stage == "embed":
+                        bar.length = max(total, 1)
+                        bar.update(done - bar.pos)
+
+                report = await ingest_source(
+                    sessions,
+                    settings,
+                    tenant_id=row.id,
+                    source_id=outcome.source.id,
+                    content_hash=outcome.source.content_hash,
+                    on_progress=progress,
+                )
+            results.append((path.name, report.status, report.chunk_count, report.error or outcome.action))
+        return results
+
+    results = _run(work)
+    stored = sum(chunks for _, status, chunks, _ in results if status == "ready")
+    for name, status, chunks, note in results:
+        color = {"ready": typer.colors.GREEN, "failed": typer.colors.RED}.get(status, typer.colors.YELLOW)
+        typer.secho(f"{status:<8} {name:<30} {chunks:>5} chunks  {note}", fg=color)
+    skipped = [r for r in results if r[1] != "ready"]
+    typer.echo(
+        f"{stored} chunks stored from {len(results) - len(skipped)} file(s); {len(skipped)} skipped or failed"
+    )
+    if any(status == "failed" for _, status, _, _ in results):
+        raise typer.Exit(1)
+
+
+@kb_app.command("search")
+@_friendly
+def kb_search(
+    query: Annotated[str, typer.Argument(help="The question, or a code for --mode exact.")],
+    tenant: TenantOpt,
+    mode: Annotated[str, typer.Option(help="vector | hybrid | exact.")] = "hybrid",
+    limit: Annotated[int, typer.Option(min=1, max=50, help="Most results.")] = 5,
+) -> None:
+    """Search; prints one JSON object per line: document, page, sheet, score, text (nothing when no match)."""
+    from switchboard.knowledge import search_chunks
+
+    async def work(sessions: Any, settings: Any) -> list[Any]:
+        row = await _tenant(sessions, tenant)
+        async with sessions() as session:
+            return await search_chunks(
+                session,
+                tenant_id=row.id,
+                query=query,
+                mode=mode,
+                limit=limit,
+                settings=settings,  # type: ignore[arg-type]
+            )
+
+    for hit in _run(work):
+        line = {
+            "document": hit.document,
+            "page": hit.page,
+            "sheet": hit.sheet,
+            "score": hit.score,
+            "text": hit.text,
+        }
+        typer.echo(json.dumps(line, ensure_ascii=False))
+
+
+@kb_app.command("list")
+@_friendly
+def kb_list(tenant: TenantOpt) -> None:
+    """List documents: id, status, active, chunks, embedding model, filename (and the error if failed)."""
+    from switchboard.knowledge import list_sources
+
+    async def work(sessions: Any, settings: Any) -> list[Any]:
+        row = await _tenant(sessions, tenant)
+        async with sessions() as session:
+            return await list_sources(session, tenant_id=row.id)
+
+    for source in _run(work):
+        active = "active" if source.is_active else "inactive"
+        typer.echo(
+            f"{source.id}  {source.status:<10} {active:<8} {source.chunk_count:>5}  "
+            f"{source.embedding_model or '-':<28} {source.filename}"
+            + (f"  ({source.error})" if source.error else "")
+        )
+
+
+def _set_active(tenant: str, document: str, active: bool) -> None:
+    from switchboard.knowledge import find_source, set_source_active
+
+    async def work(sessions: Any, settings: Any) -> str:
+        row = await _tenant(sessions, tenant)
+        async with sessions() as session, session.begin():
+            source = await find_source(session, tenant_id=row.id, document=document)
+            await set_source_active(session, tenant_id=row.id, source_id=source.id, is_active=active)
+            return source.filename
+
+    name = _run(work)
+    typer.echo(f"{'activated' if active else 'deactivated'} {name}")
+
+
+@kb_app.command("deactivate")
+@_friendly
+def kb_deactivate(document: DocumentArg, tenant: TenantOpt) -> None:
+    """Deactivate a document: its chunks stop matching at once (kept, can be re-activated)."""
+    _set_active(tenant, document, False)
+
+
+@kb_app.command("activate")
+@_friendly
+def kb_activate(document: DocumentArg, tenant: TenantOpt) -> None:
+    """Re-activate a deactivated document."""
+    _set_active(tenant, document, True)
+
+
+@kb_app.command("delete")
+@_friendly
+def kb_delete(document: DocumentArg, tenant: TenantOpt) -> None:
+    """Delete a document, its chunks and its stored file."""
+    from switchboard.knowledge import delete_source, find_source
+
+    async def work(sessions: Any, settings: Any) -> str:
+        row = await _tenant(sessions, tenant)
+        async with sessions() as session, session.begin():
+            source = await find_source(session, tenant_id=row.id, document=document)
+            await delete_source(session, tenant_id=row.id, source_id=source.id)
+            return source.filename
+
+    typer.echo(f"deleted {_run(work)}")
+
+
+@kb_app.command("reindex")
+@_friendly
+def kb_reindex(
+    tenant: TenantOpt,
+    documents: Annotated[list[str] | None, typer.Argument(help="Documents (default: all).")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(help="Switch the tenant to this embedding model first (needs a provider key)."),
+    ] = None,
+) -> None:
+    """Re-parse and re-embed documents now, in this process, with the tenant's embedding model."""
+    from switchboard.db.models import Tenant
+    from switchboard.knowledge import find_source, ingest_source, mark_for_reindex
+
+    async def work(sessions: Any, settings: Any) -> list[Any]:
+        row = await _tenant(sessions, tenant)
+        async with sessions() as session, session.begin():
+            if model:
+                stored = await session.get(Tenant, row.id)
+                extensions = dict(stored.settings_extensions or {})
+                extensions["knowledge"] = {**(extensions.get("knowledge") or {}), "embedding_model": model}
+                stored.settings_extensions = extensions
+            ids: list[uuid.UUID] | None = None
+            if documents:
+                ids = [(await find_source(session, tenant_id=row.id, document=d)).id for d in documents]
+            sources = await mark_for_reindex(session, tenant_id=row.id, source_ids=ids)
+        return [
+            await ingest_source(
+                sessions, settings, tenant_id=row.id, source_id=s.id, content_hash=s.content_hash
+            )
+            for s in sources
+        ]
+
+    reports = _run(work)
+    for report in reports:
+        typer.echo(
+            f"{report.status:<8} {report.filename:<30} {report.chunk_count:>5} chunks  {report.embedding_model}"
+            + (f"  ({report.error})" if report.error else "")
+        )
+    if any(report.status == "failed" for report in reports):
+        raise typer.Exit(1)
+
+
+@kb_app.command("set-embedding")
+@_friendly
+def kb_set_embedding(
+    tenant: TenantOpt,
+    model: Annotated[str | None, typer.Option(help="Embedding model, e.g. text-embedding-3-small.")] = None,
+    api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (http://host/v1).")] = None,
+    api_key: Annotated[
+        str | None, typer.Option(envvar="KB_EMBEDDING_API_KEY", help="Provider key (stored encrypted).")
+    ] = None,
+) -> None:
+    """Set the tenant's embedding model, base URL and key. Run `kb reindex` afterwards."""
+    from switchboard.db.models import Tenant
+    from switchboard.knowledge import resolve_embedding_config, set_tenant_embedding
+
+    async def work(sessions: Any, settings: Any) -> Any:
+        row = await _tenant(sessions, tenant)
+        async with sessions() as session, session.begin():
+            stored = await session.get(Tenant, row.id)
+            set_tenant_embedding(settings, stored, model=model, api_key=api_key, api_base=api_base)
+            return resolve_embedding_config(settings, stored)
+
+    config = _run(work)
+    typer.echo(f"embedding model in effect: {config.model} (key: {'set' if config.api_key else 'none'})")

@@ -1,0 +1,336 @@
+"""Embeddings for chunks and questions: a provider model through LiteLLM, or the offline lexical one.
+
+Which model a tenant uses (:func:`resolve_embedding_config`):
+
+1. ``tenants.settings_extensions["knowledge"]`` may name ``embedding_model``, ``embedding_api_base``
+   and ``embedding_api_key_encrypted`` (a :class:`~switchboard.crypto.CredentialCipher` token of
+   ``{"api_key": ...}``; set it with :func:`set_tenant_embedding`).
+2. Otherwise, with ``OPENAI_API_KEY`` set, ``KB_EMBEDDING_MODEL`` (``text-embedding-3-small``).
+3. Otherwise the deterministic offline lexical embedding
+   (:data:`~switchboard.llm.lexical.LEXICAL_MODEL_NAME`): no key, no network, no downloaded weights.
+
+Provider calls go through ``litellm.aembedding`` with the SDK's own retries off (``max_retries=0``)
+and tenacity retrying transient errors per batch (LIBRARIES.md §7, §12). Every vector must have
+:data:`~switchboard.db.models.EMBEDDING_DIMS` (1536) floats, the width of the pgvector column.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tenacity import (
+    AsyncRetrying,
+    before_sleep_log,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from switchboard.crypto import CredentialCipher
+from switchboard.db.models import EMBEDDING_DIMS, Tenant
+from switchboard.errors import SwitchboardError
+from switchboard.llm.lexical import LEXICAL_MODEL_NAME, lexical_embedding
+from switchboard.observability import get_logger
+from switchboard.settings import Settings
+
+__all__ = [
+    "EmbeddingConfig",
+    "EmbeddingFailed",
+    "embed_query",
+    "embed_texts",
+    "resolve_embedding_config",
+    "set_tenant_embedding",
+    "KNOWLEDGE_SETTINGS_KEY",
+]
+
+log = get_logger(__name__)
+
+KNOWLEDGE_SETTINGS_KEY = "knowledge"
+"""Key of the knowledge-base block in ``tenants.settings_extensions``."""
+
+
+class EmbeddingFailed(SwitchboardError):
+    """The embedding provider failed after all retries (or returned vectors of the wrong shape).
+
+    Attributes:
+        model: the model name.
+        retryable: whether a later attempt may succeed (timeouts, 5xx, rate limits).
+    """
+
+    def __init__(self, model: str, message: str, *, retryable: bool) -> None:
+        self.model = model
+        self.retryable = retryable
+        super().__init__(f"embedding model {model}: {message}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbeddingConfig:
+    """How to embed for one tenant."""
+
+    model: str
+    """Model name recorded on sources (``text-embedding-3-small`` or the lexical model's name)."""
+    api_key: str | None = None
+    """Provider key; ``None`` only for the lexical model."""
+    api_base: str | None = None
+    """OpenAI-compatible base URL (``http://host:port/v1``); ``None`` for the provider default."""
+    batch_size: int = 64
+    """Texts per request."""
+    max_attempts: int = 3
+    """Attempts per batch on transient errors."""
+    retry_wait_s: float = 1.0
+    """Back-off multiplier between attempts (seconds)."""
+    timeout_s: float = 30.0
+    """Per-request timeout (seconds)."""
+    min_similarity: float = 0.3
+    """Cosine similarity a chunk needs to match a question with this model."""
+
+    @property
+    def is_lexical(self) -> bool:
+        return self.model == LEXICAL_MODEL_NAME
+
+    @property
+    def litellm_model(self) -> str:
+        """The model string for LiteLLM: ``openai/<model>`` for a custom OpenAI-compatible base."""
+        if self.api_base and "/" not in self.model:
+            return f"openai/{self.model}"
+        return self.model
+
+
+def resolve_embedding_config(
+    settings: Settings,
+    tenant: Tenant,
+    *,
+    model_override: str | None = None,
+) -> EmbeddingConfig:
+    """The embedding configuration for ``tenant`` (see the module docstring for the order).
+
+    Args:
+        settings: process settings (fallback key, model, batch and retry policy, thresholds).
+        tenant: the tenant row (its ``settings_extensions["knowledge"]`` block).
+        model_override: use this model instead (a re-index with another model); the lexical
+            model's name selects the offline embedding.
+
+    Raises:
+        CredentialDecryptError: the tenant's stored key cannot be decrypted with ``ENCRYPTION_KEY``.
+    """
+    block: Mapping[str, Any] = (tenant.settings_extensions or {}).get(KNOWLEDGE_SETTINGS_KEY) or {}
+    api_key: str | None = None
+    if block.get("embedding_api_key_encrypted"):
+        cipher = CredentialCipher(settings.resolved_encryption_key())
+        api_key = cipher.decrypt(block["embedding_api_key_encrypted"]).get("api_key")
+    elif settings.openai_api_key is not None:
+        api_key = settings.openai_api_key.get_secret_value()
+    model = model_override or block.get("embedding_model") or settings.kb_embedding_model
+    if model == LEXICAL_MODEL_NAME or api_key is None:
+        model, api_key = LEXICAL_MODEL_NAME, None
+    lexical = model == LEXICAL_MODEL_NAME
+    default_threshold = settings.kb_min_similarity_lexical if lexical else settings.kb_min_similarity
+    return EmbeddingConfig(
+        model=model,
+        api_key=api_key,
+        api_base=None if lexical else block.get("embedding_api_base"),
+        batch_size=settings.kb_embedding_batch_size,
+        max_attempts=settings.kb_embedding_max_attempts,
+        retry_wait_s=settings.kb_embedding_retry_wait_s,
+        timeout_s=settings.kb_embedding_timeout_s,
+        min_similarity=float(block.get("min_similarity", default_threshold)),
+    )
+
+
+def set_tenant_embedding(
+    settings: Settings,
+    tenant: Tenant,
+    *,
+    model: str | None,
+    api_key: str | None = None,
+    api_base: str | None = None,
+) -> None:
+    """Store the tenant's embedding model, base URL and key (encrypted) in ``settings_extensions``.
+
+    The caller commits. Existing chunks keep their old vectors until re-indexed.
+
+    Args:
+        model: model name, or ``None`` to fall back to the process default.
+        api_key: provider key (stored encrypted); ``None`` removes a stored key.
+        api_base: OpenAI-compatible base URL, or ``None`` for the provider default.
+    """
+    extensions = dict(tenant.settings_extensions or {})
+    block = dict(extensions.get(KNOWLEDGE_SETTINGS_KEY) or {})
+    for key, value in (("embedding_model", model), ("embedding_api_base", api_base)):
+        if value:
+            block[key] = value
+        else:
+            block.pop(key, None)
+    if api_key:
+        block["embedding_api_key_encrypted"] = CredentialCipher(settings.resolved_encryption_key()).encrypt(
+            {"api_key": api_key}
+        )
+    else:
+        block.pop("embedding_api_key_encrypted", None)
+    extensions[KNOWLEDGE_SETTINGS_KEY] = block
+    tenant.settings_extensions = extensions  # a new dict so SQLAlchemy sees the change
+
+
+def _transient_errors() -> tuple[type[BaseException], ...]:
+    import litellm
+
+    return (
+        litellm.RateLimitError,
+        litellm.APIConnectionError,
+        litellm.Timeout,
+        litellm.InternalServerError,
+        litellm.ServiceUnavailableError,
+        litellm.BadGatewayError,
+    )
+
+
+def _no_retry_client(config: EmbeddingConfig) -> Any:
+    """An ``openai.AsyncOpenAI`` whose ``max_retries`` stays 0.
+
+    LiteLLM 1.110.2's OpenAI embedding path turns ``max_retries=0`` into 2
+    (``max_retries = max_retries or litellm.DEFAULT_MAX_RETRIES`` in
+    ``litellm/llms/openai/openai.py``) and writes that onto the client, so the SDK would retry
+    under tenacity (3 x 3 calls, measured against the loopback fake). This client ignores the write.
+    """
+    import openai
+
+    class _NoRetryAsyncOpenAI(openai.AsyncOpenAI):
+        @property  # type: ignore[override]
+        def max_retries(self) -> int:
+            return 0
+
+        @max_retries.setter
+        def max_retries(self, value: int) -> None:
+            pass
+
+    return _NoRetryAsyncOpenAI(api_key=config.api_key, base_url=config.api_base, timeout=config.timeout_s)
+
+
+async def _embed_batch(config: EmbeddingConfig, batch: Sequence[str], client: Any) -> list[list[float]]:
+    import litellm
+
+    response = await litellm.aembedding(
+        model=config.litellm_model,
+        input=list(batch),
+        api_key=config.api_key,
+        api_base=config.api_base,
+        timeout=config.timeout_s,
+        max_retries=0,
+        client=client,
+    )
+    items = sorted(
+        response.data,
+        key=lambda item: item["index"] if isinstance(item, Mapping) else item.index,
+    )
+    vectors = [list(item["embedding"] if isinstance(item, Mapping) else item.embedding) for item in items]
+    if len(vectors) != len(batch):
+        raise EmbeddingFailed(
+            config.model, f"returned {len(vectors)} vectors for {len(batch)} texts", retryable=False
+        )
+    for vector in vectors:
+        if len(vector) != EMBEDDING_DIMS:
+            raise EmbeddingFailed(
+                config.model,
+                f"returned {len(vector)} dimensions; the knowledge base stores {EMBEDDING_DIMS}",
+                retryable=False,
+            )
+    return vectors
+
+
+async def embed_texts(
+    config: EmbeddingConfig,
+    texts: Sequence[str],
+    *,
+    on_batch: Callable[[int, int], None] | None = None,
+) -> list[list[float]]:
+    """Embed ``texts`` in batches of ``config.batch_size``; all or nothing.
+
+    Args:
+        config: from :func:`resolve_embedding_config`.
+        texts: the texts, any number.
+        on_batch: called after each batch with ``(texts_done, texts_total)`` (progress bars).
+
+    Returns:
+        One 1536-float vector per text, in order.
+
+    Raises:
+        EmbeddingFailed: a batch still failed after ``config.max_attempts`` attempts, or the
+            provider rejected the request (bad key, bad model, wrong dimensions).
+    """
+    vectors: list[list[float]] = []
+    total = len(texts)
+    if config.is_lexical:
+        for start in range(0, total, config.batch_size):
+            batch = texts[start : start + config.batch_size]
+            vectors.extend(await asyncio.to_thread(lambda b=batch: [lexical_embedding(t) for t in b]))
+            if on_batch:
+                on_batch(len(vectors), total)
+        return vectors
+    transient = _transient_errors()
+    client = _no_retry_client(config)
+    try:
+        await _embed_all(config, texts, vectors, client, transient, on_batch)
+    finally:
+        await client.close()
+    return vectors
+
+
+async def _embed_all(
+    config: EmbeddingConfig,
+    texts: Sequence[str],
+    vectors: list[list[float]],
+    client: Any,
+    transient: tuple[type[BaseException], ...],
+    on_batch: Callable[[int, int], None] | None,
+) -> None:
+    import litellm
+
+    total = len(texts)
+    for start in range(0, total, config.batch_size):
+        batch = texts[start : start + config.batch_size]
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(config.max_attempts),
+                wait=wait_exponential_jitter(
+                    multiplier=config.retry_wait_s, max=30, jitter=config.retry_wait_s
+                ),
+                retry=retry_if_exception_type(transient),
+                reraise=True,
+                before_sleep=before_sleep_log(logging.getLogger(__name__), logging.WARNING),
+            ):
+                with attempt:
+                    batch_vectors = await _embed_batch(config, batch, client)
+        except transient as exc:
+            log.warning(
+                "embedding_batch_failed", model=config.model, batch_start=start, error=type(exc).__name__
+            )
+            raise EmbeddingFailed(
+                config.model,
+                f"provider failed after {config.max_attempts} attempts ({type(exc).__name__})",
+                retryable=True,
+            ) from exc
+        except (litellm.APIError, litellm.AuthenticationError, litellm.BadRequestError) as exc:
+            log.warning(
+                "embedding_batch_rejected", model=config.model, batch_start=start, error=type(exc).__name__
+            )
+            raise EmbeddingFailed(
+                config.model, f"provider rejected the request ({type(exc).__name__})", retryable=False
+            ) from exc
+        vectors.extend(batch_vectors)
+        if on_batch:
+            on_batch(len(vectors), total)
+
+
+async def embed_query(config: EmbeddingConfig, text: str) -> list[float]:
+    """Embed one question (same model as the chunks it is compared with).
+
+    Raises:
+        EmbeddingFailed: see :func:`embed_texts`.
+    """
+    if config.is_lexical:
+        return lexical_embedding(text)
+    return (await embed_texts(config, [text]))[0]

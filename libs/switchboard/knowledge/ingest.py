@@ -1,0 +1,423 @@
+"""Ingestion: register an upload, then parse, split, embed and store it as one all-or-nothing step.
+
+Identity of a document (so a re-upload replaces, never duplicates):
+
+* one ``knowledge_sources`` row per (tenant, filename) (unique index). Uploading a file whose name
+  exists replaces that document: its chunks are swapped for the new ones in one transaction when
+  the new version is ready; until then the previous chunks keep answering.
+* bytes already stored for the tenant (same SHA-256, under any name) are a no-op: the existing
+  document is returned and nothing is parsed or embedded again.
+
+:func:`ingest_source` is the body of the ARQ job (and of ``switchboard kb add``). It parses and
+embeds everything before touching chunks, then deletes the old chunks and inserts the new ones in
+a single transaction, so a failure at any step (corrupt file, provider down mid-batch) leaves the
+document exactly as it was, with ``status='failed'`` and the reason in ``error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from sqlalchemy import delete, insert, update
+from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from switchboard.db.models import (
+    KnowledgeDocument,
+    KnowledgeSource,
+    KnowledgeSourceFile,
+    SourceStatus,
+    Tenant,
+    utcnow,
+)
+from switchboard.db.tenant_scope import TenantScope
+from switchboard.errors import SwitchboardError
+from switchboard.knowledge.embeddings import EmbeddingFailed, embed_texts, resolve_embedding_config
+from switchboard.knowledge.parsers import CONTENT_TYPES, DocumentRejected, parse_document, sniff_kind
+from switchboard.knowledge.splitter import split_text
+from switchboard.observability import get_logger
+from switchboard.settings import Settings
+
+__all__ = [
+    "DocumentNotFound",
+    "IngestReport",
+    "UploadOutcome",
+    "delete_source",
+    "find_source",
+    "ingest_job_id",
+    "ingest_source",
+    "list_sources",
+    "mark_for_reindex",
+    "register_upload",
+    "set_source_active",
+]
+
+log = get_logger(__name__)
+
+ProgressCallback = Callable[[str, int, int], None]
+"""``(stage, done, total)``: stage is ``parse``, ``embed`` or ``store``."""
+
+
+class DocumentNotFound(SwitchboardError):
+    """No knowledge document with that id (or filename) for this tenant."""
+
+    def __init__(self, tenant_id: uuid.UUID, document: str) -> None:
+        self.tenant_id = tenant_id
+        self.document = document
+        super().__init__(f"no knowledge document {document!r} for this tenant")
+
+
+@dataclass(frozen=True, kw_only=True)
+class UploadOutcome:
+    """What :func:`register_upload` did."""
+
+    source: KnowledgeSource
+    action: Literal["created", "replaced", "unchanged"]
+    """``unchanged``: the same bytes are already stored (``source`` is that document)."""
+
+    @property
+    def needs_ingest(self) -> bool:
+        """Whether an ingestion job must run (new bytes, or an earlier run did not finish)."""
+        return self.action != "unchanged" or self.source.status != SourceStatus.ready
+
+
+@dataclass(kw_only=True)
+class IngestReport:
+    """Result of one :func:`ingest_source` run."""
+
+    source_id: uuid.UUID
+    filename: str
+    status: str
+    """``ready``, ``failed`` or ``skipped`` (superseded by a newer upload, or already ingested)."""
+    chunk_count: int = 0
+    error: str | None = None
+    embedding_model: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    duration_ms: int = 0
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+async def register_upload(
+    session: AsyncSession,
+    settings: Settings,
+    *,
+    tenant_id: uuid.UUID,
+    filename: str,
+    data: bytes,
+) -> UploadOutcome:
+    """Store an uploaded file as a pending document (the caller commits, then runs ingestion).
+
+    Args:
+        session: open session; the caller owns the transaction.
+        settings: for ``kb_max_upload_bytes``.
+        tenant_id: the tenant established by authentication.
+        filename: the file's base name (identity of the document within the tenant).
+        data: the whole file.
+
+    Raises:
+        DocumentRejected: too large, empty, or of a type the sniffer refuses (images, archives,
+            password-protected Office files); nothing is stored.
+    """
+    filename = filename.replace("\\", "/").rsplit("/", 1)[-1].strip() or "upload"
+    if len(data) > settings.kb_max_upload_bytes:
+        raise DocumentRejected(
+            filename, "too_large", f"{len(data)} bytes is over the limit of {settings.kb_max_upload_bytes}"
+        )
+    kind = sniff_kind(data, filename)
+    content_hash = sha256_hex(data)
+    scope = TenantScope(session, tenant_id)
+    same_bytes = await scope.first(KnowledgeSource, KnowledgeSource.content_hash == content_hash)
+    if same_bytes is not None:
+        if same_bytes.status == SourceStatus.failed:  # try again (a new request: a new job id)
+            same_bytes.status = SourceStatus.pending.value
+            same_bytes.error = None
+            same_bytes.updated_at = utcnow()
+            await session.flush()
+        log.info("knowledge_upload_unchanged", tenant_id=str(tenant_id), source_id=str(same_bytes.id))
+        return UploadOutcome(source=same_bytes, action="unchanged")
+    source = await scope.first(KnowledgeSource, KnowledgeSource.filename == filename)
+    action: Literal["created", "replaced"] = "replaced" if source is not None else "created"
+    if source is None:
+        source = scope.add(KnowledgeSource(tenant_id=tenant_id, filename=filename, content_hash=content_hash))
+    source.content_hash = content_hash
+    source.content_type = CONTENT_TYPES[kind]
+    source.size_bytes = len(data)
+    source.status = SourceStatus.pending.value
+    source.error = None
+    source.updated_at = utcnow()
+    await session.flush()
+    blob = await session.get(KnowledgeSourceFile, source.id)
+    if blob is None:
+        scope.add(KnowledgeSourceFile(tenant_id=tenant_id, source_id=source.id, data=data))
+    else:
+        blob.data = data
+    await session.flush()
+    log.info(
+        "knowledge_upload_registered",
+        tenant_id=str(tenant_id),
+        source_id=str(source.id),
+        action=action,
+        kind=kind.value,
+        size_bytes=len(data),
+    )
+    return UploadOutcome(source=source, action=action)
+
+
+async def _mark(sessions: async_sessionmaker[AsyncSession], source_id: uuid.UUID, **values: Any) -> None:
+    async with sessions() as session, session.begin():
+        await session.exec(
+            update(KnowledgeSource)
+            .where(KnowledgeSource.id == source_id)
+            .values(updated_at=utcnow(), **values)
+        )
+
+
+async def ingest_source(
+    sessions: async_sessionmaker[AsyncSession],
+    settings: Settings,
+    *,
+    tenant_id: uuid.UUID,
+    source_id: uuid.UUID,
+    content_hash: str | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> IngestReport:
+    """Parse, split, embed and store one document; all or nothing (see the module docstring).
+
+    Safe to run twice: a source already ``ready`` for ``content_hash``, or superseded by a newer
+    upload (another hash), is skipped.
+
+    Args:
+        sessions: session factory (this function opens short transactions of its own).
+        settings: splitter sizes, embedding policy.
+        tenant_id: owner of the source (every read is filtered by it).
+        source_id: the ``knowledge_sources`` row.
+        content_hash: the upload this run is for; ``None`` ingests whatever is stored.
+        on_progress: ``(stage, done, total)`` callback for progress bars.
+
+    Returns:
+        The report; ``status`` is ``ready``, ``failed`` (``error`` says why) or ``skipped``.
+
+    Raises:
+        DocumentNotFound: no such source for this tenant (deleted meanwhile).
+    """
+    started = time.monotonic()
+    bound = log.bind(tenant_id=str(tenant_id), source_id=str(source_id))
+    async with sessions() as session:
+        scope = TenantScope(session, tenant_id)
+        source = await scope.get(KnowledgeSource, source_id)
+        if source is None:
+            raise DocumentNotFound(tenant_id, str(source_id))
+        tenant = await session.get(Tenant, tenant_id)
+        blob = await scope.first(KnowledgeSourceFile, KnowledgeSourceFile.source_id == source_id)
+    if tenant is None:  # deleted together with its sources meanwhile
+        raise DocumentNotFound(tenant_id, str(source_id))
+    report = IngestReport(source_id=source_id, filename=source.filename, status="skipped")
+    if content_hash is not None and content_hash != source.content_hash:
+        bound.info("knowledge_ingest_superseded")
+        report.error = "superseded by a newer upload"
+        return report
+    if source.status == SourceStatus.ready and content_hash is not None:
+        bound.info("knowledge_ingest_already_done")
+        report.status, report.chunk_count = "ready", source.chunk_count
+        return report
+    if blob is None:
+        return await _fail(sessions, report, bound, "the uploaded file is no longer stored: upload it again")
+    await _mark(sessions, source_id, status=SourceStatus.processing.value, error=None)
+
+    config = resolve_embedding_config(settings, tenant)
+    report.embedding_model = config.model
+    try:
+        parsed = await asyncio.to_thread(parse_document, blob.data, source.filename)
+    except DocumentRejected as exc:
+        return await _fail(sessions, report, bound, str(exc), reason=exc.reason)
+    if on_progress:
+        on_progress("parse", 1, 1)
+    rows: list[dict[str, Any]] = []
+    for section in parsed.sections:
+        for text in split_text(
+            section.text, chunk_size=settings.kb_chunk_size_chars, overlap=settings.kb_chunk_overlap_chars
+        ):
+            rows.append({"page": section.page, "sheet": section.sheet, "text": text})
+    details = dict(parsed.details)
+    details.update(kind=parsed.kind.value, chunks=len(rows), sections=len(parsed.sections))
+    try:
+        vectors = await embed_texts(
+            config,
+            [row["text"] for row in rows],
+            on_batch=(lambda done, total: on_progress("embed", done, total)) if on_progress else None,
+        )
+    except EmbeddingFailed as exc:
+        return await _fail(sessions, report, bound, str(exc), reason="embedding_failed", details=details)
+
+    async with sessions() as session, session.begin():
+        current = await TenantScope(session, tenant_id).get(KnowledgeSource, source_id)
+        if current is None:
+            raise DocumentNotFound(tenant_id, str(source_id))
+        if content_hash is not None and current.content_hash != content_hash:
+            bound.info("knowledge_ingest_superseded")
+            report.error = "superseded by a newer upload"
+            return report
+        await session.exec(
+            delete(KnowledgeDocument).where(
+                KnowledgeDocument.tenant_id == tenant_id, KnowledgeDocument.source_id == source_id
+            )
+        )
+        if rows:
+            await session.exec(
+                insert(KnowledgeDocument),
+                params=[
+                    {
+                        "tenant_id": tenant_id,
+                        "source_id": source_id,
+                        "position": position,
+                        "page": row["page"],
+                        "sheet": row["sheet"],
+                        "text": row["text"],
+                        "embedding": vector,
+                        "is_active": current.is_active,
+                        "content_hash": sha256_hex(row["text"].encode()),
+                    }
+                    for position, (row, vector) in enumerate(zip(rows, vectors, strict=True))
+                ],
+            )
+        current.status = SourceStatus.ready.value
+        current.error = None
+        current.chunk_count = len(rows)
+        current.embedding_model = config.model
+        current.details = details
+        current.updated_at = utcnow()
+    if on_progress:
+        on_progress("store", len(rows), len(rows))
+    report.status, report.chunk_count, report.details = "ready", len(rows), details
+    report.duration_ms = int((time.monotonic() - started) * 1000)
+    bound.info(
+        "knowledge_ingested",
+        chunks=len(rows),
+        embedding_model=config.model,
+        duration_ms=report.duration_ms,
+    )
+    return report
+
+
+async def _fail(
+    sessions: async_sessionmaker[AsyncSession],
+    report: IngestReport,
+    bound: Any,
+    error: str,
+    *,
+    reason: str = "unavailable",
+    details: dict[str, Any] | None = None,
+) -> IngestReport:
+    """Record a failed ingestion; existing chunks (an earlier version) are left untouched."""
+    values: dict[str, Any] = {"status": SourceStatus.failed.value, "error": error}
+    if details is not None:
+        values["details"] = {**details, "failure": reason}
+    await _mark(sessions, report.source_id, **values)
+    bound.warning("knowledge_ingest_failed", reason=reason, error=error)
+    report.status, report.error = "failed", error
+    report.details = {"failure": reason}
+    return report
+
+
+async def list_sources(session: AsyncSession, *, tenant_id: uuid.UUID) -> list[KnowledgeSource]:
+    """The tenant's documents, by filename."""
+    scope = TenantScope(session, tenant_id)
+    return list((await session.exec(scope.select(KnowledgeSource).order_by(KnowledgeSource.filename))).all())
+
+
+async def find_source(session: AsyncSession, *, tenant_id: uuid.UUID, document: str) -> KnowledgeSource:
+    """A document by id or filename.
+
+    Raises:
+        DocumentNotFound: neither matches within this tenant.
+    """
+    scope = TenantScope(session, tenant_id)
+    try:
+        source = await scope.get(KnowledgeSource, uuid.UUID(document))
+    except ValueError:
+        source = await scope.first(KnowledgeSource, KnowledgeSource.filename == document)
+    if source is None:
+        raise DocumentNotFound(tenant_id, document)
+    return source
+
+
+async def set_source_active(
+    session: AsyncSession, *, tenant_id: uuid.UUID, source_id: uuid.UUID, is_active: bool
+) -> KnowledgeSource:
+    """Deactivate (chunks stop matching at once) or re-activate a document. The caller commits.
+
+    Raises:
+        DocumentNotFound: no such document for this tenant.
+    """
+    source = await TenantScope(session, tenant_id).get(KnowledgeSource, source_id)
+    if source is None:
+        raise DocumentNotFound(tenant_id, str(source_id))
+    source.is_active = is_active
+    source.updated_at = utcnow()
+    await session.exec(
+        update(KnowledgeDocument)
+        .where(KnowledgeDocument.tenant_id == tenant_id, KnowledgeDocument.source_id == source_id)
+        .values(is_active=is_active)
+    )
+    await session.flush()
+    log.info(
+        "knowledge_source_active_set", tenant_id=str(tenant_id), source_id=str(source_id), is_active=is_active
+    )
+    return source
+
+
+async def delete_source(session: AsyncSession, *, tenant_id: uuid.UUID, source_id: uuid.UUID) -> None:
+    """Delete a document, its chunks and its stored file. The caller commits.
+
+    Raises:
+        DocumentNotFound: no such document for this tenant.
+    """
+    source = await TenantScope(session, tenant_id).get(KnowledgeSource, source_id)
+    if source is None:
+        raise DocumentNotFound(tenant_id, str(source_id))
+    await session.delete(source)
+    await session.flush()
+    log.info("knowledge_source_deleted", tenant_id=str(tenant_id), source_id=str(source_id))
+
+
+async def mark_for_reindex(
+    session: AsyncSession, *, tenant_id: uuid.UUID, source_ids: list[uuid.UUID] | None = None
+) -> list[KnowledgeSource]:
+    """Set documents back to ``pending`` so a job re-parses and re-embeds them with the tenant's
+    current embedding model. Their chunks keep answering until the new ones replace them.
+
+    Args:
+        source_ids: the documents; ``None`` means all of the tenant's documents.
+
+    Raises:
+        DocumentNotFound: one of ``source_ids`` is not this tenant's.
+    """
+    scope = TenantScope(session, tenant_id)
+    if source_ids is None:
+        sources = await scope.all(KnowledgeSource)
+    else:
+        sources = []
+        for source_id in source_ids:
+            source = await scope.get(KnowledgeSource, source_id)
+            if source is None:
+                raise DocumentNotFound(tenant_id, str(source_id))
+            sources.append(source)
+    for source in sources:
+        source.status = SourceStatus.pending.value
+        source.updated_at = utcnow()
+    await session.flush()
+    return sources
+
+
+def ingest_job_id(source: KnowledgeSource) -> str:
+    """ARQ ``_job_id`` for one ingestion request: a double submit of the same request enqueues once."""
+    return f"kb-ingest:{source.id}:{source.content_hash[:16]}:{int(source.updated_at.timestamp() * 1000)}"

@@ -1,0 +1,342 @@
+"""Turn uploaded bytes into text sections: the file type is sniffed from the bytes, never trusted.
+
+Each parser returns :class:`Section` objects (text plus the page or sheet it came from) and a
+report of what was skipped. A file that yields no text at all (encrypted, corrupt, empty,
+image-only) raises :class:`DocumentRejected` with a reason an uploader can act on.
+
+Formats: PDF (pypdf, one section per page), DOCX (python-docx: paragraphs and tables in document
+order), XLSX (openpyxl: one line per row, ``Header: value; ...``), CSV (header-aware, same line
+shape), TXT and Markdown (UTF-8, UTF-16 with BOM, or Latin-1).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import zipfile
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from switchboard.errors import SwitchboardError
+
+__all__ = [
+    "DocumentKind",
+    "DocumentRejected",
+    "ParsedDocument",
+    "Section",
+    "parse_document",
+    "sniff_kind",
+]
+
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+"""Compound File Binary header: legacy .doc/.xls, and password-protected .docx/.xlsx (MS-OFFCRYPTO)."""
+_IMAGE_MAGICS = {
+    b"\x89PNG\r\n\x1a\n": "PNG image",
+    b"\xff\xd8\xff": "JPEG image",
+    b"GIF87a": "GIF image",
+    b"GIF89a": "GIF image",
+    b"RIFF": "RIFF (WebP image or WAV audio)",
+}
+_TEXT_CONTROL_BYTES = set(range(0, 9)) | {11, 12} | set(range(14, 32)) - {27}
+
+
+class DocumentKind(StrEnum):
+    """What a file is, decided from its bytes (the extension only picks among text flavours)."""
+
+    pdf = "pdf"
+    docx = "docx"
+    xlsx = "xlsx"
+    csv = "csv"
+    markdown = "markdown"
+    text = "text"
+
+
+CONTENT_TYPES: dict[DocumentKind, str] = {
+    DocumentKind.pdf: "application/pdf",
+    DocumentKind.docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    DocumentKind.xlsx: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    DocumentKind.csv: "text/csv",
+    DocumentKind.markdown: "text/markdown",
+    DocumentKind.text: "text/plain",
+}
+"""The content type recorded for each sniffed kind."""
+
+
+class DocumentRejected(SwitchboardError):
+    """A file cannot be ingested; nothing of it is stored. The uploader fixes the file.
+
+    Attributes:
+        filename: the file's name as uploaded.
+        reason: short machine-readable cause: ``unsupported``, ``encrypted``, ``corrupt``, ``empty``,
+            ``no_text`` (image-only/scanned), ``too_large``, ``embedding_failed``.
+    """
+
+    def __init__(self, filename: str, reason: str, message: str) -> None:
+        self.filename = filename
+        self.reason = reason
+        super().__init__(f"{filename}: {message}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Section:
+    """A run of text from one place in a document; chunks never span two sections."""
+
+    text: str
+    page: int | None = None
+    """1-based PDF page."""
+    sheet: str | None = None
+    """Spreadsheet sheet name (XLSX)."""
+
+
+@dataclass(kw_only=True)
+class ParsedDocument:
+    """What a parser found: its sections and a report of what it skipped."""
+
+    kind: DocumentKind
+    sections: list[Section]
+    details: dict[str, Any] = field(default_factory=dict)
+    """Pages/sheets/rows counted and parts skipped, with why (stored in ``knowledge_sources.details``)."""
+
+
+def sniff_kind(data: bytes, filename: str) -> DocumentKind:
+    """Decide the document kind from the leading bytes (and, for plain text, the extension).
+
+    Raises:
+        DocumentRejected: ``empty`` (0 bytes), ``encrypted`` (an Office file with a password, or a
+            legacy .doc/.xls), ``unsupported`` (images, archives, other binaries).
+    """
+    if not data.strip():
+        raise DocumentRejected(filename, "empty", "the file is empty")
+    if data.startswith(b"%PDF-") or data[:1024].lstrip().startswith(b"%PDF-"):
+        return DocumentKind.pdf
+    if data.startswith(_OLE_MAGIC):
+        raise DocumentRejected(
+            filename,
+            "encrypted",
+            "password-protected Office file (or legacy .doc/.xls): save it without a password as .docx/.xlsx",
+        )
+    if data.startswith(b"PK\x03\x04"):
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                names = set(archive.namelist())
+        except zipfile.BadZipFile:
+            raise DocumentRejected(
+                filename, "corrupt", "corrupt ZIP container (damaged .docx/.xlsx?)"
+            ) from None
+        if "word/document.xml" in names:
+            return DocumentKind.docx
+        if "xl/workbook.xml" in names:
+            return DocumentKind.xlsx
+        raise DocumentRejected(filename, "unsupported", "a ZIP archive that is neither .docx nor .xlsx")
+    for magic, what in _IMAGE_MAGICS.items():
+        if data.startswith(magic):
+            raise DocumentRejected(
+                filename, "unsupported", f"{what}: upload PDF, DOCX, XLSX, CSV, TXT or Markdown"
+            )
+    if not _looks_like_text(data):
+        raise DocumentRejected(filename, "unsupported", "binary file of an unsupported type")
+    lower = filename.lower()
+    if lower.endswith((".csv", ".tsv")):
+        return DocumentKind.csv
+    if lower.endswith((".md", ".markdown")):
+        return DocumentKind.markdown
+    return DocumentKind.text
+
+
+def _looks_like_text(data: bytes) -> bool:
+    if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf")):
+        return True
+    sample = data[:8192]
+    return not any(byte in _TEXT_CONTROL_BYTES for byte in sample)
+
+
+def _decode_text(data: bytes) -> str:
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def parse_document(data: bytes, filename: str) -> ParsedDocument:
+    """Parse ``data`` (a whole file) into sections. CPU-bound: call it with ``asyncio.to_thread``.
+
+    Args:
+        data: the file's bytes.
+        filename: the uploaded name (reports; picks CSV/Markdown/TXT among text files).
+
+    Returns:
+        The sections in document order (at least one, each with non-blank text).
+
+    Raises:
+        DocumentRejected: encrypted, corrupt, empty, image-only or unsupported file.
+    """
+    kind = sniff_kind(data, filename)
+    parser = {
+        DocumentKind.pdf: _parse_pdf,
+        DocumentKind.docx: _parse_docx,
+        DocumentKind.xlsx: _parse_xlsx,
+        DocumentKind.csv: _parse_csv,
+        DocumentKind.markdown: _parse_text,
+        DocumentKind.text: _parse_text,
+    }[kind]
+    parsed = parser(data, filename)
+    parsed.kind = kind
+    parsed.sections = [s for s in parsed.sections if s.text.strip()]
+    if not parsed.sections:
+        if kind is DocumentKind.pdf:
+            raise DocumentRejected(
+                filename, "no_text", "no extractable text (image-only or scanned PDF? run OCR first)"
+            )
+        raise DocumentRejected(filename, "empty", "the document contains no text")
+    return parsed
+
+
+def _parse_pdf(data: bytes, filename: str) -> ParsedDocument:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError, PyPdfError
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            # Many PDFs are "encrypted" with an empty user password (printing restrictions only).
+            try:
+                opened = reader.decrypt("")
+            except (PyPdfError, NotImplementedError) as exc:
+                raise DocumentRejected(filename, "encrypted", f"encrypted PDF ({exc})") from None
+            if not opened:
+                raise DocumentRejected(filename, "encrypted", "password-protected PDF: remove the password")
+        sections: list[Section] = []
+        blank_pages: list[int] = []
+        for number, page in enumerate(reader.pages, start=1):
+            text = (page.extract_text() or "").strip()
+            if text:
+                sections.append(Section(text=text, page=number))
+            else:
+                blank_pages.append(number)
+        page_count = len(reader.pages)
+    except DocumentRejected:
+        raise
+    except (PdfReadError, PyPdfError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise DocumentRejected(filename, "corrupt", f"corrupt PDF ({type(exc).__name__}: {exc})") from None
+    details: dict[str, Any] = {"pages": page_count}
+    if blank_pages:
+        details["skipped"] = [{"pages": blank_pages, "why": "no extractable text (image-only page?)"}]
+    return ParsedDocument(kind=DocumentKind.pdf, sections=sections, details=details)
+
+
+def _cell_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def _row_line(headers: list[str], cells: list[str]) -> str:
+    """``Header: value; Header2: value2`` for non-empty cells (a bare value where the header is blank)."""
+    parts = []
+    for index, cell in enumerate(cells):
+        if not cell:
+            continue
+        header = headers[index] if index < len(headers) else ""
+        parts.append(f"{header}: {cell}" if header else cell)
+    return "; ".join(parts)
+
+
+def _table_lines(rows: list[list[str]], *, lone_row_is_text: bool = False) -> list[str]:
+    """First non-empty row is the header; each later row becomes one line.
+
+    A table of one row is a header without data (nothing), except in Word documents
+    (``lone_row_is_text``), where one-row tables are used for layout.
+    """
+    rows = [row for row in rows if any(row)]
+    if not rows or (len(rows) == 1 and not lone_row_is_text):
+        return []
+    if len(rows) == 1:
+        return [" | ".join(cell for cell in rows[0] if cell)]
+    headers = rows[0]
+    return [line for line in (_row_line(headers, row) for row in rows[1:]) if line]
+
+
+def _parse_docx(data: bytes, filename: str) -> ParsedDocument:
+    import docx
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    try:
+        document = docx.Document(io.BytesIO(data))
+        blocks: list[str] = []
+        tables = 0
+        for item in document.iter_inner_content():
+            if isinstance(item, Paragraph):
+                if item.text.strip():
+                    blocks.append(item.text.strip())
+            elif isinstance(item, Table):
+                tables += 1
+                rows = [[cell.text.strip() for cell in row.cells] for row in item.rows]
+                lines = _table_lines(rows, lone_row_is_text=True)
+                if lines:
+                    blocks.append("\n".join(lines))
+    except (KeyError, ValueError, zipfile.BadZipFile) as exc:
+        raise DocumentRejected(filename, "corrupt", f"corrupt DOCX ({type(exc).__name__}: {exc})") from None
+    except Exception as exc:  # lxml parse errors and friends: log-worthy, reported as corrupt
+        raise DocumentRejected(filename, "corrupt", f"corrupt DOCX ({type(exc).__name__})") from None
+    text = "\n\n".join(blocks)
+    return ParsedDocument(
+        kind=DocumentKind.docx,
+        sections=[Section(text=text)],
+        details={"paragraphs_and_tables": len(blocks), "tables": tables},
+    )
+
+
+def _parse_xlsx(data: bytes, filename: str) -> ParsedDocument:
+    import openpyxl
+
+    try:
+        workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    except Exception as exc:  # openpyxl raises a variety (InvalidFileException, KeyError, lxml errors)
+        raise DocumentRejected(filename, "corrupt", f"corrupt XLSX ({type(exc).__name__})") from None
+    sections: list[Section] = []
+    sheets: dict[str, int] = {}
+    skipped: list[dict[str, Any]] = []
+    try:
+        for worksheet in workbook.worksheets:
+            rows = [[_cell_text(value) for value in row] for row in worksheet.iter_rows(values_only=True)]
+            lines = _table_lines(rows)
+            sheets[worksheet.title] = len(lines)
+            if lines:
+                sections.append(Section(text="\n".join(lines), sheet=worksheet.title))
+            else:
+                skipped.append({"sheet": worksheet.title, "why": "empty sheet"})
+    finally:
+        workbook.close()
+    details: dict[str, Any] = {"sheets": sheets}
+    if skipped:
+        details["skipped"] = skipped
+    return ParsedDocument(kind=DocumentKind.xlsx, sections=sections, details=details)
+
+
+def _parse_csv(data: bytes, filename: str) -> ParsedDocument:
+    text = _decode_text(data)
+    try:
+        dialect: Any = csv.Sniffer().sniff(text[:4096], delimiters=",;\t|")
+    except csv.Error:
+        dialect = csv.excel_tab if filename.lower().endswith(".tsv") else csv.excel
+    try:
+        rows = [[cell.strip() for cell in row] for row in csv.reader(io.StringIO(text), dialect)]
+    except csv.Error as exc:
+        raise DocumentRejected(filename, "corrupt", f"malformed CSV ({exc})") from None
+    lines = _table_lines(rows)
+    return ParsedDocument(
+        kind=DocumentKind.csv, sections=[Section(text="\n".join(lines))], details={"rows": len(lines)}
+    )
+
+
+def _parse_text(data: bytes, filename: str) -> ParsedDocument:
+    text = _decode_text(data).replace("\r\n", "\n").replace("\r", "\n")
+    return ParsedDocument(
+        kind=DocumentKind.text, sections=[Section(text=text.strip())], details={"characters": len(text)}
+    )

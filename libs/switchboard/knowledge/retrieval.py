@@ -1,0 +1,290 @@
+"""Retrieval: one SQL query per mode, always filtered by tenant and ``is_active``.
+
+Modes (DESIGN.md "Knowledge"):
+
+* ``vector``: cosine distance (``<=>``) on the HNSW index (``vector_cosine_ops``), with pgvector
+  0.8's iterative index scan (``SET LOCAL hnsw.iterative_scan = relaxed_order``) so the tenant
+  filter cannot starve the result (LIBRARIES.md §9), re-sorted exactly in an outer query. A chunk
+  matches when its cosine similarity reaches the threshold.
+* ``hybrid`` (default): the vector candidates and the full-text candidates (``tsv`` GIN index, an
+  OR of the question's keywords) fused by reciprocal rank fusion (Cormack, Clarke & Büttcher,
+  SIGIR 2009: ``score = Σ 1/(k + rank)``, k = 60). A chunk matches when its cosine similarity
+  reaches the threshold **or** it contains at least ``kb_min_keyword_coverage`` of the
+  question's keywords, so exact words and numbers count.
+* ``exact``: for part numbers, SKUs and codes. Tokens of the question that contain a digit or an
+  inner ``-``/``_``/``.`` (all keywords if there are none) must each occur in the chunk as a whole
+  token (a GIN phrase pre-filter, then a case-insensitive regular expression with token
+  boundaries), so ``FVAM-2050-B`` never returns a chunk that only has ``FVAM-2050-C``. Matching
+  chunks are ordered by cosine similarity.
+
+Only chunks embedded with the same model as the question take part in vector scoring; a tenant
+that changed its embedding model re-indexes (``switchboard kb reindex``).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from sqlalchemy import text
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from switchboard.db.models import Tenant
+from switchboard.errors import TenantNotFound
+from switchboard.knowledge.embeddings import EmbeddingConfig, embed_query, resolve_embedding_config
+from switchboard.llm.lexical import tokenize
+from switchboard.observability import get_logger
+from switchboard.settings import Settings
+
+__all__ = ["ChunkHit", "SearchMode", "search_chunks", "keywords", "code_tokens", "STOPWORDS"]
+
+log = get_logger(__name__)
+
+SearchMode = Literal["vector", "hybrid", "exact"]
+RRF_K = 60
+"""Reciprocal-rank-fusion constant (Cormack et al. 2009)."""
+CANDIDATES_PER_LIST = 40
+"""Hybrid mode: candidates taken from each of the vector and the full-text lists before fusion."""
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers him his how i if in into is it its itself just me more most my no nor not of
+    off on once only or other our ours out over own same she should so some such than that the their
+    theirs them then there these they this those through to too under until up very was we were what
+    when where which while who whom why will with would you your yours yourself please tell know want
+    need get got give much many does did can't don't i'm it's there's what's""".split()
+)
+"""English function words left out of keyword matching (the ``simple`` text-search config keeps them)."""
+
+_CODE_CHARS = re.compile(r"\d|[-_.]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChunkHit:
+    """One matching chunk, with what an answer needs to cite its source."""
+
+    chunk_id: int
+    source_id: uuid.UUID
+    document: str
+    """The document's filename."""
+    page: int | None
+    """1-based PDF page the chunk starts on."""
+    sheet: str | None
+    """Spreadsheet sheet name."""
+    score: float
+    """Higher is better; ``vector``/``exact``: cosine similarity; ``hybrid``: RRF score scaled to 0..1."""
+    similarity: float | None
+    """Cosine similarity of chunk and question (``None`` for chunks of another embedding model)."""
+    text: str
+
+    def to_json_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["source_id"] = str(self.source_id)
+        return data
+
+
+def keywords(query: str) -> list[str]:
+    """The question's tokens minus stop words and one-letter words, in order, without repeats."""
+    seen: dict[str, None] = {}
+    for token in tokenize(query):
+        if token not in STOPWORDS and (len(token) > 1 or token.isdigit()):
+            seen.setdefault(token, None)
+    return list(seen)
+
+
+def code_tokens(query: str) -> list[str]:
+    """Tokens that look like codes (contain a digit or an inner ``-``, ``_``, ``.``)."""
+    return [token for token in keywords(query) if _CODE_CHARS.search(token)]
+
+
+def _token_regex(token: str) -> str:
+    """A Postgres ARE matching ``token`` as a whole token (not inside a longer code)."""
+    return rf"(?<![[:alnum:]])(?<![[:alnum:]][-_.]){re.escape(token)}(?![[:alnum:]]|[-_.][[:alnum:]])"
+
+
+def _vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(f"{v:.7g}" for v in vector) + "]"
+
+
+_MODEL_SOURCES = (
+    "SELECT ks.id FROM knowledge_sources ks WHERE ks.tenant_id = :tenant_id AND ks.embedding_model = :model"
+)
+
+_VECTOR_SQL = f"""
+WITH nn AS MATERIALIZED (
+    SELECT d.id, d.embedding <=> CAST(:qvec AS vector) AS distance
+    FROM knowledge_documents d
+    WHERE d.tenant_id = :tenant_id AND d.is_active AND d.source_id IN ({_MODEL_SOURCES})
+    ORDER BY d.embedding <=> CAST(:qvec AS vector)
+    LIMIT :limit
+)
+SELECT d.id, d.source_id, s.filename, d.page, d.sheet, d.text,
+       1 - nn.distance AS similarity, 1 - nn.distance AS score
+FROM nn
+JOIN knowledge_documents d ON d.id = nn.id
+JOIN knowledge_sources s ON s.id = d.source_id AND s.tenant_id = :tenant_id
+WHERE 1 - nn.distance >= :min_similarity
+ORDER BY nn.distance, d.id
+"""
+
+_HYBRID_SQL = f"""
+WITH vec AS MATERIALIZED (
+    SELECT d.id, d.embedding <=> CAST(:qvec AS vector) AS distance
+    FROM knowledge_documents d
+    WHERE d.tenant_id = :tenant_id AND d.is_active AND d.source_id IN ({_MODEL_SOURCES})
+    ORDER BY d.embedding <=> CAST(:qvec AS vector)
+    LIMIT :candidates
+),
+vec_ranked AS (
+    SELECT id, row_number() OVER (ORDER BY distance, id) AS rank FROM vec
+),
+kw AS MATERIALIZED (
+    SELECT d.id, ts_rank_cd(d.tsv, q.query) AS text_rank
+    FROM knowledge_documents d, websearch_to_tsquery('simple', :or_query) AS q(query)
+    WHERE d.tenant_id = :tenant_id AND d.is_active AND d.tsv @@ q.query
+    ORDER BY text_rank DESC, d.id
+    LIMIT :candidates
+),
+kw_ranked AS (
+    SELECT id, row_number() OVER (ORDER BY text_rank DESC, id) AS rank FROM kw
+),
+fused AS (
+    SELECT coalesce(v.id, k.id) AS id,
+           coalesce(1.0 / (:rrf_k + v.rank), 0) + coalesce(1.0 / (:rrf_k + k.rank), 0) AS rrf
+    FROM vec_ranked v FULL OUTER JOIN kw_ranked k ON v.id = k.id
+),
+scored AS (
+    SELECT d.id, d.source_id, s.filename, d.page, d.sheet, d.text, f.rrf,
+           CASE WHEN s.embedding_model = :model THEN 1 - (d.embedding <=> CAST(:qvec AS vector)) END
+               AS similarity,
+           (SELECT count(*) FROM unnest(CAST(:terms AS text[])) AS t(term)
+             WHERE d.tsv @@ phraseto_tsquery('simple', t.term))::float / :n_terms AS coverage
+    FROM fused f
+    JOIN knowledge_documents d ON d.id = f.id
+    JOIN knowledge_sources s ON s.id = d.source_id AND s.tenant_id = :tenant_id
+)
+SELECT id, source_id, filename, page, sheet, text, similarity, rrf * (:rrf_k + 1) / 2.0 AS score
+FROM scored
+WHERE similarity >= :min_similarity OR (:n_terms_real > 0 AND coverage >= :min_coverage)
+ORDER BY rrf DESC, id
+LIMIT :limit
+"""
+
+
+def _exact_sql(count: int) -> str:
+    prefilter = " AND ".join(f"d.tsv @@ phraseto_tsquery('simple', :tok{i})" for i in range(count))
+    verify = " AND ".join(f"d.text ~* :pat{i}" for i in range(count))
+    return f"""
+SELECT d.id, d.source_id, s.filename, d.page, d.sheet, d.text,
+       CASE WHEN s.embedding_model = :model THEN 1 - (d.embedding <=> CAST(:qvec AS vector)) END
+           AS similarity,
+       coalesce(CASE WHEN s.embedding_model = :model THEN 1 - (d.embedding <=> CAST(:qvec AS vector)) END, 0)
+           AS score
+FROM knowledge_documents d
+JOIN knowledge_sources s ON s.id = d.source_id AND s.tenant_id = :tenant_id
+WHERE d.tenant_id = :tenant_id AND d.is_active AND {prefilter} AND {verify}
+ORDER BY score DESC, d.id
+LIMIT :limit
+"""
+
+
+async def search_chunks(
+    session: AsyncSession,
+    *,
+    tenant_id: uuid.UUID,
+    query: str,
+    mode: SearchMode = "hybrid",
+    limit: int = 5,
+    settings: Settings,
+    embedding: EmbeddingConfig | None = None,
+    min_similarity: float | None = None,
+) -> list[ChunkHit]:
+    """Find the tenant's chunks that answer ``query``; nothing when nothing is relevant enough.
+
+    Args:
+        session: open session; ``SET LOCAL`` applies to its current transaction.
+        tenant_id: the tenant established by authentication (never taken from a model).
+        query: the question, or a code for ``exact`` mode.
+        mode: ``vector``, ``hybrid`` (default) or ``exact`` (see the module docstring).
+        limit: most chunks returned (1-50).
+        settings: thresholds, ``hnsw.ef_search`` and the embedding fallback policy.
+        embedding: the tenant's embedding configuration (resolved from the tenant row when omitted).
+        min_similarity: override of the cosine-similarity threshold.
+
+    Returns:
+        Up to ``limit`` hits, best first; empty when no chunk passes the threshold.
+
+    Raises:
+        ValueError: unknown mode or ``limit`` outside 1-50.
+        TenantNotFound: ``embedding`` omitted and no such tenant.
+        EmbeddingFailed: the embedding provider failed for the question.
+    """
+    if mode not in ("vector", "hybrid", "exact"):
+        raise ValueError(f"unknown search mode {mode!r}: use vector, hybrid or exact")
+    if not 1 <= limit <= 50:
+        raise ValueError(f"limit must be 1-50, got {limit}")
+    if embedding is None:
+        tenant = await session.get(Tenant, tenant_id)
+        if tenant is None:
+            raise TenantNotFound(str(tenant_id))
+        embedding = resolve_embedding_config(settings, tenant)
+    threshold = embedding.min_similarity if min_similarity is None else min_similarity
+    terms = keywords(query)
+    params: dict[str, Any] = {"tenant_id": tenant_id, "model": embedding.model, "limit": limit}
+    if mode == "exact":
+        tokens = code_tokens(query) or terms
+        if not tokens:
+            return []
+        for index, token in enumerate(tokens):
+            params[f"tok{index}"] = token
+            params[f"pat{index}"] = _token_regex(token)
+        sql = _exact_sql(len(tokens))
+    else:
+        if not tokenize(query):
+            return []
+        await session.exec(text("SET LOCAL hnsw.iterative_scan = 'relaxed_order'"))
+        await session.exec(text(f"SET LOCAL hnsw.ef_search = {int(settings.kb_hnsw_ef_search)}"))
+        params["min_similarity"] = float(threshold)
+        if mode == "vector":
+            sql = _VECTOR_SQL
+        else:
+            sql = _HYBRID_SQL
+            params.update(
+                candidates=max(CANDIDATES_PER_LIST, limit),
+                or_query=" or ".join(f'"{term}"' for term in terms),
+                terms=terms,
+                n_terms=float(max(1, len(terms))),
+                n_terms_real=len(terms),
+                min_coverage=float(settings.kb_min_keyword_coverage),
+                rrf_k=RRF_K,
+            )
+    # The lexical embedding counts every shared word, so "the", "is", "what" would make any two
+    # sentences look alike: embed only the question's keywords (calibration: README "Knowledge base").
+    query_text = " ".join(terms) if embedding.is_lexical and terms else query
+    params["qvec"] = _vector_literal(await embed_query(embedding, query_text))
+    rows = (await session.exec(text(sql), params=params)).all()
+    hits = [
+        ChunkHit(
+            chunk_id=row.id,
+            source_id=row.source_id,
+            document=row.filename,
+            page=row.page,
+            sheet=row.sheet,
+            score=round(float(row.score), 6),
+            similarity=None if row.similarity is None else round(float(row.similarity), 6),
+            text=row.text,
+        )
+        for row in rows
+    ]
+    log.info(
+        "knowledge_searched",
+        tenant_id=str(tenant_id),
+        mode=mode,
+        hits=len(hits),
+        embedding_model=embedding.model,
+        threshold=threshold,
+    )
+    return hits

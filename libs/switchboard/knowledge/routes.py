@@ -1,0 +1,326 @@
+"""Admin API of the knowledge base: ``/v1/admin/tenants/{slug}/knowledge/...`` (admin bearer token).
+
+Uploads are stored and queued (``202 Accepted``); the ARQ worker parses and embeds them and the
+document's ``status`` (``pending`` → ``processing`` → ``ready`` | ``failed``) says where it is.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, File, HTTPException, Query, Request, Response, UploadFile, status
+from pydantic import BaseModel, Field
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from switchboard.api.auth import AdminAuth
+from switchboard.db.models import KnowledgeSource, Tenant
+from switchboard.errors import TenantNotFound
+from switchboard.knowledge.embeddings import (
+    EmbeddingFailed,
+    resolve_embedding_config,
+    set_tenant_embedding,
+)
+from switchboard.knowledge.ingest import (
+    DocumentNotFound,
+    delete_source,
+    find_source,
+    list_sources,
+    mark_for_reindex,
+    register_upload,
+    set_source_active,
+)
+from switchboard.knowledge.jobs import enqueue_ingest
+from switchboard.knowledge.parsers import DocumentRejected
+from switchboard.knowledge.retrieval import search_chunks
+from switchboard.observability import get_logger
+from switchboard.runtime.resources import Resources
+from switchboard.settings import Settings
+from switchboard.tenants import get_tenant
+
+__all__ = ["knowledge_admin_router"]
+
+log = get_logger(__name__)
+
+knowledge_admin_router = APIRouter(
+    prefix="/v1/admin/tenants/{slug}/knowledge", tags=["knowledge"], dependencies=[AdminAuth]
+)
+
+_REJECTION_STATUS = {
+    "too_large": status.HTTP_413_CONTENT_TOO_LARGE,
+    "unsupported": status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+}
+
+
+class DocumentPublic(BaseModel):
+    """A knowledge document as the API shows it."""
+
+    id: uuid.UUID
+    filename: str
+    content_type: str | None
+    size_bytes: int
+    status: str = Field(description="pending | processing | ready | failed")
+    error: str | None = Field(description="Why ingestion failed (status failed).")
+    is_active: bool
+    embedding_model: str | None
+    chunk_count: int
+    details: dict[str, Any] = Field(description="Parser report: pages, sheets, rows, skipped parts and why.")
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, source: KnowledgeSource) -> DocumentPublic:
+        return cls.model_validate(source, from_attributes=True)
+
+
+class UploadResult(BaseModel):
+    document: DocumentPublic
+    action: Literal["created", "replaced", "unchanged"] = Field(
+        description="created; replaced (same filename, new bytes); unchanged (these bytes are already stored)."
+    )
+    job_id: str | None = Field(description="ARQ job id of the ingestion, when one was queued.")
+
+
+class HitPublic(BaseModel):
+    chunk_id: int
+    source_id: uuid.UUID
+    document: str
+    page: int | None
+    sheet: str | None
+    score: float
+    similarity: float | None
+    text: str
+
+
+class ReindexRequest(BaseModel):
+    embedding_model: str | None = Field(
+        default=None,
+        description="Switch the tenant to this embedding model first (needs a provider key); "
+        "omit to re-embed with the current one.",
+    )
+
+
+class EmbeddingSettingsIn(BaseModel):
+    model: str | None = Field(default=None, description="e.g. text-embedding-3-small (1536 dimensions).")
+    api_key: str | None = Field(default=None, description="Provider key; stored encrypted.")
+    api_base: str | None = Field(default=None, description="OpenAI-compatible base URL, e.g. http://host/v1.")
+
+
+class EmbeddingSettingsOut(BaseModel):
+    model: str = Field(description="The model in effect (the offline lexical model when no key is set).")
+    api_base: str | None
+    has_api_key: bool
+
+
+def _resources(request: Request) -> Resources:
+    return request.app.state.resources
+
+
+async def _session(request: Request) -> AsyncIterator[AsyncSession]:
+    async with _resources(request).sessions() as session:
+        yield session
+
+
+SessionDep = Annotated[AsyncSession, Depends(_session)]
+
+
+async def _tenant(slug: str, session: SessionDep) -> Tenant:
+    try:
+        return await get_tenant(session, slug)
+    except TenantNotFound:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no tenant {slug!r}") from None
+
+
+TenantDep = Annotated[Tenant, Depends(_tenant)]
+
+
+def _settings(request: Request) -> Settings:
+    return _resources(request).settings
+
+
+async def _document(session: AsyncSession, tenant: Tenant, document_id: uuid.UUID) -> KnowledgeSource:
+    try:
+        return await find_source(session, tenant_id=tenant.id, document=str(document_id))
+    except DocumentNotFound:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no document {document_id}") from None
+
+
+@knowledge_admin_router.post(
+    "/documents",
+    status_code=status.HTTP_202_ACCEPTED,
+    summary="Upload a document (PDF, DOCX, XLSX, CSV, TXT, Markdown)",
+    description="Stores the file and queues its ingestion. The type is sniffed from the bytes, not the "
+    "declared content type. A file with an existing name replaces that document; bytes already stored "
+    "are a no-op. 413 over the size limit (KB_MAX_UPLOAD_BYTES), 415 unsupported type, 422 empty or "
+    "encrypted. Poll GET /documents/{id} for status.",
+    response_model=UploadResult,
+)
+async def upload_document(
+    request: Request, tenant: TenantDep, session: SessionDep, file: Annotated[UploadFile, File()]
+) -> UploadResult:
+    settings = _settings(request)
+    tenant_id = tenant.id  # a rollback expires ORM objects: keep the id
+    limit = settings.kb_max_upload_bytes
+    data = await file.read(limit + 1)
+    filename = file.filename or "upload"
+    try:
+        if len(data) > limit:
+            raise DocumentRejected(filename, "too_large", f"over the upload limit of {limit} bytes")
+        outcome = await register_upload(session, settings, tenant_id=tenant_id, filename=filename, data=data)
+        await session.commit()
+    except DocumentRejected as exc:
+        await session.rollback()
+        log.warning("knowledge_upload_rejected", tenant_id=str(tenant_id), reason=exc.reason, error=str(exc))
+        code = _REJECTION_STATUS.get(exc.reason, status.HTTP_422_UNPROCESSABLE_CONTENT)
+        raise HTTPException(code, {"reason": exc.reason, "message": str(exc)}) from None
+    job_id = None
+    redis = _resources(request).redis
+    if outcome.needs_ingest and redis is not None:
+        job_id = await enqueue_ingest(redis, outcome.source)
+    return UploadResult(document=DocumentPublic.of(outcome.source), action=outcome.action, job_id=job_id)
+
+
+@knowledge_admin_router.get("/documents", summary="List documents", response_model=list[DocumentPublic])
+async def list_documents(tenant: TenantDep, session: SessionDep) -> list[DocumentPublic]:
+    return [DocumentPublic.of(source) for source in await list_sources(session, tenant_id=tenant.id)]
+
+
+@knowledge_admin_router.get(
+    "/documents/{document_id}", summary="One document and its ingestion status", response_model=DocumentPublic
+)
+async def get_document(document_id: uuid.UUID, tenant: TenantDep, session: SessionDep) -> DocumentPublic:
+    return DocumentPublic.of(await _document(session, tenant, document_id))
+
+
+async def _set_active(
+    session: AsyncSession, tenant: Tenant, document_id: uuid.UUID, active: bool
+) -> DocumentPublic:
+    await _document(session, tenant, document_id)
+    source = await set_source_active(session, tenant_id=tenant.id, source_id=document_id, is_active=active)
+    await session.commit()
+    return DocumentPublic.of(source)
+
+
+@knowledge_admin_router.post(
+    "/documents/{document_id}/deactivate",
+    summary="Deactivate a document: its chunks stop matching at once",
+    response_model=DocumentPublic,
+)
+async def deactivate_document(
+    document_id: uuid.UUID, tenant: TenantDep, session: SessionDep
+) -> DocumentPublic:
+    return await _set_active(session, tenant, document_id, False)
+
+
+@knowledge_admin_router.post(
+    "/documents/{document_id}/activate", summary="Re-activate a document", response_model=DocumentPublic
+)
+async def activate_document(document_id: uuid.UUID, tenant: TenantDep, session: SessionDep) -> DocumentPublic:
+    return await _set_active(session, tenant, document_id, True)
+
+
+@knowledge_admin_router.delete(
+    "/documents/{document_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    summary="Delete a document, its chunks and its stored file",
+)
+async def delete_document(document_id: uuid.UUID, tenant: TenantDep, session: SessionDep) -> Response:
+    await _document(session, tenant, document_id)
+    await delete_source(session, tenant_id=tenant.id, source_id=document_id)
+    await session.commit()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+async def _queue_reindex(
+    request: Request, session: AsyncSession, tenant: Tenant, source_ids: list[uuid.UUID] | None
+) -> list[DocumentPublic]:
+    sources = await mark_for_reindex(session, tenant_id=tenant.id, source_ids=source_ids)
+    await session.commit()
+    redis = _resources(request).redis
+    if redis is not None:
+        for source in sources:
+            await enqueue_ingest(redis, source)
+    return [DocumentPublic.of(source) for source in sources]
+
+
+@knowledge_admin_router.post(
+    "/documents/{document_id}/reindex",
+    status_code=status.HTTP_202_ACCEPTED,
+    summary="Re-parse and re-embed one document with the tenant's current embedding model",
+    response_model=list[DocumentPublic],
+)
+async def reindex_document(
+    request: Request, document_id: uuid.UUID, tenant: TenantDep, session: SessionDep
+) -> list[DocumentPublic]:
+    await _document(session, tenant, document_id)
+    return await _queue_reindex(request, session, tenant, [document_id])
+
+
+@knowledge_admin_router.post(
+    "/reindex",
+    status_code=status.HTTP_202_ACCEPTED,
+    summary="Re-index every document, optionally switching the embedding model first",
+    response_model=list[DocumentPublic],
+)
+async def reindex_all(
+    request: Request, body: ReindexRequest, tenant: TenantDep, session: SessionDep
+) -> list[DocumentPublic]:
+    if body.embedding_model:
+        block = (tenant.settings_extensions or {}).get("knowledge") or {}
+        extensions = dict(tenant.settings_extensions or {})
+        extensions["knowledge"] = {**block, "embedding_model": body.embedding_model}
+        tenant.settings_extensions = extensions
+        session.add(tenant)
+    return await _queue_reindex(request, session, tenant, None)
+
+
+@knowledge_admin_router.put(
+    "/embedding",
+    summary="Set the tenant's embedding model, key (stored encrypted) and base URL",
+    description="Existing chunks keep their vectors until re-indexed (POST /reindex).",
+    response_model=EmbeddingSettingsOut,
+)
+async def put_embedding(
+    request: Request, body: EmbeddingSettingsIn, tenant: TenantDep, session: SessionDep
+) -> EmbeddingSettingsOut:
+    settings = _settings(request)
+    set_tenant_embedding(settings, tenant, model=body.model, api_key=body.api_key, api_base=body.api_base)
+    session.add(tenant)
+    await session.commit()
+    config = resolve_embedding_config(settings, tenant)
+    return EmbeddingSettingsOut(
+        model=config.model, api_base=config.api_base, has_api_key=config.api_key is not None
+    )
+
+
+@knowledge_admin_router.get(
+    "/search",
+    summary="Search the tenant's knowledge base",
+    description="Modes: hybrid (default; full-text rank fused with vector rank), vector (cosine, HNSW), "
+    "exact (codes and part numbers must occur as whole tokens). Returns nothing when nothing passes "
+    "the relevance threshold.",
+    response_model=list[HitPublic],
+)
+async def search(
+    request: Request,
+    tenant: TenantDep,
+    session: SessionDep,
+    q: Annotated[str, Query(min_length=1, max_length=2000, description="The question or code.")],
+    mode: Literal["vector", "hybrid", "exact"] = "hybrid",
+    limit: Annotated[int, Query(ge=1, le=50)] = 5,
+) -> list[HitPublic]:
+    settings = _settings(request)
+    try:
+        hits = await search_chunks(
+            session,
+            tenant_id=tenant.id,
+            query=q,
+            mode=mode,
+            limit=limit,
+            settings=settings,
+            embedding=resolve_embedding_config(settings, tenant),
+        )
+    except EmbeddingFailed as exc:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc)) from None
+    return [HitPublic(**hit.to_json_dict()) for hit in hits]

@@ -1,0 +1,83 @@
+"""``switchboard kb`` commands against the test database (ingestion runs in-process)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from switchboard.cli import app
+from typer.testing import CliRunner
+
+from tests.utils.documents import PARTS, RETURNS_POLICY, SHIPPING, make_image_only_pdf, make_pdf, make_xlsx
+
+
+@pytest.fixture
+def cli(settings, tmp_path):
+    runner = CliRunner()
+    env = {"DATABASE_URL": settings.database_url, "DATA_DIR": str(settings.data_dir), "LOG_LEVEL": "WARNING"}
+
+    async def invoke(*args: str):
+        # in a thread: the command runs its own event loop (asyncio.run)
+        return await asyncio.to_thread(runner.invoke, app, list(args), env=env)
+
+    return invoke
+
+
+async def test_kb_add_search_list_deactivate_delete(cli, make_tenant, tmp_path):
+    tenant = await make_tenant()
+    faq = tmp_path / "faq.pdf"
+    faq.write_bytes(make_pdf([RETURNS_POLICY, SHIPPING]))
+    parts = tmp_path / "parts.xlsx"
+    parts.write_bytes(make_xlsx({"Parts": [["Part", "Name", "Price"], *PARTS]}))
+    scan = tmp_path / "scan.pdf"
+    scan.write_bytes(make_image_only_pdf())
+    copy = tmp_path / "faq-copy.pdf"
+    copy.write_bytes(faq.read_bytes())
+
+    added = await cli("kb", "add", str(faq), str(parts), str(scan), str(copy), "--tenant", tenant.slug)
+    assert added.exit_code == 1, added.output  # one file failed
+    lines = added.output.splitlines()
+    assert any(line.startswith("ready") and "faq.pdf" in line and "2 chunks" in line for line in lines)
+    assert any(line.startswith("ready") and "parts.xlsx" in line and "1 chunks" in line for line in lines)
+    assert any(line.startswith("failed") and "scan.pdf" in line and "image-only" in line for line in lines)
+    assert any(line.startswith("skipped") and "same content as faq.pdf" in line for line in lines)
+    assert "3 chunks stored from 2 file(s); 2 skipped or failed" in added.output
+
+    found = await cli("kb", "search", "How long does standard delivery take?", "--tenant", tenant.slug)
+    assert found.exit_code == 0, found.output
+    results = [json.loads(line) for line in found.stdout.splitlines()]
+    assert results[0]["document"] == "faq.pdf" and results[0]["page"] == 2 and results[0]["score"] > 0
+    assert set(results[0]) == {"document", "page", "sheet", "score", "text"}
+
+    exact = await cli("kb", "search", "FVAM-2050-C", "--mode", "exact", "--tenant", tenant.slug)
+    [hit] = [json.loads(line) for line in exact.stdout.splitlines()]
+    assert hit["sheet"] == "Parts" and "FVAM-2050-C" in hit["text"]
+
+    nothing = await cli("kb", "search", "Who won the football world cup in 1998?", "--tenant", tenant.slug)
+    assert nothing.exit_code == 0 and nothing.stdout == ""
+
+    listed = await cli("kb", "list", "--tenant", tenant.slug)
+    assert [line.split()[-1] for line in listed.output.splitlines() if "scan.pdf" not in line] == [
+        "faq.pdf",
+        "parts.xlsx",
+    ]
+    assert "image-only" in listed.output
+
+    assert (await cli("kb", "deactivate", "parts.xlsx", "--tenant", tenant.slug)).exit_code == 0
+    assert (await cli("kb", "search", "FVAM-2050-C", "--mode", "exact", "--tenant", tenant.slug)).stdout == ""
+    assert (await cli("kb", "activate", "parts.xlsx", "--tenant", tenant.slug)).exit_code == 0
+    assert (
+        "FVAM-2050-C"
+        in (await cli("kb", "search", "FVAM-2050-C", "--mode", "exact", "--tenant", tenant.slug)).output
+    )
+
+    reindexed = await cli("kb", "reindex", "faq.pdf", "--tenant", tenant.slug)
+    assert (
+        reindexed.exit_code == 0 and reindexed.output.startswith("ready") and "2 chunks" in reindexed.output
+    )
+
+    assert (await cli("kb", "delete", "parts.xlsx", "--tenant", tenant.slug)).exit_code == 0
+    assert (await cli("kb", "search", "FVAM-2050-C", "--mode", "exact", "--tenant", tenant.slug)).stdout == ""
+    missing = await cli("kb", "delete", "parts.xlsx", "--tenant", tenant.slug)
+    assert missing.exit_code == 2 and "no knowledge document 'parts.xlsx'" in missing.output

@@ -1,0 +1,200 @@
+"""Ingestion: chunks stored with page/sheet, re-upload idempotence, failures store nothing half-way."""
+
+from __future__ import annotations
+
+import pytest
+from sqlmodel import func, select
+from switchboard.db.models import KnowledgeDocument, KnowledgeSource, SourceStatus
+from switchboard.knowledge import (
+    DocumentRejected,
+    delete_source,
+    ingest_source,
+    list_sources,
+    mark_for_reindex,
+    register_upload,
+)
+from switchboard.llm.lexical import LEXICAL_MODEL_NAME
+
+from tests.utils.documents import (
+    OPENING_HOURS,
+    RETURNS_POLICY,
+    SHIPPING,
+    WARRANTY,
+    corrupt,
+    make_encrypted_pdf,
+    make_image_only_pdf,
+    make_pdf,
+    make_xlsx,
+)
+
+
+async def _chunks(sessions, tenant_id):
+    async with sessions() as session:
+        rows = await session.exec(
+            select(KnowledgeDocument)
+            .where(KnowledgeDocument.tenant_id == tenant_id)
+            .order_by(KnowledgeDocument.source_id, KnowledgeDocument.position)
+        )
+        return list(rows.all())
+
+
+async def _sources(sessions, tenant_id):
+    async with sessions() as session:
+        return await list_sources(session, tenant_id=tenant_id)
+
+
+async def test_pdf_chunks_record_their_page_hash_and_embedding(make_tenant, ingest, sessions):
+    tenant = await make_tenant()
+    report = await ingest(tenant, "faq.pdf", make_pdf([RETURNS_POLICY, SHIPPING]))
+    assert (report.status, report.chunk_count, report.embedding_model) == ("ready", 2, LEXICAL_MODEL_NAME)
+    chunks = await _chunks(sessions, tenant.id)
+    assert [(c.position, c.page) for c in chunks] == [(0, 1), (1, 2)]
+    assert all(c.is_active and len(c.content_hash) == 64 for c in chunks)
+    assert len(chunks[0].embedding) == 1536
+    [source] = await _sources(sessions, tenant.id)
+    assert (source.status, source.chunk_count, source.content_type) == ("ready", 2, "application/pdf")
+    assert source.details["pages"] == 2 and source.details["kind"] == "pdf"
+
+
+async def test_xlsx_chunks_record_their_sheet(make_tenant, ingest, sessions):
+    tenant = await make_tenant()
+    await ingest(
+        tenant,
+        "book.xlsx",
+        make_xlsx({"Prices": [["SKU", "Price"], ["A-1", 3]], "Stock": [["SKU", "Qty"], ["A-1", 7]]}),
+    )
+    chunks = await _chunks(sessions, tenant.id)
+    assert [(c.sheet, c.text) for c in chunks] == [
+        ("Prices", "SKU: A-1; Price: 3"),
+        ("Stock", "SKU: A-1; Qty: 7"),
+    ]
+
+
+async def test_reupload_of_same_bytes_is_a_no_op(make_tenant, ingest, sessions, settings):
+    tenant = await make_tenant()
+    data = make_pdf([WARRANTY])
+    first = await ingest(tenant, "warranty.pdf", data)
+    async with sessions() as session, session.begin():
+        again = await register_upload(
+            session, settings, tenant_id=tenant.id, filename="copy-of-warranty.pdf", data=data
+        )
+    assert again.action == "unchanged"
+    assert again.source.id == first.source_id
+    assert not again.needs_ingest
+    second = await ingest(tenant, "warranty.pdf", data)
+    assert second.source_id == first.source_id
+    assert len(await _sources(sessions, tenant.id)) == 1
+    assert len(await _chunks(sessions, tenant.id)) == 1
+
+
+async def test_reupload_under_same_name_replaces_never_duplicates(make_tenant, ingest, sessions):
+    tenant = await make_tenant()
+    first = await ingest(tenant, "faq.pdf", make_pdf([RETURNS_POLICY]))
+    second = await ingest(tenant, "faq.pdf", make_pdf([SHIPPING, WARRANTY, OPENING_HOURS]))
+    assert second.source_id == first.source_id and second.chunk_count == 3
+    [source] = await _sources(sessions, tenant.id)
+    chunks = await _chunks(sessions, tenant.id)
+    assert [c.page for c in chunks] == [1, 2, 3]
+    assert not any("refund" in c.text for c in chunks)
+    assert source.chunk_count == 3
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (make_encrypted_pdf(RETURNS_POLICY), "password-protected PDF"),
+        (make_image_only_pdf(), "image-only"),
+        (corrupt(make_pdf([RETURNS_POLICY, SHIPPING])), "corrupt PDF"),
+    ],
+)
+async def test_unreadable_file_fails_and_keeps_the_previous_version(
+    make_tenant, ingest, sessions, data, reason
+):
+    tenant = await make_tenant()
+    await ingest(tenant, "faq.pdf", make_pdf([WARRANTY]))
+    report = await ingest(tenant, "faq.pdf", data)
+    assert report.status == "failed"
+    assert reason in report.error
+    [source] = await _sources(sessions, tenant.id)
+    assert source.status == SourceStatus.failed and reason in source.error
+    chunks = await _chunks(sessions, tenant.id)
+    assert len(chunks) == 1 and chunks[0].text.replace("\n", " ") == WARRANTY
+
+
+async def test_unreadable_new_file_stores_no_chunks_and_a_resubmit_runs_again(
+    make_tenant, ingest, sessions, settings
+):
+    tenant = await make_tenant()
+    report = await ingest(tenant, "scan.pdf", make_image_only_pdf())
+    assert report.status == "failed" and report.details["failure"] == "no_text"
+    assert await _chunks(sessions, tenant.id) == []
+    async with sessions() as session, session.begin():
+        again = await register_upload(
+            session, settings, tenant_id=tenant.id, filename="scan.pdf", data=make_image_only_pdf()
+        )
+    assert (again.action, again.source.status, again.needs_ingest) == ("unchanged", "pending", True)
+
+
+async def test_upload_limits_and_sniffing_reject_before_storing(make_tenant, sessions, settings):
+    tenant = await make_tenant()
+    small = settings.model_copy(update={"kb_max_upload_bytes": 100})
+    async with sessions() as session:
+        with pytest.raises(DocumentRejected) as too_large:
+            await register_upload(session, small, tenant_id=tenant.id, filename="big.txt", data=b"a " * 100)
+        assert too_large.value.reason == "too_large"
+        with pytest.raises(DocumentRejected) as image:
+            await register_upload(
+                session,
+                settings,
+                tenant_id=tenant.id,
+                filename="x.pdf",
+                data=b"\xff\xd8\xff\xe0" + b"\x00" * 99,
+            )
+        assert image.value.reason == "unsupported"
+    assert await _sources(sessions, tenant.id) == []
+
+
+async def test_stale_job_for_a_replaced_upload_does_nothing(make_tenant, sessions, settings):
+    tenant = await make_tenant()
+    async with sessions() as session, session.begin():
+        old = await register_upload(
+            session, settings, tenant_id=tenant.id, filename="a.txt", data=b"Version one text."
+        )
+        old_hash = old.source.content_hash
+    async with sessions() as session, session.begin():
+        await register_upload(
+            session, settings, tenant_id=tenant.id, filename="a.txt", data=b"Version two text."
+        )
+    stale = await ingest_source(
+        sessions, settings, tenant_id=tenant.id, source_id=old.source.id, content_hash=old_hash
+    )
+    assert stale.status == "skipped" and stale.error == "superseded by a newer upload"
+    assert await _chunks(sessions, tenant.id) == []
+
+
+async def test_reindex_and_delete(make_tenant, ingest, sessions, settings):
+    tenant = await make_tenant()
+    report = await ingest(tenant, "faq.pdf", make_pdf([RETURNS_POLICY, SHIPPING]))
+    before = [c.id for c in await _chunks(sessions, tenant.id)]
+    async with sessions() as session, session.begin():
+        [pending] = await mark_for_reindex(session, tenant_id=tenant.id)
+    assert pending.status == "pending"
+    again = await ingest_source(
+        sessions, settings, tenant_id=tenant.id, source_id=report.source_id, content_hash=pending.content_hash
+    )
+    assert again.status == "ready" and again.chunk_count == 2
+    after = await _chunks(sessions, tenant.id)
+    assert len(after) == 2 and not set(before) & {c.id for c in after}
+    async with sessions() as session, session.begin():
+        await delete_source(session, tenant_id=tenant.id, source_id=report.source_id)
+    assert await _sources(sessions, tenant.id) == []
+    assert await _chunks(sessions, tenant.id) == []
+    async with sessions() as session:
+        count = (
+            await session.exec(
+                select(func.count())
+                .select_from(KnowledgeSource)
+                .where(KnowledgeSource.tenant_id == tenant.id)
+            )
+        ).one()
+    assert count == 0

@@ -1,0 +1,110 @@
+"""Parsers on real generated files: PDF pages, DOCX tables, XLSX/CSV rows with headers, bad files."""
+
+from __future__ import annotations
+
+import pytest
+from switchboard.knowledge import DocumentKind, DocumentRejected, parse_document
+
+from tests.utils.documents import (
+    PARTS,
+    RETURNS_POLICY,
+    SHIPPING,
+    WARRANTY,
+    corrupt,
+    make_csv,
+    make_docx,
+    make_encrypted_pdf,
+    make_image_only_pdf,
+    make_pdf,
+    make_xlsx,
+    make_zip,
+)
+
+HEADER = ["Part", "Name", "Price EUR"]
+
+
+def test_pdf_gives_one_section_per_page_with_its_number():
+    parsed = parse_document(make_pdf([RETURNS_POLICY, "", SHIPPING]), "faq.pdf")
+    assert parsed.kind is DocumentKind.pdf
+    assert [section.page for section in parsed.sections] == [1, 3]
+    assert "30 days" in parsed.sections[0].text
+    assert "9.90 EUR" in parsed.sections[1].text
+    assert parsed.details["pages"] == 3
+    assert parsed.details["skipped"] == [{"pages": [2], "why": "no extractable text (image-only page?)"}]
+
+
+def test_docx_keeps_paragraphs_and_tables_in_order():
+    data = make_docx([WARRANTY, "Spare parts:"], table=[HEADER, *[list(p) for p in PARTS]])
+    parsed = parse_document(data, "manual.docx")
+    assert parsed.kind is DocumentKind.docx
+    text = parsed.sections[0].text
+    assert text.index("24 month warranty") < text.index("Spare parts:") < text.index("FVAM-2050-B")
+    assert "Part: FVAM-2050-C; Name: Steam wand gasket, chrome; Price EUR: 6.40" in text.splitlines()
+    assert parsed.details["tables"] == 1
+
+
+def test_xlsx_gives_one_line_per_row_with_header_names_per_sheet():
+    data = make_xlsx({"Parts": [HEADER, *PARTS], "Empty": [], "Hours": [["Day", "Open"], ["Monday", "9-19"]]})
+    parsed = parse_document(data, "catalog.xlsx")
+    assert parsed.kind is DocumentKind.xlsx
+    assert [section.sheet for section in parsed.sections] == ["Parts", "Hours"]
+    assert parsed.sections[0].text.splitlines() == [
+        "Part: FVAM-2050-B; Name: Steam wand gasket, black; Price EUR: 4.90",
+        "Part: FVAM-2050-C; Name: Steam wand gasket, chrome; Price EUR: 6.40",
+        "Part: FVAM-3100-A; Name: Water tank lid; Price EUR: 12.00",
+    ]
+    assert parsed.sections[1].text == "Day: Monday; Open: 9-19"
+    assert parsed.details["skipped"] == [{"sheet": "Empty", "why": "empty sheet"}]
+
+
+def test_csv_is_header_aware_and_skips_blank_cells():
+    data = make_csv([["SKU", "Product", "Note"], ["AB-100", "Descaler", ""], ["AB-200", "Brush", "soft"]])
+    parsed = parse_document(data, "prices.csv")
+    assert parsed.kind is DocumentKind.csv
+    assert parsed.sections[0].text.splitlines() == [
+        "SKU: AB-100; Product: Descaler",
+        "SKU: AB-200; Product: Brush; Note: soft",
+    ]
+
+
+def test_csv_with_semicolons_is_sniffed():
+    parsed = parse_document(b"SKU;Price\nAB-1;3,50\n", "semi.csv")
+    assert parsed.sections[0].text == "SKU: AB-1; Price: 3,50"
+
+
+def test_text_and_markdown_by_extension_latin1_fallback():
+    assert parse_document("# Title\n\nCaf\u00e9 hours".encode(), "notes.md").kind is DocumentKind.markdown
+    parsed = parse_document("Caf\u00e9 ouvert".encode("latin-1"), "notes.txt")
+    assert parsed.kind is DocumentKind.text
+    assert parsed.sections[0].text == "Caf\u00e9 ouvert"
+
+
+def test_type_is_sniffed_from_bytes_not_the_name():
+    parsed = parse_document(make_docx(["Actually a Word file."]), "looks-like.pdf")
+    assert parsed.kind is DocumentKind.docx
+    assert parsed.sections[0].text == "Actually a Word file."
+
+
+@pytest.mark.parametrize(
+    ("filename", "data", "reason", "message_part"),
+    [
+        ("locked.pdf", make_encrypted_pdf("secret prices"), "encrypted", "password"),
+        ("scan.pdf", make_image_only_pdf(), "no_text", "image-only"),
+        ("broken.pdf", corrupt(make_pdf([WARRANTY])), "corrupt", "corrupt PDF"),
+        ("broken.docx", corrupt(make_docx([WARRANTY])), "corrupt", "corrupt"),
+        ("broken.xlsx", make_zip({"xl/workbook.xml": b"<not-xml"}), "corrupt", "corrupt XLSX"),
+        ("empty.txt", b"", "empty", "empty"),
+        ("blank.docx", make_docx([]), "empty", "no text"),
+        ("header-only.csv", make_csv([["SKU", "Price"]]), "empty", ""),
+        ("photo.pdf", b"\x89PNG\r\n\x1a\n" + b"\x00" * 64, "unsupported", "PNG image"),
+        ("protected.docx", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 512, "encrypted", "password"),
+        ("archive.zip", make_zip({"a.txt": b"hello"}), "unsupported", "neither .docx nor .xlsx"),
+        ("program.bin", bytes(range(256)), "unsupported", "binary"),
+    ],
+)
+def test_bad_files_are_rejected_with_a_reason(filename, data, reason, message_part):
+    with pytest.raises(DocumentRejected) as caught:
+        parse_document(data, filename)
+    assert caught.value.reason == reason
+    assert caught.value.filename == filename
+    assert message_part in str(caught.value)

@@ -1,0 +1,126 @@
+"""Retrieval: tenant isolation in every mode, deactivation, exact codes, the relevance threshold."""
+
+from __future__ import annotations
+
+import pytest
+from switchboard.knowledge import search_chunks, set_source_active
+from switchboard.knowledge.retrieval import code_tokens, keywords
+
+from tests.utils.documents import (
+    OPENING_HOURS,
+    PARTS,
+    RELATED_QUESTIONS,
+    RETURNS_POLICY,
+    SHIPPING,
+    UNRELATED_QUESTIONS,
+    WARRANTY,
+    make_csv,
+    make_docx,
+    make_pdf,
+    make_xlsx,
+)
+
+MODES = ("vector", "hybrid", "exact")
+
+
+@pytest.fixture
+async def shop(make_tenant, ingest):
+    """A tenant with a 4-page FAQ PDF and a parts price list (XLSX)."""
+    tenant = await make_tenant()
+    report = await ingest(tenant, "faq.pdf", make_pdf([RETURNS_POLICY, SHIPPING, WARRANTY, OPENING_HOURS]))
+    assert report.status == "ready", report.error
+    parts = await ingest(tenant, "parts.xlsx", make_xlsx({"Parts": [["Part", "Name", "Price EUR"], *PARTS]}))
+    assert parts.status == "ready", parts.error
+    return tenant
+
+
+async def search(session, settings, tenant, query, mode="hybrid"):
+    return await search_chunks(session, tenant_id=tenant.id, query=query, mode=mode, settings=settings)
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+async def test_question_finds_the_page_that_answers_it(shop, session, settings, mode):
+    expected_pages = {"return": 1, "delivery": 2, "warranty": 3, "showroom": 4}
+    for question, word in RELATED_QUESTIONS:
+        hits = await search(session, settings, shop, question, mode)
+        assert hits, question
+        assert hits[0].document == "faq.pdf"
+        assert hits[0].page == expected_pages[word], (question, hits[0])
+        assert word in hits[0].text.lower()
+        assert hits[0].score > 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_unrelated_question_returns_nothing(shop, session, settings, mode):
+    for question in UNRELATED_QUESTIONS:
+        assert await search(session, settings, shop, question, mode) == [], question
+
+
+async def test_exact_mode_never_confuses_near_identical_part_numbers(
+    shop, session, settings, make_tenant, ingest
+):
+    # One row per chunk would make this trivial: put B and C in the same document but far apart.
+    tenant = await make_tenant()
+    filler = " ".join(f"Filler sentence number {i} about coffee machines." for i in range(40))
+    text = (
+        f"Part FVAM-2050-C: chrome gasket, 6.40 EUR.\n\n{filler}\n\nPart FVAM-2050-B: black gasket, 4.90 EUR."
+    )
+    await ingest(tenant, "catalog.txt", text.encode())
+    hits = await search(session, settings, tenant, "FVAM-2050-B", "exact")
+    assert hits
+    assert all("FVAM-2050-B" in hit.text for hit in hits)
+    assert not any("FVAM-2050-C" in hit.text and "FVAM-2050-B" not in hit.text for hit in hits)
+    sheet_hits = await search(session, settings, shop, "price of FVAM-2050-C?", "exact")
+    assert [hit.sheet for hit in sheet_hits] == ["Parts"]
+    assert "Part: FVAM-2050-C" in sheet_hits[0].text
+    assert await search(session, settings, shop, "FVAM-2050-D", "exact") == []
+    assert await search(session, settings, shop, "FVAM-2050", "exact") == []  # a prefix is not the code
+
+
+async def test_hybrid_counts_exact_numbers(shop, session, settings):
+    hits = await search(session, settings, shop, "9.90 EUR express", "hybrid")
+    assert hits and hits[0].page == 2
+    assert "9.90" in hits[0].text
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tenant_never_sees_another_tenants_chunks(make_tenant, ingest, session, settings, mode):
+    tenant_a, tenant_b = await make_tenant(), await make_tenant()
+    await ingest(tenant_a, "a.txt", b"Secret recipe of tenant A: the QX-9911 blend uses Ethiopian beans.")
+    await ingest(tenant_b, "b.txt", b"Tenant B sells bicycles and repairs flat tyres.")
+    query = "QX-9911 blend Ethiopian beans"
+    assert [hit.document for hit in await search(session, settings, tenant_a, query, mode)] == ["a.txt"]
+    assert await search(session, settings, tenant_b, query, mode) == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_deactivation_takes_effect_at_once_and_reactivation_restores(
+    make_tenant, ingest, sessions, session, settings, mode
+):
+    tenant = await make_tenant()
+    report = await ingest(tenant, "hours.docx", make_docx([OPENING_HOURS, "Showroom code SR-42."]))
+    query = "Lisbon showroom SR-42"
+    assert await search(session, settings, tenant, query, mode)
+    await session.commit()
+    async with sessions() as other, other.begin():
+        await set_source_active(other, tenant_id=tenant.id, source_id=report.source_id, is_active=False)
+    assert await search(session, settings, tenant, query, mode) == []
+    await session.commit()
+    async with sessions() as other, other.begin():
+        await set_source_active(other, tenant_id=tenant.id, source_id=report.source_id, is_active=True)
+    assert [hit.document for hit in await search(session, settings, tenant, query, mode)] == ["hours.docx"]
+
+
+async def test_csv_rows_are_searchable_with_their_headers(make_tenant, ingest, session, settings):
+    tenant = await make_tenant()
+    await ingest(
+        tenant, "prices.csv", make_csv([["SKU", "Product", "Price"], ["AB-100", "Descaler", "7.50"]])
+    )
+    hits = await search(session, settings, tenant, "AB-100", "exact")
+    assert [hit.text for hit in hits] == ["SKU: AB-100; Product: Descaler; Price: 7.50"]
+
+
+def test_keywords_drop_stop_words_and_codes_are_detected():
+    assert keywords("What is the price of FVAM-2050-B?") == ["price", "fvam-2050-b"]
+    assert code_tokens("What is the price of FVAM-2050-B in 2024?") == ["fvam-2050-b", "2024"]
+    assert code_tokens("opening hours") == []
