@@ -32,6 +32,14 @@ db_app = typer.Typer(help="Database migrations.", no_args_is_help=True)
 tenant_app = typer.Typer(help="Tenants: the businesses Switchboard answers for.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(tenant_app, name="tenant")
+data_app = typer.Typer(
+    help="Business data the tools read (catalog, orders, stores, meeting slots).", no_args_is_help=True
+)
+tools_app = typer.Typer(
+    help="Per-tenant MCP toolboxes: which tools a tenant's agent may call.", no_args_is_help=True
+)
+app.add_typer(data_app, name="data")
+app.add_typer(tools_app, name="tools")
 app.add_typer(kb_app, name="kb")
 
 from switchboard.channels.whatsapp.cli import channel_app, simulate_app  # noqa: E402  (WhatsApp, issue 4)
@@ -275,6 +283,121 @@ def tenant_list() -> None:
 
     for tenant in _with_session(list_tenants):
         typer.echo(f"{tenant.slug:<20} {tenant.id}  {tenant.name}")
+
+
+TenantOpt = Annotated[str, typer.Option("--tenant", help="Tenant slug (or id).")]
+
+
+@data_app.command("import")
+@_friendly_errors
+def data_import(
+    tenant: TenantOpt,
+    kind: Annotated[str, typer.Option(help="products | orders | stores | slots")],
+    file: Annotated[str, typer.Argument(help="CSV file with a header row (see README, 'Tools (MCP)').")],
+    skip_invalid: Annotated[
+        bool, typer.Option("--skip-invalid", help="Import the valid rows even when some are rejected.")
+    ] = False,
+) -> None:
+    """Import a CSV for a tenant: every row validated, rejected rows reported with line and reason.
+
+    One transaction: by default a file with any rejected row imports nothing (exit status 1).
+    Rows are upserts (by SKU, order number, store name+city, slot start+resource).
+    """
+    from pathlib import Path
+
+    from switchboard.tenants import get_tenant
+    from switchboard.tools.importers import import_csv
+
+    data = Path(file).read_bytes()
+
+    async def work(session: Any) -> Any:
+        tenant_row = await get_tenant(session, tenant)
+        return await import_csv(
+            session,
+            tenant_id=tenant_row.id,
+            kind=kind,
+            data=data,
+            skip_invalid=skip_invalid,
+            actor="admin:cli",
+        )
+
+    report = _with_session(work)
+    for rejected in report.rejected:
+        typer.echo(f"line {rejected.line}: " + "; ".join(rejected.reasons), err=True)
+    if report.committed:
+        typer.echo(
+            f"imported {report.imported} of {report.rows} {kind} rows ({len(report.rejected)} rejected)"
+        )
+    else:
+        typer.secho(
+            f"nothing imported: {len(report.rejected)} of {report.rows} rows rejected "
+            "(fix them, or use --skip-invalid)",
+            fg=typer.colors.RED,
+            err=True,
+        )
+        raise typer.Exit(1)
+
+
+def _tool_change(tenant: str, change: Callable[[Any, Any], Any]) -> Any:
+    from switchboard.tenants import get_tenant
+
+    async def work(session: Any) -> Any:
+        return await change(session, (await get_tenant(session, tenant)).id)
+
+    return _with_session(work)
+
+
+@tools_app.command("list")
+@_friendly_errors
+def tools_list(tenant: TenantOpt) -> None:
+    """List the tools of a tenant: name, enabled, read/write, configuration."""
+    import json
+
+    from switchboard.tools.toolbox import list_assignments
+
+    for item in _tool_change(tenant, list_assignments):
+        state = "enabled " if item.enabled else "disabled"
+        typer.echo(f"{item.tool_name:<24} {state} {item.kind or '?':<5} {json.dumps(item.custom_config)}")
+
+
+@tools_app.command("enable")
+@_friendly_errors
+def tools_enable(tenant: TenantOpt, tool: Annotated[str, typer.Argument(help="Tool name.")]) -> None:
+    """Let a tenant's agent see and call TOOL."""
+    from switchboard.tools.toolbox import set_enabled
+
+    _tool_change(tenant, lambda s, t: set_enabled(s, t, tool, enabled=True, actor="admin:cli"))
+    typer.echo(f"{tool} enabled for {tenant}")
+
+
+@tools_app.command("disable")
+@_friendly_errors
+def tools_disable(tenant: TenantOpt, tool: Annotated[str, typer.Argument(help="Tool name.")]) -> None:
+    """Hide TOOL from a tenant's agent; a call to it then fails closed (Forbidden + security alert)."""
+    from switchboard.tools.toolbox import set_enabled
+
+    _tool_change(tenant, lambda s, t: set_enabled(s, t, tool, enabled=False, actor="admin:cli"))
+    typer.echo(f"{tool} disabled for {tenant}")
+
+
+@tools_app.command("configure")
+@_friendly_errors
+def tools_configure(
+    tenant: TenantOpt,
+    tool: Annotated[str, typer.Argument(help="Tool name.")],
+    config: Annotated[str, typer.Option("--config", help="JSON object, e.g. '{\"needs_approval\": true}'.")],
+) -> None:
+    """Replace the custom_config a tenant's TOOL receives as tool_config."""
+    import json
+
+    from switchboard.tools.toolbox import configure_tool
+
+    try:
+        parsed = json.loads(config)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--config is not valid JSON: {exc.msg}") from None
+    _tool_change(tenant, lambda s, t: configure_tool(s, t, tool, parsed, actor="admin:cli"))
+    typer.echo(f"{tool} configured for {tenant}: {json.dumps(parsed)}")
 
 
 @simulate_app.command("turn")  # `switchboard simulate "msg"` also lands here (see SimulateGroup)

@@ -145,6 +145,13 @@ class Settings(BaseSettings):
     admin_token: SecretStr | None = None
     """Bearer token for the admin API (``/v1/admin/...``) and remote CLI use."""
 
+    # --- MCP tools (the orchestrator's client side) ---------------------------------------------
+    mcp_tools_url_override: str | None = Field(None, validation_alias="MCP_TOOLS_URL")
+    """MCP endpoint when the tool server is not on this machine (``http://mcp_tools:8104/mcp``)."""
+    mcp_discovery_refresh_s: float = Field(60.0, gt=0)
+    """How long a ``list_tools()`` answer is reused before the tool server is asked again."""
+    mcp_discovery_timeout_s: float = Field(5.0, gt=0)
+    """Budget of one discovery; a slower or absent server leaves turns with the built-in tools only."""
     # --- knowledge base (DESIGN.md "Knowledge"; per-tenant overrides in settings_extensions.knowledge) --
     kb_chunk_size_chars: int = Field(1000, ge=100, le=20_000)
     """Recursive splitter: longest chunk, in characters."""
@@ -275,6 +282,11 @@ class Settings(BaseSettings):
         if self.mcp_service_token is not None:
             return self.mcp_service_token.get_secret_value()
         return _read_or_create_secret(self.secrets_dir / "mcp.token", lambda: secrets.token_urlsafe(32))
+
+    @property
+    def mcp_tools_url(self) -> str:
+        """The MCP endpoint the orchestrator calls (``MCP_TOOLS_URL`` or this machine's ``/mcp``)."""
+        return self.mcp_tools_url_override or f"{self.service_url(self.mcp_tools_port)}/mcp"
 
 
 def _read_or_create_secret(path: Path, make: Callable[[], str]) -> str:

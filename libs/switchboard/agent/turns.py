@@ -448,6 +448,8 @@ class Orchestrator:
                     )
                 )
             for receipt in outcome.tool_receipts:
+                if receipt.get("recorded_by_source"):
+                    continue  # e.g. MCP tools: their source already wrote a fuller receipt
                 scope.add(
                     ToolReceipt(
                         tenant_id=request.tenant_id,
