@@ -46,6 +46,11 @@ agents_app = typer.Typer(
 )
 app.add_typer(agents_app, name="agents")
 
+from switchboard.channels.whatsapp.cli import channel_app, simulate_app  # noqa: E402  (WhatsApp, issue 4)
+
+app.add_typer(channel_app, name="channel")
+app.add_typer(simulate_app, name="simulate")
+
 
 def _friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Turn Switchboard errors into one red line on stderr and exit status 2."""
@@ -399,7 +404,7 @@ def tools_configure(
     typer.echo(f"{tool} configured for {tenant}: {json.dumps(parsed)}")
 
 
-@app.command()
+@simulate_app.command("turn")  # `switchboard simulate "msg"` also lands here (see SimulateGroup)
 @_friendly_errors
 def simulate(
     message: Annotated[str, typer.Argument(help="What the customer writes.")],
