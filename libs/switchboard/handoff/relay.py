@@ -129,6 +129,22 @@ async def handle_agent_message(
             if locked.last_inbound_at is None or seen > locked.last_inbound_at:
                 locked.last_inbound_at = seen
                 session.add(locked)
+            # the agent's window is open again: notices that could not reach them are sent now
+            await session.execute(
+                update(Outbox)
+                .where(
+                    col(Outbox.tenant_id) == row.tenant_id,
+                    col(Outbox.recipient) == locked.phone,
+                    col(Outbox.status) == OutboxStatus.failed.value,
+                    col(Outbox.error_code) == "agent_window_closed",
+                )
+                .values(
+                    status=OutboxStatus.pending.value,
+                    error_code=None,
+                    error_message=None,
+                    updated_at=utcnow(),
+                )
+            )
     if await _already_handled(sessions, row.id):
         return "already_handled"
     trace_id = row.trace_id or f"agent-{row.id}"
@@ -295,9 +311,12 @@ async def deliver_handoff_outbox(
     *,
     inbound_message_id: uuid.UUID | None = None,
     conversation_id: uuid.UUID | None = None,
+    tenant_id: uuid.UUID | None = None,
+    recipient: str | None = None,
     limit: int = 200,
 ) -> int:
-    """Send pending handoff outbox rows (all of them, or those of one inbound message / conversation).
+    """Send pending handoff outbox rows: all, one inbound message's, one conversation's notices, or
+    everything pending for one ``recipient`` of ``tenant_id``.
 
     Returns:
         Messages sent now. Transient Graph errors leave the row pending (the next call or the sweep
@@ -321,6 +340,8 @@ async def deliver_handoff_outbox(
             query = query.where(
                 Outbox.conversation_id == conversation_id, col(Outbox.inbound_message_id).is_(None)
             )
+        if recipient is not None:
+            query = query.where(Outbox.tenant_id == tenant_id, Outbox.recipient == recipient)
         rows = list((await session.exec(query)).all())
         for part in rows:
             sent += await _deliver_one(session, graph, cipher, part)

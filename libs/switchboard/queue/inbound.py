@@ -51,6 +51,12 @@ from switchboard.db.models import (
     OutboxStatus,
     utcnow,
 )
+from switchboard.handoff.relay import (
+    agent_for_row,
+    deliver_handoff_outbox,
+    handle_agent_message,
+    relay_customer_message,
+)
 from switchboard.observability import get_logger, message_context
 from switchboard.queue.keys import (
     contract_violation_counter_key,
@@ -96,6 +102,8 @@ class WorkerDeps:
     http: httpx.AsyncClient
     """Client for the orchestrator (and the transcription/vision endpoints)."""
     cipher: CredentialCipher
+    gateway: Any = None
+    """Model gateway for handoff summaries (``ModelGateway``; ``None``: summaries quote the customer)."""
 
     @property
     def redis(self) -> ArqRedis:
@@ -491,7 +499,8 @@ async def process_inbound(ctx: dict[str, Any], inbound_message_id: str) -> str:
     """ARQ job: handle one stored inbound row (see the module docstring). Returns what happened.
 
     Returns one of ``missing_or_finished``, ``recorded``, ``rate_limited``, ``slowdown_sent``,
-    ``human_mode``, ``coalesced``, ``empty``, ``silent``, ``replied``, ``contract_violation``, ``dead``.
+    ``human_mode``, ``agent_command``, ``agent_command_rejected``, ``relayed_to_customer``,
+    ``agent_no_conversation``, ``already_handled``, ``coalesced``, ``empty``, ``silent``, ``replied``, ``contract_violation``, ``dead``.
 
     Raises:
         Retry: tenant limit reached, conversation busy, orchestrator or Graph API temporarily failing.
@@ -532,6 +541,25 @@ async def _process(deps: WorkerDeps, ctx: dict[str, Any], row_id: uuid.UUID) -> 
             await _record_only(deps, claim)
             return "recorded"
 
+        agent = await agent_for_row(deps.resources.sessions, row)
+        if agent is not None:  # a human agent's phone: a command or a reply to relay, never a customer
+            outcome = await handle_agent_message(
+                deps.resources.sessions, deps.gateway, row=row, agent=agent, console=conversation
+            )
+            # the agent's own rows first, oldest first (notices held back by their closed window, answers)
+            await deliver_handoff_outbox(
+                deps.resources.sessions,
+                deps.graph,
+                deps.cipher,
+                tenant_id=row.tenant_id,
+                recipient=agent.phone,
+            )
+            await deliver_handoff_outbox(
+                deps.resources.sessions, deps.graph, deps.cipher, inbound_message_id=row.id
+            )
+            await _finish(deps, row.id, InboundState.done, None)
+            return outcome
+
         count, seen = await _sliding_window(
             deps.redis,
             customer_rate_key(row.tenant_id, claim.customer.id),
@@ -566,8 +594,14 @@ async def _process(deps: WorkerDeps, ctx: dict[str, Any], row_id: uuid.UUID) -> 
             raise Retry(defer=settings.tenant_rate_defer_s)
 
         if conversation.status == ConversationStatus.human.value:
+            relayed = await relay_customer_message(
+                deps.resources.sessions, row=row, conversation=conversation, customer=claim.customer
+            )
+            await deliver_handoff_outbox(
+                deps.resources.sessions, deps.graph, deps.cipher, inbound_message_id=row.id
+            )
             await _finish(deps, row.id, InboundState.done, None)
-            log.info("inbound_for_human", handoff="human")
+            log.info("inbound_for_human", handoff="human", relay=relayed)
             return "human_mode"
 
         burst_key = f"burst:{conversation.id}"
@@ -586,9 +620,14 @@ async def _process(deps: WorkerDeps, ctx: dict[str, Any], row_id: uuid.UUID) -> 
             await _set_pending(deps, row.id, "conversation busy")
             raise Retry(defer=min(LOCK_RETRY_DEFER_S * int(ctx.get("job_try", 1)), LOCK_RETRY_MAX_DEFER_S))
         try:
-            return await _turn(deps, ctx, claim, burst_key)
+            outcome = await _turn(deps, ctx, claim, burst_key)
         finally:
             await _release_lock(deps.redis, conversation.id, lock)
+        # an escalation in this turn wrote the agent's notice: send it now (the sweep retries leftovers)
+        await deliver_handoff_outbox(
+            deps.resources.sessions, deps.graph, deps.cipher, conversation_id=conversation.id
+        )
+        return outcome
 
 
 async def _turn(deps: WorkerDeps, ctx: dict[str, Any], claim: _Claim, burst_key: str) -> str:

@@ -58,6 +58,9 @@ def build_worker_settings(settings: Settings) -> type:
     # Imported here: the channel modules import ``switchboard.queue.keys`` (no cycle at package import).
     from switchboard.channels.whatsapp.send import GraphClient
     from switchboard.crypto import CredentialCipher
+    from switchboard.handoff.jobs import deliver_handoff
+    from switchboard.llm.router import ModelGateway
+    from switchboard.memory import memory_sweep, summarize_memory
     from switchboard.queue.inbound import WorkerDeps, process_inbound
     from switchboard.queue.maintenance import apply_whatsapp_statuses, sweep_inbound
 
@@ -84,6 +87,12 @@ def build_worker_settings(settings: Settings) -> type:
             http=httpx.AsyncClient(timeout=settings.orchestrator_timeout_s),
             cipher=CredentialCipher(settings.resolved_encryption_key()),
         )
+        ctx["model_gateway"] = ModelGateway(
+            settings=settings,
+            cipher=ctx["deps"].cipher,
+            max_concurrent_calls=settings.model_call_concurrency,
+        )
+        ctx["deps"].gateway = ctx["model_gateway"]
         log.info("worker ready", version=__version__, queue=WORKER_QUEUE)
 
     async def shutdown(ctx: dict[str, Any]) -> None:
@@ -105,13 +114,18 @@ def build_worker_settings(settings: Settings) -> type:
                 timeout=settings.inbound_job_timeout_s,
                 max_tries=INBOUND_ARQ_MAX_TRIES,
             ),
+            func(summarize_memory, name="summarize_memory", timeout=side_timeout_s, max_tries=3),
             func(
                 apply_whatsapp_statuses, name="apply_whatsapp_statuses", timeout=side_timeout_s, max_tries=3
             ),
             func(ingest_knowledge_source, name=INGEST_JOB_NAME, timeout=INGEST_JOB_TIMEOUT_S, max_tries=2),
         ]
         cron_jobs = [
-            cron(sweep_inbound, name="sweep_inbound", second=set(range(0, 60, 15)), timeout=side_timeout_s)
+            cron(sweep_inbound, name="sweep_inbound", second=set(range(0, 60, 15)), timeout=side_timeout_s),
+            cron(
+                deliver_handoff, name="deliver_handoff", second=set(range(5, 60, 15)), timeout=side_timeout_s
+            ),
+            cron(memory_sweep, name="memory_sweep", second={30}, timeout=side_timeout_s),
         ]
         queue_name = WORKER_QUEUE
         on_startup = startup

@@ -192,6 +192,49 @@ class GraphClient:
             )
         return str(messages[0]["id"])
 
+    async def _send(self, phone_number_id: str, token: str, body: dict) -> str:
+        data = await self._post(
+            f"{phone_number_id}/messages", token, {"messaging_product": "whatsapp", **body}
+        )
+        messages = data.get("messages") if isinstance(data.get("messages"), list) else []
+        if not messages or not isinstance(messages[0], dict) or not messages[0].get("id"):
+            raise GraphSendError(
+                "answer without messages[0].id", code=None, http_status=200, is_transient=False
+            )
+        return str(messages[0]["id"])
+
+    async def send_media(
+        self, *, phone_number_id: str, token: str, to: str, kind: str, media_id: str,
+        caption: str | None = None, filename: str | None = None,
+    ) -> str:  # fmt: skip
+        """Send media by the id of a media object of this number (``{kind: {"id", "caption"?}}``).
+
+        ``kind`` is ``image``, ``audio``, ``video``, ``document`` or ``sticker``; captions go with image,
+        video and document only (Cloud API message reference). Returns the new wamid.
+
+        Raises:
+            GraphSendError: as :meth:`send_text`.
+        """
+        media: dict = {"id": media_id}
+        if caption and kind in ("image", "video", "document"):
+            media["caption"] = caption[:1024]
+        if filename and kind == "document":
+            media["filename"] = filename
+        return await self._send(
+            phone_number_id, token, {"recipient_type": "individual", "to": to, "type": kind, kind: media}
+        )
+
+    async def send_template(
+        self, *, phone_number_id: str, token: str, to: str, name: str, language: str
+    ) -> str:
+        """Send an approved template without parameters (the only way to write outside the 24-hour window).
+
+        Raises:
+            GraphSendError: as :meth:`send_text`.
+        """
+        body = {"to": to, "type": "template", "template": {"name": name, "language": {"code": language}}}
+        return await self._send(phone_number_id, token, body)
+
     async def mark_read(self, *, phone_number_id: str, token: str, message_id: str) -> None:
         """Mark an inbound message as read (blue ticks).
 
