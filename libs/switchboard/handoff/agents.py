@@ -9,7 +9,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.db.models import AgentStatus, HumanAgent, utcnow
+from switchboard.db.models import AgentStatus, HumanAgent
 from switchboard.errors import SwitchboardError
 
 __all__ = [
@@ -120,8 +120,3 @@ async def find_agent(session: AsyncSession, *, tenant_id: uuid.UUID, query: str)
     if len(prefix) == 1:
         return prefix[0]
     raise AgentNotFound(query)
-
-
-def touch(agent: HumanAgent) -> None:
-    """Mark ``agent`` as updated now."""
-    agent.updated_at = utcnow()

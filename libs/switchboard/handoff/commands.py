@@ -26,6 +26,7 @@ from switchboard.db.models import (
     Message,
     MessageDirection,
     MessageRole,
+    Outbox,
     utcnow,
 )
 from switchboard.errors import SwitchboardError
@@ -142,8 +143,6 @@ async def selected_conversation(
     open_conversations = await open_conversations_of(session, agent)
     by_id = {c.id: c for c in open_conversations}
     if reply_to_external_id:
-        from switchboard.db.models import Outbox
-
         replied = (
             await session.exec(
                 select(Outbox.conversation_id).where(
@@ -376,7 +375,7 @@ async def _transfer(sessions, gateway, agent_id, command, console_id, trace_id) 
                 target = await find_agent(session, tenant_id=agent.tenant_id, query=command.argument)
             except AgentNotFound:
                 raise CommandError(
-                    f"No colleague named or numbered {command.argument!r}. /status lists nothing about others; check the name."
+                    f"No colleague named or numbered {command.argument!r}. Check the name, or send /transfer alone for the least busy one."
                 ) from None
             if target.id == agent.id:
                 raise CommandError(
