@@ -54,3 +54,14 @@ def test_malformed_setting_fails_with_the_name(cli_env, monkeypatch):
     result = cli_env.invoke(app, ["tenant", "list"])
     assert result.exit_code == 2
     assert "DATABASE_URL" in result.stderr
+
+
+def test_simulate_refuses_empty_or_blank_text(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from switchboard.cli import app as cli_app
+    from typer.testing import CliRunner
+
+    runner = CliRunner()
+    for text in ("", "   \n"):
+        out = runner.invoke(cli_app, ["simulate", "--new", text], env={"DATA_DIR": str(tmp_path)})
+        assert out.exit_code == 2
+        assert out.stderr.strip() == "error: the message is empty: give the text the customer writes"

@@ -326,13 +326,15 @@ def data_import(
         )
 
     report = _with_session(work)
-    for rejected in report.rejected:
-        typer.echo(f"line {rejected.line}: " + "; ".join(rejected.reasons), err=True)
     if report.committed:
         typer.echo(
             f"imported {report.imported} of {report.rows} {kind} rows ({len(report.rejected)} rejected)"
         )
+        for rejected in report.rejected:  # the reasons, so the skipped rows can be fixed and re-imported
+            typer.echo(f"  skipped line {rejected.line}: " + "; ".join(rejected.reasons))
     else:
+        for rejected in report.rejected:
+            typer.echo(f"line {rejected.line}: " + "; ".join(rejected.reasons), err=True)
         typer.secho(
             f"nothing imported: {len(report.rejected)} of {report.rows} rows rejected "
             "(fix them, or use --skip-invalid)",
@@ -426,6 +428,8 @@ def simulate(
     from switchboard.agent.simulate import simulate_turn
     from switchboard.runtime.resources import database_url_for
 
+    if not message.strip():
+        raise ValueError("the message is empty: give the text the customer writes")
     settings = _settings()
     with database_url_for(settings) as url:
         done = asyncio.run(

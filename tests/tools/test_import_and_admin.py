@@ -188,3 +188,27 @@ async def test_seeded_demo_business_enables_every_tool(sessions, make_tenant):
         rows = (await session.exec(select(McpTenantTool).where(McpTenantTool.tenant_id == tenant.id))).all()
     assert sorted(r.tool_name for r in rows if r.enabled) == sorted(KNOWN_TOOLS)
     assert {p.sku for p in await _products(sessions, tenant.id)} >= {"FVAM-2050-B", "FVAM-2050-C"}
+
+
+def test_cli_import_reports_skipped_rows_missing_columns_and_empty_fields(cli, tmp_path):
+    slug = f"cli-{uuid.uuid4().hex[:8]}"
+    assert cli.invoke(cli_app, ["tenant", "create", "--slug", slug, "--name", "CLI Shop"]).exit_code == 0
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text("sku,name,price\nAB-1,Fan A,10.00\nAB-2,,5.00\nAB-3,Fan C,-1\n")
+    done = cli.invoke(
+        cli_app, ["data", "import", "--tenant", slug, "--kind", "products", "--skip-invalid", str(mixed)]
+    )
+    assert done.exit_code == 0, done.output
+    lines = [line for line in done.stdout.splitlines() if "import_done" not in line]  # minus the log line
+    assert lines[0] == "imported 1 of 3 products rows (2 rejected)"
+    assert lines[1] == "  skipped line 3: name: is empty"
+    assert lines[2].startswith("  skipped line 4: price: Input should be greater than or equal to 0")
+
+    wrong_header = tmp_path / "wrong.csv"
+    wrong_header.write_text("code,title,cost\nAB-1,Fan A,10.00\nAB-2,Fan B,5.00\n")
+    refused = cli.invoke(cli_app, ["data", "import", "--tenant", slug, "--kind", "products", str(wrong_header)])
+    assert refused.exit_code == 2
+    assert refused.stderr.strip() == (
+        "error: missing columns: sku, name, price (the header row has: code, title, cost)"
+    )
+    assert "Field required" not in refused.output

@@ -223,11 +223,20 @@ def _normalize_customer_ref(value: str) -> str:
     return digits if digits.isdigit() else value
 
 
+def _reason(error: Any) -> str:
+    """One validation error as ``field: message``; a required field left blank reads ``field: is empty``."""
+    where = ".".join(str(p) for p in error["loc"]) or "row"
+    if error.get("input") is None and error["type"] != "missing":
+        return f"{where}: is empty"
+    return f"{where}: {error['msg']}"
+
+
 def parse_rows(kind: str, data: bytes | str) -> tuple[list[tuple[int, Any]], list[RejectedRow], int]:
     """Validate a CSV: ``(valid (line, row) pairs, rejected rows, data row count)``.
 
     Raises:
-        ValueError: unknown kind, not UTF-8, too large, or no header row.
+        ValueError: unknown kind, not UTF-8, too large, no header row, or a header without a
+            required column (``missing columns: x, y``).
     """
     if kind not in _ROW_MODELS:
         raise ValueError(f"unknown import kind {kind!r}: use {', '.join(IMPORT_KINDS)}")
@@ -243,6 +252,13 @@ def parse_rows(kind: str, data: bytes | str) -> tuple[list[tuple[int, Any]], lis
         raise ValueError("the file is empty: a header row is required")
     reader.fieldnames = [name.strip().lower() for name in reader.fieldnames]
     model = _ROW_MODELS[kind]
+    missing = [
+        name for name, info in model.model_fields.items() if info.is_required() and name not in reader.fieldnames
+    ]
+    if missing:
+        raise ValueError(
+            f"missing columns: {', '.join(missing)} (the header row has: {', '.join(reader.fieldnames)})"
+        )
     valid: list[tuple[int, Any]] = []
     rejected: list[RejectedRow] = []
     seen: dict[tuple[Any, ...], int] = {}
@@ -270,9 +286,7 @@ def parse_rows(kind: str, data: bytes | str) -> tuple[list[tuple[int, Any]], lis
             rejected.append(
                 RejectedRow(
                     line=line,
-                    reasons=[
-                        f"{'.'.join(str(p) for p in e['loc']) or 'row'}: {e['msg']}" for e in exc.errors()
-                    ],
+                    reasons=[_reason(e) for e in exc.errors()],
                 )
             )
             continue
