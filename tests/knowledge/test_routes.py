@@ -98,6 +98,10 @@ async def test_deactivate_activate_reindex_delete(api, make_tenant, settings):
     assert reindex.status_code == 202 and [d["status"] for d in reindex.json()] == ["pending"]
     await run_worker_burst(settings)
     assert (await api.get(f"{base}/documents/{doc_id}")).json()["status"] == "ready"
+    no_body = await api.post(f"{base}/reindex")  # the body is optional
+    assert no_body.status_code == 202 and [d["id"] for d in no_body.json()] == [doc_id]
+    await run_worker_burst(settings)
+    assert (await api.get(f"{base}/documents/{doc_id}")).json()["status"] == "ready"
 
     assert (await api.delete(f"{base}/documents/{doc_id}")).status_code == 204
     assert (await api.get(f"{base}/documents/{doc_id}")).status_code == 404

@@ -264,9 +264,10 @@ async def reindex_document(
     response_model=list[DocumentPublic],
 )
 async def reindex_all(
-    request: Request, body: ReindexRequest, tenant: TenantDep, session: SessionDep
+    request: Request, tenant: TenantDep, session: SessionDep, body: ReindexRequest | None = None
 ) -> list[DocumentPublic]:
-    if body.embedding_model:
+    """The body is optional: without one, every document is re-embedded with the current model."""
+    if body is not None and body.embedding_model:
         block = (tenant.settings_extensions or {}).get("knowledge") or {}
         extensions = dict(tenant.settings_extensions or {})
         extensions["knowledge"] = {**block, "embedding_model": body.embedding_model}

@@ -48,6 +48,12 @@ async def test_add_whatsapp_token_is_encrypted_at_rest(database_url, data_dir, s
             app, ["channel", "add-whatsapp", "--tenant", slug, "--phone-number-id", "abc"], env=env
         )
         assert bad.exit_code == 2
+        empty = runner.invoke(
+            app,
+            ["channel", "add-whatsapp", "--tenant", slug, "--phone-number-id", pid, "--access-token", ""],
+            env=env,
+        )
+        assert empty.exit_code == 2 and empty.stderr.startswith("error: --access-token is empty")
 
     await asyncio.to_thread(invoke)
     async with sessions() as session:
@@ -67,3 +73,62 @@ def test_retarget_payload_sets_account_and_refreshes_timestamps() -> None:
     assert max(stamps) - min(stamps) == 1781000782 - 1781000779 and min(stamps) > 1781000782
     kept = retarget_payload(body, phone_number_id="123", keep_timestamps=True)
     assert kept["entry"][1]["changes"][0]["value"]["statuses"][0]["timestamp"] == "1781000782"
+
+
+async def test_simulate_payload_twice_gets_fresh_ids_and_unanswerable_posts_return_at_once(
+    make_settings, wa_tenant, sessions, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+    import time
+
+    from switchboard.db.models import Message
+
+    from services.whatsapp.main import create_app
+    from tests.utils.asgi_server import serve_asgi
+    from tests.utils.net import free_port
+    from tests.utils.whatsapp import payload_path
+
+    port = free_port()
+    settings = make_settings(whatsapp_port=port)
+    env = {
+        "DATABASE_URL": settings.database_url,
+        "REDIS_URL": settings.redis_url,
+        "DATA_DIR": str(settings.data_dir),
+        "META_APP_SECRET": "test-app-secret",
+        "WHATSAPP_PORT": str(port),
+        "WHATSAPP_GRAPH_BASE_URL": graph_sandbox[0],
+        "LOG_LEVEL": "WARNING",
+    }
+    runner = CliRunner()
+    slug = wa_tenant.tenant.slug
+
+    async def simulate(name: str, *extra: str, timeout: str = "20"):  # type: ignore[no-untyped-def]
+        args = ["simulate", "whatsapp", "--tenant", slug, "--payload", str(payload_path(name)), *extra]
+        started = time.monotonic()
+        out = await asyncio.to_thread(runner.invoke, app, [*args, "--timeout", timeout], env=env)
+        return out, time.monotonic() - started
+
+    async with serve_asgi(create_app(settings), port=port):
+        fresh = [await simulate("text.json", timeout="0.3") for _ in range(2)]  # no worker: no reply
+        for out, _ in fresh:
+            assert out.exit_code == 0, out.output
+            assert '"stored":1,"duplicates":0' in out.stderr
+        again, _ = await simulate("text.json", "--keep-ids", timeout="0.3")
+        again_too, seconds = await simulate("text.json", "--keep-ids")
+        status, status_seconds = await simulate("status_read.json")
+
+    assert again.exit_code == 0 and '"stored":1' in again.stderr  # the original id: new to this tenant
+    assert again_too.exit_code == 0 and '"stored":0,"duplicates":1' in again_too.stderr and seconds < 10
+    assert (
+        "nothing new stored (1 duplicate(s): already received): no reply will come "
+        "(drop --keep-ids to post fresh message ids)" in again_too.stderr
+    )
+    assert status.exit_code == 0 and status_seconds < 10
+    assert "holds no customer message to answer" in status.stderr
+    async with sessions() as session:
+        ids = (
+            await session.exec(select(Message.external_id).where(Message.tenant_id == wa_tenant.tenant.id))
+        ).all()
+    original = load_payload("text.json", refresh=False)["entry"][0]["changes"][0]["value"]["messages"][0]["id"]
+    assert len(ids) == 3 and len(set(ids)) == 3 and original in ids
+    assert all(i.startswith(original) for i in ids)

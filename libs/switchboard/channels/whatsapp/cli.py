@@ -21,7 +21,15 @@ from typer.core import TyperGroup
 
 from switchboard.channels.whatsapp.verify import SIGNATURE_HEADER, sign_body
 
-__all__ = ["channel_app", "simulate_app", "build_text_webhook", "retarget_payload", "post_signed"]
+__all__ = [
+    "channel_app",
+    "simulate_app",
+    "build_text_webhook",
+    "retarget_payload",
+    "refresh_message_ids",
+    "answerable_messages",
+    "post_signed",
+]
 
 channel_app = typer.Typer(
     help="Channel accounts: connect a WhatsApp number (Instagram/Gmail later).", no_args_is_help=True
@@ -117,6 +125,33 @@ def retarget_payload(
     return body
 
 
+def refresh_message_ids(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with a fresh unique suffix on every ``messages[].id`` / ``message_echoes[].id`` (wamid).
+
+    The webhook stores a message once per (number, wamid), so posting the same file twice would
+    otherwise be a duplicate that is never answered again. References to other messages (``context``,
+    reactions, statuses of our own sends) are left as they are.
+    """
+    body = copy.deepcopy(body)
+    suffix = ".SIM" + uuid.uuid4().hex[:12].upper()
+    for entry in body.get("entry") or []:
+        for change in entry.get("changes") or []:
+            value = change.get("value") or {}
+            for key in ("messages", "message_echoes"):
+                for item in value.get(key) or []:
+                    if isinstance(item, dict) and isinstance(item.get("id"), str):
+                        item["id"] = item["id"] + suffix
+    return body
+
+
+def answerable_messages(body: dict[str, Any]) -> int:
+    """How many customer messages in ``body`` the agent answers (not statuses, reactions, stickers,
+    edits, revokes, system messages, unsupported types or business-app echoes)."""
+    from switchboard.channels.whatsapp.normalize import normalize_delivery
+
+    return sum(1 for message in normalize_delivery(body).messages if message.action == "process")
+
+
 async def post_signed(client: httpx.AsyncClient, url: str, raw: bytes, app_secret: str) -> httpx.Response:
     """POST ``raw`` to ``url`` with ``X-Hub-Signature-256`` as Meta would sign it."""
     return await client.post(
@@ -177,6 +212,13 @@ def add_whatsapp(
             "error: --phone-number-id must be digits (Meta's phone_number_id)", fg=typer.colors.RED, err=True
         )
         raise typer.Exit(2)
+    if access_token is not None and not access_token.strip():
+        typer.secho(
+            "error: --access-token is empty: give the Graph API token, or omit it for the local sandbox",
+            fg=typer.colors.RED,
+            err=True,
+        )
+        raise typer.Exit(2)
     cipher = CredentialCipher(settings.resolved_encryption_key())
 
     async def work(session):  # type: ignore[no-untyped-def]
@@ -228,6 +270,13 @@ def simulate_whatsapp(
     keep_timestamps: Annotated[
         bool, typer.Option(help="Post --payload timestamps as they are (default: now).")
     ] = False,
+    keep_ids: Annotated[
+        bool,
+        typer.Option(
+            help="Post --payload message ids (wamid) as they are (default: a fresh suffix, so the same file "
+            "can be posted again; with the original ids a second post is a duplicate and is not answered)."
+        ),
+    ] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for outbound messages.")] = 30.0,
 ) -> None:
     """Sign and post a real-shaped webhook to the running WhatsApp service, then print (JSON lines) the
@@ -266,6 +315,8 @@ def simulate_whatsapp(
         body = retarget_payload(
             json.loads(payload.read_text()), phone_number_id=phone_number_id, keep_timestamps=keep_timestamps
         )
+        if not keep_ids:
+            body = refresh_message_ids(body)
     else:
         body = build_text_webhook(phone_number_id=phone_number_id, wa_id=from_.lstrip("+"), text=text or "")
     raw = json.dumps(body, separators=(",", ":")).encode()
@@ -290,6 +341,25 @@ def simulate_whatsapp(
             typer.secho(f"webhook: HTTP {response.status_code} {response.text}", err=True)
             if response.status_code != 200:
                 return 1
+            try:
+                result = response.json()
+            except ValueError:
+                result = {}
+            if answerable_messages(body) == 0:
+                typer.secho(
+                    "accepted, but the payload holds no customer message to answer "
+                    "(statuses, reactions, stickers, edits, echoes...): no reply will come",
+                    err=True,
+                )
+                return 0
+            if isinstance(result, dict) and result.get("stored") == 0:
+                typer.secho(
+                    f"nothing new stored ({result.get('duplicates', 0)} duplicate(s): already received): "
+                    "no reply will come"
+                    + (" (drop --keep-ids to post fresh message ids)" if keep_ids else ""),
+                    err=True,
+                )
+                return 0
             if after is None:
                 typer.secho("no Graph API sandbox reachable: not waiting for replies", err=True)
                 return 0
