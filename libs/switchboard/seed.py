@@ -18,6 +18,7 @@ from switchboard.tenants import add_channel_account, count_tenants, create_tenan
 __all__ = [
     "seed_demo_if_empty",
     "seed_demo_business",
+    "seed_demo_knowledge",
     "DEMO_SLUG",
     "DEMO_WHATSAPP_PHONE_NUMBER_ID",
     "DEMO_CUSTOMER_BSUID",
@@ -53,6 +54,41 @@ Demo Shop Lakeside,8 Shore Avenue,Chicago,US,+1 555 0100 012,41.8781,-87.6298,mo
 """
 
 
+DEMO_FAQ_FILENAME = "demo-shop-faq.md"
+DEMO_FAQ_MD = "\n\n".join(
+    (  # one paragraph per answer, one line each (a quoted passage prints on one line)
+        (
+            "**What are your opening hours?** Our opening hours: Demo Shop Downtown is open Monday to Friday "
+            "09:00-19:00 and Saturday 10:00-16:00. Demo Shop Riverside is open Monday to Friday 10:00-18:00. "
+            "Demo Shop Lakeside is open Monday to Friday 09:00-20:00, Saturday 09:00-17:00 and Sunday "
+            "11:00-15:00."
+        ),
+        (
+            "**What is your returns policy?** Returns: you can return any product within 30 days of delivery "
+            "for a full refund, unused and in its original packaging. Start a return by writing to us with "
+            "your order number; the return label is free. Refunds reach your card within 5 business days."
+        ),
+        (
+            "**How long does shipping take?** Shipping: orders placed before 14:00 leave our warehouse the "
+            "same business day. Standard delivery takes 3 to 5 business days, express delivery 1 to 2 "
+            "business days. Shipping is free on orders over 50 USD."
+        ),
+        (
+            "**What warranty do your products have?** Warranty: every fan and humidifier has a 2-year "
+            "manufacturer warranty covering defects. Filters and other consumables are not covered. For a "
+            "warranty claim, send us your order number and a photo of the problem."
+        ),
+        (
+            "**How can I contact you?** Contact: write to us here at any time, email support@example.com, or "
+            "call +1 555 0100 010 during the Downtown store's opening hours. A person answers within one "
+            "business day."
+        ),
+    )
+)
+"""The demo knowledge base: one FAQ document, so questions about hours, returns, shipping, warranty and
+contact find an answer (the README's examples)."""
+
+
 def demo_slots_csv(now: datetime | None = None, days: int = 5) -> str:
     """Free 30-minute slots at 10:00 and 15:00 UTC on the next ``days`` days after ``now``."""
     start = (now or datetime.now(UTC)).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -85,8 +121,36 @@ async def seed_demo_business(session: AsyncSession, tenant_id: uuid.UUID) -> Non
     await enable_all(session, tenant_id)
 
 
+async def seed_demo_knowledge(session: AsyncSession, tenant: Tenant) -> None:
+    """Pin ``tenant`` to the offline lexical embedding and ingest the demo FAQ in this transaction.
+
+    Pinned so the FAQ's vectors and the questions' vectors come from the same model even when a
+    provider key is set (``switchboard kb reindex --tenant demo --model ...`` switches later).
+    Chunks are one FAQ answer each (400 characters, no overlap), so a search quotes the right one.
+
+    Raises:
+        DocumentRejected: the bundled FAQ failed to parse (a programming error).
+    """
+    from switchboard.knowledge import EmbeddingConfig, ingest_in_session
+    from switchboard.knowledge.embeddings import KNOWLEDGE_SETTINGS_KEY
+    from switchboard.llm.lexical import LEXICAL_MODEL_NAME
+
+    extensions = dict(tenant.settings_extensions or {})
+    extensions[KNOWLEDGE_SETTINGS_KEY] = {
+        **(extensions.get(KNOWLEDGE_SETTINGS_KEY) or {}),
+        "embedding_model": LEXICAL_MODEL_NAME,
+    }
+    tenant.settings_extensions = extensions
+    session.add(tenant)
+    await ingest_in_session(
+        session, tenant_id=tenant.id, filename=DEMO_FAQ_FILENAME, data=DEMO_FAQ_MD.encode(),
+        config=EmbeddingConfig(model=LEXICAL_MODEL_NAME), chunk_size=400, overlap=0,
+    )  # fmt: skip
+
+
 async def seed_demo_if_empty(session: AsyncSession) -> Tenant | None:
-    """Create the ``demo`` tenant with its channel accounts when no tenant exists.
+    """Create the ``demo`` tenant with its channel accounts, business data and FAQ document when no
+    tenant exists.
 
     Returns:
         The new tenant, or ``None`` when the database already had tenants (nothing is changed).
@@ -120,4 +184,5 @@ async def seed_demo_if_empty(session: AsyncSession) -> Tenant | None:
     )
     await session.flush()
     await seed_demo_business(session, tenant.id)
+    await seed_demo_knowledge(session, tenant)
     return tenant

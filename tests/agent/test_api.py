@@ -105,3 +105,64 @@ async def test_simulate_reports_an_unknown_tenant(settings, database_url):
     )
     assert outcome.exit_code == 2
     assert "tenant not found: no-such-tenant" in outcome.output
+
+
+async def test_demo_tenant_faq_answers_the_readme_questions_with_the_offline_model(
+    make_tenant, sessions, settings, database_url
+):
+    from switchboard.db.models import KnowledgeSource, Tenant
+    from switchboard.llm.lexical import LEXICAL_MODEL_NAME
+    from switchboard.seed import DEMO_FAQ_FILENAME, seed_demo_business, seed_demo_knowledge
+
+    tenant = (
+        await make_tenant()
+    )  # seeded like `make run`'s demo tenant (that one exists only once per database)
+    async with sessions() as session, session.begin():
+        row = await session.get(Tenant, tenant.id)
+        await seed_demo_business(session, row.id)
+        await seed_demo_knowledge(session, row)
+    async with sessions() as session:
+        source = (
+            await session.exec(select(KnowledgeSource).where(KnowledgeSource.tenant_id == tenant.id))
+        ).one()
+    assert (source.filename, source.status, source.embedding_model) == (
+        DEMO_FAQ_FILENAME,
+        "ready",
+        LEXICAL_MODEL_NAME,
+    )
+    assert source.chunk_count >= 5
+
+    from switchboard.tools.server import ToolServer, create_tools_app
+
+    from tests.utils.asgi_server import serve_asgi
+
+    mcp_port = free_port()  # the real MCP tool service (search_knowledge_base lives there)
+    env = {
+        "DATABASE_URL": database_url,
+        "DATA_DIR": str(settings.data_dir),
+        "ORCHESTRATOR_PORT": str(free_port()),
+        "MODEL_SERVER_PORT": str(free_port()),
+        "MCP_TOOLS_PORT": str(mcp_port),
+        "OPENAI_API_KEY": "",
+        "ANTHROPIC_API_KEY": "",
+        "LOG_LEVEL": "WARNING",
+    }
+    expected = {
+        "What are your opening hours?": "Monday to Friday 09:00-19:00",
+        "What is your returns policy?": "within 30 days of delivery",
+        "How long does shipping take?": "Standard delivery takes",
+    }
+    async with serve_asgi(create_tools_app(settings, server=ToolServer()), port=mcp_port):
+        outcomes = {
+            question: await asyncio.to_thread(
+                CliRunner().invoke, cli_app, ["simulate", "--tenant", tenant.slug, "--new", question], env=env
+            )
+            for question in expected
+        }
+    for question, quoted in expected.items():
+        outcome = outcomes[question]
+        assert outcome.exit_code == 0, outcome.output
+        reply = next(line for line in outcome.stdout.splitlines() if line.startswith("reply:"))
+        assert reply.startswith(f'reply:    {OFFLINE_MARKER} From our documents: "'), outcome.stdout
+        assert quoted in reply and question in reply  # the FAQ answer to this very question
+        assert "search_knowledge_base=ok" in outcome.stdout

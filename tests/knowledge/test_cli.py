@@ -81,3 +81,10 @@ async def test_kb_add_search_list_deactivate_delete(cli, make_tenant, tmp_path):
     assert (await cli("kb", "search", "FVAM-2050-C", "--mode", "exact", "--tenant", tenant.slug)).stdout == ""
     missing = await cli("kb", "delete", "parts.xlsx", "--tenant", tenant.slug)
     assert missing.exit_code == 2 and "no knowledge document 'parts.xlsx'" in missing.output
+
+
+async def test_kb_list_of_an_empty_knowledge_base_says_so_on_stderr(cli, make_tenant):
+    tenant = await make_tenant()
+    listed = await cli("kb", "list", "--tenant", tenant.slug)
+    assert listed.exit_code == 0 and listed.stdout == ""
+    assert listed.stderr.startswith("no documents (add some with `switchboard kb add")

@@ -206,7 +206,9 @@ def test_cli_import_reports_skipped_rows_missing_columns_and_empty_fields(cli, t
 
     wrong_header = tmp_path / "wrong.csv"
     wrong_header.write_text("code,title,cost\nAB-1,Fan A,10.00\nAB-2,Fan B,5.00\n")
-    refused = cli.invoke(cli_app, ["data", "import", "--tenant", slug, "--kind", "products", str(wrong_header)])
+    refused = cli.invoke(
+        cli_app, ["data", "import", "--tenant", slug, "--kind", "products", str(wrong_header)]
+    )
     assert refused.exit_code == 2
     assert refused.stderr.strip() == (
         "error: missing columns: sku, name, price (the header row has: code, title, cost)"

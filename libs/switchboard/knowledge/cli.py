@@ -174,7 +174,10 @@ def kb_search(
 @kb_app.command("list")
 @_friendly
 def kb_list(tenant: TenantOpt) -> None:
-    """List documents: id, status, active, chunks, embedding model, filename (and the error if failed)."""
+    """List documents: id, status, active, chunks, embedding model, filename (and the error if failed).
+
+    An empty knowledge base prints "no documents" on stderr (stdout stays empty).
+    """
     from switchboard.knowledge import list_sources
 
     async def work(sessions: Any, settings: Any) -> list[Any]:
@@ -182,7 +185,10 @@ def kb_list(tenant: TenantOpt) -> None:
         async with sessions() as session:
             return await list_sources(session, tenant_id=row.id)
 
-    for source in _run(work):
+    sources = _run(work)
+    if not sources:
+        typer.echo("no documents (add some with `switchboard kb add FILE... --tenant ...`)", err=True)
+    for source in sources:
         active = "active" if source.is_active else "inactive"
         typer.echo(
             f"{source.id}  {source.status:<10} {active:<8} {source.chunk_count:>5}  "

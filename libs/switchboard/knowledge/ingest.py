@@ -38,7 +38,12 @@ from switchboard.db.models import (
 )
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.errors import SwitchboardError
-from switchboard.knowledge.embeddings import EmbeddingFailed, embed_texts, resolve_embedding_config
+from switchboard.knowledge.embeddings import (
+    EmbeddingConfig,
+    EmbeddingFailed,
+    embed_texts,
+    resolve_embedding_config,
+)
 from switchboard.knowledge.parsers import CONTENT_TYPES, DocumentRejected, parse_document, sniff_kind
 from switchboard.knowledge.splitter import split_text
 from switchboard.observability import get_logger
@@ -51,6 +56,7 @@ __all__ = [
     "delete_source",
     "find_source",
     "ingest_job_id",
+    "ingest_in_session",
     "ingest_source",
     "list_sources",
     "mark_for_reindex",
@@ -326,6 +332,69 @@ async def _fail(
     report.status, report.error = "failed", error
     report.details = {"failure": reason}
     return report
+
+
+async def ingest_in_session(
+    session: AsyncSession,
+    *,
+    tenant_id: uuid.UUID,
+    filename: str,
+    data: bytes,
+    config: EmbeddingConfig,
+    chunk_size: int,
+    overlap: int,
+) -> KnowledgeSource:
+    """Parse, split, embed and store a new document inside the caller's transaction (seeding).
+
+    The same parser, splitter and embedding as :func:`ingest_source`, but in one session the caller
+    commits, so it can run in the transaction that created the tenant (``make run``'s demo seed).
+
+    Args:
+        session: open session; the caller owns the transaction.
+        tenant_id: owner of the document.
+        filename: document name (must not exist yet for this tenant).
+        data: the whole file.
+        config: how to embed (the seed passes the offline lexical model: no network).
+        chunk_size: longest chunk, in characters.
+        overlap: characters shared by neighbouring chunks.
+
+    Returns:
+        The ``ready`` source with its chunks flushed.
+
+    Raises:
+        DocumentRejected: the file cannot be parsed; nothing is stored.
+        EmbeddingFailed: the embedding model failed; nothing is stored.
+    """
+    parsed = parse_document(data, filename)
+    rows = [
+        (section, text)
+        for section in parsed.sections
+        for text in split_text(section.text, chunk_size=chunk_size, overlap=overlap)
+    ]
+    vectors = await embed_texts(config, [text for _, text in rows])
+    scope = TenantScope(session, tenant_id)
+    source = scope.add(
+        KnowledgeSource(
+            tenant_id=tenant_id, filename=filename, content_hash=sha256_hex(data),
+            content_type=CONTENT_TYPES[parsed.kind], size_bytes=len(data), status=SourceStatus.ready.value,
+            embedding_model=config.model, chunk_count=len(rows),
+            details={**parsed.details, "kind": parsed.kind.value, "chunks": len(rows), "sections": len(parsed.sections)},
+        )
+    )  # fmt: skip
+    await session.flush()
+    scope.add(KnowledgeSourceFile(tenant_id=tenant_id, source_id=source.id, data=data))
+    for position, ((section, text), vector) in enumerate(zip(rows, vectors, strict=True)):
+        scope.add(
+            KnowledgeDocument(
+                tenant_id=tenant_id, source_id=source.id, position=position, page=section.page,
+                sheet=section.sheet, text=text, embedding=vector, is_active=True,
+                content_hash=sha256_hex(text.encode()),
+            )
+        )  # fmt: skip
+    await session.flush()
+    log.info("knowledge_ingested", tenant_id=str(tenant_id), source_id=str(source.id), chunks=len(rows),
+             embedding_model=config.model)  # fmt: skip
+    return source
 
 
 async def list_sources(session: AsyncSession, *, tenant_id: uuid.UUID) -> list[KnowledgeSource]:

@@ -253,7 +253,9 @@ def parse_rows(kind: str, data: bytes | str) -> tuple[list[tuple[int, Any]], lis
     reader.fieldnames = [name.strip().lower() for name in reader.fieldnames]
     model = _ROW_MODELS[kind]
     missing = [
-        name for name, info in model.model_fields.items() if info.is_required() and name not in reader.fieldnames
+        name
+        for name, info in model.model_fields.items()
+        if info.is_required() and name not in reader.fieldnames
     ]
     if missing:
         raise ValueError(

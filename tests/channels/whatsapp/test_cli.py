@@ -102,18 +102,18 @@ async def test_simulate_payload_twice_gets_fresh_ids_and_unanswerable_posts_retu
     runner = CliRunner()
     slug = wa_tenant.tenant.slug
 
-    async def simulate(name: str, *extra: str, timeout: str = "20"):  # type: ignore[no-untyped-def]
+    async def simulate(name: str, *extra: str, wait: str = "20"):  # type: ignore[no-untyped-def]
         args = ["simulate", "whatsapp", "--tenant", slug, "--payload", str(payload_path(name)), *extra]
         started = time.monotonic()
-        out = await asyncio.to_thread(runner.invoke, app, [*args, "--timeout", timeout], env=env)
+        out = await asyncio.to_thread(runner.invoke, app, [*args, "--timeout", wait], env=env)
         return out, time.monotonic() - started
 
     async with serve_asgi(create_app(settings), port=port):
-        fresh = [await simulate("text.json", timeout="0.3") for _ in range(2)]  # no worker: no reply
+        fresh = [await simulate("text.json", wait="0.3") for _ in range(2)]  # no worker: no reply
         for out, _ in fresh:
             assert out.exit_code == 0, out.output
             assert '"stored":1,"duplicates":0' in out.stderr
-        again, _ = await simulate("text.json", "--keep-ids", timeout="0.3")
+        again, _ = await simulate("text.json", "--keep-ids", wait="0.3")
         again_too, seconds = await simulate("text.json", "--keep-ids")
         status, status_seconds = await simulate("status_read.json")
 
@@ -129,6 +129,8 @@ async def test_simulate_payload_twice_gets_fresh_ids_and_unanswerable_posts_retu
         ids = (
             await session.exec(select(Message.external_id).where(Message.tenant_id == wa_tenant.tenant.id))
         ).all()
-    original = load_payload("text.json", refresh=False)["entry"][0]["changes"][0]["value"]["messages"][0]["id"]
+    original = load_payload("text.json", refresh=False)["entry"][0]["changes"][0]["value"]["messages"][0][
+        "id"
+    ]
     assert len(ids) == 3 and len(set(ids)) == 3 and original in ids
     assert all(i.startswith(original) for i in ids)
