@@ -107,32 +107,35 @@ async def test_reupload_under_same_name_replaces_never_duplicates(make_tenant, i
         (corrupt(make_pdf([RETURNS_POLICY, SHIPPING])), "corrupt PDF"),
     ],
 )
-async def test_unreadable_file_fails_and_keeps_the_previous_version(
+async def test_unreadable_file_stores_nothing_and_keeps_the_previous_version(
     make_tenant, ingest, sessions, data, reason
 ):
     tenant = await make_tenant()
     await ingest(tenant, "faq.pdf", make_pdf([WARRANTY]))
-    report = await ingest(tenant, "faq.pdf", data)
-    assert report.status == "failed"
-    assert reason in report.error
+    [before] = await _sources(sessions, tenant.id)
+    with pytest.raises(DocumentRejected) as rejected:
+        await ingest(tenant, "faq.pdf", data)
+    assert reason in str(rejected.value)
     [source] = await _sources(sessions, tenant.id)
-    assert source.status == SourceStatus.failed and reason in source.error
+    assert (source.status, source.error, source.content_hash) == (
+        SourceStatus.ready,
+        None,
+        before.content_hash,
+    )
     chunks = await _chunks(sessions, tenant.id)
     assert len(chunks) == 1 and chunks[0].text.replace("\n", " ") == WARRANTY
 
 
-async def test_unreadable_new_file_stores_no_chunks_and_a_resubmit_runs_again(
+async def test_unreadable_new_file_stores_no_row_and_a_resubmit_is_refused_again(
     make_tenant, ingest, sessions, settings
 ):
     tenant = await make_tenant()
-    report = await ingest(tenant, "scan.pdf", make_image_only_pdf())
-    assert report.status == "failed" and report.details["failure"] == "no_text"
-    assert await _chunks(sessions, tenant.id) == []
-    async with sessions() as session, session.begin():
-        again = await register_upload(
-            session, settings, tenant_id=tenant.id, filename="scan.pdf", data=make_image_only_pdf()
-        )
-    assert (again.action, again.source.status, again.needs_ingest) == ("unchanged", "pending", True)
+    for _ in range(2):
+        with pytest.raises(DocumentRejected) as rejected:
+            await ingest(tenant, "scan.pdf", make_image_only_pdf())
+        assert rejected.value.reason == "no_text"
+        assert await _sources(sessions, tenant.id) == []
+        assert await _chunks(sessions, tenant.id) == []
 
 
 async def test_upload_limits_and_sniffing_reject_before_storing(make_tenant, sessions, settings):

@@ -108,15 +108,15 @@ async def test_deactivate_activate_reindex_delete(api, make_tenant, settings):
     assert (await api.get(f"{base}/search", params=query)).json() == []
 
 
-async def test_failed_ingestion_is_reported_in_the_status(api, make_tenant, settings):
+async def test_corrupt_upload_is_refused_and_stores_nothing(api, make_tenant, settings):
     tenant = await make_tenant()
     base = f"/v1/admin/tenants/{tenant.slug}/knowledge"
     broken = make_pdf([WARRANTY])[:200]
-    doc_id = (await api.post(f"{base}/documents", **_upload("broken.pdf", broken))).json()["document"]["id"]
-    await run_worker_burst(settings)
-    document = (await api.get(f"{base}/documents/{doc_id}")).json()
-    assert document["status"] == "failed" and "corrupt PDF" in document["error"]
-    assert document["chunk_count"] == 0
+    response = await api.post(f"{base}/documents", **_upload("broken.pdf", broken))
+    assert response.status_code == 422
+    assert response.json()["detail"]["reason"] == "corrupt"
+    assert "corrupt PDF" in response.json()["detail"]["message"]
+    assert (await api.get(f"{base}/documents")).json() == []
 
 
 @pytest.mark.parametrize(

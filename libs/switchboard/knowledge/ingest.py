@@ -8,10 +8,13 @@ Identity of a document (so a re-upload replaces, never duplicates):
 * bytes already stored for the tenant (same SHA-256, under any name) are a no-op: the existing
   document is returned and nothing is parsed or embedded again.
 
-:func:`ingest_source` is the body of the ARQ job (and of ``switchboard kb add``). It parses and
-embeds everything before touching chunks, then deletes the old chunks and inserts the new ones in
-a single transaction, so a failure at any step (corrupt file, provider down mid-batch) leaves the
-document exactly as it was, with ``status='failed'`` and the reason in ``error``.
+Nothing is stored half-way. :func:`register_upload` parses the file before storing it, so a file
+that cannot be read (corrupt, encrypted, image-only, empty, unsupported) stores no row at all and a
+document of the same name keeps its previous version. :func:`ingest_source` is the body of the ARQ
+job (and of ``switchboard kb add``). It parses and embeds everything before touching chunks, then
+deletes the old chunks and inserts the new ones in a single transaction, so a failure there
+(provider down mid-batch) leaves the previous chunks answering, with ``status='failed'`` and the
+reason in ``error``.
 """
 
 from __future__ import annotations
@@ -130,8 +133,11 @@ async def register_upload(
         data: the whole file.
 
     Raises:
-        DocumentRejected: too large, empty, or of a type the sniffer refuses (images, archives,
-            password-protected Office files); nothing is stored.
+        DocumentRejected: too large, empty, of a type the sniffer refuses (images, archives,
+            password-protected Office files), or unreadable by its parser (corrupt or encrypted PDF,
+            image-only scan, no text): nothing is stored, and a document of the same name keeps
+            its previous version as it was. The file is parsed here for that check (in a thread)
+            and again by the ingestion job.
     """
     filename = filename.replace("\\", "/").rsplit("/", 1)[-1].strip() or "upload"
     if len(data) > settings.kb_max_upload_bytes:
@@ -150,6 +156,9 @@ async def register_upload(
             await session.flush()
         log.info("knowledge_upload_unchanged", tenant_id=str(tenant_id), source_id=str(same_bytes.id))
         return UploadOutcome(source=same_bytes, action="unchanged")
+    # parse now (in a thread) so a file that cannot be read stores nothing, like an empty or
+    # unsupported one, and a bad replacement leaves the previous version untouched
+    await asyncio.to_thread(parse_document, data, filename)
     source = await scope.first(KnowledgeSource, KnowledgeSource.filename == filename)
     action: Literal["created", "replaced"] = "replaced" if source is not None else "created"
     if source is None:

@@ -152,8 +152,9 @@ async def _document(session: AsyncSession, tenant: Tenant, document_id: uuid.UUI
     summary="Upload a document (PDF, DOCX, XLSX, CSV, TXT, Markdown)",
     description="Stores the file and queues its ingestion. The type is sniffed from the bytes, not the "
     "declared content type. A file with an existing name replaces that document; bytes already stored "
-    "are a no-op. 413 over the size limit (KB_MAX_UPLOAD_BYTES), 415 unsupported type, 422 empty or "
-    "encrypted. Poll GET /documents/{id} for status.",
+    "are a no-op. 413 over the size limit (KB_MAX_UPLOAD_BYTES), 415 unsupported type, 422 empty, "
+    "encrypted, corrupt or without text (the file is parsed before it is stored: a refused file stores "
+    "nothing and leaves a document of the same name as it was). Poll GET /documents/{id} for status.",
     response_model=UploadResult,
 )
 async def upload_document(
