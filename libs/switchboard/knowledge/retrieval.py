@@ -218,15 +218,24 @@ LIMIT :limit
 
 
 _PREPARE_SQL = """
-SELECT coalesce(sum(ks.chunk_count), 0) AS chunks,
+WITH previous AS MATERIALIZED (SELECT current_setting('enable_sort') AS enable_sort),
+counted AS MATERIALIZED (
+    SELECT coalesce(sum(ks.chunk_count), 0) AS chunks
+    FROM knowledge_sources ks
+    WHERE ks.tenant_id = :tenant_id AND ks.is_active
+)
+SELECT c.chunks, p.enable_sort AS previous_sort,
        set_config('hnsw.iterative_scan', 'relaxed_order', true) AS iterative_scan,
        set_config('hnsw.ef_search', :ef_search, true) AS ef_search,
-       current_setting('enable_sort') AS enable_sort
-FROM knowledge_sources ks
-WHERE ks.tenant_id = :tenant_id AND ks.is_active
+       set_config('enable_sort', CASE WHEN c.chunks > :max_exact THEN 'off' ELSE p.enable_sort END, true)
+           AS enable_sort
+FROM counted c, previous p
 """
-"""One round trip before a vector/hybrid search: the tenant's active chunk count (which picks the
-exact scan or HNSW) and the transaction-local HNSW options (``set_config(..., true)`` is ``SET LOCAL``)."""
+"""One round trip before a vector/hybrid search: the tenant's active chunk count, which picks the
+exact scan or HNSW, and the transaction-local options (``set_config(..., true)`` is ``SET LOCAL``):
+HNSW's iterative scan and ``ef_search``, and for HNSW ``enable_sort = off``, so that the planner
+cannot swap the index for "read the tenant's rows and sort" (the previous value is read first,
+in its own CTE, to be restored after the search)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -254,8 +263,8 @@ async def _prepare(
 ) -> _Prepared | None:
     """Validate, embed the question and pick the query; ``None`` when the question has no words.
 
-    Leaves ``SET LOCAL`` options in the session's transaction (``enable_sort = off`` for HNSW,
-    to be restored by the caller from ``restore_sort``).
+    Leaves ``SET LOCAL`` options in the session's transaction (``enable_sort = off`` for HNSW:
+    the caller restores it from ``restore_sort`` once the search has run).
     """
     if mode not in ("vector", "hybrid", "exact"):
         raise ValueError(f"unknown search mode {mode!r}: use vector, hybrid or exact")
@@ -286,17 +295,18 @@ async def _prepare(
         prepared = (
             await session.exec(
                 text(_PREPARE_SQL),
-                params={"tenant_id": tenant_id, "ef_search": str(int(settings.kb_hnsw_ef_search))},
+                params={
+                    "tenant_id": tenant_id,
+                    "ef_search": str(int(settings.kb_hnsw_ef_search)),
+                    "max_exact": settings.kb_exact_scan_max_chunks,
+                },
             )
         ).one()
         tenant_chunks = int(prepared.chunks)
         exact_scan = tenant_chunks <= settings.kb_exact_scan_max_chunks
         strategy = "exact_scan" if exact_scan else "hnsw"
-        if not exact_scan and prepared.enable_sort != "off":
-            # Only the HNSW index gives rows in distance order without a sort: with sorts disabled
-            # the planner cannot swap it for "read the tenant's rows and sort" (LIBRARIES.md §9).
-            await session.exec(text("SET LOCAL enable_sort = off"))
-            restore_sort = prepared.enable_sort
+        if not exact_scan and prepared.previous_sort != "off":
+            restore_sort = prepared.previous_sort
         params["min_similarity"] = float(threshold)
         if mode == "vector":
             sql = _VECTOR_SQL.replace("{nearest}", _nearest_cte("nn", "limit", exact=exact_scan))
@@ -346,8 +356,8 @@ async def search_chunks(
 ) -> list[ChunkHit]:
     """Find the tenant's chunks that answer ``query``; nothing when nothing is relevant enough.
 
-    Round trips: ``vector``/``hybrid`` read the tenant's chunk count while setting the HNSW options,
-    then run the one search query (plus one to restore ``enable_sort`` after an HNSW search);
+    Round trips: ``vector``/``hybrid`` read the tenant's chunk count while setting the planner
+    options, then run the one search query (plus one to restore ``enable_sort`` after HNSW);
     ``exact`` runs the one query. A tenant row lookup comes first when ``embedding`` is omitted.
 
     Args:
