@@ -1,8 +1,9 @@
-"""Knowledge-base benchmark: ingestion throughput, retrieval latency per mode, HNSW recall@5.
+"""Knowledge-base benchmark: ingestion throughput, retrieval latency and recall@5 per mode and strategy.
 
 Run (starts an embedded PostgreSQL + pgvector in a temporary folder, like the tests do)::
 
-    .venv/bin/python loadtests/kb_benchmark.py --chunks 100000 --tenants 20
+    .venv/bin/python loadtests/kb_benchmark.py --chunks 100000 --tenants 20 --corpus topics
+    .venv/bin/python loadtests/kb_benchmark.py --chunks 100000 --tenants 20 --corpus uniform
     .venv/bin/python loadtests/kb_benchmark.py --chunks 5000 --queries 50        # quick
     .venv/bin/python loadtests/kb_benchmark.py --database-url postgresql://...   # an existing server
 
@@ -14,15 +15,28 @@ What it measures (offline lexical embedding, no provider):
 2. **Bulk load** of the remaining chunks to reach ``--chunks``, spread evenly over ``--tenants``:
    lexical embeddings computed in ``--workers`` processes, rows written with binary ``COPY``, then
    the HNSW index rebuilt (its build time is printed).
-3. **Retrieval latency** p50/p95 of :func:`switchboard.knowledge.search_chunks` for ``vector``,
-   ``hybrid`` and ``exact`` (question embedding + ``SET LOCAL`` + the one query), each in its own
-   transaction, from random tenants; questions are 5 words of a random chunk of that tenant
-   (``exact``: one of its part codes).
-4. **Recall@5** of ``vector`` mode (HNSW, iterative scan) against an exact scan (index scans
-   disabled) for the same questions, threshold off.
+3. **Questions and ground truth**: ``--queries`` questions about random chunks of random tenants
+   (see :func:`synthetic_question`) and, for each, the exact top 5 by cosine distance (a plain
+   scan and sort, index scans disabled).
+4. **search_chunks** (:func:`switchboard.knowledge.search_chunks`, each call in its own
+   transaction, question embedding included), p50/p95 latency for ``vector`` with the exact tenant
+   scan and with the HNSW index at each ``--ef-search`` value, ``hybrid`` both ways, ``exact``
+   (a part code of the chunk); recall@5 against the ground truth (threshold off) and how often the
+   question's own chunk is among the hits.
+5. **The SQL alone** (``EXPLAIN ANALYZE`` execution time of the query search_chunks runs), to
+   separate the query from the rest (round trips, embedding the question).
+6. **Cost of an exact scan** by number of rows (1, 2, 4 and 8 tenants' chunks): what
+   ``KB_EXACT_SCAN_MAX_CHUNKS`` trades against recall.
 
-Synthetic text: Zipf-distributed pseudo-words (a 6,000-word vocabulary) in sentences, about 900
-characters per chunk, each chunk carrying two part codes like ``QX-1234-B``.
+Synthetic text (``--corpus``), about 900 characters per chunk, two part codes like ``QX-1234-B``
+each, words from a 6,000-word Zipf-distributed pseudo-word vocabulary:
+
+* ``topics`` (default): each tenant has 8 product lines of 12 subtopics; a document (40 chunks)
+  is about one product line, and 30% of a chunk's words come from its subtopic's 30 words and 25%
+  from its product line's 150, so related chunks share words as in real manuals. Questions
+  paraphrase a chunk: 4 of its words and 1 word of its subtopic that it may not contain.
+* ``uniform``: every word drawn from the whole vocabulary (the previous corpus: nearly every chunk
+  is equally far from a question, the hardest case for a graph index). Questions: 5 words of a chunk.
 """
 
 from __future__ import annotations
@@ -400,7 +414,11 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
     # --- 5. where the time goes: the search query alone (EXPLAIN ANALYZE) ------------------------
     from switchboard.knowledge.retrieval import explain_search
 
-    for label, settings_ in (("exact tenant scan", exact_settings), ("HNSW", runs[1][2])):
+    default_hnsw = settings.model_copy(update={"kb_exact_scan_max_chunks": 0})
+    for label, settings_ in (
+        ("exact tenant scan", exact_settings),
+        (f"HNSW ef_search={settings.kb_hnsw_ef_search}", default_hnsw),
+    ):
         for mode in ("vector", "hybrid"):
             executions = []
             for tenant, query, _ in samples[: min(50, len(samples))]:
