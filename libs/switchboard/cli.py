@@ -32,7 +32,24 @@ db_app = typer.Typer(help="Database migrations.", no_args_is_help=True)
 tenant_app = typer.Typer(help="Tenants: the businesses Switchboard answers for.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(tenant_app, name="tenant")
+data_app = typer.Typer(
+    help="Business data the tools read (catalog, orders, stores, meeting slots).", no_args_is_help=True
+)
+tools_app = typer.Typer(
+    help="Per-tenant MCP toolboxes: which tools a tenant's agent may call.", no_args_is_help=True
+)
+app.add_typer(data_app, name="data")
+app.add_typer(tools_app, name="tools")
 app.add_typer(kb_app, name="kb")
+agents_app = typer.Typer(
+    help="Human agents: staff who take over conversations from their own WhatsApp.", no_args_is_help=True
+)
+app.add_typer(agents_app, name="agents")
+
+from switchboard.channels.whatsapp.cli import channel_app, simulate_app  # noqa: E402  (WhatsApp, issue 4)
+
+app.add_typer(channel_app, name="channel")
+app.add_typer(simulate_app, name="simulate")
 
 
 def _friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -272,7 +289,122 @@ def tenant_list() -> None:
         typer.echo(f"{tenant.slug:<20} {tenant.id}  {tenant.name}")
 
 
-@app.command()
+TenantOpt = Annotated[str, typer.Option("--tenant", help="Tenant slug (or id).")]
+
+
+@data_app.command("import")
+@_friendly_errors
+def data_import(
+    tenant: TenantOpt,
+    kind: Annotated[str, typer.Option(help="products | orders | stores | slots")],
+    file: Annotated[str, typer.Argument(help="CSV file with a header row (see README, 'Tools (MCP)').")],
+    skip_invalid: Annotated[
+        bool, typer.Option("--skip-invalid", help="Import the valid rows even when some are rejected.")
+    ] = False,
+) -> None:
+    """Import a CSV for a tenant: every row validated, rejected rows reported with line and reason.
+
+    One transaction: by default a file with any rejected row imports nothing (exit status 1).
+    Rows are upserts (by SKU, order number, store name+city, slot start+resource).
+    """
+    from pathlib import Path
+
+    from switchboard.tenants import get_tenant
+    from switchboard.tools.importers import import_csv
+
+    data = Path(file).read_bytes()
+
+    async def work(session: Any) -> Any:
+        tenant_row = await get_tenant(session, tenant)
+        return await import_csv(
+            session,
+            tenant_id=tenant_row.id,
+            kind=kind,
+            data=data,
+            skip_invalid=skip_invalid,
+            actor="admin:cli",
+        )
+
+    report = _with_session(work)
+    for rejected in report.rejected:
+        typer.echo(f"line {rejected.line}: " + "; ".join(rejected.reasons), err=True)
+    if report.committed:
+        typer.echo(
+            f"imported {report.imported} of {report.rows} {kind} rows ({len(report.rejected)} rejected)"
+        )
+    else:
+        typer.secho(
+            f"nothing imported: {len(report.rejected)} of {report.rows} rows rejected "
+            "(fix them, or use --skip-invalid)",
+            fg=typer.colors.RED,
+            err=True,
+        )
+        raise typer.Exit(1)
+
+
+def _tool_change(tenant: str, change: Callable[[Any, Any], Any]) -> Any:
+    from switchboard.tenants import get_tenant
+
+    async def work(session: Any) -> Any:
+        return await change(session, (await get_tenant(session, tenant)).id)
+
+    return _with_session(work)
+
+
+@tools_app.command("list")
+@_friendly_errors
+def tools_list(tenant: TenantOpt) -> None:
+    """List the tools of a tenant: name, enabled, read/write, configuration."""
+    import json
+
+    from switchboard.tools.toolbox import list_assignments
+
+    for item in _tool_change(tenant, list_assignments):
+        state = "enabled " if item.enabled else "disabled"
+        typer.echo(f"{item.tool_name:<24} {state} {item.kind or '?':<5} {json.dumps(item.custom_config)}")
+
+
+@tools_app.command("enable")
+@_friendly_errors
+def tools_enable(tenant: TenantOpt, tool: Annotated[str, typer.Argument(help="Tool name.")]) -> None:
+    """Let a tenant's agent see and call TOOL."""
+    from switchboard.tools.toolbox import set_enabled
+
+    _tool_change(tenant, lambda s, t: set_enabled(s, t, tool, enabled=True, actor="admin:cli"))
+    typer.echo(f"{tool} enabled for {tenant}")
+
+
+@tools_app.command("disable")
+@_friendly_errors
+def tools_disable(tenant: TenantOpt, tool: Annotated[str, typer.Argument(help="Tool name.")]) -> None:
+    """Hide TOOL from a tenant's agent; a call to it then fails closed (Forbidden + security alert)."""
+    from switchboard.tools.toolbox import set_enabled
+
+    _tool_change(tenant, lambda s, t: set_enabled(s, t, tool, enabled=False, actor="admin:cli"))
+    typer.echo(f"{tool} disabled for {tenant}")
+
+
+@tools_app.command("configure")
+@_friendly_errors
+def tools_configure(
+    tenant: TenantOpt,
+    tool: Annotated[str, typer.Argument(help="Tool name.")],
+    config: Annotated[str, typer.Option("--config", help="JSON object, e.g. '{\"needs_approval\": true}'.")],
+) -> None:
+    """Replace the custom_config a tenant's TOOL receives as tool_config."""
+    import json
+
+    from switchboard.tools.toolbox import configure_tool
+
+    try:
+        parsed = json.loads(config)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--config is not valid JSON: {exc.msg}") from None
+    _tool_change(tenant, lambda s, t: configure_tool(s, t, tool, parsed, actor="admin:cli"))
+    typer.echo(f"{tool} configured for {tenant}: {json.dumps(parsed)}")
+
+
+@simulate_app.command("turn")  # `switchboard simulate "msg"` also lands here (see SimulateGroup)
 @_friendly_errors
 def simulate(
     message: Annotated[str, typer.Argument(help="What the customer writes.")],
@@ -315,3 +447,92 @@ def simulate(
 
 if __name__ == "__main__":
     app()
+
+
+def _agent_work(tenant: str, query: str | None, online: bool) -> Any:
+    """Find the agent (by name or phone) of ``tenant`` and set its status (queue notices go to the outbox)."""
+    from switchboard.db.engine import create_engine, session_factory
+    from switchboard.handoff import find_agent, set_status, write_outgoing
+    from switchboard.runtime.resources import database_url_for
+    from switchboard.tenants import get_tenant
+
+    with database_url_for(_settings()) as url:
+
+        async def go() -> Any:
+            engine = create_engine(url, pool_size=1)
+            sessions = session_factory(engine)
+            try:
+                async with sessions() as session:
+                    tenant_row = await get_tenant(session, tenant)
+                    agent = await find_agent(session, tenant_id=tenant_row.id, query=query or "")
+                notices = await set_status(sessions, None, agent_id=agent.id, online=online, trace_id="cli")
+                async with sessions() as session, session.begin():
+                    await write_outgoing(session, tenant_id=tenant_row.id, items=notices)
+                return agent, notices
+            finally:
+                await engine.dispose()
+
+        return asyncio.run(go())
+
+
+@agents_app.command("add")
+@_friendly_errors
+def agents_add(
+    tenant: Annotated[str, typer.Option(help="Tenant slug or id.")],
+    name: Annotated[str, typer.Option(help="The agent's name as colleagues know it.")],
+    phone: Annotated[
+        str, typer.Option(help="The agent's WhatsApp number, international, e.g. +15550102030.")
+    ],
+    online: Annotated[bool, typer.Option("--online", help="Start online (default: offline).")] = False,
+) -> None:
+    """Add a human agent; their WhatsApp number becomes their console."""
+    from switchboard.handoff import add_agent
+    from switchboard.tenants import get_tenant
+
+    async def work(session: Any) -> Any:
+        tenant_row = await get_tenant(session, tenant)
+        return await add_agent(session, tenant_id=tenant_row.id, name=name, phone=phone, online=online)
+
+    agent = _with_session(work)
+    typer.echo(f"added agent {agent.name} +{agent.phone} ({agent.status}) id={agent.id}")
+
+
+@agents_app.command("list")
+@_friendly_errors
+def agents_list(tenant: Annotated[str, typer.Option(help="Tenant slug or id.")]) -> None:
+    """List agents: name, phone, status, open conversations, total conversations."""
+    from switchboard.handoff import list_agents
+    from switchboard.tenants import get_tenant
+
+    async def work(session: Any) -> Any:
+        return await list_agents(session, tenant_id=(await get_tenant(session, tenant)).id)
+
+    for agent in _with_session(work):
+        typer.echo(
+            f"{agent.name:<24} +{agent.phone:<16} {agent.status:<8} "
+            f"open={agent.current_load} total={agent.total_conversations}"
+        )
+
+
+@agents_app.command("online")
+@_friendly_errors
+def agents_online(
+    tenant: Annotated[str, typer.Option(help="Tenant slug or id.")],
+    name: Annotated[str | None, typer.Option(help="The agent's name (or use --phone).")] = None,
+    phone: Annotated[str | None, typer.Option(help="The agent's number.")] = None,
+) -> None:
+    """Put an agent online; every conversation waiting in the queue goes to them."""
+    agent, notices = _agent_work(tenant, phone or name, online=True)
+    typer.echo(f"{agent.name} is online; {len(notices)} waiting conversation(s) assigned")
+
+
+@agents_app.command("offline")
+@_friendly_errors
+def agents_offline(
+    tenant: Annotated[str, typer.Option(help="Tenant slug or id.")],
+    name: Annotated[str | None, typer.Option(help="The agent's name (or use --phone).")] = None,
+    phone: Annotated[str | None, typer.Option(help="The agent's number.")] = None,
+) -> None:
+    """Put an agent offline (refused while they still have open conversations)."""
+    agent, _ = _agent_work(tenant, phone or name, online=False)
+    typer.echo(f"{agent.name} is offline")

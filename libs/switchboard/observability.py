@@ -63,6 +63,8 @@ def configure_logging(*, service: str, level: str = "INFO", fmt: LogFormat = "au
         "litellm",
         "httpx",
         "httpcore",
+        "httpx2",  # the MCP SDK's HTTP client: one INFO line per request otherwise
+        "mcp.server.streamable_http_manager",
         "asyncio",
         "pgserver",
         "alembic.runtime.migration",

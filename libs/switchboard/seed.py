@@ -7,17 +7,82 @@ payloads can be replayed against a fresh ``make run``.
 
 from __future__ import annotations
 
+import uuid
+from datetime import UTC, datetime, timedelta
+
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import Tenant
 from switchboard.tenants import add_channel_account, count_tenants, create_tenant
 
-__all__ = ["seed_demo_if_empty", "DEMO_SLUG", "DEMO_WHATSAPP_PHONE_NUMBER_ID"]
+__all__ = [
+    "seed_demo_if_empty",
+    "seed_demo_business",
+    "DEMO_SLUG",
+    "DEMO_WHATSAPP_PHONE_NUMBER_ID",
+    "DEMO_CUSTOMER_BSUID",
+]
 
 DEMO_SLUG = "demo"
 DEMO_WHATSAPP_PHONE_NUMBER_ID = "106000000000001"
 DEMO_INSTAGRAM_ACCOUNT_ID = "17841400000000001"
 DEMO_MAILBOX = "support@example.com"
+DEMO_CUSTOMER_BSUID = "US.10000000000000000001"
+"""Business-scoped user id of the WhatsApp customer in ``shared/payloads``: demo orders A-1001 and A-1002
+are theirs (A-1003 belongs to ``wa_id`` 15550100098, A-1004 to ``switchboard simulate``'s demo customer)."""
+
+DEMO_PRODUCTS_CSV = """sku,name,description,price,currency,stock,voltage
+FVAM-2050-B,Ventilation fan FVAM 2050 (black),"Quiet 20 cm wall fan, 50 W, black housing",89.90,USD,14,230V
+FVAM-2050-C,Ventilation fan FVAM 2050 (chrome),"Quiet 20 cm wall fan, 50 W, chrome housing",99.90,USD,0,230V
+FVAM-3070-B,Ventilation fan FVAM 3070 (black),"30 cm wall fan, 70 W, black housing",129.00,USD,6,230V
+HMD-100,Humidifier HMD 100,"Ultrasonic humidifier, 4 l tank, up to 30 m2",59.00,USD,22,
+FLT-20,Replacement filter FLT 20,"Filter for FVAM 2050 fans, pack of 2",12.50,USD,120,
+"""
+
+DEMO_ORDERS_CSV = """order_number,customer,status,total,currency,items,carrier,tracking_number,placed_at,estimated_delivery
+A-1001,US.10000000000000000001,shipped,102.40,USD,FVAM-2050-B:1;FLT-20:1,UPS,1Z999AA10123456784,2026-11-25T10:00:00Z,2026-12-02T18:00:00Z
+A-1002,US.10000000000000000001,delivered,59.00,USD,HMD-100:1,DHL,JD014600006281230,2026-11-10T15:30:00Z,2026-11-14T18:00:00Z
+A-1003,15550100098,paid,129.00,USD,FVAM-3070-B:1,,,2026-11-29T09:00:00Z,
+A-1004,simulate:demo-customer,shipped,89.90,USD,FVAM-2050-B:1,UPS,1Z999AA10123456785,2026-11-28T12:00:00Z,2026-12-03T18:00:00Z
+"""
+
+DEMO_STORES_CSV = """name,address,city,country,phone,lat,lon,opening_hours
+Demo Shop Downtown,12 Market Street,Springfield,US,+1 555 0100 010,39.7817,-89.6501,mon=09:00-19:00;tue=09:00-19:00;wed=09:00-19:00;thu=09:00-19:00;fri=09:00-19:00;sat=10:00-16:00;sun=closed
+Demo Shop Riverside,400 River Road,Springfield,US,+1 555 0100 011,39.7500,-89.7000,mon=10:00-18:00;tue=10:00-18:00;wed=10:00-18:00;thu=10:00-18:00;fri=10:00-18:00;sat=closed;sun=closed
+Demo Shop Lakeside,8 Shore Avenue,Chicago,US,+1 555 0100 012,41.8781,-87.6298,mon=09:00-20:00;tue=09:00-20:00;wed=09:00-20:00;thu=09:00-20:00;fri=09:00-20:00;sat=09:00-17:00;sun=11:00-15:00
+"""
+
+
+def demo_slots_csv(now: datetime | None = None, days: int = 5) -> str:
+    """Free 30-minute slots at 10:00 and 15:00 UTC on the next ``days`` days after ``now``."""
+    start = (now or datetime.now(UTC)).replace(hour=0, minute=0, second=0, microsecond=0)
+    lines = ["starts_at,duration_min,resource"]
+    for day in range(1, days + 1):
+        for hour in (10, 15):
+            when = start + timedelta(days=day, hours=hour)
+            lines.append(f"{when.isoformat()},30,advisor")
+    return "\n".join(lines) + "\n"
+
+
+async def seed_demo_business(session: AsyncSession, tenant_id: uuid.UUID) -> None:
+    """Give a tenant the demo catalog, orders, stores and free slots, and enable every tool.
+
+    Raises:
+        ValueError: a bundled demo file failed validation (a programming error).
+    """
+    from switchboard.tools.importers import import_csv
+    from switchboard.tools.toolbox import enable_all
+
+    for kind, data in (
+        ("products", DEMO_PRODUCTS_CSV),
+        ("orders", DEMO_ORDERS_CSV),
+        ("stores", DEMO_STORES_CSV),
+        ("slots", demo_slots_csv()),
+    ):
+        report = await import_csv(session, tenant_id=tenant_id, kind=kind, data=data, actor="system")
+        if not report.committed:
+            raise ValueError(f"demo {kind} rejected: {report.rejected}")
+    await enable_all(session, tenant_id)
 
 
 async def seed_demo_if_empty(session: AsyncSession) -> Tenant | None:
@@ -54,4 +119,5 @@ async def seed_demo_if_empty(session: AsyncSession) -> Tenant | None:
         display_name="Demo Shop support mailbox",
     )
     await session.flush()
+    await seed_demo_business(session, tenant.id)
     return tenant

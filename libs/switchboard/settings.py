@@ -85,6 +85,56 @@ class Settings(BaseSettings):
     meta_verify_token: SecretStr | None = None
     """Token Meta echoes in the ``hub.verify_token`` handshake."""
 
+    # --- WhatsApp channel and worker (issue 4) -----------------------------------------------
+    whatsapp_graph_base_url: str | None = None
+    """Graph API base URL without version (``https://graph.facebook.com``); unset uses the local
+    sandbox mounted in the WhatsApp service (``http://HOST:WHATSAPP_PORT/_sandbox/graph``)."""
+    whatsapp_api_version: str = "v23.0"
+    """Graph API version segment of send and media URLs."""
+    whatsapp_sandbox_enabled: bool = True
+    """Mount the Graph API sandbox (records sends, answers like Meta) in the WhatsApp service."""
+    whatsapp_max_body_bytes: int = Field(1_000_000, ge=1024)
+    """Webhook bodies larger than this get 413 (Meta's deliveries are a few KB)."""
+    whatsapp_throttle_backoff_s: float = Field(30.0, gt=0)
+    """After Meta reports a throughput limit (130429...) for a number, its sends wait this long."""
+    whatsapp_send_timeout_s: float = Field(15.0, gt=0)
+    """Timeout of one Graph API call (send, mark-read, media)."""
+    customer_rate_limit: int = Field(10, ge=1)
+    """Messages one customer may send per ``customer_rate_window_s`` before the polite slow-down."""
+    customer_rate_window_s: float = Field(60.0, gt=0)
+    tenant_rate_limit: int = Field(600, ge=1)
+    """Messages one tenant's worker jobs may process per ``tenant_rate_window_s`` (over: deferred)."""
+    tenant_rate_window_s: float = Field(60.0, gt=0)
+    tenant_rate_defer_s: float = Field(10.0, gt=0)
+    """How long a job over the tenant limit waits before trying again."""
+    inbound_debounce_s: float = Field(2.0, ge=0)
+    """Messages of one customer arriving within this window are answered together in one turn."""
+    inbound_max_wait_s: float = Field(10.0, ge=0)
+    """A burst is answered at the latest this long after its first message, even if more keep coming."""
+    inbound_max_tries: int = Field(8, ge=1)
+    """ARQ tries of one inbound job (retries on orchestrator/Graph/DB trouble) before it is dead."""
+    inbound_retry_defer_s: float = Field(5.0, gt=0)
+    """Base delay before an inbound job that hit a transient failure runs again (grows linearly)."""
+    inbound_sweep_after_s: float = Field(120.0, gt=0)
+    """A stored inbound row not done after this long is re-enqueued by the sweeper."""
+    inbound_max_sweeps: int = Field(5, ge=1)
+    """Processing attempts after which the sweeper moves a row to the dead-letter state."""
+    orchestrator_timeout_s: float = Field(130.0, gt=0)
+    """Worker's HTTP timeout for ``POST /v1/turns`` (above the orchestrator's 120 s turn budget)."""
+    transcription_base_url: str | None = None
+    """OpenAI-compatible root for ``/v1/audio/transcriptions``; unset: OpenAI when ``OPENAI_API_KEY`` is
+    set, else the offline model server."""
+    transcription_model: str = "gpt-transcribe"
+    vision_base_url: str | None = None
+    """OpenAI-compatible root for image descriptions (``/v1/chat/completions``); unset as above."""
+    vision_model: str = "gpt-4o-mini"
+    media_timeout_s: float = Field(60.0, gt=0)
+    """Timeout of one transcription / vision call."""
+    inbound_job_timeout_s: float = Field(200.0, gt=0)
+    """ARQ timeout of one ``process_inbound`` run (above the orchestrator's 120 s turn budget); a killed
+    worker's job runs again about this long (+10 s) later. The per-conversation turn lock lives this
+    long + 5 s, so a crashed holder's lock is gone by the time its job runs again."""
+
     # --- secrets (generated into DATA_DIR/secrets when unset) ----------------------------------
     encryption_key: SecretStr | None = None
     """Fernet key (urlsafe base64, 32 bytes) for credentials encrypted at rest."""
@@ -95,6 +145,13 @@ class Settings(BaseSettings):
     admin_token: SecretStr | None = None
     """Bearer token for the admin API (``/v1/admin/...``) and remote CLI use."""
 
+    # --- MCP tools (the orchestrator's client side) ---------------------------------------------
+    mcp_tools_url_override: str | None = Field(None, validation_alias="MCP_TOOLS_URL")
+    """MCP endpoint when the tool server is not on this machine (``http://mcp_tools:8104/mcp``)."""
+    mcp_discovery_refresh_s: float = Field(60.0, gt=0)
+    """How long a ``list_tools()`` answer is reused before the tool server is asked again."""
+    mcp_discovery_timeout_s: float = Field(5.0, gt=0)
+    """Budget of one discovery; a slower or absent server leaves turns with the built-in tools only."""
     # --- knowledge base (DESIGN.md "Knowledge"; per-tenant overrides in settings_extensions.knowledge) --
     kb_chunk_size_chars: int = Field(1000, ge=100, le=20_000)
     """Recursive splitter: longest chunk, in characters."""
@@ -198,6 +255,27 @@ class Settings(BaseSettings):
         """Base URL the worker calls for ``POST /v1/turns`` (``ORCHESTRATOR_URL`` or this machine's port)."""
         return self.orchestrator_url_override or self.service_url(self.orchestrator_port)
 
+    def resolved_meta_app_secret(self) -> str:
+        """``META_APP_SECRET`` or one generated into ``DATA_DIR/secrets/meta_app.secret`` (local demo)."""
+        if self.meta_app_secret is not None and self.meta_app_secret.get_secret_value():
+            return self.meta_app_secret.get_secret_value()
+        return _read_or_create_secret(self.secrets_dir / "meta_app.secret", lambda: secrets.token_hex(16))
+
+    def resolved_meta_verify_token(self) -> str:
+        """``META_VERIFY_TOKEN`` or one generated into ``DATA_DIR/secrets/meta_verify.token``."""
+        if self.meta_verify_token is not None and self.meta_verify_token.get_secret_value():
+            return self.meta_verify_token.get_secret_value()
+        return _read_or_create_secret(
+            self.secrets_dir / "meta_verify.token", lambda: secrets.token_urlsafe(24)
+        )
+
+    @property
+    def resolved_whatsapp_graph_base_url(self) -> str:
+        """Graph API base URL (no version): ``WHATSAPP_GRAPH_BASE_URL`` or the sandbox in the WhatsApp service."""
+        if self.whatsapp_graph_base_url:
+            return self.whatsapp_graph_base_url.rstrip("/")
+        return self.service_url(self.whatsapp_port) + "/_sandbox/graph"
+
     @property
     def model_server_url(self) -> str:
         """Base URL of the offline model server (``MODEL_SERVER_URL`` or this machine's port), no ``/v1``."""
@@ -208,6 +286,11 @@ class Settings(BaseSettings):
         if self.mcp_service_token is not None:
             return self.mcp_service_token.get_secret_value()
         return _read_or_create_secret(self.secrets_dir / "mcp.token", lambda: secrets.token_urlsafe(32))
+
+    @property
+    def mcp_tools_url(self) -> str:
+        """The MCP endpoint the orchestrator calls (``MCP_TOOLS_URL`` or this machine's ``/mcp``)."""
+        return self.mcp_tools_url_override or f"{self.service_url(self.mcp_tools_port)}/mcp"
 
 
 def _read_or_create_secret(path: Path, make: Callable[[], str]) -> str:

@@ -5,9 +5,11 @@ Run: `uvicorn services.orchestrator.main:create_app --factory` (`switchboard run
 
 from fastapi import FastAPI
 from switchboard.agent import turns_router
+from switchboard.handoff.routes import agents_router
 from switchboard.knowledge.routes import knowledge_admin_router
 from switchboard.service_app import create_service_app
 from switchboard.settings import Settings, load_settings
+from switchboard.tools.routes import admin_tools_router
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -15,6 +17,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return create_service_app(
         "orchestrator",
         settings or load_settings(),
-        routers=[turns_router, knowledge_admin_router],
+        routers=[turns_router, admin_tools_router, knowledge_admin_router, agents_router],
         description="The agent: bounded tool loop through the LLM Router; admin API.",
     )

@@ -4,14 +4,22 @@ Run: `uvicorn services.whatsapp.main:create_app --factory` (`switchboard run` do
 """
 
 from fastapi import FastAPI
+from switchboard.channels.whatsapp import sandbox_router, webhook_router
 from switchboard.service_app import create_service_app
 from switchboard.settings import Settings, load_settings
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Assemble the service; tests pass settings, production reads the environment."""
+    settings = settings or load_settings()
+    routers = [webhook_router()]
+    if settings.whatsapp_sandbox_enabled and not settings.whatsapp_graph_base_url:
+        routers.append(
+            sandbox_router()
+        )  # only while the worker sends to it (never next to the real Graph API)
     return create_service_app(
         "whatsapp",
-        settings or load_settings(),
+        settings,
+        routers=routers,
         description="WhatsApp Cloud API webhooks (verify, normalize, enqueue).",
     )

@@ -2,8 +2,8 @@
 
 Each changes rows of the conversation's tenant only (through :class:`~switchboard.db.tenant_scope.TenantScope`
 with the tenant from the :class:`~switchboard.agent.tools.ToolContext`), in its own short transaction,
-with an ``audit_logs`` row (actor ``model``, the trace id). Assigning a human agent after an escalation is
-the handoff feature's job; here the conversation only moves to ``status='human'`` with the reason.
+with an ``audit_logs`` row (actor ``model``, the trace id). ``escalate_to_human`` hands the conversation
+to :func:`switchboard.handoff.escalate_and_notify` (least-loaded online agent, or the waiting queue).
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from switchboard.agent.settings import tenant_settings_from
 from switchboard.agent.tools import ToolContext, ToolError, ToolOutput
 from switchboard.db.engine import session_scope
-from switchboard.db.models import AuditLog, Conversation, ConversationStatus, Customer, utcnow
+from switchboard.db.models import AuditLog, Conversation, ConversationStatus, Customer, Tenant, utcnow
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.observability import get_logger
 
@@ -124,7 +125,14 @@ BUILTIN_TOOL_NAMES = frozenset(d["function"]["name"] for d in _DEFINITIONS)
 
 
 class BuiltinToolSet:
-    """The three built-in tools as a :class:`~switchboard.agent.tools.ToolSet`."""
+    """The three built-in tools as a :class:`~switchboard.agent.tools.ToolSet`.
+
+    Args:
+        gateway: model gateway for the handoff summary sent to the agent (``None``: no summary call).
+    """
+
+    def __init__(self, gateway: Any = None) -> None:
+        self.gateway = gateway
 
     async def definitions(self, ctx: ToolContext) -> list[dict[str, Any]]:
         return [dict(d) for d in _DEFINITIONS]
@@ -189,14 +197,43 @@ class BuiltinToolSet:
             raise ToolError(
                 "reason is required: one sentence for the person taking over", error_type="invalid_arguments"
             )
+        from switchboard.handoff import escalate_and_notify
+
+        try:
+            assignment = await escalate_and_notify(
+                ctx.sessions,
+                self.gateway,
+                tenant_id=ctx.tenant_id,
+                conversation_id=ctx.conversation_id,
+                reason=reason.strip(),
+                trace_id=ctx.trace_id,
+            )
+        except LookupError:
+            raise ToolError("conversation not found", error_type="not_found") from None
         async with session_scope(ctx.sessions) as session:
-            scope = TenantScope(session, ctx.tenant_id)
-            conversation = await self._conversation(scope, ctx)
-            conversation.status = ConversationStatus.human.value
-            conversation.escalation_reason = reason.strip()[:2_000]
-            conversation.updated_at = utcnow()
-            scope.add(_audit(ctx, "conversation.escalate", {"reason": reason.strip()[:500]}))
+            TenantScope(session, ctx.tenant_id).add(
+                _audit(
+                    ctx,
+                    "conversation.escalate",
+                    {"reason": reason.strip()[:500], "queued": assignment.agent is None},
+                )
+            )
         log.info("conversation_escalated", trace_id=ctx.trace_id, conversation_id=str(ctx.conversation_id))
+        if assignment.agent is None:
+            async with ctx.sessions() as session:
+                tenant = await session.get(Tenant, ctx.tenant_id)
+            queue_reply = tenant_settings_from(
+                tenant.settings_extensions if tenant else None, tenant_id=str(ctx.tenant_id)
+            ).handoff.queue_reply
+            return ToolOutput(
+                {
+                    "status": "queued_for_human",
+                    "queue_position": assignment.queue_position,
+                    "next": "Nobody from the team is online right now; the conversation waits for the next "
+                    f"person. Tell the customer, in their language: {queue_reply}",
+                },
+                effect="escalated",
+            )
         return ToolOutput(
             {
                 "status": "waiting_for_human",

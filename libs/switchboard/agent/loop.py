@@ -118,6 +118,8 @@ class _Loop:
     out: LoopOutcome = field(
         default_factory=lambda: LoopOutcome(reply=None, silent=False, outcome="answered")
     )
+    claimed: set[str] = field(default_factory=set)
+    """Tools not offered this turn but claimed by their source, which refuses them (see ``ToolRegistry.claimant``)."""
 
     @property
     def limits(self) -> LoopLimits:
@@ -234,6 +236,9 @@ class _Loop:
             raw_args = call["function"].get("arguments") or "{}"
             rejection: tuple[str, str] | None = None
             args: dict[str, Any] | None = None
+            if name not in owners and (claimant := self.registry.claimant(name)) is not None:
+                owners[name] = claimant  # its source refuses the call (Forbidden + security alert)
+                self.claimed.add(name)
             if name not in owners:
                 rejection = ("unknown_tool", f"no tool named {name!r}; use one of the offered tools")
             elif total_calls >= self.limits.max_tool_calls_per_turn:
@@ -241,7 +246,7 @@ class _Loop:
                     "turn_call_limit",
                     "the turn's tool-call limit is reached; answer with what you have",
                 )
-            elif name not in offered_names or (
+            elif (name not in offered_names and name not in self.claimed) or (
                 name not in always and counts[name] >= self.limits.per_tool_call_cap
             ):
                 rejection = ("call_limit", f"{name} reached its call limit for this turn")
@@ -310,6 +315,7 @@ class _Loop:
         )
         self.out.tool_receipts.append(
             {
+                "recorded_by_source": bool(getattr(owners.get(name), "records_receipts", False)),
                 "name": name,
                 "call_id": call["id"],
                 "arguments": call["function"].get("arguments") or "",

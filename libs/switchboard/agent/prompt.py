@@ -35,6 +35,8 @@ def build_system_prompt(
     profile: dict[str, Any] | None = None,
     memory: str | None = None,
     summary: str | None = None,
+    returning_customer: bool | None = None,
+    returning_window_days: int = 90,
 ) -> str:
     """The system message text.
 
@@ -45,9 +47,17 @@ def build_system_prompt(
         profile: ``customers.profile`` fields saved earlier.
         memory: what earlier conversations taught about the customer (``user_memories.summary``).
         summary: summary of this conversation's older messages.
+        returning_customer: from the database (a closed conversation within ``returning_window_days``);
+            ``None`` leaves the line out.
     """
     stable = agent.system_prompt or f"You are {agent.name}.\n\n{agent.instructions}\n\n{RULES}"
     variable = [f"Channel: {channel}. Today is {now.date().isoformat()} (UTC)."]
+    if returning_customer is not None:
+        variable.append(
+            f"Returning customer: yes (an earlier conversation ended within the last {returning_window_days} days)."
+            if returning_customer
+            else f"Returning customer: no (no earlier conversation in the last {returning_window_days} days)."
+        )
     if profile:
         variable.append(
             f"<customer_profile>\n{json.dumps(profile, ensure_ascii=False, sort_keys=True)}\n</customer_profile>"

@@ -29,7 +29,13 @@ def orchestrator_from_app(request: Request) -> Orchestrator:
             cipher=CredentialCipher(settings.resolved_encryption_key()),
             max_concurrent_calls=settings.model_call_concurrency,
         )
-        orchestrator = Orchestrator(sessions=state.resources.sessions, gateway=gateway)
+        from switchboard.tools.mcp_client import McpToolSource  # imports switchboard.agent.tools itself
+
+        orchestrator = Orchestrator(
+            sessions=state.resources.sessions,
+            gateway=gateway,
+            toolsets=[McpToolSource.from_settings(settings, state.resources.sessions)],
+        )
         state.orchestrator = orchestrator
     return orchestrator
 

@@ -18,7 +18,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from switchboard.llm.config import LLMSettings
 from switchboard.observability import get_logger
 
-__all__ = ["AgentSettings", "LoopLimits", "TenantSettings", "tenant_settings_from"]
+__all__ = [
+    "AgentSettings",
+    "LoopLimits",
+    "TenantSettings",
+    "tenant_settings_from",
+    "HandoffSettings",
+    "MemorySettings",
+]
 
 log = get_logger(__name__)
 
@@ -65,6 +72,38 @@ class LoopLimits(BaseModel):
     max_tool_calls_per_turn: int = Field(30, ge=1)
 
 
+class HandoffSettings(BaseModel):
+    """Human handoff (DESIGN.md, "Handoff"): ``settings_extensions["handoff"]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    queue_reply: str = Field(
+        "Everyone on our team is busy right now. A person will answer here as soon as one is available; "
+        "you don't need to write again.",
+        max_length=1_000,
+    )
+    """What the customer is told when no agent is online and the conversation waits in the queue."""
+    agent_template_name: str | None = Field(None, max_length=512)
+    """Approved WhatsApp template used to notify an agent outside their 24-hour window (none: the
+    notification is recorded as undeliverable)."""
+    agent_template_language: str = Field("en", max_length=16)
+    summary_max_chars: int = Field(1_500, ge=100, le=10_000)
+    """Bound of the LLM-written handoff summary sent to the agent."""
+
+
+class MemorySettings(BaseModel):
+    """Memory across conversations (DESIGN.md, "Memory"): ``settings_extensions["memory"]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    returning_customer_window_days: int = Field(90, ge=1, le=3_650)
+    """A customer with a conversation closed within this many days is a returning customer."""
+    inactivity_close_s: float = Field(86_400.0, gt=0)
+    """An AI-mode conversation without messages for this long is closed (and summarized into memory)."""
+    max_chars: int = Field(2_000, ge=200, le=20_000)
+    """Bound of ``user_memories.summary``."""
+
+
 class TenantSettings(BaseModel):
     """Everything the orchestrator reads from ``settings_extensions``."""
 
@@ -73,6 +112,8 @@ class TenantSettings(BaseModel):
     agent: AgentSettings = Field(default_factory=AgentSettings)
     loop: LoopLimits = Field(default_factory=LoopLimits)
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    handoff: HandoffSettings = Field(default_factory=HandoffSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
 
 
 def tenant_settings_from(
@@ -86,7 +127,13 @@ def tenant_settings_from(
     """
     raw = dict(extensions or {})
     sections: dict[str, Any] = {}
-    for name, model in (("agent", AgentSettings), ("loop", LoopLimits), ("llm", LLMSettings)):
+    for name, model in (
+        ("agent", AgentSettings),
+        ("loop", LoopLimits),
+        ("llm", LLMSettings),
+        ("handoff", HandoffSettings),
+        ("memory", MemorySettings),
+    ):
         value = raw.get(name)
         if value is None:
             continue

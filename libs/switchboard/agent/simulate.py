@@ -26,6 +26,7 @@ from switchboard.db.models import Conversation, ConversationStatus, Customer
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.settings import Settings
 from switchboard.tenants import get_tenant
+from switchboard.tools.mcp_client import McpToolSource
 
 __all__ = ["SimulatedTurn", "simulate_turn", "prepare_request"]
 
@@ -188,8 +189,15 @@ async def simulate_turn(
                 cipher=CredentialCipher(effective.resolved_encryption_key()),
                 max_concurrent_calls=effective.model_call_concurrency,
             )
-            orchestrator = Orchestrator(sessions=session_factory(engine), gateway=gateway)
-            result = await orchestrator.handle_turn(request)
+            sessions = session_factory(engine)
+            mcp_tools = McpToolSource.from_settings(
+                effective, sessions
+            )  # built-ins only if it is not running
+            orchestrator = Orchestrator(sessions=sessions, gateway=gateway, toolsets=[mcp_tools])
+            try:
+                result = await orchestrator.handle_turn(request)
+            finally:
+                await mcp_tools.aclose()
         finally:
             await engine.dispose()
     return SimulatedTurn(result, "in-process", request.conversation_id)

@@ -123,3 +123,13 @@ class ToolRegistry:
                 owners[name] = toolset
                 definitions.append(definition)
         return definitions, owners
+
+    def claimant(self, name: str) -> ToolSet | None:
+        """A set that knows tool ``name`` although it did not offer it this turn (an MCP tool the tenant
+        has not enabled): it answers such a call itself, with a generic ``Forbidden`` and a security
+        alert, instead of the loop's "unknown tool". Sets opt in with a ``knows(name) -> bool`` method."""
+        for toolset in self.toolsets:
+            knows = getattr(toolset, "knows", None)
+            if knows is not None and knows(name):
+                return toolset
+        return None

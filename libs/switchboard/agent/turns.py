@@ -64,6 +64,7 @@ from switchboard.db.tenant_scope import TenantScope
 from switchboard.errors import SwitchboardError
 from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
 from switchboard.llm.trimming import repair_tool_pairs, strip_reasoning
+from switchboard.memory.store import is_returning_customer
 from switchboard.observability import get_logger, message_context
 
 __all__ = ["Orchestrator", "TurnRejected", "history_to_messages"]
@@ -132,7 +133,7 @@ class Orchestrator:
     toolsets: Sequence[ToolSet] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        self.registry = ToolRegistry([BuiltinToolSet(), *self.toolsets])
+        self.registry = ToolRegistry([BuiltinToolSet(gateway=self.gateway), *self.toolsets])
 
     async def handle_turn(self, request: TurnRequest) -> TurnResult:
         """Answer ``request`` (see the module docstring).
@@ -359,6 +360,15 @@ class Orchestrator:
             ).first()
             customer = await scope.get(Customer, request.customer_id)
             memory = await scope.first(UserMemory, UserMemory.customer_id == request.customer_id)
+            window_days = tenant_settings.memory.returning_customer_window_days
+            returning = await is_returning_customer(
+                session,
+                tenant_id=request.tenant_id,
+                customer_id=request.customer_id,
+                window_days=window_days,
+                now=utcnow(),
+                exclude_conversation_id=request.conversation_id,
+            )
 
         summary_text: str | None = None
         if last_summary is not None:
@@ -386,6 +396,8 @@ class Orchestrator:
             profile=customer.profile if customer is not None else None,
             memory=memory.summary if memory is not None and memory.summary else None,
             summary=summary_text,
+            returning_customer=returning,
+            returning_window_days=window_days,
         )
         messages = [{"role": "system", "content": system}, *history_to_messages(rows)]
         messages.append({"role": "user", "content": request.text.strip() or EMPTY_MESSAGE_TEXT})
@@ -448,6 +460,8 @@ class Orchestrator:
                     )
                 )
             for receipt in outcome.tool_receipts:
+                if receipt.get("recorded_by_source"):
+                    continue  # e.g. MCP tools: their source already wrote a fuller receipt
                 scope.add(
                     ToolReceipt(
                         tenant_id=request.tenant_id,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 from arq.connections import RedisSettings
+from arq.cron import cron
 from arq.worker import func
 
 from switchboard import __version__
@@ -19,6 +21,10 @@ __all__ = ["build_worker_settings", "ping", "worker_is_healthy"]
 
 HEALTH_CHECK_INTERVAL_S = 10
 """How often the worker refreshes its health key (arq's default is 3600 s: too slow for ``status``)."""
+
+INBOUND_ARQ_MAX_TRIES = 100
+"""ARQ tries of ``process_inbound``: lock and tenant-limit deferrals count as tries, so this is high;
+real failures are bounded by ``INBOUND_MAX_TRIES`` (dead-letter)."""
 
 log = get_logger(__name__)
 
@@ -49,6 +55,18 @@ def build_worker_settings(settings: Settings) -> type:
     Raises:
         SettingsError: ``DATABASE_URL`` or ``REDIS_URL`` unset.
     """
+    # Imported here: the channel modules import ``switchboard.queue.keys`` (no cycle at package import).
+    from switchboard.channels.whatsapp.send import GraphClient
+    from switchboard.crypto import CredentialCipher
+    from switchboard.handoff.jobs import deliver_handoff
+    from switchboard.llm.router import ModelGateway
+    from switchboard.memory import memory_sweep, summarize_memory
+    from switchboard.queue.inbound import WorkerDeps, process_inbound
+    from switchboard.queue.maintenance import apply_whatsapp_statuses, sweep_inbound
+
+    # ARQ keeps a killed worker's job "in progress" for the largest timeout of any function + 10 s,
+    # so side jobs never get a larger timeout than the inbound job.
+    side_timeout_s = min(30.0, settings.inbound_job_timeout_s)
     database_url = require_database_url(settings)
     redis_settings = RedisSettings.from_dsn(require_redis_url(settings))
 
@@ -58,10 +76,31 @@ def build_worker_settings(settings: Settings) -> type:
         ctx["resources"] = Resources(
             settings=settings, engine=engine, sessions=session_factory(engine), redis=ctx["redis"]
         )
+        ctx["deps"] = WorkerDeps(
+            resources=ctx["resources"],
+            settings=settings,
+            graph=GraphClient(
+                settings.resolved_whatsapp_graph_base_url,
+                settings.whatsapp_api_version,
+                timeout_s=settings.whatsapp_send_timeout_s,
+            ),
+            http=httpx.AsyncClient(timeout=settings.orchestrator_timeout_s),
+            cipher=CredentialCipher(settings.resolved_encryption_key()),
+        )
+        ctx["model_gateway"] = ModelGateway(
+            settings=settings,
+            cipher=ctx["deps"].cipher,
+            max_concurrent_calls=settings.model_call_concurrency,
+        )
+        ctx["deps"].gateway = ctx["model_gateway"]
         log.info("worker ready", version=__version__, queue=WORKER_QUEUE)
 
     async def shutdown(ctx: dict[str, Any]) -> None:
         resources: Resources | None = ctx.get("resources")
+        deps = ctx.get("deps")
+        if deps is not None:
+            await deps.graph.aclose()
+            await deps.http.aclose()
         if resources is not None:
             await resources.engine.dispose()
         log.info("worker stopped")
@@ -69,7 +108,24 @@ def build_worker_settings(settings: Settings) -> type:
     class WorkerSettings:
         functions = [
             func(ping, name="ping", timeout=5, max_tries=1),
+            func(
+                process_inbound,
+                name="process_inbound",
+                timeout=settings.inbound_job_timeout_s,
+                max_tries=INBOUND_ARQ_MAX_TRIES,
+            ),
+            func(summarize_memory, name="summarize_memory", timeout=side_timeout_s, max_tries=3),
+            func(
+                apply_whatsapp_statuses, name="apply_whatsapp_statuses", timeout=side_timeout_s, max_tries=3
+            ),
             func(ingest_knowledge_source, name=INGEST_JOB_NAME, timeout=INGEST_JOB_TIMEOUT_S, max_tries=2),
+        ]
+        cron_jobs = [
+            cron(sweep_inbound, name="sweep_inbound", second=set(range(0, 60, 15)), timeout=side_timeout_s),
+            cron(
+                deliver_handoff, name="deliver_handoff", second=set(range(5, 60, 15)), timeout=side_timeout_s
+            ),
+            cron(memory_sweep, name="memory_sweep", second={30}, timeout=side_timeout_s),
         ]
         queue_name = WORKER_QUEUE
         on_startup = startup

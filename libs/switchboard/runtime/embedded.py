@@ -115,11 +115,32 @@ class EmbeddedPostgres:
         PostgresServer._instances.pop(self.data_dir.expanduser().resolve(), None)
         atexit.unregister(self._server._cleanup)  # type: ignore[attr-defined]
         try:
-            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.data_dir, user=self._server.system_user)
+            pg_ctl(
+                ["-w", "-t", str(int(STOP_TIMEOUT_S)), "-m", "fast", "stop"],
+                pgdata=self.data_dir,
+                user=self._server.system_user,
+            )
             log.info("embedded postgres stopped", data_dir=str(self.data_dir))
         except subprocess.CalledProcessError as exc:
-            log.warning("embedded postgres stop failed (already stopped?)", error=str(exc))
+            if self.is_running():
+                self._stop_postmaster_immediately(str(exc))
+            else:
+                log.info("embedded postgres was already stopped", data_dir=str(self.data_dir))
         self._server = None
+
+    def _stop_postmaster_immediately(self, reason: str) -> None:
+        """Last resort when ``pg_ctl stop`` fails: SIGQUIT (immediate shutdown; WAL replays on next start)."""
+        from pgserver.utils import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(self.data_dir)
+        if info is None or info.process is None:
+            return
+        log.warning(
+            "fast shutdown failed; stopping postgres immediately", reason=reason, pid=info.process.pid
+        )
+        with contextlib.suppress(OSError):
+            info.process.send_signal(signal.SIGQUIT)
+            info.process.wait(STOP_TIMEOUT_S)
 
 
 @dataclass

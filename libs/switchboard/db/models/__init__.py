@@ -2,6 +2,16 @@
 
 from switchboard.db.models.agents import AgentStatus, HumanAgent
 from switchboard.db.models.base import TenantOwned, utcnow
+from switchboard.db.models.business import (
+    Lead,
+    Meeting,
+    MeetingSlot,
+    Order,
+    PendingAction,
+    PendingActionStatus,
+    Product,
+    Store,
+)
 from switchboard.db.models.conversations import (
     Conversation,
     ConversationStatus,
@@ -38,15 +48,23 @@ __all__ = [
     "KnowledgeDocument",
     "KnowledgeSource",
     "KnowledgeSourceFile",
+    "Lead",
     "McpTenantTool",
+    "Meeting",
+    "MeetingSlot",
     "Message",
     "MessageDirection",
     "MessageRole",
+    "Order",
     "Organization",
     "Outbox",
     "OutboxStatus",
+    "PendingAction",
+    "PendingActionStatus",
+    "Product",
     "SecurityAlert",
     "SourceStatus",
+    "Store",
     "Tenant",
     "TenantOwned",
     "ToolReceipt",

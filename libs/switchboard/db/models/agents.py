@@ -43,5 +43,7 @@ class HumanAgent(TenantOwned, table=True):
     """Conversations assigned right now."""
     last_inbound_at: datetime | None = optional_time_field()
     """When the agent last wrote to the business number (their own 24-hour window)."""
+    active_conversation_id: uuid.UUID | None = Field(default=None)
+    """The conversation the agent's plain messages go to (``/switch N``, a reply, the latest assignment)."""
     created_at: datetime = created_at_field()
     updated_at: datetime = updated_at_field()

@@ -100,6 +100,12 @@ class Conversation(TenantOwned, table=True):
         CheckConstraint("status IN ('ai', 'human', 'closed')", name="ck_conversations_status"),
         CheckConstraint(CHANNEL_CHECK, name="ck_conversations_channel"),
         Index("ix_conversations_tenant_customer_status", "tenant_id", "customer_id", "status"),
+        Index(
+            "ix_conversations_tenant_queued",
+            "tenant_id",
+            "queued_at",
+            postgresql_where=text("queued_at IS NOT NULL"),
+        ),
     )
 
     id: uuid.UUID = id_field()
@@ -119,6 +125,12 @@ class Conversation(TenantOwned, table=True):
     created_at: datetime = created_at_field()
     updated_at: datetime = updated_at_field()
     closed_at: datetime | None = optional_time_field()
+    queued_at: datetime | None = optional_time_field()
+    """Set while the conversation waits for a human agent (no agent was online); the queue's order."""
+    assigned_at: datetime | None = optional_time_field()
+    """When the current human agent took it (``/status`` shows "since")."""
+    memory_summarized_at: datetime | None = optional_time_field()
+    """When the memory job folded this closed conversation into ``user_memories`` (null: not yet)."""
 
 
 class Message(TenantOwned, table=True):

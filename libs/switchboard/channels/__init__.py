@@ -1,0 +1,1 @@
+"""Channel adapters: one package per channel (verify, normalize, store, send)."""

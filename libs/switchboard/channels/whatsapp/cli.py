@@ -1,0 +1,317 @@
+"""CLI for WhatsApp: ``switchboard channel add-whatsapp`` and ``switchboard simulate whatsapp``.
+
+Mounted by ``switchboard.cli``; the logic (signing, retargeting a payload, reading the sandbox) lives
+in plain functions so tests and the load test reuse it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import httpx
+import typer
+from typer.core import TyperGroup
+
+from switchboard.channels.whatsapp.verify import SIGNATURE_HEADER, sign_body
+
+__all__ = ["channel_app", "simulate_app", "build_text_webhook", "retarget_payload", "post_signed"]
+
+channel_app = typer.Typer(
+    help="Channel accounts: connect a WhatsApp number (Instagram/Gmail later).", no_args_is_help=True
+)
+
+
+class SimulateGroup(TyperGroup):
+    """``switchboard simulate``: subcommands (``whatsapp``, ``turn``); anything else is a ``turn``.
+
+    Keeps ``switchboard simulate [--tenant demo] "message"`` (one agent turn, issue 3) working next to
+    ``switchboard simulate whatsapp ...`` (a signed webhook through the whole pipeline).
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if (
+            args
+            and args[0] not in self.commands
+            and args[0] not in ("--help", "-h")
+            and "turn" in self.commands
+        ):
+            args = ["turn", *args]
+        return super().parse_args(ctx, args)
+
+
+simulate_app = typer.Typer(
+    cls=SimulateGroup,
+    help="Try the system without Meta: `simulate whatsapp` posts a signed webhook through the whole pipeline; "
+    '`simulate "message"` (or `simulate turn "message"`) runs one agent turn.',
+    no_args_is_help=True,
+)
+
+
+def build_text_webhook(
+    *, phone_number_id: str, wa_id: str, text: str, name: str = "Simulated Customer"
+) -> dict[str, Any]:
+    """A real-shaped text delivery (the shape of ``shared/payloads/whatsapp/text.json``) timestamped now."""
+    wamid = "wamid.SIM" + uuid.uuid4().hex.upper()
+    return {
+        "object": "whatsapp_business_account",
+        "entry": [
+            {
+                "id": "102000000000001",
+                "changes": [
+                    {
+                        "value": {
+                            "messaging_product": "whatsapp",
+                            "metadata": {
+                                "display_phone_number": "15550100001",
+                                "phone_number_id": phone_number_id,
+                            },
+                            "contacts": [{"profile": {"name": name}, "wa_id": wa_id}],
+                            "messages": [
+                                {
+                                    "from": wa_id,
+                                    "id": wamid,
+                                    "timestamp": str(int(time.time())),
+                                    "type": "text",
+                                    "text": {"body": text},
+                                }
+                            ],
+                        },
+                        "field": "messages",
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def retarget_payload(
+    body: dict[str, Any], *, phone_number_id: str, keep_timestamps: bool = False
+) -> dict[str, Any]:
+    """``body`` with every ``metadata.phone_number_id`` set to ``phone_number_id`` and, unless
+    ``keep_timestamps``, message/status timestamps moved to now (keeping their relative order)."""
+    body = copy.deepcopy(body)
+    stamped: list[dict[str, Any]] = []
+    for entry in body.get("entry") or []:
+        for change in entry.get("changes") or []:
+            value = change.get("value") or {}
+            if isinstance(value.get("metadata"), dict):
+                value["metadata"]["phone_number_id"] = phone_number_id
+            for key in ("messages", "statuses", "message_echoes"):
+                stamped += [
+                    item
+                    for item in value.get(key) or []
+                    if isinstance(item, dict) and str(item.get("timestamp", "")).isdigit()
+                ]
+    if stamped and not keep_timestamps:
+        newest = max(int(item["timestamp"]) for item in stamped)
+        now = int(time.time())
+        for item in stamped:
+            item["timestamp"] = str(now - (newest - int(item["timestamp"])))
+    return body
+
+
+async def post_signed(client: httpx.AsyncClient, url: str, raw: bytes, app_secret: str) -> httpx.Response:
+    """POST ``raw`` to ``url`` with ``X-Hub-Signature-256`` as Meta would sign it."""
+    return await client.post(
+        url,
+        content=raw,
+        headers={"Content-Type": "application/json", SIGNATURE_HEADER: sign_body(raw, app_secret)},
+    )
+
+
+def _settings():  # type: ignore[no-untyped-def]
+    from switchboard.settings import load_settings
+
+    return load_settings()
+
+
+def _run_db(work):  # type: ignore[no-untyped-def]
+    from switchboard.db.engine import create_engine, session_factory, session_scope
+    from switchboard.runtime.resources import database_url_for
+
+    with database_url_for(_settings()) as url:
+
+        async def go():  # type: ignore[no-untyped-def]
+            engine = create_engine(url, pool_size=1)
+            try:
+                async with session_scope(session_factory(engine)) as session:
+                    return await work(session)
+            finally:
+                await engine.dispose()
+
+        return asyncio.run(go())
+
+
+@channel_app.command("add-whatsapp")
+def add_whatsapp(
+    tenant: Annotated[str, typer.Option(help="Tenant slug or id.")],
+    phone_number_id: Annotated[
+        str, typer.Option(help="Meta phone_number_id of the business number (digits).")
+    ],
+    access_token: Annotated[
+        str | None,
+        typer.Option(
+            help="Graph API access token (stored encrypted). Omit for the local sandbox.",
+            envvar="WHATSAPP_ACCESS_TOKEN",
+        ),
+    ] = None,
+    display_name: Annotated[str | None, typer.Option(help="Shown in logs and the admin API.")] = None,
+) -> None:
+    """Connect a WhatsApp number to a tenant: webhooks whose metadata.phone_number_id matches are routed to it."""
+    from sqlmodel import select
+
+    from switchboard.crypto import CredentialCipher
+    from switchboard.db.models import ChannelAccount
+    from switchboard.tenants import add_channel_account, get_tenant
+
+    settings = _settings()
+    if not phone_number_id.isdigit():
+        typer.secho(
+            "error: --phone-number-id must be digits (Meta's phone_number_id)", fg=typer.colors.RED, err=True
+        )
+        raise typer.Exit(2)
+    cipher = CredentialCipher(settings.resolved_encryption_key())
+
+    async def work(session):  # type: ignore[no-untyped-def]
+        owner = await get_tenant(session, tenant)
+        existing = (
+            await session.exec(
+                select(ChannelAccount).where(
+                    ChannelAccount.channel == "whatsapp",
+                    ChannelAccount.external_account_id == phone_number_id,
+                )
+            )
+        ).first()
+        if existing is not None:
+            if existing.tenant_id != owner.id:
+                raise ValueError(f"phone_number_id {phone_number_id} is already connected to another tenant")
+            if access_token:
+                existing.credentials_encrypted = cipher.encrypt({"access_token": access_token})
+            existing.display_name = display_name or existing.display_name
+            existing.is_active = True
+            session.add(existing)
+            return existing, False
+        account = await add_channel_account(
+            session, tenant=owner, channel="whatsapp", external_account_id=phone_number_id, display_name=display_name,
+            credentials={"access_token": access_token} if access_token else None, cipher=cipher,
+        )  # fmt: skip
+        return account, True
+
+    try:
+        account, created = _run_db(work)
+    except Exception as exc:  # shown as one line; exit status 2
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"{'connected' if created else 'updated'} whatsapp number {phone_number_id} id={account.id}")
+    typer.echo(
+        f"webhook URL: https://<your-host>/webhooks/whatsapp (locally {settings.service_url(settings.whatsapp_port)}/webhooks/whatsapp)"
+    )
+
+
+@simulate_app.command("whatsapp")
+def simulate_whatsapp(
+    text: Annotated[str | None, typer.Option(help="Text the simulated customer sends.")] = None,
+    from_: Annotated[
+        str, typer.Option("--from", help="Customer phone number (E.164, '+' optional).")
+    ] = "+15550100099",
+    payload: Annotated[
+        Path | None, typer.Option(help="Raw webhook body (JSON file) to post instead of --text.")
+    ] = None,
+    tenant: Annotated[str, typer.Option(help="Tenant slug whose WhatsApp number receives it.")] = "demo",
+    keep_timestamps: Annotated[
+        bool, typer.Option(help="Post --payload timestamps as they are (default: now).")
+    ] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for outbound messages.")] = 30.0,
+) -> None:
+    """Sign and post a real-shaped webhook to the running WhatsApp service, then print (JSON lines) the
+    messages the Graph API sandbox received (to anyone) while waiting. Exit 0 when the webhook was accepted."""
+    from sqlmodel import select
+
+    from switchboard.db.models import ChannelAccount
+    from switchboard.tenants import get_tenant
+
+    if (text is None) == (payload is None):
+        typer.secho("error: give exactly one of --text or --payload", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2)
+    settings = _settings()
+
+    async def find_account(session):  # type: ignore[no-untyped-def]
+        owner = await get_tenant(session, tenant)
+        account = (
+            await session.exec(
+                select(ChannelAccount).where(
+                    ChannelAccount.tenant_id == owner.id, ChannelAccount.channel == "whatsapp"
+                )
+            )
+        ).first()
+        if account is None:
+            raise ValueError(
+                f"tenant {tenant} has no WhatsApp number: run `switchboard channel add-whatsapp`"
+            )
+        return account.external_account_id
+
+    try:
+        phone_number_id = _run_db(find_account)
+    except Exception as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+    if payload is not None:
+        body = retarget_payload(
+            json.loads(payload.read_text()), phone_number_id=phone_number_id, keep_timestamps=keep_timestamps
+        )
+    else:
+        body = build_text_webhook(phone_number_id=phone_number_id, wa_id=from_.lstrip("+"), text=text or "")
+    raw = json.dumps(body, separators=(",", ":")).encode()
+    webhook_url = settings.service_url(settings.whatsapp_port) + "/webhooks/whatsapp"
+    sandbox_url = settings.resolved_whatsapp_graph_base_url + "/_control/sent"
+
+    async def go() -> int:
+        async with httpx.AsyncClient(timeout=10) as client:
+            try:
+                after = (await client.get(sandbox_url)).json()["last_seq"]
+            except (httpx.HTTPError, ValueError, KeyError):
+                after = None
+            try:
+                response = await post_signed(client, webhook_url, raw, settings.resolved_meta_app_secret())
+            except httpx.HTTPError as exc:
+                typer.secho(
+                    f"error: cannot reach {webhook_url} ({type(exc).__name__}); is `switchboard run` running?",
+                    fg=typer.colors.RED,
+                    err=True,
+                )
+                return 1
+            typer.secho(f"webhook: HTTP {response.status_code} {response.text}", err=True)
+            if response.status_code != 200:
+                return 1
+            if after is None:
+                typer.secho("no Graph API sandbox reachable: not waiting for replies", err=True)
+                return 0
+            deadline = time.monotonic() + timeout
+            last_new = None
+            while time.monotonic() < deadline:
+                await asyncio.sleep(0.25)
+                messages = (await client.get(sandbox_url, params={"after": after})).json()["messages"]
+                for message in messages:
+                    typer.echo(
+                        json.dumps(
+                            {
+                                k: message.get(k)
+                                for k in ("to", "type", "text", "id", "phone_number_id", "reply_to")
+                            },
+                            ensure_ascii=False,
+                        )
+                    )
+                    after = message["seq"]
+                    last_new = time.monotonic()
+                if last_new is not None and time.monotonic() - last_new > 3.0:
+                    break
+            return 0
+
+    raise typer.Exit(asyncio.run(go()))

@@ -1,0 +1,197 @@
+"""Media → one line of text the agent can read (DESIGN.md step 2).
+
+* audio → download from the Graph API (media id → short-lived URL → bytes, same Bearer token) →
+  ``POST {TRANSCRIPTION_BASE_URL}/v1/audio/transcriptions`` (OpenAI shape) uploaded as ``voice.ogg`` /
+  ``audio/ogg`` (MIME parameters stripped: ``.opus`` names are rejected, LIBRARIES.md §10) →
+  ``[Audio transcription]: "..."``;
+* image → ``POST {VISION_BASE_URL}/v1/chat/completions`` with a base64 data URL →
+  ``[Image description]: "..."`` after the caption;
+* video / document / sticker → the caption plus a line naming the file (no model call).
+
+Without a provider key both endpoints default to the offline model server (``MODEL_SERVER_PORT``).
+A transient failure (network, 5xx) raises :class:`MediaUnavailable` with ``is_transient=True`` (the
+job retries); a permanent one (expired media id, refused file) gives a bracketed notice instead, so
+the customer still gets an answer.
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+import re
+from typing import Any
+
+import httpx
+
+from switchboard.channels.whatsapp.send import GraphClient, GraphSendError
+from switchboard.errors import SwitchboardError
+from switchboard.settings import Settings
+
+__all__ = ["MediaUnavailable", "media_to_text", "safe_filename", "upload_name"]
+
+VISION_PROMPT = (
+    "Describe this image for a customer-support agent in one or two factual sentences "
+    "(what it shows, any visible damage, text or numbers)."
+)
+MAX_MEDIA_BYTES = 25_000_000
+"""Largest file sent to transcription (OpenAI's 25 MB upload limit; WhatsApp audio is at most 16 MB)."""
+
+
+class MediaUnavailable(SwitchboardError):
+    """Media could not be turned into text now.
+
+    Attributes:
+        is_transient: retrying later may work.
+    """
+
+    def __init__(self, message: str, *, is_transient: bool) -> None:
+        self.is_transient = is_transient
+        super().__init__(message)
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._ -]+")
+
+
+def safe_filename(name: str | None, fallback: str = "file") -> str:
+    """A filesystem-safe version of a customer's file name (``"Receipt #1042 (copy).pdf"`` →
+    ``"Receipt _1042 _copy_.pdf"``); the original is kept for display."""
+    cleaned = _UNSAFE.sub("_", (name or "").strip()).strip(" .")[:120]
+    return cleaned or fallback
+
+
+def upload_name(mime: str | None) -> tuple[str, str]:
+    """``(filename, content_type)`` for an upload: ``audio/ogg; codecs=opus`` → ``("voice.ogg", "audio/ogg")``."""
+    base = (mime or "application/octet-stream").split(";", 1)[0].strip().lower()
+    ext = {
+        "audio/ogg": ".ogg",
+        "audio/opus": ".ogg",
+        "audio/mpeg": ".mp3",
+        "audio/mp4": ".m4a",
+        "audio/aac": ".m4a",
+        "audio/amr": ".amr",
+    }.get(base)
+    ext = ext or mimetypes.guess_extension(base) or ".bin"
+    return f"voice{ext}", base
+
+
+def _endpoint(settings: Settings, override: str | None) -> tuple[str, dict[str, str]]:
+    if override:
+        base = override.rstrip("/")
+    elif settings.openai_api_key is not None:
+        base = "https://api.openai.com"
+    else:
+        base = settings.service_url(settings.model_server_port)
+    headers = {}
+    if settings.openai_api_key is not None:
+        headers["Authorization"] = f"Bearer {settings.openai_api_key.get_secret_value()}"
+    return base, headers
+
+
+async def _download(graph: GraphClient, media_id: str, token: str) -> tuple[bytes, str | None]:
+    try:
+        info = await graph.media_info(media_id=media_id, token=token)
+        data = await graph.download(url=info.url, token=token, max_bytes=MAX_MEDIA_BYTES)
+    except GraphSendError as exc:
+        raise MediaUnavailable(f"media {media_id}: {exc}", is_transient=exc.is_transient) from exc
+    return data, info.mime_type
+
+
+async def _post(http: httpx.AsyncClient, url: str, timeout_s: float, **kwargs: Any) -> dict[str, Any]:
+    try:
+        response = await http.post(url, timeout=timeout_s, **kwargs)
+    except httpx.HTTPError as exc:
+        raise MediaUnavailable(f"{url}: {type(exc).__name__}", is_transient=True) from exc
+    if response.status_code >= 500 or response.status_code == 429:
+        raise MediaUnavailable(f"{url}: HTTP {response.status_code}", is_transient=True)
+    if response.status_code >= 400:
+        raise MediaUnavailable(f"{url}: HTTP {response.status_code}", is_transient=False)
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise MediaUnavailable(f"{url}: not JSON", is_transient=False) from exc
+
+
+async def transcribe(http: httpx.AsyncClient, settings: Settings, data: bytes, mime: str | None) -> str:
+    """Speech → text through an OpenAI-compatible ``/v1/audio/transcriptions``.
+
+    Raises:
+        MediaUnavailable: the endpoint failed (``is_transient`` for network/5xx).
+    """
+    base, headers = _endpoint(settings, settings.transcription_base_url)
+    name, content_type = upload_name(mime)
+    body = await _post(
+        http, f"{base}/v1/audio/transcriptions", settings.media_timeout_s, headers=headers,
+        files={"file": (name, data, content_type)}, data={"model": settings.transcription_model},
+    )  # fmt: skip
+    return str(body.get("text", "")).strip()
+
+
+async def describe_image(http: httpx.AsyncClient, settings: Settings, data: bytes, mime: str | None) -> str:
+    """Image → one or two sentences through an OpenAI-compatible ``/v1/chat/completions`` (vision).
+
+    Raises:
+        MediaUnavailable: the endpoint failed.
+    """
+    base, headers = _endpoint(settings, settings.vision_base_url)
+    url = f"data:{(mime or 'image/jpeg').split(';')[0]};base64,{base64.b64encode(data).decode()}"
+    body = await _post(
+        http, f"{base}/v1/chat/completions", settings.media_timeout_s, headers=headers,
+        json={
+            "model": settings.vision_model,
+            "messages": [{"role": "user", "content": [
+                {"type": "text", "text": VISION_PROMPT},
+                {"type": "image_url", "image_url": {"url": url, "detail": "low"}},
+            ]}],
+            "max_tokens": 200,
+        },
+    )  # fmt: skip
+    try:
+        return str(body["choices"][0]["message"]["content"] or "").strip()
+    except (KeyError, IndexError, TypeError) as exc:
+        raise MediaUnavailable(
+            "vision answer without choices[0].message.content", is_transient=False
+        ) from exc
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace('"', "'") + '"'
+
+
+async def media_to_text(
+    *, kind: str, media: list[dict[str, Any]], caption: str, graph: GraphClient, token: str,
+    http: httpx.AsyncClient, settings: Settings,
+) -> str:  # fmt: skip
+    """The text the agent reads for a media message (caption first, then one bracketed line).
+
+    Args:
+        kind: ``audio`` | ``image`` | ``video`` | ``document`` | ``sticker``.
+        media: stored media refs ``{ref, mime, filename?, caption?, voice?}``.
+        caption: the customer's caption (may be empty).
+
+    Raises:
+        MediaUnavailable: transient failure (the job should retry); permanent failures return a notice.
+    """
+    lines = [caption.strip()] if caption.strip() else []
+    ref = media[0] if media else {}
+    if kind in ("audio", "image") and ref.get("ref"):
+        try:
+            data, served_mime = await _download(graph, str(ref["ref"]), token)
+            mime = ref.get("mime") or served_mime
+            if kind == "audio":
+                lines.append(
+                    f"[Audio transcription]: {_quoted(await transcribe(http, settings, data, mime))}"
+                )
+            else:
+                lines.append(
+                    f"[Image description]: {_quoted(await describe_image(http, settings, data, mime))}"
+                )
+        except MediaUnavailable as exc:
+            if exc.is_transient:
+                raise
+            lines.append(
+                f"[{'Voice message' if kind == 'audio' else 'Image'} received but could not be read]"
+            )
+    elif kind in ("video", "document"):
+        label = ref.get("filename") or ref.get("mime") or kind
+        lines.append(f"[{kind.capitalize()} received: {label}]")
+    return "\n".join(lines)

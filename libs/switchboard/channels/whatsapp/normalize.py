@@ -1,0 +1,403 @@
+"""WhatsApp Cloud API webhook bodies → :class:`~switchboard.contracts.InboundMessage` and status updates.
+
+Nothing past this module sees Meta's JSON. Parsing is tolerant on purpose (``shared/payloads/INDEX.md``,
+"Payload shapes developers get wrong"): every ``entry``/``change``/``message`` is iterated, contacts are
+matched to each message by ``wa_id``/``user_id`` (never ``contacts[0]``), a missing ``contacts`` array or
+``profile`` is fine, ``from`` may be ``""`` (username users: the sender is ``from_user_id``), timestamps are
+epoch seconds as strings, and an item we cannot understand becomes an ``unsupported`` message instead of an
+exception (a 500 makes Meta resend the delivery for days).
+
+Customer identity: ``sender_id`` is the business-scoped user id (BSUID, ``contacts[].user_id`` /
+``from_user_id``) when present, else the phone number (``wa_id``). Both are kept in ``flags`` (``bsuid``,
+``wa_id``) so the worker can find the one customer under either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from switchboard.contracts import InboundMessage, MediaRef
+from switchboard.observability import get_logger
+
+__all__ = [
+    "NormalizedDelivery",
+    "StatusUpdate",
+    "WebhookErrorEvent",
+    "normalize_delivery",
+    "render_location",
+    "strip_mime_params",
+    "MEDIA_KINDS",
+]
+
+log = get_logger(__name__)
+
+MEDIA_KINDS = ("image", "audio", "video", "document", "sticker")
+"""Message types whose payload is a media object ``{id, mime_type, sha256, caption?, filename?}``."""
+
+_RECORD_ONLY_KINDS = {"sticker", "reaction", "system", "unsupported", "contacts_only"}
+
+
+@dataclass(frozen=True)
+class StatusUpdate:
+    """One ``statuses[]`` item: the delivery state of a message *we* sent."""
+
+    account_id: str
+    external_id: str
+    """``wamid`` of our outbound message."""
+    status: str
+    """``sent`` | ``delivered`` | ``read`` | ``failed`` | anything newer (``played``...), kept as is."""
+    timestamp: datetime
+    recipient_id: str | None
+    error_code: int | None = None
+    error_title: str | None = None
+    biz_opaque_callback_data: str | None = None
+
+
+@dataclass(frozen=True)
+class WebhookErrorEvent:
+    """A ``value.errors[]`` item with no message (e.g. 130429 throughput limit reached)."""
+
+    account_id: str
+    code: int | None
+    title: str | None
+    details: str | None
+
+
+@dataclass
+class NormalizedDelivery:
+    """Everything one webhook POST carried, in order of provider timestamp.
+
+    Attributes:
+        messages: customer messages, control events (reaction, edit, revoke), system messages and
+            business-app echoes, sorted by ``sent_at`` (then by position in the body).
+        statuses: delivery updates of our own messages.
+        errors: account-level error events.
+        skipped: number of items that were not understood (logged, never raised).
+    """
+
+    messages: list[InboundMessage] = field(default_factory=list)
+    statuses: list[StatusUpdate] = field(default_factory=list)
+    errors: list[WebhookErrorEvent] = field(default_factory=list)
+    skipped: int = 0
+
+    @property
+    def account_ids(self) -> set[str]:
+        return (
+            {m.account_id for m in self.messages}
+            | {s.account_id for s in self.statuses}
+            | {e.account_id for e in self.errors}
+        )
+
+
+def strip_mime_params(mime: str | None) -> str | None:
+    """``"audio/ogg; codecs=opus"`` → ``"audio/ogg"`` (parameters break extension guessing, INDEX §5)."""
+    if not mime:
+        return None
+    return mime.split(";", 1)[0].strip().lower() or None
+
+
+def render_location(location: dict[str, Any]) -> str:
+    """One line for the agent: ``"Name, Address (lat, lon)"``; missing parts are left out.
+
+    Example: ``"Example Coffee, 101 Example Ave, Springfield, ZZ 00000 (37.44221496582, -122.16165924072)"``.
+    """
+    parts = [str(location[k]) for k in ("name", "address") if location.get(k)]
+    lat, lon = location.get("latitude"), location.get("longitude")
+    coords = f"({lat}, {lon})" if lat is not None and lon is not None else ""
+    head = ", ".join(parts)
+    text = f"{head} {coords}".strip() if head else coords
+    return text or "[Location]"
+
+
+def _epoch(value: Any) -> datetime:
+    """WhatsApp timestamps are epoch seconds as strings; anything unreadable becomes now (logged)."""
+    try:
+        return datetime.fromtimestamp(int(str(value).strip()), tz=UTC)
+    except (TypeError, ValueError, OverflowError, OSError):
+        log.warning("whatsapp_bad_timestamp", value=str(value)[:40])
+        return datetime.now(UTC)
+
+
+def _s(value: Any) -> str | None:
+    """A non-empty string or ``None`` (``""`` and non-strings count as missing)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _find_contact(contacts: list[Any], wa_id: str | None, bsuid: str | None) -> dict[str, Any]:
+    """The ``contacts[]`` entry of this sender, matched by ``wa_id`` or ``user_id`` (never ``contacts[0]``
+    unless it is the only one and it does not contradict the sender)."""
+    dicts = [c for c in contacts if isinstance(c, dict)]
+    for contact in dicts:
+        if (wa_id and _s(contact.get("wa_id")) == wa_id) or (bsuid and _s(contact.get("user_id")) == bsuid):
+            return contact
+    if len(dicts) == 1:
+        only = dicts[0]
+        if not _s(only.get("wa_id")) or not wa_id:
+            return only
+    return {}
+
+
+def _media(kind: str, obj: dict[str, Any]) -> MediaRef | None:
+    media_id = _s(obj.get("id"))
+    if media_id is None:
+        return None
+    return MediaRef(
+        ref=media_id,
+        mime=strip_mime_params(_s(obj.get("mime_type"))),
+        filename=_s(obj.get("filename")),
+        caption=_s(obj.get("caption")),
+        voice=bool(obj.get("voice")) if kind == "audio" else False,
+    )
+
+
+def _render_contacts(cards: list[Any]) -> str:
+    lines = []
+    for card in cards:
+        if not isinstance(card, dict):
+            continue
+        name = card.get("name") if isinstance(card.get("name"), dict) else {}
+        shown = _s(name.get("formatted_name")) or " ".join(
+            p for p in (_s(name.get("first_name")), _s(name.get("last_name"))) if p
+        )
+        phones = [
+            f"{_s(p.get('phone')) or _s(p.get('wa_id'))}"
+            + (f" ({_s(p.get('type'))})" if _s(p.get("type")) else "")
+            for p in card.get("phones") or []
+            if isinstance(p, dict) and (_s(p.get("phone")) or _s(p.get("wa_id")))
+        ]
+        lines.append(f"{shown or 'Contact'}: {', '.join(phones)}" if phones else (shown or "Contact"))
+    return "[Shared contacts]\n" + "\n".join(lines) if lines else "[Shared contacts]"
+
+
+def _message_body(
+    kind: str, msg: dict[str, Any]
+) -> tuple[str, str, list[MediaRef], str | None, dict[str, Any]]:
+    """``(kind, text, media, payload, extra_flags)`` for one ``messages[]`` item (or an edit's inner message).
+
+    Unknown or broken shapes come back as kind ``unsupported`` with empty text.
+    """
+    flags: dict[str, Any] = {}
+    if kind == "text":
+        body = msg.get("text") if isinstance(msg.get("text"), dict) else {}
+        text = body.get("body") if isinstance(body.get("body"), str) else ""
+        return ("text", text, [], None, flags) if text else ("unsupported", "", [], None, flags)
+    if kind in MEDIA_KINDS:
+        obj = msg.get(kind) if isinstance(msg.get(kind), dict) else {}
+        ref = _media(kind, obj)
+        if ref is None:
+            return "unsupported", "", [], None, {"reason": f"{kind} without media id"}
+        if kind == "sticker":
+            flags["animated"] = bool(obj.get("animated"))
+        return kind, ref.caption or "", [ref], None, flags
+    if kind == "location":
+        loc = msg.get("location") if isinstance(msg.get("location"), dict) else None
+        if loc is None:
+            return "unsupported", "", [], None, {"reason": "location without payload"}
+        return "location", render_location(loc), [], None, {"location": loc}
+    if kind == "contacts":
+        cards = msg.get("contacts") if isinstance(msg.get("contacts"), list) else []
+        return "contacts", _render_contacts(cards), [], None, {"contacts": cards}
+    if kind == "interactive":
+        inter = msg.get("interactive") if isinstance(msg.get("interactive"), dict) else None
+        if inter is None:
+            return "unsupported", "", [], None, {"reason": "interactive without payload"}
+        sub = _s(inter.get("type"))
+        reply = inter.get(sub) if sub and isinstance(inter.get(sub), dict) else None
+        if sub in ("button_reply", "list_reply") and reply is not None:
+            title = _s(reply.get("title")) or ""
+            return "interactive", title, [], _s(reply.get("id")), {"interactive_type": sub}
+        if sub == "nfm_reply" and reply is not None:
+            return "interactive", _s(reply.get("body")) or "", [], _s(reply.get("response_json")), flags
+        return "unsupported", "", [], None, {"reason": f"interactive type {sub!r}"}
+    if kind == "button":
+        button = msg.get("button") if isinstance(msg.get("button"), dict) else None
+        if button is None:
+            return "unsupported", "", [], None, {"reason": "button without payload"}
+        return "button", _s(button.get("text")) or "", [], _s(button.get("payload")), flags
+    return "unsupported", "", [], None, {"reason": f"type {kind!r}"}
+
+
+def _base_flags(msg: dict[str, Any]) -> dict[str, Any]:
+    flags: dict[str, Any] = {}
+    ctx = msg.get("context") if isinstance(msg.get("context"), dict) else {}
+    if ctx.get("forwarded"):
+        flags["forwarded"] = True
+    if ctx.get("frequently_forwarded"):
+        flags["frequently_forwarded"] = True
+    ref = msg.get("referral")
+    if isinstance(ref, dict):
+        flags["referral"] = {
+            k: ref[k]
+            for k in ("source_id", "source_type", "source_url", "ctwa_clid", "headline", "body", "media_type")
+            if k in ref
+        }
+    if isinstance(msg.get("errors"), list) and msg["errors"]:
+        first = msg["errors"][0] if isinstance(msg["errors"][0], dict) else {}
+        flags["error_code"] = first.get("code")
+    return flags
+
+
+def _normalize_message(
+    msg: dict[str, Any], contacts: list[Any], account_id: str, *, echo: bool = False
+) -> InboundMessage | None:
+    """One ``messages[]`` (or ``message_echoes[]``) item; ``None`` when it has no id or no sender at all."""
+    external_id = _s(msg.get("id"))
+    if echo:
+        wa_id, bsuid = _s(msg.get("to")), _s(msg.get("to_user_id"))
+    else:
+        wa_id, bsuid = _s(msg.get("from")), _s(msg.get("from_user_id"))
+    contact = _find_contact(contacts, wa_id, bsuid)
+    wa_id = wa_id or _s(contact.get("wa_id"))
+    bsuid = bsuid or _s(contact.get("user_id"))
+    sender_id = bsuid or wa_id
+    if external_id is None or sender_id is None:
+        log.warning("whatsapp_message_skipped", reason="no id or no sender", external_id=external_id)
+        return None
+    profile = contact.get("profile") if isinstance(contact.get("profile"), dict) else {}
+    kind = _s(msg.get("type")) or "unsupported"
+    flags = _base_flags(msg)
+    flags["wa_id"] = wa_id
+    flags["bsuid"] = bsuid
+    if _s(contact.get("parent_user_id")):
+        flags["parent_bsuid"] = contact["parent_user_id"]
+    if _s(profile.get("username")):
+        flags["username"] = profile["username"]
+    ctx = msg.get("context") if isinstance(msg.get("context"), dict) else {}
+    reply_to = _s(ctx.get("id"))
+    common = dict(
+        channel="whatsapp",
+        account_id=account_id,
+        external_id=external_id,
+        sender_id=sender_id,
+        sender_name=_s(profile.get("name")),
+        sent_at=_epoch(msg.get("timestamp")),
+        reply_to=reply_to,
+        raw={"message": msg, "contact": contact or None},
+    )
+    if kind == "reaction":
+        reaction = msg.get("reaction") if isinstance(msg.get("reaction"), dict) else {}
+        flags.update(target=_s(reaction.get("message_id")), emoji=reaction.get("emoji") or "")
+        return InboundMessage(kind="reaction", action="record", flags=flags, **common)
+    if kind == "revoke":
+        revoke = msg.get("revoke") if isinstance(msg.get("revoke"), dict) else {}
+        flags["target"] = _s(revoke.get("original_message_id"))
+        return InboundMessage(kind="revoke", action="record", flags=flags, **common)
+    if kind == "edit":
+        edit = msg.get("edit") if isinstance(msg.get("edit"), dict) else {}
+        inner = edit.get("message") if isinstance(edit.get("message"), dict) else {}
+        inner_kind, text, media, payload, extra = _message_body(_s(inner.get("type")) or "unsupported", inner)
+        flags.update(extra, target=_s(edit.get("original_message_id")), edited_kind=inner_kind)
+        return InboundMessage(
+            kind="edit", action="record", text=text, media=media, payload=payload, flags=flags, **common
+        )
+    if kind == "system":
+        system = msg.get("system") if isinstance(msg.get("system"), dict) else {}
+        flags.update(
+            system_type=_s(system.get("type")),
+            new_wa_id=_s(system.get("wa_id")),
+            new_bsuid=_s(system.get("user_id")),
+        )
+        return InboundMessage(
+            kind="system", action="record", text=_s(system.get("body")) or "", flags=flags, **common
+        )
+    kind, text, media, payload, extra = _message_body(kind, msg)
+    flags.update(extra)
+    if echo:
+        flags.update(direction="outbound", author="human_agent", echo=True)
+        action = "record"
+    elif kind in _RECORD_ONLY_KINDS:
+        action = "record"
+    else:
+        action = "process"
+    return InboundMessage(
+        kind=kind, action=action, text=text, media=media, payload=payload, flags=flags, **common
+    )
+
+
+def _normalize_status(item: dict[str, Any], account_id: str) -> StatusUpdate | None:
+    external_id, status = _s(item.get("id")), _s(item.get("status"))
+    if external_id is None or status is None:
+        return None
+    errors = item.get("errors") if isinstance(item.get("errors"), list) else []
+    first = errors[0] if errors and isinstance(errors[0], dict) else {}
+    code = first.get("code")
+    return StatusUpdate(
+        account_id=account_id,
+        external_id=external_id,
+        status=status.lower(),
+        timestamp=_epoch(item.get("timestamp")),
+        recipient_id=_s(item.get("recipient_id")) or _s(item.get("recipient_user_id")),
+        error_code=int(code) if isinstance(code, (int, str)) and str(code).isdigit() else None,
+        error_title=_s(first.get("title")),
+        biz_opaque_callback_data=_s(item.get("biz_opaque_callback_data")),
+    )
+
+
+def normalize_delivery(body: dict[str, Any]) -> NormalizedDelivery:
+    """Every event of one webhook body (``object: whatsapp_business_account``).
+
+    Args:
+        body: the parsed JSON body.
+
+    Returns:
+        A :class:`NormalizedDelivery`; messages sorted by provider timestamp. Items without a
+        ``metadata.phone_number_id`` or that cannot be understood are counted in ``skipped`` and logged.
+    """
+    out = NormalizedDelivery()
+    order: list[tuple[datetime, int, InboundMessage]] = []
+    entries = body.get("entry") if isinstance(body.get("entry"), list) else []
+    for entry in entries:
+        changes = (
+            entry.get("changes") if isinstance(entry, dict) and isinstance(entry.get("changes"), list) else []
+        )
+        for change in changes:
+            value = (
+                change.get("value")
+                if isinstance(change, dict) and isinstance(change.get("value"), dict)
+                else None
+            )
+            if value is None:
+                out.skipped += 1
+                continue
+            metadata = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
+            account_id = _s(metadata.get("phone_number_id"))
+            if account_id is None:
+                log.warning("whatsapp_change_without_account", field=change.get("field"))
+                out.skipped += 1
+                continue
+            contacts = value.get("contacts") if isinstance(value.get("contacts"), list) else []
+            for key, is_echo in (("messages", False), ("message_echoes", True)):
+                for msg in value.get(key) or []:
+                    normalized = (
+                        _normalize_message(msg, contacts, account_id, echo=is_echo)
+                        if isinstance(msg, dict)
+                        else None
+                    )
+                    if normalized is None:
+                        out.skipped += 1
+                        continue
+                    order.append((normalized.sent_at, len(order), normalized))
+            for item in value.get("statuses") or []:
+                status = _normalize_status(item, account_id) if isinstance(item, dict) else None
+                if status is None:
+                    out.skipped += 1
+                else:
+                    out.statuses.append(status)
+            for err in value.get("errors") or []:
+                if isinstance(err, dict):
+                    data = err.get("error_data") if isinstance(err.get("error_data"), dict) else {}
+                    code = err.get("code")
+                    out.errors.append(
+                        WebhookErrorEvent(
+                            account_id=account_id,
+                            code=int(code) if str(code).isdigit() else None,
+                            title=_s(err.get("title")),
+                            details=_s(data.get("details")),
+                        )
+                    )
+    out.messages = [m for _, _, m in sorted(order, key=lambda t: (t[0], t[1]))]
+    return out

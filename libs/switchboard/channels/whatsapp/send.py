@@ -1,0 +1,294 @@
+"""Sending through the WhatsApp Cloud API (Graph API ``POST /{version}/{phone_number_id}/messages``).
+
+httpx with the request shape pywa uses (``{"messaging_product": "whatsapp", "to", "type": "text",
+"text": {"body", "preview_url"}}``) rather than pywa's client, because pywa overwrites the client's
+``base_url`` with graph.facebook.com (LIBRARIES.md §4) and the worker must reach the local sandbox
+in tests and the demo. Errors become :class:`GraphSendError` with Meta's code and whether a retry
+can help (codes from pywa ``errors.py`` / Meta's error-code table, LIBRARIES.md §5).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import httpx
+
+from switchboard.errors import SwitchboardError
+
+__all__ = [
+    "GraphClient",
+    "GraphSendError",
+    "MediaInfo",
+    "split_text",
+    "within_service_window",
+    "TEXT_LIMIT_CHARS",
+    "SERVICE_WINDOW",
+    "TRANSIENT_CODES",
+    "PERMANENT_RECIPIENT_CODES",
+]
+
+TEXT_LIMIT_CHARS = 4096
+"""Maximum ``text.body`` length of one WhatsApp text message (Cloud API reference)."""
+SERVICE_WINDOW = timedelta(hours=24)
+"""Free-form replies are allowed within 24 h of the customer's last message (customer-service window)."""
+TRANSIENT_CODES = frozenset({130429, 131056, 80007, 4, 131000, 131016, 2, 1})
+"""Throughput / temporary errors: retry later with back-off."""
+PERMANENT_RECIPIENT_CODES = frozenset({131047, 131026})
+"""Outside the 24-hour window (131047) and undeliverable (131026): recorded, never retried as free text."""
+
+
+class GraphSendError(SwitchboardError):
+    """A Graph API call failed.
+
+    Attributes:
+        code: Meta's error code (``None`` for network errors / non-JSON answers).
+        http_status: HTTP status, or ``None`` for network errors.
+        is_transient: whether trying again later can help (5xx, network, throughput codes).
+    """
+
+    def __init__(
+        self, message: str, *, code: int | None, http_status: int | None, is_transient: bool
+    ) -> None:
+        self.code = code
+        self.http_status = http_status
+        self.is_transient = is_transient
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class MediaInfo:
+    """``GET /{media_id}``: a short-lived download URL (about 5 minutes) and facts about the file."""
+
+    url: str
+    mime_type: str | None
+    sha256: str | None
+    file_size: int | None
+
+
+def within_service_window(last_customer_message_at: datetime | None, now: datetime) -> bool:
+    """``True`` when a free-form reply may be sent (last customer message less than 24 h ago)."""
+    return last_customer_message_at is not None and now - last_customer_message_at < SERVICE_WINDOW
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])\s+")
+
+
+def split_text(text: str, limit: int = TEXT_LIMIT_CHARS) -> list[str]:
+    """Split ``text`` into parts of at most ``limit`` characters, in order.
+
+    Cuts at the last paragraph break (blank line) that fits, else the last line break, else the last
+    sentence end, else the last space; a single word longer than ``limit`` is cut hard. Whitespace at
+    the cut is dropped; nothing else is lost or reordered.
+    """
+    if limit < 1:
+        raise ValueError("limit must be positive")
+    parts: list[str] = []
+    rest = text.strip()
+    while len(rest) > limit:
+        window = rest[: limit + 1]
+        cut = -1
+        for finder in (
+            lambda w: w.rfind("\n\n"),
+            lambda w: w.rfind("\n"),
+            lambda w: max((m.start() for m in _SENTENCE_END.finditer(w)), default=-1),
+            lambda w: w.rfind(" "),
+        ):
+            pos = finder(window)
+            if pos > 0:
+                cut = pos
+                break
+        if cut <= 0:
+            cut = limit
+        head = rest[:cut].rstrip()
+        if head:
+            parts.append(head)
+        rest = rest[cut:].lstrip()
+    if rest:
+        parts.append(rest)
+    return parts
+
+
+class GraphClient:
+    """Async Graph API client for one process (one ``httpx.AsyncClient``, token per call).
+
+    Args:
+        base_url: Graph API root without version, e.g. ``https://graph.facebook.com`` or the sandbox URL.
+        api_version: version segment, e.g. ``v23.0``.
+        timeout_s: timeout of each call.
+        transport: optional httpx transport (tests may pass ``httpx.MockTransport``).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_version: str,
+        *,
+        timeout_s: float = 15.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_version = api_version
+        self._client = httpx.AsyncClient(timeout=timeout_s, transport=transport, follow_redirects=True)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def _post(self, path: str, token: str, body: dict) -> dict:
+        url = f"{self.base_url}/{self.api_version}/{path}"
+        try:
+            response = await self._client.post(url, json=body, headers={"Authorization": f"Bearer {token}"})
+        except httpx.HTTPError as exc:
+            raise GraphSendError(
+                f"network error: {type(exc).__name__}", code=None, http_status=None, is_transient=True
+            ) from exc
+        return self._check(response)
+
+    @staticmethod
+    def _check(response: httpx.Response) -> dict:
+        try:
+            data = response.json()
+        except ValueError:
+            data = {}
+        if response.status_code < 400 and "error" not in data:
+            return data
+        error = data.get("error") if isinstance(data.get("error"), dict) else {}
+        code = error.get("code") if isinstance(error.get("code"), int) else None
+        transient = response.status_code >= 500 or response.status_code == 429 or code in TRANSIENT_CODES
+        if code in PERMANENT_RECIPIENT_CODES:
+            transient = False
+        message = str(error.get("message") or f"HTTP {response.status_code}")[:300]
+        raise GraphSendError(message, code=code, http_status=response.status_code, is_transient=transient)
+
+    async def send_text(
+        self, *, phone_number_id: str, token: str, to: str, text: str, reply_to: str | None = None,
+        tracker: str | None = None,
+    ) -> str:  # fmt: skip
+        """Send one text message (at most :data:`TEXT_LIMIT_CHARS` characters). Returns the new wamid.
+
+        Raises:
+            GraphSendError: Meta refused it or could not be reached.
+            ValueError: ``text`` is empty or too long.
+        """
+        if not text or len(text) > TEXT_LIMIT_CHARS:
+            raise ValueError(f"text must be 1..{TEXT_LIMIT_CHARS} characters, got {len(text)}")
+        body: dict = {
+            "messaging_product": "whatsapp",
+            "recipient_type": "individual",
+            "to": to,
+            "type": "text",
+            "text": {"body": text, "preview_url": False},
+        }
+        if reply_to:
+            body["context"] = {"message_id": reply_to}
+        if tracker:
+            body["biz_opaque_callback_data"] = tracker[:512]
+        data = await self._post(f"{phone_number_id}/messages", token, body)
+        messages = data.get("messages") if isinstance(data.get("messages"), list) else []
+        if not messages or not isinstance(messages[0], dict) or not messages[0].get("id"):
+            raise GraphSendError(
+                "answer without messages[0].id", code=None, http_status=200, is_transient=False
+            )
+        return str(messages[0]["id"])
+
+    async def _send(self, phone_number_id: str, token: str, body: dict) -> str:
+        data = await self._post(
+            f"{phone_number_id}/messages", token, {"messaging_product": "whatsapp", **body}
+        )
+        messages = data.get("messages") if isinstance(data.get("messages"), list) else []
+        if not messages or not isinstance(messages[0], dict) or not messages[0].get("id"):
+            raise GraphSendError(
+                "answer without messages[0].id", code=None, http_status=200, is_transient=False
+            )
+        return str(messages[0]["id"])
+
+    async def send_media(
+        self, *, phone_number_id: str, token: str, to: str, kind: str, media_id: str,
+        caption: str | None = None, filename: str | None = None,
+    ) -> str:  # fmt: skip
+        """Send media by the id of a media object of this number (``{kind: {"id", "caption"?}}``).
+
+        ``kind`` is ``image``, ``audio``, ``video``, ``document`` or ``sticker``; captions go with image,
+        video and document only (Cloud API message reference). Returns the new wamid.
+
+        Raises:
+            GraphSendError: as :meth:`send_text`.
+        """
+        media: dict = {"id": media_id}
+        if caption and kind in ("image", "video", "document"):
+            media["caption"] = caption[:1024]
+        if filename and kind == "document":
+            media["filename"] = filename
+        return await self._send(
+            phone_number_id, token, {"recipient_type": "individual", "to": to, "type": kind, kind: media}
+        )
+
+    async def send_template(
+        self, *, phone_number_id: str, token: str, to: str, name: str, language: str
+    ) -> str:
+        """Send an approved template without parameters (the only way to write outside the 24-hour window).
+
+        Raises:
+            GraphSendError: as :meth:`send_text`.
+        """
+        body = {"to": to, "type": "template", "template": {"name": name, "language": {"code": language}}}
+        return await self._send(phone_number_id, token, body)
+
+    async def mark_read(self, *, phone_number_id: str, token: str, message_id: str) -> None:
+        """Mark an inbound message as read (blue ticks).
+
+        Raises:
+            GraphSendError: as :meth:`send_text`.
+        """
+        await self._post(
+            f"{phone_number_id}/messages",
+            token,
+            {"messaging_product": "whatsapp", "status": "read", "message_id": message_id},
+        )
+
+    async def media_info(self, *, media_id: str, token: str) -> MediaInfo:
+        """``GET /{version}/{media_id}`` → download URL and metadata.
+
+        Raises:
+            GraphSendError: unknown/expired media id or network trouble.
+        """
+        try:
+            response = await self._client.get(
+                f"{self.base_url}/{self.api_version}/{media_id}", headers={"Authorization": f"Bearer {token}"}
+            )
+        except httpx.HTTPError as exc:
+            raise GraphSendError(
+                f"network error: {type(exc).__name__}", code=None, http_status=None, is_transient=True
+            ) from exc
+        data = self._check(response)
+        if not data.get("url"):
+            raise GraphSendError("media answer without url", code=None, http_status=200, is_transient=False)
+        size = data.get("file_size")
+        return MediaInfo(
+            url=str(data["url"]),
+            mime_type=data.get("mime_type"),
+            sha256=data.get("sha256"),
+            file_size=int(size) if isinstance(size, (int, str)) and str(size).isdigit() else None,
+        )
+
+    async def download(self, *, url: str, token: str, max_bytes: int = 25_000_000) -> bytes:
+        """The bytes behind a media URL (same Bearer header; without it Meta answers an HTML 401).
+
+        Raises:
+            GraphSendError: HTTP error, network trouble, or a file over ``max_bytes``.
+        """
+        try:
+            response = await self._client.get(url, headers={"Authorization": f"Bearer {token}"})
+        except httpx.HTTPError as exc:
+            raise GraphSendError(
+                f"network error: {type(exc).__name__}", code=None, http_status=None, is_transient=True
+            ) from exc
+        if response.status_code >= 400:
+            raise GraphSendError(
+                f"media download HTTP {response.status_code}", code=None, http_status=response.status_code,
+                is_transient=response.status_code >= 500,
+            )  # fmt: skip
+        if len(response.content) > max_bytes:
+            raise GraphSendError("media too large", code=None, http_status=200, is_transient=False)
+        return response.content

@@ -1,0 +1,189 @@
+"""``/approve ID`` and ``/reject ID [reason]``: the assigned agent decides a tool call waiting for a person.
+
+A ``pending_actions`` row (written by the tool server when a write needs approval) is decided exactly
+once: the row is locked (``FOR UPDATE``) and must still be ``pending``; approving runs the tool's handler
+with the stored arguments and the original idempotency key in the same transaction as the status
+change and an ``audit_logs`` row (actor ``human_agent``), so a failure changes nothing and a repeated
+``/approve`` only reports the earlier decision.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from sqlalchemy import String, cast
+from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from switchboard.db.engine import session_scope
+from switchboard.db.models import (
+    AuditLog,
+    Conversation,
+    ConversationStatus,
+    HumanAgent,
+    McpTenantTool,
+    PendingAction,
+    PendingActionStatus,
+    utcnow,
+)
+from switchboard.observability import get_logger
+
+__all__ = ["ApprovalError", "decide_pending_action", "pending_actions_for", "short_id"]
+
+log = get_logger(__name__)
+
+MIN_PREFIX_CHARS = 6
+"""Shortest id prefix accepted (``/status`` shows the first 8 hex characters)."""
+
+
+class ApprovalError(Exception):
+    """The decision cannot be made; the message is what the agent reads."""
+
+
+def short_id(action_id: uuid.UUID) -> str:
+    """First 8 hex characters: how agents see and type a pending action's id."""
+    return action_id.hex[:8]
+
+
+async def pending_actions_for(session: AsyncSession, agent: HumanAgent) -> list[PendingAction]:
+    """Pending actions of the conversations the agent handles now, oldest first."""
+    rows = await session.exec(
+        select(PendingAction)
+        .join(Conversation, col(Conversation.id) == PendingAction.conversation_id)
+        .where(
+            PendingAction.tenant_id == agent.tenant_id,
+            PendingAction.status == PendingActionStatus.pending.value,
+            Conversation.assigned_agent_id == agent.id,
+            Conversation.status == ConversationStatus.human.value,
+        )
+        .order_by(col(PendingAction.created_at))
+    )
+    return list(rows.all())
+
+
+async def _find(session: AsyncSession, agent: HumanAgent, ref: str) -> PendingAction:
+    ref = ref.strip().lower().replace("-", "")
+    if len(ref) < MIN_PREFIX_CHARS or any(c not in "0123456789abcdef" for c in ref):
+        raise ApprovalError(f"{ref or 'That'} is not an action id: use the 8 characters /status shows.")
+    rows = list(
+        (
+            await session.exec(
+                select(PendingAction)
+                .where(
+                    PendingAction.tenant_id == agent.tenant_id,
+                    cast(PendingAction.id, String).op("~~")(_like_prefix(ref)),
+                )
+                .with_for_update()
+            )
+        ).all()
+    )
+    if len(rows) != 1:
+        raise ApprovalError(
+            f"No action {ref} waiting for you."
+            if not rows
+            else f"{ref} matches several actions: type more of it."
+        )
+    action = rows[0]
+    conversation = await session.get(Conversation, action.conversation_id) if action.conversation_id else None
+    if conversation is None or conversation.assigned_agent_id != agent.id:
+        raise ApprovalError(f"Action {short_id(action.id)} belongs to a conversation you are not handling.")
+    return action
+
+
+def _like_prefix(ref: str) -> str:
+    """A LIKE pattern matching a UUID's text form by the hex prefix ``ref`` (dashes at 8, 12, 16, 20)."""
+    text = ""
+    for index, char in enumerate(ref[:32]):
+        if index in (8, 12, 16, 20):
+            text += "-"
+        text += char
+    return text + "%"
+
+
+def describe(action: PendingAction) -> str:
+    """``a1b2c3d4 create_lead {"interest": "bulk order"}`` (arguments cut to 200 characters)."""
+    args = json.dumps(action.arguments, ensure_ascii=False, sort_keys=True)
+    return f"{short_id(action.id)} {action.tool_name} {args[:200]}"
+
+
+async def decide_pending_action(
+    sessions: async_sessionmaker[AsyncSession],
+    *,
+    agent: HumanAgent,
+    ref: str,
+    approve: bool,
+    reason: str | None = None,
+) -> str:
+    """Approve (run the tool now) or reject a pending action; returns the answer for the agent.
+
+    Raises:
+        ApprovalError: unknown or ambiguous id, not the agent's conversation, already decided, or the
+            tool failed when run (nothing changed; the action stays pending).
+    """
+    from switchboard.tools.business import BUSINESS_TOOLS
+    from switchboard.tools.contracts import ToolCallContext, ToolFailure
+
+    contracts = {c.name: c for c in BUSINESS_TOOLS}
+    try:
+        async with session_scope(sessions) as session:
+            action = await _find(session, agent, ref)
+            if action.status != PendingActionStatus.pending.value:
+                raise ApprovalError(f"Action {short_id(action.id)} was already {action.status}.")
+            details: dict[str, Any] = {"tool_name": action.tool_name, "agent_name": agent.name}
+            if approve:
+                contract = contracts.get(action.tool_name)
+                if contract is None:
+                    raise ApprovalError(
+                        f"Action {short_id(action.id)}: the tool {action.tool_name} no longer exists."
+                    )
+                assignment = (
+                    await session.exec(
+                        select(McpTenantTool).where(
+                            McpTenantTool.tenant_id == agent.tenant_id,
+                            McpTenantTool.tool_name == action.tool_name,
+                        )
+                    )
+                ).first()
+                ctx = ToolCallContext(
+                    tenant_id=agent.tenant_id,
+                    customer_id=action.customer_id,
+                    conversation_id=action.conversation_id,
+                    trace_id=action.trace_id,
+                    idempotency_key=action.idempotency_key,
+                    tool_config=assignment.custom_config if assignment is not None else {},
+                    session=session,
+                )
+                args = contract.input_model.model_validate(action.arguments)
+                result = await contract.handler(ctx, args)
+                details["result"] = result.model_dump(mode="json")
+            else:
+                details["reason"] = (reason or "")[:500]
+            action.status = (PendingActionStatus.approved if approve else PendingActionStatus.rejected).value
+            action.decided_by = f"human_agent:{agent.id}"
+            action.decided_at = utcnow()
+            session.add(action)
+            session.add(
+                AuditLog(
+                    tenant_id=agent.tenant_id,
+                    actor="human_agent",
+                    action=f"pending_action.{action.status}",
+                    target_type="pending_action",
+                    target_id=str(action.id),
+                    details=details,
+                    trace_id=action.trace_id,
+                )
+            )
+            label = short_id(action.id)
+    except ToolFailure as exc:
+        log.info("pending_action_failed", agent_id=str(agent.id), error_type=exc.error_type)
+        raise ApprovalError(
+            f"The tool refused: {exc}. Nothing was done; the action is still pending."
+        ) from None
+    log.info("pending_action_decided", agent_id=str(agent.id), approved=approve)
+    if approve:
+        message = details["result"].get("message") if isinstance(details.get("result"), dict) else None
+        return f"Approved {label}: done" + (f" ({message})." if message else ".")
+    return f"Rejected {label}" + (f": {reason}." if reason else ".")

@@ -1,0 +1,199 @@
+"""Choosing a human agent: least-loaded online agent, waiting queue, release and transfer.
+
+Every change to who handles what runs inside :func:`tenant_handoff_lock`, a transaction-scoped
+Postgres advisory lock per tenant (``pg_advisory_xact_lock``), and reads the agents ``FOR UPDATE``:
+two escalations of the same tenant at the same moment are serialized, so the second sees the first
+one's load and no conversation is assigned twice. The ordering is DESIGN.md's: fewest
+``total_conversations`` first, then lowest ``current_load``, then the longest-standing agent.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import func, text
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from switchboard.db.models import AgentStatus, Conversation, ConversationStatus, HumanAgent, utcnow
+
+__all__ = [
+    "Assignment",
+    "tenant_handoff_lock",
+    "pick_agent",
+    "assign_to",
+    "escalate",
+    "release",
+    "take_queue",
+    "open_conversations_of",
+    "queue_length",
+]
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Outcome of one escalation or queue hand-out."""
+
+    conversation_id: uuid.UUID
+    agent: HumanAgent | None
+    """The agent now handling it; ``None`` when it waits in the queue."""
+    queue_position: int | None = None
+    """1-based place in the tenant's waiting queue when ``agent`` is ``None``."""
+
+
+async def tenant_handoff_lock(session: AsyncSession, tenant_id: uuid.UUID) -> None:
+    """Serialize handoff changes of one tenant until the current transaction ends."""
+    connection = await session.connection()
+    await connection.execute(
+        text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": f"handoff:{tenant_id}"}
+    )
+
+
+async def pick_agent(
+    session: AsyncSession, *, tenant_id: uuid.UUID, exclude: uuid.UUID | None = None
+) -> HumanAgent | None:
+    """The least-loaded online agent (row-locked), or ``None`` when nobody else is online.
+
+    Call under :func:`tenant_handoff_lock`.
+    """
+    query = (
+        select(HumanAgent)
+        .where(HumanAgent.tenant_id == tenant_id, HumanAgent.status == AgentStatus.online.value)
+        .order_by(
+            col(HumanAgent.total_conversations),
+            col(HumanAgent.current_load),
+            col(HumanAgent.created_at),
+            col(HumanAgent.id),
+        )
+        .limit(1)
+        .with_for_update()
+    )
+    if exclude is not None:
+        query = query.where(HumanAgent.id != exclude)
+    return (await session.exec(query)).first()
+
+
+def assign_to(conversation: Conversation, agent: HumanAgent) -> None:
+    """Give ``conversation`` to ``agent`` (counts, times, the agent's selected conversation)."""
+    now = utcnow()
+    conversation.status = ConversationStatus.human.value
+    conversation.assigned_agent_id = agent.id
+    conversation.assigned_at = now
+    conversation.queued_at = None
+    conversation.updated_at = now
+    agent.total_conversations += 1
+    agent.current_load += 1
+    agent.active_conversation_id = conversation.id
+    agent.updated_at = now
+
+
+async def queue_length(session: AsyncSession, *, tenant_id: uuid.UUID) -> int:
+    """Conversations of the tenant waiting for an agent."""
+    return int(
+        (
+            await session.exec(
+                select(func.count())
+                .select_from(Conversation)
+                .where(
+                    Conversation.tenant_id == tenant_id,
+                    col(Conversation.queued_at).is_not(None),
+                    Conversation.status == ConversationStatus.human.value,
+                )
+            )
+        ).one()
+    )
+
+
+async def escalate(
+    session: AsyncSession, *, tenant_id: uuid.UUID, conversation_id: uuid.UUID, reason: str
+) -> Assignment:
+    """Switch the conversation to human mode and assign it, or queue it when nobody is online.
+
+    Runs in the caller's transaction (takes the tenant lock). A conversation that already has an
+    agent keeps it (a second escalation changes only the reason).
+
+    Raises:
+        LookupError: the conversation is not this tenant's.
+    """
+    await tenant_handoff_lock(session, tenant_id)
+    conversation = (
+        await session.exec(
+            select(Conversation)
+            .where(Conversation.id == conversation_id, Conversation.tenant_id == tenant_id)
+            .with_for_update()
+        )
+    ).first()
+    if conversation is None:
+        raise LookupError(f"conversation {conversation_id} not found for tenant {tenant_id}")
+    conversation.status = ConversationStatus.human.value
+    conversation.escalation_reason = reason[:2_000]
+    conversation.updated_at = utcnow()
+    if conversation.assigned_agent_id is not None:
+        current = await session.get(HumanAgent, conversation.assigned_agent_id)
+        session.add(conversation)
+        return Assignment(conversation.id, current)
+    agent = await pick_agent(session, tenant_id=tenant_id)
+    if agent is None:
+        conversation.queued_at = conversation.queued_at or utcnow()
+        session.add(conversation)
+        await session.flush()
+        position = await queue_length(session, tenant_id=tenant_id)
+        return Assignment(conversation.id, None, queue_position=position)
+    assign_to(conversation, agent)
+    session.add_all([conversation, agent])
+    await session.flush()
+    return Assignment(conversation.id, agent)
+
+
+async def open_conversations_of(session: AsyncSession, agent: HumanAgent) -> list[Conversation]:
+    """The agent's human-mode conversations, oldest assignment first (``/switch N`` numbers them 1..n)."""
+    rows = await session.exec(
+        select(Conversation)
+        .where(
+            Conversation.tenant_id == agent.tenant_id,
+            Conversation.assigned_agent_id == agent.id,
+            Conversation.status == ConversationStatus.human.value,
+        )
+        .order_by(col(Conversation.assigned_at), col(Conversation.id))
+    )
+    return list(rows.all())
+
+
+async def release(session: AsyncSession, conversation: Conversation, agent: HumanAgent) -> None:
+    """Take ``conversation`` off ``agent`` (load down, selection moved to another open conversation)."""
+    conversation.assigned_agent_id = None
+    conversation.assigned_at = None
+    conversation.updated_at = utcnow()
+    agent.current_load = max(0, agent.current_load - 1)
+    session.add(conversation)
+    await session.flush()
+    if agent.active_conversation_id == conversation.id:
+        remaining = await open_conversations_of(session, agent)
+        agent.active_conversation_id = remaining[-1].id if remaining else None
+    agent.updated_at = utcnow()
+    session.add(agent)
+
+
+async def take_queue(session: AsyncSession, *, agent: HumanAgent) -> list[Conversation]:
+    """Give every waiting conversation of the agent's tenant to ``agent`` (oldest first).
+
+    Call under :func:`tenant_handoff_lock` with ``agent`` online.
+    """
+    rows = await session.exec(
+        select(Conversation)
+        .where(
+            Conversation.tenant_id == agent.tenant_id,
+            col(Conversation.queued_at).is_not(None),
+            Conversation.status == ConversationStatus.human.value,
+        )
+        .order_by(col(Conversation.queued_at), col(Conversation.id))
+        .with_for_update()
+    )
+    taken = list(rows.all())
+    for conversation in taken:
+        assign_to(conversation, agent)
+        session.add(conversation)
+    session.add(agent)
+    await session.flush()
+    return taken

@@ -1,0 +1,93 @@
+"""LLM-written handoff summaries: what the person taking over needs to know, from the conversation so far."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from switchboard.agent.settings import tenant_settings_from
+from switchboard.crypto import CredentialDecryptError
+from switchboard.db.models import Message, Tenant
+from switchboard.llm.router import ModelCallFailed, ModelGateway
+from switchboard.llm.trimming import strip_reasoning
+from switchboard.observability import get_logger
+
+__all__ = ["HANDOFF_SUMMARY_INSTRUCTION", "write_handoff_summary", "transcript_lines"]
+
+log = get_logger(__name__)
+
+HANDOFF_SUMMARY_INSTRUCTION = (
+    "Write a handoff note for the person from the team who takes over this customer conversation: "
+    "in at most 5 short lines say who the customer is (if known), what they want, what was already "
+    "answered or tried, and what is still open. Write only the note."
+)
+"""System message of the summary call (the offline model answers it deterministically when scripted)."""
+TRANSCRIPT_MESSAGES = 40
+"""Newest messages of the conversation shown to the summary model."""
+
+
+def transcript_lines(rows: list[Message], *, max_chars: int = 200) -> list[str]:
+    """``Customer: ...`` / ``Assistant: ...`` / ``Team: ...`` lines, each cut to ``max_chars``."""
+    who = {"user": "Customer", "assistant": "Assistant", "human_agent": "Team"}
+    out = []
+    for row in rows:
+        if row.role in who and (row.text or "").strip():
+            out.append(f"{who[row.role]}: {row.text.strip()[:max_chars]}")
+    return out
+
+
+async def _recent(session: AsyncSession, tenant_id: uuid.UUID, conversation_id: uuid.UUID) -> list[Message]:
+    rows = await session.exec(
+        select(Message)
+        .where(
+            Message.tenant_id == tenant_id,
+            Message.conversation_id == conversation_id,
+            col(Message.role).in_(("user", "assistant", "human_agent")),
+        )
+        .order_by(col(Message.created_at).desc(), col(Message.id).desc())
+        .limit(TRANSCRIPT_MESSAGES)
+    )
+    return list(reversed(rows.all()))
+
+
+async def write_handoff_summary(
+    sessions: async_sessionmaker[AsyncSession],
+    gateway: ModelGateway | None,
+    *,
+    tenant_id: uuid.UUID,
+    conversation_id: uuid.UUID,
+    trace_id: str,
+) -> str:
+    """A summary of the conversation for a human agent, at most ``handoff.summary_max_chars`` long.
+
+    Uses the tenant's Router (one words-only call). When the model fails or answers nothing, the
+    summary is the customer's messages quoted (newest kept), so the agent always gets something; so it
+    is without a ``gateway``.
+    Never raises for model trouble (logged as ``handoff_summary_failed``).
+    """
+    async with sessions() as session:
+        tenant = await session.get(Tenant, tenant_id)
+        rows = await _recent(session, tenant_id, conversation_id)
+    settings = tenant_settings_from(tenant.settings_extensions if tenant else None, tenant_id=str(tenant_id))
+    limit = settings.handoff.summary_max_chars
+    lines = transcript_lines(rows)
+    fallback = (
+        " / ".join(line for line in lines if line.startswith("Customer:"))[-limit:] or "(no messages yet)"
+    )
+    if not lines or gateway is None:
+        return fallback
+    prompt = [
+        {"role": "system", "content": HANDOFF_SUMMARY_INSTRUCTION},
+        {"role": "user", "content": "\n".join(lines)},
+    ]
+    try:
+        router = gateway.router_for(tenant_id, settings.llm)
+        reply = await gateway.complete(router, prompt, tools=None, llm=settings.llm, trace_id=trace_id)
+    except (ModelCallFailed, CredentialDecryptError) as exc:
+        log.warning("handoff_summary_failed", conversation_id=str(conversation_id), error=str(exc)[:300])
+        return fallback
+    text = (strip_reasoning(reply.content) or "").strip()
+    return text[:limit] if text else fallback

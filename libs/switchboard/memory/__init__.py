@@ -1,0 +1,20 @@
+"""Memory across conversations (DESIGN.md, "Memory"): summaries into ``user_memories``, returning customers."""
+
+from switchboard.memory.jobs import memory_sweep, summarize_memory
+from switchboard.memory.store import (
+    MEMORY_INSTRUCTION,
+    close_idle_conversations,
+    conversations_to_summarize,
+    is_returning_customer,
+    summarize_into_memory,
+)
+
+__all__ = [
+    "MEMORY_INSTRUCTION",
+    "close_idle_conversations",
+    "conversations_to_summarize",
+    "is_returning_customer",
+    "memory_sweep",
+    "summarize_into_memory",
+    "summarize_memory",
+]

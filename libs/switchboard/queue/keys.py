@@ -1,0 +1,62 @@
+"""Every Redis key and ARQ job id the queue uses, built in one place."""
+
+from __future__ import annotations
+
+import uuid
+
+__all__ = [
+    "inbound_job_id",
+    "inbound_sweep_job_id",
+    "customer_rate_key",
+    "customer_slowdown_key",
+    "tenant_rate_key",
+    "conversation_lock_key",
+    "whatsapp_throttle_key",
+    "contract_violation_counter_key",
+    "inbound_failures_key",
+]
+
+
+def inbound_job_id(row_id: uuid.UUID | str) -> str:
+    """Job id of ``process_inbound`` for one stored inbound row (1:1 with the provider message id)."""
+    return f"inbound:{row_id}"
+
+
+def inbound_sweep_job_id(row_id: uuid.UUID | str, attempt: int) -> str:
+    """Job id the sweeper uses to re-enqueue a row after ``attempt`` processing attempts."""
+    return f"inbound:{row_id}:sweep:{attempt}"
+
+
+def customer_rate_key(tenant_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> str:
+    """Sorted set of one customer's recent message times (sliding window)."""
+    return f"rl:customer:{tenant_id}:{customer_id}"
+
+
+def customer_slowdown_key(tenant_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> str:
+    """Set (NX, window TTL) when the polite slow-down reply went out in the current window."""
+    return f"rl:customer-notice:{tenant_id}:{customer_id}"
+
+
+def tenant_rate_key(tenant_id: uuid.UUID | str) -> str:
+    """Sorted set of one tenant's recently processed jobs (sliding window)."""
+    return f"rl:tenant:{tenant_id}"
+
+
+def conversation_lock_key(conversation_id: uuid.UUID | str) -> str:
+    """One turn at a time per conversation."""
+    return f"lock:conversation:{conversation_id}"
+
+
+def whatsapp_throttle_key(phone_number_id: str) -> str:
+    """Set after Meta reported a throughput error for this number: sends wait until it expires."""
+    return f"wa:throttle:{phone_number_id}"
+
+
+def contract_violation_counter_key() -> str:
+    """Counter of orchestrator answers that broke the ``TurnResult`` contract."""
+    return "metrics:contract_violations"
+
+
+def inbound_failures_key(row_id: uuid.UUID | str) -> str:
+    """Counter of transient failures of one inbound row (orchestrator down, Graph 5xx...)."""
+    return f"inbound:failures:{row_id}"

@@ -1,0 +1,30 @@
+"""Tenant business tools over MCP (DESIGN.md, "Tools are the product").
+
+* :mod:`~switchboard.tools.contracts` — tool contracts, injected parameters, error text on the wire
+* :mod:`~switchboard.tools.business` — the six business tools (shapes, policies, handlers)
+* :mod:`~switchboard.tools.server` — the MCP server (``mcp_tools`` service): auth, tenant checks
+* :mod:`~switchboard.tools.mcp_client` — the orchestrator's tool source (discovery, toolbox, contracts,
+  receipts); imported on its own since it depends on the agent package
+* :mod:`~switchboard.tools.toolbox`, :mod:`~switchboard.tools.importers`, :mod:`~switchboard.tools.routes` —
+  per-tenant toolboxes, CSV import, the admin API
+"""
+
+from switchboard.tools.contracts import (
+    CONTRACT_META_KEY,
+    FORBIDDEN_MESSAGE,
+    INJECTED_PARAMS,
+    ToolCallContext,
+    ToolContract,
+    ToolFailure,
+    ToolPolicy,
+)
+
+__all__ = [
+    "CONTRACT_META_KEY",
+    "FORBIDDEN_MESSAGE",
+    "INJECTED_PARAMS",
+    "ToolCallContext",
+    "ToolContract",
+    "ToolFailure",
+    "ToolPolicy",
+]

@@ -1,0 +1,586 @@
+"""The orchestrator's side of MCP: a tool source that discovers the tool server's tools at runtime,
+shows each tenant only its toolbox, and enforces the contracts on every call (DESIGN.md).
+
+:class:`McpToolSource` has the tool loop's tool-source shape: ``definitions(ctx)`` gives
+OpenAI-format tool definitions, ``call(name, arguments, ctx)`` runs one call and returns a
+:class:`~switchboard.agent.tools.ToolOutput`, raising :class:`McpToolError` (a
+:class:`~switchboard.agent.tools.ToolError`) for anything the model should see as an error.
+
+What it guarantees, in order, for every call:
+
+1. the tool was discovered and is enabled for the tenant in ``mcp_tenant_tools`` (otherwise a
+   generic ``Forbidden`` and a ``security_alerts`` row);
+2. injected parameters (``tenant_id``, ``customer_id``, ``tool_config``...) come from the turn,
+   overwriting anything the model sent under those names;
+3. writes are refused while untrusted external text is in the context, and beyond the per-turn
+   mutation budget (default 1: "a person must review");
+4. arguments are validated against the schema the model saw (field diagnostics back to the model);
+5. the call runs under a timeout; server errors are classified ``retryable`` or not; a result of
+   the wrong shape becomes a controlled ``invalid_result`` error;
+6. a ``tool_receipts`` row is written, whatever happened.
+
+Discovery (``list_tools()``) is cached for ``refresh_interval_s``; a server that is down or slow
+leaves the turn with no MCP tools (the built-ins still work) and a logged warning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import hashlib
+import json
+import time
+import uuid
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx2
+from jsonschema import Draft202012Validator
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from sqlalchemy import func
+from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from switchboard.agent.tools import ToolError, ToolOutput
+from switchboard.db.engine import session_scope
+from switchboard.db.models import McpTenantTool, SecurityAlert, Tenant, ToolReceipt
+from switchboard.db.tenant_scope import TenantScope
+from switchboard.observability import get_logger
+from switchboard.settings import Settings
+from switchboard.tools.contracts import (
+    CONTRACT_META_KEY,
+    FORBIDDEN_MESSAGE,
+    INJECTED_PARAMS,
+    ToolFailure,
+    ToolPolicy,
+    parse_error_text,
+)
+from switchboard.tools.receipts import Outcome, record_receipt
+
+__all__ = [
+    "DiscoveredTool",
+    "McpToolSource",
+    "McpToolError",
+    "TurnToolContext",
+    "TurnIdentity",
+    "strip_injected",
+    "is_untrusted",
+    "UNTRUSTED_CHANNELS",
+    "write_idempotency_key",
+]
+
+log = get_logger(__name__)
+
+LOOP_TIMEOUT_SHARE = 0.95
+"""Share of the tool loop's per-call timeout this source uses, so its own timeout fires first."""
+
+UNTRUSTED_CHANNELS = frozenset({"gmail"})
+"""Channels whose inbound text is untrusted external content (an e-mail body may carry instructions
+aimed at the model): turns on them get read tools only."""
+
+# Server error types worth retrying later (the rest: the model must change something or give up).
+_RETRYABLE = {"unavailable", "conflict", "timeout"}
+
+
+class TurnIdentity(Protocol):
+    """What the tool source needs from the turn (the orchestrator's tool context has these)."""
+
+    tenant_id: uuid.UUID
+    customer_id: uuid.UUID | None
+    conversation_id: uuid.UUID | None
+    trace_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnToolContext:
+    """The authenticated turn, as the tool source sees it (built by the orchestrator, never the model)."""
+
+    tenant_id: uuid.UUID
+    customer_id: uuid.UUID | None
+    conversation_id: uuid.UUID | None
+    trace_id: str
+    """Derived from the inbound message (``trace_id_for``): a re-processed message has the same one."""
+    channel: str | None = None
+    has_untrusted_content: bool = False
+    """Untrusted external text (an e-mail body, an outside system's tool result) is in the context:
+    only read tools are offered and run."""
+
+
+class McpToolError(ToolError):
+    """A failed MCP call as the tool loop reports it to the model (``error_type``, ``retryable``).
+
+    Attributes:
+        diagnostics: per-field problems for ``invalid_arguments`` (``[{"field", "problem"}]``), also
+            spelled out in the message.
+    """
+
+    def __init__(self, failure: ToolFailure) -> None:
+        super().__init__(str(failure), error_type=failure.error_type, retryable=failure.retryable)
+        self.diagnostics = failure.diagnostics
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiscoveredTool:
+    """One tool as listed by the server, with its contract and the schema the model may see."""
+
+    name: str
+    description: str
+    version: str
+    policy: ToolPolicy
+    model_schema: dict[str, Any]
+    """Input schema with every injected parameter removed from ``properties`` and ``required``."""
+    output_schema: dict[str, Any] | None
+    validator: Draft202012Validator = field(repr=False)
+
+    def definition(self) -> dict[str, Any]:
+        """OpenAI-format function definition."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.model_schema},
+        }
+
+
+def strip_injected(schema: Mapping[str, Any], injected: tuple[str, ...] = INJECTED_PARAMS) -> dict[str, Any]:
+    """A copy of a JSON schema without the injected parameters in ``properties`` and ``required``.
+
+    Unknown properties are refused (``additionalProperties: false``) so a model's stray argument is
+    reported back instead of silently passed on.
+    """
+    out = copy.deepcopy(dict(schema))
+    out["properties"] = {k: v for k, v in (out.get("properties") or {}).items() if k not in injected}
+    required = [name for name in out.get("required") or [] if name not in injected]
+    if required:
+        out["required"] = required
+    else:
+        out.pop("required", None)
+    out["additionalProperties"] = False
+    out.pop("title", None)
+    return out
+
+
+def write_idempotency_key(trace_id: str, tool_name: str, arguments: Mapping[str, Any]) -> str:
+    """SHA-256 hex of ``trace_id``, tool name and the canonical arguments.
+
+    The trace id is derived from the inbound message, so the same message asking for the same
+    write always yields the same key: a retried turn executes the write once.
+    """
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
+    return hashlib.sha256(f"{trace_id}\n{tool_name}\n{canonical}".encode()).hexdigest()
+
+
+class McpToolSource:
+    """MCP tools as a tool source for the tool loop.
+
+    Args:
+        url: the MCP endpoint (``http://host:port/mcp``).
+        token: bearer token (``settings.resolved_mcp_service_token()``).
+        sessions: database sessions (toolbox, receipts, alerts, budget).
+        refresh_interval_s: how long a successful ``list_tools()`` is reused.
+        retry_after_failure_s: how long a failed discovery is not retried (turns meanwhile get no MCP tools).
+        discovery_timeout_s: budget of one ``list_tools()`` (connect included).
+        call_timeout_s: budget of one tool call (DESIGN.md: 60 s).
+        mutation_budget: successful writes allowed per turn (issue default: 1).
+    """
+
+    records_receipts = True
+    """This source writes its own (fuller) ``tool_receipts`` rows; the turn does not add another."""
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        token: str,
+        sessions: async_sessionmaker[AsyncSession],
+        refresh_interval_s: float = 60.0,
+        retry_after_failure_s: float = 10.0,
+        discovery_timeout_s: float = 5.0,
+        call_timeout_s: float = 60.0,
+        mutation_budget: int = 1,
+    ) -> None:
+        self.url = url
+        self._token = token
+        self.sessions = sessions
+        self.refresh_interval_s = refresh_interval_s
+        self.retry_after_failure_s = retry_after_failure_s
+        self.discovery_timeout_s = discovery_timeout_s
+        self.call_timeout_s = call_timeout_s
+        self.mutation_budget = mutation_budget
+        self._tools: dict[str, DiscoveredTool] = {}
+        self._fresh_until = 0.0
+        self._lock = asyncio.Lock()
+        self._http: httpx2.AsyncClient | None = None
+        self._turn_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, sessions: async_sessionmaker[AsyncSession]) -> McpToolSource:
+        """The tool source for this process: ``settings.mcp_tools_url`` with the MCP service token."""
+        return cls(
+            url=settings.mcp_tools_url,
+            token=settings.resolved_mcp_service_token(),
+            sessions=sessions,
+            refresh_interval_s=settings.mcp_discovery_refresh_s,
+            discovery_timeout_s=settings.mcp_discovery_timeout_s,
+        )
+
+    # --- discovery -------------------------------------------------------------------------------
+    def _client(self, timeout_s: float) -> Client:
+        """An MCP client session over the source's shared HTTP connection pool."""
+        if self._http is None:
+            self._http = httpx2.AsyncClient(
+                headers={"Authorization": f"Bearer {self._token}"},
+                timeout=httpx2.Timeout(self.call_timeout_s, connect=min(self.call_timeout_s, 5.0)),
+            )
+        return Client(
+            streamable_http_client(self.url, http_client=self._http),
+            read_timeout_seconds=timeout_s,
+            cache=None,
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool (at process shutdown)."""
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    async def discover(self, *, force: bool = False) -> dict[str, DiscoveredTool]:
+        """The server's tools, from cache when fresh. Never raises: a failure yields ``{}`` and a warning."""
+        if not force and time.monotonic() < self._fresh_until:
+            return self._tools
+        async with self._lock:
+            if not force and time.monotonic() < self._fresh_until:
+                return self._tools
+            started = time.monotonic()
+            try:
+                async with asyncio.timeout(self.discovery_timeout_s):
+                    async with self._client(self.discovery_timeout_s) as client:
+                        listed = (await client.list_tools()).tools
+                self._tools = {tool.name: _discovered(tool) for tool in listed}
+                self._fresh_until = time.monotonic() + self.refresh_interval_s
+                log.info(
+                    "mcp_tools_discovered",
+                    count=len(self._tools),
+                    duration_ms=round((time.monotonic() - started) * 1000, 1),
+                )
+            except Exception as exc:  # any transport/protocol failure: log and carry on without MCP tools
+                self._tools = {}
+                self._fresh_until = time.monotonic() + self.retry_after_failure_s
+                log.warning(
+                    "mcp_discovery_failed: turns use built-in tools only",
+                    url=self.url,
+                    error=_describe_exception(exc),
+                    retry_in_s=self.retry_after_failure_s,
+                )
+            return self._tools
+
+    def knows(self, name: str) -> bool:
+        """Whether the last discovery listed ``name`` (the loop then lets this source refuse a call to a
+        tool the tenant has not enabled, with ``Forbidden`` and a security alert)."""
+        return name in self._tools
+
+    async def toolbox(self, tenant_id: uuid.UUID) -> dict[str, McpTenantTool]:
+        """The tenant's enabled tool assignments, by tool name."""
+        async with self.sessions() as session:
+            rows = await TenantScope(session, tenant_id).all(McpTenantTool, col(McpTenantTool.enabled))
+        return {row.tool_name: row for row in rows}
+
+    async def definitions(self, ctx: TurnIdentity) -> list[dict[str, Any]]:
+        """What the model may call this turn: discovered ∩ enabled for the tenant, reads only while
+        untrusted text is in the context. Injected parameters are not in the schemas."""
+        tools = await self.discover()
+        if not tools:
+            return []
+        enabled = await self.toolbox(ctx.tenant_id)
+        untrusted = is_untrusted(ctx)
+        return [
+            tool.definition()
+            for name, tool in tools.items()
+            if name in enabled and not (untrusted and tool.policy.kind == "write")
+        ]
+
+    # --- calls -----------------------------------------------------------------------------------
+    async def call(self, name: str, arguments: Mapping[str, Any], ctx: TurnIdentity) -> ToolOutput:
+        """Run one MCP tool call for the turn ``ctx`` with every contract check.
+
+        Raises:
+            McpToolError: the model sees ``error_type``, the message and whether it is ``retryable``.
+        """
+        started = time.monotonic()
+        call_log = log.bind(
+            tenant_id=str(ctx.tenant_id), conversation_id=str(ctx.conversation_id), trace_id=ctx.trace_id,
+            tool_name=name,
+        )  # fmt: skip
+        model_args = dict(arguments)
+        overridden = sorted(k for k in model_args if k in INJECTED_PARAMS)
+        for key in overridden:
+            model_args.pop(key)
+        if overridden:
+            call_log.warning("model_supplied_injected_params_ignored", params=overridden)
+
+        async def fail(
+            outcome: Outcome, failure: ToolFailure, *, version: str | None = None, key: str | None = None
+        ) -> McpToolError:
+            await record_receipt(
+                self.sessions, tenant_id=ctx.tenant_id, conversation_id=ctx.conversation_id,
+                trace_id=ctx.trace_id, tool_name=name, tool_version=version, arguments=model_args,
+                outcome=outcome, duration_ms=(time.monotonic() - started) * 1000, idempotency_key=key,
+                error_type=failure.error_type, rejection_reason=str(failure)[:500],
+            )  # fmt: skip
+            call_log.info("tool_call_failed", outcome=outcome, error_type=failure.error_type)
+            return McpToolError(failure)
+
+        tools = await self.discover()
+        tool = tools.get(name)
+        if tool is None:
+            raise await fail(
+                "rejected",
+                ToolFailure(f"unknown tool {name!r}", error_type="unknown_tool", retryable=bool(not tools)),
+            )
+        enabled = await self.toolbox(ctx.tenant_id)
+        assignment = enabled.get(name)
+        if assignment is None:
+            await self._alert(ctx, name, overridden)
+            raise await fail(
+                "rejected", ToolFailure(FORBIDDEN_MESSAGE, error_type="forbidden"), version=tool.version
+            )
+        is_write = tool.policy.kind == "write"
+        if is_write and is_untrusted(ctx):
+            raise await fail(
+                "rejected",
+                ToolFailure(
+                    "changes are not allowed while untrusted external text is in the conversation",
+                    error_type="untrusted_context",
+                ),
+                version=tool.version,
+            )
+        problems = sorted(tool.validator.iter_errors(model_args), key=lambda e: list(e.absolute_path))
+        if problems:
+            diagnostics = [
+                {"field": ".".join(str(p) for p in e.absolute_path) or "(arguments)", "problem": e.message}
+                for e in problems
+            ]
+            raise await fail(
+                "rejected",
+                ToolFailure(
+                    "invalid arguments: correct the fields listed in diagnostics and call again",
+                    error_type="invalid_arguments",
+                    diagnostics=diagnostics,
+                ),
+                version=tool.version,
+            )
+        key = write_idempotency_key(ctx.trace_id, name, model_args) if is_write else None
+
+        async def proceed() -> Any:
+            refusal, timeout_s = await self._limits(ctx, tool, key)
+            if refusal is not None:
+                raise await fail("rejected", refusal, version=tool.version, key=key)
+
+            full_args = {
+                **model_args,
+                "tenant_id": str(ctx.tenant_id),
+                "customer_id": str(ctx.customer_id) if ctx.customer_id else None,
+                "conversation_id": str(ctx.conversation_id) if ctx.conversation_id else None,
+                "trace_id": ctx.trace_id,
+                "idempotency_key": key,
+                "tool_config": dict(assignment.custom_config or {}),
+            }
+            try:
+                async with asyncio.timeout(timeout_s):
+                    async with self._client(timeout_s) as client:
+                        result = await client.call_tool(name, full_args)
+            except TimeoutError:
+                raise await fail(
+                    "timeout",
+                    ToolFailure(f"the tool did not answer within {timeout_s:g} s", error_type="timeout",
+                                retryable=True),
+                    version=tool.version, key=key,
+                ) from None  # fmt: skip
+            except Exception as exc:  # transport, protocol or output-schema failure: log and convert
+                call_log.warning("tool_call_transport_error", error=_describe_exception(exc))
+                if "output schema" in str(exc) or "structured content" in str(exc):
+                    failure = ToolFailure(
+                        "the tool returned an unexpected result", error_type="invalid_result"
+                    )
+                else:
+                    self._fresh_until = 0.0  # re-discover on the next turn
+                    failure = ToolFailure(
+                        "the tool service is unavailable", error_type="unavailable", retryable=True
+                    )
+                raise await fail("error", failure, version=tool.version, key=key) from None
+
+            if result.is_error:
+                text = " ".join(getattr(part, "text", "") for part in result.content).strip()
+                error_type, message = parse_error_text(text)
+                if error_type == "forbidden":
+                    message = FORBIDDEN_MESSAGE
+                outcome: Outcome = "rejected" if error_type in {"forbidden", "missing_tenant"} else "error"
+                retryable = error_type in _RETRYABLE
+                raise await fail(
+                    outcome, ToolFailure(message[:1000], error_type=error_type, retryable=retryable),
+                    version=tool.version, key=key,
+                )  # fmt: skip
+            content = result.structured_content
+            if tool.output_schema is not None:
+                output_errors = list(Draft202012Validator(tool.output_schema).iter_errors(content))
+                if content is None or output_errors:
+                    call_log.error(
+                        "tool_result_shape_violation", problems=[e.message for e in output_errors][:5]
+                    )
+                    raise await fail(
+                        "error",
+                        ToolFailure("the tool returned an unexpected result", error_type="invalid_result"),
+                        version=tool.version, key=key,
+                    )  # fmt: skip
+            if content is None:
+                content = " ".join(getattr(part, "text", "") for part in result.content)
+            duration_ms = (time.monotonic() - started) * 1000
+            await record_receipt(
+                self.sessions, tenant_id=ctx.tenant_id, conversation_id=ctx.conversation_id, trace_id=ctx.trace_id,
+                tool_name=name, tool_version=tool.version, arguments=model_args, outcome="ok",
+                duration_ms=duration_ms, idempotency_key=key,
+            )  # fmt: skip
+            call_log.info("tool_call_ok", duration_ms=round(duration_ms, 1), kind=tool.policy.kind)
+            return ToolOutput(content=content)
+
+        if not is_write:
+            return await proceed()
+        # writes of one turn run one at a time, so parallel tool calls cannot both pass the budget
+        lock = self._turn_locks.setdefault(ctx.trace_id, asyncio.Lock())
+        async with lock:
+            return await proceed()
+
+    async def _limits(
+        self, ctx: TurnIdentity, tool: DiscoveredTool, key: str | None
+    ) -> tuple[ToolFailure | None, float]:
+        """Per-turn limits from this turn's receipts (the tool's call limit, the mutation budget) and
+        the call's timeout in seconds."""
+        async with self.sessions() as session:
+            budget, timeout_s = await self._tenant_limits(session, ctx.tenant_id)
+            calls = (
+                await session.exec(
+                    select(func.count())
+                    .select_from(ToolReceipt)
+                    .where(
+                        ToolReceipt.tenant_id == ctx.tenant_id,
+                        ToolReceipt.trace_id == ctx.trace_id,
+                        ToolReceipt.tool_name == tool.name,
+                        ToolReceipt.outcome == "ok",
+                    )
+                )
+            ).one()
+            writes = 0
+            if key is not None:
+                replay = (
+                    await session.exec(
+                        select(func.count())
+                        .select_from(ToolReceipt)
+                        .where(
+                            ToolReceipt.tenant_id == ctx.tenant_id,
+                            ToolReceipt.idempotency_key == key,
+                            ToolReceipt.outcome == "ok",
+                        )
+                    )
+                ).one()
+                if replay:
+                    return None, timeout_s  # the same write again: the server returns the stored outcome
+                writes = (
+                    await session.exec(
+                        select(func.count(func.distinct(ToolReceipt.idempotency_key))).where(
+                            ToolReceipt.tenant_id == ctx.tenant_id,
+                            ToolReceipt.trace_id == ctx.trace_id,
+                            col(ToolReceipt.idempotency_key).is_not(None),
+                            ToolReceipt.outcome == "ok",
+                        )
+                    )
+                ).one()
+        if key is not None and writes >= budget:
+            return ToolFailure(
+                "no more changes can be made for this message: tell the customer a person must review the request",
+                error_type="budget_exhausted",
+            ), timeout_s
+        if calls >= tool.policy.call_limit:
+            return ToolFailure(
+                f"{tool.name} was already called {calls} time(s) for this message (limit {tool.policy.call_limit})",
+                error_type="call_limit",
+            ), timeout_s
+        return None, timeout_s
+
+    async def _tenant_limits(self, session: AsyncSession, tenant_id: uuid.UUID) -> tuple[int, float]:
+        """``(mutation budget, call timeout in s)`` for the tenant.
+
+        The budget is ``settings_extensions.tools.mutation_budget`` (else the source's default). The
+        timeout stays just under the loop's ``settings_extensions.loop.tool_timeout_s`` so this source,
+        not the loop, times the call out and leaves its receipt.
+        """
+        tenant = await session.get(Tenant, tenant_id)
+        extensions = (tenant.settings_extensions or {}) if tenant else {}
+        budget = (extensions.get("tools") or {}).get("mutation_budget")
+        if not (isinstance(budget, int) and not isinstance(budget, bool) and budget >= 0):
+            budget = self.mutation_budget
+        timeout_s = self.call_timeout_s
+        loop_timeout = (extensions.get("loop") or {}).get("tool_timeout_s")
+        if isinstance(loop_timeout, int | float) and not isinstance(loop_timeout, bool) and loop_timeout > 0:
+            timeout_s = min(timeout_s, float(loop_timeout) * LOOP_TIMEOUT_SHARE)
+        return budget, timeout_s
+
+    async def _alert(self, ctx: TurnIdentity, name: str, overridden: list[str]) -> None:
+        try:
+            async with session_scope(self.sessions) as session:
+                session.add(
+                    SecurityAlert(
+                        tenant_id=ctx.tenant_id,
+                        kind="tool_forbidden",
+                        details={
+                            "tool_name": name,
+                            "conversation_id": str(ctx.conversation_id) if ctx.conversation_id else None,
+                            "model_supplied_injected_params": overridden,
+                            "where": "orchestrator",
+                        },
+                        trace_id=ctx.trace_id,
+                    )
+                )
+        except Exception as exc:  # the alert must not break the turn; the denial stands
+            log.error("security_alert_not_written", tool_name=name, error=_describe_exception(exc))
+
+
+def is_untrusted(ctx: Any) -> bool:
+    """Whether untrusted external text is in the turn's context: the context says so, or the
+    message came on a channel of :data:`UNTRUSTED_CHANNELS`."""
+    return (
+        bool(getattr(ctx, "has_untrusted_content", False))
+        or getattr(ctx, "channel", None) in UNTRUSTED_CHANNELS
+    )
+
+
+def _discovered(tool: Any) -> DiscoveredTool:
+    contract = (tool.meta or {}).get(CONTRACT_META_KEY) or {}
+    read_only = bool(tool.annotations and tool.annotations.read_only_hint)
+    try:
+        policy = ToolPolicy(
+            kind=contract.get("kind") or ("read" if read_only else "write"),
+            call_limit=contract.get("call_limit", 3),
+            needs_approval=contract.get("needs_approval", False),
+        )
+    except ValueError:
+        # a contract we cannot read: treat the tool as a write (the stricter policy)
+        policy = ToolPolicy(kind="write", call_limit=1)
+    schema = strip_injected(tool.input_schema)
+    return DiscoveredTool(
+        name=tool.name,
+        description=tool.description or "",
+        version=str(contract.get("version") or ""),
+        policy=policy,
+        model_schema=schema,
+        output_schema=tool.output_schema,
+        validator=Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER),
+    )
+
+
+def _describe_exception(exc: BaseException) -> str:
+    """One line for logs; unwraps exception groups (anyio task groups wrap transport errors)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"[:300]

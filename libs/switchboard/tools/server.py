@@ -1,0 +1,350 @@
+"""The MCP tool server: business tools over Streamable HTTP, bearer-authenticated, tenant-scoped.
+
+Each :class:`~switchboard.tools.contracts.ToolContract` becomes one MCP tool whose parameters are
+the contract's input fields plus the injected ones (``tenant_id``, ``customer_id``,
+``conversation_id``, ``trace_id``, ``idempotency_key``, ``tool_config``). The orchestrator hides the
+injected ones from the model and fills them from the authenticated turn. On every call the server:
+
+1. refuses to run without a valid ``tenant_id`` (``[missing_tenant]``; there is no default tenant);
+2. checks the tenant's ``mcp_tenant_tools`` row (fail closed: ``[forbidden] Forbidden`` and a
+   ``security_alerts`` row);
+3. validates the model's arguments against the input model (``[invalid_arguments]`` with fields);
+4. for writes, requires an idempotency key and runs the mutation and its ``audit_logs`` row in one
+   transaction, or records a ``pending_actions`` row when the policy (or the tenant's
+   ``custom_config.needs_approval``) says a person must approve.
+
+Callers authenticate with ``Authorization: Bearer <MCP_SERVICE_TOKEN>``; anything else gets 401.
+"""
+
+from __future__ import annotations
+
+import hmac
+import inspect
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import FastAPI
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, ValidationError
+from pydantic import Field as PydanticField
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlmodel.ext.asyncio.session import AsyncSession
+from starlette.applications import Starlette
+
+from switchboard import __version__
+from switchboard.db.engine import session_scope
+from switchboard.db.models import McpTenantTool, SecurityAlert, Tenant
+from switchboard.db.tenant_scope import TenantScope
+from switchboard.health import health_router
+from switchboard.observability import configure_logging, get_logger
+from switchboard.runtime.resources import open_resources
+from switchboard.settings import Settings
+from switchboard.tools.business import BUSINESS_TOOLS, request_approval
+from switchboard.tools.contracts import (
+    FORBIDDEN_MESSAGE,
+    INJECTED_PARAMS,
+    ToolCallContext,
+    ToolContract,
+    ToolFailure,
+    error_text,
+)
+
+__all__ = ["ToolServer", "BearerAuthMiddleware", "create_tools_app", "MCP_PATH", "SSE_PATH"]
+
+log = get_logger(__name__)
+
+MCP_PATH = "/mcp"
+"""Where the Streamable HTTP endpoint is served."""
+SSE_PATH = "/sse"
+SSE_MESSAGES_PATH = "/messages/"
+"""The legacy HTTP+SSE transport (deprecated by the MCP spec, still served for older clients)."""
+
+_INJECTED_SIGNATURE = [
+    # optional in the schema so that a call without it reaches run() and gets the clear refusal
+    inspect.Parameter("tenant_id", inspect.Parameter.KEYWORD_ONLY, annotation=str | None, default=None),
+    inspect.Parameter("customer_id", inspect.Parameter.KEYWORD_ONLY, annotation=str | None, default=None),
+    inspect.Parameter("conversation_id", inspect.Parameter.KEYWORD_ONLY, annotation=str | None, default=None),
+    inspect.Parameter("trace_id", inspect.Parameter.KEYWORD_ONLY, annotation=str | None, default=None),
+    inspect.Parameter("idempotency_key", inspect.Parameter.KEYWORD_ONLY, annotation=str | None, default=None),
+    inspect.Parameter(
+        "tool_config", inspect.Parameter.KEYWORD_ONLY, annotation=dict[str, Any] | None, default=None
+    ),
+]
+assert [p.name for p in _INJECTED_SIGNATURE] == list(INJECTED_PARAMS)
+
+
+class ToolServer:
+    """An :class:`MCPServer` with Switchboard's contracts enforced around every tool.
+
+    Args:
+        contracts: the tools to offer (default: :data:`~switchboard.tools.business.BUSINESS_TOOLS`).
+        name: the MCP server name.
+
+    ``sessions`` (and ``settings``) are set by the app's lifespan before a tool is called.
+    """
+
+    def __init__(
+        self, contracts: Iterable[ToolContract] = BUSINESS_TOOLS, *, name: str = "switchboard-tools"
+    ):
+        self.mcp = MCPServer(name=name, version=__version__)
+        self.sessions: async_sessionmaker[AsyncSession] | None = None
+        self.settings: Settings | None = None
+        self.contracts: dict[str, ToolContract] = {}
+        for contract in contracts:
+            self.register(contract)
+
+    def register(self, contract: ToolContract) -> None:
+        """Offer one more tool (its MCP schema: input fields + injected parameters)."""
+        self.contracts[contract.name] = contract
+
+        async def call(**kwargs: Any) -> Any:
+            injected = {name: kwargs.pop(name, None) for name in INJECTED_PARAMS}
+            return await self.run(contract, kwargs, injected)
+
+        params = []
+        for field_name, info in contract.input_model.model_fields.items():
+            annotation = Annotated[
+                info.annotation, *info.metadata, PydanticField(description=info.description)
+            ]
+            default = (
+                inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
+            )
+            params.append(
+                inspect.Parameter(
+                    field_name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default
+                )
+            )
+        call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [*params, *_INJECTED_SIGNATURE], return_annotation=contract.result_model
+        )
+        call.__name__ = contract.name
+        self.mcp.add_tool(
+            call,
+            name=contract.name,
+            description=contract.description,
+            annotations=ToolAnnotations(
+                read_only_hint=contract.policy.kind == "read",
+                destructive_hint=False,
+                idempotent_hint=True,
+                open_world_hint=False,
+            ),
+            meta=contract.meta(),
+            structured_output=True,
+        )
+
+    async def run(
+        self, contract: ToolContract, args: dict[str, Any], injected: Mapping[str, Any]
+    ) -> BaseModel:
+        """Enforce the contract around one call and run the handler.
+
+        Raises:
+            ToolError: with ``"[error_type] message"`` text (see :func:`~switchboard.tools.contracts.error_text`).
+        """
+        tool_log = log.bind(tool_name=contract.name, trace_id=injected.get("trace_id"))
+        tenant_id = _uuid_or_none(injected.get("tenant_id"))
+        if tenant_id is None:
+            tool_log.warning("tool_refused_missing_tenant")
+            raise ToolError(
+                error_text("missing_tenant", "tenant_id is required; this server never assumes a tenant")
+            )
+        tool_log = tool_log.bind(tenant_id=str(tenant_id))
+        key = injected.get("idempotency_key")
+        is_write = contract.policy.kind == "write"
+        if self.sessions is None:
+            raise ToolError(error_text("unavailable", "the tool server is starting; try again"))
+        try:
+            async with session_scope(self.sessions) as session:
+                if await session.get(Tenant, tenant_id) is None:
+                    raise ToolFailure("unknown tenant", error_type="missing_tenant")
+                assignment = await TenantScope(session, tenant_id).first(
+                    McpTenantTool, McpTenantTool.tool_name == contract.name
+                )
+                if assignment is None or not assignment.enabled:
+                    raise _Denied
+                try:  # after the permission check: a forbidden tool reveals nothing, not even its fields
+                    parsed = contract.input_model.model_validate(args)
+                except ValidationError as exc:
+                    raise ToolFailure(_describe(exc), error_type="invalid_arguments") from None
+                if is_write and not key:
+                    raise ToolFailure("writes need an idempotency key", error_type="missing_idempotency_key")
+                tool_config = injected.get("tool_config")
+                ctx = ToolCallContext(
+                    tenant_id=tenant_id,
+                    customer_id=_uuid_or_none(injected.get("customer_id")),
+                    conversation_id=_uuid_or_none(injected.get("conversation_id")),
+                    trace_id=injected.get("trace_id"),
+                    idempotency_key=key if is_write else None,
+                    tool_config=tool_config if tool_config is not None else assignment.custom_config,
+                    session=session,
+                    settings=self.settings,
+                )
+                if is_write and (contract.policy.needs_approval or ctx.tool_config.get("needs_approval")):
+                    action = await request_approval(ctx, contract.name, parsed)
+                    result = contract.result_model.model_validate(
+                        {
+                            "status": "pending_approval",
+                            "message": "A person must approve this first; tell the customer we will confirm.",
+                            "pending_action_id": str(action.id),
+                        }
+                    )
+                else:
+                    result = await contract.handler(ctx, parsed)
+                result = _checked_result(contract, result)  # inside the transaction: a bad result rolls back
+        except _Denied:
+            await self._alert(tenant_id, contract.name, injected)
+            tool_log.warning("tool_forbidden")
+            raise ToolError(error_text("forbidden", FORBIDDEN_MESSAGE)) from None
+        except ToolFailure as exc:
+            tool_log.info("tool_failed", error_type=exc.error_type)
+            raise ToolError(error_text(exc.error_type, str(exc))) from None
+        except IntegrityError:
+            tool_log.warning("tool_conflict")
+            raise ToolError(error_text("conflict", "a concurrent change conflicted; try again")) from None
+        except SQLAlchemyError as exc:
+            tool_log.error("tool_database_error", error=type(exc).__name__)
+            raise ToolError(error_text("unavailable", "the database is unavailable; try again")) from None
+        tool_log.info("tool_ran", kind=contract.policy.kind)
+        return result
+
+    async def _alert(self, tenant_id: uuid.UUID, tool_name: str, injected: Mapping[str, Any]) -> None:
+        assert self.sessions is not None
+        try:
+            async with session_scope(self.sessions) as session:
+                session.add(
+                    SecurityAlert(
+                        tenant_id=tenant_id,
+                        kind="tool_forbidden",
+                        details={
+                            "tool_name": tool_name,
+                            "conversation_id": injected.get("conversation_id"),
+                            "where": "mcp_server",
+                        },
+                        trace_id=injected.get("trace_id"),
+                    )
+                )
+        except SQLAlchemyError as exc:
+            log.error("security_alert_not_written", tool_name=tool_name, error=type(exc).__name__)
+
+
+class _Denied(Exception):
+    """Internal: the tenant may not call this tool."""
+
+
+def _checked_result(contract: ToolContract, result: Any) -> BaseModel:
+    """The handler's result as ``contract.result_model``; any other shape is a controlled failure."""
+    if isinstance(result, contract.result_model):
+        return result
+    try:
+        data = result.model_dump() if isinstance(result, BaseModel) else result
+        return contract.result_model.model_validate(data)
+    except ValidationError:
+        log.error("tool_result_shape_violation", tool_name=contract.name, got=type(result).__name__)
+        raise ToolFailure("the tool returned an unexpected result", error_type="invalid_result") from None
+
+
+def _uuid_or_none(value: Any) -> uuid.UUID | None:
+    if value in (None, ""):
+        return None
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
+def _describe(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}" for err in exc.errors()
+    )
+
+
+class BearerAuthMiddleware:
+    """ASGI middleware: requests under ``protected_prefixes`` need ``Authorization: Bearer <token>``.
+
+    Pure ASGI (no response buffering), so Streamable HTTP's event streams pass through untouched.
+    Comparison is constant-time.
+    """
+
+    def __init__(self, app: Any, *, token: Callable[[], str], protected_prefixes: tuple[str, ...]) -> None:
+        self.app = app
+        self.token = token
+        self.protected_prefixes = protected_prefixes
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(self.protected_prefixes):
+            headers = dict(scope.get("headers") or [])
+            supplied = headers.get(b"authorization", b"")
+            expected = b"Bearer " + self.token().encode()
+            if not hmac.compare_digest(supplied, expected):
+                log.warning(
+                    "mcp_request_rejected", reason="missing or wrong bearer token", path=scope["path"]
+                )
+                body = json.dumps({"detail": "missing or invalid bearer token (mcp)"}).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b"Bearer"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def create_tools_app(settings: Settings, *, server: ToolServer | None = None) -> FastAPI:
+    """The ``mcp_tools`` service: ``GET /healthz``, MCP Streamable HTTP at ``/mcp`` and legacy SSE at
+    ``/sse`` (+ ``/messages/``), both behind the bearer token.
+
+    Args:
+        settings: process settings (``DATABASE_URL`` required; the token is
+            ``settings.resolved_mcp_service_token()``).
+        server: the tool server (tests add tools to one); default: every business tool.
+    """
+    configure_logging(service="mcp_tools", level=settings.log_level, fmt=settings.log_format)
+    server = server or ToolServer()
+    token = settings.resolved_mcp_service_token()
+    # DNS-rebinding protection is off: every request must carry the bearer token anyway, and the
+    # service is reached by container host names in production.
+    no_rebinding_check = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    mcp_app = server.mcp.streamable_http_app(
+        streamable_http_path=MCP_PATH, transport_security=no_rebinding_check
+    )
+    sse_app = server.mcp.sse_app(
+        sse_path=SSE_PATH, message_path=SSE_MESSAGES_PATH, transport_security=no_rebinding_check
+    )
+    transports = Starlette(routes=[*mcp_app.routes, *sse_app.routes])
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with open_resources(settings, with_redis=False) as resources:
+            app.state.resources = resources
+            server.sessions = resources.sessions
+            server.settings = settings
+            async with server.mcp.session_manager.run():
+                log.info("service ready", version=__version__, tools=sorted(server.contracts))
+                yield
+        log.info("service stopped")
+
+    app = FastAPI(
+        title="switchboard-mcp_tools",
+        version=__version__,
+        description="Tenant business tools over MCP (Streamable HTTP at /mcp, bearer token).",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.tool_server = server
+    app.include_router(health_router("mcp_tools"))
+    protected = (MCP_PATH, SSE_PATH, SSE_MESSAGES_PATH.rstrip("/"))
+    app.mount("/", BearerAuthMiddleware(transports, token=lambda: token, protected_prefixes=protected))
+    return app

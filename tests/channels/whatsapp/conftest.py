@@ -1,0 +1,173 @@
+"""Fixtures for the WhatsApp channel: a tenant with its own number, the service app, a burst worker."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from arq.connections import ArqRedis, RedisSettings, create_pool
+from arq.worker import Worker
+from fastapi import FastAPI
+from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlmodel import select
+from sqlmodel.ext.asyncio.session import AsyncSession
+from switchboard.channels.whatsapp import sandbox_router, sign_body
+from switchboard.crypto import CredentialCipher
+from switchboard.db.models import ChannelAccount, Message, Outbox, Tenant
+from switchboard.queue import build_worker_settings
+from switchboard.settings import Settings, load_settings
+from switchboard.tenants import add_channel_account
+
+from services.whatsapp.main import create_app
+from tests.utils.loopback import run_app
+from tests.utils.whatsapp import encode
+
+APP_SECRET = "test-app-secret"
+VERIFY_TOKEN = "test-verify-token"
+
+
+@dataclass
+class WaTenant:
+    tenant: Tenant
+    account: ChannelAccount
+    phone_number_id: str
+
+
+@pytest.fixture(scope="session")
+def graph_sandbox() -> Iterator[tuple[str, Any]]:
+    """The project's Graph API sandbox on a loopback port: ``(base_url, GraphSandbox state)``."""
+    app = FastAPI()
+    router = sandbox_router()
+    app.include_router(router)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    with run_app(app) as url:
+        yield url + "/_sandbox/graph", router.sandbox  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def make_settings(
+    database_url: str, redis_url: str, data_dir: Path, graph_sandbox: tuple[str, Any]
+) -> Callable[..., Settings]:
+    """Settings for one test: real DB/Redis, the sandbox Graph API, fast timings; overrides win."""
+
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = dict(
+            database_url=database_url, redis_url=redis_url, data_dir=data_dir / "state", log_format="console",
+            meta_app_secret=APP_SECRET, meta_verify_token=VERIFY_TOKEN, whatsapp_graph_base_url=graph_sandbox[0],
+            inbound_debounce_s=0.0, inbound_retry_defer_s=0.05, orchestrator_timeout_s=5.0, inbound_max_tries=3,
+            orchestrator_port=1, whatsapp_sandbox_enabled=False, _env_file=None,
+        )  # fmt: skip
+        values.update(overrides)
+        return load_settings(**values)
+
+    return make
+
+
+@pytest.fixture
+async def wa_tenant(
+    make_tenant: Callable[..., Awaitable[Tenant]],
+    sessions: async_sessionmaker[AsyncSession],
+    settings: Settings,
+) -> WaTenant:
+    """A fresh tenant with a WhatsApp number of its own (random ``phone_number_id``)."""
+    tenant = await make_tenant()
+    phone_number_id = str(random.randint(10**14, 10**15 - 1))
+    async with sessions() as session, session.begin():
+        account = await add_channel_account(
+            session, tenant=tenant, channel="whatsapp", external_account_id=phone_number_id,
+            credentials={"access_token": "EAAG-test-token"}, cipher=CredentialCipher(settings.resolved_encryption_key()),
+        )  # fmt: skip
+    return WaTenant(tenant=tenant, account=account, phone_number_id=phone_number_id)
+
+
+class ChannelClient:
+    """Posts signed webhooks to the real WhatsApp service app (lifespan running)."""
+
+    def __init__(self, client: httpx.AsyncClient, app: FastAPI) -> None:
+        self.client = client
+        self.app = app
+
+    async def post(
+        self, body: dict[str, Any] | bytes, *, signature: str | None = "valid", secret: str = APP_SECRET
+    ) -> httpx.Response:
+        raw = body if isinstance(body, bytes) else encode(body)
+        headers = {"Content-Type": "application/json"}
+        if signature == "valid":
+            headers["X-Hub-Signature-256"] = sign_body(raw, secret)
+        elif signature is not None:
+            headers["X-Hub-Signature-256"] = signature
+        return await self.client.post("/webhooks/whatsapp", content=raw, headers=headers)
+
+
+@asynccontextmanager
+async def channel_service(settings: Settings) -> AsyncIterator[ChannelClient]:
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://whatsapp.test") as client:
+            yield ChannelClient(client, app)
+
+
+@pytest.fixture
+def open_channel() -> Callable[[Settings], Any]:
+    return channel_service
+
+
+async def run_worker_burst(settings: Settings, *, max_jobs: int | None = None) -> Worker:
+    """Run the real worker settings in burst mode until the queue is empty (cron jobs left out)."""
+    cls = build_worker_settings(settings)
+    kwargs = {k: v for k, v in vars(cls).items() if not k.startswith("__")}
+    kwargs.pop("cron_jobs", None)
+    if max_jobs is not None:
+        kwargs["max_jobs"] = max_jobs
+    worker = Worker(**kwargs, burst=True, poll_delay=0.01, handle_signals=False)
+    try:
+        await worker.main()
+    finally:
+        await worker.close()
+    return worker
+
+
+@pytest.fixture
+async def arq_pool(redis_url: str) -> AsyncIterator[ArqRedis]:
+    pool = await create_pool(RedisSettings.from_dsn(redis_url))
+    yield pool
+    await pool.aclose()
+
+
+async def messages_of(sessions: async_sessionmaker[AsyncSession], tenant_id: uuid.UUID) -> list[Message]:
+    async with sessions() as session:
+        return list(
+            (
+                await session.exec(
+                    select(Message).where(Message.tenant_id == tenant_id).order_by(Message.created_at)
+                )
+            ).all()
+        )  # type: ignore[arg-type]
+
+
+async def outbox_of(sessions: async_sessionmaker[AsyncSession], tenant_id: uuid.UUID) -> list[Outbox]:
+    async with sessions() as session:
+        return list(
+            (
+                await session.exec(
+                    select(Outbox).where(Outbox.tenant_id == tenant_id).order_by(Outbox.part_index)
+                )
+            ).all()
+        )  # type: ignore[arg-type]
+
+
+def sent_to(sandbox: Any, phone_number_id: str) -> list[dict[str, Any]]:
+    """What the Graph sandbox recorded for one business number."""
+    return [m for m in sandbox.sent if m["phone_number_id"] == phone_number_id]

@@ -1,0 +1,466 @@
+"""End to end: signed webhook → durable row → worker → the real orchestrator (offline model) → Graph sandbox.
+
+The orchestrator is ours and runs for real (``services.orchestrator.main:create_app`` under uvicorn);
+only the model provider (the offline OpenAI-compatible server, scripted per test) and Meta's Graph
+API (the sandbox) stand in for what is outside.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlmodel import select
+from switchboard.db.models import Conversation, Outbox
+from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.queue.keys import inbound_job_id
+from switchboard.queue.maintenance import sweep_inbound
+
+from services.orchestrator.main import create_app as create_orchestrator
+from tests.channels.whatsapp.conftest import channel_service, messages_of, run_worker_burst, sent_to
+from tests.utils.agent import deployment, llm_settings, unique_model
+from tests.utils.loopback import run_app
+from tests.utils.model_fixtures import offline_model  # noqa: F401  (fixture)
+from tests.utils.whatsapp import load_payload, text_body
+
+
+@pytest.fixture
+def model(offline_model):  # type: ignore[no-untyped-def]  # noqa: F811
+    """``(state, model_name, deployment_dict)`` of a fresh scripted deployment."""
+    state, url = offline_model
+    name = unique_model("wa")
+    return state, name, deployment(url, name)
+
+
+@pytest.fixture(scope="module")
+def orchestrator_port(database_url, redis_url, data_dir) -> Iterator[int]:  # type: ignore[no-untyped-def]
+    from switchboard.settings import load_settings
+
+    settings = load_settings(
+        database_url=database_url,
+        redis_url=redis_url,
+        data_dir=data_dir / "state",
+        log_format="console",
+        _env_file=None,
+    )
+    with run_app(create_orchestrator(settings)) as url:
+        yield int(url.rsplit(":", 1)[1])
+
+
+@pytest.fixture
+async def ai_tenant(wa_tenant, model, sessions):  # type: ignore[no-untyped-def]
+    """``wa_tenant`` whose agent answers through the scripted deployment."""
+    from switchboard.db.models import Tenant
+
+    async with sessions() as session, session.begin():
+        tenant = await session.get(Tenant, wa_tenant.tenant.id)
+        tenant.settings_extensions = {**tenant.settings_extensions, "llm": llm_settings(model[2])}
+        session.add(tenant)
+    return wa_tenant
+
+
+@pytest.fixture
+def e2e_settings(make_settings, orchestrator_port):  # type: ignore[no-untyped-def]
+    def make(**overrides):  # type: ignore[no-untyped-def]
+        return make_settings(orchestrator_port=orchestrator_port, **overrides)
+
+    return make
+
+
+async def _outbox(sessions, tenant_id):  # type: ignore[no-untyped-def]
+    async with sessions() as session:
+        return list(
+            (
+                await session.exec(
+                    select(Outbox)
+                    .where(Outbox.tenant_id == tenant_id)
+                    .order_by(Outbox.created_at, Outbox.part_index)
+                )
+            ).all()
+        )  # type: ignore[arg-type]
+
+
+async def test_text_is_answered_once_and_marked_read(
+    e2e_settings, ai_tenant, model, sessions, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    state, name, _ = model
+    state.script(name).push(ScriptedResponse(content="Yes! It also comes in blue and green. 💙"))
+    settings = e2e_settings()
+    pid = ai_tenant.phone_number_id
+    async with channel_service(settings) as svc:
+        assert (await svc.post(load_payload("text.json", phone_number_id=pid))).status_code == 200
+    await run_worker_burst(settings)
+    sent = sent_to(graph_sandbox[1], pid)
+    assert [(m["to"], m["type"], m["text"]) for m in sent] == [
+        ("15550100099", "text", "Yes! It also comes in blue and green. 💙")
+    ]
+    request = state.script(name).requests[0]
+    assert request["messages"][-1] == {"role": "user", "content": "Hi! Does it come in another color?"}
+    rows = await messages_of(sessions, ai_tenant.tenant.id)
+    inbound = [r for r in rows if r.direction == "inbound"]
+    assert [r.inbound_state for r in inbound] == ["done"]
+    outbox = await _outbox(sessions, ai_tenant.tenant.id)
+    assert [(o.status, o.external_id) for o in outbox] == [("sent", sent[0]["id"])]
+    assert inbound[0].external_id in graph_sandbox[1].read_marks
+
+
+async def test_same_delivery_three_times_concurrently_one_turn_one_reply(
+    e2e_settings, ai_tenant, model, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    state, name, _ = model
+    state.script(name).default = ScriptedResponse(content="Only once.")
+    settings = e2e_settings()
+    body = load_payload("referral_click_to_whatsapp_ad.json", phone_number_id=ai_tenant.phone_number_id)
+    async with channel_service(settings) as a, channel_service(settings) as b:
+        responses = await asyncio.gather(a.post(body), b.post(body), a.post(body))
+    assert sorted(r.json()["stored"] for r in responses) == [0, 0, 1]
+    await run_worker_burst(settings)
+    assert [m["text"] for m in sent_to(graph_sandbox[1], ai_tenant.phone_number_id)] == ["Only once."]
+    assert len(state.script(name).requests) == 1
+
+
+async def test_burst_of_three_is_one_turn_that_sees_all(
+    e2e_settings, ai_tenant, model, sessions, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    state, name, _ = model
+    state.script(name).default = ScriptedResponse(content="Here is everything in one answer.")
+    settings = e2e_settings(inbound_debounce_s=0.6)
+    pid = ai_tenant.phone_number_id
+    async with channel_service(settings) as svc:
+        for i, text in enumerate(["hello?", "I ordered a mug", "it arrived broken"]):
+            await svc.post(text_body(phone_number_id=pid, wamid=f"wamid.BURST{i}", text=text))
+    await run_worker_burst(settings)
+    assert [m["text"] for m in sent_to(graph_sandbox[1], pid)] == ["Here is everything in one answer."]
+    assert len(state.script(name).requests) == 1
+    seen = [m["content"] for m in state.script(name).requests[0]["messages"] if m["role"] == "user"]
+    assert seen[-3:] == ["hello?", "I ordered a mug", "it arrived broken"]
+    rows = await messages_of(sessions, ai_tenant.tenant.id)
+    assert all(r.inbound_state == "done" for r in rows if r.direction == "inbound")
+
+
+async def test_two_customers_do_not_wait_on_each_other(e2e_settings, ai_tenant, model, graph_sandbox) -> None:  # type: ignore[no-untyped-def]
+    state, name, _ = model
+    state.script(name).push(
+        ScriptedResponse(content="slow answer", latency_s=2.0), ScriptedResponse(content="fast answer")
+    )
+    settings = e2e_settings()
+    pid = ai_tenant.phone_number_id
+    async with channel_service(settings) as svc:
+        await svc.post(
+            text_body(phone_number_id=pid, wamid="wamid.A1", text="first customer", wa_id="15550100091")
+        )
+        await svc.post(
+            text_body(phone_number_id=pid, wamid="wamid.B1", text="second customer", wa_id="15550100092")
+        )
+    started = time.time()
+    await run_worker_burst(settings)
+    sent = sent_to(graph_sandbox[1], pid)
+    # whichever customer reached the model first got the slow answer; the other was not held behind it
+    assert [m["text"] for m in sent] == ["fast answer", "slow answer"]
+    assert {m["to"] for m in sent} == {"15550100091", "15550100092"}
+    assert sent[1]["at"] - sent[0]["at"] > 1.0 and time.time() - started < 6.0
+
+
+async def test_long_reply_is_split_in_order(e2e_settings, ai_tenant, model, sessions, graph_sandbox) -> None:  # type: ignore[no-untyped-def]
+    state, name, _ = model
+    paragraphs = [f"Paragraph {i}. " + "All the details you asked for. " * 60 for i in range(5)]
+    reply = "\n\n".join(p.strip() for p in paragraphs)
+    state.script(name).push(ScriptedResponse(content=reply))
+    settings = e2e_settings()
+    async with channel_service(settings) as svc:
+        await svc.post(
+            load_payload("text_reply_with_context.json", phone_number_id=ai_tenant.phone_number_id)
+        )
+    await run_worker_burst(settings)
+    texts = [m["text"] for m in sent_to(graph_sandbox[1], ai_tenant.phone_number_id)]
+    assert len(texts) == 3 and all(len(t) <= 4096 for t in texts)
+    assert "\n\n".join(texts) == reply
+    assert [o.part_index for o in await _outbox(sessions, ai_tenant.tenant.id)] == [0, 1, 2]
+
+
+async def test_replayed_old_message_gets_no_free_form_reply(
+    e2e_settings, ai_tenant, model, sessions, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    state, name, _ = model
+    state.script(name).default = ScriptedResponse(content="Too late for free text.")
+    settings = e2e_settings()
+    async with channel_service(settings) as svc:
+        await svc.post(load_payload("text.json", phone_number_id=ai_tenant.phone_number_id, refresh=False))
+    await run_worker_burst(settings)
+    assert sent_to(graph_sandbox[1], ai_tenant.phone_number_id) == []
+    outbox = await _outbox(sessions, ai_tenant.tenant.id)
+    assert [(o.status, o.error_code) for o in outbox] == [("failed", "window_closed")]
+    async with sessions() as session:
+        conversation = await session.get(Conversation, outbox[0].conversation_id)
+    assert "24-hour window" in conversation.escalation_reason
+
+
+@pytest.mark.parametrize(("code", "http_status"), [(131047, 400), (131026, 400)])
+async def test_permanent_send_errors_are_recorded_not_retried(
+    e2e_settings, ai_tenant, model, sessions, graph_sandbox, code, http_status
+) -> None:  # type: ignore[no-untyped-def]
+    state, name, _ = model
+    state.script(name).default = ScriptedResponse(content="This will not arrive.")
+    settings = e2e_settings()
+    wa_id = f"1555{code}"
+    async with httpx.AsyncClient() as http:
+        await http.post(
+            f"{graph_sandbox[0]}/_control/failures",
+            json={"to": wa_id, "code": code, "http_status": http_status},
+        )
+    async with channel_service(settings) as svc:
+        await svc.post(
+            text_body(
+                phone_number_id=ai_tenant.phone_number_id, wamid=f"wamid.P{code}", text="hi", wa_id=wa_id
+            )
+        )
+    worker = await run_worker_burst(settings)
+    assert sent_to(graph_sandbox[1], ai_tenant.phone_number_id) == [] and worker.jobs_retried == 0
+    outbox = await _outbox(sessions, ai_tenant.tenant.id)
+    assert [(o.status, o.error_code, o.attempts) for o in outbox] == [("failed", str(code), 1)]
+    async with sessions() as session:
+        conversation = await session.get(Conversation, outbox[0].conversation_id)
+    assert conversation.escalation_reason.startswith(f"whatsapp {code}")
+
+
+async def test_graph_5xx_is_retried_and_sent_once(
+    e2e_settings, ai_tenant, model, sessions, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    state, name, _ = model
+    state.script(name).default = ScriptedResponse(content="Second time lucky.")
+    settings = e2e_settings()
+    wa_id = "15550100077"
+    async with httpx.AsyncClient() as http:
+        await http.post(
+            f"{graph_sandbox[0]}/_control/failures", json={"to": wa_id, "code": 131000, "http_status": 500}
+        )
+    async with channel_service(settings) as svc:
+        await svc.post(
+            text_body(phone_number_id=ai_tenant.phone_number_id, wamid="wamid.5XX", text="hi", wa_id=wa_id)
+        )
+    worker = await run_worker_burst(settings)
+    assert [m["text"] for m in sent_to(graph_sandbox[1], ai_tenant.phone_number_id)] == ["Second time lucky."]
+    assert worker.jobs_retried == 1 and len(state.script(name).requests) == 1
+    assert [(o.status, o.attempts) for o in await _outbox(sessions, ai_tenant.tenant.id)] == [("sent", 2)]
+
+
+async def test_tenant_limit_defers_then_answers(e2e_settings, ai_tenant, model, graph_sandbox) -> None:  # type: ignore[no-untyped-def]
+    state, name, _ = model
+    state.script(name).default = ScriptedResponse(content="answered")
+    settings = e2e_settings(tenant_rate_limit=1, tenant_rate_window_s=0.5, tenant_rate_defer_s=0.3)
+    pid = ai_tenant.phone_number_id
+    async with channel_service(settings) as svc:
+        await svc.post(text_body(phone_number_id=pid, wamid="wamid.T1", text="one", wa_id="15550100081"))
+        await svc.post(text_body(phone_number_id=pid, wamid="wamid.T2", text="two", wa_id="15550100082"))
+    worker = await run_worker_burst(settings)
+    assert sorted(m["to"] for m in sent_to(graph_sandbox[1], pid)) == ["15550100081", "15550100082"]
+    assert worker.jobs_retried >= 1
+
+
+async def test_customer_limit_with_turns(e2e_settings, ai_tenant, model, graph_sandbox) -> None:  # type: ignore[no-untyped-def]
+    from switchboard.queue.inbound import SLOWDOWN_TEXT
+
+    state, name, _ = model
+    state.script(name).default = ScriptedResponse(content="normal reply")
+    settings = e2e_settings(customer_rate_limit=2)
+    pid = ai_tenant.phone_number_id
+    for i in range(4):
+        async with channel_service(settings) as svc:
+            await svc.post(text_body(phone_number_id=pid, wamid=f"wamid.C{i}", text=f"message {i}"))
+        await run_worker_burst(settings)
+    assert [m["text"] for m in sent_to(graph_sandbox[1], pid)] == [
+        "normal reply",
+        "normal reply",
+        SLOWDOWN_TEXT,
+    ]
+    assert len(state.script(name).requests) == 2
+
+
+async def test_voice_note_transcript_is_what_the_agent_reads(
+    e2e_settings, ai_tenant, model, sessions, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    """A voice note is transcribed (offline model server) and its transcript is what the agent reads."""
+    state, name, _ = model
+    state.script(name).default = ScriptedResponse(content="Sorry to hear that!")
+    async with httpx.AsyncClient() as http:
+        await http.put(
+            f"{graph_sandbox[0]}/_control/media/1000000000000031",
+            content=b"SWITCHBOARD-TRANSCRIPT: my mug arrived broken",
+            headers={"content-type": "audio/ogg"},
+        )
+    offline_url = model[2]["api_base"].removesuffix("/v1")
+    settings = e2e_settings(transcription_base_url=offline_url)
+    async with channel_service(settings) as svc:
+        await svc.post(
+            load_payload("audio_voice_note_ogg_opus.json", phone_number_id=ai_tenant.phone_number_id)
+        )
+    await run_worker_burst(settings)
+    assert [m["text"] for m in sent_to(graph_sandbox[1], ai_tenant.phone_number_id)] == [
+        "Sorry to hear that!"
+    ]
+    last = state.script(name).requests[0]["messages"][-1]
+    assert last == {"role": "user", "content": '[Audio transcription]: "my mug arrived broken"'}
+
+
+async def test_lost_job_after_accept_is_answered_once_by_the_sweeper(
+    e2e_settings, ai_tenant, model, sessions, arq_pool, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    state, name, _ = model
+    state.script(name).default = ScriptedResponse(content="found you")
+    settings = e2e_settings(inbound_sweep_after_s=0.001)
+    async with channel_service(settings) as svc:
+        await svc.post(load_payload("location_named_place.json", phone_number_id=ai_tenant.phone_number_id))
+    row = (await messages_of(sessions, ai_tenant.tenant.id))[0]
+    job_id = inbound_job_id(row.id)  # what a Redis flush loses: the job and its queue entry
+    await arq_pool.delete(f"arq:job:{job_id}")
+    await arq_pool.zrem("arq:queue", job_id)
+    from switchboard.queue import build_worker_settings
+
+    cls = build_worker_settings(settings)
+    ctx: dict = {"redis": arq_pool}
+    await cls.on_startup(ctx)
+    try:
+        await sweep_inbound(ctx)
+        await sweep_inbound(ctx)  # a second sweep while the job is queued adds nothing
+    finally:
+        await cls.on_shutdown(ctx)
+    await run_worker_burst(settings)
+    assert [m["text"] for m in sent_to(graph_sandbox[1], ai_tenant.phone_number_id)] == ["found you"]
+    assert (
+        state.script(name)
+        .requests[0]["messages"][-1]["content"]
+        .startswith("Example Coffee, 101 Example Ave")
+    )
+
+
+async def test_worker_killed_mid_turn_customer_gets_exactly_one_reply(
+    e2e_settings, ai_tenant, model, sessions, graph_sandbox, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    state, name, _ = model
+    state.script(name).push(ScriptedResponse(content="one reply only", latency_s=1.5))
+    settings = e2e_settings(inbound_job_timeout_s=2.0)
+    async with channel_service(settings) as svc:
+        await svc.post(load_payload("text.json", phone_number_id=ai_tenant.phone_number_id))
+    env = {
+        **os.environ, "DATABASE_URL": settings.database_url, "REDIS_URL": settings.redis_url, "DATA_DIR": str(settings.data_dir),
+        "META_APP_SECRET": "x", "WHATSAPP_GRAPH_BASE_URL": graph_sandbox[0], "ORCHESTRATOR_PORT": str(settings.orchestrator_port),
+        "INBOUND_JOB_TIMEOUT_S": "2", "INBOUND_DEBOUNCE_S": "0", "LOG_FORMAT": "json",
+    }  # fmt: skip
+    worker = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "services.worker.main",
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not state.script(name).requests:  # noqa: ASYNC110 (another thread's state)
+            await asyncio.sleep(0.05)
+        assert state.script(name).requests, "the worker never reached the model"
+        worker.send_signal(signal.SIGKILL)  # mid-turn: the model is still "thinking"
+        await asyncio.wait_for(worker.wait(), 5)
+    finally:
+        if worker.returncode is None:
+            worker.kill()
+    await asyncio.sleep(2.0)  # the orchestrator finishes and stores the turn on its own
+    assert sent_to(graph_sandbox[1], ai_tenant.phone_number_id) == []
+    await run_worker_burst(settings)  # "restart": picks the job up once its in-progress key expires
+    assert [m["text"] for m in sent_to(graph_sandbox[1], ai_tenant.phone_number_id)] == ["one reply only"]
+    assert len(state.script(name).requests) == 1
+
+
+REPLIES_PER_PAYLOAD = {
+    # payload file → replies the customer(s) get when it arrives on its own (INDEX.md outcomes)
+    "text.json": 1, "image_with_caption.json": 1, "audio_voice_note_ogg_opus.json": 1, "video_with_caption.json": 1,
+    "document_pdf.json": 1, "sticker_animated.json": 0, "location_named_place.json": 1, "contacts_card.json": 1,
+    "interactive_button_reply.json": 1, "button_template_quick_reply.json": 1, "reaction.json": 0,
+    "text_reply_with_context.json": 1, "batch_multiple_messages_and_status.json": 2, "status_sent.json": 0,
+    "status_delivered.json": 0, "status_read.json": 0, "status_failed_131047_reengagement.json": 0,
+    "status_sent_with_biz_opaque_callback_data.json": 0, "unsupported_type.json": 0,
+    "system_user_changed_number.json": 0, "referral_click_to_whatsapp_ad.json": 1, "errors_only_entry.json": 0,
+    "interactive_missing_payload.json": 0, "revoke_deleted_by_customer.json": 0, "edit_by_customer.json": 0,
+    "text_from_username_user_phone_withheld.json": 1,
+    "smb_message_echo_from_business_app.json": 0,  # last: a human took over, nothing after it is answered
+}  # fmt: skip
+
+
+async def test_every_payload_end_to_end(e2e_settings, ai_tenant, model, sessions, graph_sandbox) -> None:  # type: ignore[no-untyped-def]
+    from tests.utils.whatsapp import PAYLOAD_DIR
+
+    assert sorted(REPLIES_PER_PAYLOAD) == sorted(p.name for p in PAYLOAD_DIR.glob("*.json"))
+    state, name, _ = model
+    state.script(name).default = ScriptedResponse(content="ok")
+    settings = e2e_settings(
+        customer_rate_limit=100,
+        whatsapp_throttle_backoff_s=0.2,
+        vision_base_url=model[2]["api_base"].removesuffix("/v1"),
+        transcription_base_url=model[2]["api_base"].removesuffix("/v1"),
+    )
+    pid = ai_tenant.phone_number_id
+    async with httpx.AsyncClient() as http:  # the media the payloads refer to, served by the Graph sandbox
+        await http.put(
+            f"{graph_sandbox[0]}/_control/media/1000000000000021",
+            content=b"\xff\xd8\xffjpeg",
+            headers={"content-type": "image/jpeg"},
+        )
+        await http.put(
+            f"{graph_sandbox[0]}/_control/media/1000000000000031",
+            content=b"SWITCHBOARD-TRANSCRIPT: where is my order",
+            headers={"content-type": "audio/ogg"},
+        )
+    got: dict[str, int] = {}
+    async with channel_service(settings) as svc:
+        for payload, _expected in REPLIES_PER_PAYLOAD.items():
+            before = len(sent_to(graph_sandbox[1], pid))
+            response = await svc.post(load_payload(payload, phone_number_id=pid))
+            assert response.status_code == 200, payload
+            await run_worker_burst(settings)
+            got[payload] = len(sent_to(graph_sandbox[1], pid)) - before
+    rows = await messages_of(sessions, ai_tenant.tenant.id)
+    waiting = [
+        (r.kind, r.inbound_state, r.last_error)
+        for r in rows
+        if r.role == "user" and r.inbound_state != "done"
+    ]
+    assert waiting == []
+    errors = [(r.kind, r.last_error) for r in rows if r.role == "user" and r.last_error]
+    assert errors == [
+        ("text", "coalesced into a newer message's turn")
+    ]  # the batch: in#11 answered with in#12
+    assert got == REPLIES_PER_PAYLOAD
+    batch_recipients = {m["to"] for m in sent_to(graph_sandbox[1], pid)}
+    assert {"15550100099", "15550100098"} <= batch_recipients
+    users = [m["content"] for r in state.script(name).requests for m in r["messages"][-1:]]
+    assert (
+        "Example Coffee, 101 Example Ave, Springfield, ZZ 00000 (37.44221496582, -122.16165924072)" in users
+    )
+    assert any(u.startswith('This arrived broken 😞\n[Image description]: "') for u in users)
+    assert '[Audio transcription]: "where is my order"' in users
+    assert "Talk to a person" in users and "Does it come in another color?" in users
+
+
+async def test_database_down_then_redelivery_is_answered_and_unicode_passes_intact(
+    e2e_settings, ai_tenant, model, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    state, name, _ = model
+    state.script(name).default = ScriptedResponse(content="تم! 🌵 Zoë")
+    text = "مرحبا، أين طلبي؟ 🌵 Zoë — " * 200
+    body = text_body(phone_number_id=ai_tenant.phone_number_id, wamid="wamid.DBDOWN", text=text)
+    async with channel_service(e2e_settings(database_url="postgresql://nobody@127.0.0.1:1/none")) as svc:
+        assert (await svc.post(body)).status_code == 503
+    settings = e2e_settings()
+    async with channel_service(settings) as svc:
+        assert (await svc.post(body)).json()["stored"] == 1
+    await run_worker_burst(settings)
+    assert [m["text"] for m in sent_to(graph_sandbox[1], ai_tenant.phone_number_id)] == ["تم! 🌵 Zoë"]
+    assert state.script(name).requests[0]["messages"][-1]["content"] == text.strip()

@@ -1,0 +1,130 @@
+"""Media → text: Graph media download (sandbox) + an OpenAI-shaped provider on loopback."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from fastapi import FastAPI, Request
+from switchboard.channels.whatsapp.media import MediaUnavailable, media_to_text, safe_filename, upload_name
+from switchboard.channels.whatsapp.send import GraphClient
+
+from tests.utils.loopback import run_app
+
+OGG = b"OggS\x00\x02fake-opus-voice-note"
+JPEG = b"\xff\xd8\xff\xe0fake-jpeg"
+
+
+@pytest.fixture(scope="module")
+def provider() -> tuple[str, list[dict]]:
+    """Stands in for the model provider (external): records uploads, answers OpenAI-shaped JSON."""
+    app = FastAPI()
+    seen: list[dict] = []
+
+    @app.post("/v1/audio/transcriptions")
+    async def transcriptions(request: Request) -> dict:
+        form = await request.form()
+        upload = form["file"]
+        data = await upload.read()  # type: ignore[union-attr]
+        seen.append(
+            {
+                "filename": upload.filename,
+                "content_type": upload.content_type,
+                "model": form["model"],
+                "size": len(data),
+            }
+        )  # type: ignore[union-attr]
+        return {"text": "Hola, mi pedido llegó roto"}
+
+    @app.post("/v1/chat/completions")
+    async def chat(body: dict) -> dict:
+        part = body["messages"][0]["content"][1]["image_url"]["url"]
+        seen.append({"vision_url_prefix": part[:24], "model": body["model"]})
+        return {"choices": [{"message": {"role": "assistant", "content": "A mug with a cracked handle."}}]}
+
+    @app.get("/healthz")
+    async def healthz() -> dict:
+        return {}
+
+    with run_app(app) as url:
+        yield url, seen
+
+
+async def _put_media(base: str, media_id: str, data: bytes, mime: str) -> None:
+    async with httpx.AsyncClient() as http:
+        await http.put(f"{base}/_control/media/{media_id}", content=data, headers={"content-type": mime})
+
+
+async def test_voice_note_is_downloaded_and_transcribed(graph_sandbox, provider, make_settings) -> None:  # type: ignore[no-untyped-def]
+    base, _ = graph_sandbox
+    await _put_media(base, "1000000000000031", OGG, "audio/ogg")
+    settings = make_settings(transcription_base_url=provider[0], vision_base_url=provider[0])
+    graph = GraphClient(base, "v23.0")
+    async with httpx.AsyncClient() as http:
+        text = await media_to_text(
+            kind="audio", media=[{"ref": "1000000000000031", "mime": "audio/ogg", "voice": True}], caption="",
+            graph=graph, token="t", http=http, settings=settings,
+        )  # fmt: skip
+    await graph.aclose()
+    assert text == '[Audio transcription]: "Hola, mi pedido llegó roto"'
+    upload = provider[1][-1]
+    assert (upload["filename"], upload["content_type"], upload["size"]) == (
+        "voice.ogg",
+        "audio/ogg",
+        len(OGG),
+    )
+    assert upload["model"] == "gpt-transcribe"
+
+
+async def test_image_caption_then_description(graph_sandbox, provider, make_settings) -> None:  # type: ignore[no-untyped-def]
+    base, _ = graph_sandbox
+    await _put_media(base, "1000000000000021", JPEG, "image/jpeg")
+    settings = make_settings(transcription_base_url=provider[0], vision_base_url=provider[0])
+    graph = GraphClient(base, "v23.0")
+    async with httpx.AsyncClient() as http:
+        text = await media_to_text(
+            kind="image", media=[{"ref": "1000000000000021", "mime": "image/jpeg"}], caption="This arrived broken 😞",
+            graph=graph, token="t", http=http, settings=settings,
+        )  # fmt: skip
+        expired = await media_to_text(
+            kind="image",
+            media=[{"ref": "999"}],
+            caption="",
+            graph=graph,
+            token="t",
+            http=http,
+            settings=settings,
+        )
+    await graph.aclose()
+    assert text == 'This arrived broken 😞\n[Image description]: "A mug with a cracked handle."'
+    assert provider[1][-1]["vision_url_prefix"] == "data:image/jpeg;base64,/"
+    assert expired == "[Image received but could not be read]"
+
+
+async def test_provider_down_is_transient(graph_sandbox, make_settings) -> None:  # type: ignore[no-untyped-def]
+    base, _ = graph_sandbox
+    await _put_media(base, "1000000000000032", OGG, "audio/ogg")
+    settings = make_settings(transcription_base_url="http://127.0.0.1:1")
+    graph = GraphClient(base, "v23.0")
+    async with httpx.AsyncClient() as http:
+        with pytest.raises(MediaUnavailable) as info:
+            await media_to_text(
+                kind="audio",
+                media=[{"ref": "1000000000000032"}],
+                caption="",
+                graph=graph,
+                token="t",
+                http=http,
+                settings=settings,
+            )
+    await graph.aclose()
+    assert info.value.is_transient
+
+
+async def test_document_and_names() -> None:
+    text = await media_to_text(
+        kind="document", media=[{"ref": "1", "mime": "application/pdf", "filename": "Receipt #1042 (copy).pdf"}],
+        caption="my receipt", graph=None, token="t", http=None, settings=None,  # type: ignore[arg-type]
+    )  # fmt: skip
+    assert text == "my receipt\n[Document received: Receipt #1042 (copy).pdf]"
+    assert safe_filename("Receipt #1042 (copy).pdf") == "Receipt _1042 _copy_.pdf"
+    assert upload_name("audio/ogg; codecs=opus") == ("voice.ogg", "audio/ogg")

@@ -1,0 +1,260 @@
+"""The webhook endpoint: handshake, signatures, limits, durable dedup, routing, control events."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from sqlalchemy import text as sql
+from sqlalchemy import update
+from structlog.testing import capture_logs
+from switchboard.db.models import InboundState, Message
+
+from tests.channels.whatsapp.conftest import VERIFY_TOKEN, channel_service, messages_of
+from tests.utils.whatsapp import encode, load_payload, text_body
+
+IN_01 = "wamid.HBgLMTU1NTAxMDAwOTkVAgASGBQzQUZBMDAwMDAwMDAwMDAwMDAwMQA="
+
+
+@pytest.fixture(autouse=True)
+async def _drop_this_tests_jobs(arq_pool, sessions):  # type: ignore[no-untyped-def]
+    """These tests stop at the queue: remove the jobs they enqueued so later worker tests do not run them."""
+    before = set(await arq_pool.keys("arq:job:inbound:*"))
+    yield
+    ids = []
+    for key in set(await arq_pool.keys("arq:job:inbound:*")) - before:
+        await arq_pool.delete(key)
+        await arq_pool.zrem("arq:queue", key.decode().removeprefix("arq:job:"))
+        ids.append(uuid.UUID(key.decode().rsplit(":", 1)[-1]))
+    async with sessions() as session, session.begin():  # and keep the sweeper of later tests off them
+        await session.execute(
+            update(Message)
+            .where(Message.id.in_(ids), Message.inbound_state == "pending")
+            .values(inbound_state="done", last_error="test cleanup")
+        )
+
+
+async def _queued_job_ids(arq_pool) -> set[str]:  # type: ignore[no-untyped-def]
+    return {k.decode().removeprefix("arq:job:") for k in await arq_pool.keys("arq:job:inbound:*")}
+
+
+async def test_handshake_echoes_challenge_only_with_right_token(make_settings) -> None:  # type: ignore[no-untyped-def]
+    async with channel_service(make_settings()) as svc:
+        ok = await svc.client.get(
+            "/webhooks/whatsapp",
+            params={"hub.mode": "subscribe", "hub.verify_token": VERIFY_TOKEN, "hub.challenge": "1158201444"},
+        )
+        bad = await svc.client.get(
+            "/webhooks/whatsapp",
+            params={"hub.mode": "subscribe", "hub.verify_token": "nope", "hub.challenge": "1"},
+        )
+        wrong_mode = await svc.client.get(
+            "/webhooks/whatsapp",
+            params={"hub.mode": "unsubscribe", "hub.verify_token": VERIFY_TOKEN, "hub.challenge": "1"},
+        )
+    assert (ok.status_code, ok.text) == (200, "1158201444")
+    assert bad.status_code == 403 and wrong_mode.status_code == 403
+
+
+async def test_missing_or_bad_signature_stores_nothing(make_settings, wa_tenant, sessions, arq_pool) -> None:  # type: ignore[no-untyped-def]
+    body = load_payload("text.json", phone_number_id=wa_tenant.phone_number_id)
+    async with channel_service(make_settings()) as svc:
+        missing = await svc.post(body, signature=None)
+        wrong = await svc.post(body, signature="sha256=" + "0" * 64)
+        other_secret = await svc.post(body, secret="another-secret")
+        tampered_raw = encode(body)
+        from switchboard.channels.whatsapp import sign_body
+
+        sig = sign_body(tampered_raw, "test-app-secret")
+        tampered = await svc.post(tampered_raw.replace(b"color", b"colour"), signature=sig)
+    assert missing.status_code == 401
+    assert (wrong.status_code, other_secret.status_code, tampered.status_code) == (403, 403, 403)
+    assert await messages_of(sessions, wa_tenant.tenant.id) == []
+
+
+async def test_too_large_body_is_413(make_settings, wa_tenant, sessions) -> None:  # type: ignore[no-untyped-def]
+    body = text_body(phone_number_id=wa_tenant.phone_number_id, wamid="wamid.BIG", text="x" * 5000)
+    async with channel_service(make_settings(whatsapp_max_body_bytes=2048)) as svc:
+        response = await svc.post(body)
+    assert response.status_code == 413
+    assert await messages_of(sessions, wa_tenant.tenant.id) == []
+
+
+async def test_malformed_json_and_unknown_object_answer_200_and_store_nothing(
+    make_settings, wa_tenant, sessions
+) -> None:  # type: ignore[no-untyped-def]
+    async with channel_service(make_settings()) as svc:
+        malformed = await svc.post(b'{"object": "whatsapp_business_account", "entry": [')
+        other = await svc.post({"object": "page", "entry": []})
+    assert (malformed.status_code, malformed.json()["reason"]) == (200, "malformed json")
+    assert (other.status_code, other.json()["reason"]) == (200, "unknown object")
+    assert await messages_of(sessions, wa_tenant.tenant.id) == []
+
+
+async def test_unknown_phone_number_id_is_200_and_logged(make_settings, sessions) -> None:  # type: ignore[no-untyped-def]
+    body = load_payload("text.json", phone_number_id="999000000000999")
+    async with channel_service(make_settings()) as svc:
+        with capture_logs() as logs:
+            response = await svc.post(body)
+            bad = await svc.post(body, signature="sha256=00")
+    assert response.status_code == 200 and bad.status_code == 403
+    assert response.json()["unknown_accounts"] == ["999000000000999"] and response.json()["stored"] == 0
+    unknown = [e for e in logs if e["event"] == "whatsapp_unknown_account"]
+    assert unknown == [
+        {"event": "whatsapp_unknown_account", "phone_number_id": "999000000000999", "log_level": "warning"}
+    ]
+    assert {"event": "whatsapp_webhook_rejected", "reason": "bad signature", "log_level": "warning"} in logs
+
+
+async def test_text_is_stored_once_and_enqueued(make_settings, wa_tenant, sessions, arq_pool) -> None:  # type: ignore[no-untyped-def]
+    body = load_payload("text.json", phone_number_id=wa_tenant.phone_number_id)
+    async with channel_service(make_settings()) as svc:
+        first = await svc.post(body)
+        again = await svc.post(body)
+    assert first.json()["stored"] == 1 and again.json() == {**again.json(), "stored": 0, "duplicates": 1}
+    rows = await messages_of(sessions, wa_tenant.tenant.id)
+    assert len(rows) == 1
+    row = rows[0]
+    assert (row.external_id, row.text, row.kind, row.inbound_state) == (
+        IN_01,
+        "Hi! Does it come in another color?",
+        "text",
+        "pending",
+    )
+    assert row.conversation_id is None and row.sender_external_id == "15550100099"
+    assert f"inbound:{row.id}" in await _queued_job_ids(arq_pool)
+
+
+async def test_concurrent_duplicates_on_two_processes_insert_once(
+    make_settings, wa_tenant, sessions, arq_pool
+) -> None:  # type: ignore[no-untyped-def]
+    body = load_payload("batch_multiple_messages_and_status.json", phone_number_id=wa_tenant.phone_number_id)
+    settings = make_settings()
+    async with channel_service(settings) as a, channel_service(settings) as b:
+        responses = await asyncio.gather(a.post(body), b.post(body), a.post(body), b.post(body))
+    assert all(r.status_code == 200 for r in responses)
+    assert sum(r.json()["stored"] for r in responses) == 3
+    rows = await messages_of(sessions, wa_tenant.tenant.id)
+    assert sorted(r.text for r in rows) == ["Necesito ayuda con mi pedido", "anyone there", "hello?"]
+    queued = await _queued_job_ids(arq_pool)
+    assert {f"inbound:{r.id}" for r in rows} <= queued
+
+
+async def test_database_down_answers_503_and_redelivery_is_stored(make_settings, wa_tenant, sessions) -> None:  # type: ignore[no-untyped-def]
+    body = load_payload("text_reply_with_context.json", phone_number_id=wa_tenant.phone_number_id)
+    down = make_settings(database_url="postgresql://nobody@127.0.0.1:1/none")
+    async with channel_service(down) as svc:
+        with capture_logs() as logs:
+            response = await svc.post(body)
+    assert response.status_code == 503
+    assert [e["log_level"] for e in logs if e["event"] == "whatsapp_webhook_store_failed"] == ["error"]
+    assert await messages_of(sessions, wa_tenant.tenant.id) == []
+    async with channel_service(make_settings()) as svc:
+        redelivered = await svc.post(body)
+    assert redelivered.status_code == 200 and redelivered.json()["stored"] == 1
+    rows = await messages_of(sessions, wa_tenant.tenant.id)
+    assert [(r.text, r.reply_to_external_id) for r in rows] == [
+        ("yes, that one", "wamid.HBgLMTU1NTAxMDAwOTkVAgARGBI0RUZBMDAwMDAwMDAwMDAwMDIA")
+    ]
+
+
+async def test_redis_down_still_stores_and_answers_200(make_settings, wa_tenant, sessions) -> None:  # type: ignore[no-untyped-def]
+    body = load_payload("video_with_caption.json", phone_number_id=wa_tenant.phone_number_id)
+    settings = make_settings()
+    async with channel_service(settings) as svc:
+        pool = svc.app.state.resources.redis
+        svc.app.state.resources.redis = None  # the pool is gone: enqueue cannot happen
+        response = await svc.post(body)
+        svc.app.state.resources.redis = pool
+    assert response.status_code == 200 and response.json()["stored"] == 1
+    rows = await messages_of(sessions, wa_tenant.tenant.id)
+    assert (
+        rows[0].inbound_state == InboundState.pending.value and rows[0].media[0]["ref"] == "1000000000000041"
+    )
+
+
+async def test_edit_and_revoke_change_the_original(make_settings, wa_tenant, sessions) -> None:  # type: ignore[no-untyped-def]
+    pid = wa_tenant.phone_number_id
+    async with channel_service(make_settings()) as svc:
+        await svc.post(load_payload("text.json", phone_number_id=pid))
+        await svc.post(load_payload("image_with_caption.json", phone_number_id=pid))
+        edit = await svc.post(load_payload("edit_by_customer.json", phone_number_id=pid))
+        revoke = await svc.post(load_payload("revoke_deleted_by_customer.json", phone_number_id=pid))
+    assert edit.json()["stored"] == 0 and revoke.json()["stored"] == 0
+    rows = {r.kind: r for r in await messages_of(sessions, wa_tenant.tenant.id)}
+    assert set(rows) == {"text", "image"}
+    assert (
+        rows["image"].text == "This arrived broken 😞 (box was fine though)" and "edited" in rows["image"].raw
+    )
+    assert rows["text"].inbound_state == "done" and rows["text"].last_error.startswith("revoked")
+    assert "deleted" in rows["text"].raw
+
+
+async def test_every_payload_through_the_endpoint(make_settings, wa_tenant, sessions, engine) -> None:  # type: ignore[no-untyped-def]
+    from tests.utils.whatsapp import PAYLOAD_DIR
+
+    async with channel_service(make_settings()) as svc:
+        for path in sorted(PAYLOAD_DIR.glob("*.json")):
+            response = await svc.post(load_payload(path.name, phone_number_id=wa_tenant.phone_number_id))
+            assert response.status_code == 200, path.name
+    rows = await messages_of(sessions, wa_tenant.tenant.id)
+    # 27 files: 5 status-only + 1 errors-only + edit + revoke store no row; the batch stores 3.
+    assert len(rows) == 27 - 8 + 2
+    by_kind = {}
+    for r in rows:
+        by_kind.setdefault(r.kind, []).append(r)
+    assert by_kind["system"][0].sender_external_id == "15550100099"
+    echo = [r for r in rows if r.direction == "outbound"]
+    assert len(echo) == 1 and echo[0].role == "human_agent"
+    async with engine.connect() as conn:
+        empty = (
+            await conn.execute(
+                sql("SELECT count(*) FROM messages WHERE tenant_id = :t AND sender_external_id = ''"),
+                {"t": wa_tenant.tenant.id},
+            )
+        ).scalar()
+    assert empty == 0
+
+
+async def test_unicode_rtl_emoji_and_long_text_stored_intact(make_settings, wa_tenant, sessions) -> None:  # type: ignore[no-untyped-def]
+    text = ("مرحبا، أين طلبي؟ 🌵 Zoë — ") * 200 + "\u200f end"
+    assert len(text) > 4096
+    body = text_body(
+        phone_number_id=wa_tenant.phone_number_id, wamid="wamid.UNICODE", text=text, name="Zoë Tester 🌵"
+    )
+    async with channel_service(make_settings()) as svc:
+        response = await svc.post(body)  # Meta-style escaped JSON bytes, signed as sent
+        raw_utf8 = (
+            __import__("json")
+            .dumps(
+                text_body(phone_number_id=wa_tenant.phone_number_id, wamid="wamid.UNICODE2", text=text),
+                ensure_ascii=False,
+            )
+            .encode()
+        )
+        response_utf8 = await svc.post(raw_utf8)
+    assert response.json()["stored"] == 1 and response_utf8.json()["stored"] == 1
+    rows = await messages_of(sessions, wa_tenant.tenant.id)
+    assert [r.text for r in rows] == [text, text]
+    assert rows[0].raw["normalized"]["sender_name"] == "Zoë Tester 🌵"
+
+
+async def test_sandbox_is_mounted_only_while_the_worker_sends_to_it(make_settings) -> None:  # type: ignore[no-untyped-def]
+    import httpx
+
+    from services.whatsapp.main import create_app
+
+    async def status(settings) -> int:  # type: ignore[no-untyped-def]
+        transport = httpx.ASGITransport(app=create_app(settings))
+        async with httpx.AsyncClient(transport=transport, base_url="http://wa.test") as client:
+            return (await client.get("/_sandbox/graph/_control/sent")).status_code
+
+    assert await status(make_settings(whatsapp_sandbox_enabled=True, whatsapp_graph_base_url=None)) == 200
+    assert (
+        await status(
+            make_settings(whatsapp_sandbox_enabled=True, whatsapp_graph_base_url="https://graph.facebook.com")
+        )
+        == 404
+    )
+    assert await status(make_settings(whatsapp_sandbox_enabled=False, whatsapp_graph_base_url=None)) == 404

@@ -1,0 +1,190 @@
+"""CSV import (validation, rejected-row report, atomicity), the admin API and the CLI for tools and data."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+from sqlmodel import select
+from switchboard.cli import app as cli_app
+from switchboard.db.models import AuditLog, McpTenantTool, Order, Product
+from switchboard.tools.importers import import_csv
+from typer.testing import CliRunner
+
+from services.orchestrator.main import create_app as create_orchestrator
+from tests.utils.asgi_server import serve_asgi
+
+GOOD_AND_BAD_PRODUCTS = """sku,name,price,stock,colour
+ab-1,Fan A,10.00,3,red
+AB-2,Fan B,-1,3,
+AB-3,,5.00,x,
+ab-1,Fan A again,11.00,1,
+AB-4,Fan D,7.5,0,blue
+"""
+
+
+async def _products(sessions, tenant_id) -> list[Product]:
+    async with sessions() as session:
+        rows = (await session.exec(select(Product).where(Product.tenant_id == tenant_id))).all()
+    return sorted(rows, key=lambda p: p.sku)
+
+
+async def test_file_with_rejected_rows_imports_nothing_and_reports_each(sessions, make_tenant):
+    tenant = await make_tenant()
+    async with sessions() as session, session.begin():
+        report = await import_csv(session, tenant_id=tenant.id, kind="products", data=GOOD_AND_BAD_PRODUCTS)
+    assert report.committed is False and report.imported == 0 and report.rows == 5
+    by_line = {r.line: r.reasons for r in report.rejected}
+    assert sorted(by_line) == [3, 4, 5]
+    assert any(reason.startswith("price:") for reason in by_line[3])
+    assert any(r.startswith("name:") for r in by_line[4]) and any(r.startswith("stock:") for r in by_line[4])
+    assert by_line[5] == ["duplicate of line 2"]
+    assert await _products(sessions, tenant.id) == []
+
+
+async def test_skip_invalid_imports_valid_rows_once_and_reimport_changes_nothing(sessions, make_tenant):
+    tenant = await make_tenant()
+    for _ in range(2):
+        async with sessions() as session, session.begin():
+            report = await import_csv(
+                session, tenant_id=tenant.id, kind="products", data=GOOD_AND_BAD_PRODUCTS, skip_invalid=True
+            )
+        assert report.committed is True and report.imported == 2 and len(report.rejected) == 3
+    products = await _products(sessions, tenant.id)
+    assert [(p.sku, p.name, str(p.price), p.stock) for p in products] == [
+        ("AB-1", "Fan A", "10.00", 3),
+        ("AB-4", "Fan D", "7.50", 0),
+    ]
+    assert products[0].attributes == {"colour": "red"}
+
+
+async def test_orders_stores_and_slots_validate_their_own_fields(sessions, make_tenant):
+    tenant = await make_tenant()
+    orders = (
+        "order_number,customer,status,total,items\n"
+        "#b-1,+1 (555) 010-0099,shipped,10,FVAM-2050-B:2\n"
+        "B-2,x@example.com,lost,10,\n"
+        "B-3,x@example.com,paid,10,FVAM:zero\n"
+    )
+    async with sessions() as session, session.begin():
+        report = await import_csv(session, tenant_id=tenant.id, kind="orders", data=orders, skip_invalid=True)
+    assert [(r.line, r.reasons[0].split(":")[0]) for r in report.rejected] == [(3, "status"), (4, "items")]
+    async with sessions() as session:
+        order = (await session.exec(select(Order).where(Order.tenant_id == tenant.id))).one()
+    assert order.order_number == "B-1" and order.customer_ref == "15550100099"
+    assert order.items == [{"sku": "FVAM-2050-B", "quantity": 2}]
+
+    stores = "name,address,city,lat,lon,opening_hours\nX,1 St,Town,95,0,\nY,2 St,Town,1,1,mon=9-5\n"
+    slots = "starts_at,duration_min\nnot-a-date,30\n2030-01-01T10:00:00,1000\n"
+    async with sessions() as session, session.begin():
+        store_report = await import_csv(session, tenant_id=tenant.id, kind="stores", data=stores)
+        slot_report = await import_csv(session, tenant_id=tenant.id, kind="slots", data=slots)
+    assert [r.reasons[0].split(":")[0] for r in store_report.rejected] == ["lat", "opening_hours"]
+    assert [r.reasons[0].split(":")[0] for r in slot_report.rejected] == ["starts_at", "duration_min"]
+
+    with pytest.raises(ValueError, match="unknown import kind"):
+        async with sessions() as session:
+            await import_csv(session, tenant_id=tenant.id, kind="customers", data="a\n1\n")
+    with pytest.raises(ValueError, match="not UTF-8"):
+        async with sessions() as session:
+            await import_csv(session, tenant_id=tenant.id, kind="products", data=b"\xff\xfe\x00sku")
+
+
+async def test_admin_api_toolbox_and_import(settings, sessions, make_tenant):
+    tenant = await make_tenant()
+    admin = {"Authorization": f"Bearer {settings.resolved_admin_token()}"}
+    async with serve_asgi(create_orchestrator(settings)) as base, httpx.AsyncClient(base_url=base) as http:
+        prefix = f"/v1/admin/tenants/{tenant.slug}"
+        assert (await http.get(f"{prefix}/tools")).status_code == 401
+        listed = (await http.get(f"{prefix}/tools", headers=admin)).json()
+        assert {t["tool_name"]: t["enabled"] for t in listed}["lookup_product"] is False
+
+        enabled = await http.put(f"{prefix}/tools/create_lead", headers=admin, json={"enabled": True})
+        assert enabled.status_code == 200 and enabled.json()["enabled"] is True
+        configured = await http.put(
+            f"{prefix}/tools/create_lead", headers=admin, json={"custom_config": {"needs_approval": True}}
+        )
+        assert configured.json() == {
+            "tool_name": "create_lead", "enabled": True, "custom_config": {"needs_approval": True}, "kind": "write",
+        }  # fmt: skip
+        assert (
+            await http.put(f"{prefix}/tools/rm_rf", headers=admin, json={"enabled": True})
+        ).status_code == 404
+        assert (await http.get("/v1/admin/tenants/no-such-tenant/tools", headers=admin)).status_code == 404
+
+        csv_headers = {**admin, "Content-Type": "text/csv"}
+        rejected = await http.post(
+            f"{prefix}/data/products", headers=csv_headers, content=GOOD_AND_BAD_PRODUCTS
+        )
+        assert rejected.status_code == 422 and rejected.json()["committed"] is False
+        assert [r["line"] for r in rejected.json()["rejected"]] == [3, 4, 5]
+        accepted = await http.post(
+            f"{prefix}/data/products?skip_invalid=true", headers=csv_headers, content=GOOD_AND_BAD_PRODUCTS
+        )
+        assert accepted.status_code == 200 and accepted.json()["imported"] == 2
+        assert (
+            await http.post(f"{prefix}/data/spaceships", headers=csv_headers, content="a\n")
+        ).status_code == 404
+        assert (
+            await http.post(f"{prefix}/data/products", headers=csv_headers, content="")
+        ).status_code == 400
+
+    assert [p.sku for p in await _products(sessions, tenant.id)] == ["AB-1", "AB-4"]
+    async with sessions() as session:
+        actions = (
+            await session.exec(
+                select(AuditLog.action).where(AuditLog.tenant_id == tenant.id, AuditLog.actor == "admin")
+            )
+        ).all()
+    assert sorted(actions) == ["tool_configured", "tool_enabled"]
+
+
+@pytest.fixture
+def cli(database_url, redis_url, tmp_path, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    monkeypatch.setenv("DATA_DIR", str(tmp_path))
+    return CliRunner()
+
+
+def test_cli_tools_and_data_import(cli, tmp_path):
+    slug = f"cli-{uuid.uuid4().hex[:8]}"
+    assert cli.invoke(cli_app, ["tenant", "create", "--slug", slug, "--name", "CLI Shop"]).exit_code == 0
+
+    enable = cli.invoke(cli_app, ["tools", "enable", "--tenant", slug, "lookup_product"])
+    assert enable.exit_code == 0 and "lookup_product enabled" in enable.stdout
+    configure = cli.invoke(
+        cli_app, ["tools", "configure", "--tenant", slug, "find_store", "--config", '{"limit": 2}']
+    )
+    assert configure.exit_code == 0, configure.output
+    listed = cli.invoke(cli_app, ["tools", "list", "--tenant", slug]).stdout.splitlines()
+    assert any(line.split()[:3] == ["lookup_product", "enabled", "read"] for line in listed)
+    assert any(
+        line.startswith("find_store") and "disabled" in line and '{"limit": 2}' in line for line in listed
+    )
+    bad = cli.invoke(cli_app, ["tools", "enable", "--tenant", slug, "nope"])
+    assert bad.exit_code == 2 and "unknown tool 'nope'" in bad.stderr
+
+    csv_file = tmp_path / "products.csv"
+    csv_file.write_text(GOOD_AND_BAD_PRODUCTS)
+    refused = cli.invoke(cli_app, ["data", "import", "--tenant", slug, "--kind", "products", str(csv_file)])
+    assert refused.exit_code == 1 and "nothing imported: 3 of 5 rows rejected" in refused.stderr
+    assert "line 5: duplicate of line 2" in refused.stderr
+    done = cli.invoke(
+        cli_app, ["data", "import", "--tenant", slug, "--kind", "products", "--skip-invalid", str(csv_file)]
+    )
+    assert done.exit_code == 0 and "imported 2 of 5 products rows (3 rejected)" in done.stdout
+
+
+async def test_seeded_demo_business_enables_every_tool(sessions, make_tenant):
+    from switchboard.seed import seed_demo_business
+    from switchboard.tools.toolbox import KNOWN_TOOLS
+
+    tenant = await make_tenant()
+    async with sessions() as session, session.begin():
+        await seed_demo_business(session, tenant.id)
+    async with sessions() as session:
+        rows = (await session.exec(select(McpTenantTool).where(McpTenantTool.tenant_id == tenant.id))).all()
+    assert sorted(r.tool_name for r in rows if r.enabled) == sorted(KNOWN_TOOLS)
+    assert {p.sku for p in await _products(sessions, tenant.id)} >= {"FVAM-2050-B", "FVAM-2050-C"}
