@@ -11,9 +11,9 @@ Modes (DESIGN.md "Knowledge"):
   index scan (``hnsw.iterative_scan = relaxed_order``) so the tenant filter cannot starve the
   result (LIBRARIES.md §9), re-sorted exactly in an outer query. A chunk matches when its cosine
   similarity reaches the threshold. Either way the search itself is one SQL query.
-* ``hybrid`` (default): the vector candidates (chosen as in ``vector`` mode) and the full-text candidates (``tsv`` GIN index, an
-  OR of the question's keywords) fused by reciprocal rank fusion (Cormack, Clarke & Büttcher,
-  SIGIR 2009: ``score = Σ 1/(k + rank)``, k = 60). A chunk matches when its cosine similarity
+* ``hybrid`` (default): the vector candidates (found as in ``vector`` mode) and the full-text
+  candidates (``tsv`` GIN index, an OR of the question's keywords) fused by reciprocal rank fusion
+  (Cormack, Clarke & Büttcher, SIGIR 2009: ``score = Σ 1/(k + rank)``, k = 60). A chunk matches when its cosine similarity
   reaches the threshold **or** it contains at least ``kb_min_keyword_coverage`` of the
   question's keywords, so exact words and numbers count.
 * ``exact``: for part numbers, SKUs and codes. Tokens of the question that contain a digit or an
