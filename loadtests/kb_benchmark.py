@@ -1,8 +1,9 @@
-"""Knowledge-base benchmark: ingestion throughput, retrieval latency per mode, HNSW recall@5.
+"""Knowledge-base benchmark: ingestion throughput, retrieval latency and recall@5 per mode and strategy.
 
 Run (starts an embedded PostgreSQL + pgvector in a temporary folder, like the tests do)::
 
-    .venv/bin/python loadtests/kb_benchmark.py --chunks 100000 --tenants 20
+    .venv/bin/python loadtests/kb_benchmark.py --chunks 100000 --tenants 20 --corpus topics
+    .venv/bin/python loadtests/kb_benchmark.py --chunks 100000 --tenants 20 --corpus uniform
     .venv/bin/python loadtests/kb_benchmark.py --chunks 5000 --queries 50        # quick
     .venv/bin/python loadtests/kb_benchmark.py --database-url postgresql://...   # an existing server
 
@@ -14,29 +15,44 @@ What it measures (offline lexical embedding, no provider):
 2. **Bulk load** of the remaining chunks to reach ``--chunks``, spread evenly over ``--tenants``:
    lexical embeddings computed in ``--workers`` processes, rows written with binary ``COPY``, then
    the HNSW index rebuilt (its build time is printed).
-3. **Retrieval latency** p50/p95 of :func:`switchboard.knowledge.search_chunks` for ``vector``,
-   ``hybrid`` and ``exact`` (question embedding + ``SET LOCAL`` + the one query), each in its own
-   transaction, from random tenants; questions are 5 words of a random chunk of that tenant
-   (``exact``: one of its part codes).
-4. **Recall@5** of ``vector`` mode (HNSW, iterative scan) against an exact scan (index scans
-   disabled) for the same questions, threshold off.
+3. **Questions and ground truth**: ``--queries`` questions about random chunks of random tenants
+   (see :func:`synthetic_question`) and, for each, the exact top 5 by cosine distance (a plain
+   scan and sort, index scans disabled).
+4. **search_chunks** (:func:`switchboard.knowledge.search_chunks`, each call in its own
+   transaction, question embedding included), p50/p95 latency for ``vector`` with the exact tenant
+   scan and with the HNSW index at each ``--ef-search`` value, ``hybrid`` both ways, ``exact``
+   (a part code of the chunk); recall@5 against the ground truth (threshold off) and how often the
+   question's own chunk is among the hits.
+5. **The SQL alone** (``EXPLAIN ANALYZE`` execution time of the query search_chunks runs), to
+   separate the query from the rest (round trips, embedding the question).
+6. **Cost of an exact scan** by number of rows (1, 2, 4 and 8 tenants' chunks): what
+   ``KB_EXACT_SCAN_MAX_CHUNKS`` trades against recall.
 
-Synthetic text: Zipf-distributed pseudo-words (a 6,000-word vocabulary) in sentences, about 900
-characters per chunk, each chunk carrying two part codes like ``QX-1234-B``.
+Synthetic text (``--corpus``), about 900 characters per chunk, two part codes like ``QX-1234-B``
+each, words from a 6,000-word Zipf-distributed pseudo-word vocabulary:
+
+* ``topics`` (default): each tenant has 8 product lines of 12 subtopics; a document (40 chunks)
+  is about one product line, and 30% of a chunk's words come from its subtopic's 30 words and 25%
+  from its product line's 150, so related chunks share words as in real manuals. Questions
+  paraphrase a chunk: 4 of its words and 1 word of its subtopic that it may not contain.
+* ``uniform``: every word drawn from the whole vocabulary (the previous corpus: nearly every chunk
+  is equally far from a question, the hardest case for a graph index). Questions: 5 words of a chunk.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
+import itertools
 import multiprocessing
 import random
-import statistics
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "libs"))
@@ -68,14 +84,59 @@ def _code(rng: random.Random, tenant: int) -> str:
     )
 
 
+TOPICS_PER_TENANT = 8
+"""``--corpus topics``: product lines per tenant; each document (40 chunks) is about one of them."""
+SUBTOPICS_PER_TOPIC = 12
+TOPIC_WORDS = 150
+SUBTOPIC_WORDS = 30
+CHUNKS_PER_DOCUMENT = 40
+_CUM_WEIGHTS = list(itertools.accumulate(_WEIGHTS))
+_TOPIC_CUM_WEIGHTS = list(itertools.accumulate(1.0 / (rank + 1) ** 0.9 for rank in range(TOPIC_WORDS)))
+CORPUS = "topics"
+"""Which generator :func:`synthetic_chunk` uses (set from ``--corpus`` before worker processes fork)."""
+
+
+@functools.cache
+def _topic_words(tenant: int, topic: int, subtopic: int | None = None) -> list[str]:
+    """A tenant's topic (or subtopic) vocabulary: words outside the 300 most frequent ones."""
+    rng = random.Random(f"{SEED}:topic:{tenant}:{topic}:{subtopic}")
+    return rng.sample(_VOCAB[300:], TOPIC_WORDS if subtopic is None else SUBTOPIC_WORDS)
+
+
+def _chunk_topic(tenant: int, index: int) -> tuple[int, int]:
+    """(topic, subtopic) of chunk ``index``: the topic is its document's, the subtopic its own."""
+    document = index // CHUNKS_PER_DOCUMENT
+    topic = random.Random(f"{SEED}:doc:{tenant}:{document}").randrange(TOPICS_PER_TENANT)
+    return topic, random.Random(f"{SEED}:sub:{tenant}:{index}").randrange(SUBTOPICS_PER_TOPIC)
+
+
 def synthetic_chunk(tenant: int, index: int, chars: int = 900) -> tuple[str, list[str]]:
-    """Deterministic chunk text number ``index`` of ``tenant``, and the part codes in it."""
+    """Deterministic chunk text number ``index`` of ``tenant``, and the part codes in it.
+
+    ``uniform``: every word drawn from the Zipf vocabulary, so chunks share only common words.
+    ``topics``: 30% of the words from the chunk's subtopic (30 words), 25% from its topic (150
+    words, Zipf within), the rest from the Zipf vocabulary: chunks of one subtopic are near each
+    other, like sections of manuals about one product line.
+    """
     rng = random.Random(f"{SEED}:{tenant}:{index}")
     codes = [_code(rng, tenant), _code(rng, tenant)]
+    if CORPUS == "topics":
+        topic, subtopic = _chunk_topic(tenant, index)
+        topic_words, sub_words = _topic_words(tenant, topic), _topic_words(tenant, topic, subtopic)
+
+    def word() -> str:
+        if CORPUS == "topics":
+            draw = rng.random()
+            if draw < 0.30:
+                return rng.choice(sub_words)
+            if draw < 0.55:
+                return rng.choices(topic_words, cum_weights=_TOPIC_CUM_WEIGHTS)[0]
+        return rng.choices(_VOCAB, cum_weights=_CUM_WEIGHTS)[0]
+
     sentences: list[str] = []
     length = 0
     while length < chars:
-        words = rng.choices(_VOCAB, _WEIGHTS, k=rng.randint(8, 18))
+        words = [word() for _ in range(rng.randint(8, 18))]
         if len(sentences) == 1:
             words.insert(rng.randint(0, len(words)), codes[0])
         if len(sentences) == 4:
@@ -84,6 +145,20 @@ def synthetic_chunk(tenant: int, index: int, chars: int = 900) -> tuple[str, lis
         sentences.append(sentence)
         length += len(sentence) + 1
     return " ".join(sentences)[:chars].rsplit(" ", 1)[0] + ".", codes
+
+
+def synthetic_question(tenant: int, index: int, rng: random.Random) -> str:
+    """A 5-word question about chunk ``index`` of ``tenant``.
+
+    ``uniform``: 5 words of the chunk. ``topics``: a paraphrase: 4 distinct words of the chunk
+    and 1 word of its subtopic that the chunk may or may not contain.
+    """
+    chunk_text, _ = synthetic_chunk(tenant, index)
+    words = sorted({w for w in chunk_text.rstrip(".").lower().split() if "-" not in w})
+    if CORPUS == "topics":
+        topic, subtopic = _chunk_topic(tenant, index)
+        return " ".join(rng.sample(words, 4) + [rng.choice(_topic_words(tenant, topic, subtopic))])
+    return " ".join(rng.sample(words, 5))
 
 
 def _embed_rows(job: tuple[int, int, int]) -> list[tuple[int, int, str, bytes]]:
@@ -108,7 +183,6 @@ def percentile(values: list[float], pct: float) -> float:
 
 async def run(args: argparse.Namespace, database_url: str) -> None:
     import asyncpg
-    from sqlalchemy import text
     from sqlalchemy.engine import make_url
     from switchboard.db.engine import create_engine, session_factory
     from switchboard.db.models import KnowledgeSource
@@ -245,139 +319,145 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
     await conn.execute("ANALYZE knowledge_documents")
     await conn.execute("ANALYZE knowledge_sources")
 
-    # --- 3. retrieval latency -----------------------------------------------------------------
-    def question(mode: str) -> tuple[int, str]:
-        tenant = rng.randrange(args.tenants)
-        chunk_text, codes = synthetic_chunk(tenant, rng.randrange(per_tenant or 1))
-        if mode == "exact":
-            return tenant, rng.choice(codes)
-        words = [w for w in chunk_text.rstrip(".").lower().split() if "-" not in w]
-        return tenant, " ".join(rng.sample(words, 5))
+    # --- 3. questions, their target chunks and the exact top 5 (ground truth) -----------------
+    samples: list[tuple[int, str, str]] = []  # (tenant, question, content_hash of the target chunk)
+    for _ in range(args.queries):
+        tenant, index = rng.randrange(args.tenants), rng.randrange(per_tenant or 1)
+        samples.append((tenant, synthetic_question(tenant, index, rng), f"{tenant}:{index}"))
+    target_ids = dict(
+        await conn.fetch(
+            "SELECT content_hash, id FROM knowledge_documents WHERE content_hash = ANY($1::text[])",
+            [target for _, _, target in samples],
+        )
+    )
+    await conn.set_type_codec("vector", encoder=str, decoder=str, format="text")
 
+    def qvec(query: str) -> str:  # what vector mode embeds with the lexical model: the keywords
+        return "[" + ",".join(f"{v:.7g}" for v in lexical_embedding(" ".join(keywords(query)))) + "]"
+
+    exact_sql = (
+        "SELECT id FROM knowledge_documents WHERE tenant_id = ANY($1::uuid[]) AND is_active "
+        "ORDER BY embedding <=> $2::vector, id LIMIT 5"
+    )
+    truth: list[list[int]] = []
+    async with conn.transaction():  # a plain scan and sort: no index can change the answer
+        for statement in ("enable_indexscan", "enable_bitmapscan"):
+            await conn.execute(f"SET LOCAL {statement} = off")
+        for tenant, query, _ in samples:
+            truth.append([row[0] for row in await conn.fetch(exact_sql, [tenant_ids[tenant]], qvec(query))])
+    target_in_truth = sum(target_ids[t] in e for (_, _, t), e in zip(samples, truth, strict=True))
+    print(
+        f"questions ({args.corpus} corpus): {len(samples)}; their source chunk is among the exact "
+        f"top 5 by cosine for {target_in_truth / len(samples):.0%} of them"
+    )
+
+    # --- 4. search_chunks: latency, recall@5 against the exact top 5, source chunk found --------
     async def timed_search(
-        tenant: int, query: str, mode: str, plan_cache_mode: str | None
-    ) -> tuple[float, int]:
+        tenant: int, query: str, mode: str, settings_, min_similarity: float | None
+    ) -> tuple[float, list[int]]:
         started_ = time.perf_counter()
         async with sessions() as session, session.begin():
-            if plan_cache_mode:
-                await session.exec(text(f"SET LOCAL plan_cache_mode = {plan_cache_mode}"))
             hits = await search_chunks(
                 session,
                 tenant_id=tenant_ids[tenant],
                 query=query,
                 mode=mode,  # type: ignore[arg-type]
-                settings=settings,
+                settings=settings_,
+                min_similarity=min_similarity,
             )
-        return (time.perf_counter() - started_) * 1000, len(hits)
+        return (time.perf_counter() - started_) * 1000, [hit.chunk_id for hit in hits]
 
+    exact_settings = settings.model_copy(update={"kb_exact_scan_max_chunks": 10**9})
     print(
-        f"retrieval latency of search_chunks over {args.queries} queries per mode "
-        f"({total} chunks, {args.tenants} tenants, limit 5, one transaction each, question embedding included):"
+        f"search_chunks over {args.queries} questions ({total} chunks, {args.tenants} tenants, "
+        f"~{per_tenant + ingest_chunks // args.tenants} chunks each; limit 5; one transaction each, "
+        "question embedding included). recall@5 = share of the exact top 5 returned (threshold off); "
+        "found = the question's source chunk is among the hits:"
     )
-    runs = [("vector", None), ("hybrid", None), ("exact", None)]
-    runs += [("vector", "force_custom_plan"), ("hybrid", "force_custom_plan")]
-    for mode, plan_cache_mode in runs:
-        for _ in range(5):  # warm-up (also fills the prepared-statement cache)
-            await timed_search(*question(mode), mode, plan_cache_mode)
-        latencies, empty = [], 0
-        for _ in range(args.queries):
-            ms, count = await timed_search(*question(mode), mode, plan_cache_mode)
-            latencies.append(ms)
-            empty += count == 0
-        label = mode + (f" ({plan_cache_mode})" if plan_cache_mode else "")
-        print(
-            f"  {label:<26}  p50 {percentile(latencies, 50):7.1f} ms  p95 {percentile(latencies, 95):7.1f} ms  "
-            f"mean {statistics.fmean(latencies):7.1f} ms  (no result: {empty}/{args.queries})"
-        )
-
-    # --- 4. recall@5 of the ANN query vs an exact scan ----------------------------------------
-    ann_sql = (
-        "SELECT id FROM knowledge_documents WHERE tenant_id = $1 AND is_active "
-        "ORDER BY embedding <=> $2::vector LIMIT 5"
-    )
-    await conn.set_type_codec("vector", encoder=str, decoder=str, format="text")
-    samples = []
-    for _ in range(args.queries):
-        tenant, query = question("vector")
-        vector = lexical_embedding(" ".join(keywords(query)))  # what vector mode embeds (lexical model)
-        samples.append((tenant_ids[tenant], "[" + ",".join(f"{v:.7g}" for v in vector) + "]"))
-
-    async def measure(setup: list[str]) -> tuple[list[list[int]], str, list[float]]:
-        results: list[list[int]] = []
-        timings: list[float] = []
-        plan = ""
-        for sample in samples:  # one transaction per query; DDL variants roll back
-            try:
-                async with conn.transaction():
-                    for statement in setup:
-                        await conn.execute(statement)
-                    if not plan:
-                        rows = await conn.fetch("EXPLAIN " + ann_sql, *sample)
-                        plan = " / ".join(r[0].strip().lstrip("-> ") for r in rows if "Scan" in r[0])
-                    started_ = time.perf_counter()
-                    results.append([row[0] for row in await conn.fetch(ann_sql, *sample)])
-                    timings.append((time.perf_counter() - started_) * 1000)
-                    raise _Rollback
-            except _Rollback:
-                pass
-        return results, plan, timings
-
-    def hnsw(order: str, ef_search: int, forced: bool) -> list[str]:
-        setup = [f"SET LOCAL hnsw.iterative_scan = '{order}'", f"SET LOCAL hnsw.ef_search = {ef_search}"]
-        if forced:  # drop the tenant btree indexes inside the (rolled back) transaction
-            setup += [
-                "SET LOCAL enable_seqscan = off",
-                "DROP INDEX ix_knowledge_documents_tenant_active",
-                "DROP INDEX ix_knowledge_documents_tenant_id",
-            ]
-        return setup
-
-    async with conn.transaction():
-        await conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        await conn.execute(f"SET LOCAL hnsw.ef_search = {settings.kb_hnsw_ef_search}")
-        rows = await conn.fetch("EXPLAIN " + ann_sql, *samples[0])
-        generic_plan = " / ".join(r[0].strip().lstrip("-> ") for r in rows if "Scan" in r[0])
-    print(f"generic plan of the ANN query (what a cached prepared statement may switch to): [{generic_plan}]")
-    exact, exact_plan, exact_ms = await measure(
-        ["SET LOCAL enable_indexscan = off", "SET LOCAL enable_bitmapscan = off"]
-    )
-    ef = settings.kb_hnsw_ef_search
-    variants = [
-        (
-            f"planner's choice (ef_search={ef}, relaxed_order; what vector mode runs)",
-            hnsw("relaxed_order", ef, False),
-        ),
-        (f"HNSW forced, ef_search={ef}, relaxed_order", hnsw("relaxed_order", ef, True)),
-        (f"HNSW forced, ef_search={ef}, strict_order", hnsw("strict_order", ef, True)),
-        ("HNSW forced, ef_search=400, relaxed_order", hnsw("relaxed_order", 400, True)),
-        (
-            "exact via the tenant btree (index scans off: bitmap scan + sort)",
-            ["SET LOCAL enable_indexscan = off"],
-        ),
+    runs: list[tuple[str, str, Any, float | None]] = [
+        ("vector, exact tenant scan", "vector", exact_settings, -1.0),
     ]
-    print(
-        f"recall of the tenant-filtered top-5 vector query vs an exact scan ({args.queries} queries, "
-        "threshold off, custom plans); top-1 = the exact nearest chunk is among the 5:"
-    )
-    print(
-        f"  exact scan: p50 {percentile(exact_ms, 50):.1f} ms, p95 {percentile(exact_ms, 95):.1f} ms  [{exact_plan}]"
-    )
-    for label, setup in variants:
-        found, plan, timings = await measure(setup)
-        recall5 = sum(len(set(e) & set(f)) for e, f in zip(exact, found, strict=True)) / max(
-            1, sum(len(e) for e in exact)
-        )
-        top1 = sum(bool(e) and e[0] in f for e, f in zip(exact, found, strict=True)) / max(1, len(exact))
+    for ef in args.ef_search:
+        hnsw_settings = settings.model_copy(update={"kb_exact_scan_max_chunks": 0, "kb_hnsw_ef_search": ef})
+        runs.append((f"vector, HNSW ef_search={ef}", "vector", hnsw_settings, -1.0))
+    runs += [
+        ("hybrid, exact tenant scan (threshold on)", "hybrid", exact_settings, None),
+        (
+            f"hybrid, HNSW ef_search={settings.kb_hnsw_ef_search} (threshold on)",
+            "hybrid",
+            settings.model_copy(update={"kb_exact_scan_max_chunks": 0}),
+            None,
+        ),
+        ("exact (part codes)", "exact", settings, None),
+    ]
+    for label, mode, settings_, min_similarity in runs:
+        for tenant, query, _ in samples[:5]:  # warm-up
+            await timed_search(tenant, query, mode, settings_, min_similarity)
+        latencies, recalls, found, empty = [], 0, 0, 0
+        for (tenant, query, target), expected in zip(samples, truth, strict=True):
+            if mode == "exact":
+                _, codes = synthetic_chunk(*map(int, target.split(":")))
+                query = codes[0]
+            ms, ids = await timed_search(tenant, query, mode, settings_, min_similarity)
+            latencies.append(ms)
+            recalls += len(set(ids) & set(expected))
+            found += target_ids[target] in ids
+            empty += not ids
+        quality = f"found {found / len(samples):.0%}"
+        if mode == "vector":
+            quality = f"recall@5 {recalls / max(1, sum(map(len, truth))):.3f}, " + quality
         print(
-            f"  {label}: recall@5 {recall5:.3f}, top-1 found {top1:.3f}, p50 {percentile(timings, 50):.1f} ms, "
-            f"p95 {percentile(timings, 95):.1f} ms  [{plan}]"
+            f"  {label:<42} p50 {percentile(latencies, 50):6.1f} ms  p95 {percentile(latencies, 95):6.1f} ms  "
+            f"{quality}  (no result: {empty})"
+        )
+
+    # --- 5. where the time goes: the search query alone (EXPLAIN ANALYZE) ------------------------
+    from switchboard.knowledge.retrieval import explain_search
+
+    default_hnsw = settings.model_copy(update={"kb_exact_scan_max_chunks": 0})
+    for label, settings_ in (
+        ("exact tenant scan", exact_settings),
+        (f"HNSW ef_search={settings.kb_hnsw_ef_search}", default_hnsw),
+    ):
+        for mode in ("vector", "hybrid"):
+            executions = []
+            for tenant, query, _ in samples[: min(50, len(samples))]:
+                async with sessions() as session, session.begin():
+                    _, plan = await explain_search(
+                        session,
+                        tenant_id=tenant_ids[tenant],
+                        query=query,
+                        mode=mode,  # type: ignore[arg-type]
+                        settings=settings_,
+                        analyze=True,
+                    )
+                executions.append(float(plan[-1].split(":")[1].split()[0]))  # "Execution Time: x ms"
+            print(
+                f"  SQL alone ({mode}, {label}, EXPLAIN ANALYZE execution time): "
+                f"p50 {percentile(executions, 50):.1f} ms, p95 {percentile(executions, 95):.1f} ms"
+            )
+
+    # --- 6. cost of an exact scan by tenant size ------------------------------------------------
+    scan_sql = (
+        "WITH rows AS MATERIALIZED (SELECT id, embedding <=> $2::vector AS distance FROM knowledge_documents "
+        "WHERE tenant_id = ANY($1::uuid[]) AND is_active) SELECT id FROM rows ORDER BY distance, id LIMIT 5"
+    )
+    print("exact scan (tenant index, materialized, sorted) by number of rows scanned, SQL alone:")
+    for group in (1, 2, 4, 8):
+        if group > args.tenants:
+            break
+        timings = []
+        for tenant, query, _ in samples[:30]:
+            ids = [tenant_ids[(tenant + k) % args.tenants] for k in range(group)]
+            started_ = time.perf_counter()
+            await conn.fetch(scan_sql, ids, qvec(query))
+            timings.append((time.perf_counter() - started_) * 1000)
+        print(
+            f"  {group * (per_tenant + ingest_chunks // args.tenants):>7} rows: "
+            f"p50 {percentile(timings, 50):6.1f} ms  p95 {percentile(timings, 95):6.1f} ms"
         )
     await conn.close()
     await engine.dispose()
-
-
-class _Rollback(Exception):
-    """Raised to roll back a measurement transaction."""
 
 
 def main() -> None:
@@ -389,7 +469,18 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="processes computing bulk embeddings")
     parser.add_argument("--maintenance-work-mem", default="2GB", help="for the HNSW build")
     parser.add_argument("--database-url", help="use this server instead of an embedded one")
+    parser.add_argument(
+        "--corpus",
+        choices=["topics", "uniform"],
+        default="topics",
+        help="topics: tenants' documents about a few product lines; uniform: random Zipf words",
+    )
+    parser.add_argument(
+        "--ef-search", type=int, nargs="+", default=[40, 100, 200], help="hnsw.ef_search values to compare"
+    )
     args = parser.parse_args()
+    global CORPUS
+    CORPUS = args.corpus
 
     from switchboard.db.migrate import upgrade
     from switchboard.observability import configure_logging

@@ -27,6 +27,22 @@ from switchboard.tenants import create_tenant
 from tests.utils.net import free_port
 
 
+def _scrub_switchboard_environment() -> None:
+    """Drop Switchboard settings from the environment, except the servers to test against.
+
+    A developer's shell (or ``.env``-style exports) may set ports or URLs for a running
+    ``make run``; tests must neither depend on them nor reach that instance.
+    """
+    keep = {"DATABASE_URL", "REDIS_URL"}
+    for name, field in Settings.model_fields.items():
+        env_name = (field.validation_alias if isinstance(field.validation_alias, str) else name).upper()
+        if env_name not in keep:
+            os.environ.pop(env_name, None)
+
+
+_scrub_switchboard_environment()
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Iterator[Path]:
     """A private DATA_DIR for this test session.
@@ -78,6 +94,13 @@ def settings(database_url: str, redis_url: str, data_dir: Path) -> Settings:
         data_dir=data_dir / "state",
         log_format="console",
         _env_file=None,
+        # Ports nobody listens on: a test that needs a service starts it on its own free port,
+        # and nothing reaches a `make run` on the default ports by accident.
+        **{
+            f"{name}_port": free_port()
+            for name in ("orchestrator", "whatsapp", "instagram", "gmail", "mcp_tools", "model_server")
+        },
+        embedded_redis_port=free_port(),
     )
 
 

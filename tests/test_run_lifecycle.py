@@ -77,6 +77,25 @@ def test_run_status_single_instance_and_clean_stop(tmp_path):
         assert len(lines) == len(state["services"])
         assert all(" healthy " in line for line in lines), status.stdout
 
+        # Another terminal without the port variables still finds the services through run.json.
+        plain_env = {k: v for k, v in env.items() if not k.endswith("_PORT")}
+        plain_status = subprocess.run(
+            [*SWITCHBOARD, "status"], env=plain_env, capture_output=True, text=True, timeout=60
+        )
+        assert plain_status.returncode == 0, plain_status.stdout + plain_status.stderr
+        assert f":{env['WHATSAPP_PORT']}" in plain_status.stdout
+
+        # Every generated secret exists as soon as the system is up (e.g. to sign a test webhook).
+        for name in (
+            "encryption.key",
+            "service.token",
+            "mcp.token",
+            "admin.token",
+            "meta_app.secret",
+            "meta_verify.token",
+        ):
+            assert (data_dir / "secrets" / name).stat().st_size > 0, name
+
         check_env = {**env, "REDIS_URL": state["embedded_redis_url"]}
         worker_check = subprocess.run(
             [sys.executable, "-m", "services.worker.main", "--check"],
@@ -124,3 +143,40 @@ def test_run_status_single_instance_and_clean_stop(tmp_path):
     )
     assert status_after.returncode == 1
     assert "DOWN" in status_after.stdout
+
+
+def test_taken_service_port_is_named_before_anything_starts(tmp_path):
+    import socket
+
+    tmp_path.chmod(0o755)
+    env = _env(tmp_path / "data")
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", int(env["WHATSAPP_PORT"])))
+        squatter.listen()
+        result = subprocess.run([*SWITCHBOARD, "run"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert f"port 127.0.0.1:{env['WHATSAPP_PORT']} is already in use; set WHATSAPP_PORT" in result.stderr
+    assert not (tmp_path / "data" / "postgres").exists()  # nothing was started
+
+
+def test_missing_file_is_one_line_not_a_traceback(tmp_path):
+    env = _env(tmp_path / "data")
+    result = subprocess.run(
+        [
+            *SWITCHBOARD,
+            "data",
+            "import",
+            "--tenant",
+            "demo",
+            "--kind",
+            "products",
+            str(tmp_path / "nope.csv"),
+        ],
+        env={**env, "DATABASE_URL": "postgresql://u@127.0.0.1:1/none"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == f"error: no such file: {tmp_path / 'nope.csv'}"
+    assert "Traceback" not in result.stderr

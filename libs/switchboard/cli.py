@@ -66,10 +66,54 @@ def _friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _settings():  # type: ignore[no-untyped-def]
+def _settings(*, attach_to_run: bool = True):  # type: ignore[no-untyped-def]
+    """Settings for a command; while ``switchboard run`` is up, its host and ports win.
+
+    ``run`` records the ports it started services on in ``DATA_DIR/run.json``; a command typed in
+    another terminal (without the same environment) still finds those services.
+    """
+    from switchboard.runtime.resources import read_run_state
     from switchboard.settings import load_settings
 
-    return load_settings()
+    settings = load_settings()
+    state = read_run_state(settings) if attach_to_run else None
+    if state and state.get("network") and _pid_alive(state.get("pid")):
+        settings = load_settings(**state["network"])
+    return settings
+
+
+def _pid_alive(pid: object) -> bool:
+    if not isinstance(pid, int):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def main() -> None:
+    """Console-script entry point: Switchboard errors, bad files and bad values become one line on
+    stderr and exit status 2 instead of a traceback."""
+    import json
+
+    from sqlalchemy.exc import DBAPIError
+
+    try:
+        app()
+    except DBAPIError as exc:
+        detail = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
+        hint = " (run `switchboard db upgrade`)" if "does not exist" in detail else ""
+        typer.secho(f"error: database: {detail}{hint}", fg=typer.colors.RED, err=True)
+        sys.exit(2)
+    except (SwitchboardError, OSError, ValueError, json.JSONDecodeError) as exc:
+        message = str(exc) or type(exc).__name__
+        if isinstance(exc, FileNotFoundError) and exc.filename:
+            message = f"no such file: {exc.filename}"
+        typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+        sys.exit(2)
 
 
 @app.callback(invoke_without_command=True)
@@ -79,6 +123,11 @@ def _main(
     if version:
         typer.echo(f"switchboard {__version__}")
         raise typer.Exit(0)
+    # Every command logs to stderr (stdout stays clean for JSON lines and tables); `run`
+    # reconfigures at LOG_LEVEL, the others only show warnings and errors.
+    from switchboard.observability import configure_logging
+
+    configure_logging(service="cli", level="WARNING", fmt="console")
 
 
 @app.command()
@@ -94,16 +143,28 @@ def run() -> None:
     from switchboard.observability import configure_logging, get_logger
     from switchboard.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
     from switchboard.runtime.services import SERVICES
-    from switchboard.runtime.supervisor import RunLock, Supervisor
+    from switchboard.runtime.supervisor import RunLock, Supervisor, check_ports_free
     from switchboard.seed import seed_demo_if_empty
 
     started = time.monotonic()
-    settings = _settings()
+    settings = _settings(attach_to_run=False)
     configure_logging(service="run", level=settings.log_level, fmt=settings.log_format)
     log = get_logger("switchboard.run")
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     lock = RunLock(settings.data_dir)
     lock.acquire()
+    check_ports_free(settings, SERVICES)
+    # Create every generated secret now, so the files exist before anyone needs them
+    # (e.g. signing a test webhook with DATA_DIR/secrets/meta_app.secret right after start-up).
+    settings.resolved_encryption_key()
+    for resolve in (
+        settings.resolved_service_token,
+        settings.resolved_mcp_service_token,
+        settings.resolved_admin_token,
+        settings.resolved_meta_app_secret,
+        settings.resolved_meta_verify_token,
+    ):
+        resolve()
 
     stop_requested = False
 
@@ -160,8 +221,9 @@ def run() -> None:
                 database_url=database_url if pg else None,
                 redis_url=redis_url if rd else None,
             )
-            _print_ready(settings, results, time.monotonic() - started)
-            exit_code = supervisor.monitor()
+            if not stop_requested:
+                _print_ready(settings, results, time.monotonic() - started)
+                exit_code = supervisor.monitor()
     finally:
         supervisor.stop_all()
         if rd:
@@ -450,7 +512,7 @@ def simulate(
 
 
 if __name__ == "__main__":
-    app()
+    main()
 
 
 def _agent_work(tenant: str, query: str | None, online: bool) -> Any:

@@ -175,8 +175,12 @@ class Settings(BaseSettings):
     """Same threshold for the offline lexical embedding (calibrated: see README "Knowledge base")."""
     kb_min_keyword_coverage: float = Field(0.6, ge=0.0, le=1.0)
     """Hybrid mode: share of the question's keywords a chunk must contain to match on words alone."""
-    kb_hnsw_ef_search: int = Field(100, ge=1, le=1000)
-    """``hnsw.ef_search`` for vector and hybrid queries (pgvector default 40)."""
+    kb_hnsw_ef_search: int = Field(400, ge=1, le=1000)
+    """``hnsw.ef_search`` for vector and hybrid queries on the HNSW index (pgvector default 40; 400
+    measured by ``loadtests/kb_benchmark.py``, README "Knowledge base")."""
+    kb_exact_scan_max_chunks: int = Field(20_000, ge=0)
+    """Vector search scans a tenant's chunks exactly (no HNSW) while its active chunk count is at most
+    this; above it the HNSW index answers (README "Knowledge base", measured by ``loadtests/kb_benchmark.py``)."""
 
     @field_validator("database_url")
     @classmethod

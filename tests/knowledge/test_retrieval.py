@@ -34,15 +34,23 @@ async def shop(make_tenant, ingest):
     return tenant
 
 
+@pytest.fixture(params=["exact_scan", "hnsw"])
+def search_settings(request, settings):
+    """Settings under which vector search scans the tenant exactly, or always uses the HNSW index."""
+    if request.param == "exact_scan":
+        return settings
+    return settings.model_copy(update={"kb_exact_scan_max_chunks": 0})
+
+
 async def search(session, settings, tenant, query, mode="hybrid"):
     return await search_chunks(session, tenant_id=tenant.id, query=query, mode=mode, settings=settings)
 
 
 @pytest.mark.parametrize("mode", ["vector", "hybrid"])
-async def test_question_finds_the_page_that_answers_it(shop, session, settings, mode):
+async def test_question_finds_the_page_that_answers_it(shop, session, search_settings, mode):
     expected_pages = {"return": 1, "delivery": 2, "warranty": 3, "showroom": 4}
     for question, word in RELATED_QUESTIONS:
-        hits = await search(session, settings, shop, question, mode)
+        hits = await search(session, search_settings, shop, question, mode)
         assert hits, question
         assert hits[0].document == "faq.pdf"
         assert hits[0].page == expected_pages[word], (question, hits[0])
@@ -51,9 +59,9 @@ async def test_question_finds_the_page_that_answers_it(shop, session, settings, 
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_unrelated_question_returns_nothing(shop, session, settings, mode):
+async def test_unrelated_question_returns_nothing(shop, session, search_settings, mode):
     for question in UNRELATED_QUESTIONS:
-        assert await search(session, settings, shop, question, mode) == [], question
+        assert await search(session, search_settings, shop, question, mode) == [], question
 
 
 async def test_exact_mode_never_confuses_near_identical_part_numbers(
@@ -84,31 +92,35 @@ async def test_hybrid_counts_exact_numbers(shop, session, settings):
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_tenant_never_sees_another_tenants_chunks(make_tenant, ingest, session, settings, mode):
+async def test_tenant_never_sees_another_tenants_chunks(make_tenant, ingest, session, search_settings, mode):
     tenant_a, tenant_b = await make_tenant(), await make_tenant()
     await ingest(tenant_a, "a.txt", b"Secret recipe of tenant A: the QX-9911 blend uses Ethiopian beans.")
     await ingest(tenant_b, "b.txt", b"Tenant B sells bicycles and repairs flat tyres.")
     query = "QX-9911 blend Ethiopian beans"
-    assert [hit.document for hit in await search(session, settings, tenant_a, query, mode)] == ["a.txt"]
-    assert await search(session, settings, tenant_b, query, mode) == []
+    assert [hit.document for hit in await search(session, search_settings, tenant_a, query, mode)] == [
+        "a.txt"
+    ]
+    assert await search(session, search_settings, tenant_b, query, mode) == []
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_deactivation_takes_effect_at_once_and_reactivation_restores(
-    make_tenant, ingest, sessions, session, settings, mode
+    make_tenant, ingest, sessions, session, search_settings, mode
 ):
     tenant = await make_tenant()
     report = await ingest(tenant, "hours.docx", make_docx([OPENING_HOURS, "Showroom code SR-42."]))
     query = "Lisbon showroom SR-42"
-    assert await search(session, settings, tenant, query, mode)
+    assert await search(session, search_settings, tenant, query, mode)
     await session.commit()
     async with sessions() as other, other.begin():
         await set_source_active(other, tenant_id=tenant.id, source_id=report.source_id, is_active=False)
-    assert await search(session, settings, tenant, query, mode) == []
+    assert await search(session, search_settings, tenant, query, mode) == []
     await session.commit()
     async with sessions() as other, other.begin():
         await set_source_active(other, tenant_id=tenant.id, source_id=report.source_id, is_active=True)
-    assert [hit.document for hit in await search(session, settings, tenant, query, mode)] == ["hours.docx"]
+    assert [hit.document for hit in await search(session, search_settings, tenant, query, mode)] == [
+        "hours.docx"
+    ]
 
 
 async def test_csv_rows_are_searchable_with_their_headers(make_tenant, ingest, session, settings):

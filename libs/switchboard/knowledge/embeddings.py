@@ -178,6 +178,8 @@ def set_tenant_embedding(
 def _transient_errors() -> tuple[type[BaseException], ...]:
     import litellm
 
+    litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on stdout
+
     return (
         litellm.RateLimitError,
         litellm.APIConnectionError,
@@ -212,6 +214,8 @@ def _no_retry_client(config: EmbeddingConfig) -> Any:
 
 async def _embed_batch(config: EmbeddingConfig, batch: Sequence[str], client: Any) -> list[list[float]]:
     import litellm
+
+    litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on stdout
 
     response = await litellm.aembedding(
         model=config.litellm_model,
@@ -288,6 +292,8 @@ async def _embed_all(
     on_batch: Callable[[int, int], None] | None,
 ) -> None:
     import litellm
+
+    litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on stdout
 
     total = len(texts)
     for start in range(0, total, config.batch_size):

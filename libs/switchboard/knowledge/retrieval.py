@@ -2,13 +2,18 @@
 
 Modes (DESIGN.md "Knowledge"):
 
-* ``vector``: cosine distance (``<=>``) on the HNSW index (``vector_cosine_ops``), with pgvector
-  0.8's iterative index scan (``SET LOCAL hnsw.iterative_scan = relaxed_order``) so the tenant
-  filter cannot starve the result (LIBRARIES.md §9), re-sorted exactly in an outer query. A chunk
-  matches when its cosine similarity reaches the threshold.
-* ``hybrid`` (default): the vector candidates and the full-text candidates (``tsv`` GIN index, an
-  OR of the question's keywords) fused by reciprocal rank fusion (Cormack, Clarke & Büttcher,
-  SIGIR 2009: ``score = Σ 1/(k + rank)``, k = 60). A chunk matches when its cosine similarity
+* ``vector``: cosine distance (``<=>``). A tenant with at most ``kb_exact_scan_max_chunks`` active
+  chunks (the sum of ``knowledge_sources.chunk_count``, read in the same round trip that sets the
+  ``SET LOCAL`` options) is scanned **exactly**: its rows are read through the tenant index into a
+  ``MATERIALIZED`` CTE and sorted by distance, which the HNSW index cannot serve (recall 1.0).
+  Larger tenants use the HNSW index (``vector_cosine_ops``, ``SET LOCAL enable_sort = off`` so
+  the planner cannot fall back to a sort, restored right after), with pgvector 0.8's iterative
+  index scan (``hnsw.iterative_scan = relaxed_order``) so the tenant filter cannot starve the
+  result (LIBRARIES.md §9), re-sorted exactly in an outer query. A chunk matches when its cosine
+  similarity reaches the threshold. Either way the search itself is one SQL query.
+* ``hybrid`` (default): the vector candidates (found as in ``vector`` mode) and the full-text
+  candidates (``tsv`` GIN index, an OR of the question's keywords) fused by reciprocal rank fusion
+  (Cormack, Clarke & Büttcher, SIGIR 2009: ``score = Σ 1/(k + rank)``, k = 60). A chunk matches when its cosine similarity
   reaches the threshold **or** it contains at least ``kb_min_keyword_coverage`` of the
   question's keywords, so exact words and numbers count.
 * ``exact``: for part numbers, SKUs and codes. Tokens of the question that contain a digit or an
@@ -38,7 +43,15 @@ from switchboard.llm.lexical import tokenize
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
 
-__all__ = ["ChunkHit", "SearchMode", "search_chunks", "keywords", "code_tokens", "STOPWORDS"]
+__all__ = [
+    "ChunkHit",
+    "SearchMode",
+    "search_chunks",
+    "explain_search",
+    "keywords",
+    "code_tokens",
+    "STOPWORDS",
+]
 
 log = get_logger(__name__)
 
@@ -113,14 +126,33 @@ _MODEL_SOURCES = (
     "SELECT ks.id FROM knowledge_sources ks WHERE ks.tenant_id = :tenant_id AND ks.embedding_model = :model"
 )
 
-_VECTOR_SQL = f"""
-WITH nn AS MATERIALIZED (
+
+def _nearest_cte(name: str, limit_param: str, *, exact: bool) -> str:
+    """CTE ``name(id, distance)``: the tenant's ``:limit_param`` chunks nearest to ``:qvec``.
+
+    ``exact``: every active row of the tenant (tenant index, never HNSW: the ``ORDER BY`` is on a
+    materialized CTE) sorted by distance. Otherwise the HNSW index (iterative scan).
+    """
+    if exact:
+        return f"""{name}_all AS MATERIALIZED (
+    SELECT d.id, d.embedding <=> CAST(:qvec AS vector) AS distance
+    FROM knowledge_documents d
+    WHERE d.tenant_id = :tenant_id AND d.is_active AND d.source_id IN ({_MODEL_SOURCES})
+),
+{name} AS MATERIALIZED (
+    SELECT id, distance FROM {name}_all ORDER BY distance, id LIMIT :{limit_param}
+)"""
+    return f"""{name} AS MATERIALIZED (
     SELECT d.id, d.embedding <=> CAST(:qvec AS vector) AS distance
     FROM knowledge_documents d
     WHERE d.tenant_id = :tenant_id AND d.is_active AND d.source_id IN ({_MODEL_SOURCES})
     ORDER BY d.embedding <=> CAST(:qvec AS vector)
-    LIMIT :limit
-)
+    LIMIT :{limit_param}
+)"""
+
+
+_VECTOR_SQL = """
+WITH {nearest}
 SELECT d.id, d.source_id, s.filename, d.page, d.sheet, d.text,
        1 - nn.distance AS similarity, 1 - nn.distance AS score
 FROM nn
@@ -130,14 +162,8 @@ WHERE 1 - nn.distance >= :min_similarity
 ORDER BY nn.distance, d.id
 """
 
-_HYBRID_SQL = f"""
-WITH vec AS MATERIALIZED (
-    SELECT d.id, d.embedding <=> CAST(:qvec AS vector) AS distance
-    FROM knowledge_documents d
-    WHERE d.tenant_id = :tenant_id AND d.is_active AND d.source_id IN ({_MODEL_SOURCES})
-    ORDER BY d.embedding <=> CAST(:qvec AS vector)
-    LIMIT :candidates
-),
+_HYBRID_SQL = """
+WITH {nearest},
 vec_ranked AS (
     SELECT id, row_number() OVER (ORDER BY distance, id) AS rank FROM vec
 ),
@@ -191,36 +217,54 @@ LIMIT :limit
 """
 
 
-async def search_chunks(
+_PREPARE_SQL = """
+WITH previous AS MATERIALIZED (SELECT current_setting('enable_sort') AS enable_sort),
+counted AS MATERIALIZED (
+    SELECT coalesce(sum(ks.chunk_count), 0) AS chunks
+    FROM knowledge_sources ks
+    WHERE ks.tenant_id = :tenant_id AND ks.is_active
+)
+SELECT c.chunks, p.enable_sort AS previous_sort,
+       set_config('hnsw.iterative_scan', 'relaxed_order', true) AS iterative_scan,
+       set_config('hnsw.ef_search', :ef_search, true) AS ef_search,
+       set_config('enable_sort', CASE WHEN c.chunks > :max_exact THEN 'off' ELSE p.enable_sort END, true)
+           AS enable_sort
+FROM counted c, previous p
+"""
+"""One round trip before a vector/hybrid search: the tenant's active chunk count, which picks the
+exact scan or HNSW, and the transaction-local options (``set_config(..., true)`` is ``SET LOCAL``):
+HNSW's iterative scan and ``ef_search``, and for HNSW ``enable_sort = off``, so that the planner
+cannot swap the index for "read the tenant's rows and sort" (the previous value is read first,
+in its own CTE, to be restored after the search)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Prepared:
+    sql: str
+    params: dict[str, Any]
+    strategy: Literal["exact_scan", "hnsw", "keyword"]
+    tenant_chunks: int | None
+    restore_sort: str | None
+    """``enable_sort`` value to put back after an HNSW query (``None``: nothing to restore)."""
+    threshold: float
+    embedding_model: str
+
+
+async def _prepare(
     session: AsyncSession,
     *,
     tenant_id: uuid.UUID,
     query: str,
-    mode: SearchMode = "hybrid",
-    limit: int = 5,
+    mode: SearchMode,
+    limit: int,
     settings: Settings,
-    embedding: EmbeddingConfig | None = None,
-    min_similarity: float | None = None,
-) -> list[ChunkHit]:
-    """Find the tenant's chunks that answer ``query``; nothing when nothing is relevant enough.
+    embedding: EmbeddingConfig | None,
+    min_similarity: float | None,
+) -> _Prepared | None:
+    """Validate, embed the question and pick the query; ``None`` when the question has no words.
 
-    Args:
-        session: open session; ``SET LOCAL`` applies to its current transaction.
-        tenant_id: the tenant established by authentication (never taken from a model).
-        query: the question, or a code for ``exact`` mode.
-        mode: ``vector``, ``hybrid`` (default) or ``exact`` (see the module docstring).
-        limit: most chunks returned (1-50).
-        settings: thresholds, ``hnsw.ef_search`` and the embedding fallback policy.
-        embedding: the tenant's embedding configuration (resolved from the tenant row when omitted).
-        min_similarity: override of the cosine-similarity threshold.
-
-    Returns:
-        Up to ``limit`` hits, best first; empty when no chunk passes the threshold.
-
-    Raises:
-        ValueError: unknown mode or ``limit`` outside 1-50.
-        TenantNotFound: ``embedding`` omitted and no such tenant.
-        EmbeddingFailed: the embedding provider failed for the question.
+    Leaves ``SET LOCAL`` options in the session's transaction (``enable_sort = off`` for HNSW:
+    the caller restores it from ``restore_sort`` once the search has run).
     """
     if mode not in ("vector", "hybrid", "exact"):
         raise ValueError(f"unknown search mode {mode!r}: use vector, hybrid or exact")
@@ -234,24 +278,40 @@ async def search_chunks(
     threshold = embedding.min_similarity if min_similarity is None else min_similarity
     terms = keywords(query)
     params: dict[str, Any] = {"tenant_id": tenant_id, "model": embedding.model, "limit": limit}
+    strategy: Literal["exact_scan", "hnsw", "keyword"] = "keyword"
+    tenant_chunks: int | None = None
+    restore_sort: str | None = None
     if mode == "exact":
         tokens = code_tokens(query) or terms
         if not tokens:
-            return []
+            return None
         for index, token in enumerate(tokens):
             params[f"tok{index}"] = token
             params[f"pat{index}"] = _token_regex(token)
         sql = _exact_sql(len(tokens))
     else:
         if not tokenize(query):
-            return []
-        await session.exec(text("SET LOCAL hnsw.iterative_scan = 'relaxed_order'"))
-        await session.exec(text(f"SET LOCAL hnsw.ef_search = {int(settings.kb_hnsw_ef_search)}"))
+            return None
+        prepared = (
+            await session.exec(
+                text(_PREPARE_SQL),
+                params={
+                    "tenant_id": tenant_id,
+                    "ef_search": str(int(settings.kb_hnsw_ef_search)),
+                    "max_exact": settings.kb_exact_scan_max_chunks,
+                },
+            )
+        ).one()
+        tenant_chunks = int(prepared.chunks)
+        exact_scan = tenant_chunks <= settings.kb_exact_scan_max_chunks
+        strategy = "exact_scan" if exact_scan else "hnsw"
+        if not exact_scan and prepared.previous_sort != "off":
+            restore_sort = prepared.previous_sort
         params["min_similarity"] = float(threshold)
         if mode == "vector":
-            sql = _VECTOR_SQL
+            sql = _VECTOR_SQL.replace("{nearest}", _nearest_cte("nn", "limit", exact=exact_scan))
         else:
-            sql = _HYBRID_SQL
+            sql = _HYBRID_SQL.replace("{nearest}", _nearest_cte("vec", "candidates", exact=exact_scan))
             params.update(
                 candidates=max(CANDIDATES_PER_LIST, limit),
                 or_query=" or ".join(f'"{term}"' for term in terms),
@@ -265,7 +325,74 @@ async def search_chunks(
     # sentences look alike: embed only the question's keywords (calibration: README "Knowledge base").
     query_text = " ".join(terms) if embedding.is_lexical and terms else query
     params["qvec"] = _vector_literal(await embed_query(embedding, query_text))
-    rows = (await session.exec(text(sql), params=params)).all()
+    return _Prepared(
+        sql=sql,
+        params=params,
+        strategy=strategy,
+        tenant_chunks=tenant_chunks,
+        restore_sort=restore_sort,
+        threshold=float(threshold),
+        embedding_model=embedding.model,
+    )
+
+
+async def _restore(session: AsyncSession, prepared: _Prepared) -> None:
+    if prepared.restore_sort is not None:
+        await session.exec(
+            text("SELECT set_config('enable_sort', :value, true)"), params={"value": prepared.restore_sort}
+        )
+
+
+async def search_chunks(
+    session: AsyncSession,
+    *,
+    tenant_id: uuid.UUID,
+    query: str,
+    mode: SearchMode = "hybrid",
+    limit: int = 5,
+    settings: Settings,
+    embedding: EmbeddingConfig | None = None,
+    min_similarity: float | None = None,
+) -> list[ChunkHit]:
+    """Find the tenant's chunks that answer ``query``; nothing when nothing is relevant enough.
+
+    Round trips: ``vector``/``hybrid`` read the tenant's chunk count while setting the planner
+    options, then run the one search query (plus one to restore ``enable_sort`` after HNSW);
+    ``exact`` runs the one query. A tenant row lookup comes first when ``embedding`` is omitted.
+
+    Args:
+        session: open session; ``SET LOCAL`` applies to its current transaction.
+        tenant_id: the tenant established by authentication (never taken from a model).
+        query: the question, or a code for ``exact`` mode.
+        mode: ``vector``, ``hybrid`` (default) or ``exact`` (see the module docstring).
+        limit: most chunks returned (1-50).
+        settings: thresholds, ``hnsw.ef_search``, ``kb_exact_scan_max_chunks`` and the embedding
+            fallback policy.
+        embedding: the tenant's embedding configuration (resolved from the tenant row when omitted).
+        min_similarity: override of the cosine-similarity threshold.
+
+    Returns:
+        Up to ``limit`` hits, best first; empty when no chunk passes the threshold.
+
+    Raises:
+        ValueError: unknown mode or ``limit`` outside 1-50.
+        TenantNotFound: ``embedding`` omitted and no such tenant.
+        EmbeddingFailed: the embedding provider failed for the question.
+    """
+    prepared = await _prepare(
+        session,
+        tenant_id=tenant_id,
+        query=query,
+        mode=mode,
+        limit=limit,
+        settings=settings,
+        embedding=embedding,
+        min_similarity=min_similarity,
+    )
+    if prepared is None:
+        return []
+    rows = (await session.exec(text(prepared.sql), params=prepared.params)).all()
+    await _restore(session, prepared)
     hits = [
         ChunkHit(
             chunk_id=row.id,
@@ -284,7 +411,51 @@ async def search_chunks(
         tenant_id=str(tenant_id),
         mode=mode,
         hits=len(hits),
-        embedding_model=embedding.model,
-        threshold=threshold,
+        strategy=prepared.strategy,
+        tenant_chunks=prepared.tenant_chunks,
+        embedding_model=prepared.embedding_model,
+        threshold=prepared.threshold,
     )
     return hits
+
+
+async def explain_search(
+    session: AsyncSession,
+    *,
+    tenant_id: uuid.UUID,
+    query: str,
+    mode: SearchMode = "hybrid",
+    limit: int = 5,
+    settings: Settings,
+    embedding: EmbeddingConfig | None = None,
+    analyze: bool = False,
+) -> tuple[str, list[str]]:
+    """The strategy and the PostgreSQL plan of the query :func:`search_chunks` would run.
+
+    Args:
+        analyze: run it (``EXPLAIN ANALYZE``) to get timings; otherwise only plan it.
+        Other arguments: as for :func:`search_chunks`.
+
+    Returns:
+        ``(strategy, plan lines)``: strategy ``exact_scan`` or ``hnsw`` (vector, hybrid) or
+        ``keyword`` (exact mode); no plan lines when the question has no words.
+
+    Raises:
+        The same errors as :func:`search_chunks`.
+    """
+    prepared = await _prepare(
+        session,
+        tenant_id=tenant_id,
+        query=query,
+        mode=mode,
+        limit=limit,
+        settings=settings,
+        embedding=embedding,
+        min_similarity=None,
+    )
+    if prepared is None:
+        return "keyword", []
+    explain = "EXPLAIN (ANALYZE, BUFFERS) " if analyze else "EXPLAIN "
+    rows = (await session.exec(text(explain + prepared.sql), params=prepared.params)).all()
+    await _restore(session, prepared)
+    return prepared.strategy, [row[0] for row in rows]

@@ -32,6 +32,8 @@ from switchboard.llm.config import DeploymentSettings, LLMSettings, default_depl
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
 
+litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on stdout
+
 __all__ = ["ModelGateway", "ModelReply", "TenantRouter", "ModelCallFailed", "ContextOverflow"]
 
 log = get_logger(__name__)

@@ -19,6 +19,8 @@ import litellm
 
 from switchboard.observability import get_logger
 
+litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on stdout
+
 __all__ = [
     "strip_reasoning",
     "split_units",

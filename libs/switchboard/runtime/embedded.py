@@ -20,6 +20,7 @@ import os
 import signal
 import subprocess
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlsplit
@@ -32,6 +33,10 @@ from switchboard.observability import get_logger
 __all__ = ["EmbeddedPostgres", "EmbeddedRedis", "set_parent_death_signal"]
 
 log = get_logger(__name__)
+
+# pgserver's lock folder falls back to /tmp/runtime-<uid> when XDG_RUNTIME_DIR is unset (servers,
+# containers); platformdirs warns about it on every command. The fallback is fine here.
+warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
 
 DATABASE_NAME = "switchboard"
 REDIS_START_TIMEOUT_S = 10.0

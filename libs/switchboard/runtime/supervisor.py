@@ -14,6 +14,7 @@ import fcntl
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -26,13 +27,13 @@ from typing import IO
 import httpx
 import redis
 
-from switchboard.errors import AlreadyRunning
+from switchboard.errors import AlreadyRunning, SwitchboardError
 from switchboard.observability import get_logger
 from switchboard.runtime.embedded import set_parent_death_signal
 from switchboard.runtime.services import WORKER_HEALTH_KEY, ServiceSpec
 from switchboard.settings import Settings
 
-__all__ = ["Supervisor", "RunLock", "check_service_health"]
+__all__ = ["Supervisor", "RunLock", "PortInUse", "check_ports_free", "check_service_health"]
 
 log = get_logger(__name__)
 
@@ -40,6 +41,36 @@ STOP_TIMEOUT_S = 10.0
 HEALTH_TIMEOUT_S = 60.0
 MAX_RESTARTS = 5
 RESTART_BACKOFF_S = 1.0
+
+
+class PortInUse(SwitchboardError):
+    """A service's port is taken by another program (often another ``switchboard run``)."""
+
+    def __init__(self, service: str, address: str, setting: str) -> None:
+        self.service = service
+        self.address = address
+        self.setting = setting
+        super().__init__(f"{service}: port {address} is already in use; set {setting} to a free port")
+
+
+def check_ports_free(settings: Settings, services: tuple[ServiceSpec, ...]) -> None:
+    """Bind-test every HTTP service's port before anything starts.
+
+    Raises:
+        PortInUse: the first taken port, naming its setting (e.g. ``WHATSAPP_PORT``).
+    """
+    for spec in services:
+        port = spec.port(settings)
+        if port is None:
+            continue
+        with socket.socket(socket.AF_INET6 if ":" in settings.host else socket.AF_INET) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((settings.host, port))
+            except OSError:
+                raise PortInUse(
+                    spec.name, f"{settings.host}:{port}", (spec.port_setting or "").upper()
+                ) from None
 
 
 class RunLock:
@@ -173,14 +204,19 @@ class Supervisor:
         deadline = time.monotonic() + timeout_s
         results: dict[str, tuple[bool, str]] = {}
         while time.monotonic() < deadline and not self._stopping.is_set():
-            results = {
-                c.spec.name: check_service_health(c.spec, self.settings, redis_url, 1.0)
-                for c in self._children
-            }
+            results = {c.spec.name: self._child_health(c, redis_url) for c in self._children}
             if all(ok for ok, _ in results.values()):
                 break
             time.sleep(0.25)
         return results
+
+    def _child_health(self, child: _Child, redis_url: str | None) -> tuple[bool, str]:
+        """A child that exited is not healthy, whatever answers on its port."""
+        assert child.process is not None
+        code = child.process.poll()
+        if code is not None:
+            return False, f"exited with code {code}"
+        return check_service_health(child.spec, self.settings, redis_url, 1.0)
 
     def request_stop(self, *_: object) -> None:
         self._stopping.set()
@@ -236,6 +272,13 @@ class Supervisor:
             "started_at": datetime.now(UTC).isoformat(),
             "embedded_database_url": database_url,
             "embedded_redis_url": redis_url,
+            # what other commands need to find these services from another terminal
+            "network": {
+                "host": self.settings.host,
+                **{
+                    spec.port_setting: spec.port(self.settings) for spec in self.services if spec.port_setting
+                },
+            },
             "services": {
                 c.spec.name: {"url": c.spec.url(self.settings), "pid": c.process.pid if c.process else None}
                 for c in self._children

@@ -1,0 +1,96 @@
+"""Vector search strategy: exact tenant scan up to ``kb_exact_scan_max_chunks`` chunks, HNSW above.
+
+The plans are checked with ``EXPLAIN`` on the real Postgres + pgvector, with a low threshold.
+"""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+from switchboard.knowledge import search_chunks, set_source_active
+from switchboard.knowledge.retrieval import explain_search
+
+from tests.utils.documents import OPENING_HOURS, RETURNS_POLICY, SHIPPING, WARRANTY
+
+HNSW_INDEX = "ix_knowledge_documents_embedding_hnsw"
+THRESHOLD = 3
+"""Tenants with more active chunks than this use HNSW in these tests."""
+
+
+@pytest.fixture
+def strategy_settings(settings):
+    return settings.model_copy(update={"kb_exact_scan_max_chunks": THRESHOLD, "kb_chunk_size_chars": 400})
+
+
+@pytest.fixture
+async def tenants(make_tenant, ingest, strategy_settings):
+    """``(small, large, large_report)``: 1 chunk vs more than ``THRESHOLD`` chunks."""
+    small, large = await make_tenant(), await make_tenant()
+    report = await ingest(small, "hours.txt", OPENING_HOURS.encode(), settings_=strategy_settings)
+    assert report.status == "ready" and report.chunk_count == 1, report
+    body = "\n\n".join([RETURNS_POLICY, SHIPPING, WARRANTY, OPENING_HOURS]).encode()
+    large_report = await ingest(large, "faq.txt", body, settings_=strategy_settings)
+    assert large_report.status == "ready" and large_report.chunk_count > THRESHOLD, large_report
+    return small, large, large_report
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+async def test_small_tenant_is_scanned_exactly_and_large_tenant_uses_hnsw(
+    tenants, session, strategy_settings, mode
+):
+    small, large, _ = tenants
+    query = "showroom opening hours"
+    strategy, plan = await explain_search(
+        session, tenant_id=small.id, query=query, mode=mode, settings=strategy_settings
+    )
+    assert strategy == "exact_scan"
+    assert not any(HNSW_INDEX in line for line in plan), plan
+    assert any("Sort" in line for line in plan), plan  # distances sorted, not read in index order
+
+    strategy, plan = await explain_search(
+        session, tenant_id=large.id, query=query, mode=mode, settings=strategy_settings
+    )
+    assert strategy == "hnsw"
+    assert any(f"Index Scan using {HNSW_INDEX}" in line for line in plan), plan
+
+
+async def test_both_strategies_return_the_same_chunks(tenants, session, strategy_settings):
+    _, large, large_report = tenants
+    hnsw_always = strategy_settings.model_copy(update={"kb_exact_scan_max_chunks": 0})
+    exact_always = strategy_settings.model_copy(update={"kb_exact_scan_max_chunks": 1_000_000})
+    for query in ("how long is the warranty", "when does delivery arrive", "showroom opening hours"):
+        by_hnsw = await search_chunks(
+            session, tenant_id=large.id, query=query, mode="vector", settings=hnsw_always, min_similarity=-1
+        )
+        by_scan = await search_chunks(
+            session, tenant_id=large.id, query=query, mode="vector", settings=exact_always, min_similarity=-1
+        )
+        assert len(by_scan) == large_report.chunk_count  # limit 5, threshold off: all of them
+        assert [hit.chunk_id for hit in by_hnsw] == [hit.chunk_id for hit in by_scan], query
+        assert [hit.similarity for hit in by_hnsw] == [hit.similarity for hit in by_scan], query
+
+
+async def test_hnsw_search_leaves_the_transactions_planner_settings_as_they_were(
+    tenants, session, strategy_settings
+):
+    _, large, _ = tenants
+    hits = await search_chunks(
+        session, tenant_id=large.id, query="warranty", mode="vector", settings=strategy_settings
+    )
+    assert hits and "warranty" in hits[0].text.lower()
+    assert (await session.exec(text("SHOW enable_sort"))).scalar_one() == "on"
+    assert (await session.exec(text("SHOW hnsw.ef_search"))).scalar_one() == str(
+        strategy_settings.kb_hnsw_ef_search
+    )
+
+
+async def test_inactive_documents_do_not_count_towards_the_threshold(
+    tenants, sessions, session, strategy_settings
+):
+    _, large, large_report = tenants
+    async with sessions() as other, other.begin():
+        await set_source_active(other, tenant_id=large.id, source_id=large_report.source_id, is_active=False)
+    strategy, _ = await explain_search(
+        session, tenant_id=large.id, query="warranty", mode="vector", settings=strategy_settings
+    )
+    assert strategy == "exact_scan"
