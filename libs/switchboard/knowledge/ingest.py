@@ -158,7 +158,13 @@ async def register_upload(
         return UploadOutcome(source=same_bytes, action="unchanged")
     # parse now (in a thread) so a file that cannot be read stores nothing, like an empty or
     # unsupported one, and a bad replacement leaves the previous version untouched
-    await asyncio.to_thread(parse_document, data, filename)
+    try:
+        await asyncio.to_thread(parse_document, data, filename)
+    except DocumentRejected as exc:
+        log.warning(
+            "knowledge_upload_unreadable", tenant_id=str(tenant_id), filename=filename, reason=exc.reason
+        )
+        raise
     source = await scope.first(KnowledgeSource, KnowledgeSource.filename == filename)
     action: Literal["created", "replaced"] = "replaced" if source is not None else "created"
     if source is None:

@@ -280,7 +280,12 @@ def simulate_whatsapp(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for outbound messages.")] = 30.0,
 ) -> None:
     """Sign and post a real-shaped webhook to the running WhatsApp service, then print (JSON lines) the
-    messages the Graph API sandbox received (to anyone) while waiting. Exit 0 when the webhook was accepted."""
+    messages the Graph API sandbox received (to anyone) while waiting. Exit 0 when the webhook was accepted.
+
+    --payload message ids get a fresh suffix (unless --keep-ids), so a file can be posted again. When the
+    webhook stored nothing new, or the payload holds no customer message to answer (statuses, reactions...),
+    it says so in one line and returns at once.
+    """
     from sqlmodel import select
 
     from switchboard.db.models import ChannelAccount
