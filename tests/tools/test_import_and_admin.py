@@ -214,3 +214,24 @@ def test_cli_import_reports_skipped_rows_missing_columns_and_empty_fields(cli, t
         "error: missing columns: sku, name, price (the header row has: code, title, cost)"
     )
     assert "Field required" not in refused.output
+
+
+async def test_blank_optional_cells_take_their_defaults(sessions, make_tenant):
+    """A spreadsheet export with empty optional cells imports; an empty required cell is named."""
+    tenant = await make_tenant()
+    data = "sku,name,price,description,currency,stock,color\nNU-101,Water bottle,9.50,,,,green\nNU-102,,3.00,,,,\n"
+    async with sessions() as session, session.begin():
+        report = await import_csv(session, tenant_id=tenant.id, kind="products", data=data)
+    assert report.committed is False
+    assert [(r.line, r.reasons) for r in report.rejected] == [(3, ["name: is empty"])]
+    async with sessions() as session, session.begin():
+        report = await import_csv(
+            session,
+            tenant_id=tenant.id,
+            kind="products",
+            data=data.splitlines(True)[0] + data.splitlines(True)[1],
+        )
+    assert report.committed is True and report.imported == 1
+    (product,) = await _products(sessions, tenant.id)
+    assert (product.description, product.currency, product.stock) == ("", "USD", 0)
+    assert product.attributes == {"color": "green"}

@@ -204,7 +204,12 @@ class EmbeddedRedis:
             "--pidfile", str(self.pid_path.resolve()),
             "--logfile", str(log_path.resolve()),
         ]  # fmt: skip
-        self._process = subprocess.Popen(args, preexec_fn=set_parent_death_signal, stdin=subprocess.DEVNULL)
+        self._process = subprocess.Popen(
+            args,
+            preexec_fn=set_parent_death_signal,
+            start_new_session=True,  # not stopped by a terminal's Ctrl-C before the services are
+            stdin=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + REDIS_START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self._process.poll() is not None:

@@ -183,6 +183,9 @@ class Supervisor:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             preexec_fn=set_parent_death_signal,
+            # Own session: a terminal's Ctrl-C reaches only the supervisor, which stops the
+            # children in order (services first, then Redis and Postgres).
+            start_new_session=True,
         )
         child.reader = threading.Thread(target=self._pump, args=(child.spec.name, child.process), daemon=True)
         child.reader.start()

@@ -223,9 +223,11 @@ def _normalize_customer_ref(value: str) -> str:
     return digits if digits.isdigit() else value
 
 
-def _reason(error: Any) -> str:
+def _reason(error: Any, blank: set[str] = frozenset()) -> str:  # type: ignore[assignment]
     """One validation error as ``field: message``; a required field left blank reads ``field: is empty``."""
     where = ".".join(str(p) for p in error["loc"]) or "row"
+    if error["loc"] and error["loc"][0] in blank:
+        return f"{where}: is empty"
     if error.get("input") is None and error["type"] != "missing":
         return f"{where}: is empty"
     return f"{where}: {error['msg']}"
@@ -271,7 +273,10 @@ def parse_rows(kind: str, data: bytes | str) -> tuple[list[tuple[int, Any]], lis
         if None in record:
             rejected.append(RejectedRow(line=line, reasons=["more values than header columns"]))
             continue
-        values = dict(record)
+        # A blank cell means "not given": optional columns take their defaults, and a required
+        # column left blank is reported as "is empty".
+        blank = {k for k, v in record.items() if isinstance(v, str) and not v.strip()}
+        values = {k: v for k, v in record.items() if k not in blank}
         if kind == "products":
             extra = {k: v for k, v in values.items() if k not in _PRODUCT_COLUMNS and v not in (None, "")}
             if extra:
@@ -288,7 +293,7 @@ def parse_rows(kind: str, data: bytes | str) -> tuple[list[tuple[int, Any]], lis
             rejected.append(
                 RejectedRow(
                     line=line,
-                    reasons=[_reason(e) for e in exc.errors()],
+                    reasons=[_reason(e, blank) for e in exc.errors()],
                 )
             )
             continue

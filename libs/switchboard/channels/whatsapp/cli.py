@@ -317,9 +317,12 @@ def simulate_whatsapp(
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
     if payload is not None:
-        body = retarget_payload(
-            json.loads(payload.read_text()), phone_number_id=phone_number_id, keep_timestamps=keep_timestamps
-        )
+        try:
+            document = json.loads(payload.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            typer.secho(f"error: {payload} is not a JSON webhook body: {exc}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(2) from None
+        body = retarget_payload(document, phone_number_id=phone_number_id, keep_timestamps=keep_timestamps)
         if not keep_ids:
             body = refresh_message_ids(body)
     else:
