@@ -65,3 +65,13 @@ def test_simulate_refuses_empty_or_blank_text(tmp_path) -> None:  # type: ignore
         out = runner.invoke(cli_app, ["simulate", "--new", text], env={"DATA_DIR": str(tmp_path)})
         assert out.exit_code == 2
         assert out.stderr.strip() == "error: the message is empty: give the text the customer writes"
+
+
+def test_commands_do_not_create_a_database_in_the_wrong_folder(cli_env, monkeypatch, tmp_path):
+    monkeypatch.delenv("DATABASE_URL")
+    monkeypatch.setenv("DATA_DIR", str(tmp_path / "elsewhere"))
+    result = cli_env.invoke(app, ["tenant", "list"])
+    assert result.exit_code == 2
+    assert "no Switchboard database in" in result.stderr
+    assert "DATA_DIR" in result.stderr
+    assert not (tmp_path / "elsewhere" / "postgres").exists()

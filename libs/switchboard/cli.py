@@ -275,7 +275,7 @@ def db_upgrade(revision: Annotated[str, typer.Option(help="Target revision.")] =
     from switchboard.db.migrate import upgrade
     from switchboard.runtime.resources import database_url_for
 
-    with database_url_for(_settings()) as url:
+    with database_url_for(_settings(), create=True) as url:
         upgrade(url, revision)
     typer.echo(f"database at {revision}")
 

@@ -54,16 +54,29 @@ def require_redis_url(settings: Settings) -> str:
 
 
 @contextmanager
-def database_url_for(settings: Settings) -> Iterator[str]:
+def database_url_for(settings: Settings, *, create: bool = False) -> Iterator[str]:
     """A database URL for a one-off command (``switchboard db upgrade``, ``tenant create``...).
 
     ``DATABASE_URL`` when set; otherwise the embedded server under ``DATA_DIR``, attached to when
     ``switchboard run`` already runs it, else started for the command and stopped afterwards.
+
+    Args:
+        create: allow creating a new embedded database (``db upgrade``). Other commands refuse,
+            so a command typed in the wrong folder does not quietly make an empty database there.
+
+    Raises:
+        SettingsError: no embedded database in ``DATA_DIR`` and ``create`` is false.
     """
     if settings.database_url:
         yield settings.database_url
         return
     pg = EmbeddedPostgres(settings.data_dir / "postgres")
+    if not create and not (pg.data_dir / "PG_VERSION").exists():
+        raise SettingsError(
+            "DATA_DIR",
+            f"no Switchboard database in {settings.data_dir.resolve()}: run commands from the folder where "
+            "you ran `make run` (or set DATA_DIR or DATABASE_URL); `switchboard db upgrade` creates a new one",
+        )
     url = pg.start()
     try:
         yield url
