@@ -31,7 +31,7 @@ import httpx
 from arq.connections import ArqRedis
 from arq.constants import in_progress_key_prefix
 from arq.worker import Retry
-from sqlalchemy import and_, or_, update
+from sqlalchemy import and_, func, or_, true, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlmodel import select
 
@@ -194,6 +194,8 @@ class _Claim:
     customer: Customer
     conversation: Conversation
     account: ChannelAccount
+    acted_payloads: frozenset[str] = frozenset()
+    """Lower-cased button payloads the tenant acts on without a turn (never coalesced with text)."""
 
 
 async def _claim(deps: WorkerDeps, row_id: uuid.UUID) -> _Claim | None:
@@ -273,6 +275,18 @@ async def _record_only(deps: WorkerDeps, claim: _Claim) -> None:
         )
 
 
+def _not_acted_button(claim: _Claim) -> Any:
+    """Rows that are not buttons handled without a turn (a turn must never swallow one, nor wait for it)."""
+    payload = Message.raw["normalized"]["payload"].astext  # type: ignore[index]
+    if not claim.acted_payloads:
+        return true()
+    return or_(
+        Message.kind.notin_(BUTTON_KINDS),  # type: ignore[attr-defined]
+        payload.is_(None),
+        func.lower(func.trim(payload)).notin_(sorted(claim.acted_payloads)),
+    )
+
+
 def _sender_match(row: Message, claim: _Claim) -> Any:
     ids = {row.sender_external_id, claim.customer.external_user_id, claim.customer.phone}
     ids |= {claim.customer.profile.get("whatsapp_bsuid")}
@@ -297,6 +311,7 @@ async def _newer_waiting(deps: WorkerDeps, claim: _Claim) -> bool:
                     Message.created_at > row.created_at,
                     Message.inbound_state.in_((InboundState.pending.value, InboundState.processing.value)),  # type: ignore[union-attr]
                     Message.raw["normalized"]["action"].astext == "process",  # type: ignore[index]
+                    _not_acted_button(claim),
                 )
                 .limit(1)
             )
@@ -315,6 +330,7 @@ async def _absorb_older(deps: WorkerDeps, claim: _Claim) -> int:
                 Message.id != row.id,
                 Message.created_at < row.created_at,
                 Message.inbound_state == InboundState.pending.value,
+                _not_acted_button(claim),
             )
             .values(
                 conversation_id=claim.conversation.id,
@@ -603,7 +619,9 @@ async def _process(deps: WorkerDeps, ctx: dict[str, Any], row_id: uuid.UUID) -> 
             )
             raise Retry(defer=settings.tenant_rate_defer_s)
 
-        button = await _button_action(deps, row)
+        tenant_settings = await _tenant_settings(deps, row.tenant_id)
+        claim.acted_payloads = _acted_payloads(tenant_settings)
+        button = _button_action(row, tenant_settings)
         if button is not None and button[0] == "opt_out":
             return await _opt_out(deps, ctx, claim, button[1])
         if button is not None and (
@@ -653,7 +671,18 @@ BUTTON_KINDS = ("button", "interactive")
 """Row kinds whose normalized ``payload`` is a button id (template quick reply, reply button, list row)."""
 
 
-async def _button_action(deps: WorkerDeps, row: Message) -> tuple[str, TenantSettings] | None:
+async def _tenant_settings(deps: WorkerDeps, tenant_id: uuid.UUID) -> TenantSettings:
+    async with deps.resources.sessions() as session:
+        tenant = await session.get(Tenant, tenant_id)
+    return tenant_settings_from(tenant.settings_extensions if tenant else None, tenant_id=str(tenant_id))
+
+
+def _acted_payloads(tenant_settings: TenantSettings) -> frozenset[str]:
+    payloads = [*tenant_settings.whatsapp.opt_out_payloads, *tenant_settings.handoff.button_payloads]
+    return frozenset(p.strip().lower() for p in payloads if p.strip())
+
+
+def _button_action(row: Message, tenant_settings: TenantSettings) -> tuple[str, TenantSettings] | None:
     """``("opt_out" | "handoff", tenant settings)`` when the row's button payload is configured, else ``None``.
 
     Payloads compare case-insensitively (surrounding spaces ignored); opt-out wins over handoff.
@@ -661,15 +690,10 @@ async def _button_action(deps: WorkerDeps, row: Message) -> tuple[str, TenantSet
     payload = _normalized(row).get("payload")
     if row.kind not in BUTTON_KINDS or not isinstance(payload, str) or not payload.strip():
         return None
-    async with deps.resources.sessions() as session:
-        tenant = await session.get(Tenant, row.tenant_id)
-    tenant_settings = tenant_settings_from(
-        tenant.settings_extensions if tenant else None, tenant_id=str(row.tenant_id)
-    )
-    key = payload.strip().casefold()
-    if key in {p.strip().casefold() for p in tenant_settings.whatsapp.opt_out_payloads}:
+    key = payload.strip().lower()
+    if key in {p.strip().lower() for p in tenant_settings.whatsapp.opt_out_payloads}:
         return "opt_out", tenant_settings
-    if key in {p.strip().casefold() for p in tenant_settings.handoff.button_payloads}:
+    if key in {p.strip().lower() for p in tenant_settings.handoff.button_payloads}:
         return "handoff", tenant_settings
     return None
 

@@ -220,3 +220,24 @@ async def test_invalid_button_settings_fall_back_to_the_defaults(
         WhatsAppSettings().opt_out_reply
     ]
     assert model.requests == []
+
+
+async def test_text_then_button_in_one_burst_both_get_their_answer(
+    settings_, wa_tenant, sessions, graph_sandbox, script
+):  # type: ignore[no-untyped-def]
+    model = await script()
+    model.push(ScriptedResponse(content="Our shop opens at 9."))
+    pid = wa_tenant.phone_number_id
+    text = text_body(
+        phone_number_id=pid, wamid=f"wamid.{uuid.uuid4().hex}", text="When do you open?", wa_id=CUSTOMER
+    )
+    await _post(settings_, text, _payload("button_template_quick_reply.json", wa_tenant))
+    texts = sorted(m["text"] for m in sent_to(graph_sandbox[1], pid))
+    assert texts == sorted(["Our shop opens at 9.", WhatsAppSettings().opt_out_reply])
+    assert [r["messages"][-1]["content"] for r in model.requests] == ["When do you open?"]
+    async with sessions() as session:
+        rows = (await session.exec(select(Message).where(Message.tenant_id == wa_tenant.tenant.id))).all()
+    assert sorted((r.kind, r.inbound_state, r.last_error) for r in rows if r.direction == "inbound") == [
+        ("button", "done", None),
+        ("text", "done", None),
+    ]
