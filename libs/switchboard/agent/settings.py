@@ -25,6 +25,7 @@ __all__ = [
     "tenant_settings_from",
     "HandoffSettings",
     "MemorySettings",
+    "WhatsAppSettings",
 ]
 
 log = get_logger(__name__)
@@ -89,6 +90,10 @@ class HandoffSettings(BaseModel):
     agent_template_language: str = Field("en", max_length=16)
     summary_max_chars: int = Field(1_500, ge=100, le=10_000)
     """Bound of the LLM-written handoff summary sent to the agent."""
+    button_payloads: list[str] = Field(default_factory=lambda: ["talk_to_human"], max_length=50)
+    """Button ids (WhatsApp ``interactive.button_reply.id`` / ``list_reply.id`` or a template quick
+    reply's ``button.payload``, compared case-insensitively) that hand the conversation to a person
+    at once, without a model turn."""
 
 
 class MemorySettings(BaseModel):
@@ -104,6 +109,23 @@ class MemorySettings(BaseModel):
     """Bound of ``user_memories.summary``."""
 
 
+class WhatsAppSettings(BaseModel):
+    """WhatsApp-specific behaviour: ``settings_extensions["whatsapp"]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    opt_out_payloads: list[str] = Field(default_factory=lambda: ["Unsubscribe", "STOP"], max_length=50)
+    """Button payloads (template quick reply ``button.payload`` or an interactive reply id, compared
+    case-insensitively) that opt the customer out of marketing/template messages."""
+    opt_out_reply: str = Field(
+        "You're unsubscribed: we won't send you marketing messages any more. "
+        "You can still write to us here whenever you need help.",
+        min_length=1,
+        max_length=1_000,
+    )
+    """The one confirmation sent after an opt-out button."""
+
+
 class TenantSettings(BaseModel):
     """Everything the orchestrator reads from ``settings_extensions``."""
 
@@ -114,6 +136,7 @@ class TenantSettings(BaseModel):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     handoff: HandoffSettings = Field(default_factory=HandoffSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    whatsapp: WhatsAppSettings = Field(default_factory=WhatsAppSettings)
 
 
 def tenant_settings_from(
@@ -133,6 +156,7 @@ def tenant_settings_from(
         ("llm", LLMSettings),
         ("handoff", HandoffSettings),
         ("memory", MemorySettings),
+        ("whatsapp", WhatsAppSettings),
     ):
         value = raw.get(name)
         if value is None:

@@ -9,7 +9,10 @@ number of times (ARQ is at-least-once; a killed worker's job runs again):
 2. Rows that are only recorded (stickers, reactions, system messages, business-app echoes...) are done.
 3. Per-customer limit (sliding window in Redis; over it one polite slow-down reply per window, then
    silence) and per-tenant limit (over it ``Retry(defer=TENANT_RATE_DEFER_S)``: the customer sees nothing).
-4. Human mode: stored for the handoff relay, no model call.
+4. Buttons, no model call: a payload in the tenant's ``whatsapp.opt_out_payloads`` records the
+   marketing opt-out and sends one confirmation; one in ``handoff.button_payloads`` escalates the
+   conversation to a person (:func:`switchboard.handoff.escalate_and_notify`).
+   Human mode: stored for the handoff relay, no model call.
 5. Bursts coalesce: when a newer message of the same customer is waiting, this row is left to that
    newer message's turn (the orchestrator reads it from the history), unless the burst is older than
    ``INBOUND_MAX_WAIT_S``. One turn at a time per conversation (Redis lock with a TTL).
@@ -28,10 +31,11 @@ import httpx
 from arq.connections import ArqRedis
 from arq.constants import in_progress_key_prefix
 from arq.worker import Retry
-from sqlalchemy import and_, or_, update
+from sqlalchemy import and_, func, or_, true, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlmodel import select
 
+from switchboard.agent.settings import TenantSettings, tenant_settings_from
 from switchboard.channels.whatsapp.accounts import access_token_of
 from switchboard.channels.whatsapp.identity import open_conversation, rekey_phone, resolve_customer
 from switchboard.channels.whatsapp.media import MediaUnavailable, media_to_text
@@ -49,6 +53,7 @@ from switchboard.db.models import (
     Message,
     Outbox,
     OutboxStatus,
+    Tenant,
     utcnow,
 )
 from switchboard.handoff.relay import (
@@ -57,6 +62,7 @@ from switchboard.handoff.relay import (
     handle_agent_message,
     relay_customer_message,
 )
+from switchboard.handoff.service import escalate_and_notify
 from switchboard.observability import get_logger, message_context
 from switchboard.queue.keys import (
     contract_violation_counter_key,
@@ -188,6 +194,8 @@ class _Claim:
     customer: Customer
     conversation: Conversation
     account: ChannelAccount
+    acted_payloads: frozenset[str] = frozenset()
+    """Lower-cased button payloads the tenant acts on without a turn (never coalesced with text)."""
 
 
 async def _claim(deps: WorkerDeps, row_id: uuid.UUID) -> _Claim | None:
@@ -267,6 +275,18 @@ async def _record_only(deps: WorkerDeps, claim: _Claim) -> None:
         )
 
 
+def _not_acted_button(claim: _Claim) -> Any:
+    """Rows that are not buttons handled without a turn (a turn must never swallow one, nor wait for it)."""
+    payload = Message.raw["normalized"]["payload"].astext  # type: ignore[index]
+    if not claim.acted_payloads:
+        return true()
+    return or_(
+        Message.kind.notin_(BUTTON_KINDS),  # type: ignore[attr-defined]
+        payload.is_(None),
+        func.lower(func.trim(payload)).notin_(sorted(claim.acted_payloads)),
+    )
+
+
 def _sender_match(row: Message, claim: _Claim) -> Any:
     ids = {row.sender_external_id, claim.customer.external_user_id, claim.customer.phone}
     ids |= {claim.customer.profile.get("whatsapp_bsuid")}
@@ -291,6 +311,7 @@ async def _newer_waiting(deps: WorkerDeps, claim: _Claim) -> bool:
                     Message.created_at > row.created_at,
                     Message.inbound_state.in_((InboundState.pending.value, InboundState.processing.value)),  # type: ignore[union-attr]
                     Message.raw["normalized"]["action"].astext == "process",  # type: ignore[index]
+                    _not_acted_button(claim),
                 )
                 .limit(1)
             )
@@ -309,6 +330,7 @@ async def _absorb_older(deps: WorkerDeps, claim: _Claim) -> int:
                 Message.id != row.id,
                 Message.created_at < row.created_at,
                 Message.inbound_state == InboundState.pending.value,
+                _not_acted_button(claim),
             )
             .values(
                 conversation_id=claim.conversation.id,
@@ -336,6 +358,11 @@ def _recipient(customer: Customer, row: Message) -> str:
 
 
 async def _write_outbox(deps: WorkerDeps, claim: _Claim, parts: list[str], trace_id: str) -> None:
+    async with deps.resources.sessions() as session, session.begin():
+        await session.execute(_outbox_insert(claim, parts, trace_id))
+
+
+def _outbox_insert(claim: _Claim, parts: list[str], trace_id: str) -> Any:
     rows = [
         {
             "id": uuid.uuid4(),
@@ -354,12 +381,11 @@ async def _write_outbox(deps: WorkerDeps, claim: _Claim, parts: list[str], trace
         }  # fmt: skip
         for index, part in enumerate(parts)
     ]
-    async with deps.resources.sessions() as session, session.begin():
-        await session.execute(
-            insert(Outbox.__table__)  # type: ignore[arg-type]
-            .values(rows)
-            .on_conflict_do_nothing(constraint="uq_outbox_inbound_part")
-        )
+    return (
+        insert(Outbox.__table__)  # type: ignore[arg-type]
+        .values(rows)
+        .on_conflict_do_nothing(constraint="uq_outbox_inbound_part")
+    )
 
 
 async def send_outbox(deps: WorkerDeps, ctx: dict[str, Any], claim: _Claim) -> int:
@@ -500,7 +526,7 @@ async def process_inbound(ctx: dict[str, Any], inbound_message_id: str) -> str:
 
     Returns one of ``missing_or_finished``, ``recorded``, ``rate_limited``, ``slowdown_sent``,
     ``human_mode``, ``agent_command``, ``agent_command_rejected``, ``relayed_to_customer``,
-    ``agent_no_conversation``, ``already_handled``, ``coalesced``, ``empty``, ``silent``, ``replied``, ``contract_violation``, ``dead``.
+    ``agent_no_conversation``, ``already_handled``, ``opted_out``, ``button_handoff``, ``coalesced``, ``empty``, ``silent``, ``replied``, ``contract_violation``, ``dead``.
 
     Raises:
         Retry: tenant limit reached, conversation busy, orchestrator or Graph API temporarily failing.
@@ -593,6 +619,17 @@ async def _process(deps: WorkerDeps, ctx: dict[str, Any], row_id: uuid.UUID) -> 
             )
             raise Retry(defer=settings.tenant_rate_defer_s)
 
+        tenant_settings = await _tenant_settings(deps, row.tenant_id)
+        claim.acted_payloads = _acted_payloads(tenant_settings)
+        button = _button_action(row, tenant_settings)
+        if button is not None and button[0] == "opt_out":
+            return await _opt_out(deps, ctx, claim, button[1])
+        if button is not None and (
+            conversation.status != ConversationStatus.human.value
+            or (row.raw or {}).get("button_action") == "handoff"  # a re-run of this row's own escalation
+        ):
+            return await _button_handoff(deps, ctx, claim, button[1])
+
         if conversation.status == ConversationStatus.human.value:
             relayed = await relay_customer_message(
                 deps.resources.sessions, row=row, conversation=conversation, customer=claim.customer
@@ -628,6 +665,120 @@ async def _process(deps: WorkerDeps, ctx: dict[str, Any], row_id: uuid.UUID) -> 
             deps.resources.sessions, deps.graph, deps.cipher, conversation_id=conversation.id
         )
         return outcome
+
+
+BUTTON_KINDS = ("button", "interactive")
+"""Row kinds whose normalized ``payload`` is a button id (template quick reply, reply button, list row)."""
+
+
+async def _tenant_settings(deps: WorkerDeps, tenant_id: uuid.UUID) -> TenantSettings:
+    async with deps.resources.sessions() as session:
+        tenant = await session.get(Tenant, tenant_id)
+    return tenant_settings_from(tenant.settings_extensions if tenant else None, tenant_id=str(tenant_id))
+
+
+def _acted_payloads(tenant_settings: TenantSettings) -> frozenset[str]:
+    payloads = [*tenant_settings.whatsapp.opt_out_payloads, *tenant_settings.handoff.button_payloads]
+    return frozenset(p.strip().lower() for p in payloads if p.strip())
+
+
+def _button_action(row: Message, tenant_settings: TenantSettings) -> tuple[str, TenantSettings] | None:
+    """``("opt_out" | "handoff", tenant settings)`` when the row's button payload is configured, else ``None``.
+
+    Payloads compare case-insensitively (surrounding spaces ignored); opt-out wins over handoff.
+    """
+    payload = _normalized(row).get("payload")
+    if row.kind not in BUTTON_KINDS or not isinstance(payload, str) or not payload.strip():
+        return None
+    key = payload.strip().lower()
+    if key in {p.strip().lower() for p in tenant_settings.whatsapp.opt_out_payloads}:
+        return "opt_out", tenant_settings
+    if key in {p.strip().lower() for p in tenant_settings.handoff.button_payloads}:
+        return "handoff", tenant_settings
+    return None
+
+
+async def _has_outbox(deps: WorkerDeps, row_id: uuid.UUID) -> bool:
+    async with deps.resources.sessions() as session:
+        found = (
+            await session.exec(select(Outbox.id).where(Outbox.inbound_message_id == row_id).limit(1))
+        ).first()
+    return found is not None
+
+
+async def _opt_out(
+    deps: WorkerDeps, ctx: dict[str, Any], claim: _Claim, tenant_settings: TenantSettings
+) -> str:
+    """Record ``customers.profile["marketing_opt_out"]`` and send one confirmation (one transaction, so a
+    re-run of the job only resumes sending). Ordinary messages are still answered afterwards."""
+    row = claim.row
+    payload = _normalized(row).get("payload")
+    async with deps.resources.sessions() as session, session.begin():
+        done = (
+            await session.exec(select(Outbox.id).where(Outbox.inbound_message_id == row.id).limit(1))
+        ).first()
+        if done is None:
+            customer = (
+                await session.exec(select(Customer).where(Customer.id == claim.customer.id).with_for_update())
+            ).one()
+            customer.profile = {
+                **(customer.profile or {}),
+                "marketing_opt_out": {
+                    "at": utcnow().isoformat(),
+                    "source": {"channel": "whatsapp", "payload": payload, "message_id": row.external_id},
+                },
+            }
+            customer.updated_at = utcnow()
+            session.add(customer)
+            await session.execute(
+                _outbox_insert(claim, [tenant_settings.whatsapp.opt_out_reply], row.trace_id or "")
+            )
+            log.info("customer_opted_out", customer_id=str(customer.id), payload=payload)
+    await send_outbox(deps, ctx, claim)
+    await _finish(deps, row.id, InboundState.done, None)
+    return "opted_out"
+
+
+async def _button_handoff(
+    deps: WorkerDeps, ctx: dict[str, Any], claim: _Claim, tenant_settings: TenantSettings
+) -> str:
+    """Escalate as ``escalate_to_human`` does (least-loaded online agent or the queue, agent notice with
+    summary), then send the tenant's ``agent.handoff_reply`` (assigned) or ``handoff.queue_reply``.
+
+    The row is marked (``raw.button_action``) before escalating, so a re-run still takes this path
+    once the conversation is in human mode; once the customer's reply is in the outbox a re-run only
+    resumes sending. A crash between the escalation and that write re-escalates (the agent keeps the
+    conversation; the notice may be written twice).
+    """
+    row = claim.row
+    if not await _has_outbox(deps, row.id):
+        title = (row.text or "").strip() or str(_normalized(row).get("payload"))
+        async with deps.resources.sessions() as session, session.begin():
+            await session.execute(
+                update(Message)
+                .where(Message.id == row.id)
+                .values(raw=Message.raw.op("||")({"button_action": "handoff"}))  # type: ignore[union-attr]
+            )
+        assignment = await escalate_and_notify(
+            deps.resources.sessions,
+            deps.gateway,
+            tenant_id=row.tenant_id,
+            conversation_id=claim.conversation.id,
+            reason=f"customer pressed {title}",
+            trace_id=row.trace_id or "",
+        )
+        queued = assignment.agent is None
+        log.info(
+            "conversation_escalated", source="button", payload=_normalized(row).get("payload"), queued=queued
+        )
+        reply = tenant_settings.handoff.queue_reply if queued else tenant_settings.agent.handoff_reply
+        await _write_outbox(deps, claim, [reply], row.trace_id or "")
+    await send_outbox(deps, ctx, claim)
+    await deliver_handoff_outbox(
+        deps.resources.sessions, deps.graph, deps.cipher, conversation_id=claim.conversation.id
+    )
+    await _finish(deps, row.id, InboundState.done, None)
+    return "button_handoff"
 
 
 async def _turn(deps: WorkerDeps, ctx: dict[str, Any], claim: _Claim, burst_key: str) -> str:

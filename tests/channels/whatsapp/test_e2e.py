@@ -383,7 +383,8 @@ REPLIES_PER_PAYLOAD = {
     # payload file → replies the customer(s) get when it arrives on its own (INDEX.md outcomes)
     "text.json": 1, "image_with_caption.json": 1, "audio_voice_note_ogg_opus.json": 1, "video_with_caption.json": 1,
     "document_pdf.json": 1, "sticker_animated.json": 0, "location_named_place.json": 1, "contacts_card.json": 1,
-    "interactive_button_reply.json": 1, "button_template_quick_reply.json": 1, "reaction.json": 0,
+    "interactive_button_reply.json": 1, "button_template_quick_reply.json": 1,  # opt-out confirmation
+    "reaction.json": 0,
     "text_reply_with_context.json": 1, "batch_multiple_messages_and_status.json": 2, "status_sent.json": 0,
     "status_delivered.json": 0, "status_read.json": 0, "status_failed_131047_reengagement.json": 0,
     "status_sent_with_biz_opaque_callback_data.json": 0, "unsupported_type.json": 0,
@@ -398,8 +399,14 @@ async def test_every_payload_end_to_end(e2e_settings, ai_tenant, model, sessions
     from tests.utils.whatsapp import PAYLOAD_DIR
 
     assert sorted(REPLIES_PER_PAYLOAD) == sorted(p.name for p in PAYLOAD_DIR.glob("*.json"))
+    from switchboard.db.models import Tenant
+
     state, name, _ = model
     state.script(name).default = ScriptedResponse(content="ok")
+    async with sessions() as session, session.begin():  # the talk_to_human button would hand everything
+        tenant = await session.get(Tenant, ai_tenant.tenant.id)  # after it to a person (test_buttons.py)
+        tenant.settings_extensions = {**tenant.settings_extensions, "handoff": {"button_payloads": []}}
+        session.add(tenant)
     settings = e2e_settings(
         customer_rate_limit=100,
         whatsapp_throttle_backoff_s=0.2,
@@ -447,6 +454,7 @@ async def test_every_payload_end_to_end(e2e_settings, ai_tenant, model, sessions
     assert any(u.startswith('This arrived broken 😞\n[Image description]: "') for u in users)
     assert '[Audio transcription]: "where is my order"' in users
     assert "Talk to a person" in users and "Does it come in another color?" in users
+    assert "Unsubscribe" not in users  # the template's opt-out button never reaches the model
 
 
 async def test_database_down_then_redelivery_is_answered_and_unicode_passes_intact(

@@ -1,0 +1,243 @@
+"""Button ids acted on without a model turn: ``talk_to_human`` escalates, ``Unsubscribe`` opts out.
+
+Signed webhooks of the real payload files → the real worker → the Graph sandbox. The offline model
+server stands in for the provider: it must see no turn for these messages.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import update
+from sqlmodel import select
+from switchboard.agent.settings import AgentSettings, WhatsAppSettings
+from switchboard.db.models import Conversation, Customer, HumanAgent, Message, Tenant, utcnow
+from switchboard.handoff import HANDOFF_SUMMARY_INSTRUCTION, add_agent
+from switchboard.llm.offline_server import ScriptedResponse
+
+from services.orchestrator.main import create_app as create_orchestrator
+from tests.channels.whatsapp.conftest import channel_service, run_worker_burst, sent_to
+from tests.utils.agent import deployment, llm_settings, unique_model
+from tests.utils.handoff import random_phone
+from tests.utils.loopback import run_app
+from tests.utils.model_fixtures import offline_model  # noqa: F401  (fixture)
+from tests.utils.whatsapp import load_payload, text_body
+
+CUSTOMER = "15550100099"
+
+
+@pytest.fixture(scope="module")
+def orchestrator_port(database_url, redis_url, data_dir) -> Iterator[int]:  # type: ignore[no-untyped-def]
+    from switchboard.settings import load_settings
+
+    settings = load_settings(
+        database_url=database_url,
+        redis_url=redis_url,
+        data_dir=data_dir / "state",
+        log_format="console",
+        _env_file=None,
+    )
+    with run_app(create_orchestrator(settings)) as url:
+        yield int(url.rsplit(":", 1)[1])
+
+
+@pytest.fixture
+def script(offline_model, wa_tenant, sessions):  # type: ignore[no-untyped-def]  # noqa: F811
+    state, url = offline_model
+    name = unique_model("btn")
+
+    async def configure(**extensions):  # type: ignore[no-untyped-def]
+        async with sessions() as session, session.begin():
+            tenant = await session.get(Tenant, wa_tenant.tenant.id)
+            tenant.settings_extensions = {"llm": llm_settings(deployment(url, name)), **extensions}
+            session.add(tenant)
+        return state.script(name)
+
+    return configure
+
+
+@pytest.fixture
+def settings_(make_settings, orchestrator_port):  # type: ignore[no-untyped-def]
+    return make_settings(orchestrator_port=orchestrator_port)
+
+
+async def _post(settings, *bodies) -> None:  # type: ignore[no-untyped-def]
+    async with channel_service(settings) as svc:
+        for body in bodies:
+            assert (await svc.post(body)).status_code == 200
+    await run_worker_burst(settings)
+
+
+async def _rerun(settings, sessions, arq_pool, wamid_prefix: str) -> None:  # type: ignore[no-untyped-def]
+    """Run the job of the stored row again as if its worker had died before marking it done."""
+    async with sessions() as session, session.begin():
+        row = (
+            await session.exec(
+                select(Message).where(Message.external_id.startswith(wamid_prefix))  # type: ignore[attr-defined]
+            )
+        ).one()
+        await session.execute(update(Message).where(Message.id == row.id).values(inbound_state="processing"))
+    assert await arq_pool.enqueue_job("process_inbound", str(row.id), _job_id=f"rerun:{uuid.uuid4()}")
+    await run_worker_burst(settings)
+    async with sessions() as session:
+        assert (await session.get(Message, row.id)).inbound_state == "done"
+
+
+def _payload(name: str, wa_tenant) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    """The payload file for this test's number, with a wamid of its own (rows are unique per wamid)."""
+    body = load_payload(name, phone_number_id=wa_tenant.phone_number_id)
+    message = body["entry"][0]["changes"][0]["value"]["messages"][0]
+    message["id"] = f"{message['id']}.{uuid.uuid4().hex}"
+    return body
+
+
+async def _conversation(sessions, wa_tenant) -> Conversation:  # type: ignore[no-untyped-def]
+    async with sessions() as session:
+        return (
+            await session.exec(select(Conversation).where(Conversation.tenant_id == wa_tenant.tenant.id))
+        ).one()
+
+
+async def test_talk_to_human_button_queues_without_a_model_turn_and_once_on_rerun(
+    settings_, wa_tenant, sessions, graph_sandbox, script, arq_pool
+):  # type: ignore[no-untyped-def]
+    model = await script(handoff={"queue_reply": "We answer from 9 to 5."})
+    body = _payload("interactive_button_reply.json", wa_tenant)
+    wamid = body["entry"][0]["changes"][0]["value"]["messages"][0]["id"]
+    await _post(settings_, body)
+    pid = wa_tenant.phone_number_id
+    assert [(m["to"], m["text"]) for m in sent_to(graph_sandbox[1], pid)] == [
+        (CUSTOMER, "We answer from 9 to 5.")
+    ]
+    conversation = await _conversation(sessions, wa_tenant)
+    assert conversation.status == "human"
+    assert conversation.queued_at is not None and conversation.assigned_agent_id is None
+    assert conversation.escalation_reason == "customer pressed Talk to a person"
+    assert model.requests == []
+
+    await _rerun(settings_, sessions, arq_pool, wamid)
+    assert len(sent_to(graph_sandbox[1], pid)) == 1
+    assert model.requests == []
+
+
+async def test_talk_to_human_button_assigns_the_online_agent_with_a_summary(
+    settings_, wa_tenant, sessions, graph_sandbox, script, arq_pool
+):  # type: ignore[no-untyped-def]
+    model = await script()
+    model.push(ScriptedResponse(content="Customer asked for a person by button."))
+    async with sessions() as session, session.begin():
+        nia = await add_agent(
+            session, tenant_id=wa_tenant.tenant.id, name="Nia", phone=random_phone(), online=True
+        )
+        nia.last_inbound_at = utcnow() - timedelta(minutes=5)
+    body = _payload("interactive_button_reply.json", wa_tenant)
+    wamid = body["entry"][0]["changes"][0]["value"]["messages"][0]["id"]
+    await _post(settings_, body)
+    pid = wa_tenant.phone_number_id
+    sent = sent_to(graph_sandbox[1], pid)
+    assert (sent[0]["to"], sent[0]["text"]) == (CUSTOMER, AgentSettings().handoff_reply)
+    assert sent[1]["to"] == nia.phone
+    assert "Reason: customer pressed Talk to a person" in sent[1]["text"]
+    assert "Summary: Customer asked for a person by button." in sent[1]["text"]
+    # the only model call is the agent's summary, not a turn for the customer
+    assert [r["messages"][0] for r in model.requests] == [
+        {"role": "system", "content": HANDOFF_SUMMARY_INSTRUCTION}
+    ]
+    conversation = await _conversation(sessions, wa_tenant)
+    assert (conversation.status, conversation.assigned_agent_id) == ("human", nia.id)
+
+    await _rerun(settings_, sessions, arq_pool, wamid)
+    assert len(sent_to(graph_sandbox[1], pid)) == 2
+    assert len(model.requests) == 1
+    async with sessions() as session:
+        agent = await session.get(HumanAgent, nia.id)
+    assert (agent.current_load, agent.total_conversations) == (1, 1)
+
+
+async def test_unsubscribe_button_opts_out_then_ordinary_messages_are_answered(
+    settings_, wa_tenant, sessions, graph_sandbox, script, arq_pool
+):  # type: ignore[no-untyped-def]
+    model = await script()
+    body = _payload("button_template_quick_reply.json", wa_tenant)
+    wamid = body["entry"][0]["changes"][0]["value"]["messages"][0]["id"]
+    await _post(settings_, body)
+    pid = wa_tenant.phone_number_id
+    assert [(m["to"], m["text"]) for m in sent_to(graph_sandbox[1], pid)] == [
+        (CUSTOMER, WhatsAppSettings().opt_out_reply)
+    ]
+    async with sessions() as session:
+        customer = (
+            await session.exec(select(Customer).where(Customer.tenant_id == wa_tenant.tenant.id))
+        ).one()
+    opt_out = customer.profile["marketing_opt_out"]
+    assert opt_out["source"] == {"channel": "whatsapp", "payload": "Unsubscribe", "message_id": wamid}
+    assert opt_out["at"].startswith(str(utcnow().year))
+    assert model.requests == []
+    assert (await _conversation(sessions, wa_tenant)).status == "ai"
+
+    await _rerun(settings_, sessions, arq_pool, wamid)
+    assert len(sent_to(graph_sandbox[1], pid)) == 1
+    async with sessions() as session:
+        again = await session.get(Customer, customer.id)
+    assert again.profile["marketing_opt_out"] == opt_out
+
+    model.push(ScriptedResponse(content="It comes in blue and green."))
+    await _post(
+        settings_,
+        text_body(
+            phone_number_id=pid, wamid=f"wamid.{uuid.uuid4().hex}", text="Other colours?", wa_id=CUSTOMER
+        ),
+    )
+    assert sent_to(graph_sandbox[1], pid)[-1]["text"] == "It comes in blue and green."
+    assert model.requests[0]["messages"][-1] == {"role": "user", "content": "Other colours?"}
+
+
+async def test_tenant_payload_lists_and_reply_are_configurable(
+    settings_, wa_tenant, sessions, graph_sandbox, script
+):  # type: ignore[no-untyped-def]
+    model = await script(
+        handoff={"button_payloads": []},
+        whatsapp={"opt_out_payloads": ["  UNSUBSCRIBE "], "opt_out_reply": "Done: no more offers."},
+    )
+    model.push(ScriptedResponse(content="Sure, what can I do for you?"))
+    await _post(settings_, _payload("interactive_button_reply.json", wa_tenant))
+    await _post(settings_, _payload("button_template_quick_reply.json", wa_tenant))
+    texts = [m["text"] for m in sent_to(graph_sandbox[1], wa_tenant.phone_number_id)]
+    assert texts == ["Sure, what can I do for you?", "Done: no more offers."]
+    assert [r["messages"][-1]["content"] for r in model.requests] == ["Talk to a person"]
+    assert (await _conversation(sessions, wa_tenant)).status == "ai"
+
+
+async def test_invalid_button_settings_fall_back_to_the_defaults(
+    settings_, wa_tenant, sessions, graph_sandbox, script
+):  # type: ignore[no-untyped-def]
+    model = await script(whatsapp={"opt_out_payloads": "STOP"}, handoff={"button_payloads": [1, 2]})
+    await _post(settings_, _payload("button_template_quick_reply.json", wa_tenant))
+    assert [m["text"] for m in sent_to(graph_sandbox[1], wa_tenant.phone_number_id)] == [
+        WhatsAppSettings().opt_out_reply
+    ]
+    assert model.requests == []
+
+
+async def test_text_then_button_in_one_burst_both_get_their_answer(
+    settings_, wa_tenant, sessions, graph_sandbox, script
+):  # type: ignore[no-untyped-def]
+    model = await script()
+    model.push(ScriptedResponse(content="Our shop opens at 9."))
+    pid = wa_tenant.phone_number_id
+    text = text_body(
+        phone_number_id=pid, wamid=f"wamid.{uuid.uuid4().hex}", text="When do you open?", wa_id=CUSTOMER
+    )
+    await _post(settings_, text, _payload("button_template_quick_reply.json", wa_tenant))
+    texts = sorted(m["text"] for m in sent_to(graph_sandbox[1], pid))
+    assert texts == sorted(["Our shop opens at 9.", WhatsAppSettings().opt_out_reply])
+    assert [r["messages"][-1]["content"] for r in model.requests] == ["When do you open?"]
+    async with sessions() as session:
+        rows = (await session.exec(select(Message).where(Message.tenant_id == wa_tenant.tenant.id))).all()
+    assert sorted((r.kind, r.inbound_state, r.last_error) for r in rows if r.direction == "inbound") == [
+        ("button", "done", None),
+        ("text", "done", None),
+    ]
