@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+
 def _payload_root() -> Path:
     """``SWITCHBOARD_PAYLOADS``, else the workplace's ``../shared/payloads`` beside the repository,
     else the copy in ``tests/fixtures/payloads`` (taken from shared/ on 2026-11-30), so a plain
