@@ -88,3 +88,10 @@ async def test_kb_list_of_an_empty_knowledge_base_says_so_on_stderr(cli, make_te
     listed = await cli("kb", "list", "--tenant", tenant.slug)
     assert listed.exit_code == 0 and listed.stdout == ""
     assert listed.stderr.startswith("no documents (add some with `switchboard kb add")
+
+
+async def test_kb_add_of_a_missing_file_is_one_line(cli, make_tenant, tmp_path):
+    tenant = await make_tenant()
+    result = await cli("kb", "add", str(tmp_path / "missing.txt"), "--tenant", tenant.slug)
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"error: no such file: {tmp_path / 'missing.txt'}"

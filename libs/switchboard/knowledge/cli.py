@@ -75,9 +75,7 @@ async def _tenant(sessions: Any, slug: str) -> Any:
 @kb_app.command("add")
 @_friendly
 def kb_add(
-    files: Annotated[
-        list[Path], typer.Argument(help="Files to add.", exists=True, dir_okay=False, readable=True)
-    ],
+    files: Annotated[list[Path], typer.Argument(help="Files to add.")],
     tenant: TenantOpt,
 ) -> None:
     """Add (or replace) documents and ingest them now, in this process (not through the worker queue).
@@ -87,6 +85,11 @@ def kb_add(
     Exit status 1 when any file failed.
     """
     from switchboard.knowledge import DocumentRejected, ingest_source, register_upload
+
+    for path in files:
+        if not path.is_file():  # one line, not a usage box, and before touching the database
+            typer.secho(f"error: no such file: {path}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(2)
 
     async def work(sessions: Any, settings: Any) -> list[tuple[str, str, int, str]]:
         row = await _tenant(sessions, tenant)
