@@ -24,7 +24,7 @@ def serve_app(app, *, host: str = "127.0.0.1", health_path: str = "/healthz") ->
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://{host}:{port}"
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 20  # generous: services import slowly on a loaded 2-core machine
     while time.monotonic() < deadline:
         try:
             if httpx.get(url + health_path, timeout=0.5).status_code < 500:

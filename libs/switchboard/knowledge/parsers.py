@@ -204,7 +204,10 @@ def _parse_pdf(data: bytes, filename: str) -> ParsedDocument:
             # Many PDFs are "encrypted" with an empty user password (printing restrictions only).
             try:
                 opened = reader.decrypt("")
-            except (PyPdfError, NotImplementedError) as exc:
+            except (
+                PyPdfError,
+                NotImplementedError,
+            ) as exc:  # pypdf: unsupported cipher (e.g. AES without cryptography)
                 raise DocumentRejected(filename, "encrypted", f"encrypted PDF ({exc})") from None
             if not opened:
                 raise DocumentRejected(filename, "encrypted", "password-protected PDF: remove the password")

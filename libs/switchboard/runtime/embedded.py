@@ -34,7 +34,7 @@ __all__ = ["EmbeddedPostgres", "EmbeddedRedis", "set_parent_death_signal"]
 
 log = get_logger(__name__)
 
-# pgserver's lock folder falls back to /tmp/runtime-<uid> when XDG_RUNTIME_DIR is unset (servers,
+# pgserver's lock folder falls back to a per-user folder in the temp dir when XDG_RUNTIME_DIR is unset (servers,
 # containers); platformdirs warns about it on every command. The fallback is fine here.
 warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
 

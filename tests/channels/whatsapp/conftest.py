@@ -26,7 +26,7 @@ from switchboard.settings import Settings, load_settings
 from switchboard.tenants import add_channel_account
 
 from services.whatsapp.main import create_app
-from tests.utils.loopback import run_app
+from tests.utils.servers import serve_app
 from tests.utils.whatsapp import encode
 
 APP_SECRET = "test-app-secret"
@@ -51,7 +51,7 @@ def graph_sandbox() -> Iterator[tuple[str, Any]]:
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    with run_app(app) as url:
+    with serve_app(app) as url:
         yield url + "/_sandbox/graph", router.sandbox  # type: ignore[attr-defined]
 
 

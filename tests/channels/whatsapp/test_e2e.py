@@ -27,8 +27,8 @@ from switchboard.queue.maintenance import sweep_inbound
 from services.orchestrator.main import create_app as create_orchestrator
 from tests.channels.whatsapp.conftest import channel_service, messages_of, run_worker_burst, sent_to
 from tests.utils.agent import deployment, llm_settings, unique_model
-from tests.utils.loopback import run_app
 from tests.utils.model_fixtures import offline_model  # noqa: F401  (fixture)
+from tests.utils.servers import serve_app
 from tests.utils.whatsapp import load_payload, text_body
 
 
@@ -51,7 +51,7 @@ def orchestrator_port(database_url, redis_url, data_dir) -> Iterator[int]:  # ty
         log_format="console",
         _env_file=None,
     )
-    with run_app(create_orchestrator(settings)) as url:
+    with serve_app(create_orchestrator(settings)) as url:
         yield int(url.rsplit(":", 1)[1])
 
 

@@ -8,7 +8,7 @@ from fastapi import FastAPI, Request
 from switchboard.channels.whatsapp.media import MediaUnavailable, media_to_text, safe_filename, upload_name
 from switchboard.channels.whatsapp.send import GraphClient
 
-from tests.utils.loopback import run_app
+from tests.utils.servers import serve_app
 
 OGG = b"OggS\x00\x02fake-opus-voice-note"
 JPEG = b"\xff\xd8\xff\xe0fake-jpeg"
@@ -45,7 +45,7 @@ def provider() -> tuple[str, list[dict]]:
     async def healthz() -> dict:
         return {}
 
-    with run_app(app) as url:
+    with serve_app(app) as url:
         yield url, seen
 
 

@@ -15,7 +15,7 @@ from switchboard.queue.keys import contract_violation_counter_key
 from switchboard.queue.maintenance import sweep_inbound
 
 from tests.channels.whatsapp.conftest import channel_service, messages_of, run_worker_burst, sent_to
-from tests.utils.loopback import run_app
+from tests.utils.servers import serve_app
 from tests.utils.whatsapp import load_payload, text_body
 
 
@@ -139,7 +139,7 @@ async def test_orchestrator_garbage_is_retried_then_contract_violation(
         return {}
 
     before = int(await arq_pool.get(contract_violation_counter_key()) or 0)
-    with run_app(broken) as url:
+    with serve_app(broken) as url:
         settings = make_settings(orchestrator_port=int(url.rsplit(":", 1)[1]))
         await _post_all(settings, wa_tenant.phone_number_id, ["referral_click_to_whatsapp_ad.json"])
         await run_worker_burst(settings)
