@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from switchboard.contracts import InboundMessage, MediaRef
+from switchboard.conversations.identities import Identity
 from switchboard.observability import get_logger
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "WebhookErrorEvent",
     "normalize_delivery",
     "render_location",
+    "sender_identities",
     "strip_mime_params",
     "MEDIA_KINDS",
 ]
@@ -37,6 +39,18 @@ MEDIA_KINDS = ("image", "audio", "video", "document", "sticker")
 """Message types whose payload is a media object ``{id, mime_type, sha256, caption?, filename?}``."""
 
 _RECORD_ONLY_KINDS = {"sticker", "reaction", "system", "unsupported", "contacts_only"}
+
+
+def sender_identities(flags: dict[str, Any]) -> list[Identity]:
+    """The customer's ids on a normalized message (its ``flags``), for
+    :func:`switchboard.conversations.resolve_customer`: the BSUID first (it never moves to another
+    person, a phone number may), then the phone (``wa_id``). Empty when the message names neither."""
+    out = []
+    if flags.get("bsuid"):
+        out.append(Identity("whatsapp", "bsuid", str(flags["bsuid"])))
+    if flags.get("wa_id"):
+        out.append(Identity("whatsapp", "wa_id", str(flags["wa_id"])))
+    return out
 
 
 @dataclass(frozen=True)
