@@ -7,6 +7,7 @@ import asyncio
 import httpx
 import pytest
 from switchboard.cli import app as cli_app
+from switchboard.conversations import Actor
 from switchboard.db.engine import session_scope
 from switchboard.db.models import Conversation, HumanAgent
 from switchboard.handoff import escalate
@@ -22,7 +23,9 @@ async def test_admin_api_adds_lists_and_sets_status(make_tenant, sessions, setti
     _, waiting = await make_customer_conversation(sessions, tenant)
     async with session_scope(sessions) as session:
         assert (
-            await escalate(session, tenant_id=tenant.id, conversation_id=waiting.id, reason="r")
+            await escalate(
+                session, tenant_id=tenant.id, conversation_id=waiting.id, reason="r", actor=Actor.ai()
+            )
         ).agent is None
     headers = {"Authorization": f"Bearer {settings.resolved_admin_token()}"}
     phone = random_phone()
@@ -95,7 +98,9 @@ async def test_cli_agents_add_list_online_offline(make_tenant, sessions, cli):
     other = await make_agent(sessions, tenant, "Busy", online=True, total=99)
     _, conversation = await make_customer_conversation(sessions, tenant)
     async with session_scope(sessions) as session:
-        await escalate(session, tenant_id=tenant.id, conversation_id=conversation.id, reason="r")
+        await escalate(
+            session, tenant_id=tenant.id, conversation_id=conversation.id, reason="r", actor=Actor.ai()
+        )
     refused = await asyncio.to_thread(
         cli.invoke, cli_app, ["agents", "offline", "--tenant", tenant.slug, "--phone", phone]
     )

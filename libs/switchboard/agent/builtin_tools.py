@@ -15,8 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from switchboard.agent.settings import tenant_settings_from
 from switchboard.agent.tools import ToolContext, ToolError, ToolOutput
+from switchboard.conversations import Actor, InvalidTransition, close
 from switchboard.db.engine import session_scope
-from switchboard.db.models import AuditLog, Conversation, ConversationStatus, Customer, Tenant, utcnow
+from switchboard.db.models import AuditLog, Conversation, Customer, Tenant, utcnow
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.observability import get_logger
 
@@ -166,9 +167,15 @@ class BuiltinToolSet:
         async with session_scope(ctx.sessions) as session:
             scope = TenantScope(session, ctx.tenant_id)
             conversation = await self._conversation(scope, ctx)
-            conversation.status = ConversationStatus.closed.value
-            conversation.closed_at = utcnow()
-            conversation.updated_at = utcnow()
+            try:
+                await close(
+                    session, conversation, actor=Actor.ai(), reason=reason or None, trace_id=ctx.trace_id
+                )
+            except InvalidTransition:
+                raise ToolError(
+                    "a person from the team handles this conversation now; it stays open",
+                    error_type="conflict",
+                ) from None
             scope.add(
                 _audit(ctx, "conversation.close", {"reason": (reason or "")[:500], "farewell": farewell})
             )
@@ -207,9 +214,12 @@ class BuiltinToolSet:
                 conversation_id=ctx.conversation_id,
                 reason=reason.strip(),
                 trace_id=ctx.trace_id,
+                actor=Actor.ai(),
             )
         except LookupError:
             raise ToolError("conversation not found", error_type="not_found") from None
+        except InvalidTransition:
+            raise ToolError("this conversation is closed", error_type="conflict") from None
         async with session_scope(ctx.sessions) as session:
             TenantScope(session, ctx.tenant_id).add(
                 _audit(

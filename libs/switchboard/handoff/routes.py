@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from switchboard.agent.routes import orchestrator_from_app
 from switchboard.api.auth import AdminAuth
+from switchboard.conversations import Actor
 from switchboard.db.engine import session_scope
 from switchboard.db.models import HumanAgent
 from switchboard.errors import TenantNotFound
@@ -116,6 +117,7 @@ async def patch_agent(
             agent_id=agent_id,
             online=body.status == "online",
             trace_id=f"admin-{uuid.uuid4().hex[:12]}",
+            actor=Actor.api(),
         )
     except CommandError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
