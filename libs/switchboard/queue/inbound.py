@@ -37,12 +37,18 @@ from sqlmodel import select
 
 from switchboard.agent.settings import TenantSettings, tenant_settings_from
 from switchboard.channels.whatsapp.accounts import access_token_of
-from switchboard.channels.whatsapp.identity import open_conversation, rekey_phone, resolve_customer
 from switchboard.channels.whatsapp.media import MediaUnavailable, media_to_text
-from switchboard.channels.whatsapp.normalize import MEDIA_KINDS
+from switchboard.channels.whatsapp.normalize import MEDIA_KINDS, sender_identities
 from switchboard.channels.whatsapp.send import GraphClient, GraphSendError, split_text, within_service_window
 from switchboard.channels.whatsapp.statuses import conversation_block_reason
 from switchboard.contracts import TurnRequest, trace_id_for
+from switchboard.conversations import (
+    Actor,
+    change_identity,
+    open_conversation,
+    reply_address,
+    resolve_customer,
+)
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import (
     ChannelAccount,
@@ -88,6 +94,8 @@ SLOWDOWN_TEXT = (
 """The one polite reply a customer over the per-customer limit gets per window."""
 CONTRACT_VIOLATION_MAX_TRIES = 3
 """Tries of a turn whose answer broke the contract before it is logged as ``contract_violation``."""
+BUSINESS_APP_ECHO_REASON = "a human replied from the WhatsApp Business app"
+"""Escalation reason when a reply typed in the WhatsApp Business app reaches an AI-mode conversation."""
 LOCK_RETRY_DEFER_S = 1.0
 """Wait before trying again when another turn of the same conversation holds the lock (grows per try)."""
 LOCK_RETRY_MAX_DEFER_S = 10.0
@@ -217,14 +225,20 @@ async def _claim(deps: WorkerDeps, row_id: uuid.UUID) -> _Claim | None:
             return None
         norm = _normalized(row)
         flags = norm.get("flags", {})
-        customer = await resolve_customer(
+        customer = (
+            await resolve_customer(
+                session,
+                tenant_id=row.tenant_id,
+                identities=sender_identities(flags),
+                display_name=norm.get("sender_name") if row.direction == "inbound" else None,
+            )
+        ).customer
+        conversation = await open_conversation(
             session,
-            tenant_id=row.tenant_id,
-            wa_id=flags.get("wa_id"),
-            bsuid=flags.get("bsuid"),
-            name=norm.get("sender_name") if row.direction == "inbound" else None,
+            customer=customer,
+            channel_account_id=account.id,
+            actor=Actor.business_app() if flags.get("echo") else None,
         )
-        conversation = await open_conversation(session, customer=customer, channel_account_id=account.id)
         row.conversation_id = conversation.id
         row.inbound_state = InboundState.processing.value
         row.processing_attempts += 1
@@ -239,33 +253,37 @@ async def _claim(deps: WorkerDeps, row_id: uuid.UUID) -> _Claim | None:
 
 
 async def _record_only(deps: WorkerDeps, claim: _Claim) -> None:
-    """Rows that never wake the agent: echoes flip to human mode; number changes re-key the customer."""
+    """Rows that never wake the agent: an echo of a reply typed in the WhatsApp Business app hands an
+    AI-mode conversation to a person (an agent or the queue); a number change moves the customer's id."""
     row = claim.row
     flags = _normalized(row).get("flags", {})
+    if flags.get("echo") and claim.conversation.status == ConversationStatus.ai.value:
+        assignment = await escalate_and_notify(
+            deps.resources.sessions,
+            deps.gateway,
+            tenant_id=row.tenant_id,
+            conversation_id=claim.conversation.id,
+            reason=BUSINESS_APP_ECHO_REASON,
+            trace_id=row.trace_id or "",
+            actor=Actor.business_app(),
+        )
+        log.info("whatsapp_business_app_echo", handoff="human", queued=assignment.agent is None)
+        await deliver_handoff_outbox(
+            deps.resources.sessions, deps.graph, deps.cipher, conversation_id=claim.conversation.id
+        )
     async with deps.resources.sessions() as session, session.begin():
-        if flags.get("echo"):
-            await session.execute(
-                update(Conversation)
-                .where(
-                    Conversation.id == claim.conversation.id,
-                    Conversation.status == ConversationStatus.ai.value,
-                )
-                .values(
-                    status=ConversationStatus.human.value,
-                    escalation_reason="a human replied from the WhatsApp Business app",
-                )
-            )
-            log.info("whatsapp_business_app_echo", handoff="human")
         if (
             row.kind == "system"
             and flags.get("system_type") == "user_changed_number"
             and flags.get("new_wa_id")
         ):
-            await rekey_phone(
+            await change_identity(
                 session,
                 tenant_id=row.tenant_id,
-                old_wa_id=flags.get("wa_id") or "",
-                new_wa_id=flags["new_wa_id"],
+                channel="whatsapp",
+                kind="wa_id",
+                old_value=flags.get("wa_id") or "",
+                new_value=flags["new_wa_id"],
             )
             log.info("whatsapp_customer_rekeyed")
         await session.execute(
@@ -354,7 +372,7 @@ async def _release_lock(redis: ArqRedis, conversation_id: uuid.UUID, token: str)
 
 def _recipient(customer: Customer, row: Message) -> str:
     flags = _normalized(row).get("flags", {})
-    return customer.phone or flags.get("wa_id") or flags.get("bsuid") or customer.external_user_id
+    return reply_address(sender_identities(flags)) or customer.phone or customer.external_user_id
 
 
 async def _write_outbox(deps: WorkerDeps, claim: _Claim, parts: list[str], trace_id: str) -> None:
@@ -766,6 +784,7 @@ async def _button_handoff(
             conversation_id=claim.conversation.id,
             reason=f"customer pressed {title}",
             trace_id=row.trace_id or "",
+            actor=Actor.customer(claim.customer.id),
         )
         queued = assignment.agent is None
         log.info(
