@@ -120,7 +120,7 @@ async def handle_agent_message(
     """
     async with session_scope(sessions) as session:
         stored_console = await session.get(Conversation, console.id, with_for_update=True)
-        if stored_console is not None and stored_console.status != ConversationStatus.closed.value:
+        if stored_console is not None and stored_console.status == ConversationStatus.ai.value:
             await to_agent_console(
                 session, stored_console, agent_id=agent.id, reason=AGENT_CONSOLE_REASON, trace_id=row.trace_id
             )
