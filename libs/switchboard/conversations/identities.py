@@ -142,16 +142,12 @@ async def _free_external_key(
 ) -> None:
     """Make ``value`` usable as a new ``external_user_id``: a customer still keyed by it (who no longer
     holds it as an active identity) is re-keyed to one of its active identities, else ``retired:...``."""
-    stale = (
-        await session.exec(
-            select(Customer).where(
-                Customer.tenant_id == tenant_id,
-                Customer.channel == channel,
-                Customer.external_user_id == value,
-                Customer.id != keep if keep is not None else True,
-            )
-        )
-    ).first()
+    query = select(Customer).where(
+        Customer.tenant_id == tenant_id, Customer.channel == channel, Customer.external_user_id == value
+    )
+    if keep is not None:
+        query = query.where(Customer.id != keep)
+    stale = (await session.exec(query.with_for_update())).first()
     if stale is None:
         return
     remaining = [
