@@ -21,6 +21,7 @@ from switchboard.llm.offline_server import ScriptedResponse
 from services.orchestrator.main import create_app as create_orchestrator
 from tests.channels.whatsapp.conftest import channel_service, run_worker_burst, sent_to
 from tests.utils.agent import deployment, llm_settings, unique_model
+from tests.utils.conversations import assert_human_mode_has_owner, event_rows
 from tests.utils.handoff import random_phone
 from tests.utils.model_fixtures import offline_model  # noqa: F401  (fixture)
 from tests.utils.servers import serve_app
@@ -121,6 +122,12 @@ async def test_talk_to_human_button_queues_without_a_model_turn_and_once_on_reru
     await _rerun(settings_, sessions, arq_pool, wamid)
     assert len(sent_to(graph_sandbox[1], pid)) == 1
     assert model.requests == []
+    events = await event_rows(sessions, wa_tenant.tenant.id, conversation.id)
+    assert [e[:5] for e in events] == [  # the re-run escalated again, but nothing changed hands
+        (None, "ai", None, "customer", str(conversation.customer_id)),
+        ("ai", "human", None, "customer", str(conversation.customer_id)),
+    ]
+    await assert_human_mode_has_owner(sessions, wa_tenant.tenant.id)
 
 
 async def test_talk_to_human_button_assigns_the_online_agent_with_a_summary(
@@ -155,6 +162,7 @@ async def test_talk_to_human_button_assigns_the_online_agent_with_a_summary(
     async with sessions() as session:
         agent = await session.get(HumanAgent, nia.id)
     assert (agent.current_load, agent.total_conversations) == (1, 1)
+    await assert_human_mode_has_owner(sessions, wa_tenant.tenant.id)
 
 
 async def test_unsubscribe_button_opts_out_then_ordinary_messages_are_answered(
