@@ -46,14 +46,22 @@ class GraphSendError(SwitchboardError):
         code: Meta's error code (``None`` for network errors / non-JSON answers).
         http_status: HTTP status, or ``None`` for network errors.
         is_transient: whether trying again later can help (5xx, network, throughput codes).
+        retry_after_s: the answer's ``Retry-After`` in seconds, when Meta sent one.
     """
 
     def __init__(
-        self, message: str, *, code: int | None, http_status: int | None, is_transient: bool
+        self,
+        message: str,
+        *,
+        code: int | None,
+        http_status: int | None,
+        is_transient: bool,
+        retry_after_s: float | None = None,
     ) -> None:
         self.code = code
         self.http_status = http_status
         self.is_transient = is_transient
+        self.retry_after_s = retry_after_s
         super().__init__(message)
 
 
@@ -159,7 +167,11 @@ class GraphClient:
         if code in PERMANENT_RECIPIENT_CODES:
             transient = False
         message = str(error.get("message") or f"HTTP {response.status_code}")[:300]
-        raise GraphSendError(message, code=code, http_status=response.status_code, is_transient=transient)
+        retry_after = response.headers.get("retry-after", "")
+        raise GraphSendError(
+            message, code=code, http_status=response.status_code, is_transient=transient,
+            retry_after_s=float(retry_after) if retry_after.replace(".", "", 1).isdigit() else None,
+        )  # fmt: skip
 
     async def send_text(
         self, *, phone_number_id: str, token: str, to: str, text: str, reply_to: str | None = None,
@@ -192,7 +204,9 @@ class GraphClient:
             )
         return str(messages[0]["id"])
 
-    async def _send(self, phone_number_id: str, token: str, body: dict) -> str:
+    async def _send(self, phone_number_id: str, token: str, body: dict, tracker: str | None = None) -> str:
+        if tracker:
+            body = {**body, "biz_opaque_callback_data": tracker[:512]}
         data = await self._post(
             f"{phone_number_id}/messages", token, {"messaging_product": "whatsapp", **body}
         )
@@ -205,7 +219,7 @@ class GraphClient:
 
     async def send_media(
         self, *, phone_number_id: str, token: str, to: str, kind: str, media_id: str,
-        caption: str | None = None, filename: str | None = None,
+        caption: str | None = None, filename: str | None = None, tracker: str | None = None,
     ) -> str:  # fmt: skip
         """Send media by the id of a media object of this number (``{kind: {"id", "caption"?}}``).
 
@@ -221,11 +235,11 @@ class GraphClient:
         if filename and kind == "document":
             media["filename"] = filename
         return await self._send(
-            phone_number_id, token, {"recipient_type": "individual", "to": to, "type": kind, kind: media}
+            phone_number_id, token, {"recipient_type": "individual", "to": to, "type": kind, kind: media}, tracker
         )
 
     async def send_template(
-        self, *, phone_number_id: str, token: str, to: str, name: str, language: str
+        self, *, phone_number_id: str, token: str, to: str, name: str, language: str, tracker: str | None = None
     ) -> str:
         """Send an approved template without parameters (the only way to write outside the 24-hour window).
 
@@ -233,7 +247,7 @@ class GraphClient:
             GraphSendError: as :meth:`send_text`.
         """
         body = {"to": to, "type": "template", "template": {"name": name, "language": {"code": language}}}
-        return await self._send(phone_number_id, token, body)
+        return await self._send(phone_number_id, token, body, tracker)
 
     async def mark_read(self, *, phone_number_id: str, token: str, message_id: str) -> None:
         """Mark an inbound message as read (blue ticks).

@@ -21,6 +21,7 @@ from switchboard.db.models.conversations import (
     MessageDirection,
     MessageRole,
     Outbox,
+    OutboxPurpose,
     OutboxStatus,
 )
 from switchboard.db.models.knowledge import (
@@ -58,6 +59,7 @@ __all__ = [
     "Order",
     "Organization",
     "Outbox",
+    "OutboxPurpose",
     "OutboxStatus",
     "PendingAction",
     "PendingActionStatus",
