@@ -266,7 +266,7 @@ async def test_tenant_limit_defers_then_answers(e2e_settings, ai_tenant, model, 
 
 
 async def test_customer_limit_with_turns(e2e_settings, ai_tenant, model, graph_sandbox) -> None:  # type: ignore[no-untyped-def]
-    from switchboard.queue.inbound import SLOWDOWN_TEXT
+    from switchboard.inbound import SLOWDOWN_TEXT
 
     state, name, _ = model
     state.script(name).default = ScriptedResponse(content="normal reply")

@@ -147,7 +147,9 @@ class WhatsAppChannel:
         """
         try:
             await self.graph.mark_read(
-                phone_number_id=account.external_account_id, token=self._token(account), message_id=external_id
+                phone_number_id=account.external_account_id,
+                token=self._token(account),
+                message_id=external_id,
             )
         except GraphSendError as exc:
             raise classify(exc) from exc
@@ -181,6 +183,10 @@ class WhatsAppChannel:
         section = getattr(tenant_settings, "whatsapp", None)
         payloads = getattr(section, "opt_out_payloads", None) or []
         return {p.strip().lower(): "opt_out" for p in payloads if p.strip()}
+
+    def opt_out_reply(self, tenant_settings: Any) -> str:
+        """The one confirmation sent after an opt-out button (tenant's ``whatsapp.opt_out_reply``)."""
+        return str(tenant_settings.whatsapp.opt_out_reply)
 
     async def aclose(self) -> None:
         await self.graph.aclose()
