@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -24,55 +23,8 @@ from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.queue.keys import inbound_job_id
 from switchboard.queue.maintenance import sweep_inbound
 
-from services.orchestrator.main import create_app as create_orchestrator
 from tests.channels.whatsapp.conftest import channel_service, messages_of, run_worker_burst, sent_to
-from tests.utils.agent import deployment, llm_settings, unique_model
-from tests.utils.model_fixtures import offline_model  # noqa: F401  (fixture)
-from tests.utils.servers import serve_app
 from tests.utils.whatsapp import load_payload, text_body
-
-
-@pytest.fixture
-def model(offline_model):  # type: ignore[no-untyped-def]  # noqa: F811
-    """``(state, model_name, deployment_dict)`` of a fresh scripted deployment."""
-    state, url = offline_model
-    name = unique_model("wa")
-    return state, name, deployment(url, name)
-
-
-@pytest.fixture(scope="module")
-def orchestrator_port(database_url, redis_url, data_dir) -> Iterator[int]:  # type: ignore[no-untyped-def]
-    from switchboard.settings import load_settings
-
-    settings = load_settings(
-        database_url=database_url,
-        redis_url=redis_url,
-        data_dir=data_dir / "state",
-        log_format="console",
-        _env_file=None,
-    )
-    with serve_app(create_orchestrator(settings)) as url:
-        yield int(url.rsplit(":", 1)[1])
-
-
-@pytest.fixture
-async def ai_tenant(wa_tenant, model, sessions):  # type: ignore[no-untyped-def]
-    """``wa_tenant`` whose agent answers through the scripted deployment."""
-    from switchboard.db.models import Tenant
-
-    async with sessions() as session, session.begin():
-        tenant = await session.get(Tenant, wa_tenant.tenant.id)
-        tenant.settings_extensions = {**tenant.settings_extensions, "llm": llm_settings(model[2])}
-        session.add(tenant)
-    return wa_tenant
-
-
-@pytest.fixture
-def e2e_settings(make_settings, orchestrator_port):  # type: ignore[no-untyped-def]
-    def make(**overrides):  # type: ignore[no-untyped-def]
-        return make_settings(orchestrator_port=orchestrator_port, **overrides)
-
-    return make
 
 
 async def _outbox(sessions, tenant_id):  # type: ignore[no-untyped-def]
