@@ -178,16 +178,13 @@ def _graphemes(text: str) -> list[str]:
     selectors, emoji modifiers and zero-width-joiner sequences (so a cut never splits ``é`` or 👩‍👩‍👧)."""
     clusters: list[str] = []
     for ch in text:
-        joins = (
-            clusters
-            and (
-                unicodedata.combining(ch)
-                or ch in "\u200d\ufe0e\ufe0f"
-                or 0x1F3FB <= ord(ch) <= 0x1F3FF  # skin-tone modifiers
-                or 0xE0020 <= ord(ch) <= 0xE007F  # tag characters (flag sequences)
-                or clusters[-1].endswith("\u200d")
-                or (_regional(ch) and len(clusters[-1]) == 1 and _regional(clusters[-1]))  # a flag: two letters
-            )
+        joins = clusters and (
+            unicodedata.combining(ch)
+            or ch in "\u200d\ufe0e\ufe0f"
+            or 0x1F3FB <= ord(ch) <= 0x1F3FF  # skin-tone modifiers
+            or 0xE0020 <= ord(ch) <= 0xE007F  # tag characters (flag sequences)
+            or clusters[-1].endswith("\u200d")
+            or (_regional(ch) and len(clusters[-1]) == 1 and _regional(clusters[-1]))  # a flag: two letters
         )
         if joins:
             clusters[-1] += ch
@@ -287,7 +284,9 @@ class Channel(Protocol):
         """
         ...
 
-    async def fetch_media(self, account: ChannelAccount, ref: str, *, max_bytes: int) -> tuple[bytes, str | None]:
+    async def fetch_media(
+        self, account: ChannelAccount, ref: str, *, max_bytes: int
+    ) -> tuple[bytes, str | None]:
         """The bytes and MIME type behind a stored media handle (resolved right before download when
         the provider's links expire).
 

@@ -58,9 +58,9 @@ def build_worker_settings(settings: Settings) -> type:
     # Imported here: the channel modules import ``switchboard.queue.keys`` (no cycle at package import).
     from switchboard.channels.whatsapp.send import GraphClient
     from switchboard.crypto import CredentialCipher
-    from switchboard.handoff.jobs import deliver_handoff
     from switchboard.llm.router import ModelGateway
     from switchboard.memory import memory_sweep, summarize_memory
+    from switchboard.outbox.jobs import deliver_outbox
     from switchboard.queue.inbound import WorkerDeps, process_inbound
     from switchboard.queue.maintenance import apply_whatsapp_statuses, sweep_inbound
 
@@ -122,9 +122,7 @@ def build_worker_settings(settings: Settings) -> type:
         ]
         cron_jobs = [
             cron(sweep_inbound, name="sweep_inbound", second=set(range(0, 60, 15)), timeout=side_timeout_s),
-            cron(
-                deliver_handoff, name="deliver_handoff", second=set(range(5, 60, 15)), timeout=side_timeout_s
-            ),
+            cron(deliver_outbox, name="deliver_outbox", second=set(range(1, 60, 5)), timeout=side_timeout_s),
             cron(memory_sweep, name="memory_sweep", second={30}, timeout=side_timeout_s),
         ]
         queue_name = WORKER_QUEUE

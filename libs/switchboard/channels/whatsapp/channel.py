@@ -147,7 +147,9 @@ class WhatsAppChannel:
         """
         try:
             await self.graph.mark_read(
-                phone_number_id=account.external_account_id, token=self._token(account), message_id=external_id
+                phone_number_id=account.external_account_id,
+                token=self._token(account),
+                message_id=external_id,
             )
         except GraphSendError as exc:
             raise classify(exc) from exc

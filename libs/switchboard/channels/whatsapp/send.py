@@ -235,11 +235,21 @@ class GraphClient:
         if filename and kind == "document":
             media["filename"] = filename
         return await self._send(
-            phone_number_id, token, {"recipient_type": "individual", "to": to, "type": kind, kind: media}, tracker
+            phone_number_id,
+            token,
+            {"recipient_type": "individual", "to": to, "type": kind, kind: media},
+            tracker,
         )
 
     async def send_template(
-        self, *, phone_number_id: str, token: str, to: str, name: str, language: str, tracker: str | None = None
+        self,
+        *,
+        phone_number_id: str,
+        token: str,
+        to: str,
+        name: str,
+        language: str,
+        tracker: str | None = None,
     ) -> str:
         """Send an approved template without parameters (the only way to write outside the 24-hour window).
 

@@ -223,14 +223,14 @@ class Outbox(TenantOwned, table=True):
 
     __tablename__ = "outbox"
     __table_args__ = (
-        UniqueConstraint("inbound_message_id", "purpose", "part_index", name="uq_outbox_inbound_purpose_part"),
+        UniqueConstraint(
+            "inbound_message_id", "purpose", "part_index", name="uq_outbox_inbound_purpose_part"
+        ),
         CheckConstraint(
             "status IN ('pending', 'sending', 'sent', 'delivered', 'read', 'played', 'failed')",
             name="ck_outbox_status",
         ),
-        CheckConstraint(
-            "purpose IN ('reply', 'notice', 'relay', 'human_reply')", name="ck_outbox_purpose"
-        ),
+        CheckConstraint("purpose IN ('reply', 'notice', 'relay', 'human_reply')", name="ck_outbox_purpose"),
         Index("ix_outbox_channel_external", "channel", "external_id"),
         Index("ix_outbox_correlation", "correlation_id"),
         Index(

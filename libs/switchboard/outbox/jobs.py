@@ -1,0 +1,57 @@
+"""ARQ job of the outbox: send everything due (the cron safety net behind the jobs that send at once)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import switchboard.channels.whatsapp.channel  # noqa: F401  (registers the WhatsApp channel)
+from switchboard.channels.base import ChannelDeps, build_channels
+from switchboard.observability import get_logger
+from switchboard.outbox.delivery import DeliveryDeps, DeliveryScope, deliver
+
+__all__ = ["DELIVER_JOB_BUDGET_S", "deliver_outbox", "delivery_deps_from"]
+
+log = get_logger(__name__)
+
+DELIVER_JOB_BUDGET_S = 20.0
+"""``deliver_outbox`` claims no new row after this long, so the worker's 30 s side-job timeout never
+cancels a provider call halfway (such a row would wait for reconciliation)."""
+
+
+def delivery_deps_from(ctx: dict[str, Any]) -> DeliveryDeps:
+    """The :class:`DeliveryDeps` of a worker process, built once from ``ctx["deps"]`` (the worker's
+    shared resources) and kept in ``ctx["delivery_deps"]``.
+
+    Channels come from ``ctx["channels"]`` when the worker built them, else from
+    :func:`~switchboard.channels.base.build_channels` sharing the worker's Graph client.
+    """
+    cached = ctx.get("delivery_deps")
+    if cached is not None:
+        return cached
+    worker = ctx["deps"]
+    channels = ctx.get("channels") or build_channels(
+        ChannelDeps(
+            settings=worker.settings,
+            cipher=worker.cipher,
+            http=worker.http,
+            extra={"whatsapp_graph": worker.graph},
+        )
+    )
+    deps = DeliveryDeps(
+        sessions=worker.resources.sessions, redis=worker.redis, channels=channels, settings=worker.settings
+    )
+    ctx["delivery_deps"] = deps
+    return deps
+
+
+async def deliver_outbox(ctx: dict[str, Any]) -> dict[str, Any]:
+    """Cron job: send every due outbox row of every tenant (rows another worker holds are skipped).
+
+    Returns:
+        The :class:`~switchboard.outbox.delivery.DeliveryReport` as a dict.
+    """
+    report = await deliver(delivery_deps_from(ctx), DeliveryScope(), time_budget_s=DELIVER_JOB_BUDGET_S)
+    if report.sent or report.failed:
+        log.info("outbox_delivered", sent=report.sent, failed=report.failed, pending=report.pending)
+    return asdict(report)
