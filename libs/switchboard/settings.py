@@ -135,6 +135,18 @@ class Settings(BaseSettings):
     worker's job runs again about this long (+10 s) later. The per-conversation turn lock lives this
     long + 5 s, so a crashed holder's lock is gone by the time its job runs again."""
 
+    # --- outbox delivery loop (every channel; switchboard.outbox.delivery) -------------------------
+    delivery_backoff_base_s: float = Field(2.0, gt=0)
+    """First back-off after a transient send error; doubles per attempt (full jitter: a random wait
+    between 0 and the doubled value)."""
+    delivery_backoff_max_s: float = Field(300.0, gt=0)
+    """Cap of the back-off between two attempts of one outbox part."""
+    delivery_max_attempts: int = Field(8, ge=1)
+    """Provider calls for one part before it is dead-lettered (``failed`` / ``dead_letter``)."""
+    delivery_reconcile_after_s: float = Field(120.0, gt=0)
+    """A part left ``sending`` (the worker died, or the provider's answer was lost) waits this long
+    for a status callback carrying its correlation id before it is sent again (at-least-once)."""
+
     # --- secrets (generated into DATA_DIR/secrets when unset) ----------------------------------
     encryption_key: SecretStr | None = None
     """Fernet key (urlsafe base64, 32 bytes) for credentials encrypted at rest."""

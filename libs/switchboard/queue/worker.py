@@ -125,7 +125,7 @@ def build_worker_settings(settings: Settings) -> type:
             cron(
                 deliver_outbox,
                 name="deliver_outbox_sweep",
-                second=set(range(5, 60, 15)),
+                second=set(range(1, 60, 5)),
                 timeout=side_timeout_s,
             ),
             cron(memory_sweep, name="memory_sweep", second={30}, timeout=side_timeout_s),

@@ -30,7 +30,7 @@ from switchboard.channels.whatsapp.normalize import NormalizedDelivery, StatusUp
 from switchboard.contracts import InboundMessage
 from switchboard.db.models import InboundState, Message, utcnow
 from switchboard.observability import get_logger
-from switchboard.queue.keys import inbound_job_id, whatsapp_throttle_key
+from switchboard.queue.keys import channel_throttle_key, inbound_job_id
 from switchboard.settings import Settings
 
 __all__ = ["IngestResult", "ingest_delivery", "enqueue_inbound", "status_to_job_arg"]
@@ -235,7 +235,7 @@ async def ingest_delivery(
         if redis is not None and err.account_id in routed and err.code in (130429, 131056, 80007, 4):
             try:
                 await redis.set(
-                    whatsapp_throttle_key(err.account_id),
+                    channel_throttle_key("whatsapp", err.account_id),
                     str(err.code),
                     px=int(settings.whatsapp_throttle_backoff_s * 1000),
                 )
