@@ -135,20 +135,23 @@ async def retry_or_dead(deps: Any, job: dict[str, Any], row_id: uuid.UUID, error
     key = inbound_failures_key(row_id)
     failures = int(await deps.redis.incr(key))
     await deps.redis.expire(key, 86_400)
+    dead = failures >= deps.settings.inbound_max_tries
     async with deps.resources.sessions() as session, session.begin():
-        if failures >= deps.settings.inbound_max_tries:
+        if dead:
             await session.execute(
                 update(Message)
                 .where(col(Message.id) == row_id)
                 .values(inbound_state=InboundState.dead.value, last_error=error, processed_at=utcnow())
             )
-            log.error("inbound_dead_letter", inbound_message_id=str(row_id), job_try=job_try, error=error)
-            raise Dead()
-        await session.execute(
-            update(Message)
-            .where(col(Message.id) == row_id, Message.inbound_state == InboundState.processing.value)
-            .values(inbound_state=InboundState.pending.value, last_error=error)
-        )
+        else:
+            await session.execute(
+                update(Message)
+                .where(col(Message.id) == row_id, Message.inbound_state == InboundState.processing.value)
+                .values(inbound_state=InboundState.pending.value, last_error=error)
+            )
+    if dead:
+        log.error("inbound_dead_letter", inbound_message_id=str(row_id), job_try=job_try, error=error)
+        raise Dead()
     defer_s = deps.settings.inbound_retry_defer_s * failures
     log.warning(
         "inbound_retry", inbound_message_id=str(row_id), job_try=job_try, defer_s=defer_s, error=error
@@ -510,7 +513,7 @@ async def coalesce(ic: InboundContext) -> Outcome | None:
             .where(col(Message.id) == row.id)
             .values(
                 inbound_state=InboundState.done.value,
-                last_error=f"coalesced into a newer message's turn ({newer})",
+                last_error="coalesced into a newer message's turn",
                 processed_at=utcnow(),
                 raw=Message.raw.op("||")({"coalesced": True}),  # type: ignore[union-attr]
             )
