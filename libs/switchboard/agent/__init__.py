@@ -1,4 +1,6 @@
-"""The agent: per-tenant settings, tools, the bounded tool loop and turn handling (``POST /v1/turns``).
+"""The agent: tools, the bounded tool loop and turn handling (``POST /v1/turns``).
+
+Per-tenant settings (agent, loop, llm sections) live in :mod:`switchboard.tenant_settings`.
 
 Names are imported on first use (PEP 562): LiteLLM takes seconds to import, and light users of
 this package (``switchboard simulate`` talking to a running orchestrator) should not pay for it.
@@ -10,10 +12,6 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "AgentSettings": "settings",
-    "LoopLimits": "settings",
-    "TenantSettings": "settings",
-    "tenant_settings_from": "settings",
     "BUILTIN_TOOL_NAMES": "builtin_tools",
     "BuiltinToolSet": "builtin_tools",
     "CustomerProfileUpdate": "builtin_tools",

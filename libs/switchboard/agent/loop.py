@@ -1,6 +1,6 @@
 """The bounded tool loop (DESIGN.md, "The bounded tool loop").
 
-Limits (per tenant, :class:`~switchboard.agent.settings.LoopLimits`): at most ``max_tool_iterations``
+Limits (per tenant, :class:`~switchboard.tenant_settings.LoopLimits`): at most ``max_tool_iterations``
 model calls that return tool calls; ``turn_timeout_s`` for the whole turn; ``tool_timeout_s`` per tool
 call; tool output capped at ``max_raw_tool_result_chars`` before any processing and truncated to
 ``max_tool_result_chars`` before the model sees it; ``per_tool_call_cap`` calls per tool (a tool at
@@ -26,12 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from switchboard.agent.settings import LoopLimits, TenantSettings
 from switchboard.agent.tools import ToolContext, ToolError, ToolOutput, ToolRegistry, ToolSet, TurnEffect
 from switchboard.contracts import TokenUsage, ToolCallRecord
 from switchboard.llm.router import ContextOverflow, ModelCallFailed, ModelGateway, ModelReply, TenantRouter
 from switchboard.llm.trimming import split_units, strip_reasoning, strip_tool_history, trim_to_budget
 from switchboard.observability import get_logger
+from switchboard.tenant_settings import LoopLimits, TenantSettings
 
 __all__ = ["LoopOutcome", "run_tool_loop", "truncate_result", "visible_tools"]
 

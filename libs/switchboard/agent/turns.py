@@ -40,7 +40,6 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.agent.builtin_tools import BuiltinToolSet
 from switchboard.agent.loop import LoopOutcome, run_tool_loop
 from switchboard.agent.prompt import build_system_prompt, summary_messages
-from switchboard.agent.settings import TenantSettings, tenant_settings_from
 from switchboard.agent.tools import ToolContext, ToolRegistry, ToolSet, idempotency_key_for
 from switchboard.contracts import TokenUsage, TurnRequest, TurnResult, trace_id_for
 from switchboard.crypto import CredentialDecryptError
@@ -66,6 +65,7 @@ from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
 from switchboard.llm.trimming import repair_tool_pairs, strip_reasoning
 from switchboard.memory.store import is_returning_customer
 from switchboard.observability import get_logger, message_context
+from switchboard.tenant_settings import TenantSettings, tenant_settings_from
 
 __all__ = ["Orchestrator", "TurnRejected", "history_to_messages"]
 

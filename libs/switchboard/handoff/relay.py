@@ -25,7 +25,6 @@ from typing import Any
 from sqlalchemy import update
 from sqlmodel import col, select
 
-from switchboard.agent.settings import tenant_settings_from
 from switchboard.channels.whatsapp.accounts import access_token_of
 from switchboard.channels.whatsapp.send import TEXT_LIMIT_CHARS, GraphSendError, within_service_window
 from switchboard.db.engine import session_scope
@@ -55,6 +54,7 @@ from switchboard.handoff.notices import (
 )
 from switchboard.llm.router import ModelGateway
 from switchboard.observability import get_logger
+from switchboard.tenant_settings import tenant_settings_from
 
 __all__ = [
     "AGENT_CONSOLE_REASON",

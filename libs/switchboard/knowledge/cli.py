@@ -257,15 +257,13 @@ def kb_reindex(
     """Re-parse and re-embed documents now, in this process, with the tenant's embedding model."""
     from switchboard.db.models import Tenant
     from switchboard.knowledge import find_source, ingest_source, mark_for_reindex
+    from switchboard.tenant_settings import set_section
 
     async def work(sessions: Any, settings: Any) -> list[Any]:
         row = await _tenant(sessions, tenant)
         async with sessions() as session, session.begin():
             if model:
-                stored = await session.get(Tenant, row.id)
-                extensions = dict(stored.settings_extensions or {})
-                extensions["knowledge"] = {**(extensions.get("knowledge") or {}), "embedding_model": model}
-                stored.settings_extensions = extensions
+                set_section(await session.get(Tenant, row.id), "knowledge", embedding_model=model)
             ids: list[uuid.UUID] | None = None
             if documents:
                 ids = [(await find_source(session, tenant_id=row.id, document=d)).id for d in documents]

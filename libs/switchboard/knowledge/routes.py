@@ -38,6 +38,7 @@ from switchboard.knowledge.retrieval import search_chunks
 from switchboard.observability import get_logger
 from switchboard.runtime.resources import Resources
 from switchboard.settings import Settings
+from switchboard.tenant_settings import set_section
 from switchboard.tenants import get_tenant
 
 __all__ = ["knowledge_admin_router"]
@@ -269,10 +270,7 @@ async def reindex_all(
 ) -> list[DocumentPublic]:
     """The body is optional: without one, every document is re-embedded with the current model."""
     if body is not None and body.embedding_model:
-        block = (tenant.settings_extensions or {}).get("knowledge") or {}
-        extensions = dict(tenant.settings_extensions or {})
-        extensions["knowledge"] = {**block, "embedding_model": body.embedding_model}
-        tenant.settings_extensions = extensions
+        set_section(tenant, "knowledge", embedding_model=body.embedding_model)
         session.add(tenant)
     return await _queue_reindex(request, session, tenant, None)
 

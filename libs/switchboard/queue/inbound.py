@@ -35,7 +35,6 @@ from sqlalchemy import and_, func, or_, true, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlmodel import select
 
-from switchboard.agent.settings import TenantSettings, tenant_settings_from
 from switchboard.channels.whatsapp.accounts import access_token_of
 from switchboard.channels.whatsapp.identity import open_conversation, rekey_phone, resolve_customer
 from switchboard.channels.whatsapp.media import MediaUnavailable, media_to_text
@@ -76,6 +75,7 @@ from switchboard.queue.keys import (
 from switchboard.queue.turn_client import ContractViolation, OrchestratorUnavailable, request_turn
 from switchboard.runtime.resources import Resources
 from switchboard.settings import Settings
+from switchboard.tenant_settings import TenantSettings, tenant_settings_from
 
 __all__ = ["WorkerDeps", "process_inbound", "send_outbox", "SLOWDOWN_TEXT", "CONTRACT_VIOLATION_MAX_TRIES"]
 

@@ -47,10 +47,11 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.agent.tools import ToolError, ToolOutput
 from switchboard.db.engine import session_scope
-from switchboard.db.models import McpTenantTool, SecurityAlert, Tenant, ToolReceipt
+from switchboard.db.models import McpTenantTool, SecurityAlert, ToolReceipt
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
+from switchboard.tenant_settings import load_tenant_settings
 from switchboard.tools.contracts import (
     CONTRACT_META_KEY,
     FORBIDDEN_MESSAGE,
@@ -511,20 +512,15 @@ class McpToolSource:
     async def _tenant_limits(self, session: AsyncSession, tenant_id: uuid.UUID) -> tuple[int, float]:
         """``(mutation budget, call timeout in s)`` for the tenant.
 
-        The budget is ``settings_extensions.tools.mutation_budget`` (else the source's default). The
-        timeout stays just under the loop's ``settings_extensions.loop.tool_timeout_s`` so this source,
-        not the loop, times the call out and leaves its receipt.
+        The budget is the tenant's ``tools.mutation_budget`` (else the source's default). The timeout
+        stays just under the loop's ``loop.tool_timeout_s`` so this source, not the loop, times the call
+        out and leaves its receipt.
         """
-        tenant = await session.get(Tenant, tenant_id)
-        extensions = (tenant.settings_extensions or {}) if tenant else {}
-        budget = (extensions.get("tools") or {}).get("mutation_budget")
-        if not (isinstance(budget, int) and not isinstance(budget, bool) and budget >= 0):
+        settings = await load_tenant_settings(session, tenant_id)
+        budget = settings.tools.mutation_budget
+        if budget is None:
             budget = self.mutation_budget
-        timeout_s = self.call_timeout_s
-        loop_timeout = (extensions.get("loop") or {}).get("tool_timeout_s")
-        if isinstance(loop_timeout, int | float) and not isinstance(loop_timeout, bool) and loop_timeout > 0:
-            timeout_s = min(timeout_s, float(loop_timeout) * LOOP_TIMEOUT_SHARE)
-        return budget, timeout_s
+        return budget, min(self.call_timeout_s, settings.loop.tool_timeout_s * LOOP_TIMEOUT_SHARE)
 
     async def _alert(self, ctx: TurnIdentity, name: str, overridden: list[str]) -> None:
         try:
