@@ -145,6 +145,7 @@ def run() -> None:
     from switchboard.runtime.services import SERVICES
     from switchboard.runtime.supervisor import RunLock, Supervisor, check_ports_free
     from switchboard.seed import seed_demo_if_empty
+    from switchboard.settings import GENERATED_SECRETS
 
     started = time.monotonic()
     settings = _settings(attach_to_run=False)
@@ -156,15 +157,8 @@ def run() -> None:
     check_ports_free(settings, SERVICES)
     # Create every generated secret now, so the files exist before anyone needs them
     # (e.g. signing a test webhook with DATA_DIR/secrets/meta_app.secret right after start-up).
-    settings.resolved_encryption_key()
-    for resolve in (
-        settings.resolved_service_token,
-        settings.resolved_mcp_service_token,
-        settings.resolved_admin_token,
-        settings.resolved_meta_app_secret,
-        settings.resolved_meta_verify_token,
-    ):
-        resolve()
+    for name in GENERATED_SECRETS:
+        settings.secret(name)
 
     stop_requested = False
 

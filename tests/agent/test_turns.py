@@ -367,7 +367,9 @@ async def test_semaphore_bounds_concurrent_turns(make_tenant, sessions, settings
     state.script(model).latency_s = 0.2
     state.script(model).default = text("ok")
     gateway = ModelGateway(
-        settings=settings, cipher=CredentialCipher(settings.resolved_encryption_key()), max_concurrent_calls=3
+        settings=settings,
+        cipher=CredentialCipher(settings.secret("encryption_key").encode()),
+        max_concurrent_calls=3,
     )
     orchestrator = Orchestrator(sessions=sessions, gateway=gateway)
     tenant = await make_tenant(llm=llm_settings(deployment(url, model)))

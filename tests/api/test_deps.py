@@ -14,7 +14,7 @@ ADMIN_LISTS = ("agents", "tools", "knowledge/documents")
 async def admin(settings):
     app = create_orchestrator(settings)
     async with app.router.lifespan_context(app):
-        headers = {"Authorization": f"Bearer {settings.resolved_admin_token()}"}
+        headers = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test", headers=headers) as client:
             yield client

@@ -20,7 +20,7 @@ async def api(settings) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(settings.model_copy(update={"kb_max_upload_bytes": UPLOAD_LIMIT_BYTES}))
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        headers = {"Authorization": f"Bearer {settings.resolved_admin_token()}"}
+        headers = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
         async with httpx.AsyncClient(transport=transport, base_url="http://test", headers=headers) as client:
             yield client
 

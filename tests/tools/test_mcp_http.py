@@ -23,7 +23,7 @@ from tests.utils.net import free_port
 
 
 def source(url, settings, sessions, **kwargs) -> McpToolSource:
-    return McpToolSource(url=url, token=settings.resolved_mcp_service_token(), sessions=sessions, **kwargs)
+    return McpToolSource(url=url, token=settings.secret("mcp_service_token"), sessions=sessions, **kwargs)
 
 
 def turn(
@@ -63,7 +63,7 @@ async def test_legacy_sse_transport_is_served_behind_the_token(mcp_server, setti
     sse_url = url.removesuffix("/mcp") + "/sse"
     async with httpx.AsyncClient() as http:
         assert (await http.get(sse_url)).status_code == 401
-    headers = {"Authorization": f"Bearer {settings.resolved_mcp_service_token()}"}
+    headers = {"Authorization": f"Bearer {settings.secret('mcp_service_token')}"}
     async with (
         sse_client(sse_url, headers=headers, timeout=5) as (read, write),
         ClientSession(read, write) as mcp,
@@ -79,7 +79,7 @@ async def test_legacy_sse_transport_is_served_behind_the_token(mcp_server, setti
 
 async def test_direct_call_without_tenant_is_refused_with_a_clear_error(mcp_server, settings):
     url, _ = mcp_server
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {settings.resolved_mcp_service_token()}"})
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {settings.secret('mcp_service_token')}"})
     async with Client(streamable_http_client(url, http_client=http)) as client:
         result = await client.call_tool("lookup_product", {"sku_or_name": "FVAM-2050-B"})
     assert result.is_error is True

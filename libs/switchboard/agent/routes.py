@@ -28,7 +28,7 @@ def orchestrator_from_app(request: Request, settings: SettingsDep, resources: Re
     if orchestrator is None:
         gateway = ModelGateway(
             settings=settings,
-            cipher=CredentialCipher(settings.resolved_encryption_key()),
+            cipher=CredentialCipher(settings.secret("encryption_key").encode()),
             max_concurrent_calls=settings.model_call_concurrency,
         )
         from switchboard.tools.mcp_client import McpToolSource  # imports switchboard.agent.tools itself

@@ -39,12 +39,12 @@ BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 async def require_service_token(request: Request, credentials: BearerDep, settings: SettingsDep) -> None:
     """Dependency: ``Authorization: Bearer <SERVICE_TOKEN>`` or 401."""
-    _check(request, credentials, settings.resolved_service_token(), "service")
+    _check(request, credentials, settings.secret("service_token"), "service")
 
 
 async def require_admin_token(request: Request, credentials: BearerDep, settings: SettingsDep) -> None:
     """Dependency: ``Authorization: Bearer <ADMIN_TOKEN>`` or 401."""
-    _check(request, credentials, settings.resolved_admin_token(), "admin")
+    _check(request, credentials, settings.secret("admin_token"), "admin")
 
 
 ServiceAuth = Depends(require_service_token)

@@ -118,7 +118,7 @@ def resolve_embedding_config(
     block = tenant_settings_from(tenant.settings_extensions, tenant_id=str(tenant.id)).knowledge
     api_key: str | None = None
     if block.embedding_api_key_encrypted:
-        cipher = CredentialCipher(settings.resolved_encryption_key())
+        cipher = CredentialCipher(settings.secret("encryption_key").encode())
         api_key = cipher.decrypt(block.embedding_api_key_encrypted).get("api_key")
     elif settings.openai_api_key is not None:
         api_key = settings.openai_api_key.get_secret_value()
@@ -161,7 +161,7 @@ def set_tenant_embedding(
     """
     encrypted = None
     if api_key:
-        encrypted = CredentialCipher(settings.resolved_encryption_key()).encrypt({"api_key": api_key})
+        encrypted = CredentialCipher(settings.secret("encryption_key").encode()).encrypt({"api_key": api_key})
     set_section(
         tenant,
         "knowledge",

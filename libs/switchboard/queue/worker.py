@@ -85,7 +85,7 @@ def build_worker_settings(settings: Settings) -> type:
                 timeout_s=settings.whatsapp_send_timeout_s,
             ),
             http=httpx.AsyncClient(timeout=settings.orchestrator_timeout_s),
-            cipher=CredentialCipher(settings.resolved_encryption_key()),
+            cipher=CredentialCipher(settings.secret("encryption_key").encode()),
         )
         ctx["model_gateway"] = ModelGateway(
             settings=settings,

@@ -178,7 +178,7 @@ class McpToolSource:
 
     Args:
         url: the MCP endpoint (``http://host:port/mcp``).
-        token: bearer token (``settings.resolved_mcp_service_token()``).
+        token: bearer token (``settings.secret("mcp_service_token")``).
         sessions: database sessions (toolbox, receipts, alerts, budget).
         refresh_interval_s: how long a successful ``list_tools()`` is reused.
         retry_after_failure_s: how long a failed discovery is not retried (turns meanwhile get no MCP tools).
@@ -221,7 +221,7 @@ class McpToolSource:
         """The tool source for this process: ``settings.mcp_tools_url`` with the MCP service token."""
         return cls(
             url=settings.mcp_tools_url,
-            token=settings.resolved_mcp_service_token(),
+            token=settings.secret("mcp_service_token"),
             sessions=sessions,
             refresh_interval_s=settings.mcp_discovery_refresh_s,
             discovery_timeout_s=settings.mcp_discovery_timeout_s,

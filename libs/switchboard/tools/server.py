@@ -308,12 +308,12 @@ def create_tools_app(settings: Settings, *, server: ToolServer | None = None) ->
 
     Args:
         settings: process settings (``DATABASE_URL`` required; the token is
-            ``settings.resolved_mcp_service_token()``).
+            ``settings.secret("mcp_service_token")``).
         server: the tool server (tests add tools to one); default: every business tool.
     """
     configure_logging(service="mcp_tools", level=settings.log_level, fmt=settings.log_format)
     server = server or ToolServer()
-    token = settings.resolved_mcp_service_token()
+    token = settings.secret("mcp_service_token")
     # DNS-rebinding protection is off: every request must carry the bearer token anyway, and the
     # service is reached by container host names in production.
     no_rebinding_check = TransportSecuritySettings(enable_dns_rebinding_protection=False)

@@ -86,7 +86,7 @@ async def wa_tenant(
     async with sessions() as session, session.begin():
         account = await add_channel_account(
             session, tenant=tenant, channel="whatsapp", external_account_id=phone_number_id,
-            credentials={"access_token": "EAAG-test-token"}, cipher=CredentialCipher(settings.resolved_encryption_key()),
+            credentials={"access_token": "EAAG-test-token"}, cipher=CredentialCipher(settings.secret("encryption_key").encode()),
         )  # fmt: skip
     return WaTenant(tenant=tenant, account=account, phone_number_id=phone_number_id)
 

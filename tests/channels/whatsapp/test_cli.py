@@ -61,7 +61,10 @@ async def test_add_whatsapp_token_is_encrypted_at_rest(database_url, data_dir, s
             await session.exec(select(ChannelAccount).where(ChannelAccount.external_account_id == pid))
         ).one()
     assert "EAAG-secret" not in account.credentials_encrypted
-    assert access_token_of(account, CredentialCipher(settings.resolved_encryption_key())) == "EAAG-secret"
+    assert (
+        access_token_of(account, CredentialCipher(settings.secret("encryption_key").encode()))
+        == "EAAG-secret"
+    )
 
 
 def test_retarget_payload_sets_account_and_refreshes_timestamps() -> None:

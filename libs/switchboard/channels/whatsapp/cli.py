@@ -219,7 +219,7 @@ def add_whatsapp(
             err=True,
         )
         raise typer.Exit(2)
-    cipher = CredentialCipher(settings.resolved_encryption_key())
+    cipher = CredentialCipher(settings.secret("encryption_key").encode())
 
     async def work(session):  # type: ignore[no-untyped-def]
         owner = await get_tenant(session, tenant)
@@ -338,7 +338,7 @@ def simulate_whatsapp(
             except (httpx.HTTPError, ValueError, KeyError):
                 after = None
             try:
-                response = await post_signed(client, webhook_url, raw, settings.resolved_meta_app_secret())
+                response = await post_signed(client, webhook_url, raw, settings.secret("meta_app_secret"))
             except httpx.HTTPError as exc:
                 typer.secho(
                     f"error: cannot reach {webhook_url} ({type(exc).__name__}); is `switchboard run` running?",

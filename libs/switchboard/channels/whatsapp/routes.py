@@ -80,7 +80,7 @@ def webhook_router() -> APIRouter:
         token: str | None = Query(None, alias="hub.verify_token"),
         challenge: str | None = Query(None, alias="hub.challenge"),
     ) -> Response:
-        body = challenge_response(mode, token, challenge, settings.resolved_meta_verify_token())
+        body = challenge_response(mode, token, challenge, settings.secret("meta_verify_token"))
         if body is None:
             log.warning("whatsapp_handshake_refused", mode=mode, has_token=bool(token))
             return PlainTextResponse("Forbidden", status_code=403)
@@ -106,7 +106,7 @@ def webhook_router() -> APIRouter:
         if not header:
             log.warning("whatsapp_webhook_rejected", reason="missing signature")
             return JSONResponse({"error": "missing X-Hub-Signature-256"}, status_code=401)
-        if not signature_is_valid(raw, header, settings.resolved_meta_app_secret()):
+        if not signature_is_valid(raw, header, settings.secret("meta_app_secret")):
             log.warning("whatsapp_webhook_rejected", reason="bad signature")
             return JSONResponse({"error": "invalid signature"}, status_code=403)
         try:
