@@ -8,7 +8,7 @@ from typing import Literal
 
 from switchboard.settings import Settings
 
-__all__ = ["ServiceSpec", "SERVICES", "WORKER_HEALTH_KEY"]
+__all__ = ["ServiceSpec", "SERVICES", "WORKER_HEALTH_KEY", "name_width"]
 
 WORKER_QUEUE = "arq:queue"
 WORKER_HEALTH_KEY = f"{WORKER_QUEUE}:health-check"
@@ -38,6 +38,10 @@ class ServiceSpec:
         port = self.port(settings)
         return f"http://{settings.host}:{port}" if port else None
 
+    def where(self, settings: Settings) -> str:
+        """What ``run`` and ``status`` print in the URL column."""
+        return self.url(settings) or "(queue worker)"
+
     def command(self, settings: Settings) -> list[str]:
         """The argv that starts this service with the current interpreter."""
         if self.kind == "http":
@@ -58,3 +62,8 @@ SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("worker", "worker", "services.worker.main"),
     ServiceSpec("model_server", "http", "services.model_server.main:create_app", "model_server_port"),
 )
+
+
+def name_width() -> int:
+    """Width of the name column in ``run`` and ``status`` output."""
+    return max(13, *(len(spec.name) + 1 for spec in SERVICES))
