@@ -12,8 +12,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from sqlmodel import select
 from switchboard.db.models import Lead, SecurityAlert, ToolReceipt
+from switchboard.tools.context import ToolContext
 from switchboard.tools.contracts import INJECTED_PARAMS
-from switchboard.tools.mcp_client import McpToolError, McpToolSource, TurnToolContext
+from switchboard.tools.mcp_client import McpToolError, McpToolSource
 from switchboard.tools.receipts import args_hash
 from switchboard.tools.server import ToolServer, create_tools_app
 from switchboard.tools.toolbox import set_enabled
@@ -28,10 +29,11 @@ def source(url, settings, sessions, **kwargs) -> McpToolSource:
 
 def turn(
     shop, *, trace: str | None = None, untrusted: bool = False, channel: str = "whatsapp"
-) -> TurnToolContext:
-    return TurnToolContext(
+) -> ToolContext:
+    return ToolContext(
         tenant_id=shop.tenant_id, customer_id=shop.customer_id, conversation_id=shop.conversation_id,
-        trace_id=trace or uuid.uuid4().hex, has_untrusted_content=untrusted, channel=channel,
+        trace_id=trace or uuid.uuid4().hex, sessions=shop.sessions, has_untrusted_content=untrusted,
+        channel=channel,
     )  # fmt: skip
 
 

@@ -12,6 +12,7 @@ from switchboard.api.deps import ResourcesDep, SettingsDep
 from switchboard.contracts import TurnRequest, TurnResult
 from switchboard.crypto import CredentialCipher
 from switchboard.llm.router import ModelGateway
+from switchboard.tools.mcp_client import McpToolSource
 
 __all__ = ["turns_router", "orchestrator_from_app", "OrchestratorDep"]
 
@@ -31,8 +32,6 @@ def orchestrator_from_app(request: Request, settings: SettingsDep, resources: Re
             cipher=CredentialCipher(settings.secret("encryption_key").encode()),
             max_concurrent_calls=settings.model_call_concurrency,
         )
-        from switchboard.tools.mcp_client import McpToolSource  # imports switchboard.agent.tools itself
-
         orchestrator = Orchestrator(
             sessions=resources.sessions,
             gateway=gateway,
