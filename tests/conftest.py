@@ -7,6 +7,7 @@ Tests isolate data by creating their own tenants (see ``make_tenant``), never by
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -134,3 +135,14 @@ def make_tenant(sessions: async_sessionmaker[AsyncSession]) -> Callable[..., Awa
         return tenant
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """Apps, workers and commands reconfigure the root logger onto the (captured) stderr; put
+    pytest's back after each test."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)

@@ -6,12 +6,12 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
-from fastapi import APIRouter, HTTPException, status
+from fastapi import HTTPException, status
 from pydantic import BaseModel, Field
 
 from switchboard.agent.routes import OrchestratorDep
-from switchboard.api.auth import AdminAuth
-from switchboard.api.deps import TENANT_NOT_FOUND_RESPONSE, SessionDep, SessionsDep, TenantDep
+from switchboard.api.deps import SessionDep, SessionsDep, TenantDep
+from switchboard.api.routers import tenant_admin_router
 from switchboard.db.engine import session_scope
 from switchboard.db.models import HumanAgent
 from switchboard.handoff.agents import AgentExists, add_agent, list_agents
@@ -20,12 +20,7 @@ from switchboard.handoff.notices import write_outgoing
 
 __all__ = ["agents_router", "AgentCreate", "AgentPublic", "AgentStatusUpdate"]
 
-agents_router = APIRouter(
-    prefix="/v1/admin/tenants/{slug}/agents",
-    tags=["human agents"],
-    dependencies=[AdminAuth],
-    responses=TENANT_NOT_FOUND_RESPONSE,
-)
+agents_router = tenant_admin_router("/agents", tags=["human agents"])
 
 
 class AgentCreate(BaseModel):

@@ -10,12 +10,12 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, File, HTTPException, Query, Response, UploadFile, status
+from fastapi import File, HTTPException, Query, Response, UploadFile, status
 from pydantic import BaseModel, Field
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.api.auth import AdminAuth
-from switchboard.api.deps import TENANT_NOT_FOUND_RESPONSE, ResourcesDep, SessionDep, SettingsDep, TenantDep
+from switchboard.api.deps import ResourcesDep, SessionDep, SettingsDep, TenantDep
+from switchboard.api.routers import tenant_admin_router
 from switchboard.db.models import KnowledgeSource, Tenant
 from switchboard.knowledge.embeddings import (
     EmbeddingFailed,
@@ -42,12 +42,7 @@ __all__ = ["knowledge_admin_router"]
 
 log = get_logger(__name__)
 
-knowledge_admin_router = APIRouter(
-    prefix="/v1/admin/tenants/{slug}/knowledge",
-    tags=["knowledge"],
-    dependencies=[AdminAuth],
-    responses=TENANT_NOT_FOUND_RESPONSE,
-)
+knowledge_admin_router = tenant_admin_router("/knowledge", tags=["knowledge"])
 
 _REJECTION_STATUS = {
     "too_large": status.HTTP_413_CONTENT_TOO_LARGE,

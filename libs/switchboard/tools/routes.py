@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi import HTTPException, Query, Request, status
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
-from switchboard.api.auth import AdminAuth
-from switchboard.api.deps import TENANT_NOT_FOUND_RESPONSE, SessionDep, TenantDep
+from switchboard.api.deps import SessionDep, TenantDep
+from switchboard.api.routers import tenant_admin_router
 from switchboard.tools.importers import IMPORT_KINDS, MAX_IMPORT_BYTES, ImportReport, import_csv
 from switchboard.tools.toolbox import (
     ToolAssignment,
@@ -26,12 +26,7 @@ from switchboard.tools.toolbox import (
 
 __all__ = ["admin_tools_router"]
 
-admin_tools_router = APIRouter(
-    prefix="/v1/admin/tenants/{slug}",
-    tags=["admin: tools"],
-    dependencies=[AdminAuth],
-    responses=TENANT_NOT_FOUND_RESPONSE,
-)
+admin_tools_router = tenant_admin_router(tags=["admin: tools"])
 
 
 class ToolUpdate(BaseModel):
