@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from arq.connections import ArqRedis, RedisSettings, create_pool
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.db.engine import create_engine, session_factory
@@ -85,6 +86,14 @@ def redis_url(data_dir: Path) -> Iterator[str]:
     url = server.start()
     yield url
     server.stop()
+
+
+@pytest.fixture
+async def arq_pool(redis_url: str) -> AsyncIterator[ArqRedis]:
+    """An ARQ pool on the test Redis (default queue: the chat queue)."""
+    pool = await create_pool(RedisSettings.from_dsn(redis_url))
+    yield pool
+    await pool.aclose()
 
 
 @pytest.fixture(scope="session")

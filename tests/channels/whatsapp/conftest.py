@@ -12,7 +12,6 @@ from typing import Any
 
 import httpx
 import pytest
-from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.worker import Worker
 from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import async_sessionmaker
@@ -21,11 +20,12 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.channels.whatsapp import sandbox_router, sign_body
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, Message, Outbox, Tenant
-from switchboard.queue import build_worker_settings
+from switchboard.queue import Queue
 from switchboard.settings import Settings, load_settings
 from switchboard.tenants import add_channel_account
 
 from services.whatsapp.main import create_app
+from tests.utils import workers
 from tests.utils.servers import serve_app
 from tests.utils.whatsapp import encode
 
@@ -125,25 +125,8 @@ def open_channel() -> Callable[[Settings], Any]:
 
 
 async def run_worker_burst(settings: Settings, *, max_jobs: int | None = None) -> Worker:
-    """Run the real worker settings in burst mode until the queue is empty (cron jobs left out)."""
-    cls = build_worker_settings(settings)
-    kwargs = {k: v for k, v in vars(cls).items() if not k.startswith("__")}
-    kwargs.pop("cron_jobs", None)
-    if max_jobs is not None:
-        kwargs["max_jobs"] = max_jobs
-    worker = Worker(**kwargs, burst=True, poll_delay=0.01, handle_signals=False)
-    try:
-        await worker.main()
-    finally:
-        await worker.close()
-    return worker
-
-
-@pytest.fixture
-async def arq_pool(redis_url: str) -> AsyncIterator[ArqRedis]:
-    pool = await create_pool(RedisSettings.from_dsn(redis_url))
-    yield pool
-    await pool.aclose()
+    """Run the real chat worker in burst mode until the chat queue is empty (cron jobs left out)."""
+    return await workers.run_worker_burst(settings, Queue.chat, max_jobs=max_jobs)
 
 
 async def messages_of(sessions: async_sessionmaker[AsyncSession], tenant_id: uuid.UUID) -> list[Message]:
