@@ -114,7 +114,9 @@ def test_set_section_merges_removes_with_none_and_validates_before_changing_anyt
         set_section(row, "nope", x=1)
     assert row.settings_extensions is before
     set_section(row, "whatsapp", opt_out_reply="Done.")
-    assert tenant_settings_from(row.settings_extensions).whatsapp.opt_out_reply == "Done."
+    set_section(row, "agent", name="Sam")  # a field may be called like the section's parameter
+    settings = tenant_settings_from(row.settings_extensions)
+    assert (settings.whatsapp.opt_out_reply, settings.agent.name) == ("Done.", "Sam")
 
 
 async def test_load_tenant_settings_reads_the_tenant_row(make_tenant, sessions):

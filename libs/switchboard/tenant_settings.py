@@ -307,8 +307,8 @@ class HasSettingsExtensions(Protocol):
     settings_extensions: dict[str, Any]
 
 
-def set_section(tenant: HasSettingsExtensions, name: str, **changes: Any) -> BaseModel:
-    """Update one section of ``tenant.settings_extensions`` in place; the caller adds and commits.
+def set_section(tenant: HasSettingsExtensions, section: str, /, **changes: Any) -> BaseModel:
+    """Update section ``section`` of ``tenant.settings_extensions`` in place; the caller adds and commits.
 
     ``changes`` are merged into what the section stores now; a value of ``None`` removes that key
     (it falls back to its default). The merged section is validated before anything is changed,
@@ -318,20 +318,20 @@ def set_section(tenant: HasSettingsExtensions, name: str, **changes: Any) -> Bas
         The section as the loader will now read it.
 
     Raises:
-        KeyError: no section ``name``.
+        KeyError: no such section.
         pydantic.ValidationError: the merged section is invalid (a ``ValueError``); nothing changed.
     """
-    model = {**CORE_SECTIONS, **channel_sections()}.get(name)
+    model = {**CORE_SECTIONS, **channel_sections()}.get(section)
     if model is None:
-        raise KeyError(f"no tenant settings section {name!r}")
+        raise KeyError(f"no tenant settings section {section!r}")
     extensions = dict(tenant.settings_extensions or {})
-    stored = extensions.get(name)
+    stored = extensions.get(section)
     merged = {**(stored if isinstance(stored, dict) else {}), **changes}
     merged = {key: value for key, value in merged.items() if value is not None}
-    section = model.model_validate(merged)
+    validated = model.model_validate(merged)
     if merged:
-        extensions[name] = merged
+        extensions[section] = merged
     else:
-        extensions.pop(name, None)
+        extensions.pop(section, None)
     tenant.settings_extensions = extensions
-    return section
+    return validated
