@@ -63,6 +63,16 @@ _POSTGRES_SCHEMES = {"postgres", "postgresql", "postgresql+asyncpg", "postgresql
 _REDIS_SCHEMES = {"redis", "rediss", "unix"}
 
 
+def _url_with_scheme(value: str | None, schemes: set[str], expected: str) -> str | None:
+    """``value`` (``None`` when empty) if its scheme is one of ``schemes``; else ``ValueError``."""
+    if value in (None, ""):
+        return None
+    scheme = urlsplit(value).scheme
+    if scheme not in schemes:
+        raise ValueError(f"expected {expected}, got scheme {scheme!r}")
+    return value
+
+
 class StateSettings(BaseSettings):
     """Where state lives: the database, Redis and ``DATA_DIR``."""
 
@@ -76,22 +86,12 @@ class StateSettings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _check_database_url(cls, value: str | None) -> str | None:
-        if value in (None, ""):
-            return None
-        scheme = urlsplit(value).scheme
-        if scheme not in _POSTGRES_SCHEMES:
-            raise ValueError(f"expected a postgresql:// URL, got scheme {scheme!r}")
-        return value
+        return _url_with_scheme(value, _POSTGRES_SCHEMES, "a postgresql:// URL")
 
     @field_validator("redis_url")
     @classmethod
     def _check_redis_url(cls, value: str | None) -> str | None:
-        if value in (None, ""):
-            return None
-        scheme = urlsplit(value).scheme
-        if scheme not in _REDIS_SCHEMES:
-            raise ValueError(f"expected a redis://, rediss:// or unix:// URL, got scheme {scheme!r}")
-        return value
+        return _url_with_scheme(value, _REDIS_SCHEMES, "a redis://, rediss:// or unix:// URL")
 
     @property
     def secrets_dir(self) -> Path:

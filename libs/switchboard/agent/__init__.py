@@ -8,8 +8,7 @@ this package (``switchboard simulate`` talking to a running orchestrator) should
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from switchboard.lazy_imports import lazy_getattr
 
 _EXPORTS = {
     "BUILTIN_TOOL_NAMES": "builtin_tools",
@@ -32,10 +31,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'switchboard.agent' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"switchboard.agent.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

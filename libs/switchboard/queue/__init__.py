@@ -6,8 +6,7 @@ and must not pull in the workers (and through them the agent and the channels) a
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from switchboard.lazy_imports import lazy_getattr
 
 _EXPORTS = {
     "JOB_QUEUES": "queues",
@@ -23,10 +22,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'switchboard.queue' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"switchboard.queue.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
