@@ -86,7 +86,7 @@ class WhatsAppKit:
             await add_channel_account(
                 session, tenant=tenant, channel="whatsapp", external_account_id=phone_number_id,
                 credentials={"access_token": "EAAG-test-token"},
-                cipher=CredentialCipher(settings.resolved_encryption_key()),
+                cipher=CredentialCipher(settings.secret("encryption_key").encode()),
             )  # fmt: skip
         return phone_number_id
 
@@ -128,7 +128,7 @@ class WhatsAppKit:
         )  # fmt: skip
 
     def sign(self, raw: bytes, settings: Settings) -> dict[str, str]:
-        return {"X-Hub-Signature-256": sign_body(raw, settings.resolved_meta_app_secret())}
+        return {"X-Hub-Signature-256": sign_body(raw, settings.secret("meta_app_secret"))}
 
     def bad_signature(self) -> dict[str, str]:
         return {"X-Hub-Signature-256": sign_body(b"something else", "wrong-secret")}

@@ -18,7 +18,7 @@ from switchboard.queue.keys import inbound_job_id
 
 from tests.channels.kits import KITS, ChannelKit, Posted, new_id, raw
 from tests.utils.agent import llm_settings
-from tests.utils.worker import run_worker_burst
+from tests.utils.workers import run_worker_burst
 
 CHANNELS = channel_names()
 

@@ -8,12 +8,12 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.agent.settings import tenant_settings_from
 from switchboard.crypto import CredentialDecryptError
-from switchboard.db.models import Message, Tenant
+from switchboard.db.models import Message
 from switchboard.llm.router import ModelCallFailed, ModelGateway
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.observability import get_logger
+from switchboard.tenant_settings import load_tenant_settings
 
 __all__ = ["HANDOFF_SUMMARY_INSTRUCTION", "write_handoff_summary", "transcript_lines"]
 
@@ -69,9 +69,8 @@ async def write_handoff_summary(
     Never raises for model trouble (logged as ``handoff_summary_failed``).
     """
     async with sessions() as session:
-        tenant = await session.get(Tenant, tenant_id)
+        settings = await load_tenant_settings(session, tenant_id)
         rows = await _recent(session, tenant_id, conversation_id)
-    settings = tenant_settings_from(tenant.settings_extensions if tenant else None, tenant_id=str(tenant_id))
     limit = settings.handoff.summary_max_chars
     lines = transcript_lines(rows)
     fallback = (

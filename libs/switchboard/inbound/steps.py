@@ -31,7 +31,6 @@ from arq.worker import Retry
 from sqlalchemy import and_, func, or_, true, update
 from sqlmodel import col, select
 
-from switchboard.agent.settings import tenant_settings_from
 from switchboard.channels.base import split_text
 from switchboard.contracts import TurnRequest
 from switchboard.db.models import (
@@ -66,6 +65,7 @@ from switchboard.queue.keys import (
     inbound_failures_key,
     tenant_rate_key,
 )
+from switchboard.tenant_settings import tenant_settings_from
 
 __all__ = [
     "STEPS",
@@ -639,7 +639,7 @@ async def turn(ic: InboundContext) -> Outcome | None:
     )  # fmt: skip
     try:
         result = await request_turn(
-            ic.deps.http, base_url=settings.orchestrator_url, token=settings.resolved_service_token(),
+            ic.deps.http, base_url=settings.orchestrator_url, token=settings.secret("service_token"),
             request=request, timeout_s=settings.orchestrator_timeout_s,
         )  # fmt: skip
     except OrchestratorUnavailable as exc:

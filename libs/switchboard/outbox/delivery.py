@@ -64,7 +64,6 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.agent.settings import TenantSettings, tenant_settings_from
 from switchboard.channels.base import Channel, OutboundPart, SendError, SendErrorKind, within_window
 from switchboard.db.models import (
     ChannelAccount,
@@ -82,6 +81,7 @@ from switchboard.observability import get_logger, message_context
 from switchboard.outbox.statuses import apply_statuses, take_parked
 from switchboard.queue.keys import channel_throttle_key, mark_read_key
 from switchboard.settings import Settings
+from switchboard.tenant_settings import TenantSettings, tenant_settings_from
 
 __all__ = [
     "IN_FLIGHT_S",

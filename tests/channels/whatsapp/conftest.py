@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from arq.worker import Worker
 from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import select
@@ -18,13 +19,14 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.channels.whatsapp import sign_body
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, Message, Outbox, Tenant
+from switchboard.queue import Queue
 from switchboard.settings import Settings
 from switchboard.tenants import add_channel_account
 
 from services.whatsapp.main import create_app
+from tests.utils import workers
 from tests.utils.agent import llm_settings
 from tests.utils.whatsapp import encode
-from tests.utils.worker import run_worker_burst  # noqa: F401  (re-exported for the tests here)
 
 APP_SECRET = "test-app-secret"
 VERIFY_TOKEN = "test-verify-token"
@@ -49,7 +51,7 @@ async def wa_tenant(
     async with sessions() as session, session.begin():
         account = await add_channel_account(
             session, tenant=tenant, channel="whatsapp", external_account_id=phone_number_id,
-            credentials={"access_token": "EAAG-test-token"}, cipher=CredentialCipher(settings.resolved_encryption_key()),
+            credentials={"access_token": "EAAG-test-token"}, cipher=CredentialCipher(settings.secret("encryption_key").encode()),
         )  # fmt: skip
     return WaTenant(tenant=tenant, account=account, phone_number_id=phone_number_id)
 
@@ -85,6 +87,11 @@ async def channel_service(settings: Settings) -> AsyncIterator[ChannelClient]:
 @pytest.fixture
 def open_channel() -> Callable[[Settings], Any]:
     return channel_service
+
+
+async def run_worker_burst(settings: Settings, *, max_jobs: int | None = None) -> Worker:
+    """Run the real chat worker in burst mode until the chat queue is empty (cron jobs left out)."""
+    return await workers.run_worker_burst(settings, Queue.chat, max_jobs=max_jobs)
 
 
 async def messages_of(sessions: async_sessionmaker[AsyncSession], tenant_id: uuid.UUID) -> list[Message]:

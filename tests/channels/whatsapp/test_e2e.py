@@ -20,6 +20,7 @@ import pytest
 from sqlmodel import select
 from switchboard.db.models import Conversation, Outbox
 from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.queue import Queue
 from switchboard.queue.keys import inbound_job_id
 from switchboard.queue.maintenance import sweep_inbound
 
@@ -276,10 +277,10 @@ async def test_lost_job_after_accept_is_answered_once_by_the_sweeper(
     row = (await messages_of(sessions, ai_tenant.tenant.id))[0]
     job_id = inbound_job_id(row.id)  # what a Redis flush loses: the job and its queue entry
     await arq_pool.delete(f"arq:job:{job_id}")
-    await arq_pool.zrem("arq:queue", job_id)
-    from switchboard.queue import build_worker_settings
+    await arq_pool.zrem(Queue.chat.value, job_id)
+    from switchboard.queue import build_background_worker_settings
 
-    cls = build_worker_settings(settings)
+    cls = build_background_worker_settings(settings)  # the sweeper runs on the background worker
     ctx: dict = {"redis": arq_pool}
     await cls.on_startup(ctx)
     try:

@@ -10,7 +10,7 @@ from sqlalchemy import update
 from sqlmodel import select
 from switchboard.db.models import Conversation, Customer, Message
 from switchboard.inbound import SLOWDOWN_TEXT
-from switchboard.queue import build_worker_settings
+from switchboard.queue import build_background_worker_settings
 from switchboard.queue.keys import contract_violation_counter_key
 from switchboard.queue.maintenance import sweep_inbound
 
@@ -207,7 +207,7 @@ async def test_sweeper_requeues_lost_rows_and_dead_letters_after_bound(
         await session.execute(
             update(Message).where(Message.id == stuck.id).values(raw=Message.raw.op("||")({"sweeps": 2}))
         )
-    cls = build_worker_settings(settings)
+    cls = build_background_worker_settings(settings)  # the sweeper is a background job
     ctx: dict = {"redis": arq_pool}
     await cls.on_startup(ctx)
     try:

@@ -1,4 +1,5 @@
-"""WhatsApp Cloud API channel: webhook route, normalize, store + enqueue, the Channel adapter, sandbox."""
+"""WhatsApp Cloud API channel: webhook route, normalize, store + enqueue, the Channel adapter, sandbox,
+tenant settings."""
 
 from switchboard.channels.meta import sign_body, signature_is_valid
 from switchboard.channels.whatsapp.channel import WhatsAppChannel
@@ -6,6 +7,7 @@ from switchboard.channels.whatsapp.normalize import NormalizedDelivery, StatusUp
 from switchboard.channels.whatsapp.routes import webhook_router
 from switchboard.channels.whatsapp.sandbox import GraphSandbox, sandbox_router
 from switchboard.channels.whatsapp.send import GraphClient, GraphSendError
+from switchboard.channels.whatsapp.settings import WhatsAppSettings
 
 __all__ = [
     "GraphClient",
@@ -13,6 +15,7 @@ __all__ = [
     "GraphSendError",
     "NormalizedDelivery",
     "StatusUpdate",
+    "WhatsAppSettings",
     "normalize_delivery",
     "sandbox_router",
     "sign_body",
