@@ -40,7 +40,8 @@ from switchboard.observability import configure_logging  # noqa: E402
 from switchboard.runtime.embedded import EmbeddedPostgres  # noqa: E402
 from switchboard.seed import seed_demo_business  # noqa: E402
 from switchboard.tenants import create_tenant  # noqa: E402
-from switchboard.tools.mcp_client import McpToolSource, TurnToolContext  # noqa: E402
+from switchboard.tools.context import ToolContext  # noqa: E402
+from switchboard.tools.mcp_client import McpToolSource  # noqa: E402
 
 
 def _free_port() -> int:
@@ -88,10 +89,10 @@ async def _bench(database_url: str, url: str, token: str, calls: int, concurrenc
     try:
         source = McpToolSource(url=url, token=token, sessions=sessions)
 
-        def ctx() -> TurnToolContext:
-            return TurnToolContext(
+        def ctx() -> ToolContext:
+            return ToolContext(
                 tenant_id=tenant.id, customer_id=customer.id, conversation_id=conversation.id,
-                trace_id=uuid.uuid4().hex,
+                trace_id=uuid.uuid4().hex, sessions=sessions,
             )  # fmt: skip
 
         started = time.perf_counter()

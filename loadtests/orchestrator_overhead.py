@@ -126,7 +126,7 @@ async def run(database_url: str, model_url: str, turns: int, concurrency: int) -
         }
     gateway = ModelGateway(
         settings=settings,
-        cipher=CredentialCipher(settings.resolved_encryption_key()),
+        cipher=CredentialCipher(settings.secret("encryption_key").encode()),
         max_concurrent_calls=50,
     )
     orchestrator = Orchestrator(sessions=sessions, gateway=gateway, toolsets=[KnowledgeToolSet()])

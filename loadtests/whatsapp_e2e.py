@@ -54,7 +54,7 @@ async def run(args: argparse.Namespace) -> None:
     phone_number_id = await asyncio.to_thread(_run_db, find)
     webhook = settings.service_url(settings.whatsapp_port) + "/webhooks/whatsapp"
     sandbox = settings.resolved_whatsapp_graph_base_url + "/_control/sent"
-    secret = settings.resolved_meta_app_secret()
+    secret = settings.secret("meta_app_secret")
     acks: list[float] = []
     e2e: list[float] = []
     pending: dict[str, float] = {}

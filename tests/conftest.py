@@ -7,6 +7,7 @@ Tests isolate data by creating their own tenants (see ``make_tenant``), never by
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -15,6 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from arq.connections import ArqRedis, RedisSettings, create_pool
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.db.engine import create_engine, session_factory
@@ -86,6 +88,14 @@ def redis_url(data_dir: Path) -> Iterator[str]:
     server.stop()
 
 
+@pytest.fixture
+async def arq_pool(redis_url: str) -> AsyncIterator[ArqRedis]:
+    """An ARQ pool on the test Redis (default queue: the chat queue)."""
+    pool = await create_pool(RedisSettings.from_dsn(redis_url))
+    yield pool
+    await pool.aclose()
+
+
 @pytest.fixture(scope="session")
 def settings(database_url: str, redis_url: str, data_dir: Path) -> Settings:
     return load_settings(
@@ -134,3 +144,14 @@ def make_tenant(sessions: async_sessionmaker[AsyncSession]) -> Callable[..., Awa
         return tenant
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """Apps, workers and commands reconfigure the root logger onto the (captured) stderr; put
+    pytest's back after each test."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)

@@ -58,6 +58,7 @@ def test_run_status_single_instance_and_clean_stop(tmp_path):
             "gmail",
             "mcp_tools",
             "worker",
+            "worker_background",
         }
         child_pids = [svc["pid"] for svc in state["services"].values()]
         assert all(psutil.pid_exists(pid) for pid in child_pids)
@@ -97,14 +98,12 @@ def test_run_status_single_instance_and_clean_stop(tmp_path):
             assert (data_dir / "secrets" / name).stat().st_size > 0, name
 
         check_env = {**env, "REDIS_URL": state["embedded_redis_url"]}
-        worker_check = subprocess.run(
-            [sys.executable, "-m", "services.worker.main", "--check"],
-            env=check_env,
-            capture_output=True,
-            text=True,
-        )
-        assert worker_check.returncode == 0, worker_check.stdout + worker_check.stderr
-        assert worker_check.stdout.startswith("healthy: ")
+        for worker in ("services.worker.main", "services.worker_background.main"):  # chat, background
+            worker_check = subprocess.run(
+                [sys.executable, "-m", worker, "--check"], env=check_env, capture_output=True, text=True
+            )
+            assert worker_check.returncode == 0, worker_check.stdout + worker_check.stderr
+            assert worker_check.stdout.startswith("healthy: ")
 
         second = subprocess.run([*SWITCHBOARD, "run"], env=env, capture_output=True, text=True, timeout=60)
         assert second.returncode == 2

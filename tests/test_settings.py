@@ -3,7 +3,7 @@
 import pytest
 from cryptography.fernet import Fernet
 from switchboard.errors import SettingsError
-from switchboard.settings import load_settings
+from switchboard.settings import GENERATED_SECRETS, KnowledgeBaseSettings, NetworkSettings, load_settings
 
 
 def test_defaults_leave_urls_unset_for_embedded_servers(tmp_path, monkeypatch):
@@ -51,12 +51,12 @@ def test_env_file_is_read(tmp_path, monkeypatch):
 
 def test_generated_secrets_are_created_once_and_reused(tmp_path):
     settings = load_settings(data_dir=tmp_path, _env_file=None)
-    key = settings.resolved_encryption_key()
+    key = settings.secret("encryption_key").encode()
     Fernet(key)  # a valid key
-    token = settings.resolved_service_token()
+    token = settings.secret("service_token")
     again = load_settings(data_dir=tmp_path, _env_file=None)
-    assert again.resolved_encryption_key() == key
-    assert again.resolved_service_token() == token
+    assert again.secret("encryption_key").encode() == key
+    assert again.secret("service_token") == token
     assert len(token) >= 40
     assert (tmp_path / "secrets" / "service.token").stat().st_mode & 0o777 == 0o600
 
@@ -64,6 +64,36 @@ def test_generated_secrets_are_created_once_and_reused(tmp_path):
 def test_explicit_secret_wins(tmp_path):
     key = Fernet.generate_key().decode()
     settings = load_settings(data_dir=tmp_path, encryption_key=key, service_token="tok", _env_file=None)
-    assert settings.resolved_encryption_key() == key.encode()
-    assert settings.resolved_service_token() == "tok"
+    assert settings.secret("encryption_key").encode() == key.encode()
+    assert settings.secret("service_token") == "tok"
     assert not (tmp_path / "secrets").exists()
+
+
+def test_every_secret_has_one_resolver_an_empty_value_counts_as_unset(tmp_path):
+    settings = load_settings(data_dir=tmp_path, admin_token="", meta_app_secret="from-env", _env_file=None)
+    values = {name: settings.secret(name) for name in GENERATED_SECRETS}
+    assert values["meta_app_secret"] == "from-env"
+    assert values["admin_token"]  # empty ADMIN_TOKEN: generated
+    files = {p.name: p for p in (tmp_path / "secrets").iterdir()}
+    assert set(files) == {s.filename for n, s in GENERATED_SECRETS.items() if n != "meta_app_secret"}
+    assert all(p.stat().st_mode & 0o777 == 0o600 for p in files.values())
+    Fernet(values["encryption_key"].encode())
+    again = load_settings(data_dir=tmp_path, _env_file=None)
+    assert {name: again.secret(name) for name in GENERATED_SECRETS if name != "meta_app_secret"} == {
+        name: value for name, value in values.items() if name != "meta_app_secret"
+    }
+
+
+def test_groups_keep_the_flat_environment_names(monkeypatch):
+    monkeypatch.setenv("KB_CHUNK_SIZE_CHARS", "500")
+    monkeypatch.setenv("ORCHESTRATOR_URL", "http://orchestrator:8100")
+    monkeypatch.setenv("INBOUND_MAX_TRIES", "4")
+    settings = load_settings(_env_file=None, whatsapp_port=9101)
+    assert isinstance(settings, KnowledgeBaseSettings) and isinstance(settings, NetworkSettings)
+    assert (settings.kb_chunk_size_chars, settings.inbound_max_tries, settings.whatsapp_port) == (
+        500,
+        4,
+        9101,
+    )
+    assert settings.orchestrator_url == "http://orchestrator:8100"
+    assert KnowledgeBaseSettings(_env_file=None).kb_chunk_size_chars == 500  # one concern on its own

@@ -6,6 +6,8 @@ handlers can report them without parsing messages.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class SwitchboardError(Exception):
     """Root of every error Switchboard raises on purpose."""
@@ -63,4 +65,58 @@ class CrossTenantAccess(SwitchboardError):
         self.table = table
         super().__init__(
             f"row of tenant {found_tenant_id} in {table} accessed under tenant {expected_tenant_id}"
+        )
+
+
+def tool_error_result(
+    error_type: str, message: str, *, retryable: bool = False, diagnostics: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
+    """The one shape a model sees for a failed tool call (DESIGN.md: errors go back as results):
+    ``{"error": {"type", "message", "retryable", "diagnostics"?}}``; ``diagnostics`` (per-field
+    problems, ``[{"field", "problem"}]``) only when there are some."""
+    body: dict[str, Any] = {"type": error_type, "message": message, "retryable": retryable}
+    if diagnostics:
+        body["diagnostics"] = diagnostics
+    return {"error": body}
+
+
+class ToolError(SwitchboardError):
+    """A tool call failed in a way the model should see: returned to it as a result, never a crash.
+
+    Raised by tool handlers (the MCP server's and the built-in ones) and by tool sources; the tool
+    loop turns it into :meth:`as_result`.
+
+    Attributes:
+        message: what went wrong, for the model (never a stack trace).
+        error_type: short class: ``missing_tenant``, ``forbidden``, ``invalid_arguments``, ``not_found``,
+            ``conflict``, ``invalid_result``, ``timeout``, ``unavailable``, ``budget_exhausted``,
+            ``untrusted_context``, ``tool_error``...
+        retryable: the same call may succeed later (timeouts, 5xx, server down); validation and
+            permission errors are not retryable (DESIGN.md).
+        diagnostics: per-field problems for ``invalid_arguments`` (``[{"field", "problem"}]``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_type: str = "tool_error",
+        retryable: bool = False,
+        diagnostics: list[dict[str, str]] | None = None,
+    ) -> None:
+        self.message = message
+        self.error_type = error_type
+        self.retryable = retryable
+        self.diagnostics = diagnostics or []
+        details = "; ".join(f"{d['field']}: {d['problem']}" for d in self.diagnostics)
+        # str() carries the diagnostics too: whatever only shows the message still shows the fields
+        super().__init__(f"{message} ({details})" if details else message)
+
+    def as_result(self, *, max_message_chars: int = 1_000) -> dict[str, Any]:
+        """:func:`tool_error_result` of this error (the message with its diagnostics spelled out)."""
+        return tool_error_result(
+            self.error_type,
+            str(self)[:max_message_chars],
+            retryable=self.retryable,
+            diagnostics=self.diagnostics,
         )

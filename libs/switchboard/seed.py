@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import Tenant
+from switchboard.tenant_settings import set_section
 from switchboard.tenants import add_channel_account, count_tenants, create_tenant
 
 __all__ = [
@@ -132,15 +133,9 @@ async def seed_demo_knowledge(session: AsyncSession, tenant: Tenant) -> None:
         DocumentRejected: the bundled FAQ failed to parse (a programming error).
     """
     from switchboard.knowledge import EmbeddingConfig, ingest_in_session
-    from switchboard.knowledge.embeddings import KNOWLEDGE_SETTINGS_KEY
     from switchboard.llm.lexical import LEXICAL_MODEL_NAME
 
-    extensions = dict(tenant.settings_extensions or {})
-    extensions[KNOWLEDGE_SETTINGS_KEY] = {
-        **(extensions.get(KNOWLEDGE_SETTINGS_KEY) or {}),
-        "embedding_model": LEXICAL_MODEL_NAME,
-    }
-    tenant.settings_extensions = extensions
+    set_section(tenant, "knowledge", embedding_model=LEXICAL_MODEL_NAME)
     session.add(tenant)
     await ingest_in_session(
         session, tenant_id=tenant.id, filename=DEMO_FAQ_FILENAME, data=DEMO_FAQ_MD.encode(),
@@ -160,13 +155,13 @@ async def seed_demo_if_empty(session: AsyncSession) -> Tenant | None:
     tenant = await create_tenant(
         session, slug=DEMO_SLUG, name="Demo Shop", organization_name="Demo Organization"
     )
-    tenant.settings_extensions = {
-        "agent": {
-            "name": "Sam",
-            "instructions": "You are Sam, the friendly support agent of Demo Shop. Answer briefly and only from "
-            "what the tools return; when unsure, say so and offer a human.",
-        }
-    }
+    set_section(
+        tenant,
+        "agent",
+        name="Sam",
+        instructions="You are Sam, the friendly support agent of Demo Shop. Answer briefly and only from "
+        "what the tools return; when unsure, say so and offer a human.",
+    )
     await add_channel_account(
         session, tenant=tenant, channel="whatsapp", external_account_id=DEMO_WHATSAPP_PHONE_NUMBER_ID,
         display_name="Demo Shop WhatsApp (+1 555-0100-001)",

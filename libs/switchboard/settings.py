@@ -5,16 +5,29 @@ never reads the environment itself. A missing or malformed value raises
 :class:`~switchboard.errors.SettingsError` naming the environment variable, so a service fails at
 start-up with a message an operator can act on.
 
+The fields are grouped by concern, one class each (:class:`StateSettings`, :class:`NetworkSettings`,
+:class:`LogSettings`, :class:`ModelProviderSettings`, :class:`SecretSettings`,
+:class:`WhatsAppChannelSettings`, :class:`InboundSettings`, :class:`MediaSettings`,
+:class:`McpClientSettings`, :class:`KnowledgeBaseSettings`); :class:`Settings` is all of them at
+once. Every field keeps its flat environment name (``WHATSAPP_PORT``, ``KB_CHUNK_SIZE_CHARS``) and
+its keyword (``Settings(whatsapp_port=...)``); a function that needs one concern may say so in its
+signature (``settings: KnowledgeBaseSettings``).
+
+Secrets have one resolver, :meth:`Settings.secret`: the setting when set, else a value generated once
+into ``DATA_DIR/secrets/`` (mode 0600) and reused.
+
 Per-tenant overrides (loop limits, models, prompts) live in ``tenants.settings_extensions`` in
-Postgres, not here.
+Postgres (:mod:`switchboard.tenant_settings`), not here.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -24,6 +37,25 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from switchboard.errors import SettingsError
 
+__all__ = [
+    "Settings",
+    "load_settings",
+    "SecretName",
+    "GENERATED_SECRETS",
+    "StateSettings",
+    "NetworkSettings",
+    "LogSettings",
+    "ModelProviderSettings",
+    "SecretSettings",
+    "WhatsAppChannelSettings",
+    "InboundSettings",
+    "MediaSettings",
+    "McpClientSettings",
+    "KnowledgeBaseSettings",
+    "LogFormat",
+    "LogLevel",
+]
+
 LogFormat = Literal["auto", "json", "console"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 
@@ -31,19 +63,19 @@ _POSTGRES_SCHEMES = {"postgres", "postgresql", "postgresql+asyncpg", "postgresql
 _REDIS_SCHEMES = {"redis", "rediss", "unix"}
 
 
-class Settings(BaseSettings):
-    """All process-wide settings. Field names map to upper-case environment variables.
+def _url_with_scheme(value: str | None, schemes: set[str], expected: str) -> str | None:
+    """``value`` (``None`` when empty) if its scheme is one of ``schemes``; else ``ValueError``."""
+    if value in (None, ""):
+        return None
+    scheme = urlsplit(value).scheme
+    if scheme not in schemes:
+        raise ValueError(f"expected {expected}, got scheme {scheme!r}")
+    return value
 
-    Unset ``DATABASE_URL`` / ``REDIS_URL`` mean "start the embedded server under ``DATA_DIR``".
-    Secrets that may be unset (encryption key, service tokens) are generated once into
-    ``DATA_DIR/secrets/`` and reused, so a restart keeps reading what it wrote.
-    """
 
-    model_config = SettingsConfigDict(
-        env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True
-    )
+class StateSettings(BaseSettings):
+    """Where state lives: the database, Redis and ``DATA_DIR``."""
 
-    # --- where state lives -------------------------------------------------------------------
     database_url: str | None = None
     """PostgreSQL (with pgvector >= 0.8) URL; unset starts the embedded server."""
     redis_url: str | None = None
@@ -51,7 +83,30 @@ class Settings(BaseSettings):
     data_dir: Path = Path("./.switchboard")
     """Folder for embedded servers' data, generated secrets and the run state file."""
 
-    # --- network -----------------------------------------------------------------------------
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: str | None) -> str | None:
+        return _url_with_scheme(value, _POSTGRES_SCHEMES, "a postgresql:// URL")
+
+    @field_validator("redis_url")
+    @classmethod
+    def _check_redis_url(cls, value: str | None) -> str | None:
+        return _url_with_scheme(value, _REDIS_SCHEMES, "a redis://, rediss:// or unix:// URL")
+
+    @property
+    def secrets_dir(self) -> Path:
+        """``DATA_DIR/secrets``: where generated secrets are kept (see :meth:`Settings.secret`)."""
+        return self.data_dir / "secrets"
+
+    @property
+    def run_state_path(self) -> Path:
+        """JSON file ``switchboard run`` writes with the URLs and pids of what it started."""
+        return self.data_dir / "run.json"
+
+
+class NetworkSettings(BaseSettings):
+    """Where the services listen and how they reach each other."""
+
     host: str = "127.0.0.1"
     """Interface every HTTP service binds to."""
     orchestrator_port: int = Field(8100, ge=1, le=65535)
@@ -61,31 +116,86 @@ class Settings(BaseSettings):
     mcp_tools_port: int = Field(8104, ge=1, le=65535)
     model_server_port: int = Field(8105, ge=1, le=65535)
     """Port of the offline OpenAI-compatible model server (used when no provider key is set)."""
+    embedded_redis_port: int = Field(6380, ge=1, le=65535)
+    """TCP port of the embedded Redis on ``host`` (only when ``REDIS_URL`` is unset)."""
     orchestrator_url_override: str | None = Field(None, validation_alias="ORCHESTRATOR_URL")
     """Where other services reach the orchestrator when it is not on this machine (containers)."""
     model_server_url_override: str | None = Field(None, validation_alias="MODEL_SERVER_URL")
     """Where the orchestrator reaches the offline model server when it is not on this machine."""
-    embedded_redis_port: int = Field(6380, ge=1, le=65535)
-    """TCP port of the embedded Redis on ``host`` (only when ``REDIS_URL`` is unset)."""
+    mcp_tools_url_override: str | None = Field(None, validation_alias="MCP_TOOLS_URL")
+    """MCP endpoint when the tool server is not on this machine (``http://mcp_tools:8104/mcp``)."""
 
-    # --- logs --------------------------------------------------------------------------------
+    def service_url(self, port: int) -> str:
+        """``http://HOST:port`` of a service on this machine (``0.0.0.0`` binds are reached on loopback)."""
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
+        return f"http://{host}:{port}"
+
+    @property
+    def orchestrator_url(self) -> str:
+        """Base URL the worker calls for ``POST /v1/turns`` (``ORCHESTRATOR_URL`` or this machine's port)."""
+        return self.orchestrator_url_override or self.service_url(self.orchestrator_port)
+
+    @property
+    def model_server_url(self) -> str:
+        """Base URL of the offline model server (``MODEL_SERVER_URL`` or this machine's port), no ``/v1``."""
+        return self.model_server_url_override or self.service_url(self.model_server_port)
+
+    @property
+    def mcp_tools_url(self) -> str:
+        """The MCP endpoint the orchestrator calls (``MCP_TOOLS_URL`` or this machine's ``/mcp``)."""
+        return self.mcp_tools_url_override or f"{self.service_url(self.mcp_tools_port)}/mcp"
+
+
+class LogSettings(BaseSettings):
+    """Logs (structlog)."""
+
     log_format: LogFormat = "auto"
     """``json``, ``console`` or ``auto`` (console on a terminal, JSON otherwise)."""
     log_level: LogLevel = "INFO"
 
-    # --- model providers (process-wide fallbacks for per-tenant keys) ---------------------------
+
+class ModelProviderSettings(BaseSettings):
+    """Model providers: process-wide fallbacks for per-tenant keys, and the call bound."""
+
     openai_api_key: SecretStr | None = None
     anthropic_api_key: SecretStr | None = None
     model_call_concurrency: int = Field(50, ge=1, le=10_000)
     """Process-wide bound on concurrent model calls (``asyncio.Semaphore``, DESIGN.md)."""
 
-    # --- Meta (WhatsApp / Instagram) -----------------------------------------------------------
+
+class SecretSettings(BaseSettings):
+    """Secrets; unset (or empty) ones are generated into ``DATA_DIR/secrets`` (:meth:`Settings.secret`)."""
+
+    encryption_key: SecretStr | None = None
+    """Fernet key (urlsafe base64, 32 bytes) for credentials encrypted at rest."""
+    service_token: SecretStr | None = None
+    """Bearer token services use to call the orchestrator's API."""
+    mcp_service_token: SecretStr | None = None
+    """Bearer token the orchestrator uses to call the MCP tool server."""
+    admin_token: SecretStr | None = None
+    """Bearer token for the admin API (``/v1/admin/...``) and remote CLI use."""
     meta_app_secret: SecretStr | None = None
     """App secret used to verify ``X-Hub-Signature-256`` on Meta webhooks."""
     meta_verify_token: SecretStr | None = None
     """Token Meta echoes in the ``hub.verify_token`` handshake."""
 
-    # --- WhatsApp channel and worker (issue 4) -----------------------------------------------
+    @field_validator("encryption_key")
+    @classmethod
+    def _check_encryption_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value():
+            return None
+        try:
+            Fernet(value.get_secret_value().encode())
+        except (ValueError, TypeError) as exc:
+            raise ValueError(
+                "must be a Fernet key: 32 bytes, urlsafe base64 (Fernet.generate_key())"
+            ) from exc
+        return value
+
+
+class WhatsAppChannelSettings(BaseSettings):
+    """The WhatsApp channel: Graph API and webhook limits (per-tenant behaviour: tenant settings)."""
+
     whatsapp_graph_base_url: str | None = None
     """Graph API base URL without version (``https://graph.facebook.com``); unset uses the local
     sandbox mounted in the WhatsApp service (``http://HOST:WHATSAPP_PORT/_sandbox/graph``)."""
@@ -99,6 +209,11 @@ class Settings(BaseSettings):
     """After Meta reports a throughput limit (130429...) for a number, its sends wait this long."""
     whatsapp_send_timeout_s: float = Field(15.0, gt=0)
     """Timeout of one Graph API call (send, mark-read, media)."""
+
+
+class InboundSettings(BaseSettings):
+    """The chat worker's handling of inbound messages: rate limits, bursts, retries, the sweeper."""
+
     customer_rate_limit: int = Field(10, ge=1)
     """Messages one customer may send per ``customer_rate_window_s`` before the polite slow-down."""
     customer_rate_window_s: float = Field(60.0, gt=0)
@@ -119,8 +234,32 @@ class Settings(BaseSettings):
     """A stored inbound row not done after this long is re-enqueued by the sweeper."""
     inbound_max_sweeps: int = Field(5, ge=1)
     """Processing attempts after which the sweeper moves a row to the dead-letter state."""
+    inbound_job_timeout_s: float = Field(200.0, gt=0)
+    """ARQ timeout of one ``process_inbound`` run (above the orchestrator's 120 s turn budget); a killed
+    worker's job runs again about this long (+10 s) later. The per-conversation turn lock lives this
+    long + 5 s, so a crashed holder's lock is gone by the time its job runs again."""
     orchestrator_timeout_s: float = Field(130.0, gt=0)
     """Worker's HTTP timeout for ``POST /v1/turns`` (above the orchestrator's 120 s turn budget)."""
+
+
+class DeliverySettings(BaseSettings):
+    """The outbox delivery loop, for every channel (:mod:`switchboard.outbox.delivery`)."""
+
+    delivery_backoff_base_s: float = Field(2.0, gt=0)
+    """First back-off after a transient send error; doubles per attempt (full jitter: a random wait
+    between 0 and the doubled value)."""
+    delivery_backoff_max_s: float = Field(300.0, gt=0)
+    """Cap of the back-off between two attempts of one outbox part."""
+    delivery_max_attempts: int = Field(8, ge=1)
+    """Provider calls for one part before it is dead-lettered (``failed`` / ``dead_letter``)."""
+    delivery_reconcile_after_s: float = Field(120.0, gt=0)
+    """A part left ``sending`` (the worker died, or the provider's answer was lost) waits this long
+    for a status callback carrying its correlation id before it is sent again (at-least-once)."""
+
+
+class MediaSettings(BaseSettings):
+    """Media to text: transcription of voice notes, descriptions of images."""
+
     transcription_base_url: str | None = None
     """OpenAI-compatible root for ``/v1/audio/transcriptions``; unset: OpenAI when ``OPENAI_API_KEY`` is
     set, else the offline model server."""
@@ -130,29 +269,20 @@ class Settings(BaseSettings):
     vision_model: str = "gpt-4o-mini"
     media_timeout_s: float = Field(60.0, gt=0)
     """Timeout of one transcription / vision call."""
-    inbound_job_timeout_s: float = Field(200.0, gt=0)
-    """ARQ timeout of one ``process_inbound`` run (above the orchestrator's 120 s turn budget); a killed
-    worker's job runs again about this long (+10 s) later. The per-conversation turn lock lives this
-    long + 5 s, so a crashed holder's lock is gone by the time its job runs again."""
 
-    # --- secrets (generated into DATA_DIR/secrets when unset) ----------------------------------
-    encryption_key: SecretStr | None = None
-    """Fernet key (urlsafe base64, 32 bytes) for credentials encrypted at rest."""
-    service_token: SecretStr | None = None
-    """Bearer token services use to call the orchestrator's API."""
-    mcp_service_token: SecretStr | None = None
-    """Bearer token the orchestrator uses to call the MCP tool server."""
-    admin_token: SecretStr | None = None
-    """Bearer token for the admin API (``/v1/admin/...``) and remote CLI use."""
 
-    # --- MCP tools (the orchestrator's client side) ---------------------------------------------
-    mcp_tools_url_override: str | None = Field(None, validation_alias="MCP_TOOLS_URL")
-    """MCP endpoint when the tool server is not on this machine (``http://mcp_tools:8104/mcp``)."""
+class McpClientSettings(BaseSettings):
+    """The orchestrator's side of MCP (the endpoint itself: ``MCP_TOOLS_URL``, :class:`NetworkSettings`)."""
+
     mcp_discovery_refresh_s: float = Field(60.0, gt=0)
     """How long a ``list_tools()`` answer is reused before the tool server is asked again."""
     mcp_discovery_timeout_s: float = Field(5.0, gt=0)
     """Budget of one discovery; a slower or absent server leaves turns with the built-in tools only."""
-    # --- knowledge base (DESIGN.md "Knowledge"; per-tenant overrides in settings_extensions.knowledge) --
+
+
+class KnowledgeBaseSettings(BaseSettings):
+    """Knowledge base (DESIGN.md "Knowledge"; per-tenant overrides in ``settings_extensions.knowledge``)."""
+
     kb_chunk_size_chars: int = Field(1000, ge=100, le=20_000)
     """Recursive splitter: longest chunk, in characters."""
     kb_chunk_overlap_chars: int = Field(200, ge=0, le=5_000)
@@ -182,92 +312,74 @@ class Settings(BaseSettings):
     """Vector search scans a tenant's chunks exactly (no HNSW) while its active chunk count is at most
     this; above it the HNSW index answers (README "Knowledge base", measured by ``loadtests/kb_benchmark.py``)."""
 
-    @field_validator("database_url")
-    @classmethod
-    def _check_database_url(cls, value: str | None) -> str | None:
-        if value in (None, ""):
-            return None
-        scheme = urlsplit(value).scheme
-        if scheme not in _POSTGRES_SCHEMES:
-            raise ValueError(f"expected a postgresql:// URL, got scheme {scheme!r}")
-        return value
 
-    @field_validator("redis_url")
-    @classmethod
-    def _check_redis_url(cls, value: str | None) -> str | None:
-        if value in (None, ""):
-            return None
-        scheme = urlsplit(value).scheme
-        if scheme not in _REDIS_SCHEMES:
-            raise ValueError(f"expected a redis://, rediss:// or unix:// URL, got scheme {scheme!r}")
-        return value
+SecretName = Literal[
+    "encryption_key",
+    "service_token",
+    "mcp_service_token",
+    "admin_token",
+    "meta_app_secret",
+    "meta_verify_token",
+]
 
-    @field_validator("encryption_key")
-    @classmethod
-    def _check_encryption_key(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is None or not value.get_secret_value():
-            return None
-        try:
-            Fernet(value.get_secret_value().encode())
-        except (ValueError, TypeError) as exc:
-            raise ValueError(
-                "must be a Fernet key: 32 bytes, urlsafe base64 (Fernet.generate_key())"
-            ) from exc
-        return value
 
-    # --- derived values ------------------------------------------------------------------------
-    @property
-    def secrets_dir(self) -> Path:
-        return self.data_dir / "secrets"
+@dataclass(frozen=True)
+class GeneratedSecret:
+    """How an unset secret is made: the file under ``DATA_DIR/secrets`` and a generator."""
 
-    @property
-    def run_state_path(self) -> Path:
-        """JSON file ``switchboard run`` writes with the URLs and pids of what it started."""
-        return self.data_dir / "run.json"
+    filename: str
+    make: Callable[[], str]
 
-    def resolved_encryption_key(self) -> bytes:
-        """The Fernet key: ``ENCRYPTION_KEY`` or the one generated into ``DATA_DIR/secrets``."""
-        if self.encryption_key is not None:
-            return self.encryption_key.get_secret_value().encode()
-        return _read_or_create_secret(
-            self.secrets_dir / "encryption.key", lambda: Fernet.generate_key().decode()
-        ).encode()
 
-    def resolved_service_token(self) -> str:
-        """``SERVICE_TOKEN`` or the token generated into ``DATA_DIR/secrets/service.token``."""
-        if self.service_token is not None:
-            return self.service_token.get_secret_value()
-        return _read_or_create_secret(self.secrets_dir / "service.token", lambda: secrets.token_urlsafe(32))
+GENERATED_SECRETS: Mapping[SecretName, GeneratedSecret] = MappingProxyType(
+    {
+        "encryption_key": GeneratedSecret("encryption.key", lambda: Fernet.generate_key().decode()),
+        "service_token": GeneratedSecret("service.token", lambda: secrets.token_urlsafe(32)),
+        "mcp_service_token": GeneratedSecret("mcp.token", lambda: secrets.token_urlsafe(32)),
+        "admin_token": GeneratedSecret("admin.token", lambda: secrets.token_urlsafe(32)),
+        "meta_app_secret": GeneratedSecret("meta_app.secret", lambda: secrets.token_hex(16)),
+        "meta_verify_token": GeneratedSecret("meta_verify.token", lambda: secrets.token_urlsafe(24)),
+    }
+)
+"""Every secret :meth:`Settings.secret` resolves; ``switchboard run`` creates all of them at start-up."""
 
-    def resolved_admin_token(self) -> str:
-        """``ADMIN_TOKEN`` or the token generated into ``DATA_DIR/secrets/admin.token``."""
-        if self.admin_token is not None:
-            return self.admin_token.get_secret_value()
-        return _read_or_create_secret(self.secrets_dir / "admin.token", lambda: secrets.token_urlsafe(32))
 
-    def service_url(self, port: int) -> str:
-        """``http://HOST:port`` of a service on this machine (``0.0.0.0`` binds are reached on loopback)."""
-        host = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
-        return f"http://{host}:{port}"
+class Settings(
+    KnowledgeBaseSettings,
+    McpClientSettings,
+    MediaSettings,
+    DeliverySettings,
+    InboundSettings,
+    WhatsAppChannelSettings,
+    SecretSettings,
+    ModelProviderSettings,
+    LogSettings,
+    NetworkSettings,
+    StateSettings,
+):
+    """All process-wide settings. Field names map to upper-case environment variables.
 
-    @property
-    def orchestrator_url(self) -> str:
-        """Base URL the worker calls for ``POST /v1/turns`` (``ORCHESTRATOR_URL`` or this machine's port)."""
-        return self.orchestrator_url_override or self.service_url(self.orchestrator_port)
+    Unset ``DATABASE_URL`` / ``REDIS_URL`` mean "start the embedded server under ``DATA_DIR``".
+    Secrets that may be unset (encryption key, service tokens) are generated once into
+    ``DATA_DIR/secrets/`` and reused, so a restart keeps reading what it wrote.
+    """
 
-    def resolved_meta_app_secret(self) -> str:
-        """``META_APP_SECRET`` or one generated into ``DATA_DIR/secrets/meta_app.secret`` (local demo)."""
-        if self.meta_app_secret is not None and self.meta_app_secret.get_secret_value():
-            return self.meta_app_secret.get_secret_value()
-        return _read_or_create_secret(self.secrets_dir / "meta_app.secret", lambda: secrets.token_hex(16))
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True
+    )
 
-    def resolved_meta_verify_token(self) -> str:
-        """``META_VERIFY_TOKEN`` or one generated into ``DATA_DIR/secrets/meta_verify.token``."""
-        if self.meta_verify_token is not None and self.meta_verify_token.get_secret_value():
-            return self.meta_verify_token.get_secret_value()
-        return _read_or_create_secret(
-            self.secrets_dir / "meta_verify.token", lambda: secrets.token_urlsafe(24)
-        )
+    def secret(self, name: SecretName) -> str:
+        """The secret ``name``: its setting (environment, ``.env`` or keyword) when set and not empty,
+        else the value generated once into ``DATA_DIR/secrets/<file>`` (mode 0600, see
+        :data:`GENERATED_SECRETS`) and read back on every later call, by any process.
+
+        The encryption key is returned as text; ``CredentialCipher`` wants ``.encode()``.
+        """
+        value: SecretStr | None = getattr(self, name)
+        if value is not None and value.get_secret_value():
+            return value.get_secret_value()
+        generated = GENERATED_SECRETS[name]
+        return _read_or_create_secret(self.secrets_dir / generated.filename, generated.make)
 
     @property
     def resolved_whatsapp_graph_base_url(self) -> str:
@@ -275,22 +387,6 @@ class Settings(BaseSettings):
         if self.whatsapp_graph_base_url:
             return self.whatsapp_graph_base_url.rstrip("/")
         return self.service_url(self.whatsapp_port) + "/_sandbox/graph"
-
-    @property
-    def model_server_url(self) -> str:
-        """Base URL of the offline model server (``MODEL_SERVER_URL`` or this machine's port), no ``/v1``."""
-        return self.model_server_url_override or self.service_url(self.model_server_port)
-
-    def resolved_mcp_service_token(self) -> str:
-        """``MCP_SERVICE_TOKEN`` or the token generated into ``DATA_DIR/secrets/mcp.token``."""
-        if self.mcp_service_token is not None:
-            return self.mcp_service_token.get_secret_value()
-        return _read_or_create_secret(self.secrets_dir / "mcp.token", lambda: secrets.token_urlsafe(32))
-
-    @property
-    def mcp_tools_url(self) -> str:
-        """The MCP endpoint the orchestrator calls (``MCP_TOOLS_URL`` or this machine's ``/mcp``)."""
-        return self.mcp_tools_url_override or f"{self.service_url(self.mcp_tools_port)}/mcp"
 
 
 def _read_or_create_secret(path: Path, make: Callable[[], str]) -> str:

@@ -29,7 +29,7 @@ async def test_turns_endpoint_requires_the_service_token_and_answers(
     tenant = await make_tenant(llm=llm_settings(deployment(url, model)))
     conv = await make_conversation(sessions, tenant)
     body = conv.request("hi").model_dump(mode="json")
-    token = settings.resolved_service_token()
+    token = settings.secret("service_token")
     with serve_app(create_orchestrator(settings)) as base:
         async with httpx.AsyncClient(base_url=base, timeout=30) as client:
             unauthorized = await client.post("/v1/turns", json=body)

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 from sqlmodel import select
-from switchboard.agent import AgentSettings, Orchestrator
+from switchboard.agent import Orchestrator
 from switchboard.db.models import Turn
 from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.tenant_settings import AgentSettings
 
 from tests.utils.agent import deployment, llm_settings, make_conversation, unique_model
 from tests.utils.toolsets import ScratchToolSet

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from switchboard.agent import AgentSettings, tenant_settings_from
 from switchboard.agent.prompt import RULES, build_system_prompt
+from switchboard.tenant_settings import AgentSettings, tenant_settings_from
 
 
 def test_stable_prefix_comes_first_and_is_shared_by_every_customer():
@@ -33,7 +33,7 @@ def test_a_full_system_prompt_replaces_the_template_but_keeps_the_variable_part(
 
 
 def test_tenant_settings_defaults_are_designs_numbers():
-    settings = tenant_settings_from({"agent": {"name": "Sam"}, "knowledge": {"top_k": 5}})
+    settings = tenant_settings_from({"agent": {"name": "Sam"}, "analytics": {"top_k": 5}})
     assert settings.agent.name == "Sam"
     assert (
         settings.loop.max_tool_iterations,

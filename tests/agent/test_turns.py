@@ -10,12 +10,13 @@ from datetime import timedelta
 import pytest
 from sqlmodel import col, select
 from structlog.testing import capture_logs
-from switchboard.agent import AgentSettings, Orchestrator, TurnRejected
+from switchboard.agent import Orchestrator, TurnRejected
 from switchboard.contracts import trace_id_for
 from switchboard.conversations import Actor
 from switchboard.db.models import AuditLog, Conversation, Customer, Message, ToolReceipt, Turn, utcnow
 from switchboard.handoff import escalate
 from switchboard.llm.offline_server import OFFLINE_MARKER, SUMMARY_INSTRUCTION_MARKER, ScriptedResponse
+from switchboard.tenant_settings import AgentSettings
 
 from tests.utils.agent import conversation_messages, deployment, llm_settings, make_conversation, unique_model
 
@@ -374,7 +375,9 @@ async def test_semaphore_bounds_concurrent_turns(make_tenant, sessions, settings
     state.script(model).latency_s = 0.2
     state.script(model).default = text("ok")
     gateway = ModelGateway(
-        settings=settings, cipher=CredentialCipher(settings.resolved_encryption_key()), max_concurrent_calls=3
+        settings=settings,
+        cipher=CredentialCipher(settings.secret("encryption_key").encode()),
+        max_concurrent_calls=3,
     )
     orchestrator = Orchestrator(sessions=sessions, gateway=gateway)
     tenant = await make_tenant(llm=llm_settings(deployment(url, model)))

@@ -7,11 +7,12 @@ import asyncio
 import pytest
 from sqlmodel import col, select
 from structlog.testing import capture_logs
-from switchboard.channels.whatsapp.normalize import normalize_delivery, sender_identities
+from switchboard.channels.whatsapp.normalize import normalize_delivery
 from switchboard.conversations import (
     Identity,
     active_identities,
     change_identity,
+    channel_identities,
     reply_address,
     resolve_customer,
 )
@@ -30,6 +31,11 @@ BSUID = "US.10000000000000000001"
 def _message(name: str):  # type: ignore[no-untyped-def]
     """The first normalized message of a real payload."""
     return normalize_delivery(load_payload(name)).messages[0]
+
+
+def _ids(name: str) -> list[Identity]:
+    """The sender identities of a real payload's first message, as the channel normalized them."""
+    return channel_identities("whatsapp", _message(name).identities)
 
 
 def _wa(value: str) -> Identity:
@@ -61,24 +67,17 @@ async def _identities(sessions, tenant) -> list[tuple[str, str, str, bool]]:  # 
         return [(key, i.kind, i.value, i.retired_at is None) for key, i in rows.all()]
 
 
-async def test_the_real_payloads_name_the_ids_bsuid_first() -> None:
-    assert sender_identities(_message("text.json").flags) == [_wa(PHONE)]
-    assert sender_identities(_message("image_with_caption.json").flags) == [
-        Identity("whatsapp", "bsuid", BSUID),
-        _wa(PHONE),
-    ]
-    assert sender_identities(_message("text_from_username_user_phone_withheld.json").flags) == [
-        Identity("whatsapp", "bsuid", BSUID)
-    ]
+async def test_the_real_payloads_name_the_phone_first_then_the_bsuid() -> None:
+    assert _ids("text.json") == [_wa(PHONE)]
+    assert _ids("image_with_caption.json") == [_wa(PHONE), Identity("whatsapp", "bsuid", BSUID)]
+    assert _ids("text_from_username_user_phone_withheld.json") == [Identity("whatsapp", "bsuid", BSUID)]
 
 
 async def test_seen_by_phone_then_by_bsuid_is_one_customer(sessions, make_tenant) -> None:  # type: ignore[no-untyped-def]
     tenant = await make_tenant()
-    first = await _resolve(sessions, tenant, sender_identities(_message("text.json").flags), "Test Customer")
-    both = await _resolve(sessions, tenant, sender_identities(_message("image_with_caption.json").flags))
-    bsuid_only = await _resolve(
-        sessions, tenant, sender_identities(_message("text_from_username_user_phone_withheld.json").flags)
-    )
+    first = await _resolve(sessions, tenant, _ids("text.json"), "Test Customer")
+    both = await _resolve(sessions, tenant, _ids("image_with_caption.json"))
+    bsuid_only = await _resolve(sessions, tenant, _ids("text_from_username_user_phone_withheld.json"))
     assert first.created and not both.created and not bsuid_only.created
     assert first.customer.id == both.customer.id == bsuid_only.customer.id
     [customer] = await _customers(sessions, tenant)
@@ -92,18 +91,16 @@ async def test_seen_by_phone_then_by_bsuid_is_one_customer(sessions, make_tenant
         (PHONE, "wa_id", PHONE, True),
         (PHONE, "bsuid", BSUID, True),
     ]
-    assert [(i.kind, i.value) for i in both.identities] == [("bsuid", BSUID), ("wa_id", PHONE)]
+    assert [(i.kind, i.value) for i in both.identities] == [("wa_id", PHONE), ("bsuid", BSUID)]
 
 
 async def test_both_ids_in_the_first_message_make_one_customer_keyed_by_the_bsuid(
     sessions, make_tenant
 ) -> None:  # type: ignore[no-untyped-def]
     tenant = await make_tenant()
-    both = await _resolve(sessions, tenant, sender_identities(_message("image_with_caption.json").flags))
+    both = await _resolve(sessions, tenant, _ids("image_with_caption.json"))
     by_phone = await _resolve(sessions, tenant, [_wa(PHONE)])
-    by_bsuid = await _resolve(
-        sessions, tenant, sender_identities(_message("text_from_username_user_phone_withheld.json").flags)
-    )
+    by_bsuid = await _resolve(sessions, tenant, _ids("text_from_username_user_phone_withheld.json"))
     assert both.created and both.customer.id == by_phone.customer.id == by_bsuid.customer.id
     [customer] = await _customers(sessions, tenant)
     assert (customer.external_user_id, customer.phone, customer.profile) == (
@@ -153,7 +150,7 @@ async def test_another_tenant_never_sees_the_customer(sessions, make_tenant) -> 
 
 async def test_number_change_keeps_the_customer_and_history(sessions, make_tenant) -> None:  # type: ignore[no-untyped-def]
     tenant = await make_tenant()
-    resolved = await _resolve(sessions, tenant, sender_identities(_message("text.json").flags))
+    resolved = await _resolve(sessions, tenant, _ids("text.json"))
     system = _message("system_user_changed_number.json")
     async with sessions() as session, session.begin():
         changed = await change_identity(
@@ -161,8 +158,8 @@ async def test_number_change_keeps_the_customer_and_history(sessions, make_tenan
             tenant_id=tenant.id,
             channel="whatsapp",
             kind="wa_id",
-            old_value=system.flags["wa_id"],
-            new_value=system.flags["new_wa_id"],
+            old_value=system.identities[0].value,
+            new_value=system.system.new_identities[0].value,
         )
     assert changed is not None and changed.id == resolved.customer.id
     [customer] = await _customers(sessions, tenant)

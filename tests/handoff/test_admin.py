@@ -27,7 +27,7 @@ async def test_admin_api_adds_lists_and_sets_status(make_tenant, sessions, setti
                 session, tenant_id=tenant.id, conversation_id=waiting.id, reason="r", actor=Actor.ai()
             )
         ).agent is None
-    headers = {"Authorization": f"Bearer {settings.resolved_admin_token()}"}
+    headers = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
     phone = random_phone()
     with serve_app(create_orchestrator(settings)) as base:
         async with httpx.AsyncClient(base_url=base, timeout=30, headers=headers) as client:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 
 import pytest
 from sqlalchemy.ext.asyncio import async_sessionmaker
@@ -34,13 +33,3 @@ def ingest(sessions: async_sessionmaker[AsyncSession], settings: Settings) -> In
         )
 
     return run
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """Apps and workers reconfigure the root logger onto the (captured) stderr; put pytest's back."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)

@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from arq.worker import Worker
-from switchboard.queue import build_worker_settings
+from switchboard.queue import Queue
 
 from services.orchestrator.main import create_app
+from tests.utils import workers
 from tests.utils.documents import PARTS, RETURNS_POLICY, SHIPPING, WARRANTY, make_pdf, make_xlsx
 
 UPLOAD_LIMIT_BYTES = 50_000
@@ -20,28 +20,14 @@ async def api(settings) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(settings.model_copy(update={"kb_max_upload_bytes": UPLOAD_LIMIT_BYTES}))
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        headers = {"Authorization": f"Bearer {settings.resolved_admin_token()}"}
+        headers = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
         async with httpx.AsyncClient(transport=transport, base_url="http://test", headers=headers) as client:
             yield client
 
 
 async def run_worker_burst(settings) -> None:
-    """Process every queued job once, as the worker service would."""
-    worker_settings = build_worker_settings(settings)
-    worker = Worker(
-        functions=worker_settings.functions,
-        queue_name=worker_settings.queue_name,
-        redis_settings=worker_settings.redis_settings,
-        on_startup=worker_settings.on_startup,
-        on_shutdown=worker_settings.on_shutdown,
-        burst=True,
-        poll_delay=0.05,
-        handle_signals=False,
-    )
-    try:
-        await worker.async_run()
-    finally:
-        await worker.close()
+    """Process every queued ingestion once, as the background worker service would."""
+    await workers.run_worker_burst(settings, Queue.background, poll_delay_s=0.05)
 
 
 def _upload(name: str, data: bytes, declared: str = "application/octet-stream") -> dict:

@@ -120,7 +120,7 @@ async def test_context_overflow_is_its_own_error(gateway, offline_model):
 async def test_tenant_key_is_decrypted_and_sent(gateway, offline_model, settings):
     state, url = offline_model
     model = unique_model("keyed")
-    cipher = CredentialCipher(settings.resolved_encryption_key())
+    cipher = CredentialCipher(settings.secret("encryption_key").encode())
     llm = _llm(
         deployment(
             url,
@@ -183,7 +183,9 @@ async def test_semaphore_bounds_concurrent_model_calls(settings, offline_model):
     state.script(model).latency_s = 0.3
     state.script(model).default = ScriptedResponse(content="ok")
     gateway = ModelGateway(
-        settings=settings, cipher=CredentialCipher(settings.resolved_encryption_key()), max_concurrent_calls=2
+        settings=settings,
+        cipher=CredentialCipher(settings.secret("encryption_key").encode()),
+        max_concurrent_calls=2,
     )
     llm = _llm(deployment(url, model))
     router = gateway.router_for(uuid.uuid4(), llm)
@@ -199,7 +201,7 @@ async def test_process_wide_key_is_used_when_the_tenant_has_none(offline_model, 
     model = unique_model("process-key")
     process_settings = settings.model_copy(update={"openai_api_key": SecretStr("sk-process-456")})
     gateway = ModelGateway(
-        settings=process_settings, cipher=CredentialCipher(settings.resolved_encryption_key())
+        settings=process_settings, cipher=CredentialCipher(settings.secret("encryption_key").encode())
     )
     llm = _llm(deployment(url, model, provider="openai"))
     state.script(model).push(ScriptedResponse(content="ok"))

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import pytest
 from pydantic import BaseModel
+from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.db.models import Conversation, Customer, McpTenantTool
 from switchboard.seed import seed_demo_business
 from switchboard.tools.business import BUSINESS_TOOLS
@@ -66,6 +68,7 @@ class Shop:
     other_customer_id: uuid.UUID
     """Owner of order A-1003 (phone 15550100098)."""
     conversation_id: uuid.UUID
+    sessions: async_sessionmaker[AsyncSession]
 
 
 @pytest.fixture
@@ -91,7 +94,7 @@ def make_shop(sessions, make_tenant):
             await session.flush()
             conversation = Conversation(tenant_id=tenant.id, customer_id=alice.id, channel="whatsapp")
             session.add(conversation)
-        return Shop(tenant.id, alice.id, bob.id, conversation.id)
+        return Shop(tenant.id, alice.id, bob.id, conversation.id, sessions)
 
     return make
 

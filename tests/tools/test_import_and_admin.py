@@ -93,7 +93,7 @@ async def test_orders_stores_and_slots_validate_their_own_fields(sessions, make_
 
 async def test_admin_api_toolbox_and_import(settings, sessions, make_tenant):
     tenant = await make_tenant()
-    admin = {"Authorization": f"Bearer {settings.resolved_admin_token()}"}
+    admin = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
     async with serve_asgi(create_orchestrator(settings)) as base, httpx.AsyncClient(base_url=base) as http:
         prefix = f"/v1/admin/tenants/{tenant.slug}"
         assert (await http.get(f"{prefix}/tools")).status_code == 401

@@ -12,8 +12,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from sqlmodel import select
 from switchboard.db.models import Lead, SecurityAlert, ToolReceipt
+from switchboard.tools.context import ToolContext
 from switchboard.tools.contracts import INJECTED_PARAMS
-from switchboard.tools.mcp_client import McpToolError, McpToolSource, TurnToolContext
+from switchboard.tools.mcp_client import McpToolError, McpToolSource
 from switchboard.tools.receipts import args_hash
 from switchboard.tools.server import ToolServer, create_tools_app
 from switchboard.tools.toolbox import set_enabled
@@ -23,15 +24,16 @@ from tests.utils.net import free_port
 
 
 def source(url, settings, sessions, **kwargs) -> McpToolSource:
-    return McpToolSource(url=url, token=settings.resolved_mcp_service_token(), sessions=sessions, **kwargs)
+    return McpToolSource(url=url, token=settings.secret("mcp_service_token"), sessions=sessions, **kwargs)
 
 
 def turn(
     shop, *, trace: str | None = None, untrusted: bool = False, channel: str = "whatsapp"
-) -> TurnToolContext:
-    return TurnToolContext(
+) -> ToolContext:
+    return ToolContext(
         tenant_id=shop.tenant_id, customer_id=shop.customer_id, conversation_id=shop.conversation_id,
-        trace_id=trace or uuid.uuid4().hex, has_untrusted_content=untrusted, channel=channel,
+        trace_id=trace or uuid.uuid4().hex, sessions=shop.sessions, has_untrusted_content=untrusted,
+        channel=channel,
     )  # fmt: skip
 
 
@@ -63,7 +65,7 @@ async def test_legacy_sse_transport_is_served_behind_the_token(mcp_server, setti
     sse_url = url.removesuffix("/mcp") + "/sse"
     async with httpx.AsyncClient() as http:
         assert (await http.get(sse_url)).status_code == 401
-    headers = {"Authorization": f"Bearer {settings.resolved_mcp_service_token()}"}
+    headers = {"Authorization": f"Bearer {settings.secret('mcp_service_token')}"}
     async with (
         sse_client(sse_url, headers=headers, timeout=5) as (read, write),
         ClientSession(read, write) as mcp,
@@ -79,7 +81,7 @@ async def test_legacy_sse_transport_is_served_behind_the_token(mcp_server, setti
 
 async def test_direct_call_without_tenant_is_refused_with_a_clear_error(mcp_server, settings):
     url, _ = mcp_server
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {settings.resolved_mcp_service_token()}"})
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {settings.secret('mcp_service_token')}"})
     async with Client(streamable_http_client(url, http_client=http)) as client:
         result = await client.call_tool("lookup_product", {"sku_or_name": "FVAM-2050-B"})
     assert result.is_error is True

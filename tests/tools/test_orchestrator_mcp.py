@@ -48,7 +48,7 @@ def request(shop, text: str) -> TurnRequest:
 
 
 def orchestrator_with(sessions, gateway, url, settings, **kwargs) -> Orchestrator:
-    tools = McpToolSource(url=url, token=settings.resolved_mcp_service_token(), sessions=sessions, **kwargs)
+    tools = McpToolSource(url=url, token=settings.secret("mcp_service_token"), sessions=sessions, **kwargs)
     return Orchestrator(sessions=sessions, gateway=gateway, toolsets=[tools])
 
 

@@ -24,7 +24,9 @@ def offline_model() -> Iterator[tuple[OfflineModelState, str]]:
 
 @pytest.fixture
 def gateway(settings) -> ModelGateway:  # type: ignore[no-untyped-def]
-    return ModelGateway(settings=settings, cipher=CredentialCipher(settings.resolved_encryption_key()))
+    return ModelGateway(
+        settings=settings, cipher=CredentialCipher(settings.secret("encryption_key").encode())
+    )
 
 
 @pytest.fixture

@@ -1,4 +1,6 @@
-"""The agent: per-tenant settings, tools, the bounded tool loop and turn handling (``POST /v1/turns``).
+"""The agent: tools, the bounded tool loop and turn handling (``POST /v1/turns``).
+
+Per-tenant settings (agent, loop, llm sections) live in :mod:`switchboard.tenant_settings`.
 
 Names are imported on first use (PEP 562): LiteLLM takes seconds to import, and light users of
 this package (``switchboard simulate`` talking to a running orchestrator) should not pay for it.
@@ -6,14 +8,9 @@ this package (``switchboard simulate`` talking to a running orchestrator) should
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from switchboard.lazy_imports import lazy_getattr
 
 _EXPORTS = {
-    "AgentSettings": "settings",
-    "LoopLimits": "settings",
-    "TenantSettings": "settings",
-    "tenant_settings_from": "settings",
     "BUILTIN_TOOL_NAMES": "builtin_tools",
     "BuiltinToolSet": "builtin_tools",
     "CustomerProfileUpdate": "builtin_tools",
@@ -34,10 +31,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'switchboard.agent' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"switchboard.agent.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -1,6 +1,6 @@
 """The bounded tool loop (DESIGN.md, "The bounded tool loop").
 
-Limits (per tenant, :class:`~switchboard.agent.settings.LoopLimits`): at most ``max_tool_iterations``
+Limits (per tenant, :class:`~switchboard.tenant_settings.LoopLimits`): at most ``max_tool_iterations``
 model calls that return tool calls; ``turn_timeout_s`` for the whole turn; ``tool_timeout_s`` per tool
 call; tool output capped at ``max_raw_tool_result_chars`` before any processing and truncated to
 ``max_tool_result_chars`` before the model sees it; ``per_tool_call_cap`` calls per tool (a tool at
@@ -26,12 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from switchboard.agent.settings import LoopLimits, TenantSettings
 from switchboard.agent.tools import ToolContext, ToolError, ToolOutput, ToolRegistry, ToolSet, TurnEffect
 from switchboard.contracts import TokenUsage, ToolCallRecord
+from switchboard.errors import tool_error_result
 from switchboard.llm.router import ContextOverflow, ModelCallFailed, ModelGateway, ModelReply, TenantRouter
 from switchboard.llm.trimming import split_units, strip_reasoning, strip_tool_history, trim_to_budget
 from switchboard.observability import get_logger
+from switchboard.tenant_settings import LoopLimits, TenantSettings
 
 __all__ = ["LoopOutcome", "run_tool_loop", "truncate_result", "visible_tools"]
 
@@ -103,7 +104,12 @@ def visible_tools(
 
 
 def _error_result(error_type: str, message: str, retryable: bool = False) -> str:
-    return json.dumps({"error": {"type": error_type, "message": message, "retryable": retryable}})
+    return json.dumps(tool_error_result(error_type, message, retryable=retryable))
+
+
+MakeContext = Callable[..., ToolContext]
+"""``make_ctx(call_id, tool_name=None, arguments=None)``: the context of one call (or, with only a
+call id, of the turn's tool list); see ``Orchestrator._context_factory``."""
 
 
 @dataclass
@@ -113,7 +119,7 @@ class _Loop:
     settings: TenantSettings
     messages: list[dict[str, Any]]
     registry: ToolRegistry
-    make_ctx: Callable[[str], ToolContext]
+    make_ctx: MakeContext
     trace_id: str
     out: LoopOutcome = field(
         default_factory=lambda: LoopOutcome(reply=None, silent=False, outcome="answered")
@@ -279,12 +285,14 @@ class _Loop:
         started = time.perf_counter()
         outcome = "ok"
         effect: TurnEffect | None = None
+        idempotency_key: str | None = None
         if error_type is not None:
             outcome = "error" if error_type in ("unknown_tool", "invalid_arguments") else "rejected"
             content = _error_result(error_type, error_message or error_type)
         else:
             assert args is not None
-            ctx = self.make_ctx(call["id"])
+            ctx = self.make_ctx(call["id"], name, args)
+            idempotency_key = ctx.idempotency_key
             try:
                 output: ToolOutput = await asyncio.wait_for(
                     owners[name].call(name, args, ctx), self.limits.tool_timeout_s
@@ -299,7 +307,7 @@ class _Loop:
                 )
             except ToolError as exc:
                 outcome, error_type = "error", exc.error_type
-                content = _error_result(exc.error_type, str(exc)[:1_000], exc.retryable)
+                content = json.dumps(exc.as_result())
             except Exception as exc:  # a tool's bug must not crash the turn; the model sees a generic error
                 outcome, error_type = "error", "tool_exception"
                 log.exception("tool_exception", trace_id=self.trace_id, tool_name=name)
@@ -318,6 +326,7 @@ class _Loop:
                 "recorded_by_source": bool(getattr(owners.get(name), "records_receipts", False)),
                 "name": name,
                 "call_id": call["id"],
+                "idempotency_key": idempotency_key,
                 "arguments": call["function"].get("arguments") or "",
                 "outcome": outcome,
                 "error_type": error_type,
@@ -338,7 +347,7 @@ async def run_tool_loop(
     settings: TenantSettings,
     messages: list[dict[str, Any]],
     registry: ToolRegistry,
-    make_ctx: Callable[[str], ToolContext],
+    make_ctx: MakeContext,
     trace_id: str,
 ) -> LoopOutcome:
     """Run the loop over ``messages`` (system prompt, history, the new user message; extended in place).

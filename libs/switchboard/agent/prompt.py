@@ -11,8 +11,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from switchboard.agent.settings import AgentSettings
 from switchboard.llm.offline_server import SUMMARY_INSTRUCTION_MARKER
+from switchboard.tenant_settings import AgentSettings
 
 __all__ = ["build_system_prompt", "summary_messages", "RULES"]
 

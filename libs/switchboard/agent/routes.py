@@ -2,42 +2,46 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Request
 
 from switchboard.agent.turns import Orchestrator, TurnRejected
 from switchboard.api.auth import ServiceAuth
+from switchboard.api.deps import ResourcesDep, SettingsDep
 from switchboard.contracts import TurnRequest, TurnResult
 from switchboard.crypto import CredentialCipher
 from switchboard.llm.router import ModelGateway
+from switchboard.tools.mcp_client import McpToolSource
 
-__all__ = ["turns_router", "orchestrator_from_app"]
+__all__ = ["turns_router", "orchestrator_from_app", "OrchestratorDep"]
 
 turns_router = APIRouter(prefix="/v1", tags=["turns"])
 
 
-def orchestrator_from_app(request: Request) -> Orchestrator:
-    """The process's :class:`Orchestrator`, built on first use from ``app.state.resources``.
+def orchestrator_from_app(request: Request, settings: SettingsDep, resources: ResourcesDep) -> Orchestrator:
+    """The process's :class:`Orchestrator`, built on first use from the app's settings and resources.
 
     A test or an embedding process may set ``app.state.orchestrator`` itself.
     """
     state = request.app.state
     orchestrator = getattr(state, "orchestrator", None)
     if orchestrator is None:
-        settings = state.settings
         gateway = ModelGateway(
             settings=settings,
-            cipher=CredentialCipher(settings.resolved_encryption_key()),
+            cipher=CredentialCipher(settings.secret("encryption_key").encode()),
             max_concurrent_calls=settings.model_call_concurrency,
         )
-        from switchboard.tools.mcp_client import McpToolSource  # imports switchboard.agent.tools itself
-
         orchestrator = Orchestrator(
-            sessions=state.resources.sessions,
+            sessions=resources.sessions,
             gateway=gateway,
-            toolsets=[McpToolSource.from_settings(settings, state.resources.sessions)],
+            toolsets=[McpToolSource.from_settings(settings, resources.sessions)],
         )
         state.orchestrator = orchestrator
     return orchestrator
+
+
+OrchestratorDep = Annotated[Orchestrator, Depends(orchestrator_from_app)]
 
 
 @turns_router.post(
@@ -56,8 +60,8 @@ def orchestrator_from_app(request: Request) -> Orchestrator:
         422: {"description": "Mismatched ids"},
     },
 )
-async def post_turn(body: TurnRequest, request: Request) -> TurnResult:
+async def post_turn(body: TurnRequest, orchestrator: OrchestratorDep) -> TurnResult:
     try:
-        return await orchestrator_from_app(request).handle_turn(body)
+        return await orchestrator.handle_turn(body)
     except TurnRejected as exc:
         raise HTTPException(status_code=exc.status_code, detail=str(exc)) from None

@@ -172,7 +172,7 @@ async def simulate_turn(
             response = await client.post(
                 url + "/v1/turns",
                 json=request.model_dump(mode="json"),
-                headers={"Authorization": f"Bearer {settings.resolved_service_token()}"},
+                headers={"Authorization": f"Bearer {settings.secret('service_token')}"},
             )
             response.raise_for_status()
         return SimulatedTurn(
@@ -188,7 +188,7 @@ async def simulate_turn(
         try:
             gateway = ModelGateway(
                 settings=effective,
-                cipher=CredentialCipher(effective.resolved_encryption_key()),
+                cipher=CredentialCipher(effective.secret("encryption_key").encode()),
                 max_concurrent_calls=effective.model_call_concurrency,
             )
             sessions = session_factory(engine)

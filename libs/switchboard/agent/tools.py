@@ -1,23 +1,19 @@
-"""Tool sources for the tool loop: the ``ToolSet`` protocol, the per-call context, errors.
+"""Tool sources for the tool loop: the ``ToolSet`` protocol and the registry of a turn's sources.
 
 A :class:`ToolSet` gives OpenAI-format tool definitions and executes calls. The built-in tools
-(:mod:`switchboard.agent.builtin_tools`) are one ToolSet; MCP tools plug in as another. The
-:class:`ToolContext` is built by the orchestrator from the authenticated turn request: the model
-never chooses the tenant, conversation, customer, trace id or idempotency key.
+(:mod:`switchboard.agent.builtin_tools`) are one ToolSet; MCP tools plug in as another
+(:class:`switchboard.tools.mcp_client.McpToolSource`). Every call gets the turn's
+:class:`~switchboard.tools.context.ToolContext`, built by the orchestrator from the authenticated turn
+request; a failure the model should see is a :class:`~switchboard.errors.ToolError`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from sqlalchemy.ext.asyncio import async_sessionmaker
-from sqlmodel.ext.asyncio.session import AsyncSession
-
-from switchboard.errors import SwitchboardError
+from switchboard.errors import ToolError
+from switchboard.tools.context import ToolContext, ToolOutput, TurnEffect, idempotency_key_for
 
 __all__ = [
     "ToolContext",
@@ -28,62 +24,6 @@ __all__ = [
     "ToolRegistry",
     "idempotency_key_for",
 ]
-
-TurnEffect = Literal["escalated", "closed_farewell", "closed_silent"]
-
-
-class ToolError(SwitchboardError):
-    """A tool failed; the message (never a stack trace) goes back to the model as the result.
-
-    Attributes:
-        error_type: short class for the model and the records (``invalid_arguments``, ``not_found``...).
-        retryable: whether trying again later may succeed (timeouts, 5xx) or not (validation, forbidden).
-    """
-
-    def __init__(self, message: str, *, error_type: str = "tool_error", retryable: bool = False) -> None:
-        self.error_type = error_type
-        self.retryable = retryable
-        super().__init__(message)
-
-
-def idempotency_key_for(trace_id: str, call_id: str) -> str:
-    """Stable key of one tool call: SHA-256 of ``trace_id:call_id`` (64 hex chars).
-
-    The same inbound message re-processed yields the same trace id; the model's call id makes it
-    unique within the turn.
-    """
-    return hashlib.sha256(f"{trace_id}:{call_id}".encode()).hexdigest()
-
-
-@dataclass(frozen=True, kw_only=True)
-class ToolContext:
-    """Who is asking, for one tool call. Set by the orchestrator, never by the model."""
-
-    tenant_id: uuid.UUID
-    """The tenant that owns the conversation (from the authenticated turn request)."""
-    conversation_id: uuid.UUID
-    customer_id: uuid.UUID
-    trace_id: str
-    call_id: str
-    """The model's tool-call id (unique within the turn)."""
-    idempotency_key: str
-    """``idempotency_key_for(trace_id, call_id)``: writes use it so a replayed turn changes nothing twice."""
-    sessions: async_sessionmaker[AsyncSession]
-    """Database sessions; a tool opens its own short transaction."""
-    channel: str = "whatsapp"
-    tool_config: dict[str, Any] = field(default_factory=dict)
-    """This tenant's ``custom_config`` for the tool (MCP tools)."""
-
-
-@dataclass
-class ToolOutput:
-    """What a tool returns: ``content`` for the model, and an optional effect on the turn."""
-
-    content: Any
-    """A string or JSON-able value shown to the model (serialized, capped and truncated by the loop)."""
-    effect: TurnEffect | None = None
-    """``escalated``: the conversation waits for a human; ``closed_farewell``: closed, say goodbye;
-    ``closed_silent``: closed, the turn ends without a reply."""
 
 
 @runtime_checkable

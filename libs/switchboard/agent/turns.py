@@ -40,7 +40,6 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.agent.builtin_tools import BuiltinToolSet
 from switchboard.agent.loop import LoopOutcome, run_tool_loop
 from switchboard.agent.prompt import build_system_prompt, summary_messages
-from switchboard.agent.settings import TenantSettings, tenant_settings_from
 from switchboard.agent.tools import ToolContext, ToolRegistry, ToolSet, idempotency_key_for
 from switchboard.contracts import TokenUsage, TurnRequest, TurnResult, trace_id_for
 from switchboard.conversations import MODEL_ROLES, append_model_messages, model_messages, read_history
@@ -67,6 +66,7 @@ from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.memory.store import is_returning_customer
 from switchboard.observability import get_logger, message_context
+from switchboard.tenant_settings import TenantSettings, tenant_settings_from
 
 __all__ = ["Orchestrator", "TurnRejected"]
 
@@ -189,15 +189,19 @@ class Orchestrator:
         )
         return result
 
-    def _context_factory(self, request: TurnRequest, trace_id: str) -> Callable[[str], ToolContext]:
-        def make_ctx(call_id: str) -> ToolContext:
+    def _context_factory(self, request: TurnRequest, trace_id: str) -> Callable[..., ToolContext]:
+        def make_ctx(
+            call_id: str, tool_name: str | None = None, arguments: dict[str, Any] | None = None
+        ) -> ToolContext:
             return ToolContext(
                 tenant_id=request.tenant_id,
                 conversation_id=request.conversation_id,
                 customer_id=request.customer_id,
                 trace_id=trace_id,
                 call_id=call_id,
-                idempotency_key=idempotency_key_for(trace_id, call_id),
+                idempotency_key=(
+                    idempotency_key_for(trace_id, tool_name, arguments or {}) if tool_name else None
+                ),
                 sessions=self.sessions,
                 channel=request.channel,
             )
@@ -424,7 +428,7 @@ class Orchestrator:
                         trace_id=trace_id,
                         tool_name=receipt["name"][:128],
                         args_hash=hashlib.sha256(receipt["arguments"].encode()).hexdigest(),
-                        idempotency_key=idempotency_key_for(trace_id, receipt["call_id"]),
+                        idempotency_key=receipt["idempotency_key"],
                         outcome=receipt["outcome"],
                         error_type=receipt["error_type"],
                         duration_ms=receipt["duration_ms"],

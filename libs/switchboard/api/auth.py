@@ -1,8 +1,8 @@
 """Bearer-token authentication for service-to-service calls and the admin API.
 
 Tokens come from settings (``SERVICE_TOKEN``, ``ADMIN_TOKEN``) or are generated into
-``DATA_DIR/secrets`` (see :class:`switchboard.settings.Settings`); the app keeps its settings in
-``app.state.settings``. Comparison is constant-time (``hmac.compare_digest``).
+``DATA_DIR/secrets`` (see :class:`switchboard.settings.Settings`), read through
+:data:`~switchboard.api.deps.SettingsDep`. Comparison is constant-time (``hmac.compare_digest``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from switchboard.api.deps import SettingsDep
 from switchboard.observability import get_logger
 
 __all__ = ["require_service_token", "require_admin_token", "ServiceAuth", "AdminAuth"]
@@ -33,18 +34,17 @@ def _check(
         )
 
 
-async def require_service_token(
-    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
-) -> None:
+BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+async def require_service_token(request: Request, credentials: BearerDep, settings: SettingsDep) -> None:
     """Dependency: ``Authorization: Bearer <SERVICE_TOKEN>`` or 401."""
-    _check(request, credentials, request.app.state.settings.resolved_service_token(), "service")
+    _check(request, credentials, settings.secret("service_token"), "service")
 
 
-async def require_admin_token(
-    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
-) -> None:
+async def require_admin_token(request: Request, credentials: BearerDep, settings: SettingsDep) -> None:
     """Dependency: ``Authorization: Bearer <ADMIN_TOKEN>`` or 401."""
-    _check(request, credentials, request.app.state.settings.resolved_admin_token(), "admin")
+    _check(request, credentials, settings.secret("admin_token"), "admin")
 
 
 ServiceAuth = Depends(require_service_token)

@@ -24,6 +24,7 @@ from switchboard.conversations.identities import (
     ResolvedCustomer,
     active_identities,
     change_identity,
+    channel_identities,
     reply_address,
     resolve_customer,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "append_model_messages",
     "back_to_ai",
     "change_identity",
+    "channel_identities",
     "close",
     "events_of",
     "model_messages",

@@ -13,8 +13,9 @@ of a new person arriving at once create one customer.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from sqlalchemy import text, tuple_
 from sqlmodel import col, select
@@ -29,6 +30,7 @@ __all__ = [
     "ResolvedCustomer",
     "active_identities",
     "change_identity",
+    "channel_identities",
     "reply_address",
     "resolve_customer",
 ]
@@ -66,6 +68,17 @@ class Identity:
     @property
     def key(self) -> tuple[str, str]:
         return self.kind, self.value
+
+
+class _KindValue(Protocol):
+    kind: str
+    value: str
+
+
+def channel_identities(channel: str, identities: Iterable[_KindValue]) -> list[Identity]:
+    """:class:`Identity` rows of one channel from ``(kind, value)`` items, order kept (e.g. a stored
+    message's :class:`~switchboard.contracts.SenderIdentity` list)."""
+    return [Identity(channel, identity.kind, identity.value) for identity in identities]
 
 
 @dataclass(frozen=True)
@@ -194,9 +207,9 @@ async def resolve_customer(
 ) -> ResolvedCustomer:
     """The customer a message is from, found by any of its active identities or created.
 
-    ``identities[0]`` is the id the message came from (WhatsApp: the BSUID when there is one, it
-    never moves to another person; else the phone). The customer holding it wins; without it, the
-    customer holding the first known one of the others. Identities nobody holds are attached to that
+    ``identities[0]`` is the id the message came from (WhatsApp: the phone number when known, else the
+    BSUID). The customer holding it wins; without it, the customer holding the first known one of the
+    others. Identities nobody holds are attached to that
     customer; one held by a *different* customer is left where it is (two customers are never merged)
     and logged as ``identity_conflict`` (ids and kinds only, never the values). Every matched row gets
     ``last_seen_at`` = now. Runs in the caller's transaction under the tenant+channel lock.

@@ -123,8 +123,9 @@ async def decide_pending_action(
         ApprovalError: unknown or ambiguous id, not the agent's conversation, already decided, or the
             tool failed when run (nothing changed; the action stays pending).
     """
+    from switchboard.errors import ToolError
     from switchboard.tools.business import BUSINESS_TOOLS
-    from switchboard.tools.contracts import ToolCallContext, ToolFailure
+    from switchboard.tools.contracts import ToolCallContext
 
     contracts = {c.name: c for c in BUSINESS_TOOLS}
     try:
@@ -177,7 +178,7 @@ async def decide_pending_action(
                 )
             )
             label = short_id(action.id)
-    except ToolFailure as exc:
+    except ToolError as exc:
         log.info("pending_action_failed", agent_id=str(agent.id), error_type=exc.error_type)
         raise ApprovalError(
             f"The tool refused: {exc}. Nothing was done; the action is still pending."

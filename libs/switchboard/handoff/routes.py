@@ -1,4 +1,4 @@
-"""Admin API for human agents: ``/v1/admin/tenants/{tenant}/agents`` (``ADMIN_TOKEN`` bearer)."""
+"""Admin API for human agents: ``/v1/admin/tenants/{slug}/agents`` (``ADMIN_TOKEN`` bearer)."""
 
 from __future__ import annotations
 
@@ -6,25 +6,22 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
-from fastapi import APIRouter, HTTPException, Request, status
+from fastapi import HTTPException, status
 from pydantic import BaseModel, Field
 
-from switchboard.agent.routes import orchestrator_from_app
-from switchboard.api.auth import AdminAuth
+from switchboard.agent.routes import OrchestratorDep
+from switchboard.api.deps import SessionDep, SessionsDep, TenantDep
+from switchboard.api.routers import tenant_admin_router
 from switchboard.conversations import Actor
 from switchboard.db.engine import session_scope
 from switchboard.db.models import HumanAgent
-from switchboard.errors import TenantNotFound
 from switchboard.handoff.agents import AgentExists, add_agent, list_agents
 from switchboard.handoff.commands import CommandError, set_status
 from switchboard.handoff.notices import write_outgoing
-from switchboard.tenants import get_tenant
 
 __all__ = ["agents_router", "AgentCreate", "AgentPublic", "AgentStatusUpdate"]
 
-agents_router = APIRouter(
-    prefix="/v1/admin/tenants/{tenant}/agents", tags=["human agents"], dependencies=[AdminAuth]
-)
+agents_router = tenant_admin_router("/agents", tags=["human agents"])
 
 
 class AgentCreate(BaseModel):
@@ -57,19 +54,9 @@ class AgentPublic(BaseModel):
         return cls.model_validate(agent, from_attributes=True)
 
 
-async def _tenant_id(request: Request, tenant: str) -> uuid.UUID:
-    async with request.app.state.resources.sessions() as session:
-        try:
-            return (await get_tenant(session, tenant)).id
-        except TenantNotFound:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, f"tenant {tenant!r} not found") from None
-
-
 @agents_router.get("", response_model=list[AgentPublic], summary="List the tenant's human agents")
-async def get_agents(tenant: str, request: Request) -> list[AgentPublic]:
-    tenant_id = await _tenant_id(request, tenant)
-    async with request.app.state.resources.sessions() as session:
-        return [AgentPublic.of(a) for a in await list_agents(session, tenant_id=tenant_id)]
+async def get_agents(tenant: TenantDep, session: SessionDep) -> list[AgentPublic]:
+    return [AgentPublic.of(a) for a in await list_agents(session, tenant_id=tenant.id)]
 
 
 @agents_router.post(
@@ -80,12 +67,11 @@ async def get_agents(tenant: str, request: Request) -> list[AgentPublic]:
     description="The agent's WhatsApp number becomes their console: messages from it are never treated "
     "as a customer's. 409: the number is taken in this tenant; 422: malformed number.",
 )
-async def post_agent(tenant: str, body: AgentCreate, request: Request) -> AgentPublic:
-    tenant_id = await _tenant_id(request, tenant)
+async def post_agent(body: AgentCreate, tenant: TenantDep, sessions: SessionsDep) -> AgentPublic:
     try:
-        async with session_scope(request.app.state.resources.sessions) as session:
+        async with session_scope(sessions) as session:
             agent = await add_agent(
-                session, tenant_id=tenant_id, name=body.name, phone=body.phone, online=body.online
+                session, tenant_id=tenant.id, name=body.name, phone=body.phone, online=body.online
             )
     except AgentExists as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
@@ -102,10 +88,13 @@ async def post_agent(tenant: str, body: AgentCreate, request: Request) -> AgentP
     "summary are queued for sending). Offline: 409 while the agent still has open conversations.",
 )
 async def patch_agent(
-    tenant: str, agent_id: uuid.UUID, body: AgentStatusUpdate, request: Request
+    agent_id: uuid.UUID,
+    body: AgentStatusUpdate,
+    tenant: TenantDep,
+    sessions: SessionsDep,
+    orchestrator: OrchestratorDep,
 ) -> AgentPublic:
-    tenant_id = await _tenant_id(request, tenant)
-    sessions = request.app.state.resources.sessions
+    tenant_id = tenant.id
     async with sessions() as session:
         agent = await session.get(HumanAgent, agent_id)
     if agent is None or agent.tenant_id != tenant_id:
@@ -113,7 +102,7 @@ async def patch_agent(
     try:
         notices = await set_status(
             sessions,
-            orchestrator_from_app(request).gateway,
+            orchestrator.gateway,
             agent_id=agent_id,
             online=body.status == "online",
             trace_id=f"admin-{uuid.uuid4().hex[:12]}",

@@ -7,13 +7,12 @@ import uuid
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.agent.settings import tenant_settings_from
 from switchboard.conversations import transcript
 from switchboard.crypto import CredentialDecryptError
-from switchboard.db.models import Tenant
 from switchboard.llm.router import ModelCallFailed, ModelGateway
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.observability import get_logger
+from switchboard.tenant_settings import load_tenant_settings
 
 __all__ = ["HANDOFF_SUMMARY_INSTRUCTION", "write_handoff_summary"]
 
@@ -45,11 +44,10 @@ async def write_handoff_summary(
     Never raises for model trouble (logged as ``handoff_summary_failed``).
     """
     async with sessions() as session:
-        tenant = await session.get(Tenant, tenant_id)
+        settings = await load_tenant_settings(session, tenant_id)
         lines = await transcript(
             session, tenant_id=tenant_id, conversation_id=conversation_id, limit=TRANSCRIPT_MESSAGES
         )
-    settings = tenant_settings_from(tenant.settings_extensions if tenant else None, tenant_id=str(tenant_id))
     limit = settings.handoff.summary_max_chars
     fallback = (
         " / ".join(line for line in lines if line.startswith("Customer:"))[-limit:] or "(no messages yet)"

@@ -2,9 +2,10 @@
 
 Which model a tenant uses (:func:`resolve_embedding_config`):
 
-1. ``tenants.settings_extensions["knowledge"]`` may name ``embedding_model``, ``embedding_api_base``
-   and ``embedding_api_key_encrypted`` (a :class:`~switchboard.crypto.CredentialCipher` token of
-   ``{"api_key": ...}``; set it with :func:`set_tenant_embedding`).
+1. The tenant's ``knowledge`` settings (:class:`~switchboard.tenant_settings.KnowledgeSettings`) may
+   name ``embedding_model``, ``embedding_api_base`` and ``embedding_api_key_encrypted`` (a
+   :class:`~switchboard.crypto.CredentialCipher` token of ``{"api_key": ...}``; set them with
+   :func:`set_tenant_embedding`).
 2. Otherwise, with ``OPENAI_API_KEY`` set, ``KB_EMBEDDING_MODEL`` (``text-embedding-3-small``).
 3. Otherwise the deterministic offline lexical embedding
    (:data:`~switchboard.llm.lexical.LEXICAL_MODEL_NAME`): no key, no network, no downloaded weights.
@@ -36,6 +37,7 @@ from switchboard.errors import SwitchboardError
 from switchboard.llm.lexical import LEXICAL_MODEL_NAME, lexical_embedding
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
+from switchboard.tenant_settings import set_section, tenant_settings_from
 
 __all__ = [
     "EmbeddingConfig",
@@ -44,13 +46,9 @@ __all__ = [
     "embed_texts",
     "resolve_embedding_config",
     "set_tenant_embedding",
-    "KNOWLEDGE_SETTINGS_KEY",
 ]
 
 log = get_logger(__name__)
-
-KNOWLEDGE_SETTINGS_KEY = "knowledge"
-"""Key of the knowledge-base block in ``tenants.settings_extensions``."""
 
 
 class EmbeddingFailed(SwitchboardError):
@@ -110,21 +108,21 @@ def resolve_embedding_config(
 
     Args:
         settings: process settings (fallback key, model, batch and retry policy, thresholds).
-        tenant: the tenant row (its ``settings_extensions["knowledge"]`` block).
+        tenant: the tenant row (its ``knowledge`` settings).
         model_override: use this model instead (a re-index with another model); the lexical
             model's name selects the offline embedding.
 
     Raises:
         CredentialDecryptError: the tenant's stored key cannot be decrypted with ``ENCRYPTION_KEY``.
     """
-    block: Mapping[str, Any] = (tenant.settings_extensions or {}).get(KNOWLEDGE_SETTINGS_KEY) or {}
+    block = tenant_settings_from(tenant.settings_extensions, tenant_id=str(tenant.id)).knowledge
     api_key: str | None = None
-    if block.get("embedding_api_key_encrypted"):
-        cipher = CredentialCipher(settings.resolved_encryption_key())
-        api_key = cipher.decrypt(block["embedding_api_key_encrypted"]).get("api_key")
+    if block.embedding_api_key_encrypted:
+        cipher = CredentialCipher(settings.secret("encryption_key").encode())
+        api_key = cipher.decrypt(block.embedding_api_key_encrypted).get("api_key")
     elif settings.openai_api_key is not None:
         api_key = settings.openai_api_key.get_secret_value()
-    model = model_override or block.get("embedding_model") or settings.kb_embedding_model
+    model = model_override or block.embedding_model or settings.kb_embedding_model
     if model == LEXICAL_MODEL_NAME or api_key is None:
         model, api_key = LEXICAL_MODEL_NAME, None
     lexical = model == LEXICAL_MODEL_NAME
@@ -132,12 +130,12 @@ def resolve_embedding_config(
     return EmbeddingConfig(
         model=model,
         api_key=api_key,
-        api_base=None if lexical else block.get("embedding_api_base"),
+        api_base=None if lexical else block.embedding_api_base,
         batch_size=settings.kb_embedding_batch_size,
         max_attempts=settings.kb_embedding_max_attempts,
         retry_wait_s=settings.kb_embedding_retry_wait_s,
         timeout_s=settings.kb_embedding_timeout_s,
-        min_similarity=float(block.get("min_similarity", default_threshold)),
+        min_similarity=default_threshold if block.min_similarity is None else block.min_similarity,
     )
 
 
@@ -149,7 +147,7 @@ def set_tenant_embedding(
     api_key: str | None = None,
     api_base: str | None = None,
 ) -> None:
-    """Store the tenant's embedding model, base URL and key (encrypted) in ``settings_extensions``.
+    """Store the tenant's embedding model, base URL and key (encrypted) in its ``knowledge`` settings.
 
     The caller commits. Existing chunks keep their old vectors until re-indexed.
 
@@ -157,22 +155,20 @@ def set_tenant_embedding(
         model: model name, or ``None`` to fall back to the process default.
         api_key: provider key (stored encrypted); ``None`` removes a stored key.
         api_base: OpenAI-compatible base URL, or ``None`` for the provider default.
+
+    Raises:
+        pydantic.ValidationError: the resulting ``knowledge`` section is invalid (nothing changed).
     """
-    extensions = dict(tenant.settings_extensions or {})
-    block = dict(extensions.get(KNOWLEDGE_SETTINGS_KEY) or {})
-    for key, value in (("embedding_model", model), ("embedding_api_base", api_base)):
-        if value:
-            block[key] = value
-        else:
-            block.pop(key, None)
+    encrypted = None
     if api_key:
-        block["embedding_api_key_encrypted"] = CredentialCipher(settings.resolved_encryption_key()).encrypt(
-            {"api_key": api_key}
-        )
-    else:
-        block.pop("embedding_api_key_encrypted", None)
-    extensions[KNOWLEDGE_SETTINGS_KEY] = block
-    tenant.settings_extensions = extensions  # a new dict so SQLAlchemy sees the change
+        encrypted = CredentialCipher(settings.secret("encryption_key").encode()).encrypt({"api_key": api_key})
+    set_section(
+        tenant,
+        "knowledge",
+        embedding_model=model or None,
+        embedding_api_base=api_base or None,
+        embedding_api_key_encrypted=encrypted,
+    )
 
 
 def _transient_errors() -> tuple[type[BaseException], ...]:

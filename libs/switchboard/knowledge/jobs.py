@@ -10,6 +10,7 @@ from arq.connections import ArqRedis
 from switchboard.db.models import KnowledgeSource
 from switchboard.knowledge.ingest import DocumentNotFound, ingest_job_id, ingest_source
 from switchboard.observability import get_logger
+from switchboard.queue.queues import Queue
 from switchboard.runtime.resources import Resources
 
 __all__ = ["INGEST_JOB_NAME", "INGEST_JOB_TIMEOUT_S", "enqueue_ingest", "ingest_knowledge_source"]
@@ -53,14 +54,20 @@ async def ingest_knowledge_source(
 
 
 async def enqueue_ingest(redis: ArqRedis, source: KnowledgeSource) -> str:
-    """Queue ingestion of ``source`` (after its row is committed); returns the ARQ job id.
+    """Queue ingestion of ``source`` on the background queue (after its row is committed); returns the
+    ARQ job id.
 
     The job id is derived from the source, its content hash and its ``updated_at``, so a double
     submit of one request enqueues once while a re-index (a newer ``updated_at``) enqueues again.
     """
     job_id = ingest_job_id(source)
     await redis.enqueue_job(
-        INGEST_JOB_NAME, str(source.tenant_id), str(source.id), source.content_hash, _job_id=job_id
+        INGEST_JOB_NAME,
+        str(source.tenant_id),
+        str(source.id),
+        source.content_hash,
+        _job_id=job_id,
+        _queue_name=Queue.background.value,
     )
     log.info(
         "knowledge_ingest_enqueued", tenant_id=str(source.tenant_id), source_id=str(source.id), job_id=job_id

@@ -7,17 +7,16 @@ document's ``status`` (``pending`` → ``processing`` → ``ready`` | ``failed``
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, File, HTTPException, Query, Request, Response, UploadFile, status
+from fastapi import File, HTTPException, Query, Response, UploadFile, status
 from pydantic import BaseModel, Field
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.api.auth import AdminAuth
+from switchboard.api.deps import ResourcesDep, SessionDep, SettingsDep, TenantDep
+from switchboard.api.routers import tenant_admin_router
 from switchboard.db.models import KnowledgeSource, Tenant
-from switchboard.errors import TenantNotFound
 from switchboard.knowledge.embeddings import (
     EmbeddingFailed,
     resolve_embedding_config,
@@ -37,16 +36,13 @@ from switchboard.knowledge.parsers import DocumentRejected
 from switchboard.knowledge.retrieval import search_chunks
 from switchboard.observability import get_logger
 from switchboard.runtime.resources import Resources
-from switchboard.settings import Settings
-from switchboard.tenants import get_tenant
+from switchboard.tenant_settings import set_section
 
 __all__ = ["knowledge_admin_router"]
 
 log = get_logger(__name__)
 
-knowledge_admin_router = APIRouter(
-    prefix="/v1/admin/tenants/{slug}/knowledge", tags=["knowledge"], dependencies=[AdminAuth]
-)
+knowledge_admin_router = tenant_admin_router("/knowledge", tags=["knowledge"])
 
 _REJECTION_STATUS = {
     "too_large": status.HTTP_413_CONTENT_TOO_LARGE,
@@ -113,32 +109,6 @@ class EmbeddingSettingsOut(BaseModel):
     has_api_key: bool
 
 
-def _resources(request: Request) -> Resources:
-    return request.app.state.resources
-
-
-async def _session(request: Request) -> AsyncIterator[AsyncSession]:
-    async with _resources(request).sessions() as session:
-        yield session
-
-
-SessionDep = Annotated[AsyncSession, Depends(_session)]
-
-
-async def _tenant(slug: str, session: SessionDep) -> Tenant:
-    try:
-        return await get_tenant(session, slug)
-    except TenantNotFound:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no tenant {slug!r}") from None
-
-
-TenantDep = Annotated[Tenant, Depends(_tenant)]
-
-
-def _settings(request: Request) -> Settings:
-    return _resources(request).settings
-
-
 async def _document(session: AsyncSession, tenant: Tenant, document_id: uuid.UUID) -> KnowledgeSource:
     try:
         return await find_source(session, tenant_id=tenant.id, document=str(document_id))
@@ -158,9 +128,12 @@ async def _document(session: AsyncSession, tenant: Tenant, document_id: uuid.UUI
     response_model=UploadResult,
 )
 async def upload_document(
-    request: Request, tenant: TenantDep, session: SessionDep, file: Annotated[UploadFile, File()]
+    tenant: TenantDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    resources: ResourcesDep,
+    file: Annotated[UploadFile, File()],
 ) -> UploadResult:
-    settings = _settings(request)
     tenant_id = tenant.id  # a rollback expires ORM objects: keep the id
     limit = settings.kb_max_upload_bytes
     data = await file.read(limit + 1)
@@ -176,9 +149,8 @@ async def upload_document(
         code = _REJECTION_STATUS.get(exc.reason, status.HTTP_422_UNPROCESSABLE_CONTENT)
         raise HTTPException(code, {"reason": exc.reason, "message": str(exc)}) from None
     job_id = None
-    redis = _resources(request).redis
-    if outcome.needs_ingest and redis is not None:
-        job_id = await enqueue_ingest(redis, outcome.source)
+    if outcome.needs_ingest and resources.redis is not None:
+        job_id = await enqueue_ingest(resources.redis, outcome.source)
     return UploadResult(document=DocumentPublic.of(outcome.source), action=outcome.action, job_id=job_id)
 
 
@@ -234,14 +206,13 @@ async def delete_document(document_id: uuid.UUID, tenant: TenantDep, session: Se
 
 
 async def _queue_reindex(
-    request: Request, session: AsyncSession, tenant: Tenant, source_ids: list[uuid.UUID] | None
+    resources: Resources, session: AsyncSession, tenant: Tenant, source_ids: list[uuid.UUID] | None
 ) -> list[DocumentPublic]:
     sources = await mark_for_reindex(session, tenant_id=tenant.id, source_ids=source_ids)
     await session.commit()
-    redis = _resources(request).redis
-    if redis is not None:
+    if resources.redis is not None:
         for source in sources:
-            await enqueue_ingest(redis, source)
+            await enqueue_ingest(resources.redis, source)
     return [DocumentPublic.of(source) for source in sources]
 
 
@@ -252,10 +223,10 @@ async def _queue_reindex(
     response_model=list[DocumentPublic],
 )
 async def reindex_document(
-    request: Request, document_id: uuid.UUID, tenant: TenantDep, session: SessionDep
+    document_id: uuid.UUID, tenant: TenantDep, session: SessionDep, resources: ResourcesDep
 ) -> list[DocumentPublic]:
     await _document(session, tenant, document_id)
-    return await _queue_reindex(request, session, tenant, [document_id])
+    return await _queue_reindex(resources, session, tenant, [document_id])
 
 
 @knowledge_admin_router.post(
@@ -265,16 +236,16 @@ async def reindex_document(
     response_model=list[DocumentPublic],
 )
 async def reindex_all(
-    request: Request, tenant: TenantDep, session: SessionDep, body: ReindexRequest | None = None
+    tenant: TenantDep, session: SessionDep, resources: ResourcesDep, body: ReindexRequest | None = None
 ) -> list[DocumentPublic]:
     """The body is optional: without one, every document is re-embedded with the current model."""
     if body is not None and body.embedding_model:
-        block = (tenant.settings_extensions or {}).get("knowledge") or {}
-        extensions = dict(tenant.settings_extensions or {})
-        extensions["knowledge"] = {**block, "embedding_model": body.embedding_model}
-        tenant.settings_extensions = extensions
+        try:
+            set_section(tenant, "knowledge", embedding_model=body.embedding_model)
+        except ValueError as exc:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
         session.add(tenant)
-    return await _queue_reindex(request, session, tenant, None)
+    return await _queue_reindex(resources, session, tenant, None)
 
 
 @knowledge_admin_router.put(
@@ -284,10 +255,12 @@ async def reindex_all(
     response_model=EmbeddingSettingsOut,
 )
 async def put_embedding(
-    request: Request, body: EmbeddingSettingsIn, tenant: TenantDep, session: SessionDep
+    body: EmbeddingSettingsIn, tenant: TenantDep, session: SessionDep, settings: SettingsDep
 ) -> EmbeddingSettingsOut:
-    settings = _settings(request)
-    set_tenant_embedding(settings, tenant, model=body.model, api_key=body.api_key, api_base=body.api_base)
+    try:
+        set_tenant_embedding(settings, tenant, model=body.model, api_key=body.api_key, api_base=body.api_base)
+    except ValueError as exc:  # the knowledge section would be invalid: nothing changed
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     session.add(tenant)
     await session.commit()
     config = resolve_embedding_config(settings, tenant)
@@ -305,14 +278,13 @@ async def put_embedding(
     response_model=list[HitPublic],
 )
 async def search(
-    request: Request,
     tenant: TenantDep,
     session: SessionDep,
+    settings: SettingsDep,
     q: Annotated[str, Query(min_length=1, max_length=2000, description="The question or code.")],
     mode: Literal["vector", "hybrid", "exact"] = "hybrid",
     limit: Annotated[int, Query(ge=1, le=50)] = 5,
 ) -> list[HitPublic]:
-    settings = _settings(request)
     try:
         hits = await search_chunks(
             session,

@@ -8,13 +8,13 @@ are stored encrypted (:class:`~switchboard.crypto.CredentialCipher`, ``{"api_key
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from switchboard.crypto import CredentialCipher
-from switchboard.llm.offline_server import OFFLINE_DEMO_MODEL
-from switchboard.settings import Settings
+if TYPE_CHECKING:  # a leaf at import time: tenant settings import this module
+    from switchboard.crypto import CredentialCipher
+    from switchboard.settings import Settings
 
 __all__ = [
     "Provider",
@@ -23,12 +23,15 @@ __all__ = [
     "default_deployments",
     "encrypt_api_key",
     "has_provider_key",
+    "OFFLINE_DEMO_MODEL",
 ]
 
 Provider = Literal["openai", "anthropic", "ollama", "openai_compatible", "offline"]
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
+OFFLINE_DEMO_MODEL = "offline-demo"
+"""Model name of the offline server's demo deployment (``openai/offline-demo`` in LiteLLM terms)."""
 
 
 class DeploymentSettings(BaseModel):

@@ -41,6 +41,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from switchboard import __version__
+from switchboard.llm.config import OFFLINE_DEMO_MODEL
 from switchboard.llm.lexical import LEXICAL_MODEL_NAME, lexical_embedding, tokenize
 from switchboard.llm.offline_demo import OFFLINE_MARKER, SUMMARY_INSTRUCTION_MARKER, demo_reply
 
@@ -57,8 +58,6 @@ __all__ = [
     "demo_reply",
 ]
 
-OFFLINE_DEMO_MODEL = "offline-demo"
-"""Model name of the demo deployment (``openai/offline-demo`` in LiteLLM terms)."""
 TRANSCRIPT_MARKER = b"SWITCHBOARD-TRANSCRIPT:"
 UNAVAILABLE_TRANSCRIPT = (
     "[offline transcription unavailable: the offline model server cannot transcribe audio; "

@@ -20,7 +20,6 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.agent.settings import tenant_settings_from
 from switchboard.conversations import Actor, close, transcript
 from switchboard.crypto import CredentialDecryptError
 from switchboard.db.engine import session_scope
@@ -35,6 +34,7 @@ from switchboard.db.models import (
 from switchboard.llm.router import ModelCallFailed, ModelGateway
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.observability import get_logger
+from switchboard.tenant_settings import tenant_settings_from
 
 __all__ = [
     "MEMORY_INSTRUCTION",

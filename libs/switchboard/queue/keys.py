@@ -12,8 +12,14 @@ __all__ = [
     "tenant_rate_key",
     "conversation_lock_key",
     "whatsapp_throttle_key",
+    "channel_throttle_key",
+    "parked_status_key",
+    "parked_status_index_key",
+    "mark_read_key",
     "contract_violation_counter_key",
     "inbound_failures_key",
+    "burst_key",
+    "deliver_job_id",
 ]
 
 
@@ -47,9 +53,33 @@ def conversation_lock_key(conversation_id: uuid.UUID | str) -> str:
     return f"lock:conversation:{conversation_id}"
 
 
+def channel_throttle_key(channel: str, account_id: str) -> str:
+    """Set (with a TTL) after a provider reported a throughput limit for one sending account
+    (``account_id``: the provider's id of the account, e.g. WhatsApp ``phone_number_id``); the
+    delivery loop holds that account's sends until it expires."""
+    return f"throttle:{channel}:{account_id}"
+
+
 def whatsapp_throttle_key(phone_number_id: str) -> str:
-    """Set after Meta reported a throughput error for this number: sends wait until it expires."""
-    return f"wa:throttle:{phone_number_id}"
+    """:func:`channel_throttle_key` of a WhatsApp number (kept for callers that predate it)."""
+    return channel_throttle_key("whatsapp", phone_number_id)
+
+
+def parked_status_key(channel: str, account_id: str, external_id: str) -> str:
+    """List of delivery statuses (JSON) for provider message ``external_id`` that arrived before we
+    stored that id; applied when the delivery loop records the send (TTL-bounded)."""
+    return f"outbox:parked:{channel}:{account_id}:{external_id}"
+
+
+def parked_status_index_key(channel: str, account_id: str) -> str:
+    """Sorted set (score: parking time) of the provider ids parked for one account; bounds how many
+    an account may park."""
+    return f"outbox:parked-index:{channel}:{account_id}"
+
+
+def mark_read_key(inbound_message_id: uuid.UUID | str) -> str:
+    """Set (NX) once the customer's message was marked read, so a re-run never marks it again."""
+    return f"outbox:read:{inbound_message_id}"
 
 
 def contract_violation_counter_key() -> str:
@@ -60,3 +90,13 @@ def contract_violation_counter_key() -> str:
 def inbound_failures_key(row_id: uuid.UUID | str) -> str:
     """Counter of transient failures of one inbound row (orchestrator down, Graph 5xx...)."""
     return f"inbound:failures:{row_id}"
+
+
+def burst_key(conversation_id: uuid.UUID | str) -> str:
+    """Start time of the current burst of customer messages (coalescing gives up past ``INBOUND_MAX_WAIT_S``)."""
+    return f"burst:{conversation_id}"
+
+
+def deliver_job_id(scope_id: uuid.UUID | str | None, defer_s: float) -> str:
+    """Job id of a deferred ``deliver_outbox`` run for one row or conversation (one per scope and delay)."""
+    return f"deliver:{scope_id}:{round(defer_s, 1)}"

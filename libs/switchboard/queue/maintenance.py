@@ -8,10 +8,11 @@ from typing import Any
 from sqlalchemy import update
 from sqlmodel import select
 
-from switchboard.channels.whatsapp.statuses import apply_statuses
+from switchboard.channels.whatsapp.statuses import to_delivery_statuses
 from switchboard.channels.whatsapp.store import enqueue_inbound
 from switchboard.db.models import InboundState, Message, utcnow
 from switchboard.observability import get_logger
+from switchboard.outbox.statuses import apply_statuses
 from switchboard.queue.keys import inbound_job_id, inbound_sweep_job_id
 
 __all__ = ["apply_whatsapp_statuses", "sweep_inbound", "SWEEP_BATCH"]
@@ -23,8 +24,12 @@ SWEEP_BATCH = 500
 
 
 async def apply_whatsapp_statuses(ctx: dict[str, Any], statuses: list[dict[str, Any]]) -> int:
-    """ARQ job: apply WhatsApp delivery statuses to the outbox (monotonic). Returns rows changed."""
-    changed = await apply_statuses(ctx["deps"].resources.sessions, statuses)
+    """ARQ job: apply WhatsApp delivery statuses to the outbox (monotonic, see
+    :mod:`switchboard.outbox.statuses`). Returns the status changes made."""
+    deps = ctx["deps"]
+    changed = await apply_statuses(
+        deps.resources.sessions, deps.redis, "whatsapp", to_delivery_statuses(statuses)
+    )
     log.info("whatsapp_statuses_applied", received=len(statuses), changed=changed)
     return changed
 

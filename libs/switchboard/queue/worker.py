@@ -1,30 +1,49 @@
-"""ARQ worker settings (DESIGN.md, step 2). Jobs receive ids, re-read state and are idempotent."""
+"""ARQ worker settings (DESIGN.md, step 2): one worker for the chat queue, one for the background queue.
+
+Jobs receive ids, re-read state and are idempotent. Which job runs where, and why two workers:
+:mod:`switchboard.queue.queues`. Both workers share what a job may need in ``ctx`` (set in
+``on_startup``): ``resources`` (:class:`~switchboard.runtime.resources.Resources`), ``deps``
+(:class:`~switchboard.inbound.context.WorkerDeps`) and ``model_gateway``.
+"""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from typing import Any
 
 import httpx
-from arq.connections import RedisSettings
-from arq.cron import cron
-from arq.worker import func
+from arq.connections import RedisSettings, create_pool
 
 from switchboard import __version__
 from switchboard.db.engine import create_engine, session_factory
-from switchboard.knowledge.jobs import INGEST_JOB_NAME, INGEST_JOB_TIMEOUT_S, ingest_knowledge_source
 from switchboard.observability import configure_logging, get_logger
+from switchboard.queue.queues import JOB_QUEUES, Queue
 from switchboard.runtime.resources import Resources, require_database_url, require_redis_url
-from switchboard.runtime.services import WORKER_QUEUE
-from switchboard.settings import Settings
+from switchboard.settings import Settings, load_settings
 
-__all__ = ["build_worker_settings", "ping", "worker_is_healthy"]
+__all__ = [
+    "build_chat_worker_settings",
+    "build_background_worker_settings",
+    "WORKER_SETTINGS_BUILDERS",
+    "ping",
+    "worker_is_healthy",
+    "worker_main",
+]
 
 HEALTH_CHECK_INTERVAL_S = 10
-"""How often the worker refreshes its health key (arq's default is 3600 s: too slow for ``status``)."""
+"""How often a worker refreshes its health key (arq's default is 3600 s: too slow for ``status``)."""
 
 INBOUND_ARQ_MAX_TRIES = 100
 """ARQ tries of ``process_inbound``: lock and tenant-limit deferrals count as tries, so this is high;
 real failures are bounded by ``INBOUND_MAX_TRIES`` (dead-letter)."""
+
+SIDE_JOB_TIMEOUT_S = 30.0
+"""Timeout of the short jobs (statuses, handoff delivery, the sweeper), seconds."""
+
+MEMORY_JOB_TIMEOUT_S = 300.0
+"""Timeout of a memory job, seconds: ``memory_sweep`` summarizes every newly closed conversation, one
+model call each (45 s per request at most)."""
 
 log = get_logger(__name__)
 
@@ -34,8 +53,8 @@ async def ping(ctx: dict[str, Any]) -> str:
     return "pong"
 
 
-def worker_is_healthy(settings: Settings) -> tuple[bool, str]:
-    """Whether a worker refreshed its ARQ heartbeat key recently (``REDIS_URL`` must be set).
+def worker_is_healthy(settings: Settings, queue: Queue = Queue.chat) -> tuple[bool, str]:
+    """Whether the worker of ``queue`` refreshed its ARQ heartbeat key recently (``REDIS_URL`` must be set).
 
     Returns:
         ``(healthy, detail)``: detail is arq's heartbeat line (jobs complete/failed/queued) or the error.
@@ -43,49 +62,54 @@ def worker_is_healthy(settings: Settings) -> tuple[bool, str]:
     from switchboard.runtime.services import SERVICES
     from switchboard.runtime.supervisor import check_service_health
 
-    worker = next(spec for spec in SERVICES if spec.kind == "worker")
+    worker = next(spec for spec in SERVICES if spec.queue == queue)
     return check_service_health(worker, settings, require_redis_url(settings))
 
 
-def build_worker_settings(settings: Settings) -> type:
-    """An ARQ ``WorkerSettings`` class for ``settings`` (see arq ``Worker.__init__`` for the attributes).
+def _worker_class(
+    settings: Settings,
+    queue: Queue,
+    *,
+    service: str,
+    functions: list[Any],
+    cron_jobs: list[Any],
+    enqueues_on_own_queue: bool,
+) -> type:
+    """A ``WorkerSettings`` class (see arq ``Worker.__init__`` for the attributes) for ``queue``.
 
-    ``ctx["resources"]`` holds the shared :class:`~switchboard.runtime.resources.Resources`.
-
-    Raises:
-        SettingsError: ``DATABASE_URL`` or ``REDIS_URL`` unset.
+    Args:
+        enqueues_on_own_queue: whether jobs' ``resources.redis`` may be the worker's own pool (its
+            enqueues default to ``queue``); otherwise they get a pool of their own whose default is
+            the chat queue (the background sweeper re-enqueues ``process_inbound``).
     """
-    # Imported here: the channel modules import ``switchboard.queue.keys`` (no cycle at package import).
-    from switchboard.channels.whatsapp.send import GraphClient
+    # Imported here: the channel and agent modules are heavy, and they import this package's keys.
+    from switchboard.channels.base import ChannelDeps, build_channels
     from switchboard.crypto import CredentialCipher
-    from switchboard.handoff.jobs import deliver_handoff
+    from switchboard.inbound.context import WorkerDeps
     from switchboard.llm.router import ModelGateway
-    from switchboard.memory import memory_sweep, summarize_memory
-    from switchboard.queue.inbound import WorkerDeps, process_inbound
-    from switchboard.queue.maintenance import apply_whatsapp_statuses, sweep_inbound
 
-    # ARQ keeps a killed worker's job "in progress" for the largest timeout of any function + 10 s,
-    # so side jobs never get a larger timeout than the inbound job.
-    side_timeout_s = min(30.0, settings.inbound_job_timeout_s)
+    wrong = sorted(name for name in _names(functions, cron_jobs) if JOB_QUEUES.get(name) != queue)
+    if wrong:
+        raise ValueError(f"jobs {wrong} are not {queue.name} jobs (switchboard.queue.queues.JOB_QUEUES)")
     database_url = require_database_url(settings)
     redis_settings = RedisSettings.from_dsn(require_redis_url(settings))
 
     async def startup(ctx: dict[str, Any]) -> None:
-        configure_logging(service="worker", level=settings.log_level, fmt=settings.log_format)
+        configure_logging(service=service, level=settings.log_level, fmt=settings.log_format)
         engine = create_engine(database_url)
+        redis = ctx["redis"] if enqueues_on_own_queue else await create_pool(redis_settings)
+        ctx["own_pool"] = None if enqueues_on_own_queue else redis
         ctx["resources"] = Resources(
-            settings=settings, engine=engine, sessions=session_factory(engine), redis=ctx["redis"]
+            settings=settings, engine=engine, sessions=session_factory(engine), redis=redis
         )
+        cipher = CredentialCipher(settings.secret("encryption_key").encode())
+        http = httpx.AsyncClient(timeout=settings.orchestrator_timeout_s)
         ctx["deps"] = WorkerDeps(
             resources=ctx["resources"],
             settings=settings,
-            graph=GraphClient(
-                settings.resolved_whatsapp_graph_base_url,
-                settings.whatsapp_api_version,
-                timeout_s=settings.whatsapp_send_timeout_s,
-            ),
-            http=httpx.AsyncClient(timeout=settings.orchestrator_timeout_s),
-            cipher=CredentialCipher(settings.resolved_encryption_key()),
+            channels=build_channels(ChannelDeps(settings=settings, cipher=cipher, http=http)),
+            http=http,
+            cipher=cipher,
         )
         ctx["model_gateway"] = ModelGateway(
             settings=settings,
@@ -93,20 +117,61 @@ def build_worker_settings(settings: Settings) -> type:
             max_concurrent_calls=settings.model_call_concurrency,
         )
         ctx["deps"].gateway = ctx["model_gateway"]
-        log.info("worker ready", version=__version__, queue=WORKER_QUEUE)
+        log.info("worker ready", version=__version__, queue=queue.value)
 
     async def shutdown(ctx: dict[str, Any]) -> None:
         resources: Resources | None = ctx.get("resources")
         deps = ctx.get("deps")
         if deps is not None:
-            await deps.graph.aclose()
+            for channel in deps.channels.values():
+                await channel.aclose()
             await deps.http.aclose()
+        if ctx.get("own_pool") is not None:
+            await ctx["own_pool"].aclose()
         if resources is not None:
             await resources.engine.dispose()
-        log.info("worker stopped")
+        log.info("worker stopped", queue=queue.value)
 
-    class WorkerSettings:
-        functions = [
+    attributes: dict[str, Any] = {
+        "functions": functions,
+        "cron_jobs": cron_jobs,
+        "queue_name": queue.value,
+        "redis_settings": redis_settings,
+        "on_startup": startup,
+        "on_shutdown": shutdown,
+        "health_check_interval": HEALTH_CHECK_INTERVAL_S,
+        "max_jobs": 50,
+        "job_timeout": max(job.timeout_s or 0 for job in [*functions, *cron_jobs]),
+    }
+    return type(f"{queue.name.capitalize()}WorkerSettings", (), attributes)
+
+
+def _names(functions: list[Any], cron_jobs: list[Any]) -> list[str]:
+    return [job.name for job in [*functions, *cron_jobs]]
+
+
+def build_chat_worker_settings(settings: Settings) -> type:
+    """The chat worker (``worker`` service): customer messages, delivery statuses, handoff notices.
+
+    Its largest job timeout is ``INBOUND_JOB_TIMEOUT_S``, so a killed worker's message runs again about
+    that long (+10 s) later (arq #402).
+
+    Raises:
+        SettingsError: ``DATABASE_URL`` or ``REDIS_URL`` unset.
+    """
+    from arq.cron import cron
+    from arq.worker import func
+
+    from switchboard.inbound import process_inbound
+    from switchboard.outbox.jobs import deliver_outbox
+    from switchboard.queue.maintenance import apply_whatsapp_statuses
+
+    side_timeout_s = min(SIDE_JOB_TIMEOUT_S, settings.inbound_job_timeout_s)
+    return _worker_class(
+        settings,
+        Queue.chat,
+        service="worker",
+        functions=[
             func(ping, name="ping", timeout=5, max_tries=1),
             func(
                 process_inbound,
@@ -114,25 +179,73 @@ def build_worker_settings(settings: Settings) -> type:
                 timeout=settings.inbound_job_timeout_s,
                 max_tries=INBOUND_ARQ_MAX_TRIES,
             ),
-            func(summarize_memory, name="summarize_memory", timeout=side_timeout_s, max_tries=3),
             func(
                 apply_whatsapp_statuses, name="apply_whatsapp_statuses", timeout=side_timeout_s, max_tries=3
             ),
-            func(ingest_knowledge_source, name=INGEST_JOB_NAME, timeout=INGEST_JOB_TIMEOUT_S, max_tries=2),
-        ]
-        cron_jobs = [
-            cron(sweep_inbound, name="sweep_inbound", second=set(range(0, 60, 15)), timeout=side_timeout_s),
+            func(deliver_outbox, name="deliver_outbox", timeout=side_timeout_s, max_tries=3),
+        ],
+        cron_jobs=[
             cron(
-                deliver_handoff, name="deliver_handoff", second=set(range(5, 60, 15)), timeout=side_timeout_s
+                deliver_outbox,
+                name="deliver_outbox_sweep",
+                second=set(range(1, 60, 5)),
+                timeout=side_timeout_s,
             ),
-            cron(memory_sweep, name="memory_sweep", second={30}, timeout=side_timeout_s),
-        ]
-        queue_name = WORKER_QUEUE
-        on_startup = startup
-        on_shutdown = shutdown
-        health_check_interval = HEALTH_CHECK_INTERVAL_S
-        max_jobs = 50
-        job_timeout = 300
+        ],
+        enqueues_on_own_queue=True,
+    )
 
-    WorkerSettings.redis_settings = redis_settings  # type: ignore[attr-defined]
-    return WorkerSettings
+
+def build_background_worker_settings(settings: Settings) -> type:
+    """The background worker (``worker_background`` service): knowledge ingestion, memory, the sweeper.
+
+    Its jobs' ``resources.redis`` enqueues on the chat queue by default: the sweeper re-enqueues
+    ``process_inbound``; background jobs name ``Queue.background`` when they enqueue.
+
+    Raises:
+        SettingsError: ``DATABASE_URL`` or ``REDIS_URL`` unset.
+    """
+    from arq.cron import cron
+    from arq.worker import func
+
+    from switchboard.knowledge.jobs import INGEST_JOB_NAME, INGEST_JOB_TIMEOUT_S, ingest_knowledge_source
+    from switchboard.memory import memory_sweep, summarize_memory
+    from switchboard.queue.maintenance import sweep_inbound
+
+    return _worker_class(
+        settings,
+        Queue.background,
+        service="worker_background",
+        functions=[
+            func(ingest_knowledge_source, name=INGEST_JOB_NAME, timeout=INGEST_JOB_TIMEOUT_S, max_tries=2),
+            func(summarize_memory, name="summarize_memory", timeout=MEMORY_JOB_TIMEOUT_S, max_tries=3),
+        ],
+        cron_jobs=[
+            cron(
+                sweep_inbound, name="sweep_inbound", second=set(range(0, 60, 15)), timeout=SIDE_JOB_TIMEOUT_S
+            ),
+            cron(memory_sweep, name="memory_sweep", second={30}, timeout=MEMORY_JOB_TIMEOUT_S),
+        ],
+        enqueues_on_own_queue=False,
+    )
+
+
+WORKER_SETTINGS_BUILDERS: dict[Queue, Callable[[Settings], type]] = {
+    Queue.chat: build_chat_worker_settings,
+    Queue.background: build_background_worker_settings,
+}
+
+
+def worker_main(queue: Queue, argv: list[str] | None = None) -> int:
+    """What a worker service's ``main`` does: run the worker of ``queue`` until stopped, or with
+    ``--check`` print its health and exit 0 when its heartbeat is fresh (container health checks)."""
+    from arq import run_worker
+
+    args = sys.argv[1:] if argv is None else argv
+    settings = load_settings()
+    if args == ["--check"]:
+        healthy, detail = worker_is_healthy(settings, queue)
+        print(("healthy: " if healthy else "unhealthy: ") + detail)
+        return 0 if healthy else 1
+    run_worker(WORKER_SETTINGS_BUILDERS[queue](settings))
+    return 0

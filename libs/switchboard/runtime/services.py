@@ -6,13 +6,10 @@ import sys
 from dataclasses import dataclass
 from typing import Literal
 
+from switchboard.queue.queues import Queue, health_check_key
 from switchboard.settings import Settings
 
-__all__ = ["ServiceSpec", "SERVICES", "WORKER_HEALTH_KEY"]
-
-WORKER_QUEUE = "arq:queue"
-WORKER_HEALTH_KEY = f"{WORKER_QUEUE}:health-check"
-"""Redis key the ARQ worker refreshes every ``health_check_interval`` seconds (arq default naming)."""
+__all__ = ["ServiceSpec", "SERVICES", "name_width"]
 
 
 @dataclass(frozen=True)
@@ -24,12 +21,14 @@ class ServiceSpec:
         kind: ``http`` (a FastAPI app factory run by uvicorn) or ``worker`` (a ``main`` module).
         target: ``module:factory`` for HTTP services, the module with ``main()`` for workers.
         port_setting: the ``Settings`` field holding the HTTP port.
+        queue: the ARQ queue a worker consumes (its health is that queue's heartbeat key).
     """
 
     name: str
     kind: Literal["http", "worker"]
     target: str
     port_setting: str | None = None
+    queue: Queue | None = None
 
     def port(self, settings: Settings) -> int | None:
         return getattr(settings, self.port_setting) if self.port_setting else None
@@ -37,6 +36,15 @@ class ServiceSpec:
     def url(self, settings: Settings) -> str | None:
         port = self.port(settings)
         return f"http://{settings.host}:{port}" if port else None
+
+    def where(self, settings: Settings) -> str:
+        """What ``run`` and ``status`` print in the URL column."""
+        return self.url(settings) or f"({self.queue.name if self.queue else 'queue'} queue worker)"
+
+    @property
+    def health_key(self) -> str | None:
+        """Redis key a worker refreshes every ``health_check_interval`` seconds (arq naming)."""
+        return health_check_key(self.queue) if self.queue else None
 
     def command(self, settings: Settings) -> list[str]:
         """The argv that starts this service with the current interpreter."""
@@ -55,6 +63,12 @@ SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("instagram", "http", "services.instagram.main:create_app", "instagram_port"),
     ServiceSpec("gmail", "http", "services.gmail.main:create_app", "gmail_port"),
     ServiceSpec("mcp_tools", "http", "services.mcp_tools.main:create_app", "mcp_tools_port"),
-    ServiceSpec("worker", "worker", "services.worker.main"),
+    ServiceSpec("worker", "worker", "services.worker.main", queue=Queue.chat),
+    ServiceSpec("worker_background", "worker", "services.worker_background.main", queue=Queue.background),
     ServiceSpec("model_server", "http", "services.model_server.main:create_app", "model_server_port"),
 )
+
+
+def name_width() -> int:
+    """Width of the name column in ``run`` and ``status`` output."""
+    return max(13, *(len(spec.name) + 1 for spec in SERVICES))

@@ -30,7 +30,7 @@ import redis
 from switchboard.errors import AlreadyRunning, SwitchboardError
 from switchboard.observability import get_logger
 from switchboard.runtime.embedded import set_parent_death_signal
-from switchboard.runtime.services import WORKER_HEALTH_KEY, ServiceSpec
+from switchboard.runtime.services import ServiceSpec
 from switchboard.settings import Settings
 
 __all__ = ["Supervisor", "RunLock", "PortInUse", "check_ports_free", "check_service_health"]
@@ -109,7 +109,7 @@ class RunLock:
 def check_service_health(
     spec: ServiceSpec, settings: Settings, redis_url: str | None, timeout_s: float = 2.0
 ) -> tuple[bool, str]:
-    """Probe one service: ``GET /healthz`` for HTTP services, the ARQ health key for the worker.
+    """Probe one service: ``GET /healthz`` for HTTP services, its queue's ARQ health key for a worker.
 
     Returns:
         ``(healthy, detail)``; ``detail`` is the health body's summary or the error.
@@ -130,7 +130,7 @@ def check_service_health(
         return False, "no REDIS_URL"
     client = redis.Redis.from_url(redis_url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s)
     try:
-        value = client.get(WORKER_HEALTH_KEY)
+        value = client.get(spec.health_key or "")
     except redis.RedisError as exc:
         return False, f"redis unreachable ({type(exc).__name__})"
     finally:

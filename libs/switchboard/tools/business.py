@@ -29,8 +29,9 @@ from switchboard.db.models import (
     Store,
 )
 from switchboard.db.tenant_scope import TenantScope
+from switchboard.errors import ToolError
 from switchboard.knowledge import EmbeddingFailed, search_chunks
-from switchboard.tools.contracts import ToolCallContext, ToolContract, ToolFailure, ToolPolicy, WriteResult
+from switchboard.tools.contracts import ToolCallContext, ToolContract, ToolPolicy, WriteResult
 
 __all__ = ["BUSINESS_TOOLS", "normalize_sku", "normalize_order_number", "haversine_km"]
 
@@ -86,7 +87,7 @@ class KnowledgeResult(BaseModel):
 
 async def search_knowledge_base(ctx: ToolCallContext, args: SearchKnowledgeArgs) -> KnowledgeResult:
     if ctx.settings is None:
-        raise ToolFailure("knowledge search is not configured on this server", error_type="unavailable")
+        raise ToolError("knowledge search is not configured on this server", error_type="unavailable")
     limit = int(ctx.tool_config.get("limit", 5))
     try:
         hits = await search_chunks(
@@ -94,7 +95,7 @@ async def search_knowledge_base(ctx: ToolCallContext, args: SearchKnowledgeArgs)
             limit=max(1, min(limit, 20)), settings=ctx.settings,
         )  # fmt: skip
     except EmbeddingFailed:
-        raise ToolFailure(
+        raise ToolError(
             "the knowledge search is unavailable right now", error_type="unavailable", retryable=True
         ) from None
     return KnowledgeResult(
@@ -176,11 +177,11 @@ class OrderStatus(BaseModel):
 
 async def check_order_status(ctx: ToolCallContext, args: CheckOrderArgs) -> OrderStatus:
     if ctx.customer_id is None:
-        raise ToolFailure("this tool needs the conversation's customer", error_type="missing_customer")
+        raise ToolError("this tool needs the conversation's customer", error_type="missing_customer")
     scope = TenantScope(ctx.session, ctx.tenant_id)
     customer = await scope.get(Customer, ctx.customer_id)
     if customer is None:
-        raise ToolFailure("unknown customer for this tenant", error_type="missing_customer")
+        raise ToolError("unknown customer for this tenant", error_type="missing_customer")
     identities = {v for v in (customer.external_user_id, customer.phone, customer.email) if v}
     number = normalize_order_number(args.order_number)
     owner = Order.customer_id == customer.id
@@ -228,7 +229,7 @@ async def find_store(ctx: ToolCallContext, args: FindStoreArgs) -> StoreResult:
     if coordinates:
         lat, lon = float(coordinates.group(1)), float(coordinates.group(2))
         if not (-90 <= lat <= 90 and -180 <= lon <= 180):
-            raise ToolFailure(
+            raise ToolError(
                 "coordinates out of range", error_type="invalid_arguments",
                 diagnostics=[{"field": "city_or_coordinates", "problem": "latitude -90..90, longitude -180..180"}],
             )  # fmt: skip

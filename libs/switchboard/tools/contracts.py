@@ -8,8 +8,9 @@ approve) and the handler. The MCP server publishes the policy in each tool's ``_
 Parameters named in :data:`INJECTED_PARAMS` are never the model's: the orchestrator strips them
 from the schema it shows the model and fills them from the authenticated turn.
 
-Errors cross the MCP wire as text; :func:`error_text` prefixes the error type in brackets
-(``"[forbidden] Forbidden"``) and :func:`parse_error_text` reads it back on the client.
+Handlers raise :class:`~switchboard.errors.ToolError`. Errors cross the MCP wire as text;
+:func:`error_text` prefixes the error type in brackets (``"[forbidden] Forbidden"``) and
+:func:`parse_error_text` reads it back on the client.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import AuditLog
-from switchboard.errors import SwitchboardError
 from switchboard.settings import Settings
 
 __all__ = [
@@ -34,7 +34,6 @@ __all__ = [
     "ToolPolicy",
     "ToolContract",
     "ToolCallContext",
-    "ToolFailure",
     "WriteResult",
     "error_text",
     "parse_error_text",
@@ -57,44 +56,8 @@ FORBIDDEN_MESSAGE = "Forbidden"
 """The only thing a model learns about a denied call (details go to ``security_alerts``)."""
 
 ErrorType = str
-# the SDK prefixes "Error executing tool <name>: " to a ToolError's message
+# the SDK prefixes "Error executing tool <name>: " to the message of its ToolError
 _ERROR_RE = re.compile(r"^(?:Error executing tool [\w.-]+: )?\[([a-z_]{1,40})\] (.*)$", re.DOTALL)
-
-
-class ToolFailure(SwitchboardError):
-    """A tool call failed in a way the model should see (as a tool result, never a crash).
-
-    Attributes:
-        error_type: short class: ``missing_tenant``, ``forbidden``, ``invalid_arguments``, ``not_found``,
-            ``conflict``, ``invalid_result``, ``timeout``, ``unavailable``, ``budget_exhausted``,
-            ``untrusted_context``, ``tool_error``.
-        retryable: the same call may succeed later (timeouts, 5xx, server down); validation and
-            permission errors are not retryable (DESIGN.md).
-        diagnostics: per-field problems for ``invalid_arguments`` (``[{"field", "problem"}]``).
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        error_type: ErrorType = "tool_error",
-        retryable: bool = False,
-        diagnostics: list[dict[str, str]] | None = None,
-    ) -> None:
-        self.error_type = error_type
-        self.retryable = retryable
-        self.diagnostics = diagnostics or []
-        self.message = message
-        details = "; ".join(f"{d['field']}: {d['problem']}" for d in self.diagnostics)
-        # str() carries the diagnostics too: tool loops that only show the message still show the fields
-        super().__init__(f"{message} ({details})" if details else message)
-
-    def as_result(self) -> dict[str, Any]:
-        """The JSON the model sees: ``{"error": {"type", "message", "retryable", "diagnostics"?}}``."""
-        body: dict[str, Any] = {"type": self.error_type, "message": self.message, "retryable": self.retryable}
-        if self.diagnostics:
-            body["diagnostics"] = self.diagnostics
-        return {"error": body}
 
 
 def error_text(error_type: ErrorType, message: str) -> str:
@@ -193,7 +156,7 @@ class ToolContract:
         description: what the model reads to decide when to call the tool.
         input_model: the arguments the model chooses (no injected parameters).
         result_model: the typed result; a result of another shape never reaches the model.
-        handler: ``async (ctx, args) -> result_model``; raises :class:`ToolFailure`.
+        handler: ``async (ctx, args) -> result_model``; raises :class:`~switchboard.errors.ToolError`.
     """
 
     name: str

@@ -2,9 +2,10 @@
 shows each tenant only its toolbox, and enforces the contracts on every call (DESIGN.md).
 
 :class:`McpToolSource` has the tool loop's tool-source shape: ``definitions(ctx)`` gives
-OpenAI-format tool definitions, ``call(name, arguments, ctx)`` runs one call and returns a
-:class:`~switchboard.agent.tools.ToolOutput`, raising :class:`McpToolError` (a
-:class:`~switchboard.agent.tools.ToolError`) for anything the model should see as an error.
+OpenAI-format tool definitions, ``call(name, arguments, ctx)`` runs one call for the turn's
+:class:`~switchboard.tools.context.ToolContext` and returns a
+:class:`~switchboard.tools.context.ToolOutput`, raising :class:`McpToolError` (a
+:class:`~switchboard.errors.ToolError`) for anything the model should see as an error.
 
 What it guarantees, in order, for every call:
 
@@ -27,14 +28,12 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import hashlib
-import json
 import time
 import uuid
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import httpx2
 from jsonschema import Draft202012Validator
@@ -45,32 +44,29 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.agent.tools import ToolError, ToolOutput
-from switchboard.db.engine import session_scope
-from switchboard.db.models import McpTenantTool, SecurityAlert, Tenant, ToolReceipt
+from switchboard.db.models import McpTenantTool, ToolReceipt
 from switchboard.db.tenant_scope import TenantScope
+from switchboard.errors import ToolError
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
+from switchboard.tenant_settings import load_tenant_settings
+from switchboard.tools.context import ToolContext, ToolOutput, idempotency_key_for
 from switchboard.tools.contracts import (
     CONTRACT_META_KEY,
     FORBIDDEN_MESSAGE,
     INJECTED_PARAMS,
-    ToolFailure,
     ToolPolicy,
     parse_error_text,
 )
-from switchboard.tools.receipts import Outcome, record_receipt
+from switchboard.tools.receipts import Outcome, record_receipt, record_security_alert
 
 __all__ = [
     "DiscoveredTool",
     "McpToolSource",
     "McpToolError",
-    "TurnToolContext",
-    "TurnIdentity",
     "strip_injected",
     "is_untrusted",
     "UNTRUSTED_CHANNELS",
-    "write_idempotency_key",
 ]
 
 log = get_logger(__name__)
@@ -86,41 +82,18 @@ aimed at the model): turns on them get read tools only."""
 _RETRYABLE = {"unavailable", "conflict", "timeout"}
 
 
-class TurnIdentity(Protocol):
-    """What the tool source needs from the turn (the orchestrator's tool context has these)."""
-
-    tenant_id: uuid.UUID
-    customer_id: uuid.UUID | None
-    conversation_id: uuid.UUID | None
-    trace_id: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class TurnToolContext:
-    """The authenticated turn, as the tool source sees it (built by the orchestrator, never the model)."""
-
-    tenant_id: uuid.UUID
-    customer_id: uuid.UUID | None
-    conversation_id: uuid.UUID | None
-    trace_id: str
-    """Derived from the inbound message (``trace_id_for``): a re-processed message has the same one."""
-    channel: str | None = None
-    has_untrusted_content: bool = False
-    """Untrusted external text (an e-mail body, an outside system's tool result) is in the context:
-    only read tools are offered and run."""
-
-
 class McpToolError(ToolError):
-    """A failed MCP call as the tool loop reports it to the model (``error_type``, ``retryable``).
+    """A failed MCP call as the tool loop reports it to the model (``error_type``, ``retryable``,
+    ``diagnostics``: per-field problems for ``invalid_arguments``, also spelled out in the message)."""
 
-    Attributes:
-        diagnostics: per-field problems for ``invalid_arguments`` (``[{"field", "problem"}]``), also
-            spelled out in the message.
-    """
-
-    def __init__(self, failure: ToolFailure) -> None:
-        super().__init__(str(failure), error_type=failure.error_type, retryable=failure.retryable)
-        self.diagnostics = failure.diagnostics
+    @classmethod
+    def of(cls, failure: ToolError) -> McpToolError:
+        return cls(
+            failure.message,
+            error_type=failure.error_type,
+            retryable=failure.retryable,
+            diagnostics=failure.diagnostics,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,22 +135,12 @@ def strip_injected(schema: Mapping[str, Any], injected: tuple[str, ...] = INJECT
     return out
 
 
-def write_idempotency_key(trace_id: str, tool_name: str, arguments: Mapping[str, Any]) -> str:
-    """SHA-256 hex of ``trace_id``, tool name and the canonical arguments.
-
-    The trace id is derived from the inbound message, so the same message asking for the same
-    write always yields the same key: a retried turn executes the write once.
-    """
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
-    return hashlib.sha256(f"{trace_id}\n{tool_name}\n{canonical}".encode()).hexdigest()
-
-
 class McpToolSource:
     """MCP tools as a tool source for the tool loop.
 
     Args:
         url: the MCP endpoint (``http://host:port/mcp``).
-        token: bearer token (``settings.resolved_mcp_service_token()``).
+        token: bearer token (``settings.secret("mcp_service_token")``).
         sessions: database sessions (toolbox, receipts, alerts, budget).
         refresh_interval_s: how long a successful ``list_tools()`` is reused.
         retry_after_failure_s: how long a failed discovery is not retried (turns meanwhile get no MCP tools).
@@ -220,7 +183,7 @@ class McpToolSource:
         """The tool source for this process: ``settings.mcp_tools_url`` with the MCP service token."""
         return cls(
             url=settings.mcp_tools_url,
-            token=settings.resolved_mcp_service_token(),
+            token=settings.secret("mcp_service_token"),
             sessions=sessions,
             refresh_interval_s=settings.mcp_discovery_refresh_s,
             discovery_timeout_s=settings.mcp_discovery_timeout_s,
@@ -287,7 +250,7 @@ class McpToolSource:
             rows = await TenantScope(session, tenant_id).all(McpTenantTool, col(McpTenantTool.enabled))
         return {row.tool_name: row for row in rows}
 
-    async def definitions(self, ctx: TurnIdentity) -> list[dict[str, Any]]:
+    async def definitions(self, ctx: ToolContext) -> list[dict[str, Any]]:
         """What the model may call this turn: discovered ∩ enabled for the tenant, reads only while
         untrusted text is in the context. Injected parameters are not in the schemas."""
         tools = await self.discover()
@@ -302,7 +265,7 @@ class McpToolSource:
         ]
 
     # --- calls -----------------------------------------------------------------------------------
-    async def call(self, name: str, arguments: Mapping[str, Any], ctx: TurnIdentity) -> ToolOutput:
+    async def call(self, name: str, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         """Run one MCP tool call for the turn ``ctx`` with every contract check.
 
         Raises:
@@ -321,7 +284,7 @@ class McpToolSource:
             call_log.warning("model_supplied_injected_params_ignored", params=overridden)
 
         async def fail(
-            outcome: Outcome, failure: ToolFailure, *, version: str | None = None, key: str | None = None
+            outcome: Outcome, failure: ToolError, *, version: str | None = None, key: str | None = None
         ) -> McpToolError:
             await record_receipt(
                 self.sessions, tenant_id=ctx.tenant_id, conversation_id=ctx.conversation_id,
@@ -330,27 +293,27 @@ class McpToolSource:
                 error_type=failure.error_type, rejection_reason=str(failure)[:500],
             )  # fmt: skip
             call_log.info("tool_call_failed", outcome=outcome, error_type=failure.error_type)
-            return McpToolError(failure)
+            return McpToolError.of(failure)
 
         tools = await self.discover()
         tool = tools.get(name)
         if tool is None:
             raise await fail(
                 "rejected",
-                ToolFailure(f"unknown tool {name!r}", error_type="unknown_tool", retryable=bool(not tools)),
+                ToolError(f"unknown tool {name!r}", error_type="unknown_tool", retryable=bool(not tools)),
             )
         enabled = await self.toolbox(ctx.tenant_id)
         assignment = enabled.get(name)
         if assignment is None:
             await self._alert(ctx, name, overridden)
             raise await fail(
-                "rejected", ToolFailure(FORBIDDEN_MESSAGE, error_type="forbidden"), version=tool.version
+                "rejected", ToolError(FORBIDDEN_MESSAGE, error_type="forbidden"), version=tool.version
             )
         is_write = tool.policy.kind == "write"
         if is_write and is_untrusted(ctx):
             raise await fail(
                 "rejected",
-                ToolFailure(
+                ToolError(
                     "changes are not allowed while untrusted external text is in the conversation",
                     error_type="untrusted_context",
                 ),
@@ -364,14 +327,15 @@ class McpToolSource:
             ]
             raise await fail(
                 "rejected",
-                ToolFailure(
+                ToolError(
                     "invalid arguments: correct the fields listed in diagnostics and call again",
                     error_type="invalid_arguments",
                     diagnostics=diagnostics,
                 ),
                 version=tool.version,
             )
-        key = write_idempotency_key(ctx.trace_id, name, model_args) if is_write else None
+        # the model's arguments without injected parameters: a stray tenant_id never changes the key
+        key = idempotency_key_for(ctx.trace_id, name, model_args) if is_write else None
 
         async def proceed() -> Any:
             refusal, timeout_s = await self._limits(ctx, tool, key)
@@ -394,19 +358,17 @@ class McpToolSource:
             except TimeoutError:
                 raise await fail(
                     "timeout",
-                    ToolFailure(f"the tool did not answer within {timeout_s:g} s", error_type="timeout",
+                    ToolError(f"the tool did not answer within {timeout_s:g} s", error_type="timeout",
                                 retryable=True),
                     version=tool.version, key=key,
                 ) from None  # fmt: skip
             except Exception as exc:  # transport, protocol or output-schema failure: log and convert
                 call_log.warning("tool_call_transport_error", error=_describe_exception(exc))
                 if "output schema" in str(exc) or "structured content" in str(exc):
-                    failure = ToolFailure(
-                        "the tool returned an unexpected result", error_type="invalid_result"
-                    )
+                    failure = ToolError("the tool returned an unexpected result", error_type="invalid_result")
                 else:
                     self._fresh_until = 0.0  # re-discover on the next turn
-                    failure = ToolFailure(
+                    failure = ToolError(
                         "the tool service is unavailable", error_type="unavailable", retryable=True
                     )
                 raise await fail("error", failure, version=tool.version, key=key) from None
@@ -419,7 +381,7 @@ class McpToolSource:
                 outcome: Outcome = "rejected" if error_type in {"forbidden", "missing_tenant"} else "error"
                 retryable = error_type in _RETRYABLE
                 raise await fail(
-                    outcome, ToolFailure(message[:1000], error_type=error_type, retryable=retryable),
+                    outcome, ToolError(message[:1000], error_type=error_type, retryable=retryable),
                     version=tool.version, key=key,
                 )  # fmt: skip
             content = result.structured_content
@@ -431,7 +393,7 @@ class McpToolSource:
                     )
                     raise await fail(
                         "error",
-                        ToolFailure("the tool returned an unexpected result", error_type="invalid_result"),
+                        ToolError("the tool returned an unexpected result", error_type="invalid_result"),
                         version=tool.version, key=key,
                     )  # fmt: skip
             if content is None:
@@ -453,8 +415,8 @@ class McpToolSource:
             return await proceed()
 
     async def _limits(
-        self, ctx: TurnIdentity, tool: DiscoveredTool, key: str | None
-    ) -> tuple[ToolFailure | None, float]:
+        self, ctx: ToolContext, tool: DiscoveredTool, key: str | None
+    ) -> tuple[ToolError | None, float]:
         """Per-turn limits from this turn's receipts (the tool's call limit, the mutation budget) and
         the call's timeout in seconds."""
         async with self.sessions() as session:
@@ -497,12 +459,12 @@ class McpToolSource:
                     )
                 ).one()
         if key is not None and writes >= budget:
-            return ToolFailure(
+            return ToolError(
                 "no more changes can be made for this message: tell the customer a person must review the request",
                 error_type="budget_exhausted",
             ), timeout_s
         if calls >= tool.policy.call_limit:
-            return ToolFailure(
+            return ToolError(
                 f"{tool.name} was already called {calls} time(s) for this message (limit {tool.policy.call_limit})",
                 error_type="call_limit",
             ), timeout_s
@@ -511,48 +473,35 @@ class McpToolSource:
     async def _tenant_limits(self, session: AsyncSession, tenant_id: uuid.UUID) -> tuple[int, float]:
         """``(mutation budget, call timeout in s)`` for the tenant.
 
-        The budget is ``settings_extensions.tools.mutation_budget`` (else the source's default). The
-        timeout stays just under the loop's ``settings_extensions.loop.tool_timeout_s`` so this source,
-        not the loop, times the call out and leaves its receipt.
+        The budget is the tenant's ``tools.mutation_budget`` (else the source's default). The timeout
+        stays just under the loop's ``loop.tool_timeout_s`` so this source, not the loop, times the call
+        out and leaves its receipt.
         """
-        tenant = await session.get(Tenant, tenant_id)
-        extensions = (tenant.settings_extensions or {}) if tenant else {}
-        budget = (extensions.get("tools") or {}).get("mutation_budget")
-        if not (isinstance(budget, int) and not isinstance(budget, bool) and budget >= 0):
+        settings = await load_tenant_settings(session, tenant_id)
+        budget = settings.tools.mutation_budget
+        if budget is None:
             budget = self.mutation_budget
-        timeout_s = self.call_timeout_s
-        loop_timeout = (extensions.get("loop") or {}).get("tool_timeout_s")
-        if isinstance(loop_timeout, int | float) and not isinstance(loop_timeout, bool) and loop_timeout > 0:
-            timeout_s = min(timeout_s, float(loop_timeout) * LOOP_TIMEOUT_SHARE)
-        return budget, timeout_s
+        return budget, min(self.call_timeout_s, settings.loop.tool_timeout_s * LOOP_TIMEOUT_SHARE)
 
-    async def _alert(self, ctx: TurnIdentity, name: str, overridden: list[str]) -> None:
-        try:
-            async with session_scope(self.sessions) as session:
-                session.add(
-                    SecurityAlert(
-                        tenant_id=ctx.tenant_id,
-                        kind="tool_forbidden",
-                        details={
-                            "tool_name": name,
-                            "conversation_id": str(ctx.conversation_id) if ctx.conversation_id else None,
-                            "model_supplied_injected_params": overridden,
-                            "where": "orchestrator",
-                        },
-                        trace_id=ctx.trace_id,
-                    )
-                )
-        except Exception as exc:  # the alert must not break the turn; the denial stands
-            log.error("security_alert_not_written", tool_name=name, error=_describe_exception(exc))
+    async def _alert(self, ctx: ToolContext, name: str, overridden: list[str]) -> None:
+        await record_security_alert(
+            self.sessions,
+            tenant_id=ctx.tenant_id,
+            kind="tool_forbidden",
+            details={
+                "tool_name": name,
+                "conversation_id": str(ctx.conversation_id) if ctx.conversation_id else None,
+                "model_supplied_injected_params": overridden,
+                "where": "orchestrator",
+            },
+            trace_id=ctx.trace_id,
+        )
 
 
-def is_untrusted(ctx: Any) -> bool:
+def is_untrusted(ctx: ToolContext) -> bool:
     """Whether untrusted external text is in the turn's context: the context says so, or the
     message came on a channel of :data:`UNTRUSTED_CHANNELS`."""
-    return (
-        bool(getattr(ctx, "has_untrusted_content", False))
-        or getattr(ctx, "channel", None) in UNTRUSTED_CHANNELS
-    )
+    return ctx.has_untrusted_content or ctx.channel in UNTRUSTED_CHANNELS
 
 
 def _discovered(tool: Any) -> DiscoveredTool:

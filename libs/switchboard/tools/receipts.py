@@ -1,9 +1,9 @@
-"""Tool receipts (DESIGN.md): one ``tool_receipts`` row for every call, allowed or not."""
+"""Tool receipts and security alerts (DESIGN.md): one ``tool_receipts`` row for every call, allowed or
+not, and one ``security_alerts`` row for every denial. Both writers never raise: the turn goes on."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
 from typing import Any, Literal
 
@@ -12,10 +12,11 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.engine import session_scope
-from switchboard.db.models import ToolReceipt
+from switchboard.db.models import SecurityAlert, ToolReceipt
 from switchboard.observability import get_logger
+from switchboard.tools.context import canonical_arguments
 
-__all__ = ["Outcome", "args_hash", "record_receipt"]
+__all__ = ["Outcome", "args_hash", "record_receipt", "record_security_alert"]
 
 log = get_logger(__name__)
 
@@ -24,8 +25,7 @@ Outcome = Literal["ok", "error", "rejected", "timeout"]
 
 def args_hash(arguments: dict[str, Any]) -> str:
     """SHA-256 hex of the canonical JSON (sorted keys, no spaces) of the arguments."""
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return hashlib.sha256(canonical_arguments(arguments).encode()).hexdigest()
 
 
 async def record_receipt(
@@ -70,4 +70,29 @@ async def record_receipt(
         log.error(
             "tool_receipt_not_written",
             tenant_id=str(tenant_id), trace_id=trace_id, tool_name=tool_name, error=type(exc).__name__,
+        )  # fmt: skip
+
+
+async def record_security_alert(
+    sessions: async_sessionmaker[AsyncSession],
+    *,
+    tenant_id: uuid.UUID,
+    kind: str,
+    details: dict[str, Any],
+    trace_id: str | None,
+) -> None:
+    """Write one ``security_alerts`` row in its own transaction (a denial stands whether or not it is
+    written). A failure is logged as ``security_alert_not_written``, never raised.
+
+    Args:
+        kind: what was refused, e.g. ``tool_forbidden``.
+        details: ids and names only (``tool_name``, ``conversation_id``, ``where``...), no customer text.
+    """
+    try:
+        async with session_scope(sessions) as session:
+            session.add(SecurityAlert(tenant_id=tenant_id, kind=kind, details=details, trace_id=trace_id))
+    except Exception as exc:  # the alert must not break the call: log and go on
+        log.error(
+            "security_alert_not_written",
+            tenant_id=str(tenant_id), kind=kind, tool_name=details.get("tool_name"), error=type(exc).__name__,
         )  # fmt: skip

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi import HTTPException, Query, Request, status
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
-from switchboard.api.auth import AdminAuth
-from switchboard.db.engine import session_scope
-from switchboard.errors import TenantNotFound
-from switchboard.tenants import get_tenant
+from switchboard.api.deps import SessionDep, TenantDep
+from switchboard.api.routers import tenant_admin_router
 from switchboard.tools.importers import IMPORT_KINDS, MAX_IMPORT_BYTES, ImportReport, import_csv
 from switchboard.tools.toolbox import (
     ToolAssignment,
@@ -28,9 +26,7 @@ from switchboard.tools.toolbox import (
 
 __all__ = ["admin_tools_router"]
 
-admin_tools_router = APIRouter(
-    prefix="/v1/admin/tenants/{slug}", tags=["admin: tools"], dependencies=[AdminAuth]
-)
+admin_tools_router = tenant_admin_router(tags=["admin: tools"])
 
 
 class ToolUpdate(BaseModel):
@@ -44,21 +40,9 @@ class ToolUpdate(BaseModel):
     ``{"needs_approval": true}`` for a write, ``{"limit": 3}`` for a search."""
 
 
-def _sessions(request: Request):  # type: ignore[no-untyped-def]
-    return request.app.state.resources.sessions
-
-
-async def _tenant_id(session: Any, slug: str) -> Any:
-    try:
-        return (await get_tenant(session, slug)).id
-    except TenantNotFound:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"tenant not found: {slug}") from None
-
-
 @admin_tools_router.get("/tools", summary="List a tenant's tools (enabled or not) and their configuration")
-async def list_tools(slug: str, request: Request) -> list[ToolAssignment]:
-    async with session_scope(_sessions(request)) as session:
-        return await list_assignments(session, await _tenant_id(session, slug))
+async def list_tools(tenant: TenantDep, session: SessionDep) -> list[ToolAssignment]:
+    return await list_assignments(session, tenant.id)
 
 
 @admin_tools_router.put(
@@ -66,22 +50,23 @@ async def list_tools(slug: str, request: Request) -> list[ToolAssignment]:
     summary="Enable, disable or configure one tool for a tenant",
     description="A disabled tool is not shown to the tenant's model and a call to it fails closed (Forbidden).",
 )
-async def update_tool(slug: str, tool_name: str, update: ToolUpdate, request: Request) -> ToolAssignment:
-    async with session_scope(_sessions(request)) as session:
-        tenant_id = await _tenant_id(session, slug)
-        try:
-            result = None
-            if update.custom_config is not None:
-                result = await configure_tool(session, tenant_id, tool_name, update.custom_config)
-            if update.enabled is not None:
-                result = await set_enabled(session, tenant_id, tool_name, enabled=update.enabled)
-        except UnknownTool as exc:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
-        if result is None:
-            raise HTTPException(
-                status.HTTP_422_UNPROCESSABLE_CONTENT, "nothing to change: send enabled and/or custom_config"
-            )
-        return result
+async def update_tool(
+    tool_name: str, update: ToolUpdate, tenant: TenantDep, session: SessionDep
+) -> ToolAssignment:
+    try:
+        result = None
+        if update.custom_config is not None:
+            result = await configure_tool(session, tenant.id, tool_name, update.custom_config)
+        if update.enabled is not None:
+            result = await set_enabled(session, tenant.id, tool_name, enabled=update.enabled)
+    except UnknownTool as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+    if result is None:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, "nothing to change: send enabled and/or custom_config"
+        )
+    await session.commit()
+    return result
 
 
 @admin_tools_router.post(
@@ -94,9 +79,10 @@ async def update_tool(slug: str, tool_name: str, update: ToolUpdate, request: Re
     responses={422: {"model": ImportReport, "description": "rejected rows; nothing was imported"}},
 )
 async def import_data(
-    slug: str,
     kind: str,
     request: Request,
+    tenant: TenantDep,
+    session: SessionDep,
     skip_invalid: Annotated[
         bool, Query(description="Import the valid rows even if some are rejected.")
     ] = False,
@@ -108,19 +94,13 @@ async def import_data(
     body = await request.body()
     if len(body) > MAX_IMPORT_BYTES:
         raise HTTPException(status.HTTP_413_REQUEST_ENTITY_TOO_LARGE, f"limit is {MAX_IMPORT_BYTES} bytes")
-    async with session_scope(_sessions(request)) as session:
-        tenant_id = await _tenant_id(session, slug)
-        try:
-            report = await import_csv(
-                session,
-                tenant_id=tenant_id,
-                kind=kind,
-                data=body,
-                skip_invalid=skip_invalid,
-                actor="admin:api",
-            )
-        except ValueError as exc:
-            raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
+    try:
+        report = await import_csv(
+            session, tenant_id=tenant.id, kind=kind, data=body, skip_invalid=skip_invalid, actor="admin:api"
+        )
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
+    await session.commit()
     if not report.committed:
         return JSONResponse(report.model_dump(mode="json"), status_code=status.HTTP_422_UNPROCESSABLE_CONTENT)  # type: ignore[return-value]
     return report

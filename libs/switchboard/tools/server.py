@@ -28,7 +28,7 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError as SdkToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ValidationError
@@ -40,8 +40,9 @@ from starlette.applications import Starlette
 
 from switchboard import __version__
 from switchboard.db.engine import session_scope
-from switchboard.db.models import McpTenantTool, SecurityAlert, Tenant
+from switchboard.db.models import McpTenantTool, Tenant
 from switchboard.db.tenant_scope import TenantScope
+from switchboard.errors import ToolError
 from switchboard.health import health_router
 from switchboard.observability import configure_logging, get_logger
 from switchboard.runtime.resources import open_resources
@@ -52,9 +53,9 @@ from switchboard.tools.contracts import (
     INJECTED_PARAMS,
     ToolCallContext,
     ToolContract,
-    ToolFailure,
     error_text,
 )
+from switchboard.tools.receipts import record_security_alert
 
 __all__ = ["ToolServer", "BearerAuthMiddleware", "create_tools_app", "MCP_PATH", "SSE_PATH"]
 
@@ -145,24 +146,24 @@ class ToolServer:
         """Enforce the contract around one call and run the handler.
 
         Raises:
-            ToolError: with ``"[error_type] message"`` text (see :func:`~switchboard.tools.contracts.error_text`).
+            SdkToolError: with ``"[error_type] message"`` text (see :func:`~switchboard.tools.contracts.error_text`).
         """
         tool_log = log.bind(tool_name=contract.name, trace_id=injected.get("trace_id"))
         tenant_id = _uuid_or_none(injected.get("tenant_id"))
         if tenant_id is None:
             tool_log.warning("tool_refused_missing_tenant")
-            raise ToolError(
+            raise SdkToolError(
                 error_text("missing_tenant", "tenant_id is required; this server never assumes a tenant")
             )
         tool_log = tool_log.bind(tenant_id=str(tenant_id))
         key = injected.get("idempotency_key")
         is_write = contract.policy.kind == "write"
         if self.sessions is None:
-            raise ToolError(error_text("unavailable", "the tool server is starting; try again"))
+            raise SdkToolError(error_text("unavailable", "the tool server is starting; try again"))
         try:
             async with session_scope(self.sessions) as session:
                 if await session.get(Tenant, tenant_id) is None:
-                    raise ToolFailure("unknown tenant", error_type="missing_tenant")
+                    raise ToolError("unknown tenant", error_type="missing_tenant")
                 assignment = await TenantScope(session, tenant_id).first(
                     McpTenantTool, McpTenantTool.tool_name == contract.name
                 )
@@ -171,9 +172,9 @@ class ToolServer:
                 try:  # after the permission check: a forbidden tool reveals nothing, not even its fields
                     parsed = contract.input_model.model_validate(args)
                 except ValidationError as exc:
-                    raise ToolFailure(_describe(exc), error_type="invalid_arguments") from None
+                    raise ToolError(_describe(exc), error_type="invalid_arguments") from None
                 if is_write and not key:
-                    raise ToolFailure("writes need an idempotency key", error_type="missing_idempotency_key")
+                    raise ToolError("writes need an idempotency key", error_type="missing_idempotency_key")
                 tool_config = injected.get("tool_config")
                 ctx = ToolCallContext(
                     tenant_id=tenant_id,
@@ -200,37 +201,32 @@ class ToolServer:
         except _Denied:
             await self._alert(tenant_id, contract.name, injected)
             tool_log.warning("tool_forbidden")
-            raise ToolError(error_text("forbidden", FORBIDDEN_MESSAGE)) from None
-        except ToolFailure as exc:
+            raise SdkToolError(error_text("forbidden", FORBIDDEN_MESSAGE)) from None
+        except ToolError as exc:
             tool_log.info("tool_failed", error_type=exc.error_type)
-            raise ToolError(error_text(exc.error_type, str(exc))) from None
+            raise SdkToolError(error_text(exc.error_type, str(exc))) from None
         except IntegrityError:
             tool_log.warning("tool_conflict")
-            raise ToolError(error_text("conflict", "a concurrent change conflicted; try again")) from None
+            raise SdkToolError(error_text("conflict", "a concurrent change conflicted; try again")) from None
         except SQLAlchemyError as exc:
             tool_log.error("tool_database_error", error=type(exc).__name__)
-            raise ToolError(error_text("unavailable", "the database is unavailable; try again")) from None
+            raise SdkToolError(error_text("unavailable", "the database is unavailable; try again")) from None
         tool_log.info("tool_ran", kind=contract.policy.kind)
         return result
 
     async def _alert(self, tenant_id: uuid.UUID, tool_name: str, injected: Mapping[str, Any]) -> None:
         assert self.sessions is not None
-        try:
-            async with session_scope(self.sessions) as session:
-                session.add(
-                    SecurityAlert(
-                        tenant_id=tenant_id,
-                        kind="tool_forbidden",
-                        details={
-                            "tool_name": tool_name,
-                            "conversation_id": injected.get("conversation_id"),
-                            "where": "mcp_server",
-                        },
-                        trace_id=injected.get("trace_id"),
-                    )
-                )
-        except SQLAlchemyError as exc:
-            log.error("security_alert_not_written", tool_name=tool_name, error=type(exc).__name__)
+        await record_security_alert(
+            self.sessions,
+            tenant_id=tenant_id,
+            kind="tool_forbidden",
+            details={
+                "tool_name": tool_name,
+                "conversation_id": injected.get("conversation_id"),
+                "where": "mcp_server",
+            },
+            trace_id=injected.get("trace_id"),
+        )
 
 
 class _Denied(Exception):
@@ -246,7 +242,7 @@ def _checked_result(contract: ToolContract, result: Any) -> BaseModel:
         return contract.result_model.model_validate(data)
     except ValidationError:
         log.error("tool_result_shape_violation", tool_name=contract.name, got=type(result).__name__)
-        raise ToolFailure("the tool returned an unexpected result", error_type="invalid_result") from None
+        raise ToolError("the tool returned an unexpected result", error_type="invalid_result") from None
 
 
 def _uuid_or_none(value: Any) -> uuid.UUID | None:
@@ -308,12 +304,12 @@ def create_tools_app(settings: Settings, *, server: ToolServer | None = None) ->
 
     Args:
         settings: process settings (``DATABASE_URL`` required; the token is
-            ``settings.resolved_mcp_service_token()``).
+            ``settings.secret("mcp_service_token")``).
         server: the tool server (tests add tools to one); default: every business tool.
     """
     configure_logging(service="mcp_tools", level=settings.log_level, fmt=settings.log_format)
     server = server or ToolServer()
-    token = settings.resolved_mcp_service_token()
+    token = settings.secret("mcp_service_token")
     # DNS-rebinding protection is off: every request must carry the bearer token anyway, and the
     # service is reached by container host names in production.
     no_rebinding_check = TransportSecuritySettings(enable_dns_rebinding_protection=False)

@@ -13,10 +13,11 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import update
 from sqlmodel import select
-from switchboard.agent.settings import AgentSettings, WhatsAppSettings
+from switchboard.channels.whatsapp.settings import WhatsAppSettings
 from switchboard.db.models import Conversation, Customer, HumanAgent, Message, Tenant, utcnow
 from switchboard.handoff import HANDOFF_SUMMARY_INSTRUCTION, add_agent
 from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.tenant_settings import AgentSettings
 
 from services.orchestrator.main import create_app as create_orchestrator
 from tests.channels.whatsapp.conftest import channel_service, run_worker_burst, sent_to

@@ -61,7 +61,10 @@ async def test_add_whatsapp_token_is_encrypted_at_rest(database_url, data_dir, s
             await session.exec(select(ChannelAccount).where(ChannelAccount.external_account_id == pid))
         ).one()
     assert "EAAG-secret" not in account.credentials_encrypted
-    assert access_token_of(account, CredentialCipher(settings.resolved_encryption_key())) == "EAAG-secret"
+    assert (
+        access_token_of(account, CredentialCipher(settings.secret("encryption_key").encode()))
+        == "EAAG-secret"
+    )
 
 
 def test_retarget_payload_sets_account_and_refreshes_timestamps() -> None:
@@ -134,3 +137,49 @@ async def test_simulate_payload_twice_gets_fresh_ids_and_unanswerable_posts_retu
     ]
     assert len(ids) == 3 and len(set(ids)) == 3 and original in ids
     assert all(i.startswith(original) for i in ids)
+
+
+async def test_simulate_and_add_whatsapp_find_the_running_system_through_run_json(
+    make_settings, wa_tenant, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    """Another terminal without WHATSAPP_PORT still reaches the services `switchboard run` started."""
+    import asyncio
+    import json
+    import os
+
+    from services.whatsapp.main import create_app
+    from tests.utils.asgi_server import serve_asgi
+    from tests.utils.net import free_port
+
+    port = free_port()
+    settings = make_settings(whatsapp_port=port)
+    data_dir = tmp_path / "run-data"
+    data_dir.mkdir()
+    # what `switchboard run` records: its (live) pid and the ports it started services on
+    (data_dir / "run.json").write_text(
+        json.dumps({"pid": os.getpid(), "network": {"host": "127.0.0.1", "whatsapp_port": port}})
+    )
+    env = {
+        "DATABASE_URL": settings.database_url,
+        "REDIS_URL": settings.redis_url,
+        "DATA_DIR": str(data_dir),
+        "META_APP_SECRET": "test-app-secret",
+        "LOG_LEVEL": "WARNING",
+    }
+    runner = CliRunner()
+    slug = wa_tenant.tenant.slug
+    async with serve_asgi(create_app(settings), port=port):
+        posted = await asyncio.to_thread(
+            runner.invoke,
+            app,
+            ["simulate", "whatsapp", "--tenant", slug, "--text", "hi", "--timeout", "0.3"],
+            env=env,
+        )
+    assert posted.exit_code == 0, posted.output
+    assert '"stored":1' in posted.stderr
+    pid = str(uuid.uuid4().int)[:15]
+    added = await asyncio.to_thread(
+        runner.invoke, app, ["channel", "add-whatsapp", "--tenant", slug, "--phone-number-id", pid], env=env
+    )
+    assert added.exit_code == 0, added.output
+    assert f"locally http://127.0.0.1:{port}/webhooks/whatsapp" in added.stdout

@@ -11,8 +11,8 @@ from sqlmodel import select
 from switchboard.conversations import Actor
 from switchboard.db.models import Conversation, Customer, CustomerIdentity, Message, utcnow
 from switchboard.handoff import add_agent, escalate
-from switchboard.queue import build_worker_settings
-from switchboard.queue.inbound import BUSINESS_APP_ECHO_REASON, SLOWDOWN_TEXT
+from switchboard.inbound import SLOWDOWN_TEXT
+from switchboard.queue import build_background_worker_settings
 from switchboard.queue.keys import contract_violation_counter_key
 from switchboard.queue.maintenance import sweep_inbound
 
@@ -20,6 +20,8 @@ from tests.channels.whatsapp.conftest import channel_service, messages_of, run_w
 from tests.utils.conversations import assert_human_mode_has_owner, event_rows
 from tests.utils.servers import serve_app
 from tests.utils.whatsapp import load_payload, text_body
+
+ECHO_REASON = "a human replied from the WhatsApp Business app"
 
 
 async def _post_all(settings, pid: str, names: list[str]) -> None:  # type: ignore[no-untyped-def]
@@ -72,12 +74,12 @@ async def test_business_app_echo_hands_over_to_human_and_customer_is_then_not_an
     # nobody is online: it waits in the queue, never in human mode with nobody
     assert (conversation.assigned_agent_id, conversation.escalation_reason) == (
         None,
-        BUSINESS_APP_ECHO_REASON,
+        ECHO_REASON,
     )
     assert conversation.queued_at is not None
     assert await event_rows(sessions, wa_tenant.tenant.id, conversation.id) == [
         (None, "ai", None, "business_app", None, None),
-        ("ai", "human", None, "business_app", None, BUSINESS_APP_ECHO_REASON),
+        ("ai", "human", None, "business_app", None, ECHO_REASON),
     ]
     await assert_human_mode_has_owner(sessions, wa_tenant.tenant.id)
     assert sent_to(graph_sandbox[1], pid) == []
@@ -105,7 +107,7 @@ async def test_business_app_echo_goes_to_the_least_loaded_online_agent(
     )
     [notice] = sent_to(graph_sandbox[1], pid)
     assert notice["to"] == "15550109999"
-    assert f"Reason: {BUSINESS_APP_ECHO_REASON}" in notice["text"]
+    assert f"Reason: {ECHO_REASON}" in notice["text"]
     await assert_human_mode_has_owner(sessions, wa_tenant.tenant.id)
 
 
@@ -310,7 +312,7 @@ async def test_sweeper_requeues_lost_rows_and_dead_letters_after_bound(
         await session.execute(
             update(Message).where(Message.id == stuck.id).values(raw=Message.raw.op("||")({"sweeps": 2}))
         )
-    cls = build_worker_settings(settings)
+    cls = build_background_worker_settings(settings)  # the sweeper is a background job
     ctx: dict = {"redis": arq_pool}
     await cls.on_startup(ctx)
     try:

@@ -1,7 +1,10 @@
 """CLI for WhatsApp: ``switchboard channel add-whatsapp`` and ``switchboard simulate whatsapp``.
 
-Mounted by ``switchboard.cli``; the logic (signing, retargeting a payload, reading the sandbox) lives
-in plain functions so tests and the load test reuse it.
+The channel adds its commands to the shared ``channel`` and ``simulate`` groups
+(:mod:`switchboard.cli.root`) when imported, and runs them with the shared error wrapper and database
+runner (:mod:`switchboard.cli.runner`); both find a running system through ``DATA_DIR/run.json``. The
+logic (signing, retargeting a payload, reading the sandbox) lives in plain functions so tests and the
+load test reuse it.
 """
 
 from __future__ import annotations
@@ -14,52 +17,22 @@ import uuid
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import httpx
 import typer
-from typer.core import TyperGroup
 
-from switchboard.channels.whatsapp.verify import SIGNATURE_HEADER, sign_body
+from switchboard.channels.meta import SIGNATURE_HEADER, sign_body
+from switchboard.cli.root import channel_app, simulate_app
+from switchboard.cli.runner import command_settings, friendly_errors, run_in_session
 
 __all__ = [
-    "channel_app",
-    "simulate_app",
+    "add_whatsapp",
+    "simulate_whatsapp",
     "build_text_webhook",
     "retarget_payload",
     "refresh_message_ids",
     "answerable_messages",
     "post_signed",
 ]
-
-channel_app = typer.Typer(
-    help="Channel accounts: connect a WhatsApp number (Instagram/Gmail later).", no_args_is_help=True
-)
-
-
-class SimulateGroup(TyperGroup):
-    """``switchboard simulate``: subcommands (``whatsapp``, ``turn``); anything else is a ``turn``.
-
-    Keeps ``switchboard simulate [--tenant demo] "message"`` (one agent turn, issue 3) working next to
-    ``switchboard simulate whatsapp ...`` (a signed webhook through the whole pipeline).
-    """
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if (
-            args
-            and args[0] not in self.commands
-            and args[0] not in ("--help", "-h")
-            and "turn" in self.commands
-        ):
-            args = ["turn", *args]
-        return super().parse_args(ctx, args)
-
-
-simulate_app = typer.Typer(
-    cls=SimulateGroup,
-    help="Try the system without Meta: `simulate whatsapp` posts a signed webhook through the whole pipeline; "
-    '`simulate "message"` (or `simulate turn "message"`) runs one agent turn.',
-    no_args_is_help=True,
-)
 
 
 def build_text_webhook(
@@ -161,30 +134,8 @@ async def post_signed(client: httpx.AsyncClient, url: str, raw: bytes, app_secre
     )
 
 
-def _settings():  # type: ignore[no-untyped-def]
-    from switchboard.settings import load_settings
-
-    return load_settings()
-
-
-def _run_db(work):  # type: ignore[no-untyped-def]
-    from switchboard.db.engine import create_engine, session_factory, session_scope
-    from switchboard.runtime.resources import database_url_for
-
-    with database_url_for(_settings()) as url:
-
-        async def go():  # type: ignore[no-untyped-def]
-            engine = create_engine(url, pool_size=1)
-            try:
-                async with session_scope(session_factory(engine)) as session:
-                    return await work(session)
-            finally:
-                await engine.dispose()
-
-        return asyncio.run(go())
-
-
 @channel_app.command("add-whatsapp")
+@friendly_errors
 def add_whatsapp(
     tenant: Annotated[str, typer.Option(help="Tenant slug or id.")],
     phone_number_id: Annotated[
@@ -206,20 +157,14 @@ def add_whatsapp(
     from switchboard.db.models import ChannelAccount
     from switchboard.tenants import add_channel_account, get_tenant
 
-    settings = _settings()
     if not phone_number_id.isdigit():
-        typer.secho(
-            "error: --phone-number-id must be digits (Meta's phone_number_id)", fg=typer.colors.RED, err=True
-        )
-        raise typer.Exit(2)
+        raise ValueError("--phone-number-id must be digits (Meta's phone_number_id)")
     if access_token is not None and not access_token.strip():
-        typer.secho(
-            "error: --access-token is empty: give the Graph API token, or omit it for the local sandbox",
-            fg=typer.colors.RED,
-            err=True,
+        raise ValueError(
+            "--access-token is empty: give the Graph API token, or omit it for the local sandbox"
         )
-        raise typer.Exit(2)
-    cipher = CredentialCipher(settings.resolved_encryption_key())
+    settings = command_settings()
+    cipher = CredentialCipher(settings.secret("encryption_key").encode())
 
     async def work(session):  # type: ignore[no-untyped-def]
         owner = await get_tenant(session, tenant)
@@ -246,11 +191,7 @@ def add_whatsapp(
         )  # fmt: skip
         return account, True
 
-    try:
-        account, created = _run_db(work)
-    except Exception as exc:  # shown as one line; exit status 2
-        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from None
+    account, created = run_in_session(work, settings=settings)
     typer.echo(f"{'connected' if created else 'updated'} whatsapp number {phone_number_id} id={account.id}")
     typer.echo(
         f"webhook URL: https://<your-host>/webhooks/whatsapp (locally {settings.service_url(settings.whatsapp_port)}/webhooks/whatsapp)"
@@ -258,6 +199,7 @@ def add_whatsapp(
 
 
 @simulate_app.command("whatsapp")
+@friendly_errors
 def simulate_whatsapp(
     text: Annotated[str | None, typer.Option(help="Text the simulated customer sends.")] = None,
     from_: Annotated[
@@ -292,9 +234,8 @@ def simulate_whatsapp(
     from switchboard.tenants import get_tenant
 
     if (text is None) == (payload is None):
-        typer.secho("error: give exactly one of --text or --payload", fg=typer.colors.RED, err=True)
-        raise typer.Exit(2)
-    settings = _settings()
+        raise ValueError("give exactly one of --text or --payload")
+    settings = command_settings()
 
     async def find_account(session):  # type: ignore[no-untyped-def]
         owner = await get_tenant(session, tenant)
@@ -311,17 +252,12 @@ def simulate_whatsapp(
             )
         return account.external_account_id
 
-    try:
-        phone_number_id = _run_db(find_account)
-    except Exception as exc:
-        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from None
+    phone_number_id = run_in_session(find_account, settings=settings)
     if payload is not None:
         try:
             document = json.loads(payload.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            typer.secho(f"error: {payload} is not a JSON webhook body: {exc}", fg=typer.colors.RED, err=True)
-            raise typer.Exit(2) from None
+            raise ValueError(f"{payload} is not a JSON webhook body: {exc}") from None
         body = retarget_payload(document, phone_number_id=phone_number_id, keep_timestamps=keep_timestamps)
         if not keep_ids:
             body = refresh_message_ids(body)
@@ -338,7 +274,7 @@ def simulate_whatsapp(
             except (httpx.HTTPError, ValueError, KeyError):
                 after = None
             try:
-                response = await post_signed(client, webhook_url, raw, settings.resolved_meta_app_secret())
+                response = await post_signed(client, webhook_url, raw, settings.secret("meta_app_secret"))
             except httpx.HTTPError as exc:
                 typer.secho(
                     f"error: cannot reach {webhook_url} ({type(exc).__name__}); is `switchboard run` running?",

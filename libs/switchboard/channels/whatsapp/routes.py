@@ -17,16 +17,17 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from sqlalchemy.exc import SQLAlchemyError
 
+from switchboard.api.deps import ResourcesDep, SettingsDep
+from switchboard.channels.meta import SIGNATURE_HEADER, challenge_response, signature_is_valid
 from switchboard.channels.whatsapp.accounts import AccountDirectory
 from switchboard.channels.whatsapp.normalize import normalize_delivery
 from switchboard.channels.whatsapp.store import ingest_delivery
-from switchboard.channels.whatsapp.verify import SIGNATURE_HEADER, challenge_response, signature_is_valid
 from switchboard.observability import get_logger
 
 __all__ = ["webhook_router"]
@@ -34,13 +35,17 @@ __all__ = ["webhook_router"]
 log = get_logger(__name__)
 
 
-def _directory(request: Request) -> AccountDirectory:
+def _directory(request: Request, resources: ResourcesDep) -> AccountDirectory:
+    """The process's directory of WhatsApp numbers (cached lookups), built on first use."""
     state = request.app.state
     directory = getattr(state, "whatsapp_accounts", None)
     if directory is None:
-        directory = AccountDirectory(state.resources.sessions)
+        directory = AccountDirectory(resources.sessions)
         state.whatsapp_accounts = directory
     return directory
+
+
+AccountsDep = Annotated[AccountDirectory, Depends(_directory)]
 
 
 async def _read_limited(request: Request, limit: int) -> bytes | None:
@@ -70,13 +75,12 @@ def webhook_router() -> APIRouter:
         response_class=PlainTextResponse,
     )
     async def handshake(
-        request: Request,
+        settings: SettingsDep,
         mode: str | None = Query(None, alias="hub.mode"),
         token: str | None = Query(None, alias="hub.verify_token"),
         challenge: str | None = Query(None, alias="hub.challenge"),
     ) -> Response:
-        settings = request.app.state.settings
-        body = challenge_response(mode, token, challenge, settings.resolved_meta_verify_token())
+        body = challenge_response(mode, token, challenge, settings.secret("meta_verify_token"))
         if body is None:
             log.warning("whatsapp_handshake_refused", mode=mode, has_token=bool(token))
             return PlainTextResponse("Forbidden", status_code=403)
@@ -90,9 +94,10 @@ def webhook_router() -> APIRouter:
         "enqueues one job per new message and answers 200; 401/403 bad signature, 413 too large, 503 when the "
         "database cannot take the delivery (Meta retries).",
     )
-    async def deliver(request: Request) -> Response:
+    async def deliver(
+        request: Request, settings: SettingsDep, resources: ResourcesDep, accounts: AccountsDep
+    ) -> Response:
         started = time.perf_counter()
-        settings = request.app.state.settings
         raw = await _read_limited(request, settings.whatsapp_max_body_bytes)
         if raw is None:
             log.warning("whatsapp_webhook_too_large", limit_bytes=settings.whatsapp_max_body_bytes)
@@ -101,7 +106,7 @@ def webhook_router() -> APIRouter:
         if not header:
             log.warning("whatsapp_webhook_rejected", reason="missing signature")
             return JSONResponse({"error": "missing X-Hub-Signature-256"}, status_code=401)
-        if not signature_is_valid(raw, header, settings.resolved_meta_app_secret()):
+        if not signature_is_valid(raw, header, settings.secret("meta_app_secret")):
             log.warning("whatsapp_webhook_rejected", reason="bad signature")
             return JSONResponse({"error": "invalid signature"}, status_code=403)
         try:
@@ -116,13 +121,12 @@ def webhook_router() -> APIRouter:
             )
             return JSONResponse({"status": "ignored", "reason": "unknown object"})
         delivery = normalize_delivery(body)
-        resources = request.app.state.resources
         try:
             result = await ingest_delivery(
                 delivery=delivery,
                 sessions=resources.sessions,
                 redis=resources.redis,
-                accounts=_directory(request),
+                accounts=accounts,
                 settings=settings,
             )
         except (SQLAlchemyError, OSError) as exc:

@@ -9,9 +9,8 @@ can help (codes from pywa ``errors.py`` / Meta's error-code table, LIBRARIES.md 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import httpx
 
@@ -21,8 +20,6 @@ __all__ = [
     "GraphClient",
     "GraphSendError",
     "MediaInfo",
-    "split_text",
-    "within_service_window",
     "TEXT_LIMIT_CHARS",
     "SERVICE_WINDOW",
     "TRANSIENT_CODES",
@@ -46,14 +43,22 @@ class GraphSendError(SwitchboardError):
         code: Meta's error code (``None`` for network errors / non-JSON answers).
         http_status: HTTP status, or ``None`` for network errors.
         is_transient: whether trying again later can help (5xx, network, throughput codes).
+        retry_after_s: the answer's ``Retry-After`` in seconds, when Meta sent one.
     """
 
     def __init__(
-        self, message: str, *, code: int | None, http_status: int | None, is_transient: bool
+        self,
+        message: str,
+        *,
+        code: int | None,
+        http_status: int | None,
+        is_transient: bool,
+        retry_after_s: float | None = None,
     ) -> None:
         self.code = code
         self.http_status = http_status
         self.is_transient = is_transient
+        self.retry_after_s = retry_after_s
         super().__init__(message)
 
 
@@ -65,49 +70,6 @@ class MediaInfo:
     mime_type: str | None
     sha256: str | None
     file_size: int | None
-
-
-def within_service_window(last_customer_message_at: datetime | None, now: datetime) -> bool:
-    """``True`` when a free-form reply may be sent (last customer message less than 24 h ago)."""
-    return last_customer_message_at is not None and now - last_customer_message_at < SERVICE_WINDOW
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])\s+")
-
-
-def split_text(text: str, limit: int = TEXT_LIMIT_CHARS) -> list[str]:
-    """Split ``text`` into parts of at most ``limit`` characters, in order.
-
-    Cuts at the last paragraph break (blank line) that fits, else the last line break, else the last
-    sentence end, else the last space; a single word longer than ``limit`` is cut hard. Whitespace at
-    the cut is dropped; nothing else is lost or reordered.
-    """
-    if limit < 1:
-        raise ValueError("limit must be positive")
-    parts: list[str] = []
-    rest = text.strip()
-    while len(rest) > limit:
-        window = rest[: limit + 1]
-        cut = -1
-        for finder in (
-            lambda w: w.rfind("\n\n"),
-            lambda w: w.rfind("\n"),
-            lambda w: max((m.start() for m in _SENTENCE_END.finditer(w)), default=-1),
-            lambda w: w.rfind(" "),
-        ):
-            pos = finder(window)
-            if pos > 0:
-                cut = pos
-                break
-        if cut <= 0:
-            cut = limit
-        head = rest[:cut].rstrip()
-        if head:
-            parts.append(head)
-        rest = rest[cut:].lstrip()
-    if rest:
-        parts.append(rest)
-    return parts
 
 
 class GraphClient:
@@ -159,7 +121,11 @@ class GraphClient:
         if code in PERMANENT_RECIPIENT_CODES:
             transient = False
         message = str(error.get("message") or f"HTTP {response.status_code}")[:300]
-        raise GraphSendError(message, code=code, http_status=response.status_code, is_transient=transient)
+        retry_after = response.headers.get("retry-after", "")
+        raise GraphSendError(
+            message, code=code, http_status=response.status_code, is_transient=transient,
+            retry_after_s=float(retry_after) if retry_after.replace(".", "", 1).isdigit() else None,
+        )  # fmt: skip
 
     async def send_text(
         self, *, phone_number_id: str, token: str, to: str, text: str, reply_to: str | None = None,
@@ -192,7 +158,9 @@ class GraphClient:
             )
         return str(messages[0]["id"])
 
-    async def _send(self, phone_number_id: str, token: str, body: dict) -> str:
+    async def _send(self, phone_number_id: str, token: str, body: dict, tracker: str | None = None) -> str:
+        if tracker:
+            body = {**body, "biz_opaque_callback_data": tracker[:512]}
         data = await self._post(
             f"{phone_number_id}/messages", token, {"messaging_product": "whatsapp", **body}
         )
@@ -205,7 +173,7 @@ class GraphClient:
 
     async def send_media(
         self, *, phone_number_id: str, token: str, to: str, kind: str, media_id: str,
-        caption: str | None = None, filename: str | None = None,
+        caption: str | None = None, filename: str | None = None, tracker: str | None = None,
     ) -> str:  # fmt: skip
         """Send media by the id of a media object of this number (``{kind: {"id", "caption"?}}``).
 
@@ -221,11 +189,21 @@ class GraphClient:
         if filename and kind == "document":
             media["filename"] = filename
         return await self._send(
-            phone_number_id, token, {"recipient_type": "individual", "to": to, "type": kind, kind: media}
+            phone_number_id,
+            token,
+            {"recipient_type": "individual", "to": to, "type": kind, kind: media},
+            tracker,
         )
 
     async def send_template(
-        self, *, phone_number_id: str, token: str, to: str, name: str, language: str
+        self,
+        *,
+        phone_number_id: str,
+        token: str,
+        to: str,
+        name: str,
+        language: str,
+        tracker: str | None = None,
     ) -> str:
         """Send an approved template without parameters (the only way to write outside the 24-hour window).
 
@@ -233,7 +211,7 @@ class GraphClient:
             GraphSendError: as :meth:`send_text`.
         """
         body = {"to": to, "type": "template", "template": {"name": name, "language": {"code": language}}}
-        return await self._send(phone_number_id, token, body)
+        return await self._send(phone_number_id, token, body, tracker)
 
     async def mark_read(self, *, phone_number_id: str, token: str, message_id: str) -> None:
         """Mark an inbound message as read (blue ticks).

@@ -30,7 +30,7 @@ from switchboard.channels.whatsapp.normalize import NormalizedDelivery, StatusUp
 from switchboard.contracts import InboundMessage
 from switchboard.db.models import InboundState, Message, utcnow
 from switchboard.observability import get_logger
-from switchboard.queue.keys import inbound_job_id, whatsapp_throttle_key
+from switchboard.queue.keys import channel_throttle_key, inbound_job_id
 from switchboard.settings import Settings
 
 __all__ = ["IngestResult", "ingest_delivery", "enqueue_inbound", "status_to_job_arg"]
@@ -53,7 +53,7 @@ class IngestResult:
 
 
 def _row_values(msg: InboundMessage, account: AccountRef) -> dict[str, Any]:
-    is_echo = bool(msg.flags.get("echo"))
+    is_echo = msg.echo
     return {
         "id": uuid.uuid4(),
         "tenant_id": account.tenant_id,
@@ -68,15 +68,7 @@ def _row_values(msg: InboundMessage, account: AccountRef) -> dict[str, Any]:
         "external_id": msg.external_id[:512],
         "reply_to_external_id": (msg.reply_to or None) and msg.reply_to[:512],
         "sender_external_id": msg.sender_id[:255],
-        "raw": {
-            **msg.raw,
-            "normalized": {
-                "sender_name": msg.sender_name,
-                "payload": msg.payload,
-                "action": msg.action,
-                "flags": msg.flags,
-            },
-        },
+        "raw": {**msg.raw, "normalized": msg.stored_view()},
         "sent_at": msg.sent_at,
         "inbound_state": InboundState.pending.value,
         "processing_attempts": 0,
@@ -86,7 +78,7 @@ def _row_values(msg: InboundMessage, account: AccountRef) -> dict[str, Any]:
 
 async def _apply_control(session: AsyncSession, msg: InboundMessage, account: AccountRef) -> int:
     """Edit / revoke of an earlier message of the same sender: update that row. Returns rows changed."""
-    target = msg.flags.get("target")
+    target = msg.target_external_id
     if not target:
         return 0
     where = and_(
@@ -243,7 +235,7 @@ async def ingest_delivery(
         if redis is not None and err.account_id in routed and err.code in (130429, 131056, 80007, 4):
             try:
                 await redis.set(
-                    whatsapp_throttle_key(err.account_id),
+                    channel_throttle_key("whatsapp", err.account_id),
                     str(err.code),
                     px=int(settings.whatsapp_throttle_backoff_s * 1000),
                 )

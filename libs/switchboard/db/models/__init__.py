@@ -25,6 +25,7 @@ from switchboard.db.models.conversations import (
     MessageDirection,
     MessageRole,
     Outbox,
+    OutboxPurpose,
     OutboxStatus,
 )
 from switchboard.db.models.knowledge import (
@@ -66,6 +67,7 @@ __all__ = [
     "Order",
     "Organization",
     "Outbox",
+    "OutboxPurpose",
     "OutboxStatus",
     "PendingAction",
     "PendingActionStatus",

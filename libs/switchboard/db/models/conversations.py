@@ -76,13 +76,29 @@ class InboundState(StrEnum):
 
 
 class OutboxStatus(StrEnum):
-    """Delivery state of one outbound part; moves forward only (a late ``delivered`` never undoes ``read``)."""
+    """Delivery state of one outbound part; moves forward only (a late ``delivered`` never undoes ``read``).
+
+    ``sending`` is written (and committed) right before the provider call, so a worker that dies
+    between the provider's acceptance and our record leaves a row the delivery loop reconciles
+    (by the correlation id the provider echoes back) instead of sending again.
+    """
 
     pending = "pending"
+    sending = "sending"
     sent = "sent"
     delivered = "delivered"
     read = "read"
+    played = "played"  # WhatsApp: a voice message was played (outranks read)
     failed = "failed"
+
+
+class OutboxPurpose(StrEnum):
+    """Why a row is in the outbox (one writer, :func:`switchboard.outbox.write_outbox`)."""
+
+    reply = "reply"  # the AI's answer to an inbound message (and the slow-down / opt-out confirmations)
+    notice = "notice"  # a system message to a customer or an agent (assignment notice, command answer)
+    relay = "relay"  # a customer's message relayed to their human agent
+    human_reply = "human_reply"  # a reply typed by a person (agent console, web console) to a customer
 
 
 class Customer(TenantOwned, table=True):
@@ -306,26 +322,41 @@ class Message(TenantOwned, table=True):
 
 
 class Outbox(TenantOwned, table=True):
-    """One part of a reply to send, keyed by the inbound message it answers.
+    """One part to send (a reply, notice, relay or a person's reply), written before any send.
 
-    Unique on ``(inbound_message_id, part_index)`` so a retried job never sends twice: a reply
-    longer than the channel's limit is split into numbered parts.
+    Unique on ``(inbound_message_id, purpose, part_index)`` so a retried job never writes or sends a
+    part twice: a reply longer than the channel's limit is split into numbered parts.
     """
 
     __tablename__ = "outbox"
     __table_args__ = (
-        UniqueConstraint("inbound_message_id", "part_index", name="uq_outbox_inbound_part"),
-        CheckConstraint(
-            "status IN ('pending', 'sent', 'delivered', 'read', 'failed')", name="ck_outbox_status"
+        UniqueConstraint(
+            "inbound_message_id", "purpose", "part_index", name="uq_outbox_inbound_purpose_part"
         ),
+        CheckConstraint(
+            "status IN ('pending', 'sending', 'sent', 'delivered', 'read', 'played', 'failed')",
+            name="ck_outbox_status",
+        ),
+        CheckConstraint("purpose IN ('reply', 'notice', 'relay', 'human_reply')", name="ck_outbox_purpose"),
         Index("ix_outbox_channel_external", "channel", "external_id"),
+        Index("ix_outbox_correlation", "correlation_id"),
+        Index(
+            "ix_outbox_due",
+            "next_attempt_at",
+            postgresql_where=text("status IN ('pending', 'sending')"),
+        ),
     )
 
     id: uuid.UUID = id_field()
     conversation_id: uuid.UUID = Field(foreign_key="conversations.id", index=True, ondelete="CASCADE")
     inbound_message_id: uuid.UUID | None = Field(default=None, foreign_key="messages.id", ondelete="SET NULL")
+    purpose: str = Field(default=OutboxPurpose.reply.value, sa_type=String(16))
     part_index: int = Field(default=0)
     channel: str = Field(sa_type=String(16))
+    channel_account_id: uuid.UUID | None = Field(
+        default=None, foreign_key="channel_accounts.id", ondelete="SET NULL"
+    )
+    """The account it is sent from (a relay to an agent goes out from the tenant's WhatsApp number)."""
     recipient: str = Field(max_length=255)
     payload: dict[str, Any] = jsonb_dict_field()
     """What to send: ``{"type": "text", "text": ...}`` or a template / media description."""
@@ -335,6 +366,12 @@ class Outbox(TenantOwned, table=True):
     error_code: str | None = Field(default=None, max_length=32)
     error_message: str | None = Field(default=None, sa_type=Text)
     attempts: int = Field(default=0)
+    correlation_id: str | None = Field(default=None, max_length=64)
+    """Our id passed to the provider and echoed back on statuses (WhatsApp ``biz_opaque_callback_data``)."""
+    next_attempt_at: datetime | None = optional_time_field()
+    """Earliest next send attempt (back-off after a transient error); null: now."""
+    sending_at: datetime | None = optional_time_field()
+    """When the row was marked ``sending`` (a row stuck there is reconciled, then retried)."""
     trace_id: str | None = Field(default=None, max_length=64)
     created_at: datetime = created_at_field()
     updated_at: datetime = updated_at_field()

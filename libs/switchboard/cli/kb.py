@@ -1,68 +1,42 @@
 """``switchboard kb ...``: manage and search a tenant's knowledge base from the command line.
 
-The CLI works on the database directly (``DATABASE_URL``, or the embedded server under
-``DATA_DIR``) and runs ingestion in this process, not through the worker queue, so it needs no
-running services and shows progress as it goes.
+The commands work on the database directly (``DATABASE_URL``, or the embedded server under
+``DATA_DIR``) and run ingestion in this process, not through the worker queue, so they need no
+running services and show progress as they go (logs at ``LOG_LEVEL`` on stderr).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from collections.abc import Awaitable, Callable
-from functools import wraps
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 
-from switchboard.errors import SwitchboardError
+from switchboard.cli.root import kb_app
+from switchboard.cli.runner import TenantOpt, fail, friendly_errors, run_db
 
-__all__ = ["kb_app"]
+__all__ = [
+    "kb_add",
+    "kb_search",
+    "kb_list",
+    "kb_deactivate",
+    "kb_activate",
+    "kb_delete",
+    "kb_reindex",
+    "kb_set_embedding",
+]
 
 T = TypeVar("T")
 
-kb_app = typer.Typer(
-    help="Knowledge base: add documents (PDF, DOCX, XLSX, CSV, TXT, Markdown), search, manage.",
-    no_args_is_help=True,
-)
-
-TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant slug (or id).")]
 DocumentArg = Annotated[str, typer.Argument(help="Document id or filename (see `switchboard kb list`).")]
-
-
-def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except (SwitchboardError, ValueError) as exc:
-            typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-            raise typer.Exit(2) from None
-
-    return wrapper
 
 
 def _run(work: Callable[[Any, Any], Awaitable[T]]) -> T:
     """Run ``work(sessions, settings)`` against the configured (or embedded) database."""
-    from switchboard.db.engine import create_engine, session_factory
-    from switchboard.observability import configure_logging
-    from switchboard.runtime.resources import database_url_for
-    from switchboard.settings import load_settings
-
-    settings = load_settings()
-    configure_logging(service="cli", level=settings.log_level, fmt=settings.log_format)  # logs to stderr
-    with database_url_for(settings) as url:
-
-        async def go() -> T:
-            engine = create_engine(url, pool_size=2)
-            try:
-                return await work(session_factory(engine), settings)
-            finally:
-                await engine.dispose()
-
-        return asyncio.run(go())
+    return run_db(work, log_at_log_level=True)
 
 
 async def _tenant(sessions: Any, slug: str) -> Any:
@@ -73,7 +47,7 @@ async def _tenant(sessions: Any, slug: str) -> Any:
 
 
 @kb_app.command("add")
-@_friendly
+@friendly_errors
 def kb_add(
     files: Annotated[list[Path], typer.Argument(help="Files to add.")],
     tenant: TenantOpt,
@@ -88,8 +62,7 @@ def kb_add(
 
     for path in files:
         if not path.is_file():  # one line, not a usage box, and before touching the database
-            typer.secho(f"error: no such file: {path}", fg=typer.colors.RED, err=True)
-            raise typer.Exit(2)
+            raise fail(f"no such file: {path}")
 
     async def work(sessions: Any, settings: Any) -> list[tuple[str, str, int, str]]:
         row = await _tenant(sessions, tenant)
@@ -141,7 +114,7 @@ def kb_add(
 
 
 @kb_app.command("search")
-@_friendly
+@friendly_errors
 def kb_search(
     query: Annotated[str, typer.Argument(help="The question, or a code for --mode exact.")],
     tenant: TenantOpt,
@@ -175,7 +148,7 @@ def kb_search(
 
 
 @kb_app.command("list")
-@_friendly
+@friendly_errors
 def kb_list(tenant: TenantOpt) -> None:
     """List documents: id, status, active, chunks, embedding model, filename (and the error if failed).
 
@@ -215,21 +188,21 @@ def _set_active(tenant: str, document: str, active: bool) -> None:
 
 
 @kb_app.command("deactivate")
-@_friendly
+@friendly_errors
 def kb_deactivate(document: DocumentArg, tenant: TenantOpt) -> None:
     """Deactivate a document: its chunks stop matching at once (kept, can be re-activated)."""
     _set_active(tenant, document, False)
 
 
 @kb_app.command("activate")
-@_friendly
+@friendly_errors
 def kb_activate(document: DocumentArg, tenant: TenantOpt) -> None:
     """Re-activate a deactivated document."""
     _set_active(tenant, document, True)
 
 
 @kb_app.command("delete")
-@_friendly
+@friendly_errors
 def kb_delete(document: DocumentArg, tenant: TenantOpt) -> None:
     """Delete a document, its chunks and its stored file."""
     from switchboard.knowledge import delete_source, find_source
@@ -245,7 +218,7 @@ def kb_delete(document: DocumentArg, tenant: TenantOpt) -> None:
 
 
 @kb_app.command("reindex")
-@_friendly
+@friendly_errors
 def kb_reindex(
     tenant: TenantOpt,
     documents: Annotated[list[str] | None, typer.Argument(help="Documents (default: all).")] = None,
@@ -257,15 +230,13 @@ def kb_reindex(
     """Re-parse and re-embed documents now, in this process, with the tenant's embedding model."""
     from switchboard.db.models import Tenant
     from switchboard.knowledge import find_source, ingest_source, mark_for_reindex
+    from switchboard.tenant_settings import set_section
 
     async def work(sessions: Any, settings: Any) -> list[Any]:
         row = await _tenant(sessions, tenant)
         async with sessions() as session, session.begin():
             if model:
-                stored = await session.get(Tenant, row.id)
-                extensions = dict(stored.settings_extensions or {})
-                extensions["knowledge"] = {**(extensions.get("knowledge") or {}), "embedding_model": model}
-                stored.settings_extensions = extensions
+                set_section(await session.get(Tenant, row.id), "knowledge", embedding_model=model)
             ids: list[uuid.UUID] | None = None
             if documents:
                 ids = [(await find_source(session, tenant_id=row.id, document=d)).id for d in documents]
@@ -288,7 +259,7 @@ def kb_reindex(
 
 
 @kb_app.command("set-embedding")
-@_friendly
+@friendly_errors
 def kb_set_embedding(
     tenant: TenantOpt,
     model: Annotated[str | None, typer.Option(help="Embedding model, e.g. text-embedding-3-small.")] = None,

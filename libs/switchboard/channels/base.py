@@ -1,0 +1,350 @@
+"""The one interface every channel implements, and the registry the channel-neutral core looks them up in.
+
+A message's path (README, "Architecture"): a channel service verifies and normalizes a webhook into
+:class:`~switchboard.contracts.InboundMessage`\\ s and stores them (``channels/<name>/``); the inbound job
+(:mod:`switchboard.inbound`) runs the same ordered steps for every channel; replies, notices and relays
+are written by one outbox writer and sent by one delivery loop (:mod:`switchboard.outbox`), which calls
+the channel's :meth:`Channel.send`. Everything channel-specific the core needs is on :class:`Channel`:
+
+* :attr:`Channel.capabilities`: text and caption limits (in the unit the provider counts), the
+  customer-service window and what may be sent outside it, whether inbound text is untrusted,
+  whether read receipts and a correlation id the provider echoes back exist;
+* :meth:`Channel.send`: one :class:`OutboundPart` → the provider's message id, or a :class:`SendError`
+  classified as transient, permanent, throttled or window-closed;
+* :meth:`Channel.mark_read`, :meth:`Channel.fetch_media`: the inbound side's provider calls;
+* hooks the inbound job calls for behaviour only one channel has (:meth:`Channel.on_record_only`,
+  :meth:`Channel.acted_buttons`).
+
+Channels register a factory with :func:`register_channel` when their ``channel`` module is imported;
+:data:`BUILTIN_CHANNEL_MODULES` lists the built-in ones, imported on first use of the registry, and
+the worker builds one instance per process with :func:`build_channels`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from switchboard.errors import SwitchboardError
+
+if TYPE_CHECKING:
+    import httpx
+    from sqlmodel.ext.asyncio.session import AsyncSession
+
+    from switchboard.crypto import CredentialCipher
+    from switchboard.db.models import ChannelAccount, Message
+    from switchboard.settings import Settings
+
+__all__ = [
+    "Capabilities",
+    "Channel",
+    "ChannelDeps",
+    "OutboundPart",
+    "SendError",
+    "SendErrorKind",
+    "build_channels",
+    "channel_names",
+    "register_channel",
+    "graphemes",
+    "split_text",
+    "text_length",
+    "within_window",
+]
+
+
+class SendErrorKind(StrEnum):
+    """What the delivery loop does with a failed send."""
+
+    transient = "transient"  # network, 5xx, provider hiccup: try again later with back-off
+    permanent = "permanent"  # refused for good (bad recipient, policy): fail this and the later parts
+    throttled = "throttled"  # the account's throughput limit: hold every send of the account for a while
+    window_closed = "window_closed"  # outside the customer-service window: needs a template or a human
+
+
+class SendError(SwitchboardError):
+    """A provider refused or could not take one send.
+
+    Attributes:
+        kind: the :class:`SendErrorKind` the delivery loop acts on.
+        code: the provider's error code as text (Meta's ``error.code``), or ``None``.
+        http_status: HTTP status of the provider's answer, ``None`` for network errors.
+        retry_after_s: how long the provider asked us to wait (``Retry-After``), when it said.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: SendErrorKind,
+        code: str | None = None,
+        http_status: int | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
+        self.kind = kind
+        self.code = code
+        self.http_status = http_status
+        self.retry_after_s = retry_after_s
+        super().__init__(message)
+
+
+TextUnit = Literal["chars", "utf16", "bytes"]
+"""How a provider counts a text limit: code points (WhatsApp), UTF-16 code units (Meta Messenger /
+Instagram), or UTF-8 bytes (e-mail headers)."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a channel can carry and when; every number's source is on the channel's own definition."""
+
+    text_limit: int
+    """Longest text of one message, counted in :attr:`text_unit`."""
+    text_unit: TextUnit = "chars"
+    caption_limit: int = 1024
+    """Longest media caption, in :attr:`text_unit`."""
+    service_window: timedelta | None = None
+    """Free-form messages may be sent this long after the customer's last message (``None``: always)."""
+    outside_window: frozenset[str] = frozenset()
+    """:attr:`OutboundPart.type`\\ s allowed outside the window (WhatsApp: ``template``)."""
+    untrusted_inbound: bool = False
+    """Inbound text is external content (an e-mail): the agent gets read-only tools on such turns."""
+    read_receipts: bool = False
+    """The channel can show the customer that we read their message (:meth:`Channel.mark_read`)."""
+    correlation_echo: bool = False
+    """The provider echoes a correlation id of ours back on status callbacks (WhatsApp
+    ``biz_opaque_callback_data``), so a send whose answer was lost can be reconciled."""
+
+
+PartType = Literal["text", "media", "template", "interactive"]
+
+
+@dataclass(frozen=True)
+class OutboundPart:
+    """One message to send, as stored in ``outbox.payload`` (see :meth:`to_payload`).
+
+    ``media`` items are ``{ref, kind?, mime?, caption?, filename?}`` (``ref``: a provider media handle);
+    ``template`` is ``{name, language}``; ``interactive`` is the channel's own interactive body.
+    """
+
+    type: PartType = "text"
+    text: str = ""
+    media: tuple[dict[str, Any], ...] = ()
+    template: dict[str, Any] | None = None
+    interactive: dict[str, Any] | None = None
+
+    def to_payload(self) -> dict[str, Any]:
+        """The JSON stored in ``outbox.payload`` (only the keys that are set)."""
+        payload: dict[str, Any] = {"type": self.type}
+        if self.text:
+            payload["text"] = self.text
+        if self.media:
+            payload["media"] = [dict(m) for m in self.media]
+        if self.template is not None:
+            payload["template"] = dict(self.template)
+        if self.interactive is not None:
+            payload["interactive"] = dict(self.interactive)
+        return payload
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> OutboundPart:
+        """The part stored by :meth:`to_payload` (unknown keys such as ``audience`` are ignored)."""
+        media = payload.get("media") or []
+        return cls(
+            type=payload.get("type") or "text",
+            text=str(payload.get("text") or ""),
+            media=tuple(dict(m) for m in media if isinstance(m, dict)),
+            template=payload.get("template"),
+            interactive=payload.get("interactive"),
+        )
+
+
+def text_length(text: str, unit: TextUnit) -> int:
+    """Length of ``text`` counted the provider's way."""
+    if unit == "utf16":
+        return len(text.encode("utf-16-le")) // 2
+    if unit == "bytes":
+        return len(text.encode("utf-8"))
+    return len(text)
+
+
+def _regional(ch: str) -> bool:
+    return 0x1F1E6 <= ord(ch) <= 0x1F1FF
+
+
+def graphemes(text: str) -> list[str]:
+    """Approximate extended grapheme clusters: a base character with its combining marks, variation
+    selectors, emoji modifiers and zero-width-joiner sequences (so a cut never splits ``é`` or 👩‍👩‍👧)."""
+    clusters: list[str] = []
+    for ch in text:
+        joins = clusters and (
+            unicodedata.combining(ch)
+            or ch in "\u200d\ufe0e\ufe0f"
+            or 0x1F3FB <= ord(ch) <= 0x1F3FF  # skin-tone modifiers
+            or 0xE0020 <= ord(ch) <= 0xE007F  # tag characters (flag sequences)
+            or clusters[-1].endswith("\u200d")
+            or (_regional(ch) and len(clusters[-1]) == 1 and _regional(clusters[-1]))  # a flag: two letters
+        )
+        if joins:
+            clusters[-1] += ch
+        else:
+            clusters.append(ch)
+    return clusters
+
+
+_BREAKS = ("\n\n", "\n", ". ", "! ", "? ", "… ", "。", " ")
+
+
+def split_text(text: str, limit: int, unit: TextUnit = "chars") -> list[str]:
+    """Split ``text`` into parts of at most ``limit`` (counted in ``unit``), in order, never inside a
+    grapheme cluster.
+
+    Cuts at the last paragraph break that fits, else the last line break, else the last sentence end,
+    else the last space; a single word longer than ``limit`` is cut hard (between graphemes).
+    Whitespace at a cut is dropped; nothing else is lost or reordered.
+
+    Raises:
+        ValueError: ``limit`` is smaller than 1.
+    """
+    if limit < 1:
+        raise ValueError("limit must be positive")
+    parts: list[str] = []
+    rest = text.strip()
+    while rest and text_length(rest, unit) > limit:
+        clusters = graphemes(rest)
+        size, fit = 0, 0
+        for cluster in clusters:  # how many whole graphemes fit
+            size += text_length(cluster, unit)
+            if size > limit:
+                break
+            fit += 1
+        fit = max(fit, 1)
+        window = "".join(clusters[:fit])
+        head_len = len(window)
+        cut = -1
+        for marker in _BREAKS:
+            pos = window.rfind(marker)
+            if pos > 0:
+                cut = pos + (len(marker) if marker in (". ", "! ", "? ", "… ", "。") else 0)
+                break
+        if cut <= 0:
+            cut = head_len
+        head = rest[:cut].rstrip()
+        if head:
+            parts.append(head)
+        rest = rest[cut:].lstrip()
+    if rest:
+        parts.append(rest)
+    return parts
+
+
+def within_window(capabilities: Capabilities, last_inbound_at: datetime | None, now: datetime) -> bool:
+    """Whether a free-form message may go out now (always, for channels without a service window)."""
+    if capabilities.service_window is None:
+        return True
+    return last_inbound_at is not None and now - last_inbound_at < capabilities.service_window
+
+
+@dataclass
+class ChannelDeps:
+    """What a channel instance may use, built once per worker process."""
+
+    settings: Settings
+    cipher: CredentialCipher
+    http: httpx.AsyncClient
+    """Shared client for transcription/vision endpoints."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Channel(Protocol):
+    """One provider behind the channel-neutral core (see the module docstring)."""
+
+    name: str
+    capabilities: Capabilities
+
+    async def send(
+        self, account: ChannelAccount, recipient: str, part: OutboundPart, *, correlation_id: str
+    ) -> str:
+        """Send one part from ``account`` to ``recipient``; returns the provider's message id.
+
+        ``correlation_id`` is passed to the provider when it echoes one back on status callbacks.
+
+        Raises:
+            SendError: classified failure (the delivery loop retries, fails, or holds the account).
+        """
+        ...
+
+    async def mark_read(self, account: ChannelAccount, external_id: str) -> None:
+        """Show the customer their message ``external_id`` was read (no-op without read receipts).
+
+        Raises:
+            SendError: the provider refused (the caller logs it; never fatal).
+        """
+        ...
+
+    async def fetch_media(
+        self, account: ChannelAccount, ref: str, *, max_bytes: int
+    ) -> tuple[bytes, str | None]:
+        """The bytes and MIME type behind a stored media handle (resolved right before download when
+        the provider's links expire).
+
+        Raises:
+            switchboard.inbound.media.MediaUnavailable: with ``is_transient`` when a retry may work.
+        """
+        ...
+
+    async def on_record_only(self, session: AsyncSession, row: Message, ctx: Any) -> None:
+        """Channel-specific effects of a row that never wakes the agent (number changes...)."""
+        ...
+
+    def acted_buttons(self, tenant_settings: Any) -> dict[str, str]:
+        """Button payloads (lower-cased) this channel acts on without a model turn → action name
+        (``opt_out``)."""
+        ...
+
+    def opt_out_reply(self, tenant_settings: Any) -> str:
+        """The confirmation a customer gets after an opt-out button."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release provider clients."""
+        ...
+
+
+ChannelFactory = Callable[[ChannelDeps], Channel]
+_FACTORIES: dict[str, ChannelFactory] = {}
+BUILTIN_CHANNEL_MODULES = ("switchboard.channels.whatsapp.channel",)
+"""Modules that register the built-in channels (imported lazily: no import-time cycles)."""
+
+
+def _load_builtin() -> None:
+    for module in BUILTIN_CHANNEL_MODULES:
+        importlib.import_module(module)
+
+
+def register_channel(name: str, factory: ChannelFactory) -> None:
+    """Make channel ``name`` available to :func:`build_channels` (called when its package is imported).
+
+    Raises:
+        ValueError: another factory is already registered under ``name``.
+    """
+    existing = _FACTORIES.get(name)
+    if existing is not None and existing is not factory:
+        raise ValueError(f"channel {name!r} is registered twice")
+    _FACTORIES[name] = factory
+
+
+def channel_names() -> list[str]:
+    """Registered channel names, sorted."""
+    _load_builtin()
+    return sorted(_FACTORIES)
+
+
+def build_channels(deps: ChannelDeps) -> dict[str, Channel]:
+    """One instance of every registered channel (name → channel)."""
+    _load_builtin()
+    return {name: factory(deps) for name, factory in sorted(_FACTORIES.items())}

@@ -1,0 +1,195 @@
+"""WhatsApp behind :class:`~switchboard.channels.base.Channel`: sends, error classes, media, capabilities.
+
+Numbers and codes come from Meta's Cloud API reference (LIBRARIES.md §4-§5): a text body holds at most
+4,096 characters, a caption 1,024; free-form messages may be sent within 24 hours of the customer's
+last message, only approved templates outside it; ``biz_opaque_callback_data`` (at most 512
+characters) is echoed back on every status callback of the message, which lets the delivery loop
+reconcile a send whose answer it never recorded.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from switchboard.channels.base import (
+    Capabilities,
+    ChannelDeps,
+    OutboundPart,
+    SendError,
+    SendErrorKind,
+    register_channel,
+)
+from switchboard.channels.whatsapp.accounts import access_token_of
+from switchboard.channels.whatsapp.send import (
+    SERVICE_WINDOW,
+    TEXT_LIMIT_CHARS,
+    GraphClient,
+    GraphSendError,
+)
+from switchboard.observability import get_logger
+
+if TYPE_CHECKING:
+    from sqlmodel.ext.asyncio.session import AsyncSession
+
+    from switchboard.db.models import ChannelAccount, Message
+
+__all__ = ["WhatsAppChannel", "CAPABILITIES", "THROTTLE_CODES", "WINDOW_CODES", "classify"]
+
+log = get_logger(__name__)
+
+CAPABILITIES = Capabilities(
+    text_limit=TEXT_LIMIT_CHARS,
+    text_unit="chars",
+    caption_limit=1024,
+    service_window=SERVICE_WINDOW,
+    outside_window=frozenset({"template"}),
+    untrusted_inbound=False,
+    read_receipts=True,
+    correlation_echo=True,
+)
+THROTTLE_CODES = frozenset({130429, 131056, 80007, 4})
+"""Throughput limits (per number, per pair of numbers, per app): hold the account's sends."""
+WINDOW_CODES = frozenset({131047})
+"""Re-engagement: more than 24 hours since the customer's last message."""
+
+
+def classify(exc: GraphSendError) -> SendError:
+    """A :class:`GraphSendError` as the core's :class:`SendError` (throttled / window / transient /
+    permanent)."""
+    if exc.code in WINDOW_CODES:
+        kind = SendErrorKind.window_closed
+    elif exc.code in THROTTLE_CODES:
+        kind = SendErrorKind.throttled
+    elif exc.is_transient:
+        kind = SendErrorKind.transient
+    else:
+        kind = SendErrorKind.permanent
+    return SendError(
+        str(exc),
+        kind=kind,
+        code=str(exc.code) if exc.code is not None else None,
+        http_status=exc.http_status,
+        retry_after_s=exc.retry_after_s,
+    )
+
+
+def _media_kind(media: dict[str, Any]) -> str:
+    if media.get("kind"):
+        return str(media["kind"])
+    mime = str(media.get("mime") or "")
+    for prefix, kind in (("image/", "image"), ("audio/", "audio"), ("video/", "video")):
+        if mime.startswith(prefix):
+            return kind
+    return "document"
+
+
+class WhatsAppChannel:
+    """The WhatsApp Cloud API as a :class:`~switchboard.channels.base.Channel`."""
+
+    name = "whatsapp"
+    capabilities = CAPABILITIES
+
+    def __init__(self, deps: ChannelDeps) -> None:
+        settings = deps.settings
+        self._cipher = deps.cipher
+        self.graph: GraphClient = deps.extra.get("whatsapp_graph") or GraphClient(
+            settings.resolved_whatsapp_graph_base_url,
+            settings.whatsapp_api_version,
+            timeout_s=settings.whatsapp_send_timeout_s,
+        )
+
+    def _token(self, account: ChannelAccount) -> str:
+        # the sandbox accepts any bearer token; a real number always has one stored
+        return access_token_of(account, self._cipher) or "sandbox-token"
+
+    async def send(
+        self, account: ChannelAccount, recipient: str, part: OutboundPart, *, correlation_id: str
+    ) -> str:
+        """Send one part; a media part sends its text first (if any), then each media item.
+
+        Returns the wamid of the last message sent.
+
+        Raises:
+            SendError: classified Graph API failure.
+        """
+        phone_number_id, token = account.external_account_id, self._token(account)
+        try:
+            if part.type == "template":
+                template = part.template or {}
+                return await self.graph.send_template(
+                    phone_number_id=phone_number_id, token=token, to=recipient,
+                    name=str(template.get("name")), language=str(template.get("language") or "en"),
+                    tracker=correlation_id,
+                )  # fmt: skip
+            wamid: str | None = None
+            if part.text:
+                wamid = await self.graph.send_text(
+                    phone_number_id=phone_number_id, token=token, to=recipient,
+                    text=part.text[:TEXT_LIMIT_CHARS], tracker=correlation_id,
+                )  # fmt: skip
+            for media in part.media:
+                wamid = await self.graph.send_media(
+                    phone_number_id=phone_number_id, token=token, to=recipient, kind=_media_kind(media),
+                    media_id=str(media["ref"]), caption=media.get("caption"), filename=media.get("filename"),
+                    tracker=correlation_id,
+                )  # fmt: skip
+        except GraphSendError as exc:
+            raise classify(exc) from exc
+        if wamid is None:
+            raise SendError("nothing to send: empty part", kind=SendErrorKind.permanent, code="empty_part")
+        return wamid
+
+    async def mark_read(self, account: ChannelAccount, external_id: str) -> None:
+        """Blue ticks on the customer's message.
+
+        Raises:
+            SendError: Meta refused.
+        """
+        try:
+            await self.graph.mark_read(
+                phone_number_id=account.external_account_id,
+                token=self._token(account),
+                message_id=external_id,
+            )
+        except GraphSendError as exc:
+            raise classify(exc) from exc
+
+    async def fetch_media(
+        self, account: ChannelAccount, ref: str, *, max_bytes: int
+    ) -> tuple[bytes, str | None]:
+        """Media id → a short-lived URL (``GET /{media_id}``, about 5 minutes) → the bytes, same token.
+
+        Raises:
+            MediaUnavailable: transient for network and 5xx, permanent for unknown or expired ids.
+        """
+        from switchboard.inbound.media import MediaUnavailable
+
+        token = self._token(account)
+        try:
+            info = await self.graph.media_info(media_id=ref, token=token)
+            data = await self.graph.download(url=info.url, token=token, max_bytes=max_bytes)
+        except GraphSendError as exc:
+            raise MediaUnavailable(f"media {ref}: {exc}", is_transient=exc.is_transient) from exc
+        return data, info.mime_type
+
+    async def on_record_only(self, session: AsyncSession, row: Message, ctx: Any) -> None:
+        """A ``user_changed_number`` system message moves the customer to the new number."""
+        from switchboard.channels.whatsapp.hooks import record_only
+
+        await record_only(session, row, ctx)
+
+    def acted_buttons(self, tenant_settings: Any) -> dict[str, str]:
+        """Opt-out payloads of the tenant's ``whatsapp`` section → ``opt_out``."""
+        section = getattr(tenant_settings, "whatsapp", None)
+        payloads = getattr(section, "opt_out_payloads", None) or []
+        return {p.strip().lower(): "opt_out" for p in payloads if p.strip()}
+
+    def opt_out_reply(self, tenant_settings: Any) -> str:
+        """The one confirmation sent after an opt-out button (tenant's ``whatsapp.opt_out_reply``)."""
+        return str(tenant_settings.whatsapp.opt_out_reply)
+
+    async def aclose(self) -> None:
+        await self.graph.aclose()
+
+
+register_channel("whatsapp", WhatsAppChannel)

@@ -1,0 +1,87 @@
+"""``switchboard agents add|list|online|offline``: human agents (their WhatsApp is their console)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from switchboard.cli.root import agents_app
+from switchboard.cli.runner import TenantOpt, friendly_errors, run_db, run_in_session
+
+__all__ = ["agents_add", "agents_list", "agents_online", "agents_offline"]
+
+NameOpt = Annotated[str | None, typer.Option(help="The agent's name (or use --phone).")]
+PhoneOpt = Annotated[str | None, typer.Option(help="The agent's number.")]
+
+
+def _set_status(tenant: str, query: str | None, online: bool) -> Any:
+    """Find the agent (by name or phone) of ``tenant`` and set its status (queue notices go to the outbox)."""
+    from switchboard.handoff import find_agent, set_status, write_outgoing
+    from switchboard.tenants import get_tenant
+
+    async def work(sessions: Any, settings: Any) -> Any:
+        async with sessions() as session:
+            tenant_row = await get_tenant(session, tenant)
+            agent = await find_agent(session, tenant_id=tenant_row.id, query=query or "")
+        notices = await set_status(sessions, None, agent_id=agent.id, online=online, trace_id="cli")
+        async with sessions() as session, session.begin():
+            await write_outgoing(session, tenant_id=tenant_row.id, items=notices)
+        return agent, notices
+
+    return run_db(work, pool_size=1)
+
+
+@agents_app.command("add")
+@friendly_errors
+def agents_add(
+    tenant: TenantOpt,
+    name: Annotated[str, typer.Option(help="The agent's name as colleagues know it.")],
+    phone: Annotated[
+        str, typer.Option(help="The agent's WhatsApp number, international, e.g. +15550102030.")
+    ],
+    online: Annotated[bool, typer.Option("--online", help="Start online (default: offline).")] = False,
+) -> None:
+    """Add a human agent; their WhatsApp number becomes their console."""
+    from switchboard.handoff import add_agent
+    from switchboard.tenants import get_tenant
+
+    async def work(session: Any) -> Any:
+        tenant_row = await get_tenant(session, tenant)
+        return await add_agent(session, tenant_id=tenant_row.id, name=name, phone=phone, online=online)
+
+    agent = run_in_session(work)
+    typer.echo(f"added agent {agent.name} +{agent.phone} ({agent.status}) id={agent.id}")
+
+
+@agents_app.command("list")
+@friendly_errors
+def agents_list(tenant: TenantOpt) -> None:
+    """List agents: name, phone, status, open conversations, total conversations."""
+    from switchboard.handoff import list_agents
+    from switchboard.tenants import get_tenant
+
+    async def work(session: Any) -> Any:
+        return await list_agents(session, tenant_id=(await get_tenant(session, tenant)).id)
+
+    for agent in run_in_session(work):
+        typer.echo(
+            f"{agent.name:<24} +{agent.phone:<16} {agent.status:<8} "
+            f"open={agent.current_load} total={agent.total_conversations}"
+        )
+
+
+@agents_app.command("online")
+@friendly_errors
+def agents_online(tenant: TenantOpt, name: NameOpt = None, phone: PhoneOpt = None) -> None:
+    """Put an agent online; every conversation waiting in the queue goes to them."""
+    agent, notices = _set_status(tenant, phone or name, online=True)
+    typer.echo(f"{agent.name} is online; {len(notices)} waiting conversation(s) assigned")
+
+
+@agents_app.command("offline")
+@friendly_errors
+def agents_offline(tenant: TenantOpt, name: NameOpt = None, phone: PhoneOpt = None) -> None:
+    """Put an agent offline (refused while they still have open conversations)."""
+    agent, _ = _set_status(tenant, phone or name, online=False)
+    typer.echo(f"{agent.name} is offline")

@@ -1,0 +1,121 @@
+"""The root ``switchboard`` command, its groups, and the console-script entry point.
+
+Command modules (and channel packages, for ``channel`` and ``simulate``) add their commands to the
+groups defined here; :mod:`switchboard.cli` imports them all.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from switchboard import __version__
+
+__all__ = [
+    "app",
+    "main",
+    "agents_app",
+    "channel_app",
+    "data_app",
+    "db_app",
+    "kb_app",
+    "simulate_app",
+    "tenant_app",
+    "tools_app",
+]
+
+app = typer.Typer(
+    name="switchboard",
+    help="Switchboard: self-hostable, multi-tenant AI customer support (WhatsApp, Gmail, Instagram).",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+class SimulateGroup(TyperGroup):
+    """``switchboard simulate``: subcommands (``whatsapp``, ``turn``); anything else is a ``turn``.
+
+    Keeps ``switchboard simulate [--tenant demo] "message"`` (one agent turn) working next to
+    ``switchboard simulate whatsapp ...`` (a signed webhook through the whole pipeline).
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if (
+            args
+            and args[0] not in self.commands
+            and args[0] not in ("--help", "-h")
+            and "turn" in self.commands
+        ):
+            args = ["turn", *args]
+        return super().parse_args(ctx, args)
+
+
+db_app = typer.Typer(help="Database migrations.", no_args_is_help=True)
+tenant_app = typer.Typer(help="Tenants: the businesses Switchboard answers for.", no_args_is_help=True)
+data_app = typer.Typer(
+    help="Business data the tools read (catalog, orders, stores, meeting slots).", no_args_is_help=True
+)
+tools_app = typer.Typer(
+    help="Per-tenant MCP toolboxes: which tools a tenant's agent may call.", no_args_is_help=True
+)
+kb_app = typer.Typer(
+    help="Knowledge base: add documents (PDF, DOCX, XLSX, CSV, TXT, Markdown), search, manage.",
+    no_args_is_help=True,
+)
+agents_app = typer.Typer(
+    help="Human agents: staff who take over conversations from their own WhatsApp.", no_args_is_help=True
+)
+channel_app = typer.Typer(
+    help="Channel accounts: connect a WhatsApp number (Instagram/Gmail later).", no_args_is_help=True
+)
+simulate_app = typer.Typer(
+    cls=SimulateGroup,
+    help="Try the system without Meta: `simulate whatsapp` posts a signed webhook through the whole pipeline; "
+    '`simulate "message"` (or `simulate turn "message"`) runs one agent turn.',
+    no_args_is_help=True,
+)
+
+for _group, _name in (
+    (db_app, "db"),
+    (tenant_app, "tenant"),
+    (data_app, "data"),
+    (tools_app, "tools"),
+    (kb_app, "kb"),
+    (agents_app, "agents"),
+    (channel_app, "channel"),
+    (simulate_app, "simulate"),
+):
+    app.add_typer(_group, name=_name)
+
+
+@app.callback(invoke_without_command=True)
+def _main(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+) -> None:
+    if version:
+        typer.echo(f"switchboard {__version__}")
+        raise typer.Exit(0)
+    # Every command logs to stderr (stdout stays clean for JSON lines and tables); `run`
+    # reconfigures at LOG_LEVEL, the others only show warnings and errors.
+    from switchboard.observability import configure_logging
+
+    configure_logging(service="cli", level="WARNING", fmt="console")
+
+
+def main() -> None:
+    """Console-script entry point: errors a user can act on (Switchboard errors, bad files and values,
+    database state) become one line on stderr and exit status 2 instead of a traceback."""
+    from switchboard.cli.runner import EXIT_ERROR, describe_error
+
+    try:
+        app()
+    except Exception as exc:
+        message = describe_error(exc)
+        if message is None:
+            raise
+        typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+        sys.exit(EXIT_ERROR)

@@ -1,0 +1,156 @@
+"""``switchboard run`` (the whole system on one machine) and ``switchboard status``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+import typer
+
+from switchboard import __version__
+from switchboard.cli.root import app
+from switchboard.cli.runner import command_settings, friendly_errors
+
+__all__ = ["run", "status"]
+
+
+@app.command()
+@friendly_errors
+def run() -> None:
+    """Start everything: embedded Postgres/Redis (when DATABASE_URL/REDIS_URL are unset), migrations,
+    the demo tenant (on an empty database), then every service as a child process with prefixed logs.
+
+    Ctrl-C (or SIGTERM) stops all of it.
+    """
+    from switchboard.db.engine import create_engine, session_factory, session_scope
+    from switchboard.db.migrate import upgrade
+    from switchboard.observability import configure_logging, get_logger
+    from switchboard.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
+    from switchboard.runtime.services import SERVICES
+    from switchboard.runtime.supervisor import RunLock, Supervisor, check_ports_free
+    from switchboard.seed import seed_demo_if_empty
+    from switchboard.settings import GENERATED_SECRETS
+
+    started = time.monotonic()
+    settings = command_settings(attach_to_run=False)
+    configure_logging(service="run", level=settings.log_level, fmt=settings.log_format)
+    log = get_logger("switchboard.run")
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    lock = RunLock(settings.data_dir)
+    lock.acquire()
+    check_ports_free(settings, SERVICES)
+    # Create every generated secret now, so the files exist before anyone needs them
+    # (e.g. signing a test webhook with DATA_DIR/secrets/meta_app.secret right after start-up).
+    for name in GENERATED_SECRETS:
+        settings.secret(name)
+
+    stop_requested = False
+
+    def on_signal(signum: int, _frame: object) -> None:
+        nonlocal stop_requested
+        stop_requested = True
+        log.info("stop requested", signal=signal.Signals(signum).name)
+        supervisor.request_stop()
+
+    pg = EmbeddedPostgres(settings.data_dir / "postgres") if not settings.database_url else None
+    rd = (
+        EmbeddedRedis(settings.data_dir / "redis", settings.embedded_redis_port, settings.host)
+        if not settings.redis_url
+        else None
+    )
+    env = dict(os.environ)
+    child_format = settings.log_format
+    if child_format == "auto":
+        child_format = "console" if sys.stdout.isatty() else "json"
+    supervisor = Supervisor(settings=settings, services=SERVICES, env=env)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    exit_code = 0
+    try:
+        database_url = pg.start() if pg else settings.database_url
+        redis_url = rd.start() if rd else settings.redis_url
+        assert database_url and redis_url
+        log.info("migrating database")
+        upgrade(database_url)
+
+        async def seed() -> None:
+            engine = create_engine(database_url, pool_size=1)
+            try:
+                async with session_scope(session_factory(engine)) as session:
+                    tenant = await seed_demo_if_empty(session)
+                    if tenant is not None:
+                        log.info("seeded demo tenant", tenant_id=str(tenant.id), slug=tenant.slug)
+            finally:
+                await engine.dispose()
+
+        asyncio.run(seed())
+        env.update(
+            DATABASE_URL=database_url,
+            REDIS_URL=redis_url,
+            DATA_DIR=str(settings.data_dir.resolve()),
+            LOG_FORMAT=child_format,
+            PYTHONUNBUFFERED="1",
+        )
+        if not stop_requested:
+            supervisor.start_all()
+            results = supervisor.wait_healthy(redis_url)
+            supervisor.write_state(
+                settings.run_state_path,
+                database_url=database_url if pg else None,
+                redis_url=redis_url if rd else None,
+            )
+            if not stop_requested:
+                _print_ready(settings, results, time.monotonic() - started)
+                exit_code = supervisor.monitor()
+    finally:
+        supervisor.stop_all()
+        if rd:
+            rd.stop()
+        if pg:
+            pg.stop()
+        settings.run_state_path.unlink(missing_ok=True)
+        lock.release()
+        log.info("switchboard stopped")
+    raise typer.Exit(exit_code)
+
+
+def _service_line(name: str, where: str, state: str, width: int) -> str:
+    return f"{name:<{width}} {where:<28} {state}"
+
+
+def _print_ready(settings: Any, results: dict[str, tuple[bool, str]], seconds: float) -> None:
+    from switchboard.runtime.services import SERVICES, name_width
+
+    lines = [f"switchboard {__version__} up in {seconds:.1f} s (DATA_DIR={settings.data_dir})"]
+    for spec in SERVICES:
+        ok, detail = results.get(spec.name, (False, "not started"))
+        state = "healthy" if ok else "NOT HEALTHY: " + detail
+        lines.append("  " + _service_line(spec.name, spec.where(settings), state, name_width()))
+    lines.append("Press Ctrl-C to stop. `switchboard status` checks the services from another terminal.")
+    typer.echo("\n".join(lines))
+
+
+@app.command()
+@friendly_errors
+def status() -> None:
+    """Print each service's name, URL and health, one line each. Exit 0 only when all are healthy."""
+    from switchboard.runtime.resources import read_run_state
+    from switchboard.runtime.services import SERVICES, name_width
+    from switchboard.runtime.supervisor import check_service_health
+
+    settings = command_settings()
+    state = read_run_state(settings) or {}
+    redis_url = settings.redis_url or state.get("embedded_redis_url")
+    all_ok = True
+    for spec in SERVICES:
+        ok, detail = check_service_health(spec, settings, redis_url)
+        all_ok &= ok
+        line = _service_line(
+            spec.name, spec.where(settings), f"{'healthy' if ok else 'DOWN'}  {detail}", name_width()
+        )
+        typer.echo(line)
+    raise typer.Exit(0 if all_ok else 1)

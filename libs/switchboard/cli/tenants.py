@@ -1,0 +1,39 @@
+"""``switchboard tenant create|list``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from switchboard.cli.root import tenant_app
+from switchboard.cli.runner import friendly_errors, run_in_session
+
+__all__ = ["tenant_create", "tenant_list"]
+
+
+@tenant_app.command("create")
+@friendly_errors
+def tenant_create(
+    slug: Annotated[str, typer.Option(help="Unique short name: a-z, 0-9 and '-'.")],
+    name: Annotated[str, typer.Option(help="Display name of the business.")],
+    organization: Annotated[str | None, typer.Option(help="Organization name (default: NAME).")] = None,
+) -> None:
+    """Create a tenant and print its id."""
+    from switchboard.tenants import create_tenant
+
+    async def work(session: Any) -> Any:
+        return await create_tenant(session, slug=slug, name=name, organization_name=organization)
+
+    tenant = run_in_session(work)
+    typer.echo(f"created tenant {tenant.slug} id={tenant.id}")
+
+
+@tenant_app.command("list")
+@friendly_errors
+def tenant_list() -> None:
+    """List tenants: slug, id, name."""
+    from switchboard.tenants import list_tenants
+
+    for tenant in run_in_session(list_tenants):
+        typer.echo(f"{tenant.slug:<20} {tenant.id}  {tenant.name}")

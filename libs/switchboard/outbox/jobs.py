@@ -1,0 +1,66 @@
+"""ARQ job of the outbox: send everything due (the cron safety net behind the jobs that send at once)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict
+from typing import Any
+
+import switchboard.channels.whatsapp.channel  # noqa: F401  (registers the WhatsApp channel)
+from switchboard.channels.base import ChannelDeps, build_channels
+from switchboard.observability import get_logger
+from switchboard.outbox.delivery import DeliveryDeps, DeliveryScope, deliver
+
+__all__ = ["DELIVER_JOB_BUDGET_S", "deliver_outbox", "delivery_deps_from"]
+
+log = get_logger(__name__)
+
+DELIVER_JOB_BUDGET_S = 20.0
+"""``deliver_outbox`` claims no new row after this long, so the worker's 30 s side-job timeout never
+cancels a provider call halfway (such a row would wait for reconciliation)."""
+
+
+def delivery_deps_from(ctx: dict[str, Any]) -> DeliveryDeps:
+    """The :class:`DeliveryDeps` of a worker process, built once from ``ctx["deps"]`` (the worker's
+    shared resources) and kept in ``ctx["delivery_deps"]``.
+
+    Channels come from ``ctx["channels"]`` when the worker built them, else from
+    :func:`~switchboard.channels.base.build_channels` sharing the worker's Graph client.
+    """
+    cached = ctx.get("delivery_deps")
+    if cached is not None:
+        return cached
+    worker = ctx["deps"]
+    channels = getattr(worker, "channels", None) or build_channels(
+        ChannelDeps(
+            settings=worker.settings,
+            cipher=worker.cipher,
+            http=worker.http,
+            extra={"whatsapp_graph": getattr(worker, "graph", None)},
+        )
+    )
+    deps = DeliveryDeps(
+        sessions=worker.resources.sessions, redis=worker.redis, channels=channels, settings=worker.settings
+    )
+    ctx["delivery_deps"] = deps
+    return deps
+
+
+async def deliver_outbox(
+    ctx: dict[str, Any], inbound_message_id: str | None = None, conversation_id: str | None = None
+) -> dict[str, Any]:
+    """Send due outbox rows: one inbound message's or one conversation's (a deferred retry the inbound
+    job scheduled), or — as the cron job, without arguments — every tenant's (rows another worker holds
+    are skipped).
+
+    Returns:
+        The :class:`~switchboard.outbox.delivery.DeliveryReport` as a dict.
+    """
+    scope = DeliveryScope(
+        inbound_message_id=uuid.UUID(inbound_message_id) if inbound_message_id else None,
+        conversation_id=uuid.UUID(conversation_id) if conversation_id else None,
+    )
+    report = await deliver(delivery_deps_from(ctx), scope, time_budget_s=DELIVER_JOB_BUDGET_S)
+    if report.sent or report.failed:
+        log.info("outbox_delivered", sent=report.sent, failed=report.failed, pending=report.pending)
+    return asdict(report)

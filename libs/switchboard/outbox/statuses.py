@@ -1,0 +1,310 @@
+"""Delivery statuses of our own messages → outbox rows that only move forward (never answered).
+
+Providers do not promise order and may skip steps (WhatsApp: ``read`` before ``delivered``, no
+``delivered`` at all), and they deliver callbacks at least once. So a status only moves a row
+forward along :data:`STATUS_RANK` (``pending < sending < sent < delivered < read < played``);
+``failed`` replaces anything before ``read``; nothing moves a ``failed`` row; the same status twice
+changes nothing.
+
+A status finds its row by ``(channel, external_id)``; when the row has no provider id yet (still
+``sending``: the worker died, or the provider's answer was lost) by the correlation id the provider
+echoes back (WhatsApp ``biz_opaque_callback_data``), filling ``external_id``. A status for a provider
+id we have not stored yet is *parked* in Redis (at most :data:`PARKED_MAX_PER_ACCOUNT` ids per
+account, each for :data:`PARKED_TTL_S`) and applied when the delivery loop records that id
+(:func:`take_parked`).
+
+Channels turn their webhook's statuses into :class:`DeliveryStatus` (WhatsApp:
+:func:`switchboard.channels.whatsapp.statuses.to_delivery_statuses`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+
+from redis.asyncio import Redis
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlmodel import select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from switchboard.db.models import Conversation, Outbox, OutboxStatus, utcnow
+from switchboard.observability import get_logger
+from switchboard.queue.keys import parked_status_index_key, parked_status_key
+
+__all__ = [
+    "STATUS_RANK",
+    "PARKED_MAX_PER_ACCOUNT",
+    "PARKED_TTL_S",
+    "DeliveryStatus",
+    "apply_statuses",
+    "next_status",
+    "park_status",
+    "take_parked",
+]
+
+log = get_logger(__name__)
+
+STATUS_RANK: dict[str, int] = {
+    OutboxStatus.pending.value: 0,  # written, not yet handed to the provider
+    OutboxStatus.sending.value: 1,  # handed to the provider, its answer not recorded yet
+    OutboxStatus.sent.value: 2,  # the provider accepted it
+    OutboxStatus.delivered.value: 3,  # it reached the recipient's device
+    OutboxStatus.read.value: 4,  # the recipient opened it
+    OutboxStatus.played.value: 5,  # a voice message was played (WhatsApp): outranks read
+}
+"""Forward order of delivery states. ``failed`` is apart: it replaces any state ranked below ``read``."""
+_FAILED = OutboxStatus.failed.value
+_FAILED_REPLACES_BELOW = STATUS_RANK[OutboxStatus.read.value]
+
+PARKED_TTL_S = 3600
+"""How long a status for a provider id we have not stored yet is kept (seconds)."""
+PARKED_MAX_PER_ACCOUNT = 1000
+"""Provider ids one sending account may have parked at once; the oldest are dropped beyond it."""
+PARKED_MAX_PER_MESSAGE = 16
+"""Statuses kept per parked provider id (a message has a handful: sent, delivered, read, ...)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeliveryStatus:
+    """One delivery status of a message we sent, in the channel-neutral shape."""
+
+    account_id: str
+    """The provider's id of the sending account (WhatsApp ``phone_number_id``)."""
+    external_id: str
+    """The provider's id of our message (WhatsApp ``wamid``)."""
+    status: str
+    """``sent`` | ``delivered`` | ``read`` | ``played`` | ``failed`` (anything else is ignored)."""
+    timestamp: datetime | None = None
+    """The provider's time of the status (UTC)."""
+    correlation_id: str | None = None
+    """Our id echoed back by the provider (``outbox.correlation_id``), when it echoes one."""
+    error_code: str | None = None
+    """The provider's error code of a ``failed`` status."""
+    error_title: str | None = None
+    conversation_reason: str | None = None
+    """Text recorded on the conversation (``escalation_reason``) when this failure blocks it
+    (outside the service window, undeliverable), chosen by the channel."""
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["timestamp"] = self.timestamp.isoformat() if self.timestamp else None
+        return json.dumps(data, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> DeliveryStatus:
+        data = json.loads(raw)
+        stamp = data.get("timestamp")
+        data["timestamp"] = datetime.fromisoformat(stamp) if stamp else None
+        return cls(**data)
+
+
+def next_status(current: str, incoming: str) -> str | None:
+    """The row's new status when ``incoming`` arrives while it is ``current``; ``None``: no change.
+
+    >>> next_status("read", "delivered") is None, next_status("read", "played"), next_status("sent", "failed")
+    (True, 'played', 'failed')
+    """
+    if current == _FAILED:
+        return None
+    if incoming == _FAILED:
+        return _FAILED if STATUS_RANK.get(current, 0) < _FAILED_REPLACES_BELOW else None
+    rank = STATUS_RANK.get(incoming)
+    if rank is None or rank <= STATUS_RANK.get(current, 0):
+        return None
+    return incoming
+
+
+async def apply_statuses(
+    sessions: async_sessionmaker[AsyncSession],
+    redis: Redis,
+    channel: str,
+    statuses: Sequence[DeliveryStatus],
+) -> int:
+    """Apply delivery statuses of ``channel`` (in the order given) to the outbox.
+
+    Args:
+        sessions: database sessions.
+        redis: where statuses for unknown provider ids are parked.
+        channel: the channel name the statuses came from (``whatsapp``).
+        statuses: neutral statuses (see :class:`DeliveryStatus`).
+
+    Returns:
+        The number of status changes made (0 for duplicates, regressions, parked and ignored ones).
+    """
+    changed = 0
+    to_park: list[DeliveryStatus] = []
+    filled: list[tuple[str, str]] = []  # (account_id, external_id) rows that just got their provider id
+    async with sessions() as session, session.begin():
+        for item in statuses:
+            if item.status not in STATUS_RANK and item.status != _FAILED:
+                log.info(
+                    "delivery_status_ignored",
+                    channel=channel,
+                    status=item.status,
+                    external_id=item.external_id,
+                )
+                continue
+            row = (
+                await session.exec(
+                    select(Outbox)
+                    .where(Outbox.channel == channel, Outbox.external_id == item.external_id)
+                    .with_for_update()
+                )
+            ).first()
+            if row is None and item.correlation_id:
+                row = (
+                    await session.exec(
+                        select(Outbox)
+                        .where(Outbox.channel == channel, Outbox.correlation_id == item.correlation_id)
+                        .with_for_update()
+                    )
+                ).first()
+                if row is not None and row.external_id is not None:
+                    # The row is known under another provider id: a second send of it after an answer was
+                    # lost (at-least-once), or one of the several messages a media part becomes.
+                    log.info(
+                        "delivery_status_for_other_message",
+                        channel=channel,
+                        outbox_id=str(row.id),
+                        external_id=item.external_id,
+                        stored_external_id=row.external_id,
+                    )
+                    continue
+                if row is not None:
+                    row.external_id = item.external_id
+                    filled.append((item.account_id, item.external_id))
+                    log.info(
+                        "delivery_reconciled_by_correlation",
+                        channel=channel,
+                        outbox_id=str(row.id),
+                        tenant_id=str(row.tenant_id),
+                        conversation_id=str(row.conversation_id),
+                        trace_id=row.trace_id,
+                        status=item.status,
+                    )
+            if row is None:
+                to_park.append(item)
+                continue
+            changed += await _apply_one(session, row, item)
+    for item in to_park:
+        await park_status(redis, channel, item)
+    # Statuses parked under an id before it was known (a race with the send being recorded).
+    for account_id, external_id in [*filled, *((s.account_id, s.external_id) for s in to_park)]:
+        late = await take_parked(redis, channel, account_id, external_id, only_if_stored=sessions)
+        if late:
+            changed += await apply_statuses(sessions, redis, channel, late)
+    return changed
+
+
+async def _apply_one(session: AsyncSession, row: Outbox, item: DeliveryStatus) -> int:
+    new = next_status(row.status, item.status)
+    if new is None:
+        session.add(row)  # may carry a just-filled external_id
+        return 0
+    now = utcnow()
+    row.status = new
+    row.updated_at = now
+    if new == _FAILED:
+        row.error_code = (item.error_code or "failed")[:32]
+        row.error_message = item.error_title
+        log.warning(
+            "delivery_failed_status",
+            channel=row.channel,
+            outbox_id=str(row.id),
+            tenant_id=str(row.tenant_id),
+            conversation_id=str(row.conversation_id),
+            trace_id=row.trace_id,
+            error_code=item.error_code,
+        )
+        if item.conversation_reason and (row.payload or {}).get("audience", "customer") == "customer":
+            await session.execute(
+                update(Conversation)
+                .where(Conversation.id == row.conversation_id)
+                .values(escalation_reason=item.conversation_reason)
+            )
+    else:
+        row.next_attempt_at = None
+        if row.sent_at is None:
+            row.sent_at = item.timestamp or now
+    session.add(row)
+    return 1
+
+
+async def park_status(
+    redis: Redis,
+    channel: str,
+    status: DeliveryStatus,
+    *,
+    max_per_account: int = PARKED_MAX_PER_ACCOUNT,
+    ttl_s: int = PARKED_TTL_S,
+) -> None:
+    """Keep ``status`` until its provider id is stored (bounded per account, see the module docstring)."""
+    key = parked_status_key(channel, status.account_id, status.external_id)
+    index = parked_status_index_key(channel, status.account_id)
+    now = time.time()
+    pipe = redis.pipeline(transaction=True)
+    pipe.rpush(key, status.to_json())
+    pipe.ltrim(key, -PARKED_MAX_PER_MESSAGE, -1)
+    pipe.expire(key, ttl_s)
+    pipe.zadd(index, {status.external_id: now})
+    pipe.zremrangebyscore(index, 0, now - ttl_s)
+    pipe.expire(index, ttl_s)
+    pipe.zcard(index)
+    count = int((await pipe.execute())[-1])
+    if count > max_per_account:
+        oldest = [
+            m.decode() if isinstance(m, bytes) else m
+            for m in await redis.zrange(index, 0, count - max_per_account - 1)
+        ]
+        if oldest:
+            pipe = redis.pipeline(transaction=True)
+            pipe.zrem(index, *oldest)
+            pipe.delete(*(parked_status_key(channel, status.account_id, m) for m in oldest))
+            await pipe.execute()
+            log.warning(
+                "delivery_parked_statuses_dropped",
+                channel=channel,
+                account_id=status.account_id,
+                dropped=len(oldest),
+            )
+    log.info("delivery_status_parked", channel=channel, external_id=status.external_id, status=status.status)
+
+
+async def take_parked(
+    redis: Redis,
+    channel: str,
+    account_id: str,
+    external_id: str,
+    *,
+    only_if_stored: async_sessionmaker[AsyncSession] | None = None,
+) -> list[DeliveryStatus]:
+    """Remove and return the statuses parked for one provider id (oldest first).
+
+    Args:
+        only_if_stored: when given, leave them parked unless an outbox row of ``channel`` already has
+            ``external_id`` (the caller only wants them once they can be applied).
+    """
+    key = parked_status_key(channel, account_id, external_id)
+    if only_if_stored is not None:
+        if not await redis.exists(key):
+            return []
+        async with only_if_stored() as session:
+            stored = (
+                await session.exec(
+                    select(Outbox.id)
+                    .where(Outbox.channel == channel, Outbox.external_id == external_id)
+                    .limit(1)
+                )
+            ).first()
+        if stored is None:
+            return []
+    pipe = redis.pipeline(transaction=True)
+    pipe.lrange(key, 0, -1)
+    pipe.delete(key)
+    pipe.zrem(parked_status_index_key(channel, account_id), external_id)
+    raw, _, _ = await pipe.execute()
+    return [DeliveryStatus.from_json(item) for item in raw]

@@ -1,0 +1,337 @@
+"""Per-tenant settings: every section of ``tenants.settings_extensions``, typed, with one loader.
+
+DESIGN.md's numbers are the field defaults; a tenant stores only what it overrides. Shape (every key
+optional)::
+
+    {"agent":     {"name": "Sam", "instructions": "...", "system_prompt": null, ...},
+     "loop":      {"max_tool_iterations": 5, "turn_timeout_s": 120, ...},
+     "llm":       {"deployments": [...], "cooldown_s": 30, ...},
+     "handoff":   {"queue_reply": "...", "button_payloads": ["talk_to_human"], ...},
+     "memory":    {"returning_customer_window_days": 90, ...},
+     "tools":     {"mutation_budget": 1},
+     "knowledge": {"embedding_model": "text-embedding-3-small", "min_similarity": 0.3, ...},
+     "whatsapp":  {"opt_out_payloads": ["Unsubscribe", "STOP"], ...}}
+
+* :func:`tenant_settings_from` is the one loader: a section that fails validation is logged
+  (``tenant_settings_invalid``) and replaced by its defaults, so one bad value never stops a tenant's
+  customers from being answered. :func:`load_tenant_settings` reads a tenant's row and calls it.
+* :func:`set_section` is the one writer: it merges changes into one stored section and validates the
+  result before anything is stored.
+
+**Channel sections** belong to their channel: ``channels/whatsapp/settings.py`` declares
+``WhatsAppSettings`` and calls ``register_section("whatsapp", WhatsAppSettings)`` when imported;
+Instagram and Gmail add theirs the same way. ``switchboard/channels/__init__.py`` imports every
+channel's settings module, and this module imports ``switchboard.channels`` the first time it needs
+the registered sections (:func:`channel_sections`). So every process (worker, orchestrator, tool
+server, CLI) validates every channel's section whether or not it imported that channel itself, and
+this module stays a leaf at import time (pydantic, :mod:`switchboard.llm.config`, observability):
+any package may import it without a cycle. A registered section is an attribute of
+:class:`TenantSettings` (``settings.whatsapp``) and, typed, ``settings.channel(WhatsAppSettings)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import uuid
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
+
+from switchboard.llm.config import LLMSettings
+from switchboard.observability import get_logger
+
+if TYPE_CHECKING:
+    from sqlmodel.ext.asyncio.session import AsyncSession
+
+__all__ = [
+    "AgentSettings",
+    "LoopLimits",
+    "HandoffSettings",
+    "MemorySettings",
+    "ToolsSettings",
+    "KnowledgeSettings",
+    "LLMSettings",
+    "TenantSettings",
+    "CORE_SECTIONS",
+    "channel_sections",
+    "register_section",
+    "tenant_settings_from",
+    "load_tenant_settings",
+    "set_section",
+]
+
+log = get_logger(__name__)
+
+S = TypeVar("S", bound=BaseModel)
+
+CHANNEL_PACKAGE = "switchboard.channels"
+"""Imported before the first validation: its ``__init__`` imports each channel's settings module."""
+
+
+class AgentSettings(BaseModel):
+    """Who the agent is and what it says when the model cannot: ``settings_extensions["agent"]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("Assistant", min_length=1, max_length=80)
+    instructions: str = Field(
+        "You are a friendly, concise customer-support agent. Answer only from what you know from the "
+        "tools and the conversation; when unsure, say so and offer a person.",
+        max_length=20_000,
+    )
+    """Tenant instructions placed in the stable prefix of the system prompt."""
+    system_prompt: str | None = Field(None, max_length=50_000)
+    """A complete system prompt replacing the built-in template (variable parts are still appended)."""
+    handoff_reply: str = "Thank you. A person from our team will take over this conversation shortly."
+    """Sent after ``escalate_to_human`` when the model gives no words of its own."""
+    farewell_reply: str = "Thank you for contacting us. Goodbye!"
+    """Sent after ``end_conversation(farewell=true)`` when the model gives no words of its own."""
+    error_reply: str = "Sorry, I can't answer right now. Please try again in a few minutes."
+    """Sent when every model failed or the turn ran out of time (the failure is logged and recorded)."""
+
+
+class LoopLimits(BaseModel):
+    """Bounds of the tool loop (DESIGN.md, "The bounded tool loop"): ``settings_extensions["loop"]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_tool_iterations: int = Field(5, ge=0, le=50)
+    """Model calls that may return tool calls; then one final call with ``tools=[]``."""
+    turn_timeout_s: float = Field(120.0, gt=0)
+    tool_timeout_s: float = Field(60.0, gt=0)
+    max_tool_result_chars: int = Field(4_000, ge=100)
+    """Tool results are truncated to this many characters before the model sees them."""
+    max_raw_tool_result_chars: int = Field(100_000, ge=1_000)
+    """Hard ceiling applied to a tool's raw output before any processing."""
+    per_tool_call_cap: int = Field(3, ge=1)
+    """Calls of one tool per turn; a tool at its cap disappears from the list the model sees."""
+    always_on_tools: list[str] = Field(default_factory=lambda: ["escalate_to_human", "end_conversation"])
+    """Tools exempt from the per-tool cap."""
+    max_tool_calls_per_turn: int = Field(30, ge=1)
+
+
+class HandoffSettings(BaseModel):
+    """Human handoff (DESIGN.md, "Handoff"): ``settings_extensions["handoff"]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    queue_reply: str = Field(
+        "Everyone on our team is busy right now. A person will answer here as soon as one is available; "
+        "you don't need to write again.",
+        max_length=1_000,
+    )
+    """What the customer is told when no agent is online and the conversation waits in the queue."""
+    agent_template_name: str | None = Field(None, max_length=512)
+    """Approved WhatsApp template used to notify an agent outside their 24-hour window (none: the
+    notification is recorded as undeliverable)."""
+    agent_template_language: str = Field("en", max_length=16)
+    summary_max_chars: int = Field(1_500, ge=100, le=10_000)
+    """Bound of the LLM-written handoff summary sent to the agent."""
+    button_payloads: list[str] = Field(default_factory=lambda: ["talk_to_human"], max_length=50)
+    """Button ids (WhatsApp ``interactive.button_reply.id`` / ``list_reply.id`` or a template quick
+    reply's ``button.payload``, compared case-insensitively) that hand the conversation to a person
+    at once, without a model turn."""
+
+
+class MemorySettings(BaseModel):
+    """Memory across conversations (DESIGN.md, "Memory"): ``settings_extensions["memory"]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    returning_customer_window_days: int = Field(90, ge=1, le=3_650)
+    """A customer with a conversation closed within this many days is a returning customer."""
+    inactivity_close_s: float = Field(86_400.0, gt=0)
+    """An AI-mode conversation without messages for this long is closed (and summarized into memory)."""
+    max_chars: int = Field(2_000, ge=200, le=20_000)
+    """Bound of ``user_memories.summary``."""
+
+
+class ToolsSettings(BaseModel):
+    """MCP tool calls (DESIGN.md, "Tools are the product"): ``settings_extensions["tools"]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mutation_budget: StrictInt | None = Field(None, ge=0)
+    """Successful writes allowed per turn; ``None``: the tool source's default (1). Past it the model is
+    told a person must review the request."""
+
+
+class KnowledgeSettings(BaseModel):
+    """The tenant's knowledge base (DESIGN.md, "Knowledge"): ``settings_extensions["knowledge"]``.
+
+    Set with :func:`set_section` (``switchboard kb set-embedding``, ``PUT .../knowledge/embedding``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    embedding_model: str | None = Field(None, min_length=1, max_length=200)
+    """Embedding model for chunks and questions; ``None``: ``KB_EMBEDDING_MODEL`` when a provider key is
+    set, else the offline lexical embedding."""
+    embedding_api_base: str | None = Field(None, min_length=1, max_length=2_000)
+    """OpenAI-compatible base URL (``http://host:port/v1``); ``None``: the provider's default."""
+    embedding_api_key_encrypted: str | None = Field(None, min_length=1)
+    """:class:`~switchboard.crypto.CredentialCipher` token of ``{"api_key": ...}``; never the plain key."""
+    min_similarity: float | None = Field(None, ge=-1.0, le=1.0)
+    """Cosine similarity a chunk needs to match; ``None``: ``KB_MIN_SIMILARITY`` (provider models) or
+    ``KB_MIN_SIMILARITY_LEXICAL`` (the offline embedding)."""
+
+
+CORE_SECTIONS: Mapping[str, type[BaseModel]] = MappingProxyType(
+    {
+        "agent": AgentSettings,
+        "loop": LoopLimits,
+        "llm": LLMSettings,
+        "handoff": HandoffSettings,
+        "memory": MemorySettings,
+        "tools": ToolsSettings,
+        "knowledge": KnowledgeSettings,
+    }
+)
+"""The sections every tenant has, by their key in ``settings_extensions``."""
+
+_channel_sections: dict[str, type[BaseModel]] = {}
+_channels_imported = False
+
+
+def register_section(name: str, model: type[S]) -> type[S]:
+    """Declare a channel's section (``register_section("whatsapp", WhatsAppSettings)``).
+
+    Called at import of the channel's settings module; registering the same class again is a no-op.
+
+    Raises:
+        ValueError: ``name`` is a core section, or another class already holds it.
+    """
+    if name in CORE_SECTIONS:
+        raise ValueError(f"{name!r} is a core tenant settings section")
+    known = _channel_sections.get(name)
+    if known is not None and (known.__module__, known.__qualname__) != (model.__module__, model.__qualname__):
+        raise ValueError(f"tenant settings section {name!r} is already registered by {known.__qualname__}")
+    _channel_sections[name] = model
+    return model
+
+
+def channel_sections() -> Mapping[str, type[BaseModel]]:
+    """The registered channel sections by name, importing ``switchboard.channels`` on first use."""
+    global _channels_imported
+    if not _channels_imported:
+        importlib.import_module(CHANNEL_PACKAGE)  # registers every channel's section
+        _channels_imported = True
+    return MappingProxyType(_channel_sections)
+
+
+class TenantSettings(BaseModel):
+    """Everything a tenant may override. Build it with :func:`tenant_settings_from`.
+
+    Registered channel sections are attributes too (``settings.whatsapp``); a missing one holds its
+    defaults. :meth:`channel` is the typed way to read them.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    loop: LoopLimits = Field(default_factory=LoopLimits)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    handoff: HandoffSettings = Field(default_factory=HandoffSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
+    knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
+
+    @model_validator(mode="after")
+    def _channel_sections(self) -> TenantSettings:
+        """Keep only registered channel sections as extras, each validated or at its defaults."""
+        extra = self.__pydantic_extra__ if self.__pydantic_extra__ is not None else {}
+        registered = channel_sections()
+        for name in [key for key in extra if key not in registered]:
+            del extra[name]
+        for name, model in registered.items():
+            value = extra.get(name)
+            if not isinstance(value, model):
+                extra[name] = model() if value is None else model.model_validate(value)
+        return self
+
+    def channel(self, model: type[S]) -> S:
+        """The section registered for ``model`` (``settings.channel(WhatsAppSettings)``).
+
+        Raises:
+            KeyError: ``model`` is not a registered section.
+        """
+        for name, registered in channel_sections().items():
+            if registered is model:
+                value = getattr(self, name)
+                assert isinstance(value, model)
+                return value
+        raise KeyError(f"{model.__qualname__} is not a registered tenant settings section")
+
+
+def tenant_settings_from(
+    extensions: Mapping[str, Any] | None, *, tenant_id: str | None = None
+) -> TenantSettings:
+    """Parse a tenant's ``settings_extensions`` (unknown top-level keys are ignored).
+
+    A section that fails validation is replaced by its defaults and logged as an error
+    (``tenant_settings_invalid`` with the section and the first problem).
+    """
+    raw = dict(extensions or {})
+    sections: dict[str, Any] = {}
+    for name, model in {**CORE_SECTIONS, **channel_sections()}.items():
+        value = raw.get(name)
+        if value is None:
+            continue
+        try:
+            sections[name] = model.model_validate(value)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            log.error(
+                "tenant_settings_invalid",
+                tenant_id=tenant_id,
+                section=name,
+                location=".".join(str(p) for p in first.get("loc", ())),
+                problem=first.get("msg"),
+            )
+    return TenantSettings(**sections)
+
+
+async def load_tenant_settings(session: AsyncSession, tenant_id: uuid.UUID) -> TenantSettings:
+    """The settings of tenant ``tenant_id`` read in ``session`` (defaults when there is no such tenant)."""
+    from switchboard.db.models import Tenant  # here: this module stays a leaf at import time
+
+    tenant = await session.get(Tenant, tenant_id)
+    return tenant_settings_from(tenant.settings_extensions if tenant else None, tenant_id=str(tenant_id))
+
+
+class HasSettingsExtensions(Protocol):
+    """A tenant row (``switchboard.db.models.Tenant``), or anything holding ``settings_extensions``."""
+
+    settings_extensions: dict[str, Any]
+
+
+def set_section(tenant: HasSettingsExtensions, section: str, /, **changes: Any) -> BaseModel:
+    """Update section ``section`` of ``tenant.settings_extensions`` in place; the caller adds and commits.
+
+    ``changes`` are merged into what the section stores now; a value of ``None`` removes that key
+    (it falls back to its default). The merged section is validated before anything is changed,
+    and a new dict is assigned so SQLAlchemy sees the change.
+
+    Returns:
+        The section as the loader will now read it.
+
+    Raises:
+        KeyError: no such section.
+        pydantic.ValidationError: the merged section is invalid (a ``ValueError``); nothing changed.
+    """
+    model = {**CORE_SECTIONS, **channel_sections()}.get(section)
+    if model is None:
+        raise KeyError(f"no tenant settings section {section!r}")
+    extensions = dict(tenant.settings_extensions or {})
+    stored = extensions.get(section)
+    merged = {**(stored if isinstance(stored, dict) else {}), **changes}
+    merged = {key: value for key, value in merged.items() if value is not None}
+    validated = model.model_validate(merged)
+    if merged:
+        extensions[section] = merged
+    else:
+        extensions.pop(section, None)
+    tenant.settings_extensions = extensions
+    return validated

@@ -1,0 +1,19 @@
+"""Background worker: knowledge ingestion, memory summaries and idle-conversation closing, the inbound
+sweeper (later: mailbox syncs), from the background queue (DESIGN.md step 2).
+
+Run: `python -m services.worker_background.main` (`switchboard run` does this).
+`python -m services.worker_background.main --check` exits 0 when this worker's heartbeat is fresh in
+Redis (container health checks).
+"""
+
+import sys
+
+from switchboard.queue import Queue, worker_main
+
+
+def main(argv: list[str] | None = None) -> int:
+    return worker_main(Queue.background, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
