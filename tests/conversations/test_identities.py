@@ -237,8 +237,8 @@ async def test_changing_to_a_number_another_customer_holds_retires_it_there_firs
             await change_identity(
                 session, tenant_id=tenant.id, channel="whatsapp", kind="wa_id", old_value=n1, new_value=n2
             )
-    assert [(e["event"], e["customer_id"], e["previous_customer_id"]) for e in logs] == [
-        ("identity_recycled", str(mover.customer.id), str(old_owner.customer.id))
+    assert [(e["event"], e["log_level"], e["customer_id"], e["previous_customer_id"]) for e in logs] == [
+        ("identity_recycled", "warning", str(mover.customer.id), str(old_owner.customer.id))
     ]
     first, second = await _customers(sessions, tenant)
     assert (first.display_name, first.phone, first.external_user_id) == (

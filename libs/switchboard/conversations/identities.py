@@ -326,7 +326,7 @@ async def change_identity(
             other.phone = None
             other.updated_at = now
             session.add(other)
-        log.info(
+        log.warning(  # replies to that number now reach another customer: worth an operator's eye
             "identity_recycled",
             tenant_id=str(tenant_id),
             channel=channel,
