@@ -141,10 +141,13 @@ def make_scene(
     sessions: async_sessionmaker[AsyncSession],
     settings: Settings,
 ) -> Callable[..., Awaitable[Scene]]:
-    """``await make_scene(last_message_age=timedelta(minutes=5), **tenant_settings)``."""
+    """``await make_scene(last_message_age=timedelta(minutes=5), tenant=None, **tenant_settings)``: a new
+    tenant (or ``tenant``, with a second number), a customer and their latest message."""
 
-    async def make(*, last_message_age: timedelta = timedelta(minutes=5), **extensions: Any) -> Scene:
-        tenant = await make_tenant(**extensions)
+    async def make(
+        *, last_message_age: timedelta = timedelta(minutes=5), tenant: Tenant | None = None, **extensions: Any
+    ) -> Scene:
+        tenant = tenant or await make_tenant(**extensions)
         phone_number_id = str(random.randint(10**14, 10**15 - 1))
         wa_id = random_phone()
         last = utcnow() - last_message_age
@@ -238,13 +241,13 @@ async def make_human_agent(
 
 
 async def rows_of(sessions: async_sessionmaker[AsyncSession], scene: Scene) -> list[Outbox]:
-    """The scene's outbox rows, oldest first, then by purpose and part."""
+    """The outbox rows sent from the scene's number, oldest first, then by purpose and part."""
     async with sessions() as session:
         return list(
             (
                 await session.exec(
                     select(Outbox)
-                    .where(Outbox.tenant_id == scene.tenant.id)
+                    .where(Outbox.tenant_id == scene.tenant.id, Outbox.channel_account_id == scene.account.id)
                     .order_by(col(Outbox.created_at), col(Outbox.purpose), col(Outbox.part_index))
                 )
             ).all()
