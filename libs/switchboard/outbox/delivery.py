@@ -645,7 +645,7 @@ async def _mark_read(run: _Run, claimed: _Claimed) -> None:
 
 async def _record_error(run: _Run, claimed: _Claimed, exc: SendError) -> None:
     deps, settings, now = run.deps, run.deps.settings, utcnow()
-    fields = {"error_code": exc.kind.value, "http_status": exc.http_status, "provider_code": exc.code}
+    fields = {"kind": exc.kind.value, "error_code": exc.code, "http_status": exc.http_status}
     async with deps.sessions() as session, session.begin():
         row = await _locked_sending(session, claimed.row.id)
         if row is None:
