@@ -6,7 +6,8 @@ import asyncio
 from datetime import timedelta
 
 from switchboard.db.models import OutboxPurpose, utcnow
-from switchboard.outbox.delivery import DeliveryReport, DeliveryScope, backoff_s, deliver
+from switchboard.outbox.delivery import DeliveryReport, DeliveryScope, deliver
+from switchboard.outbox.policy import backoff_s
 
 from tests.outbox.conftest import captured_logs, past, rows_of, script, sent_by, set_row, write_parts
 
