@@ -5,11 +5,22 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from switchboard.db.models import OutboxPurpose, utcnow
+from switchboard.channels.base import OutboundPart
+from switchboard.db.models import Outbox, OutboxPurpose, utcnow
+from switchboard.outbox import OutboxItem, write_outbox
 from switchboard.outbox.delivery import DeliveryReport, DeliveryScope, deliver
 from switchboard.outbox.policy import backoff_s
 
-from tests.outbox.conftest import captured_logs, past, rows_of, script, sent_by, set_row, write_parts
+from tests.outbox.conftest import (
+    captured_logs,
+    make_human_agent,
+    past,
+    rows_of,
+    script,
+    sent_by,
+    set_row,
+    write_parts,
+)
 
 TEXTS = ["part one", "part two", "part three"]
 
@@ -210,3 +221,63 @@ async def test_every_log_line_of_a_delivery_carries_its_ids(make_deps, make_scen
     assert {(e["tenant_id"], e["conversation_id"], e["trace_id"], e["outbox_id"]) for e in ours} == {
         (str(scene.tenant.id), str(scene.conversation.id), row.trace_id, str(row.id))
     }
+
+
+async def test_relay_with_media_goes_out_as_text_then_each_item(
+    make_deps, make_scene, sessions, sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    deps, scene = make_deps(), await make_scene()
+    agent = await make_human_agent(sessions, scene, last_inbound_age=timedelta(minutes=1))
+    media = (
+        {"ref": "1000000000000021", "mime": "image/jpeg", "caption": "[Ana] the box"},
+        {"ref": "1000000000000041", "mime": "application/pdf", "filename": "receipt.pdf"},
+    )
+    item = OutboxItem(
+        conversation_id=scene.conversation.id, channel="whatsapp", channel_account_id=scene.account.id,
+        recipient=agent.phone, part=OutboundPart(text="[Ana] it arrived broken", media=media),
+        purpose=OutboxPurpose.relay, audience="agent", agent_id=agent.id, proxy={"sender": "customer"},
+    )  # fmt: skip
+    async with sessions() as session, session.begin():
+        await write_outbox(
+            session, tenant_id=scene.tenant.id, items=[item], inbound_message_id=scene.inbound.id
+        )
+
+    report = await deliver(deps, DeliveryScope(inbound_message_id=scene.inbound.id))
+
+    sent = await sent_by(sandbox[0], scene.phone_number_id)
+    assert [(m["to"], m["type"], m["text"], m["body"].get(m["type"])) for m in sent] == [
+        (
+            agent.phone,
+            "text",
+            "[Ana] it arrived broken",
+            {"body": "[Ana] it arrived broken", "preview_url": False},
+        ),
+        (agent.phone, "image", None, {"id": "1000000000000021", "caption": "[Ana] the box"}),
+        (agent.phone, "document", None, {"id": "1000000000000041", "filename": "receipt.pdf"}),
+    ]
+    (row,) = await rows_of(sessions, scene)
+    assert (report.sent, row.status, row.external_id, row.purpose) == (1, "sent", sent[-1]["id"], "relay")
+    assert {m["biz_opaque_callback_data"] for m in sent} == {row.correlation_id}
+    assert sandbox[1].read_marks.count(scene.inbound.external_id) == 0  # a relay is not a reply
+
+
+async def test_rows_written_by_the_old_senders_are_delivered(
+    make_deps, make_scene, sessions, sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    """A pending row without account or correlation id (written before 0009 or by the old writers)."""
+    deps, scene = make_deps(), await make_scene()
+    async with sessions() as session, session.begin():
+        old = Outbox(
+            tenant_id=scene.tenant.id, conversation_id=scene.conversation.id, channel="whatsapp",
+            recipient=scene.customer.phone, payload={"type": "text", "text": "from before", "audience": "customer",
+            "handoff": True}, purpose="notice",
+        )  # fmt: skip
+        session.add(old)
+
+    report = await deliver(deps, DeliveryScope(conversation_id=scene.conversation.id))
+
+    async with sessions() as session:
+        row = await session.get(Outbox, old.id)
+    (sent,) = await sent_by(sandbox[0], scene.phone_number_id)
+    assert report.sent == 1 and (row.status, row.external_id) == ("sent", sent["id"])
+    assert row.correlation_id == sent["biz_opaque_callback_data"] == f"sb:{old.id.hex}"
