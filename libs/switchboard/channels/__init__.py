@@ -1,1 +1,1 @@
-"""Channel adapters: one package per channel (verify, normalize, store, send)."""
+"""Where a message enters: one package per channel behind :class:`~switchboard.channels.base.Channel`."""

@@ -15,13 +15,14 @@ the channel's :meth:`Channel.send`. Everything channel-specific the core needs i
 * hooks the inbound job calls for behaviour only one channel has (:meth:`Channel.on_record_only`,
   :meth:`Channel.acted_buttons`).
 
-Channels register a factory with :func:`register_channel` when their package is imported
-(:mod:`switchboard.channels` imports every built-in channel); the worker builds one instance per
-process with :func:`build_channels`.
+Channels register a factory with :func:`register_channel` when their ``channel`` module is imported;
+:data:`BUILTIN_CHANNEL_MODULES` lists the built-in ones, imported on first use of the registry, and
+the worker builds one instance per process with :func:`build_channels`.
 """
 
 from __future__ import annotations
 
+import importlib
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ __all__ = [
     "build_channels",
     "channel_names",
     "register_channel",
+    "graphemes",
     "split_text",
     "text_length",
     "within_window",
@@ -173,7 +175,7 @@ def _regional(ch: str) -> bool:
     return 0x1F1E6 <= ord(ch) <= 0x1F1FF
 
 
-def _graphemes(text: str) -> list[str]:
+def graphemes(text: str) -> list[str]:
     """Approximate extended grapheme clusters: a base character with its combining marks, variation
     selectors, emoji modifiers and zero-width-joiner sequences (so a cut never splits ``é`` or 👩‍👩‍👧)."""
     clusters: list[str] = []
@@ -212,7 +214,7 @@ def split_text(text: str, limit: int, unit: TextUnit = "chars") -> list[str]:
     parts: list[str] = []
     rest = text.strip()
     while rest and text_length(rest, unit) > limit:
-        clusters = _graphemes(rest)
+        clusters = graphemes(rest)
         size, fit = 0, 0
         for cluster in clusters:  # how many whole graphemes fit
             size += text_length(cluster, unit)
@@ -304,6 +306,10 @@ class Channel(Protocol):
         (``opt_out``)."""
         ...
 
+    def opt_out_reply(self, tenant_settings: Any) -> str:
+        """The confirmation a customer gets after an opt-out button."""
+        ...
+
     async def aclose(self) -> None:
         """Release provider clients."""
         ...
@@ -311,6 +317,13 @@ class Channel(Protocol):
 
 ChannelFactory = Callable[[ChannelDeps], Channel]
 _FACTORIES: dict[str, ChannelFactory] = {}
+BUILTIN_CHANNEL_MODULES = ("switchboard.channels.whatsapp.channel",)
+"""Modules that register the built-in channels (imported lazily: no import-time cycles)."""
+
+
+def _load_builtin() -> None:
+    for module in BUILTIN_CHANNEL_MODULES:
+        importlib.import_module(module)
 
 
 def register_channel(name: str, factory: ChannelFactory) -> None:
@@ -327,9 +340,11 @@ def register_channel(name: str, factory: ChannelFactory) -> None:
 
 def channel_names() -> list[str]:
     """Registered channel names, sorted."""
+    _load_builtin()
     return sorted(_FACTORIES)
 
 
 def build_channels(deps: ChannelDeps) -> dict[str, Channel]:
     """One instance of every registered channel (name → channel)."""
+    _load_builtin()
     return {name: factory(deps) for name, factory in sorted(_FACTORIES.items())}

@@ -1,8 +1,10 @@
-"""Messages the handoff sends (to agents and customers), stored as outbox rows before any send.
+"""Messages the handoff sends (to agents and customers), written through the one outbox writer.
 
-Rows written here carry ``payload.audience`` (``agent`` or ``customer``) and ``payload.handoff =
-true``; the worker's delivery step (:mod:`switchboard.handoff.relay`) sends them. Keyed rows
-(``inbound_message_id`` + ``part_index``) are written once even when a job runs twice.
+An item says who it is for (``audience``), why (``purpose``: a notice, a relay of the customer's
+message, a person's reply) and about which conversation; :func:`write_outgoing` picks the channel and
+account it goes out on (a customer's own channel; the tenant's WhatsApp number for agents, whatever
+channel the customer wrote on), and the delivery loop (:mod:`switchboard.outbox.delivery`) sends it.
+Rows keyed by an inbound message are written once even when a job runs twice.
 """
 
 from __future__ import annotations
@@ -11,12 +13,27 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sqlalchemy.dialects.postgresql import insert
+from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.db.models import Customer, HumanAgent, Outbox, OutboxStatus, utcnow
+from switchboard.channels.base import OutboundPart
+from switchboard.db.models import ChannelAccount, Conversation, Customer, HumanAgent, OutboxPurpose
+from switchboard.outbox.writer import OutboxItem, write_outbox
 
-__all__ = ["Outgoing", "write_outgoing", "customer_label", "customer_address", "assignment_notice"]
+__all__ = [
+    "AGENT_CONSOLE_CHANNEL",
+    "AGENT_TEXT_LIMIT",
+    "Outgoing",
+    "write_outgoing",
+    "customer_label",
+    "customer_address",
+    "assignment_notice",
+]
+
+AGENT_CONSOLE_CHANNEL = "whatsapp"
+"""Human agents work from their own WhatsApp: notices and relays to them go out on this channel."""
+AGENT_TEXT_LIMIT = 4096
+"""A relayed line to an agent is cut to one WhatsApp text message (Cloud API: 4,096 characters)."""
 
 
 @dataclass(frozen=True)
@@ -25,7 +42,7 @@ class Outgoing:
 
     audience: Literal["agent", "customer"]
     recipient: str
-    """WhatsApp ``wa_id`` (E.164 digits) of the agent or customer."""
+    """The agent's WhatsApp number (``wa_id``), or the customer's address on their channel."""
     text: str
     conversation_id: uuid.UUID
     """The customer conversation it is about (or the agent's console conversation)."""
@@ -34,6 +51,9 @@ class Outgoing:
     """Media references to relay (``{ref, mime, caption?}``), sent after the text."""
     proxy: dict[str, Any] | None = None
     """``proxy_metadata`` of a relayed message (stored on the outbound history row when sent)."""
+    purpose: OutboxPurpose = OutboxPurpose.notice
+    """``notice`` (to an agent or a customer), ``relay`` (a customer's message to their agent) or
+    ``human_reply`` (an agent's reply to the customer)."""
 
 
 def customer_address(customer: Customer) -> str:
@@ -68,6 +88,36 @@ def assignment_notice(
     return "\n".join(lines)
 
 
+async def _sending_account(
+    session: AsyncSession, item: Outgoing, cache: dict[uuid.UUID, Conversation | None]
+) -> tuple[str, uuid.UUID | None]:
+    """``(channel, channel_account_id)`` an item goes out on: the customer's own channel for a customer;
+    the tenant's WhatsApp number (the agents' console) for an agent."""
+    if item.conversation_id not in cache:
+        cache[item.conversation_id] = await session.get(Conversation, item.conversation_id)
+    conversation = cache[item.conversation_id]
+    if item.audience == "customer":
+        if conversation is None:
+            return "whatsapp", None
+        return conversation.channel, conversation.channel_account_id
+    if conversation is not None and conversation.channel == AGENT_CONSOLE_CHANNEL:
+        return AGENT_CONSOLE_CHANNEL, conversation.channel_account_id
+    tenant_id = conversation.tenant_id if conversation is not None else None
+    account = (
+        await session.exec(
+            select(ChannelAccount.id)
+            .where(
+                ChannelAccount.tenant_id == tenant_id,
+                ChannelAccount.channel == AGENT_CONSOLE_CHANNEL,
+                col(ChannelAccount.is_active).is_(True),
+            )
+            .order_by(col(ChannelAccount.created_at))
+            .limit(1)
+        )
+    ).first()
+    return AGENT_CONSOLE_CHANNEL, account
+
+
 async def write_outgoing(
     session: AsyncSession,
     *,
@@ -75,44 +125,35 @@ async def write_outgoing(
     items: list[Outgoing],
     inbound_message_id: uuid.UUID | None = None,
     trace_id: str | None = None,
-) -> None:
-    """Insert one pending outbox row per item (``ON CONFLICT DO NOTHING`` when keyed by an inbound id)."""
-    if not items:
-        return
+) -> int:
+    """Write the handoff's messages through the one outbox writer (:func:`switchboard.outbox.write_outbox`).
+
+    Returns:
+        Rows inserted now (0 when a re-run of the same inbound message finds them written).
+    """
+    cache: dict[uuid.UUID, Conversation | None] = {}
     rows = []
-    for index, item in enumerate(items):
-        payload: dict[str, Any] = {
-            "type": "text",
-            "text": item.text,
-            "audience": item.audience,
-            "handoff": True,
-        }
-        if item.agent_id is not None:
-            payload["agent_id"] = str(item.agent_id)
-        if item.media:
-            payload["media"] = item.media
-        if item.proxy is not None:
-            payload["proxy"] = item.proxy
+    for item in items:
+        channel, account_id = await _sending_account(session, item, cache)
         rows.append(
-            {
-                "id": uuid.uuid4(),
-                "tenant_id": tenant_id,
-                "conversation_id": item.conversation_id,
-                "inbound_message_id": inbound_message_id,
-                "part_index": 100 + index if inbound_message_id is not None else index,
-                "channel": "whatsapp",
-                "recipient": item.recipient,
-                "payload": payload,
-                "status": OutboxStatus.pending.value,
-                "attempts": 0,
-                "trace_id": trace_id,
-                "created_at": utcnow(),
-                "updated_at": utcnow(),
-            }
+            OutboxItem(
+                conversation_id=item.conversation_id,
+                channel=channel,
+                channel_account_id=account_id,
+                recipient=item.recipient,
+                part=OutboundPart(
+                    type="media" if item.media and not item.text else "text",
+                    text=item.text,
+                    media=tuple(item.media),
+                ),
+                purpose=item.purpose,
+                audience=item.audience,
+                agent_id=item.agent_id,
+                proxy=item.proxy,
+            )
         )
-    connection = await session.connection()
-    await connection.execute(
-        insert(Outbox.__table__).values(rows).on_conflict_do_nothing()  # type: ignore[arg-type]
+    return await write_outbox(
+        session, tenant_id=tenant_id, items=rows, inbound_message_id=inbound_message_id, trace_id=trace_id
     )
 
 

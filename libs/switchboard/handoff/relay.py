@@ -10,11 +10,11 @@
 * Every relayed message is stored with ``proxy_metadata`` (who sent it, relayed from/to, original
   message id); agent replies also become ``human_agent`` rows of the customer's conversation, so the AI
   sees them after ``/end``. Media is relayed by media id with the prefix as caption.
-* Delivery (:func:`deliver_handoff_outbox`) sends pending handoff outbox rows with the row lock held
-  (``FOR UPDATE SKIP LOCKED``: the job path and the sweep never send one twice). The 24-hour window
-  applies to both sides: a customer outside theirs gets nothing (``window_closed``); an agent outside
-  theirs gets the tenant's ``handoff.agent_template_name`` template, or the row is recorded as
-  ``failed`` / ``agent_window_closed`` with the reason.
+* What this module decides to send is written to the outbox (:func:`~switchboard.handoff.notices.write_outgoing`)
+  and sent by the one delivery loop (:mod:`switchboard.outbox.delivery`): relays to a customer go out
+  through the customer's own channel, messages to an agent through the tenant's WhatsApp number. The
+  service windows of both sides apply there (an agent outside theirs gets the tenant's
+  ``handoff.agent_template_name`` template, or the row is recorded as ``agent_window_closed``).
 """
 
 from __future__ import annotations
@@ -25,12 +25,8 @@ from typing import Any
 from sqlalchemy import update
 from sqlmodel import col, select
 
-from switchboard.agent.settings import tenant_settings_from
-from switchboard.channels.whatsapp.accounts import access_token_of
-from switchboard.channels.whatsapp.send import TEXT_LIMIT_CHARS, GraphSendError, within_service_window
 from switchboard.db.engine import session_scope
 from switchboard.db.models import (
-    ChannelAccount,
     Conversation,
     ConversationStatus,
     Customer,
@@ -39,14 +35,15 @@ from switchboard.db.models import (
     MessageDirection,
     MessageRole,
     Outbox,
+    OutboxPurpose,
     OutboxStatus,
-    Tenant,
     utcnow,
 )
 from switchboard.handoff.agents import agent_by_phone
 from switchboard.handoff.assignment import open_conversations_of
 from switchboard.handoff.commands import CommandError, parse_command, run_command, selected_conversation
 from switchboard.handoff.notices import (
+    AGENT_TEXT_LIMIT,
     Outgoing,
     agent_outgoing,
     customer_address,
@@ -61,15 +58,14 @@ __all__ = [
     "agent_for_row",
     "handle_agent_message",
     "relay_customer_message",
-    "deliver_handoff_outbox",
 ]
 
 log = get_logger(__name__)
 
 AGENT_CONSOLE_REASON = "human agent console: messages from this number are handled by the handoff"
 """``escalation_reason`` of an agent's own conversation with the business number (never answered by the AI)."""
-HANDOFF_PART_MIN = 100
-"""Handoff outbox rows keyed by an inbound message use ``part_index >= 100`` (replies use 0..n)."""
+HANDOFF_PURPOSES = (OutboxPurpose.notice.value, OutboxPurpose.relay.value, OutboxPurpose.human_reply.value)
+"""Outbox purposes the handoff writes (an AI reply is ``reply``)."""
 
 
 def _flags(row: Message) -> dict[str, Any]:
@@ -92,7 +88,7 @@ async def _already_handled(sessions: Any, row_id: uuid.UUID) -> bool:
         found = (
             await session.exec(
                 select(Outbox.id)
-                .where(Outbox.inbound_message_id == row_id, col(Outbox.part_index) >= HANDOFF_PART_MIN)
+                .where(Outbox.inbound_message_id == row_id, col(Outbox.purpose).in_(HANDOFF_PURPOSES))
                 .limit(1)
             )
         ).first()
@@ -243,7 +239,17 @@ async def _relay_agent_reply(
         await write_outgoing(
             session,
             tenant_id=row.tenant_id,
-            items=[Outgoing("customer", to, row.text or "", conversation.id, media=media, proxy=proxy)],
+            items=[
+                Outgoing(
+                    "customer",
+                    to,
+                    row.text or "",
+                    conversation.id,
+                    media=media,
+                    proxy=proxy,
+                    purpose=OutboxPurpose.human_reply,
+                )
+            ],  # fmt: skip
             inbound_message_id=row.id,
             trace_id=trace_id,
         )
@@ -290,11 +296,12 @@ async def relay_customer_message(
                 Outgoing(
                     "agent",
                     agent.phone,
-                    f"[{label}] {body}"[:TEXT_LIMIT_CHARS],
+                    f"[{label}] {body}"[:AGENT_TEXT_LIMIT],
                     conversation.id,
                     agent_id=agent.id,
                     media=_media_of(row),
                     proxy=proxy,
+                    purpose=OutboxPurpose.relay,
                 )
             ],
             inbound_message_id=row.id,
@@ -302,158 +309,3 @@ async def relay_customer_message(
         )
     log.info("relayed_to_agent", agent_id=str(agent.id), media=len(row.media or []))
     return "relayed_to_agent"
-
-
-async def deliver_handoff_outbox(
-    sessions: Any,
-    graph: Any,
-    cipher: Any,
-    *,
-    inbound_message_id: uuid.UUID | None = None,
-    conversation_id: uuid.UUID | None = None,
-    tenant_id: uuid.UUID | None = None,
-    recipient: str | None = None,
-    limit: int = 200,
-) -> int:
-    """Send pending handoff outbox rows: all, one inbound message's, one conversation's notices, or
-    everything pending for one ``recipient`` of ``tenant_id``.
-
-    Returns:
-        Messages sent now. Transient Graph errors leave the row pending (the next call or the sweep
-        sends it); permanent ones mark it ``failed`` with Meta's code.
-    """
-    sent = 0
-    async with session_scope(sessions) as session:
-        query = (
-            select(Outbox)
-            .where(
-                Outbox.status == OutboxStatus.pending.value,
-                Outbox.payload["handoff"].astext == "true",  # type: ignore[index]
-            )
-            .order_by(col(Outbox.created_at), col(Outbox.part_index))
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
-        if inbound_message_id is not None:
-            query = query.where(Outbox.inbound_message_id == inbound_message_id)
-        if conversation_id is not None:
-            query = query.where(
-                Outbox.conversation_id == conversation_id, col(Outbox.inbound_message_id).is_(None)
-            )
-        if recipient is not None:
-            query = query.where(Outbox.tenant_id == tenant_id, Outbox.recipient == recipient)
-        rows = list((await session.exec(query)).all())
-        for part in rows:
-            sent += await _deliver_one(session, graph, cipher, part)
-    return sent
-
-
-async def _deliver_one(session: Any, graph: Any, cipher: Any, part: Outbox) -> int:
-    conversation = await session.get(Conversation, part.conversation_id)
-    account = (
-        await session.get(ChannelAccount, conversation.channel_account_id)
-        if conversation is not None and conversation.channel_account_id
-        else None
-    )
-    now = utcnow()
-    if account is None:
-        _fail(part, "no_account", "the conversation has no WhatsApp number to send from")
-        session.add(part)
-        return 0
-    token = access_token_of(account, cipher) or "sandbox-token"
-    payload = part.payload
-    template: str | None = None
-    if payload.get("audience") == "agent":
-        agent = (
-            await session.get(HumanAgent, uuid.UUID(payload["agent_id"])) if payload.get("agent_id") else None
-        )
-        if agent is None or not within_service_window(agent.last_inbound_at, now):
-            tenant = await session.get(Tenant, part.tenant_id)
-            handoff = tenant_settings_from(tenant.settings_extensions if tenant else None).handoff
-            template = handoff.agent_template_name
-            if template is None:
-                _fail(
-                    part,
-                    "agent_window_closed",
-                    "the agent has not written to the business number in 24 hours and no "
-                    "handoff.agent_template_name is configured",
-                )
-                session.add(part)
-                log.warning(
-                    "agent_notice_undeliverable", outbox_id=str(part.id), reason="agent_window_closed"
-                )
-                return 0
-            language = handoff.agent_template_language
-    elif conversation is None or not within_service_window(conversation.last_customer_message_at, now):
-        _fail(part, "window_closed", "outside the customer's 24-hour window: needs a template")
-        session.add(part)
-        log.warning("relay_to_customer_outside_window", outbox_id=str(part.id))
-        return 0
-    try:
-        if template is not None:
-            wamid = await graph.send_template(
-                phone_number_id=account.external_account_id,
-                token=token,
-                to=part.recipient,
-                name=template,
-                language=language,
-            )
-        else:
-            wamid = None
-            if payload.get("text"):
-                wamid = await graph.send_text(
-                    phone_number_id=account.external_account_id,
-                    token=token,
-                    to=part.recipient,
-                    text=payload["text"][:TEXT_LIMIT_CHARS],
-                    tracker=f"handoff={part.id}",
-                )
-            for media in payload.get("media") or []:
-                wamid = (
-                    await graph.send_media(
-                        phone_number_id=account.external_account_id,
-                        token=token,
-                        to=part.recipient,
-                        kind=_media_kind(media),
-                        media_id=media["ref"],
-                        caption=media.get("caption"),
-                        filename=media.get("filename"),
-                    )
-                    or wamid
-                )
-    except GraphSendError as exc:
-        part.attempts += 1
-        part.error_code = str(exc.code) if exc.code else None
-        part.error_message = str(exc)[:500]
-        if not exc.is_transient:
-            part.status = OutboxStatus.failed.value
-        part.updated_at = utcnow()
-        session.add(part)
-        log.warning(
-            "handoff_send_failed", outbox_id=str(part.id), error_code=exc.code, transient=exc.is_transient
-        )
-        return 0
-    part.status = OutboxStatus.sent.value
-    part.external_id = wamid
-    part.attempts += 1
-    part.sent_at = part.updated_at = utcnow()
-    part.error_code = "agent_template" if template is not None else None
-    session.add(part)
-    return 1
-
-
-def _fail(part: Outbox, code: str, message: str) -> None:
-    part.status = OutboxStatus.failed.value
-    part.error_code = code[:32]
-    part.error_message = message
-    part.updated_at = utcnow()
-
-
-def _media_kind(media: dict[str, Any]) -> str:
-    mime = str(media.get("mime") or "")
-    if media.get("kind"):
-        return str(media["kind"])
-    for prefix, kind in (("image/", "image"), ("audio/", "audio"), ("video/", "video")):
-        if mime.startswith(prefix):
-            return kind
-    return "document"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import asdict
 from typing import Any
 
@@ -30,12 +31,12 @@ def delivery_deps_from(ctx: dict[str, Any]) -> DeliveryDeps:
     if cached is not None:
         return cached
     worker = ctx["deps"]
-    channels = ctx.get("channels") or build_channels(
+    channels = getattr(worker, "channels", None) or build_channels(
         ChannelDeps(
             settings=worker.settings,
             cipher=worker.cipher,
             http=worker.http,
-            extra={"whatsapp_graph": worker.graph},
+            extra={"whatsapp_graph": getattr(worker, "graph", None)},
         )
     )
     deps = DeliveryDeps(
@@ -45,13 +46,21 @@ def delivery_deps_from(ctx: dict[str, Any]) -> DeliveryDeps:
     return deps
 
 
-async def deliver_outbox(ctx: dict[str, Any]) -> dict[str, Any]:
-    """Cron job: send every due outbox row of every tenant (rows another worker holds are skipped).
+async def deliver_outbox(
+    ctx: dict[str, Any], inbound_message_id: str | None = None, conversation_id: str | None = None
+) -> dict[str, Any]:
+    """Send due outbox rows: one inbound message's or one conversation's (a deferred retry the inbound
+    job scheduled), or — as the cron job, without arguments — every tenant's (rows another worker holds
+    are skipped).
 
     Returns:
         The :class:`~switchboard.outbox.delivery.DeliveryReport` as a dict.
     """
-    report = await deliver(delivery_deps_from(ctx), DeliveryScope(), time_budget_s=DELIVER_JOB_BUDGET_S)
+    scope = DeliveryScope(
+        inbound_message_id=uuid.UUID(inbound_message_id) if inbound_message_id else None,
+        conversation_id=uuid.UUID(conversation_id) if conversation_id else None,
+    )
+    report = await deliver(delivery_deps_from(ctx), scope, time_budget_s=DELIVER_JOB_BUDGET_S)
     if report.sent or report.failed:
         log.info("outbox_delivered", sent=report.sent, failed=report.failed, pending=report.pending)
     return asdict(report)

@@ -18,6 +18,8 @@ __all__ = [
     "mark_read_key",
     "contract_violation_counter_key",
     "inbound_failures_key",
+    "burst_key",
+    "deliver_job_id",
 ]
 
 
@@ -88,3 +90,13 @@ def contract_violation_counter_key() -> str:
 def inbound_failures_key(row_id: uuid.UUID | str) -> str:
     """Counter of transient failures of one inbound row (orchestrator down, Graph 5xx...)."""
     return f"inbound:failures:{row_id}"
+
+
+def burst_key(conversation_id: uuid.UUID | str) -> str:
+    """Start time of the current burst of customer messages (coalescing gives up past ``INBOUND_MAX_WAIT_S``)."""
+    return f"burst:{conversation_id}"
+
+
+def deliver_job_id(scope_id: uuid.UUID | str | None, defer_s: float) -> str:
+    """Job id of a deferred ``deliver_outbox`` run for one row or conversation (one per scope and delay)."""
+    return f"deliver:{scope_id}:{round(defer_s, 1)}"

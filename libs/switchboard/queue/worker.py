@@ -56,12 +56,12 @@ def build_worker_settings(settings: Settings) -> type:
         SettingsError: ``DATABASE_URL`` or ``REDIS_URL`` unset.
     """
     # Imported here: the channel modules import ``switchboard.queue.keys`` (no cycle at package import).
-    from switchboard.channels.whatsapp.send import GraphClient
+    from switchboard.channels.base import ChannelDeps, build_channels
     from switchboard.crypto import CredentialCipher
+    from switchboard.inbound import WorkerDeps, process_inbound
     from switchboard.llm.router import ModelGateway
     from switchboard.memory import memory_sweep, summarize_memory
     from switchboard.outbox.jobs import deliver_outbox
-    from switchboard.queue.inbound import WorkerDeps, process_inbound
     from switchboard.queue.maintenance import apply_whatsapp_statuses, sweep_inbound
 
     # ARQ keeps a killed worker's job "in progress" for the largest timeout of any function + 10 s,
@@ -76,16 +76,14 @@ def build_worker_settings(settings: Settings) -> type:
         ctx["resources"] = Resources(
             settings=settings, engine=engine, sessions=session_factory(engine), redis=ctx["redis"]
         )
+        cipher = CredentialCipher(settings.resolved_encryption_key())
+        http = httpx.AsyncClient(timeout=settings.orchestrator_timeout_s)
         ctx["deps"] = WorkerDeps(
             resources=ctx["resources"],
             settings=settings,
-            graph=GraphClient(
-                settings.resolved_whatsapp_graph_base_url,
-                settings.whatsapp_api_version,
-                timeout_s=settings.whatsapp_send_timeout_s,
-            ),
-            http=httpx.AsyncClient(timeout=settings.orchestrator_timeout_s),
-            cipher=CredentialCipher(settings.resolved_encryption_key()),
+            channels=build_channels(ChannelDeps(settings=settings, cipher=cipher, http=http)),
+            http=http,
+            cipher=cipher,
         )
         ctx["model_gateway"] = ModelGateway(
             settings=settings,
@@ -99,7 +97,8 @@ def build_worker_settings(settings: Settings) -> type:
         resources: Resources | None = ctx.get("resources")
         deps = ctx.get("deps")
         if deps is not None:
-            await deps.graph.aclose()
+            for channel in deps.channels.values():
+                await channel.aclose()
             await deps.http.aclose()
         if resources is not None:
             await resources.engine.dispose()
@@ -118,11 +117,17 @@ def build_worker_settings(settings: Settings) -> type:
             func(
                 apply_whatsapp_statuses, name="apply_whatsapp_statuses", timeout=side_timeout_s, max_tries=3
             ),
+            func(deliver_outbox, name="deliver_outbox", timeout=side_timeout_s, max_tries=3),
             func(ingest_knowledge_source, name=INGEST_JOB_NAME, timeout=INGEST_JOB_TIMEOUT_S, max_tries=2),
         ]
         cron_jobs = [
             cron(sweep_inbound, name="sweep_inbound", second=set(range(0, 60, 15)), timeout=side_timeout_s),
-            cron(deliver_outbox, name="deliver_outbox", second=set(range(1, 60, 5)), timeout=side_timeout_s),
+            cron(
+                deliver_outbox,
+                name="deliver_outbox_sweep",
+                second=set(range(1, 60, 5)),
+                timeout=side_timeout_s,
+            ),
             cron(memory_sweep, name="memory_sweep", second={30}, timeout=side_timeout_s),
         ]
         queue_name = WORKER_QUEUE

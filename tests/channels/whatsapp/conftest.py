@@ -4,30 +4,27 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from arq.connections import ArqRedis, RedisSettings, create_pool
-from arq.worker import Worker
 from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
-from switchboard.channels.whatsapp import sandbox_router, sign_body
+from switchboard.channels.whatsapp import sign_body
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, Message, Outbox, Tenant
-from switchboard.queue import build_worker_settings
-from switchboard.settings import Settings, load_settings
+from switchboard.settings import Settings
 from switchboard.tenants import add_channel_account
 
 from services.whatsapp.main import create_app
-from tests.utils.servers import serve_app
+from tests.utils.agent import llm_settings
 from tests.utils.whatsapp import encode
+from tests.utils.worker import run_worker_burst  # noqa: F401  (re-exported for the tests here)
 
 APP_SECRET = "test-app-secret"
 VERIFY_TOKEN = "test-verify-token"
@@ -38,40 +35,6 @@ class WaTenant:
     tenant: Tenant
     account: ChannelAccount
     phone_number_id: str
-
-
-@pytest.fixture(scope="session")
-def graph_sandbox() -> Iterator[tuple[str, Any]]:
-    """The project's Graph API sandbox on a loopback port: ``(base_url, GraphSandbox state)``."""
-    app = FastAPI()
-    router = sandbox_router()
-    app.include_router(router)
-
-    @app.get("/healthz")
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
-
-    with serve_app(app) as url:
-        yield url + "/_sandbox/graph", router.sandbox  # type: ignore[attr-defined]
-
-
-@pytest.fixture
-def make_settings(
-    database_url: str, redis_url: str, data_dir: Path, graph_sandbox: tuple[str, Any]
-) -> Callable[..., Settings]:
-    """Settings for one test: real DB/Redis, the sandbox Graph API, fast timings; overrides win."""
-
-    def make(**overrides: Any) -> Settings:
-        values: dict[str, Any] = dict(
-            database_url=database_url, redis_url=redis_url, data_dir=data_dir / "state", log_format="console",
-            meta_app_secret=APP_SECRET, meta_verify_token=VERIFY_TOKEN, whatsapp_graph_base_url=graph_sandbox[0],
-            inbound_debounce_s=0.0, inbound_retry_defer_s=0.05, orchestrator_timeout_s=5.0, inbound_max_tries=3,
-            orchestrator_port=1, whatsapp_sandbox_enabled=False, _env_file=None,
-        )  # fmt: skip
-        values.update(overrides)
-        return load_settings(**values)
-
-    return make
 
 
 @pytest.fixture
@@ -124,28 +87,6 @@ def open_channel() -> Callable[[Settings], Any]:
     return channel_service
 
 
-async def run_worker_burst(settings: Settings, *, max_jobs: int | None = None) -> Worker:
-    """Run the real worker settings in burst mode until the queue is empty (cron jobs left out)."""
-    cls = build_worker_settings(settings)
-    kwargs = {k: v for k, v in vars(cls).items() if not k.startswith("__")}
-    kwargs.pop("cron_jobs", None)
-    if max_jobs is not None:
-        kwargs["max_jobs"] = max_jobs
-    worker = Worker(**kwargs, burst=True, poll_delay=0.01, handle_signals=False)
-    try:
-        await worker.main()
-    finally:
-        await worker.close()
-    return worker
-
-
-@pytest.fixture
-async def arq_pool(redis_url: str) -> AsyncIterator[ArqRedis]:
-    pool = await create_pool(RedisSettings.from_dsn(redis_url))
-    yield pool
-    await pool.aclose()
-
-
 async def messages_of(sessions: async_sessionmaker[AsyncSession], tenant_id: uuid.UUID) -> list[Message]:
     async with sessions() as session:
         return list(
@@ -171,3 +112,15 @@ async def outbox_of(sessions: async_sessionmaker[AsyncSession], tenant_id: uuid.
 def sent_to(sandbox: Any, phone_number_id: str) -> list[dict[str, Any]]:
     """What the Graph sandbox recorded for one business number."""
     return [m for m in sandbox.sent if m["phone_number_id"] == phone_number_id]
+
+
+@pytest.fixture
+async def ai_tenant(wa_tenant, model, sessions):  # type: ignore[no-untyped-def]
+    """``wa_tenant`` whose agent answers through the scripted deployment."""
+    from switchboard.db.models import Tenant
+
+    async with sessions() as session, session.begin():
+        tenant = await session.get(Tenant, wa_tenant.tenant.id)
+        tenant.settings_extensions = {**tenant.settings_extensions, "llm": llm_settings(model[2])}
+        session.add(tenant)
+    return wa_tenant

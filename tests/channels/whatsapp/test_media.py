@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+import uuid
+from functools import partial
+
 import httpx
 import pytest
 from fastapi import FastAPI, Request
-from switchboard.channels.whatsapp.media import MediaUnavailable, media_to_text, safe_filename, upload_name
+from switchboard.channels.base import ChannelDeps
+from switchboard.channels.whatsapp.channel import WhatsAppChannel
 from switchboard.channels.whatsapp.send import GraphClient
+from switchboard.db.models import ChannelAccount
+from switchboard.inbound.media import (
+    MAX_MEDIA_BYTES,
+    MediaUnavailable,
+    media_to_text,
+    safe_filename,
+    upload_name,
+)
 
 from tests.utils.servers import serve_app
+
+
+def _fetcher(graph: GraphClient):  # type: ignore[no-untyped-def]
+    """The WhatsApp channel's media download through ``graph`` (the sandbox), as the inbound step calls it."""
+    channel = WhatsAppChannel(
+        ChannelDeps(settings=None, cipher=None, http=None, extra={"whatsapp_graph": graph})
+    )  # type: ignore[arg-type]
+    account = ChannelAccount(tenant_id=uuid.uuid4(), channel="whatsapp", external_account_id="1")
+    return partial(channel.fetch_media, account, max_bytes=MAX_MEDIA_BYTES)
+
 
 OGG = b"OggS\x00\x02fake-opus-voice-note"
 JPEG = b"\xff\xd8\xff\xe0fake-jpeg"
@@ -62,7 +84,7 @@ async def test_voice_note_is_downloaded_and_transcribed(graph_sandbox, provider,
     async with httpx.AsyncClient() as http:
         text = await media_to_text(
             kind="audio", media=[{"ref": "1000000000000031", "mime": "audio/ogg", "voice": True}], caption="",
-            graph=graph, token="t", http=http, settings=settings,
+            fetch=_fetcher(graph), http=http, settings=settings,
         )  # fmt: skip
     await graph.aclose()
     assert text == '[Audio transcription]: "Hola, mi pedido llegó roto"'
@@ -83,14 +105,13 @@ async def test_image_caption_then_description(graph_sandbox, provider, make_sett
     async with httpx.AsyncClient() as http:
         text = await media_to_text(
             kind="image", media=[{"ref": "1000000000000021", "mime": "image/jpeg"}], caption="This arrived broken 😞",
-            graph=graph, token="t", http=http, settings=settings,
+            fetch=_fetcher(graph), http=http, settings=settings,
         )  # fmt: skip
         expired = await media_to_text(
             kind="image",
             media=[{"ref": "999"}],
             caption="",
-            graph=graph,
-            token="t",
+            fetch=_fetcher(graph),
             http=http,
             settings=settings,
         )
@@ -111,8 +132,7 @@ async def test_provider_down_is_transient(graph_sandbox, make_settings) -> None:
                 kind="audio",
                 media=[{"ref": "1000000000000032"}],
                 caption="",
-                graph=graph,
-                token="t",
+                fetch=_fetcher(graph),
                 http=http,
                 settings=settings,
             )
@@ -123,7 +143,7 @@ async def test_provider_down_is_transient(graph_sandbox, make_settings) -> None:
 async def test_document_and_names() -> None:
     text = await media_to_text(
         kind="document", media=[{"ref": "1", "mime": "application/pdf", "filename": "Receipt #1042 (copy).pdf"}],
-        caption="my receipt", graph=None, token="t", http=None, settings=None,  # type: ignore[arg-type]
+        caption="my receipt", fetch=None, http=None, settings=None,  # type: ignore[arg-type]
     )  # fmt: skip
     assert text == "my receipt\n[Document received: Receipt #1042 (copy).pdf]"
     assert safe_filename("Receipt #1042 (copy).pdf") == "Receipt _1042 _copy_.pdf"

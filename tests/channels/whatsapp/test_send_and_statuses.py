@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 from sqlmodel import select
-from switchboard.channels.whatsapp.send import (
-    TEXT_LIMIT_CHARS,
-    GraphClient,
-    GraphSendError,
-    split_text,
-    within_service_window,
-)
+from switchboard.channels.whatsapp.send import GraphClient, GraphSendError
 from switchboard.db.models import Conversation, Customer, Outbox
 
 from tests.channels.whatsapp.conftest import channel_service, run_worker_burst
@@ -23,28 +16,6 @@ from tests.utils.whatsapp import load_payload
 OUT_01 = "wamid.HBgLMTU1NTAxMDAwOTkVAgARGBI0RUZBMDAwMDAwMDAwMDAwMDEA"
 OUT_03 = "wamid.HBgLMTU1NTAxMDAwOTkVAgARGBI0RUZBMDAwMDAwMDAwMDAwMDMA"
 OUT_08 = "wamid.HBgLMTU1NTAxMDAwOTkVAgARGBI0RUZBMDAwMDAwMDAwMDAwMDgA"
-
-
-def test_split_text_keeps_order_and_limit() -> None:
-    paragraph = ("Sentence number one is here. " * 60).strip()
-    text = "\n\n".join(f"{i}: {paragraph}" for i in range(5))
-    parts = split_text(text)
-    assert all(len(p) <= TEXT_LIMIT_CHARS for p in parts) and len(parts) == 3
-    assert " ".join(p.replace("\n\n", " ") for p in parts).split() == text.replace("\n\n", " ").split()
-    assert parts[0].startswith("0: ") and parts[1].startswith("2: ")
-    no_breaks = "word " * 2000
-    parts = split_text(no_breaks.strip())
-    assert all(len(p) <= TEXT_LIMIT_CHARS and not p.endswith(" ") for p in parts)
-    assert "".join(p + " " for p in parts).split() == no_breaks.split()
-    assert split_text("x" * 5000) == ["x" * 4096, "x" * 904]
-    assert split_text("short, 🌵 עברית") == ["short, 🌵 עברית"]
-
-
-def test_service_window() -> None:
-    now = datetime.now(UTC)
-    assert within_service_window(now - timedelta(hours=23, minutes=59), now)
-    assert not within_service_window(now - timedelta(hours=24, seconds=1), now)
-    assert not within_service_window(None, now)
 
 
 async def test_graph_client_against_sandbox(graph_sandbox) -> None:  # type: ignore[no-untyped-def]

@@ -9,8 +9,8 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import update
 from sqlmodel import select
 from switchboard.db.models import Conversation, Customer, Message
+from switchboard.inbound import SLOWDOWN_TEXT
 from switchboard.queue import build_worker_settings
-from switchboard.queue.inbound import SLOWDOWN_TEXT
 from switchboard.queue.keys import contract_violation_counter_key
 from switchboard.queue.maintenance import sweep_inbound
 

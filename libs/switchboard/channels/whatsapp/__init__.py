@@ -1,10 +1,11 @@
-"""WhatsApp Cloud API channel: verify, normalize, store + enqueue, send, statuses, sandbox."""
+"""WhatsApp Cloud API channel: webhook route, normalize, store + enqueue, the Channel adapter, sandbox."""
 
+from switchboard.channels.meta import sign_body, signature_is_valid
+from switchboard.channels.whatsapp.channel import WhatsAppChannel
 from switchboard.channels.whatsapp.normalize import NormalizedDelivery, StatusUpdate, normalize_delivery
 from switchboard.channels.whatsapp.routes import webhook_router
 from switchboard.channels.whatsapp.sandbox import GraphSandbox, sandbox_router
-from switchboard.channels.whatsapp.send import GraphClient, GraphSendError, split_text
-from switchboard.channels.whatsapp.verify import sign_body, signature_is_valid
+from switchboard.channels.whatsapp.send import GraphClient, GraphSendError
 
 __all__ = [
     "GraphClient",
@@ -16,6 +17,6 @@ __all__ = [
     "sandbox_router",
     "sign_body",
     "signature_is_valid",
-    "split_text",
+    "WhatsAppChannel",
     "webhook_router",
 ]

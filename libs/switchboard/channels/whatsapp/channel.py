@@ -184,6 +184,10 @@ class WhatsAppChannel:
         payloads = getattr(section, "opt_out_payloads", None) or []
         return {p.strip().lower(): "opt_out" for p in payloads if p.strip()}
 
+    def opt_out_reply(self, tenant_settings: Any) -> str:
+        """The one confirmation sent after an opt-out button (tenant's ``whatsapp.opt_out_reply``)."""
+        return str(tenant_settings.whatsapp.opt_out_reply)
+
     async def aclose(self) -> None:
         await self.graph.aclose()
 

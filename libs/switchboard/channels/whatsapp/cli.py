@@ -19,7 +19,7 @@ import httpx
 import typer
 from typer.core import TyperGroup
 
-from switchboard.channels.whatsapp.verify import SIGNATURE_HEADER, sign_body
+from switchboard.channels.meta import SIGNATURE_HEADER, sign_body
 
 __all__ = [
     "channel_app",

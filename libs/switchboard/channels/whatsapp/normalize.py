@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from switchboard.contracts import InboundMessage, MediaRef
+from switchboard.contracts import InboundMessage, MediaRef, SenderIdentity, SystemEvent
 from switchboard.observability import get_logger
 
 __all__ = [
@@ -241,6 +241,17 @@ def _base_flags(msg: dict[str, Any]) -> dict[str, Any]:
     return flags
 
 
+def identities_of(wa_id: str | None, bsuid: str | None) -> list[SenderIdentity]:
+    """A WhatsApp sender's identities: the phone number (``wa_id``) first when known — replies go to
+    it — then the business-scoped user id (BSUID)."""
+    out = []
+    if wa_id:
+        out.append(SenderIdentity(kind="wa_id", value=wa_id[:255]))
+    if bsuid:
+        out.append(SenderIdentity(kind="bsuid", value=bsuid[:255]))
+    return out
+
+
 def _normalize_message(
     msg: dict[str, Any], contacts: list[Any], account_id: str, *, echo: bool = False
 ) -> InboundMessage | None:
@@ -269,6 +280,9 @@ def _normalize_message(
     ctx = msg.get("context") if isinstance(msg.get("context"), dict) else {}
     reply_to = _s(ctx.get("id"))
     common = dict(
+        identities=identities_of(wa_id, bsuid),
+        echo=echo,
+        referral=flags.get("referral"),
         channel="whatsapp",
         account_id=account_id,
         external_id=external_id,
@@ -280,20 +294,26 @@ def _normalize_message(
     )
     if kind == "reaction":
         reaction = msg.get("reaction") if isinstance(msg.get("reaction"), dict) else {}
-        flags.update(target=_s(reaction.get("message_id")), emoji=reaction.get("emoji") or "")
-        return InboundMessage(kind="reaction", action="record", flags=flags, **common)
+        target = _s(reaction.get("message_id"))
+        flags.update(target=target, emoji=reaction.get("emoji") or "")
+        return InboundMessage(
+            kind="reaction", action="record", target_external_id=target, flags=flags, **common
+        )
     if kind == "revoke":
         revoke = msg.get("revoke") if isinstance(msg.get("revoke"), dict) else {}
         flags["target"] = _s(revoke.get("original_message_id"))
-        return InboundMessage(kind="revoke", action="record", flags=flags, **common)
+        return InboundMessage(
+            kind="revoke", action="record", target_external_id=flags["target"], flags=flags, **common
+        )
     if kind == "edit":
         edit = msg.get("edit") if isinstance(msg.get("edit"), dict) else {}
         inner = edit.get("message") if isinstance(edit.get("message"), dict) else {}
         inner_kind, text, media, payload, extra = _message_body(_s(inner.get("type")) or "unsupported", inner)
         flags.update(extra, target=_s(edit.get("original_message_id")), edited_kind=inner_kind)
         return InboundMessage(
-            kind="edit", action="record", text=text, media=media, payload=payload, flags=flags, **common
-        )
+            kind="edit", action="record", text=text, media=media, payload=payload, flags=flags,
+            target_external_id=flags["target"], **common,
+        )  # fmt: skip
     if kind == "system":
         system = msg.get("system") if isinstance(msg.get("system"), dict) else {}
         flags.update(
@@ -301,9 +321,14 @@ def _normalize_message(
             new_wa_id=_s(system.get("wa_id")),
             new_bsuid=_s(system.get("user_id")),
         )
-        return InboundMessage(
-            kind="system", action="record", text=_s(system.get("body")) or "", flags=flags, **common
+        event = SystemEvent(
+            type=flags["system_type"] or "unknown",
+            new_identities=identities_of(flags["new_wa_id"], flags["new_bsuid"]),
         )
+        return InboundMessage(
+            kind="system", action="record", text=_s(system.get("body")) or "", flags=flags, system=event,
+            **common,
+        )  # fmt: skip
     kind, text, media, payload, extra = _message_body(kind, msg)
     flags.update(extra)
     if echo:

@@ -23,10 +23,10 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from sqlalchemy.exc import SQLAlchemyError
 
+from switchboard.channels.meta import SIGNATURE_HEADER, challenge_response, signature_is_valid
 from switchboard.channels.whatsapp.accounts import AccountDirectory
 from switchboard.channels.whatsapp.normalize import normalize_delivery
 from switchboard.channels.whatsapp.store import ingest_delivery
-from switchboard.channels.whatsapp.verify import SIGNATURE_HEADER, challenge_response, signature_is_valid
 from switchboard.observability import get_logger
 
 __all__ = ["webhook_router"]

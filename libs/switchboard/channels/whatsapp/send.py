@@ -9,9 +9,8 @@ can help (codes from pywa ``errors.py`` / Meta's error-code table, LIBRARIES.md 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import httpx
 
@@ -21,8 +20,6 @@ __all__ = [
     "GraphClient",
     "GraphSendError",
     "MediaInfo",
-    "split_text",
-    "within_service_window",
     "TEXT_LIMIT_CHARS",
     "SERVICE_WINDOW",
     "TRANSIENT_CODES",
@@ -73,49 +70,6 @@ class MediaInfo:
     mime_type: str | None
     sha256: str | None
     file_size: int | None
-
-
-def within_service_window(last_customer_message_at: datetime | None, now: datetime) -> bool:
-    """``True`` when a free-form reply may be sent (last customer message less than 24 h ago)."""
-    return last_customer_message_at is not None and now - last_customer_message_at < SERVICE_WINDOW
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])\s+")
-
-
-def split_text(text: str, limit: int = TEXT_LIMIT_CHARS) -> list[str]:
-    """Split ``text`` into parts of at most ``limit`` characters, in order.
-
-    Cuts at the last paragraph break (blank line) that fits, else the last line break, else the last
-    sentence end, else the last space; a single word longer than ``limit`` is cut hard. Whitespace at
-    the cut is dropped; nothing else is lost or reordered.
-    """
-    if limit < 1:
-        raise ValueError("limit must be positive")
-    parts: list[str] = []
-    rest = text.strip()
-    while len(rest) > limit:
-        window = rest[: limit + 1]
-        cut = -1
-        for finder in (
-            lambda w: w.rfind("\n\n"),
-            lambda w: w.rfind("\n"),
-            lambda w: max((m.start() for m in _SENTENCE_END.finditer(w)), default=-1),
-            lambda w: w.rfind(" "),
-        ):
-            pos = finder(window)
-            if pos > 0:
-                cut = pos
-                break
-        if cut <= 0:
-            cut = limit
-        head = rest[:cut].rstrip()
-        if head:
-            parts.append(head)
-        rest = rest[cut:].lstrip()
-    if rest:
-        parts.append(rest)
-    return parts
 
 
 class GraphClient:

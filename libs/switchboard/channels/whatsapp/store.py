@@ -53,7 +53,7 @@ class IngestResult:
 
 
 def _row_values(msg: InboundMessage, account: AccountRef) -> dict[str, Any]:
-    is_echo = bool(msg.flags.get("echo"))
+    is_echo = msg.echo
     return {
         "id": uuid.uuid4(),
         "tenant_id": account.tenant_id,
@@ -68,15 +68,7 @@ def _row_values(msg: InboundMessage, account: AccountRef) -> dict[str, Any]:
         "external_id": msg.external_id[:512],
         "reply_to_external_id": (msg.reply_to or None) and msg.reply_to[:512],
         "sender_external_id": msg.sender_id[:255],
-        "raw": {
-            **msg.raw,
-            "normalized": {
-                "sender_name": msg.sender_name,
-                "payload": msg.payload,
-                "action": msg.action,
-                "flags": msg.flags,
-            },
-        },
+        "raw": {**msg.raw, "normalized": msg.stored_view()},
         "sent_at": msg.sent_at,
         "inbound_state": InboundState.pending.value,
         "processing_attempts": 0,
@@ -86,7 +78,7 @@ def _row_values(msg: InboundMessage, account: AccountRef) -> dict[str, Any]:
 
 async def _apply_control(session: AsyncSession, msg: InboundMessage, account: AccountRef) -> int:
     """Edit / revoke of an earlier message of the same sender: update that row. Returns rows changed."""
-    target = msg.flags.get("target")
+    target = msg.target_external_id
     if not target:
         return 0
     where = and_(

@@ -1,6 +1,9 @@
-"""Media → one line of text the agent can read (DESIGN.md step 2).
+"""Media → one line of text the agent can read (DESIGN.md step 2), the same for every channel.
 
-* audio → download from the Graph API (media id → short-lived URL → bytes, same Bearer token) →
+The bytes come from the channel (:meth:`switchboard.channels.base.Channel.fetch_media`: WhatsApp
+resolves a media id to a short-lived URL right before the download); what is done with them is here:
+
+* audio →
   ``POST {TRANSCRIPTION_BASE_URL}/v1/audio/transcriptions`` (OpenAI shape) uploaded as ``voice.ogg`` /
   ``audio/ogg`` (MIME parameters stripped: ``.opus`` names are rejected, LIBRARIES.md §10) →
   ``[Audio transcription]: "..."``;
@@ -19,15 +22,20 @@ from __future__ import annotations
 import base64
 import mimetypes
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 
-from switchboard.channels.whatsapp.send import GraphClient, GraphSendError
 from switchboard.errors import SwitchboardError
 from switchboard.settings import Settings
 
-__all__ = ["MediaUnavailable", "media_to_text", "safe_filename", "upload_name"]
+__all__ = ["MediaUnavailable", "media_to_text", "safe_filename", "upload_name", "MediaFetcher", "MEDIA_KINDS"]
+
+MEDIA_KINDS = ("image", "audio", "video", "document", "sticker")
+"""Normalized message kinds that carry media refs."""
+MediaFetcher = Callable[[str], Awaitable[tuple[bytes, str | None]]]
+"""``ref`` → ``(bytes, served MIME type)``; raises :class:`MediaUnavailable`."""
 
 VISION_PROMPT = (
     "Describe this image for a customer-support agent in one or two factual sentences "
@@ -85,15 +93,6 @@ def _endpoint(settings: Settings, override: str | None) -> tuple[str, dict[str, 
     if settings.openai_api_key is not None:
         headers["Authorization"] = f"Bearer {settings.openai_api_key.get_secret_value()}"
     return base, headers
-
-
-async def _download(graph: GraphClient, media_id: str, token: str) -> tuple[bytes, str | None]:
-    try:
-        info = await graph.media_info(media_id=media_id, token=token)
-        data = await graph.download(url=info.url, token=token, max_bytes=MAX_MEDIA_BYTES)
-    except GraphSendError as exc:
-        raise MediaUnavailable(f"media {media_id}: {exc}", is_transient=exc.is_transient) from exc
-    return data, info.mime_type
 
 
 async def _post(http: httpx.AsyncClient, url: str, timeout_s: float, **kwargs: Any) -> dict[str, Any]:
@@ -158,7 +157,7 @@ def _quoted(text: str) -> str:
 
 
 async def media_to_text(
-    *, kind: str, media: list[dict[str, Any]], caption: str, graph: GraphClient, token: str,
+    *, kind: str, media: list[dict[str, Any]], caption: str, fetch: MediaFetcher,
     http: httpx.AsyncClient, settings: Settings,
 ) -> str:  # fmt: skip
     """The text the agent reads for a media message (caption first, then one bracketed line).
@@ -167,6 +166,7 @@ async def media_to_text(
         kind: ``audio`` | ``image`` | ``video`` | ``document`` | ``sticker``.
         media: stored media refs ``{ref, mime, filename?, caption?, voice?}``.
         caption: the customer's caption (may be empty).
+        fetch: the channel's download of a media ref (at most :data:`MAX_MEDIA_BYTES`).
 
     Raises:
         MediaUnavailable: transient failure (the job should retry); permanent failures return a notice.
@@ -175,7 +175,7 @@ async def media_to_text(
     ref = media[0] if media else {}
     if kind in ("audio", "image") and ref.get("ref"):
         try:
-            data, served_mime = await _download(graph, str(ref["ref"]), token)
+            data, served_mime = await fetch(str(ref["ref"]))
             mime = ref.get("mime") or served_mime
             if kind == "audio":
                 lines.append(

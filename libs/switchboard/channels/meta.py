@@ -1,4 +1,5 @@
-"""Meta webhook authentication: the ``hub.challenge`` handshake and ``X-Hub-Signature-256``.
+"""Meta webhook authentication, shared by WhatsApp and Instagram: the ``hub.challenge`` handshake and
+``X-Hub-Signature-256``.
 
 Source: Meta "Create a webhook endpoint" (GET ``hub.mode=subscribe&hub.verify_token&hub.challenge``;
 every POST carries ``X-Hub-Signature-256: sha256=<hex HMAC-SHA256(app_secret, raw body)>``).

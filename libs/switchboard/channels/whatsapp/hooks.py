@@ -1,0 +1,27 @@
+"""WhatsApp-only effects of recorded rows, called through :meth:`WhatsAppChannel.on_record_only`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from switchboard.channels.whatsapp.identity import rekey_phone
+from switchboard.db.models import Message
+from switchboard.observability import get_logger
+
+__all__ = ["record_only"]
+
+log = get_logger(__name__)
+
+
+async def record_only(session: AsyncSession, row: Message, ic: Any) -> None:
+    """A ``user_changed_number`` system message moves the customer to the new number (history kept)."""
+    system = ic.stored.system
+    if row.kind != "system" or system is None or system.type != "user_changed_number":
+        return
+    new = next((i.value for i in system.new_identities if i.kind == "wa_id"), None)
+    old = next((i.value for i in ic.stored.identities if i.kind == "wa_id"), None)
+    if new and old:
+        await rekey_phone(session, tenant_id=row.tenant_id, old_wa_id=old, new_wa_id=new)
+        log.info("whatsapp_customer_rekeyed")

@@ -1,0 +1,121 @@
+"""What the inbound steps share: the worker's dependencies and one context per job run."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import httpx
+from arq.connections import ArqRedis
+
+from switchboard.channels.base import Channel
+from switchboard.contracts import StoredInbound
+from switchboard.crypto import CredentialCipher
+from switchboard.db.models import ChannelAccount, Conversation, Customer, Message
+from switchboard.runtime.resources import Resources
+from switchboard.settings import Settings
+
+__all__ = ["WorkerDeps", "InboundContext", "Outcome", "Dead"]
+
+
+class Outcome(StrEnum):
+    """What one run of the inbound job did (the job's return value, logged as ``inbound_outcome``)."""
+
+    missing_or_finished = "missing_or_finished"  # no such row, or a run before this one finished it
+    recorded = "recorded"  # only stored: sticker, reaction, status-like events, echoes, system messages
+    rate_limited = "rate_limited"  # over the per-customer limit, the slow-down reply already went out
+    slowdown_sent = "slowdown_sent"  # over the per-customer limit: the one polite reply of this window
+    human_mode = "human_mode"  # the conversation is with a person: relayed or waiting, no model call
+    agent_command = "agent_command"  # a human agent's slash command, answered
+    agent_command_rejected = "agent_command_rejected"  # an unknown or malformed slash command
+    relayed_to_customer = (
+        "relayed_to_customer"  # a human agent's reply, relayed through the customer's channel
+    )
+    agent_no_conversation = "agent_no_conversation"  # an agent wrote with no conversation selected
+    already_handled = "already_handled"  # a re-run of an agent message whose answer is in the outbox
+    opted_out = "opted_out"  # an opt-out button: recorded, one confirmation
+    button_handoff = "button_handoff"  # a "talk to a person" button: escalated without a model turn
+    coalesced = "coalesced"  # a newer message of the same customer answers this one too
+    empty = "empty"  # nothing to answer (no text after media to text)
+    silent = "silent"  # the agent chose not to answer (closed without a farewell, or handed over)
+    replied = "replied"  # the reply was written to the outbox and its parts sent (or are being retried)
+    not_sent = "not_sent"  # the reply was written but the channel refused it (code in ``last_error``)
+    contract_violation = "contract_violation"  # the orchestrator kept answering outside the contract
+    dead = "dead"  # gave up after the bounded number of failures (dead letter, logged as an error)
+
+
+class Dead(Exception):
+    """Internal: the row went to the dead-letter state; the job ends normally with :attr:`Outcome.dead`."""
+
+
+@dataclass
+class WorkerDeps:
+    """What jobs share, built in the worker's ``on_startup`` and kept in ``ctx["deps"]``."""
+
+    resources: Resources
+    settings: Settings
+    channels: dict[str, Channel]
+    """Every registered channel, by name (:func:`switchboard.channels.base.build_channels`)."""
+    http: httpx.AsyncClient
+    """Client for the orchestrator (and the transcription/vision endpoints)."""
+    cipher: CredentialCipher
+    gateway: Any = None
+    """Model gateway for handoff summaries (``ModelGateway``; ``None``: summaries quote the customer)."""
+
+    @property
+    def redis(self) -> ArqRedis:
+        assert self.resources.redis is not None
+        return self.resources.redis
+
+    def channel(self, name: str) -> Channel:
+        """The channel ``name``.
+
+        Raises:
+            LookupError: no channel of that name is registered in this process.
+        """
+        try:
+            return self.channels[name]
+        except KeyError:
+            raise LookupError(f"no channel {name!r} is registered (known: {sorted(self.channels)})") from None
+
+
+@dataclass
+class InboundContext:
+    """One run of the inbound job over one stored row; every step reads and fills it."""
+
+    deps: WorkerDeps
+    job: dict[str, Any]
+    """ARQ's job context (``job_try``, ``job_id``)."""
+    row: Message
+    stored: StoredInbound
+    customer: Customer
+    conversation: Conversation
+    account: ChannelAccount
+    channel: Channel
+    tenant_settings: Any = None
+    """:class:`~switchboard.tenant_settings.TenantSettings` once loaded (the buttons step loads it)."""
+    acted_payloads: frozenset[str] = frozenset()
+    """Lower-cased button payloads acted on without a turn (never coalesced with text)."""
+    lock_token: str | None = None
+    """The conversation lock this run holds (released by the job, whatever happens)."""
+    burst_key: str = ""
+    text: str = ""
+    """The text the agent answers: the message, or its media turned into text."""
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def row_id(self) -> uuid.UUID:
+        return self.row.id
+
+    @property
+    def settings(self) -> Settings:
+        return self.deps.settings
+
+    @property
+    def reply_address(self) -> str:
+        """Where replies to this message go: the identity the customer wrote from."""
+        if self.stored.identities:
+            return self.stored.identities[0].value
+        return self.row.sender_external_id or self.customer.external_user_id

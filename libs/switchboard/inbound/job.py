@@ -1,0 +1,121 @@
+"""``process_inbound``: one stored inbound message of any channel → (maybe) one turn → reply, exactly once.
+
+The job receives the id of a stored ``messages`` row (the durable queue) and is safe to run any number
+of times (ARQ is at-least-once; a killed worker's job runs again). It claims the row (:func:`claim`),
+then runs :data:`switchboard.inbound.steps.STEPS` in order until one returns an
+:class:`~switchboard.inbound.context.Outcome`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlmodel import select
+
+from switchboard.channels.whatsapp.identity import open_conversation, resolve_customer
+from switchboard.contracts import StoredInbound, trace_id_for
+from switchboard.db.models import ChannelAccount, InboundState, Message
+from switchboard.inbound.context import Dead, InboundContext, Outcome, WorkerDeps
+from switchboard.inbound.steps import STEPS, release_lock, retry_or_dead
+from switchboard.observability import get_logger, message_context
+
+__all__ = ["process_inbound", "claim"]
+
+log = get_logger(__name__)
+
+
+async def claim(deps: WorkerDeps, job: dict[str, Any], row_id: uuid.UUID) -> InboundContext | None:
+    """Load and claim the row in one transaction: resolve the customer from the sender's identities and
+    their open conversation, attach the row, move the service window's start.
+
+    Returns ``None`` when the row is missing or already finished (``done`` / ``dead``); a row whose
+    channel account was removed is dead-lettered.
+    """
+    async with deps.resources.sessions() as session, session.begin():
+        row = (await session.exec(select(Message).where(Message.id == row_id).with_for_update())).first()
+        if row is None:
+            log.warning("inbound_missing", inbound_message_id=str(row_id))
+            return None
+        if row.inbound_state in (InboundState.done.value, InboundState.dead.value):
+            return None
+        account = (
+            await session.get(ChannelAccount, row.channel_account_id) if row.channel_account_id else None
+        )
+        if account is None:
+            row.inbound_state = InboundState.dead.value
+            row.last_error = "channel account removed"
+            log.error("inbound_dead_letter", inbound_message_id=str(row_id), error=row.last_error)
+            return None
+        channel = deps.channel(row.channel)
+        stored = StoredInbound.of(row.raw)
+        ids = {identity.kind: identity.value for identity in stored.identities}
+        customer = await resolve_customer(
+            session,
+            tenant_id=row.tenant_id,
+            wa_id=ids.get("wa_id"),
+            bsuid=ids.get("bsuid"),
+            name=stored.sender_name if row.direction == "inbound" else None,
+        )
+        conversation = await open_conversation(session, customer=customer, channel_account_id=account.id)
+        row.conversation_id = conversation.id
+        row.inbound_state = InboundState.processing.value
+        row.processing_attempts += 1
+        row.trace_id = row.trace_id or trace_id_for(conversation.id, row.id)
+        if row.direction == "inbound" and row.kind != "system" and row.sent_at is not None:
+            last = conversation.last_customer_message_at
+            if last is None or row.sent_at > last:
+                conversation.last_customer_message_at = row.sent_at
+        session.add(conversation)
+        session.add(row)
+    return InboundContext(
+        deps=deps,
+        job=job,
+        row=row,
+        stored=stored,
+        customer=customer,
+        conversation=conversation,
+        account=account,
+        channel=channel,
+    )
+
+
+async def process_inbound(ctx: dict[str, Any], inbound_message_id: str) -> str:
+    """ARQ job: handle one stored inbound row (see the module docstring).
+
+    Returns:
+        The :class:`~switchboard.inbound.context.Outcome` value of the run.
+
+    Raises:
+        Retry: tenant limit reached, conversation busy, orchestrator or media temporarily failing.
+    """
+    deps: WorkerDeps = ctx["deps"]
+    row_id = uuid.UUID(inbound_message_id)
+    try:
+        try:
+            ic = await claim(deps, ctx, row_id)
+        except OSError as exc:
+            raise await retry_or_dead(deps, ctx, row_id, f"database: {exc}") from None
+        if ic is None:
+            return Outcome.missing_or_finished.value
+        with message_context(
+            tenant_id=str(ic.row.tenant_id), conversation_id=str(ic.conversation.id), trace_id=ic.row.trace_id
+        ):
+            log.info(
+                "inbound_processing",
+                inbound_message_id=str(row_id),
+                channel=ic.row.channel,
+                job_try=ctx.get("job_try"),
+                kind=ic.row.kind,
+            )
+            try:
+                for step in STEPS:
+                    outcome = await step(ic)
+                    if outcome is not None:
+                        log.info("inbound_outcome", outcome=outcome.value, step=step.__name__)
+                        return outcome.value
+            finally:
+                await release_lock(ic)
+        raise AssertionError("the last inbound step always returns an outcome")
+    except Dead:
+        return Outcome.dead.value

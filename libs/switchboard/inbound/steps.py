@@ -1,0 +1,700 @@
+"""The inbound steps, in order (:data:`STEPS`). Each takes the job's :class:`InboundContext` and returns
+an :class:`Outcome` to end the run, or ``None`` to go on to the next step. None names a channel:
+what differs per channel is behind :class:`~switchboard.channels.base.Channel`.
+
+1. :func:`record_only` — rows that never wake the agent (stickers, reactions, system messages,
+   echoes of what the business typed in its own app) are recorded; an echo hands the conversation to
+   a person.
+2. :func:`agent_console` — a message from one of the tenant's human agents is a slash command or a
+   reply to relay (:mod:`switchboard.handoff.relay`), never a customer message.
+3. :func:`customer_limit` — over the per-customer limit: one polite slow-down reply per window.
+4. :func:`tenant_limit` — over the per-tenant limit: ``Retry`` later; the customer sees nothing.
+5. :func:`buttons` — a configured button payload acts without a model turn (opt-out, talk to a person).
+6. :func:`human_mode` — a conversation with a person: the message is relayed to the agent.
+7. :func:`coalesce` — a newer message of the same customer is waiting: that one's turn answers both.
+8. :func:`lock_conversation` — one turn at a time per conversation.
+9. :func:`absorb_older` — older waiting messages of the customer join this turn.
+10. :func:`media_to_text` — every message of the turn with media becomes text first.
+11. :func:`turn` — ``POST /v1/turns``; the reply is split to the channel's limits into the outbox.
+12. :func:`send_reply` — the delivery loop sends the parts.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any
+
+from arq.worker import Retry
+from sqlalchemy import and_, func, or_, true, update
+from sqlmodel import col, select
+
+from switchboard.agent.settings import tenant_settings_from
+from switchboard.channels.base import split_text
+from switchboard.contracts import TurnRequest
+from switchboard.db.models import (
+    Conversation,
+    ConversationStatus,
+    Customer,
+    InboundState,
+    Message,
+    Outbox,
+    OutboxPurpose,
+    OutboxStatus,
+    Tenant,
+    utcnow,
+)
+from switchboard.handoff.relay import agent_for_row, handle_agent_message, relay_customer_message
+from switchboard.handoff.service import escalate_and_notify
+from switchboard.inbound.context import Dead, InboundContext, Outcome
+from switchboard.inbound.media import MAX_MEDIA_BYTES, MEDIA_KINDS, MediaUnavailable
+from switchboard.inbound.media import media_to_text as convert_media
+from switchboard.inbound.ratelimit import count_in_window, take_slot
+from switchboard.inbound.turn_client import ContractViolation, OrchestratorUnavailable, request_turn
+from switchboard.observability import get_logger
+from switchboard.outbox import text_items, write_outbox
+from switchboard.outbox.delivery import DeliveryDeps, DeliveryScope, deliver
+from switchboard.queue.keys import (
+    burst_key,
+    contract_violation_counter_key,
+    conversation_lock_key,
+    customer_rate_key,
+    customer_slowdown_key,
+    deliver_job_id,
+    inbound_failures_key,
+    tenant_rate_key,
+)
+
+__all__ = [
+    "STEPS",
+    "Step",
+    "SLOWDOWN_TEXT",
+    "CONTRACT_VIOLATION_MAX_TRIES",
+    "finish",
+    "retry_or_dead",
+    "release_lock",
+    "BUTTON_KINDS",
+]
+
+log = get_logger(__name__)
+
+Step = Callable[[InboundContext], Awaitable[Outcome | None]]
+
+SLOWDOWN_TEXT = (
+    "You're sending messages faster than we can answer them. Please slow down a little; "
+    "we'll reply to your latest message shortly."
+)
+"""The one polite reply a customer over the per-customer limit gets per window."""
+CONTRACT_VIOLATION_MAX_TRIES = 3
+"""Tries of a turn whose answer broke the contract before it is logged as ``contract_violation``."""
+LOCK_RETRY_DEFER_S = 1.0
+"""Wait before trying again when another turn of the same conversation holds the lock (grows per try)."""
+LOCK_RETRY_MAX_DEFER_S = 10.0
+LOCK_MARGIN_S = 5.0
+"""The conversation lock outlives the job timeout by this much (seconds)."""
+BUTTON_KINDS = ("button", "interactive", "postback", "quick_reply")
+"""Row kinds whose stored ``payload`` is a button id (WhatsApp template quick reply, reply button,
+list row; Instagram postback and quick reply)."""
+_RELEASE_LOCK = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+)
+
+
+# --- shared helpers -------------------------------------------------------------------------------
+
+
+async def finish(ic: InboundContext, state: InboundState, error: str | None = None) -> None:
+    """Move the row to ``state`` (``done`` / ``dead``) with the reason in ``last_error``."""
+    async with ic.deps.resources.sessions() as session, session.begin():
+        await session.execute(
+            update(Message)
+            .where(col(Message.id) == ic.row_id)
+            .values(inbound_state=state.value, last_error=error, processed_at=utcnow())
+        )
+
+
+async def _set_pending(ic: InboundContext, error: str | None) -> None:
+    async with ic.deps.resources.sessions() as session, session.begin():
+        await session.execute(
+            update(Message)
+            .where(col(Message.id) == ic.row_id, Message.inbound_state == InboundState.processing.value)
+            .values(inbound_state=InboundState.pending.value, last_error=error)
+        )
+
+
+async def retry_or_dead(deps: Any, job: dict[str, Any], row_id: uuid.UUID, error: str) -> Retry:
+    """A transient failure: ``Retry`` with a growing delay, or the dead-letter state after
+    ``INBOUND_MAX_TRIES`` failures of this row (counted apart from lock/limit deferrals).
+
+    Raises:
+        Dead: the row was dead-lettered (the job returns :attr:`Outcome.dead`).
+    """
+    job_try = int(job.get("job_try", 1))
+    key = inbound_failures_key(row_id)
+    failures = int(await deps.redis.incr(key))
+    await deps.redis.expire(key, 86_400)
+    dead = failures >= deps.settings.inbound_max_tries
+    async with deps.resources.sessions() as session, session.begin():
+        if dead:
+            await session.execute(
+                update(Message)
+                .where(col(Message.id) == row_id)
+                .values(inbound_state=InboundState.dead.value, last_error=error, processed_at=utcnow())
+            )
+        else:
+            await session.execute(
+                update(Message)
+                .where(col(Message.id) == row_id, Message.inbound_state == InboundState.processing.value)
+                .values(inbound_state=InboundState.pending.value, last_error=error)
+            )
+    if dead:
+        log.error("inbound_dead_letter", inbound_message_id=str(row_id), job_try=job_try, error=error)
+        raise Dead()
+    defer_s = deps.settings.inbound_retry_defer_s * failures
+    log.warning(
+        "inbound_retry", inbound_message_id=str(row_id), job_try=job_try, defer_s=defer_s, error=error
+    )
+    return Retry(defer=defer_s)
+
+
+def _delivery_deps(ic: InboundContext) -> DeliveryDeps:
+    deps = ic.deps
+    return DeliveryDeps(
+        sessions=deps.resources.sessions, redis=deps.redis, channels=deps.channels, settings=deps.settings
+    )
+
+
+async def _deliver(ic: InboundContext, scope: DeliveryScope) -> int:
+    """Send what ``scope`` has due now; parts waiting for a retry get a deferred delivery job.
+
+    Returns the parts sent now.
+    """
+    report = await deliver(_delivery_deps(ic), scope)
+    if report.retry_in_s is not None:
+        await ic.deps.redis.enqueue_job(
+            "deliver_outbox",
+            _job_id=deliver_job_id(scope.inbound_message_id or scope.conversation_id, report.retry_in_s),
+            _defer_by=report.retry_in_s,
+            inbound_message_id=str(scope.inbound_message_id) if scope.inbound_message_id else None,
+            conversation_id=str(scope.conversation_id) if scope.conversation_id else None,
+        )
+    return report.sent
+
+
+async def _deliver_row(ic: InboundContext) -> int:
+    """Send this row's parts, then notices written about the conversation meanwhile (an escalation)."""
+    sent = await _deliver(ic, DeliveryScope(inbound_message_id=ic.row_id))
+    await _deliver(ic, DeliveryScope(conversation_id=ic.conversation.id))
+    return sent
+
+
+async def _write_reply(ic: InboundContext, texts: list[str], trace_id: str) -> None:
+    """The reply parts for this row (split to the channel's limit), written once however often the job runs."""
+    limit, unit = ic.channel.capabilities.text_limit, ic.channel.capabilities.text_unit
+    parts = [part for text in texts for part in split_text(text, limit, unit)]
+    async with ic.deps.resources.sessions() as session, session.begin():
+        await write_outbox(
+            session,
+            tenant_id=ic.row.tenant_id,
+            items=text_items(
+                parts,
+                conversation_id=ic.conversation.id,
+                channel=ic.row.channel,
+                channel_account_id=ic.account.id,
+                recipient=ic.reply_address,
+            ),
+            inbound_message_id=ic.row_id,
+            trace_id=trace_id,
+        )
+
+
+async def _has_reply(ic: InboundContext) -> bool:
+    async with ic.deps.resources.sessions() as session:
+        found = (
+            await session.exec(
+                select(Outbox.id)
+                .where(Outbox.inbound_message_id == ic.row_id, Outbox.purpose == OutboxPurpose.reply.value)
+                .limit(1)
+            )
+        ).first()
+    return found is not None
+
+
+async def _reply_failure(ic: InboundContext) -> str | None:
+    """The error code of a failed reply part of this row, if any."""
+    async with ic.deps.resources.sessions() as session:
+        return (
+            await session.exec(
+                select(Outbox.error_code)
+                .where(
+                    Outbox.inbound_message_id == ic.row_id,
+                    Outbox.purpose == OutboxPurpose.reply.value,
+                    Outbox.status == OutboxStatus.failed.value,
+                )
+                .limit(1)
+            )
+        ).first()
+
+
+async def load_tenant_settings(ic: InboundContext) -> Any:
+    """The tenant's settings, loaded once per run."""
+    if ic.tenant_settings is None:
+        async with ic.deps.resources.sessions() as session:
+            tenant = await session.get(Tenant, ic.row.tenant_id)
+        ic.tenant_settings = tenant_settings_from(
+            tenant.settings_extensions if tenant else None, tenant_id=str(ic.row.tenant_id)
+        )
+    return ic.tenant_settings
+
+
+async def release_lock(ic: InboundContext) -> None:
+    """Release the conversation lock if this run holds it (only our own token is deleted)."""
+    if ic.lock_token is not None:
+        await ic.deps.redis.eval(_RELEASE_LOCK, 1, conversation_lock_key(ic.conversation.id), ic.lock_token)
+        ic.lock_token = None
+
+
+# --- the steps ------------------------------------------------------------------------------------
+
+
+async def record_only(ic: InboundContext) -> Outcome | None:
+    """Rows that never wake the agent: recorded; an echo of the business's own app hands over to a
+    person; channel effects (a number change) run in the same transaction."""
+    row = ic.row
+    if ic.stored.action == "process" and row.direction == "inbound":
+        return None
+    async with ic.deps.resources.sessions() as session, session.begin():
+        if ic.stored.echo:
+            await session.execute(
+                update(Conversation)
+                .where(
+                    col(Conversation.id) == ic.conversation.id,
+                    Conversation.status == ConversationStatus.ai.value,
+                )
+                .values(
+                    status=ConversationStatus.human.value,
+                    escalation_reason=f"a human replied from the {row.channel} business app",
+                )
+            )
+            log.info("business_app_echo", handoff="human")
+        await ic.channel.on_record_only(session, row, ic)
+        await session.execute(
+            update(Message)
+            .where(col(Message.id) == row.id)
+            .values(inbound_state=InboundState.done.value, processed_at=utcnow(), last_error=None)
+        )
+    return Outcome.recorded
+
+
+async def agent_console(ic: InboundContext) -> Outcome | None:
+    """A human agent's phone: a slash command or a reply to relay, never a customer message."""
+    row = ic.row
+    agent = await agent_for_row(ic.deps.resources.sessions, row)
+    if agent is None:
+        return None
+    outcome = await handle_agent_message(
+        ic.deps.resources.sessions, ic.deps.gateway, row=row, agent=agent, console=ic.conversation
+    )
+    # the agent's held-back notices first (their window just opened), then this message's answers
+    await _deliver(ic, DeliveryScope(tenant_id=row.tenant_id, recipient=agent.phone))
+    await _deliver(ic, DeliveryScope(inbound_message_id=row.id))
+    await finish(ic, InboundState.done, None)
+    return Outcome(outcome)
+
+
+async def customer_limit(ic: InboundContext) -> Outcome | None:
+    """Over the per-customer limit (sliding window): one polite reply per window, then silence."""
+    row, settings, redis = ic.row, ic.settings, ic.deps.redis
+    window = await count_in_window(
+        redis, customer_rate_key(row.tenant_id, ic.customer.id), str(row.id), settings.customer_rate_window_s
+    )
+    if window.count <= settings.customer_rate_limit:
+        return None
+    notice_key = customer_slowdown_key(row.tenant_id, ic.customer.id)
+    owner = await redis.set(notice_key, str(row.id), nx=True, ex=int(settings.customer_rate_window_s))
+    owner = owner or (await redis.get(notice_key)) == str(row.id).encode()  # a re-run of the owner
+    log.warning("customer_rate_limited", count=window.count, limit=settings.customer_rate_limit)
+    if not owner:
+        await finish(ic, InboundState.done, "customer rate limit: not answered")
+        return Outcome.rate_limited
+    await _write_reply(ic, [SLOWDOWN_TEXT], row.trace_id or "")
+    await _deliver_row(ic)
+    await finish(ic, InboundState.done, "customer rate limit: slow-down reply sent")
+    return Outcome.slowdown_sent
+
+
+async def tenant_limit(ic: InboundContext) -> Outcome | None:
+    """Over the per-tenant limit: ``Retry(defer=TENANT_RATE_DEFER_S)``; the customer sees nothing.
+
+    Raises:
+        Retry: the tenant's window is full.
+    """
+    row, settings = ic.row, ic.settings
+    slot = await take_slot(
+        ic.deps.redis,
+        tenant_rate_key(row.tenant_id),
+        str(row.id),
+        settings.tenant_rate_window_s,
+        settings.tenant_rate_limit,
+    )
+    if slot.allowed:
+        return None
+    await _set_pending(ic, f"tenant rate limit: deferred {settings.tenant_rate_defer_s:g} s")
+    log.warning("tenant_rate_limited", limit=settings.tenant_rate_limit, defer_s=settings.tenant_rate_defer_s)
+    raise Retry(defer=settings.tenant_rate_defer_s)
+
+
+def _button_action(ic: InboundContext, actions: dict[str, str]) -> str | None:
+    payload = ic.stored.payload
+    if ic.row.kind not in BUTTON_KINDS or not isinstance(payload, str) or not payload.strip():
+        return None
+    return actions.get(payload.strip().lower())
+
+
+async def buttons(ic: InboundContext) -> Outcome | None:
+    """A configured button payload acts at once: the channel's own (opt-out) win over the tenant's
+    ``handoff.button_payloads`` (talk to a person). Payloads compare case-insensitively."""
+    tenant_settings = await load_tenant_settings(ic)
+    actions = {p.strip().lower(): "handoff" for p in tenant_settings.handoff.button_payloads if p.strip()}
+    actions.update(ic.channel.acted_buttons(tenant_settings))
+    ic.acted_payloads = frozenset(actions)
+    action = _button_action(ic, actions)
+    if action == "opt_out":
+        return await _opt_out(ic)
+    if action == "handoff" and (
+        ic.conversation.status != ConversationStatus.human.value
+        or (ic.row.raw or {}).get("button_action") == "handoff"  # a re-run of this row's own escalation
+    ):
+        return await _button_handoff(ic)
+    return None
+
+
+async def _opt_out(ic: InboundContext) -> Outcome:
+    """Record ``customers.profile["marketing_opt_out"]`` and write one confirmation in one transaction,
+    so a re-run only resumes sending. Ordinary messages are still answered afterwards."""
+    row = ic.row
+    reply = ic.channel.opt_out_reply(ic.tenant_settings)  # type: ignore[attr-defined]
+    async with ic.deps.resources.sessions() as session, session.begin():
+        done = (
+            await session.exec(select(Outbox.id).where(Outbox.inbound_message_id == row.id).limit(1))
+        ).first()
+        if done is None:
+            customer = (
+                await session.exec(select(Customer).where(Customer.id == ic.customer.id).with_for_update())
+            ).one()
+            customer.profile = {
+                **(customer.profile or {}),
+                "marketing_opt_out": {
+                    "at": utcnow().isoformat(),
+                    "source": {
+                        "channel": row.channel,
+                        "payload": ic.stored.payload,
+                        "message_id": row.external_id,
+                    },
+                },
+            }
+            customer.updated_at = utcnow()
+            session.add(customer)
+            log.info("customer_opted_out", customer_id=str(customer.id), payload=ic.stored.payload)
+    if done is None:
+        await _write_reply(ic, [reply], row.trace_id or "")
+    await _deliver_row(ic)
+    await finish(ic, InboundState.done, None)
+    return Outcome.opted_out
+
+
+async def _button_handoff(ic: InboundContext) -> Outcome:
+    """Escalate as ``escalate_to_human`` does (least-loaded online agent or the queue, the agent's notice
+    with a summary), then tell the customer (``agent.handoff_reply`` or ``handoff.queue_reply``).
+
+    The row is marked (``raw.button_action``) before escalating, so a re-run still takes this path once
+    the conversation is in human mode; once the customer's reply is in the outbox a re-run only resumes
+    sending.
+    """
+    row = ic.row
+    if not await _has_reply(ic):
+        title = (row.text or "").strip() or str(ic.stored.payload)
+        async with ic.deps.resources.sessions() as session, session.begin():
+            await session.execute(
+                update(Message)
+                .where(col(Message.id) == row.id)
+                .values(raw=Message.raw.op("||")({"button_action": "handoff"}))  # type: ignore[union-attr]
+            )
+        assignment = await escalate_and_notify(
+            ic.deps.resources.sessions,
+            ic.deps.gateway,
+            tenant_id=row.tenant_id,
+            conversation_id=ic.conversation.id,
+            reason=f"customer pressed {title}",
+            trace_id=row.trace_id or "",
+        )
+        queued = assignment.agent is None
+        log.info("conversation_escalated", source="button", payload=ic.stored.payload, queued=queued)
+        settings = ic.tenant_settings
+        await _write_reply(
+            ic, [settings.handoff.queue_reply if queued else settings.agent.handoff_reply], row.trace_id or ""
+        )
+    await _deliver_row(ic)
+    await finish(ic, InboundState.done, None)
+    return Outcome.button_handoff
+
+
+async def human_mode(ic: InboundContext) -> Outcome | None:
+    """With a person: relay to the assigned agent (or wait in the queue); no model call."""
+    if ic.conversation.status != ConversationStatus.human.value:
+        return None
+    relayed = await relay_customer_message(
+        ic.deps.resources.sessions, row=ic.row, conversation=ic.conversation, customer=ic.customer
+    )
+    await _deliver(ic, DeliveryScope(inbound_message_id=ic.row_id))
+    await finish(ic, InboundState.done, None)
+    log.info("inbound_for_human", handoff="human", relay=relayed)
+    return Outcome.human_mode
+
+
+def _not_acted_button(ic: InboundContext) -> Any:
+    """Rows that are not buttons handled without a turn (a turn must never swallow one, nor wait for it)."""
+    if not ic.acted_payloads:
+        return true()
+    payload = Message.raw["normalized"]["payload"].astext  # type: ignore[index]
+    return or_(
+        col(Message.kind).notin_(BUTTON_KINDS),
+        payload.is_(None),
+        func.lower(func.trim(payload)).notin_(sorted(ic.acted_payloads)),
+    )
+
+
+def _same_customer(ic: InboundContext) -> Any:
+    """Inbound rows of this customer on this account (attached to the conversation, or not yet)."""
+    ids = {ic.row.sender_external_id, ic.customer.external_user_id, ic.customer.phone}
+    ids |= {identity.value for identity in ic.stored.identities}
+    ids.discard(None)
+    return and_(
+        Message.channel_account_id == ic.row.channel_account_id,
+        Message.direction == "inbound",
+        or_(Message.conversation_id == ic.conversation.id, col(Message.sender_external_id).in_(ids)),
+    )
+
+
+async def coalesce(ic: InboundContext) -> Outcome | None:
+    """A newer message of this customer (one that wakes the agent) is waiting: leave this one to that
+    message's turn, unless the burst is older than ``INBOUND_MAX_WAIT_S``."""
+    row, redis = ic.row, ic.deps.redis
+    ic.burst_key = burst_key(ic.conversation.id)
+    burst_start = await redis.get(ic.burst_key)
+    burst_age_s = time.time() - float(burst_start) if burst_start else 0.0
+    if burst_age_s >= ic.settings.inbound_max_wait_s:
+        return None
+    async with ic.deps.resources.sessions() as session:
+        newer = (
+            await session.exec(
+                select(Message.id)
+                .where(
+                    _same_customer(ic),
+                    Message.id != row.id,
+                    Message.created_at > row.created_at,
+                    col(Message.inbound_state).in_(
+                        (InboundState.pending.value, InboundState.processing.value)
+                    ),
+                    Message.raw["normalized"]["action"].astext == "process",  # type: ignore[index]
+                    _not_acted_button(ic),
+                )
+                .limit(1)
+            )
+        ).first()
+    if newer is None:
+        return None
+    await redis.set(ic.burst_key, str(row.created_at.timestamp()), nx=True, ex=3600)
+    async with ic.deps.resources.sessions() as session, session.begin():
+        await session.execute(
+            update(Message)
+            .where(col(Message.id) == row.id)
+            .values(
+                inbound_state=InboundState.done.value,
+                last_error="coalesced into a newer message's turn",
+                processed_at=utcnow(),
+                raw=Message.raw.op("||")({"coalesced": True}),  # type: ignore[union-attr]
+            )
+        )
+    log.info("inbound_coalesced", inbound_message_id=str(row.id), into=str(newer))
+    return Outcome.coalesced
+
+
+async def lock_conversation(ic: InboundContext) -> Outcome | None:
+    """One turn at a time per conversation (Redis lock with a TTL past the job timeout).
+
+    Raises:
+        Retry: another turn of the conversation holds the lock (the delay grows per try).
+    """
+    token = uuid.uuid4().hex
+    ttl_ms = int((ic.settings.inbound_job_timeout_s + LOCK_MARGIN_S) * 1000)
+    if not await ic.deps.redis.set(conversation_lock_key(ic.conversation.id), token, nx=True, px=ttl_ms):
+        await _set_pending(ic, "conversation busy")
+        raise Retry(defer=min(LOCK_RETRY_DEFER_S * int(ic.job.get("job_try", 1)), LOCK_RETRY_MAX_DEFER_S))
+    ic.lock_token = token
+    async with ic.deps.resources.sessions() as session:  # a duplicate job may have finished it meanwhile
+        state = (await session.exec(select(Message.inbound_state).where(Message.id == ic.row_id))).first()
+    if state in (InboundState.done.value, InboundState.dead.value):
+        return Outcome.missing_or_finished
+    return None
+
+
+async def absorb_older(ic: InboundContext) -> Outcome | None:
+    """Older messages of this customer that no job has started join this turn (it answers them too)."""
+    row = ic.row
+    async with ic.deps.resources.sessions() as session, session.begin():
+        result = await session.execute(
+            update(Message)
+            .where(
+                _same_customer(ic),
+                Message.id != row.id,
+                Message.created_at < row.created_at,
+                Message.inbound_state == InboundState.pending.value,
+                _not_acted_button(ic),
+            )
+            .values(
+                conversation_id=ic.conversation.id,
+                inbound_state=InboundState.done.value,
+                last_error=f"coalesced into {row.id}",
+                processed_at=utcnow(),
+                raw=Message.raw.op("||")({"coalesced": True}),  # type: ignore[union-attr]
+            )
+        )
+    if result.rowcount:
+        log.info("inbound_absorbed_older", count=int(result.rowcount))
+    return None
+
+
+async def media_to_text(ic: InboundContext) -> Outcome | None:
+    """Turn the media of this row — and of every message coalesced into this turn — into text, once
+    each (``raw.media_text``), so the agent reads all of them.
+
+    Raises:
+        Retry: the media could not be fetched or read now (transient); dead-lettered after the limit.
+    """
+    row = ic.row
+    ic.text = (row.text or "").strip()
+    if await _has_reply(ic):  # a re-run after the reply was written: nothing left to read
+        return None
+    async with ic.deps.resources.sessions() as session:
+        coalesced = list(
+            (
+                await session.exec(
+                    select(Message)
+                    .where(
+                        Message.conversation_id == ic.conversation.id,
+                        Message.direction == "inbound",
+                        Message.created_at <= row.created_at,
+                        Message.id != row.id,
+                        Message.raw["coalesced"].astext == "true",  # type: ignore[index]
+                        Message.raw["media_text"].astext.is_(None),  # type: ignore[index]
+                        col(Message.kind).in_(MEDIA_KINDS),
+                    )
+                    .order_by(col(Message.created_at))
+                )
+            ).all()
+        )
+    for message in [*coalesced, row]:
+        if message.kind not in MEDIA_KINDS or not message.media or (message.raw or {}).get("media_text"):
+            continue
+        fetch = partial(ic.channel.fetch_media, ic.account, max_bytes=MAX_MEDIA_BYTES)
+        try:
+            text = await convert_media(
+                kind=message.kind, media=message.media, caption=(message.text or "").strip(), fetch=fetch,
+                http=ic.deps.http, settings=ic.settings,
+            )  # fmt: skip
+        except MediaUnavailable as exc:
+            raise await retry_or_dead(ic.deps, ic.job, row.id, str(exc)) from None
+        async with ic.deps.resources.sessions() as session, session.begin():
+            await session.execute(
+                update(Message)
+                .where(col(Message.id) == message.id)
+                .values(text=text, raw=Message.raw.op("||")({"media_text": True}))  # type: ignore[union-attr]
+            )
+        log.info(
+            "inbound_media_to_text", kind=message.kind, chars=len(text), inbound_message_id=str(message.id)
+        )
+        if message.id == row.id:
+            ic.text = text
+    return None
+
+
+async def turn(ic: InboundContext) -> Outcome | None:
+    """``POST /v1/turns`` (idempotent per inbound message); the reply goes to the outbox.
+
+    Raises:
+        Retry: the orchestrator is unavailable, or answered outside the contract (a few times).
+    """
+    row, settings, redis = ic.row, ic.settings, ic.deps.redis
+    if await _has_reply(ic):  # a re-run after the reply was written: only sending is left
+        return None
+    if not ic.text:
+        await finish(ic, InboundState.done, "nothing to answer (empty text)")
+        return Outcome.empty
+    request = TurnRequest(
+        tenant_id=row.tenant_id, conversation_id=ic.conversation.id, inbound_message_id=row.id,
+        channel=row.channel, customer_id=ic.customer.id, text=ic.text[:100_000],
+    )  # fmt: skip
+    try:
+        result = await request_turn(
+            ic.deps.http, base_url=settings.orchestrator_url, token=settings.resolved_service_token(),
+            request=request, timeout_s=settings.orchestrator_timeout_s,
+        )  # fmt: skip
+    except OrchestratorUnavailable as exc:
+        raise await retry_or_dead(ic.deps, ic.job, row.id, str(exc)) from None
+    except ContractViolation as exc:
+        await redis.incr(contract_violation_counter_key())
+        bad_key = inbound_failures_key(row.id) + ":contract"
+        bad_answers = int(await redis.incr(bad_key))
+        await redis.expire(bad_key, 86_400)
+        if bad_answers < CONTRACT_VIOLATION_MAX_TRIES:
+            await _set_pending(ic, str(exc))
+            log.warning(
+                "orchestrator_bad_answer",
+                bad_answers=bad_answers,
+                status_code=exc.status_code,
+                detail=exc.detail,
+            )
+            raise Retry(defer=settings.inbound_retry_defer_s) from None
+        log.error("contract_violation", status_code=exc.status_code, detail=exc.detail)
+        await finish(ic, InboundState.done, f"contract_violation: {exc.detail}")
+        return Outcome.contract_violation
+    await redis.delete(ic.burst_key)
+    if result.silent:
+        await _deliver(ic, DeliveryScope(conversation_id=ic.conversation.id))  # e.g. an escalation's notice
+        await finish(ic, InboundState.done, None)
+        log.info("turn_silent", trace_id=result.trace_id)
+        return Outcome.silent
+    assert result.reply is not None
+    await _write_reply(ic, [result.reply], result.trace_id)
+    return None
+
+
+async def send_reply(ic: InboundContext) -> Outcome:
+    """The delivery loop sends the reply's parts in order (and notices the turn wrote)."""
+    await _deliver_row(ic)
+    failed = await _reply_failure(ic)
+    await finish(ic, InboundState.done, f"reply not sent: {failed}" if failed else None)
+    if failed:
+        log.warning("reply_not_sent", error_code=failed)
+        return Outcome.not_sent
+    return Outcome.replied
+
+
+STEPS: tuple[Step, ...] = (
+    record_only,
+    agent_console,
+    customer_limit,
+    tenant_limit,
+    buttons,
+    human_mode,
+    coalesce,
+    lock_conversation,
+    absorb_older,
+    media_to_text,
+    turn,
+    send_reply,
+)
+"""The inbound job, in order; the first step that returns an :class:`Outcome` ends the run."""

@@ -1,0 +1,162 @@
+"""What the channel conformance suite needs from each channel: how to connect an account, build and sign
+a real-shaped webhook, and read what the provider's sandbox received. One kit per registered channel
+(the suite fails for a registered channel without one)."""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlmodel.ext.asyncio.session import AsyncSession
+from switchboard.channels.meta import sign_body
+from switchboard.crypto import CredentialCipher
+from switchboard.db.models import Tenant
+from switchboard.settings import Settings
+from switchboard.tenants import add_channel_account
+
+from tests.utils.whatsapp import encode
+
+__all__ = ["ChannelKit", "KITS", "Posted"]
+
+
+@dataclass(frozen=True)
+class Posted:
+    """One customer message to put in a delivery."""
+
+    external_id: str
+    sender: str
+    text: str
+
+
+class ChannelKit(Protocol):
+    name: str
+    webhook_path: str
+
+    async def connect(
+        self, sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings
+    ) -> str:
+        """Connect a fresh account to ``tenant``; returns the provider's account id."""
+        ...
+
+    def delivery(
+        self, account_id: str, messages: list[Posted], *, malformed_at: int | None = None
+    ) -> dict[str, Any]:
+        """A real-shaped webhook body carrying ``messages``; with ``malformed_at``, a broken item is put
+        at that position (no id, wrong types) among them."""
+        ...
+
+    def status(self, account_id: str, external_id: str, status: str) -> dict[str, Any]:
+        """A delivery-status webhook for one of our sent messages."""
+        ...
+
+    def sign(self, raw: bytes, settings: Settings) -> dict[str, str]:
+        """The headers a correctly signed delivery carries."""
+        ...
+
+    def bad_signature(self) -> dict[str, str]:
+        """Headers of a delivery signed with the wrong secret."""
+        ...
+
+    def sent(self, sandbox: Any, account_id: str) -> list[dict[str, Any]]:
+        """``[{"to", "text", "id"}]`` the provider sandbox received from ``account_id``, in order."""
+        ...
+
+    @asynccontextmanager
+    async def service(self, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+        """The channel's own service app (lifespan running) behind an httpx client."""
+        yield  # type: ignore[misc]
+
+
+class WhatsAppKit:
+    name = "whatsapp"
+    webhook_path = "/webhooks/whatsapp"
+
+    async def connect(
+        self, sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings
+    ) -> str:
+        phone_number_id = str(random.randint(10**14, 10**15 - 1))
+        async with sessions() as session, session.begin():
+            await add_channel_account(
+                session, tenant=tenant, channel="whatsapp", external_account_id=phone_number_id,
+                credentials={"access_token": "EAAG-test-token"},
+                cipher=CredentialCipher(settings.resolved_encryption_key()),
+            )  # fmt: skip
+        return phone_number_id
+
+    def _envelope(self, account_id: str, value: dict[str, Any]) -> dict[str, Any]:
+        value = {
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "15550100001", "phone_number_id": account_id},
+            **value,
+        }
+        return {
+            "object": "whatsapp_business_account",
+            "entry": [{"id": "102000000000001", "changes": [{"value": value, "field": "messages"}]}],
+        }
+
+    def delivery(
+        self, account_id: str, messages: list[Posted], *, malformed_at: int | None = None
+    ) -> dict[str, Any]:
+        now = int(time.time())
+        items: list[Any] = [
+            {
+                "from": m.sender,
+                "id": m.external_id,
+                "timestamp": str(now),
+                "type": "text",
+                "text": {"body": m.text},
+            }
+            for m in messages
+        ]
+        contacts = [{"profile": {"name": "Conformance"}, "wa_id": m.sender} for m in messages]
+        if malformed_at is not None:
+            items.insert(malformed_at, {"type": ["not", "a", "type"], "text": 42, "timestamp": "soon"})
+        return self._envelope(account_id, {"contacts": contacts, "messages": items})
+
+    def status(self, account_id: str, external_id: str, status: str) -> dict[str, Any]:
+        return self._envelope(
+            account_id,
+            {"statuses": [{"id": external_id, "status": status, "timestamp": str(int(time.time())),
+                           "recipient_id": "15550100099"}]},
+        )  # fmt: skip
+
+    def sign(self, raw: bytes, settings: Settings) -> dict[str, str]:
+        return {"X-Hub-Signature-256": sign_body(raw, settings.resolved_meta_app_secret())}
+
+    def bad_signature(self) -> dict[str, str]:
+        return {"X-Hub-Signature-256": sign_body(b"something else", "wrong-secret")}
+
+    def sent(self, sandbox: Any, account_id: str) -> list[dict[str, Any]]:
+        return [
+            {"to": m["to"], "text": m["text"], "id": m["id"]}
+            for m in sandbox.sent
+            if m["phone_number_id"] == account_id
+        ]
+
+    @asynccontextmanager
+    async def service(self, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+        from services.whatsapp.main import create_app
+
+        app = create_app(settings)
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://whatsapp.test") as client:
+                yield client
+
+
+KITS: dict[str, ChannelKit] = {"whatsapp": WhatsAppKit()}
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}.{uuid.uuid4().hex[:20].upper()}"
+
+
+def raw(body: dict[str, Any]) -> bytes:
+    return encode(body)
