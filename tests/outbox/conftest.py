@@ -176,7 +176,7 @@ def make_scene(
                 tenant_id=tenant.id, conversation_id=conversation.id, channel="whatsapp",
                 channel_account_id=account.id, direction="inbound", role="user", text="hello?",
                 external_id=f"wamid.IN{uuid.uuid4().hex}", sender_external_id=wa_id, sent_at=last,
-                inbound_state="processing",
+                raw={}, inbound_state="done",  # answered: never picked up by the inbound sweeper
             )  # fmt: skip
             session.add(inbound)
         return Scene(

@@ -14,15 +14,15 @@ async def test_worker_cron_delivers_what_is_due(
     settings = make_settings()
     worker_settings = build_worker_settings(settings)
     crons = {c.name: c for c in worker_settings.cron_jobs if isinstance(c, CronJob)}
-    assert "deliver_handoff" not in crons and crons["deliver_outbox"].second == set(range(1, 60, 5))
+    assert "deliver_handoff" not in crons and crons["deliver_outbox_sweep"].second == set(range(1, 60, 5))
     scene = await make_scene()
     await write_parts(sessions, scene, ["from the cron"])
 
     ctx = {"redis": arq_redis}
     await worker_settings.on_startup(ctx)
     try:
-        report = await crons["deliver_outbox"].coroutine(ctx)
-        again = await crons["deliver_outbox"].coroutine(ctx)
+        report = await crons["deliver_outbox_sweep"].coroutine(ctx)
+        again = await crons["deliver_outbox_sweep"].coroutine(ctx)
     finally:
         await worker_settings.on_shutdown(ctx)
 
