@@ -107,7 +107,7 @@ async def make_deps(
         settings = make_settings(**overrides)
         http = httpx.AsyncClient()
         channel_deps = ChannelDeps(
-            settings=settings, cipher=CredentialCipher(settings.resolved_encryption_key()), http=http
+            settings=settings, cipher=CredentialCipher(settings.secret("encryption_key").encode()), http=http
         )
         channel = WhatsAppChannel(channel_deps) if echo else NoEchoWhatsApp(channel_deps)
         opened.extend([channel, http])
@@ -155,7 +155,7 @@ def make_scene(
             account = await add_channel_account(
                 session, tenant=tenant, channel="whatsapp", external_account_id=phone_number_id,
                 credentials={"access_token": "EAAG-test-token"},
-                cipher=CredentialCipher(settings.resolved_encryption_key()),
+                cipher=CredentialCipher(settings.secret("encryption_key").encode()),
             )  # fmt: skip
             customer = Customer(
                 tenant_id=tenant.id,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from arq.cron import CronJob
-from switchboard.queue import build_worker_settings
+from switchboard.queue import build_chat_worker_settings
 
 from tests.outbox.conftest import rows_of, sent_by, write_parts
 
@@ -12,7 +12,7 @@ async def test_worker_cron_delivers_what_is_due(
     make_settings, make_scene, sessions, sandbox, arq_redis
 ) -> None:  # type: ignore[no-untyped-def]
     settings = make_settings()
-    worker_settings = build_worker_settings(settings)
+    worker_settings = build_chat_worker_settings(settings)
     crons = {c.name: c for c in worker_settings.cron_jobs if isinstance(c, CronJob)}
     assert "deliver_handoff" not in crons and crons["deliver_outbox_sweep"].second == set(range(1, 60, 5))
     scene = await make_scene()
