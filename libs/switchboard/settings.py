@@ -289,6 +289,14 @@ class KnowledgeBaseSettings(BaseSettings):
     """Recursive splitter: characters repeated from the end of one chunk at the start of the next."""
     kb_max_upload_bytes: int = Field(20 * 1024 * 1024, ge=1)
     """Largest file the admin API and ``switchboard kb add`` accept (bytes)."""
+    kb_parse_timeout_s: float = Field(30.0, gt=0, le=3600)
+    """Wall-clock time one upload's parse may take in its child process before it is killed and
+    the file refused as too complex (``switchboard.knowledge.isolation``)."""
+    kb_parse_memory_limit_mb: int = Field(512, ge=16, le=65_536)
+    """Memory (MiB of address space) one upload's parse may add in its child process; also the
+    largest total unpacked size of a DOCX/XLSX's parts (ZIP bombs)."""
+    kb_parse_concurrency: int = Field(2, ge=1, le=64)
+    """Parses (child processes) one service process runs at once; more uploads wait for a slot."""
     kb_embedding_model: str = "text-embedding-3-small"
     """Embedding model used when a provider key is configured (1536 dimensions)."""
     kb_embedding_batch_size: int = Field(64, ge=1, le=2048)
