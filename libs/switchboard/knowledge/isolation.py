@@ -41,6 +41,7 @@ from functools import cache
 from multiprocessing.connection import Connection
 from typing import Any
 
+from switchboard.errors import SwitchboardError
 from switchboard.knowledge.parsers import (
     MIB,
     DocumentRejected,
@@ -51,7 +52,7 @@ from switchboard.knowledge.parsers import (
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
 
-__all__ = ["ParseLimits", "parse_isolated"]
+__all__ = ["ParseLimits", "ParserUnavailable", "parse_isolated"]
 
 log = get_logger(__name__)
 
@@ -63,10 +64,16 @@ whose helper died meanwhile)."""
 _HELPER_GRACE_S = 15.0
 """How much longer than the timeout the service waits for a helper's answer before it gives the
 helper up (the helper itself kills a late child at the timeout)."""
+_HELPER_START_TIMEOUT_S = 120.0
+"""How long a new helper may take to import the parsing libraries and say it is ready."""
 
 Outcome = tuple[Any, ...]
 """What a child answers: ``("parsed", ParsedDocument)``, ``("rejected", reason, detail)``,
 ``("memory",)``, ``("error", text)``; the helper adds ``("timeout",)`` and ``("died", status)``."""
+
+
+class ParserUnavailable(SwitchboardError):
+    """The helper process could not be started: nothing is known about the file (try again later)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,6 +111,7 @@ def parse_isolated(data: bytes, filename: str, limits: ParseLimits) -> ParsedDoc
         DocumentTooComplex: the parse timed out or ran out of its memory, or the file is a ZIP or
             XML bomb or over pypdf's limits.
         DocumentRejected: encrypted, corrupt, empty, image-only or unsupported file.
+        ParserUnavailable: no helper process could be started.
     """
     with _slots(limits.max_concurrent):
         outcome = _pool.run((data, filename, limits.timeout_s, limits.memory_limit_bytes), limits.timeout_s)
@@ -153,6 +161,14 @@ class _Helper:
         os.close(answer_w)
         self.requests = Connection(request_w, readable=False)
         self.answers = Connection(answer_r, writable=False)
+        # the imports take seconds: wait here, so they never count against a parse's timeout
+        try:
+            if not self.answers.poll(_HELPER_START_TIMEOUT_S) or self.answers.recv() != ("ready",):
+                raise OSError("the parse helper did not start")
+        except (OSError, EOFError):
+            self.process.kill()
+            self.close()
+            raise
 
     def close(self) -> None:
         self.requests.close()  # the helper exits when it reads EOF
@@ -174,7 +190,11 @@ class _HelperPool:
         try:
             helper = self._idle.get_nowait()
         except queue.Empty:
-            helper = _Helper()
+            try:
+                helper = _Helper()
+            except (OSError, EOFError) as exc:  # not the file's fault: the service cannot parse now
+                log.error("knowledge_parse_helper_failed", error=f"{type(exc).__name__}: {exc}")
+                raise ParserUnavailable(f"the document parser could not start ({exc})") from exc
             with self._lock:
                 self._all.add(helper)
         try:
@@ -216,6 +236,7 @@ def _serve(request_fd: int, answer_fd: int) -> None:
         __import__(module)
     requests = Connection(request_fd, writable=False)
     answers = Connection(answer_fd, readable=False)
+    answers.send(("ready",))
     while True:
         try:
             data, filename, timeout_s, memory_limit_bytes = requests.recv()

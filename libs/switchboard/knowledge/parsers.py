@@ -347,9 +347,19 @@ def _parse_docx(data: bytes, filename: str) -> ParsedDocument:
     )
 
 
+def _raise_if_xml_bomb(exc: BaseException, filename: str) -> None:
+    """Raise :class:`DocumentTooComplex` when defusedxml refused the XML (openpyxl wraps its error)."""
+    from defusedxml import DefusedXmlException
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, DefusedXmlException):
+            raise DocumentTooComplex(filename, f"XML entity declarations (an XML bomb?): {seen}") from None
+        seen = seen.__cause__ or seen.__context__
+
+
 def _parse_xlsx(data: bytes, filename: str) -> ParsedDocument:
     import openpyxl
-    from defusedxml import DefusedXmlException
 
     if not openpyxl.DEFUSEDXML:  # OPENPYXL_DEFUSEDXML=False in the environment: refuse, never parse unsafely
         raise DocumentRejected(
@@ -359,11 +369,10 @@ def _parse_xlsx(data: bytes, filename: str) -> ParsedDocument:
         )
     try:
         workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-    except DefusedXmlException as exc:
-        raise DocumentTooComplex(filename, f"XML entity declarations (an XML bomb?): {exc}") from None
     except _RESOURCE_ERRORS:
         raise
     except Exception as exc:  # openpyxl raises a variety (InvalidFileException, KeyError, lxml errors)
+        _raise_if_xml_bomb(exc, filename)
         raise DocumentRejected(filename, "corrupt", f"corrupt XLSX ({type(exc).__name__})") from None
     sections: list[Section] = []
     sheets: dict[str, int] = {}
@@ -377,11 +386,10 @@ def _parse_xlsx(data: bytes, filename: str) -> ParsedDocument:
                 sections.append(Section(text="\n".join(lines), sheet=worksheet.title))
             else:
                 skipped.append({"sheet": worksheet.title, "why": "empty sheet"})
-    except DefusedXmlException as exc:  # read-only mode parses each sheet's XML while iterating
-        raise DocumentTooComplex(filename, f"XML entity declarations (an XML bomb?): {exc}") from None
     except _RESOURCE_ERRORS:
         raise
-    except Exception as exc:  # malformed sheet XML (ParseError), bad cell values
+    except Exception as exc:  # read-only mode parses each sheet's XML while iterating: ParseError, bombs
+        _raise_if_xml_bomb(exc, filename)
         raise DocumentRejected(filename, "corrupt", f"corrupt XLSX ({type(exc).__name__})") from None
     finally:
         workbook.close()
