@@ -4,7 +4,8 @@ Every file is built here, small on disk and costly to parse: a ZIP bomb (a DOCX 
 unpacks to 200 MiB), a billion-laughs XLSX, a spreadsheet of 2^20 x 2^14 cells in 5 KB, a PDF of
 a few kilobytes that keeps pypdf busy for about a minute, and a PDF whose stream unpacks past
 pypdf's limit. Limits are small here so the tests stay fast: each hostile parse ends within about
-a second. The parse runs in a real child process (``parse_isolated``), as uploads do.
+a second, and each test leaves plenty of the other resource so the outcome is the same on a busy
+machine. The parse runs in a real child process (``parse_isolated``), as uploads do.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from switchboard.knowledge import (
     register_upload,
 )
 from switchboard.knowledge.ingest import sha256_hex
+from switchboard.settings import Settings
 
 from services.orchestrator.main import create_app
 from tests.utils.documents import (
@@ -42,12 +44,23 @@ from tests.utils.documents import (
     make_zip_bomb,
 )
 
-LIMITS = ParseLimits(timeout_s=1.0, memory_limit_bytes=64 * MIB)
-TIGHT = {"kb_parse_timeout_s": 1.0, "kb_parse_memory_limit_mb": 64}
-"""The same limits as settings (the ingestion path and the API read them from there)."""
+MEMORY_BOUND = ParseLimits(timeout_s=60.0, memory_limit_bytes=64 * MIB)
+"""Little memory and plenty of time: a file that needs memory fails on memory, however busy the machine."""
+TIME_BOUND = ParseLimits(timeout_s=1.0, memory_limit_bytes=1024 * MIB)
+"""Little time and plenty of memory: a slow file fails on time."""
 
 
-def _refusal(data: bytes, filename: str, limits: ParseLimits = LIMITS) -> tuple[str, str]:
+def _settings(settings: Settings, limits: ParseLimits) -> Settings:
+    """The same limits as settings (the ingestion path and the API read them from there)."""
+    return settings.model_copy(
+        update={
+            "kb_parse_timeout_s": limits.timeout_s,
+            "kb_parse_memory_limit_mb": limits.memory_limit_bytes // MIB,
+        }
+    )
+
+
+def _refusal(data: bytes, filename: str, limits: ParseLimits = MEMORY_BOUND) -> tuple[str, str]:
     with pytest.raises(DocumentTooComplex) as caught:
         parse_isolated(data, filename, limits)
     return caught.value.reason, str(caught.value)
@@ -87,8 +100,7 @@ def test_a_spreadsheet_of_a_billion_empty_cells_hits_the_memory_cap():
 def test_a_pdf_that_takes_minutes_to_read_hits_the_timeout():
     slow = make_slow_pdf(operators=2_000_000)  # pypdf reads about 40,000 of them a second here
     assert len(slow) < 100_000
-    roomy = ParseLimits(timeout_s=1.0, memory_limit_bytes=1024 * MIB)  # time runs out, not memory
-    assert _refusal(slow, "slow.pdf", roomy) == (
+    assert _refusal(slow, "slow.pdf", TIME_BOUND) == (
         "too_complex",
         "slow.pdf: file too complex: parsing took longer than 1 s",
     )
@@ -107,12 +119,12 @@ def test_a_pdf_stream_over_pypdfs_limit_is_too_complex():
 
 def test_an_ordinary_file_parses_the_same_in_the_child_process():
     data = make_pdf([RETURNS_POLICY])
-    assert parse_isolated(data, "faq.pdf", LIMITS) == parse_document(data, "faq.pdf")
+    assert parse_isolated(data, "faq.pdf", MEMORY_BOUND) == parse_document(data, "faq.pdf")
 
 
 async def test_an_upload_too_complex_to_parse_stores_nothing(make_tenant, sessions, settings):
     tenant = await make_tenant()
-    tight = settings.model_copy(update=TIGHT)
+    tight = _settings(settings, MEMORY_BOUND)
     with pytest.raises(DocumentTooComplex) as caught:
         async with sessions() as session, session.begin():
             await register_upload(
@@ -141,7 +153,7 @@ async def test_ingestion_of_a_stored_file_too_complex_fails_and_stores_no_chunk(
         scope.add(KnowledgeSourceFile(tenant_id=tenant.id, source_id=source.id, data=data))
     report = await ingest_source(
         sessions,
-        settings.model_copy(update={**TIGHT, "kb_parse_memory_limit_mb": 1024}),
+        _settings(settings, TIME_BOUND),
         tenant_id=tenant.id,
         source_id=source.id,
         content_hash=sha256_hex(data),
@@ -164,7 +176,7 @@ async def test_ingestion_of_a_stored_file_too_complex_fails_and_stores_no_chunk(
 
 async def test_the_upload_api_answers_422_too_complex(make_tenant, settings):
     tenant = await make_tenant()
-    app = create_app(settings.model_copy(update=TIGHT))
+    app = create_app(_settings(settings, MEMORY_BOUND))
     async with app.router.lifespan_context(app):
         headers = {"Authorization": f"Bearer {settings.resolved_admin_token()}"}
         transport = httpx.ASGITransport(app=app)
