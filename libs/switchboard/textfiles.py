@@ -15,11 +15,21 @@ from __future__ import annotations
 
 import csv
 
-__all__ = ["decode_text", "sniff_csv_dialect"]
+__all__ = ["decode_text", "looks_like_text", "sniff_csv_dialect"]
 
 _SNIFF_CHARS = 4096
 """How much of a CSV the dialect sniffer reads."""
 _CSV_DELIMITERS = ",;\t|"
+_TEXT_CONTROL_BYTES = set(range(0, 9)) | {11, 12} | set(range(14, 32)) - {27}
+"""Bytes that never occur in text in a single-byte or UTF-8 encoding (tab, newlines, ESC excepted)."""
+_SAMPLE_BYTES = 8192
+
+
+def looks_like_text(data: bytes) -> bool:
+    """Whether ``data`` is text: a UTF-16/UTF-8 byte-order mark, or no control bytes in its first 8 KiB."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf")):
+        return True
+    return not any(byte in _TEXT_CONTROL_BYTES for byte in data[:_SAMPLE_BYTES])
 
 
 def decode_text(data: bytes) -> str:

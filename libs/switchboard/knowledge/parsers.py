@@ -27,7 +27,7 @@ from enum import StrEnum
 from typing import Any
 
 from switchboard.errors import SwitchboardError
-from switchboard.textfiles import decode_text, sniff_csv_dialect
+from switchboard.textfiles import decode_text, looks_like_text, sniff_csv_dialect
 
 __all__ = [
     "DEFAULT_MAX_UNPACKED_BYTES",
@@ -53,7 +53,6 @@ _IMAGE_MAGICS = {
     b"GIF89a": "GIF image",
     b"RIFF": "RIFF (WebP image or WAV audio)",
 }
-_TEXT_CONTROL_BYTES = set(range(0, 9)) | {11, 12} | set(range(14, 32)) - {27}
 _RESOURCE_ERRORS = (MemoryError, RecursionError)
 """Never reported as a corrupt file: the parse ran out of room (see :func:`parse_document`)."""
 
@@ -162,7 +161,7 @@ def sniff_kind(data: bytes, filename: str) -> DocumentKind:
             raise DocumentRejected(
                 filename, "unsupported", f"{what}: upload PDF, DOCX, XLSX, CSV, TXT or Markdown"
             )
-    if not _looks_like_text(data):
+    if not looks_like_text(data):
         raise DocumentRejected(filename, "unsupported", "binary file of an unsupported type")
     lower = filename.lower()
     if lower.endswith((".csv", ".tsv")):
@@ -170,13 +169,6 @@ def sniff_kind(data: bytes, filename: str) -> DocumentKind:
     if lower.endswith((".md", ".markdown")):
         return DocumentKind.markdown
     return DocumentKind.text
-
-
-def _looks_like_text(data: bytes) -> bool:
-    if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf")):
-        return True
-    sample = data[:8192]
-    return not any(byte in _TEXT_CONTROL_BYTES for byte in sample)
 
 
 def _check_unpacked_size(data: bytes, filename: str, max_unpacked_bytes: int) -> None:
