@@ -35,6 +35,7 @@ from cryptography.fernet import Fernet
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from switchboard.crypto import split_keys
 from switchboard.errors import SettingsError
 
 __all__ = [
@@ -167,7 +168,9 @@ class SecretSettings(BaseSettings):
     """Secrets; unset (or empty) ones are generated into ``DATA_DIR/secrets`` (:meth:`Settings.secret`)."""
 
     encryption_key: SecretStr | None = None
-    """Fernet key (urlsafe base64, 32 bytes) for credentials encrypted at rest."""
+    """Fernet key (urlsafe base64, 32 bytes) for credentials encrypted at rest; several separated by
+    commas, newest first, while rotating (the first encrypts, all decrypt; ``switchboard keys rotate``).
+    The generated ``DATA_DIR/secrets/encryption.key`` may hold several the same way."""
     service_token: SecretStr | None = None
     """Bearer token services use to call the orchestrator's API."""
     mcp_service_token: SecretStr | None = None
@@ -182,14 +185,16 @@ class SecretSettings(BaseSettings):
     @field_validator("encryption_key")
     @classmethod
     def _check_encryption_key(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is None or not value.get_secret_value():
+        if value is None or not value.get_secret_value().strip(" ,"):
             return None
-        try:
-            Fernet(value.get_secret_value().encode())
-        except (ValueError, TypeError) as exc:
-            raise ValueError(
-                "must be a Fernet key: 32 bytes, urlsafe base64 (Fernet.generate_key())"
-            ) from exc
+        for number, key in enumerate(split_keys(value.get_secret_value()), start=1):
+            try:
+                Fernet(key)
+            except (ValueError, TypeError) as exc:
+                raise ValueError(
+                    f"key {number} is not a Fernet key: 32 bytes, urlsafe base64 (Fernet.generate_key()); "
+                    "separate several keys with commas, newest first"
+                ) from exc
         return value
 
 
@@ -381,7 +386,8 @@ class Settings(
         else the value generated once into ``DATA_DIR/secrets/<file>`` (mode 0600, see
         :data:`GENERATED_SECRETS`) and read back on every later call, by any process.
 
-        The encryption key is returned as text; ``CredentialCipher`` wants ``.encode()``.
+        The encryption key is returned as text, possibly several keys separated by commas, newest
+        first; :class:`~switchboard.crypto.CredentialCipher` takes it as it is.
         """
         value: SecretStr | None = getattr(self, name)
         if value is not None and value.get_secret_value():
