@@ -1,8 +1,8 @@
 """Processes that never call a model never import LiteLLM (about 4 s and 150 MB at start-up).
 
 Each check runs in a fresh interpreter, as ``switchboard run`` starts the service: import the
-service module, build the app and run its lifespan against the test database and Redis (the
-worker: build its ARQ settings and run its start-up and shut-down hooks), then look at
+service module, build the app and run its lifespan against the test database and Redis (the two
+workers: build their ARQ settings and run their start-up and shut-down hooks), then look at
 ``sys.modules``. The orchestrator is the one service that loads LiteLLM at start-up, so its first
 customer turn does not pay for the import.
 """
@@ -35,15 +35,16 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "litellm"))
 """
 
 _START_WORKER = """
-import asyncio, json, sys
-import services.worker.main
+import asyncio, importlib, json, sys
 from arq.connections import create_pool
-from switchboard.queue import build_worker_settings
+from switchboard.queue import WORKER_SETTINGS_BUILDERS, Queue
 from switchboard.settings import load_settings
 
+importlib.import_module("services.{service}.main")
+
 async def main():
-    worker = build_worker_settings(load_settings())
-    ctx = {"redis": await create_pool(worker.redis_settings)}
+    worker = WORKER_SETTINGS_BUILDERS[Queue.{queue}](load_settings())
+    ctx = {{"redis": await create_pool(worker.redis_settings)}}
     await worker.on_startup(ctx)
     await worker.on_shutdown(ctx)
     await ctx["redis"].aclose()
@@ -79,5 +80,7 @@ def test_channel_services_never_import_litellm(name: str, settings: Settings) ->
     assert _run(_START_HTTP_SERVICE.format(name=name), settings) == []
 
 
-def test_worker_start_up_never_imports_litellm(settings: Settings) -> None:
-    assert _run(_START_WORKER, settings) == []
+@pytest.mark.parametrize(("service", "queue"), [("worker", "chat"), ("worker_background", "background")])
+def test_worker_start_up_never_imports_litellm(service: str, queue: str, settings: Settings) -> None:
+    """LiteLLM loads on a worker's first model call (a handoff or memory summary, an embedding)."""
+    assert _run(_START_WORKER.format(service=service, queue=queue), settings) == []
