@@ -23,12 +23,16 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.crypto import CredentialCipher, CredentialDecryptError
 from switchboard.db.models import ChannelAccount, Tenant, utcnow
 from switchboard.db.tenant_scope import TenantScope
-from switchboard.knowledge.embeddings import KNOWLEDGE_SETTINGS_KEY
 from switchboard.observability import get_logger
 
 __all__ = ["RotationReport", "UnreadableCredential", "rotate_credentials"]
 
 log = get_logger(__name__)
+
+_LLM_SECTION = "llm"
+_KNOWLEDGE_SECTION = "knowledge"
+"""Sections of ``tenants.settings_extensions`` that hold credentials (:mod:`switchboard.tenant_settings`).
+The rotation edits the stored JSON as it is (no validation, no defaults filled in): only the tokens change."""
 
 
 class UnreadableCredential(CredentialDecryptError):
@@ -93,12 +97,12 @@ async def rotate_credentials(session: AsyncSession, cipher: CredentialCipher) ->
             account.updated_at = utcnow()
             report.channel_accounts += 1
         extensions: dict[str, Any] = copy.deepcopy(tenant.settings_extensions or {})
-        for deployment in (extensions.get("llm") or {}).get("deployments") or []:
+        for deployment in (extensions.get(_LLM_SECTION) or {}).get("deployments") or []:
             if isinstance(deployment, dict) and deployment.get("api_key_encrypted"):
                 where = f"tenant {tenant.slug}: llm deployment {deployment.get('id')}"
                 deployment["api_key_encrypted"] = _rotate(cipher, deployment["api_key_encrypted"], where)
                 report.llm_deployment_keys += 1
-        knowledge = extensions.get(KNOWLEDGE_SETTINGS_KEY) or {}
+        knowledge = extensions.get(_KNOWLEDGE_SECTION) or {}
         if knowledge.get("embedding_api_key_encrypted"):
             where = f"tenant {tenant.slug}: knowledge embedding key"
             knowledge["embedding_api_key_encrypted"] = _rotate(

@@ -35,7 +35,6 @@ from cryptography.fernet import Fernet
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from switchboard.crypto import split_keys
 from switchboard.errors import SettingsError
 
 __all__ = [
@@ -185,6 +184,8 @@ class SecretSettings(BaseSettings):
     @field_validator("encryption_key")
     @classmethod
     def _check_encryption_key(cls, value: SecretStr | None) -> SecretStr | None:
+        from switchboard.crypto import split_keys  # here: settings stays a leaf module at import time
+
         if value is None or not value.get_secret_value().strip(" ,"):
             return None
         for number, key in enumerate(split_keys(value.get_secret_value()), start=1):

@@ -178,7 +178,7 @@ async def test_the_upload_api_answers_422_too_complex(make_tenant, settings):
     tenant = await make_tenant()
     app = create_app(_settings(settings, MEMORY_BOUND))
     async with app.router.lifespan_context(app):
-        headers = {"Authorization": f"Bearer {settings.resolved_admin_token()}"}
+        headers = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test", headers=headers) as api:
             base = f"/v1/admin/tenants/{tenant.slug}/knowledge"
