@@ -15,10 +15,8 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
-import asyncpg
 import pytest
 from arq.connections import ArqRedis, RedisSettings, create_pool
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.db.engine import create_engine, session_factory
@@ -70,23 +68,6 @@ def database_url(data_dir: Path) -> Iterator[str]:
     yield url
     if pg is not None:
         pg.stop()
-
-
-@pytest.fixture
-async def scratch_database_url(database_url: str) -> AsyncIterator[str]:
-    """A new, empty database on the same server (not migrated), dropped afterwards."""
-    url = make_url(database_url)
-    name = f"sb_scratch_{uuid.uuid4().hex[:8]}"
-    host = url.query.get("host") or url.host
-    admin = await asyncpg.connect(
-        user=url.username, password=url.password, host=host, port=url.port, database=url.database
-    )
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        yield url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
 
 
 @pytest.fixture(scope="session")

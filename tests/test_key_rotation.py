@@ -26,6 +26,8 @@ from switchboard.settings import load_settings
 from switchboard.tenants import add_channel_account, create_tenant
 from typer.testing import CliRunner
 
+from tests.test_migrations import scratch_database_url  # noqa: F401  (fixture)
+
 OLD = Fernet.generate_key().decode()
 NEW = Fernet.generate_key().decode()
 
@@ -37,7 +39,7 @@ class Stored:
 
 
 @pytest.fixture
-async def stored(scratch_database_url: str, tmp_path) -> AsyncIterator[Stored]:  # type: ignore[no-untyped-def]
+async def stored(scratch_database_url: str, tmp_path) -> AsyncIterator[Stored]:  # type: ignore[no-untyped-def]  # noqa: F811
     """Two tenants with credentials under OLD (a WhatsApp token each, one model key, one embedding
     key) and one tenant without any."""
     await asyncio.to_thread(upgrade, scratch_database_url)
