@@ -86,9 +86,38 @@ async def test_orders_stores_and_slots_validate_their_own_fields(sessions, make_
     with pytest.raises(ValueError, match="unknown import kind"):
         async with sessions() as session:
             await import_csv(session, tenant_id=tenant.id, kind="customers", data="a\n1\n")
-    with pytest.raises(ValueError, match="not UTF-8"):
+    with pytest.raises(ValueError, match=r"^the file is not CSV text \(a spreadsheet or other binary file"):
         async with sessions() as session:
-            await import_csv(session, tenant_id=tenant.id, kind="products", data=b"\xff\xfe\x00sku")
+            await import_csv(session, tenant_id=tenant.id, kind="products", data=b"PK\x03\x04\x14\x00sku")
+
+
+async def test_a_semicolon_separated_windows_1252_excel_export_imports(sessions, make_tenant):
+    """What Excel on a European Windows saves as "CSV": ``;`` between fields, ``,`` in decimals is
+    not ours to guess (prices use ``.``), and cp1252 bytes for €, curly quotes and en dashes."""
+    tenant = await make_tenant()
+    export = "sku;name;price;description\r\nAB-1;Caf\u00e9 \u201cCrema\u201d \u2013 1 kg;12.50;\u20ac12,50 in store\r\n"
+    async with sessions() as session, session.begin():
+        report = await import_csv(session, tenant_id=tenant.id, kind="products", data=export.encode("cp1252"))
+    assert (report.committed, report.imported, report.rejected) == (True, 1, [])
+    [product] = await _products(sessions, tenant.id)
+    assert (product.sku, product.name, str(product.price), product.description) == (
+        "AB-1",
+        "Caf\u00e9 \u201cCrema\u201d \u2013 1 kg",
+        "12.50",
+        "\u20ac12,50 in store",
+    )
+
+
+async def test_a_comma_file_with_semicolons_in_values_keeps_its_columns(sessions, make_tenant):
+    tenant = await make_tenant()
+    data = 'sku,name,price\nAB-1,"Gasket; black; 2 mm",4.90\nAB-2,"Lid; blue",2.00\n'
+    async with sessions() as session, session.begin():
+        report = await import_csv(session, tenant_id=tenant.id, kind="products", data=data.encode())
+    assert (report.committed, report.imported) == (True, 2)
+    assert [(p.sku, p.name) for p in await _products(sessions, tenant.id)] == [
+        ("AB-1", "Gasket; black; 2 mm"),
+        ("AB-2", "Lid; blue"),
+    ]
 
 
 async def test_admin_api_toolbox_and_import(settings, sessions, make_tenant):

@@ -20,13 +20,12 @@ from switchboard.db.models import AuditLog, Conversation, Customer, Tenant, utcn
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.observability import get_logger
 from switchboard.tenant_settings import tenant_settings_from
+from switchboard.validation import normalize_email, normalize_phone_e164
 
 __all__ = ["BuiltinToolSet", "CustomerProfileUpdate", "BUILTIN_TOOL_NAMES"]
 
 log = get_logger(__name__)
 
-_EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}\.[A-Za-z]{2,63}$")
-_PHONE_RE = re.compile(r"^\+?[0-9][0-9 ().-]{5,24}$")
 _LANGUAGE_RE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
 
 
@@ -46,16 +45,12 @@ class CustomerProfileUpdate(BaseModel):
     @field_validator("email")
     @classmethod
     def _email(cls, value: str | None) -> str | None:
-        if value is not None and not _EMAIL_RE.match(value):
-            raise ValueError("not an e-mail address")
-        return value.lower() if value else value
+        return normalize_email(value) if value is not None else None
 
     @field_validator("phone")
     @classmethod
     def _phone(cls, value: str | None) -> str | None:
-        if value is not None and not _PHONE_RE.match(value):
-            raise ValueError("not a phone number (digits, optional leading +)")
-        return value
+        return normalize_phone_e164(value) if value is not None else None
 
     @field_validator("language")
     @classmethod
