@@ -115,3 +115,25 @@ async def test_cli_agents_add_list_online_offline(make_tenant, sessions, cli):
     assert unknown.exit_code == 2 and "no agent named" in unknown.output
     async with sessions() as session:
         assert (await session.get(HumanAgent, other.id)).status == "online"
+
+
+async def test_cli_agents_add_online_takes_the_waiting_queue(make_tenant, sessions, cli):
+    tenant = await make_tenant()
+    _, waiting = await make_customer_conversation(sessions, tenant)
+    async with session_scope(sessions) as session:
+        queued = await escalate(
+            session, tenant_id=tenant.id, conversation_id=waiting.id, reason="r", actor=Actor.ai()
+        )
+    assert queued.agent is None
+    phone = random_phone()
+    added = await asyncio.to_thread(
+        cli.invoke,
+        cli_app,
+        ["agents", "add", "--tenant", tenant.slug, "--name", "Nia", "--phone", f"+{phone}", "--online"],
+    )
+    assert added.exit_code == 0, added.output
+    assert added.stdout.startswith(f"added agent Nia +{phone} (online) id=")
+    assert added.stdout.strip().endswith("; 1 waiting conversation(s) assigned")
+    conversation = await reload(sessions, Conversation, waiting.id)
+    agent = await reload(sessions, HumanAgent, conversation.assigned_agent_id)
+    assert (conversation.status, conversation.queued_at, agent.phone) == ("human", None, phone)

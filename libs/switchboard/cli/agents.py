@@ -48,9 +48,17 @@ def agents_add(
 
     async def work(session: Any) -> Any:
         tenant_row = await get_tenant(session, tenant)
-        return await add_agent(session, tenant_id=tenant_row.id, name=name, phone=phone, online=online)
+        # added offline, then put online like `agents online`: the waiting queue goes to them
+        return await add_agent(session, tenant_id=tenant_row.id, name=name, phone=phone, online=False)
 
     agent = run_in_session(work)
+    if online:
+        agent, notices = _set_status(tenant, agent.phone, online=True)
+        typer.echo(
+            f"added agent {agent.name} +{agent.phone} (online) id={agent.id}; "
+            f"{len(notices)} waiting conversation(s) assigned"
+        )
+        return
     typer.echo(f"added agent {agent.name} +{agent.phone} ({agent.status}) id={agent.id}")
 
 

@@ -326,6 +326,14 @@ def simulate_whatsapp(
                     last_new = time.monotonic()
                 if last_new is not None and time.monotonic() - last_new > 3.0:
                     break
+            if last_new is None:
+                typer.secho(
+                    f"no reply within {timeout:g} s. The message is stored; the worker may have handed the "
+                    "conversation to a person (human mode: see `agents list` and the worker's "
+                    "inbound_outcome log line), held the number back after a throughput error, or "
+                    "still be working (raise --timeout)",
+                    err=True,
+                )
             return 0
 
     raise typer.Exit(asyncio.run(go()))
