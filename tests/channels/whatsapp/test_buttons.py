@@ -7,7 +7,7 @@ server stands in for the provider: it must see no turn for these messages.
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from sqlalchemy import update
@@ -123,13 +123,49 @@ async def test_talk_to_human_button_assigns_the_online_agent_with_a_summary(
     assert (agent.current_load, agent.total_conversations) == (1, 1)
 
 
+async def test_the_same_conversation_escalated_twice_at_once_gets_one_agent(
+    settings_, wa_tenant, sessions, graph_sandbox, script
+):  # type: ignore[no-untyped-def]
+    model = await script()
+    model.default = ScriptedResponse(content="Customer asked for a person by button.")
+    async with sessions() as session, session.begin():
+        agents = [
+            await add_agent(
+                session, tenant_id=wa_tenant.tenant.id, name=name, phone=random_phone(), online=True
+            )
+            for name in ("Nia", "Leo")
+        ]
+        for agent in agents:
+            agent.last_inbound_at = utcnow() - timedelta(minutes=5)
+    # two presses of "talk to a person" in one delivery: their jobs run at the same time
+    await _post(
+        settings_,
+        _payload("interactive_button_reply.json", wa_tenant),
+        _payload("interactive_button_reply.json", wa_tenant),
+    )
+    conversation = await _conversation(sessions, wa_tenant)
+    async with sessions() as session:
+        loads = {
+            a.id: (a.current_load, a.total_conversations)
+            for a in [await session.get(HumanAgent, a.id) for a in agents]
+        }
+    assert conversation.status == "human" and conversation.assigned_agent_id in loads
+    assigned = conversation.assigned_agent_id
+    assert loads == {a.id: (1, 1) if a.id == assigned else (0, 0) for a in agents}
+    phones = {a.id: a.phone for a in agents}
+    notices = [m["to"] for m in sent_to(graph_sandbox[1], wa_tenant.phone_number_id) if m["to"] != CUSTOMER]
+    assert notices == [phones[assigned]]  # one notice, to the one agent
+
+
 async def test_unsubscribe_button_opts_out_then_ordinary_messages_are_answered(
     settings_, wa_tenant, sessions, graph_sandbox, script, arq_pool
 ):  # type: ignore[no-untyped-def]
     model = await script()
     body = _payload("button_template_quick_reply.json", wa_tenant)
     wamid = body["entry"][0]["changes"][0]["value"]["messages"][0]["id"]
+    before = utcnow()
     await _post(settings_, body)
+    after = utcnow()
     pid = wa_tenant.phone_number_id
     assert [(m["to"], m["text"]) for m in sent_to(graph_sandbox[1], pid)] == [
         (CUSTOMER, WhatsAppSettings().opt_out_reply)
@@ -140,7 +176,7 @@ async def test_unsubscribe_button_opts_out_then_ordinary_messages_are_answered(
         ).one()
     opt_out = customer.profile["marketing_opt_out"]
     assert opt_out["source"] == {"channel": "whatsapp", "payload": "Unsubscribe", "message_id": wamid}
-    assert opt_out["at"].startswith(str(utcnow().year))
+    assert before <= datetime.fromisoformat(opt_out["at"]) <= after  # recorded while the job ran
     assert model.requests == []
     assert (await _conversation(sessions, wa_tenant)).status == "ai"
 

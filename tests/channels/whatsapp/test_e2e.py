@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -24,11 +23,12 @@ from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.queue import Queue
 from switchboard.queue.keys import inbound_job_id, inbound_sweep_job_id
 
-from tests.utils.agent import answer_with_script
+from tests.utils.agent import answer_with_script, text
 from tests.utils.net import free_port
 from tests.utils.rows import messages_of
 from tests.utils.servers import serve_orchestrator
 from tests.utils.tenants import new_tenant
+from tests.utils.waiting import eventually
 from tests.utils.whatsapp import (
     channel_service,
     connect_whatsapp,
@@ -135,6 +135,45 @@ async def test_two_customers_do_not_wait_on_each_other(e2e_settings, ai_tenant, 
     assert [m["text"] for m in sent] == ["fast answer", "slow answer"]
     assert {m["to"] for m in sent} == {"15550100091", "15550100092"}
     assert state.script(name).max_in_flight == 2
+
+
+async def test_two_turns_of_one_conversation_past_the_coalescing_cap_serialize_on_its_lock(
+    e2e_settings, ai_tenant, model, sessions, graph_sandbox, arq_pool
+) -> None:  # type: ignore[no-untyped-def]
+    state, name, _ = model
+    script = state.script(name)
+    script.push(text("answer one", latency_s=2.0), text("answer two"))
+    settings = e2e_settings(inbound_max_wait_s=0.0)  # every message is past the cap: no coalescing
+    pid = ai_tenant.phone_number_id
+    async with channel_service(settings) as svc:
+        await svc.post(text_body(phone_number_id=pid, wamid="wamid.LOCK1", text="first"))
+        burst = asyncio.create_task(run_worker_burst(settings))
+        await eventually(lambda: script.in_flight == 1, what="the first turn is at the model")
+        await svc.post(text_body(phone_number_id=pid, wamid="wamid.LOCK2", text="second"))
+
+        async def second_waits() -> bool:
+            rows = {r.external_id: r for r in await messages_of(sessions, ai_tenant.tenant.id)}
+            return (
+                rows.get("wamid.LOCK2") is not None and rows["wamid.LOCK2"].last_error == "conversation busy"
+            )
+
+        await eventually(second_waits, what="the second job finds the conversation locked")
+        assert (script.in_flight, len(script.requests)) == (1, 1)  # it waits while the first is answered
+        await burst
+    assert [(m["to"], m["text"]) for m in sent_to(graph_sandbox[1], pid)] == [
+        ("15550100099", "answer one"),
+        ("15550100099", "answer two"),
+    ]
+    assert script.max_in_flight == 1
+    second_turn = [(m["role"], m["content"]) for m in script.requests[1]["messages"][1:]]
+    assert second_turn == [("user", "first"), ("assistant", "answer one"), ("user", "second")]
+    rows = {
+        r.external_id: r for r in await messages_of(sessions, ai_tenant.tenant.id) if r.direction == "inbound"
+    }
+    first = await job_result(arq_pool, inbound_job_id(rows["wamid.LOCK1"].id))
+    second = await job_result(arq_pool, inbound_job_id(rows["wamid.LOCK2"].id))
+    assert (first.result, first.job_try, second.result) == ("replied", 1, "replied") and second.job_try > 1
+    assert (rows["wamid.LOCK1"].last_error, rows["wamid.LOCK2"].last_error) == (None, None)
 
 
 async def test_long_reply_is_split_in_order(e2e_settings, ai_tenant, model, sessions, graph_sandbox) -> None:  # type: ignore[no-untyped-def]
@@ -370,34 +409,27 @@ async def test_worker_killed_mid_turn_customer_gets_exactly_one_reply(
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 90  # a cap, not a sleep: start-up imports are slow on a busy machine
-        while time.monotonic() < deadline and not state.script(name).requests:  # noqa: ASYNC110 (another thread's state)
-            await asyncio.sleep(0.05)
-        assert state.script(name).requests, "the worker never reached the model"
+        # a cap, not a sleep: start-up imports are slow on a busy machine
+        await eventually(lambda: state.script(name).requests, cap_s=90, what="the worker reaches the model")
         worker.send_signal(signal.SIGKILL)  # mid-turn: the model is still "thinking"
         await asyncio.wait_for(worker.wait(), 5)
     finally:
         if worker.returncode is None:
             worker.kill()
     (row,) = await messages_of(sessions, ai_tenant.tenant.id)
-    await _until_turn_stored(sessions, row.id)  # the orchestrator finishes the turn on its own
+    # the orchestrator finishes the turn on its own (the model answers after 1.5 s)
+    await eventually(lambda: _turn_stored(sessions, row.id), what="the orchestrator stores the turn")
     assert sent_to(graph_sandbox[1], ai_tenant.phone_number_id) == []
     await run_worker_burst(settings)  # "restart": picks the job up once its in-progress key expires
     assert [m["text"] for m in sent_to(graph_sandbox[1], ai_tenant.phone_number_id)] == ["one reply only"]
     assert len(state.script(name).requests) == 1
 
 
-async def _until_turn_stored(sessions, inbound_message_id, cap_s: float = 60.0) -> None:  # type: ignore[no-untyped-def]
-    """Poll until the orchestrator has stored the turn of ``inbound_message_id`` (a cap, not a sleep)."""
-    deadline = time.monotonic() + cap_s
-    while time.monotonic() < deadline:
-        async with sessions() as session:
-            if (
-                await session.exec(select(Turn.id).where(Turn.inbound_message_id == inbound_message_id))
-            ).first():
-                return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no turn stored for {inbound_message_id} within {cap_s} s")
+async def _turn_stored(sessions, inbound_message_id) -> bool:  # type: ignore[no-untyped-def]
+    async with sessions() as session:
+        return (
+            await session.exec(select(Turn.id).where(Turn.inbound_message_id == inbound_message_id))
+        ).first() is not None
 
 
 REPLIES_PER_PAYLOAD = {
