@@ -53,6 +53,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.reverse()
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """The order the tests ran in, at the end of the output too (also with ``-q``), to repeat it."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if config.pluginmanager.hasplugin("randomly") and seed is not None:
+        terminalreporter.write_line(f"random order: repeat it with -p randomly --randomly-seed={seed}")
+    elif config.getoption("--reverse"):
+        terminalreporter.write_line("reverse order: repeat it with -p no:randomly --reverse")
+
+
 def _scrub_switchboard_environment() -> None:
     """Drop Switchboard settings from the environment, except the servers to test against.
 
