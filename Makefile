@@ -1,34 +1,53 @@
 # Switchboard: `make run` starts everything, `make test` runs the tests.
-# Both create .venv from the lock file (uv.lock, hash-checked) on first use.
+# Both create .venv from the lock file (uv.lock, hash-checked) on first use:
+#   make run   installs the runtime dependencies only (no test or lint tools);
+#   make test  (and lint, audit, install) also installs the `dev` group.
+# README "Dependencies" lists the groups.
 
 VENV := .venv
 PY ?= python3
-STAMP := $(VENV)/.installed
+UV := $(VENV)/bin/uv
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
+LOCK_INPUTS := pyproject.toml uv.lock infra/requirements-bootstrap.txt
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: run test lint format install clean-data
+.PHONY: run test lint format audit install clean-data
 
-$(STAMP): pyproject.toml uv.lock infra/requirements-bootstrap.txt
+# uv comes from the hash-pinned bootstrap file once; afterwards uv.lock manages it (a dev dependency).
+$(UV): infra/requirements-bootstrap.txt
 	@test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
-	@# uv comes from the hash-pinned bootstrap file once; afterwards uv.lock manages it (it is a dev dependency).
-	test -x $(VENV)/bin/uv || $(VENV)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r infra/requirements-bootstrap.txt
-	$(VENV)/bin/uv sync --frozen --python $(VENV)/bin/python
-	@touch $(STAMP)
+	test -x $(UV) || $(VENV)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r infra/requirements-bootstrap.txt
+	@touch $(UV)
 
-install: $(STAMP) ## create .venv from uv.lock
+# Runtime only. --inexact: keeps what is already there (uv itself, the dev tools of an earlier
+# `make test`) instead of removing it; everything the lock names is installed at its locked version.
+$(RUN_STAMP): $(LOCK_INPUTS) $(UV)
+	$(UV) sync --frozen --no-dev --inexact --python $(VENV)/bin/python
+	@touch $(RUN_STAMP)
 
-run: $(STAMP) ## start every service (embedded Postgres+Redis unless DATABASE_URL/REDIS_URL are set)
+# Runtime + dev, exactly as locked (removes anything else, e.g. the `load` group).
+$(DEV_STAMP): $(LOCK_INPUTS) $(UV)
+	$(UV) sync --frozen --python $(VENV)/bin/python
+	@touch $(DEV_STAMP) $(RUN_STAMP)
+
+install: $(DEV_STAMP) ## create .venv from uv.lock with the dev tools (what `make test` uses)
+
+run: $(RUN_STAMP) ## start every service (embedded Postgres+Redis unless DATABASE_URL/REDIS_URL are set)
 	$(VENV)/bin/switchboard run
 
-test: $(STAMP) ## run the test suite against embedded (or DATABASE_URL/REDIS_URL) servers
+test: $(DEV_STAMP) ## run the test suite against embedded (or DATABASE_URL/REDIS_URL) servers
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-lint: $(STAMP) ## ruff lint + format check
+lint: $(DEV_STAMP) ## ruff lint + format check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-format: $(STAMP)
+audit: $(DEV_STAMP) ## dependencies: declared/used (deptry), advisories (pip-audit), *.pth files, licences
+	$(VENV)/bin/python infra/audit.py
+
+format: $(DEV_STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 

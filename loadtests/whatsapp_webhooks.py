@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import csv
+import importlib.util
 import os
 import random
 import subprocess
@@ -114,6 +115,10 @@ def main() -> None:
     parser.add_argument("--users", type=int, nargs="+", default=[50, 250])
     parser.add_argument("--seconds", type=int, default=15)
     args = parser.parse_args()
+    if importlib.util.find_spec("locust") is None:
+        sys.exit(
+            "Locust is not installed: it is in the `load` group, `.venv/bin/uv sync --frozen --inexact --group load`"
+        )
     sys.path.insert(0, str(ROOT))
     from switchboard.db.migrate import upgrade
     from switchboard.runtime.embedded import EmbeddedPostgres, EmbeddedRedis

@@ -11,22 +11,26 @@ seed: ``-p randomly --randomly-seed=N`` repeats an order) and CI also runs it wi
 
 from __future__ import annotations
 
-import logging
+import asyncio
 import os
 import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from arq.connections import ArqRedis, RedisSettings, create_pool
+from fastapi import FastAPI
 from redis import Redis
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel.ext.asyncio.session import AsyncSession
+from switchboard.channels.whatsapp import sandbox_router
 from switchboard.db.engine import create_engine, session_factory
 from switchboard.db.migrate import upgrade
 from switchboard.db.models import Tenant
@@ -35,8 +39,9 @@ from switchboard.settings import Settings, load_settings
 
 from tests.utils.cli import Cli
 from tests.utils.net import free_port
-from tests.utils.servers import serve_orchestrator
+from tests.utils.servers import serve_app, serve_orchestrator
 from tests.utils.tenants import new_tenant
+from tests.utils.whatsapp import APP_SECRET, VERIFY_TOKEN
 from tests.utils.workers import QUEUES, discard_jobs, queued_jobs
 
 
@@ -149,6 +154,47 @@ def settings(database_url: str, redis_url: str, data_dir: Path) -> Settings:
 
 
 @pytest.fixture(scope="session")
+def graph_sandbox() -> Iterator[tuple[str, Any]]:
+    """The project's Graph API sandbox on a loopback port: ``(base_url, GraphSandbox state)``.
+
+    One for the session: tests read and script only their own number's state (``sent_by``,
+    ``read_marks_of``, scripts by ``phone_number_id``, media ids of their own).
+    """
+    app = FastAPI()
+    router = sandbox_router()
+    app.include_router(router)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    with serve_app(app) as url:
+        yield url + "/_sandbox/graph", router.sandbox  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def make_settings(settings: Settings, graph_sandbox: tuple[str, Any]) -> Callable[..., Settings]:
+    """Settings for one test: the session's servers and ports, the provider sandboxes, fast timings, no
+    orchestrator (``e2e_settings`` has one); overrides win."""
+
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = dict(
+            settings.model_dump(include={
+                "database_url", "redis_url", "data_dir", "whatsapp_port", "instagram_port", "gmail_port",
+                "mcp_tools_port", "model_server_port", "embedded_redis_port",
+            }),
+            log_format="console", meta_app_secret=APP_SECRET, meta_verify_token=VERIFY_TOKEN,
+            whatsapp_graph_base_url=graph_sandbox[0], inbound_debounce_s=0.0, inbound_retry_defer_s=0.05,
+            orchestrator_timeout_s=5.0, inbound_max_tries=3, orchestrator_port=1, whatsapp_sandbox_enabled=False,
+            _env_file=None,
+        )  # fmt: skip
+        values.update(overrides)
+        return load_settings(**values)
+
+    return make
+
+
+@pytest.fixture(scope="session")
 async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
     engine = create_engine(database_url, pool_size=5)
     yield engine
@@ -245,50 +291,46 @@ class ScratchDatabase:
     sessions: async_sessionmaker[AsyncSession]
 
 
-@pytest.fixture(scope="session")
-async def _scratch_template(database_url: str) -> AsyncIterator[str]:
-    """A migrated, empty database nobody connects to: scratch databases are copies of it."""
-    import asyncio
-
-    name = f"sb_template_{uuid.uuid4().hex[:8]}"
+@asynccontextmanager
+async def _new_database(database_url: str, prefix: str, *, template: str | None = None) -> AsyncIterator[str]:
+    """A new database on the server of ``database_url`` (a copy of ``template``, else empty); its URL.
+    Dropped afterwards, whoever is still connected."""
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     admin = create_async_engine(database_url, isolation_level="AUTOCOMMIT")
     try:
         async with admin.connect() as connection:
-            await connection.execute(text(f'CREATE DATABASE "{name}"'))
-        await asyncio.to_thread(upgrade, make_url(database_url).set(database=name).render_as_string(False))
-        yield name
-        async with admin.connect() as connection:
-            await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    finally:
-        await admin.dispose()
-
-
-@pytest.fixture
-async def scratch_database(database_url: str, _scratch_template: str) -> AsyncIterator[ScratchDatabase]:
-    """A fresh migrated database (a copy of the template, no rows), dropped afterwards."""
-    name = f"sb_scratch_{uuid.uuid4().hex[:8]}"
-    admin = create_async_engine(database_url, isolation_level="AUTOCOMMIT")
-    try:
-        async with admin.connect() as connection:
-            await connection.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{_scratch_template}"'))
-        url = make_url(database_url).set(database=name).render_as_string(False)
-        engine = create_engine(url, pool_size=2)
+            copy = f' TEMPLATE "{template}"' if template else ""
+            await connection.execute(text(f'CREATE DATABASE "{name}"{copy}'))
         try:
-            yield ScratchDatabase(url=url, sessions=session_factory(engine))
+            yield make_url(database_url).set(database=name).render_as_string(hide_password=False)
         finally:
-            await engine.dispose()
             async with admin.connect() as connection:
                 await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     finally:
         await admin.dispose()
 
 
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """Apps, workers and commands reconfigure the root logger onto the (captured) stderr; put
-    pytest's back after each test."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
+@pytest.fixture
+async def scratch_database_url(database_url: str) -> AsyncIterator[str]:
+    """A new, empty database (not migrated) on the same server, dropped afterwards."""
+    async with _new_database(database_url, "sb_empty") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+async def _scratch_template(database_url: str) -> AsyncIterator[str]:
+    """A migrated, empty database nobody connects to: scratch databases are copies of it."""
+    async with _new_database(database_url, "sb_template") as url:
+        await asyncio.to_thread(upgrade, url)
+        yield make_url(url).database
+
+
+@pytest.fixture
+async def scratch_database(database_url: str, _scratch_template: str) -> AsyncIterator[ScratchDatabase]:
+    """A fresh migrated database (a copy of the template, no rows), dropped afterwards."""
+    async with _new_database(database_url, "sb_scratch", template=_scratch_template) as url:
+        engine = create_engine(url, pool_size=2)
+        try:
+            yield ScratchDatabase(url=url, sessions=session_factory(engine))
+        finally:
+            await engine.dispose()

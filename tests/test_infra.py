@@ -40,7 +40,7 @@ def test_every_command_in_compose_exists():
     cli_groups = {group.name for group in cli_app.registered_groups}
     for name, service in compose.items():
         command = service.get("command")
-        if not command or service.get("image", "").startswith(("pgvector/", "redis:")):
+        if not command or service.get("image", "").startswith(("pgvector/", "valkey/")):
             continue
         if command[0] == "uvicorn":
             module, factory = command[1].split(":")
@@ -60,3 +60,18 @@ def test_dockerfile_installs_from_the_lock_file():
     dockerfile = (ROOT / "infra" / "Dockerfile").read_text()
     assert "uv sync --frozen --no-dev" in dockerfile
     assert "--require-hashes" in dockerfile
+
+
+def test_images_are_under_open_source_licences():
+    """Redis 7.4+ is RSALv2/SSPL: the queue runs on Valkey (BSD-3-Clause, same protocol)."""
+    images = {name: service.get("image", "") for name, service in _compose()["services"].items()}
+    assert images["redis"] == "valkey/valkey:8.1"
+    assert images["postgres"] == "pgvector/pgvector:0.8.0-pg17"
+    assert not [image for image in images.values() if image.startswith(("redis:", "redis/"))]
+    assert _compose()["services"]["redis"]["healthcheck"]["test"] == ["CMD", "valkey-cli", "ping"]
+
+
+def test_the_image_installs_no_dev_dependencies_and_ships_the_licence():
+    dockerfile = (ROOT / "infra" / "Dockerfile").read_text()
+    assert dockerfile.count("uv sync --frozen --no-dev") == 2
+    assert "COPY pyproject.toml uv.lock README.md LICENSE ./" in dockerfile

@@ -3,31 +3,11 @@
 import asyncio
 import uuid
 
-import asyncpg
-import pytest
 import switchboard.db.models  # noqa: F401
 from sqlalchemy import inspect, text
-from sqlalchemy.engine import make_url
 from sqlmodel import SQLModel
 from switchboard.db.engine import create_engine
 from switchboard.db.migrate import current_revision_sync, downgrade, head_revision, upgrade
-
-
-@pytest.fixture
-async def scratch_database_url(database_url):
-    """A new, empty database on the same server, dropped afterwards."""
-    url = make_url(database_url)
-    name = f"sb_migrations_{uuid.uuid4().hex[:8]}"
-    host = url.query.get("host") or url.host
-    admin = await asyncpg.connect(
-        user=url.username, password=url.password, host=host, port=url.port, database=url.database
-    )
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        yield url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
 
 
 async def _state(url):
@@ -110,3 +90,100 @@ async def test_tenant_owned_tables_have_non_null_indexed_tenant_id(database_url)
             assert await conn.run_sync(check) == []
     finally:
         await engine.dispose()
+
+
+async def test_0008_backfills_identities_and_gives_every_human_mode_conversation_an_owner(
+    scratch_database_url,
+):
+    """Customers written before identities existed get theirs; an orphaned human-mode conversation joins
+    the queue, an agent's console is marked; downgrade and upgrade again."""
+    await asyncio.to_thread(upgrade, scratch_database_url, "0007_handoff")
+    engine = create_engine(scratch_database_url, pool_size=1)
+    ids = {
+        name: uuid.uuid4()
+        for name in ("tenant", "ana", "bo", "moved", "twin", "ig", "mail", "echo", "console")
+    }
+    try:
+        async with engine.begin() as conn:
+            organization = uuid.uuid4()
+            await conn.execute(
+                text("INSERT INTO organizations (id, name) VALUES (:id, 'O')"), {"id": organization}
+            )
+            await conn.execute(
+                text(
+                    "INSERT INTO tenants (id, organization_id, slug, name, settings_extensions) "
+                    "VALUES (:id, :o, 't', 'T', '{}')"
+                ),
+                {"id": ids["tenant"], "o": organization},
+            )
+            customers = [
+                # (name, channel, external_user_id, phone, profile)
+                ("ana", "whatsapp", "15550000001", "15550000001", "{}"),
+                ("bo", "whatsapp", "US.42", "15550000002", '{"whatsapp_bsuid": "US.42"}'),
+                ("moved", "whatsapp", "15550000003", "15550000004", '{"previous_phones": ["15550000003"]}'),
+                ("twin", "whatsapp", "US.43", "15550000001", "{}"),  # Ana's number, seen later
+                ("ig", "instagram", "1789", None, "{}"),
+                ("mail", "gmail", "Ana@Example.com", None, "{}"),
+            ]
+            for offset, (name, channel, external, phone, profile) in enumerate(customers):
+                await conn.execute(
+                    text(
+                        "INSERT INTO customers (id, tenant_id, channel, external_user_id, phone, profile, "
+                        "created_at, updated_at) VALUES (:id, :t, :channel, :external, :phone, "
+                        "CAST(:profile AS jsonb), now() + make_interval(secs => :offset), now())"
+                    ),
+                    dict(id=ids[name], t=ids["tenant"], channel=channel, external=external, phone=phone,
+                         profile=profile, offset=offset),
+                )  # fmt: skip
+            for name, customer, reason in (
+                ("echo", "ana", "a human replied from the WhatsApp Business app"),
+                (
+                    "console",
+                    "bo",
+                    "human agent console: messages from this number are handled by the handoff",
+                ),
+            ):
+                await conn.execute(
+                    text(
+                        "INSERT INTO conversations (id, tenant_id, customer_id, channel, status, escalation_reason, "
+                        "created_at, updated_at) VALUES (:id, :t, :c, 'whatsapp', 'human', :reason, now(), now())"
+                    ),
+                    {"id": ids[name], "t": ids["tenant"], "c": ids[customer], "reason": reason},
+                )
+        await asyncio.to_thread(upgrade, scratch_database_url)
+        async with engine.connect() as conn:
+            names = {v: k for k, v in ids.items()}
+            identities = sorted(
+                (names[row.customer_id], row.kind, row.value, row.retired_at is None)
+                for row in (
+                    await conn.execute(
+                        text("SELECT customer_id, kind, value, retired_at FROM customer_identities")
+                    )
+                ).all()
+            )
+            conversations = {
+                names[row.id]: (row.status, row.queued_at is not None, row.is_agent_console)
+                for row in (
+                    await conn.execute(
+                        text("SELECT id, status, queued_at, is_agent_console FROM conversations")
+                    )
+                ).all()
+            }
+    finally:
+        await engine.dispose()
+    assert identities == [
+        ("ana", "wa_id", "15550000001", True),
+        ("bo", "bsuid", "US.42", True),
+        ("bo", "wa_id", "15550000002", True),
+        ("ig", "igsid", "1789", True),
+        ("mail", "email", "ana@example.com", True),
+        ("moved", "wa_id", "15550000003", False),  # the number they left: history, not a way to reach them
+        ("moved", "wa_id", "15550000004", True),
+        ("twin", "bsuid", "US.43", True),
+        ("twin", "wa_id", "15550000001", False),  # the oldest customer keeps a number both claimed
+    ]
+    assert conversations == {"echo": ("human", True, False), "console": ("human", False, True)}
+    await asyncio.to_thread(downgrade, scratch_database_url, "0007_handoff")
+    await asyncio.to_thread(upgrade, scratch_database_url)
+    tables, revision, _ = await _state(scratch_database_url)
+    assert "customer_identities" in tables and revision == head_revision()

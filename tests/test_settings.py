@@ -97,3 +97,16 @@ def test_groups_keep_the_flat_environment_names(monkeypatch):
     )
     assert settings.orchestrator_url == "http://orchestrator:8100"
     assert KnowledgeBaseSettings(_env_file=None).kb_chunk_size_chars == 500  # one concern on its own
+
+
+def test_encryption_key_may_list_several_keys_newest_first(tmp_path, monkeypatch):
+    new, old = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    monkeypatch.setenv("ENCRYPTION_KEY", f"{new},{old}")
+    settings = load_settings(data_dir=tmp_path, _env_file=None)
+    assert settings.secret("encryption_key") == f"{new},{old}"
+    monkeypatch.setenv("ENCRYPTION_KEY", f"{new},not-a-key")
+    with pytest.raises(SettingsError) as excinfo:
+        load_settings(_env_file=None)
+    assert excinfo.value.setting == "ENCRYPTION_KEY"
+    assert "key 2 is not a Fernet key" in str(excinfo.value)
+    assert "not-a-key" not in str(excinfo.value)

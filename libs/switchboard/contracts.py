@@ -20,6 +20,7 @@ __all__ = [
     "MediaRef",
     "SenderIdentity",
     "SystemEvent",
+    "InboundFacts",
     "InboundMessage",
     "StoredInbound",
     "TurnRequest",
@@ -74,31 +75,11 @@ class SystemEvent(BaseModel):
     """The identities the sender moved to (a new phone number, a new BSUID)."""
 
 
-class InboundMessage(BaseModel):
-    """One normalized event from a channel (the payload index's "NormalizedEvent").
+class InboundFacts(BaseModel):
+    """What the channel-neutral worker reads of a message: stored under ``messages.raw["normalized"]``
+    by the channel service and read back as :class:`StoredInbound`."""
 
-    The typed fields below are everything the channel-neutral core reads; ``flags`` keeps extra
-    facts for audits and the agent console (forwarded, username...) and is never read by the worker.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    channel: ChannelName
-    account_id: str
-    """WhatsApp ``phone_number_id`` | Instagram account id | mailbox address."""
-    kind: str
-    """``text``, ``image``, ``audio``, ``video``, ``document``, ``sticker``, ``location``, ``contacts``,
-    ``interactive``, ``button``, ``reaction``, ``edit``, ``revoke``, ``system``, ``unsupported``, ``status``..."""
-    external_id: str
-    """Provider message id: the de-duplication key within (channel, account_id)."""
-    sender_id: str = Field(min_length=1)
-    """Stable customer key; never empty."""
     sender_name: str | None = None
-    sent_at: datetime
-    """Provider timestamp in UTC."""
-    text: str = ""
-    media: list[MediaRef] = Field(default_factory=list)
-    reply_to: str | None = None
     payload: str | None = None
     """Button / list reply id or template button payload (drives actions, not the title)."""
     action: Literal["process", "record", "update_outbound", "ignore"] = "process"
@@ -112,38 +93,40 @@ class InboundMessage(BaseModel):
     """Ad or link the conversation started from (click-to-WhatsApp ad, Instagram ad)."""
     system: SystemEvent | None = None
     flags: dict[str, Any] = Field(default_factory=dict)
+    """Extra facts for audits and the agent console (forwarded, username...); never read by the worker."""
+
+
+class InboundMessage(InboundFacts):
+    """One normalized event from a channel (the payload index's "NormalizedEvent")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    channel: ChannelName
+    account_id: str
+    """WhatsApp ``phone_number_id`` | Instagram account id | mailbox address."""
+    kind: str
+    """``text``, ``image``, ``audio``, ``video``, ``document``, ``sticker``, ``location``, ``contacts``,
+    ``interactive``, ``button``, ``reaction``, ``edit``, ``revoke``, ``system``, ``unsupported``, ``status``..."""
+    external_id: str
+    """Provider message id: the de-duplication key within (channel, account_id)."""
+    sender_id: str = Field(min_length=1)
+    """Stable customer key; never empty."""
+    sent_at: datetime
+    """Provider timestamp in UTC."""
+    text: str = ""
+    media: list[MediaRef] = Field(default_factory=list)
+    reply_to: str | None = None
     raw: dict[str, Any] = Field(default_factory=dict)
 
     def stored_view(self) -> dict[str, Any]:
-        """What the channel service stores under ``messages.raw["normalized"]`` for the worker
-        (read back with :class:`StoredInbound`)."""
-        return StoredInbound(
-            sender_name=self.sender_name,
-            payload=self.payload,
-            action=self.action,
-            identities=self.identities,
-            echo=self.echo,
-            target_external_id=self.target_external_id,
-            referral=self.referral,
-            system=self.system,
-            flags=self.flags,
-        ).model_dump(mode="json", exclude_none=True)
+        """What the channel service stores under ``messages.raw["normalized"]`` for the worker."""
+        return self.model_dump(mode="json", exclude_none=True, include=set(InboundFacts.model_fields))
 
 
-class StoredInbound(BaseModel):
+class StoredInbound(InboundFacts):
     """The typed facts of a stored inbound row (``messages.raw["normalized"]``), as the worker reads them."""
 
     model_config = ConfigDict(extra="ignore")
-
-    sender_name: str | None = None
-    payload: str | None = None
-    action: Literal["process", "record", "update_outbound", "ignore"] = "process"
-    identities: list[SenderIdentity] = Field(default_factory=list)
-    echo: bool = False
-    target_external_id: str | None = None
-    referral: dict[str, Any] | None = None
-    system: SystemEvent | None = None
-    flags: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
     def of(cls, raw: dict[str, Any] | None) -> StoredInbound:

@@ -167,7 +167,9 @@ class SecretSettings(BaseSettings):
     """Secrets; unset (or empty) ones are generated into ``DATA_DIR/secrets`` (:meth:`Settings.secret`)."""
 
     encryption_key: SecretStr | None = None
-    """Fernet key (urlsafe base64, 32 bytes) for credentials encrypted at rest."""
+    """Fernet key (urlsafe base64, 32 bytes) for credentials encrypted at rest; several separated by
+    commas, newest first, while rotating (the first encrypts, all decrypt; ``switchboard keys rotate``).
+    The generated ``DATA_DIR/secrets/encryption.key`` may hold several the same way."""
     service_token: SecretStr | None = None
     """Bearer token services use to call the orchestrator's API."""
     mcp_service_token: SecretStr | None = None
@@ -182,14 +184,18 @@ class SecretSettings(BaseSettings):
     @field_validator("encryption_key")
     @classmethod
     def _check_encryption_key(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is None or not value.get_secret_value():
+        from switchboard.crypto import split_keys  # here: settings stays a leaf module at import time
+
+        if value is None or not value.get_secret_value().strip(" ,"):
             return None
-        try:
-            Fernet(value.get_secret_value().encode())
-        except (ValueError, TypeError) as exc:
-            raise ValueError(
-                "must be a Fernet key: 32 bytes, urlsafe base64 (Fernet.generate_key())"
-            ) from exc
+        for number, key in enumerate(split_keys(value.get_secret_value()), start=1):
+            try:
+                Fernet(key)
+            except (ValueError, TypeError) as exc:
+                raise ValueError(
+                    f"key {number} is not a Fernet key: 32 bytes, urlsafe base64 (Fernet.generate_key()); "
+                    "separate several keys with commas, newest first"
+                ) from exc
         return value
 
 
@@ -289,6 +295,14 @@ class KnowledgeBaseSettings(BaseSettings):
     """Recursive splitter: characters repeated from the end of one chunk at the start of the next."""
     kb_max_upload_bytes: int = Field(20 * 1024 * 1024, ge=1)
     """Largest file the admin API and ``switchboard kb add`` accept (bytes)."""
+    kb_parse_timeout_s: float = Field(30.0, gt=0, le=3600)
+    """Wall-clock time one upload's parse may take in its child process before it is killed and
+    the file refused as too complex (``switchboard.knowledge.isolation``)."""
+    kb_parse_memory_limit_mb: int = Field(512, ge=16, le=65_536)
+    """Memory (MiB of address space) one upload's parse may add in its child process; also the
+    largest total unpacked size of a DOCX/XLSX's parts (ZIP bombs)."""
+    kb_parse_concurrency: int = Field(2, ge=1, le=64)
+    """Parses (child processes) one service process runs at once; more uploads wait for a slot."""
     kb_embedding_model: str = "text-embedding-3-small"
     """Embedding model used when a provider key is configured (1536 dimensions)."""
     kb_embedding_batch_size: int = Field(64, ge=1, le=2048)
@@ -373,7 +387,8 @@ class Settings(
         else the value generated once into ``DATA_DIR/secrets/<file>`` (mode 0600, see
         :data:`GENERATED_SECRETS`) and read back on every later call, by any process.
 
-        The encryption key is returned as text; ``CredentialCipher`` wants ``.encode()``.
+        The encryption key is returned as text, possibly several keys separated by commas, newest
+        first; :class:`~switchboard.crypto.CredentialCipher` takes it as it is.
         """
         value: SecretStr | None = getattr(self, name)
         if value is not None and value.get_secret_value():

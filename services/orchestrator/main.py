@@ -7,6 +7,7 @@ from fastapi import FastAPI
 from switchboard.agent import turns_router
 from switchboard.handoff.routes import agents_router
 from switchboard.knowledge.routes import knowledge_admin_router
+from switchboard.llm import import_litellm
 from switchboard.service_app import create_service_app
 from switchboard.settings import Settings, load_settings
 from switchboard.tools.routes import admin_tools_router
@@ -14,6 +15,7 @@ from switchboard.tools.routes import admin_tools_router
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Assemble the service; tests pass settings, production reads the environment."""
+    import_litellm()  # the one service that calls models: load LiteLLM now, not in the first turn
     return create_service_app(
         "orchestrator",
         settings or load_settings(),

@@ -12,7 +12,9 @@ from sqlmodel import col, select
 from structlog.testing import capture_logs
 from switchboard.agent import Orchestrator, TurnRejected
 from switchboard.contracts import trace_id_for
+from switchboard.conversations import Actor
 from switchboard.db.models import AuditLog, Conversation, Customer, Message, ToolReceipt, Turn, utcnow
+from switchboard.handoff import escalate
 from switchboard.llm.config import DeploymentSettings, LLMSettings
 from switchboard.llm.offline_server import OFFLINE_MARKER, SUMMARY_INSTRUCTION_MARKER, ScriptedResponse
 from switchboard.llm.trimming import count_tokens
@@ -215,8 +217,14 @@ async def test_concurrent_duplicates_call_the_model_once(setup, orchestrator):
 
 async def test_conversation_with_a_human_is_silent_without_a_model_call(setup, orchestrator, sessions):
     conv, script = await setup(text("never"))
-    async with sessions() as session, session.begin():
-        (await session.get(Conversation, conv.conversation.id)).status = "human"
+    async with sessions() as session, session.begin():  # nobody online: it waits in the queue
+        await escalate(
+            session,
+            tenant_id=conv.tenant.id,
+            conversation_id=conv.conversation.id,
+            reason="r",
+            actor=Actor.ai(),
+        )
     request = conv.request("hello?")
     result = await orchestrator.handle_turn(request)
     assert result.silent and script.requests == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+from switchboard.conversations import Actor
 from switchboard.db.engine import session_scope
 from switchboard.db.models import Conversation, HumanAgent
 from switchboard.handoff import escalate
@@ -15,7 +16,9 @@ async def test_admin_api_adds_lists_and_sets_status(make_tenant, sessions, setti
     _, waiting = await make_customer_conversation(sessions, tenant)
     async with session_scope(sessions) as session:
         assert (
-            await escalate(session, tenant_id=tenant.id, conversation_id=waiting.id, reason="r")
+            await escalate(
+                session, tenant_id=tenant.id, conversation_id=waiting.id, reason="r", actor=Actor.ai()
+            )
         ).agent is None
     headers = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
     phone = random_phone()
@@ -65,22 +68,24 @@ async def test_cli_agents_add_list_online_offline(make_tenant, sessions, cli):
     )
     assert added.exit_code == 0, added.output
     assert added.stdout.startswith(f"added agent Leo +{phone} (offline) id=")
-    again = await cli.arun(*["agents", "add", "--tenant", tenant.slug, "--name", "Leo2", "--phone", phone])
+    again = await cli.arun("agents", "add", "--tenant", tenant.slug, "--name", "Leo2", "--phone", phone)
     assert again.exit_code == 2 and "already exists" in again.output
-    online = await cli.arun(*["agents", "online", "--tenant", tenant.slug, "--name", "leo"])
+    online = await cli.arun("agents", "online", "--tenant", tenant.slug, "--name", "leo")
     assert online.exit_code == 0, online.output
     assert online.stdout.strip() == "Leo is online; 0 waiting conversation(s) assigned"
     other = await make_agent(sessions, tenant, "Busy", online=True, total=99)
     _, conversation = await make_customer_conversation(sessions, tenant)
     async with session_scope(sessions) as session:
-        await escalate(session, tenant_id=tenant.id, conversation_id=conversation.id, reason="r")
-    refused = await cli.arun(*["agents", "offline", "--tenant", tenant.slug, "--phone", phone])
+        await escalate(
+            session, tenant_id=tenant.id, conversation_id=conversation.id, reason="r", actor=Actor.ai()
+        )
+    refused = await cli.arun("agents", "offline", "--tenant", tenant.slug, "--phone", phone)
     assert refused.exit_code == 2 and "open conversation" in refused.output
-    listed = await cli.arun(*["agents", "list", "--tenant", tenant.slug])
+    listed = await cli.arun("agents", "list", "--tenant", tenant.slug)
     lines = listed.stdout.splitlines()
     assert lines[0].split() == ["Busy", f"+{other.phone}", "online", "open=0", "total=99"]
     assert lines[1].split() == ["Leo", f"+{phone}", "online", "open=1", "total=1"]
-    unknown = await cli.arun(*["agents", "online", "--tenant", tenant.slug, "--name", "Nobody"])
+    unknown = await cli.arun("agents", "online", "--tenant", tenant.slug, "--name", "Nobody")
     assert unknown.exit_code == 2 and "no agent named" in unknown.output
     async with sessions() as session:
         assert (await session.get(HumanAgent, other.id)).status == "online"

@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 from sqlmodel import select
+from switchboard.conversations import Actor
 from switchboard.db.engine import session_scope
 from switchboard.db.models import AuditLog, Lead, PendingAction
 from switchboard.handoff import CommandError, escalate, parse_command, run_command
@@ -20,7 +21,9 @@ async def _setup(sessions, make_tenant):  # type: ignore[no-untyped-def]
     agent = await make_agent(sessions, tenant, "Nia")
     customer, conversation = await make_customer_conversation(sessions, tenant)
     async with session_scope(sessions) as session:
-        await escalate(session, tenant_id=tenant.id, conversation_id=conversation.id, reason="approval")
+        await escalate(
+            session, tenant_id=tenant.id, conversation_id=conversation.id, reason="approval", actor=Actor.ai()
+        )
     async with session_scope(sessions) as session:
         action = PendingAction(
             tenant_id=tenant.id,

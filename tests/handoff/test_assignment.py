@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
+from switchboard.conversations import Actor
 from switchboard.db.engine import session_scope
 from switchboard.db.models import Conversation, HumanAgent
 from switchboard.handoff import escalate, escalate_and_notify
@@ -21,7 +22,7 @@ async def test_least_loaded_online_agent_is_chosen(sessions, make_tenant):
 
     async with session_scope(sessions) as session:
         assignment = await escalate(
-            session, tenant_id=tenant.id, conversation_id=conversation.id, reason="refund"
+            session, tenant_id=tenant.id, conversation_id=conversation.id, reason="refund", actor=Actor.ai()
         )
     assert assignment.agent.id == light.id
     stored = await reload(sessions, Conversation, conversation.id)
@@ -46,7 +47,9 @@ async def test_ties_on_total_go_to_the_lower_current_load(sessions, make_tenant)
     b = await make_agent(sessions, tenant, "B", total=4, load=0)
     _, conversation = await make_customer_conversation(sessions, tenant)
     async with session_scope(sessions) as session:
-        assignment = await escalate(session, tenant_id=tenant.id, conversation_id=conversation.id, reason="x")
+        assignment = await escalate(
+            session, tenant_id=tenant.id, conversation_id=conversation.id, reason="x", actor=Actor.ai()
+        )
     assert assignment.agent.id == b.id
 
 
@@ -57,7 +60,9 @@ async def test_twenty_simultaneous_escalations_spread_without_double_assignment(
 
     async def one(conversation: Conversation):  # type: ignore[no-untyped-def]
         async with session_scope(sessions) as session:
-            return await escalate(session, tenant_id=tenant.id, conversation_id=conversation.id, reason="r")
+            return await escalate(
+                session, tenant_id=tenant.id, conversation_id=conversation.id, reason="r", actor=Actor.ai()
+            )
 
     results = await asyncio.gather(*(one(c) for c in conversations))
     chosen = Counter(r.agent.id for r in results)
@@ -79,7 +84,7 @@ async def test_no_agent_online_queues_in_order(sessions, make_tenant):
     for conversation in (first, second):
         async with session_scope(sessions) as session:
             assignment = await escalate(
-                session, tenant_id=tenant.id, conversation_id=conversation.id, reason="r"
+                session, tenant_id=tenant.id, conversation_id=conversation.id, reason="r", actor=Actor.ai()
             )
         assert assignment.agent is None
         positions.append(assignment.queue_position)
@@ -96,7 +101,7 @@ async def test_second_escalation_keeps_the_agent(sessions, make_tenant):
     for reason in ("first", "second"):
         async with session_scope(sessions) as session:
             assignment = await escalate(
-                session, tenant_id=tenant.id, conversation_id=conversation.id, reason=reason
+                session, tenant_id=tenant.id, conversation_id=conversation.id, reason=reason, actor=Actor.ai()
             )
         assert assignment.agent.id == a.id
     assert (await reload(sessions, HumanAgent, a.id)).total_conversations == 1
@@ -109,6 +114,7 @@ async def test_notice_without_gateway_quotes_the_customer(sessions, make_tenant)
     await escalate_and_notify(
         sessions,
         None,
+        actor=Actor.ai(),
         tenant_id=tenant.id,
         conversation_id=conversation.id,
         reason="wants a person",

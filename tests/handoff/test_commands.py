@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 from sqlmodel import col, select
+from switchboard.conversations import Actor
 from switchboard.db.engine import session_scope
 from switchboard.db.models import Conversation, HumanAgent, Message, Outbox
 from switchboard.handoff import (
@@ -68,7 +69,9 @@ def test_bad_commands_get_help(text, fragment):
 
 async def _assign(sessions, tenant, conversation):  # type: ignore[no-untyped-def]
     async with session_scope(sessions) as session:
-        return await escalate(session, tenant_id=tenant.id, conversation_id=conversation.id, reason="help")
+        return await escalate(
+            session, tenant_id=tenant.id, conversation_id=conversation.id, reason="help", actor=Actor.ai()
+        )
 
 
 async def _run(sessions, agent, text, gateway=None):  # type: ignore[no-untyped-def]

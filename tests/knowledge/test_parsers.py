@@ -77,6 +77,16 @@ def test_text_and_markdown_by_extension_latin1_fallback():
     parsed = parse_document("Caf\u00e9 ouvert".encode("latin-1"), "notes.txt")
     assert parsed.kind is DocumentKind.text
     assert parsed.sections[0].text == "Caf\u00e9 ouvert"
+    # 0x81 is undefined in Windows-1252: such a file is read as Latin-1
+    assert parse_document(b"Caf\xe9 \x81", "odd.txt").sections[0].text == "Caf\u00e9 \x81"
+
+
+def test_windows_1252_excel_export_keeps_euro_and_curly_quotes():
+    text = "Product;Price\r\n\u201cCrema\u201d \u2013 1 kg;\u20ac12,50\r\n"
+    parsed = parse_document(text.encode("cp1252"), "export.csv")
+    assert parsed.sections[0].text == "Product: \u201cCrema\u201d \u2013 1 kg; Price: \u20ac12,50"
+    notes = parse_document("Opening \u2018soon\u2019 \u2014 \u20ac5 off".encode("cp1252"), "notes.txt")
+    assert notes.sections[0].text == "Opening \u2018soon\u2019 \u2014 \u20ac5 off"
 
 
 def test_type_is_sniffed_from_bytes_not_the_name():

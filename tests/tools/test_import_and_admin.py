@@ -81,9 +81,38 @@ async def test_orders_stores_and_slots_validate_their_own_fields(sessions, make_
     with pytest.raises(ValueError, match="unknown import kind"):
         async with sessions() as session:
             await import_csv(session, tenant_id=tenant.id, kind="customers", data="a\n1\n")
-    with pytest.raises(ValueError, match="not UTF-8"):
+    with pytest.raises(ValueError, match=r"^the file is not CSV text \(a spreadsheet or other binary file"):
         async with sessions() as session:
-            await import_csv(session, tenant_id=tenant.id, kind="products", data=b"\xff\xfe\x00sku")
+            await import_csv(session, tenant_id=tenant.id, kind="products", data=b"PK\x03\x04\x14\x00sku")
+
+
+async def test_a_semicolon_separated_windows_1252_excel_export_imports(sessions, make_tenant):
+    """What Excel on a European Windows saves as "CSV": ``;`` between fields, ``,`` in decimals is
+    not ours to guess (prices use ``.``), and cp1252 bytes for €, curly quotes and en dashes."""
+    tenant = await make_tenant()
+    export = "sku;name;price;description\r\nAB-1;Caf\u00e9 \u201cCrema\u201d \u2013 1 kg;12.50;\u20ac12,50 in store\r\n"
+    async with sessions() as session, session.begin():
+        report = await import_csv(session, tenant_id=tenant.id, kind="products", data=export.encode("cp1252"))
+    assert (report.committed, report.imported, report.rejected) == (True, 1, [])
+    [product] = await _products(sessions, tenant.id)
+    assert (product.sku, product.name, str(product.price), product.description) == (
+        "AB-1",
+        "Caf\u00e9 \u201cCrema\u201d \u2013 1 kg",
+        "12.50",
+        "\u20ac12,50 in store",
+    )
+
+
+async def test_a_comma_file_with_semicolons_in_values_keeps_its_columns(sessions, make_tenant):
+    tenant = await make_tenant()
+    data = 'sku,name,price\nAB-1,"Gasket; black; 2 mm",4.90\nAB-2,"Lid; blue",2.00\n'
+    async with sessions() as session, session.begin():
+        report = await import_csv(session, tenant_id=tenant.id, kind="products", data=data.encode())
+    assert (report.committed, report.imported) == (True, 2)
+    assert [(p.sku, p.name) for p in await _products(sessions, tenant.id)] == [
+        ("AB-1", "Gasket; black; 2 mm"),
+        ("AB-2", "Lid; blue"),
+    ]
 
 
 async def test_admin_api_toolbox_and_import(settings, sessions, make_tenant, orchestrator_url):
@@ -137,23 +166,23 @@ async def test_admin_api_toolbox_and_import(settings, sessions, make_tenant, orc
 
 def test_cli_tools_and_data_import(cli, tmp_path):
     slug = f"cli-{uuid.uuid4().hex[:8]}"
-    assert cli.run(*["tenant", "create", "--slug", slug, "--name", "CLI Shop"]).exit_code == 0
+    assert cli.run("tenant", "create", "--slug", slug, "--name", "CLI Shop").exit_code == 0
 
-    enable = cli.run(*["tools", "enable", "--tenant", slug, "lookup_product"])
+    enable = cli.run("tools", "enable", "--tenant", slug, "lookup_product")
     assert enable.exit_code == 0 and "lookup_product enabled" in enable.stdout
-    configure = cli.run(*["tools", "configure", "--tenant", slug, "find_store", "--config", '{"limit": 2}'])
+    configure = cli.run("tools", "configure", "--tenant", slug, "find_store", "--config", '{"limit": 2}')
     assert configure.exit_code == 0, configure.output
-    listed = cli.run(*["tools", "list", "--tenant", slug]).stdout.splitlines()
+    listed = cli.run("tools", "list", "--tenant", slug).stdout.splitlines()
     assert any(line.split()[:3] == ["lookup_product", "enabled", "read"] for line in listed)
     assert any(
         line.startswith("find_store") and "disabled" in line and '{"limit": 2}' in line for line in listed
     )
-    bad = cli.run(*["tools", "enable", "--tenant", slug, "nope"])
+    bad = cli.run("tools", "enable", "--tenant", slug, "nope")
     assert bad.exit_code == 2 and "unknown tool 'nope'" in bad.stderr
 
     csv_file = tmp_path / "products.csv"
     csv_file.write_text(GOOD_AND_BAD_PRODUCTS)
-    refused = cli.run(*["data", "import", "--tenant", slug, "--kind", "products", str(csv_file)])
+    refused = cli.run("data", "import", "--tenant", slug, "--kind", "products", str(csv_file))
     assert refused.exit_code == 1 and "nothing imported: 3 of 5 rows rejected" in refused.stderr
     assert "line 5: duplicate of line 2" in refused.stderr
     done = cli.run(
@@ -177,10 +206,10 @@ async def test_seeded_demo_business_enables_every_tool(sessions, make_tenant):
 
 def test_cli_import_reports_skipped_rows_missing_columns_and_empty_fields(cli, tmp_path):
     slug = f"cli-{uuid.uuid4().hex[:8]}"
-    assert cli.run(*["tenant", "create", "--slug", slug, "--name", "CLI Shop"]).exit_code == 0
+    assert cli.run("tenant", "create", "--slug", slug, "--name", "CLI Shop").exit_code == 0
     mixed = tmp_path / "mixed.csv"
     mixed.write_text("sku,name,price\nAB-1,Fan A,10.00\nAB-2,,5.00\nAB-3,Fan C,-1\n")
-    done = cli.run(*["data", "import", "--tenant", slug, "--kind", "products", "--skip-invalid", str(mixed)])
+    done = cli.run("data", "import", "--tenant", slug, "--kind", "products", "--skip-invalid", str(mixed))
     assert done.exit_code == 0, done.output
     lines = [line for line in done.stdout.splitlines() if "import_done" not in line]  # minus the log line
     assert lines[0] == "imported 1 of 3 products rows (2 rejected)"
@@ -189,7 +218,7 @@ def test_cli_import_reports_skipped_rows_missing_columns_and_empty_fields(cli, t
 
     wrong_header = tmp_path / "wrong.csv"
     wrong_header.write_text("code,title,cost\nAB-1,Fan A,10.00\nAB-2,Fan B,5.00\n")
-    refused = cli.run(*["data", "import", "--tenant", slug, "--kind", "products", str(wrong_header)])
+    refused = cli.run("data", "import", "--tenant", slug, "--kind", "products", str(wrong_header))
     assert refused.exit_code == 2
     assert refused.stderr.strip() == (
         "error: missing columns: sku, name, price (the header row has: code, title, cost)"

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.contracts import TurnRequest
+from switchboard.conversations import start_conversation
 from switchboard.db.models import Conversation, Customer, Message, Tenant
 from switchboard.llm.offline_server import DeploymentScript, OfflineModelState, ScriptedResponse
 
@@ -37,8 +38,7 @@ async def make_conversation(sessions: async_sessionmaker[AsyncSession], tenant: 
         )
         session.add(customer)
         await session.flush()
-        conversation = Conversation(tenant_id=tenant.id, customer_id=customer.id, channel="whatsapp")
-        session.add(conversation)
+        conversation = await start_conversation(session, customer=customer, channel_account_id=None)
     return ConversationHandle(tenant, customer, conversation)
 
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import io
+import struct
 import textwrap
 import zipfile
+import zlib
+from collections.abc import Callable
 
 RETURNS_POLICY = (
     "Returns and refunds. You can return any unused product within 30 days of delivery for a full "
@@ -158,3 +161,133 @@ def make_zip(files: dict[str, bytes]) -> bytes:
         for name, data in files.items():
             archive.writestr(name, data)
     return out.getvalue()
+
+
+# --- hostile files (tests/knowledge/test_hostile_documents.py) -------------------------------
+
+MIB = 1024 * 1024
+
+
+def _deflate_with_spaces(data: bytes, mib: int, checksum: Callable[[bytes, int], int]) -> tuple[bytes, int]:
+    """Raw deflate of ``data`` followed by ``mib`` MiB of spaces, and ``checksum`` (``zlib.crc32`` for
+    ZIP, ``zlib.adler32`` for zlib streams) of all of it.
+
+    About a thousand times smaller than what it unpacks to, and cheap to build: after a full flush
+    every MiB of spaces compresses to the same block, so the block is compressed once and repeated.
+    """
+    chunk = b" " * MIB
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    head = packer.compress(data) + packer.flush(zlib.Z_FULL_FLUSH)
+    block = packer.compress(chunk) + packer.flush(zlib.Z_FULL_FLUSH)
+    assert packer.compress(chunk) + packer.flush(zlib.Z_FULL_FLUSH) == block
+    total = checksum(data, 1 if checksum is zlib.adler32 else 0)
+    for _ in range(mib):
+        total = checksum(chunk, total)
+    return head + block * mib + packer.flush(), total
+
+
+def make_zip_bomb(base: bytes, member: str, unpacked_mib: int) -> bytes:
+    """``base`` (a DOCX or XLSX) with ``member`` followed by ``unpacked_mib`` MiB of spaces: still a
+    valid file (XML allows trailing whitespace) that unpacks to a thousand times its size."""
+    entries = []
+    with zipfile.ZipFile(io.BytesIO(base)) as archive:
+        for info in archive.infolist():
+            data = archive.read(info.filename)
+            spaces = unpacked_mib if info.filename == member else 0
+            stream, crc = _deflate_with_spaces(data, spaces, zlib.crc32)
+            entries.append((info.filename, stream, crc, len(data) + spaces * MIB))
+    return _zip_deflated(entries)
+
+
+def _zip_deflated(entries: list[tuple[str, bytes, int, int]]) -> bytes:
+    """A ZIP archive of already-deflated members ``(name, raw deflate stream, crc32, unpacked size)``."""
+    out = io.BytesIO()
+    central = []
+    for name, stream, crc, size in entries:
+        offset, encoded = out.tell(), name.encode()
+        out.write(
+            struct.pack(
+                "<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0x21, crc, len(stream), size, len(encoded), 0
+            )
+        )
+        out.write(encoded + stream)
+        central.append(
+            struct.pack(
+                "<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0x21, crc, len(stream), size,
+                len(encoded), 0, 0, 0, 0, 0, offset,
+            ) + encoded
+        )  # fmt: skip
+    directory = b"".join(central)
+    start = out.tell()
+    out.write(directory)
+    out.write(
+        struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(entries), len(entries), len(directory), start, 0)
+    )
+    return out.getvalue()
+
+
+def replace_member(base: bytes, member: str, data: bytes) -> bytes:
+    """A copy of the ZIP container ``base`` with ``member``'s content replaced by ``data``."""
+    out = io.BytesIO()
+    with (
+        zipfile.ZipFile(io.BytesIO(base)) as source,
+        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target,
+    ):
+        for info in source.infolist():
+            target.writestr(info, data if info.filename == member else source.read(info.filename))
+    return out.getvalue()
+
+
+def make_billion_laughs_xlsx() -> bytes:
+    """An XLSX whose first sheet defines ten nested entities: ``&lol9;`` would expand to 10^9 "lol"s."""
+    entities = ['<!ENTITY lol "lol">'] + [
+        f'<!ENTITY lol{n} "{("&lol" + (str(n - 1) if n > 1 else "") + ";") * 10}">' for n in range(1, 10)
+    ]
+    sheet = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE worksheet [' + "".join(entities) + "]>\n"
+        '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>'
+        '<row r="1"><c r="A1" t="inlineStr"><is><t>Question</t></is></c></row>'
+        '<row r="2"><c r="A2" t="inlineStr"><is><t>&lol9;</t></is></c></row>'
+        "</sheetData></worksheet>"
+    )
+    return replace_member(
+        make_xlsx({"Sheet": [["Question"], ["ok"]]}), "xl/worksheets/sheet1.xml", sheet.encode()
+    )
+
+
+def make_sparse_xlsx() -> bytes:
+    """A tiny XLSX with two cells, A1 and XFD1048576: read row by row it is 2^20 rows x 2^14 columns."""
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    workbook.active["A1"] = "Header"
+    workbook.active["XFD1048576"] = "far away"
+    out = io.BytesIO()
+    workbook.save(out)
+    return out.getvalue()
+
+
+def make_slow_pdf(operators: int) -> bytes:
+    """A one-page PDF whose (compressed) content stream draws ``operators`` one-letter strings:
+    a few kilobytes that keep pypdf's text extraction busy for about ``operators / 40_000`` seconds."""
+    return _one_page_pdf(b"BT /F1 10 Tf 40 800 Td " + b"(a) Tj " * operators + b"ET")
+
+
+def make_deflate_bomb_pdf(unpacked_mib: int) -> bytes:
+    """A one-page PDF whose content stream unpacks to ``unpacked_mib`` MiB more than it shows."""
+    raw, adler = _deflate_with_spaces(b"BT /F1 10 Tf 40 800 Td (a) Tj ET", unpacked_mib, zlib.adler32)
+    return _one_page_pdf(stream=b"\x78\xda" + raw + struct.pack(">I", adler))  # zlib wrapper around deflate
+
+
+def _one_page_pdf(content: bytes = b"", *, stream: bytes | None = None) -> bytes:
+    stream = stream if stream is not None else zlib.compress(content, 1)
+    return _assemble_pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R "
+            b"/Resources << /Font << /F1 5 0 R >> >> >>",
+            b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        ]
+    )

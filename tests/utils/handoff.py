@@ -8,6 +8,7 @@ import uuid
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
+from switchboard.conversations import Identity, resolve_customer, start_conversation
 from switchboard.db.models import Conversation, Customer, HumanAgent, Message, Outbox, Tenant
 from switchboard.handoff import add_agent
 
@@ -41,14 +42,15 @@ async def make_customer_conversation(
 ) -> tuple[Customer, Conversation]:
     phone = random_phone()
     async with sessions() as session, session.begin():
-        customer = Customer(
-            tenant_id=tenant.id, channel="whatsapp", external_user_id=phone, phone=phone, display_name=name
-        )
-        session.add(customer)
-        await session.flush()
-        conversation = Conversation(tenant_id=tenant.id, customer_id=customer.id, channel="whatsapp")
-        session.add(conversation)
-        await session.flush()
+        customer = (
+            await resolve_customer(
+                session,
+                tenant_id=tenant.id,
+                identities=[Identity("whatsapp", "wa_id", phone)],
+                display_name=name,
+            )
+        ).customer
+        conversation = await start_conversation(session, customer=customer, channel_account_id=None)
         for text in texts:
             session.add(
                 Message(

@@ -14,18 +14,18 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from switchboard.agent.tools import ToolContext, ToolError, ToolOutput
+from switchboard.conversations import Actor, InvalidTransition, close
 from switchboard.db.engine import session_scope
-from switchboard.db.models import AuditLog, Conversation, ConversationStatus, Customer, Tenant, utcnow
+from switchboard.db.models import AuditLog, Conversation, Customer, Tenant, utcnow
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.observability import get_logger
 from switchboard.tenant_settings import tenant_settings_from
+from switchboard.validation import normalize_email, normalize_phone_e164
 
 __all__ = ["BuiltinToolSet", "CustomerProfileUpdate", "BUILTIN_TOOL_NAMES"]
 
 log = get_logger(__name__)
 
-_EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}\.[A-Za-z]{2,63}$")
-_PHONE_RE = re.compile(r"^\+?[0-9][0-9 ().-]{5,24}$")
 _LANGUAGE_RE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
 
 
@@ -45,16 +45,12 @@ class CustomerProfileUpdate(BaseModel):
     @field_validator("email")
     @classmethod
     def _email(cls, value: str | None) -> str | None:
-        if value is not None and not _EMAIL_RE.match(value):
-            raise ValueError("not an e-mail address")
-        return value.lower() if value else value
+        return normalize_email(value) if value is not None else None
 
     @field_validator("phone")
     @classmethod
     def _phone(cls, value: str | None) -> str | None:
-        if value is not None and not _PHONE_RE.match(value):
-            raise ValueError("not a phone number (digits, optional leading +)")
-        return value
+        return normalize_phone_e164(value) if value is not None else None
 
     @field_validator("language")
     @classmethod
@@ -166,9 +162,15 @@ class BuiltinToolSet:
         async with session_scope(ctx.sessions) as session:
             scope = TenantScope(session, ctx.tenant_id)
             conversation = await self._conversation(scope, ctx)
-            conversation.status = ConversationStatus.closed.value
-            conversation.closed_at = utcnow()
-            conversation.updated_at = utcnow()
+            try:
+                await close(
+                    session, conversation, actor=Actor.ai(), reason=reason or None, trace_id=ctx.trace_id
+                )
+            except InvalidTransition:
+                raise ToolError(
+                    "a person from the team handles this conversation now; it stays open",
+                    error_type="conflict",
+                ) from None
             scope.add(
                 _audit(ctx, "conversation.close", {"reason": (reason or "")[:500], "farewell": farewell})
             )
@@ -207,9 +209,12 @@ class BuiltinToolSet:
                 conversation_id=ctx.conversation_id,
                 reason=reason.strip(),
                 trace_id=ctx.trace_id,
+                actor=Actor.ai(),
             )
         except LookupError:
             raise ToolError("conversation not found", error_type="not_found") from None
+        except InvalidTransition:
+            raise ToolError("this conversation is closed", error_type="conflict") from None
         async with session_scope(ctx.sessions) as session:
             TenantScope(session, ctx.tenant_id).add(
                 _audit(

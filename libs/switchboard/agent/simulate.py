@@ -21,6 +21,7 @@ import httpx
 from sqlmodel import col
 
 from switchboard.contracts import TurnRequest, TurnResult
+from switchboard.conversations import start_conversation
 from switchboard.db.engine import create_engine, session_factory, session_scope
 from switchboard.db.models import Conversation, ConversationStatus, Customer
 from switchboard.db.tenant_scope import TenantScope
@@ -81,8 +82,9 @@ async def prepare_request(
                     )
                 ).first()
             if conversation is None:
-                conversation = scope.add(Conversation(customer_id=customer_row.id, channel="whatsapp"))
-                await session.flush()
+                conversation = await start_conversation(
+                    session, customer=customer_row, channel_account_id=None, reason="switchboard simulate"
+                )
             return TurnRequest(
                 tenant_id=tenant_row.id,
                 conversation_id=conversation.id,

@@ -7,8 +7,9 @@ Steps of :meth:`Orchestrator.handle_turn`:
    ``running`` longer than the turn budget (a crashed process) is taken over. The conversation must
    belong to the request's tenant and customer. If no ``messages`` row has the inbound id (tests,
    ``switchboard simulate``), one is inserted (inbound, role ``user``, the request's text).
-2. **History**: the conversation's ``user``/``assistant``/``tool``/``human_agent`` messages by
-   ``created_at``, except the inbound row, then ``{"role": "user", "content": request.text}`` (the
+2. **History** (:func:`switchboard.conversations.read_history`): the conversation's
+   ``user``/``assistant``/``tool``/``human_agent`` messages after the last stored summary, oldest first,
+   except the inbound row, then ``{"role": "user", "content": request.text}`` (the
    processed text: a transcription, an image description...). When more than
    ``summarize_after_messages`` (70) messages follow the last summary, the older ones (all but the
    newest ``keep_verbatim_messages``, 50) are folded into one summary by a model call.
@@ -27,7 +28,6 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import select as sa_select
@@ -42,6 +42,7 @@ from switchboard.agent.loop import LoopOutcome, run_tool_loop
 from switchboard.agent.prompt import build_system_prompt, summary_messages
 from switchboard.agent.tools import ToolContext, ToolRegistry, ToolSet, idempotency_key_for
 from switchboard.contracts import TokenUsage, TurnRequest, TurnResult, trace_id_for
+from switchboard.conversations import MODEL_ROLES, append_model_messages, model_messages, read_history
 from switchboard.crypto import CredentialDecryptError
 from switchboard.db.engine import session_scope
 from switchboard.db.models import (
@@ -62,16 +63,15 @@ from switchboard.db.models import (
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.errors import SwitchboardError
 from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
-from switchboard.llm.trimming import repair_tool_pairs, strip_reasoning
+from switchboard.llm.trimming import strip_reasoning
 from switchboard.memory.store import is_returning_customer
 from switchboard.observability import get_logger, message_context
 from switchboard.tenant_settings import TenantSettings, tenant_settings_from
 
-__all__ = ["Orchestrator", "TurnRejected", "history_to_messages"]
+__all__ = ["Orchestrator", "TurnRejected"]
 
 log = get_logger(__name__)
 
-HISTORY_ROLES = ("user", "assistant", "tool", "human_agent")
 EMPTY_MESSAGE_TEXT = "[the customer sent a message without text]"
 """Shown to the model for an empty ``text`` (providers reject empty user messages)."""
 WAIT_POLL_S = 0.1
@@ -90,25 +90,6 @@ class TurnRejected(SwitchboardError):
     def __init__(self, status_code: int, message: str) -> None:
         self.status_code = status_code
         super().__init__(message)
-
-
-def history_to_messages(rows: Sequence[Message]) -> list[dict[str, Any]]:
-    """Stored rows → OpenAI chat messages (human agents' lines become assistant lines, marked)."""
-    out: list[dict[str, Any]] = []
-    for row in rows:
-        text = row.text or ""
-        if row.role == MessageRole.user:
-            out.append({"role": "user", "content": text or f"[{row.kind}]"})
-        elif row.role == MessageRole.human_agent:
-            out.append({"role": "assistant", "content": f"(a person from the team wrote) {text}"})
-        elif row.role == MessageRole.assistant:
-            message: dict[str, Any] = {"role": "assistant", "content": text}
-            if row.tool_calls:
-                message["tool_calls"] = row.tool_calls
-            out.append(message)
-        elif row.role == MessageRole.tool:
-            out.append({"role": "tool", "tool_call_id": row.tool_call_id or "", "content": text})
-    return repair_tool_pairs(out)
 
 
 @dataclass
@@ -339,18 +320,6 @@ class Orchestrator:
         llm = tenant_settings.llm
         async with self.sessions() as session:
             scope = TenantScope(session, request.tenant_id)
-            rows = list(
-                (
-                    await session.exec(
-                        scope.select(
-                            Message,
-                            Message.conversation_id == request.conversation_id,
-                            col(Message.role).in_(HISTORY_ROLES),
-                            Message.id != request.inbound_message_id,
-                        ).order_by(col(Message.created_at), col(Message.id))
-                    )
-                ).all()
-            )
             last_summary = (
                 await session.exec(
                     scope.select(
@@ -362,6 +331,14 @@ class Orchestrator:
                     .limit(1)
                 )
             ).first()
+            rows = await read_history(
+                session,
+                tenant_id=request.tenant_id,
+                conversation_id=request.conversation_id,
+                roles=MODEL_ROLES,
+                after_message_id=last_summary.summary_through_message_id if last_summary else None,
+                exclude_message_id=request.inbound_message_id,
+            )
             customer = await scope.get(Customer, request.customer_id)
             memory = await scope.first(UserMemory, UserMemory.customer_id == request.customer_id)
             window_days = tenant_settings.memory.returning_customer_window_days
@@ -374,13 +351,7 @@ class Orchestrator:
                 exclude_conversation_id=request.conversation_id,
             )
 
-        summary_text: str | None = None
-        if last_summary is not None:
-            ids = [row.id for row in rows]
-            if last_summary.summary_through_message_id in ids:
-                cut = ids.index(last_summary.summary_through_message_id) + 1
-                rows = rows[cut:]
-                summary_text = last_summary.summary_text
+        summary_text = last_summary.summary_text if last_summary is not None else None
         new_summary: tuple[str, uuid.UUID] | None = None
         if len(rows) > llm.summarize_after_messages:
             older, rows = rows[: -llm.keep_verbatim_messages], rows[-llm.keep_verbatim_messages :]
@@ -403,7 +374,7 @@ class Orchestrator:
             returning_customer=returning,
             returning_window_days=window_days,
         )
-        messages = [{"role": "system", "content": system}, *history_to_messages(rows)]
+        messages = [{"role": "system", "content": system}, *model_messages(rows)]
         messages.append({"role": "user", "content": request.text.strip() or EMPTY_MESSAGE_TEXT})
         return messages, new_summary
 
@@ -415,7 +386,7 @@ class Orchestrator:
         rows: list[Message],
         trace_id: str,
     ) -> str | None:
-        prompt = summary_messages(previous, history_to_messages(rows))
+        prompt = summary_messages(previous, model_messages(rows))
         try:
             reply = await self.gateway.complete(
                 tenant_router, prompt, tools=None, llm=tenant_settings.llm, trace_id=trace_id
@@ -440,29 +411,13 @@ class Orchestrator:
         async with session_scope(self.sessions) as session:
             scope = TenantScope(session, request.tenant_id)
             conversation = await scope.get(Conversation, request.conversation_id)
-            channel = conversation.channel if conversation is not None else request.channel
+            assert conversation is not None  # checked when the turn was claimed; never deleted alone
             stored = list(outcome.new_messages)
             if result.reply:
                 stored.append({"role": "assistant", "content": result.reply})
-            for index, message in enumerate(stored):
-                is_tool = message["role"] == "tool"
-                scope.add(
-                    Message(
-                        tenant_id=request.tenant_id,
-                        conversation_id=request.conversation_id,
-                        channel=channel,
-                        direction=MessageDirection.outbound.value,
-                        role=message["role"],
-                        kind="tool_result"
-                        if is_tool
-                        else ("tool_call" if message.get("tool_calls") else "text"),
-                        text=message.get("content") or None,
-                        tool_calls=message.get("tool_calls"),
-                        tool_call_id=message.get("tool_call_id"),
-                        trace_id=trace_id,
-                        created_at=base + timedelta(microseconds=index + 1),
-                    )
-                )
+            append_model_messages(
+                session, conversation=conversation, messages=stored, trace_id=trace_id, at=base
+            )
             for receipt in outcome.tool_receipts:
                 if receipt.get("recorded_by_source"):
                     continue  # e.g. MCP tools: their source already wrote a fuller receipt

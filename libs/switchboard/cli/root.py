@@ -23,6 +23,7 @@ __all__ = [
     "data_app",
     "db_app",
     "kb_app",
+    "keys_app",
     "simulate_app",
     "tenant_app",
     "tools_app",
@@ -69,6 +70,7 @@ kb_app = typer.Typer(
 agents_app = typer.Typer(
     help="Human agents: staff who take over conversations from their own WhatsApp.", no_args_is_help=True
 )
+keys_app = typer.Typer(help="Encryption keys of the stored credentials.", no_args_is_help=True)
 channel_app = typer.Typer(
     help="Channel accounts: connect a WhatsApp number (Instagram/Gmail later).", no_args_is_help=True
 )
@@ -86,6 +88,7 @@ for _group, _name in (
     (tools_app, "tools"),
     (kb_app, "kb"),
     (agents_app, "agents"),
+    (keys_app, "keys"),
     (channel_app, "channel"),
     (simulate_app, "simulate"),
 ):

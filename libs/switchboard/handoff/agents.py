@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 
 from sqlalchemy.exc import IntegrityError
@@ -11,6 +10,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import AgentStatus, HumanAgent
 from switchboard.errors import SwitchboardError
+from switchboard.validation import normalize_phone_e164
 
 __all__ = [
     "AgentExists",
@@ -21,9 +21,6 @@ __all__ = [
     "agent_by_phone",
     "find_agent",
 ]
-
-_PHONE_DIGITS_RE = re.compile(r"^[1-9][0-9]{6,14}$")
-"""E.164: at most 15 digits, no leading zero (ITU-T E.164); we also require at least 7."""
 
 
 class AgentExists(SwitchboardError):
@@ -46,12 +43,14 @@ def normalize_phone(phone: str) -> str:
     """``"+1 (555) 010-2030"`` → ``"15550102030"``: E.164 digits without ``+`` (WhatsApp ``wa_id`` form).
 
     Raises:
-        ValueError: not 7-15 digits after removing spaces, ``+``, ``-``, ``.``, parentheses.
+        ValueError: not a possible international number (``phonenumbers``: country code and length).
     """
-    digits = re.sub(r"[\s+().-]", "", phone or "")
-    if not _PHONE_DIGITS_RE.match(digits):
-        raise ValueError(f"invalid phone {phone!r}: use the international number, e.g. +15550102030")
-    return digits
+    try:
+        return normalize_phone_e164(phone, require_valid=False).removeprefix("+")
+    except ValueError:
+        raise ValueError(
+            f"invalid phone {phone!r}: use the international number, e.g. +15550102030"
+        ) from None
 
 
 async def add_agent(

@@ -5,6 +5,10 @@ Postgres advisory lock per tenant (``pg_advisory_xact_lock``), and reads the age
 two escalations of the same tenant at the same moment are serialized, so the second sees the first
 one's load and no conversation is assigned twice. The ordering is DESIGN.md's: fewest
 ``total_conversations`` first, then lowest ``current_load``, then the longest-standing agent.
+
+Status changes go through :mod:`switchboard.conversations.lifecycle` (which records them); this module
+keeps the agents' counters and selection. It knows no transport: notices are written by
+:mod:`switchboard.handoff.service`, sent by the channel's delivery.
 """
 
 from __future__ import annotations
@@ -16,14 +20,16 @@ from sqlalchemy import func, text
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from switchboard.conversations import lifecycle
+from switchboard.conversations.lifecycle import Actor
 from switchboard.db.models import AgentStatus, Conversation, ConversationStatus, HumanAgent, utcnow
 
 __all__ = [
     "Assignment",
     "tenant_handoff_lock",
     "pick_agent",
-    "assign_to",
     "escalate",
+    "transfer",
     "release",
     "take_queue",
     "open_conversations_of",
@@ -74,18 +80,22 @@ async def pick_agent(
     return (await session.exec(query)).first()
 
 
-def assign_to(conversation: Conversation, agent: HumanAgent) -> None:
-    """Give ``conversation`` to ``agent`` (counts, times, the agent's selected conversation)."""
-    now = utcnow()
-    conversation.status = ConversationStatus.human.value
-    conversation.assigned_agent_id = agent.id
-    conversation.assigned_at = now
-    conversation.queued_at = None
-    conversation.updated_at = now
+def _count(agent: HumanAgent, conversation_id: uuid.UUID) -> None:
+    """``agent`` took ``conversation_id``: counts up, it becomes the agent's selected conversation."""
     agent.total_conversations += 1
     agent.current_load += 1
-    agent.active_conversation_id = conversation.id
-    agent.updated_at = now
+    agent.active_conversation_id = conversation_id
+    agent.updated_at = utcnow()
+
+
+async def _uncount(session: AsyncSession, agent: HumanAgent, conversation_id: uuid.UUID) -> None:
+    """``agent`` gave ``conversation_id`` up: load down, the selection moves to another open one."""
+    agent.current_load = max(0, agent.current_load - 1)
+    if agent.active_conversation_id == conversation_id:
+        remaining = [c for c in await open_conversations_of(session, agent) if c.id != conversation_id]
+        agent.active_conversation_id = remaining[-1].id if remaining else None
+    agent.updated_at = utcnow()
+    session.add(agent)
 
 
 async def queue_length(session: AsyncSession, *, tenant_id: uuid.UUID) -> int:
@@ -106,15 +116,25 @@ async def queue_length(session: AsyncSession, *, tenant_id: uuid.UUID) -> int:
 
 
 async def escalate(
-    session: AsyncSession, *, tenant_id: uuid.UUID, conversation_id: uuid.UUID, reason: str
+    session: AsyncSession,
+    *,
+    tenant_id: uuid.UUID,
+    conversation_id: uuid.UUID,
+    reason: str,
+    actor: Actor,
+    trace_id: str | None = None,
 ) -> Assignment:
     """Switch the conversation to human mode and assign it, or queue it when nobody is online.
 
     Runs in the caller's transaction (takes the tenant lock). A conversation that already has an
     agent keeps it (a second escalation changes only the reason).
 
+    Args:
+        actor: who asked (the model, the customer's button, the WhatsApp Business app...).
+
     Raises:
         LookupError: the conversation is not this tenant's.
+        InvalidTransition: the conversation is closed.
     """
     await tenant_handoff_lock(session, tenant_id)
     conversation = (
@@ -126,22 +146,33 @@ async def escalate(
     ).first()
     if conversation is None:
         raise LookupError(f"conversation {conversation_id} not found for tenant {tenant_id}")
-    conversation.status = ConversationStatus.human.value
-    conversation.escalation_reason = reason[:2_000]
-    conversation.updated_at = utcnow()
-    if conversation.assigned_agent_id is not None:
+    if conversation.assigned_agent_id is not None and conversation.status == ConversationStatus.human:
         current = await session.get(HumanAgent, conversation.assigned_agent_id)
-        session.add(conversation)
+        await lifecycle.to_human(
+            session,
+            conversation,
+            agent_id=conversation.assigned_agent_id,
+            actor=actor,
+            reason=reason,
+            trace_id=trace_id,
+        )
+        await session.flush()
         return Assignment(conversation.id, current)
     agent = await pick_agent(session, tenant_id=tenant_id)
+    await lifecycle.to_human(
+        session,
+        conversation,
+        agent_id=agent.id if agent is not None else None,
+        actor=actor,
+        reason=reason,
+        trace_id=trace_id,
+    )
     if agent is None:
-        conversation.queued_at = conversation.queued_at or utcnow()
-        session.add(conversation)
         await session.flush()
         position = await queue_length(session, tenant_id=tenant_id)
         return Assignment(conversation.id, None, queue_position=position)
-    assign_to(conversation, agent)
-    session.add_all([conversation, agent])
+    _count(agent, conversation.id)
+    session.add(agent)
     await session.flush()
     return Assignment(conversation.id, agent)
 
@@ -160,25 +191,61 @@ async def open_conversations_of(session: AsyncSession, agent: HumanAgent) -> lis
     return list(rows.all())
 
 
-async def release(session: AsyncSession, conversation: Conversation, agent: HumanAgent) -> None:
-    """Take ``conversation`` off ``agent`` (load down, selection moved to another open conversation)."""
-    conversation.assigned_agent_id = None
-    conversation.assigned_at = None
-    conversation.updated_at = utcnow()
-    agent.current_load = max(0, agent.current_load - 1)
-    session.add(conversation)
+async def release(
+    session: AsyncSession,
+    conversation: Conversation,
+    agent: HumanAgent,
+    *,
+    actor: Actor,
+    reason: str | None = None,
+    trace_id: str | None = None,
+) -> None:
+    """Hand ``conversation`` back to the AI (``/end``): off ``agent``, whose load goes down and whose
+    selection moves to another open conversation. Call under :func:`tenant_handoff_lock`.
+
+    Raises:
+        InvalidTransition: the conversation is not in human mode.
+    """
+    await lifecycle.back_to_ai(session, conversation, actor=actor, reason=reason, trace_id=trace_id)
     await session.flush()
-    if agent.active_conversation_id == conversation.id:
-        remaining = await open_conversations_of(session, agent)
-        agent.active_conversation_id = remaining[-1].id if remaining else None
-    agent.updated_at = utcnow()
-    session.add(agent)
+    await _uncount(session, agent, conversation.id)
 
 
-async def take_queue(session: AsyncSession, *, agent: HumanAgent) -> list[Conversation]:
+async def transfer(
+    session: AsyncSession,
+    conversation: Conversation,
+    *,
+    from_agent: HumanAgent,
+    to_agent: HumanAgent,
+    actor: Actor,
+    trace_id: str | None = None,
+) -> None:
+    """Move a human-mode conversation from one agent to another (``/transfer``), counters included.
+    Call under :func:`tenant_handoff_lock` with both agents locked."""
+    await lifecycle.reassign(
+        session,
+        conversation,
+        agent_id=to_agent.id,
+        actor=actor,
+        reason=f"transferred from {from_agent.name} to {to_agent.name}",
+        trace_id=trace_id,
+    )
+    await session.flush()
+    await _uncount(session, from_agent, conversation.id)
+    _count(to_agent, conversation.id)
+    session.add(to_agent)
+    await session.flush()
+
+
+async def take_queue(
+    session: AsyncSession, *, agent: HumanAgent, actor: Actor | None = None, trace_id: str | None = None
+) -> list[Conversation]:
     """Give every waiting conversation of the agent's tenant to ``agent`` (oldest first).
 
     Call under :func:`tenant_handoff_lock` with ``agent`` online.
+
+    Args:
+        actor: who put the agent online (default: the agent).
     """
     rows = await session.exec(
         select(Conversation)
@@ -192,8 +259,15 @@ async def take_queue(session: AsyncSession, *, agent: HumanAgent) -> list[Conver
     )
     taken = list(rows.all())
     for conversation in taken:
-        assign_to(conversation, agent)
-        session.add(conversation)
+        await lifecycle.reassign(
+            session,
+            conversation,
+            agent_id=agent.id,
+            actor=actor or Actor.agent(agent.id),
+            reason=f"taken from the queue by {agent.name}",
+            trace_id=trace_id,
+        )
+        _count(agent, conversation.id)
     session.add(agent)
     await session.flush()
     return taken

@@ -16,15 +16,13 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from switchboard.conversations import Actor, append_message
 from switchboard.db.engine import session_scope
 from switchboard.db.models import (
     AgentStatus,
     Conversation,
-    ConversationStatus,
     Customer,
     HumanAgent,
-    Message,
-    MessageDirection,
     MessageRole,
     Outbox,
     utcnow,
@@ -38,13 +36,13 @@ from switchboard.handoff.approvals import (
     pending_actions_for,
 )
 from switchboard.handoff.assignment import (
-    assign_to,
     open_conversations_of,
     pick_agent,
     queue_length,
     release,
     take_queue,
     tenant_handoff_lock,
+    transfer,
 )
 from switchboard.handoff.notices import Outgoing, agent_outgoing, customer_label
 from switchboard.handoff.service import notices_for_assignments
@@ -278,21 +276,17 @@ async def _end(sessions, gateway, agent_id, command, console_id, trace_id) -> li
                 else f"You have {count} open conversations: choose one with /switch N first."
             )
         label = customer_label(await _customer(session, conversation))
-        conversation.status = ConversationStatus.ai.value
-        conversation.escalation_reason = None
-        await release(session, conversation, agent)
-        session.add(
-            Message(
-                tenant_id=agent.tenant_id,
-                conversation_id=conversation.id,
-                channel=conversation.channel,
-                direction=MessageDirection.outbound.value,
-                role=MessageRole.human_agent.value,
-                kind="system",
-                text=HANDED_BACK_NOTE,
-                proxy_metadata={"event": "handed_back", "agent_id": str(agent.id), "agent_name": agent.name},
-                trace_id=trace_id,
-            )
+        await release(
+            session, conversation, agent, actor=Actor.agent(agent.id), reason="/end", trace_id=trace_id
+        )
+        append_message(
+            session,
+            conversation=conversation,
+            role=MessageRole.human_agent,
+            kind="system",
+            text=HANDED_BACK_NOTE,
+            proxy_metadata={"event": "handed_back", "agent_id": str(agent.id), "agent_name": agent.name},
+            trace_id=trace_id,
         )
         conversation_id = conversation.id
     log.info("handoff_ended", conversation_id=str(conversation_id), agent_id=str(agent_id))
@@ -306,8 +300,13 @@ async def set_status(
     agent_id: uuid.UUID,
     online: bool,
     trace_id: str,
+    actor: Actor | None = None,
 ) -> list[Outgoing]:
     """Put the agent online (taking every waiting conversation) or offline.
+
+    Args:
+        actor: who changes the status, recorded on the conversations taken from the queue (default:
+            the agent; the admin API passes :meth:`Actor.api`).
 
     Returns:
         The notices for conversations taken from the queue (empty when going offline).
@@ -323,7 +322,8 @@ async def set_status(
         taken_ids: list[uuid.UUID] = []
         if online:
             agent.status = AgentStatus.online.value
-            taken_ids = [c.id for c in await take_queue(session, agent=agent)]
+            taken = await take_queue(session, agent=agent, actor=actor, trace_id=trace_id)
+            taken_ids = [c.id for c in taken]
         else:
             count = len(await open_conversations_of(session, agent))
             if count:
@@ -391,9 +391,14 @@ async def _transfer(sessions, gateway, agent_id, command, console_id, trace_id) 
             if target is None:
                 raise CommandError("Nobody else is online right now; the customer stays with you.")
         label = customer_label(await _customer(session, conversation))
-        await release(session, conversation, agent)
-        assign_to(conversation, target)
-        session.add_all([conversation, target])
+        await transfer(
+            session,
+            conversation,
+            from_agent=agent,
+            to_agent=target,
+            actor=Actor.agent(agent.id),
+            trace_id=trace_id,
+        )
         conversation_id, target_id, target_name, from_name = (
             conversation.id,
             target.id,

@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import update
 from sqlmodel import col, select
 
+from switchboard.conversations import append_message, to_agent_console
 from switchboard.db.engine import session_scope
 from switchboard.db.models import (
     Conversation,
@@ -114,11 +115,11 @@ async def handle_agent_message(
         or ``already_handled``.
     """
     async with session_scope(sessions) as session:
-        stored_console = await session.get(Conversation, console.id)
-        if stored_console is not None and stored_console.status != ConversationStatus.human.value:
-            stored_console.status = ConversationStatus.human.value
-            stored_console.escalation_reason = AGENT_CONSOLE_REASON
-            session.add(stored_console)
+        stored_console = await session.get(Conversation, console.id, with_for_update=True)
+        if stored_console is not None and stored_console.status == ConversationStatus.ai.value:
+            await to_agent_console(
+                session, stored_console, agent_id=agent.id, reason=AGENT_CONSOLE_REASON, trace_id=row.trace_id
+            )
         locked = await session.get(HumanAgent, agent.id)
         if locked is not None:
             seen = row.sent_at or utcnow()
@@ -216,20 +217,15 @@ async def _relay_agent_reply(
             "original_row_id": str(row.id),
         }
         media = _media_of(row)
-        session.add(
-            Message(
-                tenant_id=row.tenant_id,
-                conversation_id=conversation.id,
-                channel=conversation.channel,
-                channel_account_id=conversation.channel_account_id,
-                direction=MessageDirection.outbound.value,
-                role=MessageRole.human_agent.value,
-                kind=row.kind,
-                text=row.text,
-                media=media,
-                proxy_metadata=proxy,
-                trace_id=trace_id,
-            )
+        append_message(
+            session,
+            conversation=conversation,
+            role=MessageRole.human_agent,
+            kind=row.kind,
+            text=row.text,
+            media=media,
+            proxy_metadata=proxy,
+            trace_id=trace_id,
         )
         await session.execute(
             update(Message)

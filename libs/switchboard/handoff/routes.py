@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from switchboard.agent.routes import OrchestratorDep
 from switchboard.api.deps import SessionDep, SessionsDep, TenantDep
 from switchboard.api.routers import tenant_admin_router
+from switchboard.conversations import Actor
 from switchboard.db.engine import session_scope
 from switchboard.db.models import HumanAgent
 from switchboard.handoff.agents import AgentExists, add_agent, list_agents
@@ -105,6 +106,7 @@ async def patch_agent(
             agent_id=agent_id,
             online=body.status == "online",
             trace_id=f"admin-{uuid.uuid4().hex[:12]}",
+            actor=Actor.api(),
         )
     except CommandError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None

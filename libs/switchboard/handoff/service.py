@@ -7,6 +7,7 @@ import uuid
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from switchboard.conversations import Actor
 from switchboard.db.engine import session_scope
 from switchboard.db.models import Conversation, Customer, HumanAgent
 from switchboard.handoff.assignment import Assignment, escalate, open_conversations_of
@@ -71,15 +72,26 @@ async def escalate_and_notify(
     conversation_id: uuid.UUID,
     reason: str,
     trace_id: str,
+    actor: Actor,
 ) -> Assignment:
     """Escalate (assign or queue, one locked transaction), then write the agent's notice to the outbox.
 
+    Args:
+        actor: who asked for a person (``Actor.ai()`` for ``escalate_to_human``, the customer for a
+            button, ``Actor.business_app()`` for a reply typed in the WhatsApp Business app).
+
     Raises:
         LookupError: the conversation is not this tenant's.
+        InvalidTransition: the conversation is closed.
     """
     async with session_scope(sessions) as session:
         assignment = await escalate(
-            session, tenant_id=tenant_id, conversation_id=conversation_id, reason=reason
+            session,
+            tenant_id=tenant_id,
+            conversation_id=conversation_id,
+            reason=reason,
+            actor=actor,
+            trace_id=trace_id,
         )
         agent_id = assignment.agent.id if assignment.agent is not None else None
     if agent_id is None:

@@ -5,17 +5,16 @@ from __future__ import annotations
 import uuid
 
 from sqlalchemy.ext.asyncio import async_sessionmaker
-from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from switchboard.conversations import transcript
 from switchboard.crypto import CredentialDecryptError
-from switchboard.db.models import Message
 from switchboard.llm.router import ModelCallFailed, ModelGateway
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.observability import get_logger
 from switchboard.tenant_settings import load_tenant_settings
 
-__all__ = ["HANDOFF_SUMMARY_INSTRUCTION", "write_handoff_summary", "transcript_lines"]
+__all__ = ["HANDOFF_SUMMARY_INSTRUCTION", "write_handoff_summary"]
 
 log = get_logger(__name__)
 
@@ -27,30 +26,6 @@ HANDOFF_SUMMARY_INSTRUCTION = (
 """System message of the summary call (the offline model answers it deterministically when scripted)."""
 TRANSCRIPT_MESSAGES = 40
 """Newest messages of the conversation shown to the summary model."""
-
-
-def transcript_lines(rows: list[Message], *, max_chars: int = 200) -> list[str]:
-    """``Customer: ...`` / ``Assistant: ...`` / ``Team: ...`` lines, each cut to ``max_chars``."""
-    who = {"user": "Customer", "assistant": "Assistant", "human_agent": "Team"}
-    out = []
-    for row in rows:
-        if row.role in who and (row.text or "").strip():
-            out.append(f"{who[row.role]}: {row.text.strip()[:max_chars]}")
-    return out
-
-
-async def _recent(session: AsyncSession, tenant_id: uuid.UUID, conversation_id: uuid.UUID) -> list[Message]:
-    rows = await session.exec(
-        select(Message)
-        .where(
-            Message.tenant_id == tenant_id,
-            Message.conversation_id == conversation_id,
-            col(Message.role).in_(("user", "assistant", "human_agent")),
-        )
-        .order_by(col(Message.created_at).desc(), col(Message.id).desc())
-        .limit(TRANSCRIPT_MESSAGES)
-    )
-    return list(reversed(rows.all()))
 
 
 async def write_handoff_summary(
@@ -70,9 +45,10 @@ async def write_handoff_summary(
     """
     async with sessions() as session:
         settings = await load_tenant_settings(session, tenant_id)
-        rows = await _recent(session, tenant_id, conversation_id)
+        lines = await transcript(
+            session, tenant_id=tenant_id, conversation_id=conversation_id, limit=TRANSCRIPT_MESSAGES
+        )
     limit = settings.handoff.summary_max_chars
-    lines = transcript_lines(rows)
     fallback = (
         " / ".join(line for line in lines if line.startswith("Customer:"))[-limit:] or "(no messages yet)"
     )

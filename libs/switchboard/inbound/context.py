@@ -12,6 +12,7 @@ from arq.connections import ArqRedis
 
 from switchboard.channels.base import Channel
 from switchboard.contracts import StoredInbound
+from switchboard.conversations import channel_identities, reply_address
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, Conversation, Customer, Message
 from switchboard.runtime.resources import Resources
@@ -115,7 +116,7 @@ class InboundContext:
 
     @property
     def reply_address(self) -> str:
-        """Where replies to this message go: the identity the customer wrote from."""
-        if self.stored.identities:
-            return self.stored.identities[0].value
-        return self.row.sender_external_id or self.customer.external_user_id
+        """Where replies to this message go: the identity the customer wrote from
+        (:func:`switchboard.conversations.reply_address`)."""
+        found = reply_address(channel_identities(self.row.channel, self.stored.identities))
+        return found or self.row.sender_external_id or self.customer.external_user_id

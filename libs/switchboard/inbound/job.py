@@ -13,8 +13,8 @@ from typing import Any
 
 from sqlmodel import select
 
-from switchboard.channels.whatsapp.identity import open_conversation, resolve_customer
 from switchboard.contracts import StoredInbound, trace_id_for
+from switchboard.conversations import Actor, channel_identities, open_conversation, resolve_customer
 from switchboard.db.models import ChannelAccount, InboundState, Message
 from switchboard.inbound.context import Dead, InboundContext, Outcome, WorkerDeps
 from switchboard.inbound.steps import STEPS, release_lock, retry_or_dead
@@ -49,15 +49,20 @@ async def claim(deps: WorkerDeps, job: dict[str, Any], row_id: uuid.UUID) -> Inb
             return None
         channel = deps.channel(row.channel)
         stored = StoredInbound.of(row.raw)
-        ids = {identity.kind: identity.value for identity in stored.identities}
-        customer = await resolve_customer(
+        customer = (
+            await resolve_customer(
+                session,
+                tenant_id=row.tenant_id,
+                identities=channel_identities(row.channel, stored.identities),
+                display_name=stored.sender_name if row.direction == "inbound" else None,
+            )
+        ).customer
+        conversation = await open_conversation(
             session,
-            tenant_id=row.tenant_id,
-            wa_id=ids.get("wa_id"),
-            bsuid=ids.get("bsuid"),
-            name=stored.sender_name if row.direction == "inbound" else None,
+            customer=customer,
+            channel_account_id=account.id,
+            actor=Actor.business_app() if stored.echo else None,
         )
-        conversation = await open_conversation(session, customer=customer, channel_account_id=account.id)
         row.conversation_id = conversation.id
         row.inbound_state = InboundState.processing.value
         row.processing_attempts += 1

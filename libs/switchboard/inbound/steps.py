@@ -33,8 +33,8 @@ from sqlmodel import col, select
 
 from switchboard.channels.base import split_text
 from switchboard.contracts import TurnRequest
+from switchboard.conversations import Actor
 from switchboard.db.models import (
-    Conversation,
     ConversationStatus,
     Customer,
     InboundState,
@@ -76,6 +76,7 @@ __all__ = [
     "retry_or_dead",
     "release_lock",
     "BUTTON_KINDS",
+    "business_app_echo_reason",
 ]
 
 log = get_logger(__name__)
@@ -97,12 +98,19 @@ LOCK_MARGIN_S = 5.0
 BUTTON_KINDS = ("button", "interactive", "postback", "quick_reply")
 """Row kinds whose stored ``payload`` is a button id (WhatsApp template quick reply, reply button,
 list row; Instagram postback and quick reply)."""
+BUSINESS_APPS = {"whatsapp": "WhatsApp Business app", "instagram": "Instagram app"}
+"""The app a business answers from outside Switchboard, per channel (its echoes escalate)."""
 _RELEASE_LOCK = (
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 )
 
 
 # --- shared helpers -------------------------------------------------------------------------------
+
+
+def business_app_echo_reason(channel: str) -> str:
+    """``"a human replied from the WhatsApp Business app"``: the escalation reason of an echo."""
+    return f"a human replied from the {BUSINESS_APPS.get(channel, f'{channel} business app')}"
 
 
 async def finish(ic: InboundContext, state: InboundState, error: str | None = None) -> None:
@@ -265,20 +273,19 @@ async def record_only(ic: InboundContext) -> Outcome | None:
     row = ic.row
     if ic.stored.action == "process" and row.direction == "inbound":
         return None
+    if ic.stored.echo and ic.conversation.status == ConversationStatus.ai.value:
+        assignment = await escalate_and_notify(
+            ic.deps.resources.sessions,
+            ic.deps.gateway,
+            tenant_id=row.tenant_id,
+            conversation_id=ic.conversation.id,
+            reason=business_app_echo_reason(row.channel),
+            trace_id=row.trace_id or "",
+            actor=Actor.business_app(),
+        )
+        log.info("business_app_echo", handoff="human", queued=assignment.agent is None)
+        await _deliver(ic, DeliveryScope(conversation_id=ic.conversation.id))  # the agent's notice
     async with ic.deps.resources.sessions() as session, session.begin():
-        if ic.stored.echo:
-            await session.execute(
-                update(Conversation)
-                .where(
-                    col(Conversation.id) == ic.conversation.id,
-                    Conversation.status == ConversationStatus.ai.value,
-                )
-                .values(
-                    status=ConversationStatus.human.value,
-                    escalation_reason=f"a human replied from the {row.channel} business app",
-                )
-            )
-            log.info("business_app_echo", handoff="human")
         await ic.channel.on_record_only(session, row, ic)
         await session.execute(
             update(Message)
@@ -429,6 +436,7 @@ async def _button_handoff(ic: InboundContext) -> Outcome:
             conversation_id=ic.conversation.id,
             reason=f"customer pressed {title}",
             trace_id=row.trace_id or "",
+            actor=Actor.customer(ic.customer.id),
         )
         queued = assignment.agent is None
         log.info("conversation_escalated", source="button", payload=ic.stored.payload, queued=queued)

@@ -25,9 +25,11 @@ from switchboard.knowledge.ingest import (
     register_upload,
     set_source_active,
 )
+from switchboard.knowledge.isolation import ParseLimits, parse_isolated
 from switchboard.knowledge.parsers import (
     DocumentKind,
     DocumentRejected,
+    DocumentTooComplex,
     ParsedDocument,
     Section,
     parse_document,
@@ -40,9 +42,11 @@ __all__ = [
     "DocumentKind",
     "DocumentNotFound",
     "DocumentRejected",
+    "DocumentTooComplex",
     "EmbeddingConfig",
     "EmbeddingFailed",
     "IngestReport",
+    "ParseLimits",
     "ParsedDocument",
     "SearchMode",
     "Section",
@@ -56,6 +60,7 @@ __all__ = [
     "list_sources",
     "mark_for_reindex",
     "parse_document",
+    "parse_isolated",
     "register_upload",
     "resolve_embedding_config",
     "search_chunks",

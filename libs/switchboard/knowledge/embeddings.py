@@ -34,6 +34,7 @@ from tenacity import (
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import EMBEDDING_DIMS, Tenant
 from switchboard.errors import SwitchboardError
+from switchboard.llm import import_litellm
 from switchboard.llm.lexical import LEXICAL_MODEL_NAME, lexical_embedding
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
@@ -172,10 +173,7 @@ def set_tenant_embedding(
 
 
 def _transient_errors() -> tuple[type[BaseException], ...]:
-    import litellm
-
-    litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on stdout
-
+    litellm = import_litellm()
     return (
         litellm.RateLimitError,
         litellm.APIConnectionError,
@@ -209,10 +207,7 @@ def _no_retry_client(config: EmbeddingConfig) -> Any:
 
 
 async def _embed_batch(config: EmbeddingConfig, batch: Sequence[str], client: Any) -> list[list[float]]:
-    import litellm
-
-    litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on stdout
-
+    litellm = import_litellm()
     response = await litellm.aembedding(
         model=config.litellm_model,
         input=list(batch),
@@ -287,10 +282,7 @@ async def _embed_all(
     transient: tuple[type[BaseException], ...],
     on_batch: Callable[[int, int], None] | None,
 ) -> None:
-    import litellm
-
-    litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on stdout
-
+    litellm = import_litellm()
     total = len(texts)
     for start in range(0, total, config.batch_size):
         batch = texts[start : start + config.batch_size]

@@ -9,8 +9,10 @@ Identity of a document (so a re-upload replaces, never duplicates):
   document is returned and nothing is parsed or embedded again.
 
 Nothing is stored half-way. :func:`register_upload` parses the file before storing it, so a file
-that cannot be read (corrupt, encrypted, image-only, empty, unsupported) stores no row at all and a
-document of the same name keeps its previous version. :func:`ingest_source` is the body of the ARQ
+that cannot be read (corrupt, encrypted, image-only, empty, unsupported, or too complex: over the
+parse timeout or memory cap, :mod:`switchboard.knowledge.isolation`) stores no row at all and a
+document of the same name keeps its previous version. Uploads are always parsed in a child process
+within those limits. :func:`ingest_source` is the body of the ARQ
 job (and of ``switchboard kb add``). It parses and embeds everything before touching chunks, then
 deletes the old chunks and inserts the new ones in a single transaction, so a failure there
 (provider down mid-batch) leaves the previous chunks answering, with ``status='failed'`` and the
@@ -47,6 +49,7 @@ from switchboard.knowledge.embeddings import (
     embed_texts,
     resolve_embedding_config,
 )
+from switchboard.knowledge.isolation import ParseLimits, parse_isolated
 from switchboard.knowledge.parsers import CONTENT_TYPES, DocumentRejected, parse_document, sniff_kind
 from switchboard.knowledge.splitter import split_text
 from switchboard.observability import get_logger
@@ -127,7 +130,7 @@ async def register_upload(
 
     Args:
         session: open session; the caller owns the transaction.
-        settings: for ``kb_max_upload_bytes``.
+        settings: for ``kb_max_upload_bytes`` and the parse limits (``kb_parse_*``).
         tenant_id: the tenant established by authentication.
         filename: the file's base name (identity of the document within the tenant).
         data: the whole file.
@@ -135,9 +138,9 @@ async def register_upload(
     Raises:
         DocumentRejected: too large, empty, of a type the sniffer refuses (images, archives,
             password-protected Office files), or unreadable by its parser (corrupt or encrypted PDF,
-            image-only scan, no text): nothing is stored, and a document of the same name keeps
-            its previous version as it was. The file is parsed here for that check (in a thread)
-            and again by the ingestion job.
+            image-only scan, no text; :class:`~switchboard.knowledge.parsers.DocumentTooComplex` past the parse limits): nothing is
+            stored, and a document of the same name keeps its previous version as it was. The file
+            is parsed here for that check (in a child process) and again by the ingestion job.
     """
     filename = filename.replace("\\", "/").rsplit("/", 1)[-1].strip() or "upload"
     if len(data) > settings.kb_max_upload_bytes:
@@ -156,10 +159,10 @@ async def register_upload(
             await session.flush()
         log.info("knowledge_upload_unchanged", tenant_id=str(tenant_id), source_id=str(same_bytes.id))
         return UploadOutcome(source=same_bytes, action="unchanged")
-    # parse now (in a thread) so a file that cannot be read stores nothing, like an empty or
-    # unsupported one, and a bad replacement leaves the previous version untouched
+    # parse now (in a child process, within the limits) so a file that cannot be read stores
+    # nothing, like an empty or unsupported one, and a bad replacement leaves the previous version
     try:
-        await asyncio.to_thread(parse_document, data, filename)
+        await asyncio.to_thread(parse_isolated, data, filename, ParseLimits.from_settings(settings))
     except DocumentRejected as exc:
         log.warning(
             "knowledge_upload_unreadable", tenant_id=str(tenant_id), filename=filename, reason=exc.reason
@@ -257,7 +260,9 @@ async def ingest_source(
     config = resolve_embedding_config(settings, tenant)
     report.embedding_model = config.model
     try:
-        parsed = await asyncio.to_thread(parse_document, blob.data, source.filename)
+        parsed = await asyncio.to_thread(
+            parse_isolated, blob.data, source.filename, ParseLimits.from_settings(settings)
+        )
     except DocumentRejected as exc:
         return await _fail(sessions, report, bound, str(exc), reason=exc.reason)
     if on_progress:
@@ -363,6 +368,8 @@ async def ingest_in_session(
 
     The same parser, splitter and embedding as :func:`ingest_source`, but in one session the caller
     commits, so it can run in the transaction that created the tenant (``make run``'s demo seed).
+    The file is parsed in this process, without the upload limits: only for files the project
+    ships, never for a customer's upload.
 
     Args:
         session: open session; the caller owns the transaction.

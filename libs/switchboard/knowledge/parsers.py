@@ -6,7 +6,15 @@ image-only) raises :class:`DocumentRejected` with a reason an uploader can act o
 
 Formats: PDF (pypdf, one section per page), DOCX (python-docx: paragraphs and tables in document
 order), XLSX (openpyxl: one line per row, ``Header: value; ...``), CSV (header-aware, same line
-shape), TXT and Markdown (UTF-8, UTF-16 with BOM, or Latin-1).
+shape, dialect sniffed), TXT and Markdown (UTF-16 with BOM, UTF-8, Windows-1252 or Latin-1:
+:mod:`switchboard.textfiles`).
+
+Customer uploads are hostile until parsed: :mod:`switchboard.knowledge.isolation` runs
+:func:`parse_document` in a child process with a wall-clock timeout and a memory cap. Within the
+parser, a DOCX/XLSX whose parts would unpack to more than ``max_unpacked_bytes`` (a ZIP bomb) is
+refused before anything is decompressed, XLSX XML is read through ``defusedxml`` (openpyxl uses it
+when installed: entity declarations, the "billion laughs", are refused), and pypdf's own
+decompression limits apply. Each of these ends in :class:`DocumentTooComplex`.
 """
 
 from __future__ import annotations
@@ -19,15 +27,22 @@ from enum import StrEnum
 from typing import Any
 
 from switchboard.errors import SwitchboardError
+from switchboard.textfiles import decode_text, looks_like_text, sniff_csv_dialect
 
 __all__ = [
+    "DEFAULT_MAX_UNPACKED_BYTES",
     "DocumentKind",
     "DocumentRejected",
+    "DocumentTooComplex",
     "ParsedDocument",
     "Section",
     "parse_document",
     "sniff_kind",
 ]
+
+MIB = 1024 * 1024
+DEFAULT_MAX_UNPACKED_BYTES = 512 * MIB
+"""Largest total uncompressed size of a DOCX/XLSX's parts (the default memory cap of a parse)."""
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 """Compound File Binary header: legacy .doc/.xls, and password-protected .docx/.xlsx (MS-OFFCRYPTO)."""
@@ -38,7 +53,8 @@ _IMAGE_MAGICS = {
     b"GIF89a": "GIF image",
     b"RIFF": "RIFF (WebP image or WAV audio)",
 }
-_TEXT_CONTROL_BYTES = set(range(0, 9)) | {11, 12} | set(range(14, 32)) - {27}
+_RESOURCE_ERRORS = (MemoryError, RecursionError)
+"""Never reported as a corrupt file: the parse ran out of room (see :func:`parse_document`)."""
 
 
 class DocumentKind(StrEnum):
@@ -69,13 +85,24 @@ class DocumentRejected(SwitchboardError):
     Attributes:
         filename: the file's name as uploaded.
         reason: short machine-readable cause: ``unsupported``, ``encrypted``, ``corrupt``, ``empty``,
-            ``no_text`` (image-only/scanned), ``too_large``, ``embedding_failed``.
+            ``no_text`` (image-only/scanned), ``too_large``, ``too_complex``, ``embedding_failed``.
+        detail: the message without the filename.
     """
 
     def __init__(self, filename: str, reason: str, message: str) -> None:
         self.filename = filename
         self.reason = reason
+        self.detail = message
         super().__init__(f"{filename}: {message}")
+
+
+class DocumentTooComplex(DocumentRejected):
+    """Parsing the file needs more time or memory than allowed, or it is built to (a ZIP bomb, an XML
+    entity bomb, a PDF that takes minutes): reason ``too_complex``, message ``file too complex: ...``.
+    """
+
+    def __init__(self, filename: str, why: str) -> None:
+        super().__init__(filename, "too_complex", f"file too complex: {why}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,7 +161,7 @@ def sniff_kind(data: bytes, filename: str) -> DocumentKind:
             raise DocumentRejected(
                 filename, "unsupported", f"{what}: upload PDF, DOCX, XLSX, CSV, TXT or Markdown"
             )
-    if not _looks_like_text(data):
+    if not looks_like_text(data):
         raise DocumentRejected(filename, "unsupported", "binary file of an unsupported type")
     lower = filename.lower()
     if lower.endswith((".csv", ".tsv")):
@@ -144,36 +171,46 @@ def sniff_kind(data: bytes, filename: str) -> DocumentKind:
     return DocumentKind.text
 
 
-def _looks_like_text(data: bytes) -> bool:
-    if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf")):
-        return True
-    sample = data[:8192]
-    return not any(byte in _TEXT_CONTROL_BYTES for byte in sample)
+def _check_unpacked_size(data: bytes, filename: str, max_unpacked_bytes: int) -> None:
+    """Refuse a ZIP container whose parts would unpack to more than ``max_unpacked_bytes``.
+
+    The sizes come from the central directory; :mod:`zipfile` never returns more bytes than a part
+    declares (a part that lies fails its CRC check and reads as corrupt), so this bounds what
+    python-docx and openpyxl can decompress.
+    """
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        unpacked = sum(info.file_size for info in archive.infolist())
+    if unpacked > max_unpacked_bytes:
+        raise DocumentTooComplex(
+            filename,
+            f"its parts unpack to {unpacked / MIB:.0f} MiB, over the {max_unpacked_bytes / MIB:.0f} MiB "
+            "limit (a ZIP bomb?)",
+        )
 
 
-def _decode_text(data: bytes) -> str:
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return data.decode("latin-1")
+def parse_document(
+    data: bytes, filename: str, *, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES
+) -> ParsedDocument:
+    """Parse ``data`` (a whole file) into sections, in this process.
 
-
-def parse_document(data: bytes, filename: str) -> ParsedDocument:
-    """Parse ``data`` (a whole file) into sections. CPU-bound: call it with ``asyncio.to_thread``.
+    CPU- and memory-bound, with no time limit: for uploads use
+    :func:`switchboard.knowledge.isolation.parse_isolated`, which runs this in a child process.
 
     Args:
         data: the file's bytes.
         filename: the uploaded name (reports; picks CSV/Markdown/TXT among text files).
+        max_unpacked_bytes: largest total uncompressed size of a DOCX/XLSX's parts.
 
     Returns:
         The sections in document order (at least one, each with non-blank text).
 
     Raises:
+        DocumentTooComplex: a ZIP bomb, an XML entity bomb, a PDF stream over pypdf's limits.
         DocumentRejected: encrypted, corrupt, empty, image-only or unsupported file.
     """
     kind = sniff_kind(data, filename)
+    if kind in (DocumentKind.docx, DocumentKind.xlsx):
+        _check_unpacked_size(data, filename, max_unpacked_bytes)
     parser = {
         DocumentKind.pdf: _parse_pdf,
         DocumentKind.docx: _parse_docx,
@@ -182,7 +219,10 @@ def parse_document(data: bytes, filename: str) -> ParsedDocument:
         DocumentKind.markdown: _parse_text,
         DocumentKind.text: _parse_text,
     }[kind]
-    parsed = parser(data, filename)
+    try:
+        parsed = parser(data, filename)
+    except RecursionError:
+        raise DocumentTooComplex(filename, "its structure is nested too deeply") from None
     parsed.kind = kind
     parsed.sections = [s for s in parsed.sections if s.text.strip()]
     if not parsed.sections:
@@ -196,7 +236,7 @@ def parse_document(data: bytes, filename: str) -> ParsedDocument:
 
 def _parse_pdf(data: bytes, filename: str) -> ParsedDocument:
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError, PyPdfError
+    from pypdf.errors import LimitReachedError, PdfReadError, PyPdfError
 
     try:
         reader = PdfReader(io.BytesIO(data))
@@ -222,6 +262,8 @@ def _parse_pdf(data: bytes, filename: str) -> ParsedDocument:
         page_count = len(reader.pages)
     except DocumentRejected:
         raise
+    except LimitReachedError as exc:  # pypdf's decompression and size limits
+        raise DocumentTooComplex(filename, f"over pypdf's limits ({exc})") from None
     except (PdfReadError, PyPdfError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise DocumentRejected(filename, "corrupt", f"corrupt PDF ({type(exc).__name__}: {exc})") from None
     details: dict[str, Any] = {"pages": page_count}
@@ -285,6 +327,8 @@ def _parse_docx(data: bytes, filename: str) -> ParsedDocument:
                     blocks.append("\n".join(lines))
     except (KeyError, ValueError, zipfile.BadZipFile) as exc:
         raise DocumentRejected(filename, "corrupt", f"corrupt DOCX ({type(exc).__name__}: {exc})") from None
+    except _RESOURCE_ERRORS:
+        raise
     except Exception as exc:  # lxml parse errors and friends: log-worthy, reported as corrupt
         raise DocumentRejected(filename, "corrupt", f"corrupt DOCX ({type(exc).__name__})") from None
     text = "\n\n".join(blocks)
@@ -295,12 +339,32 @@ def _parse_docx(data: bytes, filename: str) -> ParsedDocument:
     )
 
 
+def _raise_if_xml_bomb(exc: BaseException, filename: str) -> None:
+    """Raise :class:`DocumentTooComplex` when defusedxml refused the XML (openpyxl wraps its error)."""
+    from defusedxml import DefusedXmlException
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, DefusedXmlException):
+            raise DocumentTooComplex(filename, f"XML entity declarations (an XML bomb?): {seen}") from None
+        seen = seen.__cause__ or seen.__context__
+
+
 def _parse_xlsx(data: bytes, filename: str) -> ParsedDocument:
     import openpyxl
 
+    if not openpyxl.DEFUSEDXML:  # OPENPYXL_DEFUSEDXML=False in the environment: refuse, never parse unsafely
+        raise DocumentRejected(
+            filename,
+            "unsupported",
+            "XLSX is switched off: openpyxl is not using defusedxml (OPENPYXL_DEFUSEDXML)",
+        )
     try:
         workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    except _RESOURCE_ERRORS:
+        raise
     except Exception as exc:  # openpyxl raises a variety (InvalidFileException, KeyError, lxml errors)
+        _raise_if_xml_bomb(exc, filename)
         raise DocumentRejected(filename, "corrupt", f"corrupt XLSX ({type(exc).__name__})") from None
     sections: list[Section] = []
     sheets: dict[str, int] = {}
@@ -314,6 +378,11 @@ def _parse_xlsx(data: bytes, filename: str) -> ParsedDocument:
                 sections.append(Section(text="\n".join(lines), sheet=worksheet.title))
             else:
                 skipped.append({"sheet": worksheet.title, "why": "empty sheet"})
+    except _RESOURCE_ERRORS:
+        raise
+    except Exception as exc:  # read-only mode parses each sheet's XML while iterating: ParseError, bombs
+        _raise_if_xml_bomb(exc, filename)
+        raise DocumentRejected(filename, "corrupt", f"corrupt XLSX ({type(exc).__name__})") from None
     finally:
         workbook.close()
     details: dict[str, Any] = {"sheets": sheets}
@@ -323,11 +392,8 @@ def _parse_xlsx(data: bytes, filename: str) -> ParsedDocument:
 
 
 def _parse_csv(data: bytes, filename: str) -> ParsedDocument:
-    text = _decode_text(data)
-    try:
-        dialect: Any = csv.Sniffer().sniff(text[:4096], delimiters=",;\t|")
-    except csv.Error:
-        dialect = csv.excel_tab if filename.lower().endswith(".tsv") else csv.excel
+    text = decode_text(data)
+    dialect = sniff_csv_dialect(text, filename)
     try:
         rows = [[cell.strip() for cell in row] for row in csv.reader(io.StringIO(text), dialect)]
     except csv.Error as exc:
@@ -339,7 +405,7 @@ def _parse_csv(data: bytes, filename: str) -> ParsedDocument:
 
 
 def _parse_text(data: bytes, filename: str) -> ParsedDocument:
-    text = _decode_text(data).replace("\r\n", "\n").replace("\r", "\n")
+    text = decode_text(data).replace("\r\n", "\n").replace("\r", "\n")
     return ParsedDocument(
         kind=DocumentKind.text, sections=[Section(text=text.strip())], details={"characters": len(text)}
     )

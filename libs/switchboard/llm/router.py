@@ -21,18 +21,17 @@ import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
-
-import litellm
-from litellm import Router
-from litellm.integrations.custom_logger import CustomLogger
+from functools import cache
+from typing import TYPE_CHECKING, Any, Protocol
 
 from switchboard.crypto import CredentialCipher, CredentialDecryptError
+from switchboard.llm import import_litellm
 from switchboard.llm.config import DeploymentSettings, LLMSettings, default_deployments
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
 
-litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on stdout
+if TYPE_CHECKING:  # litellm is imported on first use (switchboard.llm.import_litellm)
+    from litellm import Router
 
 __all__ = ["ModelGateway", "ModelReply", "TenantRouter", "ModelCallFailed", "ContextOverflow"]
 
@@ -82,44 +81,63 @@ class ModelReply:
         return message
 
 
-class _FailureRecorder(CustomLogger):
-    """LiteLLM callback collecting per-call deployment failures (keyed by our call id in metadata)."""
+class _FailureRecorder(Protocol):
+    """LiteLLM callback collecting per-call deployment failures (keyed by our call id in metadata).
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.failures: OrderedDict[str, list[dict[str, str]]] = OrderedDict()
-
-    async def async_log_failure_event(self, kwargs, response_obj, start_time, end_time):  # type: ignore[no-untyped-def]
-        params = kwargs.get("litellm_params") or {}
-        metadata = params.get("metadata") or kwargs.get("metadata") or {}
-        call_id = metadata.get(_CALL_KEY)
-        if not call_id:
-            return
-        info = kwargs.get("model_info") or params.get("model_info") or {}
-        error = kwargs.get("exception")
-        entry = {
-            "deployment": str(info.get("id") or params.get("model") or "?"),
-            "error": f"{type(error).__name__}: {str(error)[:200]}" if error else "unknown",
-        }
-        self.failures.setdefault(call_id, []).append(entry)
-        while len(self.failures) > _FAILURE_MEMORY:
-            self.failures.popitem(last=False)
-
-    async def log_success_fallback_event(self, original_model_group, kwargs, original_exception):  # type: ignore[no-untyped-def]
-        return None  # LiteLLM awaits this hook; the fallback is logged by the gateway after the call
-
-    async def log_failure_fallback_event(self, original_model_group, kwargs, original_exception):  # type: ignore[no-untyped-def]
-        return None
+    The class is built on first use (:func:`_recorder_class`): it subclasses LiteLLM's
+    ``CustomLogger``, and LiteLLM is not imported until a model is called.
+    """
 
     def take(self, call_id: str) -> list[dict[str, str]]:
-        return self.failures.pop(call_id, [])
+        """The failures recorded for one call (forgotten once taken)."""
+        ...
+
+
+@cache
+def _recorder_class() -> type:
+    from litellm.integrations.custom_logger import CustomLogger
+
+    class FailureRecorder(CustomLogger):
+        def __init__(self) -> None:
+            super().__init__()
+            self.failures: OrderedDict[str, list[dict[str, str]]] = OrderedDict()
+
+        async def async_log_failure_event(self, kwargs, response_obj, start_time, end_time):  # type: ignore[no-untyped-def]
+            params = kwargs.get("litellm_params") or {}
+            metadata = params.get("metadata") or kwargs.get("metadata") or {}
+            call_id = metadata.get(_CALL_KEY)
+            if not call_id:
+                return
+            info = kwargs.get("model_info") or params.get("model_info") or {}
+            error = kwargs.get("exception")
+            entry = {
+                "deployment": str(info.get("id") or params.get("model") or "?"),
+                "error": f"{type(error).__name__}: {str(error)[:200]}" if error else "unknown",
+            }
+            self.failures.setdefault(call_id, []).append(entry)
+            while len(self.failures) > _FAILURE_MEMORY:
+                self.failures.popitem(last=False)
+
+        async def log_success_fallback_event(self, original_model_group, kwargs, original_exception):  # type: ignore[no-untyped-def]
+            return None  # LiteLLM awaits this hook; the fallback is logged by the gateway after the call
+
+        async def log_failure_fallback_event(self, original_model_group, kwargs, original_exception):  # type: ignore[no-untyped-def]
+            return None
+
+        def take(self, call_id: str) -> list[dict[str, str]]:
+            return self.failures.pop(call_id, [])
+
+    return FailureRecorder
 
 
 def _recorder() -> _FailureRecorder:
+    """The process's one recorder, registered in ``litellm.callbacks`` (imports LiteLLM)."""
+    litellm = import_litellm()
+    recorder_class = _recorder_class()
     for callback in litellm.callbacks:
-        if isinstance(callback, _FailureRecorder):
+        if isinstance(callback, recorder_class):
             return callback
-    recorder = _FailureRecorder()
+    recorder = recorder_class()
     litellm.callbacks.append(recorder)
     return recorder
 
@@ -156,7 +174,8 @@ class ModelGateway:
 
     def __post_init__(self) -> None:
         self.semaphore = asyncio.Semaphore(self.max_concurrent_calls)
-        self._recorder = _recorder()
+        self._recorder: _FailureRecorder | None = None
+        """Registered with LiteLLM by the first :meth:`router_for` (so LiteLLM loads on first use)."""
 
     # --- routers -----------------------------------------------------------------------------
     def _api_key(self, deployment: DeploymentSettings) -> str:
@@ -176,7 +195,7 @@ class ModelGateway:
         if deployment.max_input_tokens:
             return deployment.max_input_tokens
         try:
-            info = litellm.get_model_info(deployment.litellm_model())
+            info = import_litellm().get_model_info(deployment.litellm_model())
             return int(info.get("max_input_tokens") or llm.default_context_window_tokens)
         except Exception:  # ModelNotMappedError and friends: unknown model
             return llm.default_context_window_tokens
@@ -204,6 +223,9 @@ class ModelGateway:
         cached = self._routers.get(tenant_id)
         if cached is not None and cached.fingerprint == fingerprint:
             return cached
+        litellm = import_litellm()
+        if self._recorder is None:
+            self._recorder = _recorder()
         groups: dict[int, str] = {}
         model_list = []
         for deployment in deployments:
@@ -221,7 +243,7 @@ class ModelGateway:
                 info["max_input_tokens"] = deployment.max_input_tokens
             model_list.append({"model_name": group, "litellm_params": params, "model_info": info})
         ordered = list(dict.fromkeys(groups.values()))
-        router = Router(
+        router = litellm.Router(
             model_list=model_list,
             fallbacks=[{ordered[0]: ordered[1:]}] if len(ordered) > 1 else [],
             num_retries=llm.num_retries,
@@ -280,16 +302,18 @@ class ModelGateway:
             kwargs["tool_choice"] = "auto"
         if llm.max_output_tokens:
             kwargs["max_tokens"] = llm.max_output_tokens
+        litellm = import_litellm()
+        recorder = self._recorder if self._recorder is not None else _recorder()
         started = time.perf_counter()
         async with self.semaphore:
             try:
                 response = await tenant_router.router.acompletion(**kwargs)
             except litellm.ContextWindowExceededError as exc:
-                failures = self._recorder.take(call_id)
+                failures = recorder.take(call_id)
                 log.warning("model_context_overflow", trace_id=trace_id, failed_deployments=failures)
                 raise ContextOverflow(exc) from exc
             except Exception as exc:  # LiteLLM/OpenAI errors of every kind: all groups failed
-                failures = self._recorder.take(call_id)
+                failures = recorder.take(call_id)
                 log.error(
                     "model_call_failed",
                     trace_id=trace_id,
@@ -301,7 +325,7 @@ class ModelGateway:
         hidden = getattr(response, "_hidden_params", {}) or {}
         headers = hidden.get("additional_headers") or {}
         attempted_fallbacks = int(headers.get("x-litellm-attempted-fallbacks") or 0)
-        failures = self._recorder.take(call_id)
+        failures = recorder.take(call_id)
         model_id = hidden.get("model_id")
         if attempted_fallbacks:
             log.warning(

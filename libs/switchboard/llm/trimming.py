@@ -15,11 +15,8 @@ import json
 import re
 from typing import Any
 
-import litellm
-
+from switchboard.llm import import_litellm
 from switchboard.observability import get_logger
-
-litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on stdout
 
 __all__ = [
     "strip_reasoning",
@@ -80,7 +77,7 @@ def split_units(messages: list[Message]) -> tuple[list[Message], list[list[Messa
 def count_tokens(model: str, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> int:
     """Token count with LiteLLM's counter (tiktoken for unknown models); ~4 chars/token if it fails."""
     try:
-        return int(litellm.token_counter(model=model, messages=messages, tools=tools or None))
+        return int(import_litellm().token_counter(model=model, messages=messages, tools=tools or None))
     except Exception:  # the counter rejects exotic shapes; an estimate is enough for trimming
         return len(json.dumps(messages, ensure_ascii=False)) // 4 + len(json.dumps(tools or [])) // 4
 

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from switchboard.conversations import Actor, close, transcript
 from switchboard.crypto import CredentialDecryptError
 from switchboard.db.engine import session_scope
 from switchboard.db.models import (
@@ -30,7 +31,6 @@ from switchboard.db.models import (
     UserMemory,
     utcnow,
 )
-from switchboard.handoff.summary import transcript_lines
 from switchboard.llm.router import ModelCallFailed, ModelGateway
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.observability import get_logger
@@ -112,24 +112,14 @@ async def summarize_into_memory(
                 )
             )
         ).first()
-        rows = list(
-            reversed(
-                (
-                    await session.exec(
-                        select(Message)
-                        .where(
-                            Message.tenant_id == tenant_id,
-                            Message.conversation_id == conversation_id,
-                            col(Message.role).in_(("user", "assistant", "human_agent")),
-                        )
-                        .order_by(col(Message.created_at).desc(), col(Message.id).desc())
-                        .limit(MEMORY_TRANSCRIPT_MESSAGES)
-                    )
-                ).all()
-            )
+        lines = await transcript(
+            session,
+            tenant_id=tenant_id,
+            conversation_id=conversation_id,
+            limit=MEMORY_TRANSCRIPT_MESSAGES,
+            max_chars=500,
         )
     settings = tenant_settings_from(tenant.settings_extensions if tenant else None, tenant_id=str(tenant_id))
-    lines = transcript_lines(rows, max_chars=500)
     customer_id = conversation.customer_id
     if not any(line.startswith("Customer:") for line in lines):
         await _mark_summarized(sessions, conversation_id)
@@ -218,12 +208,11 @@ async def close_idle_conversations(
                 .limit(limit * 4)
             )
         ).all()
-    due: list[uuid.UUID] = []
+    due: dict[uuid.UUID, float] = {}
     for conversation_id, tenant_id, extensions, last_at in rows:
         window_s = tenant_settings_from(extensions, tenant_id=str(tenant_id)).memory.inactivity_close_s
-        if last_at is not None and (now - last_at).total_seconds() >= window_s:
-            due.append(conversation_id)
-    due = due[:limit]
+        if last_at is not None and (now - last_at).total_seconds() >= window_s and len(due) < limit:
+            due[conversation_id] = window_s
     if not due:
         return []
     async with session_scope(sessions) as session:
@@ -235,10 +224,13 @@ async def close_idle_conversations(
             )
         ).all()
         for conversation in closed:
-            conversation.status = ConversationStatus.closed.value
-            conversation.closed_at = now
-            conversation.updated_at = now
-            session.add(conversation)
+            await close(
+                session,
+                conversation,
+                actor=Actor.system(),
+                reason=f"no messages for {due[conversation.id]:g} s",
+                now=now,
+            )
         ids = [c.id for c in closed]
     if ids:
         log.info("conversations_closed_idle", count=len(ids))

@@ -64,33 +64,36 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.channels.base import Channel, OutboundPart, SendError, SendErrorKind, within_window
+from switchboard.channels.base import Channel, OutboundPart, SendError, SendErrorKind
 from switchboard.db.models import (
     ChannelAccount,
     Conversation,
-    HumanAgent,
     Message,
     MessageDirection,
     Outbox,
     OutboxPurpose,
     OutboxStatus,
-    Tenant,
     utcnow,
 )
 from switchboard.observability import get_logger, message_context
+from switchboard.outbox.policy import (
+    Refusal,
+    audience_of,
+    backoff_s,
+    conversation_reason,
+    may_send,
+    outcome_unknown,
+)
 from switchboard.outbox.statuses import apply_statuses, take_parked
 from switchboard.queue.keys import channel_throttle_key, mark_read_key
 from switchboard.settings import Settings
-from switchboard.tenant_settings import TenantSettings, tenant_settings_from
 
 __all__ = [
     "IN_FLIGHT_S",
     "DeliveryDeps",
     "DeliveryReport",
     "DeliveryScope",
-    "backoff_s",
     "deliver",
-    "tenant_settings_of",
 ]
 
 log = get_logger(__name__)
@@ -157,27 +160,6 @@ class DeliveryReport:
     """Parts of the scope still ``pending`` or ``sending`` afterwards."""
     retry_in_s: float | None = None
     """Seconds until the earliest of those can be tried again (0: now), ``None`` when none is left."""
-
-
-def backoff_s(
-    attempt: int, *, base_s: float, max_s: float, rng: Callable[[], float] = random.random
-) -> float:
-    """Wait before attempt ``attempt + 1``: full jitter, uniform in ``[0, min(max_s, base_s * 2**(attempt-1)))``.
-
-    Args:
-        attempt: provider calls made so far (>= 1).
-        base_s: first cap (``DELIVERY_BACKOFF_BASE_S``).
-        max_s: largest cap (``DELIVERY_BACKOFF_MAX_S``).
-    """
-    cap = min(max_s, base_s * 2 ** max(attempt - 1, 0))
-    return cap * rng()
-
-
-def tenant_settings_of(tenant: Tenant | None) -> TenantSettings:
-    """A tenant's settings as the delivery loop reads them (the one call of the settings loader)."""
-    return tenant_settings_from(
-        tenant.settings_extensions if tenant else None, tenant_id=str(tenant.id) if tenant else None
-    )
 
 
 @dataclass
@@ -392,12 +374,12 @@ async def _claim(run: _Run, row_id: uuid.UUID) -> _Claimed | None:
             log.info("delivery_throttled_wait", until=expiry.isoformat())
             return None
         part = OutboundPart.from_payload(row.payload or {})
-        decision = await _window(session, row, channel, part, now)
-        if isinstance(decision, _Refusal):
+        decision = await may_send(session, row, channel, part, now)
+        if isinstance(decision, Refusal):
             await _fail(
                 run, session, row, decision.code, decision.message, reason=decision.conversation_reason
             )
-            log.warning("delivery_outside_window", error_code=decision.code, audience=_audience(row))
+            log.warning("delivery_outside_window", error_code=decision.code, audience=audience_of(row))
             return None
         part, via_template = decision
         row.status, row.sending_at, row.updated_at = _SENDING, now, now
@@ -438,73 +420,6 @@ async def _account_of(session: AsyncSession, row: Outbox) -> ChannelAccount | No
     return account
 
 
-def _audience(row: Outbox) -> str:
-    return str((row.payload or {}).get("audience") or "customer")
-
-
-@dataclass(frozen=True)
-class _Refusal:
-    code: str
-    message: str
-    conversation_reason: str | None = None
-
-
-def _window_hours(channel: Channel) -> int:
-    window = channel.capabilities.service_window
-    return int(window.total_seconds() // 3600) if window else 0
-
-
-async def _window(
-    session: AsyncSession, row: Outbox, channel: Channel, part: OutboundPart, now: datetime
-) -> tuple[OutboundPart, bool] | _Refusal:
-    """What may be sent now: ``(part, via_template)`` or why nothing may."""
-    caps = channel.capabilities
-    if caps.service_window is None or part.type in caps.outside_window:
-        return part, False
-    hours = _window_hours(channel)
-    if _audience(row) == "agent":
-        agent = await _agent_of(session, row)
-        if agent is not None and within_window(caps, agent.last_inbound_at, now):
-            return part, False
-        handoff = tenant_settings_of(await session.get(Tenant, row.tenant_id)).handoff
-        if handoff.agent_template_name and "template" in caps.outside_window:
-            template = {"name": handoff.agent_template_name, "language": handoff.agent_template_language}
-            log.info("delivery_agent_template", template=handoff.agent_template_name)
-            return OutboundPart(type="template", template=template), True
-        why = (
-            "no handoff.agent_template_name is configured"
-            if not handoff.agent_template_name
-            else f"{channel.name} sends no templates outside the window"
-        )
-        return _Refusal(
-            "agent_window_closed",
-            f"the agent has not written to the business number in {hours} hours and {why}",
-        )
-    conversation = await session.get(Conversation, row.conversation_id)
-    if conversation is not None and within_window(caps, conversation.last_customer_message_at, now):
-        return part, False
-    return _Refusal(
-        "window_closed",
-        f"outside the {hours}-hour customer-service window: needs a template",
-        f"{channel.name}: outside the {hours}-hour window; needs a template message or a human",
-    )
-
-
-async def _agent_of(session: AsyncSession, row: Outbox) -> HumanAgent | None:
-    agent_id = (row.payload or {}).get("agent_id")
-    if agent_id:
-        try:
-            agent = await session.get(HumanAgent, uuid.UUID(str(agent_id)))
-        except ValueError:
-            agent = None
-        return agent if agent is not None and agent.tenant_id == row.tenant_id else None
-    return (
-        await session.exec(
-            select(HumanAgent).where(HumanAgent.tenant_id == row.tenant_id, HumanAgent.phone == row.recipient)
-        )
-    ).first()
-
-
 async def _fail(
     run: _Run, session: AsyncSession, row: Outbox, code: str, message: str, *, reason: str | None = None
 ) -> None:
@@ -530,7 +445,7 @@ async def _fail(
     ).all()
     run.report.failed += 1 + len(later)
     run.blocked_groups.add(_group_key(row))
-    if reason and _audience(row) == "customer":
+    if reason and audience_of(row) == "customer":
         await session.execute(
             update(Conversation)
             .where(Conversation.id == row.conversation_id)
@@ -549,16 +464,6 @@ async def _dead_letter(run: _Run, session: AsyncSession, row: Outbox, last_error
         outbox_id=str(row.id),
         attempts=row.attempts,
         error=last_error,
-    )
-
-
-def _outcome_unknown(exc: SendError) -> bool:
-    """The provider may have accepted the message: no answer at all, or a 5xx that is not the
-    provider's own error (a provider error body carries a code, so it was refused)."""
-    return (
-        exc.kind is SendErrorKind.transient
-        and exc.code is None
-        and (exc.http_status is None or exc.http_status >= 500)
     )
 
 
@@ -645,33 +550,36 @@ async def _mark_read(run: _Run, claimed: _Claimed) -> None:
 
 async def _record_error(run: _Run, claimed: _Claimed, exc: SendError) -> None:
     deps, settings, now = run.deps, run.deps.settings, utcnow()
-    fields = {"error_code": exc.kind.value, "http_status": exc.http_status, "provider_code": exc.code}
+    fields = {"kind": exc.kind.value, "error_code": exc.code, "http_status": exc.http_status}
+    until: datetime | None = None
+    # The account's limit holds every row of the account, whatever the state of this one.
+    if exc.kind is SendErrorKind.throttled:
+        hold_s = exc.retry_after_s or settings.whatsapp_throttle_backoff_s
+        account_id = claimed.account.external_account_id
+        await deps.redis.set(channel_throttle_key(claimed.channel.name, account_id), exc.code or "throttled",
+                             px=max(int(hold_s * 1000), 1))  # fmt: skip
+        until = now + timedelta(seconds=hold_s)
+        run.throttled_until[(claimed.channel.name, account_id)] = until
+        log.warning("delivery_throttled", hold_s=hold_s, **fields)
     async with deps.sessions() as session, session.begin():
         row = await _locked_sending(session, claimed.row.id)
         if row is None:
             log.info("delivery_error_after_status", **fields)
             return
         message = str(exc)[:500]
-        if exc.kind is SendErrorKind.throttled:
-            hold_s = exc.retry_after_s or settings.whatsapp_throttle_backoff_s
-            account_id = claimed.account.external_account_id
-            await deps.redis.set(channel_throttle_key(row.channel, account_id), exc.code or "throttled",
-                                 px=max(int(hold_s * 1000), 1))  # fmt: skip
-            until = now + timedelta(seconds=hold_s)
-            run.throttled_until[(row.channel, account_id)] = until
+        if until is not None:
             row.status, row.next_attempt_at = _PENDING, until
             row.attempts -= 1  # the account's limit, not this message's failure
             row.error_code, row.error_message, row.updated_at = (exc.code or "throttled")[:32], message, now
             session.add(row)
             run.blocked_groups.add(_group_key(row))
-            log.warning("delivery_throttled", hold_s=hold_s, **fields)
             return
         if exc.kind in (SendErrorKind.permanent, SendErrorKind.window_closed):
             code = exc.code or exc.kind.value
-            reason = _conversation_reason(claimed.channel, exc, code)
+            reason = conversation_reason(claimed.channel, exc, code)
             await _fail(run, session, row, code, message, reason=reason)
             return
-        if _outcome_unknown(exc) and claimed.channel.capabilities.correlation_echo:
+        if outcome_unknown(exc) and claimed.channel.capabilities.correlation_echo:
             # Maybe accepted: wait for a status with our correlation id before sending again.
             row.error_code, row.error_message, row.updated_at = "no_answer", message, now
             session.add(row)
@@ -694,12 +602,6 @@ async def _record_error(run: _Run, claimed: _Claimed, exc: SendError) -> None:
         session.add(row)
         run.blocked_groups.add(_group_key(row))
         log.warning("delivery_retry", attempts=row.attempts, delay_s=round(delay_s, 3), **fields)
-
-
-def _conversation_reason(channel: Channel, exc: SendError, code: str) -> str:
-    if exc.kind is SendErrorKind.window_closed:
-        return f"{channel.name} {code}: outside the {_window_hours(channel)}-hour window; needs a template message or a human"
-    return f"{channel.name} {code}: message undeliverable to this customer: {exc}"
 
 
 async def _left_over(deps: DeliveryDeps, scope: DeliveryScope) -> tuple[int, float | None]:

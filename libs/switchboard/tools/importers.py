@@ -15,6 +15,10 @@ Columns (header row required; unknown product columns become ``attributes``):
 * stores: ``name, address, city, lat, lon`` required; ``country, phone, opening_hours``
   (JSON object, or ``mon=09:00-18:00;sun=closed``)
 * slots: ``starts_at`` required (ISO 8601 with zone; UTC assumed without); ``duration_min`` (30), ``resource``
+
+Files are read like knowledge uploads (:mod:`switchboard.textfiles`): UTF-8, UTF-16 with BOM, or
+the Windows-1252 that Excel on Windows exports; ``,`` ``;`` tab or ``|`` separated (sniffed; when
+the sniffed dialect's header lacks a required column, comma and semicolon are tried too).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.db.models import AuditLog, MeetingSlot, Order, Product, Store, utcnow
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.observability import get_logger
+from switchboard.textfiles import decode_text, looks_like_text, sniff_csv_dialect
 from switchboard.tools.business import normalize_order_number, normalize_sku
 
 __all__ = ["ImportKind", "IMPORT_KINDS", "RejectedRow", "ImportReport", "import_csv", "MAX_IMPORT_BYTES"]
@@ -233,11 +238,29 @@ def _reason(error: Any, blank: set[str] = frozenset()) -> str:  # type: ignore[a
     return f"{where}: {error['msg']}"
 
 
+def _csv_reader(text: str, required: list[str]) -> csv.DictReader[str]:
+    """A reader in the sniffed dialect, or comma / semicolon when only those give every required column
+    (the sniffer can be misled by a separator inside values); header names stripped and lower-cased."""
+    readers = []
+    for dialect in (sniff_csv_dialect(text), csv.excel, _SemicolonExcel):
+        reader = csv.DictReader(io.StringIO(text), dialect=dialect)
+        if reader.fieldnames:
+            reader.fieldnames = [name.strip().lower() for name in reader.fieldnames]
+            if all(name in reader.fieldnames for name in required):
+                return reader
+        readers.append(reader)
+    return readers[0]
+
+
+class _SemicolonExcel(csv.excel):
+    delimiter = ";"
+
+
 def parse_rows(kind: str, data: bytes | str) -> tuple[list[tuple[int, Any]], list[RejectedRow], int]:
     """Validate a CSV: ``(valid (line, row) pairs, rejected rows, data row count)``.
 
     Raises:
-        ValueError: unknown kind, not UTF-8, too large, no header row, or a header without a
+        ValueError: unknown kind, not text, too large, no header row, or a header without a
             required column (``missing columns: x, y``).
     """
     if kind not in _ROW_MODELS:
@@ -245,20 +268,17 @@ def parse_rows(kind: str, data: bytes | str) -> tuple[list[tuple[int, Any]], lis
     if isinstance(data, bytes):
         if len(data) > MAX_IMPORT_BYTES:
             raise ValueError(f"file too large: {len(data)} bytes (limit {MAX_IMPORT_BYTES})")
-        try:
-            data = data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise ValueError("the file is not UTF-8 text") from None
-    reader = csv.DictReader(io.StringIO(data))
+        if not looks_like_text(data):
+            raise ValueError(
+                "the file is not CSV text (a spreadsheet or other binary file? export it as CSV)"
+            )
+        data = decode_text(data)
+    model = _ROW_MODELS[kind]
+    required = [name for name, info in model.model_fields.items() if info.is_required()]
+    reader = _csv_reader(data, required)
     if not reader.fieldnames:
         raise ValueError("the file is empty: a header row is required")
-    reader.fieldnames = [name.strip().lower() for name in reader.fieldnames]
-    model = _ROW_MODELS[kind]
-    missing = [
-        name
-        for name, info in model.model_fields.items()
-        if info.is_required() and name not in reader.fieldnames
-    ]
+    missing = [name for name in required if name not in reader.fieldnames]
     if missing:
         raise ValueError(
             f"missing columns: {', '.join(missing)} (the header row has: {', '.join(reader.fieldnames)})"

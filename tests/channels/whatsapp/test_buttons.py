@@ -18,6 +18,7 @@ from switchboard.handoff import HANDOFF_SUMMARY_INSTRUCTION, add_agent
 from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.tenant_settings import AgentSettings
 
+from tests.utils.conversations import assert_human_mode_has_owner, event_rows
 from tests.utils.handoff import random_phone
 from tests.utils.whatsapp import channel_service, load_payload, sent_to, text_body
 from tests.utils.workers import run_worker_burst
@@ -87,6 +88,12 @@ async def test_talk_to_human_button_queues_without_a_model_turn_and_once_on_reru
     await _rerun(settings_, sessions, arq_pool, wamid)
     assert len(sent_to(graph_sandbox[1], pid)) == 1
     assert model.requests == []
+    events = await event_rows(sessions, wa_tenant.tenant.id, conversation.id)
+    assert [e[:5] for e in events] == [  # the re-run escalated again, but nothing changed hands
+        (None, "ai", None, "customer", str(conversation.customer_id)),
+        ("ai", "human", None, "customer", str(conversation.customer_id)),
+    ]
+    await assert_human_mode_has_owner(sessions, wa_tenant.tenant.id)
 
 
 async def test_talk_to_human_button_assigns_the_online_agent_with_a_summary(
@@ -121,6 +128,7 @@ async def test_talk_to_human_button_assigns_the_online_agent_with_a_summary(
     async with sessions() as session:
         agent = await session.get(HumanAgent, nia.id)
     assert (agent.current_load, agent.total_conversations) == (1, 1)
+    await assert_human_mode_has_owner(sessions, wa_tenant.tenant.id)
 
 
 async def test_the_same_conversation_escalated_twice_at_once_gets_one_agent(
@@ -155,6 +163,7 @@ async def test_the_same_conversation_escalated_twice_at_once_gets_one_agent(
     phones = {a.id: a.phone for a in agents}
     notices = [m["to"] for m in sent_to(graph_sandbox[1], wa_tenant.phone_number_id) if m["to"] != CUSTOMER]
     assert set(notices) == {phones[assigned]}  # notices go to that agent only
+    await assert_human_mode_has_owner(sessions, wa_tenant.tenant.id)
 
 
 async def test_unsubscribe_button_opts_out_then_ordinary_messages_are_answered(

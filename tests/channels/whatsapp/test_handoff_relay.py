@@ -16,6 +16,7 @@ from switchboard.db.models import Conversation, HumanAgent, Message, Outbox, utc
 from switchboard.handoff import HANDED_BACK_NOTE, HELP_TEXT, add_agent
 from switchboard.llm.offline_server import ScriptedResponse
 
+from tests.utils.conversations import assert_human_mode_has_owner
 from tests.utils.handoff import random_phone
 from tests.utils.whatsapp import channel_service, sent_to, text_body
 from tests.utils.workers import run_worker_burst
@@ -97,6 +98,7 @@ async def test_escalation_relay_both_ways_and_end_back_to_the_ai(
     assert "Customer: Test Customer (+15550100099)" in notice["text"]
     assert "Reason: wants a refund" in notice["text"]
     assert "Summary: Customer wants a refund for a broken mug." in notice["text"]
+    await assert_human_mode_has_owner(sessions, wa_tenant.tenant.id)
     requests_before = len(model.requests)
 
     # customer → agent (no model call)
@@ -138,6 +140,7 @@ async def test_escalation_relay_both_ways_and_end_back_to_the_ai(
         sent_to(graph_sandbox[1], pid)[4]["text"]
         == "Test Customer (+15550100099) is back with the AI assistant."
     )
+    await assert_human_mode_has_owner(sessions, wa_tenant.tenant.id)
     model.push(ScriptedResponse(content="Anything else I can help with?"))
     await _post(settings_, wa_tenant, _text(wa_tenant, "thanks!"))
     assert sent_to(graph_sandbox[1], pid)[5]["text"] == "Anything else I can help with?"
@@ -175,8 +178,9 @@ async def test_agent_number_is_never_answered_by_the_ai_and_gets_command_answers
             await session.exec(select(Conversation).where(Conversation.tenant_id == wa_tenant.tenant.id))
         ).one()
         agent = await session.get(HumanAgent, nia.id)
-    assert console.status == "human"
+    assert (console.status, console.is_agent_console, console.assigned_agent_id) == ("human", True, None)
     assert agent.last_inbound_at > utcnow() - timedelta(minutes=1)
+    await assert_human_mode_has_owner(sessions, wa_tenant.tenant.id)
 
 
 async def test_queued_customer_is_delivered_when_an_agent_goes_online(
@@ -200,10 +204,12 @@ async def test_queued_customer_is_delivered_when_an_agent_goes_online(
     assert "We answer from 9 to 5." in model.requests[1]["messages"][-1]["content"]
     await _post(settings_, wa_tenant, _text(wa_tenant, "still waiting"))
     assert len(sent_to(graph_sandbox[1], pid)) == 1  # stored, nobody to relay to
+    await assert_human_mode_has_owner(sessions, wa_tenant.tenant.id)
     await _post(settings_, wa_tenant, _text(wa_tenant, "/online", wa_id=late.phone, name="Leo"))
     answer, notice = sent_to(graph_sandbox[1], pid)[1:]
     assert answer["text"] == "You are online. 1 waiting conversation(s) are now yours."
     assert notice["to"] == late.phone and "Summary: Customer complains about a late parcel." in notice["text"]
+    await assert_human_mode_has_owner(sessions, wa_tenant.tenant.id)
 
 
 async def test_two_customers_reply_context_and_switch_pick_the_customer(

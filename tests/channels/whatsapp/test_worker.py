@@ -9,17 +9,22 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from sqlalchemy import update
 from sqlmodel import select
-from switchboard.db.models import Conversation, Customer, Message
+from switchboard.conversations import Actor
+from switchboard.db.models import Conversation, Customer, CustomerIdentity, Message, utcnow
+from switchboard.handoff import add_agent, escalate
 from switchboard.inbound import SLOWDOWN_TEXT
 from switchboard.queue import Queue
 from switchboard.queue.keys import contract_violation_counter_key, inbound_job_id, inbound_sweep_job_id
 
+from tests.utils.conversations import assert_human_mode_has_owner, event_rows
 from tests.utils.net import TcpProxy
 from tests.utils.rows import messages_of
 from tests.utils.servers import serve_app
 from tests.utils.tenants import new_tenant
 from tests.utils.whatsapp import channel_service, connect_whatsapp, load_payload, sent_to, text_body
 from tests.utils.workers import job_result, run_cron_job, run_worker_burst
+
+ECHO_REASON = "a human replied from the WhatsApp Business app"
 
 
 async def _post_all(settings, pid: str, names: list[str]) -> None:  # type: ignore[no-untyped-def]
@@ -69,7 +74,44 @@ async def test_business_app_echo_hands_over_to_human_and_customer_is_then_not_an
     async with sessions() as session:
         conversation = await session.get(Conversation, rows[0].conversation_id)
     assert conversation.status == "human" and rows[1].conversation_id == conversation.id
+    # nobody is online: it waits in the queue, never in human mode with nobody
+    assert (conversation.assigned_agent_id, conversation.escalation_reason) == (
+        None,
+        ECHO_REASON,
+    )
+    assert conversation.queued_at is not None
+    assert await event_rows(sessions, wa_tenant.tenant.id, conversation.id) == [
+        (None, "ai", None, "business_app", None, None),
+        ("ai", "human", None, "business_app", None, ECHO_REASON),
+    ]
+    await assert_human_mode_has_owner(sessions, wa_tenant.tenant.id)
     assert sent_to(graph_sandbox[1], pid) == []
+
+
+async def test_business_app_echo_goes_to_the_least_loaded_online_agent(
+    make_settings, wa_tenant, sessions, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    settings = make_settings()
+    pid = wa_tenant.phone_number_id
+    async with sessions() as session, session.begin():
+        nia = await add_agent(
+            session, tenant_id=wa_tenant.tenant.id, name="Nia", phone="15550109999", online=True
+        )
+        nia.last_inbound_at = utcnow()
+    await _post_all(settings, pid, ["smb_message_echo_from_business_app.json"])
+    await run_worker_burst(settings)
+    [row] = await messages_of(sessions, wa_tenant.tenant.id)
+    async with sessions() as session:
+        conversation = await session.get(Conversation, row.conversation_id)
+    assert (conversation.status, conversation.assigned_agent_id, conversation.queued_at) == (
+        "human",
+        nia.id,
+        None,
+    )
+    [notice] = sent_to(graph_sandbox[1], pid)
+    assert notice["to"] == "15550109999"
+    assert f"Reason: {ECHO_REASON}" in notice["text"]
+    await assert_human_mode_has_owner(sessions, wa_tenant.tenant.id)
 
 
 async def test_system_number_change_rekeys_customer_keeping_history(
@@ -88,6 +130,65 @@ async def test_system_number_change_rekeys_customer_keeping_history(
     assert customers[0].phone == "15550100097" and customers[0].profile["previous_phones"] == ["15550100099"]
     rows = await messages_of(sessions, wa_tenant.tenant.id)
     assert {r.conversation_id for r in rows} == {rows[0].conversation_id} and rows[1].kind == "system"
+    async with sessions() as session:
+        identities = (
+            await session.exec(
+                select(CustomerIdentity.value, CustomerIdentity.retired_at.is_(None)).where(  # type: ignore[union-attr]
+                    CustomerIdentity.customer_id == customers[0].id
+                )
+            )
+        ).all()
+    assert sorted(identities) == [
+        ("15550100097", True),
+        ("15550100099", False),
+        ("US.10000000000000000001", True),
+    ]
+
+
+async def test_recycled_number_is_a_new_customer_and_each_reply_goes_to_its_own_number(
+    make_settings, wa_tenant, sessions, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    # a customer's second message in a burst gets the slow-down reply: a reply without a model
+    settings = make_settings(customer_rate_limit=1, inbound_max_tries=1)
+    pid = wa_tenant.phone_number_id
+    # Ana writes from N1 (a sticker: no reply), then moves to N2
+    await _post_all(settings, pid, ["sticker_animated.json", "system_user_changed_number.json"])
+    await run_worker_burst(settings)
+    senders = [
+        ("15550100099", "Bo", ("wamid.BO1", "wamid.BO2")),  # later the carrier gives N1 to Bo
+        ("15550100097", "Test Customer", ("wamid.ANA1", "wamid.ANA2")),  # Ana from her new number
+    ]
+    for wa_id, name, wamids in senders:
+        async with channel_service(settings) as svc:
+            for wamid in wamids:
+                await svc.post(text_body(phone_number_id=pid, wamid=wamid, text="hi", wa_id=wa_id, name=name))
+        await run_worker_burst(settings, max_jobs=1)
+    assert [(m["to"], m["text"]) for m in sent_to(graph_sandbox[1], pid)] == [
+        ("15550100099", SLOWDOWN_TEXT),  # Bo, at the number he wrote from
+        ("15550100097", SLOWDOWN_TEXT),  # Ana, at her new number
+    ]
+    async with sessions() as session:
+        ana, bo = (
+            await session.exec(
+                select(Customer)
+                .where(Customer.tenant_id == wa_tenant.tenant.id)
+                .order_by(Customer.created_at)
+            )
+        ).all()
+    assert (ana.display_name, ana.phone, ana.profile["previous_phones"]) == (
+        "Test Customer",
+        "15550100097",
+        ["15550100099"],
+    )
+    assert (bo.display_name, bo.phone, bo.external_user_id) == ("Bo", "15550100099", "15550100099")
+    rows = await messages_of(sessions, wa_tenant.tenant.id)
+    by_conversation = {}
+    for r in rows:
+        by_conversation.setdefault(r.conversation_id, []).append(r.external_id)
+    assert sorted(by_conversation.values(), key=len) == [
+        ["wamid.BO1", "wamid.BO2"],
+        [rows[0].external_id, rows[1].external_id, "wamid.ANA1", "wamid.ANA2"],  # Ana's history stays hers
+    ]
 
 
 async def test_phone_and_bsuid_shapes_reach_one_customer_and_conversation(
@@ -180,9 +281,13 @@ async def test_human_mode_conversation_is_stored_without_a_turn(make_settings, w
     await _post_all(settings, pid, ["sticker_animated.json"])
     await run_worker_burst(settings)
     rows = await messages_of(sessions, wa_tenant.tenant.id)
-    async with sessions() as session, session.begin():
-        await session.execute(
-            update(Conversation).where(Conversation.id == rows[0].conversation_id).values(status="human")
+    async with sessions() as session, session.begin():  # nobody online: it waits in the queue
+        await escalate(
+            session,
+            tenant_id=wa_tenant.tenant.id,
+            conversation_id=rows[0].conversation_id,
+            reason="r",
+            actor=Actor.ai(),
         )
     await _post_all(settings, pid, ["text.json"])
     await run_worker_burst(settings)

@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.channels.whatsapp.identity import rekey_phone
+from switchboard.conversations import change_identity
 from switchboard.db.models import Message
 from switchboard.observability import get_logger
 
@@ -23,5 +23,7 @@ async def record_only(session: AsyncSession, row: Message, ic: Any) -> None:
     new = next((i.value for i in system.new_identities if i.kind == "wa_id"), None)
     old = next((i.value for i in ic.stored.identities if i.kind == "wa_id"), None)
     if new and old:
-        await rekey_phone(session, tenant_id=row.tenant_id, old_wa_id=old, new_wa_id=new)
+        await change_identity(
+            session, tenant_id=row.tenant_id, channel="whatsapp", kind="wa_id", old_value=old, new_value=new
+        )
         log.info("whatsapp_customer_rekeyed")

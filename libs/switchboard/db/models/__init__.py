@@ -13,9 +13,13 @@ from switchboard.db.models.business import (
     Store,
 )
 from switchboard.db.models.conversations import (
+    ActorType,
     Conversation,
+    ConversationEvent,
     ConversationStatus,
     Customer,
+    CustomerIdentity,
+    IdentityKind,
     InboundState,
     Message,
     MessageDirection,
@@ -36,15 +40,19 @@ from switchboard.db.models.tools import AuditLog, McpTenantTool, SecurityAlert, 
 from switchboard.db.models.turns import Turn, TurnStatus
 
 __all__ = [
+    "ActorType",
     "AgentStatus",
     "AuditLog",
     "Channel",
     "ChannelAccount",
     "Conversation",
+    "ConversationEvent",
     "ConversationStatus",
     "Customer",
+    "CustomerIdentity",
     "EMBEDDING_DIMS",
     "HumanAgent",
+    "IdentityKind",
     "InboundState",
     "KnowledgeDocument",
     "KnowledgeSource",

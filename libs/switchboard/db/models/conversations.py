@@ -1,4 +1,4 @@
-"""Customers, conversations, messages and the outbox of replies to send."""
+"""Customers and their channel identities, conversations and their lifecycle events, messages, the outbox."""
 
 from __future__ import annotations
 
@@ -29,6 +29,26 @@ class ConversationStatus(StrEnum):
     ai = "ai"  # the agent (model) answers
     human = "human"  # a human agent answers through the WhatsApp proxy; no model is called
     closed = "closed"  # ended; the next inbound message opens a new conversation
+
+
+class ActorType(StrEnum):
+    """Who caused a conversation's lifecycle event (``conversation_events.actor_type``)."""
+
+    customer = "customer"  # the customer's own message or button
+    ai = "ai"  # the model, through a built-in tool
+    agent = "agent"  # a human agent (slash command, their own console)
+    business_app = "business_app"  # a person replying from the WhatsApp Business app on the phone
+    system = "system"  # a sweep or job (idle close)
+    api = "api"  # the admin API or the CLI
+
+
+class IdentityKind(StrEnum):
+    """What a customer identity's ``value`` is."""
+
+    wa_id = "wa_id"  # WhatsApp phone number, E.164 digits without ``+``
+    bsuid = "bsuid"  # WhatsApp business-scoped user id (``contacts[].user_id``), e.g. ``US.1000...``
+    igsid = "igsid"  # Instagram-scoped user id
+    email = "email"  # an e-mail address (Gmail), lower-cased
 
 
 class MessageDirection(StrEnum):
@@ -84,8 +104,11 @@ class OutboxPurpose(StrEnum):
 class Customer(TenantOwned, table=True):
     """A person who writes to a tenant on one channel.
 
-    ``external_user_id`` is the stable channel key: WhatsApp business-scoped user id (BSUID) when
-    present, else the phone number (``wa_id``); Instagram IGSID; an e-mail address for Gmail.
+    Who a message is from is decided by :class:`CustomerIdentity` rows
+    (:mod:`switchboard.conversations.identities`). ``external_user_id`` is the key the customer was
+    created with, kept for readers: WhatsApp business-scoped user id (BSUID) when present, else the
+    phone number (``wa_id``); Instagram IGSID; an e-mail address for Gmail. It follows a number change,
+    and a retired number that another person now writes from is renamed ``retired:<value>:<id>``.
     """
 
     __tablename__ = "customers"
@@ -99,7 +122,8 @@ class Customer(TenantOwned, table=True):
     channel: str = Field(sa_type=String(16))
     external_user_id: str = Field(max_length=255)
     phone: str | None = Field(default=None, max_length=32)
-    """E.164 digits without ``+`` (WhatsApp ``wa_id``) when known."""
+    """E.164 digits without ``+`` (WhatsApp ``wa_id``) when known; kept for readers, lookups use
+    :class:`CustomerIdentity`."""
     display_name: str | None = Field(default=None, max_length=200)
     email: str | None = Field(default=None, max_length=320)
     profile: dict[str, Any] = jsonb_dict_field()
@@ -108,12 +132,60 @@ class Customer(TenantOwned, table=True):
     updated_at: datetime = updated_at_field()
 
 
+class CustomerIdentity(TenantOwned, table=True):
+    """One way a customer is reached on a channel: a phone (``wa_id``), a BSUID, an IGSID, an e-mail.
+
+    A person may hold several; an *active* identity (``retired_at`` null) belongs to one customer of
+    the tenant (partial unique index). A number change or a recycled number retires the old row,
+    which stays as history.
+    """
+
+    __tablename__ = "customer_identities"
+    __table_args__ = (
+        CheckConstraint(CHANNEL_CHECK, name="ck_customer_identities_channel"),
+        CheckConstraint("kind IN ('wa_id', 'bsuid', 'igsid', 'email')", name="ck_customer_identities_kind"),
+        CheckConstraint("value <> ''", name="ck_customer_identities_value_not_empty"),
+        Index(
+            "uq_customer_identities_active",
+            "tenant_id",
+            "channel",
+            "kind",
+            "value",
+            unique=True,
+            postgresql_where=text("retired_at IS NULL"),
+        ),
+    )
+
+    id: uuid.UUID = id_field()
+    customer_id: uuid.UUID = Field(foreign_key="customers.id", index=True, ondelete="CASCADE")
+    channel: str = Field(sa_type=String(16))
+    kind: str = Field(sa_type=String(16))
+    """An :class:`IdentityKind`."""
+    value: str = Field(max_length=320)
+    created_at: datetime = created_at_field()
+    last_seen_at: datetime = created_at_field()
+    """When a message last arrived under this identity."""
+    retired_at: datetime | None = optional_time_field()
+    """Set when the identity stopped being the customer's (number changed, number recycled)."""
+
+
+HUMAN_MODE_HAS_OWNER_CHECK = (
+    "status <> 'human' OR assigned_agent_id IS NOT NULL OR queued_at IS NOT NULL OR is_agent_console"
+)
+"""A conversation in human mode always has an agent, a place in the queue, or is an agent's console."""
+
+
 class Conversation(TenantOwned, table=True):
-    """A run of messages between one customer and the tenant, answered by the AI or a human."""
+    """A run of messages between one customer and the tenant, answered by the AI or a human.
+
+    ``status``, ``assigned_agent_id``, ``queued_at``, ``assigned_at`` and ``closed_at`` change only in
+    :mod:`switchboard.conversations.lifecycle`, which records each change as a :class:`ConversationEvent`.
+    """
 
     __tablename__ = "conversations"
     __table_args__ = (
         CheckConstraint("status IN ('ai', 'human', 'closed')", name="ck_conversations_status"),
+        CheckConstraint(HUMAN_MODE_HAS_OWNER_CHECK, name="ck_conversations_human_has_owner"),
         CheckConstraint(CHANNEL_CHECK, name="ck_conversations_channel"),
         Index("ix_conversations_tenant_customer_status", "tenant_id", "customer_id", "status"),
         Index(
@@ -147,6 +219,41 @@ class Conversation(TenantOwned, table=True):
     """When the current human agent took it (``/status`` shows "since")."""
     memory_summarized_at: datetime | None = optional_time_field()
     """When the memory job folded this closed conversation into ``user_memories`` (null: not yet)."""
+    is_agent_console: bool = Field(default=False, sa_column_kwargs={"server_default": text("false")})
+    """A human agent's own chat with the business number: in human mode, never answered by the AI."""
+
+
+class ConversationEvent(TenantOwned, table=True):
+    """One lifecycle transition of a conversation (opened, to a human, back to the AI, closed, reassigned)."""
+
+    __tablename__ = "conversation_events"
+    __table_args__ = (
+        CheckConstraint(
+            "from_status IS NULL OR from_status IN ('ai', 'human', 'closed')",
+            name="ck_conversation_events_from_status",
+        ),
+        CheckConstraint("to_status IN ('ai', 'human', 'closed')", name="ck_conversation_events_to_status"),
+        CheckConstraint(
+            "actor_type IN ('customer', 'ai', 'agent', 'business_app', 'system', 'api')",
+            name="ck_conversation_events_actor_type",
+        ),
+        Index("ix_conversation_events_conversation_created", "conversation_id", "created_at"),
+    )
+
+    id: uuid.UUID = id_field()
+    conversation_id: uuid.UUID = Field(foreign_key="conversations.id", ondelete="CASCADE")
+    from_status: str | None = Field(default=None, sa_type=String(16))
+    """Status before the event; null when the conversation was opened."""
+    to_status: str = Field(sa_type=String(16))
+    agent_id: uuid.UUID | None = Field(default=None, foreign_key="human_agents.id", ondelete="SET NULL")
+    """The human agent handling the conversation after the event (null: the AI, the queue, nobody)."""
+    actor_type: str = Field(sa_type=String(16))
+    """An :class:`ActorType`."""
+    actor_id: str | None = Field(default=None, max_length=64)
+    """The agent's or customer's id when the actor is one (null for the AI, the system...)."""
+    reason: str | None = Field(default=None, sa_type=Text)
+    trace_id: str | None = Field(default=None, max_length=64)
+    created_at: datetime = created_at_field()
 
 
 class Message(TenantOwned, table=True):

@@ -1,7 +1,7 @@
 """Channel core outbox: purpose, sending account, correlation id, back-off and the ``sending`` state.
 
 Revision ID: 0009_channel_core
-Revises: 0007_handoff (to be re-pointed at 0008_conversations_core when that branch merges)
+Revises: 0008_conversations_core
 Create Date: 2026-12-01 10:00:00
 
 Existing rows are backfilled so the one delivery loop can send them:
@@ -26,7 +26,7 @@ import sqlmodel
 from alembic import op
 
 revision: str = "0009_channel_core"
-down_revision: str | None = "0007_handoff"
+down_revision: str | None = "0008_conversations_core"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,409 @@
+"""A conversation's lifecycle, written in one place: opened, to a human, back to the AI, closed.
+
+Only this module changes ``conversations.status``, ``assigned_agent_id``, ``assigned_at``,
+``queued_at`` and ``closed_at``; every change is recorded as a ``conversation_events`` row (from and to
+status, the agent handling it afterwards, who acted, why, the trace id). The transitions:
+
+==========  ==========  =============================================================
+from        to          function
+==========  ==========  =============================================================
+(none)      ai          :func:`open_conversation` / :func:`start_conversation`
+ai, human   human       :func:`to_human` (an agent, or the queue), :func:`reassign`
+ai          human       :func:`to_agent_console` (a human agent's own chat)
+human       ai          :func:`back_to_ai`
+ai          closed      :func:`close`
+==========  ==========  =============================================================
+
+Invariant (database check ``ck_conversations_human_has_owner``): a conversation in human mode has an
+assigned agent, a place in the queue, or is an agent's console. Each function runs in the caller's
+transaction on a conversation loaded in that session (lock it, ``FOR UPDATE``, where two writers may
+meet); agents' load counters are the handoff's business (:mod:`switchboard.handoff.assignment`).
+This module knows no transport.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import text
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from switchboard.db.models import (
+    ActorType,
+    Conversation,
+    ConversationEvent,
+    ConversationStatus,
+    Customer,
+    utcnow,
+)
+from switchboard.errors import SwitchboardError
+from switchboard.observability import get_logger
+
+__all__ = [
+    "Actor",
+    "InvalidTransition",
+    "back_to_ai",
+    "close",
+    "events_of",
+    "open_conversation",
+    "reassign",
+    "start_conversation",
+    "to_agent_console",
+    "to_human",
+]
+
+log = get_logger(__name__)
+
+REASON_MAX_CHARS = 2_000
+"""``escalation_reason`` and event reasons are cut to this many characters."""
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who causes a transition (``conversation_events.actor_type`` / ``actor_id``)."""
+
+    type: ActorType
+    id: str | None = None
+    """The agent's or customer's id when the actor is one of them."""
+
+    @classmethod
+    def agent(cls, agent_id: uuid.UUID) -> Actor:
+        return cls(ActorType.agent, str(agent_id))
+
+    @classmethod
+    def customer(cls, customer_id: uuid.UUID) -> Actor:
+        return cls(ActorType.customer, str(customer_id))
+
+    @classmethod
+    def ai(cls) -> Actor:
+        return cls(ActorType.ai)
+
+    @classmethod
+    def business_app(cls) -> Actor:
+        return cls(ActorType.business_app)
+
+    @classmethod
+    def system(cls) -> Actor:
+        return cls(ActorType.system)
+
+    @classmethod
+    def api(cls) -> Actor:
+        return cls(ActorType.api)
+
+
+class InvalidTransition(SwitchboardError):
+    """The conversation is not in a status the transition starts from (a programming or race error).
+
+    Attributes:
+        conversation_id: the conversation.
+        status: its status now.
+        wanted: the status the caller asked for.
+    """
+
+    def __init__(self, conversation_id: uuid.UUID, status: str, wanted: str) -> None:
+        self.conversation_id = conversation_id
+        self.status = status
+        self.wanted = wanted
+        super().__init__(f"conversation {conversation_id} is {status}: cannot go to {wanted}")
+
+
+def _cut(reason: str | None) -> str | None:
+    return reason[:REASON_MAX_CHARS] if reason else None
+
+
+def _record(
+    session: AsyncSession,
+    conversation: Conversation,
+    *,
+    from_status: str | None,
+    actor: Actor,
+    reason: str | None,
+    trace_id: str | None,
+    now: datetime,
+) -> ConversationEvent:
+    event = ConversationEvent(
+        tenant_id=conversation.tenant_id,
+        conversation_id=conversation.id,
+        from_status=from_status,
+        to_status=conversation.status,
+        agent_id=conversation.assigned_agent_id if conversation.status == ConversationStatus.human else None,
+        actor_type=actor.type.value,
+        actor_id=actor.id,
+        reason=_cut(reason),
+        trace_id=(trace_id or None) and trace_id[:64],
+        created_at=now,
+    )
+    conversation.updated_at = now
+    session.add(conversation)
+    session.add(event)
+    log.info(
+        "conversation_transition",
+        conversation_id=str(conversation.id),
+        from_status=from_status,
+        to_status=conversation.status,
+        actor_type=actor.type.value,
+        agent_id=str(event.agent_id) if event.agent_id else None,
+    )
+    return event
+
+
+async def start_conversation(
+    session: AsyncSession,
+    *,
+    customer: Customer,
+    channel_account_id: uuid.UUID | None,
+    actor: Actor | None = None,
+    reason: str | None = None,
+    trace_id: str | None = None,
+) -> Conversation:
+    """A new AI-mode conversation of ``customer`` on their channel (event ``None → ai``).
+
+    Args:
+        channel_account_id: the business number/account it runs on (``None``: none, e.g. a simulation).
+        actor: who opened it (default: the customer).
+    """
+    now = utcnow()
+    conversation = Conversation(
+        tenant_id=customer.tenant_id,
+        customer_id=customer.id,
+        channel_account_id=channel_account_id,
+        channel=customer.channel,
+        status=ConversationStatus.ai.value,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(conversation)
+    await session.flush()
+    _record(
+        session,
+        conversation,
+        from_status=None,
+        actor=actor or Actor.customer(customer.id),
+        reason=reason,
+        trace_id=trace_id,
+        now=now,
+    )
+    await session.flush()
+    return conversation
+
+
+async def open_conversation(
+    session: AsyncSession,
+    *,
+    customer: Customer,
+    channel_account_id: uuid.UUID | None,
+    actor: Actor | None = None,
+    trace_id: str | None = None,
+) -> Conversation:
+    """The customer's open (``ai`` or ``human``) conversation on ``channel_account_id``, newest first;
+    started (:func:`start_conversation`) when there is none.
+
+    Serialized per customer with a transaction-scoped advisory lock, so two messages at once open one.
+    """
+    await session.execute(
+        text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": f"conversation:{customer.id}"}
+    )
+    found = (
+        await session.exec(
+            select(Conversation)
+            .where(
+                Conversation.tenant_id == customer.tenant_id,
+                Conversation.customer_id == customer.id,
+                Conversation.channel == customer.channel,
+                col(Conversation.channel_account_id).is_not_distinct_from(channel_account_id),
+                col(Conversation.status).in_((ConversationStatus.ai.value, ConversationStatus.human.value)),
+            )
+            .order_by(col(Conversation.created_at).desc())
+        )
+    ).first()
+    if found is not None:
+        return found
+    return await start_conversation(
+        session, customer=customer, channel_account_id=channel_account_id, actor=actor, trace_id=trace_id
+    )
+
+
+async def to_human(
+    session: AsyncSession,
+    conversation: Conversation,
+    *,
+    agent_id: uuid.UUID | None,
+    actor: Actor,
+    reason: str,
+    trace_id: str | None = None,
+) -> ConversationEvent | None:
+    """Escalate: human mode with ``agent_id``, or in the queue when ``agent_id`` is ``None`` (an earlier
+    place in the queue is kept). ``escalation_reason`` becomes ``reason``.
+
+    From ``ai``, or again from ``human`` (a second escalation; only the reason changes when it already
+    has that agent, and then no event is written).
+
+    Returns:
+        The event, or ``None`` when who handles it did not change.
+
+    Raises:
+        InvalidTransition: the conversation is closed.
+    """
+    before = conversation.status
+    if before == ConversationStatus.closed:
+        raise InvalidTransition(conversation.id, before, ConversationStatus.human.value)
+    now = utcnow()
+    conversation.escalation_reason = _cut(reason)
+    unchanged = before == ConversationStatus.human and (
+        (agent_id is not None and conversation.assigned_agent_id == agent_id)
+        or (
+            agent_id is None and conversation.assigned_agent_id is None and conversation.queued_at is not None
+        )
+    )
+    if unchanged:
+        conversation.updated_at = now
+        session.add(conversation)
+        return None
+    _hand_to(conversation, agent_id, now)
+    return _record(
+        session, conversation, from_status=before, actor=actor, reason=reason, trace_id=trace_id, now=now
+    )
+
+
+async def reassign(
+    session: AsyncSession,
+    conversation: Conversation,
+    *,
+    agent_id: uuid.UUID,
+    actor: Actor,
+    reason: str,
+    trace_id: str | None = None,
+) -> ConversationEvent:
+    """A human-mode conversation goes to another agent (a transfer, a hand-out from the queue);
+    ``escalation_reason`` stays.
+
+    Raises:
+        InvalidTransition: the conversation is not in human mode.
+    """
+    before = conversation.status
+    if before != ConversationStatus.human or conversation.is_agent_console:
+        raise InvalidTransition(conversation.id, before, ConversationStatus.human.value)
+    now = utcnow()
+    _hand_to(conversation, agent_id, now)
+    return _record(
+        session, conversation, from_status=before, actor=actor, reason=reason, trace_id=trace_id, now=now
+    )
+
+
+def _hand_to(conversation: Conversation, agent_id: uuid.UUID | None, now: datetime) -> None:
+    conversation.status = ConversationStatus.human.value
+    if agent_id is None:
+        conversation.assigned_agent_id = None
+        conversation.assigned_at = None
+        conversation.queued_at = conversation.queued_at or now
+    else:
+        if conversation.assigned_agent_id != agent_id:
+            conversation.assigned_at = now
+        conversation.assigned_agent_id = agent_id
+        conversation.queued_at = None
+
+
+async def to_agent_console(
+    session: AsyncSession,
+    conversation: Conversation,
+    *,
+    agent_id: uuid.UUID,
+    reason: str,
+    trace_id: str | None = None,
+) -> ConversationEvent | None:
+    """Mark the conversation as a human agent's own chat with the business number: human mode, never
+    answered by the AI, nobody assigned. ``None`` when it already is one.
+
+    Raises:
+        InvalidTransition: the conversation is closed.
+    """
+    if conversation.is_agent_console and conversation.status == ConversationStatus.human:
+        return None
+    before = conversation.status
+    if before == ConversationStatus.closed:
+        raise InvalidTransition(conversation.id, before, ConversationStatus.human.value)
+    now = utcnow()
+    conversation.status = ConversationStatus.human.value
+    conversation.is_agent_console = True
+    conversation.escalation_reason = _cut(reason)
+    return _record(
+        session,
+        conversation,
+        from_status=before,
+        actor=Actor.agent(agent_id),
+        reason=reason,
+        trace_id=trace_id,
+        now=now,
+    )
+
+
+async def back_to_ai(
+    session: AsyncSession,
+    conversation: Conversation,
+    *,
+    actor: Actor,
+    reason: str | None = None,
+    trace_id: str | None = None,
+) -> ConversationEvent:
+    """Hand a human-mode conversation back to the AI: no agent, out of the queue, no escalation reason.
+
+    Raises:
+        InvalidTransition: the conversation is not in human mode, or is an agent's console.
+    """
+    before = conversation.status
+    if before != ConversationStatus.human or conversation.is_agent_console:
+        raise InvalidTransition(conversation.id, before, ConversationStatus.ai.value)
+    now = utcnow()
+    conversation.status = ConversationStatus.ai.value
+    conversation.assigned_agent_id = None
+    conversation.assigned_at = None
+    conversation.queued_at = None
+    conversation.escalation_reason = None
+    return _record(
+        session, conversation, from_status=before, actor=actor, reason=reason, trace_id=trace_id, now=now
+    )
+
+
+async def close(
+    session: AsyncSession,
+    conversation: Conversation,
+    *,
+    actor: Actor,
+    reason: str | None = None,
+    trace_id: str | None = None,
+    now: datetime | None = None,
+) -> ConversationEvent | None:
+    """Close an AI-mode conversation (``closed_at`` = ``now``); the customer's next message opens a new one.
+
+    Returns:
+        The event, or ``None`` when it was already closed.
+
+    Raises:
+        InvalidTransition: the conversation is in human mode (a person handles it: they hand it back first).
+    """
+    before = conversation.status
+    if before == ConversationStatus.closed:
+        return None
+    if before != ConversationStatus.ai:
+        raise InvalidTransition(conversation.id, before, ConversationStatus.closed.value)
+    now = now or utcnow()
+    conversation.status = ConversationStatus.closed.value
+    conversation.closed_at = now
+    return _record(
+        session, conversation, from_status=before, actor=actor, reason=reason, trace_id=trace_id, now=now
+    )
+
+
+async def events_of(
+    session: AsyncSession, *, tenant_id: uuid.UUID, conversation_id: uuid.UUID
+) -> list[ConversationEvent]:
+    """The conversation's lifecycle events, oldest first."""
+    rows = await session.exec(
+        select(ConversationEvent)
+        .where(ConversationEvent.tenant_id == tenant_id, ConversationEvent.conversation_id == conversation_id)
+        .order_by(col(ConversationEvent.created_at), col(ConversationEvent.id))
+    )
+    return list(rows.all())

@@ -1,0 +1,153 @@
+"""What the delivery loop may send, and when to try again: decisions that write nothing.
+
+* :func:`may_send`: the service window of the row's audience (the conversation's customer, or the
+  agent's own window), and the tenant's ``handoff.agent_template_name`` template for an agent outside it.
+* :func:`backoff_s`: capped exponential back-off with full jitter.
+* :func:`outcome_unknown`: whether a failed call may still have been accepted by the provider.
+* :func:`conversation_reason`: the text a customer's conversation records when a provider refuses.
+* :func:`tenant_settings_of`: the one place the loop reads tenant settings.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlmodel import select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from switchboard.channels.base import Channel, OutboundPart, SendError, SendErrorKind, within_window
+from switchboard.db.models import Conversation, HumanAgent, Outbox, Tenant
+from switchboard.observability import get_logger
+from switchboard.tenant_settings import TenantSettings, tenant_settings_from
+
+__all__ = [
+    "Refusal",
+    "agent_of",
+    "audience_of",
+    "backoff_s",
+    "conversation_reason",
+    "may_send",
+    "outcome_unknown",
+    "tenant_settings_of",
+    "window_hours",
+]
+
+log = get_logger(__name__)
+
+
+def backoff_s(
+    attempt: int, *, base_s: float, max_s: float, rng: Callable[[], float] = random.random
+) -> float:
+    """Wait before attempt ``attempt + 1``: full jitter, uniform in ``[0, min(max_s, base_s * 2**(attempt-1)))``.
+
+    Args:
+        attempt: provider calls made so far (>= 1).
+        base_s: first cap (``DELIVERY_BACKOFF_BASE_S``).
+        max_s: largest cap (``DELIVERY_BACKOFF_MAX_S``).
+    """
+    cap = min(max_s, base_s * 2 ** max(attempt - 1, 0))
+    return cap * rng()
+
+
+def tenant_settings_of(tenant: Tenant | None) -> TenantSettings:
+    """A tenant's settings as the delivery loop reads them (the one call of the settings loader)."""
+    return tenant_settings_from(
+        tenant.settings_extensions if tenant else None, tenant_id=str(tenant.id) if tenant else None
+    )
+
+
+def audience_of(row: Outbox) -> str:
+    """``customer`` or ``agent`` (``payload.audience``; rows without one are for the customer)."""
+    return str((row.payload or {}).get("audience") or "customer")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a row may not be sent now (it is failed with these)."""
+
+    code: str
+    """``outbox.error_code``: ``window_closed`` or ``agent_window_closed``."""
+    message: str
+    """``outbox.error_message``."""
+    conversation_reason: str | None = None
+    """Recorded on a customer's conversation (``escalation_reason``)."""
+
+
+def window_hours(channel: Channel) -> int:
+    """The channel's service window in whole hours (0 without one), for texts people read."""
+    window = channel.capabilities.service_window
+    return int(window.total_seconds() // 3600) if window else 0
+
+
+async def may_send(
+    session: AsyncSession, row: Outbox, channel: Channel, part: OutboundPart, now: datetime
+) -> tuple[OutboundPart, bool] | Refusal:
+    """What may be sent now: ``(part, via_template)`` or why nothing may."""
+    caps = channel.capabilities
+    if caps.service_window is None or part.type in caps.outside_window:
+        return part, False
+    hours = window_hours(channel)
+    if audience_of(row) == "agent":
+        agent = await agent_of(session, row)
+        if agent is not None and within_window(caps, agent.last_inbound_at, now):
+            return part, False
+        handoff = tenant_settings_of(await session.get(Tenant, row.tenant_id)).handoff
+        if handoff.agent_template_name and "template" in caps.outside_window:
+            template = {"name": handoff.agent_template_name, "language": handoff.agent_template_language}
+            log.info("delivery_agent_template", template=handoff.agent_template_name)
+            return OutboundPart(type="template", template=template), True
+        why = (
+            "no handoff.agent_template_name is configured"
+            if not handoff.agent_template_name
+            else f"{channel.name} sends no templates outside the window"
+        )
+        return Refusal(
+            "agent_window_closed",
+            f"the agent has not written to the business number in {hours} hours and {why}",
+        )
+    conversation = await session.get(Conversation, row.conversation_id)
+    if conversation is not None and within_window(caps, conversation.last_customer_message_at, now):
+        return part, False
+    return Refusal(
+        "window_closed",
+        f"outside the {hours}-hour customer-service window: needs a template",
+        f"{channel.name}: outside the {hours}-hour window; needs a template message or a human",
+    )
+
+
+async def agent_of(session: AsyncSession, row: Outbox) -> HumanAgent | None:
+    """The tenant's agent a row is for: ``payload.agent_id``, else the agent whose phone it goes to."""
+    agent_id = (row.payload or {}).get("agent_id")
+    if agent_id:
+        try:
+            agent = await session.get(HumanAgent, uuid.UUID(str(agent_id)))
+        except ValueError:
+            agent = None
+        return agent if agent is not None and agent.tenant_id == row.tenant_id else None
+    return (
+        await session.exec(
+            select(HumanAgent).where(HumanAgent.tenant_id == row.tenant_id, HumanAgent.phone == row.recipient)
+        )
+    ).first()
+
+
+def outcome_unknown(exc: SendError) -> bool:
+    """The provider may have accepted the message: no answer at all, or a 5xx that is not the
+    provider's own error (a provider error body carries a code, so it was refused)."""
+    return (
+        exc.kind is SendErrorKind.transient
+        and exc.code is None
+        and (exc.http_status is None or exc.http_status >= 500)
+    )
+
+
+def conversation_reason(channel: Channel, exc: SendError, code: str) -> str:
+    """What a customer's conversation records when the provider refuses a part for good
+    (``whatsapp 131047: outside the 24-hour window; ...``)."""
+    if exc.kind is SendErrorKind.window_closed:
+        return f"{channel.name} {code}: outside the {window_hours(channel)}-hour window; needs a template message or a human"
+    return f"{channel.name} {code}: message undeliverable to this customer: {exc}"

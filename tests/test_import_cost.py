@@ -1,0 +1,86 @@
+"""Processes that never call a model never import LiteLLM (about 4 s and 150 MB at start-up).
+
+Each check runs in a fresh interpreter, as ``switchboard run`` starts the service: import the
+service module, build the app and run its lifespan against the test database and Redis (the two
+workers: build their ARQ settings and run their start-up and shut-down hooks), then look at
+``sys.modules``. The orchestrator is the one service that loads LiteLLM at start-up, so its first
+customer turn does not pay for the import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from switchboard.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_START_HTTP_SERVICE = """
+import asyncio, importlib, json, sys
+from switchboard.settings import load_settings
+
+async def main():
+    app = importlib.import_module("services.{name}.main").create_app(load_settings())
+    async with app.router.lifespan_context(app):
+        pass
+
+asyncio.run(main())
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "litellm")))
+"""
+
+_START_WORKER = """
+import asyncio, importlib, json, sys
+from arq.connections import create_pool
+from switchboard.queue import WORKER_SETTINGS_BUILDERS, Queue
+from switchboard.settings import load_settings
+
+importlib.import_module("services.{service}.main")
+
+async def main():
+    worker = WORKER_SETTINGS_BUILDERS[Queue.{queue}](load_settings())
+    ctx = {{"redis": await create_pool(worker.redis_settings)}}
+    await worker.on_startup(ctx)
+    await worker.on_shutdown(ctx)
+    await ctx["redis"].aclose()
+
+asyncio.run(main())
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "litellm")))
+"""
+
+
+def _run(code: str, settings: Settings) -> list[str]:
+    env = {
+        **os.environ,
+        "DATABASE_URL": settings.database_url or "",
+        "REDIS_URL": settings.redis_url or "",
+        "DATA_DIR": str(settings.data_dir),
+        "LOG_LEVEL": "WARNING",
+        "PYTHONPATH": str(ROOT),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", ["whatsapp", "instagram", "gmail"])
+def test_channel_services_never_import_litellm(name: str, settings: Settings) -> None:
+    assert _run(_START_HTTP_SERVICE.format(name=name), settings) == []
+
+
+@pytest.mark.parametrize(("service", "queue"), [("worker", "chat"), ("worker_background", "background")])
+def test_worker_start_up_never_imports_litellm(service: str, queue: str, settings: Settings) -> None:
+    """LiteLLM loads on a worker's first model call (a handoff or memory summary, an embedding)."""
+    assert _run(_START_WORKER.format(service=service, queue=queue), settings) == []
