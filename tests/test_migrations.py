@@ -3,31 +3,11 @@
 import asyncio
 import uuid
 
-import asyncpg
-import pytest
 import switchboard.db.models  # noqa: F401
 from sqlalchemy import inspect, text
-from sqlalchemy.engine import make_url
 from sqlmodel import SQLModel
 from switchboard.db.engine import create_engine
 from switchboard.db.migrate import current_revision_sync, downgrade, head_revision, upgrade
-
-
-@pytest.fixture
-async def scratch_database_url(database_url):
-    """A new, empty database on the same server, dropped afterwards."""
-    url = make_url(database_url)
-    name = f"sb_migrations_{uuid.uuid4().hex[:8]}"
-    host = url.query.get("host") or url.host
-    admin = await asyncpg.connect(
-        user=url.username, password=url.password, host=host, port=url.port, database=url.database
-    )
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        yield url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
 
 
 async def _state(url):

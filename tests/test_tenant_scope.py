@@ -26,7 +26,7 @@ async def test_select_and_get_only_see_own_tenant(sessions, make_tenant):
         assert [row.id for row in rows] == [a1.id]
         assert await scope_a.get(Customer, b1.id) is None
         assert (await scope_a.get(Customer, a1.id)).id == a1.id
-        assert await scope_a.first(Customer, Customer.external_user_id == "15550100001") is not None
+        assert (await scope_a.first(Customer, Customer.external_user_id == "15550100001")).id == a1.id
         scope_b = TenantScope(session, tenant_b.id)
         assert [
             row.id for row in await scope_b.all(Customer, Customer.external_user_id == "15550100001")
@@ -46,7 +46,7 @@ async def test_add_fills_tenant_and_refuses_another_tenants_row(sessions, make_t
 
 async def test_rejects_tables_that_are_not_tenant_owned_and_non_uuid_ids(session):
     scope = TenantScope(session, uuid.uuid4())
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^Organization is not a tenant-owned table$"):
         scope.select(Organization)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^tenant_id must be a UUID, got str$"):
         TenantScope(session, "not-a-uuid")  # type: ignore[arg-type]

@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 
 import httpx
 from sqlmodel import select
-from switchboard.cli import app as cli_app
 from switchboard.db.models import Conversation, Customer
 from switchboard.llm.offline_server import OFFLINE_MARKER, ScriptedResponse
 from switchboard.runtime.services import SERVICES
-from typer.testing import CliRunner
 
 from services.model_server.main import create_app as create_model_server
-from services.orchestrator.main import create_app as create_orchestrator
 from tests.utils.agent import deployment, llm_settings, make_conversation, unique_model
 from tests.utils.net import free_port
 from tests.utils.servers import serve_app
 
 
 async def test_turns_endpoint_requires_the_service_token_and_answers(
-    make_tenant, sessions, settings, offline_model
+    make_tenant, sessions, settings, offline_model, orchestrator_url
 ):
     state, url = offline_model
     model = unique_model()
@@ -30,21 +26,20 @@ async def test_turns_endpoint_requires_the_service_token_and_answers(
     conv = await make_conversation(sessions, tenant)
     body = conv.request("hi").model_dump(mode="json")
     token = settings.secret("service_token")
-    with serve_app(create_orchestrator(settings)) as base:
-        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
-            unauthorized = await client.post("/v1/turns", json=body)
-            wrong = await client.post("/v1/turns", json=body, headers={"Authorization": "Bearer nope"})
-            ok = await client.post("/v1/turns", json=body, headers={"Authorization": f"Bearer {token}"})
-            again = await client.post("/v1/turns", json=body, headers={"Authorization": f"Bearer {token}"})
-            missing = await client.post(
-                "/v1/turns",
-                json={**body, "conversation_id": str(uuid.uuid4()), "inbound_message_id": str(uuid.uuid4())},
-                headers={"Authorization": f"Bearer {token}"},
-            )
-            invalid = await client.post(
-                "/v1/turns", json={**body, "channel": "fax"}, headers={"Authorization": f"Bearer {token}"}
-            )
-            openapi = (await client.get("/openapi.json")).json()
+    async with httpx.AsyncClient(base_url=orchestrator_url, timeout=30) as client:
+        unauthorized = await client.post("/v1/turns", json=body)
+        wrong = await client.post("/v1/turns", json=body, headers={"Authorization": "Bearer nope"})
+        ok = await client.post("/v1/turns", json=body, headers={"Authorization": f"Bearer {token}"})
+        again = await client.post("/v1/turns", json=body, headers={"Authorization": f"Bearer {token}"})
+        missing = await client.post(
+            "/v1/turns",
+            json={**body, "conversation_id": str(uuid.uuid4()), "inbound_message_id": str(uuid.uuid4())},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        invalid = await client.post(
+            "/v1/turns", json={**body, "channel": "fax"}, headers={"Authorization": f"Bearer {token}"}
+        )
+        openapi = (await client.get("/openapi.json")).json()
     assert (unauthorized.status_code, wrong.status_code) == (401, 401)
     assert ok.status_code == 200
     assert ok.json()["reply"] == "Hello from the API" and ok.json()["silent"] is False
@@ -69,7 +64,9 @@ async def test_model_server_service_is_registered_and_serves_the_demo_model():
     assert answer.json()["choices"][0]["message"]["content"].startswith(OFFLINE_MARKER)
 
 
-async def test_simulate_command_runs_a_demo_turn_in_process(make_tenant, sessions, settings, database_url):
+async def test_simulate_command_runs_a_demo_turn_in_process(
+    make_tenant, sessions, settings, database_url, cli
+):
     tenant = await make_tenant()  # no deployments, no provider key: the offline model answers
     env = {
         "DATABASE_URL": database_url,
@@ -80,10 +77,7 @@ async def test_simulate_command_runs_a_demo_turn_in_process(make_tenant, session
         "ANTHROPIC_API_KEY": "",
         "LOG_LEVEL": "WARNING",
     }
-    runner = CliRunner()
-    outcome = await asyncio.to_thread(
-        runner.invoke, cli_app, ["simulate", "--tenant", tenant.slug, "Can I talk to a person?"], env=env
-    )
+    outcome = await cli.arun("simulate", "--tenant", tenant.slug, "Can I talk to a person?", **env)
     assert outcome.exit_code == 0, outcome.output
     lines = dict(line.split(":", 1) for line in outcome.output.strip().splitlines())
     assert lines["reply"].strip().startswith(OFFLINE_MARKER) and "person" in lines["reply"]
@@ -98,17 +92,15 @@ async def test_simulate_command_runs_a_demo_turn_in_process(make_tenant, session
     assert conversation.status == "human"
 
 
-async def test_simulate_reports_an_unknown_tenant(settings, database_url):
+async def test_simulate_reports_an_unknown_tenant(settings, database_url, cli):
     env = {"DATABASE_URL": database_url, "DATA_DIR": str(settings.data_dir), "LOG_LEVEL": "WARNING"}
-    outcome = await asyncio.to_thread(
-        CliRunner().invoke, cli_app, ["simulate", "--tenant", "no-such-tenant", "hi"], env=env
-    )
+    outcome = await cli.arun("simulate", "--tenant", "no-such-tenant", "hi", **env)
     assert outcome.exit_code == 2
     assert "tenant not found: no-such-tenant" in outcome.output
 
 
 async def test_demo_tenant_faq_answers_the_readme_questions_with_the_offline_model(
-    make_tenant, sessions, settings, database_url
+    make_tenant, sessions, settings, database_url, cli
 ):
     from switchboard.db.models import KnowledgeSource, Tenant
     from switchboard.llm.lexical import LEXICAL_MODEL_NAME
@@ -134,7 +126,7 @@ async def test_demo_tenant_faq_answers_the_readme_questions_with_the_offline_mod
 
     from switchboard.tools.server import ToolServer, create_tools_app
 
-    from tests.utils.asgi_server import serve_asgi
+    from tests.utils.servers import serve_app
 
     mcp_port = free_port()  # the real MCP tool service (search_knowledge_base lives there)
     env = {
@@ -152,11 +144,9 @@ async def test_demo_tenant_faq_answers_the_readme_questions_with_the_offline_mod
         "What is your returns policy?": "within 30 days of delivery",
         "How long does shipping take?": "Standard delivery takes",
     }
-    async with serve_asgi(create_tools_app(settings, server=ToolServer()), port=mcp_port):
+    async with serve_app(create_tools_app(settings, server=ToolServer()), port=mcp_port):
         outcomes = {
-            question: await asyncio.to_thread(
-                CliRunner().invoke, cli_app, ["simulate", "--tenant", tenant.slug, "--new", question], env=env
-            )
+            question: await cli.arun("simulate", "--tenant", tenant.slug, "--new", question, **env)
             for question in expected
         }
     for question, quoted in expected.items():

@@ -15,18 +15,20 @@ from switchboard.contracts import trace_id_for
 from switchboard.conversations import Actor
 from switchboard.db.models import AuditLog, Conversation, Customer, Message, ToolReceipt, Turn, utcnow
 from switchboard.handoff import escalate
+from switchboard.llm.config import DeploymentSettings, LLMSettings
 from switchboard.llm.offline_server import OFFLINE_MARKER, SUMMARY_INSTRUCTION_MARKER, ScriptedResponse
+from switchboard.llm.trimming import count_tokens
 from switchboard.tenant_settings import AgentSettings
 
-from tests.utils.agent import conversation_messages, deployment, llm_settings, make_conversation, unique_model
-
-
-def tool_calls(*calls: tuple[str, dict]) -> ScriptedResponse:
-    return ScriptedResponse(kind="tool_calls", tool_calls=[{"name": n, "arguments": a} for n, a in calls])
-
-
-def text(content: str) -> ScriptedResponse:
-    return ScriptedResponse(content=content)
+from tests.utils.agent import (
+    conversation_messages,
+    deployment,
+    llm_settings,
+    make_conversation,
+    text,
+    tool_calls,
+    unique_model,
+)
 
 
 @pytest.fixture
@@ -310,29 +312,52 @@ async def test_context_overflow_retries_once_without_tool_history(setup, orchest
     assert (await _turn(sessions, request.inbound_message_id)).timings["overflow_retried"] is True
 
 
-async def test_history_is_trimmed_to_the_context_window(setup, orchestrator, sessions, offline_model):
+async def test_history_is_trimmed_to_the_smallest_context_window(
+    setup, orchestrator, sessions, offline_model
+):
     state, url = offline_model
-    model = unique_model("tiny")
-    state.script(model).push(text("fits"))
-    conv, _ = await setup(deployments=[deployment(url, model, max_input_tokens=1500)])
+    tiny, roomy = unique_model("tiny"), unique_model("roomy")
+    state.script(tiny).push(text("fits"))
+    deployments = [
+        deployment(url, tiny, max_input_tokens=1500),
+        deployment(url, roomy, max_input_tokens=6000, priority=2),
+    ]
+    conv, _ = await setup(deployments=deployments)
     base = utcnow() - timedelta(hours=1)
+    history = [
+        {"role": "user" if index % 2 == 0 else "assistant", "content": f"message {index} " + "filler " * 30}
+        for index in range(40)
+    ]
     async with sessions() as session, session.begin():
-        for index in range(40):
+        for index, message in enumerate(history):
             session.add(
                 Message(
                     tenant_id=conv.tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
-                    direction="inbound" if index % 2 == 0 else "outbound",
-                    role="user" if index % 2 == 0 else "assistant",
-                    text=f"message {index} " + "filler " * 30, created_at=base + timedelta(seconds=index),
+                    direction="inbound" if message["role"] == "user" else "outbound", role=message["role"],
+                    text=message["content"], created_at=base + timedelta(seconds=index),
                 )
             )  # fmt: skip
     await orchestrator.handle_turn(conv.request("newest question"))
-    sent = state.script(model).requests[0]["messages"]
-    assert sent[0]["role"] == "system"
-    assert sent[-1] == {"role": "user", "content": "newest question"}
-    assert sent[-2]["content"].startswith("message 39 ")
-    assert not any(m["content"].startswith("message 0 ") for m in sent[1:])
-    assert len(sent) < 42
+    request = state.script(tiny).requests[0]
+    sent, tools = request["messages"], request.get("tools")
+    count_model = DeploymentSettings(**deployments[0]).litellm_model()
+    budget = int(1500 * LLMSettings().trim_ratio)  # 80% of the smaller window: 1200 tokens
+    system, question = sent[0], sent[-1]
+    assert (system["role"], question) == ("system", {"role": "user", "content": "newest question"})
+    kept = sent[1:-1]
+    oldest = int(kept[0]["content"].split()[1])
+    assert kept == history[oldest:]  # the newest messages, whole and in order
+    assert count_tokens(count_model, sent, tools) <= budget
+    # what trimming counts: the system prompt with the tools, plus each message on its own; the one
+    # older message would not have fitted, so it stopped at the budget, not before it
+    used = count_tokens(count_model, [system], tools) + sum(
+        count_tokens(count_model, [message]) for message in [*kept, question]
+    )
+    assert used <= budget < used + count_tokens(count_model, [history[oldest - 1]])
+    # the larger window alone would have kept everything: the smallest one decides
+    assert count_tokens(count_model, [system, *history, question], tools) <= int(
+        6000 * LLMSettings().trim_ratio
+    )
 
 
 async def test_long_history_is_summarized_once(setup, orchestrator, sessions):

@@ -4,7 +4,6 @@ a real-shaped webhook, and read what the provider's sandbox received. One kit pe
 
 from __future__ import annotations
 
-import random
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -16,12 +15,10 @@ import httpx
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.channels.meta import sign_body
-from switchboard.crypto import CredentialCipher
 from switchboard.db.models import Tenant
 from switchboard.settings import Settings
-from switchboard.tenants import add_channel_account
 
-from tests.utils.whatsapp import encode
+from tests.utils.whatsapp import channel_service, connect_whatsapp, encode, sent_to
 
 __all__ = ["ChannelKit", "KITS", "Posted"]
 
@@ -81,14 +78,7 @@ class WhatsAppKit:
     async def connect(
         self, sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings
     ) -> str:
-        phone_number_id = str(random.randint(10**14, 10**15 - 1))
-        async with sessions() as session, session.begin():
-            await add_channel_account(
-                session, tenant=tenant, channel="whatsapp", external_account_id=phone_number_id,
-                credentials={"access_token": "EAAG-test-token"},
-                cipher=CredentialCipher(settings.secret("encryption_key").encode()),
-            )  # fmt: skip
-        return phone_number_id
+        return (await connect_whatsapp(sessions, tenant, settings)).external_account_id
 
     def _envelope(self, account_id: str, value: dict[str, Any]) -> dict[str, Any]:
         value = {
@@ -134,21 +124,12 @@ class WhatsAppKit:
         return {"X-Hub-Signature-256": sign_body(b"something else", "wrong-secret")}
 
     def sent(self, sandbox: Any, account_id: str) -> list[dict[str, Any]]:
-        return [
-            {"to": m["to"], "text": m["text"], "id": m["id"]}
-            for m in sandbox.sent
-            if m["phone_number_id"] == account_id
-        ]
+        return [{"to": m["to"], "text": m["text"], "id": m["id"]} for m in sent_to(sandbox, account_id)]
 
     @asynccontextmanager
     async def service(self, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-        from services.whatsapp.main import create_app
-
-        app = create_app(settings)
-        async with app.router.lifespan_context(app):
-            transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://whatsapp.test") as client:
-                yield client
+        async with channel_service(settings) as service:
+            yield service.client
 
 
 KITS: dict[str, ChannelKit] = {"whatsapp": WhatsAppKit()}

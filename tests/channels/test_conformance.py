@@ -12,12 +12,13 @@ import pytest
 from sqlalchemy import update
 from sqlmodel import col, select
 from switchboard.channels.base import channel_names
-from switchboard.db.models import Message, Outbox, Tenant
+from switchboard.db.models import Message, Outbox
 from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.queue import Queue
 from switchboard.queue.keys import inbound_job_id
 
 from tests.channels.kits import KITS, ChannelKit, Posted, new_id, raw
-from tests.utils.agent import llm_settings
+from tests.utils.agent import answer_with_script
 from tests.utils.workers import run_worker_burst
 
 CHANNELS = channel_names()
@@ -58,7 +59,9 @@ async def _post(kit: ChannelKit, settings, body, headers=None):  # type: ignore[
         )
 
 
-async def test_a_duplicate_delivery_stores_nothing(kit, make_settings, make_tenant, sessions) -> None:  # type: ignore[no-untyped-def]
+async def test_a_duplicate_delivery_stores_nothing(
+    kit, make_settings, make_tenant, sessions, arq_pool, stops_at_the_queue
+) -> None:  # type: ignore[no-untyped-def]
     settings = make_settings()
     tenant = await make_tenant()
     account = await kit.connect(sessions, tenant, settings)
@@ -70,7 +73,10 @@ async def test_a_duplicate_delivery_stores_nothing(kit, make_settings, make_tena
     second = await _post(kit, settings, body)
     assert (first.status_code, second.status_code) == (200, 200)
     assert (first.json()["stored"], second.json()["stored"], second.json()["duplicates"]) == (2, 0, 2)
-    assert [r.text for r in await _rows(sessions, tenant.id)] == ["hello", "again"]
+    rows = await _rows(sessions, tenant.id)
+    assert [r.text for r in rows] == ["hello", "again"]
+    queued = {job_id.decode() for job_id in await arq_pool.zrange(Queue.chat.value, 0, -1)}
+    assert queued == {inbound_job_id(r.id) for r in rows}  # one job per stored row, none for the duplicates
 
 
 async def test_a_bad_signature_is_refused_and_stores_nothing(
@@ -98,7 +104,7 @@ async def test_an_unknown_account_is_acknowledged_and_logged(kit, make_settings,
 
 
 async def test_one_bad_message_never_blocks_the_rest_of_its_delivery(
-    kit, make_settings, make_tenant, sessions
+    kit, make_settings, make_tenant, sessions, stops_at_the_queue
 ) -> None:  # type: ignore[no-untyped-def]
     settings = make_settings()
     tenant = await make_tenant()
@@ -112,12 +118,9 @@ async def test_one_bad_message_never_blocks_the_rest_of_its_delivery(
 
 
 @pytest.fixture
-async def answering_tenant(make_tenant, sessions, model):  # type: ignore[no-untyped-def]
+async def answering_tenant(make_tenant, sessions, model, offline_model):  # type: ignore[no-untyped-def]
     tenant = await make_tenant()
-    async with sessions() as session, session.begin():
-        stored = await session.get(Tenant, tenant.id)
-        stored.settings_extensions = {**stored.settings_extensions, "llm": llm_settings(model[2])}
-        session.add(stored)
+    await answer_with_script(sessions, tenant.id, offline_model, name=model[1])
     return tenant
 
 
@@ -169,9 +172,10 @@ async def test_statuses_only_move_forward(
     await _post(kit, settings, kit.delivery(account, [Posted(new_id("st"), "15550100306", "hi")]))
     await run_worker_burst(settings)
     (sent,) = kit.sent(graph_sandbox[1], account)
-    for status in ("read", "delivered", "sent"):  # out of order, as providers may send them
+    # out of order, as providers may send them; a late "failed" after "read" changes nothing either
+    for status in ("read", "delivered", "sent", "failed"):
         assert (await _post(kit, settings, kit.status(account, sent["id"], status))).status_code == 200
         await run_worker_burst(settings)
     async with sessions() as session:
         (part,) = (await session.exec(select(Outbox).where(Outbox.external_id == sent["id"]))).all()
-    assert part.status == "read"
+    assert (part.status, part.error_code) == ("read", None)

@@ -2,26 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
-import pytest
-from switchboard.cli import app
-from typer.testing import CliRunner
-
 from tests.utils.documents import PARTS, RETURNS_POLICY, SHIPPING, make_image_only_pdf, make_pdf, make_xlsx
-
-
-@pytest.fixture
-def cli(settings, tmp_path):
-    runner = CliRunner()
-    env = {"DATABASE_URL": settings.database_url, "DATA_DIR": str(settings.data_dir), "LOG_LEVEL": "WARNING"}
-
-    async def invoke(*args: str):
-        # in a thread: the command runs its own event loop (asyncio.run)
-        return await asyncio.to_thread(runner.invoke, app, list(args), env=env)
-
-    return invoke
 
 
 async def test_kb_add_search_list_deactivate_delete(cli, make_tenant, tmp_path):
@@ -35,7 +18,7 @@ async def test_kb_add_search_list_deactivate_delete(cli, make_tenant, tmp_path):
     copy = tmp_path / "faq-copy.pdf"
     copy.write_bytes(faq.read_bytes())
 
-    added = await cli("kb", "add", str(faq), str(parts), str(scan), str(copy), "--tenant", tenant.slug)
+    added = await cli.arun("kb", "add", str(faq), str(parts), str(scan), str(copy), "--tenant", tenant.slug)
     assert added.exit_code == 1, added.output  # one file failed
     lines = added.output.splitlines()
     assert any(line.startswith("ready") and "faq.pdf" in line and "2 chunks" in line for line in lines)
@@ -44,54 +27,60 @@ async def test_kb_add_search_list_deactivate_delete(cli, make_tenant, tmp_path):
     assert any(line.startswith("skipped") and "same content as faq.pdf" in line for line in lines)
     assert "3 chunks stored from 2 file(s); 2 skipped or failed" in added.output
 
-    found = await cli("kb", "search", "How long does standard delivery take?", "--tenant", tenant.slug)
+    found = await cli.arun("kb", "search", "How long does standard delivery take?", "--tenant", tenant.slug)
     assert found.exit_code == 0, found.output
     results = [json.loads(line) for line in found.stdout.splitlines()]
     assert results[0]["document"] == "faq.pdf" and results[0]["page"] == 2 and results[0]["score"] > 0
     assert set(results[0]) == {"document", "page", "sheet", "score", "text"}
 
-    exact = await cli("kb", "search", "FVAM-2050-C", "--mode", "exact", "--tenant", tenant.slug)
+    exact = await cli.arun("kb", "search", "FVAM-2050-C", "--mode", "exact", "--tenant", tenant.slug)
     [hit] = [json.loads(line) for line in exact.stdout.splitlines()]
     assert hit["sheet"] == "Parts" and "FVAM-2050-C" in hit["text"]
 
-    nothing = await cli("kb", "search", "Who won the football world cup in 1998?", "--tenant", tenant.slug)
+    nothing = await cli.arun(
+        "kb", "search", "Who won the football world cup in 1998?", "--tenant", tenant.slug
+    )
     assert nothing.exit_code == 0 and nothing.stdout == ""
 
-    listed = await cli("kb", "list", "--tenant", tenant.slug)
+    listed = await cli.arun("kb", "list", "--tenant", tenant.slug)
     assert [line.split()[-1] for line in listed.output.splitlines() if "scan.pdf" not in line] == [
         "faq.pdf",
         "parts.xlsx",
     ]
     assert "scan.pdf" not in listed.output  # a file that cannot be parsed stores nothing
 
-    assert (await cli("kb", "deactivate", "parts.xlsx", "--tenant", tenant.slug)).exit_code == 0
-    assert (await cli("kb", "search", "FVAM-2050-C", "--mode", "exact", "--tenant", tenant.slug)).stdout == ""
-    assert (await cli("kb", "activate", "parts.xlsx", "--tenant", tenant.slug)).exit_code == 0
+    assert (await cli.arun("kb", "deactivate", "parts.xlsx", "--tenant", tenant.slug)).exit_code == 0
+    assert (
+        await cli.arun("kb", "search", "FVAM-2050-C", "--mode", "exact", "--tenant", tenant.slug)
+    ).stdout == ""
+    assert (await cli.arun("kb", "activate", "parts.xlsx", "--tenant", tenant.slug)).exit_code == 0
     assert (
         "FVAM-2050-C"
-        in (await cli("kb", "search", "FVAM-2050-C", "--mode", "exact", "--tenant", tenant.slug)).output
+        in (await cli.arun("kb", "search", "FVAM-2050-C", "--mode", "exact", "--tenant", tenant.slug)).output
     )
 
-    reindexed = await cli("kb", "reindex", "faq.pdf", "--tenant", tenant.slug)
+    reindexed = await cli.arun("kb", "reindex", "faq.pdf", "--tenant", tenant.slug)
     assert (
         reindexed.exit_code == 0 and reindexed.output.startswith("ready") and "2 chunks" in reindexed.output
     )
 
-    assert (await cli("kb", "delete", "parts.xlsx", "--tenant", tenant.slug)).exit_code == 0
-    assert (await cli("kb", "search", "FVAM-2050-C", "--mode", "exact", "--tenant", tenant.slug)).stdout == ""
-    missing = await cli("kb", "delete", "parts.xlsx", "--tenant", tenant.slug)
+    assert (await cli.arun("kb", "delete", "parts.xlsx", "--tenant", tenant.slug)).exit_code == 0
+    assert (
+        await cli.arun("kb", "search", "FVAM-2050-C", "--mode", "exact", "--tenant", tenant.slug)
+    ).stdout == ""
+    missing = await cli.arun("kb", "delete", "parts.xlsx", "--tenant", tenant.slug)
     assert missing.exit_code == 2 and "no knowledge document 'parts.xlsx'" in missing.output
 
 
 async def test_kb_list_of_an_empty_knowledge_base_says_so_on_stderr(cli, make_tenant):
     tenant = await make_tenant()
-    listed = await cli("kb", "list", "--tenant", tenant.slug)
+    listed = await cli.arun("kb", "list", "--tenant", tenant.slug)
     assert listed.exit_code == 0 and listed.stdout == ""
     assert listed.stderr.startswith("no documents (add some with `switchboard kb add")
 
 
 async def test_kb_add_of_a_missing_file_is_one_line(cli, make_tenant, tmp_path):
     tenant = await make_tenant()
-    result = await cli("kb", "add", str(tmp_path / "missing.txt"), "--tenant", tenant.slug)
+    result = await cli.arun("kb", "add", str(tmp_path / "missing.txt"), "--tenant", tenant.slug)
     assert result.exit_code == 2
     assert result.stderr.strip() == f"error: no such file: {tmp_path / 'missing.txt'}"

@@ -29,6 +29,7 @@ from switchboard.memory import close_idle_conversations
 
 from tests.utils.conversations import assert_human_mode_has_owner, event_rows
 from tests.utils.handoff import make_agent, make_customer_conversation, reload
+from tests.utils.tenants import new_tenant
 
 
 async def _command(sessions, agent, text: str) -> None:  # type: ignore[no-untyped-def]
@@ -54,8 +55,11 @@ def _ctx(sessions, customer, conversation) -> ToolContext:  # type: ignore[no-un
     )
 
 
-async def test_every_transition_path_is_recorded_and_keeps_human_mode_owned(sessions, make_tenant) -> None:  # type: ignore[no-untyped-def]
-    tenant = await make_tenant(memory={"inactivity_close_s": 60})
+async def test_every_transition_path_is_recorded_and_keeps_human_mode_owned(scratch_database) -> None:  # type: ignore[no-untyped-def]
+    sessions = (
+        scratch_database.sessions
+    )  # closing idle conversations scans every tenant: only this test's here
+    tenant = await new_tenant(sessions, memory={"inactivity_close_s": 60})
     nia = await make_agent(sessions, tenant, "Nia")
     leo = await make_agent(sessions, tenant, "Leo")
     customer, conversation = await make_customer_conversation(sessions, tenant)
@@ -87,7 +91,7 @@ async def test_every_transition_path_is_recorded_and_keeps_human_mode_owned(sess
         ).all():
             message.created_at = utcnow() - timedelta(minutes=5)
             session.add(message)
-    assert conversation.id in await close_idle_conversations(sessions, now=utcnow())
+    assert await close_idle_conversations(sessions, now=utcnow()) == [conversation.id]
     await check()
 
     assert await event_rows(sessions, tenant.id, conversation.id) == [

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
-import pytest
-from switchboard.cli import app as cli_app
 from switchboard.conversations import Actor
 from switchboard.db.engine import session_scope
 from switchboard.db.models import Conversation, HumanAgent
 from switchboard.handoff import escalate
-from typer.testing import CliRunner
 
-from services.orchestrator.main import create_app as create_orchestrator
 from tests.utils.handoff import make_agent, make_customer_conversation, outbox_rows, random_phone, reload
-from tests.utils.servers import serve_app
 
 
-async def test_admin_api_adds_lists_and_sets_status(make_tenant, sessions, settings):
+async def test_admin_api_adds_lists_and_sets_status(make_tenant, sessions, settings, orchestrator_url):
     tenant = await make_tenant()
     _, waiting = await make_customer_conversation(sessions, tenant)
     async with session_scope(sessions) as session:
@@ -29,30 +22,29 @@ async def test_admin_api_adds_lists_and_sets_status(make_tenant, sessions, setti
         ).agent is None
     headers = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
     phone = random_phone()
-    with serve_app(create_orchestrator(settings)) as base:
-        async with httpx.AsyncClient(base_url=base, timeout=30, headers=headers) as client:
-            unauthorized = await client.get(
-                f"/v1/admin/tenants/{tenant.slug}/agents", headers={"Authorization": "x"}
-            )
-            created = await client.post(
-                f"/v1/admin/tenants/{tenant.slug}/agents",
-                json={"name": "Nia", "phone": f"+{phone[:4]} {phone[4:]}"},
-            )
-            duplicate = await client.post(
-                f"/v1/admin/tenants/{tenant.slug}/agents", json={"name": "X", "phone": phone}
-            )
-            bad_phone = await client.post(
-                f"/v1/admin/tenants/{tenant.slug}/agents", json={"name": "X", "phone": "012345678"}
-            )
-            no_tenant = await client.get("/v1/admin/tenants/no-such-tenant-xyz/agents")
-            agent_id = created.json()["id"]
-            online = await client.patch(
-                f"/v1/admin/tenants/{tenant.slug}/agents/{agent_id}", json={"status": "online"}
-            )
-            offline = await client.patch(
-                f"/v1/admin/tenants/{tenant.slug}/agents/{agent_id}", json={"status": "offline"}
-            )
-            listed = await client.get(f"/v1/admin/tenants/{tenant.slug}/agents")
+    async with httpx.AsyncClient(base_url=orchestrator_url, timeout=30, headers=headers) as client:
+        unauthorized = await client.get(
+            f"/v1/admin/tenants/{tenant.slug}/agents", headers={"Authorization": "x"}
+        )
+        created = await client.post(
+            f"/v1/admin/tenants/{tenant.slug}/agents",
+            json={"name": "Nia", "phone": f"+{phone[:4]} {phone[4:]}"},
+        )
+        duplicate = await client.post(
+            f"/v1/admin/tenants/{tenant.slug}/agents", json={"name": "X", "phone": phone}
+        )
+        bad_phone = await client.post(
+            f"/v1/admin/tenants/{tenant.slug}/agents", json={"name": "X", "phone": "012345678"}
+        )
+        no_tenant = await client.get("/v1/admin/tenants/no-such-tenant-xyz/agents")
+        agent_id = created.json()["id"]
+        online = await client.patch(
+            f"/v1/admin/tenants/{tenant.slug}/agents/{agent_id}", json={"status": "online"}
+        )
+        offline = await client.patch(
+            f"/v1/admin/tenants/{tenant.slug}/agents/{agent_id}", json={"status": "offline"}
+        )
+        listed = await client.get(f"/v1/admin/tenants/{tenant.slug}/agents")
     assert unauthorized.status_code == 401
     assert created.status_code == 201
     assert created.json()["phone"] == phone and created.json()["status"] == "offline"
@@ -68,31 +60,17 @@ async def test_admin_api_adds_lists_and_sets_status(make_tenant, sessions, setti
     assert notice.recipient == phone and notice.payload["audience"] == "agent"
 
 
-@pytest.fixture
-def cli(database_url, redis_url, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("DATABASE_URL", database_url)
-    monkeypatch.setenv("REDIS_URL", redis_url)
-    monkeypatch.setenv("DATA_DIR", str(tmp_path))
-    return CliRunner()
-
-
 async def test_cli_agents_add_list_online_offline(make_tenant, sessions, cli):
     tenant = await make_tenant()
     phone = random_phone()
-    added = await asyncio.to_thread(
-        cli.invoke,
-        cli_app,
-        ["agents", "add", "--tenant", tenant.slug, "--name", "Leo", "--phone", f"+{phone}"],
+    added = await cli.arun(
+        *["agents", "add", "--tenant", tenant.slug, "--name", "Leo", "--phone", f"+{phone}"]
     )
     assert added.exit_code == 0, added.output
     assert added.stdout.startswith(f"added agent Leo +{phone} (offline) id=")
-    again = await asyncio.to_thread(
-        cli.invoke, cli_app, ["agents", "add", "--tenant", tenant.slug, "--name", "Leo2", "--phone", phone]
-    )
+    again = await cli.arun("agents", "add", "--tenant", tenant.slug, "--name", "Leo2", "--phone", phone)
     assert again.exit_code == 2 and "already exists" in again.output
-    online = await asyncio.to_thread(
-        cli.invoke, cli_app, ["agents", "online", "--tenant", tenant.slug, "--name", "leo"]
-    )
+    online = await cli.arun("agents", "online", "--tenant", tenant.slug, "--name", "leo")
     assert online.exit_code == 0, online.output
     assert online.stdout.strip() == "Leo is online; 0 waiting conversation(s) assigned"
     other = await make_agent(sessions, tenant, "Busy", online=True, total=99)
@@ -101,17 +79,13 @@ async def test_cli_agents_add_list_online_offline(make_tenant, sessions, cli):
         await escalate(
             session, tenant_id=tenant.id, conversation_id=conversation.id, reason="r", actor=Actor.ai()
         )
-    refused = await asyncio.to_thread(
-        cli.invoke, cli_app, ["agents", "offline", "--tenant", tenant.slug, "--phone", phone]
-    )
+    refused = await cli.arun("agents", "offline", "--tenant", tenant.slug, "--phone", phone)
     assert refused.exit_code == 2 and "open conversation" in refused.output
-    listed = await asyncio.to_thread(cli.invoke, cli_app, ["agents", "list", "--tenant", tenant.slug])
+    listed = await cli.arun("agents", "list", "--tenant", tenant.slug)
     lines = listed.stdout.splitlines()
     assert lines[0].split() == ["Busy", f"+{other.phone}", "online", "open=0", "total=99"]
     assert lines[1].split() == ["Leo", f"+{phone}", "online", "open=1", "total=1"]
-    unknown = await asyncio.to_thread(
-        cli.invoke, cli_app, ["agents", "online", "--tenant", tenant.slug, "--name", "Nobody"]
-    )
+    unknown = await cli.arun("agents", "online", "--tenant", tenant.slug, "--name", "Nobody")
     assert unknown.exit_code == 2 and "no agent named" in unknown.output
     async with sessions() as session:
         assert (await session.get(HumanAgent, other.id)).status == "online"

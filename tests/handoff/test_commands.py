@@ -146,12 +146,10 @@ async def test_reply_context_selects_the_conversation(sessions, make_tenant):
 async def test_end_returns_to_the_ai_and_leaves_a_note(sessions, make_tenant):
     tenant = await make_tenant()
     agent = await make_agent(sessions, tenant, "Nia")
-    _, conversation = await make_customer_conversation(sessions, tenant, name="Ana")
+    customer, conversation = await make_customer_conversation(sessions, tenant, name="Ana")
     await _assign(sessions, tenant, conversation)
     [reply] = await _run(sessions, agent, "/end")
-    assert (
-        reply.text == "Ana (+" + reply.text.split("(+")[1].split(")")[0] + ") is back with the AI assistant."
-    )
+    assert reply.text == f"Ana (+{customer.phone}) is back with the AI assistant."
     stored = await reload(sessions, Conversation, conversation.id)
     assert (stored.status, stored.assigned_agent_id) == ("ai", None)
     row = await reload(sessions, HumanAgent, agent.id)
@@ -260,7 +258,10 @@ async def test_transfer_by_name_or_phone_and_its_errors(sessions, make_tenant):
     answer, notice = await _run(sessions, nia, f"/transfer +{maria.phone}")
     assert answer.text.endswith("is now with Maria Silva.") and notice.recipient == maria.phone
     assert (await reload(sessions, Conversation, conversation.id)).assigned_agent_id == maria.id
-    assert off.id != maria.id
+    # the refused transfers changed nobody: Otto stays offline with nothing, Maria has her one more
+    otto, maria_row = await reload(sessions, HumanAgent, off.id), await reload(sessions, HumanAgent, maria.id)
+    assert (otto.status, otto.current_load, otto.total_conversations) == ("offline", 0, 0)
+    assert (maria_row.current_load, maria_row.total_conversations) == (1, 51)
 
 
 async def test_transfer_with_nobody_else_online(sessions, make_tenant):

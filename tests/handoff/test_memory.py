@@ -18,8 +18,9 @@ from switchboard.memory import (
 )
 from switchboard.runtime.resources import Resources
 
-from tests.utils.agent import ConversationHandle, deployment, llm_settings, unique_model
+from tests.utils.agent import ConversationHandle, answer_with_script, deployment, llm_settings, unique_model
 from tests.utils.handoff import make_customer_conversation, reload
+from tests.utils.tenants import new_tenant
 
 
 async def _tenant(make_tenant, offline_model, **extensions):  # type: ignore[no-untyped-def]
@@ -117,17 +118,19 @@ async def test_open_conversation_and_model_failure_write_nothing(
 
 
 async def test_idle_conversations_close_and_the_sweep_summarizes_them(
-    make_tenant, sessions, offline_model, gateway, settings
+    scratch_database, offline_model, gateway, settings
 ):
-    tenant, script = await _tenant(make_tenant, offline_model, memory={"inactivity_close_s": 60})
+    # both jobs scan every tenant: on a database of this test's own they see exactly its conversations
+    sessions = scratch_database.sessions
+    tenant = await new_tenant(sessions, memory={"inactivity_close_s": 60})
+    script = await answer_with_script(sessions, tenant.id, offline_model)
     customer, idle = await make_customer_conversation(sessions, tenant, texts=("Need a new chain",))
     _, fresh = await make_customer_conversation(sessions, tenant)
     async with session_scope(sessions) as session:
         for message in (await session.exec(select(Message).where(Message.conversation_id == idle.id))).all():
             message.created_at = utcnow() - timedelta(minutes=5)
             session.add(message)
-    closed = await close_idle_conversations(sessions, now=utcnow())
-    assert idle.id in closed and fresh.id not in closed
+    assert await close_idle_conversations(sessions, now=utcnow()) == [idle.id]
     assert (await reload(sessions, Conversation, idle.id)).status == "closed"
     assert (await reload(sessions, Conversation, fresh.id)).status == "ai"
     script.push(ScriptedResponse(content="Wants a new chain."))
@@ -135,9 +138,9 @@ async def test_idle_conversations_close_and_the_sweep_summarizes_them(
         "resources": Resources(settings=settings, engine=None, sessions=sessions, redis=None),
         "model_gateway": gateway,
     }
-    result = await memory_sweep(ctx)
-    assert result["summarized"] >= 1
+    assert await memory_sweep(ctx) == {"closed": 0, "summarized": 1}
     assert (await _memory(sessions, tenant.id, customer.id)).summary == "Wants a new chain."
+    assert await memory_sweep(ctx) == {"closed": 0, "summarized": 0}  # summarized once
 
 
 async def test_returning_customer_comes_from_the_database(make_tenant, sessions):

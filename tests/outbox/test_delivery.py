@@ -11,7 +11,7 @@ from switchboard.outbox import OutboxItem, write_outbox
 from switchboard.outbox.delivery import DeliveryReport, DeliveryScope, deliver
 from switchboard.outbox.policy import backoff_s
 
-from tests.outbox.conftest import (
+from tests.utils.outbox import (
     captured_logs,
     make_human_agent,
     past,

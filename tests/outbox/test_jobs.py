@@ -5,7 +5,7 @@ from __future__ import annotations
 from arq.cron import CronJob
 from switchboard.queue import build_chat_worker_settings
 
-from tests.outbox.conftest import rows_of, sent_by, write_parts
+from tests.utils.outbox import rows_of, sent_by, write_parts
 
 
 async def test_worker_cron_delivers_what_is_due(

@@ -10,9 +10,9 @@ from switchboard.outbox.delivery import IN_FLIGHT_S, DeliveryReport, DeliverySco
 from switchboard.outbox.statuses import DeliveryStatus, apply_statuses
 from switchboard.queue.keys import parked_status_key
 
-from tests.channels.whatsapp.conftest import channel_service, run_worker_burst
-from tests.outbox.conftest import captured_logs, past, rows_of, script, sent_by, set_row, write_parts
-from tests.utils.whatsapp import load_payload
+from tests.utils.outbox import captured_logs, past, rows_of, script, sent_by, set_row, write_parts
+from tests.utils.whatsapp import channel_service, load_payload
+from tests.utils.workers import run_worker_burst
 
 
 def _status_webhook(scene, *, wamid: str, correlation_id: str, status: str = "sent") -> dict:  # type: ignore[no-untyped-def]

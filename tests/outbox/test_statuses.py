@@ -20,7 +20,7 @@ from switchboard.outbox.statuses import (
 )
 from switchboard.queue.keys import parked_status_index_key, parked_status_key
 
-from tests.outbox.conftest import captured_logs, rows_of, write_parts
+from tests.utils.outbox import captured_logs, rows_of, write_parts
 
 PROVIDER_STATUSES = ["sent", "delivered", "read", "played", "failed"]
 

@@ -9,8 +9,7 @@ from switchboard.db.models import Conversation, OutboxPurpose, utcnow
 from switchboard.outbox.delivery import DeliveryReport, DeliveryScope, deliver
 from switchboard.queue.keys import channel_throttle_key
 
-from tests.channels.whatsapp.conftest import channel_service
-from tests.outbox.conftest import (
+from tests.utils.outbox import (
     make_human_agent,
     past,
     rows_of,
@@ -20,7 +19,7 @@ from tests.outbox.conftest import (
     write_agent_notice,
     write_parts,
 )
-from tests.utils.whatsapp import load_payload
+from tests.utils.whatsapp import channel_service, load_payload
 
 
 async def _conversation(sessions, scene) -> Conversation:  # type: ignore[no-untyped-def]

@@ -21,8 +21,8 @@ from switchboard.tools.business import BUSINESS_TOOLS
 from switchboard.tools.contracts import ToolContract, ToolPolicy
 from switchboard.tools.server import ToolServer, create_tools_app
 
-from tests.utils.asgi_server import serve_asgi
 from tests.utils.model_fixtures import gateway, offline_model
+from tests.utils.servers import serve_app
 
 __all__ = ["gateway", "offline_model", "make_shop", "mcp_server"]
 
@@ -103,5 +103,5 @@ def make_shop(sessions, make_tenant):
 async def mcp_server(settings):
     """``(url, ToolServer)`` of the real MCP service on a loopback port."""
     server = ToolServer([*BUSINESS_TOOLS, *TEST_TOOLS])
-    async with serve_asgi(create_tools_app(settings, server=server)) as base_url:
+    async with serve_app(create_tools_app(settings, server=server)) as base_url:
         yield f"{base_url}/mcp", server

@@ -7,13 +7,8 @@ import uuid
 import httpx
 import pytest
 from sqlmodel import select
-from switchboard.cli import app as cli_app
 from switchboard.db.models import AuditLog, McpTenantTool, Order, Product
 from switchboard.tools.importers import import_csv
-from typer.testing import CliRunner
-
-from services.orchestrator.main import create_app as create_orchestrator
-from tests.utils.asgi_server import serve_asgi
 
 GOOD_AND_BAD_PRODUCTS = """sku,name,price,stock,colour
 ab-1,Fan A,10.00,3,red
@@ -120,10 +115,10 @@ async def test_a_comma_file_with_semicolons_in_values_keeps_its_columns(sessions
     ]
 
 
-async def test_admin_api_toolbox_and_import(settings, sessions, make_tenant):
+async def test_admin_api_toolbox_and_import(settings, sessions, make_tenant, orchestrator_url):
     tenant = await make_tenant()
     admin = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
-    async with serve_asgi(create_orchestrator(settings)) as base, httpx.AsyncClient(base_url=base) as http:
+    async with httpx.AsyncClient(base_url=orchestrator_url) as http:
         prefix = f"/v1/admin/tenants/{tenant.slug}"
         assert (await http.get(f"{prefix}/tools")).status_code == 401
         listed = (await http.get(f"{prefix}/tools", headers=admin)).json()
@@ -169,39 +164,29 @@ async def test_admin_api_toolbox_and_import(settings, sessions, make_tenant):
     assert sorted(actions) == ["tool_configured", "tool_enabled"]
 
 
-@pytest.fixture
-def cli(database_url, redis_url, tmp_path, monkeypatch):
-    monkeypatch.setenv("DATABASE_URL", database_url)
-    monkeypatch.setenv("REDIS_URL", redis_url)
-    monkeypatch.setenv("DATA_DIR", str(tmp_path))
-    return CliRunner()
-
-
 def test_cli_tools_and_data_import(cli, tmp_path):
     slug = f"cli-{uuid.uuid4().hex[:8]}"
-    assert cli.invoke(cli_app, ["tenant", "create", "--slug", slug, "--name", "CLI Shop"]).exit_code == 0
+    assert cli.run("tenant", "create", "--slug", slug, "--name", "CLI Shop").exit_code == 0
 
-    enable = cli.invoke(cli_app, ["tools", "enable", "--tenant", slug, "lookup_product"])
+    enable = cli.run("tools", "enable", "--tenant", slug, "lookup_product")
     assert enable.exit_code == 0 and "lookup_product enabled" in enable.stdout
-    configure = cli.invoke(
-        cli_app, ["tools", "configure", "--tenant", slug, "find_store", "--config", '{"limit": 2}']
-    )
+    configure = cli.run("tools", "configure", "--tenant", slug, "find_store", "--config", '{"limit": 2}')
     assert configure.exit_code == 0, configure.output
-    listed = cli.invoke(cli_app, ["tools", "list", "--tenant", slug]).stdout.splitlines()
+    listed = cli.run("tools", "list", "--tenant", slug).stdout.splitlines()
     assert any(line.split()[:3] == ["lookup_product", "enabled", "read"] for line in listed)
     assert any(
         line.startswith("find_store") and "disabled" in line and '{"limit": 2}' in line for line in listed
     )
-    bad = cli.invoke(cli_app, ["tools", "enable", "--tenant", slug, "nope"])
+    bad = cli.run("tools", "enable", "--tenant", slug, "nope")
     assert bad.exit_code == 2 and "unknown tool 'nope'" in bad.stderr
 
     csv_file = tmp_path / "products.csv"
     csv_file.write_text(GOOD_AND_BAD_PRODUCTS)
-    refused = cli.invoke(cli_app, ["data", "import", "--tenant", slug, "--kind", "products", str(csv_file)])
+    refused = cli.run("data", "import", "--tenant", slug, "--kind", "products", str(csv_file))
     assert refused.exit_code == 1 and "nothing imported: 3 of 5 rows rejected" in refused.stderr
     assert "line 5: duplicate of line 2" in refused.stderr
-    done = cli.invoke(
-        cli_app, ["data", "import", "--tenant", slug, "--kind", "products", "--skip-invalid", str(csv_file)]
+    done = cli.run(
+        *["data", "import", "--tenant", slug, "--kind", "products", "--skip-invalid", str(csv_file)]
     )
     assert done.exit_code == 0 and "imported 2 of 5 products rows (3 rejected)" in done.stdout
 
@@ -221,12 +206,10 @@ async def test_seeded_demo_business_enables_every_tool(sessions, make_tenant):
 
 def test_cli_import_reports_skipped_rows_missing_columns_and_empty_fields(cli, tmp_path):
     slug = f"cli-{uuid.uuid4().hex[:8]}"
-    assert cli.invoke(cli_app, ["tenant", "create", "--slug", slug, "--name", "CLI Shop"]).exit_code == 0
+    assert cli.run("tenant", "create", "--slug", slug, "--name", "CLI Shop").exit_code == 0
     mixed = tmp_path / "mixed.csv"
     mixed.write_text("sku,name,price\nAB-1,Fan A,10.00\nAB-2,,5.00\nAB-3,Fan C,-1\n")
-    done = cli.invoke(
-        cli_app, ["data", "import", "--tenant", slug, "--kind", "products", "--skip-invalid", str(mixed)]
-    )
+    done = cli.run("data", "import", "--tenant", slug, "--kind", "products", "--skip-invalid", str(mixed))
     assert done.exit_code == 0, done.output
     lines = [line for line in done.stdout.splitlines() if "import_done" not in line]  # minus the log line
     assert lines[0] == "imported 1 of 3 products rows (2 rejected)"
@@ -235,9 +218,7 @@ def test_cli_import_reports_skipped_rows_missing_columns_and_empty_fields(cli, t
 
     wrong_header = tmp_path / "wrong.csv"
     wrong_header.write_text("code,title,cost\nAB-1,Fan A,10.00\nAB-2,Fan B,5.00\n")
-    refused = cli.invoke(
-        cli_app, ["data", "import", "--tenant", slug, "--kind", "products", str(wrong_header)]
-    )
+    refused = cli.run("data", "import", "--tenant", slug, "--kind", "products", str(wrong_header))
     assert refused.exit_code == 2
     assert refused.stderr.strip() == (
         "error: missing columns: sku, name, price (the header row has: code, title, cost)"

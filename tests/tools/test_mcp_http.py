@@ -19,8 +19,8 @@ from switchboard.tools.receipts import args_hash
 from switchboard.tools.server import ToolServer, create_tools_app
 from switchboard.tools.toolbox import set_enabled
 
-from tests.utils.asgi_server import serve_asgi
 from tests.utils.net import free_port
+from tests.utils.servers import serve_app
 
 
 def source(url, settings, sessions, **kwargs) -> McpToolSource:
@@ -309,7 +309,7 @@ async def test_discovery_failure_leaves_built_ins_only_and_recovers(settings, se
     )
     assert await down.definitions(turn(shop)) == []
 
-    async with serve_asgi(create_tools_app(settings, server=ToolServer()), port=port):
+    async with serve_app(create_tools_app(settings, server=ToolServer()), port=port):
         assert len(await down.definitions(turn(shop))) == 6  # recovered on the next discovery
         ctx = turn(shop)
         assert (await down.call("find_store", {"city_or_coordinates": "Chicago"}, ctx)).content["stores"]

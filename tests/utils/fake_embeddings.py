@@ -1,4 +1,4 @@
-"""A loopback OpenAI-compatible ``POST /v1/embeddings`` server for tests (uvicorn, free port).
+"""A loopback OpenAI-compatible ``POST /v1/embeddings`` server for tests (served by ``serve_app``).
 
 Vectors are the lexical embedding of each input, so retrieval behaves realistically. The server
 can fail chosen requests (HTTP 500, as a provider outage does) to test retries and atomicity.
@@ -6,18 +6,16 @@ can fail chosen requests (HTTP 500, as a provider outage does) to test retries a
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from switchboard.llm.lexical import lexical_embedding
 
-from tests.utils.net import free_port
+from tests.utils.servers import serve_app
 
 
 @dataclass
@@ -62,18 +60,7 @@ class FakeEmbeddingProvider:
 
 @asynccontextmanager
 async def serve_fake_embeddings(provider: FakeEmbeddingProvider) -> AsyncIterator[FakeEmbeddingProvider]:
-    """Run ``provider`` on ``127.0.0.1:<free port>`` for the duration of the block."""
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(provider.app(), host="127.0.0.1", port=port, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    async with asyncio.timeout(10):
-        while not server.started:  # noqa: ASYNC110 (uvicorn exposes only this flag)
-            if task.done():
-                task.result()  # raises why the server did not start
-            await asyncio.sleep(0.01)
-    provider.base_url = f"http://127.0.0.1:{port}/v1"
-    try:
+    """Run ``provider`` on a loopback port (:func:`tests.utils.servers.serve_app`) for the block."""
+    async with serve_app(provider.app()) as url:
+        provider.base_url = f"{url}/v1"
         yield provider
-    finally:
-        server.should_exit = True
-        await task

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import random
+import secrets
 import uuid
 
 from sqlalchemy.ext.asyncio import async_sessionmaker
@@ -14,7 +14,8 @@ from switchboard.handoff import add_agent
 
 
 def random_phone() -> str:
-    return "1555" + "".join(random.choice("0123456789") for _ in range(7))
+    """A phone number no other test uses (``secrets``: pytest-randomly reseeds ``random`` per test)."""
+    return "1555" + "".join(secrets.choice("0123456789") for _ in range(7))
 
 
 async def make_agent(

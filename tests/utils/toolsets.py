@@ -21,7 +21,8 @@ def _fn(name: str, description: str) -> dict[str, Any]:
 
 class ScratchToolSet:
     """``lookup`` echoes its arguments, ``slow`` sleeps ``sleep_s``, ``big`` returns ``big_chars``
-    characters, ``boom`` raises RuntimeError, ``refuse`` raises ToolError; contexts are recorded."""
+    characters, ``boom`` raises RuntimeError, ``refuse`` raises ToolError; contexts are recorded, and
+    calls cancelled before they finished are counted (``cancelled``)."""
 
     def __init__(self, *, sleep_s: float = 5.0, big_chars: int = 200_000) -> None:
         self.sleep_s = sleep_s
@@ -29,6 +30,7 @@ class ScratchToolSet:
         self.contexts: list[ToolContext] = []
         self.active = 0
         self.max_active = 0
+        self.cancelled = 0
 
     async def definitions(self, ctx: ToolContext) -> list[dict[str, Any]]:
         return [
@@ -57,5 +59,8 @@ class ScratchToolSet:
             if name == "refuse":
                 raise ToolError("order not found", error_type="not_found")
             raise ToolError(f"unknown {name}", error_type="unknown_tool")
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
         finally:
             self.active -= 1

@@ -7,63 +7,28 @@ server stands in for the provider: it must see no turn for these messages.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from sqlalchemy import update
 from sqlmodel import select
 from switchboard.channels.whatsapp.settings import WhatsAppSettings
-from switchboard.db.models import Conversation, Customer, HumanAgent, Message, Tenant, utcnow
+from switchboard.db.models import Conversation, Customer, HumanAgent, Message, utcnow
 from switchboard.handoff import HANDOFF_SUMMARY_INSTRUCTION, add_agent
 from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.tenant_settings import AgentSettings
 
-from services.orchestrator.main import create_app as create_orchestrator
-from tests.channels.whatsapp.conftest import channel_service, run_worker_burst, sent_to
-from tests.utils.agent import deployment, llm_settings, unique_model
 from tests.utils.conversations import assert_human_mode_has_owner, event_rows
 from tests.utils.handoff import random_phone
-from tests.utils.model_fixtures import offline_model  # noqa: F401  (fixture)
-from tests.utils.servers import serve_app
-from tests.utils.whatsapp import load_payload, text_body
+from tests.utils.whatsapp import channel_service, load_payload, sent_to, text_body
+from tests.utils.workers import run_worker_burst
 
 CUSTOMER = "15550100099"
 
 
-@pytest.fixture(scope="module")
-def orchestrator_port(database_url, redis_url, data_dir) -> Iterator[int]:  # type: ignore[no-untyped-def]
-    from switchboard.settings import load_settings
-
-    settings = load_settings(
-        database_url=database_url,
-        redis_url=redis_url,
-        data_dir=data_dir / "state",
-        log_format="console",
-        _env_file=None,
-    )
-    with serve_app(create_orchestrator(settings)) as url:
-        yield int(url.rsplit(":", 1)[1])
-
-
 @pytest.fixture
-def script(offline_model, wa_tenant, sessions):  # type: ignore[no-untyped-def]  # noqa: F811
-    state, url = offline_model
-    name = unique_model("btn")
-
-    async def configure(**extensions):  # type: ignore[no-untyped-def]
-        async with sessions() as session, session.begin():
-            tenant = await session.get(Tenant, wa_tenant.tenant.id)
-            tenant.settings_extensions = {"llm": llm_settings(deployment(url, name)), **extensions}
-            session.add(tenant)
-        return state.script(name)
-
-    return configure
-
-
-@pytest.fixture
-def settings_(make_settings, orchestrator_port):  # type: ignore[no-untyped-def]
-    return make_settings(orchestrator_port=orchestrator_port)
+def settings_(e2e_settings):  # type: ignore[no-untyped-def]
+    return e2e_settings()
 
 
 async def _post(settings, *bodies) -> None:  # type: ignore[no-untyped-def]
@@ -166,13 +131,50 @@ async def test_talk_to_human_button_assigns_the_online_agent_with_a_summary(
     await assert_human_mode_has_owner(sessions, wa_tenant.tenant.id)
 
 
+async def test_the_same_conversation_escalated_twice_at_once_gets_one_agent(
+    settings_, wa_tenant, sessions, graph_sandbox, script
+):  # type: ignore[no-untyped-def]
+    model = await script()
+    model.default = ScriptedResponse(content="Customer asked for a person by button.")
+    async with sessions() as session, session.begin():
+        agents = [
+            await add_agent(
+                session, tenant_id=wa_tenant.tenant.id, name=name, phone=random_phone(), online=True
+            )
+            for name in ("Nia", "Leo")
+        ]
+        for agent in agents:
+            agent.last_inbound_at = utcnow() - timedelta(minutes=5)
+    # two presses of "talk to a person" in one delivery: their jobs run at the same time
+    await _post(
+        settings_,
+        _payload("interactive_button_reply.json", wa_tenant),
+        _payload("interactive_button_reply.json", wa_tenant),
+    )
+    conversation = await _conversation(sessions, wa_tenant)
+    async with sessions() as session:
+        loads = {
+            a.id: (a.current_load, a.total_conversations)
+            for a in [await session.get(HumanAgent, a.id) for a in agents]
+        }
+    assert conversation.status == "human" and conversation.assigned_agent_id in loads
+    assigned = conversation.assigned_agent_id
+    assert loads == {a.id: (1, 1) if a.id == assigned else (0, 0) for a in agents}
+    phones = {a.id: a.phone for a in agents}
+    notices = [m["to"] for m in sent_to(graph_sandbox[1], wa_tenant.phone_number_id) if m["to"] != CUSTOMER]
+    assert set(notices) == {phones[assigned]}  # notices go to that agent only
+    await assert_human_mode_has_owner(sessions, wa_tenant.tenant.id)
+
+
 async def test_unsubscribe_button_opts_out_then_ordinary_messages_are_answered(
     settings_, wa_tenant, sessions, graph_sandbox, script, arq_pool
 ):  # type: ignore[no-untyped-def]
     model = await script()
     body = _payload("button_template_quick_reply.json", wa_tenant)
     wamid = body["entry"][0]["changes"][0]["value"]["messages"][0]["id"]
+    before = utcnow()
     await _post(settings_, body)
+    after = utcnow()
     pid = wa_tenant.phone_number_id
     assert [(m["to"], m["text"]) for m in sent_to(graph_sandbox[1], pid)] == [
         (CUSTOMER, WhatsAppSettings().opt_out_reply)
@@ -183,7 +185,7 @@ async def test_unsubscribe_button_opts_out_then_ordinary_messages_are_answered(
         ).one()
     opt_out = customer.profile["marketing_opt_out"]
     assert opt_out["source"] == {"channel": "whatsapp", "payload": "Unsubscribe", "message_id": wamid}
-    assert opt_out["at"].startswith(str(utcnow().year))
+    assert before <= datetime.fromisoformat(opt_out["at"]) <= after  # recorded while the job ran
     assert model.requests == []
     assert (await _conversation(sessions, wa_tenant)).status == "ai"
 

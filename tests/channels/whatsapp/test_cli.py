@@ -2,60 +2,40 @@
 
 from __future__ import annotations
 
+import json
+import os
+import time
 import uuid
 
 from sqlmodel import select
 from switchboard.channels.whatsapp.accounts import access_token_of
 from switchboard.channels.whatsapp.cli import retarget_payload
-from switchboard.cli import app
 from switchboard.crypto import CredentialCipher
-from switchboard.db.models import ChannelAccount
-from typer.testing import CliRunner
+from switchboard.db.models import ChannelAccount, Message
+from switchboard.queue import Queue
+from switchboard.queue.keys import inbound_job_id
 
-from tests.utils.whatsapp import load_payload
+from services.whatsapp.main import create_app
+from tests.utils.net import free_port
+from tests.utils.servers import serve_app
+from tests.utils.whatsapp import APP_SECRET, load_payload, payload_path
 
 
-async def test_add_whatsapp_token_is_encrypted_at_rest(database_url, data_dir, settings, sessions) -> None:  # type: ignore[no-untyped-def]
-    import asyncio
-
+async def test_add_whatsapp_token_is_encrypted_at_rest(cli, settings, sessions) -> None:  # type: ignore[no-untyped-def]
     slug = f"cli-{uuid.uuid4().hex[:8]}"
-    env = {"DATABASE_URL": database_url, "DATA_DIR": str(data_dir / "state")}
-    runner = CliRunner()
     pid = str(uuid.uuid4().int)[:15]
-
-    def invoke() -> None:
-        assert (
-            runner.invoke(app, ["tenant", "create", "--slug", slug, "--name", "CLI Shop"], env=env).exit_code
-            == 0
-        )
-        out = runner.invoke(
-            app,
-            [
-                "channel",
-                "add-whatsapp",
-                "--tenant",
-                slug,
-                "--phone-number-id",
-                pid,
-                "--access-token",
-                "EAAG-secret",
-            ],
-            env=env,
-        )
-        assert out.exit_code == 0, out.output
-        assert f"connected whatsapp number {pid}" in out.output and "/webhooks/whatsapp" in out.output
-        bad = runner.invoke(
-            app, ["channel", "add-whatsapp", "--tenant", slug, "--phone-number-id", "abc"], env=env
-        )
-        assert bad.exit_code == 2
-        empty = runner.invoke(
-            app,
-            ["channel", "add-whatsapp", "--tenant", slug, "--phone-number-id", pid, "--access-token", ""],
-            env=env,
-        )
-        assert empty.exit_code == 2 and empty.stderr.startswith("error: --access-token is empty")
-
-    await asyncio.to_thread(invoke)
+    assert (await cli.arun("tenant", "create", "--slug", slug, "--name", "CLI Shop")).exit_code == 0
+    out = await cli.arun(
+        "channel", "add-whatsapp", "--tenant", slug, "--phone-number-id", pid, "--access-token", "EAAG-secret"
+    )
+    assert out.exit_code == 0, out.output
+    assert f"connected whatsapp number {pid}" in out.output and "/webhooks/whatsapp" in out.output
+    bad = await cli.arun("channel", "add-whatsapp", "--tenant", slug, "--phone-number-id", "abc")
+    assert bad.exit_code == 2
+    empty = await cli.arun(
+        "channel", "add-whatsapp", "--tenant", slug, "--phone-number-id", pid, "--access-token", ""
+    )
+    assert empty.exit_code == 2 and empty.stderr.startswith("error: --access-token is empty")
     async with sessions() as session:
         account = (
             await session.exec(select(ChannelAccount).where(ChannelAccount.external_account_id == pid))
@@ -79,39 +59,24 @@ def test_retarget_payload_sets_account_and_refreshes_timestamps() -> None:
 
 
 async def test_simulate_payload_twice_gets_fresh_ids_and_unanswerable_posts_return_at_once(
-    make_settings, wa_tenant, sessions, graph_sandbox
+    make_settings, wa_tenant, sessions, graph_sandbox, cli, arq_pool, stops_at_the_queue
 ) -> None:  # type: ignore[no-untyped-def]
-    import asyncio
-    import time
-
-    from switchboard.db.models import Message
-
-    from services.whatsapp.main import create_app
-    from tests.utils.asgi_server import serve_asgi
-    from tests.utils.net import free_port
-    from tests.utils.whatsapp import payload_path
-
     port = free_port()
     settings = make_settings(whatsapp_port=port)
     env = {
-        "DATABASE_URL": settings.database_url,
-        "REDIS_URL": settings.redis_url,
-        "DATA_DIR": str(settings.data_dir),
-        "META_APP_SECRET": "test-app-secret",
+        "META_APP_SECRET": APP_SECRET,
         "WHATSAPP_PORT": str(port),
         "WHATSAPP_GRAPH_BASE_URL": graph_sandbox[0],
-        "LOG_LEVEL": "WARNING",
     }
-    runner = CliRunner()
     slug = wa_tenant.tenant.slug
 
     async def simulate(name: str, *extra: str, wait: str = "20"):  # type: ignore[no-untyped-def]
         args = ["simulate", "whatsapp", "--tenant", slug, "--payload", str(payload_path(name)), *extra]
         started = time.monotonic()
-        out = await asyncio.to_thread(runner.invoke, app, [*args, "--timeout", wait], env=env)
+        out = await cli.arun(*args, "--timeout", wait, **env)
         return out, time.monotonic() - started
 
-    async with serve_asgi(create_app(settings), port=port):
+    async with serve_app(create_app(settings), port=port):
         fresh = [await simulate("text.json", wait="0.3") for _ in range(2)]  # no worker: no reply
         for out, _ in fresh:
             assert out.exit_code == 0, out.output
@@ -121,6 +86,7 @@ async def test_simulate_payload_twice_gets_fresh_ids_and_unanswerable_posts_retu
         status, status_seconds = await simulate("status_read.json")
 
     assert again.exit_code == 0 and '"stored":1' in again.stderr  # the original id: new to this tenant
+    # "return at once": well inside the 20 s the command would otherwise wait for a reply
     assert again_too.exit_code == 0 and '"stored":0,"duplicates":1' in again_too.stderr and seconds < 10
     assert (
         "nothing new stored (1 duplicate(s): already received): no reply will come "
@@ -129,28 +95,27 @@ async def test_simulate_payload_twice_gets_fresh_ids_and_unanswerable_posts_retu
     assert status.exit_code == 0 and status_seconds < 10
     assert "holds no customer message to answer" in status.stderr
     async with sessions() as session:
-        ids = (
-            await session.exec(select(Message.external_id).where(Message.tenant_id == wa_tenant.tenant.id))
+        rows = (
+            await session.exec(
+                select(Message.id, Message.external_id).where(Message.tenant_id == wa_tenant.tenant.id)
+            )
         ).all()
     original = load_payload("text.json", refresh=False)["entry"][0]["changes"][0]["value"]["messages"][0][
         "id"
     ]
+    ids = [external_id for _, external_id in rows]
     assert len(ids) == 3 and len(set(ids)) == 3 and original in ids
     assert all(i.startswith(original) for i in ids)
+    # no worker ran: each stored message's job is waiting, and the status's (discarded at the end)
+    queued = {job_id.decode() for job_id in await arq_pool.zrange(Queue.chat.value, 0, -1)}
+    (status_job,) = queued - {inbound_job_id(row_id) for row_id, _ in rows}
+    assert len(queued) == 4 and status_job.startswith("wa-statuses:")
 
 
 async def test_simulate_and_add_whatsapp_find_the_running_system_through_run_json(
-    make_settings, wa_tenant, tmp_path
+    make_settings, wa_tenant, tmp_path, cli, stops_at_the_queue
 ) -> None:  # type: ignore[no-untyped-def]
     """Another terminal without WHATSAPP_PORT still reaches the services `switchboard run` started."""
-    import asyncio
-    import json
-    import os
-
-    from services.whatsapp.main import create_app
-    from tests.utils.asgi_server import serve_asgi
-    from tests.utils.net import free_port
-
     port = free_port()
     settings = make_settings(whatsapp_port=port)
     data_dir = tmp_path / "run-data"
@@ -159,27 +124,15 @@ async def test_simulate_and_add_whatsapp_find_the_running_system_through_run_jso
     (data_dir / "run.json").write_text(
         json.dumps({"pid": os.getpid(), "network": {"host": "127.0.0.1", "whatsapp_port": port}})
     )
-    env = {
-        "DATABASE_URL": settings.database_url,
-        "REDIS_URL": settings.redis_url,
-        "DATA_DIR": str(data_dir),
-        "META_APP_SECRET": "test-app-secret",
-        "LOG_LEVEL": "WARNING",
-    }
-    runner = CliRunner()
+    env = {"DATA_DIR": str(data_dir), "META_APP_SECRET": APP_SECRET}
     slug = wa_tenant.tenant.slug
-    async with serve_asgi(create_app(settings), port=port):
-        posted = await asyncio.to_thread(
-            runner.invoke,
-            app,
-            ["simulate", "whatsapp", "--tenant", slug, "--text", "hi", "--timeout", "0.3"],
-            env=env,
+    async with serve_app(create_app(settings), port=port):
+        posted = await cli.arun(
+            "simulate", "whatsapp", "--tenant", slug, "--text", "hi", "--timeout", "0.3", **env
         )
     assert posted.exit_code == 0, posted.output
     assert '"stored":1' in posted.stderr
     pid = str(uuid.uuid4().int)[:15]
-    added = await asyncio.to_thread(
-        runner.invoke, app, ["channel", "add-whatsapp", "--tenant", slug, "--phone-number-id", pid], env=env
-    )
+    added = await cli.arun("channel", "add-whatsapp", "--tenant", slug, "--phone-number-id", pid, **env)
     assert added.exit_code == 0, added.output
     assert f"locally http://127.0.0.1:{port}/webhooks/whatsapp" in added.stdout

@@ -8,24 +8,37 @@ API (the sandbox) stand in for what is outside.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 from sqlmodel import select
-from switchboard.db.models import Conversation, Outbox
+from switchboard.db.models import Conversation, Outbox, Turn
 from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.queue import Queue
-from switchboard.queue.keys import inbound_job_id
-from switchboard.queue.maintenance import sweep_inbound
+from switchboard.queue.keys import inbound_job_id, inbound_sweep_job_id
 
-from tests.channels.whatsapp.conftest import channel_service, messages_of, run_worker_burst, sent_to
-from tests.utils.whatsapp import load_payload, text_body
+from tests.utils.agent import answer_with_script, text
+from tests.utils.net import free_port
+from tests.utils.rows import messages_of
+from tests.utils.servers import serve_orchestrator
+from tests.utils.tenants import new_tenant
+from tests.utils.waiting import eventually
+from tests.utils.whatsapp import (
+    channel_service,
+    connect_whatsapp,
+    load_payload,
+    new_media_id,
+    sent_to,
+    text_body,
+    with_media_id,
+)
+from tests.utils.workers import job_result, run_cron_job, run_worker_burst
 
 
 async def _outbox(sessions, tenant_id):  # type: ignore[no-untyped-def]
@@ -62,7 +75,9 @@ async def test_text_is_answered_once_and_marked_read(
     assert [r.inbound_state for r in inbound] == ["done"]
     outbox = await _outbox(sessions, ai_tenant.tenant.id)
     assert [(o.status, o.external_id) for o in outbox] == [("sent", sent[0]["id"])]
-    assert inbound[0].external_id in graph_sandbox[1].read_marks
+    async with httpx.AsyncClient() as http:  # what this number marked read: the one message, once
+        read = (await http.get(f"{graph_sandbox[0]}/_control/read", params={"phone_number_id": pid})).json()
+    assert read == {"message_ids": [inbound[0].external_id]}
 
 
 async def test_same_delivery_three_times_concurrently_one_turn_one_reply(
@@ -113,13 +128,52 @@ async def test_two_customers_do_not_wait_on_each_other(e2e_settings, ai_tenant, 
         await svc.post(
             text_body(phone_number_id=pid, wamid="wamid.B1", text="second customer", wa_id="15550100092")
         )
-    started = time.time()
     await run_worker_burst(settings)
     sent = sent_to(graph_sandbox[1], pid)
-    # whichever customer reached the model first got the slow answer; the other was not held behind it
+    # whichever customer reached the model first got the slow answer; the other was not held behind it:
+    # its answer went out first, while the slow one was still being written
     assert [m["text"] for m in sent] == ["fast answer", "slow answer"]
     assert {m["to"] for m in sent} == {"15550100091", "15550100092"}
-    assert sent[1]["at"] - sent[0]["at"] > 1.0 and time.time() - started < 6.0
+    assert state.script(name).max_in_flight == 2
+
+
+async def test_two_turns_of_one_conversation_past_the_coalescing_cap_serialize_on_its_lock(
+    e2e_settings, ai_tenant, model, sessions, graph_sandbox, arq_pool
+) -> None:  # type: ignore[no-untyped-def]
+    state, name, _ = model
+    script = state.script(name)
+    script.push(text("answer one", latency_s=2.0), text("answer two"))
+    settings = e2e_settings(inbound_max_wait_s=0.0)  # every message is past the cap: no coalescing
+    pid = ai_tenant.phone_number_id
+    async with channel_service(settings) as svc:
+        await svc.post(text_body(phone_number_id=pid, wamid="wamid.LOCK1", text="first"))
+        burst = asyncio.create_task(run_worker_burst(settings))
+        await eventually(lambda: script.in_flight == 1, what="the first turn is at the model")
+        await svc.post(text_body(phone_number_id=pid, wamid="wamid.LOCK2", text="second"))
+
+        async def second_waits() -> bool:
+            rows = {r.external_id: r for r in await messages_of(sessions, ai_tenant.tenant.id)}
+            return (
+                rows.get("wamid.LOCK2") is not None and rows["wamid.LOCK2"].last_error == "conversation busy"
+            )
+
+        await eventually(second_waits, what="the second job finds the conversation locked")
+        assert (script.in_flight, len(script.requests)) == (1, 1)  # it waits while the first is answered
+        await burst
+    assert [(m["to"], m["text"]) for m in sent_to(graph_sandbox[1], pid)] == [
+        ("15550100099", "answer one"),
+        ("15550100099", "answer two"),
+    ]
+    assert script.max_in_flight == 1
+    second_turn = [(m["role"], m["content"]) for m in script.requests[1]["messages"][1:]]
+    assert second_turn == [("user", "first"), ("assistant", "answer one"), ("user", "second")]
+    rows = {
+        r.external_id: r for r in await messages_of(sessions, ai_tenant.tenant.id) if r.direction == "inbound"
+    }
+    first = await job_result(arq_pool, inbound_job_id(rows["wamid.LOCK1"].id))
+    second = await job_result(arq_pool, inbound_job_id(rows["wamid.LOCK2"].id))
+    assert (first.result, first.job_try, second.result) == ("replied", 1, "replied") and second.job_try > 1
+    assert (rows["wamid.LOCK1"].last_error, rows["wamid.LOCK2"].last_error) == (None, None)
 
 
 async def test_long_reply_is_split_in_order(e2e_settings, ai_tenant, model, sessions, graph_sandbox) -> None:  # type: ignore[no-untyped-def]
@@ -158,25 +212,24 @@ async def test_replayed_old_message_gets_no_free_form_reply(
 
 @pytest.mark.parametrize(("code", "http_status"), [(131047, 400), (131026, 400)])
 async def test_permanent_send_errors_are_recorded_not_retried(
-    e2e_settings, ai_tenant, model, sessions, graph_sandbox, code, http_status
+    e2e_settings, ai_tenant, model, sessions, graph_sandbox, arq_pool, code, http_status
 ) -> None:  # type: ignore[no-untyped-def]
     state, name, _ = model
     state.script(name).default = ScriptedResponse(content="This will not arrive.")
     settings = e2e_settings()
-    wa_id = f"1555{code}"
-    async with httpx.AsyncClient() as http:
+    pid = ai_tenant.phone_number_id
+    async with httpx.AsyncClient() as http:  # the next send from this test's number fails
         await http.post(
             f"{graph_sandbox[0]}/_control/failures",
-            json={"to": wa_id, "code": code, "http_status": http_status},
+            json={"phone_number_id": pid, "code": code, "http_status": http_status},
         )
     async with channel_service(settings) as svc:
-        await svc.post(
-            text_body(
-                phone_number_id=ai_tenant.phone_number_id, wamid=f"wamid.P{code}", text="hi", wa_id=wa_id
-            )
-        )
-    worker = await run_worker_burst(settings)
-    assert sent_to(graph_sandbox[1], ai_tenant.phone_number_id) == [] and worker.jobs_retried == 0
+        await svc.post(text_body(phone_number_id=pid, wamid=f"wamid.P{code}", text="hi"))
+    await run_worker_burst(settings)
+    assert sent_to(graph_sandbox[1], pid) == []
+    (row,) = [r for r in await messages_of(sessions, ai_tenant.tenant.id) if r.direction == "inbound"]
+    job = await job_result(arq_pool, inbound_job_id(row.id))  # answered on its first try, never retried
+    assert (job.result, job.job_try, row.last_error) == ("not_sent", 1, f"reply not sent: {code}")
     outbox = await _outbox(sessions, ai_tenant.tenant.id)
     assert [(o.status, o.error_code, o.attempts) for o in outbox] == [("failed", str(code), 1)]
     async with sessions() as session:
@@ -185,40 +238,70 @@ async def test_permanent_send_errors_are_recorded_not_retried(
 
 
 async def test_graph_5xx_is_retried_and_sent_once(
-    e2e_settings, ai_tenant, model, sessions, graph_sandbox
+    e2e_settings, ai_tenant, model, sessions, graph_sandbox, arq_pool
 ) -> None:  # type: ignore[no-untyped-def]
     state, name, _ = model
     state.script(name).default = ScriptedResponse(content="Second time lucky.")
     settings = e2e_settings()
-    wa_id = "15550100077"
-    async with httpx.AsyncClient() as http:
+    pid = ai_tenant.phone_number_id
+    async with httpx.AsyncClient() as http:  # the next send from this test's number gets a 500
         await http.post(
-            f"{graph_sandbox[0]}/_control/failures", json={"to": wa_id, "code": 131000, "http_status": 500}
+            f"{graph_sandbox[0]}/_control/failures",
+            json={"phone_number_id": pid, "code": 131000, "http_status": 500},
         )
     async with channel_service(settings) as svc:
-        await svc.post(
-            text_body(phone_number_id=ai_tenant.phone_number_id, wamid="wamid.5XX", text="hi", wa_id=wa_id)
-        )
-    worker = await run_worker_burst(settings)
-    assert [m["text"] for m in sent_to(graph_sandbox[1], ai_tenant.phone_number_id)] == ["Second time lucky."]
-    # the delivery loop retries the part (a deferred deliver_outbox job); the turn is not asked again
-    assert worker.jobs_retried == 0 and len(state.script(name).requests) == 1
+        await svc.post(text_body(phone_number_id=pid, wamid="wamid.5XX", text="hi"))
+    await run_worker_burst(settings)
+    assert [m["text"] for m in sent_to(graph_sandbox[1], pid)] == ["Second time lucky."]
+    # the delivery loop retries the part (a deferred deliver_outbox job): the inbound job is not retried
+    # and the turn is not asked again
+    (row,) = [r for r in await messages_of(sessions, ai_tenant.tenant.id) if r.direction == "inbound"]
+    job = await job_result(arq_pool, inbound_job_id(row.id))
+    assert (job.result, job.job_try) == ("replied", 1) and len(state.script(name).requests) == 1
     assert [(o.status, o.attempts, o.error_code) for o in await _outbox(sessions, ai_tenant.tenant.id)] == [
         ("sent", 2, None)
     ]
 
 
-async def test_tenant_limit_defers_then_answers(e2e_settings, ai_tenant, model, graph_sandbox) -> None:  # type: ignore[no-untyped-def]
+async def test_tenant_limit_defers_with_its_reason_and_delay_while_another_tenant_is_answered(
+    e2e_settings, ai_tenant, model, sessions, graph_sandbox, arq_pool, make_tenant, offline_model, capsys
+) -> None:  # type: ignore[no-untyped-def]
     state, name, _ = model
     state.script(name).default = ScriptedResponse(content="answered")
-    settings = e2e_settings(tenant_rate_limit=1, tenant_rate_window_s=0.5, tenant_rate_defer_s=0.3)
-    pid = ai_tenant.phone_number_id
-    async with channel_service(settings) as svc:
+    # one turn per tenant per second; a deferred message comes back after 1.5 s, when the window is free
+    settings = e2e_settings(
+        tenant_rate_limit=1, tenant_rate_window_s=1.0, tenant_rate_defer_s=1.5, log_format="json"
+    )
+    other = await make_tenant()
+    other_account = await connect_whatsapp(sessions, other, settings)
+    await answer_with_script(sessions, other.id, offline_model, name=name)
+    pid, other_pid = ai_tenant.phone_number_id, other_account.external_account_id
+    async with channel_service(settings) as svc:  # two customers (no coalescing, no shared lock)
         await svc.post(text_body(phone_number_id=pid, wamid="wamid.T1", text="one", wa_id="15550100081"))
         await svc.post(text_body(phone_number_id=pid, wamid="wamid.T2", text="two", wa_id="15550100082"))
-    worker = await run_worker_burst(settings)
+        await svc.post(
+            text_body(phone_number_id=other_pid, wamid="wamid.T3", text="three", wa_id="15550100083")
+        )
+    capsys.readouterr()
+    await run_worker_burst(settings)
+    logged = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
     assert sorted(m["to"] for m in sent_to(graph_sandbox[1], pid)) == ["15550100081", "15550100082"]
-    assert worker.jobs_retried >= 1
+    assert [m["to"] for m in sent_to(graph_sandbox[1], other_pid)] == ["15550100083"]
+
+    async def outcome(tenant_id):  # type: ignore[no-untyped-def]
+        rows = [r for r in await messages_of(sessions, tenant_id) if r.direction == "inbound"]
+        return {r.external_id: await job_result(arq_pool, inbound_job_id(r.id)) for r in rows}
+
+    mine, theirs = await outcome(ai_tenant.tenant.id), await outcome(other.id)
+    (deferred,) = [wamid for wamid, job in mine.items() if job.job_try > 1]
+    assert sorted((job.result, job.job_try) for job in mine.values()) == [("replied", 1), ("replied", 2)]
+    assert [(job.result, job.job_try) for job in theirs.values()] == [("replied", 1)]  # never deferred
+    # ARQ's own record: the deferred try started no sooner than the deferral asked
+    assert (mine[deferred].start_time - mine[deferred].enqueue_time).total_seconds() >= 1.5
+    limited = [e for e in logged if e["event"] == "tenant_rate_limited"]
+    assert [(e["tenant_id"], e["limit"], e["defer_s"]) for e in limited] == [
+        (str(ai_tenant.tenant.id), 1, 1.5)
+    ]
 
 
 async def test_customer_limit_with_turns(e2e_settings, ai_tenant, model, graph_sandbox) -> None:  # type: ignore[no-untyped-def]
@@ -246,9 +329,10 @@ async def test_voice_note_transcript_is_what_the_agent_reads(
     """A voice note is transcribed (offline model server) and its transcript is what the agent reads."""
     state, name, _ = model
     state.script(name).default = ScriptedResponse(content="Sorry to hear that!")
+    media_id = new_media_id()
     async with httpx.AsyncClient() as http:
         await http.put(
-            f"{graph_sandbox[0]}/_control/media/1000000000000031",
+            f"{graph_sandbox[0]}/_control/media/{media_id}",
             content=b"SWITCHBOARD-TRANSCRIPT: my mug arrived broken",
             headers={"content-type": "audio/ogg"},
         )
@@ -256,7 +340,10 @@ async def test_voice_note_transcript_is_what_the_agent_reads(
     settings = e2e_settings(transcription_base_url=offline_url)
     async with channel_service(settings) as svc:
         await svc.post(
-            load_payload("audio_voice_note_ogg_opus.json", phone_number_id=ai_tenant.phone_number_id)
+            with_media_id(
+                load_payload("audio_voice_note_ogg_opus.json", phone_number_id=ai_tenant.phone_number_id),
+                media_id,
+            )
         )
     await run_worker_burst(settings)
     assert [m["text"] for m in sent_to(graph_sandbox[1], ai_tenant.phone_number_id)] == [
@@ -267,34 +354,37 @@ async def test_voice_note_transcript_is_what_the_agent_reads(
 
 
 async def test_lost_job_after_accept_is_answered_once_by_the_sweeper(
-    e2e_settings, ai_tenant, model, sessions, arq_pool, graph_sandbox
+    scratch_settings, scratch_database, offline_model, graph_sandbox, arq_pool
 ) -> None:  # type: ignore[no-untyped-def]
-    state, name, _ = model
-    state.script(name).default = ScriptedResponse(content="found you")
-    settings = e2e_settings(inbound_sweep_after_s=0.001)
+    # the sweeper scans every tenant's rows: on a database of this test's own, it finds exactly this one
+    settings = scratch_settings(inbound_sweep_after_s=0.001, orchestrator_port=free_port())
+    sessions = scratch_database.sessions
+    tenant = await new_tenant(sessions)
+    pid = (await connect_whatsapp(sessions, tenant, settings)).external_account_id
+    script = await answer_with_script(sessions, tenant.id, offline_model)
+    script.default = ScriptedResponse(content="found you")
     async with channel_service(settings) as svc:
-        await svc.post(load_payload("location_named_place.json", phone_number_id=ai_tenant.phone_number_id))
-    row = (await messages_of(sessions, ai_tenant.tenant.id))[0]
+        await svc.post(load_payload("location_named_place.json", phone_number_id=pid))
+    (row,) = await messages_of(sessions, tenant.id)
     job_id = inbound_job_id(row.id)  # what a Redis flush loses: the job and its queue entry
     await arq_pool.delete(f"arq:job:{job_id}")
     await arq_pool.zrem(Queue.chat.value, job_id)
-    from switchboard.queue import build_background_worker_settings
-
-    cls = build_background_worker_settings(settings)  # the sweeper runs on the background worker
-    ctx: dict = {"redis": arq_pool}
-    await cls.on_startup(ctx)
-    try:
-        await sweep_inbound(ctx)
-        await sweep_inbound(ctx)  # a second sweep while the job is queued adds nothing
-    finally:
-        await cls.on_shutdown(ctx)
-    await run_worker_burst(settings)
-    assert [m["text"] for m in sent_to(graph_sandbox[1], ai_tenant.phone_number_id)] == ["found you"]
-    assert (
-        state.script(name)
-        .requests[0]["messages"][-1]["content"]
-        .startswith("Example Coffee, 101 Example Ave")
-    )
+    assert await run_cron_job(settings, Queue.background, "sweep_inbound") == {
+        "requeued": 1,
+        "dead": 0,
+        "live": 0,
+    }
+    assert await run_cron_job(settings, Queue.background, "sweep_inbound") == {
+        "requeued": 0,
+        "dead": 0,
+        "live": 1,
+    }  # queued now: nothing added
+    async with serve_orchestrator(settings):  # the orchestrator of this database
+        await run_worker_burst(settings)
+    assert [m["text"] for m in sent_to(graph_sandbox[1], pid)] == ["found you"]
+    assert script.requests[0]["messages"][-1]["content"].startswith("Example Coffee, 101 Example Ave")
+    job = await job_result(arq_pool, inbound_sweep_job_id(row.id, 1))
+    assert (job.result, job.job_try) == ("replied", 1)
 
 
 async def test_worker_killed_mid_turn_customer_gets_exactly_one_reply(
@@ -319,20 +409,27 @@ async def test_worker_killed_mid_turn_customer_gets_exactly_one_reply(
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 90  # a cap, not a sleep: start-up imports are slow on a busy machine
-        while time.monotonic() < deadline and not state.script(name).requests:  # noqa: ASYNC110 (another thread's state)
-            await asyncio.sleep(0.05)
-        assert state.script(name).requests, "the worker never reached the model"
+        # a cap, not a sleep: start-up imports are slow on a busy machine
+        await eventually(lambda: state.script(name).requests, cap_s=90, what="the worker reaches the model")
         worker.send_signal(signal.SIGKILL)  # mid-turn: the model is still "thinking"
         await asyncio.wait_for(worker.wait(), 5)
     finally:
         if worker.returncode is None:
             worker.kill()
-    await asyncio.sleep(2.0)  # the orchestrator finishes and stores the turn on its own
+    (row,) = await messages_of(sessions, ai_tenant.tenant.id)
+    # the orchestrator finishes the turn on its own (the model answers after 1.5 s)
+    await eventually(lambda: _turn_stored(sessions, row.id), what="the orchestrator stores the turn")
     assert sent_to(graph_sandbox[1], ai_tenant.phone_number_id) == []
     await run_worker_burst(settings)  # "restart": picks the job up once its in-progress key expires
     assert [m["text"] for m in sent_to(graph_sandbox[1], ai_tenant.phone_number_id)] == ["one reply only"]
     assert len(state.script(name).requests) == 1
+
+
+async def _turn_stored(sessions, inbound_message_id) -> bool:  # type: ignore[no-untyped-def]
+    async with sessions() as session:
+        return (
+            await session.exec(select(Turn.id).where(Turn.inbound_message_id == inbound_message_id))
+        ).first() is not None
 
 
 REPLIES_PER_PAYLOAD = {
@@ -370,14 +467,16 @@ async def test_every_payload_end_to_end(e2e_settings, ai_tenant, model, sessions
         transcription_base_url=model[2]["api_base"].removesuffix("/v1"),
     )
     pid = ai_tenant.phone_number_id
+    image_id, audio_id = new_media_id(), new_media_id()
+    media_of = {"image_with_caption.json": image_id, "audio_voice_note_ogg_opus.json": audio_id}
     async with httpx.AsyncClient() as http:  # the media the payloads refer to, served by the Graph sandbox
         await http.put(
-            f"{graph_sandbox[0]}/_control/media/1000000000000021",
+            f"{graph_sandbox[0]}/_control/media/{image_id}",
             content=b"\xff\xd8\xffjpeg",
             headers={"content-type": "image/jpeg"},
         )
         await http.put(
-            f"{graph_sandbox[0]}/_control/media/1000000000000031",
+            f"{graph_sandbox[0]}/_control/media/{audio_id}",
             content=b"SWITCHBOARD-TRANSCRIPT: where is my order",
             headers={"content-type": "audio/ogg"},
         )
@@ -385,7 +484,8 @@ async def test_every_payload_end_to_end(e2e_settings, ai_tenant, model, sessions
     async with channel_service(settings) as svc:
         for payload, _expected in REPLIES_PER_PAYLOAD.items():
             before = len(sent_to(graph_sandbox[1], pid))
-            response = await svc.post(load_payload(payload, phone_number_id=pid))
+            body = load_payload(payload, phone_number_id=pid)
+            response = await svc.post(with_media_id(body, media_of[payload]) if payload in media_of else body)
             assert response.status_code == 200, payload
             await run_worker_burst(settings)
             got[payload] = len(sent_to(graph_sandbox[1], pid)) - before

@@ -8,60 +8,25 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 from sqlmodel import select
-from switchboard.db.models import Conversation, HumanAgent, Message, Outbox, Tenant, utcnow
+from switchboard.db.models import Conversation, HumanAgent, Message, Outbox, utcnow
 from switchboard.handoff import HANDED_BACK_NOTE, HELP_TEXT, add_agent
 from switchboard.llm.offline_server import ScriptedResponse
 
-from services.orchestrator.main import create_app as create_orchestrator
-from tests.channels.whatsapp.conftest import channel_service, run_worker_burst, sent_to
-from tests.utils.agent import deployment, llm_settings, unique_model
 from tests.utils.conversations import assert_human_mode_has_owner
 from tests.utils.handoff import random_phone
-from tests.utils.model_fixtures import offline_model  # noqa: F401  (fixture)
-from tests.utils.servers import serve_app
-from tests.utils.whatsapp import text_body
+from tests.utils.whatsapp import channel_service, sent_to, text_body
+from tests.utils.workers import run_worker_burst
 
 CUSTOMER = "15550100099"
 
 
-@pytest.fixture(scope="module")
-def orchestrator_port(database_url, redis_url, data_dir) -> Iterator[int]:  # type: ignore[no-untyped-def]
-    from switchboard.settings import load_settings
-
-    settings = load_settings(
-        database_url=database_url,
-        redis_url=redis_url,
-        data_dir=data_dir / "state",
-        log_format="console",
-        _env_file=None,
-    )
-    with serve_app(create_orchestrator(settings)) as url:
-        yield int(url.rsplit(":", 1)[1])
-
-
 @pytest.fixture
-def script(offline_model, wa_tenant, sessions):  # type: ignore[no-untyped-def]  # noqa: F811
-    state, url = offline_model
-    name = unique_model("ho")
-
-    async def configure(**extensions):  # type: ignore[no-untyped-def]
-        async with sessions() as session, session.begin():
-            tenant = await session.get(Tenant, wa_tenant.tenant.id)
-            tenant.settings_extensions = {"llm": llm_settings(deployment(url, name)), **extensions}
-            session.add(tenant)
-        return state.script(name)
-
-    return configure
-
-
-@pytest.fixture
-def settings_(make_settings, orchestrator_port):  # type: ignore[no-untyped-def]
-    return make_settings(orchestrator_port=orchestrator_port)
+def settings_(e2e_settings):  # type: ignore[no-untyped-def]
+    return e2e_settings()
 
 
 async def _agent(sessions, wa_tenant, name, *, total=0, recent=True):  # type: ignore[no-untyped-def]

@@ -21,6 +21,7 @@ from switchboard.inbound.media import (
 )
 
 from tests.utils.servers import serve_app
+from tests.utils.whatsapp import new_media_id
 
 
 def _fetcher(graph: GraphClient):  # type: ignore[no-untyped-def]
@@ -78,12 +79,13 @@ async def _put_media(base: str, media_id: str, data: bytes, mime: str) -> None:
 
 async def test_voice_note_is_downloaded_and_transcribed(graph_sandbox, provider, make_settings) -> None:  # type: ignore[no-untyped-def]
     base, _ = graph_sandbox
-    await _put_media(base, "1000000000000031", OGG, "audio/ogg")
+    media_id = new_media_id()  # the sandbox's media store is the session's: an id of this test's own
+    await _put_media(base, media_id, OGG, "audio/ogg")
     settings = make_settings(transcription_base_url=provider[0], vision_base_url=provider[0])
     graph = GraphClient(base, "v23.0")
     async with httpx.AsyncClient() as http:
         text = await media_to_text(
-            kind="audio", media=[{"ref": "1000000000000031", "mime": "audio/ogg", "voice": True}], caption="",
+            kind="audio", media=[{"ref": media_id, "mime": "audio/ogg", "voice": True}], caption="",
             fetch=_fetcher(graph), http=http, settings=settings,
         )  # fmt: skip
     await graph.aclose()
@@ -99,17 +101,18 @@ async def test_voice_note_is_downloaded_and_transcribed(graph_sandbox, provider,
 
 async def test_image_caption_then_description(graph_sandbox, provider, make_settings) -> None:  # type: ignore[no-untyped-def]
     base, _ = graph_sandbox
-    await _put_media(base, "1000000000000021", JPEG, "image/jpeg")
+    media_id = new_media_id()
+    await _put_media(base, media_id, JPEG, "image/jpeg")
     settings = make_settings(transcription_base_url=provider[0], vision_base_url=provider[0])
     graph = GraphClient(base, "v23.0")
     async with httpx.AsyncClient() as http:
         text = await media_to_text(
-            kind="image", media=[{"ref": "1000000000000021", "mime": "image/jpeg"}], caption="This arrived broken 😞",
+            kind="image", media=[{"ref": media_id, "mime": "image/jpeg"}], caption="This arrived broken 😞",
             fetch=_fetcher(graph), http=http, settings=settings,
         )  # fmt: skip
         expired = await media_to_text(
             kind="image",
-            media=[{"ref": "999"}],
+            media=[{"ref": new_media_id()}],  # never stored: expired
             caption="",
             fetch=_fetcher(graph),
             http=http,
@@ -123,14 +126,15 @@ async def test_image_caption_then_description(graph_sandbox, provider, make_sett
 
 async def test_provider_down_is_transient(graph_sandbox, make_settings) -> None:  # type: ignore[no-untyped-def]
     base, _ = graph_sandbox
-    await _put_media(base, "1000000000000032", OGG, "audio/ogg")
+    media_id = new_media_id()
+    await _put_media(base, media_id, OGG, "audio/ogg")
     settings = make_settings(transcription_base_url="http://127.0.0.1:1")
     graph = GraphClient(base, "v23.0")
     async with httpx.AsyncClient() as http:
         with pytest.raises(MediaUnavailable) as info:
             await media_to_text(
                 kind="audio",
-                media=[{"ref": "1000000000000032"}],
+                media=[{"ref": media_id}],
                 caption="",
                 fetch=_fetcher(graph),
                 http=http,

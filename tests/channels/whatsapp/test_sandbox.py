@@ -65,9 +65,24 @@ async def test_control_endpoints_answer_loopback_clients_only() -> None:
             await client.get("/_control/sent"),
             await client.post("/_control/failures", json={"to": "1", "code": 131000}),
             await client.put("/_control/media/1", content=b"x"),
+            await client.get("/_control/read", params={"phone_number_id": "111"}),
         ]
         send = await client.post(
             "/v23.0/111/messages", json=_text("1", "hi"), headers={"Authorization": "Bearer t"}
         )
-    assert [r.status_code for r in responses] == [403, 403, 403]
+    assert [r.status_code for r in responses] == [403, 403, 403, 403]
     assert send.status_code == 200 and state.failures == {} and state.media == {}
+
+
+async def test_read_marks_are_listed_per_number() -> None:
+    client, state = _client()
+    auth = {"Authorization": "Bearer t"}
+    async with client:
+        for number, message_id in (("111", "wamid.A"), ("222", "wamid.B"), ("111", "wamid.C")):
+            read = {"messaging_product": "whatsapp", "status": "read", "message_id": message_id}
+            assert (await client.post(f"/v23.0/{number}/messages", json=read, headers=auth)).json() == {
+                "success": True
+            }
+        listed = (await client.get("/_control/read", params={"phone_number_id": "111"})).json()
+    assert listed == {"message_ids": ["wamid.A", "wamid.C"]}
+    assert (state.read_marks_of("222"), state.read_marks_of("333")) == (["wamid.B"], [])

@@ -10,8 +10,8 @@ from sqlmodel import select
 from switchboard.channels.whatsapp.send import GraphClient, GraphSendError
 from switchboard.db.models import Conversation, Customer, Outbox
 
-from tests.channels.whatsapp.conftest import channel_service, run_worker_burst
-from tests.utils.whatsapp import load_payload
+from tests.utils.whatsapp import channel_service, load_payload
+from tests.utils.workers import run_worker_burst
 
 OUT_01 = "wamid.HBgLMTU1NTAxMDAwOTkVAgARGBI0RUZBMDAwMDAwMDAwMDAwMDEA"
 OUT_03 = "wamid.HBgLMTU1NTAxMDAwOTkVAgARGBI0RUZBMDAwMDAwMDAwMDAwMDMA"

@@ -3,40 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import pytest
 from sqlalchemy import text as sql
-from sqlalchemy import update
 from structlog.testing import capture_logs
-from switchboard.db.models import InboundState, Message
+from switchboard.db.models import InboundState
+from switchboard.queue import Queue
 
-from tests.channels.whatsapp.conftest import VERIFY_TOKEN, channel_service, messages_of
-from tests.utils.whatsapp import encode, load_payload, text_body
+from tests.utils.rows import messages_of
+from tests.utils.whatsapp import VERIFY_TOKEN, channel_service, encode, load_payload, text_body
 
 IN_01 = "wamid.HBgLMTU1NTAxMDAwOTkVAgASGBQzQUZBMDAwMDAwMDAwMDAwMDAwMQA="
 
 
-@pytest.fixture(autouse=True)
-async def _drop_this_tests_jobs(arq_pool, sessions):  # type: ignore[no-untyped-def]
-    """These tests stop at the queue: remove the jobs they enqueued so later worker tests do not run them."""
-    before = set(await arq_pool.keys("arq:job:inbound:*"))
-    yield
-    ids = []
-    for key in set(await arq_pool.keys("arq:job:inbound:*")) - before:
-        await arq_pool.delete(key)
-        await arq_pool.zrem("arq:queue", key.decode().removeprefix("arq:job:"))
-        ids.append(uuid.UUID(key.decode().rsplit(":", 1)[-1]))
-    async with sessions() as session, session.begin():  # and keep the sweeper of later tests off them
-        await session.execute(
-            update(Message)
-            .where(Message.id.in_(ids), Message.inbound_state == "pending")
-            .values(inbound_state="done", last_error="test cleanup")
-        )
+pytestmark = pytest.mark.usefixtures("stops_at_the_queue")  # these tests stop at the queue: no worker
 
 
 async def _queued_job_ids(arq_pool) -> set[str]:  # type: ignore[no-untyped-def]
-    return {k.decode().removeprefix("arq:job:") for k in await arq_pool.keys("arq:job:inbound:*")}
+    """Jobs waiting in the chat queue: this test's only (the queues are empty when a test starts)."""
+    return {job_id.decode() for job_id in await arq_pool.zrange(Queue.chat.value, 0, -1)}
 
 
 async def test_handshake_echoes_challenge_only_with_right_token(make_settings) -> None:  # type: ignore[no-untyped-def]
@@ -123,7 +108,7 @@ async def test_text_is_stored_once_and_enqueued(make_settings, wa_tenant, sessio
         "pending",
     )
     assert row.conversation_id is None and row.sender_external_id == "15550100099"
-    assert f"inbound:{row.id}" in await _queued_job_ids(arq_pool)
+    assert await _queued_job_ids(arq_pool) == {f"inbound:{row.id}"}
 
 
 async def test_concurrent_duplicates_on_two_processes_insert_once(
@@ -137,8 +122,9 @@ async def test_concurrent_duplicates_on_two_processes_insert_once(
     assert sum(r.json()["stored"] for r in responses) == 3
     rows = await messages_of(sessions, wa_tenant.tenant.id)
     assert sorted(r.text for r in rows) == ["Necesito ayuda con mi pedido", "anyone there", "hello?"]
-    queued = await _queued_job_ids(arq_pool)
-    assert {f"inbound:{r.id}" for r in rows} <= queued
+    queued = await _queued_job_ids(arq_pool)  # one job per stored row, one for the (same) status
+    (status_job,) = queued - {f"inbound:{r.id}" for r in rows}
+    assert len(queued) == 4 and status_job.startswith("wa-statuses:")
 
 
 async def test_database_down_answers_503_and_redelivery_is_stored(make_settings, wa_tenant, sessions) -> None:  # type: ignore[no-untyped-def]

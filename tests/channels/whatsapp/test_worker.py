@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
@@ -12,14 +13,16 @@ from switchboard.conversations import Actor
 from switchboard.db.models import Conversation, Customer, CustomerIdentity, Message, utcnow
 from switchboard.handoff import add_agent, escalate
 from switchboard.inbound import SLOWDOWN_TEXT
-from switchboard.queue import build_background_worker_settings
-from switchboard.queue.keys import contract_violation_counter_key
-from switchboard.queue.maintenance import sweep_inbound
+from switchboard.queue import Queue
+from switchboard.queue.keys import contract_violation_counter_key, inbound_job_id, inbound_sweep_job_id
 
-from tests.channels.whatsapp.conftest import channel_service, messages_of, run_worker_burst, sent_to
 from tests.utils.conversations import assert_human_mode_has_owner, event_rows
+from tests.utils.net import TcpProxy
+from tests.utils.rows import messages_of
 from tests.utils.servers import serve_app
-from tests.utils.whatsapp import load_payload, text_body
+from tests.utils.tenants import new_tenant
+from tests.utils.whatsapp import channel_service, connect_whatsapp, load_payload, sent_to, text_body
+from tests.utils.workers import job_result, run_cron_job, run_worker_burst
 
 ECHO_REASON = "a human replied from the WhatsApp Business app"
 
@@ -212,15 +215,16 @@ async def test_phone_and_bsuid_shapes_reach_one_customer_and_conversation(
 
 
 async def test_orchestrator_down_retries_then_dead_letter(
-    make_settings, wa_tenant, sessions, graph_sandbox
+    make_settings, wa_tenant, sessions, graph_sandbox, arq_pool
 ) -> None:  # type: ignore[no-untyped-def]
     settings = make_settings(inbound_max_tries=3)
     await _post_all(settings, wa_tenant.phone_number_id, ["text.json"])
-    worker = await run_worker_burst(settings)
-    rows = await messages_of(sessions, wa_tenant.tenant.id)
-    assert rows[0].inbound_state == "dead" and rows[0].processing_attempts == 3
-    assert "orchestrator unreachable" in rows[0].last_error
-    assert worker.jobs_retried == 2 and worker.jobs_failed == 0
+    await run_worker_burst(settings)
+    (row,) = await messages_of(sessions, wa_tenant.tenant.id)
+    assert (row.inbound_state, row.processing_attempts) == ("dead", 3)
+    assert row.last_error.startswith("orchestrator unreachable")
+    job = await job_result(arq_pool, inbound_job_id(row.id))  # this row's job: tried three times, then dead
+    assert (job.success, job.result, job.job_try) == (True, "dead", 3)
     assert sent_to(graph_sandbox[1], wa_tenant.phone_number_id) == []
 
 
@@ -268,7 +272,7 @@ async def test_customer_limit_sends_one_polite_reply_then_silence(
     assert outcomes[2:] == ["customer rate limit: not answered"] * 2
     sent = sent_to(graph_sandbox[1], pid)
     assert [(m["to"], m["text"]) for m in sent] == [("15550100099", SLOWDOWN_TEXT)]
-    assert graph_sandbox[1].read_marks[-1] == "wamid.RL1"
+    assert graph_sandbox[1].read_marks_of(pid) == ["wamid.RL1"]  # the one message answered is marked read
 
 
 async def test_human_mode_conversation_is_stored_without_a_turn(make_settings, wa_tenant, sessions) -> None:  # type: ignore[no-untyped-def]
@@ -295,37 +299,41 @@ async def test_human_mode_conversation_is_stored_without_a_turn(make_settings, w
     )
 
 
-async def test_sweeper_requeues_lost_rows_and_dead_letters_after_bound(
-    make_settings, wa_tenant, sessions, arq_pool
+async def test_redis_outage_on_the_webhook_stores_rows_the_sweeper_enqueues_and_dead_letters_after_bound(
+    scratch_settings, scratch_database, redis_url, arq_pool, graph_sandbox
 ) -> None:  # type: ignore[no-untyped-def]
-    settings = make_settings(inbound_sweep_after_s=0.001, inbound_max_sweeps=2)
-    pid = wa_tenant.phone_number_id
-    async with channel_service(settings) as svc:
-        pool = svc.app.state.resources.redis
-        svc.app.state.resources.redis = None  # enqueue lost
-        await svc.post(load_payload("sticker_animated.json", phone_number_id=pid))
-        await svc.post(text_body(phone_number_id=pid, wamid="wamid.SWEEP-DEAD", text="never processed"))
-        svc.app.state.resources.redis = pool
-    rows = await messages_of(sessions, wa_tenant.tenant.id)
-    sticker, stuck = rows
-    async with sessions() as session, session.begin():
+    # the sweeper scans every tenant's rows: on a database of this test's own it finds exactly these two
+    settings = scratch_settings(inbound_sweep_after_s=0.001, inbound_max_sweeps=2)
+    sessions = scratch_database.sessions
+    tenant = await new_tenant(sessions)
+    pid = (await connect_whatsapp(sessions, tenant, settings)).external_account_id
+    redis = urlsplit(redis_url)
+    async with TcpProxy(redis.hostname, redis.port) as proxy:  # the service reaches Redis through it
+        outage = scratch_settings(redis_url=redis_url.replace(f":{redis.port}", f":{proxy.port}"))
+        async with channel_service(outage) as svc:
+            await proxy.close()  # Redis goes away: its port is closed, the connections drop
+            for body in (
+                load_payload("sticker_animated.json", phone_number_id=pid),
+                text_body(phone_number_id=pid, wamid="wamid.SWEEP-DEAD", text="never processed"),
+            ):
+                response = await svc.post(body)
+                assert (response.status_code, response.json()["stored"]) == (200, 1)  # stored all the same
+    assert await arq_pool.zrange(Queue.chat.value, 0, -1) == []  # no job reached the queue
+    sticker, stuck = await messages_of(sessions, tenant.id)
+    assert (sticker.inbound_state, stuck.inbound_state) == ("pending", "pending")
+    async with sessions() as session, session.begin():  # the text was already swept twice
         await session.execute(
             update(Message).where(Message.id == stuck.id).values(raw=Message.raw.op("||")({"sweeps": 2}))
         )
-    cls = build_background_worker_settings(settings)  # the sweeper is a background job
-    ctx: dict = {"redis": arq_pool}
-    await cls.on_startup(ctx)
-    try:
-        counts = await sweep_inbound(ctx)
-    finally:
-        await cls.on_shutdown(ctx)
-    assert counts["requeued"] >= 1 and counts["dead"] >= 1
+    counts = await run_cron_job(settings, Queue.background, "sweep_inbound")
+    assert counts == {"requeued": 1, "dead": 1, "live": 0}
+    assert await arq_pool.zrange(Queue.chat.value, 0, -1) == [inbound_sweep_job_id(sticker.id, 1).encode()]
     await run_worker_burst(settings)
-    rows = {r.id: r for r in await messages_of(sessions, wa_tenant.tenant.id)}
-    assert rows[sticker.id].inbound_state == "done" and rows[sticker.id].raw["sweeps"] == 1
-    assert (
-        rows[stuck.id].inbound_state == "dead" and rows[stuck.id].last_error == "dead letter after 2 sweeps"
-    )
+    assert (await job_result(arq_pool, inbound_sweep_job_id(sticker.id, 1))).result == "recorded"
+    rows = {r.id: r for r in await messages_of(sessions, tenant.id)}
+    assert (rows[sticker.id].inbound_state, rows[sticker.id].raw["sweeps"]) == ("done", 1)
+    assert (rows[stuck.id].inbound_state, rows[stuck.id].last_error) == ("dead", "dead letter after 2 sweeps")
+    assert sent_to(graph_sandbox[1], pid) == []
 
 
 async def test_missing_row_job_is_a_no_op(make_settings, arq_pool) -> None:  # type: ignore[no-untyped-def]

@@ -9,6 +9,7 @@ Control endpoints (not part of Meta's API; answered only to loopback clients, 40
 
 * ``GET /_control/sent?after=N&phone_number_id=P`` lists recorded sends with ``seq > N`` (of the
   business number ``P`` only, when given), and ``last_seq``.
+* ``GET /_control/read?phone_number_id=P`` lists the message ids number ``P`` marked read, in order.
 * ``POST /_control/failures`` scripts the next sends, nothing by default. Body
   ``{"to" | "phone_number_id", "times": 1, "mode": "error", "code", "http_status": 400,
   "headers": {...}, "body": ..., "delay_s": 0}``: the next ``times`` sends to ``to`` (or from the
@@ -72,6 +73,9 @@ class GraphSandbox:
 
     sent: list[dict[str, Any]] = field(default_factory=list)
     read_marks: list[str] = field(default_factory=list)
+    """Ids of the messages marked read, in order (every number)."""
+    read_marks_by_number: dict[str, list[str]] = field(default_factory=dict)
+    """The same, per business number (``phone_number_id``)."""
     failures: dict[str, list[ScriptedAnswer]] = field(default_factory=dict)
     """Scripts for sends to one recipient (``to``)."""
     account_failures: dict[str, list[ScriptedAnswer]] = field(default_factory=dict)
@@ -82,6 +86,10 @@ class GraphSandbox:
     def sent_by(self, phone_number_id: str) -> list[dict[str, Any]]:
         """Recorded sends from one business number, in order."""
         return [m for m in self.sent if m["phone_number_id"] == phone_number_id]
+
+    def read_marks_of(self, phone_number_id: str) -> list[str]:
+        """Ids of the messages one business number marked read, in order."""
+        return list(self.read_marks_by_number.get(phone_number_id, []))
 
     def script(self, answer: ScriptedAnswer, *, to: str | None = None, phone_number_id: str | None = None,
                times: int = 1) -> int:  # fmt: skip
@@ -153,6 +161,11 @@ def sandbox_router(sandbox: GraphSandbox | None = None) -> APIRouter:
         messages = state.sent if phone_number_id is None else state.sent_by(phone_number_id)
         return {"messages": [m for m in messages if m["seq"] > after], "last_seq": len(state.sent)}
 
+    @router.get("/_control/read")
+    async def list_read(request: Request, phone_number_id: str) -> dict[str, Any]:
+        _require_loopback(request)
+        return {"message_ids": state.read_marks_of(phone_number_id)}
+
     @router.post("/_control/failures")
     async def add_failure(request: Request) -> dict[str, Any]:
         _require_loopback(request)
@@ -212,6 +225,7 @@ def sandbox_router(sandbox: GraphSandbox | None = None) -> APIRouter:
         body = await request.json()
         if body.get("status") == "read":
             state.read_marks.append(str(body.get("message_id")))
+            state.read_marks_by_number.setdefault(phone_number_id, []).append(str(body.get("message_id")))
             return JSONResponse({"success": True})
         to = str(body.get("to", ""))
         script = state._next_script(to, phone_number_id)

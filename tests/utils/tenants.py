@@ -1,0 +1,20 @@
+"""Tenants for tests: each test makes its own (a unique slug), never shares one."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlmodel.ext.asyncio.session import AsyncSession
+from switchboard.db.models import Tenant
+from switchboard.tenants import create_tenant
+
+
+async def new_tenant(
+    sessions: async_sessionmaker[AsyncSession], name: str = "Test Shop", **settings_extensions: object
+) -> Tenant:
+    """Create and commit a tenant with a unique slug and these ``settings_extensions`` sections."""
+    async with sessions() as session, session.begin():
+        tenant = await create_tenant(session, slug=f"t-{uuid.uuid4().hex[:12]}", name=name)
+        tenant.settings_extensions = dict(settings_extensions)
+    return tenant
