@@ -100,10 +100,8 @@ async def test_cli_agents_add_online_takes_the_waiting_queue(make_tenant, sessio
         )
     assert queued.agent is None
     phone = random_phone()
-    added = await asyncio.to_thread(
-        cli.invoke,
-        cli_app,
-        ["agents", "add", "--tenant", tenant.slug, "--name", "Nia", "--phone", f"+{phone}", "--online"],
+    added = await cli.arun(
+        "agents", "add", "--tenant", tenant.slug, "--name", "Nia", "--phone", f"+{phone}", "--online"
     )
     assert added.exit_code == 0, added.output
     assert added.stdout.startswith(f"added agent Nia +{phone} (online) id=")
