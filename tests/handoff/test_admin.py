@@ -8,7 +8,8 @@ from switchboard.db.engine import session_scope
 from switchboard.db.models import Conversation, HumanAgent
 from switchboard.handoff import escalate
 
-from tests.utils.handoff import make_agent, make_customer_conversation, outbox_rows, random_phone, reload
+from tests.utils.handoff import make_agent, make_customer_conversation, random_phone, reload
+from tests.utils.rows import outbox_of
 
 
 async def test_admin_api_adds_lists_and_sets_status(make_tenant, sessions, settings, orchestrator_url):
@@ -56,7 +57,7 @@ async def test_admin_api_adds_lists_and_sets_status(make_tenant, sessions, setti
     assert (await reload(sessions, Conversation, waiting.id)).assigned_agent_id.hex == agent_id.replace(
         "-", ""
     )
-    [notice] = await outbox_rows(sessions, tenant.id)
+    [notice] = await outbox_of(sessions, tenant.id)
     assert notice.recipient == phone and notice.payload["audience"] == "agent"
 
 

@@ -10,7 +10,8 @@ from switchboard.db.engine import session_scope
 from switchboard.db.models import Conversation, HumanAgent
 from switchboard.handoff import escalate, escalate_and_notify
 
-from tests.utils.handoff import make_agent, make_customer_conversation, outbox_rows, reload
+from tests.utils.handoff import make_agent, make_customer_conversation, reload
+from tests.utils.rows import outbox_of
 
 
 async def test_least_loaded_online_agent_is_chosen(sessions, make_tenant):
@@ -120,7 +121,7 @@ async def test_notice_without_gateway_quotes_the_customer(sessions, make_tenant)
         reason="wants a person",
         trace_id="t1",
     )
-    rows = await outbox_rows(sessions, tenant.id)
+    rows = await outbox_of(sessions, tenant.id)
     assert [(r.recipient, r.payload["audience"]) for r in rows] == [(agent.phone, "agent")]
     text = rows[0].payload["text"]
     assert f"Customer: Rui (+{customer.phone})" in text

@@ -8,7 +8,8 @@ from switchboard.handoff import HANDOFF_SUMMARY_INSTRUCTION
 from switchboard.llm.offline_server import ScriptedResponse
 
 from tests.utils.agent import ConversationHandle, deployment, llm_settings, unique_model
-from tests.utils.handoff import make_agent, make_customer_conversation, outbox_rows, reload
+from tests.utils.handoff import make_agent, make_customer_conversation, reload
+from tests.utils.rows import outbox_of
 
 
 def tool_call(name: str, arguments: dict) -> ScriptedResponse:
@@ -41,7 +42,7 @@ async def test_escalation_assigns_the_less_loaded_agent_with_an_llm_summary(
     assert result.reply == "A colleague will take over now."
     conversation = await reload(sessions, Conversation, handle.conversation.id)
     assert (conversation.status, conversation.assigned_agent_id) == ("human", light.id)
-    [notice] = await outbox_rows(sessions, tenant.id)
+    [notice] = await outbox_of(sessions, tenant.id)
     assert notice.recipient == light.phone
     assert "Summary: Ana wants a refund for order 7; nothing promised yet." in notice.payload["text"]
     assert "Reason: refund dispute" in notice.payload["text"]
@@ -68,7 +69,7 @@ async def test_escalation_with_nobody_online_tells_the_model_to_announce_the_que
     assert "Our team answers from 9:00 to 18:00." in tool_result["content"]
     conversation = await reload(sessions, Conversation, handle.conversation.id)
     assert conversation.status == "human" and conversation.queued_at is not None
-    assert await outbox_rows(sessions, tenant.id) == []
+    assert await outbox_of(sessions, tenant.id) == []
     async with sessions() as session:
         audit = (await session.exec(select(AuditLog).where(AuditLog.tenant_id == tenant.id))).one()
     assert audit.details["queued"] is True

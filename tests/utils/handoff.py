@@ -6,10 +6,9 @@ import secrets
 import uuid
 
 from sqlalchemy.ext.asyncio import async_sessionmaker
-from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.conversations import Identity, resolve_customer, start_conversation
-from switchboard.db.models import Conversation, Customer, HumanAgent, Message, Outbox, Tenant
+from switchboard.db.models import Conversation, Customer, HumanAgent, Message, Tenant
 from switchboard.handoff import add_agent
 
 
@@ -68,13 +67,3 @@ async def make_customer_conversation(
 async def reload(sessions: async_sessionmaker[AsyncSession], model: type, id_: uuid.UUID):  # type: ignore[no-untyped-def]
     async with sessions() as session:
         return await session.get(model, id_)
-
-
-async def outbox_rows(sessions: async_sessionmaker[AsyncSession], tenant_id: uuid.UUID) -> list[Outbox]:
-    async with sessions() as session:
-        rows = await session.exec(
-            select(Outbox)
-            .where(Outbox.tenant_id == tenant_id)
-            .order_by(col(Outbox.created_at), col(Outbox.part_index))
-        )
-        return list(rows.all())

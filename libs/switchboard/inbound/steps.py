@@ -54,7 +54,8 @@ from switchboard.inbound.ratelimit import count_in_window, take_slot
 from switchboard.inbound.turn_client import ContractViolation, OrchestratorUnavailable, request_turn
 from switchboard.observability import get_logger
 from switchboard.outbox import text_items, write_outbox
-from switchboard.outbox.delivery import DeliveryDeps, DeliveryScope, deliver
+from switchboard.outbox.delivery import DeliveryScope, deliver
+from switchboard.outbox.jobs import delivery_deps_from
 from switchboard.queue.keys import (
     burst_key,
     contract_violation_counter_key,
@@ -167,19 +168,12 @@ async def retry_or_dead(deps: Any, job: dict[str, Any], row_id: uuid.UUID, error
     return Retry(defer=defer_s)
 
 
-def _delivery_deps(ic: InboundContext) -> DeliveryDeps:
-    deps = ic.deps
-    return DeliveryDeps(
-        sessions=deps.resources.sessions, redis=deps.redis, channels=deps.channels, settings=deps.settings
-    )
-
-
 async def _deliver(ic: InboundContext, scope: DeliveryScope) -> int:
     """Send what ``scope`` has due now; parts waiting for a retry get a deferred delivery job.
 
     Returns the parts sent now.
     """
-    report = await deliver(_delivery_deps(ic), scope)
+    report = await deliver(delivery_deps_from(ic.job), scope)
     if report.retry_in_s is not None:
         await ic.deps.redis.enqueue_job(
             "deliver_outbox",

@@ -6,8 +6,6 @@ import uuid
 from dataclasses import asdict
 from typing import Any
 
-import switchboard.channels.whatsapp.channel  # noqa: F401  (registers the WhatsApp channel)
-from switchboard.channels.base import ChannelDeps, build_channels
 from switchboard.observability import get_logger
 from switchboard.outbox.delivery import DeliveryDeps, DeliveryScope, deliver
 
@@ -24,21 +22,13 @@ def delivery_deps_from(ctx: dict[str, Any]) -> DeliveryDeps:
     """The :class:`DeliveryDeps` of a worker process, built once from ``ctx["deps"]`` (the worker's
     shared resources) and kept in ``ctx["delivery_deps"]``.
 
-    Channels come from ``ctx["channels"]`` when the worker built them, else from
-    :func:`~switchboard.channels.base.build_channels` sharing the worker's Graph client.
+    Channels are the worker's own (:attr:`~switchboard.inbound.context.WorkerDeps.channels`).
     """
     cached = ctx.get("delivery_deps")
     if cached is not None:
         return cached
     worker = ctx["deps"]
-    channels = getattr(worker, "channels", None) or build_channels(
-        ChannelDeps(
-            settings=worker.settings,
-            cipher=worker.cipher,
-            http=worker.http,
-            extra={"whatsapp_graph": getattr(worker, "graph", None)},
-        )
-    )
+    channels = worker.channels
     deps = DeliveryDeps(
         sessions=worker.resources.sessions, redis=worker.redis, channels=channels, settings=worker.settings
     )
