@@ -3,6 +3,7 @@ row's clock, script the Graph sandbox and read what it recorded, capture log eve
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -151,7 +152,11 @@ def captured_logs() -> Iterator[list[dict[str, Any]]]:
     """Log events as dicts, with the bound context variables merged in (what a JSON line carries)."""
     capture = structlog.testing.LogCapture()
     previous = structlog.get_config()
-    structlog.configure(processors=[structlog.contextvars.merge_contextvars, capture])
+    structlog.configure(
+        processors=[structlog.contextvars.merge_contextvars, capture],
+        # every level: a service started by an earlier test may have left a WARNING filter configured
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
+    )
     try:
         yield capture.entries
     finally:
