@@ -30,7 +30,13 @@ from switchboard.agent.tools import ToolContext, ToolError, ToolOutput, ToolRegi
 from switchboard.contracts import TokenUsage, ToolCallRecord
 from switchboard.errors import tool_error_result
 from switchboard.llm.router import ContextOverflow, ModelCallFailed, ModelGateway, ModelReply, TenantRouter
-from switchboard.llm.trimming import split_units, strip_reasoning, strip_tool_history, trim_to_budget
+from switchboard.llm.trimming import (
+    count_tokens,
+    shrink_to_budget,
+    split_units,
+    strip_reasoning,
+    trim_to_budget,
+)
 from switchboard.observability import get_logger
 from switchboard.tenant_settings import LoopLimits, TenantSettings
 
@@ -39,6 +45,11 @@ __all__ = ["LoopOutcome", "run_tool_loop", "truncate_result", "visible_tools"]
 log = get_logger(__name__)
 
 Outcome = Literal["answered", "silent", "degraded"]
+
+OVERFLOW_RETRIES = 2
+"""Shrunk re-sends after a context overflow in one model call (each budget smaller than the last)."""
+UNSTATED_LIMIT_SHRINK = 0.5
+"""Without a limit in the provider's error, the next budget is this share of what was sent."""
 
 
 @dataclass
@@ -132,7 +143,7 @@ class _Loop:
         return self.settings.loop
 
     async def call_model(self, tools: list[dict[str, Any]]) -> ModelReply:
-        """Trim, call, and on a context overflow retry once without tool history."""
+        """Trim, call, and on a context overflow shrink the prompt for real and call again."""
         llm = self.settings.llm
         budget = int(self.tenant_router.context_window_tokens * llm.trim_ratio)
         _, units = split_units(self.messages)
@@ -150,19 +161,8 @@ class _Loop:
             reply = await self.gateway.complete(
                 self.tenant_router, trimmed, tools=tools or None, llm=llm, trace_id=self.trace_id
             )
-        except ContextOverflow:
-            if self.out.overflow_retried:
-                raise
-            self.out.overflow_retried = True
-            log.warning("context_overflow_retry_without_tool_history", trace_id=self.trace_id)
-            self.out.model_calls += 1
-            reply = await self.gateway.complete(
-                self.tenant_router,
-                strip_tool_history(trimmed),
-                tools=tools or None,
-                llm=llm,
-                trace_id=self.trace_id,
-            )
+        except ContextOverflow as overflow:
+            reply = await self.recover_overflow(trimmed, tools, overflow)
         self.out.model_calls += 1
         self.out.model_ms += reply.duration_ms
         self.out.usage.prompt_tokens += reply.prompt_tokens
@@ -173,6 +173,44 @@ class _Loop:
             self.out.models_used.append(reply.model_id)
         self.out.fallback_used |= reply.fallback_used
         return reply
+
+    async def recover_overflow(
+        self, sent: list[dict[str, Any]], tools: list[dict[str, Any]], overflow: ContextOverflow
+    ) -> ModelReply:
+        """Re-send a prompt that really shrinks (DESIGN.md, "The LLM layer is a Router").
+
+        The next budget is ``trim_ratio`` of the limit the provider stated (or, unstated, half of what
+        was sent), and always below what was sent; :func:`~switchboard.llm.trimming.shrink_to_budget`
+        drops older turns, then shortens the current tool results, keeping the system prompt and the
+        latest customer message. At most :data:`OVERFLOW_RETRIES` re-sends.
+
+        Raises:
+            ContextOverflow: still too long after the last re-send.
+        """
+        llm = self.settings.llm
+        model = self.tenant_router.count_model
+        for attempt in range(1, OVERFLOW_RETRIES + 1):
+            sent_tokens = count_tokens(model, sent, tools or None)
+            if overflow.limit_tokens:
+                budget = int(overflow.limit_tokens * llm.trim_ratio)
+            else:
+                budget = int(sent_tokens * UNSTATED_LIMIT_SHRINK)
+            budget = min(budget, int(sent_tokens * 0.9))  # never the identical prompt again
+            shrunk = shrink_to_budget(sent, model=model, budget_tokens=budget, tools=tools or None)
+            self.out.overflow_retried = True
+            self.out.model_calls += 1
+            log.warning(
+                "context_overflow_shrunk", trace_id=self.trace_id, attempt=attempt,
+                stated_limit_tokens=overflow.limit_tokens, sent_tokens=sent_tokens, budget_tokens=budget,
+                shrunk_tokens=count_tokens(model, shrunk, tools or None),
+            )  # fmt: skip
+            try:
+                return await self.gateway.complete(
+                    self.tenant_router, shrunk, tools=tools or None, llm=llm, trace_id=self.trace_id
+                )
+            except ContextOverflow as again:
+                overflow, sent = again, shrunk
+        raise overflow
 
     async def run(self) -> None:
         ctx0 = self.make_ctx("definitions")

@@ -54,7 +54,9 @@ class DeploymentSettings(BaseModel):
     api_key_encrypted: str | None = None
     """Fernet token of ``{"api_key": "..."}`` (see :func:`encrypt_api_key`); never the plain key."""
     max_input_tokens: int | None = Field(None, gt=0)
-    """Context window when LiteLLM's model table does not know the model."""
+    """Context window when LiteLLM's model table does not know the model, or when the provider's real
+    window is smaller than the table says. A later group with a larger window is the context-window
+    fallback of an earlier one."""
     timeout_s: float | None = Field(None, gt=0)
     """Per-request timeout overriding the tenant's ``request_timeout_s``."""
 
@@ -80,6 +82,11 @@ class LLMSettings(BaseModel):
     request_timeout_s: float = Field(45.0, gt=0)
     num_retries: int = Field(2, ge=0, le=5)
     """Retries of transient errors inside a group (>= 1 needed for in-group failover, LIBRARIES.md §7)."""
+    max_retry_wait_s: float = Field(1.0, ge=0, le=10)
+    """Longest wait before retrying a deployment. A provider's ``Retry-After`` beyond it is not waited
+    out: the deployment cools down for that long and the next group answers at once."""
+    max_retry_after_cooldown_s: float = Field(300.0, gt=0)
+    """Upper bound on a cooldown taken from a provider's ``Retry-After`` (seconds)."""
     trim_ratio: float = Field(0.8, gt=0, le=1)
     """Messages are trimmed to this share of the smallest context window of the deployments."""
     default_context_window_tokens: int = Field(8192, gt=256)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fastapi import APIRouter, FastAPI, Request, UploadFile
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, Field
 
 from switchboard import __version__
@@ -68,6 +68,8 @@ CHARS_PER_TOKEN = 4
 HANG_MAX_S = 600.0
 """A scripted hang ends after this long at the latest (the client times out well before)."""
 HANG_POLL_S = 0.05
+DEFAULT_RECORDED_REQUESTS = 200
+"""Chat requests each deployment's script remembers (oldest forgotten first): bounded memory."""
 
 
 class ScriptedResponse(BaseModel):
@@ -75,15 +77,24 @@ class ScriptedResponse(BaseModel):
 
     ``kind``: ``text`` (``content``), ``tool_calls`` (``tool_calls``: ``[{"name", "arguments"}]``,
     arguments a dict or a raw string, which may be malformed JSON on purpose), ``error`` (HTTP
-    ``status`` 429/500/503...), ``overflow`` (400 ``context_length_exceeded``), ``hang`` (no answer
-    until ``HANG_MAX_S``), ``demo`` (the demo behaviour for this request).
+    ``status`` 429/500/503..., with ``headers`` such as ``{"Retry-After": "47"}`` and ``body``
+    replacing the OpenAI error JSON), ``overflow`` (400 ``context_length_exceeded`` stating
+    ``context_limit_tokens``), ``hang`` (no answer until ``HANG_MAX_S``), ``empty`` (a 200 completion
+    whose content is ``content`` or ``""``: a provider's empty or whitespace answer), ``demo`` (the
+    demo behaviour for this request).
     """
 
-    kind: Literal["text", "tool_calls", "error", "overflow", "hang", "demo"] = "text"
+    kind: Literal["text", "tool_calls", "error", "overflow", "hang", "empty", "demo"] = "text"
     content: str | None = None
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
     status: int = 500
-    latency_s: float = 0.0
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Extra response headers (``Retry-After``, ``x-ratelimit-*``), for every kind."""
+    body: dict[str, Any] | str | None = None
+    """``error``: the response body instead of ``{"error": {...}}`` (a string is sent as text/plain)."""
+    context_limit_tokens: int = Field(8192, gt=0)
+    """``overflow``: the context window the error message states."""
+    latency_s: float = Field(0.0, ge=0, le=HANG_MAX_S)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
 
@@ -97,13 +108,26 @@ class DeploymentScript:
     """Delay before every answer (seconds), added to a response's own ``latency_s``."""
     default: ScriptedResponse | None = None
     """Answer when the queue is empty; ``None`` means the demo behaviour."""
+    max_recorded: int = DEFAULT_RECORDED_REQUESTS
     requests: list[dict[str, Any]] = field(default_factory=list)
-    """Every chat request body received, in order."""
+    """The newest ``max_recorded`` chat request bodies received, oldest first."""
     authorizations: list[str] = field(default_factory=list)
-    """The ``Authorization`` header of each request (tests check per-tenant keys)."""
+    """The ``Authorization`` header of each recorded request (tests check per-tenant keys)."""
+    received: int = 0
+    """Chat requests received in all (recorded or not)."""
     in_flight: int = 0
     max_in_flight: int = 0
     record_requests: bool = True
+
+    def record(self, body: dict[str, Any], authorization: str) -> None:
+        """Count a request and, when recording, remember it (bounded by ``max_recorded``)."""
+        self.received += 1
+        if self.record_requests and self.max_recorded > 0:
+            self.requests.append(body)
+            self.authorizations.append(authorization)
+            if len(self.requests) > self.max_recorded:  # amortised: trim a batch once over the bound
+                del self.requests[: -self.max_recorded]
+                del self.authorizations[: -self.max_recorded]
 
     def push(self, *responses: ScriptedResponse) -> None:
         self.queue.extend(responses)
@@ -112,14 +136,23 @@ class DeploymentScript:
 class OfflineModelState:
     """Scripts per deployment name; created by the test or the app factory and shared with the app."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_recorded: int = DEFAULT_RECORDED_REQUESTS, max_scripts: int = 1000) -> None:
         self._scripts: dict[str, DeploymentScript] = {}
+        self.max_recorded = max_recorded
+        """Requests remembered per deployment (0: none)."""
+        self.max_scripts = max_scripts
+        """Deployments remembered; the oldest script is forgotten past it (bounded memory)."""
         self.release_hangs = threading.Event()
         """Set it to end every pending and future scripted hang (the server may run in another thread)."""
 
     def script(self, model: str) -> DeploymentScript:
         """The script of deployment ``model`` (created on first use)."""
-        return self._scripts.setdefault(model, DeploymentScript())
+        script = self._scripts.get(model)
+        if script is None:
+            while len(self._scripts) >= self.max_scripts:
+                self._scripts.pop(next(iter(self._scripts)))
+            script = self._scripts[model] = DeploymentScript(max_recorded=self.max_recorded)
+        return script
 
     def names(self) -> list[str]:
         return sorted(self._scripts)
@@ -173,9 +206,21 @@ def _completion_body(
     }
 
 
-def _error(status: int, message: str, err_type: str, code: str | None = None) -> JSONResponse:
+def _error(
+    status: int, message: str, err_type: str, code: str | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     return JSONResponse(
-        {"error": {"message": message, "type": err_type, "param": None, "code": code}}, status_code=status
+        {"error": {"message": message, "type": err_type, "param": None, "code": code}},
+        status_code=status,
+        headers=headers or None,
+    )
+
+
+def overflow_message(limit_tokens: int, sent_tokens: int) -> str:
+    """OpenAI's wording of a context-length 400 (what :func:`switchboard.llm.trimming.stated_context_limit` parses)."""
+    return (
+        f"This model's maximum context length is {limit_tokens} tokens. However, your messages resulted "
+        f"in {sent_tokens} tokens. Please reduce the length of the messages."
     )
 
 
@@ -207,6 +252,65 @@ def _transcript(data: bytes) -> str:
     return UNAVAILABLE_TRANSCRIPT
 
 
+async def _answer(
+    state: OfflineModelState,
+    script: DeploymentScript,
+    scripted: ScriptedResponse | None,
+    model: str,
+    body: dict[str, Any],
+) -> Response:
+    messages = body.get("messages") or []
+    delay = script.latency_s + (scripted.latency_s if scripted else 0.0)
+    if delay > 0:
+        await asyncio.sleep(delay)
+    if scripted is None or scripted.kind == "demo":
+        answer = demo_reply(messages, body.get("tools"))
+        content = answer.get("content")
+        return JSONResponse(
+            _completion_body(
+                model,
+                content=content,
+                tool_calls=answer.get("tool_calls", []),
+                usage=_usage(messages, content or "", scripted),
+            )
+        )
+    if scripted.kind == "hang":
+        deadline = time.monotonic() + HANG_MAX_S
+        while not state.release_hangs.is_set() and time.monotonic() < deadline:  # noqa: ASYNC110 (set from another thread)
+            await asyncio.sleep(HANG_POLL_S)
+        return _error(504, "scripted hang ended", "timeout")
+    if scripted.kind == "error":
+        if isinstance(scripted.body, str):
+            return PlainTextResponse(scripted.body, status_code=scripted.status)
+        if scripted.body is not None:
+            return JSONResponse(scripted.body, status_code=scripted.status)
+        kind = "rate_limit_error" if scripted.status == 429 else "server_error"
+        return _error(scripted.status, f"scripted error {scripted.status}", kind)
+    if scripted.kind == "overflow":
+        sent = _usage(messages, "", None)["prompt_tokens"]
+        return _error(
+            400,
+            overflow_message(scripted.context_limit_tokens, max(sent, scripted.context_limit_tokens + 1)),
+            "invalid_request_error",
+            "context_length_exceeded",
+        )
+    if scripted.kind == "empty":
+        return JSONResponse(
+            _completion_body(
+                model, content=scripted.content or "", tool_calls=[], usage=_usage(messages, "", scripted)
+            )
+        )
+    content = scripted.content
+    return JSONResponse(
+        _completion_body(
+            model,
+            content=content,
+            tool_calls=scripted.tool_calls if scripted.kind == "tool_calls" else [],
+            usage=_usage(messages, content or "", scripted),
+        )
+    )
+
+
 def create_offline_app(state: OfflineModelState | None = None, *, enable_control: bool = False) -> FastAPI:
     """The offline model server as an ASGI app.
 
@@ -224,60 +328,22 @@ def create_offline_app(state: OfflineModelState | None = None, *, enable_control
     v1 = APIRouter(prefix="/v1", tags=["openai-compatible"])
 
     @v1.post("/chat/completions", summary="Chat completion (text or tool calls), OpenAI shape")
-    async def chat_completions(request: Request) -> JSONResponse:
+    async def chat_completions(request: Request) -> Response:
         try:
             body = await request.json()
         except json.JSONDecodeError:
             return _error(400, "request body is not JSON", "invalid_request_error")
         model = str(body.get("model") or OFFLINE_DEMO_MODEL)
-        messages = body.get("messages") or []
         script = state.script(model)
-        if script.record_requests:
-            script.requests.append(body)
-            script.authorizations.append(request.headers.get("authorization", ""))
+        script.record(body, request.headers.get("authorization", ""))
         scripted = script.queue.popleft() if script.queue else script.default
         script.in_flight += 1
         script.max_in_flight = max(script.max_in_flight, script.in_flight)
         try:
-            delay = script.latency_s + (scripted.latency_s if scripted else 0.0)
-            if delay > 0:
-                await asyncio.sleep(delay)
-            if scripted is None or scripted.kind == "demo":
-                answer = demo_reply(messages, body.get("tools"))
-                content = answer.get("content")
-                return JSONResponse(
-                    _completion_body(
-                        model,
-                        content=content,
-                        tool_calls=answer.get("tool_calls", []),
-                        usage=_usage(messages, content or "", scripted),
-                    )
-                )
-            if scripted.kind == "hang":
-                deadline = time.monotonic() + HANG_MAX_S
-                while not state.release_hangs.is_set() and time.monotonic() < deadline:  # noqa: ASYNC110 (set from another thread)
-                    await asyncio.sleep(HANG_POLL_S)
-                return _error(504, "scripted hang ended", "timeout")
-            if scripted.kind == "error":
-                kind = "rate_limit_error" if scripted.status == 429 else "server_error"
-                return _error(scripted.status, f"scripted error {scripted.status}", kind)
-            if scripted.kind == "overflow":
-                return _error(
-                    400,
-                    "This model's maximum context length is 8192 tokens. However, your messages resulted "
-                    "in 9000 tokens. Please reduce the length of the messages.",
-                    "invalid_request_error",
-                    "context_length_exceeded",
-                )
-            content = scripted.content
-            return JSONResponse(
-                _completion_body(
-                    model,
-                    content=content,
-                    tool_calls=scripted.tool_calls if scripted.kind == "tool_calls" else [],
-                    usage=_usage(messages, content or "", scripted),
-                )
-            )
+            response = await _answer(state, script, scripted, model, body)
+            if scripted is not None and scripted.headers:
+                response.headers.update(scripted.headers)
+            return response
         finally:
             script.in_flight -= 1
 

@@ -1,15 +1,29 @@
 """The model gateway: one LiteLLM ``Router`` per tenant, a process-wide concurrency bound, fallback reports.
 
 DESIGN.md, "The LLM layer is a Router". For each tenant the deployments are ordered by priority into
-groups (``p<priority>``); the first group is called and the others are its ``fallbacks`` in order.
-``allowed_fails``/``cooldown_time``/``timeout``/``num_retries`` come from the tenant's
-:class:`~switchboard.llm.config.LLMSettings`; provider SDK retries are off (``max_retries=0``) so the
-retry policy lives in the Router. Every call holds the gateway's semaphore (default 50 process-wide).
+groups (``p<priority>``). The Router balances and fails over *inside* a group (``num_retries``,
+``allowed_fails``, ``cooldown_time``, ``timeout`` from the tenant's
+:class:`~switchboard.llm.config.LLMSettings`); the gateway walks the groups in order itself
+(:meth:`ModelGateway.complete`), because the policy between groups is ours:
 
-LiteLLM facts this relies on (LIBRARIES.md §7): ``Router`` cannot be subclassed; in-group failover
-needs ``num_retries >= 1``; the answering deployment is ``response._hidden_params["model_id"]`` (our
-readable ``model_info.id``) and ``_hidden_params["additional_headers"]["x-litellm-attempted-fallbacks"]``
-counts fallbacks; all groups failing re-raises the original error.
+* **no hidden waits**: LiteLLM's retries honour a provider's ``Retry-After`` up to 60 s (measured: a
+  503 with ``Retry-After: 5`` and 2 retries took 11 s before the fallback answered), so a group of one
+  deployment is called with ``num_retries=0`` and the gateway retries it only for 5xx/connection
+  errors, waiting at most ``max_retry_wait_s``. A ``Retry-After`` beyond that cap, a 429 or a timeout
+  is not retried: the deployment cools down (for ``Retry-After`` seconds, at most
+  ``max_retry_after_cooldown_s``, else ``cooldown_s``) and the next group answers at once. Groups
+  whose every deployment is cooling down are skipped (all tried anyway when every group is).
+* **an empty answer is a failure**: a completion without tool calls whose visible text (after
+  :func:`~switchboard.llm.trimming.strip_reasoning`) is empty counts as that deployment failing and
+  the next group is called; the reply records the deployment that really answered.
+* **context-window fallback**: a context-overflow error moves only to a later group whose context
+  window is larger than the limit the provider stated (or than the failing group's); without one,
+  :class:`ContextOverflow` carries the stated limit so the loop can shrink the prompt to it.
+
+Provider SDK retries are off (``max_retries=0``). Every call holds the gateway's semaphore (default
+50 process-wide). LiteLLM facts this relies on (LIBRARIES.md §7): ``Router`` cannot be subclassed;
+in-group failover needs ``num_retries >= 1``; the answering deployment is
+``response._hidden_params["model_id"]`` (our readable ``model_info.id``).
 """
 
 from __future__ import annotations
@@ -19,7 +33,7 @@ import hashlib
 import json
 import time
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol
@@ -27,13 +41,23 @@ from typing import TYPE_CHECKING, Any, Protocol
 from switchboard.crypto import CredentialCipher, CredentialDecryptError
 from switchboard.llm import import_litellm
 from switchboard.llm.config import DeploymentSettings, LLMSettings, default_deployments
+from switchboard.llm.trimming import stated_context_limit, strip_reasoning
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
 
 if TYPE_CHECKING:  # litellm is imported on first use (switchboard.llm.import_litellm)
     from litellm import Router
 
-__all__ = ["ModelGateway", "ModelReply", "TenantRouter", "ModelCallFailed", "ContextOverflow"]
+__all__ = [
+    "ModelGateway",
+    "ModelReply",
+    "TenantRouter",
+    "RouterGroup",
+    "ModelCallFailed",
+    "ContextOverflow",
+    "EmptyCompletion",
+    "retry_after_s",
+]
 
 log = get_logger(__name__)
 
@@ -42,18 +66,49 @@ DEFAULT_MAX_CONCURRENT_CALLS = 50
 _FAILURE_MEMORY = 2048
 """Calls whose failures the recorder remembers at most (oldest forgotten first)."""
 _CALL_KEY = "switchboard_call_id"
+_FAIL_WINDOW_S = 60.0
+"""Failures of a deployment counted against ``allowed_fails`` within this window (LiteLLM's minute)."""
+_BACKOFF_INITIAL_S = 0.25
+"""First retry wait of a single-deployment group (doubles per retry, capped by ``max_retry_wait_s``)."""
+_RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
 
 
 class ModelCallFailed(Exception):
-    """Every deployment of every group failed (after retries and fallbacks); ``error`` is LiteLLM's."""
+    """Every deployment of every group failed (after retries and fallbacks); ``error`` is LiteLLM's.
 
-    def __init__(self, error: BaseException) -> None:
+    Attributes:
+        failed_deployments: ``[{"deployment", "error"}]`` in the order they failed.
+    """
+
+    def __init__(self, error: BaseException, failed_deployments: list[dict[str, str]] | None = None) -> None:
         self.error = error
+        self.failed_deployments = failed_deployments or []
         super().__init__(f"{type(error).__name__}: {str(error)[:300]}")
 
 
 class ContextOverflow(ModelCallFailed):
-    """The provider said the prompt is longer than the model's context window."""
+    """The provider said the prompt is longer than the model's context window.
+
+    Attributes:
+        limit_tokens: the window the provider's error stated (``None`` when it stated none).
+        window_tokens: the window the gateway assumed for the group that overflowed.
+    """
+
+    def __init__(
+        self,
+        error: BaseException,
+        failed_deployments: list[dict[str, str]] | None = None,
+        *,
+        limit_tokens: int | None = None,
+        window_tokens: int | None = None,
+    ) -> None:
+        super().__init__(error, failed_deployments)
+        self.limit_tokens = limit_tokens
+        self.window_tokens = window_tokens
+
+
+class EmptyCompletion(Exception):
+    """A deployment answered 200 with no visible text and no tool calls (treated as its failure)."""
 
 
 @dataclass
@@ -142,18 +197,83 @@ def _recorder() -> _FailureRecorder:
     return recorder
 
 
+def retry_after_s(error: BaseException) -> float | None:
+    """Seconds a provider's ``Retry-After`` (or ``retry-after-ms``) header on ``error`` asks to wait.
+
+    Reads the HTTP response LiteLLM/OpenAI errors carry (``error.response.headers``, else
+    ``error.litellm_response_headers``). HTTP-date values are not parsed (``None``). RFC 9110 §10.2.3.
+    """
+    headers: Any = None
+    response = getattr(error, "response", None)
+    if response is not None:
+        headers = getattr(response, "headers", None)
+    if not headers:
+        headers = getattr(error, "litellm_response_headers", None)
+    if not headers:
+        return None
+    try:
+        milliseconds = headers.get("retry-after-ms")
+        if milliseconds is not None:
+            return max(0.0, float(milliseconds) / 1000)
+        value = headers.get("retry-after")
+        return max(0.0, float(value)) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _status(error: BaseException) -> int | None:
+    code = getattr(error, "status_code", None)
+    return code if isinstance(code, int) else None
+
+
+@dataclass
+class RouterGroup:
+    """One priority group: its Router model name, deployments and context window."""
+
+    name: str
+    deployment_ids: list[str]
+    context_window_tokens: int
+    """Smallest context window among the group's deployments (tokens)."""
+
+
 @dataclass
 class TenantRouter:
-    """A tenant's Router and what was derived with it."""
+    """A tenant's Router, its groups in fallback order, and the gateway's cooldowns for it."""
 
     router: Router
     fingerprint: str
     first_group: str
     deployments: list[DeploymentSettings]
     context_window_tokens: int
-    """Smallest context window among the deployments (tokens)."""
+    """Smallest context window among the deployments (tokens): the trimming budget's base."""
     count_model: str
     """LiteLLM model name used to count tokens (the first deployment's)."""
+    groups: list[RouterGroup] = field(default_factory=list)
+    cooldown_until: dict[str, float] = field(default_factory=dict)
+    """Deployment id -> ``time.monotonic()`` until which the gateway skips it."""
+    recent_failures: dict[str, deque[float]] = field(default_factory=dict)
+    """Deployment id -> monotonic times of its recent failures (``allowed_fails`` window)."""
+
+    def is_cooling(self, deployment_id: str, now: float) -> bool:
+        return self.cooldown_until.get(deployment_id, 0.0) > now
+
+    def cool_down(self, deployment_id: str, seconds: float, *, reason: str) -> None:
+        until = time.monotonic() + seconds
+        self.cooldown_until[deployment_id] = max(self.cooldown_until.get(deployment_id, 0.0), until)
+        log.warning(
+            "deployment_cooldown", deployment=deployment_id, cooldown_s=round(seconds, 3), reason=reason
+        )
+
+    def note_failure(self, deployment_id: str, llm: LLMSettings) -> None:
+        """Count a failure; past ``allowed_fails`` within a minute the deployment cools down ``cooldown_s``."""
+        now = time.monotonic()
+        times = self.recent_failures.setdefault(deployment_id, deque())
+        times.append(now)
+        while times and times[0] < now - _FAIL_WINDOW_S:
+            times.popleft()
+        if len(times) > llm.allowed_fails:
+            times.clear()
+            self.cool_down(deployment_id, llm.cooldown_s, reason="allowed_fails")
 
 
 @dataclass
@@ -245,19 +365,29 @@ class ModelGateway:
         ordered = list(dict.fromkeys(groups.values()))
         router = litellm.Router(
             model_list=model_list,
-            fallbacks=[{ordered[0]: ordered[1:]}] if len(ordered) > 1 else [],
+            fallbacks=[],  # the gateway walks the groups (module docstring)
             num_retries=llm.num_retries,
             allowed_fails=llm.allowed_fails,
             cooldown_time=llm.cooldown_s,
             timeout=llm.request_timeout_s,
         )
+        windows = {d.id: self._context_window(d, llm) for d in deployments}
+        router_groups = [
+            RouterGroup(
+                name=name,
+                deployment_ids=[d.id for d in deployments if f"p{d.priority}" == name],
+                context_window_tokens=min(windows[d.id] for d in deployments if f"p{d.priority}" == name),
+            )
+            for name in ordered
+        ]
         built = TenantRouter(
             router=router,
             fingerprint=fingerprint,
             first_group=ordered[0],
             deployments=deployments,
-            context_window_tokens=min(self._context_window(d, llm) for d in deployments),
+            context_window_tokens=min(windows.values()),
             count_model=deployments[0].litellm_model(),
+            groups=router_groups,
         )
         self._routers[tenant_id] = built
         log.info(
@@ -278,66 +408,181 @@ class ModelGateway:
         tools: list[dict[str, Any]] | None,
         llm: LLMSettings,
         trace_id: str,
+        min_context_tokens: int | None = None,
     ) -> ModelReply:
-        """One chat completion through the tenant's Router, inside the semaphore.
+        """One chat completion through the tenant's groups in order, inside the semaphore.
 
         Args:
             tenant_router: from :meth:`router_for`.
             messages: OpenAI chat messages (already trimmed).
             tools: OpenAI tool definitions, or ``None``/``[]`` for a words-only call.
             trace_id: recorded in LiteLLM metadata and logs.
+            min_context_tokens: only groups whose context window is larger than this are called
+                (the loop's context-window fallback after an overflow); ``None``: every group.
+
+        Returns:
+            The reply of the first group that answered with words or tool calls. When every group
+            answered empty, the last (empty) reply, ``fallback_used`` set.
 
         Raises:
-            ContextOverflow: the provider rejected the prompt as too long (after fallbacks).
-            ModelCallFailed: every deployment failed (timeouts, 5xx, 429...) after retries/fallbacks.
+            ContextOverflow: the prompt is too long for every group that could take it
+                (``limit_tokens`` = the limit the provider stated, when it stated one).
+            ModelCallFailed: every group failed (timeouts, 5xx, 429...); ``failed_deployments`` says how.
         """
-        call_id = uuid.uuid4().hex
-        kwargs: dict[str, Any] = {
-            "model": tenant_router.first_group,
-            "messages": messages,
-            "metadata": {_CALL_KEY: call_id, "trace_id": trace_id},
-        }
+        litellm = import_litellm()
+        recorder = self._recorder if self._recorder is not None else _recorder()
+        started = time.perf_counter()
+        failures: list[dict[str, str]] = []
+        candidates = [
+            g
+            for g in tenant_router.groups
+            if min_context_tokens is None or g.context_window_tokens > min_context_tokens
+        ]
+        now = time.monotonic()
+        walk = [g for g in candidates if not all(tenant_router.is_cooling(d, now) for d in g.deployment_ids)]
+        skipped = [g.name for g in candidates if g not in walk]
+        if not walk:
+            walk = candidates  # everything is cooling down: trying beats failing without a call
+        if skipped:
+            log.info("model_groups_skipped_cooling", trace_id=trace_id, groups=skipped)
+        first_error: BaseException | None = None
+        overflow: tuple[BaseException, int | None, int] | None = None
+        empty_reply: ModelReply | None = None
+        overflow_floor = min_context_tokens
+        async with self.semaphore:
+            for position, group in enumerate(walk):
+                if overflow_floor is not None and group.context_window_tokens <= overflow_floor:
+                    continue  # an overflow earlier in this call: only a larger window can take the prompt
+                try:
+                    response = await self._call_group(
+                        tenant_router, group, messages, tools, llm, trace_id, recorder, failures
+                    )
+                except litellm.ContextWindowExceededError as exc:
+                    limit = stated_context_limit(str(exc))
+                    overflow = (exc, limit, group.context_window_tokens)
+                    overflow_floor = max(overflow_floor or 0, limit or group.context_window_tokens)
+                    log.warning(
+                        "model_context_overflow", trace_id=trace_id, group=group.name,
+                        stated_limit_tokens=limit, assumed_window_tokens=group.context_window_tokens,
+                    )  # fmt: skip
+                    continue
+                except Exception as exc:  # LiteLLM/OpenAI errors of every kind: this group failed
+                    first_error = first_error or exc  # raised when all fail, as LiteLLM's fallbacks do
+                    continue
+                reply = self._reply(
+                    response, group, started, failures, fallback=position > 0 or bool(skipped)
+                )
+                if not reply.tool_calls and not strip_reasoning(reply.content):
+                    deployment = reply.model_id or group.name
+                    failures.append({"deployment": deployment, "error": "EmptyCompletion: no visible text"})
+                    tenant_router.note_failure(deployment, llm)
+                    log.warning(
+                        "model_empty_completion", trace_id=trace_id, deployment=deployment, group=group.name
+                    )
+                    empty_reply = reply
+                    continue
+                if reply.fallback_used:
+                    log.warning(
+                        "model_fallback", trace_id=trace_id, answered_by=reply.model_id,
+                        answered_group=group.name, failed_deployments=failures, skipped_groups=skipped,
+                        duration_ms=round(reply.duration_ms, 1),
+                    )  # fmt: skip
+                return reply
+        if overflow is not None:  # the loop can shrink the prompt and call again
+            exc, limit, window = overflow
+            raise ContextOverflow(exc, failures, limit_tokens=limit, window_tokens=window) from exc
+        if empty_reply is not None:
+            empty_reply.fallback_used = len(walk) > 1 or bool(skipped)
+            empty_reply.failed_deployments = failures
+            empty_reply.duration_ms = (time.perf_counter() - started) * 1000
+            return empty_reply
+        error = first_error or EmptyCompletion("no group could be called")
+        log.error(
+            "model_call_failed", trace_id=trace_id,
+            error=f"{type(error).__name__}: {str(error)[:300]}", failed_deployments=failures,
+        )  # fmt: skip
+        raise ModelCallFailed(error, failures) from error
+
+    async def _call_group(
+        self,
+        tenant_router: TenantRouter,
+        group: RouterGroup,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        llm: LLMSettings,
+        trace_id: str,
+        recorder: _FailureRecorder,
+        failures: list[dict[str, str]],
+    ) -> Any:
+        """Call one group: the Router's in-group failover for several deployments; for one, our own
+        capped retries (module docstring). Failures are appended to ``failures``.
+
+        Raises:
+            Exception: LiteLLM's error of the group's last attempt.
+        """
+        single = len(group.deployment_ids) == 1
+        attempts = 1 + (llm.num_retries if single else 0)
+        kwargs: dict[str, Any] = {"model": group.name, "messages": messages}
         if tools:
             kwargs["tools"] = tools
             kwargs["tool_choice"] = "auto"
         if llm.max_output_tokens:
             kwargs["max_tokens"] = llm.max_output_tokens
-        litellm = import_litellm()
-        recorder = self._recorder if self._recorder is not None else _recorder()
-        started = time.perf_counter()
-        async with self.semaphore:
+        if single:
+            kwargs["num_retries"] = 0  # LiteLLM's retries would wait out Retry-After (up to 60 s)
+        for attempt in range(attempts):
+            call_id = uuid.uuid4().hex
+            kwargs["metadata"] = {_CALL_KEY: call_id, "trace_id": trace_id}
             try:
-                response = await tenant_router.router.acompletion(**kwargs)
-            except litellm.ContextWindowExceededError as exc:
-                failures = recorder.take(call_id)
-                log.warning("model_context_overflow", trace_id=trace_id, failed_deployments=failures)
-                raise ContextOverflow(exc) from exc
-            except Exception as exc:  # LiteLLM/OpenAI errors of every kind: all groups failed
-                failures = recorder.take(call_id)
-                log.error(
-                    "model_call_failed",
-                    trace_id=trace_id,
-                    error=f"{type(exc).__name__}: {str(exc)[:300]}",
-                    failed_deployments=failures,
+                return await tenant_router.router.acompletion(**kwargs)
+            except Exception as exc:
+                recorded = recorder.take(call_id)
+                failures.extend(
+                    recorded
+                    or [{"deployment": group.name, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}]
                 )
-                raise ModelCallFailed(exc) from exc
-        duration_ms = (time.perf_counter() - started) * 1000
+                deployment = recorded[-1]["deployment"] if recorded else group.deployment_ids[0]
+                if type(exc).__name__ == "ContextWindowExceededError":
+                    raise
+                wait = retry_after_s(exc)
+                status = _status(exc)
+                if wait is not None and wait > llm.max_retry_wait_s:
+                    tenant_router.cool_down(
+                        deployment, min(wait, llm.max_retry_after_cooldown_s), reason="retry_after"
+                    )
+                    raise
+                if status == 429:
+                    tenant_router.cool_down(
+                        deployment,
+                        min(wait or llm.cooldown_s, llm.max_retry_after_cooldown_s),
+                        reason="rate_limited",
+                    )
+                    raise
+                tenant_router.note_failure(deployment, llm)
+                retryable = status in _RETRYABLE_STATUS or type(exc).__name__ == "APIConnectionError"
+                if not single or not retryable or attempt + 1 >= attempts:
+                    raise
+                pause = min(
+                    llm.max_retry_wait_s, wait if wait is not None else _BACKOFF_INITIAL_S * 2**attempt
+                )
+                log.info(
+                    "model_retry", trace_id=trace_id, deployment=deployment, attempt=attempt + 1, wait_s=pause
+                )
+                if pause > 0:
+                    await asyncio.sleep(pause)
+        raise AssertionError("unreachable")  # pragma: no cover (the loop returns or raises)
+
+    def _reply(
+        self,
+        response: Any,
+        group: RouterGroup,
+        started: float,
+        failures: list[dict[str, str]],
+        *,
+        fallback: bool,
+    ) -> ModelReply:
         hidden = getattr(response, "_hidden_params", {}) or {}
-        headers = hidden.get("additional_headers") or {}
-        attempted_fallbacks = int(headers.get("x-litellm-attempted-fallbacks") or 0)
-        failures = recorder.take(call_id)
-        model_id = hidden.get("model_id")
-        if attempted_fallbacks:
-            log.warning(
-                "model_fallback",
-                trace_id=trace_id,
-                answered_by=model_id,
-                answered_group=headers.get("x-litellm-model-group"),
-                failed_deployments=failures
-                or [{"deployment": d.id, "error": "unavailable"} for d in tenant_router.deployments[:1]],
-            )
-        choice = response.choices[0]
-        message = choice.message
+        message = response.choices[0].message
         tool_calls = [
             {
                 "id": call.id,
@@ -350,11 +595,11 @@ class ModelGateway:
         return ModelReply(
             content=message.content,
             tool_calls=tool_calls,
-            model_id=model_id,
-            model_group=headers.get("x-litellm-model-group"),
-            fallback_used=attempted_fallbacks > 0,
-            failed_deployments=failures,
+            model_id=hidden.get("model_id"),
+            model_group=group.name,
+            fallback_used=fallback,
+            failed_deployments=list(failures),
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            duration_ms=duration_ms,
+            duration_ms=(time.perf_counter() - started) * 1000,
         )

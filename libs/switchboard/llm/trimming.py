@@ -25,6 +25,8 @@ __all__ = [
     "trim_to_budget",
     "strip_tool_history",
     "repair_tool_pairs",
+    "shrink_to_budget",
+    "stated_context_limit",
 ]
 
 log = get_logger(__name__)
@@ -124,6 +126,72 @@ def trim_to_budget(
     return head + [message for unit in kept for message in unit]
 
 
+def _shrink_text(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    marker = f"\n…[shortened: {len(text) - limit} characters left out to fit the context window]"
+    return text[: max(0, limit - len(marker))] + marker
+
+
+def shrink_to_budget(
+    messages: list[Message],
+    *,
+    model: str,
+    budget_tokens: int,
+    tools: list[dict[str, Any]] | None = None,
+    min_tool_result_chars: int = 400,
+) -> list[Message]:
+    """Shrink ``messages`` until they fit ``budget_tokens`` (the recovery after a context overflow).
+
+    In this order, stopping as soon as the prompt fits:
+
+    1. drop older units (before the latest user message), oldest first (:func:`trim_to_budget`);
+    2. drop every older unit, then shorten the current turn's tool results (largest first, halving,
+       down to ``min_tool_result_chars`` each, marked ``…[shortened: N characters …]``);
+    3. drop the current turn's earlier tool exchanges, keeping the newest one.
+
+    The leading system message(s) and the latest user message always stay, unchanged; a call is
+    never separated from its results. If they alone exceed the budget the result still holds them
+    (the caller decides what to do with a prompt that cannot fit).
+
+    Returns:
+        A new list (the input is not modified).
+    """
+    head, units = split_units(messages)
+    last_user = max((i for i, u in enumerate(units) if u[0].get("role") == "user"), default=len(units) - 1)
+    current = max(1, len(units) - max(last_user, 0))
+    trimmed = trim_to_budget(
+        messages, model=model, budget_tokens=budget_tokens, tools=tools, keep_last_units=current
+    )
+    if count_tokens(model, trimmed, tools) <= budget_tokens:
+        return trimmed
+    kept_units = [[dict(m) for m in unit] for unit in units[len(units) - current :]]
+    shrunk = head + [m for unit in kept_units for m in unit]
+    results = [m for unit in kept_units for m in unit if m.get("role") == "tool"]
+    while count_tokens(model, shrunk, tools) > budget_tokens:
+        longest = max(results, key=lambda m: len(str(m.get("content") or "")), default=None)
+        if longest is None or len(str(longest.get("content") or "")) <= min_tool_result_chars:
+            break
+        text = str(longest.get("content") or "")
+        longest["content"] = _shrink_text(text, max(min_tool_result_chars, len(text) // 2))
+    exchanges = [
+        i
+        for i, unit in enumerate(kept_units)
+        if unit[0].get("role") == "assistant" and unit[0].get("tool_calls")
+    ]
+    while count_tokens(model, shrunk, tools) > budget_tokens and len(exchanges) > 1:
+        kept_units.pop(exchanges.pop(0))
+        exchanges = [i - 1 for i in exchanges]
+        shrunk = head + [m for unit in kept_units for m in unit]
+    log.info(
+        "messages_shrunk",
+        budget_tokens=budget_tokens,
+        kept_messages=len(shrunk),
+        fits=count_tokens(model, shrunk, tools) <= budget_tokens,
+    )
+    return shrunk
+
+
 def strip_tool_history(messages: list[Message]) -> list[Message]:
     """Remove tool calls and tool results before the last user message (the overflow retry).
 
@@ -175,3 +243,34 @@ def repair_tool_pairs(messages: list[Message]) -> list[Message]:
         result.append(message)
         index += 1
     return result
+
+
+_LIMIT_PATTERNS = (
+    # OpenAI / OpenAI-compatible (vLLM, Ollama's OpenAI API, LiteLLM's own wording)
+    re.compile(r"maximum context length is\s*([\d,_]+)\s*tokens", re.IGNORECASE),
+    re.compile(r"context length of\s*(?:only\s*)?([\d,_]+)\s*tokens", re.IGNORECASE),
+    re.compile(r"context(?:\s+window)?\s+(?:limit|size|window)\s+(?:is|of)\s*([\d,_]+)", re.IGNORECASE),
+    # Anthropic: "prompt is too long: 210000 tokens > 200000 maximum"
+    re.compile(r"tokens\s*>\s*([\d,_]+)\s*maximum", re.IGNORECASE),
+    # "input length (9000) exceeds the model's context length (8192)"
+    re.compile(
+        r"exceeds? (?:the )?(?:model's )?(?:maximum )?context (?:length|window)\s*\(?\s*(?:of\s*)?([\d,_]+)",
+        re.IGNORECASE,
+    ),
+)
+
+
+def stated_context_limit(error_text: str) -> int | None:
+    """The context window (tokens) a provider's overflow error states, or ``None`` when it states none.
+
+    Recognises OpenAI's "maximum context length is N tokens", Anthropic's "N tokens > M maximum",
+    and the "context length of N" / "exceeds the context window (N)" wordings of OpenAI-compatible
+    servers (vLLM, llama.cpp, LiteLLM). Values below 256 are ignored (not a context window).
+    """
+    for pattern in _LIMIT_PATTERNS:
+        match = pattern.search(error_text)
+        if match:
+            value = int(re.sub(r"[,_]", "", match.group(1)))
+            if value >= 256:
+                return value
+    return None
