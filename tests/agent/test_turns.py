@@ -294,7 +294,7 @@ async def test_all_models_failing_gives_the_error_reply(setup, orchestrator, ses
     assert row.outcome == "degraded" and row.error.startswith("model_failed")
 
 
-async def test_context_overflow_retries_once_without_tool_history(setup, orchestrator, sessions):
+async def test_context_overflow_retry_drops_older_tool_history(setup, orchestrator, sessions):
     conv, script = await setup(
         tool_calls(("save_customer_profile", {"name": "Cy"})),
         text("saved"),
@@ -309,6 +309,65 @@ async def test_context_overflow_retries_once_without_tool_history(setup, orchest
     assert any(m["role"] == "tool" for m in overflowed)
     assert not any(m["role"] == "tool" or m.get("tool_calls") for m in retried)
     assert retried[-1] == {"role": "user", "content": "what did you save?"}
+    assert (await _turn(sessions, request.inbound_message_id)).timings["overflow_retried"] is True
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        ScriptedResponse(kind="error", status=429, headers={"Retry-After": "47"}),
+        ScriptedResponse(kind="empty", content="  "),
+    ],
+    ids=["429-retry-after-47", "empty-answer"],
+)
+async def test_failing_primary_is_answered_by_the_backup_and_the_backup_is_recorded(
+    setup, orchestrator, offline_model, sessions, failure
+):
+    state, url = offline_model
+    primary, backup = unique_model("primary"), unique_model("backup")
+    state.script(primary).push(failure)
+    state.script(backup).push(text("backup answered"))
+    conv, _ = await setup(
+        deployments=[deployment(url, primary, priority=1), deployment(url, backup, priority=2)],
+        llm={"num_retries": 2},
+    )
+    request = conv.request("hi")
+    result = await orchestrator.handle_turn(request)
+    assert (result.reply, result.model, result.fallback_used) == ("backup answered", backup, True)
+    row = await _turn(sessions, request.inbound_message_id)
+    assert (row.outcome, row.model, row.fallback_used) == ("answered", backup, True)
+    assert state.script(primary).received == 1  # no retry waited out the Retry-After
+
+
+async def test_context_overflow_shrinks_to_the_limit_the_provider_states(setup, orchestrator, sessions):
+    # the model table says 100k tokens; the provider's real window is 1,000 and its error says so
+    conv, script = await setup(
+        ScriptedResponse(kind="overflow", context_limit_tokens=1000), text("short answer"),
+        llm={"default_context_window_tokens": 100_000},
+    )  # fmt: skip
+    base = utcnow() - timedelta(hours=1)
+    async with sessions() as session, session.begin():
+        for index in range(30):
+            session.add(
+                Message(
+                    tenant_id=conv.tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
+                    direction="inbound" if index % 2 == 0 else "outbound",
+                    role="user" if index % 2 == 0 else "assistant",
+                    text=f"message {index} " + "filler " * 40, created_at=base + timedelta(seconds=index),
+                )
+            )  # fmt: skip
+    request = conv.request("newest question")
+    result = await orchestrator.handle_turn(request)
+    assert result.reply == "short answer"
+    overflowed, retried = script.requests[0]["messages"], script.requests[1]["messages"]
+    count_model = "openai/" + script.requests[0]["model"]
+    assert count_tokens(count_model, overflowed) > 1000
+    assert count_tokens(count_model, retried, script.requests[1].get("tools")) <= int(
+        1000 * LLMSettings().trim_ratio
+    )
+    assert retried[0] == overflowed[0]  # the system prompt, unchanged
+    assert retried[-1] == {"role": "user", "content": "newest question"}
+    assert retried[1:-1] == overflowed[len(overflowed) - len(retried) + 1 : -1]  # the newest older turns
     assert (await _turn(sessions, request.inbound_message_id)).timings["overflow_retried"] is True
 
 

@@ -142,3 +142,89 @@ def test_repair_tool_pairs_drops_orphans():
         {"role": "user", "content": "q2"},
         *_pair("ok", "fine"),
     ]
+
+
+# --- context-overflow recovery (issue 14) ---------------------------------------------------------
+
+from switchboard.llm.offline_server import overflow_message  # noqa: E402
+from switchboard.llm.trimming import shrink_to_budget, stated_context_limit  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("text", "limit"),
+    [
+        (overflow_message(8192, 9000), 8192),
+        ("prompt is too long: 210000 tokens > 200000 maximum", 200_000),
+        ("This model's maximum context length is 128,000 tokens.", 128_000),
+        ("Requested tokens exceed context window of 4096", 4096),
+        ("input length (9000) exceeds the model's context length (8192)", 8192),
+        ("the input is longer than the model's context length", None),
+        ("maximum context length is 12 tokens", None),  # not a context window
+    ],
+)
+def test_the_limit_stated_in_a_provider_error_is_parsed(text, limit):
+    assert stated_context_limit(text) == limit
+
+
+MODEL = "gpt-4o-mini"
+
+
+def _exchange(call_id: str, result: str) -> list[dict]:
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+        ]},
+        {"role": "tool", "tool_call_id": call_id, "content": result},
+    ]  # fmt: skip
+
+
+def _conversation(result_chars: int) -> list[dict]:
+    older = []
+    for index in range(10):
+        older += [
+            {"role": "user", "content": f"old question {index} " + "words " * 40},
+            {"role": "assistant", "content": f"old answer {index} " + "words " * 40},
+        ]
+    return [
+        {"role": "system", "content": "You are the shop's assistant."},
+        *older,
+        {"role": "user", "content": "where is my order?"},
+        *_exchange("c1", "first result " + "x " * 50),
+        *_exchange("c2", "order data " + "y " * result_chars),
+    ]
+
+
+def test_shrink_drops_older_turns_first_and_keeps_the_current_tool_result_whole():
+    messages = _conversation(result_chars=50)
+    budget = count_tokens(MODEL, messages) - 100
+    shrunk = shrink_to_budget(messages, model=MODEL, budget_tokens=budget)
+    assert count_tokens(MODEL, shrunk) <= budget
+    assert shrunk[0] == messages[0] and shrunk[-5:] == messages[-5:]  # current turn untouched
+    assert len(shrunk) < len(messages)
+
+
+def test_shrink_then_shortens_the_current_tool_result_keeping_system_and_question():
+    messages = _conversation(result_chars=6000)
+    budget = 1200
+    shrunk = shrink_to_budget(messages, model=MODEL, budget_tokens=budget)
+    assert count_tokens(MODEL, shrunk) <= budget
+    assert shrunk[0] == messages[0]
+    assert {"role": "user", "content": "where is my order?"} in shrunk
+    assert not any(m.get("content", "") and "old question" in str(m["content"]) for m in shrunk)
+    result = [m for m in shrunk if m.get("tool_call_id") == "c2"][0]["content"]
+    assert result.startswith("order data") and "[shortened:" in result
+    # every call keeps its result (providers reject a call without one)
+    calls = {c["id"] for m in shrunk for c in m.get("tool_calls") or []}
+    assert calls == {m["tool_call_id"] for m in shrunk if m["role"] == "tool"}
+    assert messages[-1]["content"].endswith("y ")  # the input is not modified
+
+
+def test_shrink_never_drops_the_system_prompt_or_latest_question_even_if_they_do_not_fit():
+    messages = [
+        {"role": "system", "content": "rules " * 500},
+        {"role": "user", "content": "older"},
+        {"role": "assistant", "content": "older answer"},
+        {"role": "user", "content": "latest " * 300},
+    ]
+    shrunk = shrink_to_budget(messages, model=MODEL, budget_tokens=50)
+    assert shrunk == [messages[0], messages[-1]]
