@@ -59,8 +59,9 @@ async def run(args: argparse.Namespace) -> None:
     e2e: list[float] = []
     pending: dict[str, float] = {}
     run_id = int(time.time()) % 100000
+    control = {"Authorization": f"Bearer {settings.secret('admin_token')}"}  # the sandbox's control endpoints
     async with httpx.AsyncClient(timeout=30) as client:
-        after = (await client.get(sandbox)).json()["last_seq"]
+        after = (await client.get(sandbox, headers=control)).json()["last_seq"]
         limiter = asyncio.Semaphore(args.concurrency)
 
         async def send(i: int) -> None:
@@ -82,7 +83,7 @@ async def run(args: argparse.Namespace) -> None:
             nonlocal after
             deadline = time.perf_counter() + args.timeout
             while time.perf_counter() < deadline and (pending or len(acks) < args.messages):
-                data = (await client.get(sandbox, params={"after": after})).json()
+                data = (await client.get(sandbox, params={"after": after}, headers=control)).json()
                 now = time.perf_counter()
                 for message in data["messages"]:
                     after = message["seq"]

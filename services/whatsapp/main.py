@@ -4,7 +4,7 @@ Run: `uvicorn services.whatsapp.main:create_app --factory` (`switchboard run` do
 """
 
 from fastapi import FastAPI
-from switchboard.channels.whatsapp import sandbox_router, webhook_router
+from switchboard.channels.whatsapp import sandbox_router, sandbox_status_sender, webhook_router
 from switchboard.service_app import create_service_app
 from switchboard.settings import Settings, load_settings
 
@@ -14,9 +14,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings()
     routers = [webhook_router()]
     if settings.whatsapp_sandbox_enabled and not settings.whatsapp_graph_base_url:
+        # only while the worker sends to it (never next to the real Graph API); control needs the admin token
         routers.append(
-            sandbox_router()
-        )  # only while the worker sends to it (never next to the real Graph API)
+            sandbox_router(
+                admin_token=settings.secret("admin_token"), status_sender=sandbox_status_sender(settings)
+            )
+        )
     return create_service_app(
         "whatsapp",
         settings,

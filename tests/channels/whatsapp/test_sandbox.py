@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 from fastapi import FastAPI
 from switchboard.channels.whatsapp import sandbox_router
@@ -55,7 +57,7 @@ async def test_sends_are_listed_per_number_and_scripts_answer_in_order() -> None
         ("fine", "ok", "sb:1"),
     ]
     assert listed["last_seq"] == 3 and dropped.json() == {"dropped": 0}
-    assert state.account_failures == {"111": []} and state.failures == {}
+    assert state.faults.queues == {}
 
 
 async def test_control_endpoints_answer_loopback_clients_only() -> None:
@@ -71,7 +73,7 @@ async def test_control_endpoints_answer_loopback_clients_only() -> None:
             "/v23.0/111/messages", json=_text("1", "hi"), headers={"Authorization": "Bearer t"}
         )
     assert [r.status_code for r in responses] == [403, 403, 403, 403]
-    assert send.status_code == 200 and state.failures == {} and state.media == {}
+    assert send.status_code == 200 and state.faults.queues == {} and state.media == {}
 
 
 async def test_read_marks_are_listed_per_number() -> None:
@@ -86,3 +88,95 @@ async def test_read_marks_are_listed_per_number() -> None:
         listed = (await client.get("/_control/read", params={"phone_number_id": "111"})).json()
     assert listed == {"message_ids": ["wamid.A", "wamid.C"]}
     assert (state.read_marks_of("222"), state.read_marks_of("333")) == (["wamid.B"], [])
+
+
+# --- fault scripts (issue 14): admin token, the N-th send, media lookups, status callbacks first ---
+
+
+def _token_client(token: str, *, status_sender=None) -> tuple[httpx.AsyncClient, object]:  # type: ignore[no-untyped-def]
+    app = FastAPI()
+    router = sandbox_router(admin_token=token, status_sender=status_sender)
+    app.include_router(router)
+    transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 40000))
+    return httpx.AsyncClient(transport=transport, base_url="http://sandbox/_sandbox/graph"), router.sandbox  # type: ignore[attr-defined]
+
+
+async def test_control_endpoints_need_the_admin_token_when_the_service_has_one() -> None:
+    client, _ = _token_client("admin-secret")
+    async with client:
+        missing = await client.get("/_control/sent")
+        wrong = await client.get("/_control/sent", headers={"Authorization": "Bearer nope"})
+        right = await client.get("/_control/sent", headers={"Authorization": "Bearer admin-secret"})
+        scripted = await client.post("/_control/failures", json={"to": "1"})
+    assert [r.status_code for r in (missing, wrong, right, scripted)] == [401, 401, 200, 401]
+
+
+async def test_the_nth_send_fails_with_the_scripted_code() -> None:
+    client, state = _client()
+    auth = {"Authorization": "Bearer t"}
+    async with client:
+        await client.post("/_control/failures", json={"to": "555", "after": 2, "code": 131026})
+        answers = [
+            await client.post("/v23.0/111/messages", json=_text("555", f"part {i}"), headers=auth)
+            for i in range(4)
+        ]
+    assert [a.status_code for a in answers] == [200, 200, 400, 200]
+    assert answers[2].json()["error"]["code"] == 131026
+    assert [m["text"] for m in state.sent_by("111")] == ["part 0", "part 1", "part 3"]
+
+
+async def test_media_lookup_fails_n_times_then_answers() -> None:
+    client, state = _client()
+    async with client:
+        await client.put("/_control/media/m1", content=b"JPEG", headers={"content-type": "image/jpeg"})
+        await client.post(
+            "/_control/failures",
+            json={"operation": "media", "media_id": "m1", "times": 2, "http_status": 500},
+        )
+        lookups = [await client.get("/v23.0/m1") for _ in range(3)]
+        blob = await client.get("/_media/m1", headers={"Authorization": "Bearer t"})
+    assert [r.status_code for r in lookups] == [500, 500, 200]
+    assert blob.content == b"JPEG" and state.faults.queues == {}
+
+
+async def test_delayed_send_answer_is_recorded_before_it_is_answered() -> None:
+    client, state = _client()
+    async with client:
+        await client.post("/_control/failures", json={"to": "555", "mode": "delay", "delay_s": 0.3})
+        started = asyncio.get_running_loop().time()
+        answer = await client.post(
+            "/v23.0/111/messages", json=_text("555", "slow"), headers={"Authorization": "Bearer t"}
+        )
+        elapsed = asyncio.get_running_loop().time() - started
+    assert answer.status_code == 200 and elapsed >= 0.3
+    assert state.sent_by("111")[0]["id"] == answer.json()["messages"][0]["id"]
+
+
+async def test_status_callbacks_are_delivered_before_the_send_answer() -> None:
+    delivered: list[tuple[str, str]] = []
+
+    async def status_sender(body: dict) -> None:
+        (item,) = body["entry"][0]["changes"][0]["value"]["statuses"]
+        delivered.append((item["status"], item["id"]))
+
+    client, _ = _token_client("tok", status_sender=status_sender)
+    async with client:
+        await client.post(
+            "/_control/failures",
+            json={"to": "555", "mode": "status_first"},
+            headers={"Authorization": "Bearer tok"},
+        )
+        answer = await client.post(
+            "/v23.0/111/messages", json=_text("555", "racy"), headers={"Authorization": "Bearer t"}
+        )
+        # the callbacks were sent while the send was still unanswered
+        wamid = answer.json()["messages"][0]["id"]
+    assert delivered == [("sent", wamid), ("delivered", wamid)]
+
+
+async def test_status_first_without_a_status_sender_is_refused() -> None:
+    client, _ = _client()
+    async with client:
+        refused = await client.post("/_control/failures", json={"to": "555", "mode": "status_first"})
+        unknown = await client.post("/_control/failures", json={"to": "555", "mode": "explode"})
+    assert (refused.status_code, unknown.status_code) == (422, 422)

@@ -244,7 +244,8 @@ async def test_sandbox_is_mounted_only_while_the_worker_sends_to_it(make_setting
     async def status(settings) -> int:  # type: ignore[no-untyped-def]
         transport = httpx.ASGITransport(app=create_app(settings))
         async with httpx.AsyncClient(transport=transport, base_url="http://wa.test") as client:
-            return (await client.get("/_sandbox/graph/_control/sent")).status_code
+            token = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
+            return (await client.get("/_sandbox/graph/_control/sent", headers=token)).status_code
 
     assert await status(make_settings(whatsapp_sandbox_enabled=True, whatsapp_graph_base_url=None)) == 200
     assert (

@@ -5,26 +5,28 @@ bodies ``{"error": {"code", "message", "error_data": {"details"}}}``). Mounted b
 service at ``/_sandbox/graph`` when ``WHATSAPP_SANDBOX_ENABLED`` (default), and pointed to by the
 worker when ``WHATSAPP_GRAPH_BASE_URL`` is unset.
 
-Control endpoints (not part of Meta's API; answered only to loopback clients, 403 otherwise):
+Control endpoints (not part of Meta's API; loopback clients only and, when the service passes its
+admin token, ``Authorization: Bearer <admin token>``: :func:`switchboard.channels.faults.require_control_access`):
 
 * ``GET /_control/sent?after=N&phone_number_id=P`` lists recorded sends with ``seq > N`` (of the
   business number ``P`` only, when given), and ``last_seq``.
 * ``GET /_control/read?phone_number_id=P`` lists the message ids number ``P`` marked read, in order.
-* ``POST /_control/failures`` scripts the next sends, nothing by default. Body
-  ``{"to" | "phone_number_id", "times": 1, "mode": "error", "code", "http_status": 400,
-  "headers": {...}, "body": ..., "delay_s": 0}``: the next ``times`` sends to ``to`` (or from the
-  number ``phone_number_id``) get the scripted answer. Modes:
+* ``POST /_control/failures`` scripts faults (:class:`switchboard.channels.faults.FaultSpec`), nothing
+  by default:
 
-  - ``error`` (default): not recorded; Meta's error body for ``code`` (or ``body`` as given) with
-    ``http_status`` and ``headers`` (e.g. ``{"Retry-After": "7"}``);
-  - ``accept_then_500``: the send **is recorded** (Meta accepted it), then the answer is lost: a
-    500 that is not a Graph error (what a proxy answers when the upstream dies after accepting);
-  - ``accept_then_hang``: recorded, then the answer waits ``delay_s`` (the caller times out first);
-  - ``delay``: recorded and answered normally after ``delay_s``.
-
-  ``delay_s`` also delays an ``error`` answer. Scripts for ``to`` are used before scripts for the
-  number.
-* ``DELETE /_control/failures?to=&phone_number_id=`` drops scripts that were not used.
+  - ``{"operation": "send", "to" | "phone_number_id", "times": 1, "after": 0, "mode", "code",
+    "http_status", "headers", "body", "delay_s", "statuses"}``: after ``after`` untouched sends,
+    the next ``times`` sends to ``to`` (or from the number ``phone_number_id``) get the fault.
+    Modes (:data:`switchboard.channels.faults.FaultMode`): ``error`` (default; not recorded; Meta's
+    error body for ``code`` or ``body``, with ``http_status`` and ``headers`` such as
+    ``{"Retry-After": "7"}``), ``accept_then_500`` (recorded, then a non-Graph 500),
+    ``accept_then_hang`` (recorded, the answer waits ``delay_s``), ``delay`` (recorded, answered
+    after ``delay_s``), ``status_first`` (recorded, then the ``statuses`` callbacks, default
+    ``sent`` and ``delivered``, are posted signed to the WhatsApp webhook *before* the answer; needs
+    the service's status sender). Scripts for ``to`` are used before scripts for the number.
+  - ``{"operation": "media", "media_id": ID | "*", "times": N, "code", "http_status"}``: the next
+    ``N`` lookups of that media id (its URL and its bytes) fail with Meta's error.
+* ``DELETE /_control/failures?to=&phone_number_id=&media_id=`` drops scripts that were not used.
 * ``PUT /_control/media/{id}`` stores bytes served by the media endpoints.
 """
 
@@ -33,14 +35,37 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import itertools
+import json
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
+import httpx
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from pydantic import ValidationError
 
-__all__ = ["GraphSandbox", "ScriptedAnswer", "sandbox_router"]
+from switchboard.channels.faults import Fault, FaultScript, FaultSpec, require_control_access
+from switchboard.channels.meta import SIGNATURE_HEADER, sign_body
+from switchboard.observability import get_logger
+
+if TYPE_CHECKING:
+    from switchboard.settings import Settings
+
+__all__ = [
+    "GraphSandbox",
+    "ScriptedAnswer",
+    "StatusSender",
+    "sandbox_router",
+    "sandbox_status_sender",
+    "status_webhook",
+]
+
+log = get_logger(__name__)
+
+StatusSender = Callable[[dict[str, Any]], Awaitable[None]]
+"""Delivers a status webhook body (Meta's shape) to the WhatsApp webhook, signed; the service builds it."""
 
 _ERROR_TEXT = {
     131047: "Re-engagement message",
@@ -48,23 +73,8 @@ _ERROR_TEXT = {
     130429: "Rate limit hit",
     131000: "Something went wrong",
 }
-_LOOPBACK = {"127.0.0.1", "::1", "localhost", "testclient"}
-"""Client hosts allowed on the control endpoints (``testclient``: Starlette's test client)."""
-
-Mode = Literal["error", "accept_then_500", "accept_then_hang", "delay"]
-
-
-@dataclass(frozen=True)
-class ScriptedAnswer:
-    """What the sandbox does with one scripted send (see the module docstring)."""
-
-    mode: Mode = "error"
-    code: int = 131000
-    http_status: int = 400
-    headers: dict[str, str] = field(default_factory=dict)
-    body: Any = None
-    """Raw answer body (JSON value or text) instead of Meta's error body for ``code``."""
-    delay_s: float = 0.0
+ScriptedAnswer = Fault
+"""What the sandbox does with one scripted call (the channel-neutral :class:`~switchboard.channels.faults.Fault`)."""
 
 
 @dataclass
@@ -76,10 +86,9 @@ class GraphSandbox:
     """Ids of the messages marked read, in order (every number)."""
     read_marks_by_number: dict[str, list[str]] = field(default_factory=dict)
     """The same, per business number (``phone_number_id``)."""
-    failures: dict[str, list[ScriptedAnswer]] = field(default_factory=dict)
-    """Scripts for sends to one recipient (``to``)."""
-    account_failures: dict[str, list[ScriptedAnswer]] = field(default_factory=dict)
-    """Scripts for sends from one business number (``phone_number_id``)."""
+    faults: FaultScript = field(default_factory=FaultScript)
+    """Scripted faults: ``("send", "to:<recipient>")``, ``("send", "from:<phone_number_id>")``,
+    ``("media", "<media id>")``."""
     media: dict[str, tuple[bytes, str]] = field(default_factory=dict)
     _seq: itertools.count = field(default_factory=lambda: itertools.count(1))
 
@@ -91,29 +100,61 @@ class GraphSandbox:
         """Ids of the messages one business number marked read, in order."""
         return list(self.read_marks_by_number.get(phone_number_id, []))
 
-    def script(self, answer: ScriptedAnswer, *, to: str | None = None, phone_number_id: str | None = None,
-               times: int = 1) -> int:  # fmt: skip
-        """Queue ``answer`` for the next ``times`` sends to ``to`` or from ``phone_number_id``.
+    def script(self, answer: Fault, *, to: str | None = None, phone_number_id: str | None = None,
+               times: int = 1, after: int = 0) -> int:  # fmt: skip
+        """Queue ``answer`` for the next ``times`` sends (after ``after`` untouched ones) to ``to`` or
+        from ``phone_number_id``.
 
         Returns:
-            How many scripts that queue holds now.
+            How many entries that queue holds now.
 
         Raises:
             ValueError: neither or both of ``to`` and ``phone_number_id`` given.
         """
         if (to is None) == (phone_number_id is None):
             raise ValueError("script sends to one recipient (to) or from one number (phone_number_id)")
-        table = self.failures if to is not None else self.account_failures
-        queue = table.setdefault(str(to if to is not None else phone_number_id), [])
-        queue.extend([answer] * times)
-        return len(queue)
+        key = f"to:{to}" if to is not None else f"from:{phone_number_id}"
+        return self.faults.add("send", key, answer, times=times, after=after)
 
-    def _next_script(self, to: str, phone_number_id: str) -> ScriptedAnswer | None:
-        for table, key in ((self.failures, to), (self.account_failures, phone_number_id)):
-            queue = table.get(key)
-            if queue:
-                return queue.pop(0)
-        return None
+    def script_media(self, answer: Fault, *, media_id: str = "*", times: int = 1, after: int = 0) -> int:
+        """Make the next ``times`` lookups of ``media_id`` (``"*"``: any) fail with ``answer``."""
+        return self.faults.add("media", media_id, answer, times=times, after=after)
+
+    def _next_script(self, to: str, phone_number_id: str) -> Fault | None:
+        return self.faults.next("send", f"to:{to}", f"from:{phone_number_id}")
+
+
+def status_webhook(record: dict[str, Any], status: str) -> dict[str, Any]:
+    """A status webhook body for one recorded send (the shape of ``status_sent.json``), timestamped now."""
+    item: dict[str, Any] = {
+        "id": record["id"],
+        "status": status,
+        "timestamp": str(int(time.time())),
+        "recipient_id": record["to"],
+    }
+    if record.get("biz_opaque_callback_data"):
+        item["biz_opaque_callback_data"] = record["biz_opaque_callback_data"]
+    return {
+        "object": "whatsapp_business_account",
+        "entry": [
+            {
+                "id": "102000000000001",
+                "changes": [
+                    {
+                        "value": {
+                            "messaging_product": "whatsapp",
+                            "metadata": {
+                                "display_phone_number": "15550100001",
+                                "phone_number_id": record["phone_number_id"],
+                            },
+                            "statuses": [item],
+                        },
+                        "field": "messages",
+                    }
+                ],
+            }
+        ],
+    }
 
 
 def _error(code: int, http_status: int, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -141,15 +182,24 @@ def _scripted_error(answer: ScriptedAnswer) -> Response:
     return JSONResponse(answer.body, status_code=answer.http_status, headers=answer.headers)
 
 
-def _require_loopback(request: Request) -> None:
-    host = request.client.host if request.client else ""
-    if host not in _LOOPBACK:
-        raise HTTPException(status_code=403, detail="sandbox control endpoints answer loopback clients only")
+def sandbox_router(
+    sandbox: GraphSandbox | None = None,
+    *,
+    admin_token: str | None = None,
+    status_sender: StatusSender | None = None,
+) -> APIRouter:
+    """Router to mount at ``/_sandbox/graph``.
 
-
-def sandbox_router(sandbox: GraphSandbox | None = None) -> APIRouter:
-    """Router to mount at ``/_sandbox/graph`` (state in ``sandbox``, a new one by default)."""
+    Args:
+        sandbox: the state (a new one by default; tests keep a reference).
+        admin_token: when set, control endpoints also need ``Authorization: Bearer <admin_token>``.
+        status_sender: delivers ``status_first`` callbacks; without one that mode answers 422.
+    """
     state = sandbox or GraphSandbox()
+
+    def _require_loopback(request: Request) -> None:
+        require_control_access(request, admin_token)
+
     router = APIRouter(prefix="/_sandbox/graph", tags=["sandbox"], include_in_schema=False)
     router.sandbox = state  # type: ignore[attr-defined]
 
@@ -169,35 +219,44 @@ def sandbox_router(sandbox: GraphSandbox | None = None) -> APIRouter:
     @router.post("/_control/failures")
     async def add_failure(request: Request) -> dict[str, Any]:
         _require_loopback(request)
-        spec = await request.json()
-        answer = ScriptedAnswer(
-            mode=spec.get("mode", "error"),
-            code=int(spec.get("code", 131000)),
-            http_status=int(spec.get("http_status", 500 if spec.get("mode") == "accept_then_500" else 400)),
-            headers={str(k): str(v) for k, v in (spec.get("headers") or {}).items()},
-            body=spec.get("body"),
-            delay_s=float(spec.get("delay_s", 0.0)),
-        )
-        if answer.mode not in ("error", "accept_then_500", "accept_then_hang", "delay"):
-            raise HTTPException(status_code=422, detail=f"unknown mode {answer.mode!r}")
         try:
-            queued = state.script(
-                answer,
-                to=spec.get("to"),
-                phone_number_id=spec.get("phone_number_id"),
-                times=int(spec.get("times", 1)),
-            )
+            spec = FaultSpec.model_validate(await request.json())
+        except ValidationError as exc:
+            raise HTTPException(status_code=422, detail=exc.errors(include_url=False)) from None
+        if spec.mode == "status_first" and status_sender is None:
+            raise HTTPException(status_code=422, detail="status_first needs the service's status sender")
+        try:
+            if spec.operation == "media":
+                if spec.media_id is None:
+                    raise ValueError("a media fault names media_id (or '*')")
+                queued = state.script_media(
+                    spec.fault(), media_id=spec.media_id, times=spec.times, after=spec.after
+                )
+            elif spec.operation == "send":
+                queued = state.script(
+                    spec.fault(),
+                    to=spec.to,
+                    phone_number_id=spec.phone_number_id,
+                    times=spec.times,
+                    after=spec.after,
+                )
+            else:
+                raise ValueError(f"unknown operation {spec.operation!r} (send, media)")
         except ValueError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from None
         return {"queued": queued}
 
     @router.delete("/_control/failures")
     async def clear_failures(
-        request: Request, to: str | None = None, phone_number_id: str | None = None
+        request: Request,
+        to: str | None = None,
+        phone_number_id: str | None = None,
+        media_id: str | None = None,
     ) -> dict[str, Any]:
         _require_loopback(request)
-        dropped = len(state.failures.pop(to, [])) if to else 0
-        dropped += len(state.account_failures.pop(phone_number_id, [])) if phone_number_id else 0
+        dropped = state.faults.clear("send", f"to:{to}") if to else 0
+        dropped += state.faults.clear("send", f"from:{phone_number_id}") if phone_number_id else 0
+        dropped += state.faults.clear("media", media_id) if media_id else 0
         return {"dropped": dropped}
 
     @router.put("/_control/media/{media_id}")
@@ -209,10 +268,18 @@ def sandbox_router(sandbox: GraphSandbox | None = None) -> APIRouter:
         )
         return {"stored": media_id}
 
+    def _media_fault(media_id: str) -> Response | None:
+        fault = state.faults.next("media", media_id)
+        if fault is None:
+            return None
+        return _scripted_error(fault)
+
     @router.get("/_media/{media_id}")
     async def media_bytes(media_id: str, request: Request) -> Response:
         if not request.headers.get("authorization", "").startswith("Bearer "):
             return Response("<html>login required</html>", status_code=401, media_type="text/html")
+        if (failed := _media_fault(media_id)) is not None:
+            return failed
         blob = state.media.get(media_id)
         if blob is None:
             return _error(131052, 404)
@@ -250,6 +317,12 @@ def sandbox_router(sandbox: GraphSandbox | None = None) -> APIRouter:
             "at": time.time(),
         }
         state.sent.append(record)
+        if script is not None and script.mode == "status_first" and status_sender is not None:
+            for status in script.statuses:  # delivered before the send's own answer (a real race)
+                try:
+                    await status_sender(status_webhook(record, status))
+                except Exception as exc:  # the sandbox still answers the send; the test sees the log
+                    log.warning("sandbox_status_callback_failed", status=status, error=type(exc).__name__)
         if script is not None and script.delay_s:
             await asyncio.sleep(script.delay_s)
         if script is not None and script.mode in ("accept_then_500", "accept_then_hang"):
@@ -265,6 +338,8 @@ def sandbox_router(sandbox: GraphSandbox | None = None) -> APIRouter:
 
     @router.get("/{version}/{media_id}")
     async def media_url(version: str, media_id: str, request: Request) -> Response:
+        if (failed := _media_fault(media_id)) is not None:
+            return failed
         blob = state.media.get(media_id)
         if blob is None:
             return _error(100, 400)
@@ -281,3 +356,21 @@ def sandbox_router(sandbox: GraphSandbox | None = None) -> APIRouter:
         )
 
     return router
+
+
+def sandbox_status_sender(settings: Settings, *, timeout_s: float = 10.0) -> StatusSender:
+    """The WhatsApp service's :data:`StatusSender`: POSTs a status body to its own
+    ``/webhooks/whatsapp``, signed with the Meta app secret as Meta signs (``X-Hub-Signature-256``)."""
+    url = settings.service_url(settings.whatsapp_port) + "/webhooks/whatsapp"
+
+    async def send(body: dict[str, Any]) -> None:
+        raw = json.dumps(body, separators=(",", ":")).encode()
+        headers = {
+            "Content-Type": "application/json",
+            SIGNATURE_HEADER: sign_body(raw, settings.secret("meta_app_secret")),
+        }
+        async with httpx.AsyncClient(timeout=timeout_s) as client:
+            response = await client.post(url, content=raw, headers=headers)
+        log.info("sandbox_status_callback", status_code=response.status_code)
+
+    return send
