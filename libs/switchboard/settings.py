@@ -161,6 +161,10 @@ class ModelProviderSettings(BaseSettings):
     anthropic_api_key: SecretStr | None = None
     model_call_concurrency: int = Field(50, ge=1, le=10_000)
     """Process-wide bound on concurrent model calls (``asyncio.Semaphore``, DESIGN.md)."""
+    model_server_control: bool = False
+    """Test hook: expose the offline model server's ``/control/...`` endpoints (scripted errors with
+    status, headers and body, delays, empty answers) under ``switchboard run``, behind the admin token.
+    Refused when a provider key is set or ``HOST`` is not loopback (README "Fault hooks")."""
 
 
 class SecretSettings(BaseSettings):

@@ -22,7 +22,10 @@ Two ways to drive it:
 2. **Scripted** (tests, load tests): per deployment (the request's ``model`` field), queue responses
    (text, tool calls, HTTP 429/500/503, a hang, a context-overflow 400) and set a latency, either
    in-process through :class:`OfflineModelState` or over HTTP via ``/control/...`` (enabled with
-   ``enable_control=True``). Every received chat request is recorded for assertions.
+   ``enable_control=True``; under ``switchboard run`` with ``MODEL_SERVER_CONTROL=true``, loopback
+   only, behind the admin token). Scripted errors carry a status, headers (``Retry-After``) and a
+   body; ``empty`` answers a blank completion. The newest ``max_recorded`` (200) chat requests of
+   each deployment are recorded for assertions, at most ``max_scripts`` deployments (bounded memory).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from fastapi import APIRouter, FastAPI, Request, UploadFile
+from fastapi import APIRouter, Depends, FastAPI, Request, UploadFile
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, Field
 
@@ -46,6 +49,8 @@ from switchboard.llm.lexical import LEXICAL_MODEL_NAME, lexical_embedding, token
 from switchboard.llm.offline_demo import OFFLINE_MARKER, SUMMARY_INSTRUCTION_MARKER, demo_reply
 
 __all__ = [
+    "ControlRefused",
+    "control_refusal",
     "OFFLINE_MARKER",
     "OFFLINE_DEMO_MODEL",
     "SUMMARY_INSTRUCTION_MARKER",
@@ -156,6 +161,9 @@ class OfflineModelState:
 
     def names(self) -> list[str]:
         return sorted(self._scripts)
+
+    def forget(self, model: str) -> None:
+        self._scripts.pop(model, None)
 
     def reset(self) -> None:
         self._scripts.clear()
@@ -311,13 +319,42 @@ async def _answer(
     )
 
 
-def create_offline_app(state: OfflineModelState | None = None, *, enable_control: bool = False) -> FastAPI:
+class ControlRefused(RuntimeError):
+    """``MODEL_SERVER_CONTROL`` was asked for where it must not run (see :func:`control_refusal`)."""
+
+
+_LOOPBACK_BINDS = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+def control_refusal(*, host: str, has_provider_key: bool) -> str | None:
+    """Why the control endpoints must stay off, or ``None`` when they may be enabled.
+
+    They script what "the model" answers, so they are a test hook only: never next to a real
+    provider key (a deployment could be pointed at the scripted server) and never on a non-loopback
+    interface (anyone on the network could script answers).
+    """
+    if has_provider_key:
+        return (
+            "MODEL_SERVER_CONTROL is refused while a provider key (OPENAI_API_KEY / ANTHROPIC_API_KEY) is set"
+        )
+    if host not in _LOOPBACK_BINDS:
+        return (
+            f"MODEL_SERVER_CONTROL is refused on HOST={host!r}: the control endpoints listen on loopback only"
+        )
+    return None
+
+
+def create_offline_app(
+    state: OfflineModelState | None = None, *, enable_control: bool = False, control_token: str | None = None
+) -> FastAPI:
     """The offline model server as an ASGI app.
 
     Args:
         state: scripts shared with the caller (tests keep a reference); a new one when ``None``.
-        enable_control: expose ``/control/...`` for scripting over HTTP (tests, load tests; off in
-            ``switchboard run``).
+        enable_control: expose ``/control/...`` for scripting over HTTP (tests, load tests, and
+            ``switchboard run`` with ``MODEL_SERVER_CONTROL=true``).
+        control_token: when set, control requests need ``Authorization: Bearer <control_token>``
+            (the service passes the admin token); they are answered to loopback clients only either way.
     """
     state = state or OfflineModelState()
     app = FastAPI(
@@ -397,7 +434,12 @@ def create_offline_app(state: OfflineModelState | None = None, *, enable_control
         return {"service": "model_server", "version": __version__, "status": "ok"}
 
     if enable_control:
-        control = APIRouter(prefix="/control", tags=["control"])
+        from switchboard.channels.faults import require_control_access
+
+        def _guard(request: Request) -> None:
+            require_control_access(request, control_token)
+
+        control = APIRouter(prefix="/control", tags=["control"], dependencies=[Depends(_guard)])
 
         @control.post("/{model}", summary="Queue responses / set latency for one deployment")
         async def set_script(model: str, body: ScriptBody) -> dict[str, Any]:
@@ -411,15 +453,21 @@ def create_offline_app(state: OfflineModelState | None = None, *, enable_control
                 script.default = body.default
             return {"model": model, "queued": len(script.queue)}
 
-        @control.get("/{model}", summary="Requests one deployment received")
+        @control.get("/{model}", summary="Requests one deployment received (the newest, bounded)")
         async def get_script(model: str) -> dict[str, Any]:
             script = state.script(model)
             return {
                 "model": model,
                 "queued": len(script.queue),
+                "received": script.received,
                 "requests": script.requests,
                 "max_in_flight": script.max_in_flight,
             }
+
+        @control.delete("/{model}", summary="Forget one deployment's script and recorded requests")
+        async def drop_script(model: str) -> dict[str, Any]:
+            state.forget(model)
+            return {"model": model, "dropped": True}
 
         app.include_router(control)
     return app

@@ -268,7 +268,9 @@ def simulate_whatsapp(
     sandbox_url = settings.resolved_whatsapp_graph_base_url + "/_control/sent"
 
     async def go() -> int:
-        control = {"Authorization": f"Bearer {settings.secret('admin_token')}"}  # the sandbox's control endpoints
+        control = {
+            "Authorization": f"Bearer {settings.secret('admin_token')}"
+        }  # the sandbox's control endpoints
         async with httpx.AsyncClient(timeout=10) as client:
             try:
                 after = (await client.get(sandbox_url, headers=control)).json()["last_seq"]
@@ -312,7 +314,9 @@ def simulate_whatsapp(
             last_new = None
             while time.monotonic() < deadline:
                 await asyncio.sleep(0.25)
-                messages = (await client.get(sandbox_url, params={"after": after}, headers=control)).json()["messages"]
+                messages = (await client.get(sandbox_url, params={"after": after}, headers=control)).json()[
+                    "messages"
+                ]
                 for message in messages:
                     typer.echo(
                         json.dumps(
