@@ -178,6 +178,9 @@ class SecretSettings(BaseSettings):
     """Bearer token services use to call the orchestrator's API."""
     mcp_service_token: SecretStr | None = None
     """Bearer token the orchestrator uses to call the MCP tool server."""
+    tool_capability_key: SecretStr | None = None
+    """Key the orchestrator signs each turn's tool capability with and the MCP tool server verifies it
+    with (:mod:`switchboard.tools.capability`); both processes need the same value."""
     admin_token: SecretStr | None = None
     """Bearer token for the admin API (``/v1/admin/...``) and remote CLI use."""
     meta_app_secret: SecretStr | None = None
@@ -335,6 +338,7 @@ SecretName = Literal[
     "encryption_key",
     "service_token",
     "mcp_service_token",
+    "tool_capability_key",
     "admin_token",
     "meta_app_secret",
     "meta_verify_token",
@@ -354,6 +358,7 @@ GENERATED_SECRETS: Mapping[SecretName, GeneratedSecret] = MappingProxyType(
         "encryption_key": GeneratedSecret("encryption.key", lambda: Fernet.generate_key().decode()),
         "service_token": GeneratedSecret("service.token", lambda: secrets.token_urlsafe(32)),
         "mcp_service_token": GeneratedSecret("mcp.token", lambda: secrets.token_urlsafe(32)),
+        "tool_capability_key": GeneratedSecret("tool_capability.key", lambda: secrets.token_urlsafe(32)),
         "admin_token": GeneratedSecret("admin.token", lambda: secrets.token_urlsafe(32)),
         "meta_app_secret": GeneratedSecret("meta_app.secret", lambda: secrets.token_hex(16)),
         "meta_verify_token": GeneratedSecret("meta_verify.token", lambda: secrets.token_urlsafe(24)),

@@ -11,6 +11,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from sqlmodel import select
 from switchboard.db.models import AuditLog, Lead, Meeting, MeetingSlot, PendingAction, SecurityAlert
 from switchboard.tools.business import BUSINESS_TOOLS, haversine_km
+from switchboard.tools.capability import sign_capability
 from switchboard.tools.server import ToolServer
 from switchboard.tools.toolbox import configure_tool, set_enabled
 
@@ -24,15 +25,41 @@ def server(sessions, settings):
     return server
 
 
-def injected(shop, *, key: str | None = None, trace: str = "t" * 32, customer=True) -> dict:
+_UNSET = object()
+_CAPABILITY_KEY: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def _capability_key(settings) -> None:  # type: ignore[no-untyped-def]
+    """The key the server verifies with (``server.settings`` is the session's settings)."""
+    _CAPABILITY_KEY[:] = [settings.secret("tool_capability_key")]
+
+
+def injected(
+    shop,
+    *,
+    key: str | None = None,
+    trace: str = "t" * 32,
+    customer=True,
+    tenant_id=_UNSET,
+    customer_id=_UNSET,
+) -> dict:  # type: ignore[no-untyped-def]
+    """What the orchestrator injects for ``shop``'s conversation (or the ids given), with a capability
+    signed for those ids granting every tool."""
+    tenant = shop.tenant_id if tenant_id is _UNSET else tenant_id
+    customer_ref = (shop.customer_id if customer else None) if customer_id is _UNSET else customer_id
     return {
-        "tenant_id": str(shop.tenant_id),
-        "customer_id": str(shop.customer_id) if customer else None,
+        "tenant_id": str(tenant) if tenant else None,
+        "customer_id": str(customer_ref) if customer_ref else None,
         "conversation_id": str(shop.conversation_id),
         "trace_id": trace,
         "idempotency_key": key,
         "tool_config": None,
-    }
+        "capability": sign_capability(
+            _CAPABILITY_KEY[0], tenant_id=tenant or shop.tenant_id, customer_id=customer_ref,
+            conversation_id=shop.conversation_id, trace_id=trace, tools=CONTRACTS,
+        ),
+    }  # fmt: skip
 
 
 async def run(server, name, args, inj):
@@ -61,7 +88,7 @@ async def test_lookup_product_is_tenant_scoped(server, make_shop, make_tenant, s
     other = await make_tenant("Empty")
     async with sessions() as session, session.begin():
         await set_enabled(session, other.id, "lookup_product", enabled=True)
-    inj = {**injected(shop), "tenant_id": str(other.id)}
+    inj = injected(shop, tenant_id=other.id)
     result = await run(server, "lookup_product", {"sku_or_name": "FVAM-2050-B"}, inj)
     assert result.match == "none" and result.products == []
 
@@ -76,7 +103,7 @@ async def test_check_order_status_never_reveals_another_customers_order(server, 
     assert theirs.found is False and theirs.status is None and theirs.total is None
     assert theirs.model_dump(exclude={"order_number"}) == nonexistent.model_dump(exclude={"order_number"})
 
-    bob = {**injected(shop), "customer_id": str(shop.other_customer_id)}
+    bob = injected(shop, customer_id=shop.other_customer_id)
     assert (await run(server, "check_order_status", {"order_number": "A-1003"}, bob)).status == "paid"
 
     with pytest.raises(ToolError, match=r"^\[missing_customer\]"):
@@ -185,9 +212,7 @@ async def test_refuses_without_tenant_and_fails_closed_for_disabled_tool(server,
     with pytest.raises(ToolError, match=r"^\[missing_tenant\] tenant_id is required"):
         await run(server, "lookup_product", {"sku_or_name": "FVAM-2050-B"}, no_tenant)
     with pytest.raises(ToolError, match=r"^\[missing_tenant\]"):
-        await run(
-            server, "lookup_product", {"sku_or_name": "x"}, {**no_tenant, "tenant_id": str(uuid.uuid4())}
-        )
+        await run(server, "lookup_product", {"sku_or_name": "x"}, injected(shop, tenant_id=uuid.uuid4()))
 
     async with sessions() as session, session.begin():
         await set_enabled(session, shop.tenant_id, "find_store", enabled=False)
@@ -250,7 +275,7 @@ async def test_two_customers_racing_for_one_slot_book_it_once(server, make_shop,
     shop = await make_shop()
     slot = await _free_slot(sessions, shop.tenant_id)
     args = {"slot": slot.starts_at.isoformat(), "topic": "demo"}
-    bob = {**injected(shop, key="k-bob"), "customer_id": str(shop.other_customer_id)}
+    bob = injected(shop, key="k-bob", customer_id=shop.other_customer_id)
     results = await asyncio.gather(
         run(server, "schedule_meeting", args, injected(shop, key="k-alice")),
         run(server, "schedule_meeting", args, bob),

@@ -12,6 +12,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from sqlmodel import select
 from switchboard.db.models import Lead, SecurityAlert, ToolReceipt
+from switchboard.tools.capability import sign_capability
 from switchboard.tools.context import ToolContext
 from switchboard.tools.contracts import INJECTED_PARAMS
 from switchboard.tools.mcp_client import McpToolError, McpToolSource
@@ -24,7 +25,13 @@ from tests.utils.servers import serve_app
 
 
 def source(url, settings, sessions, **kwargs) -> McpToolSource:
-    return McpToolSource(url=url, token=settings.secret("mcp_service_token"), sessions=sessions, **kwargs)
+    return McpToolSource(
+        url=url,
+        token=settings.secret("mcp_service_token"),
+        capability_key=settings.secret("tool_capability_key"),
+        sessions=sessions,
+        **kwargs,
+    )
 
 
 def turn(
@@ -72,8 +79,13 @@ async def test_legacy_sse_transport_is_served_behind_the_token(mcp_server, setti
     ):
         await mcp.initialize()
         names = {tool.name for tool in (await mcp.list_tools()).tools}
+        capability = sign_capability(
+            settings.secret("tool_capability_key"), tenant_id=shop.tenant_id, customer_id=None,
+            conversation_id=None, trace_id=None, tools=["lookup_product"],
+        )  # fmt: skip
         result = await mcp.call_tool(
-            "lookup_product", {"sku_or_name": "FVAM-2050-C", "tenant_id": str(shop.tenant_id)}
+            "lookup_product",
+            {"sku_or_name": "FVAM-2050-C", "tenant_id": str(shop.tenant_id), "capability": capability},
         )
     assert {"lookup_product", "create_lead"} <= names
     assert result.is_error is False and result.structured_content["products"][0]["sku"] == "FVAM-2050-C"

@@ -40,7 +40,13 @@ def request(shop, text: str) -> TurnRequest:
 
 
 def orchestrator_with(sessions, gateway, url, settings, **kwargs) -> Orchestrator:
-    tools = McpToolSource(url=url, token=settings.secret("mcp_service_token"), sessions=sessions, **kwargs)
+    tools = McpToolSource(
+        url=url,
+        token=settings.secret("mcp_service_token"),
+        capability_key=settings.secret("tool_capability_key"),
+        sessions=sessions,
+        **kwargs,
+    )
     return Orchestrator(sessions=sessions, gateway=gateway, toolsets=[tools])
 
 

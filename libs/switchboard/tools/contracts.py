@@ -49,8 +49,13 @@ INJECTED_PARAMS: tuple[str, ...] = (
     "trace_id",
     "idempotency_key",
     "tool_config",
+    "capability",
 )
-"""Tool parameters the orchestrator fills from the authenticated turn; never shown to or taken from a model."""
+"""Tool parameters the orchestrator fills from the authenticated turn; never shown to or taken from a model.
+
+``tool_config`` stays in the list so that a model (or a caller) sending it is stripped and ignored:
+the tool server uses only the tenant's stored configuration. ``capability`` is the signed per-turn
+capability (:mod:`switchboard.tools.capability`)."""
 
 FORBIDDEN_MESSAGE = "Forbidden"
 """The only thing a model learns about a denied call (details go to ``security_alerts``)."""

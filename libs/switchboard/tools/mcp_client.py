@@ -50,6 +50,7 @@ from switchboard.errors import ToolError
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
 from switchboard.tenant_settings import load_tenant_settings
+from switchboard.tools.capability import DEFAULT_TTL_S, sign_capability
 from switchboard.tools.context import ToolContext, ToolOutput, idempotency_key_for
 from switchboard.tools.contracts import (
     CONTRACT_META_KEY,
@@ -141,6 +142,9 @@ class McpToolSource:
     Args:
         url: the MCP endpoint (``http://host:port/mcp``).
         token: bearer token (``settings.secret("mcp_service_token")``).
+        capability_key: signs each call's per-turn capability (``settings.secret("tool_capability_key")``,
+            the tool server's key; :mod:`switchboard.tools.capability`).
+        capability_ttl_s: lifetime of a capability (seconds).
         sessions: database sessions (toolbox, receipts, alerts, budget).
         refresh_interval_s: how long a successful ``list_tools()`` is reused.
         retry_after_failure_s: how long a failed discovery is not retried (turns meanwhile get no MCP tools).
@@ -157,7 +161,9 @@ class McpToolSource:
         *,
         url: str,
         token: str,
+        capability_key: str,
         sessions: async_sessionmaker[AsyncSession],
+        capability_ttl_s: float = DEFAULT_TTL_S,
         refresh_interval_s: float = 60.0,
         retry_after_failure_s: float = 10.0,
         discovery_timeout_s: float = 5.0,
@@ -166,6 +172,8 @@ class McpToolSource:
     ) -> None:
         self.url = url
         self._token = token
+        self._capability_key = capability_key
+        self.capability_ttl_s = capability_ttl_s
         self.sessions = sessions
         self.refresh_interval_s = refresh_interval_s
         self.retry_after_failure_s = retry_after_failure_s
@@ -184,6 +192,7 @@ class McpToolSource:
         return cls(
             url=settings.mcp_tools_url,
             token=settings.secret("mcp_service_token"),
+            capability_key=settings.secret("tool_capability_key"),
             sessions=sessions,
             refresh_interval_s=settings.mcp_discovery_refresh_s,
             discovery_timeout_s=settings.mcp_discovery_timeout_s,
@@ -349,8 +358,13 @@ class McpToolSource:
                 "conversation_id": str(ctx.conversation_id) if ctx.conversation_id else None,
                 "trace_id": ctx.trace_id,
                 "idempotency_key": key,
-                "tool_config": dict(assignment.custom_config or {}),
-            }
+                # the server uses only the stored configuration; the turn's signed capability instead
+                "capability": sign_capability(
+                    self._capability_key, tenant_id=ctx.tenant_id, customer_id=ctx.customer_id,
+                    conversation_id=ctx.conversation_id, trace_id=ctx.trace_id, tools=sorted(enabled),
+                    ttl_s=self.capability_ttl_s,
+                ),
+            }  # fmt: skip
             try:
                 async with asyncio.timeout(timeout_s):
                     async with self._client(timeout_s) as client:

@@ -6,10 +6,16 @@ the contract's input fields plus the injected ones (``tenant_id``, ``customer_id
 injected ones from the model and fills them from the authenticated turn. On every call the server:
 
 1. refuses to run without a valid ``tenant_id`` (``[missing_tenant]``; there is no default tenant);
-2. checks the tenant's ``mcp_tenant_tools`` row (fail closed: ``[forbidden] Forbidden`` and a
+2. verifies the signed per-turn ``capability`` (:mod:`switchboard.tools.capability`): valid
+   signature, not expired, same tenant (and customer, conversation, trace id), the tool among its
+   tools; otherwise ``[forbidden] Forbidden`` and a ``security_alerts`` row (``capability_rejected``).
+   The service token alone reads nothing;
+3. checks the tenant's ``mcp_tenant_tools`` row (fail closed: ``[forbidden] Forbidden`` and a
    ``security_alerts`` row);
-3. validates the model's arguments against the input model (``[invalid_arguments]`` with fields);
-4. for writes, requires an idempotency key and runs the mutation and its ``audit_logs`` row in one
+4. validates the model's arguments against the input model (``[invalid_arguments]`` with fields);
+5. uses only the tenant's *stored* tool configuration (``custom_config``): a caller-sent
+   ``tool_config`` is ignored and logged (``caller_tool_config_ignored``);
+6. for writes, requires an idempotency key and runs the mutation and its ``audit_logs`` row in one
    transaction, or records a ``pending_actions`` row when the policy (or the tenant's
    ``custom_config.needs_approval``) says a person must approve.
 
@@ -48,6 +54,7 @@ from switchboard.observability import configure_logging, get_logger
 from switchboard.runtime.resources import open_resources
 from switchboard.settings import Settings
 from switchboard.tools.business import BUSINESS_TOOLS, request_approval
+from switchboard.tools.capability import CapabilityRejected, ToolCapability, verify_capability
 from switchboard.tools.contracts import (
     FORBIDDEN_MESSAGE,
     INJECTED_PARAMS,
@@ -77,6 +84,7 @@ _INJECTED_SIGNATURE = [
     inspect.Parameter(
         "tool_config", inspect.Parameter.KEYWORD_ONLY, annotation=dict[str, Any] | None, default=None
     ),
+    inspect.Parameter("capability", inspect.Parameter.KEYWORD_ONLY, annotation=str | None, default=None),
 ]
 assert [p.name for p in _INJECTED_SIGNATURE] == list(INJECTED_PARAMS)
 
@@ -156,10 +164,23 @@ class ToolServer:
                 error_text("missing_tenant", "tenant_id is required; this server never assumes a tenant")
             )
         tool_log = tool_log.bind(tenant_id=str(tenant_id))
+        if self.sessions is None or self.settings is None:
+            raise SdkToolError(error_text("unavailable", "the tool server is starting; try again"))
+        try:
+            _covers(
+                verify_capability(self.settings.secret("tool_capability_key"), injected.get("capability")),
+                contract.name, injected, tenant_id,
+            )  # fmt: skip
+        except CapabilityRejected as exc:
+            await self._alert(
+                tenant_id, contract.name, injected, kind="capability_rejected", reason=exc.reason
+            )
+            tool_log.warning("tool_capability_rejected", reason=exc.reason)
+            raise SdkToolError(error_text("forbidden", FORBIDDEN_MESSAGE)) from None
+        if injected.get("tool_config") is not None:
+            tool_log.warning("caller_tool_config_ignored")  # only the stored configuration counts
         key = injected.get("idempotency_key")
         is_write = contract.policy.kind == "write"
-        if self.sessions is None:
-            raise SdkToolError(error_text("unavailable", "the tool server is starting; try again"))
         try:
             async with session_scope(self.sessions) as session:
                 if await session.get(Tenant, tenant_id) is None:
@@ -175,14 +196,13 @@ class ToolServer:
                     raise ToolError(_describe(exc), error_type="invalid_arguments") from None
                 if is_write and not key:
                     raise ToolError("writes need an idempotency key", error_type="missing_idempotency_key")
-                tool_config = injected.get("tool_config")
                 ctx = ToolCallContext(
                     tenant_id=tenant_id,
                     customer_id=_uuid_or_none(injected.get("customer_id")),
                     conversation_id=_uuid_or_none(injected.get("conversation_id")),
                     trace_id=injected.get("trace_id"),
                     idempotency_key=key if is_write else None,
-                    tool_config=tool_config if tool_config is not None else assignment.custom_config,
+                    tool_config=dict(assignment.custom_config or {}),
                     session=session,
                     settings=self.settings,
                 )
@@ -214,19 +234,57 @@ class ToolServer:
         tool_log.info("tool_ran", kind=contract.policy.kind)
         return result
 
-    async def _alert(self, tenant_id: uuid.UUID, tool_name: str, injected: Mapping[str, Any]) -> None:
+    async def _alert(
+        self,
+        tenant_id: uuid.UUID,
+        tool_name: str,
+        injected: Mapping[str, Any],
+        *,
+        kind: str = "tool_forbidden",
+        reason: str | None = None,
+    ) -> None:
         assert self.sessions is not None
-        await record_security_alert(
-            self.sessions,
-            tenant_id=tenant_id,
-            kind="tool_forbidden",
-            details={
-                "tool_name": tool_name,
-                "conversation_id": injected.get("conversation_id"),
-                "where": "mcp_server",
-            },
-            trace_id=injected.get("trace_id"),
-        )
+        details = {
+            "tool_name": tool_name,
+            "conversation_id": injected.get("conversation_id"),
+            "where": "mcp_server",
+        }
+        if reason:
+            details["reason"] = reason
+        try:
+            await record_security_alert(
+                self.sessions,
+                tenant_id=tenant_id,
+                kind=kind,
+                details=details,
+                trace_id=injected.get("trace_id"),
+            )
+        except SQLAlchemyError as exc:  # e.g. a forged capability naming a tenant that does not exist
+            log.warning("security_alert_not_recorded", kind=kind, error=type(exc).__name__)
+
+
+def _covers(
+    capability: ToolCapability, tool_name: str, injected: Mapping[str, Any], tenant_id: uuid.UUID
+) -> None:
+    """Check that ``capability`` covers this call.
+
+    Raises:
+        CapabilityRejected: another tenant (``tenant_mismatch``), customer, conversation or trace id
+            than the call names, or a tool it does not list (``tool_not_granted``).
+    """
+    if capability.tenant_id != tenant_id:
+        raise CapabilityRejected("tenant_mismatch")
+    for name, granted in (
+        ("customer_id", capability.customer_id),
+        ("conversation_id", capability.conversation_id),
+    ):
+        given = _uuid_or_none(injected.get(name))
+        if given != granted:
+            raise CapabilityRejected(f"{name.removesuffix('_id')}_mismatch")
+    if (injected.get("trace_id") or None) != capability.trace_id:
+        raise CapabilityRejected("trace_mismatch")
+    if tool_name not in capability.tools:
+        raise CapabilityRejected("tool_not_granted")
 
 
 class _Denied(Exception):
