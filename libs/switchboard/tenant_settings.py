@@ -129,6 +129,15 @@ class HandoffSettings(BaseModel):
     agent_template_language: str = Field("en", max_length=16)
     summary_max_chars: int = Field(1_500, ge=100, le=10_000)
     """Bound of the LLM-written handoff summary sent to the agent."""
+    approval_timeout_s: float = Field(3_600.0, ge=60, le=7 * 86_400)
+    """A pending action nobody approved or rejected within this long expires; the customer is told
+    ``approval_expired_reply``."""
+    approval_expired_reply: str = Field(
+        "We could not confirm your request in time, so nothing was done. Please write again if you "
+        "still need it.",
+        max_length=1_000,
+    )
+    """What the customer is told when a pending action expires."""
     button_payloads: list[str] = Field(default_factory=lambda: ["talk_to_human"], max_length=50)
     """Button ids (WhatsApp ``interactive.button_reply.id`` / ``list_reply.id`` or a template quick
     reply's ``button.payload``, compared case-insensitively) that hand the conversation to a person

@@ -1,8 +1,11 @@
-"""``/approve ID`` and ``/reject ID [reason]``: the assigned agent decides a tool call waiting for a person.
+"""``/approve ID`` and ``/reject ID [reason]``: an agent decides a tool call waiting for a person.
 
-A ``pending_actions`` row (written by the tool server when a write needs approval) is decided exactly
-once: the row is locked (``FOR UPDATE``) and must still be ``pending``; approving runs the tool's handler
-with the stored arguments and the original idempotency key in the same transaction as the status
+Who may decide: the agent the conversation is assigned to; for a conversation no agent holds, any
+online agent of the tenant (:func:`switchboard.handoff.pending.may_decide`). A ``pending_actions`` row
+(written by the tool server when a write needs approval) is decided exactly once: the row is locked
+(``FOR UPDATE``) and must still be ``pending``. Approving re-checks that the tool is still enabled
+for the tenant and that the stored arguments still validate against the tool's input model, then
+runs the handler with them and the original idempotency key in the same transaction as the status
 change and an ``audit_logs`` row (actor ``human_agent``), so a failure changes nothing and a repeated
 ``/approve`` only reports the earlier decision.
 """
@@ -13,22 +16,23 @@ import json
 import uuid
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy import String, cast
 from sqlalchemy.ext.asyncio import async_sessionmaker
-from sqlmodel import col, select
+from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.engine import session_scope
 from switchboard.db.models import (
     AuditLog,
     Conversation,
-    ConversationStatus,
     HumanAgent,
     McpTenantTool,
     PendingAction,
     PendingActionStatus,
     utcnow,
 )
+from switchboard.handoff.pending import may_decide, visible_pending_actions
 from switchboard.observability import get_logger
 
 __all__ = ["ApprovalError", "decide_pending_action", "pending_actions_for", "short_id"]
@@ -49,19 +53,8 @@ def short_id(action_id: uuid.UUID) -> str:
 
 
 async def pending_actions_for(session: AsyncSession, agent: HumanAgent) -> list[PendingAction]:
-    """Pending actions of the conversations the agent handles now, oldest first."""
-    rows = await session.exec(
-        select(PendingAction)
-        .join(Conversation, col(Conversation.id) == PendingAction.conversation_id)
-        .where(
-            PendingAction.tenant_id == agent.tenant_id,
-            PendingAction.status == PendingActionStatus.pending.value,
-            Conversation.assigned_agent_id == agent.id,
-            Conversation.status == ConversationStatus.human.value,
-        )
-        .order_by(col(PendingAction.created_at))
-    )
-    return list(rows.all())
+    """Pending actions the agent may decide now, oldest first (see :func:`switchboard.handoff.pending.visible_pending_actions`)."""
+    return await visible_pending_actions(session, agent)
 
 
 async def _find(session: AsyncSession, agent: HumanAgent, ref: str) -> PendingAction:
@@ -88,7 +81,7 @@ async def _find(session: AsyncSession, agent: HumanAgent, ref: str) -> PendingAc
         )
     action = rows[0]
     conversation = await session.get(Conversation, action.conversation_id) if action.conversation_id else None
-    if conversation is None or conversation.assigned_agent_id != agent.id:
+    if not may_decide(agent, conversation):
         raise ApprovalError(f"Action {short_id(action.id)} belongs to a conversation you are not handling.")
     return action
 
@@ -148,16 +141,31 @@ async def decide_pending_action(
                         )
                     )
                 ).first()
+                if assignment is None or not assignment.enabled:
+                    raise ApprovalError(
+                        f"Action {short_id(action.id)}: the tool {action.tool_name} is no longer enabled for "
+                        "this business, so nothing was done. Enable it again and /approve, or /reject it."
+                    )
+                try:
+                    args = contract.input_model.model_validate(action.arguments)
+                except ValidationError as exc:
+                    problems = "; ".join(
+                        f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
+                        for err in exc.errors()
+                    )
+                    raise ApprovalError(
+                        f"Action {short_id(action.id)}: its arguments no longer pass the tool's checks ({problems[:300]}), "
+                        "so nothing was done. /reject it and ask the customer again."
+                    ) from None
                 ctx = ToolCallContext(
                     tenant_id=agent.tenant_id,
                     customer_id=action.customer_id,
                     conversation_id=action.conversation_id,
                     trace_id=action.trace_id,
                     idempotency_key=action.idempotency_key,
-                    tool_config=assignment.custom_config if assignment is not None else {},
+                    tool_config=dict(assignment.custom_config or {}),
                     session=session,
                 )
-                args = contract.input_model.model_validate(action.arguments)
                 result = await contract.handler(ctx, args)
                 details["result"] = result.model_dump(mode="json")
             else:

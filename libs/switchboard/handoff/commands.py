@@ -45,6 +45,7 @@ from switchboard.handoff.assignment import (
     transfer,
 )
 from switchboard.handoff.notices import Outgoing, agent_outgoing, customer_label
+from switchboard.handoff.pending import APPROVAL_NOTICE_PREFIX, pending_action_notices
 from switchboard.handoff.service import notices_for_assignments
 from switchboard.llm.router import ModelGateway
 from switchboard.observability import get_logger
@@ -309,7 +310,8 @@ async def set_status(
             the agent; the admin API passes :meth:`Actor.api`).
 
     Returns:
-        The notices for conversations taken from the queue (empty when going offline).
+        The notices for conversations taken from the queue and for pending actions that waited for
+        an agent (empty when going offline).
 
     Raises:
         CommandError: going offline while conversations are still open (transfer or end them first).
@@ -320,10 +322,15 @@ async def set_status(
         await tenant_handoff_lock(session, agent.tenant_id)
         agent = await _agent(session, agent_id, lock=True)
         taken_ids: list[uuid.UUID] = []
+        approvals: list[Outgoing] = []
         if online:
             agent.status = AgentStatus.online.value
             taken = await take_queue(session, agent=agent, actor=actor, trace_id=trace_id)
             taken_ids = [c.id for c in taken]
+            session.add(agent)
+            await session.flush()
+            # actions that waited for somebody to come online (their conversations included)
+            approvals = await pending_action_notices(session, tenant_id=agent.tenant_id)
         else:
             count = len(await open_conversations_of(session, agent))
             if count:
@@ -334,19 +341,27 @@ async def set_status(
             agent.status = AgentStatus.offline.value
         agent.updated_at = utcnow()
         session.add(agent)
-    log.info("agent_status", agent_id=str(agent_id), status=agent.status, taken_from_queue=len(taken_ids))
-    return await notices_for_assignments(
+    log.info(
+        "agent_status", agent_id=str(agent_id), status=agent.status, taken_from_queue=len(taken_ids),
+        approvals_waiting=len(approvals),
+    )  # fmt: skip
+    notices = await notices_for_assignments(
         sessions, gateway, agent_id=agent_id, conversation_ids=taken_ids, trace_id=trace_id
     )
+    return [*notices, *approvals]
 
 
 async def _online(sessions, gateway, agent_id, command, console_id, trace_id) -> list[Outgoing]:  # type: ignore[no-untyped-def]
     notices = await set_status(sessions, gateway, agent_id=agent_id, online=True, trace_id=trace_id)
     async with sessions() as session:
         agent = await _agent(session, agent_id)
+    approvals = sum(1 for notice in notices if notice.text.startswith(APPROVAL_NOTICE_PREFIX))
+    taken = len(notices) - approvals
     answer = "You are online." + (
-        f" {len(notices)} waiting conversation(s) are now yours." if notices else " Nobody is waiting."
+        f" {taken} waiting conversation(s) are now yours." if taken else " Nobody is waiting."
     )
+    if approvals:
+        answer += f" {approvals} action(s) wait for approval (see /status)."
     return [agent_outgoing(agent, answer, console_id), *notices]
 
 

@@ -43,6 +43,7 @@ JOB_QUEUES: Mapping[str, Queue] = MappingProxyType(
         "apply_whatsapp_statuses": Queue.chat,
         "deliver_outbox": Queue.chat,
         "deliver_outbox_sweep": Queue.chat,
+        "approvals_sweep": Queue.chat,
         "ingest_knowledge_source": Queue.background,
         "summarize_memory": Queue.background,
         "memory_sweep": Queue.background,

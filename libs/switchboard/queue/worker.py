@@ -162,6 +162,7 @@ def build_chat_worker_settings(settings: Settings) -> type:
     from arq.cron import cron
     from arq.worker import func
 
+    from switchboard.handoff.pending import approvals_sweep
     from switchboard.inbound import process_inbound
     from switchboard.outbox.jobs import deliver_outbox
     from switchboard.queue.maintenance import apply_delivery_statuses, apply_whatsapp_statuses
@@ -193,6 +194,9 @@ def build_chat_worker_settings(settings: Settings) -> type:
                 name="deliver_outbox_sweep",
                 second=set(range(1, 60, 5)),
                 timeout=side_timeout_s,
+            ),
+            cron(
+                approvals_sweep, name="approvals_sweep", second=set(range(3, 60, 10)), timeout=side_timeout_s
             ),
         ],
         enqueues_on_own_queue=True,

@@ -419,6 +419,8 @@ class McpToolSource:
                 duration_ms=duration_ms, idempotency_key=key,
             )  # fmt: skip
             call_log.info("tool_call_ok", duration_ms=round(duration_ms, 1), kind=tool.policy.kind)
+            if isinstance(content, dict) and content.get("status") == "pending_approval":
+                await self._notify_approval(ctx, content.get("pending_action_id"))
             return ToolOutput(content=content)
 
         if not is_write:
@@ -427,6 +429,23 @@ class McpToolSource:
         lock = self._turn_locks.setdefault(ctx.trace_id, asyncio.Lock())
         async with lock:
             return await proceed()
+
+    async def _notify_approval(self, ctx: ToolContext, action_id: Any) -> None:
+        """Tell a person about the action this call created, now (the approvals sweep retries failures)."""
+        from switchboard.handoff.pending import notify_pending_actions  # handoff sits above tools
+
+        try:
+            await notify_pending_actions(
+                self.sessions,
+                tenant_id=ctx.tenant_id,
+                action_ids=[uuid.UUID(str(action_id))],
+                trace_id=ctx.trace_id,
+            )
+        except Exception as exc:  # the turn goes on; the sweep notifies later
+            log.warning(
+                "pending_action_notify_failed", tenant_id=str(ctx.tenant_id), trace_id=ctx.trace_id,
+                error=type(exc).__name__,
+            )  # fmt: skip
 
     async def _limits(
         self, ctx: ToolContext, tool: DiscoveredTool, key: str | None

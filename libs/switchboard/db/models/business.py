@@ -13,7 +13,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import CheckConstraint, DateTime, Index, Numeric, String, Text, UniqueConstraint
+from sqlalchemy import CheckConstraint, DateTime, Index, Numeric, String, Text, UniqueConstraint, text
 from sqlmodel import Field
 
 from switchboard.db.models.base import (
@@ -171,6 +171,7 @@ class PendingActionStatus(StrEnum):
     pending = "pending"  # waiting for a person
     approved = "approved"  # a person said yes (executed by the approval flow)
     rejected = "rejected"  # a person said no
+    expired = "expired"  # nobody decided within handoff.approval_timeout_s; the customer was told
 
 
 class PendingAction(TenantOwned, table=True):
@@ -179,7 +180,10 @@ class PendingAction(TenantOwned, table=True):
     __tablename__ = "pending_actions"
     __table_args__ = (
         UniqueConstraint("tenant_id", "idempotency_key", name="uq_pending_actions_tenant_idempotency"),
-        CheckConstraint("status IN ('pending', 'approved', 'rejected')", name="ck_pending_actions_status"),
+        CheckConstraint(
+            "status IN ('pending', 'approved', 'rejected', 'expired')", name="ck_pending_actions_status"
+        ),
+        Index("ix_pending_actions_pending", "created_at", postgresql_where=text("status = 'pending'")),
     )
 
     id: uuid.UUID = id_field()
@@ -195,4 +199,6 @@ class PendingAction(TenantOwned, table=True):
     status: str = Field(default=PendingActionStatus.pending.value, sa_type=String(16))
     decided_by: str | None = Field(default=None, max_length=128)
     decided_at: datetime | None = optional_time_field()
+    notified_at: datetime | None = optional_time_field()
+    """When the approval notice was written for an agent (``None``: nobody was told yet)."""
     created_at: datetime = created_at_field()
