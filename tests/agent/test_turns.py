@@ -543,3 +543,14 @@ async def test_a_turn_abandoned_by_a_crashed_process_is_taken_over(setup, orches
     assert any(e["event"] == "turn_taken_over" for e in logs)
     row = await _turn(sessions, request.inbound_message_id)
     assert row.status == "done" and row.result == result.model_dump(mode="json")
+
+
+async def test_an_overflow_that_nothing_can_shrink_is_not_resent(setup, orchestrator, sessions):
+    conv, script = await setup(
+        ScriptedResponse(kind="overflow", context_limit_tokens=1000),
+        agent={"error_reply": "Sorry, too long."},
+    )
+    request = conv.request("just this")
+    result = await orchestrator.handle_turn(request)
+    assert result.reply == "Sorry, too long." and len(script.requests) == 1
+    assert (await _turn(sessions, request.inbound_message_id)).outcome == "degraded"

@@ -185,7 +185,8 @@ class _Loop:
         latest customer message. At most :data:`OVERFLOW_RETRIES` re-sends.
 
         Raises:
-            ContextOverflow: still too long after the last re-send.
+            ContextOverflow: still too long after the last re-send, or nothing left to drop (the
+                system prompt and the latest customer message alone overflow).
         """
         llm = self.settings.llm
         model = self.tenant_router.count_model
@@ -197,6 +198,10 @@ class _Loop:
                 budget = int(sent_tokens * UNSTATED_LIMIT_SHRINK)
             budget = min(budget, int(sent_tokens * 0.9))  # never the identical prompt again
             shrunk = shrink_to_budget(sent, model=model, budget_tokens=budget, tools=tools or None)
+            if count_tokens(model, shrunk, tools or None) >= sent_tokens:
+                # only the system prompt and the latest message are left: re-sending them changes nothing
+                log.warning("context_overflow_cannot_shrink", trace_id=self.trace_id, sent_tokens=sent_tokens)
+                raise overflow
             self.out.overflow_retried = True
             self.out.model_calls += 1
             log.warning(

@@ -108,3 +108,36 @@ async def test_status_callbacks_before_the_send_answer_leave_the_part_delivered(
     async with sessions() as session:
         (part,) = (await session.exec(select(Outbox).where(Outbox.tenant_id == ai_tenant.tenant.id))).all()
     assert (part.status, part.external_id) == ("delivered", sent["messages"][0]["id"])
+
+
+async def test_a_context_overflow_falls_back_to_the_larger_window_through_the_running_services(
+    e2e_settings, wa_tenant, sessions, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    settings = e2e_settings(model_server_control=True)
+    token = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
+    small, large = unique_model("small"), unique_model("large")
+    async with (
+        serve_app(model_server_app(settings)) as url,
+        httpx.AsyncClient(base_url=url, headers=token) as ctl,
+    ):
+        # the model table says 16k; the provider's real window is 4k, and its error says so
+        await ctl.post(
+            f"/control/{small}", json={"responses": [{"kind": "overflow", "context_limit_tokens": 4096}]}
+        )
+        await ctl.post(
+            f"/control/{large}", json={"responses": [{"kind": "text", "content": "Large window here."}]}
+        )
+        await _use_deployments(
+            sessions, wa_tenant.tenant.id,
+            deployment(url, small, priority=1, max_input_tokens=16_000),
+            deployment(url, large, priority=2, max_input_tokens=128_000),
+        )  # fmt: skip
+        async with channel_service(settings) as svc:
+            await svc.post(
+                text_body(phone_number_id=wa_tenant.phone_number_id, wamid=f"wamid.O{small}", text="hi")
+            )
+        await run_worker_burst(settings)
+    assert [m["text"] for m in sent_to(graph_sandbox[1], wa_tenant.phone_number_id)] == ["Large window here."]
+    async with sessions() as session:
+        (turn,) = (await session.exec(select(Turn).where(Turn.tenant_id == wa_tenant.tenant.id))).all()
+    assert (turn.model, turn.fallback_used) == (large, True)
