@@ -285,7 +285,13 @@ class MediaSettings(BaseSettings):
 
 
 class McpClientSettings(BaseSettings):
-    """The orchestrator's side of MCP (the endpoint itself: ``MCP_TOOLS_URL``, :class:`NetworkSettings`)."""
+    """The orchestrator's side of MCP (the endpoint itself: ``MCP_TOOLS_URL``, :class:`NetworkSettings`),
+    and the tool server's database role."""
+
+    tools_db_role: str = Field("switchboard_tools", pattern=r"^([a-z_][a-z0-9_]{0,62})?$")
+    """Role the MCP tool server runs each tool call as (``SET LOCAL ROLE``, with ``app.tenant_id`` set):
+    Postgres row-level security then shows it only the call's tenant (migration
+    ``0011_tool_server_rls``). Empty: no role switch (the services' own user, checks in code only)."""
 
     mcp_discovery_refresh_s: float = Field(60.0, gt=0)
     """How long a ``list_tools()`` answer is reused before the tool server is asked again."""

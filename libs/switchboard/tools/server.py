@@ -15,7 +15,10 @@ injected ones from the model and fills them from the authenticated turn. On ever
 4. validates the model's arguments against the input model (``[invalid_arguments]`` with fields);
 5. uses only the tenant's *stored* tool configuration (``custom_config``): a caller-sent
    ``tool_config`` is ignored and logged (``caller_tool_config_ignored``);
-6. for writes, requires an idempotency key and runs the mutation and its ``audit_logs`` row in one
+6. runs the call's database work as the restricted role ``TOOLS_DB_ROLE`` with ``app.tenant_id`` set
+   (:func:`switchboard.db.rls.enter_tenant_role`): Postgres row-level security shows it only this
+   tenant's rows, whatever a query forgets;
+7. for writes, requires an idempotency key and runs the mutation and its ``audit_logs`` row in one
    transaction, or records a ``pending_actions`` row when the policy (or the tenant's
    ``custom_config.needs_approval``) says a person must approve.
 
@@ -47,6 +50,7 @@ from starlette.applications import Starlette
 from switchboard import __version__
 from switchboard.db.engine import session_scope
 from switchboard.db.models import McpTenantTool, Tenant
+from switchboard.db.rls import enter_tenant_role
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.errors import ToolError
 from switchboard.health import health_router
@@ -183,6 +187,8 @@ class ToolServer:
         is_write = contract.policy.kind == "write"
         try:
             async with session_scope(self.sessions) as session:
+                if self.settings.tools_db_role:  # Postgres row-level security: this tenant's rows only
+                    await enter_tenant_role(session, tenant_id, role=self.settings.tools_db_role)
                 if await session.get(Tenant, tenant_id) is None:
                     raise ToolError("unknown tenant", error_type="missing_tenant")
                 assignment = await TenantScope(session, tenant_id).first(
