@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.utils.net import free_port
 
@@ -179,3 +180,17 @@ def test_missing_file_is_one_line_not_a_traceback(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == f"error: no such file: {tmp_path / 'nope.csv'}"
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "reason"),
+    [({"OPENAI_API_KEY": "sk-real"}, "provider key"), ({"HOST": "0.0.0.0"}, "loopback only")],
+    ids=["provider-key", "public-host"],
+)
+def test_model_server_control_is_refused_before_anything_starts(tmp_path, extra, reason):
+    tmp_path.chmod(0o755)
+    env = {**_env(tmp_path / "data"), "MODEL_SERVER_CONTROL": "true", **extra}
+    result = subprocess.run([*SWITCHBOARD, "run"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "MODEL_SERVER_CONTROL" in result.stderr and reason in result.stderr
+    assert not (tmp_path / "data" / "postgres").exists()  # nothing was started

@@ -43,6 +43,14 @@ def run() -> None:
     lock = RunLock(settings.data_dir)
     lock.acquire()
     check_ports_free(settings, SERVICES)
+    if settings.model_server_control:  # a test hook: never next to a real provider or off loopback
+        from switchboard.errors import SettingsError
+        from switchboard.llm.config import has_provider_key
+        from switchboard.llm.offline_server import control_refusal
+
+        refusal = control_refusal(host=settings.host, has_provider_key=has_provider_key(settings))
+        if refusal is not None:
+            raise SettingsError("MODEL_SERVER_CONTROL", refusal)
     # Create every generated secret now, so the files exist before anyone needs them
     # (e.g. signing a test webhook with DATA_DIR/secrets/meta_app.secret right after start-up).
     for name in GENERATED_SECRETS:
