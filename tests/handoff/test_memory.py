@@ -91,7 +91,7 @@ async def test_memory_is_written_on_close_merged_and_bounded(
     text = await summarize_into_memory(
         sessions, gateway, tenant_id=tenant.id, conversation_id=second.id, trace_id="t"
     )
-    assert text is None  # over memory.max_chars: rejected, not cut (a cut could drop a claim's subject)
+    assert text is None  # over memory.max_chars: rejected, not cut (a cut sentence can lose its qualifier)
     assert "Existing notes:\nRides a Trek Domane (size 56)." in script.requests[1]["messages"][1]["content"]
     assert (await _memory(sessions, tenant.id, customer.id)).summary == "Rides a Trek Domane (size 56)."
     assert (await reload(sessions, Conversation, second.id)).memory_summarized_at is not None
