@@ -43,6 +43,9 @@ from switchboard.tenants import create_tenant  # noqa: E402
 from switchboard.tools.context import ToolContext  # noqa: E402
 from switchboard.tools.mcp_client import McpToolSource  # noqa: E402
 
+CAPABILITY_KEY = secrets.token_urlsafe(32)
+"""``TOOL_CAPABILITY_KEY`` of the server process and of the tool source (the turn capability's key)."""
+
 
 def _free_port() -> int:
     with socket.socket() as sock:
@@ -58,7 +61,13 @@ def _percentile(values: list[float], pct: float) -> float:
 def _start_server(database_url: str) -> tuple[subprocess.Popen, str, str]:
     """Start the mcp_tools service; ``(process, MCP url, token)`` once ``/healthz`` answers 200."""
     token, port = secrets.token_urlsafe(24), _free_port()
-    env = {**os.environ, "DATABASE_URL": database_url, "MCP_SERVICE_TOKEN": token, "LOG_LEVEL": "WARNING"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "MCP_SERVICE_TOKEN": token,
+        "LOG_LEVEL": "WARNING",
+        "TOOL_CAPABILITY_KEY": CAPABILITY_KEY,
+    }
     server = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "services.mcp_tools.main:create_app", "--factory",
          "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", "--no-access-log"],
@@ -87,7 +96,7 @@ async def _bench(database_url: str, url: str, token: str, calls: int, concurrenc
         session.add(conversation)
 
     try:
-        source = McpToolSource(url=url, token=token, sessions=sessions)
+        source = McpToolSource(url=url, token=token, capability_key=CAPABILITY_KEY, sessions=sessions)
 
         def ctx() -> ToolContext:
             return ToolContext(

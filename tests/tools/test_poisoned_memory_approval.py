@@ -44,7 +44,14 @@ async def test_a_poisoned_memory_does_not_unlock_an_approval_required_tool(
     orchestrator = Orchestrator(
         sessions=sessions,
         gateway=gateway,
-        toolsets=[McpToolSource(url=url, token=settings.secret("mcp_service_token"), sessions=sessions)],
+        toolsets=[
+            McpToolSource(
+                url=url,
+                token=settings.secret("mcp_service_token"),
+                capability_key=settings.secret("tool_capability_key"),
+                sessions=sessions,
+            )
+        ],
     )
 
     def turn(conversation_id: uuid.UUID, customer_id: uuid.UUID) -> TurnRequest:
