@@ -554,3 +554,22 @@ async def test_an_overflow_that_nothing_can_shrink_is_not_resent(setup, orchestr
     result = await orchestrator.handle_turn(request)
     assert result.reply == "Sorry, too long." and len(script.requests) == 1
     assert (await _turn(sessions, request.inbound_message_id)).outcome == "degraded"
+
+
+async def test_a_hanging_primary_leaves_the_backup_time_inside_the_turn_budget(
+    setup, orchestrator, offline_model, sessions
+):
+    state, url = offline_model
+    primary, backup = unique_model("hangs"), unique_model("backup")
+    state.script(primary).push(ScriptedResponse(kind="hang"))
+    state.script(backup).push(text("backup in time"))
+    # the deployments' own timeout (45 s) is longer than the whole turn (8 s): without the reserve the
+    # turn would time out waiting for the primary
+    conv, _ = await setup(
+        deployments=[deployment(url, primary, priority=1), deployment(url, backup, priority=2)],
+        llm={"fallback_reserve_s": 5}, loop={"turn_timeout_s": 8},
+    )  # fmt: skip
+    request = conv.request("hi")
+    result = await orchestrator.handle_turn(request)
+    assert (result.reply, result.model, result.fallback_used) == ("backup in time", backup, True)
+    assert (await _turn(sessions, request.inbound_message_id)).outcome == "answered"

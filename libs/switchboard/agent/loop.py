@@ -135,6 +135,8 @@ class _Loop:
     out: LoopOutcome = field(
         default_factory=lambda: LoopOutcome(reply=None, silent=False, outcome="answered")
     )
+    deadline: float | None = None
+    """``time.monotonic()`` when the turn budget ends (model calls keep time for fallbacks)."""
     claimed: set[str] = field(default_factory=set)
     """Tools not offered this turn but claimed by their source, which refuses them (see ``ToolRegistry.claimant``)."""
 
@@ -159,8 +161,9 @@ class _Loop:
         )
         try:
             reply = await self.gateway.complete(
-                self.tenant_router, trimmed, tools=tools or None, llm=llm, trace_id=self.trace_id
-            )
+                self.tenant_router, trimmed, tools=tools or None, llm=llm, trace_id=self.trace_id,
+                deadline=self.deadline,
+            )  # fmt: skip
         except ContextOverflow as overflow:
             reply = await self.recover_overflow(trimmed, tools, overflow)
         self.out.model_calls += 1
@@ -211,8 +214,9 @@ class _Loop:
             )  # fmt: skip
             try:
                 return await self.gateway.complete(
-                    self.tenant_router, shrunk, tools=tools or None, llm=llm, trace_id=self.trace_id
-                )
+                    self.tenant_router, shrunk, tools=tools or None, llm=llm, trace_id=self.trace_id,
+                    deadline=self.deadline,
+                )  # fmt: skip
             except ContextOverflow as again:
                 overflow, sent = again, shrunk
         raise overflow
@@ -399,7 +403,10 @@ async def run_tool_loop(
     ``outcome="degraded"`` with the tenant's fallback text (or silence after ``end_conversation``
     without farewell) and ``error`` set.
     """
-    loop = _Loop(gateway, tenant_router, settings, messages, registry, make_ctx, trace_id)
+    loop = _Loop(
+        gateway, tenant_router, settings, messages, registry, make_ctx, trace_id,
+        deadline=time.monotonic() + settings.loop.turn_timeout_s,
+    )  # fmt: skip
     try:
         async with asyncio.timeout(settings.loop.turn_timeout_s):
             await loop.run()

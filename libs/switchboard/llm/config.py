@@ -87,6 +87,9 @@ class LLMSettings(BaseModel):
     out: the deployment cools down for that long and the next group answers at once."""
     max_retry_after_cooldown_s: float = Field(300.0, gt=0)
     """Upper bound on a cooldown taken from a provider's ``Retry-After`` (seconds)."""
+    fallback_reserve_s: float = Field(15.0, ge=0)
+    """Seconds of the turn budget kept for the next group: a group that is not the last gets at most
+    the remaining budget minus this (so a hanging primary cannot use up the fallback's time)."""
     trim_ratio: float = Field(0.8, gt=0, le=1)
     """Messages are trimmed to this share of the smallest context window of the deployments."""
     default_context_window_tokens: int = Field(8192, gt=256)

@@ -221,6 +221,19 @@ def retry_after_s(error: BaseException) -> float | None:
         return None
 
 
+def _group_timeout(llm: LLMSettings, deadline: float | None, *, is_last: bool) -> float | None:
+    """Per-request timeout of one group call under the turn ``deadline`` (``None``: the deployments' own).
+
+    A group that is not the last keeps ``fallback_reserve_s`` for the next; never below 1 s.
+    """
+    if deadline is None:
+        return None
+    left = deadline - time.monotonic() - (0.0 if is_last else llm.fallback_reserve_s)
+    if left >= llm.request_timeout_s:
+        return None
+    return max(1.0, left)
+
+
 def _status(error: BaseException) -> int | None:
     code = getattr(error, "status_code", None)
     return code if isinstance(code, int) else None
@@ -409,6 +422,7 @@ class ModelGateway:
         llm: LLMSettings,
         trace_id: str,
         min_context_tokens: int | None = None,
+        deadline: float | None = None,
     ) -> ModelReply:
         """One chat completion through the tenant's groups in order, inside the semaphore.
 
@@ -419,6 +433,8 @@ class ModelGateway:
             trace_id: recorded in LiteLLM metadata and logs.
             min_context_tokens: only groups whose context window is larger than this are called
                 (the loop's context-window fallback after an overflow); ``None``: every group.
+            deadline: ``time.monotonic()`` by which the turn must be answered; a group that is not
+                the last gets a request timeout of at most the time left minus ``fallback_reserve_s``.
 
         Returns:
             The reply of the first group that answered with words or tool calls. When every group
@@ -453,9 +469,10 @@ class ModelGateway:
             for position, group in enumerate(walk):
                 if overflow_floor is not None and group.context_window_tokens <= overflow_floor:
                     continue  # an overflow earlier in this call: only a larger window can take the prompt
+                timeout_s = _group_timeout(llm, deadline, is_last=position == len(walk) - 1)
                 try:
                     response = await self._call_group(
-                        tenant_router, group, messages, tools, llm, trace_id, recorder, failures
+                        tenant_router, group, messages, tools, llm, trace_id, recorder, failures, timeout_s
                     )
                 except litellm.ContextWindowExceededError as exc:
                     limit = stated_context_limit(str(exc))
@@ -513,6 +530,7 @@ class ModelGateway:
         trace_id: str,
         recorder: _FailureRecorder,
         failures: list[dict[str, str]],
+        timeout_s: float | None = None,
     ) -> Any:
         """Call one group: the Router's in-group failover for several deployments; for one, our own
         capped retries (module docstring). Failures are appended to ``failures``.
@@ -530,6 +548,8 @@ class ModelGateway:
             kwargs["max_tokens"] = llm.max_output_tokens
         if single:
             kwargs["num_retries"] = 0  # LiteLLM's retries would wait out Retry-After (up to 60 s)
+        if timeout_s is not None:
+            kwargs["timeout"] = timeout_s  # the turn budget, keeping time for the next group
         for attempt in range(attempts):
             call_id = uuid.uuid4().hex
             kwargs["metadata"] = {_CALL_KEY: call_id, "trace_id": trace_id}
