@@ -261,7 +261,7 @@ class ChannelDeps:
     extra: dict[str, Any] = field(default_factory=dict)
     sessions: async_sessionmaker[AsyncSession] | None = None
     """Database sessions, for channels that keep provider state of their own (Gmail: refreshed OAuth
-    tokens, a reply's thread, our sent ``Message-ID``\ s); ``None`` where the caller has none."""
+    tokens, a reply's thread, our sent Message-IDs); ``None`` where the caller has none."""
 
 
 @runtime_checkable
