@@ -11,8 +11,9 @@
    profile's ``historyId`` as the fresh cursor. Never retried in a loop; the mailbox stays healthy.
 4. Ids already stored for the mailbox, ids of our own sends, drafts and spam are dropped without a
    call; every other mail is read (``messages.get``, ``format=full``), its attachments turned into
-   readable lines (:mod:`switchboard.channels.gmail.attachments`), normalized and stored in one
-   insert (deduplicated on the Gmail id). Our own mail found by its ``Message-ID`` completes its
+   readable lines (:mod:`switchboard.channels.gmail.attachments`), normalized and stored through the
+   shared durable ingest (:func:`switchboard.channels.ingest.ingest_delivery`: one insert,
+   deduplicated on the Gmail id per mailbox, jobs enqueued after the commit). Our own mail found by its ``Message-ID`` completes its
    ``gmail_sent_messages`` record instead.
 5. Only then the new cursor (the last page's ``historyId``) and the newest ``internalDate`` are saved:
    a sync that fails halfway is repeated from the old cursor and inserts nothing twice.
@@ -35,13 +36,14 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from switchboard.channels.accounts import AccountDirectory
 from switchboard.channels.gmail.attachments import attachment_lines
 from switchboard.channels.gmail.channel import GmailChannel
 from switchboard.channels.gmail.client import GmailApiError
 from switchboard.channels.gmail.mime import parse_message
 from switchboard.channels.gmail.normalize import normalize_mail
 from switchboard.channels.gmail.oauth import MailboxNeedsReauth
-from switchboard.channels.gmail.store import store_mail
+from switchboard.channels.ingest import NormalizedDelivery, ingest_delivery
 from switchboard.contracts import InboundMessage
 from switchboard.db.models import (
     ChannelAccount,
@@ -259,9 +261,11 @@ async def sync_mailbox(
             if decision.reason != "process":
                 sync_log.info("gmail_mail_recorded", gmail_id=gmail_id, reason=decision.reason)
             messages.append(decision.message)
-        report.stored_ids, report.duplicates = await store_mail(
-            sessions=sessions, redis=redis, tenant_id=mailbox.tenant_id, account_id=account_id, messages=messages
-        )
+        ingested = await ingest_delivery(
+            delivery=NormalizedDelivery(messages=messages), sessions=sessions, redis=redis,
+            accounts=AccountDirectory(sessions, "gmail"), debounce_s=settings.inbound_debounce_s,
+        )  # fmt: skip
+        report.stored_ids, report.duplicates = ingested.stored_ids, ingested.duplicates
         report.stored = len(report.stored_ids)
         report.history_id = cursor
         await _save_cursor(sessions, mailbox.id, cursor, newest_ms or None, started_at)
