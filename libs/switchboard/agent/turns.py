@@ -38,6 +38,7 @@ from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.agent.builtin_tools import BuiltinToolSet
+from switchboard.channels.base import channel_capabilities
 from switchboard.agent.loop import LoopOutcome, run_tool_loop
 from switchboard.agent.prompt import build_system_prompt, summary_messages
 from switchboard.agent.tools import ToolContext, ToolRegistry, ToolSet, idempotency_key_for
@@ -190,6 +191,10 @@ class Orchestrator:
         return result
 
     def _context_factory(self, request: TurnRequest, trace_id: str) -> Callable[..., ToolContext]:
+        capabilities = channel_capabilities(request.channel)
+        # the channel says whether its inbound text is untrusted (an e-mail): then read tools only
+        untrusted = bool(capabilities and capabilities.untrusted_inbound)
+
         def make_ctx(
             call_id: str, tool_name: str | None = None, arguments: dict[str, Any] | None = None
         ) -> ToolContext:
@@ -204,6 +209,7 @@ class Orchestrator:
                 ),
                 sessions=self.sessions,
                 channel=request.channel,
+                has_untrusted_content=untrusted,
             )
 
         return make_ctx
