@@ -454,7 +454,6 @@ class Settings(
             return self.whatsapp_graph_base_url.rstrip("/")
         return self.service_url(self.whatsapp_port) + "/_sandbox/graph"
 
-
     @property
     def gmail_uses_sandbox(self) -> bool:
         """Whether the Gmail channel talks to the local sandbox (``GMAIL_API_BASE_URL`` unset)."""

@@ -101,5 +101,7 @@ async def gmail_service(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
 
     app = create_app(settings)
     async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gmail.test") as client:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://gmail.test"
+        ) as client:
             yield client

@@ -14,13 +14,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from switchboard.agent.tools import ToolContext, ToolError, ToolOutput
-from switchboard.tools.context import UNTRUSTED_REFUSAL, offered
 from switchboard.conversations import Actor, InvalidTransition, close
 from switchboard.db.engine import session_scope
 from switchboard.db.models import AuditLog, Conversation, Customer, Tenant, utcnow
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.observability import get_logger
 from switchboard.tenant_settings import tenant_settings_from
+from switchboard.tools.context import UNTRUSTED_REFUSAL, offered
 from switchboard.validation import normalize_email, normalize_phone_e164
 
 __all__ = ["BuiltinToolSet", "CustomerProfileUpdate", "BUILTIN_TOOL_NAMES", "BUILTIN_KINDS"]

@@ -38,10 +38,10 @@ from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.agent.builtin_tools import BuiltinToolSet
-from switchboard.channels.base import channel_capabilities
 from switchboard.agent.loop import LoopOutcome, run_tool_loop
 from switchboard.agent.prompt import build_system_prompt, summary_messages
 from switchboard.agent.tools import ToolContext, ToolRegistry, ToolSet, idempotency_key_for
+from switchboard.channels.base import channel_capabilities
 from switchboard.contracts import TokenUsage, TurnRequest, TurnResult, trace_id_for
 from switchboard.conversations import MODEL_ROLES, append_model_messages, model_messages, read_history
 from switchboard.crypto import CredentialDecryptError

@@ -230,7 +230,11 @@ async def open_conversation(
     if found is not None:
         return found
     return await start_conversation(
-        session, customer=customer, channel_account_id=channel_account_id, actor=actor, trace_id=trace_id,
+        session,
+        customer=customer,
+        channel_account_id=channel_account_id,
+        actor=actor,
+        trace_id=trace_id,
         thread_key=thread_key,
     )
 

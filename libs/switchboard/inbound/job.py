@@ -67,7 +67,10 @@ async def claim(deps: WorkerDeps, job: dict[str, Any], row_id: uuid.UUID) -> Inb
         if stored.review and not any(f.get("message_id") == str(row.id) for f in conversation.review_flags):
             conversation.review_flags = [
                 *conversation.review_flags,
-                *({"kind": kind, "message_id": str(row.id), "at": utcnow().isoformat()} for kind in stored.review),
+                *(
+                    {"kind": kind, "message_id": str(row.id), "at": utcnow().isoformat()}
+                    for kind in stored.review
+                ),
             ]
             log.warning("conversation_flagged_for_review", inbound_message_id=str(row_id), kinds=stored.review,
                         conversation_id=str(conversation.id))  # fmt: skip

@@ -228,14 +228,18 @@ def build_background_worker_settings(settings: Settings) -> type:
         functions=[
             func(ingest_knowledge_source, name=INGEST_JOB_NAME, timeout=INGEST_JOB_TIMEOUT_S, max_tries=2),
             func(summarize_memory, name="summarize_memory", timeout=MEMORY_JOB_TIMEOUT_S, max_tries=3),
-            func(sync_gmail_mailbox, name=SYNC_JOB, timeout=GMAIL_SYNC_TIMEOUT_S, max_tries=30, keep_result=0),
+            func(
+                sync_gmail_mailbox, name=SYNC_JOB, timeout=GMAIL_SYNC_TIMEOUT_S, max_tries=30, keep_result=0
+            ),
         ],
         cron_jobs=[
             cron(
                 sweep_inbound, name="sweep_inbound", second=set(range(0, 60, 15)), timeout=SIDE_JOB_TIMEOUT_S
             ),
             cron(memory_sweep, name="memory_sweep", second={30}, timeout=MEMORY_JOB_TIMEOUT_S),
-            cron(poll_gmail_mailboxes, name=POLL_JOB, second=set(range(5, 60, 15)), timeout=SIDE_JOB_TIMEOUT_S),
+            cron(
+                poll_gmail_mailboxes, name=POLL_JOB, second=set(range(5, 60, 15)), timeout=SIDE_JOB_TIMEOUT_S
+            ),
         ],
         enqueues_on_own_queue=False,
     )

@@ -253,7 +253,9 @@ class McpToolSource:
             return []
         enabled = await self.toolbox(ctx.tenant_id)
         return [
-            tool.definition() for name, tool in tools.items() if name in enabled and offered(ctx, tool.policy.kind)
+            tool.definition()
+            for name, tool in tools.items()
+            if name in enabled and offered(ctx, tool.policy.kind)
         ]
 
     # --- calls -----------------------------------------------------------------------------------

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import email
-import email.policy
-import base64
-
 from sqlmodel import col, select
 from switchboard.db.models import Conversation, Message
 from switchboard.llm.offline_server import ScriptedResponse
@@ -17,7 +13,6 @@ from tests.utils.workers import run_worker_burst
 
 async def _sync(settings, account_id):  # type: ignore[no-untyped-def]
     from arq.connections import ArqRedis  # noqa: F401
-
     from switchboard.channels.gmail.jobs import enqueue_sync
     from switchboard.runtime.resources import open_resources
 
@@ -31,9 +26,14 @@ async def test_a_mail_is_answered_in_its_thread_with_exact_headers(scene, sessio
     scene.script.default = ScriptedResponse(content="We will send a replacement today.")
     customer = new_customer()
     arrived = await deliver(
-        scene.settings, scene.mailbox, from_=customer, from_name="Alex Customer", subject="Order #1042 arrived damaged",
+        scene.settings,
+        scene.mailbox,
+        from_=customer,
+        from_name="Alex Customer",
+        subject="Order #1042 arrived damaged",
         text="Hi,\n\nthe lid arrived cracked. Can you send a replacement?\n\nThanks,\nAlex",
-        message_id="<orig-1@example.net>", headers={"References": "<older-0@example.net>"},
+        message_id="<orig-1@example.net>",
+        headers={"References": "<older-0@example.net>"},
     )
     await _sync(scene.settings, scene.account_id)
     (sent,) = await sent_from(scene.settings, scene.mailbox)

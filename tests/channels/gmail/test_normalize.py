@@ -24,7 +24,10 @@ def _normalized(name: str):  # type: ignore[no-untyped-def]
 def test_multipart_alternative_prefers_plain_text_and_internal_date() -> None:
     mail, msg = _normalized("messages_get_full_multipart_alternative.json")
     assert (msg.sender_id, msg.sender_name, msg.external_id, msg.thread_key) == (
-        "alex.customer@example.net", "Alex Customer", "19a0fa4e0000a001", "19a0fa4e0000a001",
+        "alex.customer@example.net",
+        "Alex Customer",
+        "19a0fa4e0000a001",
+        "19a0fa4e0000a001",
     )
     assert mail.text.startswith("Hi,\n\nI'm writing about order #1042")
     assert msg.sent_at.timestamp() == 1781000000 and msg.action == "process"
@@ -84,7 +87,9 @@ def test_pubsub_envelope_and_watch_response() -> None:
 def test_history_payloads_have_the_shapes_sync_reads() -> None:
     history = load_payload("history_list_messages_added.json")
     added = [m["message"] for h in history["history"] for m in h.get("messagesAdded", [])]
-    assert {m["id"] for m in added} == {"19a0fa4e0000a004", "19a0fa4e0000a005"} and history["historyId"] == "9876565"
+    assert {m["id"] for m in added} == {"19a0fa4e0000a004", "19a0fa4e0000a005"} and history[
+        "historyId"
+    ] == "9876565"
     stale = load_payload("history_list_error_404_stale_history_id.json")
     assert stale["error"]["code"] == 404
 
@@ -118,6 +123,8 @@ def test_automated_and_own_mail_never_wake_the_agent() -> None:
     assert ours.ours and ours.message is None
     sent = json.loads(json.dumps(payload))
     sent["labelIds"] = ["SENT"]
-    echo = normalize_mail(parse_message(sent), mailbox="alex.customer@example.net", our_message_ids=set()).message
+    echo = normalize_mail(
+        parse_message(sent), mailbox="alex.customer@example.net", our_message_ids=set()
+    ).message
     assert echo.echo and echo.action == "record"
     assert reply_subject("RE: hello") == "RE: hello" and reply_subject("hello") == "Re: hello"

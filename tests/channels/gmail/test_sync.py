@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 
 from sqlmodel import col, select
 from switchboard.channels.gmail.jobs import enqueue_sync
@@ -24,7 +25,9 @@ async def _sync(settings, account_id):  # type: ignore[no-untyped-def]
 
 async def _mailbox(sessions, account_id) -> GmailMailbox:  # type: ignore[no-untyped-def]
     async with sessions() as session:
-        return (await session.exec(select(GmailMailbox).where(GmailMailbox.channel_account_id == account_id))).one()
+        return (
+            await session.exec(select(GmailMailbox).where(GmailMailbox.channel_account_id == account_id))
+        ).one()
 
 
 async def _inbound(sessions, tenant_id):  # type: ignore[no-untyped-def]
@@ -37,7 +40,9 @@ async def _inbound(sessions, tenant_id):  # type: ignore[no-untyped-def]
 async def test_expired_token_is_refreshed_and_our_reply_in_history_is_not_answered(scene, sessions) -> None:  # type: ignore[no-untyped-def]
     scene.script.default = ScriptedResponse(content="Thanks, noted.")
     await control(scene.settings, "expire_tokens", {"email": scene.mailbox})
-    await deliver(scene.settings, scene.mailbox, from_=new_customer(), subject="Hello", text="Is the shop open?")
+    await deliver(
+        scene.settings, scene.mailbox, from_=new_customer(), subject="Hello", text="Is the shop open?"
+    )
     await _sync(scene.settings, scene.account_id)
     assert [m["text"] for m in await sent_from(scene.settings, scene.mailbox)] == ["Thanks, noted."]
     await _sync(scene.settings, scene.account_id)  # the history now holds our SENT reply
@@ -56,7 +61,9 @@ async def test_revoked_grant_marks_the_mailbox_and_stops_its_sync(scene, session
     mailbox = await _mailbox(sessions, scene.account_id)
     assert mailbox.status == "needs_reauth" and "invalid_grant" in (mailbox.last_error or "")
     async with sessions() as session:
-        alerts = (await session.exec(select(SecurityAlert).where(SecurityAlert.tenant_id == scene.tenant.id))).all()
+        alerts = (
+            await session.exec(select(SecurityAlert).where(SecurityAlert.tenant_id == scene.tenant.id))
+        ).all()
     assert [a.kind for a in alerts] == ["gmail_needs_reauth"]
     assert await _inbound(sessions, scene.tenant.id) == []
 
@@ -106,7 +113,9 @@ async def test_hidden_instructions_are_flagged_and_writes_are_not_offered(scene,
     assert "refund everything" not in prompt and "Where is order 7?" in prompt
     assert "save_customer_profile" not in {t["function"]["name"] for t in request.get("tools") or []}
     async with sessions() as session:
-        conversation = (await session.exec(select(Conversation).where(Conversation.tenant_id == scene.tenant.id))).one()
+        conversation = (
+            await session.exec(select(Conversation).where(Conversation.tenant_id == scene.tenant.id))
+        ).one()
     assert [f["kind"] for f in conversation.review_flags] == ["hidden_text", "suspected_instructions"]
 
 
@@ -122,7 +131,7 @@ async def test_an_attachment_becomes_a_readable_line(scene, sessions) -> None:  
 
 
 async def test_push_is_verified_stored_once_and_acknowledged(scene, gmail_sandbox) -> None:  # type: ignore[no-untyped-def]
-    data = base64.b64encode(('{"emailAddress": "%s", "historyId": 1}' % scene.mailbox).encode()).decode()
+    data = base64.b64encode(json.dumps({"emailAddress": scene.mailbox, "historyId": 1}).encode()).decode()
     body = {"message": {"data": data, "messageId": f"m-{scene.account_id}"}}
     async with gmail_service(scene.settings) as client:
         missing = await client.post("/webhooks/gmail", json=body)

@@ -94,7 +94,9 @@ class GmailChannel:
         settings = deps.settings
         self.settings = settings
         self.client: GmailClient = deps.extra.get("gmail_client") or GmailClient(
-            settings.resolved_gmail_api_base_url, settings.resolved_gmail_token_url, timeout_s=settings.gmail_timeout_s
+            settings.resolved_gmail_api_base_url,
+            settings.resolved_gmail_token_url,
+            timeout_s=settings.gmail_timeout_s,
         )
         # without sessions (a caller that only needs capabilities) every provider call fails loudly
         self.sessions: Any = deps.sessions or _no_sessions
@@ -117,7 +119,9 @@ class GmailChannel:
             log.info("gmail_token_rejected", channel_account_id=str(account_id))
         return await fn(await self.tokens.token(account_id, force=True))
 
-    async def _reply_context(self, session: AsyncSession, correlation_id: str) -> tuple[ReplyContext, bool, str | None]:
+    async def _reply_context(
+        self, session: AsyncSession, correlation_id: str
+    ) -> tuple[ReplyContext, bool, str | None]:
         """``(context, automatic, sender_name)`` of the outbox part ``correlation_id``."""
         row = (await session.exec(select(Outbox).where(Outbox.correlation_id == correlation_id))).first()
         if row is None:
@@ -138,7 +142,9 @@ class GmailChannel:
         ).first()
         facts = ((original.raw or {}).get("gmail") or {}) if original is not None else {}
         tenant = await session.get(Tenant, row.tenant_id)
-        sender_name = ((tenant.settings_extensions or {}).get("gmail") or {}).get("sender_name") if tenant else None
+        sender_name = (
+            ((tenant.settings_extensions or {}).get("gmail") or {}).get("sender_name") if tenant else None
+        )
         context = ReplyContext(
             thread_id=(conversation.external_thread_id if conversation else None) or facts.get("thread_id"),
             subject=str(facts.get("subject") or ""),
@@ -174,7 +180,9 @@ class GmailChannel:
         )  # fmt: skip
         raw = encode_raw(mail)
         try:
-            sent = await self.call(account.id, lambda token: self.client.send(token, raw=raw, thread_id=context.thread_id))
+            sent = await self.call(
+                account.id, lambda token: self.client.send(token, raw=raw, thread_id=context.thread_id)
+            )
         except (GmailApiError, OAuthError, MailboxNeedsReauth) as exc:
             raise classify(exc) from exc
         gmail_id = str(sent.get("id") or "")
@@ -191,7 +199,9 @@ class GmailChannel:
     async def mark_read(self, account: ChannelAccount, external_id: str) -> None:
         """No read receipts in e-mail."""
 
-    async def attachment_bytes(self, account_id: uuid.UUID, ref: str, *, max_bytes: int) -> tuple[bytes, str | None]:
+    async def attachment_bytes(
+        self, account_id: uuid.UUID, ref: str, *, max_bytes: int
+    ) -> tuple[bytes, str | None]:
         """The bytes of attachment ``ref`` (``<gmail id>/<partId>``): the part is looked up again by its
         stable ``partId`` (attachment ids change between calls).
 
@@ -212,7 +222,8 @@ class GmailChannel:
             data = body.get("data")
             if not data and body.get("attachmentId"):
                 attachment = await self.call(
-                    account_id, lambda token: self.client.get_attachment(token, gmail_id, str(body["attachmentId"]))
+                    account_id,
+                    lambda token: self.client.get_attachment(token, gmail_id, str(body["attachmentId"])),
                 )
                 data = attachment.get("data")
         except (GmailApiError, OAuthError) as exc:
@@ -223,7 +234,9 @@ class GmailChannel:
             raise MediaUnavailable(f"attachment {ref}: no data", is_transient=False)
         return b64url_decode(str(data)), part.get("mimeType")
 
-    async def fetch_media(self, account: ChannelAccount, ref: str, *, max_bytes: int) -> tuple[bytes, str | None]:
+    async def fetch_media(
+        self, account: ChannelAccount, ref: str, *, max_bytes: int
+    ) -> tuple[bytes, str | None]:
         """See :meth:`attachment_bytes`."""
         return await self.attachment_bytes(account.id, ref, max_bytes=max_bytes)
 

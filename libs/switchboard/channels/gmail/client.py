@@ -62,7 +62,9 @@ class GmailApiError(SwitchboardError):
         is_transient: network, 429, 5xx.
     """
 
-    def __init__(self, message: str, *, http_status: int | None, reason: str | None, is_transient: bool) -> None:
+    def __init__(
+        self, message: str, *, http_status: int | None, reason: str | None, is_transient: bool
+    ) -> None:
         self.http_status = http_status
         self.reason = reason
         self.is_transient = is_transient
@@ -122,7 +124,9 @@ class GmailClient:
             scope=body.get("scope"),
         )
 
-    async def exchange_code(self, *, code: str, client_id: str, client_secret: str, redirect_uri: str) -> TokenGrant:
+    async def exchange_code(
+        self, *, code: str, client_id: str, client_secret: str, redirect_uri: str
+    ) -> TokenGrant:
         """Authorization code → tokens (``grant_type=authorization_code``).
 
         Raises:
@@ -145,7 +149,9 @@ class GmailClient:
         )  # fmt: skip
 
     # --- API --------------------------------------------------------------------------------------
-    async def _call(self, method: str, path: str, token: str, *, params: Any = None, json: Any = None) -> dict:
+    async def _call(
+        self, method: str, path: str, token: str, *, params: Any = None, json: Any = None
+    ) -> dict:
         url = f"{self.api_base_url}/gmail/v1/users/me/{path}"
         try:
             response = await self._client.request(
@@ -165,9 +171,9 @@ class GmailClient:
         message = response.text[:200]
         if isinstance(error, dict):
             errors = error.get("errors") or []
-            reason = (errors[0].get("reason") if errors and isinstance(errors[0], dict) else None) or error.get(
-                "status"
-            )
+            reason = (
+                errors[0].get("reason") if errors and isinstance(errors[0], dict) else None
+            ) or error.get("status")
             message = str(error.get("message") or message)
         status = response.status_code
         raise GmailApiError(

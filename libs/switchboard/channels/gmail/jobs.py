@@ -28,7 +28,14 @@ from switchboard.db.models import GmailMailbox, MailboxStatus, utcnow
 from switchboard.observability import get_logger
 from switchboard.queue.queues import Queue
 
-__all__ = ["SYNC_JOB", "POLL_JOB", "enqueue_sync", "poll_gmail_mailboxes", "renew_watch", "sync_gmail_mailbox"]
+__all__ = [
+    "SYNC_JOB",
+    "POLL_JOB",
+    "enqueue_sync",
+    "poll_gmail_mailboxes",
+    "renew_watch",
+    "sync_gmail_mailbox",
+]
 
 log = get_logger(__name__)
 
@@ -42,7 +49,9 @@ def _lock_key(account_id: uuid.UUID | str) -> str:
     return f"gmail:sync-lock:{account_id}"
 
 
-async def enqueue_sync(redis: ArqRedis, account_id: uuid.UUID | str, *, reason: str, key: str | None = None) -> bool:
+async def enqueue_sync(
+    redis: ArqRedis, account_id: uuid.UUID | str, *, reason: str, key: str | None = None
+) -> bool:
     """Enqueue a sync of one mailbox on the background queue; ``key`` makes it idempotent (a Pub/Sub
     message id, a poll tick). Returns ``False`` when that job exists already."""
     job = await redis.enqueue_job(
@@ -89,7 +98,12 @@ async def sync_gmail_mailbox(ctx: dict[str, Any], account_id: str, reason: str =
     finally:
         if (await redis.get(_lock_key(account_id))) == token.encode():
             await redis.delete(_lock_key(account_id))
-    return {"status": report.status, "stored": report.stored, "listed": report.listed, "resynced": report.resynced}
+    return {
+        "status": report.status,
+        "stored": report.stored,
+        "listed": report.listed,
+        "resynced": report.resynced,
+    }
 
 
 async def renew_watch(channel: GmailChannel, sessions: Any, mailbox: GmailMailbox, topic: str) -> int | None:
@@ -98,7 +112,9 @@ async def renew_watch(channel: GmailChannel, sessions: Any, mailbox: GmailMailbo
     Raises:
         GmailApiError, OAuthError, MailboxNeedsReauth: as the channel's calls raise them.
     """
-    answer = await channel.call(mailbox.channel_account_id, lambda token: channel.client.watch(token, topic=topic))
+    answer = await channel.call(
+        mailbox.channel_account_id, lambda token: channel.client.watch(token, topic=topic)
+    )
     expiration = int(answer.get("expiration") or 0) or None
     async with sessions() as session, session.begin():
         row = await session.get(GmailMailbox, mailbox.id, with_for_update=True)
@@ -107,7 +123,9 @@ async def renew_watch(channel: GmailChannel, sessions: Any, mailbox: GmailMailbo
             if row.history_id is None and answer.get("historyId"):
                 row.history_id = str(answer["historyId"])
             session.add(row)
-    log.info("gmail_watch_renewed", channel_account_id=str(mailbox.channel_account_id), expiration_ms=expiration)
+    log.info(
+        "gmail_watch_renewed", channel_account_id=str(mailbox.channel_account_id), expiration_ms=expiration
+    )
     return expiration
 
 
@@ -141,4 +159,3 @@ async def poll_gmail_mailboxes(ctx: dict[str, Any]) -> dict[str, int]:
             if await enqueue_sync(deps.redis, mailbox.channel_account_id, reason="poll", key=f"poll{tick}"):
                 polled += 1
     return {"mailboxes": len(mailboxes), "renewed": renewed, "polled": polled}
-

@@ -72,10 +72,16 @@ def normalize_mail(
     """
     if mail.message_id is not None and mail.message_id in our_message_ids:
         return MailDecision(message=None, ours=True, reason="our own reply")
-    sent_at = datetime.fromtimestamp(mail.internal_date_ms / 1000, tz=UTC) if mail.internal_date_ms else datetime.now(UTC)
+    sent_at = (
+        datetime.fromtimestamp(mail.internal_date_ms / 1000, tz=UTC)
+        if mail.internal_date_ms
+        else datetime.now(UTC)
+    )
     by_mailbox = "SENT" in mail.label_ids or mail.from_email == mailbox
     media = [
-        MediaRef(ref=f"{mail.gmail_id}/{a.part_id}", mime=a.mime, filename=a.filename, size_bytes=a.size_bytes)
+        MediaRef(
+            ref=f"{mail.gmail_id}/{a.part_id}", mime=a.mime, filename=a.filename, size_bytes=a.size_bytes
+        )
         for a in mail.attachments
     ]
     body = mail.text
@@ -85,9 +91,18 @@ def normalize_mail(
         customer = next((address for address in mail.to_emails if address != mailbox), None)
         return MailDecision(
             message=InboundMessage(
-                channel="gmail", account_id=mailbox, kind="text", external_id=mail.gmail_id,
-                sender_id=customer or mailbox, sent_at=sent_at, text=body, media=media, raw=raw,
-                action="record", echo=True, thread_key=mail.thread_id,
+                channel="gmail",
+                account_id=mailbox,
+                kind="text",
+                external_id=mail.gmail_id,
+                sender_id=customer or mailbox,
+                sent_at=sent_at,
+                text=body,
+                media=media,
+                raw=raw,
+                action="record",
+                echo=True,
+                thread_key=mail.thread_id,
                 identities=[SenderIdentity(kind="email", value=customer)] if customer else [],
                 reply_to=mail.in_reply_to,
             ),  # fmt: skip
@@ -97,12 +112,21 @@ def normalize_mail(
     review = instruction_signals(mail)
     return MailDecision(
         message=InboundMessage(
-            channel="gmail", account_id=mailbox, kind="text", external_id=mail.gmail_id,
-            sender_id=mail.sender_email, sender_name=mail.sender_name, sent_at=sent_at,
-            text="\n\n".join(lines), media=media, raw=raw, thread_key=mail.thread_id,
+            channel="gmail",
+            account_id=mailbox,
+            kind="text",
+            external_id=mail.gmail_id,
+            sender_id=mail.sender_email,
+            sender_name=mail.sender_name,
+            sent_at=sent_at,
+            text="\n\n".join(lines),
+            media=media,
+            raw=raw,
+            thread_key=mail.thread_id,
             action="record" if automated else "process",
             identities=[SenderIdentity(kind="email", value=mail.sender_email)],
-            reply_to=mail.in_reply_to, review=review,
+            reply_to=mail.in_reply_to,
+            review=review,
             flags={"automated": automated} if automated else {},
         ),  # fmt: skip
         reason=f"automated: {automated}" if automated else "process",

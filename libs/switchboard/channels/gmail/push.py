@@ -57,7 +57,9 @@ _certs_lock = asyncio.Lock()
 class PushEnvelope:
     """The facts of one push: Pub/Sub message id, mailbox, the mailbox's newest history id, when."""
 
-    def __init__(self, message_id: str, email: str, history_id: str | None, published_at: datetime | None) -> None:
+    def __init__(
+        self, message_id: str, email: str, history_id: str | None, published_at: datetime | None
+    ) -> None:
         self.message_id = message_id
         self.email = email
         self.history_id = history_id
@@ -105,7 +107,9 @@ async def _signing_keys(settings: Settings, http: httpx.AsyncClient) -> dict[str
         return keys
 
 
-async def verify_push(request: Request, settings: Settings, http: httpx.AsyncClient) -> tuple[int, str] | None:
+async def verify_push(
+    request: Request, settings: Settings, http: httpx.AsyncClient
+) -> tuple[int, str] | None:
     """``None`` when the push is authentic, else ``(status, reason)`` (module docstring)."""
     audience = settings.gmail_push_audience
     if audience:
@@ -194,18 +198,27 @@ def push_router() -> APIRouter:
                     return JSONResponse({"status": "ok", "stored": 0, "duplicates": 0,
                                          "unknown_accounts": [envelope.email]})  # fmt: skip
                 inserted = (
-                    await session.execute(
-                        insert(GmailPushNotification.__table__)  # type: ignore[arg-type]
-                        .values(id=uuid.uuid4(), tenant_id=account.tenant_id, channel_account_id=account.id,
-                                pubsub_message_id=envelope.message_id[:255], history_id=envelope.history_id,
-                                published_at=envelope.published_at)
-                        .on_conflict_do_nothing(constraint="uq_gmail_push_pubsub_message")
-                        .returning(GmailPushNotification.__table__.c.id)  # type: ignore[attr-defined]
-                    )  # fmt: skip
-                ).scalar_one_or_none()
+                    (
+                        await session.execute(
+                            insert(GmailPushNotification.__table__)  # type: ignore[arg-type]
+                            .values(
+                                id=uuid.uuid4(),
+                                tenant_id=account.tenant_id,
+                                channel_account_id=account.id,
+                                pubsub_message_id=envelope.message_id[:255],
+                                history_id=envelope.history_id,
+                                published_at=envelope.published_at,
+                            )
+                            .on_conflict_do_nothing(constraint="uq_gmail_push_pubsub_message")
+                            .returning(GmailPushNotification.__table__.c.id)  # type: ignore[attr-defined]
+                        )  # fmt: skip
+                    ).scalar_one_or_none()
+                )
         except (SQLAlchemyError, OSError) as exc:
             log.error("gmail_push_store_failed", error=f"{type(exc).__name__}: {exc}"[:300])
-            return JSONResponse({"error": "temporarily unavailable"}, status_code=503, headers={"Retry-After": "5"})
+            return JSONResponse(
+                {"error": "temporarily unavailable"}, status_code=503, headers={"Retry-After": "5"}
+            )
         if inserted is not None and resources.redis is not None:
             try:
                 await enqueue_sync(resources.redis, account.id, reason="push", key=envelope.message_id)

@@ -18,7 +18,9 @@ from switchboard.channels.gmail.mime import ParsedMail
 
 __all__ = ["automated_reason", "instruction_signals", "is_no_reply_address"]
 
-_NO_REPLY = re.compile(r"^(no[-_.]?reply|do[-_.]?not[-_.]?reply|noreply|bounces?|mailer[-_.]daemon|postmaster)([+._-].*)?$")
+_NO_REPLY = re.compile(
+    r"^(no[-_.]?reply|do[-_.]?not[-_.]?reply|noreply|bounces?|mailer[-_.]daemon|postmaster)([+._-].*)?$"
+)
 _PRECEDENCE = {"bulk", "list", "junk", "auto_reply"}
 _INSTRUCTIONS = [
     re.compile(pattern, re.IGNORECASE)

@@ -171,7 +171,9 @@ class GmailSandbox:
         return {"partId": part_id, "mimeType": part.get_content_type(), "filename": filename,
                 "headers": headers, "body": body}  # fmt: skip
 
-    def add_mime(self, address: str, mime: EmailMessage | Any, *, labels: list[str], thread_id: str | None = None) -> dict[str, Any]:
+    def add_mime(
+        self, address: str, mime: EmailMessage | Any, *, labels: list[str], thread_id: str | None = None
+    ) -> dict[str, Any]:
         """Store an RFC 5322 message in ``address``'s mailbox as Gmail would (new id, history record)."""
         box = self.mailbox(address)
         gmail_id = self._next_id()
@@ -215,7 +217,9 @@ class GmailSandbox:
                     box.attachments.setdefault(str(body["attachmentId"]), b"%PDF-1.4 sandbox attachment")
             return self._add(box, message)
         mime = EmailMessage()
-        mime["From"] = formataddr((spec.get("from_name"), spec["from"])) if spec.get("from_name") else spec["from"]
+        mime["From"] = (
+            formataddr((spec.get("from_name"), spec["from"])) if spec.get("from_name") else spec["from"]
+        )
         mime["To"] = to
         mime["Subject"] = spec.get("subject") or ""
         mime["Message-ID"] = spec.get("message_id") or f"<{uuid.uuid4().hex}@{spec['from'].split('@')[-1]}>"
@@ -282,7 +286,9 @@ async def post_push(state: GmailSandbox, *, email_address: str, push_url: str, a
     if audience:
         headers["Authorization"] = f"Bearer {state.oidc_token(audience)}"
     async with httpx.AsyncClient(timeout=10.0) as client:
-        response = await client.post(push_url, json=state.push_body(email_address, message_id), headers=headers)
+        response = await client.post(
+            push_url, json=state.push_body(email_address, message_id), headers=headers
+        )
     return response.status_code
 
 
@@ -317,20 +323,28 @@ def sandbox_router(sandbox: GmailSandbox | None = None) -> APIRouter:
         if grant == "authorization_code":
             address = state.codes.pop(str(form.get("code")), None)
             if address is None:
-                return JSONResponse({"error": "invalid_grant", "error_description": "Malformed auth code."}, 400)
+                return JSONResponse(
+                    {"error": "invalid_grant", "error_description": "Malformed auth code."}, 400
+                )
             refresh = "1//SANDBOX-" + secrets.token_urlsafe(24)
             state.refresh_tokens[refresh] = address
         elif grant == "refresh_token":
             refresh = str(form.get("refresh_token"))
             address = state.refresh_tokens.get(refresh)
             if address is None:
-                return JSONResponse({"error": "invalid_grant", "error_description": "Token has been expired or revoked."}, 400)
+                return JSONResponse(
+                    {"error": "invalid_grant", "error_description": "Token has been expired or revoked."}, 400
+                )
         else:
             return JSONResponse({"error": "unsupported_grant_type"}, 400)
         access = "ya29.SANDBOX-" + secrets.token_urlsafe(24)
         state.access_tokens[access] = (address, time.time() + ACCESS_TOKEN_TTL_S)
-        body = {"access_token": access, "expires_in": ACCESS_TOKEN_TTL_S, "token_type": "Bearer",
-                "scope": "https://www.googleapis.com/auth/gmail.modify https://www.googleapis.com/auth/gmail.send"}
+        body = {
+            "access_token": access,
+            "expires_in": ACCESS_TOKEN_TTL_S,
+            "token_type": "Bearer",
+            "scope": "https://www.googleapis.com/auth/gmail.modify https://www.googleapis.com/auth/gmail.send",
+        }
         if grant == "authorization_code":
             body["refresh_token"] = refresh
         return JSONResponse(body)
@@ -347,8 +361,9 @@ def sandbox_router(sandbox: GmailSandbox | None = None) -> APIRouter:
                 "historyId": str(box.history_id)}  # fmt: skip
 
     @router.get("/gmail/v1/users/me/history")
-    async def history(request: Request, startHistoryId: str, pageToken: str | None = None,
-                      maxResults: int = 100) -> Response:  # noqa: N803 (Gmail's parameter names)
+    async def history(
+        request: Request, startHistoryId: str, pageToken: str | None = None, maxResults: int = 100
+    ) -> Response:  # noqa: N803 (Gmail's parameter names)
         box = mailbox_of(request)
         try:
             start = int(startHistoryId)
@@ -368,8 +383,9 @@ def sandbox_router(sandbox: GmailSandbox | None = None) -> APIRouter:
         return JSONResponse(body)
 
     @router.get("/gmail/v1/users/me/messages")
-    async def list_messages(request: Request, q: str = "", pageToken: str | None = None,
-                            maxResults: int = 100) -> dict[str, Any]:  # noqa: N803
+    async def list_messages(
+        request: Request, q: str = "", pageToken: str | None = None, maxResults: int = 100
+    ) -> dict[str, Any]:  # noqa: N803
         box = mailbox_of(request)
         after_ms = 0
         for word in q.split():
@@ -409,7 +425,11 @@ def sandbox_router(sandbox: GmailSandbox | None = None) -> APIRouter:
         box = mailbox_of(request)
         body = await request.json()
         if not body.get("raw"):
-            return _gerror(400, "invalidArgument", "'raw' RFC822 payload message string or uploading message via /upload/* URL required")
+            return _gerror(
+                400,
+                "invalidArgument",
+                "'raw' RFC822 payload message string or uploading message via /upload/* URL required",
+            )
         stored = state.record_send(box.email, str(body["raw"]), body.get("threadId"))
         return JSONResponse({"id": stored["id"], "threadId": stored["threadId"], "labelIds": ["SENT"]})
 
@@ -447,8 +467,13 @@ def sandbox_router(sandbox: GmailSandbox | None = None) -> APIRouter:
     @router.get("/_control/sent")
     async def control_sent(request: Request, mailbox: str | None = None, after: int = 0) -> dict[str, Any]:
         _require_loopback(request)
-        sent = [s for s in state.sent if s["seq"] > after and (mailbox is None or s["mailbox"] == mailbox.lower())]
-        return {"messages": [{k: v for k, v in s.items() if k != "raw"} for s in sent], "last_seq": len(state.sent)}
+        sent = [
+            s for s in state.sent if s["seq"] > after and (mailbox is None or s["mailbox"] == mailbox.lower())
+        ]
+        return {
+            "messages": [{k: v for k, v in s.items() if k != "raw"} for s in sent],
+            "last_seq": len(state.sent),
+        }
 
     @router.post("/_control/revoke")
     async def control_revoke(request: Request) -> dict[str, int]:

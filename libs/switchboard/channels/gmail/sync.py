@@ -82,7 +82,9 @@ class SyncReport:
     stored_ids: list[uuid.UUID] = field(default_factory=list)
 
 
-async def _history_ids(channel: GmailChannel, account_id: uuid.UUID, start: str) -> tuple[list[dict[str, Any]], str]:
+async def _history_ids(
+    channel: GmailChannel, account_id: uuid.UUID, start: str
+) -> tuple[list[dict[str, Any]], str]:
     """Every ``messagesAdded`` message (``{id, threadId, labelIds}``) after ``start``, once, and the new cursor.
 
     Raises:
@@ -93,7 +95,8 @@ async def _history_ids(channel: GmailChannel, account_id: uuid.UUID, start: str)
     cursor = start
     while True:
         answer = await channel.call(
-            account_id, lambda token, page=page: channel.client.history(token, start_history_id=start, page_token=page)
+            account_id,
+            lambda token, page=page: channel.client.history(token, start_history_id=start, page_token=page),
         )
         for record in answer.get("history") or []:
             for added in record.get("messagesAdded") or []:
@@ -106,7 +109,9 @@ async def _history_ids(channel: GmailChannel, account_id: uuid.UUID, start: str)
             return list(seen.values()), cursor
 
 
-async def _resync_ids(channel: GmailChannel, account_id: uuid.UUID, after_ms: int | None, limit: int) -> list[dict[str, Any]]:
+async def _resync_ids(
+    channel: GmailChannel, account_id: uuid.UUID, after_ms: int | None, limit: int
+) -> list[dict[str, Any]]:
     """Mail after ``after_ms`` (``messages.list``, at most ``limit``), newest first as Gmail lists them."""
     after_s = (after_ms // 1000) - 1 if after_ms else int(time.time()) - 86_400
     found: list[dict[str, Any]] = []
@@ -189,7 +194,12 @@ async def sync_mailbox(
             await session.exec(select(GmailMailbox).where(GmailMailbox.channel_account_id == account_id))
         ).first()
         account = await session.get(ChannelAccount, account_id)
-    if mailbox is None or account is None or mailbox.status != MailboxStatus.active.value or not account.is_active:
+    if (
+        mailbox is None
+        or account is None
+        or mailbox.status != MailboxStatus.active.value
+        or not account.is_active
+    ):
         report.status = "skipped"
         return report
     started_at = utcnow()
@@ -224,7 +234,9 @@ async def sync_mailbox(
         for item in todo:
             gmail_id = str(item["id"])
             try:
-                full = await channel.call(account_id, lambda token, i=gmail_id: channel.client.get_message(token, i))
+                full = await channel.call(
+                    account_id, lambda token, i=gmail_id: channel.client.get_message(token, i)
+                )
             except GmailApiError as exc:
                 if exc.http_status == 404:  # deleted since it was listed
                     continue
@@ -246,7 +258,9 @@ async def sync_mailbox(
                     account_id, f"{gid}/{ref}", max_bytes=settings.gmail_max_attachment_bytes),
                 http=http, settings=settings,
             )  # fmt: skip
-            decision = normalize_mail(mail, mailbox=mailbox.email, our_message_ids=our_ids, attachment_text=lines)
+            decision = normalize_mail(
+                mail, mailbox=mailbox.email, our_message_ids=our_ids, attachment_text=lines
+            )
             if decision.ours:
                 report.ours += 1
                 async with sessions() as session, session.begin():

@@ -33,9 +33,7 @@ class GmailMailbox(TenantOwned, table=True):
     __tablename__ = "gmail_mailboxes"
     __table_args__ = (
         UniqueConstraint("channel_account_id", name="uq_gmail_mailboxes_account"),
-        CheckConstraint(
-            "status IN ('active', 'needs_reauth', 'disabled')", name="ck_gmail_mailboxes_status"
-        ),
+        CheckConstraint("status IN ('active', 'needs_reauth', 'disabled')", name="ck_gmail_mailboxes_status"),
     )
 
     id: uuid.UUID = id_field()
