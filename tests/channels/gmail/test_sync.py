@@ -130,7 +130,7 @@ async def test_an_attachment_becomes_a_readable_line(scene, sessions) -> None:  
     assert [m["filename"] for m in row.media] == ["invoice.txt"]
 
 
-async def test_push_is_verified_stored_once_and_acknowledged(scene, gmail_sandbox) -> None:  # type: ignore[no-untyped-def]
+async def test_push_is_verified_stored_once_and_acknowledged(scene, gmail_sandbox, arq_pool) -> None:  # type: ignore[no-untyped-def]
     data = base64.b64encode(json.dumps({"emailAddress": scene.mailbox, "historyId": 1}).encode()).decode()
     body = {"message": {"data": data, "messageId": f"m-{scene.account_id}"}}
     async with gmail_service(scene.settings) as client:
@@ -154,3 +154,10 @@ async def test_push_is_verified_stored_once_and_acknowledged(scene, gmail_sandbo
         secret_only = await client.post(f"/webhooks/gmail?token={token}", json=body)
     assert (ok.status_code, ok.json()["stored"]) == (200, 1)
     assert (forged.status_code, secret_only.status_code) == (403, 401)
+    queued = {j.decode() for j in await arq_pool.zrange(Queue.background.value, 0, -1)}
+    prefix = f"gmail-sync:{scene.account_id}:"
+    assert queued == {
+        f"{prefix}m-{scene.account_id}",
+        f"{prefix}m2-{scene.account_id}",
+    }  # one sync per new push
+    await run_worker_burst(scene.settings, Queue.background)
