@@ -1,4 +1,4 @@
-"""Row-level security for the tool server (migration ``0011_tool_server_rls``).
+"""Row-level security for the tool server (migration ``0012_tool_server_rls``).
 
 :func:`enter_tenant_role` switches the current transaction to the restricted role and names its
 tenant; from then on Postgres itself shows and accepts only that tenant's rows of every tenant table,

@@ -1,7 +1,7 @@
 """Pending actions reach a person: ``notified_at`` and the ``expired`` status.
 
-Revision ID: 0010_pending_action_routing
-Revises: 0009_channel_core
+Revision ID: 0011_pending_action_routing
+Revises: 0010_gmail
 Create Date: 2026-12-01 12:30:00
 
 ``notified_at``: when the approval notice was written for an agent (``NULL``: nobody was told yet;
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0010_pending_action_routing"
-down_revision: str | None = "0009_channel_core"
+revision: str = "0011_pending_action_routing"
+down_revision: str | None = "0010_gmail"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

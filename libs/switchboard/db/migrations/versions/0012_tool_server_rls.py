@@ -1,7 +1,7 @@
 """Row-level security for the tool server's database role.
 
-Revision ID: 0011_tool_server_rls
-Revises: 0010_pending_action_routing
+Revision ID: 0012_tool_server_rls
+Revises: 0011_pending_action_routing
 Create Date: 2026-12-01 12:40:00
 
 Defence in depth under the tool server's own checks (issue 14): the MCP tool server runs each tool
@@ -23,8 +23,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0011_tool_server_rls"
-down_revision: str | None = "0010_pending_action_routing"
+revision: str = "0012_tool_server_rls"
+down_revision: str | None = "0011_pending_action_routing"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
