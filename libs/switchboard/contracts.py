@@ -92,6 +92,9 @@ class InboundFacts(BaseModel):
     referral: dict[str, Any] | None = None
     """Ad or link the conversation started from (click-to-WhatsApp ad, Instagram ad)."""
     system: SystemEvent | None = None
+    context_line: str | None = None
+    """A line the agent reads before the text: what the customer reacted to (an Instagram story
+    mention or a reply to a story)."""
     flags: dict[str, Any] = Field(default_factory=dict)
     """Extra facts for audits and the agent console (forwarded, username...); never read by the worker."""
 
