@@ -110,6 +110,11 @@ class Capabilities:
     """Free-form messages may be sent this long after the customer's last message (``None``: always)."""
     outside_window: frozenset[str] = frozenset()
     """:attr:`OutboundPart.type`\\ s allowed outside the window (WhatsApp: ``template``)."""
+    human_agent_window: timedelta | None = None
+    """A person's reply (outbox purpose ``human_reply``, never the AI's) may still go out this long
+    after the customer's last message, sent with :attr:`human_agent_tag` (Instagram: 7 days,
+    ``HUMAN_AGENT``); ``None``: no such extension."""
+    human_agent_tag: str | None = None
     untrusted_inbound: bool = False
     """Inbound text is external content (an e-mail): the agent gets read-only tools on such turns."""
     read_receipts: bool = False
@@ -135,6 +140,8 @@ class OutboundPart:
     media: tuple[dict[str, Any], ...] = ()
     template: dict[str, Any] | None = None
     interactive: dict[str, Any] | None = None
+    tag: str | None = None
+    """A message tag the delivery loop decided on (:attr:`Capabilities.human_agent_tag`); never stored."""
 
     def to_payload(self) -> dict[str, Any]:
         """The JSON stored in ``outbox.payload`` (only the keys that are set)."""
@@ -278,8 +285,10 @@ class Channel(Protocol):
         """
         ...
 
-    async def mark_read(self, account: ChannelAccount, external_id: str) -> None:
+    async def mark_read(self, account: ChannelAccount, external_id: str, *, sender: str | None = None) -> None:
         """Show the customer their message ``external_id`` was read (no-op without read receipts).
+
+        ``sender`` is the customer's address on the channel (Instagram marks a thread seen, not a message).
 
         Raises:
             SendError: the provider refused (the caller logs it; never fatal).
@@ -317,7 +326,7 @@ class Channel(Protocol):
 
 ChannelFactory = Callable[[ChannelDeps], Channel]
 _FACTORIES: dict[str, ChannelFactory] = {}
-BUILTIN_CHANNEL_MODULES = ("switchboard.channels.whatsapp.channel",)
+BUILTIN_CHANNEL_MODULES = ("switchboard.channels.whatsapp.channel", "switchboard.channels.instagram.channel")
 """Modules that register the built-in channels (imported lazily: no import-time cycles)."""
 
 

@@ -5,7 +5,8 @@ resolves a media id to a short-lived URL right before the download); what is don
 
 * audio →
   ``POST {TRANSCRIPTION_BASE_URL}/v1/audio/transcriptions`` (OpenAI shape) uploaded as ``voice.ogg`` /
-  ``audio/ogg`` (MIME parameters stripped: ``.opus`` names are rejected, LIBRARIES.md §10) →
+  ``audio/ogg`` (MIME parameters stripped: ``.opus`` names are rejected, LIBRARIES.md §10; audio without
+  a type is sniffed from its bytes, :func:`switchboard.media.sniff_mime`, and named ``voice.m4a`` etc.) →
   ``[Audio transcription]: "..."``;
 * image → ``POST {VISION_BASE_URL}/v1/chat/completions`` with a base64 data URL →
   ``[Image description]: "..."`` after the caption;
@@ -20,7 +21,6 @@ the customer still gets an answer.
 from __future__ import annotations
 
 import base64
-import mimetypes
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 
 from switchboard.errors import SwitchboardError
+from switchboard.media.sniff import extension_for, sniff_mime
 from switchboard.settings import Settings
 
 __all__ = ["MediaUnavailable", "media_to_text", "safe_filename", "upload_name", "MediaFetcher", "MEDIA_KINDS"]
@@ -70,15 +71,7 @@ def safe_filename(name: str | None, fallback: str = "file") -> str:
 def upload_name(mime: str | None) -> tuple[str, str]:
     """``(filename, content_type)`` for an upload: ``audio/ogg; codecs=opus`` → ``("voice.ogg", "audio/ogg")``."""
     base = (mime or "application/octet-stream").split(";", 1)[0].strip().lower()
-    ext = {
-        "audio/ogg": ".ogg",
-        "audio/opus": ".ogg",
-        "audio/mpeg": ".mp3",
-        "audio/mp4": ".m4a",
-        "audio/aac": ".m4a",
-        "audio/amr": ".amr",
-    }.get(base)
-    ext = ext or mimetypes.guess_extension(base) or ".bin"
+    ext = {"audio/aac": ".m4a"}.get(base) or extension_for(base)
     return f"voice{ext}", base
 
 
@@ -177,6 +170,8 @@ async def media_to_text(
         try:
             data, served_mime = await fetch(str(ref["ref"]))
             mime = ref.get("mime") or served_mime
+            if not mime or mime == "application/octet-stream":  # Instagram audio comes without a type
+                mime = sniff_mime(data, kind=kind) or mime
             if kind == "audio":
                 lines.append(
                     f"[Audio transcription]: {_quoted(await transcribe(http, settings, data, mime))}"

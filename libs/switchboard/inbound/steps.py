@@ -3,8 +3,9 @@ an :class:`Outcome` to end the run, or ``None`` to go on to the next step. None 
 what differs per channel is behind :class:`~switchboard.channels.base.Channel`.
 
 1. :func:`record_only` — rows that never wake the agent (stickers, reactions, system messages,
-   echoes of what the business typed in its own app) are recorded; an echo hands the conversation to
-   a person.
+   echoes) are recorded; an echo of our own send is recorded on its outbox row
+   (:mod:`switchboard.outbox.echoes`), any other echo is a person typing in the business's own app and
+   hands the conversation to a person.
 2. :func:`agent_console` — a message from one of the tenant's human agents is a slash command or a
    reply to relay (:mod:`switchboard.handoff.relay`), never a customer message.
 3. :func:`customer_limit` — over the per-customer limit: one polite slow-down reply per window.
@@ -55,6 +56,7 @@ from switchboard.inbound.turn_client import ContractViolation, OrchestratorUnava
 from switchboard.observability import get_logger
 from switchboard.outbox import text_items, write_outbox
 from switchboard.outbox.delivery import DeliveryScope, deliver
+from switchboard.outbox.echoes import match_echo
 from switchboard.outbox.jobs import delivery_deps_from
 from switchboard.queue.keys import (
     burst_key,
@@ -96,6 +98,10 @@ LOCK_RETRY_DEFER_S = 1.0
 LOCK_RETRY_MAX_DEFER_S = 10.0
 LOCK_MARGIN_S = 5.0
 """The conversation lock outlives the job timeout by this much (seconds)."""
+ECHO_WAIT_TRIES = 5
+"""Runs an echo waits while one of our sends to the same customer is in flight and unmatched (its answer,
+the mid, may still come) before it counts as a person's message."""
+ECHO_WAIT_S = 1.0
 BUTTON_KINDS = ("button", "interactive", "postback", "quick_reply")
 """Row kinds whose stored ``payload`` is a button id (WhatsApp template quick reply, reply button,
 list row; Instagram postback and quick reply)."""
@@ -267,6 +273,15 @@ async def record_only(ic: InboundContext) -> Outcome | None:
     row = ic.row
     if ic.stored.action == "process" and row.direction == "inbound":
         return None
+    if ic.stored.echo:
+        async with ic.deps.resources.sessions() as session, session.begin():
+            match = await match_echo(session, row, row.sender_external_id or "")
+        if match.verdict == "ours":
+            return Outcome.echo_of_ours
+        if match.verdict == "wait" and int(ic.job.get("job_try", 1)) < ECHO_WAIT_TRIES:
+            log.info("echo_waits_for_send", job_try=int(ic.job.get("job_try", 1)))
+            raise Retry(defer=ECHO_WAIT_S)
+        # nothing of ours matches: a person typed it in the provider's own app
     if ic.stored.echo and ic.conversation.status == ConversationStatus.ai.value:
         assignment = await escalate_and_notify(
             ic.deps.resources.sessions,
@@ -635,9 +650,10 @@ async def turn(ic: InboundContext) -> Outcome | None:
     if not ic.text:
         await finish(ic, InboundState.done, "nothing to answer (empty text)")
         return Outcome.empty
+    text = f"{ic.stored.context_line}\n{ic.text}" if ic.stored.context_line else ic.text
     request = TurnRequest(
         tenant_id=row.tenant_id, conversation_id=ic.conversation.id, inbound_message_id=row.id,
-        channel=row.channel, customer_id=ic.customer.id, text=ic.text[:100_000],
+        channel=row.channel, customer_id=ic.customer.id, text=text[:100_000],
     )  # fmt: skip
     try:
         result = await request_turn(

@@ -139,7 +139,7 @@ class WhatsAppChannel:
             raise SendError("nothing to send: empty part", kind=SendErrorKind.permanent, code="empty_part")
         return wamid
 
-    async def mark_read(self, account: ChannelAccount, external_id: str) -> None:
+    async def mark_read(self, account: ChannelAccount, external_id: str, *, sender: str | None = None) -> None:
         """Blue ticks on the customer's message.
 
         Raises:
