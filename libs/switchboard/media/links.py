@@ -30,7 +30,9 @@ def _signature(settings: Settings, key: str, exp: int) -> str:
     return hmac.new(secret.digest(), f"{key}:{exp}".encode(), hashlib.sha256).hexdigest()
 
 
-def media_url(settings: Settings, ref: str, *, base_url: str, ttl_s: int = LINK_TTL_S, now: float | None = None) -> str:
+def media_url(
+    settings: Settings, ref: str, *, base_url: str, ttl_s: int = LINK_TTL_S, now: float | None = None
+) -> str:
     """A signed link to ``store:<key>`` under ``base_url`` (the service that mounts :func:`media_router`)."""
     key = key_of(ref)
     exp = int((now if now is not None else time.time()) + ttl_s)

@@ -120,7 +120,9 @@ class MediaStore:
             result = await obstore.get_async(self.store, key_of(ref))
             return bytes(await result.bytes_async())
         except FileNotFoundError as exc:
-            raise MediaCopyFailed(f"{ref}: not in media storage", is_transient=False, reason="missing") from exc
+            raise MediaCopyFailed(
+                f"{ref}: not in media storage", is_transient=False, reason="missing"
+            ) from exc
 
     async def copy_url(
         self, http: httpx.AsyncClient, url: str, *, namespace: str, kind: str | None = None,
@@ -138,7 +140,9 @@ class MediaStore:
                     transient = response.status_code >= 500 or response.status_code == 429
                     reason = f"http_{response.status_code}" if transient else "expired"
                     raise MediaCopyFailed(
-                        f"download answered HTTP {response.status_code}", is_transient=transient, reason=reason
+                        f"download answered HTTP {response.status_code}",
+                        is_transient=transient,
+                        reason=reason,
                     )
                 declared = response.headers.get("content-length", "")
                 if declared.isdigit() and int(declared) > self.max_bytes:

@@ -168,7 +168,9 @@ class InstagramChannel:
 
         if not is_stored(ref):
             return ref  # already a URL Meta can fetch
-        base = self._settings.media_public_base_url or self._settings.service_url(self._settings.instagram_port)
+        base = self._settings.media_public_base_url or self._settings.service_url(
+            self._settings.instagram_port
+        )
         return media_url(self._settings, ref, base_url=base)
 
     async def send(
@@ -202,7 +204,9 @@ class InstagramChannel:
             raise SendError("nothing to send: empty part", kind=SendErrorKind.permanent, code="empty_part")
         return mid
 
-    async def mark_read(self, account: ChannelAccount, external_id: str, *, sender: str | None = None) -> None:
+    async def mark_read(
+        self, account: ChannelAccount, external_id: str, *, sender: str | None = None
+    ) -> None:
         """``mark_seen`` on the thread with ``sender`` (Instagram marks threads, not single messages).
 
         Raises:

@@ -159,7 +159,10 @@ def instagram_sandbox_router(sandbox: InstagramSandbox | None = None) -> APIRout
     async def put_cdn(asset: str, request: Request) -> dict[str, Any]:
         _require_loopback(request)
         state.cdn[asset] = await request.body()
-        return {"stored": asset, "url": f"{str(request.base_url).rstrip('/')}/_sandbox/instagram/_cdn/{asset}"}
+        return {
+            "stored": asset,
+            "url": f"{str(request.base_url).rstrip('/')}/_sandbox/instagram/_cdn/{asset}",
+        }
 
     @router.delete("/_control/cdn/{asset}")
     async def expire_cdn(asset: str, request: Request) -> dict[str, Any]:
@@ -189,7 +192,9 @@ def instagram_sandbox_router(sandbox: InstagramSandbox | None = None) -> APIRout
                 await asyncio.sleep(script.delay_s)
             if script.body is not None:
                 if isinstance(script.body, str):
-                    return PlainTextResponse(script.body, status_code=script.http_status, headers=script.headers)
+                    return PlainTextResponse(
+                        script.body, status_code=script.http_status, headers=script.headers
+                    )
                 return JSONResponse(script.body, status_code=script.http_status, headers=script.headers)
             return _error(script.code, script.http_status, subcode, script.headers)
         message = body.get("message") or {}

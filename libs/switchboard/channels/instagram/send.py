@@ -153,7 +153,11 @@ class InstagramGraphClient:
         message: dict[str, Any] = {"text": text}
         if quick_replies:
             message["quick_replies"] = [
-                {"content_type": "text", "title": q["title"][:QUICK_REPLY_TITLE_LIMIT], "payload": q["payload"]}
+                {
+                    "content_type": "text",
+                    "title": q["title"][:QUICK_REPLY_TITLE_LIMIT],
+                    "payload": q["payload"],
+                }
                 for q in quick_replies[:QUICK_REPLY_LIMIT]
             ]
         return await self.send_message(
