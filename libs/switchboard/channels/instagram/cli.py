@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from switchboard.channels.whatsapp.cli import post_signed
+from switchboard.channels.meta import post_signed
 from switchboard.cli.root import channel_app, simulate_app
 from switchboard.cli.runner import command_settings, friendly_errors, run_in_session
 

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from switchboard.channels.meta import SIGNATURE_HEADER, sign_body
+from switchboard.channels.meta import post_signed
 from switchboard.cli.root import channel_app, simulate_app
 from switchboard.cli.runner import command_settings, friendly_errors, run_in_session
 
@@ -123,15 +123,6 @@ def answerable_messages(body: dict[str, Any]) -> int:
     from switchboard.channels.whatsapp.normalize import normalize_delivery
 
     return sum(1 for message in normalize_delivery(body).messages if message.action == "process")
-
-
-async def post_signed(client: httpx.AsyncClient, url: str, raw: bytes, app_secret: str) -> httpx.Response:
-    """POST ``raw`` to ``url`` with ``X-Hub-Signature-256`` as Meta would sign it."""
-    return await client.post(
-        url,
-        content=raw,
-        headers={"Content-Type": "application/json", SIGNATURE_HEADER: sign_body(raw, app_secret)},
-    )
 
 
 @channel_app.command("add-whatsapp")
