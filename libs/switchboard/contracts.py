@@ -54,6 +54,9 @@ class MediaRef(BaseModel):
     caption: str | None = None
     voice: bool = False
     size_bytes: int | None = None
+    expiring: bool = False
+    """``ref`` is a link that stops working (an Instagram CDN URL): the bytes are copied into our media
+    storage right after the insert (``copy_inbound_media``) and ``ref`` becomes ``store:<key>``."""
 
 
 class SenderIdentity(BaseModel):

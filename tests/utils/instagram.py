@@ -7,9 +7,12 @@ import copy
 import json
 import secrets
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.channels.meta import sign_body
@@ -112,3 +115,15 @@ async def connect_instagram(
             credentials={"access_token": IG_ACCESS_TOKEN},
             cipher=CredentialCipher(settings.secret("encryption_key").encode()),
         )  # fmt: skip
+
+
+@asynccontextmanager
+async def instagram_service(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """The Instagram service app of ``settings`` with its lifespan running, behind an httpx client."""
+    from services.instagram.main import create_app
+
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://instagram.test") as client:
+            yield client

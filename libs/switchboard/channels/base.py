@@ -48,6 +48,7 @@ __all__ = [
     "SendError",
     "SendErrorKind",
     "build_channels",
+    "channel_capabilities",
     "channel_names",
     "register_channel",
     "graphemes",
@@ -351,6 +352,16 @@ def channel_names() -> list[str]:
     """Registered channel names, sorted."""
     _load_builtin()
     return sorted(_FACTORIES)
+
+
+def channel_capabilities(name: str) -> Capabilities:
+    """The :class:`Capabilities` of the registered channel ``name`` (without building it).
+
+    Raises:
+        KeyError: no channel ``name`` is registered.
+    """
+    _load_builtin()
+    return _FACTORIES[name].capabilities  # type: ignore[attr-defined]
 
 
 def build_channels(deps: ChannelDeps) -> dict[str, Channel]:

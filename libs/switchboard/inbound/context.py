@@ -65,6 +65,8 @@ class WorkerDeps:
     cipher: CredentialCipher
     gateway: Any = None
     """Model gateway for handoff summaries (``ModelGateway``; ``None``: summaries quote the customer)."""
+    media_store: Any = None
+    """:class:`~switchboard.media.MediaStore` shared by the jobs and the channels of this process."""
 
     @property
     def redis(self) -> ArqRedis:

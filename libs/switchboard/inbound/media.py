@@ -166,7 +166,13 @@ async def media_to_text(
     """
     lines = [caption.strip()] if caption.strip() else []
     ref = media[0] if media else {}
-    if kind in ("audio", "image") and ref.get("ref"):
+    label = "Voice message" if kind == "audio" else kind.capitalize()
+    if ref.get("unavailable"):  # the copy at ingest failed for good (expired link, too large)
+        why = {"expired": "the link had expired", "too_large": "the file was too large"}.get(
+            str(ref["unavailable"]), str(ref["unavailable"])
+        )
+        lines.append(f"[{label} received but could not be read: {why}]")
+    elif kind in ("audio", "image") and ref.get("ref"):
         try:
             data, served_mime = await fetch(str(ref["ref"]))
             mime = ref.get("mime") or served_mime

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from switchboard.channels.accounts import access_token_of
 from switchboard.channels.base import (
     Capabilities,
     ChannelDeps,
@@ -35,7 +36,6 @@ from switchboard.channels.instagram.send import (
     InstagramGraphClient,
     InstagramSendError,
 )
-from switchboard.channels.whatsapp.accounts import access_token_of
 from switchboard.observability import get_logger
 
 if TYPE_CHECKING:

@@ -25,27 +25,21 @@ account is dropped. Event kinds:
 * ``read`` (``messaging_seen``) → a :class:`StatusUpdate` ``read`` of our message ``mid``.
 * ``referral`` without a message (an ad or link opened the thread) → kind ``referral``, record only.
 
-Media refs are the CDN URLs Meta sent; they expire (stories within hours) and there is no id to
-resolve later, so the Instagram service copies the bytes into our media storage right after the
-insert (:mod:`switchboard.channels.instagram.media`).
+Media refs are the CDN URLs Meta sent, marked ``expiring``: they die (stories within hours) and there
+is no id to resolve later, so the ingest enqueues a copy of the bytes into our media storage right
+after the insert (:mod:`switchboard.media.jobs`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from switchboard.channels.ingest import NormalizedDelivery, StatusUpdate
 from switchboard.contracts import InboundMessage, MediaRef, SenderIdentity
 from switchboard.observability import get_logger
 
-__all__ = [
-    "ATTACHMENT_KINDS",
-    "InstagramDelivery",
-    "StatusUpdate",
-    "identities_of",
-    "normalize_delivery",
-]
+__all__ = ["ATTACHMENT_KINDS", "identities_of", "normalize_delivery"]
 
 log = get_logger(__name__)
 
@@ -75,36 +69,6 @@ _CHANGE_FIELDS = {
 }
 STORY_MENTION_LINE = "[The customer mentioned your account in their Instagram story]"
 STORY_REPLY_LINE = "[The customer replied to your Instagram story]"
-
-
-@dataclass(frozen=True)
-class StatusUpdate:
-    """A ``read`` item: the customer saw our message ``external_id`` (a ``mid``)."""
-
-    account_id: str
-    external_id: str
-    status: str
-    timestamp: datetime
-    recipient_id: str | None
-
-
-@dataclass
-class InstagramDelivery:
-    """Everything one webhook POST carried.
-
-    Attributes:
-        messages: customer messages, control events and echoes, sorted by ``sent_at`` (then position).
-        statuses: ``read`` marks of our own messages.
-        skipped: items that were not understood (logged, never raised).
-    """
-
-    messages: list[InboundMessage] = field(default_factory=list)
-    statuses: list[StatusUpdate] = field(default_factory=list)
-    skipped: int = 0
-
-    @property
-    def account_ids(self) -> set[str]:
-        return {m.account_id for m in self.messages} | {s.account_id for s in self.statuses}
 
 
 def _s(value: Any) -> str | None:
@@ -157,6 +121,7 @@ def _attachments(message: dict[str, Any]) -> tuple[str | None, list[MediaRef], d
             media.append(
                 MediaRef(
                     ref=url,
+                    expiring=True,
                     voice=mapped == "audio",
                     filename=_s(payload.get("name")) or _s(payload.get("title")),
                 )
@@ -192,7 +157,9 @@ def _normalize_item(
         mid = _s(read.get("mid"))
         if mid is None:  # a Messenger-style watermark: nothing to match
             return None, None
-        return None, StatusUpdate(account_id, mid, "read", sent_at, customer)
+        return None, StatusUpdate(
+            account_id=account_id, external_id=mid, status="read", timestamp=sent_at, recipient_id=customer
+        )
     flags: dict[str, Any] = {"igsid": customer}
     if standby:
         flags["standby"] = True
@@ -284,7 +251,7 @@ def _normalize_item(
         flags["story"] = {"id": reply_to, "url": _s(story.get("url"))}
         context_line = STORY_REPLY_LINE
         if _s(story.get("url")):  # copied like any attachment: the story disappears within a day
-            media.append(MediaRef(ref=str(story["url"]), filename="story"))
+            media.append(MediaRef(ref=str(story["url"]), filename="story", expiring=True))
     if kind == "story_mention":
         context_line = STORY_MENTION_LINE
     if echo:
@@ -317,17 +284,18 @@ def _items_of(entry: dict[str, Any]) -> list[tuple[dict[str, Any], bool]]:
     return out
 
 
-def normalize_delivery(body: dict[str, Any]) -> InstagramDelivery:
+def normalize_delivery(body: dict[str, Any]) -> NormalizedDelivery:
     """Every event of one webhook body (``object: instagram``).
 
     Args:
         body: the parsed JSON body.
 
     Returns:
-        An :class:`InstagramDelivery`; messages sorted by provider timestamp. Items that cannot be
+        A :class:`~switchboard.channels.ingest.NormalizedDelivery` (no account-level errors on
+        Instagram); messages sorted by provider timestamp. Items that cannot be
         understood are counted in ``skipped`` and logged.
     """
-    out = InstagramDelivery()
+    out = NormalizedDelivery()
     order: list[tuple[datetime, int, InboundMessage]] = []
     for entry in body.get("entry") if isinstance(body.get("entry"), list) else []:
         entry = _d(entry)
