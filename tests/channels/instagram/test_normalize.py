@@ -54,7 +54,12 @@ def test_audio_is_a_voice_message_without_mime() -> None:
 
 def test_story_reply_keeps_the_story_id_and_copies_its_media() -> None:
     msg = one("story_reply.json")
-    assert (msg.kind, msg.text, msg.action, msg.external_id) == ("text", "how much is this? 😍", "process", mid(4))
+    assert (msg.kind, msg.text, msg.action, msg.external_id) == (
+        "text",
+        "how much is this? 😍",
+        "process",
+        mid(4),
+    )
     assert msg.reply_to == "18000000000000104"
     assert msg.flags["story"]["id"] == "18000000000000104"
     assert msg.context_line == "[The customer replied to your Instagram story]"
@@ -127,7 +132,12 @@ def test_standby_is_record_only() -> None:
 
 def test_dashboard_test_event_with_a_string_timestamp_in_seconds() -> None:
     msg = one("dashboard_test_event.json")
-    assert (msg.account_id, msg.sender_id, msg.external_id, msg.text) == ("0", "12334", "random_mid", "random_text")
+    assert (msg.account_id, msg.sender_id, msg.external_id, msg.text) == (
+        "0",
+        "12334",
+        "random_mid",
+        "random_text",
+    )
     assert msg.sent_at == datetime.fromtimestamp(1527459824, UTC)
 
 
@@ -159,5 +169,10 @@ def test_changes_shape_edit_referral_and_broken_items() -> None:
         ("text", "process", "via changes"), ("edit", "record", "edited"), ("referral", "record", ""),
     ]  # fmt: skip
     assert delivery.messages[1].target_external_id == "m-changes"
-    assert delivery.messages[2].referral == {"ref": "spring", "source": "ADS", "type": "OPEN_THREAD", "ad_id": "42"}
+    assert delivery.messages[2].referral == {
+        "ref": "spring",
+        "source": "ADS",
+        "type": "OPEN_THREAD",
+        "ad_id": "42",
+    }
     assert delivery.skipped == 2  # the comment and the item whose only party is the business
