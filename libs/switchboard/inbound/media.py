@@ -51,11 +51,16 @@ class MediaUnavailable(SwitchboardError):
 
     Attributes:
         is_transient: retrying later may work.
+        reason: why, in a word the agent's notice names (``expired``, ``too_large``), when known.
     """
 
-    def __init__(self, message: str, *, is_transient: bool) -> None:
+    def __init__(self, message: str, *, is_transient: bool, reason: str | None = None) -> None:
         self.is_transient = is_transient
+        self.reason = reason
         super().__init__(message)
+
+
+_WHY = {"expired": "the link had expired", "too_large": "the file was too large", "missing": "the copy is gone"}
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._ -]+")
@@ -168,9 +173,7 @@ async def media_to_text(
     ref = media[0] if media else {}
     label = "Voice message" if kind == "audio" else kind.capitalize()
     if ref.get("unavailable"):  # the copy at ingest failed for good (expired link, too large)
-        why = {"expired": "the link had expired", "too_large": "the file was too large"}.get(
-            str(ref["unavailable"]), str(ref["unavailable"])
-        )
+        why = _WHY.get(str(ref["unavailable"]), str(ref["unavailable"]))
         lines.append(f"[{label} received but could not be read: {why}]")
     elif kind in ("audio", "image") and ref.get("ref"):
         try:
@@ -189,9 +192,8 @@ async def media_to_text(
         except MediaUnavailable as exc:
             if exc.is_transient:
                 raise
-            lines.append(
-                f"[{'Voice message' if kind == 'audio' else 'Image'} received but could not be read]"
-            )
+            why = f": {_WHY.get(exc.reason, exc.reason)}" if exc.reason else ""
+            lines.append(f"[{label} received but could not be read{why}]")
     elif kind in ("video", "document"):
         label = ref.get("filename") or ref.get("mime") or kind
         lines.append(f"[{kind.capitalize()} received: {label}]")

@@ -246,7 +246,9 @@ class InstagramChannel:
             )  # fmt: skip
             return await self.store.get(stored.ref), stored.mime
         except MediaCopyFailed as exc:
-            raise MediaUnavailable(f"instagram media: {exc}", is_transient=exc.is_transient) from exc
+            raise MediaUnavailable(
+                f"instagram media: {exc}", is_transient=exc.is_transient, reason=exc.reason
+            ) from exc
 
     async def on_record_only(self, session: AsyncSession, row: Message, ctx: Any) -> None:
         """Nothing Instagram-only: echoes are matched to our sends by the core (:mod:`switchboard.outbox.echoes`)."""
