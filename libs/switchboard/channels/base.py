@@ -286,7 +286,9 @@ class Channel(Protocol):
         """
         ...
 
-    async def mark_read(self, account: ChannelAccount, external_id: str, *, sender: str | None = None) -> None:
+    async def mark_read(
+        self, account: ChannelAccount, external_id: str, *, sender: str | None = None
+    ) -> None:
         """Show the customer their message ``external_id`` was read (no-op without read receipts).
 
         ``sender`` is the customer's address on the channel (Instagram marks a thread seen, not a message).
@@ -309,6 +311,15 @@ class Channel(Protocol):
 
     async def on_record_only(self, session: AsyncSession, row: Message, ctx: Any) -> None:
         """Channel-specific effects of a row that never wakes the agent (number changes...)."""
+        ...
+
+    async def customer_profile(self, account: ChannelAccount, sender: str) -> dict[str, str] | None:
+        """The customer's ``{"name"?, "username"?}`` from the provider, for channels whose webhooks carry
+        no name (Instagram ``GET /{igsid}``); ``None`` when the channel has no such lookup.
+
+        Raises:
+            SendError: the provider refused (the caller logs it; never fatal).
+        """
         ...
 
     def acted_buttons(self, tenant_settings: Any) -> dict[str, str]:

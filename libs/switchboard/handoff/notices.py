@@ -169,7 +169,9 @@ async def write_outgoing(
                 channel=channel,
                 channel_account_id=account_id,
                 recipient=item.recipient,
-                part=OutboundPart(type="media" if media and not text else "text", text=text, media=tuple(media)),
+                part=OutboundPart(
+                    type="media" if media and not text else "text", text=text, media=tuple(media)
+                ),
                 purpose=item.purpose,
                 audience=item.audience,
                 agent_id=item.agent_id,

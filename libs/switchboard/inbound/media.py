@@ -60,7 +60,11 @@ class MediaUnavailable(SwitchboardError):
         super().__init__(message)
 
 
-_WHY = {"expired": "the link had expired", "too_large": "the file was too large", "missing": "the copy is gone"}
+_WHY = {
+    "expired": "the link had expired",
+    "too_large": "the file was too large",
+    "missing": "the copy is gone",
+}
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._ -]+")

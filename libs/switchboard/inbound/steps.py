@@ -6,22 +6,25 @@ what differs per channel is behind :class:`~switchboard.channels.base.Channel`.
    echoes) are recorded; an echo of our own send is recorded on its outbox row
    (:mod:`switchboard.outbox.echoes`), any other echo is a person typing in the business's own app and
    hands the conversation to a person.
-2. :func:`agent_console` — a message from one of the tenant's human agents is a slash command or a
+2. :func:`customer_profile` — a customer without a name on a channel whose webhooks carry none
+   (Instagram) gets the provider's name and username, once, cached.
+3. :func:`agent_console` — a message from one of the tenant's human agents is a slash command or a
    reply to relay (:mod:`switchboard.handoff.relay`), never a customer message.
-3. :func:`customer_limit` — over the per-customer limit: one polite slow-down reply per window.
-4. :func:`tenant_limit` — over the per-tenant limit: ``Retry`` later; the customer sees nothing.
-5. :func:`buttons` — a configured button payload acts without a model turn (opt-out, talk to a person).
-6. :func:`human_mode` — a conversation with a person: the message is relayed to the agent.
-7. :func:`coalesce` — a newer message of the same customer is waiting: that one's turn answers both.
-8. :func:`lock_conversation` — one turn at a time per conversation.
-9. :func:`absorb_older` — older waiting messages of the customer join this turn.
-10. :func:`media_to_text` — every message of the turn with media becomes text first.
-11. :func:`turn` — ``POST /v1/turns``; the reply is split to the channel's limits into the outbox.
-12. :func:`send_reply` — the delivery loop sends the parts.
+4. :func:`customer_limit` — over the per-customer limit: one polite slow-down reply per window.
+5. :func:`tenant_limit` — over the per-tenant limit: ``Retry`` later; the customer sees nothing.
+6. :func:`buttons` — a configured button payload acts without a model turn (opt-out, talk to a person).
+7. :func:`human_mode` — a conversation with a person: the message is relayed to the agent.
+8. :func:`coalesce` — a newer message of the same customer is waiting: that one's turn answers both.
+9. :func:`lock_conversation` — one turn at a time per conversation.
+10. :func:`absorb_older` — older waiting messages of the customer join this turn.
+11. :func:`media_to_text` — every message of the turn with media becomes text first.
+12. :func:`turn` — ``POST /v1/turns``; the reply is split to the channel's limits into the outbox.
+13. :func:`send_reply` — the delivery loop sends the parts.
 """
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -66,6 +69,7 @@ from switchboard.queue.keys import (
     customer_slowdown_key,
     deliver_job_id,
     inbound_failures_key,
+    profile_cache_key,
     tenant_rate_key,
 )
 from switchboard.tenant_settings import tenant_settings_from
@@ -302,6 +306,45 @@ async def record_only(ic: InboundContext) -> Outcome | None:
             .values(inbound_state=InboundState.done.value, processed_at=utcnow(), last_error=None)
         )
     return Outcome.recorded
+
+
+async def customer_profile(ic: InboundContext) -> Outcome | None:
+    """A customer without a name, on a channel whose webhooks carry none (Instagram): ask the provider
+    once (``Channel.customer_profile``, cached ``INSTAGRAM_PROFILE_CACHE_S`` in Redis, failures too) and
+    keep the name and username on the customer. Optional: a failure is logged and the message goes on."""
+    row, customer = ic.row, ic.customer
+    ttl_s = int(ic.settings.instagram_profile_cache_s)
+    if customer.display_name or row.direction != "inbound" or not row.sender_external_id or ttl_s <= 0:
+        return None
+    section = getattr(await load_tenant_settings(ic), row.channel, None)
+    if section is not None and getattr(section, "fetch_profiles", True) is False:
+        return None
+    key = profile_cache_key(row.channel, row.channel_account_id, row.sender_external_id)
+    cached = await ic.deps.redis.get(key)
+    if cached is not None:
+        profile = json.loads(cached)
+    else:
+        try:
+            profile = await ic.channel.customer_profile(ic.account, row.sender_external_id)
+        except Exception as exc:  # noqa: BLE001 (a name is a courtesy: never blocks the message)
+            log.warning("customer_profile_failed", error=f"{type(exc).__name__}: {exc}"[:200])
+            profile = {}
+        if profile is None:  # the channel has no lookup
+            return None
+        await ic.deps.redis.set(key, json.dumps(profile), ex=ttl_s)
+    if not profile:
+        return None
+    async with ic.deps.resources.sessions() as session, session.begin():
+        stored = await session.get(Customer, customer.id, with_for_update=True)
+        if stored is not None and not stored.display_name:
+            stored.display_name = (profile.get("name") or profile.get("username") or "")[:200] or None
+            if profile.get("username"):
+                stored.profile = {**(stored.profile or {}), "username": profile["username"]}
+            stored.updated_at = utcnow()
+            session.add(stored)
+            ic.customer = stored
+    log.info("customer_profile_stored", has_username=bool(profile.get("username")))
+    return None
 
 
 async def agent_console(ic: InboundContext) -> Outcome | None:
@@ -703,6 +746,7 @@ async def send_reply(ic: InboundContext) -> Outcome:
 
 STEPS: tuple[Step, ...] = (
     record_only,
+    customer_profile,
     agent_console,
     customer_limit,
     tenant_limit,

@@ -133,3 +133,23 @@ async def test_handshake(ig) -> None:  # type: ignore[no-untyped-def]
         refused = await client.get("/webhooks/instagram", params={
             "hub.mode": "subscribe", "hub.verify_token": "nope", "hub.challenge": "1"})  # fmt: skip
     assert (ok.status_code, ok.text, refused.status_code) == (200, "1158201444", 403)
+
+
+async def test_the_customer_profile_is_asked_once_and_a_failure_never_blocks(ig, sessions) -> None:  # type: ignore[no-untyped-def]
+    from switchboard.db.models import Customer
+
+    ig.script.default = ScriptedResponse(content="Hi!")
+    known, unknown = new_igsid(), new_igsid()
+    ig.sandbox.profiles[known] = {"name": "Ana Lima", "username": "ana.lima"}
+    for customer in (known, known, unknown):
+        body = load_payload("text_dm.json", account_id=ig.account_id, customer=customer)
+        body["entry"][0]["messaging"][0]["message"]["mid"] = "aWdf" + customer + str(len(ig.sent()))
+        await ig.post(body)
+        await run_worker_burst(ig.settings)
+    ig.sandbox.profiles[known] = {"name": "Changed", "username": "changed"}  # cached: not asked again
+    async with sessions() as session:
+        customers = {c.external_user_id: c for c in (await session.exec(
+            select(Customer).where(Customer.tenant_id == ig.tenant.id))).all()}  # fmt: skip
+    assert (customers[known].display_name, customers[known].profile["username"]) == ("Ana Lima", "ana.lima")
+    assert customers[unknown].display_name is None  # Meta refused: no name, and the message was answered
+    assert [m["to"] for m in ig.sent()] == [known, known, unknown]

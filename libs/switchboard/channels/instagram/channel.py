@@ -253,6 +253,17 @@ class InstagramChannel:
     async def on_record_only(self, session: AsyncSession, row: Message, ctx: Any) -> None:
         """Nothing Instagram-only: echoes are matched to our sends by the core (:mod:`switchboard.outbox.echoes`)."""
 
+    async def customer_profile(self, account: ChannelAccount, sender: str) -> dict[str, str] | None:
+        """``GET /{igsid}?fields=name,username`` (the webhooks carry no name).
+
+        Raises:
+            SendError: Meta refused (no permission, the user is gone).
+        """
+        try:
+            return await self.graph.profile(igsid=sender, token=self._token(account))
+        except InstagramSendError as exc:
+            raise classify(exc) from exc
+
     def acted_buttons(self, tenant_settings: Any) -> dict[str, str]:
         """None of its own: quick replies and ice breakers that hand over are ``handoff.button_payloads``."""
         return {}
