@@ -18,9 +18,10 @@ from typing import Annotated, Any
 import httpx
 import typer
 
+from switchboard.channels.cli_common import account_of_tenant, connect_account, print_sent
 from switchboard.channels.meta import post_signed
 from switchboard.cli.root import channel_app, simulate_app
-from switchboard.cli.runner import command_settings, friendly_errors, run_in_session
+from switchboard.cli.runner import command_settings, friendly_errors
 
 __all__ = [
     "SAMPLE_MEDIA",
@@ -149,44 +150,15 @@ def add_instagram(
     ] = None,
 ) -> None:
     """Connect an Instagram professional account to a tenant: webhooks whose entry.id matches are routed to it."""
-    from sqlmodel import select
-
-    from switchboard.crypto import CredentialCipher
-    from switchboard.db.models import ChannelAccount
-    from switchboard.tenants import add_channel_account, get_tenant
-
     if not account_id.isdigit():
         raise ValueError("--account-id must be digits (the Instagram professional account id)")
     if access_token is not None and not access_token.strip():
         raise ValueError("--access-token is empty: give the token, or omit it for the local sandbox")
     settings = command_settings()
-    cipher = CredentialCipher(settings.secret("encryption_key").encode())
-
-    async def work(session):  # type: ignore[no-untyped-def]
-        owner = await get_tenant(session, tenant)
-        existing = (
-            await session.exec(
-                select(ChannelAccount).where(
-                    ChannelAccount.channel == "instagram", ChannelAccount.external_account_id == account_id
-                )
-            )
-        ).first()
-        if existing is not None:
-            if existing.tenant_id != owner.id:
-                raise ValueError(f"Instagram account {account_id} is already connected to another tenant")
-            if access_token:
-                existing.credentials_encrypted = cipher.encrypt({"access_token": access_token})
-            existing.display_name = display_name or existing.display_name
-            existing.is_active = True
-            session.add(existing)
-            return existing, False
-        account = await add_channel_account(
-            session, tenant=owner, channel="instagram", external_account_id=account_id, display_name=display_name,
-            credentials={"access_token": access_token} if access_token else None, cipher=cipher,
-        )  # fmt: skip
-        return account, True
-
-    account, created = run_in_session(work, settings=settings)
+    account, created = connect_account(
+        settings, tenant=tenant, channel="instagram", external_account_id=account_id,
+        access_token=access_token, display_name=display_name, label="Instagram account",
+    )  # fmt: skip
     typer.echo(f"{'connected' if created else 'updated'} instagram account {account_id} id={account.id}")
     typer.echo(
         "webhook URL: https://<your-host>/webhooks/instagram "
@@ -220,31 +192,13 @@ def simulate_instagram(
     Attachment and story URLs of a --payload are pointed at the sandbox's CDN with sample bytes (the
     payloads' own links are fake), so media is copied and read as in production.
     """
-    from sqlmodel import select
-
-    from switchboard.db.models import ChannelAccount
-    from switchboard.tenants import get_tenant
-
     if (text is None) == (payload is None):
         raise ValueError("give exactly one of --text or --payload")
     settings = command_settings()
-
-    async def find_account(session):  # type: ignore[no-untyped-def]
-        owner = await get_tenant(session, tenant)
-        account = (
-            await session.exec(
-                select(ChannelAccount).where(
-                    ChannelAccount.tenant_id == owner.id, ChannelAccount.channel == "instagram"
-                )
-            )
-        ).first()
-        if account is None:
-            raise ValueError(
-                f"tenant {tenant} has no Instagram account: run `switchboard channel add-instagram`"
-            )
-        return account.external_account_id
-
-    account_id = run_in_session(find_account, settings=settings)
+    account_id = account_of_tenant(
+        settings, tenant=tenant, channel="instagram",
+        missing=f"tenant {tenant} has no Instagram account: run `switchboard channel add-instagram`",
+    )  # fmt: skip
     sandbox = settings.resolved_instagram_graph_base_url
     uploads: list[tuple[str, bytes]] = []
     if payload is not None:
@@ -302,21 +256,11 @@ def simulate_instagram(
             if after is None:
                 typer.secho("no Instagram sandbox reachable: not waiting for replies", err=True)
                 return 0
-            deadline, last_new = time.monotonic() + timeout, None
-            while time.monotonic() < deadline:
-                await asyncio.sleep(0.25)
-                messages = (await client.get(f"{sandbox}/_control/sent", params={"after": after})).json()[
-                    "messages"
-                ]
-                for message in messages:
-                    typer.echo(json.dumps(
-                        {k: message.get(k) for k in ("to", "type", "text", "id", "account_id", "tag", "quick_replies")},
-                        ensure_ascii=False,
-                    ))  # fmt: skip
-                    after, last_new = message["seq"], time.monotonic()
-                if last_new is not None and time.monotonic() - last_new > 3.0:
-                    break
-            if last_new is None:
+            came = await print_sent(
+                client, f"{sandbox}/_control/sent", after=after, wait_s=timeout,
+                fields=("to", "type", "text", "id", "account_id", "tag", "quick_replies"),
+            )  # fmt: skip
+            if not came:
                 typer.secho(
                     f"no reply within {timeout:g} s. The message is stored; the conversation may be with a "
                     "person (human mode), or the worker still working (raise --timeout)",
