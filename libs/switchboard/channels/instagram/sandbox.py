@@ -100,7 +100,7 @@ def _error(code: int, http_status: int, subcode: int | None = None, headers: dic
 
 def _new_mid(seq: int) -> str:
     raw = f"ig_item:1:IGMessage:sandbox:{seq}:{time.time_ns()}".encode()
-    return "aWdf" + base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")  # "aWdf...": base64 of "ig_", like Meta's
 
 
 def instagram_sandbox_router(sandbox: InstagramSandbox | None = None) -> APIRouter:
