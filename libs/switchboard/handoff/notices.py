@@ -16,7 +16,7 @@ from typing import Any, Literal
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.channels.base import OutboundPart
+from switchboard.channels.base import OutboundPart, channel_capabilities, split_text
 from switchboard.db.models import ChannelAccount, Conversation, Customer, HumanAgent, OutboxPurpose
 from switchboard.outbox.writer import OutboxItem, write_outbox
 
@@ -145,6 +145,18 @@ async def _sending_account(
     return AGENT_CONSOLE_CHANNEL, account
 
 
+def _pieces(text: str, channel: str) -> list[str]:
+    """``text`` split under ``channel``'s limit, one outbox part each (a person's 3,000-character reply is
+    three Instagram messages, each with its own id to match its echo); ``[""]`` for no text."""
+    if not text:
+        return [""]
+    try:
+        caps = channel_capabilities(channel)
+    except KeyError:  # a channel this process does not know: the channel's send decides
+        return [text]
+    return split_text(text, caps.text_limit, caps.text_unit) or [text]
+
+
 async def write_outgoing(
     session: AsyncSession,
     *,
@@ -163,21 +175,26 @@ async def write_outgoing(
     for item in items:
         channel, account_id = await _sending_account(session, item, cache)
         text, media = portable(item, channel)
-        rows.append(
-            OutboxItem(
-                conversation_id=item.conversation_id,
-                channel=channel,
-                channel_account_id=account_id,
-                recipient=item.recipient,
-                part=OutboundPart(
-                    type="media" if media and not text else "text", text=text, media=tuple(media)
-                ),
-                purpose=item.purpose,
-                audience=item.audience,
-                agent_id=item.agent_id,
-                proxy=item.proxy,
+        pieces = _pieces(text, channel)
+        for number, piece in enumerate(pieces, start=1):
+            last = number == len(pieces)
+            rows.append(
+                OutboxItem(
+                    conversation_id=item.conversation_id,
+                    channel=channel,
+                    channel_account_id=account_id,
+                    recipient=item.recipient,
+                    part=OutboundPart(
+                        type="media" if last and media and not piece else "text",
+                        text=piece,
+                        media=tuple(media) if last else (),
+                    ),
+                    purpose=item.purpose,
+                    audience=item.audience,
+                    agent_id=item.agent_id,
+                    proxy=item.proxy,
+                )
             )
-        )
     return await write_outbox(
         session, tenant_id=tenant_id, items=rows, inbound_message_id=inbound_message_id, trace_id=trace_id
     )

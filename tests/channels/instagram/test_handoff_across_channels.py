@@ -83,6 +83,27 @@ async def test_an_instagram_customer_is_handled_by_a_whatsapp_agent(ig, sessions
     assert (copy.proxy_metadata["relayed_from"], copy.proxy_metadata["relayed_to"]) == (agent.phone, customer)
     assert copy.conversation_id == customer_row.conversation_id
 
+    # a reply longer than Instagram's limit: one outbox part (and one mid) per message; every echo is ours
+    long_reply = " ".join(["We checked the warehouse and a new mug is on its way to you today."] * 40)
+    before = len(ig.sent())
+    await _agent_says(ig.settings, pid, agent, long_reply)
+    pieces = ig.sent()[before:]
+    assert len(pieces) == 3 and " ".join(m["text"] for m in pieces) == long_reply
+    for piece in pieces:
+        echo = load_payload("message_echo.json", account_id=ig.account_id, customer=customer)
+        echo["entry"][0]["messaging"][0]["message"].update(mid=piece["id"], text=piece["text"])
+        await ig.post(echo)
+    await run_worker_burst(ig.settings)
+    async with sessions() as session:
+        echoed = (await session.exec(select(Outbox).where(
+            Outbox.tenant_id == ig.tenant.id, Outbox.purpose == "human_reply", Outbox.channel == "instagram"))).all()  # fmt: skip
+        kept = (await session.exec(select(Message).where(
+            col(Message.external_id).in_([m["id"] for m in pieces])))).all()  # fmt: skip
+    assert sorted(o.payload["echo"]["external_id"] for o in echoed if "echo" in o.payload) == sorted(
+        m["id"] for m in pieces
+    )
+    assert kept == []
+
     # 30 hours after the customer's last message: the person's reply goes out with HUMAN_AGENT
     async def customer_wrote(ago: timedelta) -> None:
         async with sessions() as session, session.begin():
