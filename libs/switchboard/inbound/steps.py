@@ -102,6 +102,8 @@ LOCK_RETRY_DEFER_S = 1.0
 LOCK_RETRY_MAX_DEFER_S = 10.0
 LOCK_MARGIN_S = 5.0
 """The conversation lock outlives the job timeout by this much (seconds)."""
+PROFILE_RETRY_S = 300
+"""After a failed profile lookup, the customer's profile is asked again at the earliest this much later."""
 ECHO_WAIT_TRIES = 5
 """Runs an echo waits while one of our sends to the same customer is in flight and unmatched (its answer,
 the mid, may still come) before it counts as a person's message."""
@@ -310,7 +312,8 @@ async def record_only(ic: InboundContext) -> Outcome | None:
 
 async def customer_profile(ic: InboundContext) -> Outcome | None:
     """A customer without a name, on a channel whose webhooks carry none (Instagram): ask the provider
-    once (``Channel.customer_profile``, cached ``INSTAGRAM_PROFILE_CACHE_S`` in Redis, failures too) and
+    once (``Channel.customer_profile``, cached ``INSTAGRAM_PROFILE_CACHE_S`` in Redis, a failure
+    :data:`PROFILE_RETRY_S`) and
     keep the name and username on the customer. Optional: a failure is logged and the message goes on."""
     row, customer = ic.row, ic.customer
     ttl_s = int(ic.settings.instagram_profile_cache_s)
@@ -331,7 +334,10 @@ async def customer_profile(ic: InboundContext) -> Outcome | None:
             profile = {}
         if profile is None:  # the channel has no lookup
             return None
-        await ic.deps.redis.set(key, json.dumps(profile), ex=ttl_s)
+        # a failure is remembered briefly (PROFILE_RETRY_S), so a refused lookup is not asked per message
+        await ic.deps.redis.set(
+            key, json.dumps(profile), ex=ttl_s if profile else min(ttl_s, PROFILE_RETRY_S)
+        )
     if not profile:
         return None
     async with ic.deps.resources.sessions() as session, session.begin():
