@@ -6,7 +6,7 @@ Run: `uvicorn services.instagram.main:create_app --factory` (`switchboard run` d
 
 from fastapi import FastAPI
 from switchboard.channels.instagram.routes import webhook_router
-from switchboard.channels.instagram.sandbox import instagram_sandbox_router
+from switchboard.channels.instagram.sandbox import InstagramSandbox, instagram_sandbox_router
 from switchboard.media import MediaStore
 from switchboard.media.links import media_router
 from switchboard.service_app import create_service_app
@@ -18,7 +18,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings()
     routers = [webhook_router(), media_router(settings, MediaStore.from_settings(settings))]
     if settings.instagram_sandbox_enabled and not settings.instagram_graph_base_url:
-        routers.append(instagram_sandbox_router())  # only while the worker sends to it
+        # only while the worker sends to it; it echoes every send to this service, as Instagram does
+        echo_to = (
+            settings.service_url(settings.instagram_port) + "/webhooks/instagram",
+            settings.secret("instagram_app_secret"),
+        )
+        routers.append(instagram_sandbox_router(InstagramSandbox(echo_to=echo_to)))
     return create_service_app(
         "instagram",
         settings,

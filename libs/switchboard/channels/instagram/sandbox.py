@@ -10,6 +10,8 @@ Meta's side:
 * ``POST /{version}/{account_id}/messages``: a message (recorded, answered with a new ``mid``) or a
   ``sender_action`` (``mark_seen``, ``typing_on``: recorded in ``actions``);
 * ``GET /{version}/{igsid}``: a profile put with ``PUT /_control/profiles/{igsid}`` (else error 100);
+* with ``echo_to`` set (the Instagram service sets its own webhook), every recorded message is echoed
+  back as Meta does (``is_echo``, a moment later), so ``make run`` exercises echo matching;
 * ``GET /_cdn/{asset}``: bytes put with ``PUT /_control/cdn/{asset}`` (served **without** a content
   type, as Instagram's audio is); ``DELETE /_control/cdn/{asset}`` makes the link die (403 like an
   expired signed URL).
@@ -26,13 +28,16 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
+from switchboard.channels.meta import post_signed
 from switchboard.channels.whatsapp.sandbox import ScriptedAnswer, _require_loopback
 
 __all__ = ["InstagramSandbox", "instagram_sandbox_router"]
@@ -58,7 +63,11 @@ class InstagramSandbox:
     account_failures: dict[str, list[tuple[ScriptedAnswer, int | None]]] = field(default_factory=dict)
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
     cdn: dict[str, bytes] = field(default_factory=dict)
+    echo_to: tuple[str, str] | None = None
+    """``(webhook URL, app secret)``: post Meta's echo of every recorded message there, as Instagram does
+    (the Instagram service points it at its own ``/webhooks/instagram``); ``None``: no echoes."""
     _seq: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
     def sent_by(self, account_id: str) -> list[dict[str, Any]]:
         """Recorded messages from one professional account, in order."""
@@ -96,6 +105,29 @@ def _error(code: int, http_status: int, subcode: int | None = None, headers: dic
     if (subcode or default_sub) is not None:
         error["error_subcode"] = subcode or default_sub
     return JSONResponse({"error": error}, status_code=http_status, headers=headers)
+
+
+async def _post_echo(
+    state: InstagramSandbox, account_id: str, to: str, mid: str, message: dict[str, Any]
+) -> None:
+    """Meta's ``is_echo`` webhook for a message the account sent (a moment later, as Meta does)."""
+    assert state.echo_to is not None
+    url, secret = state.echo_to
+    await asyncio.sleep(0.2)
+    now_ms = int(time.time() * 1000)
+    echo: dict[str, Any] = {"mid": mid, "is_echo": True}
+    if message.get("text"):
+        echo["text"] = message["text"]
+    if message.get("attachment"):
+        echo["attachments"] = [message["attachment"]]
+    body = {"object": "instagram", "entry": [{"id": account_id, "time": now_ms, "messaging": [
+        {"sender": {"id": account_id}, "recipient": {"id": to}, "timestamp": now_ms, "message": echo}]}]}  # fmt: skip
+    raw = json.dumps(body, separators=(",", ":")).encode()
+    try:
+        async with httpx.AsyncClient(timeout=10) as client:
+            await post_signed(client, url, raw, secret)
+    except httpx.HTTPError:
+        pass  # the sandbox's courtesy: a lost echo is what Meta's own flakiness looks like
 
 
 def _new_mid(seq: int) -> str:
@@ -209,6 +241,10 @@ def instagram_sandbox_router(sandbox: InstagramSandbox | None = None) -> APIRout
             "messaging_type": body.get("messaging_type"),
             "answer": script.mode if script is not None else "ok", "body": body, "at": time.time(),
         })  # fmt: skip
+        if state.echo_to is not None:
+            task = asyncio.create_task(_post_echo(state, account_id, to, mid, message))
+            state._tasks.add(task)
+            task.add_done_callback(state._tasks.discard)
         if script is not None and script.delay_s:
             await asyncio.sleep(script.delay_s)
         if script is not None and script.mode in ("accept_then_500", "accept_then_hang"):
