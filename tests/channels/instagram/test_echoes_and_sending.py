@@ -217,3 +217,40 @@ async def test_send_errors_are_classified(ig, code, subcode, http_status, kind, 
         finally:
             await channel.aclose()
     assert (raised.value.kind, raised.value.code, raised.value.http_status) == (kind, code_text, http_status)
+
+
+async def test_media_goes_by_a_signed_link_to_our_copy_and_buttons_become_quick_replies(ig) -> None:  # type: ignore[no-untyped-def]
+    from urllib.parse import urlsplit
+
+    from switchboard.media import MediaStore
+
+    from tests.utils.instagram import instagram_service
+
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+    stored = await MediaStore.from_settings(ig.settings).put(png, namespace=f"instagram/{ig.tenant.id}")
+    customer = new_igsid()
+    buttons = {
+        "buttons": [{"id": "RESERVE_YES", "title": "Yes, reserve it"}, {"id": "NO", "title": "No thanks"}]
+    }
+    async with httpx.AsyncClient() as http:
+        channel = InstagramChannel(ChannelDeps(
+            settings=ig.settings, cipher=CredentialCipher(ig.settings.secret("encryption_key").encode()), http=http,
+        ))  # fmt: skip
+        try:
+            await channel.send(ig.account, customer, OutboundPart(type="interactive", text="Reserve one?",
+                                                                  interactive=buttons), correlation_id="c1")  # fmt: skip
+            await channel.send(ig.account, customer, OutboundPart(
+                type="media", media=({"ref": stored.ref, "mime": "image/png"},)), correlation_id="c2")  # fmt: skip
+        finally:
+            await channel.aclose()
+    question, image = ig.sent()[-2:]
+    assert question["quick_replies"] == [
+        {"content_type": "text", "title": "Yes, reserve it", "payload": "RESERVE_YES"},
+        {"content_type": "text", "title": "No thanks", "payload": "NO"},
+    ]
+    assert image["type"] == "image" and "/media/" in image["url"] and "sig=" in image["url"]
+    link = urlsplit(image["url"])
+    async with instagram_service(ig.settings) as client:
+        fetched = await client.get(f"{link.path}?{link.query}")
+        forged = await client.get(f"{link.path}?{link.query.replace('sig=', 'sig=f')}")
+    assert (fetched.status_code, fetched.content, forged.status_code) == (200, png, 403)
