@@ -30,6 +30,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel.ext.asyncio.session import AsyncSession
+from switchboard.channels.gmail.sandbox import sandbox_router as gmail_sandbox_router
 from switchboard.channels.instagram.sandbox import instagram_sandbox_router
 from switchboard.channels.whatsapp import sandbox_router
 from switchboard.db.engine import create_engine, session_factory
@@ -189,9 +190,28 @@ def instagram_sandbox(_provider_sandboxes: tuple[str, Any, Any]) -> tuple[str, A
     return _provider_sandboxes[0] + "/_sandbox/instagram", _provider_sandboxes[2]
 
 
+@pytest.fixture(scope="session")
+def gmail_sandbox() -> Iterator[tuple[str, Any]]:
+    """The project's Gmail API sandbox on a loopback port: ``(base_url, GmailSandbox state)``; one for
+    the session, each test uses mailboxes of its own (:func:`tests.utils.gmail.new_mailbox`)."""
+    app = FastAPI()
+    router = gmail_sandbox_router()
+    app.include_router(router)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    with serve_app(app) as url:
+        yield url + "/_sandbox/gmail", router.sandbox  # type: ignore[attr-defined]
+
+
 @pytest.fixture
 def make_settings(
-    settings: Settings, graph_sandbox: tuple[str, Any], instagram_sandbox: tuple[str, Any]
+    settings: Settings,
+    graph_sandbox: tuple[str, Any],
+    instagram_sandbox: tuple[str, Any],
+    gmail_sandbox: tuple[str, Any],
 ) -> Callable[..., Settings]:
     """Settings for one test: the session's servers and ports, the provider sandboxes, fast timings, no
     orchestrator (``e2e_settings`` has one); overrides win."""
@@ -206,7 +226,11 @@ def make_settings(
             whatsapp_graph_base_url=graph_sandbox[0], inbound_debounce_s=0.0, inbound_retry_defer_s=0.05,
             orchestrator_timeout_s=5.0, inbound_max_tries=3, orchestrator_port=1, whatsapp_sandbox_enabled=False,
             instagram_graph_base_url=instagram_sandbox[0], instagram_app_secret=IG_APP_SECRET,
-            instagram_sandbox_enabled=False, _env_file=None,
+            instagram_sandbox_enabled=False,
+            gmail_api_base_url=gmail_sandbox[0], gmail_oauth_token_url=gmail_sandbox[0] + "/token",
+            gmail_oauth_auth_url=gmail_sandbox[0] + "/o/oauth2/auth",
+            gmail_oidc_certs_url=gmail_sandbox[0] + "/oauth2/v1/certs", gmail_sandbox_enabled=False,
+            _env_file=None,
         )  # fmt: skip
         values.update(overrides)
         return load_settings(**values)

@@ -98,6 +98,12 @@ class InboundFacts(BaseModel):
     context_line: str | None = None
     """A line the agent reads before the text: what the customer reacted to (an Instagram story
     mention or a reply to a story)."""
+    thread_key: str | None = None
+    """The provider's thread the message belongs to, on channels where a conversation is a thread
+    (Gmail ``threadId``); ``None`` elsewhere (the conversation is the whole chat)."""
+    review: list[str] = Field(default_factory=list)
+    """Why a person should look at the conversation (``suspected_instructions``, ``hidden_text``):
+    the worker adds each to ``conversations.review_flags``."""
     flags: dict[str, Any] = Field(default_factory=dict)
     """Extra facts for audits and the agent console (forwarded, username...); never read by the worker."""
 

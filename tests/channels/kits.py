@@ -38,6 +38,11 @@ class ChannelKit(Protocol):
     webhook_path: str
     sandbox_fixture: str
     """The session fixture ``(url, state)`` of the provider's sandbox (``graph_sandbox``...)."""
+    webhook_carries_messages: bool
+    """Whether the channel's webhook body carries the messages (Meta). Gmail's push carries none (it
+    only moves the mailbox sync): the webhook-shaped tests below are skipped for it, and its own
+    equivalents live in ``tests/channels/gmail/test_sync.py`` (duplicate sync, bad push token, unknown
+    mailbox, a re-run job, our own reply)."""
 
     async def connect(
         self, sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings
@@ -78,6 +83,7 @@ class WhatsAppKit:
     name = "whatsapp"
     webhook_path = "/webhooks/whatsapp"
     sandbox_fixture = "graph_sandbox"
+    webhook_carries_messages = True
 
     async def connect(
         self, sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings
@@ -144,6 +150,7 @@ class InstagramKit:
     name = "instagram"
     webhook_path = "/webhooks/instagram"
     sandbox_fixture = "instagram_sandbox"
+    webhook_carries_messages = True
 
     async def connect(
         self, sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings
@@ -184,7 +191,33 @@ class InstagramKit:
             yield client
 
 
-KITS: dict[str, ChannelKit] = {"whatsapp": WhatsAppKit(), "instagram": InstagramKit()}
+class GmailKit:
+    """Gmail: a mailbox connected through the sandbox's OAuth; mail arrives through the sandbox and a sync."""
+
+    name = "gmail"
+    webhook_path = "/webhooks/gmail"
+    webhook_carries_messages = False
+    sandbox_fixture = "gmail_sandbox"
+
+    async def connect(
+        self, sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings
+    ) -> str:
+        from tests.utils.gmail import connect_gmail
+
+        return (await connect_gmail(sessions, tenant, settings)).email
+
+    def sign(self, raw: bytes, settings: Settings) -> dict[str, str]:
+        return {}  # the push secret travels in the URL (``?token=``), not in a header
+
+    def bad_signature(self) -> dict[str, str]:
+        return {"Authorization": "Bearer not-a-google-token"}
+
+
+KITS: dict[str, ChannelKit] = {  # type: ignore[dict-item]
+    "whatsapp": WhatsAppKit(),
+    "instagram": InstagramKit(),
+    "gmail": GmailKit(),
+}
 
 
 def new_id(prefix: str) -> str:

@@ -21,9 +21,10 @@ from switchboard.db.tenant_scope import TenantScope
 from switchboard.memory.notes import NotesRejected, check_customer_text, check_notes
 from switchboard.observability import get_logger
 from switchboard.tenant_settings import tenant_settings_from
+from switchboard.tools.context import UNTRUSTED_REFUSAL, offered
 from switchboard.validation import normalize_email, normalize_phone_e164
 
-__all__ = ["BuiltinToolSet", "CustomerProfileUpdate", "BUILTIN_TOOL_NAMES"]
+__all__ = ["BuiltinToolSet", "CustomerProfileUpdate", "BUILTIN_TOOL_NAMES", "BUILTIN_KINDS"]
 
 log = get_logger(__name__)
 
@@ -107,6 +108,13 @@ def _function(name: str, description: str, properties: dict[str, Any], required:
     }
 
 
+BUILTIN_KINDS: dict[str, str] = {
+    "end_conversation": "handoff",
+    "escalate_to_human": "handoff",
+    "save_customer_profile": "write",  # would store what an untrusted mail dictates
+}
+"""The :data:`~switchboard.tools.context.ToolKind` of each built-in (the untrusted-content filter reads it)."""
+
 _DEFINITIONS: list[dict[str, Any]] = [
     _function(
         "end_conversation",
@@ -162,7 +170,8 @@ class BuiltinToolSet:
         self.gateway = gateway
 
     async def definitions(self, ctx: ToolContext) -> list[dict[str, Any]]:
-        return [dict(d) for d in _DEFINITIONS]
+        """The built-ins :func:`~switchboard.tools.context.offered` lets this turn see."""
+        return [dict(d) for d in _DEFINITIONS if offered(ctx, BUILTIN_KINDS[d["function"]["name"]])]
 
     async def call(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         """Run one built-in.
@@ -171,6 +180,8 @@ class BuiltinToolSet:
             ToolError: ``invalid_arguments`` (validation), ``not_found`` (the conversation or customer
                 is not this tenant's), ``unknown_tool``.
         """
+        if name in BUILTIN_KINDS and not offered(ctx, BUILTIN_KINDS[name]):
+            raise ToolError(UNTRUSTED_REFUSAL, error_type="untrusted_context")
         if name == "end_conversation":
             return await self._end_conversation(ctx, arguments)
         if name == "escalate_to_human":

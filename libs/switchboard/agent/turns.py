@@ -41,6 +41,7 @@ from switchboard.agent.builtin_tools import BuiltinToolSet
 from switchboard.agent.loop import LoopOutcome, run_tool_loop
 from switchboard.agent.prompt import SUMMARY_MAX_CHARS, build_system_prompt, summary_messages
 from switchboard.agent.tools import ToolContext, ToolRegistry, ToolSet, idempotency_key_for
+from switchboard.channels.base import channel_capabilities
 from switchboard.contracts import TokenUsage, TurnRequest, TurnResult, trace_id_for
 from switchboard.conversations import MODEL_ROLES, append_model_messages, model_messages, read_history
 from switchboard.crypto import CredentialDecryptError
@@ -191,6 +192,10 @@ class Orchestrator:
         return result
 
     def _context_factory(self, request: TurnRequest, trace_id: str) -> Callable[..., ToolContext]:
+        capabilities = channel_capabilities(request.channel)
+        # the channel says whether its inbound text is untrusted (an e-mail): then read tools only
+        untrusted = bool(capabilities and capabilities.untrusted_inbound)
+
         def make_ctx(
             call_id: str, tool_name: str | None = None, arguments: dict[str, Any] | None = None
         ) -> ToolContext:
@@ -205,6 +210,7 @@ class Orchestrator:
                 ),
                 sessions=self.sessions,
                 channel=request.channel,
+                has_untrusted_content=untrusted,
             )
 
         return make_ctx

@@ -34,6 +34,7 @@ from switchboard.errors import SwitchboardError
 
 if TYPE_CHECKING:
     import httpx
+    from sqlalchemy.ext.asyncio import async_sessionmaker
     from sqlmodel.ext.asyncio.session import AsyncSession
 
     from switchboard.crypto import CredentialCipher
@@ -265,6 +266,9 @@ class ChannelDeps:
     http: httpx.AsyncClient
     """Shared client for transcription/vision endpoints."""
     extra: dict[str, Any] = field(default_factory=dict)
+    sessions: async_sessionmaker[AsyncSession] | None = None
+    """Database sessions, for channels that keep provider state of their own (Gmail: refreshed OAuth
+    tokens, a reply's thread, our sent Message-IDs); ``None`` where the caller has none."""
 
 
 @runtime_checkable
@@ -338,7 +342,11 @@ class Channel(Protocol):
 
 ChannelFactory = Callable[[ChannelDeps], Channel]
 _FACTORIES: dict[str, ChannelFactory] = {}
-BUILTIN_CHANNEL_MODULES = ("switchboard.channels.whatsapp.channel", "switchboard.channels.instagram.channel")
+BUILTIN_CHANNEL_MODULES = (
+    "switchboard.channels.whatsapp.channel",
+    "switchboard.channels.instagram.channel",
+    "switchboard.channels.gmail.channel",
+)
 """Modules that register the built-in channels (imported lazily: no import-time cycles)."""
 
 
@@ -365,14 +373,12 @@ def channel_names() -> list[str]:
     return sorted(_FACTORIES)
 
 
-def channel_capabilities(name: str) -> Capabilities:
-    """The :class:`Capabilities` of the registered channel ``name`` (without building it).
-
-    Raises:
-        KeyError: no channel ``name`` is registered.
-    """
+def channel_capabilities(name: str) -> Capabilities | None:
+    """The :class:`Capabilities` channel ``name`` declares (its factory's ``capabilities``), without
+    building it; ``None`` for an unknown channel."""
     _load_builtin()
-    return _FACTORIES[name].capabilities  # type: ignore[attr-defined]
+    factory = _FACTORIES.get(name)
+    return getattr(factory, "capabilities", None) if factory is not None else None
 
 
 def build_channels(deps: ChannelDeps) -> dict[str, Channel]:

@@ -150,9 +150,8 @@ def _pieces(text: str, channel: str) -> list[str]:
     three Instagram messages, each with its own id to match its echo); ``[""]`` for no text."""
     if not text:
         return [""]
-    try:
-        caps = channel_capabilities(channel)
-    except KeyError:  # a channel this process does not know: the channel's send decides
+    caps = channel_capabilities(channel)
+    if caps is None:  # a channel this process does not know: the channel's send decides
         return [text]
     return split_text(text, caps.text_limit, caps.text_unit) or [text]
 

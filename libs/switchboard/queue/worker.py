@@ -46,6 +46,9 @@ MEMORY_JOB_TIMEOUT_S = 300.0
 """Timeout of a memory job, seconds: ``memory_sweep`` summarizes every newly closed conversation, one
 model call each (45 s per request at most)."""
 
+GMAIL_SYNC_TIMEOUT_S = 110.0
+"""Timeout of one mailbox sync (below the sync lock's 120 s, ``channels.gmail.jobs.SYNC_LOCK_S``)."""
+
 log = get_logger(__name__)
 
 
@@ -111,7 +114,13 @@ def _worker_class(
             resources=ctx["resources"],
             settings=settings,
             channels=build_channels(
-                ChannelDeps(settings=settings, cipher=cipher, http=http, extra={"media_store": media_store})
+                ChannelDeps(
+                    settings=settings,
+                    cipher=cipher,
+                    http=http,
+                    sessions=ctx["resources"].sessions,
+                    extra={"media_store": media_store},
+                )
             ),
             http=http,
             cipher=cipher,
@@ -220,6 +229,7 @@ def build_background_worker_settings(settings: Settings) -> type:
     from arq.cron import cron
     from arq.worker import func
 
+    from switchboard.channels.gmail.jobs import POLL_JOB, SYNC_JOB, poll_gmail_mailboxes, sync_gmail_mailbox
     from switchboard.knowledge.jobs import INGEST_JOB_NAME, INGEST_JOB_TIMEOUT_S, ingest_knowledge_source
     from switchboard.memory import memory_sweep, summarize_memory
     from switchboard.queue.maintenance import sweep_inbound
@@ -231,12 +241,18 @@ def build_background_worker_settings(settings: Settings) -> type:
         functions=[
             func(ingest_knowledge_source, name=INGEST_JOB_NAME, timeout=INGEST_JOB_TIMEOUT_S, max_tries=2),
             func(summarize_memory, name="summarize_memory", timeout=MEMORY_JOB_TIMEOUT_S, max_tries=3),
+            func(
+                sync_gmail_mailbox, name=SYNC_JOB, timeout=GMAIL_SYNC_TIMEOUT_S, max_tries=30, keep_result=0
+            ),
         ],
         cron_jobs=[
             cron(
                 sweep_inbound, name="sweep_inbound", second=set(range(0, 60, 15)), timeout=SIDE_JOB_TIMEOUT_S
             ),
             cron(memory_sweep, name="memory_sweep", second={30}, timeout=MEMORY_JOB_TIMEOUT_S),
+            cron(
+                poll_gmail_mailboxes, name=POLL_JOB, second=set(range(5, 60, 15)), timeout=SIDE_JOB_TIMEOUT_S
+            ),
         ],
         enqueues_on_own_queue=False,
     )
