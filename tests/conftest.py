@@ -31,6 +31,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.channels.gmail.sandbox import sandbox_router as gmail_sandbox_router
+from switchboard.channels.instagram.sandbox import instagram_sandbox_router
 from switchboard.channels.whatsapp import sandbox_router
 from switchboard.db.engine import create_engine, session_factory
 from switchboard.db.migrate import upgrade
@@ -39,6 +40,7 @@ from switchboard.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
 from switchboard.settings import Settings, load_settings
 
 from tests.utils.cli import Cli
+from tests.utils.instagram import IG_APP_SECRET
 from tests.utils.net import free_port
 from tests.utils.servers import serve_app, serve_orchestrator
 from tests.utils.tenants import new_tenant
@@ -155,22 +157,37 @@ def settings(database_url: str, redis_url: str, data_dir: Path) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def graph_sandbox() -> Iterator[tuple[str, Any]]:
-    """The project's Graph API sandbox on a loopback port: ``(base_url, GraphSandbox state)``.
-
-    One for the session: tests read and script only their own number's state (``sent_by``,
-    ``read_marks_of``, scripts by ``phone_number_id``, media ids of their own).
-    """
+def _provider_sandboxes() -> Iterator[tuple[str, Any, Any]]:
+    """One loopback server with both Meta sandboxes: ``(url, GraphSandbox, InstagramSandbox)``."""
     app = FastAPI()
     router = sandbox_router()
     app.include_router(router)
+    instagram = instagram_sandbox_router()
+    app.include_router(instagram)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
     with serve_app(app) as url:
-        yield url + "/_sandbox/graph", router.sandbox  # type: ignore[attr-defined]
+        yield url, router.sandbox, instagram.sandbox  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def graph_sandbox(_provider_sandboxes: tuple[str, Any, Any]) -> tuple[str, Any]:
+    """The project's Graph API sandbox on a loopback port: ``(base_url, GraphSandbox state)``.
+
+    One for the session: tests read and script only their own number's state (``sent_by``,
+    ``read_marks_of``, scripts by ``phone_number_id``, media ids of their own).
+    """
+    return _provider_sandboxes[0] + "/_sandbox/graph", _provider_sandboxes[1]
+
+
+@pytest.fixture(scope="session")
+def instagram_sandbox(_provider_sandboxes: tuple[str, Any, Any]) -> tuple[str, Any]:
+    """The Instagram Graph sandbox (and its CDN) of the session: ``(base_url, InstagramSandbox state)``.
+    Tests read and script only their own account's state (``sent_by``, scripts by ``account_id``)."""
+    return _provider_sandboxes[0] + "/_sandbox/instagram", _provider_sandboxes[2]
 
 
 @pytest.fixture(scope="session")
@@ -191,7 +208,10 @@ def gmail_sandbox() -> Iterator[tuple[str, Any]]:
 
 @pytest.fixture
 def make_settings(
-    settings: Settings, graph_sandbox: tuple[str, Any], gmail_sandbox: tuple[str, Any]
+    settings: Settings,
+    graph_sandbox: tuple[str, Any],
+    instagram_sandbox: tuple[str, Any],
+    gmail_sandbox: tuple[str, Any],
 ) -> Callable[..., Settings]:
     """Settings for one test: the session's servers and ports, the provider sandboxes, fast timings, no
     orchestrator (``e2e_settings`` has one); overrides win."""
@@ -205,6 +225,8 @@ def make_settings(
             log_format="console", meta_app_secret=APP_SECRET, meta_verify_token=VERIFY_TOKEN,
             whatsapp_graph_base_url=graph_sandbox[0], inbound_debounce_s=0.0, inbound_retry_defer_s=0.05,
             orchestrator_timeout_s=5.0, inbound_max_tries=3, orchestrator_port=1, whatsapp_sandbox_enabled=False,
+            instagram_graph_base_url=instagram_sandbox[0], instagram_app_secret=IG_APP_SECRET,
+            instagram_sandbox_enabled=False,
             gmail_api_base_url=gmail_sandbox[0], gmail_oauth_token_url=gmail_sandbox[0] + "/token",
             gmail_oauth_auth_url=gmail_sandbox[0] + "/o/oauth2/auth",
             gmail_oidc_certs_url=gmail_sandbox[0] + "/oauth2/v1/certs", gmail_sandbox_enabled=False,

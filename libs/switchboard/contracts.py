@@ -54,6 +54,9 @@ class MediaRef(BaseModel):
     caption: str | None = None
     voice: bool = False
     size_bytes: int | None = None
+    expiring: bool = False
+    """``ref`` is a link that stops working (an Instagram CDN URL): the bytes are copied into our media
+    storage right after the insert (``copy_inbound_media``) and ``ref`` becomes ``store:<key>``."""
 
 
 class SenderIdentity(BaseModel):
@@ -92,6 +95,9 @@ class InboundFacts(BaseModel):
     referral: dict[str, Any] | None = None
     """Ad or link the conversation started from (click-to-WhatsApp ad, Instagram ad)."""
     system: SystemEvent | None = None
+    context_line: str | None = None
+    """A line the agent reads before the text: what the customer reacted to (an Instagram story
+    mention or a reply to a story)."""
     thread_key: str | None = None
     """The provider's thread the message belongs to, on channels where a conversation is a thread
     (Gmail ``threadId``); ``None`` elsewhere (the conversation is the whole chat)."""

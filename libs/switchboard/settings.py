@@ -188,6 +188,9 @@ class SecretSettings(BaseSettings):
     """App secret used to verify ``X-Hub-Signature-256`` on Meta webhooks."""
     meta_verify_token: SecretStr | None = None
     """Token Meta echoes in the ``hub.verify_token`` handshake."""
+    instagram_app_secret: SecretStr | None = None
+    """App secret that signs Instagram webhooks (``X-Hub-Signature-256``): the Instagram app's own
+    (an Instagram-Login app has a secret of its own, apart from the WhatsApp app's ``META_APP_SECRET``)."""
     gmail_push_secret: SecretStr | None = None
     """The ``?token=`` a Gmail push URL carries when pushes are not verified by OIDC."""
 
@@ -225,6 +228,43 @@ class WhatsAppChannelSettings(BaseSettings):
     """After Meta reports a throughput limit (130429...) for a number, its sends wait this long."""
     whatsapp_send_timeout_s: float = Field(15.0, gt=0)
     """Timeout of one Graph API call (send, mark-read, media)."""
+
+
+class InstagramChannelSettings(BaseSettings):
+    """The Instagram channel: Graph API and webhook limits (per-tenant behaviour: tenant settings)."""
+
+    instagram_graph_base_url: str | None = None
+    """Graph API base URL without version: ``https://graph.instagram.com`` (Instagram Login) or
+    ``https://graph.facebook.com`` (a Page-linked account); unset uses the local sandbox mounted in
+    the Instagram service (``http://HOST:INSTAGRAM_PORT/_sandbox/instagram``)."""
+    instagram_api_version: str = "v23.0"
+    """Graph API version segment of send and profile URLs."""
+    instagram_sandbox_enabled: bool = True
+    """Mount the Instagram Graph sandbox (records sends, answers like Meta) in the Instagram service."""
+    instagram_max_body_bytes: int = Field(1_000_000, ge=1024)
+    """Webhook bodies larger than this get 413."""
+    instagram_send_timeout_s: float = Field(15.0, gt=0)
+    """Timeout of one Graph API call (send, profile) and of one CDN media download."""
+    instagram_profile_cache_s: float = Field(86_400.0, ge=0)
+    """How long a customer's name and username from ``GET /{igsid}`` are reused (0: never asked)."""
+
+
+class MediaStoreSettings(BaseSettings):
+    """Our own copies of customers' media (:mod:`switchboard.media`), for channels whose links expire."""
+
+    media_store_url: str | None = None
+    """Where copies go: unset is the folder ``DATA_DIR/media``; ``s3://bucket/prefix`` an S3-compatible
+    bucket (credentials and endpoint from ``MEDIA_STORE_OPTIONS`` or the usual ``AWS_*`` variables);
+    ``memory:///`` keeps them in the process (tests)."""
+    media_store_options: dict[str, str] = Field(default_factory=dict)
+    """Options of the store as JSON, e.g. ``{"endpoint": "http://minio:9000", "region": "auto",
+    "access_key_id": "...", "secret_access_key": "..."}`` (obstore's S3 config keys)."""
+    media_public_base_url: str | None = None
+    """Public URL of the Instagram service, where Meta fetches the media we send (signed ``/media/...``
+    links, :mod:`switchboard.media.links`); unset: this machine's ``INSTAGRAM_PORT`` (the sandbox)."""
+    media_max_bytes: int = Field(25_000_000, ge=1024)
+    """Largest file copied; a bigger one is recorded as too large and never downloaded past the limit
+    (25 MB: OpenAI's transcription upload limit, Instagram's attachment limit)."""
 
 
 class GmailChannelSettings(BaseSettings):
@@ -396,6 +436,7 @@ SecretName = Literal[
     "admin_token",
     "meta_app_secret",
     "meta_verify_token",
+    "instagram_app_secret",
     "gmail_push_secret",
 ]
 
@@ -417,6 +458,7 @@ GENERATED_SECRETS: Mapping[SecretName, GeneratedSecret] = MappingProxyType(
         "admin_token": GeneratedSecret("admin.token", lambda: secrets.token_urlsafe(32)),
         "meta_app_secret": GeneratedSecret("meta_app.secret", lambda: secrets.token_hex(16)),
         "meta_verify_token": GeneratedSecret("meta_verify.token", lambda: secrets.token_urlsafe(24)),
+        "instagram_app_secret": GeneratedSecret("instagram_app.secret", lambda: secrets.token_hex(16)),
         "gmail_push_secret": GeneratedSecret("gmail_push.secret", lambda: secrets.token_urlsafe(24)),
     }
 )
@@ -428,8 +470,10 @@ class Settings(
     KnowledgeBaseSettings,
     McpClientSettings,
     MediaSettings,
+    MediaStoreSettings,
     DeliverySettings,
     InboundSettings,
+    InstagramChannelSettings,
     WhatsAppChannelSettings,
     SecretSettings,
     ModelProviderSettings,
@@ -468,6 +512,14 @@ class Settings(
         if self.whatsapp_graph_base_url:
             return self.whatsapp_graph_base_url.rstrip("/")
         return self.service_url(self.whatsapp_port) + "/_sandbox/graph"
+
+    @property
+    def resolved_instagram_graph_base_url(self) -> str:
+        """Instagram Graph base URL (no version): ``INSTAGRAM_GRAPH_BASE_URL`` or the sandbox in the
+        Instagram service."""
+        if self.instagram_graph_base_url:
+            return self.instagram_graph_base_url.rstrip("/")
+        return self.service_url(self.instagram_port) + "/_sandbox/instagram"
 
     @property
     def gmail_uses_sandbox(self) -> bool:

@@ -18,6 +18,7 @@ from switchboard.channels.meta import sign_body
 from switchboard.db.models import Tenant
 from switchboard.settings import Settings
 
+from tests.utils.instagram import connect_instagram, instagram_service
 from tests.utils.whatsapp import channel_service, connect_whatsapp, encode, sent_to
 
 __all__ = ["ChannelKit", "KITS", "Posted"]
@@ -35,6 +36,8 @@ class Posted:
 class ChannelKit(Protocol):
     name: str
     webhook_path: str
+    sandbox_fixture: str
+    """The session fixture ``(url, state)`` of the provider's sandbox (``graph_sandbox``...)."""
     webhook_carries_messages: bool
     """Whether the channel's webhook body carries the messages (Meta). Gmail's push carries none (it
     only moves the mailbox sync): the webhook-shaped tests below are skipped for it, and its own
@@ -79,6 +82,7 @@ class ChannelKit(Protocol):
 class WhatsAppKit:
     name = "whatsapp"
     webhook_path = "/webhooks/whatsapp"
+    sandbox_fixture = "graph_sandbox"
     webhook_carries_messages = True
 
     async def connect(
@@ -138,12 +142,62 @@ class WhatsAppKit:
             yield service.client
 
 
+class InstagramKit:
+    """Instagram: ``entry[].messaging[]`` deliveries signed with the Instagram app's own secret. Meta
+    reports only ``read`` for Instagram messages (``messaging_seen``), so every status but ``read`` is
+    sent as that same read again (a duplicate changes nothing)."""
+
+    name = "instagram"
+    webhook_path = "/webhooks/instagram"
+    sandbox_fixture = "instagram_sandbox"
+    webhook_carries_messages = True
+
+    async def connect(
+        self, sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings
+    ) -> str:
+        return (await connect_instagram(sessions, tenant, settings)).external_account_id
+
+    def delivery(
+        self, account_id: str, messages: list[Posted], *, malformed_at: int | None = None
+    ) -> dict[str, Any]:
+        now_ms = int(time.time() * 1000)
+        items: list[Any] = [
+            {"sender": {"id": m.sender}, "recipient": {"id": account_id}, "timestamp": now_ms,
+             "message": {"mid": m.external_id, "text": m.text}}
+            for m in messages
+        ]  # fmt: skip
+        if malformed_at is not None:
+            items.insert(malformed_at, {"sender": ["x"], "timestamp": "soon", "message": {"text": 42}})
+        return {"object": "instagram", "entry": [{"id": account_id, "time": now_ms, "messaging": items}]}
+
+    def status(self, account_id: str, external_id: str, status: str) -> dict[str, Any]:
+        now_ms = int(time.time() * 1000)
+        return {"object": "instagram", "entry": [{"id": account_id, "time": now_ms, "messaging": [
+            {"sender": {"id": "15550100306"}, "recipient": {"id": account_id}, "timestamp": now_ms,
+             "read": {"mid": external_id}}]}]}  # fmt: skip
+
+    def sign(self, raw: bytes, settings: Settings) -> dict[str, str]:
+        return {"X-Hub-Signature-256": sign_body(raw, settings.secret("instagram_app_secret"))}
+
+    def bad_signature(self) -> dict[str, str]:
+        return {"X-Hub-Signature-256": sign_body(b"something else", "wrong-secret")}
+
+    def sent(self, sandbox: Any, account_id: str) -> list[dict[str, Any]]:
+        return [{"to": m["to"], "text": m["text"], "id": m["id"]} for m in sandbox.sent_by(account_id)]
+
+    @asynccontextmanager
+    async def service(self, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+        async with instagram_service(settings) as client:
+            yield client
+
+
 class GmailKit:
     """Gmail: a mailbox connected through the sandbox's OAuth; mail arrives through the sandbox and a sync."""
 
     name = "gmail"
     webhook_path = "/webhooks/gmail"
     webhook_carries_messages = False
+    sandbox_fixture = "gmail_sandbox"
 
     async def connect(
         self, sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings
@@ -159,7 +213,11 @@ class GmailKit:
         return {"Authorization": "Bearer not-a-google-token"}
 
 
-KITS: dict[str, ChannelKit] = {"whatsapp": WhatsAppKit(), "gmail": GmailKit()}  # type: ignore[dict-item]
+KITS: dict[str, ChannelKit] = {  # type: ignore[dict-item]
+    "whatsapp": WhatsAppKit(),
+    "instagram": InstagramKit(),
+    "gmail": GmailKit(),
+}
 
 
 def new_id(prefix: str) -> str:

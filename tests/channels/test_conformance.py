@@ -11,7 +11,7 @@ import uuid
 import pytest
 from sqlalchemy import update
 from sqlmodel import col, select
-from switchboard.channels.base import channel_names
+from switchboard.channels.base import channel_capabilities, channel_names
 from switchboard.db.models import Message, Outbox
 from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.queue import Queue
@@ -34,6 +34,12 @@ def kit(request: pytest.FixtureRequest) -> ChannelKit:
     if not kit.webhook_carries_messages:
         pytest.skip(f"{kit.name}'s webhook carries no messages: see ChannelKit.webhook_carries_messages")
     return kit
+
+
+@pytest.fixture
+def provider_sandbox(kit: ChannelKit, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """The state of the sandbox standing in for ``kit``'s provider (``kit.sandbox_fixture``)."""
+    return request.getfixturevalue(kit.sandbox_fixture)[1]
 
 
 async def _rows(sessions, tenant_id: uuid.UUID) -> list[Message]:  # type: ignore[no-untyped-def]
@@ -130,10 +136,12 @@ async def answering_tenant(make_tenant, sessions, model, offline_model):  # type
 
 
 async def test_a_rerun_job_sends_each_part_once_and_in_order(
-    kit, e2e_settings, answering_tenant, model, sessions, graph_sandbox, arq_pool
+    kit, e2e_settings, answering_tenant, model, sessions, provider_sandbox, arq_pool
 ) -> None:  # type: ignore[no-untyped-def]
     state, name, _ = model
-    paragraphs = [f"Part {i}: " + ("All the details you asked for. " * 120).strip() for i in range(3)]
+    sentence = "All the details you asked for. "
+    repeats = (channel_capabilities(kit.name).text_limit - 20) // len(sentence)  # ASCII: every unit alike
+    paragraphs = [f"Part {i}: " + (sentence * repeats).strip() for i in range(3)]
     reply = "\n\n".join(paragraphs)  # each paragraph fits one message, the whole does not
     state.script(name).default = ScriptedResponse(content=reply)
     settings = e2e_settings()
@@ -143,7 +151,7 @@ async def test_a_rerun_job_sends_each_part_once_and_in_order(
         await _post(kit, settings, kit.delivery(account, [Posted(new_id("long"), sender, "tell me all")]))
     ).status_code == 200
     await run_worker_burst(settings)
-    sent = kit.sent(graph_sandbox[1], account)
+    sent = kit.sent(provider_sandbox, account)
     assert [m["text"] for m in sent] == paragraphs and {m["to"] for m in sent} == {sender}
 
     # the worker dies after sending but before recording the row as done: the job runs again
@@ -154,7 +162,7 @@ async def test_a_rerun_job_sends_each_part_once_and_in_order(
         )
     await arq_pool.enqueue_job("process_inbound", str(row.id), _job_id=inbound_job_id(row.id) + ":rerun")
     await run_worker_burst(settings)
-    assert kit.sent(graph_sandbox[1], account) == sent
+    assert kit.sent(provider_sandbox, account) == sent
     assert len(state.script(name).requests) == 1  # the turn is not asked again either
     async with sessions() as session:
         parts = (
@@ -168,7 +176,7 @@ async def test_a_rerun_job_sends_each_part_once_and_in_order(
 
 
 async def test_statuses_only_move_forward(
-    kit, e2e_settings, answering_tenant, model, sessions, graph_sandbox
+    kit, e2e_settings, answering_tenant, model, sessions, provider_sandbox
 ) -> None:  # type: ignore[no-untyped-def]
     state, name, _ = model
     state.script(name).default = ScriptedResponse(content="Status check.")
@@ -176,7 +184,7 @@ async def test_statuses_only_move_forward(
     account = await kit.connect(sessions, answering_tenant, settings)
     await _post(kit, settings, kit.delivery(account, [Posted(new_id("st"), "15550100306", "hi")]))
     await run_worker_burst(settings)
-    (sent,) = kit.sent(graph_sandbox[1], account)
+    (sent,) = kit.sent(provider_sandbox, account)
     # out of order, as providers may send them; a late "failed" after "read" changes nothing either
     for status in ("read", "delivered", "sent", "failed"):
         assert (await _post(kit, settings, kit.status(account, sent["id"], status))).status_code == 200

@@ -8,6 +8,7 @@ process knows every channel's section. A new channel adds its settings module to
 """
 
 from switchboard.channels.gmail import settings as gmail_settings
+from switchboard.channels.instagram import settings as instagram_settings
 from switchboard.channels.whatsapp import settings as whatsapp_settings
 
-__all__ = ["gmail_settings", "whatsapp_settings"]
+__all__ = ["gmail_settings", "instagram_settings", "whatsapp_settings"]

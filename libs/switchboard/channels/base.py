@@ -112,6 +112,11 @@ class Capabilities:
     """Free-form messages may be sent this long after the customer's last message (``None``: always)."""
     outside_window: frozenset[str] = frozenset()
     """:attr:`OutboundPart.type`\\ s allowed outside the window (WhatsApp: ``template``)."""
+    human_agent_window: timedelta | None = None
+    """A person's reply (outbox purpose ``human_reply``, never the AI's) may still go out this long
+    after the customer's last message, sent with :attr:`human_agent_tag` (Instagram: 7 days,
+    ``HUMAN_AGENT``); ``None``: no such extension."""
+    human_agent_tag: str | None = None
     untrusted_inbound: bool = False
     """Inbound text is external content (an e-mail): the agent gets read-only tools on such turns."""
     read_receipts: bool = False
@@ -137,6 +142,8 @@ class OutboundPart:
     media: tuple[dict[str, Any], ...] = ()
     template: dict[str, Any] | None = None
     interactive: dict[str, Any] | None = None
+    tag: str | None = None
+    """A message tag the delivery loop decided on (:attr:`Capabilities.human_agent_tag`); never stored."""
 
     def to_payload(self) -> dict[str, Any]:
         """The JSON stored in ``outbox.payload`` (only the keys that are set)."""
@@ -283,8 +290,12 @@ class Channel(Protocol):
         """
         ...
 
-    async def mark_read(self, account: ChannelAccount, external_id: str) -> None:
+    async def mark_read(
+        self, account: ChannelAccount, external_id: str, *, sender: str | None = None
+    ) -> None:
         """Show the customer their message ``external_id`` was read (no-op without read receipts).
+
+        ``sender`` is the customer's address on the channel (Instagram marks a thread seen, not a message).
 
         Raises:
             SendError: the provider refused (the caller logs it; never fatal).
@@ -306,6 +317,15 @@ class Channel(Protocol):
         """Channel-specific effects of a row that never wakes the agent (number changes...)."""
         ...
 
+    async def customer_profile(self, account: ChannelAccount, sender: str) -> dict[str, str] | None:
+        """The customer's ``{"name"?, "username"?}`` from the provider, for channels whose webhooks carry
+        no name (Instagram ``GET /{igsid}``); ``None`` when the channel has no such lookup.
+
+        Raises:
+            SendError: the provider refused (the caller logs it; never fatal).
+        """
+        ...
+
     def acted_buttons(self, tenant_settings: Any) -> dict[str, str]:
         """Button payloads (lower-cased) this channel acts on without a model turn → action name
         (``opt_out``)."""
@@ -322,7 +342,11 @@ class Channel(Protocol):
 
 ChannelFactory = Callable[[ChannelDeps], Channel]
 _FACTORIES: dict[str, ChannelFactory] = {}
-BUILTIN_CHANNEL_MODULES = ("switchboard.channels.whatsapp.channel", "switchboard.channels.gmail.channel")
+BUILTIN_CHANNEL_MODULES = (
+    "switchboard.channels.whatsapp.channel",
+    "switchboard.channels.instagram.channel",
+    "switchboard.channels.gmail.channel",
+)
 """Modules that register the built-in channels (imported lazily: no import-time cycles)."""
 
 

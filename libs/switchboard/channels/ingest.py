@@ -14,6 +14,8 @@ A channel's webhook route verifies and parses the provider's body, normalizes it
 * Only after the transaction commits are jobs enqueued (job id ``inbound:<row id>``, deferred by the
   debounce window so bursts coalesce). An enqueue failure is logged and left to the sweeper: the
   row is already safe. Delivery statuses go to one ``apply_delivery_statuses`` job per delivery.
+* A stored row with an expiring media link (Instagram's CDN) also gets a ``copy_inbound_media`` job
+  at once (:mod:`switchboard.media.jobs`), so the bytes are ours before the link dies.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.channels.accounts import AccountDirectory, AccountRef
 from switchboard.contracts import InboundMessage
 from switchboard.db.models import InboundState, Message, utcnow
+from switchboard.media.jobs import COPY_JOB, copy_job_id
 from switchboard.observability import get_logger
 from switchboard.outbox.statuses import DeliveryStatus
 from switchboard.queue.keys import channel_throttle_key, inbound_job_id
@@ -361,7 +364,14 @@ async def ingest_delivery(
     if redis is None:
         result.enqueue_failures = len(result.stored_ids) + (1 if statuses else 0)
         return result
+    expiring = {row["id"] for row in rows if any(m.get("expiring") for m in row["media"])}
     for row_id in result.stored_ids:
+        if row_id in expiring:  # the provider's link dies: copy the bytes now, before the debounce
+            try:
+                await redis.enqueue_job(COPY_JOB, str(row_id), _job_id=copy_job_id(row_id))
+            except Exception as exc:  # noqa: BLE001 (fetch_media copies the link itself later; logged)
+                result.enqueue_failures += 1
+                log.error("media_copy_enqueue_failed", inbound_message_id=str(row_id), error=str(exc))
         defer_s = debounce_s if actions.get(row_id) == "process" else 0.0
         try:
             await enqueue_inbound(redis, row_id, defer_s=defer_s)

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.channels.base import OutboundPart
+from switchboard.channels.base import OutboundPart, channel_capabilities, split_text
 from switchboard.db.models import ChannelAccount, Conversation, Customer, HumanAgent, OutboxPurpose
 from switchboard.outbox.writer import OutboxItem, write_outbox
 
@@ -28,6 +28,7 @@ __all__ = [
     "customer_label",
     "customer_address",
     "assignment_notice",
+    "portable",
 ]
 
 AGENT_CONSOLE_CHANNEL = "whatsapp"
@@ -54,17 +55,43 @@ class Outgoing:
     purpose: OutboxPurpose = OutboxPurpose.notice
     """``notice`` (to an agent or a customer), ``relay`` (a customer's message to their agent) or
     ``human_reply`` (an agent's reply to the customer)."""
+    media_channel: str | None = None
+    """The channel ``media`` refs belong to (a WhatsApp media id, an Instagram copy in our storage):
+    media goes along only when the item goes out on that channel; otherwise a line names it."""
+
+
+CHANNEL_LABELS = {"whatsapp": "WhatsApp", "instagram": "Instagram", "gmail": "Gmail"}
 
 
 def customer_address(customer: Customer) -> str:
-    """Where a customer's WhatsApp messages go: phone (``wa_id``), else the external id (BSUID)."""
+    """Where a customer's messages go on their channel: the phone (``wa_id``), else the external id
+    (WhatsApp BSUID, Instagram IGSID, e-mail address)."""
     return customer.phone or customer.external_user_id
 
 
 def customer_label(customer: Customer) -> str:
-    """``"Ana Lima (+5511999990000)"`` / ``"+5511999990000"``: how agents see a customer."""
-    number = f"+{customer.phone}" if customer.phone else customer.external_user_id
-    return f"{customer.display_name} ({number})" if customer.display_name else number
+    """How agents see a customer: ``"Ana Lima (+5511999990000)"`` / ``"+5511999990000"`` on WhatsApp;
+    ``"Ana Lima (@ana.lima on Instagram)"`` / ``"1000000000000001 on Instagram"`` on another channel."""
+    if customer.channel in (None, "", AGENT_CONSOLE_CHANNEL):
+        number = f"+{customer.phone}" if customer.phone else customer.external_user_id
+        return f"{customer.display_name} ({number})" if customer.display_name else number
+    username = (customer.profile or {}).get("username")
+    handle = f"@{username}" if username else customer.external_user_id
+    where = f"{handle} on {CHANNEL_LABELS.get(customer.channel, customer.channel)}"
+    return f"{customer.display_name} ({where})" if customer.display_name else where
+
+
+def portable(item: Outgoing, channel: str) -> tuple[str, list[dict[str, Any]]]:
+    """``(text, media)`` of ``item`` as it can go out on ``channel``: media of another channel cannot be
+    sent by its ref (a WhatsApp media id means nothing to Instagram), so it becomes a line naming it."""
+    if not item.media or item.media_channel in (None, channel):
+        return item.text, list(item.media)
+    source = CHANNEL_LABELS.get(item.media_channel, item.media_channel)
+    lines = [
+        f"[{m.get('kind') or str(m.get('mime') or 'file').split('/')[0]} sent on {source}: not forwarded]"
+        for m in item.media
+    ]
+    return "\n".join([t for t in (item.text.strip(),) if t] + lines), []
 
 
 def assignment_notice(
@@ -118,6 +145,17 @@ async def _sending_account(
     return AGENT_CONSOLE_CHANNEL, account
 
 
+def _pieces(text: str, channel: str) -> list[str]:
+    """``text`` split under ``channel``'s limit, one outbox part each (a person's 3,000-character reply is
+    three Instagram messages, each with its own id to match its echo); ``[""]`` for no text."""
+    if not text:
+        return [""]
+    caps = channel_capabilities(channel)
+    if caps is None:  # a channel this process does not know: the channel's send decides
+        return [text]
+    return split_text(text, caps.text_limit, caps.text_unit) or [text]
+
+
 async def write_outgoing(
     session: AsyncSession,
     *,
@@ -135,23 +173,27 @@ async def write_outgoing(
     rows = []
     for item in items:
         channel, account_id = await _sending_account(session, item, cache)
-        rows.append(
-            OutboxItem(
-                conversation_id=item.conversation_id,
-                channel=channel,
-                channel_account_id=account_id,
-                recipient=item.recipient,
-                part=OutboundPart(
-                    type="media" if item.media and not item.text else "text",
-                    text=item.text,
-                    media=tuple(item.media),
-                ),
-                purpose=item.purpose,
-                audience=item.audience,
-                agent_id=item.agent_id,
-                proxy=item.proxy,
+        text, media = portable(item, channel)
+        pieces = _pieces(text, channel)
+        for number, piece in enumerate(pieces, start=1):
+            last = number == len(pieces)
+            rows.append(
+                OutboxItem(
+                    conversation_id=item.conversation_id,
+                    channel=channel,
+                    channel_account_id=account_id,
+                    recipient=item.recipient,
+                    part=OutboundPart(
+                        type="media" if last and media and not piece else "text",
+                        text=piece,
+                        media=tuple(media) if last else (),
+                    ),
+                    purpose=item.purpose,
+                    audience=item.audience,
+                    agent_id=item.agent_id,
+                    proxy=item.proxy,
+                )
             )
-        )
     return await write_outbox(
         session, tenant_id=tenant_id, items=rows, inbound_message_id=inbound_message_id, trace_id=trace_id
     )

@@ -9,7 +9,9 @@
   summarizes it later).
 * Every relayed message is stored with ``proxy_metadata`` (who sent it, relayed from/to, original
   message id); agent replies also become ``human_agent`` rows of the customer's conversation, so the AI
-  sees them after ``/end``. Media is relayed by media id with the prefix as caption.
+  sees them after ``/end``. Media is relayed by its ref when both sides are on the same channel; across
+  channels (an Instagram customer, an agent on WhatsApp) a line names it instead
+  (:func:`~switchboard.handoff.notices.portable`).
 * What this module decides to send is written to the outbox (:func:`~switchboard.handoff.notices.write_outgoing`)
   and sent by the one delivery loop (:mod:`switchboard.outbox.delivery`): relays to a customer go out
   through the customer's own channel, messages to an agent through the tenant's WhatsApp number. The
@@ -44,6 +46,7 @@ from switchboard.handoff.agents import agent_by_phone
 from switchboard.handoff.assignment import open_conversations_of
 from switchboard.handoff.commands import CommandError, parse_command, run_command, selected_conversation
 from switchboard.handoff.notices import (
+    AGENT_CONSOLE_CHANNEL,
     AGENT_TEXT_LIMIT,
     Outgoing,
     agent_outgoing,
@@ -75,8 +78,8 @@ def _flags(row: Message) -> dict[str, Any]:
 
 async def agent_for_row(sessions: Any, row: Message) -> HumanAgent | None:
     """The tenant's human agent who sent ``row`` (by ``wa_id``), or ``None`` for a customer."""
-    if row.direction != MessageDirection.inbound.value:
-        return None
+    if row.direction != MessageDirection.inbound.value or row.channel != AGENT_CONSOLE_CHANNEL:
+        return None  # agents work from the console channel; an IGSID or e-mail is never an agent's phone
     phone = _flags(row).get("wa_id") or row.sender_external_id
     if not phone:
         return None
@@ -244,6 +247,7 @@ async def _relay_agent_reply(
                     media=media,
                     proxy=proxy,
                     purpose=OutboxPurpose.human_reply,
+                    media_channel=row.channel,
                 )
             ],  # fmt: skip
             inbound_message_id=row.id,
@@ -298,6 +302,7 @@ async def relay_customer_message(
                     media=_media_of(row),
                     proxy=proxy,
                     purpose=OutboxPurpose.relay,
+                    media_channel=row.channel,
                 )
             ],
             inbound_message_id=row.id,

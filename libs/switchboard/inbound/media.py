@@ -5,7 +5,8 @@ resolves a media id to a short-lived URL right before the download); what is don
 
 * audio →
   ``POST {TRANSCRIPTION_BASE_URL}/v1/audio/transcriptions`` (OpenAI shape) uploaded as ``voice.ogg`` /
-  ``audio/ogg`` (MIME parameters stripped: ``.opus`` names are rejected, LIBRARIES.md §10) →
+  ``audio/ogg`` (MIME parameters stripped: ``.opus`` names are rejected, LIBRARIES.md §10; audio without
+  a type is sniffed from its bytes, :func:`switchboard.media.sniff_mime`, and named ``voice.m4a`` etc.) →
   ``[Audio transcription]: "..."``;
 * image → ``POST {VISION_BASE_URL}/v1/chat/completions`` with a base64 data URL →
   ``[Image description]: "..."`` after the caption;
@@ -20,7 +21,6 @@ the customer still gets an answer.
 from __future__ import annotations
 
 import base64
-import mimetypes
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 
 from switchboard.errors import SwitchboardError
+from switchboard.media.sniff import extension_for, sniff_mime
 from switchboard.settings import Settings
 
 __all__ = ["MediaUnavailable", "media_to_text", "safe_filename", "upload_name", "MediaFetcher", "MEDIA_KINDS"]
@@ -50,11 +51,20 @@ class MediaUnavailable(SwitchboardError):
 
     Attributes:
         is_transient: retrying later may work.
+        reason: why, in a word the agent's notice names (``expired``, ``too_large``), when known.
     """
 
-    def __init__(self, message: str, *, is_transient: bool) -> None:
+    def __init__(self, message: str, *, is_transient: bool, reason: str | None = None) -> None:
         self.is_transient = is_transient
+        self.reason = reason
         super().__init__(message)
+
+
+_WHY = {
+    "expired": "the link had expired",
+    "too_large": "the file was too large",
+    "missing": "the copy is gone",
+}
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._ -]+")
@@ -70,15 +80,7 @@ def safe_filename(name: str | None, fallback: str = "file") -> str:
 def upload_name(mime: str | None) -> tuple[str, str]:
     """``(filename, content_type)`` for an upload: ``audio/ogg; codecs=opus`` → ``("voice.ogg", "audio/ogg")``."""
     base = (mime or "application/octet-stream").split(";", 1)[0].strip().lower()
-    ext = {
-        "audio/ogg": ".ogg",
-        "audio/opus": ".ogg",
-        "audio/mpeg": ".mp3",
-        "audio/mp4": ".m4a",
-        "audio/aac": ".m4a",
-        "audio/amr": ".amr",
-    }.get(base)
-    ext = ext or mimetypes.guess_extension(base) or ".bin"
+    ext = {"audio/aac": ".m4a"}.get(base) or extension_for(base)
     return f"voice{ext}", base
 
 
@@ -173,10 +175,16 @@ async def media_to_text(
     """
     lines = [caption.strip()] if caption.strip() else []
     ref = media[0] if media else {}
-    if kind in ("audio", "image") and ref.get("ref"):
+    label = "Voice message" if kind == "audio" else kind.capitalize()
+    if ref.get("unavailable"):  # the copy at ingest failed for good (expired link, too large)
+        why = _WHY.get(str(ref["unavailable"]), str(ref["unavailable"]))
+        lines.append(f"[{label} received but could not be read: {why}]")
+    elif kind in ("audio", "image") and ref.get("ref"):
         try:
             data, served_mime = await fetch(str(ref["ref"]))
             mime = ref.get("mime") or served_mime
+            if not mime or mime == "application/octet-stream":  # Instagram audio comes without a type
+                mime = sniff_mime(data, kind=kind) or mime
             if kind == "audio":
                 lines.append(
                     f"[Audio transcription]: {_quoted(await transcribe(http, settings, data, mime))}"
@@ -188,9 +196,8 @@ async def media_to_text(
         except MediaUnavailable as exc:
             if exc.is_transient:
                 raise
-            lines.append(
-                f"[{'Voice message' if kind == 'audio' else 'Image'} received but could not be read]"
-            )
+            why = f": {_WHY.get(exc.reason, exc.reason)}" if exc.reason else ""
+            lines.append(f"[{label} received but could not be read{why}]")
     elif kind in ("video", "document"):
         label = ref.get("filename") or ref.get("mime") or kind
         lines.append(f"[{kind.capitalize()} received: {label}]")

@@ -3,25 +3,29 @@ an :class:`Outcome` to end the run, or ``None`` to go on to the next step. None 
 what differs per channel is behind :class:`~switchboard.channels.base.Channel`.
 
 1. :func:`record_only` — rows that never wake the agent (stickers, reactions, system messages,
-   echoes of what the business typed in its own app) are recorded; an echo hands the conversation to
-   a person.
-2. :func:`agent_console` — a message from one of the tenant's human agents is a slash command or a
+   echoes) are recorded; an echo of our own send is recorded on its outbox row
+   (:mod:`switchboard.outbox.echoes`), any other echo is a person typing in the business's own app and
+   hands the conversation to a person.
+2. :func:`customer_profile` — a customer without a name on a channel whose webhooks carry none
+   (Instagram) gets the provider's name and username, once, cached.
+3. :func:`agent_console` — a message from one of the tenant's human agents is a slash command or a
    reply to relay (:mod:`switchboard.handoff.relay`), never a customer message.
-3. :func:`customer_limit` — over the per-customer limit: one polite slow-down reply per window.
-4. :func:`tenant_limit` — over the per-tenant limit: ``Retry`` later; the customer sees nothing.
-5. :func:`buttons` — a configured button payload acts without a model turn (opt-out, talk to a person).
-6. :func:`human_mode` — a conversation with a person: the message is relayed to the agent.
-7. :func:`coalesce` — a newer message of the same customer is waiting: that one's turn answers both.
-8. :func:`lock_conversation` — one turn at a time per conversation.
-9. :func:`absorb_older` — older waiting messages of the customer join this turn.
-10. :func:`reply_cap` — a channel's cap on automatic replies per conversation (Gmail): over it, a person.
-11. :func:`media_to_text` — every message of the turn with media becomes text first.
-12. :func:`turn` — ``POST /v1/turns``; the reply is split to the channel's limits into the outbox.
-13. :func:`send_reply` — the delivery loop sends the parts.
+4. :func:`customer_limit` — over the per-customer limit: one polite slow-down reply per window.
+5. :func:`tenant_limit` — over the per-tenant limit: ``Retry`` later; the customer sees nothing.
+6. :func:`buttons` — a configured button payload acts without a model turn (opt-out, talk to a person).
+7. :func:`human_mode` — a conversation with a person: the message is relayed to the agent.
+8. :func:`coalesce` — a newer message of the same customer is waiting: that one's turn answers both.
+9. :func:`lock_conversation` — one turn at a time per conversation.
+10. :func:`absorb_older` — older waiting messages of the customer join this turn.
+11. :func:`reply_cap` — a channel's cap on automatic replies per conversation (Gmail): over it, a person.
+12. :func:`media_to_text` — every message of the turn with media becomes text first.
+13. :func:`turn` — ``POST /v1/turns``; the reply is split to the channel's limits into the outbox.
+14. :func:`send_reply` — the delivery loop sends the parts.
 """
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -57,6 +61,7 @@ from switchboard.inbound.turn_client import ContractViolation, OrchestratorUnava
 from switchboard.observability import get_logger
 from switchboard.outbox import text_items, write_outbox
 from switchboard.outbox.delivery import DeliveryScope, deliver
+from switchboard.outbox.echoes import match_echo
 from switchboard.outbox.jobs import delivery_deps_from
 from switchboard.queue.keys import (
     burst_key,
@@ -66,6 +71,7 @@ from switchboard.queue.keys import (
     customer_slowdown_key,
     deliver_job_id,
     inbound_failures_key,
+    profile_cache_key,
     tenant_rate_key,
 )
 from switchboard.tenant_settings import tenant_settings_from
@@ -98,6 +104,12 @@ LOCK_RETRY_DEFER_S = 1.0
 LOCK_RETRY_MAX_DEFER_S = 10.0
 LOCK_MARGIN_S = 5.0
 """The conversation lock outlives the job timeout by this much (seconds)."""
+PROFILE_RETRY_S = 300
+"""After a failed profile lookup, the customer's profile is asked again at the earliest this much later."""
+ECHO_WAIT_TRIES = 5
+"""Runs an echo waits while one of our sends to the same customer is in flight and unmatched (its answer,
+the mid, may still come) before it counts as a person's message."""
+ECHO_WAIT_S = 1.0
 BUTTON_KINDS = ("button", "interactive", "postback", "quick_reply")
 """Row kinds whose stored ``payload`` is a button id (WhatsApp template quick reply, reply button,
 list row; Instagram postback and quick reply)."""
@@ -269,6 +281,15 @@ async def record_only(ic: InboundContext) -> Outcome | None:
     row = ic.row
     if ic.stored.action == "process" and row.direction == "inbound":
         return None
+    if ic.stored.echo:
+        async with ic.deps.resources.sessions() as session, session.begin():
+            match = await match_echo(session, row, row.sender_external_id or "")
+        if match.verdict == "ours":
+            return Outcome.echo_of_ours
+        if match.verdict == "wait" and int(ic.job.get("job_try", 1)) < ECHO_WAIT_TRIES:
+            log.info("echo_waits_for_send", job_try=int(ic.job.get("job_try", 1)))
+            raise Retry(defer=ECHO_WAIT_S)
+        # nothing of ours matches: a person typed it in the provider's own app
     if ic.stored.echo and ic.conversation.status == ConversationStatus.ai.value:
         assignment = await escalate_and_notify(
             ic.deps.resources.sessions,
@@ -289,6 +310,49 @@ async def record_only(ic: InboundContext) -> Outcome | None:
             .values(inbound_state=InboundState.done.value, processed_at=utcnow(), last_error=None)
         )
     return Outcome.recorded
+
+
+async def customer_profile(ic: InboundContext) -> Outcome | None:
+    """A customer without a name, on a channel whose webhooks carry none (Instagram): ask the provider
+    once (``Channel.customer_profile``, cached ``INSTAGRAM_PROFILE_CACHE_S`` in Redis, a failure
+    :data:`PROFILE_RETRY_S`) and
+    keep the name and username on the customer. Optional: a failure is logged and the message goes on."""
+    row, customer = ic.row, ic.customer
+    ttl_s = int(ic.settings.instagram_profile_cache_s)
+    if customer.display_name or row.direction != "inbound" or not row.sender_external_id or ttl_s <= 0:
+        return None
+    section = getattr(await load_tenant_settings(ic), row.channel, None)
+    if section is not None and getattr(section, "fetch_profiles", True) is False:
+        return None
+    key = profile_cache_key(row.channel, row.channel_account_id, row.sender_external_id)
+    cached = await ic.deps.redis.get(key)
+    if cached is not None:
+        profile = json.loads(cached)
+    else:
+        try:
+            profile = await ic.channel.customer_profile(ic.account, row.sender_external_id)
+        except Exception as exc:  # noqa: BLE001 (a name is a courtesy: never blocks the message)
+            log.warning("customer_profile_failed", error=f"{type(exc).__name__}: {exc}"[:200])
+            profile = {}
+        if profile is None:  # the channel has no lookup
+            return None
+        # a failure is remembered briefly (PROFILE_RETRY_S), so a refused lookup is not asked per message
+        await ic.deps.redis.set(
+            key, json.dumps(profile), ex=ttl_s if profile else min(ttl_s, PROFILE_RETRY_S)
+        )
+    if not profile:
+        return None
+    async with ic.deps.resources.sessions() as session, session.begin():
+        stored = await session.get(Customer, customer.id, with_for_update=True)
+        if stored is not None and not stored.display_name:
+            stored.display_name = (profile.get("name") or profile.get("username") or "")[:200] or None
+            if profile.get("username"):
+                stored.profile = {**(stored.profile or {}), "username": profile["username"]}
+            stored.updated_at = utcnow()
+            session.add(stored)
+            ic.customer = stored
+    log.info("customer_profile_stored", has_username=bool(profile.get("username")))
+    return None
 
 
 async def agent_console(ic: InboundContext) -> Outcome | None:
@@ -687,9 +751,10 @@ async def turn(ic: InboundContext) -> Outcome | None:
     if not ic.text:
         await finish(ic, InboundState.done, "nothing to answer (empty text)")
         return Outcome.empty
+    text = f"{ic.stored.context_line}\n{ic.text}" if ic.stored.context_line else ic.text
     request = TurnRequest(
         tenant_id=row.tenant_id, conversation_id=ic.conversation.id, inbound_message_id=row.id,
-        channel=row.channel, customer_id=ic.customer.id, text=ic.text[:100_000],
+        channel=row.channel, customer_id=ic.customer.id, text=text[:100_000],
     )  # fmt: skip
     try:
         result = await request_turn(
@@ -739,6 +804,7 @@ async def send_reply(ic: InboundContext) -> Outcome:
 
 STEPS: tuple[Step, ...] = (
     record_only,
+    customer_profile,
     agent_console,
     customer_limit,
     tenant_limit,

@@ -542,7 +542,7 @@ async def _mark_read(run: _Run, claimed: _Claimed) -> None:
     if not await run.deps.redis.set(mark_read_key(inbound_id), "1", nx=True, ex=MARK_READ_MEMORY_S):
         return
     try:
-        await claimed.channel.mark_read(claimed.account, inbound.external_id)
+        await claimed.channel.mark_read(claimed.account, inbound.external_id, sender=claimed.row.recipient)
     except Exception as exc:  # noqa: BLE001 (blue ticks are a courtesy; never fatal)
         code = exc.code if isinstance(exc, SendError) else type(exc).__name__
         log.warning("mark_read_failed", error_code=code, inbound_message_id=str(inbound_id))

@@ -1,7 +1,9 @@
 """What the delivery loop may send, and when to try again: decisions that write nothing.
 
 * :func:`may_send`: the service window of the row's audience (the conversation's customer, or the
-  agent's own window), and the tenant's ``handoff.agent_template_name`` template for an agent outside it.
+  agent's own window), and the tenant's ``handoff.agent_template_name`` template for an agent outside it;
+  on a channel with a human-agent extension (Instagram) a person's reply past the window, within the
+  extension, goes out with the channel's tag (``HUMAN_AGENT``), and nothing else does.
 * :func:`backoff_s`: capped exponential back-off with full jitter.
 * :func:`outcome_unknown`: whether a failed call may still have been accepted by the provider.
 * :func:`conversation_reason`: the text a customer's conversation records when a provider refuses.
@@ -13,14 +15,14 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.channels.base import Channel, OutboundPart, SendError, SendErrorKind, within_window
-from switchboard.db.models import Conversation, HumanAgent, Outbox, Tenant
+from switchboard.db.models import Conversation, HumanAgent, Outbox, OutboxPurpose, Tenant
 from switchboard.observability import get_logger
 from switchboard.tenant_settings import TenantSettings, tenant_settings_from
 
@@ -110,12 +112,42 @@ async def may_send(
             f"the agent has not written to the business number in {hours} hours and {why}",
         )
     conversation = await session.get(Conversation, row.conversation_id)
-    if conversation is not None and within_window(caps, conversation.last_customer_message_at, now):
+    last = conversation.last_customer_message_at if conversation is not None else None
+    if conversation is not None and within_window(caps, last, now):
         return part, False
+    if caps.human_agent_window is not None and caps.human_agent_tag:
+        return _human_agent_tag(row, channel, part, last, now)
     return Refusal(
         "window_closed",
         f"outside the {hours}-hour customer-service window: needs a template",
         f"{channel.name}: outside the {hours}-hour window; needs a template message or a human",
+    )
+
+
+def _human_agent_tag(
+    row: Outbox, channel: Channel, part: OutboundPart, last: datetime | None, now: datetime
+) -> tuple[OutboundPart, bool] | Refusal:
+    """Past the standard window on a channel with a human-agent extension (Instagram: 7 days,
+    ``HUMAN_AGENT``, Meta's human-agent policy): a person's reply goes out tagged; the AI's replies and
+    automatic notices never do."""
+    caps = channel.capabilities
+    assert caps.human_agent_window is not None
+    hours, days = window_hours(channel), int(caps.human_agent_window.total_seconds() // 86_400)
+    if row.purpose != OutboxPurpose.human_reply.value:
+        return Refusal(
+            "window_closed",
+            f"outside the {hours}-hour window: only a person may answer now (up to {days} days after "
+            "the customer's last message)",
+            f"{channel.name}: outside the {hours}-hour window; only a person may answer, within {days} days",
+        )
+    if last is not None and now - last < caps.human_agent_window:
+        log.info("delivery_human_agent_tag", tag=caps.human_agent_tag)
+        return replace(part, tag=caps.human_agent_tag), False
+    return Refusal(
+        "window_closed",
+        f"more than {days} days since the customer's last message: {channel.name} accepts no reply, "
+        "not even a person's, until the customer writes again",
+        f"{channel.name}: more than {days} days since the customer wrote; wait for them to write again",
     )
 
 

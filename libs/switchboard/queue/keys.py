@@ -16,6 +16,7 @@ __all__ = [
     "parked_status_key",
     "parked_status_index_key",
     "mark_read_key",
+    "profile_cache_key",
     "contract_violation_counter_key",
     "inbound_failures_key",
     "burst_key",
@@ -80,6 +81,11 @@ def parked_status_index_key(channel: str, account_id: str) -> str:
 def mark_read_key(inbound_message_id: uuid.UUID | str) -> str:
     """Set (NX) once the customer's message was marked read, so a re-run never marks it again."""
     return f"outbox:read:{inbound_message_id}"
+
+
+def profile_cache_key(channel: str, account_id: uuid.UUID | str | None, sender: str) -> str:
+    """A customer's profile from the provider (JSON; ``{}`` after a failed lookup), per channel account."""
+    return f"profile:{channel}:{account_id}:{sender}"
 
 
 def contract_violation_counter_key() -> str:

@@ -42,6 +42,7 @@ JOB_QUEUES: Mapping[str, Queue] = MappingProxyType(
         "apply_delivery_statuses": Queue.chat,
         "apply_whatsapp_statuses": Queue.chat,
         "deliver_outbox": Queue.chat,
+        "copy_inbound_media": Queue.chat,
         "deliver_outbox_sweep": Queue.chat,
         "approvals_sweep": Queue.chat,
         "ingest_knowledge_source": Queue.background,

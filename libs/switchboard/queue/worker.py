@@ -91,6 +91,7 @@ def _worker_class(
     from switchboard.crypto import CredentialCipher
     from switchboard.inbound.context import WorkerDeps
     from switchboard.llm.router import ModelGateway
+    from switchboard.media import MediaStore
 
     wrong = sorted(name for name in _names(functions, cron_jobs) if JOB_QUEUES.get(name) != queue)
     if wrong:
@@ -108,14 +109,22 @@ def _worker_class(
         )
         cipher = CredentialCipher(settings.secret("encryption_key").encode())
         http = httpx.AsyncClient(timeout=settings.orchestrator_timeout_s)
+        media_store = MediaStore.from_settings(settings)
         ctx["deps"] = WorkerDeps(
             resources=ctx["resources"],
             settings=settings,
             channels=build_channels(
-                ChannelDeps(settings=settings, cipher=cipher, http=http, sessions=ctx["resources"].sessions)
+                ChannelDeps(
+                    settings=settings,
+                    cipher=cipher,
+                    http=http,
+                    sessions=ctx["resources"].sessions,
+                    extra={"media_store": media_store},
+                )
             ),
             http=http,
             cipher=cipher,
+            media_store=media_store,
         )
         ctx["model_gateway"] = ModelGateway(
             settings=settings,
@@ -170,6 +179,8 @@ def build_chat_worker_settings(settings: Settings) -> type:
 
     from switchboard.handoff.pending import approvals_sweep
     from switchboard.inbound import process_inbound
+    from switchboard.media.jobs import COPY_JOB, copy_inbound_media
+    from switchboard.media.jobs import JOB_MAX_TRIES as COPY_MAX_TRIES
     from switchboard.outbox.jobs import deliver_outbox
     from switchboard.queue.maintenance import apply_delivery_statuses, apply_whatsapp_statuses
 
@@ -193,6 +204,7 @@ def build_chat_worker_settings(settings: Settings) -> type:
                 apply_whatsapp_statuses, name="apply_whatsapp_statuses", timeout=side_timeout_s, max_tries=3
             ),
             func(deliver_outbox, name="deliver_outbox", timeout=side_timeout_s, max_tries=3),
+            func(copy_inbound_media, name=COPY_JOB, timeout=side_timeout_s, max_tries=COPY_MAX_TRIES),
         ],
         cron_jobs=[
             cron(

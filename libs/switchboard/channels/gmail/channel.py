@@ -196,8 +196,14 @@ class GmailChannel:
         log.info("gmail_reply_sent", threaded=bool(context.thread_id), automatic=automatic)
         return gmail_id or message_id
 
-    async def mark_read(self, account: ChannelAccount, external_id: str) -> None:
+    async def mark_read(
+        self, account: ChannelAccount, external_id: str, *, sender: str | None = None
+    ) -> None:
         """No read receipts in e-mail."""
+
+    async def customer_profile(self, account: ChannelAccount, sender: str) -> dict[str, str] | None:
+        """None: the ``From`` header names the sender."""
+        return None
 
     async def attachment_bytes(
         self, account_id: uuid.UUID, ref: str, *, max_bytes: int

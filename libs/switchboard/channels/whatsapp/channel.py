@@ -139,7 +139,9 @@ class WhatsAppChannel:
             raise SendError("nothing to send: empty part", kind=SendErrorKind.permanent, code="empty_part")
         return wamid
 
-    async def mark_read(self, account: ChannelAccount, external_id: str) -> None:
+    async def mark_read(
+        self, account: ChannelAccount, external_id: str, *, sender: str | None = None
+    ) -> None:
         """Blue ticks on the customer's message.
 
         Raises:
@@ -177,6 +179,10 @@ class WhatsAppChannel:
         from switchboard.channels.whatsapp.hooks import record_only
 
         await record_only(session, row, ctx)
+
+    async def customer_profile(self, account: ChannelAccount, sender: str) -> dict[str, str] | None:
+        """None: WhatsApp webhooks carry the customer's profile name."""
+        return None
 
     def acted_buttons(self, tenant_settings: Any) -> dict[str, str]:
         """Opt-out payloads of the tenant's ``whatsapp`` section → ``opt_out``."""

@@ -20,9 +20,10 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from switchboard.channels.meta import SIGNATURE_HEADER, sign_body
+from switchboard.channels.cli_common import account_of_tenant, connect_account, print_sent
+from switchboard.channels.meta import post_signed
 from switchboard.cli.root import channel_app, simulate_app
-from switchboard.cli.runner import command_settings, friendly_errors, run_in_session
+from switchboard.cli.runner import command_settings, friendly_errors
 
 __all__ = [
     "add_whatsapp",
@@ -125,15 +126,6 @@ def answerable_messages(body: dict[str, Any]) -> int:
     return sum(1 for message in normalize_delivery(body).messages if message.action == "process")
 
 
-async def post_signed(client: httpx.AsyncClient, url: str, raw: bytes, app_secret: str) -> httpx.Response:
-    """POST ``raw`` to ``url`` with ``X-Hub-Signature-256`` as Meta would sign it."""
-    return await client.post(
-        url,
-        content=raw,
-        headers={"Content-Type": "application/json", SIGNATURE_HEADER: sign_body(raw, app_secret)},
-    )
-
-
 @channel_app.command("add-whatsapp")
 @friendly_errors
 def add_whatsapp(
@@ -151,12 +143,6 @@ def add_whatsapp(
     display_name: Annotated[str | None, typer.Option(help="Shown in logs and the admin API.")] = None,
 ) -> None:
     """Connect a WhatsApp number to a tenant: webhooks whose metadata.phone_number_id matches are routed to it."""
-    from sqlmodel import select
-
-    from switchboard.crypto import CredentialCipher
-    from switchboard.db.models import ChannelAccount
-    from switchboard.tenants import add_channel_account, get_tenant
-
     if not phone_number_id.isdigit():
         raise ValueError("--phone-number-id must be digits (Meta's phone_number_id)")
     if access_token is not None and not access_token.strip():
@@ -164,34 +150,10 @@ def add_whatsapp(
             "--access-token is empty: give the Graph API token, or omit it for the local sandbox"
         )
     settings = command_settings()
-    cipher = CredentialCipher(settings.secret("encryption_key").encode())
-
-    async def work(session):  # type: ignore[no-untyped-def]
-        owner = await get_tenant(session, tenant)
-        existing = (
-            await session.exec(
-                select(ChannelAccount).where(
-                    ChannelAccount.channel == "whatsapp",
-                    ChannelAccount.external_account_id == phone_number_id,
-                )
-            )
-        ).first()
-        if existing is not None:
-            if existing.tenant_id != owner.id:
-                raise ValueError(f"phone_number_id {phone_number_id} is already connected to another tenant")
-            if access_token:
-                existing.credentials_encrypted = cipher.encrypt({"access_token": access_token})
-            existing.display_name = display_name or existing.display_name
-            existing.is_active = True
-            session.add(existing)
-            return existing, False
-        account = await add_channel_account(
-            session, tenant=owner, channel="whatsapp", external_account_id=phone_number_id, display_name=display_name,
-            credentials={"access_token": access_token} if access_token else None, cipher=cipher,
-        )  # fmt: skip
-        return account, True
-
-    account, created = run_in_session(work, settings=settings)
+    account, created = connect_account(
+        settings, tenant=tenant, channel="whatsapp", external_account_id=phone_number_id,
+        access_token=access_token, display_name=display_name, label="phone_number_id",
+    )  # fmt: skip
     typer.echo(f"{'connected' if created else 'updated'} whatsapp number {phone_number_id} id={account.id}")
     typer.echo(
         f"webhook URL: https://<your-host>/webhooks/whatsapp (locally {settings.service_url(settings.whatsapp_port)}/webhooks/whatsapp)"
@@ -228,31 +190,13 @@ def simulate_whatsapp(
     webhook stored nothing new, or the payload holds no customer message to answer (statuses, reactions...),
     it says so in one line and returns at once.
     """
-    from sqlmodel import select
-
-    from switchboard.db.models import ChannelAccount
-    from switchboard.tenants import get_tenant
-
     if (text is None) == (payload is None):
         raise ValueError("give exactly one of --text or --payload")
     settings = command_settings()
-
-    async def find_account(session):  # type: ignore[no-untyped-def]
-        owner = await get_tenant(session, tenant)
-        account = (
-            await session.exec(
-                select(ChannelAccount).where(
-                    ChannelAccount.tenant_id == owner.id, ChannelAccount.channel == "whatsapp"
-                )
-            )
-        ).first()
-        if account is None:
-            raise ValueError(
-                f"tenant {tenant} has no WhatsApp number: run `switchboard channel add-whatsapp`"
-            )
-        return account.external_account_id
-
-    phone_number_id = run_in_session(find_account, settings=settings)
+    phone_number_id = account_of_tenant(
+        settings, tenant=tenant, channel="whatsapp",
+        missing=f"tenant {tenant} has no WhatsApp number: run `switchboard channel add-whatsapp`",
+    )  # fmt: skip
     if payload is not None:
         try:
             document = json.loads(payload.read_text())
@@ -310,28 +254,11 @@ def simulate_whatsapp(
             if after is None:
                 typer.secho("no Graph API sandbox reachable: not waiting for replies", err=True)
                 return 0
-            deadline = time.monotonic() + timeout
-            last_new = None
-            while time.monotonic() < deadline:
-                await asyncio.sleep(0.25)
-                messages = (await client.get(sandbox_url, params={"after": after}, headers=control)).json()[
-                    "messages"
-                ]
-                for message in messages:
-                    typer.echo(
-                        json.dumps(
-                            {
-                                k: message.get(k)
-                                for k in ("to", "type", "text", "id", "phone_number_id", "reply_to")
-                            },
-                            ensure_ascii=False,
-                        )
-                    )
-                    after = message["seq"]
-                    last_new = time.monotonic()
-                if last_new is not None and time.monotonic() - last_new > 3.0:
-                    break
-            if last_new is None:
+            came = await print_sent(
+                client, sandbox_url, after=after, wait_s=timeout, headers=control,
+                fields=("to", "type", "text", "id", "phone_number_id", "reply_to"),
+            )  # fmt: skip
+            if not came:
                 typer.secho(
                     f"no reply within {timeout:g} s. The message is stored; the worker may have handed the "
                     "conversation to a person (human mode: see `agents list` and the worker's "

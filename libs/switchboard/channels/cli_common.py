@@ -1,0 +1,125 @@
+"""What every channel's CLI does the same way (:mod:`switchboard.channels.whatsapp.cli`,
+:mod:`switchboard.channels.instagram.cli`): connect an account with an encrypted token, find a tenant's
+account, and watch a provider sandbox for what the system sent after a simulated webhook."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+import typer
+
+from switchboard.settings import Settings
+
+__all__ = ["connect_account", "account_of_tenant", "print_sent"]
+
+
+def connect_account(
+    settings: Settings, *, tenant: str, channel: str, external_account_id: str, access_token: str | None,
+    display_name: str | None, label: str,
+) -> tuple[Any, bool]:  # fmt: skip
+    """Connect ``external_account_id`` of ``channel`` to ``tenant`` (or update it: token, name, active).
+
+    Returns:
+        ``(ChannelAccount, created)``.
+
+    Raises:
+        ValueError: the account belongs to another tenant (``label`` names it in the message).
+    """
+    from sqlmodel import select
+
+    from switchboard.cli.runner import run_in_session  # here: switchboard.cli imports the channel CLIs
+    from switchboard.crypto import CredentialCipher
+    from switchboard.db.models import ChannelAccount
+    from switchboard.tenants import add_channel_account, get_tenant
+
+    cipher = CredentialCipher(settings.secret("encryption_key").encode())
+
+    async def work(session):  # type: ignore[no-untyped-def]
+        owner = await get_tenant(session, tenant)
+        existing = (
+            await session.exec(
+                select(ChannelAccount).where(
+                    ChannelAccount.channel == channel,
+                    ChannelAccount.external_account_id == external_account_id,
+                )
+            )
+        ).first()
+        if existing is not None:
+            if existing.tenant_id != owner.id:
+                raise ValueError(f"{label} {external_account_id} is already connected to another tenant")
+            if access_token:
+                existing.credentials_encrypted = cipher.encrypt({"access_token": access_token})
+            existing.display_name = display_name or existing.display_name
+            existing.is_active = True
+            session.add(existing)
+            return existing, False
+        account = await add_channel_account(
+            session, tenant=owner, channel=channel, external_account_id=external_account_id,
+            display_name=display_name, credentials={"access_token": access_token} if access_token else None,
+            cipher=cipher,
+        )  # fmt: skip
+        return account, True
+
+    return run_in_session(work, settings=settings)
+
+
+def account_of_tenant(settings: Settings, *, tenant: str, channel: str, missing: str) -> str:
+    """The provider's id of ``tenant``'s first ``channel`` account.
+
+    Raises:
+        ValueError: the tenant has none (``missing`` is the message).
+    """
+    from sqlmodel import select
+
+    from switchboard.cli.runner import run_in_session
+    from switchboard.db.models import ChannelAccount
+    from switchboard.tenants import get_tenant
+
+    async def find(session):  # type: ignore[no-untyped-def]
+        owner = await get_tenant(session, tenant)
+        account = (
+            await session.exec(
+                select(ChannelAccount).where(
+                    ChannelAccount.tenant_id == owner.id, ChannelAccount.channel == channel
+                )
+            )
+        ).first()
+        if account is None:
+            raise ValueError(missing)
+        return account.external_account_id
+
+    return run_in_session(find, settings=settings)
+
+
+async def print_sent(
+    client: httpx.AsyncClient,
+    sent_url: str,
+    *,
+    after: int,
+    wait_s: float,
+    fields: Sequence[str],
+    headers: dict[str, str] | None = None,
+) -> bool:
+    """Print (JSON lines, ``fields`` only) what the sandbox at ``sent_url`` records after ``after``, until
+    ``wait_s`` seconds pass or 3 s go by without anything new. Returns whether anything came.
+
+    Args:
+        headers: sent with each poll (a sandbox whose control endpoints need the admin token).
+    """
+    deadline = time.monotonic() + wait_s
+    last_new = None
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.25)
+        messages = (await client.get(sent_url, params={"after": after}, headers=headers)).json()["messages"]
+        for message in messages:
+            typer.echo(json.dumps({k: message.get(k) for k in fields}, ensure_ascii=False))
+            after = message["seq"]
+            last_new = time.monotonic()
+        if last_new is not None and time.monotonic() - last_new > 3.0:
+            break
+    return last_new is not None

@@ -1,0 +1,271 @@
+"""CLI for Instagram: ``switchboard channel add-instagram`` and ``switchboard simulate instagram``.
+
+Like :mod:`switchboard.channels.whatsapp.cli`: the commands join the shared ``channel`` and ``simulate``
+groups when imported; the logic (building, retargeting and signing a delivery, reading the sandbox)
+is in plain functions that tests and the load test reuse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Annotated, Any
+
+import httpx
+import typer
+
+from switchboard.channels.cli_common import account_of_tenant, connect_account, print_sent
+from switchboard.channels.meta import post_signed
+from switchboard.cli.root import channel_app, simulate_app
+from switchboard.cli.runner import command_settings, friendly_errors
+
+__all__ = [
+    "SAMPLE_MEDIA",
+    "add_instagram",
+    "answerable_messages",
+    "build_text_webhook",
+    "refresh_mids",
+    "retarget_payload",
+    "simulate_instagram",
+]
+
+SAMPLE_MEDIA = {
+    "image": bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201f5d3a83c0000000049454e44ae426082"
+    ),
+    "audio": b"\x00\x00\x00\x18ftypM4A \x00\x00\x00\x00M4A isom"
+    + b"SWITCHBOARD-TRANSCRIPT: is the blue one back?\x00",
+}
+"""What ``simulate instagram --payload`` serves behind attachment URLs (the payloads' CDN links are fake
+and the demo is offline): a 1×1 PNG, and an M4A header with the offline model server's transcript marker."""
+
+
+def build_text_webhook(*, account_id: str, igsid: str, text: str) -> dict[str, Any]:
+    """A real-shaped text DM (the shape of ``shared/payloads/instagram/text_dm.json``) timestamped now."""
+    now_ms = int(time.time() * 1000)
+    mid = "aWdfSIM" + uuid.uuid4().hex
+    return {
+        "object": "instagram",
+        "entry": [{
+            "time": now_ms, "id": account_id,
+            "messaging": [{"sender": {"id": igsid}, "recipient": {"id": account_id}, "timestamp": now_ms,
+                           "message": {"mid": mid, "text": text}}],
+        }],
+    }  # fmt: skip
+
+
+def _items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for entry in body.get("entry") or []:
+        for key in ("messaging", "standby"):
+            out += [i for i in entry.get(key) or [] if isinstance(i, dict)]
+        out += [
+            c.get("value") for c in entry.get("changes") or [] if isinstance((c or {}).get("value"), dict)
+        ]
+    return out
+
+
+def retarget_payload(
+    body: dict[str, Any], *, account_id: str, keep_timestamps: bool = False
+) -> dict[str, Any]:
+    """``body`` sent to ``account_id``: every ``entry.id`` and the business party of each item replaced,
+    and, unless ``keep_timestamps``, timestamps moved to now (milliseconds, relative order kept)."""
+    body = copy.deepcopy(body)
+    for entry in body.get("entry") or []:
+        old = str(entry.get("id"))
+        entry["id"] = account_id
+        for item in _items({"entry": [entry]}):
+            for side in ("sender", "recipient"):
+                if isinstance(item.get(side), dict) and str(item[side].get("id")) == old:
+                    item[side]["id"] = account_id
+    stamped = [i for i in _items(body) if str(i.get("timestamp", "")).isdigit()]
+    if stamped and not keep_timestamps:
+        newest = max(int(i["timestamp"]) for i in stamped)
+        now_ms = int(time.time() * 1000)
+        for item in stamped:
+            item["timestamp"] = now_ms - (newest - int(item["timestamp"]))
+    return body
+
+
+def refresh_mids(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with a fresh suffix on the mid of every message and postback it carries (so a file can
+    be posted again); mids that point at earlier messages (reactions, reads, unsends, edits) stay."""
+    body = copy.deepcopy(body)
+    suffix = "SIM" + uuid.uuid4().hex[:12]
+    for item in _items(body):
+        for key in ("message", "postback"):
+            inner = item.get(key)
+            if isinstance(inner, dict) and isinstance(inner.get("mid"), str) and not inner.get("is_deleted"):
+                inner["mid"] += suffix
+    return body
+
+
+def _serve_sample_media(body: dict[str, Any], cdn_base: str) -> list[tuple[str, bytes]]:
+    """Point every attachment / story URL of ``body`` at the sandbox CDN; returns ``(asset, bytes)`` to put."""
+    uploads = []
+    for item in _items(body):
+        message = item.get("message") if isinstance(item.get("message"), dict) else {}
+        payloads = [a.get("payload") for a in message.get("attachments") or [] if isinstance(a, dict)]
+        kinds = [str(a.get("type")) for a in message.get("attachments") or [] if isinstance(a, dict)]
+        story = (message.get("reply_to") or {}).get("story")
+        if isinstance(story, dict):
+            payloads.append(story)
+            kinds.append("image")
+        for kind, payload in zip(kinds, payloads, strict=False):
+            if isinstance(payload, dict) and payload.get("url"):
+                asset = "sim-" + uuid.uuid4().hex[:16]
+                payload["url"] = f"{cdn_base}/_cdn/{asset}"
+                uploads.append((asset, SAMPLE_MEDIA["audio" if kind == "audio" else "image"]))
+    return uploads
+
+
+def answerable_messages(body: dict[str, Any]) -> int:
+    """How many customer messages in ``body`` the agent answers (not reads, reactions, echoes, standby...)."""
+    from switchboard.channels.instagram.normalize import normalize_delivery
+
+    return sum(1 for message in normalize_delivery(body).messages if message.action == "process")
+
+
+@channel_app.command("add-instagram")
+@friendly_errors
+def add_instagram(
+    tenant: Annotated[str, typer.Option(help="Tenant slug or id.")],
+    account_id: Annotated[
+        str, typer.Option(help="Instagram professional account id (digits; the webhooks' entry.id).")
+    ],
+    access_token: Annotated[
+        str | None,
+        typer.Option(
+            help="Instagram-Login user token or Page access token (stored encrypted). Omit for the local sandbox.",
+            envvar="INSTAGRAM_ACCESS_TOKEN",
+        ),
+    ] = None,
+    display_name: Annotated[
+        str | None, typer.Option(help="Shown in logs and the admin API (@handle).")
+    ] = None,
+) -> None:
+    """Connect an Instagram professional account to a tenant: webhooks whose entry.id matches are routed to it."""
+    if not account_id.isdigit():
+        raise ValueError("--account-id must be digits (the Instagram professional account id)")
+    if access_token is not None and not access_token.strip():
+        raise ValueError("--access-token is empty: give the token, or omit it for the local sandbox")
+    settings = command_settings()
+    account, created = connect_account(
+        settings, tenant=tenant, channel="instagram", external_account_id=account_id,
+        access_token=access_token, display_name=display_name, label="Instagram account",
+    )  # fmt: skip
+    typer.echo(f"{'connected' if created else 'updated'} instagram account {account_id} id={account.id}")
+    typer.echo(
+        "webhook URL: https://<your-host>/webhooks/instagram "
+        f"(locally {settings.service_url(settings.instagram_port)}/webhooks/instagram), object `instagram`"
+    )
+
+
+@simulate_app.command("instagram")
+@friendly_errors
+def simulate_instagram(
+    text: Annotated[str | None, typer.Option(help="Text the simulated customer sends.")] = None,
+    from_: Annotated[
+        str, typer.Option("--from", help="Customer's Instagram-scoped id (IGSID).")
+    ] = "1000000000000001",
+    payload: Annotated[
+        Path | None, typer.Option(help="Raw webhook body (JSON file) to post instead of --text.")
+    ] = None,
+    tenant: Annotated[str, typer.Option(help="Tenant slug whose Instagram account receives it.")] = "demo",
+    keep_timestamps: Annotated[bool, typer.Option(help="Post --payload timestamps as they are.")] = False,
+    keep_ids: Annotated[
+        bool,
+        typer.Option(
+            help="Post --payload mids as they are (default: a fresh suffix, so a file can be posted again)."
+        ),
+    ] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for outbound messages.")] = 30.0,
+) -> None:
+    """Sign and post a real-shaped Instagram webhook to the running Instagram service, then print (JSON
+    lines) the messages the Instagram sandbox received while waiting. Exit 0 when the webhook was accepted.
+
+    Attachment and story URLs of a --payload are pointed at the sandbox's CDN with sample bytes (the
+    payloads' own links are fake), so media is copied and read as in production.
+    """
+    if (text is None) == (payload is None):
+        raise ValueError("give exactly one of --text or --payload")
+    settings = command_settings()
+    account_id = account_of_tenant(
+        settings, tenant=tenant, channel="instagram",
+        missing=f"tenant {tenant} has no Instagram account: run `switchboard channel add-instagram`",
+    )  # fmt: skip
+    sandbox = settings.resolved_instagram_graph_base_url
+    uploads: list[tuple[str, bytes]] = []
+    if payload is not None:
+        try:
+            document = json.loads(payload.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{payload} is not a JSON webhook body: {exc}") from None
+        body = retarget_payload(document, account_id=account_id, keep_timestamps=keep_timestamps)
+        if not keep_ids:
+            body = refresh_mids(body)
+        if not settings.instagram_graph_base_url:
+            uploads = _serve_sample_media(body, sandbox)
+    else:
+        body = build_text_webhook(account_id=account_id, igsid=from_, text=text or "")
+    raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    webhook_url = settings.service_url(settings.instagram_port) + "/webhooks/instagram"
+
+    async def go() -> int:
+        async with httpx.AsyncClient(timeout=10) as client:
+            try:
+                after = (await client.get(f"{sandbox}/_control/sent")).json()["last_seq"]
+                for asset, data in uploads:
+                    await client.put(f"{sandbox}/_control/cdn/{asset}", content=data)
+            except (httpx.HTTPError, ValueError, KeyError):
+                after = None
+            try:
+                response = await post_signed(
+                    client, webhook_url, raw, settings.secret("instagram_app_secret")
+                )
+            except httpx.HTTPError as exc:
+                typer.secho(
+                    f"error: cannot reach {webhook_url} ({type(exc).__name__}); is `switchboard run` running?",
+                    fg=typer.colors.RED, err=True,
+                )  # fmt: skip
+                return 1
+            typer.secho(f"webhook: HTTP {response.status_code} {response.text}", err=True)
+            if response.status_code != 200:
+                return 1
+            result = (
+                response.json()
+                if response.headers.get("content-type", "").startswith("application/json")
+                else {}
+            )
+            if answerable_messages(body) == 0:
+                typer.secho(
+                    "accepted, but the payload holds no customer message to answer "
+                    "(reads, reactions, story mentions, echoes, standby...): no reply will come",
+                    err=True,
+                )
+                return 0
+            if isinstance(result, dict) and result.get("stored") == 0:
+                typer.secho(f"nothing new stored ({result.get('duplicates', 0)} duplicate(s)): no reply will come",
+                            err=True)  # fmt: skip
+                return 0
+            if after is None:
+                typer.secho("no Instagram sandbox reachable: not waiting for replies", err=True)
+                return 0
+            came = await print_sent(
+                client, f"{sandbox}/_control/sent", after=after, wait_s=timeout,
+                fields=("to", "type", "text", "id", "account_id", "tag", "quick_replies"),
+            )  # fmt: skip
+            if not came:
+                typer.secho(
+                    f"no reply within {timeout:g} s. The message is stored; the conversation may be with a "
+                    "person (human mode), or the worker still working (raise --timeout)",
+                    err=True,
+                )
+            return 0
+
+    raise typer.Exit(asyncio.run(go()))

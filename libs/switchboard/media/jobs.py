@@ -1,0 +1,94 @@
+"""``copy_inbound_media``: the bytes behind expiring media links go into our media storage right after
+the insert, for every channel (:attr:`switchboard.contracts.MediaRef.expiring`).
+
+The ingest (:func:`switchboard.channels.ingest.ingest_delivery`) enqueues one job per stored row that
+has such a ref, with no delay (the row's own ``process_inbound`` waits for the debounce window). Each
+ref is downloaded once (:meth:`~switchboard.media.MediaStore.copy_url`, size-limited) and the row's
+``media[i]`` becomes ``{"ref": "store:<key>", "mime", "size_bytes", ...}`` with the sniffed type; the
+link is not kept (it is signed and short-lived). Outcomes per ref:
+
+* copied → ``ref = store:<key>``;
+* the link is dead (4xx), or the file is over ``MEDIA_MAX_BYTES`` → ``unavailable = "expired" |
+  "too_large"`` on the ref, logged ``media_copy_failed``: the agent reads a bracketed notice;
+* network trouble or a 5xx → the job is retried (``JOB_MAX_TRIES``), then recorded as ``unavailable``.
+
+If ``process_inbound`` runs first, the channel's ``fetch_media`` copies the link itself; both write
+the same content-addressed object.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from arq.worker import Retry
+from sqlalchemy import update
+from sqlmodel import col
+
+from switchboard.db.models import Message
+from switchboard.media.store import MediaCopyFailed, MediaStore, is_stored
+from switchboard.observability import get_logger
+
+__all__ = ["COPY_JOB", "JOB_MAX_TRIES", "copy_inbound_media", "copy_job_id", "media_store_of"]
+
+log = get_logger(__name__)
+
+COPY_JOB = "copy_inbound_media"
+JOB_MAX_TRIES = 4
+RETRY_DEFER_S = 2.0
+
+
+def copy_job_id(row_id: uuid.UUID | str) -> str:
+    return f"media-copy:{row_id}"
+
+
+def media_store_of(deps: Any) -> MediaStore:
+    """The worker's media storage (built in its start-up; built here for deps made without one)."""
+    if getattr(deps, "media_store", None) is None:
+        deps.media_store = MediaStore.from_settings(deps.settings)
+    return deps.media_store
+
+
+async def copy_inbound_media(ctx: dict[str, Any], row_id: str) -> dict[str, int]:
+    """ARQ job: copy every expiring media ref of the row ``row_id``. Returns ``{"copied", "failed"}``.
+
+    Raises:
+        Retry: a transient download failure, while tries are left.
+    """
+    deps = ctx["deps"]
+    settings = deps.settings
+    async with deps.resources.sessions() as session:
+        row = await session.get(Message, uuid.UUID(row_id))
+    if row is None:
+        return {"copied": 0, "failed": 0}
+    store = media_store_of(deps)
+    media = [dict(m) for m in row.media or []]
+    copied = failed = 0
+    last_try = int(ctx.get("job_try", 1)) >= JOB_MAX_TRIES
+    for item in media:
+        ref = str(item.get("ref") or "")
+        if not item.get("expiring") or is_stored(ref) or item.get("unavailable"):
+            continue
+        try:
+            stored = await store.copy_url(
+                deps.http, ref, namespace=f"{row.channel}/{row.tenant_id}",
+                kind=row.kind if row.kind in ("audio", "video", "image") else None,
+                timeout_s=settings.instagram_send_timeout_s,
+            )  # fmt: skip
+        except MediaCopyFailed as exc:
+            if exc.is_transient and not last_try:
+                log.warning("media_copy_retry", inbound_message_id=row_id, reason=exc.reason)
+                raise Retry(defer=RETRY_DEFER_S * int(ctx.get("job_try", 1))) from None
+            failed += 1
+            item.pop("expiring", None)
+            item.update(ref="", unavailable=exc.reason)
+            log.warning("media_copy_failed", inbound_message_id=row_id, reason=exc.reason, error=str(exc))
+            continue
+        copied += 1
+        item.pop("expiring", None)
+        item.update(ref=stored.ref, mime=item.get("mime") or stored.mime, size_bytes=stored.size_bytes)
+    if copied or failed:
+        async with deps.resources.sessions() as session, session.begin():
+            await session.execute(update(Message).where(col(Message.id) == row.id).values(media=media))
+        log.info("media_copied", inbound_message_id=row_id, copied=copied, failed=failed, channel=row.channel)
+    return {"copied": copied, "failed": failed}
