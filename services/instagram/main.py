@@ -23,7 +23,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             settings.service_url(settings.instagram_port) + "/webhooks/instagram",
             settings.secret("instagram_app_secret"),
         )
-        routers.append(instagram_sandbox_router(InstagramSandbox(echo_to=echo_to)))
+        routers.append(
+            instagram_sandbox_router(
+                InstagramSandbox(echo_to=echo_to), admin_token=settings.secret("admin_token")
+            )
+        )
     return create_service_app(
         "instagram",
         settings,

@@ -216,12 +216,14 @@ def simulate_instagram(
     raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
     webhook_url = settings.service_url(settings.instagram_port) + "/webhooks/instagram"
 
+    control = {"Authorization": f"Bearer {settings.secret('admin_token')}"}  # the sandbox's control endpoints
+
     async def go() -> int:
         async with httpx.AsyncClient(timeout=10) as client:
             try:
-                after = (await client.get(f"{sandbox}/_control/sent")).json()["last_seq"]
+                after = (await client.get(f"{sandbox}/_control/sent", headers=control)).json()["last_seq"]
                 for asset, data in uploads:
-                    await client.put(f"{sandbox}/_control/cdn/{asset}", content=data)
+                    await client.put(f"{sandbox}/_control/cdn/{asset}", content=data, headers=control)
             except (httpx.HTTPError, ValueError, KeyError):
                 after = None
             try:
@@ -257,7 +259,7 @@ def simulate_instagram(
                 typer.secho("no Instagram sandbox reachable: not waiting for replies", err=True)
                 return 0
             came = await print_sent(
-                client, f"{sandbox}/_control/sent", after=after, wait_s=timeout,
+                client, f"{sandbox}/_control/sent", after=after, wait_s=timeout, headers=control,
                 fields=("to", "type", "text", "id", "account_id", "tag", "quick_replies"),
             )  # fmt: skip
             if not came:

@@ -37,8 +37,9 @@ import httpx
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
+from switchboard.channels.faults import require_control_access
 from switchboard.channels.meta import post_signed
-from switchboard.channels.whatsapp.sandbox import ScriptedAnswer, _require_loopback
+from switchboard.channels.whatsapp.sandbox import ScriptedAnswer
 
 __all__ = ["InstagramSandbox", "instagram_sandbox_router"]
 
@@ -135,26 +136,33 @@ def _new_mid(seq: int) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")  # "aWdf...": base64 of "ig_", like Meta's
 
 
-def instagram_sandbox_router(sandbox: InstagramSandbox | None = None) -> APIRouter:
-    """Router to mount at ``/_sandbox/instagram`` (state in ``sandbox``, a new one by default)."""
+def instagram_sandbox_router(
+    sandbox: InstagramSandbox | None = None, *, admin_token: str | None = None
+) -> APIRouter:
+    """Router to mount at ``/_sandbox/instagram`` (state in ``sandbox``, a new one by default).
+
+    Args:
+        admin_token: when set, the ``/_control`` endpoints also need ``Authorization: Bearer <admin_token>``
+            (they always answer loopback clients only: :func:`~switchboard.channels.faults.require_control_access`).
+    """
     state = sandbox or InstagramSandbox()
     router = APIRouter(prefix="/_sandbox/instagram", tags=["sandbox"], include_in_schema=False)
     router.sandbox = state  # type: ignore[attr-defined]
 
     @router.get("/_control/sent")
     async def list_sent(request: Request, after: int = 0, account_id: str | None = None) -> dict[str, Any]:
-        _require_loopback(request)
+        require_control_access(request, admin_token)
         messages = state.sent if account_id is None else state.sent_by(account_id)
         return {"messages": [m for m in messages if m["seq"] > after], "last_seq": len(state.sent)}
 
     @router.get("/_control/actions")
     async def list_actions(request: Request, account_id: str) -> dict[str, Any]:
-        _require_loopback(request)
+        require_control_access(request, admin_token)
         return {"actions": state.actions_of(account_id)}
 
     @router.post("/_control/failures")
     async def add_failure(request: Request) -> dict[str, Any]:
-        _require_loopback(request)
+        require_control_access(request, admin_token)
         spec = await request.json()
         answer = ScriptedAnswer(
             mode=spec.get("mode", "error"), code=int(spec.get("code", 2)),
@@ -176,20 +184,20 @@ def instagram_sandbox_router(sandbox: InstagramSandbox | None = None) -> APIRout
     @router.delete("/_control/failures")
     async def clear_failures(request: Request, to: str | None = None, account_id: str | None = None
                              ) -> dict[str, Any]:  # fmt: skip
-        _require_loopback(request)
+        require_control_access(request, admin_token)
         dropped = len(state.failures.pop(to, [])) if to else 0
         dropped += len(state.account_failures.pop(account_id, [])) if account_id else 0
         return {"dropped": dropped}
 
     @router.put("/_control/profiles/{igsid}")
     async def put_profile(igsid: str, request: Request) -> dict[str, Any]:
-        _require_loopback(request)
+        require_control_access(request, admin_token)
         state.profiles[igsid] = await request.json()
         return {"stored": igsid}
 
     @router.put("/_control/cdn/{asset}")
     async def put_cdn(asset: str, request: Request) -> dict[str, Any]:
-        _require_loopback(request)
+        require_control_access(request, admin_token)
         state.cdn[asset] = await request.body()
         return {
             "stored": asset,
@@ -198,7 +206,7 @@ def instagram_sandbox_router(sandbox: InstagramSandbox | None = None) -> APIRout
 
     @router.delete("/_control/cdn/{asset}")
     async def expire_cdn(asset: str, request: Request) -> dict[str, Any]:
-        _require_loopback(request)
+        require_control_access(request, admin_token)
         return {"expired": state.cdn.pop(asset, None) is not None}
 
     @router.get("/_cdn/{asset}")
