@@ -17,6 +17,7 @@ from arq.connections import RedisSettings, create_pool
 
 from switchboard import __version__
 from switchboard.db.engine import create_engine, session_factory
+from switchboard.errors import SettingsError
 from switchboard.observability import configure_logging, get_logger
 from switchboard.queue.queues import JOB_QUEUES, Queue
 from switchboard.runtime.resources import Resources, require_database_url, require_redis_url
@@ -251,6 +252,23 @@ WORKER_SETTINGS_BUILDERS: dict[Queue, Callable[[Settings], type]] = {
 }
 
 
+def _check(settings: Settings, queue: Queue) -> int:
+    """``--check``: 0 healthy, 1 unhealthy, 2 cannot tell (no Redis to ask). Without ``REDIS_URL`` it asks
+    the embedded Redis of a live ``switchboard run`` (``DATA_DIR/run.json``), as ``switchboard status`` does."""
+    from switchboard.runtime.resources import live_run_state
+
+    state = live_run_state(settings) or {}
+    if not settings.redis_url and state.get("embedded_redis_url"):
+        settings = settings.model_copy(update={"redis_url": state["embedded_redis_url"]})
+    try:
+        healthy, detail = worker_is_healthy(settings, queue)
+    except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(("healthy: " if healthy else "unhealthy: ") + detail)
+    return 0 if healthy else 1
+
+
 def worker_main(queue: Queue, argv: list[str] | None = None) -> int:
     """What a worker service's ``main`` does: run the worker of ``queue`` until stopped, or with
     ``--check`` print its health and exit 0 when its heartbeat is fresh (container health checks)."""
@@ -259,8 +277,6 @@ def worker_main(queue: Queue, argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     settings = load_settings()
     if args == ["--check"]:
-        healthy, detail = worker_is_healthy(settings, queue)
-        print(("healthy: " if healthy else "unhealthy: ") + detail)
-        return 0 if healthy else 1
+        return _check(settings, queue)
     run_worker(WORKER_SETTINGS_BUILDERS[queue](settings))
     return 0
