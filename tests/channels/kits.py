@@ -4,6 +4,8 @@ a real-shaped webhook, and read what the provider's sandbox received. One kit pe
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -37,9 +39,10 @@ class ChannelKit(Protocol):
     webhook_path: str
     webhook_carries_messages: bool
     """Whether the channel's webhook body carries the messages (Meta). Gmail's push carries none (it
-    only moves the mailbox sync): the webhook-shaped tests below are skipped for it, and its own
-    equivalents live in ``tests/channels/gmail/test_sync.py`` (duplicate sync, bad push token, unknown
-    mailbox, a re-run job, our own reply)."""
+    only moves the mailbox sync): the suite parametrizes its message-shaped tests (duplicates, a bad
+    item, statuses, a re-run job) only over kits where this is true (``MESSAGE_CHANNELS`` in the suite), and
+    the checks of any webhook (authentication, unknown account) over every kit; Gmail's message-level
+    equivalents live in ``tests/channels/gmail/test_sync.py`` (deduplicated sync, our own reply)."""
 
     async def connect(
         self, sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings
@@ -56,6 +59,18 @@ class ChannelKit(Protocol):
 
     def status(self, account_id: str, external_id: str, status: str) -> dict[str, Any]:
         """A delivery-status webhook for one of our sent messages."""
+        ...
+
+    def notification(self, account_id: str) -> dict[str, Any]:
+        """A real-shaped webhook body for ``account_id`` (a message delivery, or Gmail's push)."""
+        ...
+
+    def unknown_account(self) -> str:
+        """An account id of the provider's shape that no tenant connected."""
+        ...
+
+    def signed_path(self, settings: Settings) -> str:
+        """The webhook path a correctly authenticated post goes to (Gmail's push secret is in the URL)."""
         ...
 
     def sign(self, raw: bytes, settings: Settings) -> dict[str, str]:
@@ -116,6 +131,15 @@ class WhatsAppKit:
             items.insert(malformed_at, {"type": ["not", "a", "type"], "text": 42, "timestamp": "soon"})
         return self._envelope(account_id, {"contacts": contacts, "messages": items})
 
+    def notification(self, account_id: str) -> dict[str, Any]:
+        return self.delivery(account_id, [Posted(new_id("note"), "15550100300", "hello")])
+
+    def signed_path(self, settings: Settings) -> str:
+        return self.webhook_path
+
+    def unknown_account(self) -> str:
+        return str(900_000_000_000_000 + uuid.uuid4().int % 10**14)
+
     def status(self, account_id: str, external_id: str, status: str) -> dict[str, Any]:
         return self._envelope(
             account_id,
@@ -152,11 +176,32 @@ class GmailKit:
 
         return (await connect_gmail(sessions, tenant, settings)).email
 
+    def notification(self, account_id: str) -> dict[str, Any]:
+        """A Pub/Sub push envelope (the shape of ``shared/payloads/gmail/pubsub_push.json``)."""
+        data = base64.b64encode(json.dumps({"emailAddress": account_id, "historyId": 1}).encode()).decode()
+        mid = str(uuid.uuid4().int)[:16]
+        return {"message": {"data": data, "messageId": mid, "message_id": mid,
+                            "publishTime": "2026-12-01T10:00:00.000Z"},
+                "subscription": "projects/switchboard/subscriptions/gmail-push"}  # fmt: skip
+
+    def signed_path(self, settings: Settings) -> str:
+        return f"{self.webhook_path}?token={settings.secret('gmail_push_secret')}"
+
+    def unknown_account(self) -> str:
+        return f"unknown-{uuid.uuid4().hex[:12]}@example.com"
+
     def sign(self, raw: bytes, settings: Settings) -> dict[str, str]:
         return {}  # the push secret travels in the URL (``?token=``), not in a header
 
     def bad_signature(self) -> dict[str, str]:
         return {"Authorization": "Bearer not-a-google-token"}
+
+    @asynccontextmanager
+    async def service(self, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+        from tests.utils.gmail import gmail_service
+
+        async with gmail_service(settings) as client:
+            yield client
 
 
 KITS: dict[str, ChannelKit] = {"whatsapp": WhatsAppKit(), "gmail": GmailKit()}  # type: ignore[dict-item]
