@@ -77,8 +77,8 @@ class ChannelKit(Protocol):
         """The headers a correctly signed delivery carries."""
         ...
 
-    def bad_signature(self) -> dict[str, str]:
-        """Headers of a delivery signed with the wrong secret."""
+    def wrongly_signed(self, settings: Settings) -> tuple[str, dict[str, str]]:
+        """``(path, headers)`` of a delivery signed with the wrong secret."""
         ...
 
     def sent(self, sandbox: Any, account_id: str) -> list[dict[str, Any]]:
@@ -150,8 +150,8 @@ class WhatsAppKit:
     def sign(self, raw: bytes, settings: Settings) -> dict[str, str]:
         return {"X-Hub-Signature-256": sign_body(raw, settings.secret("meta_app_secret"))}
 
-    def bad_signature(self) -> dict[str, str]:
-        return {"X-Hub-Signature-256": sign_body(b"something else", "wrong-secret")}
+    def wrongly_signed(self, settings: Settings) -> tuple[str, dict[str, str]]:
+        return self.webhook_path, {"X-Hub-Signature-256": sign_body(b"something else", "wrong-secret")}
 
     def sent(self, sandbox: Any, account_id: str) -> list[dict[str, Any]]:
         return [{"to": m["to"], "text": m["text"], "id": m["id"]} for m in sent_to(sandbox, account_id)]
@@ -193,8 +193,8 @@ class GmailKit:
     def sign(self, raw: bytes, settings: Settings) -> dict[str, str]:
         return {}  # the push secret travels in the URL (``?token=``), not in a header
 
-    def bad_signature(self) -> dict[str, str]:
-        return {"Authorization": "Bearer not-a-google-token"}
+    def wrongly_signed(self, settings: Settings) -> tuple[str, dict[str, str]]:
+        return f"{self.webhook_path}?token=not-the-push-secret", {}
 
     @asynccontextmanager
     async def service(self, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:

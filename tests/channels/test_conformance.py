@@ -56,13 +56,13 @@ async def _rows(sessions, tenant_id: uuid.UUID) -> list[Message]:  # type: ignor
         )
 
 
-async def _post(kit: ChannelKit, settings, body, headers=None):  # type: ignore[no-untyped-def]
+async def _post(kit: ChannelKit, settings, body, headers=None, path=None):  # type: ignore[no-untyped-def]
     """POST ``body`` to the kit's webhook, authenticated as the provider would (or with ``headers`` to
-    the bare path: ``{}`` unauthenticated, ``kit.bad_signature()`` wrongly)."""
+    ``path``, default the bare webhook path: ``{}`` is unauthenticated)."""
     data = raw(body)
     async with kit.service(settings) as client:
         return await client.post(
-            kit.signed_path(settings) if headers is None else kit.webhook_path,
+            kit.signed_path(settings) if headers is None else (path or kit.webhook_path),
             content=data,
             headers={
                 "Content-Type": "application/json",
@@ -100,7 +100,8 @@ async def test_a_bad_signature_is_refused_and_stores_nothing(
     account = await kit.connect(sessions, tenant, settings)
     body = kit.notification(account)
     missing = await _post(kit, settings, body, headers={})
-    wrong = await _post(kit, settings, body, headers=kit.bad_signature())
+    wrong_path, wrong_headers = kit.wrongly_signed(settings)
+    wrong = await _post(kit, settings, body, headers=wrong_headers, path=wrong_path)
     assert (missing.status_code, wrong.status_code) == (401, 403)
     assert await _rows(sessions, tenant.id) == []
     for queue in Queue:  # nothing was enqueued either (no message job, no mailbox sync)
