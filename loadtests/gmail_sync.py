@@ -46,7 +46,9 @@ def pct(values: list[float], q: float) -> float:
 def serve(app, port: int):  # type: ignore[no-untyped-def]
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
@@ -65,7 +67,11 @@ async def run(args: argparse.Namespace, database_url: str, redis_url: str, data_
     from sqlmodel import func, select
     from switchboard.channels.gmail.client import GmailClient
     from switchboard.channels.gmail.jobs import enqueue_sync
-    from switchboard.channels.gmail.mailboxes import code_from_answer, finish_authorization, start_authorization
+    from switchboard.channels.gmail.mailboxes import (
+        code_from_answer,
+        finish_authorization,
+        start_authorization,
+    )
     from switchboard.channels.gmail.oauth import ClientSecrets
     from switchboard.crypto import CredentialCipher
     from switchboard.db.engine import create_engine, session_factory
@@ -86,7 +92,9 @@ async def run(args: argparse.Namespace, database_url: str, redis_url: str, data_
     mailbox = "support-load@example.com"
     try:
         async with sessions() as session, session.begin():
-            tenant = await create_tenant(session, slug=f"gmail-load-{uuid.uuid4().hex[:6]}", name="Gmail load")
+            tenant = await create_tenant(
+                session, slug=f"gmail-load-{uuid.uuid4().hex[:6]}", name="Gmail load"
+            )
         cipher = CredentialCipher(settings.secret("encryption_key").encode())
         auth = start_authorization(cipher=cipher, auth_url=settings.resolved_gmail_auth_url,
                                    scopes=settings.gmail_oauth_scopes, tenant_id=tenant.id,
@@ -148,7 +156,9 @@ async def run(args: argparse.Namespace, database_url: str, redis_url: str, data_
             statuses.clear()
             await asyncio.gather(*(push(i) for i in range(args.pushes)))
             print(f"gmail push: {args.pushes} pushes, concurrency {args.concurrency}, statuses {statuses}")
-            print(f"  ack ms: p50 {statistics.median(acks):.1f}  p95 {pct(acks, 0.95):.1f}  max {max(acks):.1f}")
+            print(
+                f"  ack ms: p50 {statistics.median(acks):.1f}  p95 {pct(acks, 0.95):.1f}  max {max(acks):.1f}"
+            )
     finally:
         server.should_exit = True
         await asyncio.to_thread(thread.join, 10)

@@ -9,7 +9,9 @@
   summarizes it later).
 * Every relayed message is stored with ``proxy_metadata`` (who sent it, relayed from/to, original
   message id); agent replies also become ``human_agent`` rows of the customer's conversation, so the AI
-  sees them after ``/end``. Media is relayed by media id with the prefix as caption.
+  sees them after ``/end``. Media is relayed by media id with the prefix as caption when both sides are
+  on the same channel; across channels (a Gmail thread) only the text is (a mail's attachments are
+  lines of its text).
 * What this module decides to send is written to the outbox (:func:`~switchboard.handoff.notices.write_outgoing`)
   and sent by the one delivery loop (:mod:`switchboard.outbox.delivery`): relays to a customer go out
   through the customer's own channel, messages to an agent through the tenant's WhatsApp number. The
@@ -44,6 +46,7 @@ from switchboard.handoff.agents import agent_by_phone
 from switchboard.handoff.assignment import open_conversations_of
 from switchboard.handoff.commands import CommandError, parse_command, run_command, selected_conversation
 from switchboard.handoff.notices import (
+    AGENT_CONSOLE_CHANNEL,
     AGENT_TEXT_LIMIT,
     Outgoing,
     agent_outgoing,
@@ -96,7 +99,12 @@ async def _already_handled(sessions: Any, row_id: uuid.UUID) -> bool:
     return found is not None
 
 
-def _media_of(row: Message) -> list[dict[str, Any]]:
+def _media_of(row: Message, to_channel: str) -> list[dict[str, Any]]:
+    """``row``'s media to relay on ``to_channel``: a media ref is only valid on the channel that issued it
+    (a Gmail attachment is no WhatsApp media id), so across channels nothing is relayed but the text
+    (a mail's attachments are already lines of its text)."""
+    if row.channel != to_channel:
+        return []
     return [dict(m) for m in (row.media or []) if isinstance(m, dict) and m.get("ref")]
 
 
@@ -216,7 +224,7 @@ async def _relay_agent_reply(
             "original_message_id": row.external_id,
             "original_row_id": str(row.id),
         }
-        media = _media_of(row)
+        media = _media_of(row, conversation.channel)
         append_message(
             session,
             conversation=conversation,
@@ -295,7 +303,7 @@ async def relay_customer_message(
                     f"[{label}] {body}"[:AGENT_TEXT_LIMIT],
                     conversation.id,
                     agent_id=agent.id,
-                    media=_media_of(row),
+                    media=_media_of(row, AGENT_CONSOLE_CHANNEL),
                     proxy=proxy,
                     purpose=OutboxPurpose.relay,
                 )

@@ -99,9 +99,12 @@ async def test_admin_api_authorize_then_connect(make_settings, make_tenant, sess
     admin = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
     prefix = f"/v1/admin/tenants/{tenant.slug}/channels/gmail"
     client_secrets = {"web": {"client_id": SECRETS.client_id, "client_secret": SECRETS.client_secret}}
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://orchestrator.test"
-    ) as http:
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://orchestrator.test"
+        ) as http,
+    ):
         assert (await http.post(f"{prefix}/authorize", json={})).status_code == 401
         started = await http.post(f"{prefix}/authorize", headers=admin, json={
             "client_secrets": client_secrets, "redirect_uri": "https://admin.example/cb", "login_hint": mailbox})  # fmt: skip
@@ -111,10 +114,14 @@ async def test_admin_api_authorize_then_connect(make_settings, make_tenant, sess
             redirect = (await browser.get(body["consent_url"])).headers["location"]
         assert redirect.startswith("https://admin.example/cb?code=")
         code = parse_qs(urlsplit(redirect).query)["code"][0]
-        bad_state = await http.post(f"{prefix}/connect", headers=admin, json={"state": "forged", "code": code})
+        bad_state = await http.post(
+            f"{prefix}/connect", headers=admin, json={"state": "forged", "code": code}
+        )
         other_state = await http.post(f"{prefix}/connect", headers=admin,
                                       json={"state": body["state"], "code": redirect.replace("state=", "state=x")})  # fmt: skip
-        connected = await http.post(f"{prefix}/connect", headers=admin, json={"state": body["state"], "code": redirect})
+        connected = await http.post(
+            f"{prefix}/connect", headers=admin, json={"state": body["state"], "code": redirect}
+        )
         listed = await http.get(prefix, headers=admin)
         bad_secrets = await http.post(f"{prefix}/authorize", headers=admin,
                                       json={"client_secrets": {"web": {}}, "redirect_uri": "https://x/cb"})  # fmt: skip
@@ -155,7 +162,11 @@ async def test_simulate_gmail_delivers_pushes_and_prints_the_reply(scene, cli, m
     # the runner captures this process's stdout: the in-test worker's LiteLLM lines land there too
     (line,) = [line for line in out.stdout.splitlines() if line.startswith("{")]
     reply = json.loads(line)
-    assert (reply["to"], reply["subject"], reply["text"]) == ("ana@example.net", "Re: Opening hours", "The shop opens at 9.")
+    assert (reply["to"], reply["subject"], reply["text"]) == (
+        "ana@example.net",
+        "Re: Opening hours",
+        "The shop opens at 9.",
+    )
     assert reply["in_reply_to"].startswith("<sim-") and reply["auto_submitted"] == "auto-replied"
     assert [m["text"] for m in await sent_from(settings, scene.mailbox)] == ["The shop opens at 9."]
     assert refused.exit_code == 2 and "exactly one of --text or --payload" in refused.stderr

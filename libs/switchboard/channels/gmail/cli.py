@@ -24,7 +24,14 @@ from switchboard.cli.root import channel_app, simulate_app
 from switchboard.cli.runner import command_settings, friendly_errors, run_db
 from switchboard.settings import Settings
 
-__all__ = ["add_gmail", "simulate_gmail", "loopback_receiver", "push_url", "deliver_and_push", "wait_for_sends"]
+__all__ = [
+    "add_gmail",
+    "simulate_gmail",
+    "loopback_receiver",
+    "push_url",
+    "deliver_and_push",
+    "wait_for_sends",
+]
 
 _DONE_PAGE = (
     b"<!doctype html><title>Switchboard</title><p>Switchboard received the authorization. "
@@ -108,7 +115,11 @@ def add_gmail(
     (GMAIL_API_BASE_URL unset) consent is granted at once for --login-hint (default support@example.com).
     """
     from switchboard.channels.gmail.client import GmailClient
-    from switchboard.channels.gmail.mailboxes import code_from_answer, finish_authorization, start_authorization
+    from switchboard.channels.gmail.mailboxes import (
+        code_from_answer,
+        finish_authorization,
+        start_authorization,
+    )
     from switchboard.channels.gmail.oauth import load_client_secrets
     from switchboard.crypto import CredentialCipher
     from switchboard.tenants import get_tenant
@@ -126,7 +137,9 @@ def add_gmail(
                 server, bound, received = await loopback_receiver(port)
                 uri = f"http://127.0.0.1:{bound}/"
             else:
-                uri = redirect_uri or (secrets.redirect_uris[0] if secrets.redirect_uris else "http://127.0.0.1")
+                uri = redirect_uri or (
+                    secrets.redirect_uris[0] if secrets.redirect_uris else "http://127.0.0.1"
+                )
             auth = start_authorization(cipher=cipher, auth_url=settings.resolved_gmail_auth_url,
                                        scopes=settings.gmail_oauth_scopes, tenant_id=owner.id, secrets=secrets,
                                        redirect_uri=uri, login_hint=login_hint)  # fmt: skip
@@ -178,7 +191,9 @@ def push_url(settings: Settings) -> tuple[str, str | None]:
     return f"{base}?token={settings.secret('gmail_push_secret')}", None
 
 
-async def deliver_and_push(client: httpx.AsyncClient, settings: Settings, spec: dict[str, Any]) -> dict[str, Any]:
+async def deliver_and_push(
+    client: httpx.AsyncClient, settings: Settings, spec: dict[str, Any]
+) -> dict[str, Any]:
     """A mail arrives in the sandbox mailbox ``spec["to"]`` and the sandbox pushes the notification to
     the Gmail service. Returns the sandbox's answer (``id``, ``threadId``, ``historyId``, ``push_status``).
 
@@ -204,7 +219,9 @@ async def wait_for_sends(client: httpx.AsyncClient, settings: Settings, mailbox:
     last_new = None
     while time.monotonic() < deadline:
         await asyncio.sleep(0.25)
-        messages = (await client.get(sent_url, params={"mailbox": mailbox, "after": after})).json()["messages"]
+        messages = (await client.get(sent_url, params={"mailbox": mailbox, "after": after})).json()[
+            "messages"
+        ]
         if messages:
             found += messages
             after = messages[-1]["seq"]
@@ -222,7 +239,9 @@ def simulate_gmail(
     subject: Annotated[str, typer.Option(help="Subject of the mail.")] = "Question",
     payload: Annotated[
         Path | None,
-        typer.Option(help="A Gmail messages.get answer (JSON file, format=full) to deliver instead of --text."),
+        typer.Option(
+            help="A Gmail messages.get answer (JSON file, format=full) to deliver instead of --text."
+        ),
     ] = None,
     tenant: Annotated[str, typer.Option(help="Tenant slug whose Gmail mailbox receives it.")] = "demo",
     thread_id: Annotated[str | None, typer.Option(help="Deliver into this Gmail thread (a reply).")] = None,
@@ -245,7 +264,9 @@ def simulate_gmail(
     async def find_mailbox(sessions, _settings):  # type: ignore[no-untyped-def]
         async with sessions() as session:
             owner = await get_tenant(session, tenant)
-            mailbox = (await session.exec(select(GmailMailbox).where(GmailMailbox.tenant_id == owner.id))).first()
+            mailbox = (
+                await session.exec(select(GmailMailbox).where(GmailMailbox.tenant_id == owner.id))
+            ).first()
         if mailbox is None:
             raise ValueError(f"tenant {tenant} has no Gmail mailbox: run `switchboard channel add-gmail`")
         return mailbox.email
