@@ -17,7 +17,7 @@ from switchboard.queue import Queue
 from typer.testing import CliRunner
 
 from services.gmail.main import create_app
-from tests.utils.gmail import SECRETS, consent_code, control, new_mailbox, sent_from
+from tests.utils.gmail import SECRETS, consent_code, control, new_mailbox, payload_path, sent_from
 from tests.utils.net import free_port
 from tests.utils.servers import serve_app
 from tests.utils.workers import run_worker_burst
@@ -156,6 +156,11 @@ async def test_simulate_gmail_delivers_pushes_and_prints_the_reply(scene, cli, m
                                               "When do you open?", "--timeout", "40", **env))  # fmt: skip
         await workers_until(task)
         out = task.result()
+        task = asyncio.ensure_future(cli.arun("simulate", "gmail", "--tenant", scene.tenant.slug, "--payload",
+                                              str(payload_path("messages_get_full_multipart_alternative.json")),
+                                              "--timeout", "40", **env))  # fmt: skip
+        await workers_until(task)
+        from_file = task.result()
         refused = await cli.arun("simulate", "gmail", "--tenant", scene.tenant.slug, **env)
     assert out.exit_code == 0, out.output
     assert "push: HTTP 200" in out.stderr
@@ -168,6 +173,10 @@ async def test_simulate_gmail_delivers_pushes_and_prints_the_reply(scene, cli, m
         "The shop opens at 9.",
     )
     assert reply["in_reply_to"].startswith("<sim-") and reply["auto_submitted"] == "auto-replied"
-    assert [m["text"] for m in await sent_from(settings, scene.mailbox)] == ["The shop opens at 9."]
+    assert from_file.exit_code == 0 and "push: HTTP 200" in from_file.stderr, from_file.output
+    (file_reply,) = [json.loads(line) for line in from_file.stdout.splitlines() if line.startswith("{")]
+    sent = await sent_from(settings, scene.mailbox)
+    assert [m["text"] for m in sent] == ["The shop opens at 9.", "The shop opens at 9."]
+    assert file_reply["to"] == sent[1]["to"] and file_reply["subject"].startswith("Re: ")
     assert refused.exit_code == 2 and "exactly one of --text or --payload" in refused.stderr
     await control(settings, "page_size", {"size": None})

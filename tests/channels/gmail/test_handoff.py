@@ -6,14 +6,13 @@ from __future__ import annotations
 import base64
 import uuid
 
+from sqlmodel import select
 from switchboard.conversations.lifecycle import Actor
 from switchboard.db.models import Conversation, HumanAgent, utcnow
 from switchboard.handoff import escalate_and_notify
 from switchboard.llm.offline_server import ScriptedResponse
-from sqlmodel import select
 
-from tests.channels.gmail.test_untrusted_prompt import _sync
-from tests.utils.gmail import deliver, new_customer, sent_from
+from tests.utils.gmail import deliver, new_customer, run_sync, sent_from
 from tests.utils.handoff import make_agent
 from tests.utils.whatsapp import channel_service, connect_whatsapp, sent_to, text_body
 from tests.utils.workers import run_worker_burst
@@ -30,7 +29,7 @@ async def test_a_whatsapp_agent_answers_a_mail_thread(scene, sessions, graph_san
     customer = new_customer()
     first = await deliver(scene.settings, scene.mailbox, from_=customer, subject="Broken lid",
                           text="The lid arrived cracked.", message_id="<c1@example.net>")  # fmt: skip
-    await _sync(scene.settings, scene.account_id)
+    await run_sync(scene.settings, scene.account_id)
     async with sessions() as session:
         conversation = (
             await session.exec(select(Conversation).where(Conversation.tenant_id == scene.tenant.id))
@@ -44,7 +43,7 @@ async def test_a_whatsapp_agent_answers_a_mail_thread(scene, sessions, graph_san
                   message_id="<c2@example.net>", headers={"References": "<c1@example.net>"},
                   attachments=[{"filename": "photo-note.txt", "mime": "text/plain",
                                 "data_b64": base64.b64encode(b"crack on the left side").decode()}])  # fmt: skip
-    await _sync(scene.settings, scene.account_id)
+    await run_sync(scene.settings, scene.account_id)
     to_agent = [m for m in sent_to(graph_sandbox[1], number.external_account_id) if m["to"] == agent.phone]
     assert "Can I get a new one by Friday?" in to_agent[-1]["text"]
     # the attachment reaches the agent as its line of the mail's text, never as a (Gmail) media id on WhatsApp
