@@ -15,9 +15,10 @@ from typing import Any, Protocol
 
 import httpx
 from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.channels.meta import sign_body
-from switchboard.db.models import Tenant
+from switchboard.db.models import ChannelAccount, Tenant
 from switchboard.settings import Settings
 
 from tests.utils.whatsapp import channel_service, connect_whatsapp, encode, sent_to
@@ -83,6 +84,18 @@ class ChannelKit(Protocol):
 
     def sent(self, sandbox: Any, account_id: str) -> list[dict[str, Any]]:
         """``[{"to", "text", "id"}]`` the provider sandbox received from ``account_id``, in order."""
+        ...
+
+    sandbox_fixture: str
+    """The pytest fixture of the provider's sandbox: ``(base_url, state)``; ``state`` goes to :meth:`sent`."""
+
+    def new_sender(self) -> str:
+        """A customer address of the provider's shape no other test uses."""
+        ...
+
+    async def receive(self, settings: Settings, account_id: str, sender: str, text: str) -> None:
+        """A customer message reaches the channel the way the provider delivers it and is stored with
+        its chat job queued (a signed webhook; Gmail: the mail in the sandbox mailbox and a sync)."""
         ...
 
     @asynccontextmanager
@@ -156,6 +169,18 @@ class WhatsAppKit:
     def sent(self, sandbox: Any, account_id: str) -> list[dict[str, Any]]:
         return [{"to": m["to"], "text": m["text"], "id": m["id"]} for m in sent_to(sandbox, account_id)]
 
+    sandbox_fixture = "graph_sandbox"
+
+    def new_sender(self) -> str:
+        return "1555" + str(uuid.uuid4().int)[:7]
+
+    async def receive(self, settings: Settings, account_id: str, sender: str, text: str) -> None:
+        body = encode(self.delivery(account_id, [Posted(new_id("in"), sender, text)]))
+        async with self.service(settings) as client:
+            response = await client.post(self.signed_path(settings), content=body,
+                                         headers={"Content-Type": "application/json", **self.sign(body, settings)})  # fmt: skip
+        assert response.status_code == 200 and response.json()["stored"] == 1, response.text
+
     @asynccontextmanager
     async def service(self, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
         async with channel_service(settings) as service:
@@ -195,6 +220,35 @@ class GmailKit:
 
     def wrongly_signed(self, settings: Settings) -> tuple[str, dict[str, str]]:
         return f"{self.webhook_path}?token=not-the-push-secret", {}
+
+    sandbox_fixture = "gmail_sandbox"
+
+    def sent(self, sandbox: Any, account_id: str) -> list[dict[str, Any]]:
+        return [
+            {"to": m["to"], "text": m["text"], "id": m["id"]}
+            for m in sandbox.sent
+            if m["mailbox"] == account_id
+        ]
+
+    def new_sender(self) -> str:
+        from tests.utils.gmail import new_customer
+
+        return new_customer()
+
+    async def receive(self, settings: Settings, account_id: str, sender: str, text: str) -> None:
+        from switchboard.channels.gmail.jobs import enqueue_sync
+        from switchboard.queue import Queue
+        from switchboard.runtime.resources import open_resources
+
+        from tests.utils.gmail import deliver
+        from tests.utils.workers import run_worker_burst
+
+        await deliver(settings, account_id, from_=sender, subject="Conformance", text=text)
+        async with open_resources(settings) as resources, resources.sessions() as session:
+            account = (await session.exec(select(ChannelAccount).where(
+                ChannelAccount.channel == "gmail", ChannelAccount.external_account_id == account_id))).one()  # fmt: skip
+            await enqueue_sync(resources.redis, account.id, reason="conformance")
+        await run_worker_burst(settings, Queue.background)
 
     @asynccontextmanager
     async def service(self, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:

@@ -11,7 +11,7 @@ import uuid
 import pytest
 from sqlalchemy import update
 from sqlmodel import col, select
-from switchboard.channels.base import channel_names
+from switchboard.channels.base import channel_capabilities, channel_names, split_text
 from switchboard.db.models import Message, Outbox
 from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.queue import Queue
@@ -144,21 +144,24 @@ async def answering_tenant(make_tenant, sessions, model, offline_model):  # type
 
 
 async def test_a_rerun_job_sends_each_part_once_and_in_order(
-    kit, e2e_settings, answering_tenant, model, sessions, graph_sandbox, arq_pool
+    any_kit, e2e_settings, answering_tenant, model, sessions, arq_pool, request
 ) -> None:  # type: ignore[no-untyped-def]
+    kit = any_kit
+    sandbox = request.getfixturevalue(kit.sandbox_fixture)[1]
     state, name, _ = model
     paragraphs = [f"Part {i}: " + ("All the details you asked for. " * 120).strip() for i in range(3)]
-    reply = "\n\n".join(paragraphs)  # each paragraph fits one message, the whole does not
+    reply = "\n\n".join(paragraphs)  # each paragraph fits one WhatsApp message, the whole does not
+    capabilities = channel_capabilities(kit.name)
+    assert capabilities is not None
+    parts = split_text(reply, capabilities.text_limit, capabilities.text_unit)  # one mail for Gmail
     state.script(name).default = ScriptedResponse(content=reply)
     settings = e2e_settings()
     account = await kit.connect(sessions, answering_tenant, settings)
-    sender = "15550100305"
-    assert (
-        await _post(kit, settings, kit.delivery(account, [Posted(new_id("long"), sender, "tell me all")]))
-    ).status_code == 200
+    sender = kit.new_sender()
+    await kit.receive(settings, account, sender, "tell me all")
     await run_worker_burst(settings)
-    sent = kit.sent(graph_sandbox[1], account)
-    assert [m["text"] for m in sent] == paragraphs and {m["to"] for m in sent} == {sender}
+    sent = kit.sent(sandbox, account)
+    assert [m["text"] for m in sent] == parts and {m["to"] for m in sent} == {sender}
 
     # the worker dies after sending but before recording the row as done: the job runs again
     (row,) = await _rows(sessions, answering_tenant.id)
@@ -168,7 +171,7 @@ async def test_a_rerun_job_sends_each_part_once_and_in_order(
         )
     await arq_pool.enqueue_job("process_inbound", str(row.id), _job_id=inbound_job_id(row.id) + ":rerun")
     await run_worker_burst(settings)
-    assert kit.sent(graph_sandbox[1], account) == sent
+    assert kit.sent(sandbox, account) == sent
     assert len(state.script(name).requests) == 1  # the turn is not asked again either
     async with sessions() as session:
         parts = (
