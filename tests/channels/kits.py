@@ -40,10 +40,11 @@ class ChannelKit(Protocol):
     webhook_path: str
     webhook_carries_messages: bool
     """Whether the channel's webhook body carries the messages (Meta). Gmail's push carries none (it
-    only moves the mailbox sync): the suite parametrizes its message-shaped tests (duplicates, a bad
-    item, statuses, a re-run job) only over kits where this is true (``MESSAGE_CHANNELS`` in the suite), and
-    the checks of any webhook (authentication, unknown account) over every kit; Gmail's message-level
-    equivalents live in ``tests/channels/gmail/test_sync.py`` (deduplicated sync, our own reply)."""
+    only moves the mailbox sync): the suite parametrizes its webhook-message tests (duplicates, a bad
+    item, statuses) only over kits where this is true (``MESSAGE_CHANNELS`` in the suite), and the checks
+    of any channel (authentication, unknown account, a re-run job sends once) over every kit; Gmail's
+    message-level equivalents live in ``tests/channels/gmail/test_sync.py`` (deduplicated sync, our own
+    reply)."""
 
     async def connect(
         self, sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings
