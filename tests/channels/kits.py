@@ -4,6 +4,8 @@ a real-shaped webhook, and read what the provider's sandbox received. One kit pe
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -13,9 +15,10 @@ from typing import Any, Protocol
 
 import httpx
 from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.channels.meta import sign_body
-from switchboard.db.models import Tenant
+from switchboard.db.models import ChannelAccount, Tenant
 from switchboard.settings import Settings
 
 from tests.utils.instagram import connect_instagram, instagram_service
@@ -40,9 +43,11 @@ class ChannelKit(Protocol):
     """The session fixture ``(url, state)`` of the provider's sandbox (``graph_sandbox``...)."""
     webhook_carries_messages: bool
     """Whether the channel's webhook body carries the messages (Meta). Gmail's push carries none (it
-    only moves the mailbox sync): the webhook-shaped tests below are skipped for it, and its own
-    equivalents live in ``tests/channels/gmail/test_sync.py`` (duplicate sync, bad push token, unknown
-    mailbox, a re-run job, our own reply)."""
+    only moves the mailbox sync): the suite parametrizes its webhook-message tests (duplicates, a bad
+    item, statuses) only over kits where this is true (``MESSAGE_CHANNELS`` in the suite), and the checks
+    of any channel (authentication, unknown account, a re-run job sends once) over every kit; Gmail's
+    message-level equivalents live in ``tests/channels/gmail/test_sync.py`` (deduplicated sync, our own
+    reply)."""
 
     async def connect(
         self, sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings
@@ -61,16 +66,40 @@ class ChannelKit(Protocol):
         """A delivery-status webhook for one of our sent messages."""
         ...
 
+    def notification(self, account_id: str) -> dict[str, Any]:
+        """A real-shaped webhook body for ``account_id`` (a message delivery, or Gmail's push)."""
+        ...
+
+    def unknown_account(self) -> str:
+        """An account id of the provider's shape that no tenant connected."""
+        ...
+
+    def signed_path(self, settings: Settings) -> str:
+        """The webhook path a correctly authenticated post goes to (Gmail's push secret is in the URL)."""
+        ...
+
     def sign(self, raw: bytes, settings: Settings) -> dict[str, str]:
         """The headers a correctly signed delivery carries."""
         ...
 
-    def bad_signature(self) -> dict[str, str]:
-        """Headers of a delivery signed with the wrong secret."""
+    def wrongly_signed(self, settings: Settings) -> tuple[str, dict[str, str]]:
+        """``(path, headers)`` of a delivery signed with the wrong secret."""
         ...
 
     def sent(self, sandbox: Any, account_id: str) -> list[dict[str, Any]]:
         """``[{"to", "text", "id"}]`` the provider sandbox received from ``account_id``, in order."""
+        ...
+
+    sandbox_fixture: str
+    """The pytest fixture of the provider's sandbox: ``(base_url, state)``; ``state`` goes to :meth:`sent`."""
+
+    def new_sender(self) -> str:
+        """A customer address of the provider's shape no other test uses."""
+        ...
+
+    async def receive(self, settings: Settings, account_id: str, sender: str, text: str) -> None:
+        """A customer message reaches the channel the way the provider delivers it and is stored with
+        its chat job queued (a signed webhook; Gmail: the mail in the sandbox mailbox and a sync)."""
         ...
 
     @asynccontextmanager
@@ -120,6 +149,15 @@ class WhatsAppKit:
             items.insert(malformed_at, {"type": ["not", "a", "type"], "text": 42, "timestamp": "soon"})
         return self._envelope(account_id, {"contacts": contacts, "messages": items})
 
+    def notification(self, account_id: str) -> dict[str, Any]:
+        return self.delivery(account_id, [Posted(new_id("note"), "15550100300", "hello")])
+
+    def signed_path(self, settings: Settings) -> str:
+        return self.webhook_path
+
+    def unknown_account(self) -> str:
+        return str(900_000_000_000_000 + uuid.uuid4().int % 10**14)
+
     def status(self, account_id: str, external_id: str, status: str) -> dict[str, Any]:
         return self._envelope(
             account_id,
@@ -130,11 +168,21 @@ class WhatsAppKit:
     def sign(self, raw: bytes, settings: Settings) -> dict[str, str]:
         return {"X-Hub-Signature-256": sign_body(raw, settings.secret("meta_app_secret"))}
 
-    def bad_signature(self) -> dict[str, str]:
-        return {"X-Hub-Signature-256": sign_body(b"something else", "wrong-secret")}
+    def wrongly_signed(self, settings: Settings) -> tuple[str, dict[str, str]]:
+        return self.webhook_path, {"X-Hub-Signature-256": sign_body(b"something else", "wrong-secret")}
 
     def sent(self, sandbox: Any, account_id: str) -> list[dict[str, Any]]:
         return [{"to": m["to"], "text": m["text"], "id": m["id"]} for m in sent_to(sandbox, account_id)]
+
+    def new_sender(self) -> str:
+        return "1555" + str(uuid.uuid4().int)[:7]
+
+    async def receive(self, settings: Settings, account_id: str, sender: str, text: str) -> None:
+        body = encode(self.delivery(account_id, [Posted(new_id("in"), sender, text)]))
+        async with self.service(settings) as client:
+            response = await client.post(self.signed_path(settings), content=body,
+                                         headers={"Content-Type": "application/json", **self.sign(body, settings)})  # fmt: skip
+        assert response.status_code == 200 and response.json()["stored"] == 1, response.text
 
     @asynccontextmanager
     async def service(self, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
@@ -179,11 +227,30 @@ class InstagramKit:
     def sign(self, raw: bytes, settings: Settings) -> dict[str, str]:
         return {"X-Hub-Signature-256": sign_body(raw, settings.secret("instagram_app_secret"))}
 
-    def bad_signature(self) -> dict[str, str]:
-        return {"X-Hub-Signature-256": sign_body(b"something else", "wrong-secret")}
+    def wrongly_signed(self, settings: Settings) -> tuple[str, dict[str, str]]:
+        return self.webhook_path, {"X-Hub-Signature-256": sign_body(b"something else", "wrong-secret")}
+
+    def notification(self, account_id: str) -> dict[str, Any]:
+        return self.delivery(account_id, [Posted(new_id("note"), self.new_sender(), "hello")])
+
+    def signed_path(self, settings: Settings) -> str:
+        return self.webhook_path
+
+    def unknown_account(self) -> str:
+        return str(17_800_000_000_000_000 + uuid.uuid4().int % 10**15)
 
     def sent(self, sandbox: Any, account_id: str) -> list[dict[str, Any]]:
         return [{"to": m["to"], "text": m["text"], "id": m["id"]} for m in sandbox.sent_by(account_id)]
+
+    def new_sender(self) -> str:
+        return "9" + str(uuid.uuid4().int)[:15]  # an IGSID-shaped id
+
+    async def receive(self, settings: Settings, account_id: str, sender: str, text: str) -> None:
+        body = encode(self.delivery(account_id, [Posted(new_id("in"), sender, text)]))
+        async with self.service(settings) as client:
+            response = await client.post(self.signed_path(settings), content=body,
+                                         headers={"Content-Type": "application/json", **self.sign(body, settings)})  # fmt: skip
+        assert response.status_code == 200 and response.json()["stored"] == 1, response.text
 
     @asynccontextmanager
     async def service(self, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
@@ -206,11 +273,61 @@ class GmailKit:
 
         return (await connect_gmail(sessions, tenant, settings)).email
 
+    def notification(self, account_id: str) -> dict[str, Any]:
+        """A Pub/Sub push envelope (the shape of ``shared/payloads/gmail/pubsub_push.json``)."""
+        data = base64.b64encode(json.dumps({"emailAddress": account_id, "historyId": 1}).encode()).decode()
+        mid = str(uuid.uuid4().int)[:16]
+        return {"message": {"data": data, "messageId": mid, "message_id": mid,
+                            "publishTime": "2026-12-01T10:00:00.000Z"},
+                "subscription": "projects/switchboard/subscriptions/gmail-push"}  # fmt: skip
+
+    def signed_path(self, settings: Settings) -> str:
+        return f"{self.webhook_path}?token={settings.secret('gmail_push_secret')}"
+
+    def unknown_account(self) -> str:
+        return f"unknown-{uuid.uuid4().hex[:12]}@example.com"
+
     def sign(self, raw: bytes, settings: Settings) -> dict[str, str]:
         return {}  # the push secret travels in the URL (``?token=``), not in a header
 
-    def bad_signature(self) -> dict[str, str]:
-        return {"Authorization": "Bearer not-a-google-token"}
+    def wrongly_signed(self, settings: Settings) -> tuple[str, dict[str, str]]:
+        return f"{self.webhook_path}?token=not-the-push-secret", {}
+
+    sandbox_fixture = "gmail_sandbox"
+
+    def sent(self, sandbox: Any, account_id: str) -> list[dict[str, Any]]:
+        return [
+            {"to": m["to"], "text": m["text"], "id": m["id"]}
+            for m in sandbox.sent
+            if m["mailbox"] == account_id
+        ]
+
+    def new_sender(self) -> str:
+        from tests.utils.gmail import new_customer
+
+        return new_customer()
+
+    async def receive(self, settings: Settings, account_id: str, sender: str, text: str) -> None:
+        from switchboard.channels.gmail.jobs import enqueue_sync
+        from switchboard.queue import Queue
+        from switchboard.runtime.resources import open_resources
+
+        from tests.utils.gmail import deliver
+        from tests.utils.workers import run_worker_burst
+
+        await deliver(settings, account_id, from_=sender, subject="Conformance", text=text)
+        async with open_resources(settings) as resources, resources.sessions() as session:
+            account = (await session.exec(select(ChannelAccount).where(
+                ChannelAccount.channel == "gmail", ChannelAccount.external_account_id == account_id))).one()  # fmt: skip
+            await enqueue_sync(resources.redis, account.id, reason="conformance")
+        await run_worker_burst(settings, Queue.background)
+
+    @asynccontextmanager
+    async def service(self, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+        from tests.utils.gmail import gmail_service
+
+        async with gmail_service(settings) as client:
+            yield client
 
 
 KITS: dict[str, ChannelKit] = {  # type: ignore[dict-item]

@@ -105,3 +105,17 @@ async def gmail_service(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
             transport=httpx.ASGITransport(app=app), base_url="http://gmail.test"
         ) as client:
             yield client
+
+
+async def run_sync(settings: Settings, account_id: Any) -> None:
+    """One sync of the mailbox on the real background worker, then the chat worker (the turns it enqueued)."""
+    from switchboard.channels.gmail.jobs import enqueue_sync
+    from switchboard.queue import Queue
+    from switchboard.runtime.resources import open_resources
+
+    from tests.utils.workers import run_worker_burst
+
+    async with open_resources(settings) as resources:
+        await enqueue_sync(resources.redis, account_id, reason="test")
+    await run_worker_burst(settings, Queue.background)
+    await run_worker_burst(settings)

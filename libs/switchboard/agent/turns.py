@@ -39,7 +39,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.agent.builtin_tools import BuiltinToolSet
 from switchboard.agent.loop import LoopOutcome, run_tool_loop
-from switchboard.agent.prompt import SUMMARY_MAX_CHARS, build_system_prompt, summary_messages
+from switchboard.agent.prompt import SUMMARY_MAX_CHARS, build_system_prompt, fence_inbound, summary_messages
 from switchboard.agent.tools import ToolContext, ToolRegistry, ToolSet, idempotency_key_for
 from switchboard.channels.base import channel_capabilities
 from switchboard.contracts import TokenUsage, TurnRequest, TurnResult, trace_id_for
@@ -192,9 +192,8 @@ class Orchestrator:
         return result
 
     def _context_factory(self, request: TurnRequest, trace_id: str) -> Callable[..., ToolContext]:
-        capabilities = channel_capabilities(request.channel)
         # the channel says whether its inbound text is untrusted (an e-mail): then read tools only
-        untrusted = bool(capabilities and capabilities.untrusted_inbound)
+        untrusted = _untrusted_inbound(request.channel)
 
         def make_ctx(
             call_id: str, tool_name: str | None = None, arguments: dict[str, Any] | None = None
@@ -358,6 +357,7 @@ class Orchestrator:
                 exclude_conversation_id=request.conversation_id,
             )
 
+        untrusted = _untrusted_inbound(request.channel)
         summary_text = last_summary.summary_text if last_summary is not None else None
         new_summary: tuple[str, uuid.UUID] | None = None
         if len(rows) > llm.summarize_after_messages:
@@ -380,9 +380,16 @@ class Orchestrator:
             summary=summary_text,
             returning_customer=returning,
             returning_window_days=window_days,
+            untrusted_inbound=untrusted,
         )
-        messages = [{"role": "system", "content": system}, *model_messages(rows)]
-        messages.append({"role": "user", "content": request.text.strip() or EMPTY_MESSAGE_TEXT})
+        conversation = [
+            *model_messages(rows),
+            {"role": "user", "content": request.text.strip() or EMPTY_MESSAGE_TEXT},
+        ]
+        # an untrusted channel's mail (every one, not only the newest) reaches the model as a data block
+        if untrusted:
+            conversation = fence_inbound(conversation)
+        messages = [{"role": "system", "content": system}, *conversation]
         return messages, new_summary
 
     async def _summarize(
@@ -500,6 +507,12 @@ class Orchestrator:
                     updated_at=utcnow(),
                 )
             )
+
+
+def _untrusted_inbound(channel: str) -> bool:
+    """Whether ``channel``'s inbound text is untrusted (:attr:`Capabilities.untrusted_inbound`)."""
+    capabilities = channel_capabilities(channel)
+    return bool(capabilities and capabilities.untrusted_inbound)
 
 
 def _skip_reason(conversation: Conversation) -> str | None:

@@ -8,9 +8,11 @@
   (``simulate turn``);
 * channel packages add their own commands to ``channel`` and ``simulate`` when imported
   (:mod:`switchboard.channels.whatsapp.cli`: ``channel add-whatsapp``, ``simulate whatsapp``;
-  :mod:`switchboard.channels.instagram.cli`: ``channel add-instagram``, ``simulate instagram``).
+  :mod:`switchboard.channels.instagram.cli`: ``channel add-instagram``, ``simulate instagram``;
+  :mod:`switchboard.channels.gmail.cli`: ``channel add-gmail``, ``simulate gmail``).
 """
 
+import switchboard.channels.gmail.cli  # noqa: F401  (registers the Gmail commands)
 import switchboard.channels.instagram.cli  # noqa: F401  (registers the Instagram commands)
 import switchboard.channels.whatsapp.cli  # noqa: F401  (registers the WhatsApp commands)
 from switchboard.cli import agents, db, kb, keys, simulate, system, tenants, tools  # noqa: F401  (register)

@@ -5,21 +5,8 @@ from __future__ import annotations
 from sqlmodel import col, select
 from switchboard.db.models import Conversation, Message
 from switchboard.llm.offline_server import ScriptedResponse
-from switchboard.queue import Queue
 
-from tests.utils.gmail import deliver, new_customer, sent_from
-from tests.utils.workers import run_worker_burst
-
-
-async def _sync(settings, account_id):  # type: ignore[no-untyped-def]
-    from arq.connections import ArqRedis  # noqa: F401
-    from switchboard.channels.gmail.jobs import enqueue_sync
-    from switchboard.runtime.resources import open_resources
-
-    async with open_resources(settings) as resources:
-        await enqueue_sync(resources.redis, account_id, reason="test")
-    await run_worker_burst(settings, Queue.background)
-    await run_worker_burst(settings)
+from tests.utils.gmail import deliver, new_customer, run_sync, sent_from
 
 
 async def test_a_mail_is_answered_in_its_thread_with_exact_headers(scene, sessions) -> None:  # type: ignore[no-untyped-def]
@@ -35,7 +22,7 @@ async def test_a_mail_is_answered_in_its_thread_with_exact_headers(scene, sessio
         message_id="<orig-1@example.net>",
         headers={"References": "<older-0@example.net>"},
     )
-    await _sync(scene.settings, scene.account_id)
+    await run_sync(scene.settings, scene.account_id)
     (sent,) = await sent_from(scene.settings, scene.mailbox)
     assert sent["to"] == customer
     assert sent["threadId"] == arrived["threadId"] == sent["requested_thread_id"]

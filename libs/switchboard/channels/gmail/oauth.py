@@ -41,6 +41,7 @@ __all__ = [
     "TokenSource",
     "consent_url",
     "load_client_secrets",
+    "parse_client_secrets",
     "mark_needs_reauth",
 ]
 
@@ -77,6 +78,18 @@ def load_client_secrets(path: Path | str) -> ClientSecrets:
         data = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise ValueError(f"cannot read the client secrets file {path}: {exc}") from exc
+    return parse_client_secrets(data)
+
+
+def parse_client_secrets(data: Any) -> ClientSecrets:
+    """The content of a ``client_secret_*.json`` file (``{"installed": {...}}``, ``{"web": {...}}`` or
+    the inner object).
+
+    Raises:
+        ValueError: not an object, or no ``client_id`` / ``client_secret``.
+    """
+    if not isinstance(data, dict):
+        raise ValueError("the client secrets are not a JSON object")
     block = data.get("installed") or data.get("web") or data
     if not isinstance(block, dict) or not block.get("client_id") or not block.get("client_secret"):
         raise ValueError("the client secrets file has no client_id / client_secret")

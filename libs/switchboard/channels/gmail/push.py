@@ -11,7 +11,7 @@ Verification (LIBRARIES.md §13, Pub/Sub "Authenticate push subscriptions"):
 Outcomes: missing credentials **401**, wrong **403** (nothing stored); body over
 ``GMAIL_MAX_BODY_BYTES`` **413**; not a push envelope, or data without ``emailAddress`` → **200** and
 an error log (Pub/Sub would redeliver a body no retry can fix); an unknown mailbox → **200** and a
-warning ``gmail_unknown_account``; the database failing → **503** (Pub/Sub redelivers); stored (or
+warning ``webhook_unknown_account`` (``channel=gmail``, as every channel's webhook); the database failing → **503** (Pub/Sub redelivers); stored (or
 a redelivery of a stored one) → **200** after the insert committed. The notification never carries
 mail: it only moves the sync (``sync_gmail_mailbox`` on the background queue).
 """
@@ -194,7 +194,7 @@ def push_router() -> APIRouter:
                     )
                 ).first()
                 if account is None:
-                    log.warning("gmail_unknown_account", mailbox=envelope.email)
+                    log.warning("webhook_unknown_account", channel="gmail", account_id=envelope.email)
                     return JSONResponse({"status": "ok", "stored": 0, "duplicates": 0,
                                          "unknown_accounts": [envelope.email]})  # fmt: skip
                 inserted = (
