@@ -100,6 +100,9 @@ async def run(args: argparse.Namespace, database_url: str, redis_url: str, data_
                                    scopes=settings.gmail_oauth_scopes, tenant_id=tenant.id,
                                    secrets=ClientSecrets("load.apps.googleusercontent.com", "GOCSPX-load"),
                                    redirect_uri="http://127.0.0.1:1/cb", login_hint=mailbox)  # fmt: skip
+        control = {
+            "Authorization": f"Bearer {settings.secret('admin_token')}"
+        }  # the sandbox's control endpoints
         async with httpx.AsyncClient(timeout=30) as http:
             location = (await http.get(auth.url)).headers["location"]
             code = code_from_answer(location, state=auth.state)
@@ -110,7 +113,7 @@ async def run(args: argparse.Namespace, database_url: str, redis_url: str, data_
 
             # --- 1. sync throughput -------------------------------------------------------------
             for i in range(args.mails):
-                response = await http.post(api + "/_control/deliver", json={
+                response = await http.post(api + "/_control/deliver", headers=control, json={
                     "to": mailbox, "from": f"customer-{i}@example.net", "subject": f"Order {1000 + i}",
                     "text": f"Hello,\n\nwhere is my order {1000 + i}? It was due on Monday.\n\nThanks\n",
                     "html": f"<p>Hello,</p><p>where is my order <b>{1000 + i}</b>? It was due on Monday.</p>",

@@ -16,7 +16,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings()
     routers = [push_router()]
     if settings.gmail_sandbox_enabled and settings.gmail_uses_sandbox:
-        routers.append(sandbox_router())  # only while the channel talks to it (never next to Google's API)
+        routers.append(
+            sandbox_router(admin_token=settings.secret("admin_token"))
+        )  # only while the channel talks to it (never next to Google's API)
     return create_service_app(
         "gmail",
         settings,

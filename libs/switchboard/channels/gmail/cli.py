@@ -287,7 +287,10 @@ def simulate_gmail(
         spec["thread_id"] = thread_id
 
     async def go() -> int:
-        async with httpx.AsyncClient(timeout=15) as client:
+        control = {
+            "Authorization": f"Bearer {settings.secret('admin_token')}"
+        }  # the sandbox's control endpoints
+        async with httpx.AsyncClient(timeout=15, headers=control) as client:
             sent_url = settings.resolved_gmail_api_base_url + "/_control/sent"
             try:
                 probe = await client.get(sent_url, params={"mailbox": mailbox})

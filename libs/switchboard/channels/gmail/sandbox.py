@@ -47,11 +47,12 @@ import httpx
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
+from switchboard.channels.faults import require_control_access
+
 __all__ = ["GmailSandbox", "sandbox_router", "DEFAULT_MAILBOX"]
 
 DEFAULT_MAILBOX = "support@example.com"
 ACCESS_TOKEN_TTL_S = 3599
-_LOOPBACK = {"127.0.0.1", "::1", "localhost", "testclient"}
 
 
 def _b64url(data: bytes) -> str:
@@ -264,12 +265,6 @@ def _walk(part: dict[str, Any]) -> Any:
         yield from _walk(child)
 
 
-def _require_loopback(request: Request) -> None:
-    host = request.client.host if request.client else ""
-    if host not in _LOOPBACK:
-        raise HTTPException(status_code=403, detail="sandbox control endpoints answer loopback clients only")
-
-
 def _gerror(status: int, reason: str, message: str) -> JSONResponse:
     return JSONResponse(
         {"error": {"code": status, "message": message, "errors": [{"message": message, "domain": "global",
@@ -292,8 +287,13 @@ async def post_push(state: GmailSandbox, *, email_address: str, push_url: str, a
     return response.status_code
 
 
-def sandbox_router(sandbox: GmailSandbox | None = None) -> APIRouter:
-    """Router to mount at ``/_sandbox/gmail`` (state in ``sandbox``, a new one by default)."""
+def sandbox_router(sandbox: GmailSandbox | None = None, *, admin_token: str | None = None) -> APIRouter:
+    """Router to mount at ``/_sandbox/gmail`` (state in ``sandbox``, a new one by default).
+
+    Args:
+        admin_token: when set, the ``/_control`` endpoints also need ``Authorization: Bearer <admin_token>``
+            (they always answer loopback clients only: :func:`~switchboard.channels.faults.require_control_access`).
+    """
     state = sandbox or GmailSandbox()
     router = APIRouter(prefix="/_sandbox/gmail", tags=["sandbox"], include_in_schema=False)
     router.sandbox = state  # type: ignore[attr-defined]
@@ -446,7 +446,7 @@ def sandbox_router(sandbox: GmailSandbox | None = None) -> APIRouter:
     # --- control -------------------------------------------------------------------------------------
     @router.post("/_control/deliver")
     async def control_deliver(request: Request) -> dict[str, Any]:
-        _require_loopback(request)
+        require_control_access(request, admin_token)
         spec = await request.json()
         message = state.deliver(spec)
         push_status = None
@@ -458,7 +458,7 @@ def sandbox_router(sandbox: GmailSandbox | None = None) -> APIRouter:
 
     @router.post("/_control/push")
     async def control_push(request: Request) -> dict[str, Any]:
-        _require_loopback(request)
+        require_control_access(request, admin_token)
         spec = await request.json()
         status = await post_push(state, email_address=spec["email"], push_url=spec["push_url"],
                                  audience=spec.get("audience"), message_id=spec.get("message_id"))  # fmt: skip
@@ -466,7 +466,7 @@ def sandbox_router(sandbox: GmailSandbox | None = None) -> APIRouter:
 
     @router.get("/_control/sent")
     async def control_sent(request: Request, mailbox: str | None = None, after: int = 0) -> dict[str, Any]:
-        _require_loopback(request)
+        require_control_access(request, admin_token)
         sent = [
             s for s in state.sent if s["seq"] > after and (mailbox is None or s["mailbox"] == mailbox.lower())
         ]
@@ -477,7 +477,7 @@ def sandbox_router(sandbox: GmailSandbox | None = None) -> APIRouter:
 
     @router.post("/_control/revoke")
     async def control_revoke(request: Request) -> dict[str, int]:
-        _require_loopback(request)
+        require_control_access(request, admin_token)
         address = str((await request.json())["email"]).lower()
         gone = [t for t, a in state.refresh_tokens.items() if a == address]
         for t in gone:
@@ -486,7 +486,7 @@ def sandbox_router(sandbox: GmailSandbox | None = None) -> APIRouter:
 
     @router.post("/_control/expire_tokens")
     async def control_expire(request: Request) -> dict[str, int]:
-        _require_loopback(request)
+        require_control_access(request, admin_token)
         address = str((await request.json())["email"]).lower()
         expired = [t for t, (a, _) in state.access_tokens.items() if a == address]
         for t in expired:
@@ -495,14 +495,14 @@ def sandbox_router(sandbox: GmailSandbox | None = None) -> APIRouter:
 
     @router.post("/_control/stale")
     async def control_stale(request: Request) -> dict[str, int]:
-        _require_loopback(request)
+        require_control_access(request, admin_token)
         box = state.mailbox(str((await request.json())["email"]))
         box.min_history_id = box.history_id
         return {"min_history_id": box.min_history_id}
 
     @router.post("/_control/page_size")
     async def control_page_size(request: Request) -> dict[str, Any]:
-        _require_loopback(request)
+        require_control_access(request, admin_token)
         state.page_size = (await request.json()).get("size")
         return {"page_size": state.page_size}
 
