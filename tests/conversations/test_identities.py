@@ -199,7 +199,9 @@ async def test_a_recycled_number_with_another_account_id_is_a_new_customer(sessi
     assert (first.display_name, first.phone) == ("Ana", None)
     assert (second.display_name, second.phone) == ("Bo", PHONE)
     assert (await _resolve(sessions, tenant, [_wa(PHONE)])).customer.id == bo.customer.id
-    assert (await _resolve(sessions, tenant, [Identity("whatsapp", "bsuid", BSUID)])).customer.id == ana.customer.id
+    assert (
+        await _resolve(sessions, tenant, [Identity("whatsapp", "bsuid", BSUID)])
+    ).customer.id == ana.customer.id
 
 
 async def test_a_late_message_from_a_left_number_never_takes_it_back(sessions, make_tenant) -> None:  # type: ignore[no-untyped-def]
@@ -209,7 +211,12 @@ async def test_a_late_message_from_a_left_number_never_takes_it_back(sessions, m
     ana = await _resolve(sessions, tenant, [_wa(PHONE), bsuid], "Ana")
     async with sessions() as session, session.begin():
         await change_identity(
-            session, tenant_id=tenant.id, channel="whatsapp", kind="wa_id", old_value=PHONE, new_value=NEW_PHONE
+            session,
+            tenant_id=tenant.id,
+            channel="whatsapp",
+            kind="wa_id",
+            old_value=PHONE,
+            new_value=NEW_PHONE,
         )
     bo = await _resolve(sessions, tenant, [_wa(PHONE)], "Bo")  # the old number's new holder
     # Meta redelivers a message Ana sent from her old number before the change

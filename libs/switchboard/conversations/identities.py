@@ -222,9 +222,7 @@ async def _retired_of(
     return out
 
 
-async def _retire(
-    session: AsyncSession, row: CustomerIdentity, *, now: datetime, keep_history: bool
-) -> None:
+async def _retire(session: AsyncSession, row: CustomerIdentity, *, now: datetime, keep_history: bool) -> None:
     """Retire an active identity row; a phone leaves ``customers.phone`` (and, with ``keep_history``,
     joins ``profile["previous_phones"]``)."""
     row.retired_at = now
@@ -334,7 +332,11 @@ async def resolve_customer(
     current_phone: str | None = None
     for identity in given:
         row = found.get(identity.key)
-        if identity.key in left and left[identity.key] > sent and (row is None or row.customer_id != customer.id):
+        if (
+            identity.key in left
+            and left[identity.key] > sent
+            and (row is None or row.customer_id != customer.id)
+        ):
             continue  # a number this customer left, in a message older than the move: history only
         if row is not None and row.customer_id != customer.id:
             if identity.kind == IdentityKind.wa_id and by_account:

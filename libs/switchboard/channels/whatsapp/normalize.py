@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from switchboard.contracts import InboundMessage, MediaRef, SenderIdentity, SystemEvent
@@ -27,6 +28,7 @@ __all__ = [
     "WebhookErrorEvent",
     "normalize_delivery",
     "render_location",
+    "render_order",
     "strip_mime_params",
     "MEDIA_KINDS",
 ]
@@ -109,6 +111,80 @@ def render_location(location: dict[str, Any]) -> str:
     head = ", ".join(parts)
     text = f"{head} {coords}".strip() if head else coords
     return text or "[Location]"
+
+
+ORDER_ITEMS_SHOWN = 50
+"""Catalog order lines rendered for the agent; the rest is summed up as "... and N more items"."""
+
+
+def _amount(value: Any) -> Decimal | None:
+    """A quantity or price as WhatsApp sends it (number or numeric string) → a finite Decimal, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    text = str(value).strip()
+    if not text or len(text) > 40:  # a price is never 40 digits long; refuse before Decimal parses it
+        return None
+    try:
+        amount = Decimal(text)
+    except InvalidOperation:
+        return None
+    return amount if amount.is_finite() else None
+
+
+def _show(amount: Decimal) -> str:
+    """``Decimal("30")`` → ``"30"``, ``Decimal("12.50")`` → ``"12.50"`` (as sent, never in exponent form)."""
+    return f"{amount:f}"
+
+
+def render_order(order: dict[str, Any]) -> str:
+    """A catalog ``order`` message as lines the agent can read: items, quantities, prices, total, note.
+
+    Shape (WhatsApp Cloud API, messages webhook, ``type: "order"``): ``order.catalog_id``, ``order.text``
+    (what the customer wrote with the order), ``order.product_items[]`` of ``{product_retailer_id,
+    quantity, item_price, currency}``; numbers may arrive as JSON numbers or strings. Example::
+
+        [Order from catalog 354160437058781]
+        - 3 x HAMBURGER at 30 ILS each = 90 ILS
+        - 2 x SODA at 10 ILS each = 20 ILS
+        Total: 110 ILS
+        Customer's note: "no onions"
+
+    The total is given only when every line has a quantity, a price and the same currency.
+    """
+    catalog = _s(order.get("catalog_id"))
+    lines = [f"[Order from catalog {catalog}]" if catalog else "[Order]"]
+    listed = order.get("product_items") if isinstance(order.get("product_items"), list) else []
+    items = [item for item in listed if isinstance(item, dict)]
+    total: Decimal | None = Decimal(0) if len(items) == len(listed) else None
+    currencies: set[str] = set()
+    shown = 0
+    for item in items:
+        sku = _s(item.get("product_retailer_id")) or "unknown item"
+        quantity, price = _amount(item.get("quantity")), _amount(item.get("item_price"))
+        currency = _s(item.get("currency")) or ""
+        currencies.add(currency)
+        line = f"- {_show(quantity) if quantity is not None else '?'} x {sku}"
+        if price is not None:
+            line += f" at {_show(price)} {currency}".rstrip() + " each"
+            if quantity is not None:
+                line += f" = {_show(quantity * price)} {currency}".rstrip()
+        if quantity is None or price is None:
+            total = None
+        elif total is not None:
+            total += quantity * price
+        if shown < ORDER_ITEMS_SHOWN:
+            lines.append(line)
+            shown += 1
+    if len(items) > shown:
+        lines.append(f"- ... and {len(items) - shown} more items")
+    if not items:
+        lines.append("- (no items)")
+    elif total is not None and len(currencies) == 1:
+        lines.append(f"Total: {_show(total)} {currencies.pop()}".rstrip())
+    note = _s(order.get("text"))
+    if note:
+        lines.append(f'Customer\'s note: "{note.strip()}"')
+    return "\n".join(lines)
 
 
 def _epoch(value: Any) -> datetime:
@@ -213,6 +289,13 @@ def _message_body(
         if sub == "nfm_reply" and reply is not None:
             return "interactive", _s(reply.get("body")) or "", [], _s(reply.get("response_json")), flags
         return "unsupported", "", [], None, {"reason": f"interactive type {sub!r}"}
+    if kind == "order":
+        order = msg.get("order") if isinstance(msg.get("order"), dict) else None
+        if order is None:
+            return "unsupported", "", [], None, {"reason": "order without payload"}
+        items = order.get("product_items") if isinstance(order.get("product_items"), list) else []
+        flags["order"] = {"catalog_id": _s(order.get("catalog_id")), "items": len(items)}
+        return "order", render_order(order), [], None, flags
     if kind == "button":
         button = msg.get("button") if isinstance(msg.get("button"), dict) else None
         if button is None:
