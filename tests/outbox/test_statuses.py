@@ -7,7 +7,8 @@ import itertools
 import uuid
 from datetime import UTC, datetime
 
-from switchboard.channels.whatsapp.statuses import to_delivery_statuses
+from switchboard.channels.ingest import to_delivery_statuses
+from switchboard.channels.whatsapp.statuses import conversation_block_reason
 from switchboard.db.models import Conversation, Outbox
 from switchboard.outbox.statuses import (
     PARKED_TTL_S,
@@ -122,6 +123,7 @@ async def test_failed_status_records_the_code_and_blocks_the_customers_conversat
             "account_id": scene.phone_number_id, "external_id": row.external_id, "status": "failed",
             "timestamp": "2026-12-01T10:00:00+00:00", "recipient_id": scene.customer.phone, "error_code": 131047,
             "error_title": "Re-engagement message", "biz_opaque_callback_data": None,
+            "conversation_reason": conversation_block_reason(131047),
         }
     ]  # fmt: skip
 
@@ -194,7 +196,7 @@ async def test_parking_is_bounded_per_account_and_expires(arq_redis) -> None:  #
     assert [m.decode() for m in await arq_redis.zrange(index, 0, -1)] == ids[2:4]
 
 
-async def test_whatsapp_statuses_become_neutral_ones() -> None:
+async def test_status_job_arguments_become_neutral_statuses() -> None:
     assert to_delivery_statuses(
         [
             {
@@ -212,6 +214,7 @@ async def test_whatsapp_statuses_become_neutral_ones() -> None:
                 "status": "failed",
                 "error_code": 131026,
                 "error_title": "x",
+                "conversation_reason": "whatsapp 131026: message undeliverable to this customer",
             },
         ]  # fmt: skip
     ) == [

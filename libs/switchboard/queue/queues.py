@@ -10,7 +10,7 @@ Chat work and background work never share a worker:
   largest timeout is ``INBOUND_JOB_TIMEOUT_S``.
 
 The chat queue keeps ARQ's default name, so a job enqueued without ``_queue_name`` (the channel
-stores' ``process_inbound`` and ``apply_whatsapp_statuses``, every pool opened by
+ingest's ``process_inbound`` and ``apply_delivery_statuses``, every pool opened by
 :func:`~switchboard.runtime.resources.open_resources`) lands on it; background jobs are enqueued with
 ``_queue_name=Queue.background``.
 """
@@ -39,6 +39,7 @@ JOB_QUEUES: Mapping[str, Queue] = MappingProxyType(
     {
         "ping": Queue.chat,
         "process_inbound": Queue.chat,
+        "apply_delivery_statuses": Queue.chat,
         "apply_whatsapp_statuses": Queue.chat,
         "deliver_outbox": Queue.chat,
         "deliver_outbox_sweep": Queue.chat,

@@ -164,7 +164,7 @@ def build_chat_worker_settings(settings: Settings) -> type:
 
     from switchboard.inbound import process_inbound
     from switchboard.outbox.jobs import deliver_outbox
-    from switchboard.queue.maintenance import apply_whatsapp_statuses
+    from switchboard.queue.maintenance import apply_delivery_statuses, apply_whatsapp_statuses
 
     side_timeout_s = min(SIDE_JOB_TIMEOUT_S, settings.inbound_job_timeout_s)
     return _worker_class(
@@ -178,6 +178,9 @@ def build_chat_worker_settings(settings: Settings) -> type:
                 name="process_inbound",
                 timeout=settings.inbound_job_timeout_s,
                 max_tries=INBOUND_ARQ_MAX_TRIES,
+            ),
+            func(
+                apply_delivery_statuses, name="apply_delivery_statuses", timeout=side_timeout_s, max_tries=3
             ),
             func(
                 apply_whatsapp_statuses, name="apply_whatsapp_statuses", timeout=side_timeout_s, max_tries=3

@@ -8,7 +8,7 @@ import time
 import uuid
 
 from sqlmodel import select
-from switchboard.channels.whatsapp.accounts import access_token_of
+from switchboard.channels.accounts import access_token_of
 from switchboard.channels.whatsapp.cli import retarget_payload
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, Message
@@ -109,7 +109,7 @@ async def test_simulate_payload_twice_gets_fresh_ids_and_unanswerable_posts_retu
     # no worker ran: each stored message's job is waiting, and the status's (discarded at the end)
     queued = {job_id.decode() for job_id in await arq_pool.zrange(Queue.chat.value, 0, -1)}
     (status_job,) = queued - {inbound_job_id(row_id) for row_id, _ in rows}
-    assert len(queued) == 4 and status_job.startswith("wa-statuses:")
+    assert len(queued) == 4 and status_job.startswith("statuses:whatsapp:")
 
 
 async def test_simulate_and_add_whatsapp_find_the_running_system_through_run_json(

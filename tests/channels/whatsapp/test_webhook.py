@@ -85,11 +85,21 @@ async def test_unknown_phone_number_id_is_200_and_logged(make_settings, sessions
             bad = await svc.post(body, signature="sha256=00")
     assert response.status_code == 200 and bad.status_code == 403
     assert response.json()["unknown_accounts"] == ["999000000000999"] and response.json()["stored"] == 0
-    unknown = [e for e in logs if e["event"] == "whatsapp_unknown_account"]
+    unknown = [e for e in logs if e["event"] == "webhook_unknown_account"]
     assert unknown == [
-        {"event": "whatsapp_unknown_account", "phone_number_id": "999000000000999", "log_level": "warning"}
+        {
+            "event": "webhook_unknown_account",
+            "channel": "whatsapp",
+            "account_id": "999000000000999",
+            "log_level": "warning",
+        }
     ]
-    assert {"event": "whatsapp_webhook_rejected", "reason": "bad signature", "log_level": "warning"} in logs
+    assert {
+        "event": "webhook_rejected",
+        "channel": "whatsapp",
+        "reason": "bad signature",
+        "log_level": "warning",
+    } in logs
 
 
 async def test_text_is_stored_once_and_enqueued(make_settings, wa_tenant, sessions, arq_pool) -> None:  # type: ignore[no-untyped-def]
@@ -124,7 +134,7 @@ async def test_concurrent_duplicates_on_two_processes_insert_once(
     assert sorted(r.text for r in rows) == ["Necesito ayuda con mi pedido", "anyone there", "hello?"]
     queued = await _queued_job_ids(arq_pool)  # one job per stored row, one for the (same) status
     (status_job,) = queued - {f"inbound:{r.id}" for r in rows}
-    assert len(queued) == 4 and status_job.startswith("wa-statuses:")
+    assert len(queued) == 4 and status_job.startswith("statuses:whatsapp:")
 
 
 async def test_database_down_answers_503_and_redelivery_is_stored(make_settings, wa_tenant, sessions) -> None:  # type: ignore[no-untyped-def]
@@ -134,7 +144,7 @@ async def test_database_down_answers_503_and_redelivery_is_stored(make_settings,
         with capture_logs() as logs:
             response = await svc.post(body)
     assert response.status_code == 503
-    assert [e["log_level"] for e in logs if e["event"] == "whatsapp_webhook_store_failed"] == ["error"]
+    assert [e["log_level"] for e in logs if e["event"] == "webhook_store_failed"] == ["error"]
     assert await messages_of(sessions, wa_tenant.tenant.id) == []
     async with channel_service(make_settings()) as svc:
         redelivered = await svc.post(body)

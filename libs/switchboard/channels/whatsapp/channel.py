@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from switchboard.channels.accounts import access_token_of
 from switchboard.channels.base import (
     Capabilities,
     ChannelDeps,
@@ -25,7 +26,6 @@ from switchboard.channels.base import (
     SendErrorKind,
     register_channel,
 )
-from switchboard.channels.whatsapp.accounts import access_token_of
 from switchboard.channels.whatsapp.send import (
     SERVICE_WINDOW,
     TEXT_LIMIT_CHARS,

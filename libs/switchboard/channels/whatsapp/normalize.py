@@ -14,11 +14,12 @@ Customer identity: ``sender_id`` is the business-scoped user id (BSUID, ``contac
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from switchboard.channels.ingest import NormalizedDelivery, StatusUpdate, WebhookErrorEvent
+from switchboard.channels.whatsapp.statuses import conversation_block_reason
 from switchboard.contracts import InboundMessage, MediaRef, SenderIdentity, SystemEvent
 from switchboard.observability import get_logger
 
@@ -39,58 +40,6 @@ MEDIA_KINDS = ("image", "audio", "video", "document", "sticker")
 """Message types whose payload is a media object ``{id, mime_type, sha256, caption?, filename?}``."""
 
 _RECORD_ONLY_KINDS = {"sticker", "reaction", "system", "unsupported", "contacts_only"}
-
-
-@dataclass(frozen=True)
-class StatusUpdate:
-    """One ``statuses[]`` item: the delivery state of a message *we* sent."""
-
-    account_id: str
-    external_id: str
-    """``wamid`` of our outbound message."""
-    status: str
-    """``sent`` | ``delivered`` | ``read`` | ``failed`` | anything newer (``played``...), kept as is."""
-    timestamp: datetime
-    recipient_id: str | None
-    error_code: int | None = None
-    error_title: str | None = None
-    biz_opaque_callback_data: str | None = None
-
-
-@dataclass(frozen=True)
-class WebhookErrorEvent:
-    """A ``value.errors[]`` item with no message (e.g. 130429 throughput limit reached)."""
-
-    account_id: str
-    code: int | None
-    title: str | None
-    details: str | None
-
-
-@dataclass
-class NormalizedDelivery:
-    """Everything one webhook POST carried, in order of provider timestamp.
-
-    Attributes:
-        messages: customer messages, control events (reaction, edit, revoke), system messages and
-            business-app echoes, sorted by ``sent_at`` (then by position in the body).
-        statuses: delivery updates of our own messages.
-        errors: account-level error events.
-        skipped: number of items that were not understood (logged, never raised).
-    """
-
-    messages: list[InboundMessage] = field(default_factory=list)
-    statuses: list[StatusUpdate] = field(default_factory=list)
-    errors: list[WebhookErrorEvent] = field(default_factory=list)
-    skipped: int = 0
-
-    @property
-    def account_ids(self) -> set[str]:
-        return (
-            {m.account_id for m in self.messages}
-            | {s.account_id for s in self.statuses}
-            | {e.account_id for e in self.errors}
-        )
 
 
 def strip_mime_params(mime: str | None) -> str | None:
@@ -433,15 +382,17 @@ def _normalize_status(item: dict[str, Any], account_id: str) -> StatusUpdate | N
     errors = item.get("errors") if isinstance(item.get("errors"), list) else []
     first = errors[0] if errors and isinstance(errors[0], dict) else {}
     code = first.get("code")
+    error_code = int(code) if isinstance(code, (int, str)) and str(code).isdigit() else None
     return StatusUpdate(
         account_id=account_id,
         external_id=external_id,
         status=status.lower(),
         timestamp=_epoch(item.get("timestamp")),
         recipient_id=_s(item.get("recipient_id")) or _s(item.get("recipient_user_id")),
-        error_code=int(code) if isinstance(code, (int, str)) and str(code).isdigit() else None,
+        error_code=error_code,
         error_title=_s(first.get("title")),
         biz_opaque_callback_data=_s(item.get("biz_opaque_callback_data")),
+        conversation_reason=conversation_block_reason(error_code),
     )
 
 

@@ -1,0 +1,96 @@
+"""Tenant routing for every channel: the provider's account id in a webhook → the tenant's channel account.
+
+A webhook names the receiving account in the provider's terms (WhatsApp ``metadata.phone_number_id``,
+Instagram ``entry[].id``, a Gmail address); :class:`AccountDirectory` maps it to the active
+``channel_accounts`` row of that channel. Lookups are cached in-process for :data:`CACHE_TTL_S` seconds
+(unknown ids for :data:`NEGATIVE_CACHE_TTL_S`, so a freshly connected account is picked up quickly); call
+:meth:`AccountDirectory.invalidate` after changing an account in this process.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlmodel import select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from switchboard.crypto import CredentialCipher
+from switchboard.db.models import ChannelAccount
+
+__all__ = ["AccountRef", "AccountDirectory", "CACHE_TTL_S", "NEGATIVE_CACHE_TTL_S", "access_token_of"]
+
+CACHE_TTL_S = 30.0
+"""How long a found account is trusted without re-reading the database (seconds)."""
+NEGATIVE_CACHE_TTL_S = 5.0
+"""How long an unknown account id is remembered as unknown (seconds)."""
+
+
+@dataclass(frozen=True)
+class AccountRef:
+    """The routing facts of one connected channel account."""
+
+    id: uuid.UUID
+    """``channel_accounts.id``."""
+    tenant_id: uuid.UUID
+    channel: str
+    external_account_id: str
+    """The provider's id of the account (``channel_accounts.external_account_id``)."""
+
+
+class AccountDirectory:
+    """Cached ``external_account_id`` → :class:`AccountRef` for one channel (active accounts only)."""
+
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], channel: str) -> None:
+        self._sessions = sessions
+        self.channel = channel
+        self._cache: dict[str, tuple[float, AccountRef | None]] = {}
+
+    def invalidate(self, external_account_id: str | None = None) -> None:
+        """Forget one id (or everything)."""
+        if external_account_id is None:
+            self._cache.clear()
+        else:
+            self._cache.pop(external_account_id, None)
+
+    async def resolve(self, external_account_id: str) -> AccountRef | None:
+        """The active account of this channel for ``external_account_id``, or ``None``.
+
+        Raises:
+            sqlalchemy.exc.SQLAlchemyError / OSError: the database is unreachable (the route answers 503).
+        """
+        now = time.monotonic()
+        hit = self._cache.get(external_account_id)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        async with self._sessions() as session:
+            row = (
+                await session.exec(
+                    select(ChannelAccount).where(
+                        ChannelAccount.channel == self.channel,
+                        ChannelAccount.external_account_id == external_account_id,
+                        ChannelAccount.is_active.is_(True),  # type: ignore[attr-defined]
+                    )
+                )
+            ).first()
+        ref = (
+            AccountRef(
+                id=row.id,
+                tenant_id=row.tenant_id,
+                channel=self.channel,
+                external_account_id=external_account_id,
+            )
+            if row
+            else None
+        )
+        self._cache[external_account_id] = (now + (CACHE_TTL_S if ref else NEGATIVE_CACHE_TTL_S), ref)
+        return ref
+
+
+def access_token_of(account: ChannelAccount, cipher: CredentialCipher) -> str | None:
+    """The provider access token stored (encrypted) on ``account``, or ``None`` when none is stored."""
+    if not account.credentials_encrypted:
+        return None
+    return cipher.decrypt(account.credentials_encrypted).get("access_token")

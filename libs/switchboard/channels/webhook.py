@@ -1,0 +1,194 @@
+"""The webhook route of a Meta channel (WhatsApp, Instagram): the subscription handshake (GET) and
+deliveries (POST), the same for every Meta channel; what differs is a :class:`MetaWebhook` spec.
+
+Our own route, not pywa's: pywa's answers 200 before the work is durable and de-duplicates in memory
+(LIBRARIES.md §4). Outcomes of a POST, and why:
+
+* body over the channel's byte limit → **413** (checked before reading more than the limit);
+* ``X-Hub-Signature-256`` missing → **401**, wrong → **403**; nothing is stored or enqueued;
+* signed but not JSON, or not the channel's ``object`` → **200 and an error log**: Meta retries every
+  non-2xx delivery for days, and a retry cannot fix the body, so we stop it here;
+* an unknown receiving account → **200 and a warning** with the id (so Meta stops retrying);
+* the database cannot take the insert → **503** (Meta retries later; nothing was committed);
+* stored (or duplicate) → **200** after the insert committed; Redis trouble at enqueue time still
+  answers 200 because the row is durable and the sweeper enqueues it.
+
+Log events are the same for every channel (``webhook_accepted``, ``webhook_rejected``, ...) with a
+``channel`` field, so one query follows every channel.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from sqlalchemy.exc import SQLAlchemyError
+
+from switchboard.api.deps import ResourcesDep, SettingsDep
+from switchboard.channels.accounts import AccountDirectory
+from switchboard.channels.ingest import NormalizedDelivery, Throttle, ingest_delivery
+from switchboard.channels.meta import SIGNATURE_HEADER, challenge_response, signature_is_valid
+from switchboard.observability import get_logger
+from switchboard.settings import Settings
+
+__all__ = ["MetaWebhook", "meta_webhook_router", "read_limited", "account_directory"]
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class MetaWebhook:
+    """What one Meta channel's webhook route needs to know."""
+
+    channel: str
+    """Channel name (``messages.channel``, log field, URL ``/webhooks/<channel>``)."""
+    object_name: str
+    """The body's ``object`` Meta sends for this product (``whatsapp_business_account``, ``instagram``)."""
+    normalize: Callable[[dict[str, Any]], NormalizedDelivery]
+    """Parsed body → every event it carried; must never raise on odd shapes."""
+    app_secret: Callable[[Settings], str]
+    """The app secret that signs this product's deliveries (may differ per product)."""
+    verify_token: Callable[[Settings], str]
+    """The token the subscription handshake must present."""
+    max_body_bytes: Callable[[Settings], int]
+    throttle: Callable[[Settings], Throttle | None] = lambda _settings: None
+    """The throughput-limit error codes of this channel and how long its sends then wait."""
+    description: str = ""
+    """Extra OpenAPI text for the POST route."""
+
+
+def account_directory(request: Request, resources: ResourcesDep, channel: str) -> AccountDirectory:
+    """The process's directory of ``channel``'s accounts (cached lookups), built on first use."""
+    directories: dict[str, AccountDirectory] = request.app.state.__dict__.setdefault(
+        "account_directories", {}
+    )
+    directory = directories.get(channel)
+    if directory is None:
+        directory = directories[channel] = AccountDirectory(resources.sessions, channel)
+    return directory
+
+
+async def read_limited(request: Request, limit: int) -> bytes | None:
+    """The raw body, or ``None`` as soon as it exceeds ``limit`` bytes (never reads much past it)."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def meta_webhook_router(spec: MetaWebhook) -> APIRouter:
+    """The router to mount at ``/webhooks/<spec.channel>``."""
+    channel = spec.channel
+    router = APIRouter(prefix=f"/webhooks/{channel}", tags=[channel])
+
+    def _accounts(request: Request, resources: ResourcesDep) -> AccountDirectory:
+        return account_directory(request, resources, channel)
+
+    @router.get(
+        "",
+        summary="Meta webhook subscription handshake",
+        description="Answers `hub.challenge` as text when `hub.mode=subscribe` and `hub.verify_token` "
+        "equals the configured verify token; otherwise 403.",
+        response_class=PlainTextResponse,
+        operation_id=f"{channel}_webhook_handshake",
+    )
+    async def handshake(
+        settings: SettingsDep,
+        mode: str | None = Query(None, alias="hub.mode"),
+        token: str | None = Query(None, alias="hub.verify_token"),
+        challenge: str | None = Query(None, alias="hub.challenge"),
+    ) -> Response:
+        body = challenge_response(mode, token, challenge, spec.verify_token(settings))
+        if body is None:
+            log.warning("webhook_handshake_refused", channel=channel, mode=mode, has_token=bool(token))
+            return PlainTextResponse("Forbidden", status_code=403)
+        log.info("webhook_handshake_ok", channel=channel)
+        return PlainTextResponse(body)
+
+    @router.post(
+        "",
+        summary=f"{channel} webhook delivery",
+        description="Verifies X-Hub-Signature-256, stores every message durably (deduplicated on the provider's "
+        "message id), enqueues one job per new message and answers 200; 401/403 bad signature, 413 too large, "
+        "503 when the database cannot take the delivery (Meta retries). " + spec.description,
+        operation_id=f"{channel}_webhook_delivery",
+    )
+    async def deliver(
+        request: Request,
+        settings: SettingsDep,
+        resources: ResourcesDep,
+        accounts: AccountDirectory = Depends(_accounts),  # noqa: B008 (a local dependency: annotations are strings here)
+    ) -> Response:
+        started = time.perf_counter()
+        limit = spec.max_body_bytes(settings)
+        raw = await read_limited(request, limit)
+        if raw is None:
+            log.warning("webhook_too_large", channel=channel, limit_bytes=limit)
+            return JSONResponse({"error": "body too large"}, status_code=413)
+        header = request.headers.get(SIGNATURE_HEADER)
+        if not header:
+            log.warning("webhook_rejected", channel=channel, reason="missing signature")
+            return JSONResponse({"error": f"missing {SIGNATURE_HEADER}"}, status_code=401)
+        if not signature_is_valid(raw, header, spec.app_secret(settings)):
+            log.warning("webhook_rejected", channel=channel, reason="bad signature")
+            return JSONResponse({"error": "invalid signature"}, status_code=403)
+        try:
+            body: Any = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            log.error("webhook_malformed", channel=channel, error=str(exc)[:200], size_bytes=len(raw))
+            return JSONResponse({"status": "ignored", "reason": "malformed json"})
+        if not isinstance(body, dict) or body.get("object") != spec.object_name:
+            log.error(
+                "webhook_unknown_shape",
+                channel=channel,
+                object=str(body.get("object"))[:100] if isinstance(body, dict) else type(body).__name__,
+            )
+            return JSONResponse({"status": "ignored", "reason": "unknown object"})
+        delivery = spec.normalize(body)
+        try:
+            result = await ingest_delivery(
+                delivery=delivery,
+                sessions=resources.sessions,
+                redis=resources.redis,
+                accounts=accounts,
+                debounce_s=settings.inbound_debounce_s,
+                throttle=spec.throttle(settings),
+            )
+        except (SQLAlchemyError, OSError) as exc:
+            log.error("webhook_store_failed", channel=channel, error=f"{type(exc).__name__}: {exc}"[:300])
+            return JSONResponse(
+                {"error": "temporarily unavailable"}, status_code=503, headers={"Retry-After": "5"}
+            )
+        log.info(
+            "webhook_accepted",
+            channel=channel,
+            stored=len(result.stored_ids),
+            duplicates=result.duplicates,
+            statuses=result.statuses,
+            unknown_accounts=sorted(result.unknown_accounts),
+            skipped=delivery.skipped,
+            ack_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+        return JSONResponse(
+            {
+                "status": "ok",
+                "stored": len(result.stored_ids),
+                "duplicates": result.duplicates,
+                "statuses": result.statuses,
+                "unknown_accounts": sorted(result.unknown_accounts),
+            }
+        )
+
+    return router
