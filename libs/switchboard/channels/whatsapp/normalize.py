@@ -18,7 +18,12 @@ from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from switchboard.channels.ingest import NormalizedDelivery, StatusUpdate, WebhookErrorEvent
+from switchboard.channels.ingest import (
+    UNPROCESSABLE_FLAG,
+    NormalizedDelivery,
+    StatusUpdate,
+    WebhookErrorEvent,
+)
 from switchboard.channels.whatsapp.statuses import conversation_block_reason
 from switchboard.contracts import InboundMessage, MediaRef, SenderIdentity, SystemEvent
 from switchboard.observability import get_logger
@@ -145,6 +150,28 @@ def _epoch(value: Any) -> datetime:
         return datetime.now(UTC)
 
 
+def _list(value: Any) -> list[Any]:
+    """``value`` when it is a JSON array, else ``[]`` (``"messages": 1``, ``true``, ``{}`` are not lists)."""
+    return value if isinstance(value, list) else []
+
+
+_CODE_DIGITS = 12
+"""Longest error code read as a number (Meta's codes have at most 6 digits)."""
+
+
+def _code(value: Any) -> int | None:
+    """An error code as an int: a JSON integer, or a string of ASCII digits; anything else (``"²"``, which
+    passes ``str.isdigit``, a 5,000-digit string, ``true``) is ``None``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if len(str(abs(value))) <= _CODE_DIGITS else None
+    if isinstance(value, str) and 0 < len(value.strip()) <= _CODE_DIGITS and value.strip().isascii():
+        text = value.strip()
+        return int(text) if text.isdigit() else None
+    return None
+
+
 def _s(value: Any) -> str | None:
     """A non-empty string or ``None`` (``""`` and non-strings count as missing)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -191,7 +218,7 @@ def _render_contacts(cards: list[Any]) -> str:
         phones = [
             f"{_s(p.get('phone')) or _s(p.get('wa_id'))}"
             + (f" ({_s(p.get('type'))})" if _s(p.get("type")) else "")
-            for p in card.get("phones") or []
+            for p in _list(card.get("phones"))
             if isinstance(p, dict) and (_s(p.get("phone")) or _s(p.get("wa_id")))
         ]
         lines.append(f"{shown or 'Contact'}: {', '.join(phones)}" if phones else (shown or "Contact"))
@@ -269,7 +296,7 @@ def _base_flags(msg: dict[str, Any]) -> dict[str, Any]:
         }
     if isinstance(msg.get("errors"), list) and msg["errors"]:
         first = msg["errors"][0] if isinstance(msg["errors"][0], dict) else {}
-        flags["error_code"] = first.get("code")
+        flags["error_code"] = _code(first.get("code"))
     return flags
 
 
@@ -278,9 +305,9 @@ def identities_of(wa_id: str | None, bsuid: str | None) -> list[SenderIdentity]:
     it — then the business-scoped user id (BSUID)."""
     out = []
     if wa_id:
-        out.append(SenderIdentity(kind="wa_id", value=wa_id[:255]))
+        out.append(SenderIdentity(kind="wa_id", value=wa_id))
     if bsuid:
-        out.append(SenderIdentity(kind="bsuid", value=bsuid[:255]))
+        out.append(SenderIdentity(kind="bsuid", value=bsuid))
     return out
 
 
@@ -375,6 +402,34 @@ def _normalize_message(
     )
 
 
+def _guarded(
+    msg: dict[str, Any], contacts: list[Any], account_id: str, *, echo: bool
+) -> InboundMessage | None:
+    """:func:`_normalize_message`, and when that fails on a shape nobody foresaw: the least of the
+    message (id, sender, time) as ``unsupported`` with an ``unprocessable`` reason, so it is stored and
+    seen, never processed, and the other messages of the delivery are unaffected."""
+    try:
+        return _normalize_message(msg, contacts, account_id, echo=echo)
+    except Exception as exc:  # noqa: BLE001 (logged; the message is kept with the reason)
+        reason = f"unreadable {str(_s(msg.get('type')) or 'message')[:32]}: {type(exc).__name__}"
+        log.warning("whatsapp_message_unreadable", reason=reason, error=str(exc)[:200])
+    external_id = _s(msg.get("id"))
+    sender = _s(msg.get("to") if echo else msg.get("from")) or _s(
+        msg.get("to_user_id") if echo else msg.get("from_user_id")
+    )
+    if external_id is None or sender is None:
+        return None
+    try:
+        return InboundMessage(
+            channel="whatsapp", account_id=account_id, kind="unsupported", action="record", echo=echo,
+            external_id=external_id, sender_id=sender, sent_at=_epoch(msg.get("timestamp")),
+            flags={UNPROCESSABLE_FLAG: reason}, raw={"message": msg},
+        )  # fmt: skip
+    except Exception as exc:  # noqa: BLE001
+        log.warning("whatsapp_message_skipped", reason="unreadable", error=str(exc)[:200])
+        return None
+
+
 def _normalize_status(item: dict[str, Any], account_id: str) -> StatusUpdate | None:
     external_id, status = _s(item.get("id")), _s(item.get("status"))
     if external_id is None or status is None:
@@ -382,7 +437,7 @@ def _normalize_status(item: dict[str, Any], account_id: str) -> StatusUpdate | N
     errors = item.get("errors") if isinstance(item.get("errors"), list) else []
     first = errors[0] if errors and isinstance(errors[0], dict) else {}
     code = first.get("code")
-    error_code = int(code) if isinstance(code, (int, str)) and str(code).isdigit() else None
+    error_code = _code(code)
     return StatusUpdate(
         account_id=account_id,
         external_id=external_id,
@@ -428,32 +483,30 @@ def normalize_delivery(body: dict[str, Any]) -> NormalizedDelivery:
                 log.warning("whatsapp_change_without_account", field=change.get("field"))
                 out.skipped += 1
                 continue
-            contacts = value.get("contacts") if isinstance(value.get("contacts"), list) else []
+            contacts = _list(value.get("contacts"))
             for key, is_echo in (("messages", False), ("message_echoes", True)):
-                for msg in value.get(key) or []:
+                for msg in _list(value.get(key)):
                     normalized = (
-                        _normalize_message(msg, contacts, account_id, echo=is_echo)
-                        if isinstance(msg, dict)
-                        else None
+                        _guarded(msg, contacts, account_id, echo=is_echo) if isinstance(msg, dict) else None
                     )
                     if normalized is None:
                         out.skipped += 1
                         continue
                     order.append((normalized.sent_at, len(order), normalized))
-            for item in value.get("statuses") or []:
+            for item in _list(value.get("statuses")):
                 status = _normalize_status(item, account_id) if isinstance(item, dict) else None
                 if status is None:
                     out.skipped += 1
                 else:
                     out.statuses.append(status)
-            for err in value.get("errors") or []:
+            for err in _list(value.get("errors")):
                 if isinstance(err, dict):
                     data = err.get("error_data") if isinstance(err.get("error_data"), dict) else {}
                     code = err.get("code")
                     out.errors.append(
                         WebhookErrorEvent(
                             account_id=account_id,
-                            code=int(code) if str(code).isdigit() else None,
+                            code=_code(code),
                             title=_s(err.get("title")),
                             details=_s(data.get("details")),
                         )
