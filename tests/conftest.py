@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from arq.connections import ArqRedis, RedisSettings, create_pool
 from fastapi import FastAPI
+from hypothesis import settings as hypothesis_settings
 from redis import Redis
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
@@ -38,6 +39,14 @@ from switchboard.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
 from switchboard.settings import Settings, load_settings
 
 from tests.utils.cli import Cli
+
+# Property tests (hypothesis): ``ci`` (the default) is derandomized, so every run draws the same
+# examples; ``HYPOTHESIS_PROFILE=dev`` draws new ones each run; loadtests/hostile_webhooks.py runs longer.
+hypothesis_settings.register_profile(
+    "ci", derandomize=True, max_examples=25, deadline=None, database=None, print_blob=True
+)
+hypothesis_settings.register_profile("dev", max_examples=50, deadline=None)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 from tests.utils.net import free_port
 from tests.utils.servers import serve_app, serve_orchestrator
 from tests.utils.tenants import new_tenant

@@ -100,7 +100,9 @@ async def test_an_unknown_account_is_acknowledged_and_logged(kit, make_settings,
     assert response.status_code == 200
     assert (response.json()["stored"], response.json()["unknown_accounts"]) == (0, [unknown])
     lines = [line for line in capsys.readouterr().err.splitlines() if unknown in line]
-    assert "webhook_unknown_account" in lines[0] and f"channel={kit.name}" in lines[0] and "warning" in lines[0]
+    assert (
+        "webhook_unknown_account" in lines[0] and f"channel={kit.name}" in lines[0] and "warning" in lines[0]
+    )
 
 
 async def test_one_bad_message_never_blocks_the_rest_of_its_delivery(
