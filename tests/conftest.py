@@ -39,6 +39,11 @@ from switchboard.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
 from switchboard.settings import Settings, load_settings
 
 from tests.utils.cli import Cli
+from tests.utils.net import free_port
+from tests.utils.servers import serve_app, serve_orchestrator
+from tests.utils.tenants import new_tenant
+from tests.utils.whatsapp import APP_SECRET, VERIFY_TOKEN
+from tests.utils.workers import QUEUES, discard_jobs, queued_jobs
 
 # Property tests (hypothesis): ``ci`` (the default) is derandomized, so every run draws the same
 # examples; ``HYPOTHESIS_PROFILE=dev`` draws new ones each run; loadtests/hostile_webhooks.py runs longer.
@@ -47,11 +52,6 @@ hypothesis_settings.register_profile(
 )
 hypothesis_settings.register_profile("dev", max_examples=50, deadline=None)
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
-from tests.utils.net import free_port
-from tests.utils.servers import serve_app, serve_orchestrator
-from tests.utils.tenants import new_tenant
-from tests.utils.whatsapp import APP_SECRET, VERIFY_TOKEN
-from tests.utils.workers import QUEUES, discard_jobs, queued_jobs
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

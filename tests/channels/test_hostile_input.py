@@ -17,7 +17,7 @@ import pytest
 from arq.constants import result_key_prefix
 from arq.jobs import Job
 from hypothesis import strategies as st
-from sqlmodel import col, select
+from sqlmodel import select
 from switchboard.channels.base import channel_names
 from switchboard.channels.sanitize import clean_text
 from switchboard.db.models import Message
