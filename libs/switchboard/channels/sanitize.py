@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 from switchboard.contracts import InboundMessage
 from switchboard.db.models import Customer, CustomerIdentity, Message
+from switchboard.storable import MAX_DEPTH, TOO_DEEP, clean_text, clean_tree
 
 __all__ = [
     "MAX_DEPTH",
@@ -43,23 +43,10 @@ __all__ = [
     "unprocessable_reason",
 ]
 
-MAX_DEPTH = 64
-"""Deepest nesting kept (containers inside containers); deeper values become :data:`TOO_DEEP`."""
 MAX_INT_DIGITS = 1000
 """Longest integer literal parsed as a number; longer ones stay strings (CPython's own cap is 4,300)."""
-TOO_DEEP = "[nested too deep]"
-"""What a subtree deeper than :data:`MAX_DEPTH` is replaced with."""
 UNPROCESSABLE_PREFIX = "unprocessable: "
 """``messages.last_error`` of a row stored but never processed (the reason follows)."""
-
-_BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
-
-
-def clean_text(value: str) -> str:
-    """``value`` without NUL and with each lone surrogate replaced by U+FFFD (a text Postgres stores)."""
-    if not _BAD_CHARS.search(value):
-        return value
-    return _BAD_CHARS.sub(lambda m: "" if m.group() == "\x00" else "\ufffd", value)
 
 
 def _parse_int(digits: str) -> int | str:
@@ -92,43 +79,6 @@ def parse_json_body(raw: bytes) -> tuple[Any, str | None]:
         return None, "nested past the parser's recursion limit"
     except ValueError as exc:  # JSONDecodeError is a ValueError
         return None, f"malformed json: {str(exc)[:200]}"
-
-
-def clean_tree(value: Any) -> Any:
-    """A copy of parsed JSON with every string (keys too) cleaned by :func:`clean_text`, non-finite
-    floats as ``None``, and subtrees deeper than :data:`MAX_DEPTH` replaced by :data:`TOO_DEEP`.
-
-    Iterative, so a deep body never hits the recursion limit here.
-    """
-
-    def leaf(item: Any) -> Any:
-        if isinstance(item, str):
-            return clean_text(item)
-        if isinstance(item, float) and not math.isfinite(item):
-            return None
-        return item
-
-    if not isinstance(value, (dict, list)):
-        return leaf(value)
-    root: Any = {} if isinstance(value, dict) else []
-    stack: list[tuple[Any, Any, int]] = [(value, root, 1)]
-    while stack:
-        source, target, depth = stack.pop()
-        pairs = source.items() if isinstance(source, dict) else enumerate(source)
-        for key, item in pairs:
-            if isinstance(item, (dict, list)):
-                if depth >= MAX_DEPTH:
-                    copy: Any = TOO_DEEP
-                else:
-                    copy = {} if isinstance(item, dict) else []
-                    stack.append((item, copy, depth + 1))
-            else:
-                copy = leaf(item)
-            if isinstance(target, dict):
-                target[clean_text(key) if isinstance(key, str) else key] = copy
-            else:
-                target.append(copy)
-    return root
 
 
 def _column_length(table: Any, column: str) -> int:

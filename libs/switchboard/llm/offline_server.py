@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fastapi import APIRouter, FastAPI, Request, UploadFile
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from switchboard import __version__
@@ -270,14 +270,15 @@ def create_offline_app(state: OfflineModelState | None = None, *, enable_control
                     "context_length_exceeded",
                 )
             content = scripted.content
-            return JSONResponse(
-                _completion_body(
-                    model,
-                    content=content,
-                    tool_calls=scripted.tool_calls if scripted.kind == "tool_calls" else [],
-                    usage=_usage(messages, content or "", scripted),
-                )
+            body = _completion_body(
+                model,
+                content=content,
+                tool_calls=scripted.tool_calls if scripted.kind == "tool_calls" else [],
+                usage=_usage(messages, content or "", scripted),
             )
+            # ASCII-escaped like OpenAI's API, so a scripted lone surrogate arrives as "\ud83d" (it
+            # cannot be encoded as UTF-8), the way a real model's broken output does
+            return Response(json.dumps(body), media_type="application/json")
         finally:
             script.in_flight -= 1
 

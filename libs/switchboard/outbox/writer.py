@@ -17,6 +17,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.channels.base import OutboundPart, channel_capabilities, split_text, text_length
 from switchboard.db.models import Outbox, OutboxPurpose, OutboxStatus, utcnow
+from switchboard.storable import clean_tree
 
 __all__ = ["OutboxItem", "write_outbox", "text_items", "fit_to_channel"]
 
@@ -132,7 +133,7 @@ async def write_outbox(
     for item in items:
         index = counters.get(item.purpose.value, 0)
         counters[item.purpose.value] = index + 1
-        payload = item.part.to_payload()
+        payload = clean_tree(item.part.to_payload())  # nothing Postgres or a provider refuses (NUL...)
         payload["audience"] = item.audience
         if item.agent_id is not None:
             payload["agent_id"] = str(item.agent_id)
