@@ -67,6 +67,8 @@ def render_location(location: dict[str, Any]) -> str:
     return text or "[Location]"
 
 
+CHAT_OPENED_TEXT = "[The customer opened the chat for the first time]"
+"""What the agent reads for a ``request_welcome`` message (Cloud API: a welcome message may be sent)."""
 ORDER_ITEMS_SHOWN = 50
 """Catalog order lines rendered for the agent; the rest is summed up as "... and N more items"."""
 
@@ -82,7 +84,8 @@ def _amount(value: Any) -> Decimal | None:
         amount = Decimal(text)
     except InvalidOperation:
         return None
-    return amount if amount.is_finite() else None
+    # finite, and of a size a quantity or a price can have (1e308 is neither)
+    return amount if amount.is_finite() and abs(amount.adjusted()) <= 15 else None
 
 
 def _show(amount: Decimal) -> str:
@@ -272,6 +275,8 @@ def _message_body(
         items = order.get("product_items") if isinstance(order.get("product_items"), list) else []
         flags["order"] = {"catalog_id": _s(order.get("catalog_id")), "items": len(items)}
         return "order", render_order(order), [], None, flags
+    if kind == "request_welcome":  # the customer opened the chat for the first time (no text of theirs)
+        return "request_welcome", CHAT_OPENED_TEXT, [], None, flags
     if kind == "button":
         button = msg.get("button") if isinstance(msg.get("button"), dict) else None
         if button is None:
@@ -287,6 +292,12 @@ def _base_flags(msg: dict[str, Any]) -> dict[str, Any]:
         flags["forwarded"] = True
     if ctx.get("frequently_forwarded"):
         flags["frequently_forwarded"] = True
+    if isinstance(ctx.get("referred_product"), dict):  # "ask about this product" from a catalog
+        flags["referred_product"] = {
+            k: ctx["referred_product"][k]
+            for k in ("catalog_id", "product_retailer_id")
+            if k in ctx["referred_product"]
+        }
     ref = msg.get("referral")
     if isinstance(ref, dict):
         flags["referral"] = {
@@ -320,6 +331,9 @@ def _normalize_message(
         wa_id, bsuid = _s(msg.get("to")), _s(msg.get("to_user_id"))
     else:
         wa_id, bsuid = _s(msg.get("from")), _s(msg.get("from_user_id"))
+    system = msg.get("system") if isinstance(msg.get("system"), dict) else {}
+    if not echo and not wa_id and not bsuid and _s(system.get("type")) == "user_changed_user_id":
+        bsuid = _s(system.get("previous_user_id"))  # a BSUID change names no sender but the old id
     contact = _find_contact(contacts, wa_id, bsuid)
     wa_id = wa_id or _s(contact.get("wa_id"))
     bsuid = bsuid or _s(contact.get("user_id"))
@@ -374,7 +388,6 @@ def _normalize_message(
             target_external_id=flags["target"], **common,
         )  # fmt: skip
     if kind == "system":
-        system = msg.get("system") if isinstance(msg.get("system"), dict) else {}
         flags.update(
             system_type=_s(system.get("type")),
             new_wa_id=_s(system.get("wa_id")),
