@@ -51,6 +51,9 @@ hypothesis_settings.register_profile(
     "ci", derandomize=True, max_examples=25, deadline=None, database=None, print_blob=True
 )
 hypothesis_settings.register_profile("dev", max_examples=50, deadline=None)
+hypothesis_settings.register_profile(  # loadtests/hostile_webhooks.py: long, random (seed printed there)
+    "load", max_examples=int(os.environ.get("HOSTILE_EXAMPLES", "300")), deadline=None, database=None
+)
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 

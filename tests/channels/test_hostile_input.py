@@ -23,7 +23,15 @@ from switchboard.channels.sanitize import clean_text
 from switchboard.db.models import Message
 from switchboard.llm.offline_server import ScriptedResponse
 
-from tests.channels.hostile import collect, encode_hostile, hostile_text, junk, mutate, sprinkle
+from tests.channels.hostile import (
+    collect,
+    encode_hostile,
+    hostile_text,
+    junk,
+    mutate,
+    record_figures,
+    sprinkle,
+)
 from tests.channels.kits import KITS, ChannelKit, Posted, new_id
 from tests.utils.agent import answer_with_script
 from tests.utils.workers import run_worker_burst
@@ -111,8 +119,28 @@ async def test_signed_hostile_bodies_are_acknowledged_and_every_valid_message_is
             )
             refused = await client.post(kit.webhook_path, content=forged, headers=kit.bad_signature())
             assert refused.status_code in (401, 403)
+    stored_now = {row.external_id: row for row in await _rows(sessions, answering_tenant.id)}
+    await run_worker_burst(settings)
+    failed_jobs = await _failed_jobs(arq_pool, started_ms)
+    after = await _rows(sessions, answering_tenant.id)
+    sent = kit.sent(graph_sandbox[1], account)
+    record_figures(
+        f"{kit.name}: sprinkled",
+        requests=len(statuses) * 2,
+        signed=len(statuses),
+        http_5xx=sum(s >= 500 for s in statuses),
+        signed_non_2xx=sum(s >= 300 for s in statuses),
+        valid_messages=len(expected),
+        valid_not_stored=len(set(expected) - set(stored_now)),
+        unsigned_stored=len(unsigned_ids & set(stored_now)),
+        rows=len(after),
+        unprocessable=sum((r.last_error or "").startswith("unprocessable") for r in after),
+        dead_letters=sum(r.inbound_state == "dead" for r in after),
+        failed_jobs=len(failed_jobs),
+        replies=len(sent),
+    )
     assert [s for s in statuses if s >= 300] == [], statuses
-    rows = {row.external_id: row for row in await _rows(sessions, answering_tenant.id)}
+    rows = stored_now
     assert set(expected) <= set(rows), sorted(set(expected) - set(rows))
     assert unsigned_ids.isdisjoint(rows)
     for external_id, message in expected.items():
@@ -120,14 +148,12 @@ async def test_signed_hostile_bodies_are_acknowledged_and_every_valid_message_is
         assert "\x00" not in (row.text or "")
         if row.kind == "text":
             assert row.text == clean_text(message.text)
-
-    await run_worker_burst(settings)
-    assert await _failed_jobs(arq_pool, started_ms) == []
+    assert failed_jobs == []
     rows = {row.external_id: row for row in await _rows(sessions, answering_tenant.id)}
     assert {row.inbound_state for row in rows.values()} <= {"done"}, [
         (row.kind, row.inbound_state, row.last_error) for row in rows.values() if row.inbound_state != "done"
     ]
-    sent_to = {message["to"] for message in kit.sent(graph_sandbox[1], account)}
+    sent_to = {message["to"] for message in sent}
     must_answer = {m.sender for m in expected.values() if clean_text(m.text).strip()}
     assert must_answer <= sent_to and sent_to <= {m.sender for m in expected.values()}
 
@@ -156,10 +182,23 @@ async def test_signed_bodies_with_any_value_replaced_are_acknowledged_and_never_
                     headers={"Content-Type": "application/json", **kit.sign(data, settings)},
                 )
                 statuses.append((response.status_code, data[:300]))
-    assert [s for s in statuses if s[0] != 200] == []
     await run_worker_burst(settings)
-    assert await _failed_jobs(arq_pool, started_ms) == []
-    stuck = [r for r in await _rows(sessions, answering_tenant.id) if r.inbound_state != "done"]
+    failed_jobs = await _failed_jobs(arq_pool, started_ms)
+    rows = await _rows(sessions, answering_tenant.id)
+    record_figures(
+        f"{kit.name}: mutated",
+        requests=len(statuses),
+        signed=len(statuses),
+        http_5xx=sum(s[0] >= 500 for s in statuses),
+        signed_non_2xx=sum(s[0] != 200 for s in statuses),
+        rows=len(rows),
+        unprocessable=sum((r.last_error or "").startswith("unprocessable") for r in rows),
+        dead_letters=sum(r.inbound_state == "dead" for r in rows),
+        failed_jobs=len(failed_jobs),
+    )
+    assert [s for s in statuses if s[0] != 200] == []
+    assert failed_jobs == []
+    stuck = [r for r in rows if r.inbound_state != "done"]
     assert [(r.kind, r.inbound_state, r.last_error) for r in stuck] == []
 
 

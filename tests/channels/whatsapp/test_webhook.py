@@ -254,3 +254,32 @@ async def test_sandbox_is_mounted_only_while_the_worker_sends_to_it(make_setting
         == 404
     )
     assert await status(make_settings(whatsapp_sandbox_enabled=False, whatsapp_graph_base_url=None)) == 404
+
+
+async def test_ids_longer_than_their_columns_are_stored_unprocessable_beside_a_valid_sibling(
+    make_settings, wa_tenant, sessions, arq_pool
+) -> None:  # type: ignore[no-untyped-def]
+    pid = wa_tenant.phone_number_id
+    body = text_body(phone_number_id=pid, wamid="wamid.SIBLING-OK", text="hello")
+    messages = body["entry"][0]["changes"][0]["value"]["messages"]
+    base = messages[0]
+    messages += [
+        {**base, "id": "wamid.LONG-PHONE", "from": "1" * 40},  # customers.phone holds 32
+        {**base, "id": "wamid.LONG-BSUID", "from": "", "from_user_id": "US." + "1" * 300},  # 255
+        {**base, "id": "wamid." + "X" * 600},  # messages.external_id holds 512
+    ]
+    async with channel_service(make_settings()) as svc:
+        response = await svc.post(body)
+        again = await svc.post(body)  # redelivered: the digest of the long id is a duplicate too
+    assert response.status_code == 200 and response.json()["stored"] == 1
+    assert again.json()["duplicates"] == 4
+    rows = {r.external_id[:20]: r for r in await messages_of(sessions, wa_tenant.tenant.id)}
+    assert rows["wamid.SIBLING-OK"].inbound_state == "pending"
+    assert (rows["wamid.LONG-PHONE"].inbound_state, rows["wamid.LONG-PHONE"].last_error) == (
+        "done",
+        "unprocessable: wa_id longer than 32 characters",
+    )
+    assert rows["wamid.LONG-BSUID"].last_error.startswith("unprocessable: unreadable text: ValidationError")
+    long_id = next(r for key, r in rows.items() if key.startswith("sha256:"))
+    assert long_id.last_error == "unprocessable: message id longer than 512 characters"
+    assert await _queued_job_ids(arq_pool) == {f"inbound:{rows['wamid.SIBLING-OK'].id}"}
