@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 __all__ = [
     "HOSTILE_STRINGS",
+    "as_received",
     "RAW_TOKENS",
     "collect",
     "encode_hostile",
@@ -94,7 +95,17 @@ def encode_hostile(body: Any) -> bytes:
         (_HUGE_FLOAT, b"1e400"),
     ):
         data = data.replace(b'"' + json.dumps(marker).encode()[1:-1] + b'"', raw)
-    return data.replace(json.dumps(_BAD_UTF8).encode()[1:-1], b"\xff\xfe\xc3(")
+    return data.replace(json.dumps(_BAD_UTF8).encode()[1:-1], _BAD_BYTES)
+
+
+_BAD_BYTES = b"\xff\xfe\xc3("
+"""What :data:`_BAD_UTF8` is written as: bytes that are not UTF-8 (a lone continuation, a cut sequence)."""
+
+
+def as_received(text: str) -> str:
+    """``text`` as the service reads it after :func:`encode_hostile` (markers written as invalid
+    UTF-8 come back as U+FFFD replacement characters), before any cleaning."""
+    return text.replace(_BAD_UTF8, _BAD_BYTES.decode("utf-8", errors="replace"))
 
 
 def sprinkle(body: Any, rng: random.Random, junk_values: list[Any]) -> Any:

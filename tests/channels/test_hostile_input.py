@@ -24,6 +24,7 @@ from switchboard.db.models import Message
 from switchboard.llm.offline_server import ScriptedResponse
 
 from tests.channels.hostile import (
+    as_received,
     collect,
     encode_hostile,
     hostile_text,
@@ -147,15 +148,21 @@ async def test_signed_hostile_bodies_are_acknowledged_and_every_valid_message_is
         row = rows[external_id]
         assert "\x00" not in (row.text or "")
         if row.kind == "text":
-            assert row.text == clean_text(message.text)
+            assert row.text == clean_text(as_received(message.text))
     assert failed_jobs == []
     rows = {row.external_id: row for row in await _rows(sessions, answering_tenant.id)}
     assert {row.inbound_state for row in rows.values()} <= {"done"}, [
         (row.kind, row.inbound_state, row.last_error) for row in rows.values() if row.inbound_state != "done"
     ]
     sent_to = {message["to"] for message in sent}
-    must_answer = {m.sender for m in expected.values() if clean_text(m.text).strip()}
-    assert must_answer <= sent_to and sent_to <= {m.sender for m in expected.values()}
+    must_answer = {m.sender for m in expected.values() if clean_text(as_received(m.text)).strip()}
+    unanswered = [
+        (m.text, rows[m.external_id].kind, rows[m.external_id].last_error)
+        for m in expected.values()
+        if m.sender in must_answer - sent_to
+    ]
+    assert unanswered == [], repr(unanswered)
+    assert sent_to <= {m.sender for m in expected.values()}
 
 
 async def test_signed_bodies_with_any_value_replaced_are_acknowledged_and_never_crash_the_worker(

@@ -150,7 +150,16 @@ def _stored_external_id(external_id: str) -> str:
     return "sha256:" + hashlib.sha256(external_id.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def _nothing_to_answer(msg: InboundMessage) -> bool:
+    """A message that would wake the agent with nothing to read (blank text, no media, no payload):
+    recorded instead, so it never takes over the turn of the customer's earlier messages (coalescing
+    defers to the newest waking message, and a blank one would answer none of them)."""
+    return msg.action == "process" and not msg.text.strip() and not msg.media and not msg.payload
+
+
 def _row_values(msg: InboundMessage, account: AccountRef) -> dict[str, Any]:
+    if _nothing_to_answer(msg):
+        msg = msg.model_copy(update={"action": "record", "flags": {**msg.flags, "blank": True}})
     is_echo = msg.echo
     reason = msg.flags.get(UNPROCESSABLE_FLAG) or unprocessable_reason(msg)
     return {
