@@ -25,8 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 COLUMNS = (
-    "requests", "http_5xx", "signed_non_2xx", "valid_not_stored", "unsigned_stored", "rows", "unprocessable",
-    "dead_letters", "failed_jobs", "replies",
+    "requests", "http_5xx", "signed_non_2xx", "valid_messages", "valid_not_stored", "unsigned_stored", "rows",
+    "unprocessable", "dead_letters", "failed_jobs", "replies",
 )  # fmt: skip
 
 
@@ -52,11 +52,14 @@ def main() -> int:
             cwd=ROOT, env=env, capture_output=True, text=True, check=False,
         )  # fmt: skip
         rows = [json.loads(line) for line in figures.read_text().splitlines()] if figures.exists() else []
-    print(f"{'test':<22}" + "".join(f"{c:>17}" for c in COLUMNS))
+    print(f"{'test':<22}" + "".join(f"{c:>{len(c) + 2}}" for c in COLUMNS))
     for row in rows:
-        print(f"{row['test']:<22}" + "".join(f"{row.get(c, '-')!s:>17}" for c in COLUMNS))
+        print(f"{row['test']:<22}" + "".join(f"{row.get(c, '-')!s:>{len(c) + 2}}" for c in COLUMNS))
     if rows:
-        print(f"{'total':<22}" + "".join(f"{sum(int(r.get(c, 0)) for r in rows):>17}" for c in COLUMNS))
+        print(
+            f"{'total':<22}"
+            + "".join(f"{sum(int(r.get(c, 0)) for r in rows):>{len(c) + 2}}" for c in COLUMNS)
+        )
     tail = (result.stdout.strip().splitlines() or ["(no pytest output)"])[-1]
     print(f"pytest: {tail}")
     if result.returncode != 0:
