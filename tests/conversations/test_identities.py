@@ -18,6 +18,7 @@ from switchboard.conversations import (
 )
 from switchboard.db.models import Customer, CustomerIdentity, utcnow
 
+from tests.utils.outbox import captured_logs
 from tests.utils.whatsapp import load_payload
 
 PHONE = "15550100099"
@@ -188,12 +189,15 @@ async def test_a_known_account_writing_from_a_new_phone_is_answered_there(sessio
 async def test_a_recycled_number_with_another_account_id_is_a_new_customer(sessions, make_tenant) -> None:  # type: ignore[no-untyped-def]
     tenant = await make_tenant()
     ana = await _resolve(sessions, tenant, [_wa(PHONE), Identity("whatsapp", "bsuid", BSUID)], "Ana")
-    with capture_logs() as logs:
+    with captured_logs() as logs:
         # no number-change notice reached us: Bo's account writes from Ana's old number
         bo_message = [_wa(PHONE), Identity("whatsapp", "bsuid", "US.20000000000000000002")]
         bo = await _resolve(sessions, tenant, bo_message, "Bo")
     assert bo.created and bo.customer.id != ana.customer.id
-    assert [e["event"] for e in logs] == ["identity_recycled", "customer_created"]
+    assert [e["event"] for e in logs if e["event"].startswith(("identity_", "customer_"))] == [
+        "identity_recycled",
+        "customer_created",
+    ]
     assert reply_address(bo_message) == PHONE
     first, second = await _customers(sessions, tenant)
     assert (first.display_name, first.phone) == ("Ana", None)

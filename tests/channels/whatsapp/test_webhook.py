@@ -195,8 +195,9 @@ async def test_every_payload_through_the_endpoint(make_settings, wa_tenant, sess
             response = await svc.post(load_payload(path.name, phone_number_id=wa_tenant.phone_number_id))
             assert response.status_code == 200, path.name
     rows = await messages_of(sessions, wa_tenant.tenant.id)
-    # 27 files: 5 status-only + 1 errors-only + edit + revoke store no row; the batch stores 3.
-    assert len(rows) == 27 - 8 + 2
+    # 45 files: 5 status-only + 1 errors-only + edit + revoke + user_preferences + calls + an empty entry
+    # store no row; the batch stores 3.
+    assert len(rows) == 45 - 11 + 2
     by_kind = {}
     for r in rows:
         by_kind.setdefault(r.kind, []).append(r)
