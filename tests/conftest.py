@@ -31,6 +31,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel.ext.asyncio.session import AsyncSession
+from switchboard.channels.gmail.sandbox import sandbox_router as gmail_sandbox_router
 from switchboard.channels.whatsapp import sandbox_router
 from switchboard.db.engine import create_engine, session_factory
 from switchboard.db.migrate import upgrade
@@ -184,8 +185,26 @@ def graph_sandbox() -> Iterator[tuple[str, Any]]:
         yield url + "/_sandbox/graph", router.sandbox  # type: ignore[attr-defined]
 
 
+@pytest.fixture(scope="session")
+def gmail_sandbox() -> Iterator[tuple[str, Any]]:
+    """The project's Gmail API sandbox on a loopback port: ``(base_url, GmailSandbox state)``; one for
+    the session, each test uses mailboxes of its own (:func:`tests.utils.gmail.new_mailbox`)."""
+    app = FastAPI()
+    router = gmail_sandbox_router()
+    app.include_router(router)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    with serve_app(app) as url:
+        yield url + "/_sandbox/gmail", router.sandbox  # type: ignore[attr-defined]
+
+
 @pytest.fixture
-def make_settings(settings: Settings, graph_sandbox: tuple[str, Any]) -> Callable[..., Settings]:
+def make_settings(
+    settings: Settings, graph_sandbox: tuple[str, Any], gmail_sandbox: tuple[str, Any]
+) -> Callable[..., Settings]:
     """Settings for one test: the session's servers and ports, the provider sandboxes, fast timings, no
     orchestrator (``e2e_settings`` has one); overrides win."""
 
@@ -198,6 +217,9 @@ def make_settings(settings: Settings, graph_sandbox: tuple[str, Any]) -> Callabl
             log_format="console", meta_app_secret=APP_SECRET, meta_verify_token=VERIFY_TOKEN,
             whatsapp_graph_base_url=graph_sandbox[0], inbound_debounce_s=0.0, inbound_retry_defer_s=0.05,
             orchestrator_timeout_s=5.0, inbound_max_tries=3, orchestrator_port=1, whatsapp_sandbox_enabled=False,
+            gmail_api_base_url=gmail_sandbox[0], gmail_oauth_token_url=gmail_sandbox[0] + "/token",
+            gmail_oauth_auth_url=gmail_sandbox[0] + "/o/oauth2/auth",
+            gmail_oidc_certs_url=gmail_sandbox[0] + "/oauth2/v1/certs", gmail_sandbox_enabled=False,
             _env_file=None,
         )  # fmt: skip
         values.update(overrides)

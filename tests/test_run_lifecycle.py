@@ -97,7 +97,7 @@ def test_run_status_single_instance_and_clean_stop(tmp_path):
         ):
             assert (data_dir / "secrets" / name).stat().st_size > 0, name
 
-        check_env = {**env, "REDIS_URL": state["embedded_redis_url"]}
+        check_env = env  # no REDIS_URL: --check finds the embedded Redis through run.json, as `status` does
         for worker in ("services.worker.main", "services.worker_background.main"):  # chat, background
             worker_check = subprocess.run(
                 [sys.executable, "-m", worker, "--check"], env=check_env, capture_output=True, text=True

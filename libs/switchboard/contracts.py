@@ -92,6 +92,12 @@ class InboundFacts(BaseModel):
     referral: dict[str, Any] | None = None
     """Ad or link the conversation started from (click-to-WhatsApp ad, Instagram ad)."""
     system: SystemEvent | None = None
+    thread_key: str | None = None
+    """The provider's thread the message belongs to, on channels where a conversation is a thread
+    (Gmail ``threadId``); ``None`` elsewhere (the conversation is the whole chat)."""
+    review: list[str] = Field(default_factory=list)
+    """Why a person should look at the conversation (``suspected_instructions``, ``hidden_text``):
+    the worker adds each to ``conversations.review_flags``."""
     flags: dict[str, Any] = Field(default_factory=dict)
     """Extra facts for audits and the agent console (forwarded, username...); never read by the worker."""
 

@@ -7,7 +7,7 @@ start-up with a message an operator can act on.
 
 The fields are grouped by concern, one class each (:class:`StateSettings`, :class:`NetworkSettings`,
 :class:`LogSettings`, :class:`ModelProviderSettings`, :class:`SecretSettings`,
-:class:`WhatsAppChannelSettings`, :class:`InboundSettings`, :class:`MediaSettings`,
+:class:`WhatsAppChannelSettings`, :class:`GmailChannelSettings`, :class:`InboundSettings`, :class:`MediaSettings`,
 :class:`McpClientSettings`, :class:`KnowledgeBaseSettings`); :class:`Settings` is all of them at
 once. Every field keeps its flat environment name (``WHATSAPP_PORT``, ``KB_CHUNK_SIZE_CHARS``) and
 its keyword (``Settings(whatsapp_port=...)``); a function that needs one concern may say so in its
@@ -48,6 +48,7 @@ __all__ = [
     "ModelProviderSettings",
     "SecretSettings",
     "WhatsAppChannelSettings",
+    "GmailChannelSettings",
     "InboundSettings",
     "MediaSettings",
     "McpClientSettings",
@@ -180,6 +181,8 @@ class SecretSettings(BaseSettings):
     """App secret used to verify ``X-Hub-Signature-256`` on Meta webhooks."""
     meta_verify_token: SecretStr | None = None
     """Token Meta echoes in the ``hub.verify_token`` handshake."""
+    gmail_push_secret: SecretStr | None = None
+    """The ``?token=`` a Gmail push URL carries when pushes are not verified by OIDC."""
 
     @field_validator("encryption_key")
     @classmethod
@@ -215,6 +218,51 @@ class WhatsAppChannelSettings(BaseSettings):
     """After Meta reports a throughput limit (130429...) for a number, its sends wait this long."""
     whatsapp_send_timeout_s: float = Field(15.0, gt=0)
     """Timeout of one Graph API call (send, mark-read, media)."""
+
+
+class GmailChannelSettings(BaseSettings):
+    """The Gmail channel: API and OAuth endpoints, push verification, sync limits (LIBRARIES.md §13)."""
+
+    gmail_api_base_url: str | None = None
+    """Gmail API root (``https://gmail.googleapis.com``); unset uses the local sandbox mounted in the
+    Gmail service (``http://HOST:GMAIL_PORT/_sandbox/gmail``)."""
+    gmail_oauth_auth_url: str | None = None
+    """Consent page (``https://accounts.google.com/o/oauth2/v2/auth``); unset: the sandbox's, or the
+    ``auth_uri`` of the client secrets file when the API is Google's."""
+    gmail_oauth_token_url: str | None = None
+    """Token endpoint (``https://oauth2.googleapis.com/token``); unset as above (``token_uri``)."""
+    gmail_oauth_scopes: str = (
+        "https://www.googleapis.com/auth/gmail.modify https://www.googleapis.com/auth/gmail.send"
+    )
+    """Scopes asked for at consent (read, label and send), space-separated."""
+    gmail_sandbox_enabled: bool = True
+    """Mount the Gmail API sandbox (OAuth, history, messages, send, Pub/Sub push sender) in the Gmail
+    service while ``GMAIL_API_BASE_URL`` is unset."""
+    gmail_pubsub_topic: str | None = None
+    """``projects/P/topics/T`` for ``users.watch``; unset: no push, mailboxes are polled."""
+    gmail_push_audience: str | None = None
+    """The ``aud`` the Pub/Sub push subscription's OIDC token carries; set it to verify pushes by their
+    Google-signed token. Unset: pushes must carry ``?token=`` with the push secret
+    (``GMAIL_PUSH_SECRET``, generated when unset)."""
+    gmail_push_service_account: str | None = None
+    """The ``email`` claim the push OIDC token must carry (the subscription's service account)."""
+    gmail_oidc_certs_url: str | None = None
+    """Where Google's token signing certificates are (``https://www.googleapis.com/oauth2/v1/certs``);
+    unset: Google's when the API is Google's, else the sandbox's."""
+    gmail_max_body_bytes: int = Field(65_536, ge=1024)
+    """Push bodies larger than this get 413 (a Pub/Sub push is a few hundred bytes)."""
+    gmail_timeout_s: float = Field(20.0, gt=0)
+    """Timeout of one Gmail API or token call."""
+    gmail_poll_interval_s: float = Field(60.0, gt=0)
+    """How often every active mailbox is synced by polling (``history.list``), push or not."""
+    gmail_watch_renew_before_s: float = Field(86_400.0, gt=0)
+    """A ``users.watch`` registration (7 days) is renewed once it ends within this long."""
+    gmail_token_refresh_margin_s: float = Field(300.0, ge=0)
+    """An access token is refreshed when it expires within this long."""
+    gmail_resync_max_messages: int = Field(200, ge=1)
+    """Most mails one resync after a stale cursor reads (``messages.list`` after the last mail)."""
+    gmail_max_attachment_bytes: int = Field(10_000_000, ge=1)
+    """Attachments larger than this are named to the agent but not read."""
 
 
 class InboundSettings(BaseSettings):
@@ -334,6 +382,7 @@ SecretName = Literal[
     "admin_token",
     "meta_app_secret",
     "meta_verify_token",
+    "gmail_push_secret",
 ]
 
 
@@ -353,12 +402,14 @@ GENERATED_SECRETS: Mapping[SecretName, GeneratedSecret] = MappingProxyType(
         "admin_token": GeneratedSecret("admin.token", lambda: secrets.token_urlsafe(32)),
         "meta_app_secret": GeneratedSecret("meta_app.secret", lambda: secrets.token_hex(16)),
         "meta_verify_token": GeneratedSecret("meta_verify.token", lambda: secrets.token_urlsafe(24)),
+        "gmail_push_secret": GeneratedSecret("gmail_push.secret", lambda: secrets.token_urlsafe(24)),
     }
 )
 """Every secret :meth:`Settings.secret` resolves; ``switchboard run`` creates all of them at start-up."""
 
 
 class Settings(
+    GmailChannelSettings,
     KnowledgeBaseSettings,
     McpClientSettings,
     MediaSettings,
@@ -402,6 +453,45 @@ class Settings(
         if self.whatsapp_graph_base_url:
             return self.whatsapp_graph_base_url.rstrip("/")
         return self.service_url(self.whatsapp_port) + "/_sandbox/graph"
+
+    @property
+    def gmail_uses_sandbox(self) -> bool:
+        """Whether the Gmail channel talks to the local sandbox (``GMAIL_API_BASE_URL`` unset)."""
+        return not self.gmail_api_base_url
+
+    @property
+    def resolved_gmail_api_base_url(self) -> str:
+        """Gmail API root: ``GMAIL_API_BASE_URL`` or the sandbox in the Gmail service."""
+        if self.gmail_api_base_url:
+            return self.gmail_api_base_url.rstrip("/")
+        return self.service_url(self.gmail_port) + "/_sandbox/gmail"
+
+    @property
+    def resolved_gmail_token_url(self) -> str:
+        """OAuth token endpoint: ``GMAIL_OAUTH_TOKEN_URL``, Google's, or the sandbox's."""
+        if self.gmail_oauth_token_url:
+            return self.gmail_oauth_token_url
+        if self.gmail_uses_sandbox:
+            return self.resolved_gmail_api_base_url + "/token"
+        return "https://oauth2.googleapis.com/token"
+
+    @property
+    def resolved_gmail_auth_url(self) -> str:
+        """OAuth consent page: ``GMAIL_OAUTH_AUTH_URL``, Google's, or the sandbox's."""
+        if self.gmail_oauth_auth_url:
+            return self.gmail_oauth_auth_url
+        if self.gmail_uses_sandbox:
+            return self.resolved_gmail_api_base_url + "/o/oauth2/auth"
+        return "https://accounts.google.com/o/oauth2/v2/auth"
+
+    @property
+    def resolved_gmail_certs_url(self) -> str:
+        """Push OIDC signing certificates: ``GMAIL_OIDC_CERTS_URL``, Google's, or the sandbox's."""
+        if self.gmail_oidc_certs_url:
+            return self.gmail_oidc_certs_url
+        if self.gmail_uses_sandbox:
+            return self.resolved_gmail_api_base_url + "/oauth2/v1/certs"
+        return "https://www.googleapis.com/oauth2/v1/certs"
 
 
 def _read_or_create_secret(path: Path, make: Callable[[], str]) -> str:

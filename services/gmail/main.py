@@ -1,17 +1,26 @@
-"""gmail service: Gmail push notifications (Pub/Sub) and mailbox sync.
+"""gmail service: Gmail push notifications (Pub/Sub) and the Gmail API sandbox.
 
-Run: `uvicorn services.gmail.main:create_app --factory` (`switchboard run` does this).
+Run: `uvicorn services.gmail.main:create_app --factory` (`switchboard run` does this). Mailbox sync runs
+on the background worker (`sync_gmail_mailbox`, `poll_gmail_mailboxes`).
 """
 
 from fastapi import FastAPI
+from switchboard.channels.gmail.push import push_router
+from switchboard.channels.gmail.sandbox import sandbox_router
 from switchboard.service_app import create_service_app
 from switchboard.settings import Settings, load_settings
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Assemble the service; tests pass settings, production reads the environment."""
+    settings = settings or load_settings()
+    routers = [push_router()]
+    if settings.gmail_sandbox_enabled and settings.gmail_uses_sandbox:
+        routers.append(sandbox_router())  # only while the channel talks to it (never next to Google's API)
     return create_service_app(
         "gmail",
-        settings or load_settings(),
-        description="Gmail push notifications (Pub/Sub) and mailbox sync.",
+        settings,
+        routers=routers,
+        description="Gmail push notifications (Pub/Sub) and the Gmail API sandbox; mailbox sync runs on "
+        "the background worker.",
     )

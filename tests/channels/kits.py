@@ -35,6 +35,11 @@ class Posted:
 class ChannelKit(Protocol):
     name: str
     webhook_path: str
+    webhook_carries_messages: bool
+    """Whether the channel's webhook body carries the messages (Meta). Gmail's push carries none (it
+    only moves the mailbox sync): the webhook-shaped tests below are skipped for it, and its own
+    equivalents live in ``tests/channels/gmail/test_sync.py`` (duplicate sync, bad push token, unknown
+    mailbox, a re-run job, our own reply)."""
 
     async def connect(
         self, sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings
@@ -74,6 +79,7 @@ class ChannelKit(Protocol):
 class WhatsAppKit:
     name = "whatsapp"
     webhook_path = "/webhooks/whatsapp"
+    webhook_carries_messages = True
 
     async def connect(
         self, sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings
@@ -132,7 +138,28 @@ class WhatsAppKit:
             yield service.client
 
 
-KITS: dict[str, ChannelKit] = {"whatsapp": WhatsAppKit()}
+class GmailKit:
+    """Gmail: a mailbox connected through the sandbox's OAuth; mail arrives through the sandbox and a sync."""
+
+    name = "gmail"
+    webhook_path = "/webhooks/gmail"
+    webhook_carries_messages = False
+
+    async def connect(
+        self, sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings
+    ) -> str:
+        from tests.utils.gmail import connect_gmail
+
+        return (await connect_gmail(sessions, tenant, settings)).email
+
+    def sign(self, raw: bytes, settings: Settings) -> dict[str, str]:
+        return {}  # the push secret travels in the URL (``?token=``), not in a header
+
+    def bad_signature(self) -> dict[str, str]:
+        return {"Authorization": "Bearer not-a-google-token"}
+
+
+KITS: dict[str, ChannelKit] = {"whatsapp": WhatsAppKit(), "gmail": GmailKit()}  # type: ignore[dict-item]
 
 
 def new_id(prefix: str) -> str:

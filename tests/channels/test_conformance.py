@@ -30,7 +30,10 @@ def test_every_registered_channel_has_a_conformance_kit() -> None:
 
 @pytest.fixture(params=CHANNELS)
 def kit(request: pytest.FixtureRequest) -> ChannelKit:
-    return KITS[request.param]
+    kit = KITS[request.param]
+    if not kit.webhook_carries_messages:
+        pytest.skip(f"{kit.name}'s webhook carries no messages: see ChannelKit.webhook_carries_messages")
+    return kit
 
 
 async def _rows(sessions, tenant_id: uuid.UUID) -> list[Message]:  # type: ignore[no-untyped-def]

@@ -128,3 +128,22 @@ async def test_notice_without_gateway_quotes_the_customer(sessions, make_tenant)
     assert "Reason: wants a person" in text
     assert "Summary: Customer: My order never arrived" in text
     assert rows[0].conversation_id == conversation.id and rows[0].status == "pending"
+
+
+async def test_two_escalations_at_once_notify_the_agent_once(sessions, make_tenant):
+    tenant = await make_tenant()
+    agent = await make_agent(sessions, tenant, "Nia")
+    _, conversation = await make_customer_conversation(sessions, tenant, name="Rui")
+
+    async def ask(reason: str):  # type: ignore[no-untyped-def]
+        return await escalate_and_notify(
+            sessions, None, actor=Actor.ai(), tenant_id=tenant.id, conversation_id=conversation.id,
+            reason=reason, trace_id=f"t-{reason}",
+        )  # fmt: skip
+
+    first, second = await asyncio.gather(ask("refund"), ask("angry"))
+    assert (first.agent.id, second.agent.id) == (agent.id, agent.id)
+    assert sorted([first.newly_assigned, second.newly_assigned]) == [False, True]
+    rows = await outbox_of(sessions, tenant.id)
+    assert [(r.recipient, r.payload["audience"]) for r in rows] == [(agent.phone, "agent")]
+    assert (await reload(sessions, HumanAgent, agent.id)).current_load == 1

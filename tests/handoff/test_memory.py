@@ -1,4 +1,6 @@
-"""Memory across conversations: written on close (job), merged and bounded, injected next time; returning flag."""
+"""Memory across conversations: written on close (job), merged and bounded, injected next time; returning flag.
+
+What a poisoned memory or profile cannot do: tests/agent/test_memory_poisoning.py."""
 
 from __future__ import annotations
 
@@ -89,9 +91,10 @@ async def test_memory_is_written_on_close_merged_and_bounded(
     text = await summarize_into_memory(
         sessions, gateway, tenant_id=tenant.id, conversation_id=second.id, trace_id="t"
     )
-    assert text == "x" * 200
+    assert text is None  # over memory.max_chars: rejected, not cut (a cut sentence can lose its qualifier)
     assert "Existing notes:\nRides a Trek Domane (size 56)." in script.requests[1]["messages"][1]["content"]
-    assert (await _memory(sessions, tenant.id, customer.id)).summary == "x" * 200
+    assert (await _memory(sessions, tenant.id, customer.id)).summary == "Rides a Trek Domane (size 56)."
+    assert (await reload(sessions, Conversation, second.id)).memory_summarized_at is not None
 
 
 async def test_open_conversation_and_model_failure_write_nothing(

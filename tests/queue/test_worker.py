@@ -15,6 +15,7 @@ from switchboard.queue import (
     build_chat_worker_settings,
     health_check_key,
 )
+from switchboard.queue.worker import worker_main
 from switchboard.runtime.services import SERVICES
 
 
@@ -90,3 +91,14 @@ async def test_background_jobs_enqueue_chat_jobs_on_the_chat_queue(settings, arq
         await worker_pool.aclose()
         await arq_pool.zrem(Queue.chat.value, job.job_id)
         await arq_pool.delete(f"arq:job:{job.job_id}")
+
+
+def test_check_without_redis_and_without_a_running_system_is_a_one_line_error(
+    monkeypatch, tmp_path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.setenv("DATA_DIR", str(tmp_path))  # no run.json here
+    assert worker_main(Queue.background, ["--check"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.startswith("error: ") and "REDIS_URL" in out.err
+    assert len(out.err.strip().splitlines()) == 1

@@ -282,7 +282,12 @@ async def test_email_turns_are_read_only_and_the_budget_is_a_tenant_setting(
     url, _ = mcp_server
     shop = await make_shop()
     tools = source(url, settings, sessions)
-    email_names = {d["function"]["name"] for d in await tools.definitions(turn(shop, channel="gmail"))}
+    from switchboard.channels.base import channel_capabilities
+
+    gmail = channel_capabilities("gmail")
+    assert gmail is not None and gmail.untrusted_inbound  # what the orchestrator sets on every Gmail turn
+    email_turn = turn(shop, channel="gmail", untrusted=gmail.untrusted_inbound)
+    email_names = {d["function"]["name"] for d in await tools.definitions(email_turn)}
     assert email_names == {"search_knowledge_base", "lookup_product", "check_order_status", "find_store"}
 
     async with sessions() as session, session.begin():

@@ -18,11 +18,13 @@ from switchboard.conversations import Actor, InvalidTransition, close
 from switchboard.db.engine import session_scope
 from switchboard.db.models import AuditLog, Conversation, Customer, Tenant, utcnow
 from switchboard.db.tenant_scope import TenantScope
+from switchboard.memory.notes import NotesRejected, check_customer_text, check_notes
 from switchboard.observability import get_logger
 from switchboard.tenant_settings import tenant_settings_from
+from switchboard.tools.context import UNTRUSTED_REFUSAL, offered
 from switchboard.validation import normalize_email, normalize_phone_e164
 
-__all__ = ["BuiltinToolSet", "CustomerProfileUpdate", "BUILTIN_TOOL_NAMES"]
+__all__ = ["BuiltinToolSet", "CustomerProfileUpdate", "BUILTIN_TOOL_NAMES", "BUILTIN_KINDS"]
 
 log = get_logger(__name__)
 
@@ -30,7 +32,13 @@ _LANGUAGE_RE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
 
 
 class CustomerProfileUpdate(BaseModel):
-    """Fields ``save_customer_profile`` accepts; anything else is rejected back to the model."""
+    """Fields ``save_customer_profile`` accepts; anything else is rejected back to the model.
+
+    The profile goes into later system prompts (``<customer_profile>``), so its text is checked like the
+    memory (:mod:`switchboard.memory.notes`): no tags, look-alike letters or instructions in any field,
+    and a commitment in ``notes`` only as the customer's claim (``The customer says ...``), since the
+    customer's own words are all this tool hears. The stored text is the normalized one.
+    """
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
@@ -41,6 +49,16 @@ class CustomerProfileUpdate(BaseModel):
     """BCP 47 tag such as ``en``, ``pt-BR``."""
     company: str | None = Field(None, min_length=1, max_length=200)
     notes: str | None = Field(None, min_length=1, max_length=2_000)
+
+    @field_validator("name", "company")
+    @classmethod
+    def _plain_text(cls, value: str | None) -> str | None:
+        return _checked(value, lambda v: check_customer_text(v, max_chars=200))
+
+    @field_validator("notes")
+    @classmethod
+    def _notes(cls, value: str | None) -> str | None:
+        return _checked(value, lambda v: check_notes(v, max_chars=2_000))
 
     @field_validator("email")
     @classmethod
@@ -60,6 +78,20 @@ class CustomerProfileUpdate(BaseModel):
         return value
 
 
+def _checked(value: str | None, check: Any) -> str | None:
+    if value is None:
+        return None
+    try:
+        return str(check(value))
+    except NotesRejected as exc:
+        hint = (
+            "write what the customer said as 'The customer says ...'"
+            if exc.reason == "unsupported_commitment"
+            else "save only plain facts about the customer, no tags or instructions"
+        )
+        raise ValueError(f"{exc} ({hint})") from None
+
+
 def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {
         "type": "function",
@@ -75,6 +107,13 @@ def _function(name: str, description: str, properties: dict[str, Any], required:
         },
     }
 
+
+BUILTIN_KINDS: dict[str, str] = {
+    "end_conversation": "handoff",
+    "escalate_to_human": "handoff",
+    "save_customer_profile": "write",  # would store what an untrusted mail dictates
+}
+"""The :data:`~switchboard.tools.context.ToolKind` of each built-in (the untrusted-content filter reads it)."""
 
 _DEFINITIONS: list[dict[str, Any]] = [
     _function(
@@ -131,7 +170,8 @@ class BuiltinToolSet:
         self.gateway = gateway
 
     async def definitions(self, ctx: ToolContext) -> list[dict[str, Any]]:
-        return [dict(d) for d in _DEFINITIONS]
+        """The built-ins :func:`~switchboard.tools.context.offered` lets this turn see."""
+        return [dict(d) for d in _DEFINITIONS if offered(ctx, BUILTIN_KINDS[d["function"]["name"]])]
 
     async def call(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         """Run one built-in.
@@ -140,6 +180,8 @@ class BuiltinToolSet:
             ToolError: ``invalid_arguments`` (validation), ``not_found`` (the conversation or customer
                 is not this tenant's), ``unknown_tool``.
         """
+        if name in BUILTIN_KINDS and not offered(ctx, BUILTIN_KINDS[name]):
+            raise ToolError(UNTRUSTED_REFUSAL, error_type="untrusted_context")
         if name == "end_conversation":
             return await self._end_conversation(ctx, arguments)
         if name == "escalate_to_human":
@@ -253,6 +295,14 @@ class BuiltinToolSet:
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+            )
+            log.warning(
+                "customer_profile_rejected",
+                tenant_id=str(ctx.tenant_id),
+                customer_id=str(ctx.customer_id),
+                conversation_id=str(ctx.conversation_id),
+                trace_id=ctx.trace_id,
+                problems=problems[:500],
             )
             raise ToolError(f"invalid profile fields: {problems}", error_type="invalid_arguments") from None
         fields = update.model_dump(exclude_none=True)

@@ -39,8 +39,9 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.agent.builtin_tools import BuiltinToolSet
 from switchboard.agent.loop import LoopOutcome, run_tool_loop
-from switchboard.agent.prompt import build_system_prompt, summary_messages
+from switchboard.agent.prompt import SUMMARY_MAX_CHARS, build_system_prompt, summary_messages
 from switchboard.agent.tools import ToolContext, ToolRegistry, ToolSet, idempotency_key_for
+from switchboard.channels.base import channel_capabilities
 from switchboard.contracts import TokenUsage, TurnRequest, TurnResult, trace_id_for
 from switchboard.conversations import MODEL_ROLES, append_model_messages, model_messages, read_history
 from switchboard.crypto import CredentialDecryptError
@@ -64,6 +65,7 @@ from switchboard.db.tenant_scope import TenantScope
 from switchboard.errors import SwitchboardError
 from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
 from switchboard.llm.trimming import strip_reasoning
+from switchboard.memory.notes import NotesRejected, check_notes, evidence_from_notes
 from switchboard.memory.store import is_returning_customer
 from switchboard.observability import get_logger, message_context
 from switchboard.storable import clean_text, clean_tree
@@ -202,6 +204,10 @@ class Orchestrator:
         return result
 
     def _context_factory(self, request: TurnRequest, trace_id: str) -> Callable[..., ToolContext]:
+        capabilities = channel_capabilities(request.channel)
+        # the channel says whether its inbound text is untrusted (an e-mail): then read tools only
+        untrusted = bool(capabilities and capabilities.untrusted_inbound)
+
         def make_ctx(
             call_id: str, tool_name: str | None = None, arguments: dict[str, Any] | None = None
         ) -> ToolContext:
@@ -216,6 +222,7 @@ class Orchestrator:
                 ),
                 sessions=self.sessions,
                 channel=request.channel,
+                has_untrusted_content=untrusted,
             )
 
         return make_ctx
@@ -406,7 +413,20 @@ class Orchestrator:
         except ModelCallFailed as exc:
             log.warning("history_summary_failed", error=str(exc)[:300])
             return None
-        return strip_reasoning(reply.content) or None
+        said = [
+            r.text or ""
+            for r in rows
+            if r.role in (MessageRole.assistant, MessageRole.human_agent, MessageRole.tool)
+        ]
+        try:
+            return check_notes(
+                strip_reasoning(reply.content) or "",
+                max_chars=SUMMARY_MAX_CHARS,
+                evidence=[*said, *evidence_from_notes(previous)],
+            )
+        except NotesRejected as exc:  # the verbatim messages stay; trimming still bounds the prompt
+            log.warning("history_summary_rejected", reason=exc.reason, detail=exc.detail)
+            return None
 
     # --- persistence -----------------------------------------------------------------------------
     async def _persist(

@@ -7,6 +7,7 @@ process knows every channel's section. A new channel adds its settings module to
 ``channel`` module to :data:`switchboard.channels.base.BUILTIN_CHANNEL_MODULES`.
 """
 
+from switchboard.channels.gmail import settings as gmail_settings
 from switchboard.channels.whatsapp import settings as whatsapp_settings
 
-__all__ = ["whatsapp_settings"]
+__all__ = ["gmail_settings", "whatsapp_settings"]

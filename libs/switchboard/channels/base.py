@@ -35,6 +35,7 @@ from switchboard.errors import SwitchboardError
 
 if TYPE_CHECKING:
     import httpx
+    from sqlalchemy.ext.asyncio import async_sessionmaker
     from sqlmodel.ext.asyncio.session import AsyncSession
 
     from switchboard.crypto import CredentialCipher
@@ -254,6 +255,9 @@ class ChannelDeps:
     http: httpx.AsyncClient
     """Shared client for transcription/vision endpoints."""
     extra: dict[str, Any] = field(default_factory=dict)
+    sessions: async_sessionmaker[AsyncSession] | None = None
+    """Database sessions, for channels that keep provider state of their own (Gmail: refreshed OAuth
+    tokens, a reply's thread, our sent Message-IDs); ``None`` where the caller has none."""
 
 
 @runtime_checkable
@@ -314,7 +318,7 @@ class Channel(Protocol):
 
 ChannelFactory = Callable[[ChannelDeps], Channel]
 _FACTORIES: dict[str, ChannelFactory] = {}
-BUILTIN_CHANNEL_MODULES = ("switchboard.channels.whatsapp.channel",)
+BUILTIN_CHANNEL_MODULES = ("switchboard.channels.whatsapp.channel", "switchboard.channels.gmail.channel")
 """Modules that register the built-in channels (imported lazily: no import-time cycles)."""
 
 
@@ -342,11 +346,11 @@ def channel_names() -> list[str]:
 
 
 def channel_capabilities(name: str) -> Capabilities | None:
-    """The :class:`Capabilities` of registered channel ``name`` without building it (its class attribute),
-    or ``None`` for an unknown name or a factory that is not a class."""
+    """The :class:`Capabilities` channel ``name`` declares (its factory's ``capabilities``), without
+    building it; ``None`` for an unknown channel."""
     _load_builtin()
-    capabilities = getattr(_FACTORIES.get(name), "capabilities", None)
-    return capabilities if isinstance(capabilities, Capabilities) else None
+    factory = _FACTORIES.get(name)
+    return getattr(factory, "capabilities", None) if factory is not None else None
 
 
 def build_channels(deps: ChannelDeps) -> dict[str, Channel]:

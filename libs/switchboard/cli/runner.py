@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Awaitable, Callable
 from functools import wraps
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -91,26 +90,14 @@ def command_settings(*, attach_to_run: bool = True) -> Settings:
     Raises:
         SettingsError: a malformed setting.
     """
-    from switchboard.runtime.resources import read_run_state
+    from switchboard.runtime.resources import live_run_state
     from switchboard.settings import load_settings
 
     settings = load_settings()
-    state = read_run_state(settings) if attach_to_run else None
-    if state and state.get("network") and _pid_alive(state.get("pid")):
+    state = live_run_state(settings) if attach_to_run else None
+    if state and state.get("network"):
         settings = load_settings(**state["network"])
     return settings
-
-
-def _pid_alive(pid: object) -> bool:
-    if not isinstance(pid, int):
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def run_db(

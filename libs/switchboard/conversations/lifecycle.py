@@ -158,18 +158,21 @@ async def start_conversation(
     actor: Actor | None = None,
     reason: str | None = None,
     trace_id: str | None = None,
+    thread_key: str | None = None,
 ) -> Conversation:
     """A new AI-mode conversation of ``customer`` on their channel (event ``None → ai``).
 
     Args:
         channel_account_id: the business number/account it runs on (``None``: none, e.g. a simulation).
         actor: who opened it (default: the customer).
+        thread_key: the provider's thread it follows (Gmail ``threadId``), stored as ``external_thread_id``.
     """
     now = utcnow()
     conversation = Conversation(
         tenant_id=customer.tenant_id,
         customer_id=customer.id,
         channel_account_id=channel_account_id,
+        external_thread_id=thread_key,
         channel=customer.channel,
         status=ConversationStatus.ai.value,
         created_at=now,
@@ -197,9 +200,13 @@ async def open_conversation(
     channel_account_id: uuid.UUID | None,
     actor: Actor | None = None,
     trace_id: str | None = None,
+    thread_key: str | None = None,
 ) -> Conversation:
     """The customer's open (``ai`` or ``human``) conversation on ``channel_account_id``, newest first;
     started (:func:`start_conversation`) when there is none.
+
+    With ``thread_key`` (channels whose conversations are threads: Gmail's ``threadId``) only the open
+    conversation of that thread counts, so two threads of one customer are two conversations.
 
     Serialized per customer with a transaction-scoped advisory lock, so two messages at once open one.
     """
@@ -214,6 +221,7 @@ async def open_conversation(
                 Conversation.customer_id == customer.id,
                 Conversation.channel == customer.channel,
                 col(Conversation.channel_account_id).is_not_distinct_from(channel_account_id),
+                col(Conversation.external_thread_id).is_not_distinct_from(thread_key),
                 col(Conversation.status).in_((ConversationStatus.ai.value, ConversationStatus.human.value)),
             )
             .order_by(col(Conversation.created_at).desc())
@@ -222,7 +230,12 @@ async def open_conversation(
     if found is not None:
         return found
     return await start_conversation(
-        session, customer=customer, channel_account_id=channel_account_id, actor=actor, trace_id=trace_id
+        session,
+        customer=customer,
+        channel_account_id=channel_account_id,
+        actor=actor,
+        trace_id=trace_id,
+        thread_key=thread_key,
     )
 
 

@@ -46,6 +46,8 @@ class Assignment:
     """The agent now handling it; ``None`` when it waits in the queue."""
     queue_position: int | None = None
     """1-based place in the tenant's waiting queue when ``agent`` is ``None``."""
+    newly_assigned: bool = True
+    """``False`` when ``agent`` already had the conversation (a second escalation): nobody needs telling."""
 
 
 async def tenant_handoff_lock(session: AsyncSession, tenant_id: uuid.UUID) -> None:
@@ -157,7 +159,7 @@ async def escalate(
             trace_id=trace_id,
         )
         await session.flush()
-        return Assignment(conversation.id, current)
+        return Assignment(conversation.id, current, newly_assigned=False)
     agent = await pick_agent(session, tenant_id=tenant_id)
     await lifecycle.to_human(
         session,

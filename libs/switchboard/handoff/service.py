@@ -99,6 +99,10 @@ async def escalate_and_notify(
             "handoff_queued", conversation_id=str(conversation_id), queue_position=assignment.queue_position
         )
         return assignment
+    if not assignment.newly_assigned:
+        # Escalated again (two at once, or the model asked twice): the agent was told the first time.
+        log.info("handoff_already_assigned", conversation_id=str(conversation_id), agent_id=str(agent_id))
+        return assignment
     log.info("handoff_assigned", conversation_id=str(conversation_id), agent_id=str(agent_id))
     notices = await notices_for_assignments(
         sessions, gateway, agent_id=agent_id, conversation_ids=[conversation_id], trace_id=trace_id

@@ -15,7 +15,7 @@ from sqlmodel import select
 
 from switchboard.contracts import StoredInbound, trace_id_for
 from switchboard.conversations import Actor, channel_identities, open_conversation, resolve_customer
-from switchboard.db.models import ChannelAccount, InboundState, Message
+from switchboard.db.models import ChannelAccount, InboundState, Message, utcnow
 from switchboard.inbound.context import Dead, InboundContext, Outcome, WorkerDeps
 from switchboard.inbound.steps import STEPS, release_lock, retry_or_dead
 from switchboard.observability import get_logger, message_context
@@ -63,7 +63,18 @@ async def claim(deps: WorkerDeps, job: dict[str, Any], row_id: uuid.UUID) -> Inb
             customer=customer,
             channel_account_id=account.id,
             actor=Actor.business_app() if stored.echo else None,
+            thread_key=stored.thread_key,
         )
+        if stored.review and not any(f.get("message_id") == str(row.id) for f in conversation.review_flags):
+            conversation.review_flags = [
+                *conversation.review_flags,
+                *(
+                    {"kind": kind, "message_id": str(row.id), "at": utcnow().isoformat()}
+                    for kind in stored.review
+                ),
+            ]
+            log.warning("conversation_flagged_for_review", inbound_message_id=str(row_id), kinds=stored.review,
+                        conversation_id=str(conversation.id))  # fmt: skip
         row.conversation_id = conversation.id
         row.inbound_state = InboundState.processing.value
         row.processing_attempts += 1

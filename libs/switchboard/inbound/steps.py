@@ -14,9 +14,10 @@ what differs per channel is behind :class:`~switchboard.channels.base.Channel`.
 7. :func:`coalesce` — a newer message of the same customer is waiting: that one's turn answers both.
 8. :func:`lock_conversation` — one turn at a time per conversation.
 9. :func:`absorb_older` — older waiting messages of the customer join this turn.
-10. :func:`media_to_text` — every message of the turn with media becomes text first.
-11. :func:`turn` — ``POST /v1/turns``; the reply is split to the channel's limits into the outbox.
-12. :func:`send_reply` — the delivery loop sends the parts.
+10. :func:`reply_cap` — a channel's cap on automatic replies per conversation (Gmail): over it, a person.
+11. :func:`media_to_text` — every message of the turn with media becomes text first.
+12. :func:`turn` — ``POST /v1/turns``; the reply is split to the channel's limits into the outbox.
+13. :func:`send_reply` — the delivery loop sends the parts.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from functools import partial
 from typing import Any
 
@@ -99,7 +101,7 @@ LOCK_MARGIN_S = 5.0
 BUTTON_KINDS = ("button", "interactive", "postback", "quick_reply")
 """Row kinds whose stored ``payload`` is a button id (WhatsApp template quick reply, reply button,
 list row; Instagram postback and quick reply)."""
-BUSINESS_APPS = {"whatsapp": "WhatsApp Business app", "instagram": "Instagram app"}
+BUSINESS_APPS = {"whatsapp": "WhatsApp Business app", "instagram": "Instagram app", "gmail": "Gmail mailbox"}
 """The app a business answers from outside Switchboard, per channel (its echoes escalate)."""
 _RELEASE_LOCK = (
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
@@ -473,10 +475,16 @@ def _same_customer(ic: InboundContext) -> Any:
     ids = {ic.row.sender_external_id, ic.customer.external_user_id, ic.customer.phone}
     ids |= {identity.value for identity in ic.stored.identities}
     ids.discard(None)
+    same_sender: Any = col(Message.sender_external_id).in_(ids)
+    if ic.stored.thread_key:  # a thread is a conversation (Gmail): another thread's mail waits for its own
+        same_sender = and_(
+            same_sender,
+            Message.raw["normalized"]["thread_key"].astext == ic.stored.thread_key,  # type: ignore[index]
+        )
     return and_(
         Message.channel_account_id == ic.row.channel_account_id,
         Message.direction == "inbound",
-        or_(Message.conversation_id == ic.conversation.id, col(Message.sender_external_id).in_(ids)),
+        or_(Message.conversation_id == ic.conversation.id, same_sender),
     )
 
 
@@ -567,6 +575,50 @@ async def absorb_older(ic: InboundContext) -> Outcome | None:
     if result.rowcount:
         log.info("inbound_absorbed_older", count=int(result.rowcount))
     return None
+
+
+async def reply_cap(ic: InboundContext) -> Outcome | None:
+    """A channel with a cap on automatic replies per conversation (Gmail: ``auto_reply_cap`` in
+    ``auto_reply_window_s``, so two robots never answer each other for long): over it, the
+    conversation goes to a person (assigned or queued, with the agent's notice) and no model is called."""
+    cap_of = getattr(ic.channel, "auto_reply_cap", None)
+    if cap_of is None or await _has_reply(ic):
+        return None
+    cap = cap_of(await load_tenant_settings(ic))
+    if cap is None:
+        return None
+    limit, window_s = cap
+    since = utcnow() - timedelta(seconds=window_s)
+    async with ic.deps.resources.sessions() as session:
+        replies = (
+            await session.exec(
+                select(func.count())
+                .select_from(Outbox)
+                .where(
+                    Outbox.conversation_id == ic.conversation.id,
+                    Outbox.purpose == OutboxPurpose.reply.value,
+                    Outbox.part_index == 0,
+                    Outbox.created_at >= since,
+                )
+            )
+        ).one()
+    if int(replies) < limit:
+        return None
+    row = ic.row
+    assignment = await escalate_and_notify(
+        ic.deps.resources.sessions,
+        ic.deps.gateway,
+        tenant_id=row.tenant_id,
+        conversation_id=ic.conversation.id,
+        reason=f"automatic replies capped: {limit} in {window_s:g} s",
+        trace_id=row.trace_id or "",
+        actor=Actor.system(),
+    )
+    log.warning("auto_reply_cap_reached", replies=int(replies), limit=limit, window_s=window_s,
+                queued=assignment.agent is None)  # fmt: skip
+    await _deliver(ic, DeliveryScope(conversation_id=ic.conversation.id))  # the agent's notice
+    await finish(ic, InboundState.done, "automatic reply cap reached: handed to a person")
+    return Outcome.reply_capped
 
 
 async def media_to_text(ic: InboundContext) -> Outcome | None:
@@ -695,6 +747,7 @@ STEPS: tuple[Step, ...] = (
     coalesce,
     lock_conversation,
     absorb_older,
+    reply_cap,
     media_to_text,
     turn,
     send_reply,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import case, func, literal, update
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import select
 
 from switchboard.channels.ingest import enqueue_inbound, to_delivery_statuses
@@ -44,6 +45,22 @@ async def apply_whatsapp_statuses(ctx: dict[str, Any], statuses: list[dict[str, 
             "conversation_reason", conversation_block_reason(code if isinstance(code, int) else None)
         )
     return await apply_delivery_statuses(ctx, "whatsapp", statuses)
+
+
+def _sweeps_of(raw: Any) -> int:
+    count = raw.get("sweeps", 0) if isinstance(raw, dict) else 0
+    return count if isinstance(count, int) else 0
+
+
+def _as_object(raw: Any) -> Any:
+    """``raw`` as a JSON object in SQL: SQL NULL and JSON ``null`` become ``{}``, any other non-object is
+    kept under ``"original"``. Why: ``NULL || {...}`` is NULL and ``'null' || {...}`` an array, so the sweep
+    count would never grow and the row would be re-enqueued forever instead of reaching the dead letter."""
+    return case(
+        (func.jsonb_typeof(raw) == "object", raw),
+        (func.coalesce(func.jsonb_typeof(raw), "null") == "null", literal({}, JSONB)),
+        else_=func.jsonb_build_object("original", raw),
+    )
 
 
 async def _has_live_job(redis: Any, row_id: Any, max_sweeps: int) -> bool:
@@ -86,7 +103,7 @@ async def sweep_inbound(ctx: dict[str, Any]) -> dict[str, int]:
         if await _has_live_job(deps.redis, row_id, settings.inbound_max_sweeps):
             counts["live"] += 1
             continue
-        sweeps = int((raw or {}).get("sweeps", 0))
+        sweeps = _sweeps_of(raw)
         async with deps.resources.sessions() as session, session.begin():
             if sweeps >= settings.inbound_max_sweeps:
                 await session.execute(
@@ -109,7 +126,7 @@ async def sweep_inbound(ctx: dict[str, Any]) -> dict[str, int]:
             await session.execute(
                 update(Message)
                 .where(Message.id == row_id)
-                .values(raw=Message.raw.op("||")({"sweeps": sweeps + 1}))  # type: ignore[union-attr]
+                .values(raw=_as_object(Message.raw).op("||")(literal({"sweeps": sweeps + 1}, JSONB)))
             )
         await enqueue_inbound(deps.redis, row_id, job_id=inbound_sweep_job_id(row_id, sweeps + 1))
         counts["requeued"] += 1

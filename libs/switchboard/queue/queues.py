@@ -32,7 +32,7 @@ class Queue(StrEnum):
     chat = default_queue_name
     """Customer messages (``process_inbound``), delivery statuses, outbox delivery: someone is waiting."""
     background = f"{default_queue_name}:background"
-    """Knowledge ingestion, memory summaries, the inbound sweeper, (later) mailbox syncs."""
+    """Knowledge ingestion, memory summaries, the inbound sweeper, Gmail mailbox syncs and polls."""
 
 
 JOB_QUEUES: Mapping[str, Queue] = MappingProxyType(
@@ -47,6 +47,8 @@ JOB_QUEUES: Mapping[str, Queue] = MappingProxyType(
         "summarize_memory": Queue.background,
         "memory_sweep": Queue.background,
         "sweep_inbound": Queue.background,
+        "sync_gmail_mailbox": Queue.background,
+        "poll_gmail_mailboxes": Queue.background,
     }
 )
 """Every job and cron job by name, and the queue (worker) it belongs to."""

@@ -17,6 +17,7 @@ from arq.connections import RedisSettings, create_pool
 
 from switchboard import __version__
 from switchboard.db.engine import create_engine, session_factory
+from switchboard.errors import SettingsError
 from switchboard.observability import configure_logging, get_logger
 from switchboard.queue.queues import JOB_QUEUES, Queue
 from switchboard.runtime.resources import Resources, require_database_url, require_redis_url
@@ -44,6 +45,9 @@ SIDE_JOB_TIMEOUT_S = 30.0
 MEMORY_JOB_TIMEOUT_S = 300.0
 """Timeout of a memory job, seconds: ``memory_sweep`` summarizes every newly closed conversation, one
 model call each (45 s per request at most)."""
+
+GMAIL_SYNC_TIMEOUT_S = 110.0
+"""Timeout of one mailbox sync (below the sync lock's 120 s, ``channels.gmail.jobs.SYNC_LOCK_S``)."""
 
 log = get_logger(__name__)
 
@@ -107,7 +111,9 @@ def _worker_class(
         ctx["deps"] = WorkerDeps(
             resources=ctx["resources"],
             settings=settings,
-            channels=build_channels(ChannelDeps(settings=settings, cipher=cipher, http=http)),
+            channels=build_channels(
+                ChannelDeps(settings=settings, cipher=cipher, http=http, sessions=ctx["resources"].sessions)
+            ),
             http=http,
             cipher=cipher,
         )
@@ -211,6 +217,7 @@ def build_background_worker_settings(settings: Settings) -> type:
     from arq.cron import cron
     from arq.worker import func
 
+    from switchboard.channels.gmail.jobs import POLL_JOB, SYNC_JOB, poll_gmail_mailboxes, sync_gmail_mailbox
     from switchboard.knowledge.jobs import INGEST_JOB_NAME, INGEST_JOB_TIMEOUT_S, ingest_knowledge_source
     from switchboard.memory import memory_sweep, summarize_memory
     from switchboard.queue.maintenance import sweep_inbound
@@ -222,12 +229,18 @@ def build_background_worker_settings(settings: Settings) -> type:
         functions=[
             func(ingest_knowledge_source, name=INGEST_JOB_NAME, timeout=INGEST_JOB_TIMEOUT_S, max_tries=2),
             func(summarize_memory, name="summarize_memory", timeout=MEMORY_JOB_TIMEOUT_S, max_tries=3),
+            func(
+                sync_gmail_mailbox, name=SYNC_JOB, timeout=GMAIL_SYNC_TIMEOUT_S, max_tries=30, keep_result=0
+            ),
         ],
         cron_jobs=[
             cron(
                 sweep_inbound, name="sweep_inbound", second=set(range(0, 60, 15)), timeout=SIDE_JOB_TIMEOUT_S
             ),
             cron(memory_sweep, name="memory_sweep", second={30}, timeout=MEMORY_JOB_TIMEOUT_S),
+            cron(
+                poll_gmail_mailboxes, name=POLL_JOB, second=set(range(5, 60, 15)), timeout=SIDE_JOB_TIMEOUT_S
+            ),
         ],
         enqueues_on_own_queue=False,
     )
@@ -239,6 +252,23 @@ WORKER_SETTINGS_BUILDERS: dict[Queue, Callable[[Settings], type]] = {
 }
 
 
+def _check(settings: Settings, queue: Queue) -> int:
+    """``--check``: 0 healthy, 1 unhealthy, 2 cannot tell (no Redis to ask). Without ``REDIS_URL`` it asks
+    the embedded Redis of a live ``switchboard run`` (``DATA_DIR/run.json``), as ``switchboard status`` does."""
+    from switchboard.runtime.resources import live_run_state
+
+    state = live_run_state(settings) or {}
+    if not settings.redis_url and state.get("embedded_redis_url"):
+        settings = settings.model_copy(update={"redis_url": state["embedded_redis_url"]})
+    try:
+        healthy, detail = worker_is_healthy(settings, queue)
+    except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(("healthy: " if healthy else "unhealthy: ") + detail)
+    return 0 if healthy else 1
+
+
 def worker_main(queue: Queue, argv: list[str] | None = None) -> int:
     """What a worker service's ``main`` does: run the worker of ``queue`` until stopped, or with
     ``--check`` print its health and exit 0 when its heartbeat is fresh (container health checks)."""
@@ -247,8 +277,6 @@ def worker_main(queue: Queue, argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     settings = load_settings()
     if args == ["--check"]:
-        healthy, detail = worker_is_healthy(settings, queue)
-        print(("healthy: " if healthy else "unhealthy: ") + detail)
-        return 0 if healthy else 1
+        return _check(settings, queue)
     run_worker(WORKER_SETTINGS_BUILDERS[queue](settings))
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ __all__ = [
     "require_redis_url",
     "database_url_for",
     "read_run_state",
+    "live_run_state",
 ]
 
 
@@ -33,6 +35,24 @@ def read_run_state(settings: Settings) -> dict[str, Any] | None:
         return json.loads(settings.run_state_path.read_text())
     except (FileNotFoundError, json.JSONDecodeError):
         return None
+
+
+def live_run_state(settings: Settings) -> dict[str, Any] | None:
+    """:func:`read_run_state`, but only while the ``switchboard run`` that wrote it is alive (its pid answers)."""
+    state = read_run_state(settings)
+    return state if state and _pid_alive(state.get("pid")) else None
+
+
+def _pid_alive(pid: object) -> bool:
+    if not isinstance(pid, int):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, another user's
+    return True
 
 
 def require_database_url(settings: Settings) -> str:

@@ -20,9 +20,22 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import async_sessionmaker
     from sqlmodel.ext.asyncio.session import AsyncSession
 
-__all__ = ["ToolContext", "ToolOutput", "TurnEffect", "canonical_arguments", "idempotency_key_for"]
+__all__ = [
+    "ToolContext",
+    "ToolKind",
+    "ToolOutput",
+    "TurnEffect",
+    "UNTRUSTED_REFUSAL",
+    "canonical_arguments",
+    "idempotency_key_for",
+    "offered",
+]
 
 TurnEffect = Literal["escalated", "closed_farewell", "closed_silent"]
+ToolKind = Literal["read", "write", "handoff"]
+"""What a tool does: looks something up, changes something, or hands the conversation on (to a
+person, or closes it): the last kind stays available whatever the context holds."""
+UNTRUSTED_REFUSAL = "changes are not allowed while untrusted external text is in the conversation"
 
 
 def canonical_arguments(arguments: Mapping[str, Any]) -> str:
@@ -63,6 +76,14 @@ class ToolContext:
     only read tools are offered and run."""
     tool_config: dict[str, Any] = field(default_factory=dict)
     """This tenant's ``custom_config`` for the tool (MCP tools)."""
+
+
+def offered(ctx: ToolContext, kind: str) -> bool:
+    """The one tool filter of the untrusted-content rule, used by every tool source (built-ins, MCP):
+    while untrusted external text is in the turn's context (``ctx.has_untrusted_content``, set by the
+    orchestrator from the channel's :attr:`~switchboard.channels.base.Capabilities.untrusted_inbound`),
+    only ``read`` and ``handoff`` tools are offered, and only they run."""
+    return not (ctx.has_untrusted_content and kind == "write")
 
 
 @dataclass

@@ -50,7 +50,7 @@ from switchboard.errors import ToolError
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
 from switchboard.tenant_settings import load_tenant_settings
-from switchboard.tools.context import ToolContext, ToolOutput, idempotency_key_for
+from switchboard.tools.context import UNTRUSTED_REFUSAL, ToolContext, ToolOutput, idempotency_key_for, offered
 from switchboard.tools.contracts import (
     CONTRACT_META_KEY,
     FORBIDDEN_MESSAGE,
@@ -66,17 +66,12 @@ __all__ = [
     "McpToolError",
     "strip_injected",
     "is_untrusted",
-    "UNTRUSTED_CHANNELS",
 ]
 
 log = get_logger(__name__)
 
 LOOP_TIMEOUT_SHARE = 0.95
 """Share of the tool loop's per-call timeout this source uses, so its own timeout fires first."""
-
-UNTRUSTED_CHANNELS = frozenset({"gmail"})
-"""Channels whose inbound text is untrusted external content (an e-mail body may carry instructions
-aimed at the model): turns on them get read tools only."""
 
 # Server error types worth retrying later (the rest: the model must change something or give up).
 _RETRYABLE = {"unavailable", "conflict", "timeout"}
@@ -257,11 +252,10 @@ class McpToolSource:
         if not tools:
             return []
         enabled = await self.toolbox(ctx.tenant_id)
-        untrusted = is_untrusted(ctx)
         return [
             tool.definition()
             for name, tool in tools.items()
-            if name in enabled and not (untrusted and tool.policy.kind == "write")
+            if name in enabled and offered(ctx, tool.policy.kind)
         ]
 
     # --- calls -----------------------------------------------------------------------------------
@@ -310,14 +304,9 @@ class McpToolSource:
                 "rejected", ToolError(FORBIDDEN_MESSAGE, error_type="forbidden"), version=tool.version
             )
         is_write = tool.policy.kind == "write"
-        if is_write and is_untrusted(ctx):
+        if not offered(ctx, tool.policy.kind):
             raise await fail(
-                "rejected",
-                ToolError(
-                    "changes are not allowed while untrusted external text is in the conversation",
-                    error_type="untrusted_context",
-                ),
-                version=tool.version,
+                "rejected", ToolError(UNTRUSTED_REFUSAL, error_type="untrusted_context"), version=tool.version
             )
         problems = sorted(tool.validator.iter_errors(model_args), key=lambda e: list(e.absolute_path))
         if problems:
@@ -499,9 +488,9 @@ class McpToolSource:
 
 
 def is_untrusted(ctx: ToolContext) -> bool:
-    """Whether untrusted external text is in the turn's context: the context says so, or the
-    message came on a channel of :data:`UNTRUSTED_CHANNELS`."""
-    return ctx.has_untrusted_content or ctx.channel in UNTRUSTED_CHANNELS
+    """Whether untrusted external text is in the turn's context (the orchestrator sets it from the
+    channel's capability; :func:`~switchboard.tools.context.offered` is the filter)."""
+    return ctx.has_untrusted_content
 
 
 def _discovered(tool: Any) -> DiscoveredTool:

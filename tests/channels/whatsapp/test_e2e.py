@@ -393,14 +393,16 @@ async def test_worker_killed_mid_turn_customer_gets_exactly_one_reply(
     e2e_settings, ai_tenant, model, sessions, graph_sandbox, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
     state, name, _ = model
-    state.script(name).push(ScriptedResponse(content="one reply only", latency_s=1.5))
-    settings = e2e_settings(inbound_job_timeout_s=2.0)
+    # The kill must land while the job runs: its timeout leaves room for a slow start on a busy machine
+    # (seen: 2 s after the job started, the model had not been asked yet at load 8).
+    state.script(name).push(ScriptedResponse(content="one reply only", latency_s=2.5))
+    settings = e2e_settings(inbound_job_timeout_s=8.0)
     async with channel_service(settings) as svc:
         await svc.post(load_payload("text.json", phone_number_id=ai_tenant.phone_number_id))
     env = {
         **os.environ, "DATABASE_URL": settings.database_url, "REDIS_URL": settings.redis_url, "DATA_DIR": str(settings.data_dir),
         "META_APP_SECRET": "x", "WHATSAPP_GRAPH_BASE_URL": graph_sandbox[0], "ORCHESTRATOR_PORT": str(settings.orchestrator_port),
-        "INBOUND_JOB_TIMEOUT_S": "2", "INBOUND_DEBOUNCE_S": "0", "LOG_FORMAT": "json",
+        "INBOUND_JOB_TIMEOUT_S": "8", "INBOUND_DEBOUNCE_S": "0", "LOG_FORMAT": "json",
     }  # fmt: skip
     worker = await asyncio.create_subprocess_exec(
         sys.executable,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import uuid
 from urllib.parse import urlsplit
 
+import pytest
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
-from sqlalchemy import update
+from sqlalchemy import JSON, null, update
 from sqlmodel import select
 from switchboard.conversations import Actor
 from switchboard.db.models import Conversation, Customer, CustomerIdentity, Message, utcnow
@@ -334,6 +335,43 @@ async def test_redis_outage_on_the_webhook_stores_rows_the_sweeper_enqueues_and_
     assert (rows[sticker.id].inbound_state, rows[sticker.id].raw["sweeps"]) == ("done", 1)
     assert (rows[stuck.id].inbound_state, rows[stuck.id].last_error) == ("dead", "dead letter after 2 sweeps")
     assert sent_to(graph_sandbox[1], pid) == []
+
+
+@pytest.mark.parametrize("raw", [None, "json-null", ["not", "an", "object"]])
+async def test_a_row_without_an_object_raw_still_reaches_the_dead_letter(
+    scratch_settings, scratch_database, arq_pool, raw
+) -> None:  # type: ignore[no-untyped-def]
+    settings = scratch_settings(inbound_sweep_after_s=0.001, inbound_max_sweeps=1)
+    sessions = scratch_database.sessions
+    tenant = await new_tenant(sessions)
+    account = await connect_whatsapp(sessions, tenant, settings)
+    stored = null() if raw is None else (JSON.NULL if raw == "json-null" else raw)
+    async with sessions() as session, session.begin():
+        row = Message(
+            tenant_id=tenant.id, channel="whatsapp", channel_account_id=account.id, direction="inbound",
+            role="user", kind="text", text="stuck", external_id="wamid.RAWLESS", sender_external_id="15550100077",
+            inbound_state="pending", processing_attempts=0,
+        )  # fmt: skip
+        session.add(row)
+        await session.flush()
+        await session.execute(update(Message).where(Message.id == row.id).values(raw=stored))
+    assert await run_cron_job(settings, Queue.background, "sweep_inbound") == {
+        "requeued": 1,
+        "dead": 0,
+        "live": 0,
+    }
+    (swept,) = await messages_of(sessions, tenant.id)
+    expected = {"sweeps": 1} if raw in (None, "json-null") else {"original": raw, "sweeps": 1}
+    assert swept.raw == expected
+    await arq_pool.delete(f"arq:job:{inbound_sweep_job_id(row.id, 1)}")  # the job was lost
+    await arq_pool.zrem(Queue.chat.value, inbound_sweep_job_id(row.id, 1))
+    assert await run_cron_job(settings, Queue.background, "sweep_inbound") == {
+        "requeued": 0,
+        "dead": 1,
+        "live": 0,
+    }
+    (dead,) = await messages_of(sessions, tenant.id)
+    assert (dead.inbound_state, dead.last_error) == ("dead", "dead letter after 1 sweeps")
 
 
 async def test_missing_row_job_is_a_no_op(make_settings, arq_pool) -> None:  # type: ignore[no-untyped-def]

@@ -28,6 +28,7 @@ from switchboard.db.models.conversations import (
     OutboxPurpose,
     OutboxStatus,
 )
+from switchboard.db.models.gmail import GmailMailbox, GmailPushNotification, GmailSentMessage, MailboxStatus
 from switchboard.db.models.knowledge import (
     EMBEDDING_DIMS,
     KnowledgeDocument,
@@ -51,6 +52,9 @@ __all__ = [
     "Customer",
     "CustomerIdentity",
     "EMBEDDING_DIMS",
+    "GmailMailbox",
+    "GmailPushNotification",
+    "GmailSentMessage",
     "HumanAgent",
     "IdentityKind",
     "InboundState",
@@ -58,6 +62,7 @@ __all__ = [
     "KnowledgeSource",
     "KnowledgeSourceFile",
     "Lead",
+    "MailboxStatus",
     "McpTenantTool",
     "Meeting",
     "MeetingSlot",

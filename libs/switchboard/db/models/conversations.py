@@ -189,6 +189,12 @@ class Conversation(TenantOwned, table=True):
         CheckConstraint(CHANNEL_CHECK, name="ck_conversations_channel"),
         Index("ix_conversations_tenant_customer_status", "tenant_id", "customer_id", "status"),
         Index(
+            "ix_conversations_account_thread",
+            "channel_account_id",
+            "external_thread_id",
+            postgresql_where=text("external_thread_id IS NOT NULL"),
+        ),
+        Index(
             "ix_conversations_tenant_queued",
             "tenant_id",
             "queued_at",
@@ -221,6 +227,12 @@ class Conversation(TenantOwned, table=True):
     """When the memory job folded this closed conversation into ``user_memories`` (null: not yet)."""
     is_agent_console: bool = Field(default=False, sa_column_kwargs={"server_default": text("false")})
     """A human agent's own chat with the business number: in human mode, never answered by the AI."""
+    external_thread_id: str | None = Field(default=None, max_length=255)
+    """The provider's thread the conversation follows (Gmail ``threadId``: one conversation per
+    thread); null on channels whose conversation is the whole chat with the customer."""
+    review_flags: list[dict[str, Any]] = jsonb_list_field()
+    """Reasons a person should look at the conversation, e.g. ``{"kind": "suspected_instructions",
+    "message_id", "at"}`` for a mail that reads like instructions to the agent."""
 
 
 class ConversationEvent(TenantOwned, table=True):
