@@ -48,7 +48,10 @@ _CASES = st.tuples(
 
 @pytest.fixture(params=CHANNELS)
 def kit(request: pytest.FixtureRequest) -> ChannelKit:
-    return KITS[request.param]
+    kit = KITS[request.param]
+    if not kit.webhook_carries_messages:  # Gmail: a push only names the mailbox, mail comes from a sync
+        pytest.skip(f"{kit.name}'s webhook carries no messages: see ChannelKit.webhook_carries_messages")
+    return kit
 
 
 @pytest.fixture
