@@ -34,7 +34,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.channels.accounts import AccountDirectory, AccountRef
-from switchboard.channels.sanitize import UNPROCESSABLE_PREFIX, clean_text, unprocessable_reason
+from switchboard.channels.sanitize import UNPROCESSABLE_PREFIX, clean_text, clean_tree, unprocessable_reason
 from switchboard.contracts import InboundMessage
 from switchboard.db.models import InboundState, Message, utcnow
 from switchboard.observability import get_logger
@@ -162,7 +162,7 @@ def _row_values(msg: InboundMessage, account: AccountRef) -> dict[str, Any]:
         msg = msg.model_copy(update={"action": "record", "flags": {**msg.flags, "blank": True}})
     is_echo = msg.echo
     reason = msg.flags.get(UNPROCESSABLE_FLAG) or unprocessable_reason(msg)
-    return {
+    row = {
         "id": uuid.uuid4(),
         "tenant_id": account.tenant_id,
         "conversation_id": None,
@@ -183,6 +183,22 @@ def _row_values(msg: InboundMessage, account: AccountRef) -> dict[str, Any]:
         "processing_attempts": 0,
         "created_at": utcnow(),
     }
+    # channels whose messages do not come through the webhook route (Gmail's sync) are cleaned here
+    for key in _CLEANED_COLUMNS:
+        row[key] = clean_tree(row[key])
+    return row
+
+
+_CLEANED_COLUMNS = (
+    "kind",
+    "text",
+    "media",
+    "external_id",
+    "reply_to_external_id",
+    "sender_external_id",
+    "raw",
+)
+"""Columns a provider's text reaches: made storable (:mod:`switchboard.storable`) before the insert."""
 
 
 async def _apply_control(session: AsyncSession, msg: InboundMessage, account: AccountRef) -> int:

@@ -284,3 +284,32 @@ async def test_ids_longer_than_their_columns_are_stored_unprocessable_beside_a_v
     long_id = next(r for key, r in rows.items() if key.startswith("sha256:"))
     assert long_id.last_error == "unprocessable: message id longer than 512 characters"
     assert await _queued_job_ids(arq_pool) == {f"inbound:{rows['wamid.SIBLING-OK'].id}"}
+
+
+async def test_the_shared_ingest_cleans_messages_that_never_passed_the_webhook_route(
+    wa_tenant, sessions
+) -> None:  # type: ignore[no-untyped-def]
+    # Gmail's sync hands its messages to ingest_delivery directly: the same cleaning applies there
+    from datetime import UTC, datetime
+
+    from switchboard.channels.accounts import AccountDirectory
+    from switchboard.channels.ingest import NormalizedDelivery, ingest_delivery
+    from switchboard.contracts import InboundMessage, SenderIdentity
+
+    message = InboundMessage(
+        channel="whatsapp", account_id=wa_tenant.phone_number_id, kind="text", action="process",
+        external_id="wamid.INGEST\x00NUL", sender_id="15550100099", sent_at=datetime.now(UTC),
+        text="caf\x00e \ud800 ok", identities=[SenderIdentity(kind="wa_id", value="15550100099")],
+        raw={"message": {"note": "a\x00b", "bad": "\udfff"}},
+    )  # fmt: skip
+    result = await ingest_delivery(
+        delivery=NormalizedDelivery(messages=[message]),
+        sessions=sessions,
+        redis=None,
+        accounts=AccountDirectory(sessions, "whatsapp"),
+        debounce_s=0,
+    )
+    assert len(result.stored_ids) == 1
+    (row,) = await messages_of(sessions, wa_tenant.tenant.id)
+    assert (row.external_id, row.text, row.inbound_state) == ("wamid.INGESTNUL", "cafe \ufffd ok", "pending")
+    assert row.raw["message"] == {"note": "ab", "bad": "\ufffd"}
