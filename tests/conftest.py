@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from arq.connections import ArqRedis, RedisSettings, create_pool
 from fastapi import FastAPI
+from hypothesis import settings as hypothesis_settings
 from redis import Redis
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
@@ -46,6 +47,17 @@ from tests.utils.servers import serve_app, serve_orchestrator
 from tests.utils.tenants import new_tenant
 from tests.utils.whatsapp import APP_SECRET, VERIFY_TOKEN
 from tests.utils.workers import QUEUES, discard_jobs, queued_jobs
+
+# Property tests (hypothesis): ``ci`` (the default) is derandomized, so every run draws the same
+# examples; ``HYPOTHESIS_PROFILE=dev`` draws new ones each run; loadtests/hostile_webhooks.py runs longer.
+hypothesis_settings.register_profile(
+    "ci", derandomize=True, max_examples=25, deadline=None, database=None, print_blob=True
+)
+hypothesis_settings.register_profile("dev", max_examples=50, deadline=None)
+hypothesis_settings.register_profile(  # loadtests/hostile_webhooks.py: long, random (seed printed there)
+    "load", max_examples=int(os.environ.get("HOSTILE_EXAMPLES", "300")), deadline=None, database=None
+)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

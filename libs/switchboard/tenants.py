@@ -13,6 +13,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, Organization, Tenant
 from switchboard.errors import SwitchboardError, TenantNotFound
+from switchboard.validation import has_unstorable_chars
 
 __all__ = [
     "create_tenant",
@@ -23,6 +24,8 @@ __all__ = [
     "TenantExists",
 ]
 
+_SLUG_MAX = 64
+"""``tenants.slug`` column length (a UUID, 36 characters, fits too)."""
 SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 
 
@@ -73,6 +76,8 @@ async def get_tenant(session: AsyncSession, slug_or_id: str) -> Tenant:
     Raises:
         TenantNotFound: neither matches.
     """
+    if len(slug_or_id) > _SLUG_MAX or has_unstorable_chars(slug_or_id):
+        raise TenantNotFound(slug_or_id[:80])  # no slug is like that: never ask the database
     try:
         tenant_uuid = uuid.UUID(slug_or_id)
     except ValueError:

@@ -573,3 +573,39 @@ async def test_a_hanging_primary_leaves_the_backup_time_inside_the_turn_budget(
     result = await orchestrator.handle_turn(request)
     assert (result.reply, result.model, result.fallback_used) == ("backup in time", backup, True)
     assert (await _turn(sessions, request.inbound_message_id)).outcome == "answered"
+
+
+async def test_model_output_with_lone_surrogates_and_nul_is_stored_and_returned_clean(
+    setup, orchestrator, sessions
+):
+    conv, _ = await setup(text("Listo \ud83d y\x00 gracias"))
+    request = conv.request("hola")
+    result = await orchestrator.handle_turn(request)
+    assert result.reply == "Listo \ufffd y gracias"
+    row = await _turn(sessions, request.inbound_message_id)
+    assert row.status == "done" and row.result["reply"] == "Listo \ufffd y gracias"
+    stored = [m for m in await conversation_messages(sessions, conv.conversation.id) if m.role == "assistant"]
+    assert [m.text for m in stored] == ["Listo \ufffd y gracias"]
+
+
+async def test_a_reply_with_nothing_printable_left_becomes_the_error_reply(setup, orchestrator):
+    conv, _ = await setup(text("\x00\x00"))
+    result = await orchestrator.handle_turn(conv.request("hola"))
+    assert result.reply == AgentSettings().error_reply
+
+
+async def test_a_turn_that_fails_in_process_is_released_at_once_for_the_retry(setup, orchestrator, sessions):
+    conv, script = await setup(ScriptedResponse(content="too late", latency_s=5.0), text("answered on retry"))
+    request = conv.request("hello")
+    first = asyncio.create_task(orchestrator.handle_turn(request))
+    await asyncio.sleep(0.5)  # the model call is under way: the caller gives up (a timeout, a disconnect)
+    first.cancel()
+    with capture_logs() as logs, pytest.raises(asyncio.CancelledError):
+        await first
+    assert [e["event"] for e in logs if e["event"].startswith("turn_")] == ["turn_failed_released"]
+    async with sessions() as session:
+        assert (
+            await session.exec(select(Turn).where(Turn.inbound_message_id == request.inbound_message_id))
+        ).all() == []
+    retried = await asyncio.wait_for(orchestrator.handle_turn(request), timeout=10)  # no 150 s wait
+    assert retried.reply == "answered on retry"

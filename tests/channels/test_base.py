@@ -51,16 +51,35 @@ def test_split_counts_in_the_providers_unit() -> None:
 
 @given(
     st.text(min_size=0, max_size=600),
-    st.integers(min_value=1, max_value=50),
+    st.integers(min_value=4, max_value=50),
     st.sampled_from(["chars", "utf16", "bytes"]),
 )
 def test_split_is_lossless_bounded_and_ordered(text: str, limit: int, unit: str) -> None:
     parts = split_text(text, limit, unit)  # type: ignore[arg-type]
     for part in parts:
         assert part and part == part.strip()
-        # a part is over the limit only when it is one grapheme wider than the limit on its own
-        assert text_length(part, unit) <= limit or len(graphemes(part)) == 1  # type: ignore[arg-type]
+        assert text_length(part, unit) <= limit  # type: ignore[arg-type]
     assert "".join("".join(p.split()) for p in parts) == "".join(text.split())
+    if all(len(g) <= limit for g in graphemes(text)):  # no cluster wider than a part: none is cut
+        whole = set(graphemes(text))
+        assert all(set(graphemes(p)) <= whole for p in parts)
+
+
+def test_split_uses_unicode_grapheme_clusters() -> None:
+    # a Devanagari conjunct (spacing vowel sign) and a Hangul syllable in jamo are one cluster each
+    assert graphemes("क्षि") == ["क्षि"] and graphemes("\u1100\u1161\u11a8") == ["\u1100\u1161\u11a8"]
+    assert graphemes("👩🏽‍🚀🏴󠁧󠁢󠁳󠁣󠁴󠁿") == ["👩🏽‍🚀", "🏴󠁧󠁢󠁳󠁣󠁴󠁿"]
+    # emoji-heavy text under WhatsApp's 4,096 counted in UTF-16 units: no part is over in either count
+    emoji = "👩‍👩‍👧" * 700  # 5 code points, 8 UTF-16 units each
+    parts = split_text(emoji, 4096, "utf16")
+    assert all(text_length(p, "utf16") <= 4096 for p in parts) and "".join(parts) == emoji
+    assert all(len(p) % 5 == 0 for p in parts)  # whole families only
+
+
+def test_a_grapheme_wider_than_the_limit_is_cut_between_code_points() -> None:
+    zalgo = "a" + "\u0301" * 5000  # one cluster of 5,001 code points
+    parts = split_text(zalgo, 4096)
+    assert [len(p) for p in parts] == [4096, 905] and "".join(parts) == zalgo
 
 
 def test_channels_without_a_window_always_allow() -> None:

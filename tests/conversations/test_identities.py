@@ -16,8 +16,9 @@ from switchboard.conversations import (
     reply_address,
     resolve_customer,
 )
-from switchboard.db.models import Customer, CustomerIdentity
+from switchboard.db.models import Customer, CustomerIdentity, utcnow
 
+from tests.utils.outbox import captured_logs
 from tests.utils.whatsapp import load_payload
 
 PHONE = "15550100099"
@@ -42,9 +43,11 @@ def _wa(value: str) -> Identity:
     return Identity("whatsapp", "wa_id", value)
 
 
-async def _resolve(sessions, tenant, identities, name=None):  # type: ignore[no-untyped-def]
+async def _resolve(sessions, tenant, identities, name=None, sent_at=None):  # type: ignore[no-untyped-def]
     async with sessions() as session, session.begin():
-        return await resolve_customer(session, tenant_id=tenant.id, identities=identities, display_name=name)
+        return await resolve_customer(
+            session, tenant_id=tenant.id, identities=identities, display_name=name, sent_at=sent_at
+        )
 
 
 async def _customers(sessions, tenant) -> list[Customer]:  # type: ignore[no-untyped-def]
@@ -113,10 +116,12 @@ async def test_both_ids_in_the_first_message_make_one_customer_keyed_by_the_bsui
 async def test_two_people_are_never_merged(sessions, make_tenant) -> None:  # type: ignore[no-untyped-def]
     tenant = await make_tenant()
     ana = await _resolve(sessions, tenant, [Identity("whatsapp", "bsuid", "US.1"), _wa("15550000001")])
-    bo = await _resolve(sessions, tenant, [_wa("15550000002")])
+    bo = await _resolve(sessions, tenant, [Identity("whatsapp", "bsuid", "US.2"), _wa("15550000002")])
     with capture_logs() as logs:
-        # a message naming Ana's BSUID with Bo's number: Ana's customer answers, Bo keeps his number
-        mixed = await _resolve(sessions, tenant, [Identity("whatsapp", "bsuid", "US.1"), _wa("15550000002")])
+        # two account ids held by two customers in one message: nobody is merged, the first account wins
+        mixed = await _resolve(
+            sessions, tenant, [Identity("whatsapp", "bsuid", "US.1"), Identity("whatsapp", "bsuid", "US.2")]
+        )
     assert mixed.customer.id == ana.customer.id
     assert [(i.kind, i.value) for i in mixed.identities] == [("bsuid", "US.1")]
     conflicts = [e for e in logs if e["event"] == "identity_conflict"]
@@ -126,19 +131,105 @@ async def test_two_people_are_never_merged(sessions, make_tenant) -> None:  # ty
             "log_level": "warning",
             "tenant_id": str(tenant.id),
             "channel": "whatsapp",
-            "kind": "wa_id",
+            "kind": "bsuid",
             "customer_id": str(ana.customer.id),
             "other_customer_id": str(bo.customer.id),
             "first_kind": "bsuid",
         }
     ]
-    assert "15550000002" not in repr(conflicts)  # ids and kinds only, never the values
+    assert "US.2" not in repr(conflicts)  # ids and kinds only, never the values
     assert len(await _customers(sessions, tenant)) == 2
     assert (await _resolve(sessions, tenant, [_wa("15550000002")])).customer.id == bo.customer.id
-    # the customer of identities[0] wins, whichever it is
+
+
+async def test_the_account_id_wins_over_the_phone_whichever_comes_first(sessions, make_tenant) -> None:  # type: ignore[no-untyped-def]
+    tenant = await make_tenant()
+    ana = await _resolve(sessions, tenant, [Identity("whatsapp", "bsuid", "US.1"), _wa("15550000001")])
+    bo = await _resolve(sessions, tenant, [_wa("15550000002")], "Bo")
+    with capture_logs() as logs:
+        # Ana's account writes from the number Bo's record holds: Meta says Ana holds it now
+        mixed = await _resolve(sessions, tenant, [_wa("15550000002"), Identity("whatsapp", "bsuid", "US.1")])
+    assert mixed.customer.id == ana.customer.id
+    assert [(i.kind, i.value) for i in mixed.identities] == [("wa_id", "15550000002"), ("bsuid", "US.1")]
+    assert [(e["event"], e["customer_id"], e["previous_customer_id"]) for e in logs] == [
+        ("identity_moved", str(ana.customer.id), str(bo.customer.id))
+    ]
+    first, second = await _customers(sessions, tenant)
+    assert (first.phone, first.profile["previous_phones"]) == ("15550000002", ["15550000001"])
+    assert (second.display_name, second.phone) == ("Bo", None)
+    # a later message from either number without an account id: the number she writes from is Ana's,
+    # the one she left is nobody's (a new person)
+    assert (await _resolve(sessions, tenant, [_wa("15550000002")])).customer.id == ana.customer.id
+    stranger = await _resolve(sessions, tenant, [_wa("15550000001")])
+    assert stranger.created and stranger.customer.id not in (ana.customer.id, bo.customer.id)
+
+
+async def test_a_known_account_writing_from_a_new_phone_is_answered_there(sessions, make_tenant) -> None:  # type: ignore[no-untyped-def]
+    tenant = await make_tenant()
+    first = await _resolve(sessions, tenant, _ids("image_with_caption.json"))
+    message = [_wa(NEW_PHONE), Identity("whatsapp", "bsuid", BSUID)]
+    again = await _resolve(sessions, tenant, message)
+    assert again.customer.id == first.customer.id and not again.created
+    assert reply_address(message) == NEW_PHONE
+    [customer] = await _customers(sessions, tenant)
+    assert (customer.phone, customer.profile) == (
+        NEW_PHONE,
+        {"whatsapp_bsuid": BSUID, "previous_phones": [PHONE]},
+    )
+    assert await _identities(sessions, tenant) == [
+        (BSUID, "bsuid", BSUID, True),
+        (BSUID, "wa_id", PHONE, False),
+        (BSUID, "wa_id", NEW_PHONE, True),
+    ]
+    # the new holder of the old number is somebody else, with or without their own account id
+    newcomer = await _resolve(sessions, tenant, [_wa(PHONE), Identity("whatsapp", "bsuid", "US.9")])
+    assert newcomer.created and newcomer.customer.id != customer.id
+
+
+async def test_a_recycled_number_with_another_account_id_is_a_new_customer(sessions, make_tenant) -> None:  # type: ignore[no-untyped-def]
+    tenant = await make_tenant()
+    ana = await _resolve(sessions, tenant, [_wa(PHONE), Identity("whatsapp", "bsuid", BSUID)], "Ana")
+    with captured_logs() as logs:
+        # no number-change notice reached us: Bo's account writes from Ana's old number
+        bo_message = [_wa(PHONE), Identity("whatsapp", "bsuid", "US.20000000000000000002")]
+        bo = await _resolve(sessions, tenant, bo_message, "Bo")
+    assert bo.created and bo.customer.id != ana.customer.id
+    assert [e["event"] for e in logs if e["event"].startswith(("identity_", "customer_"))] == [
+        "identity_recycled",
+        "customer_created",
+    ]
+    assert reply_address(bo_message) == PHONE
+    first, second = await _customers(sessions, tenant)
+    assert (first.display_name, first.phone) == ("Ana", None)
+    assert (second.display_name, second.phone) == ("Bo", PHONE)
+    assert (await _resolve(sessions, tenant, [_wa(PHONE)])).customer.id == bo.customer.id
     assert (
-        await _resolve(sessions, tenant, [_wa("15550000002"), Identity("whatsapp", "bsuid", "US.1")])
-    ).customer.id == bo.customer.id
+        await _resolve(sessions, tenant, [Identity("whatsapp", "bsuid", BSUID)])
+    ).customer.id == ana.customer.id
+
+
+async def test_a_late_message_from_a_left_number_never_takes_it_back(sessions, make_tenant) -> None:  # type: ignore[no-untyped-def]
+    tenant = await make_tenant()
+    bsuid = Identity("whatsapp", "bsuid", BSUID)
+    before = utcnow()
+    ana = await _resolve(sessions, tenant, [_wa(PHONE), bsuid], "Ana")
+    async with sessions() as session, session.begin():
+        await change_identity(
+            session,
+            tenant_id=tenant.id,
+            channel="whatsapp",
+            kind="wa_id",
+            old_value=PHONE,
+            new_value=NEW_PHONE,
+        )
+    bo = await _resolve(sessions, tenant, [_wa(PHONE)], "Bo")  # the old number's new holder
+    # Meta redelivers a message Ana sent from her old number before the change
+    late = await _resolve(sessions, tenant, [_wa(PHONE), bsuid], sent_at=before)
+    assert late.customer.id == ana.customer.id
+    assert [(i.kind, i.value) for i in late.identities] == [("bsuid", BSUID)]
+    first, second = await _customers(sessions, tenant)
+    assert (first.phone, second.phone) == (NEW_PHONE, PHONE)
+    assert (await _resolve(sessions, tenant, [_wa(PHONE)])).customer.id == bo.customer.id
 
 
 async def test_another_tenant_never_sees_the_customer(sessions, make_tenant) -> None:  # type: ignore[no-untyped-def]

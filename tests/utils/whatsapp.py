@@ -30,14 +30,12 @@ ACCESS_TOKEN = "EAAG-test-token"
 
 
 def _payload_root() -> Path:
-    """``SWITCHBOARD_PAYLOADS``, else the workplace's ``../shared/payloads`` beside the repository,
-    else the copy in ``tests/fixtures/payloads`` (taken from shared/ on 2026-11-30), so a plain
-    clone still runs every payload test."""
+    """``SWITCHBOARD_PAYLOADS``, else the project's own copy in ``tests/fixtures/payloads`` (taken from
+    the workplace's shared/ on 2026-11-30 and grown since: issue 13 added the shapes of pywa's and
+    netflie's webhook fixtures, which shared/ does not have)."""
     if os.environ.get("SWITCHBOARD_PAYLOADS"):
         return Path(os.environ["SWITCHBOARD_PAYLOADS"])
-    repo = Path(__file__).resolve().parents[2]
-    shared = repo.parent / "shared" / "payloads"
-    return shared if (shared / "whatsapp").is_dir() else repo / "tests" / "fixtures" / "payloads"
+    return Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "payloads"
 
 
 PAYLOAD_DIR = _payload_root() / "whatsapp"

@@ -30,8 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import delete, update
 from sqlalchemy import select as sa_select
-from sqlalchemy import update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import col
@@ -68,6 +68,7 @@ from switchboard.llm.trimming import strip_reasoning
 from switchboard.memory.notes import NotesRejected, check_notes, evidence_from_notes
 from switchboard.memory.store import is_returning_customer
 from switchboard.observability import get_logger, message_context
+from switchboard.storable import clean_text, clean_tree
 from switchboard.tenant_settings import TenantSettings, tenant_settings_from
 
 __all__ = ["Orchestrator", "TurnRejected"]
@@ -78,8 +79,11 @@ EMPTY_MESSAGE_TEXT = "[the customer sent a message without text]"
 """Shown to the model for an empty ``text`` (providers reject empty user messages)."""
 WAIT_POLL_S = 0.1
 """How often a repeated request polls a turn that another process is running."""
-STALE_MARGIN_S = 30.0
-"""A ``running`` turn older than the turn budget plus this is considered abandoned and taken over."""
+STALE_MARGIN_S = 5.0
+"""A ``running`` turn older than the turn budget plus this is considered abandoned and taken over. The
+budget is enforced by the loop and persisting takes milliseconds, so 5 s is plenty; it must keep budget
+plus margin (125 s by default) under the worker's ``ORCHESTRATOR_TIMEOUT_S`` (130 s), or a retry after
+a killed orchestrator waits out its own timeout. A turn that fails in-process is released at once."""
 
 
 class TurnRejected(SwitchboardError):
@@ -148,38 +152,46 @@ class Orchestrator:
             return result
 
         try:
-            tenant_router = self.gateway.router_for(request.tenant_id, tenant_settings.llm)
-        except CredentialDecryptError:
-            # logged by the gateway with the deployment id; the customer gets the error reply
-            outcome = LoopOutcome(
-                reply=tenant_settings.agent.error_reply,
-                silent=False,
-                outcome="degraded",
-                error="deployment_api_key_unreadable",
-            )
-            summary = None
-        else:
-            messages, summary = await self._build_messages(request, tenant_settings, tenant_router, trace_id)
-            outcome = await run_tool_loop(
-                gateway=self.gateway,
-                tenant_router=tenant_router,
-                settings=tenant_settings,
-                messages=messages,
-                registry=self.registry,
-                make_ctx=self._context_factory(request, trace_id),
+            try:
+                tenant_router = self.gateway.router_for(request.tenant_id, tenant_settings.llm)
+            except CredentialDecryptError:
+                # logged by the gateway with the deployment id; the customer gets the error reply
+                outcome = LoopOutcome(
+                    reply=tenant_settings.agent.error_reply,
+                    silent=False,
+                    outcome="degraded",
+                    error="deployment_api_key_unreadable",
+                )
+                summary = None
+            else:
+                messages, summary = await self._build_messages(
+                    request, tenant_settings, tenant_router, trace_id
+                )
+                outcome = await run_tool_loop(
+                    gateway=self.gateway,
+                    tenant_router=tenant_router,
+                    settings=tenant_settings,
+                    messages=messages,
+                    registry=self.registry,
+                    make_ctx=self._context_factory(request, trace_id),
+                    trace_id=trace_id,
+                )
+            _make_storable(outcome, tenant_settings.agent.error_reply)
+            result = TurnResult(
+                reply=outcome.reply if not outcome.silent else None,
+                silent=outcome.silent,
                 trace_id=trace_id,
+                model=outcome.model_id,
+                fallback_used=outcome.fallback_used,
+                tool_calls=outcome.tool_records,
+                usage=TokenUsage.model_validate(outcome.usage.model_dump()),
             )
-        result = TurnResult(
-            reply=outcome.reply if not outcome.silent else None,
-            silent=outcome.silent,
-            trace_id=trace_id,
-            model=outcome.model_id,
-            fallback_used=outcome.fallback_used,
-            tool_calls=outcome.tool_records,
-            usage=TokenUsage.model_validate(outcome.usage.model_dump()),
-        )
-        total_ms = (time.perf_counter() - started) * 1000
-        await self._persist(claim.turn_id, request, trace_id, result, outcome, summary, total_ms)
+            total_ms = (time.perf_counter() - started) * 1000
+            await self._persist(claim.turn_id, request, trace_id, result, outcome, summary, total_ms)
+        except BaseException as exc:
+            # a crashed turn must not block the retry: release the claim now, not after the stale margin
+            await asyncio.shield(self._release(claim.turn_id, exc))
+            raise
         log.info(
             "turn_done",
             outcome=outcome.outcome,
@@ -490,6 +502,19 @@ class Orchestrator:
             connection = await session.connection()
             await connection.execute(update(Turn).where(col(Turn.id) == turn_id).values(**values))
 
+    async def _release(self, turn_id: uuid.UUID, error: BaseException) -> None:
+        """Drop our ``running`` claim on a turn that failed, so a retry of the request claims it at once
+        (nothing of the turn was persisted: :meth:`_persist` is one transaction)."""
+        log.error("turn_failed_released", error=f"{type(error).__name__}: {error}"[:300])
+        try:
+            async with session_scope(self.sessions) as session:
+                connection = await session.connection()
+                await connection.execute(
+                    delete(Turn).where(col(Turn.id) == turn_id, col(Turn.status) == TurnStatus.running.value)
+                )
+        except Exception as exc:  # noqa: BLE001 (the stale margin takes it over later; logged)
+            log.error("turn_release_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+
     async def _finish_skipped(
         self, turn_id: uuid.UUID, request: TurnRequest, result: TurnResult, reason: str
     ) -> None:
@@ -513,6 +538,19 @@ def _untrusted_inbound(channel: str) -> bool:
     """Whether ``channel``'s inbound text is untrusted (:attr:`Capabilities.untrusted_inbound`)."""
     capabilities = channel_capabilities(channel)
     return bool(capabilities and capabilities.untrusted_inbound)
+
+
+def _make_storable(outcome: LoopOutcome, error_reply: str) -> None:
+    """Model output as Postgres stores it and a channel sends it (:mod:`switchboard.storable`): the reply,
+    the turn's tool-call messages and receipts without NUL or lone surrogates. A reply with nothing left
+    becomes the tenant's ``error_reply`` (``degraded``, ``reply_unprintable``)."""
+    if outcome.reply is not None:
+        outcome.reply = clean_text(outcome.reply)
+        if not outcome.silent and not outcome.reply.strip():
+            outcome.reply, outcome.outcome, outcome.error = error_reply, "degraded", "reply_unprintable"
+    outcome.new_messages = clean_tree(outcome.new_messages)
+    outcome.tool_receipts = clean_tree(outcome.tool_receipts)
+    outcome.model_id = outcome.model_id and clean_text(outcome.model_id)
 
 
 def _skip_reason(conversation: Conversation) -> str | None:

@@ -23,12 +23,13 @@ the worker builds one instance per process with :func:`build_channels`.
 from __future__ import annotations
 
 import importlib
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+import regex
 
 from switchboard.errors import SwitchboardError
 
@@ -172,67 +173,62 @@ class OutboundPart:
 
 
 def text_length(text: str, unit: TextUnit) -> int:
-    """Length of ``text`` counted the provider's way."""
+    """Length of ``text`` counted the provider's way (a lone surrogate counts as one unit / 3 bytes)."""
     if unit == "utf16":
-        return len(text.encode("utf-16-le")) // 2
+        return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
     if unit == "bytes":
-        return len(text.encode("utf-8"))
+        return len(text.encode("utf-8", "surrogatepass"))
     return len(text)
 
 
-def _regional(ch: str) -> bool:
-    return 0x1F1E6 <= ord(ch) <= 0x1F1FF
+_GRAPHEME = regex.compile(r"\X", regex.DOTALL)
+"""One Unicode extended grapheme cluster (UAX #29, as implemented by the ``regex`` package)."""
 
 
 def graphemes(text: str) -> list[str]:
-    """Approximate extended grapheme clusters: a base character with its combining marks, variation
-    selectors, emoji modifiers and zero-width-joiner sequences (so a cut never splits ``é`` or 👩‍👩‍👧)."""
-    clusters: list[str] = []
-    for ch in text:
-        joins = clusters and (
-            unicodedata.combining(ch)
-            or ch in "\u200d\ufe0e\ufe0f"
-            or 0x1F3FB <= ord(ch) <= 0x1F3FF  # skin-tone modifiers
-            or 0xE0020 <= ord(ch) <= 0xE007F  # tag characters (flag sequences)
-            or clusters[-1].endswith("\u200d")
-            or (_regional(ch) and len(clusters[-1]) == 1 and _regional(clusters[-1]))  # a flag: two letters
-        )
-        if joins:
-            clusters[-1] += ch
-        else:
-            clusters.append(ch)
-    return clusters
+    """``text`` as Unicode extended grapheme clusters (UAX #29): a cut between two of them never splits
+    ``é``, a Devanagari conjunct, a Hangul syllable, a flag 🇪🇸 or a ZWJ family 👩‍👩‍👧."""
+    return _GRAPHEME.findall(text)
 
 
+_MIN_LIMIT: dict[str, int] = {"chars": 1, "utf16": 2, "bytes": 4}
+"""The widest single code point in each unit: a smaller limit could not hold every text."""
 _BREAKS = ("\n\n", "\n", ". ", "! ", "? ", "… ", "。", " ")
 
 
 def split_text(text: str, limit: int, unit: TextUnit = "chars") -> list[str]:
-    """Split ``text`` into parts of at most ``limit`` (counted in ``unit``), in order, never inside a
-    grapheme cluster.
+    """Split ``text`` into parts of at most ``limit`` (counted in ``unit``, the provider's own unit), in
+    order, never inside a grapheme cluster.
 
     Cuts at the last paragraph break that fits, else the last line break, else the last sentence end,
-    else the last space; a single word longer than ``limit`` is cut hard (between graphemes).
-    Whitespace at a cut is dropped; nothing else is lost or reordered.
+    else the last space; a single word longer than ``limit`` is cut hard between graphemes. A single
+    grapheme longer than ``limit`` on its own (thousands of combining marks) is the one case cut inside
+    a cluster, between code points, so no part is ever over the limit. Whitespace at a cut is dropped;
+    nothing else is lost or reordered.
 
     Raises:
-        ValueError: ``limit`` is smaller than 1.
+        ValueError: ``limit`` is smaller than one code point can be in ``unit`` (1 char, 2 UTF-16
+            units, 4 bytes).
     """
-    if limit < 1:
-        raise ValueError("limit must be positive")
+    if limit < _MIN_LIMIT[unit]:
+        raise ValueError(f"limit {limit} is too small for unit {unit!r}")
     parts: list[str] = []
     rest = text.strip()
     while rest and text_length(rest, unit) > limit:
-        clusters = graphemes(rest)
-        size, fit = 0, 0
-        for cluster in clusters:  # how many whole graphemes fit
-            size += text_length(cluster, unit)
+        size, head_len = 0, 0
+        for cluster in _GRAPHEME.finditer(rest):  # how many whole graphemes fit
+            size += text_length(cluster.group(), unit)
             if size > limit:
                 break
-            fit += 1
-        fit = max(fit, 1)
-        window = "".join(clusters[:fit])
-        head_len = len(window)
+            head_len = cluster.end()
+        if head_len == 0:  # one cluster alone is over the limit: take the code points that fit
+            size = 0
+            for ch in rest:
+                size += text_length(ch, unit)
+                if size > limit:
+                    break
+                head_len += 1
+        window = rest[:head_len]
         cut = -1
         for marker in _BREAKS:
             pos = window.rfind(marker)

@@ -30,11 +30,13 @@ from typing import Any
 
 from arq.connections import ArqRedis
 from sqlalchemy import and_, case, update
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.channels.accounts import AccountDirectory, AccountRef
+from switchboard.channels.sanitize import UNPROCESSABLE_PREFIX, clean_text, clean_tree, unprocessable_reason
 from switchboard.contracts import InboundMessage
 from switchboard.db.models import InboundState, Message, utcnow
 from switchboard.media.jobs import COPY_JOB, copy_job_id
@@ -43,6 +45,8 @@ from switchboard.outbox.statuses import DeliveryStatus
 from switchboard.queue.keys import channel_throttle_key, inbound_job_id
 
 __all__ = [
+    "UNPROCESSABLE_FLAG",
+    "is_connection_error",
     "IngestResult",
     "NormalizedDelivery",
     "StatusUpdate",
@@ -55,6 +59,12 @@ __all__ = [
 ]
 
 log = get_logger(__name__)
+
+UNPROCESSABLE_FLAG = "unprocessable"
+"""``InboundMessage.flags`` key a normalizer sets (to the reason) on a message it could only partly read:
+the row is stored with that reason and never processed (:mod:`switchboard.channels.sanitize`)."""
+_EXTERNAL_ID_MAX = 512
+"""``messages.external_id`` column length."""
 
 
 @dataclass(frozen=True)
@@ -135,9 +145,27 @@ class IngestResult:
     enqueue_failures: int = 0
 
 
+def _stored_external_id(external_id: str) -> str:
+    """The provider id as stored: as is when it fits the column, else a stable digest of it (so a
+    redelivery of the same over-long id is still a duplicate, and never collides with a real id)."""
+    if len(external_id) <= _EXTERNAL_ID_MAX:
+        return external_id
+    return "sha256:" + hashlib.sha256(external_id.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _nothing_to_answer(msg: InboundMessage) -> bool:
+    """A message that would wake the agent with nothing to read (blank text, no media, no payload):
+    recorded instead, so it never takes over the turn of the customer's earlier messages (coalescing
+    defers to the newest waking message, and a blank one would answer none of them)."""
+    return msg.action == "process" and not msg.text.strip() and not msg.media and not msg.payload
+
+
 def _row_values(msg: InboundMessage, account: AccountRef) -> dict[str, Any]:
+    if _nothing_to_answer(msg):
+        msg = msg.model_copy(update={"action": "record", "flags": {**msg.flags, "blank": True}})
     is_echo = msg.echo
-    return {
+    reason = msg.flags.get(UNPROCESSABLE_FLAG) or unprocessable_reason(msg)
+    row = {
         "id": uuid.uuid4(),
         "tenant_id": account.tenant_id,
         "conversation_id": None,
@@ -148,15 +176,32 @@ def _row_values(msg: InboundMessage, account: AccountRef) -> dict[str, Any]:
         "kind": msg.kind[:32],
         "text": msg.text,
         "media": [m.model_dump(exclude_none=True) for m in msg.media],
-        "external_id": msg.external_id[:512],
+        "external_id": _stored_external_id(msg.external_id),
         "reply_to_external_id": (msg.reply_to or None) and msg.reply_to[:512],
         "sender_external_id": msg.sender_id[:255],
         "raw": {**msg.raw, "normalized": msg.stored_view()},
         "sent_at": msg.sent_at,
-        "inbound_state": InboundState.pending.value,
+        "inbound_state": InboundState.done.value if reason else InboundState.pending.value,
+        "last_error": f"{UNPROCESSABLE_PREFIX}{reason}"[:1000] if reason else None,
         "processing_attempts": 0,
         "created_at": utcnow(),
     }
+    # channels whose messages do not come through the webhook route (Gmail's sync) are cleaned here
+    for key in _CLEANED_COLUMNS:
+        row[key] = clean_tree(row[key])
+    return row
+
+
+_CLEANED_COLUMNS = (
+    "kind",
+    "text",
+    "media",
+    "external_id",
+    "reply_to_external_id",
+    "sender_external_id",
+    "raw",
+)
+"""Columns a provider's text reaches: made storable (:mod:`switchboard.storable`) before the insert."""
 
 
 async def _apply_control(session: AsyncSession, msg: InboundMessage, account: AccountRef) -> int:
@@ -230,27 +275,41 @@ def status_to_job_arg(status: StatusUpdate) -> dict[str, Any]:
 
 
 def to_delivery_statuses(items: list[dict[str, Any]]) -> list[DeliveryStatus]:
-    """Job arguments of ``apply_delivery_statuses`` as neutral statuses (items without an id are dropped)."""
+    """Job arguments of ``apply_delivery_statuses`` as neutral statuses (items without an id are dropped).
+
+    Strings are cleaned again (:func:`~switchboard.channels.sanitize.clean_text`): a job queued before the
+    webhook cleaned its bodies may still carry a NUL, which Postgres refuses in a query parameter.
+    """
     out: list[DeliveryStatus] = []
     for item in items:
-        external_id = item.get("external_id")
+        external_id = _clean_or_none(item.get("external_id"))
         if not external_id:
             continue
         code = item.get("error_code")
         stamp = item.get("timestamp")
+        try:
+            timestamp = datetime.fromisoformat(stamp) if isinstance(stamp, str) and stamp else None
+        except ValueError:
+            timestamp = None
         out.append(
             DeliveryStatus(
-                account_id=str(item.get("account_id") or ""),
-                external_id=str(external_id),
-                status=str(item.get("status") or "").lower(),
-                timestamp=datetime.fromisoformat(stamp) if stamp else None,
-                correlation_id=item.get("biz_opaque_callback_data") or None,
-                error_code=str(code) if code is not None else None,
-                error_title=item.get("error_title"),
-                conversation_reason=item.get("conversation_reason"),
+                account_id=_clean_or_none(item.get("account_id")) or "",
+                external_id=external_id,
+                status=(_clean_or_none(item.get("status")) or "").lower(),
+                timestamp=timestamp,
+                correlation_id=_clean_or_none(item.get("biz_opaque_callback_data")),
+                error_code=_clean_or_none(code),
+                error_title=_clean_or_none(item.get("error_title")),
+                conversation_reason=_clean_or_none(item.get("conversation_reason")),
             )
         )
     return out
+
+
+def _clean_or_none(value: Any) -> str | None:
+    if value is None or isinstance(value, bool):
+        return None
+    return clean_text(str(value)) or None
 
 
 async def enqueue_inbound(
@@ -264,6 +323,119 @@ async def enqueue_inbound(
         _defer_by=timedelta(seconds=defer_s) if defer_s > 0 else None,
     )
     return job is not None
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """Whether ``exc`` means the database itself is unavailable (answer 503 so the provider retries),
+    as opposed to the database refusing one value (which a retry of the same bytes cannot fix).
+
+    Connection-level: the network (``OSError``, timeouts), SQLAlchemy's ``OperationalError`` and
+    ``InterfaceError``, a ``DBAPIError`` with ``connection_invalidated``, a pool timeout, a disconnect.
+    Not: ``DataError``, ``IntegrityError``, ``ProgrammingError``, encoding errors (SQLAlchemy error
+    hierarchy, "Core Exceptions").
+    """
+    if isinstance(exc, (OSError, TimeoutError, sa_exc.TimeoutError, sa_exc.DisconnectionError)):
+        return True
+    if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    return isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError))
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
+async def _store(
+    sessions: async_sessionmaker[AsyncSession],
+    rows: list[dict[str, Any]],
+    controls: list[tuple[InboundMessage, AccountRef]],
+    result: IngestResult,
+) -> None:
+    """Insert ``rows`` (duplicates ignored) and apply ``controls`` in one transaction; fills ``result``."""
+    async with sessions() as session, session.begin():
+        if rows:
+            stmt = (
+                insert(Message.__table__)  # type: ignore[arg-type]
+                .values(rows)
+                .on_conflict_do_nothing(constraint="uq_messages_channel_account_external")
+                .returning(Message.__table__.c.id)  # type: ignore[attr-defined]
+            )
+            inserted = set((await session.execute(stmt)).scalars().all())
+            stored = [row_id for row in rows if (row_id := row["id"]) in inserted]
+            duplicates = len(rows) - len(inserted)
+        else:
+            stored, duplicates = [], 0
+        updated = 0
+        for msg, account in controls:
+            updated += await _apply_control(session, msg, account)
+    result.stored_ids += stored
+    result.duplicates += duplicates
+    result.updated_originals += updated
+
+
+def _bare_row(row: dict[str, Any], error: BaseException) -> dict[str, Any]:
+    """The least of ``row`` (ids, sender, time) with the reason the full row was refused: the message
+    is kept, and an operator sees why it was not processed."""
+    reason = f"{UNPROCESSABLE_PREFIX}database refused it ({type(error).__name__})"
+    return {
+        **row,
+        "kind": "unsupported",
+        "text": "",
+        "media": [],
+        "reply_to_external_id": None,
+        "raw": {"normalized": {"action": "record"}, "refused": _describe(error)},
+        "inbound_state": InboundState.done.value,
+        "last_error": reason,
+    }
+
+
+async def _store_one_by_one(
+    sessions: async_sessionmaker[AsyncSession],
+    rows: list[dict[str, Any]],
+    controls: list[tuple[InboundMessage, AccountRef]],
+    result: IngestResult,
+    *,
+    channel: str,
+) -> None:
+    """Each row (and control) in its own transaction; a refused row is stored bare (:func:`_bare_row`),
+    a refused control is logged and dropped.
+
+    Raises:
+        Exception: a connection-level error (:func:`is_connection_error`), re-raised as it came.
+    """
+    for index, row in enumerate(rows):
+        try:
+            await _store(sessions, [row], [], result)
+            continue
+        except Exception as exc:
+            if is_connection_error(exc):
+                raise
+            bare = _bare_row(row, exc)
+            rows[index] = bare
+            log.error(
+                "inbound_store_refused",
+                channel=channel,
+                inbound_message_id=str(row["id"]),
+                error=_describe(exc),
+            )
+        try:
+            await _store(sessions, [bare], [], result)
+        except Exception as exc:
+            if is_connection_error(exc):
+                raise
+            log.error(
+                "inbound_store_dropped",
+                channel=channel,
+                inbound_message_id=str(row["id"]),
+                error=_describe(exc),
+            )
+    for control in controls:
+        try:
+            await _store(sessions, [], [control], result)
+        except Exception as exc:
+            if is_connection_error(exc):
+                raise
+            log.error("inbound_control_refused", channel=channel, kind=control[0].kind, error=_describe(exc))
 
 
 async def ingest_delivery(
@@ -283,9 +455,14 @@ async def ingest_delivery(
         debounce_s: how long a new ``process`` row's job is deferred so a burst coalesces (seconds).
         throttle: the channel's throughput-limit error codes; such an error holds the account's sends.
 
+    A message the database refuses (a value no sanitizer foresaw) never takes its siblings down: the
+    delivery is then stored row by row, the refused row bare with its reason (``inbound_store_refused``).
+    Rows that cannot be processed (:func:`switchboard.channels.sanitize.unprocessable_reason`) are
+    stored ``done`` with ``last_error`` and not enqueued.
+
     Raises:
-        sqlalchemy.exc.SQLAlchemyError / OSError: the database could not take the insert (the caller
-            answers 503 so the provider retries; nothing was committed).
+        Exception: only a connection-level database error (:func:`is_connection_error`): the caller
+            answers 503 so the provider retries (what was committed stays, duplicates are ignored).
     """
     channel = accounts.channel
     result = IngestResult()
@@ -316,19 +493,25 @@ async def ingest_delivery(
 
     actions = {row["id"]: row["raw"]["normalized"]["action"] for row in rows}
     if rows or controls:
-        async with sessions() as session, session.begin():
-            if rows:
-                stmt = (
-                    insert(Message.__table__)  # type: ignore[arg-type]
-                    .values(rows)
-                    .on_conflict_do_nothing(constraint="uq_messages_channel_account_external")
-                    .returning(Message.__table__.c.id)  # type: ignore[attr-defined]
-                )
-                inserted = (await session.execute(stmt)).scalars().all()
-                result.stored_ids = [row_id for row in rows if (row_id := row["id"]) in set(inserted)]
-                result.duplicates += len(rows) - len(inserted)
-            for msg, account in controls:
-                result.updated_originals += await _apply_control(session, msg, account)
+        try:
+            await _store(sessions, rows, controls, result)
+        except Exception as exc:
+            if is_connection_error(exc):
+                raise
+            # one value the database refuses must not take its siblings down: store them one by one
+            log.error("webhook_batch_store_failed", channel=channel, error=_describe(exc), rows=len(rows))
+            await _store_one_by_one(sessions, rows, controls, result, channel=channel)
+    unprocessable = {row["id"] for row in rows if row["inbound_state"] == InboundState.done.value}
+    for row in rows:
+        if row["id"] in unprocessable and row["id"] in set(result.stored_ids):
+            log.error(  # stored with its reason so an operator can see it; never processed
+                "inbound_unprocessable",
+                channel=channel,
+                tenant_id=str(row["tenant_id"]),
+                inbound_message_id=str(row["id"]),
+                reason=row["last_error"],
+            )
+    result.stored_ids = [row_id for row_id in result.stored_ids if row_id not in unprocessable]
 
     for msg in delivery.messages:
         account = routed.get(msg.account_id)

@@ -8,8 +8,12 @@ Our own route, not pywa's: pywa's answers 200 before the work is durable and de-
 * ``X-Hub-Signature-256`` missing → **401**, wrong → **403**; nothing is stored or enqueued;
 * signed but not JSON, or not the channel's ``object`` → **200 and an error log**: Meta retries every
   non-2xx delivery for days, and a retry cannot fix the body, so we stop it here;
+* signed JSON with odd values (NUL, lone surrogates, invalid UTF-8, ``NaN``/``1e400``, huge integers,
+  deep nesting) is cleaned before the channel's normalizer sees it (:mod:`switchboard.channels.sanitize`);
+  a message that still cannot be processed is stored with its reason, its siblings are unaffected;
 * an unknown receiving account → **200 and a warning** with the id (so Meta stops retrying);
-* the database cannot take the insert → **503** (Meta retries later; nothing was committed);
+* the database is unavailable (a connection-level error only, :func:`~switchboard.channels.ingest.is_connection_error`)
+  → **503** (Meta retries later); a value the database refuses is stored bare with its reason, → 200;
 * stored (or duplicate) → **200** after the insert committed; Redis trouble at enqueue time still
   answers 200 because the row is durable and the sweeper enqueues it.
 
@@ -19,7 +23,6 @@ Log events are the same for every channel (``webhook_accepted``, ``webhook_rejec
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,12 +30,12 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from sqlalchemy.exc import SQLAlchemyError
 
 from switchboard.api.deps import ResourcesDep, SettingsDep
 from switchboard.channels.accounts import AccountDirectory
-from switchboard.channels.ingest import NormalizedDelivery, Throttle, ingest_delivery
+from switchboard.channels.ingest import NormalizedDelivery, Throttle, ingest_delivery, is_connection_error
 from switchboard.channels.meta import SIGNATURE_HEADER, challenge_response, signature_is_valid
+from switchboard.channels.sanitize import clean_tree, parse_json_body
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
 
@@ -144,11 +147,11 @@ def meta_webhook_router(spec: MetaWebhook) -> APIRouter:
         if not signature_is_valid(raw, header, spec.app_secret(settings)):
             log.warning("webhook_rejected", channel=channel, reason="bad signature")
             return JSONResponse({"error": "invalid signature"}, status_code=403)
-        try:
-            body: Any = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            log.error("webhook_malformed", channel=channel, error=str(exc)[:200], size_bytes=len(raw))
+        body, malformed = parse_json_body(raw)
+        if malformed is not None:
+            log.error("webhook_malformed", channel=channel, error=malformed, size_bytes=len(raw))
             return JSONResponse({"status": "ignored", "reason": "malformed json"})
+        body = clean_tree(body)
         if not isinstance(body, dict) or body.get("object") != spec.object_name:
             log.error(
                 "webhook_unknown_shape",
@@ -156,7 +159,13 @@ def meta_webhook_router(spec: MetaWebhook) -> APIRouter:
                 object=str(body.get("object"))[:100] if isinstance(body, dict) else type(body).__name__,
             )
             return JSONResponse({"status": "ignored", "reason": "unknown object"})
-        delivery = spec.normalize(body)
+        try:
+            delivery = spec.normalize(body)
+        except Exception as exc:  # noqa: BLE001 (a normalizer bug: a retry of the same bytes cannot help)
+            log.exception(
+                "webhook_normalize_failed", channel=channel, error=f"{type(exc).__name__}: {exc}"[:300]
+            )
+            return JSONResponse({"status": "ignored", "reason": "unreadable"})
         try:
             result = await ingest_delivery(
                 delivery=delivery,
@@ -166,7 +175,9 @@ def meta_webhook_router(spec: MetaWebhook) -> APIRouter:
                 debounce_s=settings.inbound_debounce_s,
                 throttle=spec.throttle(settings),
             )
-        except (SQLAlchemyError, OSError) as exc:
+        except Exception as exc:
+            if not is_connection_error(exc):
+                raise
             log.error("webhook_store_failed", channel=channel, error=f"{type(exc).__name__}: {exc}"[:300])
             return JSONResponse(
                 {"error": "temporarily unavailable"}, status_code=503, headers={"Retry-After": "5"}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from sqlalchemy import text, tuple_
@@ -46,6 +47,8 @@ RETIRED_KEY_PREFIX = "retired:"
 
 _KEY_PREFERENCE = (IdentityKind.bsuid, IdentityKind.igsid, IdentityKind.email, IdentityKind.wa_id)
 """Which identity becomes ``customers.external_user_id`` of a new customer (first present wins)."""
+_STABLE_KINDS = frozenset({IdentityKind.bsuid, IdentityKind.igsid, IdentityKind.email})
+"""Identity kinds that name one account for good (a phone number, ``wa_id``, can be recycled)."""
 _REPLY_PREFERENCE: dict[str, tuple[str, ...]] = {
     "whatsapp": (IdentityKind.wa_id, IdentityKind.bsuid),
     "instagram": (IdentityKind.igsid,),
@@ -198,25 +201,82 @@ def _fill_compat(customer: Customer, identities: Sequence[Identity], display_nam
     return changed
 
 
+async def _retired_of(
+    session: AsyncSession, customer_id: uuid.UUID, keys: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], datetime]:
+    """When the customer left each of ``keys`` (the latest ``retired_at`` of their retired rows)."""
+    if not keys:
+        return {}
+    rows = await session.exec(
+        select(CustomerIdentity).where(
+            CustomerIdentity.customer_id == customer_id,
+            col(CustomerIdentity.retired_at).is_not(None),
+            tuple_(col(CustomerIdentity.kind), col(CustomerIdentity.value)).in_(list(keys)),
+        )
+    )
+    out: dict[tuple[str, str], datetime] = {}
+    for row in rows.all():
+        assert row.retired_at is not None
+        key = (row.kind, row.value)
+        out[key] = max(out.get(key, row.retired_at), row.retired_at)
+    return out
+
+
+async def _retire(session: AsyncSession, row: CustomerIdentity, *, now: datetime, keep_history: bool) -> None:
+    """Retire an active identity row; a phone leaves ``customers.phone`` (and, with ``keep_history``,
+    joins ``profile["previous_phones"]``)."""
+    row.retired_at = now
+    session.add(row)
+    await session.flush()  # the partial unique index sees the retirement before a new row
+    if row.kind != IdentityKind.wa_id:
+        return
+    holder = await session.get(Customer, row.customer_id, with_for_update=True)
+    if holder is None:
+        return
+    if keep_history:
+        previous = list(holder.profile.get(PREVIOUS_PHONES_PROFILE_KEY, []))
+        if row.value not in previous:
+            holder.profile = {**holder.profile, PREVIOUS_PHONES_PROFILE_KEY: [*previous, row.value]}
+    if holder.phone == row.value:
+        holder.phone = None
+    holder.updated_at = now
+    session.add(holder)
+
+
 async def resolve_customer(
     session: AsyncSession,
     *,
     tenant_id: uuid.UUID,
     identities: Sequence[Identity],
     display_name: str | None = None,
+    sent_at: datetime | None = None,
 ) -> ResolvedCustomer:
     """The customer a message is from, found by any of its active identities or created.
 
-    ``identities[0]`` is the id the message came from (WhatsApp: the phone number when known, else the
-    BSUID). The customer holding it wins; without it, the customer holding the first known one of the
-    others. Identities nobody holds are attached to that
-    customer; one held by a *different* customer is left where it is (two customers are never merged)
-    and logged as ``identity_conflict`` (ids and kinds only, never the values). Every matched row gets
-    ``last_seen_at`` = now. Runs in the caller's transaction under the tenant+channel lock.
+    Who wins: a phone number can be given to somebody else (recycled), a BSUID / IGSID / address names
+    one account. So the customer holding the message's *account* id (:data:`_STABLE_KINDS`) wins; only
+    a message without one (or whose one nobody holds yet) is matched by its phone. The rules that
+    follow from "the message came from this account at this number" (Meta says so, signed):
+
+    - the customer found by the account id now holds the message's phone: a *different* customer
+      holding it loses it (``identity_moved``), and the customer's other active phones are retired
+      into ``profile["previous_phones"]`` (one WhatsApp account has one number), so a later writer of
+      a number this person left is never taken for them;
+    - a phone held by a customer with a *different* account id of the same kind was recycled: a new
+      customer is created and the phone moves to them;
+    - a phone held by a customer without an account id is that customer (the account id is attached);
+    - a phone the found customer *left* (a retired row of theirs) is not taken back by a message sent
+      before they left it (a late or redelivered message); a message sent after is a return.
+
+    Two customers are never merged; any other clash (two account ids held by two customers) is left
+    as it is and logged as ``identity_conflict`` (ids and kinds only, never the values). Every matched
+    row gets ``last_seen_at`` = now; ``customers.phone`` is the phone the customer last wrote from.
+    Runs in the caller's transaction under the tenant+channel lock.
 
     Args:
         identities: the message's ids, all of one channel; empty values are ignored.
         display_name: the sender's profile name (fills an empty ``display_name``, cut to 200 chars).
+        sent_at: when the provider says the message was sent (``None``: now).
 
     Raises:
         ValueError: no identity with a value, or identities of several channels.
@@ -226,7 +286,29 @@ async def resolve_customer(
     await _lock(session, tenant_id, channel)
     now = utcnow()
     found = await _active(session, tenant_id, channel, [i.key for i in given])
-    owner_id = next((found[i.key].customer_id for i in given if i.key in found), None)
+    stable = [i for i in given if i.kind in _STABLE_KINDS]
+    phones = [i for i in given if i.kind == IdentityKind.wa_id]
+    owner_id = next((found[i.key].customer_id for i in stable if i.key in found), None)
+    by_account = owner_id is not None
+    if owner_id is None:
+        for phone in phones:
+            row = found.get(phone.key)
+            if row is None:
+                continue
+            if stable and await _holds_other_account(session, row.customer_id, stable):
+                log.warning(  # the number was given to somebody else: they are a new customer
+                    "identity_recycled",
+                    tenant_id=str(tenant_id),
+                    channel=channel,
+                    kind=phone.kind,
+                    previous_customer_id=str(row.customer_id),
+                )
+                await _retire(session, row, now=now, keep_history=True)
+                del found[phone.key]
+                by_account = True  # the new customer is the phone's holder now
+                continue
+            owner_id = row.customer_id
+            break
     created = owner_id is None
     if owner_id is None:
         key = _preferred(given)
@@ -244,20 +326,41 @@ async def resolve_customer(
     else:
         customer = await session.get(Customer, owner_id, with_for_update=True)
         assert customer is not None
+    left = {} if created else await _retired_of(session, customer.id, [p.key for p in phones])
+    sent = sent_at or now
     rows: list[CustomerIdentity] = []
+    current_phone: str | None = None
     for identity in given:
         row = found.get(identity.key)
+        if (
+            identity.key in left
+            and left[identity.key] > sent
+            and (row is None or row.customer_id != customer.id)
+        ):
+            continue  # a number this customer left, in a message older than the move: history only
         if row is not None and row.customer_id != customer.id:
-            log.warning(
-                "identity_conflict",
-                tenant_id=str(tenant_id),
-                channel=channel,
-                kind=identity.kind,
-                customer_id=str(customer.id),
-                other_customer_id=str(row.customer_id),
-                first_kind=given[0].kind,
-            )
-            continue
+            if identity.kind == IdentityKind.wa_id and by_account:
+                log.warning(  # the account now writes from this number: replies to it reach them
+                    "identity_moved",
+                    tenant_id=str(tenant_id),
+                    channel=channel,
+                    kind=identity.kind,
+                    customer_id=str(customer.id),
+                    previous_customer_id=str(row.customer_id),
+                )
+                await _retire(session, row, now=now, keep_history=True)
+                row = None
+            else:
+                log.warning(
+                    "identity_conflict",
+                    tenant_id=str(tenant_id),
+                    channel=channel,
+                    kind=identity.kind,
+                    customer_id=str(customer.id),
+                    other_customer_id=str(row.customer_id),
+                    first_kind=given[0].kind,
+                )
+                continue
         if row is None:
             row = CustomerIdentity(
                 tenant_id=tenant_id,
@@ -272,14 +375,43 @@ async def resolve_customer(
             row.last_seen_at = now
         session.add(row)
         rows.append(row)
+        if identity.kind == IdentityKind.wa_id and current_phone is None:
+            current_phone = row.value
+    if by_account and current_phone is not None and not created:
+        for other in await active_identities(session, tenant_id=tenant_id, customer_id=customer.id):
+            if other.kind == IdentityKind.wa_id and other.value != current_phone:
+                await _retire(session, other, now=now, keep_history=True)  # the person changed number
+        customer = await session.get(Customer, customer.id, with_for_update=True)  # _retire may edit it
+        assert customer is not None
     held = [Identity(channel, row.kind, row.value) for row in rows]
     if not created and _fill_compat(customer, held, display_name):
+        customer.updated_at = now
+        session.add(customer)
+    if current_phone is not None and customer.phone != current_phone[:32]:
+        customer.phone = current_phone[:32]  # replies by phone (handoff relays) go where they wrote from
         customer.updated_at = now
         session.add(customer)
     await session.flush()
     if created:
         log.info("customer_created", tenant_id=str(tenant_id), channel=channel, customer_id=str(customer.id))
     return ResolvedCustomer(customer=customer, identities=tuple(rows), created=created)
+
+
+async def _holds_other_account(
+    session: AsyncSession, customer_id: uuid.UUID, stable: Sequence[Identity]
+) -> bool:
+    """Whether the customer holds an active account id of the same kind as one of ``stable`` but another
+    value (so a phone they hold and a message from another account at that phone means recycling)."""
+    kinds = {i.kind for i in stable}
+    mine = {i.key for i in stable}
+    rows = await session.exec(
+        select(CustomerIdentity).where(
+            CustomerIdentity.customer_id == customer_id,
+            col(CustomerIdentity.retired_at).is_(None),
+            col(CustomerIdentity.kind).in_(sorted(kinds)),
+        )
+    )
+    return any((row.kind, row.value) not in mine for row in rows.all())
 
 
 async def change_identity(
@@ -318,14 +450,6 @@ async def change_identity(
         return customer
     holder = found.get((kind, new_value))
     if holder is not None and holder.customer_id != customer.id:
-        holder.retired_at = now
-        session.add(holder)
-        await session.flush()
-        other = await session.get(Customer, holder.customer_id, with_for_update=True)
-        if other is not None and kind == IdentityKind.wa_id and other.phone == new_value:
-            other.phone = None
-            other.updated_at = now
-            session.add(other)
         log.warning(  # replies to that number now reach another customer: worth an operator's eye
             "identity_recycled",
             tenant_id=str(tenant_id),
@@ -334,10 +458,11 @@ async def change_identity(
             customer_id=str(customer.id),
             previous_customer_id=str(holder.customer_id),
         )
+        await _retire(session, holder, now=now, keep_history=True)
         holder = None
-    old.retired_at = now
-    session.add(old)
-    await session.flush()  # the partial unique index sees the retirement before the new row
+    await _retire(session, old, now=now, keep_history=True)
+    customer = await session.get(Customer, customer.id, with_for_update=True)  # _retire edited it
+    assert customer is not None
     if holder is None:
         session.add(
             CustomerIdentity(
@@ -351,10 +476,6 @@ async def change_identity(
             )
         )
     if kind == IdentityKind.wa_id:
-        previous = list(customer.profile.get(PREVIOUS_PHONES_PROFILE_KEY, []))
-        if old_value not in previous:
-            previous.append(old_value)
-        customer.profile = {**customer.profile, PREVIOUS_PHONES_PROFILE_KEY: previous}
         customer.phone = new_value[:32]
     if customer.external_user_id == old_value:
         await _free_external_key(

@@ -10,7 +10,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import AgentStatus, HumanAgent
 from switchboard.errors import SwitchboardError
-from switchboard.validation import normalize_phone_e164
+from switchboard.validation import check_text, normalize_phone_e164
 
 __all__ = [
     "AgentExists",
@@ -62,9 +62,7 @@ async def add_agent(
         ValueError: empty name or malformed phone.
         AgentExists: the phone is taken in this tenant.
     """
-    name = (name or "").strip()
-    if not name or len(name) > 200:
-        raise ValueError("name must be 1-200 characters")
+    name = check_text(name, field="name", max_length=200)
     agent = HumanAgent(
         tenant_id=tenant_id,
         name=name,

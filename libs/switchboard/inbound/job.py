@@ -55,6 +55,7 @@ async def claim(deps: WorkerDeps, job: dict[str, Any], row_id: uuid.UUID) -> Inb
                 tenant_id=row.tenant_id,
                 identities=channel_identities(row.channel, stored.identities),
                 display_name=stored.sender_name if row.direction == "inbound" else None,
+                sent_at=row.sent_at,
             )
         ).customer
         conversation = await open_conversation(

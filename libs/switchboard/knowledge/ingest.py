@@ -54,6 +54,11 @@ from switchboard.knowledge.parsers import CONTENT_TYPES, DocumentRejected, parse
 from switchboard.knowledge.splitter import split_text
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
+from switchboard.storable import clean_text
+from switchboard.validation import check_text
+
+FILENAME_MAX = 512
+"""``knowledge_sources.filename`` column length: a longer name is refused (``bad_filename``)."""
 
 __all__ = [
     "DocumentNotFound",
@@ -136,13 +141,19 @@ async def register_upload(
         data: the whole file.
 
     Raises:
-        DocumentRejected: too large, empty, of a type the sniffer refuses (images, archives,
+        DocumentRejected: a file name with a NUL or over :data:`FILENAME_MAX` characters
+            (``bad_filename``), too large, empty, of a type the sniffer refuses (images, archives,
             password-protected Office files), or unreadable by its parser (corrupt or encrypted PDF,
             image-only scan, no text; :class:`~switchboard.knowledge.parsers.DocumentTooComplex` past the parse limits): nothing is
             stored, and a document of the same name keeps its previous version as it was. The file
             is parsed here for that check (in a child process) and again by the ingestion job.
     """
     filename = filename.replace("\\", "/").rsplit("/", 1)[-1].strip() or "upload"
+    try:
+        filename = check_text(filename, field="file name", max_length=FILENAME_MAX)
+    except ValueError as exc:
+        shown = clean_text(filename)[:80] + ("…" if len(filename) > 80 else "")
+        raise DocumentRejected(shown, "bad_filename", str(exc)) from None
     if len(data) > settings.kb_max_upload_bytes:
         raise DocumentRejected(
             filename, "too_large", f"{len(data)} bytes is over the limit of {settings.kb_max_upload_bytes}"

@@ -309,14 +309,15 @@ async def _answer(
             )
         )
     content = scripted.content
-    return JSONResponse(
-        _completion_body(
-            model,
-            content=content,
-            tool_calls=scripted.tool_calls if scripted.kind == "tool_calls" else [],
-            usage=_usage(messages, content or "", scripted),
-        )
+    body = _completion_body(
+        model,
+        content=content,
+        tool_calls=scripted.tool_calls if scripted.kind == "tool_calls" else [],
+        usage=_usage(messages, content or "", scripted),
     )
+    # ASCII-escaped like OpenAI's API, so a scripted lone surrogate arrives as "\ud83d" (it cannot be
+    # encoded as UTF-8), the way a real model's broken output does
+    return Response(json.dumps(body), media_type="application/json")
 
 
 class ControlRefused(RuntimeError):

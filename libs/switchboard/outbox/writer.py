@@ -9,16 +9,17 @@ Rows without one (an assignment notice from the admin API) are written as given.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from sqlalchemy.dialects.postgresql import insert
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.channels.base import OutboundPart
+from switchboard.channels.base import OutboundPart, channel_capabilities, split_text, text_length
 from switchboard.db.models import Outbox, OutboxPurpose, OutboxStatus, utcnow
+from switchboard.storable import clean_tree
 
-__all__ = ["OutboxItem", "write_outbox", "text_items"]
+__all__ = ["OutboxItem", "write_outbox", "text_items", "fit_to_channel"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,44 @@ def text_items(
     ]
 
 
+def fit_to_channel(items: list[OutboxItem]) -> list[OutboxItem]:
+    """Items cut to their channel's limits (:attr:`Capabilities.text_limit` / ``caption_limit``, in the
+    channel's own unit), nothing dropped: a caption over the limit keeps the part that fits and the rest
+    follows as text item(s) right after the media; a text over the limit becomes several items. Items of
+    a channel that is not registered in this process are kept as they are."""
+    out: list[OutboxItem] = []
+    for item in items:
+        caps = channel_capabilities(item.channel)
+        if caps is None or item.part.type not in ("text", "media"):
+            out.append(item)
+            continue
+        follow: list[str] = []
+        media = []
+        for entry in item.part.media:
+            caption = entry.get("caption")
+            if isinstance(caption, str) and text_length(caption, caps.text_unit) > caps.caption_limit:
+                head = split_text(caption, caps.caption_limit, caps.text_unit)[0]
+                entry = {**entry, "caption": head}
+                follow.append(caption.strip()[len(head) :].strip())  # the parts after the first
+            media.append(entry)
+        texts = split_text(item.part.text, caps.text_limit, caps.text_unit) if item.part.text else []
+        if len(texts) > 1 or media != list(item.part.media):
+            # the text goes first (as the channel sends it), then the media, then the caption's rest
+            parts = [OutboundPart(type="text", text=t) for t in texts[:-1]]
+            last_text = texts[-1] if texts else ""
+            if media:
+                parts.append(OutboundPart(type=item.part.type, text=last_text, media=tuple(media)))
+            elif last_text:
+                parts.append(OutboundPart(type="text", text=last_text))
+            for rest_text in follow:
+                pieces = split_text(rest_text, caps.text_limit, caps.text_unit)
+                parts += [OutboundPart(type="text", text=piece) for piece in pieces]
+            out += [replace(item, part=part) for part in parts]
+        else:
+            out.append(item)
+    return out
+
+
 async def write_outbox(
     session: AsyncSession,
     *,
@@ -79,11 +118,13 @@ async def write_outbox(
     inbound_message_id: uuid.UUID | None = None,
     trace_id: str | None = None,
 ) -> int:
-    """Insert one pending row per item, numbered 0..n-1 per purpose, in the caller's transaction.
+    """Insert one pending row per item, numbered 0..n-1 per purpose, in the caller's transaction; items
+    are first cut to their channel's limits (:func:`fit_to_channel`).
 
     Returns:
         Rows inserted now (0 when a re-run finds them written already).
     """
+    items = fit_to_channel(items)
     if not items:
         return 0
     now = utcnow()
@@ -92,7 +133,7 @@ async def write_outbox(
     for item in items:
         index = counters.get(item.purpose.value, 0)
         counters[item.purpose.value] = index + 1
-        payload = item.part.to_payload()
+        payload = clean_tree(item.part.to_payload())  # nothing Postgres or a provider refuses (NUL...)
         payload["audience"] = item.audience
         if item.agent_id is not None:
             payload["agent_id"] = str(item.agent_id)

@@ -28,6 +28,7 @@ import io
 import json
 import re
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Literal
@@ -41,6 +42,7 @@ from switchboard.db.tenant_scope import TenantScope
 from switchboard.observability import get_logger
 from switchboard.textfiles import decode_text, looks_like_text, sniff_csv_dialect
 from switchboard.tools.business import normalize_order_number, normalize_sku
+from switchboard.validation import has_unstorable_chars
 
 __all__ = ["ImportKind", "IMPORT_KINDS", "RejectedRow", "ImportReport", "import_csv", "MAX_IMPORT_BYTES"]
 
@@ -238,6 +240,15 @@ def _reason(error: Any, blank: set[str] = frozenset()) -> str:  # type: ignore[a
     return f"{where}: {error['msg']}"
 
 
+def _records(reader: csv.DictReader[str]) -> Iterator[dict[str, Any]]:
+    """The reader's rows; a line the ``csv`` module refuses (a cell over its 131,072-character field
+    limit, an unterminated quote at the end) becomes a ``ValueError`` naming the line."""
+    try:
+        yield from reader
+    except csv.Error as exc:
+        raise ValueError(f"line {reader.line_num + 1}: {exc}") from None
+
+
 def _csv_reader(text: str, required: list[str]) -> csv.DictReader[str]:
     """A reader in the sniffed dialect, or comma / semicolon when only those give every required column
     (the sniffer can be misled by a separator inside values); header names stripped and lower-cased."""
@@ -273,9 +284,14 @@ def parse_rows(kind: str, data: bytes | str) -> tuple[list[tuple[int, Any]], lis
                 "the file is not CSV text (a spreadsheet or other binary file? export it as CSV)"
             )
         data = decode_text(data)
+    if has_unstorable_chars(data):
+        raise ValueError("the file contains NUL or invalid characters (is it a UTF-16 or binary export?)")
     model = _ROW_MODELS[kind]
     required = [name for name, info in model.model_fields.items() if info.is_required()]
-    reader = _csv_reader(data, required)
+    try:
+        reader = _csv_reader(data, required)
+    except csv.Error as exc:  # the header line itself (e.g. over the field limit)
+        raise ValueError(f"line 1: {exc}") from None
     if not reader.fieldnames:
         raise ValueError("the file is empty: a header row is required")
     missing = [name for name in required if name not in reader.fieldnames]
@@ -287,7 +303,7 @@ def parse_rows(kind: str, data: bytes | str) -> tuple[list[tuple[int, Any]], lis
     rejected: list[RejectedRow] = []
     seen: dict[tuple[Any, ...], int] = {}
     count = 0
-    for record in reader:
+    for record in _records(reader):
         count += 1
         line = reader.line_num
         if None in record:

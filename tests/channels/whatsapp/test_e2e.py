@@ -18,6 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 from sqlmodel import select
+from switchboard.channels.whatsapp.normalize import normalize_delivery
+from switchboard.conversations import channel_identities, reply_address
 from switchboard.db.models import Conversation, Outbox, Turn
 from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.queue import Queue
@@ -446,6 +448,14 @@ REPLIES_PER_PAYLOAD = {
     "system_user_changed_number.json": 0, "referral_click_to_whatsapp_ad.json": 1, "errors_only_entry.json": 0,
     "interactive_missing_payload.json": 0, "revoke_deleted_by_customer.json": 0, "edit_by_customer.json": 0,
     "text_from_username_user_phone_withheld.json": 1,
+    # shapes of pywa's tests/data/updates and netflie's NotificationFactoryTest (INDEX.md, issue 13)
+    "order_catalog_with_text.json": 1, "reaction_removed.json": 0, "reaction_removed_without_emoji.json": 0,
+    "location_coordinates_only.json": 1, "text_frequently_forwarded.json": 1, "interactive_list_reply.json": 1,
+    "interactive_nfm_reply_flow.json": 1, "button_with_referred_product_and_referral.json": 1,
+    "unknown_type_with_errors.json": 0, "contacts_card_full_vcard.json": 1, "audio_not_voice.json": 1,
+    "interactive_missing_payload_with_value_errors.json": 0, "system_customer_identity_changed.json": 0,
+    "request_welcome_chat_opened.json": 1, "user_preferences_marketing.json": 0,
+    "call_connect_user_initiated.json": 0, "empty_entry.json": 0, "system_user_changed_user_id.json": 0,
     "smb_message_echo_from_business_app.json": 0,  # last: a human took over, nothing after it is answered
 }  # fmt: skip
 
@@ -470,7 +480,11 @@ async def test_every_payload_end_to_end(e2e_settings, ai_tenant, model, sessions
     )
     pid = ai_tenant.phone_number_id
     image_id, audio_id = new_media_id(), new_media_id()
-    media_of = {"image_with_caption.json": image_id, "audio_voice_note_ogg_opus.json": audio_id}
+    media_of = {
+        "image_with_caption.json": image_id,
+        "audio_voice_note_ogg_opus.json": audio_id,
+        "audio_not_voice.json": audio_id,
+    }
     async with httpx.AsyncClient() as http:  # the media the payloads refer to, served by the Graph sandbox
         await http.put(
             f"{graph_sandbox[0]}/_control/media/{image_id}",
@@ -503,9 +517,19 @@ async def test_every_payload_end_to_end(e2e_settings, ai_tenant, model, sessions
         ("text", "coalesced into a newer message's turn")
     ]  # the batch: in#11 answered with in#12
     assert got == REPLIES_PER_PAYLOAD
+    users = [m["content"] for r in state.script(name).requests for m in r["messages"][-1:]]
     batch_recipients = {m["to"] for m in sent_to(graph_sandbox[1], pid)}
     assert {"15550100099", "15550100098"} <= batch_recipients
-    users = [m["content"] for r in state.script(name).requests for m in r["messages"][-1:]]
+    senders = {  # every reply went to the address a message came from (reply_address of its identities)
+        reply_address(channel_identities("whatsapp", m.identities))
+        for payload in REPLIES_PER_PAYLOAD
+        for m in normalize_delivery(load_payload(payload)).messages
+    }
+    assert batch_recipients <= senders
+    assert any(
+        u.startswith("[Order from catalog 300000000000001]\n- 2 x FVAM-2050-B at 49.9 EUR each")
+        for u in users
+    )
     assert (
         "Example Coffee, 101 Example Ave, Springfield, ZZ 00000 (37.44221496582, -122.16165924072)" in users
     )

@@ -26,11 +26,17 @@ def one(name: str):  # type: ignore[no-untyped-def]
 
 def test_every_payload_normalizes_without_error() -> None:
     names = sorted(p.name for p in PAYLOAD_DIR.glob("*.json"))
-    assert len(names) == 27
+    assert len(names) == 45
+    nothing_for_us = {
+        "user_preferences_marketing.json",
+        "call_connect_user_initiated.json",
+        "empty_entry.json",
+    }
     for name in names:
         delivery = normalize_delivery(load_payload(name, refresh=False))
         assert delivery.skipped == 0, name
-        assert delivery.messages or delivery.statuses or delivery.errors, name
+        has_events = bool(delivery.messages or delivery.statuses or delivery.errors)
+        assert has_events == (name not in nothing_for_us), name
         for msg in delivery.messages:
             assert msg.sender_id and msg.account_id == ACCOUNT and msg.external_id.startswith("wamid.")
 
@@ -227,3 +233,73 @@ def test_broken_items_are_skipped_not_raised() -> None:
     }
     delivery = normalize_delivery(body)
     assert delivery.messages == [] and delivery.skipped == 3
+
+
+def test_a_catalog_order_reaches_the_agent_as_items_quantities_prices_and_the_note() -> None:
+    msg = one("order_catalog_with_text.json")
+    assert (msg.kind, msg.action) == ("order", "process")
+    assert msg.text == (
+        "[Order from catalog 300000000000001]\n"
+        "- 2 x FVAM-2050-B at 49.9 EUR each = 99.8 EUR\n"
+        "- 3 x FILTER-10 at 4.50 EUR each = 13.50 EUR\n"
+        "Total: 113.30 EUR\n"
+        'Customer\'s note: "Can you deliver before Friday?"'
+    )
+    assert msg.flags["order"] == {"catalog_id": "300000000000001", "items": 2}
+
+
+def test_an_order_with_odd_items_is_still_readable() -> None:
+    from switchboard.channels.whatsapp.normalize import render_order
+
+    odd = render_order({"product_items": [{"product_retailer_id": "X", "quantity": "²", "item_price": 1e308},
+                                          {"currency": "USD", "quantity": 1, "item_price": "9" * 5000}, 5]})  # fmt: skip
+    assert odd.splitlines() == ["[Order]", "- ? x X", "- 1 x unknown item"]
+
+
+def test_a_bsuid_change_names_its_sender_by_the_previous_id() -> None:
+    msg = one("system_user_changed_user_id.json")
+    assert (msg.kind, msg.sender_id) == ("system", "US.10000000000000000001")
+    assert [(i.kind, i.value) for i in msg.system.new_identities] == [("bsuid", "US.10000000000000000003")]
+
+
+def test_a_chat_opened_event_wakes_the_agent_to_greet() -> None:
+    msg = one("request_welcome_chat_opened.json")
+    assert (msg.kind, msg.action, msg.text) == (
+        "request_welcome",
+        "process",
+        "[The customer opened the chat for the first time]",
+    )
+
+
+@pytest.mark.parametrize("odd", [1, True, 1.5, "text", {"a": 1}, None])
+def test_arrays_that_are_not_lists_are_empty(odd) -> None:  # type: ignore[no-untyped-def]
+    body = load_payload("batch_multiple_messages_and_status.json")
+    for entry in body["entry"]:
+        for change in entry["changes"]:
+            for key in ("messages", "statuses", "errors", "message_echoes", "contacts"):
+                change["value"][key] = odd
+    delivery = normalize_delivery(body)
+    assert (delivery.messages, delivery.statuses, delivery.errors) == ([], [], [])
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [("²", None), ("9" * 5000, None), (True, None), ("131047", 131047), (131047, 131047), ("٣", None)],
+)
+def test_error_codes_are_read_only_when_they_are_plain_numbers(code, expected) -> None:  # type: ignore[no-untyped-def]
+    body = load_payload("status_failed_131047_reengagement.json")
+    body["entry"][0]["changes"][0]["value"]["statuses"][0]["errors"][0]["code"] = code
+    body["entry"][0]["changes"][0]["value"]["errors"] = [{"code": code, "title": "x"}]
+    delivery = normalize_delivery(body)
+    assert delivery.statuses[0].error_code == expected and delivery.errors[0].code == expected
+
+
+def test_a_message_that_cannot_be_read_is_kept_with_a_reason_and_spares_its_siblings() -> None:
+    body = load_payload("batch_multiple_messages_and_status.json")
+    messages = body["entry"][0]["changes"][1]["value"]["messages"]
+    messages[0]["from_user_id"] = "US." + "1" * 300  # longer than a BSUID the contract accepts
+    delivery = normalize_delivery(body)
+    broken = [m for m in delivery.messages if m.flags.get("unprocessable")]
+    assert len(delivery.messages) == 3 and len(broken) == 1
+    assert (broken[0].kind, broken[0].action) == ("unsupported", "record")
+    assert broken[0].flags["unprocessable"].startswith("unreadable text: ValidationError")

@@ -195,8 +195,9 @@ async def test_every_payload_through_the_endpoint(make_settings, wa_tenant, sess
             response = await svc.post(load_payload(path.name, phone_number_id=wa_tenant.phone_number_id))
             assert response.status_code == 200, path.name
     rows = await messages_of(sessions, wa_tenant.tenant.id)
-    # 27 files: 5 status-only + 1 errors-only + edit + revoke store no row; the batch stores 3.
-    assert len(rows) == 27 - 8 + 2
+    # 45 files: 5 status-only + 1 errors-only + edit + revoke + user_preferences + calls + an empty entry
+    # store no row; the batch stores 3.
+    assert len(rows) == 45 - 11 + 2
     by_kind = {}
     for r in rows:
         by_kind.setdefault(r.kind, []).append(r)
@@ -255,3 +256,61 @@ async def test_sandbox_is_mounted_only_while_the_worker_sends_to_it(make_setting
         == 404
     )
     assert await status(make_settings(whatsapp_sandbox_enabled=False, whatsapp_graph_base_url=None)) == 404
+
+
+async def test_ids_longer_than_their_columns_are_stored_unprocessable_beside_a_valid_sibling(
+    make_settings, wa_tenant, sessions, arq_pool
+) -> None:  # type: ignore[no-untyped-def]
+    pid = wa_tenant.phone_number_id
+    body = text_body(phone_number_id=pid, wamid="wamid.SIBLING-OK", text="hello")
+    messages = body["entry"][0]["changes"][0]["value"]["messages"]
+    base = messages[0]
+    messages += [
+        {**base, "id": "wamid.LONG-PHONE", "from": "1" * 40},  # customers.phone holds 32
+        {**base, "id": "wamid.LONG-BSUID", "from": "", "from_user_id": "US." + "1" * 300},  # 255
+        {**base, "id": "wamid." + "X" * 600},  # messages.external_id holds 512
+    ]
+    async with channel_service(make_settings()) as svc:
+        response = await svc.post(body)
+        again = await svc.post(body)  # redelivered: the digest of the long id is a duplicate too
+    assert response.status_code == 200 and response.json()["stored"] == 1
+    assert again.json()["duplicates"] == 4
+    rows = {r.external_id[:20]: r for r in await messages_of(sessions, wa_tenant.tenant.id)}
+    assert rows["wamid.SIBLING-OK"].inbound_state == "pending"
+    assert (rows["wamid.LONG-PHONE"].inbound_state, rows["wamid.LONG-PHONE"].last_error) == (
+        "done",
+        "unprocessable: wa_id longer than 32 characters",
+    )
+    assert rows["wamid.LONG-BSUID"].last_error.startswith("unprocessable: unreadable text: ValidationError")
+    long_id = next(r for key, r in rows.items() if key.startswith("sha256:"))
+    assert long_id.last_error == "unprocessable: message id longer than 512 characters"
+    assert await _queued_job_ids(arq_pool) == {f"inbound:{rows['wamid.SIBLING-OK'].id}"}
+
+
+async def test_the_shared_ingest_cleans_messages_that_never_passed_the_webhook_route(
+    wa_tenant, sessions
+) -> None:  # type: ignore[no-untyped-def]
+    # Gmail's sync hands its messages to ingest_delivery directly: the same cleaning applies there
+    from datetime import UTC, datetime
+
+    from switchboard.channels.accounts import AccountDirectory
+    from switchboard.channels.ingest import NormalizedDelivery, ingest_delivery
+    from switchboard.contracts import InboundMessage, SenderIdentity
+
+    message = InboundMessage(
+        channel="whatsapp", account_id=wa_tenant.phone_number_id, kind="text", action="process",
+        external_id="wamid.INGEST\x00NUL", sender_id="15550100099", sent_at=datetime.now(UTC),
+        text="caf\x00e \ud800 ok", identities=[SenderIdentity(kind="wa_id", value="15550100099")],
+        raw={"message": {"note": "a\x00b", "bad": "\udfff"}},
+    )  # fmt: skip
+    result = await ingest_delivery(
+        delivery=NormalizedDelivery(messages=[message]),
+        sessions=sessions,
+        redis=None,
+        accounts=AccountDirectory(sessions, "whatsapp"),
+        debounce_s=0,
+    )
+    assert len(result.stored_ids) == 1
+    (row,) = await messages_of(sessions, wa_tenant.tenant.id)
+    assert (row.external_id, row.text, row.inbound_state) == ("wamid.INGESTNUL", "cafe \ufffd ok", "pending")
+    assert row.raw["message"] == {"note": "ab", "bad": "\ufffd"}

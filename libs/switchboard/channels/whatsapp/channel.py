@@ -5,6 +5,12 @@ Numbers and codes come from Meta's Cloud API reference (LIBRARIES.md §4-§5): a
 last message, only approved templates outside it; ``biz_opaque_callback_data`` (at most 512
 characters) is echoed back on every status callback of the message, which lets the delivery loop
 reconcile a send whose answer it never recorded.
+
+Which unit "characters" is: Meta's reference says only "maximum 4096 characters" for ``text.body``
+(Cloud API messages reference, ``text`` object) and 1,024 for ``caption``, without naming the unit.
+Public clients check it as a JavaScript ``String.length`` (``whatsapp-api-js``, ``messages/text.js``:
+``body.length > 4096``), i.e. in UTF-16 code units. We count UTF-16 units: a text within the limit in
+UTF-16 units is within it in code points too, so an emoji-heavy part is never over whichever Meta counts.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ log = get_logger(__name__)
 
 CAPABILITIES = Capabilities(
     text_limit=TEXT_LIMIT_CHARS,
-    text_unit="chars",
+    text_unit="utf16",
     caption_limit=1024,
     service_window=SERVICE_WINDOW,
     outside_window=frozenset({"template"}),
@@ -125,7 +131,7 @@ class WhatsAppChannel:
             if part.text:
                 wamid = await self.graph.send_text(
                     phone_number_id=phone_number_id, token=token, to=recipient,
-                    text=part.text[:TEXT_LIMIT_CHARS], tracker=correlation_id,
+                    text=part.text, tracker=correlation_id,
                 )  # fmt: skip
             for media in part.media:
                 wamid = await self.graph.send_media(
@@ -135,6 +141,8 @@ class WhatsAppChannel:
                 )  # fmt: skip
         except GraphSendError as exc:
             raise classify(exc) from exc
+        except ValueError as exc:  # over a limit or empty: sending it again would fail the same way
+            raise SendError(str(exc), kind=SendErrorKind.permanent, code="invalid_part") from exc
         if wamid is None:
             raise SendError("nothing to send: empty part", kind=SendErrorKind.permanent, code="empty_part")
         return wamid

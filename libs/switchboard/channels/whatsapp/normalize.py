@@ -15,9 +15,15 @@ Customer identity: ``sender_id`` is the business-scoped user id (BSUID, ``contac
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from switchboard.channels.ingest import NormalizedDelivery, StatusUpdate, WebhookErrorEvent
+from switchboard.channels.ingest import (
+    UNPROCESSABLE_FLAG,
+    NormalizedDelivery,
+    StatusUpdate,
+    WebhookErrorEvent,
+)
 from switchboard.channels.whatsapp.statuses import conversation_block_reason
 from switchboard.contracts import InboundMessage, MediaRef, SenderIdentity, SystemEvent
 from switchboard.observability import get_logger
@@ -28,6 +34,7 @@ __all__ = [
     "WebhookErrorEvent",
     "normalize_delivery",
     "render_location",
+    "render_order",
     "strip_mime_params",
     "MEDIA_KINDS",
 ]
@@ -60,6 +67,83 @@ def render_location(location: dict[str, Any]) -> str:
     return text or "[Location]"
 
 
+CHAT_OPENED_TEXT = "[The customer opened the chat for the first time]"
+"""What the agent reads for a ``request_welcome`` message (Cloud API: a welcome message may be sent)."""
+ORDER_ITEMS_SHOWN = 50
+"""Catalog order lines rendered for the agent; the rest is summed up as "... and N more items"."""
+
+
+def _amount(value: Any) -> Decimal | None:
+    """A quantity or price as WhatsApp sends it (number or numeric string) → a finite Decimal, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    text = str(value).strip()
+    if not text or len(text) > 40:  # a price is never 40 digits long; refuse before Decimal parses it
+        return None
+    try:
+        amount = Decimal(text)
+    except InvalidOperation:
+        return None
+    # finite, and of a size a quantity or a price can have (1e308 is neither)
+    return amount if amount.is_finite() and abs(amount.adjusted()) <= 15 else None
+
+
+def _show(amount: Decimal) -> str:
+    """``Decimal("30")`` → ``"30"``, ``Decimal("12.50")`` → ``"12.50"`` (as sent, never in exponent form)."""
+    return f"{amount:f}"
+
+
+def render_order(order: dict[str, Any]) -> str:
+    """A catalog ``order`` message as lines the agent can read: items, quantities, prices, total, note.
+
+    Shape (WhatsApp Cloud API, messages webhook, ``type: "order"``): ``order.catalog_id``, ``order.text``
+    (what the customer wrote with the order), ``order.product_items[]`` of ``{product_retailer_id,
+    quantity, item_price, currency}``; numbers may arrive as JSON numbers or strings. Example::
+
+        [Order from catalog 354160437058781]
+        - 3 x HAMBURGER at 30 ILS each = 90 ILS
+        - 2 x SODA at 10 ILS each = 20 ILS
+        Total: 110 ILS
+        Customer's note: "no onions"
+
+    The total is given only when every line has a quantity, a price and the same currency.
+    """
+    catalog = _s(order.get("catalog_id"))
+    lines = [f"[Order from catalog {catalog}]" if catalog else "[Order]"]
+    listed = order.get("product_items") if isinstance(order.get("product_items"), list) else []
+    items = [item for item in listed if isinstance(item, dict)]
+    total: Decimal | None = Decimal(0) if len(items) == len(listed) else None
+    currencies: set[str] = set()
+    shown = 0
+    for item in items:
+        sku = _s(item.get("product_retailer_id")) or "unknown item"
+        quantity, price = _amount(item.get("quantity")), _amount(item.get("item_price"))
+        currency = _s(item.get("currency")) or ""
+        currencies.add(currency)
+        line = f"- {_show(quantity) if quantity is not None else '?'} x {sku}"
+        if price is not None:
+            line += f" at {_show(price)} {currency}".rstrip() + " each"
+            if quantity is not None:
+                line += f" = {_show(quantity * price)} {currency}".rstrip()
+        if quantity is None or price is None:
+            total = None
+        elif total is not None:
+            total += quantity * price
+        if shown < ORDER_ITEMS_SHOWN:
+            lines.append(line)
+            shown += 1
+    if len(items) > shown:
+        lines.append(f"- ... and {len(items) - shown} more items")
+    if not items:
+        lines.append("- (no items)")
+    elif total is not None and len(currencies) == 1:
+        lines.append(f"Total: {_show(total)} {currencies.pop()}".rstrip())
+    note = _s(order.get("text"))
+    if note:
+        lines.append(f'Customer\'s note: "{note.strip()}"')
+    return "\n".join(lines)
+
+
 def _epoch(value: Any) -> datetime:
     """WhatsApp timestamps are epoch seconds as strings; anything unreadable becomes now (logged)."""
     try:
@@ -67,6 +151,28 @@ def _epoch(value: Any) -> datetime:
     except (TypeError, ValueError, OverflowError, OSError):
         log.warning("whatsapp_bad_timestamp", value=str(value)[:40])
         return datetime.now(UTC)
+
+
+def _list(value: Any) -> list[Any]:
+    """``value`` when it is a JSON array, else ``[]`` (``"messages": 1``, ``true``, ``{}`` are not lists)."""
+    return value if isinstance(value, list) else []
+
+
+_CODE_DIGITS = 12
+"""Longest error code read as a number (Meta's codes have at most 6 digits)."""
+
+
+def _code(value: Any) -> int | None:
+    """An error code as an int: a JSON integer, or a string of ASCII digits; anything else (``"²"``, which
+    passes ``str.isdigit``, a 5,000-digit string, ``true``) is ``None``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if len(str(abs(value))) <= _CODE_DIGITS else None
+    if isinstance(value, str) and 0 < len(value.strip()) <= _CODE_DIGITS and value.strip().isascii():
+        text = value.strip()
+        return int(text) if text.isdigit() else None
+    return None
 
 
 def _s(value: Any) -> str | None:
@@ -115,7 +221,7 @@ def _render_contacts(cards: list[Any]) -> str:
         phones = [
             f"{_s(p.get('phone')) or _s(p.get('wa_id'))}"
             + (f" ({_s(p.get('type'))})" if _s(p.get("type")) else "")
-            for p in card.get("phones") or []
+            for p in _list(card.get("phones"))
             if isinstance(p, dict) and (_s(p.get("phone")) or _s(p.get("wa_id")))
         ]
         lines.append(f"{shown or 'Contact'}: {', '.join(phones)}" if phones else (shown or "Contact"))
@@ -162,6 +268,15 @@ def _message_body(
         if sub == "nfm_reply" and reply is not None:
             return "interactive", _s(reply.get("body")) or "", [], _s(reply.get("response_json")), flags
         return "unsupported", "", [], None, {"reason": f"interactive type {sub!r}"}
+    if kind == "order":
+        order = msg.get("order") if isinstance(msg.get("order"), dict) else None
+        if order is None:
+            return "unsupported", "", [], None, {"reason": "order without payload"}
+        items = order.get("product_items") if isinstance(order.get("product_items"), list) else []
+        flags["order"] = {"catalog_id": _s(order.get("catalog_id")), "items": len(items)}
+        return "order", render_order(order), [], None, flags
+    if kind == "request_welcome":  # the customer opened the chat for the first time (no text of theirs)
+        return "request_welcome", CHAT_OPENED_TEXT, [], None, flags
     if kind == "button":
         button = msg.get("button") if isinstance(msg.get("button"), dict) else None
         if button is None:
@@ -177,6 +292,12 @@ def _base_flags(msg: dict[str, Any]) -> dict[str, Any]:
         flags["forwarded"] = True
     if ctx.get("frequently_forwarded"):
         flags["frequently_forwarded"] = True
+    if isinstance(ctx.get("referred_product"), dict):  # "ask about this product" from a catalog
+        flags["referred_product"] = {
+            k: ctx["referred_product"][k]
+            for k in ("catalog_id", "product_retailer_id")
+            if k in ctx["referred_product"]
+        }
     ref = msg.get("referral")
     if isinstance(ref, dict):
         flags["referral"] = {
@@ -186,7 +307,7 @@ def _base_flags(msg: dict[str, Any]) -> dict[str, Any]:
         }
     if isinstance(msg.get("errors"), list) and msg["errors"]:
         first = msg["errors"][0] if isinstance(msg["errors"][0], dict) else {}
-        flags["error_code"] = first.get("code")
+        flags["error_code"] = _code(first.get("code"))
     return flags
 
 
@@ -195,9 +316,9 @@ def identities_of(wa_id: str | None, bsuid: str | None) -> list[SenderIdentity]:
     it — then the business-scoped user id (BSUID)."""
     out = []
     if wa_id:
-        out.append(SenderIdentity(kind="wa_id", value=wa_id[:255]))
+        out.append(SenderIdentity(kind="wa_id", value=wa_id))
     if bsuid:
-        out.append(SenderIdentity(kind="bsuid", value=bsuid[:255]))
+        out.append(SenderIdentity(kind="bsuid", value=bsuid))
     return out
 
 
@@ -210,6 +331,9 @@ def _normalize_message(
         wa_id, bsuid = _s(msg.get("to")), _s(msg.get("to_user_id"))
     else:
         wa_id, bsuid = _s(msg.get("from")), _s(msg.get("from_user_id"))
+    system = msg.get("system") if isinstance(msg.get("system"), dict) else {}
+    if not echo and not wa_id and not bsuid and _s(system.get("type")) == "user_changed_user_id":
+        bsuid = _s(system.get("previous_user_id"))  # a BSUID change names no sender but the old id
     contact = _find_contact(contacts, wa_id, bsuid)
     wa_id = wa_id or _s(contact.get("wa_id"))
     bsuid = bsuid or _s(contact.get("user_id"))
@@ -264,7 +388,6 @@ def _normalize_message(
             target_external_id=flags["target"], **common,
         )  # fmt: skip
     if kind == "system":
-        system = msg.get("system") if isinstance(msg.get("system"), dict) else {}
         flags.update(
             system_type=_s(system.get("type")),
             new_wa_id=_s(system.get("wa_id")),
@@ -292,6 +415,34 @@ def _normalize_message(
     )
 
 
+def _guarded(
+    msg: dict[str, Any], contacts: list[Any], account_id: str, *, echo: bool
+) -> InboundMessage | None:
+    """:func:`_normalize_message`, and when that fails on a shape nobody foresaw: the least of the
+    message (id, sender, time) as ``unsupported`` with an ``unprocessable`` reason, so it is stored and
+    seen, never processed, and the other messages of the delivery are unaffected."""
+    try:
+        return _normalize_message(msg, contacts, account_id, echo=echo)
+    except Exception as exc:  # noqa: BLE001 (logged; the message is kept with the reason)
+        reason = f"unreadable {str(_s(msg.get('type')) or 'message')[:32]}: {type(exc).__name__}"
+        log.warning("whatsapp_message_unreadable", reason=reason, error=str(exc)[:200])
+    external_id = _s(msg.get("id"))
+    sender = _s(msg.get("to") if echo else msg.get("from")) or _s(
+        msg.get("to_user_id") if echo else msg.get("from_user_id")
+    )
+    if external_id is None or sender is None:
+        return None
+    try:
+        return InboundMessage(
+            channel="whatsapp", account_id=account_id, kind="unsupported", action="record", echo=echo,
+            external_id=external_id, sender_id=sender, sent_at=_epoch(msg.get("timestamp")),
+            flags={UNPROCESSABLE_FLAG: reason}, raw={"message": msg},
+        )  # fmt: skip
+    except Exception as exc:  # noqa: BLE001
+        log.warning("whatsapp_message_skipped", reason="unreadable", error=str(exc)[:200])
+        return None
+
+
 def _normalize_status(item: dict[str, Any], account_id: str) -> StatusUpdate | None:
     external_id, status = _s(item.get("id")), _s(item.get("status"))
     if external_id is None or status is None:
@@ -299,7 +450,7 @@ def _normalize_status(item: dict[str, Any], account_id: str) -> StatusUpdate | N
     errors = item.get("errors") if isinstance(item.get("errors"), list) else []
     first = errors[0] if errors and isinstance(errors[0], dict) else {}
     code = first.get("code")
-    error_code = int(code) if isinstance(code, (int, str)) and str(code).isdigit() else None
+    error_code = _code(code)
     return StatusUpdate(
         account_id=account_id,
         external_id=external_id,
@@ -345,32 +496,30 @@ def normalize_delivery(body: dict[str, Any]) -> NormalizedDelivery:
                 log.warning("whatsapp_change_without_account", field=change.get("field"))
                 out.skipped += 1
                 continue
-            contacts = value.get("contacts") if isinstance(value.get("contacts"), list) else []
+            contacts = _list(value.get("contacts"))
             for key, is_echo in (("messages", False), ("message_echoes", True)):
-                for msg in value.get(key) or []:
+                for msg in _list(value.get(key)):
                     normalized = (
-                        _normalize_message(msg, contacts, account_id, echo=is_echo)
-                        if isinstance(msg, dict)
-                        else None
+                        _guarded(msg, contacts, account_id, echo=is_echo) if isinstance(msg, dict) else None
                     )
                     if normalized is None:
                         out.skipped += 1
                         continue
                     order.append((normalized.sent_at, len(order), normalized))
-            for item in value.get("statuses") or []:
+            for item in _list(value.get("statuses")):
                 status = _normalize_status(item, account_id) if isinstance(item, dict) else None
                 if status is None:
                     out.skipped += 1
                 else:
                     out.statuses.append(status)
-            for err in value.get("errors") or []:
+            for err in _list(value.get("errors")):
                 if isinstance(err, dict):
                     data = err.get("error_data") if isinstance(err.get("error_data"), dict) else {}
                     code = err.get("code")
                     out.errors.append(
                         WebhookErrorEvent(
                             account_id=account_id,
-                            code=int(code) if str(code).isdigit() else None,
+                            code=_code(code),
                             title=_s(err.get("title")),
                             details=_s(data.get("details")),
                         )

@@ -17,6 +17,7 @@ from datetime import timedelta
 
 import httpx
 
+from switchboard.channels.base import text_length
 from switchboard.errors import SwitchboardError
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "GraphSendError",
     "MediaInfo",
     "TEXT_LIMIT_CHARS",
+    "CAPTION_LIMIT",
     "SERVICE_WINDOW",
     "TRANSIENT_CODES",
     "PERMANENT_RECIPIENT_CODES",
@@ -31,6 +33,8 @@ __all__ = [
 
 TEXT_LIMIT_CHARS = 4096
 """Maximum ``text.body`` length of one WhatsApp text message (Cloud API reference)."""
+CAPTION_LIMIT = 1024
+"""Maximum media ``caption`` length (Cloud API reference), counted like :data:`TEXT_LIMIT_CHARS`."""
 SERVICE_WINDOW = timedelta(hours=24)
 """Free-form replies are allowed within 24 h of the customer's last message (customer-service window)."""
 TRANSIENT_CODES = frozenset({130429, 131056, 80007, 4, 131000, 131016, 2, 1})
@@ -140,8 +144,10 @@ class GraphClient:
             GraphSendError: Meta refused it or could not be reached.
             ValueError: ``text`` is empty or too long.
         """
-        if not text or len(text) > TEXT_LIMIT_CHARS:
-            raise ValueError(f"text must be 1..{TEXT_LIMIT_CHARS} characters, got {len(text)}")
+        if not text or text_length(text, "utf16") > TEXT_LIMIT_CHARS:
+            raise ValueError(
+                f"text must be 1..{TEXT_LIMIT_CHARS} UTF-16 units, got {text_length(text, 'utf16')}"
+            )
         body: dict = {
             "messaging_product": "whatsapp",
             "recipient_type": "individual",
@@ -188,7 +194,11 @@ class GraphClient:
         """
         media: dict = {"id": media_id}
         if caption and kind in ("image", "video", "document"):
-            media["caption"] = caption[:1024]
+            if text_length(caption, "utf16") > CAPTION_LIMIT:
+                raise ValueError(
+                    f"caption over {CAPTION_LIMIT} UTF-16 units (the outbox writer moves the rest out)"
+                )
+            media["caption"] = caption
         if filename and kind == "document":
             media["filename"] = filename
         return await self._send(
