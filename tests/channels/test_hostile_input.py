@@ -92,7 +92,7 @@ def _deep(data: bytes) -> bool:
 
 
 async def test_signed_hostile_bodies_are_acknowledged_and_every_valid_message_is_stored_and_answered(
-    kit, e2e_settings, answering_tenant, sessions, graph_sandbox, arq_pool
+    kit, e2e_settings, answering_tenant, sessions, arq_pool, request
 ) -> None:  # type: ignore[no-untyped-def]
     settings = e2e_settings()
     account = await kit.connect(sessions, answering_tenant, settings)
@@ -121,13 +121,14 @@ async def test_signed_hostile_bodies_are_acknowledged_and_every_valid_message_is
             forged = encode_hostile(
                 sprinkle(kit.delivery(account, stranger), random.Random(seed), junk_values)
             )
-            refused = await client.post(kit.webhook_path, content=forged, headers=kit.bad_signature())
+            wrong_path, wrong_headers = kit.wrongly_signed(settings)
+            refused = await client.post(wrong_path, content=forged, headers=wrong_headers)
             assert refused.status_code in (401, 403)
     stored_now = {row.external_id: row for row in await _rows(sessions, answering_tenant.id)}
     await run_worker_burst(settings)
     failed_jobs = await _failed_jobs(arq_pool, started_ms)
     after = await _rows(sessions, answering_tenant.id)
-    sent = kit.sent(graph_sandbox[1], account)
+    sent = kit.sent(request.getfixturevalue(kit.sandbox_fixture)[1], account)  # the channel's own sandbox
     record_figures(
         f"{kit.name}: sprinkled",
         requests=len(statuses) * 2,
