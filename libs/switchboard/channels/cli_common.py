@@ -15,7 +15,19 @@ import typer
 
 from switchboard.settings import Settings
 
-__all__ = ["connect_account", "account_of_tenant", "print_sent"]
+__all__ = ["SAMPLE_MEDIA", "connect_account", "account_of_tenant", "print_sent", "is_loopback_url"]
+
+SAMPLE_MEDIA = {
+    "image": bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201f5d3a83c0000000049454e44ae426082"
+    ),
+    "audio": b"\x00\x00\x00\x18ftypM4A \x00\x00\x00\x00M4A isom"
+    + b"SWITCHBOARD-TRANSCRIPT: is the blue one back?\x00",
+}
+"""What ``simulate instagram|whatsapp --payload`` serves behind the payload's media (its CDN links and
+media ids are fake and the demo is offline): a 1×1 PNG, and an M4A header with the offline model server's
+transcript marker (``llm.offline_server.TRANSCRIPT_MARKER``), which it returns as the transcript."""
 
 
 def connect_account(
@@ -123,3 +135,11 @@ async def print_sent(
         if last_new is not None and time.monotonic() - last_new > 3.0:
             break
     return last_new is not None
+
+
+def is_loopback_url(url: str) -> bool:
+    """Whether ``url`` points at this machine (a sandbox), so the admin token may be sent to it; a real
+    provider URL (``https://graph.facebook.com``...) never gets it."""
+    from urllib.parse import urlsplit
+
+    return (urlsplit(url).hostname or "") in ("127.0.0.1", "localhost", "::1")

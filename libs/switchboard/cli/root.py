@@ -72,13 +72,13 @@ agents_app = typer.Typer(
 )
 keys_app = typer.Typer(help="Encryption keys of the stored credentials.", no_args_is_help=True)
 channel_app = typer.Typer(
-    help="Channel accounts: connect a WhatsApp number or an Instagram account (Gmail later).",
+    help="Channel accounts: connect a WhatsApp number, an Instagram account or a Gmail mailbox.",
     no_args_is_help=True,
 )
 simulate_app = typer.Typer(
     cls=SimulateGroup,
-    help="Try the system without Meta: `simulate whatsapp` / `simulate instagram` post a signed webhook through "
-    "the whole pipeline; "
+    help="Try the system without Meta or Google: `simulate whatsapp` / `simulate instagram` post a signed webhook "
+    "through the whole pipeline, `simulate gmail` delivers a mail to the Gmail sandbox and pushes it; "
     '`simulate "message"` (or `simulate turn "message"`) runs one agent turn.',
     no_args_is_help=True,
 )

@@ -180,3 +180,14 @@ async def test_simulate_gmail_delivers_pushes_and_prints_the_reply(scene, cli, m
     assert file_reply["to"] == sent[1]["to"] and file_reply["subject"].startswith("Re: ")
     assert refused.exit_code == 2 and "exactly one of --text or --payload" in refused.stderr
     await control(settings, "page_size", {"size": None})
+
+
+async def test_simulate_gmail_never_sends_the_admin_token_to_a_real_gmail_api(scene, cli) -> None:  # type: ignore[no-untyped-def]
+    env = {**_gmail_env(scene.settings), "GMAIL_API_BASE_URL": "https://gmail.googleapis.com"}
+    out = await cli.arun("simulate", "gmail", "--tenant", scene.tenant.slug, "--from", "ana@example.net",
+                         "--subject", "Hi", "--text", "hello", "--timeout", "1", **env)  # fmt: skip
+    # refused before any request: a probe of Google would have failed with a connection error instead
+    assert out.exit_code == 2, out.output
+    assert out.stderr.strip().splitlines()[-1] == (
+        "error: simulate gmail needs the Gmail sandbox (unset GMAIL_API_BASE_URL)"
+    )

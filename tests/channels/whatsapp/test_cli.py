@@ -9,6 +9,7 @@ import uuid
 
 from sqlmodel import select
 from switchboard.channels.accounts import access_token_of
+from switchboard.channels.cli_common import SAMPLE_MEDIA
 from switchboard.channels.whatsapp.cli import retarget_payload
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, Message
@@ -136,3 +137,21 @@ async def test_simulate_and_add_whatsapp_find_the_running_system_through_run_jso
     added = await cli.arun("channel", "add-whatsapp", "--tenant", slug, "--phone-number-id", pid, **env)
     assert added.exit_code == 0, added.output
     assert f"locally http://127.0.0.1:{port}/webhooks/whatsapp" in added.stdout
+
+
+async def test_simulate_payload_puts_sample_media_in_the_sandbox_for_its_images(
+    make_settings, wa_tenant, graph_sandbox, cli, stops_at_the_queue
+) -> None:  # type: ignore[no-untyped-def]
+    port = free_port()
+    settings = make_settings(whatsapp_port=port)
+    env = {
+        "META_APP_SECRET": APP_SECRET,
+        "WHATSAPP_PORT": str(port),
+        "WHATSAPP_GRAPH_BASE_URL": graph_sandbox[0],
+    }
+    async with serve_app(create_app(settings), port=port):
+        out = await cli.arun("simulate", "whatsapp", "--tenant", wa_tenant.tenant.slug, "--payload",
+                             str(payload_path("image_with_caption.json")), "--timeout", "0.3", **env)  # fmt: skip
+    assert out.exit_code == 0, out.output
+    # the payload's media id now resolves in the sandbox: the demo's vision sees a picture
+    assert graph_sandbox[1].media["1000000000000021"] == (SAMPLE_MEDIA["image"], "image/jpeg")

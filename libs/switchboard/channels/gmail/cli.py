@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import typer
 
+from switchboard.channels.cli_common import is_loopback_url
 from switchboard.cli.root import channel_app, simulate_app
 from switchboard.cli.runner import command_settings, friendly_errors, run_db
 from switchboard.settings import Settings
@@ -146,7 +147,9 @@ def add_gmail(
             typer.echo("Open this URL, sign in as the mailbox and allow access:")
             typer.echo(auth.url)
             if open_browser:  # in a thread: a browser command may wait, and the listener must answer
-                await asyncio.to_thread(webbrowser.open, auth.url)
+                if not await asyncio.to_thread(webbrowser.open, auth.url):
+                    typer.echo("no browser could be opened here: open the URL above yourself "
+                               "(against the sandbox, `curl -sL '<URL>'` is enough)", err=True)  # fmt: skip
             if server is not None:
                 typer.echo(f"waiting for the redirect on {uri} (up to {timeout:g} s)...", err=True)
                 try:
@@ -287,6 +290,10 @@ def simulate_gmail(
         spec["thread_id"] = thread_id
 
     async def go() -> int:
+        if not is_loopback_url(settings.resolved_gmail_api_base_url):  # never send the admin token to Google
+            typer.secho("error: simulate gmail needs the Gmail sandbox (unset GMAIL_API_BASE_URL)",
+                        fg=typer.colors.RED, err=True)  # fmt: skip
+            return 2
         control = {
             "Authorization": f"Bearer {settings.secret('admin_token')}"
         }  # the sandbox's control endpoints

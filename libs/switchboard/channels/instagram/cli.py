@@ -18,7 +18,13 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from switchboard.channels.cli_common import account_of_tenant, connect_account, print_sent
+from switchboard.channels.cli_common import (
+    SAMPLE_MEDIA,
+    account_of_tenant,
+    connect_account,
+    is_loopback_url,
+    print_sent,
+)
 from switchboard.channels.meta import post_signed
 from switchboard.cli.root import channel_app, simulate_app
 from switchboard.cli.runner import command_settings, friendly_errors
@@ -32,17 +38,6 @@ __all__ = [
     "retarget_payload",
     "simulate_instagram",
 ]
-
-SAMPLE_MEDIA = {
-    "image": bytes.fromhex(
-        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-        "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201f5d3a83c0000000049454e44ae426082"
-    ),
-    "audio": b"\x00\x00\x00\x18ftypM4A \x00\x00\x00\x00M4A isom"
-    + b"SWITCHBOARD-TRANSCRIPT: is the blue one back?\x00",
-}
-"""What ``simulate instagram --payload`` serves behind attachment URLs (the payloads' CDN links are fake
-and the demo is offline): a 1×1 PNG, and an M4A header with the offline model server's transcript marker."""
 
 
 def build_text_webhook(*, account_id: str, igsid: str, text: str) -> dict[str, Any]:
@@ -221,6 +216,8 @@ def simulate_instagram(
     async def go() -> int:
         async with httpx.AsyncClient(timeout=10) as client:
             try:
+                if not is_loopback_url(sandbox):  # a real Graph API: no sandbox, and never the admin token
+                    raise KeyError("no sandbox")
                 after = (await client.get(f"{sandbox}/_control/sent", headers=control)).json()["last_seq"]
                 for asset, data in uploads:
                     await client.put(f"{sandbox}/_control/cdn/{asset}", content=data, headers=control)

@@ -20,7 +20,13 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from switchboard.channels.cli_common import account_of_tenant, connect_account, print_sent
+from switchboard.channels.cli_common import (
+    SAMPLE_MEDIA,
+    account_of_tenant,
+    connect_account,
+    is_loopback_url,
+    print_sent,
+)
 from switchboard.channels.meta import post_signed
 from switchboard.cli.root import channel_app, simulate_app
 from switchboard.cli.runner import command_settings, friendly_errors
@@ -118,6 +124,24 @@ def refresh_message_ids(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+def sample_media_of(body: dict[str, Any]) -> list[tuple[str, bytes, str]]:
+    """``(media id, bytes, mime type)`` for every image and audio in ``body``'s messages: what the Graph
+    sandbox should serve for them (:data:`~switchboard.channels.cli_common.SAMPLE_MEDIA`), so the demo's
+    vision and transcription see something. Other media (video, documents, stickers) stay unknown to the
+    sandbox: the agent is told it could not be read."""
+    uploads = []
+    for entry in body.get("entry") or []:
+        for change in (entry.get("changes") or []) if isinstance(entry, dict) else []:
+            value = change.get("value") if isinstance(change, dict) else None
+            for message in (value or {}).get("messages") or []:
+                kind = message.get("type") if isinstance(message, dict) else None
+                media = message.get(kind) if kind in ("image", "audio") else None
+                if isinstance(media, dict) and media.get("id"):
+                    mime = media.get("mime_type") or ("image/png" if kind == "image" else "audio/mp4")
+                    uploads.append((str(media["id"]), SAMPLE_MEDIA[kind], mime))
+    return uploads
+
+
 def answerable_messages(body: dict[str, Any]) -> int:
     """How many customer messages in ``body`` the agent answers (not statuses, reactions, stickers,
     edits, revokes, system messages, unsupported types or business-app echoes)."""
@@ -209,7 +233,8 @@ def simulate_whatsapp(
         body = build_text_webhook(phone_number_id=phone_number_id, wa_id=from_.lstrip("+"), text=text or "")
     raw = json.dumps(body, separators=(",", ":")).encode()
     webhook_url = settings.service_url(settings.whatsapp_port) + "/webhooks/whatsapp"
-    sandbox_url = settings.resolved_whatsapp_graph_base_url + "/_control/sent"
+    sandbox_base = settings.resolved_whatsapp_graph_base_url
+    sandbox_url = sandbox_base + "/_control/sent"
 
     async def go() -> int:
         control = {
@@ -217,7 +242,17 @@ def simulate_whatsapp(
         }  # the sandbox's control endpoints
         async with httpx.AsyncClient(timeout=10) as client:
             try:
+                if not is_loopback_url(
+                    sandbox_base
+                ):  # a real Graph API: no sandbox, and never the admin token
+                    raise KeyError("no sandbox")
                 after = (await client.get(sandbox_url, headers=control)).json()["last_seq"]
+                for media_id, data, mime in sample_media_of(body):
+                    await client.put(
+                        f"{sandbox_base}/_control/media/{media_id}",
+                        content=data,
+                        headers={**control, "Content-Type": mime},
+                    )
             except (httpx.HTTPError, ValueError, KeyError):
                 after = None
             try:
