@@ -79,6 +79,15 @@ async def test_add_gmail_with_a_pasted_code_and_on_a_loopback_redirect(
     assert f"reconnected gmail mailbox {mailbox}" in looped.stdout
     assert (await _mailbox(sessions, mailbox))[0].status == "active"
 
+    # against the sandbox, --loopback alone needs no browser: the command follows the consent URL itself
+    another = new_mailbox()
+    alone = await _invoke(cli, ["channel", "add-gmail", "--tenant", tenant.slug, "--client-secrets", secrets_file,
+                                "--loopback", "--login-hint", another, "--timeout", "60"],
+                          BROWSER="false", **_gmail_env(settings))  # fmt: skip
+    assert alone.exit_code == 0, alone.output
+    assert f"connected gmail mailbox {another}" in alone.stdout
+    assert (await _mailbox(sessions, another))[0].status == "active"
+
     # a pasted redirect URL of another consent (its state) is refused; an unknown tenant too
     other = await consent_code(settings, new_mailbox())
     wrong = await _invoke(cli, ["channel", "add-gmail", "--tenant", tenant.slug, "--client-secrets", secrets_file],

@@ -79,6 +79,16 @@ async def loopback_receiver(port: int = 0) -> tuple[asyncio.Server, int, asyncio
     return server, bound, received
 
 
+async def _follow_consent(url: str) -> None:
+    """GET the sandbox's consent URL and follow its redirect to the loopback listener (errors are the
+    listener's to report: it then times out with a clear message)."""
+    try:
+        async with httpx.AsyncClient(timeout=30, follow_redirects=True) as client:
+            await client.get(url)
+    except httpx.HTTPError:
+        pass
+
+
 @channel_app.command("add-gmail")
 @friendly_errors
 def add_gmail(
@@ -113,7 +123,8 @@ def add_gmail(
     Prints the consent URL. Without --loopback, paste the code (or the whole URL the browser was sent to)
     on stdin; with --loopback the command listens on 127.0.0.1 and takes the code from the redirect.
     Connecting a mailbox again (after `needs_reauth`) keeps its conversations. Against the local sandbox
-    (GMAIL_API_BASE_URL unset) consent is granted at once for --login-hint (default support@example.com).
+    (GMAIL_API_BASE_URL unset) consent is granted at once for --login-hint (default support@example.com),
+    and with --loopback (and no --open) the command follows the consent URL itself.
     """
     from switchboard.channels.gmail.client import GmailClient
     from switchboard.channels.gmail.mailboxes import (
@@ -133,6 +144,7 @@ def add_gmail(
         async with sessions() as session:
             owner = await get_tenant(session, tenant)
         server = None
+        follow: asyncio.Future[None] | None = None
         try:
             if loopback:
                 server, bound, received = await loopback_receiver(port)
@@ -150,6 +162,10 @@ def add_gmail(
                 if not await asyncio.to_thread(webbrowser.open, auth.url):
                     typer.echo("no browser could be opened here: open the URL above yourself "
                                "(against the sandbox, `curl -sL '<URL>'` is enough)", err=True)  # fmt: skip
+            elif server is not None and is_loopback_url(auth.url):
+                # the local sandbox grants consent without a person: follow its redirect to our listener
+                typer.echo("the local sandbox grants consent at once: following the URL", err=True)
+                follow = asyncio.ensure_future(_follow_consent(auth.url))
             if server is not None:
                 typer.echo(f"waiting for the redirect on {uri} (up to {timeout:g} s)...", err=True)
                 try:
@@ -169,6 +185,8 @@ def add_gmail(
             finally:
                 await client.aclose()
         finally:
+            if follow is not None:
+                follow.cancel()
             if server is not None:
                 server.close()
                 await server.wait_closed()
