@@ -108,6 +108,18 @@ class ChannelKit(Protocol):
         yield  # type: ignore[misc]
 
 
+async def receive_by_webhook(
+    kit: ChannelKit, settings: Settings, account_id: str, sender: str, text: str
+) -> None:
+    """:meth:`ChannelKit.receive` of a channel whose webhook carries the message: one signed delivery
+    through the channel's own service, stored once."""
+    body = encode(kit.delivery(account_id, [Posted(new_id("in"), sender, text)]))
+    async with kit.service(settings) as client:
+        response = await client.post(kit.signed_path(settings), content=body,
+                                     headers={"Content-Type": "application/json", **kit.sign(body, settings)})  # fmt: skip
+    assert response.status_code == 200 and response.json()["stored"] == 1, response.text
+
+
 class WhatsAppKit:
     name = "whatsapp"
     webhook_path = "/webhooks/whatsapp"
@@ -178,11 +190,7 @@ class WhatsAppKit:
         return "1555" + str(uuid.uuid4().int)[:7]
 
     async def receive(self, settings: Settings, account_id: str, sender: str, text: str) -> None:
-        body = encode(self.delivery(account_id, [Posted(new_id("in"), sender, text)]))
-        async with self.service(settings) as client:
-            response = await client.post(self.signed_path(settings), content=body,
-                                         headers={"Content-Type": "application/json", **self.sign(body, settings)})  # fmt: skip
-        assert response.status_code == 200 and response.json()["stored"] == 1, response.text
+        await receive_by_webhook(self, settings, account_id, sender, text)
 
     @asynccontextmanager
     async def service(self, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
@@ -246,11 +254,7 @@ class InstagramKit:
         return "9" + str(uuid.uuid4().int)[:15]  # an IGSID-shaped id
 
     async def receive(self, settings: Settings, account_id: str, sender: str, text: str) -> None:
-        body = encode(self.delivery(account_id, [Posted(new_id("in"), sender, text)]))
-        async with self.service(settings) as client:
-            response = await client.post(self.signed_path(settings), content=body,
-                                         headers={"Content-Type": "application/json", **self.sign(body, settings)})  # fmt: skip
-        assert response.status_code == 200 and response.json()["stored"] == 1, response.text
+        await receive_by_webhook(self, settings, account_id, sender, text)
 
     @asynccontextmanager
     async def service(self, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
