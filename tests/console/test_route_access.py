@@ -129,7 +129,10 @@ async def test_every_console_route_checks_login_role_and_tenant(console_app, con
                         answer = await client.request(route.method, path, data=data, headers=csrf)
                         assert answer.status_code == 403, f"{name} {what}: {answer.status_code}"
                     elif route.path not in STREAMING:
-                        _expect_allowed(await client.request(route.method, path, data=data, headers=csrf), f"{name} {what}")
+                        _expect_allowed(
+                            await client.request(route.method, path, data=data, headers=csrf),
+                            f"{name} {what}",
+                        )
         finally:
             for client, _ in clients.values():
                 await client.aclose()
@@ -142,7 +145,9 @@ async def orchestrator_app(console_settings) -> AsyncIterator[Any]:  # type: ign
         yield app
 
 
-async def test_every_admin_api_route_checks_token_role_and_tenant(orchestrator_app, console_settings, sessions, world):
+async def test_every_admin_api_route_checks_token_role_and_tenant(
+    orchestrator_app, console_settings, sessions, world
+):
     routes = list(_walk(orchestrator_app, "/v1/admin/tenants/{slug}"))
     assert len(routes) > 20
     tokens: dict[str, str] = {}
@@ -181,7 +186,9 @@ async def test_the_admin_api_accepts_a_console_session_with_its_csrf_header(cons
         assert listed.status_code == 200 and [c["id"] for c in listed.json()] == [str(world.conversation_id)]
         refused = await client.post(f"{base}/{world.conversation_id}/takeover")
         assert refused.status_code == 403 and "X-CSRF-Token" in refused.json()["detail"]
-        taken = await client.post(f"{base}/{world.conversation_id}/takeover", headers={"X-CSRF-Token": me.csrf})
+        taken = await client.post(
+            f"{base}/{world.conversation_id}/takeover", headers={"X-CSRF-Token": me.csrf}
+        )
         assert taken.status_code == 200, taken.text
         assert taken.json()["conversation"]["mode"] == "human"
         assert taken.json()["conversation"]["assigned_to"] == agent.email
