@@ -22,10 +22,10 @@ import httpx
 import pytest
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute, iter_route_contexts
-from services.orchestrator.main import create_app as create_orchestrator
 from switchboard.console.auth import create_api_token
 from switchboard.db.models import Role
 
+from services.orchestrator.main import create_app as create_orchestrator
 from tests.utils.console import log_in, new_user
 from tests.utils.handoff import make_customer_conversation
 

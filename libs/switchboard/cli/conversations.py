@@ -72,7 +72,7 @@ def conversations_show(
     try:
         wanted = uuid.UUID(conversation_id)
     except ValueError:
-        raise fail(f"not a conversation id: {conversation_id!r}")
+        raise fail(f"not a conversation id: {conversation_id!r}") from None
 
     async def work(session: Any) -> Any:
         tenant_row = await get_tenant(session, tenant)
