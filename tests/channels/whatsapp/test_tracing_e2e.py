@@ -67,14 +67,18 @@ async def test_one_whatsapp_message_is_one_span_tree_from_webhook_to_send(
     script = await answer_with_script(sessions, wa_tenant.tenant.id, offline_model, name=name)
     script.push(tool_calls(("check_order_status", {"order_number": "A-1001"})), text("It is on its way."))
     # a cold first turn (MCP discovery, a tool call) may take longer than the suite's 5 s worker timeout
-    settings = make_settings(orchestrator_port=free_port(), mcp_tools_port=free_port(), orchestrator_timeout_s=60.0)
+    settings = make_settings(
+        orchestrator_port=free_port(), mcp_tools_port=free_port(), orchestrator_timeout_s=60.0
+    )
     pid = wa_tenant.phone_number_id
     async with (
         serve_app(create_tools_app(settings), port=settings.mcp_tools_port),
         serve_orchestrator(settings),
         channel_service(settings) as svc,
     ):
-        response = await svc.post(text_body(phone_number_id=pid, wamid="wamid.TRACE1", text="where is A-1001?"))
+        response = await svc.post(
+            text_body(phone_number_id=pid, wamid="wamid.TRACE1", text="where is A-1001?")
+        )
         assert response.status_code == 200
         await run_worker_burst(settings)
     assert [m["text"] for m in sent_to(graph_sandbox[1], pid)] == ["It is on its way."]
@@ -101,7 +105,10 @@ async def test_one_whatsapp_message_is_one_span_tree_from_webhook_to_send(
     trace_id = int(row.trace_id, 16)
     messages = [s for s in finished if s.name == "inbound.message"]
     (message,) = [s for s in messages if s.parent is None]
-    assert (message.context.trace_id, message.context.span_id) == (trace_id, tracing.root_span_id(row.trace_id))
+    assert (message.context.trace_id, message.context.span_id) == (
+        trace_id,
+        tracing.root_span_id(row.trace_id),
+    )
     assert [link.context.span_id for link in message.links] in [[s.context.span_id] for s in jobs]
     assert message.attributes["inbound_message.id"] == str(row.id)
     # a later try of the same message is a child of that root, never a second span with its id
@@ -112,10 +119,15 @@ async def test_one_whatsapp_message_is_one_span_tree_from_webhook_to_send(
     assert turn.context.trace_id == trace_id
     # worker → orchestrator over HTTP: the httpx client span, then the orchestrator's server span
     assert _ancestors(turn, by_id)[:3] == ["POST /v1/turns", "POST", "inbound.message"]
-    assert (turn.attributes["turn.outcome"], turn.attributes["inbound_message.id"]) == ("answered", str(row.id))
+    assert (turn.attributes["turn.outcome"], turn.attributes["inbound_message.id"]) == (
+        "answered",
+        str(row.id),
+    )
 
     model_calls = sorted((s for s in finished if s.name == "llm.call"), key=lambda s: s.start_time or 0)
-    assert [(_parent(s), s.attributes["llm.deployment"], s.attributes["llm.fallback"]) for s in model_calls] == [
+    assert [
+        (_parent(s), s.attributes["llm.deployment"], s.attributes["llm.fallback"]) for s in model_calls
+    ] == [
         (turn.context.span_id, name, False),
         (turn.context.span_id, name, False),
     ]
