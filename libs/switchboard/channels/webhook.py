@@ -95,6 +95,9 @@ def meta_webhook_router(spec: MetaWebhook) -> APIRouter:
     """The router to mount at ``/webhooks/<spec.channel>``."""
     channel = spec.channel
     router = APIRouter(prefix=f"/webhooks/{channel}", tags=[channel])
+    # the metric children of this channel, looked up once (``labels()`` takes a lock per call)
+    acks: dict[str, Any] = {}
+    ack_seconds = metrics.WEBHOOK_ACK_SECONDS.labels(channel)
 
     def _accounts(request: Request, resources: ResourcesDep) -> AccountDirectory:
         return account_directory(request, resources, channel)
@@ -138,8 +141,11 @@ def meta_webhook_router(spec: MetaWebhook) -> APIRouter:
 
         def ack(outcome: str, response: Response) -> Response:
             """Count the answer (``switchboard_webhook_acks_total``, ``..._ack_seconds``) and return it."""
-            metrics.WEBHOOK_ACKS.labels(channel, outcome).inc()
-            metrics.WEBHOOK_ACK_SECONDS.labels(channel).observe(time.perf_counter() - started)
+            counter = acks.get(outcome)
+            if counter is None:
+                counter = acks[outcome] = metrics.WEBHOOK_ACKS.labels(channel, outcome)
+            counter.inc()
+            ack_seconds.observe(time.perf_counter() - started)
             return response
 
         limit = spec.max_body_bytes(settings)

@@ -33,7 +33,7 @@ import os
 import threading
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -202,7 +202,21 @@ def instrument_engine(engine: AsyncEngine) -> None:
     _engines.add(engine.sync_engine)
 
 
-@contextmanager
+class _NoSpan:
+    """What :func:`span` returns when tracing is off: enters as the non-recording span, does nothing."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> Span:
+        return INVALID_SPAN
+
+    def __exit__(self, *_exc: object) -> None:
+        return None
+
+
+_NO_SPAN = _NoSpan()
+
+
 def span(
     name: str,
     *,
@@ -210,18 +224,15 @@ def span(
     kind: SpanKind = SpanKind.INTERNAL,
     context: otel_context.Context | None = None,
     links: Sequence[Link] | None = None,
-) -> Iterator[Span]:
-    """A span around the block, current inside it; exceptions are recorded and set the status.
+) -> AbstractContextManager[Span]:
+    """A span around the block (``with span(...) as current:``), current inside it; exceptions are
+    recorded and set the status.
 
-    Off: yields a non-recording span and costs one check.
+    Off: a shared do-nothing context manager (one check; the webhook path calls this per request).
     """
     if _tracer is None:
-        yield INVALID_SPAN
-        return
-    with _tracer.start_as_current_span(
-        name, context=context, kind=kind, attributes=attributes, links=links
-    ) as current:
-        yield current
+        return _NO_SPAN
+    return _tracer.start_as_current_span(name, context=context, kind=kind, attributes=attributes, links=links)
 
 
 def set_error(current: Span, description: str) -> None:

@@ -283,6 +283,11 @@ class Supervisor:
                 **{
                     spec.port_setting: spec.port(self.settings) for spec in self.services if spec.port_setting
                 },
+                **{  # the workers' /metrics ports
+                    spec.metrics_port_setting: spec.metrics_port(self.settings)
+                    for spec in self.services
+                    if spec.metrics_port_setting
+                },
             },
             "services": {
                 c.spec.name: {"url": c.spec.url(self.settings), "pid": c.process.pid if c.process else None}
