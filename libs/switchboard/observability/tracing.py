@@ -224,15 +224,22 @@ def span(
     kind: SpanKind = SpanKind.INTERNAL,
     context: otel_context.Context | None = None,
     links: Sequence[Link] | None = None,
+    record_errors: bool = True,
 ) -> AbstractContextManager[Span]:
-    """A span around the block (``with span(...) as current:``), current inside it; exceptions are
-    recorded and set the status.
+    """A span around the block (``with span(...) as current:``), current inside it.
+
+    Args:
+        record_errors: an exception leaving the block is recorded and sets the error status; ``False``
+            where exceptions are flow control (ARQ's ``Retry``) and the caller marks failures itself.
 
     Off: a shared do-nothing context manager (one check; the webhook path calls this per request).
     """
     if _tracer is None:
         return _NO_SPAN
-    return _tracer.start_as_current_span(name, context=context, kind=kind, attributes=attributes, links=links)
+    return _tracer.start_as_current_span(
+        name, context=context, kind=kind, attributes=attributes, links=links,
+        record_exception=record_errors, set_status_on_exception=record_errors,
+    )  # fmt: skip
 
 
 def set_error(current: Span, description: str) -> None:
@@ -305,7 +312,8 @@ def message_span(
             attributes=attributes,
             links=links,
         )
-    with trace.use_span(started, end_on_exit=True):
+    # a Retry (conversation busy, orchestrator down) leaves through here: not an error of the span
+    with trace.use_span(started, end_on_exit=True, record_exception=False, set_status_on_exception=False):
         yield started
 
 

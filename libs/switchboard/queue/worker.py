@@ -88,14 +88,20 @@ def observed_job(
         attributes = {"messaging.system": "arq", "messaging.destination.name": queue.value, "job.name": name,
                       "job.try": int(ctx.get("job_try") or 1)}  # fmt: skip
         with tracing.span(
-            f"job {name}", kind=tracing.SpanKind.CONSUMER, context=parent, attributes=attributes
-        ) as current:
+            f"job {name}", kind=tracing.SpanKind.CONSUMER, context=parent, attributes=attributes,
+            record_errors=False,
+        ) as current:  # fmt: skip
             try:
                 result = await coroutine(ctx, *args, **kwargs)
                 outcome = "ok"
                 return result
             except Retry:
                 outcome = "retry"
+                raise
+            except BaseException as exc:  # recorded and re-raised: ARQ decides what happens next
+                if current.is_recording():
+                    current.record_exception(exc)
+                tracing.set_error(current, type(exc).__name__)
                 raise
             finally:
                 current.set_attribute("job.outcome", outcome)

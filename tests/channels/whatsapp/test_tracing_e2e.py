@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 from switchboard.observability import tracing
 from switchboard.seed import seed_demo_business
@@ -25,21 +23,11 @@ from tests.utils.servers import serve_app, serve_orchestrator
 from tests.utils.whatsapp import channel_service, sent_to, text_body
 from tests.utils.workers import run_worker_burst
 
-_EXPORTER = InMemorySpanExporter()
 
-
-@pytest.fixture
-def spans() -> InMemorySpanExporter:
-    """Tracing on for this process (the SDK is installed once; later apps are instrumented), emptied."""
-    assert tracing.configure_tracing(service="test", exporter=_EXPORTER)
-    _EXPORTER.clear()
-    return _EXPORTER
-
-
-def _one(spans: list[ReadableSpan], name: str, **attributes: Any) -> ReadableSpan:
+def _one(finished: list[ReadableSpan], name: str, **attributes: Any) -> ReadableSpan:
     found = [
         s
-        for s in spans
+        for s in finished
         if s.name == name and all((s.attributes or {}).get(k) == v for k, v in attributes.items())
     ]
     assert len(found) == 1, f"{name} {attributes}: {[(s.name, dict(s.attributes or {})) for s in found]}"
