@@ -23,7 +23,8 @@ The traces of one message (W3C Trace Context, ``traceparent``):
   without a ``traceparent``) still parents its spans inside the message's trace
   (:func:`within_message_trace`): a message id is enough to find the whole trace.
 
-A client span with no parent (arq polling Redis, a pool's ping) starts no trace (:class:`_RootFilter`).
+A client span of the instrumentations with no parent (arq polling Redis, a pool's ping) starts no
+trace (:class:`_RootFilter`).
 """
 
 from __future__ import annotations
@@ -151,8 +152,13 @@ def configure_tracing(*, service: str, exporter: SpanExporter | None = None) -> 
         return True
 
 
+ROOT_CLIENT_SPANS = frozenset({"llm.call", "outbox.send"})
+"""Our own client spans, which may start a trace (a memory summary's model call, a sweep's send)."""
+
+
 class _RootFilter:
-    """Sampler for spans without a parent: client spans (Redis polls, DB pings) start no trace."""
+    """Sampler for spans without a parent: the instrumentations' client spans (arq polling Redis, a
+    pool's ``SELECT 1``) start no trace; :data:`ROOT_CLIENT_SPANS` and every other kind do."""
 
     def __init__(self, delegate: Any) -> None:
         self._delegate = delegate
@@ -169,7 +175,7 @@ class _RootFilter:
     ) -> Any:
         from opentelemetry.sdk.trace.sampling import Decision, SamplingResult
 
-        if kind == SpanKind.CLIENT:
+        if kind == SpanKind.CLIENT and name not in ROOT_CLIENT_SPANS:
             return SamplingResult(Decision.DROP)
         return self._delegate.should_sample(
             parent_context, trace_id, name, kind, attributes, links, trace_state
