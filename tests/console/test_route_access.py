@@ -29,7 +29,7 @@ from services.orchestrator.main import create_app as create_orchestrator
 from tests.utils.console import log_in, new_user
 from tests.utils.handoff import make_customer_conversation
 
-PUBLIC = {"/login", "/logout", "/", "/healthz", "/docs", "/openapi.json"}
+PUBLIC = {"/login", "/logout", "/", "/healthz", "/metrics", "/docs", "/openapi.json"}
 """Console paths with no tenant check of their own (``/`` and ``/logout`` still need a login)."""
 STREAMING = {"/t/{slug}/events"}
 """Answers that never end while allowed (server-sent events): only the refusals are walked."""
