@@ -11,6 +11,7 @@ from switchboard.knowledge.routes import knowledge_admin_router
 from switchboard.llm import import_litellm
 from switchboard.service_app import create_service_app
 from switchboard.settings import Settings, load_settings
+from switchboard.tenant_config.routes import settings_admin_router
 from switchboard.tools.routes import admin_tools_router
 
 
@@ -20,6 +21,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return create_service_app(
         "orchestrator",
         settings or load_settings(),
-        routers=[turns_router, admin_tools_router, knowledge_admin_router, agents_router, gmail_admin_router],
+        routers=[
+            turns_router,
+            admin_tools_router,
+            knowledge_admin_router,
+            agents_router,
+            gmail_admin_router,
+            settings_admin_router,
+        ],
         description="The agent: bounded tool loop through the LLM Router; admin API.",
     )

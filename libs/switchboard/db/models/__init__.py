@@ -36,6 +36,7 @@ from switchboard.db.models.knowledge import (
     KnowledgeSourceFile,
     SourceStatus,
 )
+from switchboard.db.models.settings_audit import SettingsChange
 from switchboard.db.models.tenancy import Channel, ChannelAccount, Organization, Tenant
 from switchboard.db.models.tools import AuditLog, McpTenantTool, SecurityAlert, ToolReceipt, UserMemory
 from switchboard.db.models.turns import Turn, TurnStatus
@@ -78,6 +79,7 @@ __all__ = [
     "PendingActionStatus",
     "Product",
     "SecurityAlert",
+    "SettingsChange",
     "SourceStatus",
     "Store",
     "Tenant",
