@@ -57,21 +57,26 @@ def normalize_language(value: str | None) -> Language | None:
     return primary if primary in SUPPORTED_LANGUAGES else None  # type: ignore[return-value]
 
 
-@cache
-def translations(language: str) -> _gettext.NullTranslations:
-    """The compiled catalog of ``language`` (cached per process); English and unknown: no-op.
+def translations(language: str | None) -> _gettext.NullTranslations:
+    """The compiled catalog of ``language`` (``"es-MX"`` → ``es``; cached per process); unknown: no-op.
 
     Raises:
         OSError: the ``.po`` file of a supported language cannot be read.
         babel.messages.pofile.PoFileError: the ``.po`` file is malformed.
     """
+    lang = normalize_language(language)
+    return _NULL if lang is None else _compiled(lang)
+
+
+_NULL = _gettext.NullTranslations()
+
+
+@cache
+def _compiled(lang: str) -> _gettext.NullTranslations:
     from babel.messages.mofile import write_mo
     from babel.messages.pofile import read_po
     from babel.support import Translations
 
-    lang = normalize_language(language)
-    if lang is None:
-        return _gettext.NullTranslations()
     po = LOCALE_DIR / lang / "LC_MESSAGES" / f"{DOMAIN}.po"
     with po.open("rb") as handle:
         catalog = read_po(handle, locale=lang, domain=DOMAIN)
