@@ -162,7 +162,15 @@ def settings(database_url: str, redis_url: str, data_dir: Path) -> Settings:
         # another service starts it on a free port of its own.
         **{
             f"{name}_port": free_port()
-            for name in ("orchestrator", "whatsapp", "instagram", "gmail", "mcp_tools", "model_server")
+            for name in (
+                "orchestrator",
+                "whatsapp",
+                "instagram",
+                "gmail",
+                "mcp_tools",
+                "model_server",
+                "console",
+            )
         },
         embedded_redis_port=free_port(),
     )
@@ -232,7 +240,7 @@ def make_settings(
         values: dict[str, Any] = dict(
             settings.model_dump(include={
                 "database_url", "redis_url", "data_dir", "whatsapp_port", "instagram_port", "gmail_port",
-                "mcp_tools_port", "model_server_port", "embedded_redis_port",
+                "mcp_tools_port", "model_server_port", "console_port", "embedded_redis_port",
             }),
             log_format="console", meta_app_secret=APP_SECRET, meta_verify_token=VERIFY_TOKEN,
             whatsapp_graph_base_url=graph_sandbox[0], inbound_debounce_s=0.0, inbound_retry_defer_s=0.05,

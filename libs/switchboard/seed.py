@@ -23,12 +23,16 @@ __all__ = [
     "DEMO_SLUG",
     "DEMO_WHATSAPP_PHONE_NUMBER_ID",
     "DEMO_CUSTOMER_BSUID",
+    "DEMO_ADMIN_EMAIL",
+    "seed_demo_admin",
 ]
 
 DEMO_SLUG = "demo"
 DEMO_WHATSAPP_PHONE_NUMBER_ID = "106000000000001"
 DEMO_INSTAGRAM_ACCOUNT_ID = "17841400000000001"
 DEMO_MAILBOX = "support@example.com"
+DEMO_ADMIN_EMAIL = "admin@demo.example"
+"""Console login of the demo tenant's admin; the password is generated at seeding and printed once."""
 DEMO_CUSTOMER_BSUID = "US.10000000000000000001"
 """Business-scoped user id of the WhatsApp customer in ``shared/payloads``: demo orders A-1001 and A-1002
 are theirs (A-1003 belongs to ``wa_id`` 15550100098, A-1004 to ``switchboard simulate``'s demo customer)."""
@@ -181,3 +185,20 @@ async def seed_demo_if_empty(session: AsyncSession) -> Tenant | None:
     await seed_demo_business(session, tenant.id)
     await seed_demo_knowledge(session, tenant)
     return tenant
+
+
+async def seed_demo_admin(session: AsyncSession, tenant: Tenant) -> tuple[str, str]:
+    """The demo tenant's console admin (:data:`DEMO_ADMIN_EMAIL`) with a generated password.
+
+    Returns:
+        ``(email, password)``: the password exists only in this return value (``switchboard run``
+        prints it once); ``switchboard users passwd`` sets a new one.
+    """
+    from switchboard.console.auth import create_user, generate_password
+
+    password = generate_password()
+    await create_user(
+        session, email=DEMO_ADMIN_EMAIL, password=password, role="tenant_admin", tenant_id=tenant.id,
+        name="Demo admin",
+    )  # fmt: skip
+    return DEMO_ADMIN_EMAIL, password

@@ -1,4 +1,5 @@
-"""The FastAPI app shell every HTTP service shares: logging, resources in the lifespan, ``/healthz``."""
+"""The FastAPI app shell every HTTP service shares: logging, resources in the lifespan, ``/healthz``,
+and ``/docs`` (Swagger UI) served from vendored files under ``/_static`` (works offline, no CDN)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI
 
 from switchboard import __version__
+from switchboard.docs_ui import mount_local_docs
 from switchboard.health import health_router
 from switchboard.observability import configure_logging, get_logger
 from switchboard.runtime.resources import open_resources
@@ -46,8 +48,14 @@ def create_service_app(
         log.info("service stopped")
 
     app = FastAPI(
-        title=f"switchboard-{name}", version=__version__, description=description, lifespan=lifespan
+        title=f"switchboard-{name}",
+        version=__version__,
+        description=description,
+        lifespan=lifespan,
+        docs_url=None,  # /docs comes from the vendored Swagger UI (mount_local_docs), not a CDN
+        redoc_url=None,
     )
+    mount_local_docs(app)
     app.state.settings = settings
     app.include_router(health_router(name))
     for router in routers:

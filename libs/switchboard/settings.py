@@ -117,6 +117,8 @@ class NetworkSettings(BaseSettings):
     mcp_tools_port: int = Field(8104, ge=1, le=65535)
     model_server_port: int = Field(8105, ge=1, le=65535)
     """Port of the offline OpenAI-compatible model server (used when no provider key is set)."""
+    console_port: int = Field(8106, ge=1, le=65535)
+    """Port of the web console (inbox, conversation view, takeover)."""
     embedded_redis_port: int = Field(6380, ge=1, le=65535)
     """TCP port of the embedded Redis on ``host`` (only when ``REDIS_URL`` is unset)."""
     orchestrator_url_override: str | None = Field(None, validation_alias="ORCHESTRATOR_URL")
@@ -465,7 +467,23 @@ GENERATED_SECRETS: Mapping[SecretName, GeneratedSecret] = MappingProxyType(
 """Every secret :meth:`Settings.secret` resolves; ``switchboard run`` creates all of them at start-up."""
 
 
+class ConsoleSettings(BaseSettings):
+    """The web console's sessions and login limits (``switchboard.console``)."""
+
+    console_session_ttl_s: int = Field(12 * 3600, ge=60)
+    """A console session ends this long after login (seconds); logging in again starts a new one."""
+    console_cookie_secure: bool = False
+    """Send the session cookie only over HTTPS (set true behind the HTTPS proxy in production)."""
+    console_login_max_attempts: int = Field(5, ge=1)
+    """Failed logins allowed per e-mail within ``console_login_window_s``."""
+    console_login_max_attempts_per_ip: int = Field(20, ge=1)
+    """Failed logins allowed per client IP within ``console_login_window_s`` (any e-mails)."""
+    console_login_window_s: int = Field(900, ge=1)
+    """Window of the login rate limit (seconds); the limit clears by itself when it ends."""
+
+
 class Settings(
+    ConsoleSettings,
     GmailChannelSettings,
     KnowledgeBaseSettings,
     McpClientSettings,

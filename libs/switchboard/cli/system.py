@@ -32,7 +32,7 @@ def run() -> None:
     from switchboard.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
     from switchboard.runtime.services import SERVICES
     from switchboard.runtime.supervisor import RunLock, Supervisor, check_ports_free
-    from switchboard.seed import seed_demo_if_empty
+    from switchboard.seed import seed_demo_admin, seed_demo_if_empty
     from switchboard.settings import GENERATED_SECRETS
 
     started = time.monotonic()
@@ -85,12 +85,16 @@ def run() -> None:
         log.info("migrating database")
         upgrade(database_url)
 
+        demo_login: tuple[str, str] | None = None
+
         async def seed() -> None:
+            nonlocal demo_login
             engine = create_engine(database_url, pool_size=1)
             try:
                 async with session_scope(session_factory(engine)) as session:
                     tenant = await seed_demo_if_empty(session)
                     if tenant is not None:
+                        demo_login = await seed_demo_admin(session, tenant)
                         log.info("seeded demo tenant", tenant_id=str(tenant.id), slug=tenant.slug)
             finally:
                 await engine.dispose()
@@ -112,7 +116,7 @@ def run() -> None:
                 redis_url=redis_url if rd else None,
             )
             if not stop_requested:
-                _print_ready(settings, results, time.monotonic() - started)
+                _print_ready(settings, results, time.monotonic() - started, demo_login)
                 exit_code = supervisor.monitor()
     finally:
         supervisor.stop_all()
@@ -130,7 +134,9 @@ def _service_line(name: str, where: str, state: str, width: int) -> str:
     return f"{name:<{width}} {where:<28} {state}"
 
 
-def _print_ready(settings: Any, results: dict[str, tuple[bool, str]], seconds: float) -> None:
+def _print_ready(
+    settings: Any, results: dict[str, tuple[bool, str]], seconds: float, demo_login: tuple[str, str] | None
+) -> None:
     from switchboard.runtime.services import SERVICES, name_width
 
     lines = [f"switchboard {__version__} up in {seconds:.1f} s (DATA_DIR={settings.data_dir})"]
@@ -138,6 +144,14 @@ def _print_ready(settings: Any, results: dict[str, tuple[bool, str]], seconds: f
         ok, detail = results.get(spec.name, (False, "not started"))
         state = "healthy" if ok else "NOT HEALTHY: " + detail
         lines.append("  " + _service_line(spec.name, spec.where(settings), state, name_width()))
+    console_url = settings.service_url(settings.console_port)
+    if demo_login is not None:  # only on the run that seeded the demo: the password is stored nowhere else
+        lines.append(
+            f"Console: {console_url}/login  e-mail {demo_login[0]}  password {demo_login[1]}  "
+            "(shown once; `switchboard users passwd` sets a new one)"
+        )
+    else:
+        lines.append(f"Console: {console_url}/login")
     lines.append("Press Ctrl-C to stop. `switchboard status` checks the services from another terminal.")
     typer.echo("\n".join(lines))
 

@@ -38,6 +38,7 @@ from switchboard.conversations.lifecycle import (
     reassign,
     start_conversation,
     to_agent_console,
+    to_console_user,
     to_human,
 )
 
@@ -66,6 +67,7 @@ __all__ = [
     "resolve_customer",
     "start_conversation",
     "to_agent_console",
+    "to_console_user",
     "to_human",
     "transcript",
     "transcript_lines",

@@ -9,13 +9,15 @@ from        to          function
 ==========  ==========  =============================================================
 (none)      ai          :func:`open_conversation` / :func:`start_conversation`
 ai, human   human       :func:`to_human` (an agent, or the queue), :func:`reassign`
+ai, human   human       :func:`to_console_user` (a person in the web console takes it over)
 ai          human       :func:`to_agent_console` (a human agent's own chat)
 human       ai          :func:`back_to_ai`
 ai          closed      :func:`close`
 ==========  ==========  =============================================================
 
 Invariant (database check ``ck_conversations_human_has_owner``): a conversation in human mode has an
-assigned agent, a place in the queue, or is an agent's console. Each function runs in the caller's
+assigned agent (``assigned_agent_id``: on WhatsApp; ``assigned_user_id``: in the web console), a place
+in the queue, or is an agent's console. Each function runs in the caller's
 transaction on a conversation loaded in that session (lock it, ``FOR UPDATE``, where two writers may
 meet); agents' load counters are the handoff's business (:mod:`switchboard.handoff.assignment`).
 This module knows no transport.
@@ -52,6 +54,7 @@ __all__ = [
     "reassign",
     "start_conversation",
     "to_agent_console",
+    "to_console_user",
     "to_human",
 ]
 
@@ -92,6 +95,10 @@ class Actor:
     @classmethod
     def api(cls) -> Actor:
         return cls(ActorType.api)
+
+    @classmethod
+    def console_user(cls, user_id: uuid.UUID) -> Actor:
+        return cls(ActorType.console_user, str(user_id))
 
 
 class InvalidTransition(SwitchboardError):
@@ -308,6 +315,7 @@ async def reassign(
 
 def _hand_to(conversation: Conversation, agent_id: uuid.UUID | None, now: datetime) -> None:
     conversation.status = ConversationStatus.human.value
+    conversation.assigned_user_id = None  # a WhatsApp agent (or the queue) has it now, not the web console
     if agent_id is None:
         conversation.assigned_agent_id = None
         conversation.assigned_at = None
@@ -317,6 +325,44 @@ def _hand_to(conversation: Conversation, agent_id: uuid.UUID | None, now: dateti
             conversation.assigned_at = now
         conversation.assigned_agent_id = agent_id
         conversation.queued_at = None
+
+
+async def to_console_user(
+    session: AsyncSession,
+    conversation: Conversation,
+    *,
+    user_id: uuid.UUID,
+    reason: str,
+    trace_id: str | None = None,
+) -> ConversationEvent | None:
+    """A person in the web console takes the conversation over: human mode with ``assigned_user_id``,
+    out of the queue; from that moment no model is called for it. From ``ai`` or ``human`` (taking it
+    from a WhatsApp agent: the caller releases that agent's load first). ``None`` when that user has it.
+
+    Raises:
+        InvalidTransition: the conversation is closed or is an agent's own console.
+    """
+    before = conversation.status
+    if before == ConversationStatus.closed or conversation.is_agent_console:
+        raise InvalidTransition(conversation.id, before, ConversationStatus.human.value)
+    if before == ConversationStatus.human and conversation.assigned_user_id == user_id:
+        return None
+    now = utcnow()
+    conversation.status = ConversationStatus.human.value
+    conversation.assigned_user_id = user_id
+    conversation.assigned_agent_id = None
+    conversation.queued_at = None
+    conversation.assigned_at = now
+    conversation.escalation_reason = _cut(reason)
+    return _record(
+        session,
+        conversation,
+        from_status=before,
+        actor=Actor.console_user(user_id),
+        reason=reason,
+        trace_id=trace_id,
+        now=now,
+    )
 
 
 async def to_agent_console(
@@ -372,6 +418,7 @@ async def back_to_ai(
     now = utcnow()
     conversation.status = ConversationStatus.ai.value
     conversation.assigned_agent_id = None
+    conversation.assigned_user_id = None
     conversation.assigned_at = None
     conversation.queued_at = None
     conversation.escalation_reason = None

@@ -44,6 +44,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, Field
 
 from switchboard import __version__
+from switchboard.docs_ui import mount_local_docs
 from switchboard.llm.config import OFFLINE_DEMO_MODEL
 from switchboard.llm.lexical import LEXICAL_MODEL_NAME, lexical_embedding, tokenize
 from switchboard.llm.offline_demo import OFFLINE_MARKER, SUMMARY_INSTRUCTION_MARKER, demo_reply
@@ -361,7 +362,10 @@ def create_offline_app(
     app = FastAPI(
         title="switchboard-model-server",
         description="Offline OpenAI-compatible model server (demo stand-in and test fake).",
+        docs_url=None,
+        redoc_url=None,
     )
+    mount_local_docs(app)  # /docs from the vendored Swagger UI
     app.state.offline = state
     v1 = APIRouter(prefix="/v1", tags=["openai-compatible"])
 

@@ -66,6 +66,7 @@ SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("worker", "worker", "services.worker.main", queue=Queue.chat),
     ServiceSpec("worker_background", "worker", "services.worker_background.main", queue=Queue.background),
     ServiceSpec("model_server", "http", "services.model_server.main:create_app", "model_server_port"),
+    ServiceSpec("console", "http", "services.console.main:create_app", "console_port"),
 )
 
 

@@ -52,6 +52,7 @@ from switchboard.db.engine import session_scope
 from switchboard.db.models import McpTenantTool, Tenant
 from switchboard.db.rls import enter_tenant_role
 from switchboard.db.tenant_scope import TenantScope
+from switchboard.docs_ui import mount_local_docs
 from switchboard.errors import ToolError
 from switchboard.health import health_router
 from switchboard.observability import configure_logging, get_logger
@@ -401,7 +402,10 @@ def create_tools_app(settings: Settings, *, server: ToolServer | None = None) ->
         version=__version__,
         description="Tenant business tools over MCP (Streamable HTTP at /mcp, bearer token).",
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
+    mount_local_docs(app)  # /docs from the vendored Swagger UI (before the catch-all MCP mount)
     app.state.settings = settings
     app.state.tool_server = server
     app.include_router(health_router("mcp_tools"))

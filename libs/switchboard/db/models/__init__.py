@@ -12,6 +12,7 @@ from switchboard.db.models.business import (
     Product,
     Store,
 )
+from switchboard.db.models.console import ApiToken, ConsoleSession, ConsoleUser, ConversationRead, Role
 from switchboard.db.models.conversations import (
     ActorType,
     Conversation,
@@ -42,6 +43,11 @@ from switchboard.db.models.tools import AuditLog, McpTenantTool, SecurityAlert, 
 from switchboard.db.models.turns import Turn, TurnStatus
 
 __all__ = [
+    "ApiToken",
+    "ConsoleSession",
+    "ConsoleUser",
+    "ConversationRead",
+    "Role",
     "ActorType",
     "AgentStatus",
     "AuditLog",

@@ -40,6 +40,7 @@ class ActorType(StrEnum):
     business_app = "business_app"  # a person replying from the WhatsApp Business app on the phone
     system = "system"  # a sweep or job (idle close)
     api = "api"  # the admin API or the CLI
+    console_user = "console_user"  # a person logged in to the web console (``actor_id``: their user id)
 
 
 class IdentityKind(StrEnum):
@@ -170,9 +171,11 @@ class CustomerIdentity(TenantOwned, table=True):
 
 
 HUMAN_MODE_HAS_OWNER_CHECK = (
-    "status <> 'human' OR assigned_agent_id IS NOT NULL OR queued_at IS NOT NULL OR is_agent_console"
+    "status <> 'human' OR assigned_agent_id IS NOT NULL OR assigned_user_id IS NOT NULL "
+    "OR queued_at IS NOT NULL OR is_agent_console"
 )
-"""A conversation in human mode always has an agent, a place in the queue, or is an agent's console."""
+"""A conversation in human mode always has an agent (on WhatsApp or in the web console), a place in the
+queue, or is an agent's console."""
 
 
 class Conversation(TenantOwned, table=True):
@@ -213,6 +216,11 @@ class Conversation(TenantOwned, table=True):
         default=None, foreign_key="human_agents.id", index=True, ondelete="SET NULL"
     )
     """Human agent handling it while ``status == 'human'``."""
+    assigned_user_id: uuid.UUID | None = Field(
+        default=None, foreign_key="console_users.id", index=True, ondelete="SET NULL"
+    )
+    """Web console user who took it over (human mode without a WhatsApp agent); see
+    :func:`switchboard.conversations.lifecycle.to_console_user`."""
     escalation_reason: str | None = Field(default=None, sa_type=Text)
     last_customer_message_at: datetime | None = optional_time_field()
     """Start of the 24-hour customer-service window (WhatsApp / Instagram)."""
@@ -246,7 +254,7 @@ class ConversationEvent(TenantOwned, table=True):
         ),
         CheckConstraint("to_status IN ('ai', 'human', 'closed')", name="ck_conversation_events_to_status"),
         CheckConstraint(
-            "actor_type IN ('customer', 'ai', 'agent', 'business_app', 'system', 'api')",
+            "actor_type IN ('customer', 'ai', 'agent', 'business_app', 'system', 'api', 'console_user')",
             name="ck_conversation_events_actor_type",
         ),
         Index("ix_conversation_events_conversation_created", "conversation_id", "created_at"),

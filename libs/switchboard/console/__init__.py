@@ -1,0 +1,32 @@
+"""The web console (issue 15): users and roles, sessions, the inbox and the conversation page.
+
+* :mod:`~switchboard.console.auth`: users, argon2 passwords, server-side sessions, API tokens, login limit.
+* :mod:`~switchboard.console.deps`: the current user and the role/tenant check of every page.
+* :mod:`~switchboard.console.app`: templates, navigation (:func:`register_nav`), static files, errors.
+* :mod:`~switchboard.console.inbox`: what the inbox and the conversation page read.
+* :mod:`~switchboard.console.actions`: take over, reply, hand back, transfer, close, approve.
+* :mod:`~switchboard.console.live`: Redis pub/sub → server-sent events.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+__all__ = ["console_routers", "install_console", "register_nav"]
+
+
+def console_routers() -> list[APIRouter]:
+    """The console service's routers: the pages, then the conversations admin API."""
+    from switchboard.console.api import conversations_admin_router
+    from switchboard.console.conversation_pages import conversation_pages_router
+    from switchboard.console.pages import pages_router
+
+    return [pages_router, conversation_pages_router, conversations_admin_router]
+
+
+def __getattr__(name: str) -> object:
+    if name in ("install_console", "register_nav"):
+        from switchboard.console import app
+
+        return getattr(app, name)
+    raise AttributeError(f"module 'switchboard.console' has no attribute {name!r}")

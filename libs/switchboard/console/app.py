@@ -1,0 +1,163 @@
+"""The console service's building blocks: templates, navigation, static files, error pages.
+
+Pages are server-rendered (Jinja2, ``templates/``), partial updates use htmx (vendored in ``static/``),
+live updates arrive as server-sent events (:mod:`switchboard.console.live`). Every page route depends on
+:func:`switchboard.console.deps.page_access` (role and tenant checked) and every form carries the
+session's CSRF token.
+
+Other page packages add themselves with :func:`register_nav` (a nav entry) and by appending routers
+to the list :func:`console_routers` returns (or including their own in ``services/console/main.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from switchboard.console.auth import CSRF_FIELD, CSRF_HEADER
+from switchboard.console.deps import LoginRequired
+from switchboard.db.models import Role
+
+__all__ = [
+    "TEMPLATES_DIR",
+    "STATIC_DIR",
+    "HTMX_FILE",
+    "NavItem",
+    "NAV",
+    "register_nav",
+    "templates",
+    "render",
+    "install_console",
+]
+
+TEMPLATES_DIR = Path(__file__).parent / "templates"
+STATIC_DIR = Path(__file__).parent / "static"
+HTMX_FILE = "htmx-2.0.11.min.js"
+"""The vendored htmx build (``static/README.md``: origin, version, licence)."""
+
+
+@dataclass(frozen=True)
+class NavItem:
+    """One entry of the console's navigation bar.
+
+    Attributes:
+        key: stable id (``inbox``); the page passes it as ``active`` to highlight the entry.
+        label: the text shown (English source string; translated by the i18n layer).
+        path: under ``/t/{slug}`` for tenant pages (``/inbox``), or absolute for platform pages
+            (``platform=True``).
+        roles: who sees the entry (the route still checks on its own).
+    """
+
+    key: str
+    label: str
+    path: str
+    roles: frozenset[Role]
+    platform: bool = False
+
+    def href(self, slug: str | None) -> str | None:
+        if self.platform:
+            return self.path
+        return f"/t/{slug}{self.path}" if slug else None
+
+
+NAV: list[NavItem] = []
+"""The navigation, in order. The console core registers the inbox; page packages add theirs."""
+
+
+def register_nav(key: str, label: str, path: str, roles: Iterable[Role], *, platform: bool = False) -> None:
+    """Add (or replace, by ``key``) a navigation entry."""
+    item = NavItem(key=key, label=label, path=path, roles=frozenset(roles), platform=platform)
+    for index, existing in enumerate(NAV):
+        if existing.key == key:
+            NAV[index] = item
+            return
+    NAV.append(item)
+
+
+register_nav("inbox", "Inbox", "/inbox", (Role.platform_admin, Role.tenant_admin, Role.agent))
+
+templates = Jinja2Templates(
+    env=jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES_DIR), autoescape=True, extensions=["jinja2.ext.i18n"]
+    )
+)
+# English until the i18n layer installs gettext catalogs (templates already mark strings with _()).
+templates.env.install_null_translations(newstyle=True)  # type: ignore[attr-defined]
+templates.env.globals.update(HTMX_FILE=HTMX_FILE, CSRF_FIELD=CSRF_FIELD, CSRF_HEADER=CSRF_HEADER)
+
+
+def _nav_for(request: Request, role: str | None, slug: str | None) -> list[dict[str, Any]]:
+    if role is None:
+        return []
+    out = []
+    for item in NAV:
+        if Role(role) not in item.roles:
+            continue
+        href = item.href(slug)
+        if href:
+            out.append({"key": item.key, "label": item.label, "href": href})
+    return out
+
+
+def render(
+    request: Request,
+    template: str,
+    *,
+    status_code: int = 200,
+    headers: dict[str, str] | None = None,
+    **context: Any,
+) -> HTMLResponse:
+    """Render ``template`` with the viewer (``request.state.console``), the nav and ``context``.
+
+    The context always has ``user``, ``role``, ``csrf_token``, ``nav``, ``tenant`` (when given) and
+    ``active`` (the nav key to highlight).
+    """
+    info = getattr(request.state, "console", None)
+    tenant = context.get("tenant")
+    user = info.user if info else None
+    base = {
+        "request": request,
+        "user": user,
+        "role": user.role if user else None,
+        "csrf_token": info.csrf_token if info else "",
+        "nav": _nav_for(request, user.role if user else None, tenant.slug if tenant else None),
+        "active": context.pop("active", None),
+    }
+    return templates.TemplateResponse(
+        request, template, {**base, **context}, status_code=status_code, headers=headers
+    )
+
+
+def _wants_html(request: Request) -> bool:
+    return "text/html" in request.headers.get("accept", "") and not request.url.path.startswith("/v1/")
+
+
+def install_console(app: FastAPI) -> None:
+    """Static files under ``/static`` and the console's error answers (login redirect, error pages)."""
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="console-static")
+
+    @app.exception_handler(LoginRequired)
+    async def login_required(request: Request, exc: LoginRequired) -> Response:
+        target = "/login?next=" + request.url.path
+        if request.headers.get("HX-Request"):
+            return Response(status_code=401, headers={"HX-Redirect": target})
+        if request.method == "GET" and _wants_html(request):
+            return RedirectResponse(target, status_code=303)
+        return JSONResponse({"detail": "log in first"}, status_code=401)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if _wants_html(request) and not request.headers.get("HX-Request"):
+            return render(
+                request, "error.html", status_code=exc.status_code, code=exc.status_code, detail=exc.detail
+            )
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)

@@ -1,0 +1,128 @@
+"""Who is looking at a console page, as FastAPI dependencies (role and tenant checked on every route).
+
+* :data:`CurrentUserDep`: the logged-in user (:class:`~switchboard.console.auth.SessionInfo`) or
+  :class:`LoginRequired` (the app answers a page request with a redirect to ``/login``, an htmx request
+  with ``HX-Redirect``, anything else with 401).
+* :func:`page_access` ``(roles)``: the user, the tenant of the path's ``{slug}`` (404 for a tenant the
+  user may not see, like an unknown one) and the role check (403); unsafe methods also need the
+  session's CSRF token (form field ``csrf_token`` or header ``X-CSRF-Token``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Path, Request, status
+
+from switchboard.api.deps import SessionDep
+from switchboard.console.auth import (
+    CSRF_FIELD,
+    CSRF_HEADER,
+    SESSION_COOKIE,
+    SessionInfo,
+    csrf_matches,
+    load_session,
+    may_access_tenant,
+)
+from switchboard.db.models import Role, Tenant
+from switchboard.errors import SwitchboardError, TenantNotFound
+from switchboard.observability import get_logger
+from switchboard.tenants import get_tenant
+
+__all__ = [
+    "LoginRequired",
+    "PageContext",
+    "CurrentUserDep",
+    "current_user",
+    "page_access",
+    "platform_access",
+    "check_csrf",
+]
+
+log = get_logger(__name__)
+_UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
+
+
+class LoginRequired(SwitchboardError):
+    """No live console session: the page asks the person to log in."""
+
+
+async def current_user(request: Request, session: SessionDep) -> SessionInfo:
+    """The logged-in user's session, or :class:`LoginRequired`."""
+    info = await load_session(session, request.cookies.get(SESSION_COOKIE))
+    if info is None:
+        raise LoginRequired("log in first")
+    request.state.console = info
+    return info
+
+
+CurrentUserDep = Annotated[SessionInfo, Depends(current_user)]
+
+
+async def check_csrf(request: Request, info: SessionInfo) -> None:
+    """403 when an unsafe request carries neither the form field nor the header with the session's token."""
+    if request.method not in _UNSAFE:
+        return
+    given = request.headers.get(CSRF_HEADER)
+    if not given and request.headers.get("content-type", "").startswith(
+        ("application/x-www-form-urlencoded", "multipart/form-data")
+    ):
+        given = (await request.form()).get(CSRF_FIELD)  # cached: the route reads the same form
+    if not csrf_matches(info.csrf_token, given if isinstance(given, str) else None):
+        log.warning("console_csrf_rejected", path=request.url.path, user_id=str(info.user.id))
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN, "This form has expired: reload the page and try again."
+        )
+
+
+@dataclass(frozen=True)
+class PageContext:
+    """What a tenant page knows about its viewer."""
+
+    info: SessionInfo
+    tenant: Tenant
+
+    @property
+    def user(self):  # noqa: ANN201 (ConsoleUser; kept short for templates)
+        return self.info.user
+
+    @property
+    def role(self) -> Role:
+        return Role(self.info.user.role)
+
+
+def page_access(roles: Iterable[Role]) -> Callable[..., Awaitable[PageContext]]:
+    """Dependency for routes under ``/t/{slug}/...``: logged in, may see that tenant, role in ``roles``,
+    CSRF token on unsafe methods."""
+    allowed = frozenset(roles)
+
+    async def check(
+        request: Request,
+        slug: Annotated[str, Path(description="Tenant slug (or id).")],
+        info: CurrentUserDep,
+        session: SessionDep,
+    ) -> PageContext:
+        try:
+            tenant = await get_tenant(session, slug)
+        except TenantNotFound:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"tenant {slug!r} not found") from None
+        if not may_access_tenant(info.user, tenant.id):
+            log.warning("console_other_tenant", path=request.url.path, user_id=str(info.user.id))
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"tenant {slug!r} not found")
+        if Role(info.user.role) not in allowed:
+            log.warning("console_role_refused", path=request.url.path, role=info.user.role)
+            raise HTTPException(status.HTTP_403_FORBIDDEN, "Your role may not open this page.")
+        await check_csrf(request, info)
+        return PageContext(info=info, tenant=tenant)
+
+    return check
+
+
+async def platform_access(request: Request, info: CurrentUserDep) -> SessionInfo:
+    """Dependency for platform pages (no tenant in the path): platform admins only, CSRF on unsafe methods."""
+    if info.user.role != Role.platform_admin.value:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "Only platform admins may open this page.")
+    await check_csrf(request, info)
+    return info

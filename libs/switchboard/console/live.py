@@ -1,0 +1,80 @@
+"""Live updates for the console: Redis pub/sub in, server-sent events out.
+
+Whoever changes a conversation (the inbound job when a message arrives or is answered, the delivery
+loop when a part is sent, a console action) calls :func:`publish_conversation_event`; every open
+inbox or conversation page of that tenant receives it as an SSE ``conversation`` event and asks htmx
+to reload the part that changed. Publishing is best effort: a Redis hiccup is logged, never raised
+(the page also refreshes when the person acts, and on reload).
+
+Channel: ``console:tenant:<tenant_id>``; message: JSON ``{"conversation_id", "kind"}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import Request
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from switchboard.observability import get_logger
+
+__all__ = ["tenant_channel", "publish_conversation_event", "live_events", "SSE_PING_S"]
+
+log = get_logger(__name__)
+
+SSE_PING_S = 15
+"""Keep-alive comment interval of the event stream (proxies close idle connections)."""
+_POLL_S = 1.0
+"""How long one wait for a pub/sub message lasts before checking whether the browser left."""
+
+
+def tenant_channel(tenant_id: uuid.UUID | str) -> str:
+    """The Redis pub/sub channel of one tenant's console events."""
+    return f"console:tenant:{tenant_id}"
+
+
+async def publish_conversation_event(
+    redis: Any, *, tenant_id: uuid.UUID | str, conversation_id: uuid.UUID | str | None, kind: str
+) -> None:
+    """Tell the tenant's open console pages that a conversation changed (best effort, never raises).
+
+    Args:
+        redis: a redis-py asyncio client (a service's or worker's ARQ pool); ``None``: nothing is sent.
+        kind: what happened: ``message`` (a customer message), ``reply`` (an answer was written),
+            ``delivery`` (a part was sent or its status moved), ``status`` (mode or assignee changed).
+    """
+    if redis is None:
+        return
+    payload = json.dumps({"conversation_id": str(conversation_id) if conversation_id else None, "kind": kind})
+    try:
+        await redis.publish(tenant_channel(tenant_id), payload)
+    except Exception as exc:  # noqa: BLE001 (live updates are a convenience; the data is stored)
+        log.warning("console_publish_failed", tenant_id=str(tenant_id), error=type(exc).__name__)
+
+
+def live_events(request: Request, redis: Any, *, tenant_id: uuid.UUID) -> EventSourceResponse:
+    """An SSE response streaming the tenant's console events until the browser goes away."""
+
+    async def stream() -> AsyncIterator[ServerSentEvent]:
+        pubsub = redis.pubsub()
+        await pubsub.subscribe(tenant_channel(tenant_id))
+        try:
+            yield ServerSentEvent(data="{}", event="ready")
+            while not await request.is_disconnected():
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=_POLL_S)
+                if message is None:
+                    await asyncio.sleep(0)
+                    continue
+                data = message.get("data")
+                yield ServerSentEvent(
+                    data=data.decode() if isinstance(data, bytes) else str(data), event="conversation"
+                )
+        finally:
+            await pubsub.unsubscribe()
+            await pubsub.aclose()
+
+    return EventSourceResponse(stream(), ping=SSE_PING_S, headers={"Cache-Control": "no-store"})

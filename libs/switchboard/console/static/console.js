@@ -1,0 +1,30 @@
+// Switchboard console: live updates. The server streams the tenant's conversation events (SSE, fed
+// from Redis pub/sub); each one becomes a DOM event that htmx elements listen to:
+//   sb:changed        on <body>, for the inbox list (hx-trigger="sb:changed from:body")
+//   sb:thread         on <body>, when the event is about the conversation this page shows
+// Bursts are coalesced (one reload per 300 ms). The CSRF header of htmx requests is set on <body>.
+(function () {
+  "use strict";
+  var timers = {};
+  function fire(name, detail) {
+    clearTimeout(timers[name]);
+    timers[name] = setTimeout(function () {
+      document.body.dispatchEvent(new CustomEvent(name, { bubbles: true, detail: detail }));
+    }, 300);
+  }
+  function connect() {
+    var url = document.body.getAttribute("data-events");
+    if (!url || !window.EventSource) return;
+    var source = new EventSource(url);
+    source.addEventListener("ready", function () { document.body.setAttribute("data-live", "on"); });
+    source.addEventListener("conversation", function (event) {
+      var data = {};
+      try { data = JSON.parse(event.data); } catch (e) { return; }
+      fire("sb:changed", data);
+      var shown = document.body.getAttribute("data-conversation");
+      if (shown && data.conversation_id === shown) fire("sb:thread", data);
+    });
+    source.onerror = function () { document.body.setAttribute("data-live", "off"); };
+  }
+  document.addEventListener("DOMContentLoaded", connect);
+})();

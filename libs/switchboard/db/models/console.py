@@ -1,0 +1,104 @@
+"""Web console users, their server-side sessions and API tokens, and what each user has read."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import StrEnum
+
+from sqlalchemy import CheckConstraint, DateTime, Index, String, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from switchboard.db.models.base import created_at_field, id_field, optional_time_field, updated_at_field
+
+
+class Role(StrEnum):
+    """What a console user may do (``console_users.role``)."""
+
+    platform_admin = "platform_admin"  # every tenant, the platform pages; no tenant of their own
+    tenant_admin = "tenant_admin"  # everything of one tenant (settings, knowledge, tools, people, inbox)
+    agent = "agent"  # the inbox of one tenant: read conversations, take over, reply, hand back
+
+
+ROLE_CHECK = "role IN ('platform_admin', 'tenant_admin', 'agent')"
+
+
+class ConsoleUser(SQLModel, table=True):
+    """A person who logs in to the web console (e-mail + argon2 password hash).
+
+    A platform admin has no tenant (``tenant_id`` null); every other role belongs to exactly one.
+    """
+
+    __tablename__ = "console_users"
+    __table_args__ = (
+        CheckConstraint(ROLE_CHECK, name="ck_console_users_role"),
+        CheckConstraint(
+            "(role = 'platform_admin') = (tenant_id IS NULL)", name="ck_console_users_tenant_by_role"
+        ),
+    )
+
+    id: uuid.UUID = id_field()
+    tenant_id: uuid.UUID | None = Field(
+        default=None, foreign_key="tenants.id", index=True, ondelete="CASCADE"
+    )
+    """The user's tenant; null for a platform admin."""
+    email: str = Field(max_length=320, sa_column_kwargs={"unique": True})
+    """Lower-cased login e-mail, unique across the platform."""
+    name: str = Field(default="", max_length=200)
+    role: str = Field(sa_type=String(16))
+    """A :class:`Role`."""
+    password_hash: str = Field(max_length=512)
+    """pwdlib argon2id hash (``$argon2id$...``)."""
+    is_active: bool = Field(default=True)
+    last_login_at: datetime | None = optional_time_field()
+    created_at: datetime = created_at_field()
+    updated_at: datetime = updated_at_field()
+
+
+class ConsoleSession(SQLModel, table=True):
+    """A logged-in browser: the cookie holds a random token, the row only its SHA-256."""
+
+    __tablename__ = "console_sessions"
+    __table_args__ = (Index("ix_console_sessions_expires", "expires_at"),)
+
+    id: uuid.UUID = id_field()
+    token_hash: str = Field(max_length=64, sa_column_kwargs={"unique": True})
+    """SHA-256 hex of the cookie value (a stolen database dump holds no usable session)."""
+    user_id: uuid.UUID = Field(foreign_key="console_users.id", index=True, ondelete="CASCADE")
+    csrf_token: str = Field(max_length=64)
+    """Sent back by every form (hidden field) and htmx request (``X-CSRF-Token``)."""
+    created_at: datetime = created_at_field()
+    expires_at: datetime = Field(sa_type=DateTime(timezone=True))
+    last_seen_at: datetime = created_at_field()
+
+
+class ApiToken(SQLModel, table=True):
+    """A per-user bearer token for the admin API, acting with the user's role and tenant."""
+
+    __tablename__ = "console_api_tokens"
+    __table_args__ = (UniqueConstraint("token_hash", name="uq_console_api_tokens_hash"),)
+
+    id: uuid.UUID = id_field()
+    user_id: uuid.UUID = Field(foreign_key="console_users.id", index=True, ondelete="CASCADE")
+    name: str = Field(default="", max_length=100)
+    token_hash: str = Field(max_length=64)
+    """SHA-256 hex of the token (shown once when created: ``sbu_...``)."""
+    created_at: datetime = created_at_field()
+    last_used_at: datetime | None = optional_time_field()
+    revoked_at: datetime | None = optional_time_field()
+
+
+class ConversationRead(SQLModel, table=True):
+    """Until when a user has read a conversation (the inbox's "unread" filter and bold rows)."""
+
+    __tablename__ = "console_conversation_reads"
+    __table_args__ = (
+        UniqueConstraint("user_id", "conversation_id", name="uq_console_reads_user_conversation"),
+        CheckConstraint("read_at IS NOT NULL", name="ck_console_reads_read_at"),
+    )
+
+    id: uuid.UUID = id_field()
+    tenant_id: uuid.UUID = Field(foreign_key="tenants.id", index=True, ondelete="CASCADE")
+    user_id: uuid.UUID = Field(foreign_key="console_users.id", ondelete="CASCADE")
+    conversation_id: uuid.UUID = Field(foreign_key="conversations.id", ondelete="CASCADE")
+    read_at: datetime = created_at_field()

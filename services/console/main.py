@@ -1,0 +1,25 @@
+"""console service: the web console (inbox, conversation view, takeover and replies) for people.
+
+Run: `uvicorn services.console.main:create_app --factory` (`switchboard run` does this).
+Pages are server-rendered with htmx and live updates over server-sent events; every asset is served
+from the repository (no CDN). The admin API's conversation routes are mounted here too, so a logged-in
+browser can call them with its session.
+"""
+
+from fastapi import FastAPI
+from switchboard.console import console_routers, install_console
+from switchboard.service_app import create_service_app
+from switchboard.settings import Settings, load_settings
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Assemble the service; tests pass settings, production reads the environment."""
+    app = create_service_app(
+        "console",
+        settings or load_settings(),
+        routers=console_routers(),
+        description="The web console: inbox, conversations, takeover and replies; the conversations "
+        "admin API (session, API token or ADMIN_TOKEN).",
+    )
+    install_console(app)
+    return app
