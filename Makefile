@@ -57,7 +57,7 @@ format: $(DEV_STAMP)
 LOCALE_DIR := libs/switchboard/i18n/locale
 i18n: $(DEV_STAMP) ## re-extract the gettext catalogs (Babel) and merge them into en/es .po files
 	$(VENV)/bin/pybabel extract -F babel.cfg -k N_ --no-location --sort-output --omit-header -o $(LOCALE_DIR)/messages.pot libs/switchboard
-	$(VENV)/bin/pybabel update -i $(LOCALE_DIR)/messages.pot -d $(LOCALE_DIR) -D messages --no-location --omit-header --ignore-obsolete
+	$(VENV)/bin/pybabel update -i $(LOCALE_DIR)/messages.pot -d $(LOCALE_DIR) -D messages --omit-header --ignore-obsolete --no-wrap
 
 clean-data: ## delete DATA_DIR (./.switchboard): embedded databases, generated secrets
 	rm -rf ./.switchboard

@@ -20,8 +20,16 @@ def console_routers() -> list[APIRouter]:
     from switchboard.console.api import conversations_admin_router
     from switchboard.console.conversation_pages import conversation_pages_router
     from switchboard.console.pages import pages_router
+    from switchboard.console.settings_pages import settings_pages_router
+    from switchboard.tenant_config.routes import settings_admin_router
 
-    return [pages_router, conversation_pages_router, conversations_admin_router]
+    return [
+        pages_router,
+        conversation_pages_router,
+        conversations_admin_router,
+        settings_pages_router,
+        settings_admin_router,
+    ]
 
 
 def __getattr__(name: str) -> object:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from fastapi import HTTPException, Query, status
 from pydantic import BaseModel, Field, RootModel
 
+from switchboard.api.access import Principal, PrincipalDep
 from switchboard.api.deps import SessionDep, SessionsDep, SettingsDep, TenantDep
 from switchboard.api.routers import tenant_admin_router
 from switchboard.crypto import CredentialCipher
@@ -156,15 +157,26 @@ async def get_settings_schema(tenant: TenantDep) -> dict[str, Any]:
     return {name: model.model_json_schema() for name, model in all_sections().items()}
 
 
+def api_actor(principal: Principal) -> tuple[str, Literal["api", "console"]]:
+    """``("api:admin-token", "api")``, ``("api:<email>", "api")`` (a user's API token) or
+    ``("console:<email>", "console")`` (a logged-in browser)."""
+    if principal.user is None:
+        return "api:admin-token", "api"
+    if principal.via == "session":
+        return f"console:{principal.user.email}", "console"
+    return f"api:{principal.user.email}", "api"
+
+
 async def _save(
-    tenant: Tenant, sessions: Any, settings: Settings, document: dict, *, patch: bool
+    tenant: Tenant, sessions: Any, settings: Settings, document: dict, principal: Principal, *, patch: bool
 ) -> SettingsSaved:
+    actor, source = api_actor(principal)
     try:
         async with session_scope(sessions) as session:
             row = await get_tenant(session, str(tenant.id))
             saver = patch_settings if patch else save_settings
             change = await saver(
-                session, row, document, actor="api:admin-token", source="api", cipher=cipher_factory(settings)
+                session, row, document, actor=actor, source=source, cipher=cipher_factory(settings)
             )
             view = view_of(row)
     except SettingsInvalid as exc:
@@ -182,11 +194,15 @@ async def _save(
     "Audited when something changed.",
 )
 async def put_settings(
-    body: SettingsDocument, tenant: TenantDep, sessions: SessionsDep, settings: SettingsDep
+    body: SettingsDocument,
+    tenant: TenantDep,
+    sessions: SessionsDep,
+    settings: SettingsDep,
+    principal: PrincipalDep,
 ) -> SettingsSaved:
     document: dict[str, Any] = {name: {} for name in all_sections()}
     document.update(body.root)
-    return await _save(tenant, sessions, settings, document, patch=False)
+    return await _save(tenant, sessions, settings, document, principal, patch=False)
 
 
 @settings_admin_router.patch(
@@ -199,9 +215,42 @@ async def put_settings(
     "deployment's stored key, matched by ``id``). The sections it touches are validated whole; audited.",
 )
 async def patch_settings_route(
-    body: SettingsDocument, tenant: TenantDep, sessions: SessionsDep, settings: SettingsDep
+    body: SettingsDocument,
+    tenant: TenantDep,
+    sessions: SessionsDep,
+    settings: SettingsDep,
+    principal: PrincipalDep,
 ) -> SettingsSaved:
-    return await _save(tenant, sessions, settings, body.root, patch=True)
+    return await _save(tenant, sessions, settings, body.root, principal, patch=True)
+
+
+class ProbePublic(BaseModel):
+    """The result of one test call of a deployment."""
+
+    ok: bool
+    deployment_id: str
+    answer: str | None
+    error: str | None
+    duration_ms: float
+
+
+@settings_admin_router.post(
+    "/deployments/{deployment_id}/test",
+    response_model=ProbePublic,
+    summary="Test one stored model deployment",
+    description="One short completion through that deployment alone (its stored key, no retries, no "
+    "fallback, 20 s budget); nothing is stored. A provider's failure is the answer (``ok: false``), not "
+    "an HTTP error. 404: no deployment with that id.",
+)
+async def post_test_deployment(deployment_id: str, tenant: TenantDep, settings: SettingsDep) -> ProbePublic:
+    from switchboard.tenant_config.probe import probe_deployment
+
+    deployments = tenant_settings_from(tenant.settings_extensions).llm.deployments
+    deployment = next((d for d in deployments if d.id == deployment_id), None)
+    if deployment is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no deployment {deployment_id!r}")
+    result = await probe_deployment(settings, deployment)
+    return ProbePublic(**result.__dict__)
 
 
 @settings_admin_router.get(

@@ -1,7 +1,7 @@
 """Audit trail of tenant settings changes; tenant suspension.
 
 Revision ID: 0014_settings_audit
-Revises: 0012_tool_server_rls
+Revises: 0013_console_users
 Create Date: 2026-12-01 15:30:00
 
 * ``settings_changes``: one row per saved change of ``tenants.settings_extensions`` (CLI, admin API,
@@ -17,7 +17,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0014_settings_audit"
-down_revision: str | None = "0012_tool_server_rls"
+down_revision: str | None = "0013_console_users"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
