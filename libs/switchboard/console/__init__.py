@@ -19,8 +19,10 @@ def console_routers() -> list[APIRouter]:
     """The console service's routers: the pages, then the conversations admin API."""
     from switchboard.console.api import conversations_admin_router
     from switchboard.console.conversation_pages import conversation_pages_router
+    from switchboard.console.knowledge_pages import knowledge_pages_router
     from switchboard.console.pages import pages_router
     from switchboard.console.settings_pages import settings_pages_router
+    from switchboard.knowledge.routes import knowledge_admin_router
     from switchboard.tenant_config.routes import settings_admin_router
 
     return [
@@ -29,6 +31,8 @@ def console_routers() -> list[APIRouter]:
         conversations_admin_router,
         settings_pages_router,
         settings_admin_router,
+        knowledge_pages_router,
+        knowledge_admin_router,
     ]
 
 
