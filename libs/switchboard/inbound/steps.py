@@ -369,6 +369,17 @@ async def agent_console(ic: InboundContext) -> Outcome | None:
     return Outcome(outcome)
 
 
+async def suspended(ic: InboundContext) -> Outcome | None:
+    """A tenant a platform admin suspended (``tenants.suspended_at``): the message stays stored, unanswered."""
+    async with ic.deps.resources.sessions() as session:
+        tenant = await session.get(Tenant, ic.row.tenant_id)
+    if tenant is None or tenant.suspended_at is None:
+        return None
+    log.warning("inbound_tenant_suspended")
+    await finish(ic, InboundState.done, "tenant suspended: not answered")
+    return Outcome.suspended
+
+
 async def customer_limit(ic: InboundContext) -> Outcome | None:
     """Over the per-customer limit (sliding window): one polite reply per window, then silence.
 
@@ -814,6 +825,7 @@ STEPS: tuple[Step, ...] = (
     record_only,
     customer_profile,
     agent_console,
+    suspended,
     customer_limit,
     tenant_limit,
     buttons,
