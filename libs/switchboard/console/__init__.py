@@ -22,6 +22,7 @@ def console_routers() -> list[APIRouter]:
     from switchboard.console.api import conversations_admin_router
     from switchboard.console.conversation_pages import conversation_pages_router
     from switchboard.console.knowledge_pages import knowledge_pages_router
+    from switchboard.console.operations_pages import operations_pages_router
     from switchboard.console.pages import pages_router
     from switchboard.console.platform_pages import platform_pages_router
     from switchboard.console.settings_pages import settings_pages_router
@@ -39,6 +40,7 @@ def console_routers() -> list[APIRouter]:
         analytics_pages_router,
         analytics_admin_router,
         platform_pages_router,
+        operations_pages_router,
     ]
 
 
