@@ -21,7 +21,7 @@ __all__ = ["analytics_pages_router", "CHARTS"]
 
 analytics_pages_router = APIRouter(include_in_schema=False)
 AdminPage = Annotated[PageContext, Depends(page_access(ADMIN_ROLES))]
-register_nav("analytics", "Analytics", "/analytics", ADMIN_ROLES)
+register_nav("analytics", N_("Analytics"), "/analytics", ADMIN_ROLES)
 
 CHARTS: tuple[tuple[str, str, str], ...] = (
     ("conversations", N_("Conversations"), ""),

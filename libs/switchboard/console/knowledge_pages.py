@@ -19,6 +19,7 @@ from switchboard.api.deps import ResourcesDep, SessionDep, SettingsDep
 from switchboard.console.app import register_nav, render
 from switchboard.console.deps import PageContext, page_access
 from switchboard.db.models import KnowledgeSource
+from switchboard.i18n import N_
 from switchboard.knowledge.embeddings import EmbeddingFailed, resolve_embedding_config
 from switchboard.knowledge.ingest import list_sources, register_upload
 from switchboard.knowledge.jobs import enqueue_ingest, read_progress
@@ -31,7 +32,17 @@ __all__ = ["knowledge_pages_router", "ingest_percent"]
 log = get_logger(__name__)
 knowledge_pages_router = APIRouter(include_in_schema=False)
 AdminPage = Annotated[PageContext, Depends(page_access(ADMIN_ROLES))]
-register_nav("knowledge", "Knowledge", "/knowledge", ADMIN_ROLES)
+register_nav("knowledge", N_("Knowledge"), "/knowledge", ADMIN_ROLES)
+_WORDS = (
+    N_("pending"),
+    N_("processing"),
+    N_("ready"),
+    N_("failed"),
+    N_("created"),
+    N_("replaced"),
+    N_("unchanged"),
+)
+"""Document states and upload outcomes the templates translate."""
 
 _BUSY = ("pending", "processing")
 

@@ -24,15 +24,18 @@ from switchboard.api.deps import SessionDep
 from switchboard.console.app import register_nav, render
 from switchboard.console.deps import PageContext, page_access
 from switchboard.db.models import ConsoleUser, HumanAgent
+from switchboard.i18n import N_
 from switchboard.tools.toolbox import UnknownTool, configure_tool, list_assignments, set_enabled
 
 __all__ = ["operations_pages_router", "channel_health"]
 
 operations_pages_router = APIRouter(include_in_schema=False)
 AdminPage = Annotated[PageContext, Depends(page_access(ADMIN_ROLES))]
-register_nav("tools", "Tools", "/tools", ADMIN_ROLES)
-register_nav("channels", "Channels", "/channels", ADMIN_ROLES)
-register_nav("people", "People", "/people", ADMIN_ROLES)
+register_nav("tools", N_("Tools"), "/tools", ADMIN_ROLES)
+register_nav("channels", N_("Channels"), "/channels", ADMIN_ROLES)
+register_nav("people", N_("People"), "/people", ADMIN_ROLES)
+_WORDS = (N_("stored"), N_("missing"), N_("needs_reauth"), N_("online"), N_("offline"))
+"""Token and agent states the templates translate."""
 
 
 async def _tools_page(

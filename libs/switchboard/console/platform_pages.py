@@ -16,6 +16,7 @@ from switchboard.console.auth import SessionInfo
 from switchboard.console.deps import platform_access
 from switchboard.db.models import Role
 from switchboard.errors import TenantNotFound
+from switchboard.i18n import N_
 from switchboard.platform_ops import (
     DeadLetterNotFound,
     dead_letters,
@@ -30,7 +31,7 @@ __all__ = ["platform_pages_router"]
 
 platform_pages_router = APIRouter(include_in_schema=False)
 PlatformDep = Annotated[SessionInfo, Depends(platform_access)]
-register_nav("platform", "Platform", "/platform", (Role.platform_admin,), platform=True)
+register_nav("platform", N_("Platform"), "/platform", (Role.platform_admin,), platform=True)
 
 
 async def _page(

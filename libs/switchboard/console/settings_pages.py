@@ -17,6 +17,7 @@ from switchboard.api.deps import SessionDep, SessionsDep, SettingsDep
 from switchboard.console.app import register_nav, render
 from switchboard.console.deps import PageContext, page_access
 from switchboard.db.engine import session_scope
+from switchboard.i18n import N_
 from switchboard.tenant_config import (
     SettingsInvalid,
     effective_document,
@@ -34,7 +35,12 @@ __all__ = ["settings_pages_router", "console_actor"]
 settings_pages_router = APIRouter(include_in_schema=False)
 AdminPage = Annotated[PageContext, Depends(page_access(ADMIN_ROLES))]
 
-register_nav("settings", "Agent settings", "/settings", ADMIN_ROLES)
+register_nav("settings", N_("Agent settings"), "/settings", ADMIN_ROLES)
+_SECTION_TITLES = (
+    N_("agent"), N_("loop"), N_("llm"), N_("handoff"), N_("memory"), N_("tools"), N_("knowledge"),
+    N_("locale"), N_("rate limits"), N_("whatsapp"), N_("instagram"), N_("gmail"),
+)  # fmt: skip
+"""Section titles the form translates (``_(section.title)``)."""
 
 
 def console_actor(page: PageContext) -> str:
