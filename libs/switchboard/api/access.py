@@ -124,6 +124,7 @@ def tenant_access(roles: Iterable[Role] = ADMIN_ROLES) -> Callable[..., Awaitabl
         request.state.principal = principal
         return principal
 
+    check.roles = allowed  # type: ignore[attr-defined]  # read by the route walk test (tests/console)
     return check
 
 

@@ -7,15 +7,18 @@ functions (:mod:`switchboard.console.inbox`, :mod:`switchboard.console.actions`)
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
 from fastapi import HTTPException, Query, status
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from switchboard.api.access import INBOX_ROLES
-from switchboard.api.deps import SessionDep, TenantDep
+from switchboard.api.access import INBOX_ROLES, Principal, PrincipalDep
+from switchboard.api.deps import ResourcesDep, SessionDep, SessionsDep, TenantDep
 from switchboard.api.routers import tenant_admin_router
+from switchboard.console import actions
+from switchboard.console.actions import REPLY_MAX_CHARS, Actioner, ActionRefused
 from switchboard.console.inbox import InboxFilters, Mode, conversation_view, list_inbox
 
 __all__ = ["conversations_admin_router", "ConversationSummary", "ConversationDetail"]
@@ -158,3 +161,145 @@ async def get_conversation(
     if view is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "conversation not found")
     return detail_of(view)
+
+
+class ReplyBody(BaseModel):
+    text: str = Field(min_length=1, max_length=REPLY_MAX_CHARS, description="What the customer receives.")
+
+
+class TransferBody(BaseModel):
+    to: str = Field(
+        description="`user:<id>` (a console user of the tenant) or `agent:<id>` (an online WhatsApp agent).",
+        max_length=80,
+    )
+
+
+class DecisionBody(BaseModel):
+    approve: bool
+    reason: str | None = Field(None, max_length=500, description="Why it was rejected (optional).")
+
+
+class ActionResult(BaseModel):
+    """The conversation after the action, and what happened in words."""
+
+    message: str | None = None
+    trace_id: str | None = None
+    conversation: ConversationDetail
+
+
+def _who(tenant: Any, principal: Principal) -> Actioner:
+    return Actioner(tenant_id=tenant.id, user=principal.user)
+
+
+async def _done(
+    session: SessionDep, tenant: Any, conversation_id: uuid.UUID, run: Callable[[], Awaitable[Any]]
+) -> ActionResult:
+    try:
+        outcome = await run()
+    except LookupError:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "conversation not found") from None
+    except ActionRefused as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    view = await conversation_view(session, tenant_id=tenant.id, conversation_id=conversation_id)
+    assert view is not None
+    message, trace_id = (
+        (None, outcome) if isinstance(outcome, str) and outcome.startswith("console-") else (outcome, None)
+    )
+    return ActionResult(message=message, trace_id=trace_id, conversation=detail_of(view))
+
+
+_ACTION_RESPONSES: dict[int | str, dict[str, Any]] = {
+    404: {"description": "No such conversation in this tenant (or unknown tenant)"},
+    409: {"description": "The action cannot be done now (the detail says why)"},
+}
+
+
+@conversations_admin_router.post(
+    "/{conversation_id}/takeover", response_model=ActionResult, responses=_ACTION_RESPONSES,
+    summary="Take the conversation over (the AI stops at once)",
+    description="The calling console user (session or user API token) handles it now: no model is called "
+    "for it until it is handed back; a WhatsApp agent who had it is told. 409 with ADMIN_TOKEN (nobody to "
+    "reply as) or when it is closed.",
+)  # fmt: skip
+async def post_takeover(
+    conversation_id: uuid.UUID, tenant: TenantDep, principal: PrincipalDep, session: SessionDep,
+    sessions: SessionsDep, resources: ResourcesDep,
+) -> ActionResult:  # fmt: skip
+    who = _who(tenant, principal)
+    return await _done(session, tenant, conversation_id,
+                       lambda: actions.take_over(sessions, resources.redis, who=who, conversation_id=conversation_id))  # fmt: skip
+
+
+@conversations_admin_router.post(
+    "/{conversation_id}/reply", response_model=ActionResult, responses=_ACTION_RESPONSES,
+    summary="Reply to the customer as the person who took the conversation over",
+    description="Written through the one outbox (purpose `human_reply`) and sent on the customer's own "
+    "channel by the delivery loop, which applies the channel's window rules (WhatsApp: free text only "
+    "within 24 h of the customer's last message; Instagram: `HUMAN_AGENT` tag up to 7 days). 409 unless "
+    "the caller has taken the conversation over.",
+)  # fmt: skip
+async def post_reply(
+    conversation_id: uuid.UUID, body: ReplyBody, tenant: TenantDep, principal: PrincipalDep,
+    session: SessionDep, sessions: SessionsDep, resources: ResourcesDep,
+) -> ActionResult:  # fmt: skip
+    who = _who(tenant, principal)
+    return await _done(session, tenant, conversation_id, lambda: actions.reply(
+        sessions, resources.redis, who=who, conversation_id=conversation_id, text=body.text))  # fmt: skip
+
+
+@conversations_admin_router.post(
+    "/{conversation_id}/handback", response_model=ActionResult, responses=_ACTION_RESPONSES,
+    summary="Hand the conversation back to the AI",
+    description="From a console user, a WhatsApp agent (who is told) or the queue. 409 when the AI has it.",
+)  # fmt: skip
+async def post_handback(
+    conversation_id: uuid.UUID, tenant: TenantDep, principal: PrincipalDep, session: SessionDep,
+    sessions: SessionsDep, resources: ResourcesDep,
+) -> ActionResult:  # fmt: skip
+    who = _who(tenant, principal)
+    return await _done(session, tenant, conversation_id,
+                       lambda: actions.hand_back(sessions, resources.redis, who=who, conversation_id=conversation_id))  # fmt: skip
+
+
+@conversations_admin_router.post(
+    "/{conversation_id}/transfer", response_model=ActionResult, responses=_ACTION_RESPONSES,
+    summary="Transfer the conversation to a console user or a WhatsApp agent",
+    description="A WhatsApp agent must be online and receives the assignment notice with a summary.",
+)  # fmt: skip
+async def post_transfer(
+    conversation_id: uuid.UUID, body: TransferBody, tenant: TenantDep, principal: PrincipalDep,
+    session: SessionDep, sessions: SessionsDep, resources: ResourcesDep,
+) -> ActionResult:  # fmt: skip
+    who = _who(tenant, principal)
+    return await _done(session, tenant, conversation_id, lambda: actions.transfer(
+        sessions, resources.redis, who=who, conversation_id=conversation_id, to=body.to))  # fmt: skip
+
+
+@conversations_admin_router.post(
+    "/{conversation_id}/close", response_model=ActionResult, responses=_ACTION_RESPONSES,
+    summary="Close the conversation",
+    description="A person who had it hands it back first; the customer's next message opens a new one.",
+)  # fmt: skip
+async def post_close(
+    conversation_id: uuid.UUID, tenant: TenantDep, principal: PrincipalDep, session: SessionDep,
+    sessions: SessionsDep, resources: ResourcesDep,
+) -> ActionResult:  # fmt: skip
+    who = _who(tenant, principal)
+    return await _done(session, tenant, conversation_id,
+                       lambda: actions.close(sessions, resources.redis, who=who, conversation_id=conversation_id))  # fmt: skip
+
+
+@conversations_admin_router.post(
+    "/{conversation_id}/approvals/{action_id}", response_model=ActionResult, responses=_ACTION_RESPONSES,
+    summary="Approve or reject a pending action of the conversation",
+    description="Approve runs the tool now with the stored arguments and idempotency key (audited); "
+    "409 when it was decided already, the tool is disabled, or the tool refused (nothing changed).",
+)  # fmt: skip
+async def post_decision(
+    conversation_id: uuid.UUID, action_id: uuid.UUID, body: DecisionBody, tenant: TenantDep,
+    principal: PrincipalDep, session: SessionDep, sessions: SessionsDep, resources: ResourcesDep,
+) -> ActionResult:  # fmt: skip
+    who = _who(tenant, principal)
+    return await _done(session, tenant, conversation_id, lambda: actions.decide(
+        sessions, resources.redis, who=who, conversation_id=conversation_id, action_id=action_id,
+        approve=body.approve, reason=body.reason))  # fmt: skip

@@ -7,19 +7,27 @@ equivalent (:mod:`switchboard.console.actions`); the page then shows the fresh s
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Literal
+from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, HTTPException, Request, status
-from fastapi.responses import HTMLResponse, Response
+from fastapi import APIRouter, Depends, Form, HTTPException, Request, status
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from switchboard.api.access import INBOX_ROLES
-from switchboard.api.deps import SessionDep
+from switchboard.api.deps import ResourcesDep, SessionDep, SessionsDep
+from switchboard.console import actions
+from switchboard.console.actions import Actioner, ActionRefused
 from switchboard.console.app import render
 from switchboard.console.deps import PageContext, page_access
 from switchboard.console.inbox import conversation_view, mark_read
+from switchboard.db.engine import session_scope
+from switchboard.db.models import Message
+from switchboard.observability import get_logger
 
 __all__ = ["conversation_pages_router"]
 
+log = get_logger(__name__)
 conversation_pages_router = APIRouter(include_in_schema=False)
 InboxPage = Annotated[PageContext, Depends(page_access(INBOX_ROLES))]
 
@@ -43,3 +51,166 @@ async def conversation_page(
         request, "_conversation.html" if partial else "conversation.html",
         tenant=page.tenant, view=view, active="inbox", flash=request.query_params.get("flash"),
     )  # fmt: skip
+
+
+def _who(page: PageContext) -> Actioner:
+    return Actioner(tenant_id=page.tenant.id, user=page.user)
+
+
+async def _act(
+    request: Request, page: PageContext, conversation_id: uuid.UUID, run: Callable[[], Awaitable[str | None]]
+) -> Response:
+    """Run one action; back to the conversation page (303, or ``HX-Redirect`` for htmx) with what happened."""
+    try:
+        message = await run()
+    except LookupError:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "conversation not found") from None
+    except ActionRefused as exc:
+        message = str(exc)
+        log.info("console_action_refused", conversation_id=str(conversation_id), reason=message)
+    target = f"/t/{page.tenant.slug}/conversations/{conversation_id}"
+    if message:
+        target += "?" + urlencode({"flash": message})
+    if request.headers.get("HX-Request"):
+        return Response(status_code=204, headers={"HX-Redirect": target})
+    return RedirectResponse(target, status_code=303)
+
+
+@conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/takeover")
+async def takeover_action(
+    request: Request,
+    conversation_id: uuid.UUID,
+    page: InboxPage,
+    sessions: SessionsDep,
+    resources: ResourcesDep,
+) -> Response:
+    async def run() -> str | None:
+        await actions.take_over(sessions, resources.redis, who=_who(page), conversation_id=conversation_id)
+        return "You have this conversation now: the AI will not answer until you hand it back."
+
+    return await _act(request, page, conversation_id, run)
+
+
+@conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/reply")
+async def reply_action(
+    request: Request,
+    conversation_id: uuid.UUID,
+    page: InboxPage,
+    sessions: SessionsDep,
+    resources: ResourcesDep,
+    text: Annotated[str, Form(max_length=actions.REPLY_MAX_CHARS * 2)],
+) -> Response:
+    async def run() -> str | None:
+        await actions.reply(
+            sessions, resources.redis, who=_who(page), conversation_id=conversation_id, text=text
+        )
+        return None
+
+    return await _act(request, page, conversation_id, run)
+
+
+@conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/handback")
+async def handback_action(
+    request: Request,
+    conversation_id: uuid.UUID,
+    page: InboxPage,
+    sessions: SessionsDep,
+    resources: ResourcesDep,
+) -> Response:
+    async def run() -> str | None:
+        await actions.hand_back(sessions, resources.redis, who=_who(page), conversation_id=conversation_id)
+        return "Handed back: the AI answers again."
+
+    return await _act(request, page, conversation_id, run)
+
+
+@conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/transfer")
+async def transfer_action(
+    request: Request,
+    conversation_id: uuid.UUID,
+    page: InboxPage,
+    sessions: SessionsDep,
+    resources: ResourcesDep,
+    to: Annotated[str, Form(max_length=80)],
+) -> Response:
+    async def run() -> str | None:
+        await actions.transfer(
+            sessions, resources.redis, who=_who(page), conversation_id=conversation_id, to=to
+        )
+        return "Transferred."
+
+    return await _act(request, page, conversation_id, run)
+
+
+@conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/close")
+async def close_action(
+    request: Request,
+    conversation_id: uuid.UUID,
+    page: InboxPage,
+    sessions: SessionsDep,
+    resources: ResourcesDep,
+) -> Response:
+    async def run() -> str | None:
+        await actions.close(sessions, resources.redis, who=_who(page), conversation_id=conversation_id)
+        return "Closed: the customer's next message opens a new conversation."
+
+    return await _act(request, page, conversation_id, run)
+
+
+@conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/approvals/{action_id}")
+async def decide_action(
+    request: Request,
+    conversation_id: uuid.UUID,
+    action_id: uuid.UUID,
+    page: InboxPage,
+    sessions: SessionsDep,
+    resources: ResourcesDep,
+    decision: Annotated[Literal["approve", "reject"], Form()],
+    reason: Annotated[str, Form(max_length=500)] = "",
+) -> Response:
+    async def run() -> str | None:
+        return await actions.decide(
+            sessions, resources.redis, who=_who(page), conversation_id=conversation_id, action_id=action_id,
+            approve=decision == "approve", reason=reason,
+        )  # fmt: skip
+
+    return await _act(request, page, conversation_id, run)
+
+
+@conversation_pages_router.post("/t/{slug}/messages/{message_id}/feedback")
+async def feedback_action(
+    request: Request,
+    message_id: uuid.UUID,
+    page: InboxPage,
+    sessions: SessionsDep,
+    rating: Annotated[Literal["up", "down"], Form()],
+    comment: Annotated[str, Form(max_length=2000)] = "",
+) -> Response:
+    """👍/👎 on an AI answer, joined to its trace by the feedback module.
+
+    MERGE POINT (lead): ``switchboard.feedback.record_feedback`` comes from the guard branch; until it
+    is on the branch this route answers 501 and records nothing (no second feedback store here).
+    """
+    async with sessions() as session:
+        message = await session.get(Message, message_id)
+        if message is None or message.tenant_id != page.tenant.id or message.conversation_id is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "message not found")
+        conversation_id = message.conversation_id
+    try:
+        from switchboard.feedback import record_feedback  # type: ignore[import-not-found]
+    except ImportError:
+        log.warning("console_feedback_not_wired", message_id=str(message_id))
+        raise HTTPException(
+            status.HTTP_501_NOT_IMPLEMENTED,
+            "Feedback is not recorded yet (the feedback module joins at merge).",
+        ) from None
+    async with session_scope(sessions) as session:
+        await record_feedback(
+            session, tenant_id=page.tenant.id, message_id=message_id, rating=rating,
+            comment=comment.strip() or None, source=f"console_user:{page.user.id}",
+        )  # fmt: skip
+
+    async def run() -> str | None:
+        return "Thanks: your rating was recorded."
+
+    return await _act(request, page, conversation_id, run)

@@ -117,6 +117,7 @@ def page_access(roles: Iterable[Role]) -> Callable[..., Awaitable[PageContext]]:
         await check_csrf(request, info)
         return PageContext(info=info, tenant=tenant)
 
+    check.roles = allowed  # type: ignore[attr-defined]  # read by the route walk test (tests/console)
     return check
 
 
@@ -126,3 +127,6 @@ async def platform_access(request: Request, info: CurrentUserDep) -> SessionInfo
         raise HTTPException(status.HTTP_403_FORBIDDEN, "Only platform admins may open this page.")
     await check_csrf(request, info)
     return info
+
+
+platform_access.roles = frozenset({Role.platform_admin})  # type: ignore[attr-defined]

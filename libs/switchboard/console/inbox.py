@@ -12,7 +12,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import and_, func, literal, or_, true
+from sqlalchemy import DateTime, and_, cast, func, null, or_, true
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -147,7 +147,7 @@ async def list_inbox(
         .where(ConversationRead.conversation_id == Conversation.id, ConversationRead.user_id == viewer_id)
         .scalar_subquery()
         if viewer_id
-        else literal(None)
+        else cast(null(), DateTime(timezone=True))
     )
     unread = and_(last_in.is_not(None), or_(read_at.is_(None), last_in > read_at))
     activity = func.coalesce(last.c.created_at, Conversation.updated_at)

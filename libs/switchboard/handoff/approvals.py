@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -35,7 +37,7 @@ from switchboard.db.models import (
 from switchboard.handoff.pending import may_decide, visible_pending_actions
 from switchboard.observability import get_logger
 
-__all__ = ["ApprovalError", "decide_pending_action", "pending_actions_for", "short_id"]
+__all__ = ["ApprovalError", "Decider", "decide_pending_action", "pending_actions_for", "short_id"]
 
 log = get_logger(__name__)
 
@@ -45,6 +47,30 @@ MIN_PREFIX_CHARS = 6
 
 class ApprovalError(Exception):
     """The decision cannot be made; the message is what the agent reads."""
+
+
+@dataclass(frozen=True)
+class Decider:
+    """Who decides a pending action: a human agent on WhatsApp, or a person in the web console.
+
+    Attributes:
+        tenant_id: the decider's tenant (only its actions are found).
+        actor: ``audit_logs.actor``: ``human_agent`` or ``console_user``.
+        id: the agent's or console user's id (``decided_by`` is ``<actor>:<id>``).
+        name: shown in the audit details.
+        may_decide: whether they may decide an action of this conversation (``None``: no conversation).
+    """
+
+    tenant_id: uuid.UUID
+    actor: str
+    id: uuid.UUID
+    name: str
+    may_decide: Callable[[Conversation | None], bool]
+
+    @classmethod
+    def of_agent(cls, agent: HumanAgent) -> Decider:
+        """The WhatsApp agent rule (:func:`switchboard.handoff.pending.may_decide`)."""
+        return cls(agent.tenant_id, "human_agent", agent.id, agent.name, lambda c: may_decide(agent, c))
 
 
 def short_id(action_id: uuid.UUID) -> str:
@@ -57,7 +83,7 @@ async def pending_actions_for(session: AsyncSession, agent: HumanAgent) -> list[
     return await visible_pending_actions(session, agent)
 
 
-async def _find(session: AsyncSession, agent: HumanAgent, ref: str) -> PendingAction:
+async def _find(session: AsyncSession, agent: Decider, ref: str) -> PendingAction:
     ref = ref.strip().lower().replace("-", "")
     if len(ref) < MIN_PREFIX_CHARS or any(c not in "0123456789abcdef" for c in ref):
         raise ApprovalError(f"{ref or 'That'} is not an action id: use the 8 characters /status shows.")
@@ -81,7 +107,7 @@ async def _find(session: AsyncSession, agent: HumanAgent, ref: str) -> PendingAc
         )
     action = rows[0]
     conversation = await session.get(Conversation, action.conversation_id) if action.conversation_id else None
-    if not may_decide(agent, conversation):
+    if not agent.may_decide(conversation):
         raise ApprovalError(f"Action {short_id(action.id)} belongs to a conversation you are not handling.")
     return action
 
@@ -105,12 +131,15 @@ def describe(action: PendingAction) -> str:
 async def decide_pending_action(
     sessions: async_sessionmaker[AsyncSession],
     *,
-    agent: HumanAgent,
+    agent: HumanAgent | Decider,
     ref: str,
     approve: bool,
     reason: str | None = None,
 ) -> str:
     """Approve (run the tool now) or reject a pending action; returns the answer for the agent.
+
+    Args:
+        agent: the WhatsApp agent deciding (``/approve``), or a :class:`Decider` (the web console).
 
     Raises:
         ApprovalError: unknown or ambiguous id, not the agent's conversation, already decided, or the
@@ -121,6 +150,7 @@ async def decide_pending_action(
     from switchboard.tools.contracts import ToolCallContext
 
     contracts = {c.name: c for c in BUSINESS_TOOLS}
+    agent = agent if isinstance(agent, Decider) else Decider.of_agent(agent)
     try:
         async with session_scope(sessions) as session:
             action = await _find(session, agent, ref)
@@ -171,13 +201,13 @@ async def decide_pending_action(
             else:
                 details["reason"] = (reason or "")[:500]
             action.status = (PendingActionStatus.approved if approve else PendingActionStatus.rejected).value
-            action.decided_by = f"human_agent:{agent.id}"
+            action.decided_by = f"{agent.actor}:{agent.id}"
             action.decided_at = utcnow()
             session.add(action)
             session.add(
                 AuditLog(
                     tenant_id=agent.tenant_id,
-                    actor="human_agent",
+                    actor=agent.actor,
                     action=f"pending_action.{action.status}",
                     target_type="pending_action",
                     target_id=str(action.id),

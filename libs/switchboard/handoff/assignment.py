@@ -32,6 +32,8 @@ __all__ = [
     "transfer",
     "release",
     "take_queue",
+    "hand_to_console_user",
+    "hand_to_agent",
     "open_conversations_of",
     "queue_length",
 ]
@@ -236,6 +238,76 @@ async def transfer(
     await _uncount(session, from_agent, conversation.id)
     _count(to_agent, conversation.id)
     session.add(to_agent)
+    await session.flush()
+
+
+async def hand_to_console_user(
+    session: AsyncSession,
+    conversation: Conversation,
+    *,
+    user_id: uuid.UUID,
+    reason: str,
+    trace_id: str | None = None,
+) -> HumanAgent | None:
+    """A web console user takes ``conversation`` (from the AI, the queue, a WhatsApp agent or another
+    console user). A WhatsApp agent who had it is counted off. Call under :func:`tenant_handoff_lock`.
+
+    Returns:
+        The WhatsApp agent it was taken from (to tell them), or ``None``.
+
+    Raises:
+        InvalidTransition: the conversation is closed or an agent's own console.
+    """
+    previous = (
+        await session.get(HumanAgent, conversation.assigned_agent_id, with_for_update=True)
+        if conversation.assigned_agent_id
+        else None
+    )
+    await lifecycle.to_console_user(session, conversation, user_id=user_id, reason=reason, trace_id=trace_id)
+    await session.flush()
+    if previous is not None:
+        await _uncount(session, previous, conversation.id)
+    return previous
+
+
+async def hand_to_agent(
+    session: AsyncSession,
+    conversation: Conversation,
+    *,
+    agent: HumanAgent,
+    actor: Actor,
+    reason: str,
+    trace_id: str | None = None,
+) -> None:
+    """Give a conversation to a WhatsApp agent from the web console (from the AI, the queue, a console
+    user or another agent), counters included. Call under :func:`tenant_handoff_lock` with ``agent``
+    locked; the caller writes the agent's notice.
+
+    Raises:
+        InvalidTransition: the conversation is closed or an agent's own console.
+    """
+    if conversation.is_agent_console:
+        raise lifecycle.InvalidTransition(
+            conversation.id, conversation.status, ConversationStatus.human.value
+        )
+    previous = (
+        await session.get(HumanAgent, conversation.assigned_agent_id, with_for_update=True)
+        if conversation.assigned_agent_id and conversation.assigned_agent_id != agent.id
+        else None
+    )
+    if conversation.status == ConversationStatus.human.value:
+        await lifecycle.reassign(
+            session, conversation, agent_id=agent.id, actor=actor, reason=reason, trace_id=trace_id
+        )
+    else:
+        await lifecycle.to_human(
+            session, conversation, agent_id=agent.id, actor=actor, reason=reason, trace_id=trace_id
+        )
+    await session.flush()
+    if previous is not None:
+        await _uncount(session, previous, conversation.id)
+    _count(agent, conversation.id)
+    session.add(agent)
     await session.flush()
 
 

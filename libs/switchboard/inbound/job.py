@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlmodel import select
 
+from switchboard.console.live import publish_conversation_event
 from switchboard.contracts import StoredInbound, trace_id_for
 from switchboard.conversations import Actor, channel_identities, open_conversation, resolve_customer
 from switchboard.db.models import ChannelAccount, InboundState, Message, utcnow
@@ -115,6 +116,12 @@ async def process_inbound(ctx: dict[str, Any], inbound_message_id: str) -> str:
             raise await retry_or_dead(deps, ctx, row_id, f"database: {exc}") from None
         if ic is None:
             return Outcome.missing_or_finished.value
+        await publish_conversation_event(
+            deps.resources.redis,
+            tenant_id=ic.row.tenant_id,
+            conversation_id=ic.conversation.id,
+            kind="message",
+        )
         with message_context(
             tenant_id=str(ic.row.tenant_id), conversation_id=str(ic.conversation.id), trace_id=ic.row.trace_id
         ):
@@ -130,6 +137,10 @@ async def process_inbound(ctx: dict[str, Any], inbound_message_id: str) -> str:
                     outcome = await step(ic)
                     if outcome is not None:
                         log.info("inbound_outcome", outcome=outcome.value, step=step.__name__)
+                        await publish_conversation_event(
+                            deps.resources.redis, tenant_id=ic.row.tenant_id, conversation_id=ic.conversation.id,
+                            kind="reply",
+                        )  # fmt: skip
                         return outcome.value
             finally:
                 await release_lock(ic)

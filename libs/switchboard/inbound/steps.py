@@ -41,6 +41,7 @@ from switchboard.channels.base import split_text
 from switchboard.contracts import TurnRequest
 from switchboard.conversations import Actor
 from switchboard.db.models import (
+    Conversation,
     ConversationStatus,
     Customer,
     InboundState,
@@ -806,6 +807,15 @@ async def turn(ic: InboundContext) -> Outcome | None:
         log.info("turn_silent", trace_id=result.trace_id)
         return Outcome.silent
     assert result.reply is not None
+    async with ic.deps.resources.sessions() as session:
+        now_status = (
+            await session.exec(select(Conversation.status).where(Conversation.id == ic.conversation.id))
+        ).first()
+    if now_status != ConversationStatus.ai.value:
+        # a person took the conversation over while the model was answering: the AI stops at once
+        await finish(ic, InboundState.done, "taken over by a person during the turn: reply not sent")
+        log.info("turn_reply_dropped_taken_over", trace_id=result.trace_id, status=now_status)
+        return Outcome.human_mode
     await _write_reply(ic, [result.reply], result.trace_id)
     return None
 

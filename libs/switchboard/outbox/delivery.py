@@ -65,6 +65,7 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.channels.base import Channel, OutboundPart, SendError, SendErrorKind
+from switchboard.console.live import publish_conversation_event
 from switchboard.db.models import (
     ChannelAccount,
     Conversation,
@@ -512,6 +513,12 @@ async def _record_sent(run: _Run, claimed: _Claimed, external_id: str) -> None:
                 .values(external_id=external_id, updated_at=now)
             )
     run.report.sent += 1
+    await publish_conversation_event(
+        deps.redis,
+        tenant_id=claimed.row.tenant_id,
+        conversation_id=claimed.row.conversation_id,
+        kind="delivery",
+    )
     log.info(
         "delivery_sent",
         channel=claimed.channel.name,
