@@ -64,17 +64,17 @@ async def post_platform_tenant(body: TenantCreate, session: SessionDep) -> dict[
 
 
 @platform_admin_router.post(
-    "/tenants/{slug}/{action}",
+    "/tenants/{tenant_ref}/{action}",
     summary="Suspend a tenant, or lift its suspension",
     description="`action`: suspend or unsuspend. A suspended tenant's messages are stored but not answered.",
 )
-async def post_platform_suspend(slug: str, action: str, session: SessionDep) -> dict[str, Any]:
+async def post_platform_suspend(tenant_ref: str, action: str, session: SessionDep) -> dict[str, Any]:
     if action not in ("suspend", "unsuspend"):
         raise HTTPException(status.HTTP_404_NOT_FOUND, "use suspend or unsuspend")
     try:
-        tenant = await get_tenant(session, slug)
+        tenant = await get_tenant(session, tenant_ref)
     except TenantNotFound:
-        raise tenant_not_found(slug) from None
+        raise tenant_not_found(tenant_ref) from None
     await set_suspended(session, tenant, suspended=action == "suspend", actor="api:admin-token")
     await session.commit()
     return {"slug": tenant.slug, "suspended": tenant.suspended_at is not None}

@@ -10,10 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
-from services.console.main import create_app
 from switchboard.db.models import ChannelAccount, Tenant
 from switchboard.llm.offline_server import DeploymentScript
 
+from services.console.main import create_app
 from tests.utils.agent import answer_with_script
 from tests.utils.model_fixtures import offline_model  # noqa: F401  (fixture)
 from tests.utils.whatsapp import connect_whatsapp

@@ -54,7 +54,9 @@ async def test_take_over_reply_and_hand_back_through_the_outbox_to_whatsapp(
         assert 'data-sender="customer"' in page.text and 'data-sender="ai"' in page.text
         async with sessions() as session:
             turn = (await session.exec(select(Turn).where(Turn.conversation_id == conversation.id))).one()
-        assert turn.model and turn.model in page.text and turn.trace_id in page.text  # what the turn row holds
+        assert (
+            turn.model and turn.model in page.text and turn.trace_id in page.text
+        )  # what the turn row holds
         base = f"/t/{shop.tenant.slug}/conversations/{conversation.id}"
 
         taken = await me.post_form(f"{base}/takeover")
@@ -71,11 +73,16 @@ async def test_take_over_reply_and_hand_back_through_the_outbox_to_whatsapp(
         assert replied.status_code == 303
         await run_worker_burst(console_settings)  # the chat worker's delivery job
         sent = sent_to(graph_sandbox[1], shop.phone_number_id)
-        assert [(m["to"], m["text"]) for m in sent[1:]] == [("15550104455", "Yes, I am Pat. Your order ships today.")]
+        assert [(m["to"], m["text"]) for m in sent[1:]] == [
+            ("15550104455", "Yes, I am Pat. Your order ships today.")
+        ]
         async with sessions() as session:
             row = (
-                await session.exec(select(Outbox).where(Outbox.conversation_id == conversation.id,
-                                                        Outbox.purpose == "human_reply"))  # fmt: skip
+                await session.exec(
+                    select(Outbox).where(
+                        Outbox.conversation_id == conversation.id, Outbox.purpose == "human_reply"
+                    )
+                )  # fmt: skip
             ).one()
         assert (row.status, row.external_id) == ("sent", sent[1]["id"])
         shown = await client.get(base)
@@ -87,14 +94,23 @@ async def test_take_over_reply_and_hand_back_through_the_outbox_to_whatsapp(
         assert (handed.status, handed.assigned_user_id) == ("ai", None)
     async with sessions() as session:
         events = (
-            await session.exec(select(ConversationEvent).where(ConversationEvent.conversation_id == conversation.id)
-                               .order_by(ConversationEvent.created_at))  # fmt: skip
+            await session.exec(
+                select(ConversationEvent)
+                .where(ConversationEvent.conversation_id == conversation.id)
+                .order_by(ConversationEvent.created_at)
+            )  # fmt: skip
         ).all()
         notes = (
-            await session.exec(select(Message.text).where(Message.conversation_id == conversation.id,
-                                                          Message.kind == "system"))  # fmt: skip
+            await session.exec(
+                select(Message.text).where(
+                    Message.conversation_id == conversation.id, Message.kind == "system"
+                )
+            )  # fmt: skip
         ).all()
-    assert [(e.to_status, e.actor_type) for e in events][-2:] == [("human", "console_user"), ("ai", "console_user")]
+    assert [(e.to_status, e.actor_type) for e in events][-2:] == [
+        ("human", "console_user"),
+        ("ai", "console_user"),
+    ]
     assert any("handed it back" in (n or "") for n in notes)
 
 
@@ -107,7 +123,9 @@ async def test_reply_without_taking_over_is_refused_and_nothing_is_written(
     user = await new_user(sessions, role=Role.tenant_admin, tenant_id=shop.tenant.id)
     async with console_client() as client:
         me = await log_in(client, user)
-        answer = await me.post_form(f"/t/{shop.tenant.slug}/conversations/{conversation.id}/reply", {"text": "x"})
+        answer = await me.post_form(
+            f"/t/{shop.tenant.slug}/conversations/{conversation.id}/reply", {"text": "x"}
+        )
         assert answer.status_code == 303 and "Take+the+conversation+over+first" in answer.headers["location"]
     async with sessions() as session:
         rows = (await session.exec(select(Outbox).where(Outbox.conversation_id == conversation.id,
@@ -122,7 +140,10 @@ async def test_transfer_to_a_whatsapp_agent_notifies_them_and_close_ends_it(
     await _customer_writes(console_settings, shop, "I want a person")
     conversation = await _conversation_of(sessions, shop.tenant.id)
     whatsapp_agent = await make_agent(sessions, shop.tenant, "Rita")
-    async with sessions() as session, session.begin():  # Rita wrote to the business lately: her window is open
+    async with (
+        sessions() as session,
+        session.begin(),
+    ):  # Rita wrote to the business lately: her window is open
         (await session.get(HumanAgent, whatsapp_agent.id)).last_inbound_at = utcnow()
     user = await new_user(sessions, role=Role.agent, tenant_id=shop.tenant.id)
     base = f"/t/{shop.tenant.slug}/conversations/{conversation.id}"
@@ -134,12 +155,16 @@ async def test_transfer_to_a_whatsapp_agent_notifies_them_and_close_ends_it(
         now = await reload(sessions, Conversation, conversation.id)
         assert (now.status, now.assigned_agent_id, now.assigned_user_id) == ("human", whatsapp_agent.id, None)
         await run_worker_burst(console_settings)
-        to_rita = [m for m in sent_to(graph_sandbox[1], shop.phone_number_id) if m["to"] == whatsapp_agent.phone]
+        to_rita = [
+            m for m in sent_to(graph_sandbox[1], shop.phone_number_id) if m["to"] == whatsapp_agent.phone
+        ]
         assert len(to_rita) == 1 and "Transferred to you by" in to_rita[0]["text"]
         closed = await me.post_form(f"{base}/close")
         assert closed.status_code == 303
         await run_worker_burst(console_settings)
-        to_rita = [m for m in sent_to(graph_sandbox[1], shop.phone_number_id) if m["to"] == whatsapp_agent.phone]
+        to_rita = [
+            m for m in sent_to(graph_sandbox[1], shop.phone_number_id) if m["to"] == whatsapp_agent.phone
+        ]
         assert "handed back to the AI" in to_rita[-1]["text"]
     ended = await reload(sessions, Conversation, conversation.id)
     rita = await reload(sessions, HumanAgent, whatsapp_agent.id)

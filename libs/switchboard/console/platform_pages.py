@@ -78,14 +78,14 @@ async def platform_create_tenant(
     return await _page(request, session, resources, message=f"created {tenant.slug}")
 
 
-@platform_pages_router.post("/platform/tenants/{slug}/{action}")
-async def platform_suspend(slug: str, action: str, info: PlatformDep, session: SessionDep) -> Response:
+@platform_pages_router.post("/platform/tenants/{tenant_ref}/{action}")
+async def platform_suspend(tenant_ref: str, action: str, info: PlatformDep, session: SessionDep) -> Response:
     if action not in ("suspend", "unsuspend"):
         raise HTTPException(status.HTTP_404_NOT_FOUND, "use suspend or unsuspend")
     try:
-        tenant = await get_tenant(session, slug)
+        tenant = await get_tenant(session, tenant_ref)
     except TenantNotFound:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"tenant {slug!r} not found") from None
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"tenant {tenant_ref!r} not found") from None
     await set_suspended(session, tenant, suspended=action == "suspend", actor=f"console:{info.user.email}")
     await session.commit()
     return RedirectResponse("/platform", status_code=303)
