@@ -53,7 +53,9 @@ async def _logged_in_page(browser: Any, console_url: str, user: Any) -> Any:
     return page
 
 
-async def test_upload_two_documents_and_watch_them_ingest(browser, console_url, sessions, make_tenant, settings, tmp_path):
+async def test_upload_two_documents_and_watch_them_ingest(
+    browser, console_url, sessions, make_tenant, settings, tmp_path
+):
     tenant = await make_tenant(name="Browser Shop")
     admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id, name="Ada")
     (tmp_path / "faq.pdf").write_bytes(make_pdf([RETURNS_POLICY, SHIPPING]))
@@ -98,7 +100,9 @@ async def test_change_a_setting_and_the_next_turn_uses_it(
     await page.screenshot(path=str(screenshot_dir() / "settings.png"), full_page=True)
 
     conversation = await make_conversation(sessions, tenant)
-    gateway = ModelGateway(settings=settings, cipher=CredentialCipher(settings.secret("encryption_key").encode()))
+    gateway = ModelGateway(
+        settings=settings, cipher=CredentialCipher(settings.secret("encryption_key").encode())
+    )
     result = await Orchestrator(sessions=sessions, gateway=gateway).handle_turn(conversation.request("hello"))
     assert result.reply == "Ahoy! How can I help?"
     system_prompt = script.requests[0]["messages"][0]["content"]

@@ -63,7 +63,8 @@ def line_chart(
     label_every = max(1, len(days) // 7)
     for i, d in enumerate(days):
         if i % label_every == 0 or i == len(days) - 1:
-            parts.append(f'<text x="{x(i):.1f}" y="{HEIGHT - 8}" text-anchor="middle">{d:%m-%d}</text>')
+            anchor = "end" if i == len(days) - 1 and len(days) > 1 else "middle"  # the last one stays inside
+            parts.append(f'<text x="{x(i):.1f}" y="{HEIGHT - 8}" text-anchor="{anchor}">{d:%m-%d}</text>')
     for n, (channel, line) in enumerate(sorted(series.items())):
         colour = CHANNEL_COLOURS.get(channel, _FALLBACK_COLOURS[n % len(_FALLBACK_COLOURS)])
         segment: list[str] = []
