@@ -3,9 +3,12 @@ agent answers through a scripted deployment (for the flows that start with a cus
 
 from __future__ import annotations
 
+import os
 import random
+import shutil
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,6 +19,7 @@ from switchboard.llm.offline_server import DeploymentScript
 from services.console.main import create_app
 from tests.utils.agent import answer_with_script
 from tests.utils.model_fixtures import offline_model  # noqa: F401  (fixture)
+from tests.utils.servers import serve_app
 from tests.utils.whatsapp import connect_whatsapp
 
 
@@ -63,3 +67,76 @@ async def shop(make_tenant, sessions, settings, offline_model) -> ShopWithWhatsA
     account = await connect_whatsapp(sessions, tenant, settings)
     script = await answer_with_script(sessions, tenant.id, offline_model)
     return ShopWithWhatsApp(tenant, account, account.external_account_id, script)
+
+
+# --- Browser tests (Playwright for Python driving Debian's chromium; never `playwright install`) ---
+
+BROWSER_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+SCREENSHOTS = Path(__file__).resolve().parents[1] / "output" / "browser"
+"""Where the browser tests save a screenshot of each main page (``tests/output/browser``, not committed)."""
+
+
+def chromium_path() -> str | None:
+    """Debian's chromium (``apt-get install -y chromium``), or ``None``."""
+    for candidate in (os.environ.get("CHROMIUM_PATH"), *BROWSER_CANDIDATES, shutil.which("chromium")):
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+@pytest.fixture(scope="session")
+async def browser() -> AsyncIterator[Any]:
+    """One headless Chromium for the whole session. No browser: the tests FAIL in CI (``CI=true``) and are
+    reported as not run, with the reason, elsewhere."""
+    path = chromium_path()
+    if path is None:
+        reason = "no Chromium at /usr/bin/chromium (install it: apt-get install -y chromium)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"browser tests cannot run in CI: {reason}")
+        pytest.skip(f"browser tests not run: {reason}")
+    from playwright.async_api import async_playwright
+
+    playwright = await async_playwright().start()
+    try:
+        chromium = await playwright.chromium.launch(
+            executable_path=path, args=["--no-sandbox"], headless=True
+        )
+        try:
+            yield chromium
+        finally:
+            await chromium.close()
+    finally:
+        await playwright.stop()
+
+
+@pytest.fixture
+async def page(browser: Any) -> AsyncIterator[Any]:
+    """A fresh browser context (its own cookies) and page; 15 s per wait."""
+    context = await browser.new_context(viewport={"width": 1280, "height": 860})
+    context.set_default_timeout(15_000)
+    page = await context.new_page()
+    try:
+        yield page
+    finally:
+        await context.close()
+
+
+@pytest.fixture
+def screenshot(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """``await screenshot(page, "inbox")`` saves ``tests/output/browser/<name>.png`` and prints the path."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    async def take(page: Any, name: str) -> Path:
+        path = SCREENSHOTS / f"{name}.png"
+        await page.screenshot(path=str(path), full_page=True)
+        print(f"screenshot: {path}")  # noqa: T201 (the test output names where it is)
+        return path
+
+    return take
+
+
+@pytest.fixture
+async def console_url(console_settings: Any) -> AsyncIterator[str]:
+    """The console service over HTTP on a free port (a browser needs a real server)."""
+    async with serve_app(create_app(console_settings)) as url:
+        yield url

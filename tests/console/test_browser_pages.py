@@ -1,12 +1,11 @@
-"""The console pages in a real headless Chromium: upload documents and watch them ingest, change a
-setting and see the next turn use it, and a screenshot of each page (``test-output/screenshots``)."""
+"""The console pages in a real headless Chromium (console-core's ``browser``, ``console_url`` and
+``screenshot`` fixtures): upload documents and watch them ingest, change a setting and see the next turn
+use it, and a screenshot of each page (``tests/output/browser``)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
 from switchboard.agent import Orchestrator
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import Role
@@ -14,36 +13,16 @@ from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.llm.router import ModelGateway
 from switchboard.queue import Queue
 
-from services.console.main import create_app
-from tests.console.browser import chromium_path, screenshot_dir
 from tests.utils import workers
 from tests.utils.agent import answer_with_script, make_conversation
 from tests.utils.console import PASSWORD, new_user
 from tests.utils.documents import RETURNS_POLICY, SHIPPING, make_pdf
-from tests.utils.servers import serve_app
-
-
-@pytest.fixture
-async def console_url(make_settings) -> AsyncIterator[str]:  # type: ignore[no-untyped-def]
-    async with serve_app(create_app(make_settings())) as url:
-        yield url
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Any]:
-    executable = chromium_path()
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as p:
-        launched = await p.chromium.launch(executable_path=executable, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            yield launched
-        finally:
-            await launched.close()
 
 
 async def _logged_in_page(browser: Any, console_url: str, user: Any) -> Any:
+    """A page of a new browser context (its own cookies) logged in as ``user`` (closed with the browser)."""
     context = await browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+    context.set_default_timeout(15_000)
     page = await context.new_page()
     await page.goto(f"{console_url}/login")
     await page.fill("input[name=email]", user.email)
@@ -79,11 +58,11 @@ async def test_upload_two_documents_and_watch_them_ingest(
     await page.click("#kb-hits >> xpath=preceding-sibling::form[1] >> button")
     await page.wait_for_selector("#kb-hits table")
     assert "faq.pdf" in await page.inner_text("#kb-hits")
-    await page.screenshot(path=str(screenshot_dir() / "knowledge.png"), full_page=True)
+    await screenshot(page, "knowledge")
 
 
 async def test_change_a_setting_and_the_next_turn_uses_it(
-    browser, console_url, sessions, make_tenant, settings, offline_model
+    browser, console_url, screenshot, sessions, make_tenant, settings, offline_model
 ):
     tenant = await make_tenant(name="Pirate Shop")
     script = await answer_with_script(sessions, tenant.id, offline_model)
@@ -97,7 +76,7 @@ async def test_change_a_setting_and_the_next_turn_uses_it(
     await page.wait_for_selector("#settings-saved")
     assert "agent.instructions" in await page.inner_text("#settings-saved")
     assert "console:" in await page.inner_text("#settings-history")
-    await page.screenshot(path=str(screenshot_dir() / "settings.png"), full_page=True)
+    await screenshot(page, "settings")
 
     conversation = await make_conversation(sessions, tenant)
     gateway = ModelGateway(
@@ -109,14 +88,16 @@ async def test_change_a_setting_and_the_next_turn_uses_it(
     assert "Always greet the customer with AHOY-7." in system_prompt and "Captain" in system_prompt
 
 
-async def test_screenshots_of_every_page_in_both_languages(browser, console_url, sessions, make_tenant):
+async def test_screenshots_of_every_page_in_both_languages(
+    browser, console_url, screenshot, sessions, make_tenant
+):
     tenant = await make_tenant(name="Tienda Demo", locale={"language": "es"})
     admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
     page = await _logged_in_page(browser, console_url, admin)
     for name in ("analytics", "tools", "channels", "people"):
         response = await page.goto(f"{console_url}/t/{tenant.slug}/{name}")
         assert response.status == 200, name
-        await page.screenshot(path=str(screenshot_dir() / f"{name}.png"), full_page=True)
+        await screenshot(page, name)
     assert "Analítica" in await page.inner_text("header nav")  # the tenant's language
     # the user's own choice wins over the tenant's
     await page.select_option("form.lang-switch select", "en")
@@ -127,4 +108,4 @@ async def test_screenshots_of_every_page_in_both_languages(browser, console_url,
     page = await _logged_in_page(browser, console_url, platform)
     response = await page.goto(f"{console_url}/platform")
     assert response.status == 200 and await page.is_visible("#platform-tenants")
-    await page.screenshot(path=str(screenshot_dir() / "platform.png"), full_page=True)
+    await screenshot(page, "platform")

@@ -71,6 +71,14 @@ agents_app = typer.Typer(
     help="Human agents: staff who take over conversations from their own WhatsApp.", no_args_is_help=True
 )
 keys_app = typer.Typer(help="Encryption keys of the stored credentials.", no_args_is_help=True)
+users_app = typer.Typer(
+    help="Web console users: platform admins (every tenant), tenant admins and agents (the inbox).",
+    no_args_is_help=True,
+)
+conversations_app = typer.Typer(
+    help="Conversations as the console inbox shows them: list with filters, show one with its turns.",
+    no_args_is_help=True,
+)
 channel_app = typer.Typer(
     help="Channel accounts: connect a WhatsApp number, an Instagram account or a Gmail mailbox.",
     no_args_is_help=True,
@@ -91,6 +99,8 @@ for _group, _name in (
     (kb_app, "kb"),
     (agents_app, "agents"),
     (keys_app, "keys"),
+    (users_app, "users"),
+    (conversations_app, "conversations"),
     (channel_app, "channel"),
     (simulate_app, "simulate"),
 ):
