@@ -33,7 +33,7 @@ async def _logged_in_page(browser: Any, console_url: str, user: Any) -> Any:
 
 
 async def test_upload_two_documents_and_watch_them_ingest(
-    browser, console_url, sessions, make_tenant, settings, tmp_path
+    browser, console_url, screenshot, sessions, make_tenant, settings, tmp_path
 ):
     tenant = await make_tenant(name="Browser Shop")
     admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id, name="Ada")
@@ -43,15 +43,16 @@ async def test_upload_two_documents_and_watch_them_ingest(
     await page.goto(f"{console_url}/t/{tenant.slug}/knowledge")
     await page.set_input_files("input[name=files]", [str(tmp_path / "faq.pdf"), str(tmp_path / "hours.txt")])
     await page.click("#kb-upload button[type=submit]")
-    await page.wait_for_selector('tr[data-document="faq.pdf"][data-status="pending"]')
+    # the upload parses each file before storing it (a refused file stores nothing): slow on a busy machine
+    await page.wait_for_selector('tr[data-document="faq.pdf"][data-status="pending"]', timeout=60_000)
     await page.wait_for_selector('tr[data-document="hours.txt"]')
     assert await page.get_attribute('tr[data-document="faq.pdf"] progress', "value") == "0"
 
     await workers.run_worker_burst(settings, Queue.background, poll_delay_s=0.05)  # the background worker
 
     # the table polls every 2 s while something is ingesting: both bars reach 100 % without a reload
-    await page.wait_for_selector('tr[data-document="faq.pdf"][data-status="ready"]', timeout=15_000)
-    await page.wait_for_selector('tr[data-document="hours.txt"][data-status="ready"]', timeout=15_000)
+    await page.wait_for_selector('tr[data-document="faq.pdf"][data-status="ready"]', timeout=60_000)
+    await page.wait_for_selector('tr[data-document="hours.txt"][data-status="ready"]', timeout=60_000)
     assert await page.get_attribute('tr[data-document="faq.pdf"] progress', "value") == "100"
 
     await page.fill("input[name=q]", "How long does standard delivery take?")
