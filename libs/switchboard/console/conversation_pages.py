@@ -11,18 +11,19 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Literal
 from urllib.parse import urlencode
 
+import httpx
 from fastapi import APIRouter, Depends, Form, HTTPException, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from switchboard.api.access import INBOX_ROLES
-from switchboard.api.deps import ResourcesDep, SessionDep, SessionsDep
+from switchboard.api.deps import ResourcesDep, SessionDep, SessionsDep, SettingsDep
 from switchboard.console import actions
 from switchboard.console.actions import Actioner, ActionRefused
 from switchboard.console.app import render
 from switchboard.console.deps import PageContext, page_access
 from switchboard.console.inbox import conversation_view, mark_read
 from switchboard.db.engine import session_scope
-from switchboard.db.models import Message
+from switchboard.db.models import ChannelAccount, Message
 from switchboard.observability import get_logger
 
 __all__ = ["conversation_pages_router"]
@@ -214,3 +215,64 @@ async def feedback_action(
         return "Thanks: your rating was recorded."
 
     return await _act(request, page, conversation_id, run)
+
+
+_INLINE_MIME = ("image/jpeg", "image/png", "image/gif", "image/webp", "audio/", "video/")
+"""Media shown in the page itself; anything else (PDF, documents, SVG, HTML...) is downloaded."""
+
+
+@conversation_pages_router.get("/t/{slug}/messages/{message_id}/media/{index}")
+async def media_action(
+    message_id: uuid.UUID, index: int, page: InboxPage, sessions: SessionsDep, settings: SettingsDep
+) -> Response:
+    """The bytes of one media item of a message, fetched the channel's way (WhatsApp: the Graph media
+    URL with the account's token; Instagram: our stored copy), for the conversation page.
+
+    Served with ``X-Content-Type-Options: nosniff`` and a sandboxing CSP; only images, audio and video
+    are inline, everything else is an attachment (a customer's file never runs in the console's origin).
+    """
+    from switchboard.channels.base import ChannelDeps, build_channels
+    from switchboard.crypto import CredentialCipher
+    from switchboard.inbound.media import MAX_MEDIA_BYTES, MediaUnavailable
+    from switchboard.media import MediaStore
+
+    async with sessions() as session:
+        message = await session.get(Message, message_id)
+        if (
+            message is None
+            or message.tenant_id != page.tenant.id
+            or not 0 <= index < len(message.media or [])
+        ):
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "media not found")
+        entry = message.media[index]
+        account = (
+            await session.get(ChannelAccount, message.channel_account_id)
+            if message.channel_account_id
+            else None
+        )
+    if account is None or not entry.get("ref"):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "media not found")
+    cipher = CredentialCipher(settings.secret("encryption_key").encode())
+    async with httpx.AsyncClient(timeout=30.0) as http:
+        deps = ChannelDeps(settings=settings, cipher=cipher, http=http, sessions=sessions,
+                           extra={"media_store": MediaStore.from_settings(settings)})  # fmt: skip
+        channel = build_channels(deps).get(message.channel)
+        if channel is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "media not found")
+        try:
+            data, mime = await channel.fetch_media(account, str(entry["ref"]), max_bytes=MAX_MEDIA_BYTES)
+        except MediaUnavailable as exc:
+            log.info("console_media_unavailable", message_id=str(message_id), error=str(exc)[:200])
+            raise HTTPException(
+                status.HTTP_502_BAD_GATEWAY, "The channel did not give the media back."
+            ) from None
+    mime = (mime or entry.get("mime") or "application/octet-stream").split(";")[0].strip().lower()
+    inline = mime.startswith(_INLINE_MIME)
+    filename = str(entry.get("filename") or f"media-{index}").replace('"', "")
+    headers = {
+        "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": "sandbox; default-src 'none'",
+        "Cache-Control": "private, max-age=300",
+        "Content-Disposition": f'{"inline" if inline else "attachment"}; filename="{filename}"',
+    }
+    return Response(data, media_type=mime if inline else "application/octet-stream", headers=headers)

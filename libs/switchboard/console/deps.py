@@ -16,7 +16,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Request, status
 
-from switchboard.api.deps import SessionDep
+from switchboard.api.deps import SessionsDep
 from switchboard.console.auth import (
     CSRF_FIELD,
     CSRF_HEADER,
@@ -49,9 +49,14 @@ class LoginRequired(SwitchboardError):
     """No live console session: the page asks the person to log in."""
 
 
-async def current_user(request: Request, session: SessionDep) -> SessionInfo:
-    """The logged-in user's session, or :class:`LoginRequired`."""
-    info = await load_session(session, request.cookies.get(SESSION_COOKIE))
+async def current_user(request: Request, sessions: SessionsDep) -> SessionInfo:
+    """The logged-in user's session, or :class:`LoginRequired`.
+
+    Reads in a short session of its own: a route that streams (server-sent events) holds no database
+    connection for as long as the page stays open.
+    """
+    async with sessions() as session:
+        info = await load_session(session, request.cookies.get(SESSION_COOKIE))
     if info is None:
         raise LoginRequired("log in first")
     request.state.console = info
@@ -102,10 +107,11 @@ def page_access(roles: Iterable[Role]) -> Callable[..., Awaitable[PageContext]]:
         request: Request,
         slug: Annotated[str, Path(description="Tenant slug (or id).")],
         info: CurrentUserDep,
-        session: SessionDep,
+        sessions: SessionsDep,
     ) -> PageContext:
         try:
-            tenant = await get_tenant(session, slug)
+            async with sessions() as session:  # short: see current_user
+                tenant = await get_tenant(session, slug)
         except TenantNotFound:
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"tenant {slug!r} not found") from None
         if not may_access_tenant(info.user, tenant.id):

@@ -235,6 +235,7 @@ class ThreadMessage:
     text: str
     kind: str
     media: list[dict[str, Any]]
+    """Media references; each with ``index`` (for the console's media route) and ``kind``."""
     at: datetime
     trace_id: str | None
     delivery: list[str] = field(default_factory=list)
@@ -388,7 +389,9 @@ async def conversation_view(
         who, name = _sender(row)
         message = ThreadMessage(
             id=row.id, kind_of_sender=who, sender_name=name, text=row.text or "", kind=row.kind,
-            media=list(row.media or []), at=row.created_at, trace_id=row.trace_id,
+            media=[{**m, "index": i, "kind": m.get("kind") or row.kind} for i, m in enumerate(row.media or [])
+                   if isinstance(m, dict)],
+            at=row.created_at, trace_id=row.trace_id,
         )  # fmt: skip
         if row.direction == MessageDirection.outbound.value:
             sent = by_external.get(row.external_id) if row.external_id else None
