@@ -13,7 +13,7 @@ LOCK_INPUTS := pyproject.toml uv.lock infra/requirements-bootstrap.txt
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: run test lint format audit install clean-data
+.PHONY: run test lint format audit install clean-data i18n
 
 # uv comes from the hash-pinned bootstrap file once; afterwards uv.lock manages it (a dev dependency).
 $(UV): infra/requirements-bootstrap.txt
@@ -50,6 +50,14 @@ audit: $(DEV_STAMP) ## dependencies: declared/used (deptry), advisories (pip-aud
 format: $(DEV_STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
+
+# Catalogs: re-extract messages.pot from code and templates, then merge it into every language's .po
+# (edit the new Spanish msgstr and remove `#, fuzzy`). The .po files are compiled in memory at first
+# use (switchboard.i18n), so there is no .mo to build or commit.
+LOCALE_DIR := libs/switchboard/i18n/locale
+i18n: $(DEV_STAMP) ## re-extract the gettext catalogs (Babel) and merge them into en/es .po files
+	$(VENV)/bin/pybabel extract -F babel.cfg -k N_ --no-location --sort-output --omit-header -o $(LOCALE_DIR)/messages.pot libs/switchboard
+	$(VENV)/bin/pybabel update -i $(LOCALE_DIR)/messages.pot -d $(LOCALE_DIR) -D messages --omit-header --ignore-obsolete --no-wrap
 
 clean-data: ## delete DATA_DIR (./.switchboard): embedded databases, generated secrets
 	rm -rf ./.switchboard

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 
+from switchboard.i18n import DEFAULT_LANGUAGE, N_, Language, gettext
 from switchboard.llm.config import LLMSettings
 from switchboard.observability import get_logger
 
@@ -53,6 +54,10 @@ __all__ = [
     "ToolsSettings",
     "KnowledgeSettings",
     "LLMSettings",
+    "LocaleSettings",
+    "RateLimitSettings",
+    "TRANSLATABLE",
+    "localized_defaults",
     "TenantSettings",
     "CORE_SECTIONS",
     "channel_sections",
@@ -69,6 +74,66 @@ S = TypeVar("S", bound=BaseModel)
 CHANNEL_PACKAGE = "switchboard.channels"
 """Imported before the first validation: its ``__init__`` imports each channel's settings module."""
 
+TRANSLATABLE = {"translatable": True}
+"""``json_schema_extra`` of a fixed customer-facing text: its (English) default is a gettext msgid,
+and a tenant that did not store its own text gets the default in its ``locale.language``
+(:func:`localized_defaults`). Mark the default with :func:`switchboard.i18n.N_` so Babel extracts it."""
+
+
+class LocaleSettings(BaseModel):
+    """The tenant's language and time zone: ``settings_extensions["locale"]``.
+
+    ``language`` decides the fixed customer-facing texts a tenant did not write itself (slow down,
+    handoff, queue, error, farewell, ...) and the console's language for users without a choice of
+    their own; ``timezone`` decides what "per day" means in analytics.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    language: Language = DEFAULT_LANGUAGE
+    """``en`` or ``es`` (the catalogs in ``switchboard/i18n/locale``)."""
+    timezone: str = Field("UTC", min_length=1, max_length=64)
+    """IANA time zone name (``Europe/Madrid``); days in analytics start at midnight there."""
+
+    @model_validator(mode="after")
+    def _known_timezone(self) -> LocaleSettings:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(self.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"unknown time zone {self.timezone!r} (use an IANA name such as Europe/Madrid)"
+            ) from None
+        return self
+
+
+class RateLimitSettings(BaseModel):
+    """Per-customer and per-tenant inbound limits: ``settings_extensions["rate_limits"]``.
+
+    ``None`` keeps the process value (``CUSTOMER_RATE_LIMIT``, ``TENANT_RATE_LIMIT``, ...; see
+    :class:`switchboard.settings.InboundSettings`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    customer_rate_limit: int | None = Field(None, ge=1, le=10_000)
+    """Messages one customer may send per ``customer_rate_window_s`` before the polite slow-down."""
+    customer_rate_window_s: float | None = Field(None, gt=0, le=86_400)
+    tenant_rate_limit: int | None = Field(None, ge=1, le=1_000_000)
+    """Messages the tenant's jobs may process per ``tenant_rate_window_s`` (over: deferred, never told)."""
+    tenant_rate_window_s: float | None = Field(None, gt=0, le=86_400)
+    slowdown_reply: str = Field(
+        N_(
+            "You're sending messages faster than we can answer them. Please slow down a little; "
+            "we'll reply to your latest message shortly."
+        ),
+        min_length=1,
+        max_length=1_000,
+        json_schema_extra=TRANSLATABLE,
+    )
+    """The one polite reply a customer over the per-customer limit gets per window."""
+
 
 class AgentSettings(BaseModel):
     """Who the agent is and what it says when the model cannot: ``settings_extensions["agent"]``."""
@@ -84,11 +149,21 @@ class AgentSettings(BaseModel):
     """Tenant instructions placed in the stable prefix of the system prompt."""
     system_prompt: str | None = Field(None, max_length=50_000)
     """A complete system prompt replacing the built-in template (variable parts are still appended)."""
-    handoff_reply: str = "Thank you. A person from our team will take over this conversation shortly."
+    handoff_reply: str = Field(
+        N_("Thank you. A person from our team will take over this conversation shortly."),
+        max_length=1_000,
+        json_schema_extra=TRANSLATABLE,
+    )
     """Sent after ``escalate_to_human`` when the model gives no words of its own."""
-    farewell_reply: str = "Thank you for contacting us. Goodbye!"
+    farewell_reply: str = Field(
+        N_("Thank you for contacting us. Goodbye!"), max_length=1_000, json_schema_extra=TRANSLATABLE
+    )
     """Sent after ``end_conversation(farewell=true)`` when the model gives no words of its own."""
-    error_reply: str = "Sorry, I can't answer right now. Please try again in a few minutes."
+    error_reply: str = Field(
+        N_("Sorry, I can't answer right now. Please try again in a few minutes."),
+        max_length=1_000,
+        json_schema_extra=TRANSLATABLE,
+    )
     """Sent when every model failed or the turn ran out of time (the failure is logged and recorded)."""
 
 
@@ -118,9 +193,12 @@ class HandoffSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     queue_reply: str = Field(
-        "Everyone on our team is busy right now. A person will answer here as soon as one is available; "
-        "you don't need to write again.",
+        N_(
+            "Everyone on our team is busy right now. A person will answer here as soon as one is available; "
+            "you don't need to write again."
+        ),
         max_length=1_000,
+        json_schema_extra=TRANSLATABLE,
     )
     """What the customer is told when no agent is online and the conversation waits in the queue."""
     agent_template_name: str | None = Field(None, max_length=512)
@@ -133,9 +211,12 @@ class HandoffSettings(BaseModel):
     """A pending action nobody approved or rejected within this long expires; the customer is told
     ``approval_expired_reply``."""
     approval_expired_reply: str = Field(
-        "We could not confirm your request in time, so nothing was done. Please write again if you "
-        "still need it.",
+        N_(
+            "We could not confirm your request in time, so nothing was done. Please write again if you "
+            "still need it."
+        ),
         max_length=1_000,
+        json_schema_extra=TRANSLATABLE,
     )
     """What the customer is told when a pending action expires."""
     button_payloads: list[str] = Field(default_factory=lambda: ["talk_to_human"], max_length=50)
@@ -196,6 +277,8 @@ CORE_SECTIONS: Mapping[str, type[BaseModel]] = MappingProxyType(
         "memory": MemorySettings,
         "tools": ToolsSettings,
         "knowledge": KnowledgeSettings,
+        "locale": LocaleSettings,
+        "rate_limits": RateLimitSettings,
     }
 )
 """The sections every tenant has, by their key in ``settings_extensions``."""
@@ -246,6 +329,8 @@ class TenantSettings(BaseModel):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
     knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
+    locale: LocaleSettings = Field(default_factory=LocaleSettings)
+    rate_limits: RateLimitSettings = Field(default_factory=RateLimitSettings)
 
     @model_validator(mode="after")
     def _channel_sections(self) -> TenantSettings:
@@ -274,31 +359,57 @@ class TenantSettings(BaseModel):
         raise KeyError(f"{model.__qualname__} is not a registered tenant settings section")
 
 
+def localized_defaults(model: type[BaseModel], language: str) -> dict[str, str]:
+    """The translatable fields of ``model`` (marked :data:`TRANSLATABLE`) with their defaults in
+    ``language`` (``{"handoff_reply": "Gracias. ..."}``); English returns the defaults as they are."""
+    chosen: dict[str, str] = {}
+    for name, field in model.model_fields.items():
+        extra = field.json_schema_extra
+        if isinstance(extra, dict) and extra.get("translatable") and isinstance(field.default, str):
+            chosen[name] = gettext(language, field.default)
+    return chosen
+
+
+def _language_of(locale: Any, tenant_id: str | None) -> str:
+    if locale is None:
+        return DEFAULT_LANGUAGE
+    try:
+        return LocaleSettings.model_validate(locale).language
+    except ValidationError:
+        return DEFAULT_LANGUAGE  # logged with the section below
+
+
 def tenant_settings_from(
     extensions: Mapping[str, Any] | None, *, tenant_id: str | None = None
 ) -> TenantSettings:
     """Parse a tenant's ``settings_extensions`` (unknown top-level keys are ignored).
 
     A section that fails validation is replaced by its defaults and logged as an error
-    (``tenant_settings_invalid`` with the section and the first problem).
+    (``tenant_settings_invalid`` with the section and the first problem). Fixed customer-facing
+    texts the tenant did not store come in the tenant's ``locale.language`` (:func:`localized_defaults`).
     """
     raw = dict(extensions or {})
+    language = _language_of(raw.get("locale"), tenant_id)
     sections: dict[str, Any] = {}
     for name, model in {**CORE_SECTIONS, **channel_sections()}.items():
         value = raw.get(name)
-        if value is None:
-            continue
-        try:
-            sections[name] = model.model_validate(value)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            log.error(
-                "tenant_settings_invalid",
-                tenant_id=tenant_id,
-                section=name,
-                location=".".join(str(p) for p in first.get("loc", ())),
-                problem=first.get("msg"),
-            )
+        defaults = localized_defaults(model, language)
+        if value is not None:
+            try:
+                merged = {**defaults, **value} if isinstance(value, Mapping) else value
+                sections[name] = model.model_validate(merged)
+                continue
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                log.error(
+                    "tenant_settings_invalid",
+                    tenant_id=tenant_id,
+                    section=name,
+                    location=".".join(str(p) for p in first.get("loc", ())),
+                    problem=first.get("msg"),
+                )
+        if defaults:
+            sections[name] = model.model_validate(defaults)
     return TenantSettings(**sections)
 
 

@@ -5,13 +5,16 @@ Run: `uvicorn services.orchestrator.main:create_app --factory` (`switchboard run
 
 from fastapi import FastAPI
 from switchboard.agent import turns_router
+from switchboard.analytics.routes import analytics_admin_router
 from switchboard.channels.gmail.routes import gmail_admin_router
 from switchboard.console.api import conversations_admin_router
 from switchboard.handoff.routes import agents_router
 from switchboard.knowledge.routes import knowledge_admin_router
 from switchboard.llm import import_litellm
+from switchboard.platform_routes import platform_admin_router
 from switchboard.service_app import create_service_app
 from switchboard.settings import Settings, load_settings
+from switchboard.tenant_config.routes import settings_admin_router
 from switchboard.tools.routes import admin_tools_router
 
 
@@ -27,6 +30,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             knowledge_admin_router,
             agents_router,
             gmail_admin_router,
+            settings_admin_router,
+            analytics_admin_router,
+            platform_admin_router,
             conversations_admin_router,
         ],
         description="The agent: bounded tool loop through the LLM Router; admin API.",

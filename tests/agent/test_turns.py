@@ -609,3 +609,27 @@ async def test_a_turn_that_fails_in_process_is_released_at_once_for_the_retry(se
         ).all() == []
     retried = await asyncio.wait_for(orchestrator.handle_turn(request), timeout=10)  # no 150 s wait
     assert retried.reply == "answered on retry"
+
+
+# --- the tenant's language -------------------------------------------------------------------------
+
+
+async def test_a_spanish_tenant_gets_the_spanish_handoff_and_error_replies(setup, orchestrator):
+    conv, _ = await setup(
+        tool_calls(("escalate_to_human", {"reason": "refund dispute"})), text(""), locale={"language": "es"}
+    )
+    result = await orchestrator.handle_turn(conv.request("quiero un reembolso"))
+    assert result.reply == "Gracias. Una persona de nuestro equipo continuará esta conversación en breve."
+
+    conv, _ = await setup(ScriptedResponse(kind="error", status=503), locale={"language": "es"})
+    result = await orchestrator.handle_turn(conv.request("hola"))
+    assert result.reply == "Lo siento, ahora no puedo responder. Vuelve a intentarlo en unos minutos."
+
+
+async def test_a_text_the_tenant_wrote_wins_over_its_language(setup, orchestrator):
+    conv, _ = await setup(
+        ScriptedResponse(kind="error", status=503),
+        locale={"language": "es"},
+        agent={"error_reply": "Volvemos enseguida."},
+    )
+    assert (await orchestrator.handle_turn(conv.request("hola"))).reply == "Volvemos enseguida."

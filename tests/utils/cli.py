@@ -15,12 +15,12 @@ class Cli:
 
     env: dict[str, str | None] = field(default_factory=dict)
 
-    def run(self, *args: str, **env: str | None) -> Result:
-        """``switchboard ARGS...`` in this thread (for sync tests)."""
+    def run(self, *args: str, input: str | None = None, **env: str | None) -> Result:
+        """``switchboard ARGS...`` in this thread (for sync tests); ``input`` is typed on stdin."""
         from switchboard.cli import app
 
-        return CliRunner().invoke(app, list(args), env={**self.env, **env})
+        return CliRunner().invoke(app, list(args), env={**self.env, **env}, input=input)
 
-    async def arun(self, *args: str, **env: str | None) -> Result:
+    async def arun(self, *args: str, input: str | None = None, **env: str | None) -> Result:
         """``switchboard ARGS...`` in a worker thread: commands run their own event loop (``asyncio.run``)."""
-        return await asyncio.to_thread(self.run, *args, **env)
+        return await asyncio.to_thread(self.run, *args, input=input, **env)

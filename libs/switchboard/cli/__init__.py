@@ -22,6 +22,7 @@ from switchboard.cli import (  # noqa: F401  (register)
     db,
     kb,
     keys,
+    settings,
     simulate,
     system,
     tenants,

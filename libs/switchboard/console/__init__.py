@@ -17,11 +17,31 @@ __all__ = ["console_routers", "install_console", "register_nav"]
 
 def console_routers() -> list[APIRouter]:
     """The console service's routers: the pages, then the conversations admin API."""
+    from switchboard.analytics.routes import analytics_admin_router
+    from switchboard.console.analytics_pages import analytics_pages_router
     from switchboard.console.api import conversations_admin_router
     from switchboard.console.conversation_pages import conversation_pages_router
+    from switchboard.console.knowledge_pages import knowledge_pages_router
+    from switchboard.console.operations_pages import operations_pages_router
     from switchboard.console.pages import pages_router
+    from switchboard.console.platform_pages import platform_pages_router
+    from switchboard.console.settings_pages import settings_pages_router
+    from switchboard.knowledge.routes import knowledge_admin_router
+    from switchboard.tenant_config.routes import settings_admin_router
 
-    return [pages_router, conversation_pages_router, conversations_admin_router]
+    return [
+        pages_router,
+        conversation_pages_router,
+        conversations_admin_router,
+        settings_pages_router,
+        settings_admin_router,
+        knowledge_pages_router,
+        knowledge_admin_router,
+        analytics_pages_router,
+        analytics_admin_router,
+        platform_pages_router,
+        operations_pages_router,
+    ]
 
 
 def __getattr__(name: str) -> object:

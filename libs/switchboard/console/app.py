@@ -26,6 +26,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from switchboard.console.auth import CSRF_FIELD, CSRF_HEADER
 from switchboard.console.deps import LoginRequired
 from switchboard.db.models import Role
+from switchboard.i18n import SUPPORTED_LANGUAGES, negotiate_language, normalize_language
+from switchboard.i18n.jinja import install_i18n, use_language
 
 __all__ = [
     "TEMPLATES_DIR",
@@ -37,6 +39,8 @@ __all__ = [
     "templates",
     "render",
     "install_console",
+    "console_language",
+    "LANGUAGE_COOKIE",
 ]
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
@@ -86,13 +90,28 @@ def register_nav(key: str, label: str, path: str, roles: Iterable[Role], *, plat
 register_nav("inbox", "Inbox", "/inbox", (Role.platform_admin, Role.tenant_admin, Role.agent))
 
 templates = Jinja2Templates(
-    env=jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES_DIR), autoescape=True, extensions=["jinja2.ext.i18n"]
-    )
+    env=install_i18n(jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES_DIR), autoescape=True))
 )
-# English until the i18n layer installs gettext catalogs (templates already mark strings with _()).
-templates.env.install_null_translations(newstyle=True)  # type: ignore[attr-defined]
-templates.env.globals.update(HTMX_FILE=HTMX_FILE, CSRF_FIELD=CSRF_FIELD, CSRF_HEADER=CSRF_HEADER)
+# gettext follows the language of the request being rendered (:func:`render` sets it).
+templates.env.globals.update(
+    HTMX_FILE=HTMX_FILE, CSRF_FIELD=CSRF_FIELD, CSRF_HEADER=CSRF_HEADER, LANGUAGES=SUPPORTED_LANGUAGES
+)
+LANGUAGE_COOKIE = "sb_lang"
+"""The user's own choice of console language (``en`` / ``es``), set by ``POST /language``; it wins over
+the tenant's ``locale.language`` and the browser's ``Accept-Language``."""
+
+
+def console_language(request: Request, tenant: Any = None) -> str:
+    """The language a console page is rendered in: the user's choice (cookie), else the tenant's
+    ``locale.language``, else the best match of ``Accept-Language`` (else English)."""
+    chosen = normalize_language(request.cookies.get(LANGUAGE_COOKIE))
+    if chosen:
+        return chosen
+    if tenant is not None and isinstance(getattr(tenant, "settings_extensions", None), dict):
+        stored = normalize_language(((tenant.settings_extensions or {}).get("locale") or {}).get("language"))
+        if stored:
+            return stored
+    return negotiate_language(request.headers.get("accept-language"))
 
 
 def _nav_for(request: Request, role: str | None, slug: str | None) -> list[dict[str, Any]]:
@@ -132,9 +151,11 @@ def render(
         "nav": _nav_for(request, user.role if user else None, tenant.slug if tenant else None),
         "active": context.pop("active", None),
     }
-    return templates.TemplateResponse(
-        request, template, {**base, **context}, status_code=status_code, headers=headers
-    )
+    language = console_language(request, tenant)
+    with use_language(language):  # the response renders now, inside the block
+        return templates.TemplateResponse(
+            request, template, {**base, "lang": language, **context}, status_code=status_code, headers=headers
+        )
 
 
 def _wants_html(request: Request) -> bool:
@@ -144,6 +165,22 @@ def _wants_html(request: Request) -> bool:
 def install_console(app: FastAPI) -> None:
     """Static files under ``/static`` and the console's error answers (login redirect, error pages)."""
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="console-static")
+
+    @app.post("/language", include_in_schema=False)
+    async def set_language(request: Request) -> Response:
+        """The user's console language (form ``language``: en/es), kept in a cookie for a year; back to
+        the page it was chosen on. Needs no session: the login page offers it too."""
+        form = await request.form()
+        chosen = normalize_language(str(form.get("language") or ""))
+        back = str(form.get("next") or "/")
+        if not back.startswith("/") or back.startswith("//"):
+            back = "/"
+        response = RedirectResponse(back, status_code=303)
+        if chosen:
+            response.set_cookie(
+                LANGUAGE_COOKIE, chosen, max_age=365 * 86_400, httponly=True, samesite="lax", path="/"
+            )
+        return response
 
     @app.exception_handler(LoginRequired)
     async def login_required(request: Request, exc: LoginRequired) -> Response:

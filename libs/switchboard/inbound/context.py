@@ -27,6 +27,7 @@ class Outcome(StrEnum):
     missing_or_finished = "missing_or_finished"  # no such row, or a run before this one finished it
     recorded = "recorded"  # only stored: sticker, reaction, status-like events, echoes, system messages
     echo_of_ours = "echo_of_ours"  # the provider's echo of a message we sent: recorded on its outbox row
+    suspended = "suspended"  # the tenant is suspended by a platform admin: stored, not answered
     rate_limited = "rate_limited"  # over the per-customer limit, the slow-down reply already went out
     slowdown_sent = "slowdown_sent"  # over the per-customer limit: the one polite reply of this window
     human_mode = "human_mode"  # the conversation is with a person: relayed or waiting, no model call

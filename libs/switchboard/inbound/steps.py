@@ -75,7 +75,7 @@ from switchboard.queue.keys import (
     profile_cache_key,
     tenant_rate_key,
 )
-from switchboard.tenant_settings import tenant_settings_from
+from switchboard.tenant_settings import RateLimitSettings, tenant_settings_from
 
 __all__ = [
     "STEPS",
@@ -93,11 +93,9 @@ log = get_logger(__name__)
 
 Step = Callable[[InboundContext], Awaitable[Outcome | None]]
 
-SLOWDOWN_TEXT = (
-    "You're sending messages faster than we can answer them. Please slow down a little; "
-    "we'll reply to your latest message shortly."
-)
-"""The one polite reply a customer over the per-customer limit gets per window."""
+SLOWDOWN_TEXT: str = RateLimitSettings.model_fields["slowdown_reply"].default
+"""The one polite reply a customer over the per-customer limit gets per window (English default; a
+tenant's ``rate_limits.slowdown_reply``, or its translation in the tenant's ``locale.language``, wins)."""
 CONTRACT_VIOLATION_MAX_TRIES = 3
 """Tries of a turn whose answer broke the contract before it is logged as ``contract_violation``."""
 LOCK_RETRY_DEFER_S = 1.0
@@ -374,45 +372,66 @@ async def agent_console(ic: InboundContext) -> Outcome | None:
     return Outcome(outcome)
 
 
+async def suspended(ic: InboundContext) -> Outcome | None:
+    """A tenant a platform admin suspended (``tenants.suspended_at``): the message stays stored, unanswered."""
+    async with ic.deps.resources.sessions() as session:
+        tenant = await session.get(Tenant, ic.row.tenant_id)
+    if tenant is None or tenant.suspended_at is None:
+        return None
+    log.warning("inbound_tenant_suspended")
+    await finish(ic, InboundState.done, "tenant suspended: not answered")
+    return Outcome.suspended
+
+
 async def customer_limit(ic: InboundContext) -> Outcome | None:
-    """Over the per-customer limit (sliding window): one polite reply per window, then silence."""
+    """Over the per-customer limit (sliding window): one polite reply per window, then silence.
+
+    The limit and window are the tenant's ``rate_limits`` where set, else the process values; the
+    reply is the tenant's ``rate_limits.slowdown_reply`` (in its language unless it wrote its own).
+    """
     row, settings, redis = ic.row, ic.settings, ic.deps.redis
+    limits = (await load_tenant_settings(ic)).rate_limits
+    limit = limits.customer_rate_limit or settings.customer_rate_limit
+    window_s = limits.customer_rate_window_s or settings.customer_rate_window_s
     window = await count_in_window(
-        redis, customer_rate_key(row.tenant_id, ic.customer.id), str(row.id), settings.customer_rate_window_s
+        redis, customer_rate_key(row.tenant_id, ic.customer.id), str(row.id), window_s
     )
-    if window.count <= settings.customer_rate_limit:
+    if window.count <= limit:
         return None
     notice_key = customer_slowdown_key(row.tenant_id, ic.customer.id)
-    owner = await redis.set(notice_key, str(row.id), nx=True, ex=int(settings.customer_rate_window_s))
+    owner = await redis.set(notice_key, str(row.id), nx=True, ex=max(1, int(window_s)))
     owner = owner or (await redis.get(notice_key)) == str(row.id).encode()  # a re-run of the owner
-    log.warning("customer_rate_limited", count=window.count, limit=settings.customer_rate_limit)
+    log.warning("customer_rate_limited", count=window.count, limit=limit)
     if not owner:
         await finish(ic, InboundState.done, "customer rate limit: not answered")
         return Outcome.rate_limited
-    await _write_reply(ic, [SLOWDOWN_TEXT], row.trace_id or "")
+    await _write_reply(ic, [limits.slowdown_reply], row.trace_id or "")
     await _deliver_row(ic)
     await finish(ic, InboundState.done, "customer rate limit: slow-down reply sent")
     return Outcome.slowdown_sent
 
 
 async def tenant_limit(ic: InboundContext) -> Outcome | None:
-    """Over the per-tenant limit: ``Retry(defer=TENANT_RATE_DEFER_S)``; the customer sees nothing.
+    """Over the per-tenant limit (the tenant's ``rate_limits`` where set, else the process values):
+    ``Retry(defer=TENANT_RATE_DEFER_S)``; the customer sees nothing.
 
     Raises:
         Retry: the tenant's window is full.
     """
     row, settings = ic.row, ic.settings
+    limits = (await load_tenant_settings(ic)).rate_limits
+    limit = limits.tenant_rate_limit or settings.tenant_rate_limit
     slot = await take_slot(
         ic.deps.redis,
         tenant_rate_key(row.tenant_id),
         str(row.id),
-        settings.tenant_rate_window_s,
-        settings.tenant_rate_limit,
+        limits.tenant_rate_window_s or settings.tenant_rate_window_s,
+        limit,
     )
     if slot.allowed:
         return None
     await _set_pending(ic, f"tenant rate limit: deferred {settings.tenant_rate_defer_s:g} s")
-    log.warning("tenant_rate_limited", limit=settings.tenant_rate_limit, defer_s=settings.tenant_rate_defer_s)
+    log.warning("tenant_rate_limited", limit=limit, defer_s=settings.tenant_rate_defer_s)
     raise Retry(defer=settings.tenant_rate_defer_s)
 
 
@@ -818,6 +837,7 @@ STEPS: tuple[Step, ...] = (
     record_only,
     customer_profile,
     agent_console,
+    suspended,
     customer_limit,
     tenant_limit,
     buttons,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import uuid
 from typing import Any
 
@@ -10,10 +12,17 @@ from arq.connections import ArqRedis
 from switchboard.db.models import KnowledgeSource
 from switchboard.knowledge.ingest import DocumentNotFound, ingest_job_id, ingest_source
 from switchboard.observability import get_logger, tracing
+from switchboard.queue.keys import knowledge_progress_key
 from switchboard.queue.queues import Queue
 from switchboard.runtime.resources import Resources
 
-__all__ = ["INGEST_JOB_NAME", "INGEST_JOB_TIMEOUT_S", "enqueue_ingest", "ingest_knowledge_source"]
+__all__ = [
+    "INGEST_JOB_NAME",
+    "INGEST_JOB_TIMEOUT_S",
+    "enqueue_ingest",
+    "ingest_knowledge_source",
+    "read_progress",
+]
 
 log = get_logger(__name__)
 
@@ -37,6 +46,7 @@ async def ingest_knowledge_source(
         ``{"status": "ready"|"failed"|"skipped", "chunks": int, "error": str | None}``.
     """
     resources: Resources = ctx["resources"]
+    progress = _ProgressWriter(ctx.get("redis"), source_id)
     try:
         report = await ingest_source(
             resources.sessions,
@@ -44,13 +54,54 @@ async def ingest_knowledge_source(
             tenant_id=uuid.UUID(tenant_id),
             source_id=uuid.UUID(source_id),
             content_hash=content_hash,
+            on_progress=progress,
         )
     except DocumentNotFound:
         log.info(
             "knowledge_ingest_source_gone", tenant_id=tenant_id, source_id=source_id, job_id=ctx.get("job_id")
         )
         return {"status": "skipped", "chunks": 0, "error": "document deleted"}
+    finally:
+        await progress.flush()
     return {"status": report.status, "chunks": report.chunk_count, "error": report.error}
+
+
+PROGRESS_TTL_S = 3600
+"""How long the last progress of an ingestion stays readable (the row's status outlives it)."""
+
+
+class _ProgressWriter:
+    """``on_progress`` of the job: the latest ``(stage, done, total)`` into Redis
+    (:func:`~switchboard.queue.keys.knowledge_progress_key`) for the console's progress bars.
+
+    The ingest calls it synchronously; each write is a task awaited at the latest by :meth:`flush`.
+    """
+
+    def __init__(self, redis: Any, source_id: str) -> None:
+        self.redis, self.key = redis, knowledge_progress_key(source_id)
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if self.redis is None:
+            return
+        value = json.dumps({"stage": stage, "done": done, "total": total})
+        self._tasks.append(
+            asyncio.get_running_loop().create_task(self.redis.set(self.key, value, ex=PROGRESS_TTL_S))
+        )
+
+    async def flush(self) -> None:
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            try:
+                await task
+            except Exception as exc:  # progress is a nicety: the ingest itself already finished
+                log.warning("knowledge_progress_not_written", key=self.key, error=type(exc).__name__)
+
+
+async def read_progress(redis: Any, source_id: uuid.UUID | str) -> dict[str, Any] | None:
+    """The last progress an ingestion of ``source_id`` wrote, or ``None``."""
+    raw = await redis.get(knowledge_progress_key(source_id)) if redis is not None else None
+    return json.loads(raw) if raw else None
 
 
 async def enqueue_ingest(redis: ArqRedis, source: KnowledgeSource) -> str:

@@ -21,6 +21,7 @@ __all__ = [
     "inbound_failures_key",
     "burst_key",
     "deliver_job_id",
+    "knowledge_progress_key",
 ]
 
 
@@ -106,3 +107,8 @@ def burst_key(conversation_id: uuid.UUID | str) -> str:
 def deliver_job_id(scope_id: uuid.UUID | str | None, defer_s: float) -> str:
     """Job id of a deferred ``deliver_outbox`` run for one row or conversation (one per scope and delay)."""
     return f"deliver:{scope_id}:{round(defer_s, 1)}"
+
+
+def knowledge_progress_key(source_id: uuid.UUID | str) -> str:
+    """Progress of the running ingestion of one knowledge source (JSON ``{"stage", "done", "total"}``)."""
+    return f"kb:progress:{source_id}"

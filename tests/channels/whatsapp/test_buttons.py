@@ -252,3 +252,18 @@ async def test_text_then_button_in_one_burst_both_get_their_answer(
         ("button", "done", None),
         ("text", "done", None),
     ]
+
+
+async def test_a_spanish_tenant_hears_the_queue_reply_in_spanish(
+    settings_, wa_tenant, sessions, graph_sandbox, script
+):  # type: ignore[no-untyped-def]
+    await script(locale={"language": "es"})
+    await _post(settings_, _payload("interactive_button_reply.json", wa_tenant))
+    sent = sent_to(graph_sandbox[1], wa_tenant.phone_number_id)
+    assert [(m["to"], m["text"]) for m in sent] == [
+        (
+            CUSTOMER,
+            "Todo nuestro equipo está ocupado en este momento. Una persona te responderá aquí en cuanto haya "
+            "alguien disponible; no hace falta que vuelvas a escribir.",
+        )
+    ]

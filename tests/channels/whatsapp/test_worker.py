@@ -379,3 +379,24 @@ async def test_missing_row_job_is_a_no_op(make_settings, arq_pool) -> None:  # t
     job = await arq_pool.enqueue_job("process_inbound", str(uuid.uuid4()), _job_id=f"inbound:{uuid.uuid4()}")
     await run_worker_burst(settings)
     assert await job.result(timeout=5) == "missing_or_finished"
+
+
+async def test_a_spanish_tenant_with_its_own_limit_gets_the_spanish_slow_down(
+    make_settings, make_tenant, sessions, settings, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    # the process allows 10 per window; the tenant's own rate_limits allow 1
+    tenant = await make_tenant(locale={"language": "es"}, rate_limits={"customer_rate_limit": 1})
+    account = await connect_whatsapp(sessions, tenant, settings)
+    pid = account.external_account_id
+    run_settings = make_settings(inbound_max_tries=1)
+    async with channel_service(run_settings) as svc:
+        for i in range(3):
+            await svc.post(
+                text_body(phone_number_id=pid, wamid=f"wamid.ES{i}.{uuid.uuid4().hex}", text=f"hola {i}")
+            )
+    await run_worker_burst(run_settings, max_jobs=1)
+    sent = sent_to(graph_sandbox[1], pid)
+    assert [m["text"] for m in sent] == [
+        "Estás enviando mensajes más rápido de lo que podemos responderlos. Por favor, ve un poco más "
+        "despacio; responderemos a tu último mensaje en breve."
+    ]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from switchboard.tenant_settings import register_section
+from switchboard.i18n import N_
+from switchboard.tenant_settings import TRANSLATABLE, register_section
 
 __all__ = ["WhatsAppSettings", "SECTION"]
 
@@ -26,10 +27,13 @@ class WhatsAppSettings(BaseModel):
     """Button payloads (template quick reply ``button.payload`` or an interactive reply id, compared
     case-insensitively) that opt the customer out of marketing/template messages."""
     opt_out_reply: str = Field(
-        "You're unsubscribed: we won't send you marketing messages any more. "
-        "You can still write to us here whenever you need help.",
+        N_(
+            "You're unsubscribed: we won't send you marketing messages any more. "
+            "You can still write to us here whenever you need help."
+        ),
         min_length=1,
         max_length=1_000,
+        json_schema_extra=TRANSLATABLE,
     )
     """The one confirmation sent after an opt-out button."""
 

@@ -37,6 +37,7 @@ from switchboard.db.models.knowledge import (
     KnowledgeSourceFile,
     SourceStatus,
 )
+from switchboard.db.models.settings_audit import SettingsChange
 from switchboard.db.models.tenancy import Channel, ChannelAccount, Organization, Tenant
 from switchboard.db.models.tools import AuditLog, McpTenantTool, SecurityAlert, ToolReceipt, UserMemory
 from switchboard.db.models.turns import Turn, TurnStatus
@@ -84,6 +85,7 @@ __all__ = [
     "PendingActionStatus",
     "Product",
     "SecurityAlert",
+    "SettingsChange",
     "SourceStatus",
     "Store",
     "Tenant",

@@ -15,6 +15,7 @@ from switchboard.db.models.base import (
     created_at_field,
     id_field,
     jsonb_dict_field,
+    optional_time_field,
     updated_at_field,
 )
 
@@ -52,6 +53,8 @@ class Tenant(SQLModel, table=True):
     name: str = Field(max_length=200)
     settings_extensions: dict[str, Any] = jsonb_dict_field()
     """Per-tenant overrides of DESIGN.md defaults (loop limits, models, prompts); see ``TenantSettings``."""
+    suspended_at: datetime | None = optional_time_field()
+    """Set by a platform admin: a suspended tenant's inbound messages are stored but not answered."""
     created_at: datetime = created_at_field()
     updated_at: datetime = updated_at_field()
 

@@ -1,0 +1,224 @@
+"""Per-day, per-channel figures of one tenant (the console's analytics page and its admin API).
+
+:func:`tenant_analytics` runs a handful of aggregate queries over the tenant's rows (days in the
+tenant's ``locale.timezone``):
+
+* ``conversations``: conversations started; ``handed_off``: started and later handed to a person;
+  ``ai_resolved``: started, closed and never handed to a person;
+* ``messages_in`` / ``messages_out``: customer messages stored, messages we wrote (AI and people);
+* ``first_response_p50_s`` / ``_p95_s``: seconds from a conversation's first customer message to our
+  first reply (conversations started that day);
+* ``turns``, ``fallback_rate`` (turns a fallback deployment answered), ``tokens`` (``usage.total_tokens``);
+* ``tool_calls``, ``tool_error_rate`` (receipts whose outcome is not ``ok``);
+* ``feedback_up`` / ``feedback_down`` when the feedback table exists (guard branch), else absent.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import text
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+__all__ = ["DayChannel", "Analytics", "tenant_analytics", "METRICS"]
+
+METRICS = (
+    "conversations",
+    "ai_resolved",
+    "handed_off",
+    "messages_in",
+    "messages_out",
+    "first_response_p50_s",
+    "first_response_p95_s",
+    "turns",
+    "fallback_rate",
+    "tokens",
+    "tool_calls",
+    "tool_error_rate",
+    "feedback_up",
+    "feedback_down",
+)
+
+
+@dataclass
+class DayChannel:
+    """The figures of one day and channel (``None``: nothing to measure that day)."""
+
+    day: date
+    channel: str
+    values: dict[str, float | None] = field(default_factory=dict)
+
+
+@dataclass
+class Analytics:
+    """Every figure of a period: ``rows`` (one per day and channel that had anything) and the totals."""
+
+    days: list[date]
+    channels: list[str]
+    rows: list[DayChannel]
+    totals: dict[str, float | None]
+    has_feedback: bool
+    timezone: str
+
+    def series(self, metric: str) -> dict[str, list[float | None]]:
+        """``{channel: [value per day]}`` of ``metric`` (``None`` on days without data)."""
+        index = {(r.day, r.channel): r for r in self.rows}
+        return {
+            channel: [
+                (index[(d, channel)].values.get(metric) if (d, channel) in index else None) for d in self.days
+            ]
+            for channel in self.channels
+        }
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "timezone": self.timezone,
+            "days": [d.isoformat() for d in self.days],
+            "channels": self.channels,
+            "has_feedback": self.has_feedback,
+            "totals": self.totals,
+            "rows": [{"day": r.day.isoformat(), "channel": r.channel, **r.values} for r in self.rows],
+        }
+
+
+_DAY = "(({col}) AT TIME ZONE :tz)::date"
+
+_QUERIES: dict[str, str] = {
+    "conversations": f"""
+        SELECT {_DAY.format(col="c.created_at")} AS day, c.channel,
+               count(*) AS conversations,
+               count(*) FILTER (WHERE EXISTS (SELECT 1 FROM conversation_events e
+                   WHERE e.conversation_id = c.id AND e.to_status = 'human')) AS handed_off,
+               count(*) FILTER (WHERE c.closed_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM conversation_events e
+                   WHERE e.conversation_id = c.id AND e.to_status = 'human')) AS ai_resolved
+        FROM conversations c
+        WHERE c.tenant_id = :tenant AND c.created_at >= :since
+        GROUP BY 1, 2""",
+    "messages": f"""
+        SELECT {_DAY.format(col="m.created_at")} AS day, m.channel,
+               count(*) FILTER (WHERE m.direction = 'inbound' AND m.role = 'user') AS messages_in,
+               count(*) FILTER (WHERE m.direction = 'outbound') AS messages_out
+        FROM messages m
+        WHERE m.tenant_id = :tenant AND m.created_at >= :since
+        GROUP BY 1, 2""",
+    "first_response": f"""
+        WITH firsts AS (
+            SELECT c.id, c.channel, c.created_at,
+                   (SELECT min(m.created_at) FROM messages m WHERE m.conversation_id = c.id
+                        AND m.direction = 'inbound' AND m.role = 'user') AS first_in,
+                   (SELECT min(m.created_at) FROM messages m WHERE m.conversation_id = c.id
+                        AND m.direction = 'outbound') AS first_out
+            FROM conversations c WHERE c.tenant_id = :tenant AND c.created_at >= :since)
+        SELECT {_DAY.format(col="created_at")} AS day, channel,
+               percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM first_out - first_in)) AS p50,
+               percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM first_out - first_in)) AS p95
+        FROM firsts WHERE first_in IS NOT NULL AND first_out IS NOT NULL AND first_out >= first_in
+        GROUP BY 1, 2""",
+    "turns": f"""
+        SELECT {_DAY.format(col="t.created_at")} AS day, c.channel,
+               count(*) AS turns,
+               count(*) FILTER (WHERE t.fallback_used) AS fallbacks,
+               coalesce(sum((t.usage->>'total_tokens')::bigint), 0) AS tokens
+        FROM turns t JOIN conversations c ON c.id = t.conversation_id
+        WHERE t.tenant_id = :tenant AND t.created_at >= :since
+        GROUP BY 1, 2""",
+    "tools": f"""
+        SELECT {_DAY.format(col="r.created_at")} AS day, coalesce(c.channel, 'none') AS channel,
+               count(*) AS tool_calls, count(*) FILTER (WHERE r.outcome <> 'ok') AS tool_errors
+        FROM tool_receipts r LEFT JOIN conversations c ON c.id = r.conversation_id
+        WHERE r.tenant_id = :tenant AND r.created_at >= :since
+        GROUP BY 1, 2""",
+}
+
+_FEEDBACK = f"""
+    SELECT {_DAY.format(col="f.created_at")} AS day, coalesce(c.channel, 'none') AS channel,
+           count(*) FILTER (WHERE f.rating = 'up') AS up, count(*) FILTER (WHERE f.rating = 'down') AS down
+    FROM feedback f LEFT JOIN messages m ON m.id = f.message_id LEFT JOIN conversations c ON c.id = m.conversation_id
+    WHERE f.tenant_id = :tenant AND f.created_at >= :since
+    GROUP BY 1, 2"""
+
+
+def _ratio(part: float, whole: float) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+async def tenant_analytics(
+    session: AsyncSession,
+    tenant_id: uuid.UUID,
+    *,
+    days: int = 14,
+    timezone: str = "UTC",
+    today: date | None = None,
+) -> Analytics:
+    """The figures of the last ``days`` days (today included) in ``timezone``.
+
+    Raises:
+        zoneinfo.ZoneInfoNotFoundError: ``timezone`` is not an IANA name (the settings validate it).
+    """
+    zone = ZoneInfo(timezone)
+    today = today or datetime.now(zone).date()
+    first = today - timedelta(days=days - 1)
+    since = datetime.combine(first, datetime.min.time(), tzinfo=zone)
+    params = {"tenant": tenant_id, "since": since, "tz": timezone}
+    cells: dict[tuple[date, str], dict[str, float]] = {}
+    raw: dict[tuple[date, str], dict[str, float]] = {}
+
+    def cell(day: date, channel: str) -> dict[str, float]:
+        raw.setdefault((day, channel), {})
+        return cells.setdefault((day, channel), {})
+
+    for row in (await session.execute(text(_QUERIES["conversations"]), params)).mappings():
+        c = cell(row["day"], row["channel"])
+        c.update(
+            conversations=row["conversations"], handed_off=row["handed_off"], ai_resolved=row["ai_resolved"]
+        )
+    for row in (await session.execute(text(_QUERIES["messages"]), params)).mappings():
+        cell(row["day"], row["channel"]).update(
+            messages_in=row["messages_in"], messages_out=row["messages_out"]
+        )
+    for row in (await session.execute(text(_QUERIES["first_response"]), params)).mappings():
+        cell(row["day"], row["channel"]).update(
+            first_response_p50_s=round(float(row["p50"]), 2), first_response_p95_s=round(float(row["p95"]), 2)
+        )
+    for row in (await session.execute(text(_QUERIES["turns"]), params)).mappings():
+        c = cell(row["day"], row["channel"])
+        raw[(row["day"], row["channel"])].update(turns=row["turns"], fallbacks=row["fallbacks"])
+        c.update(
+            turns=row["turns"],
+            fallback_rate=_ratio(row["fallbacks"], row["turns"]),
+            tokens=int(row["tokens"]),
+        )
+    for row in (await session.execute(text(_QUERIES["tools"]), params)).mappings():
+        c = cell(row["day"], row["channel"])
+        raw[(row["day"], row["channel"])].update(tool_calls=row["tool_calls"], tool_errors=row["tool_errors"])
+        c.update(tool_calls=row["tool_calls"], tool_error_rate=_ratio(row["tool_errors"], row["tool_calls"]))
+    has_feedback = bool((await session.execute(text("SELECT to_regclass('feedback') IS NOT NULL"))).scalar())
+    if has_feedback:
+        for row in (await session.execute(text(_FEEDBACK), params)).mappings():
+            cell(row["day"], row["channel"]).update(feedback_up=row["up"], feedback_down=row["down"])
+
+    day_list = [first + timedelta(days=n) for n in range(days)]
+    channels = sorted({channel for _, channel in cells})
+    rows = [DayChannel(day=d, channel=ch, values=dict(v)) for (d, ch), v in sorted(cells.items())]
+    totals: dict[str, float | None] = {}
+    for metric in ("conversations", "ai_resolved", "handed_off", "messages_in", "messages_out", "turns", "tokens",
+                   "tool_calls", "feedback_up", "feedback_down"):  # fmt: skip
+        totals[metric] = sum(v.get(metric, 0) or 0 for v in cells.values())
+    totals["fallback_rate"] = _ratio(sum(r.get("fallbacks", 0) for r in raw.values()), totals["turns"] or 0)
+    totals["tool_error_rate"] = _ratio(
+        sum(r.get("tool_errors", 0) for r in raw.values()), totals["tool_calls"] or 0
+    )
+    ups, downs = totals["feedback_up"] or 0, totals["feedback_down"] or 0
+    totals["feedback_up_ratio"] = _ratio(ups, ups + downs)
+    return Analytics(
+        days=day_list,
+        channels=channels,
+        rows=rows,
+        totals=totals,
+        has_feedback=has_feedback,
+        timezone=timezone,
+    )

@@ -1,0 +1,144 @@
+"""Console: tools, channels and people of a tenant (admins).
+
+* **Tools** (``/t/{slug}/tools``): the toolbox with enable/disable and per-tool configuration (JSON),
+  through :mod:`switchboard.tools.toolbox` (``PUT /v1/admin/tenants/{slug}/tools/{name}`` is the same).
+* **Channels** (``/t/{slug}/channels``): connected accounts per channel with their health: the last
+  webhook (newest inbound message stored for the account), the last send error (newest outbox part
+  with an error), the token state (credentials stored; a Gmail mailbox's ``needs_reauth``).
+* **People** (``/t/{slug}/people``): human agents with online state, current load and total
+  (``GET /v1/admin/tenants/{slug}/agents``), and the tenant's console users.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Form, HTTPException, Request, status
+from fastapi.responses import HTMLResponse, Response
+from sqlalchemy import text
+from sqlmodel import col, select
+
+from switchboard.api.access import ADMIN_ROLES
+from switchboard.api.deps import SessionDep
+from switchboard.console.app import register_nav, render
+from switchboard.console.deps import PageContext, page_access
+from switchboard.db.models import ConsoleUser, HumanAgent
+from switchboard.i18n import N_
+from switchboard.tools.toolbox import UnknownTool, configure_tool, list_assignments, set_enabled
+
+__all__ = ["operations_pages_router", "channel_health"]
+
+operations_pages_router = APIRouter(include_in_schema=False)
+AdminPage = Annotated[PageContext, Depends(page_access(ADMIN_ROLES))]
+register_nav("tools", N_("Tools"), "/tools", ADMIN_ROLES)
+register_nav("channels", N_("Channels"), "/channels", ADMIN_ROLES)
+register_nav("people", N_("People"), "/people", ADMIN_ROLES)
+_WORDS = (N_("stored"), N_("missing"), N_("needs_reauth"), N_("online"), N_("offline"))
+"""Token and agent states the templates translate."""
+
+
+async def _tools_page(
+    request: Request, page: PageContext, session: Any, *, error: str | None = None, code: int = 200
+) -> Response:
+    tools = await list_assignments(session, page.tenant.id)
+    return render(
+        request, "tools.html", status_code=code, tenant=page.tenant, tools=tools, error=error, active="tools"
+    )
+
+
+@operations_pages_router.get("/t/{slug}/tools", response_class=HTMLResponse)
+async def tools_page(request: Request, page: AdminPage, session: SessionDep) -> Response:
+    return await _tools_page(request, page, session)
+
+
+@operations_pages_router.post("/t/{slug}/tools/{tool_name}", response_class=HTMLResponse)
+async def tools_update(
+    request: Request,
+    tool_name: str,
+    page: AdminPage,
+    session: SessionDep,
+    enabled: Annotated[str | None, Form()] = None,
+    custom_config: Annotated[str | None, Form(max_length=20_000)] = None,
+) -> Response:
+    """Enable/disable (``enabled``: on/off) and/or replace the configuration (``custom_config``: a JSON object)."""
+    actor = f"console:{page.user.email}"
+    try:
+        if custom_config is not None and custom_config.strip():
+            try:
+                config = json.loads(custom_config)
+            except json.JSONDecodeError as exc:
+                return await _tools_page(
+                    request, page, session, error=f"{tool_name}: not JSON ({exc})", code=422
+                )
+            if not isinstance(config, dict):
+                return await _tools_page(
+                    request, page, session, error=f"{tool_name}: the configuration is a JSON object", code=422
+                )
+            await configure_tool(session, page.tenant.id, tool_name, config)
+        if enabled in ("on", "off"):
+            await set_enabled(session, page.tenant.id, tool_name, enabled=enabled == "on", actor=actor)
+    except UnknownTool as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+    await session.commit()
+    return await _tools_page(request, page, session)
+
+
+_HEALTH = text(
+    """
+    SELECT a.id, a.channel, a.external_account_id, a.display_name, a.is_active,
+           a.credentials_encrypted IS NOT NULL AS has_credentials,
+           (SELECT max(m.created_at) FROM messages m WHERE m.channel_account_id = a.id AND m.direction = 'inbound')
+               AS last_webhook_at,
+           (SELECT o.error_code || ': ' || coalesce(o.error_message, '') FROM outbox o
+               WHERE o.channel_account_id = a.id AND o.error_code IS NOT NULL ORDER BY o.updated_at DESC LIMIT 1)
+               AS last_send_error,
+           (SELECT max(o.updated_at) FROM outbox o WHERE o.channel_account_id = a.id AND o.error_code IS NOT NULL)
+               AS last_send_error_at,
+           (SELECT g.status FROM gmail_mailboxes g WHERE g.channel_account_id = a.id LIMIT 1) AS mailbox_status
+    FROM channel_accounts a WHERE a.tenant_id = :tenant ORDER BY a.channel, a.external_account_id
+    """
+)
+
+
+def _token_state(row: dict[str, Any]) -> str:
+    if row.get("mailbox_status") == "needs_reauth":
+        return "needs_reauth"
+    if not row.get("is_active"):
+        return "inactive"
+    return "stored" if row.get("has_credentials") else "missing"
+
+
+async def channel_health(session: Any, tenant_id: Any) -> dict[str, list[dict[str, Any]]]:
+    """``{channel: [account health]}`` (see the module docstring); every channel key present."""
+    grouped: dict[str, list[dict[str, Any]]] = {"whatsapp": [], "instagram": [], "gmail": []}
+    for row in (await session.execute(_HEALTH, {"tenant": tenant_id})).mappings():
+        item = dict(row)
+        item["token_state"] = _token_state(item)
+        grouped.setdefault(item["channel"], []).append(item)
+    return grouped
+
+
+@operations_pages_router.get("/t/{slug}/channels", response_class=HTMLResponse)
+async def channels_page(request: Request, page: AdminPage, session: SessionDep) -> Response:
+    health = await channel_health(session, page.tenant.id)
+    return render(request, "channels.html", tenant=page.tenant, health=health, active="channels")
+
+
+@operations_pages_router.get("/t/{slug}/people", response_class=HTMLResponse)
+async def people_page(request: Request, page: AdminPage, session: SessionDep) -> Response:
+    agents = (
+        await session.exec(
+            select(HumanAgent)
+            .where(col(HumanAgent.tenant_id) == page.tenant.id)
+            .order_by(col(HumanAgent.name))
+        )
+    ).all()
+    users = (
+        await session.exec(
+            select(ConsoleUser)
+            .where(col(ConsoleUser.tenant_id) == page.tenant.id)
+            .order_by(col(ConsoleUser.email))
+        )
+    ).all()
+    return render(request, "people.html", tenant=page.tenant, agents=agents, users=users, active="people")

@@ -1,0 +1,102 @@
+"""Console: the platform console (``/platform``, platform admins only): organizations and tenants
+(create, suspend), usage per tenant, queue depth and dead letters with a retry button. The same
+operations as ``/v1/admin/platform/...`` (:mod:`switchboard.platform_routes`)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Form, HTTPException, Request, status
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from switchboard.api.deps import ResourcesDep, SessionDep
+from switchboard.console.app import register_nav, render
+from switchboard.console.auth import SessionInfo
+from switchboard.console.deps import platform_access
+from switchboard.db.models import Role
+from switchboard.errors import TenantNotFound
+from switchboard.i18n import N_
+from switchboard.platform_ops import (
+    DeadLetterNotFound,
+    dead_letters,
+    queue_depths,
+    retry_dead_inbound,
+    set_suspended,
+    usage_per_tenant,
+)
+from switchboard.tenants import TenantExists, create_tenant, get_tenant
+
+__all__ = ["platform_pages_router"]
+
+platform_pages_router = APIRouter(include_in_schema=False)
+PlatformDep = Annotated[SessionInfo, Depends(platform_access)]
+register_nav("platform", N_("Platform"), "/platform", (Role.platform_admin,), platform=True)
+
+
+async def _page(
+    request: Request,
+    session,
+    resources,
+    *,
+    code: int = 200,
+    message: str | None = None,
+    error: str | None = None,
+) -> Response:  # type: ignore[no-untyped-def]
+    depths = await queue_depths(resources.redis) if resources.redis is not None else {}
+    return render(
+        request, "platform.html", status_code=code, usage=await usage_per_tenant(session, days=30),
+        depths=depths, dead=await dead_letters(session, limit=50), message=message, error=error, active="platform",
+    )  # fmt: skip
+
+
+@platform_pages_router.get("/platform", response_class=HTMLResponse)
+async def platform_page(
+    request: Request, info: PlatformDep, session: SessionDep, resources: ResourcesDep
+) -> Response:
+    return await _page(request, session, resources)
+
+
+@platform_pages_router.post("/platform/tenants", response_class=HTMLResponse)
+async def platform_create_tenant(
+    request: Request,
+    info: PlatformDep,
+    session: SessionDep,
+    resources: ResourcesDep,
+    slug: Annotated[str, Form(max_length=64)],
+    name: Annotated[str, Form(max_length=200)],
+    organization: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    try:
+        tenant = await create_tenant(
+            session, slug=slug.strip(), name=name.strip(), organization_name=organization.strip() or None
+        )
+        await session.commit()
+    except (TenantExists, ValueError) as exc:
+        await session.rollback()
+        return await _page(request, session, resources, code=422, error=str(exc))
+    return await _page(request, session, resources, message=f"created {tenant.slug}")
+
+
+@platform_pages_router.post("/platform/tenants/{tenant_ref}/{action}")
+async def platform_suspend(tenant_ref: str, action: str, info: PlatformDep, session: SessionDep) -> Response:
+    if action not in ("suspend", "unsuspend"):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "use suspend or unsuspend")
+    try:
+        tenant = await get_tenant(session, tenant_ref)
+    except TenantNotFound:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"tenant {tenant_ref!r} not found") from None
+    await set_suspended(session, tenant, suspended=action == "suspend", actor=f"console:{info.user.email}")
+    await session.commit()
+    return RedirectResponse("/platform", status_code=303)
+
+
+@platform_pages_router.post("/platform/dead-letters/{message_id}/retry")
+async def platform_retry(
+    message_id: uuid.UUID, info: PlatformDep, session: SessionDep, resources: ResourcesDep
+) -> Response:
+    try:
+        await retry_dead_inbound(session, resources.redis, message_id, actor=f"console:{info.user.email}")
+    except DeadLetterNotFound:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no dead inbound message {message_id}") from None
+    return RedirectResponse("/platform", status_code=303)

@@ -1,0 +1,126 @@
+"""Console: the agent's settings as one validated form (``/t/{slug}/settings``), with its audit trail.
+
+Every action has its admin API twin: the form saves what ``PUT /v1/admin/tenants/{slug}/settings``
+would (the same :func:`~switchboard.tenant_config.save_settings`, audited with the console user as
+actor), "test this deployment" is ``POST .../settings/deployments/{id}/test``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Request, status
+from fastapi.responses import HTMLResponse, Response
+
+from switchboard.api.access import ADMIN_ROLES
+from switchboard.api.deps import SessionDep, SessionsDep, SettingsDep
+from switchboard.console.app import register_nav, render
+from switchboard.console.deps import PageContext, page_access
+from switchboard.db.engine import session_scope
+from switchboard.i18n import N_
+from switchboard.tenant_config import (
+    SettingsInvalid,
+    effective_document,
+    list_settings_changes,
+    save_settings,
+)
+from switchboard.tenant_config.form import document_from_form, form_sections
+from switchboard.tenant_config.probe import probe_deployment
+from switchboard.tenant_config.routes import cipher_factory
+from switchboard.tenant_settings import tenant_settings_from
+from switchboard.tenants import get_tenant
+
+__all__ = ["settings_pages_router", "console_actor"]
+
+settings_pages_router = APIRouter(include_in_schema=False)
+AdminPage = Annotated[PageContext, Depends(page_access(ADMIN_ROLES))]
+
+register_nav("settings", N_("Agent settings"), "/settings", ADMIN_ROLES)
+_SECTION_TITLES = (
+    N_("agent"), N_("loop"), N_("llm"), N_("handoff"), N_("memory"), N_("tools"), N_("knowledge"),
+    N_("locale"), N_("rate limits"), N_("whatsapp"), N_("instagram"), N_("gmail"),
+)  # fmt: skip
+"""Section titles the form translates (``_(section.title)``)."""
+
+
+def console_actor(page: PageContext) -> str:
+    """Audit actor of a console action: ``console:<email>``."""
+    return f"console:{page.user.email}"
+
+
+async def _render(
+    request: Request, page: PageContext, session, *, problems=None, form=None, saved=None, code=200
+):  # type: ignore[no-untyped-def]
+    tenant = page.tenant
+    sections = form_sections(effective_document(tenant.settings_extensions), tenant.settings_extensions or {})
+    if form is not None:  # re-show what was typed next to the problems
+        for section in sections:
+            for field in section.fields:
+                _refill(field, form)
+    history = await list_settings_changes(session, tenant.id, limit=20)
+    groups: dict[int, list[str]] = {}
+    for deployment in tenant_settings_from(tenant.settings_extensions).llm.deployments:
+        groups.setdefault(deployment.priority, []).append(deployment.id)
+    return render(
+        request, "settings.html", status_code=code, tenant=tenant, sections=sections, history=history,
+        problems=problems or [], saved=saved, groups=sorted(groups.items()), active="settings",
+    )  # fmt: skip
+
+
+def _refill(field, form) -> None:  # type: ignore[no-untyped-def]
+    if field.kind == "rows":
+        for row in field.rows:
+            for cell in row:
+                _refill(cell, form)
+    elif field.kind == "checkbox":
+        field.value = field.name in form
+    elif field.kind != "secret" and field.name in form:
+        field.value = form[field.name]
+
+
+@settings_pages_router.get("/t/{slug}/settings", response_class=HTMLResponse)
+async def settings_page(request: Request, page: AdminPage, session: SessionDep) -> Response:
+    """Every section of the tenant's settings as a form, the fallback groups, the last changes."""
+    return await _render(request, page, session)
+
+
+@settings_pages_router.post("/t/{slug}/settings", response_class=HTMLResponse)
+async def settings_save(
+    request: Request, page: AdminPage, session: SessionDep, sessions: SessionsDep, settings: SettingsDep
+) -> Response:
+    """Validate the whole form and save it (audited); problems are shown next to the form (422)."""
+    form = {k: str(v) for k, v in (await request.form()).multi_items() if k != "csrf_token"}
+    tenant = page.tenant
+    sections = form_sections(effective_document(tenant.settings_extensions), tenant.settings_extensions or {})
+    document = document_from_form(sections, form)
+    try:
+        async with session_scope(sessions) as write:
+            row = await get_tenant(write, str(tenant.id))
+            change = await save_settings(
+                write,
+                row,
+                document,
+                actor=console_actor(page),
+                source="console",
+                cipher=cipher_factory(settings),
+            )
+    except SettingsInvalid as exc:
+        return await _render(request, page, session, problems=exc.problems, form=form, code=422)
+    fresh = PageContext(info=page.info, tenant=await get_tenant(session, str(tenant.id)))
+    await session.refresh(fresh.tenant)
+    return await _render(request, fresh, session, saved=change.changed_paths if change else [])
+
+
+@settings_pages_router.post(
+    "/t/{slug}/settings/deployments/{deployment_id}/test", response_class=HTMLResponse
+)
+async def settings_test_deployment(
+    request: Request, deployment_id: str, page: AdminPage, settings: SettingsDep
+) -> Response:
+    """One short call of the stored deployment; the answer (or the error) as a small fragment."""
+    deployments = tenant_settings_from(page.tenant.settings_extensions).llm.deployments
+    deployment = next((d for d in deployments if d.id == deployment_id), None)
+    if deployment is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no deployment {deployment_id!r}: save it first")
+    result = await probe_deployment(settings, deployment)
+    return render(request, "_probe.html", tenant=page.tenant, result=result)

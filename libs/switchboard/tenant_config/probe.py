@@ -1,0 +1,73 @@
+""" "Test this deployment": one short completion through the project's model gateway, nothing stored."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+
+from switchboard.crypto import CredentialCipher
+from switchboard.llm.config import DeploymentSettings, LLMSettings
+from switchboard.settings import Settings
+
+__all__ = ["ProbeResult", "probe_deployment", "PROBE_PROMPT"]
+
+PROBE_PROMPT = "This is a connection test. Reply with one short sentence."
+PROBE_TIMEOUT_S = 20.0
+"""The whole probe's budget (one request, no retries, no fallback)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbeResult:
+    """What one test call of a deployment gave."""
+
+    ok: bool
+    deployment_id: str
+    answer: str | None = None
+    error: str | None = None
+    duration_ms: float = 0.0
+
+
+async def probe_deployment(settings: Settings, deployment: DeploymentSettings) -> ProbeResult:
+    """Call ``deployment`` once (its stored key decrypted with ``ENCRYPTION_KEY``) and report.
+
+    A router of its own (a fresh id), no retries, no other group: the answer says whether this one
+    deployment works. Never raises for a provider's failure (it is the result).
+    """
+    from switchboard.llm.router import ModelCallFailed, ModelGateway
+
+    started = time.perf_counter()
+    gateway = ModelGateway(
+        settings=settings, cipher=CredentialCipher(settings.secret("encryption_key").encode())
+    )
+    llm = LLMSettings(deployments=[deployment], num_retries=0, request_timeout_s=PROBE_TIMEOUT_S)
+    try:
+        router = gateway.router_for(uuid.uuid4(), llm)
+        reply = await gateway.complete(
+            router,
+            [{"role": "user", "content": PROBE_PROMPT}],
+            tools=None,
+            llm=llm,
+            trace_id=f"probe-{deployment.id}",
+            deadline=time.monotonic() + PROBE_TIMEOUT_S,
+        )
+    except ModelCallFailed as exc:
+        detail = "; ".join(f.get("error", "") for f in exc.failed_deployments) or str(exc.error)
+        return ProbeResult(
+            ok=False,
+            deployment_id=deployment.id,
+            error=detail[:500],
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+    except Exception as exc:  # a bad key token, an unknown provider setting: shown, not raised
+        return ProbeResult(
+            ok=False,
+            deployment_id=deployment.id,
+            error=f"{type(exc).__name__}: {exc}"[:500],
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+    text = (reply.content or "").strip()
+    return ProbeResult(
+        ok=bool(text), deployment_id=deployment.id, answer=text[:500] or None,
+        error=None if text else "empty answer", duration_ms=reply.duration_ms,
+    )  # fmt: skip

@@ -1,0 +1,117 @@
+"""Analytics (figures per day and channel, SVG charts) and the platform console (tenants, queues, dead letters)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import timedelta
+
+from sqlalchemy import update
+from switchboard.analytics import tenant_analytics
+from switchboard.db.models import Message, Role, Tenant, ToolReceipt, Turn, utcnow
+
+from tests.utils.agent import make_conversation
+from tests.utils.console import log_in, new_user
+
+
+async def _traffic(sessions, tenant):  # type: ignore[no-untyped-def]
+    """Two conversations today: one answered by the AI in 4 s (a fallback fired, one tool error), one handed off."""
+    conv = await make_conversation(sessions, tenant)
+    now = utcnow()
+    async with sessions() as session, session.begin():
+        for offset, direction, role in ((0, "inbound", "user"), (4, "outbound", "assistant")):
+            session.add(
+                Message(
+                    tenant_id=tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
+                    direction=direction, role=role, text="hi", created_at=now + timedelta(seconds=offset),
+                )
+            )  # fmt: skip
+        session.add(
+            Turn(
+                tenant_id=tenant.id, conversation_id=conv.conversation.id, inbound_message_id=uuid.uuid4(),
+                trace_id="t1", fallback_used=True, usage={"total_tokens": 120},
+            )
+        )  # fmt: skip
+        for outcome in ("ok", "error"):
+            session.add(
+                ToolReceipt(
+                    tenant_id=tenant.id, conversation_id=conv.conversation.id, tool_name="lookup",
+                    args_hash="0" * 64, outcome=outcome,
+                )
+            )  # fmt: skip
+    return conv
+
+
+async def test_analytics_counts_per_day_and_channel(sessions, make_tenant):
+    tenant = await make_tenant()
+    await _traffic(sessions, tenant)
+    async with sessions() as session:
+        data = await tenant_analytics(session, tenant.id, days=7)
+    assert data.channels == ["whatsapp"] and len(data.days) == 7
+    (row,) = data.rows
+    assert row.day == data.days[-1]
+    values = row.values
+    assert (values["conversations"], values["messages_in"], values["messages_out"]) == (1, 1, 1)
+    assert values["first_response_p50_s"] == 4.0 and values["first_response_p95_s"] == 4.0
+    assert (values["turns"], values["fallback_rate"], values["tokens"]) == (1, 1.0, 120)
+    assert (values["tool_calls"], values["tool_error_rate"]) == (2, 0.5)
+    assert data.series("conversations") == {"whatsapp": [None] * 6 + [1]}
+
+
+async def test_analytics_page_draws_svg_charts_for_admins_only(console_client, sessions, make_tenant):
+    tenant = await make_tenant()
+    await _traffic(sessions, tenant)
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
+    agent = await new_user(sessions, role=Role.agent, tenant_id=tenant.id)
+    async with console_client() as client:
+        await log_in(client, admin)
+        page = await client.get(f"/t/{tenant.slug}/analytics")
+        assert page.status_code == 200
+        assert page.text.count("<svg") >= 10 and 'id="chart-first_response_p95_s"' in page.text
+        assert re.search(r'<strong id="kpi-conversations">1</strong>', page.text)
+        assert 'data-channel="whatsapp" data-value="0.5"' in page.text  # the tool error rate point
+        assert "cdn" not in page.text.lower()
+        api = await client.get(
+            f"/v1/admin/tenants/{tenant.slug}/analytics", headers={"Accept": "application/json"}
+        )
+        assert api.status_code == 200 and api.json()["totals"]["tool_error_rate"] == 0.5
+    async with console_client() as client:
+        await log_in(client, agent)
+        assert (await client.get(f"/t/{tenant.slug}/analytics")).status_code == 403
+
+
+async def test_platform_console_creates_suspends_and_retries_a_dead_letter(
+    console_client, sessions, make_tenant, arq_pool, stops_at_the_queue
+):
+    tenant = await make_tenant()
+    conv = await make_conversation(sessions, tenant)
+    async with sessions() as session, session.begin():
+        dead = Message(
+            tenant_id=tenant.id, conversation_id=conv.conversation.id, channel="whatsapp", direction="inbound",
+            role="user", text="lost?", inbound_state="dead", last_error="dead letter after 3 sweeps",
+            external_id=f"wamid.dead.{uuid.uuid4().hex}",
+        )  # fmt: skip
+        session.add(dead)
+    platform = await new_user(sessions, role=Role.platform_admin, tenant_id=None)
+    tenant_admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
+    slug = f"new-{uuid.uuid4().hex[:8]}"
+    async with console_client() as client:
+        me = await log_in(client, platform)
+        page = await client.get("/platform")
+        assert page.status_code == 200 and f'data-message="{dead.id}"' in page.text
+        assert 'data-queue="chat"' in page.text
+        created = await me.post_form("/platform/tenants", {"slug": slug, "name": "New Shop"})
+        assert created.status_code == 200 and f'data-tenant="{slug}"' in created.text
+        assert (await me.post_form(f"/platform/tenants/{tenant.slug}/suspend")).status_code == 303
+        retried = await me.post_form(f"/platform/dead-letters/{dead.id}/retry")
+        assert retried.status_code == 303
+    async with sessions() as session:
+        assert (await session.get(Tenant, tenant.id)).suspended_at is not None
+        row = await session.get(Message, dead.id)
+        assert (row.inbound_state, row.last_error) == ("pending", None)
+    assert await arq_pool.keys(f"arq:job:inbound:{dead.id}:retry:*")  # a fresh job (ids are unique per retry)
+    async with console_client() as client:
+        await log_in(client, tenant_admin)
+        assert (await client.get("/platform")).status_code == 403
+    async with sessions() as session, session.begin():
+        await session.execute(update(Tenant).where(Tenant.id == tenant.id).values(suspended_at=None))

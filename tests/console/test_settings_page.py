@@ -1,0 +1,98 @@
+"""The agent settings page: the whole settings as a form, validated, audited, secrets write-only."""
+
+from __future__ import annotations
+
+from switchboard.crypto import CredentialCipher
+from switchboard.db.models import Role, Tenant
+
+from tests.utils.console import log_in, new_user
+from tests.utils.html_forms import form_values
+
+
+async def _stored(sessions, tenant_id) -> dict:
+    async with sessions() as session:
+        return (await session.get(Tenant, tenant_id)).settings_extensions
+
+
+async def test_saving_the_form_unchanged_stores_nothing(console_client, sessions, make_tenant):
+    tenant = await make_tenant(agent={"name": "Sam"})
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
+    async with console_client() as client:
+        me = await log_in(client, admin)
+        page = await client.get(f"/t/{tenant.slug}/settings")
+        assert page.status_code == 200 and "<h1>Agent settings</h1>" in page.text
+        values = form_values(page.text, f"/t/{tenant.slug}/settings")
+        assert values["agent.name"] == "Sam" and values["loop.max_tool_iterations"] == "5"
+        saved = await client.post(f"/t/{tenant.slug}/settings", data=values)
+        assert saved.status_code == 200, saved.text[:2000]
+        assert "Nothing changed." in saved.text
+    assert await _stored(sessions, tenant.id) == {"agent": {"name": "Sam"}}
+    assert me.user.email  # logged in as the admin throughout
+
+
+async def test_the_form_adds_a_deployment_with_a_write_only_key_and_records_who(
+    console_client, sessions, make_tenant, settings
+):
+    tenant = await make_tenant()
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
+    async with console_client() as client:
+        await log_in(client, admin)
+        page = await client.get(f"/t/{tenant.slug}/settings")
+        values = form_values(page.text, f"/t/{tenant.slug}/settings")
+        values.update({
+            "agent.instructions": "Answer like a pirate.",
+            "llm.deployments.0.id": "main", "llm.deployments.0.model": "gpt-4o-mini",
+            "llm.deployments.0.api_key": "sk-form-secret", "locale.language": "es",
+        })  # fmt: skip
+        saved = await client.post(f"/t/{tenant.slug}/settings", data=values)
+        assert saved.status_code == 200, saved.text[:2000]
+        assert "sk-form-secret" not in saved.text
+        # the page is now in the tenant's language, and the key shows only as set
+        assert "Guardado:" in saved.text and "(establecida)" in saved.text
+        assert f"console:{admin.email}" in saved.text  # the change in the audit table
+    stored = await _stored(sessions, tenant.id)
+    assert stored["agent"] == {"instructions": "Answer like a pirate."}
+    assert stored["locale"] == {"language": "es"}
+    token = stored["llm"]["deployments"][0]["api_key_encrypted"]
+    assert CredentialCipher(settings.secret("encryption_key").encode()).decrypt(token) == {
+        "api_key": "sk-form-secret"
+    }
+
+
+async def test_an_invalid_form_shows_every_problem_and_keeps_what_was_typed(
+    console_client, sessions, make_tenant
+):
+    tenant = await make_tenant()
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
+    async with console_client() as client:
+        await log_in(client, admin)
+        page = await client.get(f"/t/{tenant.slug}/settings")
+        values = form_values(page.text, f"/t/{tenant.slug}/settings")
+        values.update(
+            {"loop.max_tool_iterations": "500", "agent.name": "Typed name", "locale.timezone": "Mars/Base"}
+        )
+        refused = await client.post(f"/t/{tenant.slug}/settings", data=values)
+    assert refused.status_code == 422
+    assert "loop.max_tool_iterations" in refused.text and "unknown time zone" in refused.text
+    assert 'value="Typed name"' in refused.text
+    assert await _stored(sessions, tenant.id) == {}
+
+
+async def test_agents_may_not_open_the_settings_and_other_tenants_see_nothing(
+    console_client, sessions, make_tenant
+):
+    tenant, other = await make_tenant(), await make_tenant()
+    agent = await new_user(sessions, role=Role.agent, tenant_id=tenant.id)
+    outsider = await new_user(sessions, role=Role.tenant_admin, tenant_id=other.id)
+    async with console_client() as client:
+        await log_in(client, agent)
+        assert (await client.get(f"/t/{tenant.slug}/settings")).status_code == 403
+    async with console_client() as client:
+        await log_in(client, outsider)
+        assert (await client.get(f"/t/{tenant.slug}/settings")).status_code == 404
+    async with console_client() as client:
+        platform = await log_in(client, await new_user(sessions, role=Role.platform_admin, tenant_id=None))
+        assert (await client.get(f"/t/{tenant.slug}/settings")).status_code == 200
+        assert (
+            await platform.post_form(f"/t/{tenant.slug}/settings/deployments/none/test")
+        ).status_code == 404
