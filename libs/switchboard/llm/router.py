@@ -423,6 +423,7 @@ class ModelGateway:
         trace_id: str,
         min_context_tokens: int | None = None,
         deadline: float | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> ModelReply:
         """One chat completion through the tenant's groups in order, inside the semaphore.
 
@@ -435,6 +436,8 @@ class ModelGateway:
                 (the loop's context-window fallback after an overflow); ``None``: every group.
             deadline: ``time.monotonic()`` by which the turn must be answered; a group that is not
                 the last gets a request timeout of at most the time left minus ``fallback_reserve_s``.
+            response_format: OpenAI ``response_format`` (``{"type": "json_schema", ...}``) for
+                structured output (the guardrails); LiteLLM translates it for other providers.
 
         Returns:
             The reply of the first group that answered with words or tool calls. When every group
@@ -472,8 +475,9 @@ class ModelGateway:
                 timeout_s = _group_timeout(llm, deadline, is_last=position == len(walk) - 1)
                 try:
                     response = await self._call_group(
-                        tenant_router, group, messages, tools, llm, trace_id, recorder, failures, timeout_s
-                    )
+                        tenant_router, group, messages, tools, llm, trace_id, recorder, failures, timeout_s,
+                        response_format=response_format,
+                    )  # fmt: skip
                 except litellm.ContextWindowExceededError as exc:
                     limit = stated_context_limit(str(exc))
                     overflow = (exc, limit, group.context_window_tokens)
@@ -531,6 +535,8 @@ class ModelGateway:
         recorder: _FailureRecorder,
         failures: list[dict[str, str]],
         timeout_s: float | None = None,
+        *,
+        response_format: dict[str, Any] | None = None,
     ) -> Any:
         """Call one group: the Router's in-group failover for several deployments; for one, our own
         capped retries (module docstring). Failures are appended to ``failures``.
@@ -546,6 +552,8 @@ class ModelGateway:
             kwargs["tool_choice"] = "auto"
         if llm.max_output_tokens:
             kwargs["max_tokens"] = llm.max_output_tokens
+        if response_format is not None:
+            kwargs["response_format"] = response_format
         if single:
             kwargs["num_retries"] = 0  # LiteLLM's retries would wait out Retry-After (up to 60 s)
         if timeout_s is not None:

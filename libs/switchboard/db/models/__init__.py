@@ -28,6 +28,7 @@ from switchboard.db.models.conversations import (
     OutboxPurpose,
     OutboxStatus,
 )
+from switchboard.db.models.feedback import Feedback
 from switchboard.db.models.gmail import GmailMailbox, GmailPushNotification, GmailSentMessage, MailboxStatus
 from switchboard.db.models.knowledge import (
     EMBEDDING_DIMS,
@@ -41,6 +42,7 @@ from switchboard.db.models.tools import AuditLog, McpTenantTool, SecurityAlert, 
 from switchboard.db.models.turns import Turn, TurnStatus
 
 __all__ = [
+    "Feedback",
     "ActorType",
     "AgentStatus",
     "AuditLog",
