@@ -6,6 +6,7 @@ Run: `uvicorn services.orchestrator.main:create_app --factory` (`switchboard run
 from fastapi import FastAPI
 from switchboard.agent import turns_router
 from switchboard.channels.gmail.routes import gmail_admin_router
+from switchboard.feedback.routes import feedback_admin_router, feedback_router
 from switchboard.handoff.routes import agents_router
 from switchboard.knowledge.routes import knowledge_admin_router
 from switchboard.llm import import_litellm
@@ -20,6 +21,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return create_service_app(
         "orchestrator",
         settings or load_settings(),
-        routers=[turns_router, admin_tools_router, knowledge_admin_router, agents_router, gmail_admin_router],
+        routers=[
+            turns_router,
+            admin_tools_router,
+            knowledge_admin_router,
+            agents_router,
+            gmail_admin_router,
+            feedback_router,
+            feedback_admin_router,
+        ],
         description="The agent: bounded tool loop through the LLM Router; admin API.",
     )
