@@ -5,7 +5,7 @@
   the one-line error wrapper;
 * the commands: :mod:`.system` (``run``, ``status``), :mod:`.db`, :mod:`.tenants`, :mod:`.tools`
   (``tools``, ``data``), :mod:`.kb`, :mod:`.agents`, :mod:`.keys` (``keys rotate``), :mod:`.simulate`
-  (``simulate turn``);
+  (``simulate turn``), :mod:`.evals` (``eval``, ``feedback issue-key``);
 * channel packages add their own commands to ``channel`` and ``simulate`` when imported
   (:mod:`switchboard.channels.whatsapp.cli`: ``channel add-whatsapp``, ``simulate whatsapp``;
   :mod:`switchboard.channels.instagram.cli`: ``channel add-instagram``, ``simulate instagram``;
@@ -15,7 +15,7 @@
 import switchboard.channels.gmail.cli  # noqa: F401  (registers the Gmail commands)
 import switchboard.channels.instagram.cli  # noqa: F401  (registers the Instagram commands)
 import switchboard.channels.whatsapp.cli  # noqa: F401  (registers the WhatsApp commands)
-from switchboard.cli import agents, db, kb, keys, simulate, system, tenants, tools  # noqa: F401  (register)
+from switchboard.cli import agents, db, evals, kb, keys, simulate, system, tenants, tools  # noqa: F401  (register)
 from switchboard.cli.root import app, main
 
 __all__ = ["app", "main"]

@@ -13,11 +13,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["GUARDRAIL_INSTRUCTION_MARKER", "HEURISTIC_METHOD", "heuristic_verdict"]
+__all__ = [
+    "GUARDRAIL_INSTRUCTION_MARKER",
+    "HEURISTIC_METHOD",
+    "INTENT_INSTRUCTION_MARKER",
+    "INTENTS",
+    "heuristic_intent",
+    "heuristic_verdict",
+]
 
 GUARDRAIL_INSTRUCTION_MARKER = "You screen messages sent to a customer-support assistant"
 """Start of the input guardrail's system prompt."""
 HEURISTIC_METHOD = "offline_heuristic"
+INTENT_INSTRUCTION_MARKER = "Classify the customer's message into one intent"
+"""Start of the evaluation baseline's intent-classification prompt (:mod:`switchboard.evals.pipeline`)."""
+INTENTS = ("knowledge", "product", "order", "store", "handoff", "other")
 
 _JAILBREAK = re.compile(
     r"ignore (all |any |the |your )?(previous |prior |above |earlier )?(instructions|rules|prompts?)"
@@ -68,3 +78,27 @@ def heuristic_verdict(text: str) -> dict[str, Any]:
         "score": 0.9,
         "method": HEURISTIC_METHOD,
     }
+
+
+_HANDOFF_INTENT = re.compile(r"\b(human|person|agent|representative|someone real|operator)\b", re.IGNORECASE)
+_ORDER_INTENT = re.compile(
+    r"\border\b.*\b[A-Z]{1,4}-\d{2,}\b|\b[A-Z]{1,4}-\d{3,}\b.*\border\b", re.IGNORECASE
+)
+_STORE_INTENT = re.compile(r"\b(stores?|shops?|branch|address|located|near me)\b", re.IGNORECASE)
+_PRODUCT_INTENT = re.compile(
+    r"\b(price|cost|how much|in stock|stock|sku)\b|\b[A-Z]{2,5}-\d{2,4}(-[A-Z])?\b", re.IGNORECASE
+)
+
+
+def heuristic_intent(text: str) -> dict[str, Any]:
+    """``{"intent", "method"}`` for one message by keywords (deterministic), checked in the order
+    handoff, order, store, product; anything else is ``knowledge``."""
+    for pattern, intent in (
+        (_HANDOFF_INTENT, "handoff"),
+        (_ORDER_INTENT, "order"),
+        (_STORE_INTENT, "store"),
+        (_PRODUCT_INTENT, "product"),
+    ):
+        if pattern.search(text):
+            return {"intent": intent, "method": HEURISTIC_METHOD}
+    return {"intent": "knowledge", "method": HEURISTIC_METHOD}
