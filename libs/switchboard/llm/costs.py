@@ -4,7 +4,9 @@ Prices come from LiteLLM's model cost map read offline (``LITELLM_LOCAL_MODEL_CO
 ``switchboard/__init__.py`` before LiteLLM loads): ``litellm.cost_per_token(model=..., prompt_tokens=...,
 completion_tokens=...)`` gives USD for the prompt and the completion. A model the map does not know
 (the offline server, Ollama, most OpenAI-compatible servers) is *unpriced*: it costs 0 here and the
-turn records which deployments were unpriced, so a zero is never mistaken for a measured one.
+turn counts its unpriced calls (``timings["unpriced_calls"]``), so a zero is never mistaken for a
+measured one. (LiteLLM's Router registers every deployment in the map, unknown ones at price 0, so a
+call with tokens and a zero price counts as unpriced too.)
 
 Groups (:class:`~switchboard.llm.router.RouterGroup`, ``p<priority>``) and "the cheapest group":
 the group whose most expensive deployment has the lowest price of 1,000 prompt plus 1,000
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from functools import cache
 
 from switchboard.llm import import_litellm
 from switchboard.llm.config import DeploymentSettings, LLMSettings
@@ -44,7 +45,6 @@ class CallCost:
     """Whether LiteLLM's cost map knows the model."""
 
 
-@cache
 def _price(litellm_model: str, prompt_tokens: int, completion_tokens: int) -> CallCost:
     litellm = import_litellm()
     try:
@@ -53,7 +53,10 @@ def _price(litellm_model: str, prompt_tokens: int, completion_tokens: int) -> Ca
         )
     except Exception:  # ModelNotMappedError (not exported under one name across releases): unpriced
         return CallCost(0.0, False)
-    return CallCost(float(prompt_usd) + float(completion_usd), True)
+    usd = float(prompt_usd) + float(completion_usd)
+    # the Router registers every deployment in LiteLLM's map, unknown ones at price 0: zero for a call
+    # that used tokens means the map has no price for the model
+    return CallCost(usd, usd > 0 or prompt_tokens + completion_tokens == 0)
 
 
 def call_cost(deployment: DeploymentSettings | None, prompt_tokens: int, completion_tokens: int) -> CallCost:
