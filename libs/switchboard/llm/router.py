@@ -441,7 +441,7 @@ class ModelGateway:
             try:
                 reply = await self._complete(
                     tenant_router, messages, tools=tools, llm=llm, trace_id=trace_id,
-                    min_context_tokens=min_context_tokens, deadline=deadline,
+                    min_context_tokens=min_context_tokens, deadline=deadline, response_format=response_format,
                 )  # fmt: skip
             except ModelCallFailed as exc:
                 outcome = "context_overflow" if isinstance(exc, ContextOverflow) else "failed"
@@ -463,6 +463,7 @@ class ModelGateway:
         trace_id: str,
         min_context_tokens: int | None = None,
         deadline: float | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> ModelReply:
         """One chat completion through the tenant's groups in order, inside the semaphore.
 
