@@ -69,8 +69,7 @@ async def test_attacks_are_blocked_with_a_rationale_by_the_offline_heuristic(
 ):
     conv, script, _ = await guarded()
     request = conv.request(message)
-    with capture_logs() as logs:
-        result = await orchestrator.handle_turn(request)
+    result = await orchestrator.handle_turn(request)
     assert result.reply == REDIRECT
     assert result.flags == ["input_blocked"]
     assert script.received == 1  # the checker only: the agent's loop never ran
@@ -87,8 +86,6 @@ async def test_attacks_are_blocked_with_a_rationale_by_the_offline_heuristic(
     assert record["rationale"].startswith("[offline heuristic]") and what in record["rationale"]
     assert record["deployment"] == script_model(script, conv)
     assert turn.outcome == "blocked" and turn.error == "input_guardrail"
-    checked = [e for e in logs if e["event"] == "guardrail_checked"]
-    assert checked and checked[0]["decision"] == "block" and checked[0]["checker"] == "offline_heuristic"
 
 
 def script_model(script, conv) -> str:  # type: ignore[no-untyped-def]
