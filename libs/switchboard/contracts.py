@@ -172,6 +172,8 @@ class TokenUsage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cost_usd: float = 0.0
+    """Model spend in USD by LiteLLM's cost map (unpriced models count 0), guardrail calls included."""
 
 
 class TurnResult(BaseModel):
@@ -185,6 +187,10 @@ class TurnResult(BaseModel):
     fallback_used: bool = False
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    flags: list[str] = Field(default_factory=list)
+    """What a person should know about the turn: ``input_blocked`` (the input guardrail stopped it),
+    ``output_replaced`` (the output guardrail replaced the reply), ``budget_warning``,
+    ``budget_exceeded`` (the tenant's monthly budget; see ``turns.guardrails`` / logs for details)."""
 
     @model_validator(mode="after")
     def _reply_xor_silent(self) -> Self:

@@ -174,6 +174,23 @@ class ModelProviderSettings(BaseSettings):
     Refused when a provider key is set or ``HOST`` is not loopback (README "Fault hooks")."""
 
 
+class LangfuseSettings(BaseSettings):
+    """Langfuse export of feedback scores (optional: the ``langfuse`` package is not a dependency)."""
+
+    langfuse_public_key: SecretStr | None = None
+    langfuse_secret_key: SecretStr | None = None
+    langfuse_host: str | None = None
+    """Langfuse server (``https://cloud.langfuse.com`` when unset: the SDK's default)."""
+
+    @property
+    def langfuse_enabled(self) -> bool:
+        """Both Langfuse keys are set (export is attempted; the SDK must be installed)."""
+        return all(
+            key is not None and key.get_secret_value()
+            for key in (self.langfuse_public_key, self.langfuse_secret_key)
+        )
+
+
 class SecretSettings(BaseSettings):
     """Secrets; unset (or empty) ones are generated into ``DATA_DIR/secrets`` (:meth:`Settings.secret`)."""
 
@@ -499,6 +516,7 @@ class Settings(
     WhatsAppChannelSettings,
     SecretSettings,
     ModelProviderSettings,
+    LangfuseSettings,
     LogSettings,
     NetworkSettings,
     StateSettings,

@@ -20,7 +20,8 @@ optional)::
 
 **Channel sections** belong to their channel: ``channels/whatsapp/settings.py`` declares
 ``WhatsAppSettings`` and calls ``register_section("whatsapp", WhatsAppSettings)`` when imported;
-Instagram and Gmail add theirs the same way. ``switchboard/channels/__init__.py`` imports every
+Instagram and Gmail add theirs the same way; so do the guardrails (``guardrails``) and budgets
+(``budget``, ``feedback``), listed in :data:`SECTION_MODULES`. ``switchboard/channels/__init__.py`` imports every
 channel's settings module, and this module imports ``switchboard.channels`` the first time it needs
 the registered sections (:func:`channel_sections`). So every process (worker, orchestrator, tool
 server, CLI) validates every channel's section whether or not it imported that channel itself, and
@@ -73,6 +74,9 @@ S = TypeVar("S", bound=BaseModel)
 
 CHANNEL_PACKAGE = "switchboard.channels"
 """Imported before the first validation: its ``__init__`` imports each channel's settings module."""
+SECTION_MODULES = (CHANNEL_PACKAGE, "switchboard.guardrails.settings", "switchboard.budgets.settings")
+"""Every module that registers sections (:func:`register_section`), imported before the first
+validation: the channels, the guardrails (``guardrails``) and budgets (``budget``, ``feedback``)."""
 
 TRANSLATABLE = {"translatable": True}
 """``json_schema_extra`` of a fixed customer-facing text: its (English) default is a gettext msgid,
@@ -308,7 +312,8 @@ def channel_sections() -> Mapping[str, type[BaseModel]]:
     """The registered channel sections by name, importing ``switchboard.channels`` on first use."""
     global _channels_imported
     if not _channels_imported:
-        importlib.import_module(CHANNEL_PACKAGE)  # registers every channel's section
+        for module in SECTION_MODULES:
+            importlib.import_module(module)  # registers its sections
         _channels_imported = True
     return MappingProxyType(_channel_sections)
 

@@ -8,6 +8,7 @@ from switchboard.agent import turns_router
 from switchboard.analytics.routes import analytics_admin_router
 from switchboard.channels.gmail.routes import gmail_admin_router
 from switchboard.console.api import conversations_admin_router
+from switchboard.feedback.routes import feedback_admin_router, feedback_router
 from switchboard.handoff.routes import agents_router
 from switchboard.knowledge.routes import knowledge_admin_router
 from switchboard.llm import import_litellm
@@ -34,6 +35,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             analytics_admin_router,
             platform_admin_router,
             conversations_admin_router,
+            feedback_router,
+            feedback_admin_router,
         ],
         description="The agent: bounded tool loop through the LLM Router; admin API.",
     )

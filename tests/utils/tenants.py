@@ -9,12 +9,20 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.db.models import Tenant
 from switchboard.tenants import create_tenant
 
+GUARDRAILS_OFF = {"input": {"enabled": False}, "output": {"enabled": False}}
+
 
 async def new_tenant(
     sessions: async_sessionmaker[AsyncSession], name: str = "Test Shop", **settings_extensions: object
 ) -> Tenant:
-    """Create and commit a tenant with a unique slug and these ``settings_extensions`` sections."""
+    """Create and commit a tenant with a unique slug and these ``settings_extensions`` sections.
+
+    The guardrails are off unless a ``guardrails`` section is given: the input check is one more model
+    call, and the scripted model queues of most tests script the loop's calls only (the guardrail
+    tests, ``tests/agent/test_guardrails.py``, turn them on).
+    """
     async with sessions() as session, session.begin():
         tenant = await create_tenant(session, slug=f"t-{uuid.uuid4().hex[:12]}", name=name)
+        settings_extensions.setdefault("guardrails", GUARDRAILS_OFF)
         tenant.settings_extensions = dict(settings_extensions)
     return tenant

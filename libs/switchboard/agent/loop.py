@@ -29,6 +29,7 @@ from typing import Any, Literal
 from switchboard.agent.tools import ToolContext, ToolError, ToolOutput, ToolRegistry, ToolSet, TurnEffect
 from switchboard.contracts import TokenUsage, ToolCallRecord
 from switchboard.errors import tool_error_result
+from switchboard.llm.costs import call_cost
 from switchboard.llm.router import ContextOverflow, ModelCallFailed, ModelGateway, ModelReply, TenantRouter
 from switchboard.llm.trimming import (
     count_tokens,
@@ -44,7 +45,8 @@ __all__ = ["LoopOutcome", "run_tool_loop", "truncate_result", "visible_tools"]
 
 log = get_logger(__name__)
 
-Outcome = Literal["answered", "silent", "degraded"]
+Outcome = Literal["answered", "silent", "degraded", "blocked"]
+"""``blocked``: the input guardrail or an exceeded budget stopped the turn before the loop ran."""
 
 OVERFLOW_RETRIES = 2
 """Shrunk re-sends after a context overflow in one model call (each budget smaller than the last)."""
@@ -77,6 +79,12 @@ class LoopOutcome:
     model_ms: float = 0.0
     tool_ms: float = 0.0
     models_used: list[str] = field(default_factory=list)
+    cost_usd: float = 0.0
+    """Spend of the loop's model calls in USD (:func:`switchboard.llm.costs.call_cost`)."""
+    unpriced_calls: int = 0
+    """Model calls whose deployment LiteLLM's cost map does not price (counted as 0 USD)."""
+    offered_tools: list[str] = field(default_factory=list)
+    """Names of the tools the turn could offer (the output guardrail looks for them in the reply)."""
 
 
 def truncate_result(text: str, limit: int) -> str:
@@ -171,6 +179,10 @@ class _Loop:
         self.out.usage.prompt_tokens += reply.prompt_tokens
         self.out.usage.completion_tokens += reply.completion_tokens
         self.out.usage.total_tokens += reply.prompt_tokens + reply.completion_tokens
+        deployment = next((d for d in self.tenant_router.deployments if d.id == reply.model_id), None)
+        cost = call_cost(deployment, reply.prompt_tokens, reply.completion_tokens)
+        self.out.cost_usd += cost.usd
+        self.out.unpriced_calls += 0 if cost.priced else 1
         self.out.model_id = reply.model_id or self.out.model_id
         if reply.model_id:
             self.out.models_used.append(reply.model_id)
@@ -224,6 +236,7 @@ class _Loop:
     async def run(self) -> None:
         ctx0 = self.make_ctx("definitions")
         definitions, owners = await self.registry.definitions(ctx0)
+        self.out.offered_tools = [d["function"]["name"] for d in definitions]
         counts: Counter[str] = Counter()
         total_calls = 0
         final_call = False

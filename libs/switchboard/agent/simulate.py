@@ -29,7 +29,7 @@ from switchboard.settings import Settings
 from switchboard.tenants import get_tenant
 from switchboard.tools.mcp_client import McpToolSource
 
-__all__ = ["SimulatedTurn", "simulate_turn", "prepare_request"]
+__all__ = ["SimulatedTurn", "simulate_turn", "prepare_request", "offline_server_if_needed"]
 
 HEALTH_TIMEOUT_S = 1.0
 TURN_HTTP_TIMEOUT_S = 180.0
@@ -111,8 +111,9 @@ def _free_port(host: str = "127.0.0.1") -> int:
 
 
 @contextmanager
-def _offline_server_if_needed(settings: Settings) -> Iterator[Settings]:
-    """Settings whose ``model_server_port`` answers: the running server, or one started here."""
+def offline_server_if_needed(settings: Settings) -> Iterator[Settings]:
+    """Settings whose ``model_server_port`` answers: the running server, or one started here (when no
+    provider key is set and nothing answers on the port; ``switchboard simulate`` and ``eval``)."""
     from switchboard.llm.config import has_provider_key
 
     if has_provider_key(settings) or _answers(settings.service_url(settings.model_server_port)):
@@ -183,7 +184,7 @@ async def simulate_turn(
     from switchboard.crypto import CredentialCipher
     from switchboard.llm.router import ModelGateway
 
-    with _offline_server_if_needed(settings) as effective:
+    with offline_server_if_needed(settings) as effective:
         engine = create_engine(database_url, pool_size=2)
         try:
             gateway = ModelGateway(

@@ -13,9 +13,19 @@ Steps of :meth:`Orchestrator.handle_turn`:
    processed text: a transcription, an image description...). When more than
    ``summarize_after_messages`` (70) messages follow the last summary, the older ones (all but the
    newest ``keep_verbatim_messages``, 50) are folded into one summary by a model call.
-3. **Loop**: :func:`switchboard.agent.loop.run_tool_loop` through the tenant's Router.
-4. **Persist** in one transaction: the turn's assistant/tool messages and the reply (with the trace
-   id), a ``tool_receipts`` row per call, and the ``turns`` row (result, model, fallback, usage, timings).
+3. **Budget** (:mod:`switchboard.budgets`): past the tenant's monthly budget the turn either runs on
+   the cheapest deployment group only (``cheaper_group``) or calls no model, sends the holding reply
+   and hands the conversation to a person (``handoff``); past ``warn_ratio`` it is flagged and logged.
+4. **Input guardrail** (:func:`switchboard.guardrails.input.check_input`, unless the tenant turned it
+   off): a score below the threshold stops the turn (outcome ``blocked``): the customer gets the
+   polite redirect, or the conversation goes to a person.
+5. **Loop**: :func:`switchboard.agent.loop.run_tool_loop` through the tenant's Router.
+6. **Output guardrail** (:func:`switchboard.guardrails.output.check_output`): a reply leaking the
+   system prompt or tool internals, or showing contact data the turn never saw, is replaced by the
+   safe reply and flagged ``output_replaced``.
+7. **Persist** in one transaction: the turn's assistant/tool messages and the reply (with the trace
+   id), a ``tool_receipts`` row per call, and the ``turns`` row (result, model, fallback, usage, timings,
+   ``guardrails`` records, ``cost_usd``).
 
 A conversation that is not in AI mode (``human`` or ``closed``) gets ``silent`` without a model call.
 """
@@ -42,9 +52,18 @@ from switchboard.agent.builtin_tools import BuiltinToolSet
 from switchboard.agent.loop import LoopOutcome, run_tool_loop
 from switchboard.agent.prompt import SUMMARY_MAX_CHARS, build_system_prompt, fence_inbound, summary_messages
 from switchboard.agent.tools import ToolContext, ToolRegistry, ToolSet, idempotency_key_for
+from switchboard.budgets.settings import BudgetSettings
+from switchboard.budgets.spend import budget_state
 from switchboard.channels.base import channel_capabilities
 from switchboard.contracts import TokenUsage, TurnRequest, TurnResult, trace_id_for
-from switchboard.conversations import MODEL_ROLES, append_model_messages, model_messages, read_history
+from switchboard.conversations import (
+    MODEL_ROLES,
+    Actor,
+    InvalidTransition,
+    append_model_messages,
+    model_messages,
+    read_history,
+)
 from switchboard.crypto import CredentialDecryptError
 from switchboard.db.engine import session_scope
 from switchboard.db.models import (
@@ -64,6 +83,12 @@ from switchboard.db.models import (
 )
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.errors import SwitchboardError
+from switchboard.guardrails.input import check_input
+from switchboard.guardrails.output import check_output
+from switchboard.guardrails.records import GuardrailRecord
+from switchboard.guardrails.settings import GuardrailSettings
+from switchboard.llm.config import default_deployments
+from switchboard.llm.costs import cheapest_group, group_router_key, only_group
 from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.memory.notes import NotesRejected, check_notes, evidence_from_notes
@@ -104,6 +129,16 @@ class _Claim:
     stored: TurnResult | None = None
     turn_id: uuid.UUID | None = None
     skip_reason: str | None = None
+
+
+@dataclass
+class _Guarded:
+    """What the guardrails and the budget added to a turn."""
+
+    records: dict[str, GuardrailRecord] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+    cost_usd: float = 0.0
+    """Spend of the guardrail calls (USD)."""
 
 
 @dataclass
@@ -173,19 +208,10 @@ class Orchestrator:
                     outcome="degraded",
                     error="deployment_api_key_unreadable",
                 )
-                summary = None
+                summary, guarded = None, _Guarded()
             else:
-                messages, summary = await self._build_messages(
+                outcome, summary, guarded = await self._guarded_turn(
                     request, tenant_settings, tenant_router, trace_id
-                )
-                outcome = await run_tool_loop(
-                    gateway=self.gateway,
-                    tenant_router=tenant_router,
-                    settings=tenant_settings,
-                    messages=messages,
-                    registry=self.registry,
-                    make_ctx=self._context_factory(request, trace_id),
-                    trace_id=trace_id,
                 )
             _make_storable(outcome, tenant_settings.agent.error_reply)
             result = TurnResult(
@@ -195,10 +221,15 @@ class Orchestrator:
                 model=outcome.model_id,
                 fallback_used=outcome.fallback_used,
                 tool_calls=outcome.tool_records,
-                usage=TokenUsage.model_validate(outcome.usage.model_dump()),
+                usage=TokenUsage.model_validate(
+                    {**outcome.usage.model_dump(), "cost_usd": round(outcome.cost_usd + guarded.cost_usd, 8)}
+                ),
+                flags=guarded.flags,
             )
             total_ms = (time.perf_counter() - started) * 1000
-            await self._persist(claim.turn_id, request, trace_id, result, outcome, summary, total_ms)
+            await self._persist(
+                claim.turn_id, request, trace_id, result, outcome, summary, total_ms, guarded=guarded
+            )
         except BaseException as exc:
             # a crashed turn must not block the retry: release the claim now, not after the stale margin
             await asyncio.shield(self._release(claim.turn_id, exc))
@@ -210,10 +241,119 @@ class Orchestrator:
             fallback_used=outcome.fallback_used,
             model_calls=outcome.model_calls,
             tool_calls=len(outcome.tool_records),
+            cost_usd=result.usage.cost_usd,
+            flags=result.flags,
             total_ms=round(total_ms, 1),
         )
         _count_turn(outcome.outcome, duration_s=total_ms / 1000, model=outcome.model_id)
         return result
+
+    # --- guardrails and budget -------------------------------------------------------------------
+    async def _guarded_turn(
+        self,
+        request: TurnRequest,
+        tenant_settings: TenantSettings,
+        tenant_router: TenantRouter,
+        trace_id: str,
+    ) -> tuple[LoopOutcome, tuple[str, uuid.UUID] | None, _Guarded]:
+        """The budget check, the input guardrail, the loop, the output guardrail (module docstring)."""
+        guarded = _Guarded()
+        budget_settings = tenant_settings.channel(BudgetSettings)
+        async with self.sessions() as session:
+            budget = await budget_state(
+                session, tenant_id=request.tenant_id, settings=budget_settings, now=utcnow()
+            )
+        if budget.level in ("warning", "exceeded"):
+            guarded.flags.append(f"budget_{budget.level}")
+            log.warning(
+                f"budget_{budget.level}", spent_usd=round(budget.spent_usd, 6), budget_usd=budget.budget_usd,
+                action=budget.action,
+            )  # fmt: skip
+        if budget.level == "exceeded" and budget.action == "handoff":
+            reply = await self._hand_over(
+                request, trace_id, "monthly model budget exceeded", budget_settings.holding_reply
+            )
+            return (
+                LoopOutcome(reply=reply, silent=False, outcome="blocked", error="budget_exceeded"),
+                None,
+                guarded,
+            )
+        if budget.level == "exceeded":
+            tenant_router = self._cheapest_router(request.tenant_id, tenant_settings)
+
+        guard = tenant_settings.channel(GuardrailSettings)
+        if guard.input.enabled and request.text.strip():
+            record = await check_input(
+                self.gateway, tenant_id=request.tenant_id, settings=tenant_settings, text=request.text,
+                trace_id=trace_id,
+            )  # fmt: skip
+            guarded.records["input"] = record
+            guarded.cost_usd += record.cost_usd
+            if record.blocked:
+                guarded.flags.append("input_blocked")
+                if record.action == "handoff":
+                    reply = await self._hand_over(
+                        request, trace_id, "input guardrail: " + record.rationale[:200],
+                        tenant_settings.agent.handoff_reply,
+                    )  # fmt: skip
+                else:
+                    reply = guard.input.redirect_reply
+                log.warning(
+                    "turn_blocked_by_guardrail", stage="input", action=record.action, score=record.score
+                )
+                return (
+                    LoopOutcome(reply=reply, silent=False, outcome="blocked", error="input_guardrail"),
+                    None,
+                    guarded,
+                )
+
+        messages, summary = await self._build_messages(request, tenant_settings, tenant_router, trace_id)
+        outcome = await run_tool_loop(
+            gateway=self.gateway,
+            tenant_router=tenant_router,
+            settings=tenant_settings,
+            messages=messages,
+            registry=self.registry,
+            make_ctx=self._context_factory(request, trace_id),
+            trace_id=trace_id,
+        )
+        if guard.output.enabled and outcome.reply and not outcome.silent:
+            tool_results = [str(m.get("content") or "") for m in messages if m.get("role") == "tool"]
+            seen = [str(m.get("content") or "") for m in messages[1:] if m.get("role") != "tool"]
+            record = check_output(
+                outcome.reply, settings=guard.output, system_prompt=str(messages[0].get("content") or ""),
+                tool_names=outcome.offered_tools, seen_texts=seen, tool_results=tool_results,
+            )  # fmt: skip
+            guarded.records["output"] = record
+            if record.blocked:
+                guarded.flags.append("output_replaced")
+                outcome.reply = guard.output.safe_reply
+                log.warning("reply_replaced_by_guardrail", stage="output", findings=record.findings)
+            else:
+                log.info("guardrail_checked", stage="output", checker="rules", decision="allow")
+        return outcome, summary, guarded
+
+    def _cheapest_router(self, tenant_id: uuid.UUID, tenant_settings: TenantSettings) -> TenantRouter:
+        """The Router of the tenant's cheapest group only (the exceeded budget's ``cheaper_group``)."""
+        deployments = tenant_settings.llm.deployments or default_deployments(self.gateway.settings)
+        group = cheapest_group(deployments)
+        log.info("budget_cheaper_group", group=group)
+        return self.gateway.router_for(
+            group_router_key(tenant_id, f"group:{group}"), only_group(tenant_settings.llm, deployments, group)
+        )
+
+    async def _hand_over(self, request: TurnRequest, trace_id: str, reason: str, reply: str) -> str:
+        """Hand the conversation to a person without a model turn; ``reply`` is what the customer reads."""
+        from switchboard.handoff import escalate_and_notify  # the handoff package imports the agent's
+
+        try:
+            await escalate_and_notify(
+                self.sessions, self.gateway, tenant_id=request.tenant_id,
+                conversation_id=request.conversation_id, reason=reason, trace_id=trace_id, actor=Actor.system(),
+            )  # fmt: skip
+        except (LookupError, InvalidTransition) as exc:
+            log.warning("guarded_handoff_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+        return reply
 
     def _context_factory(self, request: TurnRequest, trace_id: str) -> Callable[..., ToolContext]:
         # the channel says whether its inbound text is untrusted (an e-mail): then read tools only
@@ -457,6 +597,8 @@ class Orchestrator:
         outcome: LoopOutcome,
         summary: tuple[str, uuid.UUID] | None,
         total_ms: float,
+        *,
+        guarded: _Guarded,
     ) -> None:
         base = utcnow()
         async with session_scope(self.sessions) as session:
@@ -504,7 +646,10 @@ class Orchestrator:
                     "overflow_retried": outcome.overflow_retried,
                     "models_used": outcome.models_used,
                     "effect": outcome.effect,
+                    "unpriced_calls": outcome.unpriced_calls,
                 },
+                "guardrails": {stage: r.model_dump(mode="json") for stage, r in guarded.records.items()},
+                "cost_usd": result.usage.cost_usd,
                 "error": outcome.error,
                 "finished_at": utcnow(),
                 "updated_at": utcnow(),

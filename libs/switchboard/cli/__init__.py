@@ -6,7 +6,7 @@
 * the commands: :mod:`.system` (``run``, ``status``), :mod:`.db`, :mod:`.tenants`, :mod:`.tools`
   (``tools``, ``data``), :mod:`.kb`, :mod:`.agents`, :mod:`.keys` (``keys rotate``), :mod:`.simulate`
   (``simulate turn``), :mod:`.users` (``users add|list|passwd|token``), :mod:`.conversations`
-  (``conversations list|show``);
+  (``conversations list|show``), :mod:`.evals` (``eval``, ``feedback issue-key``);
 * channel packages add their own commands to ``channel`` and ``simulate`` when imported
   (:mod:`switchboard.channels.whatsapp.cli`: ``channel add-whatsapp``, ``simulate whatsapp``;
   :mod:`switchboard.channels.instagram.cli`: ``channel add-instagram``, ``simulate instagram``;
@@ -20,6 +20,7 @@ from switchboard.cli import (  # noqa: F401  (register)
     agents,
     conversations,
     db,
+    evals,
     kb,
     keys,
     settings,

@@ -21,6 +21,7 @@ __all__ = [
     "agents_app",
     "channel_app",
     "data_app",
+    "feedback_app",
     "db_app",
     "kb_app",
     "keys_app",
@@ -91,6 +92,11 @@ simulate_app = typer.Typer(
     no_args_is_help=True,
 )
 
+feedback_app = typer.Typer(
+    help="Feedback on the agent's messages: the tenant app's key for POST /v1/messages/{id}/feedback.",
+    no_args_is_help=True,
+)
+
 for _group, _name in (
     (db_app, "db"),
     (tenant_app, "tenant"),
@@ -103,6 +109,7 @@ for _group, _name in (
     (conversations_app, "conversations"),
     (channel_app, "channel"),
     (simulate_app, "simulate"),
+    (feedback_app, "feedback"),
 ):
     app.add_typer(_group, name=_name)
 

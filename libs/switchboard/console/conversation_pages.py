@@ -24,6 +24,7 @@ from switchboard.console.deps import PageContext, page_access
 from switchboard.console.inbox import conversation_view, mark_read
 from switchboard.db.engine import session_scope
 from switchboard.db.models import ChannelAccount, Message
+from switchboard.feedback import record_feedback
 from switchboard.observability import get_logger
 
 __all__ = ["conversation_pages_router"]
@@ -189,22 +190,14 @@ async def feedback_action(
 ) -> Response:
     """👍/👎 on an AI answer, joined to its trace by the feedback module.
 
-    MERGE POINT (lead): ``switchboard.feedback.record_feedback`` comes from the guard branch; until it
-    is on the branch this route answers 501 and records nothing (no second feedback store here).
+    Stored by :func:`switchboard.feedback.record_feedback` (one rating per message and console user;
+    joined to the turn and trace that wrote the message).
     """
     async with sessions() as session:
         message = await session.get(Message, message_id)
         if message is None or message.tenant_id != page.tenant.id or message.conversation_id is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, "message not found")
         conversation_id = message.conversation_id
-    try:
-        from switchboard.feedback import record_feedback  # type: ignore[import-not-found]
-    except ImportError:
-        log.warning("console_feedback_not_wired", message_id=str(message_id))
-        raise HTTPException(
-            status.HTTP_501_NOT_IMPLEMENTED,
-            "Feedback is not recorded yet (the feedback module joins at merge).",
-        ) from None
     async with session_scope(sessions) as session:
         await record_feedback(
             session, tenant_id=page.tenant.id, message_id=message_id, rating=rating,

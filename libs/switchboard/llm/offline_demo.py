@@ -11,6 +11,12 @@ import re
 from typing import Any
 
 from switchboard.llm.lexical import tokenize
+from switchboard.llm.offline_guard import (
+    GUARDRAIL_INSTRUCTION_MARKER,
+    INTENT_INSTRUCTION_MARKER,
+    heuristic_intent,
+    heuristic_verdict,
+)
 
 __all__ = ["OFFLINE_MARKER", "SUMMARY_INSTRUCTION_MARKER", "demo_reply"]
 
@@ -91,6 +97,11 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
 
     Rules, in order:
 
+    0. A guardrail request (system prompt starting with
+       :data:`~switchboard.llm.offline_guard.GUARDRAIL_INSTRUCTION_MARKER`) gets the JSON of
+       :func:`~switchboard.llm.offline_guard.heuristic_verdict` of the last user message; an intent
+       classification (:data:`~switchboard.llm.offline_guard.INTENT_INSTRUCTION_MARKER`) the JSON of
+       :func:`~switchboard.llm.offline_guard.heuristic_intent`.
     1. A summarization request (system prompt starting with :data:`SUMMARY_INSTRUCTION_MARKER`) gets
        a plain digest of the customer's lines.
     2. After tool results (the messages after the last user message end with ``tool`` messages):
@@ -102,6 +113,14 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
     5. Otherwise an honest stand-in answer.
     """
     system = _text_of(messages[0].get("content")) if messages and messages[0].get("role") == "system" else ""
+    if system.startswith(GUARDRAIL_INSTRUCTION_MARKER):
+        screened = next(
+            (_text_of(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), ""
+        )
+        return {"content": json.dumps(heuristic_verdict(screened))}
+    if system.startswith(INTENT_INSTRUCTION_MARKER):
+        asked = next((_text_of(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+        return {"content": json.dumps(heuristic_intent(asked))}
     if system.startswith(SUMMARY_INSTRUCTION_MARKER):
         lines = [
             _text_of(m.get("content")) for m in messages[1:] if m.get("role") == "user" and m.get("content")

@@ -428,6 +428,7 @@ class ModelGateway:
         trace_id: str,
         min_context_tokens: int | None = None,
         deadline: float | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> ModelReply:
         """:meth:`_complete` inside an ``llm.call`` span, counted (``switchboard_model_*`` metrics).
 
@@ -440,7 +441,7 @@ class ModelGateway:
             try:
                 reply = await self._complete(
                     tenant_router, messages, tools=tools, llm=llm, trace_id=trace_id,
-                    min_context_tokens=min_context_tokens, deadline=deadline,
+                    min_context_tokens=min_context_tokens, deadline=deadline, response_format=response_format,
                 )  # fmt: skip
             except ModelCallFailed as exc:
                 outcome = "context_overflow" if isinstance(exc, ContextOverflow) else "failed"
@@ -462,6 +463,7 @@ class ModelGateway:
         trace_id: str,
         min_context_tokens: int | None = None,
         deadline: float | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> ModelReply:
         """One chat completion through the tenant's groups in order, inside the semaphore.
 
@@ -474,6 +476,8 @@ class ModelGateway:
                 (the loop's context-window fallback after an overflow); ``None``: every group.
             deadline: ``time.monotonic()`` by which the turn must be answered; a group that is not
                 the last gets a request timeout of at most the time left minus ``fallback_reserve_s``.
+            response_format: OpenAI ``response_format`` (``{"type": "json_schema", ...}``) for
+                structured output (the guardrails); LiteLLM translates it for other providers.
 
         Returns:
             The reply of the first group that answered with words or tool calls. When every group
@@ -511,8 +515,9 @@ class ModelGateway:
                 timeout_s = _group_timeout(llm, deadline, is_last=position == len(walk) - 1)
                 try:
                     response = await self._call_group(
-                        tenant_router, group, messages, tools, llm, trace_id, recorder, failures, timeout_s
-                    )
+                        tenant_router, group, messages, tools, llm, trace_id, recorder, failures, timeout_s,
+                        response_format=response_format,
+                    )  # fmt: skip
                 except litellm.ContextWindowExceededError as exc:
                     limit = stated_context_limit(str(exc))
                     overflow = (exc, limit, group.context_window_tokens)
@@ -570,6 +575,8 @@ class ModelGateway:
         recorder: _FailureRecorder,
         failures: list[dict[str, str]],
         timeout_s: float | None = None,
+        *,
+        response_format: dict[str, Any] | None = None,
     ) -> Any:
         """Call one group: the Router's in-group failover for several deployments; for one, our own
         capped retries (module docstring). Failures are appended to ``failures``.
@@ -585,6 +592,8 @@ class ModelGateway:
             kwargs["tool_choice"] = "auto"
         if llm.max_output_tokens:
             kwargs["max_tokens"] = llm.max_output_tokens
+        if response_format is not None:
+            kwargs["response_format"] = response_format
         if single:
             kwargs["num_retries"] = 0  # LiteLLM's retries would wait out Retry-After (up to 60 s)
         if timeout_s is not None:

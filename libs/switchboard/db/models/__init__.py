@@ -29,6 +29,7 @@ from switchboard.db.models.conversations import (
     OutboxPurpose,
     OutboxStatus,
 )
+from switchboard.db.models.feedback import Feedback
 from switchboard.db.models.gmail import GmailMailbox, GmailPushNotification, GmailSentMessage, MailboxStatus
 from switchboard.db.models.knowledge import (
     EMBEDDING_DIMS,
@@ -48,6 +49,7 @@ __all__ = [
     "ConsoleUser",
     "ConversationRead",
     "Role",
+    "Feedback",
     "ActorType",
     "AgentStatus",
     "AuditLog",

@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import CheckConstraint, Index, String, Text, UniqueConstraint
+from sqlalchemy import CheckConstraint, Float, Index, String, Text, UniqueConstraint
 from sqlmodel import Field
 
 from switchboard.db.models.base import (
@@ -38,6 +38,7 @@ class Turn(TenantOwned, table=True):
         UniqueConstraint("inbound_message_id", name="uq_turns_inbound_message"),
         CheckConstraint("status IN ('running', 'done')", name="ck_turns_status"),
         Index("ix_turns_conversation_created", "conversation_id", "created_at"),
+        Index("ix_turns_tenant_created", "tenant_id", "created_at"),
     )
 
     id: uuid.UUID = id_field()
@@ -57,6 +58,12 @@ class Turn(TenantOwned, table=True):
     timings: dict[str, Any] = jsonb_dict_field()
     """``{"total_ms", "model_ms", "tool_ms", "harness_ms", "model_calls", "tool_iterations", ...}``."""
     error: str | None = Field(default=None, sa_type=Text)
+    guardrails: dict[str, Any] = jsonb_dict_field()
+    """``{"input": GuardrailRecord, "output": GuardrailRecord}`` (:mod:`switchboard.guardrails.records`);
+    a stage that was off or did not run is absent."""
+    cost_usd: float = Field(default=0.0, sa_type=Float, sa_column_kwargs={"server_default": "0"})
+    """Model spend of the turn in USD (LiteLLM's cost map; unpriced models count 0, see
+    ``usage["unpriced_calls"]``), guardrail calls included. Budgets sum it per calendar month."""
     summary_text: str | None = Field(default=None, sa_type=Text)
     """Summary of the conversation's older messages made during this turn (when history grew long)."""
     summary_through_message_id: uuid.UUID | None = Field(default=None)
