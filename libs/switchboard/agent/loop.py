@@ -77,6 +77,8 @@ class LoopOutcome:
     model_ms: float = 0.0
     tool_ms: float = 0.0
     models_used: list[str] = field(default_factory=list)
+    parts: list[Any] = field(default_factory=list)
+    """Structured reply parts the turn's tools produced (``ToolOutput.parts``), in call order."""
 
 
 def truncate_result(text: str, limit: int) -> str:
@@ -347,6 +349,7 @@ class _Loop:
                 raw = _serialize(output.content, self.limits.max_raw_tool_result_chars)
                 content = truncate_result(raw, self.limits.max_tool_result_chars)
                 effect = output.effect
+                self.out.parts.extend(output.parts)
             except TimeoutError:
                 outcome, error_type = "timeout", "timeout"
                 content = _error_result(
@@ -421,4 +424,6 @@ async def run_tool_loop(
             out.reply, out.silent = None, True
         else:
             out.reply, out.silent = loop.fallback_text(), False
+    if out.silent:
+        out.parts = []  # nothing is sent on a silent turn
     return out

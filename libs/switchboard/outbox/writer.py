@@ -19,7 +19,7 @@ from switchboard.channels.base import OutboundPart, channel_capabilities, split_
 from switchboard.db.models import Outbox, OutboxPurpose, OutboxStatus, utcnow
 from switchboard.storable import clean_tree
 
-__all__ = ["OutboxItem", "write_outbox", "text_items", "fit_to_channel"]
+__all__ = ["OutboxItem", "write_outbox", "text_items", "reply_items", "fit_to_channel"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,34 @@ def text_items(
             purpose=purpose,
         )
         for text in texts
+    ]
+
+
+def reply_items(
+    text: str,
+    parts: list[Any],
+    *,
+    conversation_id: uuid.UUID,
+    channel: str,
+    channel_account_id: uuid.UUID | None,
+    recipient: str,
+    purpose: OutboxPurpose = OutboxPurpose.reply,
+) -> list[OutboxItem]:
+    """A reply with structured parts (:data:`switchboard.replies.StructuredPart`) as the channel renders
+    it (:func:`switchboard.replies.render.render_reply`): interactive parts within the channel's limits,
+    text parts split by :func:`write_outbox` as any text."""
+    from switchboard.replies.render import render_reply
+
+    return [
+        OutboxItem(
+            conversation_id=conversation_id,
+            channel=channel,
+            channel_account_id=channel_account_id,
+            recipient=recipient,
+            part=part,
+            purpose=purpose,
+        )
+        for part in render_reply(channel, text, parts)
     ]
 
 
