@@ -6,6 +6,7 @@ Run: `uvicorn services.orchestrator.main:create_app --factory` (`switchboard run
 from fastapi import FastAPI
 from switchboard.agent import turns_router
 from switchboard.channels.gmail.routes import gmail_admin_router
+from switchboard.events.routes import event_webhooks_router, leads_router, webhooks_router
 from switchboard.handoff.routes import agents_router
 from switchboard.knowledge.routes import knowledge_admin_router
 from switchboard.llm import import_litellm
@@ -17,9 +18,14 @@ from switchboard.tools.routes import admin_tools_router
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Assemble the service; tests pass settings, production reads the environment."""
     import_litellm()  # the one service that calls models: load LiteLLM now, not in the first turn
-    return create_service_app(
+    app = create_service_app(
         "orchestrator",
         settings or load_settings(),
-        routers=[turns_router, admin_tools_router, knowledge_admin_router, agents_router, gmail_admin_router],
+        routers=[
+            turns_router, admin_tools_router, knowledge_admin_router, agents_router, gmail_admin_router,
+            webhooks_router, leads_router,
+        ],
         description="The agent: bounded tool loop through the LLM Router; admin API.",
-    )
+    )  # fmt: skip
+    app.webhooks.include_router(event_webhooks_router)  # OpenAPI: what tenants' endpoints receive
+    return app

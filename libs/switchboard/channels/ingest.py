@@ -39,6 +39,7 @@ from switchboard.channels.accounts import AccountDirectory, AccountRef
 from switchboard.channels.sanitize import UNPROCESSABLE_PREFIX, clean_text, clean_tree, unprocessable_reason
 from switchboard.contracts import InboundMessage
 from switchboard.db.models import InboundState, Message, utcnow
+from switchboard.events import stage_event
 from switchboard.media.jobs import COPY_JOB, copy_job_id
 from switchboard.observability import get_logger
 from switchboard.outbox.statuses import DeliveryStatus
@@ -362,6 +363,12 @@ async def _store(
             )
             inserted = set((await session.execute(stmt)).scalars().all())
             stored = [row_id for row in rows if (row_id := row["id"]) in inserted]
+            for row in rows:
+                if row["id"] in inserted and row["role"] == "user":  # the tenant's systems hear of it
+                    stage_event(session, tenant_id=row["tenant_id"], event_type="message.created", data={
+                        "message_id": row["id"], "conversation_id": None, "channel": row["channel"],
+                        "direction": "inbound", "role": "user", "kind": row["kind"], "text": row["text"],
+                    })  # fmt: skip
             duplicates = len(rows) - len(inserted)
         else:
             stored, duplicates = [], 0

@@ -24,6 +24,8 @@ __all__ = [
     "db_app",
     "kb_app",
     "keys_app",
+    "leads_app",
+    "webhooks_app",
     "simulate_app",
     "tenant_app",
     "tools_app",
@@ -70,6 +72,15 @@ kb_app = typer.Typer(
 agents_app = typer.Typer(
     help="Human agents: staff who take over conversations from their own WhatsApp.", no_args_is_help=True
 )
+leads_app = typer.Typer(
+    help="Sales leads the agent recorded (one per conversation with buying intent).", no_args_is_help=True
+)
+webhooks_app = typer.Typer(
+    help="Event webhooks: HTTPS endpoints of your own systems that receive signed events "
+    "(conversation.created, message.created, conversation.handed_off, conversation.closed, lead.created, "
+    "approval.requested, feedback.created).",
+    no_args_is_help=True,
+)
 keys_app = typer.Typer(help="Encryption keys of the stored credentials.", no_args_is_help=True)
 channel_app = typer.Typer(
     help="Channel accounts: connect a WhatsApp number, an Instagram account or a Gmail mailbox.",
@@ -91,6 +102,8 @@ for _group, _name in (
     (kb_app, "kb"),
     (agents_app, "agents"),
     (keys_app, "keys"),
+    (leads_app, "leads"),
+    (webhooks_app, "webhooks"),
     (channel_app, "channel"),
     (simulate_app, "simulate"),
 ):

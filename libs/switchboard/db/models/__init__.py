@@ -28,6 +28,7 @@ from switchboard.db.models.conversations import (
     OutboxPurpose,
     OutboxStatus,
 )
+from switchboard.db.models.events import DeliveryState, EventOutbox, WebhookDelivery, WebhookEndpoint
 from switchboard.db.models.gmail import GmailMailbox, GmailPushNotification, GmailSentMessage, MailboxStatus
 from switchboard.db.models.knowledge import (
     EMBEDDING_DIMS,
@@ -51,7 +52,9 @@ __all__ = [
     "ConversationStatus",
     "Customer",
     "CustomerIdentity",
+    "DeliveryState",
     "EMBEDDING_DIMS",
+    "EventOutbox",
     "GmailMailbox",
     "GmailPushNotification",
     "GmailSentMessage",
@@ -86,5 +89,7 @@ __all__ = [
     "Turn",
     "TurnStatus",
     "UserMemory",
+    "WebhookDelivery",
+    "WebhookEndpoint",
     "utcnow",
 ]
