@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 __all__ = ["IntentVerdict", "heuristic_intent", "intent_prompt", "parse_model_verdict"]
 
@@ -48,7 +48,7 @@ class IntentVerdict(BaseModel):
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    buying_intent: bool
+    buying_intent: StrictBool
     product: str = Field("", max_length=500)
     """The product or service of interest ("" when unclear)."""
     summary: str = Field("", max_length=SUMMARY_MAX_CHARS)
