@@ -83,18 +83,26 @@ async def _make_due(sessions):  # type: ignore[no-untyped-def]
     """Move every waiting retry to now instead of sleeping out the back-off."""
     async with sessions() as session, session.begin():
         await session.execute(
-            update(WebhookDelivery).where(col(WebhookDelivery.status) == "pending").values(next_attempt_at=utcnow())
+            update(WebhookDelivery)
+            .where(col(WebhookDelivery.status) == "pending")
+            .values(next_attempt_at=utcnow())
         )
 
 
 async def _deliveries(sessions, endpoint_id):  # type: ignore[no-untyped-def]
     async with sessions() as session:
-        return list((await session.exec(select(WebhookDelivery).where(WebhookDelivery.endpoint_id == endpoint_id))).all())
+        return list(
+            (
+                await session.exec(select(WebhookDelivery).where(WebhookDelivery.endpoint_id == endpoint_id))
+            ).all()
+        )
 
 
 async def _customer(sessions, tenant):  # type: ignore[no-untyped-def]
     async with sessions() as session, session.begin():
-        customer = Customer(tenant_id=tenant.id, channel="whatsapp", external_user_id=f"u-{uuid.uuid4().hex[:8]}")
+        customer = Customer(
+            tenant_id=tenant.id, channel="whatsapp", external_user_id=f"u-{uuid.uuid4().hex[:8]}"
+        )
         session.add(customer)
     return customer
 
@@ -113,13 +121,22 @@ async def test_lifecycle_events_are_delivered_signed_once_each(sessions, make_te
         report, again = await _deliver(sessions, hook_settings, rounds=2)
     assert (report.delivered, again.delivered) == (2, 0)  # a second run sends nothing twice
     assert [r["verified"] for r in receiver.received] == [True, True]
-    bodies = sorted((r["body"] for r in receiver.received), key=lambda b: b["created_at"])  # sent concurrently
+    bodies = sorted(
+        (r["body"] for r in receiver.received), key=lambda b: b["created_at"]
+    )  # sent concurrently
     assert [b["type"] for b in bodies] == ["conversation.created", "conversation.handed_off"]
-    assert bodies[0]["data"] == {"conversation_id": str(conversation.id), "customer_id": str(customer.id), "channel": "whatsapp"}
+    assert bodies[0]["data"] == {
+        "conversation_id": str(conversation.id),
+        "customer_id": str(customer.id),
+        "channel": "whatsapp",
+    }
     assert bodies[1]["data"]["reason"] == "wants a person" and bodies[1]["data"]["actor_type"] == "ai"
     assert {b["tenant_id"] for b in bodies} == {str(tenant.id)}
     headers = next(r["headers"] for r in receiver.received if r["body"]["id"] == bodies[0]["id"])
-    assert headers["x-switchboard-event"] == "conversation.created" and headers["x-switchboard-delivery"] == bodies[0]["id"]
+    assert (
+        headers["x-switchboard-event"] == "conversation.created"
+        and headers["x-switchboard-delivery"] == bodies[0]["id"]
+    )
     (first, second) = sorted(await _deliveries(sessions, endpoint.id), key=lambda d: d.created_at)
     assert (first.status, first.attempts, first.log[0]["status_code"]) == ("delivered", 1, 200)
 
@@ -128,7 +145,9 @@ async def test_a_failing_endpoint_is_retried_then_succeeds(sessions, make_tenant
     tenant = await make_tenant()
     receiver = Receiver(answers=[500, 503])
     async with serve_app(receiver.app()) as url:
-        endpoint = await _endpoint(sessions, hook_settings, tenant, f"{url}/hook", receiver, events=["lead.created"])
+        endpoint = await _endpoint(
+            sessions, hook_settings, tenant, f"{url}/hook", receiver, events=["lead.created"]
+        )
         async with sessions() as session, session.begin():
             await emit(session, tenant_id=tenant.id, event_type="conversation.closed",
                        data={"conversation_id": uuid.uuid4(), "channel": "gmail", "actor_type": "ai"})  # fmt: skip
@@ -168,7 +187,9 @@ async def test_timeouts_fail_the_delivery_and_a_run_of_failures_disables_the_end
 
 
 async def test_attempts_run_out_into_failed(sessions, make_tenant, make_settings) -> None:  # type: ignore[no-untyped-def]
-    settings = make_settings(webhooks_allow_loopback_http=True, webhook_backoff_base_s=0.01, webhook_max_attempts=2)
+    settings = make_settings(
+        webhooks_allow_loopback_http=True, webhook_backoff_base_s=0.01, webhook_max_attempts=2
+    )
     tenant = await make_tenant()
     receiver = Receiver(answers=[500, 500, 500])
     async with serve_app(receiver.app()) as url:
@@ -199,8 +220,13 @@ async def test_endpoint_urls_are_refused(url: str, reason: str) -> None:
 
 
 async def test_public_https_and_allowed_loopback_are_accepted() -> None:
-    assert await check_endpoint_url("https://93.184.215.14/h", allow_loopback_http=False) == "https://93.184.215.14/h"
-    assert await check_endpoint_url("http://127.0.0.1:9/h", allow_loopback_http=True) == "http://127.0.0.1:9/h"
+    assert (
+        await check_endpoint_url("https://93.184.215.14/h", allow_loopback_http=False)
+        == "https://93.184.215.14/h"
+    )
+    assert (
+        await check_endpoint_url("http://127.0.0.1:9/h", allow_loopback_http=True) == "http://127.0.0.1:9/h"
+    )
 
 
 def test_signature_binds_the_timestamp_and_refuses_replays() -> None:
@@ -209,7 +235,9 @@ def test_signature_binds_the_timestamp_and_refuses_replays() -> None:
     assert verify("whsec_x", body, timestamp=str(now), signature=signature)
     assert not verify("whsec_x", body, timestamp=str(now + 1), signature=signature)  # re-stamped
     assert not verify("whsec_x", body + b" ", timestamp=str(now), signature=signature)
-    assert not verify("whsec_x", body, timestamp=str(now), signature=signature, now=now + 301)  # replayed later
+    assert not verify(
+        "whsec_x", body, timestamp=str(now), signature=signature, now=now + 301
+    )  # replayed later
 
 
 async def test_emit_refuses_unknown_types_and_bad_data(session, make_tenant) -> None:  # type: ignore[no-untyped-def]

@@ -35,7 +35,10 @@ async def test_buying_intent_records_one_lead_with_the_offline_heuristic_and_tel
     await orchestrator.handle_turn(handle.request("and I'd like a quote for 10"))
     (lead,) = await _leads(sessions, tenant.id)
     assert (lead.source, lead.detected_by, lead.consent, lead.conversation_id) == (
-        "intent", OFFLINE_HEURISTIC, "granted", handle.conversation.id
+        "intent",
+        OFFLINE_HEURISTIC,
+        "granted",
+        handle.conversation.id,
     )
     assert lead.summary == "Customer asked: I want to buy the DN50 valve, please call me"
     assert lead.notes == "Detected by a keyword heuristic: no provider model is configured (offline model)."
@@ -47,7 +50,9 @@ async def test_buying_intent_records_one_lead_with_the_offline_heuristic_and_tel
     assert [e.payload["data"]["lead_id"] for e in events] == [str(lead.id)]
 
 
-async def test_concurrent_checks_record_the_lead_once(sessions, make_tenant, orchestrator, offline_model) -> None:  # type: ignore[no-untyped-def]
+async def test_concurrent_checks_record_the_lead_once(
+    sessions, make_tenant, orchestrator, offline_model
+) -> None:  # type: ignore[no-untyped-def]
     tenant = await make_tenant()
     await answer_with_script(sessions, tenant.id, offline_model)
     handle = await make_conversation(sessions, tenant)
@@ -64,7 +69,9 @@ async def test_concurrent_checks_record_the_lead_once(sessions, make_tenant, orc
     assert len(await _leads(sessions, tenant.id)) == 1
 
 
-async def test_an_opted_out_customer_is_recorded_with_consent_denied(sessions, make_tenant, orchestrator, offline_model) -> None:  # type: ignore[no-untyped-def]
+async def test_an_opted_out_customer_is_recorded_with_consent_denied(
+    sessions, make_tenant, orchestrator, offline_model
+) -> None:  # type: ignore[no-untyped-def]
     tenant = await make_tenant()
     await answer_with_script(sessions, tenant.id, offline_model)
     handle = await make_conversation(sessions, tenant)
@@ -84,11 +91,15 @@ def test_heuristic_reads_the_chosen_option_as_the_product() -> None:
         {"role": "user", "content": "I'll take it"},
     ], opted_out=False)  # fmt: skip
     assert (verdict.buying_intent, verdict.product, verdict.consent) == (True, "Large", "unknown")
-    assert not heuristic_intent([{"role": "user", "content": "what are your opening hours?"}], opted_out=False).buying_intent
+    assert not heuristic_intent(
+        [{"role": "user", "content": "what are your opening hours?"}], opted_out=False
+    ).buying_intent
 
 
 def test_the_model_verdict_must_match_the_schema() -> None:
-    ok = parse_model_verdict('```json\n{"buying_intent": true, "product": "DN50", "summary": "wants 3", "consent": "unknown"}\n```')
+    ok = parse_model_verdict(
+        '```json\n{"buying_intent": true, "product": "DN50", "summary": "wants 3", "consent": "unknown"}\n```'
+    )
     assert ok is not None and ok.product == "DN50"
     assert parse_model_verdict('{"buying_intent": "yes"}') is None
     assert parse_model_verdict('{"buying_intent": true, "extra": 1}') is None
@@ -128,10 +139,14 @@ async def test_webhooks_admin_api_refuses_private_urls_and_shows_the_secret_once
             base, json={"url": "https://93.184.215.14/hook", "event_types": ["lead.created"]}, headers=headers
         )
         listed = (await client.get(base, headers=headers)).json()
-        disabled = await client.patch(f"{base}/{created.json()['id']}", json={"is_active": False}, headers=headers)
+        disabled = await client.patch(
+            f"{base}/{created.json()['id']}", json={"is_active": False}, headers=headers
+        )
         log = await client.get(f"{base}/{created.json()['id']}/deliveries", headers=headers)
     assert refused.status_code == 422 and "not a public address" in refused.json()["detail"]
     assert created.status_code == 201 and created.json()["secret"].startswith("whsec_")
     assert "secret" not in listed[0] and listed[0]["event_types"] == ["lead.created"]
-    assert disabled.json()["is_active"] is False and disabled.json()["disabled_reason"] == "disabled by an admin"
+    assert (
+        disabled.json()["is_active"] is False and disabled.json()["disabled_reason"] == "disabled by an admin"
+    )
     assert log.status_code == 200 and log.json() == []

@@ -19,9 +19,13 @@ from switchboard.replies.render import render_reply, shorten
 
 # text with emoji, accents and combining marks (UTF-16 counting matters), no surrogates or NUL
 _TEXT = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\x00"), min_size=1, max_size=120
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\x00"),
+    min_size=1,
+    max_size=120,
 ).filter(lambda s: s.strip())
-_LONG_TEXT = st.text(alphabet=st.sampled_from("abcdé👍 \n"), min_size=1, max_size=1400).filter(lambda s: s.strip())
+_LONG_TEXT = st.text(alphabet=st.sampled_from("abcdé👍 \n"), min_size=1, max_size=1400).filter(
+    lambda s: s.strip()
+)
 
 
 @st.composite
@@ -66,7 +70,9 @@ def _written(channel: str, text: str, parts: list) -> list[OutboundPart]:  # typ
     import uuid
 
     items = [
-        OutboxItem(conversation_id=uuid.uuid4(), channel=channel, channel_account_id=None, recipient="x", part=p)
+        OutboxItem(
+            conversation_id=uuid.uuid4(), channel=channel, channel_account_id=None, recipient="x", part=p
+        )
         for p in render_reply(channel, text, parts)
     ]
     return [item.part for item in fit_to_channel(items)]
@@ -154,7 +160,9 @@ def test_product_cards_fit_every_channel_and_lose_nothing(card: ProductCard) -> 
 
 
 def test_three_short_options_are_whatsapp_reply_buttons_with_the_reply_in_the_body() -> None:
-    part = QuickReplies(prompt="Which size?", options=[{"id": "s", "title": "Small"}, {"id": "l", "title": "Large"}])
+    part = QuickReplies(
+        prompt="Which size?", options=[{"id": "s", "title": "Small"}, {"id": "l", "title": "Large"}]
+    )
     (only,) = render_reply("whatsapp", "We have two sizes.", [part])
     assert only.type == "interactive"
     assert only.interactive == {
@@ -169,8 +177,12 @@ def test_three_short_options_are_whatsapp_reply_buttons_with_the_reply_in_the_bo
 
 def test_eleven_options_become_two_whatsapp_lists_and_a_long_title_is_written_in_full_first() -> None:
     options = [{"id": f"v{i}", "title": f"Valve {i}"} for i in range(10)]
-    options.append({"id": "long", "title": "Stainless ball valve DN50 PN40 with ISO 5211 pad", "description": "x" * 80})
-    parts = render_reply("whatsapp", "", [OptionList(prompt="Which valve?", options=options, button_label="Valves")])
+    options.append(
+        {"id": "long", "title": "Stainless ball valve DN50 PN40 with ISO 5211 pad", "description": "x" * 80}
+    )
+    parts = render_reply(
+        "whatsapp", "", [OptionList(prompt="Which valve?", options=options, button_label="Valves")]
+    )
     assert [p.type for p in parts] == ["text", "interactive", "interactive"]
     assert parts[0].text == f"11. Stainless ball valve DN50 PN40 with ISO 5211 pad — {'x' * 80}"
     first, second = (p.interactive for p in parts[1:])
@@ -184,7 +196,8 @@ def test_fourteen_options_are_two_instagram_messages_of_quick_replies() -> None:
     options = [{"id": f"c{i}", "title": f"Colour {i}"} for i in range(14)]
     parts = render_reply("instagram", "Pick a colour.", [QuickReplies(prompt="Colours:", options=options)])
     assert [(p.text, len(p.interactive["buttons"])) for p in parts] == [
-        ("Pick a colour.\n\nColours: (1/2)", 13), ("Colours: (2/2)", 1)
+        ("Pick a colour.\n\nColours: (1/2)", 13),
+        ("Colours: (2/2)", 1),
     ]
 
 
@@ -193,7 +206,12 @@ def test_email_gets_a_numbered_list_with_links() -> None:
         {"id": "basic", "title": "Basic", "url": "https://shop.example/basic"},
         {"id": "pro", "title": "Pro", "description": "for teams"},
     ])  # fmt: skip
-    card = ProductCard(title="Pro plan", price=Decimal("49"), currency="EUR", cta={"title": "Sign up", "url": "https://shop.example/pro"})
+    card = ProductCard(
+        title="Pro plan",
+        price=Decimal("49"),
+        currency="EUR",
+        cta={"title": "Sign up", "url": "https://shop.example/pro"},
+    )
     (only,) = render_reply("gmail", "Hello!", [part, card])
     assert only.text == (
         "Hello!\n\nOur plans:\n1. Basic (https://shop.example/basic)\n2. Pro — for teams\n"

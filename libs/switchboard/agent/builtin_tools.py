@@ -385,7 +385,11 @@ def _options_part(arguments: dict[str, Any]) -> QuickReplies | OptionList:
 
 def _product_part(arguments: dict[str, Any]) -> ProductCard:
     fields = dict(arguments)
-    cta = {"title": fields.pop("cta_title", None), "url": fields.pop("cta_url", None), "id": fields.pop("cta_id", None)}
+    cta = {
+        "title": fields.pop("cta_title", None),
+        "url": fields.pop("cta_url", None),
+        "id": fields.pop("cta_id", None),
+    }
     return ProductCard.model_validate({**fields, "cta": {k: v for k, v in cta.items() if v is not None}})
 
 

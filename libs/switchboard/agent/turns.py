@@ -513,7 +513,9 @@ class Orchestrator:
             connection = await session.connection()
             await connection.execute(update(Turn).where(col(Turn.id) == turn_id).values(**values))
 
-    async def _capture_lead(self, request: TurnRequest, tenant_settings: TenantSettings, trace_id: str) -> None:
+    async def _capture_lead(
+        self, request: TurnRequest, tenant_settings: TenantSettings, trace_id: str
+    ) -> None:
         """The after-turn intent check (:func:`switchboard.leads.capture_lead`; never raises)."""
         leads = tenant_settings.leads
         if not leads.enabled:

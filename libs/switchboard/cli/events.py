@@ -87,7 +87,9 @@ def webhooks_list(tenant: TenantOpt) -> None:
         typer.echo("no endpoints")
     for e in endpoints:
         state = "active" if e.is_active else f"DISABLED ({e.disabled_reason})"
-        typer.echo(f"{e.id} {state} failures={e.consecutive_failures} {e.url} events={e.event_types or 'all'}")
+        typer.echo(
+            f"{e.id} {state} failures={e.consecutive_failures} {e.url} events={e.event_types or 'all'}"
+        )
 
 
 def _set_active(tenant: str, endpoint_id: str, active: bool) -> None:
@@ -142,7 +144,10 @@ def webhooks_deliveries(
         tenant_row = await get_tenant(session, tenant)
         rows = await session.exec(
             select(WebhookDelivery)
-            .where(WebhookDelivery.tenant_id == tenant_row.id, WebhookDelivery.endpoint_id == uuid.UUID(endpoint_id))
+            .where(
+                WebhookDelivery.tenant_id == tenant_row.id,
+                WebhookDelivery.endpoint_id == uuid.UUID(endpoint_id),
+            )
             .order_by(col(WebhookDelivery.created_at).desc())
             .limit(limit)
         )

@@ -153,7 +153,12 @@ def _record(
 
 
 def _stage_webhook_event(
-    session: AsyncSession, conversation: Conversation, *, from_status: str | None, actor: Actor, reason: str | None
+    session: AsyncSession,
+    conversation: Conversation,
+    *,
+    from_status: str | None,
+    actor: Actor,
+    reason: str | None,
 ) -> None:
     """The tenant's event for a transition (:mod:`switchboard.events`), in the same transaction:
     ``conversation.created`` (``None → ai``), ``conversation.handed_off`` (to a person or the queue; not

@@ -37,7 +37,12 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.crypto import CredentialCipher, CredentialDecryptError
 from switchboard.db.models import DeliveryState, EventOutbox, WebhookDelivery, WebhookEndpoint, utcnow
-from switchboard.events.endpoints import EndpointRefused, check_endpoint_url, endpoint_secret, set_endpoint_active
+from switchboard.events.endpoints import (
+    EndpointRefused,
+    check_endpoint_url,
+    endpoint_secret,
+    set_endpoint_active,
+)
 from switchboard.events.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 from switchboard.observability import get_logger
 from switchboard.outbox.policy import backoff_s
@@ -120,7 +125,9 @@ class _Attempt:
     tenant_id: uuid.UUID
 
 
-async def _claim(sessions: async_sessionmaker[AsyncSession], settings: Settings, cipher: CredentialCipher) -> list[_Attempt]:
+async def _claim(
+    sessions: async_sessionmaker[AsyncSession], settings: Settings, cipher: CredentialCipher
+) -> list[_Attempt]:
     now = utcnow()
     async with sessions() as session, session.begin():
         due = list(
@@ -132,7 +139,10 @@ async def _claim(sessions: async_sessionmaker[AsyncSession], settings: Settings,
                     .where(
                         WebhookDelivery.status == DeliveryState.pending.value,
                         col(WebhookEndpoint.is_active),
-                        or_(col(WebhookDelivery.next_attempt_at).is_(None), col(WebhookDelivery.next_attempt_at) <= now),
+                        or_(
+                            col(WebhookDelivery.next_attempt_at).is_(None),
+                            col(WebhookDelivery.next_attempt_at) <= now,
+                        ),
                     )
                     .order_by(col(WebhookDelivery.created_at))
                     .limit(SEND_BATCH)
@@ -156,7 +166,9 @@ async def _claim(sessions: async_sessionmaker[AsyncSession], settings: Settings,
     return attempts
 
 
-async def _send(http: httpx.AsyncClient, settings: Settings, attempt: _Attempt) -> tuple[int | None, str | None, float]:
+async def _send(
+    http: httpx.AsyncClient, settings: Settings, attempt: _Attempt
+) -> tuple[int | None, str | None, float]:
     """``(status_code, error, duration_ms)`` of one attempt; never raises."""
     started = time.perf_counter()
     if attempt.secret is None:
@@ -175,7 +187,9 @@ async def _send(http: httpx.AsyncClient, settings: Settings, attempt: _Attempt) 
         SIGNATURE_HEADER: sign(attempt.secret, timestamp, attempt.body),
     }
     try:
-        response = await http.post(attempt.url, content=attempt.body, headers=headers, timeout=settings.webhook_timeout_s)
+        response = await http.post(
+            attempt.url, content=attempt.body, headers=headers, timeout=settings.webhook_timeout_s
+        )
     except httpx.TimeoutException:
         return None, f"timeout after {settings.webhook_timeout_s:g} s", (time.perf_counter() - started) * 1000
     except httpx.HTTPError as exc:
@@ -199,16 +213,27 @@ async def _record(
             return
         delivery.attempts += 1
         delivery.last_status_code, delivery.last_error = status_code, error
-        entry = {"at": now.isoformat(), "status_code": status_code, "error": error, "duration_ms": round(duration_ms, 1)}
+        entry = {
+            "at": now.isoformat(),
+            "status_code": status_code,
+            "error": error,
+            "duration_ms": round(duration_ms, 1),
+        }
         delivery.log = [*delivery.log, entry][-LOG_KEEP:]
         delivery.updated_at = now
         fields = {"tenant_id": str(attempt.tenant_id), "endpoint_id": str(endpoint.id),
                   "event_id": attempt.event_id, "event_type": attempt.event_type, "attempt": delivery.attempts}  # fmt: skip
         if error is None:
-            delivery.status, delivery.delivered_at, delivery.next_attempt_at = DeliveryState.delivered.value, now, None
+            delivery.status, delivery.delivered_at, delivery.next_attempt_at = (
+                DeliveryState.delivered.value,
+                now,
+                None,
+            )
             endpoint.consecutive_failures = 0
             report.delivered += 1
-            log.info("webhook_delivered", status_code=status_code, duration_ms=round(duration_ms, 1), **fields)
+            log.info(
+                "webhook_delivered", status_code=status_code, duration_ms=round(duration_ms, 1), **fields
+            )
         else:
             endpoint.consecutive_failures += 1
             if delivery.attempts >= settings.webhook_max_attempts:
@@ -216,17 +241,26 @@ async def _record(
                 report.failed += 1
                 log.warning("webhook_delivery_failed", error=error, **fields)
             else:
-                wait_s = backoff_s(delivery.attempts, base_s=settings.webhook_backoff_base_s, max_s=settings.webhook_backoff_max_s)
+                wait_s = backoff_s(
+                    delivery.attempts,
+                    base_s=settings.webhook_backoff_base_s,
+                    max_s=settings.webhook_backoff_max_s,
+                )
                 delivery.next_attempt_at = now + timedelta(seconds=wait_s)
                 report.retrying += 1
                 log.info("webhook_delivery_retry", error=error, retry_in_s=round(wait_s, 1), **fields)
-            if endpoint.is_active and endpoint.consecutive_failures >= settings.webhook_disable_after_failures:
+            if (
+                endpoint.is_active
+                and endpoint.consecutive_failures >= settings.webhook_disable_after_failures
+            ):
                 set_endpoint_active(
                     endpoint, False,
                     reason=f"{endpoint.consecutive_failures} consecutive failed deliveries; last: {error}"[:500],
                 )  # fmt: skip
                 report.disabled_endpoints += 1
-                log.error("webhook_endpoint_disabled", failures=endpoint.consecutive_failures, error=error, **fields)
+                log.error(
+                    "webhook_endpoint_disabled", failures=endpoint.consecutive_failures, error=error, **fields
+                )
         session.add(delivery)
         session.add(endpoint)
 

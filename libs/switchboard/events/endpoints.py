@@ -85,7 +85,9 @@ async def check_endpoint_url(url: str, *, allow_loopback_http: bool, resolve: bo
         raise EndpointRefused(f"{host} is not a public host")
     if resolve:
         try:
-            infos = await asyncio.get_running_loop().getaddrinfo(host, parts.port or 443, type=socket.SOCK_STREAM)
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                host, parts.port or 443, type=socket.SOCK_STREAM
+            )
         except OSError as exc:
             raise EndpointRefused(f"{host} does not resolve: {exc}") from None
         bad = sorted({info[4][0] for info in infos if not _is_public(str(info[4][0]))})

@@ -41,7 +41,9 @@ def stage_event(session: Any, *, tenant_id: uuid.UUID, event_type: str, data: di
         "tenant_id": str(tenant_id),
         "data": model.model_validate(data).model_dump(mode="json"),
     }
-    row = EventOutbox(id=event_id, tenant_id=tenant_id, event_type=event_type, payload=payload, created_at=now)
+    row = EventOutbox(
+        id=event_id, tenant_id=tenant_id, event_type=event_type, payload=payload, created_at=now
+    )
     session.add(row)
     log.info("event_emitted", tenant_id=str(tenant_id), event_type=event_type, event_id=str(event_id))
     return row

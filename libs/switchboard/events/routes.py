@@ -58,7 +58,9 @@ class EndpointCreated(EndpointPublic):
 
 
 class EndpointUpdate(BaseModel):
-    is_active: bool = Field(description="true re-enables a disabled endpoint (its waiting deliveries go out).")
+    is_active: bool = Field(
+        description="true re-enables a disabled endpoint (its waiting deliveries go out)."
+    )
 
 
 class DeliveryPublic(BaseModel):
@@ -110,7 +112,9 @@ async def _endpoint(session: SessionDep, tenant: TenantDep, endpoint_id: uuid.UU
     ),
     responses={422: {"description": "Not https, a private address, or an unknown event type"}},
 )  # fmt: skip
-async def post_endpoint(body: EndpointCreate, tenant: TenantDep, session: SessionDep, settings: SettingsDep) -> EndpointCreated:
+async def post_endpoint(
+    body: EndpointCreate, tenant: TenantDep, session: SessionDep, settings: SettingsDep
+) -> EndpointCreated:
     cipher = CredentialCipher(settings.secret("encryption_key").encode())
     try:
         endpoint, secret = await create_endpoint(
@@ -128,8 +132,12 @@ async def get_endpoints(tenant: TenantDep, session: SessionDep) -> list[Endpoint
     return [EndpointPublic.of(e) for e in await list_endpoints(session, tenant_id=tenant.id)]
 
 
-@webhooks_router.patch("/{endpoint_id}", response_model=EndpointPublic, summary="Enable or disable an endpoint")
-async def patch_endpoint(endpoint_id: uuid.UUID, body: EndpointUpdate, tenant: TenantDep, session: SessionDep) -> EndpointPublic:
+@webhooks_router.patch(
+    "/{endpoint_id}", response_model=EndpointPublic, summary="Enable or disable an endpoint"
+)
+async def patch_endpoint(
+    endpoint_id: uuid.UUID, body: EndpointUpdate, tenant: TenantDep, session: SessionDep
+) -> EndpointPublic:
     endpoint = await _endpoint(session, tenant, endpoint_id)
     set_endpoint_active(endpoint, body.is_active, reason=None if body.is_active else "disabled by an admin")
     session.add(endpoint)

@@ -42,6 +42,7 @@ from switchboard.db.models import (
     PendingActionStatus,
     utcnow,
 )
+from switchboard.events import stage_event
 from switchboard.handoff.notices import (
     Outgoing,
     agent_outgoing,
@@ -49,7 +50,6 @@ from switchboard.handoff.notices import (
     customer_label,
     write_outgoing,
 )
-from switchboard.events import stage_event
 from switchboard.observability import get_logger
 from switchboard.tenant_settings import load_tenant_settings
 

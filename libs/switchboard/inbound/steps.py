@@ -62,7 +62,6 @@ from switchboard.inbound.ratelimit import count_in_window, take_slot
 from switchboard.inbound.turn_client import ContractViolation, OrchestratorUnavailable, request_turn
 from switchboard.observability import get_logger
 from switchboard.outbox import reply_items, text_items, write_outbox
-from switchboard.replies.parts import CHOICE_KINDS, chosen_option_text
 from switchboard.outbox.delivery import DeliveryScope, deliver
 from switchboard.outbox.echoes import match_echo
 from switchboard.outbox.jobs import delivery_deps_from
@@ -77,6 +76,7 @@ from switchboard.queue.keys import (
     profile_cache_key,
     tenant_rate_key,
 )
+from switchboard.replies.parts import CHOICE_KINDS, chosen_option_text
 from switchboard.tenant_settings import tenant_settings_from
 
 __all__ = [

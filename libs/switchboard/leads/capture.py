@@ -108,7 +108,9 @@ async def _capture(
     async with sessions() as session:
         existing = (
             await session.exec(
-                select(Lead.id).where(Lead.tenant_id == tenant_id, Lead.conversation_id == conversation_id).limit(1)
+                select(Lead.id)
+                .where(Lead.tenant_id == tenant_id, Lead.conversation_id == conversation_id)
+                .limit(1)
             )
         ).first()
         if existing is not None:
@@ -148,10 +150,19 @@ async def _capture(
             await connection.execute(
                 pg_insert(Lead.__table__)  # type: ignore[arg-type]
                 .values(
-                    id=lead_id, tenant_id=tenant_id, customer_id=customer_id, conversation_id=conversation_id,
-                    interest=verdict.product[:500], notes=notes, status="new",
-                    idempotency_key=f"intent:{conversation_id}", source="intent", summary=verdict.summary,
-                    consent=verdict.consent, detected_by=detected_by, created_at=utcnow(),
+                    id=lead_id,
+                    tenant_id=tenant_id,
+                    customer_id=customer_id,
+                    conversation_id=conversation_id,
+                    interest=verdict.product[:500],
+                    notes=notes,
+                    status="new",
+                    idempotency_key=f"intent:{conversation_id}",
+                    source="intent",
+                    summary=verdict.summary,
+                    consent=verdict.consent,
+                    detected_by=detected_by,
+                    created_at=utcnow(),
                 )
                 .on_conflict_do_nothing(constraint="uq_leads_tenant_idempotency")
                 .returning(Lead.__table__.c.id)  # type: ignore[attr-defined]

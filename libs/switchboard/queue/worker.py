@@ -259,7 +259,10 @@ def build_background_worker_settings(settings: Settings) -> type:
                 poll_gmail_mailboxes, name=POLL_JOB, second=set(range(5, 60, 15)), timeout=SIDE_JOB_TIMEOUT_S
             ),
             cron(
-                deliver_events, name=DELIVER_EVENTS_JOB, second=set(range(2, 60, 5)), timeout=SIDE_JOB_TIMEOUT_S
+                deliver_events,
+                name=DELIVER_EVENTS_JOB,
+                second=set(range(2, 60, 5)),
+                timeout=SIDE_JOB_TIMEOUT_S,
             ),
         ],
         enqueues_on_own_queue=False,

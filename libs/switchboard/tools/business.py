@@ -31,8 +31,8 @@ from switchboard.db.models import (
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.errors import ToolError
 from switchboard.handoff.pending import stage_approval_requested
-from switchboard.leads.capture import stage_lead_created
 from switchboard.knowledge import EmbeddingFailed, search_chunks
+from switchboard.leads.capture import stage_lead_created
 from switchboard.tools.contracts import ToolCallContext, ToolContract, ToolPolicy, WriteResult
 
 __all__ = ["BUSINESS_TOOLS", "normalize_sku", "normalize_order_number", "haversine_km"]

@@ -16,7 +16,9 @@ async def test_options_are_quick_replies_and_a_tap_reaches_the_next_turn_with_it
     options = [{"id": f"colour_{i}", "title": f"Colour {i}"} for i in range(12)]
     options.append({"id": "colour_special", "title": "Midnight blue with gold trim"})
     options.append({"id": "colour_last", "title": "Red"})
-    ig.script.push(tool_calls(call("offer_options", {"style": "buttons", "prompt": "Which colour?", "options": options})))
+    ig.script.push(
+        tool_calls(call("offer_options", {"style": "buttons", "prompt": "Which colour?", "options": options}))
+    )
     ig.script.push(text("We have fourteen colours."))
     ig.script.push(text("Midnight blue, lovely."))
     await ig.post(load_payload("text_dm.json", account_id=ig.account_id, customer=customer))
@@ -24,7 +26,10 @@ async def test_options_are_quick_replies_and_a_tap_reaches_the_next_turn_with_it
     sent = ig.sent()
     assert [m["answer"] for m in sent] == ["ok"] * 4
     assert [m["text"] for m in sent] == [
-        "We have fourteen colours.", "13. Midnight blue with gold trim", "Which colour? (1/2)", "Which colour? (2/2)"
+        "We have fourteen colours.",
+        "13. Midnight blue with gold trim",
+        "Which colour? (1/2)",
+        "Which colour? (2/2)",
     ]
     quick = [q for m in sent[2:] for q in m["quick_replies"]]
     assert [q["payload"] for q in quick] == [o["id"] for o in options]

@@ -14,7 +14,11 @@ from tests.utils.agent import call, text, tool_calls
 from tests.utils.whatsapp import channel_service, load_payload, sent_to, text_body
 from tests.utils.workers import run_worker_burst
 
-SIZES = [{"id": "size_s", "title": "Small"}, {"id": "size_m", "title": "Medium"}, {"id": "size_l", "title": "Large"}]
+SIZES = [
+    {"id": "size_s", "title": "Small"},
+    {"id": "size_m", "title": "Medium"},
+    {"id": "size_l", "title": "Large"},
+]
 
 
 def _tap(phone_number_id: str, kind: str, option_id: str, title: str) -> dict:  # type: ignore[type-arg]
@@ -32,13 +36,17 @@ async def test_buttons_go_out_natively_and_the_tapped_id_reaches_the_next_turn(
 ) -> None:  # type: ignore[no-untyped-def]
     state, name, _ = model
     script = state.script(name)
-    script.push(tool_calls(call("offer_options", {"style": "buttons", "prompt": "Which size?", "options": SIZES})))
+    script.push(
+        tool_calls(call("offer_options", {"style": "buttons", "prompt": "Which size?", "options": SIZES}))
+    )
     script.push(text("Great choice, the valve comes in three sizes."))
     script.push(text("Large it is. Which material?"))
     settings = e2e_settings()
     pid = ai_tenant.phone_number_id
     async with channel_service(settings) as svc:
-        assert (await svc.post(text_body(phone_number_id=pid, wamid="wamid.CFG1", text="I want a valve"))).status_code == 200
+        assert (
+            await svc.post(text_body(phone_number_id=pid, wamid="wamid.CFG1", text="I want a valve"))
+        ).status_code == 200
     await run_worker_burst(settings)
 
     (sent,) = sent_to(graph_sandbox[1], pid)
@@ -68,8 +76,17 @@ async def test_twelve_options_are_two_lists_and_a_chosen_row_carries_across_turn
 ) -> None:  # type: ignore[no-untyped-def]
     state, name, _ = model
     script = state.script(name)
-    options = [{"id": f"dn{n}", "title": f"DN{n} ball valve, stainless steel 316"} for n in range(10, 130, 10)]
-    script.push(tool_calls(call("offer_options", {"style": "list", "prompt": "Pick a bore:", "options": options, "button_label": "Bores"})))
+    options = [
+        {"id": f"dn{n}", "title": f"DN{n} ball valve, stainless steel 316"} for n in range(10, 130, 10)
+    ]
+    script.push(
+        tool_calls(
+            call(
+                "offer_options",
+                {"style": "list", "prompt": "Pick a bore:", "options": options, "button_label": "Bores"},
+            )
+        )
+    )
     script.push(text("Here are our bores."))
     script.push(text("DN50, noted."))
     script.push(text("Anything else?"))
@@ -82,11 +99,14 @@ async def test_twelve_options_are_two_lists_and_a_chosen_row_carries_across_turn
     assert [m["type"] for m in sent] == ["interactive", "interactive"]
     # the whole titles fit the rows' descriptions: nothing needs a text before the lists
     assert [m["interactive"]["body"]["text"] for m in sent] == [
-        "Here are our bores.\n\nPick a bore: (1/2)", "Pick a bore: (2/2)"
+        "Here are our bores.\n\nPick a bore: (1/2)",
+        "Pick a bore: (2/2)",
     ]
     rows = [r for m in sent for r in m["interactive"]["action"]["sections"][0]["rows"]]
     assert [r["id"] for r in rows] == [o["id"] for o in options]  # none dropped
-    assert all(len(r["title"]) <= 24 and r["description"] == o["title"] for r, o in zip(rows, options, strict=True))
+    assert all(
+        len(r["title"]) <= 24 and r["description"] == o["title"] for r, o in zip(rows, options, strict=True)
+    )
     assert [m["interactive"]["action"]["button"] for m in sent] == ["Bores", "Bores"]
 
     async with channel_service(settings) as svc:
@@ -99,7 +119,9 @@ async def test_twelve_options_are_two_lists_and_a_chosen_row_carries_across_turn
     assert third[-2:] == ["DN50 ball valve, stainle [chose option id: dn50]", "and the price?"]
 
 
-async def test_a_product_card_is_a_cta_url_message_with_its_image(e2e_settings, ai_tenant, model, graph_sandbox) -> None:  # type: ignore[no-untyped-def]
+async def test_a_product_card_is_a_cta_url_message_with_its_image(
+    e2e_settings, ai_tenant, model, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
     state, name, _ = model
     script = state.script(name)
     script.push(tool_calls(call("show_product", {
@@ -117,11 +139,16 @@ async def test_a_product_card_is_a_cta_url_message_with_its_image(e2e_settings, 
         "type": "cta_url",
         "header": {"type": "image", "image": {"link": "https://cdn.shop.example/dn50.jpg"}},
         "body": {"text": "This one fits.\n\nBall valve DN50\n129.90 EUR\nStainless 316, PN40."},
-        "action": {"name": "cta_url", "parameters": {"display_text": "Buy on our shop", "url": "https://shop.example/dn50"}},
+        "action": {
+            "name": "cta_url",
+            "parameters": {"display_text": "Buy on our shop", "url": "https://shop.example/dn50"},
+        },
     }
 
 
-async def test_invalid_options_go_back_to_the_model_and_the_reply_is_text(e2e_settings, ai_tenant, model, graph_sandbox) -> None:  # type: ignore[no-untyped-def]
+async def test_invalid_options_go_back_to_the_model_and_the_reply_is_text(
+    e2e_settings, ai_tenant, model, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
     state, name, _ = model
     script = state.script(name)
     script.push(tool_calls(call("offer_options", {"style": "buttons", "prompt": "?", "options": [
@@ -132,7 +159,9 @@ async def test_invalid_options_go_back_to_the_model_and_the_reply_is_text(e2e_se
     async with channel_service(settings) as svc:
         await svc.post(text_body(phone_number_id=pid, wamid="wamid.BAD1", text="hi"))
     await run_worker_burst(settings)
-    assert [(m["type"], m["text"]) for m in sent_to(graph_sandbox[1], pid)] == [("text", "Which one, A or B?")]
+    assert [(m["type"], m["text"]) for m in sent_to(graph_sandbox[1], pid)] == [
+        ("text", "Which one, A or B?")
+    ]
     tool_result = next(m for m in script.requests[1]["messages"] if m["role"] == "tool")
     assert "invalid_arguments" in tool_result["content"] and "unique" in tool_result["content"]
 

@@ -61,8 +61,12 @@ def _card(card: ProductCard) -> tuple[dict[str, Any], str | None]:
         element["buttons"] = [{"type": "web_url", "url": card.cta.url, "title": button_title}]
     else:
         element["buttons"] = [{"type": "postback", "payload": card.cta.id, "title": button_title}]
-    message = {"attachment": {"type": "template", "payload": {"template_type": "generic", "elements": [element]}}}
-    lost = title != card.title or element.get("subtitle", "") != subtitle_full or button_title != card.cta.title
+    message = {
+        "attachment": {"type": "template", "payload": {"template_type": "generic", "elements": [element]}}
+    }
+    lost = (
+        title != card.title or element.get("subtitle", "") != subtitle_full or button_title != card.cta.title
+    )
     full = "\n".join(x for x in (card.title, price, card.description) if x)
     return message, (full if lost else None)
 
@@ -87,7 +91,10 @@ def render_structured(text: str, parts: Sequence[StructuredPart]) -> list[Outbou
             messages.append(OutboundPart(type="interactive", interactive=message))
         else:
             in_full_options: list[tuple[int, ReplyOption]] = []
-            chunks = [part.options[i : i + QUICK_REPLY_LIMIT] for i in range(0, len(part.options), QUICK_REPLY_LIMIT)]
+            chunks = [
+                part.options[i : i + QUICK_REPLY_LIMIT]
+                for i in range(0, len(part.options), QUICK_REPLY_LIMIT)
+            ]
             for index, chunk in enumerate(chunks, 1):
                 buttons = []
                 for number, option in enumerate(chunk, (index - 1) * QUICK_REPLY_LIMIT + 1):
@@ -101,7 +108,9 @@ def render_structured(text: str, parts: Sequence[StructuredPart]) -> list[Outbou
                     prompt = shorten(part.prompt, TEXT_LIMIT - len(suffix)) + suffix
                     if index == 1:
                         before.insert(0, part.prompt)
-                messages.append(OutboundPart(type="interactive", text=prompt, interactive={"buttons": buttons}))
+                messages.append(
+                    OutboundPart(type="interactive", text=prompt, interactive={"buttons": buttons})
+                )
             details = details_text(in_full_options)
             if details:
                 before.append(details)

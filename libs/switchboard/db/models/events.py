@@ -90,5 +90,3 @@ class WebhookDelivery(TenantOwned, table=True):
     """One entry per attempt: ``{"at", "status_code", "error", "duration_ms"}`` (the newest 20)."""
     created_at: datetime = created_at_field()
     updated_at: datetime = updated_at_field()
-
-
