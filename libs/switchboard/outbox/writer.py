@@ -59,34 +59,29 @@ def text_items(
     purpose: OutboxPurpose = OutboxPurpose.reply,
 ) -> list[OutboxItem]:
     """One text item per already split part (see :func:`switchboard.channels.base.split_text`)."""
-    return [
-        OutboxItem(
-            conversation_id=conversation_id,
-            channel=channel,
-            channel_account_id=channel_account_id,
-            recipient=recipient,
-            part=OutboundPart(type="text", text=text),
-            purpose=purpose,
-        )
-        for text in texts
-    ]
+    parts = [OutboundPart(type="text", text=text) for text in texts]
+    return reply_items("", [], conversation_id=conversation_id, channel=channel,
+                       channel_account_id=channel_account_id, recipient=recipient, purpose=purpose, parts=parts)  # fmt: skip
 
 
 def reply_items(
     text: str,
-    parts: list[Any],
+    structured: list[Any],
     *,
     conversation_id: uuid.UUID,
     channel: str,
     channel_account_id: uuid.UUID | None,
     recipient: str,
     purpose: OutboxPurpose = OutboxPurpose.reply,
+    parts: list[OutboundPart] | None = None,
 ) -> list[OutboxItem]:
     """A reply with structured parts (:data:`switchboard.replies.StructuredPart`) as the channel renders
     it (:func:`switchboard.replies.render.render_reply`): interactive parts within the channel's limits,
-    text parts split by :func:`write_outbox` as any text."""
-    from switchboard.replies.render import render_reply
+    text parts split by :func:`write_outbox` as any text. ``parts`` given: those, already made."""
+    if parts is None:
+        from switchboard.replies.render import render_reply
 
+        parts = render_reply(channel, text, structured)
     return [
         OutboxItem(
             conversation_id=conversation_id,
@@ -96,7 +91,7 @@ def reply_items(
             part=part,
             purpose=purpose,
         )
-        for part in render_reply(channel, text, parts)
+        for part in parts
     ]
 
 
