@@ -364,12 +364,8 @@ async def _store(
             inserted = set((await session.execute(stmt)).scalars().all())
             stored = [row_id for row in rows if (row_id := row["id"]) in inserted]
             for row in rows:
-                if row["id"] in inserted and row["role"] == "user":  # the tenant's systems hear of it
-                    stage_event(session, tenant_id=row["tenant_id"], event_type="message.created", data={
-                        "message_id": row["id"], "conversation_id": None, "channel": row["channel"],
-                        "direction": "inbound", "role": "user", "kind": row["kind"], "text": row["text"],
-                    })  # fmt: skip
-            duplicates = len(rows) - len(inserted)
+                if row["id"] in inserted and row["role"] == "user":
+                    _stage_message_created(session, row)
         else:
             stored, duplicates = [], 0
         updated = 0
@@ -378,6 +374,19 @@ async def _store(
     result.stored_ids += stored
     result.duplicates += duplicates
     result.updated_originals += updated
+
+
+def _stage_message_created(session: AsyncSession, row: dict[str, Any]) -> None:
+    """``message.created`` for the tenant's systems, in the insert's transaction; an event that does not
+    validate is logged and left out (the customer's message is what must be stored)."""
+    try:
+        stage_event(session, tenant_id=row["tenant_id"], event_type="message.created", data={
+            "message_id": row["id"], "conversation_id": None, "channel": row["channel"], "direction": "inbound",
+            "role": "user", "kind": row["kind"], "text": row["text"],
+        })  # fmt: skip
+    except ValueError as exc:  # pydantic.ValidationError is a ValueError
+        log.error("event_not_emitted", event_type="message.created", inbound_message_id=str(row["id"]),
+                  error=str(exc)[:300])  # fmt: skip
 
 
 def _bare_row(row: dict[str, Any], error: BaseException) -> dict[str, Any]:
