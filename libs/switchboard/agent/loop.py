@@ -46,6 +46,9 @@ log = get_logger(__name__)
 
 Outcome = Literal["answered", "silent", "degraded"]
 
+MAX_REPLY_PARTS = 5
+"""Structured parts one reply may carry (:attr:`switchboard.contracts.TurnResult.parts`); a tool call that
+would add more gets an error result, so the model knows its part was not shown."""
 OVERFLOW_RETRIES = 2
 """Shrunk re-sends after a context overflow in one model call (each budget smaller than the last)."""
 UNSTATED_LIMIT_SHRINK = 0.5
@@ -349,7 +352,13 @@ class _Loop:
                 raw = _serialize(output.content, self.limits.max_raw_tool_result_chars)
                 content = truncate_result(raw, self.limits.max_tool_result_chars)
                 effect = output.effect
-                self.out.parts.extend(output.parts)
+                if len(self.out.parts) + len(output.parts) > MAX_REPLY_PARTS:  # refused, never cut silently
+                    outcome, error_type = "error", "too_many_parts"
+                    content = _error_result(
+                        "too_many_parts", f"a reply holds at most {MAX_REPLY_PARTS} structured parts"
+                    )
+                else:
+                    self.out.parts.extend(output.parts)
             except TimeoutError:
                 outcome, error_type = "timeout", "timeout"
                 content = _error_result(

@@ -187,7 +187,7 @@ class Orchestrator:
                 fallback_used=outcome.fallback_used,
                 tool_calls=outcome.tool_records,
                 usage=TokenUsage.model_validate(outcome.usage.model_dump()),
-                parts=outcome.parts[:5] if not outcome.silent else [],
+                parts=[] if outcome.silent else outcome.parts,
             )
             total_ms = (time.perf_counter() - started) * 1000
             await self._persist(claim.turn_id, request, trace_id, result, outcome, summary, total_ms)
