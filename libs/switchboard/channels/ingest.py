@@ -364,8 +364,9 @@ async def _store(
             inserted = set((await session.execute(stmt)).scalars().all())
             stored = [row_id for row in rows if (row_id := row["id"]) in inserted]
             for row in rows:
-                if row["id"] in inserted and row["role"] == "user":
+                if row["id"] in inserted and row["role"] == "user":  # the tenant's systems hear of it
                     _stage_message_created(session, row)
+            duplicates = len(rows) - len(inserted)
         else:
             stored, duplicates = [], 0
         updated = 0
