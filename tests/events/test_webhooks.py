@@ -118,8 +118,8 @@ async def test_lifecycle_events_are_delivered_signed_once_each(sessions, make_te
         async with sessions() as session, session.begin():
             conversation = await session.get(type(conversation), conversation.id)
             await to_human(session, conversation, agent_id=None, actor=Actor.ai(), reason="wants a person")
-        report, again = await _deliver(sessions, hook_settings, rounds=2)
-    assert (report.delivered, again.delivered) == (2, 0)  # a second run sends nothing twice
+        reports = await _deliver(sessions, hook_settings, rounds=3)  # other tests' events may queue first
+    assert sum(r.delivered for r in reports) == 2 and len(receiver.received) == 2  # never twice
     assert [r["verified"] for r in receiver.received] == [True, True]
     bodies = sorted(
         (r["body"] for r in receiver.received), key=lambda b: b["created_at"]

@@ -54,6 +54,7 @@ log = get_logger(__name__)
 
 DELIVER_EVENTS_JOB = "deliver_events"
 FAN_OUT_BATCH = 200
+FAN_OUT_BATCHES = 10
 SEND_BATCH = 50
 LOG_KEEP = 20
 """Attempts kept in a delivery's ``log`` (the newest)."""
@@ -72,6 +73,18 @@ class EventDeliveryReport:
 
 
 async def _fan_out(sessions: async_sessionmaker[AsyncSession]) -> int:
+    """Dispatch waiting events, :data:`FAN_OUT_BATCH` per transaction, at most :data:`FAN_OUT_BATCHES`
+    batches per run (a backlog drains at 2,000 events per run). Returns the events dispatched."""
+    total = 0
+    for _ in range(FAN_OUT_BATCHES):
+        done = await _fan_out_batch(sessions)
+        total += done
+        if done < FAN_OUT_BATCH:
+            break
+    return total
+
+
+async def _fan_out_batch(sessions: async_sessionmaker[AsyncSession]) -> int:
     async with sessions() as session, session.begin():
         events = list(
             (
