@@ -100,7 +100,7 @@ async def test_rotate_re_encrypts_every_credential_with_the_new_key(stored: Stor
     assert (code, err) == (0, "")
     assert out == (
         "re-encrypted 4 credential(s) with the first of 2 key(s): 2 channel account(s), "
-        "1 model provider key(s), 1 embedding key(s), in 2 tenant(s)"
+        "1 model provider key(s), 1 embedding key(s), 0 webhook secret(s), in 2 tenant(s)"
     )
     after = await _tokens(stored.sessions)
     assert _plain(after, CredentialCipher(NEW)) == PLAIN  # the new key alone reads everything

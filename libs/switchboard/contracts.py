@@ -16,6 +16,8 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from switchboard.replies.parts import StructuredPart
+
 __all__ = [
     "MediaRef",
     "SenderIdentity",
@@ -191,10 +193,16 @@ class TurnResult(BaseModel):
     """What a person should know about the turn: ``input_blocked`` (the input guardrail stopped it),
     ``output_replaced`` (the output guardrail replaced the reply), ``budget_warning``,
     ``budget_exceeded`` (the tenant's monthly budget; see ``turns.guardrails`` / logs for details)."""
+    parts: list[StructuredPart] = Field(default_factory=list, max_length=5)
+    """Structured parts sent after ``reply`` (quick-reply buttons, a list of options, a product card),
+    in order; each channel renders them within its limits (:mod:`switchboard.replies.render`). Only
+    with a reply, never with ``silent``."""
 
     @model_validator(mode="after")
     def _reply_xor_silent(self) -> Self:
         has_reply = bool(self.reply and self.reply.strip())
         if has_reply == self.silent:
             raise ValueError("a TurnResult carries exactly one of a non-empty reply or silent=true")
+        if self.silent and self.parts:
+            raise ValueError("a silent TurnResult carries no structured parts")
         return self

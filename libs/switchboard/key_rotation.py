@@ -4,7 +4,8 @@ Where credentials are stored (each a :class:`~switchboard.crypto.CredentialCiphe
 
 * ``channel_accounts.credentials_encrypted``: a channel's access token (WhatsApp, ...);
 * ``tenants.settings_extensions.llm.deployments[].api_key_encrypted``: a tenant's model provider keys;
-* ``tenants.settings_extensions.knowledge.embedding_api_key_encrypted``: a tenant's embedding key.
+* ``tenants.settings_extensions.knowledge.embedding_api_key_encrypted``: a tenant's embedding key;
+* ``webhook_endpoints.secret_encrypted``: an event webhook endpoint's signing secret.
 
 :func:`rotate_credentials` re-encrypts all of them in the caller's transaction, with the rows
 locked (``FOR UPDATE``) so an admin change cannot interleave. A value that no configured key
@@ -21,7 +22,7 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.crypto import CredentialCipher, CredentialDecryptError
-from switchboard.db.models import ChannelAccount, Tenant, utcnow
+from switchboard.db.models import ChannelAccount, Tenant, WebhookEndpoint, utcnow
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.observability import get_logger
 
@@ -53,12 +54,13 @@ class RotationReport:
     channel_accounts: int = 0
     llm_deployment_keys: int = 0
     embedding_keys: int = 0
+    webhook_secrets: int = 0
     tenants: list[str] = field(default_factory=list)
     """Slugs of the tenants that had at least one credential."""
 
     @property
     def total(self) -> int:
-        return self.channel_accounts + self.llm_deployment_keys + self.embedding_keys
+        return self.channel_accounts + self.llm_deployment_keys + self.embedding_keys + self.webhook_secrets
 
 
 def _rotate(cipher: CredentialCipher, token: str, where: str) -> str:
@@ -96,6 +98,14 @@ async def rotate_credentials(session: AsyncSession, cipher: CredentialCipher) ->
             account.credentials_encrypted = _rotate(cipher, account.credentials_encrypted or "", where)
             account.updated_at = utcnow()
             report.channel_accounts += 1
+        endpoints = await session.exec(
+            scope.select(WebhookEndpoint).order_by(col(WebhookEndpoint.id)).with_for_update()
+        )
+        for endpoint in endpoints.all():
+            where = f"tenant {tenant.slug}: webhook endpoint {endpoint.id}"
+            endpoint.secret_encrypted = _rotate(cipher, endpoint.secret_encrypted, where)
+            endpoint.updated_at = utcnow()
+            report.webhook_secrets += 1
         extensions: dict[str, Any] = copy.deepcopy(tenant.settings_extensions or {})
         for deployment in (extensions.get(_LLM_SECTION) or {}).get("deployments") or []:
             if isinstance(deployment, dict) and deployment.get("api_key_encrypted"):
@@ -118,6 +128,7 @@ async def rotate_credentials(session: AsyncSession, cipher: CredentialCipher) ->
         channel_accounts=report.channel_accounts,
         llm_deployment_keys=report.llm_deployment_keys,
         embedding_keys=report.embedding_keys,
+        webhook_secrets=report.webhook_secrets,
         keys_configured=cipher.key_count,
     )
     return report

@@ -381,6 +381,23 @@ class DeliverySettings(BaseSettings):
     for a status callback carrying its correlation id before it is sent again (at-least-once)."""
 
 
+class WebhookSettings(BaseSettings):
+    """Event webhooks to the tenants' own systems (:mod:`switchboard.events`)."""
+
+    webhooks_allow_loopback_http: bool = False
+    """Accept ``http://127.0.0.1``/``localhost`` endpoints (tests, a local receiver). Real endpoints are
+    ``https://`` only and never private, loopback or link-local addresses (SSRF)."""
+    webhook_timeout_s: float = Field(10.0, gt=0)
+    """Timeout of one delivery attempt (connect + answer)."""
+    webhook_backoff_base_s: float = Field(10.0, gt=0)
+    """First wait after a failed attempt; doubles per attempt (full jitter), capped below."""
+    webhook_backoff_max_s: float = Field(3_600.0, gt=0)
+    webhook_max_attempts: int = Field(12, ge=1)
+    """Attempts of one delivery before it is ``failed``."""
+    webhook_disable_after_failures: int = Field(20, ge=1)
+    """Consecutive failed attempts (any event) after which the endpoint is disabled, with an alert."""
+
+
 class MediaSettings(BaseSettings):
     """Media to text: transcription of voice notes, descriptions of images."""
 
@@ -511,6 +528,7 @@ class Settings(
     MediaSettings,
     MediaStoreSettings,
     DeliverySettings,
+    WebhookSettings,
     InboundSettings,
     InstagramChannelSettings,
     WhatsAppChannelSettings,

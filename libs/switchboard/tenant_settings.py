@@ -36,7 +36,7 @@ import importlib
 import uuid
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 
@@ -54,6 +54,7 @@ __all__ = [
     "MemorySettings",
     "ToolsSettings",
     "KnowledgeSettings",
+    "LeadSettings",
     "LLMSettings",
     "LocaleSettings",
     "RateLimitSettings",
@@ -318,6 +319,19 @@ def channel_sections() -> Mapping[str, type[BaseModel]]:
     return MappingProxyType(_channel_sections)
 
 
+class LeadSettings(BaseModel):
+    """Lead capture (:mod:`switchboard.leads`): the after-turn intent check."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    intent_window_messages: int = Field(8, ge=2, le=50)
+    """How many of the newest customer and assistant messages the intent check reads."""
+    intent_check: Literal["auto", "model", "heuristic"] = "auto"
+    """``auto``: a provider model when the tenant has one (one small call per turn until a lead exists),
+    the offline heuristic otherwise; ``model`` / ``heuristic`` force one."""
+
+
 class TenantSettings(BaseModel):
     """Everything a tenant may override. Build it with :func:`tenant_settings_from`.
 
@@ -336,6 +350,7 @@ class TenantSettings(BaseModel):
     knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
     locale: LocaleSettings = Field(default_factory=LocaleSettings)
     rate_limits: RateLimitSettings = Field(default_factory=RateLimitSettings)
+    leads: LeadSettings = Field(default_factory=LeadSettings)
 
     @model_validator(mode="after")
     def _channel_sections(self) -> TenantSettings:

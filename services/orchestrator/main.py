@@ -9,6 +9,7 @@ from switchboard.analytics.routes import analytics_admin_router
 from switchboard.channels.gmail.routes import gmail_admin_router
 from switchboard.console.api import conversations_admin_router
 from switchboard.feedback.routes import feedback_admin_router, feedback_router
+from switchboard.events.routes import event_webhooks_router, leads_router, webhooks_router
 from switchboard.handoff.routes import agents_router
 from switchboard.knowledge.routes import knowledge_admin_router
 from switchboard.llm import import_litellm
@@ -22,7 +23,7 @@ from switchboard.tools.routes import admin_tools_router
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Assemble the service; tests pass settings, production reads the environment."""
     import_litellm()  # the one service that calls models: load LiteLLM now, not in the first turn
-    return create_service_app(
+    app = create_service_app(
         "orchestrator",
         settings or load_settings(),
         routers=[
@@ -37,6 +38,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             conversations_admin_router,
             feedback_router,
             feedback_admin_router,
+            webhooks_router,
+            leads_router,
         ],
         description="The agent: bounded tool loop through the LLM Router; admin API.",
-    )
+    )  # fmt: skip
+    app.webhooks.include_router(event_webhooks_router)  # OpenAPI: what tenants' endpoints receive
+    return app

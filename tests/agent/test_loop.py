@@ -284,3 +284,24 @@ async def test_reply_xor_silent_on_every_path(harness_for, responses, loop, expe
     result, row = await h.turn()  # Harness.turn asserts reply xor silent and the stored copy
     error_kind = row.error.split(":")[0] if row.error else None
     assert (result.reply, row.outcome, error_kind) == expect and result.silent is (expect[0] is None)
+
+
+async def test_structured_parts_are_capped_with_an_error_the_model_sees_never_cut_silently(
+    harness_for,
+) -> None:  # type: ignore[no-untyped-def]
+    options = {"style": "buttons", "prompt": "?", "options": [{"id": "a", "title": "A"}]}
+    product = {"title": "Mug", "cta_title": "Buy", "cta_id": "buy"}
+    h = await harness_for(
+        tool_calls(*[("offer_options", options)] * 3, *[("show_product", product)] * 3),
+        text("Here you go."),
+    )
+    result, row = await h.turn("show me")
+    assert [p.kind for p in result.parts] == ["buttons"] * 3 + ["product"] * 2
+    refused = [
+        m
+        for m in h.script.requests[1]["messages"]
+        if m["role"] == "tool" and "too_many_parts" in m["content"]
+    ]
+    assert len(refused) == 1
+    assert row.result["parts"][0] == {"kind": "buttons", "prompt": "?", "options": [
+        {"id": "a", "title": "A", "description": None, "url": None}]}  # fmt: skip

@@ -1,4 +1,10 @@
-"""The orchestrator's built-in tools: ``end_conversation``, ``escalate_to_human``, ``save_customer_profile``.
+"""The orchestrator's built-in tools: ``end_conversation``, ``escalate_to_human``, ``save_customer_profile``,
+and the structured-reply tools ``offer_options`` and ``show_product``.
+
+``offer_options`` / ``show_product`` change nothing: their validated arguments become structured parts of
+the turn's reply (:class:`~switchboard.tools.context.ToolOutput` ``parts`` →
+:attr:`~switchboard.contracts.TurnResult.parts`), rendered by each channel within its limits. Invalid
+arguments go back to the model as ``invalid_arguments`` with the validation messages.
 
 Each changes rows of the conversation's tenant only (through :class:`~switchboard.db.tenant_scope.TenantScope`
 with the tenant from the :class:`~switchboard.agent.tools.ToolContext`), in its own short transaction,
@@ -20,6 +26,7 @@ from switchboard.db.models import AuditLog, Conversation, Customer, Tenant, utcn
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.memory.notes import NotesRejected, check_customer_text, check_notes
 from switchboard.observability import get_logger
+from switchboard.replies.parts import OptionList, ProductCard, QuickReplies
 from switchboard.tenant_settings import tenant_settings_from
 from switchboard.tools.context import UNTRUSTED_REFUSAL, offered
 from switchboard.validation import normalize_email, normalize_phone_e164
@@ -112,6 +119,8 @@ BUILTIN_KINDS: dict[str, str] = {
     "end_conversation": "handoff",
     "escalate_to_human": "handoff",
     "save_customer_profile": "write",  # would store what an untrusted mail dictates
+    "offer_options": "read",  # shapes the reply only; changes nothing
+    "show_product": "read",
 }
 """The :data:`~switchboard.tools.context.ToolKind` of each built-in (the untrusted-content filter reads it)."""
 
@@ -156,11 +165,53 @@ _DEFINITIONS: list[dict[str, Any]] = [
     ),
 ]
 
+_OPTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "description": "Stable id the tap returns."},
+        "title": {"type": "string", "description": "Short label."},
+        "description": {"type": "string"},
+        "url": {"type": "string", "description": "https link."},
+    },
+    "required": ["id", "title"],
+    "additionalProperties": False,
+}
+_DEFINITIONS += [
+    _function(
+        "offer_options",
+        "Show choices the customer taps under your reply ('buttons': 2-3 short ones; 'list': a menu). "
+        "A tap returns as their next message with '[chose option id: ...]'. Don't repeat them in your text.",
+        {
+            "style": {"type": "string", "enum": ["buttons", "list"]},
+            "prompt": {"type": "string", "description": "The question."},
+            "options": {"type": "array", "items": _OPTION_SCHEMA},
+            "button_label": {"type": "string", "description": "List button label."},
+        },
+        ["style", "prompt", "options"],
+    ),
+    _function(
+        "show_product",
+        "Show one product card under your reply, with one button: a link (cta_url) or a tap (cta_id). "
+        "Only facts you have.",
+        {
+            "title": {"type": "string"},
+            "description": {"type": "string"},
+            "image_url": {"type": "string"},
+            "price": {"type": "string", "description": "e.g. '129.90'"},
+            "currency": {"type": "string", "description": "ISO 4217"},
+            "cta_title": {"type": "string"},
+            "cta_url": {"type": "string"},
+            "cta_id": {"type": "string"},
+        },
+        ["title", "cta_title"],
+    ),
+]
+
 BUILTIN_TOOL_NAMES = frozenset(d["function"]["name"] for d in _DEFINITIONS)
 
 
 class BuiltinToolSet:
-    """The three built-in tools as a :class:`~switchboard.agent.tools.ToolSet`.
+    """The built-in tools as a :class:`~switchboard.agent.tools.ToolSet`.
 
     Args:
         gateway: model gateway for the handoff summary sent to the agent (``None``: no summary call).
@@ -188,6 +239,10 @@ class BuiltinToolSet:
             return await self._escalate(ctx, arguments)
         if name == "save_customer_profile":
             return await self._save_profile(ctx, arguments)
+        if name == "offer_options":
+            return _structured(ctx, name, lambda: _options_part(arguments))
+        if name == "show_product":
+            return _structured(ctx, name, lambda: _product_part(arguments))
         raise ToolError(f"unknown tool {name!r}", error_type="unknown_tool")
 
     async def _conversation(self, scope: TenantScope, ctx: ToolContext) -> Conversation:
@@ -317,6 +372,43 @@ class BuiltinToolSet:
             customer.updated_at = utcnow()
             scope.add(_audit(ctx, "customer.profile_saved", {"fields": sorted(fields)}, target="customer"))
         return ToolOutput({"saved": sorted(fields)})
+
+
+def _options_part(arguments: dict[str, Any]) -> QuickReplies | OptionList:
+    fields = {k: v for k, v in arguments.items() if k != "style"}
+    if arguments.get("style") == "list":
+        return OptionList.model_validate(fields)
+    if arguments.get("style") not in (None, "buttons"):
+        raise ToolError("style must be 'buttons' or 'list'", error_type="invalid_arguments")
+    return QuickReplies.model_validate({k: v for k, v in fields.items() if k != "button_label"})
+
+
+def _product_part(arguments: dict[str, Any]) -> ProductCard:
+    fields = dict(arguments)
+    cta = {
+        "title": fields.pop("cta_title", None),
+        "url": fields.pop("cta_url", None),
+        "id": fields.pop("cta_id", None),
+    }
+    return ProductCard.model_validate({**fields, "cta": {k: v for k, v in cta.items() if v is not None}})
+
+
+def _structured(ctx: ToolContext, name: str, build: Any) -> ToolOutput:
+    """Validate a structured part; the model sees what was accepted, or every validation problem."""
+    try:
+        part = build()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+        )
+        log.info("structured_part_rejected", tool_name=name, trace_id=ctx.trace_id, problems=problems[:500])
+        raise ToolError(f"invalid {name} arguments: {problems}", error_type="invalid_arguments") from None
+    log.info("structured_part_added", tool_name=name, trace_id=ctx.trace_id, kind=part.kind)
+    return ToolOutput(
+        {"status": "shown_with_your_reply", "kind": part.kind,
+         "next": "Write your reply text now; the customer sees these after it. Do not repeat them."},
+        parts=(part,),
+    )  # fmt: skip
 
 
 def _audit(ctx: ToolContext, action: str, details: dict[str, Any], target: str = "conversation") -> AuditLog:

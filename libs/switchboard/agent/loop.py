@@ -48,6 +48,9 @@ log = get_logger(__name__)
 Outcome = Literal["answered", "silent", "degraded", "blocked"]
 """``blocked``: the input guardrail or an exceeded budget stopped the turn before the loop ran."""
 
+MAX_REPLY_PARTS = 5
+"""Structured parts one reply may carry (:attr:`switchboard.contracts.TurnResult.parts`); a tool call that
+would add more gets an error result, so the model knows its part was not shown."""
 OVERFLOW_RETRIES = 2
 """Shrunk re-sends after a context overflow in one model call (each budget smaller than the last)."""
 UNSTATED_LIMIT_SHRINK = 0.5
@@ -85,6 +88,8 @@ class LoopOutcome:
     """Model calls whose deployment LiteLLM's cost map does not price (counted as 0 USD)."""
     offered_tools: list[str] = field(default_factory=list)
     """Names of the tools the turn could offer (the output guardrail looks for them in the reply)."""
+    parts: list[Any] = field(default_factory=list)
+    """Structured reply parts the turn's tools produced (``ToolOutput.parts``), in call order."""
 
 
 def truncate_result(text: str, limit: int) -> str:
@@ -363,6 +368,15 @@ class _Loop:
                     raw = _serialize(output.content, self.limits.max_raw_tool_result_chars)
                     content = truncate_result(raw, self.limits.max_tool_result_chars)
                     effect = output.effect
+                    if (
+                        len(self.out.parts) + len(output.parts) > MAX_REPLY_PARTS
+                    ):  # refused, never cut silently
+                        outcome, error_type = "error", "too_many_parts"
+                        content = _error_result(
+                            "too_many_parts", f"a reply holds at most {MAX_REPLY_PARTS} structured parts"
+                        )
+                    else:
+                        self.out.parts.extend(output.parts)
                 except TimeoutError:
                     outcome, error_type = "timeout", "timeout"
                     content = _error_result(
@@ -446,4 +460,6 @@ async def run_tool_loop(
             out.reply, out.silent = None, True
         else:
             out.reply, out.silent = loop.fallback_text(), False
+    if out.silent:
+        out.parts = []  # nothing is sent on a silent turn
     return out

@@ -89,6 +89,8 @@ from switchboard.guardrails.records import GuardrailRecord
 from switchboard.guardrails.settings import GuardrailSettings
 from switchboard.llm.config import default_deployments
 from switchboard.llm.costs import cheapest_group, group_router_key, only_group
+from switchboard.events import stage_event
+from switchboard.leads import capture_lead
 from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.memory.notes import NotesRejected, check_notes, evidence_from_notes
@@ -225,11 +227,15 @@ class Orchestrator:
                     {**outcome.usage.model_dump(), "cost_usd": round(outcome.cost_usd + guarded.cost_usd, 8)}
                 ),
                 flags=guarded.flags,
+                # a replaced (output guardrail) reply or a silent turn sends no structured parts either
+                parts=[] if outcome.silent or "output_replaced" in guarded.flags else outcome.parts,
             )
             total_ms = (time.perf_counter() - started) * 1000
             await self._persist(
                 claim.turn_id, request, trace_id, result, outcome, summary, total_ms, guarded=guarded
             )
+            if not result.silent:
+                await self._capture_lead(request, tenant_settings, trace_id)
         except BaseException as exc:
             # a crashed turn must not block the retry: release the claim now, not after the stale margin
             await asyncio.shield(self._release(claim.turn_id, exc))
@@ -608,9 +614,15 @@ class Orchestrator:
             stored = list(outcome.new_messages)
             if result.reply:
                 stored.append({"role": "assistant", "content": result.reply})
-            append_model_messages(
+            staged = append_model_messages(
                 session, conversation=conversation, messages=stored, trace_id=trace_id, at=base
             )
+            if result.reply:  # the tenant's systems hear of the reply (switchboard.events)
+                reply_row = staged[-1]
+                stage_event(session, tenant_id=request.tenant_id, event_type="message.created", data={
+                    "message_id": reply_row.id, "conversation_id": conversation.id, "channel": conversation.channel,
+                    "direction": "outbound", "role": "assistant", "kind": "text", "text": result.reply,
+                })  # fmt: skip
             for receipt in outcome.tool_receipts:
                 if receipt.get("recorded_by_source"):
                     continue  # e.g. MCP tools: their source already wrote a fuller receipt
@@ -658,6 +670,39 @@ class Orchestrator:
                 values["summary_text"], values["summary_through_message_id"] = summary
             connection = await session.connection()
             await connection.execute(update(Turn).where(col(Turn.id) == turn_id).values(**values))
+
+    async def _capture_lead(
+        self, request: TurnRequest, tenant_settings: TenantSettings, trace_id: str
+    ) -> None:
+        """The after-turn intent check (:func:`switchboard.leads.capture_lead`; never raises)."""
+        leads = tenant_settings.leads
+        if not leads.enabled:
+            return
+        use_model = leads.intent_check == "model" or (
+            leads.intent_check == "auto" and not self.gateway.is_offline(tenant_settings.llm)
+        )
+        model_check = None
+        if use_model:
+            try:
+                router = self.gateway.router_for(request.tenant_id, tenant_settings.llm)
+            except CredentialDecryptError:
+                return  # logged by the gateway; the turn itself answered with the error reply
+
+            async def model_check(prompt: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+                try:
+                    reply = await self.gateway.complete(
+                        router, prompt, tools=None, llm=tenant_settings.llm, trace_id=trace_id
+                    )
+                except ModelCallFailed as exc:
+                    log.warning("lead_intent_check_failed", error=str(exc)[:300])
+                    return None, None
+                return strip_reasoning(reply.content), reply.model_id
+
+        await capture_lead(
+            self.sessions, tenant_id=request.tenant_id, conversation_id=request.conversation_id,
+            customer_id=request.customer_id, window_messages=leads.intent_window_messages,
+            model_check=model_check, trace_id=trace_id,
+        )  # fmt: skip
 
     async def _release(self, turn_id: uuid.UUID, error: BaseException) -> None:
         """Drop our ``running`` claim on a turn that failed, so a retry of the request claims it at once

@@ -50,8 +50,10 @@ __all__ = [
     "SendError",
     "SendErrorKind",
     "build_channels",
+    "TextUnit",
     "channel_capabilities",
     "channel_names",
+    "channel_renderer",
     "register_channel",
     "graphemes",
     "split_text",
@@ -375,6 +377,15 @@ def channel_capabilities(name: str) -> Capabilities | None:
     _load_builtin()
     factory = _FACTORIES.get(name)
     return getattr(factory, "capabilities", None) if factory is not None else None
+
+
+def channel_renderer(name: str) -> Callable[..., list[OutboundPart]] | None:
+    """The ``render_structured(text, parts)`` function channel ``name`` declares on its class (buttons,
+    lists, cards as its own interactive parts; see :mod:`switchboard.replies.render`), or ``None`` for a
+    channel that shows them as text (or an unknown one)."""
+    _load_builtin()
+    factory = _FACTORIES.get(name)
+    return getattr(factory, "render_structured", None) if factory is not None else None
 
 
 def build_channels(deps: ChannelDeps) -> dict[str, Channel]:

@@ -39,6 +39,7 @@ from switchboard.channels.accounts import AccountDirectory, AccountRef
 from switchboard.channels.sanitize import UNPROCESSABLE_PREFIX, clean_text, clean_tree, unprocessable_reason
 from switchboard.contracts import InboundMessage
 from switchboard.db.models import InboundState, Message, utcnow
+from switchboard.events import stage_event
 from switchboard.media.jobs import COPY_JOB, copy_job_id
 from switchboard.observability import get_logger, tracing
 from switchboard.outbox.statuses import DeliveryStatus
@@ -364,6 +365,9 @@ async def _store(
             )
             inserted = set((await session.execute(stmt)).scalars().all())
             stored = [row_id for row in rows if (row_id := row["id"]) in inserted]
+            for row in rows:
+                if row["id"] in inserted and row["role"] == "user":  # the tenant's systems hear of it
+                    _stage_message_created(session, row)
             duplicates = len(rows) - len(inserted)
         else:
             stored, duplicates = [], 0
@@ -373,6 +377,19 @@ async def _store(
     result.stored_ids += stored
     result.duplicates += duplicates
     result.updated_originals += updated
+
+
+def _stage_message_created(session: AsyncSession, row: dict[str, Any]) -> None:
+    """``message.created`` for the tenant's systems, in the insert's transaction; an event that does not
+    validate is logged and left out (the customer's message is what must be stored)."""
+    try:
+        stage_event(session, tenant_id=row["tenant_id"], event_type="message.created", data={
+            "message_id": row["id"], "conversation_id": None, "channel": row["channel"], "direction": "inbound",
+            "role": "user", "kind": row["kind"], "text": row["text"],
+        })  # fmt: skip
+    except ValueError as exc:  # pydantic.ValidationError is a ValueError
+        log.error("event_not_emitted", event_type="message.created", inbound_message_id=str(row["id"]),
+                  error=str(exc)[:300])  # fmt: skip
 
 
 def _bare_row(row: dict[str, Any], error: BaseException) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from switchboard.cli import (  # noqa: F401  (register)
     conversations,
     db,
     evals,
+    events,
     kb,
     keys,
     settings,

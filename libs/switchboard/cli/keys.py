@@ -34,5 +34,6 @@ def keys_rotate() -> None:
     typer.echo(
         f"re-encrypted {report.total} credential(s) with the first of {cipher.key_count} key(s): "
         f"{report.channel_accounts} channel account(s), {report.llm_deployment_keys} model provider key(s), "
-        f"{report.embedding_keys} embedding key(s), in {len(report.tenants)} tenant(s)"
+        f"{report.embedding_keys} embedding key(s), {report.webhook_secrets} webhook secret(s), "
+        f"in {len(report.tenants)} tenant(s)"
     )

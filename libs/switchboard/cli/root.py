@@ -25,6 +25,8 @@ __all__ = [
     "db_app",
     "kb_app",
     "keys_app",
+    "leads_app",
+    "webhooks_app",
     "simulate_app",
     "tenant_app",
     "tools_app",
@@ -71,6 +73,15 @@ kb_app = typer.Typer(
 agents_app = typer.Typer(
     help="Human agents: staff who take over conversations from their own WhatsApp.", no_args_is_help=True
 )
+leads_app = typer.Typer(
+    help="Sales leads the agent recorded (one per conversation with buying intent).", no_args_is_help=True
+)
+webhooks_app = typer.Typer(
+    help="Event webhooks: HTTPS endpoints of your own systems that receive signed events "
+    "(conversation.created, message.created, conversation.handed_off, conversation.closed, lead.created, "
+    "approval.requested, feedback.created).",
+    no_args_is_help=True,
+)
 keys_app = typer.Typer(help="Encryption keys of the stored credentials.", no_args_is_help=True)
 users_app = typer.Typer(
     help="Web console users: platform admins (every tenant), tenant admins and agents (the inbox).",
@@ -107,6 +118,8 @@ for _group, _name in (
     (keys_app, "keys"),
     (users_app, "users"),
     (conversations_app, "conversations"),
+    (leads_app, "leads"),
+    (webhooks_app, "webhooks"),
     (channel_app, "channel"),
     (simulate_app, "simulate"),
     (feedback_app, "feedback"),

@@ -22,6 +22,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import Conversation, Message, MessageDirection, MessageRole
 from switchboard.llm.trimming import repair_tool_pairs
+from switchboard.replies.parts import CHOICE_KINDS, chosen_option_text
 
 __all__ = [
     "HISTORY_MAX_MESSAGES",
@@ -88,6 +89,9 @@ def model_messages(rows: Sequence[Message]) -> list[dict[str, Any]]:
     for row in rows:
         text = row.text or ""
         if row.role == MessageRole.user:
+            payload = ((row.raw or {}).get("normalized") or {}).get("payload")
+            if row.kind in CHOICE_KINDS and isinstance(payload, str):
+                text = chosen_option_text(text, payload)  # the chosen id stays in what the model reads
             out.append({"role": "user", "content": text or f"[{row.kind}]"})
         elif row.role == MessageRole.human_agent:
             out.append({"role": "assistant", "content": f"(a person from the team wrote) {text}"})

@@ -42,6 +42,7 @@ from switchboard.db.models import (
     utcnow,
 )
 from switchboard.errors import SwitchboardError
+from switchboard.events import stage_event
 from switchboard.observability import get_logger, metrics
 
 __all__ = [
@@ -146,6 +147,7 @@ def _record(
     conversation.updated_at = now
     session.add(conversation)
     session.add(event)
+    _stage_webhook_event(session, conversation, from_status=from_status, actor=actor, reason=reason)
     log.info(
         "conversation_transition",
         conversation_id=str(conversation.id),
@@ -155,6 +157,36 @@ def _record(
         agent_id=str(event.agent_id) if event.agent_id else None,
     )
     return event
+
+
+def _stage_webhook_event(
+    session: AsyncSession,
+    conversation: Conversation,
+    *,
+    from_status: str | None,
+    actor: Actor,
+    reason: str | None,
+) -> None:
+    """The tenant's event for a transition (:mod:`switchboard.events`), in the same transaction:
+    ``conversation.created`` (``None → ai``), ``conversation.handed_off`` (to a person or the queue; not
+    an agent's own console chat, not a transfer between people), ``conversation.closed``."""
+    base = {"conversation_id": conversation.id, "channel": conversation.channel}
+    if from_status is None:
+        stage_event(session, tenant_id=conversation.tenant_id, event_type="conversation.created",
+                    data={**base, "customer_id": conversation.customer_id})  # fmt: skip
+    elif conversation.status == ConversationStatus.closed:
+        stage_event(session, tenant_id=conversation.tenant_id, event_type="conversation.closed",
+                    data={**base, "reason": _cut(reason), "actor_type": actor.type.value})  # fmt: skip
+    elif (
+        conversation.status == ConversationStatus.human
+        and from_status != ConversationStatus.human
+        and not conversation.is_agent_console
+    ):
+        stage_event(
+            session, tenant_id=conversation.tenant_id, event_type="conversation.handed_off",
+            data={**base, "agent_id": conversation.assigned_agent_id, "reason": _cut(reason),
+                  "actor_type": actor.type.value},
+        )  # fmt: skip
 
 
 async def start_conversation(

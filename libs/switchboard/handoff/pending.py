@@ -42,6 +42,7 @@ from switchboard.db.models import (
     PendingActionStatus,
     utcnow,
 )
+from switchboard.events import stage_event
 from switchboard.handoff.notices import (
     Outgoing,
     agent_outgoing,
@@ -71,6 +72,15 @@ SWEEP_BATCH = 200
 """Actions one sweep handles at most per step (oldest first); the next sweep takes the rest."""
 MIN_APPROVAL_TIMEOUT_S = 60.0
 """The smallest ``approval_timeout_s`` a tenant may set: younger actions are never candidates to expire."""
+
+
+def stage_approval_requested(session: AsyncSession, action: PendingAction) -> None:
+    """``approval.requested`` for the tenant's systems (:mod:`switchboard.events`), in the transaction
+    that creates the pending action (the tool server's ``request_approval``)."""
+    stage_event(session, tenant_id=action.tenant_id, event_type="approval.requested", data={
+        "pending_action_id": action.id, "tool_name": action.tool_name,
+        "conversation_id": action.conversation_id, "customer_id": action.customer_id,
+    })  # fmt: skip
 
 
 def _short(action_id: uuid.UUID) -> str:

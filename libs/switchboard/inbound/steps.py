@@ -19,7 +19,9 @@ what differs per channel is behind :class:`~switchboard.channels.base.Channel`.
 10. :func:`absorb_older` — older waiting messages of the customer join this turn.
 11. :func:`reply_cap` — a channel's cap on automatic replies per conversation (Gmail): over it, a person.
 12. :func:`media_to_text` — every message of the turn with media becomes text first.
-13. :func:`turn` — ``POST /v1/turns``; the reply is split to the channel's limits into the outbox.
+13. :func:`turn` — ``POST /v1/turns``; the reply (and its structured parts, rendered by the channel) is
+    split to the channel's limits into the outbox. A tapped button or list row reaches the model as its
+    title with the option id (:func:`switchboard.replies.chosen_option_text`).
 14. :func:`send_reply` — the delivery loop sends the parts.
 """
 
@@ -60,7 +62,7 @@ from switchboard.inbound.media import media_to_text as convert_media
 from switchboard.inbound.ratelimit import count_in_window, take_slot
 from switchboard.inbound.turn_client import ContractViolation, OrchestratorUnavailable, request_turn
 from switchboard.observability import get_logger, metrics, tracing
-from switchboard.outbox import text_items, write_outbox
+from switchboard.outbox import reply_items, text_items, write_outbox
 from switchboard.outbox.delivery import DeliveryScope, deliver
 from switchboard.outbox.echoes import match_echo
 from switchboard.outbox.jobs import delivery_deps_from
@@ -75,6 +77,7 @@ from switchboard.queue.keys import (
     profile_cache_key,
     tenant_rate_key,
 )
+from switchboard.replies.parts import CHOICE_KINDS, chosen_option_text
 from switchboard.tenant_settings import RateLimitSettings, tenant_settings_from
 
 __all__ = [
@@ -109,9 +112,8 @@ ECHO_WAIT_TRIES = 5
 """Runs an echo waits while one of our sends to the same customer is in flight and unmatched (its answer,
 the mid, may still come) before it counts as a person's message."""
 ECHO_WAIT_S = 1.0
-BUTTON_KINDS = ("button", "interactive", "postback", "quick_reply")
-"""Row kinds whose stored ``payload`` is a button id (WhatsApp template quick reply, reply button,
-list row; Instagram postback and quick reply)."""
+BUTTON_KINDS = CHOICE_KINDS
+"""Row kinds whose stored ``payload`` is a button id (:data:`switchboard.replies.parts.CHOICE_KINDS`)."""
 BUSINESS_APPS = {"whatsapp": "WhatsApp Business app", "instagram": "Instagram app", "gmail": "Gmail mailbox"}
 """The app a business answers from outside Switchboard, per channel (its echoes escalate)."""
 _RELEASE_LOCK = (
@@ -207,23 +209,25 @@ async def _deliver_row(ic: InboundContext) -> int:
     return sent
 
 
-async def _write_reply(ic: InboundContext, texts: list[str], trace_id: str) -> None:
-    """The reply parts for this row (split to the channel's limit), written once however often the job runs."""
+async def _write_reply(
+    ic: InboundContext, texts: list[str], trace_id: str, structured: list[Any] | None = None
+) -> None:
+    """The reply parts for this row (split to the channel's limit; ``structured`` parts after the text,
+    rendered by the channel), written once however often the job runs."""
     limit, unit = ic.channel.capabilities.text_limit, ic.channel.capabilities.text_unit
-    parts = [part for text in texts for part in split_text(text, limit, unit)]
+    address = {
+        "conversation_id": ic.conversation.id,
+        "channel": ic.row.channel,
+        "channel_account_id": ic.account.id,
+        "recipient": ic.reply_address,
+    }
+    if structured:
+        items = reply_items("\n\n".join(texts), structured, **address)
+    else:
+        items = text_items([part for text in texts for part in split_text(text, limit, unit)], **address)
     async with ic.deps.resources.sessions() as session, session.begin():
         await write_outbox(
-            session,
-            tenant_id=ic.row.tenant_id,
-            items=text_items(
-                parts,
-                conversation_id=ic.conversation.id,
-                channel=ic.row.channel,
-                channel_account_id=ic.account.id,
-                recipient=ic.reply_address,
-            ),
-            inbound_message_id=ic.row_id,
-            trace_id=trace_id,
+            session, tenant_id=ic.row.tenant_id, items=items, inbound_message_id=ic.row_id, trace_id=trace_id
         )
 
 
@@ -773,7 +777,10 @@ async def turn(ic: InboundContext) -> Outcome | None:
     if not ic.text:
         await finish(ic, InboundState.done, "nothing to answer (empty text)")
         return Outcome.empty
-    text = f"{ic.stored.context_line}\n{ic.text}" if ic.stored.context_line else ic.text
+    text = ic.text
+    if row.kind in BUTTON_KINDS:  # the option id is what a configurator's state keys on
+        text = chosen_option_text(text, ic.stored.payload)
+    text = f"{ic.stored.context_line}\n{text}" if ic.stored.context_line else text
     request = TurnRequest(
         tenant_id=row.tenant_id, conversation_id=ic.conversation.id, inbound_message_id=row.id,
         channel=row.channel, customer_id=ic.customer.id, text=text[:100_000],
@@ -818,7 +825,7 @@ async def turn(ic: InboundContext) -> Outcome | None:
         await finish(ic, InboundState.done, "taken over by a person during the turn: reply not sent")
         log.info("turn_reply_dropped_taken_over", trace_id=result.trace_id, status=now_status)
         return Outcome.human_mode
-    await _write_reply(ic, [result.reply], result.trace_id)
+    await _write_reply(ic, [result.reply], result.trace_id, structured=list(result.parts))
     return None
 
 

@@ -337,6 +337,11 @@ class ModelGateway:
         except Exception:  # ModelNotMappedError and friends: unknown model
             return llm.default_context_window_tokens
 
+    def is_offline(self, llm: LLMSettings) -> bool:
+        """Whether every deployment the tenant would use is the offline model server (no provider model:
+        features that would spend a model call use their deterministic stand-in, e.g. lead intent)."""
+        return all(d.provider == "offline" for d in (llm.deployments or default_deployments(self.settings)))
+
     def router_for(self, tenant_id: uuid.UUID, llm: LLMSettings) -> TenantRouter:
         """The tenant's Router, built on first use and rebuilt when ``llm`` changed.
 

@@ -1,10 +1,11 @@
 """Where every message is sent from: one writer (:mod:`.writer`), one delivery loop (:mod:`.delivery`),
 and delivery statuses that only move forward (:mod:`.statuses`)."""
 
-from switchboard.outbox.writer import OutboxItem, text_items, write_outbox
+from switchboard.outbox.writer import OutboxItem, reply_items, text_items, write_outbox
 
 __all__ = [
     "OutboxItem",
+    "reply_items",
     "text_items",
     "write_outbox",
     # imported on first use (PEP 562): the loop pulls in tenant settings and the channels

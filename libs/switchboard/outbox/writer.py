@@ -19,7 +19,7 @@ from switchboard.channels.base import OutboundPart, channel_capabilities, split_
 from switchboard.db.models import Outbox, OutboxPurpose, OutboxStatus, utcnow
 from switchboard.storable import clean_tree
 
-__all__ = ["OutboxItem", "write_outbox", "text_items", "fit_to_channel"]
+__all__ = ["OutboxItem", "write_outbox", "text_items", "reply_items", "fit_to_channel"]
 
 
 @dataclass(frozen=True)
@@ -59,16 +59,39 @@ def text_items(
     purpose: OutboxPurpose = OutboxPurpose.reply,
 ) -> list[OutboxItem]:
     """One text item per already split part (see :func:`switchboard.channels.base.split_text`)."""
+    parts = [OutboundPart(type="text", text=text) for text in texts]
+    return reply_items("", [], conversation_id=conversation_id, channel=channel,
+                       channel_account_id=channel_account_id, recipient=recipient, purpose=purpose, parts=parts)  # fmt: skip
+
+
+def reply_items(
+    text: str,
+    structured: list[Any],
+    *,
+    conversation_id: uuid.UUID,
+    channel: str,
+    channel_account_id: uuid.UUID | None,
+    recipient: str,
+    purpose: OutboxPurpose = OutboxPurpose.reply,
+    parts: list[OutboundPart] | None = None,
+) -> list[OutboxItem]:
+    """A reply with structured parts (:data:`switchboard.replies.StructuredPart`) as the channel renders
+    it (:func:`switchboard.replies.render.render_reply`): interactive parts within the channel's limits,
+    text parts split by :func:`write_outbox` as any text. ``parts`` given: those, already made."""
+    if parts is None:
+        from switchboard.replies.render import render_reply
+
+        parts = render_reply(channel, text, structured)
     return [
         OutboxItem(
             conversation_id=conversation_id,
             channel=channel,
             channel_account_id=channel_account_id,
             recipient=recipient,
-            part=OutboundPart(type="text", text=text),
+            part=part,
             purpose=purpose,
         )
-        for text in texts
+        for part in parts
     ]
 
 

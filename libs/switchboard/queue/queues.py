@@ -32,7 +32,8 @@ class Queue(StrEnum):
     chat = default_queue_name
     """Customer messages (``process_inbound``), delivery statuses, outbox delivery: someone is waiting."""
     background = f"{default_queue_name}:background"
-    """Knowledge ingestion, memory summaries, the inbound sweeper, Gmail mailbox syncs and polls."""
+    """Knowledge ingestion, memory summaries, the inbound sweeper, Gmail mailbox syncs and polls, event
+    webhook deliveries (the tenant's own systems, never a customer)."""
 
 
 JOB_QUEUES: Mapping[str, Queue] = MappingProxyType(
@@ -51,6 +52,7 @@ JOB_QUEUES: Mapping[str, Queue] = MappingProxyType(
         "sweep_inbound": Queue.background,
         "sync_gmail_mailbox": Queue.background,
         "poll_gmail_mailboxes": Queue.background,
+        "deliver_events": Queue.background,
     }
 )
 """Every job and cron job by name, and the queue (worker) it belongs to."""

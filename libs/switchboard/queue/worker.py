@@ -323,6 +323,7 @@ def build_background_worker_settings(settings: Settings) -> type:
     from arq.worker import func
 
     from switchboard.channels.gmail.jobs import POLL_JOB, SYNC_JOB, poll_gmail_mailboxes, sync_gmail_mailbox
+    from switchboard.events.delivery import DELIVER_EVENTS_JOB, deliver_events
     from switchboard.knowledge.jobs import INGEST_JOB_NAME, INGEST_JOB_TIMEOUT_S, ingest_knowledge_source
     from switchboard.memory import memory_sweep, summarize_memory
     from switchboard.queue.maintenance import sweep_inbound
@@ -345,6 +346,12 @@ def build_background_worker_settings(settings: Settings) -> type:
             cron(memory_sweep, name="memory_sweep", second={30}, timeout=MEMORY_JOB_TIMEOUT_S),
             cron(
                 poll_gmail_mailboxes, name=POLL_JOB, second=set(range(5, 60, 15)), timeout=SIDE_JOB_TIMEOUT_S
+            ),
+            cron(
+                deliver_events,
+                name=DELIVER_EVENTS_JOB,
+                second=set(range(2, 60, 5)),
+                timeout=SIDE_JOB_TIMEOUT_S,
             ),
         ],
         enqueues_on_own_queue=False,

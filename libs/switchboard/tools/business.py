@@ -30,7 +30,9 @@ from switchboard.db.models import (
 )
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.errors import ToolError
+from switchboard.handoff.pending import stage_approval_requested
 from switchboard.knowledge import EmbeddingFailed, search_chunks
+from switchboard.leads.capture import stage_lead_created
 from switchboard.tools.contracts import ToolCallContext, ToolContract, ToolPolicy, WriteResult
 
 __all__ = ["BUSINESS_TOOLS", "normalize_sku", "normalize_order_number", "haversine_km"]
@@ -337,6 +339,7 @@ async def create_lead(ctx: ToolCallContext, args: CreateLeadArgs) -> LeadResult:
         )
     )  # fmt: skip
     await ctx.session.flush()
+    stage_lead_created(ctx.session, lead)
     ctx.audit(
         "create_lead", target_type="lead", target_id=str(lead.id),
         before=None, after={"interest": args.interest, "notes": args.notes},
@@ -360,6 +363,7 @@ async def request_approval(ctx: ToolCallContext, tool_name: str, args: BaseModel
         )
     )  # fmt: skip
     await ctx.session.flush()
+    stage_approval_requested(ctx.session, action)
     ctx.audit(
         "pending_action_created", target_type="pending_action", target_id=str(action.id),
         before=None, after={"tool_name": tool_name, "arguments": action.arguments},

@@ -95,3 +95,6 @@ class ToolOutput:
     effect: TurnEffect | None = None
     """``escalated``: the conversation waits for a human; ``closed_farewell``: closed, say goodbye;
     ``closed_silent``: closed, the turn ends without a reply."""
+    parts: tuple[Any, ...] = ()
+    """Structured reply parts (:data:`switchboard.replies.StructuredPart`: buttons, a list, a product
+    card) the tool adds to the turn's reply (``offer_options``, ``show_product``)."""

@@ -535,7 +535,11 @@ async def test_every_payload_end_to_end(e2e_settings, ai_tenant, model, sessions
     )
     assert any(u.startswith('This arrived broken 😞\n[Image description]: "') for u in users)
     assert '[Audio transcription]: "where is my order"' in users
-    assert "Talk to a person" in users and "Does it come in another color?" in users
+    # a tapped button reads as its title with the option id (structured replies)
+    assert (
+        "Talk to a person [chose option id: talk_to_human]" in users
+        and "Does it come in another color?" in users
+    )
     assert "Unsubscribe" not in users  # the template's opt-out button never reaches the model
 
 

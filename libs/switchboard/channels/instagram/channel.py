@@ -17,6 +17,7 @@ permanent; 1, 2, 5xx, 429 and network errors → transient; anything else → pe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from switchboard.channels.accounts import access_token_of
@@ -137,6 +138,14 @@ class InstagramChannel:
     name = "instagram"
     capabilities = CAPABILITIES
 
+    @staticmethod
+    def render_structured(text: str, parts: Sequence[Any]) -> list[OutboundPart]:
+        """Buttons and lists as quick replies, product cards as generic templates
+        (:func:`switchboard.channels.instagram.replies.render_structured`; imported on use)."""
+        from switchboard.channels.instagram.replies import render_structured
+
+        return render_structured(text, parts)
+
     def __init__(self, deps: ChannelDeps) -> None:
         settings = deps.settings
         self._settings = settings
@@ -177,7 +186,8 @@ class InstagramChannel:
         self, account: ChannelAccount, recipient: str, part: OutboundPart, *, correlation_id: str
     ) -> str:
         """Send one part: its text (split under the limit if a relay is longer; quick replies on the last
-        piece), then each media item by URL. Returns the mid of the last message sent.
+        piece), then each media item by URL; an ``interactive`` part holding a template ``attachment``
+        (a product card) is sent as that message. Returns the mid of the last message sent.
 
         Raises:
             SendError: classified Graph API failure.
@@ -185,6 +195,11 @@ class InstagramChannel:
         account_id, token = account.external_account_id, self._token(account)
         mid: str | None = None
         try:
+            if part.type == "interactive" and part.interactive and "attachment" in part.interactive:
+                return await self.graph.send_message(
+                    account_id=account_id, token=token, recipient=recipient,
+                    message=dict(part.interactive), tag=part.tag,
+                )  # fmt: skip
             if part.text:
                 pieces = split_text(part.text, TEXT_LIMIT, "utf16")
                 buttons = quick_replies_of(part.interactive)

@@ -7,7 +7,9 @@ Instagram service at ``/_sandbox/instagram`` when ``INSTAGRAM_SANDBOX_ENABLED`` 
 
 Meta's side:
 
-* ``POST /{version}/{account_id}/messages``: a message (recorded, answered with a new ``mid``) or a
+* ``POST /{version}/{account_id}/messages``: a message (recorded, answered with a new ``mid``; its
+  ``quick_replies`` and a generic ``template`` payload are recorded as such, and one over Meta's
+  limits, :func:`switchboard.channels.instagram.replies.limit_problems`, is refused with error 100) or a
   ``sender_action`` (``mark_seen``, ``typing_on``: recorded in ``actions``);
 * ``GET /{version}/{igsid}``: a profile put with ``PUT /_control/profiles/{igsid}`` (else error 100);
 * with ``echo_to`` set (the Instagram service sets its own webhook), every recorded message is echoed
@@ -238,6 +240,15 @@ def instagram_sandbox_router(
                 return JSONResponse(script.body, status_code=script.http_status, headers=script.headers)
             return _error(script.code, script.http_status, subcode, script.headers)
         message = body.get("message") or {}
+        from switchboard.channels.instagram.replies import limit_problems
+
+        problems = limit_problems(message)
+        if problems:  # Meta refuses a message over its limits ("(#100) param ... must be ...")
+            return JSONResponse(
+                {"error": {"message": "(#100) " + "; ".join(problems), "type": "OAuthException",
+                           "code": 100, "fbtrace_id": "SANDBOX"}},
+                status_code=400,
+            )  # fmt: skip
         seq = next(state._seq)
         mid = _new_mid(seq)
         attachment = message.get("attachment") or {}
@@ -246,6 +257,7 @@ def instagram_sandbox_router(
             "type": attachment.get("type") or "text", "text": message.get("text"),
             "url": (attachment.get("payload") or {}).get("url"),
             "quick_replies": message.get("quick_replies"), "tag": body.get("tag"),
+            "template": (attachment.get("payload") or {}) if attachment.get("type") == "template" else None,
             "messaging_type": body.get("messaging_type"),
             "answer": script.mode if script is not None else "ok", "body": body, "at": time.time(),
         })  # fmt: skip

@@ -15,6 +15,7 @@ UTF-16 units is within it in code points too, so an emoji-heavy part is never ov
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from switchboard.channels.accounts import access_token_of
@@ -95,6 +96,15 @@ class WhatsAppChannel:
     name = "whatsapp"
     capabilities = CAPABILITIES
 
+    @staticmethod
+    def render_structured(text: str, parts: Sequence[Any]) -> list[OutboundPart]:
+        """Buttons, lists and product cards as interactive messages
+        (:func:`switchboard.channels.whatsapp.interactive.render_structured`; imported on use, it
+        imports the channel-neutral reply shapes)."""
+        from switchboard.channels.whatsapp.interactive import render_structured
+
+        return render_structured(text, parts)
+
     def __init__(self, deps: ChannelDeps) -> None:
         settings = deps.settings
         self._cipher = deps.cipher
@@ -111,7 +121,8 @@ class WhatsAppChannel:
     async def send(
         self, account: ChannelAccount, recipient: str, part: OutboundPart, *, correlation_id: str
     ) -> str:
-        """Send one part; a media part sends its text first (if any), then each media item.
+        """Send one part; a media part sends its text first (if any), then each media item; an
+        ``interactive`` part is one interactive message (its ``interactive`` is Meta's object).
 
         Returns the wamid of the last message sent.
 
@@ -126,6 +137,11 @@ class WhatsAppChannel:
                     phone_number_id=phone_number_id, token=token, to=recipient,
                     name=str(template.get("name")), language=str(template.get("language") or "en"),
                     tracker=correlation_id,
+                )  # fmt: skip
+            if part.type == "interactive" and part.interactive:
+                return await self.graph.send_interactive(
+                    phone_number_id=phone_number_id, token=token, to=recipient,
+                    interactive=dict(part.interactive), tracker=correlation_id,
                 )  # fmt: skip
             wamid: str | None = None
             if part.text:

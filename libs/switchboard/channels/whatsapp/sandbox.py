@@ -9,7 +9,9 @@ Control endpoints (not part of Meta's API; loopback clients only and, when the s
 admin token, ``Authorization: Bearer <admin token>``: :func:`switchboard.channels.faults.require_control_access`):
 
 * ``GET /_control/sent?after=N&phone_number_id=P`` lists recorded sends with ``seq > N`` (of the
-  business number ``P`` only, when given), and ``last_seq``.
+  business number ``P`` only, when given), and ``last_seq``. An interactive send (buttons, a list, a
+  call-to-action URL) is recorded with its ``interactive`` object; one over Meta's limits
+  (:func:`switchboard.channels.whatsapp.interactive.limit_problems`) is refused with 131009, as Meta does.
 * ``GET /_control/read?phone_number_id=P`` lists the message ids number ``P`` marked read, in order.
 * ``POST /_control/failures`` scripts faults (:class:`switchboard.channels.faults.FaultSpec`), nothing
   by default:
@@ -300,6 +302,16 @@ def sandbox_router(
             if script.delay_s:
                 await asyncio.sleep(script.delay_s)
             return _scripted_error(script)
+        if body.get("type") == "interactive":
+            from switchboard.channels.whatsapp.interactive import limit_problems
+
+            problems = limit_problems(body.get("interactive") or {})
+            if problems:  # Meta: 131009 "Parameter value is not valid"
+                return JSONResponse(
+                    {"error": {"message": "(#131009) Parameter value is not valid: " + "; ".join(problems),
+                               "type": "OAuthException", "code": 131009, "fbtrace_id": "SANDBOX"}},
+                    status_code=400,
+                )  # fmt: skip
         seq = next(state._seq)
         wamid = "wamid.SANDBOX" + hashlib.sha256(f"{seq}:{time.time_ns()}".encode()).hexdigest()[:24].upper()
         kind = body.get("type", "text")
@@ -311,6 +323,7 @@ def sandbox_router(
             "type": kind,
             "text": (body.get(kind) or {}).get("body") if kind == "text" else None,
             "reply_to": (body.get("context") or {}).get("message_id"),
+            "interactive": body.get("interactive") if kind == "interactive" else None,
             "biz_opaque_callback_data": body.get("biz_opaque_callback_data"),
             "answer": script.mode if script is not None else "ok",
             "body": body,

@@ -208,6 +208,24 @@ class GraphClient:
             tracker,
         )
 
+    async def send_interactive(
+        self, *, phone_number_id: str, token: str, to: str, interactive: dict, tracker: str | None = None
+    ) -> str:
+        """Send one interactive message (reply buttons, a list, a call-to-action URL): ``interactive`` is
+        the Cloud API's ``interactive`` object (:mod:`switchboard.channels.whatsapp.interactive`).
+
+        Raises:
+            GraphSendError: as :meth:`send_text`.
+            ValueError: the object is over Meta's limits (``limit_problems``).
+        """
+        from switchboard.channels.whatsapp.interactive import limit_problems
+
+        problems = limit_problems(interactive)
+        if problems:
+            raise ValueError("interactive part over the limits: " + "; ".join(problems))
+        body = {"recipient_type": "individual", "to": to, "type": "interactive", "interactive": interactive}
+        return await self._send(phone_number_id, token, body, tracker)
+
     async def send_template(
         self,
         *,

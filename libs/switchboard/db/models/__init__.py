@@ -30,6 +30,7 @@ from switchboard.db.models.conversations import (
     OutboxStatus,
 )
 from switchboard.db.models.feedback import Feedback
+from switchboard.db.models.events import DeliveryState, EventOutbox, WebhookDelivery, WebhookEndpoint
 from switchboard.db.models.gmail import GmailMailbox, GmailPushNotification, GmailSentMessage, MailboxStatus
 from switchboard.db.models.knowledge import (
     EMBEDDING_DIMS,
@@ -60,7 +61,9 @@ __all__ = [
     "ConversationStatus",
     "Customer",
     "CustomerIdentity",
+    "DeliveryState",
     "EMBEDDING_DIMS",
+    "EventOutbox",
     "GmailMailbox",
     "GmailPushNotification",
     "GmailSentMessage",
@@ -96,5 +99,7 @@ __all__ = [
     "Turn",
     "TurnStatus",
     "UserMemory",
+    "WebhookDelivery",
+    "WebhookEndpoint",
     "utcnow",
 ]

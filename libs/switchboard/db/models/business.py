@@ -161,9 +161,19 @@ class Lead(TenantOwned, table=True):
         default=None, foreign_key="conversations.id", ondelete="SET NULL"
     )
     interest: str = Field(max_length=500)
+    """The product or service of interest (``""`` when the intent check could not tell)."""
     notes: str = Field(default="", sa_type=Text)
     status: str = Field(default="new", max_length=16)
     idempotency_key: str = Field(max_length=128)
+    """``intent:<conversation id>`` for leads the intent check records (one per conversation)."""
+    source: str = Field(default="tool", max_length=16)
+    """``tool`` (the ``create_lead`` tool) or ``intent`` (the after-turn intent check)."""
+    summary: str = Field(default="", sa_type=Text)
+    """A short summary of what the customer wants."""
+    consent: str = Field(default="unknown", max_length=16)
+    """The customer's consent to be contacted: ``granted``, ``denied`` (opted out) or ``unknown``."""
+    detected_by: str | None = Field(default=None, max_length=32)
+    """``model:<deployment>`` or ``offline_heuristic`` (no provider model: a keyword heuristic stood in)."""
     created_at: datetime = created_at_field()
 
 
