@@ -83,14 +83,14 @@ from switchboard.db.models import (
 )
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.errors import SwitchboardError
+from switchboard.events import stage_event
 from switchboard.guardrails.input import check_input
 from switchboard.guardrails.output import check_output
 from switchboard.guardrails.records import GuardrailRecord
 from switchboard.guardrails.settings import GuardrailSettings
+from switchboard.leads import capture_lead
 from switchboard.llm.config import default_deployments
 from switchboard.llm.costs import cheapest_group, group_router_key, only_group
-from switchboard.events import stage_event
-from switchboard.leads import capture_lead
 from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.memory.notes import NotesRejected, check_notes, evidence_from_notes
@@ -333,9 +333,11 @@ class Orchestrator:
             guarded.records["output"] = record
             if record.blocked:
                 guarded.flags.append("output_replaced")
+                metrics.GUARDRAIL_DECISIONS.labels("output", "block").inc()
                 outcome.reply = guard.output.safe_reply
                 log.warning("reply_replaced_by_guardrail", stage="output", findings=record.findings)
             else:
+                metrics.GUARDRAIL_DECISIONS.labels("output", "allow").inc()
                 log.info("guardrail_checked", stage="output", checker="rules", decision="allow")
         return outcome, summary, guarded
 

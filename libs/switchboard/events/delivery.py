@@ -44,7 +44,7 @@ from switchboard.events.endpoints import (
     set_endpoint_active,
 )
 from switchboard.events.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
-from switchboard.observability import get_logger
+from switchboard.observability import get_logger, metrics
 from switchboard.outbox.policy import backoff_s
 from switchboard.settings import Settings
 
@@ -244,6 +244,7 @@ async def _record(
             )
             endpoint.consecutive_failures = 0
             report.delivered += 1
+            metrics.EVENT_DELIVERIES.labels("delivered").inc()
             log.info(
                 "webhook_delivered", status_code=status_code, duration_ms=round(duration_ms, 1), **fields
             )
@@ -252,6 +253,7 @@ async def _record(
             if delivery.attempts >= settings.webhook_max_attempts:
                 delivery.status, delivery.next_attempt_at = DeliveryState.failed.value, None
                 report.failed += 1
+                metrics.EVENT_DELIVERIES.labels("failed").inc()
                 log.warning("webhook_delivery_failed", error=error, **fields)
             else:
                 wait_s = backoff_s(

@@ -14,7 +14,8 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import Feedback, Message, Turn, utcnow
 from switchboard.errors import SwitchboardError
-from switchboard.observability import get_logger
+from switchboard.events import emit
+from switchboard.observability import get_logger, metrics
 from switchboard.storable import clean_text
 
 __all__ = [
@@ -118,6 +119,11 @@ async def record_feedback(
     feedback_id = (await connection.execute(statement)).scalar_one()
     row = await session.get(Feedback, feedback_id, populate_existing=True)
     assert row is not None  # just written in this transaction
+    metrics.FEEDBACK.labels(rating).inc()
+    await emit(
+        session, tenant_id=tenant_id, event_type="feedback.created",
+        data={"feedback_id": row.id, "message_id": message.id, "rating": rating, "comment": comment, "source": source},
+    )  # fmt: skip
     log.info(
         "feedback_recorded", tenant_id=str(tenant_id), conversation_id=str(message.conversation_id),
         trace_id=trace_id, message_id=str(message.id), turn_id=str(row.turn_id) if row.turn_id else None,

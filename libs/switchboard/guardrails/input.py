@@ -32,7 +32,7 @@ from switchboard.llm.costs import call_cost, cheapest_group, group_router_key, o
 from switchboard.llm.offline_guard import GUARDRAIL_INSTRUCTION_MARKER
 from switchboard.llm.router import ModelCallFailed, ModelGateway
 from switchboard.llm.trimming import strip_reasoning
-from switchboard.observability import get_logger
+from switchboard.observability import get_logger, metrics
 from switchboard.tenant_settings import TenantSettings
 
 __all__ = ["GUARDRAIL_RESPONSE_FORMAT", "check_input", "guardrail_messages", "parse_verdict"]
@@ -178,6 +178,7 @@ async def check_input(
         action=guard.action if blocked else None,
         duration_ms=round((time.perf_counter() - started) * 1000, 3),
     )
+    metrics.GUARDRAIL_DECISIONS.labels("input", result.decision).inc()
     log.info(
         "guardrail_checked", stage="input", checker=result.checker, deployment=result.deployment,
         score=result.score, threshold=guard.threshold, decision=result.decision, action=result.action,

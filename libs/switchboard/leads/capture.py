@@ -24,7 +24,7 @@ from switchboard.db.engine import session_scope
 from switchboard.db.models import Customer, Lead, utcnow
 from switchboard.events import stage_event
 from switchboard.leads.intent import IntentVerdict, heuristic_intent, intent_prompt, parse_model_verdict
-from switchboard.observability import get_logger
+from switchboard.observability import get_logger, metrics
 from switchboard.replies.parts import CHOICE_KINDS, chosen_option_text
 
 __all__ = ["OFFLINE_HEURISTIC", "ModelCheck", "capture_lead", "list_leads", "stage_lead_created"]
@@ -173,6 +173,7 @@ async def _capture(
         lead = await session.get(Lead, lead_id)
         assert lead is not None
         stage_lead_created(session, lead)
+    metrics.LEADS_CREATED.inc()
     log.info(
         "lead_recorded", trace_id=trace_id, lead_id=str(lead_id), conversation_id=str(conversation_id),
         detected_by=detected_by, consent=verdict.consent,

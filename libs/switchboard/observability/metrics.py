@@ -149,16 +149,14 @@ HANDOFF_WAIT_SECONDS = Histogram(
 )
 GUARDRAIL_DECISIONS = Counter(
     "switchboard_guardrail_decisions_total",
-    "Guardrail results by kind (input, output) and decision (wired at merge).",
+    "Guardrail results by kind (input, output) and decision.",
     ["kind", "decision"],
 )
-FEEDBACK = Counter(
-    "switchboard_feedback_total", "Feedback on replies by rating (up, down) (wired at merge).", ["rating"]
-)
+FEEDBACK = Counter("switchboard_feedback_total", "Feedback on replies by rating (up, down).", ["rating"])
 EVENT_DELIVERIES = Counter(
-    "switchboard_event_deliveries_total", "Event outbox deliveries by outcome (wired at merge).", ["outcome"]
+    "switchboard_event_deliveries_total", "Event outbox deliveries by outcome.", ["outcome"]
 )
-LEADS_CREATED = Counter("switchboard_leads_created_total", "Leads created (wired at merge).")
+LEADS_CREATED = Counter("switchboard_leads_created_total", "Leads created.")
 
 
 def mount_metrics(app: FastAPI) -> None:

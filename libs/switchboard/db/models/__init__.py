@@ -29,8 +29,8 @@ from switchboard.db.models.conversations import (
     OutboxPurpose,
     OutboxStatus,
 )
-from switchboard.db.models.feedback import Feedback
 from switchboard.db.models.events import DeliveryState, EventOutbox, WebhookDelivery, WebhookEndpoint
+from switchboard.db.models.feedback import Feedback
 from switchboard.db.models.gmail import GmailMailbox, GmailPushNotification, GmailSentMessage, MailboxStatus
 from switchboard.db.models.knowledge import (
     EMBEDDING_DIMS,
