@@ -283,7 +283,9 @@ async def ingest_source(
         for text in split_text(
             section.text, chunk_size=settings.kb_chunk_size_chars, overlap=settings.kb_chunk_overlap_chars
         ):
-            rows.append({"page": section.page, "sheet": section.sheet, "text": text})
+            rows.append(
+                {"page": section.page, "sheet": section.sheet, "text": text, "attributes": section.attributes}
+            )
     details = dict(parsed.details)
     details.update(kind=parsed.kind.value, chunks=len(rows), sections=len(parsed.sections))
     try:
@@ -322,6 +324,7 @@ async def ingest_source(
                         "embedding": vector,
                         "is_active": current.is_active,
                         "content_hash": sha256_hex(row["text"].encode()),
+                        "attributes": row["attributes"],
                     }
                     for position, (row, vector) in enumerate(zip(rows, vectors, strict=True))
                 ],
@@ -421,7 +424,7 @@ async def ingest_in_session(
             KnowledgeDocument(
                 tenant_id=tenant_id, source_id=source.id, position=position, page=section.page,
                 sheet=section.sheet, text=text, embedding=vector, is_active=True,
-                content_hash=sha256_hex(text.encode()),
+                content_hash=sha256_hex(text.encode()), attributes=section.attributes,
             )
         )  # fmt: skip
     await session.flush()
