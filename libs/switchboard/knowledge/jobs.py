@@ -44,6 +44,7 @@ async def ingest_knowledge_source(
             tenant_id=uuid.UUID(tenant_id),
             source_id=uuid.UUID(source_id),
             content_hash=content_hash,
+            gateway=ctx.get("model_gateway"),  # a provider model extracts the graph (else deterministic)
         )
     except DocumentNotFound:
         log.info(
