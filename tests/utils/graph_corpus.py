@@ -103,7 +103,11 @@ def documents() -> dict[str, bytes]:
     )
     docs["replacements.csv"] = _csv(
         [["Old part", "Replaced by", "Note"]]
-        + [[f"{series[0]}100-{size}", f"{series}-{size}", "same face-to-face"] for series in ("V200",) for size in SIZES]
+        + [
+            [f"{series[0]}100-{size}", f"{series}-{size}", "same face-to-face"]
+            for series in ("V200",)
+            for size in SIZES
+        ]
     )
     docs.update({name: text.encode() for name, text in FAQ.items()})
     return docs
@@ -139,7 +143,7 @@ def questions() -> list[Question]:
                 Question(f"Is a {seat} seat compatible with a {fluid}-based fluid at {temperature} °C?",
                          "multi_hop", support)
             )  # fmt: skip
-    for material, (_, high, _) in MATERIALS.items():
+    for material in MATERIALS:
         found.append(
             Question(f"What is the maximum service temperature of {material}?", "single_hop",
                      ((f"{material.lower()}-properties.txt", "Maximum continuous"),))
@@ -153,12 +157,21 @@ def questions() -> list[Question]:
                             ("PTFE", "sulfuric acid")):  # fmt: skip
         found.append(Question(f"How does {material} resist {fluid}?", "single_hop", (_row(material, fluid),)))
     found += [
-        Question("How many days do I have to return goods?", "single_hop", (("returns-policy.txt", "30 days"),)),
+        Question(
+            "How many days do I have to return goods?", "single_hop", (("returns-policy.txt", "30 days"),)
+        ),
         Question("When does an order placed before 2 pm ship?", "single_hop", (("delivery.txt", "2 pm"),)),
-        Question("What are the support desk telephone hours?", "single_hop", (("support-hours.txt", "8 am"),)),
-        Question("How long does standard delivery take?", "single_hop", (("delivery.txt", "Standard delivery"),)),
-        Question("Are refunds paid to the original payment method?", "single_hop",
-                 (("returns-policy.txt", "Refunds"),)),  # fmt: skip
+        Question(
+            "What are the support desk telephone hours?", "single_hop", (("support-hours.txt", "8 am"),)
+        ),
+        Question(
+            "How long does standard delivery take?", "single_hop", (("delivery.txt", "Standard delivery"),)
+        ),
+        Question(
+            "Are refunds paid to the original payment method?",
+            "single_hop",
+            (("returns-policy.txt", "Refunds"),),
+        ),  # fmt: skip
     ]
     for series in SERIES:
         for size in SIZES:

@@ -346,9 +346,7 @@ def _row_sections(rows: list[list[str]], *, sheet: str | None = None) -> list[Se
         line = _row_line(headers, row)
         if not line:
             continue
-        values = {
-            (headers[i] or f"column {i + 1}"): row[i] for i in keys if i < len(row) and row[i]
-        }
+        values = {(headers[i] or f"column {i + 1}"): row[i] for i in keys if i < len(row) and row[i]}
         sections.append(Section(text=line, sheet=sheet, attributes={"row": number, "keys": values}))
     return sections
 

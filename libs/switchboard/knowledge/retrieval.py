@@ -52,7 +52,7 @@ from switchboard.db.models import Tenant
 from switchboard.errors import TenantNotFound
 from switchboard.knowledge.embeddings import EmbeddingConfig, embed_query, resolve_embedding_config
 from switchboard.knowledge.graph.extract import question_names, question_units, relation_cues
-from switchboard.knowledge.graph.walk import GRAPH_SQL, SEEDS_BY_CHUNK, SEEDS_BY_NAME, graph_ctes
+from switchboard.knowledge.graph.walk import GRAPH_SQL, SEEDS_BY_CHUNK, SEEDS_BY_NAME, SIMILARITY, graph_ctes
 from switchboard.llm.lexical import tokenize
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
@@ -332,7 +332,7 @@ async def _prepare(
             return None
         strategy = "graph"
         seeds = SEEDS_BY_NAME if seed_chunk is None else SEEDS_BY_CHUNK
-        sql = GRAPH_SQL.replace("{ctes}", graph_ctes(seeds))
+        sql = GRAPH_SQL.replace("{ctes}", graph_ctes(seeds)).replace("{similarity}", SIMILARITY)
         params.update(_graph_params(query, settings, use_graph=True))
         if seed_chunk is not None:
             params.update(seed_chunk=seed_chunk, hops=1, names=[])

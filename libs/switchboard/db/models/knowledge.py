@@ -173,7 +173,9 @@ class KgMention(TenantOwned, table=True):
         sa_column=Column(BigInteger, ForeignKey("kg_entities.id", ondelete="CASCADE"), primary_key=True)
     )
     chunk_id: int = Field(
-        sa_column=Column(BigInteger, ForeignKey("knowledge_documents.id", ondelete="CASCADE"), primary_key=True)
+        sa_column=Column(
+            BigInteger, ForeignKey("knowledge_documents.id", ondelete="CASCADE"), primary_key=True
+        )
     )
     source_id: uuid.UUID = Field(foreign_key="knowledge_sources.id", index=True, ondelete="CASCADE")
 
@@ -184,7 +186,8 @@ class KgRelation(TenantOwned, table=True):
     __tablename__ = "kg_relations"
     __table_args__ = (
         CheckConstraint(
-            "relation IN (" + ", ".join(f"'{r}'" for r in RELATION_TYPES) + ")", name="ck_kg_relations_relation"
+            "relation IN (" + ", ".join(f"'{r}'" for r in RELATION_TYPES) + ")",
+            name="ck_kg_relations_relation",
         ),
         Index("ix_kg_relations_subject", "subject_id"),
         Index("ix_kg_relations_object", "object_id"),
@@ -192,9 +195,13 @@ class KgRelation(TenantOwned, table=True):
     )
 
     id: int | None = Field(default=None, sa_column=Column(BigInteger, primary_key=True, autoincrement=True))
-    subject_id: int = Field(sa_column=Column(BigInteger, ForeignKey("kg_entities.id", ondelete="CASCADE"), nullable=False))
+    subject_id: int = Field(
+        sa_column=Column(BigInteger, ForeignKey("kg_entities.id", ondelete="CASCADE"), nullable=False)
+    )
     relation: str = Field(sa_type=String(32))
-    object_id: int = Field(sa_column=Column(BigInteger, ForeignKey("kg_entities.id", ondelete="CASCADE"), nullable=False))
+    object_id: int = Field(
+        sa_column=Column(BigInteger, ForeignKey("kg_entities.id", ondelete="CASCADE"), nullable=False)
+    )
     chunk_id: int = Field(
         sa_column=Column(BigInteger, ForeignKey("knowledge_documents.id", ondelete="CASCADE"), nullable=False)
     )

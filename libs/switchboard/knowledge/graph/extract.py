@@ -97,7 +97,9 @@ _LEXICON_RE = re.compile(
     re.IGNORECASE,
 )
 _NOT_CODES = re.compile(r"^(?:DN|PN|NPS|M|G|R|ISO|EN|DIN|ASTM|ASME|API|ANSI|NSF|IEC|UL|BS|AISI)\d", re.I)
-_CODE = re.compile(r"(?<![\w-])(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z][A-Z0-9]{0,7}(?:-[A-Z0-9]{1,8}){0,3}(?![\w-])")
+_CODE = re.compile(
+    r"(?<![\w-])(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z][A-Z0-9]{0,7}(?:-[A-Z0-9]{1,8}){0,3}(?![\w-])"
+)
 _FAMILY_WORDS = r"(?:series|family|product line)"
 _FAMILY = re.compile(
     rf"(?<![\w-])(?:{_FAMILY_WORDS}\s+([A-Z][A-Za-z0-9-]{{1,15}})|([A-Z][A-Za-z0-9-]{{1,15}})[- ]{_FAMILY_WORDS})(?![\w])",
@@ -109,7 +111,9 @@ _STANDARD = re.compile(
 )
 _NUMBER = r"[-+]?\d+(?:[.,]\d+)?"
 _UNIT = r"(°\s?C|°\s?F|deg\s?C|degC|barg?|psi|MPa|kPa|mbar|mm|l/min|m3/h|m³/h|Nm|rpm|kW|V)"
-_RANGE = re.compile(rf"({_NUMBER})\s*(?:{_UNIT})?\s*(?:to|\.\.|…|-|and)\s*({_NUMBER})\s*{_UNIT}(?![\w])", re.I)
+_RANGE = re.compile(
+    rf"({_NUMBER})\s*(?:{_UNIT})?\s*(?:to|\.\.|…|-|and)\s*({_NUMBER})\s*{_UNIT}(?![\w])", re.I
+)
 _BOUND = re.compile(
     rf"(max(?:imum)?\.?|up to|≤|<=|<|at most|not (?:to )?exceed(?:ing)?|ceiling|min(?:imum)?\.?|≥|>=|>|at least|from)"
     rf"[^.;\d]{{0,40}}?({_NUMBER})\s*{_UNIT}(?![\w])",
@@ -134,12 +138,15 @@ _PART_WORDS = re.compile(
 )
 _REPLACES = re.compile(r"\b(replaces|supersedes|successor (?:of|to)|replacement for)\b", re.I)
 _REPLACED_BY = re.compile(r"\b(replaced by|superseded by|succeeded by)\b", re.I)
-_EQUIVALENT = re.compile(r"\b(equivalent (?:of|to)|same as|interchangeable with|alternative to|equals)\b", re.I)
+_EQUIVALENT = re.compile(
+    r"\b(equivalent (?:of|to)|same as|interchangeable with|alternative to|equals)\b", re.I
+)
 _RATING_POSITIVE = re.compile(
-    r"^(a|b|1|2|yes|y|ok|✓|✔|\+|good|excellent|compatible|resistant|suitable|recommended)\b", re.I
+    r"^(?:(a|b|1|2|yes|y|ok|good|excellent|compatible|resistant|suitable|recommended)\b|[✓✔+])", re.I
 )
 _RATING_NEGATIVE = re.compile(
-    r"^(c|d|3|4|x|no|n|✗|✘|-|poor|severe|incompatible|not recommended|unsuitable|not suitable|attack)", re.I
+    r"^(?:(c|d|3|4|x|no|n|poor|severe|incompatible|not recommended|unsuitable|not suitable|attack\w*)\b|[✗✘-])",
+    re.I,
 )
 _H_FAMILY = re.compile(r"\b(series|family|product line)\b", re.I)
 _H_MATERIAL = re.compile(r"\b(material|seat|seal|body|disc|ball|gasket|lining|o-ring|diaphragm|trim)\b", re.I)
@@ -232,7 +239,11 @@ def _find(text: str) -> _Found:
         if not free(*match.span()):
             continue
         low, high = _number(match.group(1)), _number(match.group(3))
-        if low > high and match.group(0).count("-") == 1 and "-" in match.group(0).split(match.group(1), 1)[1]:
+        if (
+            low > high
+            and match.group(0).count("-") == 1
+            and "-" in match.group(0).split(match.group(1), 1)[1]
+        ):
             continue
         found.add(match.start(), range_entity(low, high, _unit(match.group(4))))
         taken.append(match.span())
@@ -254,7 +265,9 @@ def _dedupe(entities: Iterable[ExtractedEntity]) -> list[ExtractedEntity]:
     return list(seen.values())
 
 
-def _sentence_relations(sentence: str, topic: ExtractedEntity | None) -> tuple[_Found, list[ExtractedRelation]]:
+def _sentence_relations(
+    sentence: str, topic: ExtractedEntity | None
+) -> tuple[_Found, list[ExtractedRelation]]:
     found = _find(sentence)
     relations: list[ExtractedRelation] = []
 
@@ -372,7 +385,9 @@ def _row_extraction(text: str, keys: Mapping[str, Any]) -> ChunkExtraction | Non
             relation: RelationType = "compatible_with" if positive else "incompatible_with"
             if subject.kind == "fluid":  # the subject of a compatibility is the material
                 entities.append(other)
-                relations.append(ExtractedRelation(subject=other.name, relation=relation, object=subject.name))
+                relations.append(
+                    ExtractedRelation(subject=other.name, relation=relation, object=subject.name)
+                )
             else:
                 rel(subject, relation, other)
         elif _H_FAMILY.search(header):
@@ -381,7 +396,9 @@ def _row_extraction(text: str, keys: Mapping[str, Any]) -> ChunkExtraction | Non
         elif _H_REPLACED_BY.search(header):
             if (new := _cell_entity(value, "product")) is not None:
                 entities.append(new)
-                relations.append(ExtractedRelation(subject=new.name, relation="replaces", object=subject.name))
+                relations.append(
+                    ExtractedRelation(subject=new.name, relation="replaces", object=subject.name)
+                )
         elif _H_REPLACES.search(header):
             if (old := _cell_entity(value, "product")) is not None:
                 rel(subject, "replaces", old)
@@ -390,7 +407,11 @@ def _row_extraction(text: str, keys: Mapping[str, Any]) -> ChunkExtraction | Non
                 rel(subject, "equivalent_of", same)
         elif _H_STANDARD.search(header):
             for match in _STANDARD.finditer(value):
-                rel(subject, "rated_for", ExtractedEntity(name=" ".join(match.group(1).split()), kind="standard"))
+                rel(
+                    subject,
+                    "rated_for",
+                    ExtractedEntity(name=" ".join(match.group(1).split()), kind="standard"),
+                )
         elif _H_FLUID.search(header):
             if (fluid := _cell_entity(value, "fluid")) is not None:
                 fluids.append(fluid)

@@ -87,7 +87,9 @@ class LLMExtractor:
         bound = log.bind(tenant_id=str(self.tenant_id), trace_id=self.trace_id, chunks=len(chunks))
         try:
             router = self.gateway.router_for(self.tenant_id, self.llm)
-            reply = await self.gateway.complete(router, messages, tools=None, llm=self.llm, trace_id=self.trace_id)
+            reply = await self.gateway.complete(
+                router, messages, tools=None, llm=self.llm, trace_id=self.trace_id
+            )
             parsed = DocumentExtraction.model_validate_json(_json_object(reply.content or ""))
             if len(parsed.chunks) != len(chunks):
                 raise ValueError(f"{len(parsed.chunks)} extractions for {len(chunks)} chunks")

@@ -103,7 +103,9 @@ async def store_graph(
         statement = pg_insert(table).values(values[start : start + _BATCH])
         statement = statement.on_conflict_do_update(
             index_elements=[table.c.tenant_id, table.c.kind, table.c.norm_name],
-            set_={"name": table.c.name},  # keep the first spelling; the no-op update makes RETURNING see the row
+            set_={
+                "name": table.c.name
+            },  # keep the first spelling; the no-op update makes RETURNING see the row
         ).returning(table.c.id, table.c.kind, table.c.norm_name)
         for row in (await session.exec(statement)).all():
             ids[(row.kind, row.norm_name)] = row.id

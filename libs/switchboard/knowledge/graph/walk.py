@@ -22,7 +22,7 @@ the seat material) outranks one that touches a single seed. Everything is filter
 
 from __future__ import annotations
 
-__all__ = ["SEEDS_BY_NAME", "SEEDS_BY_CHUNK", "graph_ctes", "GRAPH_SQL", "RELATIONS_SQL"]
+__all__ = ["SEEDS_BY_NAME", "SEEDS_BY_CHUNK", "SIMILARITY", "graph_ctes", "GRAPH_SQL", "RELATIONS_SQL"]
 
 SEEDS_BY_NAME = """seeds AS MATERIALIZED (
     SELECT e.id, e.kind FROM kg_entities e
@@ -98,7 +98,7 @@ def graph_ctes(seeds: str) -> str:
 GRAPH_SQL = (
     "WITH RECURSIVE {ctes}\n"
     """SELECT d.id, d.source_id, s.filename, d.page, d.sheet, d.text, d.attributes,
-       CASE WHEN s.embedding_model = :model THEN 1 - (d.embedding <=> CAST(:qvec AS vector)) END AS similarity,
+       {similarity} AS similarity,
        g.score / (SELECT max(score) FROM graph) AS score
 FROM graph g
 JOIN knowledge_documents d ON d.id = g.id
@@ -107,7 +107,10 @@ ORDER BY g.score DESC, d.id
 LIMIT :limit
 """
 )
-"""``graph`` mode: the walk's chunks, best first, score scaled to 0..1 (the best is 1)."""
+"""``graph`` mode: the walk's chunks, best first, score scaled to 0..1 (the best is 1). ``{similarity}``
+is :data:`SIMILARITY` for a question (``:model``, ``:qvec``) or ``NULL``."""
+
+SIMILARITY = "CASE WHEN s.embedding_model = :model THEN 1 - (d.embedding <=> CAST(:qvec AS vector)) END"
 
 RELATIONS_SQL = (
     "WITH RECURSIVE {ctes}\n"
