@@ -69,7 +69,10 @@ def test_csv_is_header_aware_skips_blank_cells_and_gives_one_section_per_row():
     assert parsed.kind is DocumentKind.csv
     assert [(section.text, section.attributes) for section in parsed.sections] == [
         ("SKU: AB-100; Product: Descaler", {"row": 2, "keys": {"SKU": "AB-100", "Product": "Descaler"}}),
-        ("SKU: AB-200; Product: Brush; Note: soft", {"row": 3, "keys": {"SKU": "AB-200", "Product": "Brush"}}),
+        (
+            "SKU: AB-200; Product: Brush; Note: soft",
+            {"row": 3, "keys": {"SKU": "AB-200", "Product": "Brush"}},
+        ),
     ]
     assert parsed.details["rows"] == 2
 
