@@ -42,11 +42,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "libs"))
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "loadtests"))
 
-import kb_benchmark  # noqa: E402  (synthetic filler chunks, percentile)
 import switchboard  # noqa: E402,F401
 
+from loadtests import kb_benchmark  # noqa: E402  (synthetic filler chunks, percentile)
 from tests.utils.graph_corpus import documents, questions  # noqa: E402
 
 MODES: list[tuple[str, str, bool | None]] = [

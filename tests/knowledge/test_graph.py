@@ -381,3 +381,12 @@ async def test_a_provider_model_extracts_through_the_gateway_and_is_validated(
     assert [(r["subject"], r["relation"], r["object"]) for r in explored.relations] == [
         ("EPDM", "incompatible_with", "chlorine")
     ]
+
+
+def test_the_extraction_schema_and_the_tables_name_the_same_kinds_and_relations():
+    from typing import get_args
+
+    from switchboard.db.models import ENTITY_KINDS, RELATION_TYPES
+    from switchboard.knowledge.graph.schema import EntityKind, RelationType
+
+    assert get_args(EntityKind) == ENTITY_KINDS and get_args(RelationType) == RELATION_TYPES

@@ -161,5 +161,5 @@ async def test_graph_search_and_walk_after_the_worker_ingests(api, make_tenant, 
             "document": "chemical-compatibility.csv"} in walked["relations"]  # fmt: skip
     assert walked["passages"][0]["text"] == "Material: PTFE; Fluid: chlorine; Rating: A"
     assert (await api.get(f"{base}/graph", params={"entity": ["x"] * 6})).status_code == 422
-    modes = (await api.get("/openapi.json")).json()["paths"][f"/v1/admin/tenants/{{slug}}/knowledge/search"]
+    modes = (await api.get("/openapi.json")).json()["paths"]["/v1/admin/tenants/{slug}/knowledge/search"]
     assert "graph" in str(modes["get"]["parameters"]) and "neighborhood" in modes["get"]["description"]

@@ -14,7 +14,8 @@ parse timeout or memory cap, :mod:`switchboard.knowledge.isolation`) stores no r
 document of the same name keeps its previous version. Uploads are always parsed in a child process
 within those limits. :func:`ingest_source` is the body of the ARQ
 job (and of ``switchboard kb add``). It parses and embeds everything before touching chunks, then
-deletes the old chunks and inserts the new ones in a single transaction, so a failure there
+deletes the old chunks and inserts the new ones, with their knowledge-graph entities, mentions and
+relations (:mod:`switchboard.knowledge.graph`), in a single transaction, so a failure there
 (provider down mid-batch) leaves the previous chunks answering, with ``status='failed'`` and the
 reason in ``error``.
 """
