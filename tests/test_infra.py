@@ -40,7 +40,9 @@ def test_every_command_in_compose_exists():
     cli_groups = {group.name for group in cli_app.registered_groups}
     for name, service in compose.items():
         command = service.get("command")
-        if not command or service.get("image", "").startswith(("pgvector/", "valkey/")):
+        if not command or service.get("image", "").startswith(
+            ("pgvector/", "valkey/", "prom/", "grafana/", "jaegertracing/")
+        ):
             continue
         if command[0] == "uvicorn":
             module, factory = command[1].split(":")
@@ -75,3 +77,40 @@ def test_the_image_installs_no_dev_dependencies_and_ships_the_licence():
     dockerfile = (ROOT / "infra" / "Dockerfile").read_text()
     assert dockerfile.count("uv sync --frozen --no-dev") == 2
     assert "COPY pyproject.toml uv.lock README.md LICENSE ./" in dockerfile
+
+
+def test_the_observability_profile_scrapes_every_service_and_charts_only_defined_metrics():
+    import json
+    import re
+
+    from prometheus_client.metrics import MetricWrapperBase
+    from switchboard.observability import metrics
+
+    compose = _compose()["services"]
+    assert {name for name, svc in compose.items() if svc.get("profiles") == ["observability"]} == {
+        "prometheus", "grafana", "jaeger",
+    }  # fmt: skip
+    scrape = yaml.safe_load((ROOT / "infra" / "prometheus" / "prometheus.yml").read_text())
+    targets = {
+        t
+        for config in scrape["scrape_configs"]
+        for group in config["static_configs"]
+        for t in group["targets"]
+    }
+    settings = Settings(_env_file=None)
+    expected = {f"{spec.name}:{spec.metrics_port(settings)}" for spec in SERVICES}
+    assert targets == expected
+    for spec in SERVICES:  # each port Prometheus scrapes is reachable inside the compose network
+        port = str(spec.metrics_port(settings))
+        assert port in compose[spec.name].get("expose", []) or any(
+            p.endswith(":" + port) for p in compose[spec.name].get("ports", [])
+        ), spec.name
+    dashboard = json.loads((ROOT / "infra" / "grafana" / "dashboards" / "switchboard.json").read_text())
+    charted = {
+        re.sub(r"_(bucket|count|sum|total)$", "", name)
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+        for name in re.findall(r"switchboard_[a-z_]+", target["expr"])
+    }
+    defined = {obj._name for obj in vars(metrics).values() if isinstance(obj, MetricWrapperBase)}
+    assert charted == defined  # a panel for every metric, and no panel for a metric that does not exist
