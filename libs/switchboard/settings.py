@@ -466,6 +466,11 @@ class KnowledgeBaseSettings(BaseSettings):
     kb_exact_scan_max_chunks: int = Field(20_000, ge=0)
     """Vector search scans a tenant's chunks exactly (no HNSW) while its active chunk count is at most
     this; above it the HNSW index answers (README "Knowledge base", measured by ``loadtests/kb_benchmark.py``)."""
+    kb_graph_hops: int = Field(2, ge=1, le=3)
+    """Relations the graph walk follows from the entities a question names (``graph`` and ``hybrid``
+    modes; ``neighborhood`` walks one). Measured by ``loadtests/kb_graph_benchmark.py``."""
+    kb_hybrid_graph: bool = True
+    """Fuse the graph walk into ``hybrid`` search (off: vector and full-text only, as before issue 19)."""
 
 
 SecretName = Literal[

@@ -22,20 +22,24 @@ async def test_kb_add_search_list_deactivate_delete(cli, make_tenant, tmp_path):
     assert added.exit_code == 1, added.output  # one file failed
     lines = added.output.splitlines()
     assert any(line.startswith("ready") and "faq.pdf" in line and "2 chunks" in line for line in lines)
-    assert any(line.startswith("ready") and "parts.xlsx" in line and "1 chunks" in line for line in lines)
+    assert any(line.startswith("ready") and "parts.xlsx" in line and "3 chunks" in line for line in lines)
     assert any(line.startswith("failed") and "scan.pdf" in line and "image-only" in line for line in lines)
     assert any(line.startswith("skipped") and "same content as faq.pdf" in line for line in lines)
-    assert "3 chunks stored from 2 file(s); 2 skipped or failed" in added.output
+    assert "5 chunks stored from 2 file(s); 2 skipped or failed" in added.output  # one chunk per row
 
     found = await cli.arun("kb", "search", "How long does standard delivery take?", "--tenant", tenant.slug)
     assert found.exit_code == 0, found.output
     results = [json.loads(line) for line in found.stdout.splitlines()]
     assert results[0]["document"] == "faq.pdf" and results[0]["page"] == 2 and results[0]["score"] > 0
-    assert set(results[0]) == {"document", "page", "sheet", "score", "text"}
+    assert set(results[0]) == {"document", "page", "sheet", "score", "attributes", "text"}
 
     exact = await cli.arun("kb", "search", "FVAM-2050-C", "--mode", "exact", "--tenant", tenant.slug)
     [hit] = [json.loads(line) for line in exact.stdout.splitlines()]
-    assert hit["sheet"] == "Parts" and "FVAM-2050-C" in hit["text"]
+    assert hit["sheet"] == "Parts" and "FVAM-2050-C" in hit["text"] and "FVAM-2050-B" not in hit["text"]
+    assert hit["attributes"] == {
+        "row": 3,
+        "keys": {"Part": "FVAM-2050-C", "Name": "Steam wand gasket, chrome"},
+    }
 
     nothing = await cli.arun(
         "kb", "search", "Who won the football world cup in 1998?", "--tenant", tenant.slug
@@ -84,3 +88,30 @@ async def test_kb_add_of_a_missing_file_is_one_line(cli, make_tenant, tmp_path):
     result = await cli.arun("kb", "add", str(tmp_path / "missing.txt"), "--tenant", tenant.slug)
     assert result.exit_code == 2
     assert result.stderr.strip() == f"error: no such file: {tmp_path / 'missing.txt'}"
+
+
+async def test_kb_search_graph_mode_and_kb_graph(cli, make_tenant, tmp_path):
+    from tests.utils.graph_corpus import documents
+
+    tenant = await make_tenant()
+    paths = []
+    for name, data in documents().items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        paths.append(str(path))
+    assert (await cli.arun("kb", "add", *paths, "--tenant", tenant.slug)).exit_code == 0
+    question = "Is a PTFE seat compatible with a chlorine-based fluid at 180 °C?"
+    found = await cli.arun("kb", "search", question, "--mode", "graph", "--tenant", tenant.slug)
+    assert found.exit_code == 0, found.output
+    documents_found = {json.loads(line)["document"] for line in found.stdout.splitlines()}
+    assert {"chemical-compatibility.csv", "ptfe-properties.txt", "v200-series.txt"} <= documents_found
+    bad = await cli.arun("kb", "search", question, "--mode", "nope", "--tenant", tenant.slug)
+    assert bad.exit_code != 0 and "unknown --mode 'nope'" in bad.output
+
+    walked = await cli.arun("kb", "graph", "V200", "--hops", "1", "--tenant", tenant.slug)
+    assert walked.exit_code == 0, walked.output
+    lines = walked.stdout.splitlines()
+    assert lines[0] == "entities: V200 (family)"
+    assert "V200 made_of PTFE  [v200-series.txt]" in lines
+    unknown = await cli.arun("kb", "graph", "Z999", "--tenant", tenant.slug)
+    assert unknown.exit_code == 0 and unknown.stdout == "" and "no such entity" in unknown.output

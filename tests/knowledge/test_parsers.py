@@ -43,28 +43,38 @@ def test_docx_keeps_paragraphs_and_tables_in_order():
     assert parsed.details["tables"] == 1
 
 
-def test_xlsx_gives_one_line_per_row_with_header_names_per_sheet():
+def test_xlsx_gives_one_section_per_row_with_header_names_and_key_columns():
     data = make_xlsx({"Parts": [HEADER, *PARTS], "Empty": [], "Hours": [["Day", "Open"], ["Monday", "9-19"]]})
     parsed = parse_document(data, "catalog.xlsx")
     assert parsed.kind is DocumentKind.xlsx
-    assert [section.sheet for section in parsed.sections] == ["Parts", "Hours"]
-    assert parsed.sections[0].text.splitlines() == [
+    assert [section.sheet for section in parsed.sections] == ["Parts", "Parts", "Parts", "Hours"]
+    assert [section.text for section in parsed.sections] == [
         "Part: FVAM-2050-B; Name: Steam wand gasket, black; Price EUR: 4.90",
         "Part: FVAM-2050-C; Name: Steam wand gasket, chrome; Price EUR: 6.40",
         "Part: FVAM-3100-A; Name: Water tank lid; Price EUR: 12.00",
+        "Day: Monday; Open: 9-19",
     ]
-    assert parsed.sections[1].text == "Day: Monday; Open: 9-19"
+    assert parsed.sections[1].attributes == {
+        "row": 3,
+        "keys": {"Part": "FVAM-2050-C", "Name": "Steam wand gasket, chrome"},
+    }
+    assert parsed.sections[3].attributes == {"row": 2, "keys": {"Day": "Monday"}}
+    assert parsed.details["sheets"] == {"Parts": 3, "Empty": 0, "Hours": 1}
     assert parsed.details["skipped"] == [{"sheet": "Empty", "why": "empty sheet"}]
 
 
-def test_csv_is_header_aware_and_skips_blank_cells():
+def test_csv_is_header_aware_skips_blank_cells_and_gives_one_section_per_row():
     data = make_csv([["SKU", "Product", "Note"], ["AB-100", "Descaler", ""], ["AB-200", "Brush", "soft"]])
     parsed = parse_document(data, "prices.csv")
     assert parsed.kind is DocumentKind.csv
-    assert parsed.sections[0].text.splitlines() == [
-        "SKU: AB-100; Product: Descaler",
-        "SKU: AB-200; Product: Brush; Note: soft",
+    assert [(section.text, section.attributes) for section in parsed.sections] == [
+        ("SKU: AB-100; Product: Descaler", {"row": 2, "keys": {"SKU": "AB-100", "Product": "Descaler"}}),
+        (
+            "SKU: AB-200; Product: Brush; Note: soft",
+            {"row": 3, "keys": {"SKU": "AB-200", "Product": "Brush"}},
+        ),
     ]
+    assert parsed.details["rows"] == 2
 
 
 def test_csv_with_semicolons_is_sniffed():

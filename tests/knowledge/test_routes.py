@@ -129,3 +129,37 @@ async def test_admin_token_unknown_tenant_and_unknown_document(api, make_tenant)
     assert (await api.get("/v1/admin/tenants/no-such-tenant/knowledge/documents")).status_code == 404
     missing = await api.post(f"{base}/documents/00000000-0000-0000-0000-000000000000/deactivate")
     assert missing.status_code == 404
+
+
+async def test_graph_search_and_walk_after_the_worker_ingests(api, make_tenant, settings):
+    from tests.utils.graph_corpus import documents
+
+    tenant = await make_tenant()
+    base = f"/v1/admin/tenants/{tenant.slug}/knowledge"
+    for name, data in documents().items():
+        assert (await api.post(f"{base}/documents", **_upload(name, data))).status_code == 202
+    await run_worker_burst(settings)  # the worker has a model gateway; the offline model: deterministic
+    spec = next(d for d in (await api.get(f"{base}/documents")).json() if d["filename"] == "v200-series.txt")
+    assert spec["details"]["graph"] == {
+        "extractor": "deterministic",
+        "entities": 6,
+        "mentions": 6,
+        "relations": 4,
+    }
+    question = "Can the V200 valve be used with chlorine at 180 °C?"
+    hits = (await api.get(f"{base}/search", params={"q": question, "mode": "graph"})).json()
+    assert {h["document"] for h in hits[:3]} == {
+        "v200-series.txt",
+        "chemical-compatibility.csv",
+        "ptfe-properties.txt",
+    }
+    row = next(h for h in hits if h["document"] == "chemical-compatibility.csv")
+    assert row["attributes"] == {"row": 2, "keys": {"Material": "PTFE", "Fluid": "chlorine"}}
+    walked = (await api.get(f"{base}/graph", params={"entity": ["teflon", "chlorine"], "hops": 1})).json()
+    assert sorted(e["name"] for e in walked["entities"]) == ["PTFE", "chlorine"]
+    assert {"subject": "PTFE", "relation": "compatible_with", "object": "chlorine",
+            "document": "chemical-compatibility.csv"} in walked["relations"]  # fmt: skip
+    assert walked["passages"][0]["text"] == "Material: PTFE; Fluid: chlorine; Rating: A"
+    assert (await api.get(f"{base}/graph", params={"entity": ["x"] * 6})).status_code == 422
+    modes = (await api.get("/openapi.json")).json()["paths"]["/v1/admin/tenants/{slug}/knowledge/search"]
+    assert "graph" in str(modes["get"]["parameters"]) and "neighborhood" in modes["get"]["description"]

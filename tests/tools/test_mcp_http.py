@@ -113,6 +113,7 @@ async def test_schemas_shown_to_the_model_have_no_injected_parameters(
     assert names == sorted(
         [
             "search_knowledge_base",
+            "explore_knowledge_graph",
             "lookup_product",
             "check_order_status",
             "find_store",
@@ -300,7 +301,9 @@ async def test_email_turns_are_read_only_and_the_budget_is_a_tenant_setting(
     assert gmail is not None and gmail.untrusted_inbound  # what the orchestrator sets on every Gmail turn
     email_turn = turn(shop, channel="gmail", untrusted=gmail.untrusted_inbound)
     email_names = {d["function"]["name"] for d in await tools.definitions(email_turn)}
-    assert email_names == {"search_knowledge_base", "lookup_product", "check_order_status", "find_store"}
+    assert email_names == {
+        "search_knowledge_base", "explore_knowledge_graph", "lookup_product", "check_order_status", "find_store",
+    }  # fmt: skip
 
     async with sessions() as session, session.begin():
         tenant = await session.get(Tenant, shop.tenant_id)
@@ -327,7 +330,7 @@ async def test_discovery_failure_leaves_built_ins_only_and_recovers(settings, se
     assert await down.definitions(turn(shop)) == []
 
     async with serve_app(create_tools_app(settings, server=ToolServer()), port=port):
-        assert len(await down.definitions(turn(shop))) == 6  # recovered on the next discovery
+        assert len(await down.definitions(turn(shop))) == 7  # recovered on the next discovery
         ctx = turn(shop)
         assert (await down.call("find_store", {"city_or_coordinates": "Chicago"}, ctx)).content["stores"]
     with pytest.raises(McpToolError) as gone:

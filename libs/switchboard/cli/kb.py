@@ -21,6 +21,7 @@ from switchboard.cli.runner import TenantOpt, fail, friendly_errors, run_db
 __all__ = [
     "kb_add",
     "kb_search",
+    "kb_graph",
     "kb_list",
     "kb_deactivate",
     "kb_activate",
@@ -118,10 +119,22 @@ def kb_add(
 def kb_search(
     query: Annotated[str, typer.Argument(help="The question, or a code for --mode exact.")],
     tenant: TenantOpt,
-    mode: Annotated[str, typer.Option(help="vector | hybrid | exact.")] = "hybrid",
+    mode: Annotated[
+        str,
+        typer.Option(
+            help="hybrid (vector + full text + graph walk, fused) | vector | exact (codes verbatim) | "
+            "graph (only the walk from the entities the question names) | neighborhood (closest chunk "
+            "and its one-hop neighbours)."
+        ),
+    ] = "hybrid",
     limit: Annotated[int, typer.Option(min=1, max=50, help="Most results.")] = 5,
 ) -> None:
-    """Search; prints one JSON object per line: document, page, sheet, score, text (nothing when no match)."""
+    """Search; prints one JSON object per line: document, page, sheet, score, attributes, text (nothing
+    when no match). ``attributes`` holds a table row's number and key columns."""
+    from switchboard.knowledge.retrieval import SEARCH_MODES
+
+    if mode not in SEARCH_MODES:
+        raise fail(f"unknown --mode {mode!r}: use {', '.join(SEARCH_MODES)}")
     from switchboard.knowledge import search_chunks
 
     async def work(sessions: Any, settings: Any) -> list[Any]:
@@ -142,9 +155,48 @@ def kb_search(
             "page": hit.page,
             "sheet": hit.sheet,
             "score": hit.score,
+            "attributes": hit.attributes,
             "text": hit.text,
         }
         typer.echo(json.dumps(line, ensure_ascii=False))
+
+
+@kb_app.command("graph")
+@friendly_errors
+def kb_graph(
+    entities: Annotated[
+        list[str], typer.Argument(help="Entity names: part numbers, series, materials, fluids.")
+    ],
+    tenant: TenantOpt,
+    hops: Annotated[int, typer.Option(min=0, max=2, help="Relations to follow from them.")] = 1,
+    limit: Annotated[int, typer.Option(min=1, max=20, help="Most passages.")] = 5,
+) -> None:
+    """Walk the knowledge graph from named entities (what the explore_knowledge_graph tool returns).
+
+    Prints the entities found, then one line per relation (``subject relation object  [document]``),
+    then the passages as JSON lines. "no such entity" on stderr when none of the names is known.
+    """
+    from switchboard.knowledge.graph.explore import explore_entities
+
+    if len(entities) > 5:
+        raise fail("name at most 5 entities")
+
+    async def work(sessions: Any, settings: Any) -> Any:
+        row = await _tenant(sessions, tenant)
+        async with sessions() as session:
+            return await explore_entities(session, tenant_id=row.id, names=entities, hops=hops, limit=limit)
+
+    found = _run(work)
+    if not found.entities:
+        typer.echo("no such entity in this tenant's knowledge graph", err=True)
+        return
+    typer.echo("entities: " + ", ".join(f"{e['name']} ({e['kind']})" for e in found.entities))
+    for relation in found.relations:
+        typer.echo(
+            f"{relation['subject']} {relation['relation']} {relation['object']}  [{relation['document']}]"
+        )
+    for chunk in found.chunks:
+        typer.echo(json.dumps(chunk, ensure_ascii=False))
 
 
 @kb_app.command("list")

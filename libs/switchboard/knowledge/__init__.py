@@ -1,5 +1,8 @@
 """Knowledge base: parse uploaded documents, split, embed, store in pgvector, and search them.
 
+At ingestion the chunks' entities and typed relations are stored next to them
+(:mod:`switchboard.knowledge.graph`); ``graph``, ``hybrid`` and ``neighborhood`` search walk them.
+
 The stable retrieval API (used by the MCP ``search_knowledge_base`` tool and the orchestrator) is
 :func:`search_chunks` returning :class:`ChunkHit` rows.
 """

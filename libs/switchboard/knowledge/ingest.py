@@ -14,7 +14,8 @@ parse timeout or memory cap, :mod:`switchboard.knowledge.isolation`) stores no r
 document of the same name keeps its previous version. Uploads are always parsed in a child process
 within those limits. :func:`ingest_source` is the body of the ARQ
 job (and of ``switchboard kb add``). It parses and embeds everything before touching chunks, then
-deletes the old chunks and inserts the new ones in a single transaction, so a failure there
+deletes the old chunks and inserts the new ones, with their knowledge-graph entities, mentions and
+relations (:mod:`switchboard.knowledge.graph`), in a single transaction, so a failure there
 (provider down mid-batch) leaves the previous chunks answering, with ``status='failed'`` and the
 reason in ``error``.
 """
@@ -49,6 +50,7 @@ from switchboard.knowledge.embeddings import (
     embed_texts,
     resolve_embedding_config,
 )
+from switchboard.knowledge.graph import extract_document, extract_for_ingest, prune_orphans, store_graph
 from switchboard.knowledge.isolation import ParseLimits, parse_isolated
 from switchboard.knowledge.parsers import CONTENT_TYPES, DocumentRejected, parse_document, sniff_kind
 from switchboard.knowledge.splitter import split_text
@@ -224,6 +226,7 @@ async def ingest_source(
     source_id: uuid.UUID,
     content_hash: str | None = None,
     on_progress: ProgressCallback | None = None,
+    gateway: Any | None = None,
 ) -> IngestReport:
     """Parse, split, embed and store one document; all or nothing (see the module docstring).
 
@@ -237,6 +240,9 @@ async def ingest_source(
         source_id: the ``knowledge_sources`` row.
         content_hash: the upload this run is for; ``None`` ingests whatever is stored.
         on_progress: ``(stage, done, total)`` callback for progress bars.
+        gateway: the worker's :class:`~switchboard.llm.router.ModelGateway`; with it, a tenant whose
+            models include a provider model has its entities and relations extracted by that model
+            (:func:`switchboard.knowledge.graph.extract_for_ingest`); without it, deterministically.
 
     Returns:
         The report; ``status`` is ``ready``, ``failed`` (``error`` says why) or ``skipped``.
@@ -283,7 +289,9 @@ async def ingest_source(
         for text in split_text(
             section.text, chunk_size=settings.kb_chunk_size_chars, overlap=settings.kb_chunk_overlap_chars
         ):
-            rows.append({"page": section.page, "sheet": section.sheet, "text": text})
+            rows.append(
+                {"page": section.page, "sheet": section.sheet, "text": text, "attributes": section.attributes}
+            )
     details = dict(parsed.details)
     details.update(kind=parsed.kind.value, chunks=len(rows), sections=len(parsed.sections))
     try:
@@ -294,6 +302,10 @@ async def ingest_source(
         )
     except EmbeddingFailed as exc:
         return await _fail(sessions, report, bound, str(exc), reason="embedding_failed", details=details)
+    extractions, extractor = await extract_for_ingest(
+        [(row["text"], row["attributes"]) for row in rows],
+        settings=settings, tenant=tenant, gateway=gateway, trace_id=f"kb-ingest-{source_id.hex}",
+    )  # fmt: skip
 
     async with sessions() as session, session.begin():
         current = await TenantScope(session, tenant_id).get(KnowledgeSource, source_id)
@@ -308,9 +320,10 @@ async def ingest_source(
                 KnowledgeDocument.tenant_id == tenant_id, KnowledgeDocument.source_id == source_id
             )
         )
+        chunk_ids: list[int] = []
         if rows:
-            await session.exec(
-                insert(KnowledgeDocument),
+            inserted = await session.exec(
+                insert(KnowledgeDocument).returning(KnowledgeDocument.id, sort_by_parameter_order=True),  # type: ignore[arg-type]
                 params=[
                     {
                         "tenant_id": tenant_id,
@@ -322,10 +335,20 @@ async def ingest_source(
                         "embedding": vector,
                         "is_active": current.is_active,
                         "content_hash": sha256_hex(row["text"].encode()),
+                        "attributes": row["attributes"],
                     }
                     for position, (row, vector) in enumerate(zip(rows, vectors, strict=True))
                 ],
             )
+            chunk_ids = [int(row_id) for row_id in inserted.scalars()]
+        counts = await store_graph(
+            session, tenant_id=tenant_id, source_id=source_id, chunk_ids=chunk_ids, extractions=extractions
+        )
+        await prune_orphans(session, tenant_id=tenant_id)
+        details["graph"] = {
+            "extractor": extractor, "entities": counts.entities, "mentions": counts.mentions,
+            "relations": counts.relations,
+        }  # fmt: skip
         current.status = SourceStatus.ready.value
         current.error = None
         current.chunk_count = len(rows)
@@ -416,15 +439,23 @@ async def ingest_in_session(
     )  # fmt: skip
     await session.flush()
     scope.add(KnowledgeSourceFile(tenant_id=tenant_id, source_id=source.id, data=data))
-    for position, ((section, text), vector) in enumerate(zip(rows, vectors, strict=True)):
+    chunks = [
         scope.add(
             KnowledgeDocument(
                 tenant_id=tenant_id, source_id=source.id, position=position, page=section.page,
                 sheet=section.sheet, text=text, embedding=vector, is_active=True,
-                content_hash=sha256_hex(text.encode()),
+                content_hash=sha256_hex(text.encode()), attributes=section.attributes,
             )
-        )  # fmt: skip
+        )
+        for position, ((section, text), vector) in enumerate(zip(rows, vectors, strict=True))
+    ]  # fmt: skip
     await session.flush()
+    counts = await store_graph(
+        session, tenant_id=tenant_id, source_id=source.id, chunk_ids=[int(c.id or 0) for c in chunks],
+        extractions=extract_document([(text, section.attributes) for section, text in rows]),
+    )  # fmt: skip
+    source.details = {**source.details, "graph": {"extractor": "deterministic", "entities": counts.entities,
+                      "mentions": counts.mentions, "relations": counts.relations}}  # fmt: skip
     log.info("knowledge_ingested", tenant_id=str(tenant_id), source_id=str(source.id), chunks=len(rows),
              embedding_model=config.model)  # fmt: skip
     return source

@@ -55,6 +55,7 @@ async def ingest_knowledge_source(
             source_id=uuid.UUID(source_id),
             content_hash=content_hash,
             on_progress=progress,
+            gateway=ctx.get("model_gateway"),  # a provider model extracts the graph (else deterministic)
         )
     except DocumentNotFound:
         log.info(

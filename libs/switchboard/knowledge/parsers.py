@@ -5,8 +5,8 @@ report of what was skipped. A file that yields no text at all (encrypted, corrup
 image-only) raises :class:`DocumentRejected` with a reason an uploader can act on.
 
 Formats: PDF (pypdf, one section per page), DOCX (python-docx: paragraphs and tables in document
-order), XLSX (openpyxl: one line per row, ``Header: value; ...``), CSV (header-aware, same line
-shape, dialect sniffed), TXT and Markdown (UTF-16 with BOM, UTF-8, Windows-1252 or Latin-1:
+order), XLSX (openpyxl: one section per row, ``Header: value; ...``, with the row's key columns in
+``Section.attributes``), CSV (header-aware, same shape, dialect sniffed), TXT and Markdown (UTF-16 with BOM, UTF-8, Windows-1252 or Latin-1:
 :mod:`switchboard.textfiles`).
 
 Customer uploads are hostile until parsed: :mod:`switchboard.knowledge.isolation` runs
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import zipfile
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -115,6 +116,9 @@ class Section:
     """1-based PDF page."""
     sheet: str | None = None
     """Spreadsheet sheet name (XLSX)."""
+    attributes: dict[str, Any] = field(default_factory=dict)
+    """A table row's place and key columns, ``{"row": 2, "keys": {"SKU": "AB-100"}}`` (CSV, XLSX:
+    each data row is a section of its own, so it becomes its own chunk); ``{}`` elsewhere."""
 
 
 @dataclass(kw_only=True)
@@ -307,6 +311,46 @@ def _table_lines(rows: list[list[str]], *, lone_row_is_text: bool = False) -> li
     return [line for line in (_row_line(headers, row) for row in rows[1:]) if line]
 
 
+_KEY_HEADER = re.compile(
+    r"\b(sku|part|item|code|article|art|model|ref|reference|id|no|nr|number|product|name|series|family"
+    r"|material|fluid|medium|media|chemical|type|standard)\b",
+    re.IGNORECASE,
+)
+"""Headers whose column identifies a row (the first column always does)."""
+MAX_KEY_COLUMNS = 6
+
+
+def key_columns(headers: list[str]) -> list[int]:
+    """Indexes of a table's key columns: the first, then those whose header names an id, a name or a kind."""
+    keys = [0] if headers else []
+    for index, header in enumerate(headers[1:], start=1):
+        if header and _KEY_HEADER.search(header.replace("_", " ")) and len(keys) < MAX_KEY_COLUMNS:
+            keys.append(index)
+    return keys
+
+
+def _row_sections(rows: list[list[str]], *, sheet: str | None = None) -> list[Section]:
+    """One section per data row (the first non-empty row is the header), with its key columns.
+
+    The text is the row as ``Header: value; ...`` (:func:`_row_line`); ``attributes`` holds
+    ``row`` (1-based, the header is row 1 of the non-empty rows) and ``keys`` (header → value of
+    the key columns, :func:`key_columns`). So exact mode for one SKU returns that row alone.
+    """
+    rows = [row for row in rows if any(row)]
+    if len(rows) < 2:
+        return []
+    headers = rows[0]
+    keys = key_columns(headers)
+    sections = []
+    for number, row in enumerate(rows[1:], start=2):
+        line = _row_line(headers, row)
+        if not line:
+            continue
+        values = {(headers[i] or f"column {i + 1}"): row[i] for i in keys if i < len(row) and row[i]}
+        sections.append(Section(text=line, sheet=sheet, attributes={"row": number, "keys": values}))
+    return sections
+
+
 def _parse_docx(data: bytes, filename: str) -> ParsedDocument:
     import docx
     from docx.table import Table
@@ -373,10 +417,10 @@ def _parse_xlsx(data: bytes, filename: str) -> ParsedDocument:
     try:
         for worksheet in workbook.worksheets:
             rows = [[_cell_text(value) for value in row] for row in worksheet.iter_rows(values_only=True)]
-            lines = _table_lines(rows)
-            sheets[worksheet.title] = len(lines)
-            if lines:
-                sections.append(Section(text="\n".join(lines), sheet=worksheet.title))
+            row_sections = _row_sections(rows, sheet=worksheet.title)
+            sheets[worksheet.title] = len(row_sections)
+            if row_sections:
+                sections.extend(row_sections)
             else:
                 skipped.append({"sheet": worksheet.title, "why": "empty sheet"})
     except _RESOURCE_ERRORS:
@@ -399,10 +443,8 @@ def _parse_csv(data: bytes, filename: str) -> ParsedDocument:
         rows = [[cell.strip() for cell in row] for row in csv.reader(io.StringIO(text), dialect)]
     except csv.Error as exc:
         raise DocumentRejected(filename, "corrupt", f"malformed CSV ({exc})") from None
-    lines = _table_lines(rows)
-    return ParsedDocument(
-        kind=DocumentKind.csv, sections=[Section(text="\n".join(lines))], details={"rows": len(lines)}
-    )
+    sections = _row_sections(rows)
+    return ParsedDocument(kind=DocumentKind.csv, sections=sections, details={"rows": len(sections)})
 
 
 def _parse_text(data: bytes, filename: str) -> ParsedDocument:

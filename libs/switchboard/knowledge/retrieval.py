@@ -16,6 +16,18 @@ Modes (DESIGN.md "Knowledge"):
   (Cormack, Clarke & Büttcher, SIGIR 2009: ``score = Σ 1/(k + rank)``, k = 60). A chunk matches when its cosine similarity
   reaches the threshold **or** it contains at least ``kb_min_keyword_coverage`` of the
   question's keywords, so exact words and numbers count.
+  The question's graph walk (below) is a third list, weighted ``1 + min(2, entities named)``, of
+  the walk's chunks scoring at least ``GRAPH_FLOOR`` of its best:
+  when the question names entities of the tenant's graph, the chunks that connect them take the
+  lead; a question naming none is fused from the two lists as before. A chunk from the walk
+  matches whatever its similarity (``kb_hybrid_graph = false`` leaves the walk out).
+* ``graph``: only the walk (:mod:`switchboard.knowledge.graph.walk`, a recursive CTE) from the
+  entities the question names (its words and codes matched against the tenant's entity names,
+  ``kb_graph_hops`` steps): chunks that state relations between them (the PTFE / chlorine row, the
+  valve spec naming its PTFE seats, the PTFE sheet's temperature limit) ranked by how strongly they
+  connect them. Nothing when the question names no entity.
+* ``neighborhood``: the closest chunk (``hybrid`` without the walk, top 1) and the chunks one hop
+  away in the graph from the entities it mentions.
 * ``exact``: for part numbers, SKUs and codes. Tokens of the question that contain a digit or an
   inner ``-``/``_``/``.`` (all keywords if there are none) must each occur in the chunk as a whole
   token (a GIN phrase pre-filter, then a case-insensitive regular expression with token
@@ -30,7 +42,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from sqlalchemy import text
@@ -39,12 +51,15 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.db.models import Tenant
 from switchboard.errors import TenantNotFound
 from switchboard.knowledge.embeddings import EmbeddingConfig, embed_query, resolve_embedding_config
+from switchboard.knowledge.graph.extract import question_names, question_units, relation_cues
+from switchboard.knowledge.graph.walk import GRAPH_SQL, SEEDS_BY_CHUNK, SEEDS_BY_NAME, SIMILARITY, graph_ctes
 from switchboard.llm.lexical import tokenize
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
 
 __all__ = [
     "ChunkHit",
+    "SEARCH_MODES",
     "SearchMode",
     "search_chunks",
     "explain_search",
@@ -55,11 +70,17 @@ __all__ = [
 
 log = get_logger(__name__)
 
-SearchMode = Literal["vector", "hybrid", "exact"]
+SearchMode = Literal["vector", "hybrid", "exact", "graph", "neighborhood"]
+SEARCH_MODES: tuple[str, ...] = ("vector", "hybrid", "exact", "graph", "neighborhood")
 RRF_K = 60
 """Reciprocal-rank-fusion constant (Cormack et al. 2009)."""
 CANDIDATES_PER_LIST = 40
 """Hybrid mode: candidates taken from each of the vector and the full-text lists before fusion."""
+GRAPH_CANDIDATES = 20
+"""Hybrid and graph modes: chunks kept from the graph walk (best graph score first)."""
+GRAPH_FLOOR = 0.25
+"""Hybrid mode: graph chunks fused only when their graph score is at least this share of the best
+one (a chunk that merely mentions one named entity does not outvote vector and full-text)."""
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below
@@ -92,6 +113,8 @@ class ChunkHit:
     similarity: float | None
     """Cosine similarity of chunk and question (``None`` for chunks of another embedding model)."""
     text: str
+    attributes: dict[str, Any] = field(default_factory=dict)
+    """A table row's place and key columns (``{"row": 3, "keys": {"SKU": "AB-100"}}``); ``{}`` for prose."""
 
     def to_json_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -153,7 +176,7 @@ def _nearest_cte(name: str, limit_param: str, *, exact: bool) -> str:
 
 _VECTOR_SQL = """
 WITH {nearest}
-SELECT d.id, d.source_id, s.filename, d.page, d.sheet, d.text,
+SELECT d.id, d.source_id, s.filename, d.page, d.sheet, d.text, d.attributes,
        1 - nn.distance AS similarity, 1 - nn.distance AS score
 FROM nn
 JOIN knowledge_documents d ON d.id = nn.id
@@ -163,7 +186,7 @@ ORDER BY nn.distance, d.id
 """
 
 _HYBRID_SQL = """
-WITH {nearest},
+WITH RECURSIVE {nearest},
 vec_ranked AS (
     SELECT id, row_number() OVER (ORDER BY distance, id) AS rank FROM vec
 ),
@@ -177,13 +200,25 @@ kw AS MATERIALIZED (
 kw_ranked AS (
     SELECT id, row_number() OVER (ORDER BY text_rank DESC, id) AS rank FROM kw
 ),
+{graph},
+gr_ranked AS (
+    SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rank FROM graph
+    WHERE score >= :graph_floor * (SELECT max(score) FROM graph)
+),
+graph_weight AS MATERIALIZED (
+    SELECT 1.0 + least(count(*), 2) AS w FROM seeds
+),
 fused AS (
-    SELECT coalesce(v.id, k.id) AS id,
-           coalesce(1.0 / (:rrf_k + v.rank), 0) + coalesce(1.0 / (:rrf_k + k.rank), 0) AS rrf
-    FROM vec_ranked v FULL OUTER JOIN kw_ranked k ON v.id = k.id
+    SELECT x.id, sum(x.rrf) AS rrf, bool_or(x.from_graph) AS from_graph
+    FROM (
+        SELECT id, 1.0 / (:rrf_k + rank) AS rrf, false AS from_graph FROM vec_ranked
+        UNION ALL SELECT id, 1.0 / (:rrf_k + rank), false FROM kw_ranked
+        UNION ALL SELECT id, (SELECT w FROM graph_weight) / (:rrf_k + rank), true FROM gr_ranked
+    ) x
+    GROUP BY x.id
 ),
 scored AS (
-    SELECT d.id, d.source_id, s.filename, d.page, d.sheet, d.text, f.rrf,
+    SELECT d.id, d.source_id, s.filename, d.page, d.sheet, d.text, d.attributes, f.rrf, f.from_graph,
            CASE WHEN s.embedding_model = :model THEN 1 - (d.embedding <=> CAST(:qvec AS vector)) END
                AS similarity,
            (SELECT count(*) FROM unnest(CAST(:terms AS text[])) AS t(term)
@@ -192,9 +227,10 @@ scored AS (
     JOIN knowledge_documents d ON d.id = f.id
     JOIN knowledge_sources s ON s.id = d.source_id AND s.tenant_id = :tenant_id
 )
-SELECT id, source_id, filename, page, sheet, text, similarity, rrf * (:rrf_k + 1) / 2.0 AS score
+SELECT id, source_id, filename, page, sheet, text, attributes, similarity,
+       rrf * (:rrf_k + 1) / (2.0 + (SELECT w FROM graph_weight)) AS score
 FROM scored
-WHERE similarity >= :min_similarity OR (:n_terms_real > 0 AND coverage >= :min_coverage)
+WHERE similarity >= :min_similarity OR (:n_terms_real > 0 AND coverage >= :min_coverage) OR from_graph
 ORDER BY rrf DESC, id
 LIMIT :limit
 """
@@ -204,7 +240,7 @@ def _exact_sql(count: int) -> str:
     prefilter = " AND ".join(f"d.tsv @@ phraseto_tsquery('simple', :tok{i})" for i in range(count))
     verify = " AND ".join(f"d.text ~* :pat{i}" for i in range(count))
     return f"""
-SELECT d.id, d.source_id, s.filename, d.page, d.sheet, d.text,
+SELECT d.id, d.source_id, s.filename, d.page, d.sheet, d.text, d.attributes,
        CASE WHEN s.embedding_model = :model THEN 1 - (d.embedding <=> CAST(:qvec AS vector)) END
            AS similarity,
        coalesce(CASE WHEN s.embedding_model = :model THEN 1 - (d.embedding <=> CAST(:qvec AS vector)) END, 0)
@@ -242,7 +278,7 @@ in its own CTE, to be restored after the search)."""
 class _Prepared:
     sql: str
     params: dict[str, Any]
-    strategy: Literal["exact_scan", "hnsw", "keyword"]
+    strategy: Literal["exact_scan", "hnsw", "keyword", "graph"]
     tenant_chunks: int | None
     restore_sort: str | None
     """``enable_sort`` value to put back after an HNSW query (``None``: nothing to restore)."""
@@ -260,14 +296,16 @@ async def _prepare(
     settings: Settings,
     embedding: EmbeddingConfig | None,
     min_similarity: float | None,
+    seed_chunk: int | None = None,
+    use_graph: bool | None = None,
 ) -> _Prepared | None:
     """Validate, embed the question and pick the query; ``None`` when the question has no words.
 
     Leaves ``SET LOCAL`` options in the session's transaction (``enable_sort = off`` for HNSW:
     the caller restores it from ``restore_sort`` once the search has run).
     """
-    if mode not in ("vector", "hybrid", "exact"):
-        raise ValueError(f"unknown search mode {mode!r}: use vector, hybrid or exact")
+    if mode not in SEARCH_MODES or mode == "neighborhood":
+        raise ValueError(f"unknown search mode {mode!r}: use {', '.join(SEARCH_MODES)}")
     if not 1 <= limit <= 50:
         raise ValueError(f"limit must be 1-50, got {limit}")
     if embedding is None:
@@ -278,7 +316,7 @@ async def _prepare(
     threshold = embedding.min_similarity if min_similarity is None else min_similarity
     terms = keywords(query)
     params: dict[str, Any] = {"tenant_id": tenant_id, "model": embedding.model, "limit": limit}
-    strategy: Literal["exact_scan", "hnsw", "keyword"] = "keyword"
+    strategy: Literal["exact_scan", "hnsw", "keyword", "graph"] = "keyword"
     tenant_chunks: int | None = None
     restore_sort: str | None = None
     if mode == "exact":
@@ -289,6 +327,15 @@ async def _prepare(
             params[f"tok{index}"] = token
             params[f"pat{index}"] = _token_regex(token)
         sql = _exact_sql(len(tokens))
+    elif mode == "graph":
+        if not tokenize(query) and seed_chunk is None:
+            return None
+        strategy = "graph"
+        seeds = SEEDS_BY_NAME if seed_chunk is None else SEEDS_BY_CHUNK
+        sql = GRAPH_SQL.replace("{ctes}", graph_ctes(seeds)).replace("{similarity}", SIMILARITY)
+        params.update(_graph_params(query, settings, use_graph=True))
+        if seed_chunk is not None:
+            params.update(seed_chunk=seed_chunk, hops=1, names=[])
     else:
         if not tokenize(query):
             return None
@@ -312,6 +359,8 @@ async def _prepare(
             sql = _VECTOR_SQL.replace("{nearest}", _nearest_cte("nn", "limit", exact=exact_scan))
         else:
             sql = _HYBRID_SQL.replace("{nearest}", _nearest_cte("vec", "candidates", exact=exact_scan))
+            sql = sql.replace("{graph}", graph_ctes(SEEDS_BY_NAME))
+            params.update(_graph_params(query, settings, use_graph=use_graph))
             params.update(
                 candidates=max(CANDIDATES_PER_LIST, limit),
                 or_query=" or ".join(f'"{term}"' for term in terms),
@@ -336,6 +385,20 @@ async def _prepare(
     )
 
 
+def _graph_params(query: str, settings: Settings, *, use_graph: bool | None) -> dict[str, Any]:
+    """Parameters of the graph walk: the names the question may use for entities (none when the walk
+    is off: ``use_graph`` false, or ``None`` and ``kb_hybrid_graph`` off), hops, cued relations, units."""
+    enabled = settings.kb_hybrid_graph if use_graph is None else use_graph
+    return {
+        "names": question_names(query) if enabled else [],
+        "hops": settings.kb_graph_hops,
+        "cued": relation_cues(query),
+        "units": question_units(query),
+        "graph_candidates": GRAPH_CANDIDATES,
+        "graph_floor": GRAPH_FLOOR,
+    }
+
+
 async def _restore(session: AsyncSession, prepared: _Prepared) -> None:
     if prepared.restore_sort is not None:
         await session.exec(
@@ -353,32 +416,43 @@ async def search_chunks(
     settings: Settings,
     embedding: EmbeddingConfig | None = None,
     min_similarity: float | None = None,
+    use_graph: bool | None = None,
 ) -> list[ChunkHit]:
     """Find the tenant's chunks that answer ``query``; nothing when nothing is relevant enough.
 
     Round trips: ``vector``/``hybrid`` read the tenant's chunk count while setting the planner
     options, then run the one search query (plus one to restore ``enable_sort`` after HNSW);
-    ``exact`` runs the one query. A tenant row lookup comes first when ``embedding`` is omitted.
+    ``exact`` and ``graph`` run the one query; ``neighborhood`` runs a ``hybrid`` search (top 1,
+    without the walk) and then the one-hop walk from its chunk. A tenant row lookup comes first
+    when ``embedding`` is omitted.
 
     Args:
         session: open session; ``SET LOCAL`` applies to its current transaction.
         tenant_id: the tenant established by authentication (never taken from a model).
         query: the question, or a code for ``exact`` mode.
-        mode: ``vector``, ``hybrid`` (default) or ``exact`` (see the module docstring).
+        mode: ``vector``, ``hybrid`` (default), ``exact``, ``graph`` or ``neighborhood`` (see the
+            module docstring).
         limit: most chunks returned (1-50).
-        settings: thresholds, ``hnsw.ef_search``, ``kb_exact_scan_max_chunks`` and the embedding
-            fallback policy.
+        settings: thresholds, ``hnsw.ef_search``, ``kb_exact_scan_max_chunks``, the graph walk's
+            ``kb_graph_hops`` and ``kb_hybrid_graph``, and the embedding fallback policy.
         embedding: the tenant's embedding configuration (resolved from the tenant row when omitted).
         min_similarity: override of the cosine-similarity threshold.
+        use_graph: ``hybrid`` only: fuse the graph walk (``None``: ``kb_hybrid_graph``).
 
     Returns:
-        Up to ``limit`` hits, best first; empty when no chunk passes the threshold.
+        Up to ``limit`` hits, best first; empty when no chunk passes the threshold (``graph``: when
+        the question names no entity of the tenant's graph).
 
     Raises:
         ValueError: unknown mode or ``limit`` outside 1-50.
         TenantNotFound: ``embedding`` omitted and no such tenant.
         EmbeddingFailed: the embedding provider failed for the question.
     """
+    if mode == "neighborhood":
+        return await _neighborhood(
+            session, tenant_id=tenant_id, query=query, limit=limit, settings=settings, embedding=embedding,
+            min_similarity=min_similarity,
+        )  # fmt: skip
     prepared = await _prepare(
         session,
         tenant_id=tenant_id,
@@ -388,24 +462,11 @@ async def search_chunks(
         settings=settings,
         embedding=embedding,
         min_similarity=min_similarity,
+        use_graph=use_graph,
     )
     if prepared is None:
         return []
-    rows = (await session.exec(text(prepared.sql), params=prepared.params)).all()
-    await _restore(session, prepared)
-    hits = [
-        ChunkHit(
-            chunk_id=row.id,
-            source_id=row.source_id,
-            document=row.filename,
-            page=row.page,
-            sheet=row.sheet,
-            score=round(float(row.score), 6),
-            similarity=None if row.similarity is None else round(float(row.similarity), 6),
-            text=row.text,
-        )
-        for row in rows
-    ]
+    hits = await _run(session, prepared)
     log.info(
         "knowledge_searched",
         tenant_id=str(tenant_id),
@@ -416,6 +477,64 @@ async def search_chunks(
         embedding_model=prepared.embedding_model,
         threshold=prepared.threshold,
     )
+    return hits
+
+
+async def _run(session: AsyncSession, prepared: _Prepared) -> list[ChunkHit]:
+    rows = (await session.exec(text(prepared.sql), params=prepared.params)).all()
+    await _restore(session, prepared)
+    return [
+        ChunkHit(
+            chunk_id=row.id,
+            source_id=row.source_id,
+            document=row.filename,
+            page=row.page,
+            sheet=row.sheet,
+            score=round(float(row.score), 6),
+            similarity=None if row.similarity is None else round(float(row.similarity), 6),
+            text=row.text,
+            attributes=row.attributes or {},
+        )
+        for row in rows
+    ]
+
+
+async def _neighborhood(
+    session: AsyncSession,
+    *,
+    tenant_id: uuid.UUID,
+    query: str,
+    limit: int,
+    settings: Settings,
+    embedding: EmbeddingConfig | None,
+    min_similarity: float | None,
+) -> list[ChunkHit]:
+    """``neighborhood`` mode: the closest chunk, then the chunks one hop away from its entities."""
+    if not 1 <= limit <= 50:
+        raise ValueError(f"limit must be 1-50, got {limit}")
+    if embedding is None:
+        tenant = await session.get(Tenant, tenant_id)
+        if tenant is None:
+            raise TenantNotFound(str(tenant_id))
+        embedding = resolve_embedding_config(settings, tenant)
+    closest = await search_chunks(
+        session, tenant_id=tenant_id, query=query, mode="hybrid", limit=1, settings=settings,
+        embedding=embedding, min_similarity=min_similarity, use_graph=False,
+    )  # fmt: skip
+    if not closest:
+        return []
+    seed = closest[0]
+    prepared = await _prepare(
+        session, tenant_id=tenant_id, query=query, mode="graph", limit=min(50, limit + 1), settings=settings,
+        embedding=embedding, min_similarity=min_similarity, seed_chunk=seed.chunk_id,
+    )  # fmt: skip
+    neighbours = [] if prepared is None else await _run(session, prepared)
+    hits = [ChunkHit(**{**asdict(seed), "score": 1.0})]
+    hits += [hit for hit in neighbours if hit.chunk_id != seed.chunk_id][: limit - 1]
+    log.info(
+        "knowledge_searched", tenant_id=str(tenant_id), mode="neighborhood", hits=len(hits),
+        strategy="graph", seed_chunk=seed.chunk_id, embedding_model=embedding.model,
+    )  # fmt: skip
     return hits
 
 

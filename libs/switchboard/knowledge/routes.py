@@ -22,6 +22,7 @@ from switchboard.knowledge.embeddings import (
     resolve_embedding_config,
     set_tenant_embedding,
 )
+from switchboard.knowledge.graph.explore import explore_entities
 from switchboard.knowledge.ingest import (
     DocumentNotFound,
     delete_source,
@@ -87,6 +88,38 @@ class HitPublic(BaseModel):
     score: float
     similarity: float | None
     text: str
+    attributes: dict[str, Any] = Field(
+        default_factory=dict,
+        description='A table row\'s place and key columns, e.g. {"row": 3, "keys": {"SKU": "AB-100"}}; {} for prose.',
+    )
+
+
+class GraphEntityPublic(BaseModel):
+    name: str
+    kind: str = Field(description="product | family | material | fluid | standard | range")
+
+
+class GraphRelationPublic(BaseModel):
+    subject: str
+    relation: str = Field(
+        description="belongs_to_family | compatible_with | incompatible_with | rated_for | equivalent_of | "
+        "replaces | made_of"
+    )
+    object: str
+    document: str = Field(description="The document the relation was read from.")
+
+
+class GraphPassagePublic(BaseModel):
+    text: str
+    document: str
+    page: int | None
+    score: float = Field(description="Graph score scaled to 0..1 (the best passage is 1).")
+
+
+class GraphPublic(BaseModel):
+    entities: list[GraphEntityPublic] = Field(description="The named entities found (empty: none known).")
+    relations: list[GraphRelationPublic]
+    passages: list[GraphPassagePublic]
 
 
 class ReindexRequest(BaseModel):
@@ -272,9 +305,13 @@ async def put_embedding(
 @knowledge_admin_router.get(
     "/search",
     summary="Search the tenant's knowledge base",
-    description="Modes: hybrid (default; full-text rank fused with vector rank), vector (cosine, HNSW), "
-    "exact (codes and part numbers must occur as whole tokens). Returns nothing when nothing passes "
-    "the relevance threshold.",
+    description="Modes: hybrid (default; vector rank, full-text rank and the knowledge-graph walk from "
+    "the entities the question names, fused by reciprocal rank), vector (cosine, HNSW), exact (codes "
+    "and part numbers must occur as whole tokens), graph (only the walk: chunks that relate the "
+    "products, series, materials, fluids and standards the question names, across documents; nothing "
+    "when it names none), neighborhood (the closest chunk and the chunks one relation away from its "
+    "entities). Returns nothing when nothing passes the relevance threshold. Table rows (CSV, XLSX) are "
+    "one chunk each; `attributes` holds the row number and its key columns.",
     response_model=list[HitPublic],
 )
 async def search(
@@ -282,7 +319,9 @@ async def search(
     session: SessionDep,
     settings: SettingsDep,
     q: Annotated[str, Query(min_length=1, max_length=2000, description="The question or code.")],
-    mode: Literal["vector", "hybrid", "exact"] = "hybrid",
+    mode: Annotated[
+        Literal["vector", "hybrid", "exact", "graph", "neighborhood"], Query(description="Search mode.")
+    ] = "hybrid",
     limit: Annotated[int, Query(ge=1, le=50)] = 5,
 ) -> list[HitPublic]:
     try:
@@ -298,3 +337,24 @@ async def search(
     except EmbeddingFailed as exc:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc)) from None
     return [HitPublic(**hit.to_json_dict()) for hit in hits]
+
+
+@knowledge_admin_router.get(
+    "/graph",
+    summary="Walk the tenant's knowledge graph from named entities",
+    description="What the `explore_knowledge_graph` tool gives the model: the entities among `entity` "
+    "(names as written: part numbers, series, materials, fluids, standards; `Teflon` finds PTFE), the "
+    "relations within `hops` steps with the document each was read from, and the best chunks.",
+    response_model=GraphPublic,
+)
+async def graph(
+    tenant: TenantDep,
+    session: SessionDep,
+    entity: Annotated[list[str], Query(min_length=1, max_length=5, description="Entity names (1-5).")],
+    hops: Annotated[int, Query(ge=0, le=2, description="Relations to follow (0-2).")] = 1,
+    limit: Annotated[int, Query(ge=1, le=20, description="Most passages.")] = 5,
+) -> GraphPublic:
+    found = await explore_entities(session, tenant_id=tenant.id, names=entity, hops=hops, limit=limit)
+    return GraphPublic.model_validate(
+        {"entities": found.entities, "relations": found.relations, "passages": found.chunks}
+    )

@@ -12,9 +12,9 @@ import math
 import re
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from sqlalchemy import func, or_
 from sqlmodel import col
 
@@ -32,6 +32,7 @@ from switchboard.db.tenant_scope import TenantScope
 from switchboard.errors import ToolError
 from switchboard.handoff.pending import stage_approval_requested
 from switchboard.knowledge import EmbeddingFailed, search_chunks
+from switchboard.knowledge.graph.explore import explore_entities
 from switchboard.leads.capture import stage_lead_created
 from switchboard.tools.contracts import ToolCallContext, ToolContract, ToolPolicy, WriteResult
 
@@ -69,9 +70,12 @@ class _Args(BaseModel):
 # --- search_knowledge_base ------------------------------------------------------------------------
 class SearchKnowledgeArgs(_Args):
     query: str = Field(min_length=1, max_length=500, description="The customer's question, in their words.")
-    mode: Literal["hybrid", "exact", "vector"] = Field(
+    mode: Literal["hybrid", "exact", "vector", "graph", "neighborhood"] = Field(
         "hybrid",
-        description="'hybrid' for questions; 'exact' to find a code such as a part number verbatim.",
+        description="'hybrid' for questions (also follows the product graph from what they name); "
+        "'exact' to find a code such as a part number verbatim; 'graph' for questions whose answer "
+        "connects several documents (a product, its material, a fluid); 'neighborhood' for the best "
+        "passage and what is directly related to it.",
     )
 
 
@@ -104,6 +108,58 @@ async def search_knowledge_base(ctx: ToolCallContext, args: SearchKnowledgeArgs)
         passages=[
             KnowledgePassage(text=h.text, document=h.document, page=h.page, score=h.score) for h in hits
         ]
+    )
+
+
+# --- explore_knowledge_graph ----------------------------------------------------------------------
+class ExploreGraphArgs(_Args):
+    entities: list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]] = (
+        Field(
+            min_length=1,
+            max_length=5,
+            description="Names of products, part numbers, series, materials, fluids or standards, as the "
+            "customer wrote them, e.g. ['V200', 'chlorine'].",
+        )
+    )
+    hops: int = Field(
+        1, ge=0, le=2,
+        description="How far to follow relations: 0 = passages naming these only, 1 = and their direct "
+        "neighbours (the series' seat material, a material's compatibility), 2 = one step further.",
+    )  # fmt: skip
+
+
+class GraphEntity(BaseModel):
+    name: str
+    kind: str
+    """product, family, material, fluid, standard or range."""
+
+
+class GraphRelation(BaseModel):
+    subject: str
+    relation: str
+    """belongs_to_family, compatible_with, incompatible_with, rated_for, equivalent_of, replaces, made_of."""
+    object: str
+    document: str
+    """The document the relation was read from."""
+
+
+class GraphResult(BaseModel):
+    entities: list[GraphEntity]
+    """The named entities found in the documents; empty when none is known (then say you don't know)."""
+    relations: list[GraphRelation]
+    passages: list[KnowledgePassage]
+    """Best first: quote these, not the relations alone."""
+
+
+async def explore_knowledge_graph(ctx: ToolCallContext, args: ExploreGraphArgs) -> GraphResult:
+    found = await explore_entities(
+        ctx.session, tenant_id=ctx.tenant_id, names=args.entities, hops=args.hops,
+        limit=max(1, min(int(ctx.tool_config.get("limit", 5)), 20)),
+    )  # fmt: skip
+    return GraphResult(
+        entities=[GraphEntity(**e) for e in found.entities],
+        relations=[GraphRelation(**r) for r in found.relations],
+        passages=[KnowledgePassage(**c) for c in found.chunks],
     )
 
 
@@ -380,6 +436,14 @@ BUSINESS_TOOLS: tuple[ToolContract, ...] = (
         description="Search the business's documents (FAQ, policies, manuals, price lists) for passages "
         "that answer the customer's question. Answer only from the passages returned.",
         input_model=SearchKnowledgeArgs, result_model=KnowledgeResult, handler=search_knowledge_base,
+    ),
+    ToolContract(
+        name="explore_knowledge_graph", version=TOOL_VERSION, policy=_READ,
+        description="Follow the business's product knowledge graph from things the customer named "
+        "(part numbers, series, materials, fluids, standards): what they are made of, compatible or "
+        "incompatible with, rated for, replaced by, and the passages that say so. Use it when an answer "
+        "connects several documents, e.g. a valve series, its seat material and a fluid.",
+        input_model=ExploreGraphArgs, result_model=GraphResult, handler=explore_knowledge_graph,
     ),
     ToolContract(
         name="lookup_product", version=TOOL_VERSION, policy=_READ,

@@ -34,6 +34,11 @@ from switchboard.db.models.feedback import Feedback
 from switchboard.db.models.gmail import GmailMailbox, GmailPushNotification, GmailSentMessage, MailboxStatus
 from switchboard.db.models.knowledge import (
     EMBEDDING_DIMS,
+    ENTITY_KINDS,
+    RELATION_TYPES,
+    KgEntity,
+    KgMention,
+    KgRelation,
     KnowledgeDocument,
     KnowledgeSource,
     KnowledgeSourceFile,
@@ -70,6 +75,11 @@ __all__ = [
     "HumanAgent",
     "IdentityKind",
     "InboundState",
+    "KgEntity",
+    "KgMention",
+    "KgRelation",
+    "ENTITY_KINDS",
+    "RELATION_TYPES",
     "KnowledgeDocument",
     "KnowledgeSource",
     "KnowledgeSourceFile",

@@ -8,7 +8,17 @@ from enum import StrEnum
 from typing import Any
 
 from pgvector.sqlalchemy import VECTOR
-from sqlalchemy import BigInteger, CheckConstraint, Column, Computed, Index, LargeBinary, String, Text
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    Computed,
+    ForeignKey,
+    Index,
+    LargeBinary,
+    String,
+    Text,
+)
 from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlmodel import Field
 
@@ -98,6 +108,8 @@ class KnowledgeDocument(TenantOwned, table=True):
     is_active: bool = Field(default=True)
     content_hash: str = Field(max_length=64)
     """SHA-256 hex of the chunk text."""
+    attributes: dict[str, Any] = jsonb_dict_field()
+    """A table row's place and key columns: ``{"row": 3, "keys": {"SKU": "AB-100"}}`` (``{}`` for prose)."""
     created_at: datetime = created_at_field()
 
 
@@ -112,3 +124,85 @@ class KnowledgeSourceFile(TenantOwned, table=True):
     source_id: uuid.UUID = Field(foreign_key="knowledge_sources.id", primary_key=True, ondelete="CASCADE")
     data: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     created_at: datetime = created_at_field()
+
+
+ENTITY_KINDS = ("product", "family", "material", "fluid", "standard", "range")
+"""``kg_entities.kind``: products and part numbers, families/series, materials, fluids, standards,
+ranges with units (``attributes`` holds ``low``, ``high``, ``unit``)."""
+RELATION_TYPES = (
+    "belongs_to_family",
+    "compatible_with",
+    "incompatible_with",
+    "rated_for",
+    "equivalent_of",
+    "replaces",
+    "made_of",
+)
+"""``kg_relations.relation``: subject → object, e.g. ``PTFE rated_for -200..260 °C``, ``V200 made_of PTFE``."""
+
+
+class KgEntity(TenantOwned, table=True):
+    """An entity of a tenant's knowledge graph: one row per (tenant, kind, normalized name)."""
+
+    __tablename__ = "kg_entities"
+    __table_args__ = (
+        CheckConstraint(
+            "kind IN (" + ", ".join(f"'{k}'" for k in ENTITY_KINDS) + ")", name="ck_kg_entities_kind"
+        ),
+        Index("uq_kg_entities_tenant_kind_name", "tenant_id", "kind", "norm_name", unique=True),
+        Index("ix_kg_entities_tenant_name", "tenant_id", "norm_name"),
+    )
+
+    id: int | None = Field(default=None, sa_column=Column(BigInteger, primary_key=True, autoincrement=True))
+    kind: str = Field(sa_type=String(16))
+    name: str = Field(max_length=255)
+    """As first read (``PTFE``, ``FVAM-2050-B``, ``-20..200 °C``)."""
+    norm_name: str = Field(max_length=255)
+    """Lower case, single spaces (:func:`switchboard.knowledge.graph.extract.normalize_name`): the lookup key."""
+    attributes: dict[str, Any] = jsonb_dict_field()
+    created_at: datetime = created_at_field()
+
+
+class KgMention(TenantOwned, table=True):
+    """An entity occurs in a chunk (deleted with the chunk)."""
+
+    __tablename__ = "kg_mentions"
+    __table_args__ = (Index("ix_kg_mentions_chunk", "chunk_id"),)
+
+    entity_id: int = Field(
+        sa_column=Column(BigInteger, ForeignKey("kg_entities.id", ondelete="CASCADE"), primary_key=True)
+    )
+    chunk_id: int = Field(
+        sa_column=Column(
+            BigInteger, ForeignKey("knowledge_documents.id", ondelete="CASCADE"), primary_key=True
+        )
+    )
+    source_id: uuid.UUID = Field(foreign_key="knowledge_sources.id", index=True, ondelete="CASCADE")
+
+
+class KgRelation(TenantOwned, table=True):
+    """A typed edge ``subject relation object`` read from one chunk (deleted with the chunk)."""
+
+    __tablename__ = "kg_relations"
+    __table_args__ = (
+        CheckConstraint(
+            "relation IN (" + ", ".join(f"'{r}'" for r in RELATION_TYPES) + ")",
+            name="ck_kg_relations_relation",
+        ),
+        Index("ix_kg_relations_subject", "subject_id"),
+        Index("ix_kg_relations_object", "object_id"),
+        Index("ix_kg_relations_chunk", "chunk_id"),
+    )
+
+    id: int | None = Field(default=None, sa_column=Column(BigInteger, primary_key=True, autoincrement=True))
+    subject_id: int = Field(
+        sa_column=Column(BigInteger, ForeignKey("kg_entities.id", ondelete="CASCADE"), nullable=False)
+    )
+    relation: str = Field(sa_type=String(32))
+    object_id: int = Field(
+        sa_column=Column(BigInteger, ForeignKey("kg_entities.id", ondelete="CASCADE"), nullable=False)
+    )
+    chunk_id: int = Field(
+        sa_column=Column(BigInteger, ForeignKey("knowledge_documents.id", ondelete="CASCADE"), nullable=False)
+    )
+    source_id: uuid.UUID = Field(foreign_key="knowledge_sources.id", index=True, ondelete="CASCADE")

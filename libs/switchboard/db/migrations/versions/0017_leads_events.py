@@ -18,7 +18,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0017_leads_events"
-down_revision: str | None = "0015_guardrails_feedback_cost"
+down_revision: str | None = "0016_knowledge_graph"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

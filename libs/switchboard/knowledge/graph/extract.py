@@ -1,0 +1,562 @@
+"""The deterministic (offline) extractor: table rows, part-number patterns, lexicons and units.
+
+No model is called, so the graph is built in ``make run`` and in tests. What it reads:
+
+* **Entities**: part numbers (``FVAM-2050-B``, ``QX-1234``: letters and digits), families (a code
+  or name next to *series*/*family*: ``V200 series``, ``Series V200``), materials and fluids from
+  the lexicons below (longest match first: ``chlorine dioxide`` before ``chlorine``; ``Teflon``
+  is PTFE, ``Viton`` is FKM), standards (``ISO 5211``, ``EN 1092-1``, ``NSF/ANSI 61``), and
+  ranges with units (``-20 to 200 °C``, ``max. 16 bar``, ``≤ 260 °C``).
+* **Relations in prose**, within one sentence: a material or product with a fluid and a
+  compatibility word (``resistant``, ``suitable``...; a negation or ``attacks`` makes it
+  ``incompatible_with``); a product/family/material with a range (``rated_for``; the chunk's
+  first subject when the sentence names none: "Maximum service temperature: 260 °C" on the PTFE
+  sheet); a product or family with a material and a part word (``seat``, ``body``, ``made of``:
+  ``made_of``); a part number with a family (``belongs_to_family``); ``replaces`` /
+  ``supersedes`` / ``replaced by``; ``equivalent to`` / ``same as`` / ``interchangeable with``.
+* **Table rows** (``Header: value; ...``, one chunk per row): the first key column is the row's
+  subject; a *series/family* column gives ``belongs_to_family``, a *material/seat/body/seal*
+  column ``made_of``, a *temperature/pressure/rating* column ``rated_for`` (unit from the header),
+  *replaces*/*replaced by*/*equivalent* columns their relation, and a column named after a fluid
+  or material whose cell is a rating (``A``/``B``/yes/✓/resistant vs ``C``/``D``/no/✗/not
+  recommended) a compatibility relation; a long-form row (Material, Fluid, Rating) likewise.
+
+:func:`question_names` gives the names a question may use for entities (the lookup of the graph
+walk), with the same lexicons.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from switchboard.knowledge.graph.schema import (
+    ChunkExtraction,
+    EntityKind,
+    ExtractedEntity,
+    ExtractedRelation,
+    RelationType,
+    normalize_name,
+)
+
+__all__ = [
+    "MATERIALS",
+    "FLUIDS",
+    "extract_chunk",
+    "extract_document",
+    "question_names",
+    "question_units",
+    "relation_cues",
+    "parse_row",
+]
+
+MATERIALS: Mapping[str, str] = {
+    # spelling (lower case) -> canonical name
+    "ptfe": "PTFE", "teflon": "PTFE", "polytetrafluoroethylene": "PTFE", "rptfe": "RPTFE",
+    "pfa": "PFA", "fep": "FEP", "pvdf": "PVDF", "peek": "PEEK", "pom": "POM", "acetal": "POM",
+    "nylon": "PA", "polyamide": "PA", "pp": "PP", "polypropylene": "PP", "hdpe": "HDPE",
+    "pvc": "PVC", "pvc-u": "PVC", "cpvc": "CPVC", "abs": "ABS", "epdm": "EPDM", "nbr": "NBR",
+    "buna-n": "NBR", "nitrile": "NBR", "fkm": "FKM", "viton": "FKM", "ffkm": "FFKM", "kalrez": "FFKM",
+    "hnbr": "HNBR", "silicone": "silicone", "vmq": "silicone", "neoprene": "CR", "chloroprene": "CR",
+    "graphite": "graphite", "ceramic": "ceramic", "brass": "brass", "bronze": "bronze",
+    "copper": "copper", "aluminium": "aluminium", "aluminum": "aluminium", "cast iron": "cast iron",
+    "ductile iron": "ductile iron", "carbon steel": "carbon steel", "stainless steel": "stainless steel",
+    "stainless steel 316": "stainless steel 316", "stainless steel 316l": "stainless steel 316L",
+    "stainless steel 304": "stainless steel 304", "aisi 316": "stainless steel 316",
+    "aisi 316l": "stainless steel 316L", "aisi 304": "stainless steel 304", "duplex": "duplex steel",
+    "duplex steel": "duplex steel", "hastelloy": "Hastelloy", "hastelloy c-276": "Hastelloy C-276",
+    "titanium": "titanium", "monel": "Monel", "inconel": "Inconel",
+}  # fmt: skip
+"""Materials (seats, seals, bodies, linings) by every spelling read."""
+
+FLUIDS: Mapping[str, str] = {
+    "water": "water", "drinking water": "drinking water", "potable water": "drinking water",
+    "seawater": "seawater", "sea water": "seawater", "steam": "steam", "air": "air",
+    "compressed air": "compressed air", "nitrogen": "nitrogen", "oxygen": "oxygen",
+    "hydrogen": "hydrogen", "chlorine": "chlorine", "chlorine dioxide": "chlorine dioxide",
+    "sodium hypochlorite": "sodium hypochlorite", "hypochlorite": "sodium hypochlorite",
+    "bleach": "sodium hypochlorite", "hydrochloric acid": "hydrochloric acid",
+    "sulfuric acid": "sulfuric acid", "sulphuric acid": "sulfuric acid", "nitric acid": "nitric acid",
+    "phosphoric acid": "phosphoric acid", "acetic acid": "acetic acid", "caustic soda": "sodium hydroxide",
+    "sodium hydroxide": "sodium hydroxide", "ammonia": "ammonia", "ethanol": "ethanol",
+    "methanol": "methanol", "acetone": "acetone", "glycol": "glycol", "ethylene glycol": "glycol",
+    "diesel": "diesel", "gasoline": "gasoline", "petrol": "gasoline", "hydraulic oil": "hydraulic oil",
+    "mineral oil": "mineral oil", "natural gas": "natural gas", "ozone": "ozone",
+    "hydrogen peroxide": "hydrogen peroxide", "brine": "brine",
+}  # fmt: skip
+"""Fluids and media by every spelling read."""
+
+_LEXICON: dict[str, tuple[EntityKind, str]] = {
+    **{k: ("material", v) for k, v in MATERIALS.items()},
+    **{k: ("fluid", v) for k, v in FLUIDS.items()},
+}
+_LEXICON_RE = re.compile(
+    r"(?<![\w-])(" + "|".join(re.escape(k) for k in sorted(_LEXICON, key=len, reverse=True)) + r")(?![\w])",
+    re.IGNORECASE,
+)
+_NOT_CODES = re.compile(r"^(?:DN|PN|NPS|M|G|R|ISO|EN|DIN|ASTM|ASME|API|ANSI|NSF|IEC|UL|BS|AISI)\d", re.I)
+_CODE = re.compile(
+    r"(?<![\w-])(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z][A-Z0-9]{0,7}(?:-[A-Z0-9]{1,8}){0,3}(?![\w-])"
+)
+_FAMILY_WORDS = r"(?:series|family|product line)"
+_FAMILY = re.compile(
+    rf"(?<![\w-])(?:{_FAMILY_WORDS}\s+([A-Z][A-Za-z0-9-]{{1,15}})|([A-Z][A-Za-z0-9-]{{1,15}})[- ]{_FAMILY_WORDS})(?![\w])",
+    re.IGNORECASE,
+)
+_STANDARD = re.compile(
+    r"(?<![\w/])((?:ISO|EN|DIN|ASTM|ASME|API|ANSI|NSF|IEC|UL|BS|WRAS)(?:/(?:ISO|EN|DIN|ANSI|NSF|IEC))?"
+    r"\s?[A-Z]?\d+(?:[.-]\d+)*)(?![\w])"
+)
+_NUMBER = r"[-+]?\d+(?:[.,]\d+)?"
+_UNIT = r"(°\s?C|°\s?F|deg\s?C|degC|barg?|psi|MPa|kPa|mbar|mm|l/min|m3/h|m³/h|Nm|rpm|kW|V)"
+_RANGE = re.compile(
+    rf"({_NUMBER})\s*(?:{_UNIT})?\s*(?:to|\.\.|…|-|and)\s*({_NUMBER})\s*{_UNIT}(?![\w])", re.I
+)
+_BOUND = re.compile(
+    rf"(max(?:imum)?\.?|up to|≤|<=|<|at most|not (?:to )?exceed(?:ing)?|ceiling|min(?:imum)?\.?|≥|>=|>|at least|from)"
+    rf"[^.;\d]{{0,40}}?({_NUMBER})\s*{_UNIT}(?![\w])",
+    re.I,
+)
+_VALUE = re.compile(rf"({_NUMBER})\s*{_UNIT}(?![\w])", re.I)
+_SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])|\n+|;\s+")
+_NEGATIVE = re.compile(
+    r"\b(not (?:be )?(?:compatible|suitable|recommended|resistant)|incompatible|unsuitable|attacks?|attacked"
+    r"|avoid|must not|do not use|never use|not for use|poor resistance|degrades?)\b",
+    re.I,
+)
+_POSITIVE = re.compile(
+    r"\b(compatible|resistant|resists|suitable|recommended|approved for|for use with|handles?|withstands?"
+    r"|excellent|good resistance)\b",
+    re.I,
+)
+_PART_WORDS = re.compile(
+    r"\b(seats?|seals?|body|bodies|disc|ball|stem|gaskets?|lining|lined|liner|made (?:of|from)|materials?"
+    r"|o-rings?|diaphragms?|housing|packing|trim)\b",
+    re.I,
+)
+_REPLACES = re.compile(r"\b(replaces|supersedes|successor (?:of|to)|replacement for)\b", re.I)
+_REPLACED_BY = re.compile(r"\b(replaced by|superseded by|succeeded by)\b", re.I)
+_EQUIVALENT = re.compile(
+    r"\b(equivalent (?:of|to)|same as|interchangeable with|alternative to|equals)\b", re.I
+)
+_RATING_POSITIVE = re.compile(
+    r"^(?:(a|b|1|2|yes|y|ok|good|excellent|compatible|resistant|suitable|recommended)\b|[✓✔+])", re.I
+)
+_RATING_NEGATIVE = re.compile(
+    r"^(?:(c|d|3|4|x|no|n|poor|severe|incompatible|not recommended|unsuitable|not suitable|attack\w*)\b|[✗✘-])",
+    re.I,
+)
+_H_FAMILY = re.compile(r"\b(series|family|product line)\b", re.I)
+_H_MATERIAL = re.compile(r"\b(material|seat|seal|body|disc|ball|gasket|lining|o-ring|diaphragm|trim)\b", re.I)
+_H_RATED = re.compile(r"\b(temp|temperature|pressure|rating|rated|range|max|min|limit)\b", re.I)
+_H_REPLACED_BY = re.compile(r"\b(replaced by|superseded by|successor)\b", re.I)
+_H_REPLACES = re.compile(r"\b(replaces|supersedes|replacement for|old part)\b", re.I)
+_H_EQUIVALENT = re.compile(r"\b(equivalent|alternative|cross[- ]?reference|interchangeable)\b", re.I)
+_H_STANDARD = re.compile(r"\b(standard|approval|certification|norm)\b", re.I)
+_H_FLUID = re.compile(r"\b(fluid|medium|media|chemical|substance)\b", re.I)
+_H_COMPAT = re.compile(r"\b(rating|compatibility|resistance|result|suitability)\b", re.I)
+_SUBJECT_KINDS: tuple[EntityKind, ...] = ("product", "family", "material")
+
+
+def _unit(raw: str) -> str:
+    compact = raw.replace(" ", "").lower()
+    return {
+        "°c": "°C", "degc": "°C", "°f": "°F", "bar": "bar", "barg": "bar", "psi": "psi", "mpa": "MPa",
+        "kpa": "kPa", "mbar": "mbar", "mm": "mm", "l/min": "l/min", "m3/h": "m³/h", "m³/h": "m³/h",
+        "nm": "Nm", "rpm": "rpm", "kw": "kW", "v": "V",
+    }.get(compact, raw)  # fmt: skip
+
+
+def _number(raw: str) -> float:
+    return float(raw.replace(",", ".").replace("+", ""))
+
+
+def _fmt(value: float) -> str:
+    return str(int(value)) if value.is_integer() else f"{value:g}"
+
+
+def range_entity(low: float | None, high: float | None, unit: str) -> ExtractedEntity:
+    """A range entity named ``-20..200 °C``, ``..260 °C`` (at most) or ``5.. bar`` (at least)."""
+    if low is not None and high is not None and low > high:
+        low, high = high, low
+    name = f"{_fmt(low) if low is not None else ''}..{_fmt(high) if high is not None else ''} {unit}"
+    return ExtractedEntity(name=name, kind="range", low=low, high=high, unit=unit)
+
+
+@dataclass
+class _Found:
+    """Entities of a piece of text with their positions (for sentence-level relations)."""
+
+    items: list[tuple[int, ExtractedEntity]] = field(default_factory=list)
+
+    def add(self, position: int, entity: ExtractedEntity) -> None:
+        self.items.append((position, entity))
+
+    def of(self, *kinds: EntityKind) -> list[ExtractedEntity]:
+        return [e for _, e in sorted(self.items, key=lambda item: item[0]) if e.kind in kinds]
+
+
+def _normalize_text(text: str) -> str:
+    return text.replace("º", "°").replace("˚", "°").replace("−", "-").replace("–", "-").replace("—", "-")
+
+
+def _find(text: str) -> _Found:
+    """Every entity in ``text`` (families before part numbers, lexicon words, standards, ranges)."""
+    found = _Found()
+    taken: list[tuple[int, int]] = []
+
+    def free(start: int, end: int) -> bool:
+        return all(end <= s or start >= e for s, e in taken)
+
+    for match in _STANDARD.finditer(text):
+        found.add(match.start(), ExtractedEntity(name=" ".join(match.group(1).split()), kind="standard"))
+        taken.append(match.span())
+    for match in _FAMILY.finditer(text):
+        name = match.group(1) or match.group(2)
+        if name.lower() in ("the", "a", "this", "our", "each", "every", "all") or name.lower() in _LEXICON:
+            continue
+        found.add(match.start(), ExtractedEntity(name=name, kind="family"))
+        taken.append(match.span())
+    families = {normalize_name(e.name) for e in found.of("family")}
+    for match in _CODE.finditer(text):
+        if not free(*match.span()) or _NOT_CODES.match(match.group(0)):
+            continue
+        code = match.group(0)
+        kind: EntityKind = "family" if normalize_name(code) in families else "product"
+        found.add(match.start(), ExtractedEntity(name=code, kind=kind))
+        taken.append(match.span())
+    for match in _LEXICON_RE.finditer(text):
+        if not free(*match.span()):
+            continue
+        kind, canonical = _LEXICON[match.group(1).lower()]
+        if len(match.group(1)) <= 3 and not match.group(1).isupper():
+            continue  # "pp", "pom", "abs", "air" written in lower case are words, not the material
+        found.add(match.start(), ExtractedEntity(name=canonical, kind=kind))
+        taken.append(match.span())
+    for match in _RANGE.finditer(text):
+        if not free(*match.span()):
+            continue
+        low, high = _number(match.group(1)), _number(match.group(3))
+        if (
+            low > high
+            and match.group(0).count("-") == 1
+            and "-" in match.group(0).split(match.group(1), 1)[1]
+        ):
+            continue
+        found.add(match.start(), range_entity(low, high, _unit(match.group(4))))
+        taken.append(match.span())
+    for match in _BOUND.finditer(text):
+        if not free(match.start(2), match.end()):
+            continue
+        value, unit = _number(match.group(2)), _unit(match.group(3))
+        at_most = match.group(1).lower().rstrip(".") in ("max", "maximum", "up to", "≤", "<=", "<", "at most",
+                                                         "ceiling") or "exceed" in match.group(1).lower()  # fmt: skip
+        found.add(match.start(), range_entity(None if at_most else value, value if at_most else None, unit))
+        taken.append((match.start(2), match.end()))
+    return found
+
+
+def _dedupe(entities: Iterable[ExtractedEntity]) -> list[ExtractedEntity]:
+    seen: dict[tuple[str, str], ExtractedEntity] = {}
+    for entity in entities:
+        seen.setdefault(entity.key, entity)
+    return list(seen.values())
+
+
+def _sentence_relations(
+    sentence: str, topic: ExtractedEntity | None
+) -> tuple[_Found, list[ExtractedRelation]]:
+    found = _find(sentence)
+    relations: list[ExtractedRelation] = []
+
+    def rel(subject: ExtractedEntity, relation: RelationType, obj: ExtractedEntity) -> None:
+        if subject.key != obj.key:
+            relations.append(ExtractedRelation(subject=subject.name, relation=relation, object=obj.name))
+
+    products, families = found.of("product"), found.of("family")
+    materials, fluids, ranges = found.of("material"), found.of("fluid"), found.of("range")
+    subjects = products + families or materials
+    if not subjects and topic is not None and (ranges or fluids):
+        subjects = [topic]
+        found.add(-1, topic)
+    if fluids:
+        relation: RelationType | None = None
+        if _NEGATIVE.search(sentence):
+            relation = "incompatible_with"
+        elif _POSITIVE.search(sentence):
+            relation = "compatible_with"
+        if relation is not None:
+            for subject in materials or subjects:
+                for fluid in fluids:
+                    rel(subject, relation, fluid)
+    for subject in subjects:
+        for value in ranges:
+            rel(subject, "rated_for", value)
+    for standard in found.of("standard"):
+        for subject in products + families:
+            rel(subject, "rated_for", standard)
+    if materials and (products or families) and _PART_WORDS.search(sentence):
+        for subject in products + families:
+            for material in materials:
+                rel(subject, "made_of", material)
+    for family in families:
+        for product in products:
+            rel(product, "belongs_to_family", family)
+    ordered = [e for _, e in sorted(found.items, key=lambda item: item[0]) if e.kind in ("product", "family")]
+    for cue, forward in ((_REPLACES, True), (_REPLACED_BY, False)):
+        match = cue.search(sentence)
+        if match and len(ordered) >= 2:
+            before = [e for p, e in found.items if p < match.start() and e.kind in ("product", "family")]
+            after = [e for p, e in found.items if p > match.start() and e.kind in ("product", "family")]
+            if before and after:
+                new, old = (before[-1], after[0]) if forward else (after[0], before[-1])
+                rel(new, "replaces", old)
+    match = _EQUIVALENT.search(sentence)
+    if match:
+        before = [e for p, e in found.items if p < match.start() and e.kind != "range"]
+        after = [e for p, e in found.items if p > match.start() and e.kind != "range"]
+        if before and after:
+            rel(before[-1], "equivalent_of", after[0])
+    return found, relations
+
+
+def parse_row(text: str) -> list[tuple[str, str]]:
+    """``"SKU: AB-1; Price: 3,50"`` → ``[("SKU", "AB-1"), ("Price", "3,50")]`` (a cell without header: ``("", v)``)."""
+    cells = []
+    for part in text.split("; "):
+        header, sep, value = part.partition(": ")
+        cells.append((header.strip(), value.strip()) if sep else ("", part.strip()))
+    return cells
+
+
+def _cell_entity(value: str, default: EntityKind) -> ExtractedEntity | None:
+    """The entity a table cell names: a lexicon word, a code, or (short text) ``default``."""
+    value = _normalize_text(value).strip()
+    if not value or len(value) > 60:
+        return None
+    lexicon = _LEXICON.get(value.lower())
+    if lexicon is not None:
+        return ExtractedEntity(name=lexicon[1], kind=lexicon[0])
+    if default in ("product", "family") or _CODE.fullmatch(value):
+        return ExtractedEntity(name=value, kind=default if default in ("product", "family") else "product")
+    if default in ("material", "fluid") and len(value.split()) <= 4:
+        return ExtractedEntity(name=value, kind=default)
+    return None
+
+
+def _header_unit(header: str) -> str | None:
+    match = re.search(_UNIT, _normalize_text(header), re.I)
+    return _unit(match.group(1)) if match else None
+
+
+def _row_extraction(text: str, keys: Mapping[str, Any]) -> ChunkExtraction | None:
+    """The extraction of one table row (``None`` when the row has no usable subject)."""
+    cells = [(h, _normalize_text(v)) for h, v in parse_row(text)]
+    if not cells:
+        return None
+    entities: list[ExtractedEntity] = []
+    relations: list[ExtractedRelation] = []
+    first_header, first_value = next(iter(keys.items())) if keys else cells[0]
+    subject_kind: EntityKind = "family" if _H_FAMILY.search(first_header) else "product"
+    if _H_MATERIAL.search(first_header):
+        subject_kind = "material"
+    if _H_FLUID.search(first_header):
+        subject_kind = "fluid"
+    subject = _cell_entity(str(first_value), subject_kind)
+    if subject is None:
+        return None
+    entities.append(subject)
+    materials, fluids, rating = [], [], None
+
+    def rel(a: ExtractedEntity, relation: RelationType, b: ExtractedEntity) -> None:
+        entities.append(b)
+        if a.key != b.key:
+            relations.append(ExtractedRelation(subject=a.name, relation=relation, object=b.name))
+
+    for header, value in cells:
+        if not value or (header == first_header and value == str(first_value)):
+            continue
+        lexicon_header = _LEXICON.get(header.lower())
+        if lexicon_header is not None and (_RATING_POSITIVE.match(value) or _RATING_NEGATIVE.match(value)):
+            other = ExtractedEntity(name=lexicon_header[1], kind=lexicon_header[0])
+            positive = bool(_RATING_POSITIVE.match(value)) and not _RATING_NEGATIVE.match(value)
+            relation: RelationType = "compatible_with" if positive else "incompatible_with"
+            if subject.kind == "fluid":  # the subject of a compatibility is the material
+                entities.append(other)
+                relations.append(
+                    ExtractedRelation(subject=other.name, relation=relation, object=subject.name)
+                )
+            else:
+                rel(subject, relation, other)
+        elif _H_FAMILY.search(header):
+            if (family := _cell_entity(value, "family")) is not None:
+                rel(subject, "belongs_to_family", family)
+        elif _H_REPLACED_BY.search(header):
+            if (new := _cell_entity(value, "product")) is not None:
+                entities.append(new)
+                relations.append(
+                    ExtractedRelation(subject=new.name, relation="replaces", object=subject.name)
+                )
+        elif _H_REPLACES.search(header):
+            if (old := _cell_entity(value, "product")) is not None:
+                rel(subject, "replaces", old)
+        elif _H_EQUIVALENT.search(header):
+            if (same := _cell_entity(value, subject.kind)) is not None:
+                rel(subject, "equivalent_of", same)
+        elif _H_STANDARD.search(header):
+            for match in _STANDARD.finditer(value):
+                rel(
+                    subject,
+                    "rated_for",
+                    ExtractedEntity(name=" ".join(match.group(1).split()), kind="standard"),
+                )
+        elif _H_FLUID.search(header):
+            if (fluid := _cell_entity(value, "fluid")) is not None:
+                fluids.append(fluid)
+                entities.append(fluid)
+        elif _H_COMPAT.search(header) and (_RATING_POSITIVE.match(value) or _RATING_NEGATIVE.match(value)):
+            rating = bool(_RATING_POSITIVE.match(value)) and not _RATING_NEGATIVE.match(value)
+        elif _H_MATERIAL.search(header):
+            if (material := _cell_entity(value, "material")) is not None:
+                if subject.kind == "fluid":
+                    materials.append(material)
+                    entities.append(material)
+                else:
+                    materials.append(material)
+                    rel(subject, "made_of", material)
+        elif _H_RATED.search(header):
+            unit = _header_unit(header)
+            found = _find(value if unit is None or _VALUE.search(value) else f"{value} {unit}")
+            values = found.of("range")
+            if not values and unit is not None:
+                numbers = re.findall(_NUMBER, value)
+                if len(numbers) == 1:
+                    number = _number(numbers[0])
+                    at_least = bool(re.search(r"\bmin", header, re.I))
+                    values = [range_entity(number if at_least else None, None if at_least else number, unit)]
+            for value_entity in values:
+                rel(subject, "rated_for", value_entity)
+        else:
+            for _, entity in _find(value).items:
+                if entity.kind != "range":
+                    entities.append(entity)
+    if rating is not None:
+        left = [subject] if subject.kind in ("material", "product", "family") else materials
+        right = fluids if subject.kind != "fluid" else [subject]
+        for a in left:
+            for b in right:
+                relations.append(
+                    ExtractedRelation(subject=a.name, relation="compatible_with" if rating else "incompatible_with",
+                                      object=b.name)
+                )  # fmt: skip
+    return ChunkExtraction(entities=_dedupe(entities), relations=list(dict.fromkeys(relations)))
+
+
+def extract_chunk(
+    text: str, attributes: Mapping[str, Any] | None = None, *, topic: ExtractedEntity | None = None
+) -> ChunkExtraction:
+    """Entities and relations of one chunk.
+
+    Args:
+        text: the chunk's text.
+        attributes: the chunk's ``attributes``; a table row (``keys`` present) is read as a row.
+        topic: the document's first subject (product, family or material), used for a sentence
+            that states a range or a fluid without naming its subject.
+    """
+    text = _normalize_text(text)
+    keys = (attributes or {}).get("keys")
+    if keys is not None:
+        row = _row_extraction(text, keys)
+        if row is not None:
+            return row
+    entities: list[ExtractedEntity] = []
+    relations: list[ExtractedRelation] = []
+    chunk_topic = topic
+    for sentence in _SENTENCES.split(text):
+        if not sentence.strip():
+            continue
+        found, sentence_relations = _sentence_relations(sentence, chunk_topic)
+        entities.extend(e for _, e in found.items)
+        relations.extend(sentence_relations)
+        if chunk_topic is None or chunk_topic is topic:
+            subjects = found.of(*_SUBJECT_KINDS)
+            if subjects:
+                chunk_topic = subjects[0]
+    return ChunkExtraction(entities=_dedupe(entities), relations=list(dict.fromkeys(relations)))
+
+
+def extract_document(chunks: Sequence[tuple[str, Mapping[str, Any] | None]]) -> list[ChunkExtraction]:
+    """:func:`extract_chunk` for each ``(text, attributes)`` of one document, in order.
+
+    The document's topic (its first product, family or material) carries over to later chunks.
+    A part number that the document also names as a family (``V200 series``) is that family.
+    """
+    topic: ExtractedEntity | None = None
+    results = []
+    for text, attributes in chunks:
+        extraction = extract_chunk(text, attributes, topic=topic)
+        if topic is None and not (attributes or {}).get("keys"):
+            subjects = [e for e in extraction.entities if e.kind in _SUBJECT_KINDS]
+            topic = subjects[0] if subjects else None
+        results.append(extraction)
+    families = {normalize_name(e.name) for x in results for e in x.entities if e.kind == "family"}
+    if not families:
+        return results
+    fixed = []
+    for extraction in results:
+        entities = [
+            ExtractedEntity(name=e.name, kind="family")
+            if e.kind == "product" and normalize_name(e.name) in families
+            else e
+            for e in extraction.entities
+        ]
+        fixed.append(ChunkExtraction(entities=_dedupe(entities), relations=extraction.relations))
+    return fixed
+
+
+def question_names(question: str, *, max_words: int = 4) -> list[str]:
+    """Normalized names a question may use for entities: every run of 1-``max_words`` words and
+    code, plus the canonical names of the lexicon words and patterns it contains (``Teflon`` →
+    ``ptfe``, ``chlorine-based`` → ``chlorine``). The graph walk seeds from the tenant's entities
+    whose normalized name is among them."""
+    text = _normalize_text(question)
+    names: dict[str, None] = {}
+    for _, entity in _find(text).items:
+        if entity.kind != "range":
+            names.setdefault(normalize_name(entity.name), None)
+    words = re.findall(r"[\w][\w./-]*[\w]|[\w]", text)
+    for size in range(1, max_words + 1):
+        for start in range(len(words) - size + 1):
+            names.setdefault(normalize_name(" ".join(words[start : start + size])), None)
+    return [name for name in names if name]
+
+
+def question_units(question: str) -> list[str]:
+    """Units of the values a question states (``180 °C`` → ``["°C"]``): ranges in those units weigh more."""
+    return sorted({_unit(m.group(2)) for m in _VALUE.finditer(_normalize_text(question))})
+
+
+_CUES: tuple[tuple[re.Pattern[str], tuple[RelationType, ...]], ...] = (
+    (re.compile(r"\b(compatib\w*|resist\w*|suitab\w*|handle|chemical|attack|use[ds]? with)\b", re.I),
+     ("compatible_with", "incompatible_with")),
+    (re.compile(r"\b(temperature|pressure|rated|rating|max\w*|min\w*|range|hot|cold|°|bar|psi)\b", re.I),
+     ("rated_for",)),
+    (re.compile(r"\b(replace\w*|supersede\w*|successor|newer|older|discontinued)\b", re.I), ("replaces",)),
+    (re.compile(r"\b(equivalent|same as|alternative|interchangeable|instead)\b", re.I), ("equivalent_of",)),
+    (re.compile(r"\b(series|family|belongs?)\b", re.I), ("belongs_to_family",)),
+    (re.compile(r"\b(made|material|seat|seal|body|lining|gasket)\b", re.I), ("made_of",)),
+)  # fmt: skip
+
+
+def relation_cues(question: str) -> list[str]:
+    """Relation types the question's words ask about (``compatible`` → compatibility relations)."""
+    cued: dict[str, None] = {}
+    if question_units(question):
+        cued["rated_for"] = None
+    for pattern, relations in _CUES:
+        if pattern.search(question):
+            for relation in relations:
+                cued.setdefault(relation, None)
+    return list(cued)

@@ -1,0 +1,129 @@
+"""The graph walk in SQL: a recursive CTE from seed entities over typed relations, scoring chunks.
+
+Seeds are the tenant's entities a question names (its words and codes matched against
+``kg_entities.norm_name``, :func:`~switchboard.knowledge.graph.extract.question_names`), or the
+entities of one chunk (``neighborhood`` mode). From each seed the walk follows relations in both
+directions up to ``hops`` steps, never back through an entity it has passed, and never across a
+compatibility or ``made_of`` relation into an entity of a kind the question already named another
+of (asked about chlorine, it does not wander to ammonia's compatibility rows; asked about PTFE, not to
+EPDM's). Scores:
+
+* each entity gets ``w = Σ over seeds 1 / (1 + hops from that seed)`` (a seed itself: 1), plus 1
+  for a range in a unit the question states (``180 °C`` makes every °C range relevant);
+* each relation walked scores ``w(subject) × w(object)``, doubled when the question's words cue
+  its type (``compatible`` → compatibility, a temperature → ``rated_for``), for the chunk it was
+  read from; each seed mentioned in a chunk adds 0.5;
+* a chunk's graph score is the sum; the best ``:graph_candidates`` active chunks are kept.
+
+So a chunk that connects what the question names (the PTFE/chlorine row; the valve spec naming
+the seat material) outranks one that touches a single seed. Everything is filtered by
+``:tenant_id``: seeds are the tenant's entities, relations and chunks are checked again.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SEEDS_BY_NAME", "SEEDS_BY_CHUNK", "SIMILARITY", "graph_ctes", "GRAPH_SQL", "RELATIONS_SQL"]
+
+SEEDS_BY_NAME = """seeds AS MATERIALIZED (
+    SELECT e.id, e.kind FROM kg_entities e
+    WHERE e.tenant_id = :tenant_id AND e.norm_name = ANY(CAST(:names AS text[]))
+)"""
+"""Seeds: the tenant's entities whose normalized name is among ``:names``."""
+
+SEEDS_BY_CHUNK = """seeds AS MATERIALIZED (
+    SELECT e.id, e.kind FROM kg_mentions m JOIN kg_entities e ON e.id = m.entity_id
+    WHERE m.tenant_id = :tenant_id AND m.chunk_id = :seed_chunk AND e.kind <> 'range'
+)"""
+"""Seeds: the entities (not ranges) mentioned by chunk ``:seed_chunk``."""
+
+_WALK = """walk(origin, entity_id, depth, rel_id, path) AS (
+    SELECT s.id, s.id, 0, NULL::bigint, ARRAY[s.id] FROM seeds s
+    UNION ALL
+    SELECT w.origin, n.other, w.depth + 1, n.rel_id, w.path || n.other
+    FROM walk w
+    CROSS JOIN LATERAL (
+        SELECT r.id AS rel_id, r.object_id AS other, r.relation FROM kg_relations r
+        WHERE r.subject_id = w.entity_id AND r.tenant_id = :tenant_id
+        UNION ALL
+        SELECT r.id, r.subject_id, r.relation FROM kg_relations r
+        WHERE r.object_id = w.entity_id AND r.tenant_id = :tenant_id
+    ) n
+    JOIN kg_entities o ON o.id = n.other
+    WHERE w.depth < :hops AND NOT n.other = ANY(w.path)
+      AND (n.relation NOT IN ('compatible_with', 'incompatible_with', 'made_of')
+           OR o.id IN (SELECT id FROM seeds) OR o.kind NOT IN (SELECT kind FROM seeds))
+),
+reach AS (
+    SELECT origin, entity_id, min(depth) AS depth FROM walk GROUP BY origin, entity_id
+),
+weights AS (
+    SELECT entity_id, sum(1.0 / (1 + depth)) AS w FROM reach GROUP BY entity_id
+),
+edges AS MATERIALIZED (
+    SELECT DISTINCT rel_id FROM walk WHERE rel_id IS NOT NULL
+),
+edge_scores AS (
+    SELECT r.chunk_id,
+           (coalesce(ws.w, 0) + CASE WHEN s.kind = 'range' AND s.attributes->>'unit' = ANY(CAST(:units AS text[]))
+                                     THEN 1 ELSE 0 END)
+         * (coalesce(wo.w, 0) + CASE WHEN o.kind = 'range' AND o.attributes->>'unit' = ANY(CAST(:units AS text[]))
+                                     THEN 1 ELSE 0 END)
+         * CASE WHEN r.relation = ANY(CAST(:cued AS text[])) THEN 2 ELSE 1 END AS score
+    FROM edges
+    JOIN kg_relations r ON r.id = edges.rel_id
+    JOIN kg_entities s ON s.id = r.subject_id
+    JOIN kg_entities o ON o.id = r.object_id
+    LEFT JOIN weights ws ON ws.entity_id = r.subject_id
+    LEFT JOIN weights wo ON wo.entity_id = r.object_id
+),
+mention_scores AS (
+    SELECT m.chunk_id, 0.5 AS score FROM kg_mentions m JOIN seeds s ON s.id = m.entity_id
+    WHERE m.tenant_id = :tenant_id
+),
+graph AS MATERIALIZED (
+    SELECT g.chunk_id AS id, sum(g.score) AS score
+    FROM (SELECT chunk_id, score FROM edge_scores UNION ALL SELECT chunk_id, score FROM mention_scores) g
+    JOIN knowledge_documents d ON d.id = g.chunk_id AND d.tenant_id = :tenant_id AND d.is_active
+    GROUP BY g.chunk_id
+    ORDER BY sum(g.score) DESC, g.chunk_id
+    LIMIT :graph_candidates
+)"""
+
+
+def graph_ctes(seeds: str) -> str:
+    """The CTEs ``seeds``, ``walk``, ..., ``graph(id, score)`` (to follow ``WITH RECURSIVE``)."""
+    return f"{seeds},\n{_WALK}"
+
+
+GRAPH_SQL = (
+    "WITH RECURSIVE {ctes}\n"
+    """SELECT d.id, d.source_id, s.filename, d.page, d.sheet, d.text, d.attributes,
+       {similarity} AS similarity,
+       g.score / (SELECT max(score) FROM graph) AS score
+FROM graph g
+JOIN knowledge_documents d ON d.id = g.id
+JOIN knowledge_sources s ON s.id = d.source_id AND s.tenant_id = :tenant_id
+ORDER BY g.score DESC, d.id
+LIMIT :limit
+"""
+)
+"""``graph`` mode: the walk's chunks, best first, score scaled to 0..1 (the best is 1). ``{similarity}``
+is :data:`SIMILARITY` for a question (``:model``, ``:qvec``) or ``NULL``."""
+
+SIMILARITY = "CASE WHEN s.embedding_model = :model THEN 1 - (d.embedding <=> CAST(:qvec AS vector)) END"
+
+RELATIONS_SQL = (
+    "WITH RECURSIVE {ctes}\n"
+    """SELECT s.name AS subject, s.kind AS subject_kind, r.relation, o.name AS object, o.kind AS object_kind,
+       ks.filename AS document
+FROM edges
+JOIN kg_relations r ON r.id = edges.rel_id
+JOIN kg_entities s ON s.id = r.subject_id
+JOIN kg_entities o ON o.id = r.object_id
+JOIN knowledge_documents d ON d.id = r.chunk_id AND d.tenant_id = :tenant_id AND d.is_active
+JOIN knowledge_sources ks ON ks.id = r.source_id
+ORDER BY s.name, r.relation, o.name
+LIMIT :relations_limit
+"""
+)
+"""The relations the walk crossed, with the document each was read from (for the model's tool)."""
