@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import Tenant
+from switchboard.settings import SANDBOX_API_BASE
 from switchboard.tenant_settings import set_section
 from switchboard.tenants import add_channel_account, count_tenants, create_tenant
 
@@ -164,11 +165,11 @@ async def seed_demo_if_empty(session: AsyncSession) -> Tenant | None:
     )
     await add_channel_account(
         session, tenant=tenant, channel="whatsapp", external_account_id=DEMO_WHATSAPP_PHONE_NUMBER_ID,
-        display_name="Demo Shop WhatsApp (+1 555-0100-001)",
+        display_name="Demo Shop WhatsApp (+1 555-0100-001)", api_base_url=SANDBOX_API_BASE,
     )  # fmt: skip
     await add_channel_account(
         session, tenant=tenant, channel="instagram", external_account_id=DEMO_INSTAGRAM_ACCOUNT_ID,
-        display_name="Demo Shop Instagram",
+        display_name="Demo Shop Instagram", api_base_url=SANDBOX_API_BASE,
     )  # fmt: skip
     await add_channel_account(
         session,

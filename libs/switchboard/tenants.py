@@ -102,8 +102,14 @@ async def add_channel_account(
     display_name: str | None = None,
     credentials: dict | None = None,
     cipher: CredentialCipher | None = None,
+    api_base_url: str | None = None,
 ) -> ChannelAccount:
-    """Connect a channel account to ``tenant``; credentials are stored encrypted with ``cipher``."""
+    """Connect a channel account to ``tenant``; credentials are stored encrypted with ``cipher``.
+
+    Args:
+        api_base_url: the provider API root of this account (``channel_accounts.api_base_url``):
+            ``None`` the real API, ``"sandbox"`` this deployment's sandbox, or a URL.
+    """
     encrypted = None
     if credentials:
         if cipher is None:
@@ -115,6 +121,7 @@ async def add_channel_account(
         external_account_id=external_account_id,
         display_name=display_name,
         credentials_encrypted=encrypted,
+        api_base_url=api_base_url,
     )
     session.add(account)
     await session.flush()

@@ -4,7 +4,7 @@
 * :mod:`.runner`: settings that find a running system (``DATA_DIR/run.json``), the database runner,
   the one-line error wrapper;
 * the commands: :mod:`.system` (``run``, ``status``), :mod:`.db`, :mod:`.tenants`, :mod:`.tools`
-  (``tools``, ``data``), :mod:`.kb`, :mod:`.agents`, :mod:`.keys` (``keys rotate``), :mod:`.simulate`
+  (``tools``, ``data``), :mod:`.kb`, :mod:`.agents`, :mod:`.keys` (``keys rotate``), :mod:`.queue` (``queue depth``), :mod:`.simulate`
   (``simulate turn``);
 * channel packages add their own commands to ``channel`` and ``simulate`` when imported
   (:mod:`switchboard.channels.whatsapp.cli`: ``channel add-whatsapp``, ``simulate whatsapp``;
@@ -15,7 +15,7 @@
 import switchboard.channels.gmail.cli  # noqa: F401  (registers the Gmail commands)
 import switchboard.channels.instagram.cli  # noqa: F401  (registers the Instagram commands)
 import switchboard.channels.whatsapp.cli  # noqa: F401  (registers the WhatsApp commands)
-from switchboard.cli import agents, db, kb, keys, simulate, system, tenants, tools  # noqa: F401  (register)
+from switchboard.cli import agents, db, kb, keys, queue, simulate, system, tenants, tools  # noqa: F401  (register)
 from switchboard.cli.root import app, main
 
 __all__ = ["app", "main"]

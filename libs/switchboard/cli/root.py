@@ -24,6 +24,7 @@ __all__ = [
     "db_app",
     "kb_app",
     "keys_app",
+    "queue_app",
     "simulate_app",
     "tenant_app",
     "tools_app",
@@ -71,6 +72,7 @@ agents_app = typer.Typer(
     help="Human agents: staff who take over conversations from their own WhatsApp.", no_args_is_help=True
 )
 keys_app = typer.Typer(help="Encryption keys of the stored credentials.", no_args_is_help=True)
+queue_app = typer.Typer(help="The job queues: depth (what the ECS workers scale on).", no_args_is_help=True)
 channel_app = typer.Typer(
     help="Channel accounts: connect a WhatsApp number, an Instagram account or a Gmail mailbox.",
     no_args_is_help=True,
@@ -91,6 +93,7 @@ for _group, _name in (
     (kb_app, "kb"),
     (agents_app, "agents"),
     (keys_app, "keys"),
+    (queue_app, "queue"),
     (channel_app, "channel"),
     (simulate_app, "simulate"),
 ):

@@ -1,0 +1,220 @@
+"""Going to production: required secrets fail fast, the Graph API is chosen per account, media calls go
+where MODEL_SERVER_URL says and an empty provider key counts as unset (issue 18)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI, Request
+from switchboard.channels.base import ChannelDeps, OutboundPart
+from switchboard.channels.whatsapp.channel import WhatsAppChannel
+from switchboard.db.models import ChannelAccount
+from switchboard.errors import SettingsError
+from switchboard.inbound.media import describe_image, transcribe
+from switchboard.settings import GENERATED_SECRETS, REAL_WHATSAPP_GRAPH_BASE_URL, load_settings
+
+from tests.utils.servers import serve_app
+
+ALL_SECRETS = {name: f"value-of-{name}" for name in GENERATED_SECRETS} | {
+    "encryption_key": "bG9jYWwtdGVzdC1rZXktMzItYnl0ZXMtbG9uZy0wMDA="
+}
+
+
+def test_without_generation_a_missing_secret_is_named_and_nothing_is_written(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    settings = load_settings(
+        _env_file=None, data_dir=tmp_path, generate_secrets=False, **(ALL_SECRETS | {"meta_app_secret": ""})
+    )
+    with pytest.raises(SettingsError) as raised:
+        settings.secret("meta_app_secret")
+    assert raised.value.setting == "META_APP_SECRET"
+    assert "GENERATE_SECRETS=false" in str(raised.value)
+    with pytest.raises(SettingsError) as raised:
+        settings.require_secrets()
+    assert raised.value.setting == "META_APP_SECRET"
+    assert not (tmp_path / "secrets").exists()  # no per-container value was generated
+    assert settings.secret("meta_verify_token") == "value-of-meta_verify_token"
+
+
+def test_require_secrets_lists_every_missing_one_and_passes_when_all_are_set(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    missing = load_settings(_env_file=None, data_dir=tmp_path, generate_secrets=False)
+    with pytest.raises(SettingsError) as raised:
+        missing.require_secrets()
+    assert raised.value.setting == "ENCRYPTION_KEY"
+    for name in GENERATED_SECRETS:
+        assert name.upper() in str(raised.value)
+    load_settings(_env_file=None, data_dir=tmp_path, generate_secrets=False, **ALL_SECRETS).require_secrets()
+    # `switchboard run` (the default) still generates them into DATA_DIR/secrets
+    generated = load_settings(_env_file=None, data_dir=tmp_path)
+    generated.require_secrets()
+    assert len(generated.secret("meta_app_secret")) == 32
+    assert (tmp_path / "secrets" / "meta_app.secret").exists()
+
+
+def test_a_service_and_a_worker_refuse_to_start_without_a_required_secret(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from services.whatsapp.main import create_app
+    from services.worker.main import main as worker_main
+
+    settings = load_settings(
+        _env_file=None, data_dir=tmp_path, generate_secrets=False, **(ALL_SECRETS | {"meta_verify_token": ""})
+    )
+    with pytest.raises(SettingsError) as raised:
+        create_app(settings)
+    assert raised.value.setting == "META_VERIFY_TOKEN"
+
+    monkeypatch.chdir(tmp_path)  # no .env of the developer's
+    for name, value in ALL_SECRETS.items():
+        monkeypatch.setenv(name.upper(), value)
+    monkeypatch.setenv("GENERATE_SECRETS", "false")
+    monkeypatch.setenv("SERVICE_TOKEN", "")
+    monkeypatch.setenv("DATA_DIR", str(tmp_path))
+    with pytest.raises(SettingsError) as raised:
+        worker_main([])
+    assert raised.value.setting == "SERVICE_TOKEN"
+
+
+def test_an_empty_provider_key_is_unset() -> None:
+    settings = load_settings(_env_file=None, openai_api_key="", anthropic_api_key="  ")
+    assert settings.openai_api_key is None
+    assert settings.anthropic_api_key is None
+    assert load_settings(_env_file=None, openai_api_key="sk-x").openai_api_key is not None
+
+
+@pytest.fixture
+def model_server() -> Any:
+    """Stands in for the offline model server in another container: records paths and auth headers."""
+    app = FastAPI()
+    seen: list[tuple[str, str | None]] = []
+
+    @app.post("/v1/audio/transcriptions")
+    async def transcriptions(request: Request) -> dict:
+        seen.append((request.url.path, request.headers.get("authorization")))
+        return {"text": "hello from the voice note"}
+
+    @app.post("/v1/chat/completions")
+    async def completions(request: Request) -> dict:
+        seen.append((request.url.path, request.headers.get("authorization")))
+        return {"choices": [{"message": {"content": "A black wall fan."}}]}
+
+    with serve_app(app) as url:
+        yield url, seen
+
+
+async def test_media_calls_go_to_model_server_url_when_the_openai_key_is_empty(model_server) -> None:  # type: ignore[no-untyped-def]
+    url, seen = model_server
+    # compose: the model server is another container, OPENAI_API_KEY is passed through empty
+    settings = load_settings(
+        _env_file=None, openai_api_key="", model_server_url_override=url, model_server_port=1
+    )
+    async with httpx.AsyncClient() as http:
+        assert await transcribe(http, settings, b"OggS\x00voice", "audio/ogg") == "hello from the voice note"
+        assert await describe_image(http, settings, b"\xff\xd8\xffjpeg", "image/jpeg") == "A black wall fan."
+    assert seen == [("/v1/audio/transcriptions", None), ("/v1/chat/completions", None)]
+
+
+@pytest.fixture
+def real_graph_api() -> Any:
+    """Stands in for graph.facebook.com (outside the project): records the numbers it is asked to send from."""
+    app = FastAPI()
+    senders: list[str] = []
+
+    @app.post("/{version}/{phone_number_id}/messages")
+    async def messages(version: str, phone_number_id: str) -> dict:
+        senders.append(phone_number_id)
+        return {"messages": [{"id": f"wamid.REAL{len(senders)}"}]}
+
+    with serve_app(app) as url:
+        yield url, senders
+
+
+async def test_the_graph_api_is_chosen_per_account_not_per_process(graph_sandbox, real_graph_api) -> None:  # type: ignore[no-untyped-def]
+    """One real number and the demo's sandbox number in one worker: each send reaches its own API."""
+    sandbox_url, sandbox = graph_sandbox
+    real_url, real_senders = real_graph_api
+    settings = load_settings(
+        _env_file=None,
+        whatsapp_graph_base_url=real_url,  # the process default: "the real API"
+        whatsapp_url_override=sandbox_url.removesuffix("/_sandbox/graph"),  # the WhatsApp service (sandbox)
+    )
+    channel = WhatsAppChannel(ChannelDeps(settings=settings, cipher=None, http=None))  # type: ignore[arg-type]
+    tenant_id = uuid.uuid4()
+    real_number, demo_number = str(uuid.uuid4().int)[:15], str(uuid.uuid4().int)[:15]
+    real = ChannelAccount(tenant_id=tenant_id, channel="whatsapp", external_account_id=real_number)
+    demo = ChannelAccount(
+        tenant_id=tenant_id, channel="whatsapp", external_account_id=demo_number, api_base_url="sandbox"
+    )
+    try:
+        part = OutboundPart(type="text", text="Hi there")
+        assert await channel.send(real, "15550100099", part, correlation_id="c1") == "wamid.REAL1"
+        await channel.send(demo, "15550100099", part, correlation_id="c2")
+        await channel.send(real, "15550100099", part, correlation_id="c3")
+    finally:
+        await channel.aclose()
+    assert real_senders == [real_number, real_number]
+    assert [m["text"] for m in sandbox.sent_by(demo_number)] == ["Hi there"]
+    assert sandbox.sent_by(real_number) == []
+    assert settings.channel_api_base_url("whatsapp", None) == real_url
+    assert (
+        load_settings(_env_file=None).channel_api_base_url("whatsapp", None) == REAL_WHATSAPP_GRAPH_BASE_URL
+    )
+    explicit = "https://graph.example.test/"
+    assert settings.channel_api_base_url("whatsapp", explicit) == explicit.rstrip("/")
+
+
+async def test_queue_depth_counts_ready_jobs_only(redis_url) -> None:  # type: ignore[no-untyped-def]
+    from redis.asyncio import Redis
+    from switchboard.queue.depth import queue_depths
+
+    queue = f"arq:queue:test-{uuid.uuid4().hex[:8]}"
+    redis = Redis.from_url(redis_url)
+    try:
+        now = 1_800_000_000_000
+        await redis.zadd(queue, {"ready-1": now - 5_000, "ready-2": now, "deferred": now + 60_000})
+        assert await queue_depths(redis, [queue, queue + ":empty"], now_ms=now) == {
+            queue: 2,
+            queue + ":empty": 0,
+        }
+    finally:
+        await redis.delete(queue)
+        await redis.aclose()
+
+
+def test_queue_depth_prints_one_cloudwatch_emf_line_per_queue(cli) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    result = cli.run("queue", "depth", "--emf")
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [record["Queue"] for record in records] == ["chat", "background"]
+    for record in records:
+        assert record["_aws"]["CloudWatchMetrics"] == [
+            {
+                "Namespace": "Switchboard/Queues",
+                "Dimensions": [["Queue"]],
+                "Metrics": [{"Name": "QueueDepth", "Unit": "Count"}],
+            }
+        ]
+        assert isinstance(record["QueueDepth"], int) and record["QueueDepth"] >= 0
+        assert isinstance(record["_aws"]["Timestamp"], int)
+
+
+def test_the_container_probe_passes_on_200_only() -> None:
+    from switchboard.probe import main as probe
+
+    app = FastAPI()
+
+    @app.get("/healthz")
+    async def healthz() -> dict:
+        return {"status": "ok"}
+
+    @app.get("/degraded", status_code=503)
+    async def degraded() -> dict:
+        return {"status": "degraded"}
+
+    with serve_app(app) as url:
+        assert probe([f"{url}/healthz"]) == 0
+        assert probe([f"{url}/degraded"]) == 1
+    assert probe(["http://127.0.0.1:9/healthz"]) == 1  # nothing listens
+    assert probe([]) == 2
