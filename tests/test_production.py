@@ -218,3 +218,53 @@ def test_the_container_probe_passes_on_200_only() -> None:
         assert probe([f"{url}/degraded"]) == 1
     assert probe(["http://127.0.0.1:9/healthz"]) == 1  # nothing listens
     assert probe([]) == 2
+
+
+# --- Makefile: what a new operator hit -------------------------------------------------------------
+
+MAKEFILE = __import__("pathlib").Path(__file__).resolve().parents[1] / "Makefile"
+
+
+def _make(folder, *args: str, **env: str):  # type: ignore[no-untyped-def]
+    import os
+    import subprocess
+
+    environment = {k: v for k, v in os.environ.items() if k != "DATA_DIR"} | env
+    return subprocess.run(
+        ["make", "--no-print-directory", "-C", str(folder), "-f", str(MAKEFILE), *args],
+        capture_output=True, text=True, env=environment, timeout=60,
+    )  # fmt: skip
+
+
+def test_clean_data_deletes_the_data_dir_it_is_given_and_nothing_else(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    default, chosen, from_env_file = tmp_path / ".switchboard", tmp_path / "chosen", tmp_path / "from-dotenv"
+    for folder in (default, chosen, from_env_file):
+        (folder / "secrets").mkdir(parents=True)
+    done = _make(tmp_path, "clean-data", DATA_DIR=str(chosen))
+    assert done.returncode == 0, done.stderr
+    assert not chosen.exists() and default.exists() and from_env_file.exists()
+    (tmp_path / ".env").write_text(f"LOG_LEVEL=INFO\nDATA_DIR={from_env_file}\n")
+    assert _make(tmp_path, "clean-data").returncode == 0
+    assert not from_env_file.exists() and default.exists()
+    (tmp_path / ".env").unlink()
+    assert _make(tmp_path, "clean-data").returncode == 0
+    assert not default.exists()
+    refused = _make(tmp_path, "clean-data", DATA_DIR="/")
+    assert refused.returncode != 0 and "refusing to delete DATA_DIR=/" in refused.stderr
+
+
+def test_a_venv_made_with_the_wrong_python_is_recreated(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    old = tmp_path / ".venv" / "bin"
+    old.mkdir(parents=True)
+    (old / "python").write_text("#!/bin/sh\nexit 1\n")  # answers like a Python 3.10: version check fails
+    (old / "python").chmod(0o755)
+    done = _make(tmp_path, "-n", "clean-data")
+    assert "was made with a Python older than 3.11" in done.stdout + done.stderr
+    assert not (tmp_path / ".venv").exists()
+    old.mkdir(parents=True)
+    (old / "python").symlink_to(sys.executable)  # a good one is kept
+    done = _make(tmp_path, "-n", "clean-data")
+    assert "older than 3.11" not in done.stdout + done.stderr
+    assert (old / "python").exists()
