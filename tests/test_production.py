@@ -268,3 +268,41 @@ def test_a_venv_made_with_the_wrong_python_is_recreated(tmp_path) -> None:  # ty
     done = _make(tmp_path, "-n", "clean-data")
     assert "older than 3.11" not in done.stdout + done.stderr
     assert (old / "python").exists()
+
+
+# --- CLI: what a new operator hit ------------------------------------------------------------------
+
+
+def test_status_in_a_folder_with_no_data_says_not_running_and_asks_no_port(cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    app = FastAPI()
+
+    @app.get("/healthz")
+    async def healthz() -> dict:  # another program on the WhatsApp port, answering 200
+        return {"status": "ok"}
+
+    with serve_app(app) as url:
+        port = url.rsplit(":", 1)[1]
+        fresh = cli.run("status", DATA_DIR=str(tmp_path / "nothing"), REDIS_URL=None, WHATSAPP_PORT=port)
+        assert fresh.exit_code == 1
+        assert fresh.stdout == (
+            f"not running: start it with make run (DATA_DIR={(tmp_path / 'nothing').resolve()}: no data there yet)\n"
+        )
+        (tmp_path / "stopped").mkdir()
+        stopped = cli.run("status", DATA_DIR=str(tmp_path / "stopped"), REDIS_URL=None)
+        assert stopped.exit_code == 1 and "no live `switchboard run` there" in stopped.stdout
+        # with REDIS_URL (services elsewhere) the ports are asked, and a stranger on one is not healthy
+        asked = cli.run("status", DATA_DIR=str(tmp_path / "nothing"), WHATSAPP_PORT=port)
+    assert asked.exit_code == 1
+    (line,) = [line for line in asked.stdout.splitlines() if line.startswith("whatsapp ")]
+    assert "DOWN  another program answers there (not Switchboard)" in line
+
+
+def test_db_upgrade_to_an_unknown_revision_is_one_line_and_exit_2(cli) -> None:  # type: ignore[no-untyped-def]
+    from switchboard.db.migrate import head_revision
+
+    result = cli.run("db", "upgrade", "--revision", "nosuchrev")
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: no migration revision 'nosuchrev': use head, base, a relative step")
+    assert line.endswith(head_revision()) and "one of 0001, 0002_turns, " in line
+    assert cli.run("db", "upgrade", "--revision", "head").exit_code == 0
