@@ -45,6 +45,7 @@ def _resolvable(revision: str) -> None:
     except (CommandError, ResolutionError):
         raise UnknownRevision(revision) from None
 
+
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 
 

@@ -127,7 +127,10 @@ def check_service_health(
         if response.status_code == 200 and body.get("service") == spec.name:
             return True, f"{body.get('service', '?')} {body.get('version', '?')}"
         if response.status_code == 200:  # something else on the port (another program, another service)
-            return False, f"another program answers there ({str(body.get('service') or 'not Switchboard')[:40]})"
+            return (
+                False,
+                f"another program answers there ({str(body.get('service') or 'not Switchboard')[:40]})",
+            )
         return False, f"HTTP {response.status_code} {body.get('checks', '')}"
     if not redis_url:
         return False, "no REDIS_URL"
