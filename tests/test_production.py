@@ -306,3 +306,20 @@ def test_db_upgrade_to_an_unknown_revision_is_one_line_and_exit_2(cli) -> None: 
     assert line.startswith("error: no migration revision 'nosuchrev': use head, base, a relative step")
     assert line.endswith(head_revision()) and "one of 0001, 0002_turns, " in line
     assert cli.run("db", "upgrade", "--revision", "head").exit_code == 0
+
+
+async def test_a_new_tenant_has_the_knowledge_tool_enabled_and_is_told_so(cli, sessions) -> None:  # type: ignore[no-untyped-def]
+    from switchboard.tenants import get_tenant
+    from switchboard.tools.toolbox import list_assignments
+
+    slug = f"new-{uuid.uuid4().hex[:8]}"
+    result = await cli.arun("tenant", "create", "--slug", slug, "--name", "New Shop")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[1] == (
+        f"enabled tools: search_knowledge_base (others: `switchboard tools list --tenant {slug}`, "
+        "`switchboard tools enable`)"
+    )
+    async with sessions() as session:
+        tenant = await get_tenant(session, slug)
+        enabled = [a.tool_name for a in await list_assignments(session, tenant.id) if a.enabled]
+    assert enabled == ["search_knowledge_base"]

@@ -15,6 +15,7 @@ async def new_tenant(
 ) -> Tenant:
     """Create and commit a tenant with a unique slug and these ``settings_extensions`` sections."""
     async with sessions() as session, session.begin():
-        tenant = await create_tenant(session, slug=f"t-{uuid.uuid4().hex[:12]}", name=name)
+        # no default tools: each test enables what it exercises (create_tenant's default is tested on its own)
+        tenant = await create_tenant(session, slug=f"t-{uuid.uuid4().hex[:12]}", name=name, default_tools=())
         tenant.settings_extensions = dict(settings_extensions)
     return tenant
