@@ -323,3 +323,72 @@ async def test_a_new_tenant_has_the_knowledge_tool_enabled_and_is_told_so(cli, s
         tenant = await get_tenant(session, slug)
         enabled = [a.tool_name for a in await list_assignments(session, tenant.id) if a.enabled]
     assert enabled == ["search_knowledge_base"]
+
+
+def test_version_command(cli) -> None:  # type: ignore[no-untyped-def]
+    from switchboard import __version__
+
+    assert cli.run("version").stdout == f"switchboard {__version__}\n"
+    assert cli.run("--version").stdout == f"switchboard {__version__}\n"
+
+
+async def test_channel_list_names_each_account_and_its_api(cli, make_tenant, sessions, settings) -> None:  # type: ignore[no-untyped-def]
+    from switchboard.tenants import add_channel_account
+
+    tenant = await make_tenant()
+    number, other = str(uuid.uuid4().int)[:15], str(uuid.uuid4().int)[:15]
+    async with sessions() as session, session.begin():
+        await add_channel_account(
+            session, tenant=tenant, channel="whatsapp", external_account_id=number, api_base_url="sandbox"
+        )
+        await add_channel_account(session, tenant=tenant, channel="whatsapp", external_account_id=other)
+    result = await cli.arun(
+        "channel",
+        "list",
+        "--tenant",
+        tenant.slug,
+        WHATSAPP_GRAPH_BASE_URL=None,
+        WHATSAPP_PORT=str(settings.whatsapp_port),
+    )
+    assert result.exit_code == 0, result.output
+    lines = sorted(result.stdout.splitlines(), key=lambda line: number not in line)
+    assert lines[0].split() == [
+        tenant.slug,
+        "whatsapp",
+        number,
+        "active",
+        "token=no",
+        f"api={settings.whatsapp_sandbox_url}",
+    ]
+    assert lines[1].split() == [
+        tenant.slug,
+        "whatsapp",
+        other,
+        "active",
+        "token=no",
+        "api=https://graph.facebook.com",
+    ]
+    empty = await make_tenant()
+    assert "no channel accounts" in (await cli.arun("channel", "list", "--tenant", empty.slug)).stdout
+
+
+async def test_agents_remove_refuses_while_a_conversation_is_theirs(cli, make_tenant, sessions) -> None:  # type: ignore[no-untyped-def]
+    from switchboard.db.models import Conversation, HumanAgent
+
+    from tests.utils.handoff import make_agent, make_customer_conversation, reload
+
+    tenant = await make_tenant()
+    busy, idle = await make_agent(sessions, tenant, "Rita"), await make_agent(sessions, tenant, "Omar")
+    _, conversation = await make_customer_conversation(sessions, tenant)
+    async with sessions() as session, session.begin():
+        row = await session.get(Conversation, conversation.id)
+        row.status, row.assigned_agent_id = "human", busy.id
+    refused = await cli.arun("agents", "remove", "--tenant", tenant.slug, "--name", "Rita")
+    assert refused.exit_code == 2
+    assert refused.stderr.strip() == (
+        "error: Rita still has 1 open conversation(s): end or transfer them first (/end or /transfer from their WhatsApp)"
+    )
+    removed = await cli.arun("agents", "remove", "--tenant", tenant.slug, "--phone", f"+{idle.phone}")
+    assert removed.exit_code == 0 and removed.stdout == f"removed agent Omar +{idle.phone}\n"
+    assert await reload(sessions, HumanAgent, idle.id) is None
+    assert (await reload(sessions, HumanAgent, busy.id)).name == "Rita"

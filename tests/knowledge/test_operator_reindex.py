@@ -53,6 +53,8 @@ async def test_reindex_with_a_provider_model_and_no_key_is_refused_and_changes_n
     )
     async with sessions() as session:
         row = await session.get(Tenant, tenant.id)
-        source = (await session.exec(select(KnowledgeSource).where(KnowledgeSource.tenant_id == tenant.id))).one()
+        source = (
+            await session.exec(select(KnowledgeSource).where(KnowledgeSource.tenant_id == tenant.id))
+        ).one()
     assert tenant_settings_from(row.settings_extensions).knowledge.embedding_model == LEXICAL_MODEL_NAME
     assert (source.status, source.embedding_model) == ("ready", LEXICAL_MODEL_NAME)

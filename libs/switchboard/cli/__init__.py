@@ -15,7 +15,7 @@
 import switchboard.channels.gmail.cli  # noqa: F401  (registers the Gmail commands)
 import switchboard.channels.instagram.cli  # noqa: F401  (registers the Instagram commands)
 import switchboard.channels.whatsapp.cli  # noqa: F401  (registers the WhatsApp commands)
-from switchboard.cli import agents, db, kb, keys, queue, simulate, system, tenants, tools  # noqa: F401  (register)
+from switchboard.cli import agents, channels, db, kb, keys, queue, simulate, system, tenants, tools  # noqa: F401  (register)
 from switchboard.cli.root import app, main
 
 __all__ = ["app", "main"]

@@ -15,7 +15,13 @@ from switchboard import __version__
 from switchboard.cli.root import app
 from switchboard.cli.runner import command_settings, friendly_errors
 
-__all__ = ["run", "status"]
+__all__ = ["run", "status", "version"]
+
+
+@app.command()
+def version() -> None:
+    """Print the version (the same as `switchboard --version`)."""
+    typer.echo(f"switchboard {__version__}")
 
 
 @app.command()
