@@ -392,3 +392,35 @@ async def test_agents_remove_refuses_while_a_conversation_is_theirs(cli, make_te
     assert removed.exit_code == 0 and removed.stdout == f"removed agent Omar +{idle.phone}\n"
     assert await reload(sessions, HumanAgent, idle.id) is None
     assert (await reload(sessions, HumanAgent, busy.id)).name == "Rita"
+
+
+def test_no_help_page_shows_a_bool_or_str_placeholder() -> None:
+    from click.testing import CliRunner
+    from switchboard.cli.root import cli_command
+
+    command = cli_command()
+
+    def pages(group, path):  # type: ignore[no-untyped-def]
+        yield path
+        for name, sub in getattr(group, "commands", {}).items():
+            yield from pages(sub, [*path, name])
+
+    seen = 0
+    for path in pages(command, []):
+        result = CliRunner().invoke(command, [*path, "--help"], terminal_width=200)
+        assert result.exit_code == 0, (path, result.output)
+        assert "<bool>" not in result.output and "<str>" not in result.output, (path, result.output)
+        seen += 1
+    assert seen > 40
+    agents_add = CliRunner().invoke(command, ["agents", "add", "--help"], terminal_width=200).output
+    assert "--tenant  -t      TENANT" in agents_add and "--online " in agents_add
+
+
+def test_csv_import_has_its_request_body_in_the_openapi_schema(settings) -> None:  # type: ignore[no-untyped-def]
+    from services.orchestrator.main import create_app
+
+    operation = create_app(settings).openapi()["paths"]["/v1/admin/tenants/{slug}/data/{kind}"]["post"]
+    body = operation["requestBody"]
+    assert body["required"] is True
+    assert body["content"]["text/csv"]["schema"] == {"type": "string", "format": "binary"}
+    assert body["content"]["text/csv"]["example"].startswith("sku,name,")
