@@ -317,3 +317,47 @@ def test_every_secret_is_in_secrets_manager_and_no_task_generates_one() -> None:
     )
     assert SECRETS <= operator | generated | {"ENCRYPTION_KEY"}, SECRETS - (operator | generated)
     assert operator.isdisjoint(generated)
+
+
+def _interpolate(value: str, env: dict[str, str]) -> str:
+    """Compose's ``${VAR}``, ``${VAR:-default}`` and ``${VAR:?message}`` (the forms the file uses)."""
+
+    def one(match: re.Match[str]) -> str:
+        name, op, arg = match.group(1), match.group(2), match.group(3) or ""
+        if env.get(name):
+            return env[name]
+        if op == ":?":
+            raise KeyError(f"{name}: {arg}")
+        return arg
+
+    return re.sub(r"\$\{([A-Z0-9_]+)(?:(:-|:\?)([^}]*))?\}", one, value)
+
+
+def test_the_compose_environment_is_valid_settings_and_names_what_is_missing(monkeypatch, tmp_path):  # type: ignore[no-untyped-def]
+    """Every service gets the same environment: with example.env filled in it loads as Settings with
+    generation off and every secret present; with one left empty compose refuses, naming it."""
+    from switchboard.settings import load_settings
+
+    env = _compose()["x-app"]["environment"]
+    filled = {line.split("=", 1)[0]: "x" for line in (ROOT / "infra" / "example.env").read_text().splitlines()
+              if re.match(r"^[A-Z_]+=$", line)}  # fmt: skip
+    filled |= {"ENCRYPTION_KEY": "bG9jYWwtdGVzdC1rZXktMzItYnl0ZXMtbG9uZy0wMDA=", "SWITCHBOARD_DOMAIN": "support.example.com"}
+    for name in ("GMAIL_PUBSUB_TOPIC", "GMAIL_PUSH_AUDIENCE", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ACME_EMAIL"):
+        filled[name] = ""  # optional: left empty in example.env
+    values = {key: _interpolate(str(value), filled) for key, value in env.items()}
+    monkeypatch.chdir(tmp_path)
+    for key in list(__import__("os").environ):
+        if key in Settings.model_fields or key.upper() in {k.upper() for k in values}:
+            monkeypatch.delenv(key, raising=False)
+    for key, value in values.items():
+        monkeypatch.setenv(key, value)
+    settings = load_settings()
+    settings.require_secrets()
+    assert settings.generate_secrets is False and settings.openai_api_key is None
+    assert settings.media_store_options == {} and settings.media_public_base_url == "https://support.example.com"
+    assert settings.channel_api_base_url("whatsapp", None) == "https://graph.facebook.com"
+    assert settings.channel_api_base_url("whatsapp", "sandbox") == "http://whatsapp:8101/_sandbox/graph"
+    assert settings.model_server_url == "http://model_server:8105"
+    assert not settings.whatsapp_sandbox_enabled
+    with pytest.raises(KeyError, match="META_APP_SECRET: set META_APP_SECRET"):
+        _interpolate(env["META_APP_SECRET"], filled | {"META_APP_SECRET": ""})

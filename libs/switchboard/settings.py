@@ -22,18 +22,19 @@ Postgres (:mod:`switchboard.tenant_settings`), not here.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from cryptography.fernet import Fernet
 from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from switchboard.errors import SettingsError
 
@@ -288,9 +289,17 @@ class MediaStoreSettings(BaseSettings):
     """Where copies go: unset is the folder ``DATA_DIR/media``; ``s3://bucket/prefix`` an S3-compatible
     bucket (credentials and endpoint from ``MEDIA_STORE_OPTIONS`` or the usual ``AWS_*`` variables);
     ``memory:///`` keeps them in the process (tests)."""
-    media_store_options: dict[str, str] = Field(default_factory=dict)
+    media_store_options: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
     """Options of the store as JSON, e.g. ``{"endpoint": "http://minio:9000", "region": "auto",
-    "access_key_id": "...", "secret_access_key": "..."}`` (obstore's S3 config keys)."""
+    "access_key_id": "...", "secret_access_key": "..."}`` (obstore's S3 config keys); empty: none
+    (compose passes ``MEDIA_STORE_OPTIONS=`` through when it is unset)."""
+
+    @field_validator("media_store_options", mode="before")
+    @classmethod
+    def _options_json(cls, value: object) -> object:
+        if isinstance(value, str):
+            return json.loads(value) if value.strip() else {}
+        return value
     media_public_base_url: str | None = None
     """Public URL of the Instagram service, where Meta fetches the media we send (signed ``/media/...``
     links, :mod:`switchboard.media.links`); unset: this machine's ``INSTAGRAM_PORT`` (the sandbox)."""
