@@ -341,8 +341,17 @@ def test_the_compose_environment_is_valid_settings_and_names_what_is_missing(mon
     env = _compose()["x-app"]["environment"]
     filled = {line.split("=", 1)[0]: "x" for line in (ROOT / "infra" / "example.env").read_text().splitlines()
               if re.match(r"^[A-Z_]+=$", line)}  # fmt: skip
-    filled |= {"ENCRYPTION_KEY": "bG9jYWwtdGVzdC1rZXktMzItYnl0ZXMtbG9uZy0wMDA=", "SWITCHBOARD_DOMAIN": "support.example.com"}
-    for name in ("GMAIL_PUBSUB_TOPIC", "GMAIL_PUSH_AUDIENCE", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ACME_EMAIL"):
+    filled |= {
+        "ENCRYPTION_KEY": "bG9jYWwtdGVzdC1rZXktMzItYnl0ZXMtbG9uZy0wMDA=",
+        "SWITCHBOARD_DOMAIN": "support.example.com",
+    }
+    for name in (
+        "GMAIL_PUBSUB_TOPIC",
+        "GMAIL_PUSH_AUDIENCE",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "ACME_EMAIL",
+    ):
         filled[name] = ""  # optional: left empty in example.env
     values = {key: _interpolate(str(value), filled) for key, value in env.items()}
     monkeypatch.chdir(tmp_path)
@@ -354,7 +363,9 @@ def test_the_compose_environment_is_valid_settings_and_names_what_is_missing(mon
     settings = load_settings()
     settings.require_secrets()
     assert settings.generate_secrets is False and settings.openai_api_key is None
-    assert settings.media_store_options == {} and settings.media_public_base_url == "https://support.example.com"
+    assert (
+        settings.media_store_options == {} and settings.media_public_base_url == "https://support.example.com"
+    )
     assert settings.channel_api_base_url("whatsapp", None) == "https://graph.facebook.com"
     assert settings.channel_api_base_url("whatsapp", "sandbox") == "http://whatsapp:8101/_sandbox/graph"
     assert settings.model_server_url == "http://model_server:8105"

@@ -300,6 +300,7 @@ class MediaStoreSettings(BaseSettings):
         if isinstance(value, str):
             return json.loads(value) if value.strip() else {}
         return value
+
     media_public_base_url: str | None = None
     """Public URL of the Instagram service, where Meta fetches the media we send (signed ``/media/...``
     links, :mod:`switchboard.media.links`); unset: this machine's ``INSTAGRAM_PORT`` (the sandbox)."""
