@@ -105,6 +105,7 @@ module "http_service" {
   health_check_command           = ["python", "-m", "switchboard.probe", "http://127.0.0.1:${each.value.port}/healthz"]
   target_group_arns              = contains(keys(local.public_routes), each.key) ? [aws_lb_target_group.public[each.key].arn] : []
   service_discovery_namespace_id = aws_service_discovery_private_dns_namespace.this.id
+  discoverable                   = true
   scaling                        = { kind = "cpu", cpu_target = var.services[each.key].cpu_target }
 
   depends_on = [aws_lb_listener_rule.public]

@@ -52,7 +52,8 @@ resource "aws_ecs_task_definition" "this" {
 }
 
 resource "aws_service_discovery_service" "this" {
-  count = var.port != null && var.service_discovery_namespace_id != null ? 1 : 0
+  # a plan-time boolean: the namespace id is unknown until the first apply, so it cannot decide count
+  count = var.discoverable ? 1 : 0
   name  = var.name
 
   dns_config {

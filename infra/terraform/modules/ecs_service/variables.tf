@@ -96,9 +96,15 @@ variable "target_group_arns" {
 }
 
 variable "service_discovery_namespace_id" {
-  description = "Cloud Map private DNS namespace; HTTP services register <name>.<namespace> in it."
+  description = "Cloud Map private DNS namespace the service registers <name>.<namespace> in (with discoverable)."
   type        = string
   default     = null
+}
+
+variable "discoverable" {
+  description = "Register in service_discovery_namespace_id (HTTP services other services call)."
+  type        = bool
+  default     = false
 }
 
 variable "min_count" {
