@@ -68,7 +68,8 @@ _LICENCE_NAMES = {
     "apache 2.0": "Apache-2.0", "apache-2.0": "Apache-2.0", "apache license 2.0": "Apache-2.0",
     "apache software license": "Apache-2.0", "apache license, version 2.0": "Apache-2.0",
     "bsd": "BSD", "bsd license": "BSD", "bsd-2-clause": "BSD-2-Clause", "bsd-3-clause": "BSD-3-Clause",
-    "new bsd license": "BSD-3-Clause", "psf-2.0": "PSF-2.0", "psfl": "PSF-2.0",
+    "new bsd license": "BSD-3-Clause", "3-clause bsd license": "BSD-3-Clause",  # protobuf
+    "psf-2.0": "PSF-2.0", "psfl": "PSF-2.0",
     "python software foundation license": "PSF-2.0", "mpl-2.0": "MPL-2.0",
     "mozilla public license 2.0 (mpl 2.0)": "MPL-2.0", "isc": "ISC", "isc license": "ISC",
     "isc license (iscl)": "ISC", "unlicense": "Unlicense", "the unlicense (unlicense)": "Unlicense",

@@ -165,6 +165,9 @@ def settings(database_url: str, redis_url: str, data_dir: Path) -> Settings:
             for name in ("orchestrator", "whatsapp", "instagram", "gmail", "mcp_tools", "model_server")
         },
         embedded_redis_port=free_port(),
+        # the workers' /metrics servers stay off: many bursts run at once; tests/test_metrics.py turns one on
+        worker_metrics_port=0,
+        worker_background_metrics_port=0,
     )
 
 
@@ -232,7 +235,8 @@ def make_settings(
         values: dict[str, Any] = dict(
             settings.model_dump(include={
                 "database_url", "redis_url", "data_dir", "whatsapp_port", "instagram_port", "gmail_port",
-                "mcp_tools_port", "model_server_port", "embedded_redis_port",
+                "mcp_tools_port", "model_server_port", "embedded_redis_port", "worker_metrics_port",
+                "worker_background_metrics_port",
             }),
             log_format="console", meta_app_secret=APP_SECRET, meta_verify_token=VERIFY_TOKEN,
             whatsapp_graph_base_url=graph_sandbox[0], inbound_debounce_s=0.0, inbound_retry_defer_s=0.05,

@@ -46,10 +46,12 @@ def test_every_command_in_compose_exists():
     cli_groups = {group.name for group in cli_app.registered_groups}
     for name, service in compose.items():
         command = service.get("command")
-        if not command or service.get("image", "").startswith(("pgvector/", "valkey/")):
+        if not command or service.get("image", "").startswith(
+            ("pgvector/", "valkey/", "prom/", "grafana/", "jaegertracing/")
+        ):
             continue
-        if service.get("image", "").startswith(("caddy:", "minio/")):
-            continue
+        if not service.get("image", "").startswith("switchboard:"):
+            continue  # caddy, minio, the observability tools: not our image
         _assert_entry_point_exists(name, command, cli_commands | cli_groups)
         health = service.get("healthcheck", {}).get("test", [])
         if health[:3] == ["CMD", "python", "-m"]:
@@ -166,8 +168,11 @@ def test_every_long_running_compose_service_has_a_health_check_and_state_is_on_v
     assert "media:/var/lib/switchboard/media" in mounts["whatsapp"]
     assert set(compose["volumes"]) >= {"postgres-data", "redis-data", "media", "caddy-data"}
     assert compose["services"]["minio"]["profiles"] == ["minio"]
-    # nothing but Caddy publishes a port: the services are reached through it or the compose network
-    assert [name for name, service in compose["services"].items() if service.get("ports")] == ["caddy"]
+    # only Caddy publishes on every interface; the services are reached through it or the compose
+    # network, the observability tools on the host's loopback only
+    for name, service in compose["services"].items():
+        for mapping in service.get("ports", []):
+            assert name == "caddy" or mapping.startswith("127.0.0.1:"), (name, mapping)
 
 
 def _caddy_routes() -> dict[str, str]:
@@ -372,3 +377,40 @@ def test_the_compose_environment_is_valid_settings_and_names_what_is_missing(mon
     assert not settings.whatsapp_sandbox_enabled
     with pytest.raises(KeyError, match="META_APP_SECRET: set META_APP_SECRET"):
         _interpolate(env["META_APP_SECRET"], filled | {"META_APP_SECRET": ""})
+
+
+def test_the_observability_profile_scrapes_every_service_and_charts_only_defined_metrics():
+    import json
+    import re
+
+    from prometheus_client.metrics import MetricWrapperBase
+    from switchboard.observability import metrics
+
+    compose = _compose()["services"]
+    assert {name for name, svc in compose.items() if svc.get("profiles") == ["observability"]} == {
+        "prometheus", "grafana", "jaeger",
+    }  # fmt: skip
+    scrape = yaml.safe_load((ROOT / "infra" / "prometheus" / "prometheus.yml").read_text())
+    targets = {
+        t
+        for config in scrape["scrape_configs"]
+        for group in config["static_configs"]
+        for t in group["targets"]
+    }
+    settings = Settings(_env_file=None)
+    expected = {f"{spec.name}:{spec.metrics_port(settings)}" for spec in SERVICES}
+    assert targets == expected
+    for spec in SERVICES:  # each port Prometheus scrapes is reachable inside the compose network
+        port = str(spec.metrics_port(settings))
+        assert port in compose[spec.name].get("expose", []) or any(
+            p.endswith(":" + port) for p in compose[spec.name].get("ports", [])
+        ), spec.name
+    dashboard = json.loads((ROOT / "infra" / "grafana" / "dashboards" / "switchboard.json").read_text())
+    charted = {
+        re.sub(r"_(bucket|count|sum|total)$", "", name)
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+        for name in re.findall(r"switchboard_[a-z_]+", target["expr"])
+    }
+    defined = {obj._name for obj in vars(metrics).values() if isinstance(obj, MetricWrapperBase)}
+    assert charted == defined  # a panel for every metric, and no panel for a metric that does not exist

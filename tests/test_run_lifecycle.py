@@ -29,6 +29,8 @@ def _env(data_dir: Path) -> dict[str, str]:
         GMAIL_PORT=str(free_port()),
         MCP_TOOLS_PORT=str(free_port()),
         MODEL_SERVER_PORT=str(free_port()),
+        WORKER_METRICS_PORT=str(free_port()),
+        WORKER_BACKGROUND_METRICS_PORT=str(free_port()),
     )
     return env
 

@@ -92,6 +92,7 @@ def test_the_module_is_a_leaf_at_import_time():
         "switchboard.llm",
         "switchboard.llm.config",
         "switchboard.observability",
+        "switchboard.observability.logs",
         "switchboard.settings",
         "switchboard.tenant_settings",
     }

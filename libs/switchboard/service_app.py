@@ -1,4 +1,5 @@
-"""The FastAPI app shell every HTTP service shares: logging, resources in the lifespan, ``/healthz``."""
+"""The FastAPI app shell every HTTP service shares: logging, tracing, resources in the lifespan,
+``/healthz`` and ``/metrics``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from fastapi import APIRouter, FastAPI
 from switchboard import __version__
 from switchboard.health import health_router
 from switchboard.observability import configure_logging, get_logger
+from switchboard.observability.metrics import mount_metrics
+from switchboard.observability.tracing import configure_tracing, instrument_app
 from switchboard.runtime.resources import open_resources
 from switchboard.settings import Settings
 
@@ -37,6 +40,7 @@ def create_service_app(
     """
     configure_logging(service=name, level=settings.log_level, fmt=settings.log_format)
     settings.require_secrets()
+    configure_tracing(service=name)
     log = get_logger(__name__)
 
     @asynccontextmanager
@@ -52,6 +56,8 @@ def create_service_app(
     )
     app.state.settings = settings
     app.include_router(health_router(name))
+    mount_metrics(app)
+    instrument_app(app)
     for router in routers:
         app.include_router(router)
     return app

@@ -128,6 +128,10 @@ class NetworkSettings(BaseSettings):
     mcp_tools_port: int = Field(8104, ge=1, le=65535)
     model_server_port: int = Field(8105, ge=1, le=65535)
     """Port of the offline OpenAI-compatible model server (used when no provider key is set)."""
+    worker_metrics_port: int = Field(8106, ge=0, le=65535)
+    """Port of the chat worker's Prometheus ``/metrics`` (the HTTP services answer it on their own port); 0: off."""
+    worker_background_metrics_port: int = Field(8107, ge=0, le=65535)
+    """Port of the background worker's Prometheus ``/metrics``; 0: off."""
     embedded_redis_port: int = Field(6380, ge=1, le=65535)
     """TCP port of the embedded Redis on ``host`` (only when ``REDIS_URL`` is unset)."""
     orchestrator_url_override: str | None = Field(None, validation_alias="ORCHESTRATOR_URL")

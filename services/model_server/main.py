@@ -7,6 +7,7 @@ from fastapi import FastAPI
 from switchboard.llm.config import has_provider_key
 from switchboard.llm.offline_server import ControlRefused, control_refusal, create_offline_app
 from switchboard.observability import configure_logging, get_logger
+from switchboard.observability.tracing import configure_tracing
 from switchboard.settings import Settings, load_settings
 
 
@@ -18,6 +19,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """
     settings = settings or load_settings()
     configure_logging(service="model_server", level=settings.log_level, fmt=settings.log_format)
+    configure_tracing(service="model_server")
     if not settings.model_server_control:
         return create_offline_app()
     refusal = control_refusal(host=settings.host, has_provider_key=has_provider_key(settings))

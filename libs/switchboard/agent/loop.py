@@ -37,7 +37,7 @@ from switchboard.llm.trimming import (
     strip_reasoning,
     trim_to_budget,
 )
-from switchboard.observability import get_logger
+from switchboard.observability import get_logger, metrics, tracing
 from switchboard.tenant_settings import LoopLimits, TenantSettings
 
 __all__ = ["LoopOutcome", "run_tool_loop", "truncate_result", "visible_tools"]
@@ -333,33 +333,45 @@ class _Loop:
         outcome = "ok"
         effect: TurnEffect | None = None
         idempotency_key: str | None = None
-        if error_type is not None:
-            outcome = "error" if error_type in ("unknown_tool", "invalid_arguments") else "rejected"
-            content = _error_result(error_type, error_message or error_type)
-        else:
-            assert args is not None
-            ctx = self.make_ctx(call["id"], name, args)
-            idempotency_key = ctx.idempotency_key
-            try:
-                output: ToolOutput = await asyncio.wait_for(
-                    owners[name].call(name, args, ctx), self.limits.tool_timeout_s
-                )
-                raw = _serialize(output.content, self.limits.max_raw_tool_result_chars)
-                content = truncate_result(raw, self.limits.max_tool_result_chars)
-                effect = output.effect
-            except TimeoutError:
-                outcome, error_type = "timeout", "timeout"
-                content = _error_result(
-                    "timeout", f"{name} took longer than {self.limits.tool_timeout_s:g} s", True
-                )
-            except ToolError as exc:
-                outcome, error_type = "error", exc.error_type
-                content = json.dumps(exc.as_result())
-            except Exception as exc:  # a tool's bug must not crash the turn; the model sees a generic error
-                outcome, error_type = "error", "tool_exception"
-                log.exception("tool_exception", trace_id=self.trace_id, tool_name=name)
-                content = _error_result("tool_exception", f"{name} failed: {type(exc).__name__}")
+        with tracing.span(
+            "tool.call", attributes={"tool.name": name, "tool.call_id": str(call.get("id", ""))}
+        ) as current:
+            if error_type is not None:
+                outcome = "error" if error_type in ("unknown_tool", "invalid_arguments") else "rejected"
+                content = _error_result(error_type, error_message or error_type)
+            else:
+                assert args is not None
+                ctx = self.make_ctx(call["id"], name, args)
+                idempotency_key = ctx.idempotency_key
+                try:
+                    output: ToolOutput = await asyncio.wait_for(
+                        owners[name].call(name, args, ctx), self.limits.tool_timeout_s
+                    )
+                    raw = _serialize(output.content, self.limits.max_raw_tool_result_chars)
+                    content = truncate_result(raw, self.limits.max_tool_result_chars)
+                    effect = output.effect
+                except TimeoutError:
+                    outcome, error_type = "timeout", "timeout"
+                    content = _error_result(
+                        "timeout", f"{name} took longer than {self.limits.tool_timeout_s:g} s", True
+                    )
+                except ToolError as exc:
+                    outcome, error_type = "error", exc.error_type
+                    content = json.dumps(exc.as_result())
+                except (
+                    Exception
+                ) as exc:  # a tool's bug must not crash the turn; the model sees a generic error
+                    outcome, error_type = "error", "tool_exception"
+                    log.exception("tool_exception", trace_id=self.trace_id, tool_name=name)
+                    content = _error_result("tool_exception", f"{name} failed: {type(exc).__name__}")
+            current.set_attribute("tool.outcome", outcome)
+            if error_type is not None:
+                current.set_attribute("tool.error_type", error_type)
+                tracing.set_error(current, error_type)
         duration_ms = (time.perf_counter() - started) * 1000
+        label = "unknown" if error_type == "unknown_tool" else name  # a made-up name is no label value
+        metrics.TOOL_CALLS.labels(label, outcome).inc()
+        metrics.TOOL_CALL_SECONDS.labels(label).observe(duration_ms / 1000)
         self.out.tool_ms += duration_ms
         if effect is not None and (self.out.effect is None or effect == "escalated"):
             self.out.effect = effect

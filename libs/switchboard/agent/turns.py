@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from opentelemetry import trace
 from sqlalchemy import delete, update
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -67,7 +68,7 @@ from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.memory.notes import NotesRejected, check_notes, evidence_from_notes
 from switchboard.memory.store import is_returning_customer
-from switchboard.observability import get_logger, message_context
+from switchboard.observability import get_logger, message_context, metrics, tracing
 from switchboard.storable import clean_text, clean_tree
 from switchboard.tenant_settings import TenantSettings, tenant_settings_from
 
@@ -129,8 +130,16 @@ class Orchestrator:
             TurnRejected: the conversation is not the tenant's (404) or not the customer's (422).
         """
         trace_id = trace_id_for(request.conversation_id, request.inbound_message_id)
-        with message_context(
-            tenant_id=str(request.tenant_id), conversation_id=str(request.conversation_id), trace_id=trace_id
+        attributes = {"tenant.id": str(request.tenant_id), "conversation.id": str(request.conversation_id),
+                      "inbound_message.id": str(request.inbound_message_id), "channel": request.channel}  # fmt: skip
+        with (
+            message_context(
+                tenant_id=str(request.tenant_id),
+                conversation_id=str(request.conversation_id),
+                trace_id=trace_id,
+            ),
+            tracing.within_message_trace(trace_id),  # a caller without traceparent still lands in the trace
+            tracing.span("agent.turn", attributes=attributes),
         ):
             return await self._handle(request, trace_id)
 
@@ -143,12 +152,14 @@ class Orchestrator:
             claim = await self._claim(request, trace_id, tenant_settings)
         if claim.stored is not None:
             log.info("turn_replayed", outcome="stored")
+            _count_turn("replayed")
             return claim.stored
         assert claim.turn_id is not None
         if claim.skip_reason is not None:
             result = TurnResult(silent=True, trace_id=trace_id)
             await self._finish_skipped(claim.turn_id, request, result, claim.skip_reason)
             log.info("turn_skipped", reason=claim.skip_reason)
+            _count_turn("skipped")
             return result
 
         try:
@@ -201,6 +212,7 @@ class Orchestrator:
             tool_calls=len(outcome.tool_records),
             total_ms=round(total_ms, 1),
         )
+        _count_turn(outcome.outcome, duration_s=total_ms / 1000, model=outcome.model_id)
         return result
 
     def _context_factory(self, request: TurnRequest, trace_id: str) -> Callable[..., ToolContext]:
@@ -557,3 +569,15 @@ def _skip_reason(conversation: Conversation) -> str | None:
     if conversation.status != ConversationStatus.ai:
         return f"conversation_status_{conversation.status}"
     return None
+
+
+def _count_turn(outcome: str, *, duration_s: float | None = None, model: str | None = None) -> None:
+    """``switchboard_turns_total`` (and the turn's duration), and the outcome on the ``agent.turn`` span."""
+    metrics.TURNS.labels(outcome).inc()
+    if duration_s is not None:
+        metrics.TURN_SECONDS.observe(duration_s)
+    current = trace.get_current_span()
+    if current.is_recording():
+        current.set_attribute("turn.outcome", outcome)
+        if model:
+            current.set_attribute("turn.model", model)

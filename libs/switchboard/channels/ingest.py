@@ -40,7 +40,7 @@ from switchboard.channels.sanitize import UNPROCESSABLE_PREFIX, clean_text, clea
 from switchboard.contracts import InboundMessage
 from switchboard.db.models import InboundState, Message, utcnow
 from switchboard.media.jobs import COPY_JOB, copy_job_id
-from switchboard.observability import get_logger
+from switchboard.observability import get_logger, tracing
 from switchboard.outbox.statuses import DeliveryStatus
 from switchboard.queue.keys import channel_throttle_key, inbound_job_id
 
@@ -315,12 +315,14 @@ def _clean_or_none(value: Any) -> str | None:
 async def enqueue_inbound(
     redis: ArqRedis, row_id: uuid.UUID, *, defer_s: float = 0.0, job_id: str | None = None
 ) -> bool:
-    """Enqueue ``process_inbound(row_id)`` with an idempotent job id. Returns ``False`` if it already exists."""
+    """Enqueue ``process_inbound(row_id)`` with an idempotent job id (and the current ``traceparent``
+    when tracing is on). Returns ``False`` if it already exists."""
     job = await redis.enqueue_job(
         "process_inbound",
         str(row_id),
         _job_id=job_id or inbound_job_id(row_id),
         _defer_by=timedelta(seconds=defer_s) if defer_s > 0 else None,
+        **tracing.job_trace_kwargs(),
     )
     return job is not None
 
@@ -464,6 +466,33 @@ async def ingest_delivery(
         Exception: only a connection-level database error (:func:`is_connection_error`): the caller
             answers 503 so the provider retries (what was committed stays, duplicates are ignored).
     """
+    with tracing.span(
+        "inbound.ingest", attributes={"channel": accounts.channel, "messages": len(delivery.messages)}
+    ) as current:
+        result = await _ingest(
+            delivery=delivery, sessions=sessions, redis=redis, accounts=accounts, debounce_s=debounce_s,
+            throttle=throttle,
+        )  # fmt: skip
+        if current.is_recording():
+            current.set_attributes(
+                {
+                    "stored": len(result.stored_ids),
+                    "duplicates": result.duplicates,
+                    "statuses": result.statuses,
+                }
+            )
+        return result
+
+
+async def _ingest(
+    *,
+    delivery: NormalizedDelivery,
+    sessions: async_sessionmaker[AsyncSession],
+    redis: ArqRedis | None,
+    accounts: AccountDirectory,
+    debounce_s: float,
+    throttle: Throttle | None,
+) -> IngestResult:
     channel = accounts.channel
     result = IngestResult()
     routed: dict[str, AccountRef] = {}
@@ -494,7 +523,8 @@ async def ingest_delivery(
     actions = {row["id"]: row["raw"]["normalized"]["action"] for row in rows}
     if rows or controls:
         try:
-            await _store(sessions, rows, controls, result)
+            with tracing.span("inbound.store", attributes={"channel": channel, "rows": len(rows)}):
+                await _store(sessions, rows, controls, result)
         except Exception as exc:
             if is_connection_error(exc):
                 raise
@@ -551,7 +581,9 @@ async def ingest_delivery(
     for row_id in result.stored_ids:
         if row_id in expiring:  # the provider's link dies: copy the bytes now, before the debounce
             try:
-                await redis.enqueue_job(COPY_JOB, str(row_id), _job_id=copy_job_id(row_id))
+                await redis.enqueue_job(
+                    COPY_JOB, str(row_id), _job_id=copy_job_id(row_id), **tracing.job_trace_kwargs()
+                )
             except Exception as exc:  # noqa: BLE001 (fetch_media copies the link itself later; logged)
                 result.enqueue_failures += 1
                 log.error("media_copy_enqueue_failed", inbound_message_id=str(row_id), error=str(exc))
@@ -566,7 +598,11 @@ async def ingest_delivery(
         digest = hashlib.sha256(json.dumps([channel, args], sort_keys=True).encode()).hexdigest()[:32]
         try:
             await redis.enqueue_job(
-                "apply_delivery_statuses", channel, args, _job_id=f"statuses:{channel}:{digest}"
+                "apply_delivery_statuses",
+                channel,
+                args,
+                _job_id=f"statuses:{channel}:{digest}",
+                **tracing.job_trace_kwargs(),
             )
         except Exception as exc:  # noqa: BLE001 (statuses are hints; the provider sends later ones)
             result.enqueue_failures += 1

@@ -36,7 +36,7 @@ from switchboard.channels.accounts import AccountDirectory
 from switchboard.channels.ingest import NormalizedDelivery, Throttle, ingest_delivery, is_connection_error
 from switchboard.channels.meta import SIGNATURE_HEADER, challenge_response, signature_is_valid
 from switchboard.channels.sanitize import clean_tree, parse_json_body
-from switchboard.observability import get_logger
+from switchboard.observability import get_logger, metrics
 from switchboard.settings import Settings
 
 __all__ = ["MetaWebhook", "meta_webhook_router", "read_limited", "account_directory"]
@@ -95,6 +95,9 @@ def meta_webhook_router(spec: MetaWebhook) -> APIRouter:
     """The router to mount at ``/webhooks/<spec.channel>``."""
     channel = spec.channel
     router = APIRouter(prefix=f"/webhooks/{channel}", tags=[channel])
+    # the metric children of this channel, looked up once (``labels()`` takes a lock per call)
+    acks: dict[str, Any] = {}
+    ack_seconds = metrics.WEBHOOK_ACK_SECONDS.labels(channel)
 
     def _accounts(request: Request, resources: ResourcesDep) -> AccountDirectory:
         return account_directory(request, resources, channel)
@@ -135,22 +138,34 @@ def meta_webhook_router(spec: MetaWebhook) -> APIRouter:
         accounts: AccountDirectory = Depends(_accounts),  # noqa: B008 (a local dependency: annotations are strings here)
     ) -> Response:
         started = time.perf_counter()
+
+        def ack(outcome: str, response: Response) -> Response:
+            """Count the answer (``switchboard_webhook_acks_total``, ``..._ack_seconds``) and return it."""
+            counter = acks.get(outcome)
+            if counter is None:
+                counter = acks[outcome] = metrics.WEBHOOK_ACKS.labels(channel, outcome)
+            counter.inc()
+            ack_seconds.observe(time.perf_counter() - started)
+            return response
+
         limit = spec.max_body_bytes(settings)
         raw = await read_limited(request, limit)
         if raw is None:
             log.warning("webhook_too_large", channel=channel, limit_bytes=limit)
-            return JSONResponse({"error": "body too large"}, status_code=413)
+            return ack("too_large", JSONResponse({"error": "body too large"}, status_code=413))
         header = request.headers.get(SIGNATURE_HEADER)
         if not header:
             log.warning("webhook_rejected", channel=channel, reason="missing signature")
-            return JSONResponse({"error": f"missing {SIGNATURE_HEADER}"}, status_code=401)
+            return ack(
+                "missing_signature", JSONResponse({"error": f"missing {SIGNATURE_HEADER}"}, status_code=401)
+            )
         if not signature_is_valid(raw, header, spec.app_secret(settings)):
             log.warning("webhook_rejected", channel=channel, reason="bad signature")
-            return JSONResponse({"error": "invalid signature"}, status_code=403)
+            return ack("bad_signature", JSONResponse({"error": "invalid signature"}, status_code=403))
         body, malformed = parse_json_body(raw)
         if malformed is not None:
             log.error("webhook_malformed", channel=channel, error=malformed, size_bytes=len(raw))
-            return JSONResponse({"status": "ignored", "reason": "malformed json"})
+            return ack("malformed", JSONResponse({"status": "ignored", "reason": "malformed json"}))
         body = clean_tree(body)
         if not isinstance(body, dict) or body.get("object") != spec.object_name:
             log.error(
@@ -158,14 +173,14 @@ def meta_webhook_router(spec: MetaWebhook) -> APIRouter:
                 channel=channel,
                 object=str(body.get("object"))[:100] if isinstance(body, dict) else type(body).__name__,
             )
-            return JSONResponse({"status": "ignored", "reason": "unknown object"})
+            return ack("unknown_shape", JSONResponse({"status": "ignored", "reason": "unknown object"}))
         try:
             delivery = spec.normalize(body)
         except Exception as exc:  # noqa: BLE001 (a normalizer bug: a retry of the same bytes cannot help)
             log.exception(
                 "webhook_normalize_failed", channel=channel, error=f"{type(exc).__name__}: {exc}"[:300]
             )
-            return JSONResponse({"status": "ignored", "reason": "unreadable"})
+            return ack("unreadable", JSONResponse({"status": "ignored", "reason": "unreadable"}))
         try:
             result = await ingest_delivery(
                 delivery=delivery,
@@ -179,8 +194,11 @@ def meta_webhook_router(spec: MetaWebhook) -> APIRouter:
             if not is_connection_error(exc):
                 raise
             log.error("webhook_store_failed", channel=channel, error=f"{type(exc).__name__}: {exc}"[:300])
-            return JSONResponse(
-                {"error": "temporarily unavailable"}, status_code=503, headers={"Retry-After": "5"}
+            return ack(
+                "unavailable",
+                JSONResponse(
+                    {"error": "temporarily unavailable"}, status_code=503, headers={"Retry-After": "5"}
+                ),
             )
         log.info(
             "webhook_accepted",
@@ -192,14 +210,17 @@ def meta_webhook_router(spec: MetaWebhook) -> APIRouter:
             skipped=delivery.skipped,
             ack_ms=round((time.perf_counter() - started) * 1000, 2),
         )
-        return JSONResponse(
-            {
-                "status": "ok",
-                "stored": len(result.stored_ids),
-                "duplicates": result.duplicates,
-                "statuses": result.statuses,
-                "unknown_accounts": sorted(result.unknown_accounts),
-            }
+        return ack(
+            "accepted",
+            JSONResponse(
+                {
+                    "status": "ok",
+                    "stored": len(result.stored_ids),
+                    "duplicates": result.duplicates,
+                    "statuses": result.statuses,
+                    "unknown_accounts": sorted(result.unknown_accounts),
+                }
+            ),
         )
 
     return router

@@ -40,7 +40,7 @@ from switchboard.db.models import (
     utcnow,
 )
 from switchboard.errors import SwitchboardError
-from switchboard.observability import get_logger
+from switchboard.observability import get_logger, metrics
 
 __all__ = [
     "Actor",
@@ -277,6 +277,8 @@ async def to_human(
         session.add(conversation)
         return None
     _hand_to(conversation, agent_id, now)
+    if before != ConversationStatus.human:
+        metrics.HANDOFFS.labels(str(getattr(actor.type, "value", actor.type))).inc()
     return _record(
         session, conversation, from_status=before, actor=actor, reason=reason, trace_id=trace_id, now=now
     )
@@ -316,6 +318,9 @@ def _hand_to(conversation: Conversation, agent_id: uuid.UUID | None, now: dateti
     else:
         if conversation.assigned_agent_id != agent_id:
             conversation.assigned_at = now
+        if conversation.assigned_agent_id is None:  # a person takes it: how long the customer waited
+            waited_s = (now - conversation.queued_at).total_seconds() if conversation.queued_at else 0.0
+            metrics.HANDOFF_WAIT_SECONDS.observe(max(waited_s, 0.0))
         conversation.assigned_agent_id = agent_id
         conversation.queued_at = None
 

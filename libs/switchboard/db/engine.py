@@ -30,9 +30,13 @@ def create_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> Async
         url: database URL.
         pool_size: connections kept open; ``max_overflow`` adds as many again under load.
     """
-    return create_async_engine(
+    from switchboard.observability.tracing import instrument_engine
+
+    engine = create_async_engine(
         to_async_url(url), pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True, echo=echo
     )
+    instrument_engine(engine)  # a span per statement when tracing is on; nothing otherwise
+    return engine
 
 
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

@@ -18,7 +18,7 @@ from switchboard.conversations import Actor, channel_identities, open_conversati
 from switchboard.db.models import ChannelAccount, InboundState, Message, utcnow
 from switchboard.inbound.context import Dead, InboundContext, Outcome, WorkerDeps
 from switchboard.inbound.steps import STEPS, release_lock, retry_or_dead
-from switchboard.observability import get_logger, message_context
+from switchboard.observability import get_logger, message_context, metrics, tracing
 
 __all__ = ["process_inbound", "claim"]
 
@@ -46,6 +46,7 @@ async def claim(deps: WorkerDeps, job: dict[str, Any], row_id: uuid.UUID) -> Inb
             row.inbound_state = InboundState.dead.value
             row.last_error = "channel account removed"
             log.error("inbound_dead_letter", inbound_message_id=str(row_id), error=row.last_error)
+            metrics.DEAD_LETTERS.labels("inbound").inc()
             return None
         channel = deps.channel(row.channel)
         stored = StoredInbound.of(row.raw)
@@ -115,8 +116,25 @@ async def process_inbound(ctx: dict[str, Any], inbound_message_id: str) -> str:
             raise await retry_or_dead(deps, ctx, row_id, f"database: {exc}") from None
         if ic is None:
             return Outcome.missing_or_finished.value
-        with message_context(
-            tenant_id=str(ic.row.tenant_id), conversation_id=str(ic.conversation.id), trace_id=ic.row.trace_id
+        with (
+            message_context(
+                tenant_id=str(ic.row.tenant_id),
+                conversation_id=str(ic.conversation.id),
+                trace_id=ic.row.trace_id,
+            ),
+            tracing.message_span(
+                "inbound.message",
+                ic.row.trace_id or "",
+                first_attempt=ic.row.processing_attempts <= 1,
+                attributes={
+                    "channel": ic.row.channel,
+                    "tenant.id": str(ic.row.tenant_id),
+                    "conversation.id": str(ic.conversation.id),
+                    "inbound_message.id": str(row_id),
+                    "inbound_message.kind": ic.row.kind,
+                    "job.try": int(ctx.get("job_try") or 1),
+                },  # fmt: skip
+            ) as current,
         ):
             log.info(
                 "inbound_processing",
@@ -130,6 +148,7 @@ async def process_inbound(ctx: dict[str, Any], inbound_message_id: str) -> str:
                     outcome = await step(ic)
                     if outcome is not None:
                         log.info("inbound_outcome", outcome=outcome.value, step=step.__name__)
+                        current.set_attribute("inbound.outcome", outcome.value)
                         return outcome.value
             finally:
                 await release_lock(ic)

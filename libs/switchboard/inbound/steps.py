@@ -58,7 +58,7 @@ from switchboard.inbound.media import MAX_MEDIA_BYTES, MEDIA_KINDS, MediaUnavail
 from switchboard.inbound.media import media_to_text as convert_media
 from switchboard.inbound.ratelimit import count_in_window, take_slot
 from switchboard.inbound.turn_client import ContractViolation, OrchestratorUnavailable, request_turn
-from switchboard.observability import get_logger
+from switchboard.observability import get_logger, metrics, tracing
 from switchboard.outbox import text_items, write_outbox
 from switchboard.outbox.delivery import DeliveryScope, deliver
 from switchboard.outbox.echoes import match_echo
@@ -174,6 +174,7 @@ async def retry_or_dead(deps: Any, job: dict[str, Any], row_id: uuid.UUID, error
             )
     if dead:
         log.error("inbound_dead_letter", inbound_message_id=str(row_id), job_try=job_try, error=error)
+        metrics.DEAD_LETTERS.labels("inbound").inc()
         raise Dead()
     defer_s = deps.settings.inbound_retry_defer_s * failures
     log.warning(
@@ -195,6 +196,7 @@ async def _deliver(ic: InboundContext, scope: DeliveryScope) -> int:
             _defer_by=report.retry_in_s,
             inbound_message_id=str(scope.inbound_message_id) if scope.inbound_message_id else None,
             conversation_id=str(scope.conversation_id) if scope.conversation_id else None,
+            **tracing.job_trace_kwargs(),
         )
     return report.sent
 

@@ -9,7 +9,7 @@ from arq.connections import ArqRedis
 
 from switchboard.db.models import KnowledgeSource
 from switchboard.knowledge.ingest import DocumentNotFound, ingest_job_id, ingest_source
-from switchboard.observability import get_logger
+from switchboard.observability import get_logger, tracing
 from switchboard.queue.queues import Queue
 from switchboard.runtime.resources import Resources
 
@@ -68,6 +68,7 @@ async def enqueue_ingest(redis: ArqRedis, source: KnowledgeSource) -> str:
         source.content_hash,
         _job_id=job_id,
         _queue_name=Queue.background.value,
+        **tracing.job_trace_kwargs(),
     )
     log.info(
         "knowledge_ingest_enqueued", tenant_id=str(source.tenant_id), source_id=str(source.id), job_id=job_id

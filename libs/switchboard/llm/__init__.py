@@ -14,8 +14,12 @@ __all__ = ["import_litellm"]
 
 
 def import_litellm() -> ModuleType:
-    """The ``litellm`` module, imported on first call, with its "Give Feedback" banner off."""
+    """The ``litellm`` module, imported on first call, with its "Give Feedback" banner off and its
+    loggers writing through structlog (it adds its own coloured handler at import)."""
     import litellm
 
+    from switchboard.observability import adopt_library_loggers
+
     litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on stdout
+    adopt_library_loggers()
     return litellm

@@ -36,6 +36,8 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -47,6 +49,9 @@ from switchboard import __version__
 from switchboard.llm.config import OFFLINE_DEMO_MODEL
 from switchboard.llm.lexical import LEXICAL_MODEL_NAME, lexical_embedding, tokenize
 from switchboard.llm.offline_demo import OFFLINE_MARKER, SUMMARY_INSTRUCTION_MARKER, demo_reply
+from switchboard.observability import get_logger
+from switchboard.observability.metrics import mount_metrics
+from switchboard.observability.tracing import instrument_app
 
 __all__ = [
     "ControlRefused",
@@ -358,11 +363,31 @@ def create_offline_app(
             (the service passes the admin token); they are answered to loopback clients only either way.
     """
     state = state or OfflineModelState()
+    log = get_logger(__name__)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        log.info("model_server_started", version=__version__, control=enable_control)
+        yield
+        log.info("model_server_stopped")
+
     app = FastAPI(
         title="switchboard-model-server",
         description="Offline OpenAI-compatible model server (demo stand-in and test fake).",
+        lifespan=lifespan,
     )
     app.state.offline = state
+
+    @app.middleware("http")
+    async def log_request(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        started = time.perf_counter()
+        response = await call_next(request)
+        log.debug(
+            "model_server_request", method=request.method, path=request.url.path,
+            status=response.status_code, duration_ms=round((time.perf_counter() - started) * 1000, 2),
+        )  # fmt: skip
+        return response
+
     v1 = APIRouter(prefix="/v1", tags=["openai-compatible"])
 
     @v1.post("/chat/completions", summary="Chat completion (text or tool calls), OpenAI shape")
@@ -433,6 +458,9 @@ def create_offline_app(
     @app.get("/healthz", tags=["health"], summary="Liveness of the model server")
     async def healthz() -> dict[str, str]:
         return {"service": "model_server", "version": __version__, "status": "ok"}
+
+    mount_metrics(app)
+    instrument_app(app)
 
     if enable_control:
         from switchboard.channels.faults import require_control_access

@@ -42,7 +42,7 @@ from switchboard.crypto import CredentialCipher, CredentialDecryptError
 from switchboard.llm import import_litellm
 from switchboard.llm.config import DeploymentSettings, LLMSettings, default_deployments
 from switchboard.llm.trimming import stated_context_limit, strip_reasoning
-from switchboard.observability import get_logger
+from switchboard.observability import get_logger, metrics, tracing
 from switchboard.settings import Settings
 
 if TYPE_CHECKING:  # litellm is imported on first use (switchboard.llm.import_litellm)
@@ -127,6 +127,8 @@ class ModelReply:
     prompt_tokens: int
     completion_tokens: int
     duration_ms: float
+    cost_usd: float = 0.0
+    """LiteLLM's estimate (``response_cost``, its cost map read offline); 0 for a model it cannot price."""
 
     def assistant_message(self) -> dict[str, Any]:
         """The assistant message to append to the history."""
@@ -262,6 +264,8 @@ class TenantRouter:
     count_model: str
     """LiteLLM model name used to count tokens (the first deployment's)."""
     groups: list[RouterGroup] = field(default_factory=list)
+    tenant_id: str = ""
+    """Whose Router (the ``tenant`` label of the token and cost metrics)."""
     cooldown_until: dict[str, float] = field(default_factory=dict)
     """Deployment id -> ``time.monotonic()`` until which the gateway skips it."""
     recent_failures: dict[str, deque[float]] = field(default_factory=dict)
@@ -401,6 +405,7 @@ class ModelGateway:
             context_window_tokens=min(windows.values()),
             count_model=deployments[0].litellm_model(),
             groups=router_groups,
+            tenant_id=str(tenant_id),
         )
         self._routers[tenant_id] = built
         log.info(
@@ -414,6 +419,40 @@ class ModelGateway:
 
     # --- calls -------------------------------------------------------------------------------
     async def complete(
+        self,
+        tenant_router: TenantRouter,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None,
+        llm: LLMSettings,
+        trace_id: str,
+        min_context_tokens: int | None = None,
+        deadline: float | None = None,
+    ) -> ModelReply:
+        """:meth:`_complete` inside an ``llm.call`` span, counted (``switchboard_model_*`` metrics).
+
+        The span says which deployment answered, the tokens, and whether a fallback fired (attribute
+        ``llm.fallback`` and a ``fallback`` event naming the failed deployments).
+        """
+        attributes = {"llm.first_group": tenant_router.first_group, "llm.tools": len(tools or []),
+                      "llm.messages": len(messages)}  # fmt: skip
+        with tracing.span("llm.call", kind=tracing.SpanKind.CLIENT, attributes=attributes) as current:
+            try:
+                reply = await self._complete(
+                    tenant_router, messages, tools=tools, llm=llm, trace_id=trace_id,
+                    min_context_tokens=min_context_tokens, deadline=deadline,
+                )  # fmt: skip
+            except ModelCallFailed as exc:
+                outcome = "context_overflow" if isinstance(exc, ContextOverflow) else "failed"
+                for failure in exc.failed_deployments:
+                    metrics.MODEL_CALLS.labels(failure.get("deployment", "unknown"), "error").inc()
+                metrics.MODEL_CALLS.labels("none", outcome).inc()
+                current.set_attribute("llm.outcome", outcome)
+                raise
+            _count_reply(tenant_router, reply, current)
+            return reply
+
+    async def _complete(
         self,
         tenant_router: TenantRouter,
         messages: list[dict[str, Any]],
@@ -622,4 +661,45 @@ class ModelGateway:
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             duration_ms=(time.perf_counter() - started) * 1000,
+            cost_usd=float(hidden.get("response_cost") or 0.0),
+        )
+
+
+def _count_reply(tenant_router: TenantRouter, reply: ModelReply, current: Any) -> None:
+    """Metrics and span attributes of one answered gateway call."""
+    deployment = reply.model_id or reply.model_group or "unknown"
+    outcome = "ok" if reply.tool_calls or strip_reasoning(reply.content) else "empty"
+    for failure in reply.failed_deployments:
+        metrics.MODEL_CALLS.labels(failure.get("deployment", "unknown"), "error").inc()
+    metrics.MODEL_CALLS.labels(deployment, outcome).inc()
+    metrics.MODEL_CALL_SECONDS.labels(deployment).observe(reply.duration_ms / 1000)
+    tenant = tenant_router.tenant_id or "unknown"
+    model = next((d.model for d in tenant_router.deployments if d.id == reply.model_id), deployment)
+    metrics.MODEL_TOKENS.labels(tenant, model, "prompt").inc(reply.prompt_tokens)
+    metrics.MODEL_TOKENS.labels(tenant, model, "completion").inc(reply.completion_tokens)
+    metrics.MODEL_COST_USD.labels(tenant, model).inc(max(reply.cost_usd, 0.0))
+    if reply.fallback_used:
+        metrics.MODEL_FALLBACKS.labels(deployment).inc()
+    if not current.is_recording():
+        return
+    current.set_attributes(
+        {
+            "llm.deployment": deployment,
+            "llm.group": reply.model_group or "",
+            "llm.model": model,
+            "llm.outcome": outcome,
+            "llm.fallback": reply.fallback_used,
+            "llm.tool_calls": len(reply.tool_calls),
+            "llm.cost_usd": reply.cost_usd,
+            "gen_ai.usage.input_tokens": reply.prompt_tokens,
+            "gen_ai.usage.output_tokens": reply.completion_tokens,
+        }
+    )
+    if reply.fallback_used:
+        current.add_event(
+            "fallback",
+            {
+                "answered_by": deployment,
+                "failed_deployments": [f.get("deployment", "unknown") for f in reply.failed_deployments],
+            },
         )

@@ -75,7 +75,7 @@ from switchboard.db.models import (
     OutboxStatus,
     utcnow,
 )
-from switchboard.observability import get_logger, message_context
+from switchboard.observability import get_logger, message_context, metrics, tracing
 from switchboard.outbox.policy import (
     Refusal,
     audience_of,
@@ -456,6 +456,7 @@ async def _fail(
 
 async def _dead_letter(run: _Run, session: AsyncSession, row: Outbox, last_error: str) -> None:
     await _fail(run, session, row, "dead_letter", f"gave up after {row.attempts} attempts: {last_error}")
+    metrics.DEAD_LETTERS.labels("outbox").inc()
     log.error(
         "delivery_dead_letter",
         tenant_id=str(row.tenant_id),
@@ -468,21 +469,36 @@ async def _dead_letter(run: _Run, session: AsyncSession, row: Outbox, last_error
 
 
 async def _send(run: _Run, claimed: _Claimed) -> None:
+    """One provider call for one claimed part, in an ``outbox.send`` span of the message's trace;
+    counted in ``switchboard_sends_total`` by channel and what became of the part."""
     row = claimed.row
     assert row.correlation_id is not None
-    try:
-        external_id = await claimed.channel.send(
-            claimed.account, row.recipient, claimed.part, correlation_id=row.correlation_id
-        )
-    except SendError as exc:
-        await _record_error(run, claimed, exc)
-        return
-    except Exception as exc:  # noqa: BLE001 (an adapter bug must not leave the part "sending"; logged)
-        log.exception("delivery_send_crashed", error=f"{type(exc).__name__}: {exc}")
-        error = SendError(f"{type(exc).__name__}: {exc}", kind=SendErrorKind.transient, code="send_crashed")
-        await _record_error(run, claimed, error)
-        return
-    await _record_sent(run, claimed, external_id)
+    attributes = {"channel": claimed.channel.name, "outbox.id": str(row.id), "outbox.part_index": row.part_index,
+                  "outbox.purpose": str(row.purpose), "outbox.attempt": row.attempts}  # fmt: skip
+    with (
+        tracing.within_message_trace(row.trace_id),
+        tracing.span("outbox.send", kind=tracing.SpanKind.CLIENT, attributes=attributes) as current,
+    ):
+        try:
+            external_id = await claimed.channel.send(
+                claimed.account, row.recipient, claimed.part, correlation_id=row.correlation_id
+            )
+        except SendError as exc:
+            status = await _record_error(run, claimed, exc)
+            current.set_attribute("send.error_code", exc.code or exc.kind.value)
+            tracing.set_error(current, exc.kind.value)
+        except Exception as exc:  # noqa: BLE001 (an adapter bug must not leave the part "sending"; logged)
+            log.exception("delivery_send_crashed", error=f"{type(exc).__name__}: {exc}")
+            error = SendError(
+                f"{type(exc).__name__}: {exc}", kind=SendErrorKind.transient, code="send_crashed"
+            )
+            status = await _record_error(run, claimed, error)
+            tracing.set_error(current, "send_crashed")
+        else:
+            await _record_sent(run, claimed, external_id)
+            status = "sent"
+        current.set_attribute("send.status", status)
+        metrics.SENDS.labels(claimed.channel.name, status).inc()
 
 
 async def _locked_sending(session: AsyncSession, row_id: uuid.UUID) -> Outbox | None:
@@ -548,7 +564,9 @@ async def _mark_read(run: _Run, claimed: _Claimed) -> None:
         log.warning("mark_read_failed", error_code=code, inbound_message_id=str(inbound_id))
 
 
-async def _record_error(run: _Run, claimed: _Claimed, exc: SendError) -> None:
+async def _record_error(run: _Run, claimed: _Claimed, exc: SendError) -> str:
+    """Record a failed send. Returns what became of the part: ``throttled``, ``failed``, ``unknown``
+    (maybe accepted: awaiting a status), ``dead_letter``, ``retry`` or ``settled`` (a status came first)."""
     deps, settings, now = run.deps, run.deps.settings, utcnow()
     fields = {"kind": exc.kind.value, "error_code": exc.code, "http_status": exc.http_status}
     until: datetime | None = None
@@ -565,7 +583,7 @@ async def _record_error(run: _Run, claimed: _Claimed, exc: SendError) -> None:
         row = await _locked_sending(session, claimed.row.id)
         if row is None:
             log.info("delivery_error_after_status", **fields)
-            return
+            return "settled"
         message = str(exc)[:500]
         if until is not None:
             row.status, row.next_attempt_at = _PENDING, until
@@ -573,12 +591,12 @@ async def _record_error(run: _Run, claimed: _Claimed, exc: SendError) -> None:
             row.error_code, row.error_message, row.updated_at = (exc.code or "throttled")[:32], message, now
             session.add(row)
             run.blocked_groups.add(_group_key(row))
-            return
+            return "throttled"
         if exc.kind in (SendErrorKind.permanent, SendErrorKind.window_closed):
             code = exc.code or exc.kind.value
             reason = conversation_reason(claimed.channel, exc, code)
             await _fail(run, session, row, code, message, reason=reason)
-            return
+            return "failed"
         if outcome_unknown(exc) and claimed.channel.capabilities.correlation_echo:
             # Maybe accepted: wait for a status with our correlation id before sending again.
             row.error_code, row.error_message, row.updated_at = "no_answer", message, now
@@ -587,10 +605,10 @@ async def _record_error(run: _Run, claimed: _Claimed, exc: SendError) -> None:
             log.warning(
                 "delivery_outcome_unknown", reconcile_after_s=settings.delivery_reconcile_after_s, **fields
             )
-            return
+            return "unknown"
         if row.attempts >= settings.delivery_max_attempts:
             await _dead_letter(run, session, row, message)
-            return
+            return "dead_letter"
         delay_s = backoff_s(
             row.attempts, base_s=settings.delivery_backoff_base_s, max_s=settings.delivery_backoff_max_s,
             rng=deps.rng,
@@ -602,6 +620,7 @@ async def _record_error(run: _Run, claimed: _Claimed, exc: SendError) -> None:
         session.add(row)
         run.blocked_groups.add(_group_key(row))
         log.warning("delivery_retry", attempts=row.attempts, delay_s=round(delay_s, 3), **fields)
+    return "retry"
 
 
 async def _left_over(deps: DeliveryDeps, scope: DeliveryScope) -> tuple[int, float | None]:

@@ -4,21 +4,33 @@ Jobs receive ids, re-read state and are idempotent. Which job runs where, and wh
 :mod:`switchboard.queue.queues`. Both workers share what a job may need in ``ctx`` (set in
 ``on_startup``): ``resources`` (:class:`~switchboard.runtime.resources.Resources`), ``deps``
 (:class:`~switchboard.inbound.context.WorkerDeps`) and ``model_gateway``.
+
+Every job runs inside :func:`observed_job`: a ``job <name>`` span (child of the ``traceparent`` the
+enqueuer put in the job's kwargs, :func:`switchboard.observability.tracing.job_trace_kwargs`) and the
+job metrics (wait, run time, outcome). Each worker serves Prometheus ``/metrics`` on its own port and
+samples its queue's depth every :data:`QUEUE_DEPTH_INTERVAL_S`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import dataclasses
+import functools
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 from arq.connections import RedisSettings, create_pool
+from arq.worker import Retry
 
 from switchboard import __version__
 from switchboard.db.engine import create_engine, session_factory
 from switchboard.errors import SettingsError
-from switchboard.observability import configure_logging, get_logger
+from switchboard.observability import configure_logging, get_logger, metrics, tracing
 from switchboard.queue.queues import JOB_QUEUES, Queue
 from switchboard.runtime.resources import Resources, require_database_url, require_redis_url
 from switchboard.settings import Settings, load_settings
@@ -49,7 +61,69 @@ model call each (45 s per request at most)."""
 GMAIL_SYNC_TIMEOUT_S = 110.0
 """Timeout of one mailbox sync (below the sync lock's 120 s, ``channels.gmail.jobs.SYNC_LOCK_S``)."""
 
+QUEUE_DEPTH_INTERVAL_S = 5.0
+"""How often a worker samples the length of its queue for ``switchboard_queue_depth``, seconds."""
+
 log = get_logger(__name__)
+
+
+def observed_job(
+    name: str, queue: Queue, coroutine: Callable[..., Awaitable[Any]]
+) -> Callable[..., Awaitable[Any]]:
+    """``coroutine`` (an ARQ job) with its span and metrics; the ``traceparent`` kwarg is taken off
+    before the job sees its arguments.
+
+    Outcomes: ``ok``, ``retry`` (the job raised ``Retry``), ``error`` (anything else; re-raised).
+    """
+
+    @functools.wraps(coroutine)
+    async def run(ctx: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        parent = tracing.context_from_traceparent(kwargs.pop(tracing.TRACEPARENT_KWARG, None))
+        enqueued = ctx.get("enqueue_time")
+        if isinstance(enqueued, datetime):
+            wait_s = (datetime.now(UTC) - enqueued.astimezone(UTC)).total_seconds()
+            metrics.JOB_WAIT_SECONDS.labels(queue.value, name).observe(max(wait_s, 0.0))
+        started = time.perf_counter()
+        outcome = "error"
+        attributes = {"messaging.system": "arq", "messaging.destination.name": queue.value, "job.name": name,
+                      "job.try": int(ctx.get("job_try") or 1)}  # fmt: skip
+        with tracing.span(
+            f"job {name}", kind=tracing.SpanKind.CONSUMER, context=parent, attributes=attributes,
+            record_errors=False,
+        ) as current:  # fmt: skip
+            try:
+                result = await coroutine(ctx, *args, **kwargs)
+                outcome = "ok"
+                return result
+            except Retry:
+                outcome = "retry"
+                raise
+            except BaseException as exc:  # recorded and re-raised: ARQ decides what happens next
+                if current.is_recording():
+                    current.record_exception(exc)
+                tracing.set_error(current, type(exc).__name__)
+                raise
+            finally:
+                current.set_attribute("job.outcome", outcome)
+                metrics.JOBS.labels(queue.value, name, outcome).inc()
+                metrics.JOB_SECONDS.labels(queue.value, name).observe(time.perf_counter() - started)
+
+    return run
+
+
+def _observed(jobs: list[Any], queue: Queue) -> list[Any]:
+    """ARQ ``Function``/``CronJob`` records with their coroutine wrapped by :func:`observed_job`."""
+    return [dataclasses.replace(job, coroutine=observed_job(job.name, queue, job.coroutine)) for job in jobs]
+
+
+async def _sample_queue_depth(redis: Any, queue: Queue) -> None:
+    """Set ``switchboard_queue_depth`` for ``queue`` every :data:`QUEUE_DEPTH_INTERVAL_S` until cancelled."""
+    while True:
+        try:
+            metrics.QUEUE_DEPTH.labels(queue.value).set(await redis.zcard(queue.value))
+        except Exception as exc:  # noqa: BLE001 (a missed sample is harmless; logged)
+            log.debug("queue_depth_sample_failed", queue=queue.value, error=str(exc))
+        await asyncio.sleep(QUEUE_DEPTH_INTERVAL_S)
 
 
 async def ping(ctx: dict[str, Any]) -> str:
@@ -98,9 +172,17 @@ def _worker_class(
         raise ValueError(f"jobs {wrong} are not {queue.name} jobs (switchboard.queue.queues.JOB_QUEUES)")
     database_url = require_database_url(settings)
     redis_settings = RedisSettings.from_dsn(require_redis_url(settings))
+    metrics_port = int(getattr(settings, f"{service}_metrics_port", 0) or 0)
 
     async def startup(ctx: dict[str, Any]) -> None:
         configure_logging(service=service, level=settings.log_level, fmt=settings.log_format)
+        tracing.configure_tracing(service=service)
+        try:
+            ctx["metrics_server"] = metrics.start_metrics_server(settings.host, metrics_port)
+        except OSError as exc:  # a taken metrics port must not stop the worker from answering customers
+            ctx["metrics_server"] = None
+            log.error("metrics_port_unavailable", port=metrics_port, error=str(exc))
+        ctx["queue_depth_task"] = asyncio.create_task(_sample_queue_depth(ctx["redis"], queue))
         engine = create_engine(database_url)
         redis = ctx["redis"] if enqueues_on_own_queue else await create_pool(redis_settings)
         ctx["own_pool"] = None if enqueues_on_own_queue else redis
@@ -132,11 +214,18 @@ def _worker_class(
             max_concurrent_calls=settings.model_call_concurrency,
         )
         ctx["deps"].gateway = ctx["model_gateway"]
-        log.info("worker ready", version=__version__, queue=queue.value)
+        log.info("worker ready", version=__version__, queue=queue.value, metrics_port=metrics_port or None)
 
     async def shutdown(ctx: dict[str, Any]) -> None:
         resources: Resources | None = ctx.get("resources")
         deps = ctx.get("deps")
+        if (task := ctx.get("queue_depth_task")) is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if (server := ctx.get("metrics_server")) is not None:
+            await asyncio.to_thread(server.shutdown)
+            server.server_close()
         if deps is not None:
             for channel in deps.channels.values():
                 await channel.aclose()
@@ -148,8 +237,8 @@ def _worker_class(
         log.info("worker stopped", queue=queue.value)
 
     attributes: dict[str, Any] = {
-        "functions": functions,
-        "cron_jobs": cron_jobs,
+        "functions": _observed(functions, queue),
+        "cron_jobs": _observed(cron_jobs, queue),
         "queue_name": queue.value,
         "redis_settings": redis_settings,
         "on_startup": startup,

@@ -22,6 +22,8 @@ class ServiceSpec:
         target: ``module:factory`` for HTTP services, the module with ``main()`` for workers.
         port_setting: the ``Settings`` field holding the HTTP port.
         queue: the ARQ queue a worker consumes (its health is that queue's heartbeat key).
+        metrics_port_setting: the ``Settings`` field holding a worker's Prometheus port (HTTP services
+            answer ``/metrics`` on their own port).
     """
 
     name: str
@@ -29,17 +31,32 @@ class ServiceSpec:
     target: str
     port_setting: str | None = None
     queue: Queue | None = None
+    metrics_port_setting: str | None = None
 
     def port(self, settings: Settings) -> int | None:
         return getattr(settings, self.port_setting) if self.port_setting else None
+
+    def metrics_port(self, settings: Settings) -> int | None:
+        """The port ``/metrics`` is served on (``None``: off)."""
+        setting = self.metrics_port_setting or self.port_setting
+        return (getattr(settings, setting) or None) if setting else None
+
+    def metrics_url(self, settings: Settings) -> str | None:
+        port = self.metrics_port(settings)
+        return f"{settings.service_url(port)}/metrics" if port else None
 
     def url(self, settings: Settings) -> str | None:
         port = self.port(settings)
         return f"http://{settings.host}:{port}" if port else None
 
     def where(self, settings: Settings) -> str:
-        """What ``run`` and ``status`` print in the URL column."""
-        return self.url(settings) or f"({self.queue.name if self.queue else 'queue'} queue worker)"
+        """What ``run`` and ``status`` print in the URL column (a worker: its queue and metrics port)."""
+        if url := self.url(settings):
+            return url
+        port = self.metrics_port(settings)
+        return f"({self.queue.name if self.queue else 'queue'} queue worker" + (
+            f", metrics :{port})" if port else ")"
+        )
 
     @property
     def health_key(self) -> str | None:
@@ -63,8 +80,20 @@ SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("instagram", "http", "services.instagram.main:create_app", "instagram_port"),
     ServiceSpec("gmail", "http", "services.gmail.main:create_app", "gmail_port"),
     ServiceSpec("mcp_tools", "http", "services.mcp_tools.main:create_app", "mcp_tools_port"),
-    ServiceSpec("worker", "worker", "services.worker.main", queue=Queue.chat),
-    ServiceSpec("worker_background", "worker", "services.worker_background.main", queue=Queue.background),
+    ServiceSpec(
+        "worker",
+        "worker",
+        "services.worker.main",
+        queue=Queue.chat,
+        metrics_port_setting="worker_metrics_port",
+    ),
+    ServiceSpec(
+        "worker_background",
+        "worker",
+        "services.worker_background.main",
+        queue=Queue.background,
+        metrics_port_setting="worker_background_metrics_port",
+    ),  # fmt: skip
     ServiceSpec("model_server", "http", "services.model_server.main:create_app", "model_server_port"),
 )
 

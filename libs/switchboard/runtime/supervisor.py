@@ -54,13 +54,13 @@ class PortInUse(SwitchboardError):
 
 
 def check_ports_free(settings: Settings, services: tuple[ServiceSpec, ...]) -> None:
-    """Bind-test every HTTP service's port before anything starts.
+    """Bind-test every HTTP service's port (and each worker's metrics port) before anything starts.
 
     Raises:
         PortInUse: the first taken port, naming its setting (e.g. ``WHATSAPP_PORT``).
     """
     for spec in services:
-        port = spec.port(settings)
+        port = spec.port(settings) or spec.metrics_port(settings)
         if port is None:
             continue
         with socket.socket(socket.AF_INET6 if ":" in settings.host else socket.AF_INET) as sock:
@@ -69,7 +69,9 @@ def check_ports_free(settings: Settings, services: tuple[ServiceSpec, ...]) -> N
                 sock.bind((settings.host, port))
             except OSError:
                 raise PortInUse(
-                    spec.name, f"{settings.host}:{port}", (spec.port_setting or "").upper()
+                    spec.name,
+                    f"{settings.host}:{port}",
+                    (spec.port_setting or spec.metrics_port_setting or "").upper(),
                 ) from None
 
 
@@ -286,6 +288,11 @@ class Supervisor:
                 "host": self.settings.host,
                 **{
                     spec.port_setting: spec.port(self.settings) for spec in self.services if spec.port_setting
+                },
+                **{  # the workers' /metrics ports
+                    spec.metrics_port_setting: spec.metrics_port(self.settings)
+                    for spec in self.services
+                    if spec.metrics_port_setting
                 },
             },
             "services": {

@@ -47,7 +47,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.db.models import McpTenantTool, ToolReceipt
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.errors import ToolError
-from switchboard.observability import get_logger
+from switchboard.observability import get_logger, tracing
 from switchboard.settings import Settings
 from switchboard.tenant_settings import load_tenant_settings
 from switchboard.tools.capability import DEFAULT_TTL_S, sign_capability
@@ -200,6 +200,8 @@ class McpToolSource:
             self._http = httpx2.AsyncClient(
                 headers={"Authorization": f"Bearer {self._token}"},
                 timeout=httpx2.Timeout(self.call_timeout_s, connect=min(self.call_timeout_s, 5.0)),
+                # W3C traceparent of the tool call: the tool server's spans join the turn's trace
+                event_hooks={"request": [_propagate_trace]},
             )
         return Client(
             streamable_http_client(self.url, http_client=self._http),
@@ -555,3 +557,8 @@ def _describe_exception(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return f"{type(exc).__name__}: {exc}"[:300]
+
+
+async def _propagate_trace(request: httpx2.Request) -> None:
+    """httpx2 request hook: the current span as ``traceparent`` (httpx2 is not auto-instrumented)."""
+    tracing.inject_traceparent(request.headers)

@@ -55,6 +55,8 @@ from switchboard.db.tenant_scope import TenantScope
 from switchboard.errors import ToolError
 from switchboard.health import health_router
 from switchboard.observability import configure_logging, get_logger
+from switchboard.observability.metrics import mount_metrics
+from switchboard.observability.tracing import configure_tracing, instrument_app
 from switchboard.runtime.resources import open_resources
 from switchboard.settings import Settings
 from switchboard.tools.business import BUSINESS_TOOLS, request_approval
@@ -373,6 +375,7 @@ def create_tools_app(settings: Settings, *, server: ToolServer | None = None) ->
     """
     configure_logging(service="mcp_tools", level=settings.log_level, fmt=settings.log_format)
     settings.require_secrets()  # GENERATE_SECRETS=false (containers): refuse to start without them
+    configure_tracing(service="mcp_tools")
     server = server or ToolServer()
     token = settings.secret("mcp_service_token")
     # DNS-rebinding protection is off: every request must carry the bearer token anyway, and the
@@ -406,6 +409,8 @@ def create_tools_app(settings: Settings, *, server: ToolServer | None = None) ->
     app.state.settings = settings
     app.state.tool_server = server
     app.include_router(health_router("mcp_tools"))
+    mount_metrics(app)  # before the catch-all mount below
+    instrument_app(app)  # a tool call's traceparent (sent by McpToolSource) parents the server span
     protected = (MCP_PATH, SSE_PATH, SSE_MESSAGES_PATH.rstrip("/"))
     app.mount("/", BearerAuthMiddleware(transports, token=lambda: token, protected_prefixes=protected))
     return app

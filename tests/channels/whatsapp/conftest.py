@@ -14,6 +14,7 @@ from switchboard.llm.offline_server import DeploymentScript
 from switchboard.settings import Settings
 
 from tests.utils.agent import answer_with_script
+from tests.utils.tracing import spans  # noqa: F401 (fixture)
 from tests.utils.whatsapp import connect_whatsapp
 
 

@@ -25,7 +25,7 @@ from switchboard.channels.gmail.client import GmailApiError, OAuthError
 from switchboard.channels.gmail.oauth import MailboxNeedsReauth
 from switchboard.channels.gmail.sync import sync_mailbox
 from switchboard.db.models import GmailMailbox, MailboxStatus, utcnow
-from switchboard.observability import get_logger
+from switchboard.observability import get_logger, tracing
 from switchboard.queue.queues import Queue
 
 __all__ = [
@@ -57,6 +57,7 @@ async def enqueue_sync(
     job = await redis.enqueue_job(
         SYNC_JOB, str(account_id), reason,
         _job_id=f"gmail-sync:{account_id}:{key or uuid.uuid4().hex}", _queue_name=Queue.background.value,
+        **tracing.job_trace_kwargs(),
     )  # fmt: skip
     return job is not None
 

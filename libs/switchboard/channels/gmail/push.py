@@ -40,7 +40,7 @@ from sqlmodel import select
 from switchboard.api.deps import ResourcesDep, SettingsDep
 from switchboard.channels.gmail.jobs import enqueue_sync
 from switchboard.db.models import ChannelAccount, GmailPushNotification
-from switchboard.observability import get_logger
+from switchboard.observability import get_logger, metrics
 from switchboard.settings import Settings
 
 __all__ = ["CERTS_TTL_S", "GOOGLE_ISSUERS", "PushEnvelope", "parse_envelope", "push_router", "verify_push"]
@@ -152,18 +152,39 @@ async def _read_limited(request: Request, limit: int) -> bytes | None:
     return body
 
 
+_PUSH_OUTCOMES = {
+    200: "accepted",
+    401: "missing_signature",
+    403: "bad_signature",
+    413: "too_large",
+    503: "unavailable",
+}
+"""``switchboard_webhook_acks_total`` outcome of a push answer by status (a 200 that ignored the body: ``malformed``)."""
+
+
 def push_router() -> APIRouter:
     """The router of ``/webhooks/gmail``."""
     router = APIRouter(prefix="/webhooks/gmail", tags=["gmail"])
 
-    @router.post(
+    async def deliver(request: Request, settings: SettingsDep, resources: ResourcesDep) -> Response:
+        started = time.perf_counter()
+        response = await _answer(request, settings, resources)
+        outcome = _PUSH_OUTCOMES.get(response.status_code, "error")
+        if outcome == "accepted" and b'"ignored"' in bytes(response.body):
+            outcome = "malformed"
+        metrics.WEBHOOK_ACKS.labels("gmail", outcome).inc()
+        metrics.WEBHOOK_ACK_SECONDS.labels("gmail").observe(time.perf_counter() - started)
+        return response
+
+    router.post(
         "",
         summary="Gmail push notification (Pub/Sub push)",
         description="Verifies the Pub/Sub OIDC token (GMAIL_PUSH_AUDIENCE) or the `?token=` push secret, stores "
         "the notification (deduplicated on the Pub/Sub message id), enqueues a sync of the mailbox and answers "
         "200; 401/403 bad credentials, 413 too large, 503 when the database cannot take it (Pub/Sub redelivers).",
-    )
-    async def deliver(request: Request, settings: SettingsDep, resources: ResourcesDep) -> Response:
+    )(deliver)
+
+    async def _answer(request: Request, settings: Settings, resources: Any) -> JSONResponse:
         started = time.perf_counter()
         raw = await _read_limited(request, settings.gmail_max_body_bytes)
         if raw is None:

@@ -4,11 +4,18 @@ Lines are JSON when stderr is not a terminal (production, CI, ``switchboard run`
 readable key=value on a terminal. Every line carries ``service``; code on a message's path binds
 ``tenant_id``, ``conversation_id`` and ``trace_id`` with :func:`bind_message_context` so each line
 of that message's path carries them.
+
+Libraries that bring their own handlers write through the same formatter: LiteLLM (which adds a
+coloured ``StreamHandler`` to its loggers at import, :func:`adopt_library_loggers`) and uvicorn
+(which installs its own handlers before the app factory runs). ANSI colour codes in a foreign
+message are stripped, so every line is one JSON object. arq's ``recording health`` heartbeat
+(one line per worker every ``health_check_interval``) is logged at DEBUG.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +25,51 @@ import structlog
 
 from switchboard.settings import LogFormat
 
-__all__ = ["configure_logging", "get_logger", "bind_message_context", "message_context"]
+__all__ = [
+    "configure_logging",
+    "get_logger",
+    "bind_message_context",
+    "message_context",
+    "adopt_library_loggers",
+]
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+"""An ANSI escape sequence (colours, cursor moves): ECMA-48 CSI."""
+
+LIBRARY_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "uvicorn", "uvicorn.error", "uvicorn.access")
+"""Loggers whose libraries attach their own handlers: theirs are removed, records go to the root's."""
+
+
+def _strip_ansi(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    event = event_dict.get("event")
+    if isinstance(event, str) and "\x1b" in event:
+        event_dict["event"] = _ANSI.sub("", event)
+    return event_dict
+
+
+class _HeartbeatToDebug(logging.Filter):
+    """arq's ``recording health: ...`` INFO line becomes DEBUG (dropped below the process's level)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.INFO and str(record.msg).startswith("recording health"):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger().isEnabledFor(logging.DEBUG)
+        return True
+
+
+_HEARTBEAT_FILTER = _HeartbeatToDebug()
+
+
+def adopt_library_loggers() -> None:
+    """Route the loggers of :data:`LIBRARY_LOGGERS` through the root handler (structlog's formatter).
+
+    Called by :func:`configure_logging` and again right after LiteLLM is imported
+    (:func:`switchboard.llm.import_litellm`), because LiteLLM adds its handler at import time.
+    """
+    for name in LIBRARY_LOGGERS:
+        logger = logging.getLogger(name)
+        logger.handlers[:] = []
+        logger.propagate = True
 
 
 def configure_logging(*, service: str, level: str = "INFO", fmt: LogFormat = "auto") -> None:
@@ -35,6 +86,7 @@ def configure_logging(*, service: str, level: str = "INFO", fmt: LogFormat = "au
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         structlog.processors.StackInfoRenderer(),
+        _strip_ansi,
     ]
     renderer: Any = (
         structlog.processors.JSONRenderer() if use_json else structlog.dev.ConsoleRenderer(colors=False)
@@ -70,6 +122,10 @@ def configure_logging(*, service: str, level: str = "INFO", fmt: LogFormat = "au
         "alembic.runtime.migration",
     ):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
+    adopt_library_loggers()
+    arq_worker = logging.getLogger("arq.worker")
+    if _HEARTBEAT_FILTER not in arq_worker.filters:
+        arq_worker.addFilter(_HEARTBEAT_FILTER)
     structlog.contextvars.clear_contextvars()
     structlog.contextvars.bind_contextvars(service=service)
 
