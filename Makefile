@@ -13,7 +13,15 @@ LOCK_INPUTS := pyproject.toml uv.lock infra/requirements-bootstrap.txt
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: run test lint format audit install clean-data i18n
+.PHONY: run test lint format audit install clean-data i18n iac
+
+# A .venv made with a Python older than pyproject's requires-python (3.11), or whose interpreter is gone,
+# is removed here and made again below with $(PY) (uv sync would otherwise refuse it or reuse it broken).
+VENV_OK := $(shell test ! -e $(VENV) || { $(VENV)/bin/python -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))' >/dev/null 2>&1 && echo yes; })
+ifeq ($(VENV_OK),)
+$(info $(VENV) was made with a Python older than 3.11 (or its interpreter is gone): recreating it with $(PY))
+$(shell rm -rf $(VENV))
+endif
 
 # uv comes from the hash-pinned bootstrap file once; afterwards uv.lock manages it (a dev dependency).
 $(UV): infra/requirements-bootstrap.txt
@@ -59,5 +67,11 @@ i18n: $(DEV_STAMP) ## re-extract the gettext catalogs (Babel) and merge them int
 	$(VENV)/bin/pybabel extract -F babel.cfg -k N_ --no-location --sort-output --omit-header -o $(LOCALE_DIR)/messages.pot libs/switchboard
 	$(VENV)/bin/pybabel update -i $(LOCALE_DIR)/messages.pot -d $(LOCALE_DIR) -D messages --omit-header --ignore-obsolete --no-wrap
 
-clean-data: ## delete DATA_DIR (./.switchboard): embedded databases, generated secrets
-	rm -rf ./.switchboard
+iac: ## checkov over infra/terraform and infra/Dockerfile (own venv .venv-iac: its pins conflict with uv.lock)
+	infra/iac/check.sh
+
+# DATA_DIR from the environment, else from .env (as `switchboard run` reads it), else ./.switchboard.
+clean-data: ## delete DATA_DIR (default ./.switchboard): embedded databases, generated secrets
+	@dir="$${DATA_DIR:-$$(sed -n 's/^DATA_DIR=//p' .env 2>/dev/null | tail -n 1)}"; dir="$${dir:-./.switchboard}"; \
+	case "$$dir" in /|.|..|./|~) echo "refusing to delete DATA_DIR=$$dir" >&2; exit 2;; esac; \
+	echo "deleting DATA_DIR $$dir"; rm -rf -- "$$dir"

@@ -53,7 +53,7 @@ async def run(args: argparse.Namespace) -> None:
 
     phone_number_id = await asyncio.to_thread(_run_db, find)
     webhook = settings.service_url(settings.whatsapp_port) + "/webhooks/whatsapp"
-    sandbox = settings.resolved_whatsapp_graph_base_url + "/_control/sent"
+    sandbox = settings.whatsapp_sandbox_url + "/_control/sent"  # the demo number is on the sandbox
     secret = settings.secret("meta_app_secret")
     acks: list[float] = []
     e2e: list[float] = []

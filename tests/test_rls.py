@@ -32,7 +32,7 @@ async def _two_shops(sessions, make_tenant):  # type: ignore[no-untyped-def]
 async def test_every_tenant_table_has_row_level_security_for_the_tool_role(sessions):
     async with sessions() as session:
         rows = (
-            await session.execute(
+            await session.exec(
                 text(
                     "SELECT c.relname, c.relrowsecurity, EXISTS (SELECT FROM pg_policy p WHERE p.polrelid = c.oid) "
                     "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -48,9 +48,9 @@ async def test_every_tenant_table_has_row_level_security_for_the_tool_role(sessi
 async def test_without_a_tenant_set_the_tool_role_reads_no_rows(sessions, make_tenant):
     await _two_shops(sessions, make_tenant)
     async with sessions() as session, session.begin():
-        owner_count = (await session.execute(text("SELECT count(*) FROM products"))).scalar_one()
-        await session.execute(text(f"SET LOCAL ROLE {TOOLS_ROLE}"))
-        assert (await session.execute(text("SELECT current_user"))).scalar_one() == TOOLS_ROLE
+        owner_count = (await session.exec(text("SELECT count(*) FROM products"))).scalar_one()
+        await session.exec(text(f"SET LOCAL ROLE {TOOLS_ROLE}"))
+        assert (await session.exec(text("SELECT current_user"))).scalar_one() == TOOLS_ROLE
         for table in (
             "products",
             "orders",
@@ -59,7 +59,7 @@ async def test_without_a_tenant_set_the_tool_role_reads_no_rows(sessions, make_t
             "mcp_tenant_tools",
             "knowledge_documents",
         ):
-            assert (await session.execute(text(f"SELECT count(*) FROM {table}"))).scalar_one() == 0, table
+            assert (await session.exec(text(f"SELECT count(*) FROM {table}"))).scalar_one() == 0, table
     assert owner_count >= 2  # the owner (the services' own user) still sees every tenant
 
 
@@ -67,23 +67,23 @@ async def test_with_a_tenant_set_the_tool_role_sees_and_writes_that_tenant_only(
     a, b = await _two_shops(sessions, make_tenant)
     async with sessions() as session, session.begin():
         expected = (
-            await session.execute(text("SELECT count(*) FROM products WHERE tenant_id = :t"), {"t": a.id})
+            await session.exec(text("SELECT count(*) FROM products WHERE tenant_id = :t"), params={"t": a.id})
         ).scalar_one()
         await enter_tenant_role(session, a.id)
-        seen = (await session.execute(text("SELECT DISTINCT tenant_id FROM products"))).scalars().all()
+        seen = (await session.exec(text("SELECT DISTINCT tenant_id FROM products"))).scalars().all()
         assert seen == [a.id]
-        assert (await session.execute(text("SELECT count(*) FROM products"))).scalar_one() == expected
-        assert (await session.execute(text("SELECT count(*) FROM tenants"))).scalar_one() == 1
+        assert (await session.exec(text("SELECT count(*) FROM products"))).scalar_one() == expected
+        assert (await session.exec(text("SELECT count(*) FROM tenants"))).scalar_one() == 1
     with pytest.raises(DBAPIError, match="row-level security"):
         async with sessions() as session, session.begin():
             await enter_tenant_role(session, a.id)
-            await session.execute(
+            await session.exec(
                 text("INSERT INTO mcp_tenant_tools (id, tenant_id, tool_name, enabled, custom_config, created_at, updated_at) "
                      "VALUES (:id, :t, 'x', true, '{}', now(), now())"),
-                {"id": uuid.uuid4(), "t": b.id},
+                params={"id": uuid.uuid4(), "t": b.id},
             )  # fmt: skip
     async with sessions() as session:  # the role and tenant ended with the transaction
-        assert (await session.execute(text("SELECT current_user"))).scalar_one() != TOOLS_ROLE
+        assert (await session.exec(text("SELECT current_user"))).scalar_one() != TOOLS_ROLE
 
 
 class _Nothing(BaseModel):
@@ -97,8 +97,8 @@ class _Count(BaseModel):
 
 async def _count_everything(ctx, args):  # type: ignore[no-untyped-def]
     """A handler that forgets the tenant filter (the bug RLS is there for)."""
-    products = (await ctx.session.execute(text("SELECT count(*) FROM products"))).scalar_one()
-    tenants = (await ctx.session.execute(text("SELECT count(*) FROM tenants"))).scalar_one()
+    products = (await ctx.session.exec(text("SELECT count(*) FROM products"))).scalar_one()
+    tenants = (await ctx.session.exec(text("SELECT count(*) FROM tenants"))).scalar_one()
     return _Count(products=products, tenants=tenants)
 
 
@@ -115,7 +115,7 @@ async def test_a_tool_that_forgets_the_tenant_filter_still_sees_its_tenant_only(
     async with sessions() as session, session.begin():
         session.add(McpTenantTool(tenant_id=a.id, tool_name="count_everything", enabled=True))
         own = (
-            await session.execute(text("SELECT count(*) FROM products WHERE tenant_id = :t"), {"t": a.id})
+            await session.exec(text("SELECT count(*) FROM products WHERE tenant_id = :t"), params={"t": a.id})
         ).scalar_one()
     capability = sign_capability(
         settings.secret("tool_capability_key"), tenant_id=a.id, customer_id=None, conversation_id=None,

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import Tenant
+from switchboard.settings import SANDBOX_API_BASE
 from switchboard.tenant_settings import set_section
 from switchboard.tenants import add_channel_account, count_tenants, create_tenant
 
@@ -60,6 +61,8 @@ Demo Shop Lakeside,8 Shore Avenue,Chicago,US,+1 555 0100 012,41.8781,-87.6298,mo
 
 
 DEMO_FAQ_FILENAME = "demo-shop-faq.md"
+DEMO_CHUNK_SIZE_CHARS = 400
+"""The demo tenant's chunk size (its ``knowledge.chunk_size_chars``): one FAQ answer per chunk."""
 DEMO_FAQ_MD = "\n\n".join(
     (  # one paragraph per answer, one line each (a quoted passage prints on one line)
         (
@@ -139,11 +142,15 @@ async def seed_demo_knowledge(session: AsyncSession, tenant: Tenant) -> None:
     from switchboard.knowledge import EmbeddingConfig, ingest_in_session
     from switchboard.llm.lexical import LEXICAL_MODEL_NAME
 
-    set_section(tenant, "knowledge", embedding_model=LEXICAL_MODEL_NAME)
+    # stored on the tenant, so `kb reindex` splits the FAQ exactly as here (not at KB_CHUNK_SIZE_CHARS)
+    set_section(
+        tenant, "knowledge", embedding_model=LEXICAL_MODEL_NAME,
+        chunk_size_chars=DEMO_CHUNK_SIZE_CHARS, chunk_overlap_chars=0,
+    )  # fmt: skip
     session.add(tenant)
     await ingest_in_session(
         session, tenant_id=tenant.id, filename=DEMO_FAQ_FILENAME, data=DEMO_FAQ_MD.encode(),
-        config=EmbeddingConfig(model=LEXICAL_MODEL_NAME), chunk_size=400, overlap=0,
+        config=EmbeddingConfig(model=LEXICAL_MODEL_NAME), chunk_size=DEMO_CHUNK_SIZE_CHARS, overlap=0,
     )  # fmt: skip
 
 
@@ -168,11 +175,11 @@ async def seed_demo_if_empty(session: AsyncSession) -> Tenant | None:
     )
     await add_channel_account(
         session, tenant=tenant, channel="whatsapp", external_account_id=DEMO_WHATSAPP_PHONE_NUMBER_ID,
-        display_name="Demo Shop WhatsApp (+1 555-0100-001)",
+        display_name="Demo Shop WhatsApp (+1 555-0100-001)", api_base_url=SANDBOX_API_BASE,
     )  # fmt: skip
     await add_channel_account(
         session, tenant=tenant, channel="instagram", external_account_id=DEMO_INSTAGRAM_ACCOUNT_ID,
-        display_name="Demo Shop Instagram",
+        display_name="Demo Shop Instagram", api_base_url=SANDBOX_API_BASE,
     )  # fmt: skip
     await add_channel_account(
         session,

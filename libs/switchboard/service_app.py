@@ -37,9 +37,11 @@ def create_service_app(
         routers: the service's own routers.
 
     Raises:
-        SettingsError: at start-up (lifespan), when a required URL is unset.
+        SettingsError: at once, when ``GENERATE_SECRETS=false`` and a secret is unset (names it);
+            at start-up (lifespan), when a required URL is unset.
     """
     configure_logging(service=name, level=settings.log_level, fmt=settings.log_format)
+    settings.require_secrets()
     configure_tracing(service=name)
     log = get_logger(__name__)
 

@@ -22,18 +22,19 @@ Postgres (:mod:`switchboard.tenant_settings`), not here.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from cryptography.fernet import Fernet
 from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from switchboard.errors import SettingsError
 
@@ -55,10 +56,20 @@ __all__ = [
     "KnowledgeBaseSettings",
     "LogFormat",
     "LogLevel",
+    "REAL_WHATSAPP_GRAPH_BASE_URL",
+    "REAL_INSTAGRAM_GRAPH_BASE_URL",
+    "SANDBOX_API_BASE",
 ]
 
 LogFormat = Literal["auto", "json", "console"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+
+REAL_WHATSAPP_GRAPH_BASE_URL = "https://graph.facebook.com"
+"""Meta's Graph API root (WhatsApp Cloud API), without version."""
+REAL_INSTAGRAM_GRAPH_BASE_URL = "https://graph.instagram.com"
+"""The Instagram API with Instagram Login root, without version."""
+SANDBOX_API_BASE = "sandbox"
+"""``channel_accounts.api_base_url`` value meaning "this deployment's sandbox of the channel"."""
 
 _POSTGRES_SCHEMES = {"postgres", "postgresql", "postgresql+asyncpg", "postgresql+psycopg"}
 _REDIS_SCHEMES = {"redis", "rediss", "unix"}
@@ -129,6 +140,11 @@ class NetworkSettings(BaseSettings):
     """Where other services reach the orchestrator when it is not on this machine (containers)."""
     model_server_url_override: str | None = Field(None, validation_alias="MODEL_SERVER_URL")
     """Where the orchestrator reaches the offline model server when it is not on this machine."""
+    whatsapp_url_override: str | None = Field(None, validation_alias="WHATSAPP_URL")
+    """Where other services reach the WhatsApp service (its Graph sandbox) in containers
+    (``http://whatsapp:8101``); unset: this machine's ``WHATSAPP_PORT``."""
+    instagram_url_override: str | None = Field(None, validation_alias="INSTAGRAM_URL")
+    """Where other services reach the Instagram service (its sandbox) in containers."""
     mcp_tools_url_override: str | None = Field(None, validation_alias="MCP_TOOLS_URL")
     """MCP endpoint when the tool server is not on this machine (``http://mcp_tools:8104/mcp``)."""
 
@@ -165,13 +181,21 @@ class ModelProviderSettings(BaseSettings):
     """Model providers: process-wide fallbacks for per-tenant keys, and the call bound."""
 
     openai_api_key: SecretStr | None = None
+    """OpenAI key; empty (``OPENAI_API_KEY=`` in a compose ``.env``) is the same as unset."""
     anthropic_api_key: SecretStr | None = None
+    """Anthropic key; empty is the same as unset."""
     model_call_concurrency: int = Field(50, ge=1, le=10_000)
     """Process-wide bound on concurrent model calls (``asyncio.Semaphore``, DESIGN.md)."""
     model_server_control: bool = False
     """Test hook: expose the offline model server's ``/control/...`` endpoints (scripted errors with
     status, headers and body, delays, empty answers) under ``switchboard run``, behind the admin token.
     Refused when a provider key is set or ``HOST`` is not loopback (README "Fault hooks")."""
+
+    @field_validator("openai_api_key", "anthropic_api_key")
+    @classmethod
+    def _empty_key_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
+        # compose passes `OPENAI_API_KEY: ${OPENAI_API_KEY:-}`: an empty key must not count as a key
+        return value if value is not None and value.get_secret_value().strip() else None
 
 
 class LangfuseSettings(BaseSettings):
@@ -216,6 +240,12 @@ class SecretSettings(BaseSettings):
     (an Instagram-Login app has a secret of its own, apart from the WhatsApp app's ``META_APP_SECRET``)."""
     gmail_push_secret: SecretStr | None = None
     """The ``?token=`` a Gmail push URL carries when pushes are not verified by OIDC."""
+    generate_secrets: bool = True
+    """Whether an unset secret is generated into ``DATA_DIR/secrets`` (one machine: ``switchboard run``).
+    Containers set ``GENERATE_SECRETS=false`` (compose, Terraform): each container has its own
+    ``DATA_DIR``, so a generated value would differ per container (a webhook signed with one app secret,
+    checked with another, answers 403). Then every secret must be set and a service refuses to start,
+    naming the variable, when one is not (:meth:`Settings.require_secrets`)."""
 
     @field_validator("encryption_key")
     @classmethod
@@ -239,8 +269,10 @@ class WhatsAppChannelSettings(BaseSettings):
     """The WhatsApp channel: Graph API and webhook limits (per-tenant behaviour: tenant settings)."""
 
     whatsapp_graph_base_url: str | None = None
-    """Graph API base URL without version (``https://graph.facebook.com``); unset uses the local
-    sandbox mounted in the WhatsApp service (``http://HOST:WHATSAPP_PORT/_sandbox/graph``)."""
+    """Graph API base URL without version for numbers connected without one of their own; unset: the
+    real API (``https://graph.facebook.com``). Each number may name its own
+    (``channel_accounts.api_base_url``: a URL, or ``sandbox`` for the Graph sandbox mounted in the
+    WhatsApp service, as the demo tenant's number does), so one real number and the sandbox live side by side."""
     whatsapp_api_version: str = "v23.0"
     """Graph API version segment of send and media URLs."""
     whatsapp_sandbox_enabled: bool = True
@@ -257,9 +289,10 @@ class InstagramChannelSettings(BaseSettings):
     """The Instagram channel: Graph API and webhook limits (per-tenant behaviour: tenant settings)."""
 
     instagram_graph_base_url: str | None = None
-    """Graph API base URL without version: ``https://graph.instagram.com`` (Instagram Login) or
-    ``https://graph.facebook.com`` (a Page-linked account); unset uses the local sandbox mounted in
-    the Instagram service (``http://HOST:INSTAGRAM_PORT/_sandbox/instagram``)."""
+    """Graph API base URL without version for accounts connected without one of their own:
+    ``https://graph.instagram.com`` (Instagram Login, the default when unset) or
+    ``https://graph.facebook.com`` (a Page-linked account). Each account may name its own
+    (``channel_accounts.api_base_url``: a URL, or ``sandbox`` for the sandbox in the Instagram service)."""
     instagram_api_version: str = "v23.0"
     """Graph API version segment of send and profile URLs."""
     instagram_sandbox_enabled: bool = True
@@ -279,9 +312,18 @@ class MediaStoreSettings(BaseSettings):
     """Where copies go: unset is the folder ``DATA_DIR/media``; ``s3://bucket/prefix`` an S3-compatible
     bucket (credentials and endpoint from ``MEDIA_STORE_OPTIONS`` or the usual ``AWS_*`` variables);
     ``memory:///`` keeps them in the process (tests)."""
-    media_store_options: dict[str, str] = Field(default_factory=dict)
+    media_store_options: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
     """Options of the store as JSON, e.g. ``{"endpoint": "http://minio:9000", "region": "auto",
-    "access_key_id": "...", "secret_access_key": "..."}`` (obstore's S3 config keys)."""
+    "access_key_id": "...", "secret_access_key": "..."}`` (obstore's S3 config keys); empty: none
+    (compose passes ``MEDIA_STORE_OPTIONS=`` through when it is unset)."""
+
+    @field_validator("media_store_options", mode="before")
+    @classmethod
+    def _options_json(cls, value: object) -> object:
+        if isinstance(value, str):
+            return json.loads(value) if value.strip() else {}
+        return value
+
     media_public_base_url: str | None = None
     """Public URL of the Instagram service, where Meta fetches the media we send (signed ``/media/...``
     links, :mod:`switchboard.media.links`); unset: this machine's ``INSTAGRAM_PORT`` (the sandbox)."""
@@ -562,27 +604,73 @@ class Settings(
 
         The encryption key is returned as text, possibly several keys separated by commas, newest
         first; :class:`~switchboard.crypto.CredentialCipher` takes it as it is.
+
+        Raises:
+            SettingsError: ``GENERATE_SECRETS=false`` and the secret is unset or empty (names the variable).
         """
         value: SecretStr | None = getattr(self, name)
         if value is not None and value.get_secret_value():
             return value.get_secret_value()
+        if not self.generate_secrets:
+            raise SettingsError(name.upper(), _REQUIRED_SECRET)
         generated = GENERATED_SECRETS[name]
         return _read_or_create_secret(self.secrets_dir / generated.filename, generated.make)
 
+    def require_secrets(self) -> None:
+        """Fail fast at start-up when secrets are not generated (``GENERATE_SECRETS=false``) and one
+        is unset or empty; with generation on, nothing to check.
+
+        Raises:
+            SettingsError: names the first missing variable, and lists every missing one.
+        """
+        if self.generate_secrets:
+            return
+        missing = [name.upper() for name in GENERATED_SECRETS if not _is_set(getattr(self, name))]
+        if missing:
+            raise SettingsError(missing[0], f"{_REQUIRED_SECRET} (unset or empty: {', '.join(missing)})")
+
     @property
     def resolved_whatsapp_graph_base_url(self) -> str:
-        """Graph API base URL (no version): ``WHATSAPP_GRAPH_BASE_URL`` or the sandbox in the WhatsApp service."""
-        if self.whatsapp_graph_base_url:
-            return self.whatsapp_graph_base_url.rstrip("/")
-        return self.service_url(self.whatsapp_port) + "/_sandbox/graph"
+        """Graph API base URL (no version) of numbers without their own: ``WHATSAPP_GRAPH_BASE_URL``
+        or the real API."""
+        return (self.whatsapp_graph_base_url or REAL_WHATSAPP_GRAPH_BASE_URL).rstrip("/")
+
+    @property
+    def whatsapp_sandbox_url(self) -> str:
+        """The Graph sandbox mounted in the WhatsApp service (``WHATSAPP_URL`` or this machine's port)."""
+        return (self.whatsapp_url_override or self.service_url(self.whatsapp_port)).rstrip(
+            "/"
+        ) + "/_sandbox/graph"
 
     @property
     def resolved_instagram_graph_base_url(self) -> str:
-        """Instagram Graph base URL (no version): ``INSTAGRAM_GRAPH_BASE_URL`` or the sandbox in the
-        Instagram service."""
-        if self.instagram_graph_base_url:
-            return self.instagram_graph_base_url.rstrip("/")
-        return self.service_url(self.instagram_port) + "/_sandbox/instagram"
+        """Instagram Graph base URL (no version) of accounts without their own: ``INSTAGRAM_GRAPH_BASE_URL``
+        or the real Instagram Login API."""
+        return (self.instagram_graph_base_url or REAL_INSTAGRAM_GRAPH_BASE_URL).rstrip("/")
+
+    @property
+    def instagram_sandbox_url(self) -> str:
+        """The Instagram sandbox mounted in the Instagram service (``INSTAGRAM_URL`` or this machine's port)."""
+        return (self.instagram_url_override or self.service_url(self.instagram_port)).rstrip(
+            "/"
+        ) + "/_sandbox/instagram"
+
+    def channel_api_base_url(self, channel: str, account_base: str | None) -> str:
+        """The provider API root one account talks to: its own ``api_base_url`` (``sandbox``: this
+        deployment's sandbox of ``channel``), else the process default of ``channel``.
+
+        Raises:
+            ValueError: ``channel`` has no per-account API base (only ``whatsapp`` and ``instagram``).
+        """
+        if channel not in ("whatsapp", "instagram"):
+            raise ValueError(f"channel {channel!r} has no per-account API base URL")
+        if account_base == SANDBOX_API_BASE:
+            return self.whatsapp_sandbox_url if channel == "whatsapp" else self.instagram_sandbox_url
+        if account_base:
+            return account_base.rstrip("/")
+        if channel == "whatsapp":
+            return self.resolved_whatsapp_graph_base_url
+        return self.resolved_instagram_graph_base_url
 
     @property
     def gmail_uses_sandbox(self) -> bool:
@@ -622,6 +710,16 @@ class Settings(
         if self.gmail_uses_sandbox:
             return self.resolved_gmail_api_base_url + "/oauth2/v1/certs"
         return "https://www.googleapis.com/oauth2/v1/certs"
+
+
+_REQUIRED_SECRET = (
+    "is required: secrets are generated only by `switchboard run` on one machine (GENERATE_SECRETS=false here); "
+    "set it in the environment (infra/example.env says how to make one)"
+)
+
+
+def _is_set(value: SecretStr | None) -> bool:
+    return value is not None and bool(value.get_secret_value())
 
 
 def _read_or_create_secret(path: Path, make: Callable[[], str]) -> str:

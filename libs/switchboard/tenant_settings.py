@@ -271,6 +271,11 @@ class KnowledgeSettings(BaseModel):
     min_similarity: float | None = Field(None, ge=-1.0, le=1.0)
     """Cosine similarity a chunk needs to match; ``None``: ``KB_MIN_SIMILARITY`` (provider models) or
     ``KB_MIN_SIMILARITY_LEXICAL`` (the offline embedding)."""
+    chunk_size_chars: int | None = Field(None, ge=100, le=20_000)
+    """Longest chunk of this tenant's documents; ``None``: ``KB_CHUNK_SIZE_CHARS``. Every ingest and
+    re-index splits with it (the demo tenant: 400, one FAQ answer per chunk)."""
+    chunk_overlap_chars: int | None = Field(None, ge=0, le=5_000)
+    """Characters repeated between chunks; ``None``: ``KB_CHUNK_OVERLAP_CHARS``."""
 
 
 CORE_SECTIONS: Mapping[str, type[BaseModel]] = MappingProxyType(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Sequence
 
 from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
@@ -22,6 +23,7 @@ __all__ = [
     "add_channel_account",
     "count_tenants",
     "TenantExists",
+    "DEFAULT_TOOLS",
 ]
 
 _SLUG_MAX = 64
@@ -39,15 +41,22 @@ async def count_tenants(session: AsyncSession) -> int:
     return int((await session.exec(select(func.count()).select_from(Tenant))).one())
 
 
+DEFAULT_TOOLS: tuple[str, ...] = ("search_knowledge_base",)
+"""Tools a new tenant has enabled from the start: its knowledge base is searched as soon as it has
+documents (every other tool is off until ``switchboard tools enable`` / the admin API)."""
+
+
 async def create_tenant(
-    session: AsyncSession, *, slug: str, name: str, organization_name: str | None = None
-) -> Tenant:
-    """Create a tenant (and its organization, found or created by name).
+    session: AsyncSession, *, slug: str, name: str, organization_name: str | None = None,
+    default_tools: Sequence[str] = DEFAULT_TOOLS,
+) -> Tenant:  # fmt: skip
+    """Create a tenant (and its organization, found or created by name) with ``default_tools`` enabled.
 
     Args:
         slug: 1-64 chars of ``a-z``, ``0-9`` and inner ``-``; unique.
         name: display name.
         organization_name: defaults to ``name``.
+        default_tools: tools enabled at once (audited like ``tools enable``); default :data:`DEFAULT_TOOLS`.
 
     Raises:
         ValueError: malformed slug.
@@ -67,6 +76,11 @@ async def create_tenant(
         await session.flush()
     except IntegrityError:
         raise TenantExists(slug) from None
+    if default_tools:
+        from switchboard.tools.toolbox import set_enabled  # here: the toolbox imports the tool contracts
+
+        for tool_name in default_tools:
+            await set_enabled(session, tenant.id, tool_name, enabled=True, actor="system")
     return tenant
 
 
@@ -102,8 +116,14 @@ async def add_channel_account(
     display_name: str | None = None,
     credentials: dict | None = None,
     cipher: CredentialCipher | None = None,
+    api_base_url: str | None = None,
 ) -> ChannelAccount:
-    """Connect a channel account to ``tenant``; credentials are stored encrypted with ``cipher``."""
+    """Connect a channel account to ``tenant``; credentials are stored encrypted with ``cipher``.
+
+    Args:
+        api_base_url: the provider API root of this account (``channel_accounts.api_base_url``):
+            ``None`` the real API, ``"sandbox"`` this deployment's sandbox, or a URL.
+    """
     encrypted = None
     if credentials:
         if cipher is None:
@@ -115,6 +135,7 @@ async def add_channel_account(
         external_account_id=external_account_id,
         display_name=display_name,
         credentials_encrypted=encrypted,
+        api_base_url=api_base_url,
     )
     session.add(account)
     await session.flush()

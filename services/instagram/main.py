@@ -17,8 +17,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """Assemble the service; tests pass settings, production reads the environment."""
     settings = settings or load_settings()
     routers = [webhook_router(), media_router(settings, MediaStore.from_settings(settings))]
-    if settings.instagram_sandbox_enabled and not settings.instagram_graph_base_url:
-        # only while the worker sends to it; it echoes every send to this service, as Instagram does
+    if settings.instagram_sandbox_enabled:
+        # for accounts connected with api_base_url "sandbox"; it echoes every send to this service, as Instagram does
         echo_to = (
             settings.service_url(settings.instagram_port) + "/webhooks/instagram",
             settings.secret("instagram_app_secret"),

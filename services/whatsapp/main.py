@@ -13,8 +13,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """Assemble the service; tests pass settings, production reads the environment."""
     settings = settings or load_settings()
     routers = [webhook_router()]
-    if settings.whatsapp_sandbox_enabled and not settings.whatsapp_graph_base_url:
-        # only while the worker sends to it (never next to the real Graph API); control needs the admin token
+    if settings.whatsapp_sandbox_enabled:
+        # the Graph sandbox for numbers connected with api_base_url "sandbox" (a real number next to it
+        # talks to graph.facebook.com); control endpoints need the admin token. Production turns it off.
         routers.append(
             sandbox_router(
                 admin_token=settings.secret("admin_token"), status_sender=sandbox_status_sender(settings)

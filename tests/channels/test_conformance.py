@@ -176,7 +176,7 @@ async def test_a_rerun_job_sends_each_part_once_and_in_order(
     # the worker dies after sending but before recording the row as done: the job runs again
     (row,) = await _rows(sessions, answering_tenant.id)
     async with sessions() as session, session.begin():
-        await session.execute(
+        await session.exec(
             update(Message).where(col(Message.id) == row.id).values(inbound_state="processing")
         )
     await arq_pool.enqueue_job("process_inbound", str(row.id), _job_id=inbound_job_id(row.id) + ":rerun")

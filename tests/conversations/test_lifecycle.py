@@ -137,7 +137,7 @@ async def test_the_database_refuses_human_mode_without_an_owner(sessions, make_t
     _, conversation = await make_customer_conversation(sessions, tenant)
     with pytest.raises(IntegrityError, match="ck_conversations_human_has_owner"):
         async with session_scope(sessions) as session:
-            await session.execute(
+            await session.exec(
                 update(Conversation).where(Conversation.id == conversation.id).values(status="human")
             )
     assert (await reload(sessions, Conversation, conversation.id)).status == "ai"

@@ -17,24 +17,24 @@ async def assert_human_mode_has_owner(
     tenant's), a place in the queue, or is an agent's console; and the agents' loads match."""
     async with sessions() as session:
         orphans = (
-            await session.execute(
+            await session.exec(
                 text(
                     "SELECT c.id FROM conversations c LEFT JOIN human_agents a "
                     "ON a.id = c.assigned_agent_id AND a.tenant_id = c.tenant_id "
                     "WHERE c.tenant_id = :t AND c.status = 'human' AND NOT c.is_agent_console "
                     "AND (a.id IS NULL) = (c.queued_at IS NULL)"
                 ),
-                {"t": tenant_id},
+                params={"t": tenant_id},
             )
         ).all()
         loads = (
-            await session.execute(
+            await session.exec(
                 text(
                     "SELECT a.name, a.current_load, count(c.id) FROM human_agents a LEFT JOIN conversations c "
                     "ON c.assigned_agent_id = a.id AND c.status = 'human' "
                     "WHERE a.tenant_id = :t GROUP BY a.id HAVING a.current_load <> count(c.id)"
                 ),
-                {"t": tenant_id},
+                params={"t": tenant_id},
             )
         ).all()
     assert orphans == [], f"human-mode conversations with no agent and no queue place (or both): {orphans}"

@@ -106,14 +106,15 @@ def new_igsid() -> str:
 
 async def connect_instagram(
     sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings,
-    account_id: str | None = None,
+    account_id: str | None = None, api_base_url: str | None = None,
 ) -> ChannelAccount:  # fmt: skip
-    """A new Instagram account of ``tenant`` with an encrypted access token."""
+    """A new Instagram account of ``tenant`` with an encrypted access token; ``api_base_url`` as stored
+    (``None``: the process default, ``INSTAGRAM_GRAPH_BASE_URL``; ``"sandbox"``: the service's own)."""
     async with sessions() as session, session.begin():
         return await add_channel_account(
             session, tenant=tenant, channel="instagram", external_account_id=account_id or new_account_id(),
             credentials={"access_token": IG_ACCESS_TOKEN},
-            cipher=CredentialCipher(settings.secret("encryption_key").encode()),
+            cipher=CredentialCipher(settings.secret("encryption_key").encode()), api_base_url=api_base_url,
         )  # fmt: skip
 
 

@@ -129,7 +129,7 @@ async def rows_of(sessions: async_sessionmaker[AsyncSession], scene: Scene) -> l
 async def set_row(sessions: async_sessionmaker[AsyncSession], row_id: uuid.UUID, **values: Any) -> None:
     """Move a row's clock (``next_attempt_at`` / ``sending_at`` into the past) instead of sleeping."""
     async with sessions() as session, session.begin():
-        await session.execute(update(Outbox).where(col(Outbox.id) == row_id).values(**values))
+        await session.exec(update(Outbox).where(col(Outbox.id) == row_id).values(**values))
 
 
 async def script(base_url: str, **spec: Any) -> None:

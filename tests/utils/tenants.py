@@ -22,7 +22,8 @@ async def new_tenant(
     tests, ``tests/agent/test_guardrails.py``, turn them on).
     """
     async with sessions() as session, session.begin():
-        tenant = await create_tenant(session, slug=f"t-{uuid.uuid4().hex[:12]}", name=name)
+        # no default tools: each test enables what it exercises (create_tenant's default is tested on its own)
+        tenant = await create_tenant(session, slug=f"t-{uuid.uuid4().hex[:12]}", name=name, default_tools=())
         settings_extensions.setdefault("guardrails", GUARDRAILS_OFF)
         tenant.settings_extensions = dict(settings_extensions)
     return tenant

@@ -15,7 +15,14 @@ import typer
 
 from switchboard.settings import Settings
 
-__all__ = ["SAMPLE_MEDIA", "connect_account", "account_of_tenant", "print_sent", "is_loopback_url"]
+__all__ = [
+    "SAMPLE_MEDIA",
+    "connect_account",
+    "account_of_tenant",
+    "api_base_option",
+    "print_sent",
+    "is_loopback_url",
+]
 
 SAMPLE_MEDIA = {
     "image": bytes.fromhex(
@@ -32,9 +39,10 @@ transcript marker (``llm.offline_server.TRANSCRIPT_MARKER``), which it returns a
 
 def connect_account(
     settings: Settings, *, tenant: str, channel: str, external_account_id: str, access_token: str | None,
-    display_name: str | None, label: str,
+    display_name: str | None, label: str, api_base_url: str | None = None,
 ) -> tuple[Any, bool]:  # fmt: skip
-    """Connect ``external_account_id`` of ``channel`` to ``tenant`` (or update it: token, name, active).
+    """Connect ``external_account_id`` of ``channel`` to ``tenant`` (or update it: token, name, active,
+    and the API root when ``api_base_url`` is given: ``sandbox``, a URL, or ``""`` for the real API).
 
     Returns:
         ``(ChannelAccount, created)``.
@@ -67,21 +75,40 @@ def connect_account(
             if access_token:
                 existing.credentials_encrypted = cipher.encrypt({"access_token": access_token})
             existing.display_name = display_name or existing.display_name
+            if api_base_url is not None:
+                existing.api_base_url = api_base_url or None
             existing.is_active = True
             session.add(existing)
             return existing, False
         account = await add_channel_account(
             session, tenant=owner, channel=channel, external_account_id=external_account_id,
             display_name=display_name, credentials={"access_token": access_token} if access_token else None,
-            cipher=cipher,
+            cipher=cipher, api_base_url=api_base_url or None,
         )  # fmt: skip
         return account, True
 
     return run_in_session(work, settings=settings)
 
 
-def account_of_tenant(settings: Settings, *, tenant: str, channel: str, missing: str) -> str:
-    """The provider's id of ``tenant``'s first ``channel`` account.
+def api_base_option(value: str | None, *, has_token: bool) -> str | None:
+    """``--api-base`` of ``channel add-*`` as the stored ``api_base_url``: ``sandbox``, ``""`` (real API,
+    the process default) or a URL; unset: the real API with a token, the sandbox without.
+
+    Raises:
+        ValueError: not ``sandbox``, ``real`` or an ``http(s)://`` URL.
+    """
+    if value is None:
+        return "" if has_token else "sandbox"
+    if value in ("sandbox", "real"):
+        return "sandbox" if value == "sandbox" else ""
+    if not value.startswith(("https://", "http://")):
+        raise ValueError(f"--api-base must be 'sandbox', 'real' or an http(s):// URL, not {value!r}")
+    return value.rstrip("/")
+
+
+def account_of_tenant(settings: Settings, *, tenant: str, channel: str, missing: str) -> tuple[str, str]:
+    """The provider's id of ``tenant``'s first ``channel`` account and the API root it talks to
+    (:meth:`~switchboard.settings.Settings.channel_api_base_url`: the sandbox, or the real API).
 
     Raises:
         ValueError: the tenant has none (``missing`` is the message).
@@ -103,7 +130,7 @@ def account_of_tenant(settings: Settings, *, tenant: str, channel: str, missing:
         ).first()
         if account is None:
             raise ValueError(missing)
-        return account.external_account_id
+        return account.external_account_id, settings.channel_api_base_url(channel, account.api_base_url)
 
     return run_in_session(find, settings=settings)
 

@@ -363,7 +363,7 @@ async def _store(
                 .on_conflict_do_nothing(constraint="uq_messages_channel_account_external")
                 .returning(Message.__table__.c.id)  # type: ignore[attr-defined]
             )
-            inserted = set((await session.execute(stmt)).scalars().all())
+            inserted = set((await session.exec(stmt)).scalars().all())
             stored = [row_id for row in rows if (row_id := row["id"]) in inserted]
             for row in rows:
                 if row["id"] in inserted and row["role"] == "user":  # the tenant's systems hear of it

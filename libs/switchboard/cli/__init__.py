@@ -4,7 +4,7 @@
 * :mod:`.runner`: settings that find a running system (``DATA_DIR/run.json``), the database runner,
   the one-line error wrapper;
 * the commands: :mod:`.system` (``run``, ``status``), :mod:`.db`, :mod:`.tenants`, :mod:`.tools`
-  (``tools``, ``data``), :mod:`.kb`, :mod:`.agents`, :mod:`.keys` (``keys rotate``), :mod:`.simulate`
+  (``tools``, ``data``), :mod:`.kb`, :mod:`.agents`, :mod:`.keys` (``keys rotate``), :mod:`.queue` (``queue depth``), :mod:`.simulate`
   (``simulate turn``), :mod:`.users` (``users add|list|passwd|token``), :mod:`.conversations`
   (``conversations list|show``), :mod:`.evals` (``eval``, ``feedback issue-key``);
 * channel packages add their own commands to ``channel`` and ``simulate`` when imported
@@ -18,12 +18,14 @@ import switchboard.channels.instagram.cli  # noqa: F401  (registers the Instagra
 import switchboard.channels.whatsapp.cli  # noqa: F401  (registers the WhatsApp commands)
 from switchboard.cli import (  # noqa: F401  (register)
     agents,
+    channels,
     conversations,
     db,
     evals,
     events,
     kb,
     keys,
+    queue,
     settings,
     simulate,
     system,

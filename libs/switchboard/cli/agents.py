@@ -1,4 +1,4 @@
-"""``switchboard agents add|list|online|offline``: human agents (their WhatsApp is their console)."""
+"""``switchboard agents add|list|online|offline|remove``: human agents (their WhatsApp is their console)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import typer
 from switchboard.cli.root import agents_app
 from switchboard.cli.runner import TenantOpt, friendly_errors, run_db, run_in_session
 
-__all__ = ["agents_add", "agents_list", "agents_online", "agents_offline"]
+__all__ = ["agents_add", "agents_list", "agents_online", "agents_offline", "agents_remove"]
 
 NameOpt = Annotated[str | None, typer.Option(help="The agent's name (or use --phone).")]
 PhoneOpt = Annotated[str | None, typer.Option(help="The agent's number.")]
@@ -93,3 +93,21 @@ def agents_offline(tenant: TenantOpt, name: NameOpt = None, phone: PhoneOpt = No
     """Put an agent offline (refused while they still have open conversations)."""
     agent, _ = _set_status(tenant, phone or name, online=False)
     typer.echo(f"{agent.name} is offline")
+
+
+@agents_app.command("remove")
+@friendly_errors
+def agents_remove(tenant: TenantOpt, name: NameOpt = None, phone: PhoneOpt = None) -> None:
+    """Remove an agent (refused while a conversation is still assigned to them); history stays."""
+    from switchboard.handoff import remove_agent
+    from switchboard.tenants import get_tenant
+
+    if not (name or phone):
+        raise ValueError("give --name or --phone")
+
+    async def work(session: Any) -> Any:
+        tenant_row = await get_tenant(session, tenant)
+        return await remove_agent(session, tenant_id=tenant_row.id, query=phone or name or "")
+
+    agent = run_in_session(work)
+    typer.echo(f"removed agent {agent.name} +{agent.phone}")

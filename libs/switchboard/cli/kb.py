@@ -276,19 +276,24 @@ def kb_reindex(
     documents: Annotated[list[str] | None, typer.Argument(help="Documents (default: all).")] = None,
     model: Annotated[
         str | None,
-        typer.Option(help="Switch the tenant to this embedding model first (needs a provider key)."),
+        typer.Option(
+            help="Switch the tenant to this embedding model first; refused (nothing changed) without a "
+            "provider key (OPENAI_API_KEY or the tenant's, `kb set-embedding --api-key`)."
+        ),
     ] = None,
 ) -> None:
     """Re-parse and re-embed documents now, in this process, with the tenant's embedding model."""
     from switchboard.db.models import Tenant
-    from switchboard.knowledge import find_source, ingest_source, mark_for_reindex
+    from switchboard.knowledge import check_model_usable, find_source, ingest_source, mark_for_reindex
     from switchboard.tenant_settings import set_section
 
     async def work(sessions: Any, settings: Any) -> list[Any]:
         row = await _tenant(sessions, tenant)
         async with sessions() as session, session.begin():
             if model:
-                set_section(await session.get(Tenant, row.id), "knowledge", embedding_model=model)
+                stored = await session.get(Tenant, row.id)
+                check_model_usable(settings, stored, model)  # else it would record X and embed offline
+                set_section(stored, "knowledge", embedding_model=model)
             ids: list[uuid.UUID] | None = None
             if documents:
                 ids = [(await find_source(session, tenant_id=row.id, document=d)).id for d in documents]

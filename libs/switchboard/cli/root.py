@@ -18,6 +18,7 @@ from switchboard import __version__
 __all__ = [
     "app",
     "main",
+    "cli_command",
     "agents_app",
     "channel_app",
     "data_app",
@@ -27,6 +28,7 @@ __all__ = [
     "keys_app",
     "leads_app",
     "webhooks_app",
+    "queue_app",
     "simulate_app",
     "tenant_app",
     "tools_app",
@@ -91,6 +93,7 @@ conversations_app = typer.Typer(
     help="Conversations as the console inbox shows them: list with filters, show one with its turns.",
     no_args_is_help=True,
 )
+queue_app = typer.Typer(help="The job queues: depth (what the ECS workers scale on).", no_args_is_help=True)
 channel_app = typer.Typer(
     help="Channel accounts: connect a WhatsApp number, an Instagram account or a Gmail mailbox.",
     no_args_is_help=True,
@@ -120,6 +123,7 @@ for _group, _name in (
     (conversations_app, "conversations"),
     (leads_app, "leads"),
     (webhooks_app, "webhooks"),
+    (queue_app, "queue"),
     (channel_app, "channel"),
     (simulate_app, "simulate"),
     (feedback_app, "feedback"),
@@ -141,13 +145,39 @@ def _main(
     configure_logging(service="cli", level="WARNING", fmt="console")
 
 
+def cli_command() -> click.Command:
+    """The click command tree of :data:`app` with readable placeholders in every help page: a flag shows
+    none (Typer prints ``<bool>``), a text option or argument its own name (``--tenant TENANT`` instead
+    of ``<str>``). Numbers, paths and choices keep Typer's (``<int>``, ``<path>``, ``a|b``)."""
+    command = typer.main.get_command(app)
+    _readable_placeholders(command)
+    return command
+
+
+def _readable_placeholders(command: click.Command) -> None:
+    for param in command.params:
+        if param.metavar is not None or not hasattr(param, "bare_type"):
+            continue
+        if getattr(param, "is_flag", False) or getattr(param, "count", False):
+            param.metavar = ""  # a flag takes no value: nothing to show
+        elif param.bare_type() in ("str", "list[str]") and not param.type_descriptor.is_choice and param.name:
+            param.metavar = param.name.upper()
+            if param.param_type_name == "argument":  # its name is its placeholder; Typer adds <str> beside it
+                param.display_type_rich = lambda ctx: None  # type: ignore[method-assign]
+    help_option = command.get_help_option(click.Context(command))  # cached on the command (click >= 8.1.8)
+    if help_option is not None:
+        help_option.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        _readable_placeholders(sub)
+
+
 def main() -> None:
     """Console-script entry point: errors a user can act on (Switchboard errors, bad files and values,
     database state) become one line on stderr and exit status 2 instead of a traceback."""
     from switchboard.cli.runner import EXIT_ERROR, describe_error
 
     try:
-        app()
+        cli_command()(prog_name="switchboard")
     except Exception as exc:
         message = describe_error(exc)
         if message is None:

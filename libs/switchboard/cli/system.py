@@ -15,7 +15,13 @@ from switchboard import __version__
 from switchboard.cli.root import app
 from switchboard.cli.runner import command_settings, friendly_errors
 
-__all__ = ["run", "status"]
+__all__ = ["run", "status", "version"]
+
+
+@app.command()
+def version() -> None:
+    """Print the version (the same as `switchboard --version`)."""
+    typer.echo(f"switchboard {__version__}")
 
 
 @app.command()
@@ -159,14 +165,25 @@ def _print_ready(
 @app.command()
 @friendly_errors
 def status() -> None:
-    """Print each service's name, URL and health, one line each. Exit 0 only when all are healthy."""
-    from switchboard.runtime.resources import read_run_state
+    """Print each service's name, URL and health, one line each. Exit 0 only when all are healthy.
+
+    Checks the `switchboard run` of this folder's DATA_DIR (its run.json); with no live run there and no
+    REDIS_URL set (services run elsewhere, e.g. containers), says "not running" and exits 1 instead of
+    asking whatever answers on the default ports. A port that answers as another program (or another
+    Switchboard service) is reported DOWN.
+    """
+    from switchboard.runtime.resources import live_run_state
     from switchboard.runtime.services import SERVICES, name_width
     from switchboard.runtime.supervisor import check_service_health
 
     settings = command_settings()
-    state = read_run_state(settings) or {}
-    redis_url = settings.redis_url or state.get("embedded_redis_url")
+    state = live_run_state(settings)
+    if state is None and not settings.redis_url:
+        where = settings.data_dir.resolve()
+        detail = "no data there yet" if not settings.data_dir.exists() else "no live `switchboard run` there"
+        typer.echo(f"not running: start it with make run (DATA_DIR={where}: {detail})")
+        raise typer.Exit(1)
+    redis_url = settings.redis_url or (state or {}).get("embedded_redis_url")
     all_ok = True
     for spec in SERVICES:
         ok, detail = check_service_health(spec, settings, redis_url)

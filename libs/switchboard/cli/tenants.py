@@ -19,14 +19,19 @@ def tenant_create(
     name: Annotated[str, typer.Option(help="Display name of the business.")],
     organization: Annotated[str | None, typer.Option(help="Organization name (default: NAME).")] = None,
 ) -> None:
-    """Create a tenant and print its id."""
-    from switchboard.tenants import create_tenant
+    """Create a tenant and print its id. The knowledge tool (search_knowledge_base) is enabled at once;
+    every other tool stays off until `switchboard tools enable`."""
+    from switchboard.tenants import DEFAULT_TOOLS, create_tenant
 
     async def work(session: Any) -> Any:
         return await create_tenant(session, slug=slug, name=name, organization_name=organization)
 
     tenant = run_in_session(work)
     typer.echo(f"created tenant {tenant.slug} id={tenant.id}")
+    typer.echo(
+        f"enabled tools: {', '.join(DEFAULT_TOOLS)} (others: `switchboard tools list --tenant {tenant.slug}`, "
+        "`switchboard tools enable`)"
+    )
 
 
 @tenant_app.command("list")

@@ -117,9 +117,9 @@ def _clean(identities: Sequence[Identity]) -> list[Identity]:
 
 async def _lock(session: AsyncSession, tenant_id: uuid.UUID, channel: str) -> None:
     """Serialize identity changes of one tenant and channel until the transaction ends."""
-    await session.execute(
+    await session.exec(
         text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"),
-        {"k": f"customer-identity:{tenant_id}:{channel}"},
+        params={"k": f"customer-identity:{tenant_id}:{channel}"},
     )
 
 

@@ -249,8 +249,9 @@ async def open_conversation(
 
     Serialized per customer with a transaction-scoped advisory lock, so two messages at once open one.
     """
-    await session.execute(
-        text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": f"conversation:{customer.id}"}
+    await session.exec(
+        text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"),
+        params={"k": f"conversation:{customer.id}"},
     )
     found = (
         await session.exec(

@@ -12,8 +12,39 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.script.revision import ResolutionError
+from alembic.util import CommandError
 
-__all__ = ["alembic_config", "upgrade", "downgrade", "head_revision", "revision"]
+from switchboard.errors import SwitchboardError
+
+__all__ = ["alembic_config", "upgrade", "downgrade", "head_revision", "revision", "UnknownRevision"]
+
+
+class UnknownRevision(SwitchboardError):
+    """``db upgrade|downgrade --revision`` names no migration (the CLI prints one line, exit 2)."""
+
+    def __init__(self, revision: str) -> None:
+        self.revision = revision
+        script = ScriptDirectory(str(MIGRATIONS_DIR))
+        known = [rev.revision for rev in script.walk_revisions()][::-1]
+        super().__init__(
+            f"no migration revision {revision!r}: use head, base, a relative step (+1, -1) or one of "
+            f"{', '.join(known)}"
+        )
+
+
+def _resolvable(revision: str) -> None:
+    """Raises UnknownRevision unless ``revision`` names a migration, ``head(s)``/``base`` or a relative step."""
+    if revision in ("head", "heads", "base") or revision.lstrip("+-").isdigit():
+        return
+    script = ScriptDirectory(str(MIGRATIONS_DIR))
+    target = revision.split("@")[-1].split("+")[0].split("-")[0] if "@" in revision else revision
+    try:
+        if script.get_revisions(target) == ():
+            raise UnknownRevision(revision)
+    except (CommandError, ResolutionError):
+        raise UnknownRevision(revision) from None
+
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 
@@ -27,12 +58,22 @@ def alembic_config(url: str) -> Config:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
-    """Migrate the database at ``url`` up to ``revision`` (default: the newest)."""
+    """Migrate the database at ``url`` up to ``revision`` (default: the newest).
+
+    Raises:
+        UnknownRevision: ``revision`` names no migration (checked before connecting).
+    """
+    _resolvable(revision)
     command.upgrade(alembic_config(url), revision)
 
 
 def downgrade(url: str, revision: str = "base") -> None:
-    """Migrate down to ``revision`` (``base`` drops every table Switchboard created)."""
+    """Migrate down to ``revision`` (``base`` drops every table Switchboard created).
+
+    Raises:
+        UnknownRevision: ``revision`` names no migration.
+    """
+    _resolvable(revision)
     command.downgrade(alembic_config(url), revision)
 
 

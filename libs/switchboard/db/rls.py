@@ -30,7 +30,7 @@ async def enter_tenant_role(session: AsyncSession, tenant_id: uuid.UUID, *, role
     """
     if not _ROLE_NAME.match(role):
         raise ValueError(f"not a role name: {role!r}")
-    await session.execute(text(f"SET LOCAL ROLE {role}"))
-    await session.execute(
-        text("SELECT set_config('app.tenant_id', :tenant, true)"), {"tenant": str(tenant_id)}
+    await session.exec(text(f"SET LOCAL ROLE {role}"))
+    await session.exec(
+        text("SELECT set_config('app.tenant_id', :tenant, true)"), params={"tenant": str(tenant_id)}
     )

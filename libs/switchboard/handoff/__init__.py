@@ -1,6 +1,7 @@
 """Human handoff over WhatsApp (DESIGN.md, "Handoff"): agents, assignment, commands, the silent proxy."""
 
 from switchboard.handoff.agents import (
+    AgentBusy,
     AgentExists,
     AgentNotFound,
     add_agent,
@@ -8,6 +9,7 @@ from switchboard.handoff.agents import (
     find_agent,
     list_agents,
     normalize_phone,
+    remove_agent,
 )
 from switchboard.handoff.assignment import (
     Assignment,
@@ -45,7 +47,9 @@ __all__ = [
     "selected_conversation",
     "set_status",
     "AgentExists",
+    "AgentBusy",
     "AgentNotFound",
+    "remove_agent",
     "Assignment",
     "HANDOFF_SUMMARY_INSTRUCTION",
     "Outgoing",

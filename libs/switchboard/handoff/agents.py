@@ -20,6 +20,8 @@ __all__ = [
     "list_agents",
     "agent_by_phone",
     "find_agent",
+    "remove_agent",
+    "AgentBusy",
 ]
 
 
@@ -29,6 +31,18 @@ class AgentExists(SwitchboardError):
     def __init__(self, phone: str) -> None:
         self.phone = phone
         super().__init__(f"an agent with phone {phone} already exists for this tenant")
+
+
+class AgentBusy(SwitchboardError):
+    """The agent still handles conversations: hand them back (``/end``) or transfer them first."""
+
+    def __init__(self, name: str, open_conversations: int) -> None:
+        self.name = name
+        self.open_conversations = open_conversations
+        super().__init__(
+            f"{name} still has {open_conversations} open conversation(s): end or transfer them first "
+            "(/end or /transfer from their WhatsApp)"
+        )
 
 
 class AgentNotFound(SwitchboardError):
@@ -117,3 +131,34 @@ async def find_agent(session: AsyncSession, *, tenant_id: uuid.UUID, query: str)
     if len(prefix) == 1:
         return prefix[0]
     raise AgentNotFound(query)
+
+
+async def remove_agent(session: AsyncSession, *, tenant_id: uuid.UUID, query: str) -> HumanAgent:
+    """Delete the agent found by phone or name (:func:`find_agent`); conversations and messages they
+    handled keep their history (the references become ``NULL``). The caller commits.
+
+    Raises:
+        AgentNotFound: nothing matches.
+        AgentBusy: a conversation is still assigned to them in human mode.
+    """
+    from sqlalchemy import func
+
+    from switchboard.db.models import Conversation, ConversationStatus
+
+    agent = await find_agent(session, tenant_id=tenant_id, query=query)
+    open_count = (
+        await session.exec(
+            select(func.count())
+            .select_from(Conversation)
+            .where(
+                Conversation.tenant_id == tenant_id,
+                Conversation.assigned_agent_id == agent.id,
+                Conversation.status == ConversationStatus.human.value,
+            )
+        )
+    ).one()
+    if open_count:
+        raise AgentBusy(agent.name, int(open_count))
+    await session.delete(agent)
+    await session.flush()
+    return agent

@@ -130,7 +130,7 @@ async def handle_agent_message(
                 locked.last_inbound_at = seen
                 session.add(locked)
             # the agent's window is open again: notices that could not reach them are sent now
-            await session.execute(
+            await session.exec(
                 update(Outbox)
                 .where(
                     col(Outbox.tenant_id) == row.tenant_id,
@@ -230,7 +230,7 @@ async def _relay_agent_reply(
             proxy_metadata=proxy,
             trace_id=trace_id,
         )
-        await session.execute(
+        await session.exec(
             update(Message)
             .where(col(Message.id) == row.id)
             .values(proxy_metadata={**proxy, "relayed_conversation_id": str(conversation.id)})
@@ -288,7 +288,7 @@ async def relay_customer_message(
             "agent_id": str(agent.id),
             "original_message_id": row.external_id,
         }
-        await session.execute(update(Message).where(col(Message.id) == row.id).values(proxy_metadata=proxy))
+        await session.exec(update(Message).where(col(Message.id) == row.id).values(proxy_metadata=proxy))
         await write_outgoing(
             session,
             tenant_id=row.tenant_id,

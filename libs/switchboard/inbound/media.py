@@ -89,8 +89,8 @@ def _endpoint(settings: Settings, override: str | None) -> tuple[str, dict[str, 
         base = override.rstrip("/")
     elif settings.openai_api_key is not None:
         base = "https://api.openai.com"
-    else:
-        base = settings.service_url(settings.model_server_port)
+    else:  # the offline model server: MODEL_SERVER_URL in containers, this machine's port otherwise
+        base = settings.model_server_url.rstrip("/")
     headers = {}
     if settings.openai_api_key is not None:
         headers["Authorization"] = f"Bearer {settings.openai_api_key.get_secret_value()}"

@@ -132,7 +132,7 @@ def business_app_echo_reason(channel: str) -> str:
 async def finish(ic: InboundContext, state: InboundState, error: str | None = None) -> None:
     """Move the row to ``state`` (``done`` / ``dead``) with the reason in ``last_error``."""
     async with ic.deps.resources.sessions() as session, session.begin():
-        await session.execute(
+        await session.exec(
             update(Message)
             .where(col(Message.id) == ic.row_id)
             .values(inbound_state=state.value, last_error=error, processed_at=utcnow())
@@ -141,7 +141,7 @@ async def finish(ic: InboundContext, state: InboundState, error: str | None = No
 
 async def _set_pending(ic: InboundContext, error: str | None) -> None:
     async with ic.deps.resources.sessions() as session, session.begin():
-        await session.execute(
+        await session.exec(
             update(Message)
             .where(col(Message.id) == ic.row_id, Message.inbound_state == InboundState.processing.value)
             .values(inbound_state=InboundState.pending.value, last_error=error)
@@ -162,13 +162,13 @@ async def retry_or_dead(deps: Any, job: dict[str, Any], row_id: uuid.UUID, error
     dead = failures >= deps.settings.inbound_max_tries
     async with deps.resources.sessions() as session, session.begin():
         if dead:
-            await session.execute(
+            await session.exec(
                 update(Message)
                 .where(col(Message.id) == row_id)
                 .values(inbound_state=InboundState.dead.value, last_error=error, processed_at=utcnow())
             )
         else:
-            await session.execute(
+            await session.exec(
                 update(Message)
                 .where(col(Message.id) == row_id, Message.inbound_state == InboundState.processing.value)
                 .values(inbound_state=InboundState.pending.value, last_error=error)
@@ -309,7 +309,7 @@ async def record_only(ic: InboundContext) -> Outcome | None:
         await _deliver(ic, DeliveryScope(conversation_id=ic.conversation.id))  # the agent's notice
     async with ic.deps.resources.sessions() as session, session.begin():
         await ic.channel.on_record_only(session, row, ic)
-        await session.execute(
+        await session.exec(
             update(Message)
             .where(col(Message.id) == row.id)
             .values(inbound_state=InboundState.done.value, processed_at=utcnow(), last_error=None)
@@ -510,7 +510,7 @@ async def _button_handoff(ic: InboundContext) -> Outcome:
     if not await _has_reply(ic):
         title = (row.text or "").strip() or str(ic.stored.payload)
         async with ic.deps.resources.sessions() as session, session.begin():
-            await session.execute(
+            await session.exec(
                 update(Message)
                 .where(col(Message.id) == row.id)
                 .values(raw=Message.raw.op("||")({"button_action": "handoff"}))  # type: ignore[union-attr]
@@ -608,7 +608,7 @@ async def coalesce(ic: InboundContext) -> Outcome | None:
         return None
     await redis.set(ic.burst_key, str(row.created_at.timestamp()), nx=True, ex=3600)
     async with ic.deps.resources.sessions() as session, session.begin():
-        await session.execute(
+        await session.exec(
             update(Message)
             .where(col(Message.id) == row.id)
             .values(
@@ -645,7 +645,7 @@ async def absorb_older(ic: InboundContext) -> Outcome | None:
     """Older messages of this customer that no job has started join this turn (it answers them too)."""
     row = ic.row
     async with ic.deps.resources.sessions() as session, session.begin():
-        result = await session.execute(
+        result = await session.exec(
             update(Message)
             .where(
                 _same_customer(ic),
@@ -752,7 +752,7 @@ async def media_to_text(ic: InboundContext) -> Outcome | None:
         except MediaUnavailable as exc:
             raise await retry_or_dead(ic.deps, ic.job, row.id, str(exc)) from None
         async with ic.deps.resources.sessions() as session, session.begin():
-            await session.execute(
+            await session.exec(
                 update(Message)
                 .where(col(Message.id) == message.id)
                 .values(text=text, raw=Message.raw.op("||")({"media_text": True}))  # type: ignore[union-attr]

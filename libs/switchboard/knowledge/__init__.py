@@ -10,6 +10,8 @@ The stable retrieval API (used by the MCP ``search_knowledge_base`` tool and the
 from switchboard.knowledge.embeddings import (
     EmbeddingConfig,
     EmbeddingFailed,
+    EmbeddingKeyMissing,
+    check_model_usable,
     embed_query,
     embed_texts,
     resolve_embedding_config,
@@ -48,6 +50,8 @@ __all__ = [
     "DocumentTooComplex",
     "EmbeddingConfig",
     "EmbeddingFailed",
+    "EmbeddingKeyMissing",
+    "check_model_usable",
     "IngestReport",
     "ParseLimits",
     "ParsedDocument",

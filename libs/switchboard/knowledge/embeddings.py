@@ -47,6 +47,8 @@ __all__ = [
     "embed_texts",
     "resolve_embedding_config",
     "set_tenant_embedding",
+    "EmbeddingKeyMissing",
+    "check_model_usable",
 ]
 
 log = get_logger(__name__)
@@ -97,6 +99,29 @@ class EmbeddingConfig:
         if self.api_base and "/" not in self.model:
             return f"openai/{self.model}"
         return self.model
+
+
+class EmbeddingKeyMissing(SwitchboardError, ValueError):
+    """A provider embedding model was asked for, but neither the tenant nor the process has a key: the
+    model would silently fall back to the offline embedding while being recorded as the tenant's."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        super().__init__(
+            f"embedding model {model!r} needs a provider key: set OPENAI_API_KEY, or give the tenant one with "
+            "`switchboard kb set-embedding --api-key` (PUT .../knowledge/embedding); nothing was changed"
+        )
+
+
+def check_model_usable(settings: Settings, tenant: Tenant, model: str) -> None:
+    """Raises EmbeddingKeyMissing when ``model`` (not the offline one) would have no key for ``tenant``."""
+    from switchboard.llm.lexical import LEXICAL_MODEL_NAME
+
+    if (
+        model != LEXICAL_MODEL_NAME
+        and resolve_embedding_config(settings, tenant, model_override=model).api_key is None
+    ):
+        raise EmbeddingKeyMissing(model)
 
 
 def resolve_embedding_config(

@@ -218,6 +218,19 @@ async def _mark(sessions: async_sessionmaker[AsyncSession], source_id: uuid.UUID
         )
 
 
+def chunking_of(settings: Settings, tenant: Tenant) -> tuple[int, int]:
+    """``(chunk size, overlap)`` in characters for ``tenant``: its ``knowledge`` section's
+    ``chunk_size_chars`` / ``chunk_overlap_chars``, else ``KB_CHUNK_SIZE_CHARS`` / ``KB_CHUNK_OVERLAP_CHARS``."""
+    from switchboard.tenant_settings import tenant_settings_from
+
+    block = tenant_settings_from(tenant.settings_extensions, tenant_id=str(tenant.id)).knowledge
+    size = block.chunk_size_chars or settings.kb_chunk_size_chars
+    overlap = (
+        settings.kb_chunk_overlap_chars if block.chunk_overlap_chars is None else block.chunk_overlap_chars
+    )
+    return size, min(overlap, size - 1)
+
+
 async def ingest_source(
     sessions: async_sessionmaker[AsyncSession],
     settings: Settings,
@@ -285,10 +298,9 @@ async def ingest_source(
     if on_progress:
         on_progress("parse", 1, 1)
     rows: list[dict[str, Any]] = []
+    chunk_size, overlap = chunking_of(settings, tenant)
     for section in parsed.sections:
-        for text in split_text(
-            section.text, chunk_size=settings.kb_chunk_size_chars, overlap=settings.kb_chunk_overlap_chars
-        ):
+        for text in split_text(section.text, chunk_size=chunk_size, overlap=overlap):
             rows.append(
                 {"page": section.page, "sheet": section.sheet, "text": text, "attributes": section.attributes}
             )

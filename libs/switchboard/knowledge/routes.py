@@ -19,6 +19,7 @@ from switchboard.api.routers import tenant_admin_router
 from switchboard.db.models import KnowledgeSource, Tenant
 from switchboard.knowledge.embeddings import (
     EmbeddingFailed,
+    check_model_usable,
     resolve_embedding_config,
     set_tenant_embedding,
 )
@@ -274,8 +275,9 @@ async def reindex_all(
     """The body is optional: without one, every document is re-embedded with the current model."""
     if body is not None and body.embedding_model:
         try:
+            check_model_usable(resources.settings, tenant, body.embedding_model)
             set_section(tenant, "knowledge", embedding_model=body.embedding_model)
-        except ValueError as exc:
+        except ValueError as exc:  # invalid section, or a provider model without a key
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
         session.add(tenant)
     return await _queue_reindex(resources, session, tenant, None)

@@ -89,6 +89,6 @@ async def copy_inbound_media(ctx: dict[str, Any], row_id: str) -> dict[str, int]
         item.update(ref=stored.ref, mime=item.get("mime") or stored.mime, size_bytes=stored.size_bytes)
     if copied or failed:
         async with deps.resources.sessions() as session, session.begin():
-            await session.execute(update(Message).where(col(Message.id) == row.id).values(media=media))
+            await session.exec(update(Message).where(col(Message.id) == row.id).values(media=media))
         log.info("media_copied", inbound_message_id=row_id, copied=copied, failed=failed, channel=row.channel)
     return {"copied": copied, "failed": failed}

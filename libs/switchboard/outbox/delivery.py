@@ -431,7 +431,7 @@ async def _fail(
     row.next_attempt_at, row.updated_at = None, now
     session.add(row)
     later = (
-        await session.execute(
+        await session.exec(
             update(Outbox)
             .where(_same_group(row), Outbox.part_index > row.part_index, Outbox.status == _PENDING)
             .values(
@@ -447,7 +447,7 @@ async def _fail(
     run.report.failed += 1 + len(later)
     run.blocked_groups.add(_group_key(row))
     if reason and audience_of(row) == "customer":
-        await session.execute(
+        await session.exec(
             update(Conversation)
             .where(Conversation.id == row.conversation_id)
             .values(escalation_reason=reason)
@@ -523,7 +523,7 @@ async def _record_sent(run: _Run, claimed: _Claimed, external_id: str) -> None:
             row.error_message = None
             session.add(row)
         else:  # a status callback (by correlation id) got here first: keep what it recorded
-            await session.execute(
+            await session.exec(
                 update(Outbox)
                 .where(Outbox.id == claimed.row.id, col(Outbox.external_id).is_(None))
                 .values(external_id=external_id, updated_at=now)

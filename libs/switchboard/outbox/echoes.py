@@ -113,6 +113,6 @@ async def match_echo(session: AsyncSession, row: Message, recipient: str) -> Ech
         "echo": {"external_id": row.external_id, "at": (row.sent_at or utcnow()).isoformat()},
     }
     session.add(mine)
-    await session.execute(delete(Message).where(col(Message.id) == row.id))
+    await session.exec(delete(Message).where(col(Message.id) == row.id))
     log.info("echo_of_our_send", outbox_id=str(mine.id), before_write=before_write)
     return EchoMatch("ours", mine.id, before_write)

@@ -221,7 +221,7 @@ async def _apply_one(session: AsyncSession, row: Outbox, item: DeliveryStatus) -
             error_code=item.error_code,
         )
         if item.conversation_reason and (row.payload or {}).get("audience", "customer") == "customer":
-            await session.execute(
+            await session.exec(
                 update(Conversation)
                 .where(Conversation.id == row.conversation_id)
                 .values(escalation_reason=item.conversation_reason)

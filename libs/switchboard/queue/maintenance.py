@@ -106,7 +106,7 @@ async def sweep_inbound(ctx: dict[str, Any]) -> dict[str, int]:
         sweeps = _sweeps_of(raw)
         async with deps.resources.sessions() as session, session.begin():
             if sweeps >= settings.inbound_max_sweeps:
-                await session.execute(
+                await session.exec(
                     update(Message)
                     .where(Message.id == row_id, Message.inbound_state.in_(("pending", "processing")))  # type: ignore[union-attr]
                     .values(
@@ -123,7 +123,7 @@ async def sweep_inbound(ctx: dict[str, Any]) -> dict[str, int]:
                     sweeps=sweeps,
                 )
                 continue
-            await session.execute(
+            await session.exec(
                 update(Message)
                 .where(Message.id == row_id)
                 .values(raw=_as_object(Message.raw).op("||")(literal({"sweeps": sweeps + 1}, JSONB)))

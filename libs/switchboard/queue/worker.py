@@ -390,5 +390,6 @@ def worker_main(queue: Queue, argv: list[str] | None = None) -> int:
     settings = load_settings()
     if args == ["--check"]:
         return _check(settings, queue)
+    settings.require_secrets()  # GENERATE_SECRETS=false (containers): refuse to start without them
     run_worker(WORKER_SETTINGS_BUILDERS[queue](settings))
     return 0

@@ -114,7 +114,8 @@ def check_service_health(
     """Probe one service: ``GET /healthz`` for HTTP services, its queue's ARQ health key for a worker.
 
     Returns:
-        ``(healthy, detail)``; ``detail`` is the health body's summary or the error.
+        ``(healthy, detail)``; ``detail`` is the health body's summary or the error. A 200 whose body
+        names another service (or none) is not healthy: some other program holds the port.
     """
     if spec.kind == "http":
         try:
@@ -125,8 +126,13 @@ def check_service_health(
             body = response.json()
         except ValueError:
             body = {}
-        if response.status_code == 200:
+        if response.status_code == 200 and body.get("service") == spec.name:
             return True, f"{body.get('service', '?')} {body.get('version', '?')}"
+        if response.status_code == 200:  # something else on the port (another program, another service)
+            return (
+                False,
+                f"another program answers there ({str(body.get('service') or 'not Switchboard')[:40]})",
+            )
         return False, f"HTTP {response.status_code} {body.get('checks', '')}"
     if not redis_url:
         return False, "no REDIS_URL"

@@ -77,6 +77,20 @@ async def update_tool(
     "imports nothing (422); `skip_invalid=true` imports the valid rows. Rows are upserts, so re-sending a "
     "file changes nothing.",
     responses={422: {"model": ImportReport, "description": "rejected rows; nothing was imported"}},
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": "The CSV file itself (UTF-8, header row first; columns per kind: README "
+            '"Tools (MCP)"). At most 10 MB (MAX_IMPORT_BYTES).',
+            "content": {
+                "text/csv": {
+                    "schema": {"type": "string", "format": "binary"},
+                    "example": "sku,name,description,price,currency,stock\n"
+                    "FLT-20,Replacement filter FLT 20,Pack of 2,12.50,USD,120\n",
+                }
+            },
+        }
+    },
 )
 async def import_data(
     kind: str,

@@ -375,6 +375,7 @@ def create_tools_app(settings: Settings, *, server: ToolServer | None = None) ->
         server: the tool server (tests add tools to one); default: every business tool.
     """
     configure_logging(service="mcp_tools", level=settings.log_level, fmt=settings.log_format)
+    settings.require_secrets()  # GENERATE_SECRETS=false (containers): refuse to start without them
     configure_tracing(service="mcp_tools")
     server = server or ToolServer()
     token = settings.secret("mcp_service_token")

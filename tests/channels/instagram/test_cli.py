@@ -54,12 +54,12 @@ async def test_simulate_payload_serves_sample_media_and_says_when_nothing_is_ans
     make_settings, make_tenant, sessions, cli, stops_at_the_queue
 ) -> None:  # type: ignore[no-untyped-def]
     port = free_port()
-    # the service with its own sandbox (no INSTAGRAM_GRAPH_BASE_URL), as `make run` has it
+    # the service with its own sandbox and an account on it, as `make run` has the demo's
     settings = make_settings(
         instagram_port=port, instagram_graph_base_url=None, instagram_sandbox_enabled=True
     )
     tenant = await make_tenant()
-    await connect_instagram(sessions, tenant, settings)
+    await connect_instagram(sessions, tenant, settings, api_base_url="sandbox")
     env = {"INSTAGRAM_APP_SECRET": IG_APP_SECRET, "INSTAGRAM_PORT": str(port), "INSTAGRAM_GRAPH_BASE_URL": ""}
     async with serve_app(create_app(settings), port=port):
         image = await cli.arun("simulate", "instagram", "--tenant", tenant.slug, "--payload",

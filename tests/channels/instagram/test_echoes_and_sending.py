@@ -88,7 +88,7 @@ async def test_an_echo_before_our_write_marks_the_part_in_flight_sent(ig, sessio
     rows = await _outbox(sessions, ig.tenant.id)
     flying = rows[-1]
     async with sessions() as session, session.begin():
-        await session.execute(update(Outbox).where(col(Outbox.id) == flying.id)
+        await session.exec(update(Outbox).where(col(Outbox.id) == flying.id)
                               .values(status="sending", attempts=1, sending_at=utcnow()))  # fmt: skip
     echo_mid = "aWdf" + uuid.uuid4().hex
     await ig.post(_echo(ig, customer, echo_mid, "Shall I reserve one for you?"))
@@ -136,7 +136,7 @@ async def test_a_5000_character_reply_goes_out_in_parts_under_instagrams_limit(i
 
 async def _shift_last_customer_message(sessions, tenant_id, age):  # type: ignore[no-untyped-def]
     async with sessions() as session, session.begin():
-        await session.execute(update(Conversation).where(Conversation.tenant_id == tenant_id)
+        await session.exec(update(Conversation).where(Conversation.tenant_id == tenant_id)
                               .values(last_customer_message_at=utcnow() - age))  # fmt: skip
 
 

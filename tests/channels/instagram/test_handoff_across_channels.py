@@ -38,7 +38,7 @@ async def test_an_instagram_customer_is_handled_by_a_whatsapp_agent(ig, sessions
     pid = console.external_account_id
     agent = await make_agent(sessions, ig.tenant, "Nia")
     async with sessions() as session, session.begin():  # the agent wrote to the business number recently
-        await session.execute(
+        await session.exec(
             update(type(agent)).where(col(type(agent).id) == agent.id).values(last_inbound_at=utcnow())
         )
     ig.script.push(
@@ -107,7 +107,7 @@ async def test_an_instagram_customer_is_handled_by_a_whatsapp_agent(ig, sessions
     # 30 hours after the customer's last message: the person's reply goes out with HUMAN_AGENT
     async def customer_wrote(ago: timedelta) -> None:
         async with sessions() as session, session.begin():
-            await session.execute(update(Conversation).where(Conversation.id == customer_row.conversation_id)
+            await session.exec(update(Conversation).where(Conversation.id == customer_row.conversation_id)
                                   .values(last_customer_message_at=utcnow() - ago))  # fmt: skip
 
     await customer_wrote(timedelta(hours=30))

@@ -46,7 +46,7 @@ async def _rerun(settings, sessions, arq_pool, wamid_prefix: str) -> None:  # ty
                 select(Message).where(Message.external_id.startswith(wamid_prefix))  # type: ignore[attr-defined]
             )
         ).one()
-        await session.execute(update(Message).where(Message.id == row.id).values(inbound_state="processing"))
+        await session.exec(update(Message).where(Message.id == row.id).values(inbound_state="processing"))
     assert await arq_pool.enqueue_job("process_inbound", str(row.id), _job_id=f"rerun:{uuid.uuid4()}")
     await run_worker_burst(settings)
     async with sessions() as session:

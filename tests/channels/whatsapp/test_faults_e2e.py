@@ -81,16 +81,18 @@ async def test_status_callbacks_before_the_send_answer_leave_the_part_delivered(
     state.script(name).default = ScriptedResponse(content="Racing statuses.")
     # the WhatsApp service runs for real with its own sandbox (what `switchboard run` mounts): its status
     # sender posts signed status webhooks to the service itself, before answering the send
+    port = free_port()
     settings = e2e_settings(
-        whatsapp_port=free_port(), whatsapp_sandbox_enabled=True, whatsapp_graph_base_url=None
-    )
+        whatsapp_port=port, whatsapp_sandbox_enabled=True,
+        whatsapp_graph_base_url=f"http://127.0.0.1:{port}/_sandbox/graph",  # the service's own sandbox
+    )  # fmt: skip
     token = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
     pid = ai_tenant.phone_number_id
     async with (
         serve_app(whatsapp_app(settings), port=settings.whatsapp_port) as url,
         httpx.AsyncClient(base_url=url) as http,
     ):
-        control = f"{settings.resolved_whatsapp_graph_base_url}/_control"
+        control = f"{settings.whatsapp_sandbox_url}/_control"
         assert (
             await http.post(f"{control}/failures", json={"phone_number_id": pid, "mode": "status_first"})
         ).status_code == 401

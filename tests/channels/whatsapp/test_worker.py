@@ -323,7 +323,7 @@ async def test_redis_outage_on_the_webhook_stores_rows_the_sweeper_enqueues_and_
     sticker, stuck = await messages_of(sessions, tenant.id)
     assert (sticker.inbound_state, stuck.inbound_state) == ("pending", "pending")
     async with sessions() as session, session.begin():  # the text was already swept twice
-        await session.execute(
+        await session.exec(
             update(Message).where(Message.id == stuck.id).values(raw=Message.raw.op("||")({"sweeps": 2}))
         )
     counts = await run_cron_job(settings, Queue.background, "sweep_inbound")
@@ -354,7 +354,7 @@ async def test_a_row_without_an_object_raw_still_reaches_the_dead_letter(
         )  # fmt: skip
         session.add(row)
         await session.flush()
-        await session.execute(update(Message).where(Message.id == row.id).values(raw=stored))
+        await session.exec(update(Message).where(Message.id == row.id).values(raw=stored))
     assert await run_cron_job(settings, Queue.background, "sweep_inbound") == {
         "requeued": 1,
         "dead": 0,

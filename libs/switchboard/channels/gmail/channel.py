@@ -168,7 +168,7 @@ class GmailChannel:
         message_id = our_message_id(correlation_id, mailbox)
         async with self.sessions() as session, session.begin():
             context, automatic, sender_name = await self._reply_context(session, correlation_id)
-            await session.execute(
+            await session.exec(
                 insert(GmailSentMessage.__table__)  # type: ignore[arg-type]
                 .values(id=uuid.uuid4(), tenant_id=account.tenant_id, channel_account_id=account.id,
                         rfc_message_id=message_id, thread_id=context.thread_id, correlation_id=correlation_id)
@@ -187,7 +187,7 @@ class GmailChannel:
             raise classify(exc) from exc
         gmail_id = str(sent.get("id") or "")
         async with self.sessions() as session, session.begin():
-            await session.execute(
+            await session.exec(
                 update(GmailSentMessage)
                 .where(col(GmailSentMessage.channel_account_id) == account.id,
                        col(GmailSentMessage.rfc_message_id) == message_id)

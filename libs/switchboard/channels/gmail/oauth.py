@@ -209,7 +209,7 @@ class TokenSource:
         if grant.refresh_token:  # Google may rotate it
             creds["refresh_token"] = grant.refresh_token
         async with self.sessions() as session, session.begin():
-            await session.execute(
+            await session.exec(
                 update(ChannelAccount)
                 .where(col(ChannelAccount.id) == account_id)
                 .values(credentials_encrypted=self.cipher.encrypt(creds), updated_at=utcnow())

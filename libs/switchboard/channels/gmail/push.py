@@ -220,7 +220,7 @@ def push_router() -> APIRouter:
                                          "unknown_accounts": [envelope.email]})  # fmt: skip
                 inserted = (
                     (
-                        await session.execute(
+                        await session.exec(
                             insert(GmailPushNotification.__table__)  # type: ignore[arg-type]
                             .values(
                                 id=uuid.uuid4(),

@@ -264,7 +264,7 @@ async def sync_mailbox(
             if decision.ours:
                 report.ours += 1
                 async with sessions() as session, session.begin():
-                    await session.execute(
+                    await session.exec(
                         update(GmailSentMessage)
                         .where(col(GmailSentMessage.channel_account_id) == account_id,
                                col(GmailSentMessage.rfc_message_id) == mail.message_id)
@@ -307,7 +307,7 @@ async def _save_cursor(
             mailbox.last_internal_date_ms = internal_ms
         mailbox.last_synced_at, mailbox.last_error, mailbox.updated_at = utcnow(), None, utcnow()
         session.add(mailbox)
-        await session.execute(
+        await session.exec(
             update(GmailPushNotification)
             .where(
                 col(GmailPushNotification.channel_account_id) == mailbox.channel_account_id,

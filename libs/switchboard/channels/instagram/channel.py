@@ -151,12 +151,28 @@ class InstagramChannel:
         self._settings = settings
         self._cipher = deps.cipher
         self._http = deps.http
-        self.graph: InstagramGraphClient = deps.extra.get("instagram_graph") or InstagramGraphClient(
-            settings.resolved_instagram_graph_base_url,
-            settings.instagram_api_version,
-            timeout_s=settings.instagram_send_timeout_s,
+        self._injected: InstagramGraphClient | None = deps.extra.get("instagram_graph")
+        self._graphs: dict[str, InstagramGraphClient] = {}
+        self.graph: InstagramGraphClient = self._injected or self._client_for(
+            settings.resolved_instagram_graph_base_url
         )
         self._store: MediaStore | None = deps.extra.get("media_store")
+
+    def _client_for(self, base_url: str) -> InstagramGraphClient:
+        if base_url not in self._graphs:
+            self._graphs[base_url] = InstagramGraphClient(
+                base_url,
+                self._settings.instagram_api_version,
+                timeout_s=self._settings.instagram_send_timeout_s,
+            )
+        return self._graphs[base_url]
+
+    def graph_for(self, account: ChannelAccount) -> InstagramGraphClient:
+        """The Graph client of ``account``'s API root (``channel_accounts.api_base_url``: the real API,
+        this deployment's sandbox, or a URL); an injected client (tests) serves every account."""
+        if self._injected is not None:
+            return self._injected
+        return self._client_for(self._settings.channel_api_base_url("instagram", account.api_base_url))
 
     @property
     def store(self) -> MediaStore:
@@ -204,12 +220,12 @@ class InstagramChannel:
                 pieces = split_text(part.text, TEXT_LIMIT, "utf16")
                 buttons = quick_replies_of(part.interactive)
                 for index, piece in enumerate(pieces):
-                    mid = await self.graph.send_text(
+                    mid = await self.graph_for(account).send_text(
                         account_id=account_id, token=token, recipient=recipient, text=piece,
                         quick_replies=buttons if index == len(pieces) - 1 else None, tag=part.tag,
                     )  # fmt: skip
             for media in part.media:
-                mid = await self.graph.send_attachment(
+                mid = await self.graph_for(account).send_attachment(
                     account_id=account_id, token=token, recipient=recipient, kind=_attachment_type(media),
                     url=self._media_link(str(media["ref"])), tag=part.tag,
                 )  # fmt: skip
@@ -230,7 +246,7 @@ class InstagramChannel:
         if not sender:
             return
         try:
-            await self.graph.sender_action(
+            await self.graph_for(account).sender_action(
                 account_id=account.external_account_id, token=self._token(account), recipient=sender,
                 action="mark_seen",
             )  # fmt: skip
@@ -275,7 +291,7 @@ class InstagramChannel:
             SendError: Meta refused (no permission, the user is gone).
         """
         try:
-            return await self.graph.profile(igsid=sender, token=self._token(account))
+            return await self.graph_for(account).profile(igsid=sender, token=self._token(account))
         except InstagramSendError as exc:
             raise classify(exc) from exc
 
@@ -288,7 +304,8 @@ class InstagramChannel:
         return str(tenant_settings.whatsapp.opt_out_reply)
 
     async def aclose(self) -> None:
-        await self.graph.aclose()
+        for graph in {id(g): g for g in [self.graph, *self._graphs.values()]}.values():
+            await graph.aclose()
 
 
 register_channel("instagram", InstagramChannel)

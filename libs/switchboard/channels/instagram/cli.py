@@ -21,6 +21,7 @@ import typer
 from switchboard.channels.cli_common import (
     SAMPLE_MEDIA,
     account_of_tenant,
+    api_base_option,
     connect_account,
     is_loopback_url,
     print_sent,
@@ -143,6 +144,16 @@ def add_instagram(
     display_name: Annotated[
         str | None, typer.Option(help="Shown in logs and the admin API (@handle).")
     ] = None,
+    api_base: Annotated[
+        str | None,
+        typer.Option(
+            help="Graph API this account talks to: 'sandbox' (the sandbox in the Instagram service), "
+            "'real' (INSTAGRAM_GRAPH_BASE_URL, default https://graph.instagram.com) or a URL "
+            "(https://graph.facebook.com for a Page-linked account). Default: 'real' with --access-token, "
+            "'sandbox' without.",
+            metavar="sandbox|real|URL",
+        ),
+    ] = None,
 ) -> None:
     """Connect an Instagram professional account to a tenant: webhooks whose entry.id matches are routed to it."""
     if not account_id.isdigit():
@@ -153,8 +164,12 @@ def add_instagram(
     account, created = connect_account(
         settings, tenant=tenant, channel="instagram", external_account_id=account_id,
         access_token=access_token, display_name=display_name, label="Instagram account",
+        api_base_url=api_base_option(api_base, has_token=access_token is not None),
     )  # fmt: skip
-    typer.echo(f"{'connected' if created else 'updated'} instagram account {account_id} id={account.id}")
+    typer.echo(
+        f"{'connected' if created else 'updated'} instagram account {account_id} id={account.id} "
+        f"graph={settings.channel_api_base_url('instagram', account.api_base_url)}"
+    )
     typer.echo(
         "webhook URL: https://<your-host>/webhooks/instagram "
         f"(locally {settings.service_url(settings.instagram_port)}/webhooks/instagram), object `instagram`"
@@ -190,11 +205,10 @@ def simulate_instagram(
     if (text is None) == (payload is None):
         raise ValueError("give exactly one of --text or --payload")
     settings = command_settings()
-    account_id = account_of_tenant(
+    account_id, sandbox = account_of_tenant(
         settings, tenant=tenant, channel="instagram",
         missing=f"tenant {tenant} has no Instagram account: run `switchboard channel add-instagram`",
     )  # fmt: skip
-    sandbox = settings.resolved_instagram_graph_base_url
     uploads: list[tuple[str, bytes]] = []
     if payload is not None:
         try:
@@ -204,7 +218,7 @@ def simulate_instagram(
         body = retarget_payload(document, account_id=account_id, keep_timestamps=keep_timestamps)
         if not keep_ids:
             body = refresh_mids(body)
-        if not settings.instagram_graph_base_url:
+        if is_loopback_url(sandbox):
             uploads = _serve_sample_media(body, sandbox)
     else:
         body = build_text_webhook(account_id=account_id, igsid=from_, text=text or "")

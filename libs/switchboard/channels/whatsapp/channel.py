@@ -107,12 +107,29 @@ class WhatsAppChannel:
 
     def __init__(self, deps: ChannelDeps) -> None:
         settings = deps.settings
+        self._settings = settings
         self._cipher = deps.cipher
-        self.graph: GraphClient = deps.extra.get("whatsapp_graph") or GraphClient(
-            settings.resolved_whatsapp_graph_base_url,
-            settings.whatsapp_api_version,
-            timeout_s=settings.whatsapp_send_timeout_s,
+        self._injected: GraphClient | None = deps.extra.get("whatsapp_graph")
+        self._graphs: dict[str, GraphClient] = {}
+        self.graph: GraphClient = self._injected or self._client_for(
+            settings.resolved_whatsapp_graph_base_url
         )
+
+    def _client_for(self, base_url: str) -> GraphClient:
+        if base_url not in self._graphs:
+            self._graphs[base_url] = GraphClient(
+                base_url,
+                self._settings.whatsapp_api_version,
+                timeout_s=self._settings.whatsapp_send_timeout_s,
+            )
+        return self._graphs[base_url]
+
+    def graph_for(self, account: ChannelAccount) -> GraphClient:
+        """The Graph client of ``account``'s API root (``channel_accounts.api_base_url``: the real API,
+        this deployment's sandbox, or a URL), one per root; an injected client (tests) serves every account."""
+        if self._injected is not None:
+            return self._injected
+        return self._client_for(self._settings.channel_api_base_url("whatsapp", account.api_base_url))
 
     def _token(self, account: ChannelAccount) -> str:
         # the sandbox accepts any bearer token; a real number always has one stored
@@ -133,7 +150,7 @@ class WhatsAppChannel:
         try:
             if part.type == "template":
                 template = part.template or {}
-                return await self.graph.send_template(
+                return await self.graph_for(account).send_template(
                     phone_number_id=phone_number_id, token=token, to=recipient,
                     name=str(template.get("name")), language=str(template.get("language") or "en"),
                     tracker=correlation_id,
@@ -145,12 +162,12 @@ class WhatsAppChannel:
                 )  # fmt: skip
             wamid: str | None = None
             if part.text:
-                wamid = await self.graph.send_text(
+                wamid = await self.graph_for(account).send_text(
                     phone_number_id=phone_number_id, token=token, to=recipient,
                     text=part.text, tracker=correlation_id,
                 )  # fmt: skip
             for media in part.media:
-                wamid = await self.graph.send_media(
+                wamid = await self.graph_for(account).send_media(
                     phone_number_id=phone_number_id, token=token, to=recipient, kind=_media_kind(media),
                     media_id=str(media["ref"]), caption=media.get("caption"), filename=media.get("filename"),
                     tracker=correlation_id,
@@ -172,7 +189,7 @@ class WhatsAppChannel:
             SendError: Meta refused.
         """
         try:
-            await self.graph.mark_read(
+            await self.graph_for(account).mark_read(
                 phone_number_id=account.external_account_id,
                 token=self._token(account),
                 message_id=external_id,
@@ -192,8 +209,9 @@ class WhatsAppChannel:
 
         token = self._token(account)
         try:
-            info = await self.graph.media_info(media_id=ref, token=token)
-            data = await self.graph.download(url=info.url, token=token, max_bytes=max_bytes)
+            graph = self.graph_for(account)
+            info = await graph.media_info(media_id=ref, token=token)
+            data = await graph.download(url=info.url, token=token, max_bytes=max_bytes)
         except GraphSendError as exc:
             raise MediaUnavailable(f"media {ref}: {exc}", is_transient=exc.is_transient) from exc
         return data, info.mime_type
@@ -219,7 +237,8 @@ class WhatsAppChannel:
         return str(tenant_settings.whatsapp.opt_out_reply)
 
     async def aclose(self) -> None:
-        await self.graph.aclose()
+        for graph in {id(g): g for g in [self.graph, *self._graphs.values()]}.values():
+            await graph.aclose()
 
 
 register_channel("whatsapp", WhatsAppChannel)

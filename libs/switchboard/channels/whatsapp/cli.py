@@ -23,6 +23,7 @@ import typer
 from switchboard.channels.cli_common import (
     SAMPLE_MEDIA,
     account_of_tenant,
+    api_base_option,
     connect_account,
     is_loopback_url,
     print_sent,
@@ -165,8 +166,20 @@ def add_whatsapp(
         ),
     ] = None,
     display_name: Annotated[str | None, typer.Option(help="Shown in logs and the admin API.")] = None,
+    api_base: Annotated[
+        str | None,
+        typer.Option(
+            help="Graph API this number talks to: 'sandbox' (the Graph sandbox in the WhatsApp service), "
+            "'real' (WHATSAPP_GRAPH_BASE_URL, default https://graph.facebook.com) or a URL. "
+            "Default: 'real' with --access-token, 'sandbox' without.",
+            metavar="sandbox|real|URL",
+        ),
+    ] = None,
 ) -> None:
-    """Connect a WhatsApp number to a tenant: webhooks whose metadata.phone_number_id matches are routed to it."""
+    """Connect a WhatsApp number to a tenant: webhooks whose metadata.phone_number_id matches are routed to it.
+
+    Each number has its own Graph API (--api-base): a real number and the demo's sandbox number work
+    side by side in one deployment."""
     if not phone_number_id.isdigit():
         raise ValueError("--phone-number-id must be digits (Meta's phone_number_id)")
     if access_token is not None and not access_token.strip():
@@ -174,11 +187,15 @@ def add_whatsapp(
             "--access-token is empty: give the Graph API token, or omit it for the local sandbox"
         )
     settings = command_settings()
+    base = api_base_option(api_base, has_token=access_token is not None)
     account, created = connect_account(
         settings, tenant=tenant, channel="whatsapp", external_account_id=phone_number_id,
-        access_token=access_token, display_name=display_name, label="phone_number_id",
+        access_token=access_token, display_name=display_name, label="phone_number_id", api_base_url=base,
     )  # fmt: skip
-    typer.echo(f"{'connected' if created else 'updated'} whatsapp number {phone_number_id} id={account.id}")
+    typer.echo(
+        f"{'connected' if created else 'updated'} whatsapp number {phone_number_id} id={account.id} "
+        f"graph={settings.channel_api_base_url('whatsapp', account.api_base_url)}"
+    )
     typer.echo(
         f"webhook URL: https://<your-host>/webhooks/whatsapp (locally {settings.service_url(settings.whatsapp_port)}/webhooks/whatsapp)"
     )
@@ -217,7 +234,7 @@ def simulate_whatsapp(
     if (text is None) == (payload is None):
         raise ValueError("give exactly one of --text or --payload")
     settings = command_settings()
-    phone_number_id = account_of_tenant(
+    phone_number_id, sandbox_base = account_of_tenant(
         settings, tenant=tenant, channel="whatsapp",
         missing=f"tenant {tenant} has no WhatsApp number: run `switchboard channel add-whatsapp`",
     )  # fmt: skip
@@ -233,7 +250,6 @@ def simulate_whatsapp(
         body = build_text_webhook(phone_number_id=phone_number_id, wa_id=from_.lstrip("+"), text=text or "")
     raw = json.dumps(body, separators=(",", ":")).encode()
     webhook_url = settings.service_url(settings.whatsapp_port) + "/webhooks/whatsapp"
-    sandbox_base = settings.resolved_whatsapp_graph_base_url
     sandbox_url = sandbox_base + "/_control/sent"
 
     async def go() -> int:

@@ -78,6 +78,10 @@ class ChannelAccount(TenantOwned, table=True):
     display_name: str | None = Field(default=None, max_length=200)
     credentials_encrypted: str | None = Field(default=None)
     """Fernet token of the JSON credentials (access token, refresh token...); see ``switchboard.crypto``."""
+    api_base_url: str | None = Field(default=None, max_length=500)
+    """Provider API root this account talks to (WhatsApp/Instagram Graph): ``NULL`` the real API (or
+    the process default, ``WHATSAPP_GRAPH_BASE_URL``), ``sandbox`` this deployment's sandbox, or a URL
+    (:meth:`~switchboard.settings.Settings.channel_api_base_url`). Migration ``0018_account_api_base``."""
     is_active: bool = Field(default=True)
     created_at: datetime = created_at_field()
     updated_at: datetime = updated_at_field()
