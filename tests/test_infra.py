@@ -192,6 +192,11 @@ def test_caddy_serves_the_domain_setting_and_proxies_only_the_public_routes(tmp_
         "/webhooks/gmail*": "gmail:8103",
     }
     compose = _compose()["services"]
+    # the console has a host of its own (staff only), its /metrics not published
+    console_site = text[text.index("console.{$SWITCHBOARD_DOMAIN} {") :]
+    assert "reverse_proxy console:8108" in console_site
+    assert console_site.index("handle /metrics") < console_site.index("reverse_proxy console:8108")
+    assert "8108" in compose["console"]["expose"]
     for target in routes.values():
         service, port = target.split(":")
         assert port in compose[service]["expose"]

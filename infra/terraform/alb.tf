@@ -159,7 +159,6 @@ locals {
     whatsapp  = ["/webhooks/whatsapp", "/webhooks/whatsapp/*"]
     instagram = ["/webhooks/instagram", "/webhooks/instagram/*", "/media/*"]
     gmail     = ["/webhooks/gmail", "/webhooks/gmail/*"]
-    # console = ["/console", "/console/*"]   # slot for the console-core branch
   }
 }
 
