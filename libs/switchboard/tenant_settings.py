@@ -278,6 +278,19 @@ class KnowledgeSettings(BaseModel):
     """Characters repeated between chunks; ``None``: ``KB_CHUNK_OVERLAP_CHARS``."""
 
 
+class LeadSettings(BaseModel):
+    """Lead capture (:mod:`switchboard.leads`): the after-turn intent check."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    intent_window_messages: int = Field(8, ge=2, le=50)
+    """How many of the newest customer and assistant messages the intent check reads."""
+    intent_check: Literal["auto", "model", "heuristic"] = "auto"
+    """``auto``: a provider model when the tenant has one (one small call per turn until a lead exists),
+    the offline heuristic otherwise; ``model`` / ``heuristic`` force one."""
+
+
 CORE_SECTIONS: Mapping[str, type[BaseModel]] = MappingProxyType(
     {
         "agent": AgentSettings,
@@ -289,6 +302,7 @@ CORE_SECTIONS: Mapping[str, type[BaseModel]] = MappingProxyType(
         "knowledge": KnowledgeSettings,
         "locale": LocaleSettings,
         "rate_limits": RateLimitSettings,
+        "leads": LeadSettings,
     }
 )
 """The sections every tenant has, by their key in ``settings_extensions``."""
@@ -322,19 +336,6 @@ def channel_sections() -> Mapping[str, type[BaseModel]]:
             importlib.import_module(module)  # registers its sections
         _channels_imported = True
     return MappingProxyType(_channel_sections)
-
-
-class LeadSettings(BaseModel):
-    """Lead capture (:mod:`switchboard.leads`): the after-turn intent check."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    enabled: bool = True
-    intent_window_messages: int = Field(8, ge=2, le=50)
-    """How many of the newest customer and assistant messages the intent check reads."""
-    intent_check: Literal["auto", "model", "heuristic"] = "auto"
-    """``auto``: a provider model when the tenant has one (one small call per turn until a lead exists),
-    the offline heuristic otherwise; ``model`` / ``heuristic`` force one."""
 
 
 class TenantSettings(BaseModel):

@@ -105,7 +105,7 @@ async def test_admins_open_every_page_and_unsafe_requests_need_the_csrf_token(co
                 if (
                     method == "GET"
                     and "{" not in path.replace("{slug}", "")
-                    and not path.endswith(("/try", "/search"))
+                    and not path.endswith(("/try", "/search", "/graph"))  # these need a query (422 without)
                 ):
                     response = await client.get(_fill(path, slug))
                     assert response.status_code == 200, (role, path, response.status_code)

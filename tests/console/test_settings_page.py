@@ -7,11 +7,12 @@ from switchboard.db.models import Role, Tenant
 
 from tests.utils.console import log_in, new_user
 from tests.utils.html_forms import form_values
+from tests.utils.tenants import without_test_defaults
 
 
 async def _stored(sessions, tenant_id) -> dict:
     async with sessions() as session:
-        return (await session.get(Tenant, tenant_id)).settings_extensions
+        return without_test_defaults((await session.get(Tenant, tenant_id)).settings_extensions)
 
 
 async def test_saving_the_form_unchanged_stores_nothing(console_client, sessions, make_tenant):

@@ -10,6 +10,7 @@ from switchboard.crypto import CredentialCipher
 from switchboard.db.models import Tenant
 
 from services.orchestrator.main import create_app
+from tests.utils.tenants import without_test_defaults
 
 
 @pytest.fixture
@@ -24,7 +25,7 @@ async def api(settings) -> AsyncIterator[httpx.AsyncClient]:
 
 async def _stored(sessions, tenant_id) -> dict:
     async with sessions() as session:
-        return (await session.get(Tenant, tenant_id)).settings_extensions
+        return without_test_defaults((await session.get(Tenant, tenant_id)).settings_extensions)
 
 
 async def test_patch_stores_an_encrypted_key_returns_it_redacted_and_is_audited(
@@ -119,7 +120,7 @@ async def test_put_replaces_the_document_and_get_shows_defaults_in_the_tenants_l
     assert view["language"] == "es" and view["view"] == "effective"
     assert view["sections"]["agent"]["name"] == "Assistant"
     assert view["sections"]["handoff"]["queue_reply"].startswith("Todo nuestro equipo")
-    assert (await api.get(base, params={"view": "overrides"})).json()["sections"] == {
+    assert without_test_defaults((await api.get(base, params={"view": "overrides"})).json()["sections"]) == {
         "locale": {"language": "es"}, "loop": {"turn_timeout_s": 60.0},
     }  # fmt: skip
     # the same document again changes nothing and writes no audit row

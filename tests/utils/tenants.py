@@ -10,6 +10,15 @@ from switchboard.db.models import Tenant
 from switchboard.tenants import create_tenant
 
 GUARDRAILS_OFF = {"input": {"enabled": False}, "output": {"enabled": False}}
+LEADS_HEURISTIC = {"intent_check": "heuristic"}
+TEST_DEFAULTS = {"guardrails": GUARDRAILS_OFF, "leads": LEADS_HEURISTIC}
+"""What :func:`new_tenant` stores unless a test gives the section (tests comparing stored overrides
+leave these out with :func:`without_test_defaults`)."""
+
+
+def without_test_defaults(sections: dict) -> dict:
+    """``sections`` (stored settings overrides) without the sections :func:`new_tenant` adds itself."""
+    return {name: value for name, value in (sections or {}).items() if TEST_DEFAULTS.get(name) != value}
 
 
 async def new_tenant(
@@ -19,11 +28,14 @@ async def new_tenant(
 
     The guardrails are off unless a ``guardrails`` section is given: the input check is one more model
     call, and the scripted model queues of most tests script the loop's calls only (the guardrail
-    tests, ``tests/agent/test_guardrails.py``, turn them on).
+    tests, ``tests/agent/test_guardrails.py``, turn them on). Likewise the lead intent check runs
+    its offline heuristic unless a ``leads`` section is given.
     """
     async with sessions() as session, session.begin():
         # no default tools: each test enables what it exercises (create_tenant's default is tested on its own)
         tenant = await create_tenant(session, slug=f"t-{uuid.uuid4().hex[:12]}", name=name, default_tools=())
         settings_extensions.setdefault("guardrails", GUARDRAILS_OFF)
+        # the lead intent check with a provider model is one more model call after each turn
+        settings_extensions.setdefault("leads", LEADS_HEURISTIC)
         tenant.settings_extensions = dict(settings_extensions)
     return tenant

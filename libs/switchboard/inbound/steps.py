@@ -44,6 +44,7 @@ from switchboard.contracts import TurnRequest
 from switchboard.conversations import Actor
 from switchboard.db.models import (
     Conversation,
+    ConversationEvent,
     ConversationStatus,
     Customer,
     InboundState,
@@ -91,6 +92,9 @@ __all__ = [
     "BUTTON_KINDS",
     "business_app_echo_reason",
 ]
+
+_PERSON_ACTORS = frozenset({"agent", "business_app", "console_user", "api"})
+"""``conversation_events.actor_type`` values of a person (a takeover that silences the AI's reply)."""
 
 log = get_logger(__name__)
 
@@ -820,7 +824,17 @@ async def turn(ic: InboundContext) -> Outcome | None:
         now_status = (
             await session.exec(select(Conversation.status).where(Conversation.id == ic.conversation.id))
         ).first()
-    if now_status != ConversationStatus.ai.value:
+        last_actor = (
+            await session.exec(
+                select(ConversationEvent.actor_type)
+                .where(ConversationEvent.conversation_id == ic.conversation.id)
+                .order_by(col(ConversationEvent.created_at).desc())
+                .limit(1)
+            )
+        ).first()
+    # The AI's own escalation (or close) in this turn changes the status too, and its reply ("a person
+    # will take over") must still go out; only a person's takeover silences it.
+    if now_status != ConversationStatus.ai.value and last_actor in _PERSON_ACTORS:
         # a person took the conversation over while the model was answering: the AI stops at once
         await finish(ic, InboundState.done, "taken over by a person during the turn: reply not sent")
         log.info("turn_reply_dropped_taken_over", trace_id=result.trace_id, status=now_status)

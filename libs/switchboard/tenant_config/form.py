@@ -13,6 +13,7 @@ strings are one per line; an empty optional number or text is ``null`` (its defa
 
 from __future__ import annotations
 
+import json
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from switchboard.tenant_config.document import SECRET_NOT_SET, SECRET_SET, SECRE
 
 __all__ = ["FormField", "FormSection", "form_sections", "document_from_form", "LONG_TEXT_FIELDS"]
 
-Kind = Literal["text", "textarea", "number", "checkbox", "select", "lines", "secret", "rows"]
+Kind = Literal["text", "textarea", "number", "checkbox", "select", "lines", "secret", "rows", "json"]
 LONG_TEXT_FIELDS = frozenset({"instructions", "system_prompt"})
 EXTRA_ROWS = 1
 """Empty rows offered under a list of models (to add one)."""
@@ -105,6 +106,18 @@ def _field(prefix: str, key: str, info: FieldInfo, value: Any, model: type[BaseM
             rows += [_row(f"{name}.{len(items) + n}", item, {}) for n in range(EXTRA_ROWS)]
             return FormField(**common, kind="rows", value=None, rows=rows)
         return FormField(**common, kind="lines", value="\n".join(str(v) for v in value or []))
+    if (
+        (isclass(annotation) and issubclass(annotation, BaseModel))
+        or get_origin(annotation) is dict
+        or annotation is dict
+    ):
+        # a nested model or mapping (e.g. guardrails.input): edited as a JSON object, validated on save
+        shown = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+        return FormField(
+            **common,
+            kind="json",
+            value=json.dumps(shown, indent=2, ensure_ascii=False) if shown is not None else "",
+        )
     text = "" if value is None else str(value)
     long = key in LONG_TEXT_FIELDS or key.endswith("_reply") or len(text) > 90
     return FormField(**common, kind="textarea" if long else "text", value=text)
@@ -168,6 +181,13 @@ def _coerce(kind: Kind, raw: str | None, present: bool) -> Any:
         return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
     if kind in ("text", "select"):
         return text.strip() or None
+    if kind == "json":
+        if not text.strip():
+            return None
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text  # not JSON: the section's validator names the field
     return text if text.strip() else None  # textarea: kept as written
 
 

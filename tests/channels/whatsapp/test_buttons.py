@@ -218,7 +218,9 @@ async def test_tenant_payload_lists_and_reply_are_configurable(
     await _post(settings_, _payload("button_template_quick_reply.json", wa_tenant))
     texts = [m["text"] for m in sent_to(graph_sandbox[1], wa_tenant.phone_number_id)]
     assert texts == ["Sure, what can I do for you?", "Done: no more offers."]
-    assert [r["messages"][-1]["content"] for r in model.requests] == ["Talk to a person"]
+    assert [r["messages"][-1]["content"] for r in model.requests] == [
+        "Talk to a person [chose option id: talk_to_human]"
+    ]
     assert (await _conversation(sessions, wa_tenant)).status == "ai"
 
 
