@@ -31,6 +31,7 @@ def _env(data_dir: Path) -> dict[str, str]:
         MODEL_SERVER_PORT=str(free_port()),
         WORKER_METRICS_PORT=str(free_port()),
         WORKER_BACKGROUND_METRICS_PORT=str(free_port()),
+        CONSOLE_PORT=str(free_port()),
     )
     return env
 
