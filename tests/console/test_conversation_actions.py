@@ -169,3 +169,43 @@ async def test_transfer_to_a_whatsapp_agent_notifies_them_and_close_ends_it(
     ended = await reload(sessions, Conversation, conversation.id)
     rita = await reload(sessions, HumanAgent, whatsapp_agent.id)
     assert (ended.status, ended.assigned_agent_id, rita.current_load) == ("closed", None, 0)
+
+
+async def test_thumbs_on_an_ai_answer_are_stored_with_its_turn_and_trace_and_emit_an_event(
+    console_client, console_settings, shop, sessions, graph_sandbox
+):
+    from switchboard.db.models import EventOutbox, Feedback
+
+    shop.script.push(ScriptedResponse(content="Your order ships today."))
+    await _customer_writes(console_settings, shop, "Where is my order?")
+    conversation = await _conversation_of(sessions, shop.tenant.id)
+    async with sessions() as session:
+        answer = (
+            await session.exec(
+                select(Message).where(Message.conversation_id == conversation.id, Message.role == "assistant")
+            )
+        ).one()
+        turn = (await session.exec(select(Turn).where(Turn.conversation_id == conversation.id))).one()
+    agent = await new_user(sessions, role=Role.agent, tenant_id=shop.tenant.id, name="Pat")
+    async with console_client() as client:
+        me = await log_in(client, agent)
+        path = f"/t/{shop.tenant.slug}/messages/{answer.id}/feedback"
+        assert (await client.post(path, data={"rating": "down"})).status_code == 403  # no CSRF token
+        response = await me.post_form(path, {"rating": "down", "comment": "wrong order number"})
+        assert response.status_code in (200, 303), response.text
+        again = await me.post_form(path, {"rating": "up"})  # the same person changes their mind
+        assert again.status_code in (200, 303), again.text
+    async with sessions() as session:
+        rows = (await session.exec(select(Feedback).where(Feedback.message_id == answer.id))).all()
+        events = (
+            await session.exec(
+                select(EventOutbox).where(
+                    EventOutbox.tenant_id == shop.tenant.id, EventOutbox.event_type == "feedback.created"
+                )
+            )
+        ).all()
+    assert [(r.rating, r.comment, r.turn_id, r.trace_id) for r in rows] == [
+        ("up", None, turn.id, turn.trace_id)
+    ]
+    assert rows[0].source == f"console_user:{agent.id}"
+    assert [e.payload["data"]["rating"] for e in events] == ["down", "up"]
