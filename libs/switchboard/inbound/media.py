@@ -13,8 +13,8 @@ resolves a media id to a short-lived URL right before the download); what is don
 * video / document / sticker → the caption plus a line naming the file (no model call).
 
 Without a provider key both endpoints default to the offline model server (``MODEL_SERVER_PORT``).
-A transient failure (network, 5xx) raises :class:`MediaUnavailable` with ``is_transient=True`` (the
-job retries); a permanent one (expired media id, refused file) gives a bracketed notice instead, so
+A transient failure (network, 5xx, or an expiring link that died before our copy of it was made)
+raises :class:`MediaUnavailable` with ``is_transient=True`` (the job retries); a permanent one (expired media id, refused file) gives a bracketed notice instead, so
 the customer still gets an answer.
 """
 
@@ -29,6 +29,7 @@ import httpx
 
 from switchboard.errors import SwitchboardError
 from switchboard.media.sniff import extension_for, sniff_mime
+from switchboard.media.store import is_stored
 from switchboard.settings import Settings
 
 __all__ = ["MediaUnavailable", "media_to_text", "safe_filename", "upload_name", "MediaFetcher", "MEDIA_KINDS"]
@@ -196,6 +197,14 @@ async def media_to_text(
         except MediaUnavailable as exc:
             if exc.is_transient:
                 raise
+            if ref.get("expiring") and not is_stored(str(ref["ref"])):
+                # The provider's link died before our copy job (media.jobs.copy_inbound_media) ran: by the
+                # retry the row holds our copy, or the copy job's verdict (``unavailable``).
+                raise MediaUnavailable(
+                    f"{exc} (our copy of the expiring link is still pending)",
+                    is_transient=True,
+                    reason=exc.reason,
+                ) from exc
             why = f": {_WHY.get(exc.reason, exc.reason)}" if exc.reason else ""
             lines.append(f"[{label} received but could not be read{why}]")
     elif kind in ("video", "document"):

@@ -144,6 +144,27 @@ async def test_provider_down_is_transient(graph_sandbox, make_settings) -> None:
     assert info.value.is_transient
 
 
+async def test_an_expiring_link_dead_before_our_copy_is_retried(graph_sandbox, make_settings) -> None:  # type: ignore[no-untyped-def]
+    """Instagram's CDN link can die between ingest and the copy job: the turn waits for the copy (a retry)
+    instead of telling the customer their image could not be read."""
+    base, _ = graph_sandbox
+    graph = GraphClient(base, "v23.0")
+    dead = new_media_id()  # never stored: the sandbox answers as for an expired link
+    async with httpx.AsyncClient() as http:
+        with pytest.raises(MediaUnavailable) as info:
+            await media_to_text(
+                kind="image", media=[{"ref": dead, "mime": "image/jpeg", "expiring": True}], caption="",
+                fetch=_fetcher(graph), http=http, settings=make_settings(),
+            )  # fmt: skip
+        settled = await media_to_text(  # once the copy job gave its verdict, the notice is given
+            kind="image", media=[{"ref": "", "unavailable": "expired"}], caption="",
+            fetch=_fetcher(graph), http=http, settings=make_settings(),
+        )  # fmt: skip
+    await graph.aclose()
+    assert info.value.is_transient and "copy of the expiring link is still pending" in str(info.value)
+    assert settled == "[Image received but could not be read: the link had expired]"
+
+
 async def test_document_and_names() -> None:
     text = await media_to_text(
         kind="document", media=[{"ref": "1", "mime": "application/pdf", "filename": "Receipt #1042 (copy).pdf"}],
