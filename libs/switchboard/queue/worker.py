@@ -31,6 +31,7 @@ from switchboard import __version__
 from switchboard.db.engine import create_engine, session_factory
 from switchboard.errors import SettingsError
 from switchboard.observability import configure_logging, get_logger, metrics, tracing
+from switchboard.observability.logs import quiet_idle_cron_jobs
 from switchboard.queue.queues import JOB_QUEUES, Queue
 from switchboard.runtime.resources import Resources, require_database_url, require_redis_url
 from switchboard.settings import Settings, load_settings
@@ -173,6 +174,7 @@ def _worker_class(
     wrong = sorted(name for name in _names(functions, cron_jobs) if JOB_QUEUES.get(name) != queue)
     if wrong:
         raise ValueError(f"jobs {wrong} are not {queue.name} jobs (switchboard.queue.queues.JOB_QUEUES)")
+    quiet_idle_cron_jobs(job.name for job in cron_jobs)
     database_url = require_database_url(settings)
     redis_settings = RedisSettings.from_dsn(require_redis_url(settings))
     metrics_port = int(getattr(settings, f"{service}_metrics_port", 0) or 0)
