@@ -88,7 +88,8 @@ class LoopOutcome:
     offered_tools: list[str] = field(default_factory=list)
     """Names of the tools the turn could offer (the output guardrail looks for them in the reply)."""
     parts: list[Any] = field(default_factory=list)
-    """Structured reply parts the turn's tools produced (``ToolOutput.parts``), in call order."""
+    """Structured reply parts the turn's tools produced (``ToolOutput.parts``), in call order, then those of a
+    typed reply (:mod:`switchboard.replies.typed`)."""
 
 
 def truncate_result(text: str, limit: int) -> str:
