@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 
-from structlog.testing import capture_logs
 from switchboard.replies import ProductCard, QuickReplies
 
 from tests.utils.agent import answer_with_script, make_conversation, text, tool_calls
+from tests.utils.outbox import captured_logs
 
 BUTTONS = {"kind": "buttons", "prompt": "Which size?", "options": [{"id": "s", "title": "Small"}, {"id": "l", "title": "Large"}]}  # fmt: skip
 PRODUCT = {
@@ -45,7 +45,7 @@ async def test_an_invalid_typed_reply_sends_its_text_alone_and_is_logged(
     bad = {**PRODUCT, "cta": {"title": "Buy", "url": "http://shop.example/dn50"}}  # not https
     script.push(text(json.dumps({"text": "Here it is.", "parts": [bad]})))
     script.push(text('{"parts": [' + json.dumps(BUTTONS) + "]}"))  # no text at all
-    with capture_logs() as logs:
+    with captured_logs() as logs:
         first = await orchestrator.handle_turn(handle.request("show me the DN50"))
         second = await orchestrator.handle_turn(handle.request("which sizes?"))
     assert (first.reply, first.parts) == ("Here it is.", [])
@@ -70,7 +70,7 @@ async def test_plain_text_stays_plain_and_the_tools_parts_count_toward_the_limit
     options = {"style": "buttons", "prompt": "Colour?", "options": [{"id": "r", "title": "Red"}]}
     script.push(tool_calls(*[("offer_options", options)] * 3))
     script.push(text(json.dumps({"text": "Pick.", "parts": [BUTTONS, BUTTONS, BUTTONS]})))
-    with capture_logs() as logs:
+    with captured_logs() as logs:
         result = await orchestrator.handle_turn(handle.request("colours and sizes?"))
     assert result.reply == "Pick." and len(result.parts) == 5  # 3 from the tools, 2 of the 3 typed
     assert [e["kept"] for e in logs if e["event"] == "typed_reply_parts_over_limit"] == [2]

@@ -9,12 +9,13 @@ from datetime import timedelta
 
 from sqlalchemy import update
 from sqlmodel import col, select
-from structlog.testing import capture_logs
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import EventOutbox, WebhookDelivery, utcnow
 from switchboard.events import emit
 from switchboard.events.endpoints import create_endpoint
 from switchboard.events.retention import prune_events, run_event_retention
+
+from tests.utils.outbox import captured_logs
 
 
 async def _endpoints(sessions, settings, tenant, n):  # type: ignore[no-untyped-def]
@@ -49,7 +50,7 @@ async def test_old_finished_events_are_pruned_in_batches_and_the_rest_is_kept(
     ]:
         ids[name] = await _one(sessions, tenant, age, statuses, dispatched)
 
-    with capture_logs() as logs:
+    with captured_logs() as logs:
         report = await run_event_retention(sessions, settings, batch=2)
     assert (report.events, report.deliveries) == (4, 4)
     assert report.batches == 3  # delivered pass: 2 + 1 (a short batch ends it); failed pass: 1
@@ -72,7 +73,7 @@ async def test_old_finished_events_are_pruned_in_batches_and_the_rest_is_kept(
     )  # fmt: skip
 
     # a second run has nothing left to do and says so at debug level only
-    with capture_logs() as logs:
+    with captured_logs() as logs:
         ctx = {
             "resources": type("R", (), {"sessions": sessions})(),
             "deps": type("D", (), {"settings": settings})(),

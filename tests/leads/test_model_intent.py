@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 from sqlmodel import select
-from structlog.testing import capture_logs
 from switchboard.db.models import EventOutbox, Lead, Tenant
 from switchboard.leads.capture import HEURISTIC_FALLBACK
 from switchboard.leads.intent import INTENT_INSTRUCTION
@@ -22,6 +21,7 @@ from tests.utils.agent import (
     text,
     unique_model,
 )
+from tests.utils.outbox import captured_logs
 
 
 async def _provider_tenant(sessions, make_tenant, offline_model):  # type: ignore[no-untyped-def]
@@ -102,7 +102,7 @@ async def test_a_malformed_model_answer_is_logged_and_the_turn_still_answers(
     handle = await make_conversation(sessions, tenant)
     script.push(text("We open at 9."))
     script.push(text('{"buying_intent": "yes", "product": "valve"}'))  # not a boolean: refused
-    with capture_logs() as logs:
+    with captured_logs() as logs:
         result = await orchestrator.handle_turn(handle.request("when do you open?"))
     assert result.reply == "We open at 9." and not result.silent
     invalid = [e for e in logs if e["event"] == "lead_intent_answer_invalid"]
@@ -118,7 +118,7 @@ async def test_an_answer_that_is_not_json_falls_back_to_the_heuristic_and_says_s
     handle = await make_conversation(sessions, tenant)
     script.push(text("It is 129 EUR."))
     script.push(text("Yes, the customer clearly wants to buy."))
-    with capture_logs() as logs:
+    with captured_logs() as logs:
         await orchestrator.handle_turn(handle.request("I want to buy the DN50 valve"))
     assert [e["event"] for e in logs].count("lead_intent_answer_invalid") == 1
     (lead,) = await _leads(sessions, tenant.id)
@@ -135,7 +135,7 @@ async def test_a_failing_provider_call_falls_back_to_the_heuristic_and_never_fai
     handle = await make_conversation(sessions, tenant)
     script.push(text("Hi!"))
     script.push(text("", kind="error", status=500))
-    with capture_logs() as logs:
+    with captured_logs() as logs:
         result = await orchestrator.handle_turn(handle.request("hello, how much is shipping?"))
     assert result.reply == "Hi!"
     assert "lead_intent_check_failed" in [e["event"] for e in logs]
