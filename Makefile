@@ -17,7 +17,8 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 
 # A .venv made with a Python older than pyproject's requires-python (3.11), or whose interpreter is gone,
 # is removed here and made again below with $(PY) (uv sync would otherwise refuse it or reuse it broken).
-VENV_OK := $(shell test ! -e $(VENV) || { $(VENV)/bin/python -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))' >/dev/null 2>&1 && echo yes; })
+# "absent" (a fresh clone: nothing to remove), "yes" (usable) or empty (too old or broken).
+VENV_OK := $(shell if test ! -e $(VENV); then echo absent; elif $(VENV)/bin/python -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))' >/dev/null 2>&1; then echo yes; fi)
 ifeq ($(VENV_OK),)
 $(info $(VENV) was made with a Python older than 3.11 (or its interpreter is gone): recreating it with $(PY))
 $(shell rm -rf $(VENV))

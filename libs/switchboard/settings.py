@@ -438,6 +438,12 @@ class WebhookSettings(BaseSettings):
     """Attempts of one delivery before it is ``failed``."""
     webhook_disable_after_failures: int = Field(20, ge=1)
     """Consecutive failed attempts (any event) after which the endpoint is disabled, with an alert."""
+    event_retention_delivered_days: int = Field(14, ge=1)
+    """Days an event whose every delivery went out (or that no endpoint wanted) is kept, with its
+    delivery log, before ``prune_events`` deletes it (counted from the event's ``created_at``)."""
+    event_retention_failed_days: int = Field(60, ge=1)
+    """Days an event with a ``failed`` delivery is kept (longer: the tenant may still look into it).
+    An event with a delivery still ``pending`` (e.g. its endpoint is disabled) is never pruned."""
 
 
 class MediaSettings(BaseSettings):

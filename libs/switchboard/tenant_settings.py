@@ -154,6 +154,10 @@ class AgentSettings(BaseModel):
     """Tenant instructions placed in the stable prefix of the system prompt."""
     system_prompt: str | None = Field(None, max_length=50_000)
     """A complete system prompt replacing the built-in template (variable parts are still appended)."""
+    typed_replies: bool = False
+    """Offer the model the typed reply: it may answer with one JSON object ``{"text", "parts"}`` (buttons,
+    lists, product cards) instead of calling ``offer_options`` / ``show_product``; validated, and an
+    invalid object sends its text alone (:mod:`switchboard.replies.typed`)."""
     handoff_reply: str = Field(
         N_("Thank you. A person from our team will take over this conversation shortly."),
         max_length=1_000,

@@ -45,6 +45,7 @@ async def test_kb_add_search_list_deactivate_delete(cli, make_tenant, tmp_path):
         "kb", "search", "Who won the football world cup in 1998?", "--tenant", tenant.slug
     )
     assert nothing.exit_code == 0 and nothing.stdout == ""
+    assert nothing.stderr.strip().splitlines()[-1] == "no results (mode hybrid)"
 
     listed = await cli.arun("kb", "list", "--tenant", tenant.slug)
     assert [line.split()[-1] for line in listed.output.splitlines() if "scan.pdf" not in line] == [
@@ -105,6 +106,11 @@ async def test_kb_search_graph_mode_and_kb_graph(cli, make_tenant, tmp_path):
     assert found.exit_code == 0, found.output
     documents_found = {json.loads(line)["document"] for line in found.stdout.splitlines()}
     assert {"chemical-compatibility.csv", "ptfe-properties.txt", "v200-series.txt"} <= documents_found
+    empty = await cli.arun(
+        "kb", "search", "opening hours on Sunday?", "--mode", "graph", "--tenant", tenant.slug
+    )
+    assert empty.exit_code == 0 and empty.stdout == "", empty.output
+    assert empty.stderr.strip().splitlines()[-1] == "no results (mode graph)"
     bad = await cli.arun("kb", "search", question, "--mode", "nope", "--tenant", tenant.slug)
     assert bad.exit_code != 0 and "unknown --mode 'nope'" in bad.output
 

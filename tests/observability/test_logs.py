@@ -75,3 +75,43 @@ async def test_the_model_server_logs_start_stop_and_each_request_at_debug() -> N
     ]
     (request,) = [entry for entry in logs if entry["event"] == "model_server_request"]
     assert (request["method"], request["path"], request["status"]) == ("GET", "/v1/models", 200)
+
+
+def test_an_idle_cron_run_logs_at_debug_and_a_busy_one_at_info(capsys: pytest.CaptureFixture[str]) -> None:
+    from switchboard.observability.logs import quiet_idle_cron_jobs
+
+    arq = logging.getLogger("arq.worker")
+    quiet_idle_cron_jobs(["deliver_outbox_sweep"])
+    configure_logging(service="worker", level="INFO", fmt="json")
+    arq.info("%6.2fs → %s(%s)%s", 0.01, "deliver_outbox_sweep", "", "")
+    arq.info("%6.2fs ← %s ● %s", 0.02, "deliver_outbox_sweep", "{'sent': 0, 'failed': 0}")
+    arq.info("%6.2fs ← %s ● %s", 0.02, "deliver_outbox_sweep", "None")
+    arq.info("%6.2fs ← %s ● %s", 0.03, "deliver_outbox_sweep", "{'sent': 2, 'failed': 0}")
+    arq.info("%6.2fs → %s(%s)%s", 0.01, "abc123:process_inbound", "x", "")  # a job, not a cron job
+    arq.warning("%6.2fs ! %s failed, %s: %s", 0.1, "deliver_outbox_sweep", "RuntimeError", "boom")
+    events = [(line["level"], line["event"].split()[-1]) for line in _json_lines(capsys.readouterr().err)]
+    assert events == [
+        ("info", "0}"),  # the run that sent 2 keeps its line
+        ("info", "abc123:process_inbound(x)"),
+        ("warning", "boom"),
+    ]
+    configure_logging(service="worker", level="DEBUG", fmt="json")
+    arq.info("%6.2fs → %s(%s)%s", 0.01, "deliver_outbox_sweep", "", "")
+    ((line,),) = [_json_lines(capsys.readouterr().err)]
+    assert line["level"] == "debug"
+
+
+def test_cli_commands_log_readable_lines_unless_json_is_asked_for(capsys: pytest.CaptureFixture[str]) -> None:
+    log = logging.getLogger("switchboard.cli.test")
+    configure_logging(service="cli", level="WARNING", fmt="auto", interactive=True)  # stderr: not a TTY here
+    log.warning("kb_reindex_slow")
+    line = capsys.readouterr().err.strip()
+    assert not line.startswith("{") and "[warning  ] kb_reindex_slow" in line and "service=cli" in line
+    configure_logging(service="cli", level="WARNING", fmt="json", interactive=True)
+    log.warning("kb_reindex_slow")
+    (entry,) = _json_lines(capsys.readouterr().err)
+    assert entry["event"] == "kb_reindex_slow"
+    configure_logging(service="worker", level="WARNING", fmt="auto")  # a service: JSON off a terminal
+    log.warning("queue_slow")
+    (entry,) = _json_lines(capsys.readouterr().err)
+    assert entry["service"] == "worker"

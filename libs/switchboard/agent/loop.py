@@ -39,6 +39,8 @@ from switchboard.llm.trimming import (
     trim_to_budget,
 )
 from switchboard.observability import get_logger, metrics, tracing
+from switchboard.replies.parts import MAX_REPLY_PARTS  # a tool call that would add more gets an error result
+from switchboard.replies.typed import parse_typed_reply
 from switchboard.tenant_settings import LoopLimits, TenantSettings
 
 __all__ = ["LoopOutcome", "run_tool_loop", "truncate_result", "visible_tools"]
@@ -48,9 +50,6 @@ log = get_logger(__name__)
 Outcome = Literal["answered", "silent", "degraded", "blocked"]
 """``blocked``: the input guardrail or an exceeded budget stopped the turn before the loop ran."""
 
-MAX_REPLY_PARTS = 5
-"""Structured parts one reply may carry (:attr:`switchboard.contracts.TurnResult.parts`); a tool call that
-would add more gets an error result, so the model knows its part was not shown."""
 OVERFLOW_RETRIES = 2
 """Shrunk re-sends after a context overflow in one model call (each budget smaller than the last)."""
 UNSTATED_LIMIT_SHRINK = 0.5
@@ -89,7 +88,8 @@ class LoopOutcome:
     offered_tools: list[str] = field(default_factory=list)
     """Names of the tools the turn could offer (the output guardrail looks for them in the reply)."""
     parts: list[Any] = field(default_factory=list)
-    """Structured reply parts the turn's tools produced (``ToolOutput.parts``), in call order."""
+    """Structured reply parts the turn's tools produced (``ToolOutput.parts``), in call order, then those of a
+    typed reply (:mod:`switchboard.replies.typed`)."""
 
 
 def truncate_result(text: str, limit: int) -> str:
@@ -273,6 +273,8 @@ class _Loop:
                     log.info("tool_loop_limit", trace_id=self.trace_id, limit="max_tool_calls_per_turn")
                 continue
             text = strip_reasoning(reply.content)
+            if text and self.settings.agent.typed_replies:
+                text = self.read_typed(text)
             if text:
                 self.out.reply = text
                 return
@@ -281,6 +283,23 @@ class _Loop:
                 log.warning("model_gave_no_words", trace_id=self.trace_id, used=self.out.reply[:40])
                 return
             final_call = True  # empty answer without tool calls: one words-only call
+
+    def read_typed(self, text: str) -> str:
+        """The typed reply's text, its parts added to the turn's (:mod:`switchboard.replies.typed`);
+        an object that does not validate sends its text alone, logged."""
+        parsed = parse_typed_reply(text)
+        if parsed.status == "invalid":
+            log.warning("typed_reply_invalid", trace_id=self.trace_id, error=parsed.error)
+        elif parsed.status == "typed":
+            room = MAX_REPLY_PARTS - len(self.out.parts)
+            if len(parsed.parts) > room:  # the tools filled some: never more than a reply holds
+                log.warning(
+                    "typed_reply_parts_over_limit", trace_id=self.trace_id, parts=len(parsed.parts),
+                    kept=max(room, 0), limit=MAX_REPLY_PARTS,
+                )  # fmt: skip
+            self.out.parts.extend(parsed.parts[: max(room, 0)])
+            log.info("typed_reply", trace_id=self.trace_id, parts=[p.kind for p in parsed.parts])
+        return parsed.text
 
     def fallback_text(self) -> str:
         agent = self.settings.agent

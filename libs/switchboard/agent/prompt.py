@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from switchboard.llm.offline_server import SUMMARY_INSTRUCTION_MARKER
+from switchboard.replies.typed import TYPED_REPLY_RULE
 from switchboard.tenant_settings import AgentSettings
 
 __all__ = [
@@ -197,6 +198,8 @@ def build_system_prompt(
             come fenced by :func:`fence_inbound`.
     """
     stable = agent.system_prompt or f"You are {agent.name}.\n\n{agent.instructions}\n\n{RULES}"
+    if agent.typed_replies:
+        stable += "\n" + TYPED_REPLY_RULE
     variable = [f"Channel: {channel}. Today is {now.date().isoformat()} (UTC)."]
     if returning_customer is not None:
         variable.append(

@@ -129,8 +129,9 @@ def kb_search(
     ] = "hybrid",
     limit: Annotated[int, typer.Option(min=1, max=50, help="Most results.")] = 5,
 ) -> None:
-    """Search; prints one JSON object per line: document, page, sheet, score, attributes, text (nothing
-    when no match). ``attributes`` holds a table row's number and key columns."""
+    """Search; prints one JSON object per line: document, page, sheet, score, attributes, text. No match:
+    nothing on stdout, "no results (mode MODE)" on stderr, exit 0. ``attributes`` holds a table row's
+    number and key columns."""
     from switchboard.knowledge.retrieval import SEARCH_MODES
 
     if mode not in SEARCH_MODES:
@@ -149,7 +150,10 @@ def kb_search(
                 settings=settings,  # type: ignore[arg-type]
             )
 
-    for hit in _run(work):
+    hits = _run(work)
+    if not hits:  # stdout stays empty (JSON lines only); a person sees why
+        typer.echo(f"no results (mode {mode})", err=True)
+    for hit in hits:
         line = {
             "document": hit.document,
             "page": hit.page,

@@ -140,9 +140,13 @@ def _main(
         raise typer.Exit(0)
     # Every command logs to stderr (stdout stays clean for JSON lines and tables); `run`
     # reconfigures at LOG_LEVEL, the others only show warnings and errors.
+    import os
+
     from switchboard.observability import configure_logging
 
-    configure_logging(service="cli", level="WARNING", fmt="console")
+    # readable lines for a person; LOG_FORMAT=json forces JSON (a script parsing stderr)
+    fmt = "json" if os.environ.get("LOG_FORMAT", "").strip().lower() == "json" else "auto"
+    configure_logging(service="cli", level="WARNING", fmt=fmt, interactive=True)
 
 
 def cli_command() -> click.Command:

@@ -112,8 +112,8 @@ def run_db(
     Args:
         settings: default :func:`command_settings`.
         pool_size: connections the command may hold at once.
-        log_at_log_level: log to stderr at ``LOG_LEVEL`` in ``LOG_FORMAT`` (``kb`` commands show their
-            progress logs); otherwise only warnings and errors show.
+        log_at_log_level: log to stderr at ``LOG_LEVEL`` (``kb`` commands show their progress logs),
+            readable unless ``LOG_FORMAT=json``; otherwise only warnings and errors show.
 
     Raises:
         SettingsError: no database in ``DATA_DIR`` (and ``DATABASE_URL`` unset).
@@ -125,7 +125,7 @@ def run_db(
     if log_at_log_level:
         from switchboard.observability import configure_logging
 
-        configure_logging(service="cli", level=settings.log_level, fmt=settings.log_format)
+        configure_logging(service="cli", level=settings.log_level, fmt=settings.log_format, interactive=True)
     with database_url_for(settings) as url:
 
         async def go() -> T:

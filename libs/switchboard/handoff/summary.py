@@ -12,6 +12,7 @@ from switchboard.crypto import CredentialDecryptError
 from switchboard.llm.router import ModelCallFailed, ModelGateway
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.observability import get_logger
+from switchboard.replies.render import shorten
 from switchboard.tenant_settings import load_tenant_settings
 
 __all__ = ["HANDOFF_SUMMARY_INSTRUCTION", "write_handoff_summary"]
@@ -36,7 +37,8 @@ async def write_handoff_summary(
     conversation_id: uuid.UUID,
     trace_id: str,
 ) -> str:
-    """A summary of the conversation for a human agent, at most ``handoff.summary_max_chars`` long.
+    """A summary of the conversation for a human agent, at most ``handoff.summary_max_chars`` long
+    (a longer one is cut at a word boundary with an ``…``).
 
     Uses the tenant's Router (one words-only call). When the model fails or answers nothing, the
     summary is the customer's messages quoted (newest kept), so the agent always gets something; so it
@@ -49,9 +51,9 @@ async def write_handoff_summary(
             session, tenant_id=tenant_id, conversation_id=conversation_id, limit=TRANSCRIPT_MESSAGES
         )
     limit = settings.handoff.summary_max_chars
-    fallback = (
-        " / ".join(line for line in lines if line.startswith("Customer:"))[-limit:] or "(no messages yet)"
-    )
+    # cut at a word with an ellipsis (the newest messages kept), never mid-word
+    quoted = " / ".join(line for line in lines if line.startswith("Customer:"))
+    fallback = shorten(quoted, limit, "chars", words=True, keep="end") if quoted else "(no messages yet)"
     if not lines or gateway is None:
         return fallback
     prompt = [
@@ -65,4 +67,4 @@ async def write_handoff_summary(
         log.warning("handoff_summary_failed", conversation_id=str(conversation_id), error=str(exc)[:300])
         return fallback
     text = (strip_reasoning(reply.content) or "").strip()
-    return text[:limit] if text else fallback
+    return shorten(text, limit, "chars", words=True) if text else fallback

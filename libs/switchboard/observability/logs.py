@@ -1,7 +1,7 @@
 """Structured logging (structlog) shared by every service.
 
 Lines are JSON when stderr is not a terminal (production, CI, ``switchboard run`` children) and
-readable key=value on a terminal. Every line carries ``service``; code on a message's path binds
+readable key=value on a terminal; CLI commands (``interactive``) are readable unless ``LOG_FORMAT=json``. Every line carries ``service``; code on a message's path binds
 ``tenant_id``, ``conversation_id`` and ``trace_id`` with :func:`bind_message_context` so each line
 of that message's path carries them.
 
@@ -9,7 +9,8 @@ Libraries that bring their own handlers write through the same formatter: LiteLL
 coloured ``StreamHandler`` to its loggers at import, :func:`adopt_library_loggers`) and uvicorn
 (which installs its own handlers before the app factory runs). ANSI colour codes in a foreign
 message are stripped, so every line is one JSON object. arq's ``recording health`` heartbeat
-(one line per worker every ``health_check_interval``) is logged at DEBUG.
+(one line per worker every ``health_check_interval``) is logged at DEBUG, and so are the start and
+finish lines of a cron job's run that did nothing (:func:`quiet_idle_cron_jobs`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -31,6 +32,7 @@ __all__ = [
     "bind_message_context",
     "message_context",
     "adopt_library_loggers",
+    "quiet_idle_cron_jobs",
 ]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -59,6 +61,42 @@ class _HeartbeatToDebug(logging.Filter):
 
 _HEARTBEAT_FILTER = _HeartbeatToDebug()
 
+_NONZERO = re.compile(r"(?<![\w.])(?:[1-9]\d*|True)(?![\w.])")
+"""A count other than 0 (or ``True``) in a job's result repr: the run did something."""
+
+
+class _IdleCronToDebug(logging.Filter):
+    """arq's INFO lines for a cron job of :data:`CRON_JOB_NAMES` become DEBUG when they say nothing: the
+    start line (``→ name()``) always, the success line (``← name ● result``) when the result is
+    ``None`` or counts only zeros. A run that did something keeps its INFO line; retries, failures and
+    timeouts (arq logs them at WARNING and above or with other marks) are never touched."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO or not isinstance(record.args, tuple) or len(record.args) < 2:
+            return True
+        message, ref = str(record.msg), str(record.args[1])
+        if ref not in CRON_JOB_NAMES:
+            return True
+        idle = "→" in message or (
+            "← %s ●" in message and not _NONZERO.search(str(record.args[2]) if len(record.args) > 2 else "")
+        )
+        if not idle:
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger().isEnabledFor(logging.DEBUG)
+
+
+CRON_JOB_NAMES: set[str] = set()
+"""Names of the cron jobs whose idle runs :class:`_IdleCronToDebug` quiets (the workers register theirs:
+:func:`quiet_idle_cron_jobs`)."""
+_IDLE_CRON_FILTER = _IdleCronToDebug()
+
+
+def quiet_idle_cron_jobs(names: Iterable[str]) -> None:
+    """Log arq's lines for these cron jobs at DEBUG when a run did nothing (a 5-second sweep would
+    otherwise write two INFO lines every 5 s)."""
+    CRON_JOB_NAMES.update(names)
+
 
 def adopt_library_loggers() -> None:
     """Route the loggers of :data:`LIBRARY_LOGGERS` through the root handler (structlog's formatter).
@@ -72,15 +110,20 @@ def adopt_library_loggers() -> None:
         logger.propagate = True
 
 
-def configure_logging(*, service: str, level: str = "INFO", fmt: LogFormat = "auto") -> None:
+def configure_logging(
+    *, service: str, level: str = "INFO", fmt: LogFormat = "auto", interactive: bool = False
+) -> None:
     """Configure structlog and the stdlib root logger for one process.
 
     Args:
         service: name bound to every line, e.g. ``"whatsapp"``.
         level: ``DEBUG`` | ``INFO`` | ``WARNING`` | ``ERROR``.
         fmt: ``json``, ``console`` or ``auto`` (console when stderr is a TTY).
+        interactive: a command a person typed (the ``switchboard`` CLI, not a service or worker):
+            ``auto`` is console even when stderr is not a terminal (piped into ``less``, captured by an
+            editor); only an explicit ``json`` (``LOG_FORMAT=json``) gives JSON lines.
     """
-    use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
+    use_json = fmt == "json" or (fmt == "auto" and not interactive and not sys.stderr.isatty())
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
@@ -124,8 +167,9 @@ def configure_logging(*, service: str, level: str = "INFO", fmt: LogFormat = "au
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
     adopt_library_loggers()
     arq_worker = logging.getLogger("arq.worker")
-    if _HEARTBEAT_FILTER not in arq_worker.filters:
-        arq_worker.addFilter(_HEARTBEAT_FILTER)
+    for arq_filter in (_HEARTBEAT_FILTER, _IDLE_CRON_FILTER):
+        if arq_filter not in arq_worker.filters:
+            arq_worker.addFilter(arq_filter)
     structlog.contextvars.clear_contextvars()
     structlog.contextvars.bind_contextvars(service=service)
 

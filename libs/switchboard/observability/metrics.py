@@ -45,6 +45,7 @@ __all__ = [
     "GUARDRAIL_DECISIONS",
     "FEEDBACK",
     "EVENT_DELIVERIES",
+    "EVENTS_PRUNED",
     "LEADS_CREATED",
     "mount_metrics",
     "start_metrics_server",
@@ -155,6 +156,11 @@ GUARDRAIL_DECISIONS = Counter(
 FEEDBACK = Counter("switchboard_feedback_total", "Feedback on replies by rating (up, down).", ["rating"])
 EVENT_DELIVERIES = Counter(
     "switchboard_event_deliveries_total", "Event outbox deliveries by outcome.", ["outcome"]
+)
+EVENTS_PRUNED = Counter(
+    "switchboard_events_pruned_total",
+    "Rows deleted by the event retention job, by table (event_outbox, webhook_deliveries).",
+    ["table"],
 )
 LEADS_CREATED = Counter("switchboard_leads_created_total", "Leads created.")
 

@@ -53,6 +53,7 @@ JOB_QUEUES: Mapping[str, Queue] = MappingProxyType(
         "sync_gmail_mailbox": Queue.background,
         "poll_gmail_mailboxes": Queue.background,
         "deliver_events": Queue.background,
+        "prune_events": Queue.background,
     }
 )
 """Every job and cron job by name, and the queue (worker) it belongs to."""

@@ -31,6 +31,7 @@ from switchboard import __version__
 from switchboard.db.engine import create_engine, session_factory
 from switchboard.errors import SettingsError
 from switchboard.observability import configure_logging, get_logger, metrics, tracing
+from switchboard.observability.logs import quiet_idle_cron_jobs
 from switchboard.queue.queues import JOB_QUEUES, Queue
 from switchboard.runtime.resources import Resources, require_database_url, require_redis_url
 from switchboard.settings import Settings, load_settings
@@ -57,6 +58,9 @@ SIDE_JOB_TIMEOUT_S = 30.0
 MEMORY_JOB_TIMEOUT_S = 300.0
 """Timeout of a memory job, seconds: ``memory_sweep`` summarizes every newly closed conversation, one
 model call each (45 s per request at most)."""
+
+PRUNE_JOB_TIMEOUT_S = 300.0
+"""Timeout of the hourly ``prune_events`` run (20 batches of 500 events, one transaction each)."""
 
 GMAIL_SYNC_TIMEOUT_S = 110.0
 """Timeout of one mailbox sync (below the sync lock's 120 s, ``channels.gmail.jobs.SYNC_LOCK_S``)."""
@@ -170,6 +174,7 @@ def _worker_class(
     wrong = sorted(name for name in _names(functions, cron_jobs) if JOB_QUEUES.get(name) != queue)
     if wrong:
         raise ValueError(f"jobs {wrong} are not {queue.name} jobs (switchboard.queue.queues.JOB_QUEUES)")
+    quiet_idle_cron_jobs(job.name for job in cron_jobs)
     database_url = require_database_url(settings)
     redis_settings = RedisSettings.from_dsn(require_redis_url(settings))
     metrics_port = int(getattr(settings, f"{service}_metrics_port", 0) or 0)
@@ -324,6 +329,7 @@ def build_background_worker_settings(settings: Settings) -> type:
 
     from switchboard.channels.gmail.jobs import POLL_JOB, SYNC_JOB, poll_gmail_mailboxes, sync_gmail_mailbox
     from switchboard.events.delivery import DELIVER_EVENTS_JOB, deliver_events
+    from switchboard.events.retention import PRUNE_EVENTS_JOB, prune_events
     from switchboard.knowledge.jobs import INGEST_JOB_NAME, INGEST_JOB_TIMEOUT_S, ingest_knowledge_source
     from switchboard.memory import memory_sweep, summarize_memory
     from switchboard.queue.maintenance import sweep_inbound
@@ -353,6 +359,7 @@ def build_background_worker_settings(settings: Settings) -> type:
                 second=set(range(2, 60, 5)),
                 timeout=SIDE_JOB_TIMEOUT_S,
             ),
+            cron(prune_events, name=PRUNE_EVENTS_JOB, minute={17}, second={40}, timeout=PRUNE_JOB_TIMEOUT_S),
         ],
         enqueues_on_own_queue=False,
     )

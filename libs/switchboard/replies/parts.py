@@ -22,6 +22,7 @@ __all__ = [
     "CHOICE_KINDS",
     "CallToAction",
     "MAX_OPTIONS",
+    "MAX_REPLY_PARTS",
     "OptionList",
     "ProductCard",
     "QuickReplies",
@@ -37,6 +38,9 @@ quick reply, reply button, list row; Instagram postback and quick reply)."""
 MAX_OPTIONS = 30
 """Options in one part: more than a customer reads on a phone; channels split them into several
 messages where one cannot hold them all (WhatsApp lists hold 10 rows, Instagram 13 quick replies)."""
+MAX_REPLY_PARTS = 5
+"""Structured parts one reply may carry (:attr:`switchboard.contracts.TurnResult.parts`), from the tools
+and the typed reply together."""
 OPTION_ID_MAX_CHARS = 200
 """WhatsApp list row ids hold 200 characters (the smallest of the channels' id limits)."""
 

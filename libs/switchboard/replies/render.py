@@ -12,6 +12,7 @@ The outbox writer stores what comes out (:func:`switchboard.outbox.writer.reply_
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 from switchboard.channels.base import OutboundPart, TextUnit, channel_renderer, graphemes, text_length
 from switchboard.replies.parts import (
@@ -49,8 +50,26 @@ def fits(text: str, limit: int, unit: TextUnit = "utf16") -> bool:
     return text_length(text, unit) <= limit
 
 
-def shorten(text: str, limit: int, unit: TextUnit = "utf16") -> str:
-    """``text`` when it fits ``limit``; else the whole graphemes that fit before an ``…``.
+WORD_BACKOFF_SHARE = 0.5
+"""``words=True`` backs off to a word boundary only if that keeps at least this share of the room
+(one 40-character word is cut inside rather than dropped whole)."""
+
+
+def shorten(
+    text: str,
+    limit: int,
+    unit: TextUnit = "utf16",
+    *,
+    words: bool = False,
+    keep: Literal["start", "end"] = "start",
+) -> str:
+    """``text`` when it fits ``limit``; else the whole graphemes that fit with an ``…``.
+
+    Args:
+        words: cut at a word boundary (whitespace) instead of inside a word, when one is near enough
+            (:data:`WORD_BACKOFF_SHARE`).
+        keep: ``start`` keeps the beginning (``Hello wor…``), ``end`` keeps the end (``…o world``,
+            e.g. the newest of a running transcript).
 
     Raises:
         ValueError: ``limit`` below 2 (no room for one character and the ellipsis).
@@ -61,12 +80,22 @@ def shorten(text: str, limit: int, unit: TextUnit = "utf16") -> str:
     if limit < 2:
         raise ValueError("limit too small to shorten into")
     room = limit - text_length(ELLIPSIS, unit)
+    clusters = graphemes(text)
+    if keep == "end":
+        clusters = clusters[::-1]
     kept, size = [], 0
-    for cluster in graphemes(text):
+    for cluster in clusters:
         size += text_length(cluster, unit)
         if size > room:
             break
         kept.append(cluster)
+    next_char = clusters[len(kept)] if len(kept) < len(clusters) else ""
+    if words and not next_char.isspace():  # the cut falls inside a word: back off to its start
+        boundary = max((i for i, c in enumerate(kept) if c.isspace()), default=-1)
+        if boundary >= 0 and text_length("".join(kept[:boundary]), unit) >= room * WORD_BACKOFF_SHARE:
+            kept = kept[:boundary]
+    if keep == "end":
+        return ELLIPSIS + "".join(reversed(kept)).lstrip()
     return "".join(kept).rstrip() + ELLIPSIS
 
 

@@ -200,3 +200,34 @@ async def test_simulate_gmail_never_sends_the_admin_token_to_a_real_gmail_api(sc
     assert out.stderr.strip().splitlines()[-1] == (
         "error: simulate gmail needs the Gmail sandbox (unset GMAIL_API_BASE_URL)"
     )
+
+
+async def test_simulate_gmail_on_an_unconnected_seeded_mailbox_says_what_to_run_and_exits_2(
+    sessions, make_tenant, cli
+) -> None:  # type: ignore[no-untyped-def]
+    """The seeded demo has a Gmail channel account but no OAuth grant: nothing syncs it until
+    ``channel add-gmail``, so ``simulate gmail`` names that command (with the sandbox's client file)."""
+    from switchboard.tenants import add_channel_account
+
+    tenant = await make_tenant()
+    async with sessions() as session, session.begin():
+        from switchboard.db.models import Tenant
+
+        owner = await session.get(Tenant, tenant.id)
+        await add_channel_account(session, tenant=owner, channel="gmail", external_account_id="support@example.com",
+                                  display_name="support mailbox")  # fmt: skip
+    out = await cli.arun("simulate", "gmail", "--tenant", tenant.slug, "--text", "hello", "--timeout", "1")
+    assert out.exit_code == 2, out.output
+    message = out.stderr.strip().splitlines()[-1]
+    assert message.startswith(
+        f"error: tenant {tenant.slug}: its Gmail account support@example.com is not connected yet."
+    )
+    assert message.endswith(
+        f"switchboard channel add-gmail --tenant {tenant.slug} --client-secrets client_secret.json --loopback"
+    )
+    assert (
+        '\'{"installed": {"client_id": "sandbox", "client_secret": "sandbox"}}\' > client_secret.json'
+        in message
+    )
+    none = await cli.arun("simulate", "gmail", "--tenant", (await make_tenant()).slug, "--text", "hello")
+    assert none.exit_code == 2 and "it has no Gmail mailbox. Connect it first" in none.stderr

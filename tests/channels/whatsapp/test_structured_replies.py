@@ -179,3 +179,27 @@ async def test_the_sandbox_refuses_an_interactive_message_over_metas_limits(grap
     assert answer.status_code == 400
     assert answer.json()["error"]["code"] == 131009
     assert "4 buttons (1..3)" in answer.json()["error"]["message"]
+
+
+async def test_a_typed_reply_goes_out_as_native_buttons(
+    e2e_settings, wa_tenant, script, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    """The model fills in the typed reply (``agent.typed_replies``) instead of calling a tool: the same
+    parts, rendered by the same WhatsApp renderer."""
+    model = await script(agent={"typed_replies": True})
+    model.push(text(json.dumps({
+        "text": "Great choice, the valve comes in three sizes.",
+        "parts": [{"kind": "buttons", "prompt": "Which size?", "options": SIZES}],
+    })))  # fmt: skip
+    settings = e2e_settings()
+    pid = wa_tenant.phone_number_id
+    async with channel_service(settings) as svc:
+        await svc.post(text_body(phone_number_id=pid, wamid="wamid.TYPED1", text="I want a valve"))
+    await run_worker_burst(settings)
+    (sent,) = sent_to(graph_sandbox[1], pid)
+    assert sent["interactive"] == {
+        "type": "button",
+        "body": {"text": "Great choice, the valve comes in three sizes.\n\nWhich size?"},
+        "action": {"buttons": [{"type": "reply", "reply": o} for o in SIZES]},
+    }
+    assert '{"text": "<your message>", "parts"' in model.requests[0]["messages"][0]["content"]

@@ -34,6 +34,9 @@ __all__ = [
     "wait_for_sends",
 ]
 
+CONNECT_SANDBOX_SECRETS = '{"installed": {"client_id": "sandbox", "client_secret": "sandbox"}}'
+"""An OAuth client file the Gmail sandbox accepts (README, Gmail, "Try it without Google")."""
+
 _DONE_PAGE = (
     b"<!doctype html><title>Switchboard</title><p>Switchboard received the authorization. "
     b"You can close this window and go back to the terminal.</p>"
@@ -270,12 +273,14 @@ def simulate_gmail(
 ) -> None:
     """Deliver a mail into the tenant's sandbox mailbox, let the sandbox push the notification to the
     running Gmail service, then print (JSON lines) the mails the sandbox received as sent from that
-    mailbox while waiting. Needs `switchboard run` (or the Gmail service and workers) on the sandbox.
-    Exit 0 when the push was acknowledged.
+    mailbox while waiting. Needs `switchboard run` (or the Gmail service and workers) on the sandbox,
+    and the mailbox connected once with `channel add-gmail` (the error says how). Exit 0 when the push
+    was acknowledged; 1 when the sandbox cannot be reached or refused the push; 2 on a bad option or
+    an unconnected mailbox.
     """
     from sqlmodel import select
 
-    from switchboard.db.models import GmailMailbox
+    from switchboard.db.models import ChannelAccount, GmailMailbox
     from switchboard.tenants import get_tenant
 
     if (text is None) == (payload is None):
@@ -288,8 +293,27 @@ def simulate_gmail(
             mailbox = (
                 await session.exec(select(GmailMailbox).where(GmailMailbox.tenant_id == owner.id))
             ).first()
+            account = None
+            if mailbox is None:
+                account = (
+                    await session.exec(
+                        select(ChannelAccount).where(
+                            ChannelAccount.tenant_id == owner.id, ChannelAccount.channel == "gmail"
+                        )
+                    )
+                ).first()
         if mailbox is None:
-            raise ValueError(f"tenant {tenant} has no Gmail mailbox: run `switchboard channel add-gmail`")
+            # the seeded demo lists its mailbox as a channel account, but nothing syncs it before OAuth
+            named = (
+                f"its Gmail account {account.external_account_id} is not connected yet"
+                if account
+                else ("it has no Gmail mailbox")
+            )
+            raise ValueError(
+                f"tenant {owner.slug}: {named}. Connect it first (against the sandbox no Google account "
+                f"is needed): echo '{CONNECT_SANDBOX_SECRETS}' > client_secret.json && switchboard channel "
+                f"add-gmail --tenant {owner.slug} --client-secrets client_secret.json --loopback"
+            )
         return mailbox.email
 
     mailbox = run_db(find_mailbox, settings=settings)

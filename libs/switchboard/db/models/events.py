@@ -49,6 +49,7 @@ class EventOutbox(TenantOwned, table=True):
     __tablename__ = "event_outbox"
     __table_args__ = (
         Index("ix_event_outbox_undispatched", "created_at", postgresql_where=text("dispatched_at IS NULL")),
+        Index("ix_event_outbox_created_at", "created_at"),  # the retention job's cutoff (0023_events)
     )
 
     id: uuid.UUID = id_field()
