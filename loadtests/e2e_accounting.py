@@ -90,6 +90,8 @@ class Accounting:
     """Channel → message → reply-sent seconds, one per answered turn."""
     unanswered_ids: list[str] = field(default_factory=list)
     doubled_keys: list[tuple[str, str]] = field(default_factory=list)
+    unclaimed: list[str] = field(default_factory=list)
+    """``channel:to:provider_id`` of each send no outbox row claims."""
 
 
 def account(sent: list[Sent], replies: list[Reply]) -> Accounting:
@@ -106,7 +108,8 @@ def account(sent: list[Sent], replies: list[Reply]) -> Accounting:
         if count > 1:
             result.sent_twice += count - 1
             result.doubled_keys.append((f"{channel}:{answers}", part))
-    result.unclaimed_sends = sum(1 for r in replies if r.answers is None)
+    result.unclaimed = [f"{r.channel}:{r.to}:{r.provider_id}" for r in replies if r.answers is None]
+    result.unclaimed_sends = len(result.unclaimed)
     result.sent_twice += result.unclaimed_sends
     newest_answered: dict[tuple[str, str], float] = {}
     first_part: dict[tuple[str, str], Reply] = {}

@@ -96,8 +96,14 @@ def stop_system(proc: subprocess.Popen) -> None:
             proc.wait(10)
 
 
-def wait_ready(settings: Any, proc: subprocess.Popen | None, timeout_s: float = 240) -> dict[str, Any]:
-    """Wait for ``run.json`` (written once every service is healthy) and return it."""
+def wait_ready(
+    settings: Any, env: dict[str, str], proc: subprocess.Popen | None, timeout_s: float = 400
+) -> dict[str, Any]:
+    """Wait until ``switchboard status`` says every service is healthy; return ``run.json``.
+
+    (``switchboard run`` writes ``run.json`` after its own health wait even when that wait timed out, as
+    it can on a loaded machine, so the file alone does not mean ready.)
+    """
     from switchboard.runtime.resources import live_run_state
 
     deadline = time.monotonic() + timeout_s
@@ -105,9 +111,10 @@ def wait_ready(settings: Any, proc: subprocess.Popen | None, timeout_s: float = 
         if proc is not None and proc.poll() is not None:
             raise SystemExit(f"switchboard run exited with {proc.returncode}; see its log")
         state = live_run_state(settings)
-        if state:
+        if state and subprocess.run([str(ROOT / ".venv/bin/switchboard"), "status"], cwd=ROOT, env=dict(os.environ, **env),
+                                    capture_output=True, timeout=60).returncode == 0:  # fmt: skip
             return state
-        time.sleep(0.5)
+        time.sleep(2)
     raise SystemExit(f"switchboard run not healthy after {timeout_s:g} s")
 
 
@@ -125,22 +132,36 @@ def connect_gmail(env: dict[str, str], tmp: Path) -> None:
         raise SystemExit(f"add-gmail failed: {done.stdout}\n{done.stderr}")
 
 
-async def prepare(client: httpx.AsyncClient, settings: Any, run: str, latency: str, model_calls: int) -> dict[str, str]:
+async def prepare(
+    client: httpx.AsyncClient, settings: Any, run: str, latency: str, model_calls: int
+) -> dict[str, str]:
     """Media in the sandboxes, the model's latency script; returns the scenario's ``LOADTEST_*`` values."""
     wa, ig = settings.whatsapp_sandbox_url, settings.instagram_sandbox_url
     image_id, audio_id = f"{run}00001", f"{run}00002"
     for media_id, data, mime in ((image_id, b"\xff\xd8\xffjpeg", "image/jpeg"),
                                  (audio_id, b"SWITCHBOARD-TRANSCRIPT: where is my order", "audio/ogg")):  # fmt: skip
-        (await client.put(f"{wa}/_control/media/{media_id}", content=data, headers={"content-type": mime})).raise_for_status()
+        (
+            await client.put(f"{wa}/_control/media/{media_id}", content=data, headers={"content-type": mime})
+        ).raise_for_status()
     assets = {"image": f"load-{run}-image", "audio": f"load-{run}-audio"}
     (await client.put(f"{ig}/_control/cdn/{assets['image']}", content=b"\xff\xd8\xffjpeg")).raise_for_status()
-    (await client.put(f"{ig}/_control/cdn/{assets['audio']}", content=b"SWITCHBOARD-TRANSCRIPT: do you ship abroad")).raise_for_status()
+    (
+        await client.put(
+            f"{ig}/_control/cdn/{assets['audio']}", content=b"SWITCHBOARD-TRANSCRIPT: do you ship abroad"
+        )
+    ).raise_for_status()
     control = settings.model_server_url + f"/control/{MODEL}"
     (await client.delete(control)).raise_for_status()
     if latency != "0":
         low, high = (float(x) for x in latency.split("-"))
-        responses = [{"kind": "demo", "latency_s": round(random.uniform(low, high), 3)} for _ in range(model_calls)]
-        script = {"responses": responses, "default": {"kind": "demo", "latency_s": (low + high) / 2}, "replace": True}
+        responses = [
+            {"kind": "demo", "latency_s": round(random.uniform(low, high), 3)} for _ in range(model_calls)
+        ]
+        script = {
+            "responses": responses,
+            "default": {"kind": "demo", "latency_s": (low + high) / 2},
+            "replace": True,
+        }
         (await client.post(control, json=script)).raise_for_status()
     push, _audience = _gmail_push(settings)
     return {
@@ -168,11 +189,15 @@ SENT_LOGS = {  # channel → (sandbox URL property, filter parameter, value): th
 }
 
 
-async def sends_after(client: httpx.AsyncClient, settings: Any, after: dict[str, int]) -> dict[str, list[dict]]:
+async def sends_after(
+    client: httpx.AsyncClient, settings: Any, after: dict[str, int]
+) -> dict[str, list[dict]]:
     """Every send each sandbox recorded with ``seq`` above ``after[channel]``."""
     found: dict[str, list[dict]] = {}
     for channel, (prop, param, value) in SENT_LOGS.items():
-        answer = await client.get(f"{getattr(settings, prop)}/_control/sent", params={"after": after[channel], param: value})
+        answer = await client.get(
+            f"{getattr(settings, prop)}/_control/sent", params={"after": after[channel], param: value}
+        )
         answer.raise_for_status()
         found[channel] = answer.json()["messages"]
     return found
@@ -181,7 +206,9 @@ async def sends_after(client: httpx.AsyncClient, settings: Any, after: dict[str,
 async def last_seqs(client: httpx.AsyncClient, settings: Any) -> dict[str, int]:
     out = {}
     for channel, (prop, param, value) in SENT_LOGS.items():
-        answer = await client.get(f"{getattr(settings, prop)}/_control/sent", params={param: value, "after": 10**9})
+        answer = await client.get(
+            f"{getattr(settings, prop)}/_control/sent", params={param: value, "after": 10**9}
+        )
         answer.raise_for_status()
         out[channel] = answer.json()["last_seq"]
     return out
@@ -204,7 +231,9 @@ async def outbox_claims(database_url: str, since: float) -> dict[tuple[str, str]
     return {(channel, ext): (answers, f"{purpose}:{part}") for channel, ext, answers, purpose, part in rows}
 
 
-def to_replies(sends: dict[str, list[dict]], claims: dict[tuple[str, str], tuple[str | None, str]]) -> list[Reply]:
+def to_replies(
+    sends: dict[str, list[dict]], claims: dict[tuple[str, str], tuple[str | None, str]]
+) -> list[Reply]:
     replies = []
     for channel, records in sends.items():
         for record in records:
@@ -214,7 +243,9 @@ def to_replies(sends: dict[str, list[dict]], claims: dict[tuple[str, str], tuple
     return replies
 
 
-async def sample_depths(redis_url: str, samples: list[tuple[float, dict[str, int]]], stop: asyncio.Event) -> None:
+async def sample_depths(
+    redis_url: str, samples: list[tuple[float, dict[str, int]]], stop: asyncio.Event
+) -> None:
     """Every 0.5 s: ready jobs per queue (``queue_depths``) and all jobs (ready + deferred, ``ZCARD``)."""
     from redis.asyncio import Redis
     from switchboard.queue.depth import queue_depths
@@ -235,7 +266,9 @@ async def sample_depths(redis_url: str, samples: list[tuple[float, dict[str, int
         await redis.aclose()
 
 
-def plot(samples: list[tuple[float, dict[str, int]]], began: float, load_end: float, path: Path, title: str) -> None:
+def plot(
+    samples: list[tuple[float, dict[str, int]]], began: float, load_end: float, path: Path, title: str
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -261,7 +294,9 @@ def read_records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-async def run_load(args: argparse.Namespace, settings: Any, state: dict[str, Any], env: dict[str, str], tmp: Path) -> int:
+async def run_load(
+    args: argparse.Namespace, settings: Any, state: dict[str, Any], env: dict[str, str], tmp: Path
+) -> int:
     from switchboard.settings import load_settings  # noqa: F401 (settings already loaded with env)
 
     run = str(random.randint(1000, 9999))
@@ -274,7 +309,13 @@ async def run_load(args: argparse.Namespace, settings: Any, state: dict[str, Any
         baseline = await last_seqs(client, settings)
         samples: list[tuple[float, dict[str, int]]] = []
         stop = asyncio.Event()
-        sampler = asyncio.create_task(sample_depths(state["embedded_redis_url"] if not os.environ.get("REDIS_URL") else os.environ["REDIS_URL"], samples, stop))
+        sampler = asyncio.create_task(
+            sample_depths(
+                state["embedded_redis_url"] if not os.environ.get("REDIS_URL") else os.environ["REDIS_URL"],
+                samples,
+                stop,
+            )
+        )
         began = time.time()
         locust_env = dict(os.environ, **env, **{f"LOADTEST_{k}": v for k, v in scenario.items()},
                           LOADTEST_RECORDS=str(records_path), LOADTEST_THINK=args.think)  # fmt: skip
@@ -296,7 +337,8 @@ async def run_load(args: argparse.Namespace, settings: Any, state: dict[str, Any
         last_count, last_change = -1, time.monotonic()
         while True:
             sends = await sends_after(client, settings, baseline)
-            replies = to_replies(sends, await outbox_claims(database_url, began))
+            claims = await outbox_claims(database_url, began)
+            replies = to_replies(sends, claims)
             result = account(sent, replies)
             count = sum(len(v) for v in sends.values())
             if count != last_count:
@@ -311,6 +353,13 @@ async def run_load(args: argparse.Namespace, settings: Any, state: dict[str, Any
                 break
             await asyncio.sleep(2)
         drained = time.time()
+        for channel, records_of in sends.items():  # what the unclaimed sends were, for the diagnosis
+            for record in records_of:
+                if (channel, record["id"]) not in claims:
+                    print(
+                        f"unclaimed {channel} send to {record.get('to')} at {record['at'] - began:.1f} s: "
+                        f"{str(record.get('text') or record.get('type'))[:100]!r}"
+                    )
         stop.set()
         await sampler
     report(args, records, result, samples, began, load_end, drained, tmp, locust.returncode)
@@ -324,7 +373,9 @@ def report(args: argparse.Namespace, records: list[dict], result: Any, samples: 
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}); locust exit {locust_rc}")  # fmt: skip
     print(f"posts: {len(records)} ({sum(r['redelivery'] for r in records)} redeliveries), "
           f"not acknowledged 200: {sum(r['status'] != 200 for r in records)}")  # fmt: skip
-    print(f"{'channel':>10} {'posts':>6} {'ack p50':>8} {'p95':>7} {'p99':>7}   {'turns':>5} {'reply p50':>9} {'p95':>6}  (ack ms, reply s)")
+    print(
+        f"{'channel':>10} {'posts':>6} {'ack p50':>8} {'p95':>7} {'p99':>7}   {'turns':>5} {'reply p50':>9} {'p95':>6}  (ack ms, reply s)"
+    )
     for channel in ("whatsapp", "instagram", "gmail"):
         acks = [r["ack_ms"] for r in records if r["channel"] == channel]
         lat = result.latencies.get(channel, [])
@@ -343,15 +394,25 @@ def report(args: argparse.Namespace, records: list[dict], result: Any, samples: 
         print("  " + "  ".join(f"{t - began:.0f}s:{s['chat ready']}/{s['chat all']},{s['background ready']}/{s['background all']}"
                                for t, s in samples[::step]))  # fmt: skip
         out = Path(args.plot) if args.plot else tmp / f"queue_depth_{args.model_latency}.png"
-        plot(samples, began, load_end, out, f"queue depth, {args.users} users, model latency {args.model_latency} s")
+        plot(
+            samples,
+            began,
+            load_end,
+            out,
+            f"queue depth, {args.users} users, model latency {args.model_latency} s",
+        )
         print(f"queue depth plot: {out}")
     print(f"drained {drained - load_end:.0f} s after the load stopped; turns answered {result.turns_answered}, "
           f"customer messages {result.messages}")  # fmt: skip
-    print(f"customer messages without a reply: {result.without_reply} (customers: {result.customers_unanswered})")
+    print(
+        f"customer messages without a reply: {result.without_reply} (customers: {result.customers_unanswered})"
+    )
     print(f"replies sent twice: {result.sent_twice} (same reply again: {result.sent_twice - result.unclaimed_sends - result.misdirected}, "
           f"sends no outbox row claims: {result.unclaimed_sends}, to the wrong customer: {result.misdirected})")  # fmt: skip
     if result.unanswered_ids:
         print("  unanswered (first 10): " + ", ".join(result.unanswered_ids[:10]))
+    if result.unclaimed:
+        print("  unclaimed sends (first 10): " + "; ".join(result.unclaimed[:10]))
     if result.doubled_keys:
         print("  doubled (first 10): " + ", ".join(f"{k} {p}" for k, p in result.doubled_keys[:10]))
 
@@ -364,11 +425,20 @@ def main() -> None:
     parser.add_argument("--think", default="15-30", help="seconds a customer waits between turns (LOW-HIGH)")
     parser.add_argument("--spawn-rate", type=float, default=50)
     parser.add_argument("--drain-timeout", type=float, default=300)
-    parser.add_argument("--settle", type=float, default=20, help="queues empty and no send for this long: done")
+    parser.add_argument(
+        "--settle", type=float, default=20, help="queues empty and no send for this long: done"
+    )
     parser.add_argument("--tenant-rate-limit", type=int, default=100000)
     parser.add_argument("--data-dir", default="/tmp/load-data")
-    parser.add_argument("--fresh", action="store_true", help="delete --data-dir first (a new database)")
-    parser.add_argument("--attach", action="store_true", help="use a running system (same env), leave it running")
+    parser.add_argument(
+        "--keep-data",
+        action="store_true",
+        help="keep --data-dir (default: delete it first: the sandboxes live in memory, so a kept "
+        "database holds Gmail cursors and tokens the new sandbox never issued)",
+    )
+    parser.add_argument(
+        "--attach", action="store_true", help="use a running system (same env), leave it running"
+    )
     parser.add_argument("--plot", help="PNG path (default: in the run's temporary folder, kept)")
     parser.add_argument("--quick", action="store_true", help="250 users, 20 s of load, 90 s drain at most")
     args = parser.parse_args()
@@ -376,7 +446,7 @@ def main() -> None:
         args.duration, args.drain_timeout = min(args.duration, 20), min(args.drain_timeout, 90)
     env = system_env(args)
     os.environ.update(env)
-    if args.fresh and not args.attach:
+    if not args.keep_data and not args.attach:
         shutil.rmtree(args.data_dir, ignore_errors=True)
     from switchboard.settings import load_settings
 
@@ -386,7 +456,7 @@ def main() -> None:
     code = 2
     try:
         started = time.monotonic()
-        state = wait_ready(settings, proc)
+        state = wait_ready(settings, env, proc)
         print(f"system healthy after {time.monotonic() - started:.0f} s (log: {tmp / 'switchboard.log'})")
         connect_gmail(env, tmp)
         code = asyncio.run(run_load(args, settings, state, env, tmp))
