@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import hmac
 import json
 import os
 import random
@@ -96,23 +98,23 @@ def stop_system(proc: subprocess.Popen) -> None:
             proc.wait(10)
 
 
-def wait_ready(
-    settings: Any, env: dict[str, str], proc: subprocess.Popen | None, timeout_s: float = 400
-) -> dict[str, Any]:
-    """Wait until ``switchboard status`` says every service is healthy; return ``run.json``.
+def wait_ready(settings: Any, proc: subprocess.Popen | None, timeout_s: float = 400) -> dict[str, Any]:
+    """Wait until every service answers healthy (the probes of ``switchboard status``); return ``run.json``.
 
     (``switchboard run`` writes ``run.json`` after its own health wait even when that wait timed out, as
     it can on a loaded machine, so the file alone does not mean ready.)
     """
     from switchboard.runtime.resources import live_run_state
+    from switchboard.runtime.services import SERVICES
+    from switchboard.runtime.supervisor import check_service_health
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             raise SystemExit(f"switchboard run exited with {proc.returncode}; see its log")
         state = live_run_state(settings)
-        if state and subprocess.run([str(ROOT / ".venv/bin/switchboard"), "status"], cwd=ROOT, env=dict(os.environ, **env),
-                                    capture_output=True, timeout=60).returncode == 0:  # fmt: skip
+        redis_url = os.environ.get("REDIS_URL") or (state or {}).get("embedded_redis_url")
+        if state and all(check_service_health(spec, settings, redis_url, 5.0)[0] for spec in SERVICES):
             return state
         time.sleep(2)
     raise SystemExit(f"switchboard run not healthy after {timeout_s:g} s")
@@ -294,18 +296,58 @@ def read_records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+async def warm_up(
+    client: httpx.AsyncClient, settings: Any, scenario: dict[str, str], timeout_s: float = 240
+) -> float:
+    """One WhatsApp and one Instagram text from warm-up customers, answered before the load starts: the
+    first turn of a fresh system imports LiteLLM and opens pools (tens of seconds on a loaded machine),
+    which is start-up, not load. Returns the seconds it took."""
+    started = time.monotonic()
+    before = await last_seqs(client, settings)
+    wa_id, igsid = f"19{scenario['RUN']}000000", f"99{scenario['RUN']}0000000000"
+    wa = {"object": "whatsapp_business_account", "entry": [{"id": "102000000000001", "changes": [{"field": "messages", "value": {
+        "messaging_product": "whatsapp", "metadata": {"display_phone_number": "15550100001", "phone_number_id": scenario["WA_PHONE_ID"]},
+        "contacts": [{"profile": {"name": "Warm-up"}, "wa_id": wa_id}],
+        "messages": [{"from": wa_id, "id": f"wamid.WARM{scenario['RUN']}=", "timestamp": str(int(time.time())),
+                      "type": "text", "text": {"body": "What are your opening hours?"}}]}}]}]}  # fmt: skip
+    now_ms = int(time.time() * 1000)
+    ig = {"object": "instagram", "entry": [{"id": scenario["IG_ACCOUNT"], "time": now_ms, "messaging": [
+        {"sender": {"id": igsid}, "recipient": {"id": scenario["IG_ACCOUNT"]}, "timestamp": now_ms,
+         "message": {"mid": f"aWdfWARM{scenario['RUN']}", "text": "How long does shipping take?"}}]}]}  # fmt: skip
+    for url, body, secret in ((scenario["WA_HOST"] + "/webhooks/whatsapp", wa, scenario["WA_SECRET"]),
+                              (scenario["IG_HOST"] + "/webhooks/instagram", ig, scenario["IG_SECRET"])):  # fmt: skip
+        raw = json.dumps(body).encode()
+        signature = "sha256=" + hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest()
+        answer = await client.post(
+            url, content=raw, headers={"X-Hub-Signature-256": signature, "Content-Type": "application/json"}
+        )
+        answer.raise_for_status()
+    while time.monotonic() - started < timeout_s:
+        sends = await sends_after(client, settings, before)
+        if sends["whatsapp"] and sends["instagram"]:
+            return time.monotonic() - started
+        await asyncio.sleep(1)
+    raise SystemExit(f"the warm-up messages got no reply in {timeout_s:g} s")
+
+
 async def run_load(
-    args: argparse.Namespace, settings: Any, state: dict[str, Any], env: dict[str, str], tmp: Path
+    args: argparse.Namespace,
+    settings: Any,
+    state: dict[str, Any],
+    env: dict[str, str],
+    tmp: Path,
+    latency: str,
 ) -> int:
     from switchboard.settings import load_settings  # noqa: F401 (settings already loaded with env)
 
     run = str(random.randint(1000, 9999))
     control = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
-    records_path = tmp / "records.jsonl"
+    records_path = tmp / f"records_{latency}.jsonl"
     think = [float(x) for x in args.think.split("-")]
     model_calls = int(args.users * args.duration / (sum(think) / 2) * 4) + 1000
     async with httpx.AsyncClient(timeout=60, headers=control) as client:
-        scenario = await prepare(client, settings, run, args.model_latency, model_calls)
+        scenario = await prepare(client, settings, run, latency, model_calls)
+        print(f"warm-up turns answered in {await warm_up(client, settings, scenario):.0f} s")
         baseline = await last_seqs(client, settings)
         samples: list[tuple[float, dict[str, int]]] = []
         stop = asyncio.Event()
@@ -327,7 +369,7 @@ async def run_load(
         )  # fmt: skip
         locust_out, _ = await locust.communicate()
         load_end = time.time()
-        (tmp / "locust.log").write_bytes(locust_out)
+        (tmp / f"locust_{latency}.log").write_bytes(locust_out)
         records = read_records(records_path)
         sent = [Sent(r["channel"], r["customer"], r["message_id"], r["posted_at"])
                 for r in records if r["status"] == 200 and not r["redelivery"]]  # fmt: skip
@@ -362,14 +404,14 @@ async def run_load(
                     )
         stop.set()
         await sampler
-    report(args, records, result, samples, began, load_end, drained, tmp, locust.returncode)
+    report(args, latency, records, result, samples, began, load_end, drained, tmp, locust.returncode)
     return 1 if result.without_reply or result.sent_twice else 0
 
 
-def report(args: argparse.Namespace, records: list[dict], result: Any, samples: list, began: float,
+def report(args: argparse.Namespace, latency: str, records: list[dict], result: Any, samples: list, began: float,
            load_end: float, drained: float, tmp: Path, locust_rc: int | None) -> None:  # fmt: skip
     print(f"\nend to end under load: {args.users} users, {args.duration:g} s of load, think {args.think} s, "
-          f"model latency {args.model_latency} s, {os.cpu_count()} CPUs (shared: load average "
+          f"model latency {latency} s, {os.cpu_count()} CPUs (shared: load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}); locust exit {locust_rc}")  # fmt: skip
     print(f"posts: {len(records)} ({sum(r['redelivery'] for r in records)} redeliveries), "
           f"not acknowledged 200: {sum(r['status'] != 200 for r in records)}")  # fmt: skip
@@ -393,13 +435,15 @@ def report(args: argparse.Namespace, records: list[dict], result: Any, samples: 
         print("queue depth over time (s since start: chat ready/all, background ready/all):")
         print("  " + "  ".join(f"{t - began:.0f}s:{s['chat ready']}/{s['chat all']},{s['background ready']}/{s['background all']}"
                                for t, s in samples[::step]))  # fmt: skip
-        out = Path(args.plot) if args.plot else tmp / f"queue_depth_{args.model_latency}.png"
+        out = (
+            Path(args.plot.replace("{latency}", latency)) if args.plot else tmp / f"queue_depth_{latency}.png"
+        )
         plot(
             samples,
             began,
             load_end,
             out,
-            f"queue depth, {args.users} users, model latency {args.model_latency} s",
+            f"queue depth, {args.users} users, model latency {latency} s",
         )
         print(f"queue depth plot: {out}")
     print(f"drained {drained - load_end:.0f} s after the load stopped; turns answered {result.turns_answered}, "
@@ -421,7 +465,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=250)
     parser.add_argument("--duration", type=float, default=60, help="seconds of load")
-    parser.add_argument("--model-latency", default="0", help="0, or LOW-HIGH seconds per model call (1-3)")
+    parser.add_argument(
+        "--model-latency",
+        nargs="+",
+        default=["0"],
+        help="0, or LOW-HIGH seconds per model call (1-3); several: one run each, on one system",
+    )
     parser.add_argument("--think", default="15-30", help="seconds a customer waits between turns (LOW-HIGH)")
     parser.add_argument("--spawn-rate", type=float, default=50)
     parser.add_argument("--drain-timeout", type=float, default=300)
@@ -439,7 +488,9 @@ def main() -> None:
     parser.add_argument(
         "--attach", action="store_true", help="use a running system (same env), leave it running"
     )
-    parser.add_argument("--plot", help="PNG path (default: in the run's temporary folder, kept)")
+    parser.add_argument(
+        "--plot", help="PNG path, {latency} replaced (default: in the run's temporary folder, kept)"
+    )
     parser.add_argument("--quick", action="store_true", help="250 users, 20 s of load, 90 s drain at most")
     args = parser.parse_args()
     if args.quick:
@@ -456,10 +507,12 @@ def main() -> None:
     code = 2
     try:
         started = time.monotonic()
-        state = wait_ready(settings, env, proc)
+        state = wait_ready(settings, proc)
         print(f"system healthy after {time.monotonic() - started:.0f} s (log: {tmp / 'switchboard.log'})")
         connect_gmail(env, tmp)
-        code = asyncio.run(run_load(args, settings, state, env, tmp))
+        code = 0
+        for latency in args.model_latency:
+            code |= asyncio.run(run_load(args, settings, state, env, tmp, latency))
     finally:
         if proc is not None:
             stop_system(proc)
