@@ -30,10 +30,11 @@ message):
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-__all__ = ["Sent", "Reply", "Accounting", "account", "percentile"]
+__all__ = ["Sent", "Reply", "Accounting", "account", "sent_from_records", "percentile"]
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ def account(sent: list[Sent], replies: list[Reply]) -> Accounting:
     result.sent_twice += result.unclaimed_sends
     newest_answered: dict[tuple[str, str], float] = {}
     first_part: dict[tuple[str, str], Reply] = {}
+    answered: set[tuple[str, str]] = set()
     for reply in sorted(replies, key=lambda r: r.at):
         message = by_id.get((reply.channel, reply.answers)) if reply.answers is not None else None
         if message is None:
@@ -123,12 +125,13 @@ def account(sent: list[Sent], replies: list[Reply]) -> Accounting:
             continue
         key = (message.channel, message.customer)
         newest_answered[key] = max(newest_answered.get(key, float("-inf")), message.posted_at)
-        first_part.setdefault((reply.channel, message.message_id), reply)
-    for (channel, message_id), reply in first_part.items():
-        result.turns_answered += 1
+        answered.add((reply.channel, message.message_id))
         if reply.part.endswith(":0"):
-            message = by_id[(channel, message_id)]
-            result.latencies.setdefault(channel, []).append(reply.at - message.posted_at)
+            first_part.setdefault((reply.channel, message.message_id), reply)
+    result.turns_answered = len(answered)
+    for (channel, message_id), reply in first_part.items():
+        message = by_id[(channel, message_id)]
+        result.latencies.setdefault(channel, []).append(reply.at - message.posted_at)
     unanswered_by_customer: dict[tuple[str, str], int] = defaultdict(int)
     for message in sent:
         key = (message.channel, message.customer)
@@ -140,9 +143,24 @@ def account(sent: list[Sent], replies: list[Reply]) -> Accounting:
     return result
 
 
+def sent_from_records(records: list[dict]) -> list[Sent]:
+    """The customer messages among the scenario's post records (``e2e_locustfile``'s JSON lines): the
+    first post of each ``(channel, message_id)`` acknowledged 200 (a redelivery repeats the id and is the
+    same message; it counts as the message only when every earlier post of it failed)."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for record in sorted(records, key=lambda r: r["posted_at"]):
+        key = (record["channel"], record["message_id"])
+        if record["status"] != 200 or key in seen:
+            continue
+        seen.add(key)
+        out.append(Sent(record["channel"], record["customer"], record["message_id"], record["posted_at"]))
+    return out
+
+
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile (``q`` in 0..1) of ``values``; ``nan`` when empty."""
     if not values:
         return float("nan")
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered) + 0.5) - 1))]
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered) - 1e-9) - 1))]

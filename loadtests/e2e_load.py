@@ -57,7 +57,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT / "libs")]
 
-from e2e_accounting import Reply, Sent, account, percentile  # noqa: E402
+from e2e_accounting import Reply, account, percentile, sent_from_records  # noqa: E402
 
 PORTS = {
     "ORCHESTRATOR_PORT": 9400, "WHATSAPP_PORT": 9401, "INSTAGRAM_PORT": 9402, "GMAIL_PORT": 9403,
@@ -371,8 +371,7 @@ async def run_load(
         load_end = time.time()
         (tmp / f"locust_{latency}.log").write_bytes(locust_out)
         records = read_records(records_path)
-        sent = [Sent(r["channel"], r["customer"], r["message_id"], r["posted_at"])
-                for r in records if r["status"] == 200 and not r["redelivery"]]  # fmt: skip
+        sent = sent_from_records(records)
         database_url = os.environ.get("DATABASE_URL") or state["embedded_database_url"]
         # drain: until every turn is answered, or the queues are empty and nothing was sent for --settle s
         deadline = time.monotonic() + args.drain_timeout
