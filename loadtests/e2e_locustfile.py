@@ -35,8 +35,7 @@ import random
 import time
 import uuid
 
-import gevent
-from locust import FastHttpUser, between, events, task
+from locust import FastHttpUser, between, events, task  # locust patches time.sleep to yield (gevent)
 
 
 def _env(name: str, default: str = "") -> str:
@@ -121,12 +120,12 @@ class _Customer(FastHttpUser):
         if kind == "burst":
             for i in range(random.randint(2, 3)):
                 if i:
-                    gevent.sleep(random.uniform(0.2, 0.6))
+                    time.sleep(random.uniform(0.2, 0.6))
                 self.send_one("burst")
         else:
             self.send_one(kind)
         if self.last is not None and random.random() < 1 / 7:
-            gevent.sleep(random.uniform(0.05, 0.5))
+            time.sleep(random.uniform(0.05, 0.5))
             self.redeliver()
 
     def redeliver(self) -> None:
