@@ -252,6 +252,35 @@ async def outbox_claims(database_url: str, since: float) -> dict[tuple[str, str]
     return {(channel, ext): (answers, f"{purpose}:{part}") for channel, ext, answers, purpose, part in rows}
 
 
+async def states_of(database_url: str, ids: list[str]) -> dict[str, int]:
+    """How many of the unanswered messages (``channel:provider id``) are in each ``inbound_state`` (plus
+    their ``last_error``, and whether an outbox row for them is still waiting): ``pending`` /
+    ``processing`` are backlog when the drain ended, ``done`` without a reply sent is a lost reply."""
+    from sqlalchemy import text
+    from switchboard.db.engine import create_engine
+
+    if not ids:
+        return {}
+    engine = create_engine(database_url, pool_size=1)
+    try:
+        async with engine.connect() as conn:
+            rows = (await conn.execute(text(
+                "SELECT m.inbound_state, coalesce(m.last_error, ''), "
+                "(SELECT string_agg(DISTINCT o.status, ',') FROM outbox o WHERE o.inbound_message_id = m.id) "
+                "FROM messages m WHERE m.direction = 'inbound' AND m.channel || ':' || m.external_id = ANY(:ids)"),
+                {"ids": ids})).all()  # fmt: skip
+    finally:
+        await engine.dispose()
+    counts: dict[str, int] = {}
+    for state, error, outbox in rows:
+        key = f"{state}" + (f" ({error[:60]})" if error else "") + (f" outbox {outbox}" if outbox else "")
+        counts[key] = counts.get(key, 0) + 1
+    missing = len(ids) - len(rows)
+    if missing:
+        counts["not stored"] = missing
+    return counts
+
+
 def to_replies(
     sends: dict[str, list[dict]], claims: dict[tuple[str, str], tuple[str | None, str]]
 ) -> list[Reply]:
@@ -427,6 +456,7 @@ async def run_load(
                 break
             await asyncio.sleep(2)
         drained = time.time()
+        unanswered_states = await states_of(database_url, result.unanswered_ids)
         for channel, records_of in sends.items():  # what the unclaimed sends were, for the diagnosis
             for record in records_of:
                 if (channel, record["id"]) not in claims:
@@ -437,6 +467,9 @@ async def run_load(
         stop.set()
         await sampler
     report(args, latency, records, result, samples, began, load_end, drained, tmp, locust.returncode)
+    if unanswered_states:
+        print("  unanswered messages by state when the drain ended: "
+              + ", ".join(f"{k}: {v}" for k, v in sorted(unanswered_states.items())))  # fmt: skip
     return 1 if result.without_reply or result.sent_twice else 0
 
 
