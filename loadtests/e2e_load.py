@@ -236,7 +236,8 @@ async def last_seqs(client: httpx.AsyncClient, settings: Any) -> dict[str, int]:
 
 
 async def outbox_claims(database_url: str, since: float) -> dict[tuple[str, str], tuple[str | None, str]]:
-    """``(channel, provider id) → (answered message's provider id, "purpose:part_index")`` of the outbox."""
+    """``(channel, provider id) → (answered message's provider id, "purpose:part_index")`` of the outbox
+    rows updated since ``since`` (epoch s; a row written before the run may be sent during it)."""
     from sqlalchemy import text
     from switchboard.db.engine import create_engine
 
@@ -246,7 +247,7 @@ async def outbox_claims(database_url: str, since: float) -> dict[tuple[str, str]
             rows = (await conn.execute(text(
                 "SELECT o.channel, o.external_id, m.external_id, o.purpose, o.part_index FROM outbox o "
                 "LEFT JOIN messages m ON m.id = o.inbound_message_id "
-                "WHERE o.external_id IS NOT NULL AND o.created_at >= to_timestamp(:since)"), {"since": since - 5})).all()  # fmt: skip
+                "WHERE o.external_id IS NOT NULL AND o.updated_at >= to_timestamp(:since)"), {"since": since - 5})).all()  # fmt: skip
     finally:
         await engine.dispose()
     return {(channel, ext): (answers, f"{purpose}:{part}") for channel, ext, answers, purpose, part in rows}
@@ -457,6 +458,7 @@ async def run_load(
             await asyncio.sleep(2)
         drained = time.time()
         unanswered_states = await states_of(database_url, result.unanswered_ids)
+        (tmp / f"sends_{latency}.json").write_text(json.dumps(sends))
         for channel, records_of in sends.items():  # what the unclaimed sends were, for the diagnosis
             for record in records_of:
                 if (channel, record["id"]) not in claims:
