@@ -150,10 +150,19 @@ async def test_the_graph_api_is_chosen_per_account_not_per_process(graph_sandbox
         assert await channel.send(real, "15550100099", part, correlation_id="c1") == "wamid.REAL1"
         await channel.send(demo, "15550100099", part, correlation_id="c2")
         await channel.send(real, "15550100099", part, correlation_id="c3")
+        buttons = OutboundPart(  # interactive sends follow the account too (they once used the default)
+            type="interactive",
+            interactive={
+                "type": "button",
+                "body": {"text": "Pick one"},
+                "action": {"buttons": [{"type": "reply", "reply": {"id": "a", "title": "A"}}]},
+            },
+        )
+        await channel.send(demo, "15550100099", buttons, correlation_id="c4")
     finally:
         await channel.aclose()
     assert real_senders == [real_number, real_number]
-    assert [m["text"] for m in sandbox.sent_by(demo_number)] == ["Hi there"]
+    assert [m.get("text") for m in sandbox.sent_by(demo_number)] == ["Hi there", "Pick one"]
     assert sandbox.sent_by(real_number) == []
     assert settings.channel_api_base_url("whatsapp", None) == real_url
     assert (

@@ -156,7 +156,7 @@ class WhatsAppChannel:
                     tracker=correlation_id,
                 )  # fmt: skip
             if part.type == "interactive" and part.interactive:
-                return await self.graph.send_interactive(
+                return await self.graph_for(account).send_interactive(
                     phone_number_id=phone_number_id, token=token, to=recipient,
                     interactive=dict(part.interactive), tracker=correlation_id,
                 )  # fmt: skip
