@@ -70,6 +70,16 @@ class KnowledgeSource(TenantOwned, table=True):
     updated_at: datetime = updated_at_field()
 
 
+EMBEDDING_FOLD_DIMS = EMBEDDING_DIMS // 4
+EMBEDDING_FOLD_SQL = (
+    "subvector(l2_normalize(embedding), 1, 384) + subvector(l2_normalize(embedding), 385, 384)"
+    " + subvector(l2_normalize(embedding), 769, 384) + subvector(l2_normalize(embedding), 1153, 384)"
+)
+"""The generated ``knowledge_documents.embedding_fold``: feature hashing of the normalized embedding
+(dimension i of the fold is the sum of dimensions i, i+384, i+768, i+1152), so its inner product
+with a question's fold estimates their cosine similarity."""
+
+
 class KnowledgeDocument(TenantOwned, table=True):
     """One chunk of a knowledge source: text, embedding and ``tsvector``, filtered by tenant and ``is_active``.
 
@@ -100,6 +110,12 @@ class KnowledgeDocument(TenantOwned, table=True):
     embedding: list[float] | None = Field(
         default=None, sa_column=Column(VECTOR(EMBEDDING_DIMS), nullable=True)
     )
+    embedding_fold: list[float] | None = Field(
+        default=None,
+        sa_column=Column(VECTOR(EMBEDDING_FOLD_DIMS), Computed(EMBEDDING_FOLD_SQL, persisted=True)),
+    )
+    """``embedding`` L2-normalized and folded to 384 dimensions (the sum of its four quarters), stored
+    inline (``STORAGE MAIN``): the exact scan ranks candidates by it (migration ``0021_retrieval``)."""
     tsv: str | None = Field(
         default=None,
         sa_column=Column(TSVECTOR, Computed("to_tsvector('simple', text)", persisted=True)),
