@@ -46,7 +46,9 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
     from switchboard.llm.lexical import lexical_embedding
 
     bench = await kb_common.setup(database_url, tenants=args.tenants, prefix="bench")
-    print(f"{args.chunks} chunks over {args.tenants} tenants, corpus {args.corpus}; {kb_common.machine_line()}")
+    print(
+        f"{args.chunks} chunks over {args.tenants} tenants, corpus {args.corpus}; {kb_common.machine_line()}"
+    )
     stored, seconds = await kb_common.ingest_manuals(bench, args.ingest_chunks)
     if stored:
         print(
@@ -102,7 +104,9 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
     print(f"  {'mode':<40}{'recall@5':>9}{'found':>7}{'p50 ms':>9}{'p95 ms':>9}")
     for label, mode, settings_, min_similarity in runs:
         for tenant, query, _, _ in samples[:5]:  # warm-up
-            await kb_common.timed_search(bench, tenant, query, mode, settings=settings_, min_similarity=min_similarity)
+            await kb_common.timed_search(
+                bench, tenant, query, mode, settings=settings_, min_similarity=min_similarity
+            )
         latencies, matched, found = [], 0, 0
         for (tenant, query, target, code), expected in zip(samples, truth, strict=True):
             ms, ids = await kb_common.timed_search(bench, tenant, code if mode == "exact" else query, mode,

@@ -281,7 +281,9 @@ async def ingest_file(bench: Bench, tenant_id: uuid.UUID, name: str, data: bytes
     from switchboard.knowledge import ingest_source, register_upload
 
     async with bench.sessions() as session, session.begin():
-        outcome = await register_upload(session, bench.settings, tenant_id=tenant_id, filename=name, data=data)
+        outcome = await register_upload(
+            session, bench.settings, tenant_id=tenant_id, filename=name, data=data
+        )
     report = await ingest_source(
         bench.sessions, bench.settings, tenant_id=tenant_id, source_id=outcome.source.id,
         content_hash=outcome.source.content_hash,
@@ -299,7 +301,9 @@ async def ingest_manuals(bench: Bench, chunks: int) -> tuple[int, float]:
     started, stored = time.perf_counter(), 0
     for document in range(max(0, chunks // CHUNKS_PER_DOCUMENT)):
         tenant = document % len(bench.tenant_ids)
-        stored += await ingest_file(bench, bench.tenant_ids[tenant], f"manual-{document}.txt", manual(tenant, document))
+        stored += await ingest_file(
+            bench, bench.tenant_ids[tenant], f"manual-{document}.txt", manual(tenant, document)
+        )
     return stored, time.perf_counter() - started
 
 
@@ -346,14 +350,19 @@ async def bulk_fill(
             await session.flush()
             source_ids.append(source.id)
     await conn.execute("DROP INDEX IF EXISTS ix_knowledge_documents_embedding_hnsw")
-    jobs = [(t, s, min(500, per_tenant - s)) for t in range(len(tenant_ids)) for s in range(0, per_tenant, 500)]
+    jobs = [
+        (t, s, min(500, per_tenant - s)) for t in range(len(tenant_ids)) for s in range(0, per_tenant, 500)
+    ]
     codes: dict[tuple[int, str], list[int]] = {}
     started = time.perf_counter()
     loaded, next_report = 0, 20_000
     columns = ["tenant_id", "source_id", "position", "text", "embedding", "is_active", "content_hash"]
     with multiprocessing.get_context("fork").Pool(workers) as pool:
         for rows in pool.imap_unordered(_embed_rows, jobs):
-            records = [(tenant_ids[t], source_ids[t], pos, text, vec, True, f"{t}:{pos}") for t, pos, text, vec, _ in rows]
+            records = [
+                (tenant_ids[t], source_ids[t], pos, text, vec, True, f"{t}:{pos}")
+                for t, pos, text, vec, _ in rows
+            ]
             await conn.copy_records_to_table("knowledge_documents", records=records, columns=columns)
             for t, pos, _, _, chunk_codes in rows:
                 for code in chunk_codes:

@@ -96,7 +96,9 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
                 match = [
                     r["id"]
                     for r in support_rows
-                    if r["tenant_id"] == bench.tenant_ids[tenant] and r["filename"] == filename and marker in r["text"]
+                    if r["tenant_id"] == bench.tenant_ids[tenant]
+                    and r["filename"] == filename
+                    and marker in r["text"]
                 ]
                 assert len(match) == 1, (question.text, filename, marker, len(match))
                 wanted.add(match[0])

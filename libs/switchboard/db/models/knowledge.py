@@ -95,7 +95,7 @@ class KnowledgeDocument(TenantOwned, table=True):
             postgresql_with={"m": 16, "ef_construction": 64},
             postgresql_ops={"embedding": "vector_cosine_ops"},
         ),
-        Index("ix_knowledge_documents_tsv", "tsv", postgresql_using="gin"),
+        Index("ix_knowledge_documents_tenant_tsv", "tenant_id", "tsv", postgresql_using="gin"),
         Index("ix_knowledge_documents_tenant_active", "tenant_id", "is_active"),
     )
 

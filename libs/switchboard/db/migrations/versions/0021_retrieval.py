@@ -14,7 +14,9 @@ hashing of the embedding, whose inner products estimate the cosine), kept inline
 chunk without TOAST reads, and only the best candidates are re-ranked by the exact cosine
 (``switchboard.knowledge.retrieval``). Adding a stored generated column rewrites the table (and
 rebuilds its indexes, HNSW included): expect about a minute per 100,000 chunks.
-Downgrade drops the column.
+The full-text GIN index becomes ``(tenant_id, tsv)`` (``btree_gin``): a tenant's full-text
+candidates were found among every tenant's rows containing the words, then filtered by tenant.
+Downgrade drops the column and restores the ``tsv``-only index (the extension stays).
 """
 
 from collections.abc import Sequence
@@ -38,7 +40,15 @@ def upgrade() -> None:
         f"ALTER TABLE knowledge_documents ADD COLUMN embedding_fold vector(384) GENERATED ALWAYS AS ({FOLD}) STORED, "
         "ALTER COLUMN embedding_fold SET STORAGE MAIN"
     )
+    # full-text candidates of one tenant: its rows only, not every tenant's rows with the words
+    op.execute("CREATE EXTENSION IF NOT EXISTS btree_gin")
+    op.create_index(
+        "ix_knowledge_documents_tenant_tsv", "knowledge_documents", ["tenant_id", "tsv"], postgresql_using="gin"
+    )
+    op.drop_index("ix_knowledge_documents_tsv", table_name="knowledge_documents")
 
 
 def downgrade() -> None:
+    op.create_index("ix_knowledge_documents_tsv", "knowledge_documents", ["tsv"], postgresql_using="gin")
+    op.drop_index("ix_knowledge_documents_tenant_tsv", table_name="knowledge_documents")
     op.drop_column("knowledge_documents", "embedding_fold")
