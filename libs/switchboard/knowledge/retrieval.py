@@ -40,7 +40,6 @@ that changed its embedding model re-indexes (``switchboard kb reindex``).
 
 from __future__ import annotations
 
-import math
 import re
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -50,7 +49,6 @@ from sqlalchemy import text
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import Tenant
-from switchboard.db.models.knowledge import EMBEDDING_FOLD_DIMS
 from switchboard.errors import TenantNotFound
 from switchboard.knowledge.embeddings import EmbeddingConfig, embed_query, resolve_embedding_config
 from switchboard.knowledge.graph.extract import question_names, question_units, relation_cues
@@ -152,33 +150,26 @@ _MODEL_SOURCES = (
 )
 
 
-FOLD_CANDIDATES = 200
-"""Exact scan: candidates ranked by the folded embedding (one 384-dimension inner product per chunk,
-read inline) that are then re-ranked by the exact cosine of the full embeddings."""
-
-
-def _fold(vector: list[float]) -> list[float]:
-    """The question's counterpart of ``knowledge_documents.embedding_fold``: L2-normalized, then
-    dimension ``i`` is the sum of dimensions ``i``, ``i + 384``, ``i + 768``, ``i + 1152``."""
-    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
-    width = EMBEDDING_FOLD_DIMS
-    return [sum(vector[i + k * width] for k in range(len(vector) // width)) / norm for i in range(width)]
+RERANK_CANDIDATES = 50
+"""Exact scan: candidates ranked by the half-precision embedding (at least this many, and twice the
+CTE's limit), re-ranked by the exact cosine of the full embeddings."""
 
 
 def _nearest_cte(name: str, limit_param: str, *, exact: bool) -> str:
     """CTE ``name(id, distance)``: the tenant's ``:limit_param`` chunks nearest to ``:qvec``.
 
     ``exact``: every active row of the tenant (tenant index, never HNSW) ranked by the inner product
-    of its folded embedding with the question's (``:qfold``), the best ``:fold_candidates`` re-ranked
-    by the exact cosine distance. Otherwise the HNSW index (iterative scan).
+    of its normalized half-precision embedding (``embedding_half``, read from the row, no TOAST) with
+    the normalized question, the best ``:rerank_candidates`` re-ranked by the exact cosine distance
+    of the full embeddings. Otherwise the HNSW index (iterative scan).
     """
     if exact:
         return f"""{name}_coarse AS MATERIALIZED (
     SELECT d.id
     FROM knowledge_documents d
     WHERE d.tenant_id = :tenant_id AND d.is_active AND d.source_id IN ({_MODEL_SOURCES})
-    ORDER BY d.embedding_fold <#> CAST(:qfold AS vector), d.id
-    LIMIT :fold_candidates
+    ORDER BY d.embedding_half <#> CAST(l2_normalize(CAST(:qvec AS vector)) AS halfvec), d.id
+    LIMIT :rerank_candidates
 ),
 {name} AS MATERIALIZED (
     SELECT d.id, d.embedding <=> CAST(:qvec AS vector) AS distance
@@ -394,10 +385,9 @@ async def _prepare(
     # The lexical embedding counts every shared word, so "the", "is", "what" would make any two
     # sentences look alike: embed only the question's keywords (calibration: README "Knowledge base").
     query_text = " ".join(terms) if embedding.is_lexical and terms else query
-    vector = await embed_query(embedding, query_text)
-    params["qvec"] = _vector_literal(vector)
+    params["qvec"] = _vector_literal(await embed_query(embedding, query_text))
     if strategy == "exact_scan":
-        params.update(qfold=_vector_literal(_fold(vector)), fold_candidates=max(FOLD_CANDIDATES, 4 * limit))
+        params["rerank_candidates"] = max(RERANK_CANDIDATES, 2 * params.get("candidates", limit))
     return _Prepared(
         sql=sql,
         params=params,

@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pgvector.sqlalchemy import VECTOR
+from pgvector.sqlalchemy import HALFVEC, VECTOR
 from sqlalchemy import (
     BigInteger,
     CheckConstraint,
@@ -70,14 +70,10 @@ class KnowledgeSource(TenantOwned, table=True):
     updated_at: datetime = updated_at_field()
 
 
-EMBEDDING_FOLD_DIMS = EMBEDDING_DIMS // 4
-EMBEDDING_FOLD_SQL = (
-    "subvector(l2_normalize(embedding), 1, 384) + subvector(l2_normalize(embedding), 385, 384)"
-    " + subvector(l2_normalize(embedding), 769, 384) + subvector(l2_normalize(embedding), 1153, 384)"
-)
-"""The generated ``knowledge_documents.embedding_fold``: feature hashing of the normalized embedding
-(dimension i of the fold is the sum of dimensions i, i+384, i+768, i+1152), so its inner product
-with a question's fold estimates their cosine similarity."""
+EMBEDDING_HALF_SQL = f"l2_normalize(embedding)::halfvec({EMBEDDING_DIMS})"
+"""The generated ``knowledge_documents.embedding_half``: the embedding L2-normalized and in half
+precision (2 bytes a dimension), so its inner product with a normalized question is their cosine
+similarity to about three digits."""
 
 
 class KnowledgeDocument(TenantOwned, table=True):
@@ -87,7 +83,7 @@ class KnowledgeDocument(TenantOwned, table=True):
     """
 
     __tablename__ = "knowledge_documents"
-    __table_args__ = (
+    __table_args__ = (  # toast_tuple_target 8160 (migration 0021_retrieval) keeps text and tsv inline
         Index(
             "ix_knowledge_documents_embedding_hnsw",
             "embedding",
@@ -110,12 +106,12 @@ class KnowledgeDocument(TenantOwned, table=True):
     embedding: list[float] | None = Field(
         default=None, sa_column=Column(VECTOR(EMBEDDING_DIMS), nullable=True)
     )
-    embedding_fold: list[float] | None = Field(
+    embedding_half: Any = Field(
         default=None,
-        sa_column=Column(VECTOR(EMBEDDING_FOLD_DIMS), Computed(EMBEDDING_FOLD_SQL, persisted=True)),
+        sa_column=Column(HALFVEC(EMBEDDING_DIMS), Computed(EMBEDDING_HALF_SQL, persisted=True)),
     )
-    """``embedding`` L2-normalized and folded to 384 dimensions (the sum of its four quarters), stored
-    inline (``STORAGE MAIN``): the exact scan ranks candidates by it (migration ``0021_retrieval``)."""
+    """``embedding`` normalized, in half precision, stored inline (``STORAGE MAIN``, 3 KB): the exact
+    scan ranks candidates by it (migration ``0021_retrieval``)."""
     tsv: str | None = Field(
         default=None,
         sa_column=Column(TSVECTOR, Computed("to_tsvector('simple', text)", persisted=True)),
