@@ -50,7 +50,7 @@ variable "db_instance_class" {
 }
 
 variable "db_engine_version" {
-  description = "RDS PostgreSQL version (pgvector >= 0.8 ships with 17.x; migrations run CREATE EXTENSION vector)."
+  description = "RDS PostgreSQL version (pgvector >= 0.8 ships with 17.x; migrations run CREATE EXTENSION vector and btree_gin)."
   type        = string
   default     = "17.4"
 }

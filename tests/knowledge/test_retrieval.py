@@ -132,6 +132,29 @@ async def test_csv_rows_are_searchable_with_their_headers(make_tenant, ingest, s
     assert [hit.text for hit in hits] == ["SKU: AB-100; Product: Descaler; Price: 7.50"]
 
 
+async def test_csv_rows_are_their_own_chunks_and_exact_mode_returns_the_row_not_its_neighbour(
+    make_tenant, ingest, session, settings
+):
+    tenant = await make_tenant()
+    rows = [
+        ["SKU", "Product", "Price"],
+        ["FV-2050-B", "Black gasket", "4.90"],
+        ["FV-2050-C", "Chrome gasket", "6.40"],
+        ["FV-2051-C", "Chrome seal", "1.10"],
+    ]
+    report = await ingest(tenant, "stock.csv", make_csv(rows))
+    assert report.status == "ready" and report.chunk_count == 3, report
+    hits = await search(session, settings, tenant, "What does FV-2050-C cost?", "exact")
+    assert [(hit.text, hit.attributes) for hit in hits] == [
+        (
+            "SKU: FV-2050-C; Product: Chrome gasket; Price: 6.40",
+            {"row": 3, "keys": {"SKU": "FV-2050-C", "Product": "Chrome gasket"}},
+        )
+    ]
+    hybrid = await search(session, settings, tenant, "price of FV-2050-C", "hybrid")
+    assert hybrid[0].attributes["keys"]["SKU"] == "FV-2050-C"
+
+
 def test_keywords_drop_stop_words_and_codes_are_detected():
     assert keywords("What is the price of FVAM-2050-B?") == ["price", "fvam-2050-b"]
     assert code_tokens("What is the price of FVAM-2050-B in 2024?") == ["fvam-2050-b", "2024"]

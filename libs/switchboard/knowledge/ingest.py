@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sqlalchemy import delete, insert, update
+from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -327,6 +328,17 @@ async def ingest_source(
             bound.info("knowledge_ingest_superseded")
             report.error = "superseded by a newer upload"
             return report
+        # the entities the previous version mentioned: the only ones replacing it can orphan
+        stale = list(
+            (
+                await session.exec(
+                    sql_text(
+                        "SELECT DISTINCT entity_id FROM kg_mentions WHERE tenant_id = :tenant_id AND source_id = :source_id"
+                    ),
+                    params={"tenant_id": tenant_id, "source_id": source_id},
+                )
+            ).scalars()
+        )
         await session.exec(
             delete(KnowledgeDocument).where(
                 KnowledgeDocument.tenant_id == tenant_id, KnowledgeDocument.source_id == source_id
@@ -356,7 +368,7 @@ async def ingest_source(
         counts = await store_graph(
             session, tenant_id=tenant_id, source_id=source_id, chunk_ids=chunk_ids, extractions=extractions
         )
-        await prune_orphans(session, tenant_id=tenant_id)
+        await prune_orphans(session, tenant_id=tenant_id, among=stale)
         details["graph"] = {
             "extractor": extractor, "entities": counts.entities, "mentions": counts.mentions,
             "relations": counts.relations,

@@ -150,20 +150,32 @@ _MODEL_SOURCES = (
 )
 
 
+RERANK_CANDIDATES = 50
+"""Exact scan: candidates ranked by the half-precision embedding (at least this many, and twice the
+CTE's limit), re-ranked by the exact cosine of the full embeddings."""
+
+
 def _nearest_cte(name: str, limit_param: str, *, exact: bool) -> str:
     """CTE ``name(id, distance)``: the tenant's ``:limit_param`` chunks nearest to ``:qvec``.
 
-    ``exact``: every active row of the tenant (tenant index, never HNSW: the ``ORDER BY`` is on a
-    materialized CTE) sorted by distance. Otherwise the HNSW index (iterative scan).
+    ``exact``: every active row of the tenant (tenant index, never HNSW) ranked by the inner product
+    of its normalized half-precision embedding (``embedding_half``, read from the row, no TOAST) with
+    the normalized question, the best ``:rerank_candidates`` re-ranked by the exact cosine distance
+    of the full embeddings. Otherwise the HNSW index (iterative scan).
     """
     if exact:
-        return f"""{name}_all AS MATERIALIZED (
-    SELECT d.id, d.embedding <=> CAST(:qvec AS vector) AS distance
+        return f"""{name}_coarse AS MATERIALIZED (
+    SELECT d.id
     FROM knowledge_documents d
     WHERE d.tenant_id = :tenant_id AND d.is_active AND d.source_id IN ({_MODEL_SOURCES})
+    ORDER BY d.embedding_half <#> CAST(l2_normalize(CAST(:qvec AS vector)) AS halfvec), d.id
+    LIMIT :rerank_candidates
 ),
 {name} AS MATERIALIZED (
-    SELECT id, distance FROM {name}_all ORDER BY distance, id LIMIT :{limit_param}
+    SELECT d.id, d.embedding <=> CAST(:qvec AS vector) AS distance
+    FROM {name}_coarse c JOIN knowledge_documents d ON d.id = c.id
+    ORDER BY distance, d.id
+    LIMIT :{limit_param}
 )"""
     return f"""{name} AS MATERIALIZED (
     SELECT d.id, d.embedding <=> CAST(:qvec AS vector) AS distance
@@ -374,6 +386,8 @@ async def _prepare(
     # sentences look alike: embed only the question's keywords (calibration: README "Knowledge base").
     query_text = " ".join(terms) if embedding.is_lexical and terms else query
     params["qvec"] = _vector_literal(await embed_query(embedding, query_text))
+    if strategy == "exact_scan":
+        params["rerank_candidates"] = max(RERANK_CANDIDATES, 2 * params.get("candidates", limit))
     return _Prepared(
         sql=sql,
         params=params,

@@ -12,6 +12,7 @@ is a dot product.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -29,10 +30,19 @@ def tokenize(text: str) -> list[str]:
     return [match.group(0).lower() for match in _TOKEN_RE.finditer(text)]
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def _bucket(feature: str, dims: int) -> tuple[int, float]:
+    """(bucket, sign) of one feature; cached: words and trigrams repeat across chunks."""
     digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
     value = int.from_bytes(digest, "little")
     return value % dims, (1.0 if (value >> 63) & 1 else -1.0)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _token_features(token: str) -> tuple[str, ...]:
+    """The features one token contributes by itself: its word (weight 1.0), then its trigrams (0.25 each)."""
+    padded = f"#{token}#"
+    return (f"w:{token}", *(f"c:{padded[i : i + 3]}" for i in range(len(padded) - 2)))
 
 
 def lexical_embedding(text: str, dims: int = 1536) -> list[float]:
@@ -44,18 +54,21 @@ def lexical_embedding(text: str, dims: int = 1536) -> list[float]:
     vector = [0.0] * dims
     tokens = tokenize(text)
     features: dict[str, float] = {}
-    for index, token in enumerate(tokens):
-        features[f"w:{token}"] = features.get(f"w:{token}", 0.0) + 1.0
-        if index:
-            pair = f"p:{tokens[index - 1]} {token}"
-            features[pair] = features.get(pair, 0.0) + 0.5
-        padded = f"#{token}#"
-        for start in range(len(padded) - 2):
-            tri = f"c:{padded[start : start + 3]}"
-            features[tri] = features.get(tri, 0.0) + 0.25
+    get = features.get
+    previous = None
+    for token in tokens:  # the same order as ever: the word, its pair, its trigrams (float sums)
+        word, *trigrams = _token_features(token)
+        features[word] = get(word, 0.0) + 1.0
+        if previous is not None:
+            pair = f"p:{previous} {token}"
+            features[pair] = get(pair, 0.0) + 0.5
+        for trigram in trigrams:
+            features[trigram] = get(trigram, 0.0) + 0.25
+        previous = token
+    log = math.log
     for feature, count in features.items():
         bucket, sign = _bucket(feature, dims)
-        vector[bucket] += sign * (1.0 + math.log(count)) if count >= 1 else sign * count
+        vector[bucket] += sign * (1.0 + log(count)) if count >= 1 else sign * count
     norm = math.sqrt(sum(v * v for v in vector))
     if norm == 0.0:
         return vector

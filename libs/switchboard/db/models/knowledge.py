@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pgvector.sqlalchemy import VECTOR
+from pgvector.sqlalchemy import HALFVEC, VECTOR
 from sqlalchemy import (
     BigInteger,
     CheckConstraint,
@@ -70,6 +70,12 @@ class KnowledgeSource(TenantOwned, table=True):
     updated_at: datetime = updated_at_field()
 
 
+EMBEDDING_HALF_SQL = f"l2_normalize(embedding)::halfvec({EMBEDDING_DIMS})"
+"""The generated ``knowledge_documents.embedding_half``: the embedding L2-normalized and in half
+precision (2 bytes a dimension), so its inner product with a normalized question is their cosine
+similarity to about three digits."""
+
+
 class KnowledgeDocument(TenantOwned, table=True):
     """One chunk of a knowledge source: text, embedding and ``tsvector``, filtered by tenant and ``is_active``.
 
@@ -77,7 +83,7 @@ class KnowledgeDocument(TenantOwned, table=True):
     """
 
     __tablename__ = "knowledge_documents"
-    __table_args__ = (
+    __table_args__ = (  # toast_tuple_target 8160 (migration 0021_retrieval) keeps text and tsv inline
         Index(
             "ix_knowledge_documents_embedding_hnsw",
             "embedding",
@@ -85,7 +91,7 @@ class KnowledgeDocument(TenantOwned, table=True):
             postgresql_with={"m": 16, "ef_construction": 64},
             postgresql_ops={"embedding": "vector_cosine_ops"},
         ),
-        Index("ix_knowledge_documents_tsv", "tsv", postgresql_using="gin"),
+        Index("ix_knowledge_documents_tenant_tsv", "tenant_id", "tsv", postgresql_using="gin"),
         Index("ix_knowledge_documents_tenant_active", "tenant_id", "is_active"),
     )
 
@@ -100,6 +106,12 @@ class KnowledgeDocument(TenantOwned, table=True):
     embedding: list[float] | None = Field(
         default=None, sa_column=Column(VECTOR(EMBEDDING_DIMS), nullable=True)
     )
+    embedding_half: Any = Field(
+        default=None,
+        sa_column=Column(HALFVEC(EMBEDDING_DIMS), Computed(EMBEDDING_HALF_SQL, persisted=True)),
+    )
+    """``embedding`` normalized, in half precision, stored inline (``STORAGE MAIN``, 3 KB): the exact
+    scan ranks candidates by it (migration ``0021_retrieval``)."""
     tsv: str | None = Field(
         default=None,
         sa_column=Column(TSVECTOR, Computed("to_tsvector('simple', text)", persisted=True)),

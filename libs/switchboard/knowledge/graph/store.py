@@ -139,13 +139,24 @@ async def store_graph(
     return GraphCounts(len(rows), len(mention_rows), len(relation_rows))
 
 
-async def prune_orphans(session: AsyncSession, *, tenant_id: uuid.UUID) -> int:
-    """Delete the tenant's entities that no chunk mentions any more; returns how many."""
+async def prune_orphans(
+    session: AsyncSession, *, tenant_id: uuid.UUID, among: Sequence[int] | None = None
+) -> int:
+    """Delete the tenant's entities that no chunk mentions any more; returns how many.
+
+    Args:
+        among: only these entity ids (those a replaced document mentioned: nothing else can have
+            lost its last mention); ``None`` checks every entity of the tenant.
+    """
+    if among is not None and not among:
+        return 0
+    only = "" if among is None else "AND e.id = ANY(CAST(:among AS bigint[])) "
     result = await session.exec(
         text(
             "DELETE FROM kg_entities e WHERE e.tenant_id = :tenant_id "
-            "AND NOT EXISTS (SELECT FROM kg_mentions m WHERE m.entity_id = e.id)"
+            + only
+            + "AND NOT EXISTS (SELECT FROM kg_mentions m WHERE m.entity_id = e.id)"
         ),
-        params={"tenant_id": tenant_id},
+        params={"tenant_id": tenant_id, **({} if among is None else {"among": list(among)})},
     )
     return int(result.rowcount or 0)  # type: ignore[attr-defined]

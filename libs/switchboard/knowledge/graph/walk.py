@@ -41,17 +41,19 @@ _WALK = """walk(origin, entity_id, depth, rel_id, path) AS (
     UNION ALL
     SELECT w.origin, n.other, w.depth + 1, n.rel_id, w.path || n.other
     FROM walk w
-    CROSS JOIN LATERAL (
-        SELECT r.id AS rel_id, r.object_id AS other, r.relation FROM kg_relations r
+    CROSS JOIN LATERAL (  -- the other end's kind looked up here, per relation (by primary key):
+        -- joined outside, the planner hashed every entity of every tenant for a handful of relations
+        SELECT r.id AS rel_id, r.object_id AS other, r.relation, o.kind FROM kg_relations r
+        JOIN kg_entities o ON o.id = r.object_id
         WHERE r.subject_id = w.entity_id AND r.tenant_id = :tenant_id
         UNION ALL
-        SELECT r.id, r.subject_id, r.relation FROM kg_relations r
+        SELECT r.id, r.subject_id, r.relation, o.kind FROM kg_relations r
+        JOIN kg_entities o ON o.id = r.subject_id
         WHERE r.object_id = w.entity_id AND r.tenant_id = :tenant_id
     ) n
-    JOIN kg_entities o ON o.id = n.other
     WHERE w.depth < :hops AND NOT n.other = ANY(w.path)
       AND (n.relation NOT IN ('compatible_with', 'incompatible_with', 'made_of')
-           OR o.id IN (SELECT id FROM seeds) OR o.kind NOT IN (SELECT kind FROM seeds))
+           OR n.other IN (SELECT id FROM seeds) OR n.kind NOT IN (SELECT kind FROM seeds))
 ),
 reach AS (
     SELECT origin, entity_id, min(depth) AS depth FROM walk GROUP BY origin, entity_id
