@@ -9,6 +9,9 @@ like Meta does, so a refused webhook is not a lost message. Each case runs ``--w
 injects its fault, keeps the load going through it, heals it, stops posting after ``--after`` seconds
 and waits for the stragglers (up to ``DRAIN_S``).
 
+The sandbox posts Meta's ``sent`` and ``delivered`` status callbacks for every accepted send, 0.5 s
+after it (``POST /_control/statuses``), whatever becomes of the send's HTTP answer.
+
 Counting (from the Graph sandbox's send log ``/_control/sent``, keyed by the inbound message each send
 answers: the send's ``biz_opaque_callback_data`` is the outbox row's correlation id, whose row names the
 inbound message):
@@ -551,6 +554,10 @@ async def main_async(args: argparse.Namespace) -> int:
             "control": {"Authorization": f"Bearer {settings.secret('admin_token')}"},
             "secret": settings.secret("meta_app_secret"),
         }
+        async with httpx.AsyncClient(timeout=30) as client:  # the sandbox posts Meta's status callbacks
+            statuses = env["sandbox"].replace("/sent", "/statuses")
+            body = {"statuses": ["sent", "delivered"], "delay_s": 0.5}
+            (await client.post(statuses, json=body, headers=env["control"])).raise_for_status()
         for case in cases:
             print(f"-- {case}", flush=True)
             result = await run_case(stack, args, case, env)
