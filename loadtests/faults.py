@@ -23,9 +23,11 @@ inbound message):
 * **dup**: sends beyond one per ``(inbound message, purpose, part)``, or one outbox row sent twice;
 * **delay**: first post of the message -> first send answering it (reply, error reply or holding notice).
 
-Rule, every case: lost = 0, dup = 0, and every message answered within ``BOUND_S`` (30 s) plus the
-length of the case's outage (the time the faulty part is down or failing), i.e. a customer who writes
-during an outage hears back at most 30 s after it ends. PASS/FAIL is printed per case.
+Rule, every case: lost = 0, dup = 0, and every message answered within ``BOUND_S`` (45 s) plus the
+length of the case's outage (the time the faulty part is down or failing; for a ``kill -9``, until the
+restarted worker serves again), i.e. a customer who writes during an outage hears back at most 45 s
+after it ends. 45 s: a killed worker's job and conversation lock lapse after 30 s (the lease,
+:mod:`switchboard.queue.lease`), then the turn itself. PASS/FAIL is printed per case.
 
 Cases (``--case NAME``, repeatable; all by default):
 
@@ -86,8 +88,8 @@ PORTS = {
     "CONSOLE_PORT": 9508,
     "EMBEDDED_REDIS_PORT": 9509,
 }
-BOUND_S = 30.0
-"""A message is answered at most this long after it was posted, plus the case's outage."""
+BOUND_S = 45.0
+"""A message is answered at most this long after it was posted, plus the case's outage (seconds)."""
 WAIT_S = 150.0
 """A customer waits this long for an answer before writing again anyway."""
 DRAIN_S = 240.0
@@ -397,6 +399,9 @@ async def _account(load: Load, database_url: str, result: Result, after_seq: int
         if row.inbound_message_id is not None:
             per_part[(row.inbound_message_id, row.purpose, row.part_index)] += 1
             first_answer.setdefault(row.inbound_message_id, record["at"])
+    held = sum(1 for record in records if record.get("answer") == "delay")
+    if held:
+        result.notes.append(f"{held} sends accepted with their answer held (in flight at the kill)")
     result.dup = sum(n - 1 for n in per_part.values() if n > 1) + sum(
         n - 1 for n in per_row.values() if n > 1
     )
@@ -444,20 +449,33 @@ async def run_case(stack: Stack, args: argparse.Namespace, case: str, env: dict[
             response = await client.post(model_control, json=body, headers=control)
             response.raise_for_status()
 
+        async def worker_back() -> None:
+            """The outage of a kill lasts until the restarted worker serves its metrics port again."""
+            metrics_url = f"http://127.0.0.1:{PORTS['WORKER_METRICS_PORT']}/metrics"
+            while True:
+                with contextlib.suppress(httpx.HTTPError):
+                    if (await client.get(metrics_url, timeout=2)).status_code == 200:
+                        return
+                await asyncio.sleep(0.2)
+
         if case == "worker_kill_turn":
             await model(latency_s=4.0)
             await asyncio.sleep(3.0)  # turns now wait on the model
+            started = time.monotonic()
             stack.kill9("worker")
-            await asyncio.sleep(2.0)
+            await asyncio.sleep(1.0)
             await model(latency_s=0.0)
+            await worker_back()
         elif case == "worker_kill_send":
             failures = env["sandbox"].replace("/sent", "/failures")
             spec = {"operation": "send", "phone_number_id": env["phone_number_id"], "mode": "delay",
                     "delay_s": 10.0, "times": args.customers}  # fmt: skip
             (await client.post(failures, json=spec, headers=control)).raise_for_status()
             await asyncio.sleep(4.0)  # sends are hanging, accepted
+            started = time.monotonic()
             stack.kill9("worker")
             await client.delete(failures, params={"phone_number_id": env["phone_number_id"]}, headers=control)
+            await worker_back()
         elif case == "redis_restart":
             await asyncio.to_thread(stack.restart_redis)
         elif case == "postgres_restart":
