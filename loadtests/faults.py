@@ -94,6 +94,8 @@ WAIT_S = 150.0
 """A customer waits this long for an answer before writing again anyway."""
 DRAIN_S = 240.0
 """After the load stops, how long the stragglers are waited for."""
+START_TIMEOUT_S = 600.0
+"""``switchboard run`` gets this long to be up (a loaded 2-core machine takes minutes)."""
 MODEL = "offline-demo"
 """The demo tenant's deployment on the offline model server."""
 
@@ -151,7 +153,7 @@ class Stack:
             [str(ROOT / ".venv/bin/switchboard"), "run"], cwd=ROOT, env=_env(), stdout=log,
             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )  # fmt: skip
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + START_TIMEOUT_S
         run_json = DATA_DIR / "run.json"
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -162,7 +164,8 @@ class Stack:
                 self.state = json.loads(run_json.read_text())
                 return
             time.sleep(0.5)
-        raise SystemExit(f"switchboard run not up within 180 s; see {DATA_DIR}/run.log")
+        self.stop()
+        raise SystemExit(f"switchboard run not up within {START_TIMEOUT_S:.0f} s; see {DATA_DIR}/run.log")
 
     def stop(self) -> None:
         for pid in list(self.stopped):
