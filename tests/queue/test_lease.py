@@ -70,7 +70,7 @@ async def test_a_killed_workers_job_is_in_progress_for_the_lease_only(redis_url:
         async def running() -> bool:
             return bool(await arq_pool.exists(started))
 
-        await _wait_for(running)
+        await _wait_for(running, 300.0)  # the child imports the worker module: slow on a loaded machine
         key = arq_in_progress_key(job_id)
 
         async def leased() -> bool:
