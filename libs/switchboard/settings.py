@@ -401,9 +401,9 @@ class InboundSettings(BaseSettings):
     inbound_max_sweeps: int = Field(5, ge=1)
     """Processing attempts after which the sweeper moves a row to the dead-letter state."""
     inbound_job_timeout_s: float = Field(200.0, gt=0)
-    """ARQ timeout of one ``process_inbound`` run (above the orchestrator's 120 s turn budget); a killed
-    worker's job runs again about this long (+10 s) later. The per-conversation turn lock lives this
-    long + 5 s, so a crashed holder's lock is gone by the time its job runs again."""
+    """ARQ timeout of one ``process_inbound`` run (above the orchestrator's 120 s turn budget). A killed
+    worker's job runs again about 30 s later, and its per-conversation turn lock is gone by then: both
+    are leases renewed while the worker lives (:mod:`switchboard.queue.lease`)."""
     orchestrator_timeout_s: float = Field(130.0, gt=0)
     """Worker's HTTP timeout for ``POST /v1/turns`` (above the orchestrator's 120 s turn budget)."""
 

@@ -106,6 +106,8 @@ class InboundContext:
     """Lower-cased button payloads acted on without a turn (never coalesced with text)."""
     lock_token: str | None = None
     """The conversation lock this run holds (released by the job, whatever happens)."""
+    lock_lease: Any = None
+    """The renewal of that lock (an ``AsyncExitStack`` around :func:`switchboard.queue.lease.lease`)."""
     burst_key: str = ""
     text: str = ""
     """The text the agent answers: the message, or its media turned into text."""

@@ -27,6 +27,7 @@ what differs per channel is behind :class:`~switchboard.channels.base.Channel`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -78,6 +79,7 @@ from switchboard.queue.keys import (
     profile_cache_key,
     tenant_rate_key,
 )
+from switchboard.queue.lease import LEASE_S, lease
 from switchboard.replies.parts import CHOICE_KINDS, chosen_option_text
 from switchboard.tenant_settings import RateLimitSettings, tenant_settings_from
 
@@ -108,8 +110,6 @@ CONTRACT_VIOLATION_MAX_TRIES = 3
 LOCK_RETRY_DEFER_S = 1.0
 """Wait before trying again when another turn of the same conversation holds the lock (grows per try)."""
 LOCK_RETRY_MAX_DEFER_S = 10.0
-LOCK_MARGIN_S = 5.0
-"""The conversation lock outlives the job timeout by this much (seconds)."""
 PROFILE_RETRY_S = 300
 """After a failed profile lookup, the customer's profile is asked again at the earliest this much later."""
 ECHO_WAIT_TRIES = 5
@@ -276,6 +276,9 @@ async def load_tenant_settings(ic: InboundContext) -> Any:
 
 async def release_lock(ic: InboundContext) -> None:
     """Release the conversation lock if this run holds it (only our own token is deleted)."""
+    if ic.lock_lease is not None:
+        await ic.lock_lease.aclose()
+        ic.lock_lease = None
     if ic.lock_token is not None:
         await ic.deps.redis.eval(_RELEASE_LOCK, 1, conversation_lock_key(ic.conversation.id), ic.lock_token)
         ic.lock_token = None
@@ -627,17 +630,21 @@ async def coalesce(ic: InboundContext) -> Outcome | None:
 
 
 async def lock_conversation(ic: InboundContext) -> Outcome | None:
-    """One turn at a time per conversation (Redis lock with a TTL past the job timeout).
+    """One turn at a time per conversation: a Redis lock held as a lease (:mod:`switchboard.queue.lease`),
+    renewed while this run lives and lapsing within ``LEASE_S`` of a killed worker.
 
     Raises:
         Retry: another turn of the conversation holds the lock (the delay grows per try).
     """
     token = uuid.uuid4().hex
-    ttl_ms = int((ic.settings.inbound_job_timeout_s + LOCK_MARGIN_S) * 1000)
-    if not await ic.deps.redis.set(conversation_lock_key(ic.conversation.id), token, nx=True, px=ttl_ms):
+    key = conversation_lock_key(ic.conversation.id)
+    if not await ic.deps.redis.set(key, token, nx=True, px=int(LEASE_S * 1000)):
         await _set_pending(ic, "conversation busy")
         raise Retry(defer=min(LOCK_RETRY_DEFER_S * int(ic.job.get("job_try", 1)), LOCK_RETRY_MAX_DEFER_S))
     ic.lock_token = token
+    # a lease: renewed while this run lives, so a killed worker's lock lapses within LEASE_S
+    ic.lock_lease = contextlib.AsyncExitStack()
+    await ic.lock_lease.enter_async_context(lease(ic.deps.redis, key, token=token))
     async with ic.deps.resources.sessions() as session:  # a duplicate job may have finished it meanwhile
         state = (await session.exec(select(Message.inbound_state).where(Message.id == ic.row_id))).first()
     if state in (InboundState.done.value, InboundState.dead.value):

@@ -5,7 +5,8 @@ Jobs receive ids, re-read state and are idempotent. Which job runs where, and wh
 ``on_startup``): ``resources`` (:class:`~switchboard.runtime.resources.Resources`), ``deps``
 (:class:`~switchboard.inbound.context.WorkerDeps`) and ``model_gateway``.
 
-Every job runs inside :func:`observed_job`: a ``job <name>`` span (child of the ``traceparent`` the
+Every job runs inside :func:`observed_job`: its ARQ in-progress marker held as a lease (a killed
+worker's job runs again within :data:`switchboard.queue.lease.LEASE_S`), a ``job <name>`` span (child of the ``traceparent`` the
 enqueuer put in the job's kwargs, :func:`switchboard.observability.tracing.job_trace_kwargs`) and the
 job metrics (wait, run time, outcome). Each worker serves Prometheus ``/metrics`` on its own port and
 samples its queue's depth every :data:`QUEUE_DEPTH_INTERVAL_S`.
@@ -32,6 +33,7 @@ from switchboard.db.engine import create_engine, session_factory
 from switchboard.errors import SettingsError
 from switchboard.observability import configure_logging, get_logger, metrics, tracing
 from switchboard.observability.logs import quiet_idle_cron_jobs
+from switchboard.queue.lease import arq_in_progress_key, lease
 from switchboard.queue.queues import JOB_QUEUES, Queue
 from switchboard.runtime.resources import Resources, require_database_url, require_redis_url
 from switchboard.settings import Settings, load_settings
@@ -96,7 +98,8 @@ def observed_job(
             record_errors=False,
         ) as current:  # fmt: skip
             try:
-                result = await coroutine(ctx, *args, **kwargs)
+                async with _job_lease(ctx):
+                    result = await coroutine(ctx, *args, **kwargs)
                 outcome = "ok"
                 return result
             except Retry:
@@ -113,6 +116,15 @@ def observed_job(
                 metrics.JOB_SECONDS.labels(queue.value, name).observe(time.perf_counter() - started)
 
     return run
+
+
+def _job_lease(ctx: dict[str, Any]) -> contextlib.AbstractAsyncContextManager[None]:
+    """ARQ's in-progress marker of this job as a lease (:mod:`switchboard.queue.lease`): a killed worker's
+    job runs again about ``LEASE_S`` after the kill, not after the worker's largest timeout + 10 s."""
+    redis, job_id = ctx.get("redis"), ctx.get("job_id")
+    if redis is None or not job_id:  # called outside a worker (tests calling a job directly)
+        return contextlib.nullcontext()
+    return lease(redis, arq_in_progress_key(str(job_id)))
 
 
 def _observed(jobs: list[Any], queue: Queue) -> list[Any]:
@@ -262,8 +274,8 @@ def _names(functions: list[Any], cron_jobs: list[Any]) -> list[str]:
 def build_chat_worker_settings(settings: Settings) -> type:
     """The chat worker (``worker`` service): customer messages, delivery statuses, handoff notices.
 
-    Its largest job timeout is ``INBOUND_JOB_TIMEOUT_S``, so a killed worker's message runs again about
-    that long (+10 s) later (arq #402).
+    A killed worker's message runs again about ``LEASE_S`` (30 s) later: the in-progress marker is a
+    lease (:func:`observed_job`), not arq's largest job timeout + 10 s (arq #402).
 
     Raises:
         SettingsError: ``DATABASE_URL`` or ``REDIS_URL`` unset.

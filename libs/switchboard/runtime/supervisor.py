@@ -3,7 +3,8 @@
 The supervisor holds ``DATA_DIR/run.lock`` for as long as it runs (a second ``switchboard run`` on
 the same folder fails with :class:`~switchboard.errors.AlreadyRunning`), writes ``DATA_DIR/run.json``
 with the URLs it started (read by ``switchboard status``), prefixes each child's output with its name,
-restarts a child that crashes (at most ``MAX_RESTARTS`` times), and on SIGINT/SIGTERM stops the
+restarts a child that crashes (giving up after ``MAX_RESTARTS`` crashes in a row, each within
+``STABLE_AFTER_S`` of its start), and on SIGINT/SIGTERM stops the
 children (SIGTERM, then SIGKILL after ``STOP_TIMEOUT_S``), then the embedded servers it started.
 Children get ``PR_SET_PDEATHSIG`` so even a SIGKILLed supervisor leaves no service behind.
 """
@@ -40,7 +41,11 @@ log = get_logger(__name__)
 STOP_TIMEOUT_S = 10.0
 HEALTH_TIMEOUT_S = 60.0
 MAX_RESTARTS = 5
+"""Crashes in a row (each within ``STABLE_AFTER_S`` of its start) after which ``run`` gives up."""
 RESTART_BACKOFF_S = 1.0
+STABLE_AFTER_S = 60.0
+"""A child that ran this long before it exited starts a fresh restart count: the budget is for crash
+loops, not for the crashes of a system running for weeks (a Redis restart crashes both workers once)."""
 
 
 class PortInUse(SwitchboardError):
@@ -154,6 +159,8 @@ class _Child:
     process: subprocess.Popen[bytes] | None = None
     restarts: int = 0
     reader: threading.Thread | None = None
+    started_at: float = 0.0
+    """``time.monotonic()`` of the latest spawn."""
 
 
 @dataclass
@@ -165,12 +172,16 @@ class Supervisor:
         services: what to start.
         env: environment for the children (already carries DATABASE_URL / REDIS_URL).
         output: where prefixed child output goes (stdout by default).
+        max_restarts, stable_after_s, restart_backoff_s: the restart budget (see the constants).
     """
 
     settings: Settings
     services: tuple[ServiceSpec, ...]
     env: dict[str, str]
     output: IO[str] = field(default_factory=lambda: sys.stdout)
+    max_restarts: int = MAX_RESTARTS
+    stable_after_s: float = STABLE_AFTER_S
+    restart_backoff_s: float = RESTART_BACKOFF_S
     _children: list[_Child] = field(default_factory=list, init=False)
     _stopping: threading.Event = field(default_factory=threading.Event, init=False)
     _print_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -195,6 +206,7 @@ class Supervisor:
             # children in order (services first, then Redis and Postgres).
             start_new_session=True,
         )
+        child.started_at = time.monotonic()
         child.reader = threading.Thread(target=self._pump, args=(child.spec.name, child.process), daemon=True)
         child.reader.start()
         log.info("service started", service=child.spec.name, pid=child.process.pid)
@@ -240,7 +252,9 @@ class Supervisor:
                 code = child.process.poll()
                 if code is None:
                     continue
-                if child.restarts >= MAX_RESTARTS:
+                if time.monotonic() - child.started_at >= self.stable_after_s:
+                    child.restarts = 0  # it had been running fine: not a crash loop
+                if child.restarts >= self.max_restarts:
                     log.error(
                         "service keeps crashing; stopping everything", service=child.spec.name, exit_code=code
                     )
@@ -252,7 +266,7 @@ class Supervisor:
                     exit_code=code,
                     restart=child.restarts,
                 )
-                time.sleep(RESTART_BACKOFF_S * child.restarts)
+                time.sleep(self.restart_backoff_s * child.restarts)
                 self._spawn(child)
         return 0
 

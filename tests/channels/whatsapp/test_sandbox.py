@@ -180,3 +180,52 @@ async def test_status_first_without_a_status_sender_is_refused() -> None:
         refused = await client.post("/_control/failures", json={"to": "555", "mode": "status_first"})
         unknown = await client.post("/_control/failures", json={"to": "555", "mode": "explode"})
     assert (refused.status_code, unknown.status_code) == (422, 422)
+
+
+async def test_auto_statuses_reach_the_webhook_while_the_send_answer_hangs() -> None:
+    """Meta posts ``sent`` for an accepted message whatever becomes of the HTTP answer: a worker killed
+    while the answer hangs leaves a ``sending`` row that this callback reconciles (``loadtests/faults.py``)."""
+    delivered: list[tuple[str, str, str | None]] = []
+
+    async def status_sender(body: dict) -> None:
+        (item,) = body["entry"][0]["changes"][0]["value"]["statuses"]
+        delivered.append((item["status"], item["id"], item.get("biz_opaque_callback_data")))
+
+    client, state = _token_client("tok", status_sender=status_sender)
+    control = {"Authorization": "Bearer tok"}
+    async with client:
+        quiet = await client.post(
+            "/v23.0/111/messages", json=_text("555", "before"), headers={"Authorization": "Bearer t"}
+        )
+        switched = await client.post(
+            "/_control/statuses", json={"statuses": ["sent"], "delay_s": 0.05}, headers=control
+        )
+        await client.post(
+            "/_control/failures", json={"to": "555", "mode": "delay", "delay_s": 1.0}, headers=control
+        )
+        send = asyncio.create_task(
+            client.post(
+                "/v23.0/111/messages", json=_text("555", "slow"), headers={"Authorization": "Bearer t"}
+            )
+        )
+        await asyncio.sleep(0.5)
+        seen_while_hanging = list(delivered)
+        answer = await send
+        off = await client.post("/_control/statuses", json={"statuses": []}, headers=control)
+        await client.post(
+            "/v23.0/111/messages", json=_text("555", "after"), headers={"Authorization": "Bearer t"}
+        )
+        await asyncio.sleep(0.2)
+    wamid = answer.json()["messages"][0]["id"]
+    assert quiet.status_code == 200 and switched.json() == {"statuses": ["sent"], "delay_s": 0.05}
+    assert seen_while_hanging == [("sent", wamid, "sb:1")]  # before the answer, carrying our correlation id
+    assert delivered == seen_while_hanging and off.json()["statuses"] == []  # none before or after
+    assert [m["text"] for m in state.sent] == ["before", "slow", "after"]
+
+
+async def test_auto_statuses_need_a_status_sender() -> None:
+    client, _ = _client()
+    async with client:
+        refused = await client.post("/_control/statuses", json={"statuses": ["sent"]})
+        bad = await client.post("/_control/statuses", json={"statuses": ["exploded"]})
+    assert (refused.status_code, bad.status_code) == (422, 422)

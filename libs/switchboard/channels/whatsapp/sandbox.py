@@ -12,6 +12,9 @@ admin token, ``Authorization: Bearer <admin token>``: :func:`switchboard.channel
   business number ``P`` only, when given), and ``last_seq``. An interactive send (buttons, a list, a
   call-to-action URL) is recorded with its ``interactive`` object; one over Meta's limits
   (:func:`switchboard.channels.whatsapp.interactive.limit_problems`) is refused with 131009, as Meta does.
+* ``POST /_control/statuses`` ``{"statuses": ["sent", "delivered"], "delay_s": 0.2}``: from now on every
+  accepted send gets those status callbacks ``delay_s`` after it was recorded, posted signed to the
+  WhatsApp webhook apart from the send's answer, as Meta does (``{"statuses": []}``, the default: none).
 * ``GET /_control/read?phone_number_id=P`` lists the message ids number ``P`` marked read, in order.
 * ``POST /_control/failures`` scripts faults (:class:`switchboard.channels.faults.FaultSpec`), nothing
   by default:
@@ -41,12 +44,12 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from switchboard.channels.faults import Fault, FaultScript, FaultSpec, require_control_access
 from switchboard.channels.meta import SIGNATURE_HEADER, sign_body
@@ -57,6 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GraphSandbox",
+    "AutoStatuses",
     "ScriptedAnswer",
     "StatusSender",
     "sandbox_router",
@@ -92,7 +96,13 @@ class GraphSandbox:
     """Scripted faults: ``("send", "to:<recipient>")``, ``("send", "from:<phone_number_id>")``,
     ``("media", "<media id>")``."""
     media: dict[str, tuple[bytes, str]] = field(default_factory=dict)
+    auto_statuses: tuple[str, ...] = ()
+    """Status callbacks posted for every accepted send, as Meta posts ``sent``/``delivered`` on its own
+    (none by default; ``POST /_control/statuses``), whatever the send's answer (a delayed or lost answer
+    too): what lets a row left ``sending`` by a killed worker be reconciled instead of sent twice."""
+    auto_status_delay_s: float = 0.2
     _seq: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _callbacks: set[asyncio.Task[None]] = field(default_factory=set)
 
     def sent_by(self, phone_number_id: str) -> list[dict[str, Any]]:
         """Recorded sends from one business number, in order."""
@@ -124,6 +134,15 @@ class GraphSandbox:
 
     def _next_script(self, to: str, phone_number_id: str) -> Fault | None:
         return self.faults.next("send", f"to:{to}", f"from:{phone_number_id}")
+
+
+class AutoStatuses(BaseModel):
+    """Body of ``POST /_control/statuses``: the callbacks every accepted send gets (``[]``: none)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    statuses: list[Literal["sent", "delivered", "read"]] = Field(default_factory=list, max_length=3)
+    delay_s: float = Field(0.2, ge=0, le=60)
 
 
 def status_webhook(record: dict[str, Any], status: str) -> dict[str, Any]:
@@ -212,6 +231,23 @@ def sandbox_router(
         _require_loopback(request)
         messages = state.sent if phone_number_id is None else state.sent_by(phone_number_id)
         return {"messages": [m for m in messages if m["seq"] > after], "last_seq": len(state.sent)}
+
+    async def _post_statuses(record: dict[str, Any], statuses: tuple[str, ...], delay_s: float) -> None:
+        assert status_sender is not None
+        await asyncio.sleep(delay_s)  # Meta's callbacks come apart from (and often before) the answer
+        for status in statuses:
+            try:
+                await status_sender(status_webhook(record, status))
+            except Exception as exc:  # noqa: BLE001 (the send stands; the log says the callback failed)
+                log.warning("sandbox_status_callback_failed", status=status, error=type(exc).__name__)
+
+    @router.post("/_control/statuses")
+    async def set_auto_statuses(request: Request, body: AutoStatuses) -> dict[str, Any]:
+        _require_loopback(request)
+        if body.statuses and status_sender is None:
+            raise HTTPException(status_code=422, detail="status callbacks need the service's status sender")
+        state.auto_statuses, state.auto_status_delay_s = tuple(body.statuses), body.delay_s
+        return {"statuses": list(state.auto_statuses), "delay_s": state.auto_status_delay_s}
 
     @router.get("/_control/read")
     async def list_read(request: Request, phone_number_id: str) -> dict[str, Any]:
@@ -330,6 +366,10 @@ def sandbox_router(
             "at": time.time(),
         }
         state.sent.append(record)
+        if state.auto_statuses and status_sender is not None:
+            task = asyncio.create_task(_post_statuses(record, state.auto_statuses, state.auto_status_delay_s))
+            state._callbacks.add(task)  # held until done: a detached task may be collected mid-run
+            task.add_done_callback(state._callbacks.discard)
         if script is not None and script.mode == "status_first" and status_sender is not None:
             for status in script.statuses:  # delivered before the send's own answer (a real race)
                 try:
