@@ -57,6 +57,7 @@ from switchboard.handoff.notices import (
 )
 from switchboard.handoff.service import notices_for_assignments
 from switchboard.observability import get_logger
+from switchboard.outbox.jobs import deliver_soon
 
 __all__ = [
     "ActionRefused",
@@ -116,22 +117,6 @@ async def _after(redis: Any, who: Actioner, conversation_id: uuid.UUID, kind: st
     )
 
 
-async def _deliver_soon(redis: Any, conversation_id: uuid.UUID) -> None:
-    """Ask the chat worker to send the conversation's due outbox rows now (the cron sweep would too)."""
-    if redis is None:
-        return
-    try:
-        await redis.enqueue_job(
-            "deliver_outbox",
-            conversation_id=str(conversation_id),
-            _job_id=f"deliver:console:{uuid.uuid4().hex}",
-        )
-    except Exception as exc:  # noqa: BLE001 (the rows are durable; the delivery sweep sends them)
-        log.warning(
-            "console_delivery_enqueue_failed", conversation_id=str(conversation_id), error=type(exc).__name__
-        )
-
-
 async def take_over(
     sessions: async_sessionmaker[AsyncSession], redis: Any, *, who: Actioner, conversation_id: uuid.UUID
 ) -> None:
@@ -164,7 +149,7 @@ async def take_over(
             await write_outgoing(session, tenant_id=who.tenant_id, items=notices)
     log.info("console_takeover", conversation_id=str(conversation_id), user_id=str(who.user.id))
     if notices:
-        await _deliver_soon(redis, conversation_id)
+        await deliver_soon(redis, conversation_id, source="console")
     await _after(redis, who, conversation_id, "status")
 
 
@@ -222,7 +207,7 @@ async def reply(
             trace_id=trace_id,
         )
     log.info("console_reply", conversation_id=str(conversation_id), user_id=str(who.user.id), chars=len(text))
-    await _deliver_soon(redis, conversation_id)
+    await deliver_soon(redis, conversation_id, source="console")
     await _after(redis, who, conversation_id, "reply")
     return trace_id
 
@@ -279,7 +264,7 @@ async def hand_back(
             await write_outgoing(session, tenant_id=who.tenant_id, items=notices, trace_id=trace_id)
     log.info("console_hand_back", conversation_id=str(conversation_id))
     if notices:
-        await _deliver_soon(redis, conversation_id)
+        await deliver_soon(redis, conversation_id, source="console")
     await _after(redis, who, conversation_id, "status")
 
 
@@ -352,7 +337,7 @@ async def transfer(
             await write_outgoing(session, tenant_id=who.tenant_id, items=notices, trace_id=trace_id)
     log.info("console_transfer", conversation_id=str(conversation_id), to_kind=kind, to_id=str(target_id))
     if agent_id is not None or previous_notice:
-        await _deliver_soon(redis, conversation_id)
+        await deliver_soon(redis, conversation_id, source="console")
     await _after(redis, who, conversation_id, "status")
 
 
@@ -382,7 +367,7 @@ async def close(
             await write_outgoing(session, tenant_id=who.tenant_id, items=notices, trace_id=trace_id)
     log.info("console_close", conversation_id=str(conversation_id))
     if notices:
-        await _deliver_soon(redis, conversation_id)
+        await deliver_soon(redis, conversation_id, source="console")
     await _after(redis, who, conversation_id, "status")
 
 
