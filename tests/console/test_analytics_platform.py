@@ -24,8 +24,10 @@ async def _traffic(sessions, tenant):  # type: ignore[no-untyped-def]
     async with sessions() as session, session.begin():
         # the reply after a tool call: the call and its result are history rows, not messages out
         for offset, direction, role, kind in (
-            (0, "inbound", "user", "text"), (2, "outbound", "assistant", "tool_call"),
-            (3, "outbound", "tool", "tool_result"), (4, "outbound", "assistant", "text"),
+            (0, "inbound", "user", "text"),
+            (2, "outbound", "assistant", "tool_call"),
+            (3, "outbound", "tool", "tool_result"),
+            (4, "outbound", "assistant", "text"),
         ):
             session.add(
                 Message(
@@ -146,7 +148,9 @@ async def test_platform_console_and_api_retry_a_failed_reply_once(
         after = await client.get("/platform", params={"tenant": shop.tenant.slug})
         assert "data-outbox=" not in after.text
     async with sessions() as session:
-        states = [(r.status, r.attempts, r.error_code) for r in [await session.get(Outbox, r.id) for r in rows]]
+        states = [
+            (r.status, r.attempts, r.error_code) for r in [await session.get(Outbox, r.id) for r in rows]
+        ]
     assert states == [("pending", 0, None), ("pending", 0, None)]
     assert len(await arq_pool.keys("arq:job:deliver:retry:*")) == 1  # one delivery job for the retry
 
@@ -155,7 +159,9 @@ async def test_platform_console_and_api_retry_a_failed_reply_once(
     token = {"Authorization": f"Bearer {console_settings.secret('admin_token')}"}
     async with (
         orchestrator.router.lifespan_context(orchestrator),
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=orchestrator), base_url="http://o.test", headers=token) as api,
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=orchestrator), base_url="http://o.test", headers=token
+        ) as api,
     ):
         listed = await api.get("/v1/admin/platform/queues", params={"tenant": shop.tenant.slug})
         assert [(d["id"], d["retryable"]) for d in listed.json()["dead_letters"]["outbox"]] == [

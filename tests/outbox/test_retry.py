@@ -30,7 +30,9 @@ async def test_a_retried_reply_goes_out_in_order_once_with_its_correlation_ids(
     deps, scene, rows = await _dead_reply(make_deps, make_scene, sessions, sandbox)
     async with sessions() as session:
         listed = await failed_parts(session, tenant_id=scene.tenant.id)
-    assert [(p["id"], p["error_code"], p["retryable"]) for p in sorted(listed, key=lambda p: p["part_index"])] == [
+    assert [
+        (p["id"], p["error_code"], p["retryable"]) for p in sorted(listed, key=lambda p: p["part_index"])
+    ] == [
         (rows[0].id, "dead_letter", True),
         (rows[1].id, "dead_letter", True),
     ]

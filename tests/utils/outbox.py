@@ -88,7 +88,9 @@ async def new_scene(
             raw={}, inbound_state="done",  # answered: never picked up by the inbound sweeper
         )  # fmt: skip
         session.add(inbound)
-    return Scene(tenant=tenant, account=account, customer=customer, conversation=conversation, inbound=inbound)
+    return Scene(
+        tenant=tenant, account=account, customer=customer, conversation=conversation, inbound=inbound
+    )
 
 
 async def dead_letter_parts(

@@ -114,8 +114,13 @@ async def requeue_failed(
                 col(Outbox.external_id).is_(None),
             )
             .values(
-                status=OutboxStatus.pending.value, attempts=0, next_attempt_at=None, sending_at=None,
-                error_code=None, error_message=None, updated_at=now,
+                status=OutboxStatus.pending.value,
+                attempts=0,
+                next_attempt_at=None,
+                sending_at=None,
+                error_code=None,
+                error_message=None,
+                updated_at=now,
             )  # fmt: skip
             .returning(Outbox.id, Outbox.part_index)
         )
@@ -131,5 +136,7 @@ async def requeue_failed(
         actor=actor,
     )
     return list(
-        (await session.exec(select(Outbox).where(col(Outbox.id).in_(ids)).order_by(col(Outbox.part_index)))).all()
+        (
+            await session.exec(select(Outbox).where(col(Outbox.id).in_(ids)).order_by(col(Outbox.part_index)))
+        ).all()
     )
