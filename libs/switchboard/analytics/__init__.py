@@ -9,7 +9,7 @@ tenant's ``locale.timezone``):
   replies and people's replies), each counted once however many parts the channel split it into, and
   without the model's tool calls and tool results (history rows, never sent);
 * ``first_response_p50_s`` / ``_p95_s``: seconds from a conversation's first customer message to our
-  first reply (conversations started that day);
+  first reply to the customer (not the model's first tool call) (conversations started that day);
 * ``turns``, ``fallback_rate`` (turns a fallback deployment answered), ``tokens`` (``usage.total_tokens``),
   ``cost_usd`` (estimated model spend, ``turns.cost_usd``: LiteLLM's price map, unpriced models 0);
 * ``tool_calls``, ``tool_error_rate`` (receipts whose outcome is not ``ok``);
@@ -90,6 +90,12 @@ class Analytics:
 
 
 _DAY = "(({col}) AT TIME ZONE :tz)::date"
+_TO_CUSTOMER = (
+    "m.direction = 'outbound' AND m.role IN ('assistant', 'human_agent') "
+    "AND m.kind NOT IN ('tool_call', 'tool_result')"
+)
+"""A message we wrote to the customer: an AI or a person's reply, once however many parts it was sent
+in; the model's tool calls and results are history rows (``direction`` outbound), never sent."""
 
 _QUERIES: dict[str, str] = {
     "conversations": f"""
@@ -105,8 +111,7 @@ _QUERIES: dict[str, str] = {
     "messages": f"""
         SELECT {_DAY.format(col="m.created_at")} AS day, m.channel,
                count(*) FILTER (WHERE m.direction = 'inbound' AND m.role = 'user') AS messages_in,
-               count(*) FILTER (WHERE m.direction = 'outbound' AND m.role IN ('assistant', 'human_agent')
-                   AND m.kind NOT IN ('tool_call', 'tool_result')) AS messages_out
+               count(*) FILTER (WHERE {_TO_CUSTOMER}) AS messages_out
         FROM messages m
         WHERE m.tenant_id = :tenant AND m.created_at >= :since
         GROUP BY 1, 2""",
@@ -116,7 +121,7 @@ _QUERIES: dict[str, str] = {
                    (SELECT min(m.created_at) FROM messages m WHERE m.conversation_id = c.id
                         AND m.direction = 'inbound' AND m.role = 'user') AS first_in,
                    (SELECT min(m.created_at) FROM messages m WHERE m.conversation_id = c.id
-                        AND m.direction = 'outbound') AS first_out
+                        AND {_TO_CUSTOMER}) AS first_out
             FROM conversations c WHERE c.tenant_id = :tenant AND c.created_at >= :since)
         SELECT {_DAY.format(col="created_at")} AS day, channel,
                percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM first_out - first_in)) AS p50,
