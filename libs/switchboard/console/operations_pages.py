@@ -155,10 +155,6 @@ async def _channels_page(
     )  # fmt: skip
 
 
-def _cipher(settings: Any) -> CredentialCipher:
-    return CredentialCipher(settings.secret("encryption_key").encode())
-
-
 @operations_pages_router.get("/t/{slug}/channels", response_class=HTMLResponse)
 async def channels_page(request: Request, page: AdminPage, session: SessionDep) -> Response:
     return await _channels_page(request, page, session)
@@ -189,7 +185,7 @@ async def channels_connect(
         base = api_base_option(api_base.strip() or None, has_token=token is not None)
         account, created = await connect_channel_account(
             session, tenant=page.tenant, channel=channel, external_account_id=account_id, access_token=token,
-            display_name=display_name.strip() or None, cipher=_cipher(settings), api_base_url=base, label=label,
+            display_name=display_name.strip() or None, cipher=CredentialCipher.from_settings(settings), api_base_url=base, label=label,
         )  # fmt: skip
         await session.commit()
     except (AccountTaken, ValueError) as exc:
@@ -222,7 +218,7 @@ async def channels_gmail_authorize(
         return await _channels_page(request, page, session, error=f"OAuth client JSON: {exc}", code=422)
     callback = str(request.url_for("channels_gmail_callback", slug=page.tenant.slug))
     auth = start_authorization(
-        cipher=_cipher(settings), auth_url=settings.resolved_gmail_auth_url, scopes=settings.gmail_oauth_scopes,
+        cipher=CredentialCipher.from_settings(settings), auth_url=settings.resolved_gmail_auth_url, scopes=settings.gmail_oauth_scopes,
         tenant_id=page.tenant.id, secrets=secrets, redirect_uri=callback, login_hint=login_hint.strip() or None,
     )  # fmt: skip
     return RedirectResponse(auth.url, status_code=303)
@@ -239,7 +235,7 @@ async def channels_gmail_callback(
                          timeout_s=settings.gmail_timeout_s)  # fmt: skip
     try:
         code = code_from_answer(str(request.url), state=state)
-        connected = await finish_authorization(sessions=sessions, cipher=_cipher(settings), client=client,
+        connected = await finish_authorization(sessions=sessions, cipher=CredentialCipher.from_settings(settings), client=client,
                                                tenant_id=page.tenant.id, state=state, code=code)  # fmt: skip
     except (AuthorizationRefused, OAuthError, GmailApiError, ValueError) as exc:
         log.warning("console_gmail_connect_failed", tenant_id=str(page.tenant.id), error=str(exc))
