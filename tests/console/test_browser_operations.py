@@ -72,8 +72,10 @@ async def test_a_tenant_admin_connects_whatsapp_and_gmail_from_the_channels_page
     await form.get_by_label("Access token", exact=False).fill(token)
     await form.get_by_label("Display name").fill("Shop line")
     await form.get_by_label("Graph API").select_option("sandbox")
-    await form.get_by_role("button", name="Connect").click()
-    await page.locator("#channel-notice", has_text=f"Connected: whatsapp {number}").wait_for()
+    async with page.expect_navigation():
+        await form.get_by_role("button", name="Connect", exact=True).click()
+    notice = page.locator("#channel-notice")
+    assert await notice.inner_text() == f"Connected: whatsapp {number}", await page.content()
     assert await page.locator(f'table[data-channel="whatsapp"] tr[data-account="{number}"]').count() == 1
     assert token not in await page.content()  # write-only
 
