@@ -60,6 +60,11 @@ class CredentialCipher:
         self.key_count = len(ring)
         """How many keys can decrypt (the first also encrypts)."""
 
+    @classmethod
+    def from_settings(cls, settings: Any) -> CredentialCipher:
+        """The process cipher: ``ENCRYPTION_KEY`` of ``settings`` (a :class:`~switchboard.settings.Settings`)."""
+        return cls(settings.secret("encryption_key").encode())
+
     def encrypt(self, credentials: dict[str, Any]) -> str:
         """``{"access_token": ...}`` → urlsafe base64 token (str), with the first key."""
         return self._fernet.encrypt(json.dumps(credentials, sort_keys=True).encode()).decode()

@@ -5,7 +5,10 @@
 * :func:`usage_per_tenant`: conversations, messages and model tokens per tenant over a period.
 * :func:`queue_depths`: jobs waiting in each ARQ queue (the sorted set's size).
 * :func:`dead_letters` / :func:`retry_dead_inbound`: inbound messages that reached the dead letter
-  (``inbound_state = 'dead'``) and outbox parts that did (``error_code = 'dead_letter'``, shown, not retried here); an inbound one can be retried (state back to ``pending``, a fresh job).
+  (``inbound_state = 'dead'``), retried by putting the state back to ``pending`` with a fresh job.
+* :func:`dead_letters` / :func:`retry_failed_outbox`: failed outbox parts (dead letters and every other
+  failure, :func:`switchboard.outbox.retry.failed_parts`), retried through the one delivery loop
+  (:func:`switchboard.outbox.retry.requeue_failed`: idempotent, a part is never sent twice).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.channels.ingest import enqueue_inbound
 from switchboard.db.models import InboundState, Message, Tenant, utcnow
 from switchboard.observability import get_logger
+from switchboard.outbox.jobs import deliver_soon
+from switchboard.outbox.retry import NotRetryable, failed_parts, requeue_failed
 from switchboard.queue.queues import Queue
 
 __all__ = [
@@ -29,7 +34,9 @@ __all__ = [
     "queue_depths",
     "dead_letters",
     "retry_dead_inbound",
+    "retry_failed_outbox",
     "DeadLetterNotFound",
+    "NotRetryable",
 ]
 
 log = get_logger(__name__)
@@ -75,30 +82,46 @@ async def queue_depths(redis: Any) -> dict[str, int]:
     return {queue.name: int(await redis.zcard(queue.value)) for queue in Queue}
 
 
-async def dead_letters(session: AsyncSession, *, limit: int = 100) -> dict[str, list[dict[str, Any]]]:
-    """The newest dead inbound messages and dead-lettered outbox parts of every tenant."""
+async def dead_letters(
+    session: AsyncSession, *, limit: int = 100, tenant_id: uuid.UUID | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """The newest dead inbound messages and failed outbox parts (of ``tenant_id``, else of every tenant).
+
+    Returns:
+        ``{"inbound": [{"id", "tenant", "channel", "kind", "last_error", "processing_attempts",
+        "created_at"}], "outbox": [failed_parts rows]}``.
+    """
     inbound = await session.execute(
         text(
             """
             SELECT m.id, t.slug AS tenant, m.channel, m.kind, m.last_error, m.processing_attempts, m.created_at
             FROM messages m JOIN tenants t ON t.id = m.tenant_id
-            WHERE m.inbound_state = 'dead' ORDER BY m.created_at DESC LIMIT :limit
+            WHERE m.inbound_state = 'dead' AND (CAST(:tenant AS uuid) IS NULL OR m.tenant_id = CAST(:tenant AS uuid))
+            ORDER BY m.created_at DESC LIMIT :limit
             """
         ),
-        {"limit": limit},
+        {"limit": limit, "tenant": str(tenant_id) if tenant_id else None},
     )
-    outbox = await session.execute(
-        text(
-            """
-            SELECT o.id, t.slug AS tenant, o.channel, o.status, o.error_message AS last_error, o.attempts,
-                   o.created_at
-            FROM outbox o JOIN tenants t ON t.id = o.tenant_id
-            WHERE o.error_code = 'dead_letter' ORDER BY o.created_at DESC LIMIT :limit
-            """
-        ),
-        {"limit": limit},
-    )
-    return {"inbound": [dict(r) for r in inbound.mappings()], "outbox": [dict(r) for r in outbox.mappings()]}
+    outbox = await failed_parts(session, tenant_id=tenant_id, limit=limit)
+    return {"inbound": [dict(r) for r in inbound.mappings()], "outbox": outbox}
+
+
+async def retry_failed_outbox(
+    session: AsyncSession, redis: Any, outbox_id: uuid.UUID, *, actor: str
+) -> list[uuid.UUID]:
+    """Requeue a failed outbox part's group (commits) and ask the chat worker to deliver it now.
+
+    Returns:
+        The ids of the requeued parts, by part index.
+
+    Raises:
+        NotRetryable: no failed, never-accepted outbox part with that id.
+    """
+    rows = await requeue_failed(session, outbox_id, actor=actor)
+    ids, conversation_id = [row.id for row in rows], rows[0].conversation_id
+    await session.commit()
+    await deliver_soon(redis, conversation_id, source="retry")
+    return ids
 
 
 async def retry_dead_inbound(

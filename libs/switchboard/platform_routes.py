@@ -16,9 +16,11 @@ from switchboard.api.deps import ResourcesDep, SessionDep, tenant_not_found
 from switchboard.errors import TenantNotFound
 from switchboard.platform_ops import (
     DeadLetterNotFound,
+    NotRetryable,
     dead_letters,
     queue_depths,
     retry_dead_inbound,
+    retry_failed_outbox,
     set_suspended,
     usage_per_tenant,
 )
@@ -80,10 +82,24 @@ async def post_platform_suspend(tenant_ref: str, action: str, session: SessionDe
     return {"slug": tenant.slug, "suspended": tenant.suspended_at is not None}
 
 
-@platform_admin_router.get("/queues", summary="Queue depth and dead letters")
-async def get_platform_queues(session: SessionDep, resources: ResourcesDep) -> dict[str, Any]:
+@platform_admin_router.get(
+    "/queues",
+    summary="Queue depth and dead letters",
+    description="`dead_letters.inbound`: dead inbound messages; `dead_letters.outbox`: failed outbox parts "
+    "(newest failure first; `retryable`: the provider never accepted it). `tenant` (slug or id) narrows "
+    "both lists to one tenant.",
+)
+async def get_platform_queues(
+    session: SessionDep, resources: ResourcesDep, tenant: str | None = Query(None, max_length=64)
+) -> dict[str, Any]:
+    tenant_id = None
+    if tenant:
+        try:
+            tenant_id = (await get_tenant(session, tenant)).id
+        except TenantNotFound:
+            raise tenant_not_found(tenant) from None
     depths = await queue_depths(resources.redis) if resources.redis is not None else {}
-    return {"depths": depths, "dead_letters": await dead_letters(session)}
+    return {"depths": depths, "dead_letters": await dead_letters(session, tenant_id=tenant_id)}
 
 
 @platform_admin_router.post(
@@ -99,3 +115,23 @@ async def post_retry_dead_letter(
     except DeadLetterNotFound:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no dead inbound message {message_id}") from None
     return {"id": str(message_id), "inbound_state": "pending"}
+
+
+@platform_admin_router.post(
+    "/outbox/{outbox_id}/retry",
+    summary="Retry a failed outbox part (and the rest of its reply)",
+    description="Puts the failed parts of the part's reply back to pending (fresh attempts, same "
+    "correlation id) and asks the worker to deliver them through the delivery loop, in order. "
+    "Idempotent: a part the provider accepted, or one already retried (pending, sending, sent), is never "
+    "sent again — 409 for those and for unknown ids.",
+)
+async def post_retry_outbox(
+    outbox_id: uuid.UUID, session: SessionDep, resources: ResourcesDep
+) -> dict[str, Any]:
+    try:
+        ids = await retry_failed_outbox(session, resources.redis, outbox_id, actor="api:admin-token")
+    except NotRetryable:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT, f"no failed, never-sent outbox part {outbox_id} (retried already?)"
+        ) from None
+    return {"id": str(outbox_id), "requeued": [str(i) for i in ids], "status": "pending"}

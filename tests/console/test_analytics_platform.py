@@ -6,12 +6,15 @@ import re
 import uuid
 from datetime import timedelta
 
+import httpx
 from sqlalchemy import update
 from switchboard.analytics import tenant_analytics
-from switchboard.db.models import Message, Role, Tenant, ToolReceipt, Turn, utcnow
+from switchboard.db.models import Message, Outbox, Role, Tenant, ToolReceipt, Turn, utcnow
 
+from services.orchestrator.main import create_app as create_orchestrator
 from tests.utils.agent import make_conversation
 from tests.utils.console import log_in, new_user
+from tests.utils.outbox import dead_letter_parts, new_scene, set_row
 
 
 async def _traffic(sessions, tenant):  # type: ignore[no-untyped-def]
@@ -19,17 +22,24 @@ async def _traffic(sessions, tenant):  # type: ignore[no-untyped-def]
     conv = await make_conversation(sessions, tenant)
     now = utcnow()
     async with sessions() as session, session.begin():
-        for offset, direction, role in ((0, "inbound", "user"), (4, "outbound", "assistant")):
+        # the reply after a tool call: the call and its result are history rows, not messages out
+        for offset, direction, role, kind in (
+            (0, "inbound", "user", "text"),
+            (2, "outbound", "assistant", "tool_call"),
+            (3, "outbound", "tool", "tool_result"),
+            (4, "outbound", "assistant", "text"),
+        ):
             session.add(
                 Message(
                     tenant_id=tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
-                    direction=direction, role=role, text="hi", created_at=now + timedelta(seconds=offset),
+                    direction=direction, role=role, kind=kind, text="hi",
+                    created_at=now + timedelta(seconds=offset),
                 )
             )  # fmt: skip
         session.add(
             Turn(
                 tenant_id=tenant.id, conversation_id=conv.conversation.id, inbound_message_id=uuid.uuid4(),
-                trace_id="t1", fallback_used=True, usage={"total_tokens": 120},
+                trace_id="t1", fallback_used=True, usage={"total_tokens": 120}, cost_usd=0.0125,
             )
         )  # fmt: skip
         for outcome in ("ok", "error"):
@@ -54,6 +64,7 @@ async def test_analytics_counts_per_day_and_channel(sessions, make_tenant):
     assert (values["conversations"], values["messages_in"], values["messages_out"]) == (1, 1, 1)
     assert values["first_response_p50_s"] == 4.0 and values["first_response_p95_s"] == 4.0
     assert (values["turns"], values["fallback_rate"], values["tokens"]) == (1, 1.0, 120)
+    assert values["cost_usd"] == 0.0125 and data.totals["cost_usd"] == 0.0125
     assert (values["tool_calls"], values["tool_error_rate"]) == (2, 0.5)
     assert data.series("conversations") == {"whatsapp": [None] * 6 + [1]}
 
@@ -69,6 +80,7 @@ async def test_analytics_page_draws_svg_charts_for_admins_only(console_client, s
         assert page.status_code == 200
         assert page.text.count("<svg") >= 10 and 'id="chart-first_response_p95_s"' in page.text
         assert re.search(r'<strong id="kpi-conversations">1</strong>', page.text)
+        assert '<strong id="kpi-cost_usd">0.0125</strong>' in page.text and 'id="chart-cost_usd"' in page.text
         assert 'data-channel="whatsapp" data-value="0.5"' in page.text  # the tool error rate point
         assert "cdn" not in page.text.lower()
         api = await client.get(
@@ -115,3 +127,47 @@ async def test_platform_console_creates_suspends_and_retries_a_dead_letter(
         assert (await client.get("/platform")).status_code == 403
     async with sessions() as session, session.begin():
         await session.execute(update(Tenant).where(Tenant.id == tenant.id).values(suspended_at=None))
+
+
+async def test_platform_console_and_api_retry_a_failed_reply_once(
+    console_client, console_settings, sessions, shop, arq_pool, stops_at_the_queue
+):
+    scene = await new_scene(sessions, shop.tenant, shop.account)
+    rows = await dead_letter_parts(sessions, scene, ["part one", "part two"])
+    platform = await new_user(sessions, role=Role.platform_admin, tenant_id=None)
+    async with console_client() as client:
+        me = await log_in(client, platform)
+        page = await client.get("/platform", params={"tenant": shop.tenant.slug})
+        assert page.status_code == 200
+        assert [f'data-outbox="{r.id}"' in page.text for r in rows] == [True, True]
+        assert page.text.count('action="/platform/outbox/') == 2
+        retried = await me.post_form(f"/platform/outbox/{rows[1].id}/retry")
+        assert retried.status_code == 303 and retried.headers["location"] == "/platform"
+        again = await me.post_form(f"/platform/outbox/{rows[0].id}/retry")
+        assert again.status_code == 409  # the reply is pending already: never queued twice
+        after = await client.get("/platform", params={"tenant": shop.tenant.slug})
+        assert "data-outbox=" not in after.text
+    async with sessions() as session:
+        states = [
+            (r.status, r.attempts, r.error_code) for r in [await session.get(Outbox, r.id) for r in rows]
+        ]
+    assert states == [("pending", 0, None), ("pending", 0, None)]
+    assert len(await arq_pool.keys("arq:job:deliver:retry:*")) == 1  # one delivery job for the retry
+
+    await set_row(sessions, rows[0].id, status="failed", error_code="dead_letter")
+    orchestrator = create_orchestrator(console_settings)
+    token = {"Authorization": f"Bearer {console_settings.secret('admin_token')}"}
+    async with (
+        orchestrator.router.lifespan_context(orchestrator),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=orchestrator), base_url="http://o.test", headers=token
+        ) as api,
+    ):
+        listed = await api.get("/v1/admin/platform/queues", params={"tenant": shop.tenant.slug})
+        assert [(d["id"], d["retryable"]) for d in listed.json()["dead_letters"]["outbox"]] == [
+            (str(rows[0].id), True)
+        ]
+        done = await api.post(f"/v1/admin/platform/outbox/{rows[0].id}/retry")
+        assert done.status_code == 200 and done.json()["requeued"] == [str(rows[0].id)]
+        assert (await api.post(f"/v1/admin/platform/outbox/{rows[0].id}/retry")).status_code == 409
+        assert (await api.get("/v1/admin/platform/queues", params={"tenant": "nope-x"})).status_code == 404

@@ -4,7 +4,6 @@ Redis. Only Meta's Graph API is a stand-in (the project's sandbox). Helpers: ``t
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import Any
@@ -18,17 +17,12 @@ from switchboard.channels.base import ChannelDeps
 from switchboard.channels.whatsapp.channel import WhatsAppChannel
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import (
-    Conversation,
-    Customer,
-    Message,
     Tenant,
-    utcnow,
 )
 from switchboard.outbox.delivery import DeliveryDeps
 from switchboard.settings import Settings
 
-from tests.utils.handoff import random_phone
-from tests.utils.outbox import NoEchoWhatsApp, Scene
+from tests.utils.outbox import NoEchoWhatsApp, Scene, new_scene
 from tests.utils.whatsapp import connect_whatsapp
 
 
@@ -91,33 +85,6 @@ def make_scene(
     ) -> Scene:
         tenant = tenant or await make_tenant(**extensions)
         account = await connect_whatsapp(sessions, tenant, settings)
-        wa_id = random_phone()
-        last = utcnow() - last_message_age
-        async with sessions() as session, session.begin():
-            customer = Customer(
-                tenant_id=tenant.id,
-                channel="whatsapp",
-                external_user_id=wa_id,
-                phone=wa_id,
-                display_name="Ana",
-            )
-            session.add(customer)
-            await session.flush()
-            conversation = Conversation(
-                tenant_id=tenant.id, customer_id=customer.id, channel="whatsapp",
-                channel_account_id=account.id, last_customer_message_at=last,
-            )  # fmt: skip
-            session.add(conversation)
-            await session.flush()
-            inbound = Message(
-                tenant_id=tenant.id, conversation_id=conversation.id, channel="whatsapp",
-                channel_account_id=account.id, direction="inbound", role="user", text="hello?",
-                external_id=f"wamid.IN{uuid.uuid4().hex}", sender_external_id=wa_id, sent_at=last,
-                raw={}, inbound_state="done",  # answered: never picked up by the inbound sweeper
-            )  # fmt: skip
-            session.add(inbound)
-        return Scene(
-            tenant=tenant, account=account, customer=customer, conversation=conversation, inbound=inbound
-        )
+        return await new_scene(sessions, tenant, account, last_message_age=last_message_age)
 
     return make

@@ -4,11 +4,13 @@ parked when the provider id is not stored yet (bounded)."""
 from __future__ import annotations
 
 import itertools
+import json
 import uuid
 from datetime import UTC, datetime
 
 from switchboard.channels.ingest import to_delivery_statuses
 from switchboard.channels.whatsapp.statuses import conversation_block_reason
+from switchboard.console.live import tenant_channel
 from switchboard.db.models import Conversation, Outbox
 from switchboard.outbox.statuses import (
     PARKED_TTL_S,
@@ -234,3 +236,37 @@ async def test_status_job_arguments_become_neutral_statuses() -> None:
             conversation_reason="whatsapp 131026: message undeliverable to this customer",
         ),  # fmt: skip
     ]
+
+
+async def test_a_status_that_moves_a_row_tells_the_open_console_pages(
+    make_scene, sessions, arq_redis
+) -> None:  # type: ignore[no-untyped-def]
+    scene = await make_scene()
+    (row,) = await _rows_with_ids(sessions, scene, 1)
+    pubsub = arq_redis.pubsub()
+    await pubsub.subscribe(tenant_channel(scene.tenant.id))
+    try:
+        await pubsub.get_message(timeout=1.0)  # the subscribe confirmation
+        pid = scene.phone_number_id
+        assert (
+            await apply_statuses(
+                sessions, arq_redis, "whatsapp", [_status(pid, row.external_id, "delivered")]
+            )
+            == 1
+        )
+        assert (
+            await apply_statuses(
+                sessions, arq_redis, "whatsapp", [_status(pid, row.external_id, "delivered")]
+            )
+            == 0
+        )
+
+        events = []
+        while (message := await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)) is not None:
+            events.append(json.loads(message["data"]))
+    finally:
+        await pubsub.unsubscribe()
+        await pubsub.aclose()
+    assert events == [
+        {"conversation_id": str(scene.conversation.id), "kind": "delivery"}
+    ]  # once: a repeat is silent

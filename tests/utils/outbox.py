@@ -58,6 +58,57 @@ class Scene:
         return self.account.external_account_id
 
 
+async def new_scene(
+    sessions: async_sessionmaker[AsyncSession],
+    tenant: Tenant,
+    account: ChannelAccount,
+    *,
+    last_message_age: timedelta = timedelta(minutes=5),
+) -> Scene:
+    """A customer of ``tenant`` writing to ``account`` (a WhatsApp number), their conversation and their
+    latest message (answered), ``last_message_age`` ago."""
+    wa_id = random_phone()
+    last = utcnow() - last_message_age
+    async with sessions() as session, session.begin():
+        customer = Customer(
+            tenant_id=tenant.id, channel="whatsapp", external_user_id=wa_id, phone=wa_id, display_name="Ana"
+        )
+        session.add(customer)
+        await session.flush()
+        conversation = Conversation(
+            tenant_id=tenant.id, customer_id=customer.id, channel="whatsapp",
+            channel_account_id=account.id, last_customer_message_at=last,
+        )  # fmt: skip
+        session.add(conversation)
+        await session.flush()
+        inbound = Message(
+            tenant_id=tenant.id, conversation_id=conversation.id, channel="whatsapp",
+            channel_account_id=account.id, direction="inbound", role="user", text="hello?",
+            external_id=f"wamid.IN{uuid.uuid4().hex}", sender_external_id=wa_id, sent_at=last,
+            raw={}, inbound_state="done",  # answered: never picked up by the inbound sweeper
+        )  # fmt: skip
+        session.add(inbound)
+    return Scene(
+        tenant=tenant, account=account, customer=customer, conversation=conversation, inbound=inbound
+    )
+
+
+async def dead_letter_parts(
+    sessions: async_sessionmaker[AsyncSession], scene: Scene, texts: list[str]
+) -> list[Outbox]:
+    """``texts`` written as one reply with the real writer, then left as the delivery loop leaves a
+    reply whose first part ran out of attempts (part 0 ``dead_letter``, later parts failed with it)."""
+    rows = await write_parts(sessions, scene, texts)
+    for row in rows:
+        first = row.part_index == 0
+        await set_row(
+            sessions, row.id, status="failed", error_code="dead_letter", attempts=4 if first else 0,
+            error_message="gave up after 4 attempts: (#131000) Something went wrong" if first
+            else "not sent: part 0 failed: gave up after 4 attempts",
+        )  # fmt: skip
+    return await rows_of(sessions, scene)
+
+
 async def write_parts(
     sessions: async_sessionmaker[AsyncSession],
     scene: Scene,

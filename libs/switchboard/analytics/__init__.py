@@ -5,10 +5,13 @@ tenant's ``locale.timezone``):
 
 * ``conversations``: conversations started; ``handed_off``: started and later handed to a person;
   ``ai_resolved``: started, closed and never handed to a person;
-* ``messages_in`` / ``messages_out``: customer messages stored, messages we wrote (AI and people);
+* ``messages_in`` / ``messages_out``: customer messages stored; messages we wrote to the customer (AI
+  replies and people's replies), each counted once however many parts the channel split it into, and
+  without the model's tool calls and tool results (history rows, never sent);
 * ``first_response_p50_s`` / ``_p95_s``: seconds from a conversation's first customer message to our
-  first reply (conversations started that day);
-* ``turns``, ``fallback_rate`` (turns a fallback deployment answered), ``tokens`` (``usage.total_tokens``);
+  first reply to the customer (not the model's first tool call) (conversations started that day);
+* ``turns``, ``fallback_rate`` (turns a fallback deployment answered), ``tokens`` (``usage.total_tokens``),
+  ``cost_usd`` (estimated model spend, ``turns.cost_usd``: LiteLLM's price map, unpriced models 0);
 * ``tool_calls``, ``tool_error_rate`` (receipts whose outcome is not ``ok``);
 * ``feedback_up`` / ``feedback_down`` when the feedback table exists (guard branch), else absent.
 """
@@ -37,6 +40,7 @@ METRICS = (
     "turns",
     "fallback_rate",
     "tokens",
+    "cost_usd",
     "tool_calls",
     "tool_error_rate",
     "feedback_up",
@@ -86,6 +90,12 @@ class Analytics:
 
 
 _DAY = "(({col}) AT TIME ZONE :tz)::date"
+_TO_CUSTOMER = (
+    "m.direction = 'outbound' AND m.role IN ('assistant', 'human_agent') "
+    "AND m.kind NOT IN ('tool_call', 'tool_result')"
+)
+"""A message we wrote to the customer: an AI or a person's reply, once however many parts it was sent
+in; the model's tool calls and results are history rows (``direction`` outbound), never sent."""
 
 _QUERIES: dict[str, str] = {
     "conversations": f"""
@@ -101,7 +111,7 @@ _QUERIES: dict[str, str] = {
     "messages": f"""
         SELECT {_DAY.format(col="m.created_at")} AS day, m.channel,
                count(*) FILTER (WHERE m.direction = 'inbound' AND m.role = 'user') AS messages_in,
-               count(*) FILTER (WHERE m.direction = 'outbound') AS messages_out
+               count(*) FILTER (WHERE {_TO_CUSTOMER}) AS messages_out
         FROM messages m
         WHERE m.tenant_id = :tenant AND m.created_at >= :since
         GROUP BY 1, 2""",
@@ -111,7 +121,7 @@ _QUERIES: dict[str, str] = {
                    (SELECT min(m.created_at) FROM messages m WHERE m.conversation_id = c.id
                         AND m.direction = 'inbound' AND m.role = 'user') AS first_in,
                    (SELECT min(m.created_at) FROM messages m WHERE m.conversation_id = c.id
-                        AND m.direction = 'outbound') AS first_out
+                        AND {_TO_CUSTOMER}) AS first_out
             FROM conversations c WHERE c.tenant_id = :tenant AND c.created_at >= :since)
         SELECT {_DAY.format(col="created_at")} AS day, channel,
                percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM first_out - first_in)) AS p50,
@@ -122,7 +132,8 @@ _QUERIES: dict[str, str] = {
         SELECT {_DAY.format(col="t.created_at")} AS day, c.channel,
                count(*) AS turns,
                count(*) FILTER (WHERE t.fallback_used) AS fallbacks,
-               coalesce(sum((t.usage->>'total_tokens')::bigint), 0) AS tokens
+               coalesce(sum((t.usage->>'total_tokens')::bigint), 0) AS tokens,
+               coalesce(sum(t.cost_usd), 0) AS cost_usd
         FROM turns t JOIN conversations c ON c.id = t.conversation_id
         WHERE t.tenant_id = :tenant AND t.created_at >= :since
         GROUP BY 1, 2""",
@@ -191,6 +202,7 @@ async def tenant_analytics(
             turns=row["turns"],
             fallback_rate=_ratio(row["fallbacks"], row["turns"]),
             tokens=int(row["tokens"]),
+            cost_usd=round(float(row["cost_usd"]), 6),
         )
     for row in (await session.execute(text(_QUERIES["tools"]), params)).mappings():
         c = cell(row["day"], row["channel"])
@@ -208,6 +220,7 @@ async def tenant_analytics(
     for metric in ("conversations", "ai_resolved", "handed_off", "messages_in", "messages_out", "turns", "tokens",
                    "tool_calls", "feedback_up", "feedback_down"):  # fmt: skip
         totals[metric] = sum(v.get(metric, 0) or 0 for v in cells.values())
+    totals["cost_usd"] = round(sum(v.get("cost_usd", 0) or 0 for v in cells.values()), 6)
     totals["fallback_rate"] = _ratio(sum(r.get("fallbacks", 0) for r in raw.values()), totals["turns"] or 0)
     totals["tool_error_rate"] = _ratio(
         sum(r.get("tool_errors", 0) for r in raw.values()), totals["tool_calls"] or 0

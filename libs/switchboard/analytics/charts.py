@@ -17,6 +17,8 @@ WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 520, 200, 44, 10, 24, 28
 def _fmt(value: float, unit: str) -> str:
     if unit == "%":
         return f"{value * 100:.0f}%"
+    if unit == "$":  # model spend: cents matter, fractions of a cent on a quiet day too
+        return f"${value:.2f}" if abs(value) >= 1 else f"${value:.4f}"
     if abs(value) >= 10_000:
         return f"{value / 1000:.0f}k"
     return f"{value:.0f}" if float(value).is_integer() or abs(value) >= 10 else f"{value:.1f}"
@@ -35,7 +37,7 @@ def line_chart(
     Args:
         title: shown above the plot (already translated).
         series: ``{channel: [value per day]}``.
-        unit: ``"%"`` for ratios (0-1), ``"s"`` for seconds, else plain numbers.
+        unit: ``"%"`` for ratios (0-1), ``"s"`` for seconds, ``"$"`` for US dollars, else plain numbers.
     """
     values = [v for line in series.values() for v in line if v is not None]
     top = max(values) if values else 0

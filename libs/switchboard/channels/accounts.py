@@ -18,9 +18,18 @@ from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.crypto import CredentialCipher
-from switchboard.db.models import ChannelAccount
+from switchboard.db.models import ChannelAccount, Tenant
+from switchboard.tenants import add_channel_account
 
-__all__ = ["AccountRef", "AccountDirectory", "CACHE_TTL_S", "NEGATIVE_CACHE_TTL_S", "access_token_of"]
+__all__ = [
+    "AccountRef",
+    "AccountDirectory",
+    "AccountTaken",
+    "CACHE_TTL_S",
+    "NEGATIVE_CACHE_TTL_S",
+    "access_token_of",
+    "connect_channel_account",
+]
 
 CACHE_TTL_S = 30.0
 """How long a found account is trusted without re-reading the database (seconds)."""
@@ -94,3 +103,59 @@ def access_token_of(account: ChannelAccount, cipher: CredentialCipher) -> str | 
     if not account.credentials_encrypted:
         return None
     return cipher.decrypt(account.credentials_encrypted).get("access_token")
+
+
+class AccountTaken(ValueError):
+    """The provider's account is connected to another tenant (one account routes to one tenant)."""
+
+
+async def connect_channel_account(
+    session: AsyncSession,
+    *,
+    tenant: Tenant,
+    channel: str,
+    external_account_id: str,
+    access_token: str | None,
+    display_name: str | None,
+    cipher: CredentialCipher,
+    api_base_url: str | None = None,
+    label: str = "account",
+) -> tuple[ChannelAccount, bool]:
+    """Connect ``external_account_id`` of ``channel`` (a WhatsApp ``phone_number_id``, an Instagram
+    professional account id) to ``tenant``, or update it: a new token (encrypted; ``None`` keeps the
+    stored one), the name, active again, and the API root when ``api_base_url`` is given (``sandbox``, a
+    URL, or ``""`` for the real API). The caller commits; webhooks find the account within
+    :data:`NEGATIVE_CACHE_TTL_S`. ``switchboard channel add-whatsapp|add-instagram`` and the console's
+    Channels page both connect through here.
+
+    Returns:
+        ``(account, created)``.
+
+    Raises:
+        AccountTaken: the account belongs to another tenant (``label`` names it in the message).
+    """
+    existing = (
+        await session.exec(
+            select(ChannelAccount).where(
+                ChannelAccount.channel == channel, ChannelAccount.external_account_id == external_account_id
+            )
+        )
+    ).first()
+    if existing is not None:
+        if existing.tenant_id != tenant.id:
+            raise AccountTaken(f"{label} {external_account_id} is already connected to another tenant")
+        if access_token:
+            existing.credentials_encrypted = cipher.encrypt({"access_token": access_token})
+        existing.display_name = display_name or existing.display_name
+        if api_base_url is not None:
+            existing.api_base_url = api_base_url or None
+        existing.is_active = True
+        session.add(existing)
+        await session.flush()
+        return existing, False
+    account = await add_channel_account(
+        session, tenant=tenant, channel=channel, external_account_id=external_account_id,
+        display_name=display_name, credentials={"access_token": access_token} if access_token else None,
+        cipher=cipher, api_base_url=api_base_url or None,
+    )  # fmt: skip
+    return account, True

@@ -48,44 +48,21 @@ def connect_account(
         ``(ChannelAccount, created)``.
 
     Raises:
-        ValueError: the account belongs to another tenant (``label`` names it in the message).
+        AccountTaken: the account belongs to another tenant (``label`` names it in the message).
     """
-    from sqlmodel import select
-
+    from switchboard.channels.accounts import connect_channel_account
     from switchboard.cli.runner import run_in_session  # here: switchboard.cli imports the channel CLIs
     from switchboard.crypto import CredentialCipher
-    from switchboard.db.models import ChannelAccount
-    from switchboard.tenants import add_channel_account, get_tenant
+    from switchboard.tenants import get_tenant
 
     cipher = CredentialCipher(settings.secret("encryption_key").encode())
 
     async def work(session):  # type: ignore[no-untyped-def]
-        owner = await get_tenant(session, tenant)
-        existing = (
-            await session.exec(
-                select(ChannelAccount).where(
-                    ChannelAccount.channel == channel,
-                    ChannelAccount.external_account_id == external_account_id,
-                )
-            )
-        ).first()
-        if existing is not None:
-            if existing.tenant_id != owner.id:
-                raise ValueError(f"{label} {external_account_id} is already connected to another tenant")
-            if access_token:
-                existing.credentials_encrypted = cipher.encrypt({"access_token": access_token})
-            existing.display_name = display_name or existing.display_name
-            if api_base_url is not None:
-                existing.api_base_url = api_base_url or None
-            existing.is_active = True
-            session.add(existing)
-            return existing, False
-        account = await add_channel_account(
-            session, tenant=owner, channel=channel, external_account_id=external_account_id,
-            display_name=display_name, credentials={"access_token": access_token} if access_token else None,
-            cipher=cipher, api_base_url=api_base_url or None,
+        return await connect_channel_account(
+            session, tenant=await get_tenant(session, tenant), channel=channel,
+            external_account_id=external_account_id, access_token=access_token, display_name=display_name,
+            cipher=cipher, api_base_url=api_base_url, label=label,
         )  # fmt: skip
-        return account, True
 
     return run_in_session(work, settings=settings)
 

@@ -57,6 +57,7 @@ from switchboard.handoff.notices import (
 )
 from switchboard.handoff.service import notices_for_assignments
 from switchboard.observability import get_logger
+from switchboard.outbox.jobs import deliver_soon
 
 __all__ = [
     "ActionRefused",
@@ -110,26 +111,16 @@ async def _locked(session: AsyncSession, who: Actioner, conversation_id: uuid.UU
     return conversation
 
 
-async def _after(redis: Any, who: Actioner, conversation_id: uuid.UUID, kind: str) -> None:
+async def _after(
+    redis: Any, who: Actioner, conversation_id: uuid.UUID, kind: str, *, send: bool = False
+) -> None:
+    """What every action does once its transaction committed: ask for the delivery of what it wrote
+    (``send``; the cron sweep would send it too) and tell the tenant's open console pages."""
+    if send:
+        await deliver_soon(redis, conversation_id, source="console")
     await publish_conversation_event(
         redis, tenant_id=who.tenant_id, conversation_id=conversation_id, kind=kind
     )
-
-
-async def _deliver_soon(redis: Any, conversation_id: uuid.UUID) -> None:
-    """Ask the chat worker to send the conversation's due outbox rows now (the cron sweep would too)."""
-    if redis is None:
-        return
-    try:
-        await redis.enqueue_job(
-            "deliver_outbox",
-            conversation_id=str(conversation_id),
-            _job_id=f"deliver:console:{uuid.uuid4().hex}",
-        )
-    except Exception as exc:  # noqa: BLE001 (the rows are durable; the delivery sweep sends them)
-        log.warning(
-            "console_delivery_enqueue_failed", conversation_id=str(conversation_id), error=type(exc).__name__
-        )
 
 
 async def take_over(
@@ -163,9 +154,7 @@ async def take_over(
             )
             await write_outgoing(session, tenant_id=who.tenant_id, items=notices)
     log.info("console_takeover", conversation_id=str(conversation_id), user_id=str(who.user.id))
-    if notices:
-        await _deliver_soon(redis, conversation_id)
-    await _after(redis, who, conversation_id, "status")
+    await _after(redis, who, conversation_id, "status", send=bool(notices))
 
 
 async def reply(
@@ -222,8 +211,7 @@ async def reply(
             trace_id=trace_id,
         )
     log.info("console_reply", conversation_id=str(conversation_id), user_id=str(who.user.id), chars=len(text))
-    await _deliver_soon(redis, conversation_id)
-    await _after(redis, who, conversation_id, "reply")
+    await _after(redis, who, conversation_id, "reply", send=True)
     return trace_id
 
 
@@ -278,9 +266,7 @@ async def hand_back(
         if notices:
             await write_outgoing(session, tenant_id=who.tenant_id, items=notices, trace_id=trace_id)
     log.info("console_hand_back", conversation_id=str(conversation_id))
-    if notices:
-        await _deliver_soon(redis, conversation_id)
-    await _after(redis, who, conversation_id, "status")
+    await _after(redis, who, conversation_id, "status", send=bool(notices))
 
 
 async def transfer(
@@ -351,9 +337,7 @@ async def transfer(
         async with session_scope(sessions) as session:
             await write_outgoing(session, tenant_id=who.tenant_id, items=notices, trace_id=trace_id)
     log.info("console_transfer", conversation_id=str(conversation_id), to_kind=kind, to_id=str(target_id))
-    if agent_id is not None or previous_notice:
-        await _deliver_soon(redis, conversation_id)
-    await _after(redis, who, conversation_id, "status")
+    await _after(redis, who, conversation_id, "status", send=bool(agent_id is not None or previous_notice))
 
 
 async def close(
@@ -381,9 +365,7 @@ async def close(
         if notices:
             await write_outgoing(session, tenant_id=who.tenant_id, items=notices, trace_id=trace_id)
     log.info("console_close", conversation_id=str(conversation_id))
-    if notices:
-        await _deliver_soon(redis, conversation_id)
-    await _after(redis, who, conversation_id, "status")
+    await _after(redis, who, conversation_id, "status", send=bool(notices))
 
 
 async def decide(

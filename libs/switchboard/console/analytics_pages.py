@@ -34,6 +34,7 @@ CHARTS: tuple[tuple[str, str, str], ...] = (
     ("fallback_rate", N_("Fallback rate"), "%"),
     ("tool_error_rate", N_("Tool error rate"), "%"),
     ("tokens", N_("Tokens"), ""),
+    ("cost_usd", N_("Estimated cost (USD)"), "$"),
 )
 """(metric, title, unit) of each chart, in page order; 👍/👎 is added when feedback exists."""
 

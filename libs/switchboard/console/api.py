@@ -214,20 +214,46 @@ _ACTION_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-@conversations_admin_router.post(
-    "/{conversation_id}/takeover", response_model=ActionResult, responses=_ACTION_RESPONSES,
-    summary="Take the conversation over (the AI stops at once)",
-    description="The calling console user (session or user API token) handles it now: no model is called "
-    "for it until it is handed back; a WhatsApp agent who had it is told. 409 with ADMIN_TOKEN (nobody to "
-    "reply as) or when it is closed.",
-)  # fmt: skip
-async def post_takeover(
-    conversation_id: uuid.UUID, tenant: TenantDep, principal: PrincipalDep, session: SessionDep,
-    sessions: SessionsDep, resources: ResourcesDep,
-) -> ActionResult:  # fmt: skip
-    who = _who(tenant, principal)
-    return await _done(session, tenant, conversation_id,
-                       lambda: actions.take_over(sessions, resources.redis, who=who, conversation_id=conversation_id))  # fmt: skip
+_PLAIN_ACTIONS: dict[str, tuple[Callable[..., Awaitable[None]], str, str]] = {
+    "takeover": (
+        actions.take_over,
+        "Take the conversation over (the AI stops at once)",
+        "The calling console user (session or user API token) handles it now: no model is called for it "
+        "until it is handed back; a WhatsApp agent who had it is told. 409 with ADMIN_TOKEN (nobody to reply "
+        "as) or when it is closed.",
+    ),
+    "handback": (
+        actions.hand_back,
+        "Hand the conversation back to the AI",
+        "From a console user, a WhatsApp agent (who is told) or the queue. 409 when the AI has it.",
+    ),
+    "close": (
+        actions.close,
+        "Close the conversation",
+        "A person who had it hands it back first; the customer's next message opens a new one.",
+    ),
+}
+"""Actions without a body: path word → (the action, OpenAPI summary, description)."""
+
+
+def _plain_action_route(act: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[ActionResult]]:
+    async def route(
+        conversation_id: uuid.UUID, tenant: TenantDep, principal: PrincipalDep, session: SessionDep,
+        sessions: SessionsDep, resources: ResourcesDep,
+    ) -> ActionResult:  # fmt: skip
+        who = _who(tenant, principal)
+        return await _done(session, tenant, conversation_id,
+                           lambda: act(sessions, resources.redis, who=who, conversation_id=conversation_id))  # fmt: skip
+
+    return route
+
+
+for _name, (_act_fn, _summary, _description) in _PLAIN_ACTIONS.items():
+    conversations_admin_router.add_api_route(
+        f"/{{conversation_id}}/{_name}", _plain_action_route(_act_fn), methods=["POST"],
+        response_model=ActionResult, responses=_ACTION_RESPONSES, summary=_summary, description=_description,
+        name=f"post_{_name}",
+    )  # fmt: skip
 
 
 @conversations_admin_router.post(
@@ -248,20 +274,6 @@ async def post_reply(
 
 
 @conversations_admin_router.post(
-    "/{conversation_id}/handback", response_model=ActionResult, responses=_ACTION_RESPONSES,
-    summary="Hand the conversation back to the AI",
-    description="From a console user, a WhatsApp agent (who is told) or the queue. 409 when the AI has it.",
-)  # fmt: skip
-async def post_handback(
-    conversation_id: uuid.UUID, tenant: TenantDep, principal: PrincipalDep, session: SessionDep,
-    sessions: SessionsDep, resources: ResourcesDep,
-) -> ActionResult:  # fmt: skip
-    who = _who(tenant, principal)
-    return await _done(session, tenant, conversation_id,
-                       lambda: actions.hand_back(sessions, resources.redis, who=who, conversation_id=conversation_id))  # fmt: skip
-
-
-@conversations_admin_router.post(
     "/{conversation_id}/transfer", response_model=ActionResult, responses=_ACTION_RESPONSES,
     summary="Transfer the conversation to a console user or a WhatsApp agent",
     description="A WhatsApp agent must be online and receives the assignment notice with a summary.",
@@ -273,20 +285,6 @@ async def post_transfer(
     who = _who(tenant, principal)
     return await _done(session, tenant, conversation_id, lambda: actions.transfer(
         sessions, resources.redis, who=who, conversation_id=conversation_id, to=body.to))  # fmt: skip
-
-
-@conversations_admin_router.post(
-    "/{conversation_id}/close", response_model=ActionResult, responses=_ACTION_RESPONSES,
-    summary="Close the conversation",
-    description="A person who had it hands it back first; the customer's next message opens a new one.",
-)  # fmt: skip
-async def post_close(
-    conversation_id: uuid.UUID, tenant: TenantDep, principal: PrincipalDep, session: SessionDep,
-    sessions: SessionsDep, resources: ResourcesDep,
-) -> ActionResult:  # fmt: skip
-    who = _who(tenant, principal)
-    return await _done(session, tenant, conversation_id,
-                       lambda: actions.close(sessions, resources.redis, who=who, conversation_id=conversation_id))  # fmt: skip
 
 
 @conversations_admin_router.post(

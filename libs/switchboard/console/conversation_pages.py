@@ -78,19 +78,39 @@ async def _act(
     return RedirectResponse(target, status_code=303)
 
 
-@conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/takeover")
-async def takeover_action(
-    request: Request,
-    conversation_id: uuid.UUID,
-    page: InboxPage,
-    sessions: SessionsDep,
-    resources: ResourcesDep,
-) -> Response:
-    async def run() -> str | None:
-        await actions.take_over(sessions, resources.redis, who=_who(page), conversation_id=conversation_id)
-        return "You have this conversation now: the AI will not answer until you hand it back."
+_PLAIN_ACTIONS: dict[str, tuple[Callable[..., Awaitable[None]], str]] = {
+    "takeover": (
+        actions.take_over,
+        "You have this conversation now: the AI will not answer until you hand it back.",
+    ),
+    "handback": (actions.hand_back, "Handed back: the AI answers again."),
+    "close": (actions.close, "Closed: the customer's next message opens a new conversation."),
+}
+"""Actions without a form field: path word → (the action, what the page says after it)."""
 
-    return await _act(request, page, conversation_id, run)
+
+def _plain_action_route(act: Callable[..., Awaitable[None]], done: str) -> Callable[..., Awaitable[Response]]:
+    async def route(
+        request: Request,
+        conversation_id: uuid.UUID,
+        page: InboxPage,
+        sessions: SessionsDep,
+        resources: ResourcesDep,
+    ) -> Response:
+        async def run() -> str | None:
+            await act(sessions, resources.redis, who=_who(page), conversation_id=conversation_id)
+            return done
+
+        return await _act(request, page, conversation_id, run)
+
+    return route
+
+
+for _name, (_act_fn, _done) in _PLAIN_ACTIONS.items():
+    conversation_pages_router.add_api_route(
+        f"/t/{{slug}}/conversations/{{conversation_id}}/{_name}", _plain_action_route(_act_fn, _done),
+        methods=["POST"], name=f"{_name}_action",
+    )  # fmt: skip
 
 
 @conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/reply")
@@ -111,21 +131,6 @@ async def reply_action(
     return await _act(request, page, conversation_id, run)
 
 
-@conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/handback")
-async def handback_action(
-    request: Request,
-    conversation_id: uuid.UUID,
-    page: InboxPage,
-    sessions: SessionsDep,
-    resources: ResourcesDep,
-) -> Response:
-    async def run() -> str | None:
-        await actions.hand_back(sessions, resources.redis, who=_who(page), conversation_id=conversation_id)
-        return "Handed back: the AI answers again."
-
-    return await _act(request, page, conversation_id, run)
-
-
 @conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/transfer")
 async def transfer_action(
     request: Request,
@@ -140,21 +145,6 @@ async def transfer_action(
             sessions, resources.redis, who=_who(page), conversation_id=conversation_id, to=to
         )
         return "Transferred."
-
-    return await _act(request, page, conversation_id, run)
-
-
-@conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/close")
-async def close_action(
-    request: Request,
-    conversation_id: uuid.UUID,
-    page: InboxPage,
-    sessions: SessionsDep,
-    resources: ResourcesDep,
-) -> Response:
-    async def run() -> str | None:
-        await actions.close(sessions, resources.redis, who=_who(page), conversation_id=conversation_id)
-        return "Closed: the customer's next message opens a new conversation."
 
     return await _act(request, page, conversation_id, run)
 

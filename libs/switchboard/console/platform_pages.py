@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Form, HTTPException, Request, status
+from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from switchboard.api.deps import ResourcesDep, SessionDep
@@ -19,9 +19,11 @@ from switchboard.errors import TenantNotFound
 from switchboard.i18n import N_
 from switchboard.platform_ops import (
     DeadLetterNotFound,
+    NotRetryable,
     dead_letters,
     queue_depths,
     retry_dead_inbound,
+    retry_failed_outbox,
     set_suspended,
     usage_per_tenant,
 )
@@ -42,19 +44,27 @@ async def _page(
     code: int = 200,
     message: str | None = None,
     error: str | None = None,
+    tenant_filter: str = "",
 ) -> Response:  # type: ignore[no-untyped-def]
     depths = await queue_depths(resources.redis) if resources.redis is not None else {}
+    usage = await usage_per_tenant(session, days=30)
+    chosen = next((t for t in usage if t["slug"] == tenant_filter), None)
+    dead = await dead_letters(session, limit=50, tenant_id=chosen["tenant_id"] if chosen else None)
     return render(
-        request, "platform.html", status_code=code, usage=await usage_per_tenant(session, days=30),
-        depths=depths, dead=await dead_letters(session, limit=50), message=message, error=error, active="platform",
+        request, "platform.html", status_code=code, usage=usage, depths=depths, dead=dead,
+        tenant_filter=chosen["slug"] if chosen else "", message=message, error=error, active="platform",
     )  # fmt: skip
 
 
 @platform_pages_router.get("/platform", response_class=HTMLResponse)
 async def platform_page(
-    request: Request, info: PlatformDep, session: SessionDep, resources: ResourcesDep
+    request: Request,
+    info: PlatformDep,
+    session: SessionDep,
+    resources: ResourcesDep,
+    tenant: Annotated[str, Query(max_length=64, description="Dead letters of this tenant (slug) only.")] = "",
 ) -> Response:
-    return await _page(request, session, resources)
+    return await _page(request, session, resources, tenant_filter=tenant)
 
 
 @platform_pages_router.post("/platform/tenants", response_class=HTMLResponse)
@@ -99,4 +109,18 @@ async def platform_retry(
         await retry_dead_inbound(session, resources.redis, message_id, actor=f"console:{info.user.email}")
     except DeadLetterNotFound:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no dead inbound message {message_id}") from None
+    return RedirectResponse("/platform", status_code=303)
+
+
+@platform_pages_router.post("/platform/outbox/{outbox_id}/retry")
+async def platform_retry_outbox(
+    outbox_id: uuid.UUID, info: PlatformDep, session: SessionDep, resources: ResourcesDep
+) -> Response:
+    """Retry a failed outbox part's reply through the delivery loop (idempotent: 409 once retried)."""
+    try:
+        await retry_failed_outbox(session, resources.redis, outbox_id, actor=f"console:{info.user.email}")
+    except NotRetryable:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT, "This message was retried already or reached the provider."
+        ) from None
     return RedirectResponse("/platform", status_code=303)

@@ -95,6 +95,7 @@ __all__ = [
     "DeliveryReport",
     "DeliveryScope",
     "deliver",
+    "same_group",
 ]
 
 log = get_logger(__name__)
@@ -199,7 +200,7 @@ def _group_key(row: Any) -> tuple[Any, ...]:
     return ("batch", row.conversation_id, row.purpose, row.created_at)
 
 
-def _same_group(row: Outbox) -> Any:
+def same_group(row: Outbox) -> Any:
     """Rows of ``row``'s group (see the module docstring)."""
     if row.inbound_message_id is not None:
         return and_(Outbox.inbound_message_id == row.inbound_message_id, Outbox.purpose == row.purpose)
@@ -397,7 +398,7 @@ async def _earlier_unfinished_or_failed(session: AsyncSession, row: Outbox) -> O
             await session.exec(
                 select(Outbox)
                 .where(
-                    _same_group(row),
+                    same_group(row),
                     Outbox.part_index < row.part_index,
                     col(Outbox.status).in_((*_UNFINISHED, _FAILED)),
                 )
@@ -433,7 +434,7 @@ async def _fail(
     later = (
         await session.exec(
             update(Outbox)
-            .where(_same_group(row), Outbox.part_index > row.part_index, Outbox.status == _PENDING)
+            .where(same_group(row), Outbox.part_index > row.part_index, Outbox.status == _PENDING)
             .values(
                 status=_FAILED,
                 error_code=code[:32],

@@ -9,7 +9,7 @@ from typing import Any
 from switchboard.observability import get_logger
 from switchboard.outbox.delivery import DeliveryDeps, DeliveryScope, deliver
 
-__all__ = ["DELIVER_JOB_BUDGET_S", "deliver_outbox", "delivery_deps_from"]
+__all__ = ["DELIVER_JOB_BUDGET_S", "deliver_outbox", "deliver_soon", "delivery_deps_from"]
 
 log = get_logger(__name__)
 
@@ -54,3 +54,32 @@ async def deliver_outbox(
     if report.sent or report.failed:
         log.info("outbox_delivered", sent=report.sent, failed=report.failed, pending=report.pending)
     return asdict(report)
+
+
+async def deliver_soon(redis: Any, conversation_id: uuid.UUID, *, source: str) -> bool:
+    """Ask the chat worker to send ``conversation_id``'s due outbox rows now (a ``deliver_outbox`` job
+    with a unique id); the cron sweep (``deliver_outbox_sweep``) sends them anyway, so a failed enqueue
+    is logged, not raised.
+
+    Args:
+        redis: the ARQ pool (``None``: nothing is enqueued).
+        source: who asks (``console``, ``retry``), part of the job id and the log line.
+
+    Returns:
+        Whether a job was enqueued.
+    """
+    if redis is None:
+        return False
+    try:
+        await redis.enqueue_job(
+            "deliver_outbox",
+            conversation_id=str(conversation_id),
+            _job_id=f"deliver:{source}:{uuid.uuid4().hex}",
+        )
+    except Exception as exc:  # noqa: BLE001 (the rows are durable; the delivery sweep sends them)
+        log.warning(
+            "delivery_enqueue_failed", conversation_id=str(conversation_id), source=source,
+            error=type(exc).__name__,
+        )  # fmt: skip
+        return False
+    return True

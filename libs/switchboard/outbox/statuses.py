@@ -4,7 +4,8 @@ Providers do not promise order and may skip steps (WhatsApp: ``read`` before ``d
 ``delivered`` at all), and they deliver callbacks at least once. So a status only moves a row
 forward along :data:`STATUS_RANK` (``pending < sending < sent < delivered < read < played``);
 ``failed`` replaces anything before ``read``; nothing moves a ``failed`` row; the same status twice
-changes nothing.
+changes nothing. Each conversation whose rows moved gets a console live event (``delivery``), so an
+open conversation page updates its ticks (sent, delivered, read, failed) without a reload.
 
 A status finds its row by ``(channel, external_id)``; when the row has no provider id yet (still
 ``sending``: the worker died, or the provider's answer was lost) by the correlation id the provider
@@ -24,6 +25,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from typing import Any
 
 from redis.asyncio import Redis
 from sqlalchemy import update
@@ -31,6 +33,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from switchboard.console.live import publish_conversation_event
 from switchboard.db.models import Conversation, Outbox, OutboxStatus, utcnow
 from switchboard.observability import get_logger
 from switchboard.queue.keys import parked_status_index_key, parked_status_key
@@ -138,6 +141,7 @@ async def apply_statuses(
     changed = 0
     to_park: list[DeliveryStatus] = []
     filled: list[tuple[str, str]] = []  # (account_id, external_id) rows that just got their provider id
+    moved: set[tuple[Any, Any]] = set()  # (tenant_id, conversation_id) whose ticks changed
     async with sessions() as session, session.begin():
         for item in statuses:
             if item.status not in STATUS_RANK and item.status != _FAILED:
@@ -189,7 +193,14 @@ async def apply_statuses(
             if row is None:
                 to_park.append(item)
                 continue
-            changed += await _apply_one(session, row, item)
+            if await _apply_one(session, row, item):
+                changed += 1
+                moved.add((row.tenant_id, row.conversation_id))
+    # after the commit: an open conversation page reloads its status ticks (console live updates)
+    for tenant_id, conversation_id in sorted(moved, key=str):
+        await publish_conversation_event(
+            redis, tenant_id=tenant_id, conversation_id=conversation_id, kind="delivery"
+        )
     for item in to_park:
         await park_status(redis, channel, item)
     # Statuses parked under an id before it was known (a race with the send being recorded).

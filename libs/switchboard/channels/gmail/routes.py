@@ -29,7 +29,6 @@ from switchboard.channels.gmail.mailboxes import (
 from switchboard.channels.gmail.oauth import parse_client_secrets
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import GmailMailbox
-from switchboard.settings import Settings
 
 __all__ = ["gmail_admin_router"]
 
@@ -105,7 +104,7 @@ async def authorize(body: AuthorizeRequest, tenant: TenantDep, settings: Setting
     except ValueError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     auth = start_authorization(
-        cipher=_cipher(settings), auth_url=settings.resolved_gmail_auth_url, scopes=settings.gmail_oauth_scopes,
+        cipher=CredentialCipher.from_settings(settings), auth_url=settings.resolved_gmail_auth_url, scopes=settings.gmail_oauth_scopes,
         tenant_id=tenant.id, secrets=secrets, redirect_uri=body.redirect_uri, login_hint=body.login_hint,
     )  # fmt: skip
     return AuthorizeResponse(consent_url=auth.url, state=auth.state, expires_in_s=AUTHORIZATION_TTL_S)
@@ -130,7 +129,7 @@ async def connect(
                          timeout_s=settings.gmail_timeout_s)  # fmt: skip
     try:
         code = code_from_answer(body.code, state=body.state)
-        connected = await finish_authorization(sessions=sessions, cipher=_cipher(settings), client=client,
+        connected = await finish_authorization(sessions=sessions, cipher=CredentialCipher.from_settings(settings), client=client,
                                                tenant_id=tenant.id, state=body.state, code=code)  # fmt: skip
     except AuthorizationRefused as exc:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
@@ -147,10 +146,6 @@ async def connect(
             )
         ).one()
     return _public(row).model_copy(update={"reconnected": connected.reconnected})
-
-
-def _cipher(settings: Settings) -> CredentialCipher:
-    return CredentialCipher(settings.secret("encryption_key").encode())
 
 
 def _public(row: GmailMailbox) -> MailboxPublic:

@@ -1,0 +1,142 @@
+"""Failed outbox parts, and an operator's retry of them through the one delivery loop.
+
+* :func:`failed_parts`: the newest ``failed`` outbox rows (dead letters, ``error_code =
+  'dead_letter'``, and every other failure: window closed, a permanent provider error, a later part of
+  a failed group), per tenant or of every tenant.
+* :func:`requeue_failed`: an operator's *Retry*. It puts the row's whole **group** (the parts of one
+  reply, :func:`~switchboard.outbox.delivery.same_group`) back to ``pending`` with a fresh attempt
+  budget, so the delivery loop sends them again in order — the loop, not this module, decides
+  (window, throttle, template rules apply as on the first try).
+
+Idempotent, so a retried part is never sent twice:
+
+* only rows the provider never accepted are requeued (``status = 'failed'`` **and** ``external_id IS
+  NULL``); a row a provider accepted and then reported ``failed`` keeps its status (statuses only move
+  forward, :mod:`switchboard.outbox.statuses`);
+* the change is one ``UPDATE ... WHERE status = 'failed'`` under the row lock: a second click (or a
+  second operator) finds nothing failed and gets :class:`NotRetryable`, while the first retry's rows
+  are claimed once by the loop (``FOR UPDATE SKIP LOCKED``);
+* the rows keep their ``correlation_id``, so a provider echo of an earlier attempt still finds them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import text, update
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from switchboard.db.models import Outbox, OutboxStatus, utcnow
+from switchboard.observability import get_logger
+from switchboard.outbox.delivery import same_group
+
+__all__ = ["NotRetryable", "failed_parts", "requeue_failed"]
+
+log = get_logger(__name__)
+
+
+class NotRetryable(LookupError):
+    """No failed, never-accepted outbox part with that id (unknown, another tenant's, already
+    retried — now pending/sending/sent —, or accepted by the provider and then reported failed)."""
+
+
+_FAILED_PARTS = text(
+    """
+    SELECT o.id, o.tenant_id, t.slug AS tenant, o.conversation_id, o.channel, o.purpose, o.part_index,
+           o.error_code, o.error_message AS last_error, o.attempts, o.external_id IS NULL AS retryable,
+           o.created_at, o.updated_at
+    FROM outbox o JOIN tenants t ON t.id = o.tenant_id
+    WHERE o.status = 'failed' AND (CAST(:tenant AS uuid) IS NULL OR o.tenant_id = CAST(:tenant AS uuid))
+    ORDER BY o.updated_at DESC, o.part_index LIMIT :limit
+    """
+)
+
+
+async def failed_parts(
+    session: AsyncSession, *, tenant_id: uuid.UUID | None = None, limit: int = 100
+) -> list[dict[str, Any]]:
+    """The newest failed outbox parts (of ``tenant_id``, else of every tenant), newest failure first.
+
+    Returns:
+        ``[{"id", "tenant_id", "tenant" (slug), "conversation_id", "channel", "purpose", "part_index",
+        "error_code", "last_error", "attempts", "retryable" (never accepted by the provider),
+        "created_at", "updated_at"}]``.
+    """
+    params = {"tenant": str(tenant_id) if tenant_id else None, "limit": limit}
+    rows = await session.execute(_FAILED_PARTS, params)  # text(): rows, not models
+    return [dict(row) for row in rows.mappings()]
+
+
+async def requeue_failed(
+    session: AsyncSession, outbox_id: uuid.UUID, *, actor: str, tenant_id: uuid.UUID | None = None
+) -> list[Outbox]:
+    """Put the failed, never-accepted parts of ``outbox_id``'s group back to ``pending`` (attempts 0,
+    due now, error cleared); the caller commits, then asks for a delivery
+    (:func:`switchboard.outbox.jobs.deliver_soon`).
+
+    Args:
+        outbox_id: any failed part of the group.
+        actor: who retried (logged).
+        tenant_id: when given, the row must be this tenant's.
+
+    Returns:
+        The requeued rows, by ``part_index``.
+
+    Raises:
+        NotRetryable: see the class.
+    """
+    row = await session.get(Outbox, outbox_id)
+    if row is None or (tenant_id is not None and row.tenant_id != tenant_id):
+        raise NotRetryable(str(outbox_id))
+    # Lock the whole group in part order before looking: two retries of one reply (any of its parts)
+    # queue behind each other instead of deadlocking, and the second sees the first's result.
+    group = (
+        await session.exec(
+            select(Outbox)
+            .where(same_group(row))
+            .order_by(col(Outbox.part_index), col(Outbox.id))
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
+    ).all()
+    row = next((r for r in group if r.id == outbox_id), None)
+    if row is None or row.status != OutboxStatus.failed.value or row.external_id is not None:
+        raise NotRetryable(str(outbox_id))
+    now = utcnow()
+    requeued = (
+        await session.exec(
+            update(Outbox)
+            .where(
+                same_group(row),
+                col(Outbox.status) == OutboxStatus.failed.value,
+                col(Outbox.external_id).is_(None),
+            )
+            .values(
+                status=OutboxStatus.pending.value,
+                attempts=0,
+                next_attempt_at=None,
+                sending_at=None,
+                error_code=None,
+                error_message=None,
+                updated_at=now,
+            )  # fmt: skip
+            .returning(Outbox.id, Outbox.part_index)
+        )
+    ).all()
+    ids = [r.id for r in sorted(requeued, key=lambda r: r.part_index)]
+    log.warning(
+        "outbox_failed_retried",
+        tenant_id=str(row.tenant_id),
+        conversation_id=str(row.conversation_id),
+        trace_id=row.trace_id,
+        outbox_id=str(outbox_id),
+        parts=len(ids),
+        actor=actor,
+    )
+    return list(
+        (
+            await session.exec(select(Outbox).where(col(Outbox.id).in_(ids)).order_by(col(Outbox.part_index)))
+        ).all()
+    )
