@@ -97,7 +97,7 @@ from switchboard.memory.notes import NotesRejected, check_notes, evidence_from_n
 from switchboard.memory.store import is_returning_customer
 from switchboard.observability import get_logger, message_context, metrics, tracing
 from switchboard.storable import clean_text, clean_tree
-from switchboard.tenant_settings import TenantSettings, tenant_settings_from
+from switchboard.tenant_settings import TenantSettings, cached_tenant_settings
 
 __all__ = ["Orchestrator", "TurnRejected"]
 
@@ -393,7 +393,7 @@ class Orchestrator:
         if tenant is None:
             log.warning("turn_rejected_unknown_tenant")
             raise TurnRejected(404, f"tenant {tenant_id} not found")
-        return tenant_settings_from(tenant.settings_extensions, tenant_id=str(tenant_id))
+        return cached_tenant_settings(tenant.settings_extensions, tenant_id=str(tenant_id))
 
     async def _claim(self, request: TurnRequest, trace_id: str, tenant_settings: TenantSettings) -> _Claim:
         async with session_scope(self.sessions) as session:
