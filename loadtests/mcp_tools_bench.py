@@ -3,13 +3,15 @@
 The ``mcp_tools`` service runs as its own process (``uvicorn services.mcp_tools.main:create_app``)
 on a free loopback port; the orchestrator's :class:`~switchboard.tools.mcp_client.McpToolSource`
 calls ``lookup_product`` on the seeded demo catalog. Each call includes what a turn pays: toolbox
-check, limits from receipts, schema validation, an MCP session over Streamable HTTP (initialize,
-call, close), the server's tenant/permission checks and query, result validation, and the receipt.
+check, limits from receipts, schema validation, the call over Streamable HTTP on a pooled MCP session
+(before issue 17 every call opened its own: initialize, call, close), the server's tenant/permission
+checks and query, result validation, and the receipt.
 
 Printed figures: discovery (``list_tools``) milliseconds; per-call p50/p95 milliseconds for
 sequential calls; calls per second with 20 concurrent callers.
 
-Run (from the repository root): ``.venv/bin/python loadtests/mcp_tools_bench.py [--calls 200]``.
+Run (from the repository root): ``.venv/bin/python loadtests/mcp_tools_bench.py [--calls 200]``
+(``--quick``: 100 calls, well under 2 minutes).
 Uses ``DATABASE_URL`` if set, else an embedded Postgres in a temporary folder.
 """
 
@@ -142,7 +144,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=20)
+    parser.add_argument("--quick", action="store_true", help="100 calls (under 2 minutes)")
     args = parser.parse_args()
+    if args.quick:
+        args.calls = 100
     configure_logging(service="bench", level="WARNING", fmt="console")
     database_url = os.environ.get("DATABASE_URL")
     pg = None

@@ -274,6 +274,9 @@ class TenantRouter:
     """Deployment id -> ``time.monotonic()`` until which the gateway skips it."""
     recent_failures: dict[str, deque[float]] = field(default_factory=dict)
     """Deployment id -> monotonic times of its recent failures (``allowed_fails`` window)."""
+    built_from: LLMSettings | None = field(default=None, repr=False)
+    """The settings object it was built from: the same object again (tenant settings are parsed once
+    per content, :func:`~switchboard.tenant_settings.cached_tenant_settings`) skips the fingerprint."""
 
     def is_cooling(self, deployment_id: str, now: float) -> bool:
         return self.cooldown_until.get(deployment_id, 0.0) > now
@@ -353,6 +356,9 @@ class ModelGateway:
             CredentialDecryptError: a deployment's ``api_key_encrypted`` cannot be decrypted (logged
                 as ``deployment_api_key_unreadable`` with the deployment id).
         """
+        cached = self._routers.get(tenant_id)
+        if cached is not None and cached.built_from is llm:
+            return cached
         deployments = sorted(
             llm.deployments or default_deployments(self.settings), key=lambda d: (d.priority, d.id)
         )
@@ -366,8 +372,8 @@ class ModelGateway:
                 default=str,
             ).encode()
         ).hexdigest()
-        cached = self._routers.get(tenant_id)
         if cached is not None and cached.fingerprint == fingerprint:
+            cached.built_from = llm
             return cached
         litellm = import_litellm()
         if self._recorder is None:
@@ -415,6 +421,7 @@ class ModelGateway:
             count_model=deployments[0].litellm_model(),
             groups=router_groups,
             tenant_id=str(tenant_id),
+            built_from=llm,
         )
         self._routers[tenant_id] = built
         log.info(
