@@ -11,7 +11,9 @@ Printed figures:
   ``harness_ms`` (total minus time spent inside model calls and tools), p50/p95, sequential turns;
 * turns per second with 50 concurrent turns (each on its own conversation).
 
-Run (from the repository root): ``.venv/bin/python loadtests/orchestrator_overhead.py [--turns 200]``.
+Run (from the repository root): ``.venv/bin/python loadtests/orchestrator_overhead.py [--turns 200]``
+(``--quick``: 100 turns, well under 2 minutes; ``--profile FILE``: cProfile of the sequential turns
+written to FILE, read it with ``python -m pstats FILE``).
 Uses ``DATABASE_URL`` if set, else an embedded Postgres in a temporary folder.
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import os
 import socket
 import statistics
@@ -106,7 +109,9 @@ def _request(tenant_id: uuid.UUID, pair: tuple[uuid.UUID, uuid.UUID]) -> TurnReq
     )  # fmt: skip
 
 
-async def run(database_url: str, model_url: str, turns: int, concurrency: int) -> None:
+async def run(
+    database_url: str, model_url: str, turns: int, concurrency: int, profile: str | None = None
+) -> None:
     settings = load_settings(database_url=database_url, _env_file=None, data_dir=Path(tempfile.mkdtemp()))
     engine = create_engine(database_url, pool_size=concurrency)
     sessions = session_factory(engine)
@@ -137,6 +142,9 @@ async def run(database_url: str, model_url: str, turns: int, concurrency: int) -
 
     pairs = await _conversations(sessions, tenant.id, turns)
     seq_ids = []
+    profiler = cProfile.Profile() if profile else None
+    if profiler is not None:
+        profiler.enable()
     for pair in pairs:
         request = _request(tenant.id, pair)
         result = await orchestrator.handle_turn(request)
@@ -146,6 +154,9 @@ async def run(database_url: str, model_url: str, turns: int, concurrency: int) -
             and [c.name for c in result.tool_calls] == ["search_knowledge"]
         )
         seq_ids.append(request.inbound_message_id)
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(profile)
     async with sessions() as session:
         rows = (await session.exec(select(Turn).where(col(Turn.inbound_message_id).in_(seq_ids)))).all()
     totals = [row.timings["total_ms"] for row in rows]
@@ -184,7 +195,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--quick", action="store_true", help="100 turns (under 2 minutes)")
+    parser.add_argument("--profile", metavar="FILE", help="write a cProfile of the sequential turns to FILE")
     args = parser.parse_args()
+    if args.quick:
+        args.turns = 100
     configure_logging(service="loadtest", level="WARNING", fmt="console")
 
     port = _free_port()
@@ -208,7 +223,7 @@ def main() -> None:
             pg = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="sb-load-")) / "postgres")
             database_url = pg.start()
         upgrade(database_url)
-        asyncio.run(run(database_url, model_url, args.turns, args.concurrency))
+        asyncio.run(run(database_url, model_url, args.turns, args.concurrency, args.profile))
     finally:
         server.terminate()
         server.wait(10)

@@ -75,8 +75,10 @@ def _run(code: str, settings: Settings) -> list[str]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("name", ["whatsapp", "instagram", "gmail"])
-def test_channel_services_never_import_litellm(name: str, settings: Settings) -> None:
+@pytest.mark.parametrize("name", ["whatsapp", "instagram", "gmail", "console", "mcp_tools", "model_server"])
+def test_services_that_call_no_model_never_import_litellm(name: str, settings: Settings) -> None:
+    """The channel services, the console, the MCP tool server and the offline model server (which
+    answers model calls, it makes none) start without LiteLLM (``make run`` warm start, issue 17)."""
     assert _run(_START_HTTP_SERVICE.format(name=name), settings) == []
 
 

@@ -32,8 +32,10 @@ any package may import it without a cycle. A registered section is an attribute 
 
 from __future__ import annotations
 
+import copy
 import importlib
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -65,6 +67,7 @@ __all__ = [
     "channel_sections",
     "register_section",
     "tenant_settings_from",
+    "cached_tenant_settings",
     "load_tenant_settings",
     "set_section",
 ]
@@ -181,8 +184,9 @@ class LoopLimits(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_tool_iterations: int = Field(5, ge=0, le=50)
-    """Model calls that may return tool calls; then one final call with ``tools=[]``."""
+    max_tool_iterations: int = Field(5, ge=1, le=50)
+    """Model calls that may return tool calls; then one final call with ``tools=[]``. At least 1: with 0
+    every turn would skip its tools and answer from the words-only call (refused with the field's path)."""
     turn_timeout_s: float = Field(120.0, gt=0)
     tool_timeout_s: float = Field(60.0, gt=0)
     max_tool_result_chars: int = Field(4_000, ge=100)
@@ -443,12 +447,42 @@ def tenant_settings_from(
     return TenantSettings(**sections)
 
 
+_PARSED_CACHE_SIZE = 1024
+"""Tenants whose parsed settings :func:`cached_tenant_settings` keeps (least recently used dropped)."""
+_parsed: OrderedDict[str, tuple[dict[str, Any], int, TenantSettings]] = OrderedDict()
+
+
+def cached_tenant_settings(extensions: Mapping[str, Any] | None, *, tenant_id: str) -> TenantSettings:
+    """:func:`tenant_settings_from`, parsed once per content of the tenant's ``settings_extensions``.
+
+    The hot paths (every turn, every MCP call) read the tenant row anyway; parsing and validating every
+    section again cost more than that read. The cache is invalidated by content: a stored copy of the
+    raw settings is compared (``==``) with what was read, so any write (``tenant_config``, the console,
+    the CLI, another process) is seen on the next read. The result is shared: treat it as read-only
+    (``model_copy(update=...)`` for a variant).
+    """
+    raw = dict(extensions or {})
+    sections = len(channel_sections())  # a channel registered later adds a section
+    hit = _parsed.get(tenant_id)
+    if hit is not None and hit[1] == sections and hit[0] == raw:
+        _parsed.move_to_end(tenant_id)
+        return hit[2]
+    parsed = tenant_settings_from(raw, tenant_id=tenant_id)
+    _parsed[tenant_id] = (copy.deepcopy(raw), sections, parsed)
+    while len(_parsed) > _PARSED_CACHE_SIZE:
+        _parsed.popitem(last=False)
+    return parsed
+
+
 async def load_tenant_settings(session: AsyncSession, tenant_id: uuid.UUID) -> TenantSettings:
-    """The settings of tenant ``tenant_id`` read in ``session`` (defaults when there is no such tenant)."""
+    """The settings of tenant ``tenant_id`` read in ``session`` (defaults when there is no such tenant).
+
+    Parsed through :func:`cached_tenant_settings`: the result is shared, read-only.
+    """
     from switchboard.db.models import Tenant  # here: this module stays a leaf at import time
 
     tenant = await session.get(Tenant, tenant_id)
-    return tenant_settings_from(tenant.settings_extensions if tenant else None, tenant_id=str(tenant_id))
+    return cached_tenant_settings(tenant.settings_extensions if tenant else None, tenant_id=str(tenant_id))
 
 
 class HasSettingsExtensions(Protocol):

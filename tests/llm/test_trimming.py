@@ -228,3 +228,45 @@ def test_shrink_never_drops_the_system_prompt_or_latest_question_even_if_they_do
     ]
     shrunk = shrink_to_budget(messages, model=MODEL, budget_tokens=50)
     assert shrunk == [messages[0], messages[-1]]
+
+
+from switchboard.llm.trimming import surely_within  # noqa: E402
+
+_TOOL = {"type": "function", "function": {"name": "search_knowledge", "description": "Search documents.",
+         "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["When will my order ship?", "配送はいつですか？" * 40, "🇫🇷👩‍👩‍👧‍👦 " * 30, "x" * 3000, "a b " * 500],
+    ids=["english", "japanese", "emoji", "one_long_word", "many_short_words"],
+)
+def test_surely_within_never_says_yes_to_a_prompt_the_counter_finds_over_budget(text: str) -> None:
+    """The no-count fast path of trimming: a "yes" must hold for LiteLLM's own count (tools included)."""
+    messages = [
+        {"role": "system", "content": "You are the shop's assistant."},
+        {"role": "user", "content": text},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "search_knowledge", "arguments": '{"query": "ship"}'},
+                }
+            ],
+        },  # fmt: skip
+        {"role": "tool", "tool_call_id": "c1", "content": text[:200]},
+    ]
+    counted = count_tokens("gpt-4o-mini", messages, [_TOOL])
+    for budget in range(counted - 5, counted + 20_000, 97):
+        if surely_within(messages, [_TOOL], budget):
+            assert counted <= budget
+    assert surely_within(messages, [_TOOL], counted * 50)  # far below the budget: no count needed
+    assert not surely_within(messages, [_TOOL], counted - 1)
+
+
+def test_surely_within_counts_image_parts() -> None:
+    messages = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/a.png"}}]}]
+    assert not surely_within(messages, None, 10_000_000)

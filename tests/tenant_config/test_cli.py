@@ -63,7 +63,7 @@ async def test_set_refuses_an_invalid_value_with_its_path_and_changes_nothing(cl
         "tenant", "settings", "set", "-t", tenant.slug, "loop.max_tool_iterations=-2", "agent.nme=x"
     )
     assert result.exit_code == 2
-    assert "loop.max_tool_iterations" in result.output and "greater than or equal to 0" in result.output
+    assert "loop.max_tool_iterations" in result.output and "greater than or equal to 1" in result.output
     assert "agent.nme: unknown setting" in result.output
     assert await _stored(sessions, tenant.id) == {}
 

@@ -90,6 +90,24 @@ async def test_invalid_settings_are_refused_with_every_path_and_nothing_changes(
     assert (await api.get(f"/v1/admin/tenants/{tenant.slug}/settings/history")).json() == []
 
 
+async def test_zero_tool_iterations_is_refused_with_a_clear_error(api, make_tenant, sessions):
+    """``loop.max_tool_iterations=0`` would make every turn skip its tools: refused, nothing stored."""
+    tenant = await make_tenant()
+    response = await api.patch(
+        f"/v1/admin/tenants/{tenant.slug}/settings", json={"loop": {"max_tool_iterations": 0}}
+    )
+    assert response.status_code == 422
+    [problem] = response.json()["detail"]
+    assert problem["path"] == "loop.max_tool_iterations"
+    assert "greater than or equal to 1" in problem["message"]
+    assert await _stored(sessions, tenant.id) == {}
+    accepted = await api.patch(
+        f"/v1/admin/tenants/{tenant.slug}/settings", json={"loop": {"max_tool_iterations": 1}}
+    )
+    assert accepted.status_code == 200, accepted.text
+    assert (await _stored(sessions, tenant.id))["loop"] == {"max_tool_iterations": 1}
+
+
 async def test_a_forged_token_is_refused_where_a_secret_lives(api, make_tenant):
     tenant = await make_tenant()
     response = await api.patch(

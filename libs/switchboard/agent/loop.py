@@ -29,7 +29,6 @@ from typing import Any, Literal
 from switchboard.agent.tools import ToolContext, ToolError, ToolOutput, ToolRegistry, ToolSet, TurnEffect
 from switchboard.contracts import TokenUsage, ToolCallRecord
 from switchboard.errors import tool_error_result
-from switchboard.llm.costs import call_cost
 from switchboard.llm.router import ContextOverflow, ModelCallFailed, ModelGateway, ModelReply, TenantRouter
 from switchboard.llm.trimming import (
     count_tokens,
@@ -82,7 +81,7 @@ class LoopOutcome:
     tool_ms: float = 0.0
     models_used: list[str] = field(default_factory=list)
     cost_usd: float = 0.0
-    """Spend of the loop's model calls in USD (:func:`switchboard.llm.costs.call_cost`)."""
+    """Spend of the loop's model calls in USD (each :attr:`ModelReply.cost_usd`)."""
     unpriced_calls: int = 0
     """Model calls whose deployment LiteLLM's cost map does not price (counted as 0 USD)."""
     offered_tools: list[str] = field(default_factory=list)
@@ -184,10 +183,8 @@ class _Loop:
         self.out.usage.prompt_tokens += reply.prompt_tokens
         self.out.usage.completion_tokens += reply.completion_tokens
         self.out.usage.total_tokens += reply.prompt_tokens + reply.completion_tokens
-        deployment = next((d for d in self.tenant_router.deployments if d.id == reply.model_id), None)
-        cost = call_cost(deployment, reply.prompt_tokens, reply.completion_tokens)
-        self.out.cost_usd += cost.usd
-        self.out.unpriced_calls += 0 if cost.priced else 1
+        self.out.cost_usd += reply.cost_usd  # priced once, by the gateway (llm.costs.call_cost)
+        self.out.unpriced_calls += 0 if reply.priced else 1
         self.out.model_id = reply.model_id or self.out.model_id
         if reply.model_id:
             self.out.models_used.append(reply.model_id)

@@ -97,7 +97,7 @@ from switchboard.memory.notes import NotesRejected, check_notes, evidence_from_n
 from switchboard.memory.store import is_returning_customer
 from switchboard.observability import get_logger, message_context, metrics, tracing
 from switchboard.storable import clean_text, clean_tree
-from switchboard.tenant_settings import TenantSettings, tenant_settings_from
+from switchboard.tenant_settings import TenantSettings, cached_tenant_settings
 
 __all__ = ["Orchestrator", "TurnRejected"]
 
@@ -182,11 +182,10 @@ class Orchestrator:
 
     async def _handle(self, request: TurnRequest, trace_id: str) -> TurnResult:
         started = time.perf_counter()
-        tenant_settings = await self._tenant_settings(request.tenant_id)
-        claim = await self._claim(request, trace_id, tenant_settings)
+        claim, tenant_settings = await self._claim(request, trace_id)
         while claim.stored is None and claim.turn_id is None:
             await asyncio.sleep(WAIT_POLL_S)
-            claim = await self._claim(request, trace_id, tenant_settings)
+            claim, tenant_settings = await self._claim(request, trace_id)
         if claim.stored is not None:
             log.info("turn_replayed", outcome="stored")
             _count_turn("replayed")
@@ -387,73 +386,77 @@ class Orchestrator:
         return make_ctx
 
     # --- settings, claim ---------------------------------------------------------------------
-    async def _tenant_settings(self, tenant_id: uuid.UUID) -> TenantSettings:
-        async with self.sessions() as session:
-            tenant = await session.get(Tenant, tenant_id)
-        if tenant is None:
-            log.warning("turn_rejected_unknown_tenant")
-            raise TurnRejected(404, f"tenant {tenant_id} not found")
-        return tenant_settings_from(tenant.settings_extensions, tenant_id=str(tenant_id))
+    async def _claim(self, request: TurnRequest, trace_id: str) -> tuple[_Claim, TenantSettings]:
+        """Claim the turn (module docstring, step 1) and read the tenant's settings in the same
+        transaction (parsed once per content: :func:`~switchboard.tenant_settings.cached_tenant_settings`).
 
-    async def _claim(self, request: TurnRequest, trace_id: str, tenant_settings: TenantSettings) -> _Claim:
+        Raises:
+            TurnRejected: unknown tenant or conversation (404), mismatched ids (422).
+        """
         async with session_scope(self.sessions) as session:
-            scope = TenantScope(session, request.tenant_id)
-            conversation = await scope.get(Conversation, request.conversation_id)
-            if conversation is None:
-                log.warning("turn_rejected_unknown_conversation")
-                raise TurnRejected(404, "conversation not found for this tenant")
-            if conversation.customer_id != request.customer_id:
-                log.warning("turn_rejected_customer_mismatch", customer_id=str(request.customer_id))
-                raise TurnRejected(422, "customer_id does not match the conversation's customer")
-            existing = (
-                await session.exec(
-                    sa_select(Turn).where(Turn.inbound_message_id == request.inbound_message_id)
-                )
-            ).scalar_one_or_none()
-            if existing is not None:
-                if (
-                    existing.tenant_id != request.tenant_id
-                    or existing.conversation_id != request.conversation_id
-                ):
-                    log.warning("turn_rejected_inbound_id_reused")
-                    raise TurnRejected(422, "inbound_message_id belongs to another conversation")
-                if existing.status == TurnStatus.done and existing.result is not None:
-                    return _Claim(stored=TurnResult.model_validate(existing.result))
-                age_s = (utcnow() - existing.updated_at).total_seconds()
-                if age_s < tenant_settings.loop.turn_timeout_s + STALE_MARGIN_S:
-                    return _Claim()  # running elsewhere: wait
-                connection = await session.connection()
-                taken = await connection.execute(
-                    update(Turn)
-                    .where(col(Turn.id) == existing.id, col(Turn.updated_at) == existing.updated_at)
-                    .values(updated_at=utcnow())
-                )
-                if taken.rowcount != 1:
-                    return _Claim()  # another request took it over first: wait for its result
-                log.warning("turn_taken_over", stale_s=round(age_s, 1))
-                return _Claim(turn_id=existing.id, skip_reason=_skip_reason(conversation))
-            await self._ensure_inbound_row(session, scope, request, conversation)
-            turn_id = uuid.uuid4()
+            tenant = await session.get(Tenant, request.tenant_id)
+            if tenant is None:
+                log.warning("turn_rejected_unknown_tenant")
+                raise TurnRejected(404, f"tenant {request.tenant_id} not found")
+            tenant_settings = cached_tenant_settings(tenant.settings_extensions, tenant_id=str(tenant.id))
+            return await self._claim_in(session, request, trace_id, tenant_settings), tenant_settings
+
+    async def _claim_in(
+        self, session: AsyncSession, request: TurnRequest, trace_id: str, tenant_settings: TenantSettings
+    ) -> _Claim:
+        """The claim inside the caller's transaction (see :meth:`_claim`)."""
+        scope = TenantScope(session, request.tenant_id)
+        conversation = await scope.get(Conversation, request.conversation_id)
+        if conversation is None:
+            log.warning("turn_rejected_unknown_conversation")
+            raise TurnRejected(404, "conversation not found for this tenant")
+        if conversation.customer_id != request.customer_id:
+            log.warning("turn_rejected_customer_mismatch", customer_id=str(request.customer_id))
+            raise TurnRejected(422, "customer_id does not match the conversation's customer")
+        existing = (
+            await session.exec(sa_select(Turn).where(Turn.inbound_message_id == request.inbound_message_id))
+        ).scalar_one_or_none()
+        if existing is not None:
+            if existing.tenant_id != request.tenant_id or existing.conversation_id != request.conversation_id:
+                log.warning("turn_rejected_inbound_id_reused")
+                raise TurnRejected(422, "inbound_message_id belongs to another conversation")
+            if existing.status == TurnStatus.done and existing.result is not None:
+                return _Claim(stored=TurnResult.model_validate(existing.result))
+            age_s = (utcnow() - existing.updated_at).total_seconds()
+            if age_s < tenant_settings.loop.turn_timeout_s + STALE_MARGIN_S:
+                return _Claim()  # running elsewhere: wait
             connection = await session.connection()
-            inserted = (
-                await connection.execute(
-                    pg_insert(Turn.__table__)
-                    .values(
-                        id=turn_id,
-                        tenant_id=request.tenant_id,
-                        conversation_id=request.conversation_id,
-                        inbound_message_id=request.inbound_message_id,
-                        trace_id=trace_id,
-                        status=TurnStatus.running.value,
-                        fallback_used=False,
-                    )
-                    .on_conflict_do_nothing(index_elements=["inbound_message_id"])
-                    .returning(Turn.__table__.c.id)
+            taken = await connection.execute(
+                update(Turn)
+                .where(col(Turn.id) == existing.id, col(Turn.updated_at) == existing.updated_at)
+                .values(updated_at=utcnow())
+            )
+            if taken.rowcount != 1:
+                return _Claim()  # another request took it over first: wait for its result
+            log.warning("turn_taken_over", stale_s=round(age_s, 1))
+            return _Claim(turn_id=existing.id, skip_reason=_skip_reason(conversation))
+        await self._ensure_inbound_row(session, scope, request, conversation)
+        turn_id = uuid.uuid4()
+        connection = await session.connection()
+        inserted = (
+            await connection.execute(
+                pg_insert(Turn.__table__)
+                .values(
+                    id=turn_id,
+                    tenant_id=request.tenant_id,
+                    conversation_id=request.conversation_id,
+                    inbound_message_id=request.inbound_message_id,
+                    trace_id=trace_id,
+                    status=TurnStatus.running.value,
+                    fallback_used=False,
                 )
-            ).scalar_one_or_none()
-            if inserted is None:
-                return _Claim()  # another request claimed it a moment ago
-            return _Claim(turn_id=turn_id, skip_reason=_skip_reason(conversation))
+                .on_conflict_do_nothing(index_elements=["inbound_message_id"])
+                .returning(Turn.__table__.c.id)
+            )
+        ).scalar_one_or_none()
+        if inserted is None:
+            return _Claim()  # another request claimed it a moment ago
+        return _Claim(turn_id=turn_id, skip_reason=_skip_reason(conversation))
 
     async def _ensure_inbound_row(
         self, session: AsyncSession, scope: TenantScope, request: TurnRequest, conversation: Conversation

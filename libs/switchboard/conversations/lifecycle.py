@@ -1,7 +1,7 @@
 """A conversation's lifecycle, written in one place: opened, to a human, back to the AI, closed.
 
 Only this module changes ``conversations.status``, ``assigned_agent_id``, ``assigned_at``,
-``queued_at`` and ``closed_at``; every change is recorded as a ``conversation_events`` row (from and to
+``queued_at``, ``closed_at`` and ``status_actor_type`` (who made the newest transition); every change is recorded as a ``conversation_events`` row (from and to
 status, the agent handling it afterwards, who acted, why, the trace id). The transitions:
 
 ==========  ==========  =============================================================
@@ -145,6 +145,7 @@ def _record(
         created_at=now,
     )
     conversation.updated_at = now
+    conversation.status_actor_type = actor.type.value  # the takeover marker the worker reads
     session.add(conversation)
     session.add(event)
     _stage_webhook_event(session, conversation, from_status=from_status, actor=actor, reason=reason)

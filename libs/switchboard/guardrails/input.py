@@ -28,7 +28,7 @@ from switchboard.crypto import CredentialDecryptError
 from switchboard.guardrails.records import GuardrailRecord, GuardrailVerdict
 from switchboard.guardrails.settings import GuardrailSettings
 from switchboard.llm.config import DeploymentSettings, default_deployments
-from switchboard.llm.costs import call_cost, cheapest_group, group_router_key, only_group
+from switchboard.llm.costs import cheapest_group, group_router_key, only_group
 from switchboard.llm.offline_guard import GUARDRAIL_INSTRUCTION_MARKER
 from switchboard.llm.router import ModelCallFailed, ModelGateway
 from switchboard.llm.trimming import strip_reasoning
@@ -151,7 +151,7 @@ async def check_input(
             deployment=reply.model_id,
             prompt_tokens=reply.prompt_tokens,
             completion_tokens=reply.completion_tokens,
-            cost_usd=call_cost(answered_by, reply.prompt_tokens, reply.completion_tokens).usd,
+            cost_usd=reply.cost_usd,  # priced once, by the gateway
         )
         verdict = parse_verdict(reply.content)
         if verdict.method and answered_by is not None and answered_by.provider == "offline":

@@ -45,7 +45,6 @@ from switchboard.contracts import TurnRequest
 from switchboard.conversations import Actor
 from switchboard.db.models import (
     Conversation,
-    ConversationEvent,
     ConversationStatus,
     Customer,
     InboundState,
@@ -96,7 +95,7 @@ __all__ = [
 ]
 
 _PERSON_ACTORS = frozenset({"agent", "business_app", "console_user", "api"})
-"""``conversation_events.actor_type`` values of a person (a takeover that silences the AI's reply)."""
+"""Actor types of a person (``conversations.status_actor_type``): a takeover that silences the AI's reply."""
 
 log = get_logger(__name__)
 
@@ -828,17 +827,14 @@ async def turn(ic: InboundContext) -> Outcome | None:
         return Outcome.silent
     assert result.reply is not None
     async with ic.deps.resources.sessions() as session:
-        now_status = (
-            await session.exec(select(Conversation.status).where(Conversation.id == ic.conversation.id))
-        ).first()
-        last_actor = (
+        # one row: the status and who set it (the lifecycle writes both, ``status_actor_type``)
+        now_status, last_actor = (
             await session.exec(
-                select(ConversationEvent.actor_type)
-                .where(ConversationEvent.conversation_id == ic.conversation.id)
-                .order_by(col(ConversationEvent.created_at).desc())
-                .limit(1)
+                select(Conversation.status, Conversation.status_actor_type).where(
+                    Conversation.id == ic.conversation.id
+                )
             )
-        ).first()
+        ).one()
     # The AI's own escalation (or close) in this turn changes the status too, and its reply ("a person
     # will take over") must still go out; only a person's takeover silences it.
     if now_status != ConversationStatus.ai.value and last_actor in _PERSON_ACTORS:

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from switchboard.crypto import CredentialCipher, CredentialDecryptError
 from switchboard.llm import import_litellm
 from switchboard.llm.config import DeploymentSettings, LLMSettings, default_deployments
+from switchboard.llm.costs import call_cost
 from switchboard.llm.trimming import stated_context_limit, strip_reasoning
 from switchboard.observability import get_logger, metrics, tracing
 from switchboard.settings import Settings
@@ -128,7 +129,10 @@ class ModelReply:
     completion_tokens: int
     duration_ms: float
     cost_usd: float = 0.0
-    """LiteLLM's estimate (``response_cost``, its cost map read offline); 0 for a model it cannot price."""
+    """USD of this call: :func:`switchboard.llm.costs.call_cost` of the answering deployment (computed
+    once, here; 0 when unpriced)."""
+    priced: bool = False
+    """Whether LiteLLM's cost map prices the answering deployment (an unpriced call counts as 0 USD)."""
 
     def assistant_message(self) -> dict[str, Any]:
         """The assistant message to append to the history."""
@@ -270,6 +274,9 @@ class TenantRouter:
     """Deployment id -> ``time.monotonic()`` until which the gateway skips it."""
     recent_failures: dict[str, deque[float]] = field(default_factory=dict)
     """Deployment id -> monotonic times of its recent failures (``allowed_fails`` window)."""
+    built_from: LLMSettings | None = field(default=None, repr=False)
+    """The settings object it was built from: the same object again (tenant settings are parsed once
+    per content, :func:`~switchboard.tenant_settings.cached_tenant_settings`) skips the fingerprint."""
 
     def is_cooling(self, deployment_id: str, now: float) -> bool:
         return self.cooldown_until.get(deployment_id, 0.0) > now
@@ -349,6 +356,9 @@ class ModelGateway:
             CredentialDecryptError: a deployment's ``api_key_encrypted`` cannot be decrypted (logged
                 as ``deployment_api_key_unreadable`` with the deployment id).
         """
+        cached = self._routers.get(tenant_id)
+        if cached is not None and cached.built_from is llm:
+            return cached
         deployments = sorted(
             llm.deployments or default_deployments(self.settings), key=lambda d: (d.priority, d.id)
         )
@@ -362,8 +372,8 @@ class ModelGateway:
                 default=str,
             ).encode()
         ).hexdigest()
-        cached = self._routers.get(tenant_id)
         if cached is not None and cached.fingerprint == fingerprint:
+            cached.built_from = llm
             return cached
         litellm = import_litellm()
         if self._recorder is None:
@@ -411,6 +421,7 @@ class ModelGateway:
             count_model=deployments[0].litellm_model(),
             groups=router_groups,
             tenant_id=str(tenant_id),
+            built_from=llm,
         )
         self._routers[tenant_id] = built
         log.info(
@@ -536,7 +547,7 @@ class ModelGateway:
                     first_error = first_error or exc  # raised when all fail, as LiteLLM's fallbacks do
                     continue
                 reply = self._reply(
-                    response, group, started, failures, fallback=position > 0 or bool(skipped)
+                    tenant_router, response, group, started, failures, fallback=position > 0 or bool(skipped)
                 )
                 if not reply.tool_calls and not strip_reasoning(reply.content):
                     deployment = reply.model_id or group.name
@@ -647,6 +658,7 @@ class ModelGateway:
 
     def _reply(
         self,
+        tenant_router: TenantRouter,
         response: Any,
         group: RouterGroup,
         started: float,
@@ -655,6 +667,7 @@ class ModelGateway:
         fallback: bool,
     ) -> ModelReply:
         hidden = getattr(response, "_hidden_params", {}) or {}
+        model_id = hidden.get("model_id")
         message = response.choices[0].message
         tool_calls = [
             {
@@ -665,17 +678,22 @@ class ModelGateway:
             for call in (getattr(message, "tool_calls", None) or [])
         ]
         usage = getattr(response, "usage", None)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        deployment = next((d for d in tenant_router.deployments if d.id == model_id), None)
+        cost = call_cost(deployment, prompt_tokens, completion_tokens)
         return ModelReply(
             content=message.content,
             tool_calls=tool_calls,
-            model_id=hidden.get("model_id"),
+            model_id=model_id,
             model_group=group.name,
             fallback_used=fallback,
             failed_deployments=list(failures),
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
             duration_ms=(time.perf_counter() - started) * 1000,
-            cost_usd=float(hidden.get("response_cost") or 0.0),
+            cost_usd=cost.usd,
+            priced=cost.priced,
         )
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "strip_reasoning",
     "split_units",
     "count_tokens",
+    "surely_within",
     "trim_to_budget",
     "strip_tool_history",
     "repair_tool_pairs",
@@ -84,6 +85,26 @@ def count_tokens(model: str, messages: list[Message], tools: list[dict[str, Any]
         return len(json.dumps(messages, ensure_ascii=False)) // 4 + len(json.dumps(tools or [])) // 4
 
 
+_TOKENS_PER_MESSAGE_BOUND = 8
+"""More than the per-message tokens LiteLLM's counter adds (OpenAI's framing: 3-4 per message)."""
+_FIXED_TOKENS_BOUND = 64
+"""More than the tokens the counter adds once (reply priming, the tool list's framing)."""
+
+
+def surely_within(messages: list[Message], tools: list[dict[str, Any]] | None, budget_tokens: int) -> bool:
+    """Whether ``messages`` (with ``tools``) fit in ``budget_tokens`` for certain, without counting.
+
+    Every token of a BPE tokenizer is at least one byte, so the UTF-8 length of the JSON text (which
+    holds every content, name and argument, plus quotes and keys) bounds the tokens of the text; the
+    framing is bounded by the constants above. Only for text contents (an image part counts by its
+    size, not its URL's): ``False`` otherwise, and then the caller counts.
+    """
+    if any(not isinstance(m.get("content"), str | None) for m in messages):
+        return False
+    size = len(json.dumps(messages, ensure_ascii=False).encode()) + len(json.dumps(tools or []).encode())
+    return size + _TOKENS_PER_MESSAGE_BOUND * len(messages) + _FIXED_TOKENS_BOUND <= budget_tokens
+
+
 def trim_to_budget(
     messages: list[Message],
     *,
@@ -106,7 +127,8 @@ def trim_to_budget(
     Returns:
         A new list: the system message(s) and the newest units that fit.
     """
-    if count_tokens(model, messages, tools) <= budget_tokens:
+    # a prompt far below the budget (most turns) is not tokenized at all: counting costs a few ms
+    if surely_within(messages, tools, budget_tokens) or count_tokens(model, messages, tools) <= budget_tokens:
         return list(messages)
     head, units = split_units(messages)
     fixed = count_tokens(model, head, tools)

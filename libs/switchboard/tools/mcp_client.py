@@ -22,6 +22,14 @@ What it guarantees, in order, for every call:
 
 Discovery (``list_tools()``) is cached for ``refresh_interval_s``; a server that is down or slow
 leaves the turn with no MCP tools (the built-ins still work) and a logged warning.
+
+Sessions are pooled (:class:`_SessionPool`): an MCP session (``initialize`` + ``notifications/initialized``
++ a closing ``DELETE``: three extra HTTP exchanges) is opened once and reused by later calls and turns
+(up to ``pool_size`` sessions, concurrent calls share them). Nothing tenant-specific lives in a
+session: each call carries its own signed capability and injected parameters. A session that fails
+is closed; a call that failed on a *reused* session (the server restarted, or reaped it idle) is
+tried once more on a new one (a write carries its idempotency key, so the server answers a repeat
+from its receipt).
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import copy
 import time
 import uuid
 import weakref
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +70,7 @@ from switchboard.tools.contracts import (
 from switchboard.tools.receipts import Outcome, record_receipt, record_security_alert
 
 __all__ = [
+    "DEFAULT_POOL_SIZE",
     "DiscoveredTool",
     "McpToolSource",
     "McpToolError",
@@ -76,6 +85,122 @@ LOOP_TIMEOUT_SHARE = 0.95
 
 # Server error types worth retrying later (the rest: the model must change something or give up).
 _RETRYABLE = {"unavailable", "conflict", "timeout"}
+DEFAULT_POOL_SIZE = 4
+"""Open MCP sessions a source keeps at most (each takes concurrent calls; more are opened only while
+every open one has a call in flight)."""
+SESSION_MAX_IDLE_S = 300.0
+"""A pooled session unused this long is closed rather than reused (the server reaps idle sessions
+after 30 minutes: ``StreamableHTTPSessionManager.session_idle_timeout``)."""
+
+
+class SessionLost(Exception):
+    """The pooled MCP session ended (its transport failed) while a call was waiting on it."""
+
+
+class _PooledSession:
+    """One MCP client session, entered and exited by its own task (anyio's cancel scopes must be left
+    by the task that entered them), used by any number of calls from other tasks."""
+
+    def __init__(self, open_client: Callable[[], Client]) -> None:
+        self._open = open_client
+        self.ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+        self._stop = asyncio.Event()
+        self.in_flight = 0
+        self.uses = 0
+        self.retired = False
+        self.last_used = time.monotonic()
+        self.task = asyncio.create_task(self._own(), name="mcp-session")
+
+    async def _own(self) -> None:
+        try:
+            async with self._open() as client:
+                self.ready.set_result(client)
+                await self._stop.wait()
+        except Exception as exc:  # connect, handshake or transport failure: the session is gone
+            if not self.ready.done():
+                self.ready.set_exception(exc)
+            else:
+                log.info("mcp_session_closed_on_error", error=_describe_exception(exc))
+        finally:
+            self.retired = True
+            if not self.ready.done():
+                self.ready.cancel()
+
+    def retire(self) -> None:
+        """Take no new calls; close once the calls in flight are done."""
+        self.retired = True
+        if self.in_flight == 0:
+            self._stop.set()
+
+    def release(self) -> None:
+        self.in_flight -= 1
+        self.last_used = time.monotonic()
+        if self.retired and self.in_flight == 0:
+            self._stop.set()
+
+    async def run(self, request: Awaitable[Any]) -> Any:
+        """Await ``request`` (a call on this session's client) unless the session ends first.
+
+        Raises:
+            SessionLost: the session's transport ended before the answer came.
+        """
+        call = asyncio.ensure_future(request)
+        try:
+            done, _ = await asyncio.wait({call, self.task}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            call.cancel()
+            raise
+        if call not in done:
+            call.cancel()
+            raise SessionLost("the MCP session ended during the call")
+        return call.result()
+
+
+class _SessionPool:
+    """Up to ``size`` open MCP sessions shared by every call of a source (module docstring)."""
+
+    def __init__(self, open_client: Callable[[], Client], *, size: int, max_idle_s: float) -> None:
+        self._open = open_client
+        self.size = max(1, size)
+        self.max_idle_s = max_idle_s
+        self._sessions: list[_PooledSession] = []
+
+    async def acquire(self) -> tuple[_PooledSession, Client]:
+        """A session with the fewest calls in flight (a new one while all are busy and there is room).
+
+        Raises:
+            Exception: opening a new session failed (connect, handshake).
+        """
+        now = time.monotonic()
+        for pooled in list(self._sessions):
+            if pooled.retired or (pooled.in_flight == 0 and now - pooled.last_used > self.max_idle_s):
+                pooled.retire()
+                self._sessions.remove(pooled)
+        best = min(self._sessions, key=lambda p: p.in_flight, default=None)
+        if best is None or (best.in_flight > 0 and len(self._sessions) < self.size):
+            best = _PooledSession(self._open)
+            self._sessions.append(best)
+        best.in_flight += 1
+        try:
+            client = await asyncio.shield(best.ready)
+        except BaseException:
+            best.release()
+            if best.ready.done():  # it failed to open (not merely our wait cancelled): drop it
+                best.retire()
+                if best in self._sessions:
+                    self._sessions.remove(best)
+            raise
+        best.uses += 1
+        return best, client
+
+    async def aclose(self) -> None:
+        """Close every session (waits for their closing ``DELETE``, a few seconds at most)."""
+        sessions, self._sessions = self._sessions, []
+        for pooled in sessions:
+            pooled.retired = True
+            pooled._stop.set()
+        if sessions:
+            await asyncio.wait([p.task for p in sessions], timeout=5.0)
 
 
 class McpToolError(ToolError):
@@ -146,6 +271,7 @@ class McpToolSource:
         discovery_timeout_s: budget of one ``list_tools()`` (connect included).
         call_timeout_s: budget of one tool call (DESIGN.md: 60 s).
         mutation_budget: successful writes allowed per turn (issue default: 1).
+        pool_size: MCP sessions kept open and reused across calls and turns (:data:`DEFAULT_POOL_SIZE`).
     """
 
     records_receipts = True
@@ -164,6 +290,7 @@ class McpToolSource:
         discovery_timeout_s: float = 5.0,
         call_timeout_s: float = 60.0,
         mutation_budget: int = 1,
+        pool_size: int = DEFAULT_POOL_SIZE,
     ) -> None:
         self.url = url
         self._token = token
@@ -179,6 +306,7 @@ class McpToolSource:
         self._fresh_until = 0.0
         self._lock = asyncio.Lock()
         self._http: httpx2.AsyncClient | None = None
+        self._pool = _SessionPool(self._client, size=pool_size, max_idle_s=SESSION_MAX_IDLE_S)
         self._turn_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     @classmethod
@@ -194,8 +322,9 @@ class McpToolSource:
         )
 
     # --- discovery -------------------------------------------------------------------------------
-    def _client(self, timeout_s: float) -> Client:
-        """An MCP client session over the source's shared HTTP connection pool."""
+    def _client(self) -> Client:
+        """A new MCP client session over the source's shared HTTP connection pool (calls pass their own
+        read timeout; the pool keeps the session open)."""
         if self._http is None:
             self._http = httpx2.AsyncClient(
                 headers={"Authorization": f"Bearer {self._token}"},
@@ -205,12 +334,40 @@ class McpToolSource:
             )
         return Client(
             streamable_http_client(self.url, http_client=self._http),
-            read_timeout_seconds=timeout_s,
+            read_timeout_seconds=self.call_timeout_s,
             cache=None,
         )
 
+    async def _request(self, send: Callable[[Client], Awaitable[Any]]) -> Any:
+        """``send(client)`` on a pooled session; once more on a new session when a reused one failed.
+
+        A result the client refused (output schema) is not repeated: the server answered.
+
+        Raises:
+            Exception: the transport's or the client's error (the session is then closed).
+        """
+        for attempt in (1, 2):
+            pooled, client = await self._pool.acquire()
+            reused = pooled.uses > 1
+            try:
+                return await pooled.run(send(client))
+            except Exception as exc:
+                answered = "output schema" in str(exc) or "structured content" in str(exc)
+                if not answered:
+                    pooled.retire()
+                if answered or not reused or attempt == 2:
+                    raise
+                log.info("mcp_session_stale_retry", error=_describe_exception(exc))
+            except BaseException:  # a timeout (cancelled): the late answer must not reach another call
+                pooled.retire()
+                raise
+            finally:
+                pooled.release()
+        raise AssertionError("unreachable")  # pragma: no cover
+
     async def aclose(self) -> None:
-        """Close the HTTP connection pool (at process shutdown)."""
+        """Close the pooled MCP sessions and the HTTP connection pool (at process shutdown)."""
+        await self._pool.aclose()
         if self._http is not None:
             await self._http.aclose()
             self._http = None
@@ -225,8 +382,7 @@ class McpToolSource:
             started = time.monotonic()
             try:
                 async with asyncio.timeout(self.discovery_timeout_s):
-                    async with self._client(self.discovery_timeout_s) as client:
-                        listed = (await client.list_tools()).tools
+                    listed = (await self._request(lambda client: client.list_tools())).tools
                 self._tools = {tool.name: _discovered(tool) for tool in listed}
                 self._fresh_until = time.monotonic() + self.refresh_interval_s
                 log.info(
@@ -358,8 +514,9 @@ class McpToolSource:
             }  # fmt: skip
             try:
                 async with asyncio.timeout(timeout_s):
-                    async with self._client(timeout_s) as client:
-                        result = await client.call_tool(name, full_args)
+                    result = await self._request(
+                        lambda client: client.call_tool(name, full_args, read_timeout_seconds=timeout_s)
+                    )
             except TimeoutError:
                 raise await fail(
                     "timeout",

@@ -400,3 +400,59 @@ async def test_a_spanish_tenant_with_its_own_limit_gets_the_spanish_slow_down(
         "Estás enviando mensajes más rápido de lo que podemos responderlos. Por favor, ve un poco más "
         "despacio; responderemos a tu último mensaje en breve."
     ]
+
+
+def _orchestrator_that_escalates(database_url: str, actor: Actor, reply: str, calls: list[dict]) -> FastAPI:
+    """An orchestrator stand-in whose turn hands the conversation to a person as ``actor`` (through the
+    real lifecycle, as a console takeover or the model's own escalation would) before it answers."""
+    from switchboard.db.engine import create_engine, session_factory
+
+    app = FastAPI()
+
+    @app.post("/v1/turns")
+    async def turns(body: dict) -> JSONResponse:
+        calls.append(body)
+        engine = create_engine(database_url)
+        try:
+            async with session_factory(engine)() as session, session.begin():
+                await escalate(
+                    session, tenant_id=uuid.UUID(body["tenant_id"]),
+                    conversation_id=uuid.UUID(body["conversation_id"]), reason="during the turn", actor=actor,
+                )  # fmt: skip
+        finally:
+            await engine.dispose()
+        return JSONResponse({"reply": reply, "silent": False, "trace_id": "t" * 32})
+
+    @app.get("/healthz")
+    async def healthz() -> dict:
+        return {}
+
+    return app
+
+
+@pytest.mark.parametrize(
+    ("actor", "dropped"), [(Actor.api(), True), (Actor.ai(), False)], ids=["person", "the_ai_itself"]
+)
+async def test_a_takeover_by_a_person_during_the_turn_drops_the_reply_but_the_ais_own_escalation_does_not(
+    make_settings, wa_tenant, sessions, graph_sandbox, actor, dropped
+) -> None:  # type: ignore[no-untyped-def]
+    """The worker reads the status and who set it (``conversations.status_actor_type``) from one row."""
+    settings = make_settings()
+    pid = wa_tenant.phone_number_id
+    reply = "A person will take over from here."
+    calls: list[dict] = []
+    async with serve_app(_orchestrator_that_escalates(settings.database_url, actor, reply, calls)) as url:
+        settings = make_settings(orchestrator_port=int(url.rsplit(":", 1)[1]))
+        await _post_all(settings, pid, ["text.json"])
+        await run_worker_burst(settings)
+    (row,) = await messages_of(sessions, wa_tenant.tenant.id)
+    async with sessions() as session:
+        conversation = await session.get(Conversation, row.conversation_id)
+    assert len(calls) == 1 and row.inbound_state == "done"
+    assert (conversation.status, conversation.status_actor_type) == ("human", actor.type.value)
+    if dropped:
+        assert row.last_error == "taken over by a person during the turn: reply not sent"
+        assert sent_to(graph_sandbox[1], pid) == []
+    else:
+        assert row.last_error is None
+        assert [m["text"] for m in sent_to(graph_sandbox[1], pid)] == [reply]

@@ -241,6 +241,10 @@ class Conversation(TenantOwned, table=True):
     review_flags: list[dict[str, Any]] = jsonb_list_field()
     """Reasons a person should look at the conversation, e.g. ``{"kind": "suspected_instructions",
     "message_id", "at"}`` for a mail that reads like instructions to the agent."""
+    status_actor_type: str | None = Field(default=None, sa_type=String(16))
+    """Who made the newest lifecycle transition (its ``conversation_events.actor_type``), written with
+    ``status`` by :mod:`switchboard.conversations.lifecycle`: the worker's "did a person take over during
+    the turn" check reads it from the conversation row instead of querying the events."""
 
 
 class ConversationEvent(TenantOwned, table=True):
