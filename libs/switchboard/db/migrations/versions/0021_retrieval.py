@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "0021_retrieval"
-down_revision: str | None = "0018_account_api_base"
+down_revision: str | None = "0020_turns"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "0023_events"
-down_revision: str | None = "0018_account_api_base"
+down_revision: str | None = "0021_retrieval"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
