@@ -25,7 +25,7 @@ import json
 import uuid
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from arq.connections import ArqRedis
@@ -39,10 +39,10 @@ from switchboard.channels.accounts import AccountDirectory, AccountRef
 from switchboard.channels.sanitize import UNPROCESSABLE_PREFIX, clean_text, clean_tree, unprocessable_reason
 from switchboard.contracts import InboundMessage
 from switchboard.db.models import InboundState, Message, utcnow
-from switchboard.events import stage_event
 from switchboard.media.jobs import COPY_JOB, copy_job_id
 from switchboard.observability import get_logger, tracing
 from switchboard.outbox.statuses import DeliveryStatus
+from switchboard.queue.enqueue import JobSpec, enqueue_jobs
 from switchboard.queue.keys import channel_throttle_key, inbound_job_id
 
 __all__ = [
@@ -313,19 +313,20 @@ def _clean_or_none(value: Any) -> str | None:
     return clean_text(str(value)) or None
 
 
+_ENQUEUE_FAILED = {COPY_JOB: "media_copy_enqueue_failed", "apply_delivery_statuses": "status_enqueue_failed"}
+"""Log event of a failed enqueue per job function (``inbound_enqueue_failed`` otherwise)."""
+
+
 async def enqueue_inbound(
     redis: ArqRedis, row_id: uuid.UUID, *, defer_s: float = 0.0, job_id: str | None = None
 ) -> bool:
     """Enqueue ``process_inbound(row_id)`` with an idempotent job id (and the current ``traceparent``
     when tracing is on). Returns ``False`` if it already exists."""
-    job = await redis.enqueue_job(
-        "process_inbound",
-        str(row_id),
-        _job_id=job_id or inbound_job_id(row_id),
-        _defer_by=timedelta(seconds=defer_s) if defer_s > 0 else None,
-        **tracing.job_trace_kwargs(),
+    spec = JobSpec(
+        "process_inbound", job_id or inbound_job_id(row_id), (str(row_id),), tracing.job_trace_kwargs(), defer_s
     )
-    return job is not None
+    [created] = await enqueue_jobs(redis, [spec])
+    return created
 
 
 def is_connection_error(exc: BaseException) -> bool:
@@ -365,9 +366,6 @@ async def _store(
             )
             inserted = set((await session.exec(stmt)).scalars().all())
             stored = [row_id for row in rows if (row_id := row["id"]) in inserted]
-            for row in rows:
-                if row["id"] in inserted and row["role"] == "user":  # the tenant's systems hear of it
-                    _stage_message_created(session, row)
             duplicates = len(rows) - len(inserted)
         else:
             stored, duplicates = [], 0
@@ -377,19 +375,6 @@ async def _store(
     result.stored_ids += stored
     result.duplicates += duplicates
     result.updated_originals += updated
-
-
-def _stage_message_created(session: AsyncSession, row: dict[str, Any]) -> None:
-    """``message.created`` for the tenant's systems, in the insert's transaction; an event that does not
-    validate is logged and left out (the customer's message is what must be stored)."""
-    try:
-        stage_event(session, tenant_id=row["tenant_id"], event_type="message.created", data={
-            "message_id": row["id"], "conversation_id": None, "channel": row["channel"], "direction": "inbound",
-            "role": "user", "kind": row["kind"], "text": row["text"],
-        })  # fmt: skip
-    except ValueError as exc:  # pydantic.ValidationError is a ValueError
-        log.error("event_not_emitted", event_type="message.created", inbound_message_id=str(row["id"]),
-                  error=str(exc)[:300])  # fmt: skip
 
 
 def _bare_row(row: dict[str, Any], error: BaseException) -> dict[str, Any]:
@@ -595,33 +580,23 @@ async def _ingest(
         result.enqueue_failures = len(result.stored_ids) + (1 if statuses else 0)
         return result
     expiring = {row["id"] for row in rows if any(m.get("expiring") for m in row["media"])}
+    trace = tracing.job_trace_kwargs()
+    jobs: list[JobSpec] = []
     for row_id in result.stored_ids:
         if row_id in expiring:  # the provider's link dies: copy the bytes now, before the debounce
-            try:
-                await redis.enqueue_job(
-                    COPY_JOB, str(row_id), _job_id=copy_job_id(row_id), **tracing.job_trace_kwargs()
-                )
-            except Exception as exc:  # noqa: BLE001 (fetch_media copies the link itself later; logged)
-                result.enqueue_failures += 1
-                log.error("media_copy_enqueue_failed", inbound_message_id=str(row_id), error=str(exc))
+            jobs.append(JobSpec(COPY_JOB, copy_job_id(row_id), (str(row_id),), trace))
         defer_s = debounce_s if actions.get(row_id) == "process" else 0.0
-        try:
-            await enqueue_inbound(redis, row_id, defer_s=defer_s)
-        except Exception as exc:  # noqa: BLE001 (row is durable; the sweeper re-enqueues it)
-            result.enqueue_failures += 1
-            log.error("inbound_enqueue_failed", inbound_message_id=str(row_id), error=str(exc))
+        jobs.append(JobSpec("process_inbound", inbound_job_id(row_id), (str(row_id),), trace, defer_s))
     if statuses:
         args = [status_to_job_arg(s) for s in statuses]
         digest = hashlib.sha256(json.dumps([channel, args], sort_keys=True).encode()).hexdigest()[:32]
-        try:
-            await redis.enqueue_job(
-                "apply_delivery_statuses",
-                channel,
-                args,
-                _job_id=f"statuses:{channel}:{digest}",
-                **tracing.job_trace_kwargs(),
-            )
-        except Exception as exc:  # noqa: BLE001 (statuses are hints; the provider sends later ones)
-            result.enqueue_failures += 1
-            log.error("status_enqueue_failed", channel=channel, count=len(args), error=str(exc))
+        jobs.append(JobSpec("apply_delivery_statuses", f"statuses:{channel}:{digest}", (channel, args), trace))
+    if jobs:
+        try:  # every job of the delivery in one round trip
+            await enqueue_jobs(redis, jobs)
+        except Exception as exc:  # noqa: BLE001 (rows are durable: the sweeper re-enqueues them; logged)
+            result.enqueue_failures += len(jobs)
+            for job in jobs:
+                log.error(_ENQUEUE_FAILED.get(job.function, "inbound_enqueue_failed"), job_id=job.job_id,
+                          channel=channel, error=str(exc)[:300])  # fmt: skip
     return result
