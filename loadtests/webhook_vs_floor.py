@@ -135,12 +135,21 @@ class Conn:
         self.writer.write(request.replace(b"{path}", self.path, 1))
         head = await self.reader.readuntil(b"\r\n\r\n")
         status = int(head.split(b" ", 2)[1])
-        length = 0
+        length, chunked = 0, False
         for line in head.split(b"\r\n"):
-            if line.lower().startswith(b"content-length:"):
+            lower = line.lower()
+            if lower.startswith(b"content-length:"):
                 length = int(line.split(b":", 1)[1])
-        await self.reader.readexactly(length)
-        return status
+            elif lower.startswith(b"transfer-encoding:") and b"chunked" in lower:
+                chunked = True
+        if not chunked:
+            await self.reader.readexactly(length)
+            return status
+        while True:  # the floor answers without a length: uvicorn chunks it
+            size = int((await self.reader.readuntil(b"\r\n")).strip(), 16)
+            await self.reader.readexactly(size + 2)
+            if size == 0:
+                return status
 
     def close(self) -> None:
         if self.writer is not None:
@@ -199,8 +208,9 @@ async def paced(port: int, path: str, senders: int, seconds: float) -> dict[str,
         conn = Conn(port, path)
         await conn.post(signed(body_for(next(counter))))  # connect outside the measurement
         due = start + k / senders  # spread over the first second
+        end = start + seconds
         try:
-            while due < start + seconds:
+            while due < end and time.perf_counter() < end:  # a server that falls behind is not waited for
                 delay = due - time.perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
@@ -321,6 +331,7 @@ def main() -> None:
     ap.add_argument("--paced-seconds", type=float, default=15)
     ap.add_argument("--quick", action="store_true", help="conc 50 250, 5 s, 2 rounds, paced 250 for 10 s")
     ap.add_argument("--profile", type=Path, help="py-spy the project during one extra run; raw stacks here")
+    ap.add_argument("--profile-only", action="store_true", help="with --profile: stop after the profile")
     ap.add_argument("--checkout", type=Path, default=ROOT, help="the repository to measure (default: this one)")
     ap.add_argument("--log-level", default="INFO", help="the project's LOG_LEVEL (production default INFO)")
     a = ap.parse_args()
@@ -389,6 +400,19 @@ def main() -> None:
                     return asyncio.run(closed_loop(*targets[who], c, a.seconds))
 
                 print("closed loop from an asyncio client, 1 in 10 a redelivery")
+            if a.profile:
+                spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+                if not spy:
+                    raise SystemExit("--profile needs py-spy (dev group)")
+                rec = subprocess.Popen([spy, "record", "--pid", str(project.pid), "--format", "raw", "--rate", "200",
+                                        "--duration", str(int(a.seconds)), "--output", str(a.profile), "--nonblocking"],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                time.sleep(0.5)
+                run("project", max(a.conc))
+                rec.wait(30)
+                profile_summary(a.profile)
+                if a.profile_only:
+                    return
             print(f"{'conc':>5} {'who':>8} {'n':>7} {'err':>5} {'req/s':>8} {'p50':>7} {'p95':>7} {'p99':>7}  (ms)")
             for c in a.conc:
                 ratios = []
@@ -408,17 +432,6 @@ def main() -> None:
                         x = asyncio.run(paced(*targets[who], a.paced, a.paced_seconds))
                         print(f"{who:>8} {x['n']:>7} {x['errors']:>5} {x['late']:>5} {x['rps']:>7.0f} {x['p50']:>7.2f} "
                               f"{x['p95']:>7.2f} {x['p99']:>7.2f} {x['max']:>7.2f}")  # fmt: skip
-            if a.profile:
-                spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
-                if not spy:
-                    raise SystemExit("--profile needs py-spy (dev group)")
-                rec = subprocess.Popen([spy, "record", "--pid", str(project.pid), "--format", "raw", "--rate", "200",
-                                        "--duration", str(int(a.seconds)), "--output", str(a.profile), "--nonblocking"],
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-                time.sleep(0.5)
-                run("project", max(a.conc))
-                rec.wait(30)
-                profile_summary(a.profile)
         finally:
             for p in procs:
                 p.terminate()
