@@ -28,6 +28,7 @@ def create_service_app(
     routers: Sequence[APIRouter] = (),
     with_redis: bool = True,
     description: str = "",
+    db_pre_ping: bool = True,
 ) -> FastAPI:
     """Assemble one service.
 
@@ -35,6 +36,9 @@ def create_service_app(
         name: service name (logs, ``/healthz``, OpenAPI title ``switchboard-<name>``).
         settings: process settings; ``DATABASE_URL`` (and ``REDIS_URL`` if ``with_redis``) must be set.
         routers: the service's own routers.
+        db_pre_ping: ping each pooled database connection before use (a round trip per request).
+            A webhook service turns it off: after a database restart its first delivery on a stale
+            connection answers 503 and the provider retries it, instead of every delivery paying.
 
     Raises:
         SettingsError: at once, when ``GENERATE_SECRETS=false`` and a secret is unset (names it);
@@ -47,7 +51,7 @@ def create_service_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with open_resources(settings, with_redis=with_redis) as resources:
+        async with open_resources(settings, with_redis=with_redis, db_pre_ping=db_pre_ping) as resources:
             app.state.resources = resources
             log.info("service ready", version=__version__)
             yield

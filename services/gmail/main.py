@@ -25,4 +25,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         routers=routers,
         description="Gmail push notifications (Pub/Sub) and the Gmail API sandbox; mailbox sync runs on "
         "the background worker.",
+        db_pre_ping=False,  # a round trip per delivery; a stale connection means one 503, retried
     )

@@ -26,4 +26,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings,
         routers=routers,
         description="WhatsApp Cloud API webhooks (verify, normalize, enqueue).",
+        db_pre_ping=False,  # a round trip per delivery; a stale connection means one 503, retried
     )

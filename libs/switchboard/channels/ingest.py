@@ -376,17 +376,21 @@ async def _store(
     result.updated_originals += updated
 
 
+_INSERT_MESSAGE = (
+    insert(Message.__table__)  # type: ignore[arg-type]
+    .on_conflict_do_nothing(constraint="uq_messages_channel_account_external")
+    .returning(Message.__table__.c.id)  # type: ignore[attr-defined]
+)
+
+
 async def _insert_rows(session: AsyncSession, rows: list[dict[str, Any]]) -> tuple[list[uuid.UUID], int]:
     """``INSERT .. ON CONFLICT DO NOTHING RETURNING id`` of ``rows``: (ids inserted, in order; duplicates)."""
     if not rows:
         return [], 0
-    stmt = (
-        insert(Message.__table__)  # type: ignore[arg-type]
-        .values(rows)
-        .on_conflict_do_nothing(constraint="uq_messages_channel_account_external")
-        .returning(Message.__table__.c.id)  # type: ignore[attr-defined]
-    )
-    inserted = set((await session.exec(stmt)).scalars().all())
+    # one constant statement with the rows as parameters: compiled once (SQLAlchemy's compiled cache),
+    # prepared once per connection (asyncpg), and several rows still go as one multi-VALUES INSERT
+    # ("insertmanyvalues"); ``.values(rows)`` would build and compile a new statement every time
+    inserted = set((await session.execute(_INSERT_MESSAGE, rows)).scalars().all())
     return [row["id"] for row in rows if row["id"] in inserted], len(rows) - len(inserted)
 
 

@@ -99,7 +99,8 @@ def meta_webhook_router(spec: MetaWebhook) -> APIRouter:
     acks: dict[str, Any] = {}
     ack_seconds = metrics.WEBHOOK_ACK_SECONDS.labels(channel)
 
-    def _accounts(request: Request, resources: ResourcesDep) -> AccountDirectory:
+    async def _accounts(request: Request, resources: ResourcesDep) -> AccountDirectory:
+        # async: FastAPI runs a plain ``def`` dependency in the thread pool (a thread hop per request)
         return account_directory(request, resources, channel)
 
     @router.get(

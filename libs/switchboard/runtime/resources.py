@@ -115,13 +115,17 @@ class Resources:
 
 
 @asynccontextmanager
-async def open_resources(settings: Settings, *, with_redis: bool = True) -> AsyncIterator[Resources]:
+async def open_resources(
+    settings: Settings, *, with_redis: bool = True, db_pre_ping: bool = True
+) -> AsyncIterator[Resources]:
     """Open the engine (and the ARQ pool) for a service's lifespan; close them on exit.
+
+    ``db_pre_ping``: see :func:`switchboard.db.engine.create_engine` (``pre_ping``).
 
     Raises:
         SettingsError: ``DATABASE_URL`` or ``REDIS_URL`` unset.
     """
-    engine = create_engine(require_database_url(settings))
+    engine = create_engine(require_database_url(settings), pre_ping=db_pre_ping)
     redis = None
     try:
         if with_redis:
