@@ -51,7 +51,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "libs")]
 SECRET = "perf-secret"
 PNID = "106000000009999"
 
-FLOOR_APP = r'''
+FLOOR_APP = r"""
 import hashlib, hmac, json, os
 import asyncpg, redis.asyncio as aioredis
 SECRET = os.environ["META_APP_SECRET"].encode()
@@ -91,7 +91,7 @@ async def app(scope, receive, send):
         await state["r"].lpush("floor:queue", mid)
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
     await send({"type": "http.response.body", "body": b'{"status":"ok"}'})
-'''
+"""
 
 
 def free_port() -> int:
@@ -174,7 +174,9 @@ async def closed_loop(port: int, path: str, conc: int, seconds: float) -> dict[s
         conn = Conn(port, path)
         try:
             while time.perf_counter() < stop:
-                req = random.choice(prev) if prev and random.random() < 0.1 else signed(body_for(next(counter)))
+                req = (
+                    random.choice(prev) if prev and random.random() < 0.1 else signed(body_for(next(counter)))
+                )
                 prev.append(req)
                 del prev[:-200]
                 t = time.perf_counter()
@@ -241,10 +243,10 @@ def wrk_lua(path: Path, n: int) -> None:
     for i in range(n):
         raw = body_for(i) if i % 10 else body_for(i - 1 if i else 0)
         sig = "sha256=" + hmac.new(SECRET.encode(), raw, hashlib.sha256).hexdigest()
-        rows.append("{%s,%s}" % (json.dumps(raw.decode()), json.dumps(sig)))
+        rows.append("{" + json.dumps(raw.decode()) + "," + json.dumps(sig) + "}")
     path.write_text("local reqs = {" + ",\n".join(rows) + "}\nlocal i = 0\n"
-        "request = function() i = i %% %d + 1; local r = reqs[i]; return wrk.format('POST', nil, "
-        "{['Content-Type']='application/json', ['X-Hub-Signature-256']=r[2]}, r[1]) end\n" % n)  # fmt: skip
+        f"request = function() i = i % {n} + 1; local r = reqs[i]; return wrk.format('POST', nil, "
+        "{['Content-Type']='application/json', ['X-Hub-Signature-256']=r[2]}, r[1]) end\n")  # fmt: skip
 
 
 def drive_wrk(url: str, lua: Path, conc: int, seconds: float) -> dict[str, Any]:
@@ -270,7 +272,9 @@ def drive_wrk(url: str, lua: Path, conc: int, seconds: float) -> dict[str, Any]:
     rps = float(next(line.split()[1] for line in out.splitlines() if line.startswith("Requests/sec")))
     n = int(next(line.split()[0] for line in out.splitlines() if "requests in" in line))
     errs = sum(int(line.split()[-1]) for line in out.splitlines() if "Non-2xx" in line)
-    errs += sum(int(x.rstrip(",")) for line in out.splitlines() if "Socket errors" in line for x in line.split()[3::2])
+    errs += sum(
+        int(x.rstrip(",")) for line in out.splitlines() if "Socket errors" in line for x in line.split()[3::2]
+    )
     return {"n": n, "errors": errs, "rps": rps, "p50": pct.get("50%", 0), "p95": pct.get("90%", 0),
             "p99": pct.get("99%", 0), "max": 0.0}  # fmt: skip
 
@@ -333,7 +337,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="conc 50 250, 5 s, 2 rounds, paced 250 for 10 s")
     ap.add_argument("--profile", type=Path, help="py-spy the project during one extra run; raw stacks here")
     ap.add_argument("--profile-only", action="store_true", help="with --profile: stop after the profile")
-    ap.add_argument("--checkout", type=Path, default=ROOT, help="the repository to measure (default: this one)")
+    ap.add_argument(
+        "--checkout", type=Path, default=ROOT, help="the repository to measure (default: this one)"
+    )
     ap.add_argument("--log-level", default="INFO", help="the project's LOG_LEVEL (production default INFO)")
     a = ap.parse_args()
     if a.quick:
@@ -376,8 +382,12 @@ def main() -> None:
             floor_argv = [sys.executable, "-m", "uvicorn", "floor_app:app", "--host", "127.0.0.1", "--port",
                           str(pb), "--log-level", "warning", "--no-access-log"]  # fmt: skip
             # the project's logs are written (production does) but not kept
-            project = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            floor = subprocess.Popen(floor_argv, cwd=tmpp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            project = subprocess.Popen(
+                argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            floor = subprocess.Popen(
+                floor_argv, cwd=tmpp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
             procs = [project, floor]
             wait_healthy(pa, project, "/healthz")
             wait_healthy(pb, floor, "/")
@@ -414,7 +424,9 @@ def main() -> None:
                 profile_summary(a.profile)
                 if a.profile_only:
                     return
-            print(f"{'conc':>5} {'who':>8} {'n':>7} {'err':>5} {'req/s':>8} {'p50':>7} {'p95':>7} {'p99':>7}  (ms)")
+            print(
+                f"{'conc':>5} {'who':>8} {'n':>7} {'err':>5} {'req/s':>8} {'p50':>7} {'p95':>7} {'p99':>7}  (ms)"
+            )
             for c in a.conc:
                 ratios = []
                 for _ in range(a.rounds):
@@ -422,12 +434,16 @@ def main() -> None:
                     for who, x in r.items():
                         print(f"{c:>5} {who:>8} {x['n']:>7} {x['errors']:>5} {x['rps']:>8.0f} {x['p50']:>7.1f} "
                               f"{x['p95']:>7.1f} {x['p99']:>7.1f}")  # fmt: skip
-                    ratios.append((r["project"]["rps"] / r["floor"]["rps"], r["project"]["p99"] / r["floor"]["p99"]))
+                    ratios.append(
+                        (r["project"]["rps"] / r["floor"]["rps"], r["project"]["p99"] / r["floor"]["p99"])
+                    )
                 print(f"{c:>5} ratio project/floor: req/s {statistics.median(x for x, _ in ratios):.2f}, "
                       f"p99 {statistics.median(y for _, y in ratios):.2f}")  # fmt: skip
             if a.paced:
                 print(f"paced: {a.paced} senders x 1 msg/s for {a.paced_seconds:g} s, one connection each")
-                print(f"{'who':>8} {'n':>7} {'err':>5} {'late':>5} {'req/s':>7} {'p50':>7} {'p95':>7} {'p99':>7} {'max':>7}  (ms)")
+                print(
+                    f"{'who':>8} {'n':>7} {'err':>5} {'late':>5} {'req/s':>7} {'p50':>7} {'p95':>7} {'p99':>7} {'max':>7}  (ms)"
+                )
                 for _ in range(a.rounds):
                     for who in ("project", "floor"):
                         x = asyncio.run(paced(*targets[who], a.paced, a.paced_seconds))

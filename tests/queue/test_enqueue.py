@@ -11,15 +11,23 @@ from arq.jobs import Job, JobStatus
 from switchboard.queue.enqueue import JobSpec, enqueue_jobs
 
 
-async def test_jobs_are_stored_as_arq_stores_them_deferred_and_once_per_id(arq_pool, stops_at_the_queue) -> None:  # type: ignore[no-untyped-def]
+async def test_jobs_are_stored_as_arq_stores_them_deferred_and_once_per_id(
+    arq_pool, stops_at_the_queue
+) -> None:  # type: ignore[no-untyped-def]
     tag = uuid.uuid4().hex
     now_spec = JobSpec("process_inbound", f"t:{tag}:now", ("row-1",), {"traceparent": "00-abc-def-01"})
-    later = JobSpec("apply_delivery_statuses", f"t:{tag}:later", ("whatsapp", [{"status": "read"}]), defer_s=2.5)
+    later = JobSpec(
+        "apply_delivery_statuses", f"t:{tag}:later", ("whatsapp", [{"status": "read"}]), defer_s=2.5
+    )
     assert await enqueue_jobs(arq_pool, [now_spec, later]) == [True, True]
 
     info = await Job(now_spec.job_id, arq_pool).info()
     assert info is not None
-    assert (info.function, info.args, info.kwargs) == ("process_inbound", ("row-1",), {"traceparent": "00-abc-def-01"})
+    assert (info.function, info.args, info.kwargs) == (
+        "process_inbound",
+        ("row-1",),
+        {"traceparent": "00-abc-def-01"},
+    )
     scores = dict(await arq_pool.zrange(arq_pool.default_queue_name, 0, -1, withscores=True))
     deferred_ms = scores[later.job_id.encode()] - scores[now_spec.job_id.encode()]
     assert 2400 <= deferred_ms <= 2600
@@ -41,10 +49,15 @@ async def test_jobs_are_stored_as_arq_stores_them_deferred_and_once_per_id(arq_p
 
 async def _calls(pool) -> dict[str, int]:  # type: ignore[no-untyped-def]
     stats = await pool.info("commandstats")
-    return {name: int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in ("evalsha", "eval", "watch", "exec")}
+    return {
+        name: int(stats.get(f"cmdstat_{name}", {}).get("calls", 0))
+        for name in ("evalsha", "eval", "watch", "exec")
+    }
 
 
-async def test_the_whole_batch_is_one_command_and_survives_a_script_flush(arq_pool, stops_at_the_queue) -> None:  # type: ignore[no-untyped-def]
+async def test_the_whole_batch_is_one_command_and_survives_a_script_flush(
+    arq_pool, stops_at_the_queue
+) -> None:  # type: ignore[no-untyped-def]
     tag = uuid.uuid4().hex
     jobs = [JobSpec("process_inbound", f"t:{tag}:{i}", (str(i),)) for i in range(3)]
     await arq_pool.script_flush()  # as after a Redis restart: the script is loaded again, nothing lost

@@ -323,7 +323,11 @@ async def enqueue_inbound(
     """Enqueue ``process_inbound(row_id)`` with an idempotent job id (and the current ``traceparent``
     when tracing is on). Returns ``False`` if it already exists."""
     spec = JobSpec(
-        "process_inbound", job_id or inbound_job_id(row_id), (str(row_id),), tracing.job_trace_kwargs(), defer_s
+        "process_inbound",
+        job_id or inbound_job_id(row_id),
+        (str(row_id),),
+        tracing.job_trace_kwargs(),
+        defer_s,
     )
     [created] = await enqueue_jobs(redis, [spec])
     return created
@@ -607,7 +611,9 @@ async def _ingest(
     if statuses:
         args = [status_to_job_arg(s) for s in statuses]
         digest = hashlib.sha256(json.dumps([channel, args], sort_keys=True).encode()).hexdigest()[:32]
-        jobs.append(JobSpec("apply_delivery_statuses", f"statuses:{channel}:{digest}", (channel, args), trace))
+        jobs.append(
+            JobSpec("apply_delivery_statuses", f"statuses:{channel}:{digest}", (channel, args), trace)
+        )
     if jobs:
         try:  # every job of the delivery in one round trip
             await enqueue_jobs(redis, jobs)

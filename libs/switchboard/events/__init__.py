@@ -5,4 +5,13 @@ sends it, signed, to every endpoint that wants it."""
 from switchboard.events.outbox import UnknownEventType, emit, forget_subscribers, has_subscriber, stage_event
 from switchboard.events.schemas import EVENT_TYPES, EventEnvelope, EventType
 
-__all__ = ["EVENT_TYPES", "EventEnvelope", "EventType", "UnknownEventType", "emit", "forget_subscribers", "has_subscriber", "stage_event"]
+__all__ = [
+    "EVENT_TYPES",
+    "EventEnvelope",
+    "EventType",
+    "UnknownEventType",
+    "emit",
+    "forget_subscribers",
+    "has_subscriber",
+    "stage_event",
+]

@@ -15,7 +15,14 @@ from switchboard.db.models import EventOutbox, WebhookEndpoint, utcnow
 from switchboard.events.schemas import EVENT_TYPES
 from switchboard.observability import get_logger
 
-__all__ = ["SUBSCRIBERS_TTL_S", "UnknownEventType", "emit", "forget_subscribers", "has_subscriber", "stage_event"]
+__all__ = [
+    "SUBSCRIBERS_TTL_S",
+    "UnknownEventType",
+    "emit",
+    "forget_subscribers",
+    "has_subscriber",
+    "stage_event",
+]
 
 log = get_logger(__name__)
 

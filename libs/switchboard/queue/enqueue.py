@@ -55,7 +55,9 @@ class JobSpec:
     """Run no earlier than this many seconds from now."""
 
 
-async def enqueue_jobs(redis: ArqRedis, jobs: Sequence[JobSpec], *, queue_name: str | None = None) -> list[bool]:
+async def enqueue_jobs(
+    redis: ArqRedis, jobs: Sequence[JobSpec], *, queue_name: str | None = None
+) -> list[bool]:
     """Enqueue ``jobs`` on ``queue_name`` (default: the pool's) in one round trip.
 
     Returns:
@@ -77,7 +79,9 @@ async def enqueue_jobs(redis: ArqRedis, jobs: Sequence[JobSpec], *, queue_name: 
     for job in jobs:
         defer_ms = max(0, round(job.defer_s * 1000))
         keys += [job_key_prefix + job.job_id, result_key_prefix + job.job_id]
-        payload = serialize_job(job.function, job.args, job.kwargs, None, now, serializer=redis.job_serializer)
+        payload = serialize_job(
+            job.function, job.args, job.kwargs, None, now, serializer=redis.job_serializer
+        )
         argv += [defer_ms + redis.expires_extra_ms, now + defer_ms, job.job_id, payload]
     created = await script(keys=keys, args=argv)
     return [bool(flag) for flag in created]

@@ -438,7 +438,11 @@ async def test_message_created_carries_the_conversation_and_only_for_a_subscribe
             description="crm", cipher=cipher, allow_loopback_http=True,
         )  # fmt: skip
     async with channel_service(settings) as svc:
-        assert (await svc.post(text_body(phone_number_id=pid, wamid=f"wamid.EVT2{uuid.uuid4().hex}", text="second"))).status_code == 200
+        assert (
+            await svc.post(
+                text_body(phone_number_id=pid, wamid=f"wamid.EVT2{uuid.uuid4().hex}", text="second")
+            )
+        ).status_code == 200
     await run_worker_burst(settings)
     assert await created_events() == []
 
