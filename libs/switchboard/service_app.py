@@ -29,6 +29,7 @@ def create_service_app(
     with_redis: bool = True,
     description: str = "",
     db_pre_ping: bool = True,
+    db_pool: tuple[int, int] | None = None,
 ) -> FastAPI:
     """Assemble one service.
 
@@ -39,6 +40,7 @@ def create_service_app(
         db_pre_ping: ping each pooled database connection before use (a round trip per request).
             A webhook service turns it off: after a database restart its first delivery on a stale
             connection answers 503 and the provider retries it, instead of every delivery paying.
+        db_pool: ``(pool_size, max_overflow)`` of its engine (default ``(10, 10)``).
 
     Raises:
         SettingsError: at once, when ``GENERATE_SECRETS=false`` and a secret is unset (names it);
@@ -51,7 +53,9 @@ def create_service_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with open_resources(settings, with_redis=with_redis, db_pre_ping=db_pre_ping) as resources:
+        async with open_resources(
+            settings, with_redis=with_redis, db_pre_ping=db_pre_ping, db_pool=db_pool
+        ) as resources:
             app.state.resources = resources
             log.info("service ready", version=__version__)
             yield
