@@ -28,6 +28,8 @@ def create_service_app(
     routers: Sequence[APIRouter] = (),
     with_redis: bool = True,
     description: str = "",
+    db_pre_ping: bool = True,
+    db_pool: tuple[int, int] | None = None,
 ) -> FastAPI:
     """Assemble one service.
 
@@ -35,6 +37,10 @@ def create_service_app(
         name: service name (logs, ``/healthz``, OpenAPI title ``switchboard-<name>``).
         settings: process settings; ``DATABASE_URL`` (and ``REDIS_URL`` if ``with_redis``) must be set.
         routers: the service's own routers.
+        db_pre_ping: ping each pooled database connection before use (a round trip per request).
+            A webhook service turns it off: after a database restart its first delivery on a stale
+            connection answers 503 and the provider retries it, instead of every delivery paying.
+        db_pool: ``(pool_size, max_overflow)`` of its engine (default ``(10, 10)``).
 
     Raises:
         SettingsError: at once, when ``GENERATE_SECRETS=false`` and a secret is unset (names it);
@@ -47,7 +53,9 @@ def create_service_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with open_resources(settings, with_redis=with_redis) as resources:
+        async with open_resources(
+            settings, with_redis=with_redis, db_pre_ping=db_pre_ping, db_pool=db_pool
+        ) as resources:
             app.state.resources = resources
             log.info("service ready", version=__version__)
             yield

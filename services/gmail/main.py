@@ -25,4 +25,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         routers=routers,
         description="Gmail push notifications (Pub/Sub) and the Gmail API sandbox; mailbox sync runs on "
         "the background worker.",
+        db_pre_ping=False,  # a round trip per delivery; a stale connection means one 503, retried
+        db_pool=(20, 0),  # the same 20 at most, kept: overflow ones were opened and closed per delivery
     )

@@ -33,4 +33,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings,
         routers=routers,
         description="Instagram Messaging webhooks (verify, normalize, store, enqueue) and media links.",
+        db_pre_ping=False,  # a round trip per delivery; a stale connection means one 503, retried
+        db_pool=(20, 0),  # the same 20 at most, kept: overflow ones were opened and closed per delivery
     )

@@ -26,4 +26,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings,
         routers=routers,
         description="WhatsApp Cloud API webhooks (verify, normalize, enqueue).",
+        db_pre_ping=False,  # a round trip per delivery; a stale connection means one 503, retried
+        db_pool=(20, 0),  # the same 20 at most, kept: overflow ones were opened and closed per delivery
     )

@@ -39,13 +39,14 @@ __all__ = [
 ]
 
 
-def get_settings(request: Request) -> Settings:
-    """``app.state.settings``."""
+async def get_settings(request: Request) -> Settings:
+    """``app.state.settings``. (``async`` so FastAPI calls it on the event loop: a plain ``def``
+    dependency is run in the thread pool, a thread hop per request.)"""
     return request.app.state.settings
 
 
-def get_resources(request: Request) -> Resources:
-    """``app.state.resources`` (set once the lifespan opened them)."""
+async def get_resources(request: Request) -> Resources:
+    """``app.state.resources`` (set once the lifespan opened them; ``async``: no thread hop)."""
     return request.app.state.resources
 
 
@@ -53,7 +54,7 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 ResourcesDep = Annotated[Resources, Depends(get_resources)]
 
 
-def get_sessions(resources: ResourcesDep) -> async_sessionmaker[AsyncSession]:
+async def get_sessions(resources: ResourcesDep) -> async_sessionmaker[AsyncSession]:
     return resources.sessions
 
 

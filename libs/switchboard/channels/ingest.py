@@ -25,24 +25,24 @@ import json
 import uuid
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from arq.connections import ArqRedis
 from sqlalchemy import and_, case, update
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.channels.accounts import AccountDirectory, AccountRef
 from switchboard.channels.sanitize import UNPROCESSABLE_PREFIX, clean_text, clean_tree, unprocessable_reason
 from switchboard.contracts import InboundMessage
 from switchboard.db.models import InboundState, Message, utcnow
-from switchboard.events import stage_event
 from switchboard.media.jobs import COPY_JOB, copy_job_id
 from switchboard.observability import get_logger, tracing
 from switchboard.outbox.statuses import DeliveryStatus
+from switchboard.queue.enqueue import JobSpec, enqueue_jobs
 from switchboard.queue.keys import channel_throttle_key, inbound_job_id
 
 __all__ = [
@@ -313,19 +313,24 @@ def _clean_or_none(value: Any) -> str | None:
     return clean_text(str(value)) or None
 
 
+_ENQUEUE_FAILED = {COPY_JOB: "media_copy_enqueue_failed", "apply_delivery_statuses": "status_enqueue_failed"}
+"""Log event of a failed enqueue per job function (``inbound_enqueue_failed`` otherwise)."""
+
+
 async def enqueue_inbound(
     redis: ArqRedis, row_id: uuid.UUID, *, defer_s: float = 0.0, job_id: str | None = None
 ) -> bool:
     """Enqueue ``process_inbound(row_id)`` with an idempotent job id (and the current ``traceparent``
     when tracing is on). Returns ``False`` if it already exists."""
-    job = await redis.enqueue_job(
+    spec = JobSpec(
         "process_inbound",
-        str(row_id),
-        _job_id=job_id or inbound_job_id(row_id),
-        _defer_by=timedelta(seconds=defer_s) if defer_s > 0 else None,
-        **tracing.job_trace_kwargs(),
+        job_id or inbound_job_id(row_id),
+        (str(row_id),),
+        tracing.job_trace_kwargs(),
+        defer_s,
     )
-    return job is not None
+    [created] = await enqueue_jobs(redis, [spec])
+    return created
 
 
 def is_connection_error(exc: BaseException) -> bool:
@@ -354,42 +359,45 @@ async def _store(
     controls: list[tuple[InboundMessage, AccountRef]],
     result: IngestResult,
 ) -> None:
-    """Insert ``rows`` (duplicates ignored) and apply ``controls`` in one transaction; fills ``result``."""
-    async with sessions() as session, session.begin():
-        if rows:
-            stmt = (
-                insert(Message.__table__)  # type: ignore[arg-type]
-                .values(rows)
-                .on_conflict_do_nothing(constraint="uq_messages_channel_account_external")
-                .returning(Message.__table__.c.id)  # type: ignore[attr-defined]
-            )
-            inserted = set((await session.exec(stmt)).scalars().all())
-            stored = [row_id for row in rows if (row_id := row["id"]) in inserted]
-            for row in rows:
-                if row["id"] in inserted and row["role"] == "user":  # the tenant's systems hear of it
-                    _stage_message_created(session, row)
-            duplicates = len(rows) - len(inserted)
-        else:
-            stored, duplicates = [], 0
+    """Insert ``rows`` (duplicates ignored) and apply ``controls`` in one transaction; fills ``result``.
+
+    Without controls it is one statement, atomic by itself: it runs in autocommit, one database round
+    trip instead of three (``BEGIN``, ``INSERT``, ``COMMIT``); committed when it returns.
+    """
+    if not controls:
+        # Core on the engine, not an ORM session: the session's bookkeeping cost more CPU than the insert
+        engine: AsyncEngine = sessions.kw["bind"]
+        async with engine.connect() as conn:
+            await conn.execution_options(isolation_level="AUTOCOMMIT")
+            stored, duplicates = await _insert_rows(conn, rows)
         updated = 0
-        for msg, account in controls:
-            updated += await _apply_control(session, msg, account)
+    else:
+        async with sessions() as session, session.begin():
+            stored, duplicates = await _insert_rows(await session.connection(), rows)
+            updated = 0
+            for msg, account in controls:
+                updated += await _apply_control(session, msg, account)
     result.stored_ids += stored
     result.duplicates += duplicates
     result.updated_originals += updated
 
 
-def _stage_message_created(session: AsyncSession, row: dict[str, Any]) -> None:
-    """``message.created`` for the tenant's systems, in the insert's transaction; an event that does not
-    validate is logged and left out (the customer's message is what must be stored)."""
-    try:
-        stage_event(session, tenant_id=row["tenant_id"], event_type="message.created", data={
-            "message_id": row["id"], "conversation_id": None, "channel": row["channel"], "direction": "inbound",
-            "role": "user", "kind": row["kind"], "text": row["text"],
-        })  # fmt: skip
-    except ValueError as exc:  # pydantic.ValidationError is a ValueError
-        log.error("event_not_emitted", event_type="message.created", inbound_message_id=str(row["id"]),
-                  error=str(exc)[:300])  # fmt: skip
+_INSERT_MESSAGE = (
+    insert(Message.__table__)  # type: ignore[arg-type]
+    .on_conflict_do_nothing(constraint="uq_messages_channel_account_external")
+    .returning(Message.__table__.c.id)  # type: ignore[attr-defined]
+)
+
+
+async def _insert_rows(conn: AsyncConnection, rows: list[dict[str, Any]]) -> tuple[list[uuid.UUID], int]:
+    """``INSERT .. ON CONFLICT DO NOTHING RETURNING id`` of ``rows``: (ids inserted, in order; duplicates)."""
+    if not rows:
+        return [], 0
+    # one constant statement with the rows as parameters: compiled once (SQLAlchemy's compiled cache),
+    # prepared once per connection (asyncpg), and several rows still go as one multi-VALUES INSERT
+    # ("insertmanyvalues"); ``.values(rows)`` would build and compile a new statement every time
+    inserted = set((await conn.execute(_INSERT_MESSAGE, rows)).scalars().all())
+    return [row["id"] for row in rows if row["id"] in inserted], len(rows) - len(inserted)
 
 
 def _bare_row(row: dict[str, Any], error: BaseException) -> dict[str, Any]:
@@ -562,8 +570,8 @@ async def _ingest(
 
     for msg in delivery.messages:
         account = routed.get(msg.account_id)
-        if account is not None:
-            log.info(
+        if account is not None:  # debug: the webhook's hot path (the worker logs every message it handles)
+            log.debug(
                 "inbound_received",
                 channel=channel,
                 tenant_id=str(account.tenant_id),
@@ -595,33 +603,25 @@ async def _ingest(
         result.enqueue_failures = len(result.stored_ids) + (1 if statuses else 0)
         return result
     expiring = {row["id"] for row in rows if any(m.get("expiring") for m in row["media"])}
+    trace = tracing.job_trace_kwargs()
+    jobs: list[JobSpec] = []
     for row_id in result.stored_ids:
         if row_id in expiring:  # the provider's link dies: copy the bytes now, before the debounce
-            try:
-                await redis.enqueue_job(
-                    COPY_JOB, str(row_id), _job_id=copy_job_id(row_id), **tracing.job_trace_kwargs()
-                )
-            except Exception as exc:  # noqa: BLE001 (fetch_media copies the link itself later; logged)
-                result.enqueue_failures += 1
-                log.error("media_copy_enqueue_failed", inbound_message_id=str(row_id), error=str(exc))
+            jobs.append(JobSpec(COPY_JOB, copy_job_id(row_id), (str(row_id),), trace))
         defer_s = debounce_s if actions.get(row_id) == "process" else 0.0
-        try:
-            await enqueue_inbound(redis, row_id, defer_s=defer_s)
-        except Exception as exc:  # noqa: BLE001 (row is durable; the sweeper re-enqueues it)
-            result.enqueue_failures += 1
-            log.error("inbound_enqueue_failed", inbound_message_id=str(row_id), error=str(exc))
+        jobs.append(JobSpec("process_inbound", inbound_job_id(row_id), (str(row_id),), trace, defer_s))
     if statuses:
         args = [status_to_job_arg(s) for s in statuses]
         digest = hashlib.sha256(json.dumps([channel, args], sort_keys=True).encode()).hexdigest()[:32]
-        try:
-            await redis.enqueue_job(
-                "apply_delivery_statuses",
-                channel,
-                args,
-                _job_id=f"statuses:{channel}:{digest}",
-                **tracing.job_trace_kwargs(),
-            )
-        except Exception as exc:  # noqa: BLE001 (statuses are hints; the provider sends later ones)
-            result.enqueue_failures += 1
-            log.error("status_enqueue_failed", channel=channel, count=len(args), error=str(exc))
+        jobs.append(
+            JobSpec("apply_delivery_statuses", f"statuses:{channel}:{digest}", (channel, args), trace)
+        )
+    if jobs:
+        try:  # every job of the delivery in one round trip
+            await enqueue_jobs(redis, jobs)
+        except Exception as exc:  # noqa: BLE001 (rows are durable: the sweeper re-enqueues them; logged)
+            result.enqueue_failures += len(jobs)
+            for job in jobs:
+                log.error(_ENQUEUE_FAILED.get(job.function, "inbound_enqueue_failed"), job_id=job.job_id,
+                          channel=channel, error=str(exc)[:300])  # fmt: skip
     return result

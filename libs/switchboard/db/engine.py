@@ -23,17 +23,35 @@ def to_async_url(url: str) -> str:
     return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
 
 
-def create_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> AsyncEngine:
+def create_engine(
+    url: str,
+    *,
+    pool_size: int = 10,
+    echo: bool = False,
+    pre_ping: bool = True,
+    max_overflow: int | None = None,
+) -> AsyncEngine:
     """An async engine for ``url`` (any Postgres URL form; see :func:`to_async_url`).
 
     Args:
         url: database URL.
-        pool_size: connections kept open; ``max_overflow`` adds as many again under load.
+        pool_size: connections kept open.
+        max_overflow: connections opened beyond ``pool_size`` under load and closed when returned
+            (default: as many as ``pool_size``). Under steady high concurrency they are opened and
+            closed again per request; 0 makes waiters queue for a kept connection instead.
+        pre_ping: test each connection with a round trip when it leaves the pool, so a connection the
+            server dropped (restart) is replaced silently. Off, that first use fails with a disconnect
+            error instead, and SQLAlchemy then recycles every older pooled connection ("Dealing with
+            Disconnects", pessimistic vs optimistic handling).
     """
     from switchboard.observability.tracing import instrument_engine
 
     engine = create_async_engine(
-        to_async_url(url), pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True, echo=echo
+        to_async_url(url),
+        pool_size=pool_size,
+        max_overflow=pool_size if max_overflow is None else max_overflow,
+        pool_pre_ping=pre_ping,
+        echo=echo,
     )
     instrument_engine(engine)  # a span per statement when tracing is on; nothing otherwise
     return engine

@@ -22,6 +22,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import WebhookEndpoint, utcnow
 from switchboard.errors import SwitchboardError
+from switchboard.events.outbox import forget_subscribers
 from switchboard.events.schemas import EVENT_TYPES
 from switchboard.observability import get_logger
 
@@ -123,6 +124,7 @@ async def create_endpoint(
     )  # fmt: skip
     session.add(endpoint)
     await session.flush()
+    forget_subscribers(tenant_id)
     log.info("webhook_endpoint_created", tenant_id=str(tenant_id), endpoint_id=str(endpoint.id))
     return endpoint, secret
 
@@ -150,6 +152,7 @@ def set_endpoint_active(endpoint: WebhookEndpoint, active: bool, *, reason: str 
     """Enable (clears the failure count) or disable an endpoint; the caller adds and commits."""
     endpoint.is_active = active
     endpoint.updated_at = utcnow()
+    forget_subscribers(endpoint.tenant_id)
     if active:
         endpoint.consecutive_failures, endpoint.disabled_at, endpoint.disabled_reason = 0, None, None
     else:

@@ -68,7 +68,8 @@ class MessageCreated(_Data):
 
     message_id: uuid.UUID
     conversation_id: uuid.UUID | None = None
-    """``null`` for an inbound message stored before the worker put it in a conversation."""
+    """Set for inbound messages too: emitted when the worker puts the message in its conversation
+    (:mod:`switchboard.inbound.job`), only for a tenant with an endpoint that takes it."""
     channel: str
     direction: Literal["inbound", "outbound"]
     role: str

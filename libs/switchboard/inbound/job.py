@@ -12,11 +12,13 @@ import uuid
 from typing import Any
 
 from sqlmodel import select
+from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.console.live import publish_conversation_event
 from switchboard.contracts import StoredInbound, trace_id_for
 from switchboard.conversations import Actor, channel_identities, open_conversation, resolve_customer
 from switchboard.db.models import ChannelAccount, InboundState, Message, utcnow
+from switchboard.events import emit
 from switchboard.inbound.context import Dead, InboundContext, Outcome, WorkerDeps
 from switchboard.inbound.steps import STEPS, release_lock, retry_or_dead
 from switchboard.observability import get_logger, message_context, metrics, tracing
@@ -78,6 +80,8 @@ async def claim(deps: WorkerDeps, job: dict[str, Any], row_id: uuid.UUID) -> Inb
             log.warning("conversation_flagged_for_review", inbound_message_id=str(row_id), kinds=stored.review,
                         conversation_id=str(conversation.id))  # fmt: skip
         row.conversation_id = conversation.id
+        if row.processing_attempts == 0 and row.role == "user":  # once, on the first claim
+            await _emit_message_created(session, row)
         row.inbound_state = InboundState.processing.value
         row.processing_attempts += 1
         row.trace_id = row.trace_id or trace_id_for(conversation.id, row.id)
@@ -97,6 +101,20 @@ async def claim(deps: WorkerDeps, job: dict[str, Any], row_id: uuid.UUID) -> Inb
         account=account,
         channel=channel,
     )
+
+
+async def _emit_message_created(session: AsyncSession, row: Message) -> None:
+    """``message.created`` for the tenant's systems, with the conversation the row now belongs to, in the
+    claim's transaction; written only when one of the tenant's active endpoints takes it (the webhook
+    path never pays for it). An event that does not validate is logged and left out."""
+    try:
+        await emit(session, tenant_id=row.tenant_id, event_type="message.created", if_subscribed=True, data={
+            "message_id": row.id, "conversation_id": row.conversation_id, "channel": row.channel,
+            "direction": "inbound", "role": "user", "kind": row.kind, "text": row.text,
+        })  # fmt: skip
+    except ValueError as exc:  # pydantic.ValidationError is a ValueError
+        log.error("event_not_emitted", event_type="message.created", inbound_message_id=str(row.id),
+                  error=str(exc)[:300])  # fmt: skip
 
 
 async def process_inbound(ctx: dict[str, Any], inbound_message_id: str) -> str:

@@ -115,13 +115,24 @@ class Resources:
 
 
 @asynccontextmanager
-async def open_resources(settings: Settings, *, with_redis: bool = True) -> AsyncIterator[Resources]:
+async def open_resources(
+    settings: Settings,
+    *,
+    with_redis: bool = True,
+    db_pre_ping: bool = True,
+    db_pool: tuple[int, int] | None = None,
+) -> AsyncIterator[Resources]:
     """Open the engine (and the ARQ pool) for a service's lifespan; close them on exit.
+
+    ``db_pre_ping``, ``db_pool`` (``pool_size``, ``max_overflow``): see :func:`switchboard.db.engine.create_engine`.
 
     Raises:
         SettingsError: ``DATABASE_URL`` or ``REDIS_URL`` unset.
     """
-    engine = create_engine(require_database_url(settings))
+    size, overflow = db_pool or (10, None)
+    engine = create_engine(
+        require_database_url(settings), pre_ping=db_pre_ping, pool_size=size, max_overflow=overflow
+    )
     redis = None
     try:
         if with_redis:

@@ -316,3 +316,22 @@ async def test_the_shared_ingest_cleans_messages_that_never_passed_the_webhook_r
     (row,) = await messages_of(sessions, wa_tenant.tenant.id)
     assert (row.external_id, row.text, row.inbound_state) == ("wamid.INGESTNUL", "cafe \ufffd ok", "pending")
     assert row.raw["message"] == {"note": "ab", "bad": "\ufffd"}
+
+
+async def test_many_more_concurrent_deliveries_than_pooled_connections_are_each_stored_once(
+    make_settings, wa_tenant, sessions, arq_pool
+) -> None:  # type: ignore[no-untyped-def]
+    """The service keeps 20 connections and no overflow: 120 deliveries at once (1 in 6 a redelivery)
+    queue for them, all answer 200, each message is stored and enqueued once, every connection is back."""
+    pid = wa_tenant.phone_number_id
+    bodies = [text_body(phone_number_id=pid, wamid=f"wamid.MANY{i:04d}", text=f"m{i}") for i in range(100)]
+    async with channel_service(make_settings()) as svc:
+        responses = await asyncio.gather(*(svc.post(b) for b in [*bodies, *bodies[:20]]))
+        pool = svc.app.state.resources.engine.pool
+        assert (pool.size(), pool.checkedout()) == (20, 0)
+    assert [r.status_code for r in responses] == [200] * 120
+    assert sum(r.json()["stored"] for r in responses) == 100
+    assert sum(r.json()["duplicates"] for r in responses) == 20
+    rows = await messages_of(sessions, wa_tenant.tenant.id)
+    assert sorted(r.text for r in rows) == sorted(f"m{i}" for i in range(100))
+    assert await _queued_job_ids(arq_pool) == {f"inbound:{r.id}" for r in rows}

@@ -456,3 +456,67 @@ async def test_a_takeover_by_a_person_during_the_turn_drops_the_reply_but_the_ai
     else:
         assert row.last_error is None
         assert [m["text"] for m in sent_to(graph_sandbox[1], pid)] == [reply]
+async def test_message_created_carries_the_conversation_and_only_for_a_subscribed_tenant(
+    make_settings, wa_tenant, sessions
+) -> None:  # type: ignore[no-untyped-def]
+    """The webhook writes no event; the worker's claim writes ``message.created`` once, with the
+    conversation, and only for a tenant with an active endpoint that takes it."""
+    from switchboard.crypto import CredentialCipher
+    from switchboard.db.models import EventOutbox
+    from switchboard.events.endpoints import create_endpoint
+
+    settings = make_settings()
+    pid = wa_tenant.phone_number_id
+    tenant_id = wa_tenant.tenant.id
+
+    async def created_events() -> list[EventOutbox]:
+        async with sessions() as session:
+            rows = await session.exec(
+                select(EventOutbox).where(
+                    EventOutbox.tenant_id == tenant_id, EventOutbox.event_type == "message.created"
+                )
+            )
+            return list(rows.all())
+
+    # no endpoint: nothing, neither at the webhook nor in the worker
+    await _post_all(settings, pid, ["text_reply_with_context.json"])
+    assert await created_events() == []
+    await run_worker_burst(settings)
+    assert await created_events() == []
+
+    # an endpoint for other events only: still nothing
+    cipher = CredentialCipher(settings.secret("encryption_key").encode())
+    async with sessions() as session, session.begin():
+        leads, _ = await create_endpoint(
+            session, tenant_id=tenant_id, url="http://127.0.0.1:9/hook", event_types=["lead.created"],
+            description="crm", cipher=cipher, allow_loopback_http=True,
+        )  # fmt: skip
+    async with channel_service(settings) as svc:
+        assert (
+            await svc.post(
+                text_body(phone_number_id=pid, wamid=f"wamid.EVT2{uuid.uuid4().hex}", text="second")
+            )
+        ).status_code == 200
+    await run_worker_burst(settings)
+    assert await created_events() == []
+
+    # subscribed: one event per stored customer message, carrying its conversation; a redelivery adds none
+    async with sessions() as session, session.begin():
+        await create_endpoint(
+            session, tenant_id=tenant_id, url="http://127.0.0.1:9/messages", event_types=["message.created"],
+            description="crm", cipher=cipher, allow_loopback_http=True,
+        )  # fmt: skip
+    async with channel_service(settings) as svc:
+        body = text_body(phone_number_id=pid, wamid=f"wamid.EVT3{uuid.uuid4().hex}", text="third")
+        assert (await svc.post(body)).status_code == 200
+        assert await created_events() == []  # not at webhook time
+        assert (await svc.post(body)).status_code == 200  # a redelivery
+    await run_worker_burst(settings)
+    [event] = await created_events()
+    row = next(r for r in await messages_of(sessions, tenant_id) if r.text == "third")
+    assert row.conversation_id is not None
+    assert event.payload["data"] == {
+        "message_id": str(row.id), "conversation_id": str(row.conversation_id), "channel": "whatsapp",
+        "direction": "inbound", "role": "user", "kind": "text", "text": "third",
+    }  # fmt: skip
+    assert leads.id is not None
