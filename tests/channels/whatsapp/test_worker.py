@@ -456,6 +456,8 @@ async def test_a_takeover_by_a_person_during_the_turn_drops_the_reply_but_the_ai
     else:
         assert row.last_error is None
         assert [m["text"] for m in sent_to(graph_sandbox[1], pid)] == [reply]
+
+
 async def test_message_created_carries_the_conversation_and_only_for_a_subscribed_tenant(
     make_settings, wa_tenant, sessions
 ) -> None:  # type: ignore[no-untyped-def]
