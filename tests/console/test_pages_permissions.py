@@ -105,10 +105,16 @@ async def test_admins_open_every_page_and_unsafe_requests_need_the_csrf_token(co
                 if (
                     method == "GET"
                     and "{" not in path.replace("{slug}", "")
-                    and not path.endswith(("/try", "/search", "/graph"))  # these need a query (422 without)
+                    and not path.endswith(
+                        ("/try", "/search", "/graph", "/callback")
+                    )  # need a query (422 without)
                 ):
                     response = await client.get(_fill(path, slug))
                     assert response.status_code == 200, (role, path, response.status_code)
                 elif method != "GET":
                     response = await client.request(method, _fill(path, slug))  # no CSRF token
                     assert response.status_code == 403, (role, method, path, response.status_code)
+            # Google's redirect without ?code=&state= (a bookmarked or replayed callback): the channels page,
+            # saying why
+            response = await client.get(f"/t/{slug}/channels/gmail/callback")
+            assert response.status_code == 422 and "Gmail:" in response.text, response.status_code

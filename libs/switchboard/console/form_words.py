@@ -90,6 +90,7 @@ FORM_WORDS = (
     N_("timeout s"),
     N_("timezone"),
     N_("tool timeout s"),
+    N_("typed replies"),
     N_("trim ratio"),
     N_("turn timeout s"),
     N_("warn ratio"),
