@@ -260,3 +260,33 @@ async def test_closing_writes_conversation_closed_in_the_same_transaction(sessio
             select(EventOutbox.event_type).where(EventOutbox.tenant_id == tenant.id).order_by(col(EventOutbox.created_at))
         )).all()  # fmt: skip
     assert list(types) == ["conversation.created", "conversation.closed"]
+
+
+async def test_events_of_a_disabled_endpoint_wait_and_go_out_once_it_is_enabled(
+    sessions, make_tenant, hook_settings
+) -> None:  # type: ignore[no-untyped-def]
+    """``webhooks disable`` says its events wait: an event that happens while the endpoint is disabled
+    (by an admin, or by a receiver's outage) is delivered after it is enabled, not dropped."""
+    from switchboard.events.endpoints import set_endpoint_active
+
+    tenant = await make_tenant()
+    receiver = Receiver()
+    async with serve_app(receiver.app()) as url:
+        endpoint = await _endpoint(sessions, hook_settings, tenant, f"{url}/hook", receiver)
+        async with sessions() as session, session.begin():
+            stored = await session.get(WebhookEndpoint, endpoint.id)
+            set_endpoint_active(stored, False, reason="disabled by an admin")
+            session.add(stored)
+        async with sessions() as session, session.begin():
+            await emit(session, tenant_id=tenant.id, event_type="approval.requested",
+                       data={"pending_action_id": uuid.uuid4(), "tool_name": "refund"})  # fmt: skip
+        await _deliver(sessions, hook_settings)
+        waiting = await _deliveries(sessions, endpoint.id)
+        assert [(d.status, d.attempts) for d in waiting] == [("pending", 0)] and receiver.received == []
+        async with sessions() as session, session.begin():
+            stored = await session.get(WebhookEndpoint, endpoint.id)
+            set_endpoint_active(stored, True, reason=None)
+            session.add(stored)
+        await _deliver(sessions, hook_settings)
+    assert [d.status for d in await _deliveries(sessions, endpoint.id)] == ["delivered"]
+    assert [r["body"]["type"] for r in receiver.received] == ["approval.requested"]

@@ -104,9 +104,9 @@ async def _fan_out_batch(sessions: async_sessionmaker[AsyncSession]) -> int:
                 endpoints[event.tenant_id] = list(
                     (
                         await session.exec(
-                            select(WebhookEndpoint).where(
-                                WebhookEndpoint.tenant_id == event.tenant_id, col(WebhookEndpoint.is_active)
-                            )
+                            # a disabled endpoint gets its deliveries too: they wait (pending) until it is
+                            # enabled again, so a receiver's outage that disabled it loses no event
+                            select(WebhookEndpoint).where(WebhookEndpoint.tenant_id == event.tenant_id)
                         )
                     ).all()
                 )

@@ -8,7 +8,7 @@ import time
 import uuid
 from typing import Any
 
-from sqlmodel import col, select
+from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import EventOutbox, WebhookEndpoint, utcnow
@@ -75,7 +75,8 @@ def forget_subscribers(tenant_id: uuid.UUID | None = None) -> None:
 
 
 async def has_subscriber(session: AsyncSession, *, tenant_id: uuid.UUID, event_type: str) -> bool:
-    """Whether an active endpoint of the tenant takes ``event_type`` (cached :data:`SUBSCRIBERS_TTL_S`).
+    """Whether an endpoint of the tenant (enabled or disabled: a disabled one's events wait for it) takes
+    ``event_type`` (cached :data:`SUBSCRIBERS_TTL_S`).
 
     Raises:
         sqlalchemy.exc.SQLAlchemyError: the database failed on a cache miss.
@@ -85,9 +86,8 @@ async def has_subscriber(session: AsyncSession, *, tenant_id: uuid.UUID, event_t
     if hit is None or hit[0] <= now:
         lists = (
             await session.exec(
-                select(WebhookEndpoint.event_types).where(
-                    WebhookEndpoint.tenant_id == tenant_id, col(WebhookEndpoint.is_active)
-                )
+                # disabled endpoints count: their events wait for them (events.delivery)
+                select(WebhookEndpoint.event_types).where(WebhookEndpoint.tenant_id == tenant_id)
             )
         ).all()
         # an endpoint with no list takes every event (WebhookEndpoint.event_types)
@@ -110,7 +110,7 @@ async def emit(
         tenant_id: the tenant whose endpoints receive it.
         event_type: one of :data:`~switchboard.events.schemas.EVENT_TYPES` (``lead.created``...).
         data: the event's fields, validated against its model (ids may be UUIDs or strings).
-        if_subscribed: write it only when an active endpoint of the tenant takes this type
+        if_subscribed: write it only when an endpoint of the tenant takes this type
             (:func:`has_subscriber`): for high-volume events (``message.created``) nobody may want.
 
     Returns:
