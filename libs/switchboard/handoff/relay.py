@@ -76,15 +76,22 @@ def _flags(row: Message) -> dict[str, Any]:
     return ((row.raw or {}).get("normalized") or {}).get("flags") or {}
 
 
-async def agent_for_row(sessions: Any, row: Message) -> HumanAgent | None:
-    """The tenant's human agent who sent ``row`` (by ``wa_id``), or ``None`` for a customer."""
+async def agent_of_row(session: Any, row: Message) -> HumanAgent | None:
+    """The tenant's human agent who sent ``row`` (by ``wa_id``), or ``None`` for a customer; in ``session``."""
     if row.direction != MessageDirection.inbound.value or row.channel != AGENT_CONSOLE_CHANNEL:
         return None  # agents work from the console channel; an IGSID or e-mail is never an agent's phone
     phone = _flags(row).get("wa_id") or row.sender_external_id
     if not phone:
         return None
+    return await agent_by_phone(session, tenant_id=row.tenant_id, phone=str(phone))
+
+
+async def agent_for_row(sessions: Any, row: Message) -> HumanAgent | None:
+    """:func:`agent_of_row` in a session of its own."""
+    if row.direction != MessageDirection.inbound.value or row.channel != AGENT_CONSOLE_CHANNEL:
+        return None  # no query for a customer on any other channel
     async with sessions() as session:
-        return await agent_by_phone(session, tenant_id=row.tenant_id, phone=str(phone))
+        return await agent_of_row(session, row)
 
 
 async def _already_handled(sessions: Any, row_id: uuid.UUID) -> bool:

@@ -19,6 +19,8 @@ from switchboard.contracts import StoredInbound, trace_id_for
 from switchboard.conversations import Actor, channel_identities, open_conversation, resolve_customer
 from switchboard.db.models import ChannelAccount, InboundState, Message, utcnow
 from switchboard.events import emit
+from switchboard.events.outbox import has_subscriber
+from switchboard.handoff.relay import agent_of_row
 from switchboard.inbound.context import Dead, InboundContext, Outcome, WorkerDeps
 from switchboard.inbound.steps import STEPS, release_lock, retry_or_dead
 from switchboard.observability import get_logger, message_context, metrics, tracing
@@ -105,8 +107,13 @@ async def claim(deps: WorkerDeps, job: dict[str, Any], row_id: uuid.UUID) -> Inb
 
 async def _emit_message_created(session: AsyncSession, row: Message) -> None:
     """``message.created`` for the tenant's systems, with the conversation the row now belongs to, in the
-    claim's transaction; written only when one of the tenant's active endpoints takes it (the webhook
-    path never pays for it). An event that does not validate is logged and left out."""
+    claim's transaction; written only when one of the tenant's endpoints takes it (the webhook path never
+    pays for it), and never for a human agent's own message from their phone (a slash command or a reply
+    to relay is not a customer's message). An event that does not validate is logged and left out."""
+    if not await has_subscriber(session, tenant_id=row.tenant_id, event_type="message.created"):
+        return
+    if await agent_of_row(session, row) is not None:
+        return
     try:
         await emit(session, tenant_id=row.tenant_id, event_type="message.created", if_subscribed=True, data={
             "message_id": row.id, "conversation_id": row.conversation_id, "channel": row.channel,

@@ -522,3 +522,13 @@ async def test_message_created_carries_the_conversation_and_only_for_a_subscribe
         "direction": "inbound", "role": "user", "kind": "text", "text": "third",
     }  # fmt: skip
     assert leads.id is not None
+
+    # a human agent's own message from their phone (a slash command) is not a customer's: no event
+    async with sessions() as session, session.begin():
+        await add_agent(session, tenant_id=tenant_id, name="Nia", phone="15550107777", online=True)
+    async with channel_service(settings) as svc:
+        body = text_body(phone_number_id=pid, wamid=f"wamid.EVT4{uuid.uuid4().hex}", text="/help",
+                         wa_id="15550107777", name="Nia")  # fmt: skip
+        assert (await svc.post(body)).status_code == 200
+    await run_worker_burst(settings)
+    assert len(await created_events()) == 1
