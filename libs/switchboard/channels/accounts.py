@@ -22,6 +22,7 @@ from switchboard.db.models import ChannelAccount, Tenant
 from switchboard.tenants import add_channel_account
 
 __all__ = [
+    "AccessTokenMissing",
     "AccountRef",
     "AccountDirectory",
     "AccountTaken",
@@ -109,6 +110,10 @@ class AccountTaken(ValueError):
     """The provider's account is connected to another tenant (one account routes to one tenant)."""
 
 
+class AccessTokenMissing(ValueError):
+    """An account on a real API (not the local sandbox) without an access token: every send would fail."""
+
+
 async def connect_channel_account(
     session: AsyncSession,
     *,
@@ -133,6 +138,8 @@ async def connect_channel_account(
 
     Raises:
         AccountTaken: the account belongs to another tenant (``label`` names it in the message).
+        AccessTokenMissing: the account would use a real API (``""`` or a URL) with no token given or
+            stored.
     """
     existing = (
         await session.exec(
@@ -141,9 +148,16 @@ async def connect_channel_account(
             )
         )
     ).first()
+    if existing is not None and existing.tenant_id != tenant.id:
+        raise AccountTaken(f"{label} {external_account_id} is already connected to another tenant")
+    # "" is the real API, a URL another root; None keeps what is stored (not checked: nothing changes)
+    on_real_api = api_base_url is not None and api_base_url != "sandbox"
+    if on_real_api and not access_token and not (existing and existing.credentials_encrypted):
+        raise AccessTokenMissing(
+            f"{label} {external_account_id}: an account on the real API needs its access token "
+            "(--access-token, or the token field); without one, connect it to the sandbox"
+        )
     if existing is not None:
-        if existing.tenant_id != tenant.id:
-            raise AccountTaken(f"{label} {external_account_id} is already connected to another tenant")
         if access_token:
             existing.credentials_encrypted = cipher.encrypt({"access_token": access_token})
         existing.display_name = display_name or existing.display_name

@@ -37,6 +37,15 @@ async def test_add_whatsapp_token_is_encrypted_at_rest(cli, settings, sessions) 
         "channel", "add-whatsapp", "--tenant", slug, "--phone-number-id", pid, "--access-token", ""
     )
     assert empty.exit_code == 2 and empty.stderr.startswith("error: --access-token is empty")
+    other = str(uuid.uuid4().int)[:15]  # a number on the real Graph API with no token could never send
+    tokenless = await cli.arun(
+        "channel", "add-whatsapp", "--tenant", slug, "--phone-number-id", other, "--api-base", "real"
+    )
+    assert tokenless.exit_code == 2 and "needs its access token" in tokenless.stderr, tokenless.output
+    again = await cli.arun(  # the number with a stored token may move to the real API without a new one
+        "channel", "add-whatsapp", "--tenant", slug, "--phone-number-id", pid, "--api-base", "real"
+    )
+    assert again.exit_code == 0, again.output
     async with sessions() as session:
         account = (
             await session.exec(select(ChannelAccount).where(ChannelAccount.external_account_id == pid))
