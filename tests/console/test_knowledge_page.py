@@ -51,6 +51,13 @@ async def test_upload_two_files_watch_them_ingest_and_try_a_question(
             f"/t/{tenant.slug}/knowledge/try", params={"q": "How long does standard delivery take?"}
         )
         assert hits.status_code == 200 and "faq.pdf" in hits.text and "p. 2" in hits.text
+        for mode in ("vector", "exact", "graph", "neighborhood"):  # every search mode can be tried
+            assert f'<option value="{mode}">' in page.text
+        near = await client.get(
+            f"/t/{tenant.slug}/knowledge/try",
+            params={"q": "How long does standard delivery take?", "mode": "neighborhood"},
+        )
+        assert near.status_code == 200 and "p. 2" in near.text
 
         # the row's buttons call the admin API with the session and its CSRF header
         doc_id = re.search(r"/knowledge/documents/([0-9a-f-]{36})/deactivate", rows.text).group(1)

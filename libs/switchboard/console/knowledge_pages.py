@@ -24,7 +24,7 @@ from switchboard.knowledge.embeddings import EmbeddingFailed, resolve_embedding_
 from switchboard.knowledge.ingest import list_sources, register_upload
 from switchboard.knowledge.jobs import enqueue_ingest, read_progress
 from switchboard.knowledge.parsers import DocumentRejected
-from switchboard.knowledge.retrieval import search_chunks
+from switchboard.knowledge.retrieval import SEARCH_MODES, search_chunks
 from switchboard.observability import get_logger
 
 __all__ = ["knowledge_pages_router", "ingest_percent"]
@@ -140,7 +140,7 @@ async def knowledge_try(
     mode: str = "hybrid",
 ) -> Response:
     """Which chunks the agent would be given for ``q``, with their scores (``GET .../knowledge/search``)."""
-    chosen = mode if mode in ("hybrid", "vector", "exact") else "hybrid"
+    chosen = mode if mode in SEARCH_MODES else "hybrid"
     error = None
     hits: list[Any] = []
     try:
