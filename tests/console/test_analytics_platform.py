@@ -22,12 +22,14 @@ async def _traffic(sessions, tenant):  # type: ignore[no-untyped-def]
     conv = await make_conversation(sessions, tenant)
     now = utcnow()
     async with sessions() as session, session.begin():
-        # the reply after a tool call: the call and its result are history rows, not messages out
+        # the reply after a tool call: the call and its result are history rows, not messages out, nor is
+        # the hand-back note to the AI (kind system)
         for offset, direction, role, kind in (
             (0, "inbound", "user", "text"),
             (2, "outbound", "assistant", "tool_call"),
             (3, "outbound", "tool", "tool_result"),
             (4, "outbound", "assistant", "text"),
+            (5, "outbound", "human_agent", "system"),
         ):
             session.add(
                 Message(

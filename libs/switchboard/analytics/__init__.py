@@ -92,10 +92,11 @@ class Analytics:
 _DAY = "(({col}) AT TIME ZONE :tz)::date"
 _TO_CUSTOMER = (
     "m.direction = 'outbound' AND m.role IN ('assistant', 'human_agent') "
-    "AND m.kind NOT IN ('tool_call', 'tool_result')"
+    "AND m.kind NOT IN ('tool_call', 'tool_result', 'system')"
 )
 """A message we wrote to the customer: an AI or a person's reply, once however many parts it was sent
-in; the model's tool calls and results are history rows (``direction`` outbound), never sent."""
+in; the model's tool calls and results and the hand-back note to the AI (``kind`` system) are history rows
+(``direction`` outbound), never sent."""
 
 _QUERIES: dict[str, str] = {
     "conversations": f"""
