@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from dataclasses import dataclass, field
 
 from click.testing import Result
@@ -19,6 +20,10 @@ class Cli:
         """``switchboard ARGS...`` in this thread (for sync tests); ``input`` is typed on stdin."""
         from switchboard.cli import app
 
+        # Collect what earlier tests of this process left behind (a pending task of a closed event loop,
+        # such as LiteLLM's logging worker, logs "Task was destroyed but it is pending!" when collected)
+        # now, not while the command writes the stderr a test reads.
+        gc.collect()
         return CliRunner().invoke(app, list(args), env={**self.env, **env}, input=input)
 
     async def arun(self, *args: str, input: str | None = None, **env: str | None) -> Result:
