@@ -179,7 +179,8 @@ async def test_timeouts_fail_the_delivery_and_a_run_of_failures_disables_the_end
     deliveries = await _deliveries(sessions, endpoint.id)
     assert sorted(d.attempts for d in deliveries) == [2, 2]  # 4 failures in a row: disabled before a 3rd try
     assert all(d.status == "pending" and d.last_error == "timeout after 0.5 s" for d in deliveries)
-    assert sum(r.disabled_endpoints for r in reports) == 1
+    # the run is for every tenant: endpoints other tests left behind may be disabled in it too
+    assert sum(r.disabled_endpoints for r in reports) >= 1
     async with sessions() as session:
         stored = await session.get(WebhookEndpoint, endpoint.id)
     assert (stored.is_active, stored.consecutive_failures) == (False, 4)
