@@ -4,21 +4,67 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import APIRouter, FastAPI
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.types import Receive, Scope, Send
 
 from switchboard import __version__
 from switchboard.docs_ui import mount_local_docs
 from switchboard.health import health_router
-from switchboard.observability import configure_logging, get_logger
+from switchboard.observability import configure_logging, get_logger, tracing
 from switchboard.observability.metrics import mount_metrics
 from switchboard.observability.tracing import configure_tracing, instrument_app
 from switchboard.runtime.resources import open_resources
 from switchboard.settings import Settings
 
-__all__ = ["create_service_app"]
+__all__ = ["ServiceApp", "create_service_app"]
+
+
+class ServiceApp(FastAPI):
+    """A FastAPI app that answers a few exact ``POST`` paths on a lean path (``lean_posts``, filled from
+    the routers' :class:`~switchboard.channels.webhook.LeanRouter` handlers): straight from the ASGI
+    entry, without Starlette's middleware stack, routing and FastAPI's dependency solving.
+
+    The same route stays declared (OpenAPI, and the path a test app mounting the router takes). With
+    tracing on, every request takes the full stack, so the server span of ``instrument_app`` is kept.
+    An exception a handler raises is answered 500 and re-raised, as ``ServerErrorMiddleware``
+    does (the server logs it too).
+    """
+
+    lean_posts: dict[str, Callable[[Request], Awaitable[Response]]]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and not tracing.is_enabled():
+            handler = self.lean_posts.get(scope["path"])
+            if handler is not None:
+                scope["app"] = self
+                await _serve_lean(handler, scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+
+async def _serve_lean(
+    handler: Callable[[Request], Awaitable[Response]], scope: Scope, receive: Receive, send: Send
+) -> None:
+    started = False
+
+    async def tracked_send(message: Any) -> None:
+        nonlocal started
+        started = started or message["type"] == "http.response.start"
+        await send(message)
+
+    try:
+        response = await handler(Request(scope, receive))
+        await response(scope, receive, tracked_send)
+    except Exception:
+        if not started:  # Starlette's default answer; the server logs the exception it re-raises
+            await PlainTextResponse("Internal Server Error", status_code=500)(scope, receive, send)
+        raise
 
 
 def create_service_app(
@@ -30,8 +76,8 @@ def create_service_app(
     description: str = "",
     db_pre_ping: bool = True,
     db_pool: tuple[int, int] | None = None,
-) -> FastAPI:
-    """Assemble one service.
+) -> ServiceApp:
+    """Assemble one service (a :class:`ServiceApp`: FastAPI with a lean path for hot POST routes).
 
     Args:
         name: service name (logs, ``/healthz``, OpenAPI title ``switchboard-<name>``).
@@ -61,7 +107,7 @@ def create_service_app(
             yield
         log.info("service stopped")
 
-    app = FastAPI(
+    app = ServiceApp(
         title=f"switchboard-{name}",
         version=__version__,
         description=description,
@@ -74,6 +120,8 @@ def create_service_app(
     app.include_router(health_router(name))
     mount_metrics(app)
     instrument_app(app)
+    app.lean_posts = {}
     for router in routers:
         app.include_router(router)
+        app.lean_posts.update(getattr(router, "lean_posts", {}))
     return app

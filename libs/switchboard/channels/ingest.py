@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import asyncpg
 from arq.connections import ArqRedis
 from sqlalchemy import and_, case, update
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -344,6 +345,14 @@ def is_connection_error(exc: BaseException) -> bool:
     """
     if isinstance(exc, (OSError, TimeoutError, sa_exc.TimeoutError, sa_exc.DisconnectionError)):
         return True
+    if isinstance(exc, asyncpg.PostgresError | asyncpg.InterfaceError):  # the driver path, unwrapped
+        # asyncpg's DataError (a parameter it cannot encode) is an InterfaceError but about one value;
+        # SQLSTATE classes 08 (connection), 53 (resources), 57 (shutdown, cannot connect now)
+        if isinstance(exc, asyncpg.DataError):
+            return False
+        if isinstance(exc, asyncpg.InterfaceError):
+            return True
+        return str(getattr(exc, "sqlstate", "") or "")[:2] in {"08", "53", "57"}
     if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
         return True
     return isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError))
@@ -365,11 +374,14 @@ async def _store(
     trip instead of three (``BEGIN``, ``INSERT``, ``COMMIT``); committed when it returns.
     """
     if not controls:
-        # Core on the engine, not an ORM session: the session's bookkeeping cost more CPU than the insert
+        # on the engine, not an ORM session: the session's bookkeeping cost more CPU than the insert
         engine: AsyncEngine = sessions.kw["bind"]
         async with engine.connect() as conn:
-            await conn.execution_options(isolation_level="AUTOCOMMIT")
-            stored, duplicates = await _insert_rows(conn, rows)
+            if tracing.is_enabled():  # Core: its statement span (instrument_engine) is in the trace
+                await conn.execution_options(isolation_level="AUTOCOMMIT")
+                stored, duplicates = await _insert_rows(conn, rows)
+            else:
+                stored, duplicates = await _insert_rows_driver(conn, rows)
         updated = 0
     else:
         async with sessions() as session, session.begin():
@@ -397,6 +409,56 @@ async def _insert_rows(conn: AsyncConnection, rows: list[dict[str, Any]]) -> tup
     # prepared once per connection (asyncpg), and several rows still go as one multi-VALUES INSERT
     # ("insertmanyvalues"); ``.values(rows)`` would build and compile a new statement every time
     inserted = set((await conn.execute(_INSERT_MESSAGE, rows)).scalars().all())
+    return [row["id"] for row in rows if row["id"] in inserted], len(rows) - len(inserted)
+
+
+_MESSAGES = Message.__table__  # type: ignore[attr-defined]
+_JSON_COLUMNS = frozenset(c.name for c in _MESSAGES.c if isinstance(c.type, JSONB))
+_DRIVER_INSERTS: dict[tuple[tuple[str, ...], int], str] = {}
+"""The SQL of :func:`_insert_rows_driver` per (columns, number of rows): built once each."""
+
+
+def _driver_insert_sql(columns: tuple[str, ...], n_rows: int) -> str:
+    key = (columns, n_rows)
+    sql = _DRIVER_INSERTS.get(key)
+    if sql is None:
+        width = len(columns)
+        values = ", ".join(
+            "(" + ", ".join(f"${r * width + c + 1}" for c in range(width)) + ")" for r in range(n_rows)
+        )
+        sql = _DRIVER_INSERTS[key] = (
+            f"INSERT INTO {_MESSAGES.name} ({', '.join(columns)}) VALUES {values} "
+            "ON CONFLICT ON CONSTRAINT uq_messages_channel_account_external DO NOTHING RETURNING id"
+        )
+    return sql
+
+
+async def _insert_rows_driver(
+    conn: AsyncConnection, rows: list[dict[str, Any]]
+) -> tuple[list[uuid.UUID], int]:
+    """:func:`_insert_rows` as one asyncpg statement on the pooled connection's driver connection, in
+    asyncpg's implicit autocommit: the same SQL without SQLAlchemy's execution context and greenlet
+    hops per statement (the webhook's hot path). ``jsonb`` values go as JSON text (``json.dumps``, what
+    the dialect's own bind does); asyncpg prepares the statement once per connection (its cache).
+
+    Raises:
+        Exception: what asyncpg raised. A connection-level one (:func:`is_connection_error`) has
+            invalidated the pooled connection first, so the pool opens a fresh one for the next delivery.
+    """
+    if not rows:
+        return [], 0
+    columns = tuple(rows[0])
+    args: list[Any] = []
+    for row in rows:
+        args += [json.dumps(row[c]) if c in _JSON_COLUMNS and row[c] is not None else row[c] for c in columns]
+    raw = await conn.get_raw_connection()
+    try:
+        records = await raw.driver_connection.fetch(_driver_insert_sql(columns, len(rows)), *args)
+    except Exception as exc:
+        if is_connection_error(exc):
+            await conn.invalidate(exc)
+        raise
+    inserted = {record[0] for record in records}
     return [row["id"] for row in rows if row["id"] in inserted], len(rows) - len(inserted)
 
 

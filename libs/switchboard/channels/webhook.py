@@ -24,22 +24,23 @@ Log events are the same for every channel (``webhook_accepted``, ``webhook_rejec
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from switchboard.api.deps import ResourcesDep, SettingsDep
+from switchboard.api.deps import SettingsDep
 from switchboard.channels.accounts import AccountDirectory
 from switchboard.channels.ingest import NormalizedDelivery, Throttle, ingest_delivery, is_connection_error
 from switchboard.channels.meta import SIGNATURE_HEADER, challenge_response, signature_is_valid
 from switchboard.channels.sanitize import clean_tree, parse_json_body
 from switchboard.observability import get_logger, metrics
+from switchboard.runtime.resources import Resources
 from switchboard.settings import Settings
 
-__all__ = ["MetaWebhook", "meta_webhook_router", "read_limited", "account_directory"]
+__all__ = ["LeanRouter", "MetaWebhook", "meta_webhook_router", "read_limited", "account_directory"]
 
 log = get_logger(__name__)
 
@@ -65,7 +66,7 @@ class MetaWebhook:
     """Extra OpenAPI text for the POST route."""
 
 
-def account_directory(request: Request, resources: ResourcesDep, channel: str) -> AccountDirectory:
+def account_directory(request: Request, resources: Resources, channel: str) -> AccountDirectory:
     """The process's directory of ``channel``'s accounts (cached lookups), built on first use."""
     directories: dict[str, AccountDirectory] = request.app.state.__dict__.setdefault(
         "account_directories", {}
@@ -91,17 +92,28 @@ async def read_limited(request: Request, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def meta_webhook_router(spec: MetaWebhook) -> APIRouter:
+class LeanRouter(APIRouter):
+    """An ``APIRouter`` some of whose POST routes the service app may also serve on a lean path.
+
+    ``lean_posts`` maps an exact path to a handler ``(Request) -> Response`` that does everything the
+    route does (the route calls it too, so OpenAPI and a test app mounting the router see the same
+    route). :func:`switchboard.service_app.create_service_app` calls it straight from the ASGI entry,
+    before FastAPI's middleware, routing and dependency solving: on the webhook hot path they cost
+    more CPU than the durable work itself (py-spy, ``loadtests/README.md``).
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.lean_posts: dict[str, Callable[[Request], Awaitable[Response]]] = {}
+
+
+def meta_webhook_router(spec: MetaWebhook) -> LeanRouter:
     """The router to mount at ``/webhooks/<spec.channel>``."""
     channel = spec.channel
-    router = APIRouter(prefix=f"/webhooks/{channel}", tags=[channel])
+    router = LeanRouter(prefix=f"/webhooks/{channel}", tags=[channel])
     # the metric children of this channel, looked up once (``labels()`` takes a lock per call)
     acks: dict[str, Any] = {}
     ack_seconds = metrics.WEBHOOK_ACK_SECONDS.labels(channel)
-
-    async def _accounts(request: Request, resources: ResourcesDep) -> AccountDirectory:
-        # async: FastAPI runs a plain ``def`` dependency in the thread pool (a thread hop per request)
-        return account_directory(request, resources, channel)
 
     @router.get(
         "",
@@ -124,20 +136,9 @@ def meta_webhook_router(spec: MetaWebhook) -> APIRouter:
         log.info("webhook_handshake_ok", channel=channel)
         return PlainTextResponse(body)
 
-    @router.post(
-        "",
-        summary=f"{channel} webhook delivery",
-        description="Verifies X-Hub-Signature-256, stores every message durably (deduplicated on the provider's "
-        "message id), enqueues one job per new message and answers 200; 401/403 bad signature, 413 too large, "
-        "503 when the database cannot take the delivery (Meta retries). " + spec.description,
-        operation_id=f"{channel}_webhook_delivery",
-    )
-    async def deliver(
-        request: Request,
-        settings: SettingsDep,
-        resources: ResourcesDep,
-        accounts: AccountDirectory = Depends(_accounts),  # noqa: B008 (a local dependency: annotations are strings here)
-    ) -> Response:
+    async def receive_delivery(request: Request) -> Response:
+        """One POST: every outcome of the module docstring. Called by the route below and, without
+        FastAPI's routing, middleware and dependency solving, by the lean path (:class:`LeanRouter`)."""
         started = time.perf_counter()
 
         def ack(outcome: str, response: Response) -> Response:
@@ -149,6 +150,9 @@ def meta_webhook_router(spec: MetaWebhook) -> APIRouter:
             ack_seconds.observe(time.perf_counter() - started)
             return response
 
+        state = request.app.state
+        settings: Settings = state.settings
+        resources: Resources = state.resources
         limit = spec.max_body_bytes(settings)
         raw = await read_limited(request, limit)
         if raw is None:
@@ -187,7 +191,7 @@ def meta_webhook_router(spec: MetaWebhook) -> APIRouter:
                 delivery=delivery,
                 sessions=resources.sessions,
                 redis=resources.redis,
-                accounts=accounts,
+                accounts=account_directory(request, resources, channel),
                 debounce_s=settings.inbound_debounce_s,
                 throttle=spec.throttle(settings),
             )
@@ -225,4 +229,16 @@ def meta_webhook_router(spec: MetaWebhook) -> APIRouter:
             ),
         )
 
+    @router.post(
+        "",
+        summary=f"{channel} webhook delivery",
+        description="Verifies X-Hub-Signature-256, stores every message durably (deduplicated on the provider's "
+        "message id), enqueues one job per new message and answers 200; 401/403 bad signature, 413 too large, "
+        "503 when the database cannot take the delivery (Meta retries). " + spec.description,
+        operation_id=f"{channel}_webhook_delivery",
+    )
+    async def deliver(request: Request) -> Response:
+        return await receive_delivery(request)
+
+    router.lean_posts[router.prefix] = receive_delivery
     return router
