@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -103,7 +104,11 @@ def create_service_app(
             settings, with_redis=with_redis, db_pre_ping=db_pre_ping, db_pool=db_pool
         ) as resources:
             app.state.resources = resources
-            log.info("service ready", version=__version__)
+            # everything imported and built so far lives as long as the process: out of the collector's
+            # sight, a full collection under load no longer walks it (a pause of tens of ms otherwise)
+            gc.collect()
+            gc.freeze()
+            log.info("service ready", version=__version__, frozen_objects=gc.get_freeze_count())
             yield
         log.info("service stopped")
 
