@@ -162,7 +162,7 @@ def _nothing_to_answer(msg: InboundMessage) -> bool:
     return msg.action == "process" and not msg.text.strip() and not msg.media and not msg.payload
 
 
-def _row_values(msg: InboundMessage, account: AccountRef) -> dict[str, Any]:
+def _row_values(msg: InboundMessage, account: AccountRef, *, cleaned: bool = False) -> dict[str, Any]:
     if _nothing_to_answer(msg):
         msg = msg.model_copy(update={"action": "record", "flags": {**msg.flags, "blank": True}})
     is_echo = msg.echo
@@ -188,6 +188,8 @@ def _row_values(msg: InboundMessage, account: AccountRef) -> dict[str, Any]:
         "processing_attempts": 0,
         "created_at": utcnow(),
     }
+    if cleaned:  # from a body the webhook route already made storable
+        return row
     # channels whose messages do not come through the webhook route (Gmail's sync) are cleaned here
     for key in _CLEANED_COLUMNS:
         row[key] = clean_tree(row[key])
@@ -535,6 +537,7 @@ async def ingest_delivery(
     accounts: AccountDirectory,
     debounce_s: float,
     throttle: Throttle | None = None,
+    cleaned: bool = False,
 ) -> IngestResult:
     """Store every message of ``delivery`` durably, then enqueue jobs for new rows and statuses.
 
@@ -543,6 +546,8 @@ async def ingest_delivery(
         accounts: the directory of the delivery's channel (its ``channel`` names the rows).
         debounce_s: how long a new ``process`` row's job is deferred so a burst coalesces (seconds).
         throttle: the channel's throughput-limit error codes; such an error holds the account's sends.
+        cleaned: every string of ``delivery`` comes from a body :func:`~switchboard.storable.clean_tree`
+            already made storable (the Meta webhook route): its rows are not walked again.
 
     A message the database refuses (a value no sanitizer foresaw) never takes its siblings down: the
     delivery is then stored row by row, the refused row bare with its reason (``inbound_store_refused``).
@@ -558,7 +563,7 @@ async def ingest_delivery(
     ) as current:
         result = await _ingest(
             delivery=delivery, sessions=sessions, redis=redis, accounts=accounts, debounce_s=debounce_s,
-            throttle=throttle,
+            throttle=throttle, cleaned=cleaned,
         )  # fmt: skip
         if current.is_recording():
             current.set_attributes(
@@ -579,6 +584,7 @@ async def _ingest(
     accounts: AccountDirectory,
     debounce_s: float,
     throttle: Throttle | None,
+    cleaned: bool,
 ) -> IngestResult:
     channel = accounts.channel
     result = IngestResult()
@@ -605,7 +611,7 @@ async def _ingest(
             result.duplicates += 1
             continue
         seen.add((account.id, msg.external_id))
-        rows.append(_row_values(msg, account))
+        rows.append(_row_values(msg, account, cleaned=cleaned))
 
     actions = {row["id"]: row["raw"]["normalized"]["action"] for row in rows}
     if rows or controls:

@@ -35,7 +35,7 @@ from switchboard.api.deps import SettingsDep
 from switchboard.channels.accounts import AccountDirectory
 from switchboard.channels.ingest import NormalizedDelivery, Throttle, ingest_delivery, is_connection_error
 from switchboard.channels.meta import SIGNATURE_HEADER, challenge_response, signature_is_valid
-from switchboard.channels.sanitize import clean_tree, parse_json_body
+from switchboard.channels.sanitize import parse_clean_json_body
 from switchboard.observability import get_logger, metrics
 from switchboard.runtime.resources import Resources
 from switchboard.settings import Settings
@@ -167,11 +167,10 @@ def meta_webhook_router(spec: MetaWebhook) -> LeanRouter:
         if not signature_is_valid(raw, header, spec.app_secret(settings)):
             log.warning("webhook_rejected", channel=channel, reason="bad signature")
             return ack("bad_signature", JSONResponse({"error": "invalid signature"}, status_code=403))
-        body, malformed = parse_json_body(raw)
+        body, malformed = parse_clean_json_body(raw)
         if malformed is not None:
             log.error("webhook_malformed", channel=channel, error=malformed, size_bytes=len(raw))
             return ack("malformed", JSONResponse({"status": "ignored", "reason": "malformed json"}))
-        body = clean_tree(body)
         if not isinstance(body, dict) or body.get("object") != spec.object_name:
             log.error(
                 "webhook_unknown_shape",
@@ -194,6 +193,7 @@ def meta_webhook_router(spec: MetaWebhook) -> LeanRouter:
                 accounts=account_directory(request, resources, channel),
                 debounce_s=settings.inbound_debounce_s,
                 throttle=spec.throttle(settings),
+                cleaned=True,
             )
         except Exception as exc:
             if not is_connection_error(exc):
