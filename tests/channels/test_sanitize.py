@@ -8,9 +8,9 @@ import random
 
 from hypothesis import given
 from hypothesis import strategies as st
-from switchboard.channels.sanitize import clean_text, clean_tree, parse_json_body
+from switchboard.channels.sanitize import clean_text, clean_tree, parse_clean_json_body, parse_json_body
 from switchboard.channels.whatsapp.normalize import normalize_delivery
-from switchboard.storable import MAX_DEPTH
+from switchboard.storable import MAX_DEPTH, TOO_DEEP
 
 from tests.channels.hostile import encode_hostile, hostile_text, junk, mutate, sprinkle
 from tests.utils.whatsapp import PAYLOAD_DIR, load_payload
@@ -49,6 +49,29 @@ def test_any_signed_json_parses_and_cleans_into_storable_json(value: object) -> 
         return
     cleaned = clean_tree(parsed)
     assert _storable(cleaned) and _depth(cleaned) <= MAX_DEPTH
+
+
+@given(junk)
+def test_the_webhook_shortcut_gives_exactly_what_the_full_walk_gives(value: object) -> None:
+    """``parse_clean_json_body`` skips the walk only when the bytes show it would change nothing."""
+    raw = encode_hostile({"object": "x", "v": value})
+    parsed, reason = parse_json_body(raw)
+    shortcut, shortcut_reason = parse_clean_json_body(raw)
+    assert shortcut_reason == reason
+    if reason is None:
+        assert shortcut == clean_tree(parsed)
+        assert _storable(shortcut) and _depth(shortcut) <= MAX_DEPTH
+
+
+def test_the_webhook_shortcut_still_cleans_nul_surrogates_and_deep_nesting() -> None:
+    assert parse_clean_json_body(b'{"a": "x\\u0000y", "b\\u0000": 1}') == ({"a": "xy", "b": 1}, None)
+    assert parse_clean_json_body(b'{"a": "\\ud800!"}') == ({"a": "\ufffd!"}, None)
+    assert parse_clean_json_body(b'{"a": "\\uDFFF"}') == ({"a": "\ufffd"}, None)
+    assert parse_clean_json_body(b'{"a": "x\x00y"}')[1] is not None  # a raw control character: not JSON
+    deep, _ = parse_clean_json_body(b"[" * (MAX_DEPTH + 5) + b"]" * (MAX_DEPTH + 5))
+    assert _depth(deep) <= MAX_DEPTH and TOO_DEEP in json.dumps(deep)
+    clean = load_payload("text.json")
+    assert parse_clean_json_body(json.dumps(clean).encode()) == (clean, None)
 
 
 @given(
