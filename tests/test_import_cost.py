@@ -86,3 +86,63 @@ def test_services_that_call_no_model_never_import_litellm(name: str, settings: S
 def test_worker_start_up_never_imports_litellm(service: str, queue: str, settings: Settings) -> None:
     """LiteLLM loads on a worker's first model call (a handoff or memory summary, an embedding)."""
     assert _run(_START_WORKER.format(service=service, queue=queue), settings) == []
+
+
+def _loaded_after(code: str) -> set[str]:
+    """Our modules in ``sys.modules`` after ``code`` runs in a fresh interpreter."""
+    done = subprocess.run(
+        [sys.executable, "-c", code + "\nimport json, sys; print(json.dumps(sorted(sys.modules)))"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {m for m in json.loads(done.stdout.strip().splitlines()[-1]) if m.startswith("switchboard")}
+
+
+def test_a_channel_settings_section_loads_without_the_channel() -> None:
+    """Every process imports the three settings sections (``switchboard.channels``); that must not pull
+    in a channel's routes, sandbox or send client (issue 17), and the public names still resolve."""
+    loaded = _loaded_after("import switchboard.channels")
+    assert {"switchboard.channels.whatsapp.settings", "switchboard.channels.gmail.settings"} <= loaded
+    assert not {
+        "switchboard.channels.whatsapp.routes",
+        "switchboard.channels.whatsapp.sandbox",
+        "switchboard.channels.whatsapp.send",
+        "switchboard.channels.whatsapp.channel",
+    } & loaded
+    from switchboard.channels import whatsapp
+    from switchboard.channels.whatsapp.routes import webhook_router
+
+    assert whatsapp.webhook_router is webhook_router
+    assert set(whatsapp.__all__) <= set(dir(whatsapp))
+    with pytest.raises(AttributeError):
+        _ = whatsapp.no_such_name
+
+
+def test_switchboard_run_imports_only_the_system_commands() -> None:
+    """``switchboard run`` (and ``status``, ``version``) loads ``switchboard.cli.system`` alone, not
+    the other command modules (~0.7 s CPU at every ``make run``); any other command loads them all."""
+    run = _loaded_after("from switchboard.cli.root import cli_command; cli_command(['run'])")
+    assert "switchboard.cli.system" in run
+    assert not {"switchboard.cli.kb", "switchboard.cli.evals", "switchboard.channels.gmail.cli"} & run
+    every = _loaded_after("from switchboard.cli.root import cli_command; cli_command(['kb', 'search'])")
+    assert {"switchboard.cli.kb", "switchboard.cli.evals", "switchboard.channels.gmail.cli"} <= every
+
+
+def test_help_lists_every_command_group() -> None:
+    """``switchboard --help`` still shows every command: the lazy loading only skips modules for
+    :data:`~switchboard.cli.root.FAST_COMMANDS`."""
+    done = subprocess.run(
+        [sys.executable, "-m", "switchboard.cli", "--help"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    for name in ("run", "status", "version", "eval", "db", "tenant", "kb", "channel", "simulate", "feedback"):
+        assert f" {name} " in done.stdout, name

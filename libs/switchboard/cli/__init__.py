@@ -11,28 +11,26 @@
   (:mod:`switchboard.channels.whatsapp.cli`: ``channel add-whatsapp``, ``simulate whatsapp``;
   :mod:`switchboard.channels.instagram.cli`: ``channel add-instagram``, ``simulate instagram``;
   :mod:`switchboard.channels.gmail.cli`: ``channel add-gmail``, ``simulate gmail``).
+
+The command modules load when a command runs (:func:`switchboard.cli.root.load_commands`):
+``switchboard run`` imports only :mod:`.system`. ``switchboard.cli.app`` (PEP 562) loads every one first,
+so code and tests that take the Typer app see the whole tree.
 """
 
-import switchboard.channels.gmail.cli  # noqa: F401  (registers the Gmail commands)
-import switchboard.channels.instagram.cli  # noqa: F401  (registers the Instagram commands)
-import switchboard.channels.whatsapp.cli  # noqa: F401  (registers the WhatsApp commands)
-from switchboard.cli import (  # noqa: F401  (register)
-    agents,
-    channels,
-    conversations,
-    db,
-    evals,
-    events,
-    kb,
-    keys,
-    queue,
-    settings,
-    simulate,
-    system,
-    tenants,
-    tools,
-    users,
-)
-from switchboard.cli.root import app, main
+from __future__ import annotations
+
+from typing import Any
+
+from switchboard.cli.root import main
 
 __all__ = ["app", "main"]
+
+
+def __getattr__(name: str) -> Any:
+    """``app``: the root Typer app with every command registered; AttributeError for anything else."""
+    if name != "app":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from switchboard.cli import root
+
+    root.load_commands()
+    return root.app

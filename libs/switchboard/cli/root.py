@@ -149,10 +149,44 @@ def _main(
     configure_logging(service="cli", level="WARNING", fmt=fmt, interactive=True)
 
 
-def cli_command() -> click.Command:
+# The modules whose import registers commands on :data:`app` and its groups. `switchboard run`,
+# `status` and `version` need only ``system``: importing every module costs ~0.9 s CPU (the channel
+# CLIs, the knowledge and eval commands), paid at every `make run` (issue 17).
+COMMAND_MODULES = (
+    "switchboard.channels.gmail.cli",
+    "switchboard.channels.instagram.cli",
+    "switchboard.channels.whatsapp.cli",
+    *(
+        f"switchboard.cli.{name}"
+        for name in (
+            "agents channels conversations db evals events kb keys queue settings simulate system tenants tools users"
+        ).split()
+    ),
+)
+FAST_COMMANDS = frozenset({"run", "status", "version"})
+
+
+def load_commands(argv: list[str] | None = None) -> None:
+    """Import the command modules: only ``system`` when ``argv`` (arguments after the program name)
+    starts with one of :data:`FAST_COMMANDS`, else all of :data:`COMMAND_MODULES` (so ``--help`` and
+    every other command see the whole tree). Importing twice is free."""
+    import importlib
+
+    if argv and argv[0] in FAST_COMMANDS:
+        importlib.import_module("switchboard.cli.system")
+        return
+    for module in COMMAND_MODULES:
+        importlib.import_module(module)
+
+
+def cli_command(argv: list[str] | None = None) -> click.Command:
     """The click command tree of :data:`app` with readable placeholders in every help page: a flag shows
     none (Typer prints ``<bool>``), a text option or argument its own name (``--tenant TENANT`` instead
-    of ``<str>``). Numbers, paths and choices keep Typer's (``<int>``, ``<path>``, ``a|b``)."""
+    of ``<str>``). Numbers, paths and choices keep Typer's (``<int>``, ``<path>``, ``a|b``).
+
+    Loads the command modules first (:func:`load_commands`): the whole tree unless ``argv`` names a
+    command of :data:`FAST_COMMANDS`."""
+    load_commands(argv)
     command = typer.main.get_command(app)
     _readable_placeholders(command)
     return command
@@ -181,7 +215,7 @@ def main() -> None:
     from switchboard.cli.runner import EXIT_ERROR, describe_error
 
     try:
-        cli_command()(prog_name="switchboard")
+        cli_command(sys.argv[1:])(prog_name="switchboard")
     except Exception as exc:
         message = describe_error(exc)
         if message is None:
