@@ -107,12 +107,15 @@ def test_a_channel_settings_section_loads_without_the_channel() -> None:
     in a channel's routes, sandbox or send client (issue 17), and the public names still resolve."""
     loaded = _loaded_after("import switchboard.channels")
     assert {"switchboard.channels.whatsapp.settings", "switchboard.channels.gmail.settings"} <= loaded
-    assert not {
-        "switchboard.channels.whatsapp.routes",
-        "switchboard.channels.whatsapp.sandbox",
-        "switchboard.channels.whatsapp.send",
-        "switchboard.channels.whatsapp.channel",
-    } & loaded
+    assert (
+        not {
+            "switchboard.channels.whatsapp.routes",
+            "switchboard.channels.whatsapp.sandbox",
+            "switchboard.channels.whatsapp.send",
+            "switchboard.channels.whatsapp.channel",
+        }
+        & loaded
+    )
     from switchboard.channels import whatsapp
     from switchboard.channels.whatsapp.routes import webhook_router
 
