@@ -445,7 +445,9 @@ async def search_chunks(
     when ``embedding`` is omitted.
 
     Args:
-        session: open session; ``SET LOCAL`` applies to its current transaction.
+        session: open session; ``SET LOCAL`` applies to its current transaction (``vector``,
+            ``hybrid`` and ``neighborhood`` leave ``plan_cache_mode = force_custom_plan`` set in it:
+            harmless for later statements, a custom plan each).
         tenant_id: the tenant established by authentication (never taken from a model).
         query: the question, or a code for ``exact`` mode.
         mode: ``vector``, ``hybrid`` (default), ``exact``, ``graph`` or ``neighborhood`` (see the
