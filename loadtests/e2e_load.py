@@ -89,7 +89,7 @@ MODEL = "offline-demo"  # switchboard.llm.config.OFFLINE_DEMO_MODEL: the demo te
 
 
 def system_env(args: argparse.Namespace) -> dict[str, str]:
-    env = {k: str(v) for k, v in PORTS.items()}
+    env = {k: str(v - 9400 + args.port_base) for k, v in PORTS.items()}
     env |= {
         "DATA_DIR": args.data_dir,
         "MODEL_SERVER_CONTROL": "true",
@@ -568,6 +568,9 @@ def main() -> None:
     )
     parser.add_argument("--tenant-rate-limit", type=int, default=100000)
     parser.add_argument("--data-dir", default="/tmp/load-data")
+    parser.add_argument(
+        "--port-base", type=int, default=9400, help="first of the ten ports of the run (9400: 9400-9409)"
+    )
     parser.add_argument(
         "--keep-data",
         action="store_true",
