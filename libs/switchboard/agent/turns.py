@@ -83,7 +83,7 @@ from switchboard.db.models import (
 )
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.errors import SwitchboardError
-from switchboard.events import stage_event
+from switchboard.events import has_subscriber, stage_event
 from switchboard.guardrails.input import check_input
 from switchboard.guardrails.output import check_output
 from switchboard.guardrails.records import GuardrailRecord
@@ -622,7 +622,11 @@ class Orchestrator:
             staged = append_model_messages(
                 session, conversation=conversation, messages=stored, trace_id=trace_id, at=base
             )
-            if result.reply:  # the tenant's systems hear of the reply (switchboard.events)
+            # the tenant's systems hear of the reply (switchboard.events), only when an endpoint takes it
+            # (as inbound does, switchboard.inbound.job): no outbox row per turn for every other tenant
+            if result.reply and await has_subscriber(
+                session, tenant_id=request.tenant_id, event_type="message.created"
+            ):
                 reply_row = staged[-1]
                 stage_event(session, tenant_id=request.tenant_id, event_type="message.created", data={
                     "message_id": reply_row.id, "conversation_id": conversation.id, "channel": conversation.channel,
