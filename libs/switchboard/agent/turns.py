@@ -648,7 +648,11 @@ class Orchestrator:
                         duration_ms=receipt["duration_ms"],
                     )
                 )
-            harness_ms = max(0.0, total_ms - outcome.model_ms - outcome.tool_ms)
+            # the input guardrail's check is a model call too (checker "model"/"offline_heuristic": the
+            # gateway answered it); the output guardrail's rules are ours and stay in the harness
+            check = guarded.records.get("input")
+            guardrail_model_ms = check.duration_ms if check is not None and check.checker != "rules" else 0.0
+            harness_ms = max(0.0, total_ms - outcome.model_ms - guardrail_model_ms - outcome.tool_ms)
             values: dict[str, Any] = {
                 "status": TurnStatus.done.value,
                 "outcome": outcome.outcome,
@@ -660,6 +664,7 @@ class Orchestrator:
                     "total_ms": round(total_ms, 3),
                     "model_ms": round(outcome.model_ms, 3),
                     "tool_ms": round(outcome.tool_ms, 3),
+                    "guardrail_model_ms": round(guardrail_model_ms, 3),
                     "harness_ms": round(harness_ms, 3),
                     "model_calls": outcome.model_calls,
                     "tool_iterations": outcome.tool_iterations,
