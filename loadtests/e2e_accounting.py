@@ -20,6 +20,12 @@ message):
 * **Without a reply**: a customer message that no reply covers, i.e. one sent after the newest
   message of that customer that was answered (a reply sent to another customer never counts). Each such
   message counts once; ``turns_unanswered`` counts the customers with any.
+* **Handed to a person**: a message no reply covers, sent in a conversation the AI had already handed
+  to a person (human mode: ``handoffs`` gives the time its conversation first switched to ``human``, at
+  or before the message was posted). The product answers it by design: the customer got the holding /
+  queue-position reply earlier, and the message is relayed to the agent, not answered by the AI. Counted
+  apart (``handed_to_person``), never as without a reply; a message with no reply and no handoff before
+  it stays lost.
 * **Sent twice**: the same reply (``answers``, ``part``) recorded more than once by the sandbox, each
   extra copy counted; plus every send no outbox row claims (``answers=None``): the outbox keeps the
   provider id of its one accepted send, so a second provider send of the same row shows up as a send
@@ -83,6 +89,8 @@ class Accounting:
     turns_answered: int = 0
     without_reply: int = 0
     customers_unanswered: int = 0
+    handed_to_person: int = 0
+    """Messages no reply covers, sent after their conversation was handed to a person (not lost)."""
     sent_twice: int = 0
     unclaimed_sends: int = 0
     misdirected: int = 0
@@ -95,13 +103,19 @@ class Accounting:
     """``channel:to:provider_id`` of each send no outbox row claims."""
 
 
-def account(sent: list[Sent], replies: list[Reply]) -> Accounting:
-    """Count messages without a reply and replies sent twice (definitions in the module docstring).
+def account(
+    sent: list[Sent], replies: list[Reply], handoffs: dict[tuple[str, str], float] | None = None
+) -> Accounting:
+    """Count messages without a reply, handed to a person, and replies sent twice (definitions in the
+    module docstring).
 
     Args:
         sent: the acknowledged customer messages, any order; a message id must be unique per channel.
         replies: every send the sandboxes recorded during the run, any order.
+        handoffs: ``(channel, message_id) → epoch s`` its conversation first switched to ``human``, for
+            the messages whose conversation was handed to a person (absent: never handed off).
     """
+    handoffs = handoffs or {}
     result = Accounting(messages=len(sent))
     by_id = {(s.channel, s.message_id): s for s in sent}
     copies = Counter((r.channel, r.answers, r.part) for r in replies if r.answers is not None)
@@ -136,6 +150,10 @@ def account(sent: list[Sent], replies: list[Reply]) -> Accounting:
     for message in sent:
         key = (message.channel, message.customer)
         if message.posted_at > newest_answered.get(key, float("-inf")):
+            handed_at = handoffs.get((message.channel, message.message_id))
+            if handed_at is not None and handed_at <= message.posted_at:
+                result.handed_to_person += 1
+                continue
             unanswered_by_customer[key] += 1
             result.unanswered_ids.append(f"{message.channel}:{message.message_id}")
     result.without_reply = sum(unanswered_by_customer.values())

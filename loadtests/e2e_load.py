@@ -21,7 +21,9 @@ It prints:
   0.5 s with :func:`switchboard.queue.depth.queue_depths`), a summary and a PNG plot at a printed path;
 * the two numbers that must be zero, counted by :mod:`e2e_accounting` from the sandboxes' send logs
   keyed by the message each reply answers: **customer messages without a reply** (per turn: a reply
-  covers the message it answers and the older ones coalesced into it) and **replies sent twice**.
+  covers the message it answers and the older ones coalesced into it) and **replies sent twice**;
+  apart from those, **handed to a person**: messages with no AI reply in a conversation already in human
+  mode (the customer had the holding reply; answered by design, not lost).
 
 Usage::
 
@@ -87,7 +89,7 @@ MODEL = "offline-demo"  # switchboard.llm.config.OFFLINE_DEMO_MODEL: the demo te
 
 
 def system_env(args: argparse.Namespace) -> dict[str, str]:
-    env = {k: str(v) for k, v in PORTS.items()}
+    env = {k: str(v - 9400 + args.port_base) for k, v in PORTS.items()}
     env |= {
         "DATA_DIR": args.data_dir,
         "MODEL_SERVER_CONTROL": "true",
@@ -251,6 +253,25 @@ async def outbox_claims(database_url: str, since: float) -> dict[tuple[str, str]
     finally:
         await engine.dispose()
     return {(channel, ext): (answers, f"{purpose}:{part}") for channel, ext, answers, purpose, part in rows}
+
+
+async def handoff_times(database_url: str) -> dict[tuple[str, str], float]:
+    """``(channel, provider id) → epoch s`` its conversation first switched to ``human``, for every
+    inbound message whose conversation was handed to a person (``conversation_events``)."""
+    from sqlalchemy import text
+    from switchboard.db.engine import create_engine
+
+    engine = create_engine(database_url, pool_size=1)
+    try:
+        async with engine.connect() as conn:
+            rows = (await conn.execute(text(
+                "SELECT m.channel, m.external_id, extract(epoch FROM h.at) FROM messages m JOIN "
+                "(SELECT conversation_id, min(created_at) AS at FROM conversation_events "
+                "WHERE to_status = 'human' GROUP BY conversation_id) h ON h.conversation_id = m.conversation_id "
+                "WHERE m.direction = 'inbound' AND m.external_id IS NOT NULL"))).all()  # fmt: skip
+    finally:
+        await engine.dispose()
+    return {(channel, ext): float(at) for channel, ext, at in rows}
 
 
 async def states_of(database_url: str, ids: list[str]) -> dict[str, int]:
@@ -443,7 +464,7 @@ async def run_load(
                 continue
             claims = await outbox_claims(database_url, began)
             replies = to_replies(sends, claims)
-            result = account(sent, replies)
+            result = account(sent, replies, await handoff_times(database_url))
             count = sum(len(v) for v in sends.values())
             if count != last_count:
                 last_count, last_change = count, time.monotonic()
@@ -518,6 +539,7 @@ def report(args: argparse.Namespace, latency: str, records: list[dict], result: 
     print(
         f"customer messages without a reply: {result.without_reply} (customers: {result.customers_unanswered})"
     )
+    print(f"customer messages handed to a person (human mode, answered by design): {result.handed_to_person}")
     print(f"replies sent twice: {result.sent_twice} (same reply again: {result.sent_twice - result.unclaimed_sends - result.misdirected}, "
           f"sends no outbox row claims: {result.unclaimed_sends}, to the wrong customer: {result.misdirected})")  # fmt: skip
     if result.unanswered_ids:
@@ -546,6 +568,9 @@ def main() -> None:
     )
     parser.add_argument("--tenant-rate-limit", type=int, default=100000)
     parser.add_argument("--data-dir", default="/tmp/load-data")
+    parser.add_argument(
+        "--port-base", type=int, default=9400, help="first of the ten ports of the run (9400: 9400-9409)"
+    )
     parser.add_argument(
         "--keep-data",
         action="store_true",

@@ -94,6 +94,8 @@ class StateSettings(BaseSettings):
     """Redis URL (``redis://``, ``rediss://`` or ``unix://``); unset starts the embedded server."""
     data_dir: Path = Path("./.switchboard")
     """Folder for embedded servers' data, generated secrets and the run state file."""
+    gmail_sandbox_state_file: Path | None = None
+    """Where the local Gmail sandbox keeps its state across restarts (default ``DATA_DIR/gmail_sandbox.json``)."""
 
     @field_validator("database_url")
     @classmethod
@@ -114,6 +116,11 @@ class StateSettings(BaseSettings):
     def run_state_path(self) -> Path:
         """JSON file ``switchboard run`` writes with the URLs and pids of what it started."""
         return self.data_dir / "run.json"
+
+    @property
+    def gmail_sandbox_state_path(self) -> Path:
+        """JSON file the local Gmail sandbox keeps its mailboxes, tokens and id counter in across restarts."""
+        return self.gmail_sandbox_state_file or self.data_dir / "gmail_sandbox.json"
 
 
 class NetworkSettings(BaseSettings):

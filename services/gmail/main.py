@@ -17,8 +17,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     routers = [push_router()]
     if settings.gmail_sandbox_enabled and settings.gmail_uses_sandbox:
         routers.append(
-            sandbox_router(admin_token=settings.secret("admin_token"))
-        )  # only while the channel talks to it (never next to Google's API)
+            sandbox_router(
+                admin_token=settings.secret("admin_token"), state_path=settings.gmail_sandbox_state_path
+            )
+        )  # only while the channel talks to it (never next to Google's API); its tokens and ids survive restarts
     return create_service_app(
         "gmail",
         settings,

@@ -210,9 +210,16 @@ async def test_attempts_run_out_into_failed(sessions, make_tenant, make_settings
         ("https://10.0.0.5/hook", "not a public address"),
         ("https://169.254.169.254/latest/meta-data", "not a public address"),
         ("https://[::1]/hook", "not a public address"),
-        ("https://localhost/hook", "not a public host"),
+        ("https://localhost.example.localhost/hook", "not a public host"),
         ("https://user:pw@crm.example.com/hook", "credentials"),
         ("http://127.0.0.1:9/hook", "https"),  # loopback http only when the test setting allows it
+        # a loopback refusal names the setting that allows it
+        (
+            "http://127.0.0.1:9/hook",
+            r"https://; a loopback receiver \(127\.0\.0\.1\) needs WEBHOOKS_ALLOW_LOOPBACK_HTTP=true",
+        ),
+        ("https://localhost/hook", "localhost is not a public address; .* WEBHOOKS_ALLOW_LOOPBACK_HTTP=true"),
+        ("https://[::1]/hook", "WEBHOOKS_ALLOW_LOOPBACK_HTTP=true"),
     ],
 )
 async def test_endpoint_urls_are_refused(url: str, reason: str) -> None:

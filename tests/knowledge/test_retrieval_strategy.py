@@ -94,3 +94,24 @@ async def test_inactive_documents_do_not_count_towards_the_threshold(
         session, tenant_id=large.id, query="warranty", mode="vector", settings=strategy_settings
     )
     assert strategy == "exact_scan"
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid", "neighborhood"])
+async def test_search_plans_every_run_for_its_own_tenant_and_question_in_the_transaction_only(
+    tenants, sessions, strategy_settings, mode
+):
+    # the driver prepares a statement once per connection; after five runs PostgreSQL may keep a
+    # generic plan made without the tenant or the question vector: search forces custom plans
+    small, large, _ = tenants
+    for tenant in (small, large):
+        async with sessions() as session, session.begin():
+            assert (await session.exec(text("SHOW plan_cache_mode"))).scalar_one() == "auto"
+            for _ in range(7):
+                hits = await search_chunks(
+                    session, tenant_id=tenant.id, query="showroom opening hours", mode=mode,
+                    settings=strategy_settings,
+                )  # fmt: skip
+                assert hits and "showroom" in hits[0].text.lower(), (mode, hits)
+            assert (await session.exec(text("SHOW plan_cache_mode"))).scalar_one() == "force_custom_plan"
+        async with sessions() as session, session.begin():
+            assert (await session.exec(text("SHOW plan_cache_mode"))).scalar_one() == "auto"

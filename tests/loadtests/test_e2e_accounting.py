@@ -97,3 +97,24 @@ def test_percentile_nearest_rank() -> None:
         99.0,
     )
     assert acc.percentile([], 0.5) != acc.percentile([], 0.5)  # nan
+
+
+def test_a_message_after_the_handoff_is_handed_to_a_person_not_lost() -> None:
+    """A's conversation went human at t=4 after its holding reply: m2 (t=5) and m3 (t=6) get no AI reply by
+    design. B's m5 (t=5) has no reply, and B's handoff came after it (t=7): lost. C was never handed off."""
+    sent = [
+        acc.Sent("whatsapp", "A", "m1", 0.0), acc.Sent("whatsapp", "A", "m2", 5.0),
+        acc.Sent("whatsapp", "A", "m3", 6.0), acc.Sent("whatsapp", "B", "m5", 5.0),
+        acc.Sent("instagram", "C", "m6", 1.0),
+    ]  # fmt: skip
+    replies = [acc.Reply("whatsapp", "A", 3.0, "m1", "notice:0", "w1")]  # the holding reply
+    handoffs = {("whatsapp", "m1"): 4.0, ("whatsapp", "m2"): 4.0, ("whatsapp", "m3"): 4.0,
+                ("whatsapp", "m5"): 7.0}  # fmt: skip
+
+    result = acc.account(sent, replies, handoffs)
+
+    assert result.handed_to_person == 2
+    assert sorted(result.unanswered_ids) == ["instagram:m6", "whatsapp:m5"]
+    assert (result.without_reply, result.customers_unanswered, result.sent_twice) == (2, 2, 0)
+    # without handoff data the same messages are lost
+    assert acc.account(sent, replies).without_reply == 4

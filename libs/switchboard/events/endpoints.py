@@ -72,6 +72,13 @@ async def check_endpoint_url(url: str, *, allow_loopback_http: bool, resolve: bo
         raise EndpointRefused("no credentials in the URL: the signature authenticates deliveries")
     if allow_loopback_http and host in LOOPBACK_HOSTS and parts.scheme in ("http", "https"):
         return url.strip()
+    if host in LOOPBACK_HOSTS:  # a local receiver (tests, a demo): say which setting allows it
+        reason = (
+            "endpoints must use https://" if parts.scheme != "https" else f"{host} is not a public address"
+        )
+        raise EndpointRefused(
+            f"{reason}; a loopback receiver ({host}) needs WEBHOOKS_ALLOW_LOOPBACK_HTTP=true on this deployment"
+        )
     if parts.scheme != "https":
         raise EndpointRefused("endpoints must use https://")
     try:

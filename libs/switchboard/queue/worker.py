@@ -45,6 +45,8 @@ __all__ = [
     "ping",
     "worker_is_healthy",
     "worker_main",
+    "sweep_cron",
+    "sweep_job_id",
 ]
 
 HEALTH_CHECK_INTERVAL_S = 10
@@ -125,6 +127,43 @@ def _job_lease(ctx: dict[str, Any]) -> contextlib.AbstractAsyncContextManager[No
     if redis is None or not job_id:  # called outside a worker (tests calling a job directly)
         return contextlib.nullcontext()
     return lease(redis, arq_in_progress_key(str(job_id)))
+
+
+def sweep_job_id(name: str) -> str:
+    """The one ARQ job id every run of the cron job ``name`` gets (:func:`sweep_cron`)."""
+    return f"cron:{name}"
+
+
+def sweep_cron(coroutine: Callable[..., Awaitable[Any]], *, name: str, **schedule: Any) -> Any:
+    """``arq.cron.cron(coroutine, name=name, **schedule)`` that never piles up: every run has the same job
+    id (:func:`sweep_job_id`), and ARQ's ``enqueue_job`` refuses an id whose job record exists, which it
+    does from the enqueue until the run finishes. So a sweep due while the previous one is still queued
+    (behind a burst of ``process_inbound`` jobs) or running is skipped, not queued again: under load the
+    chat queue held 76 sweeps at once when each run had its own id (ARQ's default ``name:timestamp``).
+    Several workers of one queue enqueue one sweep between them the same way.
+
+    The result is not kept (``keep_result=0``: a kept result would block the id until it expired), so the
+    next run can be enqueued as soon as one finishes. A killed worker's sweep keeps its job record and
+    runs again after its lease (:mod:`switchboard.queue.lease`), as any job does.
+
+    ARQ keeps a finished cron job's in-progress marker 60 s (``keep_cronjob_progress``, against a second
+    run of the same ``name:timestamp``); with one id for every run that would hold the next run back a
+    minute, so the sweep deletes its marker when its body is done (ARQ's ``PEXPIRE`` of a gone key is a
+    no-op). In that instant another worker may start the same run again: sweeps are idempotent.
+
+    ``schedule``: ``second``, ``minute``, ``timeout``... of ``arq.cron.cron``.
+    """
+    from arq.cron import cron
+
+    @functools.wraps(coroutine)
+    async def sweep(ctx: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await coroutine(ctx, *args, **kwargs)
+        finally:
+            if ctx.get("redis") is not None and ctx.get("job_id"):
+                await ctx["redis"].delete(arq_in_progress_key(str(ctx["job_id"])))
+
+    return cron(sweep, name=name, job_id=sweep_job_id(name), keep_result=0, **schedule)
 
 
 def _observed(jobs: list[Any], queue: Queue) -> list[Any]:
@@ -280,7 +319,6 @@ def build_chat_worker_settings(settings: Settings) -> type:
     Raises:
         SettingsError: ``DATABASE_URL`` or ``REDIS_URL`` unset.
     """
-    from arq.cron import cron
     from arq.worker import func
 
     from switchboard.handoff.pending import approvals_sweep
@@ -313,13 +351,13 @@ def build_chat_worker_settings(settings: Settings) -> type:
             func(copy_inbound_media, name=COPY_JOB, timeout=side_timeout_s, max_tries=COPY_MAX_TRIES),
         ],
         cron_jobs=[
-            cron(
+            sweep_cron(
                 deliver_outbox,
                 name="deliver_outbox_sweep",
                 second=set(range(1, 60, 5)),
                 timeout=side_timeout_s,
             ),
-            cron(
+            sweep_cron(
                 approvals_sweep, name="approvals_sweep", second=set(range(3, 60, 10)), timeout=side_timeout_s
             ),
         ],
@@ -336,7 +374,6 @@ def build_background_worker_settings(settings: Settings) -> type:
     Raises:
         SettingsError: ``DATABASE_URL`` or ``REDIS_URL`` unset.
     """
-    from arq.cron import cron
     from arq.worker import func
 
     from switchboard.channels.gmail.jobs import POLL_JOB, SYNC_JOB, poll_gmail_mailboxes, sync_gmail_mailbox
@@ -358,20 +395,22 @@ def build_background_worker_settings(settings: Settings) -> type:
             ),
         ],
         cron_jobs=[
-            cron(
+            sweep_cron(
                 sweep_inbound, name="sweep_inbound", second=set(range(0, 60, 15)), timeout=SIDE_JOB_TIMEOUT_S
             ),
-            cron(memory_sweep, name="memory_sweep", second={30}, timeout=MEMORY_JOB_TIMEOUT_S),
-            cron(
+            sweep_cron(memory_sweep, name="memory_sweep", second={30}, timeout=MEMORY_JOB_TIMEOUT_S),
+            sweep_cron(
                 poll_gmail_mailboxes, name=POLL_JOB, second=set(range(5, 60, 15)), timeout=SIDE_JOB_TIMEOUT_S
             ),
-            cron(
+            sweep_cron(
                 deliver_events,
                 name=DELIVER_EVENTS_JOB,
                 second=set(range(2, 60, 5)),
                 timeout=SIDE_JOB_TIMEOUT_S,
             ),
-            cron(prune_events, name=PRUNE_EVENTS_JOB, minute={17}, second={40}, timeout=PRUNE_JOB_TIMEOUT_S),
+            sweep_cron(
+                prune_events, name=PRUNE_EVENTS_JOB, minute={17}, second={40}, timeout=PRUNE_JOB_TIMEOUT_S
+            ),
         ],
         enqueues_on_own_queue=False,
     )

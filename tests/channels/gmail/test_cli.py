@@ -231,3 +231,26 @@ async def test_simulate_gmail_on_an_unconnected_seeded_mailbox_says_what_to_run_
     )
     none = await cli.arun("simulate", "gmail", "--tenant", (await make_tenant()).slug, "--text", "hello")
     assert none.exit_code == 2 and "it has no Gmail mailbox. Connect it first" in none.stderr
+
+
+async def test_simulate_gmail_on_a_needs_reauth_mailbox_names_the_command_and_exits_2(
+    scene, sessions, cli
+) -> None:  # type: ignore[no-untyped-def]
+    """A mailbox whose grant was refused never answers: ``simulate gmail`` says so instead of "no reply"."""
+    async with sessions() as session, session.begin():
+        stored = (
+            await session.exec(
+                select(GmailMailbox).where(GmailMailbox.channel_account_id == scene.account_id)
+            )
+        ).one()
+        stored.status = "needs_reauth"
+        session.add(stored)
+    out = await cli.arun("simulate", "gmail", "--tenant", scene.tenant.slug, "--text", "hello", "--timeout", "1",
+                         **_gmail_env(scene.settings))  # fmt: skip
+    assert out.exit_code == 2, out.output
+    message = out.stderr.strip().splitlines()[-1]
+    assert message.startswith(f"error: mailbox {scene.mailbox} needs reauth")
+    assert message.endswith(
+        f"switchboard channel add-gmail --tenant {scene.tenant.slug} --client-secrets client_secret.json "
+        f"--loopback --login-hint {scene.mailbox}"
+    )

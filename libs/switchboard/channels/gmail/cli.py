@@ -255,6 +255,15 @@ async def wait_for_sends(client: httpx.AsyncClient, settings: Settings, mailbox:
     return found
 
 
+def _reauth_message(tenant: str, mailbox: str) -> str:
+    """What ``simulate gmail`` says about a mailbox whose grant Google (or the sandbox) refused."""
+    return (
+        f"mailbox {mailbox} needs reauth (its refresh token was refused, so nothing syncs or answers): run "
+        f"echo '{CONNECT_SANDBOX_SECRETS}' > client_secret.json && switchboard channel add-gmail --tenant "
+        f"{tenant} --client-secrets client_secret.json --loopback --login-hint {mailbox}"
+    )
+
+
 @simulate_app.command("gmail")
 @friendly_errors
 def simulate_gmail(
@@ -275,8 +284,8 @@ def simulate_gmail(
     running Gmail service, then print (JSON lines) the mails the sandbox received as sent from that
     mailbox while waiting. Needs `switchboard run` (or the Gmail service and workers) on the sandbox,
     and the mailbox connected once with `channel add-gmail` (the error says how). Exit 0 when the push
-    was acknowledged; 1 when the sandbox cannot be reached or refused the push; 2 on a bad option or
-    an unconnected mailbox.
+    was acknowledged; 1 when the sandbox cannot be reached or refused the push; 2 on a bad option, an
+    unconnected mailbox, or one that needs reauth (the error names the `add-gmail` command to run).
     """
     from sqlmodel import select
 
@@ -286,6 +295,11 @@ def simulate_gmail(
     if (text is None) == (payload is None):
         raise ValueError("give exactly one of --text or --payload")
     settings = command_settings()
+
+    async def mailbox_status(sessions, _settings):  # type: ignore[no-untyped-def]
+        async with sessions() as session:
+            found = (await session.exec(select(GmailMailbox).where(GmailMailbox.email == mailbox))).first()
+            return found.status if found is not None else None
 
     async def find_mailbox(sessions, _settings):  # type: ignore[no-untyped-def]
         async with sessions() as session:
@@ -314,6 +328,8 @@ def simulate_gmail(
                 f"is needed): echo '{CONNECT_SANDBOX_SECRETS}' > client_secret.json && switchboard channel "
                 f"add-gmail --tenant {owner.slug} --client-secrets client_secret.json --loopback"
             )
+        if mailbox.status == "needs_reauth":
+            raise ValueError(_reauth_message(owner.slug, mailbox.email))
         return mailbox.email
 
     mailbox = run_db(find_mailbox, settings=settings)
@@ -367,6 +383,13 @@ def simulate_gmail(
                     "threadId": reply.get("threadId"), "in_reply_to": headers.get("In-Reply-To"),
                     "auto_submitted": headers.get("Auto-Submitted"),
                 }, ensure_ascii=False))  # fmt: skip
+            if (
+                not replies
+                and await asyncio.to_thread(run_db, mailbox_status, settings=settings) == "needs_reauth"
+            ):
+                # the sync found the grant refused while we waited: nothing will answer until reconnected
+                typer.secho(f"error: {_reauth_message(tenant, mailbox)}", fg=typer.colors.RED, err=True)
+                return 2
             if not replies:
                 typer.secho(
                     f"no reply within {timeout:g} s. The mail is in the mailbox; the sync may have found it "

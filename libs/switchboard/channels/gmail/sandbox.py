@@ -25,6 +25,13 @@ Control endpoints (loopback clients only):
 * ``POST /_control/revoke`` / ``/_control/expire_tokens`` / ``/_control/stale`` ``{"email"}``: the
   refresh token stops working / access tokens expire / every older history id answers 404.
 * ``POST /_control/page_size`` ``{"size"}``: history page size (pagination tests).
+
+State survives a restart when the sandbox has a ``state_path`` (the Gmail service gives it
+``DATA_DIR/gmail_sandbox.json``): mailboxes, codes, issued tokens, sends, the id counter and the push
+signing key are written there (at most every :data:`SAVE_INTERVAL_S`, and on shutdown) and read back at
+start. Without it the state is in memory only. Message ids grow from the start time in milliseconds, so
+even a sandbox started without its file never hands out an id it gave before (the sync would skip a
+reused id as a duplicate).
 """
 
 from __future__ import annotations
@@ -32,14 +39,17 @@ from __future__ import annotations
 import base64
 import email
 import email.policy
-import itertools
 import json
+import os
 import secrets
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from email.utils import formataddr, parseaddr
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -48,11 +58,16 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from switchboard.channels.faults import require_control_access
+from switchboard.observability.logs import get_logger
 
 __all__ = ["GmailSandbox", "sandbox_router", "DEFAULT_MAILBOX"]
 
 DEFAULT_MAILBOX = "support@example.com"
 ACCESS_TOKEN_TTL_S = 3599
+SAVE_INTERVAL_S = 0.5  # at most two state writes a second under load; a later change is written then
+STATE_VERSION = 1
+
+log = get_logger(__name__)
 
 
 def _b64url(data: bytes) -> str:
@@ -80,9 +95,98 @@ class GmailSandbox:
     token_requests: list[dict[str, str]] = field(default_factory=list)
     sent: list[dict[str, Any]] = field(default_factory=list)
     page_size: int | None = None
-    _seq: itertools.count = field(default_factory=lambda: itertools.count(1))
+    state_path: Path | None = None
+    """Where the state is kept across restarts (None: memory only)."""
+    seq: int = field(default_factory=lambda: int(time.time() * 1000))
+    """Next message sequence number; starts at the epoch in ms so ids never repeat across restarts."""
     _key: Any = None
     key_id: str = "sandbox-key-1"
+    _last_save: float = 0.0
+    _save_pending: Any = None
+
+    def _tick(self) -> int:
+        self.seq += 1
+        return self.seq - 1
+
+    # --- persistence ------------------------------------------------------------------------------
+    def to_state(self) -> dict[str, Any]:
+        """Everything a restart must keep, JSON-able (attachments base64url)."""
+        from cryptography.hazmat.primitives import serialization
+
+        key = None
+        if self._key is not None:
+            key = self._key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            ).decode()
+        return {
+            "version": STATE_VERSION, "seq": self.seq, "key_pem": key, "codes": self.codes,
+            "access_tokens": {t: [a, exp] for t, (a, exp) in self.access_tokens.items()},
+            "refresh_tokens": self.refresh_tokens, "sent": self.sent,
+            "mailboxes": {
+                address: {"messages": box.messages, "history": box.history, "history_id": box.history_id,
+                          "min_history_id": box.min_history_id,
+                          "attachments": {k: _b64url(v) for k, v in box.attachments.items()}}
+                for address, box in self.mailboxes.items()
+            },
+        }  # fmt: skip
+
+    @classmethod
+    def load(cls, path: Path) -> GmailSandbox:
+        """The sandbox kept at ``path``, or a new one that will keep its state there (no file yet, or a
+        file that cannot be read: logged ``gmail_sandbox_state_unreadable``, then started afresh)."""
+        sandbox = cls(state_path=path)
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            return sandbox
+        except (OSError, ValueError) as exc:
+            log.warning("gmail_sandbox_state_unreadable", path=str(path), error=str(exc))
+            return sandbox
+        if data.get("version") != STATE_VERSION:
+            log.warning("gmail_sandbox_state_unreadable", path=str(path), error="unknown version")
+            return sandbox
+        sandbox.seq = max(int(data["seq"]), sandbox.seq)
+        sandbox.codes = dict(data["codes"])
+        sandbox.access_tokens = {t: (a, float(exp)) for t, (a, exp) in data["access_tokens"].items()}
+        sandbox.refresh_tokens = dict(data["refresh_tokens"])
+        sandbox.sent = list(data["sent"])
+        for address, box in data["mailboxes"].items():
+            sandbox.mailboxes[address] = SandboxMailbox(
+                email=address, messages=box["messages"], history=box["history"], history_id=box["history_id"],
+                min_history_id=box["min_history_id"],
+                attachments={k: base64.urlsafe_b64decode(v) for k, v in box["attachments"].items()},
+            )  # fmt: skip
+        if data.get("key_pem"):
+            from cryptography.hazmat.primitives import serialization
+
+            sandbox._key = serialization.load_pem_private_key(data["key_pem"].encode(), password=None)
+        return sandbox
+
+    def save(self) -> None:
+        """Write the state to ``state_path`` now (atomically: a temporary file renamed over it)."""
+        if self._save_pending is not None:
+            self._save_pending.cancel()
+            self._save_pending = None
+        if self.state_path is None:
+            return
+        self.state_path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.state_path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(self.to_state()))
+        os.replace(temporary, self.state_path)
+        self._last_save = time.monotonic()
+
+    def changed(self) -> None:
+        """Note a change: written now, or (when the last write is under :data:`SAVE_INTERVAL_S` old)
+        once that interval has passed; either way on shutdown."""
+        if self.state_path is None or self._save_pending is not None:
+            return
+        wait_s = self._last_save + SAVE_INTERVAL_S - time.monotonic()
+        if wait_s <= 0:
+            self.save()
+            return
+        import asyncio
+
+        self._save_pending = asyncio.get_running_loop().call_later(wait_s, self.save)
 
     def mailbox(self, address: str) -> SandboxMailbox:
         address = address.strip().lower()
@@ -91,7 +195,7 @@ class GmailSandbox:
         return self.mailboxes[address]
 
     def _next_id(self) -> str:
-        return f"19b0{next(self._seq):012x}"
+        return f"{self._tick():016x}"  # 16 hex digits, as Gmail's
 
     # --- keys and pushes --------------------------------------------------------------------------
     def _private_key(self) -> Any:
@@ -130,7 +234,7 @@ class GmailSandbox:
     def push_body(self, address: str, message_id: str | None = None) -> dict[str, Any]:
         box = self.mailbox(address)
         data = json.dumps({"emailAddress": box.email, "historyId": box.history_id}).encode()
-        mid = message_id or str(10_000_000_000_000 + next(self._seq))
+        mid = message_id or str(10_000_000_000_000 + self._tick())
         published = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
         return {
             "message": {"data": base64.b64encode(data).decode(), "messageId": mid, "message_id": mid,
@@ -140,7 +244,7 @@ class GmailSandbox:
 
     # --- mail -------------------------------------------------------------------------------------
     def _add(self, box: SandboxMailbox, message: dict[str, Any]) -> dict[str, Any]:
-        box.history_id += 1 + next(self._seq) % 3  # ids grow, not contiguously
+        box.history_id += 1 + self._tick() % 3  # ids grow, not contiguously
         message["historyId"] = str(box.history_id)
         box.messages[message["id"]] = message
         box.history.append({
@@ -287,15 +391,27 @@ async def post_push(state: GmailSandbox, *, email_address: str, push_url: str, a
     return response.status_code
 
 
-def sandbox_router(sandbox: GmailSandbox | None = None, *, admin_token: str | None = None) -> APIRouter:
-    """Router to mount at ``/_sandbox/gmail`` (state in ``sandbox``, a new one by default).
+def sandbox_router(
+    sandbox: GmailSandbox | None = None, *, admin_token: str | None = None, state_path: Path | None = None
+) -> APIRouter:
+    """Router to mount at ``/_sandbox/gmail`` (state in ``sandbox``; else the one kept at ``state_path``,
+    else a new in-memory one).
 
     Args:
         admin_token: when set, the ``/_control`` endpoints also need ``Authorization: Bearer <admin_token>``
             (they always answer loopback clients only: :func:`~switchboard.channels.faults.require_control_access`).
+        state_path: a JSON file the state survives restarts in (the Gmail service: ``DATA_DIR/gmail_sandbox.json``);
+            written after changes and when the app shuts down.
     """
-    state = sandbox or GmailSandbox()
-    router = APIRouter(prefix="/_sandbox/gmail", tags=["sandbox"], include_in_schema=False)
+    state = sandbox or (GmailSandbox.load(state_path) if state_path is not None else GmailSandbox())
+
+    @asynccontextmanager
+    async def lifespan(_app: Any) -> AsyncIterator[None]:
+        yield
+        if state.state_path is not None:
+            state.save()  # a change still waiting for its interval
+
+    router = APIRouter(prefix="/_sandbox/gmail", tags=["sandbox"], include_in_schema=False, lifespan=lifespan)
     router.sandbox = state  # type: ignore[attr-defined]
 
     def mailbox_of(request: Request) -> SandboxMailbox:
@@ -312,6 +428,7 @@ def sandbox_router(sandbox: GmailSandbox | None = None, *, admin_token: str | No
         params = request.query_params
         code = "4/SANDBOX-" + secrets.token_urlsafe(16)
         state.codes[code] = (params.get("login_hint") or DEFAULT_MAILBOX).lower()
+        state.changed()
         query = urlencode({"code": code, "state": params.get("state", ""), "scope": params.get("scope", "")})
         return RedirectResponse(f"{params.get('redirect_uri')}?{query}", status_code=302)
 
@@ -339,6 +456,7 @@ def sandbox_router(sandbox: GmailSandbox | None = None, *, admin_token: str | No
             return JSONResponse({"error": "unsupported_grant_type"}, 400)
         access = "ya29.SANDBOX-" + secrets.token_urlsafe(24)
         state.access_tokens[access] = (address, time.time() + ACCESS_TOKEN_TTL_S)
+        state.changed()
         body = {
             "access_token": access,
             "expires_in": ACCESS_TOKEN_TTL_S,
@@ -351,7 +469,9 @@ def sandbox_router(sandbox: GmailSandbox | None = None, *, admin_token: str | No
 
     @router.get("/oauth2/v1/certs")
     async def certs() -> dict[str, str]:
-        return {state.key_id: state.public_pem()}
+        pem = state.public_pem()
+        state.changed()  # the key may be new: pushes signed after a restart must verify against it
+        return {state.key_id: pem}
 
     # --- Gmail API -----------------------------------------------------------------------------------
     @router.get("/gmail/v1/users/me/profile")
@@ -431,6 +551,7 @@ def sandbox_router(sandbox: GmailSandbox | None = None, *, admin_token: str | No
                 "'raw' RFC822 payload message string or uploading message via /upload/* URL required",
             )
         stored = state.record_send(box.email, str(body["raw"]), body.get("threadId"))
+        state.changed()
         return JSONResponse({"id": stored["id"], "threadId": stored["threadId"], "labelIds": ["SENT"]})
 
     @router.post("/gmail/v1/users/me/watch")
@@ -449,10 +570,12 @@ def sandbox_router(sandbox: GmailSandbox | None = None, *, admin_token: str | No
         require_control_access(request, admin_token)
         spec = await request.json()
         message = state.deliver(spec)
+        state.changed()
         push_status = None
         if spec.get("push_url"):
             push_status = await post_push(state, email_address=str(spec.get("to") or DEFAULT_MAILBOX),
                                           push_url=spec["push_url"], audience=spec.get("audience"))  # fmt: skip
+            state.changed()  # the signing key may be new
         return {"id": message["id"], "threadId": message["threadId"], "historyId": message["historyId"],
                 "push_status": push_status}  # fmt: skip
 
@@ -462,6 +585,7 @@ def sandbox_router(sandbox: GmailSandbox | None = None, *, admin_token: str | No
         spec = await request.json()
         status = await post_push(state, email_address=spec["email"], push_url=spec["push_url"],
                                  audience=spec.get("audience"), message_id=spec.get("message_id"))  # fmt: skip
+        state.changed()
         return {"status": status}
 
     @router.get("/_control/sent")
@@ -482,6 +606,7 @@ def sandbox_router(sandbox: GmailSandbox | None = None, *, admin_token: str | No
         gone = [t for t, a in state.refresh_tokens.items() if a == address]
         for t in gone:
             del state.refresh_tokens[t]
+        state.changed()
         return {"revoked": len(gone)}
 
     @router.post("/_control/expire_tokens")
@@ -491,6 +616,7 @@ def sandbox_router(sandbox: GmailSandbox | None = None, *, admin_token: str | No
         expired = [t for t, (a, _) in state.access_tokens.items() if a == address]
         for t in expired:
             state.access_tokens[t] = (address, 0.0)
+        state.changed()
         return {"expired": len(expired)}
 
     @router.post("/_control/stale")
@@ -498,6 +624,7 @@ def sandbox_router(sandbox: GmailSandbox | None = None, *, admin_token: str | No
         require_control_access(request, admin_token)
         box = state.mailbox(str((await request.json())["email"]))
         box.min_history_id = box.history_id
+        state.changed()
         return {"min_history_id": box.min_history_id}
 
     @router.post("/_control/page_size")
