@@ -1,7 +1,7 @@
 """Faults under load: the whole system (``switchboard run``) answers every customer once through each fault.
 
 One command starts ``switchboard run`` from this checkout (ports 9500-9509 or ``--port-base``, ``DATA_DIR=/tmp/faults-data``,
-offline model with its ``/control`` hooks on, ``INBOUND_DEBOUNCE_S=0``), then for each case keeps a steady
+offline model with its ``/control`` hooks on, ``INBOUND_DEBOUNCE_S=0``, rate limits out of the way), then for each case keeps a steady
 load of WhatsApp customers of the demo tenant: ``--customers`` closed-loop customers, each posting a
 signed real-shaped text webhook, waiting for the answer (up to ``WAIT_S``), pausing ``--think`` seconds
 and writing again. A webhook that is not acknowledged 2xx is delivered again (same body, same wamid)
@@ -111,6 +111,10 @@ def _env() -> dict[str, str]:
         DATA_DIR=str(DATA_DIR),
         MODEL_SERVER_CONTROL="true",
         INBOUND_DEBOUNCE_S="0",
+        # the closed loop writes again 1 s after each answer: with a fast error reply (model_5xx) a
+        # customer passes the default 10 messages a minute, and the limit's silence reads as "lost"
+        CUSTOMER_RATE_LIMIT="100000",
+        TENANT_RATE_LIMIT="100000",
         LOG_FORMAT="json",
         LOG_LEVEL="WARNING",
         PYTHONUNBUFFERED="1",
