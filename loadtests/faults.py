@@ -1,7 +1,7 @@
 """Faults under load: the whole system (``switchboard run``) answers every customer once through each fault.
 
-One command starts ``switchboard run`` from this checkout (ports 9500-9509, ``DATA_DIR=/tmp/faults-data``,
-offline model with its ``/control`` hooks on, ``INBOUND_DEBOUNCE_S=0``), then for each case keeps a steady
+One command starts ``switchboard run`` from this checkout (ports 9500-9509 or ``--port-base``, ``DATA_DIR=/tmp/faults-data``,
+offline model with its ``/control`` hooks on, ``INBOUND_DEBOUNCE_S=0``, rate limits out of the way), then for each case keeps a steady
 load of WhatsApp customers of the demo tenant: ``--customers`` closed-loop customers, each posting a
 signed real-shaped text webhook, waiting for the answer (up to ``WAIT_S``), pausing ``--think`` seconds
 and writing again. A webhook that is not acknowledged 2xx is delivered again (same body, same wamid)
@@ -111,6 +111,10 @@ def _env() -> dict[str, str]:
         DATA_DIR=str(DATA_DIR),
         MODEL_SERVER_CONTROL="true",
         INBOUND_DEBOUNCE_S="0",
+        # the closed loop writes again 1 s after each answer: with a fast error reply (model_5xx) a
+        # customer passes the default 10 messages a minute, and the limit's silence reads as "lost"
+        CUSTOMER_RATE_LIMIT="100000",
+        TENANT_RATE_LIMIT="100000",
         LOG_FORMAT="json",
         LOG_LEVEL="WARNING",
         PYTHONUNBUFFERED="1",
@@ -555,7 +559,8 @@ async def _phone_number_id(database_url: str) -> str:
 async def main_async(args: argparse.Namespace) -> int:
     cases = args.case or list(CASES)
     stack = Stack(args.quick)
-    print(f"starting switchboard run (DATA_DIR={DATA_DIR}, ports 9500-9509) ...", flush=True)
+    first, last = min(PORTS.values()), max(PORTS.values())
+    print(f"starting switchboard run (DATA_DIR={DATA_DIR}, ports {first}-{last}) ...", flush=True)
     stack.start()
     results: list[Result] = []
     try:
@@ -615,7 +620,12 @@ def main() -> None:
     parser.add_argument("--outage", type=float, default=None, help="how long a fault lasts (60 s; 20 quick)")
     parser.add_argument("--warm", type=float, default=None, help="load before the fault (s)")
     parser.add_argument("--after", type=float, default=None, help="load after the fault is healed (s)")
+    parser.add_argument(
+        "--port-base", type=int, default=9500, help="the run's ten ports are BASE..BASE+9 (9500)"
+    )
     args = parser.parse_args()
+    for offset, key in enumerate(PORTS):  # the order above: orchestrator first, embedded Redis last
+        PORTS[key] = args.port_base + offset
     args.customers = args.customers or (5 if args.quick else 8)
     args.outage = args.outage if args.outage is not None else (20.0 if args.quick else 60.0)
     args.warm = args.warm if args.warm is not None else (3.0 if args.quick else 10.0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 import pytest
@@ -532,3 +533,32 @@ async def test_message_created_carries_the_conversation_and_only_for_a_subscribe
         assert (await svc.post(body)).status_code == 200
     await run_worker_burst(settings)
     assert len(await created_events()) == 1
+
+
+async def test_the_sweeper_by_default_requeues_a_row_a_redis_outage_left_unqueued_after_20_s(
+    scratch_settings, scratch_database, arq_pool
+) -> None:  # type: ignore[no-untyped-def]
+    # faults.py redis_restart: a webhook acknowledged while Redis is down has a stored row and no job;
+    # the sweeper is its only way to an answer, and must pick it up well inside 45 s after the outage
+    settings = scratch_settings()
+    assert settings.inbound_sweep_after_s == 20.0
+    sessions = scratch_database.sessions
+    tenant = await new_tenant(sessions)
+    account = await connect_whatsapp(sessions, tenant, settings)
+    ids = {}
+    async with sessions() as session, session.begin():
+        for name, age_s in (("fresh", 5), ("outage", 25)):
+            row = Message(
+                tenant_id=tenant.id, channel="whatsapp", channel_account_id=account.id, direction="inbound",
+                role="user", kind="text", text=name, external_id=f"wamid.{name}", sender_external_id="15550100078",
+                inbound_state="pending", processing_attempts=0, raw={},
+                created_at=utcnow() - timedelta(seconds=age_s),
+            )  # fmt: skip
+            session.add(row)
+            await session.flush()
+            ids[name] = row.id
+    counts = await run_cron_job(settings, Queue.background, "sweep_inbound")
+    assert counts == {"requeued": 1, "dead": 0, "live": 0}  # the 5 s old row may still be on its way
+    assert await arq_pool.zrange(Queue.chat.value, 0, -1) == [inbound_sweep_job_id(ids["outage"], 1).encode()]
+    await arq_pool.delete(f"arq:job:{inbound_sweep_job_id(ids['outage'], 1)}")  # not run here
+    await arq_pool.zrem(Queue.chat.value, inbound_sweep_job_id(ids["outage"], 1))
