@@ -47,6 +47,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
+from tenacity import AsyncRetrying, stop_after_attempt, wait_exponential_jitter
 
 from switchboard.agent.builtin_tools import BuiltinToolSet
 from switchboard.agent.loop import LoopOutcome, run_tool_loop
@@ -131,6 +132,10 @@ class _Claim:
     stored: TurnResult | None = None
     turn_id: uuid.UUID | None = None
     skip_reason: str | None = None
+
+
+RELEASE_ATTEMPTS = 5
+"""Tries to drop a failed turn's claim (about 10 s in all, jittered backoff 0.5-4 s)."""
 
 
 @dataclass
@@ -723,13 +728,23 @@ class Orchestrator:
         (nothing of the turn was persisted: :meth:`_persist` is one transaction)."""
         log.error("turn_failed_released", error=f"{type(error).__name__}: {error}"[:300])
         try:
-            async with session_scope(self.sessions) as session:
-                connection = await session.connection()
-                await connection.execute(
-                    delete(Turn).where(col(Turn.id) == turn_id, col(Turn.status) == TurnStatus.running.value)
-                )
+            # the failure is often the database itself (a restart: "shutting down"); retry for about
+            # 10 s, or the claim holds the conversation until the stale margin (minutes: faults.py)
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(RELEASE_ATTEMPTS), wait=wait_exponential_jitter(0.5, 4), reraise=True
+            ):
+                with attempt:
+                    async with session_scope(self.sessions) as session:
+                        connection = await session.connection()
+                        await connection.execute(
+                            delete(Turn).where(
+                                col(Turn.id) == turn_id, col(Turn.status) == TurnStatus.running.value
+                            )
+                        )
         except Exception as exc:  # noqa: BLE001 (the stale margin takes it over later; logged)
-            log.error("turn_release_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+            log.error(
+                "turn_release_failed", error=f"{type(exc).__name__}: {exc}"[:300], attempts=RELEASE_ATTEMPTS
+            )
 
     async def _finish_skipped(
         self, turn_id: uuid.UUID, request: TurnRequest, result: TurnResult, reason: str
