@@ -29,7 +29,7 @@ from sqlmodel import col, select
 
 from switchboard.api.access import ADMIN_ROLES
 from switchboard.api.deps import SessionDep, SessionsDep, SettingsDep
-from switchboard.channels.accounts import AccountTaken, connect_channel_account
+from switchboard.channels.accounts import AccountTaken, account_token_state, connect_channel_account
 from switchboard.channels.cli_common import api_base_option
 from switchboard.channels.gmail.client import GmailApiError, GmailClient, OAuthError
 from switchboard.channels.gmail.mailboxes import (
@@ -123,11 +123,11 @@ _HEALTH = text(
 
 
 def _token_state(row: dict[str, Any]) -> str:
-    if row.get("mailbox_status") == "needs_reauth":
-        return "needs_reauth"
-    if not row.get("is_active"):
-        return "inactive"
-    return "stored" if row.get("has_credentials") else "missing"
+    return account_token_state(
+        is_active=bool(row.get("is_active")),
+        has_credentials=bool(row.get("has_credentials")),
+        mailbox_status=row.get("mailbox_status"),
+    )
 
 
 async def channel_health(session: Any, tenant_id: Any) -> dict[str, list[dict[str, Any]]]:
