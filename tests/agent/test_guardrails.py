@@ -140,6 +140,25 @@ async def test_a_model_verdict_over_the_threshold_lets_the_turn_run(
     )
 
 
+async def test_the_checker_call_counts_as_model_time_not_harness_time(
+    guarded, orchestrator, sessions, offline_model
+):
+    conv, script, model = await guarded()
+    await _control(
+        offline_model,
+        model,
+        {"kind": "text", "content": _verdict("An order question.", 0.95), "latency_s": 0.3},
+        {"kind": "text", "content": "Sure, what is your order number?"},
+    )
+    request = conv.request("where is my order")
+    await orchestrator.handle_turn(request)
+    turn = await _turn(sessions, request.inbound_message_id)
+    timings, record = turn.timings, turn.guardrails["input"]
+    assert timings["guardrail_model_ms"] == round(record["duration_ms"], 3) >= 300
+    expected = timings["total_ms"] - timings["model_ms"] - timings["guardrail_model_ms"] - timings["tool_ms"]
+    assert timings["harness_ms"] == pytest.approx(max(0.0, expected), abs=0.01)
+
+
 async def test_a_low_model_score_with_handoff_hands_the_conversation_to_a_person(
     guarded, orchestrator, sessions, offline_model
 ):

@@ -633,3 +633,73 @@ async def test_a_text_the_tenant_wrote_wins_over_its_language(setup, orchestrato
         agent={"error_reply": "Volvemos enseguida."},
     )
     assert (await orchestrator.handle_turn(conv.request("hola"))).reply == "Volvemos enseguida."
+
+
+# --- events -----------------------------------------------------------------------------------
+
+
+async def test_reply_writes_message_created_only_for_a_tenant_subscribed_to_it(
+    setup, orchestrator, sessions, settings
+):  # type: ignore[no-untyped-def]
+    """The assistant's reply is one outbound ``message.created`` event, written only when an endpoint of
+    the tenant takes that event (as inbound messages: switchboard.inbound.job)."""
+    from switchboard.crypto import CredentialCipher
+    from switchboard.db.models import EventOutbox
+    from switchboard.events import forget_subscribers
+    from switchboard.events.endpoints import create_endpoint
+
+    conv, script = await setup(
+        ScriptedResponse(content="First answer."),
+        ScriptedResponse(content="Second answer."),
+        ScriptedResponse(content="Third answer."),
+    )
+    tenant_id = conv.tenant.id
+
+    async def created() -> list[EventOutbox]:
+        async with sessions() as session:
+            rows = await session.exec(
+                select(EventOutbox).where(
+                    EventOutbox.tenant_id == tenant_id, EventOutbox.event_type == "message.created"
+                )
+            )
+            return list(rows.all())
+
+    # no endpoint: the reply is stored, no event row
+    first = await orchestrator.handle_turn(conv.request("Hello"))
+    assert first.reply == "First answer."
+    assert await created() == []
+
+    # an endpoint for other events only: still none
+    cipher = CredentialCipher(settings.secret("encryption_key").encode())
+    async with sessions() as session, session.begin():
+        await create_endpoint(
+            session, tenant_id=tenant_id, url="http://127.0.0.1:9/leads", event_types=["lead.created"],
+            description="crm", cipher=cipher, allow_loopback_http=True,
+        )  # fmt: skip
+    forget_subscribers(tenant_id)
+    second = await orchestrator.handle_turn(conv.request("Again"))
+    assert second.reply == "Second answer."
+    assert await created() == []
+
+    # subscribed: exactly one outbound event carrying the stored reply
+    async with sessions() as session, session.begin():
+        await create_endpoint(
+            session, tenant_id=tenant_id, url="http://127.0.0.1:9/messages", event_types=["message.created"],
+            description="crm", cipher=cipher, allow_loopback_http=True,
+        )  # fmt: skip
+    forget_subscribers(tenant_id)
+    third = await orchestrator.handle_turn(conv.request("Once more"))
+    assert third.reply == "Third answer."
+    [event] = await created()
+    async with sessions() as session:
+        reply_row = (
+            await session.exec(
+                select(Message).where(
+                    Message.conversation_id == conv.conversation.id, Message.text == "Third answer."
+                )
+            )
+        ).one()
+    assert event.payload["data"] == {
+        "message_id": str(reply_row.id), "conversation_id": str(conv.conversation.id), "channel": "whatsapp",
+        "direction": "outbound", "role": "assistant", "kind": "text", "text": "Third answer.",
+    }  # fmt: skip

@@ -83,7 +83,7 @@ from switchboard.db.models import (
 )
 from switchboard.db.tenant_scope import TenantScope
 from switchboard.errors import SwitchboardError
-from switchboard.events import stage_event
+from switchboard.events import has_subscriber, stage_event
 from switchboard.guardrails.input import check_input
 from switchboard.guardrails.output import check_output
 from switchboard.guardrails.records import GuardrailRecord
@@ -622,7 +622,11 @@ class Orchestrator:
             staged = append_model_messages(
                 session, conversation=conversation, messages=stored, trace_id=trace_id, at=base
             )
-            if result.reply:  # the tenant's systems hear of the reply (switchboard.events)
+            # the tenant's systems hear of the reply (switchboard.events), only when an endpoint takes it
+            # (as inbound does, switchboard.inbound.job): no outbox row per turn for every other tenant
+            if result.reply and await has_subscriber(
+                session, tenant_id=request.tenant_id, event_type="message.created"
+            ):
                 reply_row = staged[-1]
                 stage_event(session, tenant_id=request.tenant_id, event_type="message.created", data={
                     "message_id": reply_row.id, "conversation_id": conversation.id, "channel": conversation.channel,
@@ -644,7 +648,11 @@ class Orchestrator:
                         duration_ms=receipt["duration_ms"],
                     )
                 )
-            harness_ms = max(0.0, total_ms - outcome.model_ms - outcome.tool_ms)
+            # the input guardrail's check is a model call too (checker "model"/"offline_heuristic": the
+            # gateway answered it); the output guardrail's rules are ours and stay in the harness
+            check = guarded.records.get("input")
+            guardrail_model_ms = check.duration_ms if check is not None and check.checker != "rules" else 0.0
+            harness_ms = max(0.0, total_ms - outcome.model_ms - guardrail_model_ms - outcome.tool_ms)
             values: dict[str, Any] = {
                 "status": TurnStatus.done.value,
                 "outcome": outcome.outcome,
@@ -656,6 +664,7 @@ class Orchestrator:
                     "total_ms": round(total_ms, 3),
                     "model_ms": round(outcome.model_ms, 3),
                     "tool_ms": round(outcome.tool_ms, 3),
+                    "guardrail_model_ms": round(guardrail_model_ms, 3),
                     "harness_ms": round(harness_ms, 3),
                     "model_calls": outcome.model_calls,
                     "tool_iterations": outcome.tool_iterations,

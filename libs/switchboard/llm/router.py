@@ -390,6 +390,14 @@ class ModelGateway:
             }
             if deployment.api_base:
                 params["api_base"] = deployment.api_base
+            if deployment.provider == "offline":
+                # the offline model is free: an explicit zero price spares every call LiteLLM's zero-cost
+                # diagnostic, which walks the whole price map for an unpriced model (~2.3 ms per call, idle);
+                # our own price comes from llm.costs either way
+                params["input_cost_per_token"] = 0.0
+                params["output_cost_per_token"] = 0.0
+                params["cache_creation_input_token_cost"] = 0.0  # else LiteLLM warns they default to 0
+                params["cache_read_input_token_cost"] = 0.0
             info: dict[str, Any] = {"id": deployment.id}
             if deployment.max_input_tokens:
                 info["max_input_tokens"] = deployment.max_input_tokens

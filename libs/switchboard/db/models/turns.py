@@ -56,7 +56,9 @@ class Turn(TenantOwned, table=True):
     usage: dict[str, Any] = jsonb_dict_field()
     """``{"prompt_tokens", "completion_tokens", "total_tokens"}``."""
     timings: dict[str, Any] = jsonb_dict_field()
-    """``{"total_ms", "model_ms", "tool_ms", "harness_ms", "model_calls", "tool_iterations", ...}``."""
+    """``{"total_ms", "model_ms", "tool_ms", "guardrail_model_ms", "harness_ms", "model_calls",
+    "tool_iterations", ...}`` (milliseconds; ``harness_ms`` is the total minus model, input-guardrail
+    model and tool time)."""
     error: str | None = Field(default=None, sa_type=Text)
     guardrails: dict[str, Any] = jsonb_dict_field()
     """``{"input": GuardrailRecord, "output": GuardrailRecord}`` (:mod:`switchboard.guardrails.records`);
