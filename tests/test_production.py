@@ -368,7 +368,7 @@ async def test_channel_list_names_each_account_and_its_api(cli, make_tenant, ses
         "whatsapp",
         number,
         "active",
-        "token=no",
+        "token=missing",
         f"api={settings.whatsapp_sandbox_url}",
     ]
     assert lines[1].split() == [
@@ -376,7 +376,7 @@ async def test_channel_list_names_each_account_and_its_api(cli, make_tenant, ses
         "whatsapp",
         other,
         "active",
-        "token=no",
+        "token=missing",
         "api=https://graph.facebook.com",
     ]
     empty = await make_tenant()
@@ -435,3 +435,27 @@ def test_csv_import_has_its_request_body_in_the_openapi_schema(settings) -> None
     assert body["required"] is True
     assert body["content"]["text/csv"]["schema"] == {"type": "string", "format": "binary"}
     assert body["content"]["text/csv"]["example"].startswith("sku,name,")
+
+
+async def test_channel_list_and_console_agree_on_a_needs_reauth_mailbox(cli, make_tenant, sessions) -> None:  # type: ignore[no-untyped-def]
+    from switchboard.console.operations_pages import channel_health
+    from switchboard.db.models import GmailMailbox
+    from switchboard.tenants import add_channel_account
+
+    tenant = await make_tenant()
+    email = f"support-{uuid.uuid4().hex[:8]}@example.com"
+    async with sessions() as session, session.begin():
+        account = await add_channel_account(
+            session, tenant=tenant, channel="gmail", external_account_id=email
+        )
+        session.add(
+            GmailMailbox(
+                tenant_id=tenant.id, channel_account_id=account.id, email=email, status="needs_reauth"
+            )
+        )
+    result = await cli.arun("channel", "list", "--tenant", tenant.slug)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split()[:5] == [tenant.slug, "gmail", email, "needs_reauth", "token=needs_reauth"]
+    async with sessions() as session:
+        health = await channel_health(session, tenant.id)
+    assert [row["token_state"] for row in health["gmail"]] == ["needs_reauth"]

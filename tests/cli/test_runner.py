@@ -51,3 +51,22 @@ def test_settings_follow_run_json_only_while_its_process_lives(tmp_path, monkeyp
     )
     state.write_text(json.dumps({"pid": int(gone.stdout), "network": {"whatsapp_port": 9181}}))
     assert command_settings().whatsapp_port == 8101  # a stale run.json is ignored
+
+
+@pytest.mark.parametrize(
+    ("ms", "shown"),
+    [
+        (None, "-"),
+        (0.4, "0 ms"),
+        (340.26, "340 ms"),
+        (1234.5678, "1.2 s"),
+        (59_990.0, "1 min"),
+        (184_000.4, "3 min 4 s"),
+        (7_500_000.0, "2 h 5 min"),
+        (-5.0, "0 ms"),
+    ],
+)
+def test_human_duration_reads_like_a_person_would_say_it(ms, shown) -> None:  # type: ignore[no-untyped-def]
+    from switchboard.cli.runner import human_duration
+
+    assert human_duration(ms) == shown

@@ -117,4 +117,7 @@ async def test_admins_open_every_page_and_unsafe_requests_need_the_csrf_token(co
             # Google's redirect without ?code=&state= (a bookmarked or replayed callback): the channels page,
             # saying why
             response = await client.get(f"/t/{slug}/channels/gmail/callback")
-            assert response.status_code == 422 and "Gmail:" in response.text, response.status_code
+            assert response.status_code == 303, response.status_code
+            assert response.headers["location"].startswith(f"/t/{slug}/channels?flash=")
+            shown = await client.get(response.headers["location"])
+            assert shown.status_code == 200 and "Gmail: the answer from Google carried no state" in shown.text

@@ -8,6 +8,7 @@ import asyncio
 import json
 
 import httpx
+import pytest
 from sqlmodel import select
 from switchboard.db.models import Customer, EventOutbox, Lead
 from switchboard.leads import OFFLINE_HEURISTIC, capture_lead, heuristic_intent
@@ -56,7 +57,7 @@ async def test_concurrent_checks_record_the_lead_once(
     tenant = await make_tenant()
     await answer_with_script(sessions, tenant.id, offline_model)
     handle = await make_conversation(sessions, tenant)
-    await orchestrator.handle_turn(handle.request("how much is it? what's the price with shipping?"))
+    await orchestrator.handle_turn(handle.request("how much is it? is it in stock?"))
     async with sessions() as session, session.begin():
         for lead in (await session.exec(select(Lead).where(Lead.tenant_id == tenant.id))).all():
             await session.delete(lead)
@@ -94,6 +95,32 @@ def test_heuristic_reads_the_chosen_option_as_the_product() -> None:
     assert not heuristic_intent(
         [{"role": "user", "content": "what are your opening hours?"}], opted_out=False
     ).buying_intent
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "how much is shipping to Canada?",
+        "How much does delivery cost to Lyon?",
+        "¿Cuánto cuesta el envío a Canadá?",
+        "what's the postage price for 2 kg?",
+    ],
+)
+def test_a_shipping_or_delivery_cost_question_is_not_buying_intent(text: str) -> None:
+    assert not heuristic_intent([{"role": "user", "content": text}], opted_out=False).buying_intent
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "how much is the X-200, and is it in stock?",
+        "I want to buy two, how much is shipping to Canada?",
+        "¿Cuánto cuesta el X-200? ¿Está disponible?",
+        "is the blue one in stock? any discount with delivery to Canada?",
+    ],
+)
+def test_a_price_or_stock_question_about_the_product_is_still_buying_intent(text: str) -> None:
+    assert heuristic_intent([{"role": "user", "content": text}], opted_out=False).buying_intent
 
 
 def test_the_model_verdict_must_match_the_schema() -> None:

@@ -136,8 +136,8 @@ async def test_a_failing_provider_call_falls_back_to_the_heuristic_and_never_fai
     script.push(text("Hi!"))
     script.push(text("", kind="error", status=500))
     with captured_logs() as logs:
-        result = await orchestrator.handle_turn(handle.request("hello, how much is shipping?"))
+        result = await orchestrator.handle_turn(handle.request("hello, how much is it, is it in stock?"))
     assert result.reply == "Hi!"
     assert "lead_intent_check_failed" in [e["event"] for e in logs]
-    (lead,) = await _leads(sessions, tenant.id)  # "how much" + "shipping": two weak phrases
+    (lead,) = await _leads(sessions, tenant.id)  # "how much" + "in stock": two weak phrases
     assert lead.detected_by == HEURISTIC_FALLBACK

@@ -29,6 +29,7 @@ __all__ = [
     "CACHE_TTL_S",
     "NEGATIVE_CACHE_TTL_S",
     "access_token_of",
+    "account_token_state",
     "connect_channel_account",
 ]
 
@@ -36,6 +37,20 @@ CACHE_TTL_S = 30.0
 """How long a found account is trusted without re-reading the database (seconds)."""
 NEGATIVE_CACHE_TTL_S = 5.0
 """How long an unknown account id is remembered as unknown (seconds)."""
+
+
+def account_token_state(*, is_active: bool, has_credentials: bool, mailbox_status: str | None) -> str:
+    """The one token state of a channel account, shown by the console Channels page and ``channel list``.
+
+    Returns ``needs_reauth`` (a Gmail mailbox whose grant was revoked: ``gmail_mailboxes.status``; it wins
+    over everything, the mailbox is not synced until connected again), ``inactive`` (switched off),
+    ``stored`` (credentials present) or ``missing``.
+    """
+    if mailbox_status == "needs_reauth":
+        return "needs_reauth"
+    if not is_active:
+        return "inactive"
+    return "stored" if has_credentials else "missing"
 
 
 @dataclass(frozen=True)

@@ -19,17 +19,24 @@ def channel_list(
         str | None, typer.Option("--tenant", "-t", help="Only this tenant (slug or id).")
     ] = None,
 ) -> None:
-    """List connected accounts: tenant, channel, the provider's account id, active or not, whether a
-    token is stored, and the API it talks to (the sandbox or the real one)."""
+    """List connected accounts: tenant, channel, the provider's account id, its status (`active`,
+    `inactive`, or `needs_reauth` for a Gmail mailbox to connect again), the token state (`stored`,
+    `missing`, `needs_reauth`: the same one the console Channels page shows) and the API it talks to
+    (the sandbox or the real one)."""
     from sqlmodel import select
 
-    from switchboard.db.models import ChannelAccount, Tenant
+    from switchboard.channels.accounts import account_token_state
+    from switchboard.db.models import ChannelAccount, GmailMailbox, Tenant
     from switchboard.tenants import get_tenant
 
     settings = command_settings()
 
-    async def work(session: Any) -> list[tuple[Any, Any]]:
-        query = select(ChannelAccount, Tenant).where(ChannelAccount.tenant_id == Tenant.id)
+    async def work(session: Any) -> list[tuple[Any, Any, Any]]:
+        query = (
+            select(ChannelAccount, Tenant, GmailMailbox.status)
+            .where(ChannelAccount.tenant_id == Tenant.id)
+            .outerjoin(GmailMailbox, GmailMailbox.channel_account_id == ChannelAccount.id)
+        )
         if tenant:
             query = query.where(Tenant.id == (await get_tenant(session, tenant)).id)
         rows = await session.exec(
@@ -43,7 +50,13 @@ def channel_list(
             "no channel accounts: connect one with `switchboard channel add-whatsapp` (or add-instagram, add-gmail)"
         )
         return
-    for account, owner in rows:
+    for account, owner, mailbox_status in rows:
+        token = account_token_state(
+            is_active=account.is_active,
+            has_credentials=account.credentials_encrypted is not None,
+            mailbox_status=mailbox_status,
+        )
+        state = "needs_reauth" if token == "needs_reauth" else ("active" if account.is_active else "inactive")
         api = (
             settings.channel_api_base_url(account.channel, account.api_base_url)
             if account.channel in ("whatsapp", "instagram")
@@ -51,6 +64,5 @@ def channel_list(
         )
         typer.echo(
             f"{owner.slug:<20} {account.channel:<10} {account.external_account_id:<28} "
-            f"{'active' if account.is_active else 'inactive':<9} "
-            f"token={'yes' if account.credentials_encrypted else 'no ':<3} api={api}"
+            f"{state:<12} token={token:<12} api={api}"
         )

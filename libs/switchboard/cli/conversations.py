@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from switchboard.cli.root import conversations_app
-from switchboard.cli.runner import TenantOpt, fail, friendly_errors, run_in_session
+from switchboard.cli.runner import TenantOpt, fail, friendly_errors, human_duration, run_in_session
 
 __all__ = ["conversations_list", "conversations_show"]
 
@@ -98,9 +98,11 @@ def conversations_show(
             t = m.turn
             typer.echo(
                 f"    turn: model={t.model} fallback={'yes' if t.fallback_used else 'no'} outcome={t.outcome} "
-                f"tokens={t.tokens.get('total_tokens', '-')} latency_ms={t.latency_ms} trace={t.trace_id}"
+                f"tokens={t.tokens.get('total_tokens', '-')} latency={human_duration(t.latency_ms)} trace={t.trace_id}"
             )
             for call in t.tool_calls:
-                typer.echo(f"    tool {call.name} {call.arguments} -> {call.outcome} ({call.duration_ms} ms)")
+                typer.echo(
+                    f"    tool {call.name} {call.arguments} -> {call.outcome} ({human_duration(call.duration_ms)})"
+                )
     for a in view.pending_actions:
         typer.echo(f"pending approval {a.id}: {a.tool_name} {json.dumps(a.arguments, ensure_ascii=False)}")

@@ -32,6 +32,7 @@ __all__ = [
     "TenantOpt",
     "command_settings",
     "describe_error",
+    "human_duration",
     "fail",
     "friendly_errors",
     "run_db",
@@ -147,3 +148,23 @@ def run_in_session(work: Callable[[AsyncSession], Awaitable[T]], *, settings: Se
             return await work(session)
 
     return run_db(scoped, settings=settings, pool_size=1)
+
+
+def human_duration(ms: float | None) -> str:
+    """A duration in milliseconds as people read it: ``"340 ms"``, ``"1.2 s"``, ``"3 min 4 s"``,
+    ``"2 h 5 min"``; ``"-"`` for ``None`` (not measured). Negative values read as ``0 ms``."""
+    if ms is None:
+        return "-"
+    ms = max(0.0, float(ms))
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    seconds = ms / 1000
+    if round(seconds, 1) < 60:
+        return f"{seconds:.1f} s"
+    total = round(seconds)
+    if total < 3600:
+        minutes, rest = divmod(total, 60)
+        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+    hours, rest = divmod(total, 3600)
+    minutes = rest // 60
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"

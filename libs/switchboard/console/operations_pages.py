@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -29,7 +30,7 @@ from sqlmodel import col, select
 
 from switchboard.api.access import ADMIN_ROLES
 from switchboard.api.deps import SessionDep, SessionsDep, SettingsDep
-from switchboard.channels.accounts import AccountTaken, connect_channel_account
+from switchboard.channels.accounts import AccountTaken, account_token_state, connect_channel_account
 from switchboard.channels.cli_common import api_base_option
 from switchboard.channels.gmail.client import GmailApiError, GmailClient, OAuthError
 from switchboard.channels.gmail.mailboxes import (
@@ -123,11 +124,11 @@ _HEALTH = text(
 
 
 def _token_state(row: dict[str, Any]) -> str:
-    if row.get("mailbox_status") == "needs_reauth":
-        return "needs_reauth"
-    if not row.get("is_active"):
-        return "inactive"
-    return "stored" if row.get("has_credentials") else "missing"
+    return account_token_state(
+        is_active=bool(row.get("is_active")),
+        has_credentials=bool(row.get("has_credentials")),
+        mailbox_status=row.get("mailbox_status"),
+    )
 
 
 async def channel_health(session: Any, tenant_id: Any) -> dict[str, list[dict[str, Any]]]:
@@ -157,7 +158,10 @@ async def _channels_page(
 
 @operations_pages_router.get("/t/{slug}/channels", response_class=HTMLResponse)
 async def channels_page(request: Request, page: AdminPage, session: SessionDep) -> Response:
-    return await _channels_page(request, page, session)
+    """The Channels page; ``?flash=`` (set by a redirect here, e.g. a Gmail callback without ``state``)
+    is shown as an alert."""
+    flash = (request.query_params.get("flash") or "")[:300] or None
+    return await _channels_page(request, page, session, error=flash)
 
 
 @operations_pages_router.post("/t/{slug}/channels/{channel}", response_class=HTMLResponse)
@@ -231,6 +235,13 @@ async def channels_gmail_callback(
     """Google's redirect after consent (``?code=&state=``, or ``?error=``): store the mailbox's tokens
     encrypted and start its sync (:func:`~switchboard.channels.gmail.mailboxes.finish_authorization`)."""
     state = request.query_params.get("state") or ""
+    if not state:  # a bookmarked, replayed or hand-typed callback: back to the Channels page, saying why
+        log.warning("console_gmail_callback_without_state", tenant_id=str(page.tenant.id))
+        flash = "Gmail: the answer from Google carried no state; connect the mailbox again from this page."
+        return RedirectResponse(
+            f"/t/{page.tenant.slug}/channels?" + urlencode({"flash": flash}),
+            status_code=status.HTTP_303_SEE_OTHER,
+        )
     client = GmailClient(settings.resolved_gmail_api_base_url, settings.resolved_gmail_token_url,
                          timeout_s=settings.gmail_timeout_s)  # fmt: skip
     try:

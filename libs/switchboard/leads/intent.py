@@ -8,7 +8,10 @@ demo, tests), :func:`heuristic_intent` stands in and the stored lead says so
 
 The heuristic (English and Spanish): a *strong* phrase in a customer message ("I want to buy",
 "quote", "comprar", "presupuesto"...) or two *weak* ones ("price", "how much", "in stock", "precio",
-"cuánto"...) is buying intent. The product of interest is the last option the customer tapped
+"cuánto"...) is buying intent. A question about shipping or delivery ("how much is shipping to
+Canada?", "¿cuánto cuesta el envío?") is not: in a message that names shipping, delivery or postage,
+the price words ("how much", "cost", "price") are read as asking about that, and only the other weak
+words count. The product of interest is the last option the customer tapped
 (``[chose option id: ...]``), else the last product card the assistant showed.
 """
 
@@ -30,10 +33,28 @@ _STRONG = re.compile(
     re.IGNORECASE,
 )
 _WEAK = re.compile(
-    r"\b(price|prices|how much|cost|costs|in stock|available|availability|delivery time|shipping|discount|"
-    r"precio|precios|cu[aá]nto (?:cuesta|vale)|costo|disponible|stock|env[ií]o|descuento)\b",
+    r"\b(price|prices|how much|cost|costs|in stock|available|availability|discount|"
+    r"precio|precios|cu[aá]nto (?:cuesta|vale)|costo|disponible|stock|descuento)\b",
     re.IGNORECASE,
 )
+_LOGISTICS = re.compile(
+    r"\b(shipping|ship|shipment|delivery|deliver|postage|freight|env[ií]os?|entrega|despacho)\b",
+    re.IGNORECASE,
+)
+"""Shipping and delivery: a cost question about these is not buying intent."""
+_PRICE_WORDS = re.compile(
+    r"^(price|prices|how much|cost|costs|precio|precios|cu[aá]nto (?:cuesta|vale)|costo)$", re.I
+)
+
+
+def _weak_hits(text: str) -> int:
+    """Weak phrases in one customer message; price words in a shipping/delivery question do not count."""
+    hits = _WEAK.findall(text)
+    if _LOGISTICS.search(text):
+        hits = [hit for hit in hits if not _PRICE_WORDS.match(hit)]
+    return len(hits)
+
+
 _CONSENT = re.compile(
     r"\b(contact me|call me|email me|e-mail me|text me|reach me|ll[aá]m[ae]me|cont[aá]ct[ae]me|"
     r"escr[ií]b[ae]me)\b",
@@ -80,12 +101,12 @@ def heuristic_intent(messages: Sequence[dict[str, Any]], *, opted_out: bool) -> 
     """
     said = [str(m.get("content") or "") for m in messages if m.get("role") == "user"]
     strong = [s for s in said if _STRONG.search(s)]
-    weak = sum(len(_WEAK.findall(s)) for s in said)
+    weak = sum(_weak_hits(s) for s in said)
     buying = bool(strong) or weak >= 2
     consent: Literal["granted", "denied", "unknown"] = (
         "denied" if opted_out else ("granted" if any(_CONSENT.search(s) for s in said) else "unknown")
     )
-    evidence = (strong or [s for s in said if _WEAK.search(s)] or [""])[-1]
+    evidence = (strong or [s for s in said if _weak_hits(s)] or [""])[-1]
     product = _product_of(messages)
     summary = f"Customer asked: {evidence.strip()}" if evidence.strip() else ""
     if product:
