@@ -3,8 +3,8 @@
 Each check runs in a fresh interpreter, as ``switchboard run`` starts the service: import the
 service module, build the app and run its lifespan against the test database and Redis (the two
 workers: build their ARQ settings and run their start-up and shut-down hooks), then look at
-``sys.modules``. The orchestrator is the one service that loads LiteLLM at start-up, in a warm-up
-thread once it is ready, so neither its ``/healthz`` nor its first customer turn pays for the import.
+``sys.modules``. The orchestrator is the one service that loads LiteLLM at start-up, so its first
+customer turn does not pay for the import.
 """
 
 from __future__ import annotations
@@ -86,34 +86,6 @@ def test_services_that_call_no_model_never_import_litellm(name: str, settings: S
 def test_worker_start_up_never_imports_litellm(service: str, queue: str, settings: Settings) -> None:
     """LiteLLM loads on a worker's first model call (a handoff or memory summary, an embedding)."""
     assert _run(_START_WORKER.format(service=service, queue=queue), settings) == []
-
-
-_START_ORCHESTRATOR = """
-import asyncio, importlib, json, sys, threading
-from switchboard.settings import load_settings
-
-def loaded():
-    return "litellm" in sys.modules
-
-async def main():
-    app = importlib.import_module("services.orchestrator.main").create_app(load_settings())
-    built = loaded()
-    async with app.router.lifespan_context(app):
-        ready = loaded()  # /healthz answers from here on
-        [thread] = [t for t in threading.enumerate() if t.name == "orchestrator-warm-up"]
-        thread.join(60)
-        warmed = loaded()
-    return built, ready, warmed
-
-built, ready, warmed = asyncio.run(main())
-print(json.dumps([built, warmed]))
-"""
-
-
-def test_the_orchestrator_loads_litellm_after_it_is_ready_not_before(settings: Settings) -> None:
-    """The orchestrator builds its app and becomes ready without LiteLLM (about 5 s of CPU, the
-    last service up in ``make run``), then a warm-up thread imports it, before any turn needs it."""
-    assert _run(_START_ORCHESTRATOR, settings) == [False, True]
 
 
 def _loaded_after(code: str) -> set[str]:

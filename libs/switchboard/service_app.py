@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import gc
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -78,7 +77,6 @@ def create_service_app(
     description: str = "",
     db_pre_ping: bool = True,
     db_pool: tuple[int, int] | None = None,
-    warm_up: Callable[[], object] | None = None,
 ) -> ServiceApp:
     """Assemble one service (a :class:`ServiceApp`: FastAPI with a lean path for hot POST routes).
 
@@ -90,9 +88,6 @@ def create_service_app(
             A webhook service turns it off: after a database restart its first delivery on a stale
             connection answers 503 and the provider retries it, instead of every delivery paying.
         db_pool: ``(pool_size, max_overflow)`` of its engine (default ``(10, 10)``).
-        warm_up: run in a daemon thread (``<name>-warm-up``) once the service is ready, so a slow
-            import (LiteLLM in the orchestrator, about 5 s of CPU) does not hold back ``/healthz``; a
-            request that needs it meanwhile waits on Python's import lock, it does not fail.
 
     Raises:
         SettingsError: at once, when ``GENERATE_SECRETS=false`` and a secret is unset (names it);
@@ -114,8 +109,6 @@ def create_service_app(
             gc.collect()
             gc.freeze()
             log.info("service ready", version=__version__, frozen_objects=gc.get_freeze_count())
-            if warm_up is not None:
-                threading.Thread(target=warm_up, name=f"{name}-warm-up", daemon=True).start()
             yield
         log.info("service stopped")
 

@@ -22,6 +22,7 @@ from switchboard.tools.routes import admin_tools_router
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Assemble the service; tests pass settings, production reads the environment."""
+    import_litellm()  # the one service that calls models: load LiteLLM now, not in the first turn
     app = create_service_app(
         "orchestrator",
         settings or load_settings(),
@@ -41,9 +42,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             leads_router,
         ],
         description="The agent: bounded tool loop through the LLM Router; admin API.",
-        # the one service that calls models: LiteLLM loads right after start-up, not in the first turn,
-        # and not before /healthz answers (it was the last service up by 7-17 s)
-        warm_up=import_litellm,
     )  # fmt: skip
     app.webhooks.include_router(event_webhooks_router)  # OpenAPI: what tenants' endpoints receive
     return app
