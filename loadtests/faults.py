@@ -610,6 +610,7 @@ def _line(r: Result) -> str:
 
 
 def main() -> None:
+    global DATA_DIR  # noqa: PLW0603 (one run per process: the Stack and _env read it)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--case", action="append", choices=CASES, help="run only this case (repeatable)")
     parser.add_argument("--quick", action="store_true", help="short outages (20 s) and load phases")
@@ -623,7 +624,11 @@ def main() -> None:
     parser.add_argument(
         "--port-base", type=int, default=9500, help="the run's ten ports are BASE..BASE+9 (9500)"
     )
+    parser.add_argument(
+        "--data-dir", type=Path, default=DATA_DIR, help=f"the run's DATA_DIR, wiped first ({DATA_DIR})"
+    )
     args = parser.parse_args()
+    DATA_DIR = args.data_dir
     for offset, key in enumerate(PORTS):  # the order above: orchestrator first, embedded Redis last
         PORTS[key] = args.port_base + offset
     args.customers = args.customers or (5 if args.quick else 8)
