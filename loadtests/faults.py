@@ -382,6 +382,15 @@ class Result:
     max_delay_s: float = 0.0
     late: int = 0
     redeliveries: int = 0
+    fault_at: float = 0.0
+    healed_at: float = 0.0
+    """Wall-clock seconds (``time.time()``) the fault began and was healed."""
+    error_replies: int = 0
+    """Messages whose first answer was the tenant's error reply (the holding notice of a failed turn)."""
+    in_outage: int = 0
+    """Messages first posted while the fault lasted."""
+    max_delay_in_outage_s: float = 0.0
+    """The longest wait, for a message posted during the fault, until its first answer (any kind)."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -394,6 +403,7 @@ async def _account(load: Load, database_url: str, result: Result, after_seq: int
     messages, outbox = await _db_rows(database_url, list(load.messages))
     by_customer_sends: dict[str, list[float]] = defaultdict(list)
     first_answer: dict[Any, float] = {}
+    first_text: dict[Any, str | None] = {}
     per_part: dict[tuple[Any, str, int], int] = defaultdict(int)
     per_row: dict[str, int] = defaultdict(int)
     for record in records:
@@ -406,6 +416,7 @@ async def _account(load: Load, database_url: str, result: Result, after_seq: int
         if row.inbound_message_id is not None:
             per_part[(row.inbound_message_id, row.purpose, row.part_index)] += 1
             first_answer.setdefault(row.inbound_message_id, record["at"])
+            first_text.setdefault(row.inbound_message_id, record.get("text"))
     held = sum(1 for record in records if record.get("answer") == "delay")
     if held:
         result.notes.append(f"{held} sends accepted with their answer held (in flight at the kill)")
@@ -415,6 +426,9 @@ async def _account(load: Load, database_url: str, result: Result, after_seq: int
     result.posted = len(load.messages)
     result.redeliveries = load.unacked_posts
     bound = BOUND_S + result.outage_s
+    from switchboard.tenant_settings import AgentSettings
+
+    error_reply = AgentSettings().error_reply  # the demo tenant keeps the default
     for wamid, sent in load.messages.items():
         row = messages.get(wamid)
         answered_at = first_answer.get(row.id) if row is not None else None
@@ -431,6 +445,11 @@ async def _account(load: Load, database_url: str, result: Result, after_seq: int
             continue
         delay = answered_at - sent.first_post
         result.max_delay_s = max(result.max_delay_s, delay)
+        if row is not None and first_text.get(row.id) == error_reply:
+            result.error_replies += 1
+        if result.fault_at <= sent.first_post <= result.healed_at:
+            result.in_outage += 1
+            result.max_delay_in_outage_s = max(result.max_delay_in_outage_s, delay)
         if delay > bound:
             result.late += 1
 
@@ -451,6 +470,7 @@ async def run_case(stack: Stack, args: argparse.Namespace, case: str, env: dict[
         customers = [asyncio.create_task(load.customer(i)) for i in range(args.customers)]
         await asyncio.sleep(args.warm)
         started = time.monotonic()
+        result.fault_at = time.time()
 
         async def model(**body: Any) -> None:
             response = await client.post(model_control, json=body, headers=control)
@@ -468,7 +488,7 @@ async def run_case(stack: Stack, args: argparse.Namespace, case: str, env: dict[
         if case == "worker_kill_turn":
             await model(latency_s=4.0)
             await asyncio.sleep(3.0)  # turns now wait on the model
-            started = time.monotonic()
+            started, result.fault_at = time.monotonic(), time.time()
             stack.kill9("worker")
             await asyncio.sleep(1.0)
             await model(latency_s=0.0)
@@ -479,7 +499,7 @@ async def run_case(stack: Stack, args: argparse.Namespace, case: str, env: dict[
                     "delay_s": 10.0, "times": args.customers}  # fmt: skip
             (await client.post(failures, json=spec, headers=control)).raise_for_status()
             await asyncio.sleep(4.0)  # sends are hanging, accepted
-            started = time.monotonic()
+            started, result.fault_at = time.monotonic(), time.time()
             stack.kill9("worker")
             await client.delete(failures, params={"phone_number_id": env["phone_number_id"]}, headers=control)
             await worker_back()
@@ -505,6 +525,7 @@ async def run_case(stack: Stack, args: argparse.Namespace, case: str, env: dict[
         else:
             raise SystemExit(f"unknown case {case}")
         result.outage_s = time.monotonic() - started
+        result.healed_at = time.time()
         await asyncio.sleep(args.after)
         load.running = False
         drain_until = time.monotonic() + DRAIN_S
@@ -596,7 +617,11 @@ async def main_async(args: argparse.Namespace) -> int:
     print()
     print(f"rule: lost 0, duplicated 0, every message answered within {BOUND_S:.0f} s + the outage")
     print(f"{'case':<18} {'in':>4} {'out':>4} {'lost':>4} {'dup':>4} {'coal':>4} {'redeliv':>7} {'outage s':>8} "
-          f"{'max delay s':>11} {'late':>4}  verdict")  # fmt: skip
+          f"{'max delay s':>11} {'bound s':>7} {'late':>4} {'in outage':>9} {'its max s':>9} {'err reply':>9}  verdict")  # fmt: skip
+    print(
+        "in outage: messages first posted while the fault lasted; its max s: their longest wait for a first"
+    )
+    print("answer of any kind; err reply: messages first answered with the tenant's error reply")
     for result in results:
         print(_line(result))
     return 0 if all(r.passed for r in results) else 1
@@ -605,7 +630,8 @@ async def main_async(args: argparse.Namespace) -> int:
 def _line(r: Result) -> str:
     return (
         f"{r.case:<18} {r.posted:>4} {r.out:>4} {r.lost:>4} {r.dup:>4} {r.coalesced:>4} {r.redeliveries:>7} "
-        f"{r.outage_s:>8.1f} {r.max_delay_s:>11.1f} {r.late:>4}  {'PASS' if r.passed else 'FAIL'}"
+        f"{r.outage_s:>8.1f} {r.max_delay_s:>11.1f} {BOUND_S + r.outage_s:>7.1f} {r.late:>4} {r.in_outage:>9} "
+        f"{r.max_delay_in_outage_s:>9.1f} {r.error_replies:>9}  {'PASS' if r.passed else 'FAIL'}"
     )
 
 
