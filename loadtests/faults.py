@@ -399,8 +399,32 @@ class Result:
 
 
 async def _account(load: Load, database_url: str, result: Result, after_seq: int) -> None:
+    from switchboard.tenant_settings import AgentSettings
+
     records = [r for r in await load.sent_log() if r["seq"] > after_seq]
     messages, outbox = await _db_rows(database_url, list(load.messages))
+    result.redeliveries = load.unacked_posts
+    # the demo tenant keeps the default error reply
+    count(result, load.messages, records, messages, outbox, AgentSettings().error_reply)
+
+
+def count(
+    result: Result,
+    posted: dict[str, Sent],
+    records: list[dict[str, Any]],
+    messages: dict[str, Any],
+    outbox: dict[str, Any],
+    error_reply: str,
+) -> None:
+    """Fill ``result``'s counts (in, out, lost, dup, coalesced, delays, late, error replies, in outage).
+
+    ``posted``: the customers' messages by wamid; ``records``: the sandbox's sends of this case
+    (``to``, ``at`` in epoch seconds, ``text``, ``biz_opaque_callback_data``, ``answer``); ``messages``:
+    rows by wamid (``id``, ``inbound_state``, ``last_error``, ``coalesced``); ``outbox``: rows by
+    correlation id (``correlation_id``, ``inbound_message_id``, ``purpose``, ``part_index``);
+    ``error_reply``: the tenant's error reply text. ``result.outage_s``, ``fault_at`` and ``healed_at``
+    must be set.
+    """
     by_customer_sends: dict[str, list[float]] = defaultdict(list)
     first_answer: dict[Any, float] = {}
     first_text: dict[Any, str | None] = {}
@@ -412,8 +436,9 @@ async def _account(load: Load, database_url: str, result: Result, after_seq: int
         if row is None:
             continue
         result.out += 1
-        per_row[row.correlation_id] += 1
-        if row.inbound_message_id is not None:
+        if row.inbound_message_id is None:  # else one row is one part (uq_outbox_inbound_purpose_part)
+            per_row[row.correlation_id] += 1
+        else:
             per_part[(row.inbound_message_id, row.purpose, row.part_index)] += 1
             first_answer.setdefault(row.inbound_message_id, record["at"])
             first_text.setdefault(row.inbound_message_id, record.get("text"))
@@ -423,13 +448,9 @@ async def _account(load: Load, database_url: str, result: Result, after_seq: int
     result.dup = sum(n - 1 for n in per_part.values() if n > 1) + sum(
         n - 1 for n in per_row.values() if n > 1
     )
-    result.posted = len(load.messages)
-    result.redeliveries = load.unacked_posts
+    result.posted = len(posted)
     bound = BOUND_S + result.outage_s
-    from switchboard.tenant_settings import AgentSettings
-
-    error_reply = AgentSettings().error_reply  # the demo tenant keeps the default
-    for wamid, sent in load.messages.items():
+    for wamid, sent in posted.items():
         row = messages.get(wamid)
         answered_at = first_answer.get(row.id) if row is not None else None
         if row is not None and answered_at is None and row.coalesced:
