@@ -21,7 +21,10 @@ inbound message):
 * **lost**: messages with no send answering them (a message folded into a later one of the same customer,
   ``coalesced``, is answered by that one's send);
 * **dup**: sends beyond one per ``(inbound message, purpose, part)``, or one outbox row sent twice;
-* **delay**: first post of the message -> first send answering it (reply, error reply or holding notice).
+* **delay**: first post of the message -> first send answering it (reply, error reply or holding notice);
+* **caught**: messages posted before the heal and first answered after the fault began, with their
+  longest delay; **err reply**: messages whose first answer was the tenant's error reply (the holding
+  message of a failed turn).
 
 Rule, every case: lost = 0, dup = 0, and every message answered within ``BOUND_S`` (45 s) plus the
 length of the case's outage (the time the faulty part is down or failing; for a ``kill -9``, until the
@@ -50,6 +53,7 @@ Usage::
     .venv/bin/python loadtests/faults.py                    # every case, 60 s outages (~25 min)
     .venv/bin/python loadtests/faults.py --quick            # every case, short outages (a few minutes)
     .venv/bin/python loadtests/faults.py --case redis_restart --case worker_kill_send
+    .venv/bin/python loadtests/faults.py --case providers_down --outage 120 --data-dir /tmp/me-faults
 
 Exit status 0 when every case passes. Everything started is stopped at the end (SIGINT to the run).
 """
