@@ -2,11 +2,16 @@
 
 Transport failures (connection refused, reset, timeout) are retried twice in-process with a short
 back-off (tenacity); what is still failing is raised as :class:`OrchestratorUnavailable` and the job
-turns it into ``Retry(defer=...)``. An answer that is not a valid :class:`TurnResult` (wrong status,
+turns it into ``Retry(defer=...)``. A 503 ``warming`` answer (an orchestrator just started, still
+loading LiteLLM: :mod:`switchboard.warming`) is asked again after its ``Retry-After``, within
+the same ``timeout_s``, and counts as no attempt. An answer that is not a valid :class:`TurnResult` (wrong status,
 not JSON, both or neither of reply/silent) raises :class:`ContractViolation`.
 """
 
 from __future__ import annotations
+
+import asyncio
+import time
 
 import httpx
 from pydantic import ValidationError
@@ -14,8 +19,12 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 
 from switchboard.contracts import TurnRequest, TurnResult
 from switchboard.errors import SwitchboardError
+from switchboard.observability import get_logger
+from switchboard.warming import WARMING
 
 __all__ = ["OrchestratorUnavailable", "ContractViolation", "request_turn"]
+
+log = get_logger(__name__)
 
 
 class OrchestratorUnavailable(SwitchboardError):
@@ -54,6 +63,7 @@ async def request_turn(
     """
     url = base_url.rstrip("/") + "/v1/turns"
     headers = {"Authorization": f"Bearer {token}"}
+    deadline = time.monotonic() + timeout_s
     response: httpx.Response | None = None
     try:
         async for attempt in AsyncRetrying(
@@ -63,9 +73,21 @@ async def request_turn(
             reraise=True,
         ):
             with attempt:
-                response = await client.post(
-                    url, json=request.model_dump(mode="json"), headers=headers, timeout=timeout_s
-                )
+                while True:
+                    left = deadline - time.monotonic()
+                    response = await client.post(
+                        url, json=request.model_dump(mode="json"), headers=headers, timeout=max(left, 0.1)
+                    )
+                    pause = _warming_pause(response)
+                    if pause is None or time.monotonic() + pause >= deadline:
+                        break
+                    log.info(
+                        "orchestrator_warming_retry",
+                        tenant_id=str(request.tenant_id),
+                        conversation_id=str(request.conversation_id),
+                        retry_in_s=pause,
+                    )
+                    await asyncio.sleep(pause)
     except httpx.HTTPError as exc:
         raise OrchestratorUnavailable(f"orchestrator unreachable: {type(exc).__name__}") from exc
     assert response is not None
@@ -78,3 +100,19 @@ async def request_turn(
     except ValidationError as exc:
         first = exc.errors()[0] if exc.errors() else {}
         raise ContractViolation(200, str(first.get("msg", "invalid TurnResult"))[:200]) from None
+
+
+def _warming_pause(response: httpx.Response) -> float | None:
+    """Seconds to wait before asking again when ``response`` is the orchestrator's 503 ``warming``
+    (its ``Retry-After``, 1 s if unreadable, at most 5 s); ``None`` for any other answer."""
+    if response.status_code != 503:
+        return None
+    try:
+        if response.json().get("detail") != WARMING:
+            return None
+    except ValueError:
+        return None
+    try:
+        return min(max(float(response.headers.get("Retry-After", "1")), 0.1), 5.0)
+    except ValueError:
+        return 1.0
