@@ -3,8 +3,9 @@
 Transport failures (connection refused, reset, timeout) are retried twice in-process with a short
 back-off (tenacity); what is still failing is raised as :class:`OrchestratorUnavailable` and the job
 turns it into ``Retry(defer=...)``. A 503 ``warming`` answer (an orchestrator just started, still
-loading LiteLLM: :mod:`switchboard.warming`) is asked again after its ``Retry-After``, within
-the same ``timeout_s``, and counts as no attempt. An answer that is not a valid :class:`TurnResult` (wrong status,
+loading LiteLLM: :mod:`switchboard.warming`) is asked again after its ``Retry-After``, for up to
+:data:`WARMING_RETRY_FOR_S`; it counts as no attempt and takes nothing from ``timeout_s``, which
+each call gets whole. An answer that is not a valid :class:`TurnResult` (wrong status,
 not JSON, both or neither of reply/silent) raises :class:`ContractViolation`.
 """
 
@@ -25,6 +26,11 @@ from switchboard.warming import WARMING
 __all__ = ["OrchestratorUnavailable", "ContractViolation", "request_turn"]
 
 log = get_logger(__name__)
+
+WARMING_RETRY_FOR_S = 60.0
+"""How long the worker keeps asking an orchestrator that answers 503 ``warming`` (LiteLLM loads in
+~4 s idle, 15 s at load 10); then the 503 is an :class:`OrchestratorUnavailable` like any other.
+Kept below the job timeout minus one whole turn (``inbound_job_timeout_s`` 200 s, turns 130 s)."""
 
 
 class OrchestratorUnavailable(SwitchboardError):
@@ -55,7 +61,8 @@ async def request_turn(
         base_url: orchestrator root, e.g. ``http://127.0.0.1:8100``.
         token: service bearer token.
         request: the turn to run.
-        timeout_s: whole-request timeout (above the orchestrator's 120 s turn budget).
+        timeout_s: whole-request timeout (above the orchestrator's 120 s turn budget), of each call:
+            a ``warming`` answer and the pause after it do not count.
 
     Raises:
         OrchestratorUnavailable: network failure, timeout, 5xx or 429 (after 2 quick in-process retries).
@@ -63,7 +70,7 @@ async def request_turn(
     """
     url = base_url.rstrip("/") + "/v1/turns"
     headers = {"Authorization": f"Bearer {token}"}
-    deadline = time.monotonic() + timeout_s
+    warming_until = time.monotonic() + WARMING_RETRY_FOR_S
     response: httpx.Response | None = None
     try:
         async for attempt in AsyncRetrying(
@@ -74,12 +81,11 @@ async def request_turn(
         ):
             with attempt:
                 while True:
-                    left = deadline - time.monotonic()
                     response = await client.post(
-                        url, json=request.model_dump(mode="json"), headers=headers, timeout=max(left, 0.1)
+                        url, json=request.model_dump(mode="json"), headers=headers, timeout=timeout_s
                     )
                     pause = _warming_pause(response)
-                    if pause is None or time.monotonic() + pause >= deadline:
+                    if pause is None or time.monotonic() + pause >= warming_until:
                         break
                     log.info(
                         "orchestrator_warming_retry",
