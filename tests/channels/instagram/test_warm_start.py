@@ -5,6 +5,7 @@ first turn that waited on the import ON the loop timed out three times and went 
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import os
 import subprocess
@@ -51,21 +52,23 @@ async def test_a_turn_sent_as_a_fresh_orchestrator_process_comes_up_is_answered(
         "DATA_DIR": str(settings.data_dir), "MODEL_SERVER_PORT": str(settings.model_server_port),
         "MCP_TOOLS_PORT": str(settings.mcp_tools_port), "LOG_LEVEL": "WARNING", "PYTHONPATH": str(ROOT),
     }  # fmt: skip
-    process = subprocess.Popen(
+    process = await asyncio.to_thread(
+        subprocess.Popen,
         [sys.executable, "-m", "uvicorn", "services.orchestrator.main:create_app", "--factory",
          "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:
-        first = _wait_healthz(settings.orchestrator_url, process)
+        first = await asyncio.to_thread(_wait_healthz, settings.orchestrator_url, process)
         customer = new_igsid()
         ig.script.push(text("Right after start."))
         await ig.post(load_payload("text_dm.json", account_id=ig.account_id, customer=customer))
         await run_worker_burst(settings)
-        last = httpx.get(settings.orchestrator_url + "/healthz", timeout=5).json()
+        async with httpx.AsyncClient() as client:
+            last = (await client.get(settings.orchestrator_url + "/healthz", timeout=5)).json()
     finally:
         process.terminate()
-        process.wait(10)
+        await asyncio.to_thread(process.wait, 10)
     assert (first["status"], first["checks"]["litellm"]) == ("warming", "warming")
     assert [m["text"] for m in ig.sent()] == ["Right after start."]
     assert (last["status"], last["checks"]["litellm"]) == ("ok", "ok")
