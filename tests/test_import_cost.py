@@ -96,7 +96,7 @@ from switchboard.settings import load_settings
 
 async def main():
     app = importlib.import_module("services.orchestrator.main").create_app(load_settings())
-    built = "litellm" in sys.modules
+    built = "litellm" in sys.modules or "mcp" in sys.modules
     ticks_while_warming = 0
     warming = True
 
