@@ -3,8 +3,9 @@
 Each check runs in a fresh interpreter, as ``switchboard run`` starts the service: import the
 service module, build the app and run its lifespan against the test database and Redis (the two
 workers: build their ARQ settings and run their start-up and shut-down hooks), then look at
-``sys.modules``. The orchestrator is the one service that loads LiteLLM at start-up, so its first
-customer turn does not pay for the import.
+``sys.modules``. The orchestrator is the one service that loads LiteLLM at start-up, in a thread
+once it is up (``/healthz`` says ``warming`` meanwhile), so neither its ``/healthz`` nor its event
+loop waits for the import; a request meanwhile awaits it off the loop.
 """
 
 from __future__ import annotations
@@ -86,6 +87,63 @@ def test_services_that_call_no_model_never_import_litellm(name: str, settings: S
 def test_worker_start_up_never_imports_litellm(service: str, queue: str, settings: Settings) -> None:
     """LiteLLM loads on a worker's first model call (a handoff or memory summary, an embedding)."""
     assert _run(_START_WORKER.format(service=service, queue=queue), settings) == []
+
+
+_START_ORCHESTRATOR = """
+import asyncio, importlib, json, sys, time
+import httpx
+from switchboard.settings import load_settings
+
+async def main():
+    app = importlib.import_module("services.orchestrator.main").create_app(load_settings())
+    built = "litellm" in sys.modules or "mcp" in sys.modules
+    ticks_while_warming = 0
+    warming = True
+
+    async def tick():  # the loop keeps running while LiteLLM loads (it stopped dead when it loaded on the loop)
+        nonlocal ticks_while_warming
+        while warming:
+            await asyncio.sleep(0.01)
+            ticks_while_warming += warming
+
+    async with app.router.lifespan_context(app):
+        ticker = asyncio.create_task(tick())
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://orchestrator") as client:
+            first = (await client.get("/healthz")).json()
+            # a gated request (no service token: 401 once warm) waits for the import, or is told to retry
+            answers = []
+            while True:
+                response = await client.post("/v1/turns", json={})
+                answers.append([response.status_code, response.json().get("detail")])
+                if response.status_code != 503:
+                    break
+                await asyncio.sleep(float(response.headers["Retry-After"]))
+            warming = False
+            await ticker
+            last = (await client.get("/healthz")).json()
+    return [built, first["status"], first["checks"]["litellm"], answers[-1], answers[:-1], ticks_while_warming > 5,
+            last["status"], last["checks"]["litellm"], "litellm" in sys.modules]
+
+print(json.dumps(asyncio.run(main())))
+"""
+
+
+def test_the_orchestrator_is_up_before_litellm_and_its_requests_await_it_off_the_loop(
+    settings: Settings,
+) -> None:
+    """The orchestrator builds its app and answers ``/healthz`` (``warming``) before LiteLLM (~4 s of
+    CPU, the last service up in ``make run`` by 7-17 s) is loaded; a request meanwhile waits for the
+    import (or is answered 503 ``warming`` after 2 s, asked again) while the event loop keeps running,
+    then gets its real answer; ``/healthz`` says ``ok`` afterwards."""
+    built, status, check, answer, retries, loop_ran, last_status, last_check, loaded = _run(
+        _START_ORCHESTRATOR, settings
+    )
+    assert (built, status, check) == (False, "warming", "warming")
+    assert answer[0] == 401  # the request reached the route (no token) once LiteLLM was in
+    assert all(retry == [503, "warming"] for retry in retries)
+    assert loop_ran
+    assert (last_status, last_check, loaded) == ("ok", "ok", True)
 
 
 def _loaded_after(code: str) -> set[str]:

@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from switchboard import __version__
+from switchboard.warming import WARMING, warm_up_state
 
 __all__ = ["health_router"]
 
@@ -20,7 +21,10 @@ def health_router(service: str) -> APIRouter:
 
     Answers 200 ``{"service", "version", "status": "ok", "checks": {...}}`` when the database and
     Redis the service opened (``app.state.resources``) answer within 2 s each, else 503 with
-    ``status: "degraded"`` and the failing check's error.
+    ``status: "degraded"`` and the failing check's error. A service with warm-ups
+    (``app.warm_ups``, e.g. the orchestrator's ``litellm``) has one check each: while one is still
+    loading the answer is 200 with ``status: "warming"`` (the service is up: its requests wait for
+    it), a failed one is ``degraded``.
     """
     router = APIRouter(tags=["health"])
 
@@ -32,13 +36,11 @@ def health_router(service: str) -> APIRouter:
             checks["database"] = await _check(_ping_database(resources.engine))
             if resources.redis is not None:
                 checks["redis"] = await _check(resources.redis.ping())
-        healthy = all(value == "ok" for value in checks.values())
-        body = {
-            "service": service,
-            "version": __version__,
-            "status": "ok" if healthy else "degraded",
-            "checks": checks,
-        }
+        for name, start in getattr(request.app, "warm_ups", {}).items():
+            checks[name] = warm_up_state(start())
+        healthy = all(value in ("ok", WARMING) for value in checks.values())
+        status = "degraded" if not healthy else WARMING if WARMING in checks.values() else "ok"
+        body = {"service": service, "version": __version__, "status": status, "checks": checks}
         return JSONResponse(body, status_code=200 if healthy else 503)
 
     return router

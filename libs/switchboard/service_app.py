@@ -4,14 +4,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from switchboard import __version__
@@ -22,8 +23,15 @@ from switchboard.observability.metrics import mount_metrics
 from switchboard.observability.tracing import configure_tracing, instrument_app
 from switchboard.runtime.resources import open_resources
 from switchboard.settings import Settings
+from switchboard.warming import WARMING, WarmUp
 
-__all__ = ["ServiceApp", "create_service_app"]
+__all__ = ["ServiceApp", "WarmUp", "create_service_app", "WARM_UP_WAIT_S"]
+
+WARM_UP_WAIT_S = 2.0
+"""How long a request waits for a service's warm-ups before it is answered 503 ``warming`` (the
+worker's turn client retries that answer without counting an attempt; tests give it 5 s in all)."""
+
+_NOT_GATED = ("/healthz", "/metrics", "/docs", "/openapi.json", "/_static/")
 
 
 class ServiceApp(FastAPI):
@@ -38,8 +46,12 @@ class ServiceApp(FastAPI):
     """
 
     lean_posts: dict[str, Callable[[Request], Awaitable[Response]]]
+    warm_ups: dict[str, WarmUp]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.warm_ups and scope["type"] == "http" and not scope["path"].startswith(_NOT_GATED):
+            if not await self._warm(scope, receive, send):
+                return
         if scope["type"] == "http" and scope["method"] == "POST" and not tracing.is_enabled():
             handler = self.lean_posts.get(scope["path"])
             if handler is not None:
@@ -47,6 +59,22 @@ class ServiceApp(FastAPI):
                 await _serve_lean(handler, scope, receive, send)
                 return
         await super().__call__(scope, receive, send)
+
+    async def _warm(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Wait (without blocking the loop) up to :data:`WARM_UP_WAIT_S` for the warm-ups; False when
+        one is still running: the request was answered ``503 {"detail": "warming", ...}``."""
+        pending = [future for future in (start() for start in self.warm_ups.values()) if not future.done()]
+        if not pending:
+            return True
+        # asyncio.wait cancels nothing when it times out or its request is cancelled (and a running
+        # concurrent future cannot be cancelled): the process's one import goes on
+        _, still = await asyncio.wait([asyncio.wrap_future(f) for f in pending], timeout=WARM_UP_WAIT_S)
+        if not still:
+            return True
+        names = [name for name, start in self.warm_ups.items() if not start().done()]
+        body = {"detail": WARMING, "warming": names}
+        await JSONResponse(body, status_code=503, headers={"Retry-After": "1"})(scope, receive, send)
+        return False
 
 
 async def _serve_lean(
@@ -77,6 +105,7 @@ def create_service_app(
     description: str = "",
     db_pre_ping: bool = True,
     db_pool: tuple[int, int] | None = None,
+    warm_ups: Mapping[str, WarmUp] | None = None,
 ) -> ServiceApp:
     """Assemble one service (a :class:`ServiceApp`: FastAPI with a lean path for hot POST routes).
 
@@ -88,6 +117,12 @@ def create_service_app(
             A webhook service turns it off: after a database restart its first delivery on a stale
             connection answers 503 and the provider retries it, instead of every delivery paying.
         db_pool: ``(pool_size, max_overflow)`` of its engine (default ``(10, 10)``).
+        warm_ups: slow loads by name (the orchestrator: ``{"litellm": start_litellm_import}``),
+            started once the service is ready, so they do not hold back ``/healthz``. Until they are
+            done ``/healthz`` answers 200 ``status: "warming"`` (the check by that name says
+            ``warming``), and every other request awaits them off the event loop, at most
+            :data:`WARM_UP_WAIT_S`, then is answered 503 ``{"detail": "warming"}`` with
+            ``Retry-After: 1``.
 
     Raises:
         SettingsError: at once, when ``GENERATE_SECRETS=false`` and a secret is unset (names it);
@@ -109,6 +144,8 @@ def create_service_app(
             gc.collect()
             gc.freeze()
             log.info("service ready", version=__version__, frozen_objects=gc.get_freeze_count())
+            for start in (warm_ups or {}).values():
+                start()
             yield
         log.info("service stopped")
 
@@ -126,6 +163,7 @@ def create_service_app(
     mount_metrics(app)
     instrument_app(app)
     app.lean_posts = {}
+    app.warm_ups = dict(warm_ups or {})
     for router in routers:
         app.include_router(router)
         app.lean_posts.update(getattr(router, "lean_posts", {}))

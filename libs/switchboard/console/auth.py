@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import secrets
@@ -79,8 +80,14 @@ MIN_PASSWORD_CHARS = 10
 """Shortest password accepted (NIST SP 800-63B asks for at least 8; we ask a little more)."""
 
 _hasher = PasswordHash.recommended()
-# verified against when the e-mail is unknown, so a wrong e-mail takes as long as a wrong password
-_DUMMY_HASH = _hasher.hash("switchboard-dummy-password")
+
+
+@functools.cache
+def _dummy_hash() -> str:
+    """Verified against when the e-mail is unknown, so a wrong e-mail takes as long as a wrong password.
+    Made on the first such login, not at import: one Argon2 hash is ~0.3-0.9 s of CPU in every
+    process that imports this module (the orchestrator and the console start-up, issue 17)."""
+    return _hasher.hash("switchboard-dummy-password")
 
 
 class UserExists(SwitchboardError):
@@ -230,7 +237,7 @@ async def authenticate(session: AsyncSession, *, email: str, password: str) -> C
     except ValueError:
         address = ""
     user = await find_user(session, address) if address else None
-    ok, new_hash = verify_password(password, user.password_hash if user else _DUMMY_HASH)
+    ok, new_hash = verify_password(password, user.password_hash if user else _dummy_hash())
     if user is None or not ok or not user.is_active:
         return None
     if new_hash:

@@ -34,6 +34,7 @@ from switchboard.observability import get_logger
 from switchboard.runtime.embedded import set_parent_death_signal
 from switchboard.runtime.services import ServiceSpec
 from switchboard.settings import Settings
+from switchboard.warming import WARMING
 
 __all__ = ["Supervisor", "RunLock", "PortInUse", "check_ports_free", "check_service_health"]
 
@@ -133,7 +134,8 @@ def check_service_health(
 
     Returns:
         ``(healthy, detail)``; ``detail`` is the health body's summary or the error. A 200 whose body
-        names another service (or none) is not healthy: some other program holds the port.
+        names another service (or none) is not healthy: some other program holds the port. A 200
+        ``status: "warming"`` is healthy, ``detail`` ends in ``(warming)``.
     """
     if spec.kind == "http":
         try:
@@ -148,7 +150,9 @@ def check_service_health(
         except ValueError:
             body = {}
         if response.status_code == 200 and body.get("service") == spec.name:
-            return True, f"{body.get('service', '?')} {body.get('version', '?')}"
+            # "warming" (the orchestrator loading LiteLLM) is up: its requests wait for the load
+            warming = " (warming)" if body.get("status") == WARMING else ""
+            return True, f"{body.get('service', '?')} {body.get('version', '?')}{warming}"
         if response.status_code == 200:  # something else on the port (another program, another service)
             return (
                 False,

@@ -35,18 +35,18 @@ from its receipt).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import copy
 import time
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 from jsonschema import Draft202012Validator
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import col, select
@@ -68,8 +68,13 @@ from switchboard.tools.contracts import (
     parse_error_text,
 )
 from switchboard.tools.receipts import Outcome, record_receipt, record_security_alert
+from switchboard.warming import start_import
+
+if TYPE_CHECKING:  # the SDK (~1 s of CPU, its server half included) loads on first use: start_mcp_import
+    from mcp import Client
 
 __all__ = [
+    "start_mcp_import",
     "DEFAULT_POOL_SIZE",
     "DiscoveredTool",
     "McpToolSource",
@@ -79,6 +84,22 @@ __all__ = [
 ]
 
 log = get_logger(__name__)
+
+
+def _import_mcp() -> tuple[ModuleType, ModuleType]:
+    """``(mcp, mcp.client.streamable_http)``, imported on first call."""
+    import mcp
+    import mcp.client.streamable_http
+
+    return mcp, mcp.client.streamable_http
+
+
+def start_mcp_import() -> concurrent.futures.Future[Any]:
+    """Import the MCP SDK in a daemon thread ``mcp-import``, once per process: the orchestrator's
+    warm-up (its requests wait for it: :class:`switchboard.service_app.ServiceApp`), so neither its
+    ``/healthz`` nor a turn on its event loop waits for the ~1 s import."""
+    return start_import("mcp", _import_mcp)
+
 
 LOOP_TIMEOUT_SHARE = 0.95
 """Share of the tool loop's per-call timeout this source uses, so its own timeout fires first."""
@@ -332,8 +353,9 @@ class McpToolSource:
                 # W3C traceparent of the tool call: the tool server's spans join the turn's trace
                 event_hooks={"request": [_propagate_trace]},
             )
-        return Client(
-            streamable_http_client(self.url, http_client=self._http),
+        mcp, streamable_http = _import_mcp()
+        return mcp.Client(
+            streamable_http.streamable_http_client(self.url, http_client=self._http),
             read_timeout_seconds=self.call_timeout_s,
             cache=None,
         )
