@@ -153,38 +153,21 @@ _MODEL_SOURCES = (
 RERANK_CANDIDATES = 50
 """Exact scan: candidates ranked by the half-precision embedding (at least this many, and twice the
 CTE's limit), re-ranked by the exact cosine of the full embeddings."""
-BIT_CANDIDATES_FACTOR = 4
-"""Exact scan: the first pass (signs only, from the index) keeps this many times the re-rank's candidates."""
-
-
-def _sign_bits(vector: list[float]) -> str:
-    """The question's ``embedding_bits`` as a bit-string literal: positive dimensions, then negative ones."""
-    return "".join("1" if v > 0 else "0" for v in vector) + "".join("1" if v < 0 else "0" for v in vector)
 
 
 def _nearest_cte(name: str, limit_param: str, *, exact: bool) -> str:
     """CTE ``name(id, distance)``: the tenant's ``:limit_param`` chunks nearest to ``:qvec``.
 
-    ``exact``: every active row of the tenant (tenant index, never HNSW) in three passes: the
-    ``:bit_candidates`` rows sharing the most signs with the question (``embedding_bits``, read
-    by an index-only scan of ``ix_knowledge_documents_tenant_bits``: the shared signs divided by
-    the square root of the chunk's non-zero dimensions, a binary cosine), of those the best
-    ``:rerank_candidates`` by the inner product of the normalized half-precision embeddings
-    (``embedding_half``, in the row), and those re-ranked by the exact cosine distance of the full
-    embeddings. Otherwise the HNSW index (iterative scan).
+    ``exact``: every active row of the tenant (tenant index, never HNSW) ranked by the inner product
+    of its normalized half-precision embedding (``embedding_half``, read from the row, no TOAST) with
+    the normalized question, the best ``:rerank_candidates`` re-ranked by the exact cosine distance
+    of the full embeddings. Otherwise the HNSW index (iterative scan).
     """
     if exact:
-        return f"""{name}_bits AS MATERIALIZED (
+        return f"""{name}_coarse AS MATERIALIZED (
     SELECT d.id
     FROM knowledge_documents d
     WHERE d.tenant_id = :tenant_id AND d.is_active AND d.source_id IN ({_MODEL_SOURCES})
-    ORDER BY bit_count(d.embedding_bits & CAST(:qbits AS bit(3072)))
-             / sqrt(greatest(bit_count(d.embedding_bits), 1)) DESC, d.id
-    LIMIT :bit_candidates
-),
-{name}_coarse AS MATERIALIZED (
-    SELECT d.id
-    FROM {name}_bits b JOIN knowledge_documents d ON d.id = b.id
     ORDER BY d.embedding_half <#> CAST(l2_normalize(CAST(:qvec AS vector)) AS halfvec), d.id
     LIMIT :rerank_candidates
 ),
@@ -406,12 +389,9 @@ async def _prepare(
     # The lexical embedding counts every shared word, so "the", "is", "what" would make any two
     # sentences look alike: embed only the question's keywords (calibration: README "Knowledge base").
     query_text = " ".join(terms) if embedding.is_lexical and terms else query
-    vector = await embed_query(embedding, query_text)
-    params["qvec"] = _vector_literal(vector)
+    params["qvec"] = _vector_literal(await embed_query(embedding, query_text))
     if strategy == "exact_scan":
         params["rerank_candidates"] = max(RERANK_CANDIDATES, 2 * params.get("candidates", limit))
-        params["bit_candidates"] = BIT_CANDIDATES_FACTOR * params["rerank_candidates"]
-        params["qbits"] = _sign_bits(vector)
     return _Prepared(
         sql=sql,
         params=params,

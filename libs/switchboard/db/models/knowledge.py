@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pgvector.sqlalchemy import BIT, HALFVEC, VECTOR
+from pgvector.sqlalchemy import HALFVEC, VECTOR
 from sqlalchemy import (
     BigInteger,
     CheckConstraint,
@@ -18,7 +18,6 @@ from sqlalchemy import (
     LargeBinary,
     String,
     Text,
-    text,
 )
 from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlmodel import Field
@@ -76,14 +75,6 @@ EMBEDDING_HALF_SQL = f"l2_normalize(embedding)::halfvec({EMBEDDING_DIMS})"
 precision (2 bytes a dimension), so its inner product with a normalized question is their cosine
 similarity to about three digits."""
 
-EMBEDDING_BITS_SQL = (
-    "(binary_quantize(embedding) || binary_quantize(embedding * CAST(array_fill(CAST(-1 AS real), "
-    f"ARRAY[{EMBEDDING_DIMS}]) AS vector({EMBEDDING_DIMS}))))::bit({2 * EMBEDDING_DIMS})"
-)
-"""The generated ``knowledge_documents.embedding_bits``: the embedding's positive dimensions as bits,
-then its negative ones (``2 × EMBEDDING_DIMS`` bits, 384 bytes); ``bit_count(bits & q)`` counts the
-dimensions where chunk and question have the same non-zero sign (migration ``0024_retrieval3``)."""
-
 
 class KnowledgeDocument(TenantOwned, table=True):
     """One chunk of a knowledge source: text, embedding and ``tsvector``, filtered by tenant and ``is_active``.
@@ -102,13 +93,6 @@ class KnowledgeDocument(TenantOwned, table=True):
         ),
         Index("ix_knowledge_documents_tenant_tsv", "tenant_id", "tsv", postgresql_using="gin"),
         Index("ix_knowledge_documents_tenant_active", "tenant_id", "is_active"),
-        Index(  # the exact scan's first pass reads only this index (index-only scan, migration 0024)
-            "ix_knowledge_documents_tenant_bits",
-            "tenant_id",
-            "source_id",
-            postgresql_include=["id", "embedding_bits"],
-            postgresql_where=text("is_active"),
-        ),
     )
 
     id: int | None = Field(default=None, sa_column=Column(BigInteger, primary_key=True, autoincrement=True))
@@ -127,13 +111,7 @@ class KnowledgeDocument(TenantOwned, table=True):
         sa_column=Column(HALFVEC(EMBEDDING_DIMS), Computed(EMBEDDING_HALF_SQL, persisted=True)),
     )
     """``embedding`` normalized, in half precision, stored inline (``STORAGE MAIN``, 3 KB): the exact
-    scan re-ranks the first pass's candidates by it (migration ``0021_retrieval``)."""
-    embedding_bits: Any = Field(
-        default=None,
-        sa_column=Column(BIT(2 * EMBEDDING_DIMS), Computed(EMBEDDING_BITS_SQL, persisted=True)),
-    )
-    """The embedding's signs (:data:`EMBEDDING_BITS_SQL`), carried by ``ix_knowledge_documents_tenant_bits``
-    for the exact scan's first pass."""
+    scan ranks candidates by it (migration ``0021_retrieval``)."""
     tsv: str | None = Field(
         default=None,
         sa_column=Column(TSVECTOR, Computed("to_tsvector('simple', text)", persisted=True)),
