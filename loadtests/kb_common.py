@@ -229,7 +229,7 @@ def database(url: str | None, data_dir: str | None = None) -> Iterator[str]:
         try:
             yield started
         finally:
-            pg.stop()
+            pg.stop(only_if_started_here=True)  # a kept folder may be in use by another run
 
 
 def state_path(args: argparse.Namespace, prefix: str) -> Path | None:

@@ -103,7 +103,9 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
         print(f"{args.chunks} chunks over {args.tenants} tenants, loaded by an earlier run in {args.data_dir}; "
               f"{kb_common.machine_line()}")  # fmt: skip
         print(state["load_report"], end="")
-        await bench.conn.execute("ANALYZE knowledge_documents")  # a migration since the load may have rewritten it
+        await bench.conn.execute(
+            "ANALYZE knowledge_documents"
+        )  # a migration since the load may have rewritten it
     else:
         bench = await load(args, database_url)
     corpus = documents()
