@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import functools
 import itertools
+import json
 import multiprocessing
 import random
 import sys
@@ -184,6 +185,11 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, ingest_chunks: int)
     parser.add_argument("--workers", type=int, default=2, help="processes computing filler embeddings")
     parser.add_argument("--maintenance-work-mem", default="1GB", help="for the HNSW build")
     parser.add_argument("--database-url", help="use this server instead of an embedded one")
+    parser.add_argument(
+        "--data-dir",
+        help="keep the embedded PostgreSQL in this folder; a later run with the same folder and sizes "
+        "skips ingestion and filler and only measures (load 100,000 chunks once, measure many times)",
+    )
     parser.set_defaults(_ingest_default=ingest_chunks)
 
 
@@ -203,25 +209,64 @@ def run_with_database(args: argparse.Namespace, run: Callable[[argparse.Namespac
     from switchboard.observability import configure_logging
 
     configure_logging(service=service, level="WARNING", fmt="console")
-    with database(args.database_url) as url:
+    with database(args.database_url, getattr(args, "data_dir", None)) as url:
         upgrade(url)
         asyncio.run(run(args, url))
 
 
 @contextlib.contextmanager
-def database(url: str | None) -> Iterator[str]:
+def database(url: str | None, data_dir: str | None = None) -> Iterator[str]:
+    """``url``, or an embedded server: in ``data_dir`` (kept) or in a temporary folder (removed)."""
     if url:
         yield url
         return
     from switchboard.runtime.embedded import EmbeddedPostgres
 
-    with tempfile.TemporaryDirectory(prefix="kb-bench-") as folder:
+    with contextlib.ExitStack() as stack:
+        folder = data_dir or stack.enter_context(tempfile.TemporaryDirectory(prefix="kb-bench-"))
         pg = EmbeddedPostgres(Path(folder) / "postgres")
         started = pg.start()
         try:
             yield started
         finally:
-            pg.stop()
+            pg.stop(only_if_started_here=True)  # a kept folder may be in use by another run
+
+
+def state_path(args: argparse.Namespace, prefix: str) -> Path | None:
+    """Where a ``--data-dir`` run records what it loaded (``None`` without ``--data-dir``)."""
+    data_dir = getattr(args, "data_dir", None)
+    return Path(data_dir) / f"{prefix}-state.json" if data_dir else None
+
+
+def load_state(args: argparse.Namespace, prefix: str) -> dict[str, Any] | None:
+    """The loaded run's state when ``--data-dir`` holds one of the same sizes, else ``None``."""
+    path = state_path(args, prefix)
+    if path is None or not path.exists():
+        return None
+    state = json.loads(path.read_text())
+    sizes = {"chunks": args.chunks, "tenants": args.tenants, "ingest_chunks": args.ingest_chunks}
+    if state.get("sizes") != sizes:
+        raise SystemExit(f"{path} holds a run of {state.get('sizes')}, not {sizes}: use another --data-dir")
+    return state
+
+
+def save_state(args: argparse.Namespace, prefix: str, bench: Bench, **extra: Any) -> None:
+    path = state_path(args, prefix)
+    if path is None:
+        return
+    sizes = {"chunks": args.chunks, "tenants": args.tenants, "ingest_chunks": args.ingest_chunks}
+    path.write_text(json.dumps({"sizes": sizes, "tenant_ids": [str(t) for t in bench.tenant_ids], **extra}))
+
+
+async def attach(url: str, tenant_ids: list[str]) -> Bench:
+    """A :class:`Bench` on an already loaded database (``--data-dir`` re-run)."""
+    from switchboard.db.engine import create_engine, session_factory
+    from switchboard.settings import load_settings
+
+    settings = load_settings(database_url=url, _env_file=None, log_level="WARNING")
+    engine = create_engine(url, pool_size=4)
+    return Bench(settings=settings, engine=engine, sessions=session_factory(engine), conn=await connect(url),
+                 tenant_ids=[uuid.UUID(t) for t in tenant_ids], url=url)  # fmt: skip
 
 
 @dataclass

@@ -5,6 +5,9 @@ Run (starts an embedded PostgreSQL + pgvector in a temporary folder, like the te
     .venv/bin/python loadtests/kb_graph_benchmark.py --quick      # 10,000 chunks, 2 tenants, < 2 min
     .venv/bin/python loadtests/kb_graph_benchmark.py              # 100,000 chunks, 20 tenants
     .venv/bin/python loadtests/kb_graph_benchmark.py --database-url postgresql://...
+    # load 100,000 chunks once into a kept folder, then measure again without reloading:
+    .venv/bin/python loadtests/kb_graph_benchmark.py --data-dir /tmp/kb100k
+    .venv/bin/python loadtests/kb_graph_benchmark.py --data-dir /tmp/kb100k --modes vector,hybrid
 
 What it does (offline lexical embedding and the deterministic extractor, no provider; setup shared
 with ``kb_benchmark.py`` in :mod:`loadtests.kb_common`):
@@ -50,22 +53,29 @@ MODES: list[tuple[str, str, bool | None]] = [
 ]
 
 
-async def run(args: argparse.Namespace, database_url: str) -> None:
+async def load(args: argparse.Namespace, database_url: str) -> kb_common.Bench:
+    """Ingest the valve corpus and the manuals, then fill to ``--chunks`` (printing the figures)."""
+    report: list[str] = []
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        report.append(line + "\n")
+
     bench = await kb_common.setup(database_url, tenants=args.tenants, prefix="graph")
-    print(f"{args.chunks} chunks over {args.tenants} tenants; {kb_common.machine_line()}")
+    say(f"{args.chunks} chunks over {args.tenants} tenants; {kb_common.machine_line()}")
     corpus = documents()
     started, corpus_chunks = time.perf_counter(), 0
     for tenant_id in bench.tenant_ids:
         for name, data in corpus.items():
             corpus_chunks += await kb_common.ingest_file(bench, tenant_id, name, data)
     corpus_s = time.perf_counter() - started
-    print(
+    say(
         f"ingestion, valve corpus ({len(corpus)} documents x {args.tenants} tenants; parse+split+embed+"
         f"extract+insert): {corpus_chunks} chunks in {corpus_s:.1f} s = {corpus_chunks / corpus_s:.0f} chunks/s"
     )
     manual_chunks, manual_s = await kb_common.ingest_manuals(bench, args.ingest_chunks)
     if manual_chunks:
-        print(
+        say(
             f"ingestion, synthetic manuals (40 chunks of ~900 characters per document, two part codes each): "
             f"{manual_chunks} chunks in {manual_s:.1f} s = {manual_chunks / manual_s:.0f} chunks/s"
         )
@@ -76,12 +86,29 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
         "SELECT (SELECT count(*) FROM knowledge_documents) AS chunks, (SELECT count(*) FROM kg_entities) AS "
         "entities, (SELECT count(*) FROM kg_mentions) AS mentions, (SELECT count(*) FROM kg_relations) AS relations"
     )
-    print(
+    say(
         f"filler: {fill.chunks} chunks + {fill.entities} entities + {fill.mentions} mentions by COPY in "
         f"{fill.load_s:.1f} s; HNSW rebuild {fill.index_s:.1f} s -> {totals['chunks']} chunks, "
         f"{totals['entities']} entities, {totals['mentions']} mentions, {totals['relations']} relations"
     )
 
+    kb_common.save_state(args, "graph", bench, load_report="".join(report[1:]))
+    return bench
+
+
+async def run(args: argparse.Namespace, database_url: str) -> None:
+    state = kb_common.load_state(args, "graph")
+    if state is not None:
+        bench = await kb_common.attach(database_url, state["tenant_ids"])
+        print(f"{args.chunks} chunks over {args.tenants} tenants, loaded by an earlier run in {args.data_dir}; "
+              f"{kb_common.machine_line()}")  # fmt: skip
+        print(state["load_report"], end="")
+        await bench.conn.execute(
+            "ANALYZE knowledge_documents"
+        )  # a migration since the load may have rewritten it
+    else:
+        bench = await load(args, database_url)
+    corpus = documents()
     support_rows = await bench.conn.fetch(
         "SELECT d.id, d.tenant_id, s.filename, d.text FROM knowledge_documents d "
         "JOIN knowledge_sources s ON s.id = d.source_id WHERE s.filename = ANY($1::text[]) AND d.tenant_id = ANY($2)",
@@ -111,6 +138,8 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
     kinds = ("multi_hop", "single_hop", "exact_sku")
     print(f"  {'mode':<30}" + "".join(f"{k + ' r@5':>16}" for k in kinds) + f"{'p50 ms':>9}{'p95 ms':>9}")
     for label, mode, use_graph in MODES:
+        if args.modes and label.split(" ")[0] not in args.modes.split(","):
+            continue
         for tenant, question, _ in asked[:5]:  # warm-up
             await kb_common.timed_search(bench, tenant, question.text, mode, use_graph=use_graph)
         latencies: list[float] = []
@@ -134,6 +163,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     kb_common.add_common_arguments(parser, ingest_chunks=1000)
     parser.add_argument("--question-tenants", type=int, default=2, help="tenants each question is asked in")
+    parser.add_argument("--modes", help="comma-separated modes to measure (default: all), e.g. vector,hybrid")
     args = parser.parse_args()
     kb_common.resolve_sizes(args)
     started = time.perf_counter()
