@@ -24,18 +24,20 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sqlalchemy import delete, insert, update
+from sqlalchemy import delete, update
 from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import (
+    EMBEDDING_DIMS,
     KnowledgeDocument,
     KnowledgeSource,
     KnowledgeSourceFile,
@@ -344,27 +346,11 @@ async def ingest_source(
                 KnowledgeDocument.tenant_id == tenant_id, KnowledgeDocument.source_id == source_id
             )
         )
-        chunk_ids: list[int] = []
-        if rows:
-            inserted = await session.exec(
-                insert(KnowledgeDocument).returning(KnowledgeDocument.id, sort_by_parameter_order=True),  # type: ignore[arg-type]
-                params=[
-                    {
-                        "tenant_id": tenant_id,
-                        "source_id": source_id,
-                        "position": position,
-                        "page": row["page"],
-                        "sheet": row["sheet"],
-                        "text": row["text"],
-                        "embedding": vector,
-                        "is_active": current.is_active,
-                        "content_hash": sha256_hex(row["text"].encode()),
-                        "attributes": row["attributes"],
-                    }
-                    for position, (row, vector) in enumerate(zip(rows, vectors, strict=True))
-                ],
-            )
-            chunk_ids = [int(row_id) for row_id in inserted.scalars()]
+        chunk_ids = await insert_chunks(
+            session, tenant_id=tenant_id, source_id=source_id, is_active=current.is_active,
+            chunks=[(row["page"], row["sheet"], row["text"], row["attributes"]) for row in rows],
+            vectors=vectors,
+        )  # fmt: skip
         counts = await store_graph(
             session, tenant_id=tenant_id, source_id=source_id, chunk_ids=chunk_ids, extractions=extractions
         )
@@ -390,6 +376,72 @@ async def ingest_source(
         duration_ms=report.duration_ms,
     )
     return report
+
+
+_INSERT_CHUNKS = f"""
+INSERT INTO knowledge_documents
+    (tenant_id, source_id, position, page, sheet, text, embedding, is_active, content_hash, attributes)
+SELECT $1, $2, u.position, u.page, u.sheet, u.text,
+       ($3::real[])[u.position * {EMBEDDING_DIMS} + 1 : (u.position + 1) * {EMBEDDING_DIMS}]::vector({EMBEDDING_DIMS}),
+       $4, u.content_hash, u.attributes::jsonb
+FROM unnest($5::int[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[])
+    AS u(position, page, sheet, text, content_hash, attributes)
+RETURNING id, position
+"""
+"""One statement for all of a document's chunks; the vectors travel as one flat ``real[]`` in
+asyncpg's binary format and are sliced and cast to ``vector`` by Postgres."""
+
+
+async def insert_chunks(
+    session: AsyncSession,
+    *,
+    tenant_id: uuid.UUID,
+    source_id: uuid.UUID,
+    is_active: bool,
+    chunks: Sequence[tuple[int | None, str | None, str, dict[str, Any]]],
+    vectors: Sequence[Sequence[float]],
+) -> list[int]:
+    """Insert a document's chunks in the session's transaction; their ids, in order.
+
+    One ``INSERT .. SELECT FROM unnest(..)`` on the session's asyncpg connection, with every
+    embedding in one binary ``real[]`` parameter: SQLAlchemy's bulk insert sent each vector as
+    pgvector's text form (``'[0.0123,...]'``, 1,536 floats printed in Python and parsed again by
+    the server: about a third of a 40-chunk document's insert) through a statement it compiled for
+    every document (``loadtests/README.md``, ingestion). ``position`` is the chunk's index.
+
+    Args:
+        session: the ingestion transaction.
+        tenant_id: owner (written on every row).
+        source_id: the document.
+        is_active: the document's flag, copied to each chunk.
+        chunks: ``(page, sheet, text, attributes)`` per chunk, in order.
+        vectors: one :data:`~switchboard.db.models.EMBEDDING_DIMS`-float vector per chunk.
+
+    Raises:
+        ValueError: a vector of another width, or not one per chunk.
+        asyncpg.PostgresError: what the server refused (the transaction is then rolled back).
+    """
+    if len(chunks) != len(vectors):
+        raise ValueError(f"{len(vectors)} vectors for {len(chunks)} chunks")
+    if not chunks:
+        return []
+    flat: list[float] = []
+    for vector in vectors:
+        if len(vector) != EMBEDDING_DIMS:
+            raise ValueError(f"a vector of {len(vector)} dimensions; the column has {EMBEDDING_DIMS}")
+        flat.extend(vector)
+    connection = await session.connection()
+    raw = (await connection.get_raw_connection()).driver_connection
+    records = await raw.fetch(
+        _INSERT_CHUNKS, tenant_id, source_id, flat, is_active, list(range(len(chunks))),
+        [page for page, _, _, _ in chunks], [sheet for _, sheet, _, _ in chunks],
+        [text for _, _, text, _ in chunks], [sha256_hex(text.encode()) for _, _, text, _ in chunks],
+        [json.dumps(attributes or {}) for _, _, _, attributes in chunks],
+    )  # fmt: skip
+    ids = [0] * len(chunks)
+    for record in records:
+        ids[record["position"]] = int(record["id"])
+    return ids
 
 
 async def _fail(
@@ -463,19 +515,12 @@ async def ingest_in_session(
     )  # fmt: skip
     await session.flush()
     scope.add(KnowledgeSourceFile(tenant_id=tenant_id, source_id=source.id, data=data))
-    chunks = [
-        scope.add(
-            KnowledgeDocument(
-                tenant_id=tenant_id, source_id=source.id, position=position, page=section.page,
-                sheet=section.sheet, text=text, embedding=vector, is_active=True,
-                content_hash=sha256_hex(text.encode()), attributes=section.attributes,
-            )
-        )
-        for position, ((section, text), vector) in enumerate(zip(rows, vectors, strict=True))
-    ]  # fmt: skip
-    await session.flush()
+    chunk_ids = await insert_chunks(
+        session, tenant_id=tenant_id, source_id=source.id, is_active=True,
+        chunks=[(section.page, section.sheet, text, section.attributes) for section, text in rows], vectors=vectors,
+    )  # fmt: skip
     counts = await store_graph(
-        session, tenant_id=tenant_id, source_id=source.id, chunk_ids=[int(c.id or 0) for c in chunks],
+        session, tenant_id=tenant_id, source_id=source.id, chunk_ids=chunk_ids,
         extractions=extract_document([(text, section.attributes) for section, text in rows]),
     )  # fmt: skip
     source.details = {**source.details, "graph": {"extractor": "deterministic", "entities": counts.entities,
