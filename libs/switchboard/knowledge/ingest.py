@@ -22,9 +22,12 @@ reason in ``error``.
 
 from __future__ import annotations
 
+import array
 import asyncio
 import hashlib
 import json
+import struct
+import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -378,18 +381,24 @@ async def ingest_source(
     return report
 
 
-_INSERT_CHUNKS = f"""
+_INSERT_CHUNKS = """
 INSERT INTO knowledge_documents
     (tenant_id, source_id, position, page, sheet, text, embedding, is_active, content_hash, attributes)
-SELECT $1, $2, u.position, u.page, u.sheet, u.text,
-       ($3::real[])[u.position * {EMBEDDING_DIMS} + 1 : (u.position + 1) * {EMBEDDING_DIMS}]::vector({EMBEDDING_DIMS}),
-       $4, u.content_hash, u.attributes::jsonb
-FROM unnest($5::int[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[])
-    AS u(position, page, sheet, text, content_hash, attributes)
+SELECT $1, $2, u.position, u.page, u.sheet, u.text, u.embedding, $3, u.content_hash, u.attributes::jsonb
+FROM unnest($4::int[], $5::int[], $6::text[], $7::text[], $8::vector[], $9::text[], $10::text[])
+    AS u(position, page, sheet, text, embedding, content_hash, attributes)
 RETURNING id, position
 """
-"""One statement for all of a document's chunks; the vectors travel as one flat ``real[]`` in
-asyncpg's binary format and are sliced and cast to ``vector`` by Postgres."""
+"""One statement for all of a document's chunks (``position`` is the chunk's index)."""
+_VECTOR_HEADER = struct.Struct(">HH")
+
+
+def _vector_binary(vector: Sequence[float]) -> bytes:
+    """pgvector's binary form of ``vector``: dimensions and a zero (big-endian int16), then big-endian float4s."""
+    values = array.array("f", vector)
+    if sys.byteorder == "little":
+        values.byteswap()
+    return _VECTOR_HEADER.pack(len(values), 0) + values.tobytes()
 
 
 async def insert_chunks(
@@ -403,11 +412,14 @@ async def insert_chunks(
 ) -> list[int]:
     """Insert a document's chunks in the session's transaction; their ids, in order.
 
-    One ``INSERT .. SELECT FROM unnest(..)`` on the session's asyncpg connection, with every
-    embedding in one binary ``real[]`` parameter: SQLAlchemy's bulk insert sent each vector as
-    pgvector's text form (``'[0.0123,...]'``, 1,536 floats printed in Python and parsed again by
-    the server: about a third of a 40-chunk document's insert) through a statement it compiled for
-    every document (``loadtests/README.md``, ingestion). ``position`` is the chunk's index.
+    One ``INSERT .. SELECT FROM unnest(..)`` on the session's asyncpg connection with the
+    embeddings in pgvector's binary format: SQLAlchemy's bulk insert sent each vector as pgvector's
+    text form (``'[0.0123,...]'``: 1,536 floats printed in Python, then parsed by the server, about
+    a third of a 40-chunk document's insert) through a statement compiled for every document; a
+    ``real[]`` parameter instead cost asyncpg two ``isinstance`` checks per float. For the one
+    statement the connection gets a binary codec for ``vector`` (bytes in, bytes out), removed
+    again before the connection goes back to the pool, so every other statement on it sees vectors
+    as before (asyncpg applies codecs per connection: ``Connection.set_type_codec``).
 
     Args:
         session: the ingestion transaction.
@@ -419,25 +431,33 @@ async def insert_chunks(
 
     Raises:
         ValueError: a vector of another width, or not one per chunk.
-        asyncpg.PostgresError: what the server refused (the transaction is then rolled back).
+        asyncpg.PostgresError: what the server refused; the connection is then invalidated (closed,
+            not pooled: it still has the codec) and the caller's transaction is lost.
     """
     if len(chunks) != len(vectors):
         raise ValueError(f"{len(vectors)} vectors for {len(chunks)} chunks")
     if not chunks:
         return []
-    flat: list[float] = []
+    encoded = []
     for vector in vectors:
         if len(vector) != EMBEDDING_DIMS:
             raise ValueError(f"a vector of {len(vector)} dimensions; the column has {EMBEDDING_DIMS}")
-        flat.extend(vector)
+        encoded.append(_vector_binary(vector))
     connection = await session.connection()
     raw = (await connection.get_raw_connection()).driver_connection
-    records = await raw.fetch(
-        _INSERT_CHUNKS, tenant_id, source_id, flat, is_active, list(range(len(chunks))),
-        [page for page, _, _, _ in chunks], [sheet for _, sheet, _, _ in chunks],
-        [text for _, _, text, _ in chunks], [sha256_hex(text.encode()) for _, _, text, _ in chunks],
-        [json.dumps(attributes or {}) for _, _, _, attributes in chunks],
-    )  # fmt: skip
+    await raw.set_type_codec("vector", encoder=bytes, decoder=bytes, format="binary")
+    try:
+        records = await raw.fetch(
+            _INSERT_CHUNKS, tenant_id, source_id, is_active, list(range(len(chunks))),
+            [page for page, _, _, _ in chunks], [sheet for _, sheet, _, _ in chunks],
+            [text for _, _, text, _ in chunks], encoded, [sha256_hex(text.encode()) for _, _, text, _ in chunks],
+            [json.dumps(attributes or {}) for _, _, _, attributes in chunks],
+        )  # fmt: skip
+    except BaseException:
+        # the transaction is lost and the codec cannot be removed in it: the pool must not get it back
+        await connection.invalidate()
+        raise
+    await raw.reset_type_codec("vector")
     ids = [0] * len(chunks)
     for record in records:
         ids[record["position"]] = int(record["id"])
