@@ -328,7 +328,9 @@ def mixed_files(tenants: int, chunks: int) -> list[tuple[int, str, bytes]]:
     return files
 
 
-async def ingest_files(bench: Bench, files: list[tuple[int, str, bytes]]) -> dict[str, tuple[int, int, float]]:
+async def ingest_files(
+    bench: Bench, files: list[tuple[int, str, bytes]]
+) -> dict[str, tuple[int, int, float]]:
     """Ingest ``files`` (from :func:`mixed_files`) one after the other through the real pipeline.
 
     Returns:

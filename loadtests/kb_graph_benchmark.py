@@ -77,7 +77,9 @@ async def run_ingest_only(args: argparse.Namespace, database_url: str) -> None:
     docs = corpus["all"][0] + mixed["all"][0]
     chunks = corpus["all"][1] + mixed["all"][1]
     seconds = corpus["all"][2] + mixed["all"][2]
-    print(f"ingestion, all ({docs} documents): {chunks} chunks in {seconds:.1f} s = {chunks / seconds:.0f} chunks/s")
+    print(
+        f"ingestion, all ({docs} documents): {chunks} chunks in {seconds:.1f} s = {chunks / seconds:.0f} chunks/s"
+    )
     print(f"done; {kb_common.machine_line()}")
     await bench.close()
 
@@ -170,13 +172,17 @@ def main() -> None:
         "--ingest-only", action="store_true",
         help="only ingestion: the valve corpus, then --ingest-chunks chunks of text/PDF/DOCX/CSV uploads",
     )  # fmt: skip
-    parser.add_argument("--profile", help="with --ingest-only: write a cProfile of the ingestion to this file")
+    parser.add_argument(
+        "--profile", help="with --ingest-only: write a cProfile of the ingestion to this file"
+    )
     args = parser.parse_args()
     if args.ingest_only and args.ingest_chunks is None:
         args.ingest_chunks = 1000  # about 30 uploads: enough to average over, well under two minutes
     kb_common.resolve_sizes(args)
     started = time.perf_counter()
-    kb_common.run_with_database(args, run_ingest_only if args.ingest_only else run, service="kb-graph-benchmark")
+    kb_common.run_with_database(
+        args, run_ingest_only if args.ingest_only else run, service="kb-graph-benchmark"
+    )
     print(f"total {time.perf_counter() - started:.0f} s")
 
 

@@ -30,6 +30,7 @@ import struct
 import sys
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -58,7 +59,13 @@ from switchboard.knowledge.embeddings import (
 )
 from switchboard.knowledge.graph import extract_document, extract_for_ingest, prune_orphans, store_graph
 from switchboard.knowledge.isolation import ParseLimits, parse_isolated
-from switchboard.knowledge.parsers import CONTENT_TYPES, DocumentRejected, parse_document, sniff_kind
+from switchboard.knowledge.parsers import (
+    CONTENT_TYPES,
+    DocumentRejected,
+    ParsedDocument,
+    parse_document,
+    sniff_kind,
+)
 from switchboard.knowledge.splitter import split_text
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
@@ -154,7 +161,8 @@ async def register_upload(
             password-protected Office files), or unreadable by its parser (corrupt or encrypted PDF,
             image-only scan, no text; :class:`~switchboard.knowledge.parsers.DocumentTooComplex` past the parse limits): nothing is
             stored, and a document of the same name keeps its previous version as it was. The file
-            is parsed here for that check (in a child process) and again by the ingestion job.
+            is parsed here for that check (in a child process); an ingestion job in this process
+            takes that parse (``kb add``), one in another process (the worker) parses again.
     """
     filename = filename.replace("\\", "/").rsplit("/", 1)[-1].strip() or "upload"
     try:
@@ -181,7 +189,7 @@ async def register_upload(
     # parse now (in a child process, within the limits) so a file that cannot be read stores
     # nothing, like an empty or unsupported one, and a bad replacement leaves the previous version
     try:
-        await asyncio.to_thread(parse_isolated, data, filename, ParseLimits.from_settings(settings))
+        parsed = await asyncio.to_thread(parse_isolated, data, filename, ParseLimits.from_settings(settings))
     except DocumentRejected as exc:
         log.warning(
             "knowledge_upload_unreadable", tenant_id=str(tenant_id), filename=filename, reason=exc.reason
@@ -204,6 +212,7 @@ async def register_upload(
     else:
         blob.data = data
     await session.flush()
+    _remember_parse(content_hash, filename, parsed)
     log.info(
         "knowledge_upload_registered",
         tenant_id=str(tenant_id),
@@ -213,6 +222,40 @@ async def register_upload(
         size_bytes=len(data),
     )
     return UploadOutcome(source=source, action=action)
+
+
+_PARSES_KEPT = 8
+"""Parses :func:`register_upload` keeps for an ingestion in the same process (``kb add``, the seed)."""
+_PARSE_CHARS_KEPT = 8_000_000
+"""... as long as their text is at most this many characters in all."""
+_parses: OrderedDict[tuple[str, str], ParsedDocument] = OrderedDict()
+
+
+def _parsed_chars(parsed: ParsedDocument) -> int:
+    return sum(len(section.text) for section in parsed.sections)
+
+
+def _remember_parse(content_hash: str, filename: str, parsed: ParsedDocument) -> None:
+    """Keep what the upload's check parsed, so an ingestion of the same bytes in this process
+    (``switchboard kb add``: register, then ingest) does not fork a parse of them again."""
+    if _parsed_chars(parsed) > _PARSE_CHARS_KEPT:
+        return
+    _parses[(content_hash, filename)] = parsed
+    _parses.move_to_end((content_hash, filename))
+    while len(_parses) > _PARSES_KEPT or sum(_parsed_chars(p) for p in _parses.values()) > _PARSE_CHARS_KEPT:
+        _parses.popitem(last=False)
+
+
+def _recall_parse(content_hash: str, filename: str, data: bytes) -> ParsedDocument | None:
+    """The parse :func:`_remember_parse` kept for these bytes under this name (taken: used once), or ``None``.
+
+    The parse depends only on the bytes and the name (the limits only decide whether it is refused),
+    and ``content_hash`` is checked against ``data`` here, so a kept parse is what parsing again gives.
+    """
+    parsed = _parses.pop((content_hash, filename), None)
+    if parsed is not None and sha256_hex(data) != content_hash:
+        return None
+    return parsed
 
 
 async def _mark(sessions: async_sessionmaker[AsyncSession], source_id: uuid.UUID, **values: Any) -> None:
@@ -295,12 +338,14 @@ async def ingest_source(
 
     config = resolve_embedding_config(settings, tenant)
     report.embedding_model = config.model
-    try:
-        parsed = await asyncio.to_thread(
-            parse_isolated, blob.data, source.filename, ParseLimits.from_settings(settings)
-        )
-    except DocumentRejected as exc:
-        return await _fail(sessions, report, bound, str(exc), reason=exc.reason)
+    parsed = _recall_parse(source.content_hash, source.filename, blob.data)
+    if parsed is None:  # the usual case in the worker: the upload was parsed by the API's process
+        try:
+            parsed = await asyncio.to_thread(
+                parse_isolated, blob.data, source.filename, ParseLimits.from_settings(settings)
+            )
+        except DocumentRejected as exc:
+            return await _fail(sessions, report, bound, str(exc), reason=exc.reason)
     if on_progress:
         on_progress("parse", 1, 1)
     rows: list[dict[str, Any]] = []
