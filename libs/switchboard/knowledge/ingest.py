@@ -57,13 +57,7 @@ from switchboard.knowledge.embeddings import (
     embed_texts,
     resolve_embedding_config,
 )
-from switchboard.knowledge.graph import (
-    extract_document,
-    extract_for_ingest,
-    extracts_with_model,
-    prune_orphans,
-    store_graph,
-)
+from switchboard.knowledge.graph import extract_document, extract_for_ingest, prune_orphans, store_graph
 from switchboard.knowledge.isolation import ParseLimits, parse_isolated
 from switchboard.knowledge.parsers import (
     CONTENT_TYPES,
@@ -363,65 +357,19 @@ async def ingest_source(
             )
     details = dict(parsed.details)
     details.update(kind=parsed.kind.value, chunks=len(rows), sections=len(parsed.sections))
-    # a provider's embeddings and a model's extraction come before the transaction (a failure leaves
-    # the previous version answering, and no transaction waits on the network); the offline
-    # embedding and the deterministic extractor are CPU only and run in threads inside it, batch by
-    # batch, while Postgres inserts the batch before (HNSW upkeep is most of an insert): the two
-    # cores work at once instead of in turn
-    vectors: list[list[float]] | None = None
-    if not config.is_lexical:
-        try:
-            vectors = await embed_texts(
-                config,
-                [row["text"] for row in rows],
-                on_batch=(lambda done, total: on_progress("embed", done, total)) if on_progress else None,
-            )
-        except EmbeddingFailed as exc:
-            return await _fail(sessions, report, bound, str(exc), reason="embedding_failed", details=details)
-    extraction = asyncio.ensure_future(
-        extract_for_ingest(
-            [(row["text"], row["attributes"]) for row in rows],
-            settings=settings, tenant=tenant, gateway=gateway, trace_id=f"kb-ingest-{source_id.hex}",
-        )
-    )  # fmt: skip
     try:
-        if extracts_with_model(settings, tenant, gateway):
-            await extraction  # a model's answers: before the transaction, not inside it
-        return await _store_version(
-            sessions, report, bound, tenant_id=tenant_id, config=config, rows=rows, vectors=vectors,
-            extraction=extraction, details=details, content_hash=content_hash, on_progress=on_progress,
-            started=started,
-        )  # fmt: skip
-    finally:
-        if not extraction.done():  # superseded or failed meanwhile: nobody will read it
-            extraction.cancel()
+        vectors = await embed_texts(
+            config,
+            [row["text"] for row in rows],
+            on_batch=(lambda done, total: on_progress("embed", done, total)) if on_progress else None,
+        )
+    except EmbeddingFailed as exc:
+        return await _fail(sessions, report, bound, str(exc), reason="embedding_failed", details=details)
+    extractions, extractor = await extract_for_ingest(
+        [(row["text"], row["attributes"]) for row in rows],
+        settings=settings, tenant=tenant, gateway=gateway, trace_id=f"kb-ingest-{source_id.hex}",
+    )  # fmt: skip
 
-
-LEXICAL_PIPELINE_BATCH = 16
-"""Chunks per offline-embedding batch inside the ingestion transaction: the next batch is embedded
-while the previous one is inserted."""
-
-
-async def _store_version(
-    sessions: async_sessionmaker[AsyncSession],
-    report: IngestReport,
-    bound: Any,
-    *,
-    tenant_id: uuid.UUID,
-    config: EmbeddingConfig,
-    rows: list[dict[str, Any]],
-    vectors: list[list[float]] | None,
-    extraction: asyncio.Future[tuple[list[Any], str]],
-    details: dict[str, Any],
-    content_hash: str | None,
-    on_progress: ProgressCallback | None,
-    started: float,
-) -> IngestReport:
-    """The ingestion transaction of :func:`ingest_source`: swap the chunks and the graph, mark ``ready``.
-
-    ``vectors`` is ``None`` for the offline embedding (computed here, in batches, overlapping the inserts).
-    """
-    source_id = report.source_id
     async with sessions() as session, session.begin():
         current = await TenantScope(session, tenant_id).get(KnowledgeSource, source_id)
         if current is None:
@@ -446,35 +394,11 @@ async def _store_version(
                 KnowledgeDocument.tenant_id == tenant_id, KnowledgeDocument.source_id == source_id
             )
         )
-        chunks = [(row["page"], row["sheet"], row["text"], row["attributes"]) for row in rows]
-        chunk_ids: list[int] = []
-        if vectors is not None:
-            chunk_ids = await insert_chunks(
-                session, tenant_id=tenant_id, source_id=source_id, is_active=current.is_active,
-                chunks=chunks, vectors=vectors,
-            )  # fmt: skip
-        else:
-            step = LEXICAL_PIPELINE_BATCH
-            batches = [chunks[start : start + step] for start in range(0, len(chunks), step)]
-            pending: asyncio.Future[list[list[float]]] | None = None
-            try:
-                for number, batch in enumerate(batches):
-                    batch_vectors = await (pending or embed_texts(config, [c[2] for c in batch]))
-                    pending = None
-                    if number + 1 < len(batches):  # embedded in its thread while this batch is inserted
-                        pending = asyncio.ensure_future(
-                            embed_texts(config, [c[2] for c in batches[number + 1]])
-                        )
-                    chunk_ids += await insert_chunks(
-                        session, tenant_id=tenant_id, source_id=source_id, is_active=current.is_active,
-                        chunks=batch, vectors=batch_vectors, first_position=number * step,
-                    )  # fmt: skip
-                    if on_progress:
-                        on_progress("embed", len(chunk_ids), len(chunks))
-            finally:
-                if pending is not None and not pending.done():
-                    pending.cancel()
-        extractions, extractor = await extraction
+        chunk_ids = await insert_chunks(
+            session, tenant_id=tenant_id, source_id=source_id, is_active=current.is_active,
+            chunks=[(row["page"], row["sheet"], row["text"], row["attributes"]) for row in rows],
+            vectors=vectors,
+        )  # fmt: skip
         counts = await store_graph(
             session, tenant_id=tenant_id, source_id=source_id, chunk_ids=chunk_ids, extractions=extractions
         )
@@ -530,7 +454,6 @@ async def insert_chunks(
     is_active: bool,
     chunks: Sequence[tuple[int | None, str | None, str, dict[str, Any]]],
     vectors: Sequence[Sequence[float]],
-    first_position: int = 0,
 ) -> list[int]:
     """Insert a document's chunks in the session's transaction; their ids, in order.
 
@@ -550,7 +473,6 @@ async def insert_chunks(
         is_active: the document's flag, copied to each chunk.
         chunks: ``(page, sheet, text, attributes)`` per chunk, in order.
         vectors: one :data:`~switchboard.db.models.EMBEDDING_DIMS`-float vector per chunk.
-        first_position: ``position`` of the first chunk (a later batch of the same document).
 
     Raises:
         ValueError: a vector of another width, or not one per chunk.
@@ -571,8 +493,7 @@ async def insert_chunks(
     await raw.set_type_codec("vector", encoder=bytes, decoder=bytes, format="binary")
     try:
         records = await raw.fetch(
-            _INSERT_CHUNKS, tenant_id, source_id, is_active,
-            list(range(first_position, first_position + len(chunks))),
+            _INSERT_CHUNKS, tenant_id, source_id, is_active, list(range(len(chunks))),
             [page for page, _, _, _ in chunks], [sheet for _, sheet, _, _ in chunks],
             [text for _, _, text, _ in chunks], encoded, [sha256_hex(text.encode()) for _, _, text, _ in chunks],
             [json.dumps(attributes or {}) for _, _, _, attributes in chunks],
@@ -584,7 +505,7 @@ async def insert_chunks(
     await raw.reset_type_codec("vector")
     ids = [0] * len(chunks)
     for record in records:
-        ids[record["position"] - first_position] = int(record["id"])
+        ids[record["position"]] = int(record["id"])
     return ids
 
 

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -26,24 +25,11 @@ __all__ = [
     "extract_chunk",
     "extract_document",
     "extract_for_ingest",
-    "extracts_with_model",
     "normalize_name",
     "prune_orphans",
     "question_names",
     "store_graph",
 ]
-
-
-def extracts_with_model(settings: Any, tenant: Any, gateway: Any | None) -> bool:
-    """Whether :func:`extract_for_ingest` asks a provider model (the worker's ``gateway`` is given
-    and the tenant's deployments include a provider model) rather than extracting deterministically."""
-    if gateway is None:
-        return False
-    from switchboard.knowledge.graph.llm import uses_provider_model
-    from switchboard.tenant_settings import tenant_settings_from
-
-    llm = tenant_settings_from(tenant.settings_extensions, tenant_id=str(tenant.id)).llm
-    return uses_provider_model(settings, llm)
 
 
 async def extract_for_ingest(
@@ -56,18 +42,18 @@ async def extract_for_ingest(
 ) -> tuple[list[ChunkExtraction], str]:
     """Extract a document's chunks with the tenant's provider model, or deterministically.
 
-    The model is used when :func:`extracts_with_model`; a batch the model fails or answers out of
-    schema falls back to the deterministic extractor. The deterministic extractor runs in a worker
-    thread (CPU only), so the caller's other awaits (the chunk insert) proceed meanwhile. Returns
-    the extractions and the extractor's name: ``deterministic``, ``llm`` or ``llm+deterministic``
-    (some batches fell back).
+    The model is used when ``gateway`` is given (the worker's) and the tenant's deployments
+    include a provider model; a batch the model fails or answers out of schema falls back to the
+    deterministic extractor. Returns the extractions and the extractor's name: ``deterministic``,
+    ``llm`` or ``llm+deterministic`` (some batches fell back).
     """
-    if extracts_with_model(settings, tenant, gateway):
-        from switchboard.knowledge.graph.llm import LLMExtractor
+    if gateway is not None:
+        from switchboard.knowledge.graph.llm import LLMExtractor, uses_provider_model
         from switchboard.tenant_settings import tenant_settings_from
 
         llm = tenant_settings_from(tenant.settings_extensions, tenant_id=str(tenant.id)).llm
-        extractor = LLMExtractor(gateway, llm, tenant_id=uuid.UUID(str(tenant.id)), trace_id=trace_id)
-        results = await extractor.extract(chunks)
-        return results, "llm" if extractor.fallbacks == 0 else "llm+deterministic"
-    return await asyncio.to_thread(extract_document, chunks), "deterministic"
+        if uses_provider_model(settings, llm):
+            extractor = LLMExtractor(gateway, llm, tenant_id=uuid.UUID(str(tenant.id)), trace_id=trace_id)
+            results = await extractor.extract(chunks)
+            return results, "llm" if extractor.fallbacks == 0 else "llm+deterministic"
+    return extract_document(chunks), "deterministic"
