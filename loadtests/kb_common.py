@@ -24,6 +24,7 @@ import contextlib
 import functools
 import itertools
 import multiprocessing
+import os
 import random
 import sys
 import tempfile
@@ -491,6 +492,36 @@ async def timed_search(bench: Bench, tenant: int, query: str, mode: str, *, sett
         hits = await search_chunks(session, tenant_id=bench.tenant_ids[tenant], query=query, mode=mode,  # type: ignore[arg-type]
                                    settings=settings or bench.settings, **kwargs)  # fmt: skip
     return (time.perf_counter() - started) * 1000, [hit.chunk_id for hit in hits]
+
+
+async def server_pid(bench: Bench) -> int:
+    """The PostgreSQL postmaster's pid (parent of this connection's backend), for :func:`cpu_seconds`."""
+    return _parent_pid(await bench.conn.fetchval("SELECT pg_backend_pid()"))
+
+
+def _parent_pid(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+def cpu_seconds(postmaster: int | None) -> tuple[float, float]:
+    """CPU seconds used so far by this process (all threads) and by the PostgreSQL server at
+    ``postmaster`` (it and its live children: backends, WAL writer, checkpointer), from ``/proc``.
+
+    On a shared machine the CPU time a run consumes moves far less with the load than its wall
+    time (less ``time.process_time`` noise than throughput); a server on another host reads 0.
+    """
+    tick = os.sysconf("SC_CLK_TCK")
+    server = 0.0
+    if postmaster:
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                pid, rest = stat.parent.name, stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(pid) == postmaster or int(rest[1]) == postmaster:
+                server += (int(rest[11]) + int(rest[12])) / tick
+    return time.process_time(), server
 
 
 def machine_line() -> str:

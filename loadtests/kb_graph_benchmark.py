@@ -57,6 +57,8 @@ async def run_ingest_only(args: argparse.Namespace, database_url: str) -> None:
     files = [(t, name, data) for t in range(args.tenants) for name, data in documents().items()]
     await kb_common.ingest_files(bench, files[:1])  # warm-up: the parse helper starts (not ingestion)
     mix = kb_common.mixed_files(args.tenants, args.ingest_chunks)
+    postmaster = await kb_common.server_pid(bench) if not args.database_url else None
+    cpu_before = kb_common.cpu_seconds(postmaster)
     profiler = None
     if args.profile:
         import cProfile
@@ -68,6 +70,7 @@ async def run_ingest_only(args: argparse.Namespace, database_url: str) -> None:
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(args.profile)
+    cpu_after = kb_common.cpu_seconds(postmaster)
     print("  what                              docs   chunks      s   chunks/s   ms/doc")
     for label, table in (("valve corpus", corpus), ("mix", mixed)):
         for key in sorted(table, key=lambda k: (k == "all", k)):
@@ -79,6 +82,12 @@ async def run_ingest_only(args: argparse.Namespace, database_url: str) -> None:
     seconds = corpus["all"][2] + mixed["all"][2]
     print(
         f"ingestion, all ({docs} documents): {chunks} chunks in {seconds:.1f} s = {chunks / seconds:.0f} chunks/s"
+    )
+    python_s, server_s = (cpu_after[0] - cpu_before[0]), (cpu_after[1] - cpu_before[1])
+    print(
+        f"CPU time: this process {python_s:.1f} s + PostgreSQL {server_s:.1f} s = "
+        f"{1000 * (python_s + server_s) / chunks:.2f} ms per chunk (python {1000 * python_s / chunks:.2f}, "
+        f"postgres {1000 * server_s / chunks:.2f}; the parse helper's children not counted)"
     )
     print(f"done; {kb_common.machine_line()}")
     await bench.close()
