@@ -5,6 +5,12 @@ Run (starts an embedded PostgreSQL + pgvector in a temporary folder, like the te
     .venv/bin/python loadtests/kb_graph_benchmark.py --quick      # 10,000 chunks, 2 tenants, < 2 min
     .venv/bin/python loadtests/kb_graph_benchmark.py              # 100,000 chunks, 20 tenants
     .venv/bin/python loadtests/kb_graph_benchmark.py --database-url postgresql://...
+    .venv/bin/python loadtests/kb_graph_benchmark.py --quick --ingest-only   # ingestion alone, < 1 min
+
+``--ingest-only`` (issue 17's ingestion target): the valve corpus, then ``--ingest-chunks`` (1,000)
+chunks of text, PDF, DOCX and CSV uploads through the real pipeline (:func:`kb_common.mixed_files`);
+chunks/s per kind and in all, and the CPU time of this process and of PostgreSQL per chunk;
+``--profile FILE`` writes a cProfile of the ingestion.
 
 What it does (offline lexical embedding and the deterministic extractor, no provider; setup shared
 with ``kb_benchmark.py`` in :mod:`loadtests.kb_common`):
