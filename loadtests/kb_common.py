@@ -25,6 +25,7 @@ import functools
 import itertools
 import json
 import multiprocessing
+import os
 import random
 import sys
 import tempfile
@@ -337,6 +338,63 @@ async def ingest_file(bench: Bench, tenant_id: uuid.UUID, name: str, data: bytes
     return report.chunk_count
 
 
+def mixed_files(tenants: int, chunks: int) -> list[tuple[int, str, bytes]]:
+    """A realistic upload mix of about ``chunks`` chunks, round-robin over ``tenants``: per group of
+    five documents, three plain-text manuals, one PDF (a page per chunk), one DOCX (a paragraph per
+    chunk), then one parts CSV per tenant (a row per chunk, ``SKU``/``Series``/``Description``/
+    ``Price EUR``) with ``chunks // 5`` rows in all.
+
+    Returns:
+        ``(tenant index, filename, bytes)`` in upload order.
+    """
+    from tests.utils.documents import make_csv, make_docx, make_pdf
+
+    files: list[tuple[int, str, bytes]] = []
+    documents = max(1, (chunks * 4 // 5) // CHUNKS_PER_DOCUMENT)
+    for document in range(documents):
+        tenant = document % tenants
+        paragraphs = [synthetic_chunk(tenant, 10_000_000 + document * CHUNKS_PER_DOCUMENT + i)[0]
+                      for i in range(CHUNKS_PER_DOCUMENT)]  # fmt: skip
+        kind = ("txt", "txt", "pdf", "txt", "docx")[document % 5]
+        if kind == "pdf":
+            files.append((tenant, f"manual-{document}.pdf", make_pdf(paragraphs)))
+        elif kind == "docx":
+            files.append((tenant, f"manual-{document}.docx", make_docx(paragraphs)))
+        else:
+            files.append((tenant, f"manual-{document}.txt", "\n\n".join(paragraphs).encode()))
+    rows_per_tenant = max(2, chunks // 5 // tenants)
+    for tenant in range(tenants):
+        rng = random.Random(f"{SEED}:csv:{tenant}")
+        rows = [["SKU", "Series", "Description", "Price EUR"]]
+        for row in range(rows_per_tenant):
+            code = _code(rng, tenant)
+            words = " ".join(rng.choices(_VOCAB, cum_weights=_CUM_WEIGHTS, k=12))
+            rows.append([f"{code}-{row}", f"S{row % 7}", words, f"{rng.randint(1, 900)}.{row % 100:02d}"])
+        files.append((tenant, f"parts-{tenant}.csv", make_csv(rows)))
+    return files
+
+
+async def ingest_files(
+    bench: Bench, files: list[tuple[int, str, bytes]]
+) -> dict[str, tuple[int, int, float]]:
+    """Ingest ``files`` (from :func:`mixed_files`) one after the other through the real pipeline.
+
+    Returns:
+        extension -> (documents, chunks, seconds), plus ``"all"``.
+    """
+    totals: dict[str, list[float]] = {}
+    for tenant, name, data in files:
+        started = time.perf_counter()
+        chunks = await ingest_file(bench, bench.tenant_ids[tenant], name, data)
+        elapsed = time.perf_counter() - started
+        for key in (name.rsplit(".", 1)[-1], "all"):
+            entry = totals.setdefault(key, [0, 0, 0.0])
+            entry[0] += 1
+            entry[1] += chunks
+            entry[2] += elapsed
+    return {key: (int(d), int(c), s) for key, (d, c, s) in totals.items()}
+
+
 async def ingest_manuals(bench: Bench, chunks: int) -> tuple[int, float]:
     """``chunks`` chunks of synthetic manuals through the real pipeline, round-robin over the tenants.
 
@@ -479,6 +537,36 @@ async def timed_search(bench: Bench, tenant: int, query: str, mode: str, *, sett
         hits = await search_chunks(session, tenant_id=bench.tenant_ids[tenant], query=query, mode=mode,  # type: ignore[arg-type]
                                    settings=settings or bench.settings, **kwargs)  # fmt: skip
     return (time.perf_counter() - started) * 1000, [hit.chunk_id for hit in hits]
+
+
+async def server_pid(bench: Bench) -> int:
+    """The PostgreSQL postmaster's pid (parent of this connection's backend), for :func:`cpu_seconds`."""
+    return _parent_pid(await bench.conn.fetchval("SELECT pg_backend_pid()"))
+
+
+def _parent_pid(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+def cpu_seconds(postmaster: int | None) -> tuple[float, float]:
+    """CPU seconds used so far by this process (all threads) and by the PostgreSQL server at
+    ``postmaster`` (it and its live children: backends, WAL writer, checkpointer), from ``/proc``.
+
+    On a shared machine the CPU time a run consumes moves far less with the load than its wall
+    time (less ``time.process_time`` noise than throughput); a server on another host reads 0.
+    """
+    tick = os.sysconf("SC_CLK_TCK")
+    server = 0.0
+    if postmaster:
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                pid, rest = stat.parent.name, stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(pid) == postmaster or int(rest[1]) == postmaster:
+                server += (int(rest[11]) + int(rest[12])) / tick
+    return time.process_time(), server
 
 
 def machine_line() -> str:

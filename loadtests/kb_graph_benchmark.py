@@ -8,6 +8,12 @@ Run (starts an embedded PostgreSQL + pgvector in a temporary folder, like the te
     # load 100,000 chunks once into a kept folder, then measure again without reloading:
     .venv/bin/python loadtests/kb_graph_benchmark.py --data-dir /tmp/kb100k
     .venv/bin/python loadtests/kb_graph_benchmark.py --data-dir /tmp/kb100k --modes vector,hybrid
+    .venv/bin/python loadtests/kb_graph_benchmark.py --quick --ingest-only   # ingestion alone, < 1 min
+
+``--ingest-only`` (issue 17's ingestion target): the valve corpus, then ``--ingest-chunks`` (1,000)
+chunks of text, PDF, DOCX and CSV uploads through the real pipeline (:func:`kb_common.mixed_files`);
+chunks/s per kind and in all, and the CPU time of this process and of PostgreSQL per chunk;
+``--profile FILE`` writes a cProfile of the ingestion.
 
 What it does (offline lexical embedding and the deterministic extractor, no provider; setup shared
 with ``kb_benchmark.py`` in :mod:`loadtests.kb_common`):
@@ -51,6 +57,49 @@ MODES: list[tuple[str, str, bool | None]] = [
     ("neighborhood", "neighborhood", None),
     ("exact", "exact", None),
 ]
+
+
+async def run_ingest_only(args: argparse.Namespace, database_url: str) -> None:
+    """``--ingest-only``: the valve corpus, then a mix of text, PDF, DOCX and CSV uploads; chunks/s."""
+    bench = await kb_common.setup(database_url, tenants=args.tenants, prefix="ingest")
+    print(f"ingestion only, {args.tenants} tenants; {kb_common.machine_line()}")
+    files = [(t, name, data) for t in range(args.tenants) for name, data in documents().items()]
+    await kb_common.ingest_files(bench, files[:1])  # warm-up: the parse helper starts (not ingestion)
+    mix = kb_common.mixed_files(args.tenants, args.ingest_chunks)
+    postmaster = await kb_common.server_pid(bench) if not args.database_url else None
+    cpu_before = kb_common.cpu_seconds(postmaster)
+    profiler = None
+    if args.profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    corpus = await kb_common.ingest_files(bench, files[1:])
+    mixed = await kb_common.ingest_files(bench, mix)
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(args.profile)
+    cpu_after = kb_common.cpu_seconds(postmaster)
+    print("  what                              docs   chunks      s   chunks/s   ms/doc")
+    for label, table in (("valve corpus", corpus), ("mix", mixed)):
+        for key in sorted(table, key=lambda k: (k == "all", k)):
+            docs, chunks, seconds = table[key]
+            print(f"  {label + ' ' + key:<32}{docs:>6}{chunks:>9}{seconds:>7.1f}{chunks / seconds:>11.0f}"
+                  f"{1000 * seconds / docs:>9.1f}")  # fmt: skip
+    docs = corpus["all"][0] + mixed["all"][0]
+    chunks = corpus["all"][1] + mixed["all"][1]
+    seconds = corpus["all"][2] + mixed["all"][2]
+    print(
+        f"ingestion, all ({docs} documents): {chunks} chunks in {seconds:.1f} s = {chunks / seconds:.0f} chunks/s"
+    )
+    python_s, server_s = (cpu_after[0] - cpu_before[0]), (cpu_after[1] - cpu_before[1])
+    print(
+        f"CPU time: this process {python_s:.1f} s + PostgreSQL {server_s:.1f} s = "
+        f"{1000 * (python_s + server_s) / chunks:.2f} ms per chunk (python {1000 * python_s / chunks:.2f}, "
+        f"postgres {1000 * server_s / chunks:.2f}; the parse helper's children not counted)"
+    )
+    print(f"done; {kb_common.machine_line()}")
+    await bench.close()
 
 
 async def load(args: argparse.Namespace, database_url: str) -> kb_common.Bench:
@@ -164,10 +213,21 @@ def main() -> None:
     kb_common.add_common_arguments(parser, ingest_chunks=1000)
     parser.add_argument("--question-tenants", type=int, default=2, help="tenants each question is asked in")
     parser.add_argument("--modes", help="comma-separated modes to measure (default: all), e.g. vector,hybrid")
+    parser.add_argument(
+        "--ingest-only", action="store_true",
+        help="only ingestion: the valve corpus, then --ingest-chunks chunks of text/PDF/DOCX/CSV uploads",
+    )  # fmt: skip
+    parser.add_argument(
+        "--profile", help="with --ingest-only: write a cProfile of the ingestion to this file"
+    )
     args = parser.parse_args()
+    if args.ingest_only and args.ingest_chunks is None:
+        args.ingest_chunks = 1000  # about 30 uploads: enough to average over, well under two minutes
     kb_common.resolve_sizes(args)
     started = time.perf_counter()
-    kb_common.run_with_database(args, run, service="kb-graph-benchmark")
+    kb_common.run_with_database(
+        args, run_ingest_only if args.ingest_only else run, service="kb-graph-benchmark"
+    )
     print(f"total {time.perf_counter() - started:.0f} s")
 
 

@@ -399,3 +399,28 @@ def test_the_extraction_schema_and_the_tables_name_the_same_kinds_and_relations(
     from switchboard.knowledge.graph.schema import EntityKind, RelationType
 
     assert get_args(EntityKind) == ENTITY_KINDS and get_args(RelationType) == RELATION_TYPES
+
+
+def test_the_lexicon_pattern_matches_as_the_longest_first_alternation():
+    import random
+    import re
+
+    from switchboard.knowledge.graph import extract
+
+    flat = re.compile(
+        r"(?<![\w-])("
+        + "|".join(re.escape(k) for k in sorted(extract._LEXICON, key=len, reverse=True))
+        + r")(?![\w])",
+        re.IGNORECASE,
+    )
+    assert [m.group(1) for m in extract._LEXICON_RE.finditer("Stainless steel 316Lx, AISI 316L; ptfe-lined")] == [
+        "Stainless steel", "AISI 316L", "ptfe",  # 316Lx is no word: the shorter names that fit win
+    ]  # fmt: skip
+    rng = random.Random(3)
+    keys = list(extract._LEXICON)
+    pieces = keys + [k.upper() for k in keys] + [k.title() for k in keys] + ["x", "-", "_", "316", "airs"]
+    for _ in range(2000):
+        text = "".join(rng.choice(pieces) + rng.choice(["", " ", "-", ".", "\n"]) for _ in range(12))
+        assert [m.span() for m in extract._LEXICON_RE.finditer(text)] == [
+            m.span() for m in flat.finditer(text)
+        ]

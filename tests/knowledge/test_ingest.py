@@ -201,3 +201,72 @@ async def test_reindex_and_delete(make_tenant, ingest, sessions, settings):
             )
         ).one()
     assert count == 0
+
+
+async def test_chunk_insert_stores_the_exact_float4_vectors_and_leaves_no_codec_on_the_pool(
+    make_tenant, ingest, sessions
+):
+    from array import array
+
+    from sqlalchemy import text
+    from switchboard.knowledge.ingest import insert_chunks
+    from switchboard.llm.lexical import lexical_embedding
+
+    tenant = await make_tenant()
+    report = await ingest(tenant, "notes.txt", RETURNS_POLICY.encode())
+    async with sessions() as session, session.begin():
+        ids = await insert_chunks(
+            session, tenant_id=tenant.id, source_id=report.source_id, is_active=False,
+            chunks=[(3, "Prices", "first row", {"row": 2}), (None, None, "second", {})],
+            vectors=[lexical_embedding("first row"), lexical_embedding("second")],
+        )  # fmt: skip
+        rows = (
+            await session.exec(
+                text(
+                    "SELECT id, position, page, sheet, text, is_active, attributes, embedding::text AS vector, "
+                    "embedding_half IS NOT NULL AS half, tsv IS NOT NULL AS tsv FROM knowledge_documents "
+                    "WHERE id = ANY(:ids) ORDER BY position"
+                ),
+                params={"ids": ids},
+            )
+        ).all()
+    assert [r.id for r in rows] == ids
+    assert [
+        (r.position, r.page, r.sheet, r.text, r.is_active, r.attributes, r.half, r.tsv) for r in rows
+    ] == [
+        (0, 3, "Prices", "first row", False, {"row": 2}, True, True),
+        (1, None, None, "second", False, {}, True, True),
+    ]
+    stored = [float(v) for v in rows[0].vector.strip("[]").split(",")]
+    assert array("f", stored) == array("f", lexical_embedding("first row"))  # the same float4s, bit for bit
+    # the binary codec was for that one statement: every pooled connection reads vectors as before
+    for _ in range(3):
+        async with sessions() as session:
+            chunk = await session.get(KnowledgeDocument, ids[1])
+            assert chunk is not None and isinstance(chunk.embedding[0], float)
+            value = (await session.exec(text("SELECT embedding FROM knowledge_documents WHERE id = :i"),
+                                        params={"i": ids[1]})).scalar()  # fmt: skip
+            assert isinstance(value, str) and value.startswith("[")
+
+
+async def test_a_refused_chunk_insert_rolls_back_and_the_pool_still_works(make_tenant, ingest, sessions):
+    import asyncpg
+    from switchboard.knowledge.ingest import insert_chunks
+
+    tenant = await make_tenant()
+    report = await ingest(tenant, "notes.txt", RETURNS_POLICY.encode())
+    with pytest.raises(asyncpg.CharacterNotInRepertoireError):
+        async with sessions() as session, session.begin():
+            await insert_chunks(
+                session, tenant_id=tenant.id, source_id=report.source_id, is_active=True,
+                chunks=[(None, None, "a NUL \x00 here", {})], vectors=[[0.5] * 1536],
+            )  # fmt: skip
+    with pytest.raises(ValueError, match="dimensions"):
+        async with sessions() as session, session.begin():
+            await insert_chunks(
+                session, tenant_id=tenant.id, source_id=report.source_id, is_active=True,
+                chunks=[(None, None, "short", {})], vectors=[[0.5] * 8],
+            )  # fmt: skip
+    assert [c.text for c in await _chunks(sessions, tenant.id)] == [RETURNS_POLICY.strip()]
+    again = await ingest(tenant, "more.txt", SHIPPING.encode())
+    assert again.status == "ready" and again.chunk_count == 1

@@ -22,20 +22,26 @@ reason in ``error``.
 
 from __future__ import annotations
 
+import array
 import asyncio
 import hashlib
+import json
+import struct
+import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sqlalchemy import delete, insert, update
+from sqlalchemy import delete, update
 from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import (
+    EMBEDDING_DIMS,
     KnowledgeDocument,
     KnowledgeSource,
     KnowledgeSourceFile,
@@ -53,7 +59,13 @@ from switchboard.knowledge.embeddings import (
 )
 from switchboard.knowledge.graph import extract_document, extract_for_ingest, prune_orphans, store_graph
 from switchboard.knowledge.isolation import ParseLimits, parse_isolated
-from switchboard.knowledge.parsers import CONTENT_TYPES, DocumentRejected, parse_document, sniff_kind
+from switchboard.knowledge.parsers import (
+    CONTENT_TYPES,
+    DocumentRejected,
+    ParsedDocument,
+    parse_document,
+    sniff_kind,
+)
 from switchboard.knowledge.splitter import split_text
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
@@ -149,7 +161,8 @@ async def register_upload(
             password-protected Office files), or unreadable by its parser (corrupt or encrypted PDF,
             image-only scan, no text; :class:`~switchboard.knowledge.parsers.DocumentTooComplex` past the parse limits): nothing is
             stored, and a document of the same name keeps its previous version as it was. The file
-            is parsed here for that check (in a child process) and again by the ingestion job.
+            is parsed here for that check (in a child process); an ingestion job in this process
+            takes that parse (``kb add``), one in another process (the worker) parses again.
     """
     filename = filename.replace("\\", "/").rsplit("/", 1)[-1].strip() or "upload"
     try:
@@ -176,7 +189,7 @@ async def register_upload(
     # parse now (in a child process, within the limits) so a file that cannot be read stores
     # nothing, like an empty or unsupported one, and a bad replacement leaves the previous version
     try:
-        await asyncio.to_thread(parse_isolated, data, filename, ParseLimits.from_settings(settings))
+        parsed = await asyncio.to_thread(parse_isolated, data, filename, ParseLimits.from_settings(settings))
     except DocumentRejected as exc:
         log.warning(
             "knowledge_upload_unreadable", tenant_id=str(tenant_id), filename=filename, reason=exc.reason
@@ -199,6 +212,7 @@ async def register_upload(
     else:
         blob.data = data
     await session.flush()
+    _remember_parse(content_hash, filename, parsed)
     log.info(
         "knowledge_upload_registered",
         tenant_id=str(tenant_id),
@@ -208,6 +222,40 @@ async def register_upload(
         size_bytes=len(data),
     )
     return UploadOutcome(source=source, action=action)
+
+
+_PARSES_KEPT = 8
+"""Parses :func:`register_upload` keeps for an ingestion in the same process (``kb add``, the seed)."""
+_PARSE_CHARS_KEPT = 8_000_000
+"""... as long as their text is at most this many characters in all."""
+_parses: OrderedDict[tuple[str, str], ParsedDocument] = OrderedDict()
+
+
+def _parsed_chars(parsed: ParsedDocument) -> int:
+    return sum(len(section.text) for section in parsed.sections)
+
+
+def _remember_parse(content_hash: str, filename: str, parsed: ParsedDocument) -> None:
+    """Keep what the upload's check parsed, so an ingestion of the same bytes in this process
+    (``switchboard kb add``: register, then ingest) does not fork a parse of them again."""
+    if _parsed_chars(parsed) > _PARSE_CHARS_KEPT:
+        return
+    _parses[(content_hash, filename)] = parsed
+    _parses.move_to_end((content_hash, filename))
+    while len(_parses) > _PARSES_KEPT or sum(_parsed_chars(p) for p in _parses.values()) > _PARSE_CHARS_KEPT:
+        _parses.popitem(last=False)
+
+
+def _recall_parse(content_hash: str, filename: str, data: bytes) -> ParsedDocument | None:
+    """The parse :func:`_remember_parse` kept for these bytes under this name (taken: used once), or ``None``.
+
+    The parse depends only on the bytes and the name (the limits only decide whether it is refused),
+    and ``content_hash`` is checked against ``data`` here, so a kept parse is what parsing again gives.
+    """
+    parsed = _parses.pop((content_hash, filename), None)
+    if parsed is not None and sha256_hex(data) != content_hash:
+        return None
+    return parsed
 
 
 async def _mark(sessions: async_sessionmaker[AsyncSession], source_id: uuid.UUID, **values: Any) -> None:
@@ -290,12 +338,14 @@ async def ingest_source(
 
     config = resolve_embedding_config(settings, tenant)
     report.embedding_model = config.model
-    try:
-        parsed = await asyncio.to_thread(
-            parse_isolated, blob.data, source.filename, ParseLimits.from_settings(settings)
-        )
-    except DocumentRejected as exc:
-        return await _fail(sessions, report, bound, str(exc), reason=exc.reason)
+    parsed = _recall_parse(source.content_hash, source.filename, blob.data)
+    if parsed is None:  # the usual case in the worker: the upload was parsed by the API's process
+        try:
+            parsed = await asyncio.to_thread(
+                parse_isolated, blob.data, source.filename, ParseLimits.from_settings(settings)
+            )
+        except DocumentRejected as exc:
+            return await _fail(sessions, report, bound, str(exc), reason=exc.reason)
     if on_progress:
         on_progress("parse", 1, 1)
     rows: list[dict[str, Any]] = []
@@ -344,27 +394,11 @@ async def ingest_source(
                 KnowledgeDocument.tenant_id == tenant_id, KnowledgeDocument.source_id == source_id
             )
         )
-        chunk_ids: list[int] = []
-        if rows:
-            inserted = await session.exec(
-                insert(KnowledgeDocument).returning(KnowledgeDocument.id, sort_by_parameter_order=True),  # type: ignore[arg-type]
-                params=[
-                    {
-                        "tenant_id": tenant_id,
-                        "source_id": source_id,
-                        "position": position,
-                        "page": row["page"],
-                        "sheet": row["sheet"],
-                        "text": row["text"],
-                        "embedding": vector,
-                        "is_active": current.is_active,
-                        "content_hash": sha256_hex(row["text"].encode()),
-                        "attributes": row["attributes"],
-                    }
-                    for position, (row, vector) in enumerate(zip(rows, vectors, strict=True))
-                ],
-            )
-            chunk_ids = [int(row_id) for row_id in inserted.scalars()]
+        chunk_ids = await insert_chunks(
+            session, tenant_id=tenant_id, source_id=source_id, is_active=current.is_active,
+            chunks=[(row["page"], row["sheet"], row["text"], row["attributes"]) for row in rows],
+            vectors=vectors,
+        )  # fmt: skip
         counts = await store_graph(
             session, tenant_id=tenant_id, source_id=source_id, chunk_ids=chunk_ids, extractions=extractions
         )
@@ -390,6 +424,89 @@ async def ingest_source(
         duration_ms=report.duration_ms,
     )
     return report
+
+
+_INSERT_CHUNKS = """
+INSERT INTO knowledge_documents
+    (tenant_id, source_id, position, page, sheet, text, embedding, is_active, content_hash, attributes)
+SELECT $1, $2, u.position, u.page, u.sheet, u.text, u.embedding, $3, u.content_hash, u.attributes::jsonb
+FROM unnest($4::int[], $5::int[], $6::text[], $7::text[], $8::vector[], $9::text[], $10::text[])
+    AS u(position, page, sheet, text, embedding, content_hash, attributes)
+RETURNING id, position
+"""
+"""One statement for all of a document's chunks (``position`` is the chunk's index)."""
+_VECTOR_HEADER = struct.Struct(">HH")
+
+
+def _vector_binary(vector: Sequence[float]) -> bytes:
+    """pgvector's binary form of ``vector``: dimensions and a zero (big-endian int16), then big-endian float4s."""
+    values = array.array("f", vector)
+    if sys.byteorder == "little":
+        values.byteswap()
+    return _VECTOR_HEADER.pack(len(values), 0) + values.tobytes()
+
+
+async def insert_chunks(
+    session: AsyncSession,
+    *,
+    tenant_id: uuid.UUID,
+    source_id: uuid.UUID,
+    is_active: bool,
+    chunks: Sequence[tuple[int | None, str | None, str, dict[str, Any]]],
+    vectors: Sequence[Sequence[float]],
+) -> list[int]:
+    """Insert a document's chunks in the session's transaction; their ids, in order.
+
+    One ``INSERT .. SELECT FROM unnest(..)`` on the session's asyncpg connection with the
+    embeddings in pgvector's binary format: SQLAlchemy's bulk insert sent each vector as pgvector's
+    text form (``'[0.0123,...]'``: 1,536 floats printed in Python, then parsed by the server, about
+    a third of a 40-chunk document's insert) through a statement compiled for every document; a
+    ``real[]`` parameter instead cost asyncpg two ``isinstance`` checks per float. For the one
+    statement the connection gets a binary codec for ``vector`` (bytes in, bytes out), removed
+    again before the connection goes back to the pool, so every other statement on it sees vectors
+    as before (asyncpg applies codecs per connection: ``Connection.set_type_codec``).
+
+    Args:
+        session: the ingestion transaction.
+        tenant_id: owner (written on every row).
+        source_id: the document.
+        is_active: the document's flag, copied to each chunk.
+        chunks: ``(page, sheet, text, attributes)`` per chunk, in order.
+        vectors: one :data:`~switchboard.db.models.EMBEDDING_DIMS`-float vector per chunk.
+
+    Raises:
+        ValueError: a vector of another width, or not one per chunk.
+        asyncpg.PostgresError: what the server refused; the connection is then invalidated (closed,
+            not pooled: it still has the codec) and the caller's transaction is lost.
+    """
+    if len(chunks) != len(vectors):
+        raise ValueError(f"{len(vectors)} vectors for {len(chunks)} chunks")
+    if not chunks:
+        return []
+    encoded = []
+    for vector in vectors:
+        if len(vector) != EMBEDDING_DIMS:
+            raise ValueError(f"a vector of {len(vector)} dimensions; the column has {EMBEDDING_DIMS}")
+        encoded.append(_vector_binary(vector))
+    connection = await session.connection()
+    raw = (await connection.get_raw_connection()).driver_connection
+    await raw.set_type_codec("vector", encoder=bytes, decoder=bytes, format="binary")
+    try:
+        records = await raw.fetch(
+            _INSERT_CHUNKS, tenant_id, source_id, is_active, list(range(len(chunks))),
+            [page for page, _, _, _ in chunks], [sheet for _, sheet, _, _ in chunks],
+            [text for _, _, text, _ in chunks], encoded, [sha256_hex(text.encode()) for _, _, text, _ in chunks],
+            [json.dumps(attributes or {}) for _, _, _, attributes in chunks],
+        )  # fmt: skip
+    except BaseException:
+        # the transaction is lost and the codec cannot be removed in it: the pool must not get it back
+        await connection.invalidate()
+        raise
+    await raw.reset_type_codec("vector")
+    ids = [0] * len(chunks)
+    for record in records:
+        ids[record["position"]] = int(record["id"])
+    return ids
 
 
 async def _fail(
@@ -463,19 +580,12 @@ async def ingest_in_session(
     )  # fmt: skip
     await session.flush()
     scope.add(KnowledgeSourceFile(tenant_id=tenant_id, source_id=source.id, data=data))
-    chunks = [
-        scope.add(
-            KnowledgeDocument(
-                tenant_id=tenant_id, source_id=source.id, position=position, page=section.page,
-                sheet=section.sheet, text=text, embedding=vector, is_active=True,
-                content_hash=sha256_hex(text.encode()), attributes=section.attributes,
-            )
-        )
-        for position, ((section, text), vector) in enumerate(zip(rows, vectors, strict=True))
-    ]  # fmt: skip
-    await session.flush()
+    chunk_ids = await insert_chunks(
+        session, tenant_id=tenant_id, source_id=source.id, is_active=True,
+        chunks=[(section.page, section.sheet, text, section.attributes) for section, text in rows], vectors=vectors,
+    )  # fmt: skip
     counts = await store_graph(
-        session, tenant_id=tenant_id, source_id=source.id, chunk_ids=[int(c.id or 0) for c in chunks],
+        session, tenant_id=tenant_id, source_id=source.id, chunk_ids=chunk_ids,
         extractions=extract_document([(text, section.attributes) for section, text in rows]),
     )  # fmt: skip
     source.details = {**source.details, "graph": {"extractor": "deterministic", "entities": counts.entities,

@@ -9,21 +9,39 @@ deleted) are removed by :func:`prune_orphans`.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import text
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.db.models import KgEntity, KgMention, KgRelation
 from switchboard.knowledge.graph.schema import ChunkExtraction, ExtractedEntity, normalize_name
 
 __all__ = ["GraphCounts", "store_graph", "prune_orphans"]
 
-_BATCH = 1000
-"""Rows per multi-VALUES statement (asyncpg takes at most 32,767 parameters per statement)."""
+# one statement per table and document, the rows as arrays (``unnest``) on the session's asyncpg
+# connection: SQLAlchemy compiled a new multi-VALUES statement for every document (about a tenth
+# of a document's ingestion, loadtests/README.md); prepared once per connection now, any row count
+_UPSERT_ENTITIES = """
+INSERT INTO kg_entities (tenant_id, kind, name, norm_name, attributes)
+SELECT $1, u.kind, u.name, u.norm_name, u.attributes::jsonb
+FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS u(kind, name, norm_name, attributes)
+ON CONFLICT (tenant_id, kind, norm_name) DO UPDATE SET name = kg_entities.name
+RETURNING id, kind, norm_name
+"""
+"""Keeps the first spelling; the no-op update makes ``RETURNING`` see an existing row."""
+_INSERT_MENTIONS = """
+INSERT INTO kg_mentions (entity_id, chunk_id, tenant_id, source_id)
+SELECT u.entity_id, u.chunk_id, $1, $2 FROM unnest($3::bigint[], $4::bigint[]) AS u(entity_id, chunk_id)
+ON CONFLICT DO NOTHING
+"""
+_INSERT_RELATIONS = """
+INSERT INTO kg_relations (tenant_id, source_id, subject_id, relation, object_id, chunk_id)
+SELECT $1, $2, u.subject_id, u.relation, u.object_id, u.chunk_id
+FROM unnest($3::bigint[], $4::text[], $5::bigint[], $6::bigint[]) AS u(subject_id, relation, object_id, chunk_id)
+"""
 
 
 @dataclass(frozen=True)
@@ -91,52 +109,41 @@ async def store_graph(
         kind, norm = entity.key
         return ("family", norm) if kind == "product" and norm in families else (kind, norm)
 
-    table = KgEntity.__table__  # type: ignore[attr-defined]
-    rows = {}
+    rows: dict[tuple[str, str], tuple[str, str, str, str]] = {}
     for entity in entities.values():
         kind, norm = key_of(entity)
-        rows.setdefault((kind, norm), {"tenant_id": tenant_id, "kind": kind, "name": entity.name[:255],
-                                       "norm_name": norm[:255], "attributes": _attributes(entity)})  # fmt: skip
-    ids: dict[tuple[str, str], int] = {}
+        rows.setdefault((kind, norm), (kind, entity.name[:255], norm[:255], json.dumps(_attributes(entity))))
+    raw = (await (await session.connection()).get_raw_connection()).driver_connection
     values = list(rows.values())
-    for start in range(0, len(values), _BATCH):
-        statement = pg_insert(table).values(values[start : start + _BATCH])
-        statement = statement.on_conflict_do_update(
-            index_elements=[table.c.tenant_id, table.c.kind, table.c.norm_name],
-            set_={
-                "name": table.c.name
-            },  # keep the first spelling; the no-op update makes RETURNING see the row
-        ).returning(table.c.id, table.c.kind, table.c.norm_name)
-        for row in (await session.exec(statement)).all():
-            ids[(row.kind, row.norm_name)] = row.id
-    mentions: dict[tuple[int, int], dict[str, object]] = {}
-    relations: dict[tuple[int, str, int, int], dict[str, object]] = {}
+    ids: dict[tuple[str, str], int] = {}
+    for record in await raw.fetch(
+        _UPSERT_ENTITIES, tenant_id, [v[0] for v in values], [v[1] for v in values], [v[2] for v in values],
+        [v[3] for v in values],
+    ):  # fmt: skip
+        ids[(record["kind"], record["norm_name"])] = record["id"]
+    mentions: dict[tuple[int, int], None] = {}
+    relations: dict[tuple[int, str, int, int], None] = {}
     for chunk_id, extraction in zip(chunk_ids, extractions, strict=True):
         by_name: dict[str, int] = {}
         for entity in extraction.entities:
             entity_id = ids[key_of(entity)]
             by_name.setdefault(normalize_name(entity.name), entity_id)
-            mentions[(entity_id, chunk_id)] = {
-                "entity_id": entity_id, "chunk_id": chunk_id, "tenant_id": tenant_id, "source_id": source_id,
-            }  # fmt: skip
+            mentions[(entity_id, chunk_id)] = None
         for relation in extraction.relations:
             subject, obj = by_name[normalize_name(relation.subject)], by_name[normalize_name(relation.object)]
             if subject == obj:
                 continue
-            relations[(subject, relation.relation, obj, chunk_id)] = {
-                "tenant_id": tenant_id, "subject_id": subject, "relation": relation.relation,
-                "object_id": obj, "chunk_id": chunk_id, "source_id": source_id,
-            }  # fmt: skip
-    mention_table = KgMention.__table__  # type: ignore[attr-defined]
-    mention_rows = list(mentions.values())
-    for start in range(0, len(mention_rows), _BATCH):
-        await session.exec(
-            pg_insert(mention_table).values(mention_rows[start : start + _BATCH]).on_conflict_do_nothing()
+            relations[(subject, relation.relation, obj, chunk_id)] = None
+    if mentions:
+        await raw.execute(
+            _INSERT_MENTIONS, tenant_id, source_id, [e for e, _ in mentions], [c for _, c in mentions]
         )
-    relation_rows = list(relations.values())
-    for start in range(0, len(relation_rows), _BATCH):
-        await session.exec(pg_insert(KgRelation.__table__).values(relation_rows[start : start + _BATCH]))  # type: ignore[attr-defined]
-    return GraphCounts(len(rows), len(mention_rows), len(relation_rows))
+    if relations:
+        await raw.execute(
+            _INSERT_RELATIONS, tenant_id, source_id, [r[0] for r in relations], [r[1] for r in relations],
+            [r[2] for r in relations], [r[3] for r in relations],
+        )  # fmt: skip
+    return GraphCounts(len(rows), len(mentions), len(relations))
 
 
 async def prune_orphans(
