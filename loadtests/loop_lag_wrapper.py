@@ -34,7 +34,9 @@ def _on_gc(phase: str, info: dict[str, Any]) -> None:
         return
     took = (time.perf_counter() - _gc_started[0]) * 1000
     if took > 2:
-        OUT.write(f"{time.time():.3f} GC gen{info['generation']} {took:.1f} ms collected={info['collected']}\n")
+        OUT.write(
+            f"{time.time():.3f} GC gen{info['generation']} {took:.1f} ms collected={info['collected']}\n"
+        )
 
 
 def _watchdog(main_id: int) -> None:

@@ -197,7 +197,9 @@ async def closed_loop(port: int, path: str, conc: int, seconds: float) -> dict[s
     return {"n": len(lat), "errors": errs, "rps": len(lat) / wall, **quantiles(lat)}
 
 
-async def paced(port: int, path: str, senders: int, seconds: float, *, legacy_start: bool = False) -> dict[str, Any]:
+async def paced(
+    port: int, path: str, senders: int, seconds: float, *, legacy_start: bool = False
+) -> dict[str, Any]:
     """``senders`` customers, each posting one message a second on its own connection.
 
     The schedule starts once every sender has connected and had its first (unmeasured) post answered.
@@ -351,11 +353,17 @@ def main() -> None:
     ap.add_argument("--wrk", action="store_true", help="closed-loop load from wrk (apt install wrk)")
     ap.add_argument("--paced", type=int, default=0, metavar="N", help="also N senders at 1 msg/s each")
     ap.add_argument("--paced-seconds", type=float, default=15)
-    ap.add_argument("--paced-legacy-start", action="store_true",
-                    help="also run the old paced schedule (started 0.2 s after the senders, before they connected)")
-    ap.add_argument("--project-target", default="",
-                    help="uvicorn factory of the project instead of the service's (e.g. "
-                    "loadtests.loop_lag_wrapper:create_app for loop-lag stacks)")
+    ap.add_argument(
+        "--paced-legacy-start",
+        action="store_true",
+        help="also run the old paced schedule (started 0.2 s after the senders, before they connected)",
+    )
+    ap.add_argument(
+        "--project-target",
+        default="",
+        help="uvicorn factory of the project instead of the service's (e.g. "
+        "loadtests.loop_lag_wrapper:create_app for loop-lag stacks)",
+    )
     ap.add_argument("--quick", action="store_true", help="conc 50 250, 5 s, 2 rounds, paced 250 for 10 s")
     ap.add_argument("--profile", type=Path, help="py-spy the project during one extra run; raw stacks here")
     ap.add_argument("--profile-only", action="store_true", help="with --profile: stop after the profile")
