@@ -205,7 +205,7 @@ async def paced(
     The schedule starts once every sender has connected and had its first (unmeasured) post answered.
     It used to start 0.2 s after the senders were created: with 250 senders the server was still
     answering those first posts when the first due times passed, so the senders behind them fired
-    at once (``late``) into that queue: a burst of the client's making, likely most of the project's
+    at once (``late``) into that queue: a burst of the client's making, part of the project's
     paced p99 (~300 ms with ~50 late posts and p50 4-6 ms on an idle machine; the floor answers its
     first posts faster, so its queue drained sooner). ``late`` now counts only posts held up by a slow
     answer during the run. ``loadtests/README.md`` says what was and was not confirmed.
