@@ -81,7 +81,7 @@ format: $(DEV_STAMP)
 LOCALE_DIR := libs/switchboard/i18n/locale
 i18n: $(DEV_STAMP) ## re-extract the gettext catalogs (Babel) and merge them into en/es .po files
 	$(VENV)/bin/pybabel extract -F babel.cfg -k N_ --no-location --sort-output --omit-header -o $(LOCALE_DIR)/messages.pot libs/switchboard
-	$(VENV)/bin/pybabel update -i $(LOCALE_DIR)/messages.pot -d $(LOCALE_DIR) -D messages --omit-header --ignore-obsolete --no-wrap
+	$(VENV)/bin/pybabel update -i $(LOCALE_DIR)/messages.pot -d $(LOCALE_DIR) -D messages --ignore-obsolete --no-wrap
 
 iac: ## checkov over infra/terraform and infra/Dockerfile (own venv .venv-iac: its pins conflict with uv.lock)
 	infra/iac/check.sh

@@ -21,7 +21,10 @@ inbound message):
 * **lost**: messages with no send answering them (a message folded into a later one of the same customer,
   ``coalesced``, is answered by that one's send);
 * **dup**: sends beyond one per ``(inbound message, purpose, part)``, or one outbox row sent twice;
-* **delay**: first post of the message -> first send answering it (reply, error reply or holding notice).
+* **delay**: first post of the message -> first send answering it (reply, error reply or holding notice);
+* **caught**: messages posted before the heal and first answered after the fault began, with their
+  longest delay; **err reply**: messages whose first answer was the tenant's error reply (the holding
+  message of a failed turn).
 
 Rule, every case: lost = 0, dup = 0, and every message answered within ``BOUND_S`` (45 s) plus the
 length of the case's outage (the time the faulty part is down or failing; for a ``kill -9``, until the
@@ -50,6 +53,7 @@ Usage::
     .venv/bin/python loadtests/faults.py                    # every case, 60 s outages (~25 min)
     .venv/bin/python loadtests/faults.py --quick            # every case, short outages (a few minutes)
     .venv/bin/python loadtests/faults.py --case redis_restart --case worker_kill_send
+    .venv/bin/python loadtests/faults.py --case providers_down --outage 120 --data-dir /tmp/me-faults
 
 Exit status 0 when every case passes. Everything started is stopped at the end (SIGINT to the run).
 """
@@ -382,6 +386,16 @@ class Result:
     max_delay_s: float = 0.0
     late: int = 0
     redeliveries: int = 0
+    fault_at: float = 0.0
+    healed_at: float = 0.0
+    """Wall-clock seconds (``time.time()``) the fault began and was healed."""
+    error_replies: int = 0
+    """Messages whose first answer was the tenant's error reply (the holding notice of a failed turn)."""
+    caught: int = 0
+    """Messages the fault caught: posted before the heal, first answered after the fault began (a
+    closed-loop customer posts nothing new while it waits, so these are mostly messages in flight)."""
+    max_delay_caught_s: float = 0.0
+    """The longest wait of a caught message for its first answer (any kind: reply or holding notice)."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -390,10 +404,35 @@ class Result:
 
 
 async def _account(load: Load, database_url: str, result: Result, after_seq: int) -> None:
+    from switchboard.tenant_settings import AgentSettings
+
     records = [r for r in await load.sent_log() if r["seq"] > after_seq]
     messages, outbox = await _db_rows(database_url, list(load.messages))
+    result.redeliveries = load.unacked_posts
+    # the demo tenant keeps the default error reply
+    count(result, load.messages, records, messages, outbox, AgentSettings().error_reply)
+
+
+def count(
+    result: Result,
+    posted: dict[str, Sent],
+    records: list[dict[str, Any]],
+    messages: dict[str, Any],
+    outbox: dict[str, Any],
+    error_reply: str,
+) -> None:
+    """Fill ``result``'s counts (in, out, lost, dup, coalesced, delays, late, error replies, caught).
+
+    ``posted``: the customers' messages by wamid; ``records``: the sandbox's sends of this case
+    (``to``, ``at`` in epoch seconds, ``text``, ``biz_opaque_callback_data``, ``answer``); ``messages``:
+    rows by wamid (``id``, ``inbound_state``, ``last_error``, ``coalesced``); ``outbox``: rows by
+    correlation id (``correlation_id``, ``inbound_message_id``, ``purpose``, ``part_index``);
+    ``error_reply``: the tenant's error reply text. ``result.outage_s``, ``fault_at`` and ``healed_at``
+    must be set.
+    """
     by_customer_sends: dict[str, list[float]] = defaultdict(list)
     first_answer: dict[Any, float] = {}
+    first_text: dict[Any, str | None] = {}
     per_part: dict[tuple[Any, str, int], int] = defaultdict(int)
     per_row: dict[str, int] = defaultdict(int)
     for record in records:
@@ -402,20 +441,21 @@ async def _account(load: Load, database_url: str, result: Result, after_seq: int
         if row is None:
             continue
         result.out += 1
-        per_row[row.correlation_id] += 1
-        if row.inbound_message_id is not None:
+        if row.inbound_message_id is None:  # else one row is one part (uq_outbox_inbound_purpose_part)
+            per_row[row.correlation_id] += 1
+        else:
             per_part[(row.inbound_message_id, row.purpose, row.part_index)] += 1
             first_answer.setdefault(row.inbound_message_id, record["at"])
+            first_text.setdefault(row.inbound_message_id, record.get("text"))
     held = sum(1 for record in records if record.get("answer") == "delay")
     if held:
         result.notes.append(f"{held} sends accepted with their answer held (in flight at the kill)")
     result.dup = sum(n - 1 for n in per_part.values() if n > 1) + sum(
         n - 1 for n in per_row.values() if n > 1
     )
-    result.posted = len(load.messages)
-    result.redeliveries = load.unacked_posts
+    result.posted = len(posted)
     bound = BOUND_S + result.outage_s
-    for wamid, sent in load.messages.items():
+    for wamid, sent in posted.items():
         row = messages.get(wamid)
         answered_at = first_answer.get(row.id) if row is not None else None
         if row is not None and answered_at is None and row.coalesced:
@@ -431,6 +471,11 @@ async def _account(load: Load, database_url: str, result: Result, after_seq: int
             continue
         delay = answered_at - sent.first_post
         result.max_delay_s = max(result.max_delay_s, delay)
+        if row is not None and first_text.get(row.id) == error_reply:
+            result.error_replies += 1
+        if sent.first_post <= result.healed_at and answered_at >= result.fault_at:
+            result.caught += 1
+            result.max_delay_caught_s = max(result.max_delay_caught_s, delay)
         if delay > bound:
             result.late += 1
 
@@ -451,6 +496,7 @@ async def run_case(stack: Stack, args: argparse.Namespace, case: str, env: dict[
         customers = [asyncio.create_task(load.customer(i)) for i in range(args.customers)]
         await asyncio.sleep(args.warm)
         started = time.monotonic()
+        result.fault_at = time.time()
 
         async def model(**body: Any) -> None:
             response = await client.post(model_control, json=body, headers=control)
@@ -468,7 +514,7 @@ async def run_case(stack: Stack, args: argparse.Namespace, case: str, env: dict[
         if case == "worker_kill_turn":
             await model(latency_s=4.0)
             await asyncio.sleep(3.0)  # turns now wait on the model
-            started = time.monotonic()
+            started, result.fault_at = time.monotonic(), time.time()
             stack.kill9("worker")
             await asyncio.sleep(1.0)
             await model(latency_s=0.0)
@@ -479,7 +525,7 @@ async def run_case(stack: Stack, args: argparse.Namespace, case: str, env: dict[
                     "delay_s": 10.0, "times": args.customers}  # fmt: skip
             (await client.post(failures, json=spec, headers=control)).raise_for_status()
             await asyncio.sleep(4.0)  # sends are hanging, accepted
-            started = time.monotonic()
+            started, result.fault_at = time.monotonic(), time.time()
             stack.kill9("worker")
             await client.delete(failures, params={"phone_number_id": env["phone_number_id"]}, headers=control)
             await worker_back()
@@ -505,6 +551,7 @@ async def run_case(stack: Stack, args: argparse.Namespace, case: str, env: dict[
         else:
             raise SystemExit(f"unknown case {case}")
         result.outage_s = time.monotonic() - started
+        result.healed_at = time.time()
         await asyncio.sleep(args.after)
         load.running = False
         drain_until = time.monotonic() + DRAIN_S
@@ -596,7 +643,9 @@ async def main_async(args: argparse.Namespace) -> int:
     print()
     print(f"rule: lost 0, duplicated 0, every message answered within {BOUND_S:.0f} s + the outage")
     print(f"{'case':<18} {'in':>4} {'out':>4} {'lost':>4} {'dup':>4} {'coal':>4} {'redeliv':>7} {'outage s':>8} "
-          f"{'max delay s':>11} {'late':>4}  verdict")  # fmt: skip
+          f"{'max delay s':>11} {'bound s':>7} {'late':>4} {'caught':>6} {'its max s':>9} {'err reply':>9}  verdict")  # fmt: skip
+    print("caught: posted before the heal, first answered after the fault began; its max s: their longest")
+    print("wait for a first answer of any kind; err reply: messages first answered with the error reply")
     for result in results:
         print(_line(result))
     return 0 if all(r.passed for r in results) else 1
@@ -605,11 +654,13 @@ async def main_async(args: argparse.Namespace) -> int:
 def _line(r: Result) -> str:
     return (
         f"{r.case:<18} {r.posted:>4} {r.out:>4} {r.lost:>4} {r.dup:>4} {r.coalesced:>4} {r.redeliveries:>7} "
-        f"{r.outage_s:>8.1f} {r.max_delay_s:>11.1f} {r.late:>4}  {'PASS' if r.passed else 'FAIL'}"
+        f"{r.outage_s:>8.1f} {r.max_delay_s:>11.1f} {BOUND_S + r.outage_s:>7.1f} {r.late:>4} {r.caught:>6} "
+        f"{r.max_delay_caught_s:>9.1f} {r.error_replies:>9}  {'PASS' if r.passed else 'FAIL'}"
     )
 
 
 def main() -> None:
+    global DATA_DIR  # noqa: PLW0603 (one run per process: the Stack and _env read it)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--case", action="append", choices=CASES, help="run only this case (repeatable)")
     parser.add_argument("--quick", action="store_true", help="short outages (20 s) and load phases")
@@ -623,7 +674,11 @@ def main() -> None:
     parser.add_argument(
         "--port-base", type=int, default=9500, help="the run's ten ports are BASE..BASE+9 (9500)"
     )
+    parser.add_argument(
+        "--data-dir", type=Path, default=DATA_DIR, help=f"the run's DATA_DIR, wiped first ({DATA_DIR})"
+    )
     args = parser.parse_args()
+    DATA_DIR = args.data_dir
     for offset, key in enumerate(PORTS):  # the order above: orchestrator first, embedded Redis last
         PORTS[key] = args.port_base + offset
     args.customers = args.customers or (5 if args.quick else 8)

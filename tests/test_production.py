@@ -362,13 +362,17 @@ async def test_channel_list_names_each_account_and_its_api(cli, make_tenant, ses
         WHATSAPP_PORT=str(settings.whatsapp_port),
     )
     assert result.exit_code == 0, result.output
-    lines = sorted(result.stdout.splitlines(), key=lambda line: number not in line)
+    header, *rows = result.stdout.splitlines()
+    assert header.split() == ["TENANT", "CHANNEL", "ACCOUNT", "STATUS", "TOKEN", "API"]
+    lines = sorted(rows, key=lambda line: number not in line)
     assert lines[0].split() == [
         tenant.slug,
         "whatsapp",
         number,
         "active",
-        "token=missing",
+        "token=not",
+        "needed",
+        "(sandbox)",
         f"api={settings.whatsapp_sandbox_url}",
     ]
     assert lines[1].split() == [
@@ -455,7 +459,9 @@ async def test_channel_list_and_console_agree_on_a_needs_reauth_mailbox(cli, mak
         )
     result = await cli.arun("channel", "list", "--tenant", tenant.slug)
     assert result.exit_code == 0, result.output
-    assert result.stdout.split()[:5] == [tenant.slug, "gmail", email, "needs_reauth", "token=needs_reauth"]
+    assert result.stdout.splitlines()[1].split()[:5] == [
+        tenant.slug, "gmail", email, "needs_reauth", "token=needs_reauth",
+    ]  # fmt: skip
     async with sessions() as session:
         health = await channel_health(session, tenant.id)
     assert [row["token_state"] for row in health["gmail"]] == ["needs_reauth"]

@@ -86,8 +86,10 @@ async def post_platform_suspend(tenant_ref: str, action: str, session: SessionDe
     "/queues",
     summary="Queue depth and dead letters",
     description="`dead_letters.inbound`: dead inbound messages; `dead_letters.outbox`: failed outbox parts "
-    "(newest failure first; `retryable`: the provider never accepted it). `tenant` (slug or id) narrows "
-    "both lists to one tenant.",
+    "(newest failure first; `retryable`: it may be retried; else `not_retryable_reason` says why: the "
+    "provider accepted it, or it was refused because the customer-service window had closed — "
+    "`window_closed`, WhatsApp `131047`: a free-form reply can no longer be sent — or the agent's "
+    "window, `agent_window_closed`). `tenant` (slug or id) narrows both lists to one tenant.",
 )
 async def get_platform_queues(
     session: SessionDep, resources: ResourcesDep, tenant: str | None = Query(None, max_length=64)
@@ -99,7 +101,11 @@ async def get_platform_queues(
         except TenantNotFound:
             raise tenant_not_found(tenant) from None
     depths = await queue_depths(resources.redis) if resources.redis is not None else {}
-    return {"depths": depths, "dead_letters": await dead_letters(session, tenant_id=tenant_id)}
+    found = await dead_letters(session, tenant_id=tenant_id)
+    for part in found["outbox"]:
+        refusal = part.pop("not_retryable")
+        part["not_retryable_reason"] = refusal.text() if refusal is not None else None
+    return {"depths": depths, "dead_letters": found}
 
 
 @platform_admin_router.post(
@@ -123,15 +129,17 @@ async def post_retry_dead_letter(
     description="Puts the failed parts of the part's reply back to pending (fresh attempts, same "
     "correlation id) and asks the worker to deliver them through the delivery loop, in order. "
     "Idempotent: a part the provider accepted, or one already retried (pending, sending, sent), is never "
-    "sent again — 409 for those and for unknown ids.",
+    "sent again — 409 for those and for unknown ids. Also 409 for a part refused because the "
+    "customer-service window had closed (`window_closed`, WhatsApp `131047`: more than 24 hours since the "
+    "customer's last message, so a free-form reply can no longer be sent; answer with a template or wait "
+    "for the customer to write) or the agent's (`agent_window_closed`: sent by itself when the agent next "
+    "writes). The 409 `detail` says which.",
 )
 async def post_retry_outbox(
     outbox_id: uuid.UUID, session: SessionDep, resources: ResourcesDep
 ) -> dict[str, Any]:
     try:
         ids = await retry_failed_outbox(session, resources.redis, outbox_id, actor="api:admin-token")
-    except NotRetryable:
-        raise HTTPException(
-            status.HTTP_409_CONFLICT, f"no failed, never-sent outbox part {outbox_id} (retried already?)"
-        ) from None
+    except NotRetryable as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, exc.refusal.text()) from None
     return {"id": str(outbox_id), "requeued": [str(i) for i in ids], "status": "pending"}

@@ -689,6 +689,17 @@ class Settings(
             return self.resolved_whatsapp_graph_base_url
         return self.resolved_instagram_graph_base_url
 
+    def account_on_sandbox(self, channel: str, account_base: str | None) -> bool:
+        """Whether one account talks to this deployment's sandbox of ``channel`` (its own
+        ``api_base_url`` ``sandbox``, or a process default that points there; Gmail: no
+        ``GMAIL_API_BASE_URL``): such an account needs no access token."""
+        if channel == "gmail":
+            return self.gmail_uses_sandbox
+        if channel not in ("whatsapp", "instagram"):
+            return False
+        sandbox = self.whatsapp_sandbox_url if channel == "whatsapp" else self.instagram_sandbox_url
+        return self.channel_api_base_url(channel, account_base) == sandbox
+
     @property
     def gmail_uses_sandbox(self) -> bool:
         """Whether the Gmail channel talks to the local sandbox (``GMAIL_API_BASE_URL`` unset)."""

@@ -41,6 +41,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 from switchboard.i18n import DEFAULT_LANGUAGE, N_, Language, gettext
 from switchboard.llm.config import LLMSettings
@@ -110,8 +111,10 @@ class LocaleSettings(BaseModel):
         try:
             ZoneInfo(self.timezone)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(
-                f"unknown time zone {self.timezone!r} (use an IANA name such as Europe/Madrid)"
+            raise PydanticCustomError(  # a template of switchboard.i18n.validation: translated
+                "unknown_timezone",
+                "unknown time zone '{timezone}' (use an IANA name such as Europe/Madrid)",
+                {"timezone": self.timezone},
             ) from None
         return self
 

@@ -337,3 +337,28 @@ def test_parse_verdict_wants_rationale_and_a_score_in_range():
     for bad in ("", "[]", '{"rationale": "", "score": 0.4}', '{"rationale": "x", "score": -1}'):
         with pytest.raises(ValueError):
             parse_verdict(bad)
+
+
+def test_the_checker_settings_are_built_once_per_settings_object(gateway):
+    """The input guardrail's checker Router key and settings are kept per tenant settings object (parsed
+    once per content), so the gateway reuses its Router without pricing the groups each turn; changed
+    settings (a new object) build them again."""
+    import uuid
+
+    from switchboard.guardrails.input import GUARDRAIL_MAX_OUTPUT_TOKENS, _checker_llm
+    from switchboard.tenant_settings import cached_tenant_settings
+
+    tenant_id = uuid.uuid4()
+    url = "http://127.0.0.1:9"
+    raw = {
+        "llm": {"deployments": [deployment(url, "cheap", priority=2), deployment(url, "main", priority=1)]}
+    }
+    settings = cached_tenant_settings(raw, tenant_id=str(tenant_id))
+    key, llm, deployments = _checker_llm(gateway, tenant_id, settings)
+    assert _checker_llm(gateway, tenant_id, cached_tenant_settings(raw, tenant_id=str(tenant_id)))[1] is llm
+    assert [d.id for d in deployments] == ["main"]  # both are free: the tie goes to the earlier group
+    assert llm.max_output_tokens == GUARDRAIL_MAX_OUTPUT_TOKENS and llm.num_retries == 0
+    assert gateway.router_for(key, llm) is gateway.router_for(key, llm)
+    changed = {**raw, "llm": {**raw["llm"], "request_timeout_s": 30}}
+    again = _checker_llm(gateway, tenant_id, cached_tenant_settings(changed, tenant_id=str(tenant_id)))
+    assert again[1] is not llm and again[1].request_timeout_s == 30

@@ -56,3 +56,40 @@ def test_commands_do_not_create_a_database_in_the_wrong_folder(cli, tmp_path):
     assert "no Switchboard database in" in result.stderr
     assert "DATA_DIR" in result.stderr
     assert not (tmp_path / "elsewhere" / "postgres").exists()
+
+
+async def test_channel_list_has_a_header_and_says_a_sandbox_account_needs_no_token(
+    cli, make_tenant, sessions, settings
+):
+    from switchboard.console.operations_pages import channel_health
+    from switchboard.crypto import CredentialCipher
+    from switchboard.tenants import add_channel_account
+
+    tenant = await make_tenant()
+    sandbox, real, tokened = (str(uuid.uuid4().int)[:15] for _ in range(3))
+    async with sessions() as session, session.begin():
+        for number, base, credentials in (
+            (sandbox, "sandbox", None),
+            (real, "", None),  # the real Graph API and no token: every send would fail
+            (tokened, "", {"access_token": "EAAG-x"}),
+        ):
+            await add_channel_account(
+                session, tenant=tenant, channel="whatsapp", external_account_id=number, api_base_url=base,
+                credentials=credentials, cipher=CredentialCipher.from_settings(settings),
+            )  # fmt: skip
+    env = {"WHATSAPP_GRAPH_BASE_URL": None, "WHATSAPP_PORT": str(settings.whatsapp_port)}
+    result = await cli.arun("channel", "list", "--tenant", tenant.slug, **env)
+    assert result.exit_code == 0, result.output
+    header, *rows = result.stdout.splitlines()
+    assert header.split() == ["TENANT", "CHANNEL", "ACCOUNT", "STATUS", "TOKEN", "API"]
+    tokens = {row.split()[2]: row.split("token=")[1].split(" api=")[0].strip() for row in rows}
+    assert tokens == {sandbox: "not needed (sandbox)", real: "missing", tokened: "stored"}
+    assert header.index("TOKEN") == rows[0].index("token=") and header.index("API") == rows[0].index("api=")
+    async with sessions() as session:  # the console's Channels page says the same
+        health = await channel_health(session, tenant.id, settings=settings)
+    shown = {a["external_account_id"]: (a["token_label"], a["token_ok"]) for a in health["whatsapp"]}
+    assert shown == {
+        sandbox: ("not needed (sandbox)", True),
+        real: ("missing", False),
+        tokened: ("stored", True),
+    }

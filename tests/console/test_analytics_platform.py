@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import timedelta
+from urllib.parse import urlencode
 
 import httpx
 from sqlalchemy import update
@@ -143,10 +144,15 @@ async def test_platform_console_and_api_retry_a_failed_reply_once(
         assert page.status_code == 200
         assert [f'data-outbox="{r.id}"' in page.text for r in rows] == [True, True]
         assert page.text.count('action="/platform/outbox/') == 2
-        retried = await me.post_form(f"/platform/outbox/{rows[1].id}/retry")
-        assert retried.status_code == 303 and retried.headers["location"] == "/platform"
+        retried = await me.post_form(f"/platform/outbox/{rows[1].id}/retry", {"tenant": shop.tenant.slug})
+        assert retried.status_code == 303
+        assert retried.headers["location"] == "/platform?" + urlencode(
+            {"flash": "Requeued 2 parts of the reply: the delivery loop sends them now, in order.",
+             "tenant": shop.tenant.slug}
+        )  # fmt: skip
         again = await me.post_form(f"/platform/outbox/{rows[0].id}/retry")
         assert again.status_code == 409  # the reply is pending already: never queued twice
+        assert "Not retried: It is not a failed outbox part: unknown, or retried already" in again.text
         after = await client.get("/platform", params={"tenant": shop.tenant.slug})
         assert "data-outbox=" not in after.text
     async with sessions() as session:
@@ -171,5 +177,66 @@ async def test_platform_console_and_api_retry_a_failed_reply_once(
         ]
         done = await api.post(f"/v1/admin/platform/outbox/{rows[0].id}/retry")
         assert done.status_code == 200 and done.json()["requeued"] == [str(rows[0].id)]
-        assert (await api.post(f"/v1/admin/platform/outbox/{rows[0].id}/retry")).status_code == 409
+        twice = await api.post(f"/v1/admin/platform/outbox/{rows[0].id}/retry")
+        assert twice.status_code == 409 and twice.json()["detail"].startswith(
+            "It is not a failed outbox part"
+        )
         assert (await api.get("/v1/admin/platform/queues", params={"tenant": "nope-x"})).status_code == 404
+
+
+async def _one_failed_part(sessions, shop, text):  # type: ignore[no-untyped-def]
+    scene = await new_scene(sessions, shop.tenant, shop.account)
+    (row,) = [
+        r
+        for r in await dead_letter_parts(sessions, scene, [text])
+        if r.conversation_id == scene.conversation.id
+    ]
+    return row
+
+
+WINDOW_REASON = (
+    "The 24-hour customer-service window had closed: a free-form reply can no longer be sent. "
+    "Answer with a template, or wait for the customer to write again."
+)
+
+
+async def test_a_reply_refused_outside_the_window_is_not_offered_for_retry_and_the_api_says_why(
+    console_client, console_settings, sessions, shop, arq_pool, stops_at_the_queue
+):
+    ours, provider = [await _one_failed_part(sessions, shop, text) for text in ("our check", "WhatsApp's")]
+    await set_row(sessions, ours.id, error_code="window_closed", error_message="outside the 24-hour window")
+    await set_row(sessions, provider.id, error_code="131047", error_message="(#131047) Re-engagement message")
+    platform = await new_user(sessions, role=Role.platform_admin, tenant_id=None)
+    async with console_client() as client:
+        me = await log_in(client, platform)
+        page = await client.get("/platform", params={"tenant": shop.tenant.slug})
+        for row in (ours, provider):
+            cell = re.search(rf'<tr data-outbox="{row.id}">.*?</tr>', page.text, re.S).group(0)
+            assert "/retry" not in cell and WINDOW_REASON in cell
+        refused = await me.post_form(f"/platform/outbox/{ours.id}/retry")
+        assert refused.status_code == 409 and f"Not retried: {WINDOW_REASON}" in refused.text
+        spanish = await client.get(
+            "/platform", params={"tenant": shop.tenant.slug}, headers={"Accept-Language": "es"}
+        )
+        assert "La ventana de atención al cliente de 24 horas se había cerrado" in spanish.text
+    orchestrator = create_orchestrator(console_settings)
+    token = {"Authorization": f"Bearer {console_settings.secret('admin_token')}"}
+    async with (
+        orchestrator.router.lifespan_context(orchestrator),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=orchestrator), base_url="http://o.test", headers=token
+        ) as api,
+    ):
+        listed = await api.get("/v1/admin/platform/queues", params={"tenant": shop.tenant.slug})
+        parts = {d["id"]: d for d in listed.json()["dead_letters"]["outbox"]}
+        for row in (ours, provider):
+            assert (parts[str(row.id)]["retryable"], parts[str(row.id)]["not_retryable_reason"]) == (
+                False,
+                WINDOW_REASON,
+            )
+            answer = await api.post(f"/v1/admin/platform/outbox/{row.id}/retry")
+            assert (answer.status_code, answer.json()["detail"]) == (409, WINDOW_REASON)
+        described = orchestrator.openapi()["paths"]["/v1/admin/platform/outbox/{outbox_id}/retry"]["post"]
+        assert "window had closed" in described["description"]
+    async with sessions() as session:
+        assert [(await session.get(Outbox, r.id)).status for r in (ours, provider)] == ["failed", "failed"]

@@ -6,6 +6,7 @@ import json
 
 import httpx
 import pytest
+from switchboard.agent.prompt import fence_inbound
 from switchboard.llm.lexical import LEXICAL_MODEL_NAME, lexical_embedding
 from switchboard.llm.offline_server import (
     OFFLINE_DEMO_MODEL,
@@ -33,6 +34,16 @@ ESCALATE_TOOL = {
     "type": "function",
     "function": {"name": "escalate_to_human", "parameters": {"type": "object"}},
 }
+
+
+def test_a_gmail_message_is_searched_on_the_customers_text_not_the_prompts_wrapper_tags():
+    mail = "Hi,\nwhat does shipping to <Canada> cost?\nThanks, Ana"
+    fenced = fence_inbound([{"role": "user", "content": mail}])  # as the orchestrator sends a Gmail turn
+    assert fenced[0]["content"].startswith("<customer_message>\n")
+    answer = demo_reply([{"role": "system", "content": "You are Shop."}, *fenced], [SEARCH_TOOL])
+    (call,) = answer["tool_calls"]
+    assert call["arguments"] == {"question": mail}
+    assert "customer_message" not in json.dumps(answer)
 
 
 def test_demo_calls_the_search_tool_with_the_customers_words():

@@ -216,3 +216,22 @@ async def test_process_wide_key_is_used_when_the_tenant_has_none(offline_model, 
     router = gateway.router_for(uuid.uuid4(), llm)
     await gateway.complete(router, MESSAGES, tools=None, llm=llm, trace_id="t")
     assert state.script(model).authorizations == ["Bearer sk-process-456"]
+
+
+def test_a_deadline_timeout_is_a_stable_step_within_the_time_left():
+    """Per-call timeouts under a deadline are 0.5 s steps (LiteLLM keeps a provider client per timeout
+    value: a new float per call built a new client and TCP connection per call), never more than 50 ms
+    past the time left, never below 1 s, and none when the deployments' own timeout comes first."""
+    import time
+
+    from switchboard.llm.router import _group_timeout
+
+    llm = LLMSettings(request_timeout_s=45.0, fallback_reserve_s=5.0)
+    now = time.monotonic()
+    assert _group_timeout(llm, now + 20.0, is_last=True) == 20.0  # the guardrail's now + timeout_s
+    assert _group_timeout(llm, time.monotonic() + 20.0, is_last=True) == 20.0  # the same value again
+    assert _group_timeout(llm, time.monotonic() + 7.3, is_last=True) == 7.0
+    assert _group_timeout(llm, time.monotonic() + 20.0, is_last=False) == 15.0  # the reserve is kept
+    assert _group_timeout(llm, time.monotonic() + 0.2, is_last=True) == 1.0
+    assert _group_timeout(llm, time.monotonic() + 100.0, is_last=True) is None
+    assert _group_timeout(llm, None, is_last=True) is None

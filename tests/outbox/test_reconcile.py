@@ -4,9 +4,13 @@ reconciled by the status callback carrying its correlation id, or sent again onc
 from __future__ import annotations
 
 import asyncio
+import socket
 
+import httpx
 import pytest
+from switchboard.channels.base import SendError, SendErrorKind
 from switchboard.outbox.delivery import IN_FLIGHT_S, DeliveryReport, DeliveryScope, deliver
+from switchboard.outbox.policy import never_sent, outcome_unknown
 from switchboard.outbox.statuses import DeliveryStatus, apply_statuses
 from switchboard.queue.keys import parked_status_key
 
@@ -60,7 +64,10 @@ async def test_accepted_send_whose_answer_is_lost_is_reconciled_by_its_status_an
         1,
         "no_answer",
     )
-    assert [e["event"] for e in logs if e["event"].startswith("delivery_")] == ["delivery_outcome_unknown"]
+    (unknown,) = [e for e in logs if e["event"].startswith("delivery_")]
+    assert unknown["event"] == "delivery_outcome_unknown"
+    # which failure it was: a read timeout (hang) or the sandbox's 500 without a Graph error code
+    assert ("ReadTimeout" in unknown["error"]) is (mode == "accept_then_hang")
     assert (await deliver(deps, scope)).sent == 0  # within the grace: waits for the status
 
     settings = make_settings()
@@ -237,3 +244,51 @@ async def test_status_by_correlation_while_the_send_is_in_flight(
     (row,) = await rows_of(sessions, scene)
     assert (row.status, row.external_id, row.attempts) == ("read", record["id"], 1)
     assert len(await sent_by(sandbox[0], scene.phone_number_id)) == 1
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_a_connection_never_made_is_sent_again_with_back_off_not_held_for_reconcile(
+    make_deps, make_scene, sessions
+) -> None:  # type: ignore[no-untyped-def]
+    """A refused connect cannot have reached Meta: the part is retried with back-off (seconds), not
+    held ``sending`` for the reconcile grace (120 s) as a maybe-accepted send is."""
+    deps = make_deps(whatsapp_graph_base_url=f"http://127.0.0.1:{_closed_port()}")
+    scene = await make_scene()
+    (row,) = await write_parts(sessions, scene, ["after the outage"])
+
+    with captured_logs() as logs:
+        report = await deliver(deps, DeliveryScope(inbound_message_id=scene.inbound.id))
+
+    (after,) = await rows_of(sessions, scene)
+    assert (after.status, after.attempts, after.external_id) == ("pending", 1, None)
+    assert after.error_code == "transient"
+    assert "ConnectError" in (after.error_message or "")
+    assert report.pending == 1 and report.retry_in_s is not None
+    assert report.retry_in_s < deps.settings.delivery_reconcile_after_s / 2
+    events = [e["event"] for e in logs if e["event"].startswith("delivery_")]
+    assert events == ["delivery_retry"]
+
+
+def test_never_sent_reads_the_cause_chain_and_only_connect_failures_count() -> None:
+    request = httpx.Request("POST", "https://graph.example/v23.0/1/messages")
+    for cause, expected in (
+        (httpx.ConnectError("refused", request=request), True),
+        (httpx.ConnectTimeout("connect", request=request), True),
+        (httpx.PoolTimeout("pool", request=request), True),
+        (httpx.ReadTimeout("read", request=request), False),
+        (httpx.RemoteProtocolError("dropped", request=request), False),
+    ):
+        try:
+            try:
+                raise cause
+            except httpx.HTTPError as exc:
+                raise SendError("network error", kind=SendErrorKind.transient) from exc
+        except SendError as error:
+            assert never_sent(error) is expected, cause
+            assert outcome_unknown(error) is (not expected), cause

@@ -19,6 +19,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, Tenant
+from switchboard.i18n import N_
 from switchboard.tenants import add_channel_account
 
 __all__ = [
@@ -30,6 +31,9 @@ __all__ = [
     "NEGATIVE_CACHE_TTL_S",
     "access_token_of",
     "account_token_state",
+    "token_state_label",
+    "TOKEN_STATE_LABELS",
+    "TOKEN_STATES_OK",
     "connect_channel_account",
 ]
 
@@ -39,18 +43,45 @@ NEGATIVE_CACHE_TTL_S = 5.0
 """How long an unknown account id is remembered as unknown (seconds)."""
 
 
-def account_token_state(*, is_active: bool, has_credentials: bool, mailbox_status: str | None) -> str:
-    """The one token state of a channel account, shown by the console Channels page and ``channel list``.
+def account_token_state(
+    *, is_active: bool, has_credentials: bool, mailbox_status: str | None, on_sandbox: bool = False
+) -> str:
+    """The one token state of a channel account, shown by the console Channels page and ``channel list``
+    (each in words by :func:`token_state_label`).
+
+    Args:
+        on_sandbox: the account talks to this deployment's sandbox
+            (:meth:`~switchboard.settings.Settings.account_on_sandbox`), which needs no token.
 
     Returns ``needs_reauth`` (a Gmail mailbox whose grant was revoked: ``gmail_mailboxes.status``; it wins
     over everything, the mailbox is not synced until connected again), ``inactive`` (switched off),
-    ``stored`` (credentials present) or ``missing``.
+    ``stored`` (credentials present), ``sandbox`` (none, and none needed) or ``missing``.
     """
     if mailbox_status == "needs_reauth":
         return "needs_reauth"
     if not is_active:
         return "inactive"
-    return "stored" if has_credentials else "missing"
+    if has_credentials:
+        return "stored"
+    return "sandbox" if on_sandbox else "missing"
+
+
+TOKEN_STATE_LABELS: dict[str, str] = {
+    "stored": N_("stored"),
+    "missing": N_("missing"),
+    "sandbox": N_("not needed (sandbox)"),
+    "needs_reauth": N_("needs_reauth"),
+    "inactive": N_("inactive"),
+}
+""":func:`account_token_state` → what people read (English msgids; the console translates them)."""
+
+TOKEN_STATES_OK = frozenset({"stored", "sandbox"})
+"""Token states under which the account can send."""
+
+
+def token_state_label(state: str) -> str:
+    """``sandbox`` → ``not needed (sandbox)``; the others are their own words."""
+    return TOKEN_STATE_LABELS.get(state, state)
 
 
 @dataclass(frozen=True)

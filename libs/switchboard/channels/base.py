@@ -127,6 +127,9 @@ class Capabilities:
     correlation_echo: bool = False
     """The provider echoes a correlation id of ours back on status callbacks (WhatsApp
     ``biz_opaque_callback_data``), so a send whose answer was lost can be reconciled."""
+    window_error_codes: frozenset[str] = frozenset()
+    """``outbox.error_code``\\ s of a send the provider refused as outside the window (WhatsApp
+    ``131047``); like our own ``window_closed`` refusal, such a failure is not offered for retry."""
 
 
 PartType = Literal["text", "media", "template", "interactive"]

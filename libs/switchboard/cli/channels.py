@@ -19,13 +19,14 @@ def channel_list(
         str | None, typer.Option("--tenant", "-t", help="Only this tenant (slug or id).")
     ] = None,
 ) -> None:
-    """List connected accounts: tenant, channel, the provider's account id, its status (`active`,
-    `inactive`, or `needs_reauth` for a Gmail mailbox to connect again), the token state (`stored`,
-    `missing`, `needs_reauth`: the same one the console Channels page shows) and the API it talks to
-    (the sandbox or the real one)."""
+    """List connected accounts, under a header line: tenant, channel, the provider's account id, its
+    status (`active`, `inactive`, or `needs_reauth` for a Gmail mailbox to connect again), the token
+    state (`stored`; `not needed (sandbox)` for an account on this deployment's sandbox; `missing`: a
+    real API without a token, every send would fail; `needs_reauth`: the same one the console
+    Channels page shows) and the API it talks to (the sandbox or the real one)."""
     from sqlmodel import select
 
-    from switchboard.channels.accounts import account_token_state
+    from switchboard.channels.accounts import account_token_state, token_state_label
     from switchboard.db.models import ChannelAccount, GmailMailbox, Tenant
     from switchboard.tenants import get_tenant
 
@@ -50,11 +51,13 @@ def channel_list(
             "no channel accounts: connect one with `switchboard channel add-whatsapp` (or add-instagram, add-gmail)"
         )
         return
+    typer.echo(f"{'TENANT':<20} {'CHANNEL':<10} {'ACCOUNT':<28} {'STATUS':<12} {'TOKEN':<28} API")
     for account, owner, mailbox_status in rows:
         token = account_token_state(
             is_active=account.is_active,
             has_credentials=account.credentials_encrypted is not None,
             mailbox_status=mailbox_status,
+            on_sandbox=settings.account_on_sandbox(account.channel, account.api_base_url),
         )
         state = "needs_reauth" if token == "needs_reauth" else ("active" if account.is_active else "inactive")
         api = (
@@ -64,5 +67,5 @@ def channel_list(
         )
         typer.echo(
             f"{owner.slug:<20} {account.channel:<10} {account.external_account_id:<28} "
-            f"{state:<12} token={token:<12} api={api}"
+            f"{state:<12} {'token=' + token_state_label(token):<28} api={api}"
         )

@@ -18,6 +18,8 @@ from typing import Any
 
 import jinja2
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
@@ -28,6 +30,7 @@ from switchboard.console.deps import LoginRequired
 from switchboard.db.models import Role
 from switchboard.i18n import SUPPORTED_LANGUAGES, negotiate_language, normalize_language
 from switchboard.i18n.jinja import install_i18n, use_language
+from switchboard.i18n.validation import localized
 
 __all__ = [
     "TEMPLATES_DIR",
@@ -163,7 +166,8 @@ def _wants_html(request: Request) -> bool:
 
 
 def install_console(app: FastAPI) -> None:
-    """Static files under ``/static`` and the console's error answers (login redirect, error pages)."""
+    """Static files under ``/static`` and the console's error answers (login redirect, error pages; a
+    refused form field's message in the page's language, :mod:`switchboard.i18n.validation`)."""
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="console-static")
 
     @app.post("/language", include_in_schema=False)
@@ -190,6 +194,18 @@ def install_console(app: FastAPI) -> None:
         if request.method == "GET" and _wants_html(request):
             return RedirectResponse(target, status_code=303)
         return JSONResponse({"detail": "log in first"}, status_code=401)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_form(request: Request, exc: RequestValidationError) -> Response:
+        """A form or query field FastAPI refused: the error page lists each, in the page's language."""
+        if not _wants_html(request) or request.headers.get("HX-Request"):
+            return await request_validation_exception_handler(request, exc)
+        language = console_language(request)
+        detail = "; ".join(
+            f"{'.'.join(str(p) for p in error.get('loc', ())[1:]) or '-'}: {localized(error, language)}"
+            for error in exc.errors()
+        )
+        return render(request, "error.html", status_code=422, code=422, detail=detail)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:

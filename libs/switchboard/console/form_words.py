@@ -1,7 +1,7 @@
 """Words the console shows that the code builds at run time, marked for the gettext catalog
 (``make i18n`` extracts only literal strings): labels and section titles of the agent settings form
 (:func:`switchboard.tenant_config.form.form_sections` makes them from the settings' field names) and the
-inbox's mode filter values (:class:`switchboard.console.inbox.Mode`). ``tests/console/test_spanish.py``
+inbox's mode filter values (:class:`switchboard.console.inbox.Mode`) and the outcomes of turns and tool calls. ``tests/console/test_spanish.py``
 fails when a label has neither a Spanish text nor an entry here.
 
 The templates translate them with ``_(f.label)`` / ``_(m)``.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from switchboard.i18n import N_
 
-__all__ = ["FORM_WORDS", "MODE_WORDS"]
+__all__ = ["FORM_WORDS", "MODE_WORDS", "OUTCOME_WORDS"]
 
 FORM_WORDS = (
     N_("action"),
@@ -100,3 +100,10 @@ FORM_WORDS = (
 
 MODE_WORDS = (N_("ai"), N_("human"), N_("waiting"), N_("closed"))
 """The inbox's mode filter values."""
+
+OUTCOME_WORDS = (
+    N_("answered"), N_("silent"), N_("degraded"), N_("blocked"), N_("skipped"),
+    N_("ok"), N_("error"), N_("rejected"), N_("timeout"),
+)  # fmt: skip
+"""A turn's outcome (:data:`switchboard.agent.loop.Outcome`, ``skipped``) and a tool call's
+(:data:`switchboard.tools.receipts.Outcome`), shown on the conversation page."""

@@ -30,7 +30,13 @@ from sqlmodel import col, select
 
 from switchboard.api.access import ADMIN_ROLES
 from switchboard.api.deps import SessionDep, SessionsDep, SettingsDep
-from switchboard.channels.accounts import AccountTaken, account_token_state, connect_channel_account
+from switchboard.channels.accounts import (
+    TOKEN_STATES_OK,
+    AccountTaken,
+    account_token_state,
+    connect_channel_account,
+    token_state_label,
+)
 from switchboard.channels.cli_common import api_base_option
 from switchboard.channels.gmail.client import GmailApiError, GmailClient, OAuthError
 from switchboard.channels.gmail.mailboxes import (
@@ -46,6 +52,7 @@ from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ConsoleUser, HumanAgent
 from switchboard.i18n import N_
 from switchboard.observability import get_logger
+from switchboard.settings import Settings
 from switchboard.tools.toolbox import UnknownTool, configure_tool, list_assignments, set_enabled
 
 __all__ = ["operations_pages_router", "channel_health"]
@@ -56,7 +63,7 @@ AdminPage = Annotated[PageContext, Depends(page_access(ADMIN_ROLES))]
 register_nav("tools", N_("Tools"), "/tools", ADMIN_ROLES)
 register_nav("channels", N_("Channels"), "/channels", ADMIN_ROLES)
 register_nav("people", N_("People"), "/people", ADMIN_ROLES)
-_WORDS = (N_("stored"), N_("missing"), N_("needs_reauth"), N_("online"), N_("offline"))
+_WORDS = (N_("online"), N_("offline"))  # token states: channels.accounts.TOKEN_STATE_LABELS
 """Token and agent states the templates translate."""
 
 
@@ -108,7 +115,7 @@ async def tools_update(
 
 _HEALTH = text(
     """
-    SELECT a.id, a.channel, a.external_account_id, a.display_name, a.is_active,
+    SELECT a.id, a.channel, a.external_account_id, a.display_name, a.is_active, a.api_base_url,
            a.credentials_encrypted IS NOT NULL AS has_credentials,
            (SELECT max(m.created_at) FROM messages m WHERE m.channel_account_id = a.id AND m.direction = 'inbound')
                AS last_webhook_at,
@@ -123,20 +130,31 @@ _HEALTH = text(
 )
 
 
-def _token_state(row: dict[str, Any]) -> str:
+def _token_state(row: dict[str, Any], settings: Settings | None) -> str:
     return account_token_state(
         is_active=bool(row.get("is_active")),
         has_credentials=bool(row.get("has_credentials")),
         mailbox_status=row.get("mailbox_status"),
+        on_sandbox=settings is not None
+        and settings.account_on_sandbox(row["channel"], row.get("api_base_url")),
     )
 
 
-async def channel_health(session: Any, tenant_id: Any) -> dict[str, list[dict[str, Any]]]:
-    """``{channel: [account health]}`` (see the module docstring); every channel key present."""
+async def channel_health(
+    session: Any, tenant_id: Any, *, settings: Settings | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """``{channel: [account health]}`` (see the module docstring); every channel key present.
+
+    ``token_state`` is :func:`~switchboard.channels.accounts.account_token_state` (as ``channel list``
+    shows it; ``settings`` tell a sandbox account, which needs no token), ``token_label`` its words,
+    ``token_ok`` whether the account can send with it.
+    """
     grouped: dict[str, list[dict[str, Any]]] = {"whatsapp": [], "instagram": [], "gmail": []}
     for row in (await session.execute(_HEALTH, {"tenant": tenant_id})).mappings():
         item = dict(row)
-        item["token_state"] = _token_state(item)
+        item["token_state"] = _token_state(item, settings)
+        item["token_label"] = token_state_label(item["token_state"])
+        item["token_ok"] = item["token_state"] in TOKEN_STATES_OK
         grouped.setdefault(item["channel"], []).append(item)
     return grouped
 
@@ -149,7 +167,7 @@ async def _channels_page(
     request: Request, page: PageContext, session: Any, *, message: tuple[str, str] | None = None,
     error: str | None = None, code: int = 200,
 ) -> Response:  # fmt: skip
-    health = await channel_health(session, page.tenant.id)
+    health = await channel_health(session, page.tenant.id, settings=request.app.state.settings)
     return render(
         request, "channels.html", status_code=code, tenant=page.tenant, health=health, message=message,
         error=error, active="channels",

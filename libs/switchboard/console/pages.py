@@ -28,6 +28,7 @@ from switchboard.console.deps import CurrentUserDep, PageContext, check_csrf, pa
 from switchboard.console.inbox import InboxFilters, Mode, list_inbox
 from switchboard.console.live import live_events
 from switchboard.db.models import ConsoleUser, HumanAgent, Role, Tenant
+from switchboard.i18n import N_
 from switchboard.observability import get_logger
 
 __all__ = ["pages_router", "InboxPage"]
@@ -145,7 +146,7 @@ async def _assignees(session: SessionDep, tenant: Tenant) -> list[tuple[str, str
     agents = (await session.exec(select(HumanAgent).where(HumanAgent.tenant_id == tenant.id))).all()
     users = (await session.exec(select(ConsoleUser).where(ConsoleUser.tenant_id == tenant.id))).all()
     return (
-        [("me", "Me")]
+        [("me", N_("Me"))]  # translated by the template (names are not)
         + [(f"agent:{a.id}", f"{a.name} (WhatsApp)") for a in agents]
         + [(f"user:{u.id}", u.name or u.email) for u in users]
     )

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import uuid
 from typing import Annotated
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from switchboard.api.deps import ResourcesDep, SessionDep
-from switchboard.console.app import register_nav, render
+from switchboard.console.app import console_language, register_nav, render
 from switchboard.console.auth import SessionInfo
 from switchboard.console.deps import platform_access
 from switchboard.db.models import Role
 from switchboard.errors import TenantNotFound
-from switchboard.i18n import N_
+from switchboard.i18n import N_, gettext
 from switchboard.platform_ops import (
     DeadLetterNotFound,
     NotRetryable,
@@ -34,6 +35,10 @@ __all__ = ["platform_pages_router"]
 platform_pages_router = APIRouter(include_in_schema=False)
 PlatformDep = Annotated[SessionInfo, Depends(platform_access)]
 register_nav("platform", N_("Platform"), "/platform", (Role.platform_admin,), platform=True)
+# What the page says after a Retry of a failed reply (msgids: translated in the viewer's language).
+REQUEUED_ONE = N_("Requeued %(n)s part of the reply: the delivery loop sends it now.")
+REQUEUED_MANY = N_("Requeued %(n)s parts of the reply: the delivery loop sends them now, in order.")
+NOT_RETRIED = N_("Not retried: %(reason)s")
 
 
 async def _page(
@@ -50,6 +55,10 @@ async def _page(
     usage = await usage_per_tenant(session, days=30)
     chosen = next((t for t in usage if t["slug"] == tenant_filter), None)
     dead = await dead_letters(session, limit=50, tenant_id=chosen["tenant_id"] if chosen else None)
+    language = console_language(request)
+    for part in dead["outbox"]:  # why a part offers no Retry, in the page's language
+        refusal = part["not_retryable"]
+        part["why_not"] = refusal.text(language) if refusal is not None else None
     return render(
         request, "platform.html", status_code=code, usage=usage, depths=depths, dead=dead,
         tenant_filter=chosen["slug"] if chosen else "", message=message, error=error, active="platform",
@@ -63,8 +72,9 @@ async def platform_page(
     session: SessionDep,
     resources: ResourcesDep,
     tenant: Annotated[str, Query(max_length=64, description="Dead letters of this tenant (slug) only.")] = "",
+    flash: Annotated[str, Query(max_length=500, description="What the last action did.")] = "",
 ) -> Response:
-    return await _page(request, session, resources, tenant_filter=tenant)
+    return await _page(request, session, resources, tenant_filter=tenant, message=flash or None)
 
 
 @platform_pages_router.post("/platform/tenants", response_class=HTMLResponse)
@@ -114,13 +124,25 @@ async def platform_retry(
 
 @platform_pages_router.post("/platform/outbox/{outbox_id}/retry")
 async def platform_retry_outbox(
-    outbox_id: uuid.UUID, info: PlatformDep, session: SessionDep, resources: ResourcesDep
+    request: Request,
+    outbox_id: uuid.UUID,
+    info: PlatformDep,
+    session: SessionDep,
+    resources: ResourcesDep,
+    tenant: Annotated[str, Form(max_length=64)] = "",
 ) -> Response:
-    """Retry a failed outbox part's reply through the delivery loop (idempotent: 409 once retried)."""
+    """Retry a failed outbox part's reply through the delivery loop; back to the page (303) with what
+    was requeued, or the page with why not (409: retried already, accepted by the provider, or a
+    closed service window)."""
+    language = console_language(request)
     try:
-        await retry_failed_outbox(session, resources.redis, outbox_id, actor=f"console:{info.user.email}")
-    except NotRetryable:
-        raise HTTPException(
-            status.HTTP_409_CONFLICT, "This message was retried already or reached the provider."
-        ) from None
-    return RedirectResponse("/platform", status_code=303)
+        ids = await retry_failed_outbox(
+            session, resources.redis, outbox_id, actor=f"console:{info.user.email}"
+        )
+    except NotRetryable as exc:
+        await session.rollback()
+        why = gettext(language, NOT_RETRIED) % {"reason": exc.refusal.text(language)}
+        return await _page(request, session, resources, code=409, error=why, tenant_filter=tenant)
+    done = gettext(language, REQUEUED_ONE if len(ids) == 1 else REQUEUED_MANY) % {"n": len(ids)}
+    query = {"flash": done, **({"tenant": tenant} if tenant else {})}
+    return RedirectResponse("/platform?" + urlencode(query), status_code=303)

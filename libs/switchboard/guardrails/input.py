@@ -19,6 +19,7 @@ import json
 import re
 import time
 import uuid
+from collections import OrderedDict
 from typing import Any
 
 from pydantic import ValidationError
@@ -106,16 +107,39 @@ def parse_verdict(content: str | None) -> GuardrailVerdict:
         raise ValueError(f"guardrail output invalid at {first.get('loc')}: {first.get('msg')}") from exc
 
 
-def _checker_llm(
-    gateway: ModelGateway, tenant_id: uuid.UUID, settings: TenantSettings, guard: GuardrailSettings
-) -> tuple[uuid.UUID, Any, list[DeploymentSettings]]:
+_CHECKER_CACHE_SIZE = 1024
+"""Tenant settings objects whose checker model settings :func:`_checker_llm` keeps (oldest dropped)."""
+GatewayKey = tuple[uuid.UUID, Any, list[DeploymentSettings]]
+_checkers: OrderedDict[tuple[int, int], tuple[TenantSettings, ModelGateway, GatewayKey]] = OrderedDict()
+
+
+def _checker_llm(gateway: ModelGateway, tenant_id: uuid.UUID, settings: TenantSettings) -> GatewayKey:
+    """The checker's Router key, model settings (no retries, :data:`GUARDRAIL_MAX_OUTPUT_TOKENS`) and
+    deployments, built once per settings object: tenant settings are parsed once per content
+    (:func:`~switchboard.tenant_settings.cached_tenant_settings`), so the same object comes back every
+    turn until the tenant's settings change, and the same ``llm`` object lets the gateway reuse the
+    Router without fingerprinting it (pricing every group for the cheapest one cost more than the rest)."""
+    hit = _checkers.get((id(settings), id(gateway)))
+    if hit is not None and hit[0] is settings and hit[1] is gateway:
+        return hit[2]
+    guard = settings.channel(GuardrailSettings)
+    key: uuid.UUID
     if guard.input.deployments:
         llm = settings.llm.model_copy(update={"deployments": guard.input.deployments})
-        return group_router_key(tenant_id, "guardrails"), llm, guard.input.deployments
-    deployments = settings.llm.deployments or default_deployments(gateway.settings)
-    group = cheapest_group(deployments)
-    llm = only_group(settings.llm, deployments, group)
-    return group_router_key(tenant_id, f"group:{group}"), llm, llm.deployments
+        key, deployments = group_router_key(tenant_id, "guardrails"), guard.input.deployments
+    else:
+        group = cheapest_group(settings.llm.deployments or default_deployments(gateway.settings))
+        llm = only_group(
+            settings.llm, settings.llm.deployments or default_deployments(gateway.settings), group
+        )
+        key, deployments = group_router_key(tenant_id, f"group:{group}"), llm.deployments
+    llm = llm.model_copy(update={"max_output_tokens": GUARDRAIL_MAX_OUTPUT_TOKENS, "num_retries": 0})
+    built: GatewayKey = (key, llm, deployments)
+    # the objects are kept with their ids, so an id is not reused by another object meanwhile
+    _checkers[(id(settings), id(gateway))] = (settings, gateway, built)
+    while len(_checkers) > _CHECKER_CACHE_SIZE:
+        _checkers.popitem(last=False)
+    return built
 
 
 async def check_input(
@@ -135,10 +159,7 @@ async def check_input(
     started = time.perf_counter()
     record: dict[str, Any] = {"stage": "input", "threshold": guard.threshold, "checker": "model"}
     try:
-        key, llm, deployments = _checker_llm(
-            gateway, tenant_id, settings, settings.channel(GuardrailSettings)
-        )
-        llm = llm.model_copy(update={"max_output_tokens": GUARDRAIL_MAX_OUTPUT_TOKENS, "num_retries": 0})
+        key, llm, deployments = _checker_llm(gateway, tenant_id, settings)
         router = gateway.router_for(key, llm)
         reply = await gateway.complete(
             router, guardrail_messages(settings, text, guard.max_chars), tools=None, llm=llm,

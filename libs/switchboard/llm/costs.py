@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from functools import lru_cache
 
 from switchboard.llm import import_litellm
 from switchboard.llm.config import DeploymentSettings, LLMSettings
@@ -45,7 +46,11 @@ class CallCost:
     """Whether LiteLLM's cost map knows the model."""
 
 
+@lru_cache(maxsize=4096)
 def _price(litellm_model: str, prompt_tokens: int, completion_tokens: int) -> CallCost:
+    """LiteLLM's price, kept per (model, tokens): the map is read once, offline, and the Router only adds
+    zero prices for models it does not know (unpriced either way), so an answer never changes; pricing
+    walks several lookups (about 1 ms per call) and the guardrail prices every group for each turn."""
     litellm = import_litellm()
     try:
         prompt_usd, completion_usd = litellm.cost_per_token(

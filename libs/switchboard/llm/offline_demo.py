@@ -40,6 +40,23 @@ def _text_of(content: Any) -> str:
     return ""
 
 
+_BLOCK_RE = re.compile(r"<([a-z][a-z0-9_]*)>\n(.*)\n</\1>", re.DOTALL)
+"""A whole message that is one data block of the prompt (:func:`switchboard.agent.prompt.untrusted_block`:
+``<customer_message>\\n...\\n</customer_message>``, every ``<``/``>`` inside written ``&lt;``/``&gt;``)."""
+
+
+def _customer_words(content: Any) -> str:
+    """What the customer wrote in a ``user`` message: the text inside its data block when the prompt
+    fenced it (an e-mail, :func:`switchboard.agent.prompt.fence_inbound`), unescaped, else the text.
+    The search query, the guardrail's and intent's verdicts and the digest see the customer's words,
+    not the prompt's wrapper tags."""
+    text = _text_of(content)
+    block = _BLOCK_RE.fullmatch(text.strip())
+    if block is None:
+        return text
+    return block.group(2).replace("&lt;", "<").replace("&gt;", ">")
+
+
 def _tool_names(tools: list[dict[str, Any]] | None) -> dict[str, dict[str, Any]]:
     return {t["function"]["name"]: t["function"] for t in tools or [] if t.get("type") == "function"}
 
@@ -115,21 +132,25 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
     system = _text_of(messages[0].get("content")) if messages and messages[0].get("role") == "system" else ""
     if system.startswith(GUARDRAIL_INSTRUCTION_MARKER):
         screened = next(
-            (_text_of(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), ""
+            (_customer_words(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), ""
         )
         return {"content": json.dumps(heuristic_verdict(screened))}
     if system.startswith(INTENT_INSTRUCTION_MARKER):
-        asked = next((_text_of(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+        asked = next(
+            (_customer_words(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), ""
+        )
         return {"content": json.dumps(heuristic_intent(asked))}
     if system.startswith(SUMMARY_INSTRUCTION_MARKER):
         lines = [
-            _text_of(m.get("content")) for m in messages[1:] if m.get("role") == "user" and m.get("content")
+            _customer_words(m.get("content"))
+            for m in messages[1:]
+            if m.get("role") == "user" and m.get("content")
         ]
         digest = "; ".join(_clip(line, 80) for line in lines[-10:]) or "nothing of note"
         return {"content": f"{OFFLINE_MARKER} Earlier the customer wrote: {digest}"}
 
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
-    customer_text = _text_of(messages[last_user].get("content")).strip() if last_user >= 0 else ""
+    customer_text = _customer_words(messages[last_user].get("content")).strip() if last_user >= 0 else ""
     after = messages[last_user + 1 :] if last_user >= 0 else []
     offered = _tool_names(tools)
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import time
 import uuid
 from collections import OrderedDict, deque
@@ -72,6 +73,10 @@ _FAIL_WINDOW_S = 60.0
 _BACKOFF_INITIAL_S = 0.25
 """First retry wait of a single-deployment group (doubles per retry, capped by ``max_retry_wait_s``)."""
 _RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
+_TIMEOUT_STEP_S = 0.5
+"""Per-call timeouts under a deadline are whole multiples of this (seconds; see ``_group_timeout``)."""
+_TIMEOUT_SLACK_S = 0.05
+"""A deadline's timeout may exceed the time left by at most this (seconds), so ``now + 20`` gives 20."""
 
 
 class ModelCallFailed(Exception):
@@ -230,14 +235,17 @@ def retry_after_s(error: BaseException) -> float | None:
 def _group_timeout(llm: LLMSettings, deadline: float | None, *, is_last: bool) -> float | None:
     """Per-request timeout of one group call under the turn ``deadline`` (``None``: the deployments' own).
 
-    A group that is not the last keeps ``fallback_reserve_s`` for the next; never below 1 s.
+    A group that is not the last keeps ``fallback_reserve_s`` for the next; never below 1 s. The time
+    left is rounded down to :data:`_TIMEOUT_STEP_S` (after adding :data:`_TIMEOUT_SLACK_S`): LiteLLM
+    caches its provider client per timeout value, so a fresh float per call (the input guardrail's
+    ``now + timeout_s``) built a new client and TCP connection for every call.
     """
     if deadline is None:
         return None
     left = deadline - time.monotonic() - (0.0 if is_last else llm.fallback_reserve_s)
     if left >= llm.request_timeout_s:
         return None
-    return max(1.0, left)
+    return max(1.0, math.floor((left + _TIMEOUT_SLACK_S) / _TIMEOUT_STEP_S) * _TIMEOUT_STEP_S)
 
 
 def _status(error: BaseException) -> int | None:

@@ -610,9 +610,10 @@ async def _record_error(run: _Run, claimed: _Claimed, exc: SendError) -> str:
             row.error_code, row.error_message, row.updated_at = "no_answer", message, now
             session.add(row)
             run.blocked_groups.add(_group_key(row))
-            log.warning(
-                "delivery_outcome_unknown", reconcile_after_s=settings.delivery_reconcile_after_s, **fields
-            )
+            log.warning(  # the error says which network failure (a refused connection was never sent)
+                "delivery_outcome_unknown", reconcile_after_s=settings.delivery_reconcile_after_s,
+                error=message[:200], **fields,
+            )  # fmt: skip
             return "unknown"
         if row.attempts >= settings.delivery_max_attempts:
             await _dead_letter(run, session, row, message)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+import httpx
 from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -33,6 +34,7 @@ __all__ = [
     "backoff_s",
     "conversation_reason",
     "may_send",
+    "never_sent",
     "outcome_unknown",
     "tenant_settings_of",
     "window_hours",
@@ -167,13 +169,35 @@ async def agent_of(session: AsyncSession, row: Outbox) -> HumanAgent | None:
     ).first()
 
 
+# httpx failures before the request left this host (no connection made, none free in the pool):
+# the provider cannot have seen the message, so it is sent again with back-off, not reconciled.
+_NEVER_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+def never_sent(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an error it was raised from) says the request never reached the provider:
+    a refused or timed-out connect, or no pooled connection (httpx's ``ConnectError``,
+    ``ConnectTimeout``, ``PoolTimeout``). A read timeout or a dropped answer is not: it may have
+    been accepted."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the channel's error, the client's, the transport's: a short chain
+        if seen is None:
+            return False
+        if isinstance(seen, _NEVER_SENT):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def outcome_unknown(exc: SendError) -> bool:
     """The provider may have accepted the message: no answer at all, or a 5xx that is not the
-    provider's own error (a provider error body carries a code, so it was refused)."""
+    provider's own error (a provider error body carries a code, so it was refused). A connection
+    that was never made (:func:`never_sent`) is known: not accepted."""
     return (
         exc.kind is SendErrorKind.transient
         and exc.code is None
         and (exc.http_status is None or exc.http_status >= 500)
+        and not never_sent(exc)
     )
 
 

@@ -25,7 +25,7 @@ import copy
 import re
 import types
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from inspect import isclass
 from typing import Any, Union, get_args, get_origin
 
@@ -33,7 +33,8 @@ from pydantic import BaseModel, ValidationError
 
 from switchboard.crypto import CredentialCipher
 from switchboard.errors import SwitchboardError
-from switchboard.i18n import SUPPORTED_LANGUAGES
+from switchboard.i18n import N_, SUPPORTED_LANGUAGES, gettext
+from switchboard.i18n.validation import localized
 from switchboard.tenant_settings import (
     CORE_SECTIONS,
     LocaleSettings,
@@ -73,9 +74,22 @@ class Problem:
 
     path: str
     message: str
+    """English (the admin API and the CLI show it)."""
+    error_type: str | None = None
+    """pydantic's error ``type`` when pydantic found it (:mod:`switchboard.i18n.validation`)."""
+    params: Mapping[str, str] = field(default_factory=dict)
+    """pydantic's error ``ctx``, as text."""
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
+
+    def text(self, language: str) -> str:
+        """The message in ``language`` (the console's): pydantic's through
+        :func:`switchboard.i18n.validation.localized`, ours through the catalog (a message that is
+        not a msgid stays English)."""
+        if self.error_type is None:
+            return gettext(language, self.message)
+        return localized({"type": self.error_type, "msg": self.message}, language, params=self.params)
 
 
 class SettingsInvalid(SwitchboardError, ValueError):
@@ -182,7 +196,7 @@ def _to_stored(
     for key, value in public.items():
         where = f"{path}.{key}"
         if not isinstance(key, str):
-            problems.append(Problem(where, "setting names are strings"))
+            problems.append(Problem(where, N_("setting names are strings")))
             continue
         if key.endswith(SECRET_SUFFIX) and key in model.model_fields:
             plain = key[: -len(SECRET_SUFFIX)]
@@ -194,7 +208,7 @@ def _to_stored(
         if secret_key in model.model_fields:
             if value in (SECRET_SET, SECRET_CHANGED):
                 if not stored.get(secret_key):
-                    problems.append(Problem(where, "no key is stored: give the key, or null"))
+                    problems.append(Problem(where, N_("no key is stored: give the key, or null")))
                 else:
                     result[secret_key] = stored[secret_key]
             elif value is None or value in ("", SECRET_NOT_SET):
@@ -202,7 +216,7 @@ def _to_stored(
             elif isinstance(value, str):
                 result[secret_key] = cipher().encrypt({_SECRET_PAYLOAD_KEY: value.strip()})
             else:
-                problems.append(Problem(where, "a key is a string"))
+                problems.append(Problem(where, N_("a key is a string")))
             continue
         field = model.model_fields.get(key)
         if field is None:
@@ -249,7 +263,8 @@ def _problems_of(exc: ValidationError, section: str) -> list[Problem]:
     found = []
     for error in exc.errors():
         location = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.get("loc", ()))
-        found.append(Problem(f"{section}{location}", str(error.get("msg"))))
+        params = {key: str(value) for key, value in (error.get("ctx") or {}).items()}
+        found.append(Problem(f"{section}{location}", str(error.get("msg")), str(error.get("type")), params))
     return found
 
 
@@ -276,7 +291,7 @@ def prepare_settings(
     sections = all_sections()
     problems: list[Problem] = []
     if not isinstance(document, Mapping):
-        raise SettingsInvalid([Problem("(document)", "must be a mapping of sections")])
+        raise SettingsInvalid([Problem("(document)", N_("must be a mapping of sections"))])
     for name in document:
         if name not in sections:
             problems.append(Problem(str(name), f"unknown section (known: {', '.join(sections)})"))
@@ -336,7 +351,7 @@ def set_path(document: dict[str, Any], path: str, value: Any) -> None:
     """
     parts = path.split(".")
     if len(parts) < 2:
-        raise SettingsInvalid([Problem(path, "write section.setting, e.g. agent.name")])
+        raise SettingsInvalid([Problem(path, N_("write section.setting, e.g. agent.name"))])
     node: Any = document
     for index, part in enumerate(parts):
         match = _SEGMENT.match(part)
@@ -352,7 +367,7 @@ def set_path(document: dict[str, Any], path: str, value: Any) -> None:
             if found is None:
                 raise SettingsInvalid([Problem(path, f"no item with id {item_id!r} in {name}")])
             if last:
-                raise SettingsInvalid([Problem(path, "name a setting of the item, e.g. [id].model")])
+                raise SettingsInvalid([Problem(path, N_("name a setting of the item, e.g. [id].model"))])
             node = found
             continue
         if last:

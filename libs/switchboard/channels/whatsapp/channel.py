@@ -44,6 +44,10 @@ __all__ = ["WhatsAppChannel", "CAPABILITIES", "THROTTLE_CODES", "WINDOW_CODES", 
 
 log = get_logger(__name__)
 
+THROTTLE_CODES = frozenset({130429, 131056, 80007, 4})
+"""Throughput limits (per number, per pair of numbers, per app): hold the account's sends."""
+WINDOW_CODES = frozenset({131047})
+"""Re-engagement: more than 24 hours since the customer's last message."""
 CAPABILITIES = Capabilities(
     text_limit=TEXT_LIMIT_CHARS,
     text_unit="utf16",
@@ -53,11 +57,8 @@ CAPABILITIES = Capabilities(
     untrusted_inbound=False,
     read_receipts=True,
     correlation_echo=True,
+    window_error_codes=frozenset(str(code) for code in WINDOW_CODES),
 )
-THROTTLE_CODES = frozenset({130429, 131056, 80007, 4})
-"""Throughput limits (per number, per pair of numbers, per app): hold the account's sends."""
-WINDOW_CODES = frozenset({131047})
-"""Re-engagement: more than 24 hours since the customer's last message."""
 
 
 def classify(exc: GraphSendError) -> SendError:
