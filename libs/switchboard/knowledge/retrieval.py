@@ -162,12 +162,17 @@ def _nearest_cte(name: str, limit_param: str, *, exact: bool) -> str:
     of its normalized half-precision embedding (``embedding_half``, read from the row, no TOAST) with
     the normalized question, the best ``:rerank_candidates`` re-ranked by the exact cosine distance
     of the full embeddings. Otherwise the HNSW index (iterative scan).
+
+    The exact scan takes the tenant's sources of the model as one array (an init plan), not as
+    ``IN (subquery)``: that one the planner joined as a nested loop over the tenant's sources, each
+    loop a bitmap scan of the tenant's whole ``(tenant_id, tsv)`` index entry (19 sources: 19 x ~1.1 ms,
+    two thirds of the 30 ms scan at 100,000 chunks; ``loadtests/README.md``, branch ``retrieval4``).
     """
     if exact:
         return f"""{name}_coarse AS MATERIALIZED (
     SELECT d.id
     FROM knowledge_documents d
-    WHERE d.tenant_id = :tenant_id AND d.is_active AND d.source_id IN ({_MODEL_SOURCES})
+    WHERE d.tenant_id = :tenant_id AND d.is_active AND d.source_id = ANY(ARRAY({_MODEL_SOURCES}))
     ORDER BY d.embedding_half <#> CAST(l2_normalize(CAST(:qvec AS vector)) AS halfvec), d.id
     LIMIT :rerank_candidates
 ),
