@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
+from switchboard.errors import TenantNotFound
 from switchboard.knowledge import search_chunks, set_source_active
 from switchboard.knowledge.retrieval import code_tokens, keywords
 
@@ -159,3 +162,13 @@ def test_keywords_drop_stop_words_and_codes_are_detected():
     assert keywords("What is the price of FVAM-2050-B?") == ["price", "fvam-2050-b"]
     assert code_tokens("What is the price of FVAM-2050-B in 2024?") == ["fvam-2050-b", "2024"]
     assert code_tokens("opening hours") == []
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid", "neighborhood", "exact", "graph"])
+@pytest.mark.parametrize("query", ["What is the returns policy?", "?"])
+async def test_unknown_tenant_is_an_error_in_every_mode(session, settings, mode, query):
+    # vector/hybrid read the tenant row in the statement that counts its chunks; a question without
+    # words reads it on its own: either way an unknown tenant is an error, never an empty result
+    missing = uuid.uuid4()
+    with pytest.raises(TenantNotFound):
+        await search_chunks(session, tenant_id=missing, query=query, mode=mode, settings=settings)
