@@ -99,7 +99,7 @@ from switchboard.llm.costs import cheapest_group, group_router_key, only_group
 from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.memory.notes import NotesRejected, check_notes, evidence_from_notes
-from switchboard.memory.store import is_returning_customer
+from switchboard.memory.store import returning_customer_exists
 from switchboard.observability import get_logger, message_context, metrics, tracing
 from switchboard.storable import clean_text, clean_tree
 from switchboard.tenant_settings import TenantSettings, cached_tenant_settings
@@ -137,11 +137,14 @@ class _Context:
     and one round trip less per turn than a session of its own)."""
 
     budget: BudgetState
-    last_summary: Turn | None
+    summary_text: str | None
+    """The conversation's last stored summary (``turns.summary_text``), if any."""
     rows: list[Message]
     """History after the last summary, oldest first, without the inbound row."""
-    customer: Customer | None
-    memory: UserMemory | None
+    profile: dict[str, Any] | None
+    """The customer's profile (``None``: no such customer of the tenant)."""
+    memory: str | None
+    """The customer's memory summary (``None``: none, or empty)."""
     returning: bool
 
 
@@ -446,37 +449,52 @@ class Orchestrator:
             session, tenant_id=request.tenant_id, settings=tenant_settings.channel(BudgetSettings),
             now=utcnow(),
         )  # fmt: skip
-        scope = TenantScope(session, request.tenant_id)
+        # the last summary, the customer's profile and memory and "returning customer": one query, one
+        # round trip (four before); each a scalar subquery of the tenant's rows
+        tenant_id, customer_id = request.tenant_id, request.customer_id
         last_summary = (
-            await session.exec(
-                scope.select(
-                    Turn,
-                    Turn.conversation_id == request.conversation_id,
-                    col(Turn.summary_through_message_id).is_not(None),
-                )
-                .order_by(col(Turn.created_at).desc())
-                .limit(1)
+            sa_select(Turn.__table__.c.summary_text, Turn.__table__.c.summary_through_message_id)
+            .where(
+                Turn.__table__.c.tenant_id == tenant_id,
+                Turn.__table__.c.conversation_id == request.conversation_id,
+                Turn.__table__.c.summary_through_message_id.is_not(None),
             )
-        ).first()
+            .order_by(Turn.__table__.c.created_at.desc(), Turn.__table__.c.id.desc())
+            .limit(1)
+            .subquery()
+        )
+        customers, memories = Customer.__table__.c, UserMemory.__table__.c
+        query = sa_select(
+            sa_select(last_summary.c.summary_text).scalar_subquery().label("summary_text"),
+            sa_select(last_summary.c.summary_through_message_id).scalar_subquery().label("summary_through"),
+            sa_select(customers.profile)
+            .where(customers.id == customer_id, customers.tenant_id == tenant_id)
+            .scalar_subquery()
+            .label("profile"),
+            sa_select(memories.summary)
+            .where(memories.tenant_id == tenant_id, memories.customer_id == customer_id)
+            .limit(1)
+            .scalar_subquery()
+            .label("memory"),
+            returning_customer_exists(
+                tenant_id=tenant_id, customer_id=customer_id, now=utcnow(),
+                window_days=tenant_settings.memory.returning_customer_window_days,
+                exclude_conversation_id=request.conversation_id,
+            ).label("returning"),
+        )  # fmt: skip
+        connection = await session.connection()
+        found = (await connection.execute(query)).one()
         rows = await read_history(
             session,
-            tenant_id=request.tenant_id,
+            tenant_id=tenant_id,
             conversation_id=request.conversation_id,
             roles=MODEL_ROLES,
-            after_message_id=last_summary.summary_through_message_id if last_summary else None,
+            after_message_id=found.summary_through,
             exclude_message_id=request.inbound_message_id,
         )
-        customer = await scope.get(Customer, request.customer_id)
-        memory = await scope.first(UserMemory, UserMemory.customer_id == request.customer_id)
-        returning = await is_returning_customer(
-            session,
-            tenant_id=request.tenant_id,
-            customer_id=request.customer_id,
-            window_days=tenant_settings.memory.returning_customer_window_days,
-            now=utcnow(),
-            exclude_conversation_id=request.conversation_id,
+        return _Context(
+            budget, found.summary_text, list(rows), found.profile, found.memory or None, bool(found.returning)
         )
-        return _Context(budget, last_summary, list(rows), customer, memory, returning)
 
     async def _claim_in(
         self, session: AsyncSession, request: TurnRequest, trace_id: str, tenant_settings: TenantSettings
@@ -579,15 +597,10 @@ class Orchestrator:
         context: _Context,
     ) -> tuple[list[dict[str, Any]], tuple[str, uuid.UUID] | None]:
         llm = tenant_settings.llm
-        last_summary, rows, customer, memory = (
-            context.last_summary,
-            list(context.rows),
-            context.customer,
-            context.memory,
-        )
+        rows = list(context.rows)
         returning, window_days = context.returning, tenant_settings.memory.returning_customer_window_days
         untrusted = _untrusted_inbound(request.channel)
-        summary_text = last_summary.summary_text if last_summary is not None else None
+        summary_text = context.summary_text
         new_summary: tuple[str, uuid.UUID] | None = None
         if len(rows) > llm.summarize_after_messages:
             older, rows = rows[: -llm.keep_verbatim_messages], rows[-llm.keep_verbatim_messages :]
@@ -604,8 +617,8 @@ class Orchestrator:
             tenant_settings.agent,
             channel=request.channel,
             now=utcnow(),
-            profile=customer.profile if customer is not None else None,
-            memory=memory.summary if memory is not None and memory.summary else None,
+            profile=context.profile,
+            memory=context.memory,
             summary=summary_text,
             returning_customer=returning,
             returning_window_days=window_days,
