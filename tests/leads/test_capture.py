@@ -1,5 +1,6 @@
 """Lead capture after each turn: the offline heuristic (and its mark on the lead), once per conversation
-however many turns show intent, ``lead.created`` in the same transaction, the model check's strict
+however many turns show intent, ``lead.created`` in the same transaction, the check inside the turn's
+transaction failing alone (savepoint), the model check's strict
 schema, the admin API and the CLI."""
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ import json
 import httpx
 import pytest
 from sqlmodel import select
+from switchboard.conversations import append_message
+from switchboard.db.engine import session_scope
 from switchboard.db.models import Customer, EventOutbox, Lead
-from switchboard.leads import OFFLINE_HEURISTIC, capture_lead, heuristic_intent
+from switchboard.leads import OFFLINE_HEURISTIC, capture_lead, capture_lead_in, heuristic_intent
 from switchboard.leads.intent import parse_model_verdict
 
 from tests.utils.agent import answer_with_script, make_conversation, text
@@ -83,6 +86,49 @@ async def test_an_opted_out_customer_is_recorded_with_consent_denied(
     await orchestrator.handle_turn(handle.request("Quiero comprar dos, llámame"))
     (lead,) = await _leads(sessions, tenant.id)
     assert lead.consent == "denied"
+
+
+async def test_the_lead_check_in_the_turns_transaction_fails_alone_in_its_savepoint(
+    sessions, make_tenant, orchestrator, offline_model
+) -> None:  # type: ignore[no-untyped-def]
+    tenant = await make_tenant()
+    await answer_with_script(sessions, tenant.id, offline_model)
+    handle = await make_conversation(sessions, tenant)
+    await orchestrator.handle_turn(handle.request("hello"))
+    ids = {
+        "tenant_id": tenant.id,
+        "conversation_id": handle.conversation.id,
+        "customer_id": handle.customer.id,
+    }
+    async with session_scope(sessions) as session:
+        customer = await session.get(Customer, handle.customer.id)
+        customer.profile = {"written": "before the lead check"}
+        session.add(customer)
+        # LIMIT -1: PostgreSQL refuses the window's query, inside the savepoint
+        assert await capture_lead_in(session, **ids, window_messages=-1, trace_id="t") is None
+        customer.profile = {"written": "before and after the failed lead check"}
+        session.add(customer)
+    async with sessions() as session:
+        assert (await session.get(Customer, handle.customer.id)).profile == {
+            "written": "before and after the failed lead check"
+        }
+    assert await _leads(sessions, tenant.id) == []
+    # the same call with a valid window stages the lead and its event in the caller's transaction
+    async with session_scope(sessions) as session:
+        append_message(
+            session, conversation=handle.conversation, role="user", direction="inbound",
+            text="I want to buy the DN50 valve",
+        )  # fmt: skip
+        lead = await capture_lead_in(session, **ids, window_messages=8, trace_id="t")
+        assert lead is not None and lead.detected_by == OFFLINE_HEURISTIC
+        assert await _leads(sessions, tenant.id) == []  # not committed yet: another session sees nothing
+    (stored,) = await _leads(sessions, tenant.id)
+    assert (stored.id, stored.summary, stored.interest) == (lead.id, lead.summary, lead.interest)
+    async with sessions() as session:
+        events = (await session.exec(
+            select(EventOutbox).where(EventOutbox.tenant_id == tenant.id, EventOutbox.event_type == "lead.created")
+        )).all()  # fmt: skip
+    assert [e.payload["data"]["lead_id"] for e in events] == [str(lead.id)]
 
 
 def test_heuristic_reads_the_chosen_option_as_the_product() -> None:

@@ -26,7 +26,9 @@ Steps of :meth:`Orchestrator.handle_turn`:
    safe reply and flagged ``output_replaced``.
 7. **Persist** in one transaction: the turn's assistant/tool messages and the reply (with the trace
    id), a ``tool_receipts`` row per call, and the ``turns`` row (result, model, fallback, usage, timings,
-   ``guardrails`` records, ``cost_usd``).
+   ``guardrails`` records, ``cost_usd``). The lead check (:mod:`switchboard.leads`) of an answered turn
+   runs in the same transaction in a SAVEPOINT when it is the offline heuristic (its failure rolls back
+   only itself), or after the commit when it calls a model.
 
 A conversation that is not in AI mode (``human`` or ``closed``) gets ``silent`` without a model call.
 """
@@ -73,6 +75,7 @@ from switchboard.db.models import (
     ConversationStatus,
     Customer,
     InboundState,
+    Lead,
     Message,
     MessageDirection,
     MessageRole,
@@ -90,13 +93,13 @@ from switchboard.guardrails.input import check_input
 from switchboard.guardrails.output import check_output
 from switchboard.guardrails.records import GuardrailRecord
 from switchboard.guardrails.settings import GuardrailSettings
-from switchboard.leads import capture_lead
+from switchboard.leads import capture_lead, capture_lead_in, lead_recorded
 from switchboard.llm.config import default_deployments
 from switchboard.llm.costs import cheapest_group, group_router_key, only_group
 from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.memory.notes import NotesRejected, check_notes, evidence_from_notes
-from switchboard.memory.store import is_returning_customer
+from switchboard.memory.store import returning_customer_exists
 from switchboard.observability import get_logger, message_context, metrics, tracing
 from switchboard.storable import clean_text, clean_tree
 from switchboard.tenant_settings import TenantSettings, cached_tenant_settings
@@ -134,11 +137,14 @@ class _Context:
     and one round trip less per turn than a session of its own)."""
 
     budget: BudgetState
-    last_summary: Turn | None
+    summary_text: str | None
+    """The conversation's last stored summary (``turns.summary_text``), if any."""
     rows: list[Message]
     """History after the last summary, oldest first, without the inbound row."""
-    customer: Customer | None
-    memory: UserMemory | None
+    profile: dict[str, Any] | None
+    """The customer's profile (``None``: no such customer of the tenant)."""
+    memory: str | None
+    """The customer's memory summary (``None``: none, or empty)."""
     returning: bool
 
 
@@ -149,6 +155,8 @@ class _Claim:
     skip_reason: str | None = None
     context: _Context | None = None
     """Read with a new claim of a conversation in AI mode."""
+    conversation: Conversation | None = None
+    """The conversation as the claim read it (its ids and channel: what persisting needs, not re-read)."""
 
 
 RELEASE_ATTEMPTS = 5
@@ -253,10 +261,16 @@ class Orchestrator:
                 parts=[] if outcome.silent or "output_replaced" in guarded.flags else outcome.parts,
             )
             total_ms = (time.perf_counter() - started) * 1000
-            await self._persist(
-                claim.turn_id, request, trace_id, result, outcome, summary, total_ms, guarded=guarded
-            )
-            if not result.silent:
+            lead_check = None if result.silent else self._lead_check(tenant_settings)
+            assert claim.conversation is not None  # read with every claim
+            lead = await self._persist(
+                claim.turn_id, request, trace_id, result, outcome, summary, total_ms, guarded=guarded,
+                conversation=claim.conversation,
+                lead_window=tenant_settings.leads.intent_window_messages if lead_check == "heuristic" else None,
+            )  # fmt: skip
+            if lead is not None:
+                lead_recorded(lead, trace_id)
+            if lead_check == "model":
                 await self._capture_lead(request, tenant_settings, trace_id)
         except BaseException as exc:
             # a crashed turn must not block the retry: release the claim now, not after the stale margin
@@ -435,37 +449,52 @@ class Orchestrator:
             session, tenant_id=request.tenant_id, settings=tenant_settings.channel(BudgetSettings),
             now=utcnow(),
         )  # fmt: skip
-        scope = TenantScope(session, request.tenant_id)
+        # the last summary, the customer's profile and memory and "returning customer": one query, one
+        # round trip (four before); each a scalar subquery of the tenant's rows
+        tenant_id, customer_id = request.tenant_id, request.customer_id
         last_summary = (
-            await session.exec(
-                scope.select(
-                    Turn,
-                    Turn.conversation_id == request.conversation_id,
-                    col(Turn.summary_through_message_id).is_not(None),
-                )
-                .order_by(col(Turn.created_at).desc())
-                .limit(1)
+            sa_select(Turn.__table__.c.summary_text, Turn.__table__.c.summary_through_message_id)
+            .where(
+                Turn.__table__.c.tenant_id == tenant_id,
+                Turn.__table__.c.conversation_id == request.conversation_id,
+                Turn.__table__.c.summary_through_message_id.is_not(None),
             )
-        ).first()
+            .order_by(Turn.__table__.c.created_at.desc(), Turn.__table__.c.id.desc())
+            .limit(1)
+            .subquery()
+        )
+        customers, memories = Customer.__table__.c, UserMemory.__table__.c
+        query = sa_select(
+            sa_select(last_summary.c.summary_text).scalar_subquery().label("summary_text"),
+            sa_select(last_summary.c.summary_through_message_id).scalar_subquery().label("summary_through"),
+            sa_select(customers.profile)
+            .where(customers.id == customer_id, customers.tenant_id == tenant_id)
+            .scalar_subquery()
+            .label("profile"),
+            sa_select(memories.summary)
+            .where(memories.tenant_id == tenant_id, memories.customer_id == customer_id)
+            .limit(1)
+            .scalar_subquery()
+            .label("memory"),
+            returning_customer_exists(
+                tenant_id=tenant_id, customer_id=customer_id, now=utcnow(),
+                window_days=tenant_settings.memory.returning_customer_window_days,
+                exclude_conversation_id=request.conversation_id,
+            ).label("returning"),
+        )  # fmt: skip
+        connection = await session.connection()
+        found = (await connection.execute(query)).one()
         rows = await read_history(
             session,
-            tenant_id=request.tenant_id,
+            tenant_id=tenant_id,
             conversation_id=request.conversation_id,
             roles=MODEL_ROLES,
-            after_message_id=last_summary.summary_through_message_id if last_summary else None,
+            after_message_id=found.summary_through,
             exclude_message_id=request.inbound_message_id,
         )
-        customer = await scope.get(Customer, request.customer_id)
-        memory = await scope.first(UserMemory, UserMemory.customer_id == request.customer_id)
-        returning = await is_returning_customer(
-            session,
-            tenant_id=request.tenant_id,
-            customer_id=request.customer_id,
-            window_days=tenant_settings.memory.returning_customer_window_days,
-            now=utcnow(),
-            exclude_conversation_id=request.conversation_id,
+        return _Context(
+            budget, found.summary_text, list(rows), found.profile, found.memory or None, bool(found.returning)
         )
-        return _Context(budget, last_summary, list(rows), customer, memory, returning)
 
     async def _claim_in(
         self, session: AsyncSession, request: TurnRequest, trace_id: str, tenant_settings: TenantSettings
@@ -500,7 +529,9 @@ class Orchestrator:
             if taken.rowcount != 1:
                 return _Claim()  # another request took it over first: wait for its result
             log.warning("turn_taken_over", stale_s=round(age_s, 1))
-            return _Claim(turn_id=existing.id, skip_reason=_skip_reason(conversation))
+            return _Claim(
+                turn_id=existing.id, skip_reason=_skip_reason(conversation), conversation=conversation
+            )
         await self._ensure_inbound_row(session, scope, request, conversation)
         turn_id = uuid.uuid4()
         connection = await session.connection()
@@ -522,7 +553,7 @@ class Orchestrator:
         ).scalar_one_or_none()
         if inserted is None:
             return _Claim()  # another request claimed it a moment ago
-        return _Claim(turn_id=turn_id, skip_reason=_skip_reason(conversation))
+        return _Claim(turn_id=turn_id, skip_reason=_skip_reason(conversation), conversation=conversation)
 
     async def _ensure_inbound_row(
         self, session: AsyncSession, scope: TenantScope, request: TurnRequest, conversation: Conversation
@@ -566,15 +597,10 @@ class Orchestrator:
         context: _Context,
     ) -> tuple[list[dict[str, Any]], tuple[str, uuid.UUID] | None]:
         llm = tenant_settings.llm
-        last_summary, rows, customer, memory = (
-            context.last_summary,
-            list(context.rows),
-            context.customer,
-            context.memory,
-        )
+        rows = list(context.rows)
         returning, window_days = context.returning, tenant_settings.memory.returning_customer_window_days
         untrusted = _untrusted_inbound(request.channel)
-        summary_text = last_summary.summary_text if last_summary is not None else None
+        summary_text = context.summary_text
         new_summary: tuple[str, uuid.UUID] | None = None
         if len(rows) > llm.summarize_after_messages:
             older, rows = rows[: -llm.keep_verbatim_messages], rows[-llm.keep_verbatim_messages :]
@@ -591,8 +617,8 @@ class Orchestrator:
             tenant_settings.agent,
             channel=request.channel,
             now=utcnow(),
-            profile=customer.profile if customer is not None else None,
-            memory=memory.summary if memory is not None and memory.summary else None,
+            profile=context.profile,
+            memory=context.memory,
             summary=summary_text,
             returning_customer=returning,
             returning_window_days=window_days,
@@ -651,12 +677,20 @@ class Orchestrator:
         total_ms: float,
         *,
         guarded: _Guarded,
-    ) -> None:
+        conversation: Conversation,
+        lead_window: int | None,
+    ) -> Lead | None:
+        """Write the turn in one transaction (module docstring, step 7); with ``lead_window`` (the offline
+        heuristic's intent check) the lead check runs in the same transaction, in a SAVEPOINT
+        (:func:`switchboard.leads.capture_lead_in`: its failure never fails the turn).
+
+        Returns:
+            The lead recorded with the turn (committed), or ``None``.
+        """
         base = utcnow()
+        lead: Lead | None = None
         async with session_scope(self.sessions) as session:
             scope = TenantScope(session, request.tenant_id)
-            conversation = await scope.get(Conversation, request.conversation_id)
-            assert conversation is not None  # checked when the turn was claimed; never deleted alone
             stored = list(outcome.new_messages)
             if result.reply:
                 stored.append({"role": "assistant", "content": result.reply})
@@ -723,35 +757,47 @@ class Orchestrator:
             }
             if summary is not None:
                 values["summary_text"], values["summary_through_message_id"] = summary
+            if lead_window is not None:
+                # after the flush the savepoint starts with: the window reads this turn's rows too
+                lead = await capture_lead_in(
+                    session, tenant_id=request.tenant_id, conversation_id=request.conversation_id,
+                    customer_id=request.customer_id, window_messages=lead_window, trace_id=trace_id,
+                )  # fmt: skip
             connection = await session.connection()
             await connection.execute(update(Turn).where(col(Turn.id) == turn_id).values(**values))
+        return lead
+
+    def _lead_check(self, tenant_settings: TenantSettings) -> str | None:
+        """How the after-turn intent check runs: ``None`` (leads off), ``heuristic`` (in the persist
+        transaction) or ``model`` (a model call after the turn is written: :meth:`_capture_lead`)."""
+        leads = tenant_settings.leads
+        if not leads.enabled:
+            return None
+        use_model = leads.intent_check == "model" or (
+            leads.intent_check == "auto" and not self.gateway.is_offline(tenant_settings.llm)
+        )
+        return "model" if use_model else "heuristic"
 
     async def _capture_lead(
         self, request: TurnRequest, tenant_settings: TenantSettings, trace_id: str
     ) -> None:
-        """The after-turn intent check (:func:`switchboard.leads.capture_lead`; never raises)."""
+        """The after-turn intent check by a model (:func:`switchboard.leads.capture_lead`; never raises),
+        after the turn is written: a model call inside the persist transaction would hold it open."""
         leads = tenant_settings.leads
-        if not leads.enabled:
-            return
-        use_model = leads.intent_check == "model" or (
-            leads.intent_check == "auto" and not self.gateway.is_offline(tenant_settings.llm)
-        )
-        model_check = None
-        if use_model:
-            try:
-                router = self.gateway.router_for(request.tenant_id, tenant_settings.llm)
-            except CredentialDecryptError:
-                return  # logged by the gateway; the turn itself answered with the error reply
+        try:
+            router = self.gateway.router_for(request.tenant_id, tenant_settings.llm)
+        except CredentialDecryptError:
+            return  # logged by the gateway; the turn itself answered with the error reply
 
-            async def model_check(prompt: list[dict[str, Any]]) -> tuple[str | None, str | None]:
-                try:
-                    reply = await self.gateway.complete(
-                        router, prompt, tools=None, llm=tenant_settings.llm, trace_id=trace_id
-                    )
-                except ModelCallFailed as exc:
-                    log.warning("lead_intent_check_failed", error=str(exc)[:300])
-                    return None, None
-                return strip_reasoning(reply.content), reply.model_id
+        async def model_check(prompt: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+            try:
+                reply = await self.gateway.complete(
+                    router, prompt, tools=None, llm=tenant_settings.llm, trace_id=trace_id
+                )
+            except ModelCallFailed as exc:
+                log.warning("lead_intent_check_failed", error=str(exc)[:300])
+                return None, None
+            return strip_reasoning(reply.content), reply.model_id
 
         await capture_lead(
             self.sessions, tenant_id=request.tenant_id, conversation_id=request.conversation_id,

@@ -1,13 +1,22 @@
 """Lead capture (README, "Leads"): an after-turn intent check records one lead per conversation."""
 
-from switchboard.leads.capture import OFFLINE_HEURISTIC, capture_lead, list_leads, stage_lead_created
+from switchboard.leads.capture import (
+    OFFLINE_HEURISTIC,
+    capture_lead,
+    capture_lead_in,
+    lead_recorded,
+    list_leads,
+    stage_lead_created,
+)
 from switchboard.leads.intent import IntentVerdict, heuristic_intent
 
 __all__ = [
     "OFFLINE_HEURISTIC",
     "IntentVerdict",
     "capture_lead",
+    "capture_lead_in",
     "heuristic_intent",
+    "lead_recorded",
     "list_leads",
     "stage_lead_created",
 ]

@@ -14,6 +14,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from sqlalchemy import exists
+from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import col, select
@@ -27,7 +29,10 @@ from switchboard.leads.intent import IntentVerdict, heuristic_intent, intent_pro
 from switchboard.observability import get_logger, metrics
 from switchboard.replies.parts import CHOICE_KINDS, chosen_option_text
 
-__all__ = ["OFFLINE_HEURISTIC", "ModelCheck", "capture_lead", "list_leads", "stage_lead_created"]
+__all__ = [
+    "OFFLINE_HEURISTIC", "ModelCheck", "capture_lead", "capture_lead_in", "lead_recorded", "list_leads",
+    "stage_lead_created",
+]  # fmt: skip
 
 log = get_logger(__name__)
 
@@ -106,22 +111,87 @@ async def _capture(
     customer_id: uuid.UUID, window_messages: int, model_check: ModelCheck | None, trace_id: str,
 ) -> Lead | None:  # fmt: skip
     async with sessions() as session:
-        existing = (
-            await session.exec(
-                select(Lead.id)
-                .where(Lead.tenant_id == tenant_id, Lead.conversation_id == conversation_id)
-                .limit(1)
-            )
-        ).first()
-        if existing is not None:
-            return None
-        rows = await read_history(
-            session, tenant_id=tenant_id, conversation_id=conversation_id, roles=("user", "assistant"),
-            limit=window_messages,
+        window = await _read_window(
+            session, tenant_id=tenant_id, conversation_id=conversation_id, customer_id=customer_id,
+            window_messages=window_messages,
         )  # fmt: skip
-        customer = await session.get(Customer, customer_id)
-    messages = _window(rows)
-    opted_out = bool(customer is not None and (customer.profile or {}).get("marketing_opt_out"))
+    if window is None:
+        return None
+    messages, opted_out = window
+    verdict, detected_by = await _decide(messages, opted_out, model_check, trace_id)
+    if not verdict.buying_intent:
+        return None
+    async with session_scope(sessions) as session:
+        lead = await _insert_lead(
+            session, tenant_id=tenant_id, conversation_id=conversation_id, customer_id=customer_id,
+            verdict=verdict, detected_by=detected_by,
+        )  # fmt: skip
+    if lead is not None:
+        lead_recorded(lead, trace_id)
+    return lead
+
+
+async def capture_lead_in(
+    session: AsyncSession,
+    *,
+    tenant_id: uuid.UUID,
+    conversation_id: uuid.UUID,
+    customer_id: uuid.UUID,
+    window_messages: int,
+    trace_id: str,
+) -> Lead | None:
+    """:func:`capture_lead` with the offline heuristic inside the caller's transaction (the turn's
+    persist: no session, checkout or BEGIN/COMMIT of its own), in a SAVEPOINT so that a failure here
+    rolls back only the lead's work and never the caller's (logged ``lead_capture_failed``).
+
+    The caller calls :func:`lead_recorded` with the lead after its transaction commits.
+
+    Returns:
+        The lead staged now, or ``None`` (no intent, a lead exists, or the check failed: logged).
+    """
+    try:
+        async with session.begin_nested():
+            window = await _read_window(
+                session, tenant_id=tenant_id, conversation_id=conversation_id, customer_id=customer_id,
+                window_messages=window_messages,
+            )  # fmt: skip
+            if window is None:
+                return None
+            verdict, detected_by = await _decide(*window, None, trace_id)
+            if not verdict.buying_intent:
+                return None
+            return await _insert_lead(
+                session, tenant_id=tenant_id, conversation_id=conversation_id, customer_id=customer_id,
+                verdict=verdict, detected_by=detected_by,
+            )  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 (a lead is never worth a failed turn; logged)
+        log.error("lead_capture_failed", trace_id=trace_id, error=f"{type(exc).__name__}: {exc}"[:300])
+        return None
+
+
+async def _read_window(
+    session: AsyncSession, *, tenant_id: uuid.UUID, conversation_id: uuid.UUID, customer_id: uuid.UUID,
+    window_messages: int,
+) -> tuple[list[dict[str, Any]], bool] | None:  # fmt: skip
+    """``(window messages, customer opted out)``, or ``None`` when the conversation has a lead already.
+    The lead check and the customer's profile are one query (one round trip)."""
+    has_lead = exists().where(col(Lead.tenant_id) == tenant_id, col(Lead.conversation_id) == conversation_id)
+    profile = sa_select(Customer.profile).where(col(Customer.id) == customer_id).scalar_subquery()
+    connection = await session.connection()  # after the caller's flush (begin_nested / autoflush)
+    found = (await connection.execute(sa_select(has_lead.label("has_lead"), profile.label("profile")))).one()
+    if found.has_lead:
+        return None
+    rows = await read_history(
+        session, tenant_id=tenant_id, conversation_id=conversation_id, roles=("user", "assistant"),
+        limit=window_messages,
+    )  # fmt: skip
+    return _window(rows), bool((found.profile or {}).get("marketing_opt_out"))
+
+
+async def _decide(
+    messages: list[dict[str, Any]], opted_out: bool, model_check: ModelCheck | None, trace_id: str
+) -> tuple[IntentVerdict, str]:
+    """The verdict and ``detected_by``: the model's when it answers validly, else the heuristic's."""
     verdict: IntentVerdict | None = None
     detected_by = OFFLINE_HEURISTIC
     if model_check is not None:
@@ -136,46 +206,46 @@ async def _capture(
                 verdict = verdict.model_copy(update={"consent": "denied"})
     if verdict is None:
         verdict = heuristic_intent(messages, opted_out=opted_out)
-    if not verdict.buying_intent:
-        return None
+    return verdict, detected_by
+
+
+async def _insert_lead(
+    session: AsyncSession, *, tenant_id: uuid.UUID, conversation_id: uuid.UUID, customer_id: uuid.UUID,
+    verdict: IntentVerdict, detected_by: str,
+) -> Lead | None:  # fmt: skip
+    """Insert the lead and stage ``lead.created`` in ``session``'s transaction; ``None`` when another turn
+    of the conversation recorded it a moment ago (same idempotency key)."""
     notes = (
         "Detected by a keyword heuristic: no provider model is configured (offline model)."
         if detected_by == OFFLINE_HEURISTIC
         else ""
     )
-    lead_id = uuid.uuid4()
-    async with session_scope(sessions) as session:
-        connection = await session.connection()
-        inserted = (
-            await connection.execute(
-                pg_insert(Lead.__table__)  # type: ignore[arg-type]
-                .values(
-                    id=lead_id,
-                    tenant_id=tenant_id,
-                    customer_id=customer_id,
-                    conversation_id=conversation_id,
-                    interest=verdict.product[:500],
-                    notes=notes,
-                    status="new",
-                    idempotency_key=f"intent:{conversation_id}",
-                    source="intent",
-                    summary=verdict.summary,
-                    consent=verdict.consent,
-                    detected_by=detected_by,
-                    created_at=utcnow(),
-                )
-                .on_conflict_do_nothing(constraint="uq_leads_tenant_idempotency")
-                .returning(Lead.__table__.c.id)  # type: ignore[attr-defined]
-            )
-        ).scalar_one_or_none()
-        if inserted is None:
-            return None  # another turn of the conversation recorded it a moment ago
-        lead = await session.get(Lead, lead_id)
-        assert lead is not None
-        stage_lead_created(session, lead)
+    values: dict[str, Any] = {
+        "id": uuid.uuid4(), "tenant_id": tenant_id, "customer_id": customer_id,
+        "conversation_id": conversation_id, "interest": verdict.product[:500], "notes": notes, "status": "new",
+        "idempotency_key": f"intent:{conversation_id}", "source": "intent", "summary": verdict.summary,
+        "consent": verdict.consent, "detected_by": detected_by, "created_at": utcnow(),
+    }  # fmt: skip
+    connection = await session.connection()
+    inserted = (
+        await connection.execute(
+            pg_insert(Lead.__table__)  # type: ignore[arg-type]
+            .values(**values)
+            .on_conflict_do_nothing(constraint="uq_leads_tenant_idempotency")
+            .returning(Lead.__table__.c.id)  # type: ignore[attr-defined]
+        )
+    ).scalar_one_or_none()
+    if inserted is None:
+        return None
+    lead = Lead(**values)  # the row just written, as written: no read back
+    stage_lead_created(session, lead)
+    return lead
+
+
+def lead_recorded(lead: Lead, trace_id: str) -> None:
+    """The metric and log line of a lead recorded (after its transaction committed)."""
     metrics.LEADS_CREATED.inc()
     log.info(
-        "lead_recorded", trace_id=trace_id, lead_id=str(lead_id), conversation_id=str(conversation_id),
-        detected_by=detected_by, consent=verdict.consent,
+        "lead_recorded", trace_id=trace_id, lead_id=str(lead.id), conversation_id=str(lead.conversation_id),
+        detected_by=lead.detected_by, consent=lead.consent,
     )  # fmt: skip
-    return lead

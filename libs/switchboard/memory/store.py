@@ -17,7 +17,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
-from sqlalchemy import exists, func
+from sqlalchemy import Exists, exists, func
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import col, select
@@ -45,6 +45,7 @@ from switchboard.tenant_settings import tenant_settings_from
 __all__ = [
     "MEMORY_INSTRUCTION",
     "is_returning_customer",
+    "returning_customer_exists",
     "summarize_into_memory",
     "close_idle_conversations",
     "conversations_to_summarize",
@@ -89,6 +90,22 @@ async def is_returning_customer(
     exclude_conversation_id: uuid.UUID | None = None,
 ) -> bool:
     """Whether the customer has a conversation with this tenant closed within ``window_days`` of ``now``."""
+    condition = returning_customer_exists(
+        tenant_id=tenant_id, customer_id=customer_id, window_days=window_days, now=now,
+        exclude_conversation_id=exclude_conversation_id,
+    )  # fmt: skip
+    return bool((await session.exec(select(condition))).one())
+
+
+def returning_customer_exists(
+    *,
+    tenant_id: uuid.UUID,
+    customer_id: uuid.UUID,
+    window_days: int,
+    now: datetime,
+    exclude_conversation_id: uuid.UUID | None = None,
+) -> Exists:
+    """The ``EXISTS`` of :func:`is_returning_customer`, to select with other columns in one query."""
     condition = (
         (Conversation.tenant_id == tenant_id)
         & (Conversation.customer_id == customer_id)
@@ -97,7 +114,7 @@ async def is_returning_customer(
     )
     if exclude_conversation_id is not None:
         condition = condition & (Conversation.id != exclude_conversation_id)
-    return bool((await session.exec(select(exists().where(condition)))).one())
+    return exists().where(condition)
 
 
 async def summarize_into_memory(
