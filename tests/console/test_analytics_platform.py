@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from urllib.parse import urlencode
 
@@ -163,14 +164,7 @@ async def test_platform_console_and_api_retry_a_failed_reply_once(
     assert len(await arq_pool.keys("arq:job:deliver:retry:*")) == 1  # one delivery job for the retry
 
     await set_row(sessions, rows[0].id, status="failed", error_code="dead_letter")
-    orchestrator = create_orchestrator(console_settings)
-    token = {"Authorization": f"Bearer {console_settings.secret('admin_token')}"}
-    async with (
-        orchestrator.router.lifespan_context(orchestrator),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=orchestrator), base_url="http://o.test", headers=token
-        ) as api,
-    ):
+    async with _admin_api(console_settings) as api:
         listed = await api.get("/v1/admin/platform/queues", params={"tenant": shop.tenant.slug})
         assert [(d["id"], d["retryable"]) for d in listed.json()["dead_letters"]["outbox"]] == [
             (str(rows[0].id), True)
@@ -182,6 +176,20 @@ async def test_platform_console_and_api_retry_a_failed_reply_once(
             "It is not a failed outbox part"
         )
         assert (await api.get("/v1/admin/platform/queues", params={"tenant": "nope-x"})).status_code == 404
+
+
+@asynccontextmanager
+async def _admin_api(settings):  # type: ignore[no-untyped-def]
+    """A client of the orchestrator's admin API (``/v1/admin/...``) with the admin token, in process."""
+    orchestrator = create_orchestrator(settings)
+    token = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
+    async with (
+        orchestrator.router.lifespan_context(orchestrator),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=orchestrator), base_url="http://o.test", headers=token
+        ) as api,
+    ):
+        yield api
 
 
 async def _one_failed_part(sessions, shop, text):  # type: ignore[no-untyped-def]
@@ -219,14 +227,7 @@ async def test_a_reply_refused_outside_the_window_is_not_offered_for_retry_and_t
             "/platform", params={"tenant": shop.tenant.slug}, headers={"Accept-Language": "es"}
         )
         assert "La ventana de atención al cliente de 24 horas se había cerrado" in spanish.text
-    orchestrator = create_orchestrator(console_settings)
-    token = {"Authorization": f"Bearer {console_settings.secret('admin_token')}"}
-    async with (
-        orchestrator.router.lifespan_context(orchestrator),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=orchestrator), base_url="http://o.test", headers=token
-        ) as api,
-    ):
+    async with _admin_api(console_settings) as api:
         listed = await api.get("/v1/admin/platform/queues", params={"tenant": shop.tenant.slug})
         parts = {d["id"]: d for d in listed.json()["dead_letters"]["outbox"]}
         for row in (ours, provider):
@@ -236,7 +237,9 @@ async def test_a_reply_refused_outside_the_window_is_not_offered_for_retry_and_t
             )
             answer = await api.post(f"/v1/admin/platform/outbox/{row.id}/retry")
             assert (answer.status_code, answer.json()["detail"]) == (409, WINDOW_REASON)
-        described = orchestrator.openapi()["paths"]["/v1/admin/platform/outbox/{outbox_id}/retry"]["post"]
+        described = (await api.get("/openapi.json")).json()["paths"][
+            "/v1/admin/platform/outbox/{outbox_id}/retry"
+        ]["post"]
         assert "window had closed" in described["description"]
     async with sessions() as session:
         assert [(await session.get(Outbox, r.id)).status for r in (ours, provider)] == ["failed", "failed"]
