@@ -14,6 +14,7 @@ from arq.jobs import Job, JobResult
 from arq.worker import Worker
 from redis import Redis
 from switchboard.queue import WORKER_SETTINGS_BUILDERS, Queue
+from switchboard.queue.worker import QueueWorker
 from switchboard.settings import Settings
 
 __all__ = ["run_worker_burst", "run_cron_job", "job_result", "queued_jobs", "discard_jobs", "QUEUES"]
@@ -33,7 +34,7 @@ async def run_worker_burst(
     kwargs.pop("cron_jobs", None)
     if max_jobs is not None:
         kwargs["max_jobs"] = max_jobs
-    worker = Worker(**kwargs, burst=True, poll_delay=poll_delay_s, handle_signals=False)
+    worker = QueueWorker(**kwargs, burst=True, poll_delay=poll_delay_s, handle_signals=False)
     try:
         await worker.main()
     finally:

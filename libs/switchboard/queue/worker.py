@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 from arq.connections import RedisSettings, create_pool
-from arq.worker import Retry
+from arq.worker import Retry, Worker, get_kwargs
 
 from switchboard import __version__
 from switchboard.db.engine import create_engine, session_factory
@@ -47,6 +47,7 @@ __all__ = [
     "worker_main",
     "sweep_cron",
     "sweep_job_id",
+    "QueueWorker",
 ]
 
 HEALTH_CHECK_INTERVAL_S = 10
@@ -129,22 +130,45 @@ def _job_lease(ctx: dict[str, Any]) -> contextlib.AbstractAsyncContextManager[No
     return lease(redis, arq_in_progress_key(str(job_id)))
 
 
+SWEEP_JOB_ID_PREFIX = "cron:"
+
+
 def sweep_job_id(name: str) -> str:
     """The one ARQ job id every run of the cron job ``name`` gets (:func:`sweep_cron`)."""
-    return f"cron:{name}"
+    return f"{SWEEP_JOB_ID_PREFIX}{name}"
+
+
+class QueueWorker(Worker):
+    """ARQ's ``Worker``, except that a sweep (:func:`sweep_cron`) that fails before its body runs leaves no
+    result record.
+
+    ARQ stores the result of such a failure for the *worker's* ``keep_result_s`` (3,600 s), not the job's
+    ``keep_result=0``: "max retries exceeded" (a cron job has ``max_tries=1``, so the rerun of a sweep whose
+    worker was killed mid-run ends so) and "expired" (the job record went while its queue entry stayed:
+    the instant between the sweep dropping its in-progress marker and ARQ finishing the run, when a poll
+    of the same worker can start it again). ``enqueue_job`` refuses an id that has a result, so either one
+    held the sweep back an hour: the outbox and approvals sweeps stopped, seen once in CI. Without the
+    record the next tick enqueues the sweep as usual.
+    """
+
+    async def finish_failed_job(self, job_id: str, result_data: bytes | None) -> None:
+        if job_id.startswith(SWEEP_JOB_ID_PREFIX):
+            result_data = None  # arq stores no result when there is none to store
+        await super().finish_failed_job(job_id, result_data)
 
 
 def sweep_cron(coroutine: Callable[..., Awaitable[Any]], *, name: str, **schedule: Any) -> Any:
     """``arq.cron.cron(coroutine, name=name, **schedule)`` that never piles up: every run has the same job
     id (:func:`sweep_job_id`), and ARQ's ``enqueue_job`` refuses an id whose job record exists, which it
-    does from the enqueue until the run finishes. So a sweep due while the previous one is still queued
+    does from the enqueue until the run finishes (and while a result is kept: :class:`QueueWorker`). So a sweep due while the previous one is still queued
     (behind a burst of ``process_inbound`` jobs) or running is skipped, not queued again: under load the
     chat queue held 76 sweeps at once when each run had its own id (ARQ's default ``name:timestamp``).
     Several workers of one queue enqueue one sweep between them the same way.
 
     The result is not kept (``keep_result=0``: a kept result would block the id until it expired), so the
     next run can be enqueued as soon as one finishes. A killed worker's sweep keeps its job record and
-    runs again after its lease (:mod:`switchboard.queue.lease`), as any job does.
+    is picked up again after its lease (:mod:`switchboard.queue.lease`) and, being past its one try,
+    ends there; the next tick runs it (:class:`QueueWorker` keeps no result that would block it).
 
     ARQ keeps a finished cron job's in-progress marker 60 s (``keep_cronjob_progress``, against a second
     run of the same ``name:timestamp``); with one id for every run that would hold the next run back a
@@ -442,12 +466,10 @@ def _check(settings: Settings, queue: Queue) -> int:
 def worker_main(queue: Queue, argv: list[str] | None = None) -> int:
     """What a worker service's ``main`` does: run the worker of ``queue`` until stopped, or with
     ``--check`` print its health and exit 0 when its heartbeat is fresh (container health checks)."""
-    from arq import run_worker
-
     args = sys.argv[1:] if argv is None else argv
     settings = load_settings()
     if args == ["--check"]:
         return _check(settings, queue)
     settings.require_secrets()  # GENERATE_SECRETS=false (containers): refuse to start without them
-    run_worker(WORKER_SETTINGS_BUILDERS[queue](settings))
+    QueueWorker(**get_kwargs(WORKER_SETTINGS_BUILDERS[queue](settings))).run()  # arq's run_worker, our class
     return 0
