@@ -8,6 +8,7 @@ import asyncio
 import json
 import time
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -22,6 +23,7 @@ __all__ = [
     "api_base_option",
     "print_sent",
     "is_loopback_url",
+    "explain_no_reply",
 ]
 
 SAMPLE_MEDIA = {
@@ -147,3 +149,68 @@ def is_loopback_url(url: str) -> bool:
     from urllib.parse import urlsplit
 
     return (urlsplit(url).hostname or "") in ("127.0.0.1", "localhost", "::1")
+
+
+def unsent_parts(settings: Settings, *, tenant: str, channel: str, since: datetime) -> list[dict[str, Any]]:
+    """The outbox parts of ``tenant`` on ``channel`` written since ``since`` (UTC) that were not sent:
+    ``failed`` ones and those still ``pending``/``sending`` (a send being retried), oldest first.
+
+    Returns:
+        ``[{"status", "recipient", "error_code", "error_message", "attempts"}, ...]`` (at most 10).
+    """
+    from sqlmodel import col, select
+
+    from switchboard.cli.runner import run_in_session  # here: switchboard.cli imports the channel CLIs
+    from switchboard.db.models import Outbox, OutboxStatus
+    from switchboard.tenants import get_tenant
+
+    unsent = (OutboxStatus.failed.value, OutboxStatus.pending.value, OutboxStatus.sending.value)
+
+    async def find(session):  # type: ignore[no-untyped-def]
+        owner = await get_tenant(session, tenant)
+        rows = await session.exec(
+            select(Outbox)
+            .where(Outbox.tenant_id == owner.id, Outbox.channel == channel, Outbox.created_at >= since)
+            .where(col(Outbox.status).in_(unsent))
+            .order_by(col(Outbox.created_at))
+            .limit(10)
+        )
+        return [
+            {"status": row.status, "recipient": row.recipient, "error_code": row.error_code,
+             "error_message": row.error_message, "attempts": row.attempts}
+            for row in rows
+        ]  # fmt: skip
+
+    return run_in_session(find, settings=settings)
+
+
+async def explain_no_reply(
+    settings: Settings, *, tenant: str, channel: str, since: datetime, hint: str
+) -> None:
+    """After a simulated message got no reply: print why when the outbox knows (a reply written but its
+    send failed, or a send being retried), else ``hint`` (the channel's likely causes). Stderr."""
+    try:
+        parts = await asyncio.to_thread(unsent_parts, settings, tenant=tenant, channel=channel, since=since)
+    except Exception as exc:  # noqa: BLE001 (a hint only: a database this command cannot reach leaves the general one)
+        parts = []
+        typer.secho(f"(could not read the outbox: {type(exc).__name__})", err=True)
+    failed = [part for part in parts if part["status"] == "failed"]
+    retrying = [part for part in parts if part["status"] != "failed"]
+    for part in failed:
+        typer.secho(
+            f"a reply to {part['recipient']} was written but its send failed: {part['error_code'] or 'error'}"
+            f" {part['error_message'] or ''}".rstrip()
+            + f" (after {part['attempts']} attempt(s)). Fix the cause, then retry it from the console's "
+            "Platform page (failed sends).",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
+    for part in retrying:
+        typer.secho(
+            f"a reply to {part['recipient']} is written and its send is being retried ({part['status']}, "
+            f"{part['attempts']} attempt(s) so far: the worker's delivery_retry log line says why); "
+            "raise --timeout to wait for it",
+            err=True,
+        )
+    if not parts:
+        typer.secho(hint, err=True)

@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
 import uuid
 
+import httpx
 from sqlmodel import select
 from switchboard.channels.accounts import access_token_of
 from switchboard.channels.cli_common import SAMPLE_MEDIA
 from switchboard.channels.whatsapp.cli import retarget_payload
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, Message
+from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.queue import Queue
 from switchboard.queue.keys import inbound_job_id
 
 from services.whatsapp.main import create_app
 from tests.utils.net import free_port
 from tests.utils.servers import serve_app
+from tests.utils.waiting import eventually
 from tests.utils.whatsapp import APP_SECRET, load_payload, payload_path
+from tests.utils.workers import run_worker_burst
 
 
 async def test_add_whatsapp_token_is_encrypted_at_rest(cli, settings, sessions) -> None:  # type: ignore[no-untyped-def]
@@ -91,6 +96,8 @@ async def test_simulate_payload_twice_gets_fresh_ids_and_unanswerable_posts_retu
         for out, _ in fresh:
             assert out.exit_code == 0, out.output
             assert '"stored":1,"duplicates":0' in out.stderr
+            # nothing in the outbox to explain it: the general causes
+            assert "no reply within 0.3 s. The message is stored; the worker may have handed" in out.stderr
         again, _ = await simulate("text.json", "--keep-ids", wait="0.3")
         again_too, seconds = await simulate("text.json", "--keep-ids")
         status, status_seconds = await simulate("status_read.json")
@@ -164,3 +171,37 @@ async def test_simulate_payload_puts_sample_media_in_the_sandbox_for_its_images(
     assert out.exit_code == 0, out.output
     # the payload's media id now resolves in the sandbox: the demo's vision sees a picture
     assert graph_sandbox[1].media["1000000000000021"] == (SAMPLE_MEDIA["image"], "image/jpeg")
+
+
+async def test_simulate_names_the_failed_send_when_no_reply_came(
+    e2e_settings, ai_tenant, model, graph_sandbox, cli, arq_pool
+) -> None:  # type: ignore[no-untyped-def]
+    """The worker answers, the Graph API refuses the send for good (131026, the sandbox's fault hook): the
+    command names that failure instead of the general "human mode, or still working" causes."""
+    state, name, _ = model
+    state.script(name).default = ScriptedResponse(content="This will not arrive.")
+    port = free_port()
+    settings = e2e_settings(whatsapp_port=port)
+    pid = ai_tenant.phone_number_id
+    async with httpx.AsyncClient() as http:
+        scripted = await http.post(
+            f"{graph_sandbox[0]}/_control/failures", json={"phone_number_id": pid, "code": 131026}
+        )
+        assert scripted.status_code == 200, scripted.text
+    env = {
+        "META_APP_SECRET": APP_SECRET,
+        "WHATSAPP_PORT": str(port),
+        "WHATSAPP_GRAPH_BASE_URL": graph_sandbox[0],
+    }
+    async with serve_app(create_app(settings), port=port):
+        simulated = asyncio.create_task(cli.arun(
+            "simulate", "whatsapp", "--tenant", ai_tenant.tenant.slug, "--text", "hi", "--timeout", "4", **env
+        ))  # fmt: skip
+        # the webhook stored the message and queued its job: now the worker answers it
+        await eventually(lambda: arq_pool.zcard(Queue.chat.value), what="the inbound job queued")
+        await run_worker_burst(settings)
+        out = await simulated
+    assert out.exit_code == 0, out.output
+    assert "a reply to 15550100099 was written but its send failed: 131026" in out.stderr
+    assert "retry it from the console's Platform page" in out.stderr
+    assert "no reply within" not in out.stderr

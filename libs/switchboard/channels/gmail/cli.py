@@ -13,6 +13,7 @@ import json
 import time
 import uuid
 import webbrowser
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import parse_qs, urlsplit
@@ -20,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import typer
 
-from switchboard.channels.cli_common import is_loopback_url
+from switchboard.channels.cli_common import explain_no_reply, is_loopback_url
 from switchboard.cli.root import channel_app, simulate_app
 from switchboard.cli.runner import command_settings, friendly_errors, run_db
 from switchboard.settings import Settings
@@ -365,6 +366,7 @@ def simulate_gmail(
                                 fg=typer.colors.RED, err=True)  # fmt: skip
                     return 1
                 after = probe.json()["last_seq"]
+                posted_at = datetime.now(UTC) - timedelta(seconds=1)  # the outbox rows of this mail are newer
                 delivered = await deliver_and_push(client, settings, spec)
             except httpx.HTTPError as exc:
                 typer.secho(f"error: cannot reach the Gmail sandbox at {settings.resolved_gmail_api_base_url} "
@@ -391,11 +393,10 @@ def simulate_gmail(
                 typer.secho(f"error: {_reauth_message(tenant, mailbox)}", fg=typer.colors.RED, err=True)
                 return 2
             if not replies:
-                typer.secho(
+                await explain_no_reply(settings, tenant=tenant, channel="gmail", since=posted_at, hint=(
                     f"no reply within {timeout:g} s. The mail is in the mailbox; the sync may have found it "
-                    "automated (no reply), handed the thread to a person, or still be working (raise --timeout)",
-                    err=True,
-                )
+                    "automated (no reply), handed the thread to a person, or still be working (raise --timeout)"
+                ))  # fmt: skip
             return 0
 
     raise typer.Exit(asyncio.run(go()))

@@ -12,6 +12,7 @@ import copy
 import json
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,6 +24,7 @@ from switchboard.channels.cli_common import (
     account_of_tenant,
     api_base_option,
     connect_account,
+    explain_no_reply,
     is_loopback_url,
     print_sent,
 )
@@ -237,6 +239,7 @@ def simulate_instagram(
                     await client.put(f"{sandbox}/_control/cdn/{asset}", content=data, headers=control)
             except (httpx.HTTPError, ValueError, KeyError):
                 after = None
+            posted_at = datetime.now(UTC) - timedelta(seconds=1)  # the outbox rows of this post are newer
             try:
                 response = await post_signed(
                     client, webhook_url, raw, settings.secret("instagram_app_secret")
@@ -274,11 +277,10 @@ def simulate_instagram(
                 fields=("to", "type", "text", "id", "account_id", "tag", "quick_replies"),
             )  # fmt: skip
             if not came:
-                typer.secho(
+                await explain_no_reply(settings, tenant=tenant, channel="instagram", since=posted_at, hint=(
                     f"no reply within {timeout:g} s. The message is stored; the conversation may be with a "
-                    "person (human mode), or the worker still working (raise --timeout)",
-                    err=True,
-                )
+                    "person (human mode), or the worker still working (raise --timeout)"
+                ))  # fmt: skip
             return 0
 
     raise typer.Exit(asyncio.run(go()))

@@ -14,6 +14,7 @@ import copy
 import json
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,6 +26,7 @@ from switchboard.channels.cli_common import (
     account_of_tenant,
     api_base_option,
     connect_account,
+    explain_no_reply,
     is_loopback_url,
     print_sent,
 )
@@ -271,6 +273,7 @@ def simulate_whatsapp(
                     )
             except (httpx.HTTPError, ValueError, KeyError):
                 after = None
+            posted_at = datetime.now(UTC) - timedelta(seconds=1)  # the outbox rows of this post are newer
             try:
                 response = await post_signed(client, webhook_url, raw, settings.secret("meta_app_secret"))
             except httpx.HTTPError as exc:
@@ -310,13 +313,12 @@ def simulate_whatsapp(
                 fields=("to", "type", "text", "id", "phone_number_id", "reply_to"),
             )  # fmt: skip
             if not came:
-                typer.secho(
+                await explain_no_reply(settings, tenant=tenant, channel="whatsapp", since=posted_at, hint=(
                     f"no reply within {timeout:g} s. The message is stored; the worker may have handed the "
                     "conversation to a person (human mode: see `agents list` and the worker's "
                     "inbound_outcome log line), held the number back after a throughput error, or "
-                    "still be working (raise --timeout)",
-                    err=True,
-                )
+                    "still be working (raise --timeout)"
+                ))  # fmt: skip
             return 0
 
     raise typer.Exit(asyncio.run(go()))
