@@ -56,13 +56,24 @@ async def test_conversations_list_and_show(cli, sessions, make_tenant):
     _, conversation = await make_customer_conversation(
         sessions, tenant, name="Ana Lima", texts=("Where is A-1001?",)
     )
+    _, long_named = await make_customer_conversation(
+        sessions, tenant, name="Maria Fernanda de Souza Albuquerque (Valves & Fittings Ltda.)",
+        texts=("Line one\nline two " + "x" * 80,),
+    )  # fmt: skip
     listed = await cli.arun("conversations", "list", "--tenant", tenant.slug)
     assert listed.exit_code == 0, listed.output
+    header, *lines = listed.output.splitlines()
+    assert header.split() == ["ID", "LAST", "ACTIVITY", "CHANNEL", "MODE", "CUSTOMER", "LAST", "MESSAGE"]
+    (ana,) = [line for line in lines if line.startswith(str(conversation.id))]
+    assert "Ana Lima" in ana and ana.endswith("Where is A-1001?")
+    (long,) = [line for line in lines if line.startswith(str(long_named.id))]
+    # cut at the column's width with an ellipsis, the message on one line
     assert (
-        str(conversation.id) in listed.output
-        and "Ana Lima" in listed.output
-        and "Where is A-1001?" in listed.output
+        "  Maria Fernanda de Souza Albuquerque (Valves & F…  customer: " in long
+        and "Line one line two xxx" in long
     )
+    assert long.endswith("x…") and len(long.split("  ")[-1]) == 60
+    assert header.index("LAST MESSAGE") == ana.index("customer: Where is A-1001?")  # aligned columns
     assert (
         "no conversations match"
         in (await cli.arun("conversations", "list", "-t", tenant.slug, "--mode", "closed")).output

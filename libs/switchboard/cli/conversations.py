@@ -45,13 +45,31 @@ def conversations_list(
         return await list_inbox(session, tenant_id=tenant_row.id, filters=filters, limit=limit)
 
     rows = run_in_session(work)
-    for row in rows:
-        typer.echo(
-            f"{row.conversation_id}  {row.last_at:%Y-%m-%d %H:%M}  {row.channel:<9} {row.mode.value:<7} "
-            f"{row.customer[:32]:<32}  {(row.last_from + ': ') if row.last_from else ''}{row.last_text[:60]}"
-        )
     if not rows:
         typer.echo("no conversations match")
+        return
+    width = min(max(len("CUSTOMER"), *(len(row.customer) for row in rows)), CUSTOMER_WIDTH)
+    typer.echo(
+        f"{'ID':<36}  {'LAST ACTIVITY':<16}  {'CHANNEL':<9} {'MODE':<7} {'CUSTOMER':<{width}}  LAST MESSAGE"
+    )
+    for row in rows:
+        last = f"{(row.last_from + ': ') if row.last_from else ''}{row.last_text}"
+        typer.echo(
+            f"{row.conversation_id}  {row.last_at:%Y-%m-%d %H:%M}  {row.channel:<9} {row.mode.value:<7} "
+            f"{shorten(row.customer, width):<{width}}  {shorten(last, LAST_MESSAGE_WIDTH)}"
+        )
+
+
+CUSTOMER_WIDTH = 48
+"""Widest customer column of ``conversations list`` (characters); a longer name ends in "…"."""
+LAST_MESSAGE_WIDTH = 60
+"""Characters of the last message ``conversations list`` shows."""
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` on one line in at most ``width`` characters, ending in "…" when cut."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1].rstrip() + "…"
 
 
 @conversations_app.command("show")
