@@ -68,11 +68,22 @@ async def test_simulate_payload_serves_sample_media_and_says_when_nothing_is_ans
                               str(payload_path("messaging_seen.json")), **env)  # fmt: skip
         async with sessions() as session:
             (row,) = (await session.exec(select(Message).where(Message.tenant_id == tenant.id))).all()
+        sender = load_payload("image_attachment.json")["entry"][0]["messaging"][0]["sender"]["id"]
         async with httpx.AsyncClient() as client:
             served = await client.get(row.media[0]["ref"])
+            # the profile the worker will look up (the sandbox answers error 100 for an unknown IGSID)
+            profile = await client.get(
+                f"http://127.0.0.1:{port}/_sandbox/instagram/v21.0/{sender}",
+                headers={"Authorization": "Bearer x"},
+            )
     assert image.exit_code == 0 and '"stored":1' in image.stderr, image.output
     assert row.external_id.startswith(mid(2)) and row.media[0]["ref"].startswith(
         f"http://127.0.0.1:{port}/_sandbox/instagram/_cdn/"
     )
     assert served.content == SAMPLE_MEDIA["image"]
+    assert profile.json() == {
+        "name": f"Sandbox Customer {sender[-4:]}",
+        "username": f"sandbox.customer.{sender[-4:]}",
+        "id": sender,
+    }
     assert seen.exit_code == 0 and "holds no customer message to answer" in seen.stderr

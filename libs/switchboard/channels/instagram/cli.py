@@ -122,6 +122,25 @@ def _serve_sample_media(body: dict[str, Any], cdn_base: str) -> list[tuple[str, 
     return uploads
 
 
+def senders_of(body: dict[str, Any], account_id: str) -> list[str]:
+    """The customers' IGSIDs that send something in ``body`` (not the business account's own echoes)."""
+    found = {str((item.get("sender") or {}).get("id") or "") for item in _items(body)}
+    return sorted(igsid for igsid in found if igsid and igsid != account_id)
+
+
+async def give_sandbox_profiles(
+    client: httpx.AsyncClient, sandbox: str, igsids: list[str], control: dict[str, str]
+) -> None:
+    """Put a profile in the sandbox for each of ``igsids`` that has none, so the worker's profile lookup
+    (``GET /{igsid}?fields=name,username``) finds a name as it does for a real customer, instead of the
+    error 100 the sandbox answers (like Meta) for an unknown id. A profile put before is left as it is."""
+    for igsid in igsids:
+        known = await client.get(f"{sandbox}/v21.0/{igsid}", headers={"Authorization": "Bearer sandbox"})
+        if known.status_code == 400:
+            profile = {"name": f"Sandbox Customer {igsid[-4:]}", "username": f"sandbox.customer.{igsid[-4:]}"}
+            await client.put(f"{sandbox}/_control/profiles/{igsid}", json=profile, headers=control)
+
+
 def answerable_messages(body: dict[str, Any]) -> int:
     """How many customer messages in ``body`` the agent answers (not reads, reactions, echoes, standby...)."""
     from switchboard.channels.instagram.normalize import normalize_delivery
@@ -202,7 +221,8 @@ def simulate_instagram(
     lines) the messages the Instagram sandbox received while waiting. Exit 0 when the webhook was accepted.
 
     Attachment and story URLs of a --payload are pointed at the sandbox's CDN with sample bytes (the
-    payloads' own links are fake), so media is copied and read as in production.
+    payloads' own links are fake), so media is copied and read as in production. A sender the sandbox
+    has no profile for gets one ("Sandbox Customer 0001"), so the agent and the console show a name.
     """
     if (text is None) == (payload is None):
         raise ValueError("give exactly one of --text or --payload")
@@ -237,6 +257,7 @@ def simulate_instagram(
                 after = (await client.get(f"{sandbox}/_control/sent", headers=control)).json()["last_seq"]
                 for asset, data in uploads:
                     await client.put(f"{sandbox}/_control/cdn/{asset}", content=data, headers=control)
+                await give_sandbox_profiles(client, sandbox, senders_of(body, account_id), control)
             except (httpx.HTTPError, ValueError, KeyError):
                 after = None
             posted_at = datetime.now(UTC) - timedelta(seconds=1)  # the outbox rows of this post are newer
