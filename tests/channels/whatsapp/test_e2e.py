@@ -17,16 +17,17 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy.engine import make_url
 from sqlmodel import select
 from switchboard.channels.whatsapp.normalize import normalize_delivery
 from switchboard.conversations import channel_identities, reply_address
 from switchboard.db.models import Conversation, Outbox, Turn
 from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.queue import Queue
-from switchboard.queue.keys import inbound_job_id, inbound_sweep_job_id
+from switchboard.queue.keys import inbound_failures_key, inbound_job_id, inbound_sweep_job_id
 
 from tests.utils.agent import answer_with_script, text
-from tests.utils.net import free_port
+from tests.utils.net import TcpProxy, free_port
 from tests.utils.rows import messages_of
 from tests.utils.servers import serve_orchestrator
 from tests.utils.tenants import new_tenant
@@ -237,6 +238,51 @@ async def test_permanent_send_errors_are_recorded_not_retried(
     async with sessions() as session:
         conversation = await session.get(Conversation, outbox[0].conversation_id)
     assert conversation.escalation_reason.startswith(f"whatsapp {code}")
+
+
+def _database_proxy(database_url: str) -> TcpProxy:
+    """A :class:`TcpProxy` in front of the test database (its Unix socket when embedded)."""
+    url = make_url(database_url)
+    socket_dir = url.query.get("host")
+    if isinstance(socket_dir, str) and socket_dir.startswith("/"):
+        return TcpProxy(None, unix_path=f"{socket_dir}/.s.PGSQL.{url.port or 5432}")
+    return TcpProxy(url.host or "127.0.0.1", url.port or 5432)
+
+
+def _through(database_url: str, proxy: TcpProxy) -> str:
+    url = make_url(database_url)
+    return url.set(
+        host="127.0.0.1", port=proxy.port, query={k: v for k, v in url.query.items() if k != "host"}
+    ).render_as_string(hide_password=False)
+
+
+async def test_a_database_outage_at_the_claim_is_retried_soon_without_counting_a_failure(
+    e2e_settings, ai_tenant, model, sessions, graph_sandbox, arq_pool, redis_url, database_url
+) -> None:  # type: ignore[no-untyped-def]
+    """PostgreSQL restarts while the message waits: the worker cannot even claim the row. The job runs
+    again in about a second (not after the inbound sweeper's 15-30 s) and the customer is answered
+    once; the outage is not counted as a failure of the message."""
+    state, name, _ = model
+    state.script(name).default = ScriptedResponse(content="Answered after the restart.")
+    pid = ai_tenant.phone_number_id
+    async with channel_service(e2e_settings()) as svc:
+        await svc.post(text_body(phone_number_id=pid, wamid="wamid.PGDOWN", text="hi"))
+    (row,) = [r for r in await messages_of(sessions, ai_tenant.tenant.id) if r.direction == "inbound"]
+    async with _database_proxy(database_url) as proxy:  # the worker reaches PostgreSQL through it
+        worker_settings = e2e_settings(database_url=_through(database_url, proxy))
+        await proxy.close()  # the restart: the port is closed, new connections are refused
+
+        async def back_after(seconds: float) -> None:
+            await asyncio.sleep(seconds)
+            await proxy.reopen()
+
+        heal = asyncio.create_task(back_after(1.5))
+        await run_worker_burst(worker_settings)
+        await heal
+    job = await job_result(arq_pool, inbound_job_id(row.id))
+    assert job.result == "replied" and job.job_try >= 2
+    assert [m["text"] for m in sent_to(graph_sandbox[1], pid)] == ["Answered after the restart."]
+    assert await arq_pool.get(inbound_failures_key(row.id)) is None  # not one failure counted
 
 
 async def test_graph_5xx_is_retried_and_sent_once(
