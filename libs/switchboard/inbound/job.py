@@ -11,14 +11,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from arq.worker import Retry
 from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.console.live import publish_conversation_event
 from switchboard.contracts import StoredInbound, trace_id_for
 from switchboard.conversations import Actor, channel_identities, open_conversation, resolve_customer
-from switchboard.db.errors import is_connection_error
 from switchboard.db.models import ChannelAccount, InboundState, Message, utcnow
 from switchboard.events import emit
 from switchboard.events.outbox import has_subscriber
@@ -30,12 +28,6 @@ from switchboard.observability import get_logger, message_context, metrics, trac
 __all__ = ["process_inbound", "claim"]
 
 log = get_logger(__name__)
-
-DATABASE_RETRY_DEFER_S = 1.0
-"""First delay (seconds) before a job that found the database unavailable runs again; it grows by this
-much each try, up to :data:`DATABASE_RETRY_MAX_DEFER_S`."""
-DATABASE_RETRY_MAX_DEFER_S = 5.0
-"""Largest such delay (seconds): a restarted PostgreSQL is answered within about this much of its return."""
 
 
 async def claim(deps: WorkerDeps, job: dict[str, Any], row_id: uuid.UUID) -> InboundContext | None:
@@ -197,16 +189,3 @@ async def process_inbound(ctx: dict[str, Any], inbound_message_id: str) -> str:
         raise AssertionError("the last inbound step always returns an outcome")
     except Dead:
         return Outcome.dead.value
-    except Retry:
-        raise
-    except Exception as exc:
-        if not is_connection_error(exc):
-            raise
-        # The database is down or restarting: nothing can be recorded on the row (and it is not the
-        # message's fault, so no failure is counted towards its dead letter). ARQ runs the job again
-        # soon; the row stays pending/processing, so the sweeper is the backstop past ARQ's tries.
-        job_try = int(ctx.get("job_try") or 1)
-        defer_s = min(DATABASE_RETRY_DEFER_S * job_try, DATABASE_RETRY_MAX_DEFER_S)
-        log.warning("inbound_database_unavailable", inbound_message_id=str(row_id), job_try=job_try,
-                    defer_s=defer_s, error=f"{type(exc).__name__}: {exc}"[:300])  # fmt: skip
-        raise Retry(defer=defer_s) from None

@@ -30,6 +30,7 @@ from arq.worker import Retry, Worker, get_kwargs
 
 from switchboard import __version__
 from switchboard.db.engine import create_engine, session_factory
+from switchboard.db.errors import is_connection_error
 from switchboard.errors import SettingsError
 from switchboard.observability import configure_logging, get_logger, metrics, tracing
 from switchboard.observability.logs import quiet_idle_cron_jobs
@@ -57,6 +58,17 @@ INBOUND_ARQ_MAX_TRIES = 100
 """ARQ tries of ``process_inbound``: lock and tenant-limit deferrals count as tries, so this is high;
 real failures are bounded by ``INBOUND_MAX_TRIES`` (dead-letter)."""
 
+DATABASE_RETRY_DEFER_S = 1.0
+"""First delay (seconds) before a job that found the database unavailable runs again; it grows by this
+much each try, up to :data:`DATABASE_RETRY_MAX_DEFER_S` (:func:`observed_job`)."""
+
+DATABASE_RETRY_MAX_DEFER_S = 5.0
+"""Largest such delay (seconds): a restarted PostgreSQL is used again within about this much of its return."""
+
+STATUS_JOB_MAX_TRIES = 10
+"""Tries of a delivery-status job: its statuses live only in the job, so it outlasts a database outage
+of about 35 s (1 + 2 + 3 + 4 + 5 x 5 s of :func:`observed_job`'s delays) before they are lost."""
+
 SIDE_JOB_TIMEOUT_S = 30.0
 """Timeout of the short jobs (statuses, handoff delivery, the sweeper), seconds."""
 
@@ -82,7 +94,16 @@ def observed_job(
     """``coroutine`` (an ARQ job) with its span and metrics; the ``traceparent`` kwarg is taken off
     before the job sees its arguments.
 
-    Outcomes: ``ok``, ``retry`` (the job raised ``Retry``), ``error`` (anything else; re-raised).
+    A job that finds the database unavailable (a connection-level error,
+    :func:`switchboard.db.errors.is_connection_error`: PostgreSQL restarting, a failover) runs again after
+    1, 2, ... at most :data:`DATABASE_RETRY_MAX_DEFER_S` seconds (``Retry``, logged
+    ``job_database_unavailable``; ``OSError`` counts too: a refused or vanished socket is what asyncpg raises
+    while PostgreSQL restarts) instead of failing: ARQ does not retry a job that raised, so a status
+    update or a send in it would otherwise be lost, and an inbound message would wait for the sweeper.
+    Every job is idempotent, so running again is safe; it still ends at the job's ``max_tries``.
+
+    Outcomes: ``ok``, ``retry`` (the job raised ``Retry``, or the database was unavailable), ``error``
+    (anything else; re-raised).
     """
 
     @functools.wraps(coroutine)
@@ -108,10 +129,18 @@ def observed_job(
             except Retry:
                 outcome = "retry"
                 raise
+            except Exception as exc:
+                if not is_connection_error(exc):
+                    _record_error(current, exc)
+                    raise
+                outcome = "retry"
+                job_try = int(ctx.get("job_try") or 1)
+                defer_s = min(DATABASE_RETRY_DEFER_S * job_try, DATABASE_RETRY_MAX_DEFER_S)
+                log.warning("job_database_unavailable", job=name, job_id=str(ctx.get("job_id")), job_try=job_try,
+                            defer_s=defer_s, error=f"{type(exc).__name__}: {exc}"[:300])  # fmt: skip
+                raise Retry(defer=defer_s) from None
             except BaseException as exc:  # recorded and re-raised: ARQ decides what happens next
-                if current.is_recording():
-                    current.record_exception(exc)
-                tracing.set_error(current, type(exc).__name__)
+                _record_error(current, exc)
                 raise
             finally:
                 current.set_attribute("job.outcome", outcome)
@@ -119,6 +148,12 @@ def observed_job(
                 metrics.JOB_SECONDS.labels(queue.value, name).observe(time.perf_counter() - started)
 
     return run
+
+
+def _record_error(current: Any, exc: BaseException) -> None:
+    if current.is_recording():
+        current.record_exception(exc)
+    tracing.set_error(current, type(exc).__name__)
 
 
 def _job_lease(ctx: dict[str, Any]) -> contextlib.AbstractAsyncContextManager[None]:
@@ -366,10 +401,16 @@ def build_chat_worker_settings(settings: Settings) -> type:
                 max_tries=INBOUND_ARQ_MAX_TRIES,
             ),
             func(
-                apply_delivery_statuses, name="apply_delivery_statuses", timeout=side_timeout_s, max_tries=3
+                apply_delivery_statuses,
+                name="apply_delivery_statuses",
+                timeout=side_timeout_s,
+                max_tries=STATUS_JOB_MAX_TRIES,
             ),
             func(
-                apply_whatsapp_statuses, name="apply_whatsapp_statuses", timeout=side_timeout_s, max_tries=3
+                apply_whatsapp_statuses,
+                name="apply_whatsapp_statuses",
+                timeout=side_timeout_s,
+                max_tries=STATUS_JOB_MAX_TRIES,
             ),
             func(deliver_outbox, name="deliver_outbox", timeout=side_timeout_s, max_tries=3),
             func(copy_inbound_media, name=COPY_JOB, timeout=side_timeout_s, max_tries=COPY_MAX_TRIES),

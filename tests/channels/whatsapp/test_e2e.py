@@ -256,33 +256,48 @@ def _through(database_url: str, proxy: TcpProxy) -> str:
     ).render_as_string(hide_password=False)
 
 
-async def test_a_database_outage_at_the_claim_is_retried_soon_without_counting_a_failure(
-    e2e_settings, ai_tenant, model, sessions, graph_sandbox, arq_pool, redis_url, database_url
-) -> None:  # type: ignore[no-untyped-def]
-    """PostgreSQL restarts while the message waits: the worker cannot even claim the row. The job runs
-    again in about a second (not after the inbound sweeper's 15-30 s) and the customer is answered
-    once; the outage is not counted as a failure of the message."""
-    state, name, _ = model
-    state.script(name).default = ScriptedResponse(content="Answered after the restart.")
-    pid = ai_tenant.phone_number_id
-    async with channel_service(e2e_settings()) as svc:
-        await svc.post(text_body(phone_number_id=pid, wamid="wamid.PGDOWN", text="hi"))
-    (row,) = [r for r in await messages_of(sessions, ai_tenant.tenant.id) if r.direction == "inbound"]
+async def _run_worker_through_an_outage(settings, database_url: str, heal_after_s: float = 1.5) -> None:  # type: ignore[no-untyped-def]
+    """The chat worker until its queue is empty, its PostgreSQL "restarting" (the port closed, every
+    connection cut) from its start until ``heal_after_s`` later."""
     async with _database_proxy(database_url) as proxy:  # the worker reaches PostgreSQL through it
-        worker_settings = e2e_settings(database_url=_through(database_url, proxy))
-        await proxy.close()  # the restart: the port is closed, new connections are refused
+        worker_settings = settings.model_copy(update={"database_url": _through(database_url, proxy)})
+        await proxy.close()
 
         async def back_after(seconds: float) -> None:
             await asyncio.sleep(seconds)
             await proxy.reopen()
 
-        heal = asyncio.create_task(back_after(1.5))
+        heal = asyncio.create_task(back_after(heal_after_s))
         await run_worker_burst(worker_settings)
         await heal
-    job = await job_result(arq_pool, inbound_job_id(row.id))
-    assert job.result == "replied" and job.job_try >= 2
-    assert [m["text"] for m in sent_to(graph_sandbox[1], pid)] == ["Answered after the restart."]
-    assert await arq_pool.get(inbound_failures_key(row.id)) is None  # not one failure counted
+
+
+async def test_a_database_outage_delays_a_message_and_its_statuses_by_seconds_and_loses_neither(
+    e2e_settings, ai_tenant, model, sessions, graph_sandbox, arq_pool, database_url
+) -> None:  # type: ignore[no-untyped-def]
+    """PostgreSQL restarts while a message waits: the worker cannot even claim the row. The job runs
+    again in about a second (not after the inbound sweeper's 15-30 s), the customer is answered once,
+    and the outage is not counted as a failure of the message. The same for a status update, whose
+    statuses live only in its job (ARQ does not retry a job that raised: they were lost)."""
+    state, name, _ = model
+    state.script(name).default = ScriptedResponse(content="Answered after the restart.")
+    pid = ai_tenant.phone_number_id
+    settings = e2e_settings()
+    async with channel_service(settings) as svc:
+        await svc.post(text_body(phone_number_id=pid, wamid="wamid.PGDOWN", text="hi"))
+        (row,) = [r for r in await messages_of(sessions, ai_tenant.tenant.id) if r.direction == "inbound"]
+        await _run_worker_through_an_outage(settings, database_url)
+        job = await job_result(arq_pool, inbound_job_id(row.id))
+        assert job.result == "replied" and job.job_try >= 2
+        assert [m["text"] for m in sent_to(graph_sandbox[1], pid)] == ["Answered after the restart."]
+        assert await arq_pool.get(inbound_failures_key(row.id)) is None  # not one failure counted
+
+        (sent,) = await _outbox(sessions, ai_tenant.tenant.id)
+        read = load_payload("status_read.json", phone_number_id=pid)
+        read["entry"][0]["changes"][0]["value"]["statuses"][0]["id"] = sent.external_id
+        assert (await svc.post(read)).status_code == 200
+        await _run_worker_through_an_outage(settings, database_url)
+    assert [o.status for o in await _outbox(sessions, ai_tenant.tenant.id)] == ["read"]
 
 
 async def test_graph_5xx_is_retried_and_sent_once(
