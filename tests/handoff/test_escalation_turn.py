@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlmodel import select
 from switchboard.db.models import AuditLog, Conversation
 from switchboard.handoff import HANDOFF_SUMMARY_INSTRUCTION
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.llm.offline_server import OFFLINE_DEMO_MODEL, OFFLINE_MARKER, ScriptedResponse
 
 from tests.utils.agent import ConversationHandle, deployment, llm_settings, unique_model
 from tests.utils.handoff import make_agent, make_customer_conversation, reload
@@ -73,3 +73,20 @@ async def test_escalation_with_nobody_online_tells_the_model_to_announce_the_que
     async with sessions() as session:
         audit = (await session.exec(select(AuditLog).where(AuditLog.tenant_id == tenant.id))).one()
     assert audit.details["queued"] is True
+
+
+async def test_the_offline_demo_model_passes_on_the_queue_reply_when_nobody_is_online(
+    make_tenant, sessions, offline_model, orchestrator
+):
+    """`make run` without a provider: the demo model escalates a request for a person and, nobody being
+    online, tells the customer the tenant's queue reply (not "a person will take over shortly")."""
+    _, url = offline_model
+    tenant = await make_tenant(
+        llm=llm_settings(deployment(url, OFFLINE_DEMO_MODEL)),
+        handoff={"queue_reply": "Our team answers from 9:00 to 18:00."},
+    )
+    customer, conversation = await make_customer_conversation(sessions, tenant, name="Ana")
+    handle = ConversationHandle(tenant, customer, conversation)
+    result = await orchestrator.handle_turn(handle.request("I want to talk to a person please"))
+    assert result.reply == f"{OFFLINE_MARKER} Our team answers from 9:00 to 18:00."
+    assert (await reload(sessions, Conversation, conversation.id)).status == "human"

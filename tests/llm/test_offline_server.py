@@ -192,3 +192,19 @@ async def test_control_endpoint_scripts_a_deployment_over_http(offline_model):
     assert (call["function"]["name"], json.loads(call["function"]["arguments"])) == ("t", {"a": 1})
     assert second.json()["choices"][0]["finish_reason"] == "tool_calls"
     assert len(seen["requests"]) == 2 and seen["queued"] == 0
+
+
+def test_demo_describes_an_image_without_words_that_read_as_the_customers():
+    """The worker's image-to-text request: a stand-in description, never an answer or a tool call, and
+    nothing the next turn would take for a request for a person."""
+    content = [
+        {"type": "text", "text": "Describe this image for a customer-support agent."},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+    ]
+    answer = demo_reply([{"role": "user", "content": content}], [SEARCH_TOOL, ESCALATE_TOOL])
+    assert answer == {"content": f"{OFFLINE_MARKER} An image the offline stand-in model cannot see (a real "
+                                 "provider's vision model describes it here)."}  # fmt: skip
+    follow_up = demo_reply(
+        [{"role": "user", "content": f"[image: {answer['content']}] my valve"}], [ESCALATE_TOOL]
+    )
+    assert "tool_calls" not in follow_up

@@ -105,6 +105,29 @@ def _best_passage(result: str) -> str | None:
     return str(data) if data else None
 
 
+def _has_image(content: Any) -> bool:
+    """Whether a ``user`` message carries an image part (OpenAI's ``{"type": "image_url", ...}``)."""
+    return isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("type") == "image_url" for part in content
+    )
+
+
+_QUEUE_REPLY_RE = re.compile(r"Tell the customer, in their language: (.+)", re.DOTALL)
+
+
+def _queue_reply(result: str) -> str | None:
+    """The tenant's ``handoff.queue_reply`` that a queued ``escalate_to_human`` result asks the model to
+    pass on (:func:`switchboard.agent.builtin_tools` ``status: queued_for_human``), else ``None``."""
+    try:
+        data = json.loads(result)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("status") != "queued_for_human":
+        return None
+    found = _QUEUE_REPLY_RE.search(str(data.get("next") or ""))
+    return found.group(1).strip() if found else None
+
+
 def _clip(text: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
@@ -121,9 +144,11 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
        :func:`~switchboard.llm.offline_guard.heuristic_intent`.
     1. A summarization request (system prompt starting with :data:`SUMMARY_INSTRUCTION_MARKER`) gets
        a plain digest of the customer's lines.
-    2. After tool results (the messages after the last user message end with ``tool`` messages):
-       an escalation result → "a person will take over"; a closed conversation → a farewell; a
-       knowledge result → quote the best passage (or say nothing was found).
+    2. A description request (the last user message carries an image) → a stand-in description that
+       says it saw nothing. After tool results (the messages after the last user message end with
+       ``tool`` messages): an escalation result → "a person will take over", or the tenant's
+       ``handoff.queue_reply`` the result passes on when nobody is online; a closed conversation → a
+       farewell; a knowledge result → quote the best passage (or say nothing was found).
     3. The customer asks for a person/human/agent and ``escalate_to_human`` is offered → call it.
     4. A knowledge-search tool is offered (name contains search/knowledge/faq/lookup) → call it with
        the customer's words.
@@ -150,6 +175,13 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
         return {"content": f"{OFFLINE_MARKER} Earlier the customer wrote: {digest}"}
 
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    if last_user >= 0 and _has_image(messages[last_user].get("content")):
+        # a description request (the worker's image to text): describe, never answer or escalate, so
+        # nothing in the description reads as the customer's own words ("ask for a person")
+        return {
+            "content": f"{OFFLINE_MARKER} An image the offline stand-in model cannot see (a real provider's "
+            "vision model describes it here)."
+        }
     customer_text = _customer_words(messages[last_user].get("content")).strip() if last_user >= 0 else ""
     after = messages[last_user + 1 :] if last_user >= 0 else []
     offered = _tool_names(tools)
@@ -168,6 +200,9 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
         ]
         names = [name for name, _ in results]
         if "escalate_to_human" in names:
+            queued = _queue_reply([result for name, result in results if name == "escalate_to_human"][-1])
+            if queued:  # nobody online: the tool says what to tell the customer (``handoff.queue_reply``)
+                return {"content": f"{OFFLINE_MARKER} {queued}"}
             return {
                 "content": f"{OFFLINE_MARKER} I've passed your conversation to a person from our team; "
                 "they will take over here shortly."
