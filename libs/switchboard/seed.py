@@ -87,14 +87,19 @@ DEMO_FAQ_MD = "\n\n".join(
             "warranty claim, send us your order number and a photo of the problem."
         ),
         (
+            "**Does it come in another color? Is the blue one back in stock?** Colors and stock: the FVAM "
+            "2050 fan comes in black, chrome and blue. The black one is in stock, the chrome one is sold out "
+            "until mid-December, and the blue one is back in stock this week. The FVAM 3070 is black only."
+        ),
+        (
             "**How can I contact you?** Contact: write to us here at any time, email support@example.com, or "
             "call +1 555 0100 010 during the Downtown store's opening hours. A person answers within one "
             "business day."
         ),
     )
 )
-"""The demo knowledge base: one FAQ document, so questions about hours, returns, shipping, warranty and
-contact find an answer (the README's examples)."""
+"""The demo knowledge base: one FAQ document, so questions about hours, returns, shipping, warranty,
+colors and stock, and contact find an answer (the README's examples and the payloads' questions)."""
 
 
 def demo_slots_csv(now: datetime | None = None, days: int = 5) -> str:
