@@ -11,6 +11,10 @@ from sqlalchemy import exc as sa_exc
 
 __all__ = ["is_connection_error"]
 
+_CONNECTION_SQLSTATE_CLASSES = frozenset({"08", "53", "57"})
+"""SQLSTATE classes of an unavailable server (PostgreSQL, Appendix A): 08 connection exception, 53
+insufficient resources, 57 operator intervention (shutdown, cannot connect now)."""
+
 
 def is_connection_error(exc: BaseException) -> bool:
     """Whether ``exc`` means the database itself is unavailable, as opposed to the database refusing one
@@ -30,7 +34,14 @@ def is_connection_error(exc: BaseException) -> bool:
             return False
         if isinstance(exc, asyncpg.InterfaceError):
             return True
-        return str(getattr(exc, "sqlstate", "") or "")[:2] in {"08", "53", "57"}
-    if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
-        return True
+        return str(getattr(exc, "sqlstate", "") or "")[:2] in _CONNECTION_SQLSTATE_CLASSES
+    if isinstance(exc, sa_exc.DBAPIError):
+        if exc.connection_invalidated:
+            return True
+        # SQLAlchemy's asyncpg dialect raises most driver errors as a plain DBAPIError; the SQLSTATE is
+        # on the adapted error ("the database system is shutting down" is 57P01, a restart's first sign)
+        if str(getattr(exc.orig, "sqlstate", "") or "")[:2] in _CONNECTION_SQLSTATE_CLASSES:
+            return True
+        if isinstance(getattr(exc.orig, "__cause__", None), asyncpg.exceptions.InternalClientError):
+            return True  # "cannot switch to state ...": a connection the failure before left half-used
     return isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError))
