@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +24,7 @@ __all__ = [
     "print_sent",
     "is_loopback_url",
     "explain_no_reply",
+    "no_reply_coming",
 ]
 
 SAMPLE_MEDIA = {
@@ -37,6 +38,10 @@ SAMPLE_MEDIA = {
 """What ``simulate instagram|whatsapp --payload`` serves behind the payload's media (its CDN links and
 media ids are fake and the demo is offline): a 1×1 PNG, and an M4A header with the offline model server's
 transcript marker (``llm.offline_server.TRANSCRIPT_MARKER``), which it returns as the transcript."""
+
+
+GIVE_UP_EVERY_S = 2.0
+"""How often a simulate command that saw no reply yet checks whether one can still come (seconds)."""
 
 
 def connect_account(
@@ -122,17 +127,25 @@ async def print_sent(
     wait_s: float,
     fields: Sequence[str],
     headers: dict[str, str] | None = None,
+    give_up: Callable[[], Awaitable[bool]] | None = None,
 ) -> bool:
     """Print (JSON lines, ``fields`` only) what the sandbox at ``sent_url`` records after ``after``, until
     ``wait_s`` seconds pass or 3 s go by without anything new. Returns whether anything came.
 
     Args:
         headers: sent with each poll (a sandbox whose control endpoints need the admin token).
+        give_up: asked every :data:`GIVE_UP_EVERY_S` while nothing came; ``True`` stops waiting (a send
+            that failed for good: no reply will come).
     """
     deadline = time.monotonic() + wait_s
     last_new = None
+    next_check = time.monotonic() + GIVE_UP_EVERY_S
     while time.monotonic() < deadline:
         await asyncio.sleep(0.25)
+        if give_up is not None and last_new is None and time.monotonic() >= next_check:
+            if await give_up():
+                break
+            next_check = time.monotonic() + GIVE_UP_EVERY_S
         messages = (await client.get(sent_url, params={"after": after}, headers=headers)).json()["messages"]
         for message in messages:
             typer.echo(json.dumps({k: message.get(k) for k in fields}, ensure_ascii=False))
@@ -151,49 +164,101 @@ def is_loopback_url(url: str) -> bool:
     return (urlsplit(url).hostname or "") in ("127.0.0.1", "localhost", "::1")
 
 
-def unsent_parts(settings: Settings, *, tenant: str, channel: str, since: datetime) -> list[dict[str, Any]]:
-    """The outbox parts of ``tenant`` on ``channel`` written since ``since`` (UTC) that were not sent:
-    ``failed`` ones and those still ``pending``/``sending`` (a send being retried), oldest first.
+def reply_state(settings: Settings, *, tenant: str, channel: str, since: datetime) -> dict[str, Any]:
+    """What the database says about the replies to ``tenant``'s messages on ``channel`` since ``since``
+    (UTC), for a simulate command that saw no reply (one read, one short transaction).
 
     Returns:
-        ``[{"status", "recipient", "error_code", "error_message", "attempts"}, ...]`` (at most 10).
+        ``{"unsent": [...], "with_person": [...]}``: ``unsent`` the outbox parts not sent (``failed``, or
+        ``pending``/``sending``: being retried), oldest first, each ``{"status", "recipient",
+        "error_code", "error_message", "attempts"}``; ``with_person`` the conversations of those
+        messages that a person has (``status == "human"``), each ``{"id", "queued", "assigned"}``
+        (``queued``: waiting, nobody from the team took it yet). At most 10 of each.
     """
     from sqlmodel import col, select
 
     from switchboard.cli.runner import run_in_session  # here: switchboard.cli imports the channel CLIs
-    from switchboard.db.models import Outbox, OutboxStatus
+    from switchboard.db.models import Conversation, ConversationStatus, Message, Outbox, OutboxStatus
     from switchboard.tenants import get_tenant
 
     unsent = (OutboxStatus.failed.value, OutboxStatus.pending.value, OutboxStatus.sending.value)
 
     async def find(session):  # type: ignore[no-untyped-def]
         owner = await get_tenant(session, tenant)
-        rows = await session.exec(
+        parts = await session.exec(
             select(Outbox)
             .where(Outbox.tenant_id == owner.id, Outbox.channel == channel, Outbox.created_at >= since)
             .where(col(Outbox.status).in_(unsent))
             .order_by(col(Outbox.created_at))
             .limit(10)
         )
-        return [
-            {"status": row.status, "recipient": row.recipient, "error_code": row.error_code,
-             "error_message": row.error_message, "attempts": row.attempts}
-            for row in rows
-        ]  # fmt: skip
+        people = await session.exec(
+            select(Conversation)
+            .where(Conversation.tenant_id == owner.id, Conversation.status == ConversationStatus.human.value)
+            .where(col(Conversation.id).in_(
+                select(Message.conversation_id).where(
+                    Message.tenant_id == owner.id, Message.channel == channel, Message.direction == "inbound",
+                    Message.created_at >= since,
+                )
+            ))
+            .limit(10)
+        )  # fmt: skip
+        return {
+            "unsent": [
+                {"status": row.status, "recipient": row.recipient, "error_code": row.error_code,
+                 "error_message": row.error_message, "attempts": row.attempts}
+                for row in parts
+            ],
+            "with_person": [
+                {"id": str(row.id), "queued": row.assigned_agent_id is None and row.assigned_user_id is None,
+                 "assigned": row.assigned_agent_id is not None or row.assigned_user_id is not None}
+                for row in people
+            ],
+        }  # fmt: skip
 
     return run_in_session(find, settings=settings)
+
+
+def send_failed_for_good(state: dict[str, Any]) -> bool:
+    """Whether a :func:`reply_state` shows a failed send and nothing still being sent: no reply will come,
+    so a simulate command stops waiting."""
+    statuses = {part["status"] for part in state["unsent"]}
+    return "failed" in statuses and statuses <= {"failed"}
+
+
+async def read_reply_state(
+    settings: Settings, *, tenant: str, channel: str, since: datetime
+) -> dict[str, Any] | None:
+    """:func:`reply_state` off the event loop; ``None`` (and a note on stderr) when the database cannot be
+    read (a hint only: the command's result does not depend on it)."""
+    try:
+        return await asyncio.to_thread(reply_state, settings, tenant=tenant, channel=channel, since=since)
+    except Exception as exc:  # noqa: BLE001 (see above)
+        typer.secho(f"(could not read the outbox: {type(exc).__name__})", err=True)
+        return None
+
+
+def no_reply_coming(
+    settings: Settings, *, tenant: str, channel: str, since: datetime
+) -> Callable[[], Awaitable[bool]]:
+    """``print_sent``'s ``give_up`` for a simulate command: whether a send since ``since`` failed for good."""
+
+    async def check() -> bool:
+        state = await read_reply_state(settings, tenant=tenant, channel=channel, since=since)
+        return state is not None and send_failed_for_good(state)
+
+    return check
 
 
 async def explain_no_reply(
     settings: Settings, *, tenant: str, channel: str, since: datetime, hint: str
 ) -> None:
-    """After a simulated message got no reply: print why when the outbox knows (a reply written but its
-    send failed, or a send being retried), else ``hint`` (the channel's likely causes). Stderr."""
-    try:
-        parts = await asyncio.to_thread(unsent_parts, settings, tenant=tenant, channel=channel, since=since)
-    except Exception as exc:  # noqa: BLE001 (a hint only: a database this command cannot reach leaves the general one)
-        parts = []
-        typer.secho(f"(could not read the outbox: {type(exc).__name__})", err=True)
+    """After a simulated message got no reply: print why when the database knows (a reply written but its
+    send failed, a send being retried, the conversation with a person), else ``hint`` (the channel's
+    likely causes). Stderr."""
+    state = await read_reply_state(settings, tenant=tenant, channel=channel, since=since)
+    parts = state["unsent"] if state else []
+    people = state["with_person"] if state else []
     failed = [part for part in parts if part["status"] == "failed"]
     retrying = [part for part in parts if part["status"] != "failed"]
     for part in failed:
@@ -212,5 +277,17 @@ async def explain_no_reply(
             "raise --timeout to wait for it",
             err=True,
         )
-    if not parts:
+    for person in people:
+        where = (
+            "waiting in the queue for a person (nobody from the team took it yet)"
+            if person["queued"]
+            else "with a person from the team"
+        )
+        typer.secho(
+            f"conversation {person['id']} is {where}: the AI does not answer it (human mode). See "
+            f"`switchboard conversations show --tenant {tenant} {person['id']}`; hand it back to the AI from "
+            "the console's conversation page, or write as another customer (--from).",
+            err=True,
+        )
+    if not parts and not people:
         typer.secho(hint, err=True)

@@ -194,14 +194,51 @@ async def test_simulate_names_the_failed_send_when_no_reply_came(
         "WHATSAPP_GRAPH_BASE_URL": graph_sandbox[0],
     }
     async with serve_app(create_app(settings), port=port):
+        started = time.monotonic()
         simulated = asyncio.create_task(cli.arun(
-            "simulate", "whatsapp", "--tenant", ai_tenant.tenant.slug, "--text", "hi", "--timeout", "4", **env
+            "simulate", "whatsapp", "--tenant", ai_tenant.tenant.slug, "--text", "hi", "--timeout", "60", **env
         ))  # fmt: skip
         # the webhook stored the message and queued its job: now the worker answers it
         await eventually(lambda: arq_pool.zcard(Queue.chat.value), what="the inbound job queued")
         await run_worker_burst(settings)
         out = await simulated
+        waited_s = time.monotonic() - started
     assert out.exit_code == 0, out.output
+    assert waited_s < 30, waited_s  # it stopped waiting once the send had failed, not after --timeout
     assert "a reply to 15550100099 was written but its send failed: 131026" in out.stderr
     assert "retry it from the console's Platform page" in out.stderr
     assert "no reply within" not in out.stderr
+
+
+async def test_simulate_says_the_conversation_waits_for_a_person(
+    e2e_settings, ai_tenant, model, graph_sandbox, cli, arq_pool
+) -> None:  # type: ignore[no-untyped-def]
+    """The customer asked for a person, nobody is online: the next message gets no AI reply, and the
+    command says the conversation is waiting in the queue (not "human mode, or still working")."""
+    state, name, _ = model
+    state.script(name).push(
+        ScriptedResponse(kind="tool_calls", tool_calls=[{"name": "escalate_to_human", "arguments": {"reason": "asked"}}]),
+        ScriptedResponse(content="Everyone is busy; someone will answer soon."),
+    )  # fmt: skip
+    port = free_port()
+    settings = e2e_settings(whatsapp_port=port)
+    env = {
+        "META_APP_SECRET": APP_SECRET,
+        "WHATSAPP_PORT": str(port),
+        "WHATSAPP_GRAPH_BASE_URL": graph_sandbox[0],
+    }
+    slug, outs = ai_tenant.tenant.slug, []
+    async with serve_app(create_app(settings), port=port):
+        for text in ("a person please", "hello? anyone?"):
+            simulated = asyncio.create_task(cli.arun(
+                "simulate", "whatsapp", "--tenant", slug, "--text", text, "--from", "+15550107777", "--timeout", "4", **env
+            ))  # fmt: skip
+            await eventually(lambda: arq_pool.zcard(Queue.chat.value), what="the inbound job queued")
+            await run_worker_burst(settings)
+            outs.append(await simulated)
+    first, second = outs
+    assert "Everyone is busy; someone will answer soon." in first.stdout, first.output
+    assert second.exit_code == 0 and second.stdout == "", second.output
+    assert "is waiting in the queue for a person (nobody from the team took it yet)" in second.stderr
+    assert f"switchboard conversations show --tenant {slug} " in second.stderr
+    assert "no reply within" not in second.stderr

@@ -26,6 +26,7 @@ from switchboard.channels.cli_common import (
     connect_account,
     explain_no_reply,
     is_loopback_url,
+    no_reply_coming,
     print_sent,
 )
 from switchboard.channels.meta import post_signed
@@ -296,6 +297,7 @@ def simulate_instagram(
             came = await print_sent(
                 client, f"{sandbox}/_control/sent", after=after, wait_s=timeout, headers=control,
                 fields=("to", "type", "text", "id", "account_id", "tag", "quick_replies"),
+                give_up=no_reply_coming(settings, tenant=tenant, channel="instagram", since=posted_at),
             )  # fmt: skip
             if not came:
                 await explain_no_reply(settings, tenant=tenant, channel="instagram", since=posted_at, hint=(

@@ -28,6 +28,7 @@ from switchboard.channels.cli_common import (
     connect_account,
     explain_no_reply,
     is_loopback_url,
+    no_reply_coming,
     print_sent,
 )
 from switchboard.channels.meta import post_signed
@@ -311,11 +312,12 @@ def simulate_whatsapp(
             came = await print_sent(
                 client, sandbox_url, after=after, wait_s=timeout, headers=control,
                 fields=("to", "type", "text", "id", "phone_number_id", "reply_to"),
+                give_up=no_reply_coming(settings, tenant=tenant, channel="whatsapp", since=posted_at),
             )  # fmt: skip
             if not came:
                 await explain_no_reply(settings, tenant=tenant, channel="whatsapp", since=posted_at, hint=(
                     f"no reply within {timeout:g} s. The message is stored; the worker may have handed the "
-                    "conversation to a person (human mode: see `agents list` and the worker's "
+                    f"conversation to a person (human mode: see `switchboard agents list --tenant {tenant}` and the worker's "
                     "inbound_outcome log line), held the number back after a throughput error, or "
                     "still be working (raise --timeout)"
                 ))  # fmt: skip
