@@ -15,6 +15,7 @@ from switchboard.guardrails.output import check_output
 from switchboard.guardrails.settings import OutputGuardrailSettings
 from switchboard.llm.offline_guard import GUARDRAIL_INSTRUCTION_MARKER
 from switchboard.llm.offline_server import OFFLINE_MARKER
+from switchboard.observability import metrics
 from switchboard.tenant_settings import AgentSettings
 
 from tests.utils.agent import deployment, llm_settings, make_conversation, text, tool_calls, unique_model
@@ -219,6 +220,15 @@ async def test_a_dedicated_checker_deployment_answers_the_check(
     assert state.script(checker).received == 1 and script.received == 1
     record = (await _turn(sessions, request.inbound_message_id)).guardrails["input"]
     assert record["deployment"] == checker
+    # the checker's tokens count for the tenant (its Router is cached under a key derived from the
+    # tenant's id: that key is no tenant and must not show in the per-tenant metrics)
+    tenants = {
+        sample.labels["tenant"]
+        for family in metrics.MODEL_TOKENS.collect()
+        for sample in family.samples
+        if sample.labels.get("model") == checker
+    }
+    assert tenants == {str(conv.tenant.id)}
 
 
 async def test_the_cheapest_group_screens_when_no_checker_is_set(

@@ -383,7 +383,9 @@ class Orchestrator:
         group = cheapest_group(deployments)
         log.info("budget_cheaper_group", group=group)
         return self.gateway.router_for(
-            group_router_key(tenant_id, f"group:{group}"), only_group(tenant_settings.llm, deployments, group)
+            group_router_key(tenant_id, f"group:{group}"),
+            only_group(tenant_settings.llm, deployments, group),
+            owner=tenant_id,
         )
 
     async def _hand_over(self, request: TurnRequest, trace_id: str, reason: str, reply: str) -> str:

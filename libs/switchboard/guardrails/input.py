@@ -160,7 +160,7 @@ async def check_input(
     record: dict[str, Any] = {"stage": "input", "threshold": guard.threshold, "checker": "model"}
     try:
         key, llm, deployments = _checker_llm(gateway, tenant_id, settings)
-        router = gateway.router_for(key, llm)
+        router = gateway.router_for(key, llm, owner=tenant_id)
         reply = await gateway.complete(
             router, guardrail_messages(settings, text, guard.max_chars), tools=None, llm=llm,
             trace_id=trace_id, deadline=time.monotonic() + guard.timeout_s,

@@ -357,8 +357,14 @@ class ModelGateway:
         features that would spend a model call use their deterministic stand-in, e.g. lead intent)."""
         return all(d.provider == "offline" for d in (llm.deployments or default_deployments(self.settings)))
 
-    def router_for(self, tenant_id: uuid.UUID, llm: LLMSettings) -> TenantRouter:
+    def router_for(
+        self, tenant_id: uuid.UUID, llm: LLMSettings, *, owner: uuid.UUID | None = None
+    ) -> TenantRouter:
         """The tenant's Router, built on first use and rebuilt when ``llm`` changed.
+
+        ``tenant_id`` is the cache key: the tenant's id, or for a tenant's second Router (guardrails, one
+        group) a key derived from it (:func:`switchboard.llm.costs.group_router_key`), with the tenant in
+        ``owner``: logs and the per-tenant token and cost metrics name the tenant, never the derived key.
 
         Raises:
             CredentialDecryptError: a deployment's ``api_key_encrypted`` cannot be decrypted (logged
@@ -436,13 +442,14 @@ class ModelGateway:
             context_window_tokens=min(windows.values()),
             count_model=deployments[0].litellm_model(),
             groups=router_groups,
-            tenant_id=str(tenant_id),
+            tenant_id=str(owner or tenant_id),
             built_from=llm,
         )
         self._routers[tenant_id] = built
         log.info(
             "router_built",
-            tenant_id=str(tenant_id),
+            tenant_id=str(owner or tenant_id),
+            router_key=str(tenant_id) if owner is not None and owner != tenant_id else None,
             deployments=[d.id for d in deployments],
             groups=ordered,
             rebuilt=cached is not None,
