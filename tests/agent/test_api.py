@@ -152,6 +152,15 @@ async def test_demo_tenant_faq_answers_the_readme_questions_with_the_offline_mod
             question: await cli.arun("simulate", "--tenant", tenant.slug, "--new", question, **env)
             for question in expected
         }
+        order = await cli.arun(
+            "simulate", "--tenant", tenant.slug, "--new", "Where is my order A-1004?", **env
+        )
+    reply = next(line for line in order.stdout.splitlines() if line.startswith("reply:"))
+    # A-1004 is the simulated customer's own order in the demo data
+    assert reply == (
+        f"reply:    {OFFLINE_MARKER} Order A-1004 is shipped, with UPS (tracking number 1Z999AA10123456785); "
+        "estimated delivery 2026-12-03."
+    ), order.stdout
     for question, quoted in expected.items():
         outcome = outcomes[question]
         assert outcome.exit_code == 0, outcome.output

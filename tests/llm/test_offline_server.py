@@ -208,3 +208,31 @@ def test_demo_describes_an_image_without_words_that_read_as_the_customers():
         [{"role": "user", "content": f"[image: {answer['content']}] my valve"}], [ESCALATE_TOOL]
     )
     assert "tool_calls" not in follow_up
+
+
+ORDER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "check_order_status",
+        "parameters": {"type": "object", "properties": {"order_number": {"type": "string"}}},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "order_number"),
+    [
+        ("Where is my order A-1001?", "A-1001"),
+        ("my order #12345 never came", "12345"),
+        ("Order SO12345 status please", "SO12345"),
+        ("Is the FVAM-2050-B in stock? I want to order one", None),  # a product code, not an order
+        ("Where is A-1001?", None),  # no "order": the knowledge search as before
+    ],
+)
+def test_demo_looks_up_an_order_the_customer_names(text: str, order_number: str | None) -> None:
+    answer = demo_reply([{"role": "user", "content": text}], [SEARCH_TOOL, ORDER_TOOL])
+    (call,) = answer["tool_calls"]
+    if order_number is None:
+        assert call["name"] == "search_knowledge"
+    else:
+        assert call == {"name": "check_order_status", "arguments": {"order_number": order_number}}

@@ -30,6 +30,11 @@ _HUMAN_REQUEST_RE = re.compile(
     re.IGNORECASE,
 )
 _SEARCH_TOOL_RE = re.compile(r"search|knowledge|faq|lookup", re.IGNORECASE)
+_ORDER_TOOL = "check_order_status"
+_ORDER_NUMBER_RE = re.compile(r"(?<![\w-])(?:[A-Z]{1,4}-?\d{3,}|#\d{3,})(?![\w-])")
+"""An order reference in the customer's words: ``A-1001``, ``SO12345``, ``#12345`` (upper-case letters;
+a product code such as ``FVAM-2050-B`` is not one), looked for only when they say "order"."""
+_ORDER_WORD_RE = re.compile(r"\border", re.IGNORECASE)
 
 
 def _text_of(content: Any) -> str:
@@ -128,6 +133,29 @@ def _queue_reply(result: str) -> str | None:
     return found.group(1).strip() if found else None
 
 
+def _order_sentence(result: str) -> str:
+    """One sentence from a ``check_order_status`` result (:class:`switchboard.tools.business.OrderStatus`
+    JSON), or the tool's error as it came."""
+    try:
+        data = json.loads(result)
+    except ValueError:
+        return f"I could not look that order up: {_clip(result, 200)}"
+    if not isinstance(data, dict) or "found" not in data:
+        return f"I could not look that order up: {_clip(result, 200)}"
+    number = data.get("order_number") or "that order"
+    if not data["found"]:
+        return (
+            f"I couldn't find order {number} for you. Please check the number; orders can only be looked "
+            "up by the customer who placed them."
+        )
+    sentence = f"Order {number} is {data.get('status') or 'registered'}"
+    if data.get("carrier") and data.get("tracking_number"):
+        sentence += f", with {data['carrier']} (tracking number {data['tracking_number']})"
+    if data.get("estimated_delivery"):
+        sentence += f"; estimated delivery {str(data['estimated_delivery'])[:10]}"
+    return sentence + "."
+
+
 def _clip(text: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
@@ -149,7 +177,9 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
        ``tool`` messages): an escalation result → "a person will take over", or the tenant's
        ``handoff.queue_reply`` the result passes on when nobody is online; a closed conversation → a
        farewell; a knowledge result → quote the best passage (or say nothing was found).
-    3. The customer asks for a person/human/agent and ``escalate_to_human`` is offered → call it.
+    3. The customer asks for a person/human/agent and ``escalate_to_human`` is offered → call it; the
+       customer names an order (``A-1001``) and ``check_order_status`` is offered → call it (its result
+       → one sentence: status, carrier and tracking, estimated delivery).
     4. A knowledge-search tool is offered (name contains search/knowledge/faq/lookup) → call it with
        the customer's words.
     5. Otherwise an honest stand-in answer.
@@ -207,6 +237,8 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
                 "content": f"{OFFLINE_MARKER} I've passed your conversation to a person from our team; "
                 "they will take over here shortly."
             }
+        if _ORDER_TOOL in names:
+            return {"content": f"{OFFLINE_MARKER} {_order_sentence(results[names.index(_ORDER_TOOL)][1])}"}
         if "end_conversation" in names:
             return {"content": f"{OFFLINE_MARKER} Thank you for writing to us. Goodbye!"}
         for name, result in reversed(results):
@@ -231,6 +263,15 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
             "tool_calls": [
                 {"name": "escalate_to_human", "arguments": {"reason": "The customer asked for a person."}}
             ]
+        }
+    order = (
+        _ORDER_NUMBER_RE.search(customer_text)
+        if _ORDER_TOOL in offered and _ORDER_WORD_RE.search(customer_text)
+        else None
+    )
+    if order:
+        return {
+            "tool_calls": [{"name": _ORDER_TOOL, "arguments": {"order_number": order.group(0).lstrip("#")}}]
         }
     search = next((name for name in offered if _SEARCH_TOOL_RE.search(name)), None)
     if customer_text and search and tokenize(customer_text):
