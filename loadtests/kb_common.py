@@ -521,7 +521,14 @@ async def bulk_fill(
         "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
     )
     index_s = time.perf_counter() - started
-    for table in ("knowledge_documents", "knowledge_sources", "kg_entities", "kg_mentions", "kg_relations"):
+    for table in (
+        "knowledge_documents",
+        "knowledge_chunk_vectors",
+        "knowledge_sources",
+        "kg_entities",
+        "kg_mentions",
+        "kg_relations",
+    ):
         await conn.execute(f"ANALYZE {table}")
     return FillReport(chunks=loaded, per_tenant=per_tenant, entities=len(codes) if entities else 0,
                       mentions=mention_count, load_s=load_s, index_s=index_s)  # fmt: skip

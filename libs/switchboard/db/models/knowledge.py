@@ -125,6 +125,35 @@ class KnowledgeDocument(TenantOwned, table=True):
     created_at: datetime = created_at_field()
 
 
+class KnowledgeChunkVector(TenantOwned, table=True):
+    """The half-precision embedding of one **active** chunk, alone in a narrow row: what the exact scan reads.
+
+    Kept by the database, not by the code (migration ``0024_chunk_vectors``): statement-level
+    triggers on ``knowledge_documents`` insert the active chunks with an embedding and follow
+    ``is_active`` and embedding changes; a chunk's deletion cascades. Two rows fill an 8 KB page
+    (``STORAGE PLAIN``), where a ``knowledge_documents`` row with its text and ``tsv`` fills one.
+    """
+
+    __tablename__ = "knowledge_chunk_vectors"
+    __table_args__ = (Index("ix_knowledge_chunk_vectors_tenant_source", "tenant_id", "source_id"),)
+
+    id: int = Field(
+        sa_column=Column(
+            BigInteger,
+            ForeignKey("knowledge_documents.id", ondelete="CASCADE"),
+            primary_key=True,
+            autoincrement=False,
+        )
+    )
+    """``knowledge_documents.id`` of the chunk."""
+    tenant_id: uuid.UUID = Field(foreign_key="tenants.id", nullable=False, ondelete="CASCADE")
+    """Owning tenant (the leading column of the tenant-and-source index, so no index of its own)."""
+    source_id: uuid.UUID = Field(nullable=False)
+    """The chunk's document (the exact scan keeps the sources embedded with the question's model)."""
+    embedding_half: Any = Field(sa_column=Column(HALFVEC(EMBEDDING_DIMS), nullable=False))
+    """``knowledge_documents.embedding_half`` of the chunk (normalized, half precision, 3 KB)."""
+
+
 class KnowledgeSourceFile(TenantOwned, table=True):
     """The uploaded bytes of a knowledge source, kept so the ingestion job (and a re-index) can parse them.
 
