@@ -134,6 +134,7 @@ def create_service_app(
     description: str = "",
     db_pre_ping: bool = True,
     db_pool: tuple[int, int] | None = None,
+    db_driver_pool: int = 0,
     warm_ups: Mapping[str, WarmUp] | None = None,
 ) -> ServiceApp:
     """Assemble one service (a :class:`ServiceApp`: FastAPI with a lean path for hot POST routes).
@@ -146,6 +147,8 @@ def create_service_app(
             A webhook service turns it off: after a database restart its first delivery on a stale
             connection answers 503 and the provider retries it, instead of every delivery paying.
         db_pool: ``(pool_size, max_overflow)`` of its engine (default ``(10, 10)``).
+        db_driver_pool: connections of a plain asyncpg pool beside the engine (``Resources.driver``,
+            :mod:`switchboard.db.driver_pool`): a webhook service's insert goes there (0: none).
         warm_ups: slow loads by name (the orchestrator: ``{"litellm": start_litellm_import}``),
             started once the service is ready, so they do not hold back ``/healthz``. Until they are
             done ``/healthz`` answers 200 ``status: "warming"`` (the check by that name says
@@ -165,7 +168,8 @@ def create_service_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with open_resources(
-            settings, with_redis=with_redis, db_pre_ping=db_pre_ping, db_pool=db_pool
+            settings, with_redis=with_redis, db_pre_ping=db_pre_ping, db_pool=db_pool,
+            db_driver_pool=db_driver_pool,
         ) as resources:
             app.state.resources = resources
             tune_gc()

@@ -321,14 +321,18 @@ async def test_the_shared_ingest_cleans_messages_that_never_passed_the_webhook_r
 async def test_many_more_concurrent_deliveries_than_pooled_connections_are_each_stored_once(
     make_settings, wa_tenant, sessions, arq_pool
 ) -> None:  # type: ignore[no-untyped-def]
-    """The service keeps 20 connections and no overflow: 120 deliveries at once (1 in 6 a redelivery)
-    queue for them, all answer 200, each message is stored and enqueued once, every connection is back."""
+    """The service's inserts take at most 20 connections (its driver pool): 120 deliveries at once
+    (1 in 6 a redelivery) queue for them, all answer 200, each message is stored and enqueued once,
+    every connection is back, and none went through the engine's pool."""
     pid = wa_tenant.phone_number_id
     bodies = [text_body(phone_number_id=pid, wamid=f"wamid.MANY{i:04d}", text=f"m{i}") for i in range(100)]
     async with channel_service(make_settings()) as svc:
         responses = await asyncio.gather(*(svc.post(b) for b in [*bodies, *bodies[:20]]))
+        driver = svc.app.state.resources.driver.pool
+        assert driver.get_max_size() == 20 and 0 < driver.get_size() <= 20
+        assert driver.get_idle_size() == driver.get_size()  # every connection back
         pool = svc.app.state.resources.engine.pool
-        assert (pool.size(), pool.checkedout()) == (20, 0)
+        assert (pool.size(), pool.checkedout()) == (5, 0)
     assert [r.status_code for r in responses] == [200] * 120
     assert sum(r.json()["stored"] for r in responses) == 100
     assert sum(r.json()["duplicates"] for r in responses) == 20
