@@ -168,7 +168,10 @@ def create_service_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with open_resources(
-            settings, with_redis=with_redis, db_pre_ping=db_pre_ping, db_pool=db_pool,
+            settings,
+            with_redis=with_redis,
+            db_pre_ping=db_pre_ping,
+            db_pool=db_pool,
             db_driver_pool=db_driver_pool,
         ) as resources:
             app.state.resources = resources

@@ -69,7 +69,5 @@ class DriverPool:
 async def open_driver_pool(url: str, *, size: int) -> DriverPool:
     """A :class:`DriverPool` on ``url``; opens no connection yet (a database that is down at start-up
     fails the first checkout, not the service's start)."""
-    pool = await asyncpg.create_pool(
-        driver_dsn(url), min_size=0, max_size=size, reset=_no_session_state
-    )
+    pool = await asyncpg.create_pool(driver_dsn(url), min_size=0, max_size=size, reset=_no_session_state)
     return DriverPool(pool, size)
