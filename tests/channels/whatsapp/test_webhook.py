@@ -356,3 +356,28 @@ async def test_the_service_freezes_its_start_up_objects_and_raises_the_gc_thresh
             assert gc.get_freeze_count() > 10_000
     finally:
         gc.set_threshold(*before)
+
+
+async def test_a_driver_connection_the_server_dropped_costs_at_most_one_503(
+    make_settings, wa_tenant, sessions
+) -> None:  # type: ignore[no-untyped-def]
+    """The insert's pooled connection killed on the server (as a database restart does): that
+    delivery answers 200 (asyncpg saw the close and reconnected) or 503 (Meta retries), and the
+    redelivery is stored, once."""
+    pid = wa_tenant.phone_number_id
+    first = text_body(phone_number_id=pid, wamid="wamid.DROP0001", text="before")
+    second = text_body(phone_number_id=pid, wamid="wamid.DROP0002", text="after")
+    async with channel_service(make_settings()) as svc:
+        assert (await svc.post(first)).status_code == 200
+        driver = svc.app.state.resources.driver
+        async with driver.connection() as conn:  # LIFO: the connection the insert just used
+            backend = conn.get_server_pid()
+        async with sessions() as session:
+            await session.execute(sql("SELECT pg_terminate_backend(:p)"), {"p": backend})
+            await session.commit()
+        await asyncio.sleep(0.2)
+        answer = await svc.post(second)
+        redelivered = await svc.post(second)
+    assert answer.status_code in (200, 503) and redelivered.status_code == 200
+    rows = await messages_of(sessions, wa_tenant.tenant.id)
+    assert sorted(r.text for r in rows) == ["after", "before"]
