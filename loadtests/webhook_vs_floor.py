@@ -10,8 +10,9 @@ the least any durable webhook can do. The project runs with the argv ``switchboa
 Two loads, each alternating project and floor runs (A B A B: the machine is shared, trust the ratio):
 
 * closed loop: C connections each posting as fast as answers come back (wrk with ``--wrk``, else a
-  light asyncio client), unique signed bodies with 1 in 10 an exact redelivery; prints req/s and
-  latency p50/p95/p99 per run and the project/floor ratios (medians over rounds).
+  light asyncio client), unique signed bodies with 1 in 10 an exact redelivery; prints req/s,
+  latency p50/p95/p99 and the server process's CPU ms per answered post (``/proc/<pid>/stat``) per
+  run, and the project/floor ratios (medians over rounds).
 * paced (``--paced N``): N senders, each on its own keep-alive connection posting one message a second
   (start times spread over the first second); prints acknowledgement p50/p95/p99/max per server.
 
