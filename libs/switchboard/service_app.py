@@ -80,6 +80,18 @@ class ServiceApp(FastAPI):
 async def _serve_lean(
     handler: Callable[[Request], Awaitable[Response]], scope: Scope, receive: Receive, send: Send
 ) -> None:
+    try:
+        response = await handler(Request(scope, receive))
+    except Exception:  # Starlette's default answer; the server logs the exception it re-raises
+        await PlainTextResponse("Internal Server Error", status_code=500)(scope, receive, send)
+        raise
+    if type(response) in _PLAIN_RESPONSES and response.background is None:
+        # what Response.__call__ sends, without its wrapper coroutine per message (the hot path)
+        await send(
+            {"type": "http.response.start", "status": response.status_code, "headers": response.raw_headers}
+        )
+        await send({"type": "http.response.body", "body": response.body})
+        return
     started = False
 
     async def tracked_send(message: Any) -> None:
@@ -88,12 +100,15 @@ async def _serve_lean(
         await send(message)
 
     try:
-        response = await handler(Request(scope, receive))
         await response(scope, receive, tracked_send)
     except Exception:
-        if not started:  # Starlette's default answer; the server logs the exception it re-raises
+        if not started:
             await PlainTextResponse("Internal Server Error", status_code=500)(scope, receive, send)
         raise
+
+
+_PLAIN_RESPONSES = (Response, JSONResponse, PlainTextResponse)
+"""Response classes whose ``__call__`` only sends ``raw_headers`` and ``body`` (Starlette 1.x)."""
 
 
 GC_THRESHOLDS = (10_000, 20, 100)

@@ -381,3 +381,22 @@ async def test_a_driver_connection_the_server_dropped_costs_at_most_one_503(
     assert answer.status_code in (200, 503) and redelivered.status_code == 200
     rows = await messages_of(sessions, wa_tenant.tenant.id)
     assert sorted(r.text for r in rows) == ["after", "before"]
+
+
+async def test_the_lean_path_answers_what_the_response_object_says(make_settings, wa_tenant) -> None:  # type: ignore[no-untyped-def]
+    """The lean path sends the response's head and body itself: status, JSON type and length as
+    Starlette's ``Response`` would, for an accepted delivery and for a refused one."""
+    body = text_body(phone_number_id=wa_tenant.phone_number_id, wamid="wamid.LEAN0001", text="hi")
+    async with channel_service(make_settings()) as svc:
+        accepted = await svc.post(body)
+        refused = await svc.post(body, signature="sha256=" + "0" * 64)
+    assert accepted.status_code == 200 and accepted.headers["content-type"] == "application/json"
+    assert int(accepted.headers["content-length"]) == len(accepted.content)
+    assert accepted.json() == {
+        "status": "ok",
+        "stored": 1,
+        "duplicates": 0,
+        "statuses": 0,
+        "unknown_accounts": [],
+    }
+    assert (refused.status_code, refused.json()) == (403, {"error": "invalid signature"})
