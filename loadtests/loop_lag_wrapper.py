@@ -7,7 +7,12 @@ epoch seconds first):
 * ``LAG <ms>``: a 5 ms ``asyncio.sleep`` overslept by more than 15 ms (the loop was busy or blocked);
 * ``STALL <ms> so far`` + the main thread's stack: a watchdog thread saw no heartbeat for 30 ms, so
   the stack is what kept the loop;
-* ``GC gen<N> <ms>``: a collection longer than 2 ms (``gc.callbacks``).
+* ``GC gen<N> <ms>``: a collection longer than 2 ms (``gc.callbacks``), with the objects the collector
+  tracks (``tracked``) and the frozen ones;
+* ``GCSTATS``: every 5 s, the collections of each generation so far and their total time.
+
+``LAG_GC_THRESHOLDS=700,10,10`` sets those thresholds on the first request (after the service's own
+start-up set its :data:`~switchboard.service_app.GC_THRESHOLDS`): the A/B of a threshold in one checkout.
 """
 
 from __future__ import annotations
@@ -28,14 +33,19 @@ _beat = [time.perf_counter()]
 _gc_started = [0.0]
 
 
+_gc_ms = [0.0, 0.0, 0.0]
+
+
 def _on_gc(phase: str, info: dict[str, Any]) -> None:
     if phase == "start":
         _gc_started[0] = time.perf_counter()
         return
     took = (time.perf_counter() - _gc_started[0]) * 1000
+    _gc_ms[info["generation"]] += took
     if took > 2:
         OUT.write(
-            f"{time.time():.3f} GC gen{info['generation']} {took:.1f} ms collected={info['collected']}\n"
+            f"{time.time():.3f} GC gen{info['generation']} {took:.1f} ms collected={info['collected']} "
+            f"tracked={sum(len(gc.get_objects(g)) for g in range(3))} frozen={gc.get_freeze_count()}\n"
         )
 
 
@@ -52,7 +62,13 @@ def _watchdog(main_id: int) -> None:
 
 
 async def _heartbeat() -> None:
+    last_stats = time.perf_counter()
     while True:
+        if time.perf_counter() - last_stats > 5:
+            last_stats = time.perf_counter()
+            counts = [g["collections"] for g in gc.get_stats()]
+            OUT.write(f"{time.time():.3f} GCSTATS collections={counts} ms={[round(x, 1) for x in _gc_ms]} "
+                      f"thresholds={gc.get_threshold()}\n")  # fmt: skip
         t = time.perf_counter()
         _beat[0] = t
         await asyncio.sleep(0.005)
@@ -68,7 +84,9 @@ def create_app() -> Any:
     tasks: list[asyncio.Task[None]] = []
 
     async def wrapped(scope: Any, receive: Any, send: Any) -> None:
-        if not tasks:
+        if not tasks and scope["type"] == "http":
+            if os.environ.get("LAG_GC_THRESHOLDS"):
+                gc.set_threshold(*(int(x) for x in os.environ["LAG_GC_THRESHOLDS"].split(",")))
             tasks.append(asyncio.get_running_loop().create_task(_heartbeat()))
             threading.Thread(target=_watchdog, args=(threading.main_thread().ident,), daemon=True).start()
         await app(scope, receive, send)

@@ -10,8 +10,9 @@ the least any durable webhook can do. The project runs with the argv ``switchboa
 Two loads, each alternating project and floor runs (A B A B: the machine is shared, trust the ratio):
 
 * closed loop: C connections each posting as fast as answers come back (wrk with ``--wrk``, else a
-  light asyncio client), unique signed bodies with 1 in 10 an exact redelivery; prints req/s and
-  latency p50/p95/p99 per run and the project/floor ratios (medians over rounds).
+  light asyncio client), unique signed bodies with 1 in 10 an exact redelivery; prints req/s,
+  latency p50/p95/p99 and the server process's CPU ms per answered post (``/proc/<pid>/stat``) per
+  run, and the project/floor ratios (medians over rounds).
 * paced (``--paced N``): N senders, each on its own keep-alive connection posting one message a second
   (start times spread over the first second); prints acknowledgement p50/p95/p99/max per server.
 
@@ -298,6 +299,12 @@ def drive_wrk(url: str, lua: Path, conc: int, seconds: float) -> dict[str, Any]:
             "p99": pct.get("99%", 0), "max": 0.0}  # fmt: skip
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds ``pid`` has used so far (``/proc/<pid>/stat``, Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def wait_healthy(port: int, proc: subprocess.Popen[bytes], path: str) -> None:
     deadline = time.monotonic() + 180  # a loaded machine imports slowly
     while time.monotonic() < deadline:
@@ -424,6 +431,7 @@ def main() -> None:
             wait_healthy(pa, project, "/healthz")
             wait_healthy(pb, floor, "/")
             targets = {"project": (pa, "/webhooks/whatsapp"), "floor": (pb, "/")}
+            pids = {"project": project.pid, "floor": floor.pid}
             for port, path in targets.values():  # warm up: pools, caches, prepared statements
                 asyncio.run(closed_loop(port, path, 20, 2))
             print(f"webhook vs floor: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} at start, project "
@@ -434,13 +442,17 @@ def main() -> None:
 
                 def run(who: str, c: int) -> dict[str, Any]:
                     port, path = targets[who]
-                    return drive_wrk(f"http://127.0.0.1:{port}{path}", lua, c, a.seconds)
+                    before = cpu_s(pids[who])
+                    out = drive_wrk(f"http://127.0.0.1:{port}{path}", lua, c, a.seconds)
+                    return {**out, "cpu_ms": (cpu_s(pids[who]) - before) * 1000 / max(1, out["n"])}
 
                 print("closed loop from wrk (the p95 column is wrk's p90), 1 in 10 a redelivery")
             else:
 
                 def run(who: str, c: int) -> dict[str, Any]:
-                    return asyncio.run(closed_loop(*targets[who], c, a.seconds))
+                    before = cpu_s(pids[who])
+                    out = asyncio.run(closed_loop(*targets[who], c, a.seconds))
+                    return {**out, "cpu_ms": (cpu_s(pids[who]) - before) * 1000 / max(1, out["n"])}
 
                 print("closed loop from an asyncio client, 1 in 10 a redelivery")
             if a.profile:
@@ -458,6 +470,7 @@ def main() -> None:
                     return
             print(
                 f"{'conc':>5} {'who':>8} {'n':>7} {'err':>5} {'req/s':>8} {'p50':>7} {'p95':>7} {'p99':>7}  (ms)"
+                f" {'cpu/req':>8} (ms of the server process's CPU per answered post)"
             )
             for c in a.conc:
                 ratios = []
@@ -465,12 +478,14 @@ def main() -> None:
                     r = {who: run(who, c) for who in ("project", "floor")}
                     for who, x in r.items():
                         print(f"{c:>5} {who:>8} {x['n']:>7} {x['errors']:>5} {x['rps']:>8.0f} {x['p50']:>7.1f} "
-                              f"{x['p95']:>7.1f} {x['p99']:>7.1f}")  # fmt: skip
+                              f"{x['p95']:>7.1f} {x['p99']:>7.1f}        {x['cpu_ms']:>8.3f}")  # fmt: skip
                     ratios.append(
-                        (r["project"]["rps"] / r["floor"]["rps"], r["project"]["p99"] / r["floor"]["p99"])
-                    )
-                print(f"{c:>5} ratio project/floor: req/s {statistics.median(x for x, _ in ratios):.2f}, "
-                      f"p99 {statistics.median(y for _, y in ratios):.2f}")  # fmt: skip
+                        (r["project"]["rps"] / r["floor"]["rps"], r["project"]["p99"] / r["floor"]["p99"],
+                         r["project"]["cpu_ms"] / r["floor"]["cpu_ms"])
+                    )  # fmt: skip
+                print(f"{c:>5} ratio project/floor: req/s {statistics.median(x[0] for x in ratios):.2f}, "
+                      f"p99 {statistics.median(x[1] for x in ratios):.2f}, "
+                      f"cpu/req {statistics.median(x[2] for x in ratios):.2f}")  # fmt: skip
             if a.paced:
                 print(f"paced: {a.paced} senders x 1 msg/s for {a.paced_seconds:g} s, one connection each")
                 print(

@@ -27,5 +27,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         routers=routers,
         description="WhatsApp Cloud API webhooks (verify, normalize, enqueue).",
         db_pre_ping=False,  # a round trip per delivery; a stale connection means one 503, retried
-        db_pool=(20, 0),  # the same 20 at most, kept: overflow ones were opened and closed per delivery
+        # the delivery's insert takes the driver pool's 20 kept connections (no greenlet per checkout,
+        # switchboard.db.driver_pool); the engine's few serve account lookups, edits and revokes
+        db_pool=(5, 0),
+        db_driver_pool=20,
     )

@@ -41,6 +41,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.channels.accounts import AccountDirectory, AccountRef
 from switchboard.channels.sanitize import UNPROCESSABLE_PREFIX, clean_text, clean_tree, unprocessable_reason
 from switchboard.contracts import InboundMessage
+from switchboard.db.driver_pool import DriverPool
 from switchboard.db.models import InboundState, Message, utcnow
 from switchboard.media.jobs import COPY_JOB, copy_job_id
 from switchboard.observability import get_logger, tracing
@@ -371,12 +372,20 @@ async def _store(
     rows: list[dict[str, Any]],
     controls: list[tuple[InboundMessage, AccountRef]],
     result: IngestResult,
+    driver: DriverPool | None = None,
 ) -> None:
     """Insert ``rows`` (duplicates ignored) and apply ``controls`` in one transaction; fills ``result``.
 
     Without controls it is one statement, atomic by itself: it runs in autocommit, one database round
-    trip instead of three (``BEGIN``, ``INSERT``, ``COMMIT``); committed when it returns.
+    trip instead of three (``BEGIN``, ``INSERT``, ``COMMIT``); committed when it returns. With a
+    ``driver`` pool (and tracing off) it runs on a connection of that pool.
     """
+    if not controls and driver is not None and not tracing.is_enabled():
+        async with driver.connection() as raw:
+            stored, duplicates = await _fetch_inserted(raw, rows)
+        result.stored_ids += stored
+        result.duplicates += duplicates
+        return
     if not controls:
         # on the engine, not an ORM session: the session's bookkeeping cost more CPU than the insert
         engine: AsyncEngine = sessions.kw["bind"]
@@ -472,17 +481,30 @@ async def _insert_rows_driver(
     """
     if not rows:
         return [], 0
-    columns = tuple(rows[0])
-    args: list[Any] = []
-    for row in rows:
-        args += [json.dumps(row[c]) if c in _JSON_COLUMNS and row[c] is not None else row[c] for c in columns]
     raw = await conn.get_raw_connection()
     try:
-        records = await raw.driver_connection.fetch(_driver_insert_sql(columns, len(rows)), *args)
+        return await _fetch_inserted(raw.driver_connection, rows)
     except Exception as exc:
         if is_connection_error(exc):
             await conn.invalidate(exc)
         raise
+
+
+async def _fetch_inserted(
+    driver_connection: asyncpg.Connection, rows: list[dict[str, Any]]
+) -> tuple[list[uuid.UUID], int]:
+    """The statement of :func:`_insert_rows_driver` on an asyncpg connection: (ids inserted, duplicates).
+
+    Raises:
+        Exception: what asyncpg raised (the caller decides about the connection).
+    """
+    if not rows:
+        return [], 0
+    columns = tuple(rows[0])
+    args: list[Any] = []
+    for row in rows:
+        args += [json.dumps(row[c]) if c in _JSON_COLUMNS and row[c] is not None else row[c] for c in columns]
+    records = await driver_connection.fetch(_driver_insert_sql(columns, len(rows)), *args)
     inserted = {record[0] for record in records}
     return [row["id"] for row in rows if row["id"] in inserted], len(rows) - len(inserted)
 
@@ -510,6 +532,7 @@ async def _store_one_by_one(
     result: IngestResult,
     *,
     channel: str,
+    driver: DriverPool | None = None,
 ) -> None:
     """Each row (and control) in its own transaction; a refused row is stored bare (:func:`_bare_row`),
     a refused control is logged and dropped.
@@ -519,7 +542,7 @@ async def _store_one_by_one(
     """
     for index, row in enumerate(rows):
         try:
-            await _store(sessions, [row], [], result)
+            await _store(sessions, [row], [], result, driver)
             continue
         except Exception as exc:
             if is_connection_error(exc):
@@ -533,7 +556,7 @@ async def _store_one_by_one(
                 error=_describe(exc),
             )
         try:
-            await _store(sessions, [bare], [], result)
+            await _store(sessions, [bare], [], result, driver)
         except Exception as exc:
             if is_connection_error(exc):
                 raise
@@ -561,6 +584,7 @@ async def ingest_delivery(
     debounce_s: float,
     throttle: Throttle | None = None,
     cleaned: bool = False,
+    driver: DriverPool | None = None,
 ) -> IngestResult:
     """Store every message of ``delivery`` durably, then enqueue jobs for new rows and statuses.
 
@@ -571,6 +595,8 @@ async def ingest_delivery(
         throttle: the channel's throughput-limit error codes; such an error holds the account's sends.
         cleaned: every string of ``delivery`` comes from a body :func:`~switchboard.storable.clean_tree`
             already made storable (the Meta webhook route): its rows are not walked again.
+        driver: the service's plain asyncpg pool (``Resources.driver``): the insert of a delivery
+            without edits or revokes runs there instead of on ``sessions``' engine.
 
     A message the database refuses (a value no sanitizer foresaw) never takes its siblings down: the
     delivery is then stored row by row, the refused row bare with its reason (``inbound_store_refused``).
@@ -586,7 +612,7 @@ async def ingest_delivery(
     ) as current:
         result = await _ingest(
             delivery=delivery, sessions=sessions, redis=redis, accounts=accounts, debounce_s=debounce_s,
-            throttle=throttle, cleaned=cleaned,
+            throttle=throttle, cleaned=cleaned, driver=driver,
         )  # fmt: skip
         if current.is_recording():
             current.set_attributes(
@@ -608,6 +634,7 @@ async def _ingest(
     debounce_s: float,
     throttle: Throttle | None,
     cleaned: bool,
+    driver: DriverPool | None,
 ) -> IngestResult:
     channel = accounts.channel
     result = IngestResult()
@@ -640,13 +667,13 @@ async def _ingest(
     if rows or controls:
         try:
             with tracing.span("inbound.store", attributes={"channel": channel, "rows": len(rows)}):
-                await _store(sessions, rows, controls, result)
+                await _store(sessions, rows, controls, result, driver)
         except Exception as exc:
             if is_connection_error(exc):
                 raise
             # one value the database refuses must not take its siblings down: store them one by one
             log.error("webhook_batch_store_failed", channel=channel, error=_describe(exc), rows=len(rows))
-            await _store_one_by_one(sessions, rows, controls, result, channel=channel)
+            await _store_one_by_one(sessions, rows, controls, result, channel=channel, driver=driver)
     unprocessable = {row["id"] for row in rows if row["inbound_state"] == InboundState.done.value}
     for row in rows:
         if row["id"] in unprocessable and row["id"] in set(result.stored_ids):

@@ -194,6 +194,7 @@ def meta_webhook_router(spec: MetaWebhook) -> LeanRouter:
                 debounce_s=settings.inbound_debounce_s,
                 throttle=spec.throttle(settings),
                 cleaned=True,
+                driver=resources.driver,
             )
         except Exception as exc:
             if not is_connection_error(exc):

@@ -13,6 +13,7 @@ from arq.connections import ArqRedis, RedisSettings, create_pool
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from switchboard.db.driver_pool import DriverPool, open_driver_pool
 from switchboard.db.engine import create_engine, session_factory
 from switchboard.errors import SettingsError
 from switchboard.runtime.embedded import EmbeddedPostgres
@@ -112,6 +113,8 @@ class Resources:
     engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
     redis: ArqRedis | None
+    driver: DriverPool | None = None
+    """A plain asyncpg pool for the webhook's insert (``open_resources(db_driver_pool=N)``), else None."""
 
 
 @asynccontextmanager
@@ -121,10 +124,13 @@ async def open_resources(
     with_redis: bool = True,
     db_pre_ping: bool = True,
     db_pool: tuple[int, int] | None = None,
+    db_driver_pool: int = 0,
 ) -> AsyncIterator[Resources]:
     """Open the engine (and the ARQ pool) for a service's lifespan; close them on exit.
 
     ``db_pre_ping``, ``db_pool`` (``pool_size``, ``max_overflow``): see :func:`switchboard.db.engine.create_engine`.
+    ``db_driver_pool``: when above 0, also a :class:`~switchboard.db.driver_pool.DriverPool` of that
+    many connections (``Resources.driver``; a webhook service's insert).
 
     Raises:
         SettingsError: ``DATABASE_URL`` or ``REDIS_URL`` unset.
@@ -134,11 +140,18 @@ async def open_resources(
         require_database_url(settings), pre_ping=db_pre_ping, pool_size=size, max_overflow=overflow
     )
     redis = None
+    driver = None
     try:
         if with_redis:
             redis = await create_pool(RedisSettings.from_dsn(require_redis_url(settings)))
-        yield Resources(settings=settings, engine=engine, sessions=session_factory(engine), redis=redis)
+        if db_driver_pool > 0:
+            driver = await open_driver_pool(require_database_url(settings), size=db_driver_pool)
+        yield Resources(
+            settings=settings, engine=engine, sessions=session_factory(engine), redis=redis, driver=driver
+        )
     finally:
         if redis is not None:
             await redis.aclose()
+        if driver is not None:
+            await driver.close()
         await engine.dispose()
