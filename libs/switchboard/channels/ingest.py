@@ -32,7 +32,6 @@ from typing import Any
 import asyncpg
 from arq.connections import ArqRedis
 from sqlalchemy import and_, case, update
-from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, async_sessionmaker
 from sqlalchemy.pool import QueuePool
@@ -42,6 +41,7 @@ from switchboard.channels.accounts import AccountDirectory, AccountRef
 from switchboard.channels.sanitize import UNPROCESSABLE_PREFIX, clean_text, clean_tree, unprocessable_reason
 from switchboard.contracts import InboundMessage
 from switchboard.db.driver_pool import DriverPool
+from switchboard.db.errors import is_connection_error
 from switchboard.db.models import InboundState, Message, utcnow
 from switchboard.media.jobs import COPY_JOB, copy_job_id
 from switchboard.observability import get_logger, tracing
@@ -51,7 +51,6 @@ from switchboard.queue.keys import channel_throttle_key, inbound_job_id
 
 __all__ = [
     "UNPROCESSABLE_FLAG",
-    "is_connection_error",
     "IngestResult",
     "NormalizedDelivery",
     "StatusUpdate",
@@ -337,30 +336,6 @@ async def enqueue_inbound(
     )
     [created] = await enqueue_jobs(redis, [spec])
     return created
-
-
-def is_connection_error(exc: BaseException) -> bool:
-    """Whether ``exc`` means the database itself is unavailable (answer 503 so the provider retries),
-    as opposed to the database refusing one value (which a retry of the same bytes cannot fix).
-
-    Connection-level: the network (``OSError``, timeouts), SQLAlchemy's ``OperationalError`` and
-    ``InterfaceError``, a ``DBAPIError`` with ``connection_invalidated``, a pool timeout, a disconnect.
-    Not: ``DataError``, ``IntegrityError``, ``ProgrammingError``, encoding errors (SQLAlchemy error
-    hierarchy, "Core Exceptions").
-    """
-    if isinstance(exc, (OSError, TimeoutError, sa_exc.TimeoutError, sa_exc.DisconnectionError)):
-        return True
-    if isinstance(exc, asyncpg.PostgresError | asyncpg.InterfaceError):  # the driver path, unwrapped
-        # asyncpg's DataError (a parameter it cannot encode) is an InterfaceError but about one value;
-        # SQLSTATE classes 08 (connection), 53 (resources), 57 (shutdown, cannot connect now)
-        if isinstance(exc, asyncpg.DataError):
-            return False
-        if isinstance(exc, asyncpg.InterfaceError):
-            return True
-        return str(getattr(exc, "sqlstate", "") or "")[:2] in {"08", "53", "57"}
-    if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
-        return True
-    return isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError))
 
 
 def _describe(exc: BaseException) -> str:

@@ -12,7 +12,7 @@ Our own route, not pywa's: pywa's answers 200 before the work is durable and de-
   deep nesting) is cleaned before the channel's normalizer sees it (:mod:`switchboard.channels.sanitize`);
   a message that still cannot be processed is stored with its reason, its siblings are unaffected;
 * an unknown receiving account → **200 and a warning** with the id (so Meta stops retrying);
-* the database is unavailable (a connection-level error only, :func:`~switchboard.channels.ingest.is_connection_error`)
+* the database is unavailable (a connection-level error only, :func:`~switchboard.db.errors.is_connection_error`)
   → **503** (Meta retries later); a value the database refuses is stored bare with its reason, → 200;
 * stored (or duplicate) → **200** after the insert committed; Redis trouble at enqueue time still
   answers 200 because the row is durable and the sweeper enqueues it.
@@ -33,9 +33,10 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from switchboard.api.deps import SettingsDep
 from switchboard.channels.accounts import AccountDirectory
-from switchboard.channels.ingest import NormalizedDelivery, Throttle, ingest_delivery, is_connection_error
+from switchboard.channels.ingest import NormalizedDelivery, Throttle, ingest_delivery
 from switchboard.channels.meta import SIGNATURE_HEADER, challenge_response, signature_is_valid
 from switchboard.channels.sanitize import parse_clean_json_body
+from switchboard.db.errors import is_connection_error
 from switchboard.observability import get_logger, metrics
 from switchboard.runtime.resources import Resources
 from switchboard.settings import Settings
