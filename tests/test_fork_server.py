@@ -70,6 +70,7 @@ def _supervisor(tmp_path: Path, output: io.StringIO) -> Supervisor:
         restart_backoff_s=0.01,
         fork_server=True,
         preload=("preloaded_marker",),
+        preload_later=(),
     )
 
 
@@ -145,3 +146,26 @@ def test_exit_codes_are_those_of_a_plain_interpreter(tmp_path: Path) -> None:
     finally:
         server.close()
     assert server.process.poll() is not None
+
+
+def test_the_later_preload_stops_at_the_first_request(tmp_path: Path) -> None:
+    """Modules for later are imported while no request waits; the first request ends that list."""
+    (tmp_path / "later_a.py").write_text(
+        "import time\nfrom pathlib import Path\nPath(__file__).with_name('a.done').touch()\ntime.sleep(1)\n"
+    )
+    (tmp_path / "later_b.py").write_text("from pathlib import Path\nPath(__file__).with_name('b.done').touch()\n")
+    (tmp_path / "which.py").write_text(
+        "import sys\nprint(sorted(m for m in sys.modules if m.startswith('later_')))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    server = ForkServer(env, preload=("json",), later=("later_a", "later_b"))
+    try:
+        server.wait_ready(60)
+        _wait(lambda: (tmp_path / "a.done").exists())  # importing later_a (1 s)
+        child = server.spawn(["python", "-m", "which"], env)
+        assert child.wait(30) == 0
+        assert child.stdout is not None
+        assert child.stdout.read().strip() == b"['later_a']"  # forked after later_a, before later_b
+    finally:
+        server.close()
+    assert not (tmp_path / "b.done").exists()

@@ -41,6 +41,7 @@ def _supervisor(tmp_path: Path, run_s: float, *, stable_after_s: float, fork_ser
         restart_backoff_s=0.01,
         fork_server=fork_server,
         preload=("json",),
+        preload_later=(),
     )
 
 

@@ -40,7 +40,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
-__all__ = ["PRELOAD", "ForkServer", "ForkedProcess", "ForkServerDied"]
+__all__ = ["PRELOAD", "PRELOAD_LATER", "ForkServer", "ForkedProcess", "ForkServerDied"]
 
 PRELOAD: tuple[str, ...] = (
     # Imported at start-up by every service but the model server (measured with `-X importtime`,
@@ -74,6 +74,25 @@ PRELOAD: tuple[str, ...] = (
     "uvicorn.loops.auto",
     "uvicorn.protocols.http.auto",
     "uvicorn.protocols.websockets.auto",
+    "prometheus_client",
+    "prometheus_client.exposition",
+)
+
+PRELOAD_LATER: tuple[str, ...] = (
+    # The services themselves (their app factories run in the fork): what is left after PRELOAD is
+    # 0.05-1.1 s of CPU per service, much of it shared (our agent, tools and channel modules). The
+    # server imports these after it reported ready, one at a time, and stops at the first fork
+    # request: a service forked before its module is in is no slower than a fresh import of the
+    # rest, and the server does not take a core from the services starting beside it.
+    "services.orchestrator.main",
+    "services.whatsapp.main",
+    "services.instagram.main",
+    "services.gmail.main",
+    "services.mcp_tools.main",
+    "services.model_server.main",
+    "services.console.main",
+    "services.worker.main",
+    "services.worker_background.main",
 )
 
 MAX_PACKET = 1 << 20
@@ -170,20 +189,26 @@ def _reopen_stdio(*, unbuffered: bool) -> None:
         setattr(sys, f"__{name}__", stream)
 
 
-def serve(control_fd: int, preload: Sequence[str] = PRELOAD) -> None:
-    """The server loop (``python -m switchboard.runtime.forkserver FD``); returns when the socket closes."""
+def serve(control_fd: int, preload: Sequence[str] = PRELOAD, later: Sequence[str] = ()) -> None:
+    """The server loop (``python -m switchboard.runtime.forkserver FD``); returns when the socket closes.
+
+    Imports ``preload``, reports ready, then imports ``later`` one module at a time until the first
+    request arrives.
+    """
     control = socket.socket(fileno=control_fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when we stop
     failed = _preload(preload)
+    if not _fork_safe(control):
+        return
+    control.send(json.dumps({"ready": os.getpid(), "modules": len(sys.modules)}).encode())
+    for name in later:
+        if select.select([control], [], [], 0)[0]:
+            break
+        failed += _preload([name])
     if failed:
         print(f"fork server: could not preload {', '.join(failed)}", file=sys.stderr, flush=True)
-    if threading.active_count() != 1:  # a fork would copy locks held by threads that do not follow
-        names = [t.name for t in threading.enumerate()]
-        control.send(json.dumps({"error": f"threads after preload: {names}"}).encode())
+    if not _fork_safe(control):
         return
-    gc.collect()
-    gc.freeze()  # the preloaded objects stay out of the children's collections (fewer copied pages)
-    control.send(json.dumps({"ready": os.getpid()}).encode())
     children: set[int] = set()
     while True:
         readable, _, _ = select.select([control], [], [], 0.1)
@@ -209,6 +234,20 @@ def serve(control_fd: int, preload: Sequence[str] = PRELOAD) -> None:
     for pid in children:  # the supervisor is gone: do not leave its services behind
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
+
+
+def _fork_safe(control: socket.socket) -> bool:
+    """No thread but ours (a fork copies locks held by threads that do not follow); freezes the heap.
+
+    Sends an ``error`` and returns ``False`` otherwise.
+    """
+    if threading.active_count() != 1:
+        names = [t.name for t in threading.enumerate()]
+        control.send(json.dumps({"error": f"threads after preload: {names}"}).encode())
+        return False
+    gc.collect()
+    gc.freeze()  # the preloaded objects stay out of the children's collections (fewer copied pages)
+    return True
 
 
 def _reap(control: socket.socket, children: set[int]) -> None:
@@ -271,7 +310,8 @@ class ForkServer:
 
     Args:
         env: the server's environment (each spawn passes the child's own).
-        preload: modules the server imports before its first fork.
+        preload: modules the server imports before it is ready.
+        later: modules it imports after, until the first spawn request.
         preexec_fn: run in the server process before ``exec`` (the supervisor passes its
             parent-death signal).
         output: called with each line (bytes) the server itself prints (its preload errors).
@@ -282,12 +322,16 @@ class ForkServer:
         env: dict[str, str],
         *,
         preload: Sequence[str] = PRELOAD,
+        later: Sequence[str] = (),
         preexec_fn: Callable[[], None] | None = None,
         output: Callable[[bytes], None] | None = None,
     ) -> None:
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "switchboard.runtime.forkserver", str(theirs.fileno()), *preload],
+            [
+                sys.executable, "-m", "switchboard.runtime.forkserver", str(theirs.fileno()),
+                ",".join(preload), ",".join(later),
+            ],  # fmt: skip
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -304,6 +348,8 @@ class ForkServer:
         self._children: dict[int, ForkedProcess] = {}
         self._pending: dict[int, ForkedProcess] = {}
         self._ready: int | None = None
+        self.ready_after_s: float | None = None
+        self.ready_modules = 0
         self._dead = False
         self._lock = threading.Lock()  # one request in flight: replies come back in request order
         self._reader = threading.Thread(target=self._read, name="fork-server-reader", daemon=True)
@@ -339,6 +385,8 @@ class ForkServer:
             with self._cond:
                 if "ready" in message:
                     self._ready = message["ready"]
+                    self.ready_after_s = time.monotonic() - self.started_at
+                    self.ready_modules = message.get("modules", 0)
                 else:
                     self._replies.append(message)
                 self._cond.notify_all()
@@ -430,4 +478,4 @@ def _wait_gone(pid: int, timeout_s: float) -> None:
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]), sys.argv[2:] or PRELOAD)
+    serve(int(sys.argv[1]), [m for m in sys.argv[2].split(",") if m], [m for m in sys.argv[3].split(",") if m])

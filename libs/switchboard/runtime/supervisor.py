@@ -36,7 +36,7 @@ import redis
 from switchboard.errors import AlreadyRunning, SwitchboardError
 from switchboard.observability import get_logger
 from switchboard.runtime.embedded import set_parent_death_signal
-from switchboard.runtime.forkserver import PRELOAD, ForkedProcess, ForkServer, ForkServerDied
+from switchboard.runtime.forkserver import PRELOAD, PRELOAD_LATER, ForkedProcess, ForkServer, ForkServerDied
 from switchboard.runtime.services import ServiceSpec
 from switchboard.settings import Settings
 from switchboard.warming import WARMING
@@ -214,6 +214,7 @@ class Supervisor:
     restart_backoff_s: float = RESTART_BACKOFF_S
     fork_server: bool = False
     preload: tuple[str, ...] = PRELOAD
+    preload_later: tuple[str, ...] = PRELOAD_LATER
     _server: ForkServer | None = field(default=None, init=False)
     _children: list[_Child] = field(default_factory=list, init=False)
     _stopping: threading.Event = field(default_factory=threading.Event, init=False)
@@ -235,6 +236,7 @@ class Supervisor:
             self._server = ForkServer(
                 self.env,
                 preload=self.preload,
+                later=self.preload_later,
                 preexec_fn=set_parent_death_signal,
                 output=lambda raw: self._print_line("fork_server", raw),
             )
@@ -242,6 +244,16 @@ class Supervisor:
 
     def start_all(self) -> None:
         self.prepare()
+        if self._server is not None:
+            ready = time.monotonic()
+            self._server.wait_ready(HEALTH_TIMEOUT_S)
+            log.info(
+                "fork server ready",
+                pid=self._server.process.pid,
+                modules=self._server.ready_modules,
+                seconds=round(self._server.ready_after_s or 0.0, 2),
+                waited_s=round(time.monotonic() - ready, 2),
+            )
         for spec in self.services:
             child = _Child(spec)
             self._spawn(child)
