@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import psutil
-
 from switchboard.runtime.forkserver import ForkServer
 from switchboard.runtime.services import ServiceSpec
 from switchboard.runtime.supervisor import Supervisor
@@ -153,7 +152,9 @@ def test_the_later_preload_stops_at_the_first_request(tmp_path: Path) -> None:
     (tmp_path / "later_a.py").write_text(
         "import time\nfrom pathlib import Path\nPath(__file__).with_name('a.done').touch()\ntime.sleep(1)\n"
     )
-    (tmp_path / "later_b.py").write_text("from pathlib import Path\nPath(__file__).with_name('b.done').touch()\n")
+    (tmp_path / "later_b.py").write_text(
+        "from pathlib import Path\nPath(__file__).with_name('b.done').touch()\n"
+    )
     (tmp_path / "which.py").write_text(
         "import sys\nprint(sorted(m for m in sys.modules if m.startswith('later_')))\n"
     )

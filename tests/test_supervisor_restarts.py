@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from switchboard.runtime.services import ServiceSpec
 from switchboard.runtime.supervisor import Supervisor
 from switchboard.settings import load_settings

@@ -329,8 +329,12 @@ class ForkServer:
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "switchboard.runtime.forkserver", str(theirs.fileno()),
-                ",".join(preload), ",".join(later),
+                sys.executable,
+                "-m",
+                "switchboard.runtime.forkserver",
+                str(theirs.fileno()),
+                ",".join(preload),
+                ",".join(later),
             ],  # fmt: skip
             env=env,
             stdin=subprocess.DEVNULL,
@@ -478,4 +482,6 @@ def _wait_gone(pid: int, timeout_s: float) -> None:
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]), [m for m in sys.argv[2].split(",") if m], [m for m in sys.argv[3].split(",") if m])
+    serve(
+        int(sys.argv[1]), [m for m in sys.argv[2].split(",") if m], [m for m in sys.argv[3].split(",") if m]
+    )
