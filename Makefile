@@ -58,7 +58,7 @@ $(COMPILED_STAMP): $(RUN_STAMP)
 # Our own code is an editable install (no .pyc from uv): compileall rewrites only the files changed
 # since the last run (a tenth of a second when none did).
 run: $(RUN_STAMP) $(COMPILED_STAMP) ## start every service (embedded Postgres+Redis unless DATABASE_URL/REDIS_URL are set)
-	@$(VENV)/bin/python -m compileall -q -j 0 libs services
+	@$(VENV)/bin/python -m compileall -q libs services
 	$(VENV)/bin/switchboard run
 
 test: $(DEV_STAMP) ## run the test suite against embedded (or DATABASE_URL/REDIS_URL) servers

@@ -66,6 +66,9 @@ def test_run_status_single_instance_and_clean_stop(tmp_path):
         }
         child_pids = [svc["pid"] for svc in state["services"].values()]
         assert all(psutil.pid_exists(pid) for pid in child_pids)
+        # The services are forks of the fork server (RUN_FORK_SERVER, on by default), which stops too.
+        fork_server_pid = state["fork_server_pid"]
+        assert fork_server_pid and all(psutil.Process(pid).ppid() == fork_server_pid for pid in child_pids)
 
         # run.json is written once every service answered or 60 s passed; on a loaded machine
         # the services may still be importing, so poll `status` (bounded) until all are healthy.
@@ -127,7 +130,7 @@ def test_run_status_single_instance_and_clean_stop(tmp_path):
     while leftovers and time.monotonic() < deadline:
         leftovers = [
             pid
-            for pid in [*child_pids, redis_pid, postmaster_pid]
+            for pid in [*child_pids, fork_server_pid, redis_pid, postmaster_pid]
             if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
         ]
         time.sleep(0.1)

@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from switchboard.runtime.services import ServiceSpec
 from switchboard.runtime.supervisor import Supervisor
 from switchboard.settings import load_settings
@@ -26,7 +27,7 @@ sys.exit(3)
 """
 
 
-def _supervisor(tmp_path: Path, run_s: float, *, stable_after_s: float) -> Supervisor:
+def _supervisor(tmp_path: Path, run_s: float, *, stable_after_s: float, fork_server: bool) -> Supervisor:
     (tmp_path / "flaky_child.py").write_text(CHILD.format(run_s=run_s))
     spec = ServiceSpec("flaky", "worker", "flaky_child")
     return Supervisor(
@@ -37,6 +38,9 @@ def _supervisor(tmp_path: Path, run_s: float, *, stable_after_s: float) -> Super
         max_restarts=2,
         stable_after_s=stable_after_s,
         restart_backoff_s=0.01,
+        fork_server=fork_server,
+        preload=("json",),
+        preload_later=(),
     )
 
 
@@ -45,8 +49,9 @@ def _starts(tmp_path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
 
-def test_a_crash_loop_stops_the_run_after_the_budget(tmp_path: Path) -> None:
-    supervisor = _supervisor(tmp_path, 0.0, stable_after_s=30.0)
+@pytest.mark.parametrize("fork_server", [False, True], ids=["popen", "forked"])
+def test_a_crash_loop_stops_the_run_after_the_budget(tmp_path: Path, fork_server: bool) -> None:
+    supervisor = _supervisor(tmp_path, 0.0, stable_after_s=30.0, fork_server=fork_server)
     supervisor.start_all()
     try:
         assert supervisor.monitor() == 1  # gave up
@@ -55,8 +60,9 @@ def test_a_crash_loop_stops_the_run_after_the_budget(tmp_path: Path) -> None:
     assert _starts(tmp_path) == 3  # the first start and max_restarts restarts
 
 
-def test_a_child_that_ran_a_while_is_restarted_past_the_budget(tmp_path: Path) -> None:
-    supervisor = _supervisor(tmp_path, 0.6, stable_after_s=0.3)
+@pytest.mark.parametrize("fork_server", [False, True], ids=["popen", "forked"])
+def test_a_child_that_ran_a_while_is_restarted_past_the_budget(tmp_path: Path, fork_server: bool) -> None:
+    supervisor = _supervisor(tmp_path, 0.6, stable_after_s=0.3, fork_server=fork_server)
     supervisor.start_all()
     deadline = time.monotonic() + 60
 

@@ -193,6 +193,9 @@ class ModelProviderSettings(BaseSettings):
     """Anthropic key; empty is the same as unset."""
     model_call_concurrency: int = Field(50, ge=1, le=10_000)
     """Process-wide bound on concurrent model calls (``asyncio.Semaphore``, DESIGN.md)."""
+    run_fork_server: bool = True
+    """``switchboard run`` forks the services from one process that imported their shared modules
+    once (``runtime/forkserver.py``; false: each service is a fresh ``python -m``)."""
     model_server_control: bool = False
     """Test hook: expose the offline model server's ``/control/...`` endpoints (scripted errors with
     status, headers and body, delays, empty answers) under ``switchboard run``, behind the admin token.

@@ -7,6 +7,10 @@ restarts a child that crashes (giving up after ``MAX_RESTARTS`` crashes in a row
 ``STABLE_AFTER_S`` of its start), and on SIGINT/SIGTERM stops the
 children (SIGTERM, then SIGKILL after ``STOP_TIMEOUT_S``), then the embedded servers it started.
 Children get ``PR_SET_PDEATHSIG`` so even a SIGKILLed supervisor leaves no service behind.
+
+With ``fork_server`` the children are forks of one :class:`~switchboard.runtime.forkserver.ForkServer`
+process that imported the modules they share once (start-up: copy-on-write instead of nine imports);
+supervision is the same (a dead fork server is started again with the next restart).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import redis
 from switchboard.errors import AlreadyRunning, SwitchboardError
 from switchboard.observability import get_logger
 from switchboard.runtime.embedded import set_parent_death_signal
+from switchboard.runtime.forkserver import PRELOAD, PRELOAD_LATER, ForkedProcess, ForkServer, ForkServerDied
 from switchboard.runtime.services import ServiceSpec
 from switchboard.settings import Settings
 from switchboard.warming import WARMING
@@ -179,7 +184,7 @@ def check_service_health(
 @dataclass
 class _Child:
     spec: ServiceSpec
-    process: subprocess.Popen[bytes] | None = None
+    process: subprocess.Popen[bytes] | ForkedProcess | None = None
     restarts: int = 0
     reader: threading.Thread | None = None
     started_at: float = 0.0
@@ -196,6 +201,8 @@ class Supervisor:
         env: environment for the children (already carries DATABASE_URL / REDIS_URL).
         output: where prefixed child output goes (stdout by default).
         max_restarts, stable_after_s, restart_backoff_s: the restart budget (see the constants).
+        fork_server: fork the children from a fork server that preloaded ``preload`` (``False``:
+            each child is a fresh ``subprocess.Popen``).
     """
 
     settings: Settings
@@ -205,43 +212,96 @@ class Supervisor:
     max_restarts: int = MAX_RESTARTS
     stable_after_s: float = STABLE_AFTER_S
     restart_backoff_s: float = RESTART_BACKOFF_S
+    fork_server: bool = False
+    preload: tuple[str, ...] = PRELOAD
+    preload_later: tuple[str, ...] = PRELOAD_LATER
+    _server: ForkServer | None = field(default=None, init=False)
     _children: list[_Child] = field(default_factory=list, init=False)
     _stopping: threading.Event = field(default_factory=threading.Event, init=False)
     _print_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
+    @property
+    def _width(self) -> int:
+        return max(len(s.name) for s in self.services)
+
+    def prepare(self) -> None:
+        """Start the fork server now (its preload overlaps the database start); no-op without one.
+
+        It gets the supervisor's environment as it is now: each spawn passes the child's own.
+        """
+        if self.fork_server and (self._server is None or not self._server.alive):
+            if self._server is not None:
+                log.warning("fork server gone; starting a new one", exit_code=self._server.process.poll())
+                self._server.close()
+            self._server = ForkServer(
+                self.env,
+                preload=self.preload,
+                later=self.preload_later,
+                preexec_fn=set_parent_death_signal,
+                output=lambda raw: self._print_line("fork_server", raw),
+            )
+            log.info("fork server started", pid=self._server.process.pid, modules=len(self.preload))
+
     def start_all(self) -> None:
-        width = max(len(s.name) for s in self.services)
-        self._width = width
+        self.prepare()
+        if self._server is not None:
+            ready = time.monotonic()
+            self._server.wait_ready(HEALTH_TIMEOUT_S)
+            log.info(
+                "fork server ready",
+                pid=self._server.process.pid,
+                modules=self._server.ready_modules,
+                seconds=round(self._server.ready_after_s or 0.0, 2),
+                waited_s=round(time.monotonic() - ready, 2),
+            )
         for spec in self.services:
             child = _Child(spec)
             self._spawn(child)
             self._children.append(child)
 
     def _spawn(self, child: _Child) -> None:
-        child.process = subprocess.Popen(
-            child.spec.command(self.settings),
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            preexec_fn=set_parent_death_signal,
-            # Own session: a terminal's Ctrl-C reaches only the supervisor, which stops the
-            # children in order (services first, then Redis and Postgres).
-            start_new_session=True,
-        )
+        argv = child.spec.command(self.settings)
+        if self.fork_server:
+            self.prepare()  # again: a fork server that died is started anew
+            assert self._server is not None
+            try:
+                child.process = self._server.spawn(argv, dict(self.env))
+            except ForkServerDied as exc:
+                # One more try with a new server; a second failure is the caller's (run stops).
+                log.warning("fork server failed; starting a new one", service=child.spec.name, error=str(exc))
+                self._server.close()
+                self._server = None
+                self.prepare()
+                assert self._server is not None
+                child.process = self._server.spawn(argv, dict(self.env))
+        else:
+            child.process = subprocess.Popen(
+                argv,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                preexec_fn=set_parent_death_signal,
+                # Own session: a terminal's Ctrl-C reaches only the supervisor, which stops the
+                # children in order (services first, then Redis and Postgres).
+                start_new_session=True,
+            )
         child.started_at = time.monotonic()
         child.reader = threading.Thread(target=self._pump, args=(child.spec.name, child.process), daemon=True)
         child.reader.start()
-        log.info("service started", service=child.spec.name, pid=child.process.pid)
+        log.info("service started", service=child.spec.name, pid=child.process.pid, forked=self.fork_server)
 
-    def _pump(self, name: str, process: subprocess.Popen[bytes]) -> None:
+    def _pump(self, name: str, process: subprocess.Popen[bytes] | ForkedProcess) -> None:
         assert process.stdout is not None
-        prefix = f"{name:<{self._width}} | "
-        for raw in iter(process.stdout.readline, b""):
-            line = raw.decode(errors="replace").rstrip("\n")
-            with self._print_lock:
-                self.output.write(prefix + line + "\n")
-                self.output.flush()
+        with process.stdout:
+            for raw in iter(process.stdout.readline, b""):
+                self._print_line(name, raw)
+
+    def _print_line(self, name: str, raw: bytes) -> None:
+        line = raw.decode(errors="replace").rstrip("\n")
+        with self._print_lock:
+            self.output.write(f"{name:<{self._width}} | {line}\n")
+            self.output.flush()
 
     def wait_healthy(
         self, redis_url: str | None, timeout_s: float = HEALTH_TIMEOUT_S
@@ -342,6 +402,9 @@ class Supervisor:
                 child.process.wait()
             if child.reader is not None:
                 child.reader.join(timeout=2)
+        if self._server is not None:
+            self._server.close()
+            self._server = None
         log.info("all services stopped")
 
     def write_state(self, path: Path, *, database_url: str | None, redis_url: str | None) -> None:
@@ -349,6 +412,7 @@ class Supervisor:
         state = {
             "pid": os.getpid(),
             "started_at": datetime.now(UTC).isoformat(),
+            "fork_server_pid": self._server.process.pid if self._server is not None else None,
             "embedded_database_url": database_url,
             "embedded_redis_url": redis_url,
             # what other commands need to find these services from another terminal
