@@ -315,9 +315,9 @@ def simulate_whatsapp(
             if not came:
                 await explain_no_reply(settings, tenant=tenant, channel="whatsapp", since=posted_at, hint=(
                     f"no reply within {timeout:g} s. The message is stored; the worker may have handed the "
-                    "conversation to a person (human mode: see `agents list` and the worker's "
-                    "inbound_outcome log line), held the number back after a throughput error, or "
-                    "still be working (raise --timeout)"
+                    "conversation to a person (human mode: see `switchboard conversations list --tenant "
+                    f"{tenant} --mode human` and the worker's inbound_outcome log line), held the number "
+                    "back after a throughput error, or still be working (raise --timeout)"
                 ))  # fmt: skip
             return 0
 
