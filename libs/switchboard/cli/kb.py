@@ -239,14 +239,12 @@ def kb_list(tenant: TenantOpt) -> None:
         typer.echo(
             f"{source.id}  {source.status:<10} {active:<8} {source.chunk_count:>6}  "
             f"{shorten(source.embedding_model or '-', MODEL_WIDTH):<{MODEL_WIDTH}} {source.filename}"
-            + (f"  ({shorten(source.error, ERROR_WIDTH)})" if source.error else "")
+            + (f"  ({' '.join(source.error.split())})" if source.error else "")  # whole, on this line
         )
 
 
 MODEL_WIDTH = 28
 """The embedding model column of ``kb list`` (characters); a longer name ends in "…"."""
-ERROR_WIDTH = 100
-"""Characters of a failed document's error ``kb list`` shows (on the document's one line)."""
 
 
 def _set_active(tenant: str, document: str, active: bool) -> None:
