@@ -13,6 +13,19 @@ def test_version_and_help(cli):
         assert command in result.stdout
 
 
+def test_help_reflows_a_docstring_paragraph_to_the_terminal(cli):
+    """Docstrings are wrapped at 100 columns in the source; --help joins a paragraph's lines and wraps
+    it to the terminal's width, instead of showing each source line break inside the box."""
+    wide = cli.run("simulate", "whatsapp", "--help", COLUMNS="400")
+    assert wide.exit_code == 0, wide.output
+    # one paragraph of the docstring, over two source lines, on one line of a wide terminal
+    assert "can be posted again. When the webhook stored nothing new, or the payload holds no" in wide.stdout
+    narrow = cli.run("kb", "add", "--help", COLUMNS="60")
+    lines = [line.strip() for line in narrow.stdout.splitlines()]
+    assert "Exit status 1 when any file failed." not in lines  # its own source line: joined to the paragraph
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 60
+
+
 def test_db_upgrade_is_idempotent(cli):
     result = cli.run("db", "upgrade")
     assert result.exit_code == 0, result.output

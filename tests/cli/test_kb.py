@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+from switchboard.db.migrate import upgrade
+from switchboard.runtime.embedded import EmbeddedPostgres
+
 from tests.utils.documents import PARTS, RETURNS_POLICY, SHIPPING, make_image_only_pdf, make_pdf, make_xlsx
 
 
@@ -26,6 +29,10 @@ async def test_kb_add_search_list_deactivate_delete(cli, make_tenant, tmp_path):
     assert any(line.startswith("failed") and "scan.pdf" in line and "image-only" in line for line in lines)
     assert any(line.startswith("skipped") and "same content as faq.pdf" in line for line in lines)
     assert "5 chunks stored from 2 file(s); 2 skipped or failed" in added.output  # one chunk per row
+    # Off a terminal no progress bar: click would print its label once, a line with only the file name.
+    assert [line.split()[0] for line in added.stdout.splitlines()] == [
+        "ready", "ready", "failed", "skipped", "5",
+    ]  # fmt: skip
 
     found = await cli.arun("kb", "search", "How long does standard delivery take?", "--tenant", tenant.slug)
     assert found.exit_code == 0, found.output
@@ -48,10 +55,11 @@ async def test_kb_add_search_list_deactivate_delete(cli, make_tenant, tmp_path):
     assert nothing.stderr.strip().splitlines()[-1] == "no results (mode hybrid)"
 
     listed = await cli.arun("kb", "list", "--tenant", tenant.slug)
-    assert [line.split()[-1] for line in listed.output.splitlines() if "scan.pdf" not in line] == [
-        "faq.pdf",
-        "parts.xlsx",
-    ]
+    header, *rows = listed.stdout.splitlines()
+    assert header.split() == ["ID", "STATUS", "ACTIVE", "CHUNKS", "EMBEDDING", "MODEL", "FILENAME"]
+    assert [line.split()[-1] for line in rows] == ["faq.pdf", "parts.xlsx"]
+    # the columns line up under the header: the filename starts where FILENAME does
+    assert all(row[header.index("FILENAME") :].split()[0] in ("faq.pdf", "parts.xlsx") for row in rows)
     assert "scan.pdf" not in listed.output  # a file that cannot be parsed stores nothing
 
     assert (await cli.arun("kb", "deactivate", "parts.xlsx", "--tenant", tenant.slug)).exit_code == 0
@@ -82,6 +90,27 @@ async def test_kb_list_of_an_empty_knowledge_base_says_so_on_stderr(cli, make_te
     listed = await cli.arun("kb", "list", "--tenant", tenant.slug)
     assert listed.exit_code == 0 and listed.stdout == ""
     assert listed.stderr.startswith("no documents (add some with `switchboard kb add")
+    assert listed.stdout == ""  # no header over nothing
+
+
+def test_kb_commands_do_not_announce_the_embedded_postgres_they_attach_to(cli, tmp_path):
+    """While `switchboard run` owns the embedded server, a kb command (logging at INFO) attaches to it
+    silently, like every other command: "embedded postgres ready" read as a second server starting."""
+    tmp_path.chmod(0o755)
+    running = EmbeddedPostgres(tmp_path / "postgres")
+    upgrade(running.start())
+    try:
+        env = {"DATABASE_URL": None, "DATA_DIR": str(tmp_path), "LOG_LEVEL": "INFO"}
+        created = cli.run("tenant", "create", "--slug", "quiet", "--name", "Quiet", **env)
+        assert created.exit_code == 0, created.output
+        listed = cli.run("kb", "list", "--tenant", "quiet", **env)
+        assert listed.exit_code == 0, listed.output
+        assert (
+            listed.stderr.strip() == "no documents (add some with `switchboard kb add FILE... --tenant ...`)"
+        )
+        assert running.is_running()  # attached, not stopped
+    finally:
+        running.stop()
 
 
 async def test_kb_add_of_a_missing_file_is_one_line(cli, make_tenant, tmp_path):

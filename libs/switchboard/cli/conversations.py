@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from switchboard.cli.root import conversations_app
-from switchboard.cli.runner import TenantOpt, fail, friendly_errors, human_duration, run_in_session
+from switchboard.cli.runner import TenantOpt, fail, friendly_errors, human_duration, run_in_session, shorten
 
 __all__ = ["conversations_list", "conversations_show"]
 
@@ -64,12 +64,6 @@ CUSTOMER_WIDTH = 48
 """Widest customer column of ``conversations list`` (characters); a longer name ends in "…"."""
 LAST_MESSAGE_WIDTH = 60
 """Characters of the last message ``conversations list`` shows."""
-
-
-def shorten(text: str, width: int) -> str:
-    """``text`` on one line in at most ``width`` characters, ending in "…" when cut."""
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: width - 1].rstrip() + "…"
 
 
 @conversations_app.command("show")

@@ -8,15 +8,17 @@ running services and show progress as they go (logs at ``LOG_LEVEL`` on stderr).
 from __future__ import annotations
 
 import json
+import sys
 import uuid
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 
 from switchboard.cli.root import kb_app
-from switchboard.cli.runner import TenantOpt, fail, friendly_errors, run_db
+from switchboard.cli.runner import TenantOpt, fail, friendly_errors, run_db, shorten
 
 __all__ = [
     "kb_add",
@@ -56,7 +58,8 @@ def kb_add(
     """Add (or replace) documents and ingest them now, in this process (not through the worker queue).
 
     A file whose name is already in the knowledge base replaces that document; a file whose bytes
-    are already stored is skipped. Prints a progress bar per file, then chunks stored and skipped.
+    are already stored is skipped. Prints a progress bar per file (on a terminal), then one line per
+    file (status, chunks, note) and the chunks stored and skipped.
     Exit status 1 when any file failed.
     """
     from switchboard.knowledge import DocumentRejected, ingest_source, register_upload
@@ -83,10 +86,16 @@ def kb_add(
                 why = "unchanged" if same == path.name else f"same content as {same}"
                 results.append((path.name, "skipped", outcome.source.chunk_count, why))
                 continue
-            with typer.progressbar(length=1, label=f"{path.name:<30}", show_pos=True) as bar:
+            # The bar only on a terminal: elsewhere click prints its label once, a stray file name line.
+            bar_or_not = (
+                typer.progressbar(length=1, label=f"{path.name:<30}", show_pos=True)
+                if sys.stdout.isatty()
+                else nullcontext(None)
+            )
+            with bar_or_not as bar:
 
                 def progress(stage: str, done: int, total: int, bar: Any = bar) -> None:
-                    if stage == "embed":
+                    if stage == "embed" and bar is not None:
                         bar.length = max(total, 1)
                         bar.update(done - bar.pos)
 
@@ -206,7 +215,8 @@ def kb_graph(
 @kb_app.command("list")
 @friendly_errors
 def kb_list(tenant: TenantOpt) -> None:
-    """List documents: id, status, active, chunks, embedding model, filename (and the error if failed).
+    """List documents under a header line: id, status, active, chunks, embedding model, filename (and
+    the error if failed).
 
     An empty knowledge base prints "no documents" on stderr (stdout stays empty).
     """
@@ -220,13 +230,21 @@ def kb_list(tenant: TenantOpt) -> None:
     sources = _run(work)
     if not sources:
         typer.echo("no documents (add some with `switchboard kb add FILE... --tenant ...`)", err=True)
+        return
+    typer.echo(
+        f"{'ID':<36}  {'STATUS':<10} {'ACTIVE':<8} {'CHUNKS':>6}  {'EMBEDDING MODEL':<{MODEL_WIDTH}} FILENAME"
+    )
     for source in sources:
         active = "active" if source.is_active else "inactive"
         typer.echo(
-            f"{source.id}  {source.status:<10} {active:<8} {source.chunk_count:>5}  "
-            f"{source.embedding_model or '-':<28} {source.filename}"
-            + (f"  ({source.error})" if source.error else "")
+            f"{source.id}  {source.status:<10} {active:<8} {source.chunk_count:>6}  "
+            f"{shorten(source.embedding_model or '-', MODEL_WIDTH):<{MODEL_WIDTH}} {source.filename}"
+            + (f"  ({' '.join(source.error.split())})" if source.error else "")  # whole, on this line
         )
+
+
+MODEL_WIDTH = 28
+"""The embedding model column of ``kb list`` (characters); a longer name ends in "…"."""
 
 
 def _set_active(tenant: str, document: str, active: bool) -> None:

@@ -39,6 +39,9 @@ app = typer.Typer(
     help="Switchboard: self-hostable, multi-tenant AI customer support (WhatsApp, Gmail, Instagram).",
     no_args_is_help=True,
     add_completion=False,
+    # Docstrings are wrapped at 100 columns in the source: markdown joins a paragraph's lines and
+    # reflows it to the terminal ("rich", typer's default, keeps every hard line break in the box).
+    rich_markup_mode="markdown",
 )
 
 

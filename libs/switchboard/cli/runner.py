@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from functools import wraps
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -37,6 +38,7 @@ __all__ = [
     "friendly_errors",
     "run_db",
     "run_in_session",
+    "shorten",
 ]
 
 T = TypeVar("T")
@@ -114,7 +116,9 @@ def run_db(
         settings: default :func:`command_settings`.
         pool_size: connections the command may hold at once.
         log_at_log_level: log to stderr at ``LOG_LEVEL`` (``kb`` commands show their progress logs),
-            readable unless ``LOG_FORMAT=json``; otherwise only warnings and errors show.
+            readable unless ``LOG_FORMAT=json``; otherwise only warnings and errors show. The
+            embedded server's start and stop lines show only at ``DEBUG``, as for every other
+            command (they read as if a second PostgreSQL started while ``run`` is up).
 
     Raises:
         SettingsError: no database in ``DATA_DIR`` (and ``DATABASE_URL`` unset).
@@ -127,6 +131,9 @@ def run_db(
         from switchboard.observability import configure_logging
 
         configure_logging(service="cli", level=settings.log_level, fmt=settings.log_format, interactive=True)
+        logging.getLogger("switchboard.runtime.embedded").setLevel(
+            logging.NOTSET if settings.log_level == "DEBUG" else logging.WARNING
+        )
     with database_url_for(settings) as url:
 
         async def go() -> T:
@@ -168,3 +175,10 @@ def human_duration(ms: float | None) -> str:
     hours, rest = divmod(total, 3600)
     minutes = rest // 60
     return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` on one line in at most ``width`` characters, ending in "…" when cut (a table cell of
+    ``conversations list``, ``kb list``)."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1].rstrip() + "…"

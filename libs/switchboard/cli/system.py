@@ -67,7 +67,9 @@ def run() -> None:
     def on_signal(signum: int, _frame: object) -> None:
         nonlocal stop_requested
         stop_requested = True
-        log.info("stop requested", signal=signal.Signals(signum).name)
+        # The children see SIGTERM whichever signal came here (stop_all sends it): their "shutdown on
+        # SIGTERM" lines after a Ctrl-C are this forwarding, said once here.
+        log.info("stop requested; sending SIGTERM to every service", signal=signal.Signals(signum).name)
         supervisor.request_stop()
 
     pg = EmbeddedPostgres(settings.data_dir / "postgres") if not settings.database_url else None

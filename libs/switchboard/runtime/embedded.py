@@ -108,8 +108,10 @@ class EmbeddedPostgres:
         exists = self._server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';")
         if "(1 row)" not in exists:
             self._server.psql(f"CREATE DATABASE {DATABASE_NAME};")
-        log.info(
-            "embedded postgres ready",
+        # Attaching (a CLI command while `switchboard run` is up) is DEBUG: at INFO it read as if a
+        # second server had started.
+        (log.info if self.started_here else log.debug)(
+            "embedded postgres ready" if self.started_here else "embedded postgres attached",
             data_dir=str(self.data_dir),
             seconds=round(time.monotonic() - started, 2),
         )

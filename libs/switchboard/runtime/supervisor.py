@@ -88,7 +88,12 @@ def check_ports_free(settings: Settings, services: tuple[ServiceSpec, ...]) -> N
 
 
 class RunLock:
-    """An exclusive, non-blocking ``flock`` on ``DATA_DIR/run.lock``; released when the process exits."""
+    """An exclusive, non-blocking ``flock`` on ``DATA_DIR/run.lock``; released when the process exits.
+
+    The file stays after ``run`` stops, by design: only the ``flock`` on it counts (the kernel drops it
+    when the process ends, even on SIGKILL), so a leftover file never blocks the next start. Deleting it
+    on exit would let a second ``run`` lock a new file while the first still holds the old one.
+    """
 
     def __init__(self, data_dir: Path) -> None:
         self.path = data_dir / "run.lock"

@@ -86,6 +86,9 @@ async def test_add_gmail_with_a_pasted_code_and_on_a_loopback_redirect(
                           BROWSER="false", **_gmail_env(settings))  # fmt: skip
     assert alone.exit_code == 0, alone.output
     assert f"connected gmail mailbox {another}" in alone.stdout
+    # and says so, instead of asking a person to open the URL it then follows anyway
+    assert "The local Gmail sandbox approves access on its own" in alone.stdout
+    assert "Open this URL" not in alone.stdout and "Open this URL, sign in as the mailbox" in pasted.stdout
     assert (await _mailbox(sessions, another))[0].status == "active"
 
     # a pasted redirect URL of another consent (its state) is refused; an unknown tenant too

@@ -152,3 +152,32 @@ async def test_push_is_verified_stored_once_and_acknowledged(scene, gmail_sandbo
         f"{prefix}m2-{scene.account_id}",
     }  # one sync per new push
     await run_worker_burst(scene.settings, Queue.background)
+
+
+async def test_a_poll_that_finds_nothing_due_logs_nothing_at_info(
+    scene, sessions, arq_pool, stops_at_the_queue, capsys
+):  # type: ignore[no-untyped-def]
+    """The cron job runs every 15 s and syncs each mailbox every GMAIL_POLL_INTERVAL_S: the runs in
+    between (nothing due) must count as idle, so arq's line for them is DEBUG (59 INFO lines in 20 min)."""
+    import logging
+    from types import SimpleNamespace
+
+    from switchboard.channels.gmail.jobs import POLL_JOB, poll_gmail_mailboxes
+    from switchboard.observability.logs import configure_logging, quiet_idle_cron_jobs
+
+    ctx = {
+        "deps": SimpleNamespace(
+            settings=scene.settings, resources=SimpleNamespace(sessions=sessions), redis=arq_pool
+        )
+    }
+    await poll_gmail_mailboxes(ctx)  # enqueues a sync of every mailbox due, this one's included
+    again = await poll_gmail_mailboxes(ctx)  # the same poll tick: those syncs are queued already
+    assert again == {"renewed": 0, "polled": 0}
+
+    quiet_idle_cron_jobs([POLL_JOB])  # as the background worker does
+    configure_logging(service="worker_background", level="INFO", fmt="json")
+    capsys.readouterr()
+    logging.getLogger("arq.worker").info("%6.2fs ← %s ● %s", 0.01, POLL_JOB, repr(again))
+    logging.getLogger("arq.worker").info("%6.2fs ← %s ● %s", 0.01, POLL_JOB, repr({**again, "polled": 1}))
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    assert [line["event"].split("●")[1].strip() for line in lines] == ["{'renewed': 0, 'polled': 1}"]

@@ -98,6 +98,8 @@ async def test_simulate_payload_twice_gets_fresh_ids_and_unanswerable_posts_retu
             assert '"stored":1,"duplicates":0' in out.stderr
             # nothing in the outbox to explain it: the general causes
             assert "no reply within 0.3 s. The message is stored; the worker may have handed" in out.stderr
+            # a command that runs as written (`agents list` alone needs --tenant)
+            assert f"MODE human or waiting in `switchboard conversations list --tenant {slug}`" in out.stderr
         again, _ = await simulate("text.json", "--keep-ids", wait="0.3")
         again_too, seconds = await simulate("text.json", "--keep-ids")
         status, status_seconds = await simulate("status_read.json")

@@ -160,15 +160,20 @@ def add_gmail(
             auth = start_authorization(cipher=cipher, auth_url=settings.resolved_gmail_auth_url,
                                        scopes=settings.gmail_oauth_scopes, tenant_id=owner.id, secrets=secrets,
                                        redirect_uri=uri, login_hint=login_hint)  # fmt: skip
-            typer.echo("Open this URL, sign in as the mailbox and allow access:")
+            # the local sandbox grants consent without a person: this command follows its redirect itself
+            sandbox_follows = not open_browser and server is not None and is_loopback_url(auth.url)
+            typer.echo(
+                "The local Gmail sandbox approves access on its own (no browser, no sign-in): this command "
+                "follows its consent URL itself:"
+                if sandbox_follows
+                else "Open this URL, sign in as the mailbox and allow access:"
+            )
             typer.echo(auth.url)
             if open_browser:  # in a thread: a browser command may wait, and the listener must answer
                 if not await asyncio.to_thread(webbrowser.open, auth.url):
                     typer.echo("no browser could be opened here: open the URL above yourself "
                                "(against the sandbox, `curl -sL '<URL>'` is enough)", err=True)  # fmt: skip
-            elif server is not None and is_loopback_url(auth.url):
-                # the local sandbox grants consent without a person: follow its redirect to our listener
-                typer.echo("the local sandbox grants consent at once: following the URL", err=True)
+            elif sandbox_follows:
                 follow = asyncio.ensure_future(_follow_consent(auth.url))
             if server is not None:
                 typer.echo(f"waiting for the redirect on {uri} (up to {timeout:g} s)...", err=True)

@@ -302,7 +302,8 @@ def simulate_instagram(
             if not came:
                 await explain_no_reply(settings, tenant=tenant, channel="instagram", since=posted_at, hint=(
                     f"no reply within {timeout:g} s. The message is stored; the conversation may be with a "
-                    "person (human mode), or the worker still working (raise --timeout)"
+                    f"person (MODE human or waiting in `switchboard conversations list --tenant {tenant}`), "
+                    "or the worker still working (raise --timeout)"
                 ))  # fmt: skip
             return 0
 

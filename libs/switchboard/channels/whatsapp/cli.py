@@ -317,9 +317,9 @@ def simulate_whatsapp(
             if not came:
                 await explain_no_reply(settings, tenant=tenant, channel="whatsapp", since=posted_at, hint=(
                     f"no reply within {timeout:g} s. The message is stored; the worker may have handed the "
-                    f"conversation to a person (human mode: see `switchboard agents list --tenant {tenant}` and the worker's "
-                    "inbound_outcome log line), held the number back after a throughput error, or "
-                    "still be working (raise --timeout)"
+                    "conversation to a person (MODE human or waiting in `switchboard conversations list "
+                    f"--tenant {tenant}`; the worker's inbound_outcome log line says why), held the number "
+                    "back after a throughput error, or still be working (raise --timeout)"
                 ))  # fmt: skip
             return 0
 
