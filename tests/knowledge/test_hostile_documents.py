@@ -191,3 +191,65 @@ async def test_the_upload_api_answers_422_too_complex(make_tenant, settings):
                 "EntitiesForbidden(name='lol', system_id=None, public_id=None)",
             }
             assert (await api.get(f"{base}/documents")).json() == []
+
+
+def _children(pid: int) -> set[int]:
+    return {int(c) for c in open(f"/proc/{pid}/task/{pid}/children").read().split()}
+
+
+def _pipes(pid: int) -> set[str]:
+    import os
+
+    links = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            links.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:  # closed meanwhile
+            continue
+    return {link for link in links if link.startswith("pipe:")}
+
+
+def _spare_of(helper_pid: int) -> int:
+    """The one child the helper keeps waiting (forked right after it answered, the finished one reaped
+    after that: wait until exactly one is left)."""
+    import time
+
+    deadline = time.monotonic() + 30
+    while len(children := _children(helper_pid)) != 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(children) == 1, children
+    return children.pop()
+
+
+def test_the_helper_keeps_a_fresh_child_waiting_for_each_file_without_the_services_pipes():
+    import os
+
+    from switchboard.knowledge import isolation
+
+    assert parse_isolated(RETURNS_POLICY.encode(), "a.txt", MEMORY_BOUND).sections[0].text.strip()
+    helpers = [h for h in isolation._pool._all if h.process.poll() is None]
+    assert helpers
+    spares = {h.process.pid: _spare_of(h.process.pid) for h in helpers}
+    service_ends = {
+        os.readlink(f"/proc/self/fd/{fd}")
+        for h in helpers
+        for fd in (h.requests.fileno(), h.answers.fileno())
+    }
+    for helper in helpers:
+        assert {os.readlink(f"/proc/self/fd/{helper.requests.fileno()}")} <= _pipes(helper.process.pid)
+    for spare in spares.values():  # a waiting child holds none of them: a helper's exit stays visible
+        assert not service_ends & _pipes(spare)
+    data = make_docx([RETURNS_POLICY])
+    assert parse_isolated(data, "b.docx", MEMORY_BOUND) == parse_document(data, "b.docx")
+    # the helper that parsed b.docx gave it to its waiting child, then forked a new one and reaped the
+    # old (the answer comes first: poll until one helper's only child is a new one)
+    import time
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        now = {pid: _children(pid) for pid in spares}
+        if any(len(kids) == 1 and kids != {spares[pid]} for pid, kids in now.items()):
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"no helper replaced its waiting child: {spares} -> {now}")

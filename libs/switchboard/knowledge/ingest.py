@@ -258,8 +258,20 @@ def _recall_parse(content_hash: str, filename: str, data: bytes) -> ParsedDocume
     return parsed
 
 
-async def _mark(sessions: async_sessionmaker[AsyncSession], source_id: uuid.UUID, **values: Any) -> None:
+async def _mark(
+    sessions: async_sessionmaker[AsyncSession], source_id: uuid.UUID, *, durable: bool = True, **values: Any
+) -> None:
+    """Set ``values`` on the source row in a transaction of its own.
+
+    ``durable=False`` commits without waiting for the WAL flush (``synchronous_commit = off`` for
+    this transaction only: 2-6 ms less per document here). Only for the ``processing`` mark: a
+    server crash can lose it, which leaves the row as it was committed before (``pending``), and
+    the job's own final transaction, or its retry, writes the outcome anyway. A crash never
+    corrupts: a lost asynchronous commit is as if the transaction had not run.
+    """
     async with sessions() as session, session.begin():
+        if not durable:
+            await session.exec(sql_text("SET LOCAL synchronous_commit = off"))
         await session.exec(
             update(KnowledgeSource)
             .where(KnowledgeSource.id == source_id)
@@ -334,7 +346,7 @@ async def ingest_source(
         return report
     if blob is None:
         return await _fail(sessions, report, bound, "the uploaded file is no longer stored: upload it again")
-    await _mark(sessions, source_id, status=SourceStatus.processing.value, error=None)
+    await _mark(sessions, source_id, durable=False, status=SourceStatus.processing.value, error=None)
 
     config = resolve_embedding_config(settings, tenant)
     report.embedding_model = config.model
