@@ -59,14 +59,14 @@ async def test_the_demo_task_set_runs_on_a_copy_and_reports_per_category(
     assert "OFFLINE MODEL" in format_report(report)
     assert {c: s.runs for c, s in report.agent.items()} == {"simple": 7, "compound": 3, "trap": 5}
     assert {c: s.runs for c, s in report.pipeline.items()} == {"simple": 7, "compound": 3, "trap": 5}
-    # the demo model searches the FAQ for everything: the four FAQ questions and the handoff pass;
-    # the price and the order need a lookup it never makes
-    assert report.agent["simple"].success_rate == pytest.approx(5 / 7, abs=1e-3)
-    # the pipeline routes the price and order questions to their lookups
+    # the demo model searches the FAQ and looks up an order it is told the number of: the four FAQ
+    # questions, the order and the handoff pass; the price needs a catalog lookup it never makes
+    assert report.agent["simple"].success_rate == pytest.approx(6 / 7, abs=1e-3)
+    # the pipeline routes the price question to its lookup too
     assert report.pipeline["simple"].success_rate > report.agent["simple"].success_rate
     assert report.agent["compound"].success_rate == 0.0
     # traps: the FAQ search finds nothing for the drone, the CEO or the discount, the other customer's
-    # order is never looked up, the guardrail stops the prompt extraction; the pipeline shows the
+    # order is "not found" for this customer, the guardrail stops the prompt extraction; the pipeline shows the
     # other customer's "not found" lookup and the guardrail-less answer to the extraction
     assert (report.agent["trap"].trap_answers, report.agent["trap"].hallucination_rate) == (0, 0.0)
     assert report.pipeline["trap"].trap_answers >= 1
@@ -86,6 +86,8 @@ async def test_the_demo_task_set_runs_on_a_copy_and_reports_per_category(
         {"name": "check_order_status", "arguments": {"order_number": "A-1004"}}
     ]
     assert by_key[("pipeline", "s-order")]["passed"] is True  # the copy's customer owns A-1004
+    assert [c["name"] for c in by_key[("agent", "s-order")]["tool_calls"]] == ["check_order_status"]
+    assert by_key[("agent", "s-order")]["passed"] is True
     assert by_key[("agent", "t-prompt")]["flags"] == ["input_blocked"]
     assert (
         by_key[("agent", "t-prompt")]["passed"] is True and by_key[("agent", "t-prompt")]["model_calls"] == 1

@@ -7,7 +7,7 @@ from sqlmodel import select
 from switchboard.db.models import KnowledgeDocument, KnowledgeSource, Tenant
 from switchboard.knowledge import ingest_source, mark_for_reindex
 from switchboard.llm.lexical import LEXICAL_MODEL_NAME
-from switchboard.seed import seed_demo_knowledge
+from switchboard.seed import DEMO_FAQ_MD, seed_demo_knowledge
 from switchboard.tenant_settings import tenant_settings_from
 
 
@@ -26,14 +26,15 @@ async def test_reindex_splits_the_demo_faq_exactly_as_the_seed(make_tenant, sess
     async with sessions() as session, session.begin():
         await seed_demo_knowledge(session, await session.get(Tenant, tenant.id))
     seeded = await _chunk_texts(sessions, tenant.id)
-    assert len(seeded) == 5 and all(len(text) <= 400 for text in seeded)  # one FAQ answer per chunk
+    answers = DEMO_FAQ_MD.count("\n\n") + 1
+    assert len(seeded) == answers == 6 and all(len(text) <= 400 for text in seeded)  # one answer a chunk
     assert settings.kb_chunk_size_chars == 1000  # what a reindex used before (two answers a chunk)
     async with sessions() as session, session.begin():
         [pending] = await mark_for_reindex(session, tenant_id=tenant.id)
     report = await ingest_source(
         sessions, settings, tenant_id=tenant.id, source_id=pending.id, content_hash=pending.content_hash
     )
-    assert report.status == "ready" and report.chunk_count == 5
+    assert report.status == "ready" and report.chunk_count == answers
     assert await _chunk_texts(sessions, tenant.id) == seeded
 
 
