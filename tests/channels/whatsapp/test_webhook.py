@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import text as sql
 from structlog.testing import capture_logs
 from switchboard.db.models import InboundState
+from switchboard.observability import tracing
 from switchboard.queue import Queue
 
 from tests.utils.rows import messages_of
@@ -329,7 +330,10 @@ async def test_many_more_concurrent_deliveries_than_pooled_connections_are_each_
     async with channel_service(make_settings()) as svc:
         responses = await asyncio.gather(*(svc.post(b) for b in [*bodies, *bodies[:20]]))
         driver = svc.app.state.resources.driver.pool
-        assert driver.get_max_size() == 20 and 0 < driver.get_size() <= 20
+        # tracing is per process, on once a tracing test ran (random order): then the inserts take the
+        # traced engine path and the driver pool stays empty
+        used = 0 if tracing.is_enabled() else 1
+        assert driver.get_max_size() == 20 and used <= driver.get_size() <= 20
         assert driver.get_idle_size() == driver.get_size()  # every connection back
         pool = svc.app.state.resources.engine.pool
         assert (pool.size(), pool.checkedout()) == (5, 0)
