@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 import psutil
-from switchboard.runtime.forkserver import ForkServer
+import pytest
+from switchboard.runtime.forkserver import ForkServer, process_name
 from switchboard.runtime.services import ServiceSpec
 from switchboard.runtime.supervisor import Supervisor
 from switchboard.settings import load_settings
@@ -92,6 +93,8 @@ def test_a_forked_service_is_supervised_like_a_spawned_one(tmp_path: Path) -> No
         assert first["sid"] == first["pid"]  # its own session, as start_new_session gave
         assert first["env"] == "set after the server started"  # the supervisor's env, not the server's
         assert first["name"] == "__main__"
+        # named for `ps -o comm` / `top` / `pgrep` (its command line is still the fork server's)
+        assert Path(f"/proc/{first['pid']}/comm").read_text().strip() == "sb-sleepy_child"
         _wait(lambda: "sleepy | hello from the child" in output.getvalue())
 
         os.kill(first["pid"], signal.SIGKILL)
@@ -170,3 +173,15 @@ def test_the_later_preload_stops_at_the_first_request(tmp_path: Path) -> None:
     finally:
         server.close()
     assert not (tmp_path / "b.done").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "name"),
+    [
+        (["python", "-m", "uvicorn", "services.whatsapp.main:create_app", "--factory"], "sb-whatsapp"),
+        (["python", "-m", "services.worker_background.main"], "sb-worker_backgr"[:15]),
+        (["python", "-m", "sleepy_child"], "sb-sleepy_child"),
+    ],
+)
+def test_a_forked_service_is_named_after_its_service(argv: list[str], name: str) -> None:
+    assert process_name(argv) == name

@@ -23,6 +23,7 @@ The server exits when the supervisor's end of the socket closes; its children ge
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import importlib
 import io
@@ -117,6 +118,22 @@ def _preload(modules: Sequence[str]) -> list[str]:
     return failed
 
 
+def process_name(argv: Sequence[str]) -> str:
+    """The name a forked service shows in ``ps -o comm``, ``top`` and ``pgrep`` (Linux keeps 15 bytes):
+    ``sb-<service>`` from its ``services.<service>.main`` argument, else from the module it runs. A fork
+    keeps the server's command line, so without it every service would look like the fork server."""
+    service = next((a.split(".")[1] for a in argv if a.startswith("services.") and a.count(".") >= 2), None)
+    module = argv[2] if len(argv) > 2 else "service"
+    return f"sb-{service or module.rsplit('.', 1)[-1]}"[:15]
+
+
+def _name_process(argv: Sequence[str]) -> None:
+    """``prctl(PR_SET_NAME)`` to :func:`process_name` (best effort: no libc, no name)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(15, process_name(argv).encode())  # 15 == PR_SET_NAME
+
+
 def _child_main(request: dict[str, Any], out_fd: int, control: socket.socket) -> None:
     """In the forked child: become the process ``request["argv"]`` describes, then ``os._exit``."""
     code = 1
@@ -126,6 +143,7 @@ def _child_main(request: dict[str, Any], out_fd: int, control: socket.socket) ->
         from switchboard.runtime.embedded import set_parent_death_signal
 
         set_parent_death_signal()  # the server's death (it dies with the supervisor) stops us
+        _name_process(request["argv"])
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # KeyboardInterrupt, as at start-up
