@@ -236,3 +236,18 @@ def test_demo_looks_up_an_order_the_customer_names(text: str, order_number: str 
         assert call["name"] == "search_knowledge"
     else:
         assert call == {"name": "check_order_status", "arguments": {"order_number": order_number}}
+
+
+def test_demo_quotes_a_passage_without_its_markdown_bold() -> None:
+    """WhatsApp bold is one ``*``: a document's ``**question**`` would show its asterisks to the customer."""
+    messages = [
+        {"role": "user", "content": "returns?"},
+        {"role": "assistant", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "search_knowledge", "arguments": "{}"}}
+        ]},
+        {"role": "tool", "tool_call_id": "c1", "content": json.dumps(
+            [{"text": "**What is your returns policy?** Returns: within 30 days."}]
+        )},
+    ]  # fmt: skip
+    content = demo_reply(messages, [SEARCH_TOOL])["content"]
+    assert '"What is your returns policy? Returns: within 30 days."' in content and "*" not in content

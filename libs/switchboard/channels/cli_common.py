@@ -266,7 +266,8 @@ async def explain_no_reply(
             f"a reply to {part['recipient']} was written but its send failed: {part['error_code'] or 'error'}"
             f" {part['error_message'] or ''}".rstrip()
             + f" (after {part['attempts']} attempt(s)). Fix the cause, then retry it from the console's "
-            "Platform page (failed sends).",
+            "Platform page (failed sends; a platform admin's page: `switchboard users add EMAIL --role "
+            "platform_admin --generate`).",
             fg=typer.colors.YELLOW,
             err=True,
         )

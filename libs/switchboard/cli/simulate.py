@@ -21,7 +21,7 @@ __all__ = ["simulate_turn_command"]
 @friendly_errors
 def simulate_turn_command(
     message: Annotated[str, typer.Argument(help="What the customer writes.")],
-    tenant: Annotated[str, typer.Option(help="Tenant slug or id.")] = "demo",
+    tenant: Annotated[str, typer.Option("--tenant", "-t", help="Tenant slug or id.")] = "demo",
     customer: Annotated[
         str, typer.Option(help="Simulated customer's name (one history per name).")
     ] = "demo-customer",

@@ -246,7 +246,8 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
                 passage = _best_passage(result)
                 if passage:
                     return {
-                        "content": f'{OFFLINE_MARKER} From our documents: "{_clip(passage)}" '
+                        # Markdown bold of the document would show as literal asterisks in a chat
+                        "content": f'{OFFLINE_MARKER} From our documents: "{_clip(passage.replace("**", ""))}" '
                         "(I am the offline stand-in model and only quote what the search returned.)"
                     }
                 return {

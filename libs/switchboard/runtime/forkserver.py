@@ -165,6 +165,9 @@ def _child_main(request: dict[str, Any], out_fd: int, control: socket.socket) ->
             raise ValueError(f"fork server runs `python -m module ...` only, got {argv[:3]}")
         sys.argv = [argv[2], *argv[3:]]
         gc.unfreeze()
+        # the server may have preloaded the module itself: run_module would warn that it "may result in
+        # unpredictable behaviour" (it runs the code again as __main__ either way)
+        sys.modules.pop(argv[2], None)
         try:
             runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
             code = 0

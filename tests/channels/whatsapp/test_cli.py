@@ -198,7 +198,7 @@ async def test_simulate_names_the_failed_send_when_no_reply_came(
     async with serve_app(create_app(settings), port=port):
         started = time.monotonic()
         simulated = asyncio.create_task(cli.arun(
-            "simulate", "whatsapp", "--tenant", ai_tenant.tenant.slug, "--text", "hi", "--timeout", "60", **env
+            "simulate", "whatsapp", "-t", ai_tenant.tenant.slug, "--text", "hi", "--timeout", "60", **env
         ))  # fmt: skip
         # the webhook stored the message and queued its job: now the worker answers it
         await eventually(lambda: arq_pool.zcard(Queue.chat.value), what="the inbound job queued")
@@ -209,6 +209,7 @@ async def test_simulate_names_the_failed_send_when_no_reply_came(
     assert waited_s < 30, waited_s  # it stopped waiting once the send had failed, not after --timeout
     assert "a reply to 15550100099 was written but its send failed: 131026" in out.stderr
     assert "retry it from the console's Platform page" in out.stderr
+    assert "--role platform_admin" in out.stderr  # who may open it
     assert "no reply within" not in out.stderr
 
 

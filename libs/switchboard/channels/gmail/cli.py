@@ -282,7 +282,9 @@ def simulate_gmail(
             help="A Gmail messages.get answer (JSON file, format=full) to deliver instead of --text."
         ),
     ] = None,
-    tenant: Annotated[str, typer.Option(help="Tenant slug whose Gmail mailbox receives it.")] = "demo",
+    tenant: Annotated[
+        str, typer.Option("--tenant", "-t", help="Tenant slug whose Gmail mailbox receives it.")
+    ] = "demo",
     thread_id: Annotated[str | None, typer.Option(help="Deliver into this Gmail thread (a reply).")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the reply.")] = 30.0,
 ) -> None:

@@ -208,7 +208,9 @@ def simulate_instagram(
     payload: Annotated[
         Path | None, typer.Option(help="Raw webhook body (JSON file) to post instead of --text.")
     ] = None,
-    tenant: Annotated[str, typer.Option(help="Tenant slug whose Instagram account receives it.")] = "demo",
+    tenant: Annotated[
+        str, typer.Option("--tenant", "-t", help="Tenant slug whose Instagram account receives it.")
+    ] = "demo",
     keep_timestamps: Annotated[bool, typer.Option(help="Post --payload timestamps as they are.")] = False,
     keep_ids: Annotated[
         bool,

@@ -214,7 +214,9 @@ def simulate_whatsapp(
     payload: Annotated[
         Path | None, typer.Option(help="Raw webhook body (JSON file) to post instead of --text.")
     ] = None,
-    tenant: Annotated[str, typer.Option(help="Tenant slug whose WhatsApp number receives it.")] = "demo",
+    tenant: Annotated[
+        str, typer.Option("--tenant", "-t", help="Tenant slug whose WhatsApp number receives it.")
+    ] = "demo",
     keep_timestamps: Annotated[
         bool, typer.Option(help="Post --payload timestamps as they are (default: now).")
     ] = False,
