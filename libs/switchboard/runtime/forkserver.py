@@ -165,9 +165,12 @@ def _child_main(request: dict[str, Any], out_fd: int, control: socket.socket) ->
             raise ValueError(f"fork server runs `python -m module ...` only, got {argv[:3]}")
         sys.argv = [argv[2], *argv[3:]]
         gc.unfreeze()
-        # the server may have preloaded the module itself: run_module would warn that it "may result in
-        # unpredictable behaviour" (it runs the code again as __main__ either way)
-        sys.modules.pop(argv[2], None)
+        # the server may have preloaded a service's module (``services.worker.main``): run_module would
+        # warn that it "may result in unpredictable behaviour" (it runs the code again as __main__ either
+        # way). Only a plain submodule is dropped: a package's (``uvicorn``) submodules hang on it.
+        preloaded = sys.modules.get(argv[2])
+        if preloaded is not None and "." in argv[2] and not hasattr(preloaded, "__path__"):
+            del sys.modules[argv[2]]
         try:
             runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
             code = 0
