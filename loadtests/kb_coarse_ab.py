@@ -1,9 +1,10 @@
 """The exact scan's first pass, old table against narrow table, interleaved question by question (branch ``retrieval5``).
 
-Run (after ``kb_graph_benchmark.py --data-dir DIR`` has loaded it once)::
+Run (after ``kb_graph_benchmark.py --data-dir KB100K`` has loaded it once; ``KB100K`` / ``KB10K``: the folder
+you chose for it)::
 
-    .venv/bin/python loadtests/kb_coarse_ab.py --data-dir /tmp/kb100k            # 100,000 chunks
-    .venv/bin/python loadtests/kb_coarse_ab.py --data-dir /tmp/kb10k --quick     # 10,000 chunks
+    .venv/bin/python loadtests/kb_coarse_ab.py --data-dir KB100K            # 100,000 chunks
+    .venv/bin/python loadtests/kb_coarse_ab.py --data-dir KB10K --quick     # 10,000 chunks
 
 For ``--questions`` of the benchmark's questions (each asked twice, tenants in turn), per mode
 (``vector``, ``hybrid``): the search statement ``search_chunks`` runs, prepared by the real code

@@ -6,8 +6,8 @@ Run (starts an embedded PostgreSQL + pgvector in a temporary folder, like the te
     .venv/bin/python loadtests/kb_graph_benchmark.py              # 100,000 chunks, 20 tenants
     .venv/bin/python loadtests/kb_graph_benchmark.py --database-url postgresql://...
     # load 100,000 chunks once into a kept folder, then measure again without reloading:
-    .venv/bin/python loadtests/kb_graph_benchmark.py --data-dir /tmp/kb100k
-    .venv/bin/python loadtests/kb_graph_benchmark.py --data-dir /tmp/kb100k --modes vector,hybrid
+    .venv/bin/python loadtests/kb_graph_benchmark.py --data-dir KB100K
+    .venv/bin/python loadtests/kb_graph_benchmark.py --data-dir KB100K --modes vector,hybrid
     .venv/bin/python loadtests/kb_graph_benchmark.py --quick --ingest-only   # ingestion alone, < 1 min
 
 ``--ingest-only`` (issue 17's ingestion target): the valve corpus, then ``--ingest-chunks`` (1,000)

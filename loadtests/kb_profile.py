@@ -2,8 +2,8 @@
 
 Run (after ``kb_graph_benchmark.py --data-dir DIR`` has loaded it once)::
 
-    .venv/bin/python loadtests/kb_profile.py --data-dir /tmp/kb100k            # 100,000 chunks
-    .venv/bin/python loadtests/kb_profile.py --data-dir /tmp/kb10k --quick     # 10,000 chunks
+    .venv/bin/python loadtests/kb_profile.py --data-dir KB100K            # 100,000 chunks
+    .venv/bin/python loadtests/kb_profile.py --data-dir KB10K --quick     # 10,000 chunks
 
 For 40 of the benchmark's questions, per mode (``vector``, ``hybrid``): p50 of
 

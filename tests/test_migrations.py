@@ -9,6 +9,8 @@ from sqlmodel import SQLModel
 from switchboard.db.engine import create_engine
 from switchboard.db.migrate import current_revision_sync, downgrade, head_revision, upgrade
 
+from tests.utils.tenants import insert_raw_tenant
+
 
 async def _state(url):
     engine = create_engine(url, pool_size=1)
@@ -110,17 +112,7 @@ async def test_0008_backfills_identities_and_gives_every_human_mode_conversation
     }
     try:
         async with engine.begin() as conn:
-            organization = uuid.uuid4()
-            await conn.execute(
-                text("INSERT INTO organizations (id, name) VALUES (:id, 'O')"), {"id": organization}
-            )
-            await conn.execute(
-                text(
-                    "INSERT INTO tenants (id, organization_id, slug, name, settings_extensions) "
-                    "VALUES (:id, :o, 't', 'T', '{}')"
-                ),
-                {"id": ids["tenant"], "o": organization},
-            )
+            await insert_raw_tenant(conn, ids["tenant"])
             customers = [
                 # (name, channel, external_user_id, phone, profile)
                 ("ana", "whatsapp", "15550000001", "15550000001", "{}"),

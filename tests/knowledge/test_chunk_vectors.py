@@ -17,6 +17,7 @@ from switchboard.knowledge import delete_source, search_chunks, set_source_activ
 from switchboard.knowledge.retrieval import explain_search
 
 from tests.utils.documents import OPENING_HOURS, RETURNS_POLICY, SHIPPING, WARRANTY
+from tests.utils.tenants import insert_raw_tenant
 
 _EXPECTED = """
 SELECT id, source_id, embedding_half::text AS half FROM knowledge_documents
@@ -137,17 +138,7 @@ async def test_the_migration_backfills_the_active_chunks_only(scratch_database_u
     tenant, source = uuid.uuid4(), uuid.uuid4()
     try:
         async with engine.begin() as conn:
-            organization = uuid.uuid4()
-            await conn.execute(
-                text("INSERT INTO organizations (id, name) VALUES (:id, 'O')"), {"id": organization}
-            )
-            await conn.execute(
-                text(
-                    "INSERT INTO tenants (id, organization_id, slug, name, settings_extensions) "
-                    "VALUES (:id, :o, 't', 'T', '{}')"
-                ),
-                {"id": tenant, "o": organization},
-            )
+            await insert_raw_tenant(conn, tenant)
             await conn.execute(
                 text(
                     "INSERT INTO knowledge_sources (id, tenant_id, filename, content_hash, size_bytes, status, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -39,3 +40,21 @@ async def new_tenant(
         settings_extensions.setdefault("leads", LEADS_HEURISTIC)
         tenant.settings_extensions = dict(settings_extensions)
     return tenant
+
+
+async def insert_raw_tenant(conn: Any, tenant_id: uuid.UUID, slug: str = "t") -> uuid.UUID:
+    """A tenant (and its organization) written with plain SQL on ``conn`` (an ``AsyncConnection``), for a
+    database migrated to an older revision, where the models of today do not fit. Returns the
+    organization's id."""
+    from sqlalchemy import text
+
+    organization = uuid.uuid4()
+    await conn.execute(text("INSERT INTO organizations (id, name) VALUES (:id, 'O')"), {"id": organization})
+    await conn.execute(
+        text(
+            "INSERT INTO tenants (id, organization_id, slug, name, settings_extensions) "
+            "VALUES (:id, :o, :slug, 'T', '{}')"
+        ),
+        {"id": tenant_id, "o": organization, "slug": slug},
+    )
+    return organization
