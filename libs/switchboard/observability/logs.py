@@ -66,16 +66,17 @@ _NONZERO = re.compile(r"(?<![\w.])(?:[1-9]\d*|True)(?![\w.])")
 
 
 class _IdleCronToDebug(logging.Filter):
-    """arq's INFO lines for a cron job of :data:`CRON_JOB_NAMES` become DEBUG when they say nothing: the
+    """arq's INFO lines for a job of :data:`CRON_JOB_NAMES` become DEBUG when they say nothing: the
     start line (``→ name()``) always, the success line (``← name ● result``) when the result is
-    ``None`` or counts only zeros. A run that did something keeps its INFO line; retries, failures and
+    ``None`` or counts only zeros. arq names a cron run ``name`` and any other job ``<job id>:name``
+    (``arq.worker.Worker.run_job``); both match. A run that did something keeps its INFO line; retries, failures and
     timeouts (arq logs them at WARNING and above or with other marks) are never touched."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno != logging.INFO or not isinstance(record.args, tuple) or len(record.args) < 2:
             return True
         message, ref = str(record.msg), str(record.args[1])
-        if ref not in CRON_JOB_NAMES:
+        if ref.rsplit(":", 1)[-1] not in CRON_JOB_NAMES:
             return True
         idle = "→" in message or (
             "← %s ●" in message and not _NONZERO.search(str(record.args[2]) if len(record.args) > 2 else "")
@@ -87,14 +88,14 @@ class _IdleCronToDebug(logging.Filter):
 
 
 CRON_JOB_NAMES: set[str] = set()
-"""Names of the cron jobs whose idle runs :class:`_IdleCronToDebug` quiets (the workers register theirs:
-:func:`quiet_idle_cron_jobs`)."""
+"""Names of the jobs whose idle runs :class:`_IdleCronToDebug` quiets: every cron job, and jobs that a cron
+job enqueues often (the Gmail poll's mailbox sync). The workers register theirs: :func:`quiet_idle_cron_jobs`."""
 _IDLE_CRON_FILTER = _IdleCronToDebug()
 
 
 def quiet_idle_cron_jobs(names: Iterable[str]) -> None:
-    """Log arq's lines for these cron jobs at DEBUG when a run did nothing (a 5-second sweep would
-    otherwise write two INFO lines every 5 s)."""
+    """Log arq's lines for these jobs (cron jobs, or jobs by function name) at DEBUG when a run did
+    nothing (a 5-second sweep would otherwise write two INFO lines every 5 s)."""
     CRON_JOB_NAMES.update(names)
 
 

@@ -448,6 +448,9 @@ def build_background_worker_settings(settings: Settings) -> type:
     from switchboard.memory import memory_sweep, summarize_memory
     from switchboard.queue.maintenance import sweep_inbound
 
+    # A mailbox's poll sync runs every GMAIL_POLL_INTERVAL_S and mostly finds nothing new: its arq lines
+    # are DEBUG then, like an idle cron run (a sync that stored mail keeps them at INFO).
+    quiet_idle_cron_jobs([SYNC_JOB])
     return _worker_class(
         settings,
         Queue.background,

@@ -181,3 +181,29 @@ async def test_a_poll_that_finds_nothing_due_logs_nothing_at_info(
     logging.getLogger("arq.worker").info("%6.2fs ← %s ● %s", 0.01, POLL_JOB, repr({**again, "polled": 1}))
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     assert [line["event"].split("●")[1].strip() for line in lines] == ["{'renewed': 0, 'polled': 1}"]
+
+
+async def test_a_mailbox_sync_that_finds_nothing_new_logs_nothing_at_info(scene, sessions, capsys):  # type: ignore[no-untyped-def]
+    """A mailbox is synced every GMAIL_POLL_INTERVAL_S, mostly to find nothing: that sync's arq lines and its
+    ``gmail_synced`` line are DEBUG, while a sync that stores mail keeps its INFO lines."""
+    settings = scene.settings.model_copy(update={"log_level": "INFO", "log_format": "json"})
+    await deliver(
+        scene.settings, scene.mailbox, from_=new_customer(), subject="Hello", text="Do you ship to Lisbon?"
+    )
+    capsys.readouterr()
+    await run_sync(settings, scene.account_id)
+    busy = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    synced = [line for line in busy if line["event"] == "gmail_synced"]
+    assert [(line["level"], line["stored"]) for line in synced] == [("info", 1)]
+    assert any("sync_gmail_mailbox" in line["event"] and "●" in line["event"] for line in busy)
+
+    await run_sync(settings, scene.account_id)  # lists the agent's reply: our own mail, in the history
+    capsys.readouterr()
+    await run_sync(settings, scene.account_id)
+    idle = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    said = [
+        line["event"]
+        for line in idle
+        if line["event"].startswith("gmail") or ":sync_gmail_mailbox" in line["event"]
+    ]
+    assert said == [], said

@@ -286,7 +286,9 @@ async def sync_mailbox(
     except MailboxNeedsReauth:
         report.status = "needs_reauth"
         return report
-    sync_log.info(
+    # A poll that found nothing new is DEBUG: one INFO line per mailbox per poll said nothing.
+    busy = report.listed or report.fetched or report.stored or report.resynced
+    (sync_log.info if busy else sync_log.debug)(
         "gmail_synced", listed=report.listed, fetched=report.fetched, stored=report.stored,
         duplicates=report.duplicates, ours=report.ours, resynced=report.resynced,
     )  # fmt: skip
