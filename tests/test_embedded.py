@@ -73,7 +73,9 @@ def test_postgres_restart_keeps_data_and_attaching_does_not_stop(tmp_path):
         assert _psql_rows(url2, "SHOW max_connections") == [(str(MAX_CONNECTIONS),)]
         # a tenant's chunk rows stay in the cache at 100,000 chunks (128MB read them from disk)
         assert _psql_rows(url2, "SHOW shared_buffers") == [(SHARED_BUFFERS,)] == [("1GB",)]
-        assert _psql_rows(url2, "SHOW shared_preload_libraries") == [(PRELOAD_LIBRARIES,)] == [("pg_prewarm",)]
+        assert (
+            _psql_rows(url2, "SHOW shared_preload_libraries") == [(PRELOAD_LIBRARIES,)] == [("pg_prewarm",)]
+        )
     finally:
         again.stop()
 
