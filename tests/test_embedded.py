@@ -7,7 +7,13 @@ import pytest
 import redis
 from switchboard.db.migrate import upgrade
 from switchboard.errors import EmbeddedServerError
-from switchboard.runtime.embedded import MAX_CONNECTIONS, SHARED_BUFFERS, EmbeddedPostgres, EmbeddedRedis
+from switchboard.runtime.embedded import (
+    MAX_CONNECTIONS,
+    PRELOAD_LIBRARIES,
+    SHARED_BUFFERS,
+    EmbeddedPostgres,
+    EmbeddedRedis,
+)
 
 from tests.utils.net import free_port
 
@@ -45,9 +51,15 @@ def test_postgres_restart_keeps_data_and_attaching_does_not_stop(tmp_path):
         assert not other.started_here
         other.stop(only_if_started_here=True)
         assert pg.is_running()
+        filenode = _psql_rows(url, "SELECT pg_relation_filenode('organizations')")[0][0]
     finally:
         pg.stop()
     assert not pg.is_running()
+    # autoprewarm wrote the pages in shared buffers at shutdown (header line, then
+    # "database,tablespace,filenode,fork,block" per page), so the next start reads them back in
+    blocks = (tmp_path / "postgres" / "autoprewarm.blocks").read_text().splitlines()
+    assert blocks[0].startswith("<<")
+    assert any(line.split(",")[2] == str(filenode) for line in blocks[1:])
 
     again = EmbeddedPostgres(tmp_path / "postgres")
     url2 = again.start()
@@ -61,6 +73,9 @@ def test_postgres_restart_keeps_data_and_attaching_does_not_stop(tmp_path):
         assert _psql_rows(url2, "SHOW max_connections") == [(str(MAX_CONNECTIONS),)]
         # a tenant's chunk rows stay in the cache at 100,000 chunks (128MB read them from disk)
         assert _psql_rows(url2, "SHOW shared_buffers") == [(SHARED_BUFFERS,)] == [("1GB",)]
+        assert (
+            _psql_rows(url2, "SHOW shared_preload_libraries") == [(PRELOAD_LIBRARIES,)] == [("pg_prewarm",)]
+        )
     finally:
         again.stop()
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 from switchboard.db.rls import enter_tenant_role
 from switchboard.knowledge import search_chunks
 from switchboard.knowledge.graph.explore import explore_entities
@@ -255,6 +255,36 @@ async def test_neighborhood_starts_at_the_closest_chunk_and_walks_one_hop(valves
         any(name in h.text for name in ("V200", "PTFE", "stainless steel 316", "EN 1092-1")) for h in hits
     )
     assert not any(h.text.startswith("Material: EPDM") for h in hits)  # two hops (PTFE - chlorine - EPDM)
+
+
+async def test_neighborhood_is_one_search_statement_and_never_repeats_its_closest_chunk(
+    valves, session, settings, engine
+):
+    statements: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", record)
+    try:
+        hits = await search_chunks(
+            session, tenant_id=valves.id, query="V200 series ball valves", mode="neighborhood", limit=12,
+            settings=settings,
+        )  # fmt: skip
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", record)
+    # the prepare round trip (chunk count, tenant row, SET LOCAL options), then one statement: the
+    # closest chunk and the one-hop walk from it (it was two, with a Python step between them)
+    assert len(statements) == 2 and "closest AS MATERIALIZED" in statements[1], statements
+    ids = [hit.chunk_id for hit in hits]
+    assert len(ids) > 3 and len(set(ids)) == len(ids)
+    assert [h.score for h in hits[1:]] == sorted((h.score for h in hits[1:]), reverse=True)
+    for limit in (1, 2):
+        fewer = await search_chunks(
+            session, tenant_id=valves.id, query="V200 series ball valves", mode="neighborhood", limit=limit,
+            settings=settings,
+        )  # fmt: skip
+        assert [hit.chunk_id for hit in fewer] == ids[:limit]
 
 
 async def test_graph_mode_returns_nothing_for_a_question_naming_no_entity(valves, session, settings):

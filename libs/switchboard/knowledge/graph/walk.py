@@ -32,9 +32,10 @@ SEEDS_BY_NAME = """seeds AS MATERIALIZED (
 
 SEEDS_BY_CHUNK = """seeds AS MATERIALIZED (
     SELECT e.id, e.kind FROM kg_mentions m JOIN kg_entities e ON e.id = m.entity_id
-    WHERE m.tenant_id = :tenant_id AND m.chunk_id = :seed_chunk AND e.kind <> 'range'
+    WHERE m.tenant_id = :tenant_id AND m.chunk_id = (SELECT id FROM closest) AND e.kind <> 'range'
 )"""
-"""Seeds: the entities (not ranges) mentioned by chunk ``:seed_chunk``."""
+"""Seeds: the entities (not ranges) mentioned by the chunk of the statement's ``closest`` CTE
+(``neighborhood`` mode: hybrid's best hit, in the same statement)."""
 
 _WALK = """walk(origin, entity_id, depth, rel_id, path) AS (
     SELECT s.id, s.id, 0, NULL::bigint, ARRAY[s.id] FROM seeds s
