@@ -134,11 +134,7 @@ class InboundMessage(InboundFacts):
 
     def stored_view(self) -> dict[str, Any]:
         """What the channel service stores under ``messages.raw["normalized"]`` for the worker."""
-        return self.model_dump(mode="json", exclude_none=True, include=_FACT_FIELDS)
-
-
-_FACT_FIELDS = frozenset(InboundFacts.model_fields)
-"""The fields :meth:`InboundMessage.stored_view` keeps (built once: the webhook's hot path)."""
+        return self.model_dump(mode="json", exclude_none=True, include=set(InboundFacts.model_fields))
 
 
 class StoredInbound(InboundFacts):

@@ -44,7 +44,7 @@ from switchboard.db.driver_pool import DriverPool
 from switchboard.db.errors import is_connection_error
 from switchboard.db.models import InboundState, Message, utcnow
 from switchboard.media.jobs import COPY_JOB, copy_job_id
-from switchboard.observability import debug_enabled, get_logger, tracing
+from switchboard.observability import get_logger, tracing
 from switchboard.outbox.statuses import DeliveryStatus
 from switchboard.queue.enqueue import JobSpec, enqueue_jobs
 from switchboard.queue.keys import channel_throttle_key, inbound_job_id
@@ -661,11 +661,9 @@ async def _ingest(
             )
     result.stored_ids = [row_id for row_id in result.stored_ids if row_id not in unprocessable]
 
-    # debug, and only looked at when written: the webhook's hot path (the worker logs every message
-    # it handles; the row itself is the per-delivery record)
-    for msg in delivery.messages if debug_enabled() else ():
+    for msg in delivery.messages:
         account = routed.get(msg.account_id)
-        if account is not None:
+        if account is not None:  # debug: the webhook's hot path (the worker logs every message it handles)
             log.debug(
                 "inbound_received",
                 channel=channel,

@@ -33,11 +33,11 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from switchboard.api.deps import SettingsDep
 from switchboard.channels.accounts import AccountDirectory
-from switchboard.channels.ingest import IngestResult, NormalizedDelivery, Throttle, ingest_delivery
+from switchboard.channels.ingest import NormalizedDelivery, Throttle, ingest_delivery
 from switchboard.channels.meta import SIGNATURE_HEADER, challenge_response, signature_is_valid
 from switchboard.channels.sanitize import parse_clean_json_body
 from switchboard.db.errors import is_connection_error
-from switchboard.observability import debug_enabled, get_logger, metrics
+from switchboard.observability import get_logger, metrics
 from switchboard.runtime.resources import Resources
 from switchboard.settings import Settings
 
@@ -106,32 +106,6 @@ class LeanRouter(APIRouter):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.lean_posts: dict[str, Callable[[Request], Awaitable[Response]]] = {}
-
-
-_ACCEPTED_BODIES: dict[tuple[int, int, int], bytes] = {}
-"""The rendered 200 body per (stored, duplicates, statuses) of a delivery without unknown accounts: a
-handful of shapes make nearly every answer, and rendering one (``JSONResponse``) costs more than the
-lookup (the hot path)."""
-
-
-def _accepted(result: IngestResult) -> Response:
-    """The 200 answer of a stored (or duplicate) delivery: ``{"status": "ok", "stored": n,
-    "duplicates": n, "statuses": n, "unknown_accounts": [ids]}`` as ``application/json``."""
-    key = (len(result.stored_ids), result.duplicates, result.statuses)
-    body = None if result.unknown_accounts else _ACCEPTED_BODIES.get(key)
-    if body is None:
-        body = JSONResponse(
-            {
-                "status": "ok",
-                "stored": key[0],
-                "duplicates": key[1],
-                "statuses": key[2],
-                "unknown_accounts": sorted(result.unknown_accounts),
-            }
-        ).body
-        if not result.unknown_accounts and len(_ACCEPTED_BODIES) < 1024:
-            _ACCEPTED_BODIES[key] = body
-    return Response(body, media_type="application/json")
 
 
 def meta_webhook_router(spec: MetaWebhook) -> LeanRouter:
@@ -233,20 +207,29 @@ def meta_webhook_router(spec: MetaWebhook) -> LeanRouter:
                     {"error": "temporarily unavailable"}, status_code=503, headers={"Retry-After": "5"}
                 ),
             )
-        # debug: one log line per delivery costs more than the rest of the 200 (counted by the metrics);
-        # guarded, since even a dropped debug call costs a logger bind (debug_enabled)
-        if debug_enabled():
-            log.debug(
-                "webhook_accepted",
-                channel=channel,
-                stored=len(result.stored_ids),
-                duplicates=result.duplicates,
-                statuses=result.statuses,
-                unknown_accounts=sorted(result.unknown_accounts),
-                skipped=delivery.skipped,
-                ack_ms=round((time.perf_counter() - started) * 1000, 2),
-            )
-        return ack("accepted", _accepted(result))
+        # debug: one log line per delivery costs more than the rest of the 200 (counted by the metrics)
+        log.debug(
+            "webhook_accepted",
+            channel=channel,
+            stored=len(result.stored_ids),
+            duplicates=result.duplicates,
+            statuses=result.statuses,
+            unknown_accounts=sorted(result.unknown_accounts),
+            skipped=delivery.skipped,
+            ack_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+        return ack(
+            "accepted",
+            JSONResponse(
+                {
+                    "status": "ok",
+                    "stored": len(result.stored_ids),
+                    "duplicates": result.duplicates,
+                    "statuses": result.statuses,
+                    "unknown_accounts": sorted(result.unknown_accounts),
+                }
+            ),
+        )
 
     @router.post(
         "",

@@ -9,14 +9,12 @@ from switchboard.observability.logs import (
     adopt_library_loggers,
     bind_message_context,
     configure_logging,
-    debug_enabled,
     get_logger,
     message_context,
 )
 
 __all__ = [
     "configure_logging",
-    "debug_enabled",
     "get_logger",
     "bind_message_context",
     "message_context",

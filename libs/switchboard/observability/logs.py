@@ -28,7 +28,6 @@ from switchboard.settings import LogFormat
 
 __all__ = [
     "configure_logging",
-    "debug_enabled",
     "get_logger",
     "bind_message_context",
     "message_context",
@@ -179,16 +178,6 @@ def configure_logging(
 def get_logger(name: str | None = None) -> structlog.stdlib.BoundLogger:
     """A structlog logger; bound context variables are merged into each line."""
     return structlog.get_logger(name)
-
-
-def debug_enabled() -> bool:
-    """Whether this process writes DEBUG lines (the level :func:`configure_logging` set).
-
-    A guard for a debug line on a hot path (the webhook's per-delivery lines): below DEBUG the call
-    alone still costs ~20 µs, because a module's logger is a lazy proxy that binds a fresh logger on
-    every call (``cache_logger_on_first_use`` stays off so tests can reconfigure structlog).
-    """
-    return logging.root.isEnabledFor(logging.DEBUG)
 
 
 def bind_message_context(
