@@ -305,6 +305,38 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def store_pids(marker: str) -> list[int]:
+    """Pids of the embedded Postgres (postmaster and its backends) and Redis whose command line names
+    ``marker`` (this run's temporary folder), and their children."""
+    procs: dict[int, tuple[int, str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+            procs[int(entry.name)] = (ppid, (entry / "cmdline").read_bytes().decode(errors="replace"))
+        except (OSError, ValueError, IndexError):
+            continue
+    roots = {pid for pid, (_, cmd) in procs.items() if marker in cmd}
+    return sorted(roots | {pid for pid, (ppid, _) in procs.items() if ppid in roots})
+
+
+def store_cpu(marker: str) -> dict[int, float]:
+    """CPU seconds so far per process of :func:`store_pids` (a pid that ended meanwhile is left out)."""
+    out = {}
+    for pid in store_pids(marker):
+        try:
+            out[pid] = cpu_s(pid)
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def store_cpu_since(marker: str, before: dict[int, float]) -> float:
+    """CPU seconds the store processes used since ``before`` (:func:`store_cpu`); new backends count whole."""
+    return sum(now - before.get(pid, 0.0) for pid, now in store_cpu(marker).items())
+
+
 def wait_healthy(port: int, proc: subprocess.Popen[bytes], path: str) -> None:
     deadline = time.monotonic() + 180  # a loaded machine imports slowly
     while time.monotonic() < deadline:
@@ -375,9 +407,20 @@ def main() -> None:
     ap.add_argument("--profile", type=Path, help="py-spy the project during one extra run; raw stacks here")
     ap.add_argument("--profile-only", action="store_true", help="with --profile: stop after the profile")
     ap.add_argument(
+        "--profile-native",
+        action="store_true",
+        help="with --profile: C frames too (py-spy --native; it pauses the process per sample)",
+    )
+    ap.add_argument(
         "--checkout", type=Path, default=ROOT, help="the repository to measure (default: this one)"
     )
     ap.add_argument("--log-level", default="INFO", help="the project's LOG_LEVEL (production default INFO)")
+    ap.add_argument(
+        "--port-base",
+        type=int,
+        default=0,
+        help="Redis, the project and the floor on this port and the next two (default: free ports)",
+    )
     a = ap.parse_args()
     if a.quick:
         a.conc, a.seconds, a.rounds, a.paced, a.paced_seconds = [50, 250], 5.0, 2, a.paced or 250, 10.0
@@ -394,7 +437,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="sbperf-") as tmp:
         tmpp = Path(tmp)
         pg = EmbeddedPostgres(tmpp / "pg")
-        rd = EmbeddedRedis(tmpp / "redis", free_port())
+        ports = [a.port_base + k for k in range(3)] if a.port_base else [free_port() for _ in range(3)]
+        rd = EmbeddedRedis(tmpp / "redis", ports[0])
         db = pg.start()
         rurl = rd.start()
         procs: list[subprocess.Popen[bytes]] = []
@@ -412,7 +456,7 @@ def main() -> None:
             env = dict(os.environ, DATABASE_URL=db, REDIS_URL=rurl, DATA_DIR=str(tmpp / "state"),
                        META_APP_SECRET=SECRET, LOG_LEVEL=a.log_level, LOG_FORMAT="json",
                        FLOOR_PG=db.replace("postgresql+asyncpg", "postgresql"))  # fmt: skip
-            pa, pb = free_port(), free_port()
+            pa, pb = ports[1], ports[2]
             (tmpp / "floor_app.py").write_text(FLOOR_APP)
             spec = next(s for s in SERVICES if s.name == "whatsapp")
             argv = spec.command(Settings(host="127.0.0.1", whatsapp_port=pa))  # what `switchboard run` starts
@@ -432,6 +476,7 @@ def main() -> None:
             wait_healthy(pb, floor, "/")
             targets = {"project": (pa, "/webhooks/whatsapp"), "floor": (pb, "/")}
             pids = {"project": project.pid, "floor": floor.pid}
+            store = str(tmpp)  # marks this run's Postgres and Redis processes (store_pids)
             for port, path in targets.values():  # warm up: pools, caches, prepared statements
                 asyncio.run(closed_loop(port, path, 20, 2))
             print(f"webhook vs floor: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} at start, project "
@@ -442,17 +487,21 @@ def main() -> None:
 
                 def run(who: str, c: int) -> dict[str, Any]:
                     port, path = targets[who]
-                    before = cpu_s(pids[who])
+                    before, store_before = cpu_s(pids[who]), store_cpu(store)
                     out = drive_wrk(f"http://127.0.0.1:{port}{path}", lua, c, a.seconds)
-                    return {**out, "cpu_ms": (cpu_s(pids[who]) - before) * 1000 / max(1, out["n"])}
+                    n = max(1, out["n"])
+                    return {**out, "cpu_ms": (cpu_s(pids[who]) - before) * 1000 / n,
+                            "store_ms": store_cpu_since(store, store_before) * 1000 / n}  # fmt: skip
 
                 print("closed loop from wrk (the p95 column is wrk's p90), 1 in 10 a redelivery")
             else:
 
                 def run(who: str, c: int) -> dict[str, Any]:
-                    before = cpu_s(pids[who])
+                    before, store_before = cpu_s(pids[who]), store_cpu(store)
                     out = asyncio.run(closed_loop(*targets[who], c, a.seconds))
-                    return {**out, "cpu_ms": (cpu_s(pids[who]) - before) * 1000 / max(1, out["n"])}
+                    n = max(1, out["n"])
+                    return {**out, "cpu_ms": (cpu_s(pids[who]) - before) * 1000 / n,
+                            "store_ms": store_cpu_since(store, store_before) * 1000 / n}  # fmt: skip
 
                 print("closed loop from an asyncio client, 1 in 10 a redelivery")
             if a.profile:
@@ -460,7 +509,8 @@ def main() -> None:
                 if not spy:
                     raise SystemExit("--profile needs py-spy (dev group)")
                 rec = subprocess.Popen([spy, "record", "--pid", str(project.pid), "--format", "raw", "--rate", "200",
-                                        "--duration", str(int(a.seconds)), "--output", str(a.profile), "--nonblocking"],
+                                        "--duration", str(int(a.seconds)), "--output", str(a.profile),
+                                        "--native" if a.profile_native else "--nonblocking"],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
                 time.sleep(0.5)
                 run("project", max(a.conc))
@@ -470,7 +520,7 @@ def main() -> None:
                     return
             print(
                 f"{'conc':>5} {'who':>8} {'n':>7} {'err':>5} {'req/s':>8} {'p50':>7} {'p95':>7} {'p99':>7}  (ms)"
-                f" {'cpu/req':>8} (ms of the server process's CPU per answered post)"
+                f" {'cpu/req':>8} {'db/req':>7} (ms of CPU per answered post: the server process; Postgres + Redis)"
             )
             for c in a.conc:
                 ratios = []
@@ -478,7 +528,7 @@ def main() -> None:
                     r = {who: run(who, c) for who in ("project", "floor")}
                     for who, x in r.items():
                         print(f"{c:>5} {who:>8} {x['n']:>7} {x['errors']:>5} {x['rps']:>8.0f} {x['p50']:>7.1f} "
-                              f"{x['p95']:>7.1f} {x['p99']:>7.1f}        {x['cpu_ms']:>8.3f}")  # fmt: skip
+                              f"{x['p95']:>7.1f} {x['p99']:>7.1f}        {x['cpu_ms']:>8.3f} {x['store_ms']:>7.3f}")  # fmt: skip
                     ratios.append(
                         (r["project"]["rps"] / r["floor"]["rps"], r["project"]["p99"] / r["floor"]["p99"],
                          r["project"]["cpu_ms"] / r["floor"]["cpu_ms"])
