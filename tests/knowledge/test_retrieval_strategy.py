@@ -97,21 +97,58 @@ async def test_inactive_documents_do_not_count_towards_the_threshold(
 
 
 @pytest.mark.parametrize("mode", ["vector", "hybrid", "neighborhood"])
-async def test_search_plans_every_run_for_its_own_tenant_and_question_in_the_transaction_only(
+async def test_search_reuses_one_generic_plan_per_statement_and_restores_the_plan_cache_mode(
     tenants, sessions, strategy_settings, mode
 ):
-    # the driver prepares a statement once per connection; after five runs PostgreSQL may keep a
-    # generic plan made without the tenant or the question vector: search forces custom plans
+    # the driver prepares each statement once per connection: the search plans it once (a generic
+    # plan, the question vector an init plan) instead of for every question, and puts the
+    # transaction's plan_cache_mode back, so the caller's later statements plan as before
     small, large, _ = tenants
-    for tenant in (small, large):
-        async with sessions() as session, session.begin():
-            assert (await session.exec(text("SHOW plan_cache_mode"))).scalar_one() == "auto"
-            for _ in range(7):
+    questions = ["showroom opening hours", "opening hours of the showroom", "when is the showroom open"]
+    async with sessions() as session, session.begin():
+        assert (await session.exec(text("SHOW plan_cache_mode"))).scalar_one() == "auto"
+        before = await _search_plan_counts(session)  # the pooled connection may have run searches
+        for tenant in (small, large):  # the exact scan and HNSW: different statements
+            for question in questions * 3:
                 hits = await search_chunks(
-                    session, tenant_id=tenant.id, query="showroom opening hours", mode=mode,
-                    settings=strategy_settings,
-                )  # fmt: skip
-                assert hits and "showroom" in hits[0].text.lower(), (mode, hits)
-            assert (await session.exec(text("SHOW plan_cache_mode"))).scalar_one() == "force_custom_plan"
-        async with sessions() as session, session.begin():
-            assert (await session.exec(text("SHOW plan_cache_mode"))).scalar_one() == "auto"
+                    session, tenant_id=tenant.id, query=question, mode=mode, settings=strategy_settings
+                )
+                assert hits and "showroom" in hits[0].text.lower(), (mode, question, hits)
+                assert (await session.exec(text("SHOW plan_cache_mode"))).scalar_one() == "auto"
+        after = await _search_plan_counts(session)
+        used = {
+            statement: (generic - before.get(statement, (0, 0))[0], custom - before.get(statement, (0, 0))[1])
+            for statement, (generic, custom) in after.items()
+            if (generic, custom) != before.get(statement)
+        }
+        assert sum(generic for generic, _ in used.values()) == 18, used  # every search on a generic plan
+        assert all(custom == 0 for _, custom in used.values()), used
+        assert 2 <= len(used) <= 4, used  # per strategy, with or without the walk: one plan each
+    async with sessions() as session, session.begin():
+        assert (await session.exec(text("SHOW plan_cache_mode"))).scalar_one() == "auto"
+
+
+async def test_search_restores_a_plan_cache_mode_the_caller_set(tenants, session, strategy_settings):
+    _, large, _ = tenants
+    await session.exec(text("SET LOCAL plan_cache_mode = force_custom_plan"))
+    await session.exec(text("SET LOCAL enable_sort = on"))
+    hits = await search_chunks(
+        session, tenant_id=large.id, query="showroom opening hours", mode="hybrid", settings=strategy_settings
+    )
+    assert hits and "showroom" in hits[0].text.lower()
+    assert (await session.exec(text("SHOW plan_cache_mode"))).scalar_one() == "force_custom_plan"
+    assert (await session.exec(text("SHOW enable_sort"))).scalar_one() == "on"
+
+
+async def _search_plan_counts(session) -> dict[str, tuple[int, int]]:
+    """``{statement: (generic_plans, custom_plans)}`` of the connection's prepared search statements."""
+    rows = (
+        await session.exec(
+            text(
+                "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
+                " WHERE statement LIKE '%knowledge_documents d%'"
+                " AND statement NOT LIKE '%pg_prepared_statements%'"
+            )
+        )
+    ).all()
+    return {row.statement: (row.generic_plans, row.custom_plans) for row in rows}

@@ -52,7 +52,14 @@ from switchboard.db.models import Tenant
 from switchboard.errors import TenantNotFound
 from switchboard.knowledge.embeddings import EmbeddingConfig, embed_query, resolve_embedding_config
 from switchboard.knowledge.graph.extract import question_names, question_units, relation_cues
-from switchboard.knowledge.graph.walk import GRAPH_SQL, SEEDS_BY_CHUNK, SEEDS_BY_NAME, SIMILARITY, graph_ctes
+from switchboard.knowledge.graph.walk import (
+    GRAPH_SQL,
+    QVEC,
+    SEEDS_BY_CHUNK,
+    SEEDS_BY_NAME,
+    SIMILARITY,
+    graph_ctes,
+)
 from switchboard.llm.lexical import tokenize
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
@@ -179,20 +186,20 @@ def _nearest_cte(name: str, limit_param: str, *, exact: bool) -> str:
     SELECT v.id
     FROM knowledge_chunk_vectors v
     WHERE v.tenant_id = :tenant_id AND v.source_id = ANY(ARRAY({_MODEL_SOURCES}))
-    ORDER BY v.embedding_half <#> CAST(l2_normalize(CAST(:qvec AS vector)) AS halfvec), v.id
+    ORDER BY v.embedding_half <#> (SELECT CAST(l2_normalize(CAST(:qvec AS vector)) AS halfvec)), v.id
     LIMIT :rerank_candidates
 ),
 {name} AS MATERIALIZED (
-    SELECT d.id, d.embedding <=> CAST(:qvec AS vector) AS distance
+    SELECT d.id, d.embedding <=> {QVEC} AS distance
     FROM {name}_coarse c JOIN knowledge_documents d ON d.id = c.id
     ORDER BY distance, d.id
     LIMIT :{limit_param}
 )"""
     return f"""{name} AS MATERIALIZED (
-    SELECT d.id, d.embedding <=> CAST(:qvec AS vector) AS distance
+    SELECT d.id, d.embedding <=> {QVEC} AS distance
     FROM knowledge_documents d
     WHERE d.tenant_id = :tenant_id AND d.is_active AND d.source_id IN ({_MODEL_SOURCES})
-    ORDER BY d.embedding <=> CAST(:qvec AS vector)
+    ORDER BY d.embedding <=> {QVEC}
     LIMIT :{limit_param}
 )"""
 
@@ -242,14 +249,13 @@ fused AS (
 ),
 scored AS (
     SELECT d.id, d.source_id, s.filename, d.page, d.sheet, d.text, d.attributes, f.rrf, f.from_graph,
-           CASE WHEN s.embedding_model = :model THEN 1 - (d.embedding <=> CAST(:qvec AS vector)) END
-               AS similarity,
+           {SIMILARITY} AS similarity,
            (SELECT count(*) FROM unnest(CAST(:terms AS text[])) AS t(term)
              WHERE d.tsv @@ phraseto_tsquery('simple', t.term))::float / :n_terms AS coverage
     FROM fused f
     JOIN knowledge_documents d ON d.id = f.id
     JOIN knowledge_sources s ON s.id = d.source_id AND s.tenant_id = :tenant_id
-)"""
+)""".replace("{SIMILARITY}", SIMILARITY)
 """Hybrid mode's CTEs up to ``scored`` (the fused candidates with similarity and keyword coverage);
 ``{graph}`` is the walk's CTEs (or empty ones) named ``{seeds_name}`` and ``{graph_name}``."""
 
@@ -318,10 +324,7 @@ def _exact_sql(count: int) -> str:
     verify = " AND ".join(f"regexp_like(d.text, :pat{i}, 'i')" for i in range(count))
     return f"""
 SELECT d.id, d.source_id, s.filename, d.page, d.sheet, d.text, d.attributes,
-       CASE WHEN s.embedding_model = :model THEN 1 - (d.embedding <=> CAST(:qvec AS vector)) END
-           AS similarity,
-       coalesce(CASE WHEN s.embedding_model = :model THEN 1 - (d.embedding <=> CAST(:qvec AS vector)) END, 0)
-           AS score
+       {SIMILARITY} AS similarity, coalesce({SIMILARITY}, 0) AS score
 FROM knowledge_documents d
 JOIN knowledge_sources s ON s.id = d.source_id AND s.tenant_id = :tenant_id
 WHERE d.tenant_id = :tenant_id AND d.is_active AND {prefilter} AND {verify}
@@ -331,17 +334,19 @@ LIMIT :limit
 
 
 _PREPARE_SQL = """
-WITH previous AS MATERIALIZED (SELECT current_setting('enable_sort') AS enable_sort),
+WITH previous AS MATERIALIZED (
+    SELECT current_setting('enable_sort') AS enable_sort, current_setting('plan_cache_mode') AS plan_cache_mode
+),
 counted AS MATERIALIZED (
     SELECT coalesce(sum(ks.chunk_count), 0) AS chunks
     FROM knowledge_sources ks
     WHERE ks.tenant_id = :tenant_id AND ks.is_active
 )
-SELECT c.chunks, p.enable_sort AS previous_sort,
+SELECT c.chunks, p.enable_sort AS previous_sort, p.plan_cache_mode AS previous_plan_cache_mode,
        (SELECT t.settings_extensions FROM tenants t WHERE t.id = :tenant_id) AS settings_extensions,
        set_config('hnsw.iterative_scan', 'relaxed_order', true) AS iterative_scan,
        set_config('hnsw.ef_search', :ef_search, true) AS ef_search,
-       set_config('plan_cache_mode', 'force_custom_plan', true) AS plan_cache_mode,
+       set_config('plan_cache_mode', 'force_generic_plan', true) AS plan_cache_mode,
        set_config('enable_sort', CASE WHEN c.chunks > :max_exact THEN 'off' ELSE p.enable_sort END, true)
            AS enable_sort
 FROM counted c, previous p
@@ -352,10 +357,16 @@ own, the tenant's active chunk count, which picks the
 exact scan or HNSW, and the transaction-local options (``set_config(..., true)`` is ``SET LOCAL``):
 HNSW's iterative scan and ``ef_search``, and for HNSW ``enable_sort = off``, so that the planner
 cannot swap the index for "read the tenant's rows and sort" (the previous value is read first,
-in its own CTE, to be restored after the search), and ``plan_cache_mode = force_custom_plan``: the
-driver prepares each statement once per connection, and after five runs PostgreSQL may switch it to
-a generic plan, made without the tenant or the question vector (profiled: the hybrid query took
-~50 ms end to end for ~20 ms of planning plus execution)."""
+in its own CTE, to be restored after the search), and ``plan_cache_mode = force_generic_plan``
+(restored after the search with ``enable_sort``): the driver prepares each statement once per
+connection, so the search statement is planned once per connection and text (exact scan or HNSW,
+with or without the walk) and its plan reused, instead of planned for every search (hybrid: 2.9 ms
+of planning at 100,000 chunks; its statement 13.8 -> 10.1 ms p50 with identical hits, branch
+``retrieval6``). That plan cannot depend on the tenant or the question, and none of these statements'
+plans should: the CTEs are ``MATERIALIZED``, the tenant's rows come through its indexes, and the
+question vector is an init plan (``(SELECT CAST(:qvec AS vector))``, :data:`QVEC`), computed once per
+execution. (Branch ``retrieval2`` had forced custom plans: a generic plan then parsed the 1,536
+numbers of ``CAST(:qvec AS vector)`` for every row it compared, ~50 ms a hybrid search.)"""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -366,6 +377,9 @@ class _Prepared:
     tenant_chunks: int | None
     restore_sort: str | None
     """``enable_sort`` value to put back after an HNSW query (``None``: nothing to restore)."""
+    restore_plan_cache: str | None = None
+    """``plan_cache_mode`` value to put back after a ``vector``/``hybrid``/``neighborhood`` query
+    (``None``: nothing to restore)."""
     threshold: float
     embedding: EmbeddingConfig
 
@@ -401,8 +415,8 @@ async def _prepare(
     statement (:data:`_NEIGHBORHOOD_SQL`) instead, the closest chunk and up to ``neighbours`` chunks
     one hop away from it.
 
-    Leaves ``SET LOCAL`` options in the session's transaction (``enable_sort = off`` for HNSW:
-    the caller restores it from ``restore_sort`` once the search has run).
+    Leaves ``SET LOCAL`` options in the session's transaction (``plan_cache_mode``, and
+    ``enable_sort = off`` for HNSW): the caller restores them (:func:`_restore`) once the search has run.
     """
     if mode not in SEARCH_MODES or mode == "neighborhood":
         raise ValueError(f"unknown search mode {mode!r}: use {', '.join(SEARCH_MODES)}")
@@ -416,6 +430,7 @@ async def _prepare(
     strategy: Literal["exact_scan", "hnsw", "keyword", "graph"] = "keyword"
     tenant_chunks: int | None = None
     restore_sort: str | None = None
+    restore_plan_cache: str | None = None
     if mode == "exact":
         tokens = code_tokens(query) or terms
         if not tokens:
@@ -453,6 +468,8 @@ async def _prepare(
         strategy = "exact_scan" if exact_scan else "hnsw"
         if not exact_scan and prepared.previous_sort != "off":
             restore_sort = prepared.previous_sort
+        if prepared.previous_plan_cache_mode != "force_generic_plan":
+            restore_plan_cache = prepared.previous_plan_cache_mode
         params["min_similarity"] = float(
             embedding.min_similarity if min_similarity is None else min_similarity
         )
@@ -504,6 +521,7 @@ async def _prepare(
         strategy=strategy,
         tenant_chunks=tenant_chunks,
         restore_sort=restore_sort,
+        restore_plan_cache=restore_plan_cache,
         threshold=float(threshold),
         embedding=embedding,
     )
@@ -534,10 +552,12 @@ def _graph_params(query: str, settings: Settings, *, use_graph: bool | None) -> 
 
 
 async def _restore(session: AsyncSession, prepared: _Prepared) -> None:
-    if prepared.restore_sort is not None:
-        await session.exec(
-            text("SELECT set_config('enable_sort', :value, true)"), params={"value": prepared.restore_sort}
-        )
+    """Put back the transaction's planner options :data:`_PREPARE_SQL` changed: one round trip, or none."""
+    restore = {"enable_sort": prepared.restore_sort, "plan_cache_mode": prepared.restore_plan_cache}
+    values = {name: value for name, value in restore.items() if value is not None}
+    if values:
+        calls = ", ".join(f"set_config('{name}', :{name}, true)" for name in values)
+        await session.exec(text(f"SELECT {calls}"), params=values)
 
 
 async def search_chunks(
@@ -555,15 +575,15 @@ async def search_chunks(
     """Find the tenant's chunks that answer ``query``; nothing when nothing is relevant enough.
 
     Round trips: ``vector``/``hybrid`` read the tenant's chunk count while setting the planner
-    options, then run the one search query (plus one to restore ``enable_sort`` after HNSW);
+    options, then run the one search query (plus one to restore ``plan_cache_mode``, and
+    ``enable_sort`` after HNSW);
     ``exact`` and ``graph`` run the one query; ``neighborhood`` runs a ``hybrid`` search (top 1,
     without the walk) and then the one-hop walk from its chunk. A tenant row lookup comes first
     when ``embedding`` is omitted.
 
     Args:
-        session: open session; ``SET LOCAL`` applies to its current transaction (``vector``,
-            ``hybrid`` and ``neighborhood`` leave ``plan_cache_mode = force_custom_plan`` set in it:
-            harmless for later statements, a custom plan each).
+        session: open session; its current transaction's planner options are as they were when
+            this returns (the search sets and restores them).
         tenant_id: the tenant established by authentication (never taken from a model).
         query: the question, or a code for ``exact`` mode.
         mode: ``vector``, ``hybrid`` (default), ``exact``, ``graph`` or ``neighborhood`` (see the

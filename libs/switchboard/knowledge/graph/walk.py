@@ -22,7 +22,15 @@ the seat material) outranks one that touches a single seed. Everything is filter
 
 from __future__ import annotations
 
-__all__ = ["SEEDS_BY_NAME", "SEEDS_BY_CHUNK", "SIMILARITY", "graph_ctes", "GRAPH_SQL", "RELATIONS_SQL"]
+__all__ = [
+    "SEEDS_BY_NAME",
+    "SEEDS_BY_CHUNK",
+    "QVEC",
+    "SIMILARITY",
+    "graph_ctes",
+    "GRAPH_SQL",
+    "RELATIONS_SQL",
+]
 
 SEEDS_BY_NAME = """seeds AS MATERIALIZED (
     SELECT e.id, e.kind FROM kg_entities e
@@ -113,7 +121,11 @@ LIMIT :limit
 """``graph`` mode: the walk's chunks, best first, score scaled to 0..1 (the best is 1). ``{similarity}``
 is :data:`SIMILARITY` for a question (``:model``, ``:qvec``) or ``NULL``."""
 
-SIMILARITY = "CASE WHEN s.embedding_model = :model THEN 1 - (d.embedding <=> CAST(:qvec AS vector)) END"
+QVEC = "(SELECT CAST(:qvec AS vector))"
+"""The question vector as an init plan: computed once per execution, also in a generic plan (where a
+bare ``CAST(:qvec AS vector)`` would parse the parameter's 1,536 numbers again for every row)."""
+
+SIMILARITY = f"CASE WHEN s.embedding_model = :model THEN 1 - (d.embedding <=> {QVEC}) END"
 
 RELATIONS_SQL = (
     "WITH RECURSIVE {ctes}\n"
