@@ -377,7 +377,7 @@ class _Prepared:
     tenant_chunks: int | None
     restore_sort: str | None
     """``enable_sort`` value to put back after an HNSW query (``None``: nothing to restore)."""
-    restore_plan_cache: str | None = None
+    restore_plan_cache: str | None
     """``plan_cache_mode`` value to put back after a ``vector``/``hybrid``/``neighborhood`` query
     (``None``: nothing to restore)."""
     threshold: float
