@@ -115,8 +115,49 @@ def _request(tenant_id: uuid.UUID, pair: tuple[uuid.UUID, uuid.UUID]) -> TurnReq
     )  # fmt: skip
 
 
+_TICK_S = 1 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of one process and its reaped children, from ``/proc`` (Linux); 0.0 if gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    # after the command: state ppid ... utime(12) stime(13) cutime(14) cstime(15), 0-based from state
+    return sum(int(f) for f in fields[11:15]) * _TICK_S
+
+
+def _tree_cpu_s(root: int) -> float:
+    """CPU seconds of ``root`` plus its live children (Postgres backends are the postmaster's children)."""
+    total = _proc_cpu_s(root)
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == root:
+                total += _proc_cpu_s(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def _postmaster_pid(data_dir: Path | None) -> int | None:
+    """The embedded Postgres's postmaster pid (``postmaster.pid`` under its data dir), None when not ours."""
+    if data_dir is None:
+        return None
+    try:
+        return int((data_dir / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 async def run(
-    database_url: str, model_url: str, turns: int, concurrency: int, profile: str | None = None
+    database_url: str,
+    model_url: str,
+    turns: int,
+    concurrency: int,
+    profile: str | None = None,
+    server_pid: int | None = None,
+    pg_dir: Path | None = None,
 ) -> None:
     settings = load_settings(database_url=database_url, _env_file=None, data_dir=Path(tempfile.mkdtemp()))
     engine = create_engine(database_url, pool_size=concurrency)
@@ -153,6 +194,9 @@ async def run(
         profiler.enable()
     walls: dict[uuid.UUID, float] = {}
     cpu_started = time.process_time()
+    postmaster = _postmaster_pid(pg_dir)
+    server_started = _tree_cpu_s(server_pid) if server_pid else 0.0
+    pg_started = _tree_cpu_s(postmaster) if postmaster else 0.0
     for pair in pairs:
         request = _request(tenant.id, pair)
         wall_started = time.perf_counter()
@@ -165,6 +209,8 @@ async def run(
         )
         seq_ids.append(request.inbound_message_id)
     cpu_ms = (time.process_time() - cpu_started) * 1000 / len(pairs)
+    server_cpu_ms = ((_tree_cpu_s(server_pid) - server_started) * 1000 / len(pairs)) if server_pid else None
+    pg_cpu_ms = ((_tree_cpu_s(postmaster) - pg_started) * 1000 / len(pairs)) if postmaster else None
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(profile)
@@ -215,6 +261,14 @@ async def run(
         f"harness of the whole call (call - model - guardrail model - tools): p50 {_percentile(whole_harness, 0.5):7.1f} ms   p95 {_percentile(whole_harness, 0.95):7.1f} ms"
     )
     print(f"CPU of this process per sequential turn: {cpu_ms:.1f} ms (the model server is another process)")
+    split = [f"orchestrator {cpu_ms:.1f}"]
+    if server_cpu_ms is not None:
+        split.append(f"model server {server_cpu_ms:.1f}")
+    if pg_cpu_ms is not None:
+        split.append(f"Postgres {pg_cpu_ms:.1f}")
+    print(
+        f"CPU per sequential turn by process (ms): {', '.join(split)} (cProfile, if on, inflates the first)"
+    )
     print(f"mean total {statistics.fmean(totals):.1f} ms")
     print(
         f"throughput at {concurrency} concurrent turns: {turns / elapsed:.1f} turns/s ({turns} turns in {elapsed:.2f} s)"
@@ -239,6 +293,7 @@ def main() -> None:
         cwd=Path(__file__).resolve().parents[1], env={**os.environ, "LOG_LEVEL": "WARNING"},
     )  # fmt: skip
     pg = None
+    pg_dir = None  # only the embedded cluster's CPU is counted (DATABASE_URL may be shared)
     try:
         model_url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
@@ -250,10 +305,13 @@ def main() -> None:
                 time.sleep(0.1)
         database_url = os.environ.get("DATABASE_URL")
         if not database_url:
-            pg = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="sb-load-")) / "postgres")
+            pg_dir = Path(tempfile.mkdtemp(prefix="sb-load-")) / "postgres"
+            pg = EmbeddedPostgres(pg_dir)
             database_url = pg.start()
         upgrade(database_url)
-        asyncio.run(run(database_url, model_url, args.turns, args.concurrency, args.profile))
+        asyncio.run(
+            run(database_url, model_url, args.turns, args.concurrency, args.profile, server.pid, pg_dir)
+        )
     finally:
         server.terminate()
         server.wait(10)
