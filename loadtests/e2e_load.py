@@ -23,7 +23,9 @@ It prints:
   keyed by the message each reply answers: **customer messages without a reply** (per turn: a reply
   covers the message it answers and the older ones coalesced into it) and **replies sent twice**;
   apart from those, **handed to a person**: messages with no AI reply in a conversation already in human
-  mode (the customer had the holding reply; answered by design, not lost).
+  mode (the customer had the holding reply; answered by design, not lost), and a Gmail message over the
+  thread's automatic reply cap (``auto_reply_cap`` replies in ``auto_reply_window_s``: that message goes
+  to a person instead of the model, by design).
 
 Usage::
 
@@ -257,7 +259,9 @@ async def outbox_claims(database_url: str, since: float) -> dict[tuple[str, str]
 
 async def handoff_times(database_url: str) -> dict[tuple[str, str], float]:
     """``(channel, provider id) → epoch s`` its conversation first switched to ``human``, for every
-    inbound message whose conversation was handed to a person (``conversation_events``)."""
+    inbound message whose conversation was handed to a person (``conversation_events``); ``-inf`` for a
+    message whose own processing handed it over without an AI reply (Gmail's automatic reply cap,
+    ``switchboard.inbound.steps.reply_cap``: the thread goes to a person, by design)."""
     from sqlalchemy import text
     from switchboard.db.engine import create_engine
 
@@ -269,9 +273,14 @@ async def handoff_times(database_url: str) -> dict[tuple[str, str], float]:
                 "(SELECT conversation_id, min(created_at) AS at FROM conversation_events "
                 "WHERE to_status = 'human' GROUP BY conversation_id) h ON h.conversation_id = m.conversation_id "
                 "WHERE m.direction = 'inbound' AND m.external_id IS NOT NULL"))).all()  # fmt: skip
+            capped = (await conn.execute(text(
+                "SELECT channel, external_id FROM messages WHERE direction = 'inbound' AND inbound_state = 'done' "
+                "AND last_error LIKE 'automatic reply cap reached%'"))).all()  # fmt: skip
     finally:
         await engine.dispose()
-    return {(channel, ext): float(at) for channel, ext, at in rows}
+    out = {(channel, ext): float(at) for channel, ext, at in rows}
+    out.update({(channel, ext): float("-inf") for channel, ext in capped})
+    return out
 
 
 async def states_of(database_url: str, ids: list[str]) -> dict[str, int]:

@@ -223,3 +223,40 @@ async def test_webhooks_admin_api_refuses_private_urls_and_shows_the_secret_once
         disabled.json()["is_active"] is False and disabled.json()["disabled_reason"] == "disabled by an admin"
     )
     assert log.status_code == 200 and log.json() == []
+
+
+async def test_a_turn_without_intent_reads_nothing_for_the_lead_check_and_one_with_intent_still_records(
+    sessions, engine, make_tenant, orchestrator, offline_model
+) -> None:  # type: ignore[no-untyped-def]
+    """The heuristic runs first on the rows the turn holds (history, inbound row, its own replies): no
+    intent, or a lead already there at the claim, and the persist transaction opens no savepoint for the
+    lead check; intent, and the check runs in the database as before (one savepoint, one lead)."""
+    from sqlalchemy import event
+
+    statements: list[str] = []
+
+    def seen(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    tenant = await make_tenant()
+    script = await answer_with_script(sessions, tenant.id, offline_model)
+    script.default = text("Sure, happy to help.")
+    handle = await make_conversation(sessions, tenant)
+    event.listen(engine.sync_engine, "before_cursor_execute", seen)
+    try:
+
+        async def savepoints_of(words: str) -> int:
+            statements.clear()
+            await orchestrator.handle_turn(handle.request(words))
+            return sum(s.lstrip().upper().startswith("SAVEPOINT") for s in statements)
+
+        assert await savepoints_of("hi, what are your opening hours?") == 0
+        assert await _leads(sessions, tenant.id) == []
+        assert await savepoints_of("I want to buy the DN50 valve, please call me") == 1
+        (lead,) = await _leads(sessions, tenant.id)
+        assert lead.summary == "Customer asked: I want to buy the DN50 valve, please call me"
+        # the conversation has its lead: a turn with intent again costs the lead check nothing
+        assert await savepoints_of("and I'd like a quote for 10") == 0
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", seen)
+    assert [row.id for row in await _leads(sessions, tenant.id)] == [lead.id]

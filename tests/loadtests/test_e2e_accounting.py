@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
+
+from tests.utils.agent import make_conversation
 
 _PATH = Path(__file__).resolve().parents[2] / "loadtests" / "e2e_accounting.py"
 _spec = importlib.util.spec_from_file_location("e2e_accounting", _PATH)
@@ -118,3 +121,40 @@ def test_a_message_after_the_handoff_is_handed_to_a_person_not_lost() -> None:
     assert (result.without_reply, result.customers_unanswered, result.sent_twice) == (2, 2, 0)
     # without handoff data the same messages are lost
     assert acc.account(sent, replies).without_reply == 4
+
+
+_LOAD_PATH = Path(__file__).resolve().parents[2] / "loadtests" / "e2e_load.py"
+_load_spec = importlib.util.spec_from_file_location("e2e_load", _LOAD_PATH)
+assert _load_spec is not None and _load_spec.loader is not None
+load = importlib.util.module_from_spec(_load_spec)
+_load_spec.loader.exec_module(load)
+
+
+async def test_a_mail_over_the_threads_reply_cap_counts_as_handed_to_a_person(
+    sessions, make_tenant, database_url
+) -> None:  # type: ignore[no-untyped-def]
+    """The run's own database read: a Gmail mail the reply cap handed to a person (its processing ends
+    with ``inbound.steps.reply_cap``'s detail) is handed over, however late its conversation's switch;
+    a mail finished otherwise is not. ``account`` then counts the first, not the second, as lost."""
+    from switchboard.db.models import Message
+
+    tenant = await make_tenant()
+    handle = await make_conversation(sessions, tenant)
+    ext_capped, ext_other = f"capped-{uuid.uuid4().hex}", f"other-{uuid.uuid4().hex}"
+    async with sessions() as session, session.begin():
+        for ext, detail in (
+            (ext_capped, "automatic reply cap reached: handed to a person"),
+            (ext_other, None),
+        ):
+            session.add(Message(
+                tenant_id=tenant.id, conversation_id=handle.conversation.id, channel="gmail", direction="inbound",
+                role="user", kind="text", text="again", external_id=ext, inbound_state="done", last_error=detail,
+            ))  # fmt: skip
+
+    handoffs = await load.handoff_times(database_url)
+
+    assert handoffs[("gmail", ext_capped)] == float("-inf")
+    assert ("gmail", ext_other) not in handoffs
+    sent = [acc.Sent("gmail", "T", ext_capped, 10.0), acc.Sent("gmail", "T", ext_other, 11.0)]
+    result = acc.account(sent, [], handoffs)
+    assert (result.handed_to_person, result.unanswered_ids) == (1, [f"gmail:{ext_other}"])

@@ -28,7 +28,8 @@ Steps of :meth:`Orchestrator.handle_turn`:
    id), a ``tool_receipts`` row per call, and the ``turns`` row (result, model, fallback, usage, timings,
    ``guardrails`` records, ``cost_usd``). The lead check (:mod:`switchboard.leads`) of an answered turn
    runs in the same transaction in a SAVEPOINT when it is the offline heuristic (its failure rolls back
-   only itself), or after the commit when it calls a model.
+   only itself), or after the commit when it calls a model. The heuristic first reads the rows the turn
+   holds: a conversation with a lead at the claim, or no intent in them, costs no statement.
 
 A conversation that is not in AI mode (``human`` or ``closed``) gets ``silent`` without a model call.
 """
@@ -44,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import trace
-from sqlalchemy import delete, update
+from sqlalchemy import delete, exists, update
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import async_sessionmaker
@@ -93,7 +94,7 @@ from switchboard.guardrails.input import check_input
 from switchboard.guardrails.output import check_output
 from switchboard.guardrails.records import GuardrailRecord
 from switchboard.guardrails.settings import GuardrailSettings
-from switchboard.leads import capture_lead, capture_lead_in, lead_recorded
+from switchboard.leads import capture_lead, capture_lead_in, heuristic_may_find_intent, lead_recorded
 from switchboard.llm.config import default_deployments
 from switchboard.llm.costs import cheapest_group, group_router_key, only_group
 from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
@@ -146,6 +147,8 @@ class _Context:
     memory: str | None
     """The customer's memory summary (``None``: none, or empty)."""
     returning: bool
+    has_lead: bool
+    """The conversation had a lead when the turn was claimed (the lead check then has nothing to do)."""
 
 
 @dataclass
@@ -157,6 +160,8 @@ class _Claim:
     """Read with a new claim of a conversation in AI mode."""
     conversation: Conversation | None = None
     """The conversation as the claim read it (its ids and channel: what persisting needs, not re-read)."""
+    inbound: Message | None = None
+    """The inbound row as stored (read or inserted by a new claim): the lead check reads it."""
 
 
 RELEASE_ATTEMPTS = 5
@@ -267,6 +272,7 @@ class Orchestrator:
                 claim.turn_id, request, trace_id, result, outcome, summary, total_ms, guarded=guarded,
                 conversation=claim.conversation,
                 lead_window=tenant_settings.leads.intent_window_messages if lead_check == "heuristic" else None,
+                claim=claim,
             )  # fmt: skip
             if lead is not None:
                 lead_recorded(lead, trace_id)
@@ -483,6 +489,9 @@ class Orchestrator:
                 window_days=tenant_settings.memory.returning_customer_window_days,
                 exclude_conversation_id=request.conversation_id,
             ).label("returning"),
+            exists()
+            .where(Lead.__table__.c.tenant_id == tenant_id, Lead.__table__.c.conversation_id == request.conversation_id)
+            .label("has_lead"),
         )  # fmt: skip
         connection = await session.connection()
         found = (await connection.execute(query)).one()
@@ -495,8 +504,9 @@ class Orchestrator:
             exclude_message_id=request.inbound_message_id,
         )
         return _Context(
-            budget, found.summary_text, list(rows), found.profile, found.memory or None, bool(found.returning)
-        )
+            budget, found.summary_text, list(rows), found.profile, found.memory or None, bool(found.returning),
+            bool(found.has_lead),
+        )  # fmt: skip
 
     async def _claim_in(
         self, session: AsyncSession, request: TurnRequest, trace_id: str, tenant_settings: TenantSettings
@@ -534,7 +544,7 @@ class Orchestrator:
             return _Claim(
                 turn_id=existing.id, skip_reason=_skip_reason(conversation), conversation=conversation
             )
-        await self._ensure_inbound_row(session, scope, request, conversation)
+        inbound = await self._ensure_inbound_row(session, scope, request, conversation)
         turn_id = uuid.uuid4()
         connection = await session.connection()
         inserted = (
@@ -555,11 +565,21 @@ class Orchestrator:
         ).scalar_one_or_none()
         if inserted is None:
             return _Claim()  # another request claimed it a moment ago
-        return _Claim(turn_id=turn_id, skip_reason=_skip_reason(conversation), conversation=conversation)
+        return _Claim(
+            turn_id=turn_id,
+            skip_reason=_skip_reason(conversation),
+            conversation=conversation,
+            inbound=inbound,
+        )
 
     async def _ensure_inbound_row(
         self, session: AsyncSession, scope: TenantScope, request: TurnRequest, conversation: Conversation
-    ) -> None:
+    ) -> Message:
+        """The inbound row as stored; inserted first when there is none (tests, ``switchboard simulate``).
+
+        Raises:
+            TurnRejected: the row belongs to another tenant (422).
+        """
         row = await session.get(Message, request.inbound_message_id)
         if row is not None:
             if row.tenant_id != request.tenant_id:
@@ -567,27 +587,20 @@ class Orchestrator:
                 raise TurnRejected(422, "inbound_message_id belongs to another tenant")
             if row.conversation_id is None:
                 row.conversation_id = request.conversation_id
-            return
+            return row
+        values: dict[str, Any] = {
+            "id": request.inbound_message_id, "tenant_id": scope.tenant_id,
+            "conversation_id": request.conversation_id, "channel": conversation.channel,
+            "direction": MessageDirection.inbound.value, "role": MessageRole.user.value, "kind": "text",
+            "text": request.text, "inbound_state": InboundState.done.value, "processing_attempts": 0,
+            "processed_at": utcnow(), "created_at": utcnow(),
+        }  # fmt: skip
         # ON CONFLICT: a concurrent duplicate request may insert the same row a moment earlier
         connection = await session.connection()
         await connection.execute(
-            pg_insert(Message.__table__)
-            .values(
-                id=request.inbound_message_id,
-                tenant_id=scope.tenant_id,
-                conversation_id=request.conversation_id,
-                channel=conversation.channel,
-                direction=MessageDirection.inbound.value,
-                role=MessageRole.user.value,
-                kind="text",
-                text=request.text,
-                inbound_state=InboundState.done.value,
-                processing_attempts=0,
-                processed_at=utcnow(),
-                created_at=utcnow(),
-            )
-            .on_conflict_do_nothing(index_elements=["id"])
+            pg_insert(Message.__table__).values(**values).on_conflict_do_nothing(index_elements=["id"])
         )
+        return Message(**values)  # as written (not added to the session: no second insert)
 
     # --- prompt and history --------------------------------------------------------------------
     async def _build_messages(
@@ -681,10 +694,13 @@ class Orchestrator:
         guarded: _Guarded,
         conversation: Conversation,
         lead_window: int | None,
+        claim: _Claim,
     ) -> Lead | None:
         """Write the turn in one transaction (module docstring, step 7); with ``lead_window`` (the offline
         heuristic's intent check) the lead check runs in the same transaction, in a SAVEPOINT
-        (:func:`switchboard.leads.capture_lead_in`: its failure never fails the turn).
+        (:func:`switchboard.leads.capture_lead_in`: its failure never fails the turn), unless the
+        conversation had a lead at the claim or the heuristic finds no intent in the turn's own rows
+        (:meth:`_lead_may_follow`): then no savepoint and no read.
 
         Returns:
             The lead recorded with the turn (committed), or ``None``.
@@ -759,7 +775,7 @@ class Orchestrator:
             }
             if summary is not None:
                 values["summary_text"], values["summary_through_message_id"] = summary
-            if lead_window is not None:
+            if lead_window is not None and self._lead_may_follow(claim, staged, lead_window):
                 # after the flush the savepoint starts with: the window reads this turn's rows too
                 lead = await capture_lead_in(
                     session, tenant_id=request.tenant_id, conversation_id=request.conversation_id,
@@ -768,6 +784,25 @@ class Orchestrator:
             connection = await session.connection()
             await connection.execute(update(Turn).where(col(Turn.id) == turn_id).values(**values))
         return lead
+
+    @staticmethod
+    def _lead_may_follow(claim: _Claim, staged: Sequence[Message], window_messages: int) -> bool:
+        """Whether the heuristic lead check must run in the database (:func:`~switchboard.leads.
+        capture_lead_in`): ``False`` when the conversation had a lead at the claim, or when the rows the
+        turn holds in memory (the history it read, its inbound row, the rows it is writing) cover the
+        window and show no intent. ``True`` otherwise: the check reads the window and the leads again
+        and decides (a lead the turn's own ``create_lead`` call recorded is seen there)."""
+        context = claim.context
+        if context is None or claim.inbound is None:
+            return True  # a taken-over turn: read nothing in memory, let the database decide
+        if context.has_lead:
+            return False
+        rows = [*context.rows, claim.inbound, *staged]
+        if context.summary_text is not None and (
+            sum(row.role in ("user", "assistant") for row in rows) < window_messages
+        ):
+            return True  # older rows are behind the summary: the window needs them from the database
+        return heuristic_may_find_intent(rows, window_messages=window_messages)
 
     def _lead_check(self, tenant_settings: TenantSettings) -> str | None:
         """How the after-turn intent check runs: ``None`` (leads off), ``heuristic`` (in the persist

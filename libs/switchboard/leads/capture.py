@@ -11,7 +11,7 @@ same transaction. Failures are logged and never fail the turn.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from sqlalchemy import exists
@@ -30,8 +30,8 @@ from switchboard.observability import get_logger, metrics
 from switchboard.replies.parts import CHOICE_KINDS, chosen_option_text
 
 __all__ = [
-    "OFFLINE_HEURISTIC", "ModelCheck", "capture_lead", "capture_lead_in", "lead_recorded", "list_leads",
-    "stage_lead_created",
+    "OFFLINE_HEURISTIC", "ModelCheck", "capture_lead", "capture_lead_in", "heuristic_may_find_intent",
+    "lead_recorded", "list_leads", "stage_lead_created",
 ]  # fmt: skip
 
 log = get_logger(__name__)
@@ -129,6 +129,23 @@ async def _capture(
     if lead is not None:
         lead_recorded(lead, trace_id)
     return lead
+
+
+def heuristic_may_find_intent(rows: Sequence[Any], *, window_messages: int) -> bool:
+    """Whether the offline heuristic finds buying intent in the newest ``window_messages`` of ``rows``:
+    the turn's own rows, in memory, so that a turn without intent (most) skips :func:`capture_lead_in`'s
+    savepoint and reads. ``True`` sends the caller to :func:`capture_lead_in`, which reads the window
+    and the conversation's leads again and decides.
+
+    Args:
+        rows: the conversation's ``user`` and ``assistant`` rows (:class:`~switchboard.db.models.Message`
+            or objects with its ``role``, ``kind``, ``text``, ``raw`` and ``tool_calls``), oldest first,
+            as :func:`~switchboard.conversations.read_history` returns them; other roles are skipped.
+        window_messages: how many of the newest rows the check reads (``leads.intent_window_messages``).
+    """
+    kept = [row for row in rows if row.role in ("user", "assistant")]
+    window = kept[-window_messages:] if window_messages > 0 else []
+    return heuristic_intent(_window(window), opted_out=False).buying_intent  # consent is not intent
 
 
 async def capture_lead_in(
