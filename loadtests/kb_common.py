@@ -9,7 +9,7 @@
 * tenants, ingestion through the real pipeline (:func:`ingest_file`, :func:`ingest_manuals`: register
   the upload, then ``ingest_source``: parse, split, embed, extract the graph, one transaction), and
   the bulk filler (:func:`bulk_fill`: embeddings in worker processes, binary ``COPY`` of the chunks,
-  optionally their part codes as graph entities and mentions, then the HNSW index rebuilt);
+  optionally their part codes as graph entities and mentions, then every tenant's partial HNSW index built);
 * :func:`timed_search` (``search_chunks`` in its own transaction, wall-clock ms) and :func:`percentile`;
 * the common command line (:func:`add_common_arguments`), whose ``--quick`` picks a run of under
   two minutes: 10,000 chunks over 2 tenants, i.e. the same ~5,000 chunks per tenant as the full
@@ -434,7 +434,8 @@ async def bulk_fill(
     entities: bool,
     maintenance_work_mem: str = "1GB",
 ) -> FillReport:
-    """Add ``per_tenant`` synthetic chunks to every tenant by binary ``COPY`` and rebuild HNSW.
+    """Add ``per_tenant`` synthetic chunks to every tenant by binary ``COPY``, then build every tenant's
+    partial HNSW index (dropped first: ``COPY`` without their upkeep).
 
     Args:
         per_tenant: chunks per tenant (one ``knowledge_sources`` row each, ``ready``, lexical model).
@@ -445,6 +446,12 @@ async def bulk_fill(
     """
     from switchboard.db.models import KnowledgeSource
     from switchboard.knowledge.graph import normalize_name
+    from switchboard.knowledge.vector_index import (
+        HNSW_EF_CONSTRUCTION,
+        HNSW_M,
+        hnsw_index_name,
+        tenant_literal,
+    )
     from switchboard.llm.lexical import LEXICAL_MODEL_NAME
 
     conn, tenant_ids = bench.conn, bench.tenant_ids
@@ -458,7 +465,8 @@ async def bulk_fill(
             session.add(source)
             await session.flush()
             source_ids.append(source.id)
-    await conn.execute("DROP INDEX IF EXISTS ix_knowledge_documents_embedding_hnsw")
+    for name in await _tenant_hnsw_indexes(conn):  # rebuilt after the load (COPY without index upkeep)
+        await conn.execute(f'DROP INDEX IF EXISTS "{name}"')
     jobs = [
         (t, s, min(500, per_tenant - s)) for t in range(len(tenant_ids)) for s in range(0, per_tenant, 500)
     ]
@@ -516,10 +524,14 @@ async def bulk_fill(
     await conn.execute(f"SET maintenance_work_mem = '{maintenance_work_mem}'")
     await conn.execute("SET max_parallel_maintenance_workers = 1")
     started = time.perf_counter()
-    await conn.execute(
-        "CREATE INDEX ix_knowledge_documents_embedding_hnsw ON knowledge_documents "
-        "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
-    )
+    for tenant_id in tenant_ids:
+        # every tenant's own partial index, as the background job builds it above the threshold
+        # (switchboard.knowledge.vector_index), so that HNSW forced (threshold 0) has one for each
+        await conn.execute(
+            f"CREATE INDEX {hnsw_index_name(tenant_id)} ON knowledge_documents "
+            f"USING hnsw (embedding vector_cosine_ops) WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
+            f"WHERE tenant_id = {tenant_literal(tenant_id)}"
+        )
     index_s = time.perf_counter() - started
     for table in (
         "knowledge_documents",
@@ -581,3 +593,15 @@ def machine_line() -> str:
     with contextlib.suppress(OSError):
         return "load average " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
     return "load average unknown"
+
+
+async def _tenant_hnsw_indexes(conn: Any) -> list[str]:
+    """Names of the tenants' partial HNSW indexes on ``knowledge_documents`` (asyncpg connection)."""
+    from switchboard.db.models.knowledge import TENANT_HNSW_INDEX_PREFIX
+
+    rows = await conn.fetch(
+        "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        "WHERE i.indrelid = 'knowledge_documents'::regclass AND starts_with(c.relname, $1)",
+        TENANT_HNSW_INDEX_PREFIX,
+    )
+    return [row["relname"] for row in rows]

@@ -5,9 +5,11 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from sqlalchemy import text
 from switchboard.errors import TenantNotFound
 from switchboard.knowledge import search_chunks, set_source_active
-from switchboard.knowledge.retrieval import code_tokens, keywords
+from switchboard.knowledge.retrieval import code_tokens, explain_search, keywords
+from switchboard.knowledge.vector_index import hnsw_index_name, sync_vector_indexes
 
 from tests.utils.documents import (
     OPENING_HOURS,
@@ -39,13 +41,25 @@ async def shop(make_tenant, ingest):
 
 @pytest.fixture(params=["exact_scan", "hnsw"])
 def search_settings(request, settings):
-    """Settings under which vector search scans the tenant exactly, or always uses the HNSW index."""
+    """Settings under which vector search scans the tenant exactly, or uses the tenant's HNSW index
+    (threshold 0: every tenant with a chunk gets one; :func:`search` builds it)."""
     if request.param == "exact_scan":
         return settings
     return settings.model_copy(update={"kb_exact_scan_max_chunks": 0})
 
 
 async def search(session, settings, tenant, query, mode="hybrid"):
+    """``search_chunks``; under threshold 0, first the background job's sync of the tenant's HNSW
+    index (made, or dropped when it has no active chunk), then a check that vector and hybrid use it."""
+    if settings.kb_exact_scan_max_chunks == 0:
+        await session.rollback()  # CREATE INDEX CONCURRENTLY waits for every older transaction
+        await sync_vector_indexes(session.bind, settings, tenant_id=tenant.id)
+        if mode in ("vector", "hybrid"):
+            indexed = await _has_index(session, tenant)
+            strategy, plan = await explain_search(
+                session, tenant_id=tenant.id, query=query, mode=mode, settings=settings
+            )
+            assert strategy == ("hnsw" if indexed else "exact_scan"), plan
     return await search_chunks(session, tenant_id=tenant.id, query=query, mode=mode, settings=settings)
 
 
@@ -54,11 +68,19 @@ async def test_question_finds_the_page_that_answers_it(shop, session, search_set
     expected_pages = {"return": 1, "delivery": 2, "warranty": 3, "showroom": 4}
     for question, word in RELATED_QUESTIONS:
         hits = await search(session, search_settings, shop, question, mode)
+        if search_settings.kb_exact_scan_max_chunks == 0:  # search() checked it used the index
+            assert await _has_index(session, shop), "no HNSW index was built for the shop"
         assert hits, question
         assert hits[0].document == "faq.pdf"
         assert hits[0].page == expected_pages[word], (question, hits[0])
         assert word in hits[0].text.lower()
         assert hits[0].score > 0
+
+
+async def _has_index(session, tenant) -> bool:
+    name = hnsw_index_name(tenant.id)
+    query = text("SELECT count(*) FROM pg_indexes WHERE indexname = :name")
+    return bool((await session.exec(query, params={"name": name})).scalar_one())
 
 
 @pytest.mark.parametrize("mode", MODES)

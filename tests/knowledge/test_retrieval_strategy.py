@@ -1,6 +1,8 @@
 """Vector search strategy: exact tenant scan up to ``kb_exact_scan_max_chunks`` chunks, HNSW above.
 
-The plans are checked with ``EXPLAIN`` on the real Postgres + pgvector, with a low threshold.
+The plans are checked with ``EXPLAIN`` on the real Postgres + pgvector, with a low threshold. A tenant
+above it searches its own partial HNSW index, which the background job's sync builds
+(:mod:`switchboard.knowledge.vector_index`, ``tests/knowledge/test_vector_index.py``).
 """
 
 from __future__ import annotations
@@ -9,10 +11,11 @@ import pytest
 from sqlalchemy import text
 from switchboard.knowledge import search_chunks, set_source_active
 from switchboard.knowledge.retrieval import explain_search
+from switchboard.knowledge.vector_index import hnsw_index_name, sync_vector_indexes
 
 from tests.utils.documents import OPENING_HOURS, RETURNS_POLICY, SHIPPING, WARRANTY
 
-HNSW_INDEX = "ix_knowledge_documents_embedding_hnsw"
+HNSW_INDEX_PREFIX = "ix_knowledge_documents_hnsw_"
 THRESHOLD = 3
 """Tenants with more active chunks than this use HNSW in these tests."""
 
@@ -23,14 +26,17 @@ def strategy_settings(settings):
 
 
 @pytest.fixture
-async def tenants(make_tenant, ingest, strategy_settings):
-    """``(small, large, large_report)``: 1 chunk vs more than ``THRESHOLD`` chunks."""
+async def tenants(make_tenant, ingest, engine, strategy_settings):
+    """``(small, large, large_report)``: 1 chunk vs more than ``THRESHOLD`` chunks, the large one's HNSW
+    index built (the background job's sync)."""
     small, large = await make_tenant(), await make_tenant()
     report = await ingest(small, "hours.txt", OPENING_HOURS.encode(), settings_=strategy_settings)
     assert report.status == "ready" and report.chunk_count == 1, report
     body = "\n\n".join([RETURNS_POLICY, SHIPPING, WARRANTY, OPENING_HOURS]).encode()
     large_report = await ingest(large, "faq.txt", body, settings_=strategy_settings)
     assert large_report.status == "ready" and large_report.chunk_count > THRESHOLD, large_report
+    for tenant in (small, large):
+        await sync_vector_indexes(engine, strategy_settings, tenant_id=tenant.id)
     return small, large, large_report
 
 
@@ -44,14 +50,14 @@ async def test_small_tenant_is_scanned_exactly_and_large_tenant_uses_hnsw(
         session, tenant_id=small.id, query=query, mode=mode, settings=strategy_settings
     )
     assert strategy == "exact_scan"
-    assert not any(HNSW_INDEX in line for line in plan), plan
+    assert not any(HNSW_INDEX_PREFIX in line for line in plan), plan
     assert any("Sort" in line for line in plan), plan  # distances sorted, not read in index order
 
     strategy, plan = await explain_search(
         session, tenant_id=large.id, query=query, mode=mode, settings=strategy_settings
     )
     assert strategy == "hnsw"
-    assert any(f"Index Scan using {HNSW_INDEX}" in line for line in plan), plan
+    assert any(f"Index Scan using {hnsw_index_name(large.id)}" in line for line in plan), plan
 
 
 async def test_both_strategies_return_the_same_chunks(tenants, session, strategy_settings):

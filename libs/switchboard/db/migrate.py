@@ -17,7 +17,26 @@ from alembic.util import CommandError
 
 from switchboard.errors import SwitchboardError
 
-__all__ = ["alembic_config", "upgrade", "downgrade", "head_revision", "revision", "UnknownRevision"]
+__all__ = [
+    "alembic_config",
+    "upgrade",
+    "downgrade",
+    "head_revision",
+    "revision",
+    "include_object",
+    "UnknownRevision",
+]
+
+
+def include_object(obj: object, name: str | None, type_: str, reflected: bool, compare_to: object) -> bool:
+    """Alembic's ``include_object`` for autogenerate: everything but the tenants' partial HNSW indexes.
+
+    Those (``TENANT_HNSW_INDEX_PREFIX`` + tenant id) are made and dropped at run time by the background
+    job (:mod:`switchboard.knowledge.vector_index`), so a database has them and the models do not.
+    """
+    from switchboard.db.models.knowledge import TENANT_HNSW_INDEX_PREFIX
+
+    return not (type_ == "index" and reflected and (name or "").startswith(TENANT_HNSW_INDEX_PREFIX))
 
 
 class UnknownRevision(SwitchboardError):

@@ -1,4 +1,5 @@
-"""The ingestion ARQ job and its enqueue helper (status is ``knowledge_sources.status``)."""
+"""The ingestion ARQ job and its enqueue helper (status is ``knowledge_sources.status``), and the cron job
+that keeps the tenants' HNSW indexes (:mod:`switchboard.knowledge.vector_index`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from arq.connections import ArqRedis
 
 from switchboard.db.models import KnowledgeSource
 from switchboard.knowledge.ingest import DocumentNotFound, ingest_job_id, ingest_source
+from switchboard.knowledge.vector_index import sync_vector_indexes
 from switchboard.observability import get_logger, tracing
 from switchboard.queue.keys import knowledge_progress_key
 from switchboard.queue.queues import Queue
@@ -19,9 +21,11 @@ from switchboard.runtime.resources import Resources
 __all__ = [
     "INGEST_JOB_NAME",
     "INGEST_JOB_TIMEOUT_S",
+    "VECTOR_INDEX_JOB_NAME",
     "enqueue_ingest",
     "ingest_knowledge_source",
     "read_progress",
+    "vector_index_sweep",
 ]
 
 log = get_logger(__name__)
@@ -65,6 +69,25 @@ async def ingest_knowledge_source(
     finally:
         await progress.flush()
     return {"status": report.status, "chunks": report.chunk_count, "error": report.error}
+
+
+VECTOR_INDEX_JOB_NAME = "knowledge_vector_indexes"
+"""The background worker's cron job (once a minute) that builds and drops the tenants' HNSW indexes; its
+timeout is :data:`INGEST_JOB_TIMEOUT_S`, so the worker's longest job stays what it was."""
+
+
+async def vector_index_sweep(ctx: dict[str, Any]) -> dict[str, int]:
+    """Cron job: :func:`~switchboard.knowledge.vector_index.sync_vector_indexes` for every tenant.
+
+    Returns:
+        ``{"created": n, "dropped": m, "failed": k}`` (all 0 when another sync held the lock).
+    """
+    resources: Resources = ctx["resources"]
+    changes = await sync_vector_indexes(resources.engine, resources.settings) or []
+    return {
+        action: sum(change.action == action for change in changes)
+        for action in ("created", "dropped", "failed")
+    }
 
 
 PROGRESS_TTL_S = 3600

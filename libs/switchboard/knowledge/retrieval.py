@@ -6,7 +6,9 @@ Modes (DESIGN.md "Knowledge"):
   chunks (the sum of ``knowledge_sources.chunk_count``, read in the same round trip that sets the
   ``SET LOCAL`` options) is scanned **exactly**: its rows are read through the tenant index into a
   ``MATERIALIZED`` CTE and sorted by distance, which the HNSW index cannot serve (recall 1.0).
-  Larger tenants use the HNSW index (``vector_cosine_ops``, ``SET LOCAL enable_sort = off`` so
+  Larger tenants use their own partial HNSW index once the background job has built it
+  (:mod:`switchboard.knowledge.vector_index`; exactly scanned until then), ``vector_cosine_ops``,
+  ``SET LOCAL enable_sort = off`` so
   the planner cannot fall back to a sort, restored right after), with pgvector 0.8's iterative
   index scan (``hnsw.iterative_scan = relaxed_order``) so the tenant filter cannot starve the
   result (LIBRARIES.md §9), re-sorted exactly in an outer query. A chunk matches when its cosine
@@ -60,6 +62,7 @@ from switchboard.knowledge.graph.walk import (
     SIMILARITY,
     graph_ctes,
 )
+from switchboard.knowledge.vector_index import hnsw_index_name, tenant_literal
 from switchboard.llm.lexical import tokenize
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
@@ -164,7 +167,7 @@ RERANK_CANDIDATES = 50
 CTE's limit), re-ranked by the exact cosine of the full embeddings."""
 
 
-def _nearest_cte(name: str, limit_param: str, *, exact: bool) -> str:
+def _nearest_cte(name: str, limit_param: str, *, exact: bool, tenant_id: uuid.UUID) -> str:
     """CTE ``name(id, distance)``: the tenant's ``:limit_param`` chunks nearest to ``:qvec``.
 
     ``exact``: every active chunk of the tenant (never HNSW) ranked by the inner product of its
@@ -173,8 +176,9 @@ def _nearest_cte(name: str, limit_param: str, *, exact: bool) -> str:
     pass reads ``knowledge_chunk_vectors`` (migration ``0024_chunk_vectors``: only the active chunks'
     ``embedding_half``, two rows a page) instead of ``knowledge_documents`` (one chunk with its text
     and ``tsv`` a page): half the pages, the same values, so the same ranking (branch
-    ``retrieval5``: the coarse pass 2x faster at 100,000 chunks). Otherwise the HNSW index
-    (iterative scan).
+    ``retrieval5``: the coarse pass 2x faster at 100,000 chunks). Otherwise the tenant's own partial
+    HNSW index (iterative scan; :mod:`switchboard.knowledge.vector_index`), the tenant written as a
+    literal so that the planner can prove the index's ``WHERE tenant_id = '<uuid>'`` on a generic plan.
 
     The exact scan takes the tenant's sources of the model as one array (an init plan), not as
     ``IN (subquery)``: that one the planner joined as a nested loop over the tenant's sources, each
@@ -198,7 +202,7 @@ def _nearest_cte(name: str, limit_param: str, *, exact: bool) -> str:
     return f"""{name} AS MATERIALIZED (
     SELECT d.id, d.embedding <=> {QVEC} AS distance
     FROM knowledge_documents d
-    WHERE d.tenant_id = :tenant_id AND d.is_active AND d.source_id IN ({_MODEL_SOURCES})
+    WHERE d.tenant_id = {tenant_literal(tenant_id)} AND d.is_active AND d.source_id IN ({_MODEL_SOURCES})
     ORDER BY d.embedding <=> {QVEC}
     LIMIT :{limit_param}
 )"""
@@ -338,23 +342,28 @@ WITH previous AS MATERIALIZED (
     SELECT current_setting('enable_sort') AS enable_sort, current_setting('plan_cache_mode') AS plan_cache_mode
 ),
 counted AS MATERIALIZED (
-    SELECT coalesce(sum(ks.chunk_count), 0) AS chunks
+    SELECT coalesce(sum(ks.chunk_count), 0) AS chunks,
+           coalesce((SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(:hnsw_index)), false)
+               AS hnsw_ready
     FROM knowledge_sources ks
     WHERE ks.tenant_id = :tenant_id AND ks.is_active
+),
+chosen AS MATERIALIZED (
+    SELECT c.chunks, c.chunks > :max_exact AND c.hnsw_ready AS use_hnsw FROM counted c
 )
-SELECT c.chunks, p.enable_sort AS previous_sort, p.plan_cache_mode AS previous_plan_cache_mode,
+SELECT c.chunks, c.use_hnsw, p.enable_sort AS previous_sort, p.plan_cache_mode AS previous_plan_cache_mode,
        (SELECT t.settings_extensions FROM tenants t WHERE t.id = :tenant_id) AS settings_extensions,
        set_config('hnsw.iterative_scan', 'relaxed_order', true) AS iterative_scan,
        set_config('hnsw.ef_search', :ef_search, true) AS ef_search,
        set_config('plan_cache_mode', 'force_generic_plan', true) AS plan_cache_mode,
-       set_config('enable_sort', CASE WHEN c.chunks > :max_exact THEN 'off' ELSE p.enable_sort END, true)
-           AS enable_sort
-FROM counted c, previous p
+       set_config('enable_sort', CASE WHEN c.use_hnsw THEN 'off' ELSE p.enable_sort END, true) AS enable_sort
+FROM chosen c, previous p
 """
 """One round trip before a vector/hybrid search: the tenant row's ``settings_extensions`` (its
 embedding configuration; ``NULL``: no such tenant), so the tenant is not read in a round trip of its
-own, the tenant's active chunk count, which picks the
-exact scan or HNSW, and the transaction-local options (``set_config(..., true)`` is ``SET LOCAL``):
+own, the tenant's active chunk count and whether its HNSW index (:func:`hnsw_index_name`) exists and
+is valid, which pick the exact scan or HNSW (HNSW: above ``kb_exact_scan_max_chunks`` with a valid
+index; a tenant above it whose index is not built yet is scanned exactly), and the transaction-local options (``set_config(..., true)`` is ``SET LOCAL``):
 HNSW's iterative scan and ``ef_search``, and for HNSW ``enable_sort = off``, so that the planner
 cannot swap the index for "read the tenant's rows and sort" (the previous value is read first,
 in its own CTE, to be restored after the search), and ``plan_cache_mode = force_generic_plan``
@@ -455,6 +464,7 @@ async def _prepare(
                     "tenant_id": tenant_id,
                     "ef_search": str(int(settings.kb_hnsw_ef_search)),
                     "max_exact": settings.kb_exact_scan_max_chunks,
+                    "hnsw_index": hnsw_index_name(tenant_id),
                 },
             )
         ).one()
@@ -464,7 +474,7 @@ async def _prepare(
             tenant = Tenant(id=tenant_id, settings_extensions=prepared.settings_extensions)
             embedding = resolve_embedding_config(settings, tenant)
         tenant_chunks = int(prepared.chunks)
-        exact_scan = tenant_chunks <= settings.kb_exact_scan_max_chunks
+        exact_scan = not prepared.use_hnsw
         strategy = "exact_scan" if exact_scan else "hnsw"
         if not exact_scan and prepared.previous_sort != "off":
             restore_sort = prepared.previous_sort
@@ -474,10 +484,14 @@ async def _prepare(
             embedding.min_similarity if min_similarity is None else min_similarity
         )
         if mode == "vector":
-            sql = _VECTOR_SQL.replace("{nearest}", _nearest_cte("nn", "limit", exact=exact_scan))
+            sql = _VECTOR_SQL.replace(
+                "{nearest}", _nearest_cte("nn", "limit", exact=exact_scan, tenant_id=tenant_id)
+            )
         elif neighbours is not None:
             sql = (
-                _NEIGHBORHOOD_SQL.replace("{nearest}", _nearest_cte("vec", "candidates", exact=exact_scan))
+                _NEIGHBORHOOD_SQL.replace(
+                    "{nearest}", _nearest_cte("vec", "candidates", exact=exact_scan, tenant_id=tenant_id)
+                )
                 .replace("{first_graph}", _no_graph_ctes("first_seeds", "first_graph"))
                 .replace("{graph}", graph_ctes(SEEDS_BY_CHUNK))
                 .replace("{seeds_name}", "first_seeds")
@@ -488,7 +502,9 @@ async def _prepare(
             params.update(_graph_params(query, settings, use_graph=True), names=[], hops=1)
             params["neighbours"] = neighbours
         else:
-            sql = _HYBRID_SQL.replace("{nearest}", _nearest_cte("vec", "candidates", exact=exact_scan))
+            sql = _HYBRID_SQL.replace(
+                "{nearest}", _nearest_cte("vec", "candidates", exact=exact_scan, tenant_id=tenant_id)
+            )
             graph_params = _graph_params(query, settings, use_graph=use_graph)
             sql = (
                 sql.replace("{graph}", graph_ctes(SEEDS_BY_NAME) if graph_params["names"] else _NO_GRAPH_CTES)

@@ -54,6 +54,7 @@ JOB_QUEUES: Mapping[str, Queue] = MappingProxyType(
         "poll_gmail_mailboxes": Queue.background,
         "deliver_events": Queue.background,
         "prune_events": Queue.background,
+        "knowledge_vector_indexes": Queue.background,
     }
 )
 """Every job and cron job by name, and the queue (worker) it belongs to."""

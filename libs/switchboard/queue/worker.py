@@ -444,7 +444,13 @@ def build_background_worker_settings(settings: Settings) -> type:
     from switchboard.channels.gmail.jobs import POLL_JOB, SYNC_JOB, poll_gmail_mailboxes, sync_gmail_mailbox
     from switchboard.events.delivery import DELIVER_EVENTS_JOB, deliver_events
     from switchboard.events.retention import PRUNE_EVENTS_JOB, prune_events
-    from switchboard.knowledge.jobs import INGEST_JOB_NAME, INGEST_JOB_TIMEOUT_S, ingest_knowledge_source
+    from switchboard.knowledge.jobs import (
+        INGEST_JOB_NAME,
+        INGEST_JOB_TIMEOUT_S,
+        VECTOR_INDEX_JOB_NAME,
+        ingest_knowledge_source,
+        vector_index_sweep,
+    )
     from switchboard.memory import memory_sweep, summarize_memory
     from switchboard.queue.maintenance import sweep_inbound
 
@@ -478,6 +484,9 @@ def build_background_worker_settings(settings: Settings) -> type:
             ),
             sweep_cron(
                 prune_events, name=PRUNE_EVENTS_JOB, minute={17}, second={40}, timeout=PRUNE_JOB_TIMEOUT_S
+            ),
+            sweep_cron(
+                vector_index_sweep, name=VECTOR_INDEX_JOB_NAME, second={50}, timeout=INGEST_JOB_TIMEOUT_S
             ),
         ],
         enqueues_on_own_queue=False,

@@ -70,6 +70,13 @@ class KnowledgeSource(TenantOwned, table=True):
     updated_at: datetime = updated_at_field()
 
 
+TENANT_HNSW_INDEX_PREFIX = "ix_knowledge_documents_hnsw_"
+"""Name of a tenant's partial HNSW index on ``knowledge_documents.embedding`` without the tenant id's 32
+hex digits (60 characters in all, PostgreSQL keeps 63). Those indexes are not in the models: the
+background job :func:`switchboard.knowledge.vector_index.sync_vector_indexes` makes and drops them, and
+autogenerate leaves them alone (:func:`switchboard.db.migrate.include_object`)."""
+
+
 EMBEDDING_HALF_SQL = f"l2_normalize(embedding)::halfvec({EMBEDDING_DIMS})"
 """The generated ``knowledge_documents.embedding_half``: the embedding L2-normalized and in half
 precision (2 bytes a dimension), so its inner product with a normalized question is their cosine
@@ -83,14 +90,10 @@ class KnowledgeDocument(TenantOwned, table=True):
     """
 
     __tablename__ = "knowledge_documents"
-    __table_args__ = (  # toast_tuple_target 8160 (migration 0021_retrieval) keeps text and tsv inline
-        Index(
-            "ix_knowledge_documents_embedding_hnsw",
-            "embedding",
-            postgresql_using="hnsw",
-            postgresql_with={"m": 16, "ef_construction": 64},
-            postgresql_ops={"embedding": "vector_cosine_ops"},
-        ),
+    # toast_tuple_target 8160 (migration 0021_retrieval) keeps text and tsv inline. No HNSW index here:
+    # each tenant above kb_exact_scan_max_chunks has its own partial one, made and dropped at run time
+    # (TENANT_HNSW_INDEX_PREFIX, switchboard.knowledge.vector_index; migration 0025_tenant_hnsw_indexes).
+    __table_args__ = (
         Index("ix_knowledge_documents_tenant_tsv", "tenant_id", "tsv", postgresql_using="gin"),
         Index("ix_knowledge_documents_tenant_active", "tenant_id", "is_active"),
     )
