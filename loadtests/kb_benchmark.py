@@ -12,8 +12,8 @@ What it measures (offline lexical embedding, no provider; setup shared with
 
 1. **Ingestion throughput**: ``--ingest-chunks`` chunks of synthetic manuals through the real
    pipeline (``register_upload`` + ``ingest_source``: parse, split, embed, extract the graph,
-   one-transaction insert into the table with its HNSW and GIN indexes), in chunks per second.
-2. **Filler** to reach ``--chunks``, spread evenly over ``--tenants`` (binary ``COPY``, HNSW rebuilt).
+   one-transaction insert into the table with its GIN index; no HNSW index for a tenant at or below `KB_EXACT_SCAN_MAX_CHUNKS`), in chunks per second.
+2. **Filler** to reach ``--chunks``, spread evenly over ``--tenants`` (binary ``COPY``, then each tenant's partial HNSW index built).
 3. **Questions and ground truth**: ``--queries`` questions about random chunks of random tenants
    and, for each, the exact top 5 by cosine distance (a plain scan and sort, index scans disabled).
 4. **search_chunks** (each call in its own transaction, question embedding included): p50/p95
