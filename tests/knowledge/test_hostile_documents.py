@@ -221,6 +221,18 @@ def _spare_of(helper_pid: int) -> int:
     return children.pop()
 
 
+def _spare_and_pipes(helper_pid: int) -> tuple[int, set[str]]:
+    """:func:`_spare_of` and the pipes it holds. Right after an answer the helper's one child can still be
+    the finished one (the new spare not forked yet); once it is reaped, the one left is the spare."""
+    for _ in range(50):
+        spare = _spare_of(helper_pid)
+        try:
+            return spare, _pipes(spare)
+        except FileNotFoundError:  # the finished child, reaped meanwhile: look again
+            continue
+    raise AssertionError(f"helper {helper_pid} kept no waiting child")
+
+
 def test_the_helper_keeps_a_fresh_child_waiting_for_each_file_without_the_services_pipes():
     import os
 
@@ -229,7 +241,8 @@ def test_the_helper_keeps_a_fresh_child_waiting_for_each_file_without_the_servic
     assert parse_isolated(RETURNS_POLICY.encode(), "a.txt", MEMORY_BOUND).sections[0].text.strip()
     helpers = [h for h in isolation._pool._all if h.process.poll() is None]
     assert helpers
-    spares = {h.process.pid: _spare_of(h.process.pid) for h in helpers}
+    spare_pipes = {h.process.pid: _spare_and_pipes(h.process.pid) for h in helpers}
+    spares = {pid: spare for pid, (spare, _) in spare_pipes.items()}
     service_ends = {
         os.readlink(f"/proc/self/fd/{fd}")
         for h in helpers
@@ -237,8 +250,8 @@ def test_the_helper_keeps_a_fresh_child_waiting_for_each_file_without_the_servic
     }
     for helper in helpers:
         assert {os.readlink(f"/proc/self/fd/{helper.requests.fileno()}")} <= _pipes(helper.process.pid)
-    for spare in spares.values():  # a waiting child holds none of them: a helper's exit stays visible
-        assert not service_ends & _pipes(spare)
+    for _, pipes in spare_pipes.values():  # a waiting child holds none of them: a helper's exit stays visible
+        assert not service_ends & pipes
     data = make_docx([RETURNS_POLICY])
     assert parse_isolated(data, "b.docx", MEMORY_BOUND) == parse_document(data, "b.docx")
     # the helper that parsed b.docx gave it to its waiting child, then forked a new one and reaped the
