@@ -135,6 +135,44 @@ def _children(pid: int) -> list[int]:
     return [p for p in found if "zombie" not in _status(p)]
 
 
+def _descendants(pid: int) -> list[int]:
+    """Live children of ``pid``, their children, and so on (the fork server's services are grandchildren
+    of ``switchboard run``)."""
+    found, todo = [], [pid]
+    while todo:
+        children = _children(todo.pop())
+        found += children
+        todo += children
+    return found
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def service_pid(root_pid: int, service: str) -> int:
+    """The live pid of one supervised service (``worker``, ``orchestrator``...) under ``root_pid``.
+
+    A service forked by the fork server (``RUN_FORK_SERVER``, the default) keeps the server's command
+    line and is named ``sb-<service>`` (``switchboard.runtime.forkserver.process_name``); one spawned
+    directly runs ``services.<service>.main``.
+
+    Raises:
+        RuntimeError: no live process of the service.
+    """
+    from switchboard.runtime.forkserver import process_name
+
+    module = "services.worker.main" if service == "worker" else f"services.{service}.main:create_app"
+    name = process_name(["python", "-m", module])
+    for pid in _descendants(root_pid):
+        if _comm(pid) == name or module in _cmdline(pid):
+            return pid
+    raise RuntimeError(f"no live {service} process")
+
+
 def _cmdline(pid: int) -> list[str]:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
@@ -192,15 +230,11 @@ class Stack:
     def pid_of(self, service: str) -> int:
         """The live pid of one supervised service (``worker``, ``orchestrator``...)."""
         assert self.process is not None
-        target = {"worker": "services.worker.main"}.get(service, f"services.{service}.main:create_app")
-        for pid in _children(self.process.pid):
-            if target in _cmdline(pid):
-                return pid
-        raise RuntimeError(f"no live {service} process")
+        return service_pid(self.process.pid, service)
 
     def redis_pid(self) -> int:
         assert self.process is not None
-        for pid in _children(self.process.pid):
+        for pid in _descendants(self.process.pid):
             if any("redis-server" in part for part in _cmdline(pid)):  # Redis rewrites its title
                 return pid
         if self.restarted_redis is not None and self.restarted_redis._process is not None:
