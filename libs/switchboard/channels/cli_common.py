@@ -51,8 +51,8 @@ def check_simulate_source(
 ) -> None:
     """Check what a ``simulate whatsapp|instagram|gmail`` command is asked to post: exactly one of
     ``--text`` or ``--payload``, and with ``--payload`` none of the options that only shape a ``--text``
-    message (``--from``...): a payload names its own sender, and silently posting it from someone else
-    than the user asked for is worse than saying so.
+    message (``--from``...): a payload names its own sender, and silently posting it as someone other
+    than the user named is worse than saying so.
 
     Args:
         text: ``--text`` (``None``: not given).
