@@ -1,6 +1,7 @@
 """What every channel's CLI does the same way (:mod:`switchboard.channels.whatsapp.cli`,
-:mod:`switchboard.channels.instagram.cli`): connect an account with an encrypted token, find a tenant's
-account, and watch a provider sandbox for what the system sent after a simulated webhook."""
+:mod:`switchboard.channels.instagram.cli`, :mod:`switchboard.channels.gmail.cli`): check a simulate
+command's options, connect an account with an encrypted token, find a tenant's account, and watch a
+provider sandbox for what the system sent after a simulated webhook."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from switchboard.settings import Settings
 
 __all__ = [
     "SAMPLE_MEDIA",
+    "check_simulate_source",
     "connect_account",
     "account_of_tenant",
     "api_base_option",
@@ -42,6 +44,33 @@ transcript marker (``llm.offline_server.TRANSCRIPT_MARKER``), which it returns a
 
 GIVE_UP_EVERY_S = 2.0
 """How often a simulate command that saw no reply yet checks whether one can still come (seconds)."""
+
+
+def check_simulate_source(
+    *, text: str | None, payload: object | None, text_only: dict[str, tuple[object | None, str]]
+) -> None:
+    """Check what a ``simulate whatsapp|instagram|gmail`` command is asked to post: exactly one of
+    ``--text`` or ``--payload``, and with ``--payload`` none of the options that only shape a ``--text``
+    message (``--from``...): a payload names its own sender, and silently posting it as someone other
+    than the user named is worse than saying so.
+
+    Args:
+        text: ``--text`` (``None``: not given).
+        payload: ``--payload`` (``None``: not given).
+        text_only: option name (``"--from"``) -> ``(its value, None when not given; why a payload
+            does not need it)``, e.g. ``{"--from": (from_, "the payload names its sender")}``.
+
+    Raises:
+        ValueError: both or neither of ``--text`` / ``--payload``, or a ``text_only`` option given with
+            ``--payload`` (``"--from cannot be combined with --payload: the payload names its sender"``);
+            the command's error wrapper makes it one line on stderr and exit status 2.
+    """
+    if (text is None) == (payload is None):
+        raise ValueError("give exactly one of --text or --payload")
+    if payload is not None:
+        for option, (value, why) in text_only.items():
+            if value is not None:
+                raise ValueError(f"{option} cannot be combined with --payload: {why}")
 
 
 def connect_account(

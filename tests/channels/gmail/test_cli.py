@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 from sqlmodel import select
+from switchboard.channels.gmail.cli import SIMULATED_SUBJECT
 from switchboard.db.models import ChannelAccount, GmailMailbox
 from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.queue import Queue
@@ -163,8 +164,9 @@ async def test_simulate_gmail_delivers_pushes_and_prints_the_reply(scene, cli, m
             await asyncio.sleep(0.2)
 
     async with serve_app(create_app(settings), port=port):
+        # without --subject: the simulated mail's default one
         task = asyncio.ensure_future(cli.arun("simulate", "gmail", "--tenant", scene.tenant.slug, "--from",
-                                              "ana@example.net", "--subject", "Opening hours", "--text",
+                                              "ana@example.net", "--text",
                                               "When do you open?", "--timeout", "40", **env))  # fmt: skip
         await workers_until(task)
         out = task.result()
@@ -181,7 +183,7 @@ async def test_simulate_gmail_delivers_pushes_and_prints_the_reply(scene, cli, m
     reply = json.loads(line)
     assert (reply["to"], reply["subject"], reply["text"]) == (
         "ana@example.net",
-        "Re: Opening hours",
+        f"Re: {SIMULATED_SUBJECT}",
         "The shop opens at 9.",
     )
     assert reply["in_reply_to"].startswith("<sim-") and reply["auto_submitted"] == "auto-replied"

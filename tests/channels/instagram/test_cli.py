@@ -7,7 +7,7 @@ import uuid
 import httpx
 from sqlmodel import select
 from switchboard.channels.accounts import access_token_of
-from switchboard.channels.instagram.cli import SAMPLE_MEDIA, refresh_mids, retarget_payload
+from switchboard.channels.instagram.cli import SAMPLE_MEDIA, SIMULATED_IGSID, refresh_mids, retarget_payload
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, Message
 
@@ -68,6 +68,15 @@ async def test_simulate_payload_serves_sample_media_and_says_when_nothing_is_ans
                               str(payload_path("messaging_seen.json")), **env)  # fmt: skip
         async with sessions() as session:
             (row,) = (await session.exec(select(Message).where(Message.tenant_id == tenant.id))).all()
+        # --text without --from: the simulated customer's
+        text = await cli.arun("simulate", "instagram", "--tenant", tenant.slug, "--text", "hi",
+                              "--timeout", "0.3", **env)  # fmt: skip
+        async with sessions() as session:
+            (texted,) = (
+                await session.exec(
+                    select(Message).where(Message.tenant_id == tenant.id, Message.id != row.id)
+                )
+            ).all()
         sender = load_payload("image_attachment.json")["entry"][0]["messaging"][0]["sender"]["id"]
         async with httpx.AsyncClient() as client:
             served = await client.get(row.media[0]["ref"])
@@ -87,3 +96,5 @@ async def test_simulate_payload_serves_sample_media_and_says_when_nothing_is_ans
         "id": sender,
     }
     assert seen.exit_code == 0 and "holds no customer message to answer" in seen.stderr
+    assert text.exit_code == 0 and '"stored":1' in text.stderr, text.output
+    assert (texted.text, texted.sender_external_id) == ("hi", SIMULATED_IGSID)

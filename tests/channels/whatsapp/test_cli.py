@@ -12,7 +12,7 @@ import httpx
 from sqlmodel import select
 from switchboard.channels.accounts import access_token_of
 from switchboard.channels.cli_common import SAMPLE_MEDIA
-from switchboard.channels.whatsapp.cli import retarget_payload
+from switchboard.channels.whatsapp.cli import SIMULATED_WA_ID, retarget_payload
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, Message
 from switchboard.llm.offline_server import ScriptedResponse
@@ -132,9 +132,10 @@ async def test_simulate_payload_twice_gets_fresh_ids_and_unanswerable_posts_retu
 
 
 async def test_simulate_and_add_whatsapp_find_the_running_system_through_run_json(
-    make_settings, wa_tenant, tmp_path, cli, stops_at_the_queue
+    make_settings, wa_tenant, tmp_path, cli, sessions, stops_at_the_queue
 ) -> None:  # type: ignore[no-untyped-def]
-    """Another terminal without WHATSAPP_PORT still reaches the services `switchboard run` started."""
+    """Another terminal without WHATSAPP_PORT still reaches the services `switchboard run` started
+    (and `--text` without `--from` is the simulated customer's)."""
     port = free_port()
     settings = make_settings(whatsapp_port=port)
     data_dir = tmp_path / "run-data"
@@ -151,6 +152,13 @@ async def test_simulate_and_add_whatsapp_find_the_running_system_through_run_jso
         )
     assert posted.exit_code == 0, posted.output
     assert '"stored":1' in posted.stderr
+    async with sessions() as session:
+        senders = (
+            await session.exec(
+                select(Message.sender_external_id).where(Message.tenant_id == wa_tenant.tenant.id)
+            )
+        ).all()
+    assert senders == [SIMULATED_WA_ID.lstrip("+")]
     pid = str(uuid.uuid4().int)[:15]
     added = await cli.arun("channel", "add-whatsapp", "--tenant", slug, "--phone-number-id", pid, **env)
     assert added.exit_code == 0, added.output

@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import typer
 
-from switchboard.channels.cli_common import explain_no_reply, is_loopback_url
+from switchboard.channels.cli_common import check_simulate_source, explain_no_reply, is_loopback_url
 from switchboard.cli.root import channel_app, simulate_app
 from switchboard.cli.runner import command_settings, friendly_errors, run_db
 from switchboard.settings import Settings
@@ -34,6 +34,12 @@ __all__ = [
     "deliver_and_push",
     "wait_for_sends",
 ]
+
+SIMULATED_SENDER = "customer@example.net"
+"""The sender of ``simulate gmail --text`` without ``--from``."""
+
+SIMULATED_SUBJECT = "Question"
+"""The subject of ``simulate gmail --text`` without ``--subject``."""
 
 CONNECT_SANDBOX_SECRETS = '{"installed": {"client_id": "sandbox", "client_secret": "sandbox"}}'
 """An OAuth client file the Gmail sandbox accepts (README, Gmail, "Try it without Google")."""
@@ -274,8 +280,22 @@ def _reauth_message(tenant: str, mailbox: str) -> str:
 @friendly_errors
 def simulate_gmail(
     text: Annotated[str | None, typer.Option(help="Plain-text body of the mail.")] = None,
-    from_: Annotated[str, typer.Option("--from", help="Sender address.")] = "customer@example.net",
-    subject: Annotated[str, typer.Option(help="Subject of the mail.")] = "Question",
+    from_: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="ADDR",
+            help=f"Sender address of a --text mail (default {SIMULATED_SENDER}). Refused with --payload: "
+            "the payload names its sender (its From header).",
+        ),
+    ] = None,
+    subject: Annotated[
+        str | None,
+        typer.Option(
+            help=f"Subject of a --text mail (default {SIMULATED_SUBJECT!r}). Refused with --payload: the "
+            "payload has its own Subject header."
+        ),
+    ] = None,
     payload: Annotated[
         Path | None,
         typer.Option(
@@ -286,7 +306,14 @@ def simulate_gmail(
         str, typer.Option("--tenant", "-t", help="Tenant slug whose Gmail mailbox receives it.")
     ] = "demo",
     thread_id: Annotated[str | None, typer.Option(help="Deliver into this Gmail thread (a reply).")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for the reply.")] = 30.0,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS",
+            help="Seconds to wait for the reply (what the sandbox records as sent from the mailbox) "
+            "before saying why none came.",
+        ),
+    ] = 30.0,
 ) -> None:
     """Deliver a mail into the tenant's sandbox mailbox, let the sandbox push the notification to the
     running Gmail service, then print (JSON lines) the mails the sandbox received as sent from that
@@ -294,14 +321,19 @@ def simulate_gmail(
     and the mailbox connected once with `channel add-gmail` (the error says how). Exit 0 when the push
     was acknowledged; 1 when the sandbox cannot be reached or refused the push; 2 on a bad option, an
     unconnected mailbox, or one that needs reauth (the error names the `add-gmail` command to run).
+    --from and --subject are for --text: with --payload they are refused (exit 2), as the payload has
+    its own From and Subject headers.
     """
     from sqlmodel import select
 
     from switchboard.db.models import ChannelAccount, GmailMailbox
     from switchboard.tenants import get_tenant
 
-    if (text is None) == (payload is None):
-        raise ValueError("give exactly one of --text or --payload")
+    check_simulate_source(
+        text=text, payload=payload,
+        text_only={"--from": (from_, "the payload names its sender"),
+                   "--subject": (subject, "the payload has its own Subject header")},
+    )  # fmt: skip
     settings = command_settings()
 
     async def mailbox_status(sessions, _settings):  # type: ignore[no-untyped-def]
@@ -350,8 +382,9 @@ def simulate_gmail(
         if not isinstance(spec["payload"], dict) or "payload" not in spec["payload"]:
             raise ValueError(f"{payload} is not a messages.get answer (no 'payload' part)")
     else:
-        spec.update({"from": from_, "subject": subject, "text": text or "",
-                     "message_id": f"<sim-{uuid.uuid4().hex}@{from_.rpartition('@')[2] or 'example.net'}>"})  # fmt: skip
+        sender = from_ or SIMULATED_SENDER
+        spec.update({"from": sender, "subject": subject or SIMULATED_SUBJECT, "text": text or "",
+                     "message_id": f"<sim-{uuid.uuid4().hex}@{sender.rpartition('@')[2] or 'example.net'}>"})  # fmt: skip
     if thread_id:
         spec["thread_id"] = thread_id
 

@@ -23,6 +23,7 @@ from switchboard.channels.cli_common import (
     SAMPLE_MEDIA,
     account_of_tenant,
     api_base_option,
+    check_simulate_source,
     connect_account,
     explain_no_reply,
     is_loopback_url,
@@ -42,6 +43,9 @@ __all__ = [
     "retarget_payload",
     "simulate_instagram",
 ]
+
+SIMULATED_IGSID = "1000000000000001"
+"""The customer of ``simulate instagram --text`` without ``--from`` (the payloads' customer)."""
 
 
 def build_text_webhook(*, account_id: str, igsid: str, text: str) -> dict[str, Any]:
@@ -203,22 +207,41 @@ def add_instagram(
 def simulate_instagram(
     text: Annotated[str | None, typer.Option(help="Text the simulated customer sends.")] = None,
     from_: Annotated[
-        str, typer.Option("--from", help="Customer's Instagram-scoped id (IGSID).")
-    ] = "1000000000000001",
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="IGSID",
+            help=f"Customer's Instagram-scoped id (IGSID) of a --text message (default {SIMULATED_IGSID}). "
+            "Refused with --payload: the payload names its sender (messaging[].sender.id).",
+        ),
+    ] = None,
     payload: Annotated[
         Path | None, typer.Option(help="Raw webhook body (JSON file) to post instead of --text.")
     ] = None,
     tenant: Annotated[
         str, typer.Option("--tenant", "-t", help="Tenant slug whose Instagram account receives it.")
     ] = "demo",
-    keep_timestamps: Annotated[bool, typer.Option(help="Post --payload timestamps as they are.")] = False,
+    keep_timestamps: Annotated[
+        bool,
+        typer.Option(
+            help="Post --payload timestamps as they are (default: moved to now, their order kept). An old "
+            "message then falls outside the 24-hour window and the AI does not answer it."
+        ),
+    ] = False,
     keep_ids: Annotated[
         bool,
         typer.Option(
             help="Post --payload mids as they are (default: a fresh suffix, so a file can be posted again)."
         ),
     ] = False,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for outbound messages.")] = 30.0,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS",
+            help="Seconds to wait for the replies (what the Instagram sandbox receives) before saying why "
+            "none came.",
+        ),
+    ] = 30.0,
 ) -> None:
     """Sign and post a real-shaped Instagram webhook to the running Instagram service, then print (JSON
     lines) the messages the Instagram sandbox received while waiting. Exit 0 when the webhook was accepted.
@@ -226,9 +249,12 @@ def simulate_instagram(
     Attachment and story URLs of a --payload are pointed at the sandbox's CDN with sample bytes (the
     payloads' own links are fake), so media is copied and read as in production. A sender the sandbox
     has no profile for gets one ("Sandbox Customer 0001"), so the agent and the console show a name.
+    --from is for --text: with --payload it is refused (exit 2), as the payload names its own sender.
     """
-    if (text is None) == (payload is None):
-        raise ValueError("give exactly one of --text or --payload")
+    check_simulate_source(
+        text=text, payload=payload,
+        text_only={"--from": (from_, "the payload names its sender")},
+    )  # fmt: skip
     settings = command_settings()
     account_id, sandbox = account_of_tenant(
         settings, tenant=tenant, channel="instagram",
@@ -246,7 +272,7 @@ def simulate_instagram(
         if is_loopback_url(sandbox):
             uploads = _serve_sample_media(body, sandbox)
     else:
-        body = build_text_webhook(account_id=account_id, igsid=from_, text=text or "")
+        body = build_text_webhook(account_id=account_id, igsid=from_ or SIMULATED_IGSID, text=text or "")
     raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
     webhook_url = settings.service_url(settings.instagram_port) + "/webhooks/instagram"
 

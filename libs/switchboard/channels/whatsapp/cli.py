@@ -25,6 +25,7 @@ from switchboard.channels.cli_common import (
     SAMPLE_MEDIA,
     account_of_tenant,
     api_base_option,
+    check_simulate_source,
     connect_account,
     explain_no_reply,
     is_loopback_url,
@@ -44,6 +45,9 @@ __all__ = [
     "answerable_messages",
     "post_signed",
 ]
+
+SIMULATED_WA_ID = "+15550100099"
+"""The customer of ``simulate whatsapp --text`` without ``--from``."""
 
 
 def build_text_webhook(
@@ -209,8 +213,14 @@ def add_whatsapp(
 def simulate_whatsapp(
     text: Annotated[str | None, typer.Option(help="Text the simulated customer sends.")] = None,
     from_: Annotated[
-        str, typer.Option("--from", help="Customer phone number (E.164, '+' optional).")
-    ] = "+15550100099",
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="PHONE",
+            help=f"Customer phone number of a --text message (E.164, '+' optional; default {SIMULATED_WA_ID}). "
+            "Refused with --payload: the payload names its sender (messages[].from, contacts[].wa_id).",
+        ),
+    ] = None,
     payload: Annotated[
         Path | None, typer.Option(help="Raw webhook body (JSON file) to post instead of --text.")
     ] = None,
@@ -218,7 +228,11 @@ def simulate_whatsapp(
         str, typer.Option("--tenant", "-t", help="Tenant slug whose WhatsApp number receives it.")
     ] = "demo",
     keep_timestamps: Annotated[
-        bool, typer.Option(help="Post --payload timestamps as they are (default: now).")
+        bool,
+        typer.Option(
+            help="Post --payload timestamps as they are (default: moved to now, their order kept). An old "
+            "message then falls outside the 24-hour window and gets no free-form reply."
+        ),
     ] = False,
     keep_ids: Annotated[
         bool,
@@ -227,17 +241,27 @@ def simulate_whatsapp(
             "can be posted again; with the original ids a second post is a duplicate and is not answered)."
         ),
     ] = False,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for outbound messages.")] = 30.0,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS",
+            help="Seconds to wait for the replies (what the Graph API sandbox receives) before saying why "
+            "none came.",
+        ),
+    ] = 30.0,
 ) -> None:
     """Sign and post a real-shaped webhook to the running WhatsApp service, then print (JSON lines) the
     messages the Graph API sandbox received (to anyone) while waiting. Exit 0 when the webhook was accepted.
 
     --payload message ids get a fresh suffix (unless --keep-ids), so a file can be posted again. When the
     webhook stored nothing new, or the payload holds no customer message to answer (statuses, reactions...),
-    it says so in one line and returns at once.
+    it says so in one line and returns at once. --from is for --text: with --payload it is refused
+    (exit 2), as the payload names its own sender.
     """
-    if (text is None) == (payload is None):
-        raise ValueError("give exactly one of --text or --payload")
+    check_simulate_source(
+        text=text, payload=payload,
+        text_only={"--from": (from_, "the payload names its sender")},
+    )  # fmt: skip
     settings = command_settings()
     phone_number_id, sandbox_base = account_of_tenant(
         settings, tenant=tenant, channel="whatsapp",
@@ -252,7 +276,9 @@ def simulate_whatsapp(
         if not keep_ids:
             body = refresh_message_ids(body)
     else:
-        body = build_text_webhook(phone_number_id=phone_number_id, wa_id=from_.lstrip("+"), text=text or "")
+        body = build_text_webhook(
+            phone_number_id=phone_number_id, wa_id=(from_ or SIMULATED_WA_ID).lstrip("+"), text=text or ""
+        )
     raw = json.dumps(body, separators=(",", ":")).encode()
     webhook_url = settings.service_url(settings.whatsapp_port) + "/webhooks/whatsapp"
     sandbox_url = sandbox_base + "/_control/sent"

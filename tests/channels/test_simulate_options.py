@@ -1,0 +1,56 @@
+"""``switchboard simulate whatsapp|instagram|gmail``: the options that only shape a ``--text`` message
+are refused with ``--payload`` (the payload names its own sender), before anything is posted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.utils import gmail, instagram, whatsapp
+from tests.utils.cli import Cli
+
+PAYLOADS = {
+    "whatsapp": whatsapp.payload_path("text.json"),
+    "instagram": instagram.payload_path("text_dm.json"),
+    "gmail": gmail.payload_path("messages_get_full_multipart_alternative.json"),
+}
+SENDERS = {"whatsapp": "+15550107777", "instagram": "1000000000000042", "gmail": "ana@example.net"}
+
+
+def _cli(tmp_path: Path) -> Cli:
+    # No database or service answers here: a command that got past the option check would fail on
+    # the database (nothing listens on this port of the task's range), not with the message below.
+    return Cli(
+        env={
+            "DATA_DIR": str(tmp_path),
+            "DATABASE_URL": "postgresql+asyncpg://nobody:nothing@127.0.0.1:9569/none",
+            "REDIS_URL": "redis://127.0.0.1:9568/0",
+            "LOG_LEVEL": "WARNING",
+        }
+    )
+
+
+@pytest.mark.parametrize("channel", ["whatsapp", "instagram", "gmail"])
+def test_from_with_payload_is_refused_with_exit_2(channel: str, tmp_path: Path) -> None:
+    payload = PAYLOADS[channel]
+    assert payload.is_file()
+    out = _cli(tmp_path).run("simulate", channel, "--payload", str(payload), "--from", SENDERS[channel])
+    assert out.exit_code == 2, out.output
+    assert out.stderr == "error: --from cannot be combined with --payload: the payload names its sender\n"
+    assert out.stdout == ""
+
+
+def test_gmail_subject_with_payload_is_refused_with_exit_2(tmp_path: Path) -> None:
+    out = _cli(tmp_path).run("simulate", "gmail", "--payload", str(PAYLOADS["gmail"]), "--subject", "Hi")
+    assert out.exit_code == 2, out.output
+    assert out.stderr == (
+        "error: --subject cannot be combined with --payload: the payload has its own Subject header\n"
+    )
+
+
+@pytest.mark.parametrize("channel", ["whatsapp", "instagram", "gmail"])
+def test_help_says_from_is_for_text_only(channel: str, tmp_path: Path) -> None:
+    out = _cli(tmp_path).run("simulate", channel, "--help", COLUMNS="200")
+    assert out.exit_code == 0, out.output
+    assert "Refused with --payload: the payload names its sender" in out.stdout
