@@ -7,7 +7,6 @@ import uuid
 from datetime import timedelta
 
 import pytest
-
 from switchboard.channels.base import OutboundPart
 from switchboard.db.models import Outbox, OutboxPurpose, utcnow
 from switchboard.outbox import OutboxItem, write_outbox
