@@ -417,6 +417,8 @@ async def _claim(run: _Run, row_id: uuid.UUID) -> _Claimed | None:
 
 async def _earlier_unfinished_or_failed(session: AsyncSession, row: Outbox) -> Outbox | None:
     """The first earlier part of ``row``'s group that failed, else one still pending/sending, else ``None``."""
+    if row.part_index == 0:  # the first part (most replies are one): nothing comes before it
+        return None
     earlier = list(
         (
             await session.exec(
@@ -536,18 +538,23 @@ async def _locked_sending(session: AsyncSession, row_id: uuid.UUID) -> Outbox | 
 async def _record_sent(run: _Run, claimed: _Claimed, external_id: str) -> None:
     deps, now = run.deps, utcnow()
     async with deps.sessions() as session, session.begin():
-        row = await _locked_sending(session, claimed.row.id)
-        if row is not None:
-            row.status, row.external_id, row.sent_at, row.updated_at = (
-                OutboxStatus.sent.value,
-                external_id,
-                now,
-                now,
-            )
-            row.error_code = "agent_template" if claimed.via_template else None
-            row.error_message = None
-            session.add(row)
-        else:  # a status callback (by correlation id) got here first: keep what it recorded
+        # one conditional UPDATE (it takes the row's lock and re-checks the status after waiting for it)
+        recorded = await session.exec(
+            update(Outbox)
+            .where(Outbox.id == claimed.row.id, Outbox.status == _SENDING)
+            .values(
+                status=OutboxStatus.sent.value,
+                external_id=external_id,
+                sent_at=now,
+                updated_at=now,
+                error_code="agent_template" if claimed.via_template else None,
+                error_message=None,
+            )  # fmt: skip
+            .execution_options(synchronize_session=False)
+        )
+        if (
+            not recorded.rowcount
+        ):  # a status callback (by correlation id) got here first: keep what it recorded
             await session.exec(
                 update(Outbox)
                 .where(Outbox.id == claimed.row.id, col(Outbox.external_id).is_(None))
