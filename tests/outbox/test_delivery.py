@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from datetime import timedelta
 
+import pytest
 from switchboard.channels.base import OutboundPart
 from switchboard.db.models import Outbox, OutboxPurpose, utcnow
 from switchboard.outbox import OutboxItem, write_outbox
@@ -19,6 +21,7 @@ from tests.utils.outbox import (
     script,
     sent_by,
     set_row,
+    write_agent_notice,
     write_parts,
 )
 
@@ -281,3 +284,35 @@ async def test_rows_written_by_the_old_senders_are_delivered(
     (sent,) = await sent_by(sandbox[0], scene.phone_number_id)
     assert report.sent == 1 and (row.status, row.external_id) == ("sent", sent["id"])
     assert row.correlation_id == sent["biz_opaque_callback_data"] == f"sb:{old.id.hex}"
+
+
+async def test_a_message_plus_its_conversation_is_one_pass_the_messages_parts_first_then_the_notice(
+    make_deps, make_scene, sessions, sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    deps, scene, other = make_deps(), await make_scene(), await make_scene()
+    agent = await make_human_agent(sessions, scene, last_inbound_age=timedelta(minutes=5))
+    notice = await write_agent_notice(sessions, scene, agent, "New conversation for you")  # the older row
+    await write_parts(sessions, scene, TEXTS)
+    await write_parts(sessions, other, ["another customer's reply"])
+
+    scope = DeliveryScope(inbound_message_id=scene.inbound.id, plus_conversation_id=scene.conversation.id)
+    report = await deliver(deps, scope)
+
+    sent = await sent_by(sandbox[0], scene.phone_number_id)
+    assert [(m["to"], m["text"]) for m in sent] == [
+        *((scene.customer.phone, t) for t in TEXTS), (agent.phone, "New conversation for you"),
+    ]  # fmt: skip
+    assert report == DeliveryReport(sent=4, failed=0, pending=0, retry_in_s=None)
+    assert notice.inbound_message_id is None
+    assert await sent_by(sandbox[0], other.phone_number_id) == []
+    assert [r.status for r in await rows_of(sessions, other)] == ["pending"]
+
+
+def test_plus_conversation_id_goes_with_an_inbound_message_alone() -> None:
+    conversation, message = uuid.uuid4(), uuid.uuid4()
+    with pytest.raises(ValueError, match="plus_conversation_id goes with inbound_message_id alone"):
+        DeliveryScope(plus_conversation_id=conversation)
+    with pytest.raises(ValueError, match="plus_conversation_id goes with inbound_message_id alone"):
+        DeliveryScope(
+            inbound_message_id=message, conversation_id=conversation, plus_conversation_id=conversation
+        )

@@ -200,16 +200,18 @@ async def _deliver(ic: InboundContext, scope: DeliveryScope) -> int:
             _defer_by=report.retry_in_s,
             inbound_message_id=str(scope.inbound_message_id) if scope.inbound_message_id else None,
             conversation_id=str(scope.conversation_id) if scope.conversation_id else None,
+            plus_conversation_id=str(scope.plus_conversation_id) if scope.plus_conversation_id else None,
             **tracing.job_trace_kwargs(),
         )
     return report.sent
 
 
 async def _deliver_row(ic: InboundContext) -> int:
-    """Send this row's parts, then notices written about the conversation meanwhile (an escalation)."""
-    sent = await _deliver(ic, DeliveryScope(inbound_message_id=ic.row_id))
-    await _deliver(ic, DeliveryScope(conversation_id=ic.conversation.id))
-    return sent
+    """Send this row's parts and notices written about the conversation meanwhile (an escalation), in
+    one pass (oldest first). Returns the parts sent."""
+    return await _deliver(
+        ic, DeliveryScope(inbound_message_id=ic.row_id, plus_conversation_id=ic.conversation.id)
+    )
 
 
 async def _write_reply(
@@ -232,9 +234,17 @@ async def _write_reply(
         await write_outbox(
             session, tenant_id=ic.row.tenant_id, items=items, inbound_message_id=ic.row_id, trace_id=trace_id
         )
+    if ic.lock_token is not None:
+        ic.notes["has_reply"] = True
 
 
 async def _has_reply(ic: InboundContext) -> bool:
+    """Whether this row's reply is in the outbox (a re-run after it was written).
+
+    Read once while the conversation lock is held and remembered: only this run's ``turn`` writes the
+    row's reply then, and it does not ask again after writing. Before the lock it is read each time."""
+    if "has_reply" in ic.notes:
+        return bool(ic.notes["has_reply"])
     async with ic.deps.resources.sessions() as session:
         found = (
             await session.exec(
@@ -243,6 +253,8 @@ async def _has_reply(ic: InboundContext) -> bool:
                 .limit(1)
             )
         ).first()
+    if ic.lock_token is not None:
+        ic.notes["has_reply"] = found is not None
     return found is not None
 
 
@@ -262,11 +274,18 @@ async def _reply_failure(ic: InboundContext) -> str | None:
         ).first()
 
 
+async def _tenant(ic: InboundContext) -> Tenant | None:
+    """The tenant's row, read once per run (``None``: deleted meanwhile)."""
+    if "tenant" not in ic.notes:
+        async with ic.deps.resources.sessions() as session:
+            ic.notes["tenant"] = await session.get(Tenant, ic.row.tenant_id)
+    return ic.notes["tenant"]  # type: ignore[no-any-return]
+
+
 async def load_tenant_settings(ic: InboundContext) -> Any:
     """The tenant's settings, loaded once per run."""
     if ic.tenant_settings is None:
-        async with ic.deps.resources.sessions() as session:
-            tenant = await session.get(Tenant, ic.row.tenant_id)
+        tenant = await _tenant(ic)
         ic.tenant_settings = tenant_settings_from(
             tenant.settings_extensions if tenant else None, tenant_id=str(ic.row.tenant_id)
         )
@@ -384,8 +403,7 @@ async def agent_console(ic: InboundContext) -> Outcome | None:
 
 async def suspended(ic: InboundContext) -> Outcome | None:
     """A tenant a platform admin suspended (``tenants.suspended_at``): the message stays stored, unanswered."""
-    async with ic.deps.resources.sessions() as session:
-        tenant = await session.get(Tenant, ic.row.tenant_id)
+    tenant = await _tenant(ic)
     if tenant is None or tenant.suspended_at is None:
         return None
     log.warning("inbound_tenant_suspended")

@@ -59,7 +59,7 @@ from typing import Any
 
 import structlog
 from arq.connections import ArqRedis
-from sqlalchemy import and_, func, or_, update
+from sqlalchemy import and_, case, func, or_, update
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -128,8 +128,16 @@ class DeliveryScope:
     """Rows to one provider address (an agent's phone); needs ``tenant_id``."""
     purposes: frozenset[OutboxPurpose] | None = None
     """Only these purposes (``None``: all)."""
+    plus_conversation_id: uuid.UUID | None = None
+    """Also every row of this conversation: with ``inbound_message_id``, the rows of the message OR of
+    the conversation (an inbound message's parts, wherever they go, and what its conversation has due,
+    such as a notice written meanwhile) in one pass."""
 
     def __post_init__(self) -> None:
+        if self.plus_conversation_id is not None and (
+            self.inbound_message_id is None or self.conversation_id is not None
+        ):
+            raise ValueError("DeliveryScope.plus_conversation_id goes with inbound_message_id alone")
         if self.recipient is not None and self.tenant_id is None:
             raise ValueError("DeliveryScope.recipient needs tenant_id (addresses are per tenant)")
         if self.purposes is not None and not isinstance(self.purposes, frozenset):
@@ -214,7 +222,14 @@ def same_group(row: Outbox) -> Any:
 
 def _in_scope(scope: DeliveryScope) -> list[Any]:
     where: list[Any] = []
-    if scope.inbound_message_id is not None:
+    if scope.plus_conversation_id is not None:
+        where.append(
+            or_(
+                Outbox.inbound_message_id == scope.inbound_message_id,
+                Outbox.conversation_id == scope.plus_conversation_id,
+            )
+        )
+    elif scope.inbound_message_id is not None:
         where.append(Outbox.inbound_message_id == scope.inbound_message_id)
     if scope.conversation_id is not None:
         where.append(Outbox.conversation_id == scope.conversation_id)
@@ -302,6 +317,7 @@ async def _due_rows(deps: DeliveryDeps, scope: DeliveryScope, limit: int) -> lis
                 *_in_scope(scope),
             )
             .order_by(
+                *_message_first(scope),
                 col(Outbox.created_at),
                 col(Outbox.inbound_message_id),
                 col(Outbox.purpose),
@@ -311,6 +327,14 @@ async def _due_rows(deps: DeliveryDeps, scope: DeliveryScope, limit: int) -> lis
             .with_for_update(skip_locked=True)
         )
         return list((await session.exec(query)).all())
+
+
+def _message_first(scope: DeliveryScope) -> list[Any]:
+    """With ``plus_conversation_id``: the message's own rows before the conversation's others (its reply
+    reaches the customer before a notice the turn wrote, as two passes did)."""
+    if scope.plus_conversation_id is None:
+        return []
+    return [case((Outbox.inbound_message_id == scope.inbound_message_id, 0), else_=1)]
 
 
 def _is_due(row: Outbox, channel: Channel, settings: Settings, now: datetime) -> bool:
@@ -393,6 +417,8 @@ async def _claim(run: _Run, row_id: uuid.UUID) -> _Claimed | None:
 
 async def _earlier_unfinished_or_failed(session: AsyncSession, row: Outbox) -> Outbox | None:
     """The first earlier part of ``row``'s group that failed, else one still pending/sending, else ``None``."""
+    if row.part_index == 0:  # the first part (most replies are one): nothing comes before it
+        return None
     earlier = list(
         (
             await session.exec(
@@ -512,18 +538,23 @@ async def _locked_sending(session: AsyncSession, row_id: uuid.UUID) -> Outbox | 
 async def _record_sent(run: _Run, claimed: _Claimed, external_id: str) -> None:
     deps, now = run.deps, utcnow()
     async with deps.sessions() as session, session.begin():
-        row = await _locked_sending(session, claimed.row.id)
-        if row is not None:
-            row.status, row.external_id, row.sent_at, row.updated_at = (
-                OutboxStatus.sent.value,
-                external_id,
-                now,
-                now,
-            )
-            row.error_code = "agent_template" if claimed.via_template else None
-            row.error_message = None
-            session.add(row)
-        else:  # a status callback (by correlation id) got here first: keep what it recorded
+        # one conditional UPDATE (it takes the row's lock and re-checks the status after waiting for it)
+        recorded = await session.exec(
+            update(Outbox)
+            .where(Outbox.id == claimed.row.id, Outbox.status == _SENDING)
+            .values(
+                status=OutboxStatus.sent.value,
+                external_id=external_id,
+                sent_at=now,
+                updated_at=now,
+                error_code="agent_template" if claimed.via_template else None,
+                error_message=None,
+            )  # fmt: skip
+            .execution_options(synchronize_session=False)
+        )
+        if (
+            not recorded.rowcount
+        ):  # a status callback (by correlation id) got here first: keep what it recorded
             await session.exec(
                 update(Outbox)
                 .where(Outbox.id == claimed.row.id, col(Outbox.external_id).is_(None))
@@ -559,8 +590,10 @@ async def _mark_read(run: _Run, claimed: _Claimed) -> None:
         return
     inbound_id = claimed.row.inbound_message_id
     assert inbound_id is not None
-    async with run.deps.sessions() as session:
-        inbound = await session.get(Message, inbound_id)
+    async with run.deps.sessions() as session:  # two columns, not the row and its webhook JSON
+        inbound = (
+            await session.exec(select(Message.direction, Message.external_id).where(Message.id == inbound_id))
+        ).first()
     if inbound is None or inbound.direction != MessageDirection.inbound.value or not inbound.external_id:
         return
     if not await run.deps.redis.set(mark_read_key(inbound_id), "1", nx=True, ex=MARK_READ_MEMORY_S):

@@ -37,11 +37,14 @@ def delivery_deps_from(ctx: dict[str, Any]) -> DeliveryDeps:
 
 
 async def deliver_outbox(
-    ctx: dict[str, Any], inbound_message_id: str | None = None, conversation_id: str | None = None
+    ctx: dict[str, Any],
+    inbound_message_id: str | None = None,
+    conversation_id: str | None = None,
+    plus_conversation_id: str | None = None,
 ) -> dict[str, Any]:
-    """Send due outbox rows: one inbound message's or one conversation's (a deferred retry the inbound
-    job scheduled), or — as the cron job, without arguments — every tenant's (rows another worker holds
-    are skipped).
+    """Send due outbox rows: one inbound message's or one conversation's, or both (``plus_conversation_id``,
+    :class:`~switchboard.outbox.delivery.DeliveryScope`): a deferred retry the inbound job scheduled;
+    or — as the cron job, without arguments — every tenant's (rows another worker holds are skipped).
 
     Returns:
         The :class:`~switchboard.outbox.delivery.DeliveryReport` as a dict.
@@ -49,6 +52,7 @@ async def deliver_outbox(
     scope = DeliveryScope(
         inbound_message_id=uuid.UUID(inbound_message_id) if inbound_message_id else None,
         conversation_id=uuid.UUID(conversation_id) if conversation_id else None,
+        plus_conversation_id=uuid.UUID(plus_conversation_id) if plus_conversation_id else None,
     )
     report = await deliver(delivery_deps_from(ctx), scope, time_budget_s=DELIVER_JOB_BUDGET_S)
     if report.sent or report.failed:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from datetime import timedelta
 from urllib.parse import urlsplit
@@ -9,12 +10,14 @@ from urllib.parse import urlsplit
 import pytest
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
-from sqlalchemy import JSON, null, update
+from sqlalchemy import JSON, event, null, update
+from sqlalchemy.engine import Engine
 from sqlmodel import select
 from switchboard.conversations import Actor
 from switchboard.db.models import Conversation, Customer, CustomerIdentity, Message, utcnow
 from switchboard.handoff import add_agent, escalate
 from switchboard.inbound import SLOWDOWN_TEXT
+from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.queue import Queue
 from switchboard.queue.keys import contract_violation_counter_key, inbound_job_id, inbound_sweep_job_id
 
@@ -562,3 +565,40 @@ async def test_the_sweeper_by_default_requeues_a_row_a_redis_outage_left_unqueue
     assert await arq_pool.zrange(Queue.chat.value, 0, -1) == [inbound_sweep_job_id(ids["outage"], 1).encode()]
     await arq_pool.delete(f"arq:job:{inbound_sweep_job_id(ids['outage'], 1)}")  # not run here
     await arq_pool.zrem(Queue.chat.value, inbound_sweep_job_id(ids["outage"], 1))
+
+
+async def test_a_text_turn_reads_the_tenant_the_reply_check_and_the_due_parts_once_each(
+    e2e_settings, wa_tenant, graph_sandbox, script
+) -> None:  # type: ignore[no-untyped-def]
+    """The worker's statements for one plain text turn (the orchestrator's, in its own thread, left out):
+    each step used to open a session of its own for the same tenant row and the same "is the reply
+    written?" check, and the reply went out in two delivery passes."""
+    model = await script()
+    model.push(ScriptedResponse(content="We open at 9."))
+    settings, pid = e2e_settings(), wa_tenant.phone_number_id
+    async with channel_service(settings) as svc:
+        body = text_body(phone_number_id=pid, wamid=f"wamid.{uuid.uuid4().hex}", text="When do you open?")
+        assert (await svc.post(body)).status_code == 200
+    worker_thread, statements = threading.get_ident(), []
+
+    def record(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
+        if threading.get_ident() == worker_thread:
+            statements.append(" ".join(statement.split()))
+
+    event.listen(Engine, "before_cursor_execute", record)
+    try:
+        await run_worker_burst(settings)
+    finally:
+        event.remove(Engine, "before_cursor_execute", record)
+
+    assert [m["text"] for m in sent_to(graph_sandbox[1], pid)] == ["We open at 9."]
+    tenant_reads = [s for s in statements if s.startswith("SELECT tenants.")]
+    reply_checks = [
+        s for s in statements if s.startswith("SELECT outbox.id FROM outbox WHERE outbox.inbound_message_id")
+    ]
+    due_reads = [
+        s
+        for s in statements
+        if s.startswith("SELECT outbox.id, outbox.tenant_id") and "FOR UPDATE SKIP LOCKED" in s
+    ]
+    assert (len(tenant_reads), len(reply_checks), len(due_reads)) == (1, 1, 1)
