@@ -54,3 +54,21 @@ def test_help_says_from_is_for_text_only(channel: str, tmp_path: Path) -> None:
     out = _cli(tmp_path).run("simulate", channel, "--help", COLUMNS="200")
     assert out.exit_code == 0, out.output
     assert "Refused with --payload: the payload names its sender" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("channel", "flag", "why"),
+    [
+        ("whatsapp", "--keep-ids", "a --text message always gets a new wamid"),
+        ("whatsapp", "--keep-timestamps", "a --text message is sent now"),
+        ("instagram", "--keep-ids", "a --text message always gets a new mid"),
+        ("instagram", "--keep-timestamps", "a --text message is sent now"),
+    ],
+)
+def test_payload_flags_with_text_are_refused_with_exit_2(
+    channel: str, flag: str, why: str, tmp_path: Path
+) -> None:
+    out = _cli(tmp_path).run("simulate", channel, "--text", "hi", flag)
+    assert out.exit_code == 2, out.output
+    assert out.stderr == f"error: {flag} only applies to --payload: {why}\n"
+    assert out.stdout == ""

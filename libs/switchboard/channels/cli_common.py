@@ -47,7 +47,11 @@ GIVE_UP_EVERY_S = 2.0
 
 
 def check_simulate_source(
-    *, text: str | None, payload: object | None, text_only: dict[str, tuple[object | None, str]]
+    *,
+    text: str | None,
+    payload: object | None,
+    text_only: dict[str, tuple[object | None, str]],
+    payload_only: dict[str, tuple[bool, str]] | None = None,
 ) -> None:
     """Check what a ``simulate whatsapp|instagram|gmail`` command is asked to post: exactly one of
     ``--text`` or ``--payload``, and with ``--payload`` none of the options that only shape a ``--text``
@@ -59,10 +63,13 @@ def check_simulate_source(
         payload: ``--payload`` (``None``: not given).
         text_only: option name (``"--from"``) -> ``(its value, None when not given; why a payload
             does not need it)``, e.g. ``{"--from": (from_, "the payload names its sender")}``.
+        payload_only: the reverse, flags that only change how a ``--payload`` file is posted
+            (``"--keep-ids"`` -> ``(given, why a --text message has no use for it)``).
 
     Raises:
         ValueError: both or neither of ``--text`` / ``--payload``, or a ``text_only`` option given with
-            ``--payload`` (``"--from cannot be combined with --payload: the payload names its sender"``);
+            ``--payload`` (``"--from cannot be combined with --payload: the payload names its sender"``),
+            or a ``payload_only`` flag with ``--text`` (``"--keep-ids only applies to --payload: ..."``);
             the command's error wrapper makes it one line on stderr and exit status 2.
     """
     if (text is None) == (payload is None):
@@ -71,6 +78,10 @@ def check_simulate_source(
         for option, (value, why) in text_only.items():
             if value is not None:
                 raise ValueError(f"{option} cannot be combined with --payload: {why}")
+    else:
+        for option, (given, why) in (payload_only or {}).items():
+            if given:
+                raise ValueError(f"{option} only applies to --payload: {why}")
 
 
 def connect_account(

@@ -249,11 +249,14 @@ def simulate_instagram(
     Attachment and story URLs of a --payload are pointed at the sandbox's CDN with sample bytes (the
     payloads' own links are fake), so media is copied and read as in production. A sender the sandbox
     has no profile for gets one ("Sandbox Customer 0001"), so the agent and the console show a name.
-    --from is for --text: with --payload it is refused (exit 2), as the payload names its own sender.
+    --from is for --text: with --payload it is refused (exit 2), as the payload names its own sender;
+    --keep-ids and --keep-timestamps are for --payload and refused with --text.
     """
     check_simulate_source(
         text=text, payload=payload,
         text_only={"--from": (from_, "the payload names its sender")},
+        payload_only={"--keep-ids": (keep_ids, "a --text message always gets a new mid"),
+                      "--keep-timestamps": (keep_timestamps, "a --text message is sent now")},
     )  # fmt: skip
     settings = command_settings()
     account_id, sandbox = account_of_tenant(

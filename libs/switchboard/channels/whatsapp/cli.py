@@ -256,11 +256,14 @@ def simulate_whatsapp(
     --payload message ids get a fresh suffix (unless --keep-ids), so a file can be posted again. When the
     webhook stored nothing new, or the payload holds no customer message to answer (statuses, reactions...),
     it says so in one line and returns at once. --from is for --text: with --payload it is refused
-    (exit 2), as the payload names its own sender.
+    (exit 2), as the payload names its own sender; --keep-ids and --keep-timestamps are for --payload and
+    refused with --text.
     """
     check_simulate_source(
         text=text, payload=payload,
         text_only={"--from": (from_, "the payload names its sender")},
+        payload_only={"--keep-ids": (keep_ids, "a --text message always gets a new wamid"),
+                      "--keep-timestamps": (keep_timestamps, "a --text message is sent now")},
     )  # fmt: skip
     settings = command_settings()
     phone_number_id, sandbox_base = account_of_tenant(
