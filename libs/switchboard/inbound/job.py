@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlmodel import select
+from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.console.live import publish_conversation_event
@@ -38,15 +38,21 @@ async def claim(deps: WorkerDeps, job: dict[str, Any], row_id: uuid.UUID) -> Inb
     channel account was removed is dead-lettered.
     """
     async with deps.resources.sessions() as session, session.begin():
-        row = (await session.exec(select(Message).where(Message.id == row_id).with_for_update())).first()
-        if row is None:
+        # the row (locked) and its channel account in one statement
+        found = (
+            await session.exec(
+                select(Message, ChannelAccount)
+                .outerjoin(ChannelAccount, col(ChannelAccount.id) == Message.channel_account_id)
+                .where(Message.id == row_id)
+                .with_for_update(of=Message)  # type: ignore[arg-type]
+            )
+        ).first()
+        if found is None:
             log.warning("inbound_missing", inbound_message_id=str(row_id))
             return None
+        row, account = found
         if row.inbound_state in (InboundState.done.value, InboundState.dead.value):
             return None
-        account = (
-            await session.get(ChannelAccount, row.channel_account_id) if row.channel_account_id else None
-        )
         if account is None:
             row.inbound_state = InboundState.dead.value
             row.last_error = "channel account removed"

@@ -572,7 +572,8 @@ async def test_a_text_turn_reads_the_tenant_the_reply_check_and_the_due_parts_on
 ) -> None:  # type: ignore[no-untyped-def]
     """The worker's statements for one plain text turn (the orchestrator's, in its own thread, left out):
     each step used to open a session of its own for the same tenant row and the same "is the reply
-    written?" check, and the reply went out in two delivery passes."""
+    written?" check, the reply went out in two delivery passes, and the claim read the channel account
+    apart from the row."""
     model = await script()
     model.push(ScriptedResponse(content="We open at 9."))
     settings, pid = e2e_settings(), wa_tenant.phone_number_id
@@ -601,4 +602,6 @@ async def test_a_text_turn_reads_the_tenant_the_reply_check_and_the_due_parts_on
         for s in statements
         if s.startswith("SELECT outbox.id, outbox.tenant_id") and "FOR UPDATE SKIP LOCKED" in s
     ]
-    assert (len(tenant_reads), len(reply_checks), len(due_reads)) == (1, 1, 1)
+    # the claim reads the row with its account (a join); the delivery reads the account once more
+    account_reads = [s for s in statements if s.startswith("SELECT channel_accounts.")]
+    assert (len(tenant_reads), len(reply_checks), len(due_reads), len(account_reads)) == (1, 1, 1, 1)
