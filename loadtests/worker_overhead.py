@@ -12,6 +12,10 @@ with ``--by-step`` the CPU inside each inbound step (the steps are wrapped, whic
 per message: the claim creates the customer and the conversation each time; ``--returning`` measures
 each customer's second message instead (what most of a conversation's turns are).
 
+The statements per turn include the few the worker runs once per run (start-up, the queue drained),
+spread over ``--turns``: 20 turns read about one more per turn than 60. Needs the development
+dependencies (``make install``: pytest and the test suite, whose fixtures it uses).
+
 Run (from the repository root): ``.venv/bin/python loadtests/worker_overhead.py [--turns 60] [--returning] [--by-step]``
 (~30 s). For an A/B, run the other checkout's copy with ``PYTHONPATH=OTHER/libs:OTHER`` interleaved.
 """
@@ -31,7 +35,9 @@ PLUGINS = ("tests.conftest", "tests.channels.conftest", "tests.channels.whatsapp
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--turns", type=int, default=60, help="text messages answered (60)")
     parser.add_argument("--by-step", action="store_true", help="CPU inside each inbound step")
     parser.add_argument(

@@ -3,6 +3,7 @@ are refused with ``--payload`` (the payload names its own sender), before anythi
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,32 @@ def test_payload_flags_with_text_are_refused_with_exit_2(
     assert out.exit_code == 2, out.output
     assert out.stderr == f"error: {flag} only applies to --payload: {why}\n"
     assert out.stdout == ""
+
+
+@pytest.mark.parametrize("channel", ["whatsapp", "instagram"])
+def test_a_missing_payload_file_is_named_as_missing_with_exit_2(channel: str, tmp_path: Path) -> None:
+    missing = tmp_path / "text.json"
+    out = _cli(tmp_path).run("simulate", channel, "--payload", str(missing))
+    assert out.exit_code == 2, out.output
+    assert out.stderr == f"error: {missing}: no such file\n"
+
+
+async def test_a_sandbox_that_stops_answering_while_waiting_is_one_line_and_exit_1(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``print_sent`` polls the sandbox; when ``switchboard run`` stops meanwhile (nothing listens on the
+    port any more) the wait ends with one line, not an ``httpx.ConnectError`` traceback."""
+    import httpx
+    import typer
+    from switchboard.channels.cli_common import print_sent
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/_control/sent"
+    async with httpx.AsyncClient(timeout=2) as client:
+        with pytest.raises(typer.Exit) as stopped:
+            await print_sent(client, url, after=0, wait_s=5, fields=("to",))
+    assert stopped.value.exit_code == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: lost the sandbox at {url} while waiting for replies (ConnectError)")
+    assert err.count("\n") == 1

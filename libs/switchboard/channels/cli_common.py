@@ -176,6 +176,9 @@ async def print_sent(
         headers: sent with each poll (a sandbox whose control endpoints need the admin token).
         give_up: asked every :data:`GIVE_UP_EVERY_S` while nothing came; ``True`` stops waiting (a send
             that failed for good: no reply will come).
+
+    Raises:
+        typer.Exit: (1) the sandbox stopped answering while we waited, after one line on stderr.
     """
     deadline = time.monotonic() + wait_s
     last_new = None
@@ -186,7 +189,17 @@ async def print_sent(
             if await give_up():
                 break
             next_check = time.monotonic() + GIVE_UP_EVERY_S
-        messages = (await client.get(sent_url, params={"after": after}, headers=headers)).json()["messages"]
+        try:
+            messages = (await client.get(sent_url, params={"after": after}, headers=headers)).json()[
+                "messages"
+            ]
+        except httpx.TransportError as exc:  # the system went away while we waited (Ctrl-C on `run`)
+            typer.secho(
+                f"error: lost the sandbox at {sent_url} while waiting for replies ({type(exc).__name__}); "
+                "is `switchboard run` still running?",
+                fg=typer.colors.RED, err=True,
+            )  # fmt: skip
+            raise typer.Exit(1) from None
         for message in messages:
             typer.echo(json.dumps({k: message.get(k) for k in fields}, ensure_ascii=False))
             after = message["seq"]

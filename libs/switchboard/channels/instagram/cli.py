@@ -244,7 +244,9 @@ def simulate_instagram(
     ] = 30.0,
 ) -> None:
     """Sign and post a real-shaped Instagram webhook to the running Instagram service, then print (JSON
-    lines) the messages the Instagram sandbox received while waiting. Exit 0 when the webhook was accepted.
+    lines) the messages the Instagram sandbox received while waiting. Exit 0 when the webhook was accepted;
+    1 when the service or the sandbox cannot be reached or the webhook was refused; 2 on a bad option or
+    a missing file or account.
 
     Attachment and story URLs of a --payload are pointed at the sandbox's CDN with sample bytes (the
     payloads' own links are fake), so media is copied and read as in production. A sender the sandbox
@@ -258,6 +260,8 @@ def simulate_instagram(
         payload_only={"--keep-ids": (keep_ids, "a --text message always gets a new mid"),
                       "--keep-timestamps": (keep_timestamps, "a --text message is sent now")},
     )  # fmt: skip
+    if payload is not None and not payload.is_file():  # before the database: the first thing wrong
+        raise ValueError(f"{payload}: no such file")
     settings = command_settings()
     account_id, sandbox = account_of_tenant(
         settings, tenant=tenant, channel="instagram",

@@ -251,7 +251,9 @@ def simulate_whatsapp(
     ] = 30.0,
 ) -> None:
     """Sign and post a real-shaped webhook to the running WhatsApp service, then print (JSON lines) the
-    messages the Graph API sandbox received (to anyone) while waiting. Exit 0 when the webhook was accepted.
+    messages the Graph API sandbox received (to anyone) while waiting. Exit 0 when the webhook was accepted;
+    1 when the service or the sandbox cannot be reached or the webhook was refused; 2 on a bad option or
+    a missing file or account.
 
     --payload message ids get a fresh suffix (unless --keep-ids), so a file can be posted again. When the
     webhook stored nothing new, or the payload holds no customer message to answer (statuses, reactions...),
@@ -265,6 +267,8 @@ def simulate_whatsapp(
         payload_only={"--keep-ids": (keep_ids, "a --text message always gets a new wamid"),
                       "--keep-timestamps": (keep_timestamps, "a --text message is sent now")},
     )  # fmt: skip
+    if payload is not None and not payload.is_file():  # before the database: the first thing wrong
+        raise ValueError(f"{payload}: no such file")
     settings = command_settings()
     phone_number_id, sandbox_base = account_of_tenant(
         settings, tenant=tenant, channel="whatsapp",
