@@ -205,7 +205,9 @@ def add_instagram(
 @simulate_app.command("instagram")
 @friendly_errors
 def simulate_instagram(
-    text: Annotated[str | None, typer.Option(help="Text the simulated customer sends.")] = None,
+    text: Annotated[
+        str | None, typer.Option(help="Text the simulated customer sends (or --payload, not both).")
+    ] = None,
     from_: Annotated[
         str | None,
         typer.Option(
@@ -224,14 +226,14 @@ def simulate_instagram(
     keep_timestamps: Annotated[
         bool,
         typer.Option(
-            help="Post --payload timestamps as they are (default: moved to now, their order kept). An old "
+            help="With --payload only (refused with --text): post its timestamps as they are (default: moved to now, their order kept). An old "
             "message then falls outside the 24-hour window and the AI does not answer it."
         ),
     ] = False,
     keep_ids: Annotated[
         bool,
         typer.Option(
-            help="Post --payload mids as they are (default: a fresh suffix, so a file can be posted again)."
+            help="With --payload only (refused with --text): post its mids as they are (default: a fresh suffix, so a file can be posted again)."
         ),
     ] = False,
     timeout: Annotated[
@@ -323,8 +325,12 @@ def simulate_instagram(
                 )
                 return 0
             if isinstance(result, dict) and result.get("stored") == 0:
-                typer.secho(f"nothing new stored ({result.get('duplicates', 0)} duplicate(s)): no reply will come",
-                            err=True)  # fmt: skip
+                typer.secho(
+                    f"nothing new stored ({result.get('duplicates', 0)} duplicate(s): already received): "
+                    "no reply will come"
+                    + (" (drop --keep-ids to post fresh message ids)" if keep_ids else ""),
+                    err=True,
+                )
                 return 0
             if after is None:
                 typer.secho("no Instagram sandbox reachable: not waiting for replies", err=True)

@@ -211,7 +211,9 @@ def add_whatsapp(
 @simulate_app.command("whatsapp")
 @friendly_errors
 def simulate_whatsapp(
-    text: Annotated[str | None, typer.Option(help="Text the simulated customer sends.")] = None,
+    text: Annotated[
+        str | None, typer.Option(help="Text the simulated customer sends (or --payload, not both).")
+    ] = None,
     from_: Annotated[
         str | None,
         typer.Option(
@@ -230,14 +232,14 @@ def simulate_whatsapp(
     keep_timestamps: Annotated[
         bool,
         typer.Option(
-            help="Post --payload timestamps as they are (default: moved to now, their order kept). An old "
+            help="With --payload only (refused with --text): post its timestamps as they are (default: moved to now, their order kept). An old "
             "message then falls outside the 24-hour window and gets no free-form reply."
         ),
     ] = False,
     keep_ids: Annotated[
         bool,
         typer.Option(
-            help="Post --payload message ids (wamid) as they are (default: a fresh suffix, so the same file "
+            help="With --payload only (refused with --text): post its message ids (wamid) as they are (default: a fresh suffix, so the same file "
             "can be posted again; with the original ids a second post is a duplicate and is not answered)."
         ),
     ] = False,
