@@ -75,7 +75,7 @@ def test_payload_flags_with_text_are_refused_with_exit_2(
     assert out.stdout == ""
 
 
-@pytest.mark.parametrize("channel", ["whatsapp", "instagram"])
+@pytest.mark.parametrize("channel", ["whatsapp", "instagram", "gmail"])
 def test_a_missing_payload_file_is_named_as_missing_with_exit_2(channel: str, tmp_path: Path) -> None:
     missing = tmp_path / "text.json"
     out = _cli(tmp_path).run("simulate", channel, "--payload", str(missing))

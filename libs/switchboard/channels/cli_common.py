@@ -10,6 +10,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -69,7 +70,8 @@ def check_simulate_source(
     Raises:
         ValueError: both or neither of ``--text`` / ``--payload``, or a ``text_only`` option given with
             ``--payload`` (``"--from cannot be combined with --payload: the payload names its sender"``),
-            or a ``payload_only`` flag with ``--text`` (``"--keep-ids only applies to --payload: ..."``);
+            a ``payload_only`` flag with ``--text`` (``"--keep-ids only applies to --payload: ..."``), or
+            a ``--payload`` file that does not exist (``"FILE: no such file"``);
             the command's error wrapper makes it one line on stderr and exit status 2.
     """
     if (text is None) == (payload is None):
@@ -82,6 +84,8 @@ def check_simulate_source(
         for option, (given, why) in (payload_only or {}).items():
             if given:
                 raise ValueError(f"{option} only applies to --payload: {why}")
+    if isinstance(payload, Path) and not payload.is_file():  # before the database: the first thing wrong
+        raise ValueError(f"{payload}: no such file")
 
 
 def connect_account(

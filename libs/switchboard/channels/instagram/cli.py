@@ -262,8 +262,6 @@ def simulate_instagram(
         payload_only={"--keep-ids": (keep_ids, "a --text message always gets a new mid"),
                       "--keep-timestamps": (keep_timestamps, "a --text message is sent now")},
     )  # fmt: skip
-    if payload is not None and not payload.is_file():  # before the database: the first thing wrong
-        raise ValueError(f"{payload}: no such file")
     settings = command_settings()
     account_id, sandbox = account_of_tenant(
         settings, tenant=tenant, channel="instagram",

@@ -269,8 +269,6 @@ def simulate_whatsapp(
         payload_only={"--keep-ids": (keep_ids, "a --text message always gets a new wamid"),
                       "--keep-timestamps": (keep_timestamps, "a --text message is sent now")},
     )  # fmt: skip
-    if payload is not None and not payload.is_file():  # before the database: the first thing wrong
-        raise ValueError(f"{payload}: no such file")
     settings = command_settings()
     phone_number_id, sandbox_base = account_of_tenant(
         settings, tenant=tenant, channel="whatsapp",
