@@ -270,3 +270,44 @@ async def test_a_refused_chunk_insert_rolls_back_and_the_pool_still_works(make_t
     assert [c.text for c in await _chunks(sessions, tenant.id)] == [RETURNS_POLICY.strip()]
     again = await ingest(tenant, "more.txt", SHIPPING.encode())
     assert again.status == "ready" and again.chunk_count == 1
+
+
+async def test_chunk_inserts_on_one_connection_reuse_one_prepared_statement_and_keep_text_vectors(
+    make_tenant, ingest, sessions
+):
+    from array import array
+
+    from sqlalchemy import text
+    from switchboard.knowledge.ingest import insert_chunks
+    from switchboard.llm.lexical import lexical_embedding
+
+    tenant = await make_tenant()
+    report = await ingest(tenant, "notes.txt", RETURNS_POLICY.encode())
+    async with sessions() as session, session.begin():
+        connection = await session.connection()
+        statements, ids = [], []
+        for round_ in range(3):  # three documents' inserts on the same connection
+            ids += await insert_chunks(
+                session, tenant_id=tenant.id, source_id=report.source_id, is_active=True,
+                chunks=[(None, None, f"chunk {round_}", {})], vectors=[lexical_embedding(f"chunk {round_}")],
+            )  # fmt: skip
+            statements.append(connection.info["switchboard.knowledge.insert_chunks"][1])
+            # between inserts the connection exchanges vectors as text, as every other statement expects
+            echoed = (
+                await session.exec(text("SELECT CAST(:v AS vector)::text"), params={"v": "[1,2.5]"})
+            ).scalar()
+            assert echoed == "[1,2.5]"
+            value = (await session.exec(text("SELECT embedding FROM knowledge_documents WHERE id = :i"),
+                                        params={"i": ids[-1]})).scalar()  # fmt: skip
+            assert isinstance(value, str) and value.startswith("[")
+        assert statements[0] is statements[1] is statements[2]
+        rows = (
+            await session.exec(
+                text("SELECT text, embedding::text AS vector FROM knowledge_documents WHERE id = ANY(:ids)"),
+                params={"ids": ids},
+            )
+        ).all()
+    assert len(rows) == 3
+    for row in rows:
+        stored = [float(v) for v in row.vector.strip("[]").split(",")]
+        assert array("f", stored) == array("f", lexical_embedding(row.text))  # bit for bit, every round

@@ -458,6 +458,48 @@ def _vector_binary(vector: Sequence[float]) -> bytes:
     return _VECTOR_HEADER.pack(len(values), 0) + values.tobytes()
 
 
+_INSERT_STATEMENT_KEY = "switchboard.knowledge.insert_chunks"
+"""Key of ``(asyncpg connection, prepared _INSERT_CHUNKS)`` in the pooled connection's ``info`` dict."""
+
+
+async def _insert_statement(connection: Any) -> Any:
+    """The connection's prepared :data:`_INSERT_CHUNKS`, with the binary ``vector`` codec (prepared on first use).
+
+    Why once per connection: ``set_type_codec`` and ``reset_type_codec`` each look the type up
+    (a round trip) and each empty asyncpg's statement cache, so toggling the codec around every
+    document made the next statements of that connection (the graph's upserts, the type lookups)
+    be prepared again for every document (branch ``ingest7``: PostgreSQL's CPU per chunk about
+    halved without it). The statement lives in SQLAlchemy's ``Connection.info`` (the DBAPI
+    connection's lifetime: emptied when the connection is invalidated); the codec is on the
+    connection only while the statement is prepared (asyncpg binds a statement's codecs then).
+
+    Args:
+        connection: the session's ``AsyncConnection`` (its transaction is open).
+
+    Returns:
+        An ``asyncpg.prepared_stmt.PreparedStatement``; its vector parameter takes pgvector's
+        binary form (:func:`_vector_binary`).
+
+    Raises:
+        asyncpg.PostgresError: the server refused the preparation; the connection is then
+            invalidated (it may still have the codec) and the caller's transaction is lost.
+    """
+    raw = (await connection.get_raw_connection()).driver_connection
+    cached = connection.info.get(_INSERT_STATEMENT_KEY)
+    if cached is not None and cached[0] is raw:
+        return cached[1]
+    try:
+        await raw.set_type_codec("vector", encoder=bytes, decoder=bytes, format="binary")
+        statement = await raw.prepare(_INSERT_CHUNKS)
+        await raw.reset_type_codec("vector")
+    except BaseException:
+        # the codec may still be set and cannot be removed in a lost transaction: not back to the pool
+        await connection.invalidate()
+        raise
+    connection.info[_INSERT_STATEMENT_KEY] = (raw, statement)
+    return statement
+
+
 async def insert_chunks(
     session: AsyncSession,
     *,
@@ -473,10 +515,11 @@ async def insert_chunks(
     embeddings in pgvector's binary format: SQLAlchemy's bulk insert sent each vector as pgvector's
     text form (``'[0.0123,...]'``: 1,536 floats printed in Python, then parsed by the server, about
     a third of a 40-chunk document's insert) through a statement compiled for every document; a
-    ``real[]`` parameter instead cost asyncpg two ``isinstance`` checks per float. For the one
-    statement the connection gets a binary codec for ``vector`` (bytes in, bytes out), removed
-    again before the connection goes back to the pool, so every other statement on it sees vectors
-    as before (asyncpg applies codecs per connection: ``Connection.set_type_codec``).
+    ``real[]`` parameter instead cost asyncpg two ``isinstance`` checks per float. The statement is
+    prepared once per connection (:func:`_insert_statement`) while a binary codec for ``vector``
+    (bytes in, bytes out) is set, and the codec is removed right after: an asyncpg statement keeps
+    the codecs it was prepared with, so this one sends bytes while every other statement on the
+    connection sees vectors as before (text).
 
     Args:
         session: the ingestion transaction.
@@ -488,8 +531,8 @@ async def insert_chunks(
 
     Raises:
         ValueError: a vector of another width, or not one per chunk.
-        asyncpg.PostgresError: what the server refused; the connection is then invalidated (closed,
-            not pooled: it still has the codec) and the caller's transaction is lost.
+        asyncpg.PostgresError: what the server refused; the caller's transaction is lost (the
+            connection's prepared insert is dropped too, so the next document prepares it afresh).
     """
     if len(chunks) != len(vectors):
         raise ValueError(f"{len(vectors)} vectors for {len(chunks)} chunks")
@@ -501,20 +544,19 @@ async def insert_chunks(
             raise ValueError(f"a vector of {len(vector)} dimensions; the column has {EMBEDDING_DIMS}")
         encoded.append(_vector_binary(vector))
     connection = await session.connection()
-    raw = (await connection.get_raw_connection()).driver_connection
-    await raw.set_type_codec("vector", encoder=bytes, decoder=bytes, format="binary")
+    statement = await _insert_statement(connection)
     try:
-        records = await raw.fetch(
-            _INSERT_CHUNKS, tenant_id, source_id, is_active, list(range(len(chunks))),
+        records = await statement.fetch(
+            tenant_id, source_id, is_active, list(range(len(chunks))),
             [page for page, _, _, _ in chunks], [sheet for _, sheet, _, _ in chunks],
             [text for _, _, text, _ in chunks], encoded, [sha256_hex(text.encode()) for _, _, text, _ in chunks],
             [json.dumps(attributes or {}) for _, _, _, attributes in chunks],
         )  # fmt: skip
     except BaseException:
-        # the transaction is lost and the codec cannot be removed in it: the pool must not get it back
-        await connection.invalidate()
+        # the transaction is lost; prepare again next time rather than trust a statement that failed
+        # (a migration may have changed the table under it: asyncpg's InvalidCachedStatementError)
+        connection.info.pop(_INSERT_STATEMENT_KEY, None)
         raise
-    await raw.reset_type_codec("vector")
     ids = [0] * len(chunks)
     for record in records:
         ids[record["position"]] = int(record["id"])
