@@ -549,12 +549,11 @@ async def _record_sent(run: _Run, claimed: _Claimed, external_id: str) -> None:
                 updated_at=now,
                 error_code="agent_template" if claimed.via_template else None,
                 error_message=None,
-            )  # fmt: skip
+            )
             .execution_options(synchronize_session=False)
         )
-        if (
-            not recorded.rowcount
-        ):  # a status callback (by correlation id) got here first: keep what it recorded
+        if not recorded.rowcount:
+            # a status callback (by correlation id) got here first: keep what it recorded
             await session.exec(
                 update(Outbox)
                 .where(Outbox.id == claimed.row.id, col(Outbox.external_id).is_(None))
