@@ -3,21 +3,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 
 from tests.utils.agent import make_conversation
+from tests.utils.scripts import loadtest_script
 
-_PATH = Path(__file__).resolve().parents[2] / "loadtests" / "e2e_accounting.py"
-_spec = importlib.util.spec_from_file_location("e2e_accounting", _PATH)
-assert _spec is not None and _spec.loader is not None
-acc = importlib.util.module_from_spec(_spec)
-sys.modules["e2e_accounting"] = acc  # dataclasses resolve their module by name
-_spec.loader.exec_module(acc)
+acc = loadtest_script("e2e_accounting")
 
 
 def record(
@@ -123,11 +116,7 @@ def test_a_message_after_the_handoff_is_handed_to_a_person_not_lost() -> None:
     assert acc.account(sent, replies).without_reply == 4
 
 
-_LOAD_PATH = Path(__file__).resolve().parents[2] / "loadtests" / "e2e_load.py"
-_load_spec = importlib.util.spec_from_file_location("e2e_load", _LOAD_PATH)
-assert _load_spec is not None and _load_spec.loader is not None
-load = importlib.util.module_from_spec(_load_spec)
-_load_spec.loader.exec_module(load)
+load = loadtest_script("e2e_load")
 
 
 async def test_a_mail_over_the_threads_reply_cap_counts_as_handed_to_a_person(

@@ -4,17 +4,11 @@ their longest wait, answers that were the error reply) must count exactly what t
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
-_PATH = Path(__file__).resolve().parents[2] / "loadtests" / "faults.py"
-_spec = importlib.util.spec_from_file_location("faults_script", _PATH)
-assert _spec is not None and _spec.loader is not None
-faults = importlib.util.module_from_spec(_spec)
-sys.modules["faults_script"] = faults  # dataclasses resolve their module by name
-_spec.loader.exec_module(faults)
+from tests.utils.scripts import loadtest_script
+
+faults = loadtest_script("faults")
 
 ERROR = "Sorry, I can't answer right now."
 T0 = 1_000.0  # epoch seconds of the first post

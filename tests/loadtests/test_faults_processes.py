@@ -1,24 +1,19 @@
 """The faults script finds the service it kills or freezes (``loadtests/faults.py`` ``service_pid``): a
 service forked by the fork server is a grandchild of ``switchboard run`` named ``sb-<service>`` with the
-server's command line; one spawned directly names its module. Session 7's full run died at its first
-case because only direct children with the module in their command line were looked at."""
+server's command line; one spawned directly names its module. Session 8's first full run died at its
+first case because only direct children with the module in their command line were looked at."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "loadtests" / "faults.py"
-_spec = importlib.util.spec_from_file_location("faults_script_processes", _PATH)
-assert _spec is not None and _spec.loader is not None
-faults = importlib.util.module_from_spec(_spec)
-sys.modules["faults_script_processes"] = faults  # dataclasses resolve their module by name
-_spec.loader.exec_module(faults)
+from tests.utils.scripts import loadtest_script
+
+faults = loadtest_script("faults")
 
 # root → fork server stand-in → "sb-worker" (renamed like the fork server's children, same command line);
 # root → a directly spawned orchestrator (its module in its command line); one line of pids on stdout

@@ -21,6 +21,7 @@ from switchboard.settings import Settings
 __all__ = [
     "SAMPLE_MEDIA",
     "check_simulate_source",
+    "nothing_new_stored",
     "connect_account",
     "account_of_tenant",
     "api_base_option",
@@ -211,6 +212,14 @@ async def print_sent(
         if last_new is not None and time.monotonic() - last_new > 3.0:
             break
     return last_new is not None
+
+
+def nothing_new_stored(result: dict[str, Any], *, keep_ids: bool) -> str:
+    """The line a ``simulate whatsapp|instagram`` command prints when its webhook stored nothing new
+    (``result``: the service's answer, ``{"stored": 0, "duplicates": N, ...}``)."""
+    hint = " (drop --keep-ids to post fresh message ids)" if keep_ids else ""
+    duplicates = result.get("duplicates", 0)
+    return f"nothing new stored ({duplicates} duplicate(s): already received): no reply will come{hint}"
 
 
 def is_loopback_url(url: str) -> bool:

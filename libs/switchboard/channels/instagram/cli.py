@@ -28,6 +28,7 @@ from switchboard.channels.cli_common import (
     explain_no_reply,
     is_loopback_url,
     no_reply_coming,
+    nothing_new_stored,
     print_sent,
 )
 from switchboard.channels.meta import post_signed
@@ -226,14 +227,16 @@ def simulate_instagram(
     keep_timestamps: Annotated[
         bool,
         typer.Option(
-            help="With --payload only (refused with --text): post its timestamps as they are (default: moved to now, their order kept). An old "
+            help="With --payload only (refused with --text): post its timestamps as they are "
+            "(default: moved to now, their order kept). An old "
             "message then falls outside the 24-hour window and the AI does not answer it."
         ),
     ] = False,
     keep_ids: Annotated[
         bool,
         typer.Option(
-            help="With --payload only (refused with --text): post its mids as they are (default: a fresh suffix, so a file can be posted again)."
+            help="With --payload only (refused with --text): post its mids as they are "
+            "(default: a fresh suffix, so a file can be posted again)."
         ),
     ] = False,
     timeout: Annotated[
@@ -323,12 +326,7 @@ def simulate_instagram(
                 )
                 return 0
             if isinstance(result, dict) and result.get("stored") == 0:
-                typer.secho(
-                    f"nothing new stored ({result.get('duplicates', 0)} duplicate(s): already received): "
-                    "no reply will come"
-                    + (" (drop --keep-ids to post fresh message ids)" if keep_ids else ""),
-                    err=True,
-                )
+                typer.secho(nothing_new_stored(result, keep_ids=keep_ids), err=True)
                 return 0
             if after is None:
                 typer.secho("no Instagram sandbox reachable: not waiting for replies", err=True)
