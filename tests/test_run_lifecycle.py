@@ -3,6 +3,7 @@ SIGTERM stops every child and the embedded servers (no orphans)."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -111,6 +112,10 @@ def test_run_status_single_instance_and_clean_stop(tmp_path):
             )
             assert worker_check.returncode == 0, worker_check.stdout + worker_check.stderr
             assert worker_check.stdout.startswith("healthy: ")
+            # arq's local-time stamp is shown as an age, which reads the same in any time zone
+            assert re.match(r"healthy: heartbeat \d+ s ago: j_complete=\d+ ", worker_check.stdout), (
+                worker_check.stdout
+            )
 
         second = subprocess.run([*SWITCHBOARD, "run"], env=env, capture_output=True, text=True, timeout=60)
         assert second.returncode == 2

@@ -7,6 +7,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from switchboard.channels.cli_common import failed_send_line
 
 from tests.utils import gmail, instagram, whatsapp
 from tests.utils.cli import Cli
@@ -102,3 +103,33 @@ async def test_a_sandbox_that_stops_answering_while_waiting_is_one_line_and_exit
     err = capsys.readouterr().err
     assert err.startswith(f"error: lost the sandbox at {url} while waiting for replies (ConnectError)")
     assert err.count("\n") == 1
+
+
+def _unsent(code: str, message: str, attempts: int) -> dict[str, object]:
+    return {"recipient": "15550100099", "status": "failed", "error_code": code, "error_message": message,
+            "attempts": attempts}  # fmt: skip
+
+
+def test_a_reply_the_window_refused_is_not_called_a_send_to_retry() -> None:
+    """A row failed ``window_closed`` before any send: the line says it was never sent and that a retry
+    fails the same way until the customer writes, not "after 0 attempt(s) ... retry it"."""
+    line = failed_send_line(
+        _unsent("window_closed", "outside the 24-hour customer-service window: needs a template", 0)
+    )
+    assert line.startswith(
+        "a reply to 15550100099 was written but its send failed: window_closed outside the 24-hour"
+    )
+    assert "not sent: refused before any attempt" in line
+    assert "the customer (or, for an agent, the agent) writes to the business first" in line
+    assert "attempt(s)" not in line and "retry it from" not in line
+    assert "refused before any attempt" in failed_send_line(_unsent("agent_window_closed", "no template", 0))
+
+
+def test_a_send_that_failed_for_good_counts_its_attempts_and_points_at_the_retry() -> None:
+    one = failed_send_line(_unsent("131026", "Message undeliverable", 1))
+    assert one == (
+        "a reply to 15550100099 was written but its send failed: 131026 Message undeliverable (after 1 attempt). "
+        "Fix the cause, then retry it from the console's Platform page (failed sends; a platform admin's page: "
+        "`switchboard users add EMAIL --role platform_admin --generate`)."
+    )
+    assert "(after 5 attempts)" in failed_send_line(_unsent("rate_limited", "", 5))

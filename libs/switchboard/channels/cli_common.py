@@ -316,6 +316,33 @@ def no_reply_coming(
     return check
 
 
+_REFUSALS = ("window_closed", "agent_window_closed")
+"""``outbox.error_code`` of a row the delivery refused before any send (``outbox.policy.Refusal``)."""
+
+
+def failed_send_line(part: dict[str, Any]) -> str:
+    """One line for a reply whose send failed for good (``reply_state``'s ``unsent`` entry).
+
+    A row the channel's service window refused was never sent (0 attempts), and retrying it fails the
+    same way until the customer writes again, so it gets that advice instead of "retry it".
+    """
+    head = (
+        f"a reply to {part['recipient']} was written but its send failed: {part['error_code'] or 'error'}"
+        f" {part['error_message'] or ''}"
+    ).rstrip()
+    if part["error_code"] in _REFUSALS:
+        return head + (
+            " (not sent: refused before any attempt). A retry fails the same way until the window opens "
+            "again: the customer (or, for an agent, the agent) writes to the business first."
+        )
+    attempts = part["attempts"]
+    return head + (
+        f" (after {attempts} attempt{'s' if attempts != 1 else ''}). Fix the cause, then retry it from the "
+        "console's Platform page (failed sends; a platform admin's page: `switchboard users add EMAIL "
+        "--role platform_admin --generate`)."
+    )
+
+
 async def explain_no_reply(
     settings: Settings, *, tenant: str, channel: str, since: datetime, hint: str
 ) -> None:
@@ -328,19 +355,11 @@ async def explain_no_reply(
     failed = [part for part in parts if part["status"] == "failed"]
     retrying = [part for part in parts if part["status"] != "failed"]
     for part in failed:
-        typer.secho(
-            f"a reply to {part['recipient']} was written but its send failed: {part['error_code'] or 'error'}"
-            f" {part['error_message'] or ''}".rstrip()
-            + f" (after {part['attempts']} attempt(s)). Fix the cause, then retry it from the console's "
-            "Platform page (failed sends; a platform admin's page: `switchboard users add EMAIL --role "
-            "platform_admin --generate`).",
-            fg=typer.colors.YELLOW,
-            err=True,
-        )
+        typer.secho(failed_send_line(part), fg=typer.colors.YELLOW, err=True)
     for part in retrying:
         typer.secho(
             f"a reply to {part['recipient']} is written and its send is being retried ({part['status']}, "
-            f"{part['attempts']} attempt(s) so far: the worker's delivery_retry log line says why); "
+            f"{part['attempts']} attempt{'s' if part['attempts'] != 1 else ''} so far: the worker's delivery_retry log line says why); "
             "raise --timeout to wait for it",
             err=True,
         )

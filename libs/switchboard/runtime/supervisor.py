@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO
 
@@ -183,7 +183,32 @@ def check_service_health(
             client.close()
     if value is None:
         return False, "no heartbeat"
-    return True, value.decode(errors="replace")[:120]
+    return True, describe_heartbeat(value.decode(errors="replace"))[:120]
+
+
+def describe_heartbeat(line: str, now: datetime | None = None) -> str:
+    """ARQ's health line with its time stamp as an age: ``"heartbeat 3 s ago: j_complete=4 ..."``.
+
+    ARQ writes ``f"{datetime.now():%b-%d %H:%M:%S} j_complete=..."`` (``arq.worker.Worker.record_health``):
+    the worker's local time with neither year nor time zone, which a reader elsewhere cannot place. The
+    age is computed against the local clock of this machine (the one ``switchboard run`` supervises); a
+    line in another shape is returned as it is.
+
+    Args:
+        line: the heartbeat key's value.
+        now: local naive "now" (tests); default ``datetime.now()``.
+    """
+    stamp, _, rest = line.partition(" ")
+    clock, _, rest = rest.partition(" ")
+    now = now or datetime.now()
+    try:
+        parsed = datetime.strptime(f"{now.year}-{stamp} {clock}", "%Y-%b-%d %H:%M:%S")
+    except ValueError:
+        return line
+    if parsed > now + timedelta(days=1):  # written in December, read in January
+        parsed = parsed.replace(year=now.year - 1)
+    age_s = max(0.0, (now - parsed).total_seconds())
+    return f"heartbeat {age_s:.0f} s ago: {rest}" if rest else f"heartbeat {age_s:.0f} s ago"
 
 
 @dataclass
