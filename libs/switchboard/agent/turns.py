@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import trace
-from sqlalchemy import delete, exists, update
+from sqlalchemy import and_, delete, exists, update
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import async_sessionmaker
@@ -439,12 +439,16 @@ class Orchestrator:
             TurnRejected: unknown tenant or conversation (404), mismatched ids (422).
         """
         async with session_scope(self.sessions) as session:
-            tenant = await session.get(Tenant, request.tenant_id)
-            if tenant is None:
+            found = (await session.exec(_claim_read(request))).one_or_none()
+            if found is None:
                 log.warning("turn_rejected_unknown_tenant")
                 raise TurnRejected(404, f"tenant {request.tenant_id} not found")
+            tenant, conversation, inbound, existing = found
             tenant_settings = cached_tenant_settings(tenant.settings_extensions, tenant_id=str(tenant.id))
-            claim = await self._claim_in(session, request, trace_id, tenant_settings)
+            claim = await self._claim_in(
+                session, request, trace_id, tenant_settings,
+                conversation=conversation, existing=existing, inbound=inbound,
+            )  # fmt: skip
             if claim.turn_id is not None and claim.skip_reason is None:
                 claim.context = await self._read_context(session, request, tenant_settings)
             return claim, tenant_settings
@@ -509,20 +513,26 @@ class Orchestrator:
         )  # fmt: skip
 
     async def _claim_in(
-        self, session: AsyncSession, request: TurnRequest, trace_id: str, tenant_settings: TenantSettings
+        self,
+        session: AsyncSession,
+        request: TurnRequest,
+        trace_id: str,
+        tenant_settings: TenantSettings,
+        *,
+        conversation: Conversation | None,
+        existing: Turn | None,
+        inbound: Message | None,
     ) -> _Claim:
-        """The claim inside the caller's transaction (see :meth:`_claim`)."""
+        """The claim inside the caller's transaction (see :meth:`_claim`), on the rows
+        :func:`_claim_read` found: the tenant's conversation, the turn of the inbound id and the inbound
+        row, each ``None`` when there is none."""
         scope = TenantScope(session, request.tenant_id)
-        conversation = await scope.get(Conversation, request.conversation_id)
         if conversation is None:
             log.warning("turn_rejected_unknown_conversation")
             raise TurnRejected(404, "conversation not found for this tenant")
         if conversation.customer_id != request.customer_id:
             log.warning("turn_rejected_customer_mismatch", customer_id=str(request.customer_id))
             raise TurnRejected(422, "customer_id does not match the conversation's customer")
-        existing = (
-            await session.exec(sa_select(Turn).where(Turn.inbound_message_id == request.inbound_message_id))
-        ).scalar_one_or_none()
         if existing is not None:
             if existing.tenant_id != request.tenant_id or existing.conversation_id != request.conversation_id:
                 log.warning("turn_rejected_inbound_id_reused")
@@ -544,7 +554,7 @@ class Orchestrator:
             return _Claim(
                 turn_id=existing.id, skip_reason=_skip_reason(conversation), conversation=conversation
             )
-        inbound = await self._ensure_inbound_row(session, scope, request, conversation)
+        inbound = await self._ensure_inbound_row(session, scope, request, conversation, inbound)
         turn_id = uuid.uuid4()
         connection = await session.connection()
         inserted = (
@@ -573,14 +583,19 @@ class Orchestrator:
         )
 
     async def _ensure_inbound_row(
-        self, session: AsyncSession, scope: TenantScope, request: TurnRequest, conversation: Conversation
+        self,
+        session: AsyncSession,
+        scope: TenantScope,
+        request: TurnRequest,
+        conversation: Conversation,
+        row: Message | None,
     ) -> Message:
-        """The inbound row as stored; inserted first when there is none (tests, ``switchboard simulate``).
+        """The inbound row as stored (``row``, read with the claim); inserted first when there is none
+        (tests, ``switchboard simulate``).
 
         Raises:
             TurnRejected: the row belongs to another tenant (422).
         """
-        row = await session.get(Message, request.inbound_message_id)
         if row is not None:
             if row.tenant_id != request.tenant_id:
                 log.warning("turn_rejected_inbound_of_other_tenant")
@@ -882,6 +897,29 @@ class Orchestrator:
                     updated_at=utcnow(),
                 )
             )
+
+
+def _claim_read(request: TurnRequest) -> Any:
+    """The claim's one read: ``(tenant, conversation, inbound row, turn)`` of ``request``, or no row for
+    an unknown tenant. The conversation is the tenant's only (``None`` otherwise); the inbound row (by
+    id, any tenant: the claim refuses another tenant's) and the turn of the inbound id (any tenant and
+    conversation: the claim refuses a reused id) are ``None`` when absent. One statement where it was
+    four (tenant, conversation, turn, inbound row): each a join on a primary or unique key, at most one row.
+    """
+    tenants, conversations = Tenant.__table__.c, Conversation.__table__.c
+    messages, turns = Message.__table__.c, Turn.__table__.c
+    return (
+        sa_select(Tenant, Conversation, Message, Turn)
+        .select_from(Tenant)
+        .outerjoin(
+            Conversation,
+            and_(conversations.id == request.conversation_id, conversations.tenant_id == tenants.id),
+        )
+        # by their own keys only, not the tenant: the claim tells "another tenant's" from "none"
+        .outerjoin(Message, messages.id == request.inbound_message_id)
+        .outerjoin(Turn, turns.inbound_message_id == request.inbound_message_id)
+        .where(tenants.id == request.tenant_id)
+    )
 
 
 def _untrusted_inbound(channel: str) -> bool:
