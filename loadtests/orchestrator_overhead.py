@@ -337,6 +337,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--quick", action="store_true", help="100 turns (under 2 minutes)")
+    parser.add_argument("--port", type=int, default=0, help="the model server's loopback port (a free one)")
     parser.add_argument("--profile", metavar="FILE", help="write a cProfile of the sequential turns to FILE")
     parser.add_argument(
         "--statements", action="store_true", help="list every SQL statement of one turn, by transaction"
@@ -346,7 +347,7 @@ def main() -> None:
         args.turns = 100
     configure_logging(service="loadtest", level="WARNING", fmt="console")
 
-    port = _free_port()
+    port = args.port or _free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "services.model_server.main:create_app", "--factory",
          "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", "--no-access-log"],

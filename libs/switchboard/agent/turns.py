@@ -100,7 +100,7 @@ from switchboard.llm.costs import cheapest_group, group_router_key, only_group
 from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.memory.notes import NotesRejected, check_notes, evidence_from_notes
-from switchboard.memory.store import returning_customer_exists
+from switchboard.memory.store import closed_within, last_closed_at
 from switchboard.observability import get_logger, message_context, metrics, tracing
 from switchboard.storable import clean_text, clean_tree
 from switchboard.tenant_settings import TenantSettings, cached_tenant_settings
@@ -443,72 +443,41 @@ class Orchestrator:
             if found is None:
                 log.warning("turn_rejected_unknown_tenant")
                 raise TurnRejected(404, f"tenant {request.tenant_id} not found")
-            tenant, conversation, inbound, existing = found
+            tenant, conversation, inbound, existing = found[:4]
             tenant_settings = cached_tenant_settings(tenant.settings_extensions, tenant_id=str(tenant.id))
             claim = await self._claim_in(
                 session, request, trace_id, tenant_settings,
                 conversation=conversation, existing=existing, inbound=inbound,
             )  # fmt: skip
             if claim.turn_id is not None and claim.skip_reason is None:
-                claim.context = await self._read_context(session, request, tenant_settings)
+                claim.context = await self._read_context(session, request, tenant_settings, found)
             return claim, tenant_settings
 
     async def _read_context(
-        self, session: AsyncSession, request: TurnRequest, tenant_settings: TenantSettings
+        self, session: AsyncSession, request: TurnRequest, tenant_settings: TenantSettings, found: Any
     ) -> _Context:
-        """The budget position, the history after the last summary, the customer and their memory."""
+        """The budget position, the history after the last summary, the customer and their memory:
+        ``found`` is the claim's row (:func:`_claim_read`), which carries all but the budget and the
+        history (read here, in the claim's transaction)."""
         budget = await budget_state(
             session, tenant_id=request.tenant_id, settings=tenant_settings.channel(BudgetSettings),
             now=utcnow(),
         )  # fmt: skip
-        # the last summary, the customer's profile and memory and "returning customer": one query, one
-        # round trip (four before); each a scalar subquery of the tenant's rows
-        tenant_id, customer_id = request.tenant_id, request.customer_id
-        last_summary = (
-            sa_select(Turn.__table__.c.summary_text, Turn.__table__.c.summary_through_message_id)
-            .where(
-                Turn.__table__.c.tenant_id == tenant_id,
-                Turn.__table__.c.conversation_id == request.conversation_id,
-                Turn.__table__.c.summary_through_message_id.is_not(None),
-            )
-            .order_by(Turn.__table__.c.created_at.desc(), Turn.__table__.c.id.desc())
-            .limit(1)
-            .subquery()
-        )
-        customers, memories = Customer.__table__.c, UserMemory.__table__.c
-        query = sa_select(
-            sa_select(last_summary.c.summary_text).scalar_subquery().label("summary_text"),
-            sa_select(last_summary.c.summary_through_message_id).scalar_subquery().label("summary_through"),
-            sa_select(customers.profile)
-            .where(customers.id == customer_id, customers.tenant_id == tenant_id)
-            .scalar_subquery()
-            .label("profile"),
-            sa_select(memories.summary)
-            .where(memories.tenant_id == tenant_id, memories.customer_id == customer_id)
-            .limit(1)
-            .scalar_subquery()
-            .label("memory"),
-            returning_customer_exists(
-                tenant_id=tenant_id, customer_id=customer_id, now=utcnow(),
-                window_days=tenant_settings.memory.returning_customer_window_days,
-                exclude_conversation_id=request.conversation_id,
-            ).label("returning"),
-            exists()
-            .where(Lead.__table__.c.tenant_id == tenant_id, Lead.__table__.c.conversation_id == request.conversation_id)
-            .label("has_lead"),
-        )  # fmt: skip
-        connection = await session.connection()
-        found = (await connection.execute(query)).one()
         rows = await read_history(
             session,
-            tenant_id=tenant_id,
+            tenant_id=request.tenant_id,
             conversation_id=request.conversation_id,
             roles=MODEL_ROLES,
             after_message_id=found.summary_through,
             exclude_message_id=request.inbound_message_id,
         )
+        returning = closed_within(
+            found.last_closed_at,
+            window_days=tenant_settings.memory.returning_customer_window_days,
+            now=utcnow(),
+        )
         return _Context(
-            budget, found.summary_text, list(rows), found.profile, found.memory or None, bool(found.returning),
+            budget, found.summary_text, list(rows), found.profile, found.memory or None, returning,
             bool(found.has_lead),
         )  # fmt: skip
 
@@ -900,16 +869,17 @@ class Orchestrator:
 
 
 def _claim_read(request: TurnRequest) -> Any:
-    """The claim's one read: ``(tenant, conversation, inbound row, turn)`` of ``request``, or no row for
-    an unknown tenant. The conversation is the tenant's only (``None`` otherwise); the inbound row (by
-    id, any tenant: the claim refuses another tenant's) and the turn of the inbound id (any tenant and
-    conversation: the claim refuses a reused id) are ``None`` when absent. One statement where it was
-    four (tenant, conversation, turn, inbound row): each a join on a primary or unique key, at most one row.
+    """The claim's one read: ``(tenant, conversation, inbound row, turn, *context)`` of ``request``, or no
+    row for an unknown tenant. The conversation is the tenant's only (``None`` otherwise); the inbound row
+    (by id, any tenant: the claim refuses another tenant's) and the turn of the inbound id (any tenant and
+    conversation: the claim refuses a reused id) are ``None`` when absent: each a join on a primary or
+    unique key, at most one row. The context columns (:func:`_context_columns`) come with it, used only
+    by a new claim. One statement where it was five (tenant, conversation, turn, inbound row, context).
     """
     tenants, conversations = Tenant.__table__.c, Conversation.__table__.c
     messages, turns = Message.__table__.c, Turn.__table__.c
     return (
-        sa_select(Tenant, Conversation, Message, Turn)
+        sa_select(Tenant, Conversation, Message, Turn, *_context_columns(request))
         .select_from(Tenant)
         .outerjoin(
             Conversation,
@@ -920,6 +890,48 @@ def _claim_read(request: TurnRequest) -> Any:
         .outerjoin(Turn, turns.inbound_message_id == request.inbound_message_id)
         .where(tenants.id == request.tenant_id)
     )
+
+
+def _context_columns(request: TurnRequest) -> list[Any]:
+    """The last summary (text, through which message), the customer's profile and memory, when the
+    customer's last other conversation closed ("returning customer": the window is the tenant's setting,
+    read by the same statement, so :func:`~switchboard.memory.store.closed_within` decides after it) and
+    whether the conversation has a lead: each a scalar subquery of the tenant's rows."""
+    tenant_id, customer_id = request.tenant_id, request.customer_id
+    turns, customers, memories = Turn.__table__.c, Customer.__table__.c, UserMemory.__table__.c
+    last_summary = (
+        sa_select(turns.summary_text, turns.summary_through_message_id)
+        .where(
+            turns.tenant_id == tenant_id,
+            turns.conversation_id == request.conversation_id,
+            turns.summary_through_message_id.is_not(None),
+        )
+        .order_by(turns.created_at.desc(), turns.id.desc())
+        .limit(1)
+        .subquery()
+    )
+    return [
+        sa_select(last_summary.c.summary_text).scalar_subquery().label("summary_text"),
+        sa_select(last_summary.c.summary_through_message_id).scalar_subquery().label("summary_through"),
+        sa_select(customers.profile)
+        .where(customers.id == customer_id, customers.tenant_id == tenant_id)
+        .scalar_subquery()
+        .label("profile"),
+        sa_select(memories.summary)
+        .where(memories.tenant_id == tenant_id, memories.customer_id == customer_id)
+        .limit(1)
+        .scalar_subquery()
+        .label("memory"),
+        last_closed_at(
+            tenant_id=tenant_id, customer_id=customer_id, exclude_conversation_id=request.conversation_id
+        ).label("last_closed_at"),
+        exists()
+        .where(
+            Lead.__table__.c.tenant_id == tenant_id,
+            Lead.__table__.c.conversation_id == request.conversation_id,
+        )
+        .label("has_lead"),
+    ]
 
 
 def _untrusted_inbound(channel: str) -> bool:
