@@ -114,7 +114,7 @@ class StatementLog:
         kind = words[0].upper() if words else "?"
         self.kinds[kind] += 1
         tables = dict.fromkeys(re.findall(r"(?:FROM|JOIN|INTO|UPDATE)\s+([a-z_]+)", statement))
-        self.entries.append(f"{kind} {' '.join(tables)}".rstrip())
+        self.entries.append(f"{kind} {' '.join(tables)}  [{context._get_cache_stats()}]")
 
 
 def _free_port() -> int:

@@ -6,9 +6,12 @@ Steps of :meth:`Orchestrator.handle_turn`:
    returned as stored, without calling a model; one in progress elsewhere is waited for; one left
    ``running`` longer than the turn budget (a crashed process) is taken over. The conversation must
    belong to the request's tenant and customer. If no ``messages`` row has the inbound id (tests,
-   ``switchboard simulate``), one is inserted (inbound, role ``user``, the request's text).
-2. **History** (:func:`switchboard.conversations.read_history`; read with the budget, the customer and
-   their memory in the claim's transaction: one session before the model calls): the conversation's
+   ``switchboard simulate``), one is inserted (inbound, role ``user``, the request's text). The tenant,
+   the conversation, the inbound id's turn, the inbound row and the context below (last summary,
+   customer profile and memory, "returning customer", the conversation's lead) are one statement
+   (:func:`_claim_read`); a stored turn is answered by it alone.
+2. **History** (:func:`switchboard.conversations.read_history`; read with the budget in the claim's
+   transaction: one session before the model calls): the conversation's
    ``user``/``assistant``/``tool``/``human_agent`` messages after the last stored summary, oldest first,
    except the inbound row, then ``{"role": "user", "content": request.text}`` (the
    processed text: a transcription, an image description...). When more than
