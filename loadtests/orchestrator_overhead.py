@@ -16,7 +16,7 @@ Printed figures:
 * CPU time of this process per sequential turn (the model server runs in another process): steadier
   than wall time on a loaded machine;
 * turns per second with 50 concurrent turns (each on its own conversation);
-* SQL statements per sequential turn by kind (a ``before_cursor_execute`` listener on the engine: exact,
+* SQL statements (and ORM flushes) per sequential turn by kind (a ``before_cursor_execute`` listener: exact,
   load-independent) and, with ``--statements``, every statement of one turn, transaction by transaction
   (the claim first, then the persist), each as its first words and the tables it names.
 
@@ -48,6 +48,7 @@ from typing import Any
 
 import httpx
 from sqlalchemy import event
+from sqlalchemy.orm import Session as OrmSession
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -102,6 +103,13 @@ class StatementLog:
         event.listen(sync, "before_cursor_execute", self._statement)
         for name in ("begin", "commit", "rollback"):
             event.listen(sync, name, functools.partial(self._mark, name.upper()))
+        self.flushes = 0
+        event.listen(OrmSession, "after_flush", self._flushed)
+
+    def _flushed(self, session: Any, flush_context: Any) -> None:
+        if self.recording:
+            self.flushes += 1
+            self.entries.append("-- (ORM flush)")
 
     def _mark(self, name: str, conn: Any) -> None:
         if self.recording:
@@ -232,6 +240,7 @@ async def run(
         statements.recording = False
         one_turn, statements.entries = statements.entries, []
         statements.kinds.clear()
+        statements.flushes = 0
     statements.recording = True
     seq_ids = []
     profiler = cProfile.Profile() if profile else None
@@ -256,6 +265,7 @@ async def run(
     cpu_ms = (time.process_time() - cpu_started) * 1000 / len(pairs)
     statements.recording = False
     kinds = {kind: n / len(pairs) for kind, n in statements.kinds.most_common()}
+    flushes = statements.flushes / len(pairs)
     server_cpu_ms = ((_tree_cpu_s(server_pid) - server_started) * 1000 / len(pairs)) if server_pid else None
     pg_cpu_ms = ((_tree_cpu_s(postmaster) - pg_started) * 1000 / len(pairs)) if postmaster else None
     if profiler is not None:
@@ -320,7 +330,7 @@ async def run(
     )
     print(
         f"SQL statements per sequential turn: {sum(kinds.values()):.1f} ("
-        + ", ".join(f"{kind} {n:.1f}" for kind, n in kinds.items()) + ")"
+        + ", ".join(f"{kind} {n:.1f}" for kind, n in kinds.items()) + f"); ORM flushes {flushes:.1f}"
     )  # fmt: skip
     if one_turn:
         print("statements of one turn (transaction by transaction):")
