@@ -8,7 +8,9 @@ check, limits from receipts, schema validation, the call over Streamable HTTP on
 checks and query, result validation, and the receipt.
 
 Printed figures: discovery (``list_tools``) milliseconds; per-call p50/p95 milliseconds for
-sequential calls; calls per second with 20 concurrent callers.
+sequential calls; the HTTP requests the source sent during the sequential calls, by JSON-RPC method
+(``initialize`` counts the MCP sessions opened: 0 when every call reused the pooled one) and
+``DELETE`` (sessions closed); calls per second with 20 concurrent callers.
 
 Run (from the repository root): ``.venv/bin/python loadtests/mcp_tools_bench.py [--calls 200]``
 (``--quick``: 100 calls, well under 2 minutes).
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import json
 import os
 import secrets
 import socket
@@ -29,6 +33,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -60,9 +65,9 @@ def _percentile(values: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
-def _start_server(database_url: str) -> tuple[subprocess.Popen, str, str]:
+def _start_server(database_url: str, port: int = 0) -> tuple[subprocess.Popen, str, str]:
     """Start the mcp_tools service; ``(process, MCP url, token)`` once ``/healthz`` answers 200."""
-    token, port = secrets.token_urlsafe(24), _free_port()
+    token, port = secrets.token_urlsafe(24), port or _free_port()
     env = {
         **os.environ,
         "DATABASE_URL": database_url,
@@ -118,12 +123,25 @@ async def _bench(database_url: str, url: str, token: str, calls: int, concurrenc
 
         for _ in range(10):  # warm-up
             await source.call("lookup_product", {"sku_or_name": "FVAM-2050-B"}, ctx())
+        sent: collections.Counter[str] = collections.Counter()
+
+        async def count(request: Any) -> None:  # an extra hook on the source's own HTTP client
+            if request.method != "POST":
+                sent[request.method] += 1
+                return
+            try:
+                sent[json.loads(request.content).get("method", "?")] += 1
+            except ValueError:
+                sent["POST (not JSON)"] += 1
+
+        source._http.event_hooks["request"].append(count)  # type: ignore[union-attr]
         durations = []
         for _ in range(calls):
             t0 = time.perf_counter()
             out = await source.call("lookup_product", {"sku_or_name": "FVAM-2050-B"}, ctx())
             durations.append((time.perf_counter() - t0) * 1000)
             assert out.content["products"][0]["sku"] == "FVAM-2050-B"
+        by_method = ", ".join(f"{method} {n}" for method, n in sent.most_common()) or "none"
 
         async def worker(n: int) -> None:
             for _ in range(n):
@@ -140,6 +158,7 @@ async def _bench(database_url: str, url: str, token: str, calls: int, concurrenc
             f"lookup_product via McpToolSource, {calls} sequential calls: "
             f"p50 {statistics.median(durations):.1f} ms, p95 {_percentile(durations, 95):.1f} ms"
         )
+        print(f"HTTP requests during the {calls} sequential calls, by method: {by_method}")
         print(f"{concurrency} concurrent callers: {rate:.0f} calls/s")
     finally:
         await engine.dispose()
@@ -150,6 +169,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--quick", action="store_true", help="100 calls (under 2 minutes)")
+    parser.add_argument(
+        "--port", type=int, default=0, help="the mcp_tools service's loopback port (a free one)"
+    )
     args = parser.parse_args()
     if args.quick:
         args.calls = 100
@@ -164,7 +186,7 @@ def main() -> None:
     server = None
     try:
         upgrade(database_url)
-        server, url, token = _start_server(database_url)
+        server, url, token = _start_server(database_url, args.port)
         asyncio.run(_bench(database_url, url, token, args.calls, args.concurrency))
     finally:
         if server is not None:

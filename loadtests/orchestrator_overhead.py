@@ -15,11 +15,15 @@ Printed figures:
   lead checked, so the whole call is the figure of the "turn harness" target;
 * CPU time of this process per sequential turn (the model server runs in another process): steadier
   than wall time on a loaded machine;
-* turns per second with 50 concurrent turns (each on its own conversation).
+* turns per second with 50 concurrent turns (each on its own conversation);
+* SQL statements (and ORM flushes) per sequential turn by kind (a ``before_cursor_execute`` listener: exact,
+  load-independent) and, with ``--statements``, every statement of one turn, transaction by transaction
+  (the claim first, then the persist), each as its first words and the tables it names.
 
 Run (from the repository root): ``.venv/bin/python loadtests/orchestrator_overhead.py [--turns 200]``
 (``--quick``: 100 turns, well under 2 minutes; ``--profile FILE``: cProfile of the sequential turns
-written to FILE, read it with ``python -m pstats FILE``).
+written to FILE, read it with ``python -m pstats FILE``; ``--statements``: list one turn's statements).
+For an A/B, run the other checkout's code with ``PYTHONPATH=OTHER/libs:OTHER`` interleaved.
 Uses ``DATABASE_URL`` if set, else an embedded Postgres in a temporary folder.
 """
 
@@ -27,8 +31,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import cProfile
+import functools
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -40,6 +47,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy import event
+from sqlalchemy.orm import Session as OrmSession
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -80,6 +89,40 @@ class KnowledgeToolSet:
 
     async def call(self, name: str, arguments: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         return ToolOutput({"results": [{"text": PASSAGE, "score": 0.91}]})
+
+
+class StatementLog:
+    """Every SQL statement the engine sends, and where each transaction begins and ends (engine events:
+    ``begin``, ``commit``, ``rollback``, ``savepoint``, ``before_cursor_execute``)."""
+
+    def __init__(self, engine: Any) -> None:
+        self.entries: list[str] = []
+        self.kinds: collections.Counter[str] = collections.Counter()
+        self.recording = False
+        sync = engine.sync_engine
+        event.listen(sync, "before_cursor_execute", self._statement)
+        for name in ("begin", "commit", "rollback"):
+            event.listen(sync, name, functools.partial(self._mark, name.upper()))
+        self.flushes = 0
+        event.listen(OrmSession, "after_flush", self._flushed)
+
+    def _flushed(self, session: Any, flush_context: Any) -> None:
+        if self.recording:
+            self.flushes += 1
+            self.entries.append("-- (ORM flush)")
+
+    def _mark(self, name: str, conn: Any) -> None:
+        if self.recording:
+            self.entries.append(f"-- {name}")
+
+    def _statement(self, conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
+        if not self.recording:
+            return
+        words = statement.split()
+        kind = words[0].upper() if words else "?"
+        self.kinds[kind] += 1
+        tables = dict.fromkeys(re.findall(r"(?:FROM|JOIN|INTO|UPDATE)\s+([a-z_]+)", statement))
+        self.entries.append(f"{kind} {' '.join(tables)}  [{context._get_cache_stats()}]")
 
 
 def _free_port() -> int:
@@ -158,9 +201,11 @@ async def run(
     profile: str | None = None,
     server_pid: int | None = None,
     pg_dir: Path | None = None,
+    list_statements: bool = False,
 ) -> None:
     settings = load_settings(database_url=database_url, _env_file=None, data_dir=Path(tempfile.mkdtemp()))
     engine = create_engine(database_url, pool_size=concurrency)
+    statements = StatementLog(engine)
     sessions = session_factory(engine)
     async with sessions() as session, session.begin():
         tenant = await create_tenant(session, slug=f"load-{uuid.uuid4().hex[:8]}", name="Load test shop")
@@ -188,6 +233,15 @@ async def run(
         await orchestrator.handle_turn(_request(tenant.id, pair))
 
     pairs = await _conversations(sessions, tenant.id, turns)
+    one_turn: list[str] = []
+    if list_statements:  # one turn on its own, before the measured ones (the listener costs a little)
+        statements.recording = True
+        await orchestrator.handle_turn(_request(tenant.id, (await _conversations(sessions, tenant.id, 1))[0]))
+        statements.recording = False
+        one_turn, statements.entries = statements.entries, []
+        statements.kinds.clear()
+        statements.flushes = 0
+    statements.recording = True
     seq_ids = []
     profiler = cProfile.Profile() if profile else None
     if profiler is not None:
@@ -209,6 +263,9 @@ async def run(
         )
         seq_ids.append(request.inbound_message_id)
     cpu_ms = (time.process_time() - cpu_started) * 1000 / len(pairs)
+    statements.recording = False
+    kinds = {kind: n / len(pairs) for kind, n in statements.kinds.most_common()}
+    flushes = statements.flushes / len(pairs)
     server_cpu_ms = ((_tree_cpu_s(server_pid) - server_started) * 1000 / len(pairs)) if server_pid else None
     pg_cpu_ms = ((_tree_cpu_s(postmaster) - pg_started) * 1000 / len(pairs)) if postmaster else None
     if profiler is not None:
@@ -242,6 +299,8 @@ async def run(
     elapsed = time.perf_counter() - started
     await engine.dispose()
 
+    load = os.getloadavg()
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"turns measured sequentially: {len(rows)} (1 tool call + 1 answer each, 2 model calls per turn)")
     print(
         f"turn total inside orchestrator:   p50 {_percentile(totals, 0.5):7.1f} ms   p95 {_percentile(totals, 0.95):7.1f} ms"
@@ -269,6 +328,14 @@ async def run(
     print(
         f"CPU per sequential turn by process (ms): {', '.join(split)} (cProfile, if on, inflates the first)"
     )
+    print(
+        f"SQL statements per sequential turn: {sum(kinds.values()):.1f} ("
+        + ", ".join(f"{kind} {n:.1f}" for kind, n in kinds.items()) + f"); ORM flushes {flushes:.1f}"
+    )  # fmt: skip
+    if one_turn:
+        print("statements of one turn (transaction by transaction):")
+        for entry in one_turn:
+            print(f"  {entry}")
     print(f"mean total {statistics.fmean(totals):.1f} ms")
     print(
         f"throughput at {concurrency} concurrent turns: {turns / elapsed:.1f} turns/s ({turns} turns in {elapsed:.2f} s)"
@@ -280,13 +347,17 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--quick", action="store_true", help="100 turns (under 2 minutes)")
+    parser.add_argument("--port", type=int, default=0, help="the model server's loopback port (a free one)")
     parser.add_argument("--profile", metavar="FILE", help="write a cProfile of the sequential turns to FILE")
+    parser.add_argument(
+        "--statements", action="store_true", help="list every SQL statement of one turn, by transaction"
+    )
     args = parser.parse_args()
     if args.quick:
         args.turns = 100
     configure_logging(service="loadtest", level="WARNING", fmt="console")
 
-    port = _free_port()
+    port = args.port or _free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "services.model_server.main:create_app", "--factory",
          "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", "--no-access-log"],
@@ -310,7 +381,16 @@ def main() -> None:
             database_url = pg.start()
         upgrade(database_url)
         asyncio.run(
-            run(database_url, model_url, args.turns, args.concurrency, args.profile, server.pid, pg_dir)
+            run(
+                database_url,
+                model_url,
+                args.turns,
+                args.concurrency,
+                args.profile,
+                server.pid,
+                pg_dir,
+                args.statements,
+            )
         )
     finally:
         server.terminate()

@@ -703,3 +703,42 @@ async def test_reply_writes_message_created_only_for_a_tenant_subscribed_to_it(
         "message_id": str(reply_row.id), "conversation_id": str(conv.conversation.id), "channel": "whatsapp",
         "direction": "outbound", "role": "assistant", "kind": "text", "text": "Third answer.",
     }  # fmt: skip
+
+
+async def test_a_turn_claims_in_one_read_with_its_context_and_a_replay_is_one_statement(
+    setup, orchestrator, sessions, engine
+):  # type: ignore[no-untyped-def]
+    """The claim reads the tenant, the conversation, the inbound id's turn, the inbound row and the
+    context (summary, profile, memory, last closed conversation, lead) in one statement. With its inbound
+    row stored (the chat worker's case) a text turn runs that read, the turn's INSERT and the history
+    read, then the persist; the same request again is answered from the stored turn by that one read
+    (the claim was four reads and the context a fifth before: 7 and 3 SELECTs)."""
+    from sqlalchemy import event
+
+    conv, _ = await setup(text("answer"))
+    inbound_id = uuid.uuid4()
+    async with sessions() as session, session.begin():
+        session.add(
+            Message(
+                id=inbound_id, tenant_id=conv.tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
+                direction="inbound", role="user", text="hello there",
+            )
+        )  # fmt: skip
+    statements: list[str] = []
+
+    def seen(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
+        statements.append(statement.split(None, 1)[0].upper())
+
+    request = conv.request("hello there", message_id=inbound_id)
+    event.listen(engine.sync_engine, "before_cursor_execute", seen)
+    try:
+        first = await orchestrator.handle_turn(request)
+        turn_statements, statements[:] = list(statements), []
+        again = await orchestrator.handle_turn(request)
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", seen)
+    assert first.reply == "answer" and again == first
+    # the claim: its read, the turn's INSERT, the history; the persist: the reply's INSERT (flushed by the
+    # tenant's webhook-subscriber read, which a new tenant misses in the cache), the turn's UPDATE
+    assert turn_statements == ["SELECT", "INSERT", "SELECT", "INSERT", "SELECT", "UPDATE"]
+    assert statements == ["SELECT"]

@@ -6,9 +6,12 @@ Steps of :meth:`Orchestrator.handle_turn`:
    returned as stored, without calling a model; one in progress elsewhere is waited for; one left
    ``running`` longer than the turn budget (a crashed process) is taken over. The conversation must
    belong to the request's tenant and customer. If no ``messages`` row has the inbound id (tests,
-   ``switchboard simulate``), one is inserted (inbound, role ``user``, the request's text).
-2. **History** (:func:`switchboard.conversations.read_history`; read with the budget, the customer and
-   their memory in the claim's transaction: one session before the model calls): the conversation's
+   ``switchboard simulate``), one is inserted (inbound, role ``user``, the request's text). The tenant,
+   the conversation, the inbound id's turn, the inbound row and the context below (last summary,
+   customer profile and memory, "returning customer", the conversation's lead) are one statement
+   (:func:`_claim_read`); a stored turn is answered by it alone.
+2. **History** (:func:`switchboard.conversations.read_history`; read with the budget in the claim's
+   transaction: one session before the model calls): the conversation's
    ``user``/``assistant``/``tool``/``human_agent`` messages after the last stored summary, oldest first,
    except the inbound row, then ``{"role": "user", "content": request.text}`` (the
    processed text: a transcription, an image description...). When more than
@@ -45,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import trace
-from sqlalchemy import delete, exists, update
+from sqlalchemy import and_, delete, exists, update
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import async_sessionmaker
@@ -100,7 +103,7 @@ from switchboard.llm.costs import cheapest_group, group_router_key, only_group
 from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.memory.notes import NotesRejected, check_notes, evidence_from_notes
-from switchboard.memory.store import returning_customer_exists
+from switchboard.memory.store import closed_within, last_closed_at
 from switchboard.observability import get_logger, message_context, metrics, tracing
 from switchboard.storable import clean_text, clean_tree
 from switchboard.tenant_settings import TenantSettings, cached_tenant_settings
@@ -439,90 +442,69 @@ class Orchestrator:
             TurnRejected: unknown tenant or conversation (404), mismatched ids (422).
         """
         async with session_scope(self.sessions) as session:
-            tenant = await session.get(Tenant, request.tenant_id)
-            if tenant is None:
+            found = (await session.exec(_claim_read(request))).one_or_none()
+            if found is None:
                 log.warning("turn_rejected_unknown_tenant")
                 raise TurnRejected(404, f"tenant {request.tenant_id} not found")
+            tenant, conversation, inbound, existing = found[:4]
             tenant_settings = cached_tenant_settings(tenant.settings_extensions, tenant_id=str(tenant.id))
-            claim = await self._claim_in(session, request, trace_id, tenant_settings)
+            claim = await self._claim_in(
+                session, request, trace_id, tenant_settings,
+                conversation=conversation, existing=existing, inbound=inbound,
+            )  # fmt: skip
             if claim.turn_id is not None and claim.skip_reason is None:
-                claim.context = await self._read_context(session, request, tenant_settings)
+                claim.context = await self._read_context(session, request, tenant_settings, found)
             return claim, tenant_settings
 
     async def _read_context(
-        self, session: AsyncSession, request: TurnRequest, tenant_settings: TenantSettings
+        self, session: AsyncSession, request: TurnRequest, tenant_settings: TenantSettings, found: Any
     ) -> _Context:
-        """The budget position, the history after the last summary, the customer and their memory."""
+        """The budget position, the history after the last summary, the customer and their memory:
+        ``found`` is the claim's row (:func:`_claim_read`), which carries all but the budget and the
+        history (read here, in the claim's transaction)."""
         budget = await budget_state(
             session, tenant_id=request.tenant_id, settings=tenant_settings.channel(BudgetSettings),
             now=utcnow(),
         )  # fmt: skip
-        # the last summary, the customer's profile and memory and "returning customer": one query, one
-        # round trip (four before); each a scalar subquery of the tenant's rows
-        tenant_id, customer_id = request.tenant_id, request.customer_id
-        last_summary = (
-            sa_select(Turn.__table__.c.summary_text, Turn.__table__.c.summary_through_message_id)
-            .where(
-                Turn.__table__.c.tenant_id == tenant_id,
-                Turn.__table__.c.conversation_id == request.conversation_id,
-                Turn.__table__.c.summary_through_message_id.is_not(None),
-            )
-            .order_by(Turn.__table__.c.created_at.desc(), Turn.__table__.c.id.desc())
-            .limit(1)
-            .subquery()
-        )
-        customers, memories = Customer.__table__.c, UserMemory.__table__.c
-        query = sa_select(
-            sa_select(last_summary.c.summary_text).scalar_subquery().label("summary_text"),
-            sa_select(last_summary.c.summary_through_message_id).scalar_subquery().label("summary_through"),
-            sa_select(customers.profile)
-            .where(customers.id == customer_id, customers.tenant_id == tenant_id)
-            .scalar_subquery()
-            .label("profile"),
-            sa_select(memories.summary)
-            .where(memories.tenant_id == tenant_id, memories.customer_id == customer_id)
-            .limit(1)
-            .scalar_subquery()
-            .label("memory"),
-            returning_customer_exists(
-                tenant_id=tenant_id, customer_id=customer_id, now=utcnow(),
-                window_days=tenant_settings.memory.returning_customer_window_days,
-                exclude_conversation_id=request.conversation_id,
-            ).label("returning"),
-            exists()
-            .where(Lead.__table__.c.tenant_id == tenant_id, Lead.__table__.c.conversation_id == request.conversation_id)
-            .label("has_lead"),
-        )  # fmt: skip
-        connection = await session.connection()
-        found = (await connection.execute(query)).one()
         rows = await read_history(
             session,
-            tenant_id=tenant_id,
+            tenant_id=request.tenant_id,
             conversation_id=request.conversation_id,
             roles=MODEL_ROLES,
             after_message_id=found.summary_through,
             exclude_message_id=request.inbound_message_id,
         )
+        returning = closed_within(
+            found.last_closed_at,
+            window_days=tenant_settings.memory.returning_customer_window_days,
+            now=utcnow(),
+        )
         return _Context(
-            budget, found.summary_text, list(rows), found.profile, found.memory or None, bool(found.returning),
+            budget, found.summary_text, list(rows), found.profile, found.memory or None, returning,
             bool(found.has_lead),
         )  # fmt: skip
 
     async def _claim_in(
-        self, session: AsyncSession, request: TurnRequest, trace_id: str, tenant_settings: TenantSettings
+        self,
+        session: AsyncSession,
+        request: TurnRequest,
+        trace_id: str,
+        tenant_settings: TenantSettings,
+        *,
+        conversation: Conversation | None,
+        existing: Turn | None,
+        inbound: Message | None,
     ) -> _Claim:
-        """The claim inside the caller's transaction (see :meth:`_claim`)."""
+        """The claim inside the caller's transaction (see :meth:`_claim`), on the rows
+        :func:`_claim_read` found: the tenant's conversation, the turn of the inbound id and the inbound
+        row, each ``None`` when there is none."""
         scope = TenantScope(session, request.tenant_id)
-        conversation = await scope.get(Conversation, request.conversation_id)
         if conversation is None:
             log.warning("turn_rejected_unknown_conversation")
             raise TurnRejected(404, "conversation not found for this tenant")
         if conversation.customer_id != request.customer_id:
             log.warning("turn_rejected_customer_mismatch", customer_id=str(request.customer_id))
             raise TurnRejected(422, "customer_id does not match the conversation's customer")
-        existing = (
-            await session.exec(sa_select(Turn).where(Turn.inbound_message_id == request.inbound_message_id))
-        ).scalar_one_or_none()
         if existing is not None:
             if existing.tenant_id != request.tenant_id or existing.conversation_id != request.conversation_id:
                 log.warning("turn_rejected_inbound_id_reused")
@@ -544,7 +526,7 @@ class Orchestrator:
             return _Claim(
                 turn_id=existing.id, skip_reason=_skip_reason(conversation), conversation=conversation
             )
-        inbound = await self._ensure_inbound_row(session, scope, request, conversation)
+        inbound = await self._ensure_inbound_row(session, scope, request, conversation, inbound)
         turn_id = uuid.uuid4()
         connection = await session.connection()
         inserted = (
@@ -573,14 +555,19 @@ class Orchestrator:
         )
 
     async def _ensure_inbound_row(
-        self, session: AsyncSession, scope: TenantScope, request: TurnRequest, conversation: Conversation
+        self,
+        session: AsyncSession,
+        scope: TenantScope,
+        request: TurnRequest,
+        conversation: Conversation,
+        row: Message | None,
     ) -> Message:
-        """The inbound row as stored; inserted first when there is none (tests, ``switchboard simulate``).
+        """The inbound row as stored (``row``, read with the claim); inserted first when there is none
+        (tests, ``switchboard simulate``).
 
         Raises:
             TurnRejected: the row belongs to another tenant (422).
         """
-        row = await session.get(Message, request.inbound_message_id)
         if row is not None:
             if row.tenant_id != request.tenant_id:
                 log.warning("turn_rejected_inbound_of_other_tenant")
@@ -882,6 +869,72 @@ class Orchestrator:
                     updated_at=utcnow(),
                 )
             )
+
+
+def _claim_read(request: TurnRequest) -> Any:
+    """The claim's one read: ``(tenant, conversation, inbound row, turn, *context)`` of ``request``, or no
+    row for an unknown tenant. The conversation is the tenant's only (``None`` otherwise); the inbound row
+    (by id, any tenant: the claim refuses another tenant's) and the turn of the inbound id (any tenant and
+    conversation: the claim refuses a reused id) are ``None`` when absent: each a join on a primary or
+    unique key, at most one row. The context columns (:func:`_context_columns`) come with it, used only
+    by a new claim. One statement where it was five (tenant, conversation, turn, inbound row, context).
+    """
+    tenants, conversations = Tenant.__table__.c, Conversation.__table__.c
+    messages, turns = Message.__table__.c, Turn.__table__.c
+    return (
+        sa_select(Tenant, Conversation, Message, Turn, *_context_columns(request))
+        .select_from(Tenant)
+        .outerjoin(
+            Conversation,
+            and_(conversations.id == request.conversation_id, conversations.tenant_id == tenants.id),
+        )
+        # by their own keys only, not the tenant: the claim tells "another tenant's" from "none"
+        .outerjoin(Message, messages.id == request.inbound_message_id)
+        .outerjoin(Turn, turns.inbound_message_id == request.inbound_message_id)
+        .where(tenants.id == request.tenant_id)
+    )
+
+
+def _context_columns(request: TurnRequest) -> list[Any]:
+    """The last summary (text, through which message), the customer's profile and memory, when the
+    customer's last other conversation closed ("returning customer": the window is the tenant's setting,
+    read by the same statement, so :func:`~switchboard.memory.store.closed_within` decides after it) and
+    whether the conversation has a lead: each a scalar subquery of the tenant's rows."""
+    tenant_id, customer_id = request.tenant_id, request.customer_id
+    turns, customers, memories = Turn.__table__.c, Customer.__table__.c, UserMemory.__table__.c
+    last_summary = (
+        sa_select(turns.summary_text, turns.summary_through_message_id)
+        .where(
+            turns.tenant_id == tenant_id,
+            turns.conversation_id == request.conversation_id,
+            turns.summary_through_message_id.is_not(None),
+        )
+        .order_by(turns.created_at.desc(), turns.id.desc())
+        .limit(1)
+        .subquery()
+    )
+    return [
+        sa_select(last_summary.c.summary_text).scalar_subquery().label("summary_text"),
+        sa_select(last_summary.c.summary_through_message_id).scalar_subquery().label("summary_through"),
+        sa_select(customers.profile)
+        .where(customers.id == customer_id, customers.tenant_id == tenant_id)
+        .scalar_subquery()
+        .label("profile"),
+        sa_select(memories.summary)
+        .where(memories.tenant_id == tenant_id, memories.customer_id == customer_id)
+        .limit(1)
+        .scalar_subquery()
+        .label("memory"),
+        last_closed_at(
+            tenant_id=tenant_id, customer_id=customer_id, exclude_conversation_id=request.conversation_id
+        ).label("last_closed_at"),
+        exists()
+        .where(
+            Lead.__table__.c.tenant_id == tenant_id,
+            Lead.__table__.c.conversation_id == request.conversation_id,
+        )
+        .label("has_lead"),
+    ]
 
 
 def _untrusted_inbound(channel: str) -> bool:

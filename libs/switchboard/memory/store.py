@@ -17,7 +17,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
-from sqlalchemy import Exists, exists, func
+from sqlalchemy import ScalarSelect, func
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import col, select
@@ -45,7 +45,8 @@ from switchboard.tenant_settings import tenant_settings_from
 __all__ = [
     "MEMORY_INSTRUCTION",
     "is_returning_customer",
-    "returning_customer_exists",
+    "closed_within",
+    "last_closed_at",
     "summarize_into_memory",
     "close_idle_conversations",
     "conversations_to_summarize",
@@ -90,31 +91,31 @@ async def is_returning_customer(
     exclude_conversation_id: uuid.UUID | None = None,
 ) -> bool:
     """Whether the customer has a conversation with this tenant closed within ``window_days`` of ``now``."""
-    condition = returning_customer_exists(
-        tenant_id=tenant_id, customer_id=customer_id, window_days=window_days, now=now,
-        exclude_conversation_id=exclude_conversation_id,
-    )  # fmt: skip
-    return bool((await session.exec(select(condition))).one())
+    last = last_closed_at(
+        tenant_id=tenant_id, customer_id=customer_id, exclude_conversation_id=exclude_conversation_id
+    )
+    return closed_within((await session.exec(select(last))).one(), window_days=window_days, now=now)
 
 
-def returning_customer_exists(
-    *,
-    tenant_id: uuid.UUID,
-    customer_id: uuid.UUID,
-    window_days: int,
-    now: datetime,
-    exclude_conversation_id: uuid.UUID | None = None,
-) -> Exists:
-    """The ``EXISTS`` of :func:`is_returning_customer`, to select with other columns in one query."""
+def last_closed_at(
+    *, tenant_id: uuid.UUID, customer_id: uuid.UUID, exclude_conversation_id: uuid.UUID | None = None
+) -> ScalarSelect[datetime | None]:
+    """When the customer's last closed conversation with the tenant closed (``NULL``: none), as a scalar
+    subquery to select with other columns in one query (the orchestrator's claim, whose window comes
+    from the tenant settings the same query reads); :func:`closed_within` decides "returning"."""
     condition = (
         (Conversation.tenant_id == tenant_id)
         & (Conversation.customer_id == customer_id)
         & (Conversation.status == ConversationStatus.closed.value)
-        & (col(Conversation.closed_at) >= now - timedelta(days=window_days))
     )
     if exclude_conversation_id is not None:
         condition = condition & (Conversation.id != exclude_conversation_id)
-    return exists().where(condition)
+    return select(func.max(Conversation.closed_at)).where(condition).scalar_subquery()
+
+
+def closed_within(closed_at: datetime | None, *, window_days: int, now: datetime) -> bool:
+    """Whether ``closed_at`` (from :func:`last_closed_at`) is within ``window_days`` before ``now``."""
+    return closed_at is not None and closed_at >= now - timedelta(days=window_days)
 
 
 async def summarize_into_memory(
