@@ -180,7 +180,8 @@ async def register_upload(
     scope = TenantScope(session, tenant_id)
     # one look-up for both identities (same bytes under any name, the same name): at most a few rows
     known = await scope.all(
-        KnowledgeSource, or_(KnowledgeSource.content_hash == content_hash, KnowledgeSource.filename == filename)
+        KnowledgeSource,
+        or_(KnowledgeSource.content_hash == content_hash, KnowledgeSource.filename == filename),
     )
     same_bytes = next((row for row in known if row.content_hash == content_hash), None)
     if same_bytes is not None:
@@ -358,7 +359,9 @@ async def ingest_source(
             report.status, report.chunk_count = "ready", source.chunk_count
             return report
         if blob is not None:
-            await _mark_in(session, source_id, durable=False, status=SourceStatus.processing.value, error=None)
+            await _mark_in(
+                session, source_id, durable=False, status=SourceStatus.processing.value, error=None
+            )
     if blob is None:
         return await _fail(sessions, report, bound, "the uploaded file is no longer stored: upload it again")
 
