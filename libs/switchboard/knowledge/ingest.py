@@ -386,18 +386,30 @@ async def ingest_source(
             )
     details = dict(parsed.details)
     details.update(kind=parsed.kind.value, chunks=len(rows), sections=len(parsed.sections))
-    try:
-        vectors = await embed_texts(
+    embedding = asyncio.ensure_future(
+        embed_texts(
             config,
             [row["text"] for row in rows],
             on_batch=(lambda done, total: on_progress("embed", done, total)) if on_progress else None,
         )
+    )
+    try:
+        if config.is_lexical:
+            # the offline embedding runs in its helper process (it cannot fail): let it start, then
+            # extract on this thread meanwhile (branch ingest8: the two used to run one after the other)
+            await asyncio.sleep(0)
+        else:  # a provider's can: no model extraction for a document that will not be stored
+            await asyncio.wait([embedding])
+            embedding.result()
+        extractions, extractor = await extract_for_ingest(
+            [(row["text"], row["attributes"]) for row in rows],
+            settings=settings, tenant=tenant, gateway=gateway, trace_id=f"kb-ingest-{source_id.hex}",
+        )  # fmt: skip
+        vectors = await embedding
     except EmbeddingFailed as exc:
         return await _fail(sessions, report, bound, str(exc), reason="embedding_failed", details=details)
-    extractions, extractor = await extract_for_ingest(
-        [(row["text"], row["attributes"]) for row in rows],
-        settings=settings, tenant=tenant, gateway=gateway, trace_id=f"kb-ingest-{source_id.hex}",
-    )  # fmt: skip
+    finally:
+        embedding.cancel()  # only when the extraction failed: it is done otherwise
 
     async with sessions() as session, session.begin():
         current = await TenantScope(session, tenant_id).get(KnowledgeSource, source_id)
