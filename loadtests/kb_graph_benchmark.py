@@ -13,7 +13,9 @@ Run (starts an embedded PostgreSQL + pgvector in a temporary folder, like the te
 ``--ingest-only`` (issue 17's ingestion target): the valve corpus, then ``--ingest-chunks`` (1,000)
 chunks of text, PDF, DOCX and CSV uploads through the real pipeline (:func:`kb_common.mixed_files`);
 chunks/s per kind and in all, and the CPU time of this process and of PostgreSQL per chunk;
-``--profile FILE`` writes a cProfile of the ingestion.
+``--profile FILE`` writes a cProfile of the ingestion; ``--concurrency N`` then ingests the same uploads
+into fresh tenants with N documents in flight (the background worker runs up to ``max_jobs`` ingestion
+jobs at once in one process) and prints that figure too.
 
 What it does (offline lexical embedding and the deterministic extractor, no provider; setup shared
 with ``kb_benchmark.py`` in :mod:`loadtests.kb_common`):
