@@ -422,8 +422,10 @@ async def ingest_source(
         # delete the previous version's chunks (their mentions go with them) and read the entities
         # it mentioned, the only ones replacing it can orphan, in one statement: the SELECT sees the
         # snapshot from before the DELETE (a data-modifying CTE)
-        stale = list((await session.exec(sql_text(_DELETE_OLD_CHUNKS), params={"tenant_id": tenant_id,
-                                                                             "source_id": source_id})).scalars())  # fmt: skip
+        old = await session.exec(
+            sql_text(_DELETE_OLD_CHUNKS), params={"tenant_id": tenant_id, "source_id": source_id}
+        )
+        stale = list(old.scalars())
         chunk_ids = await insert_chunks(
             session, tenant_id=tenant_id, source_id=source_id, is_active=current.is_active,
             chunks=[(row["page"], row["sheet"], row["text"], row["attributes"]) for row in rows],
