@@ -395,6 +395,35 @@ async def ingest_files(
     return {key: (int(d), int(c), s) for key, (d, c, s) in totals.items()}
 
 
+async def ingest_files_concurrently(
+    bench: Bench, files: list[tuple[int, str, bytes]], *, concurrency: int, tenant_ids: list[uuid.UUID]
+) -> tuple[int, int, float, float]:
+    """Ingest ``files`` with up to ``concurrency`` documents in flight at once (as the background
+    worker runs its ingestion jobs: ``max_jobs`` at a time in one process), in upload order.
+
+    Args:
+        tenant_ids: the tenants the files' tenant indexes name (fresh ones: bytes a tenant already
+            stores would be a no-op).
+
+    Returns:
+        (documents, chunks, wall seconds, mean seconds per document from its upload to ready).
+    """
+    gate = asyncio.Semaphore(concurrency)
+    latencies: list[float] = []
+
+    async def one(tenant: int, name: str, data: bytes) -> int:
+        async with gate:
+            started = time.perf_counter()
+            chunks = await ingest_file(bench, tenant_ids[tenant], name, data)
+            latencies.append(time.perf_counter() - started)
+            return chunks
+
+    started = time.perf_counter()
+    counts = await asyncio.gather(*(one(tenant, name, data) for tenant, name, data in files))
+    wall = time.perf_counter() - started
+    return len(files), sum(counts), wall, sum(latencies) / max(1, len(latencies))
+
+
 async def ingest_manuals(bench: Bench, chunks: int) -> tuple[int, float]:
     """``chunks`` chunks of synthetic manuals through the real pipeline, round-robin over the tenants.
 

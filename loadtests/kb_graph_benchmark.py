@@ -13,7 +13,9 @@ Run (starts an embedded PostgreSQL + pgvector in a temporary folder, like the te
 ``--ingest-only`` (issue 17's ingestion target): the valve corpus, then ``--ingest-chunks`` (1,000)
 chunks of text, PDF, DOCX and CSV uploads through the real pipeline (:func:`kb_common.mixed_files`);
 chunks/s per kind and in all, and the CPU time of this process and of PostgreSQL per chunk;
-``--profile FILE`` writes a cProfile of the ingestion.
+``--profile FILE`` writes a cProfile of the ingestion; ``--concurrency N`` then ingests the same uploads
+into fresh tenants with N documents in flight (the background worker runs up to ``max_jobs`` ingestion
+jobs at once in one process) and prints that figure too.
 
 What it does (offline lexical embedding and the deterministic extractor, no provider; setup shared
 with ``kb_benchmark.py`` in :mod:`loadtests.kb_common`):
@@ -41,6 +43,7 @@ import argparse
 import random
 import sys
 import time
+import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -98,8 +101,43 @@ async def run_ingest_only(args: argparse.Namespace, database_url: str) -> None:
         f"{1000 * (python_s + server_s) / chunks:.2f} ms per chunk (python {1000 * python_s / chunks:.2f}, "
         f"postgres {1000 * server_s / chunks:.2f}; the parse helper's children not counted)"
     )
+    if args.concurrency > 1:
+        await ingest_concurrently(args, bench, files[1:] + mix, postmaster)
     print(f"done; {kb_common.machine_line()}")
     await bench.close()
+
+
+async def ingest_concurrently(
+    args: argparse.Namespace,
+    bench: kb_common.Bench,
+    files: list[tuple[int, str, bytes]],
+    postmaster: int | None,
+) -> None:
+    """``--concurrency N``: the same uploads again, into fresh tenants, ``N`` documents in flight."""
+    from switchboard.tenants import create_tenant
+
+    tenant_ids = []
+    async with bench.sessions() as session, session.begin():
+        for number in range(args.tenants):
+            tenant = await create_tenant(
+                session, slug=f"ingest-c-{uuid.uuid4().hex[:8]}-{number}", name="Bench c"
+            )
+            tenant_ids.append(tenant.id)
+    cpu_before = kb_common.cpu_seconds(postmaster)
+    docs, chunks, wall, latency = await kb_common.ingest_files_concurrently(
+        bench, files, concurrency=args.concurrency, tenant_ids=tenant_ids
+    )
+    cpu_after = kb_common.cpu_seconds(postmaster)
+    python_s, server_s = (cpu_after[0] - cpu_before[0]), (cpu_after[1] - cpu_before[1])
+    print(
+        f"ingestion, concurrency {args.concurrency} ({docs} documents, fresh tenants): {chunks} chunks in "
+        f"{wall:.1f} s = {chunks / wall:.0f} chunks/s; {1000 * latency:.0f} ms per document upload to ready"
+    )
+    print(
+        f"CPU time (concurrent): this process {python_s:.1f} s + PostgreSQL {server_s:.1f} s = "
+        f"{1000 * (python_s + server_s) / chunks:.2f} ms per chunk (python {1000 * python_s / chunks:.2f}, "
+        f"postgres {1000 * server_s / chunks:.2f})"
+    )
 
 
 async def load(args: argparse.Namespace, database_url: str) -> kb_common.Bench:
@@ -220,6 +258,11 @@ def main() -> None:
     parser.add_argument(
         "--profile", help="with --ingest-only: write a cProfile of the ingestion to this file"
     )
+    parser.add_argument(
+        "--concurrency", type=int, default=1,
+        help="with --ingest-only and N > 1: after the sequential pass, the same uploads into fresh tenants "
+        "with N documents in flight (as the background worker runs its jobs); prints both figures",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.ingest_only and args.ingest_chunks is None:
         args.ingest_chunks = 1000  # about 30 uploads: enough to average over, well under two minutes

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import event
 from sqlmodel import func, select
-from switchboard.db.models import KnowledgeDocument, KnowledgeSource, SourceStatus
+from switchboard.db.models import KgEntity, KnowledgeDocument, KnowledgeSource, SourceStatus
 from switchboard.knowledge import (
     DocumentRejected,
     delete_source,
@@ -311,3 +312,66 @@ async def test_chunk_inserts_on_one_connection_reuse_one_prepared_statement_and_
     for row in rows:
         stored = [float(v) for v in row.vector.strip("[]").split(",")]
         assert array("f", stored) == array("f", lexical_embedding(row.text))  # bit for bit, every round
+
+
+async def test_an_upload_takes_three_statements_and_its_ingestion_seven_in_two_transactions(
+    make_tenant, sessions, settings, engine
+):
+    """Statements SQLAlchemy sends (the chunk, entity, mention and relation inserts go through the raw
+    asyncpg connection and are not seen here). Before branch ingest8: 5 for the upload (two look-ups,
+    two flushes and a look-up of the file), 10 for the ingestion in three transactions (three reads,
+    the ``processing`` mark on its own, the stale-entity read and the delete apart)."""
+    tenant = await make_tenant()
+    statements: list[str] = []
+    begins: list[None] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
+        statements.append(" ".join(statement.split()))
+
+    def begin(conn):  # type: ignore[no-untyped-def]
+        begins.append(None)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", record)
+    event.listen(engine.sync_engine, "begin", begin)
+    try:
+        async with sessions() as session, session.begin():
+            outcome = await register_upload(
+                session,
+                settings,
+                tenant_id=tenant.id,
+                filename="valves.txt",
+                data=b"The V200 valve seals with PTFE.",
+            )
+        upload, statements[:] = list(statements), []
+        begins.clear()
+        report = await ingest_source(
+            sessions, settings, tenant_id=tenant.id, source_id=outcome.source.id,
+            content_hash=outcome.source.content_hash,
+        )  # fmt: skip
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", record)
+        event.remove(engine.sync_engine, "begin", begin)
+    assert report.status == "ready" and report.chunk_count == 1
+    assert [s.split(" ")[0] for s in upload] == ["SELECT", "INSERT", "INSERT"], upload
+    assert "knowledge_sources.content_hash = " in upload[0] and "knowledge_sources.filename = " in upload[0]
+    assert len(statements) == 7, statements
+    assert "JOIN tenants" in statements[0] and "LEFT OUTER JOIN knowledge_source_files" in statements[0]
+    assert statements[1:3] == ["SET LOCAL synchronous_commit = off", statements[2]]
+    assert statements[2].startswith("UPDATE knowledge_sources SET status=")
+    assert statements[4].startswith("WITH deleted AS ( DELETE FROM knowledge_documents")
+    assert len(begins) == 2  # the read with the mark, then the store (the mark had its own transaction)
+
+
+async def test_a_replacement_still_drops_the_old_chunks_and_the_entities_only_they_named(
+    make_tenant, ingest, sessions
+):
+    tenant = await make_tenant()
+    first = await ingest(tenant, "valves.txt", b"The V200 valve seals with PTFE.")
+    second = await ingest(tenant, "valves.txt", b"The K300 valve seals with EPDM.")
+    assert second.source_id == first.source_id and second.status == "ready"
+    assert [c.text for c in await _chunks(sessions, tenant.id)] == ["The K300 valve seals with EPDM."]
+    async with sessions() as session:
+        names = set(
+            (await session.exec(select(KgEntity.norm_name).where(KgEntity.tenant_id == tenant.id))).all()
+        )
+    assert "v200" not in names and "ptfe" not in names and {"k300", "epdm"} <= names, names

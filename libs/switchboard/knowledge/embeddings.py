@@ -36,6 +36,7 @@ from switchboard.db.models import EMBEDDING_DIMS, Tenant
 from switchboard.errors import SwitchboardError
 from switchboard.llm import import_litellm
 from switchboard.llm.lexical import LEXICAL_MODEL_NAME, lexical_embedding
+from switchboard.llm.lexical_process import embed_lexical
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
 from switchboard.tenant_settings import set_section, tenant_settings_from
@@ -286,7 +287,8 @@ async def embed_texts(
     if config.is_lexical:
         for start in range(0, total, config.batch_size):
             batch = texts[start : start + config.batch_size]
-            vectors.extend(await asyncio.to_thread(lambda b=batch: [lexical_embedding(t) for t in b]))
+            # in the helper process: off this process's GIL (switchboard.llm.lexical_process)
+            vectors.extend(await asyncio.to_thread(embed_lexical, batch))
             if on_batch:
                 on_batch(len(vectors), total)
         return vectors

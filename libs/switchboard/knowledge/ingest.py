@@ -35,9 +35,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sqlalchemy import delete, update
+from sqlalchemy import or_, update
 from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import (
@@ -177,7 +178,12 @@ async def register_upload(
     kind = sniff_kind(data, filename)
     content_hash = sha256_hex(data)
     scope = TenantScope(session, tenant_id)
-    same_bytes = await scope.first(KnowledgeSource, KnowledgeSource.content_hash == content_hash)
+    # one look-up for both identities (same bytes under any name, the same name): at most a few rows
+    known = await scope.all(
+        KnowledgeSource,
+        or_(KnowledgeSource.content_hash == content_hash, KnowledgeSource.filename == filename),
+    )
+    same_bytes = next((row for row in known if row.content_hash == content_hash), None)
     if same_bytes is not None:
         if same_bytes.status == SourceStatus.failed:  # try again (a new request: a new job id)
             same_bytes.status = SourceStatus.pending.value
@@ -195,7 +201,7 @@ async def register_upload(
             "knowledge_upload_unreadable", tenant_id=str(tenant_id), filename=filename, reason=exc.reason
         )
         raise
-    source = await scope.first(KnowledgeSource, KnowledgeSource.filename == filename)
+    source = next((row for row in known if row.filename == filename), None)
     action: Literal["created", "replaced"] = "replaced" if source is not None else "created"
     if source is None:
         source = scope.add(KnowledgeSource(tenant_id=tenant_id, filename=filename, content_hash=content_hash))
@@ -205,8 +211,8 @@ async def register_upload(
     source.status = SourceStatus.pending.value
     source.error = None
     source.updated_at = utcnow()
-    await session.flush()
-    blob = await session.get(KnowledgeSourceFile, source.id)
+    # a new source has no stored file yet: both rows go in one flush (the id is made client-side)
+    blob = await session.get(KnowledgeSourceFile, source.id) if action == "replaced" else None
     if blob is None:
         scope.add(KnowledgeSourceFile(tenant_id=tenant_id, source_id=source.id, data=data))
     else:
@@ -270,13 +276,16 @@ async def _mark(
     corrupts: a lost asynchronous commit is as if the transaction had not run.
     """
     async with sessions() as session, session.begin():
-        if not durable:
-            await session.exec(sql_text("SET LOCAL synchronous_commit = off"))
-        await session.exec(
-            update(KnowledgeSource)
-            .where(KnowledgeSource.id == source_id)
-            .values(updated_at=utcnow(), **values)
-        )
+        await _mark_in(session, source_id, durable=durable, **values)
+
+
+async def _mark_in(session: AsyncSession, source_id: uuid.UUID, *, durable: bool, **values: Any) -> None:
+    """:func:`_mark`'s statements in the caller's transaction (``durable=False`` makes its commit asynchronous)."""
+    if not durable:
+        await session.exec(sql_text("SET LOCAL synchronous_commit = off"))
+    await session.exec(
+        update(KnowledgeSource).where(KnowledgeSource.id == source_id).values(updated_at=utcnow(), **values)
+    )
 
 
 def chunking_of(settings: Settings, tenant: Tenant) -> tuple[int, int]:
@@ -326,27 +335,35 @@ async def ingest_source(
     """
     started = time.monotonic()
     bound = log.bind(tenant_id=str(tenant_id), source_id=str(source_id))
-    async with sessions() as session:
-        scope = TenantScope(session, tenant_id)
-        source = await scope.get(KnowledgeSource, source_id)
-        if source is None:
+    # one transaction reads the source, its tenant and its file (one statement) and marks it
+    # `processing` (branch ingest8: it was three reads and a transaction of its own for the mark)
+    async with sessions() as session, session.begin():
+        row = (
+            await session.exec(
+                select(KnowledgeSource, Tenant, KnowledgeSourceFile)
+                .join(Tenant, Tenant.id == KnowledgeSource.tenant_id)
+                .outerjoin(KnowledgeSourceFile, KnowledgeSourceFile.source_id == KnowledgeSource.id)
+                .where(KnowledgeSource.tenant_id == tenant_id, KnowledgeSource.id == source_id)
+            )
+        ).first()
+        if row is None:  # no such source, or deleted together with its tenant meanwhile
             raise DocumentNotFound(tenant_id, str(source_id))
-        tenant = await session.get(Tenant, tenant_id)
-        blob = await scope.first(KnowledgeSourceFile, KnowledgeSourceFile.source_id == source_id)
-    if tenant is None:  # deleted together with its sources meanwhile
-        raise DocumentNotFound(tenant_id, str(source_id))
-    report = IngestReport(source_id=source_id, filename=source.filename, status="skipped")
-    if content_hash is not None and content_hash != source.content_hash:
-        bound.info("knowledge_ingest_superseded")
-        report.error = "superseded by a newer upload"
-        return report
-    if source.status == SourceStatus.ready and content_hash is not None:
-        bound.info("knowledge_ingest_already_done")
-        report.status, report.chunk_count = "ready", source.chunk_count
-        return report
+        source, tenant, blob = row
+        report = IngestReport(source_id=source_id, filename=source.filename, status="skipped")
+        if content_hash is not None and content_hash != source.content_hash:
+            bound.info("knowledge_ingest_superseded")
+            report.error = "superseded by a newer upload"
+            return report
+        if source.status == SourceStatus.ready and content_hash is not None:
+            bound.info("knowledge_ingest_already_done")
+            report.status, report.chunk_count = "ready", source.chunk_count
+            return report
+        if blob is not None:
+            await _mark_in(
+                session, source_id, durable=False, status=SourceStatus.processing.value, error=None
+            )
     if blob is None:
         return await _fail(sessions, report, bound, "the uploaded file is no longer stored: upload it again")
-    await _mark(sessions, source_id, durable=False, status=SourceStatus.processing.value, error=None)
 
     config = resolve_embedding_config(settings, tenant)
     report.embedding_model = config.model
@@ -369,18 +386,30 @@ async def ingest_source(
             )
     details = dict(parsed.details)
     details.update(kind=parsed.kind.value, chunks=len(rows), sections=len(parsed.sections))
-    try:
-        vectors = await embed_texts(
+    embedding = asyncio.ensure_future(
+        embed_texts(
             config,
             [row["text"] for row in rows],
             on_batch=(lambda done, total: on_progress("embed", done, total)) if on_progress else None,
         )
+    )
+    try:
+        if config.is_lexical:
+            # the offline embedding runs in its helper process (it cannot fail): let it start, then
+            # extract on this thread meanwhile (branch ingest8: the two used to run one after the other)
+            await asyncio.sleep(0)
+        else:  # a provider's can: no model extraction for a document that will not be stored
+            await asyncio.wait([embedding])
+            embedding.result()
+        extractions, extractor = await extract_for_ingest(
+            [(row["text"], row["attributes"]) for row in rows],
+            settings=settings, tenant=tenant, gateway=gateway, trace_id=f"kb-ingest-{source_id.hex}",
+        )  # fmt: skip
+        vectors = await embedding
     except EmbeddingFailed as exc:
         return await _fail(sessions, report, bound, str(exc), reason="embedding_failed", details=details)
-    extractions, extractor = await extract_for_ingest(
-        [(row["text"], row["attributes"]) for row in rows],
-        settings=settings, tenant=tenant, gateway=gateway, trace_id=f"kb-ingest-{source_id.hex}",
-    )  # fmt: skip
+    finally:
+        embedding.cancel()  # only when the extraction failed: it is done otherwise
 
     async with sessions() as session, session.begin():
         current = await TenantScope(session, tenant_id).get(KnowledgeSource, source_id)
@@ -390,22 +419,13 @@ async def ingest_source(
             bound.info("knowledge_ingest_superseded")
             report.error = "superseded by a newer upload"
             return report
-        # the entities the previous version mentioned: the only ones replacing it can orphan
-        stale = list(
-            (
-                await session.exec(
-                    sql_text(
-                        "SELECT DISTINCT entity_id FROM kg_mentions WHERE tenant_id = :tenant_id AND source_id = :source_id"
-                    ),
-                    params={"tenant_id": tenant_id, "source_id": source_id},
-                )
-            ).scalars()
+        # delete the previous version's chunks (their mentions go with them) and read the entities
+        # it mentioned, the only ones replacing it can orphan, in one statement: the SELECT sees the
+        # snapshot from before the DELETE (a data-modifying CTE)
+        old = await session.exec(
+            sql_text(_DELETE_OLD_CHUNKS), params={"tenant_id": tenant_id, "source_id": source_id}
         )
-        await session.exec(
-            delete(KnowledgeDocument).where(
-                KnowledgeDocument.tenant_id == tenant_id, KnowledgeDocument.source_id == source_id
-            )
-        )
+        stale = list(old.scalars())
         chunk_ids = await insert_chunks(
             session, tenant_id=tenant_id, source_id=source_id, is_active=current.is_active,
             chunks=[(row["page"], row["sheet"], row["text"], row["attributes"]) for row in rows],
@@ -437,6 +457,14 @@ async def ingest_source(
     )
     return report
 
+
+_DELETE_OLD_CHUNKS = """
+WITH deleted AS (
+    DELETE FROM knowledge_documents WHERE tenant_id = :tenant_id AND source_id = :source_id
+)
+SELECT DISTINCT entity_id FROM kg_mentions WHERE tenant_id = :tenant_id AND source_id = :source_id
+"""
+"""Delete a document's chunks; the entity ids its mentions named before the delete (``bigint`` rows)."""
 
 _INSERT_CHUNKS = """
 INSERT INTO knowledge_documents

@@ -114,7 +114,9 @@ async def store_graph(
         kind, norm = key_of(entity)
         rows.setdefault((kind, norm), (kind, entity.name[:255], norm[:255], json.dumps(_attributes(entity))))
     raw = (await (await session.connection()).get_raw_connection()).driver_connection
-    values = list(rows.values())
+    # in key order: two documents of a tenant stored at once (the worker runs several ingestions)
+    # lock the entity rows they share in the same order, so their upserts cannot deadlock
+    values = [rows[key] for key in sorted(rows)]
     ids: dict[tuple[str, str], int] = {}
     for record in await raw.fetch(
         _UPSERT_ENTITIES, tenant_id, [v[0] for v in values], [v[1] for v in values], [v[2] for v in values],
