@@ -146,6 +146,34 @@ async def test_search_restores_a_plan_cache_mode_the_caller_set(tenants, session
     assert (await session.exec(text("SHOW enable_sort"))).scalar_one() == "on"
 
 
+@pytest.mark.parametrize("mode", ["vector", "hybrid", "neighborhood"])
+@pytest.mark.parametrize("strategy", ["exact_scan", "hnsw"])
+async def test_a_search_without_hits_still_puts_the_planner_options_back(
+    tenants, session, strategy_settings, mode, strategy
+):
+    # the search statement itself restores them (a one-time filter evaluated before its first row):
+    # also when no row passes the threshold
+    _, large, _ = tenants
+    settings = strategy_settings.model_copy(
+        update={"kb_exact_scan_max_chunks": 1_000_000 if strategy == "exact_scan" else 0}
+    )
+    await session.exec(text("SET LOCAL plan_cache_mode = force_custom_plan"))
+    await session.exec(text("SET LOCAL enable_sort = on"))
+    for _ in range(2):  # the second one on the connection's prepared statement
+        hits = await search_chunks(
+            session, tenant_id=large.id, query="zebra quantum xylophone", mode=mode, settings=settings,
+            min_similarity=1.01,
+        )  # fmt: skip
+        assert hits == []
+        assert (await session.exec(text("SHOW plan_cache_mode"))).scalar_one() == "force_custom_plan"
+        assert (await session.exec(text("SHOW enable_sort"))).scalar_one() == "on"
+    strategy_used, _ = await explain_search(
+        session, tenant_id=large.id, query="zebra quantum xylophone", mode="vector", settings=settings
+    )
+    assert strategy_used == strategy
+    assert (await session.exec(text("SHOW enable_sort"))).scalar_one() == "on"
+
+
 async def _search_plan_counts(session) -> dict[str, tuple[int, int]]:
     """``{statement: (generic_plans, custom_plans)}`` of the connection's prepared search statements."""
     rows = (

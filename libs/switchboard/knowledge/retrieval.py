@@ -42,12 +42,13 @@ that changed its embedding model re-indexes (``switchboard kb reindex``).
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import Tenant
@@ -208,19 +209,35 @@ def _nearest_cte(name: str, limit_param: str, *, exact: bool, tenant_id: uuid.UU
 )"""
 
 
+_RESTORE_CTE = """restored AS MATERIALIZED (
+    SELECT set_config('enable_sort', :restore_sort, true) IS NOT NULL
+           AND set_config('plan_cache_mode', :restore_plan_cache, true) IS NOT NULL AS done
+)"""
+"""Puts back the planner options :data:`_PREPARE_SQL` set (``enable_sort``, ``plan_cache_mode``) from
+inside the search statement, so that no round trip of its own is needed after it (branch
+``retrieval8``; it was one ``SELECT set_config(...)`` after every vector/hybrid/neighborhood search).
+Both options are read before execution starts (``plan_cache_mode`` when the statement is bound,
+``enable_sort`` when it is planned), so setting them while it runs changes only later statements.
+The final ``SELECT`` of each statement filters on :data:`_RESTORED`, a constant qual: PostgreSQL
+evaluates it once, as a one-time filter before the first row, also when the search has no hits."""
+
+_RESTORED = "(SELECT r.done FROM restored r)"
+
 _VECTOR_SQL = """
-WITH {nearest}
+WITH {RESTORE},
+{nearest}
 SELECT d.id, d.source_id, s.filename, d.page, d.sheet, d.text, d.attributes,
        1 - nn.distance AS similarity, 1 - nn.distance AS score
 FROM nn
 JOIN knowledge_documents d ON d.id = nn.id
 JOIN knowledge_sources s ON s.id = d.source_id AND s.tenant_id = :tenant_id
-WHERE 1 - nn.distance >= :min_similarity
+WHERE 1 - nn.distance >= :min_similarity AND {RESTORED}
 ORDER BY nn.distance, d.id
-"""
+""".replace("{RESTORE}", _RESTORE_CTE).replace("{RESTORED}", _RESTORED)
 
 _HYBRID_CTES = """
-WITH RECURSIVE {nearest},
+WITH RECURSIVE {RESTORE},
+{nearest},
 vec_ranked AS (
     SELECT id, row_number() OVER (ORDER BY distance, id) AS rank FROM vec
 ),
@@ -259,7 +276,7 @@ scored AS (
     FROM fused f
     JOIN knowledge_documents d ON d.id = f.id
     JOIN knowledge_sources s ON s.id = d.source_id AND s.tenant_id = :tenant_id
-)""".replace("{SIMILARITY}", SIMILARITY)
+)""".replace("{SIMILARITY}", SIMILARITY).replace("{RESTORE}", _RESTORE_CTE)
 """Hybrid mode's CTEs up to ``scored`` (the fused candidates with similarity and keyword coverage);
 ``{graph}`` is the walk's CTEs (or empty ones) named ``{seeds_name}`` and ``{graph_name}``."""
 
@@ -274,11 +291,11 @@ _HYBRID_SQL = (
 SELECT id, source_id, filename, page, sheet, text, attributes, similarity,
        rrf * (:rrf_k + 1) / (2.0 + (SELECT w FROM graph_weight)) AS score
 FROM scored
-WHERE {_HYBRID_MATCHES}
+WHERE ({_HYBRID_MATCHES}) AND {{RESTORED}}
 ORDER BY rrf DESC, id
 LIMIT :limit
 """
-)
+).replace("{RESTORED}", _RESTORED)
 
 _NEIGHBORHOOD_SQL = (
     _HYBRID_CTES.replace("{graph}", "{first_graph},\n{graph}")
@@ -304,9 +321,10 @@ SELECT * FROM (
      ORDER BY g.score DESC, d.id
      LIMIT :neighbours)
 ) hits
+WHERE {{RESTORED}}
 ORDER BY leg, score DESC, id
 """
-)
+).replace("{RESTORED}", _RESTORED)
 """``neighborhood`` mode in one statement: ``closest`` is hybrid's best hit without the walk (its
 empty graph CTEs named ``first_seeds``/``first_graph``), then the walk one hop from the entities
 ``closest`` mentions (:data:`~switchboard.knowledge.graph.walk.SEEDS_BY_CHUNK`); the closest chunk
@@ -378,17 +396,25 @@ execution. (Branch ``retrieval2`` had forced custom plans: a generic plan then p
 numbers of ``CAST(:qvec AS vector)`` for every row it compared, ~50 ms a hybrid search.)"""
 
 
+@functools.lru_cache(maxsize=256)
+def _statement(sql: str) -> TextClause:
+    """``text(sql)``, built once per statement text: the construct scans the whole text for its
+    ``:name`` parameters with a regular expression (a search statement is 3-6 KB), and it is
+    immutable, so one object serves every search (texts: per mode and strategy, the HNSW ones per
+    tenant, ``exact`` per token count)."""
+    return text(sql)
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Prepared:
     sql: str
     params: dict[str, Any]
     strategy: Literal["exact_scan", "hnsw", "keyword", "graph"]
     tenant_chunks: int | None
-    restore_sort: str | None
-    """``enable_sort`` value to put back after an HNSW query (``None``: nothing to restore)."""
-    restore_plan_cache: str | None
-    """``plan_cache_mode`` value to put back after a ``vector``/``hybrid``/``neighborhood`` query
-    (``None``: nothing to restore)."""
+    restore: dict[str, str] | None
+    """``vector``/``hybrid``/``neighborhood``: the ``enable_sort`` and ``plan_cache_mode`` values the
+    statement itself puts back when it runs (:data:`_RESTORE_CTE`; also in its parameters
+    ``restore_sort`` / ``restore_plan_cache``); ``None``: the statement changes no option."""
     threshold: float
     embedding: EmbeddingConfig
 
@@ -425,7 +451,8 @@ async def _prepare(
     one hop away from it.
 
     Leaves ``SET LOCAL`` options in the session's transaction (``plan_cache_mode``, and
-    ``enable_sort = off`` for HNSW): the caller restores them (:func:`_restore`) once the search has run.
+    ``enable_sort = off`` for HNSW) that the search statement puts back when it runs
+    (:data:`_RESTORE_CTE`); a caller that does not run it calls :func:`_restore`.
     """
     if mode not in SEARCH_MODES or mode == "neighborhood":
         raise ValueError(f"unknown search mode {mode!r}: use {', '.join(SEARCH_MODES)}")
@@ -438,8 +465,7 @@ async def _prepare(
     params: dict[str, Any] = {"tenant_id": tenant_id, "limit": limit}
     strategy: Literal["exact_scan", "hnsw", "keyword", "graph"] = "keyword"
     tenant_chunks: int | None = None
-    restore_sort: str | None = None
-    restore_plan_cache: str | None = None
+    restore: dict[str, str] | None = None
     if mode == "exact":
         tokens = code_tokens(query) or terms
         if not tokens:
@@ -459,7 +485,7 @@ async def _prepare(
             return None
         prepared = (
             await session.exec(
-                text(_PREPARE_SQL),
+                _statement(_PREPARE_SQL),
                 params={
                     "tenant_id": tenant_id,
                     "ef_search": str(int(settings.kb_hnsw_ef_search)),
@@ -476,10 +502,14 @@ async def _prepare(
         tenant_chunks = int(prepared.chunks)
         exact_scan = not prepared.use_hnsw
         strategy = "exact_scan" if exact_scan else "hnsw"
-        if not exact_scan and prepared.previous_sort != "off":
-            restore_sort = prepared.previous_sort
-        if prepared.previous_plan_cache_mode != "force_generic_plan":
-            restore_plan_cache = prepared.previous_plan_cache_mode
+        # always both, also when unchanged: one statement text (one cached plan) per strategy
+        restore = {
+            "enable_sort": prepared.previous_sort,
+            "plan_cache_mode": prepared.previous_plan_cache_mode,
+        }
+        params.update(
+            restore_sort=prepared.previous_sort, restore_plan_cache=prepared.previous_plan_cache_mode
+        )
         params["min_similarity"] = float(
             embedding.min_similarity if min_similarity is None else min_similarity
         )
@@ -536,8 +566,7 @@ async def _prepare(
         params=params,
         strategy=strategy,
         tenant_chunks=tenant_chunks,
-        restore_sort=restore_sort,
-        restore_plan_cache=restore_plan_cache,
+        restore=restore,
         threshold=float(threshold),
         embedding=embedding,
     )
@@ -568,12 +597,11 @@ def _graph_params(query: str, settings: Settings, *, use_graph: bool | None) -> 
 
 
 async def _restore(session: AsyncSession, prepared: _Prepared) -> None:
-    """Put back the transaction's planner options :data:`_PREPARE_SQL` changed: one round trip, or none."""
-    restore = {"enable_sort": prepared.restore_sort, "plan_cache_mode": prepared.restore_plan_cache}
-    values = {name: value for name, value in restore.items() if value is not None}
-    if values:
-        calls = ", ".join(f"set_config('{name}', :{name}, true)" for name in values)
-        await session.exec(text(f"SELECT {calls}"), params=values)
+    """Put back the planner options :data:`_PREPARE_SQL` changed when the search statement did not run
+    (``EXPLAIN`` without ``ANALYZE``; a statement that runs puts them back itself): one round trip, or none."""
+    if prepared.restore:
+        calls = ", ".join(f"set_config('{name}', :{name}, true)" for name in prepared.restore)
+        await session.exec(text(f"SELECT {calls}"), params=prepared.restore)
 
 
 async def search_chunks(
@@ -590,12 +618,10 @@ async def search_chunks(
 ) -> list[ChunkHit]:
     """Find the tenant's chunks that answer ``query``; nothing when nothing is relevant enough.
 
-    Round trips: ``vector``/``hybrid`` read the tenant's chunk count while setting the planner
-    options, then run the one search query (plus one to restore ``plan_cache_mode``, and
-    ``enable_sort`` after HNSW);
-    ``exact`` and ``graph`` run the one query; ``neighborhood`` runs a ``hybrid`` search (top 1,
-    without the walk) and then the one-hop walk from its chunk. A tenant row lookup comes first
-    when ``embedding`` is omitted.
+    Round trips: ``vector``/``hybrid``/``neighborhood`` read the tenant's chunk count while setting
+    the planner options, then run the one search query (which puts the options back itself);
+    ``exact`` and ``graph`` run the one query. A tenant row lookup comes first when ``embedding`` is
+    omitted (``vector``/``hybrid``/``neighborhood``: only when the question has no words).
 
     Args:
         session: open session; its current transaction's planner options are as they were when
@@ -653,8 +679,7 @@ async def search_chunks(
 
 
 async def _run(session: AsyncSession, prepared: _Prepared) -> list[ChunkHit]:
-    rows = (await session.exec(text(prepared.sql), params=prepared.params)).all()
-    await _restore(session, prepared)
+    rows = (await session.exec(_statement(prepared.sql), params=prepared.params)).all()
     return [
         ChunkHit(
             chunk_id=row.id,
@@ -742,5 +767,6 @@ async def explain_search(
         return "keyword", []
     explain = "EXPLAIN (ANALYZE, BUFFERS) " if analyze else "EXPLAIN "
     rows = (await session.exec(text(explain + prepared.sql), params=prepared.params)).all()
-    await _restore(session, prepared)
+    if not analyze:  # not run: the statement did not put the options back
+        await _restore(session, prepared)
     return prepared.strategy, [row[0] for row in rows]
