@@ -12,6 +12,7 @@ Postgres in a temporary folder). For an A/B, run the other checkout's code with
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import sys
@@ -20,9 +21,9 @@ import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import orchestrator_overhead as harness  # noqa: E402
+from loadtests import orchestrator_overhead as harness  # noqa: E402
 from switchboard.db.migrate import upgrade  # noqa: E402
 from switchboard.runtime.embedded import EmbeddedPostgres  # noqa: E402
 
@@ -61,6 +62,9 @@ async def run(database_url: str) -> None:
 
 
 def main() -> None:
+    argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], epilog="No options: it prints three figures and exits."
+    ).parse_args()
     harness.configure_logging(service="loadtest", level="WARNING", fmt="console")
     postgres = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="sb-claim-")) / "postgres")
     database_url = postgres.start()
