@@ -23,9 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from loadtests import orchestrator_overhead as harness  # noqa: E402
 from switchboard.db.migrate import upgrade  # noqa: E402
 from switchboard.runtime.embedded import EmbeddedPostgres  # noqa: E402
+
+from loadtests import orchestrator_overhead as harness  # noqa: E402
 
 
 async def run(database_url: str) -> None:
