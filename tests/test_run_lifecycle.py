@@ -85,6 +85,8 @@ def test_run_status_single_instance_and_clean_stop(tmp_path):
         lines = status.stdout.strip().splitlines()
         assert len(lines) == len(state["services"])
         assert all(" healthy " in line for line in lines), status.stdout
+        # one column for the state, however wide a worker's "(chat queue worker, metrics :PORT)" is
+        assert len({line.index(" healthy ") for line in lines}) == 1, status.stdout
 
         # Another terminal without the port variables still finds the services through run.json.
         plain_env = {k: v for k, v in env.items() if not k.endswith("_PORT")}

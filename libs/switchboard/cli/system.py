@@ -141,20 +141,22 @@ def run() -> None:
     raise typer.Exit(exit_code)
 
 
-def _service_line(name: str, where: str, state: str, width: int) -> str:
-    return f"{name:<{width}} {where:<28} {state}"
+def _service_line(name: str, where: str, state: str, width: int, where_at: int = 28) -> str:
+    return f"{name:<{width}} {where:<{where_at}} {state}"
 
 
 def _print_ready(
     settings: Any, results: dict[str, tuple[bool, str]], seconds: float, demo_login: tuple[str, str] | None
 ) -> None:
-    from switchboard.runtime.services import SERVICES, name_width
+    from switchboard.runtime.services import SERVICES, name_width, where_width
 
     lines = [f"switchboard {__version__} up in {seconds:.1f} s (DATA_DIR={settings.data_dir})"]
     for spec in SERVICES:
         ok, detail = results.get(spec.name, (False, "not started"))
         state = "healthy" if ok else "NOT HEALTHY: " + detail
-        lines.append("  " + _service_line(spec.name, spec.where(settings), state, name_width()))
+        lines.append(
+            "  " + _service_line(spec.name, spec.where(settings), state, name_width(), where_width(settings))
+        )
     console_url = settings.service_url(settings.console_port)
     if demo_login is not None:  # only on the run that seeded the demo: the password is stored nowhere else
         lines.append(
@@ -178,7 +180,7 @@ def status() -> None:
     Switchboard service) is reported DOWN.
     """
     from switchboard.runtime.resources import live_run_state
-    from switchboard.runtime.services import SERVICES, name_width
+    from switchboard.runtime.services import SERVICES, name_width, where_width
     from switchboard.runtime.supervisor import check_service_health
 
     settings = command_settings()
@@ -197,7 +199,11 @@ def status() -> None:
             ok, detail = check_service_health(spec, settings, redis_url, http=http)
             all_ok &= ok
             line = _service_line(
-                spec.name, spec.where(settings), f"{'healthy' if ok else 'DOWN'}  {detail}", name_width()
+                spec.name,
+                spec.where(settings),
+                f"{'healthy' if ok else 'DOWN'}  {detail}",
+                name_width(),
+                where_width(settings),
             )
             typer.echo(line)
     raise typer.Exit(0 if all_ok else 1)

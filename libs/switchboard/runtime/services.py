@@ -9,7 +9,7 @@ from typing import Literal
 from switchboard.queue.queues import Queue, health_check_key
 from switchboard.settings import Settings
 
-__all__ = ["ServiceSpec", "SERVICES", "name_width"]
+__all__ = ["ServiceSpec", "SERVICES", "name_width", "where_width"]
 
 
 @dataclass(frozen=True)
@@ -102,3 +102,8 @@ SERVICES: tuple[ServiceSpec, ...] = (
 def name_width() -> int:
     """Width of the name column in ``run`` and ``status`` output."""
     return max(13, *(len(spec.name) + 1 for spec in SERVICES))
+
+
+def where_width(settings: Settings) -> int:
+    """Width of the URL column in ``run`` and ``status`` output (a worker's queue text is the widest)."""
+    return max(28, *(len(spec.where(settings)) for spec in SERVICES))

@@ -215,7 +215,7 @@ def simulate_instagram(
             "--from",
             metavar="IGSID",
             help=f"Customer's Instagram-scoped id (IGSID) of a --text message (default {SIMULATED_IGSID}). "
-            "Refused with --payload, whose own sender id is used.",
+            "Refused with --payload: the payload names its sender.",
         ),
     ] = None,
     payload: Annotated[
