@@ -14,8 +14,9 @@ them all: the parse helper (:mod:`switchboard.knowledge.isolation`) starts from 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from switchboard.lazy_imports import lazy_getattr
 
 if TYPE_CHECKING:
     from switchboard.knowledge.embeddings import (
@@ -54,48 +55,42 @@ if TYPE_CHECKING:
     from switchboard.knowledge.splitter import split_text
 
 _LAZY = {
-    "ChunkHit": "switchboard.knowledge.retrieval",
-    "DocumentKind": "switchboard.knowledge.parsers",
-    "DocumentNotFound": "switchboard.knowledge.ingest",
-    "DocumentRejected": "switchboard.knowledge.parsers",
-    "DocumentTooComplex": "switchboard.knowledge.parsers",
-    "EmbeddingConfig": "switchboard.knowledge.embeddings",
-    "EmbeddingFailed": "switchboard.knowledge.embeddings",
-    "EmbeddingKeyMissing": "switchboard.knowledge.embeddings",
-    "IngestReport": "switchboard.knowledge.ingest",
-    "ParseLimits": "switchboard.knowledge.isolation",
-    "ParsedDocument": "switchboard.knowledge.parsers",
-    "SearchMode": "switchboard.knowledge.retrieval",
-    "Section": "switchboard.knowledge.parsers",
-    "UploadOutcome": "switchboard.knowledge.ingest",
-    "check_model_usable": "switchboard.knowledge.embeddings",
-    "delete_source": "switchboard.knowledge.ingest",
-    "embed_query": "switchboard.knowledge.embeddings",
-    "embed_texts": "switchboard.knowledge.embeddings",
-    "find_source": "switchboard.knowledge.ingest",
-    "ingest_in_session": "switchboard.knowledge.ingest",
-    "ingest_source": "switchboard.knowledge.ingest",
-    "list_sources": "switchboard.knowledge.ingest",
-    "mark_for_reindex": "switchboard.knowledge.ingest",
-    "parse_document": "switchboard.knowledge.parsers",
-    "parse_isolated": "switchboard.knowledge.isolation",
-    "register_upload": "switchboard.knowledge.ingest",
-    "resolve_embedding_config": "switchboard.knowledge.embeddings",
-    "search_chunks": "switchboard.knowledge.retrieval",
-    "set_source_active": "switchboard.knowledge.ingest",
-    "set_tenant_embedding": "switchboard.knowledge.embeddings",
-    "split_text": "switchboard.knowledge.splitter",
+    "ChunkHit": "retrieval",
+    "DocumentKind": "parsers",
+    "DocumentNotFound": "ingest",
+    "DocumentRejected": "parsers",
+    "DocumentTooComplex": "parsers",
+    "EmbeddingConfig": "embeddings",
+    "EmbeddingFailed": "embeddings",
+    "EmbeddingKeyMissing": "embeddings",
+    "IngestReport": "ingest",
+    "ParseLimits": "isolation",
+    "ParsedDocument": "parsers",
+    "SearchMode": "retrieval",
+    "Section": "parsers",
+    "UploadOutcome": "ingest",
+    "check_model_usable": "embeddings",
+    "delete_source": "ingest",
+    "embed_query": "embeddings",
+    "embed_texts": "embeddings",
+    "find_source": "ingest",
+    "ingest_in_session": "ingest",
+    "ingest_source": "ingest",
+    "list_sources": "ingest",
+    "mark_for_reindex": "ingest",
+    "parse_document": "parsers",
+    "parse_isolated": "isolation",
+    "register_upload": "ingest",
+    "resolve_embedding_config": "embeddings",
+    "search_chunks": "retrieval",
+    "set_source_active": "ingest",
+    "set_tenant_embedding": "embeddings",
+    "split_text": "splitter",
 }
 """Public name -> the submodule that defines it."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

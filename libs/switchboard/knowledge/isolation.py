@@ -36,7 +36,6 @@ import queue
 import resource
 import signal
 import subprocess
-import sys
 import threading
 from dataclasses import dataclass
 from functools import cache
@@ -44,6 +43,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from switchboard.errors import SwitchboardError
+from switchboard.helper_process import start_helper
 from switchboard.knowledge.parsers import (
     MIB,
     DocumentRejected,
@@ -153,24 +153,10 @@ class _Helper:
     """One helper process and the two pipes to it."""
 
     def __init__(self) -> None:
-        request_r, request_w = os.pipe()
-        answer_r, answer_w = os.pipe()
-        code = f"from switchboard.knowledge.isolation import _serve; _serve({request_r}, {answer_w})"
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", code], pass_fds=(request_r, answer_w), stdin=subprocess.DEVNULL
-        )
-        os.close(request_r)
-        os.close(answer_w)
-        self.requests = Connection(request_w, readable=False)
-        self.answers = Connection(answer_r, writable=False)
         # the imports take seconds: wait here, so they never count against a parse's timeout
-        try:
-            if not self.answers.poll(_HELPER_START_TIMEOUT_S) or self.answers.recv() != ("ready",):
-                raise OSError("the parse helper did not start")
-        except (OSError, EOFError):
-            self.process.kill()
-            self.close()
-            raise
+        self.process, self.requests, self.answers = start_helper(
+            "switchboard.knowledge.isolation", start_timeout_s=_HELPER_START_TIMEOUT_S, what="parse helper"
+        )
 
     def close(self) -> None:
         self.requests.close()  # the helper exits when it reads EOF

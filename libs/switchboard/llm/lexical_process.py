@@ -23,12 +23,11 @@ from __future__ import annotations
 import array
 import atexit
 import os
-import subprocess
-import sys
 import threading
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 
+from switchboard.helper_process import start_helper
 from switchboard.llm.lexical import lexical_embedding
 
 __all__ = ["embed_lexical"]
@@ -44,23 +43,10 @@ class _Helper:
     """The helper process and its two pipes (service side)."""
 
     def __init__(self) -> None:
-        request_r, request_w = os.pipe()
-        answer_r, answer_w = os.pipe()
-        code = f"from switchboard.llm.lexical_process import _serve; _serve({request_r}, {answer_w})"
         self.pid = os.getpid()
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", code], pass_fds=(request_r, answer_w), stdin=subprocess.DEVNULL
+        self.process, self.requests, self.answers = start_helper(
+            "switchboard.llm.lexical_process", start_timeout_s=_START_TIMEOUT_S, what="embedding helper"
         )
-        os.close(request_r)
-        os.close(answer_w)
-        self.requests = Connection(request_w, readable=False)
-        self.answers = Connection(answer_r, writable=False)
-        try:
-            if not self.answers.poll(_START_TIMEOUT_S) or self.answers.recv() != ("ready",):
-                raise OSError("the embedding helper did not start")
-        except (OSError, EOFError):
-            self.close()
-            raise
 
     def embed(self, texts: list[str], dims: int) -> list[list[float]]:
         """The vectors of ``texts``; raises ``OSError``/``EOFError``/``TimeoutError`` when the helper fails."""

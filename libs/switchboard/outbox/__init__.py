@@ -1,6 +1,7 @@
 """Where every message is sent from: one writer (:mod:`.writer`), one delivery loop (:mod:`.delivery`),
 and delivery statuses that only move forward (:mod:`.statuses`)."""
 
+from switchboard.lazy_imports import lazy_getattr
 from switchboard.outbox.writer import OutboxItem, reply_items, text_items, write_outbox
 
 __all__ = [
@@ -29,10 +30,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'switchboard.outbox' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"switchboard.outbox.{module}"), name)
+__getattr__ = lazy_getattr(__name__, _LAZY)
