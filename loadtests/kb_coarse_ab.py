@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import sys
 from pathlib import Path
 
@@ -75,9 +74,7 @@ async def compare(args: argparse.Namespace, url: str) -> None:
                     rows = await session.exec(text(statements[side]), params=prepared.params)
                     found[side] = [row.id for row in rows.all()]
             identical += found["wide"] == found["narrow"]
-        p50 = {side: statistics.median(values) for side, values in timings.items()}
-        p95 = {side: sorted(values)[int(len(values) * 0.95)] for side, values in timings.items()}
-        ratio = statistics.median(n / w for n, w in zip(timings["narrow"], timings["wide"], strict=True))
+        p50, p95, ratio = kb_common.paired_summary(timings, "wide", "narrow")
         print(
             f"  {mode:<7} statement execution p50 / p95 ms: knowledge_documents {p50['wide']:.1f} / "
             f"{p95['wide']:.1f}, knowledge_chunk_vectors {p50['narrow']:.1f} / {p95['narrow']:.1f}; "

@@ -27,6 +27,7 @@ import json
 import multiprocessing
 import os
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -161,6 +162,20 @@ def percentile(values: list[float], pct: float) -> float:
     k = (len(ordered) - 1) * pct / 100
     low, high = int(k), min(int(k) + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
+
+
+def paired_summary(
+    timings: dict[str, list[float]], before: str, after: str
+) -> tuple[dict[str, float], dict[str, float], float]:
+    """An interleaved per-question A/B: ``(p50 by side, p95 by side, median of after/before per question)``.
+
+    ``timings[side][i]`` is question ``i``'s time on that side (ms); both lists have the same length.
+    The p95 is the nearest-rank value (the A/B scripts' figures since ``kb_coarse_ab.py``).
+    """
+    p50 = {side: statistics.median(values) for side, values in timings.items()}
+    p95 = {side: sorted(values)[int(len(values) * 0.95)] for side, values in timings.items()}
+    ratio = statistics.median(a / b for a, b in zip(timings[after], timings[before], strict=True))
+    return p50, p95, ratio
 
 
 def _embed_rows(job: tuple[int, int, int]) -> list[tuple[int, int, str, bytes, list[str]]]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import random
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -68,9 +67,7 @@ async def compare(args: argparse.Namespace, url: str) -> None:
                 timings[side].append((time.perf_counter() - started) * 1000)
                 found[side] = [hit.chunk_id for hit in hits]
             identical += found["base"] == found["branch"]
-        p50 = {side: statistics.median(values) for side, values in timings.items()}
-        p95 = {side: sorted(values)[int(len(values) * 0.95)] for side, values in timings.items()}
-        ratio = statistics.median(b / a for b, a in zip(timings["branch"], timings["base"], strict=True))
+        p50, p95, ratio = kb_common.paired_summary(timings, "base", "branch")
         print(
             f"  {mode:<12} search_chunks p50 / p95 ms: base {p50['base']:.2f} / {p95['base']:.2f}, "
             f"branch {p50['branch']:.2f} / {p95['branch']:.2f}; median ratio branch/base {ratio:.3f}; "
