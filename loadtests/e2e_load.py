@@ -43,6 +43,7 @@ import argparse
 import asyncio
 import hashlib
 import hmac
+import importlib.util
 import json
 import os
 import random
@@ -594,6 +595,12 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="250 users, 20 s of load, 90 s drain at most")
     args = parser.parse_args()
+    # Checked before the system starts: without it the run started everything, then died in a traceback.
+    if not (ROOT / ".venv/bin/locust").exists() or importlib.util.find_spec("matplotlib") is None:
+        sys.exit(
+            "Locust and matplotlib are not installed: they are in the `load` group, "
+            "`.venv/bin/uv sync --frozen --inexact --group load`"
+        )
     if args.quick:
         args.duration, args.drain_timeout = min(args.duration, 20), min(args.drain_timeout, 90)
     env = system_env(args)
