@@ -5,16 +5,19 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import switchboard.console.auth as auth_module
+import yaml
 from switchboard.db.models import Role
 
 from services.console.main import create_app
 from tests.utils.console import PASSWORD, new_user
 
+ROOT = Path(__file__).resolve().parents[2]
 PROXY = "172.18.0.5"
 """The reverse proxy's address on its network (Caddy on the compose network, the load balancer)."""
 
@@ -174,3 +177,40 @@ async def test_the_login_form_accepts_its_own_pages_post(console_client, session
             ok = await client.post("/login", data=_login(user.email, PASSWORD))
             assert ok.status_code == 303, (headers, ok.text[:300])
             assert (await client.get(f"/t/{tenant.slug}/inbox")).status_code == 200
+
+
+async def test_the_shipped_compose_setting_trusts_caddy_on_the_compose_network(
+    make_settings: Callable[..., Any], sessions, make_tenant
+):
+    compose = yaml.safe_load((ROOT / "infra" / "docker-compose.yml").read_text())
+    value = compose["services"]["console"]["environment"]["FORWARDED_ALLOW_IPS"]
+    default = value.split(":-", 1)[1].rstrip("}")  # ${CONSOLE_TRUSTED_PROXIES:-...}
+    terraform = (ROOT / "infra" / "terraform" / "ecs.tf").read_text()
+    assert 'FORWARDED_ALLOW_IPS = join(",", aws_subnet.public[*].cidr_block)' in terraform
+    caddy = (ROOT / "infra" / "Caddyfile").read_text()
+    assert "header_up X-Forwarded-For {remote_host}" in caddy
+    app = create_app(make_settings(forwarded_allow_ips=default))
+    tenant = await make_tenant()
+    user = await new_user(sessions, role=Role.agent, tenant_id=tenant.id)
+    caddy_ip = "172.19.0.4"  # an address Docker gives a compose network
+    attacker = f"198.51.100.{uuid.uuid4().int % 250 + 1}"
+    person = f"192.0.2.{uuid.uuid4().int % 250 + 1}"
+    async with app.router.lifespan_context(app):
+        async with _client(app, caddy_ip, **{"X-Forwarded-For": attacker}) as client:
+            for _ in range(21):  # the attacker's own address goes past its limit
+                await client.post(
+                    "/login", data=_login(f"q-{uuid.uuid4().hex[:6]}@example.com", "wrong!!!!!")
+                )
+            flagged = [
+                (await client.post("/login", data=_login(user.email, "wrong!!!!!"))).status_code
+                for _ in range(3)
+            ]
+        async with _client(app, caddy_ip, **{"X-Forwarded-For": person}) as client:
+            other = await new_user(sessions, role=Role.agent, tenant_id=tenant.id)
+            clean = [
+                (await client.post("/login", data=_login(other.email, "wrong!!!!!"))).status_code
+                for _ in range(3)
+            ]
+            ok = await client.post("/login", data=_login(other.email, PASSWORD))
+    assert flagged == [401, 401, 429]  # counted at the attacker's address
+    assert clean == [401, 401, 401] and ok.status_code == 303  # another browser behind Caddy is not
