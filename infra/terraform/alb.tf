@@ -116,6 +116,9 @@ resource "aws_lb" "this" {
   security_groups            = [aws_security_group.alb.id]
   drop_invalid_header_fields = true
   enable_deletion_protection = true
+  # the client's address is appended to X-Forwarded-For; the services trust that header from the
+  # public subnets only (FORWARDED_ALLOW_IPS in ecs.tf), so login limits count each browser apart
+  xff_header_processing_mode = "append"
 
   access_logs {
     bucket  = aws_s3_bucket.alb_logs.id

@@ -40,7 +40,7 @@ locals {
     mcp_tools    = { port = 8104, command = ["uvicorn", "services.mcp_tools.main:create_app", "--factory", "--host", "0.0.0.0", "--port", "8104"] }
     model_server = { port = 8105, command = ["uvicorn", "services.model_server.main:create_app", "--factory", "--host", "0.0.0.0", "--port", "8105"] }
     # the console runs inside the VPC; publishing it (an ALB rule on a console host name) is the operator's choice
-    console      = { port = 8108, command = ["uvicorn", "services.console.main:create_app", "--factory", "--host", "0.0.0.0", "--port", "8108"] }
+    console = { port = 8108, command = ["uvicorn", "services.console.main:create_app", "--factory", "--host", "0.0.0.0", "--port", "8108"] }
   }
   workers = {
     worker            = { queue = "arq:queue", command = ["python", "-m", "services.worker.main"] }
@@ -65,6 +65,9 @@ locals {
     MEDIA_STORE_URL           = "s3://${aws_s3_bucket.media.id}/media"
     MEDIA_STORE_OPTIONS       = jsonencode({ region = var.region })
     MEDIA_PUBLIC_BASE_URL     = "https://${var.domain_name}"
+    # X-Forwarded-For is believed only from the load balancer (it runs in the public subnets): login
+    # limits count each browser's address, not the ALB's; a client's own header is ignored elsewhere
+    FORWARDED_ALLOW_IPS = join(",", aws_subnet.public[*].cidr_block)
   }, var.environment)
 
   common = {

@@ -580,11 +580,23 @@ class ConsoleSettings(BaseSettings):
     console_cookie_secure: bool = False
     """Send the session cookie only over HTTPS (set true behind the HTTPS proxy in production)."""
     console_login_max_attempts: int = Field(5, ge=1)
-    """Failed logins allowed per e-mail within ``console_login_window_s``."""
+    """Login attempts allowed per e-mail within ``console_login_window_s`` (counted before the password
+    is checked; a correct password clears the count). Further attempts are refused unchecked."""
     console_login_max_attempts_per_ip: int = Field(20, ge=1)
-    """Failed logins allowed per client IP within ``console_login_window_s`` (any e-mails)."""
+    """Failed logins per client address within ``console_login_window_s`` (any e-mails) after which
+    that address gets only two attempts per e-mail; it never refuses an e-mail with no attempts."""
     console_login_window_s: int = Field(900, ge=1)
     """Window of the login rate limit (seconds); the limit clears by itself when it ends."""
+    forwarded_allow_ips: str = "127.0.0.1"
+    """Proxies whose ``X-Forwarded-For`` / ``X-Forwarded-Proto`` the console believes (string, default
+    ``127.0.0.1``): comma-separated addresses or networks (``10.0.0.0/8``), or ``*`` for any peer.
+    The same variable (``FORWARDED_ALLOW_IPS``) uvicorn reads. A request from any other peer is taken
+    at its connection's address, whatever headers it sends; set it to the reverse proxy's addresses
+    (the compose network behind Caddy, the load balancer's subnets on AWS) so that login limits count
+    each browser's own address."""
+    console_stream_check_s: float = Field(5.0, gt=0, le=300)
+    """How often an open live-event stream of the console re-checks its session (seconds, default 5):
+    after logout, session expiry, deactivation or a password change the stream ends within this time."""
 
 
 class Settings(

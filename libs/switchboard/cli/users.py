@@ -16,7 +16,7 @@ EmailArg = Annotated[str, typer.Argument(help="The user's e-mail address (their 
 PasswordOpt = Annotated[
     str | None,
     typer.Option(
-        help="The password (at least 10 characters). Omitted: asked for without echo, or generated and "
+        help="The password (at least 10 characters, not a commonly used one). Omitted: asked for without echo, or generated and "
         "printed once with --generate."
     ),
 ]
@@ -101,17 +101,39 @@ def users_list(
 
 @users_app.command("passwd")
 @friendly_errors
-def users_passwd(email: EmailArg, password: PasswordOpt = None, generate: GenerateOpt = False) -> None:
-    """Set a user's password; their open sessions end."""
-    from switchboard.console.auth import set_password
+def users_passwd(
+    email: EmailArg,
+    password: PasswordOpt = None,
+    generate: GenerateOpt = False,
+    revoke_tokens: Annotated[
+        bool,
+        typer.Option(
+            "--revoke-tokens",
+            help="Also revoke the user's API tokens (sbu_...); without it they keep working.",
+        ),
+    ] = False,
+) -> None:
+    """Set a user's password; their open sessions end. Their API tokens keep working unless
+    --revoke-tokens is given."""
+    from switchboard.console.auth import active_api_tokens, revoke_api_tokens, set_password
 
     secret, shown = _password(password, generate)
 
     async def work(session: Any) -> Any:
-        return await set_password(session, email=email, password=secret)
+        user = await set_password(session, email=email, password=secret)
+        if revoke_tokens:
+            return user, await revoke_api_tokens(session, user_id=user.id), 0
+        return user, 0, await active_api_tokens(session, user_id=user.id)
 
-    user = run_in_session(work)
+    user, revoked, still_valid = run_in_session(work)
     typer.echo(f"password changed for {user.email}; their sessions ended")
+    if revoke_tokens:
+        typer.echo(f"API tokens revoked: {revoked}")
+    elif still_valid:
+        typer.echo(
+            f"their {still_valid} API token(s) still work; `switchboard users passwd {user.email} "
+            "--revoke-tokens` (or the console's account page) revokes them"
+        )
     if shown:
         typer.echo(f"password: {secret}  (shown once)")
 

@@ -24,6 +24,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from switchboard.console.auth import CSRF_FIELD, CSRF_HEADER
 from switchboard.console.deps import LoginRequired
@@ -167,8 +168,13 @@ def _wants_html(request: Request) -> bool:
 
 def install_console(app: FastAPI) -> None:
     """Static files under ``/static`` and the console's error answers (login redirect, error pages; a
-    refused form field's message in the page's language, :mod:`switchboard.i18n.validation`)."""
+    refused form field's message in the page's language, :mod:`switchboard.i18n.validation`), and the
+    client's own address from a trusted proxy's ``X-Forwarded-For`` (setting ``forwarded_allow_ips``;
+    from any other peer the header is ignored), which the login limits count by."""
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="console-static")
+    settings = getattr(app.state, "settings", None)
+    trusted = settings.forwarded_allow_ips if settings is not None else "127.0.0.1"
+    app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=trusted)
 
     @app.post("/language", include_in_schema=False)
     async def set_language(request: Request) -> Response:

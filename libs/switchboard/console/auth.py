@@ -8,9 +8,10 @@
   HTTP-only ``SameSite=Lax`` cookie (:data:`SESSION_COOKIE`), the table only its SHA-256. Each session
   has a CSRF token that every form (hidden ``csrf_token`` field) and htmx request (``X-CSRF-Token``
   header) sends back.
-* Login rate limit (:class:`LoginLimiter`): failed attempts are counted in Redis per e-mail and per
-  client IP over a window; past the limit the login is refused with the wait in the message, before
-  the password is even checked.
+* Login rate limit (:class:`LoginLimiter`): attempts are counted in Redis per e-mail (before the
+  password is checked) and failures per client address over a window; past the limit the login is
+  refused with the wait in the message, unchecked. A busy address never refuses an account that is
+  not itself under attack.
 * API tokens (``sbu_...``): a per-user bearer for the admin API, with the user's role and tenant.
 """
 
@@ -26,13 +27,14 @@ from datetime import timedelta
 
 from pwdlib import PasswordHash
 from redis.asyncio import Redis
-from sqlalchemy import delete, func
+from sqlalchemy import delete, func, update
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import ApiToken, ConsoleSession, ConsoleUser, Role, utcnow
 from switchboard.errors import SwitchboardError
 from switchboard.observability import get_logger
+from switchboard.password_policy import MIN_PASSWORD_CHARS, WeakPassword, check_password
 
 __all__ = [
     "ROLES",
@@ -42,10 +44,12 @@ __all__ = [
     "CSRF_FIELD",
     "API_TOKEN_PREFIX",
     "MIN_PASSWORD_CHARS",
+    "WeakPassword",
     "UserExists",
     "UserNotFound",
     "LoginRefused",
     "LoginLimiter",
+    "FLAGGED_ADDRESS_ATTEMPTS",
     "SessionInfo",
     "hash_password",
     "verify_password",
@@ -59,6 +63,8 @@ __all__ = [
     "load_session",
     "end_session",
     "create_api_token",
+    "active_api_tokens",
+    "revoke_api_tokens",
     "user_for_api_token",
     "may_access_tenant",
     "csrf_matches",
@@ -76,8 +82,10 @@ CSRF_FIELD = "csrf_token"
 """Hidden form field carrying the session's CSRF token."""
 API_TOKEN_PREFIX = "sbu_"
 """Per-user API tokens start with this (tells them apart from ``ADMIN_TOKEN`` in logs and errors)."""
-MIN_PASSWORD_CHARS = 10
-"""Shortest password accepted (NIST SP 800-63B asks for at least 8; we ask a little more)."""
+
+FLAGGED_ADDRESS_ATTEMPTS = 2
+"""Attempts per e-mail and window still checked from an address past its failure limit (a typo and
+its retry); further attempts on that e-mail from that address are refused unchecked."""
 
 _hasher = PasswordHash.recommended()
 
@@ -142,11 +150,6 @@ def generate_password() -> str:
     return secrets.token_urlsafe(12)
 
 
-def _check_password(password: str) -> None:
-    if len(password) < MIN_PASSWORD_CHARS:
-        raise ValueError(f"the password needs at least {MIN_PASSWORD_CHARS} characters")
-
-
 async def create_user(
     session: AsyncSession,
     *,
@@ -163,12 +166,13 @@ async def create_user(
 
     Raises:
         UserExists: the e-mail is taken.
-        ValueError: bad e-mail, short password, unknown role, or a tenant given to a platform admin /
+        WeakPassword: the password breaks :func:`~switchboard.password_policy.check_password`.
+        ValueError: bad e-mail, unknown role, or a tenant given to a platform admin /
             missing for another role.
     """
     role = Role(role)
     address = normalize_email(email)
-    _check_password(password)
+    check_password(password, email=address)
     if (role == Role.platform_admin) != (tenant_id is None):
         raise ValueError(
             "a platform admin has no tenant"
@@ -203,14 +207,16 @@ async def find_user(session: AsyncSession, email: str) -> ConsoleUser | None:
 async def set_password(session: AsyncSession, *, email: str, password: str) -> ConsoleUser:
     """Change a user's password and end all their sessions (in the caller's transaction).
 
+    The user's API tokens stay valid: :func:`revoke_api_tokens` ends them.
+
     Raises:
         UserNotFound: no such user.
-        ValueError: the password is too short.
+        WeakPassword: the password breaks :func:`~switchboard.password_policy.check_password`.
     """
-    _check_password(password)
     user = await find_user(session, email)
     if user is None:
         raise UserNotFound(f"no console user with e-mail {email.strip().lower()}")
+    check_password(password, email=user.email)
     user.password_hash = hash_password(password)
     user.updated_at = utcnow()
     session.add(user)
@@ -311,6 +317,28 @@ async def create_api_token(session: AsyncSession, *, user: ConsoleUser, name: st
     return token
 
 
+async def active_api_tokens(session: AsyncSession, *, user_id: uuid.UUID) -> int:
+    """How many unrevoked API tokens the user has."""
+    query = (
+        select(func.count())
+        .select_from(ApiToken)
+        .where(ApiToken.user_id == user_id, col(ApiToken.revoked_at).is_(None))
+    )
+    return int((await session.exec(query)).one())
+
+
+async def revoke_api_tokens(session: AsyncSession, *, user_id: uuid.UUID) -> int:
+    """Revoke every unrevoked API token of the user (caller's transaction); returns how many."""
+    result = await session.execute(
+        update(ApiToken)
+        .where(col(ApiToken.user_id) == user_id, col(ApiToken.revoked_at).is_(None))
+        .values(revoked_at=utcnow())
+    )
+    count = int(getattr(result, "rowcount", 0) or 0)
+    log.info("console_api_tokens_revoked", user_id=str(user_id), count=count)
+    return count
+
+
 async def user_for_api_token(session: AsyncSession, token: str) -> ConsoleUser | None:
     """The active user owning the unrevoked API ``token``, or ``None``; marks it used."""
     if not token.startswith(API_TOKEN_PREFIX):
@@ -341,13 +369,28 @@ def csrf_matches(expected: str, given: str | None) -> bool:
 
 
 class LoginLimiter:
-    """Failed logins per e-mail and per client IP in Redis (``INCR`` + ``EXPIRE``), over a fixed window.
+    """Login attempts per e-mail and failures per client address in Redis, over a fixed window.
+
+    * Per e-mail (``max_attempts``): every attempt is counted atomically (``INCR`` in a transaction
+      with the window's ``EXPIRE``) BEFORE its password is checked, so concurrent guesses cannot all
+      be checked: of any number sent at once, at most ``max_attempts`` reach the password check. A
+      correct password clears the count.
+    * Per address (``max_attempts_per_ip``): failures only. An address past its limit does not refuse
+      everyone behind it (a proxy, an office): from it, an e-mail with no attempt in the window still
+      gets its password checked, but one that already has attempts in the window (an account under attack)
+      is refused once it has :data:`FLAGGED_ADDRESS_ATTEMPTS` attempts (a typo and a retry still
+      pass). A flood from one address therefore never locks out other users, while spraying guesses
+      across accounts from it gets that many guesses per account per window.
+
+    The address is ``request.client.host`` after the trusted-proxy rewrite
+    (:func:`switchboard.console.app.install_console`, setting ``forwarded_allow_ips``).
 
     Args:
         redis: any redis-py asyncio client (the service's ARQ pool).
-        max_attempts: failures allowed per e-mail in the window; the next attempt is refused.
-        max_attempts_per_ip: failures allowed per client IP (several people may share one address).
-        window_s: how long a key counts (seconds) from its first failure.
+        max_attempts: attempts allowed per e-mail in the window; more are refused unchecked.
+        max_attempts_per_ip: failures per client address after which that address's attempts on
+            accounts under attack are refused (several people may share one address).
+        window_s: how long a key counts (seconds) from its first count.
     """
 
     def __init__(self, redis: Redis, *, max_attempts: int, max_attempts_per_ip: int, window_s: int) -> None:
@@ -356,30 +399,51 @@ class LoginLimiter:
         self.max_attempts_per_ip = max_attempts_per_ip
         self.window_s = window_s
 
-    def _keys(self, email: str, ip: str) -> list[str]:
-        return [
-            f"console:login:email:{_sha256(email.strip().lower())}",
-            f"console:login:ip:{ip or 'unknown'}",
-        ]
+    @staticmethod
+    def _email_key(email: str) -> str:
+        return f"console:login:email:{_sha256(email.strip().lower())}"
 
-    async def check(self, *, email: str, ip: str) -> None:
-        """Raises :class:`LoginRefused` when either key is at the limit."""
-        for key, limit in zip(
-            self._keys(email, ip), (self.max_attempts, self.max_attempts_per_ip), strict=True
-        ):
-            count = int(await self.redis.get(key) or 0)
-            if count >= limit:
-                ttl = int(await self.redis.ttl(key))
-                log.warning("console_login_rate_limited", key_kind=key.split(":")[2], attempts=count)
-                raise LoginRefused(ttl if ttl > 0 else self.window_s)
+    @staticmethod
+    def _ip_key(ip: str) -> str:
+        return f"console:login:ip:{ip or 'unknown'}"
 
-    async def failed(self, *, email: str, ip: str) -> None:
-        """Count one failure on both keys (the window starts at the first)."""
-        for key in self._keys(email, ip):
-            count = await self.redis.incr(key)
-            if count == 1:
-                await self.redis.expire(key, self.window_s)
+    async def _count(self, key: str) -> tuple[int, int]:
+        """``INCR`` the key, starting its window when new; ``(count, ttl_s)`` in one transaction."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.set(key, 0, ex=self.window_s, nx=True)
+            pipe.incr(key)
+            pipe.ttl(key)
+            _created, count, ttl = await pipe.execute()
+        return int(count), int(ttl)
+
+    async def attempt(self, *, email: str, ip: str) -> None:
+        """Count this attempt for ``email`` before its password is checked.
+
+        Raises:
+            LoginRefused: the e-mail is past ``max_attempts`` in the window, or the address is past
+                ``max_attempts_per_ip`` failures and the e-mail is past :data:`FLAGGED_ADDRESS_ATTEMPTS`.
+        """
+        ip_failures = int(await self.redis.get(self._ip_key(ip)) or 0)
+        address_flagged = ip_failures >= self.max_attempts_per_ip
+        count, ttl = await self._count(self._email_key(email))
+        limit = min(FLAGGED_ADDRESS_ATTEMPTS, self.max_attempts) if address_flagged else self.max_attempts
+        if count > limit:
+            if address_flagged and count <= self.max_attempts:
+                # refused for the address's sake: wait as long as the address's window lasts
+                ttl = int(await self.redis.ttl(self._ip_key(ip)))
+            log.warning(
+                "console_login_rate_limited",
+                key_kind="ip" if address_flagged and count <= self.max_attempts else "email",
+                attempts=count,
+                ip_failures=ip_failures,
+            )
+            raise LoginRefused(ttl if ttl > 0 else self.window_s)
+
+    async def failed(self, *, ip: str) -> None:
+        """Count one failure on the client address (the e-mail's attempt was counted already)."""
+        await self._count(self._ip_key(ip))
 
     async def succeeded(self, *, email: str) -> None:
-        """A correct login clears the e-mail's count (the IP's stays: one address guessing many accounts)."""
-        await self.redis.delete(self._keys(email, "")[0])
+        """A correct login clears the e-mail's count (the address's stays: one address guessing many
+        accounts)."""
+        await self.redis.delete(self._email_key(email))

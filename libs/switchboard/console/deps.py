@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Annotated
+from urllib.parse import urlsplit
 
 from fastapi import Depends, HTTPException, Path, Request, status
 
@@ -38,7 +39,9 @@ __all__ = [
     "current_user",
     "page_access",
     "platform_access",
+    "account_access",
     "check_csrf",
+    "cross_site_reason",
 ]
 
 log = get_logger(__name__)
@@ -80,6 +83,41 @@ async def check_csrf(request: Request, info: SessionInfo) -> None:
         raise HTTPException(
             status.HTTP_403_FORBIDDEN, "This form has expired: reload the page and try again."
         )
+
+
+_SAME_SITE_FETCH = {"same-origin", "none"}
+"""``Sec-Fetch-Site`` values of a request the console's own page (or the person typing the address) made."""
+
+
+def cross_site_reason(request: Request) -> str | None:
+    """Why a form post without a session (the login form) comes from another site, or ``None``.
+
+    Browsers say where a post comes from: ``Sec-Fetch-Site`` (anything but ``same-origin`` / ``none`` is
+    refused) and ``Origin`` (its host and port must be the ``Host`` the request was sent to; ``null``,
+    from sandboxed frames and some redirects, is refused). A request with neither header is not a
+    browser's cross-site post (every current browser sends ``Origin`` with one) and passes: scripts
+    and the CLI's tests log in that way.
+    """
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None and fetch_site.strip().lower() not in _SAME_SITE_FETCH:
+        return f"sec-fetch-site={fetch_site[:40]}"
+    origin = request.headers.get("origin")
+    if origin is None:
+        return None
+    host = (request.headers.get("host") or "").strip().lower()
+    try:
+        parts = urlsplit(origin.strip())
+        origin_host = (parts.netloc or "").lower()
+        default_port = {"http": 80, "https": 443}.get(parts.scheme)
+        if parts.port is not None and parts.port == default_port:
+            origin_host = (parts.hostname or "").lower()
+    except ValueError:
+        return "origin unreadable"
+    if host.endswith((":80", ":443")):
+        host = host.rsplit(":", 1)[0]
+    if not origin_host or origin_host != host:
+        return f"origin={origin[:100]}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -136,3 +174,12 @@ async def platform_access(request: Request, info: CurrentUserDep) -> SessionInfo
 
 
 platform_access.roles = frozenset({Role.platform_admin})  # type: ignore[attr-defined]
+
+
+async def account_access(request: Request, info: CurrentUserDep) -> SessionInfo:
+    """Dependency for the signed-in person's own pages (``/account``): any role, CSRF on unsafe methods."""
+    await check_csrf(request, info)
+    return info
+
+
+account_access.roles = frozenset(Role)  # type: ignore[attr-defined]

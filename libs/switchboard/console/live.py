@@ -7,6 +7,11 @@ to reload the part that changed. Publishing is best effort: a Redis hiccup is lo
 (the page also refreshes when the person acts, and on reload).
 
 Channel: ``console:tenant:<tenant_id>``; message: JSON ``{"conversation_id", "kind"}``.
+
+A stream lives only as long as the session that opened it: it re-checks the session every
+``console_stream_check_s`` seconds, and at once when :func:`publish_session_change` says the user's
+sessions changed (logout, password change), and ends (a last ``ended`` event) when the session is gone:
+logged out, expired, its user deactivated or the password changed.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from fastapi import Request
@@ -22,7 +27,14 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from switchboard.observability import get_logger
 
-__all__ = ["tenant_channel", "publish_conversation_event", "live_events", "SSE_PING_S"]
+__all__ = [
+    "tenant_channel",
+    "user_channel",
+    "publish_conversation_event",
+    "publish_session_change",
+    "live_events",
+    "SSE_PING_S",
+]
 
 log = get_logger(__name__)
 
@@ -35,6 +47,22 @@ _POLL_S = 1.0
 def tenant_channel(tenant_id: uuid.UUID | str) -> str:
     """The Redis pub/sub channel of one tenant's console events."""
     return f"console:tenant:{tenant_id}"
+
+
+def user_channel(user_id: uuid.UUID | str) -> str:
+    """The Redis pub/sub channel saying one console user's sessions changed."""
+    return f"console:user:{user_id}"
+
+
+async def publish_session_change(redis: Any, *, user_id: uuid.UUID | str) -> None:
+    """Tell the user's open streams to re-check their session now (best effort, never raises; the
+    periodic check ends them anyway)."""
+    if redis is None:
+        return
+    try:
+        await redis.publish(user_channel(user_id), "session")
+    except Exception as exc:  # noqa: BLE001 (the periodic re-check is the guarantee)
+        log.warning("console_publish_failed", user_id=str(user_id), error=type(exc).__name__)
 
 
 async def publish_conversation_event(
@@ -56,17 +84,46 @@ async def publish_conversation_event(
         log.warning("console_publish_failed", tenant_id=str(tenant_id), error=type(exc).__name__)
 
 
-def live_events(request: Request, redis: Any, *, tenant_id: uuid.UUID) -> EventSourceResponse:
-    """An SSE response streaming the tenant's console events until the browser goes away."""
+def live_events(
+    request: Request,
+    redis: Any,
+    *,
+    tenant_id: uuid.UUID,
+    user_id: uuid.UUID,
+    session_alive: Callable[[], Awaitable[bool]],
+    check_s: float,
+) -> EventSourceResponse:
+    """An SSE response streaming the tenant's console events until the browser goes away or the
+    session ends.
+
+    Args:
+        user_id: the viewer; a message on :func:`user_channel` makes the stream re-check at once.
+        session_alive: ``True`` while the session that opened the stream may still see the tenant
+            (its own short database session: the stream holds no connection between checks).
+        check_s: seconds between two checks of ``session_alive``.
+    """
+    personal = user_channel(user_id)
 
     async def stream() -> AsyncIterator[ServerSentEvent]:
         pubsub = redis.pubsub()
-        await pubsub.subscribe(tenant_channel(tenant_id))
+        await pubsub.subscribe(tenant_channel(tenant_id), personal)
+        loop = asyncio.get_running_loop()
+        next_check = loop.time() + check_s
         try:
             yield ServerSentEvent(data="{}", event="ready")
             while not await request.is_disconnected():
-                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=_POLL_S)
-                if message is None:
+                wait_s = max(0.0, min(_POLL_S, next_check - loop.time()))
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=wait_s)
+                channel = message.get("channel") if message else None
+                if isinstance(channel, bytes):
+                    channel = channel.decode()
+                if channel == personal or loop.time() >= next_check:
+                    next_check = loop.time() + check_s
+                    if not await session_alive():
+                        log.info("console_stream_ended", user_id=str(user_id), reason="session")
+                        yield ServerSentEvent(data='{"reason": "session"}', event="ended")
+                        return
+                if message is None or channel == personal:
                     await asyncio.sleep(0)
                     continue
                 data = message.get("data")

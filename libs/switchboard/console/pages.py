@@ -1,11 +1,12 @@
-"""Console pages of the core: login, logout, the home redirect, the inbox and its live stream.
+"""Console pages of the core: login, logout, the account page (own password, own API tokens), the home
+redirect, the inbox and its live stream.
 
 The conversation page and its actions are in :mod:`switchboard.console.conversation_pages`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, Form, Query, Request
@@ -13,20 +14,35 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import col, select
 
 from switchboard.api.access import INBOX_ROLES
-from switchboard.api.deps import ResourcesDep, SessionDep, SettingsDep
+from switchboard.api.deps import ResourcesDep, SessionDep, SessionsDep, SettingsDep
 from switchboard.console.app import render
 from switchboard.console.auth import (
+    MIN_PASSWORD_CHARS,
     SESSION_COOKIE,
     LoginLimiter,
     LoginRefused,
+    SessionInfo,
+    WeakPassword,
+    active_api_tokens,
     authenticate,
     end_session,
     load_session,
+    may_access_tenant,
+    revoke_api_tokens,
+    set_password,
     start_session,
+    verify_password,
 )
-from switchboard.console.deps import CurrentUserDep, PageContext, check_csrf, page_access
+from switchboard.console.deps import (
+    CurrentUserDep,
+    PageContext,
+    account_access,
+    check_csrf,
+    cross_site_reason,
+    page_access,
+)
 from switchboard.console.inbox import InboxFilters, Mode, list_inbox
-from switchboard.console.live import live_events
+from switchboard.console.live import live_events, publish_session_change
 from switchboard.db.models import ConsoleUser, HumanAgent, Role, Tenant
 from switchboard.i18n import N_
 from switchboard.observability import get_logger
@@ -37,6 +53,7 @@ log = get_logger(__name__)
 pages_router = APIRouter(include_in_schema=False)
 
 InboxPage = Annotated[PageContext, Depends(page_access(INBOX_ROLES))]
+AccountDep = Annotated[SessionInfo, Depends(account_access)]
 CHANNELS = ("whatsapp", "instagram", "gmail")
 
 
@@ -58,6 +75,23 @@ async def login_page(request: Request, session: SessionDep, next: str | None = N
     return render(request, "login.html", next=_safe_next(next), error=None, email="")
 
 
+def _limiter(resources: ResourcesDep, settings: SettingsDep) -> LoginLimiter:
+    assert resources.redis is not None
+    return LoginLimiter(
+        resources.redis,
+        max_attempts=settings.console_login_max_attempts,
+        max_attempts_per_ip=settings.console_login_max_attempts_per_ip,
+        window_s=settings.console_login_window_s,
+    )
+
+
+def _set_session_cookie(response: Response, token: str, settings: SettingsDep) -> None:
+    response.set_cookie(
+        SESSION_COOKIE, token, max_age=settings.console_session_ttl_s, httponly=True, samesite="lax",
+        secure=settings.console_cookie_secure, path="/",
+    )  # fmt: skip
+
+
 @pages_router.post("/login", response_class=HTMLResponse)
 async def login_submit(
     request: Request,
@@ -68,18 +102,21 @@ async def login_submit(
     password: Annotated[str, Form(max_length=1024)],
     next: Annotated[str, Form()] = "/",
 ) -> Response:
-    """Check the password (after the rate limit); on success a new session cookie and a redirect."""
-    assert resources.redis is not None
-    limiter = LoginLimiter(
-        resources.redis,
-        max_attempts=settings.console_login_max_attempts,
-        max_attempts_per_ip=settings.console_login_max_attempts_per_ip,
-        window_s=settings.console_login_window_s,
-    )
+    """Refuse a post from another site, count the attempt (rate limit), then check the password; on
+    success a new session cookie and a redirect."""
     ip = _client_ip(request)
     target = _safe_next(next)
+    reason = cross_site_reason(request)
+    if reason is not None:
+        log.warning("console_login_cross_site", ip=ip, reason=reason)
+        return render(
+            request, "login.html", status_code=403, next=target, email="",
+            error="This sign-in came from another web site and was refused. Open the console's own "
+            "address and sign in there.",
+        )  # fmt: skip
+    limiter = _limiter(resources, settings)
     try:
-        await limiter.check(email=email, ip=ip)
+        await limiter.attempt(email=email, ip=ip)
     except LoginRefused as exc:
         return render(
             request, "login.html", status_code=429, next=target, error=str(exc), email=email,
@@ -87,7 +124,7 @@ async def login_submit(
         )  # fmt: skip
     user = await authenticate(session, email=email, password=password)
     if user is None:
-        await limiter.failed(email=email, ip=ip)
+        await limiter.failed(ip=ip)
         log.info("console_login_failed", ip=ip)
         return render(
             request,
@@ -101,22 +138,92 @@ async def login_submit(
     token, _info = await start_session(session, user=user, ttl_s=settings.console_session_ttl_s)
     await session.commit()
     response = RedirectResponse(target, status_code=303)
-    response.set_cookie(
-        SESSION_COOKIE, token, max_age=settings.console_session_ttl_s, httponly=True, samesite="lax",
-        secure=settings.console_cookie_secure, path="/",
-    )  # fmt: skip
+    _set_session_cookie(response, token, settings)
     return response
 
 
 @pages_router.post("/logout")
-async def logout(request: Request, info: CurrentUserDep, session: SessionDep) -> Response:
+async def logout(
+    request: Request, info: CurrentUserDep, session: SessionDep, resources: ResourcesDep
+) -> Response:
     await check_csrf(request, info)
     await end_session(session, request.cookies.get(SESSION_COOKIE))
     await session.commit()
+    await publish_session_change(resources.redis, user_id=info.user.id)
     log.info("console_logout", user_id=str(info.user.id))
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response
+
+
+async def _account_page(
+    request: Request, session: SessionDep, info: SessionInfo, *, status_code: int = 200, **context: Any
+) -> HTMLResponse:
+    tokens = await active_api_tokens(session, user_id=info.user.id)
+    return render(
+        request, "account.html", status_code=status_code, api_tokens=tokens, min_chars=MIN_PASSWORD_CHARS,
+        active="account", **{"error": None, "changed": False, "revoked": None, **context},
+    )  # fmt: skip
+
+
+@pages_router.get("/account", response_class=HTMLResponse)
+async def account(request: Request, info: AccountDep, session: SessionDep) -> Response:
+    """The signed-in person's own account: change the password, revoke their API tokens."""
+    return await _account_page(request, session, info)
+
+
+@pages_router.post("/account/password", response_class=HTMLResponse)
+async def change_password(
+    request: Request,
+    info: AccountDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    resources: ResourcesDep,
+    current_password: Annotated[str, Form(max_length=1024)],
+    new_password: Annotated[str, Form(max_length=1024)],
+    new_password_again: Annotated[str, Form(max_length=1024)],
+) -> Response:
+    """Change one's own password (the current one checked, rate-limited like a login). Every session of
+    the user ends, this browser gets a new one; the page then says the API tokens still work and offers
+    to revoke them."""
+    user = info.user
+    limiter = _limiter(resources, settings)
+    ip = _client_ip(request)
+    try:
+        await limiter.attempt(email=user.email, ip=ip)
+    except LoginRefused as exc:
+        return await _account_page(request, session, info, status_code=429, error=str(exc))
+    ok, _upgrade = verify_password(current_password, user.password_hash)
+    if not ok:
+        await limiter.failed(ip=ip)
+        log.info("console_password_change_refused", user_id=str(user.id), reason="current password")
+        return await _account_page(
+            request, session, info, status_code=400, error="The current password is wrong."
+        )
+    await limiter.succeeded(email=user.email)
+    if new_password != new_password_again:
+        return await _account_page(
+            request, session, info, status_code=400, error="The two new passwords differ."
+        )
+    try:
+        changed = await set_password(session, email=user.email, password=new_password)
+    except WeakPassword as exc:
+        return await _account_page(request, session, info, status_code=400, error=f"Not changed: {exc}.")
+    token, new_info = await start_session(session, user=changed, ttl_s=settings.console_session_ttl_s)
+    await session.commit()
+    await publish_session_change(resources.redis, user_id=user.id)
+    request.state.console = new_info  # the page's forms carry the new session's CSRF token
+    response = await _account_page(request, session, new_info, changed=True)
+    _set_session_cookie(response, token, settings)
+    return response
+
+
+@pages_router.post("/account/tokens/revoke", response_class=HTMLResponse)
+async def revoke_tokens(request: Request, info: AccountDep, session: SessionDep) -> Response:
+    """Revoke every API token (``sbu_...``) of the signed-in person."""
+    count = await revoke_api_tokens(session, user_id=info.user.id)
+    await session.commit()
+    return await _account_page(request, session, info, revoked=count)
 
 
 @pages_router.get("/", response_class=HTMLResponse)
@@ -174,10 +281,24 @@ async def inbox(
 
 
 @pages_router.get("/t/{slug}/events")
-async def events(request: Request, page: InboxPage, resources: ResourcesDep) -> Response:
-    """Server-sent events of the tenant (``conversation`` events: ``{"conversation_id", "kind"}``)."""
+async def events(
+    request: Request, page: InboxPage, resources: ResourcesDep, sessions: SessionsDep, settings: SettingsDep
+) -> Response:
+    """Server-sent events of the tenant (``conversation`` events: ``{"conversation_id", "kind"}``), until
+    the session that opened them ends (a last ``ended`` event)."""
     assert resources.redis is not None
-    return live_events(request, resources.redis, tenant_id=page.tenant.id)
+    cookie = request.cookies.get(SESSION_COOKIE)
+    session_id, tenant_id = page.info.session_id, page.tenant.id
+
+    async def session_alive() -> bool:
+        async with sessions() as session:
+            info = await load_session(session, cookie)
+        return info is not None and info.session_id == session_id and may_access_tenant(info.user, tenant_id)
+
+    return live_events(
+        request, resources.redis, tenant_id=tenant_id, user_id=page.user.id, session_alive=session_alive,
+        check_s=settings.console_stream_check_s,
+    )  # fmt: skip
 
 
 _ = Role

@@ -2,6 +2,7 @@
 // from Redis pub/sub); each one becomes a DOM event that htmx elements listen to:
 //   sb:changed        on <body>, for the inbox list (hx-trigger="sb:changed from:body")
 //   sb:thread         on <body>, when the event is about the conversation this page shows
+//   ended             the session is over: the stream stops and the page reloads (to the login page)
 // Bursts are coalesced (one reload per 300 ms). The CSRF header of htmx requests is set on <body>.
 (function () {
   "use strict";
@@ -23,6 +24,12 @@
       fire("sb:changed", data);
       var shown = document.body.getAttribute("data-conversation");
       if (shown && data.conversation_id === shown) fire("sb:thread", data);
+    });
+    // the session ended (logout, expiry, password change): stop, and reload to reach the login page
+    source.addEventListener("ended", function () {
+      source.close();
+      document.body.setAttribute("data-live", "off");
+      window.location.reload();
     });
     source.onerror = function () { document.body.setAttribute("data-live", "off"); };
   }
