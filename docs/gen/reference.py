@@ -1,0 +1,270 @@
+"""Reference pages generated from the code at build time (``make docs``), never copied by hand.
+
+* :func:`configuration_markdown`: every process setting of :class:`switchboard.settings.Settings`,
+  grouped by its concern class, with the environment variable, type, default and the field's own
+  docstring (read from the source, where the settings module writes one under each field);
+* :func:`cli_markdown`: every ``switchboard`` command, from the Typer app's own definitions
+  (Typer's ``utils docs`` renderer).
+
+``hooks.py`` (a MkDocs hook) adds both pages to the site as generated files; nothing is written into
+``docs/``.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import SecretStr
+
+REPO = Path(__file__).resolve().parents[2]
+SETTINGS_SOURCE = REPO / "libs" / "switchboard" / "settings.py"
+
+CONFIGURATION_PAGE = "reference/configuration.md"
+CLI_PAGE = "reference/cli.md"
+
+
+@dataclass(frozen=True)
+class SettingRow:
+    """One setting: ``env`` the environment variable, ``type`` and ``default`` as shown, ``description``
+    the field's docstring (Markdown, one paragraph; empty when the code has none)."""
+
+    field: str
+    env: str
+    type: str
+    default: str
+    description: str
+
+
+@dataclass(frozen=True)
+class SettingGroup:
+    """One concern class of the settings module: its name, first docstring line and rows."""
+
+    name: str
+    summary: str
+    rows: tuple[SettingRow, ...]
+
+
+# Cross-references to development notes that are not part of the product; the reference drops them.
+_NOTE_PARENTHESIS = re.compile(
+    r"\s*\((?:[^()]|\([^()]*\))*?(?:DESIGN\.md|LIBRARIES\.md|README)(?:[^()]|\([^()]*\))*\)"
+)
+_CLAUSE_WITH_HISTORY = re.compile(r",?\s*as before issue \d+")
+_SENTENCE_WITH_HISTORY = re.compile(r"(?:^|(?<=\.\s))[^.]*\bissue \d+\b[^.]*\.\s*|\s*\bIt was [^.]*\.")
+_ROLE = re.compile(r":(?:class|mod|meth|func|data|attr):`~?([^`]+)`")
+
+
+def clean_docstring(text: str) -> str:
+    """A field docstring as one Markdown paragraph: reST roles and double backticks become code spans,
+    notes pointing at development documents and history sentences are dropped."""
+    text = " ".join(inspect.cleandoc(text).split())
+    text = _ROLE.sub(lambda m: f"``{m.group(1).rsplit('.', 1)[-1]}``", text)
+    text = _NOTE_PARENTHESIS.sub("", text)
+    text = _CLAUSE_WITH_HISTORY.sub("", text)
+    text = _SENTENCE_WITH_HISTORY.sub("", text)
+    text = text.replace("``", "`")
+    return text.strip().replace("|", "\\|")
+
+
+def _field_docstrings(source: str) -> dict[str, dict[str, str]]:
+    """``{class name: {field name: docstring}}`` from attribute docstrings (a string right under a field)."""
+    found: dict[str, dict[str, str]] = {}
+    for node in ast.parse(source).body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        fields: dict[str, str] = {}
+        body = node.body
+        for current, following in zip(body, body[1:] + [None], strict=True):
+            if not (isinstance(current, ast.AnnAssign) and isinstance(current.target, ast.Name)):
+                continue
+            doc = ""
+            if (
+                isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)
+            ):
+                doc = following.value.value
+            fields[current.target.id] = doc
+        found[node.name] = fields
+    return found
+
+
+def _type_name(annotation: object) -> str:
+    """A short, readable name of a field's type (``int``, ``str or unset``, ``JSON object``)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _type_name(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return " or ".join(_type_name(a) for a in args) + " (optional)"
+    if origin is typing.Literal:
+        return " \\| ".join(f"`{value}`" for value in typing.get_args(annotation))
+    if origin is dict:
+        return "JSON object"
+    if annotation is SecretStr:
+        return "secret"
+    if annotation is Path:
+        return "path"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _default(name: str, field: object, generated: set[str]) -> str:
+    if name in generated:
+        return "generated"
+    if getattr(field, "default_factory", None) is not None:
+        value = field.default_factory()  # type: ignore[attr-defined]
+    else:
+        value = field.default  # type: ignore[attr-defined]
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, dict):
+        return "`{}`" if not value else f"`{value}`"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int):
+        return f"`{value:,}`" if value >= 10_000 else f"`{value}`"
+    return f"`{value}`"
+
+
+def _port_description(field: str) -> str:
+    service = field.removesuffix("_port")
+    return f"Port of the `{service}` service's HTTP server."
+
+
+# Fields the settings module declares without a docstring of their own (their meaning is in a
+# neighbour's); ``tests/test_docs.py`` fails once a field here gains its own docstring.
+UNDOCUMENTED = {
+    "log_level": "Lowest level written: `DEBUG`, `INFO`, `WARNING` or `ERROR`.",
+    "langfuse_public_key": "Langfuse public key; with the secret key set, feedback ratings are exported as scores.",
+    "langfuse_secret_key": "Langfuse secret key (see `LANGFUSE_PUBLIC_KEY`).",
+    "customer_rate_window_s": "Window of `CUSTOMER_RATE_LIMIT` (seconds, sliding).",
+    "tenant_rate_window_s": "Window of `TENANT_RATE_LIMIT` (seconds).",
+    "webhook_backoff_max_s": "Cap of the wait between two attempts of one event delivery (seconds).",
+    "transcription_model": "Model that turns voice notes into text.",
+    "vision_model": "Model that describes images.",
+}
+
+# Section titles for the concern classes (a class not listed is titled by its docstring).
+GROUP_TITLES = {
+    "StateSettings": "State: database, Redis, data folder",
+    "NetworkSettings": "Network: ports and service URLs",
+    "LogSettings": "Logs",
+    "ModelProviderSettings": "Model providers",
+    "LangfuseSettings": "Langfuse export",
+    "SecretSettings": "Secrets",
+    "WhatsAppChannelSettings": "WhatsApp",
+    "InstagramChannelSettings": "Instagram",
+    "MediaStoreSettings": "Media storage",
+    "GmailChannelSettings": "Gmail",
+    "InboundSettings": "Inbound messages: rate limits, bursts, retries",
+    "DeliverySettings": "Outbound delivery",
+    "WebhookSettings": "Event webhooks",
+    "MediaSettings": "Media to text",
+    "McpClientSettings": "Tools (MCP)",
+    "KnowledgeBaseSettings": "Knowledge base",
+    "ConsoleSettings": "Console",
+}
+
+
+def settings_groups() -> list[SettingGroup]:
+    """Every field of :class:`~switchboard.settings.Settings`, grouped by the concern class that
+    declares it, in the order of the settings module."""
+    from switchboard import settings as module
+
+    docs = _field_docstrings(SETTINGS_SOURCE.read_text(encoding="utf-8"))
+    generated = set(module.GENERATED_SECRETS)
+    model_fields = module.Settings.model_fields
+    groups: list[SettingGroup] = []
+    seen: set[str] = set()
+    for class_name, field_docs in docs.items():
+        cls = getattr(module, class_name, None)
+        if cls is None or cls is module.Settings or not isinstance(cls, type):
+            continue
+        if not issubclass(module.Settings, cls):
+            continue
+        rows = []
+        for name, doc in field_docs.items():
+            if name not in model_fields or name in seen:
+                continue
+            seen.add(name)
+            field = model_fields[name]
+            alias = field.validation_alias if isinstance(field.validation_alias, str) else None
+            description = clean_docstring(doc) if doc else ""
+            if not description and name.endswith("_port"):
+                description = _port_description(name)
+            description = description or UNDOCUMENTED.get(name, "")
+            rows.append(
+                SettingRow(
+                    field=name,
+                    env=alias or name.upper(),
+                    type=_type_name(field.annotation),
+                    default=_default(name, field, generated),
+                    description=description,
+                )
+            )
+        if rows:
+            summary = clean_docstring((cls.__doc__ or "").strip().split("\n\n")[0])
+            summary = re.sub(r"\s*\(`[\w.]+`\)", "", summary)
+            groups.append(SettingGroup(name=class_name, summary=summary, rows=tuple(rows)))
+    missing = set(model_fields) - seen
+    if missing:
+        raise RuntimeError(f"settings not found in {SETTINGS_SOURCE.name}: {sorted(missing)}")
+    return groups
+
+
+def configuration_markdown() -> str:
+    """The configuration reference page (Markdown)."""
+    lines = [
+        "# Configuration reference",
+        "",
+        "Every process setting, generated from the settings classes of `switchboard.settings`. Each is",
+        "read from its environment variable, or from a `.env` file in the folder the command runs from",
+        "(normally the repository folder). A malformed value stops the process at start-up with a",
+        "message naming the variable. *generated*: when unset, the value is generated once into",
+        "`DATA_DIR/secrets/` (only while `GENERATE_SECRETS` is true; containers set it false and must",
+        "set every secret).",
+        "",
+        "What a single business (tenant) may change lives in its tenant settings instead:",
+        "[Tenant settings](tenant-settings.md).",
+        "",
+    ]
+    for group in settings_groups():
+        title = GROUP_TITLES.get(group.name, group.summary.rstrip("."))
+        lines += [
+            f"## {title}",
+            "",
+            group.summary,
+            "",
+            "| variable | type | default | meaning |",
+            "| --- | --- | --- | --- |",
+        ]
+        lines += [f"| `{r.env}` | {r.type} | {r.default} | {r.description} |" for r in group.rows]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def cli_markdown() -> str:
+    """The CLI reference page (Markdown), from the Typer app's own command definitions."""
+    import typer
+    import typer.cli
+    import typer.main
+    from switchboard.cli import app
+
+    command = typer.main.get_command(app)
+    body = typer.cli.get_docs_for_click(
+        obj=command, ctx=typer.Context(command), name="switchboard", title="CLI reference"
+    )
+    intro = (
+        "\n\nGenerated from the command line's own definitions: what `switchboard COMMAND --help` prints.\n"
+        "Run the commands as `.venv/bin/switchboard ...` from the repository folder (or activate `.venv`).\n"
+        "`--tenant` is also `-t`. Errors are one line on stderr with exit status 2.\n"
+    )
+    title, _, rest = body.strip().partition("\n")
+    return f"{title}{intro}{rest}\n"
