@@ -120,7 +120,7 @@ def test_a_new_users_three_tasks_are_one_link_from_the_readme(task, page, anchor
 
 def test_nav_lists_every_page_and_every_nav_entry_exists():
     config = _mkdocs()
-    generated = {reference.CONFIGURATION_PAGE, reference.CLI_PAGE}
+    generated = set(reference.GENERATED_PAGES)
     nav = _nav_files(config["nav"])
     assert len(nav) == len(set(nav)), "a page is listed twice in the nav"
     pages = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md") if "gen" not in p.parts}
@@ -217,6 +217,18 @@ def test_cli_reference_has_every_command_from_the_apps_own_definitions():
         assert f"## `switchboard {name}`" in page
     assert "### `switchboard channel add-whatsapp`" in page
     assert "--phone-number-id" in page
+
+
+def test_event_types_reference_has_every_event_and_its_fields():
+    from switchboard.events import EVENT_TYPES
+
+    page = reference.events_markdown()
+    for event_type, model in EVENT_TYPES.items():
+        assert f"## `{event_type}`" in page
+        for name in model.model_fields:
+            assert f"| `{name}` |" in page
+    assert "| `agent_id` | UUID (may be null) |" in page
+    assert "| `rating` | `up` \\| `down` |" in page
 
 
 # --- product documents -------------------------------------------------------------------------

@@ -18,13 +18,14 @@ def _reference():
 
 
 def on_files(files, config):
-    """Add ``reference/configuration.md`` and ``reference/cli.md``, rendered now from the code."""
+    """Add the reference pages (configuration, CLI, event types), rendered now from the code."""
     from mkdocs.structure.files import File
 
     reference = _reference()
     for src_uri, render in (
         (reference.CONFIGURATION_PAGE, reference.configuration_markdown),
         (reference.CLI_PAGE, reference.cli_markdown),
+        (reference.EVENTS_PAGE, reference.events_markdown),
     ):
         files.append(File.generated(config, src_uri, content=render()))
     return files

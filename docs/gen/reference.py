@@ -4,7 +4,9 @@
   grouped by its concern class, with the environment variable, type, default and the field's own
   docstring (read from the source, where the settings module writes one under each field);
 * :func:`cli_markdown`: every ``switchboard`` command, from the Typer app's own definitions
-  (Typer's ``utils docs`` renderer).
+  (Typer's ``utils docs`` renderer);
+* :func:`events_markdown`: every event type a tenant's webhook endpoints receive, with the fields of
+  its ``data`` (the pydantic models of ``switchboard.events.schemas``).
 
 ``hooks.py`` (a MkDocs hook) adds both pages to the site as generated files; nothing is written into
 ``docs/``.
@@ -17,6 +19,7 @@ import inspect
 import re
 import types
 import typing
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,9 +27,12 @@ from pydantic import SecretStr
 
 REPO = Path(__file__).resolve().parents[2]
 SETTINGS_SOURCE = REPO / "libs" / "switchboard" / "settings.py"
+EVENTS_SOURCE = REPO / "libs" / "switchboard" / "events" / "schemas.py"
 
 CONFIGURATION_PAGE = "reference/configuration.md"
 CLI_PAGE = "reference/cli.md"
+EVENTS_PAGE = "reference/events.md"
+GENERATED_PAGES = (CONFIGURATION_PAGE, CLI_PAGE, EVENTS_PAGE)
 
 
 @dataclass(frozen=True)
@@ -56,14 +62,20 @@ _NOTE_PARENTHESIS = re.compile(
 )
 _CLAUSE_WITH_HISTORY = re.compile(r",?\s*as before issue \d+")
 _SENTENCE_WITH_HISTORY = re.compile(r"(?:^|(?<=\.\s))[^.]*\bissue \d+\b[^.]*\.\s*|\s*\bIt was [^.]*\.")
-_ROLE = re.compile(r":(?:class|mod|meth|func|data|attr):`~?([^`]+)`")
+_ROLE = re.compile(r":(class|mod|meth|func|data|attr):`~?([^`]+)`")
+
+
+def _role_name(match: re.Match[str]) -> str:
+    """A reST cross-reference as a code span: a module by its dotted name, anything else by its own name."""
+    target = match.group(2)
+    return f"``{target if match.group(1) == 'mod' else target.rsplit('.', 1)[-1]}``"
 
 
 def clean_docstring(text: str) -> str:
     """A field docstring as one Markdown paragraph: reST roles and double backticks become code spans,
     notes pointing at development documents and history sentences are dropped."""
     text = " ".join(inspect.cleandoc(text).split())
-    text = _ROLE.sub(lambda m: f"``{m.group(1).rsplit('.', 1)[-1]}``", text)
+    text = _ROLE.sub(_role_name, text)
     text = _NOTE_PARENTHESIS.sub("", text)
     text = _CLAUSE_WITH_HISTORY.sub("", text)
     text = _SENTENCE_WITH_HISTORY.sub("", text)
@@ -110,6 +122,8 @@ def _type_name(annotation: object) -> str:
         return "secret"
     if annotation is Path:
         return "path"
+    if annotation is uuid.UUID:
+        return "UUID"
     return getattr(annotation, "__name__", str(annotation))
 
 
@@ -268,3 +282,31 @@ def cli_markdown() -> str:
     )
     title, _, rest = body.strip().partition("\n")
     return f"{title}{intro}{rest}\n"
+
+
+def events_markdown() -> str:
+    """The event types reference page (Markdown), from the event models."""
+    from switchboard.events import schemas
+
+    docs = _field_docstrings(EVENTS_SOURCE.read_text(encoding="utf-8"))
+    lines = [
+        "# Event types",
+        "",
+        "Every event a tenant's webhook endpoints can subscribe to, generated from the event models",
+        "(`switchboard.events.schemas`). Each delivery's body is the envelope",
+        '`{"id", "type", "created_at", "tenant_id", "data"}`; `id` is the same on every retry, so',
+        "de-duplicate on it. How deliveries are signed and retried: [Event webhooks](../integrations.md).",
+        "",
+    ]
+    for event_type, model in schemas.EVENT_TYPES.items():
+        lines += [f"## `{event_type}`", "", clean_docstring(model.__doc__ or ""), ""]
+        lines += ["| field | type | meaning |", "| --- | --- | --- |"]
+        field_docs = docs.get(model.__name__, {})
+        for name, field in model.model_fields.items():
+            optional = "" if field.is_required() else " (may be null)"
+            type_name = _type_name(field.annotation).replace(" (optional)", "")
+            lines.append(
+                f"| `{name}` | {type_name}{optional} | {clean_docstring(field_docs.get(name, ''))} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
