@@ -186,7 +186,7 @@ def test_configuration_reference_has_every_setting_with_type_default_and_meaning
     assert rows["kb_chunk_size_chars"].default == "`1000`"
     assert rows["encryption_key"].default == "generated"
     page = reference.configuration_markdown()
-    assert "| `DATABASE_URL` | str (optional) | unset |" in page
+    assert "| `DATABASE_URL` | str | unset |" in page
     assert not DEVELOPMENT_HISTORY.search(page)
 
 

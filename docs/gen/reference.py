@@ -107,13 +107,14 @@ def _field_docstrings(source: str) -> dict[str, dict[str, str]]:
 
 
 def _type_name(annotation: object) -> str:
-    """A short, readable name of a field's type (``int``, ``str or unset``, ``JSON object``)."""
+    """A short, readable name of a field's type (``int``, ``secret``, ``JSON object``); ``None`` in a
+    union is left out (an unset field shows ``unset`` as its default)."""
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
         return _type_name(typing.get_args(annotation)[0])
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return " or ".join(_type_name(a) for a in args) + " (optional)"
+        return " or ".join(_type_name(a) for a in args)  # None: the default column says "unset"
     if origin is typing.Literal:
         return " \\| ".join(f"`{value}`" for value in typing.get_args(annotation))
     if origin is dict:
@@ -304,7 +305,7 @@ def events_markdown() -> str:
         field_docs = docs.get(model.__name__, {})
         for name, field in model.model_fields.items():
             optional = "" if field.is_required() else " (may be null)"
-            type_name = _type_name(field.annotation).replace(" (optional)", "")
+            type_name = _type_name(field.annotation)
             lines.append(
                 f"| `{name}` | {type_name}{optional} | {clean_docstring(field_docs.get(name, ''))} |"
             )
