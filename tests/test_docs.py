@@ -219,6 +219,20 @@ def test_cli_reference_has_every_command_from_the_apps_own_definitions():
     assert "--phone-number-id" in page
 
 
+def test_tenant_settings_reference_has_every_section_and_key():
+    from switchboard.tenant_settings import CORE_SECTIONS, channel_sections
+
+    page = reference.tenant_settings_markdown()
+    for section, model in {**CORE_SECTIONS, **channel_sections()}.items():
+        assert f"## `{section}`" in page
+        for name in model.model_fields:
+            assert f"| `{name}` |" in page, f"{section}.{name}"
+    assert "### `llm.deployments[]`" in page
+    assert "| `id` | str | required |" in page
+    assert "| `max_tool_iterations` | int | `5` |" in page
+    assert not DEVELOPMENT_HISTORY.search(page)
+
+
 def test_event_types_reference_has_every_event_and_its_fields():
     from switchboard.events import EVENT_TYPES
 

@@ -24,6 +24,7 @@ def on_files(files, config):
     reference = _reference()
     for src_uri, render in (
         (reference.CONFIGURATION_PAGE, reference.configuration_markdown),
+        (reference.TENANT_SETTINGS_PAGE, reference.tenant_settings_markdown),
         (reference.CLI_PAGE, reference.cli_markdown),
         (reference.EVENTS_PAGE, reference.events_markdown),
     ):

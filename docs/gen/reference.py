@@ -5,6 +5,9 @@
   docstring (read from the source, where the settings module writes one under each field);
 * :func:`cli_markdown`: every ``switchboard`` command, from the Typer app's own definitions
   (Typer's ``utils docs`` renderer);
+* :func:`tenant_settings_markdown`: every section of a tenant's settings with each key's type,
+  default and docstring (the section models of ``switchboard.tenant_settings`` and the sections the
+  channels, guardrails and budgets register);
 * :func:`events_markdown`: every event type a tenant's webhook endpoints receive, with the fields of
   its ``data`` (the pydantic models of ``switchboard.events.schemas``).
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import json
 import re
 import types
 import typing
@@ -23,7 +27,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
+from pydantic_core import PydanticUndefined
 
 REPO = Path(__file__).resolve().parents[2]
 SETTINGS_SOURCE = REPO / "libs" / "switchboard" / "settings.py"
@@ -32,7 +37,8 @@ EVENTS_SOURCE = REPO / "libs" / "switchboard" / "events" / "schemas.py"
 CONFIGURATION_PAGE = "reference/configuration.md"
 CLI_PAGE = "reference/cli.md"
 EVENTS_PAGE = "reference/events.md"
-GENERATED_PAGES = (CONFIGURATION_PAGE, CLI_PAGE, EVENTS_PAGE)
+TENANT_SETTINGS_PAGE = "reference/tenant-settings.md"
+GENERATED_PAGES = (CONFIGURATION_PAGE, TENANT_SETTINGS_PAGE, CLI_PAGE, EVENTS_PAGE)
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,11 @@ def _type_name(annotation: object) -> str:
         return " \\| ".join(f"`{value}`" for value in typing.get_args(annotation))
     if origin is dict:
         return "JSON object"
+    if origin is list:
+        (item,) = typing.get_args(annotation) or (str,)
+        return f"list of {_type_name(item)}"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "object"
     if annotation is SecretStr:
         return "secret"
     if annotation is Path:
@@ -310,4 +321,104 @@ def events_markdown() -> str:
                 f"| `{name}` | {type_name}{optional} | {clean_docstring(field_docs.get(name, ''))} |"
             )
         lines.append("")
+    return "\n".join(lines)
+
+
+_TENANT_SETTINGS_INTRO = """# Tenant settings
+
+For a tenant admin, or a platform admin acting for one: everything a single business may change,
+generated from the section models. The settings are one document of sections; every key is optional,
+and only what differs from the default is stored, so a default changed later reaches every tenant
+that did not choose its own. Process-wide settings are in the [configuration reference](configuration.md).
+
+## Read and change them
+
+```sh
+switchboard tenant settings show -t acme                  # in force, defaults filled in (YAML; --format json)
+switchboard tenant settings show -t acme --overrides      # only what the tenant stored
+switchboard tenant settings set -t acme agent.name=Sam loop.max_tool_iterations=3 locale.language=es
+switchboard tenant settings set -t acme 'llm.deployments[main].api_key=-'   # asks for the key without echo
+switchboard tenant settings set -t acme agent.system_prompt=null            # back to the default
+switchboard tenant settings edit -t acme                  # the whole document in $VISUAL / $EDITOR
+switchboard tenant settings history -t acme --details     # who changed what, before and after
+```
+
+The console's **Agent settings** page and the admin API (`GET|PUT|PATCH
+/v1/admin/tenants/{slug}/settings`, `GET .../settings/schema` for the JSON Schema of every section)
+read and write the same document.
+
+- **Validation**: the sections a change touches are validated whole before anything is stored; every
+  problem is listed with its path (`loop.max_tool_iterations: Input should be less than or equal to 50`).
+  A stored section that no longer validates is logged (`tenant_settings_invalid`) and its defaults are
+  used, so the tenant's customers are still answered.
+- **Secrets are write-only**: model keys and the embedding key are encrypted on the way in and only
+  shown as `set` / `not set`; writing `set` keeps the stored key, `null` removes it.
+- **Audit**: every saved change records who (`cli:<user>`, `console:<email>`, `api:...`), when, the
+  paths changed, and the sections before and after with secrets redacted.
+
+Texts marked *translated* default to the tenant's `locale.language` unless the tenant writes its own.
+Keys are written in plain form where they are secret: a deployment's `api_key` and
+`knowledge.embedding_api_key` are accepted on the way in and stored only encrypted (`..._encrypted`).
+"""
+
+
+def _short_default(value: object) -> str:
+    if value is PydanticUndefined:
+        return "required"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and len(value) > 60:
+        return f"`{value[:57].rstrip()}...`"
+    if isinstance(value, list):
+        return f"`{json.dumps(value)}`" if value else "`[]`"
+    if isinstance(value, BaseModel):
+        return "see below"
+    return "unset" if value is None else f"`{str(value).lower() if isinstance(value, bool) else value}`"
+
+
+def _model_table(path: str, model: type[BaseModel], lines: list[str]) -> None:
+    """Append ``model``'s fields as a table under a ``path`` heading, then its nested models' tables."""
+    source = Path(inspect.getsourcefile(model) or "")
+    docs = _field_docstrings(source.read_text(encoding="utf-8")).get(model.__name__, {})
+    nested: list[tuple[str, type[BaseModel]]] = []
+    lines += ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        item = (
+            (typing.get_args(annotation) or (None,))[0]
+            if typing.get_origin(annotation) is list
+            else annotation
+        )
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            nested.append((f"{path}.{name}" + ("[]" if item is not annotation else ""), item))
+        if field.default_factory is not None:
+            default = _short_default(field.default_factory())  # type: ignore[call-arg]
+        else:
+            default = _short_default(field.default)
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        meaning = clean_docstring(docs.get(name, ""))
+        if extra.get("translatable") or extra.get("x-translatable"):
+            meaning = f"*translated*. {meaning}".strip()
+        lines.append(f"| `{name}` | {_type_name(annotation)} | {default} | {meaning} |")
+    lines.append("")
+    for nested_path, nested_model in nested:
+        lines += [
+            f"### `{nested_path}`",
+            "",
+            clean_docstring((nested_model.__doc__ or "").split("\n\n")[0]),
+            "",
+        ]
+        _model_table(nested_path, nested_model, lines)
+
+
+def tenant_settings_markdown() -> str:
+    """The tenant settings reference page (Markdown), from the registered section models."""
+    from switchboard.tenant_settings import CORE_SECTIONS, channel_sections
+
+    lines = [_TENANT_SETTINGS_INTRO]
+    for section, model in {**CORE_SECTIONS, **channel_sections()}.items():
+        summary = clean_docstring((model.__doc__ or "").strip().split("\n\n")[0])
+        summary = re.sub(r":\s*`settings_extensions\[\"\w+\"\]`\.?$", ".", summary)
+        lines += [f"## `{section}`", "", summary, ""]
+        _model_table(section, model, lines)
     return "\n".join(lines)
