@@ -233,6 +233,19 @@ def test_tenant_settings_reference_has_every_section_and_key():
     assert not DEVELOPMENT_HISTORY.search(page)
 
 
+def test_http_api_reference_has_every_route_of_the_orchestrator():
+    from services.orchestrator.main import create_app
+    from switchboard.settings import Settings
+
+    page = reference.http_api_markdown()
+    routes = create_app(Settings(data_dir=Path("/nonexistent/never-created"))).openapi()["paths"]
+    for path, item in routes.items():
+        for method in set(item) & {"get", "post", "put", "patch", "delete"}:
+            assert f"| `{method.upper()}` | `{path}` |" in page
+    assert "| `POST` | `/v1/admin/tenants/{slug}/knowledge/documents` | Upload a document" in page
+    assert not Path("/nonexistent").exists()
+
+
 def test_event_types_reference_has_every_event_and_its_fields():
     from switchboard.events import EVENT_TYPES
 

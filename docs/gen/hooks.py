@@ -18,7 +18,8 @@ def _reference():
 
 
 def on_files(files, config):
-    """Add the reference pages (configuration, CLI, event types), rendered now from the code."""
+    """Add the reference pages (configuration, tenant settings, CLI, HTTP API, event types), rendered
+    now from the code."""
     from mkdocs.structure.files import File
 
     reference = _reference()
@@ -26,6 +27,7 @@ def on_files(files, config):
         (reference.CONFIGURATION_PAGE, reference.configuration_markdown),
         (reference.TENANT_SETTINGS_PAGE, reference.tenant_settings_markdown),
         (reference.CLI_PAGE, reference.cli_markdown),
+        (reference.HTTP_API_PAGE, reference.http_api_markdown),
         (reference.EVENTS_PAGE, reference.events_markdown),
     ):
         files.append(File.generated(config, src_uri, content=render()))

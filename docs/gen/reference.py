@@ -8,6 +8,7 @@
 * :func:`tenant_settings_markdown`: every section of a tenant's settings with each key's type,
   default and docstring (the section models of ``switchboard.tenant_settings`` and the sections the
   channels, guardrails and budgets register);
+* :func:`http_api_markdown`: every route of the orchestrator's HTTP API (its OpenAPI document);
 * :func:`events_markdown`: every event type a tenant's webhook endpoints receive, with the fields of
   its ``data`` (the pydantic models of ``switchboard.events.schemas``).
 
@@ -38,7 +39,8 @@ CONFIGURATION_PAGE = "reference/configuration.md"
 CLI_PAGE = "reference/cli.md"
 EVENTS_PAGE = "reference/events.md"
 TENANT_SETTINGS_PAGE = "reference/tenant-settings.md"
-GENERATED_PAGES = (CONFIGURATION_PAGE, TENANT_SETTINGS_PAGE, CLI_PAGE, EVENTS_PAGE)
+HTTP_API_PAGE = "reference/http-api.md"
+GENERATED_PAGES = (CONFIGURATION_PAGE, TENANT_SETTINGS_PAGE, CLI_PAGE, HTTP_API_PAGE, EVENTS_PAGE)
 
 
 @dataclass(frozen=True)
@@ -421,4 +423,60 @@ def tenant_settings_markdown() -> str:
         summary = re.sub(r":\s*`settings_extensions\[\"\w+\"\]`\.?$", ".", summary)
         lines += [f"## `{section}`", "", summary, ""]
         _model_table(section, model, lines)
+    return "\n".join(lines)
+
+
+def _api_group(path: str) -> str:
+    """The section a route belongs to: the segment after ``/v1/admin/tenants/{slug}/`` (``knowledge``),
+    ``platform`` for platform routes, else the path's first segments."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:4] == ["v1", "admin", "tenants", "{slug}"] and len(parts) > 4:
+        return parts[4]
+    if parts[:3] == ["v1", "admin", "platform"]:
+        return "platform"
+    if parts[:2] == ["v1", "admin"]:
+        return "tenants"
+    return parts[1] if len(parts) > 1 and parts[0] == "v1" else parts[0]
+
+
+def http_api_markdown() -> str:
+    """The HTTP API reference page (Markdown), from the orchestrator's OpenAPI document.
+
+    Builds the orchestrator app with settings that point nowhere (``DATA_DIR`` in a temporary folder,
+    nothing generated: the OpenAPI document needs no database, secret or network)."""
+    import tempfile
+
+    from switchboard.settings import Settings
+
+    from services.orchestrator.main import create_app
+
+    with tempfile.TemporaryDirectory() as data_dir:
+        document = create_app(Settings(data_dir=Path(data_dir))).openapi()
+    groups: dict[str, list[str]] = {}
+    methods = ("get", "post", "put", "patch", "delete")
+    for path, item in document["paths"].items():
+        for method in methods:
+            operation = item.get(method)
+            if operation is None:
+                continue
+            description = clean_docstring((operation.get("description") or "").split("\n\n")[0])
+            summary = clean_docstring(operation.get("summary") or "") or description
+            row = f"| `{method.upper()}` | `{path}` | {summary} |"
+            groups.setdefault(_api_group(path), []).append(row)
+    lines = [
+        "# HTTP API",
+        "",
+        "Every route of the orchestrator's HTTP API, generated from its OpenAPI document. Each running",
+        "service serves its own interactive document at `/docs` (offline: no asset from a CDN), with the",
+        "request and response bodies.",
+        "",
+        "**Authentication.** `POST /v1/turns` takes the service token (`SERVICE_TOKEN`), which the worker",
+        "uses. The admin routes take `Authorization: Bearer` with `ADMIN_TOKEN` (every tenant), a",
+        "user's API token (`switchboard users token EMAIL`: that user's role and tenant), or a console",
+        "session (then changes need the `X-CSRF-Token` header). `{slug}` is a tenant's slug or id; an",
+        "unknown tenant, or one the caller may not see, is a 404.",
+        "",
+    ]
+    for group, rows in groups.items():
+        lines += [f"## {group}", "", "| method | path | what it does |", "| --- | --- | --- |", *rows, ""]
     return "\n".join(lines)
