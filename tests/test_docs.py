@@ -234,8 +234,9 @@ def test_tenant_settings_reference_has_every_section_and_key():
 
 
 def test_http_api_reference_has_every_route_of_the_orchestrator():
-    from services.orchestrator.main import create_app
     from switchboard.settings import Settings
+
+    from services.orchestrator.main import create_app
 
     page = reference.http_api_markdown()
     routes = create_app(Settings(data_dir=Path("/nonexistent/never-created"))).openapi()["paths"]
