@@ -2,24 +2,25 @@
 # Both create .venv from the lock file (uv.lock, hash-checked) on first use:
 #   make run   installs the runtime dependencies only (no test or lint tools);
 #   make test  (and lint, audit, install) also installs the `dev` group.
-# README "Dependencies" lists the groups.
+# docs/contributing.md lists the dependency groups.
 
 VENV := .venv
 PY ?= python3
 UV := $(VENV)/bin/uv
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
+DOCS_STAMP := $(VENV)/.installed-docs
 LOCK_INPUTS := pyproject.toml uv.lock infra/requirements-bootstrap.txt
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 # Installed packages get their .pyc files at install time. Where PYTHONDONTWRITEBYTECODE is set (many
 # container images and CI machines) Python never writes them itself, so each of `switchboard run`'s nine
 # processes compiled LiteLLM, SQLAlchemy, FastAPI... from source on every start: 64 s instead of 31 s
-# warm (loadtests/README.md, "Start-up time").
+# warm.
 export UV_COMPILE_BYTECODE := 1
 COMPILED_STAMP := $(VENV)/.compiled
 
-.PHONY: run test lint format audit install clean-data i18n iac
+.PHONY: run test lint format audit install clean-data i18n iac docs
 
 # A .venv made with a Python older than pyproject's requires-python (3.11), or whose interpreter is gone,
 # is removed here and made again below with $(PY) (uv sync would otherwise refuse it or reuse it broken).
@@ -46,6 +47,13 @@ $(RUN_STAMP): $(LOCK_INPUTS) $(UV)
 $(DEV_STAMP): $(LOCK_INPUTS) $(UV)
 	$(UV) sync --frozen --python $(VENV)/bin/python
 	@touch $(DEV_STAMP) $(RUN_STAMP)
+	@rm -f $(DOCS_STAMP)
+
+# Runtime + dev + the `docs` group (mkdocs-material). --inexact: leaves everything else in place; the
+# next exact sync of `make test` removes the docs tools again (and this stamp with them).
+$(DOCS_STAMP): $(LOCK_INPUTS) $(UV) $(DEV_STAMP)
+	$(UV) sync --frozen --inexact --group docs --python $(VENV)/bin/python
+	@touch $(DOCS_STAMP)
 
 install: $(DEV_STAMP) ## create .venv from uv.lock with the dev tools (what `make test` uses)
 
@@ -70,6 +78,14 @@ lint: $(DEV_STAMP) ## ruff lint + format check
 
 audit: $(DEV_STAMP) ## dependencies: declared/used (deptry), advisories (pip-audit), *.pth files, licences
 	$(VENV)/bin/python infra/audit.py
+
+# The documentation site into site/: strict (a broken link, anchor or nav entry fails), the
+# configuration and CLI references generated from the code (docs/gen/), then a check that no page
+# loads anything from another host. (NO_MKDOCS_2_WARNING: material's end-of-life notice, May 2027;
+# its successor Zensical builds the same mkdocs.yml.)
+docs: $(DOCS_STAMP) ## build the documentation site into site/ (mkdocs-material, strict, offline)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --clean --site-dir site
+	$(VENV)/bin/python docs/gen/check_site.py site
 
 format: $(DEV_STAMP)
 	$(VENV)/bin/ruff check --fix .
