@@ -16,7 +16,7 @@ from switchboard.knowledge.vector_index import (
     tenant_literal,
 )
 from switchboard.queue.queues import JOB_QUEUES, Queue
-from switchboard.queue.worker import build_background_worker_settings
+from switchboard.worker import build_background_worker_settings
 
 from tests.utils.documents import OPENING_HOURS, RETURNS_POLICY, SHIPPING, WARRANTY
 
