@@ -38,14 +38,13 @@ from sqlalchemy.pool import QueuePool
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.channels.accounts import AccountDirectory, AccountRef
-from switchboard.channels.sanitize import UNPROCESSABLE_PREFIX, clean_text, clean_tree, unprocessable_reason
+from switchboard.channels.sanitize import UNPROCESSABLE_PREFIX, clean_tree, unprocessable_reason
 from switchboard.contracts import InboundMessage
 from switchboard.db.driver_pool import DriverPool
 from switchboard.db.errors import is_connection_error
 from switchboard.db.models import InboundState, Message, utcnow
 from switchboard.media.jobs import COPY_JOB, copy_job_id
 from switchboard.observability import get_logger, tracing
-from switchboard.outbox.statuses import DeliveryStatus
 from switchboard.queue.enqueue import JobSpec, enqueue_jobs
 from switchboard.queue.keys import channel_throttle_key, inbound_job_id
 
@@ -59,7 +58,6 @@ __all__ = [
     "enqueue_inbound",
     "ingest_delivery",
     "status_to_job_arg",
-    "to_delivery_statuses",
 ]
 
 log = get_logger(__name__)
@@ -278,44 +276,6 @@ def status_to_job_arg(status: StatusUpdate) -> dict[str, Any]:
         "biz_opaque_callback_data": status.biz_opaque_callback_data,
         "conversation_reason": status.conversation_reason,
     }
-
-
-def to_delivery_statuses(items: list[dict[str, Any]]) -> list[DeliveryStatus]:
-    """Job arguments of ``apply_delivery_statuses`` as neutral statuses (items without an id are dropped).
-
-    Strings are cleaned again (:func:`~switchboard.channels.sanitize.clean_text`): a job queued before the
-    webhook cleaned its bodies may still carry a NUL, which Postgres refuses in a query parameter.
-    """
-    out: list[DeliveryStatus] = []
-    for item in items:
-        external_id = _clean_or_none(item.get("external_id"))
-        if not external_id:
-            continue
-        code = item.get("error_code")
-        stamp = item.get("timestamp")
-        try:
-            timestamp = datetime.fromisoformat(stamp) if isinstance(stamp, str) and stamp else None
-        except ValueError:
-            timestamp = None
-        out.append(
-            DeliveryStatus(
-                account_id=_clean_or_none(item.get("account_id")) or "",
-                external_id=external_id,
-                status=(_clean_or_none(item.get("status")) or "").lower(),
-                timestamp=timestamp,
-                correlation_id=_clean_or_none(item.get("biz_opaque_callback_data")),
-                error_code=_clean_or_none(code),
-                error_title=_clean_or_none(item.get("error_title")),
-                conversation_reason=_clean_or_none(item.get("conversation_reason")),
-            )
-        )
-    return out
-
-
-def _clean_or_none(value: Any) -> str | None:
-    if value is None or isinstance(value, bool):
-        return None
-    return clean_text(str(value)) or None
 
 
 _ENQUEUE_FAILED = {COPY_JOB: "media_copy_enqueue_failed", "apply_delivery_statuses": "status_enqueue_failed"}

@@ -209,12 +209,13 @@ def build_chat_worker_settings(settings: Settings) -> type:
     """
     from arq.worker import func
 
+    from switchboard.channels.whatsapp.jobs import apply_whatsapp_statuses
     from switchboard.handoff.pending import approvals_sweep
     from switchboard.inbound import process_inbound
     from switchboard.media.jobs import COPY_JOB, copy_inbound_media
     from switchboard.media.jobs import JOB_MAX_TRIES as COPY_MAX_TRIES
     from switchboard.outbox.jobs import deliver_outbox
-    from switchboard.queue.maintenance import apply_delivery_statuses, apply_whatsapp_statuses
+    from switchboard.outbox.statuses import apply_delivery_statuses
 
     side_timeout_s = min(SIDE_JOB_TIMEOUT_S, settings.inbound_job_timeout_s)
     return _worker_class(
@@ -273,6 +274,7 @@ def build_background_worker_settings(settings: Settings) -> type:
     from switchboard.channels.gmail.jobs import POLL_JOB, SYNC_JOB, poll_gmail_mailboxes, sync_gmail_mailbox
     from switchboard.events.delivery import DELIVER_EVENTS_JOB, deliver_events
     from switchboard.events.retention import PRUNE_EVENTS_JOB, prune_events
+    from switchboard.inbound.sweep import sweep_inbound
     from switchboard.knowledge.jobs import (
         INGEST_JOB_NAME,
         INGEST_JOB_TIMEOUT_S,
@@ -281,7 +283,6 @@ def build_background_worker_settings(settings: Settings) -> type:
         vector_index_sweep,
     )
     from switchboard.memory import memory_sweep, summarize_memory
-    from switchboard.queue.maintenance import sweep_inbound
 
     # A mailbox's poll sync runs every GMAIL_POLL_INTERVAL_S and mostly finds nothing new: its arq lines
     # are DEBUG then, like an idle cron run (a sync that stored mail keeps them at INFO).
