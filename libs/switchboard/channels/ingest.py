@@ -43,10 +43,10 @@ from switchboard.contracts import InboundMessage
 from switchboard.db.driver_pool import DriverPool
 from switchboard.db.errors import is_connection_error
 from switchboard.db.models import InboundState, Message, utcnow
-from switchboard.media.jobs import COPY_JOB, copy_job_id
 from switchboard.observability import get_logger, tracing
+from switchboard.queue import jobs
 from switchboard.queue.enqueue import JobSpec, enqueue_jobs
-from switchboard.queue.keys import channel_throttle_key, inbound_job_id
+from switchboard.queue.keys import channel_throttle_key
 
 __all__ = [
     "UNPROCESSABLE_FLAG",
@@ -55,7 +55,6 @@ __all__ = [
     "StatusUpdate",
     "Throttle",
     "WebhookErrorEvent",
-    "enqueue_inbound",
     "ingest_delivery",
     "status_to_job_arg",
 ]
@@ -278,24 +277,11 @@ def status_to_job_arg(status: StatusUpdate) -> dict[str, Any]:
     }
 
 
-_ENQUEUE_FAILED = {COPY_JOB: "media_copy_enqueue_failed", "apply_delivery_statuses": "status_enqueue_failed"}
+_ENQUEUE_FAILED = {
+    jobs.COPY_INBOUND_MEDIA.name: "media_copy_enqueue_failed",
+    jobs.APPLY_DELIVERY_STATUSES.name: "status_enqueue_failed",
+}
 """Log event of a failed enqueue per job function (``inbound_enqueue_failed`` otherwise)."""
-
-
-async def enqueue_inbound(
-    redis: ArqRedis, row_id: uuid.UUID, *, defer_s: float = 0.0, job_id: str | None = None
-) -> bool:
-    """Enqueue ``process_inbound(row_id)`` with an idempotent job id (and the current ``traceparent``
-    when tracing is on). Returns ``False`` if it already exists."""
-    spec = JobSpec(
-        "process_inbound",
-        job_id or inbound_job_id(row_id),
-        (str(row_id),),
-        tracing.job_trace_kwargs(),
-        defer_s,
-    )
-    [created] = await enqueue_jobs(redis, [spec])
-    return created
 
 
 def _describe(exc: BaseException) -> str:
@@ -657,24 +643,22 @@ async def _ingest(
         return result
     expiring = {row["id"] for row in rows if any(m.get("expiring") for m in row["media"])}
     trace = tracing.job_trace_kwargs()
-    jobs: list[JobSpec] = []
+    specs: list[JobSpec] = []
     for row_id in result.stored_ids:
         if row_id in expiring:  # the provider's link dies: copy the bytes now, before the debounce
-            jobs.append(JobSpec(COPY_JOB, copy_job_id(row_id), (str(row_id),), trace))
+            specs.append(jobs.copy_media_spec(row_id, trace=trace))
         defer_s = debounce_s if actions.get(row_id) == "process" else 0.0
-        jobs.append(JobSpec("process_inbound", inbound_job_id(row_id), (str(row_id),), trace, defer_s))
+        specs.append(jobs.process_inbound_spec(row_id, defer_s=defer_s, trace=trace))
     if statuses:
         args = [status_to_job_arg(s) for s in statuses]
         digest = hashlib.sha256(json.dumps([channel, args], sort_keys=True).encode()).hexdigest()[:32]
-        jobs.append(
-            JobSpec("apply_delivery_statuses", f"statuses:{channel}:{digest}", (channel, args), trace)
-        )
-    if jobs:
+        specs.append(jobs.delivery_statuses_spec(channel, args, digest, trace=trace))
+    if specs:
         try:  # every job of the delivery in one round trip
-            await enqueue_jobs(redis, jobs)
+            await enqueue_jobs(redis, specs)
         except Exception as exc:  # noqa: BLE001 (rows are durable: the sweeper re-enqueues them; logged)
-            result.enqueue_failures += len(jobs)
-            for job in jobs:
+            result.enqueue_failures += len(specs)
+            for job in specs:
                 log.error(_ENQUEUE_FAILED.get(job.function, "inbound_enqueue_failed"), job_id=job.job_id,
                           channel=channel, error=str(exc)[:300])  # fmt: skip
     return result

@@ -9,9 +9,9 @@ from sqlalchemy import case, func, literal, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import select
 
-from switchboard.channels.ingest import enqueue_inbound
 from switchboard.db.models import InboundState, Message, utcnow
 from switchboard.observability import get_logger
+from switchboard.queue.jobs import enqueue_process_inbound
 from switchboard.queue.keys import inbound_job_id, inbound_sweep_job_id
 
 __all__ = ["SWEEP_BATCH", "sweep_inbound"]
@@ -103,7 +103,7 @@ async def sweep_inbound(ctx: dict[str, Any]) -> dict[str, int]:
                 .where(Message.id == row_id)
                 .values(raw=_as_object(Message.raw).op("||")(literal({"sweeps": sweeps + 1}, JSONB)))
             )
-        await enqueue_inbound(deps.redis, row_id, job_id=inbound_sweep_job_id(row_id, sweeps + 1))
+        await enqueue_process_inbound(deps.redis, row_id, job_id=inbound_sweep_job_id(row_id, sweeps + 1))
         counts["requeued"] += 1
         log.warning(
             "inbound_requeued_by_sweeper",

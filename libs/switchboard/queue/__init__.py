@@ -9,7 +9,7 @@ from __future__ import annotations
 from switchboard.lazy_imports import lazy_getattr
 
 _EXPORTS = {
-    "JOB_QUEUES": "queues",
+    "JOB_QUEUES": "jobs",
     "Queue": "queues",
     "health_check_key": "queues",
 }

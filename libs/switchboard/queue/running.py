@@ -22,6 +22,8 @@ from arq.worker import Retry, Worker
 
 from switchboard.db.errors import is_connection_error
 from switchboard.observability import get_logger, metrics, tracing
+from switchboard.queue.jobs import Backoff
+from switchboard.queue.keys import SWEEP_JOB_ID_PREFIX, sweep_job_id
 from switchboard.queue.lease import arq_in_progress_key, lease
 from switchboard.queue.queues import Queue
 
@@ -40,12 +42,9 @@ HEALTH_CHECK_INTERVAL_S = 10
 """How often a worker refreshes its health key (arq's default is 3600 s: too slow for ``status``)."""
 
 
-DATABASE_RETRY_DEFER_S = 1.0
-"""First delay (seconds) before a job that found the database unavailable runs again; it grows by this
-much each try, up to :data:`DATABASE_RETRY_MAX_DEFER_S` (:func:`observed_job`)."""
-
-DATABASE_RETRY_MAX_DEFER_S = 5.0
-"""Largest such delay (seconds): a restarted PostgreSQL is used again within about this much of its return."""
+DATABASE_BACKOFF = Backoff(1.0, 5.0)
+"""Wait before a job that found the database unavailable runs again (:func:`observed_job`): about 1 s,
+doubling per try, at most 5 s, so a restarted PostgreSQL is used again within about 5 s of its return."""
 
 
 QUEUE_DEPTH_INTERVAL_S = 5.0
@@ -62,7 +61,7 @@ def observed_job(
 
     A job that finds the database unavailable (a connection-level error,
     :func:`switchboard.db.errors.is_connection_error`: PostgreSQL restarting, a failover) runs again after
-    1, 2, ... at most :data:`DATABASE_RETRY_MAX_DEFER_S` seconds (``Retry``, logged
+    a jittered wait that grows per try up to 5 s (:data:`DATABASE_BACKOFF`) (``Retry``, logged
     ``job_database_unavailable``; ``OSError`` counts too: a refused or vanished socket is what asyncpg raises
     while PostgreSQL restarts) instead of failing: ARQ does not retry a job that raised, so a status
     update or a send in it would otherwise be lost, and an inbound message would wait for the sweeper.
@@ -101,7 +100,7 @@ def observed_job(
                     raise
                 outcome = "retry"
                 job_try = int(ctx.get("job_try") or 1)
-                defer_s = min(DATABASE_RETRY_DEFER_S * job_try, DATABASE_RETRY_MAX_DEFER_S)
+                defer_s = DATABASE_BACKOFF.delay_s(job_try)
                 log.warning("job_database_unavailable", job=name, job_id=str(ctx.get("job_id")), job_try=job_try,
                             defer_s=defer_s, error=f"{type(exc).__name__}: {exc}"[:300])  # fmt: skip
                 raise Retry(defer=defer_s) from None
@@ -129,14 +128,6 @@ def _job_lease(ctx: dict[str, Any]) -> contextlib.AbstractAsyncContextManager[No
     if redis is None or not job_id:  # called outside a worker (tests calling a job directly)
         return contextlib.nullcontext()
     return lease(redis, arq_in_progress_key(str(job_id)))
-
-
-SWEEP_JOB_ID_PREFIX = "cron:"
-
-
-def sweep_job_id(name: str) -> str:
-    """The one ARQ job id every run of the cron job ``name`` gets (:func:`sweep_cron`)."""
-    return f"{SWEEP_JOB_ID_PREFIX}{name}"
 
 
 class QueueWorker(Worker):

@@ -29,7 +29,9 @@ from switchboard.db.engine import create_engine, session_factory
 from switchboard.errors import SettingsError
 from switchboard.observability import configure_logging, get_logger, metrics, tracing
 from switchboard.observability.logs import quiet_idle_cron_jobs
-from switchboard.queue.queues import JOB_QUEUES, Queue
+from switchboard.queue import jobs
+from switchboard.queue.jobs import JOB_QUEUES, Job
+from switchboard.queue.queues import Queue
 from switchboard.queue.running import (
     HEALTH_CHECK_INTERVAL_S,
     QueueWorker,
@@ -49,27 +51,6 @@ __all__ = [
     "worker_main",
 ]
 
-
-INBOUND_ARQ_MAX_TRIES = 100
-"""ARQ tries of ``process_inbound``: lock and tenant-limit deferrals count as tries, so this is high;
-real failures are bounded by ``INBOUND_MAX_TRIES`` (dead-letter)."""
-
-STATUS_JOB_MAX_TRIES = 10
-"""Tries of a delivery-status job: its statuses live only in the job, so it outlasts a database outage
-of about 35 s (1 + 2 + 3 + 4 + 5 x 5 s of :func:`observed_job`'s delays) before they are lost."""
-
-SIDE_JOB_TIMEOUT_S = 30.0
-"""Timeout of the short jobs (statuses, handoff delivery, the sweeper), seconds."""
-
-MEMORY_JOB_TIMEOUT_S = 300.0
-"""Timeout of a memory job, seconds: ``memory_sweep`` summarizes every newly closed conversation, one
-model call each (45 s per request at most)."""
-
-PRUNE_JOB_TIMEOUT_S = 300.0
-"""Timeout of the hourly ``prune_events`` run (20 batches of 500 events, one transaction each)."""
-
-GMAIL_SYNC_TIMEOUT_S = 110.0
-"""Timeout of one mailbox sync (below the sync lock's 120 s, ``channels.gmail.jobs.SYNC_LOCK_S``)."""
 
 log = get_logger(__name__)
 
@@ -112,7 +93,7 @@ def _worker_class(
 
     wrong = sorted(name for name in _names(functions, cron_jobs) if JOB_QUEUES.get(name) != queue)
     if wrong:
-        raise ValueError(f"jobs {wrong} are not {queue.name} jobs (switchboard.queue.queues.JOB_QUEUES)")
+        raise ValueError(f"jobs {wrong} are not {queue.name} jobs (switchboard.queue.jobs)")
     quiet_idle_cron_jobs(job.name for job in cron_jobs)
     database_url = require_database_url(settings)
     redis_settings = RedisSettings.from_dsn(require_redis_url(settings))
@@ -198,63 +179,47 @@ def _names(functions: list[Any], cron_jobs: list[Any]) -> list[str]:
     return [job.name for job in [*functions, *cron_jobs]]
 
 
+def _func(job: Job, coroutine: Callable[..., Any], settings: Settings) -> Any:
+    from arq.worker import func
+
+    return func(coroutine, **job.arq_options(settings))
+
+
+def _sweep(job: Job, coroutine: Callable[..., Any], settings: Settings, **schedule: Any) -> Any:
+    return sweep_cron(coroutine, name=job.name, timeout=job.timeout_for(settings), **schedule)
+
+
 def build_chat_worker_settings(settings: Settings) -> type:
     """The chat worker (``worker`` service): customer messages, delivery statuses, handoff notices.
 
     A killed worker's message runs again about ``LEASE_S`` (30 s) later: the in-progress marker is a
-    lease (:func:`observed_job`), not arq's largest job timeout + 10 s (arq #402).
+    lease (:func:`~switchboard.queue.running.observed_job`), not arq's largest job timeout + 10 s (arq #402).
 
     Raises:
         SettingsError: ``DATABASE_URL`` or ``REDIS_URL`` unset.
     """
-    from arq.worker import func
-
     from switchboard.channels.whatsapp.jobs import apply_whatsapp_statuses
     from switchboard.handoff.pending import approvals_sweep
     from switchboard.inbound import process_inbound
-    from switchboard.media.jobs import COPY_JOB, copy_inbound_media
-    from switchboard.media.jobs import JOB_MAX_TRIES as COPY_MAX_TRIES
+    from switchboard.media.jobs import copy_inbound_media
     from switchboard.outbox.jobs import deliver_outbox
     from switchboard.outbox.statuses import apply_delivery_statuses
 
-    side_timeout_s = min(SIDE_JOB_TIMEOUT_S, settings.inbound_job_timeout_s)
     return _worker_class(
         settings,
         Queue.chat,
         service="worker",
         functions=[
-            func(ping, name="ping", timeout=5, max_tries=1),
-            func(
-                process_inbound,
-                name="process_inbound",
-                timeout=settings.inbound_job_timeout_s,
-                max_tries=INBOUND_ARQ_MAX_TRIES,
-            ),
-            func(
-                apply_delivery_statuses,
-                name="apply_delivery_statuses",
-                timeout=side_timeout_s,
-                max_tries=STATUS_JOB_MAX_TRIES,
-            ),
-            func(
-                apply_whatsapp_statuses,
-                name="apply_whatsapp_statuses",
-                timeout=side_timeout_s,
-                max_tries=STATUS_JOB_MAX_TRIES,
-            ),
-            func(deliver_outbox, name="deliver_outbox", timeout=side_timeout_s, max_tries=3),
-            func(copy_inbound_media, name=COPY_JOB, timeout=side_timeout_s, max_tries=COPY_MAX_TRIES),
+            _func(jobs.PING, ping, settings),
+            _func(jobs.PROCESS_INBOUND, process_inbound, settings),
+            _func(jobs.APPLY_DELIVERY_STATUSES, apply_delivery_statuses, settings),
+            _func(jobs.APPLY_WHATSAPP_STATUSES, apply_whatsapp_statuses, settings),
+            _func(jobs.DELIVER_OUTBOX, deliver_outbox, settings),
+            _func(jobs.COPY_INBOUND_MEDIA, copy_inbound_media, settings),
         ],
         cron_jobs=[
-            sweep_cron(
-                deliver_outbox,
-                name="deliver_outbox_sweep",
-                second=set(range(1, 60, 5)),
-                timeout=side_timeout_s,
-            ),
-            sweep_cron(
-                approvals_sweep, name="approvals_sweep", second=set(range(3, 60, 10)), timeout=side_timeout_s
-            ),
+            _sweep(jobs.DELIVER_OUTBOX_SWEEP, deliver_outbox, settings, second=set(range(1, 60, 5))),
+            _sweep(jobs.APPROVALS_SWEEP, approvals_sweep, settings, second=set(range(3, 60, 10))),
         ],
         enqueues_on_own_queue=True,
     )
@@ -269,55 +234,32 @@ def build_background_worker_settings(settings: Settings) -> type:
     Raises:
         SettingsError: ``DATABASE_URL`` or ``REDIS_URL`` unset.
     """
-    from arq.worker import func
-
-    from switchboard.channels.gmail.jobs import POLL_JOB, SYNC_JOB, poll_gmail_mailboxes, sync_gmail_mailbox
-    from switchboard.events.delivery import DELIVER_EVENTS_JOB, deliver_events
-    from switchboard.events.retention import PRUNE_EVENTS_JOB, prune_events
+    from switchboard.channels.gmail.jobs import poll_gmail_mailboxes, sync_gmail_mailbox
+    from switchboard.events.delivery import deliver_events
+    from switchboard.events.retention import prune_events
     from switchboard.inbound.sweep import sweep_inbound
-    from switchboard.knowledge.jobs import (
-        INGEST_JOB_NAME,
-        INGEST_JOB_TIMEOUT_S,
-        VECTOR_INDEX_JOB_NAME,
-        ingest_knowledge_source,
-        vector_index_sweep,
-    )
+    from switchboard.knowledge.jobs import ingest_knowledge_source, vector_index_sweep
     from switchboard.memory import memory_sweep, summarize_memory
 
     # A mailbox's poll sync runs every GMAIL_POLL_INTERVAL_S and mostly finds nothing new: its arq lines
     # are DEBUG then, like an idle cron run (a sync that stored mail keeps them at INFO).
-    quiet_idle_cron_jobs([SYNC_JOB])
+    quiet_idle_cron_jobs([jobs.SYNC_GMAIL_MAILBOX.name])
     return _worker_class(
         settings,
         Queue.background,
         service="worker_background",
         functions=[
-            func(ingest_knowledge_source, name=INGEST_JOB_NAME, timeout=INGEST_JOB_TIMEOUT_S, max_tries=2),
-            func(summarize_memory, name="summarize_memory", timeout=MEMORY_JOB_TIMEOUT_S, max_tries=3),
-            func(
-                sync_gmail_mailbox, name=SYNC_JOB, timeout=GMAIL_SYNC_TIMEOUT_S, max_tries=30, keep_result=0
-            ),
+            _func(jobs.INGEST_KNOWLEDGE_SOURCE, ingest_knowledge_source, settings),
+            _func(jobs.SUMMARIZE_MEMORY, summarize_memory, settings),
+            _func(jobs.SYNC_GMAIL_MAILBOX, sync_gmail_mailbox, settings),
         ],
         cron_jobs=[
-            sweep_cron(
-                sweep_inbound, name="sweep_inbound", second=set(range(0, 60, 15)), timeout=SIDE_JOB_TIMEOUT_S
-            ),
-            sweep_cron(memory_sweep, name="memory_sweep", second={30}, timeout=MEMORY_JOB_TIMEOUT_S),
-            sweep_cron(
-                poll_gmail_mailboxes, name=POLL_JOB, second=set(range(5, 60, 15)), timeout=SIDE_JOB_TIMEOUT_S
-            ),
-            sweep_cron(
-                deliver_events,
-                name=DELIVER_EVENTS_JOB,
-                second=set(range(2, 60, 5)),
-                timeout=SIDE_JOB_TIMEOUT_S,
-            ),
-            sweep_cron(
-                prune_events, name=PRUNE_EVENTS_JOB, minute={17}, second={40}, timeout=PRUNE_JOB_TIMEOUT_S
-            ),
-            sweep_cron(
-                vector_index_sweep, name=VECTOR_INDEX_JOB_NAME, second={50}, timeout=INGEST_JOB_TIMEOUT_S
-            ),
+            _sweep(jobs.SWEEP_INBOUND, sweep_inbound, settings, second=set(range(0, 60, 15))),
+            _sweep(jobs.MEMORY_SWEEP, memory_sweep, settings, second={30}),
+            _sweep(jobs.POLL_GMAIL_MAILBOXES, poll_gmail_mailboxes, settings, second=set(range(5, 60, 15))),
+            _sweep(jobs.DELIVER_EVENTS, deliver_events, settings, second=set(range(2, 60, 5))),
+            _sweep(jobs.PRUNE_EVENTS, prune_events, settings, minute={17}, second={40}),
+            _sweep(jobs.KNOWLEDGE_VECTOR_INDEXES, vector_index_sweep, settings, second={50}),
         ],
         enqueues_on_own_queue=False,
     )
