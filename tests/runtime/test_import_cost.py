@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from switchboard.settings import Settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 _START_HTTP_SERVICE = """
 import asyncio, importlib, json, sys
