@@ -76,10 +76,11 @@ async def run(args: argparse.Namespace, database_url: str, redis_url: str, data_
     from switchboard.crypto import CredentialCipher
     from switchboard.db.engine import create_engine, session_factory
     from switchboard.db.models import Message
-    from switchboard.queue import WORKER_SETTINGS_BUILDERS, Queue
+    from switchboard.queue import Queue
     from switchboard.runtime.resources import open_resources
     from switchboard.settings import load_settings
     from switchboard.tenants import create_tenant
+    from switchboard.worker import WORKER_SETTINGS_BUILDERS
 
     from services.gmail.main import create_app
 

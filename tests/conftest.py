@@ -103,7 +103,7 @@ def _warm_imports() -> None:
     """LiteLLM and the MCP SDK loaded once, before any test. An orchestrator app served in a test
     starts loading them in a thread on its first request and answers 503 ``warming`` after
     ``WARM_UP_WAIT_S`` (2 s), which a test of something else met on a loaded machine (503 for 401/422).
-    ``tests/channels/instagram/test_warm_start.py`` and ``tests/test_import_cost.py`` test warming
+    ``tests/channels/instagram/test_warm_start.py`` and ``tests/runtime/test_import_cost.py`` test warming
     itself, with a future of their own or in a fresh interpreter."""
     from switchboard.llm import start_litellm_import
     from switchboard.tools.mcp_client import start_mcp_import

@@ -21,11 +21,12 @@ from sqlalchemy import text, update
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.channels.ingest import enqueue_inbound
 from switchboard.db.models import InboundState, Message, Tenant, utcnow
 from switchboard.observability import get_logger
 from switchboard.outbox.jobs import deliver_soon
 from switchboard.outbox.retry import NotRetryable, failed_parts, requeue_failed
+from switchboard.queue.jobs import enqueue_process_inbound
+from switchboard.queue.keys import inbound_retry_job_id
 from switchboard.queue.queues import Queue
 
 __all__ = [
@@ -149,7 +150,7 @@ async def retry_dead_inbound(
         .values(inbound_state=InboundState.pending.value, processing_attempts=0, last_error=None, raw=raw)
     )
     await session.commit()
-    await enqueue_inbound(redis, message_id, job_id=f"inbound:{message_id}:retry:{uuid.uuid4().hex[:12]}")
+    await enqueue_process_inbound(redis, message_id, job_id=inbound_retry_job_id(message_id))
     log.warning(
         "inbound_dead_letter_retried",
         inbound_message_id=str(message_id),

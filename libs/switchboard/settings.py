@@ -405,7 +405,8 @@ class InboundSettings(BaseSettings):
     inbound_max_tries: int = Field(8, ge=1)
     """ARQ tries of one inbound job (retries on orchestrator/Graph/DB trouble) before it is dead."""
     inbound_retry_defer_s: float = Field(5.0, gt=0)
-    """Base delay before an inbound job that hit a transient failure runs again (grows linearly)."""
+    """Base delay before an inbound job that hit a transient failure runs again (doubles per failure up to
+    60 s, jittered)."""
     inbound_sweep_after_s: float = Field(20.0, gt=0)
     """A stored inbound row not done after this long, with no queued, deferred or running job, is
     re-enqueued by the sweeper (seconds; the sweeper runs every 15 s). Rows acknowledged while Redis was

@@ -8,7 +8,8 @@ Redis (container health checks).
 
 import sys
 
-from switchboard.queue import Queue, worker_main
+from switchboard.queue import Queue
+from switchboard.worker import worker_main
 
 
 def main(argv: list[str] | None = None) -> int:

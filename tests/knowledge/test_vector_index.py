@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 from switchboard.knowledge import search_chunks, set_source_active
-from switchboard.knowledge.jobs import VECTOR_INDEX_JOB_NAME
 from switchboard.knowledge.retrieval import explain_search
 from switchboard.knowledge.vector_index import (
     SYNC_LOCK_KEY,
@@ -15,8 +14,9 @@ from switchboard.knowledge.vector_index import (
     sync_vector_indexes,
     tenant_literal,
 )
-from switchboard.queue.queues import JOB_QUEUES, Queue
-from switchboard.queue.worker import build_background_worker_settings
+from switchboard.queue.jobs import JOB_QUEUES, KNOWLEDGE_VECTOR_INDEXES
+from switchboard.queue.queues import Queue
+from switchboard.worker import build_background_worker_settings
 
 from tests.utils.documents import OPENING_HOURS, RETURNS_POLICY, SHIPPING, WARRANTY
 
@@ -149,6 +149,6 @@ async def test_a_sync_while_another_holds_the_lock_does_nothing(large, engine, s
 
 def test_the_background_worker_runs_the_sync_every_minute(settings):
     worker = build_background_worker_settings(settings)
-    [job] = [job for job in worker.cron_jobs if job.name == VECTOR_INDEX_JOB_NAME]
+    [job] = [job for job in worker.cron_jobs if job.name == KNOWLEDGE_VECTOR_INDEXES.name]
     assert job.second == {50}
-    assert JOB_QUEUES[VECTOR_INDEX_JOB_NAME] is Queue.background
+    assert JOB_QUEUES[KNOWLEDGE_VECTOR_INDEXES.name] is Queue.background

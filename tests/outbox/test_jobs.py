@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from arq.cron import CronJob
-from switchboard.queue import build_chat_worker_settings
+from switchboard.worker import build_chat_worker_settings
 
 from tests.utils.outbox import rows_of, sent_by, write_parts
 

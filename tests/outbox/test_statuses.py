@@ -8,7 +8,6 @@ import json
 import uuid
 from datetime import UTC, datetime
 
-from switchboard.channels.ingest import to_delivery_statuses
 from switchboard.channels.whatsapp.statuses import conversation_block_reason
 from switchboard.console.live import tenant_channel
 from switchboard.db.models import Conversation, Outbox
@@ -20,6 +19,7 @@ from switchboard.outbox.statuses import (
     next_status,
     park_status,
     take_parked,
+    to_delivery_statuses,
 )
 from switchboard.queue.keys import parked_status_index_key, parked_status_key
 

@@ -28,7 +28,7 @@ WORKER = textwrap.dedent(
     from arq.connections import RedisSettings
     from arq.worker import Worker, func
     from switchboard.queue.queues import Queue
-    from switchboard.queue.worker import observed_job
+    from switchboard.queue.running import observed_job
 
     url, queue, started = sys.argv[1:4]
 

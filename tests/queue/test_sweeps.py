@@ -12,8 +12,9 @@ from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.constants import job_key_prefix, result_key_prefix, retry_key_prefix
 from arq.worker import Worker
 from redis import Redis
-from switchboard.queue import Queue, build_background_worker_settings, build_chat_worker_settings
-from switchboard.queue.worker import QueueWorker, sweep_cron, sweep_job_id
+from switchboard.queue import Queue
+from switchboard.queue.running import QueueWorker, sweep_cron, sweep_job_id
+from switchboard.worker import build_background_worker_settings, build_chat_worker_settings
 
 from tests.utils.workers import discard_jobs, queued_jobs
 

@@ -7,16 +7,14 @@ import uuid
 from arq.connections import ArqRedis, RedisSettings, create_pool
 from switchboard.db.models import KnowledgeSource
 from switchboard.knowledge.jobs import enqueue_ingest
-from switchboard.queue import (
-    JOB_QUEUES,
+from switchboard.queue import JOB_QUEUES, Queue, health_check_key
+from switchboard.runtime.services import SERVICES
+from switchboard.worker import (
     WORKER_SETTINGS_BUILDERS,
-    Queue,
     build_background_worker_settings,
     build_chat_worker_settings,
-    health_check_key,
+    worker_main,
 )
-from switchboard.queue.worker import worker_main
-from switchboard.runtime.services import SERVICES
 
 
 def _jobs(cls: type) -> dict[str, float | None]:

@@ -29,7 +29,7 @@ async def new_tenant(
 
     The guardrails are off unless a ``guardrails`` section is given: the input check is one more model
     call, and the scripted model queues of most tests script the loop's calls only (the guardrail
-    tests, ``tests/agent/test_guardrails.py``, turn them on). Likewise the lead intent check runs
+    tests, ``tests/guardrails/test_guardrails.py``, turn them on). Likewise the lead intent check runs
     its offline heuristic unless a ``leads`` section is given.
     """
     async with sessions() as session, session.begin():

@@ -13,9 +13,10 @@ from arq.constants import default_queue_name, job_key_prefix, result_key_prefix
 from arq.jobs import Job, JobResult
 from arq.worker import Worker
 from redis import Redis
-from switchboard.queue import WORKER_SETTINGS_BUILDERS, Queue
-from switchboard.queue.worker import QueueWorker
+from switchboard.queue import Queue
+from switchboard.queue.running import QueueWorker
 from switchboard.settings import Settings
+from switchboard.worker import WORKER_SETTINGS_BUILDERS
 
 __all__ = ["run_worker_burst", "run_cron_job", "job_result", "queued_jobs", "discard_jobs", "QUEUES"]
 

@@ -38,16 +38,15 @@ from sqlalchemy.pool import QueuePool
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.channels.accounts import AccountDirectory, AccountRef
-from switchboard.channels.sanitize import UNPROCESSABLE_PREFIX, clean_text, clean_tree, unprocessable_reason
+from switchboard.channels.sanitize import UNPROCESSABLE_PREFIX, clean_tree, unprocessable_reason
 from switchboard.contracts import InboundMessage
 from switchboard.db.driver_pool import DriverPool
 from switchboard.db.errors import is_connection_error
 from switchboard.db.models import InboundState, Message, utcnow
-from switchboard.media.jobs import COPY_JOB, copy_job_id
 from switchboard.observability import get_logger, tracing
-from switchboard.outbox.statuses import DeliveryStatus
+from switchboard.queue import jobs
 from switchboard.queue.enqueue import JobSpec, enqueue_jobs
-from switchboard.queue.keys import channel_throttle_key, inbound_job_id
+from switchboard.queue.keys import channel_throttle_key
 
 __all__ = [
     "UNPROCESSABLE_FLAG",
@@ -56,10 +55,8 @@ __all__ = [
     "StatusUpdate",
     "Throttle",
     "WebhookErrorEvent",
-    "enqueue_inbound",
     "ingest_delivery",
     "status_to_job_arg",
-    "to_delivery_statuses",
 ]
 
 log = get_logger(__name__)
@@ -280,62 +277,11 @@ def status_to_job_arg(status: StatusUpdate) -> dict[str, Any]:
     }
 
 
-def to_delivery_statuses(items: list[dict[str, Any]]) -> list[DeliveryStatus]:
-    """Job arguments of ``apply_delivery_statuses`` as neutral statuses (items without an id are dropped).
-
-    Strings are cleaned again (:func:`~switchboard.channels.sanitize.clean_text`): a job queued before the
-    webhook cleaned its bodies may still carry a NUL, which Postgres refuses in a query parameter.
-    """
-    out: list[DeliveryStatus] = []
-    for item in items:
-        external_id = _clean_or_none(item.get("external_id"))
-        if not external_id:
-            continue
-        code = item.get("error_code")
-        stamp = item.get("timestamp")
-        try:
-            timestamp = datetime.fromisoformat(stamp) if isinstance(stamp, str) and stamp else None
-        except ValueError:
-            timestamp = None
-        out.append(
-            DeliveryStatus(
-                account_id=_clean_or_none(item.get("account_id")) or "",
-                external_id=external_id,
-                status=(_clean_or_none(item.get("status")) or "").lower(),
-                timestamp=timestamp,
-                correlation_id=_clean_or_none(item.get("biz_opaque_callback_data")),
-                error_code=_clean_or_none(code),
-                error_title=_clean_or_none(item.get("error_title")),
-                conversation_reason=_clean_or_none(item.get("conversation_reason")),
-            )
-        )
-    return out
-
-
-def _clean_or_none(value: Any) -> str | None:
-    if value is None or isinstance(value, bool):
-        return None
-    return clean_text(str(value)) or None
-
-
-_ENQUEUE_FAILED = {COPY_JOB: "media_copy_enqueue_failed", "apply_delivery_statuses": "status_enqueue_failed"}
+_ENQUEUE_FAILED = {
+    jobs.COPY_INBOUND_MEDIA.name: "media_copy_enqueue_failed",
+    jobs.APPLY_DELIVERY_STATUSES.name: "status_enqueue_failed",
+}
 """Log event of a failed enqueue per job function (``inbound_enqueue_failed`` otherwise)."""
-
-
-async def enqueue_inbound(
-    redis: ArqRedis, row_id: uuid.UUID, *, defer_s: float = 0.0, job_id: str | None = None
-) -> bool:
-    """Enqueue ``process_inbound(row_id)`` with an idempotent job id (and the current ``traceparent``
-    when tracing is on). Returns ``False`` if it already exists."""
-    spec = JobSpec(
-        "process_inbound",
-        job_id or inbound_job_id(row_id),
-        (str(row_id),),
-        tracing.job_trace_kwargs(),
-        defer_s,
-    )
-    [created] = await enqueue_jobs(redis, [spec])
-    return created
 
 
 def _describe(exc: BaseException) -> str:
@@ -697,24 +643,22 @@ async def _ingest(
         return result
     expiring = {row["id"] for row in rows if any(m.get("expiring") for m in row["media"])}
     trace = tracing.job_trace_kwargs()
-    jobs: list[JobSpec] = []
+    specs: list[JobSpec] = []
     for row_id in result.stored_ids:
         if row_id in expiring:  # the provider's link dies: copy the bytes now, before the debounce
-            jobs.append(JobSpec(COPY_JOB, copy_job_id(row_id), (str(row_id),), trace))
+            specs.append(jobs.copy_media_spec(row_id, trace=trace))
         defer_s = debounce_s if actions.get(row_id) == "process" else 0.0
-        jobs.append(JobSpec("process_inbound", inbound_job_id(row_id), (str(row_id),), trace, defer_s))
+        specs.append(jobs.process_inbound_spec(row_id, defer_s=defer_s, trace=trace))
     if statuses:
         args = [status_to_job_arg(s) for s in statuses]
         digest = hashlib.sha256(json.dumps([channel, args], sort_keys=True).encode()).hexdigest()[:32]
-        jobs.append(
-            JobSpec("apply_delivery_statuses", f"statuses:{channel}:{digest}", (channel, args), trace)
-        )
-    if jobs:
+        specs.append(jobs.delivery_statuses_spec(channel, args, digest, trace=trace))
+    if specs:
         try:  # every job of the delivery in one round trip
-            await enqueue_jobs(redis, jobs)
+            await enqueue_jobs(redis, specs)
         except Exception as exc:  # noqa: BLE001 (rows are durable: the sweeper re-enqueues them; logged)
-            result.enqueue_failures += len(jobs)
-            for job in jobs:
+            result.enqueue_failures += len(specs)
+            for job in specs:
                 log.error(_ENQUEUE_FAILED.get(job.function, "inbound_enqueue_failed"), job_id=job.job_id,
                           channel=channel, error=str(exc)[:300])  # fmt: skip
     return result

@@ -48,11 +48,10 @@ from switchboard.observability import get_logger, metrics
 from switchboard.outbox.policy import backoff_s
 from switchboard.settings import Settings
 
-__all__ = ["DELIVER_EVENTS_JOB", "EventDeliveryReport", "deliver_events", "run_event_delivery"]
+__all__ = ["EventDeliveryReport", "deliver_events", "run_event_delivery"]
 
 log = get_logger(__name__)
 
-DELIVER_EVENTS_JOB = "deliver_events"
 FAN_OUT_BATCH = 200
 FAN_OUT_BATCHES = 10
 SEND_BATCH = 50

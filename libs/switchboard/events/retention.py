@@ -33,11 +33,10 @@ from switchboard.db.models import DeliveryState, EventOutbox, WebhookDelivery, u
 from switchboard.observability import get_logger, metrics
 from switchboard.settings import Settings
 
-__all__ = ["PRUNE_EVENTS_JOB", "PruneReport", "prune_events", "run_event_retention"]
+__all__ = ["PruneReport", "prune_events", "run_event_retention"]
 
 log = get_logger(__name__)
 
-PRUNE_EVENTS_JOB = "prune_events"
 PRUNE_BATCH = 500
 """Events deleted per transaction (with their deliveries: a few thousand rows at most)."""
 PRUNE_BATCHES = 20

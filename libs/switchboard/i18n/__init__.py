@@ -6,7 +6,7 @@
   skipped, as ``msgfmt`` does: an untranslated or fuzzy message shows in English.
 * ``make i18n`` re-extracts ``locale/messages.pot`` from the Python code (``_``, ``gettext``, ``N_``)
   and the console templates (``{% trans %}``, ``_()``; ``babel.cfg``) and updates both catalogs;
-  ``tests/test_i18n.py`` fails while a Spanish message is missing or fuzzy.
+  ``tests/i18n/test_catalogs.py`` fails while a Spanish message is missing or fuzzy.
 * :func:`N_` marks a string for extraction without translating it (field defaults that are
   translated later, per tenant: :func:`switchboard.tenant_settings.localized_defaults`).
 * :func:`gettext` translates for one language; :func:`negotiate_language` picks a language from an

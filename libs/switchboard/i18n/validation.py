@@ -4,7 +4,7 @@ the gettext catalog (the console's settings form shows them; the admin API keeps
 pydantic formats its messages in English (``Input should be greater than or equal to 0``). Its error
 dicts also carry a ``type`` and a ``ctx`` (pydantic docs, "Customizing error messages": map ``type``
 to your own template, format it with ``ctx``), so :data:`MESSAGES` holds, per type, an English
-template equal to pydantic's own message for that type (``tests/test_i18n_validation.py`` checks each
+template equal to pydantic's own message for that type (``tests/i18n/test_validation.py`` checks each
 against what pydantic says), marked for the catalog; :func:`localized` translates and formats it.
 A type not listed keeps pydantic's English text. Our validators raise
 :class:`pydantic_core.PydanticCustomError` with a template listed here, so they translate the same way.

@@ -62,11 +62,12 @@ from switchboard.inbound.media import MAX_MEDIA_BYTES, MEDIA_KINDS, MediaUnavail
 from switchboard.inbound.media import media_to_text as convert_media
 from switchboard.inbound.ratelimit import count_in_window, take_slot
 from switchboard.inbound.turn_client import ContractViolation, OrchestratorUnavailable, request_turn
-from switchboard.observability import get_logger, metrics, tracing
+from switchboard.observability import get_logger, metrics
 from switchboard.outbox import reply_items, text_items, write_outbox
 from switchboard.outbox.delivery import DeliveryScope, deliver
 from switchboard.outbox.echoes import match_echo
 from switchboard.outbox.jobs import delivery_deps_from
+from switchboard.queue.jobs import Backoff, enqueue_deliver_outbox
 from switchboard.queue.keys import (
     burst_key,
     contract_violation_counter_key,
@@ -106,15 +107,17 @@ SLOWDOWN_TEXT: str = RateLimitSettings.model_fields["slowdown_reply"].default
 tenant's ``rate_limits.slowdown_reply``, or its translation in the tenant's ``locale.language``, wins)."""
 CONTRACT_VIOLATION_MAX_TRIES = 3
 """Tries of a turn whose answer broke the contract before it is logged as ``contract_violation``."""
-LOCK_RETRY_DEFER_S = 1.0
+LOCK_BACKOFF = Backoff(1.0, 10.0)
 """Wait before trying again when another turn of the same conversation holds the lock (grows per try)."""
-LOCK_RETRY_MAX_DEFER_S = 10.0
+RETRY_MAX_DEFER_S = 60.0
+"""Longest wait between two tries of a turn that hit a transient failure, seconds."""
 PROFILE_RETRY_S = 300
 """After a failed profile lookup, the customer's profile is asked again at the earliest this much later."""
 ECHO_WAIT_TRIES = 5
 """Runs an echo waits while one of our sends to the same customer is in flight and unmatched (its answer,
 the mid, may still come) before it counts as a person's message."""
-ECHO_WAIT_S = 1.0
+ECHO_BACKOFF = Backoff(1.0, 2.0)
+"""Wait between those runs (about 1, then 2 seconds, jittered)."""
 BUTTON_KINDS = CHOICE_KINDS
 """Row kinds whose stored ``payload`` is a button id (:data:`switchboard.replies.parts.CHOICE_KINDS`)."""
 BUSINESS_APPS = {"whatsapp": "WhatsApp Business app", "instagram": "Instagram app", "gmail": "Gmail mailbox"}
@@ -180,7 +183,7 @@ async def retry_or_dead(deps: Any, job: dict[str, Any], row_id: uuid.UUID, error
         log.error("inbound_dead_letter", inbound_message_id=str(row_id), job_try=job_try, error=error)
         metrics.DEAD_LETTERS.labels("inbound").inc()
         raise Dead()
-    defer_s = deps.settings.inbound_retry_defer_s * failures
+    defer_s = Backoff(deps.settings.inbound_retry_defer_s, RETRY_MAX_DEFER_S).delay_s(failures)
     log.warning(
         "inbound_retry", inbound_message_id=str(row_id), job_try=job_try, defer_s=defer_s, error=error
     )
@@ -194,14 +197,13 @@ async def _deliver(ic: InboundContext, scope: DeliveryScope) -> int:
     """
     report = await deliver(delivery_deps_from(ic.job), scope)
     if report.retry_in_s is not None:
-        await ic.deps.redis.enqueue_job(
-            "deliver_outbox",
-            _job_id=deliver_job_id(scope.inbound_message_id or scope.conversation_id, report.retry_in_s),
-            _defer_by=report.retry_in_s,
-            inbound_message_id=str(scope.inbound_message_id) if scope.inbound_message_id else None,
-            conversation_id=str(scope.conversation_id) if scope.conversation_id else None,
-            plus_conversation_id=str(scope.plus_conversation_id) if scope.plus_conversation_id else None,
-            **tracing.job_trace_kwargs(),
+        await enqueue_deliver_outbox(
+            ic.deps.redis,
+            job_id=deliver_job_id(scope.inbound_message_id or scope.conversation_id, report.retry_in_s),
+            defer_s=report.retry_in_s,
+            inbound_message_id=scope.inbound_message_id,
+            conversation_id=scope.conversation_id,
+            plus_conversation_id=scope.plus_conversation_id,
         )
     return report.sent
 
@@ -318,7 +320,7 @@ async def record_only(ic: InboundContext) -> Outcome | None:
             return Outcome.echo_of_ours
         if match.verdict == "wait" and int(ic.job.get("job_try", 1)) < ECHO_WAIT_TRIES:
             log.info("echo_waits_for_send", job_try=int(ic.job.get("job_try", 1)))
-            raise Retry(defer=ECHO_WAIT_S)
+            raise ECHO_BACKOFF.retry(int(ic.job.get("job_try", 1)))
         # nothing of ours matches: a person typed it in the provider's own app
     if ic.stored.echo and ic.conversation.status == ConversationStatus.ai.value:
         assignment = await escalate_and_notify(
@@ -441,7 +443,7 @@ async def customer_limit(ic: InboundContext) -> Outcome | None:
 
 async def tenant_limit(ic: InboundContext) -> Outcome | None:
     """Over the per-tenant limit (the tenant's ``rate_limits`` where set, else the process values):
-    ``Retry(defer=TENANT_RATE_DEFER_S)``; the customer sees nothing.
+    a ``Retry`` after about ``TENANT_RATE_DEFER_S`` (jittered, longer each try); the customer sees nothing.
 
     Raises:
         Retry: the tenant's window is full.
@@ -460,7 +462,9 @@ async def tenant_limit(ic: InboundContext) -> Outcome | None:
         return None
     await _set_pending(ic, f"tenant rate limit: deferred {settings.tenant_rate_defer_s:g} s")
     log.warning("tenant_rate_limited", limit=limit, defer_s=settings.tenant_rate_defer_s)
-    raise Retry(defer=settings.tenant_rate_defer_s)
+    raise Backoff(settings.tenant_rate_defer_s, 4 * settings.tenant_rate_defer_s).retry(
+        int(ic.job.get("job_try", 1))
+    )
 
 
 def _button_action(ic: InboundContext, actions: dict[str, str]) -> str | None:
@@ -657,7 +661,7 @@ async def lock_conversation(ic: InboundContext) -> Outcome | None:
     key = conversation_lock_key(ic.conversation.id)
     if not await ic.deps.redis.set(key, token, nx=True, px=int(LEASE_S * 1000)):
         await _set_pending(ic, "conversation busy")
-        raise Retry(defer=min(LOCK_RETRY_DEFER_S * int(ic.job.get("job_try", 1)), LOCK_RETRY_MAX_DEFER_S))
+        raise LOCK_BACKOFF.retry(int(ic.job.get("job_try", 1)))
     ic.lock_token = token
     # a lease: renewed while this run lives, so a killed worker's lock lapses within LEASE_S
     ic.lock_lease = contextlib.AsyncExitStack()
@@ -833,7 +837,7 @@ async def turn(ic: InboundContext) -> Outcome | None:
                 status_code=exc.status_code,
                 detail=exc.detail,
             )
-            raise Retry(defer=settings.inbound_retry_defer_s) from None
+            raise Backoff(settings.inbound_retry_defer_s, RETRY_MAX_DEFER_S).retry(bad_answers) from None
         log.error("contract_violation", status_code=exc.status_code, detail=exc.detail)
         await finish(ic, InboundState.done, f"contract_violation: {exc.detail}")
         return Outcome.contract_violation

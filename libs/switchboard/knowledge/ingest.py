@@ -82,7 +82,6 @@ __all__ = [
     "UploadOutcome",
     "delete_source",
     "find_source",
-    "ingest_job_id",
     "ingest_in_session",
     "ingest_source",
     "list_sources",
@@ -765,8 +764,3 @@ async def mark_for_reindex(
         source.updated_at = utcnow()
     await session.flush()
     return sources
-
-
-def ingest_job_id(source: KnowledgeSource) -> str:
-    """ARQ ``_job_id`` for one ingestion request: a double submit of the same request enqueues once."""
-    return f"kb-ingest:{source.id}:{source.content_hash[:16]}:{int(source.updated_at.timestamp() * 1000)}"

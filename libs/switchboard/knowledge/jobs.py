@@ -11,17 +11,14 @@ from typing import Any
 from arq.connections import ArqRedis
 
 from switchboard.db.models import KnowledgeSource
-from switchboard.knowledge.ingest import DocumentNotFound, ingest_job_id, ingest_source
+from switchboard.knowledge.ingest import DocumentNotFound, ingest_source
 from switchboard.knowledge.vector_index import sync_vector_indexes
-from switchboard.observability import get_logger, tracing
-from switchboard.queue.keys import knowledge_progress_key
-from switchboard.queue.queues import Queue
+from switchboard.observability import get_logger
+from switchboard.queue import jobs
+from switchboard.queue.keys import ingest_job_id, knowledge_progress_key
 from switchboard.runtime.resources import Resources
 
 __all__ = [
-    "INGEST_JOB_NAME",
-    "INGEST_JOB_TIMEOUT_S",
-    "VECTOR_INDEX_JOB_NAME",
     "enqueue_ingest",
     "ingest_knowledge_source",
     "read_progress",
@@ -29,10 +26,6 @@ __all__ = [
 ]
 
 log = get_logger(__name__)
-
-INGEST_JOB_NAME = "ingest_knowledge_source"
-INGEST_JOB_TIMEOUT_S = 900
-"""Longest one ingestion may run (parsing a large PDF plus embedding a few thousand chunks)."""
 
 
 async def ingest_knowledge_source(
@@ -69,11 +62,6 @@ async def ingest_knowledge_source(
     finally:
         await progress.flush()
     return {"status": report.status, "chunks": report.chunk_count, "error": report.error}
-
-
-VECTOR_INDEX_JOB_NAME = "knowledge_vector_indexes"
-"""The background worker's cron job (once a minute) that builds and drops the tenants' HNSW indexes; its
-timeout is :data:`INGEST_JOB_TIMEOUT_S`, so the worker's longest job stays what it was."""
 
 
 async def vector_index_sweep(ctx: dict[str, Any]) -> dict[str, int]:
@@ -135,16 +123,8 @@ async def enqueue_ingest(redis: ArqRedis, source: KnowledgeSource) -> str:
     The job id is derived from the source, its content hash and its ``updated_at``, so a double
     submit of one request enqueues once while a re-index (a newer ``updated_at``) enqueues again.
     """
-    job_id = ingest_job_id(source)
-    await redis.enqueue_job(
-        INGEST_JOB_NAME,
-        str(source.tenant_id),
-        str(source.id),
-        source.content_hash,
-        _job_id=job_id,
-        _queue_name=Queue.background.value,
-        **tracing.job_trace_kwargs(),
-    )
+    job_id = ingest_job_id(source.id, source.content_hash, source.updated_at)
+    await jobs.enqueue_ingest(redis, source.tenant_id, source.id, source.content_hash, job_id=job_id)
     log.info(
         "knowledge_ingest_enqueued", tenant_id=str(source.tenant_id), source_id=str(source.id), job_id=job_id
     )

@@ -5,7 +5,7 @@
 services, the worker until its first summary) never pay for it. The orchestrator loads it in a
 background thread once it is up (:func:`start_litellm_import`, its ``/healthz`` says ``warming``
 meanwhile) and its requests await that thread without blocking the event loop
-(:mod:`switchboard.warming`; ``tests/test_import_cost.py``,
+(:mod:`switchboard.warming`; ``tests/runtime/test_import_cost.py``,
 ``tests/channels/instagram/test_warm_start.py``).
 """
 

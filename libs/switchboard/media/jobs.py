@@ -10,7 +10,7 @@ link is not kept (it is signed and short-lived). Outcomes per ref:
 * copied → ``ref = store:<key>``;
 * the link is dead (4xx), or the file is over ``MEDIA_MAX_BYTES`` → ``unavailable = "expired" |
   "too_large"`` on the ref, logged ``media_copy_failed``: the agent reads a bracketed notice;
-* network trouble or a 5xx → the job is retried (``JOB_MAX_TRIES``), then recorded as ``unavailable``.
+* network trouble or a 5xx → the job is retried (``COPY_INBOUND_MEDIA.max_tries``, waiting with jitter), then recorded as ``unavailable``.
 
 If ``process_inbound`` runs first, the channel's ``fetch_media`` copies the link itself; both write
 the same content-addressed object.
@@ -21,25 +21,17 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from arq.worker import Retry
 from sqlalchemy import update
 from sqlmodel import col
 
 from switchboard.db.models import Message
 from switchboard.media.store import MediaCopyFailed, MediaStore, is_stored
 from switchboard.observability import get_logger
+from switchboard.queue.jobs import COPY_INBOUND_MEDIA
 
-__all__ = ["COPY_JOB", "JOB_MAX_TRIES", "copy_inbound_media", "copy_job_id", "media_store_of"]
+__all__ = ["copy_inbound_media", "media_store_of"]
 
 log = get_logger(__name__)
-
-COPY_JOB = "copy_inbound_media"
-JOB_MAX_TRIES = 4
-RETRY_DEFER_S = 2.0
-
-
-def copy_job_id(row_id: uuid.UUID | str) -> str:
-    return f"media-copy:{row_id}"
 
 
 def media_store_of(deps: Any) -> MediaStore:
@@ -64,7 +56,8 @@ async def copy_inbound_media(ctx: dict[str, Any], row_id: str) -> dict[str, int]
     store = media_store_of(deps)
     media = [dict(m) for m in row.media or []]
     copied = failed = 0
-    last_try = int(ctx.get("job_try", 1)) >= JOB_MAX_TRIES
+    job_try = int(ctx.get("job_try", 1))
+    last_try = job_try >= COPY_INBOUND_MEDIA.max_tries
     for item in media:
         ref = str(item.get("ref") or "")
         if not item.get("expiring") or is_stored(ref) or item.get("unavailable"):
@@ -78,7 +71,7 @@ async def copy_inbound_media(ctx: dict[str, Any], row_id: str) -> dict[str, int]
         except MediaCopyFailed as exc:
             if exc.is_transient and not last_try:
                 log.warning("media_copy_retry", inbound_message_id=row_id, reason=exc.reason)
-                raise Retry(defer=RETRY_DEFER_S * int(ctx.get("job_try", 1))) from None
+                raise COPY_INBOUND_MEDIA.backoff.retry(job_try) from None
             failed += 1
             item.pop("expiring", None)
             item.update(ref="", unavailable=exc.reason)

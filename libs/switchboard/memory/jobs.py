@@ -1,5 +1,5 @@
 """ARQ jobs of the memory feature, on the background queue
-(:func:`switchboard.queue.worker.build_background_worker_settings`).
+(:func:`switchboard.worker.build_background_worker_settings`).
 
 ``ctx`` must hold ``resources`` (:class:`~switchboard.runtime.resources.Resources`) and ``model_gateway``
 (:class:`~switchboard.llm.router.ModelGateway`), both set in the worker's ``on_startup``.

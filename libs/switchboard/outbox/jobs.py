@@ -8,6 +8,8 @@ from typing import Any
 
 from switchboard.observability import get_logger
 from switchboard.outbox.delivery import DeliveryDeps, DeliveryScope, deliver
+from switchboard.queue.jobs import enqueue_deliver_outbox
+from switchboard.queue.keys import deliver_request_job_id
 
 __all__ = ["DELIVER_JOB_BUDGET_S", "deliver_outbox", "deliver_soon", "delivery_deps_from"]
 
@@ -75,10 +77,8 @@ async def deliver_soon(redis: Any, conversation_id: uuid.UUID, *, source: str) -
     if redis is None:
         return False
     try:
-        await redis.enqueue_job(
-            "deliver_outbox",
-            conversation_id=str(conversation_id),
-            _job_id=f"deliver:{source}:{uuid.uuid4().hex}",
+        await enqueue_deliver_outbox(
+            redis, job_id=deliver_request_job_id(source), conversation_id=conversation_id
         )
     except Exception as exc:  # noqa: BLE001 (the rows are durable; the delivery sweep sends them)
         log.warning(

@@ -14,8 +14,9 @@ id we have not stored yet is *parked* in Redis (at most :data:`PARKED_MAX_PER_AC
 account, each for :data:`PARKED_TTL_S`) and applied when the delivery loop records that id
 (:func:`take_parked`).
 
-Channels turn their webhook's statuses into :class:`DeliveryStatus` (WhatsApp:
-:func:`switchboard.channels.whatsapp.statuses.to_delivery_statuses`).
+The channel ingest queues one ``apply_delivery_statuses`` job per webhook delivery, its statuses as job
+arguments (:func:`switchboard.channels.ingest.status_to_job_arg`); :func:`to_delivery_statuses` turns them
+into :class:`DeliveryStatus` here.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from switchboard.channels.sanitize import clean_text
 from switchboard.console.live import publish_conversation_event
 from switchboard.db.models import Conversation, Outbox, OutboxStatus, utcnow
 from switchboard.observability import get_logger
@@ -40,6 +42,8 @@ from switchboard.queue.keys import parked_status_index_key, parked_status_key
 
 __all__ = [
     "STATUS_RANK",
+    "apply_delivery_statuses",
+    "to_delivery_statuses",
     "PARKED_MAX_PER_ACCOUNT",
     "PARKED_TTL_S",
     "DeliveryStatus",
@@ -319,3 +323,53 @@ async def take_parked(
     pipe.zrem(parked_status_index_key(channel, account_id), external_id)
     raw, _, _ = await pipe.execute()
     return [DeliveryStatus.from_json(item) for item in raw]
+
+
+def to_delivery_statuses(items: list[dict[str, Any]]) -> list[DeliveryStatus]:
+    """Job arguments of ``apply_delivery_statuses`` as neutral statuses (items without an id are dropped).
+
+    Strings are cleaned again (:func:`~switchboard.channels.sanitize.clean_text`): a job queued before the
+    webhook cleaned its bodies may still carry a NUL, which Postgres refuses in a query parameter.
+    """
+    out: list[DeliveryStatus] = []
+    for item in items:
+        external_id = _clean_or_none(item.get("external_id"))
+        if not external_id:
+            continue
+        code = item.get("error_code")
+        stamp = item.get("timestamp")
+        try:
+            timestamp = datetime.fromisoformat(stamp) if isinstance(stamp, str) and stamp else None
+        except ValueError:
+            timestamp = None
+        out.append(
+            DeliveryStatus(
+                account_id=_clean_or_none(item.get("account_id")) or "",
+                external_id=external_id,
+                status=(_clean_or_none(item.get("status")) or "").lower(),
+                timestamp=timestamp,
+                correlation_id=_clean_or_none(item.get("biz_opaque_callback_data")),
+                error_code=_clean_or_none(code),
+                error_title=_clean_or_none(item.get("error_title")),
+                conversation_reason=_clean_or_none(item.get("conversation_reason")),
+            )
+        )
+    return out
+
+
+def _clean_or_none(value: Any) -> str | None:
+    if value is None or isinstance(value, bool):
+        return None
+    return clean_text(str(value)) or None
+
+
+async def apply_delivery_statuses(ctx: dict[str, Any], channel: str, statuses: list[dict[str, Any]]) -> int:
+    """ARQ job: apply one webhook's delivery statuses of ``channel`` to the outbox (monotonic, see the
+    module docstring). ``statuses`` are :func:`~switchboard.channels.ingest.status_to_job_arg` dicts.
+    Returns the status changes made."""
+    deps = ctx["deps"]
+    changed = await apply_statuses(
+        deps.resources.sessions, deps.redis, channel, to_delivery_statuses(statuses)
+    )
+    log.info("delivery_statuses_applied", channel=channel, received=len(statuses), changed=changed)
+    return changed

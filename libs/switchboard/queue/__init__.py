@@ -1,7 +1,7 @@
-"""The ARQ job queues: the chat and background queues, their workers and job functions.
+"""The ARQ job queues: queue names, job keys and ids, enqueueing, leases, depth, and how a job runs.
 
-Names are imported on first use (PEP 562): channel modules import :mod:`switchboard.queue.keys`
-and must not pull in the workers (and through them the agent and the channels) at import time.
+The workers that run the jobs are assembled in :mod:`switchboard.worker`, above the domains.
+Names are imported on first use (PEP 562): channel modules import :mod:`switchboard.queue.keys`.
 """
 
 from __future__ import annotations
@@ -9,14 +9,9 @@ from __future__ import annotations
 from switchboard.lazy_imports import lazy_getattr
 
 _EXPORTS = {
-    "JOB_QUEUES": "queues",
+    "JOB_QUEUES": "jobs",
     "Queue": "queues",
     "health_check_key": "queues",
-    "WORKER_SETTINGS_BUILDERS": "worker",
-    "build_background_worker_settings": "worker",
-    "build_chat_worker_settings": "worker",
-    "worker_is_healthy": "worker",
-    "worker_main": "worker",
 }
 
 __all__ = sorted(_EXPORTS)

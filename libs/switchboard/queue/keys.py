@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 __all__ = [
     "inbound_job_id",
     "inbound_sweep_job_id",
+    "inbound_retry_job_id",
     "customer_rate_key",
     "customer_slowdown_key",
     "tenant_rate_key",
@@ -21,6 +23,13 @@ __all__ = [
     "inbound_failures_key",
     "burst_key",
     "deliver_job_id",
+    "deliver_request_job_id",
+    "copy_media_job_id",
+    "statuses_job_id",
+    "gmail_sync_job_id",
+    "ingest_job_id",
+    "sweep_job_id",
+    "SWEEP_JOB_ID_PREFIX",
     "knowledge_progress_key",
 ]
 
@@ -33,6 +42,11 @@ def inbound_job_id(row_id: uuid.UUID | str) -> str:
 def inbound_sweep_job_id(row_id: uuid.UUID | str, attempt: int) -> str:
     """Job id the sweeper uses to re-enqueue a row after ``attempt`` processing attempts."""
     return f"inbound:{row_id}:sweep:{attempt}"
+
+
+def inbound_retry_job_id(row_id: uuid.UUID | str) -> str:
+    """Job id of a retry an operator asked for (unique: every request runs)."""
+    return f"inbound:{row_id}:retry:{uuid.uuid4().hex[:12]}"
 
 
 def customer_rate_key(tenant_id: uuid.UUID | str, customer_id: uuid.UUID | str) -> str:
@@ -112,3 +126,38 @@ def deliver_job_id(scope_id: uuid.UUID | str | None, defer_s: float) -> str:
 def knowledge_progress_key(source_id: uuid.UUID | str) -> str:
     """Progress of the running ingestion of one knowledge source (JSON ``{"stage", "done", "total"}``)."""
     return f"kb:progress:{source_id}"
+
+
+def deliver_request_job_id(source: str) -> str:
+    """Job id of a ``deliver_outbox`` run someone asked for now (``source``: ``console``, ``retry``...):
+    unique, so every request runs."""
+    return f"deliver:{source}:{uuid.uuid4().hex}"
+
+
+def copy_media_job_id(row_id: uuid.UUID | str) -> str:
+    """Job id of ``copy_inbound_media`` for one stored inbound row."""
+    return f"media-copy:{row_id}"
+
+
+def statuses_job_id(channel: str, digest: str) -> str:
+    """Job id of ``apply_delivery_statuses`` for one webhook delivery (``digest`` of its statuses)."""
+    return f"statuses:{channel}:{digest}"
+
+
+def gmail_sync_job_id(account_id: uuid.UUID | str, key: str) -> str:
+    """Job id of one mailbox sync; ``key`` (a Pub/Sub message id, a poll tick) makes it idempotent."""
+    return f"gmail-sync:{account_id}:{key}"
+
+
+def ingest_job_id(source_id: uuid.UUID | str, content_hash: str, updated_at: datetime) -> str:
+    """Job id of one knowledge ingestion request: a double submit of the same request enqueues once, a
+    re-index (a newer ``updated_at``) enqueues again."""
+    return f"kb-ingest:{source_id}:{content_hash[:16]}:{int(updated_at.timestamp() * 1000)}"
+
+
+SWEEP_JOB_ID_PREFIX = "cron:"
+
+
+def sweep_job_id(name: str) -> str:
+    """The one ARQ job id every run of the cron job ``name`` gets (:func:`switchboard.queue.running.sweep_cron`)."""
+    return f"{SWEEP_JOB_ID_PREFIX}{name}"

@@ -17,13 +17,11 @@ ingest's ``process_inbound`` and ``apply_delivery_statuses``, every pool opened 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from enum import StrEnum
-from types import MappingProxyType
 
 from arq.constants import default_queue_name, health_check_key_suffix
 
-__all__ = ["Queue", "JOB_QUEUES", "health_check_key"]
+__all__ = ["Queue", "health_check_key"]
 
 
 class Queue(StrEnum):
@@ -34,30 +32,6 @@ class Queue(StrEnum):
     background = f"{default_queue_name}:background"
     """Knowledge ingestion, memory summaries, the inbound sweeper, Gmail mailbox syncs and polls, event
     webhook deliveries (the tenant's own systems, never a customer)."""
-
-
-JOB_QUEUES: Mapping[str, Queue] = MappingProxyType(
-    {
-        "ping": Queue.chat,
-        "process_inbound": Queue.chat,
-        "apply_delivery_statuses": Queue.chat,
-        "apply_whatsapp_statuses": Queue.chat,
-        "deliver_outbox": Queue.chat,
-        "copy_inbound_media": Queue.chat,
-        "deliver_outbox_sweep": Queue.chat,
-        "approvals_sweep": Queue.chat,
-        "ingest_knowledge_source": Queue.background,
-        "summarize_memory": Queue.background,
-        "memory_sweep": Queue.background,
-        "sweep_inbound": Queue.background,
-        "sync_gmail_mailbox": Queue.background,
-        "poll_gmail_mailboxes": Queue.background,
-        "deliver_events": Queue.background,
-        "prune_events": Queue.background,
-        "knowledge_vector_indexes": Queue.background,
-    }
-)
-"""Every job and cron job by name, and the queue (worker) it belongs to."""
 
 
 def health_check_key(queue: Queue) -> str:

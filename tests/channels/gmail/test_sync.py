@@ -162,7 +162,10 @@ async def test_a_poll_that_finds_nothing_due_logs_nothing_at_info(
     import logging
     from types import SimpleNamespace
 
-    from switchboard.channels.gmail.jobs import POLL_JOB, poll_gmail_mailboxes
+    from switchboard.channels.gmail.jobs import poll_gmail_mailboxes
+    from switchboard.queue.jobs import POLL_GMAIL_MAILBOXES
+
+    POLL_JOB = POLL_GMAIL_MAILBOXES.name
     from switchboard.observability.logs import configure_logging, quiet_idle_cron_jobs
 
     ctx = {

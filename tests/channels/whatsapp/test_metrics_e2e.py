@@ -9,7 +9,8 @@ import asyncio
 import httpx
 from arq.connections import create_pool
 from prometheus_client.parser import text_string_to_metric_families
-from switchboard.queue import WORKER_SETTINGS_BUILDERS, Queue
+from switchboard.queue import Queue
+from switchboard.worker import WORKER_SETTINGS_BUILDERS
 
 from tests.utils.agent import text, tool_calls
 from tests.utils.net import free_port

@@ -17,7 +17,6 @@ from datetime import timedelta
 from typing import Any
 
 from arq.connections import ArqRedis
-from arq.worker import Retry
 from sqlmodel import select
 
 from switchboard.channels.gmail.channel import GmailChannel
@@ -25,12 +24,10 @@ from switchboard.channels.gmail.client import GmailApiError, OAuthError
 from switchboard.channels.gmail.oauth import MailboxNeedsReauth
 from switchboard.channels.gmail.sync import sync_mailbox
 from switchboard.db.models import GmailMailbox, MailboxStatus, utcnow
-from switchboard.observability import get_logger, tracing
-from switchboard.queue.queues import Queue
+from switchboard.observability import get_logger
+from switchboard.queue.jobs import SYNC_GMAIL_MAILBOX, enqueue_gmail_sync
 
 __all__ = [
-    "SYNC_JOB",
-    "POLL_JOB",
     "enqueue_sync",
     "poll_gmail_mailboxes",
     "renew_watch",
@@ -39,8 +36,6 @@ __all__ = [
 
 log = get_logger(__name__)
 
-SYNC_JOB = "sync_gmail_mailbox"
-POLL_JOB = "poll_gmail_mailboxes"
 SYNC_LOCK_S = 120
 """The per-mailbox sync lock's lifetime (seconds): longer than one sync's job timeout."""
 
@@ -54,12 +49,7 @@ async def enqueue_sync(
 ) -> bool:
     """Enqueue a sync of one mailbox on the background queue; ``key`` makes it idempotent (a Pub/Sub
     message id, a poll tick). Returns ``False`` when that job exists already."""
-    job = await redis.enqueue_job(
-        SYNC_JOB, str(account_id), reason,
-        _job_id=f"gmail-sync:{account_id}:{key or uuid.uuid4().hex}", _queue_name=Queue.background.value,
-        **tracing.job_trace_kwargs(),
-    )  # fmt: skip
-    return job is not None
+    return await enqueue_gmail_sync(redis, account_id, reason, key=key or uuid.uuid4().hex)
 
 
 def _channel(ctx: dict[str, Any]) -> GmailChannel:
@@ -78,7 +68,7 @@ async def sync_gmail_mailbox(ctx: dict[str, Any], account_id: str, reason: str =
     redis: ArqRedis = deps.redis
     token = uuid.uuid4().hex
     if not await redis.set(_lock_key(account_id), token, nx=True, ex=SYNC_LOCK_S):
-        raise Retry(defer=2)
+        raise SYNC_GMAIL_MAILBOX.backoff.retry(int(ctx.get("job_try", 1)))
     try:
         report = await sync_mailbox(
             channel=_channel(ctx), sessions=deps.resources.sessions, redis=redis, http=deps.http,

@@ -16,7 +16,7 @@ nothing else changes.
 The role is created if missing (``NOLOGIN``; roles are cluster-wide, so it may exist already) and
 granted to the migrating user when that user is not a superuser (``SET ROLE`` needs membership).
 A table created by a later migration that has ``tenant_id`` must call the same steps
-(``tests/test_rls.py`` fails for a tenant table without them).
+(``tests/db/test_rls.py`` fails for a tenant table without them).
 """
 
 from collections.abc import Sequence

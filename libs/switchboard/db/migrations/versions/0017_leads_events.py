@@ -8,7 +8,7 @@ Create Date: 2026-12-01 15:50:00
 of the after-turn intent check has the idempotency key ``intent:<conversation id>``, so the existing
 unique ``(tenant_id, idempotency_key)`` records it once per conversation. New tenant tables
 ``webhook_endpoints``, ``event_outbox`` and ``webhook_deliveries`` get the tool role's row-level
-security policy of 0012 (``tests/test_rls.py``).
+security policy of 0012 (``tests/db/test_rls.py``).
 """
 
 from collections.abc import Sequence

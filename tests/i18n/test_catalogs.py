@@ -13,7 +13,7 @@ from switchboard.i18n import LOCALE_DIR, gettext, negotiate_language, normalize_
 from switchboard.i18n.jinja import install_i18n, use_language
 from switchboard.tenant_settings import localized_defaults, tenant_settings_from
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _catalog(lang: str):  # type: ignore[no-untyped-def]

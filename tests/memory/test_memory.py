@@ -1,6 +1,6 @@
 """Memory across conversations: written on close (job), merged and bounded, injected next time; returning flag.
 
-What a poisoned memory or profile cannot do: tests/agent/test_memory_poisoning.py."""
+What a poisoned memory or profile cannot do: tests/memory/test_memory_poisoning.py."""
 
 from __future__ import annotations
 

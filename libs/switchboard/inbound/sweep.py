@@ -1,4 +1,4 @@
-"""Background jobs around the inbound queue: status updates and the sweeper (dead-letter included)."""
+"""The inbound sweeper: stored inbound rows whose job was lost are queued again, or dead-lettered."""
 
 from __future__ import annotations
 
@@ -9,42 +9,17 @@ from sqlalchemy import case, func, literal, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import select
 
-from switchboard.channels.ingest import enqueue_inbound, to_delivery_statuses
-from switchboard.channels.whatsapp.statuses import conversation_block_reason
 from switchboard.db.models import InboundState, Message, utcnow
 from switchboard.observability import get_logger
-from switchboard.outbox.statuses import apply_statuses
+from switchboard.queue.jobs import enqueue_process_inbound
 from switchboard.queue.keys import inbound_job_id, inbound_sweep_job_id
 
-__all__ = ["apply_delivery_statuses", "apply_whatsapp_statuses", "sweep_inbound", "SWEEP_BATCH"]
+__all__ = ["SWEEP_BATCH", "sweep_inbound"]
 
 log = get_logger(__name__)
 
 SWEEP_BATCH = 500
 """Rows looked at per sweeper run (oldest first)."""
-
-
-async def apply_delivery_statuses(ctx: dict[str, Any], channel: str, statuses: list[dict[str, Any]]) -> int:
-    """ARQ job: apply one webhook's delivery statuses of ``channel`` to the outbox (monotonic, see
-    :mod:`switchboard.outbox.statuses`). ``statuses`` are
-    :func:`~switchboard.channels.ingest.status_to_job_arg` dicts. Returns the status changes made."""
-    deps = ctx["deps"]
-    changed = await apply_statuses(
-        deps.resources.sessions, deps.redis, channel, to_delivery_statuses(statuses)
-    )
-    log.info("delivery_statuses_applied", channel=channel, received=len(statuses), changed=changed)
-    return changed
-
-
-async def apply_whatsapp_statuses(ctx: dict[str, Any], statuses: list[dict[str, Any]]) -> int:
-    """ARQ job of releases before the shared ingest (jobs still queued at an upgrade): WhatsApp statuses
-    without ``conversation_reason``, which is derived here from the error code."""
-    for item in statuses:
-        code = item.get("error_code")
-        item.setdefault(
-            "conversation_reason", conversation_block_reason(code if isinstance(code, int) else None)
-        )
-    return await apply_delivery_statuses(ctx, "whatsapp", statuses)
 
 
 def _sweeps_of(raw: Any) -> int:
@@ -128,7 +103,7 @@ async def sweep_inbound(ctx: dict[str, Any]) -> dict[str, int]:
                 .where(Message.id == row_id)
                 .values(raw=_as_object(Message.raw).op("||")(literal({"sweeps": sweeps + 1}, JSONB)))
             )
-        await enqueue_inbound(deps.redis, row_id, job_id=inbound_sweep_job_id(row_id, sweeps + 1))
+        await enqueue_process_inbound(deps.redis, row_id, job_id=inbound_sweep_job_id(row_id, sweeps + 1))
         counts["requeued"] += 1
         log.warning(
             "inbound_requeued_by_sweeper",

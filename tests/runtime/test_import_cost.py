@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from switchboard.settings import Settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 _START_HTTP_SERVICE = """
 import asyncio, importlib, json, sys
@@ -38,7 +38,8 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "litellm"))
 _START_WORKER = """
 import asyncio, importlib, json, sys
 from arq.connections import create_pool
-from switchboard.queue import WORKER_SETTINGS_BUILDERS, Queue
+from switchboard.queue import Queue
+from switchboard.worker import WORKER_SETTINGS_BUILDERS
 from switchboard.settings import load_settings
 
 importlib.import_module("services.{service}.main")
