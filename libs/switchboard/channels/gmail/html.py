@@ -206,8 +206,20 @@ def _font_px(found: dict[str, Value], parent_px: float) -> float:
     return max(px, 0.0) if px is not None else parent_px
 
 
+def _smallest_scale(a: float, b: float, c: float, d: float) -> float:
+    """The smallest singular value of the 2-D linear map ``[[a, c], [b, d]]``: how much it shrinks text
+    in its most squashed direction."""
+    total = a * a + b * b + c * c + d * d
+    det = a * d - b * c
+    return math.sqrt(max(total - math.sqrt(max(total * total - 4 * det * det, 0.0)), 0.0) / 2)
+
+
 def _transform_scale(found: dict[str, Value], font_px: float) -> tuple[float, float]:
-    """``(scale factor, most negative offset in px)`` of ``transform``, ``scale``, ``translate`` and ``zoom``."""
+    """``(scale factor, most negative offset in px)`` of ``transform``, ``scale``, ``translate`` and ``zoom``.
+
+    The factor is how much text shrinks in its most squashed direction (``scaleX(0.1)`` squashes
+    glyphs to a tenth of their width: unreadable whatever their height).
+    """
     factor, offset = 1.0, 0.0
 
     def length(node: tinycss2.ast.Node) -> float:
@@ -217,24 +229,16 @@ def _transform_scale(found: dict[str, Value], font_px: float) -> tuple[float, fl
         if not isinstance(node, tinycss2.ast.FunctionBlock):
             continue
         name, arguments = node.lower_name, _flat_arguments(node)
-        numbers = [_number(a) for a in arguments]
-        if name in ("scale", "scalex", "scaley", "scale3d") and numbers and None not in numbers:
-            known = [n for n in numbers if n is not None]
-            if name == "scale":
-                known = known[:2] if len(known) > 1 else known * 2
-            elif name == "scale3d":
-                known = known[:2]
-            factor *= math.sqrt(abs(math.prod(known))) if name in ("scale", "scale3d") else abs(known[0])
-        elif name in ("matrix", "matrix3d") and numbers and None not in numbers:
-            known = [n for n in numbers if n is not None]
-            a, b, c, d = (
-                (known[0], known[1], known[2], known[3])
-                if name == "matrix"
-                else (known[0], known[1], known[4], known[5])
-                if len(known) >= 6
-                else (1.0, 0.0, 0.0, 1.0)
-            )
-            factor *= math.sqrt(abs(a * d - b * c))
+        numbers = [n for n in (_number(a) for a in arguments) if n is not None]
+        known = len(numbers) == len(arguments) and bool(numbers)
+        if name in ("scale", "scale3d") and known:
+            factor *= min(abs(numbers[0]), abs(numbers[1] if len(numbers) > 1 else numbers[0]))
+        elif name in ("scalex", "scaley") and known:
+            factor *= abs(numbers[0])
+        elif name == "matrix" and known and len(numbers) == 6:
+            factor *= _smallest_scale(*numbers[:4])
+        elif name == "matrix3d" and known and len(numbers) == 16:
+            factor *= _smallest_scale(numbers[0], numbers[1], numbers[4], numbers[5])
         elif name in ("rotatex", "rotatey") and arguments:
             cos = _angle_cos(arguments[0])
             factor *= abs(cos) if cos is not None else 1.0
@@ -242,10 +246,9 @@ def _transform_scale(found: dict[str, Value], font_px: float) -> tuple[float, fl
             offset = min([offset, *(length(a) for a in arguments[:2])])
     scale = found.get("scale") or []
     if scale and _ident(scale) is None:
-        numbers = [_number(n) for n in scale]
-        if None not in numbers:
-            known = [n for n in numbers if n is not None][:2]
-            factor *= math.sqrt(abs(math.prod(known if len(known) > 1 else known * 2)))
+        numbers = [n for n in (_number(node) for node in scale) if n is not None]
+        if numbers and len(numbers) == len(scale):
+            factor *= min(abs(n) for n in numbers[:2])
     for node in found.get("translate") or []:
         offset = min(offset, length(node))
     zoom = found.get("zoom")
