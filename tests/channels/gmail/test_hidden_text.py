@@ -59,6 +59,22 @@ FIXED = {
     "opacity:0": f"<p>Hi</p><div style='opacity:0'>{SECRET}</div>",
     "max-height:0": f"<p>Hi</p><div style='max-height:0'>{SECRET}</div>",
     "hidden attribute": f"<p>Hi</p><div hidden>{SECRET}</div>",
+    "custom property": f"<style>:root{{--ink:#fff}}</style><p>Hi</p><p style='color:var(--ink)'>{SECRET}</p>",
+    "custom property fallback": f"<p>Hi</p><p style='font-size:var(--none, 0px)'>{SECRET}</p>",
+    "hwb()": f"<p>Hi</p><p style='color:hwb(0 100% 0%)'>{SECRET}</p>",
+    "8-digit hex with alpha 0": f"<p>Hi</p><p style='color:#00000000'>{SECRET}</p>",
+    "!important colour rule": f"<style>.x{{color:#fff!important}}</style><p>Hi</p><p class=x style='color:#000'>{SECRET}</p>",
+    "attribute selector rule": f"<style>p[data-x]{{visibility:hidden}}</style><p>Hi</p><p data-x>{SECRET}</p>",
+    "style element for screens": f"<style media='screen'>.x{{opacity:0}}</style><p>Hi</p><p class=x>{SECRET}</p>",
+    "skewX(90deg)": f"<p>Hi</p><p style='transform:skewX(90deg)'>{SECRET}</p>",
+    "translate() off-screen": f"<p>Hi</p><p style='transform:translate(-9999px, 0)'>{SECRET}</p>",
+    "positioned far right": f"<p>Hi</p><p style='position:absolute;right:9999px'>{SECRET}</p>",
+    "positive text-indent": f"<p>Hi</p><p style='text-indent:100%;white-space:nowrap;overflow:hidden'>{SECRET}</p>",
+    "filter blur()": f"<p>Hi</p><p style='filter:blur(12px)'>{SECRET}</p>",
+    "clip-path url()": f"<p>Hi</p><p style='clip-path:url(#none)'>{SECRET}</p>",
+    "clip-path rect()": f"<p>Hi</p><p style='clip-path:rect(0 0 0 0)'>{SECRET}</p>",
+    "line-height 0 with overflow hidden": f"<p>Hi</p><p style='line-height:0;overflow:hidden'>{SECRET}</p>",
+    "text in an Outlook-only comment": f"<body><!--[if mso]><p>{SECRET}</p><![endif]--><p>Hi</p></body>",
 }
 
 
@@ -92,6 +108,16 @@ def test_visible_parts_inside_hiding_parents_survive() -> None:
         assert shown in clean.text
     assert "hidden gap" not in clean.text and "gone" not in clean.text
     assert clean.hidden_text == "hidden gap gone"
+
+
+def test_markup_only_comments_hide_no_text() -> None:
+    html = (
+        "<html><head><style media='print'>.x{display:none}</style></head><body><!--StartFragment-->"
+        "<!--[if gte mso 9]><xml><o:OfficeDocumentSettings><o:AllowPNG/></o:OfficeDocumentSettings></xml>"
+        "<![endif]--><p class='x'>Hello, my order is late.</p><!--EndFragment--></body></html>"
+    )
+    clean = _clean(html)
+    assert (clean.text, clean.hidden_text) == ("Hello, my order is late.", "")
 
 
 def test_a_linked_stylesheet_is_never_read(tmp_path: Path) -> None:
@@ -166,11 +192,14 @@ def _css_colour(rgb: tuple[int, int, int], syntax: str, alpha: float = 1.0) -> s
         return f"rgb({r} {g} {b} / {alpha})"
     if syntax == "rgb-percent":
         return f"rgb({r / 2.55:.4f}% {g / 2.55:.4f}% {b / 2.55:.4f}% / {alpha * 100}%)"
+    if syntax == "hwb":
+        hue = colorsys.rgb_to_hsv(r / 255, g / 255, b / 255)[0]
+        return f"hwb({hue * 360:.4f} {min(rgb) / 2.55:.4f}% {100 - max(rgb) / 2.55:.4f}% / {alpha})"
     h, lightness, s = colorsys.rgb_to_hls(r / 255, g / 255, b / 255)
     return f"hsl({h * 360:.4f}deg {s * 100:.4f}% {lightness * 100:.4f}% / {alpha})"
 
 
-SYNTAXES = ["hex", "rgb-commas", "rgb-spaces", "rgb-percent", "hsl"]
+SYNTAXES = ["hex", "rgb-commas", "rgb-spaces", "rgb-percent", "hsl", "hwb"]
 channel = st.integers(0, 255)
 rgbs = st.tuples(channel, channel, channel)
 
@@ -195,7 +224,7 @@ def hiding(draw: st.DrawFn, background: tuple[int, int, int]) -> str:
     """CSS declarations that hide text on ``background``."""
     technique = draw(st.sampled_from(
         ["near colour", "transparent", "font size", "font shorthand", "display", "visibility", "opacity",
-         "max-height", "tiny box", "off-screen", "scale", "clip-path", "clip"]))  # fmt: skip
+         "max-height", "tiny box", "off-screen", "scale", "clip-path", "clip", "blur"]))  # fmt: skip
     syntax = draw(st.sampled_from(SYNTAXES))
     if technique == "near colour":
         near = tuple(min(255, max(0, c + draw(st.integers(-3, 3)))) for c in background)
@@ -219,13 +248,17 @@ def hiding(draw: st.DrawFn, background: tuple[int, int, int]) -> str:
         side = draw(st.sampled_from(["width", "height"]))
         return f"{side}: {draw(st.floats(0, 1.9, allow_nan=False)):.2f}px; overflow: {draw(st.sampled_from(['hidden', 'clip']))}"
     if technique == "off-screen":
-        side = draw(st.sampled_from(["left", "top", "margin-left", "text-indent"]))
-        far = draw(st.sampled_from(["-9999px", "-100em", "-5000pt", "-2000px"]))
-        return f"position: absolute; {side}: {far}"
+        side = draw(st.sampled_from(["left", "top", "margin-left", "margin-top", "text-indent"]))
+        far = draw(st.sampled_from(["-9999px", "-100em", "-5000pt", "-2000px", "-100vw", "-200%"]))
+        return draw(st.sampled_from([f"position: absolute; {side}: {far}", f"transform: translateX({far})",
+                                     f"position: fixed; right: {far[1:]}", f"margin: {far} 0 0 0"]))  # fmt: skip
+    if technique == "blur":
+        return f"filter: blur({draw(st.sampled_from(['4px', '10px', '1em', '0.5em']))})"
     if technique == "scale":
         factor = draw(st.floats(0, 0.2, allow_nan=False))
         return draw(st.sampled_from([f"transform: scale({factor:.3f})", f"transform: scale({factor:.3f}, 1) rotate(2deg)",
-                                     "transform: scaleY(0)", f"scale: {factor:.3f}"]))  # fmt: skip
+                                     "transform: scaleY(0)", f"scale: {factor:.3f}", "transform: skewX(90deg)",
+                                     f"zoom: {factor:.3f}", "transform: rotateX(90deg)"]))  # fmt: skip
     if technique == "clip-path":
         return draw(st.sampled_from(["clip-path: inset(50%)", "clip-path: inset(0 0 100% 0)",
                                      "clip-path: circle(0)", "clip-path: polygon(0 0, 0 0, 0 0)"]))  # fmt: skip
@@ -253,6 +286,11 @@ def mails(draw: st.DrawFn) -> str:
     background, setter = draw(backgrounds())
     hide = draw(hiding(background))
     show = draw(visible(background))
+    if draw(st.booleans()):  # through custom properties: --v0: value; property: var(--v0)
+        declarations = [d.partition(":") for d in hide.split(";") if d.strip()]
+        hide = "; ".join(
+            f"--v{i}: {v.strip()}; {n.strip()}: var(--v{i})" for i, (n, _, v) in enumerate(declarations)
+        )
     where = draw(st.sampled_from(["inline", "class", "id", "media"]))
     if where == "inline":
         sheet, hidden_attr, shown_attr = "", f'style="{hide}"', f'style="{show}"'

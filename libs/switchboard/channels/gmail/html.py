@@ -5,23 +5,27 @@ Order matters:
 1. :func:`remove_hidden` drops what a reader of the mail never sees but a model would. It works on
    the style each element ends up with, as a mail client computes it: the mail's ``<style>`` rules
    (``@media`` blocks included, print-only ones left out) are inlined into ``style`` attributes with
-   css-inline (never loading a linked stylesheet), every declaration is read with tinycss2, and
-   colour, visibility, font size, opacity and scale are carried down the tree. Removed:
+   css-inline (never loading a linked stylesheet), every declaration is read with tinycss2
+   (custom properties and ``var()`` resolved), and colour, visibility, font size, opacity and scale
+   are carried down the tree. Removed:
 
-   * HTML comments, ``<script>``/``<style>``/``<head>``/``<template>``/``<noscript>``/``<iframe>``…;
+   * the words of HTML comments (Outlook's conditional markup and clipboard markers are no words),
+     ``<script>``/``<style>``/``<head>``/``<template>``/``<noscript>``/``<iframe>``…;
    * elements with the ``hidden`` attribute or ``aria-hidden="true"``, ``display:none``,
-     ``content-visibility:hidden``;
-   * boxes that show nothing: ``max-height``/``max-width`` of 0, a width or height under
-     :data:`TINY_BOX_PX` with ``overflow`` hidden, ``clip: rect()`` of that size, a ``clip-path``
-     that leaves no area, anything moved :data:`OFFSCREEN_PX` or more off the top or left
-     (``left``/``top``/``right``/``bottom``, margins, ``text-indent``, ``translate``);
+     ``content-visibility:hidden``, ``filter: blur()`` of :data:`BLUR_PX` or more;
+   * boxes that show nothing: ``max-height``/``max-width`` of 0, a width, height or line height
+     under :data:`TINY_BOX_PX` with ``overflow`` hidden, ``clip: rect()`` of that size, a
+     ``clip-path`` that leaves no area (or cannot be measured: ``url()``, ``path()``), anything
+     moved :data:`OFFSCREEN_PX` or more off the top or left (``left``/``top``, margins, ``inset``,
+     ``text-indent`` either way, ``translate``), or positioned that far by ``right``/``bottom``;
    * text that cannot be read: ``visibility:hidden`` (a child may set ``visible`` again), text
      smaller than :data:`MIN_VISIBLE_FONT_PX` once font size (any unit, ``font`` shorthand,
-     ``calc()``), ``transform: scale()``/``matrix()``/``rotateX(90deg)``, ``scale`` and ``zoom``
-     are applied, and text whose colour contrasts less than :data:`MIN_CONTRAST` with the
-     background it is painted on (WCAG 2.2 contrast ratio; the nearest background colour or
-     gradient of the element or an ancestor, white by default; alpha, ``opacity`` and
-     ``filter: opacity()`` blended in).
+     ``calc()``), ``transform`` (``scale()``, ``matrix()``, ``skew()``, ``rotateX(90deg)``…),
+     ``scale`` and ``zoom`` are applied (in the direction they squash most), and text whose colour
+     contrasts less than :data:`MIN_CONTRAST` with the background it is painted on (WCAG 2.2
+     contrast ratio; the nearest background colour or gradient of the element or an ancestor,
+     white by default; alpha, ``opacity``, ``filter: opacity()`` and ``-webkit-text-fill-color``
+     taken into account).
 
    It runs on lxml's tree **before** nh3, because nh3 drops the ``style`` attributes these rules read.
 2. nh3 (the Ammonia sanitiser) keeps only structural tags and no attributes.
@@ -33,6 +37,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import css_inline
@@ -76,6 +81,10 @@ MIN_CONTRAST = 1.5
 ``#fefefe`` on white is 1.01, ``#cccccc`` on white 1.6, black on white 21)."""
 OFFSCREEN_PX = 500.0
 """Moved this far (px) off the top or left of the mail, text is off-screen."""
+FAR_PX = 2000.0
+"""A positioned element moved this far (px) right or down is past any mail window."""
+BLUR_PX = 4.0
+"""``filter: blur()`` of this radius (px) or more makes text unreadable."""
 TINY_BOX_PX = 2.0
 """A box narrower or lower than this (px) that clips its overflow shows nothing."""
 _WHITE: RGB = (1.0, 1.0, 1.0)
@@ -84,8 +93,9 @@ _FONT_KEYWORDS_PX = {"xx-small": 9.0, "x-small": 10.0, "small": 13.0, "medium": 
                      "x-large": 24.0, "xx-large": 32.0, "xxx-large": 48.0}  # fmt: skip
 _CLIPPING = {"hidden", "clip", "scroll", "auto"}
 _GROUPING_AT_RULES = {"media", "supports", "layer", "container", "document", "-moz-document"}
-_OFFSCREEN_PROPERTIES = ("left", "top", "right", "bottom", "margin-left", "margin-top", "margin-right",
-                         "text-indent", "inset-inline-start", "inset-block-start")  # fmt: skip
+_LEADING_OFFSETS = ("left", "top", "margin-left", "margin-top", "text-indent", "inset-inline-start",
+                    "inset-block-start")  # fmt: skip
+_TRAILING_OFFSETS = ("right", "bottom", "inset-inline-end", "inset-block-end")
 
 
 @dataclass(frozen=True)
@@ -115,6 +125,8 @@ class _Paint:
     scale: float = 1.0
     """Product of the ``transform``/``scale``/``zoom`` factors of the element and its ancestors."""
     visible: bool = True
+    variables: Mapping[str, str] = field(default_factory=dict)
+    """Custom properties (``--name``) in scope, as CSS text."""
 
     def on_screen(self, colour: RGB) -> RGB:
         r, g, b = (self.group_scale * colour[i] + self.group_offset[i] for i in range(3))
@@ -166,13 +178,14 @@ def _flat_arguments(function: tinycss2.ast.FunctionBlock) -> Value:
     return [node for part in _arguments(function) for node in part]
 
 
-def _angle_cos(node: tinycss2.ast.Node) -> float | None:
+def _angle(node: tinycss2.ast.Node) -> float | None:
+    """An angle in radians (``deg``, ``grad``, ``rad``, ``turn``, or a bare 0)."""
     if isinstance(node, tinycss2.ast.DimensionToken):
         per_turn = {"deg": 360.0, "grad": 400.0, "rad": 2 * math.pi, "turn": 1.0}.get(node.lower_unit)
         if per_turn is not None:
-            return math.cos(2 * math.pi * float(node.value) / per_turn)
+            return 2 * math.pi * float(node.value) / per_turn
     if isinstance(node, tinycss2.ast.NumberToken) and node.value == 0:
-        return 1.0
+        return 0.0
     return None
 
 
@@ -240,8 +253,14 @@ def _transform_scale(found: dict[str, Value], font_px: float) -> tuple[float, fl
         elif name == "matrix3d" and known and len(numbers) == 16:
             factor *= _smallest_scale(numbers[0], numbers[1], numbers[4], numbers[5])
         elif name in ("rotatex", "rotatey") and arguments:
-            cos = _angle_cos(arguments[0])
-            factor *= abs(cos) if cos is not None else 1.0
+            angle = _angle(arguments[0])
+            factor *= abs(math.cos(angle)) if angle is not None else 1.0
+        elif name in ("skew", "skewx", "skewy") and arguments:
+            angles = [_angle(a) for a in arguments[:2]]
+            if None not in angles:
+                first, second = (math.tan(a or 0.0) for a in [*angles, 0.0][:2])
+                tan_x, tan_y = (second, first) if name == "skewy" else (first, second)
+                factor *= _smallest_scale(1.0, tan_y, tan_x, 1.0)
         elif name in ("translate", "translatex", "translatey", "translate3d"):
             offset = min([offset, *(length(a) for a in arguments[:2])])
     scale = found.get("scale") or []
@@ -264,18 +283,39 @@ def _length(found: dict[str, Value], name: str, font_px: float) -> float | None:
     return length_px(value[0], font_px=font_px, percent_of_px=VIEWPORT_PX[0]) if value else None
 
 
+def _sides(values: Value) -> list[tinycss2.ast.Node | None]:
+    """A box shorthand of 1 to 4 values (``margin``, ``inset``) as ``[top, right, bottom, left]``."""
+    v = values[:4]
+    if not v:
+        return [None, None, None, None]
+    top, right = v[0], v[1] if len(v) > 1 else v[0]
+    return [top, right, v[2] if len(v) > 2 else top, v[3] if len(v) > 3 else right]
+
+
 def _offscreen(found: dict[str, Value], font_px: float, translate_px: float) -> bool:
-    offsets = [_length(found, name, font_px) for name in _OFFSCREEN_PROPERTIES]
-    for shorthand, sides in (("margin", (0, 3)), ("inset", (0, 3))):
-        values = found.get(shorthand) or []
-        for index in sides:
-            if values:
-                node = values[min(index, len(values) - 1)] if index == 0 or len(values) < 4 else values[index]
-                if index == 3 and len(values) in (2, 3):
-                    node = values[1]
-                offsets.append(length_px(node, font_px=font_px, percent_of_px=VIEWPORT_PX[0]))
-    offsets.append(translate_px)
-    return any(offset is not None and offset <= -OFFSCREEN_PX for offset in offsets)
+    """Whether the element is moved out of the mail window (far up or left, or positioned far away)."""
+
+    def px(node: tinycss2.ast.Node | None) -> float | None:
+        return length_px(node, font_px=font_px, percent_of_px=VIEWPORT_PX[0]) if node is not None else None
+
+    def first(name: str) -> tinycss2.ast.Node | None:
+        return (found.get(name) or [None])[0]
+
+    margin, inset = _sides(found.get("margin") or []), _sides(found.get("inset") or [])
+    leading = [first(n) for n in _LEADING_OFFSETS] + [margin[0], margin[3], inset[0], inset[3]]
+    trailing = [first(n) for n in _TRAILING_OFFSETS] + [inset[1], inset[2]]
+    near = [o for o in (px(n) for n in leading) if o is not None] + [translate_px]
+    if any(o <= -OFFSCREEN_PX for o in near):
+        return True
+    indent = px(first("text-indent"))
+    if indent is not None and abs(indent) >= OFFSCREEN_PX:
+        return True  # pushed past either edge of its line
+    if _ident(found.get("position")) in ("absolute", "fixed"):
+        if any(o is not None and abs(o) >= OFFSCREEN_PX for o in (px(n) for n in trailing)):
+            return True  # right/bottom move it the other way: far either way leaves the window
+        if any(o >= FAR_PX for o in near):
+            return True
+    return False
 
 
 def _tiny_box(found: dict[str, Value], font_px: float) -> str | None:
@@ -311,6 +351,8 @@ def _clipped(found: dict[str, Value], font_px: float) -> str | None:
     path = found.get("clip-path") or []
     if not path or _ident(path) in ("none", "initial", "unset", "inherit", "revert"):
         return None
+    if any(isinstance(n, tinycss2.ast.URLToken) for n in path):
+        return "clip-path"  # a shape defined elsewhere cannot be measured: treated as clipping
     shape = next((n for n in path if isinstance(n, tinycss2.ast.FunctionBlock)), None)
     if shape is None:
         return None  # a box keyword alone (border-box…) clips nothing
@@ -370,7 +412,18 @@ def _shape_shows(shape: tinycss2.ast.FunctionBlock, font_px: float) -> bool:
             sum(x1 * y2 - x2 * y1 for (x1, y1), (x2, y2) in zip(points, points[1:] + points[:1], strict=True))
         )
         return area / 2 >= 1.0
-    return name in ("rect", "xywh")  # other shapes (path(), url()) cannot be measured: treated as clipping
+    if name in ("rect", "xywh"):
+        edges = [None if _ident([n]) == "auto" else length_px(n, font_px=font_px, percent_of_px=100.0)
+                 for n in nodes if _ident([n]) != "round"][:4]  # fmt: skip
+        if len(edges) < 4:
+            return True
+        if name == "xywh":
+            return all(e is not None and e >= TINY_BOX_PX / 2 for e in edges[2:])
+        top, right, bottom, left = edges
+        height = (bottom if bottom is not None else math.inf) - (top or 0.0)
+        width = (right if right is not None else math.inf) - (left or 0.0)
+        return height >= TINY_BOX_PX / 2 and width >= TINY_BOX_PX / 2
+    return False  # other shapes (path(), url()) cannot be measured: treated as clipping
 
 
 def _background(found: dict[str, Value], paint: _Paint) -> RGB:
@@ -395,6 +448,38 @@ def _background(found: dict[str, Value], paint: _Paint) -> RGB:
     return backdrop
 
 
+def _spaced(value: Value) -> str:
+    return " ".join(tinycss2.serialize([node]) for node in value)
+
+
+def _substitute(text: str, variables: Mapping[str, str], depth: int = 0) -> str:
+    """``text`` with every ``var(--name, fallback)`` replaced (nested ones too, at most 8 deep)."""
+    out, index, lower = [], 0, text.lower()
+    while (start := lower.find("var(", index)) >= 0:
+        out.append(text[index:start])
+        end, level = start + 4, 1
+        while end < len(text) and level:
+            level += {"(": 1, ")": -1}.get(text[end], 0)
+            end += 1
+        name, _, fallback = text[start + 4 : end - 1].partition(",")
+        value = variables.get(name.strip().lower(), fallback)
+        out.append(_substitute(value, variables, depth + 1) if depth < 8 else "")
+        index = end
+    out.append(text[index:])
+    return "".join(out)
+
+
+def _with_variables(value: Value, variables: Mapping[str, str]) -> Value:
+    text = _spaced(value)
+    if "var(" not in text.lower():
+        return value
+    return [
+        n
+        for n in tinycss2.parse_component_value_list(_substitute(text, variables))
+        if n.type not in ("whitespace", "comment")
+    ]
+
+
 def _presentational(element: etree._Element, found: dict[str, Value]) -> None:
     """``<font color>`` and ``bgcolor``: hints a ``style`` declaration overrides."""
     for attribute, name in (("color", "color"), ("bgcolor", "background-color")):
@@ -412,6 +497,10 @@ def _computed(element: etree._Element, parent: _Paint) -> tuple[_Paint, str | No
     if (element.get("aria-hidden") or "").strip().lower() == "true":
         return parent, "aria-hidden", None
     found = declarations(element.get("style") or "")
+    variables = parent.variables
+    if any(name.startswith("--") for name in found):
+        variables = {**variables, **{n: _spaced(v) for n, v in found.items() if n.startswith("--")}}
+    found = {n: _with_variables(v, variables) for n, v in found.items() if not n.startswith("--")}
     _presentational(element, found)
     if _ident(found.get("display")) == "none":
         return parent, "display:none", None
@@ -432,6 +521,11 @@ def _computed(element: etree._Element, parent: _Paint) -> tuple[_Paint, str | No
             arguments = _flat_arguments(node)
             number = _number(arguments[0]) if arguments else None
             opacity *= min(max(number, 0.0), 1.0) if number is not None else 1.0
+        elif isinstance(node, tinycss2.ast.FunctionBlock) and node.lower_name == "blur":
+            arguments = _flat_arguments(node)
+            radius = length_px(arguments[0], font_px=font_px, percent_of_px=0.0) if arguments else None
+            if radius is not None and radius >= BLUR_PX:
+                return parent, "blurred", None
     group_scale, group_offset = parent.group_scale, parent.group_offset
     if opacity < 1.0:
         group_offset = tuple(
@@ -454,7 +548,8 @@ def _computed(element: etree._Element, parent: _Paint) -> tuple[_Paint, str | No
     elif visibility in ("visible", "initial"):
         visible = True
     paint = _Paint(colour=colour, fill=fill, backdrop=_background(found, parent), group_scale=group_scale,
-                   group_offset=group_offset, font_px=font_px, scale=parent.scale * factor, visible=visible)  # fmt: skip
+                   group_offset=group_offset, font_px=font_px, scale=parent.scale * factor, visible=visible,
+                   variables=variables)  # fmt: skip
     if not visible:
         return paint, None, "visibility:hidden"
     if paint.font_px * paint.scale < MIN_VISIBLE_FONT_PX:
@@ -466,7 +561,14 @@ def _computed(element: etree._Element, parent: _Paint) -> tuple[_Paint, str | No
 
 
 def _is_print_only(prelude: list[tinycss2.ast.Node]) -> bool:
-    queries = tinycss2.serialize(prelude).lower().split(",")
+    return _is_print_only_text(tinycss2.serialize(prelude))
+
+
+def _is_print_only_text(media: str) -> bool:
+    """Whether a media query list applies to print or speech only (never to a screen)."""
+    if not media.strip():
+        return False
+    queries = media.lower().split(",")
     return all(re.search(r"\b(print|speech)\b", q) and not re.search(r"\b(screen|all)\b", q) for q in queries)
 
 
@@ -520,10 +622,17 @@ def _inline(html: str, rules: list[str]) -> str:
             return html
 
 
+def _comment_words(text: str) -> str:
+    """The words of a comment: Outlook's conditional markup (``[if mso]><xml>…<![endif]``) and clipboard
+    markers (``StartFragment``) are no words."""
+    text = re.sub(r"\[if [^\]]*\]>?|<!\[endif\]|\[endif\]|<[^<>]*>", " ", text)
+    return "" if text.strip() in ("StartFragment", "EndFragment") else text
+
+
 def _prepare(root: etree._Element, removed: _Removed) -> list[str]:
     """Remove comments and non-content elements from ``root``; return the text of its ``<style>`` elements."""
     for comment in list(root.iter(etree.Comment, etree.ProcessingInstruction)):
-        removed.add(comment.text, "comment")
+        removed.add(_comment_words(comment.text or ""), "comment")
         parent = comment.getparent()
         if parent is not None:
             tail = comment.tail or ""
@@ -533,7 +642,11 @@ def _prepare(root: etree._Element, removed: _Removed) -> list[str]:
             else:
                 parent.text = (parent.text or "") + tail
             parent.remove(comment)
-    styles = [element.text or "" for element in root.iter("style")]
+    styles = [
+        element.text or ""
+        for element in root.iter("style")
+        if not _is_print_only_text(element.get("media") or "")
+    ]
     for element in list(root.iter(*_DROP_TAGS)):
         if element.getparent() is not None:
             if element.tag not in _SILENT_TAGS:
