@@ -366,19 +366,14 @@ def _shape_shows(shape: tinycss2.ast.FunctionBlock, font_px: float) -> bool:
     name = shape.lower_name
     nodes = _flat_arguments(shape)
     if name == "inset":
-        sizes = [n for n in nodes if _ident([n]) != "round"][:4]
-        sizes = (
-            nodes[: nodes.index(next(n for n in nodes if _ident([n]) == "round"))]
-            if any(_ident([n]) == "round" for n in nodes)
-            else sizes
-        )
-        if not sizes:
+        rounding = next((i for i, n in enumerate(nodes) if _ident([n]) == "round"), len(nodes))
+        top, right, bottom, left = _sides(nodes[:rounding])
+        if top is None:
             return True
-        top, right, bottom, left = (sizes * 4)[:1] * 4 if len(sizes) == 1 else (
-            sizes[0], sizes[1], sizes[0], sizes[1]) if len(sizes) == 2 else (
-            sizes[0], sizes[1], sizes[2], sizes[1]) if len(sizes) == 3 else tuple(sizes)  # fmt: skip
 
-        def share(node: tinycss2.ast.Node) -> float:
+        def share(node: tinycss2.ast.Node | None) -> float:
+            if node is None:
+                return 0.0
             if isinstance(node, tinycss2.ast.PercentageToken):
                 return float(node.value)
             px = length_px(node, font_px=font_px, percent_of_px=100.0)
@@ -426,22 +421,18 @@ def _shape_shows(shape: tinycss2.ast.FunctionBlock, font_px: float) -> bool:
     return False  # other shapes (path(), url()) cannot be measured: treated as clipping
 
 
-def _background(found: dict[str, Value], paint: _Paint) -> RGB:
-    """The backdrop of an element's text: its own background colour (or gradient's average) over its parent's."""
-    backdrop = paint.backdrop
+def _background(found: dict[str, Value], backdrop: RGB, current: RGBA) -> RGB:
+    """The backdrop of an element's text: its own background colour (or a gradient's average colour)
+    painted over ``backdrop``, its parent's; ``current`` is its ``currentcolor``."""
     layers = [*(found.get("background") or []), *(found.get("background-image") or [])]
-    colour = parse_colour(found["background-color"], paint.colour) if found.get("background-color") else None
+    colour = parse_colour(found["background-color"], current) if found.get("background-color") else None
     if colour is None:
-        colour = next(
-            (c for n in found.get("background") or [] if (c := parse_colour([n], paint.colour))), None
-        )
+        colour = next((c for n in found.get("background") or [] if (c := parse_colour([n], current))), None)
     if colour is not None:
         backdrop = blend(colour, backdrop)
     for node in layers:
         if isinstance(node, tinycss2.ast.FunctionBlock) and node.lower_name.endswith("gradient"):
-            stops = [
-                c for part in _arguments(node) for n in part[:1] if (c := parse_colour([n], paint.colour))
-            ]
+            stops = [c for part in _arguments(node) for n in part[:1] if (c := parse_colour([n], current))]
             if stops:
                 average: RGBA = tuple(sum(s[i] for s in stops) / len(stops) for i in range(4))  # type: ignore[assignment]
                 backdrop = blend(average, backdrop)
@@ -547,7 +538,7 @@ def _computed(element: etree._Element, parent: _Paint) -> tuple[_Paint, str | No
         visible = False
     elif visibility in ("visible", "initial"):
         visible = True
-    paint = _Paint(colour=colour, fill=fill, backdrop=_background(found, parent), group_scale=group_scale,
+    paint = _Paint(colour=colour, fill=fill, backdrop=_background(found, parent.backdrop, colour), group_scale=group_scale,
                    group_offset=group_offset, font_px=font_px, scale=parent.scale * factor, visible=visible,
                    variables=variables)  # fmt: skip
     if not visible:
