@@ -11,6 +11,7 @@ import colorsys
 import re
 from pathlib import Path
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -350,8 +351,6 @@ async def test_a_mail_with_hidden_text_is_flagged_in_the_console(scene, sessions
     agent = await new_user(sessions, role=Role.agent, tenant_id=scene.tenant.id)
     app = create_console_app(scene.settings)
     async with app.router.lifespan_context(app):
-        import httpx
-
         transport = httpx.ASGITransport(app=app, client=("10.9.8.7", 40000))
         async with httpx.AsyncClient(transport=transport, base_url="http://console.test",
                                      headers={"Accept": "text/html"}) as client:  # fmt: skip
