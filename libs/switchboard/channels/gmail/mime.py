@@ -9,8 +9,9 @@ Rules (Gmail API ``Message`` / ``MessagePart`` reference; payload INDEX notes 10
   RFC 2047 encoded-words defensively and idempotently (Gmail's ``full`` format usually hands them back
   decoded already: both give the same result).
 * The body: in a ``multipart/alternative`` the ``text/plain`` part is preferred, HTML only when there is
-  no plain text; HTML goes through :func:`switchboard.channels.gmail.html.html_to_text` (hidden content
-  removed before any model sees it). Parts with a filename (or ``Content-Disposition: attachment``)
+  no plain text or when the HTML hides text (the plain part may carry what the HTML hides); HTML goes
+  through :func:`switchboard.channels.gmail.html.html_to_text` (hidden content removed before any
+  model sees it). Parts with a filename (or ``Content-Disposition: attachment``)
   are attachments, referenced by ``partId`` (attachment ids change between calls).
 * What the customer just wrote: quoted history and signatures are cut by ``mail-parser-reply``
   (English, Spanish, German, French, Italian, Dutch, Portuguese-free list: the library's languages).
@@ -110,6 +111,8 @@ class ParsedMail:
     """What the customer just wrote: :attr:`full_text` without quoted history and signature."""
     hidden_text: str = ""
     """Text removed from the HTML as hidden (never shown to a model)."""
+    hidden_reasons: tuple[str, ...] = ()
+    """How that text was hidden (``display:none``, ``low contrast``…), for the log."""
     attachments: list[Attachment] = field(default_factory=list)
     content_type: str = ""
 
@@ -250,14 +253,14 @@ def parse_message(message: dict[str, Any]) -> ParsedMail:
     if reply_email is not None and reply_email == from_email:
         reply_name, reply_email = None, None  # the same person: keep From's name
     plain, html = _body_parts(payload)
-    hidden = ""
-    if plain.strip():
+    cleaned = html_to_text(html) if html else None
+    hidden, reasons = (cleaned.hidden_text, cleaned.hidden_reasons) if cleaned else ("", ())
+    if plain.strip() and not hidden:
         full = plain.replace("\r\n", "\n").strip()
-        if html:
-            hidden = html_to_text(html).hidden_text  # the plain part may still hide nothing: check HTML
-    elif html:
-        cleaned = html_to_text(html)
-        full, hidden = cleaned.text, cleaned.hidden_text
+    elif cleaned is not None:
+        # the HTML hid text: a plain part made from that HTML carries it too, so the model reads
+        # what the reader of the HTML sees
+        full = cleaned.text
     else:
         full = ""
     attachments = [
@@ -299,6 +302,7 @@ def parse_message(message: dict[str, Any]) -> ParsedMail:
         full_text=full,
         text=cut_quoted(full),
         hidden_text=hidden,
+        hidden_reasons=reasons,
         attachments=attachments,
         content_type=(headers.get("Content-Type") or "").lower(),
     )

@@ -26,8 +26,11 @@ from typing import Any
 from switchboard.channels.gmail.mime import ParsedMail
 from switchboard.channels.gmail.safety import automated_reason, instruction_signals
 from switchboard.contracts import InboundMessage, MediaRef, SenderIdentity
+from switchboard.observability import get_logger
 
 __all__ = ["MailDecision", "normalize_mail", "subject_line"]
+
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,9 @@ def normalize_mail(
         )
     automated = automated_reason(mail)
     review = instruction_signals(mail)
+    if mail.hidden_text:
+        log.info("mail_hidden_text_removed", gmail_id=mail.gmail_id, reasons=list(mail.hidden_reasons),
+                 hidden_chars=len(mail.hidden_text))  # fmt: skip
     return MailDecision(
         message=InboundMessage(
             channel="gmail",
