@@ -137,3 +137,21 @@ async def test_a_new_row_at_a_typed_address_gets_no_platform_key(
         tested = await me.post_form(f"/t/{tenant.slug}/settings/deployments/mine/test", values)
         assert tested.status_code == 200 and "probe-failed" in tested.text
         _no_canary(listener)
+
+
+async def test_the_platform_page_shows_the_keys_and_who_may_use_them_never_a_key(
+    keyed_console, console_client, sessions
+):
+    platform = await new_user(sessions, role=Role.platform_admin, tenant_id=None)
+    async with keyed_console() as client:
+        await log_in(client, platform)
+        page = await client.get("/platform")
+    assert page.status_code == 200
+    assert 'data-key="openai">set<' in page.text and 'data-key="anthropic">set<' in page.text
+    assert 'data-setting="tenants-may-use-platform-keys">yes<' in page.text
+    assert PLATFORM_OPENAI not in page.text and PLATFORM_ANTHROPIC not in page.text
+    async with console_client() as client:  # the default: tenants' own models may not use them
+        await log_in(client, platform)
+        page = await client.get("/platform")
+    assert 'data-setting="tenants-may-use-platform-keys">no<' in page.text
+    assert "official endpoint" in page.text
