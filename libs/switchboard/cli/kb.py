@@ -352,7 +352,12 @@ def kb_set_embedding(
         str | None, typer.Option(envvar="KB_EMBEDDING_API_KEY", help="Provider key (stored encrypted).")
     ] = None,
 ) -> None:
-    """Set the tenant's embedding model, base URL and key. Run `kb reindex` afterwards."""
+    """Set the tenant's embedding model, base URL and key. Run `kb reindex` afterwards.
+
+    The key is stored for this base URL and model provider: without --api-key, any stored key is
+    removed. The platform's OPENAI_API_KEY goes only to OpenAI's own endpoint, for the default model
+    (any model with TENANTS_MAY_USE_PLATFORM_KEYS=true); never to another --api-base.
+    """
     from switchboard.db.models import Tenant
     from switchboard.knowledge import resolve_embedding_config, set_tenant_embedding
 

@@ -133,7 +133,11 @@ class ReindexRequest(BaseModel):
 
 class EmbeddingSettingsIn(BaseModel):
     model: str | None = Field(default=None, description="e.g. text-embedding-3-small (1536 dimensions).")
-    api_key: str | None = Field(default=None, description="Provider key; stored encrypted.")
+    api_key: str | None = Field(
+        default=None,
+        description="Provider key for this base URL, stored encrypted; omitted: any stored key is removed. "
+        "The platform's key goes only to OpenAI's own endpoint, never to another api_base.",
+    )
     api_base: str | None = Field(default=None, description="OpenAI-compatible base URL, e.g. http://host/v1.")
 
 
