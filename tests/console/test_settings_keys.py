@@ -65,10 +65,11 @@ async def _keyed_tenant(make_tenant, settings) -> Tenant:  # type: ignore[no-unt
     )
 
 
-async def _form(client: httpx.AsyncClient, tenant: Tenant) -> dict[str, Any]:
+async def _form(client: httpx.AsyncClient, tenant: Tenant, *, with_deployment: bool = True) -> dict[str, Any]:
     page = await client.get(f"/t/{tenant.slug}/settings")
     assert page.status_code == 200
-    assert 'hx-post="/t/' + tenant.slug + '/settings/deployments/main/test"' in page.text
+    if with_deployment:
+        assert 'hx-post="/t/' + tenant.slug + '/settings/deployments/main/test"' in page.text
     return form_values(page.text, f"/t/{tenant.slug}/settings")
 
 
@@ -155,3 +156,25 @@ async def test_the_platform_page_shows_the_keys_and_who_may_use_them_never_a_key
         page = await client.get("/platform")
     assert 'data-setting="tenants-may-use-platform-keys">no<' in page.text
     assert "official endpoint" in page.text
+
+
+async def test_the_form_drops_the_embedding_key_when_its_base_changes_and_a_search_sends_none(
+    keyed_console, make_tenant, sessions, settings, listener
+):
+    cipher = CredentialCipher(settings.secret("encryption_key").encode())
+    tenant = await make_tenant(
+        knowledge={"embedding_api_key_encrypted": cipher.encrypt({"api_key": TENANT_KEY})}
+    )
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
+    async with keyed_console() as client:
+        me = await log_in(client, admin)
+        values = await _form(client, tenant, with_deployment=False)
+        values["knowledge.embedding_api_base"] = listener.url + "/v1"
+        saved = await me.post_form(f"/t/{tenant.slug}/settings", values)
+        assert saved.status_code == 200, saved.text[:2000]
+        async with sessions() as session:
+            stored = (await session.get(Tenant, tenant.id)).settings_extensions["knowledge"]
+        assert stored == {"embedding_api_base": listener.url + "/v1"}
+        tried = await client.get(f"/t/{tenant.slug}/knowledge/try", params={"q": "returns"})
+        assert tried.status_code == 200
+        _no_canary(listener)

@@ -141,7 +141,8 @@ def choose_key(
     if key is None:
         return None
     if not is_official_endpoint(provider, api_base):
-        log.warning("platform_key_withheld", reason="not_official_endpoint", provider=provider, call=what)
+        # info, not warning: a knowledge search resolves the embedding key each time
+        log.info("platform_key_withheld", reason="not_official_endpoint", provider=provider, call=what)
         return None
     if not (platform_default or settings.tenants_may_use_platform_keys):
         log.info("platform_key_withheld", reason="tenant_model", provider=provider, call=what)
