@@ -154,3 +154,11 @@ def test_the_platform_key_serves_only_the_default_model_unless_the_operator_allo
     assert resolve_embedding_config(closed, default).api_key == PLATFORM_OPENAI
     assert resolve_embedding_config(closed, other).model == LEXICAL_MODEL_NAME
     assert resolve_embedding_config(opened, other).api_key == PLATFORM_OPENAI
+    prefixed = Row(
+        slug="t",
+        name="t",
+        settings_extensions={"knowledge": {"embedding_model": "openai/text-embedding-3-small"}},
+    )
+    assert (
+        resolve_embedding_config(closed, prefixed).api_key == PLATFORM_OPENAI
+    )  # the default, spelt with its provider

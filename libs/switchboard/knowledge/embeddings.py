@@ -169,7 +169,7 @@ def resolve_embedding_config(
         provider=embedding_provider(model),
         api_base=block.embedding_api_base,
         stored_key=stored,
-        platform_default=model == settings.kb_embedding_model,
+        platform_default=_bare(model) == _bare(settings.kb_embedding_model),
         what="embedding",
     )
     if model == LEXICAL_MODEL_NAME or api_key is None:
@@ -186,6 +186,11 @@ def resolve_embedding_config(
         timeout_s=settings.kb_embedding_timeout_s,
         min_similarity=default_threshold if block.min_similarity is None else block.min_similarity,
     )
+
+
+def _bare(model: str) -> str:
+    """``openai/text-embedding-3-small`` -> ``text-embedding-3-small`` (the same OpenAI model)."""
+    return model.removeprefix("openai/")
 
 
 def set_tenant_embedding(
