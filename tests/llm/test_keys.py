@@ -173,3 +173,14 @@ def test_embedding_provider_is_the_model_prefix():
     assert embedding_provider("text-embedding-3-small") == "openai"
     assert embedding_provider("openai/text-embedding-3-large") == "openai"
     assert embedding_provider("cohere/embed-english-v3.0") == "cohere"
+
+
+@given(
+    base=st.one_of(
+        st.text(max_size=80), st.from_regex(r"[a-zA-Z]{2,5}://[^/]{0,30}(/.{0,20})?", fullmatch=True)
+    )
+)
+def test_normalize_base_never_raises_and_is_stable(base):
+    """Any text a tenant may type: a normal form or the text itself, and normalizing twice changes nothing."""
+    once = normalize_base(base)
+    assert once is None or normalize_base(once) == once
