@@ -191,6 +191,14 @@ class ModelProviderSettings(BaseSettings):
     """OpenAI key; empty (``OPENAI_API_KEY=`` in a compose ``.env``) is the same as unset."""
     anthropic_api_key: SecretStr | None = None
     """Anthropic key; empty is the same as unset."""
+    tenants_may_use_platform_keys: bool = False
+    """Whether a model a tenant chose itself (a deployment, or an embedding model other than
+    ``KB_EMBEDDING_MODEL``) that has no key of its own may use the platform's key (``OPENAI_API_KEY``,
+    ``ANTHROPIC_API_KEY``), spending the platform's credit. Off (the default): such a model needs the
+    tenant's own key. Either way a platform key is only ever sent to its provider's official endpoint
+    (``api.openai.com``, ``api.anthropic.com``), never to an ``api_base`` a tenant set; the platform's
+    default models (a tenant that chose none, ``KB_EMBEDDING_MODEL``, transcription and vision) use it
+    there (:mod:`switchboard.llm.keys`, docs/security.md "Model providers and keys")."""
     model_call_concurrency: int = Field(50, ge=1, le=10_000)
     """Process-wide bound on concurrent model calls (``asyncio.Semaphore``, DESIGN.md)."""
     run_fork_server: bool = True
@@ -466,7 +474,8 @@ class MediaSettings(BaseSettings):
 
     transcription_base_url: str | None = None
     """OpenAI-compatible root for ``/v1/audio/transcriptions``; unset: OpenAI when ``OPENAI_API_KEY`` is
-    set, else the offline model server."""
+    set, else the offline model server. ``OPENAI_API_KEY`` is sent only when this is OpenAI's own
+    endpoint (``https://api.openai.com``), never to another address."""
     transcription_model: str = "gpt-transcribe"
     vision_base_url: str | None = None
     """OpenAI-compatible root for image descriptions (``/v1/chat/completions``); unset as above."""

@@ -278,7 +278,9 @@ class KnowledgeSettings(BaseModel):
     embedding_api_base: str | None = Field(None, min_length=1, max_length=2_000)
     """OpenAI-compatible base URL (``http://host:port/v1``); ``None``: the provider's default."""
     embedding_api_key_encrypted: str | None = Field(None, min_length=1)
-    """:class:`~switchboard.crypto.CredentialCipher` token of ``{"api_key": ...}``; never the plain key."""
+    """:class:`~switchboard.crypto.CredentialCipher` token of ``{"api_key": ...}``; never the plain key.
+    Given for ``embedding_api_base`` and the model's provider: a save that changes either drops it
+    unless a new key comes (:meth:`key_address`)."""
     min_similarity: float | None = Field(None, ge=-1.0, le=1.0)
     """Cosine similarity a chunk needs to match; ``None``: ``KB_MIN_SIMILARITY`` (provider models) or
     ``KB_MIN_SIMILARITY_LEXICAL`` (the offline embedding)."""
@@ -287,6 +289,16 @@ class KnowledgeSettings(BaseModel):
     re-index splits with it (the demo tenant: 400, one FAQ answer per chunk)."""
     chunk_overlap_chars: int | None = Field(None, ge=0, le=5_000)
     """Characters repeated between chunks; ``None``: ``KB_CHUNK_OVERLAP_CHARS``."""
+
+    @classmethod
+    def key_address(cls, values: Mapping[str, Any]) -> tuple[str, str | None]:
+        """``(provider of the embedding model, normalized embedding_api_base)`` of this section in stored
+        or public shape: where its stored key may go (:func:`switchboard.llm.keys.key_address`)."""
+        from switchboard.llm.keys import embedding_provider, key_address
+
+        model = values.get("embedding_model")
+        provider = embedding_provider(model if isinstance(model, str) else None)
+        return key_address(values, provider=provider, base_field="embedding_api_base")
 
 
 class LeadSettings(BaseModel):

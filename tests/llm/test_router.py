@@ -6,7 +6,6 @@ import asyncio
 import uuid
 
 import pytest
-from pydantic import SecretStr
 from switchboard.crypto import CredentialCipher
 from switchboard.llm.config import LLMSettings, default_deployments, encrypt_api_key
 from switchboard.llm.offline_server import ScriptedResponse
@@ -202,20 +201,6 @@ async def test_semaphore_bounds_concurrent_model_calls(settings, offline_model):
     )
     assert [r.content for r in replies] == ["ok"] * 6
     assert state.script(model).max_in_flight == 2
-
-
-async def test_process_wide_key_is_used_when_the_tenant_has_none(offline_model, settings):
-    state, url = offline_model
-    model = unique_model("process-key")
-    process_settings = settings.model_copy(update={"openai_api_key": SecretStr("sk-process-456")})
-    gateway = ModelGateway(
-        settings=process_settings, cipher=CredentialCipher(settings.secret("encryption_key").encode())
-    )
-    llm = _llm(deployment(url, model, provider="openai"))
-    state.script(model).push(ScriptedResponse(content="ok"))
-    router = gateway.router_for(uuid.uuid4(), llm)
-    await gateway.complete(router, MESSAGES, tools=None, llm=llm, trace_id="t")
-    assert state.script(model).authorizations == ["Bearer sk-process-456"]
 
 
 def test_a_deadline_timeout_is_a_stable_step_within_the_time_left():

@@ -306,8 +306,13 @@ def kb_reindex(
 ) -> None:
     """Re-parse and re-embed documents now, in this process, with the tenant's embedding model."""
     from switchboard.db.models import Tenant
-    from switchboard.knowledge import check_model_usable, find_source, ingest_source, mark_for_reindex
-    from switchboard.tenant_settings import set_section
+    from switchboard.knowledge import (
+        check_model_usable,
+        find_source,
+        ingest_source,
+        mark_for_reindex,
+        switch_embedding_model,
+    )
 
     async def work(sessions: Any, settings: Any) -> list[Any]:
         row = await _tenant(sessions, tenant)
@@ -315,7 +320,7 @@ def kb_reindex(
             if model:
                 stored = await session.get(Tenant, row.id)
                 check_model_usable(settings, stored, model)  # else it would record X and embed offline
-                set_section(stored, "knowledge", embedding_model=model)
+                switch_embedding_model(settings, stored, model)
             ids: list[uuid.UUID] | None = None
             if documents:
                 ids = [(await find_source(session, tenant_id=row.id, document=d)).id for d in documents]
@@ -347,7 +352,12 @@ def kb_set_embedding(
         str | None, typer.Option(envvar="KB_EMBEDDING_API_KEY", help="Provider key (stored encrypted).")
     ] = None,
 ) -> None:
-    """Set the tenant's embedding model, base URL and key. Run `kb reindex` afterwards."""
+    """Set the tenant's embedding model, base URL and key. Run `kb reindex` afterwards.
+
+    The key is stored for this base URL and model provider: without --api-key, any stored key is
+    removed. The platform's OPENAI_API_KEY goes only to OpenAI's own endpoint, for the default model
+    (any model with TENANTS_MAY_USE_PLATFORM_KEYS=true); never to another --api-base.
+    """
     from switchboard.db.models import Tenant
     from switchboard.knowledge import resolve_embedding_config, set_tenant_embedding
 

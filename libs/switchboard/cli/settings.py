@@ -24,7 +24,9 @@ settings_app = typer.Typer(
     help="A tenant's settings (agent, loop, llm, handoff, memory, tools, knowledge, locale, rate_limits and "
     "the channel sections): show them, set single values, or edit the whole document in $EDITOR. Every "
     "change is validated first and audited (`history`); secrets (model API keys) are encrypted on the way "
-    'in and only ever shown as "set" / "not set".',
+    'in and only ever shown as "set" / "not set". A stored key belongs to its address: changing a '
+    "deployment's api_base or provider (or the embedding's base URL or provider) drops it, unless the new "
+    "key is given in the same command.",
     no_args_is_help=True,
 )
 tenant_app.add_typer(settings_app, name="settings")

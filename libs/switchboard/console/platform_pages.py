@@ -1,5 +1,6 @@
 """Console: the platform console (``/platform``, platform admins only): organizations and tenants
-(create, suspend), usage per tenant, queue depth and dead letters with a retry button. The same
+(create, suspend), usage per tenant, the platform's model keys and who may use them, queue depth and
+dead letters with a retry button. The same
 operations as ``/v1/admin/platform/...`` (:mod:`switchboard.platform_routes`)."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from switchboard.console.deps import platform_access
 from switchboard.db.models import Role
 from switchboard.errors import TenantNotFound
 from switchboard.i18n import N_, gettext
+from switchboard.llm.keys import platform_key
 from switchboard.platform_ops import (
     DeadLetterNotFound,
     NotRetryable,
@@ -28,6 +30,7 @@ from switchboard.platform_ops import (
     set_suspended,
     usage_per_tenant,
 )
+from switchboard.settings import Settings
 from switchboard.tenants import TenantExists, create_tenant, get_tenant
 
 __all__ = ["platform_pages_router"]
@@ -62,7 +65,18 @@ async def _page(
     return render(
         request, "platform.html", status_code=code, usage=usage, depths=depths, dead=dead,
         tenant_filter=chosen["slug"] if chosen else "", message=message, error=error, active="platform",
+        provider_keys=provider_keys(resources.settings),
     )  # fmt: skip
+
+
+def provider_keys(settings: Settings) -> dict[str, bool]:
+    """What the page shows of the platform's model keys: which are set, and whether tenants' own
+    models may use them (``TENANTS_MAY_USE_PLATFORM_KEYS``); never a key itself."""
+    return {
+        "openai": platform_key(settings, "openai") is not None,
+        "anthropic": platform_key(settings, "anthropic") is not None,
+        "tenants_may_use": settings.tenants_may_use_platform_keys,
+    }
 
 
 @platform_pages_router.get("/platform", response_class=HTMLResponse)

@@ -18,14 +18,17 @@ from switchboard.console.app import register_nav, render
 from switchboard.console.deps import PageContext, page_access
 from switchboard.db.engine import session_scope
 from switchboard.i18n import N_
+from switchboard.llm.config import DeploymentSettings
+from switchboard.settings import Settings
 from switchboard.tenant_config import (
     SettingsInvalid,
     effective_document,
     list_settings_changes,
+    prepare_settings,
     save_settings,
 )
 from switchboard.tenant_config.form import document_from_form, form_sections
-from switchboard.tenant_config.probe import probe_deployment
+from switchboard.tenant_config.probe import ProbeResult, probe_deployment
 from switchboard.tenant_config.routes import cipher_factory
 from switchboard.tenant_settings import tenant_settings_from
 from switchboard.tenants import get_tenant
@@ -117,10 +120,45 @@ async def settings_save(
 async def settings_test_deployment(
     request: Request, deployment_id: str, page: AdminPage, settings: SettingsDep
 ) -> Response:
-    """One short call of the stored deployment; the answer (or the error) as a small fragment."""
-    deployments = tenant_settings_from(page.tenant.settings_extensions).llm.deployments
-    deployment = next((d for d in deployments if d.id == deployment_id), None)
+    """One short call of the deployment as the form shows it now (unsaved edits included; the button
+    posts the form), else as stored; the answer (or the error) as a small fragment.
+
+    The form's values go through the same rules as a save (:func:`prepare_settings`): a key kept
+    from storage goes only to the address it was given for, so a changed ``api_base`` or provider is
+    tested without it (or with a key typed in the same form).
+    """
+    form = {k: str(v) for k, v in (await request.form()).multi_items() if k != "csrf_token"}
+    deployment = None
+    if any(name.startswith("llm.deployments.") for name in form):
+        deployment = _form_deployment(page, form, deployment_id, settings)
+        if isinstance(deployment, str):
+            return render(
+                request, "_probe.html", tenant=page.tenant, result=_refused(deployment_id, deployment)
+            )
+    else:
+        deployments = tenant_settings_from(page.tenant.settings_extensions).llm.deployments
+        deployment = next((d for d in deployments if d.id == deployment_id), None)
     if deployment is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no deployment {deployment_id!r}: save it first")
     result = await probe_deployment(settings, deployment)
     return render(request, "_probe.html", tenant=page.tenant, result=result)
+
+
+def _refused(deployment_id: str, why: str) -> ProbeResult:
+    return ProbeResult(ok=False, deployment_id=deployment_id, error=why)
+
+
+def _form_deployment(
+    page: PageContext, form: dict[str, str], deployment_id: str, settings: Settings
+) -> DeploymentSettings | str | None:
+    """The deployment ``deployment_id`` as the submitted form has it (stored keys kept only for an
+    unchanged address), ``None`` when the form has no such row, or the problem text when invalid."""
+    stored = page.tenant.settings_extensions or {}
+    sections = [s for s in form_sections(effective_document(stored), stored) if s.name == "llm"]
+    document = document_from_form(sections, form)
+    try:
+        prepared = prepare_settings(stored, document, cipher=cipher_factory(settings))
+    except SettingsInvalid as exc:
+        return "; ".join(str(problem) for problem in exc.problems)[:500]
+    llm = tenant_settings_from(prepared).llm
+    return next((d for d in llm.deployments if d.id == deployment_id), None)

@@ -13,6 +13,8 @@ resolves a media id to a short-lived URL right before the download); what is don
 * video / document / sticker → the caption plus a line naming the file (no model call).
 
 Without a provider key both endpoints default to the offline model server (``MODEL_SERVER_PORT``).
+``OPENAI_API_KEY`` is sent only to OpenAI's own endpoint, never to ``TRANSCRIPTION_BASE_URL`` /
+``VISION_BASE_URL`` pointing elsewhere (:mod:`switchboard.llm.keys`).
 A transient failure (network, 5xx, or an expiring link that died before our copy of it was made)
 raises :class:`MediaUnavailable` with ``is_transient=True`` (the job retries); a permanent one (expired media id, refused file) gives a bracketed notice instead, so
 the customer still gets an answer.
@@ -28,6 +30,7 @@ from typing import Any
 import httpx
 
 from switchboard.errors import SwitchboardError
+from switchboard.llm.keys import choose_key, platform_key
 from switchboard.media.sniff import extension_for, sniff_mime
 from switchboard.media.store import is_stored
 from switchboard.settings import Settings
@@ -43,6 +46,8 @@ VISION_PROMPT = (
     "Describe this image for a customer-support agent in one or two factual sentences "
     "(what it shows, any visible damage, text or numbers)."
 )
+OPENAI_ROOT = "https://api.openai.com"
+"""OpenAI's official root, used when no ``*_BASE_URL`` is set and ``OPENAI_API_KEY`` is."""
 MAX_MEDIA_BYTES = 25_000_000
 """Largest file sent to transcription (OpenAI's 25 MB upload limit; WhatsApp audio is at most 16 MB)."""
 
@@ -85,17 +90,19 @@ def upload_name(mime: str | None) -> tuple[str, str]:
     return f"voice{ext}", base
 
 
-def _endpoint(settings: Settings, override: str | None) -> tuple[str, dict[str, str]]:
+def _endpoint(settings: Settings, override: str | None, *, what: str) -> tuple[str, dict[str, str]]:
+    """``(base URL, headers)`` of a transcription or vision call. ``OPENAI_API_KEY`` goes only to OpenAI's
+    own endpoint (:func:`switchboard.llm.keys.choose_key`), never to another ``*_BASE_URL``."""
     if override:
         base = override.rstrip("/")
-    elif settings.openai_api_key is not None:
-        base = "https://api.openai.com"
+    elif platform_key(settings, "openai") is not None:
+        base = OPENAI_ROOT
     else:  # the offline model server: MODEL_SERVER_URL in containers, this machine's port otherwise
         base = settings.model_server_url.rstrip("/")
-    headers = {}
-    if settings.openai_api_key is not None:
-        headers["Authorization"] = f"Bearer {settings.openai_api_key.get_secret_value()}"
-    return base, headers
+    key = choose_key(
+        settings, provider="openai", api_base=base, stored_key=None, platform_default=True, what=what
+    )
+    return base, {"Authorization": f"Bearer {key}"} if key else {}
 
 
 async def _post(http: httpx.AsyncClient, url: str, timeout_s: float, **kwargs: Any) -> dict[str, Any]:
@@ -119,7 +126,7 @@ async def transcribe(http: httpx.AsyncClient, settings: Settings, data: bytes, m
     Raises:
         MediaUnavailable: the endpoint failed (``is_transient`` for network/5xx).
     """
-    base, headers = _endpoint(settings, settings.transcription_base_url)
+    base, headers = _endpoint(settings, settings.transcription_base_url, what="transcription")
     name, content_type = upload_name(mime)
     body = await _post(
         http, f"{base}/v1/audio/transcriptions", settings.media_timeout_s, headers=headers,
@@ -134,7 +141,7 @@ async def describe_image(http: httpx.AsyncClient, settings: Settings, data: byte
     Raises:
         MediaUnavailable: the endpoint failed.
     """
-    base, headers = _endpoint(settings, settings.vision_base_url)
+    base, headers = _endpoint(settings, settings.vision_base_url, what="vision")
     url = f"data:{(mime or 'image/jpeg').split(';')[0]};base64,{base64.b64encode(data).decode()}"
     body = await _post(
         http, f"{base}/v1/chat/completions", settings.media_timeout_s, headers=headers,

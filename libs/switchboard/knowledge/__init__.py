@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         embed_texts,
         resolve_embedding_config,
         set_tenant_embedding,
+        switch_embedding_model,
     )
     from switchboard.knowledge.ingest import (
         DocumentNotFound,
@@ -70,6 +71,7 @@ _LAZY = {
     "Section": "parsers",
     "UploadOutcome": "ingest",
     "check_model_usable": "embeddings",
+    "switch_embedding_model": "embeddings",
     "delete_source": "ingest",
     "embed_query": "embeddings",
     "embed_texts": "embeddings",
@@ -103,6 +105,7 @@ __all__ = [
     "EmbeddingFailed",
     "EmbeddingKeyMissing",
     "check_model_usable",
+    "switch_embedding_model",
     "IngestReport",
     "ParseLimits",
     "ParsedDocument",

@@ -4,10 +4,12 @@ Which model a tenant uses (:func:`resolve_embedding_config`):
 
 1. The tenant's ``knowledge`` settings (:class:`~switchboard.tenant_settings.KnowledgeSettings`) may
    name ``embedding_model``, ``embedding_api_base`` and ``embedding_api_key_encrypted`` (a
-   :class:`~switchboard.crypto.CredentialCipher` token of ``{"api_key": ...}``; set them with
-   :func:`set_tenant_embedding`).
-2. Otherwise, with ``OPENAI_API_KEY`` set, ``KB_EMBEDDING_MODEL`` (``text-embedding-3-small``).
-3. Otherwise the deterministic offline lexical embedding
+   :class:`~switchboard.crypto.CredentialCipher` token of ``{"api_key": ...}``, given for that base URL
+   and provider; set them with :func:`set_tenant_embedding`).
+2. Otherwise ``KB_EMBEDDING_MODEL`` (``text-embedding-3-small``).
+3. The key: the tenant's stored one, else ``OPENAI_API_KEY`` where :func:`switchboard.llm.keys.choose_key`
+   allows it (OpenAI's own endpoint only; ``KB_EMBEDDING_MODEL``, or any model with
+   ``TENANTS_MAY_USE_PLATFORM_KEYS``). Without a key: the deterministic offline lexical embedding
    (:data:`~switchboard.llm.lexical.LEXICAL_MODEL_NAME`): no key, no network, no downloaded weights.
 
 Provider calls go through ``litellm.aembedding`` with the SDK's own retries off (``max_retries=0``)
@@ -35,6 +37,7 @@ from switchboard.crypto import CredentialCipher
 from switchboard.db.models import EMBEDDING_DIMS, Tenant
 from switchboard.errors import SwitchboardError
 from switchboard.llm import import_litellm
+from switchboard.llm.keys import PLATFORM_KEY_SETTING, choose_key, embedding_provider, platform_key
 from switchboard.llm.lexical import LEXICAL_MODEL_NAME, lexical_embedding
 from switchboard.llm.lexical_process import embed_lexical
 from switchboard.observability import get_logger
@@ -50,6 +53,7 @@ __all__ = [
     "set_tenant_embedding",
     "EmbeddingKeyMissing",
     "check_model_usable",
+    "switch_embedding_model",
 ]
 
 log = get_logger(__name__)
@@ -103,14 +107,24 @@ class EmbeddingConfig:
 
 
 class EmbeddingKeyMissing(SwitchboardError, ValueError):
-    """A provider embedding model was asked for, but neither the tenant nor the process has a key: the
-    model would silently fall back to the offline embedding while being recorded as the tenant's."""
+    """A provider embedding model was asked for, but it would have no key (the tenant stores none and the
+    platform's may not serve it): the model would silently fall back to the offline embedding while
+    being recorded as the tenant's."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, *, platform_key_set: bool = False) -> None:
         self.model = model
+        if platform_key_set:
+            first = (
+                f"embedding model {model!r} needs the tenant's own provider key (the platform's key serves only "
+                f"the default model at OpenAI's own endpoint, unless {PLATFORM_KEY_SETTING} is on): give "
+                "the tenant one"
+            )
+        else:
+            first = (
+                f"embedding model {model!r} needs a provider key: set OPENAI_API_KEY, or give the tenant one"
+            )
         super().__init__(
-            f"embedding model {model!r} needs a provider key: set OPENAI_API_KEY, or give the tenant one with "
-            "`switchboard kb set-embedding --api-key` (PUT .../knowledge/embedding); nothing was changed"
+            f"{first} with `switchboard kb set-embedding --api-key` (PUT .../knowledge/embedding); nothing was changed"
         )
 
 
@@ -122,7 +136,7 @@ def check_model_usable(settings: Settings, tenant: Tenant, model: str) -> None:
         model != LEXICAL_MODEL_NAME
         and resolve_embedding_config(settings, tenant, model_override=model).api_key is None
     ):
-        raise EmbeddingKeyMissing(model)
+        raise EmbeddingKeyMissing(model, platform_key_set=platform_key(settings, "openai") is not None)
 
 
 def resolve_embedding_config(
@@ -143,13 +157,21 @@ def resolve_embedding_config(
         CredentialDecryptError: the tenant's stored key cannot be decrypted with ``ENCRYPTION_KEY``.
     """
     block = tenant_settings_from(tenant.settings_extensions, tenant_id=str(tenant.id)).knowledge
-    api_key: str | None = None
-    if block.embedding_api_key_encrypted:
-        cipher = CredentialCipher(settings.secret("encryption_key").encode())
-        api_key = cipher.decrypt(block.embedding_api_key_encrypted).get("api_key")
-    elif settings.openai_api_key is not None:
-        api_key = settings.openai_api_key.get_secret_value()
     model = model_override or block.embedding_model or settings.kb_embedding_model
+    stored: str | None = None
+    if block.embedding_api_key_encrypted and embedding_provider(model) == embedding_provider(
+        block.embedding_model or settings.kb_embedding_model
+    ):  # a key given for another provider's model never goes with this one
+        cipher = CredentialCipher(settings.secret("encryption_key").encode())
+        stored = cipher.decrypt(block.embedding_api_key_encrypted).get("api_key")
+    api_key = choose_key(
+        settings,
+        provider=embedding_provider(model),
+        api_base=block.embedding_api_base,
+        stored_key=stored,
+        platform_default=_bare(model) == _bare(settings.kb_embedding_model),
+        what="embedding",
+    )
     if model == LEXICAL_MODEL_NAME or api_key is None:
         model, api_key = LEXICAL_MODEL_NAME, None
     lexical = model == LEXICAL_MODEL_NAME
@@ -164,6 +186,11 @@ def resolve_embedding_config(
         timeout_s=settings.kb_embedding_timeout_s,
         min_similarity=default_threshold if block.min_similarity is None else block.min_similarity,
     )
+
+
+def _bare(model: str) -> str:
+    """``openai/text-embedding-3-small`` -> ``text-embedding-3-small`` (the same OpenAI model)."""
+    return model.removeprefix("openai/")
 
 
 def set_tenant_embedding(
@@ -196,6 +223,23 @@ def set_tenant_embedding(
         embedding_api_base=api_base or None,
         embedding_api_key_encrypted=encrypted,
     )
+
+
+def switch_embedding_model(settings: Settings, tenant: Tenant, model: str) -> None:
+    """Set the tenant's embedding ``model`` (a re-index with another model), keeping its base URL; its
+    stored key is kept only when the new model goes to the same provider (it was given for that one).
+    The caller commits.
+
+    Raises:
+        pydantic.ValidationError: the resulting ``knowledge`` section is invalid (nothing changed).
+    """
+    block = tenant_settings_from(tenant.settings_extensions, tenant_id=str(tenant.id)).knowledge
+    before = embedding_provider(block.embedding_model or settings.kb_embedding_model)
+    if block.embedding_api_key_encrypted and embedding_provider(model) != before:
+        log.info("embedding_key_dropped", tenant_id=str(tenant.id), reason="provider_changed")
+        set_section(tenant, "knowledge", embedding_model=model, embedding_api_key_encrypted=None)
+    else:
+        set_section(tenant, "knowledge", embedding_model=model)
 
 
 def _transient_errors() -> tuple[type[BaseException], ...]:

@@ -22,6 +22,7 @@ from switchboard.knowledge.embeddings import (
     check_model_usable,
     resolve_embedding_config,
     set_tenant_embedding,
+    switch_embedding_model,
 )
 from switchboard.knowledge.graph.explore import explore_entities
 from switchboard.knowledge.ingest import (
@@ -38,7 +39,6 @@ from switchboard.knowledge.parsers import DocumentRejected
 from switchboard.knowledge.retrieval import search_chunks
 from switchboard.observability import get_logger
 from switchboard.runtime.resources import Resources
-from switchboard.tenant_settings import set_section
 
 __all__ = ["knowledge_admin_router"]
 
@@ -133,7 +133,11 @@ class ReindexRequest(BaseModel):
 
 class EmbeddingSettingsIn(BaseModel):
     model: str | None = Field(default=None, description="e.g. text-embedding-3-small (1536 dimensions).")
-    api_key: str | None = Field(default=None, description="Provider key; stored encrypted.")
+    api_key: str | None = Field(
+        default=None,
+        description="Provider key for this base URL, stored encrypted; omitted: any stored key is removed. "
+        "The platform's key goes only to OpenAI's own endpoint, never to another api_base.",
+    )
     api_base: str | None = Field(default=None, description="OpenAI-compatible base URL, e.g. http://host/v1.")
 
 
@@ -276,7 +280,7 @@ async def reindex_all(
     if body is not None and body.embedding_model:
         try:
             check_model_usable(resources.settings, tenant, body.embedding_model)
-            set_section(tenant, "knowledge", embedding_model=body.embedding_model)
+            switch_embedding_model(resources.settings, tenant, body.embedding_model)
         except ValueError as exc:  # invalid section, or a provider model without a key
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
         session.add(tenant)

@@ -2,13 +2,15 @@
 
 Stored in ``tenants.settings_extensions["llm"]``; every field's default is DESIGN.md's number. API keys
 are stored encrypted (:class:`~switchboard.crypto.CredentialCipher`, ``{"api_key": ...}``) in
-``api_key_encrypted``; a deployment without one uses the process-wide key of its provider
-(``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``).
+``api_key_encrypted``, bound to the deployment's provider and ``api_base`` (changing either drops it).
+Whether a deployment without one may use the platform's key (``OPENAI_API_KEY`` /
+``ANTHROPIC_API_KEY``) is decided in :mod:`switchboard.llm.keys`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,6 +25,7 @@ __all__ = [
     "default_deployments",
     "encrypt_api_key",
     "has_provider_key",
+    "is_platform_default",
     "OFFLINE_DEMO_MODEL",
 ]
 
@@ -52,13 +55,23 @@ class DeploymentSettings(BaseModel):
     """Endpoint for ``ollama`` / ``openai_compatible`` / ``offline`` (e.g. ``http://127.0.0.1:11434``)."""
     priority: int = Field(1, ge=0, le=100)
     api_key_encrypted: str | None = None
-    """Fernet token of ``{"api_key": "..."}`` (see :func:`encrypt_api_key`); never the plain key."""
+    """Fernet token of ``{"api_key": "..."}`` (see :func:`encrypt_api_key`); never the plain key. Given
+    for this ``provider`` and ``api_base``: a save that changes either drops it unless a new key comes."""
     max_input_tokens: int | None = Field(None, gt=0)
     """Context window when LiteLLM's model table does not know the model, or when the provider's real
     window is smaller than the table says. A later group with a larger window is the context-window
     fallback of an earlier one."""
     timeout_s: float | None = Field(None, gt=0)
     """Per-request timeout overriding the tenant's ``request_timeout_s``."""
+
+    @classmethod
+    def key_address(cls, values: Mapping[str, Any]) -> tuple[str, str | None]:
+        """``(provider, normalized api_base)`` of a deployment in stored or public shape: where its
+        stored key may go (:func:`switchboard.llm.keys.key_address`)."""
+        from switchboard.llm.keys import key_address  # here: this module stays a leaf at import time
+
+        provider = values.get("provider") or cls.model_fields["provider"].default
+        return key_address(values, provider=str(provider), base_field="api_base")
 
     def litellm_model(self) -> str:
         """LiteLLM's ``provider/model`` string."""
@@ -106,6 +119,17 @@ def has_provider_key(settings: Settings) -> bool:
     return any(
         key is not None and key.get_secret_value()
         for key in (settings.openai_api_key, settings.anthropic_api_key)
+    )
+
+
+def is_platform_default(settings: Settings, deployment: DeploymentSettings) -> bool:
+    """Whether ``deployment`` runs one of the platform's default models (same provider and model as a
+    deployment of :func:`default_deployments`): the operator's choice, which the platform's key serves
+    at the official endpoint whatever the tenant stored (guardrails and budgets copy the defaults)."""
+    return any(
+        (default.provider, default.model) == (deployment.provider, deployment.model)
+        for default in default_deployments(settings)
+        if default.provider != "offline"
     )
 
 

@@ -41,8 +41,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from switchboard.crypto import CredentialCipher, CredentialDecryptError
 from switchboard.llm import import_litellm
-from switchboard.llm.config import DeploymentSettings, LLMSettings, default_deployments
+from switchboard.llm.config import DeploymentSettings, LLMSettings, default_deployments, is_platform_default
 from switchboard.llm.costs import call_cost
+from switchboard.llm.keys import choose_key
 from switchboard.llm.trimming import stated_context_limit, strip_reasoning
 from switchboard.observability import get_logger, metrics, tracing
 from switchboard.settings import Settings
@@ -72,6 +73,9 @@ _FAIL_WINDOW_S = 60.0
 """Failures of a deployment counted against ``allowed_fails`` within this window (LiteLLM's minute)."""
 _BACKOFF_INITIAL_S = 0.25
 """First retry wait of a single-deployment group (doubles per retry, capped by ``max_retry_wait_s``)."""
+NO_KEY = "not-needed"
+"""The key sent by a deployment without one: Ollama, the offline server and many OpenAI-compatible
+servers take any key; a provider answers 401."""
 _RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
 _TIMEOUT_STEP_S = 0.5
 """Per-call timeouts under a deadline are whole multiples of this (seconds; see ``_group_timeout``)."""
@@ -331,17 +335,27 @@ class ModelGateway:
 
     # --- routers -----------------------------------------------------------------------------
     def _api_key(self, deployment: DeploymentSettings) -> str:
+        """The key LiteLLM sends with ``deployment`` (:func:`switchboard.llm.keys.choose_key`).
+
+        Without one it is a placeholder, never ``None``: LiteLLM and the provider SDKs would read
+        ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` from the environment for ``None``.
+        """
+        stored: str | None = None
         if deployment.api_key_encrypted:
             try:
-                return str(self.cipher.decrypt(deployment.api_key_encrypted)["api_key"])
+                stored = str(self.cipher.decrypt(deployment.api_key_encrypted)["api_key"])
             except (CredentialDecryptError, KeyError) as exc:
                 log.error("deployment_api_key_unreadable", deployment=deployment.id)
                 raise CredentialDecryptError(f"api key of deployment {deployment.id} is unreadable") from exc
-        if deployment.provider == "openai" and self.settings.openai_api_key is not None:
-            return self.settings.openai_api_key.get_secret_value()
-        if deployment.provider == "anthropic" and self.settings.anthropic_api_key is not None:
-            return self.settings.anthropic_api_key.get_secret_value()
-        return "not-needed"  # Ollama, the offline server and many OpenAI-compatible servers take any key
+        key = choose_key(
+            self.settings,
+            provider=deployment.provider,
+            api_base=deployment.api_base,
+            stored_key=stored,
+            platform_default=is_platform_default(self.settings, deployment),
+            what=f"deployment {deployment.id}",
+        )
+        return key or NO_KEY
 
     def _context_window(self, deployment: DeploymentSettings, llm: LLMSettings) -> int:
         if deployment.max_input_tokens:

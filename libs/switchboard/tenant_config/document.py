@@ -6,7 +6,10 @@ sections and every registered channel section), where each stored secret ``<name
 with the value ``"set"`` or ``"not set"``. Writing ``<name>``:
 
 * a new key (any other string): encrypted on the way in (``ENCRYPTION_KEY``);
-* ``"set"``: keep the stored key (an error when none is stored);
+* ``"set"``: keep the stored key (an error when none is stored), unless the save changes the address
+  the key was given for (a deployment's ``provider`` or ``api_base``, the embedding's base URL or
+  provider): then the stored key is dropped, and only a new key in the same save goes with the new
+  address;
 * ``null``, ``""`` or ``"not set"`` (or leaving it out): remove it.
 
 Writing ``<name>_encrypted`` directly is refused: nobody pastes a token. Deployments in
@@ -35,6 +38,7 @@ from switchboard.crypto import CredentialCipher
 from switchboard.errors import SwitchboardError
 from switchboard.i18n import N_, SUPPORTED_LANGUAGES, gettext
 from switchboard.i18n.validation import localized
+from switchboard.observability import get_logger
 from switchboard.tenant_settings import (
     CORE_SECTIONS,
     LocaleSettings,
@@ -58,6 +62,8 @@ __all__ = [
     "set_path",
     "redacted_sections",
 ]
+
+log = get_logger(__name__)
 
 SECRET_SUFFIX = "_encrypted"
 SECRET_SET = "set"
@@ -181,6 +187,14 @@ def overrides_document(extensions: Mapping[str, Any] | None) -> dict[str, dict]:
     }
 
 
+def _moved(model: type[BaseModel], stored: Mapping[str, Any], public: Mapping[str, Any]) -> bool:
+    """Whether the address a stored key was given for (the model's ``key_address``: provider and base
+    URL) differs in ``public``: then "keep the stored key" keeps nothing, so a key never follows a
+    changed ``api_base`` or provider to a new address (a new key in the same save is stored as usual)."""
+    address = getattr(model, "key_address", None)
+    return address is not None and address(stored) != address(public)
+
+
 def _to_stored(
     model: type[BaseModel],
     public: Any,
@@ -209,6 +223,8 @@ def _to_stored(
             if value in (SECRET_SET, SECRET_CHANGED):
                 if not stored.get(secret_key):
                     problems.append(Problem(where, N_("no key is stored: give the key, or null")))
+                elif _moved(model, stored, public):
+                    log.info("stored_key_dropped", setting=where, reason="address_changed")
                 else:
                     result[secret_key] = stored[secret_key]
             elif value is None or value in ("", SECRET_NOT_SET):

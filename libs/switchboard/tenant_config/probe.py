@@ -7,7 +7,8 @@ import uuid
 from dataclasses import dataclass
 
 from switchboard.crypto import CredentialCipher
-from switchboard.llm.config import DeploymentSettings, LLMSettings
+from switchboard.llm.config import DeploymentSettings, LLMSettings, is_platform_default
+from switchboard.llm.keys import missing_key_reason
 from switchboard.settings import Settings
 
 __all__ = ["ProbeResult", "probe_deployment", "PROBE_PROMPT"]
@@ -31,12 +32,24 @@ class ProbeResult:
 async def probe_deployment(settings: Settings, deployment: DeploymentSettings) -> ProbeResult:
     """Call ``deployment`` once (its stored key decrypted with ``ENCRYPTION_KEY``) and report.
 
+    The key is chosen as for every call (:func:`switchboard.llm.keys.choose_key`); a deployment that
+    would go out without one is not called, and the result says why in plain words.
+
     A router of its own (a fresh id), no retries, no other group: the answer says whether this one
     deployment works. Never raises for a provider's failure (it is the result).
     """
     from switchboard.llm.router import ModelCallFailed, ModelGateway
 
     started = time.perf_counter()
+    if not deployment.api_key_encrypted:
+        why = missing_key_reason(
+            settings,
+            provider=deployment.provider,
+            api_base=deployment.api_base,
+            platform_default=is_platform_default(settings, deployment),
+        )
+        if why is not None:  # the call would go out without a key: say why instead of a provider's 401
+            return ProbeResult(ok=False, deployment_id=deployment.id, error=why)
     gateway = ModelGateway(
         settings=settings, cipher=CredentialCipher(settings.secret("encryption_key").encode())
     )

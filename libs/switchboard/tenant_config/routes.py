@@ -61,7 +61,8 @@ _EXAMPLE = {
 
 class SettingsDocument(RootModel[dict[str, dict[str, Any]]]):
     """``{section: {setting: value}}``. Secrets (``api_key``, ``embedding_api_key``) are write-only: a new
-    value is encrypted on the way in, ``"set"`` keeps the stored key, ``null`` removes it."""
+    value is encrypted on the way in, ``"set"`` keeps the stored key (only while its deployment's provider
+    and ``api_base``, or the embedding's base URL and provider, stay the same), ``null`` removes it."""
 
     model_config = {"json_schema_extra": {"examples": [_EXAMPLE]}}
 
@@ -212,7 +213,8 @@ async def put_settings(
     summary="Change some settings",
     description="A JSON merge patch (RFC 7396) of the stored settings: mappings merge, ``null`` puts a "
     "setting back to its default, lists (``llm.deployments``) are replaced whole (``api_key: set`` keeps a "
-    "deployment's stored key, matched by ``id``). The sections it touches are validated whole; audited.",
+    "deployment's stored key, matched by ``id``, unless its provider or ``api_base`` changes: then the key is "
+    "dropped). The sections it touches are validated whole; audited.",
 )
 async def patch_settings_route(
     body: SettingsDocument,
@@ -240,7 +242,8 @@ class ProbePublic(BaseModel):
     summary="Test one stored model deployment",
     description="One short completion through that deployment alone (its stored key, no retries, no "
     "fallback, 20 s budget); nothing is stored. A provider's failure is the answer (``ok: false``), not "
-    "an HTTP error. 404: no deployment with that id.",
+    "an HTTP error; so is a deployment that would go without a key (the platform's key goes only to the "
+    "provider's official endpoint). 404: no deployment with that id.",
 )
 async def post_test_deployment(deployment_id: str, tenant: TenantDep, settings: SettingsDep) -> ProbePublic:
     from switchboard.tenant_config.probe import probe_deployment
