@@ -48,6 +48,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.applications import Starlette
 
 from switchboard import __version__
+from switchboard.body_limit import BodyLimitMiddleware
 from switchboard.db.engine import session_scope
 from switchboard.db.models import McpTenantTool, Tenant
 from switchboard.db.rls import enter_tenant_role
@@ -417,4 +418,7 @@ def create_tools_app(settings: Settings, *, server: ToolServer | None = None) ->
     instrument_app(app)  # a tool call's traceparent (sent by McpToolSource) parents the server span
     protected = (MCP_PATH, SSE_PATH, SSE_MESSAGES_PATH.rstrip("/"))
     app.mount("/", BearerAuthMiddleware(transports, token=lambda: token, protected_prefixes=protected))
+    app.add_middleware(
+        BodyLimitMiddleware, default_bytes=settings.max_body_bytes
+    )  # tool calls are small JSON
     return app
