@@ -32,7 +32,8 @@ async def probe_deployment(settings: Settings, deployment: DeploymentSettings) -
     """Call ``deployment`` once (its stored key decrypted with ``ENCRYPTION_KEY``) and report.
 
     A router of its own (a fresh id), no retries, no other group: the answer says whether this one
-    deployment works. Never raises for a provider's failure (it is the result).
+    deployment works. It records no metrics (a test is no traffic). Never raises for a provider's
+    failure (it is the result).
     """
     from switchboard.llm.router import ModelCallFailed, ModelGateway
 
@@ -43,6 +44,7 @@ async def probe_deployment(settings: Settings, deployment: DeploymentSettings) -
     llm = LLMSettings(deployments=[deployment], num_retries=0, request_timeout_s=PROBE_TIMEOUT_S)
     try:
         router = gateway.router_for(uuid.uuid4(), llm)
+        router.record_metrics = False  # a test is no traffic: its throwaway tenant id adds no series
         reply = await gateway.complete(
             router,
             [{"role": "user", "content": PROBE_PROMPT}],
