@@ -76,12 +76,18 @@ async def _rows(session: Any, resources: Any, page: PageContext) -> tuple[list[d
 
 @knowledge_pages_router.get("/t/{slug}/knowledge", response_class=HTMLResponse)
 async def knowledge_page(
-    request: Request, page: AdminPage, session: SessionDep, resources: ResourcesDep
+    request: Request, page: AdminPage, session: SessionDep, resources: ResourcesDep, settings: SettingsDep
 ) -> Response:
     rows, busy = await _rows(session, resources, page)
     return render(
-        request, "knowledge.html", tenant=page.tenant, rows=rows, busy=busy, uploads=[], active="knowledge"
-    )
+        request, "knowledge.html", tenant=page.tenant, rows=rows, busy=busy, uploads=[], active="knowledge",
+        max_upload_mb=_megabytes(settings.kb_max_upload_bytes),
+    )  # fmt: skip
+
+
+def _megabytes(size_bytes: int) -> str:
+    """``20`` for 20 MiB, ``0.5`` for 512 KiB: the upload limit as the page states it."""
+    return f"{size_bytes / (1024 * 1024):.3g}"
 
 
 @knowledge_pages_router.get("/t/{slug}/knowledge/rows", response_class=HTMLResponse)
@@ -144,8 +150,9 @@ async def knowledge_upload(
     rows, busy = await _rows(session, resources, page)
     template = "_kb_rows.html" if request.headers.get("HX-Request") else "knowledge.html"
     return render(
-        request, template, tenant=page.tenant, rows=rows, busy=busy, uploads=uploads, active="knowledge"
-    )
+        request, template, tenant=page.tenant, rows=rows, busy=busy, uploads=uploads, active="knowledge",
+        max_upload_mb=_megabytes(limit),
+    )  # fmt: skip
 
 
 @knowledge_pages_router.get("/t/{slug}/knowledge/try", response_class=HTMLResponse)
