@@ -17,7 +17,11 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from starlette.types import Message, Receive, Scope, Send
+from switchboard.body_limit import limit_body
 from switchboard.db.models import Role
 from switchboard.knowledge.upload_form import FORM_OVERHEAD_BYTES
 from switchboard.settings import Settings
@@ -261,3 +265,47 @@ def test_the_shipped_proxy_caps_every_body():
     assert "request_body @uploads {\n\t\tmax_size 21MiB" in console_site
     assert "request_body @not_uploads {\n\t\tmax_size 1MiB" in console_site
     assert Settings(_env_file=None).kb_max_upload_bytes + FORM_OVERHEAD_BYTES <= 21 * 1024 * 1024
+
+
+@hypothesis_settings(max_examples=300, deadline=None)
+@given(
+    chunks=st.lists(st.integers(min_value=0, max_value=5000), max_size=30),
+    limit=st.integers(min_value=0, max_value=40_000),
+    declare=st.booleans(),
+)
+def test_a_body_is_read_up_to_its_limit_however_it_is_chunked(chunks, limit, declare):
+    """``limit_body`` on its own: the app gets every byte of a body within the limit, and of one over
+    it never more than the limit plus the piece that crossed it (nothing when the declared length is
+    over), answered 413."""
+    total = sum(chunks)
+    messages = [{"type": "http.request", "body": b"x" * size, "more_body": True} for size in chunks]
+    messages.append({"type": "http.request", "body": b"", "more_body": False})
+    headers = [(b"content-length", str(total).encode())] if declare else []
+    scope = {"type": "http", "path": "/p", "headers": headers}
+    sent: list[dict] = []
+    got = bytearray()
+
+    async def receive() -> dict:
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    async def app(scope, receive, send) -> None:
+        while True:
+            message = await receive()
+            got.extend(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    asyncio.run(limit_body(app, limit, scope, receive, send))
+    status = sent[0]["status"]
+    if total <= limit:
+        assert (status, len(got)) == (200, total)
+    else:
+        assert status == 413
+        assert len(got) <= limit
+        if declare:
+            assert got == b""
