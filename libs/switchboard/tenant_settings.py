@@ -281,7 +281,7 @@ class KnowledgeSettings(BaseModel):
     set, else the offline lexical embedding."""
     embedding_api_base: str | None = Field(None, min_length=1, max_length=2_000)
     """OpenAI-compatible base URL (``http://host:port/v1``); ``None``: the provider's default."""
-    embedding_api_key_encrypted: str | None = Field(None, min_length=1, max_length=10_000)
+    embedding_api_key_encrypted: str | None = Field(None, min_length=1)
     """:class:`~switchboard.crypto.CredentialCipher` token of ``{"api_key": ...}``; never the plain key."""
     min_similarity: float | None = Field(None, ge=-1.0, le=1.0)
     """Cosine similarity a chunk needs to match; ``None``: ``KB_MIN_SIMILARITY`` (provider models) or

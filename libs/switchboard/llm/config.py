@@ -77,7 +77,7 @@ class DeploymentSettings(BaseModel):
     api_base: str | None = Field(None, min_length=1, max_length=2_000)
     """Endpoint for ``ollama`` / ``openai_compatible`` / ``offline`` (e.g. ``http://127.0.0.1:11434``)."""
     priority: int = Field(1, ge=0, le=100)
-    api_key_encrypted: str | None = Field(None, max_length=10_000)
+    api_key_encrypted: str | None = None
     """Fernet token of ``{"api_key": "..."}`` (see :func:`encrypt_api_key`); never the plain key."""
     max_input_tokens: int | None = Field(None, gt=0)
     """Context window when LiteLLM's model table does not know the model, or when the provider's real

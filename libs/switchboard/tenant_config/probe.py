@@ -32,8 +32,7 @@ async def probe_deployment(settings: Settings, deployment: DeploymentSettings) -
     """Call ``deployment`` once (its stored key decrypted with ``ENCRYPTION_KEY``) and report.
 
     A router of its own (a fresh id), no retries, no other group: the answer says whether this one
-    deployment works. It records no metrics (a test is no traffic). Never raises for a provider's
-    failure (it is the result).
+    deployment works. Never raises for a provider's failure (it is the result).
     """
     from switchboard.llm.router import ModelCallFailed, ModelGateway
 
