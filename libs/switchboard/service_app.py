@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from switchboard import __version__
+from switchboard.body_limit import BodyTooLarge, limit_body
 from switchboard.docs_ui import mount_local_docs
 from switchboard.health import health_router
 from switchboard.observability import configure_logging, get_logger, tracing
@@ -47,8 +48,14 @@ class ServiceApp(FastAPI):
 
     lean_posts: dict[str, Callable[[Request], Awaitable[Response]]]
     warm_ups: dict[str, WarmUp]
+    max_body_bytes: int
+    """Every request's body limit unless its route allows more (:mod:`switchboard.body_limit`)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # the lean path too: the limit is counted on the server's receive, before anything reads it
+        await limit_body(self._serve, self.max_body_bytes, scope, receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.warm_ups and scope["type"] == "http" and not scope["path"].startswith(_NOT_GATED):
             if not await self._warm(scope, receive, send):
                 return
@@ -82,6 +89,8 @@ async def _serve_lean(
 ) -> None:
     try:
         response = await handler(Request(scope, receive))
+    except BodyTooLarge:  # answered 413 by limit_body, around this
+        raise
     except Exception:  # Starlette's default answer; the server logs the exception it re-raises
         await PlainTextResponse("Internal Server Error", status_code=500)(scope, receive, send)
         raise
@@ -214,6 +223,7 @@ def create_service_app(
     mount_metrics(app)
     instrument_app(app)
     app.lean_posts = {}
+    app.max_body_bytes = settings.max_body_bytes
     app.warm_ups = dict(warm_ups or {})
     for router in routers:
         app.include_router(router)

@@ -154,6 +154,11 @@ class NetworkSettings(BaseSettings):
     """Where other services reach the Instagram service (its sandbox) in containers."""
     mcp_tools_url_override: str | None = Field(None, validation_alias="MCP_TOOLS_URL")
     """MCP endpoint when the tool server is not on this machine (``http://mcp_tools:8104/mcp``)."""
+    max_body_bytes: int = Field(1024 * 1024, ge=1024)
+    """Largest request body (bytes, default 1 MiB) any HTTP service reads for a route that sets no
+    limit of its own; counted while the body arrives (chunked too), 413 past it. Knowledge uploads
+    (``KB_MAX_UPLOAD_BYTES``), CSV imports and channel webhooks (their ``*_MAX_BODY_BYTES``) have
+    their own, applied only once the caller is known (:mod:`switchboard.body_limit`)."""
 
     def service_url(self, port: int) -> str:
         """``http://HOST:port`` of a service on this machine (``0.0.0.0`` binds are reached on loopback)."""

@@ -38,13 +38,13 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
 from switchboard.i18n import DEFAULT_LANGUAGE, N_, Language, gettext
-from switchboard.llm.config import LLMSettings
+from switchboard.llm.config import LLMSettings, ModelName
 from switchboard.observability import get_logger
 
 if TYPE_CHECKING:
@@ -198,7 +198,9 @@ class LoopLimits(BaseModel):
     """Hard ceiling applied to a tool's raw output before any processing."""
     per_tool_call_cap: int = Field(3, ge=1)
     """Calls of one tool per turn; a tool at its cap disappears from the list the model sees."""
-    always_on_tools: list[str] = Field(default_factory=lambda: ["escalate_to_human", "end_conversation"])
+    always_on_tools: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=lambda: ["escalate_to_human", "end_conversation"], max_length=50
+    )
     """Tools exempt from the per-tool cap."""
     max_tool_calls_per_turn: int = Field(30, ge=1)
 
@@ -235,7 +237,9 @@ class HandoffSettings(BaseModel):
         json_schema_extra=TRANSLATABLE,
     )
     """What the customer is told when a pending action expires."""
-    button_payloads: list[str] = Field(default_factory=lambda: ["talk_to_human"], max_length=50)
+    button_payloads: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
+        default_factory=lambda: ["talk_to_human"], max_length=50
+    )
     """Button ids (WhatsApp ``interactive.button_reply.id`` / ``list_reply.id`` or a template quick
     reply's ``button.payload``, compared case-insensitively) that hand the conversation to a person
     at once, without a model turn."""
@@ -272,7 +276,7 @@ class KnowledgeSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    embedding_model: str | None = Field(None, min_length=1, max_length=200)
+    embedding_model: ModelName | None = None
     """Embedding model for chunks and questions; ``None``: ``KB_EMBEDDING_MODEL`` when a provider key is
     set, else the offline lexical embedding."""
     embedding_api_base: str | None = Field(None, min_length=1, max_length=2_000)

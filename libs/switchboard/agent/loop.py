@@ -412,7 +412,8 @@ class _Loop:
                 current.set_attribute("tool.error_type", error_type)
                 tracing.set_error(current, error_type)
         duration_ms = (time.perf_counter() - started) * 1000
-        label = "unknown" if error_type == "unknown_tool" else name  # a made-up name is no label value
+        # a made-up name is no label value; imported tools are named by tenants: a bounded set
+        label = "unknown" if error_type == "unknown_tool" else metrics.TOOL_LABELS(name)
         metrics.TOOL_CALLS.labels(label, outcome).inc()
         metrics.TOOL_CALL_SECONDS.labels(label).observe(duration_ms / 1000)
         self.out.tool_ms += duration_ms

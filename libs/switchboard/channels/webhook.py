@@ -32,6 +32,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from switchboard.api.deps import SettingsDep
+from switchboard.body_limit import BodyTooLarge, allow_body
 from switchboard.channels.accounts import AccountDirectory
 from switchboard.channels.ingest import NormalizedDelivery, Throttle, ingest_delivery
 from switchboard.channels.meta import SIGNATURE_HEADER, challenge_response, signature_is_valid
@@ -79,17 +80,24 @@ def account_directory(request: Request, resources: Resources, channel: str) -> A
 
 
 async def read_limited(request: Request, limit: int) -> bytes | None:
-    """The raw body, or ``None`` as soon as it exceeds ``limit`` bytes (never reads much past it)."""
+    """The raw body, or ``None`` as soon as it exceeds ``limit`` bytes (never reads much past it).
+
+    ``limit`` is also this request's body limit for the service (:func:`~switchboard.body_limit.allow_body`),
+    so a webhook's own limit may be above or below the service default."""
+    allow_body(request, limit)  # past it is answered by the route, in its own words
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
         return None
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+    except BodyTooLarge:
+        return None
     return b"".join(chunks)
 
 

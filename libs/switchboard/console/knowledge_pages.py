@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, File, Query, Request, UploadFile
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, Response
 
 from switchboard.api.access import ADMIN_ROLES
 from switchboard.api.deps import ResourcesDep, SessionDep, SettingsDep
+from switchboard.body_limit import allow_body
 from switchboard.console.app import register_nav, render
-from switchboard.console.deps import PageContext, page_access
+from switchboard.console.deps import CurrentUserDep, PageContext, page_access
 from switchboard.db.models import KnowledgeSource
 from switchboard.i18n import N_
 from switchboard.knowledge.embeddings import EmbeddingFailed, resolve_embedding_config
@@ -25,6 +26,7 @@ from switchboard.knowledge.ingest import list_sources, register_upload
 from switchboard.knowledge.jobs import enqueue_ingest, read_progress
 from switchboard.knowledge.parsers import DocumentRejected
 from switchboard.knowledge.retrieval import SEARCH_MODES, search_chunks
+from switchboard.knowledge.upload_form import MAX_FORM_FILES, read_files, upload_body_bytes
 from switchboard.observability import get_logger
 
 __all__ = ["knowledge_pages_router", "ingest_percent"]
@@ -74,12 +76,18 @@ async def _rows(session: Any, resources: Any, page: PageContext) -> tuple[list[d
 
 @knowledge_pages_router.get("/t/{slug}/knowledge", response_class=HTMLResponse)
 async def knowledge_page(
-    request: Request, page: AdminPage, session: SessionDep, resources: ResourcesDep
+    request: Request, page: AdminPage, session: SessionDep, resources: ResourcesDep, settings: SettingsDep
 ) -> Response:
     rows, busy = await _rows(session, resources, page)
     return render(
-        request, "knowledge.html", tenant=page.tenant, rows=rows, busy=busy, uploads=[], active="knowledge"
-    )
+        request, "knowledge.html", tenant=page.tenant, rows=rows, busy=busy, uploads=[], active="knowledge",
+        max_upload_mb=_megabytes(settings.kb_max_upload_bytes),
+    )  # fmt: skip
+
+
+def _megabytes(size_bytes: int) -> str:
+    """``20`` for 20 MiB, ``0.5`` for 512 KiB: the upload limit as the page states it."""
+    return f"{size_bytes / (1024 * 1024):.3g}"
 
 
 @knowledge_pages_router.get("/t/{slug}/knowledge/rows", response_class=HTMLResponse)
@@ -91,21 +99,37 @@ async def knowledge_rows(
     return render(request, "_kb_rows.html", tenant=page.tenant, rows=rows, busy=busy)
 
 
-@knowledge_pages_router.post("/t/{slug}/knowledge/upload", response_class=HTMLResponse)
+async def _upload_allowance(request: Request, info: CurrentUserDep, settings: SettingsDep) -> None:
+    """A signed-in user's upload form may carry up to the upload limit; without a session the request
+    is refused (login) before a byte of its body is read. Role, tenant and CSRF are checked next, by
+    the page's own dependency, before the form is read."""
+    allow_body(request, upload_body_bytes(settings))
+
+
+@knowledge_pages_router.post(
+    "/t/{slug}/knowledge/upload",
+    response_class=HTMLResponse,
+    dependencies=[Depends(_upload_allowance)],
+)
 async def knowledge_upload(
     request: Request,
     page: AdminPage,
     session: SessionDep,
     settings: SettingsDep,
     resources: ResourcesDep,
-    files: Annotated[list[UploadFile], File()],
 ) -> Response:
     """Store each file and queue its ingestion (the same steps as ``POST .../knowledge/documents``); a
-    refused file is reported on its own line and the others go on."""
+    refused file is reported on its own line and the others go on. The form as a whole carries at
+    most ``KB_MAX_UPLOAD_BYTES`` of files (413 past it, counted while it arrives)."""
     tenant_id = page.tenant.id
     limit = settings.kb_max_upload_bytes
     uploads: list[dict[str, Any]] = []
-    for upload in files[:20]:
+    try:
+        files = await read_files(request, "files", max_files=MAX_FORM_FILES)
+    except DocumentRejected as exc:
+        log.warning("knowledge_upload_rejected", tenant_id=str(tenant_id), reason=exc.reason, error=str(exc))
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, str(exc)) from None
+    for upload in files:
         name = upload.filename or "upload"
         data = await upload.read(limit + 1)
         try:
@@ -126,8 +150,9 @@ async def knowledge_upload(
     rows, busy = await _rows(session, resources, page)
     template = "_kb_rows.html" if request.headers.get("HX-Request") else "knowledge.html"
     return render(
-        request, template, tenant=page.tenant, rows=rows, busy=busy, uploads=uploads, active="knowledge"
-    )
+        request, template, tenant=page.tenant, rows=rows, busy=busy, uploads=uploads, active="knowledge",
+        max_upload_mb=_megabytes(limit),
+    )  # fmt: skip
 
 
 @knowledge_pages_router.get("/t/{slug}/knowledge/try", response_class=HTMLResponse)

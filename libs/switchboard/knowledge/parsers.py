@@ -87,7 +87,8 @@ class DocumentRejected(SwitchboardError):
         filename: the file's name as uploaded.
         reason: short machine-readable cause: ``unsupported``, ``encrypted``, ``corrupt``, ``empty``,
             ``no_text`` (image-only/scanned), ``too_large``, ``too_complex``, ``embedding_failed``,
-            ``bad_filename`` (a NUL in the name, or over 512 characters).
+            ``bad_filename`` (a NUL in the name, or over 512 characters), ``no_file`` (an upload
+            form without a file).
         detail: the message without the filename.
     """
 

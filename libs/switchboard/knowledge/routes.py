@@ -10,12 +10,13 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import File, HTTPException, Query, Response, UploadFile, status
+from fastapi import Depends, HTTPException, Query, Request, Response, status
 from pydantic import BaseModel, Field
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.api.deps import ResourcesDep, SessionDep, SettingsDep, TenantDep
 from switchboard.api.routers import tenant_admin_router
+from switchboard.body_limit import body_allowance
 from switchboard.db.models import KnowledgeSource, Tenant
 from switchboard.knowledge.embeddings import (
     EmbeddingFailed,
@@ -37,6 +38,7 @@ from switchboard.knowledge.ingest import (
 from switchboard.knowledge.jobs import enqueue_ingest
 from switchboard.knowledge.parsers import DocumentRejected
 from switchboard.knowledge.retrieval import search_chunks
+from switchboard.knowledge.upload_form import read_files, upload_body_bytes
 from switchboard.observability import get_logger
 from switchboard.runtime.resources import Resources
 
@@ -154,29 +156,55 @@ async def _document(session: AsyncSession, tenant: Tenant, document_id: uuid.UUI
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no document {document_id}") from None
 
 
+_UPLOAD_BODY = {
+    "required": True,
+    "content": {
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "required": ["file"],
+                "properties": {"file": {"type": "string", "format": "binary"}},
+            }
+        }
+    },
+}
+"""The upload's request body as OpenAPI shows it (the route reads the form itself, after auth)."""
+
+
 @knowledge_admin_router.post(
     "/documents",
     status_code=status.HTTP_202_ACCEPTED,
     summary="Upload a document (PDF, DOCX, XLSX, CSV, TXT, Markdown)",
-    description="Stores the file and queues its ingestion. The type is sniffed from the bytes, not the "
-    "declared content type. A file with an existing name replaces that document; bytes already stored "
-    "are a no-op. 413 over the size limit (KB_MAX_UPLOAD_BYTES), 415 unsupported type, 422 empty, "
-    "encrypted, corrupt or without text (the file is parsed before it is stored: a refused file stores "
-    "nothing and leaves a document of the same name as it was). Poll GET /documents/{id} for status.",
+    description="Stores the file (multipart form field `file`) and queues its ingestion. The type is "
+    "sniffed from the bytes, not the declared content type. A file with an existing name replaces that "
+    "document; bytes already stored are a no-op. The caller is checked before any of the body is read; "
+    "413 as soon as the body passes the size limit (KB_MAX_UPLOAD_BYTES, counted while it arrives), "
+    "415 unsupported type, 422 no file, empty, encrypted, corrupt or without text (the file is parsed "
+    "before it is stored: a refused file stores nothing and leaves a document of the same name as it "
+    "was). Poll GET /documents/{id} for status.",
     response_model=UploadResult,
+    # after the router's caller check: only an authenticated caller's body is read past the default
+    dependencies=[Depends(body_allowance(upload_body_bytes))],
+    openapi_extra={"requestBody": _UPLOAD_BODY},
 )
 async def upload_document(
+    request: Request,
     tenant: TenantDep,
     session: SessionDep,
     settings: SettingsDep,
     resources: ResourcesDep,
-    file: Annotated[UploadFile, File()],
 ) -> UploadResult:
     tenant_id = tenant.id  # a rollback expires ORM objects: keep the id
     limit = settings.kb_max_upload_bytes
-    data = await file.read(limit + 1)
-    filename = file.filename or "upload"
     try:
+        files = await read_files(request, "file", max_files=1)
+        if not files:
+            raise DocumentRejected(
+                "upload", "no_file", "send the document as the multipart form field 'file'"
+            )
+        file = files[0]
+        filename = file.filename or "upload"
+        data = await file.read(limit + 1)
         if len(data) > limit:
             raise DocumentRejected(filename, "too_large", f"over the upload limit of {limit} bytes")
         outcome = await register_upload(session, settings, tenant_id=tenant_id, filename=filename, data=data)

@@ -9,16 +9,20 @@ Whether a deployment without one may use the platform's key (``OPENAI_API_KEY`` 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 if TYPE_CHECKING:  # a leaf at import time: tenant settings import this module
     from switchboard.crypto import CredentialCipher
     from switchboard.settings import Settings
 
 __all__ = [
+    "MODEL_NAME_MAX_CHARS",
+    "ModelName",
     "Provider",
     "DeploymentSettings",
     "LLMSettings",
@@ -30,6 +34,27 @@ __all__ = [
 ]
 
 Provider = Literal["openai", "anthropic", "ollama", "openai_compatible", "offline"]
+
+MODEL_NAME_MAX_CHARS = 200
+"""Longest model name a tenant may save (provider names are far shorter; Hugging Face paths fit)."""
+_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]*")
+
+
+def _check_model_name(value: str) -> str:
+    if not _MODEL_NAME.fullmatch(value):
+        raise PydanticCustomError(
+            "model_name",
+            "a model name holds letters, digits and . _ : / @ + - only, starting with a letter or digit "
+            "(e.g. gpt-4o-mini, llama3.1:8b, meta-llama/Llama-3.1-8B-Instruct)",
+        )
+    return value
+
+
+ModelName = Annotated[
+    str, Field(min_length=1, max_length=MODEL_NAME_MAX_CHARS), AfterValidator(_check_model_name)
+]
+"""A provider's model name as a tenant saves it: 1-200 characters of ``A-Z a-z 0-9 . _ : / @ + -``
+(no spaces, quotes or control characters), refused at save with a message saying so."""
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
@@ -49,9 +74,10 @@ class DeploymentSettings(BaseModel):
     id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._:-]+$")
     """Readable ``model_info.id`` (``openai-primary``): logs and turns say which deployment answered."""
     provider: Provider = "openai"
-    model: str = Field(min_length=1)
-    """Provider's model name without prefix (``gpt-4o-mini``, ``claude-haiku-4-5``, ``llama3.1``)."""
-    api_base: str | None = None
+    model: ModelName
+    """Provider's model name without prefix (``gpt-4o-mini``, ``claude-haiku-4-5``, ``llama3.1``): see
+    :data:`ModelName`."""
+    api_base: str | None = Field(None, min_length=1, max_length=2_000)
     """Endpoint for ``ollama`` / ``openai_compatible`` / ``offline`` (e.g. ``http://127.0.0.1:11434``)."""
     priority: int = Field(1, ge=0, le=100)
     api_key_encrypted: str | None = None
@@ -87,7 +113,7 @@ class LLMSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    deployments: list[DeploymentSettings] = Field(default_factory=list)
+    deployments: list[DeploymentSettings] = Field(default_factory=list, max_length=20)
     """Empty: the process default (OpenAI/Anthropic with process keys, else the offline model)."""
     allowed_fails: int = Field(2, ge=0)
     """Failures of one deployment (per minute, LiteLLM's window) before it cools down."""

@@ -46,6 +46,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, Field
 
 from switchboard import __version__
+from switchboard.body_limit import BodyLimitMiddleware
 from switchboard.docs_ui import mount_local_docs
 from switchboard.llm.config import OFFLINE_DEMO_MODEL
 from switchboard.llm.lexical import LEXICAL_MODEL_NAME, lexical_embedding, tokenize
@@ -79,6 +80,8 @@ CHARS_PER_TOKEN = 4
 HANG_MAX_S = 600.0
 """A scripted hang ends after this long at the latest (the client times out well before)."""
 HANG_POLL_S = 0.05
+OFFLINE_MAX_BODY_BYTES = 64 * 1024 * 1024
+"""Largest request body the offline model server reads (64 MiB: long prompts, embedding batches, audio)."""
 DEFAULT_RECORDED_REQUESTS = 200
 """Chat requests each deployment's script remembers (oldest forgotten first): bounded memory."""
 
@@ -379,6 +382,8 @@ def create_offline_app(
         redoc_url=None,
         lifespan=lifespan,
     )
+    # prompts, embedding batches and audio: bigger than the services' JSON default, bounded all the same
+    app.add_middleware(BodyLimitMiddleware, default_bytes=OFFLINE_MAX_BODY_BYTES)
     mount_local_docs(app)  # /docs from the vendored Swagger UI
     app.state.offline = state
 

@@ -282,6 +282,8 @@ class TenantRouter:
     groups: list[RouterGroup] = field(default_factory=list)
     tenant_id: str = ""
     """Whose Router (the ``tenant`` label of the token and cost metrics)."""
+    record_metrics: bool = True
+    """False for a router whose calls are no traffic ("Test this deployment"): they add no series."""
     cooldown_until: dict[str, float] = field(default_factory=dict)
     """Deployment id -> ``time.monotonic()`` until which the gateway skips it."""
     recent_failures: dict[str, deque[float]] = field(default_factory=dict)
@@ -498,9 +500,10 @@ class ModelGateway:
                 )  # fmt: skip
             except ModelCallFailed as exc:
                 outcome = "context_overflow" if isinstance(exc, ContextOverflow) else "failed"
-                for failure in exc.failed_deployments:
-                    metrics.MODEL_CALLS.labels(failure.get("deployment", "unknown"), "error").inc()
-                metrics.MODEL_CALLS.labels("none", outcome).inc()
+                if tenant_router.record_metrics:
+                    for failure in exc.failed_deployments:
+                        metrics.MODEL_CALLS.labels(_deployment_label(failure), "error").inc()
+                    metrics.MODEL_CALLS.labels("none", outcome).inc()
                 current.set_attribute("llm.outcome", outcome)
                 raise
             _count_reply(tenant_router, reply, current)
@@ -734,21 +737,30 @@ class ModelGateway:
         )
 
 
+def _deployment_label(failure: dict[str, str]) -> str:
+    return metrics.DEPLOYMENT_LABELS(failure.get("deployment", "unknown"))
+
+
 def _count_reply(tenant_router: TenantRouter, reply: ModelReply, current: Any) -> None:
-    """Metrics and span attributes of one answered gateway call."""
+    """Metrics (unless the router records none) and span attributes of one answered gateway call.
+
+    Label values a tenant named (deployment id, model) go through the bounded label sets of
+    :mod:`switchboard.observability.metrics`."""
     deployment = reply.model_id or reply.model_group or "unknown"
     outcome = "ok" if reply.tool_calls or strip_reasoning(reply.content) else "empty"
-    for failure in reply.failed_deployments:
-        metrics.MODEL_CALLS.labels(failure.get("deployment", "unknown"), "error").inc()
-    metrics.MODEL_CALLS.labels(deployment, outcome).inc()
-    metrics.MODEL_CALL_SECONDS.labels(deployment).observe(reply.duration_ms / 1000)
-    tenant = tenant_router.tenant_id or "unknown"
     model = next((d.model for d in tenant_router.deployments if d.id == reply.model_id), deployment)
-    metrics.MODEL_TOKENS.labels(tenant, model, "prompt").inc(reply.prompt_tokens)
-    metrics.MODEL_TOKENS.labels(tenant, model, "completion").inc(reply.completion_tokens)
-    metrics.MODEL_COST_USD.labels(tenant, model).inc(max(reply.cost_usd, 0.0))
-    if reply.fallback_used:
-        metrics.MODEL_FALLBACKS.labels(deployment).inc()
+    if tenant_router.record_metrics:
+        label = metrics.DEPLOYMENT_LABELS(deployment)
+        for failure in reply.failed_deployments:
+            metrics.MODEL_CALLS.labels(_deployment_label(failure), "error").inc()
+        metrics.MODEL_CALLS.labels(label, outcome).inc()
+        metrics.MODEL_CALL_SECONDS.labels(label).observe(reply.duration_ms / 1000)
+        tenant, model_label = tenant_router.tenant_id or "unknown", metrics.MODEL_LABELS(model)
+        metrics.MODEL_TOKENS.labels(tenant, model_label, "prompt").inc(reply.prompt_tokens)
+        metrics.MODEL_TOKENS.labels(tenant, model_label, "completion").inc(reply.completion_tokens)
+        metrics.MODEL_COST_USD.labels(tenant, model_label).inc(max(reply.cost_usd, 0.0))
+        if reply.fallback_used:
+            metrics.MODEL_FALLBACKS.labels(label).inc()
     if not current.is_recording():
         return
     current.set_attributes(

@@ -5,7 +5,9 @@ MCP tool server and the model server); the two workers serve the same text on th
 (:func:`start_metrics_server`, ``WORKER_METRICS_PORT`` / ``WORKER_BACKGROUND_METRICS_PORT``). One
 process per service, so no multiprocess mode. Names follow Prometheus conventions: ``_total`` for
 counters, base units (seconds, USD) in the name. Label values are bounded sets (channel, outcome,
-deployment id, tool name, queue) plus ``tenant`` (a tenant id) on the token and cost counters.
+queue) plus ``tenant`` (a tenant id) on the token and cost counters. Labels a tenant names (model,
+deployment id, tool name) pass :class:`LabelValues`: bounded in length and in number per process,
+so no tenant setting can grow ``/metrics`` without end.
 
 Metrics marked "(wired at merge)" are defined here for the guard and replies branches; their code
 increments them.
@@ -13,6 +15,7 @@ increments them.
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
@@ -23,6 +26,12 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
 __all__ = [
+    "LABEL_VALUE_MAX_CHARS",
+    "LabelValues",
+    "MODEL_LABELS",
+    "DEPLOYMENT_LABELS",
+    "TOOL_LABELS",
+    "OTHER_LABEL",
     "WEBHOOK_ACKS",
     "WEBHOOK_ACK_SECONDS",
     "QUEUE_DEPTH",
@@ -57,6 +66,47 @@ _SLOW_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
 """Jobs, turns, model and tool calls: up to the 120 s turn budget and the 300 s memory job."""
 _WAIT_BUCKETS_S = (1.0, 10.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 14400.0, 86400.0)
 """Time a customer waits for a person: seconds to a day."""
+
+OTHER_LABEL = "other"
+"""The label value of a tenant-named thing past :class:`LabelValues`' bounds."""
+LABEL_VALUE_MAX_CHARS = 200
+"""Longest tenant-named label value (a model name's limit at save: ``MODEL_NAME_MAX_CHARS``)."""
+
+
+class LabelValues:
+    """The values one tenant-named label (model, deployment, tool) may take in this process.
+
+    The first ``max_values`` distinct values are used as they are; any later one, and any value
+    longer than :data:`LABEL_VALUE_MAX_CHARS` or holding characters outside printable ASCII, is
+    counted as :data:`OTHER_LABEL`. So ``/metrics`` stays bounded whatever tenants save (a new name
+    per save, a test of a deployment under a throwaway name), while the names in normal use keep
+    their own series.
+    """
+
+    def __init__(self, max_values: int) -> None:
+        self.max_values = max_values
+        self._known: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, value: str) -> str:
+        """``value`` itself while it fits the bounds, else :data:`OTHER_LABEL`."""
+        if value in self._known:
+            return value
+        if len(value) > LABEL_VALUE_MAX_CHARS or not value.isascii() or not value.isprintable():
+            return OTHER_LABEL
+        with self._lock:
+            if len(self._known) >= self.max_values:
+                return OTHER_LABEL
+            self._known.add(value)
+        return value
+
+
+MODEL_LABELS = LabelValues(500)
+"""``model`` label of the token and cost counters (distinct model names per process)."""
+DEPLOYMENT_LABELS = LabelValues(500)
+"""``deployment`` label of the model call counters (deployment ids and group names per process)."""
+TOOL_LABELS = LabelValues(500)
+"""``tool`` label of the tool call counters (imported tools are named by tenants)."""
 
 WEBHOOK_ACKS = Counter(
     "switchboard_webhook_acks_total",

@@ -56,6 +56,7 @@ async def probe_deployment(settings: Settings, deployment: DeploymentSettings) -
     llm = LLMSettings(deployments=[deployment], num_retries=0, request_timeout_s=PROBE_TIMEOUT_S)
     try:
         router = gateway.router_for(uuid.uuid4(), llm)
+        router.record_metrics = False  # a test is no traffic: its throwaway tenant id adds no series
         reply = await gateway.complete(
             router,
             [{"role": "user", "content": PROBE_PROMPT}],

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 from sqlalchemy import func, or_
 from sqlmodel import col
 
@@ -34,7 +34,14 @@ from switchboard.handoff.pending import stage_approval_requested
 from switchboard.knowledge import EmbeddingFailed, search_chunks
 from switchboard.knowledge.graph.explore import explore_entities
 from switchboard.leads.capture import stage_lead_created
-from switchboard.tools.contracts import ToolCallContext, ToolContract, ToolPolicy, WriteResult
+from switchboard.tools.contracts import (
+    UNSTORABLE_PROBLEM,
+    ToolCallContext,
+    ToolContract,
+    ToolPolicy,
+    WriteResult,
+    unstorable_field,
+)
 
 __all__ = ["BUSINESS_TOOLS", "normalize_sku", "normalize_order_number", "haversine_km"]
 
@@ -65,6 +72,14 @@ def haversine_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
 
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        """Text Postgres cannot store (NUL, unpaired surrogates) is an invalid argument, never a query."""
+        if unstorable_field(value) is not None:
+            raise ValueError(UNSTORABLE_PROBLEM)
+        return value
 
 
 # --- search_knowledge_base ------------------------------------------------------------------------

@@ -51,7 +51,8 @@ def idempotency_key_for(trace_id: str, tool_name: str, arguments: Mapping[str, A
     for the same write always yields the same key, whatever call id the model gives it: a retried
     turn executes the write once.
     """
-    return hashlib.sha256(f"{trace_id}\n{tool_name}\n{canonical_arguments(arguments)}".encode()).hexdigest()
+    text = f"{trace_id}\n{tool_name}\n{canonical_arguments(arguments)}"
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True, kw_only=True)

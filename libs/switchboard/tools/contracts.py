@@ -26,6 +26,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import AuditLog
 from switchboard.settings import Settings
+from switchboard.validation import has_unstorable_chars
 
 __all__ = [
     "CONTRACT_META_KEY",
@@ -37,6 +38,8 @@ __all__ = [
     "WriteResult",
     "error_text",
     "parse_error_text",
+    "UNSTORABLE_PROBLEM",
+    "unstorable_field",
 ]
 
 CONTRACT_META_KEY = "switchboard/contract"
@@ -63,6 +66,34 @@ FORBIDDEN_MESSAGE = "Forbidden"
 ErrorType = str
 # the SDK prefixes "Error executing tool <name>: " to the message of its ToolError
 _ERROR_RE = re.compile(r"^(?:Error executing tool [\w.-]+: )?\[([a-z_]{1,40})\] (.*)$", re.DOTALL)
+
+
+UNSTORABLE_PROBLEM = "contains a NUL or another character the database cannot store"
+"""What an argument holding text Postgres cannot store (NUL, an unpaired surrogate) is told."""
+
+
+def unstorable_field(value: Any, path: str = "") -> str | None:
+    """The path (``query``, ``items.2.name``) of the first string in ``value`` (arguments as JSON
+    gives them: dicts, lists, strings, numbers; keys too) that Postgres cannot store, else ``None``.
+
+    Such text never reaches a query: the call is an ``invalid_arguments`` error naming the field,
+    not the database failure it would cause."""
+    if isinstance(value, str):
+        return (path or "(arguments)") if has_unstorable_chars(value) else None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and has_unstorable_chars(key):
+                return path or "(arguments)"
+            found = unstorable_field(item, where)
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = unstorable_field(item, f"{path}.{index}" if path else str(index))
+            if found is not None:
+                return found
+    return None
 
 
 def error_text(error_type: ErrorType, message: str) -> str:

@@ -64,8 +64,10 @@ from switchboard.tools.contracts import (
     CONTRACT_META_KEY,
     FORBIDDEN_MESSAGE,
     INJECTED_PARAMS,
+    UNSTORABLE_PROBLEM,
     ToolPolicy,
     parse_error_text,
+    unstorable_field,
 )
 from switchboard.tools.receipts import Outcome, record_receipt, record_security_alert
 from switchboard.warming import start_import
@@ -498,11 +500,14 @@ class McpToolSource:
                 "rejected", ToolError(UNTRUSTED_REFUSAL, error_type="untrusted_context"), version=tool.version
             )
         problems = sorted(tool.validator.iter_errors(model_args), key=lambda e: list(e.absolute_path))
-        if problems:
+        unstorable = unstorable_field(model_args)
+        if problems or unstorable is not None:
             diagnostics = [
                 {"field": ".".join(str(p) for p in e.absolute_path) or "(arguments)", "problem": e.message}
                 for e in problems
             ]
+            if unstorable is not None:  # the schema cannot say it; the database could not store it
+                diagnostics.append({"field": unstorable, "problem": UNSTORABLE_PROBLEM})
             raise await fail(
                 "rejected",
                 ToolError(

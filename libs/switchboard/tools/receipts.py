@@ -24,8 +24,9 @@ Outcome = Literal["ok", "error", "rejected", "timeout"]
 
 
 def args_hash(arguments: dict[str, Any]) -> str:
-    """SHA-256 hex of the canonical JSON (sorted keys, no spaces) of the arguments."""
-    return hashlib.sha256(canonical_arguments(arguments).encode()).hexdigest()
+    """SHA-256 hex of the canonical JSON (sorted keys, no spaces) of the arguments (UTF-8; an
+    unpaired surrogate a model sent is hashed as its code point, not an error)."""
+    return hashlib.sha256(canonical_arguments(arguments).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 async def record_receipt(

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from switchboard.api.deps import SessionDep, TenantDep
 from switchboard.api.routers import tenant_admin_router
+from switchboard.body_limit import BodyTooLarge, allow_body
 from switchboard.tools.importers import IMPORT_KINDS, MAX_IMPORT_BYTES, ImportReport, import_csv
 from switchboard.tools.toolbox import (
     ToolAssignment,
@@ -105,7 +106,11 @@ async def import_data(
         raise HTTPException(
             status.HTTP_404_NOT_FOUND, f"unknown kind {kind!r}: use {', '.join(IMPORT_KINDS)}"
         )
-    body = await request.body()
+    allow_body(request, MAX_IMPORT_BYTES + 1)  # the caller is known (router dependency): read up to the limit
+    try:
+        body = await request.body()
+    except BodyTooLarge:
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, f"limit is {MAX_IMPORT_BYTES} bytes") from None
     if len(body) > MAX_IMPORT_BYTES:
         raise HTTPException(status.HTTP_413_REQUEST_ENTITY_TOO_LARGE, f"limit is {MAX_IMPORT_BYTES} bytes")
     try:

@@ -5,7 +5,9 @@ the contract's input fields plus the injected ones (``tenant_id``, ``customer_id
 ``conversation_id``, ``trace_id``, ``idempotency_key``, ``tool_config``). The orchestrator hides the
 injected ones from the model and fills them from the authenticated turn. On every call the server:
 
-1. refuses to run without a valid ``tenant_id`` (``[missing_tenant]``; there is no default tenant);
+1. refuses to run without a valid ``tenant_id`` (``[missing_tenant]``; there is no default tenant),
+   and before any query an argument holding text Postgres cannot store (a NUL, an unpaired
+   surrogate: ``[invalid_arguments] <field>: ...``, never the database error it would cause);
 2. verifies the signed per-turn ``capability`` (:mod:`switchboard.tools.capability`): valid
    signature, not expired, same tenant (and customer, conversation, trace id), the tool among its
    tools; otherwise ``[forbidden] Forbidden`` and a ``security_alerts`` row (``capability_rejected``).
@@ -48,6 +50,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.applications import Starlette
 
 from switchboard import __version__
+from switchboard.body_limit import BodyLimitMiddleware
 from switchboard.db.engine import session_scope
 from switchboard.db.models import McpTenantTool, Tenant
 from switchboard.db.rls import enter_tenant_role
@@ -65,9 +68,11 @@ from switchboard.tools.capability import CapabilityRejected, ToolCapability, ver
 from switchboard.tools.contracts import (
     FORBIDDEN_MESSAGE,
     INJECTED_PARAMS,
+    UNSTORABLE_PROBLEM,
     ToolCallContext,
     ToolContract,
     error_text,
+    unstorable_field,
 )
 from switchboard.tools.receipts import record_security_alert
 
@@ -171,6 +176,13 @@ class ToolServer:
                 error_text("missing_tenant", "tenant_id is required; this server never assumes a tenant")
             )
         tool_log = tool_log.bind(tenant_id=str(tenant_id))
+        # text Postgres cannot store never reaches a query (it would read as a database outage)
+        unstorable = unstorable_field(
+            {**args, **{k: injected.get(k) for k in ("trace_id", "idempotency_key")}}
+        )
+        if unstorable is not None:
+            tool_log.warning("tool_refused_unstorable_argument", field=unstorable)
+            raise SdkToolError(error_text("invalid_arguments", f"{unstorable}: {UNSTORABLE_PROBLEM}"))
         if self.sessions is None or self.settings is None:
             raise SdkToolError(error_text("unavailable", "the tool server is starting; try again"))
         try:
@@ -417,4 +429,7 @@ def create_tools_app(settings: Settings, *, server: ToolServer | None = None) ->
     instrument_app(app)  # a tool call's traceparent (sent by McpToolSource) parents the server span
     protected = (MCP_PATH, SSE_PATH, SSE_MESSAGES_PATH.rstrip("/"))
     app.mount("/", BearerAuthMiddleware(transports, token=lambda: token, protected_prefixes=protected))
+    app.add_middleware(
+        BodyLimitMiddleware, default_bytes=settings.max_body_bytes
+    )  # tool calls are small JSON
     return app

@@ -39,6 +39,7 @@ from sqlmodel import select
 
 from switchboard.api.deps import ResourcesDep, SettingsDep
 from switchboard.channels.gmail.jobs import enqueue_sync
+from switchboard.channels.webhook import read_limited
 from switchboard.db.models import ChannelAccount, GmailPushNotification
 from switchboard.observability import get_logger, metrics
 from switchboard.settings import Settings
@@ -140,18 +141,6 @@ async def verify_push(
     return None
 
 
-async def _read_limited(request: Request, limit: int) -> bytes | None:
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        return None
-    body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            return None
-    return body
-
-
 _PUSH_OUTCOMES = {
     200: "accepted",
     401: "missing_signature",
@@ -186,7 +175,7 @@ def push_router() -> APIRouter:
 
     async def _answer(request: Request, settings: Settings, resources: Any) -> JSONResponse:
         started = time.perf_counter()
-        raw = await _read_limited(request, settings.gmail_max_body_bytes)
+        raw = await read_limited(request, settings.gmail_max_body_bytes)
         if raw is None:
             return JSONResponse({"error": "body too large"}, status_code=413)
         http = getattr(request.app.state, "gmail_http", None)

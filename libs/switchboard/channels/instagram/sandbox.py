@@ -39,6 +39,7 @@ import httpx
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
+from switchboard.body_limit import SANDBOX_MEDIA_MAX_BYTES, allow_body
 from switchboard.channels.faults import require_control_access
 from switchboard.channels.meta import post_signed
 from switchboard.channels.whatsapp.sandbox import ScriptedAnswer
@@ -200,6 +201,7 @@ def instagram_sandbox_router(
     @router.put("/_control/cdn/{asset}")
     async def put_cdn(asset: str, request: Request) -> dict[str, Any]:
         require_control_access(request, admin_token)
+        allow_body(request, SANDBOX_MEDIA_MAX_BYTES)
         state.cdn[asset] = await request.body()
         return {
             "stored": asset,

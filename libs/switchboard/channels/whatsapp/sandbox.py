@@ -51,6 +51,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from switchboard.body_limit import SANDBOX_MEDIA_MAX_BYTES, allow_body
 from switchboard.channels.faults import Fault, FaultScript, FaultSpec, require_control_access
 from switchboard.channels.meta import SIGNATURE_HEADER, sign_body
 from switchboard.observability import get_logger
@@ -300,6 +301,7 @@ def sandbox_router(
     @router.put("/_control/media/{media_id}")
     async def put_media(media_id: str, request: Request) -> dict[str, Any]:
         _require_loopback(request)
+        allow_body(request, SANDBOX_MEDIA_MAX_BYTES)
         state.media[media_id] = (
             await request.body(),
             request.headers.get("content-type", "application/octet-stream"),

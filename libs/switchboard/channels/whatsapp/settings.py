@@ -7,6 +7,8 @@ Registered with :func:`switchboard.tenant_settings.register_section` when this m
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from switchboard.i18n import N_
@@ -23,7 +25,9 @@ class WhatsAppSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    opt_out_payloads: list[str] = Field(default_factory=lambda: ["Unsubscribe", "STOP"], max_length=50)
+    opt_out_payloads: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
+        default_factory=lambda: ["Unsubscribe", "STOP"], max_length=50
+    )
     """Button payloads (template quick reply ``button.payload`` or an interactive reply id, compared
     case-insensitively) that opt the customer out of marketing/template messages."""
     opt_out_reply: str = Field(
