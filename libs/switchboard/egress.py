@@ -27,7 +27,9 @@ import asyncio
 import ipaddress
 import socket
 import weakref
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +47,9 @@ __all__ = [
     "EgressTransport",
     "Resolver",
     "address_refusal",
+    "egress_scope",
     "guarded_client",
+    "install_in_litellm",
     "parse_target",
 ]
 
@@ -62,7 +66,7 @@ _CGNAT = ipaddress.ip_network("100.64.0.0/10")
 _BLOCKED_NAMES = (".localhost", ".local", ".internal", ".home.arpa")
 
 
-class EgressRefused(SwitchboardError):
+class EgressRefused(SwitchboardError, ValueError):
     """The policy refused an outbound URL. ``str()`` says why in plain words, for the tenant: it names
     the host the tenant gave, never an address it resolved to or anything learnt by connecting."""
 
@@ -337,3 +341,53 @@ def guarded_client(policy: EgressPolicy, **kwargs: Any) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` whose every request (each redirect hop too) goes through ``policy``;
     ``kwargs`` as for ``httpx.AsyncClient`` (``timeout``, ``follow_redirects``; not ``transport``)."""
     return httpx.AsyncClient(transport=EgressTransport(policy), trust_env=False, **kwargs)
+
+
+_SCOPE: ContextVar[EgressPolicy | None] = ContextVar("egress_policy", default=None)
+
+
+@contextmanager
+def egress_scope(policy: EgressPolicy) -> Iterator[None]:
+    """Within this block (and the tasks it starts), LiteLLM's connections follow ``policy``
+    (:func:`install_in_litellm`); the model gateway opens one around each provider call."""
+    token = _SCOPE.set(policy)
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+class _ScopedTransport(EgressTransport):
+    """:class:`EgressTransport` whose policy is the caller's :func:`egress_scope`, or public
+    addresses only when there is none."""
+
+    def __init__(self) -> None:
+        super().__init__(EgressPolicy())
+        self._strict = self.policy
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.policy = _SCOPE.get() or self._strict
+        return await super().handle_async_request(request)
+
+
+_LITELLM_TRANSPORT: _ScopedTransport | None = None
+
+
+def install_in_litellm(litellm: Any) -> None:
+    """Route every async connection LiteLLM makes (chat, embeddings, any provider: its OpenAI SDK
+    clients and its own HTTP handler both take their transport from
+    ``AsyncHTTPHandler.create_async_transport``) through one :class:`EgressTransport` that follows the
+    :func:`egress_scope` of the call. Idempotent."""
+    global _LITELLM_TRANSPORT
+    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+
+    if _LITELLM_TRANSPORT is None:
+        _LITELLM_TRANSPORT = _ScopedTransport()
+    transport = _LITELLM_TRANSPORT
+
+    def create_async_transport(*args: Any, **kwargs: Any) -> httpx.AsyncBaseTransport:
+        return transport
+
+    AsyncHTTPHandler.create_async_transport = staticmethod(create_async_transport)  # type: ignore[method-assign]
+    AsyncHTTPHandler._create_async_transport = staticmethod(create_async_transport)  # type: ignore[method-assign]
+    litellm.aclient_session = None  # a shared session would bypass the transport

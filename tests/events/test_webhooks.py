@@ -189,9 +189,7 @@ async def test_timeouts_fail_the_delivery_and_a_run_of_failures_disables_the_end
 
 
 async def test_attempts_run_out_into_failed(sessions, make_tenant, make_settings) -> None:  # type: ignore[no-untyped-def]
-    settings = make_settings(
-        egress_allow_loopback=True, webhook_backoff_base_s=0.01, webhook_max_attempts=2
-    )
+    settings = make_settings(egress_allow_loopback=True, webhook_backoff_base_s=0.01, webhook_max_attempts=2)
     tenant = await make_tenant()
     receiver = Receiver(answers=[500, 500, 500])
     async with serve_app(receiver.app()) as url:

@@ -17,6 +17,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.api.deps import ResourcesDep, SessionDep, SettingsDep, TenantDep
 from switchboard.api.routers import tenant_admin_router
 from switchboard.db.models import KnowledgeSource, Tenant
+from switchboard.egress import EgressPolicy
 from switchboard.knowledge.embeddings import (
     EmbeddingFailed,
     check_model_usable,
@@ -293,6 +294,8 @@ async def put_embedding(
     body: EmbeddingSettingsIn, tenant: TenantDep, session: SessionDep, settings: SettingsDep
 ) -> EmbeddingSettingsOut:
     try:
+        if body.api_base:  # resolved too: the name must have public addresses only
+            await EgressPolicy.from_settings(settings).check(body.api_base)
         set_tenant_embedding(settings, tenant, model=body.model, api_key=body.api_key, api_base=body.api_base)
     except ValueError as exc:  # the knowledge section would be invalid: nothing changed
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None

@@ -7,6 +7,7 @@ import uuid
 from dataclasses import dataclass
 
 from switchboard.crypto import CredentialCipher
+from switchboard.egress import EgressPolicy, EgressRefused
 from switchboard.llm.config import DeploymentSettings, LLMSettings
 from switchboard.settings import Settings
 
@@ -32,11 +33,18 @@ async def probe_deployment(settings: Settings, deployment: DeploymentSettings) -
     """Call ``deployment`` once (its stored key decrypted with ``ENCRYPTION_KEY``) and report.
 
     A router of its own (a fresh id), no retries, no other group: the answer says whether this one
-    deployment works. Never raises for a provider's failure (it is the result).
+    deployment works. Never raises for a provider's failure (it is the result). An ``api_base`` the
+    outbound-address policy refuses is not called at all: the error says the policy refused it (and
+    the policy holds again for the connection itself, :mod:`switchboard.egress`).
     """
     from switchboard.llm.router import ModelCallFailed, ModelGateway
 
     started = time.perf_counter()
+    if deployment.api_base:
+        try:
+            await EgressPolicy.from_settings(settings).check(deployment.api_base)
+        except EgressRefused as exc:
+            return ProbeResult(ok=False, deployment_id=deployment.id, error=str(exc))
     gateway = ModelGateway(
         settings=settings, cipher=CredentialCipher(settings.secret("encryption_key").encode())
     )
@@ -53,6 +61,9 @@ async def probe_deployment(settings: Settings, deployment: DeploymentSettings) -
         )
     except ModelCallFailed as exc:
         detail = "; ".join(f.get("error", "") for f in exc.failed_deployments) or str(exc.error)
+        refused = _refusal(exc.error)
+        if refused is not None:  # the address changed since the check above (DNS): the policy's words only
+            detail = refused
         return ProbeResult(
             ok=False,
             deployment_id=deployment.id,
@@ -71,3 +82,13 @@ async def probe_deployment(settings: Settings, deployment: DeploymentSettings) -
         ok=bool(text), deployment_id=deployment.id, answer=text[:500] or None,
         error=None if text else "empty answer", duration_ms=reply.duration_ms,
     )  # fmt: skip
+
+
+def _refusal(error: BaseException | None) -> str | None:
+    """The policy's refusal inside a provider error (LiteLLM wraps it), if that is what it was."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, EgressRefused):
+            return str(error)
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None
