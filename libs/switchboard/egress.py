@@ -63,6 +63,8 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 _IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
+_NOT_GLOBAL = (ipaddress.ip_network("192.0.0.0/24"),)
+"""IANA special-purpose ranges Python's ``is_global`` still counts as global (``192.0.0.8``)."""
 _BLOCKED_NAMES = (".localhost", ".local", ".internal", ".home.arpa")
 
 
@@ -122,7 +124,11 @@ def address_refusal(ip: IPAddress, *, allow_loopback: bool = False) -> str | Non
         return "a shared (carrier-grade NAT) address"
     if ip.is_private:
         return "a private address"
-    if ip.is_reserved or not ip.is_global:
+    if (
+        ip.is_reserved
+        or not ip.is_global
+        or any(ip in net for net in _NOT_GLOBAL if ip.version == net.version)
+    ):
         return "a reserved address"
     return None
 
@@ -220,7 +226,8 @@ class EgressPolicy:
             return target
         literal = _literal(target.host)
         loopback_name = target.host == "localhost" or target.host.endswith(".localhost")
-        local_ok = self.allow_loopback and (loopback_name or (literal is not None and _is_loopback(literal)))
+        # a name may resolve to loopback: :meth:`resolve` decides http for it on the addresses
+        local_ok = self.allow_loopback and (literal is None or _is_loopback(literal))
         if literal is not None:
             reason = address_refusal(literal, allow_loopback=self.allow_loopback)
             if reason is not None:
@@ -272,6 +279,10 @@ class EgressPolicy:
                 raise EgressRefused(
                     f"the address policy refused {target.host}: it resolves to {reason}, not a public one"
                 )
+        if target.scheme != "https" and not all(
+            _is_loopback(ipaddress.ip_address(a.split("%", 1)[0])) for a in addresses
+        ):
+            raise EgressRefused("the address must start with https://")
         return target, addresses[0].split("%", 1)[0]
 
     async def check(self, url: str) -> str:
