@@ -336,6 +336,7 @@ async def test_a_knowledge_search_with_an_internal_embedding_base_reaches_nothin
         f"/v1/admin/tenants/{tenant.slug}/knowledge/search", params={"q": "returns"}
     )
     assert answer.status_code == 503, answer.text
+    assert "the address policy refused 127.0.0.1: it is a loopback address" in answer.text
     assert "secret" not in answer.text
     assert listener.requests == []
     refused = await strict_api.put(

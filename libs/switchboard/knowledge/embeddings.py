@@ -33,7 +33,7 @@ from tenacity import (
 
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import EMBEDDING_DIMS, Tenant
-from switchboard.egress import EgressPolicy, egress_scope, guarded_client
+from switchboard.egress import EgressPolicy, EgressRefused, egress_scope, guarded_client
 from switchboard.errors import SwitchboardError
 from switchboard.llm import import_litellm
 from switchboard.llm.lexical import LEXICAL_MODEL_NAME, lexical_embedding
@@ -291,7 +291,8 @@ async def embed_texts(
         One 1536-float vector per text, in order.
 
     Raises:
-        EmbeddingFailed: a batch still failed after ``config.max_attempts`` attempts, or the
+        EmbeddingFailed: the outbound-address policy refused ``config.api_base``, a batch still
+            failed after ``config.max_attempts`` attempts, or the
             provider rejected the request (bad key, bad model, wrong dimensions).
     """
     vectors: list[list[float]] = []
@@ -304,6 +305,11 @@ async def embed_texts(
             if on_batch:
                 on_batch(len(vectors), total)
         return vectors
+    if config.api_base:  # refused addresses are not retried (and checked again at the connection)
+        try:
+            await config.egress.resolve(config.api_base)
+        except EgressRefused as exc:
+            raise EmbeddingFailed(config.model, str(exc), retryable=False) from None
     transient = _transient_errors()
     client = _no_retry_client(config)
     try:
