@@ -303,14 +303,15 @@ async def test_test_this_deployment_on_an_internal_address_reaches_nothing_throu
     assert listener.requests == []
 
 
+@pytest.mark.parametrize(("provider", "path"), [("openai_compatible", "/v1"), ("ollama", "")])
 async def test_the_model_gateway_checks_every_connection_of_a_tenant_deployment(
-    strict_settings, listener
+    strict_settings, listener, provider, path
 ) -> None:  # type: ignore[no-untyped-def]
     gateway = ModelGateway(
         settings=strict_settings, cipher=CredentialCipher(strict_settings.secret("encryption_key").encode())
     )
     llm = LLMSettings(
-        deployments=[DeploymentSettings(id="mine", provider="openai_compatible", model="m", api_base=listener.url + "/v1")],
+        deployments=[DeploymentSettings(id="mine", provider=provider, model="m", api_base=listener.url + path)],
         num_retries=0,
     )  # fmt: skip
     router = gateway.router_for(uuid.uuid4(), llm)

@@ -329,8 +329,11 @@ class EgressTransport(httpx.AsyncBaseTransport):
             pool = pools[key] = httpx.AsyncHTTPTransport(verify=self._verify, trust_env=False)
         return pool
 
+    def _policy(self) -> EgressPolicy:
+        return self.policy
+
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        target, address = await self.policy.resolve(request.url)
+        target, address = await self._policy().resolve(request.url)
         if address is None:  # the operator's own service
             return await self._pool("").handle_async_request(request)
         request.url = request.url.copy_with(host=address)
@@ -374,11 +377,9 @@ class _ScopedTransport(EgressTransport):
 
     def __init__(self) -> None:
         super().__init__(EgressPolicy())
-        self._strict = self.policy
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.policy = _SCOPE.get() or self._strict
-        return await super().handle_async_request(request)
+    def _policy(self) -> EgressPolicy:
+        return _SCOPE.get() or self.policy
 
 
 _LITELLM_TRANSPORT: _ScopedTransport | None = None
