@@ -273,7 +273,7 @@ async def test_a_media_copy_redirected_to_an_internal_address_is_refused(listene
 
 
 async def test_test_this_deployment_on_an_internal_address_reaches_nothing_through_the_admin_api(
-    strict_api, make_tenant, sessions, listener
+    strict_api, strict_settings, make_tenant, sessions, listener
 ):  # type: ignore[no-untyped-def]
     tenant = await make_tenant()
     await _store_deployment(sessions, tenant.id, listener.url + "/v1")
@@ -300,6 +300,13 @@ async def test_test_this_deployment_on_an_internal_address_reaches_nothing_throu
                                        "api_base": "http://169.254.169.254/v1"}]}},
     )  # fmt: skip
     assert metadata.status_code == 422 and "link-local" in metadata.text
+    # the operator's own services are trusted only for what they serve: not as a model base
+    graph = await strict_api.patch(
+        f"/v1/admin/tenants/{tenant.slug}/settings",
+        json={"llm": {"deployments": [{"id": "wa", "provider": "openai_compatible", "model": "m",
+                                       "api_base": strict_settings.resolved_whatsapp_graph_base_url}]}},
+    )  # fmt: skip
+    assert graph.status_code == 422 and "loopback" in graph.text
     assert listener.requests == []
 
 

@@ -15,8 +15,10 @@ module, when it is saved and again at every connection:
   keeps the ``Host`` header and the TLS server name), so a name that answers differently the next time
   (DNS rebinding) cannot swap it; each redirect hop is a new request and is checked the same way.
 
-The operator's own URLs (``MODEL_SERVER_URL``, ``TRANSCRIPTION_BASE_URL``, ``VISION_BASE_URL``, the
-channel API bases of the environment) are trusted: :attr:`EgressPolicy.trusted_origins`.
+The operator's own URLs are trusted where they serve (:attr:`EgressPolicy.trusted_origins`):
+``MODEL_SERVER_URL`` for model calls (:meth:`EgressPolicy.for_models`), the channel API roots and
+sandboxes for media links (:meth:`EgressPolicy.for_channels`); ``TRANSCRIPTION_BASE_URL`` and
+``VISION_BASE_URL`` are called directly, never through this policy.
 ``EGRESS_ALLOW_LOOPBACK`` (local sandboxes and tests) also allows loopback addresses, over ``http://``
 too; nothing else changes.
 """
@@ -201,14 +203,35 @@ class EgressPolicy:
     resolver: Resolver = field(default=_system_resolver, compare=False)
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, resolver: Resolver | None = None) -> EgressPolicy:
-        """The policy of this process: ``EGRESS_ALLOW_LOOPBACK`` (or its former name
-        ``WEBHOOKS_ALLOW_LOOPBACK_HTTP``) and the operator's own service URLs as trusted origins."""
+    def from_settings(
+        cls, settings: Settings, *, trust: Iterable[str | None] = (), resolver: Resolver | None = None
+    ) -> EgressPolicy:
+        """This process's policy: ``EGRESS_ALLOW_LOOPBACK`` (or its former name
+        ``WEBHOOKS_ALLOW_LOOPBACK_HTTP``), and ``trust``: the operator's own URLs for this kind of call
+        (nothing for webhooks; :meth:`for_models`, :meth:`for_channels`)."""
         return cls(
             allow_loopback=settings.egress_loopback_allowed,
-            trusted_origins=frozenset(_origins(settings.operator_urls())),
+            trusted_origins=frozenset(_origins(trust)),
             resolver=resolver or _system_resolver,
         )
+
+    @classmethod
+    def for_models(cls, settings: Settings) -> EgressPolicy:
+        """For model and embedding calls: the operator's ``MODEL_SERVER_URL`` is trusted."""
+        return cls.from_settings(settings, trust=[settings.model_server_url])
+
+    @classmethod
+    def for_channels(cls, settings: Settings) -> EgressPolicy:
+        """For media links from channel providers: the operator's channel API roots and sandboxes
+        (where the sandboxes' own media links point) are trusted."""
+        return cls.from_settings(
+            settings,
+            trust=[
+                settings.resolved_whatsapp_graph_base_url, settings.whatsapp_sandbox_url,
+                settings.resolved_instagram_graph_base_url, settings.instagram_sandbox_url,
+                settings.media_public_base_url,
+            ],
+        )  # fmt: skip
 
     def is_trusted(self, target: Target) -> bool:
         """Whether the operator set this origin (scheme, host and port all equal)."""

@@ -663,20 +663,6 @@ class Settings(
         """``EGRESS_ALLOW_LOOPBACK`` or its former name ``WEBHOOKS_ALLOW_LOOPBACK_HTTP``."""
         return self.egress_allow_loopback or self.webhooks_allow_loopback_http
 
-    def operator_urls(self) -> list[str]:
-        """The URLs the operator set (or that default to this deployment's own services): the
-        outbound-address policy trusts them (:class:`switchboard.egress.EgressPolicy`)."""
-        return [
-            url
-            for url in (
-                self.model_server_url, self.transcription_base_url, self.vision_base_url,
-                self.resolved_whatsapp_graph_base_url, self.whatsapp_sandbox_url,
-                self.resolved_instagram_graph_base_url, self.instagram_sandbox_url,
-                self.resolved_gmail_api_base_url, self.media_public_base_url,
-            )
-            if url
-        ]  # fmt: skip
-
     @property
     def resolved_whatsapp_graph_base_url(self) -> str:
         """Graph API base URL (no version) of numbers without their own: ``WHATSAPP_GRAPH_BASE_URL``

@@ -126,7 +126,7 @@ def settings_set(
             row = await get_tenant(session, tenant)
             return await assign_settings(
                 session, row, values, actor=_actor(), source="cli", cipher=_cipher_of(settings),
-                egress=EgressPolicy.from_settings(settings),
+                egress=EgressPolicy.for_models(settings),
             )  # fmt: skip
 
     change = run_db(work)
@@ -188,7 +188,7 @@ def settings_edit(tenant: TenantOpt, fmt: FormatOpt = "yaml") -> None:
                     fresh = await get_tenant(session, tenant)
                     return await save_settings(
                         session, fresh, document, actor=_actor(), source="cli", cipher=_cipher_of(settings),
-                        egress=EgressPolicy.from_settings(settings),
+                        egress=EgressPolicy.for_models(settings),
                     )  # fmt: skip
 
             change = run_db(save)

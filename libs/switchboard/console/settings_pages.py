@@ -104,7 +104,7 @@ async def settings_save(
                 actor=console_actor(page),
                 source="console",
                 cipher=cipher_factory(settings),
-                egress=EgressPolicy.from_settings(settings),
+                egress=EgressPolicy.for_models(settings),
             )
     except SettingsInvalid as exc:
         return await _render(request, page, session, problems=exc.problems, form=form, code=422)

@@ -167,7 +167,7 @@ def resolve_embedding_config(
         retry_wait_s=settings.kb_embedding_retry_wait_s,
         timeout_s=settings.kb_embedding_timeout_s,
         min_similarity=default_threshold if block.min_similarity is None else block.min_similarity,
-        egress=EgressPolicy.from_settings(settings),
+        egress=EgressPolicy.for_models(settings),
     )
 
 
@@ -194,7 +194,7 @@ def set_tenant_embedding(
             an address that is not public; a name is checked again, resolved, at every connection).
     """
     if api_base:
-        EgressPolicy.from_settings(settings).check_syntax(api_base)
+        EgressPolicy.for_models(settings).check_syntax(api_base)
     encrypted = None
     if api_key:
         encrypted = CredentialCipher(settings.secret("encryption_key").encode()).encrypt({"api_key": api_key})

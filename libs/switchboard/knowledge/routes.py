@@ -295,7 +295,7 @@ async def put_embedding(
 ) -> EmbeddingSettingsOut:
     try:
         if body.api_base:  # resolved too: the name must have public addresses only
-            await EgressPolicy.from_settings(settings).check(body.api_base)
+            await EgressPolicy.for_models(settings).check(body.api_base)
         set_tenant_embedding(settings, tenant, model=body.model, api_key=body.api_key, api_base=body.api_base)
     except ValueError as exc:  # the knowledge section would be invalid: nothing changed
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None

@@ -327,7 +327,7 @@ class ModelGateway:
 
     def __post_init__(self) -> None:
         self.semaphore = asyncio.Semaphore(self.max_concurrent_calls)
-        self.egress = EgressPolicy.from_settings(self.settings)
+        self.egress = EgressPolicy.for_models(self.settings)
         """Where provider calls may connect: a tenant's ``api_base`` must be a public address
         (:mod:`switchboard.egress`); the operator's ``MODEL_SERVER_URL`` is trusted."""
         self._recorder: _FailureRecorder | None = None

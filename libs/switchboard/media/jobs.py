@@ -74,7 +74,7 @@ async def copy_inbound_media(ctx: dict[str, Any], row_id: str) -> dict[str, int]
             stored = await store.copy_url(
                 deps.http, ref, namespace=f"{row.channel}/{row.tenant_id}",
                 kind=row.kind if row.kind in ("audio", "video", "image") else None,
-                timeout_s=settings.instagram_send_timeout_s, egress=EgressPolicy.from_settings(settings),
+                timeout_s=settings.instagram_send_timeout_s, egress=EgressPolicy.for_channels(settings),
             )  # fmt: skip
         except MediaCopyFailed as exc:
             if exc.is_transient and not last_try:

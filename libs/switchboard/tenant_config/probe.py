@@ -42,7 +42,7 @@ async def probe_deployment(settings: Settings, deployment: DeploymentSettings) -
     started = time.perf_counter()
     if deployment.api_base:
         try:
-            await EgressPolicy.from_settings(settings).check(deployment.api_base)
+            await EgressPolicy.for_models(settings).check(deployment.api_base)
         except EgressRefused as exc:
             return ProbeResult(ok=False, deployment_id=deployment.id, error=str(exc))
     gateway = ModelGateway(

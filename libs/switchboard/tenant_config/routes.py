@@ -178,7 +178,7 @@ async def _save(
             saver = patch_settings if patch else save_settings
             change = await saver(
                 session, row, document, actor=actor, source=source, cipher=cipher_factory(settings),
-                egress=EgressPolicy.from_settings(settings),
+                egress=EgressPolicy.for_models(settings),
             )  # fmt: skip
             view = view_of(row)
     except SettingsInvalid as exc:

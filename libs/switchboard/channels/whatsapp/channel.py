@@ -123,7 +123,7 @@ class WhatsAppChannel:
                 base_url,
                 self._settings.whatsapp_api_version,
                 timeout_s=self._settings.whatsapp_send_timeout_s,
-                egress=EgressPolicy.from_settings(self._settings),
+                egress=EgressPolicy.for_channels(self._settings),
             )
         return self._graphs[base_url]
 
