@@ -203,7 +203,10 @@ async def run(
     pg_dir: Path | None = None,
     list_statements: bool = False,
 ) -> None:
-    settings = load_settings(database_url=database_url, _env_file=None, data_dir=Path(tempfile.mkdtemp()))
+    settings = load_settings(
+        database_url=database_url, _env_file=None, data_dir=Path(tempfile.mkdtemp()),
+        egress_allow_loopback=True,  # the tenant's deployment is the model server on this machine
+    )  # fmt: skip
     engine = create_engine(database_url, pool_size=concurrency)
     statements = StatementLog(engine)
     sessions = session_factory(engine)

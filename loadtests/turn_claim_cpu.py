@@ -31,7 +31,10 @@ from loadtests import orchestrator_overhead as harness  # noqa: E402
 
 async def run(database_url: str) -> None:
     settings = harness.load_settings(
-        database_url=database_url, _env_file=None, data_dir=Path(tempfile.mkdtemp())
+        database_url=database_url,
+        _env_file=None,
+        data_dir=Path(tempfile.mkdtemp()),
+        egress_allow_loopback=True,  # the tenant's deployment is the model server on this machine
     )
     engine = harness.create_engine(database_url, pool_size=5)
     sessions = harness.session_factory(engine)

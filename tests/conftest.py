@@ -171,6 +171,8 @@ def settings(database_url: str, redis_url: str, data_dir: Path) -> Settings:
         data_dir=data_dir / "state",
         log_format="console",
         _env_file=None,
+        # the provider sandboxes and scripted model servers of the tests listen on loopback
+        egress_allow_loopback=True,
         # The session's own free ports: nothing reaches a `make run` on the default ports by accident.
         # Only the orchestrator is ever served on its port (``orchestrator_url``); a test that needs
         # another service starts it on a free port of its own.
@@ -268,7 +270,7 @@ def make_settings(
             gmail_api_base_url=gmail_sandbox[0], gmail_oauth_token_url=gmail_sandbox[0] + "/token",
             gmail_oauth_auth_url=gmail_sandbox[0] + "/o/oauth2/auth",
             gmail_oidc_certs_url=gmail_sandbox[0] + "/oauth2/v1/certs", gmail_sandbox_enabled=False,
-            _env_file=None,
+            egress_allow_loopback=True, _env_file=None,
         )  # fmt: skip
         values.update(overrides)
         return load_settings(**values)
@@ -324,6 +326,7 @@ def cli(settings: Settings) -> Cli:
             "REDIS_URL": settings.redis_url,
             "DATA_DIR": str(settings.data_dir),
             "LOG_LEVEL": "WARNING",
+            "EGRESS_ALLOW_LOOPBACK": "true",
         }
     )
 

@@ -455,8 +455,7 @@ class WebhookSettings(BaseSettings):
     """Event webhooks to the tenants' own systems (:mod:`switchboard.events`)."""
 
     webhooks_allow_loopback_http: bool = False
-    """Accept ``http://127.0.0.1``/``localhost`` endpoints (tests, a local receiver). Real endpoints are
-    ``https://`` only and never private, loopback or link-local addresses (SSRF)."""
+    """Former name of ``EGRESS_ALLOW_LOOPBACK`` (still honoured: either one allows loopback)."""
     webhook_timeout_s: float = Field(10.0, gt=0)
     """Timeout of one delivery attempt (connect + answer)."""
     webhook_backoff_base_s: float = Field(10.0, gt=0)
@@ -472,6 +471,15 @@ class WebhookSettings(BaseSettings):
     event_retention_failed_days: int = Field(60, ge=1)
     """Days an event with a ``failed`` delivery is kept (longer: the tenant may still look into it).
     An event with a delivery still ``pending`` (e.g. its endpoint is disabled) is never pruned."""
+
+
+class EgressSettings(BaseSettings):
+    """The outbound-address policy for URLs a tenant or a provider chose (:mod:`switchboard.egress`)."""
+
+    egress_allow_loopback: bool = False
+    """Also allow loopback addresses (``127.0.0.0/8``, ``::1``, ``localhost``), over ``http://`` too, for
+    tenant model and embedding bases, event webhooks and provider media links (bool, default false):
+    local sandboxes and tests only. Everything else stays public ``https://`` addresses only."""
 
 
 class MediaSettings(BaseSettings):
@@ -620,6 +628,7 @@ class Settings(
     KnowledgeBaseSettings,
     McpClientSettings,
     MediaSettings,
+    EgressSettings,
     MediaStoreSettings,
     DeliverySettings,
     WebhookSettings,
@@ -675,6 +684,11 @@ class Settings(
         missing = [name.upper() for name in GENERATED_SECRETS if not _is_set(getattr(self, name))]
         if missing:
             raise SettingsError(missing[0], f"{_REQUIRED_SECRET} (unset or empty: {', '.join(missing)})")
+
+    @property
+    def egress_loopback_allowed(self) -> bool:
+        """``EGRESS_ALLOW_LOOPBACK`` or its former name ``WEBHOOKS_ALLOW_LOOPBACK_HTTP``."""
+        return self.egress_allow_loopback or self.webhooks_allow_loopback_http
 
     @property
     def resolved_whatsapp_graph_base_url(self) -> str:

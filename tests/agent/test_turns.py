@@ -14,6 +14,7 @@ from switchboard.agent import Orchestrator, TurnRejected
 from switchboard.contracts import trace_id_for
 from switchboard.conversations import Actor
 from switchboard.db.models import AuditLog, Conversation, Customer, Message, ToolReceipt, Turn, utcnow
+from switchboard.egress import EgressPolicy
 from switchboard.handoff import escalate
 from switchboard.llm.config import DeploymentSettings, LLMSettings
 from switchboard.llm.offline_server import OFFLINE_MARKER, SUMMARY_INSTRUCTION_MARKER, ScriptedResponse
@@ -674,7 +675,7 @@ async def test_reply_writes_message_created_only_for_a_tenant_subscribed_to_it(
     async with sessions() as session, session.begin():
         await create_endpoint(
             session, tenant_id=tenant_id, url="http://127.0.0.1:9/leads", event_types=["lead.created"],
-            description="crm", cipher=cipher, allow_loopback_http=True,
+            description="crm", cipher=cipher, egress=EgressPolicy(allow_loopback=True),
         )  # fmt: skip
     forget_subscribers(tenant_id)
     second = await orchestrator.handle_turn(conv.request("Again"))
@@ -685,7 +686,7 @@ async def test_reply_writes_message_created_only_for_a_tenant_subscribed_to_it(
     async with sessions() as session, session.begin():
         await create_endpoint(
             session, tenant_id=tenant_id, url="http://127.0.0.1:9/messages", event_types=["message.created"],
-            description="crm", cipher=cipher, allow_loopback_http=True,
+            description="crm", cipher=cipher, egress=EgressPolicy(allow_loopback=True),
         )  # fmt: skip
     forget_subscribers(tenant_id)
     third = await orchestrator.handle_turn(conv.request("Once more"))

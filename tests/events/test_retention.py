@@ -11,6 +11,7 @@ from sqlalchemy import update
 from sqlmodel import col, select
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import EventOutbox, WebhookDelivery, utcnow
+from switchboard.egress import EgressPolicy
 from switchboard.events import emit
 from switchboard.events.endpoints import create_endpoint
 from switchboard.events.retention import prune_events, run_event_retention
@@ -25,7 +26,7 @@ async def _endpoints(sessions, settings, tenant, n):  # type: ignore[no-untyped-
         for i in range(n):
             endpoint, _ = await create_endpoint(
                 session, tenant_id=tenant.id, url=f"https://93.184.215.14/hook{i}", event_types=[],
-                description="crm", cipher=cipher, allow_loopback_http=False,
+                description="crm", cipher=cipher, egress=EgressPolicy(allow_loopback=False),
             )  # fmt: skip
             out.append(endpoint)
     return out

@@ -18,9 +18,10 @@ from sqlmodel import col, select
 from switchboard.conversations import Actor, close, start_conversation, to_human
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import Customer, EventOutbox, WebhookDelivery, WebhookEndpoint, utcnow
+from switchboard.egress import EgressPolicy
 from switchboard.events import UnknownEventType, emit
 from switchboard.events.delivery import run_event_delivery
-from switchboard.events.endpoints import EndpointRefused, check_endpoint_url, create_endpoint
+from switchboard.events.endpoints import EndpointRefused, create_endpoint
 from switchboard.events.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign, verify
 
 from tests.utils.servers import serve_app
@@ -55,7 +56,7 @@ class Receiver:
 @pytest.fixture
 def hook_settings(make_settings):  # type: ignore[no-untyped-def]
     return make_settings(
-        webhooks_allow_loopback_http=True, webhook_timeout_s=0.5, webhook_backoff_base_s=0.01,
+        egress_allow_loopback=True, webhook_timeout_s=0.5, webhook_backoff_base_s=0.01,
         webhook_backoff_max_s=0.02, webhook_max_attempts=3, webhook_disable_after_failures=4,
     )  # fmt: skip
 
@@ -64,7 +65,7 @@ async def _endpoint(sessions, settings, tenant, url, receiver, events=()):  # ty
     async with sessions() as session, session.begin():
         endpoint, secret = await create_endpoint(
             session, tenant_id=tenant.id, url=url, event_types=list(events), description="crm",
-            cipher=CredentialCipher(settings.secret("encryption_key").encode()), allow_loopback_http=True,
+            cipher=CredentialCipher(settings.secret("encryption_key").encode()), egress=EgressPolicy(allow_loopback=True),
         )  # fmt: skip
     receiver.secret = secret
     return endpoint
@@ -188,9 +189,7 @@ async def test_timeouts_fail_the_delivery_and_a_run_of_failures_disables_the_end
 
 
 async def test_attempts_run_out_into_failed(sessions, make_tenant, make_settings) -> None:  # type: ignore[no-untyped-def]
-    settings = make_settings(
-        webhooks_allow_loopback_http=True, webhook_backoff_base_s=0.01, webhook_max_attempts=2
-    )
+    settings = make_settings(egress_allow_loopback=True, webhook_backoff_base_s=0.01, webhook_max_attempts=2)
     tenant = await make_tenant()
     receiver = Receiver(answers=[500, 500, 500])
     async with serve_app(receiver.app()) as url:
@@ -206,35 +205,29 @@ async def test_attempts_run_out_into_failed(sessions, make_tenant, make_settings
 @pytest.mark.parametrize(
     ("url", "reason"),
     [
-        ("http://crm.example.com/hook", "https"),
-        ("https://10.0.0.5/hook", "not a public address"),
-        ("https://169.254.169.254/latest/meta-data", "not a public address"),
-        ("https://[::1]/hook", "not a public address"),
+        ("http://crm.example.com/hook", "must start with https://"),
+        ("https://10.0.0.5/hook", "policy refused 10.0.0.5: it is a private address"),
+        ("https://169.254.169.254/latest/meta-data", "it is a link-local address"),
+        ("https://[::1]/hook", "it is a loopback address"),
         ("https://localhost.example.localhost/hook", "not a public host"),
-        ("https://user:pw@crm.example.com/hook", "credentials"),
-        ("http://127.0.0.1:9/hook", "https"),  # loopback http only when the test setting allows it
-        # a loopback refusal names the setting that allows it
-        (
-            "http://127.0.0.1:9/hook",
-            r"https://; a loopback receiver \(127\.0\.0\.1\) needs WEBHOOKS_ALLOW_LOOPBACK_HTTP=true",
-        ),
-        ("https://localhost/hook", "localhost is not a public address; .* WEBHOOKS_ALLOW_LOOPBACK_HTTP=true"),
-        ("https://[::1]/hook", "WEBHOOKS_ALLOW_LOOPBACK_HTTP=true"),
+        ("https://localhost/hook", "not a public host"),
+        ("https://user:pw@crm.example.com/hook", "user name or password"),
+        ("http://127.0.0.1:9/hook", "it is a loopback address"),  # loopback only when the operator allows it
     ],
 )
-async def test_endpoint_urls_are_refused(url: str, reason: str) -> None:
-    with pytest.raises(EndpointRefused, match=reason):
-        await check_endpoint_url(url, allow_loopback_http=False, resolve=False)
+async def test_endpoint_urls_are_refused(sessions, make_tenant, settings, url: str, reason: str) -> None:  # type: ignore[no-untyped-def]
+    tenant = await make_tenant()
+    async with sessions() as session:
+        with pytest.raises(EndpointRefused, match=reason):
+            await create_endpoint(
+                session, tenant_id=tenant.id, url=url, event_types=[], description="crm",
+                cipher=CredentialCipher(settings.secret("encryption_key").encode()), egress=EgressPolicy(),
+            )  # fmt: skip
 
 
 async def test_public_https_and_allowed_loopback_are_accepted() -> None:
-    assert (
-        await check_endpoint_url("https://93.184.215.14/h", allow_loopback_http=False)
-        == "https://93.184.215.14/h"
-    )
-    assert (
-        await check_endpoint_url("http://127.0.0.1:9/h", allow_loopback_http=True) == "http://127.0.0.1:9/h"
-    )
+    assert await EgressPolicy().check("https://93.184.215.14/h") == "https://93.184.215.14/h"
+    assert await EgressPolicy(allow_loopback=True).check("http://127.0.0.1:9/h") == "http://127.0.0.1:9/h"
 
 
 def test_signature_binds_the_timestamp_and_refuses_replays() -> None:

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 from switchboard.conversations import Actor
 from switchboard.db.models import Conversation, Customer, CustomerIdentity, Message, utcnow
+from switchboard.egress import EgressPolicy
 from switchboard.handoff import add_agent, escalate
 from switchboard.inbound import SLOWDOWN_TEXT
 from switchboard.llm.offline_server import ScriptedResponse
@@ -495,7 +496,7 @@ async def test_message_created_carries_the_conversation_and_only_for_a_subscribe
     async with sessions() as session, session.begin():
         leads, _ = await create_endpoint(
             session, tenant_id=tenant_id, url="http://127.0.0.1:9/hook", event_types=["lead.created"],
-            description="crm", cipher=cipher, allow_loopback_http=True,
+            description="crm", cipher=cipher, egress=EgressPolicy(allow_loopback=True),
         )  # fmt: skip
     async with channel_service(settings) as svc:
         assert (
@@ -510,7 +511,7 @@ async def test_message_created_carries_the_conversation_and_only_for_a_subscribe
     async with sessions() as session, session.begin():
         await create_endpoint(
             session, tenant_id=tenant_id, url="http://127.0.0.1:9/messages", event_types=["message.created"],
-            description="crm", cipher=cipher, allow_loopback_http=True,
+            description="crm", cipher=cipher, egress=EgressPolicy(allow_loopback=True),
         )  # fmt: skip
     async with channel_service(settings) as svc:
         body = text_body(phone_number_id=pid, wamid=f"wamid.EVT3{uuid.uuid4().hex}", text="third")

@@ -216,7 +216,10 @@ async def test_webhooks_admin_api_refuses_private_urls_and_shows_the_secret_once
             f"{base}/{created.json()['id']}", json={"is_active": False}, headers=headers
         )
         log = await client.get(f"{base}/{created.json()['id']}/deliveries", headers=headers)
-    assert refused.status_code == 422 and "not a public address" in refused.json()["detail"]
+    assert (
+        refused.status_code == 422
+        and "address policy refused 192.168.1.10: it is a private address" in refused.json()["detail"]
+    )
     assert created.status_code == 201 and created.json()["secret"].startswith("whsec_")
     assert "secret" not in listed[0] and listed[0]["event_types"] == ["lead.created"]
     assert (

@@ -55,6 +55,7 @@ def webhooks_add(
 ) -> None:
     """Register an endpoint; prints its signing secret once (store it in the receiver)."""
     from switchboard.crypto import CredentialCipher
+    from switchboard.egress import EgressPolicy
     from switchboard.events.endpoints import create_endpoint
     from switchboard.tenants import get_tenant
 
@@ -64,7 +65,7 @@ def webhooks_add(
             return await create_endpoint(
                 session, tenant_id=tenant_row.id, url=url, event_types=list(event or []), description=description,
                 cipher=CredentialCipher(settings.secret("encryption_key").encode()),
-                allow_loopback_http=settings.webhooks_allow_loopback_http,
+                egress=EgressPolicy.from_settings(settings),
             )  # fmt: skip
 
     endpoint, secret = run_db(work, pool_size=1)

@@ -122,11 +122,14 @@ def settings_set(
             values[path.strip()] = _parse_value(raw)
 
     async def work(sessions: Any, settings: Settings) -> Any:
+        from switchboard.egress import EgressPolicy
+
         async with session_scope(sessions) as session:
             row = await get_tenant(session, tenant)
             return await assign_settings(
-                session, row, values, actor=_actor(), source="cli", cipher=_cipher_of(settings)
-            )
+                session, row, values, actor=_actor(), source="cli", cipher=_cipher_of(settings),
+                egress=EgressPolicy.for_models(settings),
+            )  # fmt: skip
 
     change = run_db(work)
     if change is None:
@@ -181,11 +184,14 @@ def settings_edit(tenant: TenantOpt, fmt: FormatOpt = "yaml") -> None:
             document = load_document(edited, fmt)
 
             async def save(sessions: Any, settings: Settings, document: dict = document) -> Any:
+                from switchboard.egress import EgressPolicy
+
                 async with session_scope(sessions) as session:
                     fresh = await get_tenant(session, tenant)
                     return await save_settings(
-                        session, fresh, document, actor=_actor(), source="cli", cipher=_cipher_of(settings)
-                    )
+                        session, fresh, document, actor=_actor(), source="cli", cipher=_cipher_of(settings),
+                        egress=EgressPolicy.for_models(settings),
+                    )  # fmt: skip
 
             change = run_db(save)
         except SettingsInvalid as exc:

@@ -196,7 +196,8 @@ async def channels_connect(
 ) -> Response:
     """Connect (or update) a WhatsApp number or an Instagram account: ``account_id`` (digits), the
     token (write-only; empty keeps the stored one, or means the sandbox for a new account), the name,
-    ``api_base`` (``sandbox`` / ``real`` / a URL; empty: real with a token, sandbox without)."""
+    ``api_base`` (``sandbox`` / ``real``; empty: real with a token, sandbox without). Any other API
+    address is refused: it is the operator's setting (environment or CLI), never a tenant's."""
     label = _ACCOUNT_LABELS.get(channel)
     if label is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "connect whatsapp or instagram here; gmail with OAuth")
@@ -204,6 +205,12 @@ async def channels_connect(
     try:
         if not account_id.isdigit():
             raise ValueError(f"The {label} is digits only.")
+        if api_base.strip() not in ("", "sandbox", "real"):
+            log.warning("channel_api_base_refused", tenant_id=str(page.tenant.id), channel=channel)
+            raise ValueError(
+                "Choose the sandbox or the real Graph API: another API address can only be set by the "
+                "platform's operator."
+            )
         base = api_base_option(api_base.strip() or None, has_token=token is not None)
         account, created = await connect_channel_account(
             session, tenant=page.tenant, channel=channel, external_account_id=account_id, access_token=token,

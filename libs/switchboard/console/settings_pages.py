@@ -17,6 +17,7 @@ from switchboard.api.deps import SessionDep, SessionsDep, SettingsDep
 from switchboard.console.app import register_nav, render
 from switchboard.console.deps import PageContext, page_access
 from switchboard.db.engine import session_scope
+from switchboard.egress import EgressPolicy
 from switchboard.i18n import N_
 from switchboard.llm.config import DeploymentSettings
 from switchboard.settings import Settings
@@ -106,6 +107,7 @@ async def settings_save(
                 actor=console_actor(page),
                 source="console",
                 cipher=cipher_factory(settings),
+                egress=EgressPolicy.for_models(settings),
             )
     except SettingsInvalid as exc:
         return await _render(request, page, session, problems=exc.problems, form=form, code=422)

@@ -6,9 +6,9 @@ One run:
    endpoint of its tenant that wants its type (unique per event and endpoint, so a re-run adds none).
 2. **Send** the deliveries that are due (``SKIP LOCKED``, leased for the attempt's timeout, so two
    workers never send one at once): ``POST`` of the envelope's raw JSON, signed
-   (:mod:`switchboard.events.signing`), redirects not followed, the URL re-checked first
-   (:func:`~switchboard.events.endpoints.check_endpoint_url`: a name can start resolving to a private
-   address).
+   (:mod:`switchboard.events.signing`), redirects not followed, through the outbound-address policy
+   (:class:`~switchboard.egress.EgressTransport`: the URL is checked again and the connection pinned to
+   the address checked, since a name can start resolving to a private address).
 3. **Record**: a 2xx delivers it and resets the endpoint's failure count; anything else (status,
    timeout, refused URL) logs the attempt and schedules the next one with capped exponential back-off
    and full jitter (``WEBHOOK_BACKOFF_BASE_S`` doubling up to ``WEBHOOK_BACKOFF_MAX_S``, the outbox's
@@ -37,12 +37,8 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.crypto import CredentialCipher, CredentialDecryptError
 from switchboard.db.models import DeliveryState, EventOutbox, WebhookDelivery, WebhookEndpoint, utcnow
-from switchboard.events.endpoints import (
-    EndpointRefused,
-    check_endpoint_url,
-    endpoint_secret,
-    set_endpoint_active,
-)
+from switchboard.egress import EgressPolicy, EgressRefused, guarded_client
+from switchboard.events.endpoints import endpoint_secret, set_endpoint_active
 from switchboard.events.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 from switchboard.observability import get_logger, metrics
 from switchboard.outbox.policy import backoff_s
@@ -185,10 +181,6 @@ async def _send(
     started = time.perf_counter()
     if attempt.secret is None:
         return None, "secret unreadable (ENCRYPTION_KEY changed?)", 0.0
-    try:
-        await check_endpoint_url(attempt.url, allow_loopback_http=settings.webhooks_allow_loopback_http)
-    except EndpointRefused as exc:
-        return None, f"refused: {exc}", 0.0
     timestamp = int(time.time())
     headers = {
         "Content-Type": "application/json",
@@ -202,6 +194,8 @@ async def _send(
         response = await http.post(
             attempt.url, content=attempt.body, headers=headers, timeout=settings.webhook_timeout_s
         )
+    except EgressRefused as exc:
+        return None, f"refused: {exc}", 0.0
     except httpx.TimeoutException:
         return None, f"timeout after {settings.webhook_timeout_s:g} s", (time.perf_counter() - started) * 1000
     except httpx.HTTPError as exc:
@@ -283,13 +277,18 @@ async def run_event_delivery(
     sessions: async_sessionmaker[AsyncSession], settings: Settings, *, cipher: CredentialCipher,
     http: httpx.AsyncClient | None = None,
 ) -> EventDeliveryReport:  # fmt: skip
-    """One fan-out and one batch of attempts (the module docstring)."""
+    """One fan-out and one batch of attempts (the module docstring).
+
+    Args:
+        http: the client to send with; default: one through the outbound-address policy of
+            ``settings`` (:func:`switchboard.egress.guarded_client`), closed at the end.
+    """
     report = EventDeliveryReport(dispatched=await _fan_out(sessions))
     attempts = await _claim(sessions, settings, cipher)
     if not attempts:
         return report
     own = http is None
-    client = http or httpx.AsyncClient(follow_redirects=False)
+    client = http or guarded_client(EgressPolicy.from_settings(settings), follow_redirects=False)
     try:
         outcomes = await asyncio.gather(*(_send(client, settings, a) for a in attempts))
     finally:

@@ -16,6 +16,7 @@ from switchboard.api.deps import SessionDep, SettingsDep, TenantDep
 from switchboard.api.routers import tenant_admin_router
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import Lead, WebhookDelivery, WebhookEndpoint
+from switchboard.egress import EgressPolicy
 from switchboard.events.endpoints import EndpointRefused, create_endpoint, list_endpoints, set_endpoint_active
 from switchboard.events.schemas import EVENT_TYPES, EventEnvelope, EventType
 from switchboard.events.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
@@ -110,7 +111,7 @@ async def _endpoint(session: SessionDep, tenant: TenantDep, endpoint_id: uuid.UU
         f"`{SIGNATURE_HEADER}: v1=<hex HMAC-SHA256(secret, \"<timestamp>.<raw body>\")>`. Refuse old "
         "timestamps (5 minutes) and compare signatures in constant time. Payload schemas: OpenAPI `webhooks`."
     ),
-    responses={422: {"description": "Not https, a private address, or an unknown event type"}},
+    responses={422: {"description": "The outbound-address policy refused the URL, or an unknown event type"}},
 )  # fmt: skip
 async def post_endpoint(
     body: EndpointCreate, tenant: TenantDep, session: SessionDep, settings: SettingsDep
@@ -119,7 +120,7 @@ async def post_endpoint(
     try:
         endpoint, secret = await create_endpoint(
             session, tenant_id=tenant.id, url=body.url, event_types=list(body.event_types),
-            description=body.description, cipher=cipher, allow_loopback_http=settings.webhooks_allow_loopback_http,
+            description=body.description, cipher=cipher, egress=EgressPolicy.from_settings(settings),
         )  # fmt: skip
     except EndpointRefused as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from None

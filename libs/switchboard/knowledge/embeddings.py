@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tenacity import (
@@ -35,6 +35,7 @@ from tenacity import (
 
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import EMBEDDING_DIMS, Tenant
+from switchboard.egress import EgressPolicy, EgressRefused, egress_scope, guarded_client
 from switchboard.errors import SwitchboardError
 from switchboard.llm import import_litellm
 from switchboard.llm.keys import PLATFORM_KEY_SETTING, choose_key, embedding_provider, platform_key
@@ -93,6 +94,9 @@ class EmbeddingConfig:
     """Per-request timeout (seconds)."""
     min_similarity: float = 0.3
     """Cosine similarity a chunk needs to match a question with this model."""
+    egress: EgressPolicy = field(default_factory=EgressPolicy)
+    """Where the provider calls may connect (:mod:`switchboard.egress`): a tenant's ``api_base`` only
+    to a public address, checked and pinned at every connection."""
 
     @property
     def is_lexical(self) -> bool:
@@ -185,6 +189,7 @@ def resolve_embedding_config(
         retry_wait_s=settings.kb_embedding_retry_wait_s,
         timeout_s=settings.kb_embedding_timeout_s,
         min_similarity=default_threshold if block.min_similarity is None else block.min_similarity,
+        egress=EgressPolicy.for_models(settings),
     )
 
 
@@ -212,7 +217,11 @@ def set_tenant_embedding(
 
     Raises:
         pydantic.ValidationError: the resulting ``knowledge`` section is invalid (nothing changed).
+        EgressRefused: the outbound-address policy refuses ``api_base`` (its form, or a host given as
+            an address that is not public; a name is checked again, resolved, at every connection).
     """
+    if api_base:
+        EgressPolicy.for_models(settings).check_syntax(api_base)
     encrypted = None
     if api_key:
         encrypted = CredentialCipher(settings.secret("encryption_key").encode()).encrypt({"api_key": api_key})
@@ -273,7 +282,10 @@ def _no_retry_client(config: EmbeddingConfig) -> Any:
         def max_retries(self, value: int) -> None:
             pass
 
-    return _NoRetryAsyncOpenAI(api_key=config.api_key, base_url=config.api_base, timeout=config.timeout_s)
+    return _NoRetryAsyncOpenAI(
+        api_key=config.api_key, base_url=config.api_base, timeout=config.timeout_s,
+        http_client=guarded_client(config.egress, timeout=config.timeout_s),
+    )  # fmt: skip
 
 
 async def _embed_batch(config: EmbeddingConfig, batch: Sequence[str], client: Any) -> list[list[float]]:
@@ -323,7 +335,8 @@ async def embed_texts(
         One 1536-float vector per text, in order.
 
     Raises:
-        EmbeddingFailed: a batch still failed after ``config.max_attempts`` attempts, or the
+        EmbeddingFailed: the outbound-address policy refused ``config.api_base``, a batch still
+            failed after ``config.max_attempts`` attempts, or the
             provider rejected the request (bad key, bad model, wrong dimensions).
     """
     vectors: list[list[float]] = []
@@ -336,10 +349,16 @@ async def embed_texts(
             if on_batch:
                 on_batch(len(vectors), total)
         return vectors
+    if config.api_base:  # refused addresses are not retried (and checked again at the connection)
+        try:
+            await config.egress.resolve(config.api_base)
+        except EgressRefused as exc:
+            raise EmbeddingFailed(config.model, str(exc), retryable=False) from None
     transient = _transient_errors()
     client = _no_retry_client(config)
     try:
-        await _embed_all(config, texts, vectors, client, transient, on_batch)
+        with egress_scope(config.egress):
+            await _embed_all(config, texts, vectors, client, transient, on_batch)
     finally:
         await client.close()
     return vectors

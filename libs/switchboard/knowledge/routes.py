@@ -18,6 +18,7 @@ from switchboard.api.deps import ResourcesDep, SessionDep, SettingsDep, TenantDe
 from switchboard.api.routers import tenant_admin_router
 from switchboard.body_limit import body_allowance
 from switchboard.db.models import KnowledgeSource, Tenant
+from switchboard.egress import EgressPolicy
 from switchboard.knowledge.embeddings import (
     EmbeddingFailed,
     check_model_usable,
@@ -325,6 +326,8 @@ async def put_embedding(
     body: EmbeddingSettingsIn, tenant: TenantDep, session: SessionDep, settings: SettingsDep
 ) -> EmbeddingSettingsOut:
     try:
+        if body.api_base:  # resolved too: the name must have public addresses only
+            await EgressPolicy.for_models(settings).check(body.api_base)
         set_tenant_embedding(settings, tenant, model=body.model, api_key=body.api_key, api_base=body.api_base)
     except ValueError as exc:  # the knowledge section would be invalid: nothing changed
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None

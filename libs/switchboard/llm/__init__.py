@@ -31,6 +31,9 @@ def import_litellm() -> ModuleType:
 
     litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on stdout
     adopt_library_loggers()
+    from switchboard.egress import install_in_litellm
+
+    install_in_litellm(litellm)  # every connection through the outbound-address policy
     return litellm
 
 

@@ -40,6 +40,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from switchboard.crypto import CredentialCipher, CredentialDecryptError
+from switchboard.egress import EgressPolicy, egress_scope
 from switchboard.llm import import_litellm
 from switchboard.llm.config import DeploymentSettings, LLMSettings, default_deployments, is_platform_default
 from switchboard.llm.costs import call_cost
@@ -332,6 +333,9 @@ class ModelGateway:
 
     def __post_init__(self) -> None:
         self.semaphore = asyncio.Semaphore(self.max_concurrent_calls)
+        self.egress = EgressPolicy.for_models(self.settings)
+        """Where provider calls may connect: a tenant's ``api_base`` must be a public address
+        (:mod:`switchboard.egress`); the operator's ``MODEL_SERVER_URL`` is trusted."""
         self._recorder: _FailureRecorder | None = None
         """Registered with LiteLLM by the first :meth:`router_for` (so LiteLLM loads on first use)."""
 
@@ -658,7 +662,8 @@ class ModelGateway:
             call_id = uuid.uuid4().hex
             kwargs["metadata"] = {_CALL_KEY: call_id, "trace_id": trace_id}
             try:
-                return await tenant_router.router.acompletion(**kwargs)
+                with egress_scope(self.egress):  # the connection is checked and pinned there
+                    return await tenant_router.router.acompletion(**kwargs)
             except Exception as exc:
                 recorded = recorder.take(call_id)
                 failures.extend(

@@ -25,6 +25,7 @@ from sqlalchemy import update
 from sqlmodel import col
 
 from switchboard.db.models import Message
+from switchboard.egress import EgressPolicy
 from switchboard.media.store import MediaCopyFailed, MediaStore, is_stored
 from switchboard.observability import get_logger
 from switchboard.queue.jobs import COPY_INBOUND_MEDIA
@@ -66,7 +67,7 @@ async def copy_inbound_media(ctx: dict[str, Any], row_id: str) -> dict[str, int]
             stored = await store.copy_url(
                 deps.http, ref, namespace=f"{row.channel}/{row.tenant_id}",
                 kind=row.kind if row.kind in ("audio", "video", "image") else None,
-                timeout_s=settings.instagram_send_timeout_s,
+                timeout_s=settings.instagram_send_timeout_s, egress=EgressPolicy.for_channels(settings),
             )  # fmt: skip
         except MediaCopyFailed as exc:
             if exc.is_transient and not last_try:

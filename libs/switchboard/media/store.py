@@ -20,11 +20,15 @@ import httpx
 import obstore
 from obstore.store import LocalStore, from_url
 
+from switchboard.egress import EgressPolicy, EgressRefused, guarded_client
 from switchboard.errors import SwitchboardError
 from switchboard.media.sniff import extension_for, sniff_mime
+from switchboard.observability import get_logger
 from switchboard.settings import Settings
 
 __all__ = ["MediaStore", "MediaCopyFailed", "StoredMedia", "STORE_PREFIX", "is_stored", "key_of"]
+
+log = get_logger(__name__)
 
 STORE_PREFIX = "store:"
 """``media[].ref`` of a copy in our storage: ``store:<key>``."""
@@ -126,16 +130,22 @@ class MediaStore:
 
     async def copy_url(
         self, http: httpx.AsyncClient, url: str, *, namespace: str, kind: str | None = None,
-        mime: str | None = None, timeout_s: float = 15.0,
+        mime: str | None = None, timeout_s: float = 15.0, egress: EgressPolicy | None = None,
     ) -> StoredMedia:  # fmt: skip
         """Download ``url`` (never more than :attr:`max_bytes`) and store it.
 
+        Args:
+            egress: the outbound-address policy the link (a provider handed it to us) and every
+                redirect must pass, connected to pinned (:mod:`switchboard.egress`); ``None``: ``http``
+                as it is (a test's own client).
+
         Raises:
-            MediaCopyFailed: 4xx (``expired``: CDN links die), a file over the limit, network trouble
-                or a 5xx (transient).
+            MediaCopyFailed: 4xx (``expired``: CDN links die), a file over the limit, the policy
+                refused the address (``refused``), network trouble or a 5xx (transient).
         """
+        client = http if egress is None else guarded_client(egress)
         try:
-            async with http.stream("GET", url, timeout=timeout_s, follow_redirects=True) as response:
+            async with client.stream("GET", url, timeout=timeout_s, follow_redirects=True) as response:
                 if response.status_code >= 400:
                     transient = response.status_code >= 500 or response.status_code == 429
                     reason = f"http_{response.status_code}" if transient else "expired"
@@ -160,9 +170,15 @@ class MediaStore:
                         )
                     chunks.append(chunk)
                 served = response.headers.get("content-type")
+        except EgressRefused as exc:
+            log.warning("media_link_refused", error=str(exc))
+            raise MediaCopyFailed(str(exc), is_transient=False, reason="refused") from None
         except httpx.HTTPError as exc:
             raise MediaCopyFailed(
                 f"download failed: {type(exc).__name__}", is_transient=True, reason="network"
             ) from exc
+        finally:
+            if client is not http:
+                await client.aclose()
         served_mime = (served or "").split(";", 1)[0].strip().lower() or None
         return await self.put(b"".join(chunks), namespace=namespace, mime=mime or served_mime, kind=kind)

@@ -7,6 +7,7 @@ import uuid
 from dataclasses import dataclass
 
 from switchboard.crypto import CredentialCipher
+from switchboard.egress import EgressPolicy, EgressRefused
 from switchboard.llm.config import DeploymentSettings, LLMSettings, is_platform_default
 from switchboard.llm.keys import missing_key_reason
 from switchboard.settings import Settings
@@ -36,11 +37,18 @@ async def probe_deployment(settings: Settings, deployment: DeploymentSettings) -
     would go out without one is not called, and the result says why in plain words.
 
     A router of its own (a fresh id), no retries, no other group: the answer says whether this one
-    deployment works. Never raises for a provider's failure (it is the result).
+    deployment works. Never raises for a provider's failure (it is the result). An ``api_base`` the
+    outbound-address policy refuses is not called at all: the error says the policy refused it (and
+    the policy holds again for the connection itself, :mod:`switchboard.egress`).
     """
     from switchboard.llm.router import ModelCallFailed, ModelGateway
 
     started = time.perf_counter()
+    if deployment.api_base:
+        try:
+            await EgressPolicy.for_models(settings).check(deployment.api_base)
+        except EgressRefused as exc:
+            return ProbeResult(ok=False, deployment_id=deployment.id, error=str(exc))
     if not deployment.api_key_encrypted:
         why = missing_key_reason(
             settings,
@@ -67,6 +75,9 @@ async def probe_deployment(settings: Settings, deployment: DeploymentSettings) -
         )
     except ModelCallFailed as exc:
         detail = "; ".join(f.get("error", "") for f in exc.failed_deployments) or str(exc.error)
+        refused = _refusal(exc.error)
+        if refused is not None:  # the address changed since the check above (DNS): the policy's words only
+            detail = refused
         return ProbeResult(
             ok=False,
             deployment_id=deployment.id,
@@ -85,3 +96,13 @@ async def probe_deployment(settings: Settings, deployment: DeploymentSettings) -
         ok=bool(text), deployment_id=deployment.id, answer=text[:500] or None,
         error=None if text else "empty answer", duration_ms=reply.duration_ms,
     )  # fmt: skip
+
+
+def _refusal(error: BaseException | None) -> str | None:
+    """The policy's refusal inside a provider error (LiteLLM wraps it), if that is what it was."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, EgressRefused):
+            return str(error)
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None

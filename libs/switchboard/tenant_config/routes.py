@@ -19,6 +19,7 @@ from switchboard.api.routers import tenant_admin_router
 from switchboard.crypto import CredentialCipher
 from switchboard.db.engine import session_scope
 from switchboard.db.models import SettingsChange, Tenant
+from switchboard.egress import EgressPolicy
 from switchboard.settings import Settings
 from switchboard.tenant_config.document import (
     SettingsInvalid,
@@ -177,8 +178,9 @@ async def _save(
             row = await get_tenant(session, str(tenant.id))
             saver = patch_settings if patch else save_settings
             change = await saver(
-                session, row, document, actor=actor, source=source, cipher=cipher_factory(settings)
-            )
+                session, row, document, actor=actor, source=source, cipher=cipher_factory(settings),
+                egress=EgressPolicy.for_models(settings),
+            )  # fmt: skip
             view = view_of(row)
     except SettingsInvalid as exc:
         raise settings_problem(exc) from None

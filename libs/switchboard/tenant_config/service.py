@@ -18,8 +18,11 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import SettingsChange, Tenant, utcnow
+from switchboard.egress import EgressPolicy, EgressRefused
 from switchboard.observability import get_logger
 from switchboard.tenant_config.document import (
+    Problem,
+    SettingsInvalid,
     merge_patch,
     overrides_document,
     prepare_settings,
@@ -27,7 +30,14 @@ from switchboard.tenant_config.document import (
     set_path,
 )
 
-__all__ = ["Source", "save_settings", "patch_settings", "assign_settings", "list_settings_changes"]
+__all__ = [
+    "Source",
+    "save_settings",
+    "patch_settings",
+    "assign_settings",
+    "list_settings_changes",
+    "tenant_urls",
+]
 
 log = get_logger(__name__)
 
@@ -46,6 +56,39 @@ async def _locked(session: AsyncSession, tenant: Tenant) -> Tenant:
     return row
 
 
+def tenant_urls(extensions: Mapping[str, Any]) -> dict[str, str]:
+    """The outbound URLs a tenant's stored settings name, by path: each model deployment's
+    ``api_base`` (``llm.deployments[id].api_base``) and ``knowledge.embedding_api_base``."""
+    urls: dict[str, str] = {}
+    llm = extensions.get("llm") if isinstance(extensions.get("llm"), Mapping) else {}
+    for deployment in (llm or {}).get("deployments") or []:
+        if isinstance(deployment, Mapping) and deployment.get("api_base"):
+            urls[f"llm.deployments[{deployment.get('id')}].api_base"] = str(deployment["api_base"])
+    knowledge = extensions.get("knowledge") if isinstance(extensions.get("knowledge"), Mapping) else {}
+    if (knowledge or {}).get("embedding_api_base"):
+        urls["knowledge.embedding_api_base"] = str(knowledge["embedding_api_base"])  # type: ignore[index]
+    return urls
+
+
+async def _check_urls(before: Mapping[str, Any], after: Mapping[str, Any], egress: EgressPolicy) -> None:
+    """Every URL ``after`` adds or changes passes the outbound-address policy.
+
+    Raises:
+        SettingsInvalid: one problem per refused URL, at its path, saying why in plain words.
+    """
+    old = tenant_urls(before)
+    problems = []
+    for path, url in tenant_urls(after).items():
+        if old.get(path) == url:
+            continue
+        try:
+            await egress.check(url)
+        except EgressRefused as exc:
+            problems.append(Problem(path, str(exc)))
+    if problems:
+        raise SettingsInvalid(problems)
+
+
 async def save_settings(
     session: AsyncSession,
     tenant: Tenant,
@@ -54,11 +97,16 @@ async def save_settings(
     actor: str,
     source: Source,
     cipher: Callable[[], CredentialCipher],
+    egress: EgressPolicy,
 ) -> SettingsChange | None:
     """Store the sections named in ``document`` (public shape, see :mod:`.document`); the caller commits.
 
     Returns:
         The audit row, or ``None`` when nothing changed (no row is written).
+
+    Args:
+        egress: the outbound-address policy every new or changed URL (a model or embedding
+            ``api_base``) must pass (:func:`tenant_urls`).
 
     Raises:
         SettingsInvalid: every problem with its path; nothing changed.
@@ -66,6 +114,7 @@ async def save_settings(
     tenant = await _locked(session, tenant)
     before = dict(tenant.settings_extensions or {})
     after = prepare_settings(before, document, cipher=cipher)
+    await _check_urls(before, after, egress)
     sections, paths, old_public, new_public = redacted_sections(before, after)
     if not sections:
         return None
@@ -101,6 +150,7 @@ async def patch_settings(
     actor: str,
     source: Source,
     cipher: Callable[[], CredentialCipher],
+    egress: EgressPolicy,
 ) -> SettingsChange | None:
     """:func:`save_settings` of ``patch`` merged (RFC 7396) into what the tenant stores now.
 
@@ -110,7 +160,9 @@ async def patch_settings(
     current = overrides_document(tenant.settings_extensions)
     merged = merge_patch(current, patch)
     touched = {name: merged.get(name, {}) for name in patch}
-    return await save_settings(session, tenant, touched, actor=actor, source=source, cipher=cipher)
+    return await save_settings(
+        session, tenant, touched, actor=actor, source=source, cipher=cipher, egress=egress
+    )
 
 
 async def assign_settings(
@@ -121,6 +173,7 @@ async def assign_settings(
     actor: str,
     source: Source,
     cipher: Callable[[], CredentialCipher],
+    egress: EgressPolicy,
 ) -> SettingsChange | None:
     """Set dotted paths (``{"agent.name": "Sam", "llm.deployments[main].api_key": "sk-..."}``); ``None``
     puts a setting back to its default. See :func:`~switchboard.tenant_config.document.set_path`."""
@@ -136,6 +189,7 @@ async def assign_settings(
         actor=actor,
         source=source,
         cipher=cipher,
+        egress=egress,
     )
 
 

@@ -51,6 +51,7 @@ async def test_a_turn_sent_as_a_fresh_orchestrator_process_comes_up_is_answered(
         "DATABASE_URL": settings.database_url, "REDIS_URL": settings.redis_url,
         "DATA_DIR": str(settings.data_dir), "MODEL_SERVER_PORT": str(settings.model_server_port),
         "MCP_TOOLS_PORT": str(settings.mcp_tools_port), "LOG_LEVEL": "WARNING", "PYTHONPATH": str(ROOT),
+        "EGRESS_ALLOW_LOOPBACK": "true",  # the scripted model server listens on loopback
     }  # fmt: skip
     process = await asyncio.to_thread(
         subprocess.Popen,

@@ -37,6 +37,7 @@ from switchboard.channels.instagram.send import (
     InstagramGraphClient,
     InstagramSendError,
 )
+from switchboard.egress import EgressPolicy
 from switchboard.observability import get_logger
 
 if TYPE_CHECKING:
@@ -274,6 +275,7 @@ class InstagramChannel:
             stored = await self.store.copy_url(
                 self._http, ref, namespace=f"instagram/{account.tenant_id}",
                 timeout_s=self._settings.instagram_send_timeout_s,
+                egress=EgressPolicy.for_channels(self._settings),
             )  # fmt: skip
             return await self.store.get(stored.ref), stored.mime
         except MediaCopyFailed as exc:

@@ -177,7 +177,8 @@ def add_instagram(
             help="Graph API this account talks to: 'sandbox' (the sandbox in the Instagram service), "
             "'real' (INSTAGRAM_GRAPH_BASE_URL, default https://graph.instagram.com) or a URL "
             "(https://graph.facebook.com for a Page-linked account). Default: 'real' with --access-token, "
-            "'sandbox' without.",
+            "'sandbox' without. A URL is the operator's choice (trusted); the console offers tenants "
+            "only 'sandbox' and 'real'.",
             metavar="sandbox|real|URL",
         ),
     ] = None,

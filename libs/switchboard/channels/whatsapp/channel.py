@@ -33,6 +33,7 @@ from switchboard.channels.whatsapp.send import (
     GraphClient,
     GraphSendError,
 )
+from switchboard.egress import EgressPolicy
 from switchboard.observability import get_logger
 
 if TYPE_CHECKING:
@@ -122,6 +123,7 @@ class WhatsAppChannel:
                 base_url,
                 self._settings.whatsapp_api_version,
                 timeout_s=self._settings.whatsapp_send_timeout_s,
+                egress=EgressPolicy.for_channels(self._settings),
             )
         return self._graphs[base_url]
 

@@ -179,7 +179,8 @@ def add_whatsapp(
         typer.Option(
             help="Graph API this number talks to: 'sandbox' (the Graph sandbox in the WhatsApp service), "
             "'real' (WHATSAPP_GRAPH_BASE_URL, default https://graph.facebook.com) or a URL. "
-            "Default: 'real' with --access-token, 'sandbox' without.",
+            "Default: 'real' with --access-token, 'sandbox' without. A URL is the operator's choice "
+            "(trusted); the console offers tenants only 'sandbox' and 'real'.",
             metavar="sandbox|real|URL",
         ),
     ] = None,

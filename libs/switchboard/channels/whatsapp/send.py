@@ -18,7 +18,9 @@ from datetime import timedelta
 import httpx
 
 from switchboard.channels.base import text_length
+from switchboard.egress import EgressPolicy, EgressRefused, guarded_client
 from switchboard.errors import SwitchboardError
+from switchboard.observability import get_logger
 
 __all__ = [
     "GraphClient",
@@ -30,6 +32,8 @@ __all__ = [
     "TRANSIENT_CODES",
     "PERMANENT_RECIPIENT_CODES",
 ]
+
+log = get_logger(__name__)
 
 TEXT_LIMIT_CHARS = 4096
 """Maximum ``text.body`` length of one WhatsApp text message (Cloud API reference)."""
@@ -87,6 +91,9 @@ class GraphClient:
         api_version: version segment, e.g. ``v23.0``.
         timeout_s: timeout of each call.
         transport: optional httpx transport (tests may pass ``httpx.MockTransport``).
+        egress: the outbound-address policy media download links (the provider hands them to us)
+            must pass, connected to pinned (:mod:`switchboard.egress`); ``None``: the Graph client's
+            own connection (a test's transport).
     """
 
     def __init__(
@@ -96,13 +103,21 @@ class GraphClient:
         *,
         timeout_s: float = 15.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        egress: EgressPolicy | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.api_version = api_version
         self._client = httpx.AsyncClient(timeout=timeout_s, transport=transport, follow_redirects=True)
+        self._media = (
+            self._client
+            if egress is None
+            else guarded_client(egress, timeout=timeout_s, follow_redirects=True)
+        )
 
     async def aclose(self) -> None:
         await self._client.aclose()
+        if self._media is not self._client:
+            await self._media.aclose()
 
     async def _post(self, path: str, token: str, body: dict) -> dict:
         url = f"{self.base_url}/{self.api_version}/{path}"
@@ -285,10 +300,16 @@ class GraphClient:
         """The bytes behind a media URL (same Bearer header; without it Meta answers an HTML 401).
 
         Raises:
-            GraphSendError: HTTP error, network trouble, or a file over ``max_bytes``.
+            GraphSendError: HTTP error, network trouble, a file over ``max_bytes``, or the
+                outbound-address policy refused the link (permanent).
         """
         try:
-            response = await self._client.get(url, headers={"Authorization": f"Bearer {token}"})
+            response = await self._media.get(url, headers={"Authorization": f"Bearer {token}"})
+        except EgressRefused as exc:
+            log.warning("media_link_refused", error=str(exc))
+            raise GraphSendError(
+                f"media link refused: {exc}", code=None, http_status=None, is_transient=False
+            ) from None
         except httpx.HTTPError as exc:
             raise GraphSendError(
                 f"network error: {type(exc).__name__}", code=None, http_status=None, is_transient=True

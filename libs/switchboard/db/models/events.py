@@ -28,7 +28,7 @@ class WebhookEndpoint(TenantOwned, table=True):
 
     id: uuid.UUID = id_field()
     url: str = Field(sa_type=Text)
-    """``https://...`` (loopback ``http://`` only with ``WEBHOOKS_ALLOW_LOOPBACK_HTTP``, for tests)."""
+    """``https://...`` (loopback ``http://`` only with ``EGRESS_ALLOW_LOOPBACK``, for tests; :mod:`switchboard.egress`)."""
     description: str = Field(default="", max_length=500)
     event_types: list[str] = jsonb_list_field()
     """The events it receives; empty: every event."""
