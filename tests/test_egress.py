@@ -140,6 +140,30 @@ def test_the_operator_allowance_opens_loopback_only() -> None:
             asyncio.run(allowed.resolve(url))
 
 
+def test_the_operators_model_networks_open_only_those_networks_and_only_for_models(make_settings) -> None:
+    settings = make_settings(egress_allow_loopback=False, egress_model_networks="10.0.5.0/24, fd00:5::/64")
+    models = EgressPolicy.for_models(settings)
+    assert asyncio.run(models.check("http://10.0.5.7:8000/v1")) == "http://10.0.5.7:8000/v1"
+    assert asyncio.run(models.resolve("http://[fd00:5::7]:8000/v1"))[1] == "fd00:5::7"
+
+    async def gpu_box(host: str, port: int) -> list[str]:
+        return ["10.0.5.9"]
+
+    named = EgressPolicy.from_settings(settings, resolver=gpu_box, networks=settings.model_networks)
+    assert asyncio.run(named.resolve("http://gpu.lan.example:8000/v1"))[1] == "10.0.5.9"
+    for url in ("http://10.0.6.1/v1", "https://169.254.169.254/", "http://127.0.0.1:8000/v1"):
+        with pytest.raises(EgressRefused):
+            asyncio.run(models.resolve(url))
+    for other in (EgressPolicy.from_settings(settings), EgressPolicy.for_channels(settings)):
+        with pytest.raises(EgressRefused):  # webhooks and media links never reach them
+            asyncio.run(other.resolve("https://10.0.5.7/hook"))
+
+
+def test_a_model_network_that_is_not_a_network_is_refused_at_start(make_settings) -> None:
+    with pytest.raises(Exception, match="not a network"):
+        make_settings(egress_model_networks="10.0.5.0/24,gpu-box")
+
+
 # --- a recording listener on loopback -----------------------------------------------------------
 
 

@@ -20,7 +20,8 @@ The operator's own URLs are trusted where they serve (:attr:`EgressPolicy.truste
 sandboxes for media links (:meth:`EgressPolicy.for_channels`); ``TRANSCRIPTION_BASE_URL`` and
 ``VISION_BASE_URL`` are called directly, never through this policy.
 ``EGRESS_ALLOW_LOOPBACK`` (local sandboxes and tests) also allows loopback addresses, over ``http://``
-too; nothing else changes.
+too; ``EGRESS_MODEL_NETWORKS`` allows the operator's own private networks for model and embedding calls
+only (:meth:`EgressPolicy.for_models`), over ``http://`` too.
 """
 
 from __future__ import annotations
@@ -194,6 +195,8 @@ class EgressPolicy:
 
     Attributes:
         allow_loopback: also loopback addresses (and ``http://`` to them): local sandboxes and tests.
+        allowed_networks: private networks the operator opened for this kind of call (and ``http://``
+            to them): their own model servers.
         trusted_origins: ``(scheme, host, port)`` of URLs the operator set; connected to unchecked.
         resolver: host name to addresses (the system's ``getaddrinfo`` unless a test gives one).
     """
@@ -201,24 +204,46 @@ class EgressPolicy:
     allow_loopback: bool = False
     trusted_origins: frozenset[tuple[str, str, int]] = frozenset()
     resolver: Resolver = field(default=_system_resolver, compare=False)
+    allowed_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+
+    def _opened(self, ip: IPAddress) -> bool:
+        """Whether the operator opened ``ip``'s network for this kind of call."""
+        if isinstance(ip, ipaddress.IPv6Address) and ip.scope_id:
+            ip = ipaddress.IPv6Address(str(ip).split("%", 1)[0])
+        return any(ip in net for net in self.allowed_networks if ip.version == net.version)
+
+    def _refusal(self, ip: IPAddress) -> str | None:
+        """:func:`address_refusal` with this policy's allowances."""
+        if self._opened(ip):
+            return None
+        return address_refusal(ip, allow_loopback=self.allow_loopback)
+
+    def _plain_http_ok(self, ip: IPAddress) -> bool:
+        """Whether ``http://`` may go to ``ip``: an allowed loopback address or an opened network."""
+        return (self.allow_loopback and _is_loopback(ip)) or self._opened(ip)
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, *, trust: Iterable[str | None] = (), resolver: Resolver | None = None
-    ) -> EgressPolicy:
+        cls, settings: Settings, *, trust: Iterable[str | None] = (), resolver: Resolver | None = None,
+        networks: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network] = (),
+    ) -> EgressPolicy:  # fmt: skip
         """This process's policy: ``EGRESS_ALLOW_LOOPBACK`` (or its former name
-        ``WEBHOOKS_ALLOW_LOOPBACK_HTTP``), and ``trust``: the operator's own URLs for this kind of call
-        (nothing for webhooks; :meth:`for_models`, :meth:`for_channels`)."""
+        ``WEBHOOKS_ALLOW_LOOPBACK_HTTP``), ``trust``: the operator's own URLs for this kind of call
+        (nothing for webhooks; :meth:`for_models`, :meth:`for_channels`), and ``networks`` opened for it."""
         return cls(
             allow_loopback=settings.egress_loopback_allowed,
             trusted_origins=frozenset(_origins(trust)),
             resolver=resolver or _system_resolver,
+            allowed_networks=tuple(networks),
         )
 
     @classmethod
     def for_models(cls, settings: Settings) -> EgressPolicy:
-        """For model and embedding calls: the operator's ``MODEL_SERVER_URL`` is trusted."""
-        return cls.from_settings(settings, trust=[settings.model_server_url])
+        """For model and embedding calls: the operator's ``MODEL_SERVER_URL`` is trusted, and the
+        networks of ``EGRESS_MODEL_NETWORKS`` (the operator's own model servers) are open."""
+        return cls.from_settings(
+            settings, trust=[settings.model_server_url], networks=settings.model_networks
+        )
 
     @classmethod
     def for_channels(cls, settings: Settings) -> EgressPolicy:
@@ -249,10 +274,13 @@ class EgressPolicy:
             return target
         literal = _literal(target.host)
         loopback_name = target.host == "localhost" or target.host.endswith(".localhost")
-        # a name may resolve to loopback: :meth:`resolve` decides http for it on the addresses
-        local_ok = self.allow_loopback and (literal is None or _is_loopback(literal))
+        # a name may resolve to loopback or an opened network: :meth:`resolve` decides http for it
+        if literal is None:
+            local_ok = self.allow_loopback or bool(self.allowed_networks)
+        else:
+            local_ok = self._plain_http_ok(literal)
         if literal is not None:
-            reason = address_refusal(literal, allow_loopback=self.allow_loopback)
+            reason = self._refusal(literal)
             if reason is not None:
                 raise EgressRefused(
                     f"the address policy refused {target.host}: it is {reason}, not a public one"
@@ -296,14 +324,14 @@ class EgressPolicy:
                 raise EgressRefused(
                     f"the address policy refused {target.host}: the name does not resolve"
                 ) from None
-            reason = address_refusal(ip, allow_loopback=self.allow_loopback)
+            reason = self._refusal(ip)
             if reason is not None:
                 log.warning("egress_refused", host=target.host, address=address, reason=reason)
                 raise EgressRefused(
                     f"the address policy refused {target.host}: it resolves to {reason}, not a public one"
                 )
         if target.scheme != "https" and not all(
-            _is_loopback(ipaddress.ip_address(a.split("%", 1)[0])) for a in addresses
+            self._plain_http_ok(ipaddress.ip_address(a.split("%", 1)[0])) for a in addresses
         ):
             raise EgressRefused("the address must start with https://")
         return target, addresses[0].split("%", 1)[0]

@@ -22,6 +22,7 @@ Postgres (:mod:`switchboard.tenant_settings`), not here.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import secrets
@@ -480,6 +481,29 @@ class EgressSettings(BaseSettings):
     """Also allow loopback addresses (``127.0.0.0/8``, ``::1``, ``localhost``), over ``http://`` too, for
     tenant model and embedding bases, event webhooks and provider media links (bool, default false):
     local sandboxes and tests only. Everything else stays public ``https://`` addresses only."""
+    egress_model_networks: str = ""
+    """Private networks of the operator's own model servers that tenant model and embedding bases may
+    reach, over ``http://`` too (string, default empty): comma-separated networks such as
+    ``10.0.5.0/24,fd00:5::/64``, e.g. a vLLM or Ollama box on the company network. Only model and
+    embedding calls: event webhooks and media links never reach them. Unset: none."""
+
+    @field_validator("egress_model_networks")
+    @classmethod
+    def _model_networks(cls, value: str) -> str:
+        for part in filter(None, (item.strip() for item in value.split(","))):
+            try:
+                ipaddress.ip_network(part, strict=False)
+            except ValueError:
+                raise ValueError(f"{part!r} is not a network (write it like 10.0.5.0/24)") from None
+        return value
+
+    @property
+    def model_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        """:attr:`egress_model_networks` parsed."""
+        return tuple(
+            ipaddress.ip_network(part, strict=False)
+            for part in filter(None, (item.strip() for item in self.egress_model_networks.split(",")))
+        )
 
 
 class MediaSettings(BaseSettings):
