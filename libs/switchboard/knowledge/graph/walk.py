@@ -45,22 +45,26 @@ SEEDS_BY_CHUNK = """seeds AS MATERIALIZED (
 """Seeds: the entities (not ranges) mentioned by the chunk of the statement's ``closest`` CTE
 (``neighborhood`` mode: hybrid's best hit, in the same statement)."""
 
-_WALK = """walk(origin, entity_id, depth, rel_id, path) AS (
-    SELECT s.id, s.id, 0, NULL::bigint, ARRAY[s.id] FROM seeds s
+_WALK = """walk(origin, entity_id, kind, depth, rel_id, path) AS (
+    SELECT s.id, s.id, s.kind, 0, NULL::bigint, ARRAY[s.id] FROM seeds s
     UNION ALL
-    SELECT w.origin, n.other, w.depth + 1, n.rel_id, w.path || n.other
+    SELECT w.origin, n.other, n.kind, w.depth + n.step, n.rel_id, w.path || n.other
     FROM walk w
     CROSS JOIN LATERAL (  -- the other end's kind looked up here, per relation (by primary key):
         -- joined outside, the planner hashed every entity of every tenant for a handful of relations
-        SELECT r.id AS rel_id, r.object_id AS other, r.relation, o.kind FROM kg_relations r
+        SELECT r.id AS rel_id, r.object_id AS other, r.relation, o.kind,
+               CASE WHEN r.relation = 'equivalent_of' THEN 0 ELSE 1 END AS step
+        FROM kg_relations r
         JOIN kg_entities o ON o.id = r.object_id
         WHERE r.subject_id = w.entity_id AND r.tenant_id = :tenant_id
         UNION ALL
-        SELECT r.id, r.subject_id, r.relation, o.kind FROM kg_relations r
+        SELECT r.id, r.subject_id, r.relation, o.kind, CASE WHEN r.relation = 'equivalent_of' THEN 0 ELSE 1 END
+        FROM kg_relations r
         JOIN kg_entities o ON o.id = r.subject_id
         WHERE r.object_id = w.entity_id AND r.tenant_id = :tenant_id
     ) n
-    WHERE w.depth < :hops AND NOT n.other = ANY(w.path)
+    WHERE w.depth + n.step <= :hops AND cardinality(w.path) <= :hops + 2 AND w.kind <> 'range'
+      AND NOT n.other = ANY(w.path)
       AND (n.relation NOT IN ('compatible_with', 'incompatible_with', 'made_of')
            OR n.other IN (SELECT id FROM seeds) OR n.kind NOT IN (SELECT kind FROM seeds))
 ),
