@@ -515,7 +515,14 @@ def _dedupe(entities: Iterable[ExtractedEntity]) -> list[ExtractedEntity]:
 def _sentence_relations(
     sentence: str, topic: ExtractedEntity | None
 ) -> tuple[_Found, list[ExtractedRelation]]:
-    found = _find(sentence)
+    # what a parenthesis names is an alias or an aside (:func:`_aliases`), never the sentence's subject
+    blanked = re.sub(r"\([^)]*\)", lambda m: " " * len(m.group()), sentence) if "(" in sentence else sentence
+    found = _find(blanked)
+    if blanked is not sentence:
+        for match in re.finditer(r"\(([^)]*)\)", sentence):
+            for position, entity in _find(match.group(1)).items:
+                if entity.kind not in ("product", "family"):
+                    found.add(match.start(1) + position, entity)
     relations: list[ExtractedRelation] = []
 
     def rel(subject: ExtractedEntity, relation: RelationType, obj: ExtractedEntity) -> None:
@@ -589,8 +596,10 @@ def parse_row(text: str) -> list[tuple[str, str]]:
 
 
 def _cell_entity(value: str, default: EntityKind) -> ExtractedEntity | None:
-    """The entity a table cell names: a lexicon word, a code, or (short text) ``default``."""
-    value = _normalize_text(value).strip()
+    """The entity a table cell names: a lexicon word, a code, or (short text) ``default``; a
+    concentration and a parenthesis are left out (``Sulfuric acid 98%`` is sulfuric acid,
+    ``Hydrolysis (hot water)`` hydrolysis, the parenthesis its alias: :func:`_row_extraction`)."""
+    value = _PERCENT_TAIL.sub("", re.sub(r"\s*\([^)]*\)", "", _normalize_text(value))).strip()
     if not value or len(value) > 60:
         return None
     lexicon = _LEXICON.get(value.lower())
@@ -699,6 +708,17 @@ def _row_extraction(text: str, keys: Mapping[str, Any]) -> ChunkExtraction | Non
             for _, entity in _find(value).items:
                 if entity.kind != "range":
                     entities.append(entity)
+    for _, value in cells:  # "Hydrolysis (hot water)": the parenthesis names the same thing
+        inside = re.search(r"\(([^()]+)\)", value)
+        base = _cell_entity(value, "fluid") if inside else None
+        if inside is None or base is None:
+            continue
+        base_key = entity_key(base.name)
+        named = next((e for e in entities if e.kind != "range" and entity_key(e.name) == base_key), None)
+        alias = _term(inside.group(1))
+        if named is not None and alias is not None and entity_key(alias) != base_key:
+            entities.append(_term_entity(alias, named))
+            relations.append(ExtractedRelation(subject=named.name, relation="equivalent_of", object=alias))
     if rating is not None:
         left = [subject] if subject.kind in ("material", "product", "family") else materials
         right = fluids if subject.kind != "fluid" else [subject]
