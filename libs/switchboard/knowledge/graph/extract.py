@@ -695,7 +695,8 @@ def _row_extraction(text: str, keys: Mapping[str, Any]) -> ChunkExtraction | Non
         elif _H_RATED.search(header):
             unit = _header_unit(header)
             found = _find(value if unit is None or _VALUE.search(value) else f"{value} {unit}")
-            values = found.of("range")
+            # a bare value is a bound or a point by its header ("Max temp (°C)": at most)
+            values = [e for e in found.of("range") if e.low is None or e.low != e.high]
             if not values and unit is not None:
                 numbers = re.findall(_NUMBER, value)
                 if len(numbers) == 1:
