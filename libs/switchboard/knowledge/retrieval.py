@@ -54,7 +54,12 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.db.models import Tenant
 from switchboard.errors import TenantNotFound
 from switchboard.knowledge.embeddings import EmbeddingConfig, embed_query, resolve_embedding_config
-from switchboard.knowledge.graph.extract import question_names, question_units, relation_cues
+from switchboard.knowledge.graph.extract import (
+    asks_about_a_part,
+    question_names,
+    question_units,
+    relation_cues,
+)
 from switchboard.knowledge.graph.walk import (
     GRAPH_SQL,
     QVEC,
@@ -257,7 +262,7 @@ gr_ranked AS (
     WHERE score >= :graph_floor * (SELECT max(score) FROM {graph_name})
 ),
 graph_weight AS MATERIALIZED (
-    SELECT 1.0 + least(count(*), 2) AS w FROM {seeds_name}
+    SELECT 1.0 + least(greatest(count(*) - 1, 0) + :part_cued, 2) AS w FROM {seeds_name}
 ),
 fused AS (
     SELECT x.id, sum(x.rrf) AS rrf, bool_or(x.from_graph) AS from_graph
@@ -593,6 +598,7 @@ def _graph_params(query: str, settings: Settings, *, use_graph: bool | None) -> 
         "units": question_units(query),
         "graph_candidates": GRAPH_CANDIDATES,
         "graph_floor": GRAPH_FLOOR,
+        "part_cued": int(asks_about_a_part(query)),
     }
 
 

@@ -883,6 +883,19 @@ _CUES: tuple[tuple[re.Pattern[str], tuple[RelationType, ...]], ...] = (
 )  # fmt: skip
 
 
+_PART_QUESTION = re.compile(
+    r"\b(seats?|seals?|body|bodies|disc|liners?|lining|diaphragms?|sheaths?|jackets?|insulation|wedge|coating"
+    r"|conductors?|gaskets?|o-rings?|housing|materials?|made of|elastomers?|rubber|options?)\b",
+    re.I,
+)
+
+
+def asks_about_a_part(question: str) -> bool:
+    """Whether the question asks about a part of something it names ("the body material of the
+    GV-200", "its seat"): the answer is then one relation away from what it names."""
+    return _PART_QUESTION.search(question) is not None
+
+
 def relation_cues(question: str) -> list[str]:
     """Relation types the question's words ask about (``compatible`` → compatibility relations)."""
     cued: dict[str, None] = {}
