@@ -152,7 +152,8 @@ _GLOSSARY = re.compile(
 )
 """A chunk that defines names (a glossary): its ``X for Y``, ``X means Y``, ``X is Y`` sentences are aliases."""
 _GLOSS_CUE = re.compile(
-    r"\s+(?:for|means|stands for|is short for|is usually|are usually|is often|are often|is|are|=|->|→)\s+", re.I
+    r"\s+(?:for|means|stands for|is short for|is usually|are usually|is often|are often|is|are|=|->|→)\s+",
+    re.I,
 )
 _TERM_SPLIT = re.compile(r"\s*(?:,|;|\bor\b|\band\b|/)\s*", re.I)
 _TERM_DROP = re.compile(r"^(?:also|usually|often|the|a|an|i\.e\.|ie|aka|simply|commonly|called)\s+", re.I)
@@ -330,7 +331,11 @@ def _find(text: str) -> _Found:
         found.add(match.start(), ExtractedEntity(name=canonical, kind=kind))
         taken.append(match.span())
     for match in _ACRONYM.finditer(text):
-        if not free(*match.span()) or match.group(0).lower() in _NOT_CODE_WORDS or _NOT_CODES.match(match.group(0)):
+        if (
+            not free(*match.span())
+            or match.group(0).lower() in _NOT_CODE_WORDS
+            or _NOT_CODES.match(match.group(0))
+        ):
             continue
         found.add(match.start(), ExtractedEntity(name=match.group(0), kind="material"))
         taken.append(match.span())
@@ -487,7 +492,9 @@ def _aliases(text: str, glossary: bool) -> tuple[list[ExtractedEntity], list[Ext
             lefts = [_term(part) for part in _TERM_SPLIT.split(left_text)]
             if right is None or not any(lefts):
                 continue
-            extras = [_term(part) for part in _TERM_SPLIT.split(right_more.split(")")[0])] if right_more else []
+            extras = (
+                [_term(part) for part in _TERM_SPLIT.split(right_more.split(")")[0])] if right_more else []
+            )
             like = next((_lexicon_entity(t) for t in [right, *lefts] if t and _lexicon_entity(t)), None)
             target = _term_entity(right, like)
             for term in [*lefts, *extras]:
