@@ -489,7 +489,7 @@ def _aliases(text: str, glossary: bool) -> tuple[list[ExtractedEntity], list[Ext
                 left_text, right_text = segment[: cue.start()], segment[cue.end() :]
             right_main, _, right_more = right_text.partition("(")
             right = _term(right_main)
-            lefts = [_term(part) for part in _TERM_SPLIT.split(left_text)]
+            lefts = [_glossary_term(part) for part in _TERM_SPLIT.split(left_text)]
             if right is None or not any(lefts):
                 continue
             extras = (
@@ -505,6 +505,17 @@ def _aliases(text: str, glossary: bool) -> tuple[list[ExtractedEntity], list[Ext
                 if head != term and _term(head):
                     same(_term_entity(head, target), target)
     return entities, relations
+
+
+def _glossary_term(raw: str) -> str | None:
+    """A glossary's left-hand name: ``Customers often write MEK`` is ``MEK`` (the code or capitals
+    word that ends a longer phrase), else :func:`_term`."""
+    term = _term(raw)
+    if term is not None and len(term.split()) > 2:
+        last = term.split()[-1]
+        if _ACRONYM.fullmatch(last) or _CODE.fullmatch(last):
+            return last
+    return term
 
 
 def _lexicon_entity(term: str) -> ExtractedEntity | None:
@@ -569,7 +580,10 @@ def _sentence_relations(
         for subject in products + families:
             rel(subject, "rated_for", standard)
     if materials and (products or families) and _PART_WORDS.search(sentence):
-        for subject in products + families:
+        owners = products + families
+        if topic is not None and any(entity_key(e.name) == entity_key(topic.name) for e in owners):
+            owners = [topic]  # "XR-13 valves share the XR-12 body with a KLM seat": the document's series
+        for subject in owners:
             for material in materials:
                 rel(subject, "made_of", material)
     for family in families:

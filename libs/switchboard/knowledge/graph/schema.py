@@ -68,8 +68,8 @@ def entity_key(name: str, kind: str | None = None) -> str:
     catalogue and its customers use for one code or term meet in one entity.
     """
     normalized = normalize_name(name)
-    if kind == "range":
-        return normalized
+    if kind == "range":  # "..160 °C" (at most) and "160 °C" (one value) are two ranges
+        return (".." if name.strip().startswith("..") else "") + normalized
     return "".join(_singular(word) for word in _KEY_SEPARATORS.split(normalized) if word)
 
 

@@ -45,6 +45,10 @@ SEEDS_BY_CHUNK = """seeds AS MATERIALIZED (
 """Seeds: the entities (not ranges) mentioned by the chunk of the statement's ``closest`` CTE
 (``neighborhood`` mode: hybrid's best hit, in the same statement)."""
 
+UNNAMED_PRODUCT = 0.25
+"""Share of its score a relation keeps when its subject is a product the question does not name (a
+row of a parts list restating its series' material): the series' own specification says it first."""
+
 _WALK = """walk(origin, entity_id, kind, depth, rel_id, path) AS (
     SELECT s.id, s.id, s.kind, 0, NULL::bigint, ARRAY[s.id] FROM seeds s
     UNION ALL
@@ -83,7 +87,9 @@ edge_scores AS (
                                      THEN 1 ELSE 0 END)
          * (coalesce(wo.w, 0) + CASE WHEN o.kind = 'range' AND o.attributes->>'unit' = ANY(CAST(:units AS text[]))
                                      THEN 1 ELSE 0 END)
-         * CASE WHEN r.relation = ANY(CAST(:cued AS text[])) THEN 2 ELSE 1 END AS score
+         * CASE WHEN r.relation = ANY(CAST(:cued AS text[])) THEN 2 ELSE 1 END
+         * CASE WHEN s.kind = 'product' AND r.subject_id NOT IN (SELECT entity_id FROM reach WHERE depth = 0)
+                THEN {UNNAMED_PRODUCT} ELSE 1 END AS score
     FROM edges
     JOIN kg_relations r ON r.id = edges.rel_id
     JOIN kg_entities s ON s.id = r.subject_id
@@ -91,8 +97,11 @@ edge_scores AS (
     LEFT JOIN weights ws ON ws.entity_id = r.subject_id
     LEFT JOIN weights wo ON wo.entity_id = r.object_id
 ),
+named AS MATERIALIZED (  -- the seeds and their aliases (reached by equivalent_of alone)
+    SELECT DISTINCT entity_id AS id FROM reach WHERE depth = 0
+),
 mention_scores AS (
-    SELECT m.chunk_id, 0.5 AS score FROM kg_mentions m JOIN seeds s ON s.id = m.entity_id
+    SELECT m.chunk_id, 0.5 AS score FROM kg_mentions m JOIN named s ON s.id = m.entity_id
     WHERE m.tenant_id = :tenant_id
 ),
 graph AS MATERIALIZED (
@@ -103,6 +112,9 @@ graph AS MATERIALIZED (
     ORDER BY sum(g.score) DESC, g.chunk_id
     LIMIT :graph_candidates
 )"""
+
+
+_WALK = _WALK.replace("{UNNAMED_PRODUCT}", repr(UNNAMED_PRODUCT))
 
 
 def graph_ctes(seeds: str) -> str:
