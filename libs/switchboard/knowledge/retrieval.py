@@ -18,8 +18,10 @@ Modes (DESIGN.md "Knowledge"):
   (Cormack, Clarke & Büttcher, SIGIR 2009: ``score = Σ 1/(k + rank)``, k = 60). A chunk matches when its cosine similarity
   reaches the threshold **or** it contains at least ``kb_min_keyword_coverage`` of the
   question's keywords, so exact words and numbers count.
-  The question's graph walk (below) is a third list, weighted ``1 + min(2, entities named)``, of
-  the walk's chunks scoring at least ``GRAPH_FLOOR`` of its best:
+  The question's graph walk (below) is a third list of the walk's chunks scoring at least
+  ``GRAPH_FLOOR`` of its best, weighted ``1 + min(2, entities named - 1 + asks about a part)``: 1
+  (like the other two lists) for a question naming one entity, more when it names two (a path
+  between them) or asks about a part of what it names ("the body material of the GV-200"):
   when the question names entities of the tenant's graph, the chunks that connect them take the
   lead; a question naming none is fused from the two lists as before. A chunk from the walk
   matches whatever its similarity (``kb_hybrid_graph = false`` leaves the walk out).

@@ -6,20 +6,34 @@ No model is called, so the graph is built in ``make run`` and in tests. What it 
   or name next to *series*/*family*: ``V200 series``, ``Series V200``), materials and fluids from
   the lexicons below (longest match first: ``chlorine dioxide`` before ``chlorine``; ``Teflon``
   is PTFE, ``Viton`` is FKM), standards (``ISO 5211``, ``EN 1092-1``, ``NSF/ANSI 61``), and
-  ranges with units (``-20 to 200 °C``, ``max. 16 bar``, ``≤ 260 °C``).
+  ranges with units (``-20 to 200 °C``, ``max. 16 bar``, ``≤ 260 °C``) and single values
+  (``55 Shore D``, ``250 °C``). For catalogues beyond the lexicons: codes written with a space
+  (``DV 15``), terms written in capitals (``XLPE``, ``LS0H``, ``NaOCl``: a material unless a table
+  or glossary says it is a medium), and table cells by their column (*Medium*, *Sheath*...).
+* **Aliases** (``equivalent_of``, which the walk crosses as the same entity): a parenthesis after a
+  name (``EPDM (ethylene propylene diene monomer)``, ``ductile iron (EN-GJS-450)``) or an
+  abbreviation after its long form (``methyl ethyl ketone (MEK)``); ``also known as``, ``stands
+  for``...; in a glossary, ``MEK for methyl ethyl ketone``, ``HFC means ...``, ``X and Y are Z``.
+  Spellings of one code or term share a key anyway
+  (:func:`~switchboard.knowledge.graph.schema.entity_key`: ``BV-40`` = ``BV40``).
 * **Relations in prose**, within one sentence: a material or product with a fluid and a
   compatibility word (``resistant``, ``suitable``...; a negation or ``attacks`` makes it
   ``incompatible_with``); a product/family/material with a range (``rated_for``; the chunk's
   first subject when the sentence names none: "Maximum service temperature: 260 °C" on the PTFE
   sheet); a product or family with a material and a part word (``seat``, ``body``, ``made of``:
-  ``made_of``); a part number with a family (``belongs_to_family``); ``replaces`` /
+  ``made_of``; a sentence naming the part and the material but no series: the document's series,
+  "Seat options: PTFE or TFM"); a part number with a family (``belongs_to_family``); ``replaces`` /
   ``supersedes`` / ``replaced by``; ``equivalent to`` / ``same as`` / ``interchangeable with``.
+* **Topic**: the document's first product, family or material, or the one its latest heading
+  names (``## TFM`` in a data sheet of two materials); a paragraph wrapped over lines is read as one.
 * **Table rows** (``Header: value; ...``, one chunk per row): the first key column is the row's
   subject; a *series/family* column gives ``belongs_to_family``, a *material/seat/body/seal*
   column ``made_of``, a *temperature/pressure/rating* column ``rated_for`` (unit from the header),
   *replaces*/*replaced by*/*equivalent* columns their relation, and a column named after a fluid
   or material whose cell is a rating (``A``/``B``/yes/✓/resistant vs ``C``/``D``/no/✗/not
-  recommended) a compatibility relation; a long-form row (Material, Fluid, Rating) likewise.
+  recommended) a compatibility relation; a long-form row (Material, Fluid, Rating) likewise, any
+  rating word linking the row's material and medium (*limited*: compatible, *poor*: not); a
+  concentration is not part of a name (``Sulfuric acid 98%``), a parenthesis is an alias.
 
 :func:`question_names` gives the names a question may use for entities (the lookup of the graph
 walk), with the same lexicons.

@@ -3,7 +3,9 @@
 Seeds are the tenant's entities a question names (its words and codes matched against
 ``kg_entities.norm_name``, :func:`~switchboard.knowledge.graph.extract.question_names`), or the
 entities of one chunk (``neighborhood`` mode). From each seed the walk follows relations in both
-directions up to ``hops`` steps, never back through an entity it has passed, and never across a
+directions up to ``hops`` steps (an ``equivalent_of`` step is free: an alias is the same thing),
+never onwards from a range (two series sharing a temperature limit are not related), never back
+through an entity it has passed, and never across a
 compatibility or ``made_of`` relation into an entity of a kind the question already named another
 of (asked about chlorine, it does not wander to ammonia's compatibility rows; asked about PTFE, not to
 EPDM's). Scores:
@@ -12,7 +14,9 @@ EPDM's). Scores:
   for a range in a unit the question states (``180 °C`` makes every °C range relevant);
 * each relation walked scores ``w(subject) × w(object)``, doubled when the question's words cue
   its type (``compatible`` → compatibility, a temperature → ``rated_for``), for the chunk it was
-  read from; each seed mentioned in a chunk adds 0.5;
+  read from, a quarter of that when its subject is a product the question does not name (a parts
+  list row restating its series' material: ``UNNAMED_PRODUCT``); each seed or alias of a seed
+  mentioned in a chunk adds 0.5;
 * a chunk's graph score is the sum; the best ``:graph_candidates`` active chunks are kept.
 
 So a chunk that connects what the question names (the PTFE/chlorine row; the valve spec naming
