@@ -489,7 +489,7 @@ async def bulk_fill(
     Fills ``bench.filler_ids`` (content hash ``"{tenant}:{position}"`` -> chunk id).
     """
     from switchboard.db.models import KnowledgeSource
-    from switchboard.knowledge.graph import normalize_name
+    from switchboard.knowledge.graph import entity_key
     from switchboard.knowledge.vector_index import (
         HNSW_EF_CONSTRUCTION,
         HNSW_M,
@@ -543,7 +543,7 @@ async def bulk_fill(
     if entities:
         await conn.copy_records_to_table(
             "kg_entities",
-            records=[(tenant_ids[t], "product", code, normalize_name(code)) for t, code in codes],
+            records=[(tenant_ids[t], "product", code, entity_key(code)) for t, code in codes],
             columns=["tenant_id", "kind", "name", "norm_name"],
         )
         entity_ids = {
@@ -554,7 +554,7 @@ async def bulk_fill(
             )
         }
         mentions = {
-            (entity_ids[(tenant_ids[t], normalize_name(code))], bench.filler_ids[f"{t}:{pos}"]): (tenant_ids[t], source_ids[t])
+            (entity_ids[(tenant_ids[t], entity_key(code))], bench.filler_ids[f"{t}:{pos}"]): (tenant_ids[t], source_ids[t])
             for (t, code), positions in codes.items()
             for pos in positions
         }  # fmt: skip

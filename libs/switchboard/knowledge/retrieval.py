@@ -18,8 +18,10 @@ Modes (DESIGN.md "Knowledge"):
   (Cormack, Clarke & Büttcher, SIGIR 2009: ``score = Σ 1/(k + rank)``, k = 60). A chunk matches when its cosine similarity
   reaches the threshold **or** it contains at least ``kb_min_keyword_coverage`` of the
   question's keywords, so exact words and numbers count.
-  The question's graph walk (below) is a third list, weighted ``1 + min(2, entities named)``, of
-  the walk's chunks scoring at least ``GRAPH_FLOOR`` of its best:
+  The question's graph walk (below) is a third list of the walk's chunks scoring at least
+  ``GRAPH_FLOOR`` of its best, weighted ``1 + min(2, entities named - 1 + asks about a part)``: 1
+  (like the other two lists) for a question naming one entity, more when it names two (a path
+  between them) or asks about a part of what it names ("the body material of the GV-200"):
   when the question names entities of the tenant's graph, the chunks that connect them take the
   lead; a question naming none is fused from the two lists as before. A chunk from the walk
   matches whatever its similarity (``kb_hybrid_graph = false`` leaves the walk out).
@@ -54,7 +56,12 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.db.models import Tenant
 from switchboard.errors import TenantNotFound
 from switchboard.knowledge.embeddings import EmbeddingConfig, embed_query, resolve_embedding_config
-from switchboard.knowledge.graph.extract import question_names, question_units, relation_cues
+from switchboard.knowledge.graph.extract import (
+    asks_about_a_part,
+    question_names,
+    question_units,
+    relation_cues,
+)
 from switchboard.knowledge.graph.walk import (
     GRAPH_SQL,
     QVEC,
@@ -257,7 +264,7 @@ gr_ranked AS (
     WHERE score >= :graph_floor * (SELECT max(score) FROM {graph_name})
 ),
 graph_weight AS MATERIALIZED (
-    SELECT 1.0 + least(count(*), 2) AS w FROM {seeds_name}
+    SELECT 1.0 + least(greatest(count(*) - 1, 0) + :part_cued, 2) AS w FROM {seeds_name}
 ),
 fused AS (
     SELECT x.id, sum(x.rrf) AS rrf, bool_or(x.from_graph) AS from_graph
@@ -593,6 +600,7 @@ def _graph_params(query: str, settings: Settings, *, use_graph: bool | None) -> 
         "units": question_units(query),
         "graph_candidates": GRAPH_CANDIDATES,
         "graph_floor": GRAPH_FLOOR,
+        "part_cued": int(asks_about_a_part(query)),
     }
 
 

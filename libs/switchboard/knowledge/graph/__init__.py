@@ -15,13 +15,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from switchboard.knowledge.graph.extract import extract_chunk, extract_document, question_names
-from switchboard.knowledge.graph.schema import ChunkExtraction, DocumentExtraction, normalize_name
+from switchboard.knowledge.graph.schema import ChunkExtraction, DocumentExtraction, entity_key, normalize_name
 from switchboard.knowledge.graph.store import GraphCounts, prune_orphans, store_graph
 
 __all__ = [
     "ChunkExtraction",
     "DocumentExtraction",
     "GraphCounts",
+    "entity_key",
     "extract_chunk",
     "extract_document",
     "extract_for_ingest",

@@ -17,7 +17,7 @@ from sqlalchemy import text
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.knowledge.graph.extract import question_names
-from switchboard.knowledge.graph.schema import normalize_name
+from switchboard.knowledge.graph.schema import entity_key, normalize_name
 from switchboard.knowledge.graph.walk import GRAPH_SQL, RELATIONS_SQL, SEEDS_BY_NAME, graph_ctes
 
 __all__ = ["GraphNeighbourhood", "explore_entities"]
@@ -59,6 +59,7 @@ async def explore_entities(
     keys: dict[str, None] = {}
     for name in names:
         keys.setdefault(normalize_name(name), None)
+        keys.setdefault(entity_key(name), None)
         for candidate in question_names(name):
             keys.setdefault(candidate, None)
     params: dict[str, Any] = {

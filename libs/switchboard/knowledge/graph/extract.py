@@ -6,20 +6,34 @@ No model is called, so the graph is built in ``make run`` and in tests. What it 
   or name next to *series*/*family*: ``V200 series``, ``Series V200``), materials and fluids from
   the lexicons below (longest match first: ``chlorine dioxide`` before ``chlorine``; ``Teflon``
   is PTFE, ``Viton`` is FKM), standards (``ISO 5211``, ``EN 1092-1``, ``NSF/ANSI 61``), and
-  ranges with units (``-20 to 200 °C``, ``max. 16 bar``, ``≤ 260 °C``).
+  ranges with units (``-20 to 200 °C``, ``max. 16 bar``, ``≤ 260 °C``) and single values
+  (``55 Shore D``, ``250 °C``). For catalogues beyond the lexicons: codes written with a space
+  (``DV 15``), terms written in capitals (``XLPE``, ``LS0H``, ``NaOCl``: a material unless a table
+  or glossary says it is a medium), and table cells by their column (*Medium*, *Sheath*...).
+* **Aliases** (``equivalent_of``, which the walk crosses as the same entity): a parenthesis after a
+  name (``EPDM (ethylene propylene diene monomer)``, ``ductile iron (EN-GJS-450)``) or an
+  abbreviation after its long form (``methyl ethyl ketone (MEK)``); ``also known as``, ``stands
+  for``...; in a glossary, ``MEK for methyl ethyl ketone``, ``HFC means ...``, ``X and Y are Z``.
+  Spellings of one code or term share a key anyway
+  (:func:`~switchboard.knowledge.graph.schema.entity_key`: ``BV-40`` = ``BV40``).
 * **Relations in prose**, within one sentence: a material or product with a fluid and a
   compatibility word (``resistant``, ``suitable``...; a negation or ``attacks`` makes it
   ``incompatible_with``); a product/family/material with a range (``rated_for``; the chunk's
   first subject when the sentence names none: "Maximum service temperature: 260 °C" on the PTFE
   sheet); a product or family with a material and a part word (``seat``, ``body``, ``made of``:
-  ``made_of``); a part number with a family (``belongs_to_family``); ``replaces`` /
+  ``made_of``; a sentence naming the part and the material but no series: the document's series,
+  "Seat options: PTFE or TFM"); a part number with a family (``belongs_to_family``); ``replaces`` /
   ``supersedes`` / ``replaced by``; ``equivalent to`` / ``same as`` / ``interchangeable with``.
+* **Topic**: the document's first product, family or material, or the one its latest heading
+  names (``## TFM`` in a data sheet of two materials); a paragraph wrapped over lines is read as one.
 * **Table rows** (``Header: value; ...``, one chunk per row): the first key column is the row's
   subject; a *series/family* column gives ``belongs_to_family``, a *material/seat/body/seal*
   column ``made_of``, a *temperature/pressure/rating* column ``rated_for`` (unit from the header),
   *replaces*/*replaced by*/*equivalent* columns their relation, and a column named after a fluid
   or material whose cell is a rating (``A``/``B``/yes/✓/resistant vs ``C``/``D``/no/✗/not
-  recommended) a compatibility relation; a long-form row (Material, Fluid, Rating) likewise.
+  recommended) a compatibility relation; a long-form row (Material, Fluid, Rating) likewise, any
+  rating word linking the row's material and medium (*limited*: compatible, *poor*: not); a
+  concentration is not part of a name (``Sulfuric acid 98%``), a parenthesis is an alias.
 
 :func:`question_names` gives the names a question may use for entities (the lookup of the graph
 walk), with the same lexicons.
@@ -33,11 +47,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from switchboard.knowledge.graph.schema import (
+    NAME_MAX,
     ChunkExtraction,
     EntityKind,
     ExtractedEntity,
     ExtractedRelation,
     RelationType,
+    entity_key,
     normalize_name,
 )
 
@@ -125,6 +141,47 @@ _NOT_CODES = re.compile(r"^(?:DN|PN|NPS|M|G|R|ISO|EN|DIN|ASTM|ASME|API|ANSI|NSF|
 _CODE = re.compile(
     r"(?<![\w-])(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z][A-Z0-9]{0,7}(?:-[A-Z0-9]{1,8}){0,3}(?![\w-])"
 )
+_SPACED_CODE = re.compile(
+    r"(?<![\w-])([A-Z]{2,4}) (\d{1,4})(?![\w.,/-]|\s?(?:°|%|x\b|mm|bar|psi|kV|V\b|A\b|h\b|s\b|m\b|kg|g\b))"
+)
+"""A code written with a space, ``DV 15``, ``SX 6`` (not ``PN 16``: :data:`_NOT_CODE_WORDS`)."""
+_ACRONYM = re.compile(r"(?<![\w-])(?=(?:[a-z0-9]*[A-Z]){2})[A-Z][A-Za-z0-9]{1,5}(?![\w-])")
+"""A term written in capitals (two at least), ``XLPE``, ``LS0H``, ``NaOCl``: materials, media, compounds."""
+_NOT_CODE_WORDS = frozenset(
+    "dn pn nps iso en din astm asme api ansi nsf iec ul bs aisi wras dc ac eur usd gbp faq ok pdf csv sku id no"
+    " us uk eu ce and or the for not new tel fax www http https url vat qty pcs max min ip ce rohs reach uv"
+    " pe mm kv kw hz rpm".split()
+)
+"""Capitalized words that are units, prefixes of standards or sizes, or plain words, not entities."""
+_DEFINED = re.compile(r"\(([^()]{2,100})\)")
+_ALIAS_CUE = re.compile(
+    r"\s*,?\s*\b(?:also known as|also called|also written(?: as)?|a\.k\.a\.|aka|known as|short for|stands for"
+    r"|is an abbreviation (?:of|for)|abbreviated(?: as)?|trade ?names?:?|sold as)\s+",
+    re.I,
+)
+_GLOSSARY = re.compile(
+    r"\b(glossary|synonyms?|aliases|abbreviations|also known as|customers (?:often |usually )?(?:write|say|call|ask)"
+    r"|stands for|means)\b",
+    re.I,
+)
+"""A chunk that defines names (a glossary): its ``X for Y``, ``X means Y``, ``X is Y`` sentences are aliases."""
+_GLOSS_CUE = re.compile(
+    r"\s+(?:for|means|stands for|is short for|is usually|are usually|is often|are often|is|are|=|->|→)\s+",
+    re.I,
+)
+_TERM_SPLIT = re.compile(r"\s*(?:,|;|\bor\b|\band\b|/)\s*", re.I)
+_TERM_DROP = re.compile(r"^(?:also|usually|often|the|a|an|i\.e\.|ie|aka|simply|commonly|called)\s+", re.I)
+_NOT_ALIAS_START = re.compile(
+    r"^(?:see|e\.g\.|eg|for|in|at|per|with|from|to|max|min|up|suffix|prefix|type|page|table|note|optional|approx"
+    r"|about|not|only|if|when|where|which|that|this|these|those|each|every|all|some|any)\b",
+    re.I,
+)
+_MATERIALISH = re.compile(
+    r"(poly|rubber|elastomer|monomer|steel|iron|plastic|compound|resin|metal|alloy|ceramic|graphite|glass|fibre|fiber"
+    r"|copper|aluminium|brass|bronze|PTFE|olefin|ethylene|urethane|nylon|silicone|thermoplastic)",
+    re.I,
+)
+_PERCENT_TAIL = re.compile(r"\s+\d+(?:[.,]\d+)?\s*%\s*$")
 _FAMILY_WORDS = r"(?:series|family|product line)"
 _FAMILY = re.compile(
     rf"(?<![\w-])(?:{_FAMILY_WORDS}\s+([A-Z][A-Za-z0-9-]{{1,15}})|([A-Z][A-Za-z0-9-]{{1,15}})[- ]{_FAMILY_WORDS})(?![\w])",
@@ -138,13 +195,13 @@ _STANDARD = re.compile(
     r"\s?[A-Z]?\d+(?:[.-]\d+)*)(?![\w])"
 )
 _NUMBER = r"[-+]?\d+(?:[.,]\d+)?"
-_UNIT = r"(°\s?C|°\s?F|deg\s?C|degC|barg?|psi|MPa|kPa|mbar|mm|l/min|m3/h|m³/h|Nm|rpm|kW|V)"
+_UNIT = r"(°\s?C|°\s?F|deg\s?C|degC|barg?|psi|MPa|kPa|mbar|mm|l/min|m3/h|m³/h|Nm|rpm|kW|kV|V|Shore\s?[AD])"
 _RANGE = re.compile(
     rf"({_NUMBER})\s*(?:{_UNIT})?\s*(?:to|\.\.|…|-|and)\s*({_NUMBER})\s*{_UNIT}(?![\w])", re.I
 )
 _BOUND = re.compile(
     rf"(max(?:imum)?\.?|up to|≤|<=|<|at most|not (?:to )?exceed(?:ing)?|ceiling|min(?:imum)?\.?|≥|>=|>|at least|from)"
-    rf"[^.;\d]{{0,40}}?({_NUMBER})\s*{_UNIT}(?![\w])",
+    rf"[^.;\d]{{0,60}}?({_NUMBER})\s*{_UNIT}(?![\w])",
     re.I,
 )
 _VALUE = re.compile(rf"({_NUMBER})\s*{_UNIT}(?![\w])", re.I)
@@ -160,8 +217,9 @@ _POSITIVE = re.compile(
     re.I,
 )
 _PART_WORDS = re.compile(
-    r"\b(seats?|seals?|body|bodies|disc|ball|stem|gaskets?|lining|lined|liner|made (?:of|from)|materials?"
-    r"|o-rings?|diaphragms?|housing|packing|trim)\b",
+    r"\b(seats?|seals?|body|bodies|disc|ball|stem|gaskets?|lining|lined|liners?|made (?:of|from)|materials?"
+    r"|o-rings?|diaphragms?|housing|packing|trim|sheaths?|jackets?|insulation|insulated|wedge|coating|coated"
+    r"|encapsulated|conductors?|compound)\b",
     re.I,
 )
 _REPLACES = re.compile(r"\b(replaces|supersedes|successor (?:of|to)|replacement for)\b", re.I)
@@ -170,14 +228,23 @@ _EQUIVALENT = re.compile(
     r"\b(equivalent (?:of|to)|same as|interchangeable with|alternative to|equals)\b", re.I
 )
 _RATING_POSITIVE = re.compile(
-    r"^(?:(a|b|1|2|yes|y|ok|good|excellent|compatible|resistant|suitable|recommended)\b|[✓✔+])", re.I
+    r"^(?:(a|b|1|2|yes|y|ok|good|very good|excellent|compatible|resistant|suitable|recommended|limited|fair"
+    r"|moderate|conditional|conditionally|restricted)\b|[✓✔+])",
+    re.I,
 )
+"""A rating that links a row's material and medium as ``compatible_with``; *limited* and *fair* too
+(the row's text keeps the rating; what matters for retrieval is that the row links the two)."""
 _RATING_NEGATIVE = re.compile(
-    r"^(?:(c|d|3|4|x|no|n|poor|severe|incompatible|not recommended|unsuitable|not suitable|attack\w*)\b|[✗✘-])",
+    r"^(?:(c|d|3|4|x|no|n|not|poor|severe|incompatible|not recommended|unsuitable|not suitable|attack\w*)\b"
+    r"|[✗✘-])",
     re.I,
 )
 _H_FAMILY = re.compile(r"\b(series|family|product line)\b", re.I)
-_H_MATERIAL = re.compile(r"\b(material|seat|seal|body|disc|ball|gasket|lining|o-ring|diaphragm|trim)\b", re.I)
+_H_MATERIAL = re.compile(
+    r"\b(material|seat|seal|body|disc|ball|gasket|lining|liner|o-ring|diaphragm|trim|sheath|jacket|insulation"
+    r"|coating|compound)\b",
+    re.I,
+)
 _H_RATED = re.compile(r"\b(temp|temperature|pressure|rating|rated|range|max|min|limit)\b", re.I)
 _H_REPLACED_BY = re.compile(r"\b(replaced by|superseded by|successor)\b", re.I)
 _H_REPLACES = re.compile(r"\b(replaces|supersedes|replacement for|old part)\b", re.I)
@@ -193,7 +260,7 @@ def _unit(raw: str) -> str:
     return {
         "°c": "°C", "degc": "°C", "°f": "°F", "bar": "bar", "barg": "bar", "psi": "psi", "mpa": "MPa",
         "kpa": "kPa", "mbar": "mbar", "mm": "mm", "l/min": "l/min", "m3/h": "m³/h", "m³/h": "m³/h",
-        "nm": "Nm", "rpm": "rpm", "kw": "kW", "v": "V",
+        "nm": "Nm", "rpm": "rpm", "kw": "kW", "kv": "kV", "v": "V", "shorea": "Shore A", "shored": "Shore D",
     }.get(compact, raw)  # fmt: skip
 
 
@@ -206,10 +273,14 @@ def _fmt(value: float) -> str:
 
 
 def range_entity(low: float | None, high: float | None, unit: str) -> ExtractedEntity:
-    """A range entity named ``-20..200 °C``, ``..260 °C`` (at most) or ``5.. bar`` (at least)."""
+    """A range entity named ``-20..200 °C``, ``..260 °C`` (at most), ``5.. bar`` (at least) or ``55 Shore D``
+    (one value)."""
     if low is not None and high is not None and low > high:
         low, high = high, low
-    name = f"{_fmt(low) if low is not None else ''}..{_fmt(high) if high is not None else ''} {unit}"
+    if low is not None and low == high:
+        name = f"{_fmt(low)} {unit}"
+    else:
+        name = f"{_fmt(low) if low is not None else ''}..{_fmt(high) if high is not None else ''} {unit}"
     return ExtractedEntity(name=name, kind="range", low=low, high=high, unit=unit)
 
 
@@ -258,6 +329,13 @@ def _find(text: str) -> _Found:
         kind: EntityKind = "family" if normalize_name(code) in families else "product"
         found.add(match.start(), ExtractedEntity(name=code, kind=kind))
         taken.append(match.span())
+    for match in _SPACED_CODE.finditer(text) if digits else ():
+        if not free(*match.span()) or match.group(1).lower() in _NOT_CODE_WORDS:
+            continue
+        code = match.group(0)
+        kind = "family" if normalize_name(code) in families else "product"
+        found.add(match.start(), ExtractedEntity(name=code, kind=kind))
+        taken.append(match.span())
     for match in _LEXICON_RE.finditer(text):
         if not free(*match.span()):
             continue
@@ -265,6 +343,15 @@ def _find(text: str) -> _Found:
         if len(match.group(1)) <= 3 and not match.group(1).isupper():
             continue  # "pp", "pom", "abs", "air" written in lower case are words, not the material
         found.add(match.start(), ExtractedEntity(name=canonical, kind=kind))
+        taken.append(match.span())
+    for match in _ACRONYM.finditer(text):
+        if (
+            not free(*match.span())
+            or match.group(0).lower() in _NOT_CODE_WORDS
+            or _NOT_CODES.match(match.group(0))
+        ):
+            continue
+        found.add(match.start(), ExtractedEntity(name=match.group(0), kind="material"))
         taken.append(match.span())
     for match in _RANGE.finditer(text) if digits else ():
         if not free(*match.span()):
@@ -286,7 +373,168 @@ def _find(text: str) -> _Found:
                                                          "ceiling") or "exceed" in match.group(1).lower()  # fmt: skip
         found.add(match.start(), range_entity(None if at_most else value, value if at_most else None, unit))
         taken.append((match.start(2), match.end()))
+    for match in _VALUE.finditer(text) if digits else ():
+        # a quantity on its own ("Hardness 55 Shore D", "250 °C in a short circuit"): a point
+        if free(*match.span()):
+            value = _number(match.group(1))
+            found.add(match.start(), range_entity(value, value, _unit(match.group(2))))
+            taken.append(match.span())
     return found
+
+
+def _term(raw: str) -> str | None:
+    """A name as a glossary or a parenthesis writes it: articles and *also* dropped; ``None`` when it
+    is not a name (empty, more than five words, a sentence, a number or a quantity)."""
+    term = raw.strip(" .,;:!?\"'“”‘’*")
+    while True:
+        shorter = _TERM_DROP.sub("", term)
+        if shorter == term:
+            break
+        term = shorter
+    if not term or len(term.split()) > 5 or len(term) > NAME_MAX or _NOT_ALIAS_START.match(term):
+        return None
+    if not re.search(r"[A-Za-z]", term) or _VALUE.search(term) or re.fullmatch(r"[\d\s.,%+-]+", term):
+        return None
+    return term
+
+
+def _term_entity(term: str, like: ExtractedEntity | None = None) -> ExtractedEntity:
+    """The entity a term names: the lexicon's, else of ``like``'s kind, else material or fluid by its words."""
+    known = _LEXICON.get(term.lower())
+    if known is not None:
+        return ExtractedEntity(name=known[1], kind=known[0])
+    if like is not None and like.kind != "range":
+        kind: EntityKind = like.kind
+    elif _CODE.fullmatch(term) or _SPACED_CODE.fullmatch(term):
+        kind = "product"
+    else:
+        kind = "material" if _MATERIALISH.search(term) else "fluid"
+    return ExtractedEntity(name=term, kind=kind)
+
+
+_GENERIC_NOUNS = re.compile(
+    r"^(?:\s+(?:sheath|insulation|seat|seats|body|liner|lining|compound|material|grade|type|rubber|resin|steel|iron"
+    r"|elastomer|plastic|polymer|seal|seals|diaphragm|jacket|coating|series|valves?|cables?))*$",
+    re.I,
+)
+
+
+def _anchor(before: str) -> ExtractedEntity | None:
+    """The entity a parenthesis explains: the name right before it (``PTFE (...)``), or one followed
+    only by generic nouns (``LSZH sheath compound (...)``)."""
+    tail = before[-40:]
+    found = _find(tail).items
+    for position, entity in sorted(found, key=lambda item: -item[0]):
+        if entity.kind == "range":
+            continue
+        rest = tail[position:]
+        word = re.match(r"\S+", rest)
+        if word and _GENERIC_NOUNS.match(rest[word.end() :]):
+            return entity
+        return None
+    return None
+
+
+def _initials_match(words: list[str], acronym: str) -> bool:
+    letters = "".join(w[0] for w in words if w).lower()
+    target = re.sub(r"[^a-z]", "", acronym.lower())
+    return bool(target) and letters[:1] == target[:1] and all(c in letters for c in target)
+
+
+def _aliases(text: str, glossary: bool) -> tuple[list[ExtractedEntity], list[ExtractedRelation]]:
+    """Names one sentence says are the same thing, as ``equivalent_of`` pairs.
+
+    * a parenthesis after a name: ``EPDM (ethylene propylene diene monomer)``, ``FKM (fluoroelastomer,
+      Viton)``, ``ductile iron (EN-GJS-450)``; an abbreviation in a parenthesis after its long form:
+      ``methyl ethyl ketone (MEK)``;
+    * a cue: ``X, also known as Y``, ``X stands for Y``, ``trade name Y``;
+    * in a glossary (``glossary``): ``MEK for methyl ethyl ketone``, ``NaOCl or bleach for sodium
+      hypochlorite``, ``HFC means water-glycol hydraulic fluid``, ``cutting oil and machine oil are
+      mineral oils``, ``X: Y``.
+    """
+    entities: list[ExtractedEntity] = []
+    relations: list[ExtractedRelation] = []
+
+    def same(a: ExtractedEntity, b: ExtractedEntity) -> None:
+        if entity_key(a.name, a.kind) == entity_key(b.name, b.kind):
+            return
+        entities.extend((a, b))
+        relations.append(ExtractedRelation(subject=a.name, relation="equivalent_of", object=b.name))
+
+    for match in _DEFINED.finditer(text):
+        before = text[max(0, match.start() - 60) : match.start()].rstrip()
+        inside = match.group(1)
+        anchor = _anchor(before)
+        parts = [_term(part) for part in _TERM_SPLIT.split(inside)]
+        if anchor is not None and anchor.kind != "range":
+            for part in parts:
+                if part is not None:
+                    same(anchor, _term_entity(part, anchor))
+        elif len(parts) == 1 and parts[0] is not None and _ACRONYM.fullmatch(parts[0]):
+            words = re.findall(r"[A-Za-z][\w-]*", before)
+            for size in range(2, min(len(words), 6) + 1):
+                if _initials_match(words[-size:], parts[0]) and len(words[-size:]) >= len(parts[0]) - 1:
+                    long_form = _term(" ".join(words[-size:]))
+                    if long_form is not None:
+                        entity = _term_entity(long_form)
+                        same(entity, _term_entity(parts[0], entity))
+                    break
+    for match in _ALIAS_CUE.finditer(text):
+        left = _find(text[max(0, match.start() - 40) : match.start()]).items
+        right_text = re.split(r"[.;,()]", text[match.end() :], maxsplit=1)[0]
+        right = _term(right_text)
+        if right is None:
+            continue
+        anchor = max(left, key=lambda item: item[0])[1] if left else None
+        if anchor is None:
+            raw = _term(re.split(r"[.;:,()]", text[: match.start()])[-1])
+            anchor = _term_entity(raw) if raw else None
+        if anchor is not None and anchor.kind != "range":
+            same(anchor, _term_entity(right, anchor))
+    if glossary:
+        for segment in re.split(r"[;\n]|(?<=[.!?])\s+", text):
+            segment = segment.split(":")[-1] if _GLOSS_CUE.search(segment.split(":")[-1]) else segment
+            cue = _GLOSS_CUE.search(segment)
+            if cue is None:
+                left_text, sep, right_text = segment.partition(":")
+                if not sep or "," in right_text:
+                    continue
+            else:
+                left_text, right_text = segment[: cue.start()], segment[cue.end() :]
+            right_main, _, right_more = right_text.partition("(")
+            right = _term(right_main)
+            lefts = [_glossary_term(part) for part in _TERM_SPLIT.split(left_text)]
+            if right is None or not any(lefts):
+                continue
+            extras = (
+                [_term(part) for part in _TERM_SPLIT.split(right_more.split(")")[0])] if right_more else []
+            )
+            like = next((_lexicon_entity(t) for t in [right, *lefts] if t and _lexicon_entity(t)), None)
+            target = _term_entity(right, like)
+            for term in [*lefts, *extras]:
+                if term is None:
+                    continue
+                same(_term_entity(term, target), target)
+                head = re.split(r"\s+(?:in|of|for|from|with|based on)\s+|-based\b", term)[0]
+                if head != term and _term(head):
+                    same(_term_entity(head, target), target)
+    return entities, relations
+
+
+def _glossary_term(raw: str) -> str | None:
+    """A glossary's left-hand name: ``Customers often write MEK`` is ``MEK`` (the code or capitals
+    word that ends a longer phrase), else :func:`_term`."""
+    term = _term(raw)
+    if term is not None and len(term.split()) > 2:
+        last = term.split()[-1]
+        if _ACRONYM.fullmatch(last) or _CODE.fullmatch(last):
+            return last
+    return term
+
+
+def _lexicon_entity(term: str) -> ExtractedEntity | None:
+    known = _LEXICON.get(term.lower())
+    return ExtractedEntity(name=known[1], kind=known[0]) if known else None
 
 
 def _dedupe(entities: Iterable[ExtractedEntity]) -> list[ExtractedEntity]:
@@ -299,7 +547,14 @@ def _dedupe(entities: Iterable[ExtractedEntity]) -> list[ExtractedEntity]:
 def _sentence_relations(
     sentence: str, topic: ExtractedEntity | None
 ) -> tuple[_Found, list[ExtractedRelation]]:
-    found = _find(sentence)
+    # what a parenthesis names is an alias or an aside (:func:`_aliases`), never the sentence's subject
+    blanked = re.sub(r"\([^)]*\)", lambda m: " " * len(m.group()), sentence) if "(" in sentence else sentence
+    found = _find(blanked)
+    if blanked is not sentence:
+        for match in re.finditer(r"\(([^)]*)\)", sentence):
+            for position, entity in _find(match.group(1)).items:
+                if entity.kind not in ("product", "family"):
+                    found.add(match.start(1) + position, entity)
     relations: list[ExtractedRelation] = []
 
     def rel(subject: ExtractedEntity, relation: RelationType, obj: ExtractedEntity) -> None:
@@ -312,6 +567,16 @@ def _sentence_relations(
     if not subjects and topic is not None and (ranges or fluids):
         subjects = [topic]
         found.add(-1, topic)
+    if (
+        not products + families
+        and materials
+        and topic is not None
+        and topic.kind in ("product", "family")
+        and _PART_WORDS.search(sentence)
+    ):
+        # "Seat options: PTFE or TFM" in the BV-40's specification: the parts of the document's subject
+        found.add(-1, topic)
+        products, families = ([topic], []) if topic.kind == "product" else ([], [topic])
     if fluids:
         relation: RelationType | None = None
         if _NEGATIVE.search(sentence):
@@ -329,7 +594,10 @@ def _sentence_relations(
         for subject in products + families:
             rel(subject, "rated_for", standard)
     if materials and (products or families) and _PART_WORDS.search(sentence):
-        for subject in products + families:
+        owners = products + families
+        if topic is not None and any(entity_key(e.name) == entity_key(topic.name) for e in owners):
+            owners = [topic]  # "XR-13 valves share the XR-12 body with a KLM seat": the document's series
+        for subject in owners:
             for material in materials:
                 rel(subject, "made_of", material)
     for family in families:
@@ -363,8 +631,10 @@ def parse_row(text: str) -> list[tuple[str, str]]:
 
 
 def _cell_entity(value: str, default: EntityKind) -> ExtractedEntity | None:
-    """The entity a table cell names: a lexicon word, a code, or (short text) ``default``."""
-    value = _normalize_text(value).strip()
+    """The entity a table cell names: a lexicon word, a code, or (short text) ``default``; a
+    concentration and a parenthesis are left out (``Sulfuric acid 98%`` is sulfuric acid,
+    ``Hydrolysis (hot water)`` hydrolysis, the parenthesis its alias: :func:`_row_extraction`)."""
+    value = _PERCENT_TAIL.sub("", re.sub(r"\s*\([^)]*\)", "", _normalize_text(value))).strip()
     if not value or len(value) > 60:
         return None
     lexicon = _LEXICON.get(value.lower())
@@ -460,7 +730,8 @@ def _row_extraction(text: str, keys: Mapping[str, Any]) -> ChunkExtraction | Non
         elif _H_RATED.search(header):
             unit = _header_unit(header)
             found = _find(value if unit is None or _VALUE.search(value) else f"{value} {unit}")
-            values = found.of("range")
+            # a bare value is a bound or a point by its header ("Max temp (°C)": at most)
+            values = [e for e in found.of("range") if e.low is None or e.low != e.high]
             if not values and unit is not None:
                 numbers = re.findall(_NUMBER, value)
                 if len(numbers) == 1:
@@ -473,6 +744,17 @@ def _row_extraction(text: str, keys: Mapping[str, Any]) -> ChunkExtraction | Non
             for _, entity in _find(value).items:
                 if entity.kind != "range":
                     entities.append(entity)
+    for _, value in cells:  # "Hydrolysis (hot water)": the parenthesis names the same thing
+        inside = re.search(r"\(([^()]+)\)", value)
+        base = _cell_entity(value, "fluid") if inside else None
+        if inside is None or base is None:
+            continue
+        base_key = entity_key(base.name)
+        named = next((e for e in entities if e.kind != "range" and entity_key(e.name) == base_key), None)
+        alias = _term(inside.group(1))
+        if named is not None and alias is not None and entity_key(alias) != base_key:
+            entities.append(_term_entity(alias, named))
+            relations.append(ExtractedRelation(subject=named.name, relation="equivalent_of", object=alias))
     if rating is not None:
         left = [subject] if subject.kind in ("material", "product", "family") else materials
         right = fluids if subject.kind != "fluid" else [subject]
@@ -496,41 +778,92 @@ def extract_chunk(
         topic: the document's first subject (product, family or material), used for a sentence
             that states a range or a fluid without naming its subject.
     """
+    return _extract_chunk(text, attributes, topic)[0]
+
+
+_LIST_ITEM = re.compile(r"^(?:[-*•|]\s|\d+[.)]\s)")
+
+
+def _lines(text: str) -> list[str]:
+    """The text's headings, list items and paragraphs, each on one line: a paragraph wrapped over
+    several lines is one line (a glossary entry or a sentence is not cut where the editor wrapped it)."""
+    lines: list[str] = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        current: list[str] = []
+        for raw in paragraph.split("\n"):
+            line = raw.strip()
+            if not line:
+                continue
+            if line.startswith("#") or _LIST_ITEM.match(line):
+                if current:
+                    lines.append(" ".join(current))
+                current = []
+                if line.startswith("#"):
+                    lines.append(line)
+                    continue
+            current.append(line)
+        if current:
+            lines.append(" ".join(current))
+    return lines
+
+
+def _is_heading(line: str) -> bool:
+    """A Markdown heading, or a short line without a full stop (a title in text and PDF)."""
+    stripped = line.strip()
+    return stripped.startswith("#") or (
+        0 < len(stripped.split()) <= 10 and not stripped.endswith((".", ":", ";", ",", "?", "!"))
+    )
+
+
+def _extract_chunk(
+    text: str, attributes: Mapping[str, Any] | None, topic: ExtractedEntity | None
+) -> tuple[ChunkExtraction, ExtractedEntity | None]:
+    """:func:`extract_chunk`, and the topic in force at its end (a heading changes it)."""
     text = _normalize_text(text)
     keys = (attributes or {}).get("keys")
     if keys is not None:
         row = _row_extraction(text, keys)
         if row is not None:
-            return row
+            return row, topic
     entities: list[ExtractedEntity] = []
     relations: list[ExtractedRelation] = []
     chunk_topic = topic
-    for sentence in _SENTENCES.split(text):
-        if not sentence.strip():
-            continue
-        found, sentence_relations = _sentence_relations(sentence, chunk_topic)
-        entities.extend(e for _, e in found.items)
-        relations.extend(sentence_relations)
-        if chunk_topic is None or chunk_topic is topic:
-            subjects = found.of(*_SUBJECT_KINDS)
-            if subjects:
+    glossary = _GLOSSARY.search(text) is not None
+    for line in _lines(text):
+        heading = _is_heading(line)
+        for sentence in _SENTENCES.split(line):
+            if not sentence.strip():
+                continue
+            found, sentence_relations = _sentence_relations(sentence, chunk_topic)
+            entities.extend(e for _, e in found.items)
+            relations.extend(sentence_relations)
+            named, same = _aliases(sentence, glossary)
+            entities.extend(named)
+            relations.extend(same)
+            if heading:  # what a heading explains in a parenthesis is not its subject
+                found_outside = _find(re.sub(r"\([^)]*\)", " ", sentence))
+                subjects = found_outside.of("product", "family") or found_outside.of("material")
+            else:
+                subjects = found.of("product", "family") or found.of("material")
+            if subjects and (heading or chunk_topic is None or chunk_topic is topic):
+                # a heading names what follows ("## TFM", the second material of a data sheet)
                 chunk_topic = subjects[0]
-    return ChunkExtraction(entities=_dedupe(entities), relations=list(dict.fromkeys(relations)))
+    return ChunkExtraction(entities=_dedupe(entities), relations=list(dict.fromkeys(relations))), chunk_topic
 
 
 def extract_document(chunks: Sequence[tuple[str, Mapping[str, Any] | None]]) -> list[ChunkExtraction]:
     """:func:`extract_chunk` for each ``(text, attributes)`` of one document, in order.
 
-    The document's topic (its first product, family or material) carries over to later chunks.
+    The document's topic (its first product, family or material, or the one its last heading names)
+    carries over to later chunks.
     A part number that the document also names as a family (``V200 series``) is that family.
     """
     topic: ExtractedEntity | None = None
     results = []
     for text, attributes in chunks:
-        extraction = extract_chunk(text, attributes, topic=topic)
-        if topic is None and not (attributes or {}).get("keys"):
-            subjects = [e for e in extraction.entities if e.kind in _SUBJECT_KINDS]
-            topic = subjects[0] if subjects else None
+        extraction, last = _extract_chunk(text, attributes, topic)
+        if not (attributes or {}).get("keys"):
+            topic = last
         results.append(extraction)
     families = {normalize_name(e.name) for x in results for e in x.entities if e.kind == "family"}
     if not families:
@@ -548,19 +881,23 @@ def extract_document(chunks: Sequence[tuple[str, Mapping[str, Any] | None]]) -> 
 
 
 def question_names(question: str, *, max_words: int = 4) -> list[str]:
-    """Normalized names a question may use for entities: every run of 1-``max_words`` words and
-    code, plus the canonical names of the lexicon words and patterns it contains (``Teflon`` →
-    ``ptfe``, ``chlorine-based`` → ``chlorine``). The graph walk seeds from the tenant's entities
-    whose normalized name is among them."""
+    """Names a question may use for entities: every run of 1-``max_words`` words and code, plus the
+    canonical names of the lexicon words and patterns it contains (``Teflon`` → ``ptfe``,
+    ``chlorine-based`` → ``chlorine``), each as :func:`normalize_name` and as
+    :func:`~switchboard.knowledge.graph.schema.entity_key` (``BV 40`` → ``bv40``, which is also how
+    ``BV-40`` is stored). The graph walk seeds from the tenant's entities whose key is among them."""
     text = _normalize_text(question)
     names: dict[str, None] = {}
     for _, entity in _find(text).items:
         if entity.kind != "range":
             names.setdefault(normalize_name(entity.name), None)
+            names.setdefault(entity_key(entity.name), None)
     words = re.findall(r"[\w][\w./-]*[\w]|[\w]", text)
     for size in range(1, max_words + 1):
         for start in range(len(words) - size + 1):
-            names.setdefault(normalize_name(" ".join(words[start : start + size])), None)
+            run = " ".join(words[start : start + size])
+            names.setdefault(normalize_name(run), None)
+            names.setdefault(entity_key(run), None)
     return [name for name in names if name]
 
 
@@ -579,6 +916,19 @@ _CUES: tuple[tuple[re.Pattern[str], tuple[RelationType, ...]], ...] = (
     (re.compile(r"\b(series|family|belongs?)\b", re.I), ("belongs_to_family",)),
     (re.compile(r"\b(made|material|seat|seal|body|lining|gasket)\b", re.I), ("made_of",)),
 )  # fmt: skip
+
+
+_PART_QUESTION = re.compile(
+    r"\b(seats?|seals?|body|bodies|disc|liners?|lining|diaphragms?|sheaths?|jackets?|insulation|wedge|coating"
+    r"|conductors?|gaskets?|o-rings?|housing|materials?|made of|elastomers?|rubber|options?)\b",
+    re.I,
+)
+
+
+def asks_about_a_part(question: str) -> bool:
+    """Whether the question asks about a part of something it names ("the body material of the
+    GV-200", "its seat"): the answer is then one relation away from what it names."""
+    return _PART_QUESTION.search(question) is not None
 
 
 def relation_cues(question: str) -> list[str]:

@@ -7,6 +7,7 @@ validates (``extra="forbid"``, closed ``kind`` and ``relation`` vocabularies, bo
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -19,6 +20,7 @@ __all__ = [
     "ChunkExtraction",
     "DocumentExtraction",
     "normalize_name",
+    "entity_key",
 ]
 
 EntityKind = Literal["product", "family", "material", "fluid", "standard", "range"]
@@ -45,6 +47,30 @@ def normalize_name(name: str) -> str:
     """
     cleaned = name.replace("º", "°").replace("˚", "°").replace("−", "-").replace("–", "-")
     return " ".join(cleaned.lower().split()).strip(" .,;:()[]")
+
+
+_KEY_SEPARATORS = re.compile(r"[\s\-_./·'’]+")
+
+
+def _singular(word: str) -> str:
+    """``"oils"`` → ``"oil"``; words of 3 letters or fewer and ``-ss``/``-us``/``-is`` endings kept."""
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def entity_key(name: str, kind: str | None = None) -> str:
+    """The identity of an entity name within a tenant (``kg_entities.norm_name``).
+
+    A range keeps :func:`normalize_name` (its minus signs and dots are values). Any other name is
+    folded to letters and digits, each word singular: ``BV-40``, ``BV40`` and ``bv 40`` are
+    ``"bv40"``; ``Buna-N`` is ``"bunan"``; ``mineral oils`` is ``"mineraloil"``. So the spellings a
+    catalogue and its customers use for one code or term meet in one entity.
+    """
+    normalized = normalize_name(name)
+    if kind == "range":  # "..160 °C" (at most) and "160 °C" (one value) are two ranges
+        return (".." if name.strip().startswith("..") else "") + normalized
+    return "".join(_singular(word) for word in _KEY_SEPARATORS.split(normalized) if word)
 
 
 class _Strict(BaseModel):
@@ -78,8 +104,9 @@ class ExtractedEntity(_Strict):
 
     @property
     def key(self) -> tuple[str, str]:
-        """``(kind, normalized name)``: identity within a tenant."""
-        return self.kind, normalize_name(self.name)
+        """``(kind, entity_key(name))``: the row of ``kg_entities`` it is stored as (kinds other than
+        ``range`` share one key space: :func:`switchboard.knowledge.graph.store.store_graph`)."""
+        return self.kind, entity_key(self.name, self.kind)
 
 
 class ExtractedRelation(_Strict):

@@ -44,6 +44,18 @@ FROM unnest($3::bigint[], $4::text[], $5::bigint[], $6::bigint[]) AS u(subject_i
 """
 
 
+_KIND_ORDER = ("family", "product", "fluid", "material", "standard", "range")
+"""Which kind a name takes when documents read it as several (the first of these). A fluid before a
+material: an unknown term in capitals is read as a material unless a table or a glossary says it is a
+medium (``MEK``)."""
+
+
+def _identity(entity: ExtractedEntity) -> tuple[str, str]:
+    """``("range", key)`` for a range, ``("", key)`` for any other name (one key space)."""
+    kind, norm = entity.key
+    return ("range", norm) if kind == "range" else ("", norm)
+
+
 @dataclass(frozen=True)
 class GraphCounts:
     entities: int
@@ -83,31 +95,38 @@ async def store_graph(
     """
     if len(chunk_ids) != len(extractions):
         raise ValueError(f"{len(chunk_ids)} chunk ids for {len(extractions)} extractions")
+    # one node per name: a name other than a range is one entity whatever kind each document read it
+    # as (``CF8M`` a product in its own data sheet, a material where a valve's body is made of it); the
+    # kind is the one the tenant's graph already has, else the most specific one read here
     entities: dict[tuple[str, str], ExtractedEntity] = {}
     for extraction in extractions:
         for entity in extraction.entities:
-            entities.setdefault(entity.key, entity)
+            identity = _identity(entity)
+            known = entities.get(identity)
+            if known is None or _KIND_ORDER.index(entity.kind) < _KIND_ORDER.index(known.kind):
+                entities[identity] = entity
     if not entities:
         return GraphCounts(0, 0, 0)
-    # a code another document names as a family ("V200 series") is that family here too
-    products = [norm for kind, norm in entities if kind == "product"]
-    families = set()
-    if products:
-        families = set(
-            (
-                await session.exec(
-                    text(
-                        "SELECT norm_name FROM kg_entities WHERE tenant_id = :tenant_id AND kind = 'family' "
-                        "AND norm_name = ANY(:names)"
-                    ),
-                    params={"tenant_id": tenant_id, "names": products},
-                )
-            ).scalars()
-        )
+    names = [norm for kind, norm in entities if kind != "range"]
+    existing: dict[str, str] = {}
+    if names:
+        for kind, norm in (
+            await session.exec(
+                text(
+                    "SELECT kind, norm_name FROM kg_entities WHERE tenant_id = :tenant_id AND kind <> 'range' "
+                    "AND norm_name = ANY(:names)"
+                ),
+                params={"tenant_id": tenant_id, "names": names},
+            )
+        ).all():
+            if norm not in existing or _KIND_ORDER.index(kind) < _KIND_ORDER.index(existing[norm]):
+                existing[norm] = kind
 
     def key_of(entity: ExtractedEntity) -> tuple[str, str]:
-        kind, norm = entity.key
-        return ("family", norm) if kind == "product" and norm in families else (kind, norm)
+        identity = _identity(entity)
+        if identity[0] == "range":
+            return identity
+        return existing.get(identity[1], entities[identity].kind), identity[1]
 
     rows: dict[tuple[str, str], tuple[str, str, str, str]] = {}
     for entity in entities.values():

@@ -3,7 +3,9 @@
 Seeds are the tenant's entities a question names (its words and codes matched against
 ``kg_entities.norm_name``, :func:`~switchboard.knowledge.graph.extract.question_names`), or the
 entities of one chunk (``neighborhood`` mode). From each seed the walk follows relations in both
-directions up to ``hops`` steps, never back through an entity it has passed, and never across a
+directions up to ``hops`` steps (an ``equivalent_of`` step is free: an alias is the same thing),
+never onwards from a range (two series sharing a temperature limit are not related), never back
+through an entity it has passed, and never across a
 compatibility or ``made_of`` relation into an entity of a kind the question already named another
 of (asked about chlorine, it does not wander to ammonia's compatibility rows; asked about PTFE, not to
 EPDM's). Scores:
@@ -12,7 +14,9 @@ EPDM's). Scores:
   for a range in a unit the question states (``180 °C`` makes every °C range relevant);
 * each relation walked scores ``w(subject) × w(object)``, doubled when the question's words cue
   its type (``compatible`` → compatibility, a temperature → ``rated_for``), for the chunk it was
-  read from; each seed mentioned in a chunk adds 0.5;
+  read from, a quarter of that when its subject is a product the question does not name (a parts
+  list row restating its series' material: ``UNNAMED_PRODUCT``); each seed or alias of a seed
+  mentioned in a chunk adds 0.5;
 * a chunk's graph score is the sum; the best ``:graph_candidates`` active chunks are kept.
 
 So a chunk that connects what the question names (the PTFE/chlorine row; the valve spec naming
@@ -45,22 +49,30 @@ SEEDS_BY_CHUNK = """seeds AS MATERIALIZED (
 """Seeds: the entities (not ranges) mentioned by the chunk of the statement's ``closest`` CTE
 (``neighborhood`` mode: hybrid's best hit, in the same statement)."""
 
-_WALK = """walk(origin, entity_id, depth, rel_id, path) AS (
-    SELECT s.id, s.id, 0, NULL::bigint, ARRAY[s.id] FROM seeds s
+UNNAMED_PRODUCT = 0.25
+"""Share of its score a relation keeps when its subject is a product the question does not name (a
+row of a parts list restating its series' material): the series' own specification says it first."""
+
+_WALK = """walk(origin, entity_id, kind, depth, rel_id, path) AS (
+    SELECT s.id, s.id, s.kind, 0, NULL::bigint, ARRAY[s.id] FROM seeds s
     UNION ALL
-    SELECT w.origin, n.other, w.depth + 1, n.rel_id, w.path || n.other
+    SELECT w.origin, n.other, n.kind, w.depth + n.step, n.rel_id, w.path || n.other
     FROM walk w
     CROSS JOIN LATERAL (  -- the other end's kind looked up here, per relation (by primary key):
         -- joined outside, the planner hashed every entity of every tenant for a handful of relations
-        SELECT r.id AS rel_id, r.object_id AS other, r.relation, o.kind FROM kg_relations r
+        SELECT r.id AS rel_id, r.object_id AS other, r.relation, o.kind,
+               CASE WHEN r.relation = 'equivalent_of' THEN 0 ELSE 1 END AS step
+        FROM kg_relations r
         JOIN kg_entities o ON o.id = r.object_id
         WHERE r.subject_id = w.entity_id AND r.tenant_id = :tenant_id
         UNION ALL
-        SELECT r.id, r.subject_id, r.relation, o.kind FROM kg_relations r
+        SELECT r.id, r.subject_id, r.relation, o.kind, CASE WHEN r.relation = 'equivalent_of' THEN 0 ELSE 1 END
+        FROM kg_relations r
         JOIN kg_entities o ON o.id = r.subject_id
         WHERE r.object_id = w.entity_id AND r.tenant_id = :tenant_id
     ) n
-    WHERE w.depth < :hops AND NOT n.other = ANY(w.path)
+    WHERE w.depth + n.step <= :hops AND cardinality(w.path) <= :hops + 2 AND w.kind <> 'range'
+      AND NOT n.other = ANY(w.path)
       AND (n.relation NOT IN ('compatible_with', 'incompatible_with', 'made_of')
            OR n.other IN (SELECT id FROM seeds) OR n.kind NOT IN (SELECT kind FROM seeds))
 ),
@@ -79,7 +91,9 @@ edge_scores AS (
                                      THEN 1 ELSE 0 END)
          * (coalesce(wo.w, 0) + CASE WHEN o.kind = 'range' AND o.attributes->>'unit' = ANY(CAST(:units AS text[]))
                                      THEN 1 ELSE 0 END)
-         * CASE WHEN r.relation = ANY(CAST(:cued AS text[])) THEN 2 ELSE 1 END AS score
+         * CASE WHEN r.relation = ANY(CAST(:cued AS text[])) THEN 2 ELSE 1 END
+         * CASE WHEN s.kind = 'product' AND r.subject_id NOT IN (SELECT entity_id FROM reach WHERE depth = 0)
+                THEN {UNNAMED_PRODUCT} ELSE 1 END AS score
     FROM edges
     JOIN kg_relations r ON r.id = edges.rel_id
     JOIN kg_entities s ON s.id = r.subject_id
@@ -87,8 +101,11 @@ edge_scores AS (
     LEFT JOIN weights ws ON ws.entity_id = r.subject_id
     LEFT JOIN weights wo ON wo.entity_id = r.object_id
 ),
+named AS MATERIALIZED (  -- the seeds and their aliases (reached by equivalent_of alone)
+    SELECT DISTINCT entity_id AS id FROM reach WHERE depth = 0
+),
 mention_scores AS (
-    SELECT m.chunk_id, 0.5 AS score FROM kg_mentions m JOIN seeds s ON s.id = m.entity_id
+    SELECT m.chunk_id, 0.5 AS score FROM kg_mentions m JOIN named s ON s.id = m.entity_id
     WHERE m.tenant_id = :tenant_id
 ),
 graph AS MATERIALIZED (
@@ -99,6 +116,9 @@ graph AS MATERIALIZED (
     ORDER BY sum(g.score) DESC, g.chunk_id
     LIMIT :graph_candidates
 )"""
+
+
+_WALK = _WALK.replace("{UNNAMED_PRODUCT}", repr(UNNAMED_PRODUCT))
 
 
 def graph_ctes(seeds: str) -> str:

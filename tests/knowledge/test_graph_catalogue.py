@@ -1,0 +1,245 @@
+"""The knowledge graph on a product catalogue it has no lexicon for: codes written several ways,
+abbreviations defined in the text, glossaries, table rows that link their key columns, and the walk
+from a question's names to every document on the path (through the real ingestion and search)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from sqlalchemy import text
+from switchboard.knowledge import search_chunks
+from switchboard.knowledge.graph.explore import explore_entities
+from switchboard.knowledge.graph.extract import extract_chunk, extract_document, question_names
+from switchboard.knowledge.graph.schema import ChunkExtraction, entity_key
+
+from tests.utils.documents import make_csv
+
+
+def triples(extraction: ChunkExtraction) -> set[tuple[str, str, str]]:
+    return {(r.subject, r.relation, r.object) for r in extraction.relations}
+
+
+# --- names: one key for the spellings of a code or a term ------------------------------------------
+_LETTERS = st.text(alphabet="ABCDEFGHJKLMNPRSTUVWXZ", min_size=1, max_size=4)
+_DIGITS = st.integers(min_value=1, max_value=9999).map(str)
+
+
+@given(letters=_LETTERS, digits=_DIGITS, separator=st.sampled_from(["", "-", " ", "  ", "_", ".", " - "]))
+def test_a_code_written_with_or_without_hyphen_space_or_case_has_one_key(letters, digits, separator):
+    written = f"{letters}{separator}{digits}"
+    assert (
+        entity_key(written) == entity_key(f"{letters}-{digits}") == entity_key(f"{letters.lower()}{digits}")
+    )
+    assert entity_key(f"{letters}-{digits}") in question_names(f"Is the {written} rated for steam?")
+
+
+def test_term_keys_fold_hyphens_case_and_plurals_but_keep_ranges():
+    assert entity_key("Cross-linked polyethylene") == entity_key("crosslinked Polyethylene")
+    assert entity_key("mineral oils") == entity_key("Mineral oil")
+    assert entity_key("brass") == "brass"  # -ss is not a plural
+    assert entity_key("-20..200 °C", "range") == "-20..200 °c"
+
+
+# --- aliases: abbreviations, parentheses, glossaries -----------------------------------------------
+def test_an_abbreviation_defined_in_a_parenthesis_is_the_same_entity():
+    extraction = extract_chunk(
+        "## QPX (quaternary polyxylene, Quadrolon)\nHardness 64 Shore D. Maximum temperature 150 °C."
+    )
+    assert {
+        ("QPX", "equivalent_of", "quaternary polyxylene"),
+        ("QPX", "equivalent_of", "Quadrolon"),
+    } <= triples(extraction)
+    assert ("QPX", "rated_for", "..150 °C") in triples(extraction)
+    assert ("QPX", "rated_for", "64 Shore D") in triples(extraction)
+    long_first = extract_chunk("Seals in methyl ethyl ketone (MEK) swell within hours.")
+    assert ("methyl ethyl ketone", "equivalent_of", "MEK") in triples(long_first)
+
+
+def test_a_glossary_gives_aliases_from_for_means_and_are_sentences():
+    extraction = extract_chunk(
+        "# Glossary of media\nCustomers often write: MEK for methyl ethyl ketone (butanone); NaOCl or\n"
+        "chlorine bleach for sodium hypochlorite. HFC means water-glycol hydraulic fluid. Cutting oil and\n"
+        "machine oil are mineral oils."
+    )
+    found = triples(extraction)
+    assert {
+        ("MEK", "equivalent_of", "methyl ethyl ketone"),
+        ("butanone", "equivalent_of", "methyl ethyl ketone"),
+        ("NaOCl", "equivalent_of", "sodium hypochlorite"),
+        ("HFC", "equivalent_of", "water-glycol hydraulic fluid"),
+        ("Cutting oil", "equivalent_of", "mineral oils"),
+        ("machine oil", "equivalent_of", "mineral oils"),
+    } <= found
+
+
+def test_prose_outside_a_glossary_makes_no_alias_of_is_sentences():
+    extraction = extract_chunk("EPDM is almost universally resistant. PEEK is hard.")
+    assert not any(r.relation == "equivalent_of" for r in extraction.relations)
+
+
+# --- table rows and specifications -----------------------------------------------------------------
+def test_a_row_links_its_key_columns_whatever_the_rating_word():
+    limited = extract_chunk(
+        "Sheath material: PUR; Medium: Water-glycol hydraulic fluid; Resistance: limited",
+        {"keys": {"Sheath material": "PUR", "Medium": "Water-glycol hydraulic fluid"}},
+    )
+    assert triples(limited) == {("PUR", "compatible_with", "Water-glycol hydraulic fluid")}
+    poor = extract_chunk(
+        "Material: QPX; Medium: Sulfuric acid 98%; Rating: not resistant", {"keys": {"Material": "QPX"}}
+    )
+    assert triples(poor) == {("QPX", "incompatible_with", "sulfuric acid")}  # the concentration is not a name
+    aliased = extract_chunk(
+        "Sheath material: PUR; Medium: Hydrolysis (hot water); Resistance: good",
+        {"keys": {"Sheath material": "PUR"}},
+    )
+    assert triples(aliased) == {
+        ("PUR", "compatible_with", "Hydrolysis"),
+        ("Hydrolysis", "equivalent_of", "hot water"),
+    }
+    part = extract_chunk(
+        "Article: XR12-0715; Series: XR-12; Sheath: QPX",
+        {"keys": {"Article": "XR12-0715", "Series": "XR-12"}},
+    )
+    assert triples(part) == {("XR12-0715", "belongs_to_family", "XR-12"), ("XR12-0715", "made_of", "QPX")}
+
+
+def test_a_specification_names_the_parts_of_its_series_and_headings_switch_the_topic():
+    [spec] = extract_document(
+        [
+            (
+                "# ZETA XR 12: control cable\n\nTwo outer sheath options: QPX for oil, or PVC for general\nuse.",
+                None,
+            )
+        ]
+    )
+    assert {("XR 12", "made_of", "QPX"), ("XR 12", "made_of", "PVC")} <= triples(spec)
+    [sheet] = extract_document(
+        [
+            (
+                "# Data sheet\n\n## QPX\nMaximum temperature 150 °C.\n\n## KLM (karl lambda monomer)\nMaximum temperature 90 °C.",
+                None,
+            )
+        ]
+    )
+    assert {("QPX", "rated_for", "..150 °C"), ("KLM", "rated_for", "..90 °C")} <= triples(sheet)
+    assert ("QPX", "rated_for", "..90 °C") not in triples(sheet)
+
+
+# --- through ingestion and search ------------------------------------------------------------------
+CATALOGUE = {
+    "series-xr-12.md": "# XR-12 series: dosing valves\n\nXR-12 valves dose aggressive media. The body is PVDF;\n"
+    "the seat is QPX. Operating temperature -10 to 140 °C.",
+    "series-xr-13.md": "# XR-13 series: dosing valves\n\nXR-13 valves share the XR-12 body in PVDF with a KLM seat.\n"
+    "Operating temperature -10 to 90 °C.",
+    "datasheet-qpx.md": "# Data sheet: QPX (quaternary polyxylene)\n\nA hard seat polymer. Maximum continuous\n"
+    "temperature as a seat: 160 °C.",
+    "datasheet-klm.md": "# Data sheet: KLM (karl lambda monomer)\n\nA soft seat elastomer. Maximum continuous\n"
+    "temperature as a seat: 95 °C.",
+    "glossary.md": "# Glossary\n\nCustomers often write MEK for methyl ethyl ketone; DCM for dichloromethane.",
+    "news-xr-12.md": "# News\n\nThe XR-12 won a design award for its quick-release handle.",
+    "faq.md": "# FAQ\n\nOrders placed before 2 pm ship the same day.",
+}
+RESISTANCE = [
+    ["Material", "Medium", "Rating"],
+    ["QPX", "Methyl ethyl ketone", "A"],
+    ["QPX", "Dichloromethane", "D"],
+    ["KLM", "Methyl ethyl ketone", "D"],
+    ["KLM", "Dichloromethane", "B"],
+    ["PVDF", "Methyl ethyl ketone", "D"],
+]
+
+
+@pytest.fixture
+async def catalogue(make_tenant, ingest):
+    tenant = await make_tenant("Catalogue")
+    files = {name: body.encode() for name, body in CATALOGUE.items()}
+    files["resistance.csv"] = make_csv(RESISTANCE)
+    for name, data in files.items():
+        report = await ingest(tenant, name, data)
+        assert report.status == "ready", (name, report.error)
+    return tenant
+
+
+def documents_of(hits) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
+    return [(hit.document, hit.text) for hit in hits]
+
+
+QUESTION = "Can the XR12 seat take MEK at 150 °C?"
+"""Names the series without its hyphen and the medium by the abbreviation only the glossary defines."""
+
+
+def has_row(hits, material: str, medium: str) -> bool:  # type: ignore[no-untyped-def]
+    return any(
+        hit.document == "resistance.csv" and f"{material}; Medium: {medium}" in hit.text for hit in hits
+    )
+
+
+def on_path(hits) -> int:  # type: ignore[no-untyped-def]
+    documents = {hit.document for hit in hits}
+    named = sum(name in documents for name in ("series-xr-12.md", "datasheet-qpx.md", "glossary.md"))
+    return named + has_row(hits, "QPX", "Methyl ethyl ketone")
+
+
+async def test_graph_search_returns_every_document_on_the_path(catalogue, session, settings):
+    hits = await search_chunks(
+        session, tenant_id=catalogue.id, query=QUESTION, mode="graph", settings=settings
+    )
+    assert on_path(hits) == 4, documents_of(hits)
+    # the near-identical series' seat and the document that only names the code come after the path
+    row = next(i for i, hit in enumerate(hits) if has_row([hit], "QPX", "Methyl ethyl ketone"))
+    assert not has_row(hits[:row], "KLM", "Methyl ethyl ketone")
+    assert "news-xr-12.md" not in {hit.document for hit in hits}
+
+
+async def test_hybrid_search_fuses_the_path_with_the_words_of_the_question(catalogue, session, settings):
+    hits = await search_chunks(
+        session, tenant_id=catalogue.id, query=QUESTION, mode="hybrid", settings=settings
+    )
+    assert {"series-xr-12.md", "datasheet-qpx.md"} <= {hit.document for hit in hits}, documents_of(hits)
+    assert "news-xr-12.md" not in {hit.document for hit in hits}
+    without_walk = await search_chunks(
+        session, tenant_id=catalogue.id, query=QUESTION, mode="hybrid", settings=settings, use_graph=False
+    )
+    assert on_path(hits) > on_path(without_walk), (documents_of(hits), documents_of(without_walk))
+
+
+async def test_an_indirect_question_reaches_the_data_sheet_of_the_part_it_means(catalogue, session, settings):
+    hits = await search_chunks(
+        session,
+        tenant_id=catalogue.id,
+        query="How hot can the seat of the XR 13 get?",
+        mode="hybrid",
+        settings=settings,
+    )
+    documents = [hit.document for hit in hits]
+    assert {"series-xr-13.md", "datasheet-klm.md"} <= set(documents), documents_of(hits)
+
+
+async def test_one_entity_per_name_whatever_kind_each_document_read(catalogue, session):
+    rows = (
+        await session.exec(
+            text(
+                "SELECT norm_name, count(*) AS n FROM kg_entities WHERE tenant_id = :t AND kind <> 'range' "
+                "GROUP BY norm_name HAVING count(*) > 1"
+            ),
+            params={"t": catalogue.id},
+        )
+    ).all()
+    assert rows == []
+    explored = await explore_entities(session, tenant_id=catalogue.id, names=["MEK"], hops=1)
+    crossed = {(r["subject"], r["relation"], r["object"], r["document"]) for r in explored.relations}
+    assert ("MEK", "equivalent_of", "methyl ethyl ketone", "glossary.md") in crossed
+    # the alias is a free step: one hop from MEK reaches the table row of the material
+    assert ("QPX", "compatible_with", "methyl ethyl ketone", "resistance.csv") in crossed
+
+
+async def test_single_hop_and_exact_code_questions_still_find_their_chunk(catalogue, session, settings):
+    faq = await search_chunks(
+        session, tenant_id=catalogue.id, query="When do orders ship?", mode="hybrid", settings=settings
+    )
+    assert faq and faq[0].document == "faq.md"
+    exact = await search_chunks(
+        session, tenant_id=catalogue.id, query="XR-13", mode="exact", settings=settings
+    )
+    assert exact and all("XR-13" in hit.text for hit in exact)
