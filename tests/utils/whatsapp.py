@@ -30,9 +30,9 @@ ACCESS_TOKEN = "EAAG-test-token"
 
 
 def _payload_root() -> Path:
-    """``SWITCHBOARD_PAYLOADS``, else the project's own copy in ``tests/fixtures/payloads`` (taken from
-    the workplace's shared/ on 2026-11-30 and grown since: issue 13 added the shapes of pywa's and
-    netflie's webhook fixtures, which shared/ does not have)."""
+    """``SWITCHBOARD_PAYLOADS``, else the project's own copy in ``tests/fixtures/payloads`` (real
+    provider payloads, with the shapes of pywa's and netflie's webhook fixtures; INDEX.md names each
+    one's outcome)."""
     if os.environ.get("SWITCHBOARD_PAYLOADS"):
         return Path(os.environ["SWITCHBOARD_PAYLOADS"])
     return Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "payloads"
