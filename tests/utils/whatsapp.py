@@ -1,4 +1,4 @@
-"""WhatsApp for tests: real payloads from ``shared/payloads/whatsapp`` (load, retarget, refresh, sign), a
+"""WhatsApp for tests: real payloads from ``fixtures/payloads/whatsapp`` (load, retarget, refresh, sign), a
 connected number of the test's own, the service app behind a client, and what the Graph sandbox received."""
 
 from __future__ import annotations
