@@ -30,7 +30,7 @@ PRODUCT_DOCUMENTS = [
     *sorted(DOCS.rglob("*.md")),
 ]
 DEVELOPMENT_HISTORY = re.compile(
-    r"\bissues? #?\d+\b"  # "issue 17", "issues 17 and 19" (an upstream project's: see _upstream)
+    r"\bissues? #?\d+\b"  # "issue 17", "issues 17 and 19" (an upstream one: development_history)
     r"|\bsession \d+\b"  # "Session 10"
     r"|\bbranch(?:es)?\s+`{1,2}[\w./-]+`{1,2}"  # "branch `retrieval5`", "branches ``ingest4``"
     r"|\bbranch(?:es)?\s+[a-z][\w-]*\d\b"  # "branch ingest8"
