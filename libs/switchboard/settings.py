@@ -424,8 +424,8 @@ class InboundSettings(BaseSettings):
     inbound_sweep_after_s: float = Field(20.0, gt=0)
     """A stored inbound row not done after this long, with no queued, deferred or running job, is
     re-enqueued by the sweeper (seconds; the sweeper runs every 15 s). Rows acknowledged while Redis was
-    down are answered through it, so it bounds how soon they are answered (within 45 s of
-    the outage's end: 20 + 15 + the turn); a row with a live job is never touched, so a long turn or a
+    down are answered through it, so it bounds how soon (within 45 s of the outage's end:
+    20 + 15 + the turn); a row with a live job is never touched, so a long turn or a
     debounce is not cut short. At 120 s a Redis restart would leave those customers ~130 s unanswered."""
     inbound_max_sweeps: int = Field(5, ge=1)
     """Processing attempts after which the sweeper moves a row to the dead-letter state."""

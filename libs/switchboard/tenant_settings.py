@@ -1,6 +1,6 @@
 """Per-tenant settings: every section of ``tenants.settings_extensions``, typed, with one loader.
 
-The field defaults are the product's defaults; a tenant stores only what it overrides. Shape (every key
+A tenant stores only what it overrides of the field defaults. Shape (every key
 optional)::
 
     {"agent":     {"name": "Sam", "instructions": "...", "system_prompt": null, ...},
