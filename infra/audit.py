@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 REVIEWED_LITELLM = "1.110.2"
-"""The one LiteLLM release reviewed for this project (README "Dependencies"); change it only after
+"""The one LiteLLM release reviewed for this project (docs/contributing.md#dependencies); change it only after
 reading the release's diff. 1.82.7 and 1.82.8 were compromised (a credential-stealing ``.pth``)."""
 
 EXPECTED_PTH = {

@@ -10,8 +10,8 @@ cooling down yet, i.e. the worst case: the failing primary is really called):
 
 The backup deployment answers at once. Both deployments are on the offline model server (run in
 this process on a free loopback port, so the HTTP path through LiteLLM is real). The tenant policy
-is the default (``num_retries=2``, ``max_retry_wait_s=1``): before issue 14 the 429 case waited out the
-header twice (LiteLLM honours up to 60 s) and the turn timed out.
+is the default (``num_retries=2``, ``max_retry_wait_s=1``): LiteLLM's own retries would wait out the
+429's header twice (it honours up to 60 s) and the turn would time out.
 
 Run (from the repository root)::
 

@@ -1,4 +1,4 @@
-"""The exact scan's first pass, old table against narrow table, interleaved question by question (branch ``retrieval5``).
+"""The exact scan's first pass, chunk table against narrow vector table, interleaved question by question.
 
 Run (after ``kb_graph_benchmark.py --data-dir KB100K`` has loaded it once; ``KB100K`` / ``KB10K``: the folder
 you chose for it)::
@@ -9,8 +9,8 @@ you chose for it)::
 For ``--questions`` of the benchmark's questions (each asked twice, tenants in turn), per mode
 (``vector``, ``hybrid``): the search statement ``search_chunks`` runs, prepared by the real code
 (its coarse pass reads ``knowledge_chunk_vectors``, migration ``0024_chunk_vectors``), and the same
-statement with that pass reading ``knowledge_documents`` as before the migration (main before
-``retrieval5``), both with the same parameters on the same connection in one transaction, in
+statement with that pass reading ``knowledge_documents`` as before that
+migration, both with the same parameters on the same connection in one transaction, in
 alternating order. It prints p50 / p95 of PostgreSQL's execution time (``EXPLAIN ANALYZE``) for
 each, the median of the per-question ratio (on a shared machine the figure to trust: both sides see
 the same moment's load), and how many questions gave identical chunk ids in identical order.

@@ -1,4 +1,4 @@
-"""Graph-retrieval benchmark (issue 19): supporting-chunk recall@5 per mode and latency at 100,000 chunks.
+"""Graph-retrieval benchmark (docs/knowledge-base.md#the-knowledge-graph): supporting-chunk recall@5 per mode and latency at 100,000 chunks.
 
 Run (starts an embedded PostgreSQL + pgvector in a temporary folder, like the tests do)::
 
@@ -10,7 +10,7 @@ Run (starts an embedded PostgreSQL + pgvector in a temporary folder, like the te
     .venv/bin/python loadtests/kb_graph_benchmark.py --data-dir KB100K --modes vector,hybrid
     .venv/bin/python loadtests/kb_graph_benchmark.py --quick --ingest-only   # ingestion alone, < 1 min
 
-``--ingest-only`` (issue 17's ingestion target): the valve corpus, then ``--ingest-chunks`` (1,000)
+``--ingest-only`` (the ingestion target, docs/benchmarks.md): the valve corpus, then ``--ingest-chunks`` (1,000)
 chunks of text, PDF, DOCX and CSV uploads through the real pipeline (:func:`kb_common.mixed_files`);
 chunks/s per kind and in all, and the CPU time of this process and of PostgreSQL per chunk;
 ``--profile FILE`` writes a cProfile of the ingestion; ``--concurrency N`` then ingests the same uploads
@@ -31,7 +31,7 @@ with ``kb_benchmark.py`` in :mod:`loadtests.kb_common`):
    3 documents: "Can the V200 valve be used with chlorine at 180 °C?" needs the V200 spec, the
    PTFE/chlorine row and the PTFE sheet), 20 single-hop (15 about one entity, 5 FAQ questions naming
    none), 20 exact SKUs. recall@5 = supporting chunks among the 5 hits / supporting chunks.
-4. Modes: ``vector``, ``hybrid`` without the graph walk (what search did before issue 19),
+4. Modes: ``vector``, ``hybrid`` without the graph walk (``KB_HYBRID_GRAPH=false``),
    ``hybrid`` (default), ``graph``, ``neighborhood``, ``exact``; p50/p95 latency of
    :func:`switchboard.knowledge.search_chunks` (each call in its own transaction, question
    embedding included) per mode over all questions.

@@ -1,4 +1,4 @@
-"""Where a search's time goes, on a database loaded by ``kb_graph_benchmark.py --data-dir`` (issues 17, 19).
+"""Where a search's time goes, on a database loaded by ``kb_graph_benchmark.py --data-dir``.
 
 Run (after ``kb_graph_benchmark.py --data-dir DIR`` has loaded it once)::
 

@@ -1,7 +1,7 @@
-"""``search_chunks`` of another checkout against this one, interleaved question by question (branch ``retrieval8``).
+"""``search_chunks`` of another checkout against this one, interleaved question by question.
 
-Run (after ``kb_graph_benchmark.py --data-dir KB100K`` has loaded it once; ``BASE``: a checkout of main,
-e.g. a worktree at the session's start)::
+Run (after ``kb_graph_benchmark.py --data-dir KB100K`` has loaded it once; ``BASE``: the checkout to compare
+with, e.g. a git worktree of an earlier commit)::
 
     .venv/bin/python loadtests/kb_search_ab.py --data-dir KB100K --base BASE
 

@@ -4,7 +4,7 @@ The ``mcp_tools`` service runs as its own process (``uvicorn services.mcp_tools.
 on a free loopback port; the orchestrator's :class:`~switchboard.tools.mcp_client.McpToolSource`
 calls ``lookup_product`` on the seeded demo catalog. Each call includes what a turn pays: toolbox
 check, limits from receipts, schema validation, the call over Streamable HTTP on a pooled MCP session
-(before issue 17 every call opened its own: initialize, call, close), the server's tenant/permission
+(not one of its own per call: initialize, call, close), the server's tenant/permission
 checks and query, result validation, and the receipt.
 
 Printed figures: discovery (``list_tools``) milliseconds; per-call p50/p95 milliseconds for

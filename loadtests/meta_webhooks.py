@@ -3,7 +3,7 @@
 Starts an embedded PostgreSQL + Redis in a temporary folder, migrates, connects a WhatsApp number and an
 Instagram account to one fresh tenant, and runs both real services (``services.whatsapp.main`` and
 ``services.instagram.main``) under uvicorn, one process each, against the same database. A closed-loop
-asyncio client (the approach of ``shared/bench/webhook_vs_floor.py``) keeps C requests in flight for T
+asyncio client (the approach of ``loadtests/webhook_vs_floor.py``) keeps C requests in flight for T
 seconds with unique signed, real-shaped text deliveries (1 in 10 an exact redelivery, which must be
 acknowledged and not stored again). Runs alternate WhatsApp / Instagram per round; it prints, per run,
 requests, errors, acknowledged requests/s, latency p50/p95/p99 (ms) and new rows stored per second,

@@ -1,6 +1,6 @@
 """The WhatsApp webhook service side by side with a floor server doing the minimum durable work.
 
-Adapted from the shared floor benchmark (``../shared/bench/webhook_vs_floor.py``) so a clone can run it.
+A floor benchmark kept in the repository, so a clone can run it.
 Both servers run as one uvicorn process on the same embedded Postgres and Redis. The floor verifies
 the HMAC, parses JSON, does one ``INSERT .. ON CONFLICT DO NOTHING`` and one ``LPUSH`` and answers 200:
 the least any durable webhook can do. The project runs with the argv ``switchboard run`` uses
@@ -209,7 +209,7 @@ async def paced(
     at once (``late``) into that queue: a burst of the client's making, part of the project's
     paced p99 (~300 ms with ~50 late posts and p50 4-6 ms on an idle machine; the floor answers its
     first posts faster, so its queue drained sooner). ``late`` now counts only posts held up by a slow
-    answer during the run. ``loadtests/README.md`` says what was and was not confirmed.
+    answer during the run.
     """
     lat: list[float] = []
     errs = 0

@@ -1,7 +1,7 @@
 """Locust scenario: customers sending signed WhatsApp webhooks to the ``whatsapp`` service.
 
 Each virtual user is one customer (its own phone number) posting real-shaped text deliveries
-(the shape of ``shared/payloads/whatsapp/text.json``) signed with ``X-Hub-Signature-256``; one in
+(the shape of ``tests/fixtures/payloads/whatsapp/text.json``) signed with ``X-Hub-Signature-256``; one in
 ten posts is an exact redelivery of the previous body (Meta's at-least-once delivery), which must
 be acknowledged but not stored again.
 

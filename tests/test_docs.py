@@ -30,13 +30,48 @@ PRODUCT_DOCUMENTS = [
     *sorted(DOCS.rglob("*.md")),
 ]
 DEVELOPMENT_HISTORY = re.compile(
-    r"\bissues? #?\d+\b"  # "issue 17", "issues 17 and 19"
+    r"\bissues? #?\d+\b"  # "issue 17", "issues 17 and 19" (an upstream one: development_history)
     r"|\bsession \d+\b"  # "Session 10"
-    r"|\bbranch `[\w./-]+`"  # "branch `retrieval5`"
-    r"|\b20\d\d-\d\d-\d\d \d\d:\d\d\b"  # a dated run
-    r"|\b(?:DESIGN|LIBRARIES)\.md\b",  # development notes outside the repository
+    r"|\bbranch(?:es)?\s+`{1,2}[\w./-]+`{1,2}"  # "branch `retrieval5`", "branches ``ingest4``"
+    r"|\bbranch(?:es)?\s+[a-z][\w-]*\d\b"  # "branch ingest8"
+    r"|\b(?:DESIGN|LIBRARIES)\.md\b"  # development notes outside the repository
+    r"|\.\./shared/|\bshared/(?:payloads|bench)\b",  # the workplace's folder, not the repository's
     re.IGNORECASE,
 )
+DATED_RUN = re.compile(
+    r"(?<!Date: )\b20\d\d-\d\d-\d\d \d\d:\d\d\b"  # a dated run (not a generated "Create Date:" header)
+    r"|\(20\d\d-\d\d-\d\d\b"  # "(2026-12-01, 2-core VM)"
+    r"|\b(?:measured|run|audited|taken|on) 20\d\d-\d\d-\d\d\b",
+    re.IGNORECASE,
+)
+_PROJECT_ISSUE = re.compile(r"([\w.-]+)[ \t]+issues? #?\d+\b$", re.IGNORECASE)
+
+
+def _upstream_projects() -> frozenset[str]:
+    """Projects whose issues the code may cite by number ("arq issue #402"): the locked dependencies and
+    the few outside projects the product runs on; never this project itself."""
+    lock = (ROOT / "uv.lock").read_text(encoding="utf-8")
+    own = re.search(r'^name = "([^"]+)"$', (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M)
+    names = set(re.findall(r'^name = "([^"]+)"$', lock, re.MULTILINE))
+    names |= {"cpython", "python", "postgresql", "redis", "github", "chromium"}
+    return frozenset(name.lower() for name in names) - {own.group(1).lower() if own else ""}
+
+
+UPSTREAM_PROJECTS = _upstream_projects()
+
+
+def development_history(text: str, *, dates: bool = True) -> list[str]:
+    """The development history ``text`` carries: this project's issue, session and branch names, notes
+    that are not in the repository, dated runs. An upstream project's issue named with its project
+    ("arq issue #402", "python-arq/arq#510") is a source, not history."""
+    found = []
+    for match in DEVELOPMENT_HISTORY.finditer(text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        project = _PROJECT_ISSUE.search(text[line_start : match.end()])
+        if project and project.group(1).lower() in UPSTREAM_PROJECTS:
+            continue
+        found.append(match.group(0))
+    return found + (DATED_RUN.findall(text) if dates else [])
 
 
 def _load(name: str) -> ModuleType:
@@ -187,7 +222,7 @@ def test_configuration_reference_has_every_setting_with_type_default_and_meaning
     assert rows["encryption_key"].default == "generated"
     page = reference.configuration_markdown()
     assert "| `DATABASE_URL` | str | unset |" in page
-    assert not DEVELOPMENT_HISTORY.search(page)
+    assert not development_history(page)
 
 
 def test_fallback_descriptions_are_only_for_settings_without_their_own():
@@ -230,7 +265,7 @@ def test_tenant_settings_reference_has_every_section_and_key():
     assert "### `llm.deployments[]`" in page
     assert "| `id` | str | required |" in page
     assert "| `max_tool_iterations` | int | `5` |" in page
-    assert not DEVELOPMENT_HISTORY.search(page)
+    assert not development_history(page)
 
 
 def test_http_api_reference_has_every_route_of_the_orchestrator():
@@ -264,7 +299,7 @@ def test_event_types_reference_has_every_event_and_its_fields():
 
 @pytest.mark.parametrize("path", PRODUCT_DOCUMENTS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_product_documents_carry_no_development_history(path):
-    found = DEVELOPMENT_HISTORY.findall(path.read_text(encoding="utf-8"))
+    found = development_history(path.read_text(encoding="utf-8"))
     assert not found, f"{path.relative_to(ROOT)}: {found}"
 
 
@@ -272,3 +307,193 @@ def test_changelog_keeps_an_unreleased_section():
     text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     assert "keepachangelog.com" in text
     assert re.search(r"^## \[Unreleased\]$", text, re.MULTILINE)
+
+
+# --- product files -----------------------------------------------------------------------------
+
+# What ships: the code, its services, load scripts, deployment files and this site. Vendored builds
+# (static/) are other projects' files; docs/gen/ and this module hold the patterns they look for.
+PRODUCT_TREES = ("libs", "services", "loadtests", "infra", "docs")
+NOT_OURS = (ROOT / "libs" / "switchboard" / "static", DOCS / "gen")
+TEST_FILES_NOT_CHECKED = (ROOT / "tests" / "fixtures", Path(__file__).resolve())
+README_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*$", re.MULTILINE)
+README_MENTION = re.compile(r"(?P<path>[\w./-]*README\.md)\b|\bREADME\b(?P<after>[^\n]{0,60})")
+README_SECTION = re.compile(
+    r"""^(?:'s)?[,:]?\s*(?:section\s+)?["'\u201c](?P<section>[^"'\u201d]+)["'\u201d]"""
+)
+DOCS_PAGE = re.compile(r"\bdocs/((?:[\w-]+/)*[\w-]+\.md)(?:#([\w-]+))?")
+
+
+def _text_files(*roots: Path, skip: tuple[Path, ...] = ()) -> list[Path]:
+    """Every text file under ``roots`` (a file root counts as itself), minus ``skip`` and binaries."""
+    found = []
+    for root in roots:
+        for path in sorted([root] if root.is_file() else root.rglob("*")):
+            if not path.is_file() or any(path == s or s in path.parents for s in skip):
+                continue
+            if "__pycache__" in path.parts or path.suffix in {".png", ".pyc", ".mo"}:
+                continue
+            try:
+                path.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                continue
+            found.append(path)
+    return found
+
+
+PRODUCT_FILES = _text_files(
+    *(ROOT / tree for tree in PRODUCT_TREES),
+    README,
+    ROOT / "CHANGELOG.md",
+    ROOT / "Makefile",
+    ROOT / "mkdocs.yml",
+    skip=NOT_OURS,
+)
+TEST_FILES = _text_files(ROOT / "tests", skip=TEST_FILES_NOT_CHECKED)
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def readme_references_that_do_not_exist(path: Path, text: str) -> list[str]:
+    """README mentions in ``text`` (of the file ``path``) that lead nowhere: a ``README.md`` path that is
+    not a file, a section of the README that has no heading there, or "the README" with no section."""
+    headings = {h.strip().lower() for h in README_HEADING.findall(README.read_text(encoding="utf-8"))}
+    bad = []
+    for match in README_MENTION.finditer(text):
+        if match.group("path"):
+            name = match.group("path").lstrip("./")
+            bases = [ROOT, *[p for p in path.parents if ROOT in p.parents or p == ROOT]]
+            if not any((base / name).is_file() for base in bases):
+                bad.append(match.group(0))
+            continue
+        section = README_SECTION.match(match.group("after"))
+        if not section or section.group("section").strip().lower() not in headings:
+            bad.append(match.group(0).strip())
+    return bad
+
+
+def _page_anchors(page: str) -> set[str] | None:
+    """The anchors of a site page (``docs/``-relative path), ``None`` when there is no such page."""
+    generated = {
+        reference.CONFIGURATION_PAGE: reference.configuration_markdown,
+        reference.TENANT_SETTINGS_PAGE: reference.tenant_settings_markdown,
+        reference.CLI_PAGE: reference.cli_markdown,
+        reference.HTTP_API_PAGE: reference.http_api_markdown,
+        reference.EVENTS_PAGE: reference.events_markdown,
+    }
+    if page in generated:
+        text = generated[page]()
+    elif (DOCS / page).is_file() and "gen" not in Path(page).parts:
+        text = (DOCS / page).read_text(encoding="utf-8")
+    else:
+        return None
+    text = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    return {_slug(m.group(1)) for m in re.finditer(r"^#{1,6}\s+(.+?)\s*$", text, re.MULTILINE)}
+
+
+def site_pages_that_do_not_exist(text: str) -> list[str]:
+    """``docs/<page>.md#anchor`` citations in ``text`` whose page or heading the site does not have."""
+    bad = []
+    for match in DOCS_PAGE.finditer(text):
+        anchors = _page_anchors(match.group(1))
+        if anchors is None or (match.group(2) and match.group(2) not in anchors):
+            bad.append(match.group(0))
+    return bad
+
+
+def test_the_file_lists_reach_every_product_tree():
+    names = {_rel(p) for p in PRODUCT_FILES}
+    for expected in (
+        "libs/switchboard/settings.py",
+        "libs/switchboard/console/templates/_feedback.html",
+        "services/worker/main.py",
+        "loadtests/kb_search_ab.py",
+        "infra/terraform/secrets.tf",
+        "infra/Dockerfile",
+        "docs/architecture.md",
+        "Makefile",
+    ):
+        assert expected in names
+    assert not any(n.startswith(("libs/switchboard/static/", "docs/gen/")) for n in names)
+    assert "tests/knowledge/test_ingest.py" in {_rel(p) for p in TEST_FILES}
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("before issue 19, as before", ["issue 19"]),
+        ("(``make run`` start-up, issue 17)", ["issue 17"]),
+        ("issues 17 and 19", ["issues 17"]),
+        ("Session 8's first full run", ["Session 8"]),
+        ("the pages (branch ``retrieval5``)", ["branch ``retrieval5``"]),
+        ("branches ``ingest4`` and ``ingest6``", ["branches ``ingest4``"]),
+        ("(branch ingest8: it was three reads)", ["branch ingest8"]),
+        ("Defaults are DESIGN.md's", ["DESIGN.md"]),
+        ("(LIBRARIES.md §7)", ["LIBRARIES.md"]),
+        ("the shape of ``shared/payloads/whatsapp/text.json``", ["shared/payloads"]),
+        ("measured 2026-12-01 on a 2-core VM", ["measured 2026-12-01"]),
+        ("(2026-12-01) 27.0 s", ["(2026-12-01"]),
+        ("run at 2026-12-02 04:40 UTC", ["2026-12-02 04:40"]),
+        # upstream sources and ordinary words
+        ("plus 10 s (arq issue #402): a 900 s job", []),
+        ("python-arq/arq#510 and LiteLLM issue 1234", []),
+        ("at each letter one branch at most can match", []),
+        ("Create Date: 2026-11-30 10:24:38.846364", []),
+        ("estimated delivery 2026-12-03.", []),
+    ],
+)
+def test_development_history_is_told_apart_from_upstream_sources(text, found):
+    assert development_history(text) == found
+
+
+def test_readme_and_site_references_are_checked():
+    here = ROOT / "libs" / "switchboard" / "console" / "app.py"
+    assert readme_references_that_do_not_exist(here, '(see README, "Tools (MCP)").') == [
+        'README, "Tools (MCP)").'
+    ]
+    assert readme_references_that_do_not_exist(here, "rotates with `keys rotate` (README)") == ["README)"]
+    assert readme_references_that_do_not_exist(here, "(``static/README.md``: origin)") == []
+    assert readme_references_that_do_not_exist(here, "``loadtests/README.md`` and ``nowhere/README.md``") == [
+        "nowhere/README.md"
+    ]
+    assert readme_references_that_do_not_exist(here, 'the README "Quick start" section') == []
+    assert site_pages_that_do_not_exist("docs/tools.md#business-data, docs/agent.md") == []
+    assert site_pages_that_do_not_exist("docs/reference/configuration.md#knowledge-base") == []
+    assert site_pages_that_do_not_exist("docs/tools.md#no-such-heading, docs/gone.md") == [
+        "docs/tools.md#no-such-heading",
+        "docs/gone.md",
+    ]
+
+
+@pytest.mark.parametrize("path", PRODUCT_FILES, ids=_rel)
+def test_product_files_carry_no_development_history(path):
+    text = path.read_text(encoding="utf-8")
+    assert not development_history(text), f"{_rel(path)}: {development_history(text)}"
+
+
+@pytest.mark.parametrize("path", TEST_FILES, ids=_rel)
+def test_tests_carry_no_issue_session_or_branch_history(path):
+    text = path.read_text(encoding="utf-8")
+    assert not development_history(text, dates=False), (
+        f"{_rel(path)}: {development_history(text, dates=False)}"
+    )
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in PRODUCT_FILES if p.suffix != ".md" or DOCS not in p.parents], ids=_rel
+)
+def test_product_files_cite_readme_sections_and_site_pages_that_exist(path):
+    """Code, help texts and deployment files point at the README only by a heading it has, and at the
+    site by ``docs/<page>.md#anchor`` of a page and heading it has (the site's own pages link each
+    other, which the strict build checks)."""
+    text = path.read_text(encoding="utf-8")
+    assert not readme_references_that_do_not_exist(path, text), _rel(path)
+    assert not site_pages_that_do_not_exist(text), f"{_rel(path)}: {site_pages_that_do_not_exist(text)}"
+
+
+@pytest.mark.parametrize("path", TEST_FILES, ids=_rel)
+def test_tests_cite_site_pages_that_exist(path):
+    text = path.read_text(encoding="utf-8")
+    assert not site_pages_that_do_not_exist(text), f"{_rel(path)}: {site_pages_that_do_not_exist(text)}"

@@ -32,7 +32,7 @@ def test_every_registered_service_has_a_container_with_the_same_entry_point():
         if spec.kind == "http":
             assert command[:3] == ["uvicorn", spec.target, "--factory"]
             port = command[command.index("--port") + 1]
-            assert port == str(Settings.model_fields[spec.port_setting].default), spec.name  # README's port
+            assert port == str(Settings.model_fields[spec.port_setting].default), spec.name  # its default
             published = [mapping.split(":") for mapping in compose[spec.name].get("ports", [])]
             exposed = compose[spec.name].get("expose", [])
             assert [port, port] in published or port in exposed, f"{spec.name}: port {port} not reachable"

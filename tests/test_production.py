@@ -1,5 +1,5 @@
 """Going to production: required secrets fail fast, the Graph API is chosen per account, media calls go
-where MODEL_SERVER_URL says and an empty provider key counts as unset (issue 18)."""
+where MODEL_SERVER_URL says and an empty provider key counts as unset."""
 
 from __future__ import annotations
 

@@ -71,6 +71,9 @@ _NOTE_PARENTHESIS = re.compile(
 _CLAUSE_WITH_HISTORY = re.compile(r",?\s*as before issue \d+")
 _SENTENCE_WITH_HISTORY = re.compile(r"(?:^|(?<=\.\s))[^.]*\bissue \d+\b[^.]*\.\s*|\s*\bIt was [^.]*\.")
 _ROLE = re.compile(r":(class|mod|meth|func|data|attr):`~?([^`]+)`")
+# The code cites the site's pages by their path in the repository ("docs/knowledge-base.md#sizing");
+# on a generated page (under reference/) that becomes a link the strict build checks.
+_DOCS_PAGE = re.compile(r"`{0,2}\bdocs/((?:[\w-]+/)*[\w-]+\.md)(#[\w-]+)?`{0,2}")
 
 
 def _role_name(match: re.Match[str]) -> str:
@@ -81,12 +84,14 @@ def _role_name(match: re.Match[str]) -> str:
 
 def clean_docstring(text: str) -> str:
     """A field docstring as one Markdown paragraph: reST roles and double backticks become code spans,
-    notes pointing at development documents and history sentences are dropped."""
+    a cited site page (``docs/<page>.md#anchor``) a link, notes pointing at development documents and
+    history sentences are dropped."""
     text = " ".join(inspect.cleandoc(text).split())
     text = _ROLE.sub(_role_name, text)
     text = _NOTE_PARENTHESIS.sub("", text)
     text = _CLAUSE_WITH_HISTORY.sub("", text)
     text = _SENTENCE_WITH_HISTORY.sub("", text)
+    text = _DOCS_PAGE.sub(r"[\1\2](../\1\2)", text)
     text = text.replace("``", "`")
     return text.strip().replace("|", "\\|")
 

@@ -1,4 +1,4 @@
-# Secrets Manager holds every secret (README "Settings"); ECS injects them as environment variables at
+# Secrets Manager holds every secret (docs/reference/configuration.md); ECS injects them as environment variables at
 # task start. Internal ones are generated here; the provider ones (var.operator_secrets) are created
 # empty and set once by the operator (docs/going-live.md). GENERATE_SECRETS=false in every task: a
 # service whose secret is missing refuses to start and names it.
@@ -39,7 +39,7 @@ locals {
 }
 
 resource "aws_secretsmanager_secret" "generated" {
-  # checkov:skip=CKV2_AWS_57:rotation is a deploy (new value, restart); ENCRYPTION_KEY rotates with `switchboard keys rotate` (README)
+  # checkov:skip=CKV2_AWS_57:rotation is a deploy (new value, restart); ENCRYPTION_KEY rotates with `switchboard keys rotate` (docs/operations.md#backups-and-restore)
   for_each                = toset(keys(local.generated_secrets))
   name                    = "${var.name}/${each.key}"
   kms_key_id              = aws_kms_key.this.arn

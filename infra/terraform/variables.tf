@@ -118,7 +118,7 @@ variable "operator_secrets" {
 }
 
 variable "environment" {
-  description = "Extra plain settings for every service (README settings), e.g. { GMAIL_PUBSUB_TOPIC = \"projects/p/topics/t\", GMAIL_PUSH_AUDIENCE = \"https://support.example.com/webhooks/gmail\" }."
+  description = "Extra plain settings for every service (docs/reference/configuration.md), e.g. { GMAIL_PUBSUB_TOPIC = \"projects/p/topics/t\", GMAIL_PUSH_AUDIENCE = \"https://support.example.com/webhooks/gmail\" }."
   type        = map(string)
   default     = {}
 }

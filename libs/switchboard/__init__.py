@@ -6,7 +6,7 @@ The shared library. Services in ``services/`` only wire what lives here.
 import os
 
 # LiteLLM fetches its model-cost map from the network at import unless this is set first
-# (shared/LIBRARIES.md section 7). Every process imports this package before litellm.
+# (LiteLLM docs, "Model cost map"). Every process imports this package before litellm.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 __version__ = "0.1.0"

@@ -1,4 +1,4 @@
-"""The shapes that cross service boundaries (DESIGN.md): inbound messages, turn requests and results.
+"""The shapes that cross service boundaries (docs/architecture.md): inbound messages, turn requests and results.
 
 * :class:`InboundMessage` is what a channel's ``normalize`` module makes of a provider payload;
   nothing past that module sees Meta's or Google's JSON.

@@ -71,7 +71,7 @@ class CrossTenantAccess(SwitchboardError):
 def tool_error_result(
     error_type: str, message: str, *, retryable: bool = False, diagnostics: list[dict[str, str]] | None = None
 ) -> dict[str, Any]:
-    """The one shape a model sees for a failed tool call (DESIGN.md: errors go back as results):
+    """The one shape a model sees for a failed tool call (errors go back as results: docs/architecture.md#the-tool-loop):
     ``{"error": {"type", "message", "retryable", "diagnostics"?}}``; ``diagnostics`` (per-field
     problems, ``[{"field", "problem"}]``) only when there are some."""
     body: dict[str, Any] = {"type": error_type, "message": message, "retryable": retryable}
@@ -92,7 +92,7 @@ class ToolError(SwitchboardError):
             ``conflict``, ``invalid_result``, ``timeout``, ``unavailable``, ``budget_exhausted``,
             ``untrusted_context``, ``tool_error``...
         retryable: the same call may succeed later (timeouts, 5xx, server down); validation and
-            permission errors are not retryable (DESIGN.md).
+            permission errors are not retryable.
         diagnostics: per-field problems for ``invalid_arguments`` (``[{"field", "problem"}]``).
     """
 

@@ -1,6 +1,6 @@
 """The demo tenant ``make run`` seeds into an empty database, so the system can be tried at once.
 
-Its channel accounts use the fake identities of ``shared/payloads`` (WhatsApp ``phone_number_id``
+Its channel accounts use the fake identities of ``tests/fixtures/payloads`` (WhatsApp ``phone_number_id``
 ``106000000000001``, Instagram ``17841400000000001``, mailbox ``support@example.com``), so the real
 payloads can be replayed against a fresh ``make run``.
 """
@@ -35,7 +35,7 @@ DEMO_MAILBOX = "support@example.com"
 DEMO_ADMIN_EMAIL = "admin@demo.example"
 """Console login of the demo tenant's admin; the password is generated at seeding and printed once."""
 DEMO_CUSTOMER_BSUID = "US.10000000000000000001"
-"""Business-scoped user id of the WhatsApp customer in ``shared/payloads``: demo orders A-1001 and A-1002
+"""Business-scoped user id of the WhatsApp customer in ``tests/fixtures/payloads``: demo orders A-1001 and A-1002
 are theirs (A-1003 belongs to ``wa_id`` 15550100098, A-1004 to ``switchboard simulate``'s demo customer)."""
 
 DEMO_PRODUCTS_CSV = """sku,name,description,price,currency,stock,voltage
@@ -99,7 +99,7 @@ DEMO_FAQ_MD = "\n\n".join(
     )
 )
 """The demo knowledge base: one FAQ document, so questions about hours, returns, shipping, warranty,
-colors and stock, and contact find an answer (the README's examples and the payloads' questions)."""
+colors and stock, and contact find an answer (the demo in docs/getting-started.md and the payloads' questions)."""
 
 
 def demo_slots_csv(now: datetime | None = None, days: int = 5) -> str:

@@ -206,14 +206,14 @@ class ModelProviderSettings(BaseSettings):
     default models (a tenant that chose none, ``KB_EMBEDDING_MODEL``, transcription and vision) use it
     there (:mod:`switchboard.llm.keys`, docs/security.md "Model providers and keys")."""
     model_call_concurrency: int = Field(50, ge=1, le=10_000)
-    """Process-wide bound on concurrent model calls (``asyncio.Semaphore``, DESIGN.md)."""
+    """Process-wide bound on concurrent model calls (``asyncio.Semaphore``)."""
     run_fork_server: bool = True
     """``switchboard run`` forks the services from one process that imported their shared modules
     once (``runtime/forkserver.py``; false: each service is a fresh ``python -m``)."""
     model_server_control: bool = False
     """Test hook: expose the offline model server's ``/control/...`` endpoints (scripted errors with
     status, headers and body, delays, empty answers) under ``switchboard run``, behind the admin token.
-    Refused when a provider key is set or ``HOST`` is not loopback (README "Fault hooks")."""
+    Refused when a provider key is set or ``HOST`` is not loopback (docs/contributing.md#fault-hooks)."""
 
     @field_validator("openai_api_key", "anthropic_api_key")
     @classmethod
@@ -357,7 +357,7 @@ class MediaStoreSettings(BaseSettings):
 
 
 class GmailChannelSettings(BaseSettings):
-    """The Gmail channel: API and OAuth endpoints, push verification, sync limits (LIBRARIES.md §13)."""
+    """The Gmail channel: API and OAuth endpoints, push verification, sync limits (docs/channels/gmail.md)."""
 
     gmail_api_base_url: str | None = None
     """Gmail API root (``https://gmail.googleapis.com``); unset uses the local sandbox mounted in the
@@ -424,9 +424,9 @@ class InboundSettings(BaseSettings):
     inbound_sweep_after_s: float = Field(20.0, gt=0)
     """A stored inbound row not done after this long, with no queued, deferred or running job, is
     re-enqueued by the sweeper (seconds; the sweeper runs every 15 s). Rows acknowledged while Redis was
-    down are answered through it, so it sits inside the fault rule of issue 17 (answered within 45 s of
-    the outage's end: 20 + 15 + the turn); a row with a live job is never touched, so a long turn or a
-    debounce is not cut short. It was 120 s: a Redis restart left those customers ~130 s unanswered."""
+    down are answered through it, so it bounds how soon (within 45 s of the outage's end:
+    20 + 15 + the turn); a row with a live job is never touched, so a long turn or a
+    debounce is not cut short. At 120 s a Redis restart would leave those customers ~130 s unanswered."""
     inbound_max_sweeps: int = Field(5, ge=1)
     """Processing attempts after which the sweeper moves a row to the dead-letter state."""
     inbound_job_timeout_s: float = Field(200.0, gt=0)
@@ -537,7 +537,7 @@ class McpClientSettings(BaseSettings):
 
 
 class KnowledgeBaseSettings(BaseSettings):
-    """Knowledge base (DESIGN.md "Knowledge"; per-tenant overrides in ``settings_extensions.knowledge``)."""
+    """Knowledge base (docs/knowledge-base.md; per-tenant overrides in ``settings_extensions.knowledge``)."""
 
     kb_chunk_size_chars: int = Field(1000, ge=100, le=20_000)
     """Recursive splitter: longest chunk, in characters."""
@@ -566,20 +566,20 @@ class KnowledgeBaseSettings(BaseSettings):
     kb_min_similarity: float = Field(0.30, ge=-1.0, le=1.0)
     """Cosine similarity a chunk needs to count as a match with a provider embedding model."""
     kb_min_similarity_lexical: float = Field(0.14, ge=-1.0, le=1.0)
-    """Same threshold for the offline lexical embedding (calibrated: see README "Knowledge base")."""
+    """Same threshold for the offline lexical embedding (calibrated: docs/knowledge-base.md#embedding-model)."""
     kb_min_keyword_coverage: float = Field(0.6, ge=0.0, le=1.0)
     """Hybrid mode: share of the question's keywords a chunk must contain to match on words alone."""
     kb_hnsw_ef_search: int = Field(400, ge=1, le=1000)
     """``hnsw.ef_search`` for vector and hybrid queries on the HNSW index (pgvector default 40; 400
-    measured by ``loadtests/kb_benchmark.py``, README "Knowledge base")."""
+    measured by ``loadtests/kb_benchmark.py``, docs/knowledge-base.md#sizing)."""
     kb_exact_scan_max_chunks: int = Field(20_000, ge=0)
     """Vector search scans a tenant's chunks exactly (no HNSW) while its active chunk count is at most
-    this; above it the HNSW index answers (README "Knowledge base", measured by ``loadtests/kb_benchmark.py``)."""
+    this; above it the HNSW index answers (docs/knowledge-base.md#sizing, measured by ``loadtests/kb_benchmark.py``)."""
     kb_graph_hops: int = Field(2, ge=1, le=3)
     """Relations the graph walk follows from the entities a question names (``graph`` and ``hybrid``
     modes; ``neighborhood`` walks one). Measured by ``loadtests/kb_graph_benchmark.py``."""
     kb_hybrid_graph: bool = True
-    """Fuse the graph walk into ``hybrid`` search (off: vector and full-text only, as before issue 19)."""
+    """Fuse the graph walk into ``hybrid`` search (off: vector and full-text only)."""
 
 
 SecretName = Literal[

@@ -1,6 +1,6 @@
 """Per-tenant settings: every section of ``tenants.settings_extensions``, typed, with one loader.
 
-DESIGN.md's numbers are the field defaults; a tenant stores only what it overrides. Shape (every key
+A tenant stores only what it overrides of the field defaults. Shape (every key
 optional)::
 
     {"agent":     {"name": "Sam", "instructions": "...", "system_prompt": null, ...},
@@ -183,7 +183,7 @@ class AgentSettings(BaseModel):
 
 
 class LoopLimits(BaseModel):
-    """Bounds of the tool loop (DESIGN.md, "The bounded tool loop"): ``settings_extensions["loop"]``."""
+    """Bounds of the tool loop (docs/architecture.md#the-tool-loop): ``settings_extensions["loop"]``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -206,7 +206,7 @@ class LoopLimits(BaseModel):
 
 
 class HandoffSettings(BaseModel):
-    """Human handoff (DESIGN.md, "Handoff"): ``settings_extensions["handoff"]``."""
+    """Human handoff (docs/human-agents.md): ``settings_extensions["handoff"]``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -246,7 +246,7 @@ class HandoffSettings(BaseModel):
 
 
 class MemorySettings(BaseModel):
-    """Memory across conversations (DESIGN.md, "Memory"): ``settings_extensions["memory"]``."""
+    """Memory across conversations (docs/concepts.md#memory): ``settings_extensions["memory"]``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -259,7 +259,7 @@ class MemorySettings(BaseModel):
 
 
 class ToolsSettings(BaseModel):
-    """MCP tool calls (DESIGN.md, "Tools are the product"): ``settings_extensions["tools"]``."""
+    """MCP tool calls (docs/tools.md): ``settings_extensions["tools"]``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -269,7 +269,7 @@ class ToolsSettings(BaseModel):
 
 
 class KnowledgeSettings(BaseModel):
-    """The tenant's knowledge base (DESIGN.md, "Knowledge"): ``settings_extensions["knowledge"]``.
+    """The tenant's knowledge base (docs/knowledge-base.md): ``settings_extensions["knowledge"]``.
 
     Set with :func:`set_section` (``switchboard kb set-embedding``, ``PUT .../knowledge/embedding``).
     """

@@ -1,5 +1,5 @@
 """Chat worker: customer messages (rate limits, media to text, handoff relay, orchestrator calls,
-sends), delivery statuses and handoff notices, from the chat queue (DESIGN.md step 2).
+sends), delivery statuses and handoff notices, from the chat queue (docs/architecture.md#services-and-queues).
 
 Run: `python -m services.worker.main` (`switchboard run` does this).
 `python -m services.worker.main --check` exits 0 when this worker's heartbeat is fresh in Redis

@@ -1,5 +1,6 @@
 """Background worker: knowledge ingestion, memory summaries and idle-conversation closing, the inbound
-sweeper (later: mailbox syncs), from the background queue (DESIGN.md step 2).
+sweeper, Gmail mailbox syncs and event webhook deliveries, from the background queue
+(docs/architecture.md#services-and-queues).
 
 Run: `python -m services.worker_background.main` (`switchboard run` does this).
 `python -m services.worker_background.main --check` exits 0 when this worker's heartbeat is fresh in

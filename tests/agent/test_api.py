@@ -143,7 +143,7 @@ async def test_demo_tenant_faq_answers_the_readme_questions_with_the_offline_mod
         "What are your opening hours?": "Monday to Friday 09:00-19:00",
         "What is your returns policy?": "within 30 days of delivery",
         "How long does shipping take?": "Standard delivery takes",
-        # the README's first WhatsApp and Instagram demos (the payloads' own questions)
+        # the first WhatsApp and Instagram demos of docs/getting-started.md (the payloads' own questions)
         "Hi! Does it come in another color?": "comes in black, chrome and blue",
         "hi, is the blue one back in stock?": "the blue one is back in stock",
     }

@@ -1,5 +1,5 @@
 """The prompt prefix stays identical across turns and customers (provider prompt caching): measured on
-the requests the offline model server received, and printed (README "Cost and budgets")."""
+the requests the offline model server received, and printed (docs/agent.md#budgets)."""
 
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ HOSTILE_STRINGS = (
     _BAD_UTF8,
     "a" + _BAD_UTF8 + "b",
 )
-"""Strings that broke webhook handlers somewhere (issue 13's list, and the usual suspects)."""
+"""Strings that broke webhook handlers somewhere (bug reports of other projects, and the usual suspects)."""
 
 hostile_text = st.one_of(
     st.text(st.characters(exclude_categories=()), max_size=60),  # surrogates and NUL included

@@ -278,7 +278,7 @@ class GmailKit:
         return (await connect_gmail(sessions, tenant, settings)).email
 
     def notification(self, account_id: str) -> dict[str, Any]:
-        """A Pub/Sub push envelope (the shape of ``shared/payloads/gmail/pubsub_push.json``)."""
+        """A Pub/Sub push envelope (the shape of ``payloads/gmail/pubsub_push_envelope.json``)."""
         data = base64.b64encode(json.dumps({"emailAddress": account_id, "historyId": 1}).encode()).decode()
         mid = str(uuid.uuid4().int)[:16]
         return {"message": {"data": data, "messageId": mid, "message_id": mid,

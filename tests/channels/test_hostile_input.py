@@ -214,7 +214,7 @@ async def test_signed_bodies_with_any_value_replaced_are_acknowledged_and_never_
 
 
 def _issue_bodies(kit: ChannelKit, account: str) -> list[tuple[str, Any, list[Posted]]]:
-    """Issue 13's list, each next to a valid sibling that must be stored: ``(case, body, valid)``."""
+    """The hostile cases, each next to a valid sibling that must be stored: ``(case, body, valid)``."""
     cases: list[tuple[str, Any, list[Posted]]] = []
     for name, value in (
         ("nul", "\x00"),

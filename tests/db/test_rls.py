@@ -1,4 +1,4 @@
-"""Row-level security for the tool server's role (migration 0012_tool_server_rls, issue 14).
+"""Row-level security for the tool server's role (migration 0012_tool_server_rls).
 
 The services' own user owns the tables and bypasses RLS (the rest of the suite is unaffected); the
 tool server switches each call to ``switchboard_tools`` with ``app.tenant_id`` set, and then Postgres

@@ -128,7 +128,7 @@ async def test_wrong_ids_and_other_agents_conversations_are_refused(sessions, ma
     assert await _leads(sessions, tenant.id) == []
 
 
-# --- approvals reach a person (issue 14) -----------------------------------------------------------
+# --- approvals reach a person --------------------------------------------------------------------
 
 from datetime import timedelta  # noqa: E402
 

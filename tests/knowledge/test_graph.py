@@ -1,4 +1,4 @@
-"""Graph retrieval (issue 19): offline extraction, storage next to the chunks, the CTE walk, the
+"""Graph retrieval: offline extraction, storage next to the chunks, the CTE walk, the
 search modes on multi-hop questions, tenant isolation of the graph, exact SKUs, table rows as chunks,
 and extraction by a provider model through the gateway (the offline model server as the provider)."""
 
@@ -214,7 +214,7 @@ async def test_multi_hop_recall_at_5_per_mode(valves, session, settings):
     assert recall["graph"] == 1.0 and recall["hybrid"] >= 0.95, recall
     assert recall["neighborhood"] > recall["vector"], recall
     today = 0
-    for question in multi:  # hybrid without the walk: what search did before issue 19
+    for question in multi:  # hybrid without the walk (KB_HYBRID_GRAPH=false)
         hits = await search_chunks(
             session,
             tenant_id=valves.id,

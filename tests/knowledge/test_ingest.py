@@ -318,9 +318,9 @@ async def test_an_upload_takes_three_statements_and_its_ingestion_seven_in_two_t
     make_tenant, sessions, settings, engine
 ):
     """Statements SQLAlchemy sends (the chunk, entity, mention and relation inserts go through the raw
-    asyncpg connection and are not seen here). Before branch ingest8: 5 for the upload (two look-ups,
-    two flushes and a look-up of the file), 10 for the ingestion in three transactions (three reads,
-    the ``processing`` mark on its own, the stale-entity read and the delete apart)."""
+    asyncpg connection and are not seen here). Fewer than a plain implementation's 5 for the upload (two
+    look-ups, two flushes and a look-up of the file), 10 for the ingestion in three transactions
+    (three reads, the ``processing`` mark on its own, the stale-entity read and the delete apart)."""
     tenant = await make_tenant()
     statements: list[str] = []
     begins: list[None] = []

@@ -78,7 +78,7 @@ def test_csv_is_header_aware_skips_blank_cells_and_gives_one_section_per_row():
 
 
 def test_row_numbers_count_the_header_as_row_1_and_skip_blank_rows():
-    """What the README's Knowledge base section says: spreadsheet numbering (the header is row 1, the
+    """What docs/knowledge-base.md says: spreadsheet numbering (the header is row 1, the
     first data row is row 2), except that blank rows are not counted."""
     rows = [["SKU", "Product"], ["AB-100", "Descaler"], [], ["AB-200", "Brush"]]
     for data, name in ((make_csv(rows), "prices.csv"), (make_xlsx({"Prices": rows}), "prices.xlsx")):

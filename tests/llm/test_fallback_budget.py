@@ -1,4 +1,4 @@
-"""Fallback inside the turn budget (issue 14): no hidden Retry-After waits, cooldown instead, empty
+"""Fallback inside the turn budget: no hidden Retry-After waits, cooldown instead, empty
 answers fall back, the answering deployment is the one recorded, context-window fallback groups.
 
 Behaviour, not timing: each test counts the requests every deployment received (the offline server

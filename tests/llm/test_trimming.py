@@ -144,7 +144,7 @@ def test_repair_tool_pairs_drops_orphans():
     ]
 
 
-# --- context-overflow recovery (issue 14) ---------------------------------------------------------
+# --- context-overflow recovery ------------------------------------------------------------------
 
 from switchboard.llm.offline_server import overflow_message  # noqa: E402
 from switchboard.llm.trimming import shrink_to_budget, stated_context_limit  # noqa: E402

@@ -1,7 +1,7 @@
 """The faults script finds the service it kills or freezes (``loadtests/faults.py`` ``service_pid``): a
 service forked by the fork server is a grandchild of ``switchboard run`` named ``sb-<service>`` with the
-server's command line; one spawned directly names its module. Session 8's first full run died at its
-first case because only direct children with the module in their command line were looked at."""
+server's command line; one spawned directly names its module. A check that looked only at direct
+children with the module in their command line would find neither."""
 
 from __future__ import annotations
 

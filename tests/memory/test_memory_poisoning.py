@@ -1,4 +1,4 @@
-"""Memory an attacker can write (issue 22): what a customer says reaches later system prompts only as
+"""Memory an attacker can write: what a customer says reaches later system prompts only as
 data, keeps its provenance, and is checked before it is stored.
 
 The memory writer and the turn model are scripted on the offline model server (real HTTP); the database

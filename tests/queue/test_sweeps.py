@@ -1,4 +1,4 @@
-"""Cron sweeps never pile up (issue 17): a sweep due while the previous run is queued or running is not
+"""Cron sweeps never pile up: a sweep due while the previous run is queued or running is not
 enqueued again, against the real ARQ worker and the test Redis."""
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ def _run(code: str, settings: Settings) -> list[str]:
 @pytest.mark.parametrize("name", ["whatsapp", "instagram", "gmail", "console", "mcp_tools", "model_server"])
 def test_services_that_call_no_model_never_import_litellm(name: str, settings: Settings) -> None:
     """The channel services, the console, the MCP tool server and the offline model server (which
-    answers model calls, it makes none) start without LiteLLM (``make run`` warm start, issue 17)."""
+    answers model calls, it makes none) start without LiteLLM (``make run`` warm start)."""
     assert _run(_START_HTTP_SERVICE.format(name=name), settings) == []
 
 
@@ -163,7 +163,7 @@ def _loaded_after(code: str) -> set[str]:
 
 def test_a_channel_settings_section_loads_without_the_channel() -> None:
     """Every process imports the three settings sections (``switchboard.channels``); that must not pull
-    in a channel's routes, sandbox or send client (issue 17), and the public names still resolve."""
+    in a channel's routes, sandbox or send client, and the public names still resolve."""
     loaded = _loaded_after("import switchboard.channels")
     assert {"switchboard.channels.whatsapp.settings", "switchboard.channels.gmail.settings"} <= loaded
     assert (

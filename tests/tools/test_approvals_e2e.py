@@ -1,4 +1,5 @@
-"""A write that needs approval reaches a person, through the running tool server (issue 14).
+"""A write that needs approval reaches a person, through the running tool server
+(docs/tools.md#approvals).
 
 The offline model (scripted, real HTTP) calls ``create_lead``; the tenant's stored configuration says
 a person must approve; the real MCP server records the pending action; the orchestrator's tool source

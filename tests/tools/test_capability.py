@@ -1,4 +1,4 @@
-"""The tool server trusts nothing (issue 14): only the stored tool configuration counts, and every
+"""The tool server trusts nothing: only the stored tool configuration counts, and every
 call needs the per-turn capability the orchestrator signs; the service token alone reads nothing."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``explore_knowledge_graph`` through the real MCP server over Streamable HTTP (issue 19).
+"""``explore_knowledge_graph`` through the real MCP server over Streamable HTTP.
 
 The model names entities; the server walks the tenant's graph for the tenant the orchestrator
 injected, whatever tenant id the model's arguments carry.

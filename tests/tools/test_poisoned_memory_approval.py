@@ -1,4 +1,4 @@
-"""A poisoned memory and profile cannot unlock an approval-required tool (issue 22).
+"""A poisoned memory and profile cannot unlock an approval-required tool.
 
 The turn model is scripted to obey the memory (it calls ``create_lead`` because the memory says the
 customer is exempt from approval); the real MCP server still decides by the tenant's tool settings.

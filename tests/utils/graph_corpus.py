@@ -1,7 +1,7 @@
 """A valve maker's documents whose answers span 2-3 of them, and questions with their supporting chunks.
 
 Used by ``tests/knowledge/test_graph*.py`` and ``loadtests/kb_graph_benchmark.py``. Three kinds of
-document with no shared vocabulary (issue 19): material property sheets (a material's temperature
+document with no shared vocabulary: material property sheets (a material's temperature
 limits, never naming a valve), a chemical compatibility table (material × fluid ratings, one chunk
 per row), and valve series specs (seat material and operating range, never naming a fluid); plus a
 parts list (part → series, price), a replacements table and a plain FAQ (no entities at all).

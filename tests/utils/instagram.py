@@ -1,4 +1,4 @@
-"""Instagram for tests: real payloads from ``shared/payloads/instagram`` (load, retarget, refresh), a
+"""Instagram for tests: real payloads from ``tests/fixtures/payloads/instagram`` (load, retarget, refresh), a
 connected account of the test's own, and what the Instagram Graph sandbox received."""
 
 from __future__ import annotations

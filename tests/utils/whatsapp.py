@@ -1,4 +1,4 @@
-"""WhatsApp for tests: real payloads from ``shared/payloads/whatsapp`` (load, retarget, refresh, sign), a
+"""WhatsApp for tests: real payloads from ``fixtures/payloads/whatsapp`` (load, retarget, refresh, sign), a
 connected number of the test's own, the service app behind a client, and what the Graph sandbox received."""
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ ACCESS_TOKEN = "EAAG-test-token"
 
 
 def _payload_root() -> Path:
-    """``SWITCHBOARD_PAYLOADS``, else the project's own copy in ``tests/fixtures/payloads`` (taken from
-    the workplace's shared/ on 2026-11-30 and grown since: issue 13 added the shapes of pywa's and
-    netflie's webhook fixtures, which shared/ does not have)."""
+    """``SWITCHBOARD_PAYLOADS``, else the project's own copy in ``tests/fixtures/payloads`` (real
+    provider payloads, with the shapes of pywa's and netflie's webhook fixtures; INDEX.md names each
+    one's outcome)."""
     if os.environ.get("SWITCHBOARD_PAYLOADS"):
         return Path(os.environ["SWITCHBOARD_PAYLOADS"])
     return Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "payloads"

@@ -1,4 +1,4 @@
-"""The bounded tool loop (DESIGN.md, "The bounded tool loop").
+"""The bounded tool loop (docs/architecture.md#the-tool-loop).
 
 Limits (per tenant, :class:`~switchboard.tenant_settings.LoopLimits`): at most ``max_tool_iterations``
 model calls that return tool calls; ``turn_timeout_s`` for the whole turn; ``tool_timeout_s`` per tool
@@ -194,7 +194,7 @@ class _Loop:
     async def recover_overflow(
         self, sent: list[dict[str, Any]], tools: list[dict[str, Any]], overflow: ContextOverflow
     ) -> ModelReply:
-        """Re-send a prompt that really shrinks (DESIGN.md, "The LLM layer is a Router").
+        """Re-send a prompt that really shrinks (docs/architecture.md#the-model-layer).
 
         The next budget is ``trim_ratio`` of the limit the provider stated (or, unstated, half of what
         was sent), and always below what was sent; :func:`~switchboard.llm.trimming.shrink_to_budget`

@@ -13,7 +13,7 @@ tenant's ``locale.timezone``):
 * ``turns``, ``fallback_rate`` (turns a fallback deployment answered), ``tokens`` (``usage.total_tokens``),
   ``cost_usd`` (estimated model spend, ``turns.cost_usd``: LiteLLM's price map, unpriced models 0);
 * ``tool_calls``, ``tool_error_rate`` (receipts whose outcome is not ``ok``);
-* ``feedback_up`` / ``feedback_down`` when the feedback table exists (guard branch), else absent.
+* ``feedback_up`` / ``feedback_down`` when the feedback table exists, else absent.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-tenant monthly model-spend budgets (issue 16): the ``budget`` section and the spend check.
+"""Per-tenant monthly model-spend budgets (docs/agent.md#budgets): the ``budget`` section and the spend check.
 
 :func:`~switchboard.budgets.spend.budget_state` sums ``turns.cost_usd`` of the tenant's calendar month
 (UTC) and says whether the turn runs normally, with a warning, or with the exceeded-budget action

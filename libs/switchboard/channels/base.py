@@ -1,6 +1,6 @@
 """The one interface every channel implements, and the registry the channel-neutral core looks them up in.
 
-A message's path (README, "Architecture"): a channel service verifies and normalizes a webhook into
+A message's path (docs/concepts.md#the-message-path): a channel service verifies and normalizes a webhook into
 :class:`~switchboard.contracts.InboundMessage`\\ s and stores them (``channels/<name>/``); the inbound job
 (:mod:`switchboard.inbound`) runs the same ordered steps for every channel; replies, notices and relays
 are written by one outbox writer and sent by one delivery loop (:mod:`switchboard.outbox`), which calls

@@ -1,4 +1,4 @@
-"""Make a webhook delivery durable (DESIGN.md step 1), then enqueue one job per new row — for every channel.
+"""Make a webhook delivery durable (docs/concepts.md#the-message-path), then enqueue one job per new row — for every channel.
 
 A channel's webhook route verifies and parses the provider's body, normalizes it into a
 :class:`NormalizedDelivery` (messages, delivery statuses, account-level errors), and hands it to
@@ -353,7 +353,7 @@ def _pool_gate(engine: AsyncEngine) -> asyncio.Semaphore:
     Why: SQLAlchemy's async pool waits on an ``asyncio.Queue``, which lets a newcomer take a connection
     that was just handed back while a woken waiter goes to the back of the line again; with hundreds of
     deliveries waiting for 20 connections some waited seconds (p99 7x the floor's at 250 connections,
-    ``loadtests/README.md``). ``asyncio.Semaphore`` is FIFO-fair (CPython 3.11: no barging past waiters),
+    ``loadtests/webhook_vs_floor.py``). ``asyncio.Semaphore`` is FIFO-fair (CPython 3.11: no barging past waiters),
     so at most pool-size deliveries ever ask the pool and none of them waits there.
     """
     loop = asyncio.get_running_loop()

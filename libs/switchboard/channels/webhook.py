@@ -1,8 +1,8 @@
 """The webhook route of a Meta channel (WhatsApp, Instagram): the subscription handshake (GET) and
 deliveries (POST), the same for every Meta channel; what differs is a :class:`MetaWebhook` spec.
 
-Our own route, not pywa's: pywa's answers 200 before the work is durable and de-duplicates in memory
-(LIBRARIES.md §4). Outcomes of a POST, and why:
+Our own route, not pywa's: pywa's answers 200 before the work is durable and de-duplicates in memory.
+Outcomes of a POST, and why:
 
 * body over the channel's byte limit → **413** (checked before reading more than the limit);
 * ``X-Hub-Signature-256`` missing → **401**, wrong → **403**; nothing is stored or enqueued;
@@ -108,7 +108,7 @@ class LeanRouter(APIRouter):
     route does (the route calls it too, so OpenAPI and a test app mounting the router see the same
     route). :func:`switchboard.service_app.create_service_app` calls it straight from the ASGI entry,
     before FastAPI's middleware, routing and dependency solving: on the webhook hot path they cost
-    more CPU than the durable work itself (py-spy, ``loadtests/README.md``).
+    more CPU than the durable work itself (py-spy on ``loadtests/webhook_vs_floor.py``).
     """
 
     def __init__(self, **kwargs: Any) -> None:

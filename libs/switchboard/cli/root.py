@@ -154,7 +154,7 @@ def _main(
 
 # The modules whose import registers commands on :data:`app` and its groups. `switchboard run`,
 # `status` and `version` need only ``system``: importing every module costs ~0.9 s CPU (the channel
-# CLIs, the knowledge and eval commands), paid at every `make run` (issue 17).
+# CLIs, the knowledge and eval commands), paid at every `make run`.
 COMMAND_MODULES = (
     "switchboard.channels.gmail.cli",
     "switchboard.channels.instagram.cli",

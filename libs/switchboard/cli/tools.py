@@ -20,7 +20,7 @@ __all__ = ["data_import", "tools_list", "tools_enable", "tools_disable", "tools_
 def data_import(
     tenant: TenantOpt,
     kind: Annotated[str, typer.Option(help="products | orders | stores | slots")],
-    file: Annotated[str, typer.Argument(help="CSV file with a header row (see README, 'Tools (MCP)').")],
+    file: Annotated[str, typer.Argument(help="CSV file, header row first (docs/tools.md#business-data).")],
     skip_invalid: Annotated[
         bool, typer.Option("--skip-invalid", help="Import the valid rows even when some are rejected.")
     ] = False,

@@ -1,4 +1,4 @@
-"""The web console (issue 15): users and roles, sessions, the inbox and the conversation page.
+"""The web console (docs/console.md): users and roles, sessions, the inbox and the conversation page.
 
 * :mod:`~switchboard.console.auth`: users, argon2 passwords, server-side sessions, API tokens, login limit.
 * :mod:`~switchboard.console.deps`: the current user and the role/tenant check of every page.

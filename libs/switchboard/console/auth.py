@@ -94,7 +94,7 @@ _hasher = PasswordHash.recommended()
 def _dummy_hash() -> str:
     """Verified against when the e-mail is unknown, so a wrong e-mail takes as long as a wrong password.
     Made on the first such login, not at import: one Argon2 hash is ~0.3-0.9 s of CPU in every
-    process that imports this module (the orchestrator and the console start-up, issue 17)."""
+    process that imports this module (the orchestrator and the console start-up)."""
     return _hasher.hash("switchboard-dummy-password")
 
 

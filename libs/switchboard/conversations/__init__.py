@@ -1,4 +1,4 @@
-"""The conversations core (DESIGN.md, "The path of one message"): channel-neutral customers, lifecycle, history.
+"""The conversations core (docs/concepts.md#customers-and-conversations): channel-neutral customers, lifecycle, history.
 
 * :mod:`~switchboard.conversations.identities`: which customer a message is from, under any of their
   channel identities (phone, BSUID, IGSID, e-mail), and where a reply goes.

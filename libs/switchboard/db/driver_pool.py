@@ -41,7 +41,7 @@ class DriverPool:
     The gate (``asyncio.Semaphore``, FIFO-fair since CPython 3.11) is as wide as the pool, so at most
     ``size`` callers ever wait in asyncpg's own queue, an ``asyncio.Queue`` that lets a newcomer
     take a connection just handed back while a woken waiter goes to the back of the line (with
-    hundreds of deliveries for 20 connections some waited seconds: ``loadtests/README.md``).
+    hundreds of deliveries for 20 connections some waited seconds: ``loadtests/webhook_vs_floor.py``).
     """
 
     def __init__(self, pool: asyncpg.Pool, size: int) -> None:

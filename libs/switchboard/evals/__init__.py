@@ -1,4 +1,4 @@
-"""The evaluation harness (``switchboard eval``, issue 16): tasks through the real turn path on a copy of
+"""The evaluation harness (``switchboard eval``, docs/agent.md#evaluate-a-change): tasks through the real turn path on a copy of
 a tenant, next to a fixed-pipeline baseline, with a report per category and JSONL traces.
 
 * :mod:`.tasks`: the task file format, categories and automatic checks; :data:`DEMO_TASKS_PATH` is

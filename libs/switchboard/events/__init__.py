@@ -1,4 +1,4 @@
-"""Event webhooks for the tenant's own systems (README, "Event webhooks"): :func:`emit` writes an event
+"""Event webhooks for the tenant's own systems (docs/integrations.md#event-webhooks): :func:`emit` writes an event
 in the caller's transaction; the background job :func:`~switchboard.events.delivery.deliver_events`
 sends it, signed, to every endpoint that wants it."""
 

@@ -1,6 +1,6 @@
 """Signing a delivery: HMAC-SHA256 over the timestamp and the raw body, with the endpoint's secret.
 
-Headers of every delivery (README, "Event webhooks", has a Python check a receiver can copy):
+Headers of every delivery (docs/integrations.md#event-webhooks has a Python check a receiver can copy):
 
 * ``X-Switchboard-Event``: the event type; ``X-Switchboard-Delivery``: the event id (retries repeat it);
 * ``X-Switchboard-Timestamp``: Unix seconds when this attempt was signed;

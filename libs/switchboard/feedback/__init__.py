@@ -1,4 +1,4 @@
-"""Feedback on the agent's messages (issue 16): stored per (message, source), joined to turn and trace.
+"""Feedback on the agent's messages (docs/agent.md#feedback): stored per (message, source), joined to turn and trace.
 
 * :func:`record_feedback` (:mod:`.store`): the one writer (the console and the API call it).
 * :mod:`.routes`: ``POST /v1/messages/{id}/feedback`` (admin token or the tenant's app key) and

@@ -1,4 +1,4 @@
-"""Input and output guardrails of a turn (issue 16): a score with its rationale, stored on the turn.
+"""Input and output guardrails of a turn (docs/agent.md#guardrails): a score with its rationale, stored on the turn.
 
 * :mod:`.settings`: the tenant's ``guardrails`` section (registered with
   :func:`~switchboard.tenant_settings.register_section`; on by default, each stage can be turned off).

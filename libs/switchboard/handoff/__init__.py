@@ -1,4 +1,4 @@
-"""Human handoff over WhatsApp (DESIGN.md, "Handoff"): agents, assignment, commands, the silent proxy."""
+"""Human handoff over WhatsApp (docs/human-agents.md): agents, assignment, commands, the silent proxy."""
 
 from switchboard.handoff.agents import (
     AgentBusy,

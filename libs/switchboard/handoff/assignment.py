@@ -3,7 +3,7 @@
 Every change to who handles what runs inside :func:`tenant_handoff_lock`, a transaction-scoped
 Postgres advisory lock per tenant (``pg_advisory_xact_lock``), and reads the agents ``FOR UPDATE``:
 two escalations of the same tenant at the same moment are serialized, so the second sees the first
-one's load and no conversation is assigned twice. The ordering is DESIGN.md's: fewest
+one's load and no conversation is assigned twice. The ordering: fewest
 ``total_conversations`` first, then lowest ``current_load``, then the longest-standing agent.
 
 Status changes go through :mod:`switchboard.conversations.lifecycle` (which records them); this module

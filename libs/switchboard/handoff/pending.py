@@ -1,4 +1,4 @@
-"""Pending actions reach a person (issue 14): who is told, who may decide, and expiry.
+"""Pending actions reach a person (docs/tools.md#approvals): who is told, who may decide, and expiry.
 
 A write whose policy needs a person becomes a ``pending_actions`` row (the tool server's
 :func:`switchboard.tools.business.request_approval`) and the customer is told "we will confirm".

@@ -1,11 +1,11 @@
-"""Media → one line of text the agent can read (DESIGN.md step 2), the same for every channel.
+"""Media → one line of text the agent can read (docs/concepts.md#the-message-path), the same for every channel.
 
 The bytes come from the channel (:meth:`switchboard.channels.base.Channel.fetch_media`: WhatsApp
 resolves a media id to a short-lived URL right before the download); what is done with them is here:
 
 * audio →
   ``POST {TRANSCRIPTION_BASE_URL}/v1/audio/transcriptions`` (OpenAI shape) uploaded as ``voice.ogg`` /
-  ``audio/ogg`` (MIME parameters stripped: ``.opus`` names are rejected, LIBRARIES.md §10; audio without
+  ``audio/ogg`` (MIME parameters stripped: ``.opus`` names are rejected by OpenAI's transcription API; audio without
   a type is sniffed from its bytes, :func:`switchboard.media.sniff_mime`, and named ``voice.m4a`` etc.) →
   ``[Audio transcription]: "..."``;
 * image → ``POST {VISION_BASE_URL}/v1/chat/completions`` with a base64 data URL →

@@ -8,8 +8,7 @@ The stable retrieval API (used by the MCP ``search_knowledge_base`` tool and the
 
 Names are imported on first use (PEP 562 ``__getattr__``), so importing one submodule does not import
 them all: the parse helper (:mod:`switchboard.knowledge.isolation`) starts from ``parsers`` alone,
-~70 MB instead of ~100 MB, and every fork of it for a parse copies that many fewer page tables
-(branch ``ingest8``).
+~70 MB instead of ~100 MB, and every fork of it for a parse copies that many fewer page tables.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Which model a tenant uses (:func:`resolve_embedding_config`):
    (:data:`~switchboard.llm.lexical.LEXICAL_MODEL_NAME`): no key, no network, no downloaded weights.
 
 Provider calls go through ``litellm.aembedding`` with the SDK's own retries off (``max_retries=0``)
-and tenacity retrying transient errors per batch (LIBRARIES.md §7, §12). Every vector must have
+and tenacity retrying transient errors per batch (LiteLLM and tenacity docs). Every vector must have
 :data:`~switchboard.db.models.EMBEDDING_DIMS` (1536) floats, the width of the pgvector column.
 """
 

@@ -335,7 +335,7 @@ async def ingest_source(
     started = time.monotonic()
     bound = log.bind(tenant_id=str(tenant_id), source_id=str(source_id))
     # one transaction reads the source, its tenant and its file (one statement) and marks it
-    # `processing` (branch ingest8: it was three reads and a transaction of its own for the mark)
+    # `processing` (not three reads and a transaction of its own for the mark)
     async with sessions() as session, session.begin():
         row = (
             await session.exec(
@@ -395,7 +395,7 @@ async def ingest_source(
     try:
         if config.is_lexical:
             # the offline embedding runs in its helper process (it cannot fail): let it start, then
-            # extract on this thread meanwhile (branch ingest8: the two used to run one after the other)
+            # extract on this thread meanwhile (the two overlap rather than run one after the other)
             await asyncio.sleep(0)
         else:  # a provider's can: no model extraction for a document that will not be stored
             await asyncio.wait([embedding])
@@ -495,8 +495,8 @@ async def _insert_statement(connection: Any) -> Any:
     Why once per connection: ``set_type_codec`` and ``reset_type_codec`` each look the type up
     (a round trip) and each empty asyncpg's statement cache, so toggling the codec around every
     document made the next statements of that connection (the graph's upserts, the type lookups)
-    be prepared again for every document (branch ``ingest7``: PostgreSQL's CPU per chunk about
-    halved without it). The statement lives in SQLAlchemy's ``Connection.info`` (the DBAPI
+    be prepared again for every document (PostgreSQL's CPU per chunk about halved without
+    it). The statement lives in SQLAlchemy's ``Connection.info`` (the DBAPI
     connection's lifetime: emptied when the connection is invalidated); the codec is on the
     connection only while the statement is prepared (asyncpg binds a statement's codecs then).
 

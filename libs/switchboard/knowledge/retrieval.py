@@ -1,6 +1,6 @@
 """Retrieval: one SQL query per mode, always filtered by tenant and ``is_active``.
 
-Modes (DESIGN.md "Knowledge"):
+Modes (docs/knowledge-base.md#search-modes):
 
 * ``vector``: cosine distance (``<=>``). A tenant with at most ``kb_exact_scan_max_chunks`` active
   chunks (the sum of ``knowledge_sources.chunk_count``, read in the same round trip that sets the
@@ -11,7 +11,7 @@ Modes (DESIGN.md "Knowledge"):
   ``SET LOCAL enable_sort = off`` so
   the planner cannot fall back to a sort, restored right after), with pgvector 0.8's iterative
   index scan (``hnsw.iterative_scan = relaxed_order``) so the tenant filter cannot starve the
-  result (LIBRARIES.md §9), re-sorted exactly in an outer query. A chunk matches when its cosine
+  result (pgvector docs, "Iterative Index Scans"), re-sorted exactly in an outer query. A chunk matches when its cosine
   similarity reaches the threshold. Either way the search itself is one SQL query.
 * ``hybrid`` (default): the vector candidates (found as in ``vector`` mode) and the full-text
   candidates (``tsv`` GIN index, an OR of the question's keywords) fused by reciprocal rank fusion
@@ -183,15 +183,15 @@ def _nearest_cte(name: str, limit_param: str, *, exact: bool, tenant_id: uuid.UU
     ``:rerank_candidates`` re-ranked by the exact cosine distance of the full embeddings. The first
     pass reads ``knowledge_chunk_vectors`` (migration ``0024_chunk_vectors``: only the active chunks'
     ``embedding_half``, two rows a page) instead of ``knowledge_documents`` (one chunk with its text
-    and ``tsv`` a page): half the pages, the same values, so the same ranking (branch
-    ``retrieval5``: the coarse pass 2x faster at 100,000 chunks). Otherwise the tenant's own partial
+    and ``tsv`` a page): half the pages, the same values, so the same ranking (the
+    coarse pass 2x faster at 100,000 chunks). Otherwise the tenant's own partial
     HNSW index (iterative scan; :mod:`switchboard.knowledge.vector_index`), the tenant written as a
     literal so that the planner can prove the index's ``WHERE tenant_id = '<uuid>'`` on a generic plan.
 
     The exact scan takes the tenant's sources of the model as one array (an init plan), not as
     ``IN (subquery)``: that one the planner joined as a nested loop over the tenant's sources, each
     loop a bitmap scan of the tenant's whole ``(tenant_id, tsv)`` index entry (19 sources: 19 x ~1.1 ms,
-    two thirds of the 30 ms scan at 100,000 chunks; ``loadtests/README.md``, branch ``retrieval4``).
+    two thirds of the 30 ms scan at 100,000 chunks; ``loadtests/kb_profile.py``).
     """
     if exact:
         return f"""{name}_coarse AS MATERIALIZED (
@@ -221,8 +221,8 @@ _RESTORE_CTE = """restored AS MATERIALIZED (
            AND set_config('plan_cache_mode', :restore_plan_cache, true) IS NOT NULL AS done
 )"""
 """Puts back the planner options :data:`_PREPARE_SQL` set (``enable_sort``, ``plan_cache_mode``) from
-inside the search statement, so that no round trip of its own is needed after it (branch
-``retrieval8``; it was one ``SELECT set_config(...)`` after every vector/hybrid/neighborhood search).
+inside the search statement, so that no round trip of its own is needed after it (not one
+``SELECT set_config(...)`` after every vector/hybrid/neighborhood search).
 Both options are read before execution starts (``plan_cache_mode`` when the statement is bound,
 ``enable_sort`` when it is planned), so setting them while it runs changes only later statements.
 The final ``SELECT`` of each statement filters on :data:`_RESTORED`, a constant qual: PostgreSQL
@@ -336,8 +336,8 @@ ORDER BY leg, score DESC, id
 empty graph CTEs named ``first_seeds``/``first_graph``), then the walk one hop from the entities
 ``closest`` mentions (:data:`~switchboard.knowledge.graph.walk.SEEDS_BY_CHUNK`); the closest chunk
 first (score 1), then up to ``:neighbours`` of the walk's chunks other than it, best first. No rows
-when hybrid finds nothing. Before branch ``retrieval6`` this was two statements with a Python step
-between them (the hybrid top 1, then the graph walk from its chunk)."""
+when hybrid finds nothing. One statement, not two with a Python step between them (the hybrid top
+1, then the graph walk from its chunk)."""
 
 
 def _exact_sql(count: int) -> str:
@@ -346,7 +346,7 @@ def _exact_sql(count: int) -> str:
     The regexes are ``regexp_like(text, pattern, 'i')``, not the ``~*`` operator: for ``~*`` the
     planner estimates the selectivity by running each pattern over the column's statistics (the
     histogram of ~900-character chunk texts), 6.4 ms of planning for 0.1 ms of execution at 100,000
-    chunks; a function has no estimator to run (branch ``retrieval6``). Same regular expressions,
+    chunks; a function has no estimator to run. Same regular expressions,
     same matches.
     """
     prefilter = " AND ".join(f"d.tsv @@ phraseto_tsquery('simple', :tok{i})" for i in range(count))
@@ -395,12 +395,12 @@ in its own CTE, to be restored after the search), and ``plan_cache_mode = force_
 (restored after the search with ``enable_sort``): the driver prepares each statement once per
 connection, so the search statement is planned once per connection and text (exact scan or HNSW,
 with or without the walk) and its plan reused, instead of planned for every search (hybrid: 2.9 ms
-of planning at 100,000 chunks; its statement 13.8 -> 10.1 ms p50 with identical hits, branch
-``retrieval6``). That plan cannot depend on the tenant or the question, and none of these statements'
+of planning at 100,000 chunks; its statement 13.8 -> 10.1 ms p50 with identical hits,
+``loadtests/kb_search_ab.py``). That plan cannot depend on the tenant or the question, and none of these statements'
 plans should: the CTEs are ``MATERIALIZED``, the tenant's rows come through its indexes, and the
 question vector is an init plan (``(SELECT CAST(:qvec AS vector))``, :data:`QVEC`), computed once per
-execution. (Branch ``retrieval2`` had forced custom plans: a generic plan then parsed the 1,536
-numbers of ``CAST(:qvec AS vector)`` for every row it compared, ~50 ms a hybrid search.)"""
+execution. (Without that init plan a generic plan would parse the 1,536
+numbers of ``CAST(:qvec AS vector)`` for every row it compares, ~50 ms a hybrid search.)"""
 
 
 @functools.lru_cache(maxsize=256)
@@ -563,7 +563,7 @@ async def _prepare(
     threshold = embedding.min_similarity if min_similarity is None else min_similarity
     params["model"] = embedding.model
     # The lexical embedding counts every shared word, so "the", "is", "what" would make any two
-    # sentences look alike: embed only the question's keywords (calibration: README "Knowledge base").
+    # sentences look alike: embed only the question's keywords (calibration: docs/knowledge-base.md#embedding-model).
     query_text = " ".join(terms) if embedding.is_lexical and terms else query
     params["qvec"] = _vector_literal(await embed_query(embedding, query_text))
     if strategy == "exact_scan":

@@ -5,7 +5,7 @@ boundary that occurs in it (paragraph, then line, then sentence end, then word),
 greedily up to ``chunk_size``, and start each next chunk with the trailing pieces of the previous
 one, up to ``overlap`` characters. A piece still longer than ``chunk_size`` is split again at the
 next finer boundary; a run with no boundary at all (a 3,000-character token) is cut hard.
-Defaults (1,000 / 200) are DESIGN.md's ("Knowledge").
+Defaults: 1,000 / 200 (``KB_CHUNK_SIZE_CHARS`` / ``KB_CHUNK_OVERLAP_CHARS``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Vector search scans a tenant exactly while it has at most ``kb_exact_scan_max_chunks`` active chunks
 (:mod:`switchboard.knowledge.retrieval`); only larger tenants read an HNSW index. One HNSW index over
 every tenant's chunks made every tenant's ingestion keep it up, ~4.7 ms of PostgreSQL CPU per chunk of
-the ~5.9 ms an ingested chunk cost (``loadtests/README.md``, branches ``ingest4`` and ``ingest6``), for
+the ~5.9 ms an ingested chunk cost (``loadtests/kb_graph_benchmark.py --ingest-only``), for
 an index most tenants' searches never use. So (migration ``0025_tenant_hnsw_indexes``) each tenant above
 the threshold has its own **partial** index::
 

@@ -1,4 +1,4 @@
-"""Lead capture (README, "Leads"): an after-turn intent check records one lead per conversation."""
+"""Lead capture (docs/integrations.md#leads): an after-turn intent check records one lead per conversation."""
 
 from switchboard.leads.capture import (
     OFFLINE_HEURISTIC,

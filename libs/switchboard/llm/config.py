@@ -1,6 +1,6 @@
-"""Per-tenant model configuration: deployments and the Router policy (DESIGN.md, "The LLM layer is a Router").
+"""Per-tenant model configuration: deployments and the Router policy (docs/decisions/model-router.md).
 
-Stored in ``tenants.settings_extensions["llm"]``; every field's default is DESIGN.md's number. API keys
+Stored in ``tenants.settings_extensions["llm"]``; a field's default applies where the tenant sets none. API keys
 are stored encrypted (:class:`~switchboard.crypto.CredentialCipher`, ``{"api_key": ...}``) in
 ``api_key_encrypted``, bound to the deployment's provider and ``api_base`` (changing either drops it).
 Whether a deployment without one may use the platform's key (``OPENAI_API_KEY`` /
@@ -109,7 +109,7 @@ class DeploymentSettings(BaseModel):
 
 
 class LLMSettings(BaseModel):
-    """A tenant's deployments and Router policy (DESIGN.md defaults)."""
+    """A tenant's deployments and Router policy (defaults: docs/architecture.md#the-model-layer)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -120,7 +120,7 @@ class LLMSettings(BaseModel):
     cooldown_s: float = Field(30.0, gt=0)
     request_timeout_s: float = Field(45.0, gt=0)
     num_retries: int = Field(2, ge=0, le=5)
-    """Retries of transient errors inside a group (>= 1 needed for in-group failover, LIBRARIES.md §7)."""
+    """Retries of transient errors inside a group (>= 1 needed for in-group failover, LiteLLM Router docs)."""
     max_retry_wait_s: float = Field(1.0, ge=0, le=10)
     """Longest wait before retrying a deployment. A provider's ``Retry-After`` beyond it is not waited
     out: the deployment cools down for that long and the next group answers at once."""

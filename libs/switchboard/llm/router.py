@@ -1,6 +1,6 @@
 """The model gateway: one LiteLLM ``Router`` per tenant, a process-wide concurrency bound, fallback reports.
 
-DESIGN.md, "The LLM layer is a Router". For each tenant the deployments are ordered by priority into
+docs/decisions/model-router.md. For each tenant the deployments are ordered by priority into
 groups (``p<priority>``). The Router balances and fails over *inside* a group (``num_retries``,
 ``allowed_fails``, ``cooldown_time``, ``timeout`` from the tenant's
 :class:`~switchboard.llm.config.LLMSettings`); the gateway walks the groups in order itself
@@ -21,7 +21,7 @@ groups (``p<priority>``). The Router balances and fails over *inside* a group (`
   :class:`ContextOverflow` carries the stated limit so the loop can shrink the prompt to it.
 
 Provider SDK retries are off (``max_retries=0``). Every call holds the gateway's semaphore (default
-50 process-wide). LiteLLM facts this relies on (LIBRARIES.md §7): ``Router`` cannot be subclassed;
+50 process-wide). LiteLLM facts this relies on (LiteLLM Router docs and source): ``Router`` cannot be subclassed;
 in-group failover needs ``num_retries >= 1``; the answering deployment is
 ``response._hidden_params["model_id"]`` (our readable ``model_info.id``).
 """
@@ -66,7 +66,7 @@ __all__ = [
 log = get_logger(__name__)
 
 DEFAULT_MAX_CONCURRENT_CALLS = 50
-"""Process-wide bound on concurrent model calls (DESIGN.md)."""
+"""Process-wide bound on concurrent model calls (``MODEL_CALL_CONCURRENCY``)."""
 _FAILURE_MEMORY = 2048
 """Calls whose failures the recorder remembers at most (oldest forgotten first)."""
 _CALL_KEY = "switchboard_call_id"

@@ -6,7 +6,7 @@ it. Trimming drops whole units, oldest first, and never the leading system messa
 unit (the current question), so a tool call is never separated from its result.
 
 ``litellm.utils.trim_messages`` is not used: it keeps only trailing tool messages and does not keep
-call/result pairs together (LIBRARIES.md §7).
+call/result pairs together.
 """
 
 from __future__ import annotations

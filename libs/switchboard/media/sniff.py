@@ -1,7 +1,7 @@
 """What a file is, from its first bytes: for media that arrives without a (trustworthy) MIME type.
 
-Instagram sends audio with no MIME type and a URL without an extension (``shared/payloads/INDEX.md``);
-transcription endpoints pick the decoder from the upload's file name (LIBRARIES.md §10), so the
+Instagram sends audio with no MIME type and a URL without an extension (``tests/fixtures/payloads/INDEX.md``);
+transcription endpoints pick the decoder from the upload's file name (OpenAI's transcription API does), so the
 container is read from the bytes. Signatures: ISO BMFF ``ftyp`` box at offset 4 (MP4/M4A/3GP/MOV,
 ISO/IEC 14496-12), ``OggS`` (RFC 3533), EBML ``1A 45 DF A3`` (WebM/Matroska), ``RIFF....WAVE`` /
 ``RIFF....WEBP``, ``ID3`` or an MPEG audio frame sync (MP3), ADTS ``FFF1``/``FFF9`` (AAC),

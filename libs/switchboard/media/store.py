@@ -1,7 +1,7 @@
 """Our own copies of customers' media, for every channel whose links expire (Instagram CDN URLs;
 Gmail attachments later): one place that downloads with a size limit, names by content, and reads back.
 
-Storage is `obstore <https://developmental.github.io/obstore>`_ (LIBRARIES.md §15): a folder
+Storage is `obstore <https://developmental.github.io/obstore>`_: a folder
 ``DATA_DIR/media`` by default (``LocalStore``), an S3-compatible bucket with ``MEDIA_STORE_URL=s3://...``
 (options from ``MEDIA_STORE_OPTIONS``), ``memory:///`` in a process. Keys are content-addressed,
 ``<namespace>/<sha256[:2]>/<sha256><ext>`` with a real extension from the sniffed type

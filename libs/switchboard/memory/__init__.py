@@ -1,4 +1,4 @@
-"""Memory across conversations (DESIGN.md, "Memory"): summaries into ``user_memories``, returning customers,
+"""Memory across conversations (docs/concepts.md#memory): summaries into ``user_memories``, returning customers,
 and the checks on model-written notes about a customer (:mod:`switchboard.memory.notes`)."""
 
 from switchboard.memory.jobs import memory_sweep, summarize_memory

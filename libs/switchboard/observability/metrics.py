@@ -8,9 +8,6 @@ counters, base units (seconds, USD) in the name. Label values are bounded sets (
 queue) plus ``tenant`` (a tenant id) on the token and cost counters. Labels a tenant names (model,
 deployment id, tool name) pass :class:`LabelValues`: bounded in length and in number per process,
 so no tenant setting can grow ``/metrics`` without end.
-
-Metrics marked "(wired at merge)" are defined here for the guard and replies branches; their code
-increments them.
 """
 
 from __future__ import annotations

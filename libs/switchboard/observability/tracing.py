@@ -1,4 +1,4 @@
-"""OpenTelemetry tracing of one message's path (DESIGN.md "Running it").
+"""OpenTelemetry tracing of one message's path (docs/operations.md#logs-and-traces).
 
 Off unless ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set (or a test installs an exporter): then no SDK is
 loaded, nothing is instrumented, and :func:`span` is one ``None`` check, so the webhook path pays

@@ -1,4 +1,4 @@
-"""The two ARQ queues, and which job runs on which (DESIGN.md, "Worker").
+"""The two ARQ queues, and which job runs on which (docs/architecture.md#services-and-queues).
 
 Chat work and background work never share a worker:
 

@@ -1,5 +1,5 @@
-"""Structured replies: buttons, option lists and product cards, rendered per channel (README,
-"Structured replies")."""
+"""Structured replies: buttons, option lists and product cards, rendered per channel
+(docs/agent.md#structured-replies)."""
 
 from switchboard.replies.parts import (
     CallToAction,

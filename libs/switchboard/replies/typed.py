@@ -1,5 +1,5 @@
 """The typed reply: the model answers with one JSON object holding its text and structured parts,
-instead of calling ``offer_options`` / ``show_product`` (README, "Structured replies").
+instead of calling ``offer_options`` / ``show_product`` (docs/agent.md#structured-replies).
 
 Opt-in per tenant (``agent.typed_replies``): the system prompt then describes the object
 (:data:`TYPED_REPLY_RULE`) and the loop reads the model's final answer with :func:`parse_typed_reply`.

@@ -55,8 +55,8 @@ PRELOAD_LIBRARIES = "pg_prewarm"
 default once loaded) writes the list of pages in shared buffers to ``autoprewarm.blocks`` every 300 s
 and at shutdown, and reads those pages back in right after the next start. Without it every start
 began with empty buffers and a tenant's first knowledge search read its ~2,500 vector pages and the
-chunk rows from the OS: 30-150 ms instead of ~13 ms at 100,000 chunks (``loadtests/README.md``,
-branch ``retrieval6``). PostgreSQL's own contrib module, shipped with the embedded binaries."""
+chunk rows from the OS: 30-150 ms instead of ~13 ms at 100,000 chunks
+(``loadtests/kb_graph_benchmark.py``). PostgreSQL's own contrib module, shipped with the embedded binaries."""
 SERVER_SETTINGS = {
     "max_connections": str(MAX_CONNECTIONS),
     "shared_buffers": SHARED_BUFFERS,

@@ -45,7 +45,7 @@ __all__ = ["PRELOAD", "PRELOAD_LATER", "ForkServer", "ForkedProcess", "ForkServe
 
 PRELOAD: tuple[str, ...] = (
     # Imported at start-up by every service but the model server (measured with `-X importtime`,
-    # loadtests/README.md, start4); none of them starts a thread or opens a connection at import.
+    # loadtests/startup_time.sh); none of them starts a thread or opens a connection at import.
     "switchboard.settings",
     "switchboard.observability",
     "switchboard.db.engine",

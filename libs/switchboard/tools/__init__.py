@@ -1,4 +1,4 @@
-"""Tenant business tools over MCP (DESIGN.md, "Tools are the product").
+"""Tenant business tools over MCP (docs/tools.md, docs/decisions/tenant-injected-into-tools.md).
 
 * :mod:`~switchboard.tools.context` — the turn as a tool call sees it, and the one idempotency key
 * :mod:`~switchboard.tools.contracts` — tool contracts, injected parameters, error text on the wire

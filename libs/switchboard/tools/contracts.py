@@ -1,4 +1,4 @@
-"""Tool contracts (DESIGN.md, "Tools are the product"): what each tool accepts, returns and may do.
+"""Tool contracts (docs/tools.md): what each tool accepts, returns and may do.
 
 A :class:`ToolContract` pairs a pydantic input model (the arguments the model chooses), a typed
 result model, a :class:`ToolPolicy` (read or write, per-turn call limit, whether a person must

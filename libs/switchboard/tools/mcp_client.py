@@ -1,5 +1,5 @@
 """The orchestrator's side of MCP: a tool source that discovers the tool server's tools at runtime,
-shows each tenant only its toolbox, and enforces the contracts on every call (DESIGN.md).
+shows each tenant only its toolbox, and enforces the contracts on every call (docs/decisions/tenant-injected-into-tools.md).
 
 :class:`McpToolSource` has the tool loop's tool-source shape: ``definitions(ctx)`` gives
 OpenAI-format tool definitions, ``call(name, arguments, ctx)`` runs one call for the turn's
@@ -292,8 +292,8 @@ class McpToolSource:
         refresh_interval_s: how long a successful ``list_tools()`` is reused.
         retry_after_failure_s: how long a failed discovery is not retried (turns meanwhile get no MCP tools).
         discovery_timeout_s: budget of one ``list_tools()`` (connect included).
-        call_timeout_s: budget of one tool call (DESIGN.md: 60 s).
-        mutation_budget: successful writes allowed per turn (issue default: 1).
+        call_timeout_s: budget of one tool call (default 60 s).
+        mutation_budget: successful writes allowed per turn (default: 1).
         pool_size: MCP sessions kept open and reused across calls and turns (:data:`DEFAULT_POOL_SIZE`).
     """
 

@@ -1,4 +1,4 @@
-"""Tool receipts and security alerts (DESIGN.md): one ``tool_receipts`` row for every call, allowed or
+"""Tool receipts and security alerts (docs/tools.md#the-tenant-boundary): one ``tool_receipts`` row for every call, allowed or
 not, and one ``security_alerts`` row for every denial. Both writers never raise: the turn goes on."""
 
 from __future__ import annotations

@@ -81,8 +81,8 @@ async def update_tool(
     openapi_extra={
         "requestBody": {
             "required": True,
-            "description": "The CSV file itself (UTF-8, header row first; columns per kind: README "
-            '"Tools (MCP)"). At most 10 MB (MAX_IMPORT_BYTES).',
+            "description": "The CSV file itself (UTF-8, header row first; columns per kind: "
+            "docs/tools.md#business-data). At most 10 MB (MAX_IMPORT_BYTES).",
             "content": {
                 "text/csv": {
                     "schema": {"type": "string", "format": "binary"},

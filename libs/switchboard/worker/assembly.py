@@ -1,4 +1,4 @@
-"""The ARQ workers (DESIGN: one worker for the chat queue, one for the background queue), assembled from
+"""The ARQ workers (one for the chat queue, one for the background queue: docs/architecture.md), assembled from
 the domains' jobs.
 
 Jobs receive ids, re-read state and are idempotent. Which job runs where, and why two workers:

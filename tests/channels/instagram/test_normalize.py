@@ -1,4 +1,4 @@
-"""Every payload in shared/payloads/instagram normalizes to what INDEX.md names."""
+"""Every payload in tests/fixtures/payloads/instagram normalizes to what INDEX.md names."""
 
 from __future__ import annotations
 

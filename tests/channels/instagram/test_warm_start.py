@@ -1,7 +1,7 @@
 """A customer's message that arrives right after the orchestrator starts is answered: the orchestrator
 is up (``/healthz`` 200 ``warming``) before LiteLLM is loaded, the turn waits for the import off the
-event loop, and the worker asks again on a 503 ``warming`` without counting an attempt (issue 17: a
-first turn that waited on the import ON the loop timed out three times and went to the dead letter)."""
+event loop, and the worker asks again on a 503 ``warming`` without counting an attempt (else a
+first turn that waited on the import ON the loop would time out three times and go to the dead letter)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Every payload of shared/payloads/instagram through the running Instagram service and worker gives the
-outcome INDEX.md names; the route's own outcomes (handshake, signatures with the Instagram app's secret)."""
+"""Every payload of tests/fixtures/payloads/instagram through the running Instagram service and worker
+gives the outcome INDEX.md names; the route's own outcomes (handshake, signatures with the Instagram app's secret)."""
 
 from __future__ import annotations
 

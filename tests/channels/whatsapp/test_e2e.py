@@ -509,7 +509,7 @@ REPLIES_PER_PAYLOAD = {
     "system_user_changed_number.json": 0, "referral_click_to_whatsapp_ad.json": 1, "errors_only_entry.json": 0,
     "interactive_missing_payload.json": 0, "revoke_deleted_by_customer.json": 0, "edit_by_customer.json": 0,
     "text_from_username_user_phone_withheld.json": 1,
-    # shapes of pywa's tests/data/updates and netflie's NotificationFactoryTest (INDEX.md, issue 13)
+    # shapes of pywa's tests/data/updates and netflie's NotificationFactoryTest (INDEX.md)
     "order_catalog_with_text.json": 1, "reaction_removed.json": 0, "reaction_removed_without_emoji.json": 0,
     "location_coordinates_only.json": 1, "text_frequently_forwarded.json": 1, "interactive_list_reply.json": 1,
     "interactive_nfm_reply_flow.json": 1, "button_with_referred_product_and_referral.json": 1,

@@ -1,4 +1,5 @@
-"""Whole-system fault tests through the running services and their hooks (issue 14).
+"""Whole-system fault tests through the running services and their hooks
+(docs/contributing.md#fault-hooks).
 
 The model provider is the offline model server *service* with its control hook on
 (``MODEL_SERVER_CONTROL``, scripted over HTTP with the admin token); Meta is the Graph sandbox,

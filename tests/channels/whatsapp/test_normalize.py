@@ -1,4 +1,4 @@
-"""Every payload in shared/payloads/whatsapp normalizes to what INDEX.md names."""
+"""Every payload in tests/fixtures/payloads/whatsapp normalizes to what INDEX.md names."""
 
 from __future__ import annotations
 

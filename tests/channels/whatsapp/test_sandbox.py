@@ -90,7 +90,7 @@ async def test_read_marks_are_listed_per_number() -> None:
     assert (state.read_marks_of("222"), state.read_marks_of("333")) == (["wamid.B"], [])
 
 
-# --- fault scripts (issue 14): admin token, the N-th send, media lookups, status callbacks first ---
+# --- fault scripts: admin token, the N-th send, media lookups, status callbacks first ---
 
 
 def _token_client(token: str, *, status_sender=None) -> tuple[httpx.AsyncClient, object]:  # type: ignore[no-untyped-def]

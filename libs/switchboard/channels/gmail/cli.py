@@ -42,7 +42,7 @@ SIMULATED_SUBJECT = "Question"
 """The subject of ``simulate gmail --text`` without ``--subject``."""
 
 CONNECT_SANDBOX_SECRETS = '{"installed": {"client_id": "sandbox", "client_secret": "sandbox"}}'
-"""An OAuth client file the Gmail sandbox accepts (README, Gmail, "Try it without Google")."""
+"""An OAuth client file the Gmail sandbox accepts (docs/channels/gmail.md#try-it-without-google)."""
 
 _DONE_PAGE = (
     b"<!doctype html><title>Switchboard</title><p>Switchboard received the authorization. "

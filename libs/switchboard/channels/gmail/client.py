@@ -1,7 +1,7 @@
 """A small async client for the few Gmail REST and OAuth calls we make (httpx, one client per process).
 
 Not google-api-python-client: it is synchronous (httplib2) and loads discovery documents; the
-calls here are a handful of documented JSON endpoints (LIBRARIES.md §13, §15). Every URL is built
+calls here are a handful of documented JSON endpoints (Gmail API REST reference). Every URL is built
 from a base URL, so the local sandbox (:mod:`switchboard.channels.gmail.sandbox`) stands in for
 ``https://gmail.googleapis.com`` and ``https://oauth2.googleapis.com/token`` offline.
 

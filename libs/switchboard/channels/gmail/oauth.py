@@ -1,6 +1,6 @@
 """OAuth 2.0 for a mailbox: the consent URL, the client secrets file, tokens encrypted at rest, refresh.
 
-Google's authorization-code flow for installed and web apps (LIBRARIES.md §13): the consent URL asks
+Google's authorization-code flow for installed and web apps (Google's "OAuth 2.0 for installed apps" docs): the consent URL asks
 for ``access_type=offline`` and ``prompt=consent`` so the first exchange returns a refresh token;
 access tokens last about an hour. The credentials of a mailbox — the tenant's own OAuth client id
 and secret, the refresh token and the current access token with its expiry — are one JSON object

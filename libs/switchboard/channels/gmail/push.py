@@ -1,6 +1,6 @@
 """``POST /webhooks/gmail``: a Pub/Sub push notification → stored, a sync enqueued, 2xx fast.
 
-Verification (LIBRARIES.md §13, Pub/Sub "Authenticate push subscriptions"):
+Verification (Google Cloud Pub/Sub docs, "Authenticate push subscriptions"):
 
 * with ``GMAIL_PUSH_AUDIENCE`` set, the request must carry ``Authorization: Bearer <OIDC JWT>`` signed by
   Google (keys from ``GMAIL_OIDC_CERTS_URL``, cached :data:`CERTS_TTL_S`), with that ``aud``, issuer

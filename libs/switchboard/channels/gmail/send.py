@@ -2,7 +2,7 @@
 
 Gmail threads a sent message into an existing thread when the request carries the ``threadId``
 **and** the message has ``In-Reply-To`` / ``References`` naming the customer's ``Message-ID`` **and**
-the same subject (LIBRARIES.md §13, Gmail "Manage threads"). So a reply:
+the same subject (Gmail API docs, "Managing threads"). So a reply:
 
 * ``In-Reply-To``: the customer's ``Message-ID``; ``References``: their ``References`` followed by
   that id (no id twice);

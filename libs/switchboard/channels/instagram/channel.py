@@ -1,7 +1,7 @@
 """Instagram Direct behind :class:`~switchboard.channels.base.Channel`: sends, error classes, media,
 capabilities.
 
-Numbers and codes (LIBRARIES.md §6; Meta's Send API and Messenger Platform error reference): a text
+Numbers and codes (Meta's Instagram Messaging docs: the Send API and Messenger Platform error reference): a text
 holds at most 1,000 characters (counted in UTF-16 units, :data:`~switchboard.channels.instagram.send.TEXT_LIMIT`);
 there are no captions (a media part sends its text first, then each attachment by URL); standard
 messages may be sent within 24 hours of the customer's last message, and a *person's* reply up to 7

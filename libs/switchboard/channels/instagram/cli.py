@@ -50,7 +50,7 @@ SIMULATED_IGSID = "1000000000000001"
 
 
 def build_text_webhook(*, account_id: str, igsid: str, text: str) -> dict[str, Any]:
-    """A real-shaped text DM (the shape of ``shared/payloads/instagram/text_dm.json``) timestamped now."""
+    """A real-shaped text DM (the shape of ``tests/fixtures/payloads/instagram/text_dm.json``) timestamped now."""
     now_ms = int(time.time() * 1000)
     mid = "aWdfSIM" + uuid.uuid4().hex
     return {

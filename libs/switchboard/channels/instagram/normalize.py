@@ -1,6 +1,6 @@
 """Instagram Messaging webhook bodies → :class:`~switchboard.contracts.InboundMessage` and read updates.
 
-Nothing past this module sees Meta's JSON. Shape (LIBRARIES.md §6, ``shared/payloads/INDEX.md``
+Nothing past this module sees Meta's JSON. Shape (Meta's Instagram Messaging webhook docs, ``tests/fixtures/payloads/INDEX.md``
 "Instagram"): ``{"object": "instagram", "entry": [{"id": <IG professional account id>, "time",
 "messaging": [...]}]}``; ``entry[].standby[]`` carries the same items while another app owns the
 thread (recorded, never answered), and ``entry[].changes[]`` (``{"field", "value": <a messaging

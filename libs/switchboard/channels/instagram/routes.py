@@ -3,7 +3,7 @@
 The route (handshake, signature, 413/401/403/200/503 outcomes, durable insert, dedupe on the ``mid``)
 is the one shared by the Meta channels (:mod:`switchboard.channels.webhook`). What is Instagram's: the
 ``object`` (``instagram``), the normalizer, and the app secret: ``INSTAGRAM_APP_SECRET``, which may
-differ from the WhatsApp app's (an Instagram-Login app has its own secret, LIBRARIES.md §6). Rate
+differ from the WhatsApp app's (an Instagram-Login app has its own secret, Meta's Instagram Login docs). Rate
 limits come back on send answers only (codes 4, 17, 32, 613), never as webhook events, so there is
 no webhook throttle.
 """

@@ -1,5 +1,5 @@
-"""The Instagram Send API and profile lookups: our own small Graph client on httpx (LIBRARIES.md §6, §15:
-no Instagram library is well kept; instagrapi uses the private API).
+"""The Instagram Send API and profile lookups: our own small Graph client on httpx (no
+Instagram library is well kept; instagrapi uses the private API).
 
 * ``POST /{version}/{ig_user_id}/messages`` with ``{"recipient": {"id": <IGSID>}, "message": {...}}``
   (host ``graph.instagram.com`` with an Instagram-Login token, ``graph.facebook.com`` with a Page token;

@@ -3,7 +3,7 @@ tenant settings.
 
 The public names load on first use (PEP 562 module ``__getattr__``): every process imports
 ``switchboard.channels.whatsapp.settings`` (its tenant-settings section), and importing the package
-for that must not pull in the routes, sandbox and Graph client (``make run`` start-up, issue 17).
+for that must not pull in the routes, sandbox and Graph client (``make run`` start-up time).
 """
 
 from __future__ import annotations

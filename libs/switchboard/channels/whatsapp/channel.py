@@ -1,6 +1,6 @@
 """WhatsApp behind :class:`~switchboard.channels.base.Channel`: sends, error classes, media, capabilities.
 
-Numbers and codes come from Meta's Cloud API reference (LIBRARIES.md §4-§5): a text body holds at most
+Numbers and codes come from Meta's Cloud API reference: a text body holds at most
 4,096 characters, a caption 1,024; free-form messages may be sent within 24 hours of the customer's
 last message, only approved templates outside it; ``biz_opaque_callback_data`` (at most 512
 characters) is echoed back on every status callback of the message, which lets the delivery loop

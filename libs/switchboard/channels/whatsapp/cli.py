@@ -54,7 +54,7 @@ SIMULATED_WA_ID = "+15550100099"
 def build_text_webhook(
     *, phone_number_id: str, wa_id: str, text: str, name: str = "Simulated Customer"
 ) -> dict[str, Any]:
-    """A real-shaped text delivery (the shape of ``shared/payloads/whatsapp/text.json``) timestamped now."""
+    """A real-shaped text delivery (the shape of ``tests/fixtures/payloads/whatsapp/text.json``) timestamped now."""
     wamid = "wamid.SIM" + uuid.uuid4().hex.upper()
     return {
         "object": "whatsapp_business_account",

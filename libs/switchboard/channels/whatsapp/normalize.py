@@ -1,6 +1,6 @@
 """WhatsApp Cloud API webhook bodies → :class:`~switchboard.contracts.InboundMessage` and status updates.
 
-Nothing past this module sees Meta's JSON. Parsing is tolerant on purpose (``shared/payloads/INDEX.md``,
+Nothing past this module sees Meta's JSON. Parsing is tolerant on purpose (``tests/fixtures/payloads/INDEX.md``,
 "Payload shapes developers get wrong"): every ``entry``/``change``/``message`` is iterated, contacts are
 matched to each message by ``wa_id``/``user_id`` (never ``contacts[0]``), a missing ``contacts`` array or
 ``profile`` is fine, ``from`` may be ``""`` (username users: the sender is ``from_user_id``), timestamps are

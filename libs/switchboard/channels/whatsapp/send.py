@@ -2,12 +2,12 @@
 
 Our own small Graph client on httpx, with the request shape Meta documents (``{"messaging_product":
 "whatsapp", "to", "type": "text", "text": {"body", "preview_url"}}``). pywa is deliberately not a
-dependency (it was declared once and removed, issue 21): it binds the Graph base URL
+dependency: it binds the Graph base URL
 (graph.facebook.com) and the access token to its httpx session, so one client per tenant is needed
-and the worker could not reach the local sandbox in tests and the demo (LIBRARIES.md §4, §15); and
+and the worker could not reach the local sandbox in tests and the demo; and
 its webhook server acknowledges a delivery before the work is durable, which our routes never do.
 Errors become :class:`GraphSendError` with Meta's code and whether a retry can help (Meta's
-error-code table, LIBRARIES.md §5).
+Cloud API error-code reference).
 """
 
 from __future__ import annotations

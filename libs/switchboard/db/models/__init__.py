@@ -1,4 +1,4 @@
-"""All tables of the data model (DESIGN.md, "Data"). Importing this package registers them."""
+"""All tables of the data model (docs/architecture.md#data). Importing this package registers them."""
 
 from switchboard.db.models.agents import AgentStatus, HumanAgent
 from switchboard.db.models.base import TenantOwned, utcnow

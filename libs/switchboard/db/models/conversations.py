@@ -68,7 +68,7 @@ class MessageRole(StrEnum):
 
 
 class InboundState(StrEnum):
-    """Processing state of an inbound message row (the durable queue of DESIGN.md step 1)."""
+    """Processing state of an inbound message row (the durable queue: docs/decisions/queue-between-webhook-and-model.md)."""
 
     pending = "pending"  # stored, job enqueued or about to be
     processing = "processing"  # a worker picked it up

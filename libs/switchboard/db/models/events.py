@@ -1,4 +1,4 @@
-"""Event webhooks: the tenant's endpoints, the event outbox and the delivery log (README, "Event webhooks")."""
+"""Event webhooks: the tenant's endpoints, the event outbox and the delivery log (docs/integrations.md#event-webhooks)."""
 
 from __future__ import annotations
 

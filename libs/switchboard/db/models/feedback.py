@@ -1,4 +1,4 @@
-"""Feedback on one assistant message: a rating joined to the exact turn and trace (issue 16)."""
+"""Feedback on one assistant message: a rating joined to the exact turn and trace (docs/agent.md#feedback)."""
 
 from __future__ import annotations
 

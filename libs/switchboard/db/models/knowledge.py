@@ -86,7 +86,7 @@ similarity to about three digits."""
 class KnowledgeDocument(TenantOwned, table=True):
     """One chunk of a knowledge source: text, embedding and ``tsvector``, filtered by tenant and ``is_active``.
 
-    The table keeps DESIGN.md's name (``knowledge_documents``); each row is a chunk.
+    The table's name is ``knowledge_documents``, but each row is a chunk.
     """
 
     __tablename__ = "knowledge_documents"

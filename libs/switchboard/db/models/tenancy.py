@@ -52,7 +52,7 @@ class Tenant(SQLModel, table=True):
     """URL- and CLI-friendly unique name, e.g. ``demo``."""
     name: str = Field(max_length=200)
     settings_extensions: dict[str, Any] = jsonb_dict_field()
-    """Per-tenant overrides of DESIGN.md defaults (loop limits, models, prompts); see ``TenantSettings``."""
+    """Per-tenant overrides of the defaults (loop limits, models, prompts); see ``TenantSettings``."""
     suspended_at: datetime | None = optional_time_field()
     """Set by a platform admin: a suspended tenant's inbound messages are stored but not answered."""
     created_at: datetime = created_at_field()

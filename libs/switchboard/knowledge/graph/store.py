@@ -23,7 +23,7 @@ __all__ = ["GraphCounts", "store_graph", "prune_orphans"]
 
 # one statement per table and document, the rows as arrays (``unnest``) on the session's asyncpg
 # connection: SQLAlchemy compiled a new multi-VALUES statement for every document (about a tenth
-# of a document's ingestion, loadtests/README.md); prepared once per connection now, any row count
+# of a document's ingestion, loadtests/kb_profile.py); prepared once per connection now, any row count
 _UPSERT_ENTITIES = """
 INSERT INTO kg_entities (tenant_id, kind, name, norm_name, attributes)
 SELECT $1, u.kind, u.name, u.norm_name, u.attributes::jsonb

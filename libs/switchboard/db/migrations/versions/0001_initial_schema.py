@@ -1,4 +1,4 @@
-"""Initial schema: the whole data model of DESIGN.md ("Data"), first version.
+"""Initial schema: the whole data model (docs/architecture.md#data), first version.
 
 Revision ID: 0001
 Revises: 

@@ -1,7 +1,7 @@
 """Knowledge base: one document per (tenant, filename); uploaded bytes kept for the ingestion job.
 
 Revision ID: 0003_knowledge
-Revises: 0002_turns (written against 0001; re-chained after merging main)
+Revises: 0002_turns
 Create Date: 2026-11-30 10:40:00
 """
 from collections.abc import Sequence

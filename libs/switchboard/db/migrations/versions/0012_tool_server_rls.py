@@ -4,7 +4,7 @@ Revision ID: 0012_tool_server_rls
 Revises: 0011_pending_action_routing
 Create Date: 2026-12-01 12:40:00
 
-Defence in depth under the tool server's own checks (issue 14): the MCP tool server runs each tool
+Defence in depth under the tool server's own checks (docs/decisions/row-level-security.md): the MCP tool server runs each tool
 call as the role ``switchboard_tools`` (``SET LOCAL ROLE``) with ``app.tenant_id`` set to the call's
 tenant (:func:`switchboard.db.rls.enter_tenant_role`). Every table with a ``tenant_id`` column, and
 ``tenants`` (by ``id``), gets row-level security with one policy: rows are visible and writable to

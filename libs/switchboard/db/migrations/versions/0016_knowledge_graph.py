@@ -1,10 +1,10 @@
 """Knowledge graph next to the chunks: entities, their mentions in chunks, typed relations; row keys.
 
 Revision ID: 0016_knowledge_graph
-Revises: 0012_tool_server_rls (the lead re-chains at merge)
+Revises: 0015_guardrails_feedback_cost
 Create Date: 2026-12-01 15:30:00
 
-Issue 19 ("Graph retrieval"). ``kg_entities`` holds one row per (tenant, kind, normalized name);
+docs/knowledge-base.md#the-knowledge-graph. ``kg_entities`` holds one row per (tenant, kind, normalized name);
 ``kg_mentions`` links an entity to each chunk it occurs in; ``kg_relations`` holds typed edges
 (``belongs_to_family``, ``compatible_with``, ``incompatible_with``, ``rated_for``, ``equivalent_of``,
 ``replaces``, ``made_of``), each with the chunk it was read from. Mentions and relations go with

@@ -12,7 +12,7 @@ and the scan of a 5,000-chunk tenant touched ~5,000 pages. ``knowledge_chunk_vec
 ``(id, tenant_id, source_id, embedding_half)`` of the **active** chunks that have an embedding:
 two rows a page (``STORAGE PLAIN``: never compressed, never out of line; pglz-compressed rows were
 4x fewer pages but the scan was ~2x slower for decompressing them; this server has no lz4), half
-the pages (``loadtests/README.md``, branch ``retrieval5``).
+the pages (measured with ``loadtests/kb_coarse_ab.py``).
 
 Upkeep is in the database, so every writer (ingestion's ``INSERT .. unnest``, the benchmark's
 ``COPY``, the evaluation copy, ``set_source_active``'s ``UPDATE``) keeps it without knowing of it:

@@ -7,8 +7,8 @@ Create Date: 2026-12-03 10:00:00
 Vector search scans a tenant exactly while it has at most ``KB_EXACT_SCAN_MAX_CHUNKS`` active chunks
 (``knowledge_chunk_vectors``, migration ``0024_chunk_vectors``); only larger tenants read an HNSW
 index. The one HNSW index over every tenant's chunks was kept up on every chunk insert all the same:
-~4.7 of the 5.9 ms of PostgreSQL CPU an ingested chunk cost (``loadtests/README.md``, branches
-``ingest4`` and ``ingest6``). From this revision a tenant above the threshold has its own partial index
+~4.7 of the 5.9 ms of PostgreSQL CPU an ingested chunk cost (measured with
+``loadtests/kb_graph_benchmark.py --ingest-only``). From this revision a tenant above the threshold has its own partial index
 ``ix_knowledge_documents_hnsw_<tenant id hex>`` (``... USING hnsw (embedding vector_cosine_ops) WITH
 (m = 16, ef_construction = 64) WHERE tenant_id = '<uuid>'``), which the background worker's
 ``knowledge_vector_indexes`` job builds ``CONCURRENTLY`` when the tenant crosses the threshold and drops
