@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from switchboard.console.auth import authenticate
+from switchboard.users import authenticate
 
 from tests.utils.handoff import make_customer_conversation
 

@@ -23,8 +23,8 @@ import httpx
 import pytest
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute, iter_route_contexts
-from switchboard.console.auth import create_api_token
 from switchboard.db.models import Role
+from switchboard.users import create_api_token
 
 from services.orchestrator.main import create_app as create_orchestrator
 from tests.utils.console import log_in, new_user

@@ -26,7 +26,7 @@ GenerateOpt = Annotated[
 
 
 def _password(password: str | None, generate: bool) -> tuple[str, bool]:
-    from switchboard.console.auth import generate_password
+    from switchboard.users import generate_password
 
     if password:
         return password, False
@@ -54,8 +54,8 @@ def users_add(
     generate: GenerateOpt = False,
 ) -> None:
     """Add a console user with a role (and tenant, unless a platform admin)."""
-    from switchboard.console.auth import ROLES, create_user
     from switchboard.tenants import get_tenant
+    from switchboard.users import ROLES, create_user
 
     if role not in ROLES:
         raise fail(f"unknown role {role!r}: choose {', '.join(ROLES)}")
@@ -83,9 +83,9 @@ def users_list(
     """List console users: e-mail, role, tenant, active, last login."""
     from sqlmodel import select
 
-    from switchboard.console.auth import list_users
     from switchboard.db.models import Tenant
     from switchboard.tenants import get_tenant
+    from switchboard.users import list_users
 
     async def work(session: Any) -> Any:
         tenant_id = (await get_tenant(session, tenant)).id if tenant else None
@@ -115,7 +115,7 @@ def users_passwd(
 ) -> None:
     """Set a user's password; their open sessions end. Their API tokens keep working unless
     --revoke-tokens is given."""
-    from switchboard.console.auth import active_api_tokens, revoke_api_tokens, set_password
+    from switchboard.users import active_api_tokens, revoke_api_tokens, set_password
 
     secret, shown = _password(password, generate)
 
@@ -146,7 +146,7 @@ def users_token(
 ) -> None:
     """Create an admin API token (Authorization: Bearer sbu_...) for the user, printed once; it acts with
     the user's role and tenant."""
-    from switchboard.console.auth import UserNotFound, create_api_token, find_user
+    from switchboard.users import UserNotFound, create_api_token, find_user
 
     async def work(session: Any) -> Any:
         user = await find_user(session, email)

@@ -1,6 +1,6 @@
 """The web console (issue 15): users and roles, sessions, the inbox and the conversation page.
 
-* :mod:`~switchboard.console.auth`: users, argon2 passwords, server-side sessions, API tokens, login limit.
+* :mod:`switchboard.users` (a package of its own): users, passwords, sessions, API tokens, login limit.
 * :mod:`~switchboard.console.deps`: the current user and the role/tenant check of every page.
 * :mod:`~switchboard.console.app`: templates, navigation (:func:`register_nav`), static files, errors.
 * :mod:`~switchboard.console.inbox`: what the inbox and the conversation page read.

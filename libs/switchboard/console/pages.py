@@ -16,7 +16,20 @@ from sqlmodel import col, select
 from switchboard.api.access import INBOX_ROLES
 from switchboard.api.deps import ResourcesDep, SessionDep, SessionsDep, SettingsDep
 from switchboard.console.app import render
-from switchboard.console.auth import (
+from switchboard.console.deps import (
+    CurrentUserDep,
+    PageContext,
+    account_access,
+    check_csrf,
+    cross_site_reason,
+    page_access,
+)
+from switchboard.console.inbox import InboxFilters, Mode, list_inbox
+from switchboard.console.live import live_events, publish_session_change
+from switchboard.db.models import ConsoleUser, HumanAgent, Role, Tenant
+from switchboard.i18n import N_
+from switchboard.observability import get_logger
+from switchboard.users import (
     MIN_PASSWORD_CHARS,
     SESSION_COOKIE,
     LoginLimiter,
@@ -33,19 +46,6 @@ from switchboard.console.auth import (
     start_session,
     verify_password,
 )
-from switchboard.console.deps import (
-    CurrentUserDep,
-    PageContext,
-    account_access,
-    check_csrf,
-    cross_site_reason,
-    page_access,
-)
-from switchboard.console.inbox import InboxFilters, Mode, list_inbox
-from switchboard.console.live import live_events, publish_session_change
-from switchboard.db.models import ConsoleUser, HumanAgent, Role, Tenant
-from switchboard.i18n import N_
-from switchboard.observability import get_logger
 
 __all__ = ["pages_router", "InboxPage"]
 

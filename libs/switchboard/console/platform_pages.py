@@ -13,7 +13,6 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from switchboard.api.deps import ResourcesDep, SessionDep
 from switchboard.console.app import console_language, register_nav, render
-from switchboard.console.auth import SessionInfo
 from switchboard.console.deps import platform_access
 from switchboard.db.models import Role
 from switchboard.errors import TenantNotFound
@@ -29,6 +28,7 @@ from switchboard.platform_ops import (
     usage_per_tenant,
 )
 from switchboard.tenants import TenantExists, create_tenant, get_tenant
+from switchboard.users import SessionInfo
 
 __all__ = ["platform_pages_router"]
 
