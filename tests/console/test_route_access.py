@@ -30,8 +30,19 @@ from services.orchestrator.main import create_app as create_orchestrator
 from tests.utils.console import log_in, new_user
 from tests.utils.handoff import make_customer_conversation
 
-PUBLIC = {"/login", "/logout", "/", "/healthz", "/metrics", "/docs", "/openapi.json", "/language"}
-"""Console paths with no tenant check of their own (``/`` and ``/logout`` still need a login)."""
+PUBLIC = {
+    "/login",
+    "/logout",
+    "/",
+    "/healthz",
+    "/metrics",
+    "/docs",
+    "/openapi.json",
+    "/language",
+    "/invite/{token}",
+}
+"""Console paths with no tenant check of their own (``/`` and ``/logout`` still need a login; an
+invitation link is its own credential, tests/console/test_people.py)."""
 STREAMING = {"/t/{slug}/events"}
 """Answers that never end while allowed (server-sent events): only the refusals are walked."""
 

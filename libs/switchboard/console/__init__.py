@@ -24,6 +24,7 @@ def console_routers() -> list[APIRouter]:
     from switchboard.console.knowledge_pages import knowledge_pages_router
     from switchboard.console.operations_pages import operations_pages_router
     from switchboard.console.pages import pages_router
+    from switchboard.console.people_pages import people_pages_router
     from switchboard.console.platform_pages import platform_pages_router
     from switchboard.console.settings_pages import settings_pages_router
     from switchboard.knowledge.routes import knowledge_admin_router
@@ -41,6 +42,7 @@ def console_routers() -> list[APIRouter]:
         analytics_admin_router,
         platform_pages_router,
         operations_pages_router,
+        people_pages_router,
     ]
 
 

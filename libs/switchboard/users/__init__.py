@@ -5,6 +5,8 @@ the admin API both authenticate through (it imports neither).
 * :mod:`~switchboard.users.sessions`: server-side sessions and their CSRF tokens.
 * :mod:`~switchboard.users.tokens`: per-user API tokens (``sbu_...``).
 * :mod:`~switchboard.users.limits`: the login rate limit in Redis.
+* :mod:`~switchboard.users.invites`: invitation links, turning accounts off and on.
+* :mod:`~switchboard.users.mail`: invitation e-mails through the SMTP server of the settings.
 """
 
 from switchboard.db.models import Role
@@ -23,6 +25,22 @@ from switchboard.users.accounts import (
     normalize_email,
     set_password,
     verify_password,
+)
+from switchboard.users.invites import (
+    INVITABLE_ROLES,
+    CannotDeactivateSelf,
+    InviteNotFound,
+    InviteProblem,
+    InviteRefused,
+    IssuedInvite,
+    accept_invite,
+    create_invite,
+    invite_for_token,
+    invite_path,
+    pending_invites,
+    resend_invite,
+    revoke_invite,
+    set_user_active,
 )
 from switchboard.users.limits import FLAGGED_ADDRESS_ATTEMPTS, LoginLimiter, LoginRefused
 from switchboard.users.sessions import (
@@ -76,4 +94,18 @@ __all__ = [
     "may_access_tenant",
     "csrf_matches",
     "generate_password",
+    "INVITABLE_ROLES",
+    "CannotDeactivateSelf",
+    "InviteNotFound",
+    "InviteProblem",
+    "InviteRefused",
+    "IssuedInvite",
+    "accept_invite",
+    "create_invite",
+    "invite_for_token",
+    "invite_path",
+    "pending_invites",
+    "resend_invite",
+    "revoke_invite",
+    "set_user_active",
 ]
