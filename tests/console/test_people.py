@@ -382,3 +382,25 @@ async def test_an_unreachable_smtp_server_still_shows_the_link(
     assert page.status_code == 200
     assert "could not be sent" in page.text and f"127.0.0.1:{port}" in page.text
     _link(page)
+
+
+async def test_people_pages_speak_spanish(console_client, sessions, make_tenant):
+    tenant = await make_tenant()
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
+    async with console_client(**{"Accept-Language": "es"}) as client:
+        me = await log_in(client, admin)
+        page = await me.post_form(f"/t/{tenant.slug}/people/invites", {"email": "ines@example.com"})
+        assert (
+            "Invitaciones pendientes" in page.text and "Invitación lista para ines@example.com." in page.text
+        )
+        _, token = _link(page)
+        phone = await me.post_form(f"/t/{tenant.slug}/people/agents", {"name": "Nia", "phone": "12"})
+        assert "Ese no es un número de teléfono válido" in phone.text
+        home = await client.get(f"/t/{tenant.slug}/home")
+        assert "Lista de configuración" in home.text and "Conecta un canal y compruébalo" in home.text
+    async with console_client(**{"Accept-Language": "es"}) as guest:
+        weak = await _accept(guest, token, "password12")
+        assert weak.status_code == 400 and "lista de contraseñas de uso común" in weak.text
+        await _accept(guest, token)
+        used = await guest.get(f"/invite/{token}")
+        assert "Este enlace de invitación ya se usó." in used.text

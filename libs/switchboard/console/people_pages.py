@@ -467,6 +467,7 @@ async def invite_accept(
         return await _invite_page(
             request, session, token, code=409, error=gettext(language, ALREADY_USER) % {"email": email}
         )
+    user.last_login_at = utcnow()
     cookie, _info = await start_session(session, user=user, ttl_s=settings.console_session_ttl_s)
     await session.commit()
     response = RedirectResponse("/", status_code=303)
