@@ -1,4 +1,4 @@
-"""``switchboard users add|list|passwd|token``: people who log in to the web console."""
+"""``switchboard users add|invite|list|passwd|token``: people who log in to the web console."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Annotated, Any
 import typer
 
 from switchboard.cli.root import users_app
-from switchboard.cli.runner import fail, friendly_errors, run_in_session
+from switchboard.cli.runner import command_settings, fail, friendly_errors, run_in_session
 
-__all__ = ["users_add", "users_list", "users_passwd", "users_token"]
+__all__ = ["users_add", "users_invite", "users_list", "users_passwd", "users_token"]
 
 EmailArg = Annotated[str, typer.Argument(help="The user's e-mail address (their login).")]
 PasswordOpt = Annotated[
@@ -73,6 +73,36 @@ def users_add(
     )
     if shown:
         typer.echo(f"password: {secret}  (shown once)")
+
+
+@users_app.command("invite")
+@friendly_errors
+def users_invite(
+    email: EmailArg,
+    tenant: Annotated[str, typer.Option("--tenant", "-t", help="Tenant slug (or id).")],
+    role: Annotated[str, typer.Option(help="tenant_admin or agent (inbox only).")] = "agent",
+    name: Annotated[str, typer.Option(help="The name shown in the console (they may change it).")] = "",
+) -> None:
+    """Invite someone to a tenant's console: prints a link (shown once) where they choose their own
+    password. It works once, until CONSOLE_INVITE_TTL_S (72 hours) has passed; the console's People
+    page can send a new one or withdraw it."""
+    from switchboard.tenants import get_tenant
+    from switchboard.users import create_invite
+
+    settings = command_settings()
+
+    async def work(session: Any) -> Any:
+        tenant_row = await get_tenant(session, tenant)
+        return await create_invite(
+            session, tenant_id=tenant_row.id, email=email, role=role, name=name,
+            ttl_s=settings.console_invite_ttl_s,
+        )  # fmt: skip
+
+    issued = run_in_session(work, settings=settings)
+    base = settings.console_public_url or settings.service_url(settings.console_port)
+    typer.echo(f"invited {issued.invite.role} {issued.invite.email} (tenant {tenant})")
+    typer.echo(f"link: {base.rstrip('/')}{issued.path}  (shown once; works until "
+               f"{issued.invite.expires_at:%Y-%m-%d %H:%M} UTC)")  # fmt: skip
 
 
 @users_app.command("list")
