@@ -67,6 +67,7 @@ async def test_invited_agent_sets_a_password_once_and_lands_on_the_inbox(
     async with console_client() as guest:
         form = await guest.get(f"/invite/{token}")
         assert form.status_code == 200 and email in form.text and 'name="password_again"' in form.text
+        assert form.headers["referrer-policy"] == "same-origin"  # the token never leaves in a Referer
         weak = await _accept(guest, token, "password12")
         assert weak.status_code == 400 and "commonly used passwords" in weak.text
         short = await _accept(guest, token, "short")

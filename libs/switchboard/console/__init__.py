@@ -6,6 +6,8 @@
 * :mod:`~switchboard.console.inbox`: what the inbox and the conversation page read.
 * :mod:`~switchboard.console.actions`: take over, reply, hand back, transfer, close, approve.
 * :mod:`~switchboard.console.live`: Redis pub/sub → server-sent events.
+* :mod:`~switchboard.console.people_pages`: the People page and the invitation link's page.
+* :mod:`~switchboard.console.checklist`: the setup checklist of a tenant's home page.
 """
 
 from __future__ import annotations

@@ -404,6 +404,11 @@ async def people_agent_action(
 # --- the invitation link (no session) ---------------------------------------------------------------
 
 
+_NO_REFERRER = {"Referrer-Policy": "same-origin"}
+"""The link's token is in the address: no other site is sent that address (``same-origin``, not
+``no-referrer``: with that, browsers post the form with ``Origin: null``, which the cross-site check refuses)."""
+
+
 async def _invite_page(
     request: Request, session: Any, token: str, *, code: int = 200, error: str | None = None
 ) -> Response:
@@ -413,12 +418,13 @@ async def _invite_page(
         log.info("console_invite_refused", problem=exc.problem.value)
         gone = status.HTTP_404_NOT_FOUND if exc.problem.value == "unknown" else status.HTTP_410_GONE
         return render(
-            request, "invite.html", status_code=gone, invite=None, refused=exc.text(console_language(request))
-        )
+            request, "invite.html", status_code=gone, invite=None, refused=exc.text(console_language(request)),
+            headers=_NO_REFERRER,
+        )  # fmt: skip
     tenant = await session.get(Tenant, invite.tenant_id)
     return render(
         request, "invite.html", status_code=code, invite=invite, invited_tenant=tenant, refused=None, error=error,
-        min_chars=MIN_PASSWORD_CHARS, role_words=ROLE_WORDS,
+        min_chars=MIN_PASSWORD_CHARS, role_words=ROLE_WORDS, headers=_NO_REFERRER,
     )  # fmt: skip
 
 
