@@ -1,6 +1,7 @@
 """Console: the platform console (``/platform``, platform admins only): organizations and tenants
-(create, with their first admin's invitation, and suspend), usage per tenant, queue depth and dead letters with a retry button. The same
-operations as ``/v1/admin/platform/...`` (:mod:`switchboard.platform_routes`)."""
+(create, with their first admin's invitation, and suspend), usage per tenant, queue depth and dead
+letters with a retry button. The same operations as ``/v1/admin/platform/...``
+(:mod:`switchboard.platform_routes`)."""
 
 from __future__ import annotations
 
