@@ -8,7 +8,6 @@ import string
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from switchboard.console.auth import generate_password
 from switchboard.password_policy import (
     COMMON_PASSWORDS_FILE,
     MIN_PASSWORD_CHARS,
@@ -16,6 +15,7 @@ from switchboard.password_policy import (
     check_password,
     common_passwords,
 )
+from switchboard.users import generate_password
 
 COMMON = sorted(word for word in common_passwords() if len(word) >= 4 and word.isalpha())
 

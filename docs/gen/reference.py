@@ -203,6 +203,7 @@ GROUP_TITLES = {
     "McpClientSettings": "Tools (MCP)",
     "KnowledgeBaseSettings": "Knowledge base",
     "ConsoleSettings": "Console",
+    "SmtpSettings": "E-mail (SMTP) for invitations",
 }
 
 

@@ -206,7 +206,7 @@ async def seed_demo_admin(session: AsyncSession, tenant: Tenant) -> tuple[str, s
         ``(email, password)``: the password exists only in this return value (``switchboard run``
         prints it once); ``switchboard users passwd`` sets a new one.
     """
-    from switchboard.console.auth import create_user, generate_password
+    from switchboard.users import create_user, generate_password
 
     password = generate_password()
     await create_user(

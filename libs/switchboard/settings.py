@@ -55,6 +55,8 @@ __all__ = [
     "MediaSettings",
     "McpClientSettings",
     "KnowledgeBaseSettings",
+    "ConsoleSettings",
+    "SmtpSettings",
     "LogFormat",
     "LogLevel",
     "REAL_WHATSAPP_GRAPH_BASE_URL",
@@ -644,9 +646,53 @@ class ConsoleSettings(BaseSettings):
     console_stream_check_s: float = Field(5.0, gt=0, le=300)
     """How often an open live-event stream of the console re-checks its session (seconds, default 5):
     after logout, session expiry, deactivation or a password change the stream ends within this time."""
+    console_invite_ttl_s: int = Field(72 * 3600, ge=300)
+    """How long an invitation link to the console works (seconds, default 259200: 72 hours); resending
+    makes a new link and the old one stops working at once."""
+    console_public_url: str | None = None
+    """The console's address as people open it (``https://console.example.com``), the start of the
+    invitation links it makes (string, default unset: the address the inviting admin's browser used)."""
+
+    console_docs_url: str | None = None
+    """Where this deployment's documentation site is published (``https://docs.example.com``; string,
+    default unset). The home page's "Go live" links to its going-live guide (``<url>/going-live/``);
+    unset, the page names the guide's file instead (``docs/going-live.md``)."""
+
+    @field_validator("console_public_url", "console_docs_url")
+    @classmethod
+    def _check_console_public_url(cls, value: str | None) -> str | None:
+        return _url_with_scheme(value, {"http", "https"}, "an http(s) URL")
+
+
+class SmtpSettings(BaseSettings):
+    """The mail server invitations are sent through (``switchboard.users.mail``); unset: no e-mail,
+    the person inviting copies the link."""
+
+    smtp_host: str | None = None
+    """Host name of the SMTP server (string, default unset: invitations are not e-mailed)."""
+    smtp_port: int = Field(587, ge=1, le=65535)
+    """Port of the SMTP server (default 587, the submission port)."""
+    smtp_username: str | None = None
+    """User name to log in to the SMTP server with (default unset: no login)."""
+    smtp_password: SecretStr | None = None
+    """Password for ``smtp_username`` (default unset)."""
+    smtp_from: str | None = None
+    """Sender address of invitations, e.g. ``Switchboard <no-reply@example.com>`` (default unset:
+    ``smtp_username``, else ``switchboard@`` the host name)."""
+    smtp_starttls: bool = True
+    """Upgrade the connection with STARTTLS before logging in (default true; false only for a server
+    on this machine or a private network that offers no TLS)."""
+    smtp_timeout_s: float = Field(10.0, gt=0, le=120)
+    """How long one connection to the SMTP server may take, in seconds (default 10)."""
+
+    @property
+    def smtp_enabled(self) -> bool:
+        """Whether invitations are e-mailed (an SMTP host is set)."""
+        return bool(self.smtp_host)
 
 
 class Settings(
+    SmtpSettings,
     ConsoleSettings,
     GmailChannelSettings,
     KnowledgeBaseSettings,

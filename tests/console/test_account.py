@@ -4,8 +4,8 @@ tokens, revoking the tokens."""
 from __future__ import annotations
 
 from sqlmodel import select
-from switchboard.console.auth import SESSION_COOKIE, create_api_token, create_user, set_password
 from switchboard.db.models import ApiToken, Role
+from switchboard.users import SESSION_COOKIE, create_api_token, create_user, set_password
 
 from tests.utils.console import PASSWORD, log_in, new_user
 

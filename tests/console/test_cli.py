@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from switchboard.console.auth import authenticate
+from switchboard.users import authenticate
 
 from tests.utils.handoff import make_customer_conversation
 
@@ -86,3 +86,19 @@ async def test_conversations_list_and_show(cli, sessions, make_tenant):
     assert '"mode": "ai"' in as_json.output
     missing = await cli.arun("conversations", "show", "-t", tenant.slug, str(uuid.uuid4()))
     assert missing.exit_code == 2 and "no conversation" in missing.output
+
+
+async def test_users_invite_prints_a_link_that_opens_the_set_password_page(cli, make_tenant, console_client):
+    tenant = await make_tenant()
+    email = f"kai-{uuid.uuid4().hex[:6]}@example.com"
+    invited = await cli.arun("users", "invite", email, "--tenant", tenant.slug, "--role", "tenant_admin")
+    assert invited.exit_code == 0, invited.output
+    assert f"invited tenant_admin {email} (tenant {tenant.slug})" in invited.output
+    path = "/invite/" + invited.output.split("/invite/")[1].split()[0]
+    async with console_client() as client:
+        page = await client.get(path)
+    assert page.status_code == 200 and email in page.text
+    refused = await cli.arun(
+        "users", "invite", "x@example.com", "--tenant", tenant.slug, "--role", "platform_admin"
+    )
+    assert refused.exit_code != 0 and "cannot be invited" in refused.output

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from switchboard.cli.system import _print_ready
-from switchboard.console.auth import authenticate
 from switchboard.seed import DEMO_ADMIN_EMAIL, seed_demo_admin, seed_demo_if_empty
+from switchboard.users import authenticate
 
 
 async def test_the_demo_admin_logs_in_with_the_password_printed_once(scratch_database, settings, capsys):

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import update
-from switchboard.console.auth import set_password
 from switchboard.console.live import publish_conversation_event
 from switchboard.db.models import ConsoleSession, ConsoleUser, Role, utcnow
+from switchboard.users import set_password
 
 from services.console.main import create_app
 from tests.utils.console import LoggedIn, log_in, new_user

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from switchboard.console.auth import SESSION_COOKIE
 from switchboard.db.models import Role
+from switchboard.users import SESSION_COOKIE
 
 from tests.utils.console import PASSWORD, log_in, new_user
 

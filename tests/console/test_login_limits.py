@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-import switchboard.console.auth as auth_module
+import switchboard.users.accounts as auth_module
 import yaml
 from switchboard.db.models import Role
 

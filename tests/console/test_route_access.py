@@ -23,15 +23,26 @@ import httpx
 import pytest
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute, iter_route_contexts
-from switchboard.console.auth import create_api_token
 from switchboard.db.models import Role
+from switchboard.users import create_api_token
 
 from services.orchestrator.main import create_app as create_orchestrator
 from tests.utils.console import log_in, new_user
 from tests.utils.handoff import make_customer_conversation
 
-PUBLIC = {"/login", "/logout", "/", "/healthz", "/metrics", "/docs", "/openapi.json", "/language"}
-"""Console paths with no tenant check of their own (``/`` and ``/logout`` still need a login)."""
+PUBLIC = {
+    "/login",
+    "/logout",
+    "/",
+    "/healthz",
+    "/metrics",
+    "/docs",
+    "/openapi.json",
+    "/language",
+    "/invite/{token}",
+}
+"""Console paths with no tenant check of their own (``/`` and ``/logout`` still need a login; an
+invitation link is its own credential, tests/console/test_people.py)."""
 STREAMING = {"/t/{slug}/events"}
 """Answers that never end while allowed (server-sent events): only the refusals are walked."""
 

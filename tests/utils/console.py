@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import httpx
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
-from switchboard.console.auth import create_user
 from switchboard.db.models import ConsoleUser, Role
+from switchboard.users import create_user
 
 PASSWORD = "correct horse battery"
 """Password of every test user (long enough for MIN_PASSWORD_CHARS)."""

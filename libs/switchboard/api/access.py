@@ -24,7 +24,11 @@ from fastapi import Depends, HTTPException, Path, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from switchboard.api.deps import SessionDep, SettingsDep, tenant_not_found
-from switchboard.console.auth import (
+from switchboard.db.models import ConsoleUser, Role, Tenant
+from switchboard.errors import TenantNotFound
+from switchboard.observability import get_logger
+from switchboard.tenants import get_tenant
+from switchboard.users import (
     CSRF_HEADER,
     SESSION_COOKIE,
     csrf_matches,
@@ -32,10 +36,6 @@ from switchboard.console.auth import (
     may_access_tenant,
     user_for_api_token,
 )
-from switchboard.db.models import ConsoleUser, Role, Tenant
-from switchboard.errors import TenantNotFound
-from switchboard.observability import get_logger
-from switchboard.tenants import get_tenant
 
 __all__ = ["ADMIN_ROLES", "INBOX_ROLES", "Principal", "tenant_access", "PrincipalDep"]
 

@@ -1,4 +1,4 @@
-"""``switchboard users add|list|passwd|token``: people who log in to the web console."""
+"""``switchboard users add|invite|list|passwd|token``: people who log in to the web console."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Annotated, Any
 import typer
 
 from switchboard.cli.root import users_app
-from switchboard.cli.runner import fail, friendly_errors, run_in_session
+from switchboard.cli.runner import command_settings, fail, friendly_errors, run_in_session
 
-__all__ = ["users_add", "users_list", "users_passwd", "users_token"]
+__all__ = ["users_add", "users_invite", "users_list", "users_passwd", "users_token"]
 
 EmailArg = Annotated[str, typer.Argument(help="The user's e-mail address (their login).")]
 PasswordOpt = Annotated[
@@ -26,7 +26,7 @@ GenerateOpt = Annotated[
 
 
 def _password(password: str | None, generate: bool) -> tuple[str, bool]:
-    from switchboard.console.auth import generate_password
+    from switchboard.users import generate_password
 
     if password:
         return password, False
@@ -54,8 +54,8 @@ def users_add(
     generate: GenerateOpt = False,
 ) -> None:
     """Add a console user with a role (and tenant, unless a platform admin)."""
-    from switchboard.console.auth import ROLES, create_user
     from switchboard.tenants import get_tenant
+    from switchboard.users import ROLES, create_user
 
     if role not in ROLES:
         raise fail(f"unknown role {role!r}: choose {', '.join(ROLES)}")
@@ -75,6 +75,36 @@ def users_add(
         typer.echo(f"password: {secret}  (shown once)")
 
 
+@users_app.command("invite")
+@friendly_errors
+def users_invite(
+    email: EmailArg,
+    tenant: Annotated[str, typer.Option("--tenant", "-t", help="Tenant slug (or id).")],
+    role: Annotated[str, typer.Option(help="tenant_admin or agent (inbox only).")] = "agent",
+    name: Annotated[str, typer.Option(help="The name shown in the console (they may change it).")] = "",
+) -> None:
+    """Invite someone to a tenant's console: prints a link (shown once) where they choose their own
+    password. It works once, until CONSOLE_INVITE_TTL_S (72 hours) has passed; the console's People
+    page can send a new one or withdraw it."""
+    from switchboard.tenants import get_tenant
+    from switchboard.users import create_invite
+
+    settings = command_settings()
+
+    async def work(session: Any) -> Any:
+        tenant_row = await get_tenant(session, tenant)
+        return await create_invite(
+            session, tenant_id=tenant_row.id, email=email, role=role, name=name,
+            ttl_s=settings.console_invite_ttl_s,
+        )  # fmt: skip
+
+    issued = run_in_session(work, settings=settings)
+    base = settings.console_public_url or settings.service_url(settings.console_port)
+    typer.echo(f"invited {issued.invite.role} {issued.invite.email} (tenant {tenant})")
+    typer.echo(f"link: {base.rstrip('/')}{issued.path}  (shown once; works until "
+               f"{issued.invite.expires_at:%Y-%m-%d %H:%M} UTC)")  # fmt: skip
+
+
 @users_app.command("list")
 @friendly_errors
 def users_list(
@@ -83,9 +113,9 @@ def users_list(
     """List console users: e-mail, role, tenant, active, last login."""
     from sqlmodel import select
 
-    from switchboard.console.auth import list_users
     from switchboard.db.models import Tenant
     from switchboard.tenants import get_tenant
+    from switchboard.users import list_users
 
     async def work(session: Any) -> Any:
         tenant_id = (await get_tenant(session, tenant)).id if tenant else None
@@ -115,7 +145,7 @@ def users_passwd(
 ) -> None:
     """Set a user's password; their open sessions end. Their API tokens keep working unless
     --revoke-tokens is given."""
-    from switchboard.console.auth import active_api_tokens, revoke_api_tokens, set_password
+    from switchboard.users import active_api_tokens, revoke_api_tokens, set_password
 
     secret, shown = _password(password, generate)
 
@@ -146,7 +176,7 @@ def users_token(
 ) -> None:
     """Create an admin API token (Authorization: Bearer sbu_...) for the user, printed once; it acts with
     the user's role and tenant."""
-    from switchboard.console.auth import UserNotFound, create_api_token, find_user
+    from switchboard.users import UserNotFound, create_api_token, find_user
 
     async def work(session: Any) -> Any:
         user = await find_user(session, email)

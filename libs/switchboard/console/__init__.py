@@ -1,11 +1,13 @@
 """The web console (docs/console.md): users and roles, sessions, the inbox and the conversation page.
 
-* :mod:`~switchboard.console.auth`: users, argon2 passwords, server-side sessions, API tokens, login limit.
+* :mod:`switchboard.users` (a package of its own): users, passwords, sessions, API tokens, login limit.
 * :mod:`~switchboard.console.deps`: the current user and the role/tenant check of every page.
 * :mod:`~switchboard.console.app`: templates, navigation (:func:`register_nav`), static files, errors.
 * :mod:`~switchboard.console.inbox`: what the inbox and the conversation page read.
 * :mod:`~switchboard.console.actions`: take over, reply, hand back, transfer, close, approve.
 * :mod:`~switchboard.console.live`: Redis pub/sub → server-sent events.
+* :mod:`~switchboard.console.people_pages`: the People page and the invitation link's page.
+* :mod:`~switchboard.console.checklist`: the setup checklist of a tenant's home page.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ def console_routers() -> list[APIRouter]:
     from switchboard.console.knowledge_pages import knowledge_pages_router
     from switchboard.console.operations_pages import operations_pages_router
     from switchboard.console.pages import pages_router
+    from switchboard.console.people_pages import people_pages_router
     from switchboard.console.platform_pages import platform_pages_router
     from switchboard.console.settings_pages import settings_pages_router
     from switchboard.knowledge.routes import knowledge_admin_router
@@ -41,6 +44,7 @@ def console_routers() -> list[APIRouter]:
         analytics_admin_router,
         platform_pages_router,
         operations_pages_router,
+        people_pages_router,
     ]
 
 

@@ -26,12 +26,12 @@ from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-from switchboard.console.auth import CSRF_FIELD, CSRF_HEADER
 from switchboard.console.deps import LoginRequired
 from switchboard.db.models import Role
 from switchboard.i18n import SUPPORTED_LANGUAGES, negotiate_language, normalize_language
 from switchboard.i18n.jinja import install_i18n, use_language
 from switchboard.i18n.validation import localized
+from switchboard.users import CSRF_FIELD, CSRF_HEADER
 
 __all__ = [
     "TEMPLATES_DIR",

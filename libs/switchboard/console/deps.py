@@ -1,6 +1,6 @@
 """Who is looking at a console page, as FastAPI dependencies (role and tenant checked on every route).
 
-* :data:`CurrentUserDep`: the logged-in user (:class:`~switchboard.console.auth.SessionInfo`) or
+* :data:`CurrentUserDep`: the logged-in user (:class:`~switchboard.users.SessionInfo`) or
   :class:`LoginRequired` (the app answers a page request with a redirect to ``/login``, an htmx request
   with ``HX-Redirect``, anything else with 401).
 * :func:`page_access` ``(roles)``: the user, the tenant of the path's ``{slug}`` (404 for a tenant the
@@ -18,7 +18,11 @@ from urllib.parse import urlsplit
 from fastapi import Depends, HTTPException, Path, Request, status
 
 from switchboard.api.deps import SessionsDep
-from switchboard.console.auth import (
+from switchboard.db.models import Role, Tenant
+from switchboard.errors import SwitchboardError, TenantNotFound
+from switchboard.observability import get_logger
+from switchboard.tenants import get_tenant
+from switchboard.users import (
     CSRF_FIELD,
     CSRF_HEADER,
     SESSION_COOKIE,
@@ -27,10 +31,6 @@ from switchboard.console.auth import (
     load_session,
     may_access_tenant,
 )
-from switchboard.db.models import Role, Tenant
-from switchboard.errors import SwitchboardError, TenantNotFound
-from switchboard.observability import get_logger
-from switchboard.tenants import get_tenant
 
 __all__ = [
     "LoginRequired",

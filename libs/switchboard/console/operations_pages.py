@@ -13,8 +13,8 @@
   ``GET /t/{slug}/channels/gmail/callback``: :mod:`switchboard.channels.gmail.mailboxes`, as the CLI
   and ``/v1/admin/tenants/{slug}/gmail/...``). The client secret travels only inside the encrypted
   ``state``; nothing secret is ever shown back.
-* **People** (``/t/{slug}/people``): human agents with online state, current load and total
-  (``GET /v1/admin/tenants/{slug}/agents``), and the tenant's console users.
+
+The People page is :mod:`switchboard.console.people_pages`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Form, HTTPException, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy import text
-from sqlmodel import col, select
 
 from switchboard.api.access import ADMIN_ROLES
 from switchboard.api.deps import SessionDep, SessionsDep, SettingsDep
@@ -49,7 +48,6 @@ from switchboard.channels.gmail.oauth import parse_client_secrets
 from switchboard.console.app import register_nav, render
 from switchboard.console.deps import PageContext, page_access
 from switchboard.crypto import CredentialCipher
-from switchboard.db.models import ConsoleUser, HumanAgent
 from switchboard.i18n import N_
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
@@ -62,9 +60,6 @@ operations_pages_router = APIRouter(include_in_schema=False)
 AdminPage = Annotated[PageContext, Depends(page_access(ADMIN_ROLES))]
 register_nav("tools", N_("Tools"), "/tools", ADMIN_ROLES)
 register_nav("channels", N_("Channels"), "/channels", ADMIN_ROLES)
-register_nav("people", N_("People"), "/people", ADMIN_ROLES)
-_WORDS = (N_("online"), N_("offline"))  # token states: channels.accounts.TOKEN_STATE_LABELS
-"""Token and agent states the templates translate."""
 
 
 async def _tools_page(
@@ -284,22 +279,3 @@ async def channels_gmail_callback(
     )  # fmt: skip
     done = N_("Reconnected") if connected.reconnected else N_("Connected")
     return await _channels_page(request, page, session, message=(done, f"gmail {connected.email}"))
-
-
-@operations_pages_router.get("/t/{slug}/people", response_class=HTMLResponse)
-async def people_page(request: Request, page: AdminPage, session: SessionDep) -> Response:
-    agents = (
-        await session.exec(
-            select(HumanAgent)
-            .where(col(HumanAgent.tenant_id) == page.tenant.id)
-            .order_by(col(HumanAgent.name))
-        )
-    ).all()
-    users = (
-        await session.exec(
-            select(ConsoleUser)
-            .where(col(ConsoleUser.tenant_id) == page.tenant.id)
-            .order_by(col(ConsoleUser.email))
-        )
-    ).all()
-    return render(request, "people.html", tenant=page.tenant, agents=agents, users=users, active="people")

@@ -1,5 +1,5 @@
 """Console pages of the core: login, logout, the account page (own password, own API tokens), the home
-redirect, the inbox and its live stream.
+redirect, a tenant's home page with its setup checklist, the inbox and its live stream.
 
 The conversation page and its actions are in :mod:`switchboard.console.conversation_pages`.
 """
@@ -13,10 +13,24 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import col, select
 
-from switchboard.api.access import INBOX_ROLES
+from switchboard.api.access import ADMIN_ROLES, INBOX_ROLES
 from switchboard.api.deps import ResourcesDep, SessionDep, SessionsDep, SettingsDep
 from switchboard.console.app import render
-from switchboard.console.auth import (
+from switchboard.console.checklist import setup_checklist
+from switchboard.console.deps import (
+    CurrentUserDep,
+    PageContext,
+    account_access,
+    check_csrf,
+    cross_site_reason,
+    page_access,
+)
+from switchboard.console.inbox import InboxFilters, Mode, list_inbox
+from switchboard.console.live import live_events, publish_session_change
+from switchboard.db.models import ConsoleUser, HumanAgent, Role, Tenant
+from switchboard.i18n import N_
+from switchboard.observability import get_logger
+from switchboard.users import (
     MIN_PASSWORD_CHARS,
     SESSION_COOKIE,
     LoginLimiter,
@@ -33,19 +47,6 @@ from switchboard.console.auth import (
     start_session,
     verify_password,
 )
-from switchboard.console.deps import (
-    CurrentUserDep,
-    PageContext,
-    account_access,
-    check_csrf,
-    cross_site_reason,
-    page_access,
-)
-from switchboard.console.inbox import InboxFilters, Mode, list_inbox
-from switchboard.console.live import live_events, publish_session_change
-from switchboard.db.models import ConsoleUser, HumanAgent, Role, Tenant
-from switchboard.i18n import N_
-from switchboard.observability import get_logger
 
 __all__ = ["pages_router", "InboxPage"]
 
@@ -53,6 +54,7 @@ log = get_logger(__name__)
 pages_router = APIRouter(include_in_schema=False)
 
 InboxPage = Annotated[PageContext, Depends(page_access(INBOX_ROLES))]
+HomePage = Annotated[PageContext, Depends(page_access(ADMIN_ROLES))]
 AccountDep = Annotated[SessionInfo, Depends(account_access)]
 CHANNELS = ("whatsapp", "instagram", "gmail")
 
@@ -228,13 +230,28 @@ async def revoke_tokens(request: Request, info: AccountDep, session: SessionDep)
 
 @pages_router.get("/", response_class=HTMLResponse)
 async def home(request: Request, info: CurrentUserDep, session: SessionDep) -> Response:
-    """A tenant user goes to their inbox; a platform admin picks a tenant."""
+    """A tenant admin goes to their tenant's home page (the setup checklist), an agent to the inbox; a
+    platform admin picks a tenant."""
     if info.user.tenant_id is not None:
         tenant = await session.get(Tenant, info.user.tenant_id)
         if tenant is not None:
-            return RedirectResponse(f"/t/{tenant.slug}/inbox", status_code=303)
+            page = "home" if info.user.role == Role.tenant_admin.value else "inbox"
+            return RedirectResponse(f"/t/{tenant.slug}/{page}", status_code=303)
     tenants = list((await session.exec(select(Tenant).order_by(col(Tenant.slug)))).all())
     return render(request, "tenants.html", tenants=tenants, active=None)
+
+
+@pages_router.get("/t/{slug}/home", response_class=HTMLResponse)
+async def tenant_home(
+    request: Request, page: HomePage, session: SessionDep, settings: SettingsDep
+) -> Response:
+    """The tenant's home page: the setup checklist, each step's state read from the database."""
+    steps = await setup_checklist(session, page.tenant)
+    docs = settings.console_docs_url
+    return render(
+        request, "home.html", tenant=page.tenant, steps=steps, all_done=all(s.done for s in steps),
+        going_live_url=f"{docs.rstrip('/')}/going-live/" if docs else None, active="home",
+    )  # fmt: skip
 
 
 def _filters(
@@ -273,10 +290,14 @@ async def inbox(
     """Conversations across channels, newest activity first; the list refreshes itself on live events."""
     filters = _filters(channel, mode, assigned, unread, q)
     rows = await list_inbox(session, tenant_id=page.tenant.id, viewer_id=page.user.id, filters=filters)
+    # a tenant with no conversation at all: the empty inbox points its admins to the setup checklist
+    unfiltered = filters == _filters(None, None, None, False, None)
+    new_tenant = not rows and unfiltered and page.role in ADMIN_ROLES
     template = "_inbox_rows.html" if request.headers.get("HX-Request") else "inbox.html"
     return render(
         request, template, tenant=page.tenant, rows=rows, filters=filters, channels=CHANNELS,
         modes=[m.value for m in Mode], assignees=await _assignees(session, page.tenant), active="inbox",
+        new_tenant=new_tenant,
     )  # fmt: skip
 
 
@@ -299,6 +320,3 @@ async def events(
         request, resources.redis, tenant_id=tenant_id, user_id=page.user.id, session_alive=session_alive,
         check_s=settings.console_stream_check_s,
     )  # fmt: skip
-
-
-_ = Role

@@ -1,7 +1,7 @@
 """Console: the platform console (``/platform``, platform admins only): organizations and tenants
-(create, suspend), usage per tenant, the platform's model keys and who may use them, queue depth and
-dead letters with a retry button. The same
-operations as ``/v1/admin/platform/...`` (:mod:`switchboard.platform_routes`)."""
+(create, with their first admin's invitation, and suspend), usage per tenant, the platform's model keys
+and who may use them, queue depth and dead letters with a retry button. The same operations as
+``/v1/admin/platform/...`` (:mod:`switchboard.platform_routes`)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from switchboard.api.deps import ResourcesDep, SessionDep
+from switchboard.api.deps import ResourcesDep, SessionDep, SettingsDep
 from switchboard.console.app import console_language, register_nav, render
-from switchboard.console.auth import SessionInfo
 from switchboard.console.deps import platform_access
+from switchboard.console.people_pages import issue_invite_link
 from switchboard.db.models import Role
 from switchboard.errors import TenantNotFound
 from switchboard.i18n import N_, gettext
@@ -32,6 +32,7 @@ from switchboard.platform_ops import (
 )
 from switchboard.settings import Settings
 from switchboard.tenants import TenantExists, create_tenant, get_tenant
+from switchboard.users import SessionInfo, UserExists, create_invite
 
 __all__ = ["platform_pages_router"]
 
@@ -42,6 +43,11 @@ register_nav("platform", N_("Platform"), "/platform", (Role.platform_admin,), pl
 REQUEUED_ONE = N_("Requeued %(n)s part of the reply: the delivery loop sends it now.")
 REQUEUED_MANY = N_("Requeued %(n)s parts of the reply: the delivery loop sends them now, in order.")
 NOT_RETRIED = N_("Not retried: %(reason)s")
+TENANT_CREATED = N_("Tenant %(slug)s created.")
+ADMIN_INVITED = N_("Send this invitation link to %(email)s, its first admin (shown only now; it works once).")
+ADMIN_MAILED = N_("The invitation was e-mailed to %(email)s, its first admin.")
+ADMIN_EXISTS = N_("Not created: somebody already signs in with %(email)s.")
+ADMIN_NOT_EMAIL = N_("Not created: the first admin's e-mail is not an e-mail address.")
 
 
 async def _page(
@@ -53,6 +59,7 @@ async def _page(
     message: str | None = None,
     error: str | None = None,
     tenant_filter: str = "",
+    new_link: dict | None = None,
 ) -> Response:  # type: ignore[no-untyped-def]
     depths = await queue_depths(resources.redis) if resources.redis is not None else {}
     usage = await usage_per_tenant(session, days=30)
@@ -64,8 +71,8 @@ async def _page(
         part["why_not"] = refusal.text(language) if refusal is not None else None
     return render(
         request, "platform.html", status_code=code, usage=usage, depths=depths, dead=dead,
-        tenant_filter=chosen["slug"] if chosen else "", message=message, error=error, active="platform",
-        provider_keys=provider_keys(resources.settings),
+        tenant_filter=chosen["slug"] if chosen else "", message=message, error=error, new_link=new_link,
+        active="platform", provider_keys=provider_keys(resources.settings),
     )  # fmt: skip
 
 
@@ -97,19 +104,49 @@ async def platform_create_tenant(
     info: PlatformDep,
     session: SessionDep,
     resources: ResourcesDep,
+    settings: SettingsDep,
     slug: Annotated[str, Form(max_length=64)],
     name: Annotated[str, Form(max_length=200)],
     organization: Annotated[str, Form(max_length=200)] = "",
+    admin_email: Annotated[str, Form(max_length=320)] = "",
+    admin_name: Annotated[str, Form(max_length=200)] = "",
 ) -> Response:
+    """Create a tenant and, with ``admin_email``, its first admin's invitation in the same step (both
+    or neither): the link is shown once, and e-mailed when an SMTP server is configured."""
+    language = console_language(request)
+    email = admin_email.strip()
     try:
         tenant = await create_tenant(
             session, slug=slug.strip(), name=name.strip(), organization_name=organization.strip() or None
         )
+        issued = None
+        if email:
+            issued = await create_invite(
+                session, tenant_id=tenant.id, email=email, role=Role.tenant_admin, name=admin_name,
+                ttl_s=settings.console_invite_ttl_s, invited_by_id=info.user.id,
+            )  # fmt: skip
         await session.commit()
+    except UserExists:
+        await session.rollback()
+        error = gettext(language, ADMIN_EXISTS) % {"email": email.lower()}
+        return await _page(request, session, resources, code=422, error=error)
     except (TenantExists, ValueError) as exc:
         await session.rollback()
-        return await _page(request, session, resources, code=422, error=str(exc))
-    return await _page(request, session, resources, message=f"created {tenant.slug}")
+        error = str(exc)
+        if email and not isinstance(exc, TenantExists) and "e-mail" in error:
+            error = gettext(language, ADMIN_NOT_EMAIL)
+        return await _page(request, session, resources, code=422, error=error)
+    message = gettext(language, TENANT_CREATED) % {"slug": tenant.slug}
+    if issued is None:
+        return await _page(request, session, resources, message=message)
+    shown = await issue_invite_link(
+        request, settings, issued, tenant=tenant, inviter=info.user.name or info.user.email, language=language
+    )
+    said = ADMIN_MAILED if shown["mailed"] else ADMIN_INVITED
+    message += " " + gettext(language, said) % {"email": issued.invite.email}
+    if shown["mail_error"]:
+        message += " " + shown["mail_error"]
+    return await _page(request, session, resources, message=message, new_link=shown)
 
 
 @platform_pages_router.post("/platform/tenants/{tenant_ref}/{action}")

@@ -12,7 +12,14 @@ from switchboard.db.models.business import (
     Product,
     Store,
 )
-from switchboard.db.models.console import ApiToken, ConsoleSession, ConsoleUser, ConversationRead, Role
+from switchboard.db.models.console import (
+    ApiToken,
+    ConsoleInvite,
+    ConsoleSession,
+    ConsoleUser,
+    ConversationRead,
+    Role,
+)
 from switchboard.db.models.conversations import (
     ActorType,
     Conversation,
@@ -54,6 +61,7 @@ __all__ = [
     "ApiToken",
     "ConsoleSession",
     "ConsoleUser",
+    "ConsoleInvite",
     "ConversationRead",
     "Role",
     "Feedback",

@@ -102,3 +102,35 @@ class ConversationRead(SQLModel, table=True):
     user_id: uuid.UUID = Field(foreign_key="console_users.id", ondelete="CASCADE")
     conversation_id: uuid.UUID = Field(foreign_key="conversations.id", ondelete="CASCADE")
     read_at: datetime = created_at_field()
+
+
+class ConsoleInvite(SQLModel, table=True):
+    """An invitation to join a tenant's console: a link that sets the new user's password once.
+
+    The link carries a random token; the row keeps only its SHA-256. It works until ``expires_at``,
+    once (``accepted_at``), and not after ``revoked_at`` (withdrawn, or replaced by a newer link).
+    """
+
+    __tablename__ = "console_invites"
+    __table_args__ = (
+        CheckConstraint("role IN ('tenant_admin', 'agent')", name="ck_console_invites_role"),
+        UniqueConstraint("token_hash", name="uq_console_invites_token_hash"),
+    )
+
+    id: uuid.UUID = id_field()
+    tenant_id: uuid.UUID = Field(foreign_key="tenants.id", index=True, ondelete="CASCADE")
+    email: str = Field(max_length=320)
+    """Lower-cased e-mail the account will sign in with."""
+    name: str = Field(default="", max_length=200)
+    role: str = Field(sa_type=String(16))
+    """``tenant_admin`` or ``agent`` (a platform admin is never invited to a tenant)."""
+    token_hash: str = Field(max_length=64)
+    """SHA-256 hex of the link's token (the token itself is shown once, to the person inviting)."""
+    invited_by_id: uuid.UUID | None = Field(default=None, foreign_key="console_users.id", ondelete="SET NULL")
+    """Who sent it; ``None`` after that user is deleted, or when made from the command line."""
+    created_at: datetime = created_at_field()
+    expires_at: datetime = Field(sa_type=DateTime(timezone=True))
+    accepted_at: datetime | None = optional_time_field()
+    revoked_at: datetime | None = optional_time_field()
+    user_id: uuid.UUID | None = Field(default=None, foreign_key="console_users.id", ondelete="SET NULL")
+    """The account the link created, once accepted."""
