@@ -50,6 +50,8 @@ async def test_the_settings_page_and_inbox_filter_speak_spanish(console_client, 
         assert settings.status_code == 200
         assert "instrucciones" in settings.text and "prompt de sistema" in settings.text
         assert ">system prompt<" not in settings.text and "max tool iterations" not in settings.text
+        assert "<small>(Administrador)</small>" in settings.text  # the top bar names the role in words
+        assert "(tenant_admin)" not in settings.text
         inbox = await client.get(f"/t/{tenant.slug}/inbox")
         assert (
             '<option value="waiting" >esperando</option>' in inbox.text or ">esperando</option>" in inbox.text

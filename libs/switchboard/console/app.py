@@ -31,7 +31,7 @@ from switchboard.db.models import Role
 from switchboard.i18n import SUPPORTED_LANGUAGES, negotiate_language, normalize_language
 from switchboard.i18n.jinja import install_i18n, use_language
 from switchboard.i18n.validation import localized
-from switchboard.users import CSRF_FIELD, CSRF_HEADER
+from switchboard.users import CSRF_FIELD, CSRF_HEADER, ROLE_WORDS
 
 __all__ = [
     "TEMPLATES_DIR",
@@ -151,6 +151,7 @@ def render(
         "request": request,
         "user": user,
         "role": user.role if user else None,
+        "role_words": ROLE_WORDS,
         "csrf_token": info.csrf_token if info else "",
         "nav": _nav_for(request, user.role if user else None, tenant.slug if tenant else None),
         "active": context.pop("active", None),

@@ -67,12 +67,6 @@ people_pages_router = APIRouter(include_in_schema=False)
 AdminPage = Annotated[PageContext, Depends(page_access(ADMIN_ROLES))]
 register_nav("people", N_("People"), "/people", ADMIN_ROLES)
 
-ROLE_WORDS = {
-    Role.platform_admin.value: N_("Platform admin"),
-    Role.tenant_admin.value: N_("Admin"),
-    Role.agent.value: N_("Agent"),
-}
-"""How each role is named on the pages (translated by the templates)."""
 _WORDS = (N_("online"), N_("offline"))
 """Agent states the templates translate."""
 INVITED = N_("Invitation ready for %(email)s.")
@@ -172,7 +166,7 @@ async def _people_page(
     invites = await pending_invites(session, tenant_id=page.tenant.id)
     return render(
         request, "people.html", status_code=code, tenant=page.tenant, agents=agents, users=users,
-        invites=invites, now=utcnow(), role_words=ROLE_WORDS, message=message, error=error,
+        invites=invites, now=utcnow(), message=message, error=error,
         new_link=new_link, form=form or {}, active="people",
     )  # fmt: skip
 
@@ -424,7 +418,7 @@ async def _invite_page(
     tenant = await session.get(Tenant, invite.tenant_id)
     return render(
         request, "invite.html", status_code=code, invite=invite, invited_tenant=tenant, refused=None, error=error,
-        min_chars=MIN_PASSWORD_CHARS, role_words=ROLE_WORDS, headers=_NO_REFERRER,
+        min_chars=MIN_PASSWORD_CHARS, headers=_NO_REFERRER,
     )  # fmt: skip
 
 

@@ -12,6 +12,7 @@ the admin API both authenticate through (it imports neither).
 from switchboard.db.models import Role
 from switchboard.password_policy import MIN_PASSWORD_CHARS, WeakPassword
 from switchboard.users.accounts import (
+    ROLE_WORDS,
     ROLES,
     UserExists,
     UserNotFound,
@@ -63,6 +64,7 @@ from switchboard.users.tokens import (
 
 __all__ = [
     "ROLES",
+    "ROLE_WORDS",
     "Role",
     "SESSION_COOKIE",
     "CSRF_HEADER",

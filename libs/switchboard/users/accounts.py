@@ -20,6 +20,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import ConsoleSession, ConsoleUser, Role, utcnow
 from switchboard.errors import SwitchboardError
+from switchboard.i18n import N_
 from switchboard.observability import get_logger
 from switchboard.password_policy import check_password
 
@@ -43,6 +44,13 @@ __all__ = [
 log = get_logger(__name__)
 
 ROLES = tuple(role.value for role in Role)
+
+ROLE_WORDS = {
+    Role.platform_admin.value: N_("Platform admin"),
+    Role.tenant_admin.value: N_("Admin"),
+    Role.agent.value: N_("Agent"),
+}
+"""How each role is named to people (gettext ids: the console's templates translate them)."""
 
 _hasher = PasswordHash.recommended()
 
