@@ -23,12 +23,15 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Form, HTTPException, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy import text
+from sqlmodel import select
 
 from switchboard.api.access import ADMIN_ROLES
 from switchboard.api.deps import SessionDep, SessionsDep, SettingsDep
 from switchboard.channels.accounts import (
     TOKEN_STATES_OK,
+    AccessTokenMissing,
     AccountTaken,
+    access_token_of,
     account_token_state,
     connect_channel_account,
     token_state_label,
@@ -42,9 +45,21 @@ from switchboard.channels.gmail.mailboxes import (
     start_authorization,
 )
 from switchboard.channels.gmail.oauth import parse_client_secrets
+from switchboard.channels.handshakes import account_verify_token, last_handshake
+from switchboard.channels.meta_connect import (
+    INSTAGRAM_WEBHOOK_FIELDS,
+    WHATSAPP_WEBHOOK_FIELDS,
+    ConnectRefused,
+    check_instagram_account,
+    check_whatsapp_number,
+    subscribe_whatsapp_app,
+)
+from switchboard.console.actions import Actioner
+from switchboard.console.actions import close as close_conversation_action
 from switchboard.console.app import render
 from switchboard.console.deps import PageContext, page_access
 from switchboard.crypto import CredentialCipher
+from switchboard.db.models import ChannelAccount, Conversation, ConversationStatus
 from switchboard.i18n import N_
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
@@ -104,16 +119,43 @@ async def channel_health(
 
 _ACCOUNT_LABELS = {"whatsapp": "phone_number_id", "instagram": "Instagram account"}
 """Channels connected with an account id and a token, and how their id is named in messages."""
+_META_CHANNELS = ("whatsapp", "instagram")
+
+
+async def _meta_setup(
+    request: Request, settings: Settings, health: dict[str, list[dict[str, Any]]]
+) -> dict[str, Any]:
+    """What Meta's dashboard needs, per Meta channel: the callback URL, whether the app secret is set,
+    and each account's own verify token and last completed handshake (added to its health row)."""
+    resources = getattr(request.app.state, "resources", None)
+    redis = getattr(resources, "redis", None)
+    secret = settings.secret("meta_verify_token")
+    for channel in _META_CHANNELS:
+        for account in health.get(channel, []):
+            account_id = account["external_account_id"]
+            account["verify_token"] = account_verify_token(secret, channel, account_id)
+            account["last_handshake_at"] = await last_handshake(redis, channel, account_id)
+    app_secret = {"whatsapp": settings.meta_app_secret, "instagram": settings.instagram_app_secret}
+    return {
+        channel: {
+            "callback_url": settings.callback_url(channel),
+            "app_secret_set": app_secret[channel] is not None,
+            "fields": WHATSAPP_WEBHOOK_FIELDS if channel == "whatsapp" else INSTAGRAM_WEBHOOK_FIELDS,
+        }
+        for channel in _META_CHANNELS
+    }
 
 
 async def _channels_page(
     request: Request, page: PageContext, session: Any, *, message: tuple[str, str] | None = None,
     error: str | None = None, code: int = 200,
 ) -> Response:  # fmt: skip
-    health = await channel_health(session, page.tenant.id, settings=request.app.state.settings)
+    settings = request.app.state.settings
+    health = await channel_health(session, page.tenant.id, settings=settings)
+    meta = await _meta_setup(request, settings, health)
     return render(
-        request, "channels.html", status_code=code, tenant=page.tenant, health=health, message=message,
-        error=error, active="channels",
+        request, "channels.html", status_code=code, tenant=page.tenant, health=health, meta=meta,
+        message=message, error=error, active="channels",
     )  # fmt: skip
 
 
@@ -123,6 +165,48 @@ async def channels_page(request: Request, page: AdminPage, session: SessionDep) 
     is shown as an alert."""
     flash = (request.query_params.get("flash") or "")[:300] or None
     return await _channels_page(request, page, session, error=flash)
+
+
+async def _existing(session: Any, channel: str, account_id: str) -> ChannelAccount | None:
+    return (
+        await session.exec(
+            select(ChannelAccount).where(
+                ChannelAccount.channel == channel, ChannelAccount.external_account_id == account_id
+            )
+        )
+    ).first()
+
+
+async def _check_with_meta(
+    settings: Settings, *, channel: str, account_id: str, token: str, base: str | None, waba_id: str,
+) -> tuple[str, str]:  # fmt: skip
+    """The Graph checks of connecting ``account_id`` (:mod:`switchboard.channels.meta_connect`) against
+    the API root it will use; returns ``(the name Meta gives it, what to add to the notice)``.
+
+    Raises:
+        ConnectRefused: Meta refused, in plain words.
+    """
+    root = settings.channel_api_base_url(channel, base)
+    if channel == "instagram":
+        found = await check_instagram_account(
+            root,
+            settings.instagram_api_version,
+            token,
+            account_id,
+            timeout_s=settings.instagram_send_timeout_s,
+        )
+        return found.name or found.username, f"@{found.username}"
+    number = await check_whatsapp_number(
+        root, settings.whatsapp_api_version, token, account_id, timeout_s=settings.whatsapp_send_timeout_s
+    )
+    words = f"{number.display_name} {number.phone_number}, quality {number.quality_rating}"
+    if waba_id:
+        await subscribe_whatsapp_app(
+            root, settings.whatsapp_api_version, token, waba_id, callback_url=settings.callback_url(channel),
+            verify_token=account_verify_token(settings.secret("meta_verify_token"), channel, account_id),
+        )  # fmt: skip
+        words += f"; app subscribed to the business account {waba_id}"
+    return number.display_name, words
 
 
 @channel_pages_router.post("/t/{slug}/channels/{channel}", response_class=HTMLResponse)
@@ -136,32 +220,68 @@ async def channels_connect(
     access_token: Annotated[str, Form(max_length=4000)] = "",
     display_name: Annotated[str, Form(max_length=200)] = "",
     api_base: Annotated[str, Form(max_length=300)] = "",
+    waba_id: Annotated[str, Form(max_length=64)] = "",
 ) -> Response:
     """Connect (or update) a WhatsApp number or an Instagram account: ``account_id`` (digits), the
     token (write-only; empty keeps the stored one, or means the sandbox for a new account), the name,
-    ``api_base`` (``sandbox`` / ``real``; empty: real with a token, sandbox without). Any other API
-    address is refused: it is the operator's setting (environment or CLI), never a tenant's."""
+    ``api_base`` (``sandbox`` / ``real``; empty: real with a token, sandbox without), and for WhatsApp
+    ``waba_id``, the WhatsApp Business Account to subscribe the app to. Any other API address is
+    refused: it is the operator's setting (environment or CLI), never a tenant's.
+
+    Before anything is saved the token is checked with Meta (:func:`_check_with_meta`); a refusal (an
+    invalid token, a missing permission, an account of another tenant) is shown in plain words (422)."""
     label = _ACCOUNT_LABELS.get(channel)
     if label is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "connect whatsapp or instagram here; gmail with OAuth")
-    account_id, token = account_id.strip(), access_token.strip() or None
+    account_id, token, waba_id = account_id.strip(), access_token.strip() or None, waba_id.strip()
     try:
         if not account_id.isdigit():
             raise ValueError(f"The {label} is digits only.")
+        if waba_id and not waba_id.isdigit():
+            raise ValueError("The WhatsApp Business Account id is digits only.")
         if api_base.strip() not in ("", "sandbox", "real"):
             log.warning("channel_api_base_refused", tenant_id=str(page.tenant.id), channel=channel)
             raise ValueError(
                 "Choose the sandbox or the real Graph API: another API address can only be set by the "
                 "platform's operator."
             )
-        base = api_base_option(api_base.strip() or None, has_token=token is not None)
+        cipher = CredentialCipher.from_settings(settings)
+        existing = await _existing(session, channel, account_id)
+        if existing is not None and existing.tenant_id != page.tenant.id:
+            raise AccountTaken(
+                f"This {'number' if channel == 'whatsapp' else 'account'} is already connected to another "
+                "business on this platform; it must be disconnected there first."
+            )
+        if existing is not None and not api_base.strip():  # an update (a new token, a name): same API
+            base, check_base = None, existing.api_base_url
+        else:
+            base = check_base = api_base_option(api_base.strip() or None, has_token=token is not None)
+        check_token = token or (existing and access_token_of(existing, cipher))
+        if not check_token and settings.account_on_sandbox(channel, check_base):
+            check_token = "sandbox-token"
+        if not check_token:
+            raise AccessTokenMissing(
+                "A number on the real Graph API needs its access token; without one, choose the sandbox."
+            )
+        meta_name, checked = await _check_with_meta(
+            settings,
+            channel=channel,
+            account_id=account_id,
+            token=check_token,
+            base=check_base,
+            waba_id=waba_id,
+        )
         account, created = await connect_channel_account(
             session, tenant=page.tenant, channel=channel, external_account_id=account_id, access_token=token,
-            display_name=display_name.strip() or None, cipher=CredentialCipher.from_settings(settings), api_base_url=base, label=label,
+            display_name=display_name.strip() or meta_name or None, cipher=cipher, api_base_url=base, label=label,
         )  # fmt: skip
         await session.commit()
-    except (AccountTaken, ValueError) as exc:
+    except (AccountTaken, ConnectRefused, ValueError) as exc:
         await session.rollback()
+        log.warning(
+            "channel_account_refused", tenant_id=str(page.tenant.id), channel=channel, account_id=account_id,
+            reason=type(exc).__name__, code=getattr(exc, "code", None),
+        )  # fmt: skip
         return await _channels_page(request, page, session, error=str(exc), code=422)
     log.warning(
         "channel_account_connected", tenant_id=str(page.tenant.id), channel=channel, account_id=account_id,
@@ -169,8 +289,52 @@ async def channels_connect(
     )  # fmt: skip
     done = N_("Connected") if created else N_("Updated")
     return await _channels_page(
-        request, page, session, message=(done, f"{channel} {account.external_account_id}")
+        request, page, session, message=(done, f"{channel} {account.external_account_id}: {checked}")
     )
+
+
+@channel_pages_router.post(
+    "/t/{slug}/channels/{channel}/{account_id}/disconnect", response_class=HTMLResponse
+)
+async def channels_disconnect(
+    request: Request, channel: str, account_id: str, page: AdminPage, session: SessionDep, sessions: SessionsDep,
+) -> Response:  # fmt: skip
+    """Disconnect one account of this tenant: each of its open conversations is closed (one in human
+    mode is handed back first, as the Close button does: :func:`switchboard.console.actions.close`),
+    its stored token is deleted and it is switched off, so webhooks for it are no longer taken in
+    (within :data:`~switchboard.channels.accounts.NEGATIVE_CACHE_TTL_S` plus the directory's cache).
+    History stays; connecting it again later makes it active again. 404: not this tenant's account."""
+    account = await _existing(session, channel, account_id)
+    if account is None or account.tenant_id != page.tenant.id:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such account")
+    open_ids = (
+        await session.exec(
+            select(Conversation.id).where(
+                Conversation.tenant_id == page.tenant.id,
+                Conversation.channel_account_id == account.id,
+                Conversation.status != ConversationStatus.closed.value,
+                Conversation.is_agent_console.is_(False),  # type: ignore[attr-defined]
+            )
+        )
+    ).all()
+    await session.rollback()  # the closes run in their own transactions
+    who = Actioner(tenant_id=page.tenant.id, user=page.user)
+    redis = getattr(getattr(request.app.state, "resources", None), "redis", None)
+    for conversation_id in open_ids:
+        await close_conversation_action(sessions, redis, who=who, conversation_id=conversation_id)
+    account = await _existing(session, channel, account_id)
+    assert account is not None
+    account.is_active, account.credentials_encrypted = False, None
+    session.add(account)
+    await session.commit()
+    log.warning(
+        "channel_account_disconnected", tenant_id=str(page.tenant.id), channel=channel, account_id=account_id,
+        closed_conversations=len(open_ids), actor=f"console:{page.user.email}",
+    )  # fmt: skip
+    return await _channels_page(
+        request, page, session,
+        message=(N_("Disconnected"), f"{channel} {account_id}: {len(open_ids)} open conversation(s) closed"),
+    )  # fmt: skip
 
 
 @channel_pages_router.post("/t/{slug}/channels/gmail/authorize")
