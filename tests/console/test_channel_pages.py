@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
 import httpx
@@ -53,6 +54,28 @@ async def test_channels_page_shows_each_accounts_health(console_client, sessions
     assert f'data-account="{account.external_account_id}"' in page.text
     assert "131047: Re-engagement message" in page.text and 'data-token="stored"' in page.text
     assert "never" in page.text  # no webhook received yet
+
+
+async def test_a_token_meta_refused_on_the_last_send_shows_as_invalid(
+    console_client, sessions, make_tenant, settings
+):
+    tenant = await make_tenant()
+    account = await connect_whatsapp(sessions, tenant, settings)
+    conv = await make_conversation(sessions, tenant)
+    async with sessions() as session, session.begin():
+        session.add(
+            Outbox(
+                tenant_id=tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
+                channel_account_id=account.id, recipient="15550100098", status="failed",
+                error_code="190", error_message="Error validating access token",
+            )
+        )  # fmt: skip
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
+    async with console_client() as client:
+        await log_in(client, admin)
+        page = await client.get(f"/t/{tenant.slug}/channels")
+    row = page.text[page.text.index(f'data-account="{account.external_account_id}"') :]
+    assert 'class="badge state-failed" data-token="invalid">invalid or expired: rotate it<' in row
 
 
 async def test_channels_page_shows_callback_url_verify_tokens_and_app_secret(
@@ -335,6 +358,14 @@ async def test_channels_page_connects_a_gmail_mailbox_through_the_google_sandbox
         replayed = await client.get(f"{back.path}?{back.query}")  # the code is used up
         assert replayed.status_code == 422
         assert SECRETS.client_secret not in done.text
-    async with sessions() as session:
+        assert 'data-sync="polling">Polling' in done.text  # no Pub/Sub topic: the mailbox is polled
+    async with sessions() as session, session.begin():
         row = (await session.exec(select(GmailMailbox).where(GmailMailbox.email == mailbox))).one()
+        row.watch_expiration_ms = int((datetime.now(UTC) + timedelta(days=6)).timestamp() * 1000)
+        session.add(row)
     assert (row.tenant_id, row.status) == (tenant.id, "active")
+    async with console_client() as client:
+        await log_in(client, admin)
+        page = await client.get(f"/t/{tenant.slug}/channels")
+    until = (datetime.now(UTC) + timedelta(days=6)).strftime("%Y-%m-%d")
+    assert f'data-sync="push">Push until {until}' in page.text

@@ -17,6 +17,7 @@ stored; a Gmail mailbox's ``needs_reauth``); and the connect flows, through the 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -82,7 +83,15 @@ _HEALTH = text(
                AS last_send_error,
            (SELECT max(o.updated_at) FROM outbox o WHERE o.channel_account_id = a.id AND o.error_code IS NOT NULL)
                AS last_send_error_at,
-           (SELECT g.status FROM gmail_mailboxes g WHERE g.channel_account_id = a.id LIMIT 1) AS mailbox_status
+           (SELECT o.error_code FROM outbox o WHERE o.channel_account_id = a.id AND o.error_code IS NOT NULL
+               ORDER BY o.updated_at DESC LIMIT 1) AS last_send_error_code,
+           (SELECT g.status FROM gmail_mailboxes g WHERE g.channel_account_id = a.id LIMIT 1) AS mailbox_status,
+           (SELECT g.watch_expiration_ms FROM gmail_mailboxes g WHERE g.channel_account_id = a.id LIMIT 1)
+               AS watch_expiration_ms,
+           (SELECT g.last_synced_at FROM gmail_mailboxes g WHERE g.channel_account_id = a.id LIMIT 1)
+               AS last_synced_at,
+           (SELECT max(p.created_at) FROM gmail_push_notifications p WHERE p.channel_account_id = a.id)
+               AS last_push_at
     FROM channel_accounts a WHERE a.tenant_id = :tenant ORDER BY a.channel, a.external_account_id
     """
 )
@@ -98,20 +107,42 @@ def _token_state(row: dict[str, Any], settings: Settings | None) -> str:
     )
 
 
+_INVALID_TOKEN_CODES = frozenset({"190"})
+"""Send error codes that mean the stored token no longer works (Graph 190: invalid or expired)."""
+_TOKEN_WORDS = {"invalid": N_("invalid or expired: rotate it")}
+"""Token states of this page beyond :data:`~switchboard.channels.accounts.TOKEN_STATE_LABELS`."""
+
+
+def _sync_mode(watch_expiration_ms: int | None) -> tuple[str, datetime | None]:
+    """A Gmail mailbox's sync: ``("push", until)`` while its ``users.watch`` lasts, else ``("polling", None)``."""
+    if watch_expiration_ms:
+        until = datetime.fromtimestamp(watch_expiration_ms / 1000, tz=UTC)
+        if until > datetime.now(UTC):
+            return "push", until
+    return "polling", None
+
+
 async def channel_health(
     session: Any, tenant_id: Any, *, settings: Settings | None = None
 ) -> dict[str, list[dict[str, Any]]]:
     """``{channel: [account health]}`` (see the module docstring); every channel key present.
 
     ``token_state`` is :func:`~switchboard.channels.accounts.account_token_state` (as ``channel list``
-    shows it; ``settings`` tell a sandbox account, which needs no token), ``token_label`` its words,
-    ``token_ok`` whether the account can send with it.
+    shows it; ``settings`` tell a sandbox account, which needs no token), or ``invalid`` when the newest
+    send error is Meta's 190; ``token_label`` its words, ``token_ok`` whether the account can send with
+    it. A Gmail mailbox also has ``sync_mode`` (``push`` while its watch lasts, until ``push_until``;
+    else ``polling``), ``last_synced_at``, and its last Pub/Sub push as ``last_webhook_at``.
     """
     grouped: dict[str, list[dict[str, Any]]] = {"whatsapp": [], "instagram": [], "gmail": []}
     for row in (await session.execute(_HEALTH, {"tenant": tenant_id})).mappings():
         item = dict(row)
         item["token_state"] = _token_state(item, settings)
-        item["token_label"] = token_state_label(item["token_state"])
+        if item["token_state"] == "stored" and item.get("last_send_error_code") in _INVALID_TOKEN_CODES:
+            item["token_state"] = "invalid"  # the newest send error says Meta refuses the token now
+        if item["channel"] == "gmail":
+            item["sync_mode"], item["push_until"] = _sync_mode(item.get("watch_expiration_ms"))
+            item["last_webhook_at"] = item.get("last_push_at") or item["last_webhook_at"]
+        item["token_label"] = _TOKEN_WORDS.get(item["token_state"]) or token_state_label(item["token_state"])
         item["token_ok"] = item["token_state"] in TOKEN_STATES_OK
         grouped.setdefault(item["channel"], []).append(item)
     return grouped
