@@ -369,3 +369,20 @@ async def test_channels_page_connects_a_gmail_mailbox_through_the_google_sandbox
         page = await client.get(f"/t/{tenant.slug}/channels")
     until = (datetime.now(UTC) + timedelta(days=6)).strftime("%Y-%m-%d")
     assert f'data-sync="push">Push until {until}' in page.text
+
+
+async def test_refusals_and_the_page_speak_spanish(console_client, sessions, make_tenant, graph_sandbox):
+    tenant = await make_tenant()
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
+    number, token = new_phone_number_id(), _token()
+    graph_sandbox[1].token_errors[token] = 190
+    async with console_client(**{"Accept-Language": "es-ES,es;q=0.9"}) as client:
+        me = await log_in(client, admin)
+        page = await client.get(f"/t/{tenant.slug}/channels")
+        assert "Token de verificación" in page.text and "URL de devolución de llamada" in page.text
+        refused = await me.post_form(
+            f"/t/{tenant.slug}/channels/whatsapp", {"account_id": number, "access_token": token}
+        )
+        digits = await me.post_form(f"/t/{tenant.slug}/channels/whatsapp", {"account_id": "x1"})
+    assert refused.status_code == 422 and "Meta rechazó el token de acceso" in refused.text
+    assert digits.status_code == 422 and "El phone_number_id solo lleva dígitos." in digits.text

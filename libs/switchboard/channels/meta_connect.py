@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from switchboard.i18n import N_
 from switchboard.observability import get_logger
 
 __all__ = [
@@ -48,15 +49,17 @@ _PERMISSIONS = {
 
 
 class ConnectRefused(ValueError):
-    """Meta refused a check, or could not be reached; ``str()`` is the plain-words reason.
+    """Meta refused a check, or could not be reached; ``str()`` is the plain-words reason in English.
 
     Attributes:
+        words: the reason as an English msgid with ``%(name)s`` places (the console translates it).
+        params: the values of those places.
         code: Meta's error code (``None``: no answer, or not a Graph error).
     """
 
-    def __init__(self, message: str, *, code: int | None = None) -> None:
-        self.code = code
-        super().__init__(message)
+    def __init__(self, words: str, params: dict[str, Any] | None = None, *, code: int | None = None) -> None:
+        self.words, self.params, self.code = words, params or {}, code
+        super().__init__(words % self.params)
 
 
 @dataclass(frozen=True)
@@ -79,29 +82,35 @@ class InstagramCheck:
     name: str
 
 
-def refusal_words(channel: str, code: int | None, message: str, *, account_id: str = "") -> str:
-    """What to tell the person connecting ``channel`` when Graph answered error ``code``."""
+def refusal_words(
+    channel: str, code: int | None, message: str, *, account_id: str = ""
+) -> tuple[str, dict[str, Any]]:
+    """What to tell the person connecting ``channel`` when Graph answered error ``code``: an English
+    msgid and its parameters (``msgid % params`` is the English text)."""
     if code == 190:
-        return (
+        return N_(
             "Meta refused the access token: it is invalid or has expired. Create a permanent token "
             "(a system user's token in Business Settings) and paste it again."
-        )
+        ), {}
     if code == 10 or (code is not None and 200 <= code <= 299):
-        return (
-            f"The access token is missing a permission this needs ({_PERMISSIONS.get(channel, 'the channel')}). "
-            "Give the system user those permissions on this account and try again."
-        )
+        return N_(
+            "The access token is missing a permission this needs (%(permissions)s). Give the system user "
+            "those permissions on this account and try again."
+        ), {"permissions": _PERMISSIONS.get(channel, channel)}
     if code == 100:
-        return (
-            f"Meta does not know the account {account_id}, or this token cannot see it. Check the id in "
-            "the App Dashboard and that the token belongs to the same business."
-        )
+        return N_(
+            "Meta does not know the account %(account)s, or this token cannot see it. Check the id in the "
+            "App Dashboard and that the token belongs to the same business."
+        ), {"account": account_id}
     if code == 2200:
-        return (
-            "Meta could not verify the callback URL: it must be reachable over HTTPS and answer the "
-            "verify token shown on this page."
-        )
-    return f"Meta refused the request: {message[:200]} (error {code})."
+        return N_(
+            "Meta could not verify the callback URL: it must be reachable over HTTPS and answer the verify "
+            "token shown on this page."
+        ), {}
+    return N_("Meta refused the request: %(message)s (error %(code)s)."), {
+        "message": message[:200],
+        "code": code,
+    }
 
 
 async def _graph(
@@ -115,7 +124,10 @@ async def _graph(
             )
     except httpx.HTTPError as exc:
         log.warning("meta_connect_unreachable", channel=channel, url=url, error=type(exc).__name__)
-        raise ConnectRefused(f"Could not reach Meta at {url}: {type(exc).__name__}. Try again.") from None
+        raise ConnectRefused(
+            N_("Could not reach Meta at %(url)s (%(error)s). Try again in a moment."),
+            {"url": url, "error": type(exc).__name__},
+        ) from None
     try:
         data = response.json()
     except ValueError:
@@ -126,7 +138,8 @@ async def _graph(
     code = error.get("code") if isinstance(error.get("code"), int) else None
     message = str(error.get("message") or f"HTTP {response.status_code}")
     log.warning("meta_connect_refused", channel=channel, code=code, http_status=response.status_code)
-    raise ConnectRefused(refusal_words(channel, code, message, account_id=account_id), code=code)
+    words, params = refusal_words(channel, code, message, account_id=account_id)
+    raise ConnectRefused(words, params, code=code)
 
 
 async def check_whatsapp_number(

@@ -30,7 +30,6 @@ from switchboard.api.access import ADMIN_ROLES
 from switchboard.api.deps import SessionDep, SessionsDep, SettingsDep
 from switchboard.channels.accounts import (
     TOKEN_STATES_OK,
-    AccessTokenMissing,
     AccountTaken,
     access_token_of,
     account_token_state,
@@ -57,11 +56,11 @@ from switchboard.channels.meta_connect import (
 )
 from switchboard.console.actions import Actioner
 from switchboard.console.actions import close as close_conversation_action
-from switchboard.console.app import render
+from switchboard.console.app import console_language, render
 from switchboard.console.deps import PageContext, page_access
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, Conversation, ConversationStatus
-from switchboard.i18n import N_
+from switchboard.i18n import N_, gettext
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
 
@@ -210,6 +209,7 @@ async def _existing(session: Any, channel: str, account_id: str) -> ChannelAccou
 
 async def _check_with_meta(
     settings: Settings, *, channel: str, account_id: str, token: str, base: str | None, waba_id: str,
+    language: str,
 ) -> tuple[str, str]:  # fmt: skip
     """The Graph checks of connecting ``account_id`` (:mod:`switchboard.channels.meta_connect`) against
     the API root it will use; returns ``(the name Meta gives it, what to add to the notice)``.
@@ -226,17 +226,21 @@ async def _check_with_meta(
             account_id,
             timeout_s=settings.instagram_send_timeout_s,
         )
-        return found.name or found.username, f"@{found.username}"
+        return found.name or found.username, f"@{found.username}"  # a handle: the same in every language
     number = await check_whatsapp_number(
         root, settings.whatsapp_api_version, token, account_id, timeout_s=settings.whatsapp_send_timeout_s
     )
-    words = f"{number.display_name} {number.phone_number}, quality {number.quality_rating}"
+    words = gettext(language, N_("%(name)s %(phone)s, quality %(quality)s")) % {
+        "name": number.display_name, "phone": number.phone_number, "quality": number.quality_rating,
+    }  # fmt: skip
     if waba_id:
         await subscribe_whatsapp_app(
             root, settings.whatsapp_api_version, token, waba_id, callback_url=settings.callback_url(channel),
             verify_token=account_verify_token(settings.secret("meta_verify_token"), channel, account_id),
         )  # fmt: skip
-        words += f"; app subscribed to the business account {waba_id}"
+        words += "; " + gettext(language, N_("app subscribed to the business account %(waba)s")) % {
+            "waba": waba_id
+        }
     return number.display_name, words
 
 
@@ -267,21 +271,28 @@ async def channels_connect(
     account_id, token, waba_id = account_id.strip(), access_token.strip() or None, waba_id.strip()
     try:
         if not account_id.isdigit():
-            raise ValueError(f"The {label} is digits only.")
+            raise ConnectRefused(N_("The %(label)s is digits only."), {"label": label})
         if waba_id and not waba_id.isdigit():
-            raise ValueError("The WhatsApp Business Account id is digits only.")
+            raise ConnectRefused(N_("The WhatsApp Business Account id is digits only."))
         if api_base.strip() not in ("", "sandbox", "real"):
             log.warning("channel_api_base_refused", tenant_id=str(page.tenant.id), channel=channel)
-            raise ValueError(
-                "Choose the sandbox or the real Graph API: another API address can only be set by the "
-                "platform's operator."
+            raise ConnectRefused(
+                N_(
+                    "Choose the sandbox or the real Graph API: another API address can only be set by the "
+                    "platform's operator."
+                )
             )
         cipher = CredentialCipher.from_settings(settings)
         existing = await _existing(session, channel, account_id)
         if existing is not None and existing.tenant_id != page.tenant.id:
-            raise AccountTaken(
-                f"This {'number' if channel == 'whatsapp' else 'account'} is already connected to another "
-                "business on this platform; it must be disconnected there first."
+            raise ConnectRefused(
+                N_(
+                    "This number is already connected to another business on this platform; it must be disconnected there first."
+                )
+                if channel == "whatsapp"
+                else N_(
+                    "This account is already connected to another business on this platform; it must be disconnected there first."
+                )
             )
         if existing is not None and not api_base.strip():  # an update (a new token, a name): same API
             base, check_base = None, existing.api_base_url
@@ -291,8 +302,10 @@ async def channels_connect(
         if not check_token and settings.account_on_sandbox(channel, check_base):
             check_token = "sandbox-token"
         if not check_token:
-            raise AccessTokenMissing(
-                "A number on the real Graph API needs its access token; without one, choose the sandbox."
+            raise ConnectRefused(
+                N_(
+                    "An account on the real Graph API needs its access token; without one, choose the sandbox."
+                )
             )
         meta_name, checked = await _check_with_meta(
             settings,
@@ -301,6 +314,7 @@ async def channels_connect(
             token=check_token,
             base=check_base,
             waba_id=waba_id,
+            language=console_language(request, page.tenant),
         )
         account, created = await connect_channel_account(
             session, tenant=page.tenant, channel=channel, external_account_id=account_id, access_token=token,
@@ -313,7 +327,10 @@ async def channels_connect(
             "channel_account_refused", tenant_id=str(page.tenant.id), channel=channel, account_id=account_id,
             reason=type(exc).__name__, code=getattr(exc, "code", None),
         )  # fmt: skip
-        return await _channels_page(request, page, session, error=str(exc), code=422)
+        error = str(exc)
+        if isinstance(exc, ConnectRefused):  # in the page's language
+            error = gettext(console_language(request, page.tenant), exc.words) % exc.params
+        return await _channels_page(request, page, session, error=error, code=422)
     log.warning(
         "channel_account_connected", tenant_id=str(page.tenant.id), channel=channel, account_id=account_id,
         created=created, actor=f"console:{page.user.email}",
@@ -364,7 +381,9 @@ async def channels_disconnect(
     )  # fmt: skip
     return await _channels_page(
         request, page, session,
-        message=(N_("Disconnected"), f"{channel} {account_id}: {len(open_ids)} open conversation(s) closed"),
+        message=(N_("Disconnected"), f"{channel} {account_id}: " + gettext(
+            console_language(request, page.tenant), N_("%(count)s open conversation(s) closed")
+        ) % {"count": len(open_ids)}),
     )  # fmt: skip
 
 
