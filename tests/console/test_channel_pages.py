@@ -21,6 +21,7 @@ from switchboard.db.models import ChannelAccount, Conversation, Customer, GmailM
 from tests.utils.agent import make_conversation
 from tests.utils.console import log_in, new_user
 from tests.utils.gmail import SECRETS, new_mailbox
+from tests.utils.servers import serve_app
 from tests.utils.whatsapp import VERIFY_TOKEN, connect_whatsapp, new_phone_number_id
 
 
@@ -386,3 +387,41 @@ async def test_refusals_and_the_page_speak_spanish(console_client, sessions, mak
         digits = await me.post_form(f"/t/{tenant.slug}/channels/whatsapp", {"account_id": "x1"})
     assert refused.status_code == 422 and "Meta rechazó el token de acceso" in refused.text
     assert digits.status_code == 422 and "El phone_number_id solo lleva dígitos." in digits.text
+
+
+async def test_a_callback_meta_cannot_verify_is_refused_and_nothing_saved(
+    console_client, sessions, make_tenant, console_settings
+):
+    """The WhatsApp service (its Graph sandbox making Meta's handshake) runs with another verify token
+    than the console: the handshake gets 403, Meta's answer is error 2200."""
+    from services.whatsapp.main import create_app
+
+    whatsapp = create_app(
+        console_settings.model_copy(
+            update={"whatsapp_sandbox_enabled": True, "meta_verify_token": "another-one"}
+        )
+    )
+    tenant = await make_tenant()
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
+    form = {"account_id": new_phone_number_id(), "waba_id": new_phone_number_id(), "api_base": "sandbox"}
+    async with serve_app(whatsapp, port=console_settings.whatsapp_port), console_client() as client:
+        me = await log_in(client, admin)
+        refused = await me.post_form(f"/t/{tenant.slug}/channels/whatsapp", form)
+    assert refused.status_code == 422 and "Meta could not verify the callback URL" in refused.text
+    assert await _accounts(sessions, tenant.id) == {}
+
+
+async def test_meta_out_of_reach_is_refused_with_the_address_tried(
+    console_client, sessions, make_tenant, console_settings
+):
+    tenant = await make_tenant()  # no WhatsApp service runs: its sandbox does not answer
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
+    number = new_phone_number_id()
+    async with console_client() as client:
+        me = await log_in(client, admin)
+        refused = await me.post_form(
+            f"/t/{tenant.slug}/channels/whatsapp", {"account_id": number, "api_base": "sandbox"}
+        )
+    tried = f"{console_settings.whatsapp_sandbox_url}/{console_settings.whatsapp_api_version}/{number}"
+    assert refused.status_code == 422 and f"Could not reach Meta at {tried} (ConnectError)" in refused.text
+    assert await _accounts(sessions, tenant.id) == {}
