@@ -1,17 +1,29 @@
 """Console: the channels of a tenant (admins), ``/t/{slug}/channels``.
 
-Connected accounts per channel with their health: the last webhook (newest inbound message stored for
-the account), the last send error (newest outbox part with an error), the token state (credentials
-stored; a Gmail mailbox's ``needs_reauth``); and the connect flows, through the same library code as
-``switchboard channel add-*``:
+Connected accounts per channel with their health (:func:`channel_health`): the last webhook (newest
+inbound message stored for the account; a Gmail mailbox's last Pub/Sub push), the last send error
+(newest outbox part with an error), the token state (credentials stored, ``invalid`` when Meta refused
+the token on the last send, a Gmail mailbox's ``needs_reauth``), a Gmail mailbox's push or polling
+state; for the Meta channels also what Meta's dashboard needs (the callback URL under
+``PUBLIC_BASE_URL``, each account's own verify token, :mod:`switchboard.channels.handshakes`, whether
+the app secret is set, the webhook fields) and when Meta last completed the handshake.
 
-* a WhatsApp number / an Instagram account (``POST /t/{slug}/channels/{whatsapp|instagram}``:
-  :func:`switchboard.channels.accounts.connect_channel_account`, the token write-only and encrypted);
+Connect flows, through the same library code as ``switchboard channel add-*``:
+
+* a WhatsApp number / an Instagram account (``POST /t/{slug}/channels/{whatsapp|instagram}``): checked
+  with Meta first (:mod:`switchboard.channels.meta_connect`: the token reads the number or account;
+  for WhatsApp the app is subscribed to the WhatsApp Business Account with this number's callback and
+  verify token, and Meta verifies the callback); a refusal is shown in words, in the page's language,
+  and nothing is saved; then :func:`switchboard.channels.accounts.connect_channel_account` (the token
+  write-only and encrypted). The same form with a new token rotates it.
 * a Gmail mailbox with OAuth (``POST /t/{slug}/channels/gmail/authorize`` sends the browser to Google's
   consent page — the local Google sandbox when ``GMAIL_*`` URLs are unset — which comes back to
   ``GET /t/{slug}/channels/gmail/callback``: :mod:`switchboard.channels.gmail.mailboxes`, as the CLI
   and ``/v1/admin/tenants/{slug}/gmail/...``). The client secret travels only inside the encrypted
   ``state``; nothing secret is ever shown back.
+
+``POST /t/{slug}/channels/{channel}/{account_id}/disconnect`` closes the account's open conversations,
+deletes its token and switches it off (:func:`channels_disconnect`).
 """
 
 from __future__ import annotations
