@@ -14,7 +14,7 @@ import pytest
 from sqlmodel import select
 from switchboard.channels.accounts import access_token_of
 from switchboard.channels.handshakes import account_verify_token
-from switchboard.conversations import start_conversation
+from switchboard.conversations import start_conversation, to_console_user
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, Conversation, Customer, GmailMailbox, Outbox, Role
 
@@ -301,6 +301,9 @@ async def test_disconnect_closes_the_accounts_open_conversations_and_forgets_its
             )
             opened.append(conversation.id)
     admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
+    async with sessions() as session, session.begin():  # a person has the second one
+        taken = await session.get(Conversation, opened[1])
+        await to_console_user(session, taken, user_id=admin.id, reason="a person took it")
     async with console_client() as client:
         me = await log_in(client, admin)
         page = await client.get(f"/t/{tenant.slug}/channels")
@@ -325,7 +328,7 @@ async def test_disconnect_closes_the_accounts_open_conversations_and_forgets_its
         }
         row = await session.get(ChannelAccount, account.id)
         theirs_row = await session.get(ChannelAccount, theirs.id)
-    assert [statuses[i] for i in opened] == ["closed", "closed", "ai"]
+    assert [statuses[i] for i in opened] == ["closed", "closed", "ai"]  # the one a person had too
     assert row is not None and (row.is_active, row.credentials_encrypted) == (False, None)
     assert theirs_row is not None and theirs_row.is_active
 

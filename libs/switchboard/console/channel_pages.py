@@ -362,7 +362,7 @@ async def channels_disconnect(
     """Disconnect one account of this tenant: each of its open conversations is closed (one in human
     mode is handed back first, as the Close button does: :func:`switchboard.console.actions.close`),
     its stored token is deleted and it is switched off, so webhooks for it are no longer taken in
-    (within :data:`~switchboard.channels.accounts.NEGATIVE_CACHE_TTL_S` plus the directory's cache).
+    (once the channel service's cached lookup expires: :data:`~switchboard.channels.accounts.CACHE_TTL_S`).
     History stays; connecting it again later makes it active again. 404: not this tenant's account."""
     account = await _existing(session, channel, account_id)
     if account is None or account.tenant_id != page.tenant.id:
