@@ -117,7 +117,7 @@ async def test_whatsapp_connect_checks_the_token_with_meta_and_subscribes_the_ap
             {"account_id": number, "waba_id": waba, "access_token": token, "api_base": "real"},
         )
     assert done.status_code == 200, done.text[:400]
-    notice = f"Connected: whatsapp {number}: Sandbox {number[-4:]} +1 555-01{number[-4:-2]}-{number[-2:]}"
+    notice = f"Connected: whatsapp {number}: Sandbox {number[-4:]} +1 555-010-{number[-4:]}"
     assert notice + f", quality GREEN; app subscribed to the business account {waba}" in done.text
     assert token not in done.text
     subscription = graph_sandbox[1].subscriptions[waba]

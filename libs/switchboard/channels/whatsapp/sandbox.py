@@ -476,7 +476,7 @@ def sandbox_router(
             return JSONResponse(
                 {
                     "verified_name": f"Sandbox {media_id[-4:]}",
-                    "display_phone_number": f"+1 555-01{media_id[-4:-2]}-{media_id[-2:]}",
+                    "display_phone_number": f"+1 555-010-{media_id[-4:]}",
                     "quality_rating": "GREEN",
                     "id": media_id,
                 }
