@@ -377,6 +377,7 @@ def test_the_compose_environment_is_valid_settings_and_names_what_is_missing(mon
         settings.media_store_options == {} and settings.media_public_base_url == "https://support.example.com"
     )
     assert settings.channel_api_base_url("whatsapp", None) == "https://graph.facebook.com"
+    assert settings.callback_url("whatsapp") == "https://support.example.com/webhooks/whatsapp"
     assert settings.channel_api_base_url("whatsapp", "sandbox") == "http://whatsapp:8101/_sandbox/graph"
     assert settings.model_server_url == "http://model_server:8105"
     assert not settings.whatsapp_sandbox_enabled

@@ -442,7 +442,7 @@ def test_csv_import_has_its_request_body_in_the_openapi_schema(settings) -> None
 
 
 async def test_channel_list_and_console_agree_on_a_needs_reauth_mailbox(cli, make_tenant, sessions) -> None:  # type: ignore[no-untyped-def]
-    from switchboard.console.operations_pages import channel_health
+    from switchboard.console.channel_pages import channel_health
     from switchboard.db.models import GmailMailbox
     from switchboard.tenants import add_channel_account
 

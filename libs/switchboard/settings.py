@@ -155,6 +155,20 @@ class NetworkSettings(BaseSettings):
     (``http://whatsapp:8101``); unset: this machine's ``WHATSAPP_PORT``."""
     instagram_url_override: str | None = Field(None, validation_alias="INSTAGRAM_URL")
     """Where other services reach the Instagram service (its sandbox) in containers."""
+    public_base_url: str | None = None
+    """``PUBLIC_BASE_URL``: the public ``https://`` root where Meta and Google reach this deployment
+    (the ``SWITCHBOARD_DOMAIN`` site of ``infra/Caddyfile``, e.g. ``https://support.example.com``);
+    the console's Channels page shows the webhook callback URLs under it and hands them to Meta when
+    an account is connected. Unset: this machine's service URLs (the sandboxes, a local tunnel)."""
+
+    def callback_url(self, channel: str) -> str:
+        """The webhook callback URL of ``channel`` (``whatsapp``, ``instagram``): under
+        ``PUBLIC_BASE_URL``, else the channel service on this machine."""
+        if self.public_base_url:
+            return f"{self.public_base_url.rstrip('/')}/webhooks/{channel}"
+        port = self.whatsapp_port if channel == "whatsapp" else self.instagram_port
+        return f"{self.service_url(port)}/webhooks/{channel}"
+
     mcp_tools_url_override: str | None = Field(None, validation_alias="MCP_TOOLS_URL")
     """MCP endpoint when the tool server is not on this machine (``http://mcp_tools:8104/mcp``)."""
     max_body_bytes: int = Field(1024 * 1024, ge=1024)

@@ -5,6 +5,7 @@ Run: `uvicorn services.whatsapp.main:create_app --factory` (`switchboard run` do
 
 from fastapi import FastAPI
 from switchboard.channels.whatsapp import sandbox_router, sandbox_status_sender, webhook_router
+from switchboard.channels.whatsapp.sandbox import sandbox_handshaker
 from switchboard.service_app import create_service_app
 from switchboard.settings import Settings, load_settings
 
@@ -18,7 +19,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # talks to graph.facebook.com); control endpoints need the admin token. Production turns it off.
         routers.append(
             sandbox_router(
-                admin_token=settings.secret("admin_token"), status_sender=sandbox_status_sender(settings)
+                admin_token=settings.secret("admin_token"),
+                status_sender=sandbox_status_sender(settings),
+                handshaker=sandbox_handshaker(settings),
             )
         )
     return create_service_app(

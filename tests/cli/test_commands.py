@@ -74,7 +74,7 @@ def test_commands_do_not_create_a_database_in_the_wrong_folder(cli, tmp_path):
 async def test_channel_list_has_a_header_and_says_a_sandbox_account_needs_no_token(
     cli, make_tenant, sessions, settings
 ):
-    from switchboard.console.operations_pages import channel_health
+    from switchboard.console.channel_pages import channel_health
     from switchboard.crypto import CredentialCipher
     from switchboard.tenants import add_channel_account
 

@@ -11,6 +11,7 @@ import pytest
 from fastapi.routing import APIRoute
 from switchboard.analytics.routes import analytics_admin_router
 from switchboard.console.analytics_pages import analytics_pages_router
+from switchboard.console.channel_pages import channel_pages_router
 from switchboard.console.knowledge_pages import knowledge_pages_router
 from switchboard.console.operations_pages import operations_pages_router
 from switchboard.console.platform_pages import platform_pages_router
@@ -23,7 +24,7 @@ from tests.utils.console import log_in, new_user
 
 TENANT_ROUTERS = (
     settings_pages_router, knowledge_pages_router, analytics_pages_router, operations_pages_router,
-    settings_admin_router, analytics_admin_router, knowledge_admin_router,
+    channel_pages_router, settings_admin_router, analytics_admin_router, knowledge_admin_router,
 )  # fmt: skip
 """Every one of these is for tenant and platform admins only."""
 

@@ -34,6 +34,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from switchboard.api.deps import SettingsDep
 from switchboard.body_limit import BodyTooLarge, allow_body
 from switchboard.channels.accounts import AccountDirectory
+from switchboard.channels.handshakes import account_of_verify_token, record_handshake
 from switchboard.channels.ingest import NormalizedDelivery, Throttle, ingest_delivery
 from switchboard.channels.meta import SIGNATURE_HEADER, challenge_response, signature_is_valid
 from switchboard.channels.sanitize import parse_clean_json_body
@@ -128,21 +129,29 @@ def meta_webhook_router(spec: MetaWebhook) -> LeanRouter:
         "",
         summary="Meta webhook subscription handshake",
         description="Answers `hub.challenge` as text when `hub.mode=subscribe` and `hub.verify_token` "
-        "equals the configured verify token; otherwise 403.",
+        "equals the configured verify token or a connected account's own one "
+        "(`switchboard.channels.handshakes`); otherwise 403.",
         response_class=PlainTextResponse,
         operation_id=f"{channel}_webhook_handshake",
     )
     async def handshake(
+        request: Request,
         settings: SettingsDep,
         mode: str | None = Query(None, alias="hub.mode"),
         token: str | None = Query(None, alias="hub.verify_token"),
         challenge: str | None = Query(None, alias="hub.challenge"),
     ) -> Response:
-        body = challenge_response(mode, token, challenge, spec.verify_token(settings))
+        secret = spec.verify_token(settings)
+        body = challenge_response(mode, token, challenge, secret)
+        account = None
+        if body is None and (account := account_of_verify_token(secret, channel, token)) is not None:
+            body = challenge_response(mode, token, challenge, token or "")  # an account's own token
         if body is None:
             log.warning("webhook_handshake_refused", channel=channel, mode=mode, has_token=bool(token))
             return PlainTextResponse("Forbidden", status_code=403)
-        log.info("webhook_handshake_ok", channel=channel)
+        log.info("webhook_handshake_ok", channel=channel, account_id=account)
+        resources = getattr(request.app.state, "resources", None)
+        await record_handshake(getattr(resources, "redis", None), channel, account)
         return PlainTextResponse(body)
 
     async def receive_delivery(request: Request) -> Response:

@@ -22,6 +22,7 @@ def console_routers() -> list[APIRouter]:
     from switchboard.analytics.routes import analytics_admin_router
     from switchboard.console.analytics_pages import analytics_pages_router
     from switchboard.console.api import conversations_admin_router
+    from switchboard.console.channel_pages import channel_pages_router
     from switchboard.console.conversation_pages import conversation_pages_router
     from switchboard.console.knowledge_pages import knowledge_pages_router
     from switchboard.console.operations_pages import operations_pages_router
@@ -44,6 +45,7 @@ def console_routers() -> list[APIRouter]:
         analytics_admin_router,
         platform_pages_router,
         operations_pages_router,
+        channel_pages_router,
         people_pages_router,
     ]
 

@@ -12,6 +12,10 @@ Meta's side:
   limits, :func:`switchboard.channels.instagram.replies.limit_problems`, is refused with error 100) or a
   ``sender_action`` (``mark_seen``, ``typing_on``: recorded in ``actions``);
 * ``GET /{version}/{igsid}``: a profile put with ``PUT /_control/profiles/{igsid}`` (else error 100);
+  asked for ``fields`` with ``account_type`` and not a stored profile, the professional account itself
+  (``username`` ``sandbox_<last 4 digits>``), as the console's connect check asks for it;
+* ``POST /_control/tokens`` ``{"token": T, "code": 190}``: calls with token ``T`` are refused with
+  Meta's error ``code`` (190 invalid token, 10 or 200 permission missing; ``null``: accepted again);
 * with ``echo_to`` set (the Instagram service sets its own webhook), every recorded message is echoed
   back as Meta does (``is_echo``, a moment later), so ``make run`` exercises echo matching;
 * ``GET /_cdn/{asset}``: bytes put with ``PUT /_control/cdn/{asset}`` (served **without** a content
@@ -51,6 +55,7 @@ _ERRORS: dict[int, tuple[str, int | None]] = {
     551: ("This person isn't available right now.", 1545041),
     190: ("Error validating access token: Session has expired.", 463),
     4: ("Application request limit reached", None),
+    200: ("(#200) Permissions error", None),
     613: ("Calls to this api have exceeded the rate limit.", None),
     100: ("Invalid parameter", None),
     2: ("An unexpected error has occurred. Please retry your request later.", None),
@@ -67,6 +72,8 @@ class InstagramSandbox:
     account_failures: dict[str, list[tuple[ScriptedAnswer, int | None]]] = field(default_factory=dict)
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
     cdn: dict[str, bytes] = field(default_factory=dict)
+    token_errors: dict[str, int] = field(default_factory=dict)
+    """Tokens whose calls are refused, and with which Graph error code (``POST /_control/tokens``)."""
     echo_to: tuple[str, str] | None = None
     """``(webhook URL, app secret)``: post Meta's echo of every recorded message there, as Instagram does
     (the Instagram service points it at its own ``/webhooks/instagram``); ``None``: no echoes."""
@@ -274,11 +281,37 @@ def instagram_sandbox_router(
             return PlainTextResponse(text, status_code=script.http_status, headers=script.headers)
         return JSONResponse({"recipient_id": to, "message_id": mid})
 
+    @router.post("/_control/tokens")
+    async def set_token_fault(request: Request) -> dict[str, Any]:
+        require_control_access(request, admin_token)
+        spec = await request.json()
+        token, code = str(spec.get("token") or ""), spec.get("code")
+        if not token or code not in (None, 190, 10, 200):
+            raise HTTPException(status_code=422, detail="a token, and code 190, 10, 200 or null")
+        if code is None:
+            state.token_errors.pop(token, None)
+        else:
+            state.token_errors[token] = int(code)
+        return {"token_errors": len(state.token_errors)}
+
     @router.get("/{version}/{igsid}")
     async def profile(version: str, igsid: str, request: Request) -> Response:
         if not request.headers.get("authorization", "").startswith("Bearer "):
             return _error(190, 401)
+        refused = state.token_errors.get(request.headers["authorization"].removeprefix("Bearer "))
+        if refused is not None:
+            return _error(refused, 401 if refused == 190 else 403)
         found = state.profiles.get(igsid)
+        if found is None and "account_type" in request.query_params.get("fields", ""):
+            return JSONResponse(
+                {
+                    "user_id": igsid,
+                    "username": f"sandbox_{igsid[-4:]}",
+                    "name": f"Sandbox {igsid[-4:]}",
+                    "account_type": "BUSINESS",
+                    "id": igsid,
+                }
+            )
         if found is None:
             return _error(100, 400)
         return JSONResponse({**found, "id": igsid})

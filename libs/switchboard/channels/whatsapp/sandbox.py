@@ -33,6 +33,17 @@ admin token, ``Authorization: Bearer <admin token>``: :func:`switchboard.channel
     ``N`` lookups of that media id (its URL and its bytes) fail with Meta's error.
 * ``DELETE /_control/failures?to=&phone_number_id=&media_id=`` drops scripts that were not used.
 * ``PUT /_control/media/{id}`` stores bytes served by the media endpoints.
+* ``POST /_control/tokens`` ``{"token": T, "code": 190}``: calls made with token ``T`` are refused with
+  Meta's error ``code`` (190 invalid token, 10 or 200 permission missing; ``null``: accepted again).
+
+Connect checks, as Meta answers them (:mod:`switchboard.channels.meta_connect`):
+
+* ``GET /{version}/{phone_number_id}?fields=...`` (any ``fields``): the number's ``verified_name``,
+  ``display_phone_number`` and ``quality_rating`` (``GREEN``).
+* ``POST /{version}/{waba_id}/subscribed_apps?override_callback_uri=&verify_token=``: does the callback
+  handshake first, as Meta does (``GET`` with ``hub.mode=subscribe``, the verify token and a challenge,
+  through the service's :data:`Handshaker` to its own ``/webhooks/whatsapp``); a wrong answer is
+  Meta's error 2200, else ``{"success": true}`` and the subscription is kept in ``subscriptions``.
 """
 
 from __future__ import annotations
@@ -64,12 +75,18 @@ __all__ = [
     "AutoStatuses",
     "ScriptedAnswer",
     "StatusSender",
+    "Handshaker",
+    "sandbox_handshaker",
     "sandbox_router",
     "sandbox_status_sender",
     "status_webhook",
 ]
 
 log = get_logger(__name__)
+
+Handshaker = Callable[[str, str, str], Awaitable[tuple[int, str]]]
+"""``(callback_url, verify_token, challenge) -> (HTTP status, body)`` of the webhook handshake Meta makes
+when an app subscribes with a callback; the service builds it (:func:`sandbox_handshaker`)."""
 
 StatusSender = Callable[[dict[str, Any]], Awaitable[None]]
 """Delivers a status webhook body (Meta's shape) to the WhatsApp webhook, signed; the service builds it."""
@@ -102,6 +119,10 @@ class GraphSandbox:
     (none by default; ``POST /_control/statuses``), whatever the send's answer (a delayed or lost answer
     too): what lets a row left ``sending`` by a killed worker be reconciled instead of sent twice."""
     auto_status_delay_s: float = 0.2
+    token_errors: dict[str, int] = field(default_factory=dict)
+    """Tokens whose calls are refused, and with which Graph error code (``POST /_control/tokens``)."""
+    subscriptions: dict[str, dict[str, str]] = field(default_factory=dict)
+    """WhatsApp Business Account id → its app subscription (``callback_url``, ``verify_token``)."""
     _seq: itertools.count = field(default_factory=lambda: itertools.count(1))
     _callbacks: set[asyncio.Task[None]] = field(default_factory=set)
 
@@ -196,6 +217,14 @@ def _error(code: int, http_status: int, headers: dict[str, str] | None = None) -
     )
 
 
+def _graph_error(code: int, http_status: int, message: str) -> JSONResponse:
+    """Meta's error body for a token, permission or webhook refusal (no WhatsApp ``error_data``)."""
+    return JSONResponse(
+        {"error": {"message": message, "type": "OAuthException", "code": code, "fbtrace_id": "SANDBOX"}},
+        status_code=http_status,
+    )
+
+
 def _scripted_error(answer: ScriptedAnswer) -> Response:
     if answer.body is None:
         return _error(answer.code, answer.http_status, answer.headers)
@@ -209,6 +238,7 @@ def sandbox_router(
     *,
     admin_token: str | None = None,
     status_sender: StatusSender | None = None,
+    handshaker: Handshaker | None = None,
 ) -> APIRouter:
     """Router to mount at ``/_sandbox/graph``.
 
@@ -216,6 +246,8 @@ def sandbox_router(
         sandbox: the state (a new one by default; tests keep a reference).
         admin_token: when set, control endpoints also need ``Authorization: Bearer <admin_token>``.
         status_sender: delivers ``status_first`` callbacks; without one that mode answers 422.
+        handshaker: makes the callback handshake of ``subscribed_apps``; without one the callback is
+            taken as verified.
     """
     state = sandbox or GraphSandbox()
 
@@ -391,8 +423,64 @@ def sandbox_router(
             }
         )
 
+    class TokenFault(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        token: str = Field(min_length=1, max_length=4000)
+        code: Literal[190, 10, 200] | None = None
+
+    @router.post("/_control/tokens")
+    async def set_token_fault(request: Request, body: TokenFault) -> dict[str, Any]:
+        _require_loopback(request)
+        if body.code is None:
+            state.token_errors.pop(body.token, None)
+        else:
+            state.token_errors[body.token] = body.code
+        return {"token_errors": len(state.token_errors)}
+
+    def _token_refused(request: Request) -> Response | None:
+        header = request.headers.get("authorization", "")
+        if not header.startswith("Bearer "):
+            return _graph_error(190, 401, "Invalid OAuth access token - Cannot parse access token")
+        code = state.token_errors.get(header.removeprefix("Bearer "))
+        if code == 190:
+            return _graph_error(190, 401, "Error validating access token: Session has expired")
+        if code is not None:
+            return _graph_error(code, 403, f"(#{code}) Application does not have permission for this action")
+        return None
+
+    @router.post("/{version}/{waba_id}/subscribed_apps")
+    async def subscribe_app(version: str, waba_id: str, request: Request) -> Response:
+        if (refused := _token_refused(request)) is not None:
+            return refused
+        callback = request.query_params.get("override_callback_uri") or ""
+        verify_token = request.query_params.get("verify_token") or ""
+        if callback and handshaker is not None:
+            challenge = hashlib.sha256(f"{waba_id}:{time.time_ns()}".encode()).hexdigest()[:16]
+            try:
+                answered, text = await handshaker(callback, verify_token, challenge)
+            except Exception as exc:  # noqa: BLE001 (Meta's answer: the callback did not verify)
+                answered, text = 0, type(exc).__name__
+            if answered != 200 or text != challenge:
+                return _graph_error(
+                    2200, 400, "(#2200) Callback verification failed with the following errors: "
+                    f"HTTP Status Code = {answered}; HTTP Message = {text[:60]}",
+                )  # fmt: skip
+        state.subscriptions[waba_id] = {"callback_url": callback, "verify_token": verify_token}
+        return JSONResponse({"success": True})
+
     @router.get("/{version}/{media_id}")
     async def media_url(version: str, media_id: str, request: Request) -> Response:
+        if "fields" in request.query_params and media_id not in state.media:  # a phone number lookup
+            if (refused := _token_refused(request)) is not None:
+                return refused
+            return JSONResponse(
+                {
+                    "verified_name": f"Sandbox {media_id[-4:]}",
+                    "display_phone_number": f"+1 555-010-{media_id[-4:]}",
+                    "quality_rating": "GREEN",
+                    "id": media_id,
+                }
+            )
         if (failed := _media_fault(media_id)) is not None:
             return failed
         blob = state.media.get(media_id)
@@ -429,3 +517,20 @@ def sandbox_status_sender(settings: Settings, *, timeout_s: float = 10.0) -> Sta
         log.info("sandbox_status_callback", status_code=response.status_code)
 
     return send
+
+
+def sandbox_handshaker(settings: Settings, *, timeout_s: float = 10.0) -> Handshaker:
+    """The WhatsApp service's :data:`Handshaker`: Meta's handshake GET to its own ``/webhooks/whatsapp``
+    (whatever host the callback names: the sandbox never calls out; another path is answered 404)."""
+    url = settings.service_url(settings.whatsapp_port) + "/webhooks/whatsapp"
+
+    async def handshake(callback_url: str, verify_token: str, challenge: str) -> tuple[int, str]:
+        if not callback_url.rstrip("/").endswith("/webhooks/whatsapp"):
+            return 404, "Not Found"
+        params = {"hub.mode": "subscribe", "hub.verify_token": verify_token, "hub.challenge": challenge}
+        async with httpx.AsyncClient(timeout=timeout_s) as client:
+            response = await client.get(url, params=params)
+        log.info("sandbox_callback_handshake", status_code=response.status_code)
+        return response.status_code, response.text
+
+    return handshake

@@ -35,3 +35,21 @@
   }
   document.addEventListener("DOMContentLoaded", connect);
 })();
+// Copy buttons: <button data-copy="#input-id"> copies that input's value (the clipboard API where the
+// page is a secure context, else the browser's copy command on the selected text).
+(function () {
+  "use strict";
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest("button[data-copy]") : null;
+    if (!button) return;
+    var field = document.querySelector(button.getAttribute("data-copy"));
+    if (!field) return;
+    field.select();
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(field.value);
+    } else {
+      document.execCommand("copy");
+    }
+    button.setAttribute("data-copied", "yes");
+  });
+})();
