@@ -427,7 +427,8 @@ class InboundSettings(BaseSettings):
     """Messages one tenant's worker jobs may process per ``tenant_rate_window_s`` (over: deferred)."""
     tenant_rate_window_s: float = Field(60.0, gt=0)
     tenant_rate_defer_s: float = Field(10.0, gt=0)
-    """How long a job over the tenant limit waits before trying again."""
+    """How long a job over the tenant limit waits at least before trying again, seconds (jittered up to
+    twice it, and longer on each further try, at most 8 times it)."""
     inbound_debounce_s: float = Field(2.0, ge=0)
     """Messages of one customer arriving within this window are answered together in one turn."""
     inbound_max_wait_s: float = Field(10.0, ge=0)

@@ -443,7 +443,8 @@ async def customer_limit(ic: InboundContext) -> Outcome | None:
 
 async def tenant_limit(ic: InboundContext) -> Outcome | None:
     """Over the per-tenant limit (the tenant's ``rate_limits`` where set, else the process values):
-    a ``Retry`` after about ``TENANT_RATE_DEFER_S`` (jittered, longer each try); the customer sees nothing.
+    a ``Retry`` after at least ``TENANT_RATE_DEFER_S`` (jittered up to twice it, longer each try); the
+    customer sees nothing.
 
     Raises:
         Retry: the tenant's window is full.
@@ -460,11 +461,12 @@ async def tenant_limit(ic: InboundContext) -> Outcome | None:
     )
     if slot.allowed:
         return None
-    await _set_pending(ic, f"tenant rate limit: deferred {settings.tenant_rate_defer_s:g} s")
-    log.warning("tenant_rate_limited", limit=limit, defer_s=settings.tenant_rate_defer_s)
-    raise Backoff(settings.tenant_rate_defer_s, 4 * settings.tenant_rate_defer_s).retry(
-        int(ic.job.get("job_try", 1))
-    )
+    # at least TENANT_RATE_DEFER_S (the window must have room again), up to twice it, longer each try
+    base_s = settings.tenant_rate_defer_s
+    wait_s = Backoff(2 * base_s, 8 * base_s).delay_s(int(ic.job.get("job_try", 1)))
+    await _set_pending(ic, f"tenant rate limit: deferred {wait_s:.1f} s")
+    log.warning("tenant_rate_limited", limit=limit, defer_s=round(wait_s, 3))
+    raise Retry(defer=wait_s)
 
 
 def _button_action(ic: InboundContext, actions: dict[str, str]) -> str | None:

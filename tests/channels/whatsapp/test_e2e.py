@@ -362,9 +362,8 @@ async def test_tenant_limit_defers_with_its_reason_and_delay_while_another_tenan
     # ARQ's own record: the deferred try started no sooner than the deferral asked
     assert (mine[deferred].start_time - mine[deferred].enqueue_time).total_seconds() >= 1.5
     limited = [e for e in logged if e["event"] == "tenant_rate_limited"]
-    assert [(e["tenant_id"], e["limit"], e["defer_s"]) for e in limited] == [
-        (str(ai_tenant.tenant.id), 1, 1.5)
-    ]
+    assert [(e["tenant_id"], e["limit"]) for e in limited] == [(str(ai_tenant.tenant.id), 1)]
+    assert 1.5 <= limited[0]["defer_s"] <= 3.0  # at least the setting, jittered up to twice it
 
 
 async def test_customer_limit_with_turns(e2e_settings, ai_tenant, model, graph_sandbox) -> None:  # type: ignore[no-untyped-def]
