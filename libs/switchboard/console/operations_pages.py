@@ -37,6 +37,7 @@ from switchboard.channels.accounts import (
     connect_channel_account,
     token_state_label,
 )
+from switchboard.channels.base import channel_class, channel_names
 from switchboard.channels.cli_common import api_base_option
 from switchboard.channels.gmail.client import GmailApiError, GmailClient, OAuthError
 from switchboard.channels.gmail.mailboxes import (
@@ -149,7 +150,7 @@ async def channel_health(
     shows it; ``settings`` tell a sandbox account, which needs no token), ``token_label`` its words,
     ``token_ok`` whether the account can send with it.
     """
-    grouped: dict[str, list[dict[str, Any]]] = {"whatsapp": [], "instagram": [], "gmail": []}
+    grouped: dict[str, list[dict[str, Any]]] = {name: [] for name in channel_names()}
     for row in (await session.execute(_HEALTH, {"tenant": tenant_id})).mappings():
         item = dict(row)
         item["token_state"] = _token_state(item, settings)
@@ -157,10 +158,6 @@ async def channel_health(
         item["token_ok"] = item["token_state"] in TOKEN_STATES_OK
         grouped.setdefault(item["channel"], []).append(item)
     return grouped
-
-
-_ACCOUNT_LABELS = {"whatsapp": "phone_number_id", "instagram": "Instagram account"}
-"""Channels connected with an account id and a token, and how their id is named in messages."""
 
 
 async def _channels_page(
@@ -198,7 +195,8 @@ async def channels_connect(
     token (write-only; empty keeps the stored one, or means the sandbox for a new account), the name,
     ``api_base`` (``sandbox`` / ``real``; empty: real with a token, sandbox without). Any other API
     address is refused: it is the operator's setting (environment or CLI), never a tenant's."""
-    label = _ACCOUNT_LABELS.get(channel)
+    # Channels connected with an account id and a token declare how their id is named in messages.
+    label = getattr(channel_class(channel), "account_id_label", None)
     if label is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "connect whatsapp or instagram here; gmail with OAuth")
     account_id, token = account_id.strip(), access_token.strip() or None

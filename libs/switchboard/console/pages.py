@@ -15,6 +15,7 @@ from sqlmodel import col, select
 
 from switchboard.api.access import INBOX_ROLES
 from switchboard.api.deps import ResourcesDep, SessionDep, SessionsDep, SettingsDep
+from switchboard.channels.base import channel_names
 from switchboard.console.app import render
 from switchboard.console.auth import (
     MIN_PASSWORD_CHARS,
@@ -54,7 +55,6 @@ pages_router = APIRouter(include_in_schema=False)
 
 InboxPage = Annotated[PageContext, Depends(page_access(INBOX_ROLES))]
 AccountDep = Annotated[SessionInfo, Depends(account_access)]
-CHANNELS = ("whatsapp", "instagram", "gmail")
 
 
 def _client_ip(request: Request) -> str:
@@ -241,7 +241,7 @@ def _filters(
     channel: str | None, mode: str | None, assigned: str | None, unread: bool, q: str | None
 ) -> InboxFilters:
     return InboxFilters(
-        channel=channel if channel in CHANNELS else None,
+        channel=channel if channel in channel_names() else None,
         mode=Mode(mode) if mode in {m.value for m in Mode} else None,
         assigned=assigned or None,
         unread=unread,
@@ -275,7 +275,7 @@ async def inbox(
     rows = await list_inbox(session, tenant_id=page.tenant.id, viewer_id=page.user.id, filters=filters)
     template = "_inbox_rows.html" if request.headers.get("HX-Request") else "inbox.html"
     return render(
-        request, template, tenant=page.tenant, rows=rows, filters=filters, channels=CHANNELS,
+        request, template, tenant=page.tenant, rows=rows, filters=filters, channels=channel_names(),
         modes=[m.value for m in Mode], assignees=await _assignees(session, page.tenant), active="inbox",
     )  # fmt: skip
 

@@ -22,6 +22,7 @@ from sqlalchemy import text, tuple_
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from switchboard.channels.base import reply_identity_kinds
 from switchboard.db.models import Customer, CustomerIdentity, IdentityKind, utcnow
 from switchboard.observability import get_logger
 
@@ -49,12 +50,6 @@ _KEY_PREFERENCE = (IdentityKind.bsuid, IdentityKind.igsid, IdentityKind.email, I
 """Which identity becomes ``customers.external_user_id`` of a new customer (first present wins)."""
 _STABLE_KINDS = frozenset({IdentityKind.bsuid, IdentityKind.igsid, IdentityKind.email})
 """Identity kinds that name one account for good (a phone number, ``wa_id``, can be recycled)."""
-_REPLY_PREFERENCE: dict[str, tuple[str, ...]] = {
-    "whatsapp": (IdentityKind.wa_id, IdentityKind.bsuid),
-    "instagram": (IdentityKind.igsid,),
-    "gmail": (IdentityKind.email,),
-}
-"""Per channel, which identity kind a reply is addressed to, best first."""
 
 
 @dataclass(frozen=True)
@@ -497,7 +492,7 @@ def reply_address(identities: Sequence[Identity | CustomerIdentity]) -> str | No
     """
     if not identities:
         return None
-    for kind in _REPLY_PREFERENCE.get(identities[0].channel, ()):
+    for kind in reply_identity_kinds(identities[0].channel):
         for identity in identities:
             if identity.kind == kind and identity.value:
                 return identity.value
