@@ -99,7 +99,10 @@ templates = Jinja2Templates(
 )
 # gettext follows the language of the request being rendered (:func:`render` sets it).
 templates.env.globals.update(
-    HTMX_FILE=HTMX_FILE, CSRF_FIELD=CSRF_FIELD, CSRF_HEADER=CSRF_HEADER, LANGUAGES=SUPPORTED_LANGUAGES,
+    HTMX_FILE=HTMX_FILE,
+    CSRF_FIELD=CSRF_FIELD,
+    CSRF_HEADER=CSRF_HEADER,
+    LANGUAGES=SUPPORTED_LANGUAGES,
     channel_label=channel_label,
 )
 LANGUAGE_COOKIE = "sb_lang"
