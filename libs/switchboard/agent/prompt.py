@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from switchboard.llm.offline_server import SUMMARY_INSTRUCTION_MARKER
 from switchboard.replies.typed import TYPED_REPLY_RULE
+from switchboard.standins.offline_server import SUMMARY_INSTRUCTION_MARKER
 from switchboard.tenant_settings import AgentSettings
 
 __all__ = [

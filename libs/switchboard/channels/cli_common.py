@@ -41,7 +41,7 @@ SAMPLE_MEDIA = {
 }
 """What ``simulate instagram|whatsapp --payload`` serves behind the payload's media (its CDN links and
 media ids are fake and the demo is offline): a 1×1 PNG, and an M4A header with the offline model server's
-transcript marker (``llm.offline_server.TRANSCRIPT_MARKER``), which it returns as the transcript."""
+transcript marker (``standins.offline_server.TRANSCRIPT_MARKER``), which it returns as the transcript."""
 
 
 GIVE_UP_EVERY_S = 2.0

@@ -4,7 +4,7 @@ real sync, orchestrator and database; the mailbox is the sandbox's)."""
 from __future__ import annotations
 
 from switchboard.agent.prompt import INBOUND_BLOCK_TAG, TAG_LIKE_RE, untrusted_block, untrusted_notice
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.gmail import deliver, new_customer, run_sync
 

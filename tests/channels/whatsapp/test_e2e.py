@@ -22,9 +22,9 @@ from sqlmodel import select
 from switchboard.channels.whatsapp.normalize import normalize_delivery
 from switchboard.conversations import channel_identities, reply_address
 from switchboard.db.models import Conversation, Outbox, Turn
-from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.queue import Queue
 from switchboard.queue.keys import inbound_failures_key, inbound_job_id, inbound_sweep_job_id
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.agent import answer_with_script, text
 from tests.utils.net import TcpProxy, free_port

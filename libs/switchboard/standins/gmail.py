@@ -57,8 +57,8 @@ import httpx
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
-from switchboard.channels.faults import require_control_access
 from switchboard.observability.logs import get_logger
+from switchboard.standins.faults import require_control_access
 
 __all__ = ["GmailSandbox", "sandbox_router", "DEFAULT_MAILBOX"]
 
@@ -399,7 +399,7 @@ def sandbox_router(
 
     Args:
         admin_token: when set, the ``/_control`` endpoints also need ``Authorization: Bearer <admin_token>``
-            (they always answer loopback clients only: :func:`~switchboard.channels.faults.require_control_access`).
+            (they always answer loopback clients only: :func:`~switchboard.standins.faults.require_control_access`).
         state_path: a JSON file the state survives restarts in (the Gmail service: ``DATA_DIR/gmail_sandbox.json``);
             written after changes and when the app shuts down.
     """

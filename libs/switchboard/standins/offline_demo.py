@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from switchboard.llm.lexical import tokenize
-from switchboard.llm.offline_guard import (
+from switchboard.standins.offline_guard import (
     GUARDRAIL_INSTRUCTION_MARKER,
     INTENT_INSTRUCTION_MARKER,
     heuristic_intent,
@@ -166,10 +166,10 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
     Rules, in order:
 
     0. A guardrail request (system prompt starting with
-       :data:`~switchboard.llm.offline_guard.GUARDRAIL_INSTRUCTION_MARKER`) gets the JSON of
-       :func:`~switchboard.llm.offline_guard.heuristic_verdict` of the last user message; an intent
-       classification (:data:`~switchboard.llm.offline_guard.INTENT_INSTRUCTION_MARKER`) the JSON of
-       :func:`~switchboard.llm.offline_guard.heuristic_intent`.
+       :data:`~switchboard.standins.offline_guard.GUARDRAIL_INSTRUCTION_MARKER`) gets the JSON of
+       :func:`~switchboard.standins.offline_guard.heuristic_verdict` of the last user message; an intent
+       classification (:data:`~switchboard.standins.offline_guard.INTENT_INSTRUCTION_MARKER`) the JSON of
+       :func:`~switchboard.standins.offline_guard.heuristic_intent`.
     1. A summarization request (system prompt starting with :data:`SUMMARY_INSTRUCTION_MARKER`) gets
        a plain digest of the customer's lines.
     2. A description request (the last user message carries an image) → a stand-in description that
