@@ -34,11 +34,11 @@ from switchboard.channels.accounts import (
     TOKEN_STATES_OK,
     AccountTaken,
     account_token_state,
+    api_base_option,
     connect_channel_account,
     token_state_label,
 )
 from switchboard.channels.base import channel_class, channel_names
-from switchboard.channels.cli_common import api_base_option
 from switchboard.channels.gmail.client import GmailApiError, GmailClient, OAuthError
 from switchboard.channels.gmail.mailboxes import (
     AuthorizationRefused,

@@ -24,7 +24,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from switchboard.agent.prompt import untrusted_block
 from switchboard.crypto import CredentialDecryptError
 from switchboard.guardrails.records import GuardrailRecord, GuardrailVerdict
 from switchboard.guardrails.settings import GuardrailSettings
@@ -35,6 +34,7 @@ from switchboard.llm.trimming import strip_reasoning
 from switchboard.observability import get_logger, metrics
 from switchboard.standins.offline_guard import GUARDRAIL_INSTRUCTION_MARKER
 from switchboard.tenant_settings import TenantSettings
+from switchboard.untrusted_text import untrusted_block
 
 __all__ = ["GUARDRAIL_RESPONSE_FORMAT", "check_input", "guardrail_messages", "parse_verdict"]
 

@@ -46,7 +46,7 @@ def _text_of(content: Any) -> str:
 
 
 _BLOCK_RE = re.compile(r"<([a-z][a-z0-9_]*)>\n(.*)\n</\1>", re.DOTALL)
-"""A whole message that is one data block of the prompt (:func:`switchboard.agent.prompt.untrusted_block`:
+"""A whole message that is one data block of the prompt (:func:`switchboard.untrusted_text.untrusted_block`:
 ``<customer_message>\\n...\\n</customer_message>``, every ``<``/``>`` inside written ``&lt;``/``&gt;``)."""
 
 

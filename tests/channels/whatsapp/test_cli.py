@@ -11,8 +11,8 @@ import uuid
 import httpx
 from sqlmodel import select
 from switchboard.channels.accounts import access_token_of
-from switchboard.channels.cli_common import SAMPLE_MEDIA
 from switchboard.channels.whatsapp.cli import SIMULATED_WA_ID, retarget_payload
+from switchboard.cli.channel_common import SAMPLE_MEDIA
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, Message
 from switchboard.queue import Queue

@@ -24,7 +24,6 @@ __all__ = [
     "nothing_new_stored",
     "connect_account",
     "account_of_tenant",
-    "api_base_option",
     "print_sent",
     "is_loopback_url",
     "explain_no_reply",
@@ -117,22 +116,6 @@ def connect_account(
         )  # fmt: skip
 
     return run_in_session(work, settings=settings)
-
-
-def api_base_option(value: str | None, *, has_token: bool) -> str | None:
-    """``--api-base`` of ``channel add-*`` as the stored ``api_base_url``: ``sandbox``, ``""`` (real API,
-    the process default) or a URL; unset: the real API with a token, the sandbox without.
-
-    Raises:
-        ValueError: not ``sandbox``, ``real`` or an ``http(s)://`` URL.
-    """
-    if value is None:
-        return "" if has_token else "sandbox"
-    if value in ("sandbox", "real"):
-        return "sandbox" if value == "sandbox" else ""
-    if not value.startswith(("https://", "http://")):
-        raise ValueError(f"--api-base must be 'sandbox', 'real' or an http(s):// URL, not {value!r}")
-    return value.rstrip("/")
 
 
 def account_of_tenant(settings: Settings, *, tenant: str, channel: str, missing: str) -> tuple[str, str]:
