@@ -72,9 +72,10 @@ run: $(RUN_STAMP) $(COMPILED_STAMP) ## start every service (embedded Postgres+Re
 test: $(DEV_STAMP) ## run the test suite against embedded (or DATABASE_URL/REDIS_URL) servers
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-lint: $(DEV_STAMP) ## ruff lint + format check
+lint: $(DEV_STAMP) ## ruff lint + format check, import layers (import-linter, pyproject [tool.importlinter])
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 audit: $(DEV_STAMP) ## dependencies: declared/used (deptry), advisories (pip-audit), *.pth files, licences
 	$(VENV)/bin/python infra/audit.py
