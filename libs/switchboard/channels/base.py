@@ -210,7 +210,8 @@ _GRAPHEME = regex.compile(r"\X", regex.DOTALL)
 def graphemes(text: str) -> list[str]:
     """``text`` as Unicode extended grapheme clusters (UAX #29): a cut between two of them never splits
     ``é``, a Devanagari conjunct, a Hangul syllable, a flag 🇪🇸 or a ZWJ family 👩‍👩‍👧."""
-    return _GRAPHEME.findall(text)
+    clusters: list[str] = _GRAPHEME.findall(text)
+    return clusters
 
 
 _MIN_LIMIT: dict[str, int] = {"chars": 1, "utf16": 2, "bytes": 4}

@@ -115,7 +115,8 @@ def connect_account(
             cipher=cipher, api_base_url=api_base_url, label=label,
         )  # fmt: skip
 
-    return run_in_session(work, settings=settings)
+    connected: tuple[Any, bool] = run_in_session(work, settings=settings)
+    return connected
 
 
 def account_of_tenant(settings: Settings, *, tenant: str, channel: str, missing: str) -> tuple[str, str]:
@@ -144,7 +145,8 @@ def account_of_tenant(settings: Settings, *, tenant: str, channel: str, missing:
             raise ValueError(missing)
         return account.external_account_id, settings.channel_api_base_url(channel, account.api_base_url)
 
-    return run_in_session(find, settings=settings)
+    found: tuple[str, str] = run_in_session(find, settings=settings)
+    return found
 
 
 async def print_sent(

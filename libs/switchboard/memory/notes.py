@@ -97,7 +97,7 @@ def _mixed_script_word(text: str) -> str | None:
             unicodedata.name(ch, "?").split()[0] for ch in word if ch.isalpha() and not ch.isascii()
         } | ({"LATIN"} if any(ch.isascii() and ch.isalpha() for ch in word) else set())
         if len(scripts & _CHECKED_SCRIPTS) > 1:
-            return word
+            return str(word)
     return None
 
 

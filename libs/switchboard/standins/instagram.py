@@ -70,7 +70,7 @@ class InstagramSandbox:
     echo_to: tuple[str, str] | None = None
     """``(webhook URL, app secret)``: post Meta's echo of every recorded message there, as Instagram does
     (the Instagram service points it at its own ``/webhooks/instagram``); ``None``: no echoes."""
-    _seq: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _seq: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
     def sent_by(self, account_id: str) -> list[dict[str, Any]]:

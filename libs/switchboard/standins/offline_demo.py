@@ -100,13 +100,13 @@ def _best_passage(result: str) -> str | None:
         if isinstance(first, dict):
             for key in ("text", "content", "passage", "chunk", "snippet"):
                 if isinstance(first.get(key), str) and first[key].strip():
-                    return first[key].strip()
+                    return str(first[key]).strip()
             return json.dumps(first, ensure_ascii=False)
         return str(first)
     if isinstance(data, dict):
         for key in ("text", "content", "answer", "message"):
             if isinstance(data.get(key), str) and data[key].strip():
-                return data[key].strip()
+                return str(data[key]).strip()
     return str(data) if data else None
 
 

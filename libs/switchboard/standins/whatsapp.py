@@ -102,7 +102,7 @@ class GraphSandbox:
     (none by default; ``POST /_control/statuses``), whatever the send's answer (a delayed or lost answer
     too): what lets a row left ``sending`` by a killed worker be reconciled instead of sent twice."""
     auto_status_delay_s: float = 0.2
-    _seq: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _seq: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _callbacks: set[asyncio.Task[None]] = field(default_factory=set)
 
     def sent_by(self, phone_number_id: str) -> list[dict[str, Any]]:
