@@ -105,7 +105,7 @@ def test_a_fourth_channel_is_known_everywhere_from_its_class(sms: type[SmsChanne
     assert channel_label("sms") == "SMS Text"
     assert business_app_echo_reason("sms") == "a human replied from the SMS gateway portal"
     identities = [Identity("sms", "wa_id", "15550001111"), Identity("sms", "email", "a@example.com")]
-    assert reply_address(identities) == "a@example.com"
+    assert reply_address(identities, reply_identity_kinds("sms")) == "a@example.com"
     chart = line_chart("Replies", [date(2026, 1, 1)], {"sms": [1.0]})
     assert 'style="fill:#123456">● SMS Text</text>' in chart
     message = InboundMessage(
@@ -115,11 +115,12 @@ def test_a_fourth_channel_is_known_everywhere_from_its_class(sms: type[SmsChanne
     assert message.channel == "sms"
 
 
-def test_an_unregistered_channel_is_refused_and_named_as_is() -> None:
+def test_an_unknown_channel_is_named_as_is_and_a_malformed_name_refused() -> None:
     assert channel_label("fax") == "fax" and reply_identity_kinds("fax") == ()
-    with pytest.raises(ValidationError, match="unknown channel 'fax'"):
+    assert business_app_echo_reason("fax") == "a human replied from the fax business app"
+    with pytest.raises(ValidationError, match="String should match pattern"):
         InboundMessage(
-            channel="fax", account_id="1", kind="text", external_id="m1", sender_id="s",
+            channel="Fax Line", account_id="1", kind="text", external_id="m1", sender_id="s",
             sent_at=datetime.now(UTC),
         )  # fmt: skip
 

@@ -22,7 +22,6 @@ from sqlalchemy import text, tuple_
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.channels.base import reply_identity_kinds
 from switchboard.db.models import Customer, CustomerIdentity, IdentityKind, utcnow
 from switchboard.observability import get_logger
 
@@ -483,16 +482,15 @@ async def change_identity(
     return customer
 
 
-def reply_address(identities: Sequence[Identity | CustomerIdentity]) -> str | None:
+def reply_address(identities: Sequence[Identity | CustomerIdentity], kinds: Sequence[str]) -> str | None:
     """Where a reply goes: the identity the customer wrote from, by the channel's preference.
 
-    WhatsApp: the ``wa_id`` among ``identities`` (the inbound message's), else its BSUID; Instagram:
-    the IGSID; Gmail: the address. ``None`` when none fits (the caller falls back to
+    ``kinds`` is the channel's :attr:`~switchboard.channels.base.Channel.reply_identity_kinds`, best
+    first (WhatsApp: the ``wa_id`` among ``identities``, the inbound message's, else its BSUID;
+    Instagram: the IGSID; Gmail: the address). ``None`` when none fits (the caller falls back to
     ``customers.phone`` / ``external_user_id``).
     """
-    if not identities:
-        return None
-    for kind in reply_identity_kinds(identities[0].channel):
+    for kind in kinds:
         for identity in identities:
             if identity.kind == kind and identity.value:
                 return identity.value
