@@ -115,12 +115,12 @@ def test_a_fourth_channel_is_known_everywhere_from_its_class(sms: type[SmsChanne
     assert message.channel == "sms"
 
 
-def test_an_unknown_channel_is_named_as_is_and_a_malformed_name_refused() -> None:
+def test_an_unregistered_channel_is_named_as_is_and_refused_in_a_message() -> None:
     assert channel_label("fax") == "fax" and reply_identity_kinds("fax") == ()
     assert business_app_echo_reason("fax") == "a human replied from the fax business app"
-    with pytest.raises(ValidationError, match="String should match pattern"):
+    with pytest.raises(ValidationError, match="unknown channel 'fax'"):
         InboundMessage(
-            channel="Fax Line", account_id="1", kind="text", external_id="m1", sender_id="s",
+            channel="fax", account_id="1", kind="text", external_id="m1", sender_id="s",
             sent_at=datetime.now(UTC),
         )  # fmt: skip
 
