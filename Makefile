@@ -20,7 +20,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 export UV_COMPILE_BYTECODE := 1
 COMPILED_STAMP := $(VENV)/.compiled
 
-.PHONY: run test lint format audit install clean-data i18n iac docs
+.PHONY: run test lint typecheck format audit install clean-data i18n iac docs
 
 # A .venv made with a Python older than pyproject's requires-python (3.11), or whose interpreter is gone,
 # is removed here and made again below with $(PY) (uv sync would otherwise refuse it or reuse it broken).
@@ -72,9 +72,14 @@ run: $(RUN_STAMP) $(COMPILED_STAMP) ## start every service (embedded Postgres+Re
 test: $(DEV_STAMP) ## run the test suite against embedded (or DATABASE_URL/REDIS_URL) servers
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-lint: $(DEV_STAMP) ## ruff lint + format check
+lint: $(DEV_STAMP) ## ruff lint + format check, import layers (import-linter, pyproject [tool.importlinter])
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
+
+# mypy, strict, on the packages listed in pyproject's [tool.mypy] (the rest is not checked yet).
+typecheck: $(DEV_STAMP) ## type check (mypy --strict on the packages pyproject [tool.mypy] lists)
+	$(VENV)/bin/mypy
 
 audit: $(DEV_STAMP) ## dependencies: declared/used (deptry), advisories (pip-audit), *.pth files, licences
 	$(VENV)/bin/python infra/audit.py

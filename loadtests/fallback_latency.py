@@ -37,10 +37,10 @@ import switchboard  # noqa: E402,F401  (sets LITELLM_LOCAL_MODEL_COST_MAP before
 import uvicorn  # noqa: E402
 from switchboard.crypto import CredentialCipher  # noqa: E402
 from switchboard.llm.config import LLMSettings  # noqa: E402
-from switchboard.llm.offline_server import OfflineModelState, ScriptedResponse, create_offline_app  # noqa: E402
 from switchboard.llm.router import ModelGateway  # noqa: E402
 from switchboard.observability import configure_logging  # noqa: E402
 from switchboard.settings import Settings  # noqa: E402
+from switchboard.standins.offline_server import OfflineModelState, ScriptedResponse, create_offline_app  # noqa: E402
 
 MESSAGES = [{"role": "user", "content": "Where is my order?"}]
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.whatsapp import channel_service, sent_to, text_body
 from tests.utils.workers import run_worker_burst

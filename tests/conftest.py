@@ -31,14 +31,14 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel.ext.asyncio.session import AsyncSession
-from switchboard.channels.gmail.sandbox import sandbox_router as gmail_sandbox_router
-from switchboard.channels.instagram.sandbox import instagram_sandbox_router
-from switchboard.channels.whatsapp import sandbox_router
 from switchboard.db.engine import create_engine, session_factory
 from switchboard.db.migrate import upgrade
 from switchboard.db.models import Tenant
 from switchboard.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
 from switchboard.settings import Settings, load_settings
+from switchboard.standins.gmail import sandbox_router as gmail_sandbox_router
+from switchboard.standins.instagram import instagram_sandbox_router
+from switchboard.standins.whatsapp import sandbox_router
 
 from tests.utils.cli import Cli
 from tests.utils.instagram import IG_APP_SECRET

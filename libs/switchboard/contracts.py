@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 import uuid
 from datetime import datetime
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from switchboard.replies.parts import StructuredPart
 
@@ -32,7 +32,24 @@ __all__ = [
     "trace_id_for",
 ]
 
-ChannelName = Literal["whatsapp", "instagram", "gmail"]
+
+def _registered_channel(name: str) -> str:
+    """``name`` when a channel is registered under it (:func:`switchboard.channels.base.channel_names`).
+
+    Raises:
+        ValueError: no such channel (pydantic reports it as a validation error: ``POST /v1/turns``
+            answers 422).
+    """
+    # The registry sits above this module (it imports the channels, which import these contracts).
+    from switchboard.channels.base import channel_names
+
+    if name not in channel_names():
+        raise ValueError(f"unknown channel {name!r}")
+    return name
+
+
+ChannelName = Annotated[str, AfterValidator(_registered_channel)]
+"""The name of a registered channel (``whatsapp``)."""
 
 
 def trace_id_for(conversation_id: str | uuid.UUID, message_id: str | uuid.UUID) -> str:

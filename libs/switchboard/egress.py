@@ -451,6 +451,7 @@ def install_in_litellm(litellm: Any) -> None:
     def create_async_transport(*args: Any, **kwargs: Any) -> httpx.AsyncBaseTransport:
         return transport
 
-    AsyncHTTPHandler.create_async_transport = staticmethod(create_async_transport)  # type: ignore[method-assign]
-    AsyncHTTPHandler._create_async_transport = staticmethod(create_async_transport)  # type: ignore[method-assign]
+    # LiteLLM has no hook for this: its factories are replaced (with a looser signature than theirs).
+    AsyncHTTPHandler.create_async_transport = staticmethod(create_async_transport)  # type: ignore[assignment]
+    AsyncHTTPHandler._create_async_transport = staticmethod(create_async_transport)  # type: ignore[assignment]
     litellm.aclient_session = None  # a shared session would bypass the transport

@@ -6,9 +6,9 @@ on the background worker (`sync_gmail_mailbox`, `poll_gmail_mailboxes`).
 
 from fastapi import FastAPI
 from switchboard.channels.gmail.push import push_router
-from switchboard.channels.gmail.sandbox import sandbox_router
 from switchboard.service_app import create_service_app
 from switchboard.settings import Settings, load_settings
+from switchboard.standins.gmail import sandbox_router
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -6,11 +6,11 @@ Run: `uvicorn services.instagram.main:create_app --factory` (`switchboard run` d
 
 from fastapi import FastAPI
 from switchboard.channels.instagram.routes import webhook_router
-from switchboard.channels.instagram.sandbox import InstagramSandbox, instagram_sandbox_router
 from switchboard.media import MediaStore
 from switchboard.media.links import media_router
 from switchboard.service_app import create_service_app
 from switchboard.settings import Settings, load_settings
+from switchboard.standins.instagram import InstagramSandbox, instagram_sandbox_router
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

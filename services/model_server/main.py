@@ -5,10 +5,10 @@ Run: `uvicorn services.model_server.main:create_app --factory` (`switchboard run
 
 from fastapi import FastAPI
 from switchboard.llm.config import has_provider_key
-from switchboard.llm.offline_server import ControlRefused, control_refusal, create_offline_app
 from switchboard.observability import configure_logging, get_logger
 from switchboard.observability.tracing import configure_tracing
 from switchboard.settings import Settings, load_settings
+from switchboard.standins.offline_server import ControlRefused, control_refusal, create_offline_app
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

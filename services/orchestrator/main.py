@@ -8,10 +8,11 @@ from switchboard.agent import turns_router
 from switchboard.analytics.routes import analytics_admin_router
 from switchboard.channels.gmail.routes import gmail_admin_router
 from switchboard.console.api import conversations_admin_router
-from switchboard.events.routes import event_webhooks_router, leads_router, webhooks_router
+from switchboard.events.routes import event_webhooks_router, webhooks_router
 from switchboard.feedback.routes import feedback_admin_router, feedback_router
 from switchboard.handoff.routes import agents_router
 from switchboard.knowledge.routes import knowledge_admin_router
+from switchboard.leads.routes import leads_router
 from switchboard.llm import start_litellm_import
 from switchboard.platform_routes import platform_admin_router
 from switchboard.service_app import create_service_app

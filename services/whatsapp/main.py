@@ -4,10 +4,10 @@ Run: `uvicorn services.whatsapp.main:create_app --factory` (`switchboard run` do
 """
 
 from fastapi import FastAPI
-from switchboard.channels.whatsapp import sandbox_router, sandbox_status_sender, webhook_router
-from switchboard.channels.whatsapp.sandbox import sandbox_handshaker
+from switchboard.channels.whatsapp import webhook_router
 from switchboard.service_app import create_service_app
 from switchboard.settings import Settings, load_settings
+from switchboard.standins.whatsapp import sandbox_handshaker, sandbox_router, sandbox_status_sender
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

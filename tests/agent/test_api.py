@@ -7,8 +7,8 @@ import uuid
 import httpx
 from sqlmodel import select
 from switchboard.db.models import Conversation, Customer
-from switchboard.llm.offline_server import OFFLINE_MARKER, ScriptedResponse
 from switchboard.runtime.services import SERVICES
+from switchboard.standins.offline_server import OFFLINE_MARKER, ScriptedResponse
 
 from services.model_server.main import create_app as create_model_server
 from tests.utils.agent import deployment, llm_settings, make_conversation, unique_model

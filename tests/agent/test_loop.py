@@ -10,7 +10,7 @@ import pytest
 from sqlmodel import select
 from switchboard.agent import Orchestrator
 from switchboard.db.models import Turn
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.standins.offline_server import ScriptedResponse
 from switchboard.tenant_settings import AgentSettings
 
 from tests.utils.agent import (

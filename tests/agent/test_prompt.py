@@ -6,15 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from switchboard.agent.prompt import (
-    RULES,
-    TAG_LIKE_RE,
-    build_system_prompt,
-    normalize_untrusted,
-    untrusted_block,
-    untrusted_notice,
-)
+from switchboard.agent.prompt import RULES, build_system_prompt
 from switchboard.tenant_settings import AgentSettings, tenant_settings_from
+from switchboard.untrusted_text import TAG_LIKE_RE, normalize_untrusted, untrusted_block, untrusted_notice
 
 
 def test_stable_prefix_comes_first_and_is_shared_by_every_customer():

@@ -17,8 +17,8 @@ from switchboard.db.models import AuditLog, Conversation, Customer, Message, Too
 from switchboard.egress import EgressPolicy
 from switchboard.handoff import escalate
 from switchboard.llm.config import DeploymentSettings, LLMSettings
-from switchboard.llm.offline_server import OFFLINE_MARKER, SUMMARY_INSTRUCTION_MARKER, ScriptedResponse
 from switchboard.llm.trimming import count_tokens
+from switchboard.standins.offline_server import OFFLINE_MARKER, SUMMARY_INSTRUCTION_MARKER, ScriptedResponse
 from switchboard.tenant_settings import AgentSettings
 
 from tests.utils.agent import (

@@ -13,9 +13,9 @@ from sqlalchemy import update
 from sqlmodel import col, select
 from switchboard.channels.base import channel_capabilities, channel_names, split_text
 from switchboard.db.models import Message, Outbox
-from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.queue import Queue
 from switchboard.queue.keys import inbound_job_id
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.channels.kits import KITS, ChannelKit, Posted, new_id, raw
 from tests.utils.agent import answer_with_script

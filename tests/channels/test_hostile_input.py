@@ -21,7 +21,7 @@ from sqlmodel import select
 from switchboard.channels.base import channel_names
 from switchboard.channels.sanitize import clean_text
 from switchboard.db.models import Message
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.channels.hostile import (
     as_received,

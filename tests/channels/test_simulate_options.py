@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from switchboard.channels.cli_common import failed_send_line
+from switchboard.cli.channel_common import failed_send_line
 
 from tests.utils import gmail, instagram, whatsapp
 from tests.utils.cli import Cli
@@ -91,7 +91,7 @@ async def test_a_sandbox_that_stops_answering_while_waiting_is_one_line_and_exit
     port any more) the wait ends with one line, not an ``httpx.ConnectError`` traceback."""
     import httpx
     import typer
-    from switchboard.channels.cli_common import print_sent
+    from switchboard.cli.channel_common import print_sent
 
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))

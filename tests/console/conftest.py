@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from switchboard.db.models import ChannelAccount, Tenant
-from switchboard.llm.offline_server import DeploymentScript
+from switchboard.standins.offline_server import DeploymentScript
 
 from services.console.main import create_app
 from tests.utils.agent import answer_with_script

@@ -9,7 +9,7 @@ import uuid
 
 from sqlmodel import select
 from switchboard.db.models import Conversation, Role
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.console import PASSWORD, new_user
 from tests.utils.waiting import eventually

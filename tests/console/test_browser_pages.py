@@ -9,9 +9,9 @@ from typing import Any
 from switchboard.agent import Orchestrator
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import Role
-from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.llm.router import ModelGateway
 from switchboard.queue import Queue
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils import workers
 from tests.utils.agent import answer_with_script, make_conversation

@@ -16,7 +16,7 @@ from switchboard.db.models import (
     Turn,
     utcnow,
 )
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.console import log_in, new_user
 from tests.utils.handoff import make_agent, reload

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from sqlmodel import col, select
 from structlog.testing import capture_logs
+from switchboard.channels.base import reply_identity_kinds
 from switchboard.channels.whatsapp.normalize import normalize_delivery
 from switchboard.conversations import (
     Identity,
@@ -22,6 +23,7 @@ from tests.utils.outbox import captured_logs
 from tests.utils.whatsapp import load_payload
 
 PHONE = "15550100099"
+WHATSAPP_KINDS = reply_identity_kinds("whatsapp")
 """The customer's number in the real payloads (``text.json``...)."""
 NEW_PHONE = "15550100097"
 """The number ``system_user_changed_number.json`` moves them to."""
@@ -170,7 +172,7 @@ async def test_a_known_account_writing_from_a_new_phone_is_answered_there(sessio
     message = [_wa(NEW_PHONE), Identity("whatsapp", "bsuid", BSUID)]
     again = await _resolve(sessions, tenant, message)
     assert again.customer.id == first.customer.id and not again.created
-    assert reply_address(message) == NEW_PHONE
+    assert reply_address(message, WHATSAPP_KINDS) == NEW_PHONE
     [customer] = await _customers(sessions, tenant)
     assert (customer.phone, customer.profile) == (
         NEW_PHONE,
@@ -198,7 +200,7 @@ async def test_a_recycled_number_with_another_account_id_is_a_new_customer(sessi
         "identity_recycled",
         "customer_created",
     ]
-    assert reply_address(bo_message) == PHONE
+    assert reply_address(bo_message, WHATSAPP_KINDS) == PHONE
     first, second = await _customers(sessions, tenant)
     assert (first.display_name, first.phone) == ("Ana", None)
     assert (second.display_name, second.phone) == ("Bo", PHONE)
@@ -296,7 +298,7 @@ async def test_recycled_number_makes_a_new_customer_and_replies_follow_each_numb
     assert b.created and b.customer.id != a.customer.id
     a_message = [_wa(n2)]
     assert (await _resolve(sessions, tenant, a_message)).customer.id == a.customer.id
-    assert reply_address(b_message) == n1 and reply_address(a_message) == n2
+    assert reply_address(b_message, WHATSAPP_KINDS) == n1 and reply_address(a_message, WHATSAPP_KINDS) == n2
     ana, bo = await _customers(sessions, tenant)
     assert (ana.display_name, ana.external_user_id, ana.phone, ana.profile) == (
         "Ana",
@@ -356,10 +358,13 @@ async def test_concurrent_first_messages_of_a_new_person_create_one_customer(ses
 
 
 async def test_reply_address_prefers_the_phone_the_message_came_from() -> None:
-    assert reply_address([Identity("whatsapp", "bsuid", BSUID), _wa(PHONE)]) == PHONE
-    assert reply_address([Identity("whatsapp", "bsuid", BSUID)]) == BSUID
-    assert reply_address([Identity("gmail", "email", "ana@example.com")]) == "ana@example.com"
-    assert reply_address([]) is None
+    assert reply_address([Identity("whatsapp", "bsuid", BSUID), _wa(PHONE)], WHATSAPP_KINDS) == PHONE
+    assert reply_address([Identity("whatsapp", "bsuid", BSUID)], WHATSAPP_KINDS) == BSUID
+    assert (
+        reply_address([Identity("gmail", "email", "ana@example.com")], reply_identity_kinds("gmail"))
+        == "ana@example.com"
+    )
+    assert reply_address([], WHATSAPP_KINDS) is None
 
 
 async def test_a_message_without_ids_is_refused(sessions, make_tenant) -> None:  # type: ignore[no-untyped-def]

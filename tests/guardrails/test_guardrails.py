@@ -13,9 +13,9 @@ from switchboard.db.models import Conversation, Message, Turn
 from switchboard.guardrails.input import parse_verdict
 from switchboard.guardrails.output import check_output
 from switchboard.guardrails.settings import OutputGuardrailSettings
-from switchboard.llm.offline_guard import GUARDRAIL_INSTRUCTION_MARKER
-from switchboard.llm.offline_server import OFFLINE_MARKER
 from switchboard.observability import metrics
+from switchboard.standins.offline_guard import GUARDRAIL_INSTRUCTION_MARKER
+from switchboard.standins.offline_server import OFFLINE_MARKER
 from switchboard.tenant_settings import AgentSettings
 
 from tests.utils.agent import deployment, llm_settings, make_conversation, text, tool_calls, unique_model

@@ -19,7 +19,7 @@ from switchboard.handoff import (
     run_command,
     selected_conversation,
 )
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.agent import deployment, llm_settings, unique_model
 from tests.utils.handoff import make_agent, make_customer_conversation, reload

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlmodel import select
 from switchboard.db.models import AuditLog, Conversation
 from switchboard.handoff import HANDOFF_SUMMARY_INSTRUCTION
-from switchboard.llm.offline_server import OFFLINE_DEMO_MODEL, OFFLINE_MARKER, ScriptedResponse
+from switchboard.standins.offline_server import OFFLINE_DEMO_MODEL, OFFLINE_MARKER, ScriptedResponse
 
 from tests.utils.agent import ConversationHandle, deployment, llm_settings, unique_model
 from tests.utils.handoff import make_agent, make_customer_conversation, reload

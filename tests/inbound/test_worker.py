@@ -18,9 +18,9 @@ from switchboard.db.models import Conversation, Customer, CustomerIdentity, Mess
 from switchboard.egress import EgressPolicy
 from switchboard.handoff import add_agent, escalate
 from switchboard.inbound import SLOWDOWN_TEXT
-from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.queue import Queue
 from switchboard.queue.keys import contract_violation_counter_key, inbound_job_id, inbound_sweep_job_id
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.conversations import assert_human_mode_has_owner, event_rows
 from tests.utils.net import TcpProxy

@@ -13,7 +13,7 @@ from switchboard.knowledge import search_chunks
 from switchboard.knowledge.graph.explore import explore_entities
 from switchboard.knowledge.graph.extract import extract_chunk, extract_document, question_names
 from switchboard.knowledge.graph.schema import ChunkExtraction, DocumentExtraction
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.agent import deployment, unique_model
 from tests.utils.documents import make_csv, make_xlsx

@@ -12,8 +12,8 @@ import uuid
 
 import pytest
 from switchboard.llm.config import LLMSettings
-from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.llm.router import ContextOverflow, retry_after_s
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.agent import deployment, unique_model
 

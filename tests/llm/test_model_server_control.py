@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 from pydantic import SecretStr
-from switchboard.llm.offline_server import ControlRefused, OfflineModelState, create_offline_app
+from switchboard.standins.offline_server import ControlRefused, OfflineModelState, create_offline_app
 
 from services.model_server.main import create_app
 from tests.utils.servers import serve_app

@@ -8,9 +8,9 @@ import uuid
 import pytest
 from switchboard.crypto import CredentialCipher
 from switchboard.llm.config import LLMSettings, default_deployments, encrypt_api_key
-from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.llm.router import ContextOverflow, ModelCallFailed, ModelGateway
 from switchboard.settings import load_settings
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.agent import deployment, unique_model
 

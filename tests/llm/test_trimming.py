@@ -146,8 +146,8 @@ def test_repair_tool_pairs_drops_orphans():
 
 # --- context-overflow recovery ------------------------------------------------------------------
 
-from switchboard.llm.offline_server import overflow_message  # noqa: E402
 from switchboard.llm.trimming import shrink_to_budget, stated_context_limit  # noqa: E402
+from switchboard.standins.offline_server import overflow_message  # noqa: E402
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,6 @@ from datetime import timedelta
 from sqlmodel import select
 from switchboard.db.engine import session_scope
 from switchboard.db.models import Conversation, Message, UserMemory, utcnow
-from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.memory import (
     MEMORY_INSTRUCTION,
     close_idle_conversations,
@@ -19,6 +18,7 @@ from switchboard.memory import (
     summarize_memory,
 )
 from switchboard.runtime.resources import Resources
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.agent import ConversationHandle, answer_with_script, deployment, llm_settings, unique_model
 from tests.utils.handoff import make_customer_conversation, reload

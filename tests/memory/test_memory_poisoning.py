@@ -12,10 +12,10 @@ from datetime import timedelta
 
 import pytest
 from sqlmodel import select
-from switchboard.agent.prompt import TAG_LIKE_RE
 from switchboard.db.engine import session_scope
 from switchboard.db.models import AuditLog, Conversation, Customer, Message, UserMemory, utcnow
 from switchboard.memory import NotesRejected, check_notes, evidence_from_notes, summarize_into_memory
+from switchboard.untrusted_text import TAG_LIKE_RE
 
 from tests.utils.agent import ConversationHandle, answer_with_script, call, text, tool_calls
 from tests.utils.handoff import make_customer_conversation, reload

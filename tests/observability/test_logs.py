@@ -12,8 +12,8 @@ import pytest
 import uvicorn.config
 from structlog.testing import capture_logs
 from switchboard.llm import import_litellm
-from switchboard.llm.offline_server import create_offline_app
 from switchboard.observability import configure_logging
+from switchboard.standins.offline_server import create_offline_app
 
 
 def _json_lines(err: str) -> list[dict]:

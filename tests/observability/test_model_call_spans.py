@@ -6,8 +6,8 @@ from __future__ import annotations
 import uuid
 
 from switchboard.llm.config import LLMSettings
-from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.observability import metrics
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.agent import deployment, unique_model
 

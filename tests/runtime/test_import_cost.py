@@ -169,7 +169,7 @@ def test_a_channel_settings_section_loads_without_the_channel() -> None:
     assert (
         not {
             "switchboard.channels.whatsapp.routes",
-            "switchboard.channels.whatsapp.sandbox",
+            "switchboard.standins.whatsapp",
             "switchboard.channels.whatsapp.send",
             "switchboard.channels.whatsapp.channel",
         }

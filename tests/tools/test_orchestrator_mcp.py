@@ -12,7 +12,7 @@ from structlog.testing import capture_logs
 from switchboard.agent import Orchestrator
 from switchboard.contracts import TurnRequest
 from switchboard.db.models import Lead, Message, SecurityAlert, ToolReceipt
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.standins.offline_server import ScriptedResponse
 from switchboard.tools.importers import import_csv
 from switchboard.tools.mcp_client import McpToolSource
 

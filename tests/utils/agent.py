@@ -11,7 +11,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.contracts import TurnRequest
 from switchboard.conversations import start_conversation
 from switchboard.db.models import Conversation, Customer, Message, Tenant
-from switchboard.llm.offline_server import DeploymentScript, OfflineModelState, ScriptedResponse
+from switchboard.standins.offline_server import DeploymentScript, OfflineModelState, ScriptedResponse
 
 
 @dataclass

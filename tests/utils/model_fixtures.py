@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 from switchboard.agent import Orchestrator
 from switchboard.crypto import CredentialCipher
-from switchboard.llm.offline_server import OfflineModelState, create_offline_app
 from switchboard.llm.router import ModelGateway
+from switchboard.standins.offline_server import OfflineModelState, create_offline_app
 
 from tests.utils.servers import serve_app
 

@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.db.models import ChannelAccount, Tenant
-from switchboard.llm.offline_server import DeploymentScript
 from switchboard.settings import Settings
+from switchboard.standins.offline_server import DeploymentScript
 
 from tests.utils.agent import answer_with_script
 from tests.utils.whatsapp import connect_whatsapp

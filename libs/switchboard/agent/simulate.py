@@ -121,7 +121,7 @@ def offline_server_if_needed(settings: Settings) -> Iterator[Settings]:
         return
     import uvicorn
 
-    from switchboard.llm.offline_server import create_offline_app
+    from switchboard.standins.offline_server import create_offline_app
 
     port = _free_port()
     server = uvicorn.Server(

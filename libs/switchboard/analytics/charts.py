@@ -7,11 +7,23 @@ from datetime import date
 
 from markupsafe import Markup, escape
 
-__all__ = ["line_chart", "CHANNEL_COLOURS"]
+from switchboard.channels.base import channel_class, channel_label
 
-CHANNEL_COLOURS = {"whatsapp": "#1f9d55", "instagram": "#c13584", "gmail": "#d93025", "none": "#5f6b7a"}
+__all__ = ["line_chart", "channel_colour"]
+
+_NO_CHANNEL_COLOUR = "#5f6b7a"
+"""The ``none`` line (conversations without a channel)."""
 _FALLBACK_COLOURS = ("#2256d8", "#a15c00", "#6b21a8", "#0e7490")
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 520, 200, 44, 10, 24, 28
+
+
+def channel_colour(channel: str) -> str | None:
+    """The line colour channel ``channel`` declares (:attr:`~switchboard.channels.base.Channel.chart_colour`),
+    grey for ``none``; ``None`` for a channel without one (a colour of the fallback palette is used)."""
+    if channel == "none":
+        return _NO_CHANNEL_COLOUR
+    cls = channel_class(channel)
+    return getattr(cls, "chart_colour", None) if cls is not None else None
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -68,7 +80,7 @@ def line_chart(
             anchor = "end" if i == len(days) - 1 and len(days) > 1 else "middle"  # the last one stays inside
             parts.append(f'<text x="{x(i):.1f}" y="{HEIGHT - 8}" text-anchor="{anchor}">{d:%m-%d}</text>')
     for n, (channel, line) in enumerate(sorted(series.items())):
-        colour = CHANNEL_COLOURS.get(channel, _FALLBACK_COLOURS[n % len(_FALLBACK_COLOURS)])
+        colour = channel_colour(channel) or _FALLBACK_COLOURS[n % len(_FALLBACK_COLOURS)]
         segment: list[str] = []
         for i, v in enumerate(line):
             if v is None:
@@ -88,7 +100,7 @@ def line_chart(
                 f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(segment)}"/>'
             )
         parts.append(
-            f'<text x="{WIDTH - RIGHT - 90}" y="{14 + 12 * n}" style="fill:{colour}">● {escape(channel)}</text>'
+            f'<text x="{WIDTH - RIGHT - 90}" y="{14 + 12 * n}" style="fill:{colour}">● {escape(channel_label(channel))}</text>'
         )
     if not values:
         parts.append(f'<text x="{WIDTH / 2}" y="{TOP + plot_h / 2}" text-anchor="middle">—</text>')

@@ -1,14 +1,15 @@
 """Where a message enters: one package per channel behind :class:`~switchboard.channels.base.Channel`.
 
 Each channel declares its section of the tenant settings in its own ``settings`` module, which
-registers it (:func:`switchboard.tenant_settings.register_section`). They are imported here, and
+registers it (:func:`switchboard.tenant_settings.register_section`). Importing this package imports the
+``settings`` module of every package in :data:`switchboard.channels.base.BUILTIN_CHANNELS`, and
 :mod:`switchboard.tenant_settings` imports this package before it first validates settings, so every
-process knows every channel's section. A new channel adds its settings module to this list, and its
-``channel`` module to :data:`switchboard.channels.base.BUILTIN_CHANNEL_MODULES`.
+process knows every channel's section. A new channel adds its package name to that tuple, nothing here.
 """
 
-from switchboard.channels.gmail import settings as gmail_settings
-from switchboard.channels.instagram import settings as instagram_settings
-from switchboard.channels.whatsapp import settings as whatsapp_settings
+import importlib
 
-__all__ = ["gmail_settings", "instagram_settings", "whatsapp_settings"]
+from switchboard.channels.base import BUILTIN_CHANNELS
+
+for _name in BUILTIN_CHANNELS:
+    importlib.import_module(f"switchboard.channels.{_name}.settings")

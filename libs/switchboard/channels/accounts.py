@@ -24,6 +24,7 @@ from switchboard.tenants import add_channel_account
 
 __all__ = [
     "AccessTokenMissing",
+    "api_base_option",
     "AccountRef",
     "AccountDirectory",
     "AccountTaken",
@@ -219,3 +220,19 @@ async def connect_channel_account(
         cipher=cipher, api_base_url=api_base_url or None,
     )  # fmt: skip
     return account, True
+
+
+def api_base_option(value: str | None, *, has_token: bool) -> str | None:
+    """``--api-base`` of ``channel add-*`` as the stored ``api_base_url``: ``sandbox``, ``""`` (real API,
+    the process default) or a URL; unset: the real API with a token, the sandbox without.
+
+    Raises:
+        ValueError: not ``sandbox``, ``real`` or an ``http(s)://`` URL.
+    """
+    if value is None:
+        return "" if has_token else "sandbox"
+    if value in ("sandbox", "real"):
+        return "sandbox" if value == "sandbox" else ""
+    if not value.startswith(("https://", "http://")):
+        raise ValueError(f"--api-base must be 'sandbox', 'real' or an http(s):// URL, not {value!r}")
+    return value.rstrip("/")

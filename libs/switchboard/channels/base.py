@@ -15,9 +15,17 @@ the channel's :meth:`Channel.send`. Everything channel-specific the core needs i
 * hooks the inbound job calls for behaviour only one channel has (:meth:`Channel.on_record_only`,
   :meth:`Channel.acted_buttons`).
 
-Channels register a factory with :func:`register_channel` when their ``channel`` module is imported;
-:data:`BUILTIN_CHANNEL_MODULES` lists the built-in ones, imported on first use of the registry, and
-the worker builds one instance per process with :func:`build_channels`.
+Everything else the core knows about a channel is declared on its class too: :attr:`Channel.label`
+(the console and notices), :attr:`Channel.business_app` (the escalation reason of an echo),
+:attr:`Channel.reply_identity_kinds` (whom a reply is addressed to), :attr:`Channel.account_id_label`,
+:attr:`Channel.chart_colour`; the registry answers with :func:`channel_class` and the ``channel_*``
+functions below, so no channel name is listed anywhere else.
+
+Channels register their class with :func:`register_channel` when their ``channel`` module is imported;
+:data:`BUILTIN_CHANNELS` names the built-in packages (``switchboard.channels.<name>``, whose
+``settings`` and ``channel`` modules are imported on first use of the registry), and the worker builds
+one instance per process with :func:`build_channels`. A new channel is its own package plus one entry
+in :data:`BUILTIN_CHANNELS`.
 """
 
 from __future__ import annotations
@@ -49,12 +57,18 @@ __all__ = [
     "OutboundPart",
     "SendError",
     "SendErrorKind",
+    "BUILTIN_CHANNELS",
     "build_channels",
     "TextUnit",
+    "business_app_of",
     "channel_capabilities",
+    "channel_class",
+    "channel_label",
     "channel_names",
     "channel_renderer",
+    "reply_identity_kinds",
     "register_channel",
+    "unregister_channel",
     "graphemes",
     "split_text",
     "text_length",
@@ -130,6 +144,9 @@ class Capabilities:
     window_error_codes: frozenset[str] = frozenset()
     """``outbox.error_code``\\ s of a send the provider refused as outside the window (WhatsApp
     ``131047``); like our own ``window_closed`` refusal, such a failure is not offered for retry."""
+    reply_cap: bool = False
+    """Automatic replies per conversation are capped (:meth:`Channel.auto_reply_cap`; Gmail, so two
+    robots never answer each other for long)."""
 
 
 PartType = Literal["text", "media", "template", "interactive"]
@@ -193,7 +210,8 @@ _GRAPHEME = regex.compile(r"\X", regex.DOTALL)
 def graphemes(text: str) -> list[str]:
     """``text`` as Unicode extended grapheme clusters (UAX #29): a cut between two of them never splits
     ``é``, a Devanagari conjunct, a Hangul syllable, a flag 🇪🇸 or a ZWJ family 👩‍👩‍👧."""
-    return _GRAPHEME.findall(text)
+    clusters: list[str] = _GRAPHEME.findall(text)
+    return clusters
 
 
 _MIN_LIMIT: dict[str, int] = {"chars": 1, "utf16": 2, "bytes": 4}
@@ -277,7 +295,20 @@ class Channel(Protocol):
     """One provider behind the channel-neutral core (see the module docstring)."""
 
     name: str
+    """The registry key, ``conversations.channel`` and the tenant settings section (``whatsapp``)."""
     capabilities: Capabilities
+    label: str
+    """The channel as people name it (``WhatsApp``): console filters, notices, charts."""
+    business_app: str
+    """The app a business answers from outside Switchboard (``WhatsApp Business app``): the
+    escalation reason when such a reply echoes back."""
+    reply_identity_kinds: tuple[str, ...]
+    """:class:`~switchboard.db.models.IdentityKind` values a reply is addressed to, best first."""
+    account_id_label: str | None
+    """How a connected account's id is named in console messages (``phone_number_id``); ``None`` for
+    channels connected another way (Gmail: OAuth)."""
+    chart_colour: str | None
+    """The channel's colour in analytics charts (``#1f9d55``); ``None``: one from the fallback palette."""
 
     async def send(
         self, account: ChannelAccount, recipient: str, part: OutboundPart, *, correlation_id: str
@@ -336,19 +367,26 @@ class Channel(Protocol):
         """The confirmation a customer gets after an opt-out button."""
         ...
 
+    def auto_reply_cap(self, tenant_settings: Any) -> tuple[int, float] | None:
+        """``(replies, window_s)``: at most this many automatic replies per conversation within
+        ``window_s`` seconds (asked only when :attr:`Capabilities.reply_cap`); ``None``: no cap."""
+        ...
+
     async def aclose(self) -> None:
         """Release provider clients."""
         ...
 
 
 ChannelFactory = Callable[[ChannelDeps], Channel]
-_FACTORIES: dict[str, ChannelFactory] = {}
-BUILTIN_CHANNEL_MODULES = (
-    "switchboard.channels.whatsapp.channel",
-    "switchboard.channels.instagram.channel",
-    "switchboard.channels.gmail.channel",
-)
-"""Modules that register the built-in channels (imported lazily: no import-time cycles)."""
+"""A registered channel class: called with :class:`ChannelDeps`, and read for its declared facts."""
+_FACTORIES: dict[str, Any] = {}
+BUILTIN_CHANNELS = ("whatsapp", "instagram", "gmail")
+"""The built-in channel packages (``switchboard.channels.<name>``): the one line a new channel adds.
+Their ``settings`` modules register the tenant settings sections (imported with
+:mod:`switchboard.channels`), their ``channel`` modules the classes (imported on first use of the
+registry: no import-time cycles)."""
+BUILTIN_CHANNEL_MODULES = tuple(f"switchboard.channels.{name}.channel" for name in BUILTIN_CHANNELS)
+"""Modules that register the built-in channels."""
 
 
 def _load_builtin() -> None:
@@ -356,39 +394,75 @@ def _load_builtin() -> None:
         importlib.import_module(module)
 
 
-def register_channel(name: str, factory: ChannelFactory) -> None:
+def register_channel(name: str, factory: Any) -> None:
     """Make channel ``name`` available to :func:`build_channels` (called when its package is imported).
 
+    ``factory`` is the channel class: called with :class:`ChannelDeps`, it builds the instance; its
+    class attributes (:attr:`Channel.capabilities`, :attr:`Channel.label`...) are read without building.
+
     Raises:
-        ValueError: another factory is already registered under ``name``.
+        ValueError: another class is already registered under ``name``, or ``factory.name`` is not
+            ``name``.
     """
     existing = _FACTORIES.get(name)
     if existing is not None and existing is not factory:
         raise ValueError(f"channel {name!r} is registered twice")
+    if getattr(factory, "name", name) != name:
+        raise ValueError(f"channel class {factory!r} is named {factory.name!r}, registered as {name!r}")
     _FACTORIES[name] = factory
 
 
+def unregister_channel(name: str) -> None:
+    """Forget channel ``name`` (a channel registered for a while, e.g. by a test); unknown: no-op."""
+    _FACTORIES.pop(name, None)
+
+
 def channel_names() -> list[str]:
-    """Registered channel names, sorted."""
+    """Registered channel names in registration order: the built-ins as :data:`BUILTIN_CHANNELS` lists
+    them (what the console shows first), then any registered later."""
     _load_builtin()
-    return sorted(_FACTORIES)
+    return list(_FACTORIES)
+
+
+def channel_class(name: str) -> Any | None:
+    """The class registered as channel ``name`` (its declared facts, without building it); ``None``
+    for an unknown channel."""
+    _load_builtin()
+    return _FACTORIES.get(name)
 
 
 def channel_capabilities(name: str) -> Capabilities | None:
-    """The :class:`Capabilities` channel ``name`` declares (its factory's ``capabilities``), without
-    building it; ``None`` for an unknown channel."""
-    _load_builtin()
-    factory = _FACTORIES.get(name)
-    return getattr(factory, "capabilities", None) if factory is not None else None
+    """The :class:`Capabilities` channel ``name`` declares, without building it; ``None`` for an
+    unknown channel."""
+    cls = channel_class(name)
+    return cls.capabilities if cls is not None else None
+
+
+def channel_label(name: str) -> str:
+    """The channel's :attr:`Channel.label` (``WhatsApp``); an unknown name as it is."""
+    cls = channel_class(name)
+    return str(cls.label) if cls is not None else name
+
+
+def business_app_of(name: str) -> str:
+    """The channel's :attr:`Channel.business_app` (``WhatsApp Business app``); for an unknown name,
+    ``"<name> business app"``."""
+    cls = channel_class(name)
+    return str(cls.business_app) if cls is not None else f"{name} business app"
+
+
+def reply_identity_kinds(name: str) -> tuple[str, ...]:
+    """The channel's :attr:`Channel.reply_identity_kinds`, best first; ``()`` for an unknown name."""
+    cls = channel_class(name)
+    return tuple(cls.reply_identity_kinds) if cls is not None else ()
 
 
 def channel_renderer(name: str) -> Callable[..., list[OutboundPart]] | None:
     """The ``render_structured(text, parts)`` function channel ``name`` declares on its class (buttons,
     lists, cards as its own interactive parts; see :mod:`switchboard.replies.render`), or ``None`` for a
     channel that shows them as text (or an unknown one)."""
-    _load_builtin()
-    factory = _FACTORIES.get(name)
-    return getattr(factory, "render_structured", None) if factory is not None else None
+    cls = channel_class(name)
+    return getattr(cls, "render_structured", None) if cls is not None else None
 
 
 def build_channels(deps: ChannelDeps) -> dict[str, Channel]:

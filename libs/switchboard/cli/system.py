@@ -52,7 +52,7 @@ def run() -> None:
     if settings.model_server_control:  # a test hook: never next to a real provider or off loopback
         from switchboard.errors import SettingsError
         from switchboard.llm.config import has_provider_key
-        from switchboard.llm.offline_server import control_refusal
+        from switchboard.standins.offline_server import control_refusal
 
         refusal = control_refusal(host=settings.host, has_provider_key=has_provider_key(settings))
         if refusal is not None:

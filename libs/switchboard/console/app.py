@@ -26,6 +26,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
+from switchboard.channels.base import channel_label
 from switchboard.console.deps import LoginRequired
 from switchboard.db.models import Role
 from switchboard.i18n import SUPPORTED_LANGUAGES, negotiate_language, normalize_language
@@ -98,7 +99,11 @@ templates = Jinja2Templates(
 )
 # gettext follows the language of the request being rendered (:func:`render` sets it).
 templates.env.globals.update(
-    HTMX_FILE=HTMX_FILE, CSRF_FIELD=CSRF_FIELD, CSRF_HEADER=CSRF_HEADER, LANGUAGES=SUPPORTED_LANGUAGES
+    HTMX_FILE=HTMX_FILE,
+    CSRF_FIELD=CSRF_FIELD,
+    CSRF_HEADER=CSRF_HEADER,
+    LANGUAGES=SUPPORTED_LANGUAGES,
+    channel_label=channel_label,
 )
 LANGUAGE_COOKIE = "sb_lang"
 """The user's own choice of console language (``en`` / ``es``), set by ``POST /language``; it wins over

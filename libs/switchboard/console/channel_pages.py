@@ -45,10 +45,11 @@ from switchboard.channels.accounts import (
     AccountTaken,
     access_token_of,
     account_token_state,
+    api_base_option,
     connect_channel_account,
     token_state_label,
 )
-from switchboard.channels.cli_common import api_base_option
+from switchboard.channels.base import channel_class, channel_names
 from switchboard.channels.gmail.client import GmailApiError, GmailClient, OAuthError
 from switchboard.channels.gmail.mailboxes import (
     AuthorizationRefused,
@@ -144,7 +145,7 @@ async def channel_health(
     it. A Gmail mailbox also has ``sync_mode`` (``push`` while its watch lasts, until ``push_until``;
     else ``polling``), ``last_synced_at``, and its last Pub/Sub push as ``last_webhook_at``.
     """
-    grouped: dict[str, list[dict[str, Any]]] = {"whatsapp": [], "instagram": [], "gmail": []}
+    grouped: dict[str, list[dict[str, Any]]] = {name: [] for name in channel_names()}
     for row in (await session.execute(_HEALTH, {"tenant": tenant_id})).mappings():
         item = dict(row)
         item["token_state"] = _token_state(item, settings)
@@ -159,8 +160,6 @@ async def channel_health(
     return grouped
 
 
-_ACCOUNT_LABELS = {"whatsapp": "phone_number_id", "instagram": "Instagram account"}
-"""Channels connected with an account id and a token, and how their id is named in messages."""
 _META_CHANNELS = ("whatsapp", "instagram")
 
 
@@ -277,7 +276,8 @@ async def channels_connect(
 
     Before anything is saved the token is checked with Meta (:func:`_check_with_meta`); a refusal (an
     invalid token, a missing permission, an account of another tenant) is shown in plain words (422)."""
-    label = _ACCOUNT_LABELS.get(channel)
+    # Channels connected with an account id and a token declare how their id is named in messages.
+    label = getattr(channel_class(channel), "account_id_label", None)
     if label is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "connect whatsapp or instagram here; gmail with OAuth")
     account_id, token, waba_id = account_id.strip(), access_token.strip() or None, waba_id.strip()

@@ -15,6 +15,7 @@ from sqlmodel import col, select
 
 from switchboard.api.access import ADMIN_ROLES, INBOX_ROLES
 from switchboard.api.deps import ResourcesDep, SessionDep, SessionsDep, SettingsDep
+from switchboard.channels.base import channel_names
 from switchboard.console.app import render
 from switchboard.console.checklist import setup_checklist
 from switchboard.console.deps import (
@@ -56,7 +57,6 @@ pages_router = APIRouter(include_in_schema=False)
 InboxPage = Annotated[PageContext, Depends(page_access(INBOX_ROLES))]
 HomePage = Annotated[PageContext, Depends(page_access(ADMIN_ROLES))]
 AccountDep = Annotated[SessionInfo, Depends(account_access)]
-CHANNELS = ("whatsapp", "instagram", "gmail")
 
 
 def _client_ip(request: Request) -> str:
@@ -258,7 +258,7 @@ def _filters(
     channel: str | None, mode: str | None, assigned: str | None, unread: bool, q: str | None
 ) -> InboxFilters:
     return InboxFilters(
-        channel=channel if channel in CHANNELS else None,
+        channel=channel if channel in channel_names() else None,
         mode=Mode(mode) if mode in {m.value for m in Mode} else None,
         assigned=assigned or None,
         unread=unread,
@@ -295,7 +295,7 @@ async def inbox(
     new_tenant = not rows and unfiltered and page.role in ADMIN_ROLES
     template = "_inbox_rows.html" if request.headers.get("HX-Request") else "inbox.html"
     return render(
-        request, template, tenant=page.tenant, rows=rows, filters=filters, channels=CHANNELS,
+        request, template, tenant=page.tenant, rows=rows, filters=filters, channels=channel_names(),
         modes=[m.value for m in Mode], assignees=await _assignees(session, page.tenant), active="inbox",
         new_tenant=new_tenant,
     )  # fmt: skip

@@ -49,12 +49,6 @@ _KEY_PREFERENCE = (IdentityKind.bsuid, IdentityKind.igsid, IdentityKind.email, I
 """Which identity becomes ``customers.external_user_id`` of a new customer (first present wins)."""
 _STABLE_KINDS = frozenset({IdentityKind.bsuid, IdentityKind.igsid, IdentityKind.email})
 """Identity kinds that name one account for good (a phone number, ``wa_id``, can be recycled)."""
-_REPLY_PREFERENCE: dict[str, tuple[str, ...]] = {
-    "whatsapp": (IdentityKind.wa_id, IdentityKind.bsuid),
-    "instagram": (IdentityKind.igsid,),
-    "gmail": (IdentityKind.email,),
-}
-"""Per channel, which identity kind a reply is addressed to, best first."""
 
 
 @dataclass(frozen=True)
@@ -488,16 +482,15 @@ async def change_identity(
     return customer
 
 
-def reply_address(identities: Sequence[Identity | CustomerIdentity]) -> str | None:
+def reply_address(identities: Sequence[Identity | CustomerIdentity], kinds: Sequence[str]) -> str | None:
     """Where a reply goes: the identity the customer wrote from, by the channel's preference.
 
-    WhatsApp: the ``wa_id`` among ``identities`` (the inbound message's), else its BSUID; Instagram:
-    the IGSID; Gmail: the address. ``None`` when none fits (the caller falls back to
+    ``kinds`` is the channel's :attr:`~switchboard.channels.base.Channel.reply_identity_kinds`, best
+    first (WhatsApp: the ``wa_id`` among ``identities``, the inbound message's, else its BSUID;
+    Instagram: the IGSID; Gmail: the address). ``None`` when none fits (the caller falls back to
     ``customers.phone`` / ``external_user_id``).
     """
-    if not identities:
-        return None
-    for kind in _REPLY_PREFERENCE.get(identities[0].channel, ()):
+    for kind in kinds:
         for identity in identities:
             if identity.kind == kind and identity.value:
                 return identity.value

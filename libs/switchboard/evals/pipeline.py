@@ -1,7 +1,7 @@
 """The fixed-pipeline baseline the agent is compared with: one intent call, then a fixed route.
 
-1. **Classify**: one model call (:data:`~switchboard.llm.offline_guard.INTENT_INSTRUCTION_MARKER`
-   prompt) answers ``{"intent": ...}``, one of :data:`~switchboard.llm.offline_guard.INTENTS`.
+1. **Classify**: one model call (:data:`~switchboard.standins.offline_guard.INTENT_INSTRUCTION_MARKER`
+   prompt) answers ``{"intent": ...}``, one of :data:`~switchboard.standins.offline_guard.INTENTS`.
 2. **Route** (no model decides what to call):
 
    * ``knowledge``: retrieve-then-answer: ``search_knowledge_base(query=<message>)``, then one answer call;
@@ -28,10 +28,10 @@ from typing import Any
 from switchboard.agent.tools import ToolRegistry
 from switchboard.agent.turns import Orchestrator
 from switchboard.contracts import TurnRequest, trace_id_for
-from switchboard.llm.offline_guard import INTENT_INSTRUCTION_MARKER, INTENTS
 from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.observability import get_logger
+from switchboard.standins.offline_guard import INTENT_INSTRUCTION_MARKER, INTENTS
 from switchboard.tenant_settings import TenantSettings
 
 __all__ = ["PipelineRun", "run_pipeline", "classification_messages"]

@@ -1,5 +1,4 @@
-"""Admin API: ``/v1/admin/tenants/{slug}/webhooks`` (endpoints, their deliveries) and
-``/v1/admin/tenants/{slug}/leads``; :data:`event_webhooks_router` documents every event's payload in
+"""Admin API: ``/v1/admin/tenants/{slug}/webhooks`` (endpoints, their deliveries); :data:`event_webhooks_router` documents every event's payload in
 the OpenAPI ``webhooks`` section (what a tenant's endpoint receives)."""
 
 from __future__ import annotations
@@ -15,17 +14,15 @@ from sqlmodel import col, select
 from switchboard.api.deps import SessionDep, SettingsDep, TenantDep
 from switchboard.api.routers import tenant_admin_router
 from switchboard.crypto import CredentialCipher
-from switchboard.db.models import Lead, WebhookDelivery, WebhookEndpoint
+from switchboard.db.models import WebhookDelivery, WebhookEndpoint
 from switchboard.egress import EgressPolicy
 from switchboard.events.endpoints import EndpointRefused, create_endpoint, list_endpoints, set_endpoint_active
 from switchboard.events.schemas import EVENT_TYPES, EventEnvelope, EventType
 from switchboard.events.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
-from switchboard.leads import list_leads
 
-__all__ = ["event_webhooks_router", "leads_router", "webhooks_router"]
+__all__ = ["event_webhooks_router", "webhooks_router"]
 
 webhooks_router = tenant_admin_router("/webhooks", tags=["event webhooks"])
-leads_router = tenant_admin_router("/leads", tags=["leads"])
 
 
 class EndpointCreate(BaseModel):
@@ -77,22 +74,6 @@ class DeliveryPublic(BaseModel):
     next_attempt_at: datetime | None
     delivered_at: datetime | None
     log: list[dict[str, Any]] = Field(description="[{at, status_code, error, duration_ms}], newest 20.")
-    created_at: datetime
-
-
-class LeadPublic(BaseModel):
-    """A sales lead (from the intent check, ``source=intent``, or the ``create_lead`` tool)."""
-
-    id: uuid.UUID
-    conversation_id: uuid.UUID | None
-    customer_id: uuid.UUID | None
-    interest: str
-    summary: str
-    consent: str = Field(description="granted, denied (opted out) or unknown")
-    source: str
-    detected_by: str | None = Field(description="model:<deployment> or offline_heuristic")
-    notes: str
-    status: str
     created_at: datetime
 
 
@@ -167,15 +148,6 @@ async def get_deliveries(
         .limit(limit)
     )
     return [DeliveryPublic.model_validate(d, from_attributes=True) for d in rows.all()]
-
-
-@leads_router.get("", response_model=list[LeadPublic], summary="List the tenant's leads, newest first")
-async def get_leads(
-    tenant: TenantDep, session: SessionDep, limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    source: Annotated[str | None, Query(pattern="^(tool|intent)$")] = None,
-) -> list[LeadPublic]:  # fmt: skip
-    leads: list[Lead] = await list_leads(session, tenant_id=tenant.id, limit=limit, source=source)
-    return [LeadPublic.model_validate(lead, from_attributes=True) for lead in leads]
 
 
 event_webhooks_router = APIRouter()

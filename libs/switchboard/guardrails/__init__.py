@@ -9,7 +9,7 @@
 * :mod:`.records`: :class:`GuardrailRecord`, what ``turns.guardrails`` holds per stage.
 
 With the offline model server the input check is answered by its deterministic heuristic
-(:mod:`switchboard.llm.offline_guard`) and the record's ``checker`` is ``offline_heuristic``.
+(:mod:`switchboard.standins.offline_guard`) and the record's ``checker`` is ``offline_heuristic``.
 """
 
 from typing import Any

@@ -24,17 +24,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from switchboard.agent.prompt import untrusted_block
 from switchboard.crypto import CredentialDecryptError
 from switchboard.guardrails.records import GuardrailRecord, GuardrailVerdict
 from switchboard.guardrails.settings import GuardrailSettings
 from switchboard.llm.config import DeploymentSettings, default_deployments
 from switchboard.llm.costs import cheapest_group, group_router_key, only_group
-from switchboard.llm.offline_guard import GUARDRAIL_INSTRUCTION_MARKER
 from switchboard.llm.router import ModelCallFailed, ModelGateway
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.observability import get_logger, metrics
+from switchboard.standins.offline_guard import GUARDRAIL_INSTRUCTION_MARKER
 from switchboard.tenant_settings import TenantSettings
+from switchboard.untrusted_text import untrusted_block
 
 __all__ = ["GUARDRAIL_RESPONSE_FORMAT", "check_input", "guardrail_messages", "parse_verdict"]
 

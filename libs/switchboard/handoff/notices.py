@@ -16,7 +16,7 @@ from typing import Any, Literal
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.channels.base import OutboundPart, channel_capabilities, split_text
+from switchboard.channels.base import OutboundPart, channel_capabilities, channel_label, split_text
 from switchboard.db.models import ChannelAccount, Conversation, Customer, HumanAgent, OutboxPurpose
 from switchboard.outbox.writer import OutboxItem, write_outbox
 
@@ -60,9 +60,6 @@ class Outgoing:
     media goes along only when the item goes out on that channel; otherwise a line names it."""
 
 
-CHANNEL_LABELS = {"whatsapp": "WhatsApp", "instagram": "Instagram", "gmail": "Gmail"}
-
-
 def customer_address(customer: Customer) -> str:
     """Where a customer's messages go on their channel: the phone (``wa_id``), else the external id
     (WhatsApp BSUID, Instagram IGSID, e-mail address)."""
@@ -77,7 +74,7 @@ def customer_label(customer: Customer) -> str:
         return f"{customer.display_name} ({number})" if customer.display_name else number
     username = (customer.profile or {}).get("username")
     handle = f"@{username}" if username else customer.external_user_id
-    where = f"{handle} on {CHANNEL_LABELS.get(customer.channel, customer.channel)}"
+    where = f"{handle} on {channel_label(customer.channel)}"
     return f"{customer.display_name} ({where})" if customer.display_name else where
 
 
@@ -86,7 +83,7 @@ def portable(item: Outgoing, channel: str) -> tuple[str, list[dict[str, Any]]]:
     sent by its ref (a WhatsApp media id means nothing to Instagram), so it becomes a line naming it."""
     if not item.media or item.media_channel in (None, channel):
         return item.text, list(item.media)
-    source = CHANNEL_LABELS.get(item.media_channel, item.media_channel)
+    source = channel_label(item.media_channel)
     lines = [
         f"[{m.get('kind') or str(m.get('mime') or 'file').split('/')[0]} sent on {source}: not forwarded]"
         for m in item.media

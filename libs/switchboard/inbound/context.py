@@ -125,5 +125,7 @@ class InboundContext:
     def reply_address(self) -> str:
         """Where replies to this message go: the identity the customer wrote from
         (:func:`switchboard.conversations.reply_address`)."""
-        found = reply_address(channel_identities(self.row.channel, self.stored.identities))
+        found = reply_address(
+            channel_identities(self.row.channel, self.stored.identities), self.channel.reply_identity_kinds
+        )
         return found or self.row.sender_external_id or self.customer.external_user_id

@@ -40,7 +40,7 @@ from arq.worker import Retry
 from sqlalchemy import and_, func, or_, true, update
 from sqlmodel import col, select
 
-from switchboard.channels.base import split_text
+from switchboard.channels.base import business_app_of, split_text
 from switchboard.contracts import TurnRequest
 from switchboard.conversations import Actor
 from switchboard.db.models import (
@@ -120,8 +120,6 @@ ECHO_BACKOFF = Backoff(1.0, 2.0)
 """Wait between those runs (about 1, then 2 seconds, jittered)."""
 BUTTON_KINDS = CHOICE_KINDS
 """Row kinds whose stored ``payload`` is a button id (:data:`switchboard.replies.parts.CHOICE_KINDS`)."""
-BUSINESS_APPS = {"whatsapp": "WhatsApp Business app", "instagram": "Instagram app", "gmail": "Gmail mailbox"}
-"""The app a business answers from outside Switchboard, per channel (its echoes escalate)."""
 _RELEASE_LOCK = (
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 )
@@ -132,7 +130,7 @@ _RELEASE_LOCK = (
 
 def business_app_echo_reason(channel: str) -> str:
     """``"a human replied from the WhatsApp Business app"``: the escalation reason of an echo."""
-    return f"a human replied from the {BUSINESS_APPS.get(channel, f'{channel} business app')}"
+    return f"a human replied from the {business_app_of(channel)}"
 
 
 async def finish(ic: InboundContext, state: InboundState, error: str | None = None) -> None:
@@ -705,10 +703,9 @@ async def reply_cap(ic: InboundContext) -> Outcome | None:
     """A channel with a cap on automatic replies per conversation (Gmail: ``auto_reply_cap`` in
     ``auto_reply_window_s``, so two robots never answer each other for long): over it, the
     conversation goes to a person (assigned or queued, with the agent's notice) and no model is called."""
-    cap_of = getattr(ic.channel, "auto_reply_cap", None)
-    if cap_of is None or await _has_reply(ic):
+    if not ic.channel.capabilities.reply_cap or await _has_reply(ic):
         return None
-    cap = cap_of(await load_tenant_settings(ic))
+    cap = ic.channel.auto_reply_cap(await load_tenant_settings(ic))
     if cap is None:
         return None
     limit, window_s = cap

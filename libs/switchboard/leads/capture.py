@@ -193,7 +193,7 @@ async def _read_window(
     """``(window messages, customer opted out)``, or ``None`` when the conversation has a lead already.
     The lead check and the customer's profile are one query (one round trip)."""
     has_lead = exists().where(col(Lead.tenant_id) == tenant_id, col(Lead.conversation_id) == conversation_id)
-    profile = sa_select(Customer.profile).where(col(Customer.id) == customer_id).scalar_subquery()
+    profile = sa_select(col(Customer.profile)).where(col(Customer.id) == customer_id).scalar_subquery()
     connection = await session.connection()  # after the caller's flush (begin_nested / autoflush)
     found = (await connection.execute(sa_select(has_lead.label("has_lead"), profile.label("profile")))).one()
     if found.has_lead:
@@ -246,7 +246,7 @@ async def _insert_lead(
     connection = await session.connection()
     inserted = (
         await connection.execute(
-            pg_insert(Lead.__table__)  # type: ignore[arg-type]
+            pg_insert(Lead.__table__)  # type: ignore[attr-defined]  # SQLModel sets the table at class creation
             .values(**values)
             .on_conflict_do_nothing(constraint="uq_leads_tenant_idempotency")
             .returning(Lead.__table__.c.id)  # type: ignore[attr-defined]

@@ -3,7 +3,7 @@
 The memory writer (:func:`switchboard.memory.store.summarize_into_memory`), the conversation summary
 (:mod:`switchboard.agent.turns`) and the ``notes`` field of ``save_customer_profile`` all write text that
 came, at least partly, from the customer and that a later turn reads in its system message. Wrapping it as
-an :func:`~switchboard.agent.prompt.untrusted_block` stops it from posing as system text; these checks stop
+an :func:`~switchboard.untrusted_text.untrusted_block` stops it from posing as system text; these checks stop
 a customer from turning their own words into a standing "fact" (OWASP LLM01, memory poisoning):
 
 * no tags, no look-alike letters mixed into words, no instructions addressed to the assistant
@@ -23,7 +23,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-from switchboard.agent.prompt import TAG_LIKE_RE, normalize_untrusted
+from switchboard.untrusted_text import TAG_LIKE_RE, normalize_untrusted
 
 __all__ = ["NotesRejected", "check_notes", "check_customer_text", "evidence_from_notes", "CLAIM_RE"]
 
@@ -97,7 +97,7 @@ def _mixed_script_word(text: str) -> str | None:
             unicodedata.name(ch, "?").split()[0] for ch in word if ch.isalpha() and not ch.isascii()
         } | ({"LATIN"} if any(ch.isascii() and ch.isalpha() for ch in word) else set())
         if len(scripts & _CHECKED_SCRIPTS) > 1:
-            return word
+            return str(word)
     return None
 
 
@@ -105,7 +105,7 @@ def check_customer_text(text: str, *, max_chars: int) -> str:
     """Text from or about a customer that will be put in a prompt: no tags, look-alikes or instructions.
 
     Returns:
-        :func:`~switchboard.agent.prompt.normalize_untrusted` ``text`` (what is stored).
+        :func:`~switchboard.untrusted_text.normalize_untrusted` ``text`` (what is stored).
 
     Raises:
         NotesRejected: ``empty``, ``too_long`` (over ``max_chars`` characters), ``tag``, ``lookalike``,

@@ -206,7 +206,7 @@ async def summarize_into_memory(
         session.add(locked)
         connection = await session.connection()
         await connection.execute(
-            insert(UserMemory.__table__)  # type: ignore[arg-type]
+            insert(UserMemory.__table__)  # type: ignore[attr-defined]  # SQLModel sets the table at class creation
             .values(
                 id=uuid.uuid4(),
                 tenant_id=tenant_id,

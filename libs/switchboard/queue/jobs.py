@@ -55,7 +55,7 @@ class Backoff:
 
     def delay_s(self, attempt: int, *, rand: Callable[[], float] = random.random) -> float:
         """The wait in seconds after ``attempt`` tries (1 for the first); ``rand`` returns a float in [0, 1)."""
-        step = min(self.cap_s, self.base_s * 2 ** max(0, min(attempt, 64) - 1))
+        step = min(self.cap_s, self.base_s * 2.0 ** max(0, min(attempt, 64) - 1))
         return step / 2 + step / 2 * rand()
 
     def retry(self, attempt: int) -> Retry:
@@ -206,6 +206,16 @@ def delivery_statuses_spec(
     )
 
 
+def _job_kwargs(fields: Mapping[str, str]) -> dict[str, Any]:
+    """``fields`` as the job's keyword arguments (typed loosely, as ``enqueue_job`` takes them)."""
+    return dict(fields)
+
+
+def _trace_kwargs() -> dict[str, Any]:
+    """The current trace context as job keyword arguments (:func:`tracing.job_trace_kwargs`)."""
+    return _job_kwargs(tracing.job_trace_kwargs())
+
+
 async def enqueue_process_inbound(
     redis: ArqRedis, row_id: uuid.UUID | str, *, defer_s: float = 0.0, job_id: str | None = None
 ) -> bool:
@@ -229,8 +239,8 @@ async def enqueue_deliver_outbox(
     }  # fmt: skip
     job = await redis.enqueue_job(
         DELIVER_OUTBOX.name, _job_id=job_id, _defer_by=defer_s,
-        **{name: str(value) for name, value in scope.items() if value is not None},
-        **tracing.job_trace_kwargs(),
+        **_job_kwargs({name: str(value) for name, value in scope.items() if value is not None}),
+        **_trace_kwargs(),
     )  # fmt: skip
     return job is not None
 
@@ -241,7 +251,7 @@ async def enqueue_gmail_sync(redis: ArqRedis, account_id: uuid.UUID | str, reaso
     job = await redis.enqueue_job(
         SYNC_GMAIL_MAILBOX.name, str(account_id), reason,
         _job_id=keys.gmail_sync_job_id(account_id, key), _queue_name=SYNC_GMAIL_MAILBOX.queue.value,
-        **tracing.job_trace_kwargs(),
+        **_trace_kwargs(),
     )  # fmt: skip
     return job is not None
 
@@ -252,5 +262,5 @@ async def enqueue_ingest(
     """Enqueue ingestion of one knowledge source on the background queue under ``job_id``."""
     await redis.enqueue_job(
         INGEST_KNOWLEDGE_SOURCE.name, str(tenant_id), str(source_id), content_hash,
-        _job_id=job_id, _queue_name=INGEST_KNOWLEDGE_SOURCE.queue.value, **tracing.job_trace_kwargs(),
+        _job_id=job_id, _queue_name=INGEST_KNOWLEDGE_SOURCE.queue.value, **_trace_kwargs(),
     )  # fmt: skip

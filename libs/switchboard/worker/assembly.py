@@ -296,5 +296,6 @@ def worker_main(queue: Queue, argv: list[str] | None = None) -> int:
     if args == ["--check"]:
         return _check(settings, queue)
     settings.require_secrets()  # GENERATE_SECRETS=false (containers): refuse to start without them
-    QueueWorker(**get_kwargs(WORKER_SETTINGS_BUILDERS[queue](settings))).run()  # arq's run_worker, our class
+    kwargs: dict[str, Any] = get_kwargs(WORKER_SETTINGS_BUILDERS[queue](settings))
+    QueueWorker(**kwargs).run()  # arq's run_worker, our class
     return 0

@@ -13,8 +13,8 @@ import httpx
 from sqlmodel import select
 from switchboard.channels.gmail.cli import SIMULATED_SUBJECT
 from switchboard.db.models import ChannelAccount, GmailMailbox
-from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.queue import Queue
+from switchboard.standins.offline_server import ScriptedResponse
 from typer.testing import CliRunner
 
 from services.gmail.main import create_app

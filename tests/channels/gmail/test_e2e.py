@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlmodel import col, select
 from switchboard.db.models import Conversation, Message
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.gmail import deliver, new_customer, run_sync, sent_from
 

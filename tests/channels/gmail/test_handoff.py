@@ -10,7 +10,7 @@ from sqlmodel import select
 from switchboard.conversations.lifecycle import Actor
 from switchboard.db.models import Conversation, HumanAgent, utcnow
 from switchboard.handoff import escalate_and_notify
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.gmail import deliver, new_customer, run_sync, sent_from
 from tests.utils.handoff import make_agent

@@ -20,7 +20,7 @@ from switchboard.channels.gmail.html import html_to_text
 from switchboard.channels.gmail.mime import _body_parts, parse_message
 from switchboard.channels.gmail.normalize import normalize_mail
 from switchboard.db.models import Conversation, Message, Role
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.standins.offline_server import ScriptedResponse
 
 from services.console.main import create_app as create_console_app
 from tests.utils.console import log_in, new_user

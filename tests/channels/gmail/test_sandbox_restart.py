@@ -9,9 +9,9 @@ from typing import Any
 
 import httpx
 from sqlmodel import select
-from switchboard.channels.gmail.sandbox import GmailSandbox
 from switchboard.db.models import GmailMailbox
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.standins.gmail import GmailSandbox
+from switchboard.standins.offline_server import ScriptedResponse
 
 from services.gmail.main import create_app
 from tests.utils.agent import answer_with_script

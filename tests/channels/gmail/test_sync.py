@@ -7,8 +7,8 @@ import json
 
 from sqlmodel import col, select
 from switchboard.db.models import Conversation, GmailMailbox, Message, SecurityAlert
-from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.queue import Queue
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.gmail import control, deliver, gmail_service, new_customer, run_sync, sent_from
 from tests.utils.workers import run_worker_burst

@@ -3,8 +3,9 @@ real sync, orchestrator and database; the mailbox is the sandbox's)."""
 
 from __future__ import annotations
 
-from switchboard.agent.prompt import INBOUND_BLOCK_TAG, TAG_LIKE_RE, untrusted_block, untrusted_notice
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.agent.prompt import INBOUND_BLOCK_TAG
+from switchboard.standins.offline_server import ScriptedResponse
+from switchboard.untrusted_text import TAG_LIKE_RE, untrusted_block, untrusted_notice
 
 from tests.utils.gmail import deliver, new_customer, run_sync
 

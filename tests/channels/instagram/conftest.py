@@ -20,7 +20,7 @@ class IgScene:
     account: ChannelAccount
     settings: Any
     sandbox: Any
-    """The :class:`~switchboard.channels.instagram.sandbox.InstagramSandbox` state."""
+    """The :class:`~switchboard.standins.instagram.InstagramSandbox` state."""
     sandbox_url: str
     script: Any
     """The tenant's scripted deployment (``push``/``default``/``requests``)."""

@@ -12,11 +12,11 @@ from sqlalchemy import update
 from sqlmodel import col, select
 from switchboard.channels.base import ChannelDeps, OutboundPart, SendErrorKind, text_length
 from switchboard.channels.instagram.channel import InstagramChannel
-from switchboard.channels.whatsapp.sandbox import ScriptedAnswer
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import Conversation, Message, Outbox, OutboxPurpose, utcnow
-from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.outbox import OutboxItem, write_outbox
+from switchboard.standins.offline_server import ScriptedResponse
+from switchboard.standins.whatsapp import ScriptedAnswer
 
 from tests.utils.instagram import load_payload, mid, new_igsid
 from tests.utils.workers import run_worker_burst

@@ -10,7 +10,7 @@ from datetime import timedelta
 from sqlalchemy import update
 from sqlmodel import col, select
 from switchboard.db.models import Conversation, Message, Outbox, utcnow
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.conversations import assert_human_mode_has_owner
 from tests.utils.handoff import make_agent

@@ -12,8 +12,8 @@ import pytest
 from fastapi import FastAPI, Request
 from sqlmodel import select
 from switchboard.db.models import Message
-from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.media import MediaStore, is_stored
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.instagram import load_payload, mid, new_igsid
 from tests.utils.servers import serve_app

@@ -7,8 +7,8 @@ import pytest
 from sqlmodel import col, select
 from switchboard.channels.meta import sign_body
 from switchboard.db.models import Conversation, Message
-from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.media import is_stored
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.instagram import PAYLOAD_CUSTOMER, encode, load_payload, mid, new_igsid
 from tests.utils.whatsapp import APP_SECRET, VERIFY_TOKEN

@@ -15,7 +15,7 @@ from sqlmodel import select
 from switchboard.channels.whatsapp.settings import WhatsAppSettings
 from switchboard.db.models import Conversation, Customer, HumanAgent, Message, utcnow
 from switchboard.handoff import HANDOFF_SUMMARY_INSTRUCTION, add_agent
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.standins.offline_server import ScriptedResponse
 from switchboard.tenant_settings import AgentSettings
 
 from tests.utils.conversations import assert_human_mode_has_owner, event_rows

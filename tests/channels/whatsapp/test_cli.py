@@ -11,13 +11,13 @@ import uuid
 import httpx
 from sqlmodel import select
 from switchboard.channels.accounts import access_token_of
-from switchboard.channels.cli_common import SAMPLE_MEDIA
 from switchboard.channels.whatsapp.cli import SIMULATED_WA_ID, retarget_payload
+from switchboard.cli.channel_common import SAMPLE_MEDIA
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, Message
-from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.queue import Queue
 from switchboard.queue.keys import inbound_job_id
+from switchboard.standins.offline_server import ScriptedResponse
 
 from services.whatsapp.main import create_app
 from tests.utils.net import free_port

@@ -19,12 +19,13 @@ import httpx
 import pytest
 from sqlalchemy.engine import make_url
 from sqlmodel import select
+from switchboard.channels.base import reply_identity_kinds
 from switchboard.channels.whatsapp.normalize import normalize_delivery
 from switchboard.conversations import channel_identities, reply_address
 from switchboard.db.models import Conversation, Outbox, Turn
-from switchboard.llm.offline_server import ScriptedResponse
 from switchboard.queue import Queue
 from switchboard.queue.keys import inbound_failures_key, inbound_job_id, inbound_sweep_job_id
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.agent import answer_with_script, text
 from tests.utils.net import TcpProxy, free_port
@@ -581,7 +582,7 @@ async def test_every_payload_end_to_end(e2e_settings, ai_tenant, model, sessions
     batch_recipients = {m["to"] for m in sent_to(graph_sandbox[1], pid)}
     assert {"15550100099", "15550100098"} <= batch_recipients
     senders = {  # every reply went to the address a message came from (reply_address of its identities)
-        reply_address(channel_identities("whatsapp", m.identities))
+        reply_address(channel_identities("whatsapp", m.identities), reply_identity_kinds("whatsapp"))
         for payload in REPLIES_PER_PAYLOAD
         for m in normalize_delivery(load_payload(payload)).messages
     }

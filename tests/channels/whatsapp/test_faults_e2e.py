@@ -13,7 +13,7 @@ import pytest
 from sqlmodel import select
 from switchboard.channels.whatsapp.cli import post_signed
 from switchboard.db.models import Outbox, Tenant, Turn
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.standins.offline_server import ScriptedResponse
 
 from services.model_server.main import create_app as model_server_app
 from services.whatsapp.main import create_app as whatsapp_app

@@ -14,7 +14,7 @@ import pytest
 from sqlmodel import select
 from switchboard.db.models import Conversation, HumanAgent, Message, Outbox, utcnow
 from switchboard.handoff import HANDED_BACK_NOTE, HELP_TEXT, add_agent
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.conversations import assert_human_mode_has_owner
 from tests.utils.handoff import random_phone

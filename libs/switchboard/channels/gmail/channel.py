@@ -63,6 +63,7 @@ CAPABILITIES = Capabilities(
     untrusted_inbound=True,
     read_receipts=False,
     correlation_echo=False,
+    reply_cap=True,
 )
 T = TypeVar("T")
 
@@ -89,6 +90,12 @@ class GmailChannel:
 
     name = "gmail"
     capabilities = CAPABILITIES
+    label = "Gmail"
+    business_app = "Gmail mailbox"
+    reply_identity_kinds = ("email",)
+    """Whom a reply is addressed to, best first."""
+    account_id_label = None
+    chart_colour = "#d93025"
 
     def __init__(self, deps: ChannelDeps) -> None:
         settings = deps.settings

@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import typer
 
-from switchboard.channels.cli_common import check_simulate_source, explain_no_reply, is_loopback_url
+from switchboard.cli.channel_common import check_simulate_source, explain_no_reply, is_loopback_url
 from switchboard.cli.root import channel_app, simulate_app
 from switchboard.cli.runner import command_settings, friendly_errors, run_db
 from switchboard.settings import Settings

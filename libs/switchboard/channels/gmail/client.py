@@ -2,7 +2,7 @@
 
 Not google-api-python-client: it is synchronous (httplib2) and loads discovery documents; the
 calls here are a handful of documented JSON endpoints (Gmail API REST reference). Every URL is built
-from a base URL, so the local sandbox (:mod:`switchboard.channels.gmail.sandbox`) stands in for
+from a base URL, so the local sandbox (:mod:`switchboard.standins.gmail`) stands in for
 ``https://gmail.googleapis.com`` and ``https://oauth2.googleapis.com/token`` offline.
 
 Errors:

@@ -138,6 +138,12 @@ class InstagramChannel:
 
     name = "instagram"
     capabilities = CAPABILITIES
+    label = "Instagram"
+    business_app = "Instagram app"
+    reply_identity_kinds = ("igsid",)
+    """Whom a reply is addressed to, best first."""
+    account_id_label = "Instagram account"
+    chart_colour = "#c13584"
 
     @staticmethod
     def render_structured(text: str, parts: Sequence[Any]) -> list[OutboundPart]:
@@ -304,6 +310,10 @@ class InstagramChannel:
     def opt_out_reply(self, tenant_settings: Any) -> str:
         """Instagram has no marketing templates to opt out of; the WhatsApp text is reused if ever asked."""
         return str(tenant_settings.whatsapp.opt_out_reply)
+
+    def auto_reply_cap(self, tenant_settings: Any) -> tuple[int, float] | None:
+        """None: no cap on automatic replies (:attr:`Capabilities.reply_cap` is off)."""
+        return None
 
     async def aclose(self) -> None:
         for graph in {id(g): g for g in [self.graph, *self._graphs.values()]}.values():

@@ -19,10 +19,11 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from switchboard.channels.cli_common import (
+from switchboard.channels.accounts import api_base_option
+from switchboard.channels.meta import post_signed
+from switchboard.cli.channel_common import (
     SAMPLE_MEDIA,
     account_of_tenant,
-    api_base_option,
     check_simulate_source,
     connect_account,
     explain_no_reply,
@@ -31,7 +32,6 @@ from switchboard.channels.cli_common import (
     nothing_new_stored,
     print_sent,
 )
-from switchboard.channels.meta import post_signed
 from switchboard.cli.root import channel_app, simulate_app
 from switchboard.cli.runner import command_settings, friendly_errors
 

@@ -1,5 +1,5 @@
-"""WhatsApp Cloud API channel: webhook route, normalize, store + enqueue, the Channel adapter, sandbox,
-tenant settings.
+"""WhatsApp Cloud API channel: webhook route, normalize, store + enqueue, the Channel adapter, tenant
+settings (its sandbox is :mod:`switchboard.standins.whatsapp`).
 
 The public names load on first use (PEP 562 module ``__getattr__``): every process imports
 ``switchboard.channels.whatsapp.settings`` (its tenant-settings section), and importing the package
@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from switchboard.channels.whatsapp.channel import WhatsAppChannel
     from switchboard.channels.whatsapp.normalize import NormalizedDelivery, StatusUpdate, normalize_delivery
     from switchboard.channels.whatsapp.routes import webhook_router
-    from switchboard.channels.whatsapp.sandbox import GraphSandbox, sandbox_router, sandbox_status_sender
     from switchboard.channels.whatsapp.send import GraphClient, GraphSendError
     from switchboard.channels.whatsapp.settings import WhatsAppSettings
 
@@ -29,9 +28,6 @@ _LAZY = {
     "StatusUpdate": "switchboard.channels.whatsapp.normalize",
     "normalize_delivery": "switchboard.channels.whatsapp.normalize",
     "webhook_router": "switchboard.channels.whatsapp.routes",
-    "GraphSandbox": "switchboard.channels.whatsapp.sandbox",
-    "sandbox_router": "switchboard.channels.whatsapp.sandbox",
-    "sandbox_status_sender": "switchboard.channels.whatsapp.sandbox",
     "GraphClient": "switchboard.channels.whatsapp.send",
     "GraphSendError": "switchboard.channels.whatsapp.send",
     "WhatsAppSettings": "switchboard.channels.whatsapp.settings",
@@ -39,15 +35,12 @@ _LAZY = {
 
 __all__ = [  # the keys of _LAZY (spelled out for linters and IDEs)
     "GraphClient",
-    "GraphSandbox",
     "GraphSendError",
     "NormalizedDelivery",
     "StatusUpdate",
     "WhatsAppChannel",
     "WhatsAppSettings",
     "normalize_delivery",
-    "sandbox_router",
-    "sandbox_status_sender",
     "sign_body",
     "signature_is_valid",
     "webhook_router",

@@ -97,6 +97,12 @@ class WhatsAppChannel:
 
     name = "whatsapp"
     capabilities = CAPABILITIES
+    label = "WhatsApp"
+    business_app = "WhatsApp Business app"
+    reply_identity_kinds = ("wa_id", "bsuid")
+    """Whom a reply is addressed to, best first."""
+    account_id_label = "phone_number_id"
+    chart_colour = "#1f9d55"
 
     @staticmethod
     def render_structured(text: str, parts: Sequence[Any]) -> list[OutboundPart]:
@@ -238,6 +244,10 @@ class WhatsAppChannel:
     def opt_out_reply(self, tenant_settings: Any) -> str:
         """The one confirmation sent after an opt-out button (tenant's ``whatsapp.opt_out_reply``)."""
         return str(tenant_settings.whatsapp.opt_out_reply)
+
+    def auto_reply_cap(self, tenant_settings: Any) -> tuple[int, float] | None:
+        """None: no cap on automatic replies (:attr:`Capabilities.reply_cap` is off)."""
+        return None
 
     async def aclose(self) -> None:
         for graph in {id(g): g for g in [self.graph, *self._graphs.values()]}.values():

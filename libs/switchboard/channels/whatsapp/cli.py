@@ -21,10 +21,11 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from switchboard.channels.cli_common import (
+from switchboard.channels.accounts import api_base_option
+from switchboard.channels.meta import post_signed
+from switchboard.cli.channel_common import (
     SAMPLE_MEDIA,
     account_of_tenant,
-    api_base_option,
     check_simulate_source,
     connect_account,
     explain_no_reply,
@@ -33,7 +34,6 @@ from switchboard.channels.cli_common import (
     nothing_new_stored,
     print_sent,
 )
-from switchboard.channels.meta import post_signed
 from switchboard.cli.root import channel_app, simulate_app
 from switchboard.cli.runner import command_settings, friendly_errors
 
@@ -135,7 +135,7 @@ def refresh_message_ids(body: dict[str, Any]) -> dict[str, Any]:
 
 def sample_media_of(body: dict[str, Any]) -> list[tuple[str, bytes, str]]:
     """``(media id, bytes, mime type)`` for every image and audio in ``body``'s messages: what the Graph
-    sandbox should serve for them (:data:`~switchboard.channels.cli_common.SAMPLE_MEDIA`), so the demo's
+    sandbox should serve for them (:data:`~switchboard.cli.channel_common.SAMPLE_MEDIA`), so the demo's
     vision and transcription see something. Other media (video, documents, stickers) stay unknown to the
     sandbox: the agent is told it could not be read."""
     uploads = []

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from switchboard.agent.prompt import fence_inbound
 from switchboard.llm.lexical import LEXICAL_MODEL_NAME, lexical_embedding
-from switchboard.llm.offline_server import (
+from switchboard.standins.offline_server import (
     OFFLINE_DEMO_MODEL,
     OFFLINE_MARKER,
     SUMMARY_INSTRUCTION_MARKER,

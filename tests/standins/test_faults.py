@@ -1,9 +1,9 @@
-"""The channel-neutral fault scripts every provider sandbox uses (switchboard.channels.faults)."""
+"""The channel-neutral fault scripts every provider sandbox uses (switchboard.standins.faults)."""
 
 from __future__ import annotations
 
 import pytest
-from switchboard.channels.faults import Fault, FaultScript, FaultSpec
+from switchboard.standins.faults import Fault, FaultScript, FaultSpec
 
 BOOM = Fault(code=131000)
 

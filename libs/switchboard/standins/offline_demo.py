@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from switchboard.llm.lexical import tokenize
-from switchboard.llm.offline_guard import (
+from switchboard.standins.offline_guard import (
     GUARDRAIL_INSTRUCTION_MARKER,
     INTENT_INSTRUCTION_MARKER,
     heuristic_intent,
@@ -46,7 +46,7 @@ def _text_of(content: Any) -> str:
 
 
 _BLOCK_RE = re.compile(r"<([a-z][a-z0-9_]*)>\n(.*)\n</\1>", re.DOTALL)
-"""A whole message that is one data block of the prompt (:func:`switchboard.agent.prompt.untrusted_block`:
+"""A whole message that is one data block of the prompt (:func:`switchboard.untrusted_text.untrusted_block`:
 ``<customer_message>\\n...\\n</customer_message>``, every ``<``/``>`` inside written ``&lt;``/``&gt;``)."""
 
 
@@ -100,13 +100,13 @@ def _best_passage(result: str) -> str | None:
         if isinstance(first, dict):
             for key in ("text", "content", "passage", "chunk", "snippet"):
                 if isinstance(first.get(key), str) and first[key].strip():
-                    return first[key].strip()
+                    return str(first[key]).strip()
             return json.dumps(first, ensure_ascii=False)
         return str(first)
     if isinstance(data, dict):
         for key in ("text", "content", "answer", "message"):
             if isinstance(data.get(key), str) and data[key].strip():
-                return data[key].strip()
+                return str(data[key]).strip()
     return str(data) if data else None
 
 
@@ -166,10 +166,10 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
     Rules, in order:
 
     0. A guardrail request (system prompt starting with
-       :data:`~switchboard.llm.offline_guard.GUARDRAIL_INSTRUCTION_MARKER`) gets the JSON of
-       :func:`~switchboard.llm.offline_guard.heuristic_verdict` of the last user message; an intent
-       classification (:data:`~switchboard.llm.offline_guard.INTENT_INSTRUCTION_MARKER`) the JSON of
-       :func:`~switchboard.llm.offline_guard.heuristic_intent`.
+       :data:`~switchboard.standins.offline_guard.GUARDRAIL_INSTRUCTION_MARKER`) gets the JSON of
+       :func:`~switchboard.standins.offline_guard.heuristic_verdict` of the last user message; an intent
+       classification (:data:`~switchboard.standins.offline_guard.INTENT_INSTRUCTION_MARKER`) the JSON of
+       :func:`~switchboard.standins.offline_guard.heuristic_intent`.
     1. A summarization request (system prompt starting with :data:`SUMMARY_INSTRUCTION_MARKER`) gets
        a plain digest of the customer's lines.
     2. A description request (the last user message carries an image) → a stand-in description that

@@ -50,10 +50,10 @@ from switchboard.body_limit import BodyLimitMiddleware
 from switchboard.docs_ui import mount_local_docs
 from switchboard.llm.config import OFFLINE_DEMO_MODEL
 from switchboard.llm.lexical import LEXICAL_MODEL_NAME, lexical_embedding, tokenize
-from switchboard.llm.offline_demo import OFFLINE_MARKER, SUMMARY_INSTRUCTION_MARKER, demo_reply
 from switchboard.observability import get_logger
 from switchboard.observability.metrics import mount_metrics
 from switchboard.observability.tracing import instrument_app
+from switchboard.standins.offline_demo import OFFLINE_MARKER, SUMMARY_INSTRUCTION_MARKER, demo_reply
 
 __all__ = [
     "ControlRefused",
@@ -472,7 +472,7 @@ def create_offline_app(
     instrument_app(app)
 
     if enable_control:
-        from switchboard.channels.faults import require_control_access
+        from switchboard.standins.faults import require_control_access
 
         def _guard(request: Request) -> None:
             require_control_access(request, control_token)

@@ -24,7 +24,6 @@ __all__ = [
     "nothing_new_stored",
     "connect_account",
     "account_of_tenant",
-    "api_base_option",
     "print_sent",
     "is_loopback_url",
     "explain_no_reply",
@@ -41,7 +40,7 @@ SAMPLE_MEDIA = {
 }
 """What ``simulate instagram|whatsapp --payload`` serves behind the payload's media (its CDN links and
 media ids are fake and the demo is offline): a 1×1 PNG, and an M4A header with the offline model server's
-transcript marker (``llm.offline_server.TRANSCRIPT_MARKER``), which it returns as the transcript."""
+transcript marker (``standins.offline_server.TRANSCRIPT_MARKER``), which it returns as the transcript."""
 
 
 GIVE_UP_EVERY_S = 2.0
@@ -116,23 +115,8 @@ def connect_account(
             cipher=cipher, api_base_url=api_base_url, label=label,
         )  # fmt: skip
 
-    return run_in_session(work, settings=settings)
-
-
-def api_base_option(value: str | None, *, has_token: bool) -> str | None:
-    """``--api-base`` of ``channel add-*`` as the stored ``api_base_url``: ``sandbox``, ``""`` (real API,
-    the process default) or a URL; unset: the real API with a token, the sandbox without.
-
-    Raises:
-        ValueError: not ``sandbox``, ``real`` or an ``http(s)://`` URL.
-    """
-    if value is None:
-        return "" if has_token else "sandbox"
-    if value in ("sandbox", "real"):
-        return "sandbox" if value == "sandbox" else ""
-    if not value.startswith(("https://", "http://")):
-        raise ValueError(f"--api-base must be 'sandbox', 'real' or an http(s):// URL, not {value!r}")
-    return value.rstrip("/")
+    connected: tuple[Any, bool] = run_in_session(work, settings=settings)
+    return connected
 
 
 def account_of_tenant(settings: Settings, *, tenant: str, channel: str, missing: str) -> tuple[str, str]:
@@ -161,7 +145,8 @@ def account_of_tenant(settings: Settings, *, tenant: str, channel: str, missing:
             raise ValueError(missing)
         return account.external_account_id, settings.channel_api_base_url(channel, account.api_base_url)
 
-    return run_in_session(find, settings=settings)
+    found: tuple[str, str] = run_in_session(find, settings=settings)
+    return found
 
 
 async def print_sent(

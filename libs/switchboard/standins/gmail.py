@@ -57,8 +57,8 @@ import httpx
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
-from switchboard.channels.faults import require_control_access
 from switchboard.observability.logs import get_logger
+from switchboard.standins.faults import require_control_access
 
 __all__ = ["GmailSandbox", "sandbox_router", "DEFAULT_MAILBOX"]
 
@@ -208,12 +208,12 @@ class GmailSandbox:
     def public_pem(self) -> str:
         from cryptography.hazmat.primitives import serialization
 
-        return (
+        pem: bytes = (
             self._private_key()
             .public_key()
             .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-            .decode()
         )
+        return pem.decode()
 
     def oidc_token(self, audience: str, *, email_claim: str = "gmail-push@sandbox.iam.gserviceaccount.com",
                    issuer: str = "https://accounts.google.com", lifetime_s: int = 3600) -> str:  # fmt: skip
@@ -225,11 +225,12 @@ class GmailSandbox:
         pem = self._private_key().private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         )
-        signer = crypt.RSASigner.from_string(pem, key_id=self.key_id)
+        signer = crypt.RSASigner.from_string(pem, key_id=self.key_id)  # type: ignore[no-untyped-call]  # google-auth leaves it unannotated
         now = int(time.time())
         claims = {"iss": issuer, "aud": audience, "email": email_claim, "email_verified": True,
                   "iat": now, "exp": now + lifetime_s, "sub": "1000000000000000000001"}  # fmt: skip
-        return google_jwt.encode(signer, claims).decode()
+        token: bytes = google_jwt.encode(signer, claims)  # type: ignore[no-untyped-call]  # google-auth leaves it unannotated
+        return token.decode()
 
     def push_body(self, address: str, message_id: str | None = None) -> dict[str, Any]:
         box = self.mailbox(address)
@@ -301,7 +302,7 @@ class GmailSandbox:
         for stored in box.messages.values():
             for header in stored["payload"].get("headers") or []:
                 if header["name"].lower() == "message-id" and header["value"] in wanted:
-                    return stored["threadId"]
+                    return str(stored["threadId"])
         return None
 
     def deliver(self, spec: dict[str, Any]) -> dict[str, Any]:
@@ -399,7 +400,7 @@ def sandbox_router(
 
     Args:
         admin_token: when set, the ``/_control`` endpoints also need ``Authorization: Bearer <admin_token>``
-            (they always answer loopback clients only: :func:`~switchboard.channels.faults.require_control_access`).
+            (they always answer loopback clients only: :func:`~switchboard.standins.faults.require_control_access`).
         state_path: a JSON file the state survives restarts in (the Gmail service: ``DATA_DIR/gmail_sandbox.json``);
             written after changes and when the app shuts down.
     """

@@ -6,7 +6,7 @@ import asyncio
 
 import httpx
 from fastapi import FastAPI
-from switchboard.channels.whatsapp import sandbox_router
+from switchboard.standins.whatsapp import sandbox_router
 
 
 def _client(*, client_host: str = "127.0.0.1") -> tuple[httpx.AsyncClient, object]:

@@ -6,7 +6,7 @@ service at ``/_sandbox/graph`` when ``WHATSAPP_SANDBOX_ENABLED`` (default), and 
 worker when ``WHATSAPP_GRAPH_BASE_URL`` is unset.
 
 Control endpoints (not part of Meta's API; loopback clients only and, when the service passes its
-admin token, ``Authorization: Bearer <admin token>``: :func:`switchboard.channels.faults.require_control_access`):
+admin token, ``Authorization: Bearer <admin token>``: :func:`switchboard.standins.faults.require_control_access`):
 
 * ``GET /_control/sent?after=N&phone_number_id=P`` lists recorded sends with ``seq > N`` (of the
   business number ``P`` only, when given), and ``last_seq``. An interactive send (buttons, a list, a
@@ -16,13 +16,13 @@ admin token, ``Authorization: Bearer <admin token>``: :func:`switchboard.channel
   accepted send gets those status callbacks ``delay_s`` after it was recorded, posted signed to the
   WhatsApp webhook apart from the send's answer, as Meta does (``{"statuses": []}``, the default: none).
 * ``GET /_control/read?phone_number_id=P`` lists the message ids number ``P`` marked read, in order.
-* ``POST /_control/failures`` scripts faults (:class:`switchboard.channels.faults.FaultSpec`), nothing
+* ``POST /_control/failures`` scripts faults (:class:`switchboard.standins.faults.FaultSpec`), nothing
   by default:
 
   - ``{"operation": "send", "to" | "phone_number_id", "times": 1, "after": 0, "mode", "code",
     "http_status", "headers", "body", "delay_s", "statuses"}``: after ``after`` untouched sends,
     the next ``times`` sends to ``to`` (or from the number ``phone_number_id``) get the fault.
-    Modes (:data:`switchboard.channels.faults.FaultMode`): ``error`` (default; not recorded; Meta's
+    Modes (:data:`switchboard.standins.faults.FaultMode`): ``error`` (default; not recorded; Meta's
     error body for ``code`` or ``body``, with ``http_status`` and ``headers`` such as
     ``{"Retry-After": "7"}``), ``accept_then_500`` (recorded, then a non-Graph 500),
     ``accept_then_hang`` (recorded, the answer waits ``delay_s``), ``delay`` (recorded, answered
@@ -63,9 +63,9 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from switchboard.body_limit import SANDBOX_MEDIA_MAX_BYTES, allow_body
-from switchboard.channels.faults import Fault, FaultScript, FaultSpec, require_control_access
 from switchboard.channels.meta import SIGNATURE_HEADER, sign_body
 from switchboard.observability import get_logger
+from switchboard.standins.faults import Fault, FaultScript, FaultSpec, require_control_access
 
 if TYPE_CHECKING:
     from switchboard.settings import Settings
@@ -98,7 +98,7 @@ _ERROR_TEXT = {
     131000: "Something went wrong",
 }
 ScriptedAnswer = Fault
-"""What the sandbox does with one scripted call (the channel-neutral :class:`~switchboard.channels.faults.Fault`)."""
+"""What the sandbox does with one scripted call (the channel-neutral :class:`~switchboard.standins.faults.Fault`)."""
 
 
 @dataclass
@@ -123,7 +123,7 @@ class GraphSandbox:
     """Tokens whose calls are refused, and with which Graph error code (``POST /_control/tokens``)."""
     subscriptions: dict[str, dict[str, str]] = field(default_factory=dict)
     """WhatsApp Business Account id → its app subscription (``callback_url``, ``verify_token``)."""
-    _seq: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _seq: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _callbacks: set[asyncio.Task[None]] = field(default_factory=set)
 
     def sent_by(self, phone_number_id: str) -> list[dict[str, Any]]:

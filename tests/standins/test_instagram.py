@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 from fastapi import FastAPI
-from switchboard.channels.instagram.sandbox import instagram_sandbox_router
+from switchboard.standins.instagram import instagram_sandbox_router
 
 
 def _client(token: str | None, host: str = "127.0.0.1") -> httpx.AsyncClient:

@@ -26,7 +26,7 @@ Control endpoints (loopback clients only, 403 otherwise), as in the WhatsApp san
 ``GET /_control/sent?after=N&account_id=A``, ``GET /_control/actions?account_id=A``,
 ``POST /_control/failures`` (``{"to" | "account_id", "times", "mode", "code", "subcode",
 "http_status", "headers", "body", "delay_s"}``; modes as
-:class:`~switchboard.channels.whatsapp.sandbox.ScriptedAnswer`), ``DELETE /_control/failures``.
+:class:`~switchboard.standins.whatsapp.ScriptedAnswer`), ``DELETE /_control/failures``.
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from switchboard.body_limit import SANDBOX_MEDIA_MAX_BYTES, allow_body
-from switchboard.channels.faults import require_control_access
 from switchboard.channels.meta import post_signed
-from switchboard.channels.whatsapp.sandbox import ScriptedAnswer
+from switchboard.standins.faults import require_control_access
+from switchboard.standins.whatsapp import ScriptedAnswer
 
 __all__ = ["InstagramSandbox", "instagram_sandbox_router"]
 
@@ -77,7 +77,7 @@ class InstagramSandbox:
     echo_to: tuple[str, str] | None = None
     """``(webhook URL, app secret)``: post Meta's echo of every recorded message there, as Instagram does
     (the Instagram service points it at its own ``/webhooks/instagram``); ``None``: no echoes."""
-    _seq: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _seq: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
     def sent_by(self, account_id: str) -> list[dict[str, Any]]:
@@ -153,7 +153,7 @@ def instagram_sandbox_router(
 
     Args:
         admin_token: when set, the ``/_control`` endpoints also need ``Authorization: Bearer <admin_token>``
-            (they always answer loopback clients only: :func:`~switchboard.channels.faults.require_control_access`).
+            (they always answer loopback clients only: :func:`~switchboard.standins.faults.require_control_access`).
     """
     state = sandbox or InstagramSandbox()
     router = APIRouter(prefix="/_sandbox/instagram", tags=["sandbox"], include_in_schema=False)
