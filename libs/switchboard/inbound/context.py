@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -112,6 +113,8 @@ class InboundContext:
     text: str = ""
     """The text the agent answers: the message, or its media turned into text."""
     notes: dict[str, Any] = field(default_factory=dict)
+    claimed_at: float = field(default_factory=time.monotonic)
+    """``time.monotonic()`` when this run claimed the row: the tenant's first-reply deadline counts from it."""
 
     @property
     def row_id(self) -> uuid.UUID:

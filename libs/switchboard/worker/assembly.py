@@ -239,6 +239,7 @@ def build_background_worker_settings(settings: Settings) -> type:
     from switchboard.events.retention import prune_events
     from switchboard.inbound.sweep import sweep_inbound
     from switchboard.knowledge.jobs import ingest_knowledge_source, vector_index_sweep
+    from switchboard.leads.jobs import check_lead_intent
     from switchboard.memory import memory_sweep, summarize_memory
 
     # A mailbox's poll sync runs every GMAIL_POLL_INTERVAL_S and mostly finds nothing new: its arq lines
@@ -252,6 +253,7 @@ def build_background_worker_settings(settings: Settings) -> type:
             _func(jobs.INGEST_KNOWLEDGE_SOURCE, ingest_knowledge_source, settings),
             _func(jobs.SUMMARIZE_MEMORY, summarize_memory, settings),
             _func(jobs.SYNC_GMAIL_MAILBOX, sync_gmail_mailbox, settings),
+            _func(jobs.CHECK_LEAD_INTENT, check_lead_intent, settings),
         ],
         cron_jobs=[
             _sweep(jobs.SWEEP_INBOUND, sweep_inbound, settings, second=set(range(0, 60, 15))),

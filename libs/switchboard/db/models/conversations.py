@@ -100,6 +100,7 @@ class OutboxPurpose(StrEnum):
     notice = "notice"  # a system message to a customer or an agent (assignment notice, command answer)
     relay = "relay"  # a customer's message relayed to their human agent
     human_reply = "human_reply"  # a reply typed by a person (agent console, web console) to a customer
+    holding = "holding"  # "one moment": the answer is not ready by the tenant's first-reply deadline
 
 
 class Customer(TenantOwned, table=True):
@@ -361,7 +362,9 @@ class Outbox(TenantOwned, table=True):
             "status IN ('pending', 'sending', 'sent', 'delivered', 'read', 'played', 'failed')",
             name="ck_outbox_status",
         ),
-        CheckConstraint("purpose IN ('reply', 'notice', 'relay', 'human_reply')", name="ck_outbox_purpose"),
+        CheckConstraint(
+            "purpose IN ('reply', 'notice', 'relay', 'human_reply', 'holding')", name="ck_outbox_purpose"
+        ),
         Index("ix_outbox_channel_external", "channel", "external_id"),
         Index("ix_outbox_correlation", "correlation_id"),
         Index(
