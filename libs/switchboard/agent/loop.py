@@ -65,6 +65,9 @@ class LoopOutcome:
     outcome: Outcome
     error: str | None = None
     """Why the turn was degraded (``turn_timeout``, ``model_failed: ...``)."""
+    model_unavailable: bool = False
+    """Every deployment failed (errors, timeouts, refused connections: not a prompt too long) and no
+    model answered in this turn: the question waits for the provider (the worker parks it)."""
     model_id: str | None = None
     fallback_used: bool = False
     effect: TurnEffect | None = None
@@ -479,9 +482,11 @@ async def run_tool_loop(
             await loop.run()
     except TimeoutError:
         loop.out.outcome, loop.out.error = "degraded", "turn_timeout"
+        loop.out.model_unavailable = not loop.out.models_used  # no model answered at all
         log.error("turn_timeout", trace_id=trace_id, turn_timeout_s=settings.loop.turn_timeout_s)
     except ModelCallFailed as exc:
         loop.out.outcome, loop.out.error = "degraded", f"model_failed: {exc}"[:500]
+        loop.out.model_unavailable = not isinstance(exc, ContextOverflow)
     out = loop.out
     if out.outcome == "degraded":
         if out.effect == "closed_silent":

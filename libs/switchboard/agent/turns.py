@@ -107,6 +107,7 @@ from switchboard.leads import capture_lead_in, heuristic_may_find_intent, lead_r
 from switchboard.leads.jobs import capture_lead_by_model
 from switchboard.llm.config import default_deployments
 from switchboard.llm.costs import cheapest_group, group_router_key, only_group
+from switchboard.llm.health import MODEL_UNAVAILABLE, record_turn
 from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.memory.notes import NotesRejected, check_notes, evidence_from_notes
@@ -267,6 +268,8 @@ class Orchestrator:
                     request, tenant_settings, tenant_router, trace_id, claim.context, time_budget
                 )
             _make_storable(outcome, tenant_settings.agent.error_reply)
+            if outcome.model_unavailable and not outcome.silent:
+                guarded.flags.append(MODEL_UNAVAILABLE)  # the worker parks the question
             result = TurnResult(
                 reply=outcome.reply if not outcome.silent else None,
                 silent=outcome.silent,
@@ -292,6 +295,12 @@ class Orchestrator:
             )  # fmt: skip
             if lead is not None:
                 lead_recorded(lead, trace_id)
+            if self.redis is not None and claim.context is not None:
+                await record_turn(
+                    self.redis, request.tenant_id, unavailable=outcome.model_unavailable,
+                    deployments=[d.id for d in tenant_router.deployments] if outcome.model_unavailable else [],
+                    answered_by=outcome.model_id,
+                )  # fmt: skip
             if lead_check == "model":
                 await self._queue_lead_check(request, tenant_settings, trace_id)
         except BaseException as exc:

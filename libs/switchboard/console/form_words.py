@@ -96,6 +96,7 @@ FORM_WORDS = (
     N_("trim ratio"),
     N_("turn timeout s"),
     N_("warn ratio"),
+    N_("waiting reply"),
     N_("whatsapp"),
 )
 """Settings form labels and section titles without a msgid elsewhere."""

@@ -48,6 +48,7 @@ class Outcome(StrEnum):
     replied = "replied"  # the reply was written to the outbox and its parts sent (or are being retried)
     not_sent = "not_sent"  # the reply was written but the channel refused it (code in ``last_error``)
     contract_violation = "contract_violation"  # the orchestrator kept answering outside the contract
+    waiting_model = "waiting_model"  # every model failed: the question waits for the provider (resume job)
     dead = "dead"  # gave up after the bounded number of failures (dead letter, logged as an error)
 
 

@@ -64,6 +64,7 @@ from switchboard.inbound.media import MAX_MEDIA_BYTES, MEDIA_KINDS, MediaUnavail
 from switchboard.inbound.media import media_to_text as convert_media
 from switchboard.inbound.ratelimit import count_in_window, take_slot
 from switchboard.inbound.turn_client import ContractViolation, OrchestratorUnavailable, request_turn
+from switchboard.llm.health import MODEL_UNAVAILABLE
 from switchboard.observability import get_logger, metrics
 from switchboard.outbox import reply_items, text_items, write_outbox
 from switchboard.outbox.delivery import DeliveryScope, deliver
@@ -847,6 +848,8 @@ async def turn(ic: InboundContext) -> Outcome | None:
         await finish(ic, InboundState.done, f"contract_violation: {exc.detail}")
         return Outcome.contract_violation
     await redis.delete(ic.burst_key)
+    if MODEL_UNAVAILABLE in result.flags:
+        return await _park(ic, result.trace_id)
     if result.silent:
         await _deliver(ic, DeliveryScope(conversation_id=ic.conversation.id))  # e.g. an escalation's notice
         await finish(ic, InboundState.done, None)
@@ -917,6 +920,28 @@ async def _send_holding(ic: InboundContext, text: str) -> None:
     await _deliver(
         ic, DeliveryScope(inbound_message_id=ic.row_id, purposes=frozenset({OutboxPurpose.holding}))
     )
+
+
+async def _park(ic: InboundContext, trace_id: str) -> Outcome:
+    """Every model failed: the customer gets ``agent.waiting_reply`` (once, a notice of this row) and the
+    row waits in ``waiting_model`` until a probe of the tenant's deployments succeeds
+    (:mod:`switchboard.inbound.resume`), then its turn runs again."""
+    text = (await load_tenant_settings(ic)).agent.waiting_reply
+    limit, unit = ic.channel.capabilities.text_limit, ic.channel.capabilities.text_unit
+    items = text_items(
+        split_text(text, limit, unit), conversation_id=ic.conversation.id, channel=ic.row.channel,
+        channel_account_id=ic.account.id, recipient=ic.reply_address, purpose=OutboxPurpose.notice,
+    )  # fmt: skip
+    async with ic.deps.resources.sessions() as session, session.begin():
+        await write_outbox(
+            session, tenant_id=ic.row.tenant_id, items=items, inbound_message_id=ic.row_id, trace_id=trace_id
+        )
+    await _deliver(
+        ic, DeliveryScope(inbound_message_id=ic.row_id, purposes=frozenset({OutboxPurpose.notice}))
+    )
+    await finish(ic, InboundState.waiting_model, "waiting for the model: every deployment failed")
+    log.warning("inbound_waiting_for_model", inbound_message_id=str(ic.row_id), trace_id=trace_id)
+    return Outcome.waiting_model
 
 
 async def send_reply(ic: InboundContext) -> Outcome:

@@ -151,6 +151,9 @@ POLL_GMAIL_MAILBOXES = Job("poll_gmail_mailboxes", Queue.background, timeout_s=S
 DELIVER_EVENTS = Job("deliver_events", Queue.background, timeout_s=SIDE_JOB_TIMEOUT_S, cron=True)
 PRUNE_EVENTS = Job("prune_events", Queue.background, timeout_s=300.0, cron=True)
 """300 s: 20 batches of 500 events, one transaction each."""
+RESUME_WAITING_TURNS = Job("resume_waiting_turns", Queue.background, timeout_s=120.0, cron=True)
+"""Probes the tenants whose questions wait for the model and queues those questions again (120 s: probes
+of 10 s, eight tenants at once)."""
 KNOWLEDGE_VECTOR_INDEXES = Job(
     "knowledge_vector_indexes", Queue.background, timeout_s=INGEST_JOB_TIMEOUT_S, cron=True
 )
@@ -159,7 +162,7 @@ ALL_JOBS: tuple[Job, ...] = (
     PING, PROCESS_INBOUND, APPLY_DELIVERY_STATUSES, APPLY_WHATSAPP_STATUSES, DELIVER_OUTBOX, COPY_INBOUND_MEDIA,
     DELIVER_OUTBOX_SWEEP, APPROVALS_SWEEP, INGEST_KNOWLEDGE_SOURCE, SUMMARIZE_MEMORY, SYNC_GMAIL_MAILBOX,
     SWEEP_INBOUND, MEMORY_SWEEP, POLL_GMAIL_MAILBOXES, DELIVER_EVENTS, PRUNE_EVENTS, KNOWLEDGE_VECTOR_INDEXES,
-    CHECK_LEAD_INTENT,
+    CHECK_LEAD_INTENT, RESUME_WAITING_TURNS,
 )  # fmt: skip
 """Every job and cron job of both workers."""
 

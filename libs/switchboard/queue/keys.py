@@ -7,6 +7,7 @@ from datetime import datetime
 
 __all__ = [
     "lead_check_job_id",
+    "inbound_resume_job_id",
     "inbound_job_id",
     "inbound_sweep_job_id",
     "inbound_retry_job_id",
@@ -43,6 +44,11 @@ def inbound_job_id(row_id: uuid.UUID | str) -> str:
 def inbound_sweep_job_id(row_id: uuid.UUID | str, attempt: int) -> str:
     """Job id the sweeper uses to re-enqueue a row after ``attempt`` processing attempts."""
     return f"inbound:{row_id}:sweep:{attempt}"
+
+
+def inbound_resume_job_id(row_id: uuid.UUID | str) -> str:
+    """Job id of a row queued again after waiting for the model (unique: every resume runs)."""
+    return f"inbound:{row_id}:resume:{uuid.uuid4().hex[:12]}"
 
 
 def inbound_retry_job_id(row_id: uuid.UUID | str) -> str:

@@ -237,6 +237,7 @@ def build_background_worker_settings(settings: Settings) -> type:
     from switchboard.channels.gmail.jobs import poll_gmail_mailboxes, sync_gmail_mailbox
     from switchboard.events.delivery import deliver_events
     from switchboard.events.retention import prune_events
+    from switchboard.inbound.resume import resume_waiting_turns
     from switchboard.inbound.sweep import sweep_inbound
     from switchboard.knowledge.jobs import ingest_knowledge_source, vector_index_sweep
     from switchboard.leads.jobs import check_lead_intent
@@ -262,6 +263,7 @@ def build_background_worker_settings(settings: Settings) -> type:
             _sweep(jobs.DELIVER_EVENTS, deliver_events, settings, second=set(range(2, 60, 5))),
             _sweep(jobs.PRUNE_EVENTS, prune_events, settings, minute={17}, second={40}),
             _sweep(jobs.KNOWLEDGE_VECTOR_INDEXES, vector_index_sweep, settings, second={50}),
+            _sweep(jobs.RESUME_WAITING_TURNS, resume_waiting_turns, settings, second=set(range(10, 60, 15))),
         ],
         enqueues_on_own_queue=False,
     )

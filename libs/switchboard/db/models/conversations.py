@@ -74,6 +74,7 @@ class InboundState(StrEnum):
     processing = "processing"  # a worker picked it up
     done = "done"  # answered, relayed, or recorded without a turn
     dead = "dead"  # gave up after the bounded number of attempts; logged as an error
+    waiting_model = "waiting_model"  # every model failed: answered when the provider answers again
 
 
 class OutboxStatus(StrEnum):
@@ -304,6 +305,12 @@ class Message(TenantOwned, table=True):
             "inbound_state",
             "created_at",
             postgresql_where=text("inbound_state IN ('pending', 'processing')"),
+        ),
+        Index(
+            "ix_messages_waiting_model",
+            "tenant_id",
+            "created_at",
+            postgresql_where=text("inbound_state = 'waiting_model'"),
         ),
     )
 
