@@ -259,11 +259,28 @@ async def _assignees(session: SessionDep, tenant: Tenant) -> list[tuple[str, str
     )
 
 
+async def model_outage(session: Any, redis: Any, tenant_id: Any) -> dict[str, Any] | None:
+    """What the console's banner says while the tenant's model is failing: ``{"since": datetime (UTC),
+    "waiting": conversations waiting for it, "conversations": their ids}``, or ``None`` (answering)."""
+    from datetime import UTC, datetime
+
+    from switchboard.inbound.resume import waiting_conversations
+    from switchboard.llm.health import tenant_health
+
+    health = await tenant_health(redis, tenant_id) if redis is not None else []
+    waiting = await waiting_conversations(session, tenant_id)
+    if not health and not waiting:
+        return None
+    since = datetime.fromtimestamp(min(h.since for h in health), UTC) if health else None
+    return {"since": since, "waiting": len(waiting), "conversations": waiting}
+
+
 @pages_router.get("/t/{slug}/inbox", response_class=HTMLResponse)
 async def inbox(
     request: Request,
     page: InboxPage,
     session: SessionDep,
+    resources: ResourcesDep,
     channel: str | None = None,
     mode: str | None = None,
     assigned: str | None = None,
@@ -274,9 +291,11 @@ async def inbox(
     filters = _filters(channel, mode, assigned, unread, q)
     rows = await list_inbox(session, tenant_id=page.tenant.id, viewer_id=page.user.id, filters=filters)
     template = "_inbox_rows.html" if request.headers.get("HX-Request") else "inbox.html"
+    outage = await model_outage(session, resources.redis, page.tenant.id)
     return render(
         request, template, tenant=page.tenant, rows=rows, filters=filters, channels=CHANNELS,
         modes=[m.value for m in Mode], assignees=await _assignees(session, page.tenant), active="inbox",
+        outage=outage, waiting=outage["conversations"] if outage else set(),
     )  # fmt: skip
 
 

@@ -15,7 +15,7 @@ import time
 import uuid
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import func, update
 from sqlmodel import col, select
 
 from switchboard.crypto import CredentialDecryptError
@@ -27,7 +27,10 @@ from switchboard.queue import keys
 from switchboard.queue.jobs import enqueue_process_inbound
 from switchboard.tenant_settings import cached_tenant_settings
 
-__all__ = ["PROBE_TIMEOUT_S", "probe_tenant", "resume_tenant", "resume_waiting_turns"]
+__all__ = [
+    "PROBE_TIMEOUT_S", "probe_tenant", "resume_tenant", "resume_waiting_turns", "waiting_conversations",
+    "waiting_per_tenant",
+]  # fmt: skip
 
 log = get_logger(__name__)
 
@@ -36,6 +39,26 @@ PROBE_TIMEOUT_S = 10.0
 PROBE_CONCURRENCY = 8
 """Tenants probed at once."""
 PROBE_MESSAGES = [{"role": "user", "content": "Reply with the word ok."}]
+
+
+async def waiting_conversations(session: Any, tenant_id: uuid.UUID) -> set[uuid.UUID]:
+    """The tenant's conversations with a question waiting for the model (the inbox marks them)."""
+    found = await session.exec(
+        select(Message.conversation_id)
+        .where(Message.tenant_id == tenant_id, Message.inbound_state == InboundState.waiting_model.value)
+        .distinct()
+    )
+    return {c for c in found.all() if c is not None}
+
+
+async def waiting_per_tenant(session: Any) -> dict[uuid.UUID, int]:
+    """Questions waiting for the model, per tenant (tenants with none are left out)."""
+    found = await session.exec(
+        select(Message.tenant_id, func.count())
+        .where(Message.inbound_state == InboundState.waiting_model.value)
+        .group_by(Message.tenant_id)
+    )
+    return {tenant_id: int(n) for tenant_id, n in found.all()}
 
 
 async def probe_tenant(sessions: Any, redis: Any, gateway: ModelGateway, tenant_id: uuid.UUID) -> bool:
