@@ -269,7 +269,10 @@ class Orchestrator:
                 )
             _make_storable(outcome, tenant_settings.agent.error_reply)
             if outcome.model_unavailable and not outcome.silent:
-                guarded.flags.append(MODEL_UNAVAILABLE)  # the worker parks the question
+                # the worker keeps the question for the model's return: the customer reads (and the
+                # history keeps) the waiting reply, not "try again"
+                guarded.flags.append(MODEL_UNAVAILABLE)
+                outcome.reply = tenant_settings.agent.waiting_reply
             result = TurnResult(
                 reply=outcome.reply if not outcome.silent else None,
                 silent=outcome.silent,
