@@ -180,6 +180,26 @@ class AgentSettings(BaseModel):
         json_schema_extra=TRANSLATABLE,
     )
     """Sent when every model failed or the turn ran out of time (the failure is logged and recorded)."""
+    waiting_reply: str = Field(
+        N_(
+            "Sorry, I can't answer right now. I'll reply here as soon as I can; you don't need to write again."
+        ),
+        min_length=1,
+        max_length=1_000,
+        json_schema_extra=TRANSLATABLE,
+    )
+    """Sent when every model failed: the question is kept and answered when a model answers again."""
+    first_reply_deadline_s: float = Field(15.0, ge=3.0, le=120.0)
+    """Seconds (3-120, default 15) from when the worker takes up a customer's message to the first thing
+    the customer sees. When the answer is not ready by then, ``holding_reply`` is sent, once per
+    message, and the answer follows as soon as it is ready."""
+    holding_reply: str = Field(
+        N_("Thanks for your message. I'm looking into it and will answer in a moment."),
+        min_length=1,
+        max_length=1_000,
+        json_schema_extra=TRANSLATABLE,
+    )
+    """The short message a customer gets when the answer is not ready by ``first_reply_deadline_s``."""
 
 
 class LoopLimits(BaseModel):

@@ -241,10 +241,11 @@ async def test_thinking_only_answer_falls_back_to_a_words_call(harness_for):
     assert result.reply == "Hello!"
 
 
-FAREWELL, HANDOFF, ERROR = (
+FAREWELL, HANDOFF, ERROR, WAITING = (
     AgentSettings().farewell_reply,
     AgentSettings().handoff_reply,
     AgentSettings().error_reply,
+    AgentSettings().waiting_reply,
 )
 
 
@@ -259,7 +260,7 @@ FAREWELL, HANDOFF, ERROR = (
             (FAREWELL, "answered", None),
         ),
         ([tool_calls(call("escalate_to_human", {"reason": "r"})), text("")], {}, (HANDOFF, "answered", None)),
-        ([ScriptedResponse(kind="error", status=500)], {}, (ERROR, "degraded", "model_failed")),
+        ([ScriptedResponse(kind="error", status=500)], {}, (WAITING, "degraded", "model_failed")),
         ([tool_calls(call("slow"))], {"turn_timeout_s": 0.3}, (ERROR, "degraded", "turn_timeout")),
         (
             [tool_calls(call("lookup"))] * 3 + [text("")],

@@ -284,13 +284,14 @@ async def test_fallback_is_recorded_on_the_turn(setup, orchestrator, offline_mod
     assert "InternalServerError" in event["failed_deployments"][0]["error"]
 
 
-async def test_all_models_failing_gives_the_error_reply(setup, orchestrator, sessions):
+async def test_all_models_failing_gives_the_waiting_reply_and_flags_the_turn(setup, orchestrator, sessions):
     conv, script = await setup(
-        ScriptedResponse(kind="error", status=503), agent={"error_reply": "We'll be right back."}
+        ScriptedResponse(kind="error", status=503), agent={"waiting_reply": "We'll be right back."}
     )
     request = conv.request("hi")
     result = await orchestrator.handle_turn(request)
     assert result.reply == "We'll be right back." and result.model is None
+    assert result.flags == ["model_unavailable"]  # the worker keeps the question for the model
     row = await _turn(sessions, request.inbound_message_id)
     assert row.outcome == "degraded" and row.error.startswith("model_failed")
 
@@ -615,7 +616,7 @@ async def test_a_turn_that_fails_in_process_is_released_at_once_for_the_retry(se
 # --- the tenant's language -------------------------------------------------------------------------
 
 
-async def test_a_spanish_tenant_gets_the_spanish_handoff_and_error_replies(setup, orchestrator):
+async def test_a_spanish_tenant_gets_the_spanish_handoff_and_waiting_replies(setup, orchestrator):
     conv, _ = await setup(
         tool_calls(("escalate_to_human", {"reason": "refund dispute"})), text(""), locale={"language": "es"}
     )
@@ -624,14 +625,17 @@ async def test_a_spanish_tenant_gets_the_spanish_handoff_and_error_replies(setup
 
     conv, _ = await setup(ScriptedResponse(kind="error", status=503), locale={"language": "es"})
     result = await orchestrator.handle_turn(conv.request("hola"))
-    assert result.reply == "Lo siento, ahora no puedo responder. Vuelve a intentarlo en unos minutos."
+    assert result.reply == (
+        "Lo siento, ahora no puedo responder. Te contestaré aquí en cuanto pueda; no hace falta que vuelvas a "
+        "escribir."
+    )
 
 
 async def test_a_text_the_tenant_wrote_wins_over_its_language(setup, orchestrator):
     conv, _ = await setup(
         ScriptedResponse(kind="error", status=503),
         locale={"language": "es"},
-        agent={"error_reply": "Volvemos enseguida."},
+        agent={"waiting_reply": "Volvemos enseguida."},
     )
     assert (await orchestrator.handle_turn(conv.request("hola"))).reply == "Volvemos enseguida."
 

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from switchboard.agent.tools import ToolContext, ToolError, ToolOutput, ToolRegistry, ToolSet, TurnEffect
 from switchboard.contracts import TokenUsage, ToolCallRecord
 from switchboard.errors import tool_error_result
+from switchboard.llm.budget import TurnBudget
 from switchboard.llm.router import ContextOverflow, ModelCallFailed, ModelGateway, ModelReply, TenantRouter
 from switchboard.llm.trimming import (
     count_tokens,
@@ -64,6 +65,9 @@ class LoopOutcome:
     outcome: Outcome
     error: str | None = None
     """Why the turn was degraded (``turn_timeout``, ``model_failed: ...``)."""
+    model_unavailable: bool = False
+    """Every deployment failed (errors, timeouts, refused connections: not a prompt too long) and no
+    model answered in this turn: the question waits for the provider (the worker parks it)."""
     model_id: str | None = None
     fallback_used: bool = False
     effect: TurnEffect | None = None
@@ -155,6 +159,12 @@ class _Loop:
     @property
     def limits(self) -> LoopLimits:
         return self.settings.loop
+
+    def tool_timeout_s(self) -> float:
+        """One tool call's timeout: ``tool_timeout_s``, or what is left of the turn when that is less."""
+        if self.deadline is None:
+            return self.limits.tool_timeout_s
+        return max(0.0, min(self.limits.tool_timeout_s, self.deadline - time.monotonic()))
 
     async def call_model(self, tools: list[dict[str, Any]]) -> ModelReply:
         """Trim, call, and on a context overflow shrink the prompt for real and call again."""
@@ -379,7 +389,7 @@ class _Loop:
                 idempotency_key = ctx.idempotency_key
                 try:
                     output: ToolOutput = await asyncio.wait_for(
-                        owners[name].call(name, args, ctx), self.limits.tool_timeout_s
+                        owners[name].call(name, args, ctx), self.tool_timeout_s()
                     )
                     raw = _serialize(output.content, self.limits.max_raw_tool_result_chars)
                     content = truncate_result(raw, self.limits.max_tool_result_chars)
@@ -452,25 +462,31 @@ async def run_tool_loop(
     registry: ToolRegistry,
     make_ctx: MakeContext,
     trace_id: str,
+    budget: TurnBudget | None = None,
 ) -> LoopOutcome:
     """Run the loop over ``messages`` (system prompt, history, the new user message; extended in place).
+
+    ``budget``: the turn's (shared with the guardrail and the summary); ``None``: ``turn_timeout_s`` from
+    now. Every model call gets at most what is left, every tool call ``min(tool_timeout_s, left)``.
 
     Never raises for model or tool trouble: a turn timeout or every deployment failing gives
     ``outcome="degraded"`` with the tenant's fallback text (or silence after ``end_conversation``
     without farewell) and ``error`` set.
     """
+    budget = budget or TurnBudget.starting_now(settings.loop.turn_timeout_s)
     loop = _Loop(
-        gateway, tenant_router, settings, messages, registry, make_ctx, trace_id,
-        deadline=time.monotonic() + settings.loop.turn_timeout_s,
+        gateway, tenant_router, settings, messages, registry, make_ctx, trace_id, deadline=budget.deadline
     )  # fmt: skip
     try:
-        async with asyncio.timeout(settings.loop.turn_timeout_s):
+        async with asyncio.timeout_at(_loop_time_at(budget)):
             await loop.run()
     except TimeoutError:
         loop.out.outcome, loop.out.error = "degraded", "turn_timeout"
+        loop.out.model_unavailable = not loop.out.models_used  # no model answered at all
         log.error("turn_timeout", trace_id=trace_id, turn_timeout_s=settings.loop.turn_timeout_s)
     except ModelCallFailed as exc:
         loop.out.outcome, loop.out.error = "degraded", f"model_failed: {exc}"[:500]
+        loop.out.model_unavailable = not isinstance(exc, ContextOverflow)
     out = loop.out
     if out.outcome == "degraded":
         if out.effect == "closed_silent":
@@ -480,3 +496,8 @@ async def run_tool_loop(
     if out.silent:
         out.parts = []  # nothing is sent on a silent turn
     return out
+
+
+def _loop_time_at(budget: TurnBudget) -> float:
+    """The budget's deadline on the event loop's clock (``asyncio.timeout_at``)."""
+    return asyncio.get_running_loop().time() + budget.left_s()

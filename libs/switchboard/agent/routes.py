@@ -36,6 +36,7 @@ def orchestrator_from_app(request: Request, settings: SettingsDep, resources: Re
             sessions=resources.sessions,
             gateway=gateway,
             toolsets=[McpToolSource.from_settings(settings, resources.sessions)],
+            redis=resources.redis,  # after-turn checks go to the background queue
         )
         state.orchestrator = orchestrator
     return orchestrator

@@ -31,8 +31,13 @@ Steps of :meth:`Orchestrator.handle_turn`:
    id), a ``tool_receipts`` row per call, and the ``turns`` row (result, model, fallback, usage, timings,
    ``guardrails`` records, ``cost_usd``). The lead check (:mod:`switchboard.leads`) of an answered turn
    runs in the same transaction in a SAVEPOINT when it is the offline heuristic (its failure rolls back
-   only itself), or after the commit when it calls a model. The heuristic first reads the rows the turn
-   holds: a conversation with a lead at the claim, or no intent in them, costs no statement.
+   only itself); a check by a model is the background job ``check_lead_intent``
+   (:mod:`switchboard.leads.jobs`), queued after the commit, so it never delays the reply. The heuristic
+   first reads the rows the turn holds: a conversation with a lead at the claim, or no intent in them,
+   costs no statement.
+
+Every model and tool call of the turn draws from one :class:`~switchboard.llm.budget.TurnBudget`
+(``loop.turn_timeout_s`` from the claim): a call's timeout is its own or what is left, whichever is less.
 
 A conversation that is not in AI mode (``human`` or ``closed``) gets ``silent`` without a model call.
 """
@@ -97,9 +102,12 @@ from switchboard.guardrails.input import check_input
 from switchboard.guardrails.output import check_output
 from switchboard.guardrails.records import GuardrailRecord
 from switchboard.guardrails.settings import GuardrailSettings
-from switchboard.leads import capture_lead, capture_lead_in, heuristic_may_find_intent, lead_recorded
+from switchboard.leads import capture_lead_in, heuristic_may_find_intent, lead_recorded
+from switchboard.leads.jobs import capture_lead_by_model
+from switchboard.llm.budget import TurnBudget
 from switchboard.llm.config import default_deployments
 from switchboard.llm.costs import cheapest_group, group_router_key, only_group
+from switchboard.llm.health import MODEL_UNAVAILABLE, record_turn
 from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.memory.notes import NotesRejected, check_notes, evidence_from_notes
@@ -194,6 +202,10 @@ class Orchestrator:
     sessions: async_sessionmaker[AsyncSession]
     gateway: ModelGateway
     toolsets: Sequence[ToolSet] = field(default_factory=tuple)
+    redis: Any = None
+    """Queues the checks that are not the answer (the model's lead-intent check) as background jobs
+    (an ``ArqRedis``); ``None`` (an embedding process without a queue): they run after the turn is
+    written, before it returns."""
 
     def __post_init__(self) -> None:
         self.registry = ToolRegistry([BuiltinToolSet(gateway=self.gateway), *self.toolsets])
@@ -229,6 +241,8 @@ class Orchestrator:
             _count_turn("replayed")
             return claim.stored
         assert claim.turn_id is not None
+        # one budget for every model and tool call of the turn (llm.budget), from the claim on
+        time_budget = TurnBudget.starting_now(tenant_settings.loop.turn_timeout_s)
         if claim.skip_reason is not None:
             result = TurnResult(silent=True, trace_id=trace_id)
             await self._finish_skipped(claim.turn_id, request, result, claim.skip_reason)
@@ -251,9 +265,14 @@ class Orchestrator:
             else:
                 assert claim.context is not None  # read with every claim that is not skipped
                 outcome, summary, guarded = await self._guarded_turn(
-                    request, tenant_settings, tenant_router, trace_id, claim.context
+                    request, tenant_settings, tenant_router, trace_id, claim.context, time_budget
                 )
             _make_storable(outcome, tenant_settings.agent.error_reply)
+            if outcome.model_unavailable and not outcome.silent:
+                # the worker keeps the question for the model's return: the customer reads (and the
+                # history keeps) the waiting reply, not "try again"
+                guarded.flags.append(MODEL_UNAVAILABLE)
+                outcome.reply = tenant_settings.agent.waiting_reply
             result = TurnResult(
                 reply=outcome.reply if not outcome.silent else None,
                 silent=outcome.silent,
@@ -279,8 +298,14 @@ class Orchestrator:
             )  # fmt: skip
             if lead is not None:
                 lead_recorded(lead, trace_id)
+            if self.redis is not None and claim.context is not None:
+                await record_turn(
+                    self.redis, request.tenant_id, unavailable=outcome.model_unavailable,
+                    deployments=[d.id for d in tenant_router.deployments] if outcome.model_unavailable else [],
+                    answered_by=outcome.model_id,
+                )  # fmt: skip
             if lead_check == "model":
-                await self._capture_lead(request, tenant_settings, trace_id)
+                await self._queue_lead_check(request, tenant_settings, trace_id)
         except BaseException as exc:
             # a crashed turn must not block the retry: release the claim now, not after the stale margin
             await asyncio.shield(self._release(claim.turn_id, exc))
@@ -307,6 +332,7 @@ class Orchestrator:
         tenant_router: TenantRouter,
         trace_id: str,
         context: _Context,
+        time_budget: TurnBudget,
     ) -> tuple[LoopOutcome, tuple[str, uuid.UUID] | None, _Guarded]:
         """The budget check, the input guardrail, the loop, the output guardrail (module docstring)."""
         guarded = _Guarded()
@@ -334,7 +360,7 @@ class Orchestrator:
         if guard.input.enabled and request.text.strip():
             record = await check_input(
                 self.gateway, tenant_id=request.tenant_id, settings=tenant_settings, text=request.text,
-                trace_id=trace_id,
+                trace_id=trace_id, budget=time_budget,
             )  # fmt: skip
             guarded.records["input"] = record
             guarded.cost_usd += record.cost_usd
@@ -357,7 +383,7 @@ class Orchestrator:
                 )
 
         messages, summary = await self._build_messages(
-            request, tenant_settings, tenant_router, trace_id, context
+            request, tenant_settings, tenant_router, trace_id, context, time_budget
         )
         outcome = await run_tool_loop(
             gateway=self.gateway,
@@ -367,6 +393,7 @@ class Orchestrator:
             registry=self.registry,
             make_ctx=self._context_factory(request, trace_id),
             trace_id=trace_id,
+            budget=time_budget,
         )
         if guard.output.enabled and outcome.reply and not outcome.silent:
             tool_results = [str(m.get("content") or "") for m in messages if m.get("role") == "tool"]
@@ -597,6 +624,7 @@ class Orchestrator:
         tenant_router: TenantRouter,
         trace_id: str,
         context: _Context,
+        time_budget: TurnBudget,
     ) -> tuple[list[dict[str, Any]], tuple[str, uuid.UUID] | None]:
         llm = tenant_settings.llm
         rows = list(context.rows)
@@ -608,7 +636,9 @@ class Orchestrator:
             older, rows = rows[: -llm.keep_verbatim_messages], rows[-llm.keep_verbatim_messages :]
             while rows and rows[0].role == MessageRole.tool:
                 older.append(rows.pop(0))
-            text = await self._summarize(tenant_router, tenant_settings, summary_text, older, trace_id)
+            text = await self._summarize(
+                tenant_router, tenant_settings, summary_text, older, trace_id, time_budget
+            )
             if text:
                 summary_text = text
                 new_summary = (text, older[-1].id)
@@ -643,12 +673,15 @@ class Orchestrator:
         previous: str | None,
         rows: list[Message],
         trace_id: str,
+        time_budget: TurnBudget,
     ) -> str | None:
         prompt = summary_messages(previous, model_messages(rows))
         try:
+            # at most half of what is left: the answer itself needs the rest
             reply = await self.gateway.complete(
-                tenant_router, prompt, tools=None, llm=tenant_settings.llm, trace_id=trace_id
-            )
+                tenant_router, prompt, tools=None, llm=tenant_settings.llm, trace_id=trace_id,
+                deadline=time_budget.deadline_for(time_budget.left_s() / 2),
+            )  # fmt: skip
         except ModelCallFailed as exc:
             log.warning("history_summary_failed", error=str(exc)[:300])
             return None
@@ -793,7 +826,7 @@ class Orchestrator:
 
     def _lead_check(self, tenant_settings: TenantSettings) -> str | None:
         """How the after-turn intent check runs: ``None`` (leads off), ``heuristic`` (in the persist
-        transaction) or ``model`` (a model call after the turn is written: :meth:`_capture_lead`)."""
+        transaction) or ``model`` (a background job after the turn: :meth:`_queue_lead_check`)."""
         leads = tenant_settings.leads
         if not leads.enabled:
             return None
@@ -802,32 +835,28 @@ class Orchestrator:
         )
         return "model" if use_model else "heuristic"
 
-    async def _capture_lead(
+    async def _queue_lead_check(
         self, request: TurnRequest, tenant_settings: TenantSettings, trace_id: str
     ) -> None:
-        """The after-turn intent check by a model (:func:`switchboard.leads.capture_lead`; never raises),
-        after the turn is written: a model call inside the persist transaction would hold it open."""
-        leads = tenant_settings.leads
+        """The model's intent check of an answered turn, never before the reply is sent: queued as the
+        background job ``check_lead_intent`` (:mod:`switchboard.leads.jobs`). Without a queue it runs
+        here, after the turn is written. Never raises (a failure to queue is logged)."""
+        if self.redis is None:
+            await capture_lead_by_model(
+                self.sessions, self.gateway, settings=tenant_settings, tenant_id=request.tenant_id,
+                conversation_id=request.conversation_id, customer_id=request.customer_id, trace_id=trace_id,
+            )  # fmt: skip
+            return
+        from switchboard.queue.jobs import enqueue_lead_check
+
         try:
-            router = self.gateway.router_for(request.tenant_id, tenant_settings.llm)
-        except CredentialDecryptError:
-            return  # logged by the gateway; the turn itself answered with the error reply
-
-        async def model_check(prompt: list[dict[str, Any]]) -> tuple[str | None, str | None]:
-            try:
-                reply = await self.gateway.complete(
-                    router, prompt, tools=None, llm=tenant_settings.llm, trace_id=trace_id
-                )
-            except ModelCallFailed as exc:
-                log.warning("lead_intent_check_failed", error=str(exc)[:300])
-                return None, None
-            return strip_reasoning(reply.content), reply.model_id
-
-        await capture_lead(
-            self.sessions, tenant_id=request.tenant_id, conversation_id=request.conversation_id,
-            customer_id=request.customer_id, window_messages=leads.intent_window_messages,
-            model_check=model_check, trace_id=trace_id,
-        )  # fmt: skip
+            await enqueue_lead_check(
+                self.redis, tenant_id=request.tenant_id, conversation_id=request.conversation_id,
+                customer_id=request.customer_id, inbound_message_id=request.inbound_message_id,
+                trace_id=trace_id,
+            )  # fmt: skip
+        except Exception as exc:  # noqa: BLE001 (a lead is never worth a failed turn; logged)
+            log.error("lead_check_not_queued", error=f"{type(exc).__name__}: {exc}"[:300])
 
     async def _release(self, turn_id: uuid.UUID, error: BaseException) -> None:
         """Drop our ``running`` claim on a turn that failed, so a retry of the request claims it at once

@@ -10,7 +10,8 @@ tenant's ``locale.timezone``):
   without the model's tool calls and tool results (history rows, never sent);
 * ``first_response_p50_s`` / ``_p95_s``: seconds from a conversation's first customer message to our
   first reply to the customer (not the model's first tool call) (conversations started that day);
-* ``turns``, ``fallback_rate`` (turns a fallback deployment answered), ``tokens`` (``usage.total_tokens``),
+* ``turns``, ``fallback_rate`` (turns a fallback deployment answered, or that every deployment failed),
+  ``tokens`` (``usage.total_tokens``),
   ``cost_usd`` (estimated model spend, ``turns.cost_usd``: LiteLLM's price map, unpriced models 0);
 * ``tool_calls``, ``tool_error_rate`` (receipts whose outcome is not ``ok``);
 * ``feedback_up`` / ``feedback_down`` when the feedback table exists, else absent.
@@ -132,7 +133,11 @@ _QUERIES: dict[str, str] = {
     "turns": f"""
         SELECT {_DAY.format(col="t.created_at")} AS day, c.channel,
                count(*) AS turns,
-               count(*) FILTER (WHERE t.fallback_used) AS fallbacks,
+               -- a turn whose every deployment failed is no answer by the first deployment either
+               count(*) FILTER (
+                   WHERE t.fallback_used
+                      OR coalesce((t.result->'flags')::jsonb, '[]'::jsonb) @> '["model_unavailable"]'::jsonb
+               ) AS fallbacks,
                coalesce(sum((t.usage->>'total_tokens')::bigint), 0) AS tokens,
                coalesce(sum(t.cost_usd), 0) AS cost_usd
         FROM turns t JOIN conversations c ON c.id = t.conversation_id

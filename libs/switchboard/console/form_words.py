@@ -30,6 +30,7 @@ FORM_WORDS = (
     N_("button payloads"),
     N_("chunk overlap chars"),
     N_("chunk size chars"),
+    N_("connect timeout s"),
     N_("cooldown s"),
     N_("customer rate limit"),
     N_("customer rate window s"),
@@ -43,6 +44,7 @@ FORM_WORDS = (
     N_("farewell reply"),
     N_("feedback"),
     N_("fetch profiles"),
+    N_("first reply deadline s"),
     N_("gmail"),
     N_("guardrails"),
     N_("handoff reply"),
@@ -94,6 +96,7 @@ FORM_WORDS = (
     N_("trim ratio"),
     N_("turn timeout s"),
     N_("warn ratio"),
+    N_("waiting reply"),
     N_("whatsapp"),
 )
 """Settings form labels and section titles without a msgid elsewhere."""

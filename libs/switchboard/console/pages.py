@@ -276,11 +276,28 @@ async def _assignees(session: SessionDep, tenant: Tenant) -> list[tuple[str, str
     )
 
 
+async def model_outage(session: Any, redis: Any, tenant_id: Any) -> dict[str, Any] | None:
+    """What the console's banner says while the tenant's model is failing: ``{"since": datetime (UTC),
+    "waiting": conversations waiting for it, "conversations": their ids}``, or ``None`` (answering)."""
+    from datetime import UTC, datetime
+
+    from switchboard.inbound.resume import waiting_conversations
+    from switchboard.llm.health import tenant_health
+
+    health = await tenant_health(redis, tenant_id) if redis is not None else []
+    waiting = await waiting_conversations(session, tenant_id)
+    if not health and not waiting:
+        return None
+    since = datetime.fromtimestamp(min(h.since for h in health), UTC) if health else None
+    return {"since": since, "waiting": len(waiting), "conversations": waiting}
+
+
 @pages_router.get("/t/{slug}/inbox", response_class=HTMLResponse)
 async def inbox(
     request: Request,
     page: InboxPage,
     session: SessionDep,
+    resources: ResourcesDep,
     channel: str | None = None,
     mode: str | None = None,
     assigned: str | None = None,
@@ -294,10 +311,12 @@ async def inbox(
     unfiltered = filters == _filters(None, None, None, False, None)
     new_tenant = not rows and unfiltered and page.role in ADMIN_ROLES
     template = "_inbox_rows.html" if request.headers.get("HX-Request") else "inbox.html"
+    outage = await model_outage(session, resources.redis, page.tenant.id)
     return render(
         request, template, tenant=page.tenant, rows=rows, filters=filters, channels=channel_names(),
         modes=[m.value for m in Mode], assignees=await _assignees(session, page.tenant), active="inbox",
         new_tenant=new_tenant,
+        outage=outage, waiting=outage["conversations"] if outage else set(),
     )  # fmt: skip
 
 

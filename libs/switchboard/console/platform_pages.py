@@ -11,12 +11,13 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlmodel import col, select
 
 from switchboard.api.deps import ResourcesDep, SessionDep, SettingsDep
 from switchboard.console.app import console_language, register_nav, render
 from switchboard.console.deps import platform_access
 from switchboard.console.people_pages import issue_invite_link
-from switchboard.db.models import Role
+from switchboard.db.models import Role, Tenant
 from switchboard.errors import TenantNotFound
 from switchboard.i18n import N_, gettext
 from switchboard.llm.keys import platform_key
@@ -73,7 +74,32 @@ async def _page(
         request, "platform.html", status_code=code, usage=usage, depths=depths, dead=dead,
         tenant_filter=chosen["slug"] if chosen else "", message=message, error=error, new_link=new_link,
         active="platform", provider_keys=provider_keys(resources.settings),
+        failing=await failing_models(session, resources.redis),
     )  # fmt: skip
+
+
+async def failing_models(session, redis) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Tenants whose model is failing or that have questions waiting for it: ``[{"slug", "deployments",
+    "since" (UTC datetime or ``None``), "waiting"}]``, longest outage first."""
+    from datetime import UTC, datetime
+
+    from switchboard.inbound.resume import waiting_per_tenant
+    from switchboard.llm.health import failing_tenants, tenant_health
+
+    waiting = await waiting_per_tenant(session)
+    ids = {uuid.UUID(t) for t in (await failing_tenants(redis) if redis is not None else [])} | set(waiting)
+    if not ids:
+        return []
+    slugs = dict((await session.exec(select(Tenant.id, Tenant.slug).where(col(Tenant.id).in_(ids)))).all())
+    found = []
+    for tenant_id in ids:
+        health = await tenant_health(redis, tenant_id) if redis is not None else []
+        found.append({
+            "slug": slugs.get(tenant_id, str(tenant_id)), "deployments": [h.deployment for h in health],
+            "since": datetime.fromtimestamp(min(h.since for h in health), UTC) if health else None,
+            "waiting": waiting.get(tenant_id, 0),
+        })  # fmt: skip
+    return sorted(found, key=lambda f: (f["since"] is None, f["since"] or 0, f["slug"]))
 
 
 def provider_keys(settings: Settings) -> dict[str, bool]:

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from switchboard.crypto import CredentialDecryptError
 from switchboard.guardrails.records import GuardrailRecord, GuardrailVerdict
 from switchboard.guardrails.settings import GuardrailSettings
+from switchboard.llm.budget import TurnBudget
 from switchboard.llm.config import DeploymentSettings, default_deployments
 from switchboard.llm.costs import cheapest_group, group_router_key, only_group
 from switchboard.llm.router import ModelCallFailed, ModelGateway
@@ -149,8 +150,11 @@ async def check_input(
     settings: TenantSettings,
     text: str,
     trace_id: str,
+    budget: TurnBudget | None = None,
 ) -> GuardrailRecord:
     """Score ``text`` (the customer's processed message) and decide (module docstring).
+
+    ``budget``: the turn's; the check takes at most ``timeout_s`` of it (or what is left, if less).
 
     Never raises for model trouble: a failure is a record with ``decision`` ``error_allowed`` or
     ``error_blocked`` and ``error`` set.
@@ -163,7 +167,8 @@ async def check_input(
         router = gateway.router_for(key, llm, owner=tenant_id)
         reply = await gateway.complete(
             router, guardrail_messages(settings, text, guard.max_chars), tools=None, llm=llm,
-            trace_id=trace_id, deadline=time.monotonic() + guard.timeout_s,
+            trace_id=trace_id,
+            deadline=budget.deadline_for(guard.timeout_s) if budget else time.monotonic() + guard.timeout_s,
             response_format=GUARDRAIL_RESPONSE_FORMAT,
         )  # fmt: skip
         by_id = {d.id: d for d in deployments}

@@ -45,8 +45,10 @@ class InputGuardrailSettings(BaseModel):
     unpriced models count as free, ties go to the earlier group)."""
     max_chars: int = Field(4_000, ge=100, le=50_000)
     """The customer's message is cut to this many characters for the checker."""
-    timeout_s: float = Field(20.0, gt=0, le=120)
-    """Budget of the checker call; past it the check counts as failed (``on_error``)."""
+    timeout_s: float = Field(5.0, gt=0, le=120)
+    """Longest wait for the checker, seconds (default 5; never more than what is left of the turn's
+    budget). Past it the check counts as failed and ``on_error`` decides: a slow checker costs the
+    customer at most this, not the answer's own timeout."""
 
 
 class OutputGuardrailSettings(BaseModel):

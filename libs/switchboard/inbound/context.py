@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -47,6 +48,7 @@ class Outcome(StrEnum):
     replied = "replied"  # the reply was written to the outbox and its parts sent (or are being retried)
     not_sent = "not_sent"  # the reply was written but the channel refused it (code in ``last_error``)
     contract_violation = "contract_violation"  # the orchestrator kept answering outside the contract
+    waiting_model = "waiting_model"  # every model failed: the question waits for the provider (resume job)
     dead = "dead"  # gave up after the bounded number of failures (dead letter, logged as an error)
 
 
@@ -112,6 +114,8 @@ class InboundContext:
     text: str = ""
     """The text the agent answers: the message, or its media turned into text."""
     notes: dict[str, Any] = field(default_factory=dict)
+    claimed_at: float = field(default_factory=time.monotonic)
+    """``time.monotonic()`` when this run claimed the row: the tenant's first-reply deadline counts from it."""
 
     @property
     def row_id(self) -> uuid.UUID:

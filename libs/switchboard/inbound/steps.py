@@ -19,7 +19,8 @@ what differs per channel is behind :class:`~switchboard.channels.base.Channel`.
 10. :func:`absorb_older` — older waiting messages of the customer join this turn.
 11. :func:`reply_cap` — a channel's cap on automatic replies per conversation (Gmail): over it, a person.
 12. :func:`media_to_text` — every message of the turn with media becomes text first.
-13. :func:`turn` — ``POST /v1/turns``; the reply (and its structured parts, rendered by the channel) is
+13. :func:`turn` — ``POST /v1/turns``; an answer not ready by the tenant's ``agent.first_reply_deadline_s``
+    sends ``agent.holding_reply`` first, once (:func:`answer_or_hold`); the reply (and its structured parts, rendered by the channel) is
     split to the channel's limits into the outbox. A tapped button or list row reaches the model as its
     title with the option id (:func:`switchboard.replies.chosen_option_text`).
 14. :func:`send_reply` — the delivery loop sends the parts.
@@ -27,6 +28,7 @@ what differs per channel is behind :class:`~switchboard.channels.base.Channel`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
@@ -41,7 +43,7 @@ from sqlalchemy import and_, func, or_, true, update
 from sqlmodel import col, select
 
 from switchboard.channels.base import business_app_of, split_text
-from switchboard.contracts import TurnRequest
+from switchboard.contracts import TurnRequest, TurnResult
 from switchboard.conversations import Actor
 from switchboard.db.models import (
     Conversation,
@@ -62,6 +64,7 @@ from switchboard.inbound.media import MAX_MEDIA_BYTES, MEDIA_KINDS, MediaUnavail
 from switchboard.inbound.media import media_to_text as convert_media
 from switchboard.inbound.ratelimit import count_in_window, take_slot
 from switchboard.inbound.turn_client import ContractViolation, OrchestratorUnavailable, request_turn
+from switchboard.llm.health import MODEL_UNAVAILABLE
 from switchboard.observability import get_logger, metrics
 from switchboard.outbox import reply_items, text_items, write_outbox
 from switchboard.outbox.delivery import DeliveryScope, deliver
@@ -93,6 +96,7 @@ __all__ = [
     "release_lock",
     "BUTTON_KINDS",
     "business_app_echo_reason",
+    "answer_or_hold",
 ]
 
 _PERSON_ACTORS = frozenset({"agent", "business_app", "console_user", "api"})
@@ -816,11 +820,13 @@ async def turn(ic: InboundContext) -> Outcome | None:
         tenant_id=row.tenant_id, conversation_id=ic.conversation.id, inbound_message_id=row.id,
         channel=row.channel, customer_id=ic.customer.id, text=text[:100_000],
     )  # fmt: skip
+    asked = request_turn(
+        ic.deps.http, base_url=settings.orchestrator_url, token=settings.secret("service_token"),
+        request=request, timeout_s=settings.orchestrator_timeout_s,
+    )  # fmt: skip
+    call = asyncio.ensure_future(asked)
     try:
-        result = await request_turn(
-            ic.deps.http, base_url=settings.orchestrator_url, token=settings.secret("service_token"),
-            request=request, timeout_s=settings.orchestrator_timeout_s,
-        )  # fmt: skip
+        result = await answer_or_hold(ic, call)
     except OrchestratorUnavailable as exc:
         raise await retry_or_dead(ic.deps, ic.job, row.id, str(exc)) from None
     except ContractViolation as exc:
@@ -841,6 +847,8 @@ async def turn(ic: InboundContext) -> Outcome | None:
         await finish(ic, InboundState.done, f"contract_violation: {exc.detail}")
         return Outcome.contract_violation
     await redis.delete(ic.burst_key)
+    if MODEL_UNAVAILABLE in result.flags:
+        return await _park(ic, result.trace_id)
     if result.silent:
         await _deliver(ic, DeliveryScope(conversation_id=ic.conversation.id))  # e.g. an escalation's notice
         await finish(ic, InboundState.done, None)
@@ -865,6 +873,74 @@ async def turn(ic: InboundContext) -> Outcome | None:
         return Outcome.human_mode
     await _write_reply(ic, [result.reply], result.trace_id, structured=list(result.parts))
     return None
+
+
+async def answer_or_hold(ic: InboundContext, call: asyncio.Future[TurnResult]) -> TurnResult:
+    """The turn's answer (``call``, already running). When it is not ready by the tenant's
+    ``agent.first_reply_deadline_s`` (counted from this run's claim of the row), the customer gets
+    ``agent.holding_reply`` meanwhile: written to the outbox as purpose ``holding`` and sent at once,
+    while the answer is still awaited. Once per inbound message (the outbox's unique part key), however
+    often the job runs; a failure to send it is logged and never fails the turn.
+
+    Raises:
+        whatever ``call`` raises (it is cancelled if this run ends first).
+    """
+    try:
+        agent = (await load_tenant_settings(ic)).agent
+        left_s = agent.first_reply_deadline_s - (time.monotonic() - ic.claimed_at)
+        done, _ = await asyncio.wait({call}, timeout=max(0.0, left_s))
+        if not done:
+            try:
+                await _send_holding(ic, agent.holding_reply)
+            except Exception as exc:  # noqa: BLE001 (the answer still comes; logged)
+                log.error("holding_reply_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+        return await call
+    finally:
+        if not call.done():
+            call.cancel()
+
+
+async def _send_holding(ic: InboundContext, text: str) -> None:
+    """Write the holding reply for this row (nothing when a run before wrote it) and send it now."""
+    limit, unit = ic.channel.capabilities.text_limit, ic.channel.capabilities.text_unit
+    items = text_items(
+        split_text(text, limit, unit), conversation_id=ic.conversation.id, channel=ic.row.channel,
+        channel_account_id=ic.account.id, recipient=ic.reply_address, purpose=OutboxPurpose.holding,
+    )  # fmt: skip
+    async with ic.deps.resources.sessions() as session, session.begin():
+        written = await write_outbox(
+            session, tenant_id=ic.row.tenant_id, items=items, inbound_message_id=ic.row_id,
+            trace_id=ic.row.trace_id,
+        )  # fmt: skip
+    if not written:
+        return  # sent (or being sent) by an earlier run of this message
+    log.warning("holding_reply_sent", inbound_message_id=str(ic.row_id), parts=written)
+    metrics.HOLDING_REPLIES.inc()
+    await _deliver(
+        ic, DeliveryScope(inbound_message_id=ic.row_id, purposes=frozenset({OutboxPurpose.holding}))
+    )
+
+
+async def _park(ic: InboundContext, trace_id: str) -> Outcome:
+    """Every model failed: the customer gets ``agent.waiting_reply`` (once, a notice of this row) and the
+    row waits in ``waiting_model`` until a probe of the tenant's deployments succeeds
+    (:mod:`switchboard.inbound.resume`), then its turn runs again."""
+    text = (await load_tenant_settings(ic)).agent.waiting_reply
+    limit, unit = ic.channel.capabilities.text_limit, ic.channel.capabilities.text_unit
+    items = text_items(
+        split_text(text, limit, unit), conversation_id=ic.conversation.id, channel=ic.row.channel,
+        channel_account_id=ic.account.id, recipient=ic.reply_address, purpose=OutboxPurpose.notice,
+    )  # fmt: skip
+    async with ic.deps.resources.sessions() as session, session.begin():
+        await write_outbox(
+            session, tenant_id=ic.row.tenant_id, items=items, inbound_message_id=ic.row_id, trace_id=trace_id
+        )
+    await _deliver(
+        ic, DeliveryScope(inbound_message_id=ic.row_id, purposes=frozenset({OutboxPurpose.notice}))
+    )
+    await finish(ic, InboundState.waiting_model, "waiting for the model: every deployment failed")
+    log.warning("inbound_waiting_for_model", inbound_message_id=str(ic.row_id), trace_id=trace_id)
+    return Outcome.waiting_model
 
 
 async def send_reply(ic: InboundContext) -> Outcome:

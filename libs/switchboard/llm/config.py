@@ -119,6 +119,9 @@ class LLMSettings(BaseModel):
     """Failures of one deployment (per minute, LiteLLM's window) before it cools down."""
     cooldown_s: float = Field(30.0, gt=0)
     request_timeout_s: float = Field(45.0, gt=0)
+    connect_timeout_s: float = Field(3.0, gt=0, le=60)
+    """Longest wait to open a connection to a deployment, seconds (default 3): a provider that cannot be
+    reached fails over at once instead of holding the turn for ``request_timeout_s``."""
     num_retries: int = Field(2, ge=0, le=5)
     """Retries of transient errors inside a group (>= 1 needed for in-group failover, LiteLLM Router docs)."""
     max_retry_wait_s: float = Field(1.0, ge=0, le=10)

@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol
 
+import httpx
+
 from switchboard.crypto import CredentialCipher, CredentialDecryptError
 from switchboard.egress import EgressPolicy, egress_scope
 from switchboard.llm import import_litellm
@@ -253,6 +255,12 @@ def _group_timeout(llm: LLMSettings, deadline: float | None, *, is_last: bool) -
     return max(1.0, math.floor((left + _TIMEOUT_SLACK_S) / _TIMEOUT_STEP_S) * _TIMEOUT_STEP_S)
 
 
+def _timeout(seconds: float, llm: LLMSettings) -> httpx.Timeout:
+    """A request timeout of ``seconds`` whose connect phase is at most ``llm.connect_timeout_s``: a
+    provider that cannot be reached fails fast, one that answers slowly keeps the whole time."""
+    return httpx.Timeout(seconds, connect=min(llm.connect_timeout_s, seconds))
+
+
 def _status(error: BaseException) -> int | None:
     code = getattr(error, "status_code", None)
     return code if isinstance(code, int) else None
@@ -420,7 +428,7 @@ class ModelGateway:
                 "model": deployment.litellm_model(),
                 "api_key": self._api_key(deployment),
                 "max_retries": 0,
-                "timeout": deployment.timeout_s or llm.request_timeout_s,
+                "timeout": _timeout(deployment.timeout_s or llm.request_timeout_s, llm),
             }
             if deployment.api_base:
                 params["api_base"] = deployment.api_base
@@ -657,7 +665,7 @@ class ModelGateway:
         if single:
             kwargs["num_retries"] = 0  # LiteLLM's retries would wait out Retry-After (up to 60 s)
         if timeout_s is not None:
-            kwargs["timeout"] = timeout_s  # the turn budget, keeping time for the next group
+            kwargs["timeout"] = _timeout(timeout_s, llm)  # the turn budget, keeping time for the next group
         for attempt in range(attempts):
             call_id = uuid.uuid4().hex
             kwargs["metadata"] = {_CALL_KEY: call_id, "trace_id": trace_id}

@@ -36,6 +36,7 @@ __all__ = [
     "JOB_WAIT_SECONDS",
     "JOB_SECONDS",
     "DEAD_LETTERS",
+    "HOLDING_REPLIES",
     "TURNS",
     "TURN_SECONDS",
     "MODEL_CALLS",
@@ -142,6 +143,10 @@ DEAD_LETTERS = Counter(
 )
 TURNS = Counter(
     "switchboard_turns_total", "Agent turns, by outcome (replied, silent, degraded, skipped...).", ["outcome"]
+)
+HOLDING_REPLIES = Counter(
+    "switchboard_holding_replies_total",
+    "Holding messages sent because an answer was not ready by the tenant's first-reply deadline.",
 )
 TURN_SECONDS = Histogram(
     "switchboard_turn_seconds", "Duration of one agent turn, seconds.", buckets=_SLOW_BUCKETS_S

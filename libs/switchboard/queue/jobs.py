@@ -35,6 +35,7 @@ __all__ = [
     "enqueue_deliver_outbox",
     "enqueue_gmail_sync",
     "enqueue_ingest",
+    "enqueue_lead_check",
     "enqueue_process_inbound",
     "process_inbound_spec",
     "copy_media_spec",
@@ -136,6 +137,9 @@ INGEST_KNOWLEDGE_SOURCE = Job(
     "ingest_knowledge_source", Queue.background, timeout_s=INGEST_JOB_TIMEOUT_S, max_tries=2
 )
 SUMMARIZE_MEMORY = Job("summarize_memory", Queue.background, timeout_s=MEMORY_JOB_TIMEOUT_S, max_tries=3)
+CHECK_LEAD_INTENT = Job("check_lead_intent", Queue.background, timeout_s=120.0, max_tries=1)
+"""The model's lead-intent check after an answered turn: off the turn, so it never delays the reply. One
+try: a failed check is logged and the next turn checks the conversation again. 120 s: one model call."""
 SYNC_GMAIL_MAILBOX = Job(
     "sync_gmail_mailbox", Queue.background, timeout_s=110.0, max_tries=30, keep_result_s=0,
     backoff=Backoff(2.0, 20.0),
@@ -147,6 +151,9 @@ POLL_GMAIL_MAILBOXES = Job("poll_gmail_mailboxes", Queue.background, timeout_s=S
 DELIVER_EVENTS = Job("deliver_events", Queue.background, timeout_s=SIDE_JOB_TIMEOUT_S, cron=True)
 PRUNE_EVENTS = Job("prune_events", Queue.background, timeout_s=300.0, cron=True)
 """300 s: 20 batches of 500 events, one transaction each."""
+RESUME_WAITING_TURNS = Job("resume_waiting_turns", Queue.background, timeout_s=120.0, cron=True)
+"""Probes the tenants whose questions wait for the model and queues those questions again (120 s: probes
+of 10 s, eight tenants at once)."""
 KNOWLEDGE_VECTOR_INDEXES = Job(
     "knowledge_vector_indexes", Queue.background, timeout_s=INGEST_JOB_TIMEOUT_S, cron=True
 )
@@ -155,6 +162,7 @@ ALL_JOBS: tuple[Job, ...] = (
     PING, PROCESS_INBOUND, APPLY_DELIVERY_STATUSES, APPLY_WHATSAPP_STATUSES, DELIVER_OUTBOX, COPY_INBOUND_MEDIA,
     DELIVER_OUTBOX_SWEEP, APPROVALS_SWEEP, INGEST_KNOWLEDGE_SOURCE, SUMMARIZE_MEMORY, SYNC_GMAIL_MAILBOX,
     SWEEP_INBOUND, MEMORY_SWEEP, POLL_GMAIL_MAILBOXES, DELIVER_EVENTS, PRUNE_EVENTS, KNOWLEDGE_VECTOR_INDEXES,
+    CHECK_LEAD_INTENT, RESUME_WAITING_TURNS,
 )  # fmt: skip
 """Every job and cron job of both workers."""
 
@@ -264,3 +272,17 @@ async def enqueue_ingest(
         INGEST_KNOWLEDGE_SOURCE.name, str(tenant_id), str(source_id), content_hash,
         _job_id=job_id, _queue_name=INGEST_KNOWLEDGE_SOURCE.queue.value, **_trace_kwargs(),
     )  # fmt: skip
+
+
+async def enqueue_lead_check(
+    redis: ArqRedis, *, tenant_id: uuid.UUID, conversation_id: uuid.UUID, customer_id: uuid.UUID,
+    inbound_message_id: uuid.UUID, trace_id: str,
+) -> bool:  # fmt: skip
+    """Enqueue ``check_lead_intent`` on the background queue for the turn of ``inbound_message_id``.
+    Returns ``False`` when that turn's check is queued already."""
+    job = await redis.enqueue_job(
+        CHECK_LEAD_INTENT.name, str(tenant_id), str(conversation_id), str(customer_id), trace_id,
+        _job_id=keys.lead_check_job_id(inbound_message_id), _queue_name=CHECK_LEAD_INTENT.queue.value,
+        **_trace_kwargs(),
+    )  # fmt: skip
+    return job is not None

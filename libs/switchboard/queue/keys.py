@@ -6,6 +6,8 @@ import uuid
 from datetime import datetime
 
 __all__ = [
+    "lead_check_job_id",
+    "inbound_resume_job_id",
     "inbound_job_id",
     "inbound_sweep_job_id",
     "inbound_retry_job_id",
@@ -42,6 +44,11 @@ def inbound_job_id(row_id: uuid.UUID | str) -> str:
 def inbound_sweep_job_id(row_id: uuid.UUID | str, attempt: int) -> str:
     """Job id the sweeper uses to re-enqueue a row after ``attempt`` processing attempts."""
     return f"inbound:{row_id}:sweep:{attempt}"
+
+
+def inbound_resume_job_id(row_id: uuid.UUID | str) -> str:
+    """Job id of a row queued again after waiting for the model (unique: every resume runs)."""
+    return f"inbound:{row_id}:resume:{uuid.uuid4().hex[:12]}"
 
 
 def inbound_retry_job_id(row_id: uuid.UUID | str) -> str:
@@ -137,6 +144,11 @@ def deliver_request_job_id(source: str) -> str:
 def copy_media_job_id(row_id: uuid.UUID | str) -> str:
     """Job id of ``copy_inbound_media`` for one stored inbound row."""
     return f"media-copy:{row_id}"
+
+
+def lead_check_job_id(inbound_message_id: uuid.UUID | str) -> str:
+    """Job id of ``check_lead_intent`` after the turn of one inbound message (one check per turn)."""
+    return f"lead-check:{inbound_message_id}"
 
 
 def statuses_job_id(channel: str, digest: str) -> str:

@@ -237,8 +237,10 @@ def build_background_worker_settings(settings: Settings) -> type:
     from switchboard.channels.gmail.jobs import poll_gmail_mailboxes, sync_gmail_mailbox
     from switchboard.events.delivery import deliver_events
     from switchboard.events.retention import prune_events
+    from switchboard.inbound.resume import resume_waiting_turns
     from switchboard.inbound.sweep import sweep_inbound
     from switchboard.knowledge.jobs import ingest_knowledge_source, vector_index_sweep
+    from switchboard.leads.jobs import check_lead_intent
     from switchboard.memory import memory_sweep, summarize_memory
 
     # A mailbox's poll sync runs every GMAIL_POLL_INTERVAL_S and mostly finds nothing new: its arq lines
@@ -252,6 +254,7 @@ def build_background_worker_settings(settings: Settings) -> type:
             _func(jobs.INGEST_KNOWLEDGE_SOURCE, ingest_knowledge_source, settings),
             _func(jobs.SUMMARIZE_MEMORY, summarize_memory, settings),
             _func(jobs.SYNC_GMAIL_MAILBOX, sync_gmail_mailbox, settings),
+            _func(jobs.CHECK_LEAD_INTENT, check_lead_intent, settings),
         ],
         cron_jobs=[
             _sweep(jobs.SWEEP_INBOUND, sweep_inbound, settings, second=set(range(0, 60, 15))),
@@ -260,6 +263,7 @@ def build_background_worker_settings(settings: Settings) -> type:
             _sweep(jobs.DELIVER_EVENTS, deliver_events, settings, second=set(range(2, 60, 5))),
             _sweep(jobs.PRUNE_EVENTS, prune_events, settings, minute={17}, second={40}),
             _sweep(jobs.KNOWLEDGE_VECTOR_INDEXES, vector_index_sweep, settings, second={50}),
+            _sweep(jobs.RESUME_WAITING_TURNS, resume_waiting_turns, settings, second=set(range(10, 60, 15))),
         ],
         enqueues_on_own_queue=False,
     )

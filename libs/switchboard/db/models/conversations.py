@@ -74,6 +74,7 @@ class InboundState(StrEnum):
     processing = "processing"  # a worker picked it up
     done = "done"  # answered, relayed, or recorded without a turn
     dead = "dead"  # gave up after the bounded number of attempts; logged as an error
+    waiting_model = "waiting_model"  # every model failed: answered when the provider answers again
 
 
 class OutboxStatus(StrEnum):
@@ -100,6 +101,7 @@ class OutboxPurpose(StrEnum):
     notice = "notice"  # a system message to a customer or an agent (assignment notice, command answer)
     relay = "relay"  # a customer's message relayed to their human agent
     human_reply = "human_reply"  # a reply typed by a person (agent console, web console) to a customer
+    holding = "holding"  # "one moment": the answer is not ready by the tenant's first-reply deadline
 
 
 class Customer(TenantOwned, table=True):
@@ -304,6 +306,12 @@ class Message(TenantOwned, table=True):
             "created_at",
             postgresql_where=text("inbound_state IN ('pending', 'processing')"),
         ),
+        Index(
+            "ix_messages_waiting_model",
+            "tenant_id",
+            "created_at",
+            postgresql_where=text("inbound_state = 'waiting_model'"),
+        ),
     )
 
     id: uuid.UUID = id_field()
@@ -361,7 +369,9 @@ class Outbox(TenantOwned, table=True):
             "status IN ('pending', 'sending', 'sent', 'delivered', 'read', 'played', 'failed')",
             name="ck_outbox_status",
         ),
-        CheckConstraint("purpose IN ('reply', 'notice', 'relay', 'human_reply')", name="ck_outbox_purpose"),
+        CheckConstraint(
+            "purpose IN ('reply', 'notice', 'relay', 'human_reply', 'holding')", name="ck_outbox_purpose"
+        ),
         Index("ix_outbox_channel_external", "channel", "external_id"),
         Index("ix_outbox_correlation", "correlation_id"),
         Index(
