@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 from switchboard.llm.config import LLMSettings
-from switchboard.llm.offline_server import ScriptedResponse
+from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.agent import deployment, unique_model
 
