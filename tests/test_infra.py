@@ -420,3 +420,31 @@ def test_the_observability_profile_scrapes_every_service_and_charts_only_defined
     }
     defined = {obj._name for obj in vars(metrics).values() if isinstance(obj, MetricWrapperBase)}
     assert charted == defined  # a panel for every metric, and no panel for a metric that does not exist
+
+
+def test_the_shipped_alert_rules_are_loaded_and_name_only_exported_metrics_and_documented_alerts():
+    import re
+
+    from prometheus_client.metrics import MetricWrapperBase
+    from switchboard.observability import metrics
+
+    scrape = yaml.safe_load((ROOT / "infra" / "prometheus" / "prometheus.yml").read_text())
+    assert scrape["rule_files"] == ["/etc/prometheus/alerts.yml"]
+    mounts = _compose()["services"]["prometheus"]["volumes"]
+    assert "./prometheus/alerts.yml:/etc/prometheus/alerts.yml:ro" in mounts
+    rules = yaml.safe_load((ROOT / "infra" / "prometheus" / "alerts.yml").read_text())
+    [group] = rules["groups"]
+    defined = {obj._name for obj in vars(metrics).values() if isinstance(obj, MetricWrapperBase)}
+    operations = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    names = []
+    for rule in group["rules"]:
+        names.append(rule["alert"])
+        assert rule["labels"]["severity"] in {"warning", "critical"}, rule["alert"]
+        assert rule["annotations"]["summary"] and rule["annotations"]["description"], rule["alert"]
+        used = {
+            re.sub(r"_(bucket|count|sum|total)$", "", m)
+            for m in re.findall(r"switchboard_[a-z_]+", rule["expr"])
+        }
+        assert used <= defined, (rule["alert"], used - defined)
+        assert f"`{rule['alert']}`" in operations, f"{rule['alert']} is not in docs/operations.md"
+    assert len(names) == len(set(names)) >= 7
