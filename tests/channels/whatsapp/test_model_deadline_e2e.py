@@ -20,9 +20,9 @@ from switchboard.db.models import Lead, Message, Outbox, Tenant, Turn
 from switchboard.inbound.resume import probe_tenant, resume_tenant
 from switchboard.leads.intent import INTENT_INSTRUCTION
 from switchboard.llm.health import failing_tenants, tenant_health
-from switchboard.standins.offline_server import ScriptedResponse
 from switchboard.llm.router import ModelGateway
 from switchboard.queue import Queue
+from switchboard.standins.offline_server import ScriptedResponse
 from switchboard.tenant_settings import AgentSettings
 
 from tests.utils.agent import answer_with_script, deployment, llm_settings, text, unique_model
