@@ -300,8 +300,10 @@ class KnowledgeSettings(BaseModel):
         or public shape: where its stored key may go (:func:`switchboard.llm.keys.key_address`)."""
         from switchboard.llm.keys import embedding_provider, key_address
 
-        model = values.get("embedding_model")
-        provider = embedding_provider(model if isinstance(model, str) else None)
+        model, base = values.get("embedding_model"), values.get("embedding_api_base")
+        provider = embedding_provider(
+            model if isinstance(model, str) else None, base if isinstance(base, str) else None
+        )
         return key_address(values, provider=provider, base_field="embedding_api_base")
 
 
