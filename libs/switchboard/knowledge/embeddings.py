@@ -41,6 +41,7 @@ from switchboard.llm import import_litellm
 from switchboard.llm.keys import (
     PLATFORM_KEY_SETTING,
     UNKNOWN_PROVIDER,
+    check_api_key,
     choose_key,
     embedding_provider,
     platform_key,
@@ -233,11 +234,13 @@ def set_tenant_embedding(
         pydantic.ValidationError: the resulting ``knowledge`` section is invalid (nothing changed).
         EgressRefused: the outbound-address policy refuses ``api_base`` (its form, or a host given as
             an address that is not public; a name is checked again, resolved, at every connection).
+        ValueError: ``api_key`` is no API key (:func:`switchboard.llm.keys.check_api_key`).
     """
     if api_base:
         EgressPolicy.for_models(settings).check_syntax(api_base)
     encrypted = None
     if api_key:
+        api_key = check_api_key(api_key)
         encrypted = CredentialCipher(settings.secret("encryption_key").encode()).encrypt({"api_key": api_key})
     set_section(
         tenant,

@@ -33,9 +33,11 @@ if TYPE_CHECKING:
     from switchboard.settings import Settings
 
 __all__ = [
+    "API_KEY_MAX_CHARS",
     "OFFICIAL_ENDPOINTS",
     "PLATFORM_KEY_SETTING",
     "UNKNOWN_PROVIDER",
+    "check_api_key",
     "choose_key",
     "deployment_key_provider",
     "embedding_provider",
@@ -174,6 +176,31 @@ def missing_key_reason(
             "give this deployment its own key"
         )
     return None
+
+
+API_KEY_MAX_CHARS = 4_096
+"""Longest API key a tenant may store (providers' keys are under 200 characters)."""
+
+
+def check_api_key(value: str, *, field: str = "api_key") -> str:
+    """``value`` stripped, if it can be an API key: 1 to :data:`API_KEY_MAX_CHARS` visible ASCII
+    characters (letters, digits, punctuation), as every provider's keys are, and as an HTTP header
+    carries them.
+
+    Raises:
+        ValueError: empty, too long, or holding a space, a control character (NUL included) or a
+            non-ASCII character; the message names ``field`` and never repeats the key.
+    """
+    key = value.strip()
+    if not key:
+        raise ValueError(f"{field} is empty")
+    if len(key) > API_KEY_MAX_CHARS:
+        raise ValueError(f"{field} is too long: {len(key):,} characters (at most {API_KEY_MAX_CHARS:,})")
+    if not all("!" <= ch <= "~" for ch in key):
+        raise ValueError(
+            f"{field} may hold only letters, digits and punctuation (no spaces, control or non-ASCII characters)"
+        )
+    return key
 
 
 UNKNOWN_PROVIDER = "unknown"
