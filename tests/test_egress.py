@@ -23,7 +23,7 @@ from switchboard.channels.whatsapp.send import GraphClient, GraphSendError
 from switchboard.conversations import start_conversation
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import Customer, Tenant, WebhookDelivery, WebhookEndpoint
-from switchboard.egress import EgressPolicy, EgressRefused, guarded_client
+from switchboard.egress import EgressPolicy, EgressRefused, address_refusal, guarded_client
 from switchboard.events.delivery import run_event_delivery
 from switchboard.llm.config import DeploymentSettings, LLMSettings
 from switchboard.llm.router import ModelCallFailed, ModelGateway
@@ -38,8 +38,16 @@ from tests.utils.servers import serve_app
 NON_PUBLIC_V4 = [
     "127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10",
     "0.0.0.0/8", "224.0.0.0/4", "240.0.0.0/4", "192.0.0.0/24", "198.18.0.0/15",
+    "192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "192.88.99.0/24", "255.255.255.255/32",
 ]  # fmt: skip
-NON_PUBLIC_V6 = ["::1/128", "fe80::/10", "fc00::/7", "ff00::/8", "::/128"]
+"""IANA's IPv4 special-purpose registry (its entries not globally reachable) and deprecated ranges."""
+NON_PUBLIC_V6 = [
+    "::1/128", "fe80::/10", "fc00::/7", "ff00::/8", "::/128",
+    "fec0::/10", "3fff::/20", "5f00::/16", "100::/64", "100:0:0:1::/64", "2001::/23", "2001:db8::/32",
+    "2001:2::/48", "64:ff9b:1::/48",
+]  # fmt: skip
+"""IANA's IPv6 special-purpose registry (its entries not globally reachable), deprecated site-local
+``fec0::/10`` and documentation ``3fff::/20`` included."""
 
 
 def _in(network: str) -> st.SearchStrategy[Any]:
@@ -96,6 +104,11 @@ def test_every_non_public_ipv6_address_is_refused_with_or_without_a_zone(ip, sch
     url = _url(scheme, f"[{ip}{zone}]", port, "")
     with pytest.raises(EgressRefused):
         asyncio.run(EgressPolicy(resolver=_numeric_only).resolve(url))
+
+
+@given(ip=non_public_v4 | non_public_v6)
+def test_every_special_purpose_address_is_refused_by_the_address_rule(ip) -> None:  # type: ignore[no-untyped-def]
+    assert address_refusal(ip) is not None
 
 
 @given(ip=non_public_v4, public=st.integers(0x01000000, 0xDFFFFFFF).map(ipaddress.IPv4Address))

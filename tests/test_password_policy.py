@@ -69,3 +69,52 @@ def test_a_common_word_with_digits_or_symbols_around_it_is_refused(word, prefix,
 @given(st.integers(min_value=0, max_value=10**6))
 def test_generated_passwords_always_pass(_seed):
     check_password(generate_password())
+
+
+_INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u200e"]
+"""Zero-width space, non-joiner, joiner, word joiner, BOM, soft hyphen, left-to-right mark."""
+
+
+def _full_width(text: str) -> str:
+    """``text`` in full-width forms (``a`` -> ``ａ``, ``1`` -> ``１``), which NFKC folds back."""
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+
+
+@pytest.mark.parametrize(
+    "password",
+    [
+        "passwordpassword",
+        "password\u200b12",
+        "ｐａｓｓｗｏｒｄ１２",
+        "pass word12",
+        "PassWord\u00adPassWord",
+        "dragondragon1",
+    ],
+)
+def test_spelling_variants_and_repeats_of_a_common_password_are_refused(password):
+    with pytest.raises(WeakPassword):
+        check_password(password, email="admin@example.com")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    word=st.sampled_from(COMMON),
+    repeats=st.integers(1, 3),
+    full_width=st.booleans(),
+    inserts=st.lists(st.tuples(st.integers(0, 60), st.sampled_from([*_INVISIBLE, " "])), max_size=4),
+    upper=st.booleans(),
+    suffix=st.text(alphabet=string.digits + "!", max_size=4),
+)
+def test_a_common_word_spelt_otherwise_or_repeated_is_refused(
+    word, repeats, full_width, inserts, upper, suffix
+):
+    text = (word.upper() if upper else word) * repeats + suffix
+    if full_width:
+        text = _full_width(text)
+    for position, char in inserts:
+        position %= len(text) + 1
+        text = text[:position] + char + text[position:]
+    if len(text) < MIN_PASSWORD_CHARS:
+        text += "1" * (MIN_PASSWORD_CHARS - len(text))
+    with pytest.raises(WeakPassword):
+        check_password(text)

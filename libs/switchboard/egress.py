@@ -66,8 +66,21 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 _IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
-_NOT_GLOBAL = (ipaddress.ip_network("192.0.0.0/24"),)
-"""IANA special-purpose ranges Python's ``is_global`` still counts as global (``192.0.0.8``)."""
+_NOT_GLOBAL = tuple(
+    ipaddress.ip_network(net)
+    for net in (
+        "192.0.0.0/24",  # IETF protocol assignments (192.0.0.8 and others)
+        "192.88.99.0/24",  # 6to4 relay anycast, deprecated (RFC 7526)
+        "fec0::/10",  # site-local, deprecated (RFC 3879)
+        "3fff::/20",  # documentation (RFC 9637)
+        "5f00::/16",  # segment-routing SIDs (RFC 9602)
+        "100:0:0:1::/64",  # dummy prefix (RFC 9780)
+        "2001::/23",  # IETF protocol assignments, Teredo 2001::/32 included
+    )
+)
+"""Special-purpose ranges (IANA's IPv4 and IPv6 special-purpose address registries, and deprecated
+ones) that Python's ``is_global`` still counts as global in some Python version (3.11 takes
+``fec0::1`` and ``3fff::1`` for global); none is a provider's or a webhook receiver's address."""
 _BLOCKED_NAMES = (".localhost", ".local", ".internal", ".home.arpa")
 
 

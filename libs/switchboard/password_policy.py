@@ -4,8 +4,11 @@ A password is refused when it is:
 
 * shorter than :data:`MIN_PASSWORD_CHARS` characters;
 * one of the common passwords shipped in ``common_passwords.txt`` (30,000 passwords from breach corpora,
-  the zxcvbn list), compared without case, also once leading and trailing digits, spaces and punctuation
-  are taken off (``password12``, ``Dragon2024!`` and ``!!monkey1234`` are refused);
+  the zxcvbn list), compared in a normal form (Unicode NFKC, so full-width ``ｐａｓｓｗｏｒｄ`` is
+  ``password``; zero-width and other format characters and all spaces dropped; case-folded), also
+  once leading and trailing digits and punctuation are taken off (``password12``, ``Dragon2024!``,
+  ``!!monkey1234``, ``pass word12`` and ``password\u200b12`` are refused), and also when it is one
+  common password repeated (``passwordpassword``, ``monkeymonkey1``);
 * the user's own e-mail address, its part before the ``@``, or the product's name.
 
 :func:`check_password` raises :class:`WeakPassword` (a :class:`ValueError`) with a message that says which
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import string
+import unicodedata
 from pathlib import Path
 
 __all__ = [
@@ -24,6 +28,7 @@ __all__ = [
     "WeakPassword",
     "check_password",
     "common_passwords",
+    "normalized",
 ]
 
 MIN_PASSWORD_CHARS = 10
@@ -48,29 +53,52 @@ def common_passwords() -> frozenset[str]:
     return frozenset(line.strip().lower() for line in lines if line.strip() and not line.startswith("#"))
 
 
+def normalized(password: str) -> str:
+    """``password`` as it is compared with the list: Unicode NFKC, without format characters (category
+    ``Cf``: zero-width spaces and joiners, direction marks, soft hyphens) and whitespace, case-folded."""
+    text = unicodedata.normalize("NFKC", password)
+    return "".join(ch for ch in text if not ch.isspace() and unicodedata.category(ch) != "Cf").casefold()
+
+
+def _unrepeated(text: str) -> str:
+    """``text``'s shortest unit when it is that unit repeated (``abcabc`` -> ``abc``), else ``text``."""
+    size = len(text)
+    for unit in range(1, size // 2 + 1):
+        if size % unit == 0 and text[:unit] * (size // unit) == text:
+            return text[:unit]
+    return text
+
+
+def _is_common(candidate: str, common: frozenset[str]) -> bool:
+    stem = candidate.strip(_TRIM)
+    return candidate in common or (len(stem) >= _MIN_STEM_CHARS and stem in common)
+
+
 def check_password(password: str, *, email: str | None = None) -> None:
     """Accept ``password`` or raise :class:`WeakPassword`.
 
     Args:
-        password: the new password as typed (not stripped: spaces count).
+        password: the new password as typed (not stripped: spaces count towards the length).
         email: the user's e-mail address, when known; the password may not be it or its local part.
 
     Raises:
-        WeakPassword: too short, common, or the user's own address.
+        WeakPassword: too short, common (in its normal form, :func:`normalized`, or as a common one
+            repeated), or the user's own address.
     """
     if len(password) < MIN_PASSWORD_CHARS:
         raise WeakPassword(f"the password needs at least {MIN_PASSWORD_CHARS} characters")
-    folded = password.lower()
+    folded = normalized(password)
     stem = folded.strip(_TRIM)
     common = common_passwords()
-    if folded in common or folded.strip() in common or (len(stem) >= _MIN_STEM_CHARS and stem in common):
+    candidates = {password.lower(), password.lower().strip(), folded, _unrepeated(folded), _unrepeated(stem)}
+    if any(_is_common(candidate, common) for candidate in candidates):
         raise WeakPassword(
             "this password is on the list of commonly used passwords: choose a longer, less common one "
             "(a few unrelated words work well)"
         )
     context = set(_CONTEXT_WORDS)
     if email:
-        address = email.strip().lower()
+        address = normalized(email.strip())
         context |= {address, address.partition("@")[0]}
-    if folded in context or stem in context:
+    if folded in context or stem in context or _unrepeated(stem) in context:
         raise WeakPassword("the password may not be your e-mail address or the product's name")

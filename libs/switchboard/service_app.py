@@ -11,6 +11,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
@@ -24,6 +26,7 @@ from switchboard.observability.metrics import mount_metrics
 from switchboard.observability.tracing import configure_tracing, instrument_app
 from switchboard.runtime.resources import open_resources
 from switchboard.settings import Settings
+from switchboard.storable import clean_tree
 from switchboard.warming import WARMING, WarmUp
 
 __all__ = ["GC_THRESHOLDS", "ServiceApp", "WarmUp", "create_service_app", "tune_gc", "WARM_UP_WAIT_S"]
@@ -149,6 +152,14 @@ def tune_gc(thresholds: tuple[int, int, int] = GC_THRESHOLDS) -> None:
     gc.set_threshold(*thresholds)
 
 
+async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's 422 for a request its models refuse, with the input it echoes made encodable: a NUL
+    is dropped and an unpaired surrogate (valid JSON, ``"\\ud800"``) becomes U+FFFD, where FastAPI's
+    own handler fails to encode the answer and the client gets a 500."""
+    errors = exc.errors() if isinstance(exc, RequestValidationError) else []
+    return JSONResponse(status_code=422, content={"detail": clean_tree(jsonable_encoder(errors))})
+
+
 def create_service_app(
     name: str,
     settings: Settings,
@@ -218,6 +229,7 @@ def create_service_app(
         redoc_url=None,
     )
     mount_local_docs(app)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
     app.state.settings = settings
     app.include_router(health_router(name))
     mount_metrics(app)

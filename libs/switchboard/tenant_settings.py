@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
 from switchboard.i18n import DEFAULT_LANGUAGE, N_, Language, gettext
@@ -62,6 +62,7 @@ __all__ = [
     "LocaleSettings",
     "RateLimitSettings",
     "TRANSLATABLE",
+    "SettingText",
     "localized_defaults",
     "TenantSettings",
     "CORE_SECTIONS",
@@ -83,6 +84,21 @@ SECTION_MODULES = (CHANNEL_PACKAGE, "switchboard.guardrails.settings", "switchbo
 """Every module that registers sections (:func:`register_section`), imported before the first
 validation: the channels, the guardrails (``guardrails``) and budgets (``budget``, ``feedback``)."""
 
+
+def _storable_setting(value: str) -> str:
+    from switchboard.validation import has_unstorable_chars  # here: this module stays a leaf at import
+
+    if has_unstorable_chars(value):
+        raise PydanticCustomError(
+            "unstorable_text", "contains a NUL or another character that cannot be stored; remove it"
+        )
+    return value
+
+
+SettingText = Annotated[str, AfterValidator(_storable_setting)]
+"""The text of every tenant setting: a NUL or an unpaired surrogate (which Postgres cannot store) is
+refused at save with a message naming the setting, never a database error."""
+
 TRANSLATABLE = {"translatable": True}
 """``json_schema_extra`` of a fixed customer-facing text: its (English) default is a gettext msgid,
 and a tenant that did not store its own text gets the default in its ``locale.language``
@@ -101,7 +117,7 @@ class LocaleSettings(BaseModel):
 
     language: Language = DEFAULT_LANGUAGE
     """``en`` or ``es`` (the catalogs in ``switchboard/i18n/locale``)."""
-    timezone: str = Field("UTC", min_length=1, max_length=64)
+    timezone: SettingText = Field("UTC", min_length=1, max_length=64)
     """IANA time zone name (``Europe/Madrid``); days in analytics start at midnight there."""
 
     @model_validator(mode="after")
@@ -134,7 +150,7 @@ class RateLimitSettings(BaseModel):
     tenant_rate_limit: int | None = Field(None, ge=1, le=1_000_000)
     """Messages the tenant's jobs may process per ``tenant_rate_window_s`` (over: deferred, never told)."""
     tenant_rate_window_s: float | None = Field(None, gt=0, le=86_400)
-    slowdown_reply: str = Field(
+    slowdown_reply: SettingText = Field(
         N_(
             "You're sending messages faster than we can answer them. Please slow down a little; "
             "we'll reply to your latest message shortly."
@@ -151,36 +167,36 @@ class AgentSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field("Assistant", min_length=1, max_length=80)
-    instructions: str = Field(
+    name: SettingText = Field("Assistant", min_length=1, max_length=80)
+    instructions: SettingText = Field(
         "You are a friendly, concise customer-support agent. Answer only from what you know from the "
         "tools and the conversation; when unsure, say so and offer a person.",
         max_length=20_000,
     )
     """Tenant instructions placed in the stable prefix of the system prompt."""
-    system_prompt: str | None = Field(None, max_length=50_000)
+    system_prompt: SettingText | None = Field(None, max_length=50_000)
     """A complete system prompt replacing the built-in template (variable parts are still appended)."""
     typed_replies: bool = False
     """Offer the model the typed reply: it may answer with one JSON object ``{"text", "parts"}`` (buttons,
     lists, product cards) instead of calling ``offer_options`` / ``show_product``; validated, and an
     invalid object sends its text alone (:mod:`switchboard.replies.typed`)."""
-    handoff_reply: str = Field(
+    handoff_reply: SettingText = Field(
         N_("Thank you. A person from our team will take over this conversation shortly."),
         max_length=1_000,
         json_schema_extra=TRANSLATABLE,
     )
     """Sent after ``escalate_to_human`` when the model gives no words of its own."""
-    farewell_reply: str = Field(
+    farewell_reply: SettingText = Field(
         N_("Thank you for contacting us. Goodbye!"), max_length=1_000, json_schema_extra=TRANSLATABLE
     )
     """Sent after ``end_conversation(farewell=true)`` when the model gives no words of its own."""
-    error_reply: str = Field(
+    error_reply: SettingText = Field(
         N_("Sorry, I can't answer right now. Please try again in a few minutes."),
         max_length=1_000,
         json_schema_extra=TRANSLATABLE,
     )
     """Sent when every model failed or the turn ran out of time (the failure is logged and recorded)."""
-    waiting_reply: str = Field(
+    waiting_reply: SettingText = Field(
         N_(
             "Sorry, I can't answer right now. I'll reply here as soon as I can; you don't need to write again."
         ),
@@ -193,7 +209,7 @@ class AgentSettings(BaseModel):
     """Seconds (3-120, default 15) from when the worker takes up a customer's message to the first thing
     the customer sees. When the answer is not ready by then, ``holding_reply`` is sent, once per
     message, and the answer follows as soon as it is ready."""
-    holding_reply: str = Field(
+    holding_reply: SettingText = Field(
         N_("Thanks for your message. I'm looking into it and will answer in a moment."),
         min_length=1,
         max_length=1_000,
@@ -218,7 +234,7 @@ class LoopLimits(BaseModel):
     """Hard ceiling applied to a tool's raw output before any processing."""
     per_tool_call_cap: int = Field(3, ge=1)
     """Calls of one tool per turn; a tool at its cap disappears from the list the model sees."""
-    always_on_tools: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+    always_on_tools: list[Annotated[SettingText, Field(min_length=1, max_length=64)]] = Field(
         default_factory=lambda: ["escalate_to_human", "end_conversation"], max_length=50
     )
     """Tools exempt from the per-tool cap."""
@@ -230,7 +246,7 @@ class HandoffSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    queue_reply: str = Field(
+    queue_reply: SettingText = Field(
         N_(
             "Everyone on our team is busy right now. A person will answer here as soon as one is available; "
             "you don't need to write again."
@@ -239,16 +255,16 @@ class HandoffSettings(BaseModel):
         json_schema_extra=TRANSLATABLE,
     )
     """What the customer is told when no agent is online and the conversation waits in the queue."""
-    agent_template_name: str | None = Field(None, max_length=512)
+    agent_template_name: SettingText | None = Field(None, max_length=512)
     """Approved WhatsApp template used to notify an agent outside their 24-hour window (none: the
     notification is recorded as undeliverable)."""
-    agent_template_language: str = Field("en", max_length=16)
+    agent_template_language: SettingText = Field("en", max_length=16)
     summary_max_chars: int = Field(1_500, ge=100, le=10_000)
     """Bound of the LLM-written handoff summary sent to the agent."""
     approval_timeout_s: float = Field(3_600.0, ge=60, le=7 * 86_400)
     """A pending action nobody approved or rejected within this long expires; the customer is told
     ``approval_expired_reply``."""
-    approval_expired_reply: str = Field(
+    approval_expired_reply: SettingText = Field(
         N_(
             "We could not confirm your request in time, so nothing was done. Please write again if you "
             "still need it."
@@ -257,7 +273,7 @@ class HandoffSettings(BaseModel):
         json_schema_extra=TRANSLATABLE,
     )
     """What the customer is told when a pending action expires."""
-    button_payloads: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
+    button_payloads: list[Annotated[SettingText, Field(min_length=1, max_length=256)]] = Field(
         default_factory=lambda: ["talk_to_human"], max_length=50
     )
     """Button ids (WhatsApp ``interactive.button_reply.id`` / ``list_reply.id`` or a template quick
@@ -299,9 +315,9 @@ class KnowledgeSettings(BaseModel):
     embedding_model: ModelName | None = None
     """Embedding model for chunks and questions; ``None``: ``KB_EMBEDDING_MODEL`` when a provider key is
     set, else the offline lexical embedding."""
-    embedding_api_base: str | None = Field(None, min_length=1, max_length=2_000)
+    embedding_api_base: SettingText | None = Field(None, min_length=1, max_length=2_000)
     """OpenAI-compatible base URL (``http://host:port/v1``); ``None``: the provider's default."""
-    embedding_api_key_encrypted: str | None = Field(None, min_length=1)
+    embedding_api_key_encrypted: SettingText | None = Field(None, min_length=1)
     """:class:`~switchboard.crypto.CredentialCipher` token of ``{"api_key": ...}``; never the plain key.
     Given for ``embedding_api_base`` and the model's provider: a save that changes either drops it
     unless a new key comes (:meth:`key_address`)."""
@@ -320,8 +336,10 @@ class KnowledgeSettings(BaseModel):
         or public shape: where its stored key may go (:func:`switchboard.llm.keys.key_address`)."""
         from switchboard.llm.keys import embedding_provider, key_address
 
-        model = values.get("embedding_model")
-        provider = embedding_provider(model if isinstance(model, str) else None)
+        model, base = values.get("embedding_model"), values.get("embedding_api_base")
+        provider = embedding_provider(
+            model if isinstance(model, str) else None, base if isinstance(base, str) else None
+        )
         return key_address(values, provider=provider, base_field="embedding_api_base")
 
 

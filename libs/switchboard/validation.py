@@ -15,11 +15,23 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 import phonenumbers
 from email_validator import EmailNotValidError, validate_email
+from pydantic_core import PydanticCustomError
 
-__all__ = ["check_text", "has_unstorable_chars", "normalize_email", "normalize_phone_e164"]
+__all__ = [
+    "INT4_MAX",
+    "check_datetime_range",
+    "check_text",
+    "has_unstorable_chars",
+    "normalize_email",
+    "normalize_phone_e164",
+]
+
+INT4_MAX = 2**31 - 1
+"""Largest value of a Postgres ``integer`` column."""
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
@@ -44,6 +56,25 @@ def check_text(value: str, *, field: str, max_length: int, allow_empty: bool = F
     if not text and not allow_empty:
         raise ValueError(f"{field} is empty")
     return text
+
+
+def check_datetime_range(value: datetime) -> datetime:
+    """``value`` unchanged, if its UTC time (a naive value taken as UTC) falls in the years 1 to 9999.
+
+    Python cannot represent a UTC time outside them (``9999-12-31T23:00:00-14:00`` is in year 10000),
+    so the driver would fail on it at the query: such a value is refused here.
+
+    Raises:
+        pydantic_core.PydanticCustomError: out of range (in a pydantic validator: an error on the
+            field, its message without pydantic's "Value error," prefix).
+    """
+    try:
+        (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).astimezone(UTC)
+    except OverflowError:
+        raise PydanticCustomError(
+            "datetime_range", "is out of range: its UTC time falls outside the years 1 to 9999"
+        ) from None
+    return value
 
 
 _SEPARATORS = re.compile(r"[\s().-]")

@@ -58,3 +58,18 @@ async def test_a_form_without_the_csrf_token_is_refused(console_client, sessions
         refused = await client.post("/logout", data={})
         assert refused.status_code == 403
         assert (await client.get(f"/t/{tenant.slug}/inbox")).status_code == 200  # still logged in
+
+
+async def test_an_e_mail_the_database_cannot_hold_is_a_failed_login(console_client, sessions, make_tenant):
+    """A NUL or an unpaired surrogate in the address matches no account: 401 as for a wrong password."""
+    tenant = await make_tenant()
+    user = await new_user(sessions, role=Role.agent, tenant_id=tenant.id)
+    async with console_client() as client:
+        for email in (user.email + "\x00", "\x00" + user.email):
+            refused = await client.post("/login", data={"email": email, "password": PASSWORD})
+            assert refused.status_code == 401, refused.text
+            assert "Wrong e-mail or password." in refused.text
+        raw = f"email={user.email}%00%ED%A0%80&password={PASSWORD}".encode()  # a surrogate's UTF-8 bytes
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        refused = await client.post("/login", content=raw, headers=form)
+        assert refused.status_code == 401, refused.text

@@ -162,3 +162,99 @@ def test_the_platform_key_serves_only_the_default_model_unless_the_operator_allo
     assert (
         resolve_embedding_config(closed, prefixed).api_key == PLATFORM_OPENAI
     )  # the default, spelt with its provider
+
+
+# --- a model named without a provider prefix goes where LiteLLM routes it ----------------------------
+
+COHERE_BARE = "embed-english-v3.0"
+"""LiteLLM sends this bare name to Cohere (its model table), not to OpenAI."""
+
+
+def _cohere_to(listener: KeyListener, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cohere's own embedding endpoint (https://api.cohere.ai/v2/embed) moved to the listener."""
+    from litellm.llms.cohere.embed.transformation import CohereEmbeddingConfig
+
+    monkeypatch.setattr(
+        CohereEmbeddingConfig, "get_complete_url", lambda self, *a, **k: listener.url + "/v2/embed"
+    )
+
+
+async def _embed(config) -> None:  # type: ignore[no-untyped-def]
+    from switchboard.knowledge.embeddings import embed_texts
+
+    try:
+        await embed_texts(config, ["hello"])
+    except Exception:  # noqa: BLE001 - the listener answers no embedding; only what it received matters
+        pass
+
+
+async def test_a_bare_cohere_model_never_gets_the_openai_platform_key(
+    canary_settings, make_tenant, listener, monkeypatch
+):
+    tenant = await make_tenant(knowledge={"embedding_model": COHERE_BARE})
+    config = resolve_embedding_config(canary_settings, tenant)
+    assert config.api_key is None
+    assert config.model == LEXICAL_MODEL_NAME
+    _cohere_to(listener, monkeypatch)
+    await _embed(resolve_embedding_config(canary_settings, tenant, model_override=COHERE_BARE))
+    _no_canary(listener)
+
+
+async def test_a_stored_key_is_dropped_when_the_model_is_renamed_to_a_bare_cohere_model(
+    settings, make_tenant, sessions, listener, monkeypatch
+):
+    """The tenant's own key, given for an OpenAI model, is not kept by "set" for a model of another
+    provider named without a prefix; no platform key is involved."""
+    app = create_app(settings)
+    tenant = await make_tenant()
+    base = f"/v1/admin/tenants/{tenant.slug}/settings"
+    async with app.router.lifespan_context(app):
+        headers = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t", headers=headers) as api:
+            given = await api.patch(
+                base,
+                json={
+                    "knowledge": {
+                        "embedding_model": "text-embedding-3-small",
+                        "embedding_api_key": TENANT_KEY,
+                    }
+                },
+            )
+            assert given.status_code == 200, given.text
+            renamed = await api.patch(
+                base, json={"knowledge": {"embedding_model": COHERE_BARE, "embedding_api_key": "set"}}
+            )
+            assert renamed.status_code == 200, renamed.text
+    async with sessions() as session:
+        stored = await session.get(Tenant, tenant.id)
+    assert "embedding_api_key_encrypted" not in stored.settings_extensions["knowledge"]
+    _cohere_to(listener, monkeypatch)
+    await _embed(resolve_embedding_config(settings, stored, model_override=COHERE_BARE))
+    assert not listener.carried(TENANT_KEY), listener.seen
+
+
+async def test_a_reindex_with_a_bare_model_of_another_provider_takes_no_stored_key(
+    api, make_tenant, sessions
+):
+    tenant = await make_tenant()
+    base = f"/v1/admin/tenants/{tenant.slug}"
+    given = await api.patch(f"{base}/settings", json={"knowledge": {"embedding_api_key": TENANT_KEY}})
+    assert given.status_code == 200, given.text
+    refused = await api.post(f"{base}/knowledge/reindex", json={"embedding_model": COHERE_BARE})
+    assert refused.status_code == 422, refused.text
+    assert COHERE_BARE in refused.json()["detail"]
+    async with sessions() as session:
+        stored = (await session.get(Tenant, tenant.id)).settings_extensions["knowledge"]
+    assert stored.get("embedding_model") is None and stored["embedding_api_key_encrypted"]
+
+
+async def test_switching_to_a_bare_model_of_another_provider_drops_the_stored_key(settings, make_tenant):
+    from switchboard.knowledge.embeddings import set_tenant_embedding, switch_embedding_model
+
+    tenant = await make_tenant()
+    set_tenant_embedding(settings, tenant, model="text-embedding-3-small", api_key=TENANT_KEY)
+    switch_embedding_model(settings, tenant, "text-embedding-3-large")  # OpenAI as well: kept
+    assert tenant.settings_extensions["knowledge"]["embedding_api_key_encrypted"]
+    switch_embedding_model(settings, tenant, COHERE_BARE)
+    assert tenant.settings_extensions["knowledge"].get("embedding_api_key_encrypted") is None

@@ -6,16 +6,19 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from pydantic import SecretStr
 from switchboard.crypto import CredentialCipher
 from switchboard.llm.config import DeploymentSettings, LLMSettings, encrypt_api_key
 from switchboard.llm.keys import (
+    UNKNOWN_PROVIDER,
     choose_key,
+    deployment_key_provider,
     embedding_provider,
     is_official_endpoint,
     normalize_base,
+    routed_provider,
 )
 from switchboard.llm.router import NO_KEY, ModelGateway
 
@@ -168,11 +171,47 @@ def test_the_router_sends_the_platform_key_only_where_the_rule_allows(settings):
     assert key_of(closed, with_key) == "sk-tenant-own"
 
 
-def test_embedding_provider_is_the_model_prefix():
+def test_embedding_provider_is_where_litellm_routes_the_model():
     assert embedding_provider(None) == "openai"
     assert embedding_provider("text-embedding-3-small") == "openai"
     assert embedding_provider("openai/text-embedding-3-large") == "openai"
     assert embedding_provider("cohere/embed-english-v3.0") == "cohere"
+    assert embedding_provider("embed-english-v3.0") == "cohere"
+    assert embedding_provider("text-embedding-004") == "vertex_ai"
+    assert embedding_provider("amazon.titan-embed-text-v1") == "bedrock"
+    assert embedding_provider("no-such-model-anywhere") == UNKNOWN_PROVIDER
+    # a bare name with a base URL goes to that OpenAI-compatible server as openai/<model>
+    assert embedding_provider("embed-english-v3.0", "https://embed.example.com/v1") == "openai"
+
+
+@pytest.mark.parametrize("model", ["embed-english-v3.0", "text-embedding-004", "amazon.titan-embed-text-v1"])
+def test_the_openai_platform_key_never_goes_with_a_bare_model_of_another_provider(settings, model):
+    allowed = _settings(settings, tenants_may_use_platform_keys=True)
+    key = choose_key(
+        allowed,
+        provider=embedding_provider(model),
+        api_base=None,
+        stored_key=None,
+        platform_default=False,
+        what="embedding",
+    )
+    assert key is None
+
+
+@given(
+    provider=st.sampled_from(["openai", "anthropic", "openai_compatible", "ollama", "offline"]),
+    model=st.from_regex(r"[A-Za-z0-9._:@+-]{1,30}(/[A-Za-z0-9._:@+-]{1,20})?", fullmatch=True),
+)
+def test_a_deployment_gets_a_platform_key_only_for_the_provider_litellm_routes_it_to(provider, model):
+    """Whatever model name a tenant types, the provider whose key may go with it is the one LiteLLM
+    sends the deployment's model string to."""
+    try:
+        deployment = DeploymentSettings(id="d", provider=provider, model=model)
+    except ValueError:  # a name refused at save never reaches a call
+        assume(False)
+    keyed = deployment_key_provider(provider, deployment.litellm_model())
+    if keyed in ("openai", "anthropic"):
+        assert routed_provider(deployment.litellm_model()) == keyed == provider
 
 
 @given(

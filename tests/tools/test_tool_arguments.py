@@ -138,3 +138,17 @@ def _strings(value):
     elif isinstance(value, list):
         for item in value:
             yield from _strings(item)
+
+
+@pytest.mark.parametrize("slot", ["9999-12-31T23:00:00-14:00", "0001-01-01T00:00:00+14:00"])
+async def test_a_date_whose_utc_time_leaves_the_calendar_is_an_invalid_argument(
+    mcp_server, settings, sessions, make_shop, slot
+):
+    """Python holds no UTC time past year 9999: the slot is refused by name, not as a database outage."""
+    url, _ = mcp_server
+    shop = await make_shop()
+    tools, ctx = source(url, settings, sessions), turn(shop)
+    with pytest.raises(McpToolError) as refused:
+        await tools.call("schedule_meeting", {"slot": slot, "topic": "pumps"}, ctx)
+    assert refused.value.error_type == "invalid_arguments"
+    assert "slot: is out of range" in str(refused.value)

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from switchboard.tenant_settings import register_section
+from switchboard.tenant_settings import SettingText, register_section
 
 __all__ = ["BudgetSettings", "FeedbackSettings"]
 
@@ -30,7 +30,7 @@ class BudgetSettings(BaseModel):
     action: Literal["cheaper_group", "handoff"] = "cheaper_group"
     """Past the budget: ``cheaper_group`` answers through the tenant's cheapest deployment group only;
     ``handoff`` calls no model, sends ``holding_reply`` and hands the conversation to a person."""
-    holding_reply: str = Field(
+    holding_reply: SettingText = Field(
         "Thanks for your message. A person from our team will get back to you here shortly.",
         min_length=1,
         max_length=1_000,

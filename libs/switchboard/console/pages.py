@@ -31,6 +31,7 @@ from switchboard.console.live import live_events, publish_session_change
 from switchboard.db.models import ConsoleUser, HumanAgent, Role, Tenant
 from switchboard.i18n import N_
 from switchboard.observability import get_logger
+from switchboard.storable import clean_text
 from switchboard.users import (
     MIN_PASSWORD_CHARS,
     SESSION_COOKIE,
@@ -48,6 +49,7 @@ from switchboard.users import (
     start_session,
     verify_password,
 )
+from switchboard.validation import has_unstorable_chars
 
 __all__ = ["pages_router", "InboxPage"]
 
@@ -124,8 +126,11 @@ async def login_submit(
             request, "login.html", status_code=429, next=target, error=str(exc), email=email,
             headers={"Retry-After": str(exc.retry_after_s)},
         )  # fmt: skip
-    user = await authenticate(session, email=email, password=password)
+    # an address the database cannot hold (a NUL, an unpaired surrogate) is no account's: a failed login
+    unstorable = has_unstorable_chars(email)
+    user = None if unstorable else await authenticate(session, email=email, password=password)
     if user is None:
+        email = clean_text(email) if unstorable else email
         await limiter.failed(ip=ip)
         log.info("console_login_failed", ip=ip)
         return render(

@@ -20,6 +20,7 @@ from switchboard.errors import SwitchboardError
 from switchboard.events.outbox import forget_subscribers
 from switchboard.events.schemas import EVENT_TYPES
 from switchboard.observability import get_logger
+from switchboard.validation import check_text
 
 __all__ = [
     "EndpointRefused",
@@ -55,9 +56,14 @@ async def create_endpoint(
         The row and the secret in clear (shown once; stored encrypted).
 
     Raises:
-        EndpointRefused: the outbound-address policy refused the URL (its reason in plain words), or
-            an unknown event type.
+        EndpointRefused: the outbound-address policy refused the URL (its reason in plain words), an
+            unknown event type, or a description over 500 characters or holding a NUL or another
+            character the database cannot store.
     """
+    try:
+        description = check_text(description, field="description", max_length=500, allow_empty=True)
+    except ValueError as exc:
+        raise EndpointRefused(str(exc)) from None
     try:
         checked = await egress.check(url)
     except EgressRefused as exc:

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from switchboard.llm.config import DeploymentSettings
-from switchboard.tenant_settings import register_section
+from switchboard.tenant_settings import SettingText, register_section
 
 __all__ = ["InputGuardrailSettings", "OutputGuardrailSettings", "GuardrailSettings"]
 
@@ -30,7 +30,7 @@ class InputGuardrailSettings(BaseModel):
     action: Literal["redirect", "handoff"] = "redirect"
     """Below the threshold: ``redirect`` answers ``redirect_reply``; ``handoff`` hands the conversation
     to a person (the customer gets the agent's ``handoff_reply``)."""
-    redirect_reply: str = Field(
+    redirect_reply: SettingText = Field(
         "I can only help with questions about our products, orders and services. What can I do for you?",
         min_length=1,
         max_length=1_000,
@@ -57,7 +57,7 @@ class OutputGuardrailSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = True
-    safe_reply: str = Field(
+    safe_reply: SettingText = Field(
         "Sorry, I can't share that. Is there anything else I can help you with?",
         min_length=1,
         max_length=1_000,

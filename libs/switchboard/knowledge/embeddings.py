@@ -38,7 +38,14 @@ from switchboard.db.models import EMBEDDING_DIMS, Tenant
 from switchboard.egress import EgressPolicy, EgressRefused, egress_scope, guarded_client
 from switchboard.errors import SwitchboardError
 from switchboard.llm import import_litellm
-from switchboard.llm.keys import PLATFORM_KEY_SETTING, choose_key, embedding_provider, platform_key
+from switchboard.llm.keys import (
+    PLATFORM_KEY_SETTING,
+    UNKNOWN_PROVIDER,
+    check_api_key,
+    choose_key,
+    embedding_provider,
+    platform_key,
+)
 from switchboard.llm.lexical import LEXICAL_MODEL_NAME, lexical_embedding
 from switchboard.llm.lexical_process import embed_lexical
 from switchboard.observability import get_logger
@@ -163,14 +170,22 @@ def resolve_embedding_config(
     block = tenant_settings_from(tenant.settings_extensions, tenant_id=str(tenant.id)).knowledge
     model = model_override or block.embedding_model or settings.kb_embedding_model
     stored: str | None = None
-    if block.embedding_api_key_encrypted and embedding_provider(model) == embedding_provider(
-        block.embedding_model or settings.kb_embedding_model
+    # LiteLLM decides the provider (and is imported for it) only when a key could go with the call
+    keyed = model != LEXICAL_MODEL_NAME and (
+        block.embedding_api_key_encrypted or any(platform_key(settings, p) for p in ("openai", "anthropic"))
+    )
+    provider = embedding_provider(model, block.embedding_api_base) if keyed else UNKNOWN_PROVIDER
+    if (
+        keyed
+        and block.embedding_api_key_encrypted
+        and provider
+        == embedding_provider(block.embedding_model or settings.kb_embedding_model, block.embedding_api_base)
     ):  # a key given for another provider's model never goes with this one
         cipher = CredentialCipher(settings.secret("encryption_key").encode())
         stored = cipher.decrypt(block.embedding_api_key_encrypted).get("api_key")
     api_key = choose_key(
         settings,
-        provider=embedding_provider(model),
+        provider=provider,
         api_base=block.embedding_api_base,
         stored_key=stored,
         platform_default=_bare(model) == _bare(settings.kb_embedding_model),
@@ -219,11 +234,13 @@ def set_tenant_embedding(
         pydantic.ValidationError: the resulting ``knowledge`` section is invalid (nothing changed).
         EgressRefused: the outbound-address policy refuses ``api_base`` (its form, or a host given as
             an address that is not public; a name is checked again, resolved, at every connection).
+        ValueError: ``api_key`` is no API key (:func:`switchboard.llm.keys.check_api_key`).
     """
     if api_base:
         EgressPolicy.for_models(settings).check_syntax(api_base)
     encrypted = None
     if api_key:
+        api_key = check_api_key(api_key)
         encrypted = CredentialCipher(settings.secret("encryption_key").encode()).encrypt({"api_key": api_key})
     set_section(
         tenant,
@@ -243,8 +260,9 @@ def switch_embedding_model(settings: Settings, tenant: Tenant, model: str) -> No
         pydantic.ValidationError: the resulting ``knowledge`` section is invalid (nothing changed).
     """
     block = tenant_settings_from(tenant.settings_extensions, tenant_id=str(tenant.id)).knowledge
-    before = embedding_provider(block.embedding_model or settings.kb_embedding_model)
-    if block.embedding_api_key_encrypted and embedding_provider(model) != before:
+    base = block.embedding_api_base
+    before = embedding_provider(block.embedding_model or settings.kb_embedding_model, base)
+    if block.embedding_api_key_encrypted and embedding_provider(model, base) != before:
         log.info("embedding_key_dropped", tenant_id=str(tenant.id), reason="provider_changed")
         set_section(tenant, "knowledge", embedding_model=model, embedding_api_key_encrypted=None)
     else:

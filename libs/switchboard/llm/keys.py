@@ -22,6 +22,7 @@ The rule (docs/security.md, "Model providers and keys"):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -32,14 +33,19 @@ if TYPE_CHECKING:
     from switchboard.settings import Settings
 
 __all__ = [
+    "API_KEY_MAX_CHARS",
     "OFFICIAL_ENDPOINTS",
     "PLATFORM_KEY_SETTING",
+    "UNKNOWN_PROVIDER",
+    "check_api_key",
     "choose_key",
+    "deployment_key_provider",
     "embedding_provider",
     "is_official_endpoint",
     "missing_key_reason",
     "normalize_base",
     "platform_key",
+    "routed_provider",
 ]
 
 log = get_logger(__name__)
@@ -172,12 +178,75 @@ def missing_key_reason(
     return None
 
 
-def embedding_provider(model: str | None) -> str:
-    """The provider LiteLLM sends an embedding ``model`` to: the prefix before ``/`` (``cohere/embed-...``
-    -> ``cohere``), ``openai`` for a bare name or none (``text-embedding-3-small``, the default)."""
-    if not model or "/" not in model:
+API_KEY_MAX_CHARS = 4_096
+"""Longest API key a tenant may store (providers' keys are under 200 characters)."""
+
+
+def check_api_key(value: str, *, field: str = "api_key") -> str:
+    """``value`` stripped, if it can be an API key: 1 to :data:`API_KEY_MAX_CHARS` visible ASCII
+    characters (letters, digits, punctuation), as every provider's keys are, and as an HTTP header
+    carries them.
+
+    Raises:
+        ValueError: empty, too long, or holding a space, a control character (NUL included) or a
+            non-ASCII character; the message names ``field`` and never repeats the key.
+    """
+    key = value.strip()
+    if not key:
+        raise ValueError(f"{field} is empty")
+    if len(key) > API_KEY_MAX_CHARS:
+        raise ValueError(f"{field} is too long: {len(key):,} characters (at most {API_KEY_MAX_CHARS:,})")
+    if not all("!" <= ch <= "~" for ch in key):
+        raise ValueError(
+            f"{field} may hold only letters, digits and punctuation (no spaces, control or non-ASCII characters)"
+        )
+    return key
+
+
+UNKNOWN_PROVIDER = "unknown"
+"""What :func:`routed_provider` says of a model LiteLLM cannot route: a provider no platform key serves."""
+
+
+@functools.lru_cache(maxsize=1024)
+def routed_provider(litellm_model: str) -> str:
+    """The provider LiteLLM sends ``litellm_model`` to, as LiteLLM itself decides it
+    (``litellm.get_llm_provider``): the prefix when there is one (``cohere/embed-english-v3.0`` ->
+    ``cohere``), else LiteLLM's own tables (``embed-english-v3.0`` -> ``cohere``,
+    ``text-embedding-004`` -> ``vertex_ai``, ``text-embedding-3-small`` -> ``openai``).
+    :data:`UNKNOWN_PROVIDER` for a name LiteLLM cannot route.
+
+    Imports LiteLLM on first call (:func:`switchboard.llm.import_litellm`): call it only where a key is
+    chosen or a stored key's address compared, never at a process's start-up.
+    """
+    from switchboard.llm import import_litellm
+
+    litellm = import_litellm()
+    try:
+        _, provider, _, _ = litellm.get_llm_provider(model=litellm_model)
+    except Exception:  # litellm.BadRequestError: "LLM Provider NOT provided"
+        return UNKNOWN_PROVIDER
+    return str(provider or UNKNOWN_PROVIDER)
+
+
+def embedding_provider(model: str | None, api_base: str | None = None) -> str:
+    """The provider LiteLLM sends an embedding ``model`` to (:func:`routed_provider`), with the model
+    string the call uses: a bare name with an ``api_base`` goes as ``openai/<model>`` (an
+    OpenAI-compatible server, :attr:`switchboard.knowledge.embeddings.EmbeddingConfig.litellm_model`).
+    No model: ``openai`` (the default ``KB_EMBEDDING_MODEL``, ``text-embedding-3-small``)."""
+    if not model:
         return "openai"
-    return model.split("/", 1)[0].strip().lower() or "openai"
+    if api_base and api_base.strip() and "/" not in model:
+        return "openai"
+    return routed_provider(model)
+
+
+def deployment_key_provider(provider: str, litellm_model: str) -> str:
+    """The provider whose platform key a chat deployment may get: its ``provider`` when LiteLLM routes
+    its model string (``openai/<model>``, ``anthropic/<model>``) to that provider, else
+    :data:`UNKNOWN_PROVIDER` (the two disagree: no platform key goes where LiteLLM would send it)."""
+    if provider not in _PLATFORM_KEY_FIELDS:
+        return provider
+    return provider if routed_provider(litellm_model) == provider else UNKNOWN_PROVIDER
 
 
 def key_address(values: Mapping[str, Any], *, provider: str, base_field: str) -> tuple[str, str | None]:

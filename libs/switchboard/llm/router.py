@@ -46,7 +46,7 @@ from switchboard.egress import EgressPolicy, egress_scope
 from switchboard.llm import import_litellm
 from switchboard.llm.config import DeploymentSettings, LLMSettings, default_deployments, is_platform_default
 from switchboard.llm.costs import call_cost
-from switchboard.llm.keys import choose_key
+from switchboard.llm.keys import choose_key, deployment_key_provider
 from switchboard.llm.trimming import stated_context_limit, strip_reasoning
 from switchboard.observability import get_logger, metrics, tracing
 from switchboard.settings import Settings
@@ -363,7 +363,7 @@ class ModelGateway:
                 raise CredentialDecryptError(f"api key of deployment {deployment.id} is unreadable") from exc
         key = choose_key(
             self.settings,
-            provider=deployment.provider,
+            provider=deployment_key_provider(deployment.provider, deployment.litellm_model()),
             api_base=deployment.api_base,
             stored_key=stored,
             platform_default=is_platform_default(self.settings, deployment),

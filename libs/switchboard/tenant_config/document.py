@@ -38,6 +38,7 @@ from switchboard.crypto import CredentialCipher
 from switchboard.errors import SwitchboardError
 from switchboard.i18n import N_, SUPPORTED_LANGUAGES, gettext
 from switchboard.i18n.validation import localized
+from switchboard.llm.keys import check_api_key
 from switchboard.observability import get_logger
 from switchboard.tenant_settings import (
     CORE_SECTIONS,
@@ -230,7 +231,12 @@ def _to_stored(
             elif value is None or value in ("", SECRET_NOT_SET):
                 pass  # removed
             elif isinstance(value, str):
-                result[secret_key] = cipher().encrypt({_SECRET_PAYLOAD_KEY: value.strip()})
+                try:
+                    key_text = check_api_key(value, field=key)
+                except ValueError as exc:
+                    problems.append(Problem(where, str(exc)))
+                else:
+                    result[secret_key] = cipher().encrypt({_SECRET_PAYLOAD_KEY: key_text})
             else:
                 problems.append(Problem(where, N_("a key is a string")))
             continue

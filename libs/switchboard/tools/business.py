@@ -42,6 +42,7 @@ from switchboard.tools.contracts import (
     WriteResult,
     unstorable_field,
 )
+from switchboard.validation import check_datetime_range
 
 __all__ = ["BUSINESS_TOOLS", "normalize_sku", "normalize_order_number", "haversine_km"]
 
@@ -80,6 +81,12 @@ class _Args(BaseModel):
         if unstorable_field(value) is not None:
             raise ValueError(UNSTORABLE_PROBLEM)
         return value
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _in_range(cls, value: Any) -> Any:
+        """A date whose UTC time leaves the years 1-9999 is an invalid argument, never a query."""
+        return check_datetime_range(value) if isinstance(value, datetime) else value
 
 
 # --- search_knowledge_base ------------------------------------------------------------------------

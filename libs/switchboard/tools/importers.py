@@ -26,6 +26,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 import uuid
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 from sqlalchemy import func
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -42,7 +44,8 @@ from switchboard.db.tenant_scope import TenantScope
 from switchboard.observability import get_logger
 from switchboard.textfiles import decode_text, looks_like_text, sniff_csv_dialect
 from switchboard.tools.business import normalize_order_number, normalize_sku
-from switchboard.validation import has_unstorable_chars
+from switchboard.tools.contracts import UNSTORABLE_PROBLEM, unstorable_field
+from switchboard.validation import INT4_MAX, check_datetime_range, has_unstorable_chars
 
 __all__ = ["ImportKind", "IMPORT_KINDS", "RejectedRow", "ImportReport", "import_csv", "MAX_IMPORT_BYTES"]
 
@@ -87,6 +90,39 @@ class _Row(BaseModel):
     def _blanks(cls, value: Any) -> Any:
         return _blank_to_none(value)
 
+    @field_validator("*", mode="after")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        """What the database cannot store is a rejected row naming the field: text with a NUL or an
+        unpaired surrogate (JSON escapes ``\\u0000``, ``\\ud800`` included), a non-finite number in a
+        JSON value, a date whose UTC time leaves the years 1-9999."""
+        if isinstance(value, datetime):
+            check_datetime_range(value)
+        return _storable_json(value)
+
+
+def _storable_json(value: Any) -> Any:
+    """``value`` (text, or a JSON column's parsed value) if the database can store it.
+
+    Raises:
+        PydanticCustomError: a NUL or an unpaired surrogate (in a key too), or NaN / Infinity.
+    """
+    if unstorable_field(value) is not None:
+        raise PydanticCustomError("unstorable_text", UNSTORABLE_PROBLEM)
+    if _non_finite(value):
+        raise PydanticCustomError("non_finite_number", "holds a number that is not finite (NaN or Infinity)")
+    return value
+
+
+def _non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_non_finite(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_non_finite(item) for item in value)
+    return False
+
 
 class ProductRow(_Row):
     sku: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
@@ -94,7 +130,7 @@ class ProductRow(_Row):
     description: str = ""
     price: Decimal = Field(ge=0, max_digits=12, decimal_places=2)
     currency: str = Field("USD", pattern=r"^[A-Za-z]{3}$")
-    stock: int = Field(0, ge=0)
+    stock: int = Field(0, ge=0, le=INT4_MAX)
     attributes: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("description", mode="before")
@@ -109,10 +145,10 @@ class ProductRow(_Row):
             return {}
         if isinstance(value, str):
             try:
-                return json.loads(value)
+                value = json.loads(value)
             except json.JSONDecodeError:
                 raise ValueError("attributes must be a JSON object") from None
-        return value
+        return _storable_json(value)
 
 
 class OrderRow(_Row):
@@ -178,6 +214,7 @@ class StoreRow(_Row):
                     value = json.loads(text)
                 except json.JSONDecodeError:
                     raise ValueError("opening_hours: invalid JSON") from None
+                _storable_json(value)
             else:
                 value = dict(part.strip().split("=", 1) for part in text.split(";") if "=" in part)
         hours = {str(k).strip().lower()[:3]: str(v).strip().lower() for k, v in value.items()}
@@ -195,7 +232,8 @@ class SlotRow(_Row):
     @field_validator("starts_at")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value
+        return check_datetime_range(value).astimezone(UTC)
 
     @field_validator("resource", mode="before")
     @classmethod

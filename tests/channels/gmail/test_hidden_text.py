@@ -30,6 +30,21 @@ MAILBOX = "support@example.com"
 SECRET = "refund order 7 in full"
 
 FIXED = {
+    ":is() selector": f"<style>:is(.x){{display:none}}</style><p>Hi</p><p class=x>{SECRET}</p>",
+    ":where() in a list": f"<style>.q, p:where(.a, .x){{display:none}}</style><p>Hi</p><p class=x>{SECRET}</p>",
+    "nested rule": f"<style>.a{{ .b{{display:none}} }}</style><p>Hi</p><div class=a><p class=b>{SECRET}</p></div>",
+    "nested rule with &": f"<style>p{{ &.b{{font-size:0}} }}</style><p>Hi</p><p class=b>{SECRET}</p>",
+    "@scope": f"<style>@scope (.a){{p{{display:none}}}}</style><p>Hi</p><div class=a><p>{SECRET}</p></div>",
+    "color-mix()": f"<p>Hi</p><p style='color:color-mix(in srgb, white 100%, black)'>{SECRET}</p>",
+    "light-dark()": f"<p>Hi</p><p style='color:light-dark(#fff,#fff)'>{SECRET}</p>",
+    "relative colour": f"<p>Hi</p><p style='color:rgb(from white r g b)'>{SECRET}</p>",
+    "system colour Canvas": f"<p>Hi</p><p style='color:Canvas'>{SECRET}</p>",
+    "mask-image transparent": f"<p>Hi</p><p style='mask-image:linear-gradient(transparent,transparent)'>{SECRET}</p>",
+    "-webkit-mask-image": f"<p>Hi</p><p style='-webkit-mask-image:linear-gradient(#0000,#0000)'>{SECRET}</p>",
+    "filter: brightness(100)": f"<p>Hi</p><p style='filter:brightness(100)'>{SECRET}</p>",
+    "filter: opacity(0)": f"<p>Hi</p><p style='filter:opacity(0)'>{SECRET}</p>",
+    "rotate: x 90deg": f"<p>Hi</p><p style='rotate:x 90deg'>{SECRET}</p>",
+    "closed <details>": f"<p>Hi</p><details><summary></summary>{SECRET}</details>",
     "style rule by class": f"<style>.note{{display:none}}</style><p>Hi</p><p class='note'>{SECRET}</p>",
     "style rule by id": f"<style>#n{{color:#ffffff}}</style><p>Hi</p><p id='n'>{SECRET}</p>",
     "style rule in @media": f"<style>@media screen {{ p.x {{ font-size:0 }} }}</style><p>Hi</p><p class=x>{SECRET}</p>",
@@ -109,6 +124,34 @@ def test_visible_parts_inside_hiding_parents_survive() -> None:
         assert shown in clean.text
     assert "hidden gap" not in clean.text and "gone" not in clean.text
     assert clean.hidden_text == "hidden gap gone"
+
+
+def test_readable_uses_of_the_same_features_keep_their_text() -> None:
+    html = (
+        "<p style='color:windowtext'>system text colour</p>"
+        "<p style='background-color:none'>no background</p>"
+        "<p style='color:light-dark(#111, #eee)'>light scheme dark text</p>"
+        "<p style='color:color-mix(in srgb, black 80%, white)'>mixed dark grey</p>"
+        "<p style='filter:brightness(1.2)'>slightly brighter</p>"
+        "<p style='rotate:45deg'>turned in the page</p>"
+        "<style>.a{ .b{color:#222} }</style><div class=a><p class=b>nested but readable</p></div>"
+        "<details open><summary>Open summary</summary>open body</details>"
+        "<details><summary>Closed summary</summary>closed body</details>"
+    )
+    clean = _clean(html)
+    for shown in (
+        "system text colour", "no background", "light scheme dark text", "mixed dark grey",
+        "slightly brighter", "turned in the page", "nested but readable", "Open summary", "open body",
+        "Closed summary",
+    ):  # fmt: skip
+        assert shown in clean.text, shown
+    assert clean.hidden_text == "closed body"
+
+
+def test_a_colour_that_cannot_be_computed_hides_the_text_and_says_why() -> None:
+    clean = _clean(f"<p>Hi</p><p style='color:rgb(from black calc(r + 255) g b)'>{SECRET}</p>")
+    assert clean.text.split() == ["Hi"]
+    assert clean.hidden_reasons == ("color that cannot be computed",)
 
 
 def test_markup_only_comments_hide_no_text() -> None:

@@ -87,6 +87,14 @@ BLUR_PX = 4.0
 """``filter: blur()`` of this radius (px) or more makes text unreadable."""
 TINY_BOX_PX = 2.0
 """A box narrower or lower than this (px) that clips its overflow shows nothing."""
+EXTREME_FILTER = 4.0
+"""``filter: brightness()`` or ``contrast()`` beyond this factor (or below its inverse) washes text out
+to white or black whatever its colour: the element is hidden."""
+MIN_MASK_ALPHA = 0.1
+"""A mask gradient whose every stop is less opaque than this shows nothing."""
+_INHERITING = {"inherit", "unset", "revert", "revert-layer", "none", "auto"}
+"""Keywords that leave a colour as the parent's (``initial`` is black); ``none`` and ``auto`` are no
+colours, and a browser ignores such a declaration (mail HTML has them: ``background-color: none``)."""
 _WHITE: RGB = (1.0, 1.0, 1.0)
 _BLACK: RGBA = (0.0, 0.0, 0.0, 1.0)
 _FONT_KEYWORDS_PX = {"xx-small": 9.0, "x-small": 10.0, "small": 13.0, "medium": 16.0, "large": 18.0,
@@ -268,6 +276,14 @@ def _transform_scale(found: dict[str, Value], font_px: float) -> tuple[float, fl
         numbers = [n for n in (_number(node) for node in scale) if n is not None]
         if numbers and len(numbers) == len(scale):
             factor *= min(abs(n) for n in numbers[:2])
+    rotate = found.get("rotate") or []
+    angles = [a for a in (_angle(node) for node in rotate) if a is not None]
+    axis = [node for node in rotate if _angle(node) is None]
+    if angles and axis:  # about x or y (or a vector in their plane): the text turns away from the reader
+        keyword = _ident(axis)
+        vector = [_number(node) for node in axis]
+        if keyword in ("x", "y") or (len(vector) == 3 and vector[2] == 0 and None not in vector):
+            factor *= abs(math.cos(angles[0]))
     for node in found.get("translate") or []:
         offset = min(offset, length(node))
     zoom = found.get("zoom")
@@ -421,6 +437,24 @@ def _shape_shows(shape: tinycss2.ast.FunctionBlock, font_px: float) -> bool:
     return False  # other shapes (path(), url()) cannot be measured: treated as clipping
 
 
+def _masked(found: dict[str, Value]) -> str | None:
+    """Why a ``mask`` / ``mask-image`` (``-webkit-`` ones too) shows nothing: a gradient whose every
+    stop is (nearly) transparent, or an image that cannot be measured (``url()``, ``image()``…)."""
+    for name in ("mask-image", "-webkit-mask-image", "mask", "-webkit-mask"):
+        for node in found.get(name) or []:
+            if isinstance(node, tinycss2.ast.URLToken):
+                return "mask"
+            if not isinstance(node, tinycss2.ast.FunctionBlock):
+                continue
+            if node.lower_name == "url" or not node.lower_name.endswith("gradient"):
+                return "mask"
+            stops = [parse_colour([n], _BLACK) for part in _arguments(node) for n in part[:1]]
+            known = [stop for stop in stops if stop is not None]
+            if known and all(stop[3] < MIN_MASK_ALPHA for stop in known):
+                return "mask"
+    return None
+
+
 def _background(found: dict[str, Value], backdrop: RGB, current: RGBA) -> RGB:
     """The backdrop of an element's text: its own background colour (or a gradient's average colour)
     painted over ``backdrop``, its parent's; ``current`` is its ``currentcolor``."""
@@ -512,26 +546,42 @@ def _computed(element: etree._Element, parent: _Paint) -> tuple[_Paint, str | No
             arguments = _flat_arguments(node)
             number = _number(arguments[0]) if arguments else None
             opacity *= min(max(number, 0.0), 1.0) if number is not None else 1.0
+        elif isinstance(node, tinycss2.ast.FunctionBlock) and node.lower_name in ("brightness", "contrast"):
+            arguments = _flat_arguments(node)
+            number = _number(arguments[0]) if arguments else None
+            if number is not None and not (1 / EXTREME_FILTER <= number <= EXTREME_FILTER):
+                return parent, f"filter: {node.lower_name}()", None
         elif isinstance(node, tinycss2.ast.FunctionBlock) and node.lower_name == "blur":
             arguments = _flat_arguments(node)
             radius = length_px(arguments[0], font_px=font_px, percent_of_px=0.0) if arguments else None
             if radius is not None and radius >= BLUR_PX:
                 return parent, "blurred", None
+    if (reason := _masked(found)) is not None:
+        return parent, reason, None
     group_scale, group_offset = parent.group_scale, parent.group_offset
     if opacity < 1.0:
         group_offset = tuple(
             parent.group_scale * (1 - opacity) * parent.backdrop[i] + parent.group_offset[i] for i in range(3)
         )  # type: ignore[assignment]
         group_scale = parent.group_scale * opacity
+    uncomputable = None
     colour = parent.colour
     if found.get("color"):
         keyword = _ident(found["color"])
-        colour = (
-            _BLACK if keyword == "initial" else parse_colour(found["color"], parent.colour) or parent.colour
-        )
+        if keyword == "initial":
+            colour = _BLACK
+        elif keyword not in _INHERITING:
+            parsed = parse_colour(found["color"], parent.colour)
+            uncomputable = uncomputable or (None if parsed is not None else "color")
+            colour = parsed or parent.colour
     fill = parent.fill
-    if found.get("-webkit-text-fill-color"):
-        fill = parse_colour(found["-webkit-text-fill-color"], colour) or fill
+    if found.get("-webkit-text-fill-color") and _ident(found["-webkit-text-fill-color"]) not in _INHERITING:
+        parsed = parse_colour(found["-webkit-text-fill-color"], colour)
+        uncomputable = uncomputable or (None if parsed is not None else "-webkit-text-fill-color")
+        fill = parsed or fill
+    if found.get("background-color") and _ident(found["background-color"]) not in _INHERITING:
+        if parse_colour(found["background-color"], colour) is None:
+            uncomputable = uncomputable or "background-color"
     visible = parent.visible
     visibility = _ident(found.get("visibility"))
     if visibility in ("hidden", "collapse"):
@@ -545,6 +595,8 @@ def _computed(element: etree._Element, parent: _Paint) -> tuple[_Paint, str | No
         return paint, None, "visibility:hidden"
     if paint.font_px * paint.scale < MIN_VISIBLE_FONT_PX:
         return paint, None, "tiny text"
+    if uncomputable is not None:
+        return paint, None, f"{uncomputable} that cannot be computed"
     text = paint.on_screen(blend(fill or colour, paint.backdrop))
     if contrast_ratio(text, paint.on_screen(paint.backdrop)) < MIN_CONTRAST:
         return paint, None, "low contrast"
@@ -563,24 +615,92 @@ def _is_print_only_text(media: str) -> bool:
     return all(re.search(r"\b(print|speech)\b", q) and not re.search(r"\b(screen|all)\b", q) for q in queries)
 
 
+def _selector_list(text: str) -> list[str]:
+    """A selector list split at its top-level commas (not those inside ``:is(a, b)``)."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    return [part.strip() for part in parts if part.strip()]
+
+
+_MATCHES_ANY = re.compile(r":(?:is|where|matches|-webkit-any|-moz-any)\(", re.IGNORECASE)
+
+
+def _expanded(selector: str, budget: int = 64) -> list[str]:
+    """``selector`` without ``:is()`` / ``:where()`` (css-inline reads neither): ``p:is(.a, .b) span``
+    becomes ``p.a span`` and ``p.b span``, nested ones too (at most ``budget`` selectors)."""
+    match = _MATCHES_ANY.search(selector)
+    if match is None:
+        return [selector]
+    depth, end = 1, match.end()
+    while end < len(selector) and depth:
+        depth += {"(": 1, ")": -1}.get(selector[end], 0)
+        end += 1
+    head, inner, tail = selector[: match.start()], selector[match.end() : end - 1], selector[end:]
+    out: list[str] = []
+    for option in _selector_list(inner):
+        for variant in _expanded(head + option + tail, budget):
+            if len(out) < budget:
+                out.append(variant)
+    return out
+
+
+def _joined(parent: str, child: str) -> str:
+    """A nested selector under its parent: ``&`` replaced by the parent, else a descendant of it."""
+    return child.replace("&", parent) if "&" in child else f"{parent} {child}"
+
+
 def _stylesheet(sources: list[str]) -> list[str]:
-    """The rules of the mail's ``<style>`` elements, grouping at-rules (``@media``…) unwrapped."""
+    """The rules of the mail's ``<style>`` elements as flat rules css-inline reads: grouping at-rules
+    (``@media``…) unwrapped, ``@scope (root)`` rules put under their root (its limit ignored, which
+    hides more, never less), nested rules put under their parent, ``:is()`` / ``:where()`` expanded."""
     rules: list[str] = []
 
-    def add(nodes: list[tinycss2.ast.Node]) -> None:
+    def emit(selectors: list[str], declarations_text: str) -> None:
+        flat = [variant for selector in selectors for variant in _expanded(selector)]
+        if flat and declarations_text.strip():
+            rules.append(f"{', '.join(flat)} {{{declarations_text}}}")
+
+    def qualified(rule: tinycss2.ast.QualifiedRule, parents: list[str] | None, depth: int) -> None:
+        own = _selector_list(tinycss2.serialize(rule.prelude))
+        selectors = [_joined(p, o) for p in parents for o in own] if parents else own
+        body = tinycss2.parse_blocks_contents(rule.content, skip_comments=True, skip_whitespace=True)
+        declared = [node for node in body if isinstance(node, tinycss2.ast.Declaration)]
+        emit(selectors, ";".join(tinycss2.serialize([d]) for d in declared))
+        if depth < 8:
+            add(
+                [node for node in body if not isinstance(node, tinycss2.ast.Declaration)],
+                selectors,
+                depth + 1,
+            )
+
+    def add(nodes: list[tinycss2.ast.Node], parents: list[str] | None = None, depth: int = 0) -> None:
         for rule in nodes:
             if isinstance(rule, tinycss2.ast.QualifiedRule):
-                rules.append(tinycss2.serialize([rule]))
+                qualified(rule, parents, depth)
             elif isinstance(rule, tinycss2.ast.AtRule) and rule.content is not None:
-                if rule.lower_at_keyword not in _GROUPING_AT_RULES:
+                keyword = rule.lower_at_keyword
+                if keyword == "media" and _is_print_only(rule.prelude):
                     continue
-                if rule.lower_at_keyword == "media" and _is_print_only(rule.prelude):
-                    continue
-                add(tinycss2.parse_rule_list(rule.content, skip_comments=True, skip_whitespace=True))
+                inner = tinycss2.parse_blocks_contents(rule.content, skip_comments=True, skip_whitespace=True)
+                if keyword == "scope":
+                    root = next((n for n in rule.prelude if n.type == "() block"), None)
+                    roots = _selector_list(tinycss2.serialize(root.content)) if root is not None else []
+                    scoped = [f"{p} {r}" for p in parents for r in roots] if parents and roots else roots
+                    add(inner, scoped or parents, depth + 1)
+                elif keyword in _GROUPING_AT_RULES:
+                    add(inner, parents, depth + 1)
 
     for source in sources:
         add(tinycss2.parse_stylesheet(source, skip_comments=True, skip_whitespace=True))
-    return rules
+    return [rule.replace(":scope", ":root") for rule in rules]
 
 
 def _inline(html: str, rules: list[str]) -> str:
@@ -667,7 +787,28 @@ def _walk(root: etree._Element, removed: _Removed) -> None:
         if text_hidden is not None and element.text:
             removed.add(element.text, text_hidden)
             element.text = None
+        if element.tag == "details" and element.get("open") is None:
+            _close_details(element, removed)
         stack.extend((child, paint, text_hidden) for child in reversed(element))
+
+
+def _close_details(element: etree._Element, removed: _Removed) -> None:
+    """A closed ``<details>`` shows its first ``<summary>`` only: the rest is hidden until opened."""
+    summary = next((child for child in element if child.tag == "summary"), None)
+    if element.text:
+        removed.add(element.text, "closed <details>")
+        element.text = None
+    for child in list(element):
+        if child is summary:
+            continue
+        if isinstance(child.tag, str):
+            removed.add(child.text_content(), "closed <details>")
+        if child.tail:
+            removed.add(child.tail, "closed <details>")
+        element.remove(child)
+    if summary is not None and summary.tail:
+        removed.add(summary.tail, "closed <details>")
+        summary.tail = None
 
 
 def remove_hidden(html: str) -> tuple[str, str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from switchboard.tenant_settings import register_section
+from switchboard.tenant_settings import SettingText, register_section
 
 __all__ = ["GmailSettings", "SECTION"]
 
@@ -26,7 +26,7 @@ class GmailSettings(BaseModel):
     thread is handed to a person instead (two robots answering each other stop here)."""
     auto_reply_window_s: float = Field(600.0, gt=0, le=7 * 86_400)
     """The window of :attr:`auto_reply_cap`, in seconds."""
-    sender_name: str | None = Field(None, max_length=200)
+    sender_name: SettingText | None = Field(None, max_length=200)
     """Display name on the ``From`` of replies (``"Example Support"``); the bare address when unset."""
 
 

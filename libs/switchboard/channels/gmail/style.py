@@ -4,7 +4,12 @@
   defines them; an ``!important`` declaration beats a later ordinary one).
 * Colours: every CSS Color 4 syntax tinycss2 parses (``#fff``, ``#ffffff80``, named colours,
   ``rgb()``/``rgba()`` with commas or spaces, ``hsl()``, ``hwb()``, ``lab()``, ``lch()``, ``oklab()``,
-  ``oklch()``, ``color(srgb …)``, ``transparent``, ``currentcolor``), as sRGB with alpha.
+  ``oklch()``, ``color(srgb …)``, ``transparent``, ``currentcolor``), as sRGB with alpha; also system
+  colours (``Canvas``, ``CanvasText``, ``WindowText``…, as a light colour scheme shows them),
+  ``light-dark()`` (its light colour: mail opens in the light scheme unless it asks otherwise) and
+  ``color-mix()`` (mixed in sRGB whatever space it names: close enough for contrast). Anything else
+  (relative colours ``rgb(from …)``, colours of CSS Color 5 and later) is no colour here: the
+  caller decides what an uncomputable colour means.
 * Contrast: the WCAG 2.2 contrast ratio of two colours from their relative luminance
   (https://www.w3.org/TR/WCAG22/#dfn-contrast-ratio, https://www.w3.org/TR/WCAG22/#dfn-relative-luminance).
 * Lengths: absolute units (px, pt, pc, in, cm, mm, Q), font-relative units (em, ex, ch, rem, …),
@@ -25,6 +30,7 @@ import tinycss2.color4
 __all__ = [
     "RGB",
     "RGBA",
+    "SYSTEM_COLOURS",
     "Value",
     "blend",
     "contrast_ratio",
@@ -129,14 +135,78 @@ def _srgb(colour: tinycss2.color4.Color) -> RGBA:
     return red, green, blue, min(max(alpha, 0.0), 1.0)
 
 
-def parse_colour(value: str | Sequence[tinycss2.ast.Node], current: RGBA) -> RGBA | None:
+_W, _K = (1.0, 1.0, 1.0, 1.0), (0.0, 0.0, 0.0, 1.0)
+SYSTEM_COLOURS: dict[str, RGBA] = {
+    "canvas": _W, "canvastext": _K, "window": _W, "windowtext": _K, "field": _W, "fieldtext": _K,
+    "buttonface": (0.94, 0.94, 0.94, 1.0), "buttontext": _K, "buttonborder": (0.46, 0.46, 0.46, 1.0),
+    "graytext": (0.43, 0.43, 0.43, 1.0), "highlight": (0.0, 0.47, 0.84, 1.0), "highlighttext": _W,
+    "selecteditem": (0.0, 0.47, 0.84, 1.0), "selecteditemtext": _W, "linktext": (0.0, 0.0, 0.93, 1.0),
+    "visitedtext": (0.33, 0.1, 0.55, 1.0), "activetext": (0.93, 0.0, 0.0, 1.0), "mark": (1.0, 1.0, 0.0, 1.0),
+    "marktext": _K, "accentcolor": (0.0, 0.47, 0.84, 1.0), "accentcolortext": _W,
+    "background": _W, "menu": _W, "menutext": _K, "infobackground": (1.0, 1.0, 0.88, 1.0), "infotext": _K,
+    "captiontext": _K, "inactivecaptiontext": (0.43, 0.43, 0.43, 1.0), "appworkspace": _W,
+}  # fmt: skip
+"""System colours (CSS Color 4 and its deprecated ones) as a light colour scheme shows them."""
+
+
+def _mix(function: tinycss2.ast.FunctionBlock, current: RGBA, depth: int) -> RGBA | None:
+    """``color-mix(in <space>, c1 [p1], c2 [p2])`` mixed in sRGB (premultiplied, as CSS Color 5)."""
+    parts: list[Value] = [[]]
+    for node in function.arguments:
+        if isinstance(node, tinycss2.ast.LiteralToken) and node.value == ",":
+            parts.append([])
+        elif node.type not in ("whitespace", "comment"):
+            parts[-1].append(node)
+    if len(parts) != 3:
+        return None
+    colours: list[RGBA] = []
+    shares: list[float | None] = []
+    for part in parts[1:]:
+        percents = [n for n in part if isinstance(n, tinycss2.ast.PercentageToken)]
+        rest = [n for n in part if not isinstance(n, tinycss2.ast.PercentageToken)]
+        colour = parse_colour(rest, current, _depth=depth + 1) if len(percents) <= 1 else None
+        if colour is None:
+            return None
+        colours.append(colour)
+        shares.append(float(percents[0].value) / 100 if percents else None)
+    first, second = shares
+    if first is None and second is None:
+        first = second = 0.5
+    elif first is None:
+        first = 1 - (second or 0.0)
+    elif second is None:
+        second = 1 - first
+    total = (first or 0.0) + (second or 0.0)
+    if total <= 0:
+        return None
+    weights = ((first or 0.0) / total, (second or 0.0) / total)
+    alpha = sum(w * c[3] for w, c in zip(weights, colours, strict=True))
+    if alpha <= 0:
+        return 0.0, 0.0, 0.0, 0.0
+    r, g, b = (sum(w * c[3] * c[i] for w, c in zip(weights, colours, strict=True)) / alpha for i in range(3))
+    return r, g, b, alpha * min(total, 1.0)
+
+
+def parse_colour(value: str | Sequence[tinycss2.ast.Node], current: RGBA, *, _depth: int = 0) -> RGBA | None:
     """A CSS colour (string or component values) as sRGB + alpha; ``currentcolor`` is ``current``.
 
-    Returns ``None`` for anything that is not a colour (a browser ignores such a declaration).
+    Returns ``None`` for anything that is not a colour this module computes (module docstring).
     """
     nodes = _meaningful(tinycss2.parse_component_value_list(value) if isinstance(value, str) else value)
-    if len(nodes) != 1:
+    if len(nodes) != 1 or _depth > 8:
         return None
+    node = nodes[0]
+    if isinstance(node, tinycss2.ast.IdentToken) and node.lower_value in SYSTEM_COLOURS:
+        return SYSTEM_COLOURS[node.lower_value]
+    if isinstance(node, tinycss2.ast.FunctionBlock) and node.lower_name == "light-dark":
+        light = []
+        for part in node.arguments:
+            if isinstance(part, tinycss2.ast.LiteralToken) and part.value == ",":
+                break
+            light.append(part)
+        return parse_colour(light, current, _depth=_depth + 1)
+    if isinstance(node, tinycss2.ast.FunctionBlock) and node.lower_name == "color-mix":
+        return _mix(node, current, _depth)
     try:
         parsed = tinycss2.color4.parse_color(nodes[0])
     except (ValueError, TypeError, AttributeError, ZeroDivisionError, NotImplementedError):

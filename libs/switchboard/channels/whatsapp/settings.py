@@ -12,7 +12,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from switchboard.i18n import N_
-from switchboard.tenant_settings import TRANSLATABLE, register_section
+from switchboard.tenant_settings import TRANSLATABLE, SettingText, register_section
 
 __all__ = ["WhatsAppSettings", "SECTION"]
 
@@ -25,12 +25,12 @@ class WhatsAppSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    opt_out_payloads: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
+    opt_out_payloads: list[Annotated[SettingText, Field(min_length=1, max_length=256)]] = Field(
         default_factory=lambda: ["Unsubscribe", "STOP"], max_length=50
     )
     """Button payloads (template quick reply ``button.payload`` or an interactive reply id, compared
     case-insensitively) that opt the customer out of marketing/template messages."""
-    opt_out_reply: str = Field(
+    opt_out_reply: SettingText = Field(
         N_(
             "You're unsubscribed: we won't send you marketing messages any more. "
             "You can still write to us here whenever you need help."
