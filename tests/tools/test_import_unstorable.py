@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from switchboard.console.auth import create_api_token
 from switchboard.db.models import Role
+from switchboard.users import create_api_token
 
 from services.orchestrator.main import create_app
 from tests.utils.console import new_user
