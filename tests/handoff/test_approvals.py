@@ -11,7 +11,7 @@ from switchboard.conversations import Actor
 from switchboard.db.engine import session_scope
 from switchboard.db.models import AuditLog, Lead, PendingAction
 from switchboard.handoff import CommandError, escalate, parse_command, run_command
-from switchboard.handoff.approvals import short_id
+from switchboard.handoff.pending import short_id
 from switchboard.tools.toolbox import set_enabled
 
 from tests.utils.handoff import make_agent, make_customer_conversation, reload

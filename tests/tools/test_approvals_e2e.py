@@ -15,8 +15,7 @@ from types import SimpleNamespace
 from sqlmodel import select
 from switchboard.db.models import Lead, Outbox, PendingAction
 from switchboard.handoff import parse_command, run_command
-from switchboard.handoff.approvals import short_id
-from switchboard.handoff.pending import APPROVAL_NOTICE_PREFIX
+from switchboard.handoff.pending import APPROVAL_NOTICE_PREFIX, short_id
 from switchboard.tools.toolbox import configure_tool
 
 from tests.tools.test_orchestrator_mcp import orchestrator_with, request

@@ -12,7 +12,6 @@ change and an ``audit_logs`` row (actor ``human_agent``), so a failure changes n
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from switchboard.db.models import (
     PendingActionStatus,
     utcnow,
 )
-from switchboard.handoff.pending import may_decide, visible_pending_actions
+from switchboard.handoff.pending import may_decide, short_id, visible_pending_actions
 from switchboard.observability import get_logger
 
 __all__ = ["ApprovalError", "Decider", "decide_pending_action", "pending_actions_for", "short_id"]
@@ -71,11 +70,6 @@ class Decider:
     def of_agent(cls, agent: HumanAgent) -> Decider:
         """The WhatsApp agent rule (:func:`switchboard.handoff.pending.may_decide`)."""
         return cls(agent.tenant_id, "human_agent", agent.id, agent.name, lambda c: may_decide(agent, c))
-
-
-def short_id(action_id: uuid.UUID) -> str:
-    """First 8 hex characters: how agents see and type a pending action's id."""
-    return action_id.hex[:8]
 
 
 async def pending_actions_for(session: AsyncSession, agent: HumanAgent) -> list[PendingAction]:
@@ -120,12 +114,6 @@ def _like_prefix(ref: str) -> str:
             text += "-"
         text += char
     return text + "%"
-
-
-def describe(action: PendingAction) -> str:
-    """``a1b2c3d4 create_lead {"interest": "bulk order"}`` (arguments cut to 200 characters)."""
-    args = json.dumps(action.arguments, ensure_ascii=False, sort_keys=True)
-    return f"{short_id(action.id)} {action.tool_name} {args[:200]}"
 
 
 async def decide_pending_action(

@@ -29,12 +29,7 @@ from switchboard.db.models import (
 )
 from switchboard.errors import SwitchboardError
 from switchboard.handoff.agents import AgentNotFound, find_agent
-from switchboard.handoff.approvals import (
-    ApprovalError,
-    decide_pending_action,
-    describe,
-    pending_actions_for,
-)
+from switchboard.handoff.approvals import ApprovalError, decide_pending_action, pending_actions_for
 from switchboard.handoff.assignment import (
     open_conversations_of,
     pick_agent,
@@ -45,7 +40,7 @@ from switchboard.handoff.assignment import (
     transfer,
 )
 from switchboard.handoff.notices import Outgoing, agent_outgoing, customer_label
-from switchboard.handoff.pending import APPROVAL_NOTICE_PREFIX, pending_action_notices
+from switchboard.handoff.pending import APPROVAL_NOTICE_PREFIX, describe, pending_action_notices
 from switchboard.handoff.service import notices_for_assignments
 from switchboard.llm.router import ModelGateway
 from switchboard.observability import get_logger

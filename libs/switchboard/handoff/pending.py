@@ -21,6 +21,7 @@ tool source also notifies right after a call created an action, so the agent doe
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -57,8 +58,10 @@ __all__ = [
     "APPROVAL_NOTICE_PREFIX",
     "approval_notice",
     "approvals_sweep",
+    "describe",
     "expire_pending_actions",
     "may_decide",
+    "short_id",
     "notify_pending_actions",
     "pending_action_notices",
     "visible_pending_actions",
@@ -83,19 +86,24 @@ def stage_approval_requested(session: AsyncSession, action: PendingAction) -> No
     })  # fmt: skip
 
 
-def _short(action_id: uuid.UUID) -> str:
+def short_id(action_id: uuid.UUID) -> str:
+    """First 8 hex characters: how agents see and type a pending action's id."""
     return action_id.hex[:8]
+
+
+def describe(action: PendingAction) -> str:
+    """``a1b2c3d4 create_lead {"interest": "bulk order"}`` (arguments cut to 200 characters)."""
+    args = json.dumps(action.arguments, ensure_ascii=False, sort_keys=True)
+    return f"{short_id(action.id)} {action.tool_name} {args[:200]}"
 
 
 def approval_notice(action: PendingAction, customer: Customer | None, *, assigned: bool) -> str:
     """The text an agent receives about a pending action."""
-    from switchboard.handoff.approvals import describe  # approvals imports this module
-
     who = customer_label(customer) if customer is not None else "a customer"
     lines = [
         f"{APPROVAL_NOTICE_PREFIX}{who}" + ("" if assigned else " (no agent holds this conversation)") + ":",
         describe(action),
-        f"/approve {_short(action.id)} runs it, /reject {_short(action.id)} reason refuses it.",
+        f"/approve {short_id(action.id)} runs it, /reject {short_id(action.id)} reason refuses it.",
     ]
     return "\n".join(lines)
 
