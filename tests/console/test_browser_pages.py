@@ -110,3 +110,32 @@ async def test_screenshots_of_every_page_in_both_languages(
     response = await page.goto(f"{console_url}/platform")
     assert response.status == 200 and await page.is_visible("#platform-tenants")
     await screenshot(page, "platform")
+
+
+async def test_the_spanish_top_bar_keeps_every_entry_on_one_line_at_1366_px(
+    browser, console_url, screenshot, sessions, make_tenant
+):
+    tenant = await make_tenant(name="Tienda de Demostración", locale={"language": "es"})
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id, name="Administradora")
+    context = await browser.new_context(viewport={"width": 1366, "height": 800}, locale="es-ES")
+    context.set_default_timeout(15_000)
+    page = await context.new_page()
+    await page.goto(f"{console_url}/login")
+    await page.fill("input[name=email]", admin.email)
+    await page.fill("input[name=password]", PASSWORD)
+    await page.click("button[type=submit]")
+    await page.wait_for_load_state("networkidle")
+    await page.goto(f"{console_url}/t/{tenant.slug}/inbox")
+    assert "Bandeja" in await page.inner_text("header nav")
+    # every entry is one line of text: no label breaks inside ("Bandeja / de / entrada")
+    heights = await page.eval_on_selector_all(
+        "header.topbar nav a, header.topbar .who a, header.topbar .tenant",
+        "els => els.map(e => [e.innerText, e.getBoundingClientRect().height,"
+        " parseFloat(getComputedStyle(e).lineHeight) || 20])",
+    )
+    broken = [text for text, height, line in heights if height > 1.6 * line]
+    assert broken == []
+    bar = await page.eval_on_selector("header.topbar", "e => e.getBoundingClientRect().height")
+    assert bar < 80  # one row of entries
+    await screenshot(page, "topbar-es")
+    await context.close()

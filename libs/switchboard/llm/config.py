@@ -78,7 +78,8 @@ class DeploymentSettings(BaseModel):
     """Provider's model name without prefix (``gpt-4o-mini``, ``claude-haiku-4-5``, ``llama3.1``): see
     :data:`ModelName`."""
     api_base: str | None = Field(None, min_length=1, max_length=2_000)
-    """Endpoint for ``ollama`` / ``openai_compatible`` / ``offline`` (e.g. ``http://127.0.0.1:11434``)."""
+    """Endpoint for ``ollama`` / ``openai_compatible`` (e.g. ``https://llama.shop.example``); an ``offline``
+    deployment without one uses the platform's offline model server (``MODEL_SERVER_URL``)."""
     priority: int = Field(1, ge=0, le=100)
     api_key_encrypted: str | None = None
     """Fernet token of ``{"api_key": "..."}`` (see :func:`encrypt_api_key`); never the plain key. Given

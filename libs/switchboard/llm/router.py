@@ -432,6 +432,8 @@ class ModelGateway:
             }
             if deployment.api_base:
                 params["api_base"] = deployment.api_base
+            elif deployment.provider == "offline":  # the platform's own offline model server
+                params["api_base"] = self.settings.model_server_url + "/v1"
             if deployment.provider == "offline":
                 # the offline model is free: an explicit zero price spares every call LiteLLM's zero-cost
                 # diagnostic, which walks the whole price map for an unpriced model (~2.3 ms per call, idle);
