@@ -239,10 +239,10 @@ def test_the_helper_keeps_a_fresh_child_waiting_for_each_file_without_the_servic
     from switchboard.knowledge import isolation
 
     assert parse_isolated(RETURNS_POLICY.encode(), "a.txt", MEMORY_BOUND).sections[0].text.strip()
+    import time
+
     helpers = [h for h in isolation._pool._all if h.process.poll() is None]
     assert helpers
-    spare_pipes = {h.process.pid: _spare_and_pipes(h.process.pid) for h in helpers}
-    spares = {pid: spare for pid, (spare, _) in spare_pipes.items()}
     service_ends = {
         os.readlink(f"/proc/self/fd/{fd}")
         for h in helpers
@@ -250,14 +250,24 @@ def test_the_helper_keeps_a_fresh_child_waiting_for_each_file_without_the_servic
     }
     for helper in helpers:
         assert {os.readlink(f"/proc/self/fd/{helper.requests.fileno()}")} <= _pipes(helper.process.pid)
-    for _, pipes in spare_pipes.values():  # a waiting child holds none of them: a helper's exit stays visible
+    # a waiting child holds none of them, so a helper's exit stays visible. Right after an answer (here,
+    # or a helper another test started) the child seen may still be the one that did the work, which
+    # holds them until it exits: look again until the waiting one is there.
+    spare_pipes: dict[int, tuple[int, set[str]]] = {}
+    deadline = time.monotonic() + 30
+    for helper in helpers:
+        while True:
+            spare_pipes[helper.process.pid] = _spare_and_pipes(helper.process.pid)
+            if not service_ends & spare_pipes[helper.process.pid][1] or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+    spares = {pid: spare for pid, (spare, _) in spare_pipes.items()}
+    for _, pipes in spare_pipes.values():
         assert not service_ends & pipes
     data = make_docx([RETURNS_POLICY])
     assert parse_isolated(data, "b.docx", MEMORY_BOUND) == parse_document(data, "b.docx")
     # the helper that parsed b.docx gave it to its waiting child, then forked a new one and reaped the
     # old (the answer comes first: poll until one helper's only child is a new one)
-    import time
-
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         now = {pid: _children(pid) for pid in spares}
