@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from switchboard.llm.config import DeploymentSettings, LLMSettings, is_platform_
 from switchboard.llm.keys import missing_key_reason
 from switchboard.settings import Settings
 
-__all__ = ["ProbeResult", "probe_deployment", "PROBE_PROMPT"]
+__all__ = ["ProbeResult", "probe_deployment", "probe_url", "PROBE_PROMPT"]
 
 PROBE_PROMPT = "This is a connection test. Reply with one short sentence."
 PROBE_TIMEOUT_S = 20.0
@@ -28,9 +29,26 @@ class ProbeResult:
     answer: str | None = None
     error: str | None = None
     duration_ms: float = 0.0
+    url: str | None = None
+    """The address the call went to (the deployment's ``api_base``, else its provider's API)."""
+
+
+PROVIDER_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+"""Where a deployment without ``api_base`` is called, named in a failed test."""
+
+
+def probe_url(deployment: DeploymentSettings) -> str | None:
+    """The address a test of ``deployment`` goes to (``None`` when its provider has no known one)."""
+    return deployment.api_base or PROVIDER_URLS.get(deployment.provider)
 
 
 async def probe_deployment(settings: Settings, deployment: DeploymentSettings) -> ProbeResult:
+    """Like :func:`_probe`, with the address tried in the result (:attr:`ProbeResult.url`)."""
+    result = await _probe(settings, deployment)
+    return dataclasses.replace(result, url=probe_url(deployment))
+
+
+async def _probe(settings: Settings, deployment: DeploymentSettings) -> ProbeResult:
     """Call ``deployment`` once (its stored key decrypted with ``ENCRYPTION_KEY``) and report.
 
     The key is chosen as for every call (:func:`switchboard.llm.keys.choose_key`); a deployment that
