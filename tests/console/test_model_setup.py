@@ -163,3 +163,12 @@ async def test_an_unchanged_deployment_is_not_tested_again_and_a_changed_one_is(
     assert listener.credentials() == ["Bearer sk-own"]
     stored = await _stored(sessions, tenant.id)
     assert stored["agent"] == {"name": "Renamed"} and stored["llm"]["deployments"][0]["model"] == "m2"
+
+
+async def test_the_model_lines_are_in_the_tenants_language(console_client, sessions, make_tenant):
+    tenant = await make_tenant(locale={"language": "es"})
+    async with console_client() as client:
+        _, page = await _admin_page(client, sessions, tenant)
+    line = _answering_line(page.text)
+    assert f"Responde ahora: {OFFLINE_DEMO_MODEL} mediante offline-demo" in line
+    assert "Orden de respaldo:" in line and "No tienes despliegues propios" in line
