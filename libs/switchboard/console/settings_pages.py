@@ -2,7 +2,8 @@
 
 Every action has its admin API twin: the form saves what ``PUT /v1/admin/tenants/{slug}/settings``
 would (the same :func:`~switchboard.tenant_config.save_settings`, audited with the console user as
-actor), "test this deployment" is ``POST .../settings/deployments/{id}/test``.
+actor), "test this deployment" is ``POST .../settings/deployments/{id}/test``. The form also tests
+every new or changed deployment before it saves, unless it is saved anyway.
 """
 
 from __future__ import annotations
