@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import Role, Tenant
 from switchboard.llm.config import DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, OFFLINE_DEMO_MODEL
@@ -16,6 +18,7 @@ from services.console.main import create_app
 from tests.utils.console import log_in, new_user
 from tests.utils.html_forms import form_values
 from tests.utils.key_listener import KeyListener, key_listener
+from tests.utils.servers import serve_app
 from tests.utils.tenants import without_test_defaults
 
 
@@ -129,7 +132,7 @@ async def test_a_failing_new_deployment_is_refused_with_its_url_then_saved_anywa
         refused = await me.post_form(f"/t/{tenant.slug}/settings", values)
         assert refused.status_code == 422
         assert "Nothing was saved: a deployment did not answer its test." in refused.text
-        assert f"Could not get an answer from {dead}:" in refused.text
+        assert f"Could not get an answer from {dead}: could not connect: connection refused" in refused.text
         assert 'id="save-anyway"' in refused.text and 'value="Typed"' in refused.text
         assert await _stored(sessions, tenant.id) == {}
 
@@ -172,3 +175,40 @@ async def test_the_model_lines_are_in_the_tenants_language(console_client, sessi
     line = _answering_line(page.text)
     assert f"Responde ahora: {OFFLINE_DEMO_MODEL} mediante offline-demo" in line
     assert "Orden de respaldo:" in line and "No tienes despliegues propios" in line
+
+
+def _rejecting_provider() -> FastAPI:
+    """An OpenAI-shaped provider that rejects every key (401, OpenAI's error body)."""
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def completions() -> JSONResponse:
+        error = {"message": "Incorrect API key provided.", "type": "invalid_request_error",
+                 "code": "invalid_api_key"}  # fmt: skip
+        return JSONResponse({"error": error}, status_code=401)
+
+    return app
+
+
+async def test_a_rejected_key_is_said_in_words(console_client, sessions, make_tenant):
+    tenant = await make_tenant()
+    async with serve_app(_rejecting_provider()) as url, console_client() as client:
+        me, page = await _admin_page(client, sessions, tenant)
+        values = form_values(page.text, f"/t/{tenant.slug}/settings")
+        values.update({"llm.deployments.0.id": "main", "llm.deployments.0.model": "m",
+                       "llm.deployments.0.api_base": url + "/v1",
+                       "llm.deployments.0.api_key": "sk-wrong"})  # fmt: skip
+        tested = await me.post_form(f"/t/{tenant.slug}/settings/deployments/row/0/test", values)
+    assert f"Could not get an answer from {url}/v1: the key was rejected (401)" in tested.text, tested.text
+
+
+async def test_a_refused_connection_is_said_in_the_tenants_language(console_client, sessions, make_tenant):
+    tenant = await make_tenant(locale={"language": "es"})
+    dead = f"http://127.0.0.1:{_closed_port()}/v1"
+    async with console_client() as client:
+        me, page = await _admin_page(client, sessions, tenant)
+        values = form_values(page.text, f"/t/{tenant.slug}/settings")
+        values.update({"llm.deployments.0.id": "dead", "llm.deployments.0.model": "gone",
+                       "llm.deployments.0.api_base": dead, "llm.deployments.0.api_key": "sk-dead"})  # fmt: skip
+        tested = await me.post_form(f"/t/{tenant.slug}/settings/deployments/row/0/test", values)
+    assert f"No se obtuvo respuesta de {dead}: no se pudo conectar: conexión rechazada" in tested.text
