@@ -108,6 +108,9 @@ async def test_saving_a_new_address_drops_the_stored_key(
         me = await log_in(client, admin)
         values = await _form(client, tenant)
         values["llm.deployments.0.api_base"] = listener.url + "/v1"
+        refused = await me.post_form(f"/t/{tenant.slug}/settings", values)  # tested first: no key goes
+        assert refused.status_code == 422 and "probe-failed" in refused.text
+        values["save_anyway"] = "1"
         saved = await me.post_form(f"/t/{tenant.slug}/settings", values)
         assert saved.status_code == 200, saved.text[:2000]
         async with sessions() as session:

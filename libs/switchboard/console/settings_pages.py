@@ -2,11 +2,13 @@
 
 Every action has its admin API twin: the form saves what ``PUT /v1/admin/tenants/{slug}/settings``
 would (the same :func:`~switchboard.tenant_config.save_settings`, audited with the console user as
-actor), "test this deployment" is ``POST .../settings/deployments/{id}/test``.
+actor), "test this deployment" is ``POST .../settings/deployments/{id}/test``. The form also tests
+every new or changed deployment before it saves, unless it is saved anyway.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Request, status
@@ -19,7 +21,7 @@ from switchboard.console.deps import PageContext, page_access
 from switchboard.db.engine import session_scope
 from switchboard.egress import EgressPolicy
 from switchboard.i18n import N_
-from switchboard.llm.config import DeploymentSettings
+from switchboard.llm.config import DeploymentSettings, default_deployments
 from switchboard.settings import Settings
 from switchboard.tenant_config import (
     SettingsInvalid,
@@ -36,6 +38,7 @@ from switchboard.tenants import get_tenant
 
 __all__ = ["settings_pages_router", "console_actor"]
 
+logger = logging.getLogger(__name__)
 settings_pages_router = APIRouter(include_in_schema=False)
 AdminPage = Annotated[PageContext, Depends(page_access(ADMIN_ROLES))]
 
@@ -47,13 +50,34 @@ _SECTION_TITLES = (
 """Section titles the form translates (``_(section.title)``)."""
 
 
+NO_ROW_ID = N_("Give the deployment an id and a model first.")
+"""A test of a row without an id (shown translated by ``_probe.html``)."""
+
+
 def console_actor(page: PageContext) -> str:
     """Audit actor of a console action: ``console:<email>``."""
     return f"console:{page.user.email}"
 
 
+def answering_order(settings: Settings, stored: dict | None) -> tuple[list[DeploymentSettings], bool]:
+    """The deployments that answer the tenant's customers, first one first (by priority, then id),
+    and whether they are the platform's default (:func:`default_deployments`: the tenant has none)."""
+    own = tenant_settings_from(stored).llm.deployments
+    chosen = list(own) or default_deployments(settings)
+    return sorted(chosen, key=lambda d: (d.priority, d.id)), not own
+
+
 async def _render(
-    request: Request, page: PageContext, session, *, problems=None, form=None, saved=None, code=200
+    request: Request,
+    page: PageContext,
+    session,
+    *,
+    problems=None,
+    form=None,
+    saved=None,
+    code=200,
+    settings: Settings,
+    failed=(),
 ):  # type: ignore[no-untyped-def]
     tenant = page.tenant
     sections = form_sections(effective_document(tenant.settings_extensions), tenant.settings_extensions or {})
@@ -68,6 +92,7 @@ async def _render(
     return render(
         request, "settings.html", status_code=code, tenant=tenant, sections=sections, history=history,
         problems=problems or [], saved=saved, groups=sorted(groups.items()), active="settings",
+        answering=answering_order(settings, tenant.settings_extensions), failed=list(failed),
     )  # fmt: skip
 
 
@@ -83,20 +108,40 @@ def _refill(field, form) -> None:  # type: ignore[no-untyped-def]
 
 
 @settings_pages_router.get("/t/{slug}/settings", response_class=HTMLResponse)
-async def settings_page(request: Request, page: AdminPage, session: SessionDep) -> Response:
-    """Every section of the tenant's settings as a form, the fallback groups, the last changes."""
-    return await _render(request, page, session)
+async def settings_page(
+    request: Request, page: AdminPage, session: SessionDep, settings: SettingsDep
+) -> Response:
+    """Every section of the tenant's settings as a form, which model answers now and its fallback
+    order, the fallback groups, the last changes."""
+    return await _render(request, page, session, settings=settings)
 
 
 @settings_pages_router.post("/t/{slug}/settings", response_class=HTMLResponse)
 async def settings_save(
     request: Request, page: AdminPage, session: SessionDep, sessions: SessionsDep, settings: SettingsDep
 ) -> Response:
-    """Validate the whole form and save it (audited); problems are shown next to the form (422)."""
+    """Validate the whole form, test every new or changed deployment, and save it (audited).
+
+    Problems are shown next to the form (422). A deployment whose test fails stops the save (422,
+    the failure and the address tried shown) unless the form says ``save_anyway``; unchanged
+    deployments are not tested again.
+    """
     form = {k: str(v) for k, v in (await request.form()).multi_items() if k != "csrf_token"}
     tenant = page.tenant
     sections = form_sections(effective_document(tenant.settings_extensions), tenant.settings_extensions or {})
     document = document_from_form(sections, form)
+    if not form.get("save_anyway"):
+        try:
+            failed = await _failing_deployments(settings, tenant.settings_extensions or {}, document)
+        except SettingsInvalid as exc:
+            return await _render(
+                request, page, session, problems=exc.problems, form=form, code=422, settings=settings
+            )
+        if failed:
+            logger.info("settings not saved: %d deployment(s) failed their test", len(failed))
+            return await _render(
+                request, page, session, form=form, code=422, settings=settings, failed=failed
+            )
     try:
         async with session_scope(sessions) as write:
             row = await get_tenant(write, str(tenant.id))
@@ -110,10 +155,43 @@ async def settings_save(
                 egress=EgressPolicy.for_models(settings),
             )
     except SettingsInvalid as exc:
-        return await _render(request, page, session, problems=exc.problems, form=form, code=422)
+        return await _render(
+            request, page, session, problems=exc.problems, form=form, code=422, settings=settings
+        )
     fresh = PageContext(info=page.info, tenant=await get_tenant(session, str(tenant.id)))
     await session.refresh(fresh.tenant)
-    return await _render(request, fresh, session, saved=change.changed_paths if change else [])
+    return await _render(
+        request, fresh, session, saved=change.changed_paths if change else [], settings=settings
+    )
+
+
+async def _failing_deployments(settings: Settings, stored: dict, document: dict) -> list[ProbeResult]:
+    """The failed tests of the deployments ``document`` adds or changes (compared with ``stored``
+    by id, keys included). Raises :class:`SettingsInvalid` when the document is invalid."""
+    prepared = prepare_settings(stored, document, cipher=cipher_factory(settings))
+    before = {d.id: d for d in tenant_settings_from(stored).llm.deployments}
+    failed = []
+    for deployment in tenant_settings_from(prepared).llm.deployments:
+        if before.get(deployment.id) == deployment:
+            continue  # unchanged: it was tested (or saved anyway) before
+        result = await probe_deployment(settings, deployment)
+        if not result.ok:
+            failed.append(result)
+    return failed
+
+
+@settings_pages_router.post("/t/{slug}/settings/deployments/row/{row}/test", response_class=HTMLResponse)
+async def settings_test_row(request: Request, row: int, page: AdminPage, settings: SettingsDep) -> Response:
+    """ "Test this deployment" of row ``row`` as typed (a new row included: its id is read from the
+    posted form); the answer (or the error) as a small fragment."""
+    form = {k: str(v) for k, v in (await request.form()).multi_items() if k != "csrf_token"}
+    deployment_id = form.get(f"llm.deployments.{row}.id", "").strip()
+    if not deployment_id:
+        return render(
+            request, "_probe.html", tenant=page.tenant,
+            result=_refused(str(row + 1), NO_ROW_ID),
+        )  # fmt: skip
+    return await settings_test_deployment(request, deployment_id, page, settings)
 
 
 @settings_pages_router.post(

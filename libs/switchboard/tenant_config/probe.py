@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from dataclasses import dataclass
 
+import httpx
+
 from switchboard.crypto import CredentialCipher
 from switchboard.egress import EgressPolicy, EgressRefused
+from switchboard.i18n import N_
 from switchboard.llm.config import DeploymentSettings, LLMSettings, is_platform_default
 from switchboard.llm.keys import missing_key_reason
 from switchboard.settings import Settings
 
-__all__ = ["ProbeResult", "probe_deployment", "PROBE_PROMPT"]
+__all__ = ["ProbeResult", "probe_deployment", "probe_url", "plain_words", "PROBE_PROMPT"]
 
 PROBE_PROMPT = "This is a connection test. Reply with one short sentence."
 PROBE_TIMEOUT_S = 20.0
@@ -28,9 +32,26 @@ class ProbeResult:
     answer: str | None = None
     error: str | None = None
     duration_ms: float = 0.0
+    url: str | None = None
+    """The address the call went to (the deployment's ``api_base``, else its provider's API)."""
+
+
+PROVIDER_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+"""Where a deployment without ``api_base`` is called, named in a failed test."""
+
+
+def probe_url(deployment: DeploymentSettings) -> str | None:
+    """The address a test of ``deployment`` goes to (``None`` when its provider has no known one)."""
+    return deployment.api_base or PROVIDER_URLS.get(deployment.provider)
 
 
 async def probe_deployment(settings: Settings, deployment: DeploymentSettings) -> ProbeResult:
+    """Like :func:`_probe`, with the address tried in the result (:attr:`ProbeResult.url`)."""
+    result = await _probe(settings, deployment)
+    return dataclasses.replace(result, url=probe_url(deployment))
+
+
+async def _probe(settings: Settings, deployment: DeploymentSettings) -> ProbeResult:
     """Call ``deployment`` once (its stored key decrypted with ``ENCRYPTION_KEY``) and report.
 
     The key is chosen as for every call (:func:`switchboard.llm.keys.choose_key`); a deployment that
@@ -78,6 +99,8 @@ async def probe_deployment(settings: Settings, deployment: DeploymentSettings) -
         refused = _refusal(exc.error)
         if refused is not None:  # the address changed since the check above (DNS): the policy's words only
             detail = refused
+        else:
+            detail = plain_words(exc.error) or detail
         return ProbeResult(
             ok=False,
             deployment_id=deployment.id,
@@ -96,6 +119,36 @@ async def probe_deployment(settings: Settings, deployment: DeploymentSettings) -
         ok=bool(text), deployment_id=deployment.id, answer=text[:500] or None,
         error=None if text else "empty answer", duration_ms=reply.duration_ms,
     )  # fmt: skip
+
+
+_STATUS_WORDS = {
+    401: N_("the key was rejected (401)"),
+    403: N_("the key may not use this model (403)"),
+    404: N_("no such model or address (404)"),
+    429: N_("the provider is limiting requests or the account has no credit (429)"),
+}
+
+
+def plain_words(error: BaseException | None) -> str | None:
+    """What a provider error means in words (``"connection refused"``, ``"the key was rejected
+    (401)"``), found in its chain of causes (LiteLLM wraps the SDK's, which wraps httpx's); ``None``
+    when it is none of the known kinds (the provider's own text is shown then). The words are
+    gettext messages: ``_probe.html`` shows them in the reader's language."""
+    chain: list[BaseException] = []
+    while error is not None and len(chain) < 10:
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    for link in chain:
+        status = getattr(link, "status_code", None)
+        if isinstance(status, int) and status in _STATUS_WORDS:
+            return _STATUS_WORDS[status]
+    if any(isinstance(link, ConnectionRefusedError) for link in chain):
+        return N_("could not connect: connection refused")
+    if any(isinstance(link, httpx.TimeoutException) for link in chain):
+        return N_("no answer in time (20 seconds)")
+    if any(isinstance(link, httpx.ConnectError) for link in chain):
+        return N_("could not connect: no server answered at that address")
+    return None
 
 
 def _refusal(error: BaseException | None) -> str | None:
