@@ -212,7 +212,7 @@ class TurnResult(BaseModel):
     ``budget_exceeded`` (the tenant's monthly budget; see ``turns.guardrails`` / logs for details)."""
     parts: list[StructuredPart] = Field(default_factory=list, max_length=5)
     """Structured parts sent after ``reply`` (quick-reply buttons, a list of options, a product card),
-    in order; each channel renders them within its limits (:mod:`switchboard.replies.render`). Only
+    in order; each channel renders them within its limits (:mod:`switchboard.channels.render`). Only
     with a reply, never with ``silent``."""
 
     @model_validator(mode="after")

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import update
-from switchboard.console.live import publish_conversation_event
 from switchboard.db.models import ConsoleSession, ConsoleUser, Role, utcnow
+from switchboard.live_updates import publish_conversation_event
 from switchboard.users import set_password
 
 from services.console.main import create_app

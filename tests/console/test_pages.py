@@ -8,8 +8,8 @@ import json
 
 import httpx
 from switchboard.console.inbox import InboxFilters, Mode, list_inbox
-from switchboard.console.live import publish_conversation_event, tenant_channel
 from switchboard.db.models import Conversation, Message, Role
+from switchboard.live_updates import publish_conversation_event, tenant_channel
 
 from tests.utils.console import log_in, new_user
 from tests.utils.handoff import make_customer_conversation, reload

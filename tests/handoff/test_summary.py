@@ -3,8 +3,8 @@ mid-word: the model's note keeps its beginning, the quoted fallback its newest m
 
 from __future__ import annotations
 
+from switchboard.channels.render import shorten
 from switchboard.handoff.summary import write_handoff_summary
-from switchboard.replies.render import shorten
 
 from tests.utils.agent import answer_with_script, conversation_messages, make_conversation, text
 

@@ -9,8 +9,8 @@ import uuid
 from datetime import UTC, datetime
 
 from switchboard.channels.whatsapp.statuses import conversation_block_reason
-from switchboard.console.live import tenant_channel
 from switchboard.db.models import Conversation, Outbox
+from switchboard.live_updates import tenant_channel
 from switchboard.outbox.statuses import (
     PARKED_TTL_S,
     STATUS_RANK,

@@ -8,10 +8,8 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 
 from switchboard.agent.turns import Orchestrator, TurnRejected
 from switchboard.api.auth import ServiceAuth
-from switchboard.api.deps import ResourcesDep, SettingsDep
+from switchboard.api.deps import ResourcesDep, SettingsDep, gateway_from_app
 from switchboard.contracts import TurnRequest, TurnResult
-from switchboard.crypto import CredentialCipher
-from switchboard.llm.router import ModelGateway
 from switchboard.tools.mcp_client import McpToolSource
 
 __all__ = ["turns_router", "orchestrator_from_app", "OrchestratorDep"]
@@ -27,14 +25,9 @@ def orchestrator_from_app(request: Request, settings: SettingsDep, resources: Re
     state = request.app.state
     orchestrator = getattr(state, "orchestrator", None)
     if orchestrator is None:
-        gateway = ModelGateway(
-            settings=settings,
-            cipher=CredentialCipher(settings.secret("encryption_key").encode()),
-            max_concurrent_calls=settings.model_call_concurrency,
-        )
         orchestrator = Orchestrator(
             sessions=resources.sessions,
-            gateway=gateway,
+            gateway=gateway_from_app(request, settings),
             toolsets=[McpToolSource.from_settings(settings, resources.sessions)],
             redis=resources.redis,  # after-turn checks go to the background queue
         )

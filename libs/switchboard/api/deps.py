@@ -8,6 +8,8 @@ settings in ``app.state.settings`` and the resources it opened in ``app.state.re
 * ``ResourcesDep``: the :class:`~switchboard.runtime.resources.Resources` of the lifespan.
 * ``SessionsDep``: the session factory, for routes that run several short transactions.
 * ``SessionDep``: one session for the request (closed after it; the route commits what it changes).
+* ``GatewayDep``: the process's :class:`~switchboard.llm.router.ModelGateway` (the orchestrator's, when
+  the app has one), built on first use.
 * ``TenantDep``: the tenant named by the path's ``{slug}`` (slug or id), loaded in ``SessionDep``'s
   session; unknown: 404 ``{"detail": "tenant 'x' not found"}``.
 * ``ServiceAuth`` / ``AdminAuth`` (:mod:`switchboard.api.auth`) check bearer tokens.
@@ -22,8 +24,10 @@ from fastapi import Depends, HTTPException, Path, Request, status
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from switchboard.crypto import CredentialCipher
 from switchboard.db.models import Tenant
 from switchboard.errors import TenantNotFound
+from switchboard.llm.router import ModelGateway
 from switchboard.runtime.resources import Resources
 from switchboard.settings import Settings
 from switchboard.tenants import get_tenant
@@ -33,6 +37,8 @@ __all__ = [
     "ResourcesDep",
     "SessionsDep",
     "SessionDep",
+    "GatewayDep",
+    "gateway_from_app",
     "TenantDep",
     "TENANT_NOT_FOUND_RESPONSE",
     "tenant_not_found",
@@ -68,6 +74,29 @@ async def get_session(sessions: SessionsDep) -> AsyncIterator[AsyncSession]:
 
 
 SessionDep = Annotated[AsyncSession, Depends(get_session)]
+
+
+def gateway_from_app(request: Request, settings: SettingsDep) -> ModelGateway:
+    """The process's model gateway: the orchestrator's when the app has one (``app.state.orchestrator``,
+    so one process keeps one set of deployment cooldowns), else ``app.state.model_gateway``, built on
+    first use from the settings."""
+    state = request.app.state
+    orchestrator = getattr(state, "orchestrator", None)
+    if orchestrator is not None:
+        gateway: ModelGateway = orchestrator.gateway
+        return gateway
+    gateway = getattr(state, "model_gateway", None)
+    if gateway is None:
+        gateway = ModelGateway(
+            settings=settings,
+            cipher=CredentialCipher(settings.secret("encryption_key").encode()),
+            max_concurrent_calls=settings.model_call_concurrency,
+        )
+        state.model_gateway = gateway
+    return gateway
+
+
+GatewayDep = Annotated[ModelGateway, Depends(gateway_from_app)]
 
 
 def tenant_not_found(slug: str) -> HTTPException:

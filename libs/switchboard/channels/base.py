@@ -459,7 +459,7 @@ def reply_identity_kinds(name: str) -> tuple[str, ...]:
 
 def channel_renderer(name: str) -> Callable[..., list[OutboundPart]] | None:
     """The ``render_structured(text, parts)`` function channel ``name`` declares on its class (buttons,
-    lists, cards as its own interactive parts; see :mod:`switchboard.replies.render`), or ``None`` for a
+    lists, cards as its own interactive parts; see :mod:`switchboard.channels.render`), or ``None`` for a
     channel that shows them as text (or an unknown one)."""
     cls = channel_class(name)
     return getattr(cls, "render_structured", None) if cls is not None else None

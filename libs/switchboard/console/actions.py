@@ -26,7 +26,6 @@ from typing import Any
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.console.live import publish_conversation_event
 from switchboard.conversations import Actor, InvalidTransition, append_message, back_to_ai
 from switchboard.conversations import close as close_conversation
 from switchboard.db.engine import session_scope
@@ -56,6 +55,7 @@ from switchboard.handoff.notices import (
     write_outgoing,
 )
 from switchboard.handoff.service import notices_for_assignments
+from switchboard.live_updates import publish_conversation_event
 from switchboard.observability import get_logger
 from switchboard.outbox.jobs import deliver_soon
 

@@ -1,12 +1,8 @@
 """Live updates for the console: Redis pub/sub in, server-sent events out.
 
-Whoever changes a conversation (the inbound job when a message arrives or is answered, the delivery
-loop when a part is sent, a console action) calls :func:`publish_conversation_event`; every open
-inbox or conversation page of that tenant receives it as an SSE ``conversation`` event and asks htmx
-to reload the part that changed. Publishing is best effort: a Redis hiccup is logged, never raised
-(the page also refreshes when the person acts, and on reload).
-
-Channel: ``console:tenant:<tenant_id>``; message: JSON ``{"conversation_id", "kind"}``.
+What changed is published with :mod:`switchboard.live_updates`; every open inbox or conversation page
+of that tenant receives it as an SSE ``conversation`` event and asks htmx to reload the part that
+changed.
 
 A stream lives only as long as the session that opened it: it re-checks the session every
 ``console_stream_check_s`` seconds, and at once when :func:`publish_session_change` says the user's
@@ -17,7 +13,6 @@ logged out, expired, its user deactivated or the password changed.
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -25,16 +20,10 @@ from typing import Any
 from fastapi import Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from switchboard.live_updates import tenant_channel, user_channel
 from switchboard.observability import get_logger
 
-__all__ = [
-    "tenant_channel",
-    "user_channel",
-    "publish_conversation_event",
-    "publish_session_change",
-    "live_events",
-    "SSE_PING_S",
-]
+__all__ = ["live_events", "SSE_PING_S"]
 
 log = get_logger(__name__)
 
@@ -42,46 +31,6 @@ SSE_PING_S = 15
 """Keep-alive comment interval of the event stream (proxies close idle connections)."""
 _POLL_S = 1.0
 """How long one wait for a pub/sub message lasts before checking whether the browser left."""
-
-
-def tenant_channel(tenant_id: uuid.UUID | str) -> str:
-    """The Redis pub/sub channel of one tenant's console events."""
-    return f"console:tenant:{tenant_id}"
-
-
-def user_channel(user_id: uuid.UUID | str) -> str:
-    """The Redis pub/sub channel saying one console user's sessions changed."""
-    return f"console:user:{user_id}"
-
-
-async def publish_session_change(redis: Any, *, user_id: uuid.UUID | str) -> None:
-    """Tell the user's open streams to re-check their session now (best effort, never raises; the
-    periodic check ends them anyway)."""
-    if redis is None:
-        return
-    try:
-        await redis.publish(user_channel(user_id), "session")
-    except Exception as exc:  # noqa: BLE001 (the periodic re-check is the guarantee)
-        log.warning("console_publish_failed", user_id=str(user_id), error=type(exc).__name__)
-
-
-async def publish_conversation_event(
-    redis: Any, *, tenant_id: uuid.UUID | str, conversation_id: uuid.UUID | str | None, kind: str
-) -> None:
-    """Tell the tenant's open console pages that a conversation changed (best effort, never raises).
-
-    Args:
-        redis: a redis-py asyncio client (a service's or worker's ARQ pool); ``None``: nothing is sent.
-        kind: what happened: ``message`` (a customer message), ``reply`` (an answer was written),
-            ``delivery`` (a part was sent or its status moved), ``status`` (mode or assignee changed).
-    """
-    if redis is None:
-        return
-    payload = json.dumps({"conversation_id": str(conversation_id) if conversation_id else None, "kind": kind})
-    try:
-        await redis.publish(tenant_channel(tenant_id), payload)
-    except Exception as exc:  # noqa: BLE001 (live updates are a convenience; the data is stored)
-        log.warning("console_publish_failed", tenant_id=str(tenant_id), error=type(exc).__name__)
 
 
 def live_events(

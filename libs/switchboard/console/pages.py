@@ -27,9 +27,10 @@ from switchboard.console.deps import (
     page_access,
 )
 from switchboard.console.inbox import InboxFilters, Mode, list_inbox
-from switchboard.console.live import live_events, publish_session_change
+from switchboard.console.live import live_events
 from switchboard.db.models import ConsoleUser, HumanAgent, Role, Tenant
 from switchboard.i18n import N_
+from switchboard.live_updates import publish_session_change
 from switchboard.observability import get_logger
 from switchboard.storable import clean_text
 from switchboard.users import (

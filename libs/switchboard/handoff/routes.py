@@ -9,8 +9,7 @@ from typing import Literal
 from fastapi import HTTPException, status
 from pydantic import BaseModel, Field
 
-from switchboard.agent.routes import OrchestratorDep
-from switchboard.api.deps import SessionDep, SessionsDep, TenantDep
+from switchboard.api.deps import GatewayDep, SessionDep, SessionsDep, TenantDep
 from switchboard.api.routers import tenant_admin_router
 from switchboard.conversations import Actor
 from switchboard.db.engine import session_scope
@@ -92,7 +91,7 @@ async def patch_agent(
     body: AgentStatusUpdate,
     tenant: TenantDep,
     sessions: SessionsDep,
-    orchestrator: OrchestratorDep,
+    gateway: GatewayDep,
 ) -> AgentPublic:
     tenant_id = tenant.id
     async with sessions() as session:
@@ -102,7 +101,7 @@ async def patch_agent(
     try:
         notices = await set_status(
             sessions,
-            orchestrator.gateway,
+            gateway,
             agent_id=agent_id,
             online=body.status == "online",
             trace_id=f"admin-{uuid.uuid4().hex[:12]}",

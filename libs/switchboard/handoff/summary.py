@@ -7,12 +7,12 @@ import uuid
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from switchboard.channels.render import shorten
 from switchboard.conversations import transcript
 from switchboard.crypto import CredentialDecryptError
 from switchboard.llm.router import ModelCallFailed, ModelGateway
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.observability import get_logger
-from switchboard.replies.render import shorten
 from switchboard.tenant_settings import load_tenant_settings
 
 __all__ = ["HANDOFF_SUMMARY_INSTRUCTION", "write_handoff_summary"]

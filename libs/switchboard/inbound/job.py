@@ -14,7 +14,6 @@ from typing import Any
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.console.live import publish_conversation_event
 from switchboard.contracts import StoredInbound, trace_id_for
 from switchboard.conversations import Actor, channel_identities, open_conversation, resolve_customer
 from switchboard.db.models import ChannelAccount, InboundState, Message, utcnow
@@ -23,6 +22,7 @@ from switchboard.events.outbox import has_subscriber
 from switchboard.handoff.relay import agent_of_row
 from switchboard.inbound.context import Dead, InboundContext, Outcome, WorkerDeps
 from switchboard.inbound.steps import STEPS, release_lock
+from switchboard.live_updates import publish_conversation_event
 from switchboard.observability import get_logger, message_context, metrics, tracing
 
 __all__ = ["process_inbound", "claim"]

@@ -65,7 +65,6 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.channels.base import Channel, OutboundPart, SendError, SendErrorKind
-from switchboard.console.live import publish_conversation_event
 from switchboard.db.models import (
     ChannelAccount,
     Conversation,
@@ -76,6 +75,7 @@ from switchboard.db.models import (
     OutboxStatus,
     utcnow,
 )
+from switchboard.live_updates import publish_conversation_event
 from switchboard.observability import get_logger, message_context, metrics, tracing
 from switchboard.outbox.policy import (
     Refusal,

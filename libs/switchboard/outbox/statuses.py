@@ -35,8 +35,8 @@ from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.channels.sanitize import clean_text
-from switchboard.console.live import publish_conversation_event
 from switchboard.db.models import Conversation, Outbox, OutboxStatus, utcnow
+from switchboard.live_updates import publish_conversation_event
 from switchboard.observability import get_logger
 from switchboard.queue.keys import parked_status_index_key, parked_status_key
 

@@ -76,10 +76,10 @@ def reply_items(
     parts: list[OutboundPart] | None = None,
 ) -> list[OutboxItem]:
     """A reply with structured parts (:data:`switchboard.replies.StructuredPart`) as the channel renders
-    it (:func:`switchboard.replies.render.render_reply`): interactive parts within the channel's limits,
+    it (:func:`switchboard.channels.render.render_reply`): interactive parts within the channel's limits,
     text parts split by :func:`write_outbox` as any text. ``parts`` given: those, already made."""
     if parts is None:
-        from switchboard.replies.render import render_reply
+        from switchboard.channels.render import render_reply
 
         parts = render_reply(channel, text, structured)
     return [

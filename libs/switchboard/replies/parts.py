@@ -2,7 +2,7 @@
 
 These are the channel-neutral shapes a turn produces (:attr:`switchboard.contracts.TurnResult.parts`,
 filled by the built-in tools ``offer_options`` and ``show_product``). Each channel renders them natively
-within its own limits (:mod:`switchboard.replies.render`); the limits here are only what any channel can
+within its own limits (:mod:`switchboard.channels.render`); the limits here are only what any channel can
 carry back: an option ``id`` of at most 200 characters fits a WhatsApp list row id (200), a reply
 button id (256) and an Instagram quick-reply payload (1,000).
 

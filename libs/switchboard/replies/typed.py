@@ -5,7 +5,7 @@ Opt-in per tenant (``agent.typed_replies``): the system prompt then describes th
 (:data:`TYPED_REPLY_RULE`) and the loop reads the model's final answer with :func:`parse_typed_reply`.
 The object is validated with pydantic against :class:`TypedReply` (the parts are the same
 :data:`~switchboard.replies.parts.StructuredPart` models the tools build, so each channel renders them
-in the one place, :mod:`switchboard.replies.render`). An answer that is not such an object is plain
+in the one place, :mod:`switchboard.channels.render`). An answer that is not such an object is plain
 text, as before; an object that does not validate sends its ``text`` alone (or, without a usable
 ``text``, the answer as written) and is logged by the caller, so the customer is always answered.
 

@@ -198,12 +198,12 @@ def build_chat_worker_settings(settings: Settings) -> type:
     Raises:
         SettingsError: ``DATABASE_URL`` or ``REDIS_URL`` unset.
     """
-    from switchboard.channels.whatsapp.jobs import apply_whatsapp_statuses
     from switchboard.handoff.pending import approvals_sweep
     from switchboard.inbound import process_inbound
     from switchboard.media.jobs import copy_inbound_media
     from switchboard.outbox.jobs import deliver_outbox
     from switchboard.outbox.statuses import apply_delivery_statuses
+    from switchboard.worker.compat import apply_whatsapp_statuses
 
     return _worker_class(
         settings,

@@ -23,8 +23,8 @@ from typing import Any
 
 from switchboard.channels.base import OutboundPart
 from switchboard.channels.instagram.send import QUICK_REPLY_LIMIT, QUICK_REPLY_TITLE_LIMIT, TEXT_LIMIT
+from switchboard.channels.render import details_text, fits, shorten
 from switchboard.replies.parts import ProductCard, ReplyOption, StructuredPart, format_price
-from switchboard.replies.render import details_text, fits, shorten
 
 __all__ = [
     "ELEMENT_TEXT_MAX",

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from switchboard.channels.base import OutboundPart
+from switchboard.channels.render import details_text, fits, product_lines, shorten
 from switchboard.replies.parts import OptionList, ProductCard, QuickReplies, ReplyOption, StructuredPart
-from switchboard.replies.render import details_text, fits, product_lines, shorten
 
 __all__ = [
     "BODY_MAX",

@@ -12,10 +12,10 @@ from pydantic import ValidationError
 from switchboard.channels.base import OutboundPart, text_length
 from switchboard.channels.instagram.replies import limit_problems as instagram_problems
 from switchboard.channels.instagram.send import TEXT_LIMIT as INSTAGRAM_TEXT_LIMIT
+from switchboard.channels.render import render_reply, shorten
 from switchboard.channels.whatsapp.interactive import limit_problems as whatsapp_problems
 from switchboard.outbox.writer import OutboxItem, fit_to_channel
 from switchboard.replies import OptionList, ProductCard, QuickReplies, ReplyOption, chosen_option_text
-from switchboard.replies.render import render_reply, shorten
 
 # text with emoji, accents and combining marks (UTF-16 counting matters), no surrogates or NUL
 _TEXT = st.text(

@@ -1,4 +1,6 @@
-"""WhatsApp's own ARQ job: delivery statuses queued by releases before the shared channel ingest."""
+"""Jobs kept so that work queued by older releases still runs after an upgrade.
+
+`apply_whatsapp_statuses`: WhatsApp delivery statuses queued by releases before the shared channel ingest."""
 
 from __future__ import annotations
 
