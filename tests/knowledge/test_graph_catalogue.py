@@ -216,6 +216,33 @@ async def test_an_indirect_question_reaches_the_data_sheet_of_the_part_it_means(
     assert {"series-xr-13.md", "datasheet-klm.md"} <= set(documents), documents_of(hits)
 
 
+async def test_a_row_between_two_aliases_is_on_the_path_with_the_glossary_that_names_one(
+    catalogue, session, settings
+):
+    """Material by its long name (the data sheet's parenthesis), medium by the glossary's abbreviation:
+    the table writes neither. The row linking the two and the glossary line come before the rows of
+    the other seat material and of the body material in the same medium."""
+    question = "Does quaternary polyxylene resist DCM?"
+    hits = await search_chunks(
+        session, tenant_id=catalogue.id, query=question, mode="hybrid", settings=settings
+    )
+    assert has_row(hits, "QPX", "Dichloromethane"), documents_of(hits)
+    assert "glossary.md" in {hit.document for hit in hits}, documents_of(hits)
+    row = next(i for i, hit in enumerate(hits) if has_row([hit], "QPX", "Dichloromethane"))
+    assert not has_row(hits[:row], "KLM", "Dichloromethane"), documents_of(hits)
+
+
+async def test_the_walk_crosses_a_table_row_between_aliases_of_two_named_things(catalogue, session):
+    """Named as "quaternary polyxylene" and "DCM", the row says "QPX" and "Dichloromethane": the walk
+    crosses it, and not the row of the other seat material in the same medium."""
+    explored = await explore_entities(
+        session, tenant_id=catalogue.id, names=["quaternary polyxylene", "DCM"], hops=1
+    )
+    crossed = {(r["subject"], r["relation"], r["object"].lower(), r["document"]) for r in explored.relations}
+    assert ("QPX", "incompatible_with", "dichloromethane", "resistance.csv") in crossed, crossed
+    assert not any(subject == "KLM" for subject, *_ in crossed), crossed
+
+
 async def test_one_entity_per_name_whatever_kind_each_document_read(catalogue, session):
     rows = (
         await session.exec(

@@ -98,7 +98,8 @@ GRAPH_CANDIDATES = 20
 """Hybrid and graph modes: chunks kept from the graph walk (best graph score first)."""
 GRAPH_FLOOR = 0.25
 """Hybrid mode: graph chunks fused only when their graph score is at least this share of the best
-one (a chunk that merely mentions one named entity does not outvote vector and full-text)."""
+one (a chunk that merely mentions one named entity does not outvote vector and full-text), or when
+they are on a path between named entities (``on_path``, :mod:`switchboard.knowledge.graph.walk`)."""
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below
@@ -261,7 +262,7 @@ kw_ranked AS (
 {graph},
 gr_ranked AS (
     SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rank FROM {graph_name}
-    WHERE score >= :graph_floor * (SELECT max(score) FROM {graph_name})
+    WHERE score >= :graph_floor * (SELECT max(score) FROM {graph_name}) OR on_path
 ),
 graph_weight AS MATERIALIZED (
     SELECT 1.0 + least(greatest(count(*) - 1, 0) + :part_cued, 2) AS w FROM {seeds_name}
@@ -428,7 +429,7 @@ class _Prepared:
 
 def _no_graph_ctes(seeds: str = "seeds", graph: str = "graph") -> str:
     return f"""{seeds} AS (SELECT NULL::bigint AS id, NULL::text AS kind WHERE false),
-{graph} AS (SELECT NULL::bigint AS id, NULL::numeric AS score WHERE false)"""
+{graph} AS (SELECT NULL::bigint AS id, NULL::numeric AS score, NULL::boolean AS on_path WHERE false)"""
 
 
 _NO_GRAPH_CTES = _no_graph_ctes()

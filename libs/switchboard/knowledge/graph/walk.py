@@ -7,8 +7,9 @@ directions up to ``hops`` steps (an ``equivalent_of`` step is free: an alias is 
 never onwards from a range (two series sharing a temperature limit are not related), never back
 through an entity it has passed, and never across a
 compatibility or ``made_of`` relation into an entity of a kind the question already named another
-of (asked about chlorine, it does not wander to ammonia's compatibility rows; asked about PTFE, not to
-EPDM's). Scores:
+of, unless it is one the question names or an alias of one (asked about chlorine, it does not wander
+to ammonia's compatibility rows; asked about PTFE, not to EPDM's; asked about HFC, it reaches the
+rows of water-glycol fluid, which a glossary says HFC is). Scores:
 
 * each entity gets ``w = Σ over seeds 1 / (1 + hops from that seed)`` (a seed itself: 1), plus 1
   for a range in a unit the question states (``180 °C`` makes every °C range relevant);
@@ -17,7 +18,11 @@ EPDM's). Scores:
   read from, a quarter of that when its subject is a product the question does not name (a parts
   list row restating its series' material: ``UNNAMED_PRODUCT``); each seed or alias of a seed
   mentioned in a chunk adds 0.5;
-* a chunk's graph score is the sum; the best ``:graph_candidates`` active chunks are kept.
+* a chunk's graph score is the sum; the best ``:graph_candidates`` active chunks are kept, each
+  with ``on_path``: it states a relation between two things the question names (or their aliases:
+  the row of the named material and the named medium, the glossary line that says the question's
+  word is another name for a table's term). Hybrid mode keeps such a chunk however small its score
+  next to a chunk that mentions everything (a data sheet).
 
 So a chunk that connects what the question names (the PTFE/chlorine row; the valve spec naming
 the seat material) outranks one that touches a single seed. Everything is filtered by
@@ -53,7 +58,14 @@ UNNAMED_PRODUCT = 0.25
 """Share of its score a relation keeps when its subject is a product the question does not name (a
 row of a parts list restating its series' material): the series' own specification says it first."""
 
-_WALK = """walk(origin, entity_id, kind, depth, rel_id, path) AS (
+_WALK = """seed_names AS MATERIALIZED (  -- the seeds and their direct aliases
+    SELECT id FROM seeds
+    UNION SELECT r.object_id FROM kg_relations r JOIN seeds s ON s.id = r.subject_id
+    WHERE r.tenant_id = :tenant_id AND r.relation = 'equivalent_of'
+    UNION SELECT r.subject_id FROM kg_relations r JOIN seeds s ON s.id = r.object_id
+    WHERE r.tenant_id = :tenant_id AND r.relation = 'equivalent_of'
+),
+walk(origin, entity_id, kind, depth, rel_id, path) AS (
     SELECT s.id, s.id, s.kind, 0, NULL::bigint, ARRAY[s.id] FROM seeds s
     UNION ALL
     SELECT w.origin, n.other, n.kind, w.depth + n.step, n.rel_id, w.path || n.other
@@ -74,7 +86,7 @@ _WALK = """walk(origin, entity_id, kind, depth, rel_id, path) AS (
     WHERE w.depth + n.step <= :hops AND cardinality(w.path) <= :hops + 2 AND w.kind <> 'range'
       AND NOT n.other = ANY(w.path)
       AND (n.relation NOT IN ('compatible_with', 'incompatible_with', 'made_of')
-           OR n.other IN (SELECT id FROM seeds) OR n.kind NOT IN (SELECT kind FROM seeds))
+           OR n.other IN (SELECT id FROM seed_names) OR n.kind NOT IN (SELECT kind FROM seeds))
 ),
 reach AS (
     SELECT origin, entity_id, min(depth) AS depth FROM walk GROUP BY origin, entity_id
@@ -85,6 +97,9 @@ weights AS (
 edges AS MATERIALIZED (
     SELECT DISTINCT rel_id FROM walk WHERE rel_id IS NOT NULL
 ),
+named AS MATERIALIZED (  -- the seeds and their aliases (reached by equivalent_of alone)
+    SELECT DISTINCT entity_id AS id FROM reach WHERE depth = 0
+),
 edge_scores AS (
     SELECT r.chunk_id,
            (coalesce(ws.w, 0) + CASE WHEN s.kind = 'range' AND s.attributes->>'unit' = ANY(CAST(:units AS text[]))
@@ -93,7 +108,8 @@ edge_scores AS (
                                      THEN 1 ELSE 0 END)
          * CASE WHEN r.relation = ANY(CAST(:cued AS text[])) THEN 2 ELSE 1 END
          * CASE WHEN s.kind = 'product' AND r.subject_id NOT IN (SELECT entity_id FROM reach WHERE depth = 0)
-                THEN {UNNAMED_PRODUCT} ELSE 1 END AS score
+                THEN {UNNAMED_PRODUCT} ELSE 1 END AS score,
+           (r.subject_id IN (SELECT id FROM named) AND r.object_id IN (SELECT id FROM named)) AS on_path
     FROM edges
     JOIN kg_relations r ON r.id = edges.rel_id
     JOIN kg_entities s ON s.id = r.subject_id
@@ -101,16 +117,14 @@ edge_scores AS (
     LEFT JOIN weights ws ON ws.entity_id = r.subject_id
     LEFT JOIN weights wo ON wo.entity_id = r.object_id
 ),
-named AS MATERIALIZED (  -- the seeds and their aliases (reached by equivalent_of alone)
-    SELECT DISTINCT entity_id AS id FROM reach WHERE depth = 0
-),
 mention_scores AS (
-    SELECT m.chunk_id, 0.5 AS score FROM kg_mentions m JOIN named s ON s.id = m.entity_id
+    SELECT m.chunk_id, 0.5 AS score, false AS on_path FROM kg_mentions m JOIN named s ON s.id = m.entity_id
     WHERE m.tenant_id = :tenant_id
 ),
 graph AS MATERIALIZED (
-    SELECT g.chunk_id AS id, sum(g.score) AS score
-    FROM (SELECT chunk_id, score FROM edge_scores UNION ALL SELECT chunk_id, score FROM mention_scores) g
+    SELECT g.chunk_id AS id, sum(g.score) AS score, bool_or(g.on_path) AS on_path
+    FROM (SELECT chunk_id, score, on_path FROM edge_scores
+          UNION ALL SELECT chunk_id, score, on_path FROM mention_scores) g
     JOIN knowledge_documents d ON d.id = g.chunk_id AND d.tenant_id = :tenant_id AND d.is_active
     GROUP BY g.chunk_id
     ORDER BY sum(g.score) DESC, g.chunk_id
