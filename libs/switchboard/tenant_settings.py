@@ -186,6 +186,15 @@ class AgentSettings(BaseModel):
         json_schema_extra=TRANSLATABLE,
     )
     """Sent after ``escalate_to_human`` when the model gives no words of its own."""
+    unreadable_audio_reply: SettingText = Field(
+        N_(
+            "Sorry, I could not understand your voice message. A person from our team will listen to it and get back to you."
+        ),
+        max_length=1_000,
+        json_schema_extra=TRANSLATABLE,
+    )
+    """Sent when a voice message could not be transcribed, even converted to WAV; the conversation
+    then goes to a person (an online agent, or the waiting queue)."""
     farewell_reply: SettingText = Field(
         N_("Thank you for contacting us. Goodbye!"), max_length=1_000, json_schema_extra=TRANSLATABLE
     )

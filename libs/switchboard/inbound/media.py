@@ -8,6 +8,11 @@ resolves a media id to a short-lived URL right before the download); what is don
   ``audio/ogg`` (MIME parameters stripped: ``.opus`` names are rejected by OpenAI's transcription API; audio without
   a type is sniffed from its bytes, :func:`switchboard.media.sniff_mime`, and named ``voice.m4a`` etc.) →
   ``[Audio transcription]: "..."``;
+  A provider that refuses the container (``400``/``415`` saying the file format is invalid or
+  unsupported: WebM/Opus, an Ogg a newer model no longer takes) gets the same audio once more as
+  16 kHz mono WAV (:func:`switchboard.media.transcode.to_wav`); refused again, or not decodable, it
+  is :class:`AudioNotUnderstood`: the inbound job tells the customer and hands the conversation to
+  a person.
 * image → ``POST {VISION_BASE_URL}/v1/chat/completions`` with a base64 data URL →
   ``[Image description]: "..."`` after the caption;
 * video / document / sticker → the caption plus a line naming the file (no model call).
@@ -22,6 +27,7 @@ the customer still gets an answer.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import re
 from collections.abc import Awaitable, Callable
@@ -33,9 +39,20 @@ from switchboard.errors import SwitchboardError
 from switchboard.llm.keys import choose_key, platform_key
 from switchboard.media.sniff import extension_for, sniff_mime
 from switchboard.media.store import is_stored
+from switchboard.media.transcode import TranscodeFailed, to_wav
+from switchboard.observability import get_logger
 from switchboard.settings import Settings
 
-__all__ = ["MediaUnavailable", "media_to_text", "safe_filename", "upload_name", "MediaFetcher", "MEDIA_KINDS"]
+__all__ = [
+    "MediaUnavailable",
+    "AudioNotUnderstood",
+    "media_to_text",
+    "transcribe_any",
+    "safe_filename",
+    "upload_name",
+    "MediaFetcher",
+    "MEDIA_KINDS",
+]
 
 MEDIA_KINDS = ("image", "audio", "video", "document", "sticker")
 """Normalized message kinds that carry media refs."""
@@ -66,10 +83,30 @@ class MediaUnavailable(SwitchboardError):
         super().__init__(message)
 
 
+class AudioNotUnderstood(MediaUnavailable):
+    """A voice message no transcription could read, even converted to WAV (permanent).
+
+    Attributes:
+        text: what the message reads as for the agent and the console (the caption, then a bracketed
+            notice): stored on the message before the conversation goes to a person.
+    """
+
+    def __init__(self, message: str, *, text: str) -> None:
+        self.text = text
+        super().__init__(message, is_transient=False, reason="not_understood")
+
+
+log = get_logger(__name__)
+
+_FORMAT_WORDS = re.compile(r"format|unsupported|decod|codec|invalid file|could not be processed", re.I)
+"""What a provider's 400 says when it refuses the file's container or codec (OpenAI: "Invalid file
+format. Supported formats: [...]"; others: "unsupported media type", "could not decode audio")."""
+
 _WHY = {
     "expired": "the link had expired",
     "too_large": "the file was too large",
     "missing": "the copy is gone",
+    "not_understood": "the audio could not be understood",
 }
 
 
@@ -112,6 +149,12 @@ async def _post(http: httpx.AsyncClient, url: str, timeout_s: float, **kwargs: A
         raise MediaUnavailable(f"{url}: {type(exc).__name__}", is_transient=True) from exc
     if response.status_code >= 500 or response.status_code == 429:
         raise MediaUnavailable(f"{url}: HTTP {response.status_code}", is_transient=True)
+    if response.status_code == 415 or (
+        response.status_code == 400 and _FORMAT_WORDS.search(response.text[:2_000])
+    ):
+        raise MediaUnavailable(
+            f"{url}: HTTP {response.status_code} (file format refused)", is_transient=False, reason="format"
+        )
     if response.status_code >= 400:
         raise MediaUnavailable(f"{url}: HTTP {response.status_code}", is_transient=False)
     try:
@@ -133,6 +176,35 @@ async def transcribe(http: httpx.AsyncClient, settings: Settings, data: bytes, m
         files={"file": (name, data, content_type)}, data={"model": settings.transcription_model},
     )  # fmt: skip
     return str(body.get("text", "")).strip()
+
+
+async def transcribe_any(http: httpx.AsyncClient, settings: Settings, data: bytes, mime: str | None) -> str:
+    """:func:`transcribe`, and when the provider refuses the file's format, once more as 16 kHz mono WAV.
+
+    Raises:
+        MediaUnavailable: transient (network/5xx: retry later), or permanent for other refusals;
+            ``reason="not_understood"`` when the audio was refused again as WAV or could not be decoded.
+    """
+    try:
+        return await transcribe(http, settings, data, mime)
+    except MediaUnavailable as exc:
+        if exc.reason != "format":
+            raise
+        log.info("transcription_format_refused", mime=mime, size_bytes=len(data))
+    try:
+        wav = await asyncio.to_thread(to_wav, data)  # CPU-bound: off the event loop
+    except TranscodeFailed as exc:
+        raise MediaUnavailable(
+            f"audio could not be decoded: {exc}", is_transient=False, reason="not_understood"
+        ) from exc
+    try:
+        transcript = await transcribe(http, settings, wav, "audio/wav")
+    except MediaUnavailable as exc:
+        if exc.is_transient:
+            raise
+        raise MediaUnavailable(f"{exc} (also as WAV)", is_transient=False, reason="not_understood") from exc
+    log.info("transcription_after_conversion", mime=mime, wav_bytes=len(wav))
+    return transcript
 
 
 async def describe_image(http: httpx.AsyncClient, settings: Settings, data: bytes, mime: str | None) -> str:
@@ -180,6 +252,7 @@ async def media_to_text(
 
     Raises:
         MediaUnavailable: transient failure (the job should retry); permanent failures return a notice.
+        AudioNotUnderstood: a voice message no transcription could read (its text in ``.text``).
     """
     lines = [caption.strip()] if caption.strip() else []
     ref = media[0] if media else {}
@@ -195,7 +268,7 @@ async def media_to_text(
                 mime = sniff_mime(data, kind=kind) or mime
             if kind == "audio":
                 lines.append(
-                    f"[Audio transcription]: {_quoted(await transcribe(http, settings, data, mime))}"
+                    f"[Audio transcription]: {_quoted(await transcribe_any(http, settings, data, mime))}"
                 )
             else:
                 lines.append(
@@ -204,6 +277,9 @@ async def media_to_text(
         except MediaUnavailable as exc:
             if exc.is_transient:
                 raise
+            if exc.reason == "not_understood":
+                lines.append(f"[{label} received but could not be read: {_WHY['not_understood']}]")
+                raise AudioNotUnderstood(str(exc), text="\n".join(lines)) from exc
             if ref.get("expiring") and not is_stored(str(ref["ref"])):
                 # The provider's link died before our copy job (media.jobs.copy_inbound_media) ran: by the
                 # retry the row holds our copy, or the copy job's verdict (``unavailable``).

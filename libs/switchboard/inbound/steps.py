@@ -18,7 +18,9 @@ what differs per channel is behind :class:`~switchboard.channels.base.Channel`.
 9. :func:`lock_conversation` — one turn at a time per conversation.
 10. :func:`absorb_older` — older waiting messages of the customer join this turn.
 11. :func:`reply_cap` — a channel's cap on automatic replies per conversation (Gmail): over it, a person.
-12. :func:`media_to_text` — every message of the turn with media becomes text first.
+12. :func:`media_to_text` — every message of the turn with media becomes text first; a voice message
+    no transcription could read (even converted to WAV) is told to the customer
+    (``agent.unreadable_audio_reply``) and hands the conversation to a person.
 13. :func:`turn` — ``POST /v1/turns``; an answer not ready by the tenant's ``agent.first_reply_deadline_s``
     sends ``agent.holding_reply`` first, once (:func:`answer_or_hold`); the reply (and its structured parts, rendered by the channel) is
     split to the channel's limits into the outbox. A tapped button or list row reaches the model as its
@@ -60,7 +62,7 @@ from switchboard.db.models import (
 from switchboard.handoff.relay import agent_for_row, handle_agent_message, relay_customer_message
 from switchboard.handoff.service import escalate_and_notify
 from switchboard.inbound.context import Dead, InboundContext, Outcome
-from switchboard.inbound.media import MAX_MEDIA_BYTES, MEDIA_KINDS, MediaUnavailable
+from switchboard.inbound.media import MAX_MEDIA_BYTES, MEDIA_KINDS, AudioNotUnderstood, MediaUnavailable
 from switchboard.inbound.media import media_to_text as convert_media
 from switchboard.inbound.ratelimit import count_in_window, take_slot
 from switchboard.inbound.turn_client import ContractViolation, OrchestratorUnavailable, request_turn
@@ -746,6 +748,39 @@ async def reply_cap(ic: InboundContext) -> Outcome | None:
     return Outcome.reply_capped
 
 
+async def _audio_not_understood(ic: InboundContext, message: Message, exc: AudioNotUnderstood) -> Outcome:
+    """The voice message keeps its notice as its text; the conversation goes to a person (assigned or
+    queued, the agent told as for ``escalate_to_human``) and the customer gets
+    ``agent.unreadable_audio_reply``, once however often the job runs."""
+    row = ic.row
+    if not await _has_reply(ic):
+        async with ic.deps.resources.sessions() as session, session.begin():
+            await session.exec(
+                update(Message)
+                .where(col(Message.id) == message.id)
+                .values(text=exc.text, raw=Message.raw.op("||")({"media_text": True}))  # type: ignore[union-attr]
+            )
+        assignment = await escalate_and_notify(
+            ic.deps.resources.sessions,
+            ic.deps.gateway,
+            tenant_id=row.tenant_id,
+            conversation_id=ic.conversation.id,
+            reason="a voice message could not be understood",
+            trace_id=row.trace_id or "",
+            actor=Actor.system(),
+        )
+        log.warning(
+            "audio_not_understood",
+            inbound_message_id=str(message.id),
+            error=str(exc)[:300],
+            queued=assignment.agent is None,
+        )
+        await _write_reply(ic, [ic.tenant_settings.agent.unreadable_audio_reply], row.trace_id or "")
+    await _deliver_row(ic)
+    await finish(ic, InboundState.done, "voice message not understood: handed to a person")
+    return Outcome.audio_not_understood
+
+
 async def media_to_text(ic: InboundContext) -> Outcome | None:
     """Turn the media of this row — and of every message coalesced into this turn — into text, once
     each (``raw.media_text``), so the agent reads all of them.
@@ -784,6 +819,8 @@ async def media_to_text(ic: InboundContext) -> Outcome | None:
                 kind=message.kind, media=message.media, caption=(message.text or "").strip(), fetch=fetch,
                 http=ic.deps.http, settings=ic.settings,
             )  # fmt: skip
+        except AudioNotUnderstood as exc:
+            return await _audio_not_understood(ic, message, exc)
         except MediaUnavailable as exc:
             raise await retry_or_dead(ic.deps, ic.job, row.id, str(exc)) from None
         async with ic.deps.resources.sessions() as session, session.begin():

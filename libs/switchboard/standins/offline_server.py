@@ -10,7 +10,8 @@ LiteLLM's real HTTP path. Endpoints (OpenAI API shapes):
 * ``POST /v1/audio/transcriptions``: deterministic and honest. Uploaded bytes that are UTF-8 text are
   returned as the transcript; a file (e.g. a WAV) containing the marker ``SWITCHBOARD-TRANSCRIPT:``
   returns the text after it (up to a NUL byte or the end); anything else returns
-  :data:`UNAVAILABLE_TRANSCRIPT`. It never pretends to understand real audio.
+  :data:`UNAVAILABLE_TRANSCRIPT`. It never pretends to understand real audio. Containers listed in
+  :attr:`OfflineModelState.transcription_refuses` are refused with ``400 Invalid file format``.
 * ``GET /v1/models``.
 
 Two ways to drive it:
@@ -50,6 +51,7 @@ from switchboard.body_limit import BodyLimitMiddleware
 from switchboard.docs_ui import mount_local_docs
 from switchboard.llm.config import OFFLINE_DEMO_MODEL
 from switchboard.llm.lexical import LEXICAL_MODEL_NAME, lexical_embedding, tokenize
+from switchboard.media.sniff import sniff_mime
 from switchboard.observability import get_logger
 from switchboard.observability.metrics import mount_metrics
 from switchboard.observability.tracing import instrument_app
@@ -158,6 +160,13 @@ class OfflineModelState:
         """Deployments remembered; the oldest script is forgotten past it (bounded memory)."""
         self.release_hangs = threading.Event()
         """Set it to end every pending and future scripted hang (the server may run in another thread)."""
+        self.transcription_refuses: set[str] = set()
+        """MIME types (sniffed from the uploaded bytes, :func:`switchboard.media.sniff_mime`) the
+        transcription endpoint refuses with ``400 Invalid file format``, as a provider does for a
+        container it does not take (``{"audio/webm"}``)."""
+        self.transcriptions: deque[dict[str, Any]] = deque(maxlen=max(1, max_recorded))
+        """The newest transcription uploads: ``{"filename", "content_type", "sniffed", "size_bytes",
+        "refused"}``."""
 
     def script(self, model: str) -> DeploymentScript:
         """The script of deployment ``model`` (created on first use)."""
@@ -448,6 +457,23 @@ def create_offline_app(
         if not isinstance(upload, UploadFile) and not hasattr(upload, "read"):
             return _error(400, "multipart field 'file' is required", "invalid_request_error")
         data = await upload.read()  # type: ignore[union-attr]
+        sniffed = sniff_mime(data, kind="audio")
+        refused = sniffed in state.transcription_refuses
+        state.transcriptions.append(
+            {
+                "filename": getattr(upload, "filename", None),
+                "content_type": getattr(upload, "content_type", None),
+                "sniffed": sniffed,
+                "size_bytes": len(data),
+                "refused": refused,
+            }
+        )
+        if refused:  # the words OpenAI's API answers with
+            return _error(
+                400,
+                "Invalid file format. Supported formats: ['flac', 'm4a', 'mp3', 'mp4', 'mpeg', 'mpga', 'oga', 'ogg', 'wav']",
+                "invalid_request_error",
+            )
         return JSONResponse({"text": _transcript(data)})
 
     @v1.get("/models", summary="Models this server answers for")
