@@ -45,6 +45,9 @@ __all__ = ["WhatsAppChannel", "CAPABILITIES", "THROTTLE_CODES", "WINDOW_CODES", 
 
 log = get_logger(__name__)
 
+_EXPIRED_LINK_STATUSES = frozenset({401, 403, 404})
+"""A media download answered with one of these: the short-lived URL expired; the id is looked up again."""
+
 THROTTLE_CODES = frozenset({130429, 131056, 80007, 4})
 """Throughput limits (per number, per pair of numbers, per app): hold the account's sends."""
 WINDOW_CODES = frozenset({131047})
@@ -211,16 +214,27 @@ class WhatsAppChannel:
     ) -> tuple[bytes, str | None]:
         """Media id → a short-lived URL (``GET /{media_id}``, about 5 minutes) → the bytes, same token.
 
+        A download answered 401, 403 or 404 (the URL expired between the lookup and the download, as
+        Meta's URLs do after about five minutes) looks the media id up once more and downloads the
+        fresh URL: the id itself stays valid for 30 days.
+
         Raises:
             MediaUnavailable: transient for network and 5xx, permanent for unknown or expired ids.
         """
         from switchboard.inbound.media import MediaUnavailable
 
         token = self._token(account)
+        graph = self.graph_for(account)
         try:
-            graph = self.graph_for(account)
             info = await graph.media_info(media_id=ref, token=token)
-            data = await graph.download(url=info.url, token=token, max_bytes=max_bytes)
+            try:
+                data = await graph.download(url=info.url, token=token, max_bytes=max_bytes)
+            except GraphSendError as exc:
+                if exc.http_status not in _EXPIRED_LINK_STATUSES:
+                    raise
+                log.info("whatsapp_media_link_expired", media_id=ref, http_status=exc.http_status)
+                info = await graph.media_info(media_id=ref, token=token)
+                data = await graph.download(url=info.url, token=token, max_bytes=max_bytes)
         except GraphSendError as exc:
             raise MediaUnavailable(f"media {ref}: {exc}", is_transient=exc.is_transient) from exc
         return data, info.mime_type
