@@ -70,3 +70,19 @@ async def test_the_whole_batch_is_one_command_and_survives_a_script_flush(
     assert {k: after[k] - before[k] for k in after} == {"evalsha": 1, "eval": 0, "watch": 0, "exec": 0}
     queued = {m.decode() for m in await arq_pool.zrange(arq_pool.default_queue_name, 0, -1)}
     assert {j.job_id for j in jobs + more} <= queued
+
+
+async def test_a_media_copy_is_taken_before_a_backlog_of_chat_turns(arq_pool) -> None:  # type: ignore[no-untyped-def]
+    """The worker reads the lowest scores first (``ZRANGEBYSCORE -inf now``): a copy queued behind fifty
+    customer messages is read first."""
+    from switchboard.queue.jobs import copy_media_spec, process_inbound_spec
+
+    queue = f"test:lane:{uuid.uuid4().hex}"
+    backlog = [process_inbound_spec(uuid.uuid4()) for _ in range(50)]
+    assert all(await enqueue_jobs(arq_pool, backlog, queue_name=queue))
+    copy = copy_media_spec(uuid.uuid4())
+    assert await enqueue_jobs(arq_pool, [copy], queue_name=queue) == [True]
+    ready = [m.decode() for m in await arq_pool.zrangebyscore(queue, "-inf", "+inf")]
+    assert ready[0] == copy.job_id
+    assert sorted(ready[1:]) == sorted(spec.job_id for spec in backlog)
+    await arq_pool.delete(queue, *(job_key_prefix + job_id for job_id in ready))

@@ -53,6 +53,10 @@ class JobSpec:
     kwargs: dict[str, Any] = field(default_factory=dict)
     defer_s: float = 0.0
     """Run no earlier than this many seconds from now."""
+    ahead_s: float = 0.0
+    """Queue it as if it had been enqueued this many seconds ago: ARQ's workers take the lowest score
+    first, so it runs before every job queued less than ``ahead_s`` ago (a priority lane for short work
+    that cannot wait behind a backlog, such as copying a link that dies in minutes)."""
 
 
 async def enqueue_jobs(
@@ -82,6 +86,7 @@ async def enqueue_jobs(
         payload = serialize_job(
             job.function, job.args, job.kwargs, None, now, serializer=redis.job_serializer
         )
-        argv += [defer_ms + redis.expires_extra_ms, now + defer_ms, job.job_id, payload]
+        ahead_ms = max(0, round(job.ahead_s * 1000))
+        argv += [defer_ms + redis.expires_extra_ms, now + defer_ms - ahead_ms, job.job_id, payload]
     created = await script(keys=keys, args=argv)
     return [bool(flag) for flag in created]

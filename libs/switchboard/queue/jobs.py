@@ -82,6 +82,8 @@ class Job:
     keep_result_s: float | None = None
     """How long ARQ keeps the result (``None``: the worker's default; 0: none, so the id can be reused)."""
     cron: bool = False
+    ahead_s: float = 0.0
+    """Enqueued ahead of what was queued in the last ``ahead_s`` seconds (:attr:`JobSpec.ahead_s`)."""
 
     def timeout_for(self, settings: Any) -> float:
         """The job's timeout in seconds with ``settings`` (a :class:`~switchboard.settings.Settings`)."""
@@ -129,7 +131,11 @@ APPLY_DELIVERY_STATUSES = _chat_side("apply_delivery_statuses", max_tries=10)
 """Ten tries: the statuses live only in the job, so it outlasts a database outage of about half a minute."""
 APPLY_WHATSAPP_STATUSES = _chat_side("apply_whatsapp_statuses", max_tries=10)
 DELIVER_OUTBOX = _chat_side("deliver_outbox", max_tries=3)
-COPY_INBOUND_MEDIA = _chat_side("copy_inbound_media", max_tries=4, backoff=Backoff(2.0, 20.0))
+COPY_INBOUND_MEDIA = _chat_side(
+    "copy_inbound_media", max_tries=4, backoff=Backoff(2.0, 20.0), ahead_s=3_600.0
+)
+"""Ahead of an hour of queued chat turns: a story's link can die within minutes, a backlog must not
+starve its copy (the copy itself takes a second)."""
 DELIVER_OUTBOX_SWEEP = _chat_side("deliver_outbox_sweep", cron=True)
 APPROVALS_SWEEP = _chat_side("approvals_sweep", cron=True)
 
@@ -199,7 +205,13 @@ def process_inbound_spec(
 
 def copy_media_spec(row_id: uuid.UUID | str, *, trace: dict[str, str] | None = None) -> JobSpec:
     """``copy_inbound_media(row_id)``: copy one inbound message's media to our store."""
-    return JobSpec(COPY_INBOUND_MEDIA.name, keys.copy_media_job_id(row_id), (str(row_id),), dict(trace or {}))
+    return JobSpec(
+        COPY_INBOUND_MEDIA.name,
+        keys.copy_media_job_id(row_id),
+        (str(row_id),),
+        dict(trace or {}),
+        ahead_s=COPY_INBOUND_MEDIA.ahead_s,
+    )
 
 
 def delivery_statuses_spec(
