@@ -54,7 +54,7 @@ from tests.utils.graph_corpus import documents, questions  # noqa: E402
 
 MODES: list[tuple[str, str, bool | None]] = [
     ("vector", "vector", None),
-    ("hybrid before #19 (no graph)", "hybrid", False),
+    ("hybrid without the walk", "hybrid", False),
     ("hybrid", "hybrid", None),
     ("graph", "graph", None),
     ("neighborhood", "neighborhood", None),
