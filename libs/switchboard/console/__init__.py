@@ -8,6 +8,7 @@
 * :mod:`~switchboard.console.live`: Redis pub/sub → server-sent events.
 * :mod:`~switchboard.console.people_pages`: the People page and the invitation link's page.
 * :mod:`~switchboard.console.checklist`: the setup checklist of a tenant's home page.
+* :mod:`~switchboard.console.public_routes`: the public API's resources (``/api/v1``, tenant API keys).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ __all__ = ["console_routers", "install_console", "register_nav"]
 
 
 def console_routers() -> list[APIRouter]:
-    """The console service's routers: the pages, then the conversations admin API."""
+    """The console service's routers: the pages, the admin API's routes it serves, and the public API."""
     from switchboard.analytics.routes import analytics_admin_router
     from switchboard.console.analytics_pages import analytics_pages_router
     from switchboard.console.api import conversations_admin_router
@@ -29,6 +30,7 @@ def console_routers() -> list[APIRouter]:
     from switchboard.console.pages import pages_router
     from switchboard.console.people_pages import people_pages_router
     from switchboard.console.platform_pages import platform_pages_router
+    from switchboard.console.public_routes import public_routers
     from switchboard.console.settings_pages import settings_pages_router
     from switchboard.knowledge.routes import knowledge_admin_router
     from switchboard.tenant_config.routes import settings_admin_router
@@ -47,6 +49,7 @@ def console_routers() -> list[APIRouter]:
         operations_pages_router,
         channel_pages_router,
         people_pages_router,
+        *public_routers(),
     ]
 
 
