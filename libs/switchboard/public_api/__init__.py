@@ -22,11 +22,12 @@ How a router declares its routes (each route says its scope; nothing else is nee
   :class:`ApiCaller`. Keys themselves (create, list, revoke) live in :mod:`switchboard.users.tokens`.
 * :mod:`~switchboard.public_api.problems`: :class:`ApiProblem`, RFC 9457 answers, the handlers a service
   installs (:func:`install_problem_errors`).
+* :mod:`~switchboard.public_api.openapi`: the one OpenAPI document of ``/api/v1`` and its Swagger UI.
 * :mod:`~switchboard.public_api.pagination`: :class:`Page`, ``limit``/``cursor`` query parameters,
   :func:`keyset_page`.
 
-A service serving ``/api/v1`` includes its routers and calls :func:`install_problem_errors` after its own
-error handlers. Operation ids are short camelCase verbs (``listConversations``); :func:`public_router`
+A service serving ``/api/v1`` includes its routers, calls :func:`install_problem_errors` after its own
+error handlers and :func:`mount_public_openapi`. Operation ids are short camelCase verbs (``listConversations``); :func:`public_router`
 documents the problem answers on every route.
 """
 
@@ -35,6 +36,13 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from switchboard.public_api.auth import RATE_WINDOW_S, ApiCaller, require_scope, scope_of
+from switchboard.public_api.openapi import (
+    DOCS_PATH,
+    OPENAPI_PATH,
+    mount_public_openapi,
+    public_openapi,
+    route_scopes,
+)
 from switchboard.public_api.pagination import (
     CursorQuery,
     LimitQuery,
@@ -56,6 +64,11 @@ from switchboard.public_api.problems import (
 
 __all__ = [
     "API_PATH_PREFIX",
+    "DOCS_PATH",
+    "OPENAPI_PATH",
+    "mount_public_openapi",
+    "public_openapi",
+    "route_scopes",
     "API_V1",
     "PROBLEM_MEDIA_TYPE",
     "PROBLEM_TITLES",
