@@ -8,6 +8,7 @@
 * :mod:`~switchboard.console.live`: Redis pub/sub → server-sent events.
 * :mod:`~switchboard.console.people_pages`: the People page and the invitation link's page.
 * :mod:`~switchboard.console.checklist`: the setup checklist of a tenant's home page.
+* :mod:`~switchboard.console.api_keys_pages`: the API keys page and its admin API.
 * :mod:`~switchboard.console.public_routes`: the public API's resources (``/api/v1``, tenant API keys).
 """
 
@@ -35,7 +36,7 @@ def console_routers() -> list[APIRouter]:
     from switchboard.knowledge.routes import knowledge_admin_router
     from switchboard.tenant_config.routes import settings_admin_router
 
-    return [
+    routers = [
         pages_router,
         conversation_pages_router,
         conversations_admin_router,
@@ -49,8 +50,11 @@ def console_routers() -> list[APIRouter]:
         operations_pages_router,
         channel_pages_router,
         people_pages_router,
-        *public_routers(),
     ]
+    # imported after the People page (its import adds the menu entry): "API keys" follows "People"
+    from switchboard.console.api_keys_pages import api_keys_admin_router, api_keys_pages_router
+
+    return [*routers, api_keys_pages_router, api_keys_admin_router, *public_routers()]
 
 
 def __getattr__(name: str) -> object:

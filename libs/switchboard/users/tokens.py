@@ -20,6 +20,7 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import ApiToken, ConsoleUser, TenantApiKey, utcnow
+from switchboard.i18n import N_
 from switchboard.observability import get_logger
 from switchboard.users.accounts import sha256_hex
 
@@ -100,16 +101,16 @@ API_KEY_PREFIX = "sbk_"
 """Tenant API keys start with this."""
 
 API_SCOPES: dict[str, str] = {
-    "conversations:read": "List and read conversations and their messages",
-    "conversations:write": "Assign, close and reopen conversations",
-    "messages:write": "Send messages and start conversations",
-    "customers:read": "Read customers",
-    "customers:write": "Update customers' attributes",
-    "knowledge:read": "List and search knowledge documents",
-    "knowledge:write": "Upload, delete and reindex knowledge documents",
-    "leads:read": "List leads",
-    "webhooks:manage": "List, create and delete event webhook endpoints",
-    "feedback:write": "Send feedback on the assistant's answers",
+    "conversations:read": N_("List and read conversations and their messages"),
+    "conversations:write": N_("Assign, hand back and close conversations"),
+    "messages:write": N_("Send messages and start conversations"),
+    "customers:read": N_("Read customers"),
+    "customers:write": N_("Update customers' names and attributes"),
+    "knowledge:read": N_("List and search knowledge documents"),
+    "knowledge:write": N_("Upload, delete and re-index knowledge documents"),
+    "leads:read": N_("List leads"),
+    "webhooks:manage": N_("List, create and delete event webhook endpoints"),
+    "feedback:write": N_("Rate the assistant's answers"),
 }
 """Every scope a tenant API key may carry → what it allows, in words (the console, the CLI, the docs)."""
 
