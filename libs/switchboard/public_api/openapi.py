@@ -111,7 +111,7 @@ def route_scopes(routes: Iterable[Any]) -> dict[tuple[str, str], str]:
         if route.path.startswith("/api/v1/"):
             scope = _scope_in(route.dependant)
             if scope:
-                found.update({(method, route.path): scope for method in route.methods})
+                found.update({(method, route.path): scope for method in route.methods or ()})
     return found
 
 

@@ -15,6 +15,7 @@ that says nothing of the internals.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -23,7 +24,7 @@ from fastapi.exception_handlers import http_exception_handler, request_validatio
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from switchboard.observability import get_logger
 
@@ -152,7 +153,12 @@ def _field_errors(exc: RequestValidationError) -> list[dict[str, str]]:
     ]
 
 
-Handler = Callable[[Request, Any], Awaitable[Response]]
+Handler = Callable[[Request, Any], Response | Awaitable[Response]]
+
+
+async def _answer(handler: Handler, request: Request, exc: Exception) -> Response:
+    result = handler(request, exc)
+    return await result if inspect.isawaitable(result) else result
 
 
 def install_problem_errors(app: FastAPI) -> None:
@@ -163,9 +169,10 @@ def install_problem_errors(app: FastAPI) -> None:
         RequestValidationError, request_validation_exception_handler
     )
 
-    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
         if not _is_api(request):
-            return await before_http(request, exc)
+            return await _answer(before_http, request, exc)
         code = getattr(exc, "code", None) or _CODE_OF_STATUS.get(exc.status_code, "bad_request")
         detail = exc.detail if isinstance(exc.detail, str) else PROBLEM_TITLES[code]
         return problem_response(
@@ -176,9 +183,10 @@ def install_problem_errors(app: FastAPI) -> None:
             errors=getattr(exc, "errors", None),
         )
 
-    async def invalid(request: Request, exc: RequestValidationError) -> Response:
+    async def invalid(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
         if not _is_api(request):
-            return await before_invalid(request, exc)
+            return await _answer(before_invalid, request, exc)
         errors = _field_errors(exc)
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
         return problem_response(422, "invalid_request", detail, errors=errors)
@@ -187,8 +195,8 @@ def install_problem_errors(app: FastAPI) -> None:
         # Only reached for /api/ paths' errors the routes did not expect: the rest of the service keeps
         # Starlette's plain 500. The traceback goes to the log, never to the caller.
         log.exception("public_api_internal_error", path=request.url.path)
-        if not _is_api(request):
-            return JSONResponse({"detail": "Internal Server Error"}, status_code=500)
+        if not _is_api(request):  # Starlette's own answer, as before
+            return PlainTextResponse("Internal Server Error", status_code=500)
         return problem_response(500, "internal_error", "something went wrong on our side; try again later")
 
     app.add_exception_handler(StarletteHTTPException, http_error)
