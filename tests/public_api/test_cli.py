@@ -58,7 +58,16 @@ async def test_other_list_commands_print_json_csv_and_ids(cli, make_tenant) -> N
         t for t in tenants if t["slug"] == shop.slug
     ).items()
     assert str(shop.id) in (await cli.arun("tenant", "list", "-q")).output.split()
-    for command in (["leads", "list"], ["webhooks", "list"], ["users", "list"]):
+    tools = json.loads((await cli.arun("tools", "list", "-t", shop.slug, "-o", "json")).output)
+    names = (await cli.arun("tools", "list", "-t", shop.slug, "-q")).output.split()
+    assert names == [t["tool_name"] for t in tools] and names and {"enabled", "kind"} <= set(tools[0])
+    for command in (
+        ["leads", "list"],
+        ["webhooks", "list"],
+        ["users", "list"],
+        ["agents", "list"],
+        ["kb", "list"],
+    ):
         result = await cli.arun(*command, "-t", shop.slug, "-o", "csv")
         assert result.exit_code == 0, (command, result.output)
         assert result.output.splitlines()[0].startswith("id,"), command
