@@ -7,6 +7,8 @@ import io
 import json
 import re
 
+from tests.utils.agent import make_conversation
+
 
 async def test_create_list_and_revoke_a_key_from_the_command_line(cli, make_tenant, api) -> None:
     shop = await make_tenant("Cli Key Shop")
@@ -51,13 +53,22 @@ async def test_an_unknown_scope_or_key_is_refused_in_words(cli, make_tenant) -> 
     assert missing.exit_code == 2 and "no API key or token" in missing.output
 
 
-async def test_other_list_commands_print_json_csv_and_ids(cli, make_tenant) -> None:
+async def test_other_list_commands_print_json_csv_and_ids(cli, make_tenant, sessions) -> None:
     shop = await make_tenant("Cli Output Shop")
     tenants = json.loads((await cli.arun("tenant", "list", "-o", "json")).output)
     assert {"id": str(shop.id), "slug": shop.slug, "name": "Cli Output Shop"}.items() <= next(
         t for t in tenants if t["slug"] == shop.slug
     ).items()
     assert str(shop.id) in (await cli.arun("tenant", "list", "-q")).output.split()
+    handle = await make_conversation(sessions, shop)
+    conversations = await cli.arun("conversations", "list", "-t", shop.slug, "-o", "json")
+    assert conversations.exit_code == 0, conversations.output
+    assert [(c["id"], c["channel"], c["mode"]) for c in json.loads(conversations.output)] == [
+        (str(handle.conversation.id), "whatsapp", "ai")
+    ]
+    assert (await cli.arun("conversations", "list", "-t", shop.slug, "--quiet")).output.split() == [
+        str(handle.conversation.id)
+    ]
     tools = json.loads((await cli.arun("tools", "list", "-t", shop.slug, "-o", "json")).output)
     names = (await cli.arun("tools", "list", "-t", shop.slug, "-q")).output.split()
     assert names == [t["tool_name"] for t in tools] and names and {"enabled", "kind"} <= set(tools[0])
