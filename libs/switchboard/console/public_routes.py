@@ -24,7 +24,7 @@ from switchboard.api.deps import ResourcesDep, SessionDep, SessionsDep, Settings
 from switchboard.body_limit import body_allowance
 from switchboard.console import actions
 from switchboard.console.actions import Actioner, ActionRefused
-from switchboard.console.inbox import Mode, mode_of
+from switchboard.console.inbox import Mode, mode_of, sender_of
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import (
     Conversation,
@@ -144,7 +144,8 @@ _SENDER = {
 
 
 class MessageOut(BaseModel):
-    """One message of the thread (the customer's, the AI's or a person's)."""
+    """One message of the thread (the customer's, the AI's or a person's; notes about the conversation,
+    such as a hand-back, are left out)."""
 
     id: uuid.UUID
     sender: Literal["customer", "ai", "human"]
@@ -187,19 +188,17 @@ async def list_messages(
         col(Message.role).in_(_SHOWN_ROLES),
     )  # fmt: skip
     rows, next_cursor = await keyset_page(session, query, Message, limit=limit, cursor=cursor)
-    items = [
-        MessageOut(
-            id=m.id,
-            sender=_SENDER[m.role],
-            kind=m.kind,
-            text=m.text,
-            created_at=m.created_at,
-            media=[
-                {k: v for k, v in item.items() if k in ("mime", "filename", "caption")} for item in m.media
-            ],
-        )  # fmt: skip
-        for m in rows
-    ]
+    items = []
+    for m in rows:
+        sender, _ = sender_of(m)
+        if (
+            sender == "system"
+        ):  # notes for the model's history (a hand-back), not messages: a page may be short
+            continue
+        media = [{k: v for k, v in item.items() if k in ("mime", "filename", "caption")} for item in m.media]
+        items.append(
+            MessageOut(id=m.id, sender=sender, kind=m.kind, text=m.text, media=media, created_at=m.created_at)
+        )
     return Page[MessageOut](items=items, next_cursor=next_cursor)
 
 
