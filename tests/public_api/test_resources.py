@@ -57,3 +57,16 @@ async def test_an_unreadable_upload_is_refused_in_words(world, api, make_key) ->
         )
     assert empty.status_code == 422 and empty.json()["code"] == "invalid_request", empty.text
     assert no_file.status_code == 422 and "file" in no_file.json()["detail"]
+
+
+async def test_created_after_filters_with_or_without_a_time_zone(world, api, make_key) -> None:
+    key = await make_key(world.tenant, scopes=["conversations:read"])
+    async with api(key) as client:
+        before = await client.get("/api/v1/conversations", params={"created_after": "2000-01-01T00:00:00"})
+        after = await client.get(
+            "/api/v1/conversations", params={"created_after": "2999-01-01T00:00:00+02:00"}
+        )
+        wrong = await client.get("/api/v1/conversations", params={"created_after": "yesterday"})
+    assert [c["id"] for c in before.json()["items"]] == [world.ids["conversation_id"]]
+    assert after.json()["items"] == []
+    assert wrong.status_code == 422 and wrong.json()["errors"][0]["field"] == "created_after"
