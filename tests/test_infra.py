@@ -181,6 +181,47 @@ def _caddy_routes() -> dict[str, str]:
     return dict(re.findall(r"handle (\S+) \{\s*reverse_proxy (\S+)", live))
 
 
+def _site(text: str, start: str) -> str:
+    """The body of the site block opening with ``start`` (up to its closing brace at column 0)."""
+    body = text[text.index(start) + len(start) :]
+    return body[: body.index("\n}")]
+
+
+def _size(value: str) -> int:
+    number, unit = re.fullmatch(r"(\d+)(MiB|KiB|MB|KB|B)?", value).groups()  # type: ignore[union-attr]
+    return int(number) * {"MiB": 1 << 20, "KiB": 1 << 10, "MB": 10**6, "KB": 10**3, None: 1, "B": 1}[unit]
+
+
+def test_caddy_publishes_the_public_api_with_the_services_body_limits() -> None:
+    text = (ROOT / "infra" / "Caddyfile").read_text()
+    settings = Settings(_env_file=None)
+    for start in ("{$SWITCHBOARD_DOMAIN} {", "console.{$SWITCHBOARD_DOMAIN} {"):
+        site = "\n".join(
+            line for line in _site(text, start).splitlines() if not line.lstrip().startswith("#")
+        )
+        matchers = dict(re.findall(r"^\s*@(\w+) (.+)$", site, flags=re.M))
+        limits = {
+            name: _size(size) for name, size in re.findall(r"request_body @(\w+) \{\s*max_size (\S+)", site)
+        }
+        upload = next(
+            name
+            for name, rule in matchers.items()
+            if "api/v1/knowledge/documents" in rule and " not " not in f" {rule}"
+        )
+        other = next(
+            name
+            for name, rule in matchers.items()
+            if rule.startswith("not ") and "api/v1/knowledge/documents" in rule
+        )
+        # an upload fits (the limit plus the multipart framing), and no more than 1 MiB above it
+        assert settings.kb_max_upload_bytes < limits[upload] <= settings.kb_max_upload_bytes + (1 << 20), (
+            start
+        )
+        assert limits[other] == settings.max_body_bytes, start
+    api_site = _site(text, "{$SWITCHBOARD_DOMAIN} {")
+    assert api_site.index("handle /api/*") < api_site.index('respond "not found" 404')
+
+
 def test_caddy_serves_the_domain_setting_and_proxies_only_the_public_routes(tmp_path):  # type: ignore[no-untyped-def]
     text = (ROOT / "infra" / "Caddyfile").read_text()
     assert "{$SWITCHBOARD_DOMAIN} {" in text
@@ -190,6 +231,7 @@ def test_caddy_serves_the_domain_setting_and_proxies_only_the_public_routes(tmp_
         "/webhooks/instagram*": "instagram:8102",
         "/media/*": "instagram:8102",
         "/webhooks/gmail*": "gmail:8103",
+        "/api/*": "console:8108",
     }
     compose = _compose()["services"]
     # the console has a host of its own (staff only), its /metrics not published
@@ -201,6 +243,7 @@ def test_caddy_serves_the_domain_setting_and_proxies_only_the_public_routes(tmp_
         service, port = target.split(":")
         assert port in compose[service]["expose"]
     # each public prefix is a route the service has
+    from services.console.main import create_app as console_app
     from services.gmail.main import create_app as gmail_app
     from services.instagram.main import create_app as instagram_app
     from services.whatsapp.main import create_app as whatsapp_app
@@ -208,7 +251,12 @@ def test_caddy_serves_the_domain_setting_and_proxies_only_the_public_routes(tmp_
     settings = Settings(_env_file=None, data_dir=tmp_path)
     paths = {
         name: set(factory(settings).openapi()["paths"])
-        for name, factory in (("whatsapp", whatsapp_app), ("instagram", instagram_app), ("gmail", gmail_app))
+        for name, factory in (
+            ("whatsapp", whatsapp_app),
+            ("instagram", instagram_app),
+            ("gmail", gmail_app),
+            ("console", console_app),
+        )
     }
     for prefix, target in routes.items():
         service = target.split(":")[0]
@@ -309,7 +357,7 @@ def test_terraform_runs_every_service_with_the_compose_command_and_publishes_the
     }
     assert alb == caddy
     outputs = {_unquote(k) for item in blocks["output"] for k in item}
-    assert {"webhook_urls", "migrate_command", "alb_dns_name"} <= outputs
+    assert {"webhook_urls", "api_url", "migrate_command", "alb_dns_name"} <= outputs
 
 
 def test_every_secret_is_in_secrets_manager_and_no_task_generates_one() -> None:

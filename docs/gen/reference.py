@@ -8,7 +8,8 @@
 * :func:`tenant_settings_markdown`: every section of a tenant's settings with each key's type,
   default and docstring (the section models of ``switchboard.tenant_settings`` and the sections the
   channels, guardrails and budgets register);
-* :func:`http_api_markdown`: every route of the orchestrator's HTTP API (its OpenAPI document);
+* :func:`http_api_markdown`: every route of the orchestrator's HTTP API (its OpenAPI document) and of
+  the public API (``/api/v1``, the console service's);
 * :func:`events_markdown`: every event type a tenant's webhook endpoints receive, with the fields of
   its ``data`` (the pydantic models of ``switchboard.events.schemas``).
 
@@ -485,4 +486,37 @@ def http_api_markdown() -> str:
     ]
     for group, rows in groups.items():
         lines += [f"## {group}", "", "| method | path | what it does |", "| --- | --- | --- |", *rows, ""]
-    return "\n".join(lines)
+    return "\n".join(lines + _public_api_lines())
+
+
+def _public_api_lines() -> list[str]:
+    """The public API's section: every ``/api/v1`` operation of the console service, with its scope."""
+    import tempfile
+
+    from switchboard import __version__
+    from switchboard.public_api import public_openapi
+    from switchboard.settings import Settings
+
+    from services.console.main import create_app
+
+    with tempfile.TemporaryDirectory() as data_dir:
+        document = public_openapi(create_app(Settings(data_dir=Path(data_dir))), version=__version__)
+    rows = [
+        f"| `{method.upper()}` | `{path}` | `{operation['operationId']}` | `{operation.get('x-scope', '-')}` | "
+        f"{clean_docstring(operation.get('summary') or '')} |"
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+    ]
+    return [
+        "## Public API (`/api/v1`)",
+        "",
+        "For a business's own systems, served by the console service and published through the proxy:",
+        "a tenant API key with the operation's scope (`Authorization: Bearer sbk_...`), cursor",
+        "pagination, problem errors. How to use it, with examples: [the API page](../api.md); the",
+        "OpenAPI document: `GET /api/v1/openapi.json` (read it at `/api/v1/docs`).",
+        "",
+        "| method | path | operation | scope | what it does |",
+        "| --- | --- | --- | --- | --- |",
+        *rows,
+        "",
+    ]

@@ -156,12 +156,15 @@ resource "aws_lb_listener" "https" {
   }
 }
 
-# Public routes: service -> path patterns (the same as infra/Caddyfile).
+# Public routes: service -> path patterns (the same as infra/Caddyfile). The public API (/api/*) goes
+# to the console service, which serves it; an ALB has no body-size limit, so there the services' own
+# limits (MAX_BODY_BYTES, KB_MAX_UPLOAD_BYTES, counted while a body arrives) are the only ones.
 locals {
   public_routes = {
     whatsapp  = ["/webhooks/whatsapp", "/webhooks/whatsapp/*"]
     instagram = ["/webhooks/instagram", "/webhooks/instagram/*", "/media/*"]
     gmail     = ["/webhooks/gmail", "/webhooks/gmail/*"]
+    console   = ["/api/*"]
   }
 }
 

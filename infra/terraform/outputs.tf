@@ -45,3 +45,8 @@ output "cluster_name" {
   description = "ECS cluster."
   value       = aws_ecs_cluster.this.name
 }
+
+output "api_url" {
+  description = "Base URL of the public API for a business's own systems (tenant API keys); its OpenAPI document is at /api/v1/openapi.json."
+  value       = "https://${var.domain_name}/api/v1"
+}

@@ -661,6 +661,9 @@ class ConsoleSettings(BaseSettings):
     console_stream_check_s: float = Field(5.0, gt=0, le=300)
     """How often an open live-event stream of the console re-checks its session (seconds, default 5):
     after logout, session expiry, deactivation or a password change the stream ends within this time."""
+    api_key_requests_per_minute: int = Field(600, ge=1)
+    """Requests one tenant API key may make to the public API (``/api/v1``) per minute (integer, default
+    600); past it the API answers 429 with ``Retry-After`` until the minute ends."""
     console_invite_ttl_s: int = Field(72 * 3600, ge=300)
     """How long an invitation link to the console works (seconds, default 259200: 72 hours); resending
     makes a new link and the old one stops working at once."""

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from switchboard.cli.output import Output, OutputOpt, QuietOpt, print_rows
 from switchboard.cli.root import agents_app
 from switchboard.cli.runner import TenantOpt, friendly_errors, run_db, run_in_session
 
@@ -64,7 +65,7 @@ def agents_add(
 
 @agents_app.command("list")
 @friendly_errors
-def agents_list(tenant: TenantOpt) -> None:
+def agents_list(tenant: TenantOpt, output: OutputOpt = Output.table, quiet: QuietOpt = False) -> None:
     """List agents: name, phone, status, open conversations, total conversations."""
     from switchboard.handoff import list_agents
     from switchboard.tenants import get_tenant
@@ -72,7 +73,12 @@ def agents_list(tenant: TenantOpt) -> None:
     async def work(session: Any) -> Any:
         return await list_agents(session, tenant_id=(await get_tenant(session, tenant)).id)
 
-    for agent in run_in_session(work):
+    agents = run_in_session(work)
+    if output != Output.table or quiet:
+        columns = ["id", "name", "phone", "status", "current_load", "total_conversations"]
+        print_rows([a.model_dump() for a in agents], columns=columns, output=output, quiet=quiet)
+        return
+    for agent in agents:
         typer.echo(
             f"{agent.name:<24} +{agent.phone:<16} {agent.status:<8} "
             f"open={agent.current_load} total={agent.total_conversations}"

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from switchboard.cli.output import Output, OutputOpt, print_rows
 from switchboard.cli.root import conversations_app
 from switchboard.cli.runner import TenantOpt, fail, friendly_errors, human_duration, run_in_session, shorten
 
@@ -29,6 +30,10 @@ def conversations_list(
     limit: Annotated[
         int, typer.Option(min=1, max=1000, help="At most this many, newest activity first.")
     ] = 50,
+    output: OutputOpt = Output.table,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", help="Only the ids, one a line (-q is --search here).")
+    ] = False,
 ) -> None:
     """List conversations, newest activity first: id, channel, mode, customer, last message."""
     from switchboard.console.inbox import InboxFilters, Mode, list_inbox
@@ -45,6 +50,21 @@ def conversations_list(
         return await list_inbox(session, tenant_id=tenant_row.id, filters=filters, limit=limit)
 
     rows = run_in_session(work)
+    if output != Output.table or quiet:
+        columns = [
+            "id",
+            "last_at",
+            "channel",
+            "mode",
+            "customer",
+            "last_from",
+            "last_text",
+            "assigned_to",
+            "unread",
+        ]
+        found = [{**vars(row), "id": row.conversation_id, "mode": row.mode.value} for row in rows]
+        print_rows(found, columns=columns, output=output, quiet=quiet)
+        return
     if not rows:
         typer.echo("no conversations match")
         return

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from switchboard.cli.output import Output, OutputOpt, QuietOpt, print_rows
 from switchboard.cli.root import leads_app, webhooks_app
 from switchboard.cli.runner import TenantOpt, friendly_errors, run_db, run_in_session
 
@@ -21,6 +22,8 @@ def leads_list(
     tenant: TenantOpt,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="How many, newest first.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    output: OutputOpt = Output.table,
+    quiet: QuietOpt = False,
 ) -> None:
     """List leads: when, consent, where it came from (intent check or tool), interest and summary."""
     from switchboard.leads import list_leads
@@ -31,6 +34,10 @@ def leads_list(
         return await list_leads(session, tenant_id=tenant_row.id, limit=limit)
 
     leads = run_in_session(work)
+    if output != Output.table or quiet:
+        columns = ["id", "created_at", "consent", "source", "detected_by", "interest", "summary", "status"]
+        print_rows([lead.model_dump() for lead in leads], columns=columns, output=output, quiet=quiet)
+        return
     if not leads:
         typer.echo("no leads yet")
     for lead in leads:
@@ -75,7 +82,7 @@ def webhooks_add(
 
 @webhooks_app.command("list")
 @friendly_errors
-def webhooks_list(tenant: TenantOpt) -> None:
+def webhooks_list(tenant: TenantOpt, output: OutputOpt = Output.table, quiet: QuietOpt = False) -> None:
     """List endpoints: id, state (a disabled one says why), failures in a row, URL, events."""
     from switchboard.events.endpoints import list_endpoints
     from switchboard.tenants import get_tenant
@@ -84,6 +91,18 @@ def webhooks_list(tenant: TenantOpt) -> None:
         return await list_endpoints(session, tenant_id=(await get_tenant(session, tenant)).id)
 
     endpoints = run_in_session(work)
+    if output != Output.table or quiet:
+        columns = [
+            "id",
+            "url",
+            "event_types",
+            "is_active",
+            "consecutive_failures",
+            "disabled_reason",
+            "created_at",
+        ]
+        print_rows([e.model_dump() for e in endpoints], columns=columns, output=output, quiet=quiet)
+        return
     if not endpoints:
         typer.echo("no endpoints")
     for e in endpoints:

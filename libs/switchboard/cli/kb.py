@@ -17,6 +17,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from switchboard.cli.output import Output, OutputOpt, QuietOpt, print_rows
 from switchboard.cli.root import kb_app
 from switchboard.cli.runner import TenantOpt, fail, friendly_errors, run_db, shorten
 
@@ -214,7 +215,7 @@ def kb_graph(
 
 @kb_app.command("list")
 @friendly_errors
-def kb_list(tenant: TenantOpt) -> None:
+def kb_list(tenant: TenantOpt, output: OutputOpt = Output.table, quiet: QuietOpt = False) -> None:
     """List documents under a header line: id, status, active, chunks, embedding model, filename (and
     the error if failed).
 
@@ -228,6 +229,19 @@ def kb_list(tenant: TenantOpt) -> None:
             return await list_sources(session, tenant_id=row.id)
 
     sources = _run(work)
+    if output != Output.table or quiet:
+        columns = [
+            "id",
+            "filename",
+            "status",
+            "is_active",
+            "chunk_count",
+            "embedding_model",
+            "error",
+            "created_at",
+        ]
+        print_rows([s.model_dump() for s in sources], columns=columns, output=output, quiet=quiet)
+        return
     if not sources:
         typer.echo("no documents (add some with `switchboard kb add FILE... --tenant ...`)", err=True)
         return

@@ -26,6 +26,7 @@ __all__ = [
     "db_app",
     "kb_app",
     "keys_app",
+    "api_keys_app",
     "leads_app",
     "webhooks_app",
     "queue_app",
@@ -88,6 +89,10 @@ webhooks_app = typer.Typer(
     no_args_is_help=True,
 )
 keys_app = typer.Typer(help="Encryption keys of the stored credentials.", no_args_is_help=True)
+api_keys_app = typer.Typer(
+    help="Tenant API keys for the public API (/api/v1): create (shown once), list, revoke.",
+    no_args_is_help=True,
+)
 users_app = typer.Typer(
     help="Web console users: platform admins (every tenant), tenant admins and agents (the inbox).",
     no_args_is_help=True,
@@ -122,6 +127,7 @@ for _group, _name in (
     (kb_app, "kb"),
     (agents_app, "agents"),
     (keys_app, "keys"),
+    (api_keys_app, "api-keys"),
     (users_app, "users"),
     (conversations_app, "conversations"),
     (leads_app, "leads"),
@@ -162,7 +168,8 @@ COMMAND_MODULES = (
     *(
         f"switchboard.cli.{name}"
         for name in (
-            "agents channels conversations db evals events kb keys queue settings simulate system tenants tools users"
+            "agents api_keys channels conversations db evals events kb keys queue settings simulate system tenants tools "
+            "users"
         ).split()
     ),
 )

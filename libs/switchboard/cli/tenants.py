@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from switchboard.cli.output import Output, OutputOpt, QuietOpt, print_rows
 from switchboard.cli.root import tenant_app
 from switchboard.cli.runner import friendly_errors, run_in_session
 
@@ -36,9 +37,14 @@ def tenant_create(
 
 @tenant_app.command("list")
 @friendly_errors
-def tenant_list() -> None:
+def tenant_list(output: OutputOpt = Output.table, quiet: QuietOpt = False) -> None:
     """List tenants: slug, id, name."""
     from switchboard.tenants import list_tenants
 
-    for tenant in run_in_session(list_tenants):
+    tenants = run_in_session(list_tenants)
+    if output != Output.table or quiet:
+        rows = [{"id": t.id, "slug": t.slug, "name": t.name, "created_at": t.created_at} for t in tenants]
+        print_rows(rows, columns=["id", "slug", "name", "created_at"], output=output, quiet=quiet)
+        return
+    for tenant in tenants:
         typer.echo(f"{tenant.slug:<20} {tenant.id}  {tenant.name}")

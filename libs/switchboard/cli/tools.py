@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from switchboard.cli.output import Output, OutputOpt, QuietOpt, print_rows
 from switchboard.cli.root import data_app, tools_app
 from switchboard.cli.runner import TenantOpt, friendly_errors, run_in_session
 
@@ -77,11 +78,25 @@ def _for_tenant(tenant: str, change: Callable[[Any, Any], Awaitable[Any]]) -> An
 
 @tools_app.command("list")
 @friendly_errors
-def tools_list(tenant: TenantOpt) -> None:
-    """List the tools of a tenant: name, enabled, read/write, configuration."""
+def tools_list(tenant: TenantOpt, output: OutputOpt = Output.table, quiet: QuietOpt = False) -> None:
+    """List the tools of a tenant: name, enabled, read/write, configuration (``-q``: the names)."""
     from switchboard.tools.toolbox import list_assignments
 
-    for item in _for_tenant(tenant, list_assignments):
+    items = _for_tenant(tenant, list_assignments)
+    if output != Output.table or quiet:
+        rows = [
+            {"tool_name": i.tool_name, "enabled": i.enabled, "kind": i.kind, "custom_config": i.custom_config}
+            for i in items
+        ]
+        print_rows(
+            rows,
+            columns=list(rows[0]) if rows else ["tool_name"],
+            output=output,
+            quiet=quiet,
+            id_column="tool_name",
+        )
+        return
+    for item in items:
         state = "enabled " if item.enabled else "disabled"
         typer.echo(f"{item.tool_name:<24} {state} {item.kind or '?':<5} {json.dumps(item.custom_config)}")
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from switchboard.cli.output import Output, OutputOpt, QuietOpt, print_rows
 from switchboard.cli.root import users_app
 from switchboard.cli.runner import command_settings, fail, friendly_errors, run_in_session
 
@@ -109,6 +110,8 @@ def users_invite(
 @friendly_errors
 def users_list(
     tenant: Annotated[str | None, typer.Option("--tenant", "-t", help="Only this tenant's users.")] = None,
+    output: OutputOpt = Output.table,
+    quiet: QuietOpt = False,
 ) -> None:
     """List console users: e-mail, role, tenant, active, last login."""
     from sqlmodel import select
@@ -123,7 +126,27 @@ def users_list(
         slugs = {t.id: t.slug for t in (await session.exec(select(Tenant))).all()}
         return [(u, slugs.get(u.tenant_id, "-")) for u in users]
 
-    for user, slug in run_in_session(work):
+    found = run_in_session(work)
+    if output != Output.table or quiet:
+        rows = [
+            {
+                "id": u.id,
+                "email": u.email,
+                "role": u.role,
+                "tenant": slug,
+                "active": u.is_active,
+                "last_login_at": u.last_login_at,
+            }
+            for u, slug in found
+        ]
+        print_rows(
+            rows,
+            columns=["id", "email", "role", "tenant", "active", "last_login_at"],
+            output=output,
+            quiet=quiet,
+        )
+        return
+    for user, slug in found:
         last = user.last_login_at.strftime("%Y-%m-%d %H:%M") if user.last_login_at else "never"
         state = "active" if user.is_active else "disabled"
         typer.echo(f"{user.email:<36} {user.role:<15} {slug:<20} {state:<8} last login {last}")

@@ -8,6 +8,8 @@
 * :mod:`~switchboard.console.live`: Redis pub/sub → server-sent events.
 * :mod:`~switchboard.console.people_pages`: the People page and the invitation link's page.
 * :mod:`~switchboard.console.checklist`: the setup checklist of a tenant's home page.
+* :mod:`~switchboard.console.api_keys_pages`: the API keys page and its admin API.
+* :mod:`~switchboard.console.public_routes`: the public API's resources (``/api/v1``, tenant API keys).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ __all__ = ["console_routers", "install_console", "register_nav"]
 
 
 def console_routers() -> list[APIRouter]:
-    """The console service's routers: the pages, then the conversations admin API."""
+    """The console service's routers: the pages, the admin API's routes it serves, and the public API."""
     from switchboard.analytics.routes import analytics_admin_router
     from switchboard.console.analytics_pages import analytics_pages_router
     from switchboard.console.api import conversations_admin_router
@@ -29,11 +31,12 @@ def console_routers() -> list[APIRouter]:
     from switchboard.console.pages import pages_router
     from switchboard.console.people_pages import people_pages_router
     from switchboard.console.platform_pages import platform_pages_router
+    from switchboard.console.public_routes import public_routers
     from switchboard.console.settings_pages import settings_pages_router
     from switchboard.knowledge.routes import knowledge_admin_router
     from switchboard.tenant_config.routes import settings_admin_router
 
-    return [
+    routers = [
         pages_router,
         conversation_pages_router,
         conversations_admin_router,
@@ -48,6 +51,10 @@ def console_routers() -> list[APIRouter]:
         channel_pages_router,
         people_pages_router,
     ]
+    # imported after the People page (its import adds the menu entry): "API keys" follows "People"
+    from switchboard.console.api_keys_pages import api_keys_admin_router, api_keys_pages_router
+
+    return [*routers, api_keys_pages_router, api_keys_admin_router, *public_routers()]
 
 
 def __getattr__(name: str) -> object:

@@ -49,6 +49,7 @@ __all__ = [
     "list_inbox",
     "conversation_view",
     "mark_read",
+    "sender_of",
     "INBOX_LIMIT",
 ]
 
@@ -290,7 +291,9 @@ class ConversationView:
     """Whether the customer wrote within the channel's service window (``None``: the channel has none)."""
 
 
-def _sender(row: Message) -> tuple[str, str]:
+def sender_of(row: Message) -> tuple[str, str]:
+    """Who wrote a thread row: ``(kind, name)``, kind ``customer``, ``ai``, ``human`` or ``system`` (a
+    note about the conversation, e.g. a hand-back, kept for the model's history)."""
     proxy = row.proxy_metadata or {}
     if row.kind == "system" or row.role == MessageRole.system.value:
         return "system", "system"
@@ -386,7 +389,7 @@ async def conversation_view(
             continue  # the model's tool-call step: shown inside the turn, not as a message
         if row.direction == MessageDirection.outbound.value and row.role == MessageRole.user.value:
             continue
-        who, name = _sender(row)
+        who, name = sender_of(row)
         message = ThreadMessage(
             id=row.id, kind_of_sender=who, sender_name=name, text=row.text or "", kind=row.kind,
             media=[{**m, "index": i, "kind": m.get("kind") or row.kind} for i, m in enumerate(row.media or [])

@@ -43,7 +43,15 @@ from switchboard.knowledge.upload_form import read_files, upload_body_bytes
 from switchboard.observability import get_logger
 from switchboard.runtime.resources import Resources
 
-__all__ = ["knowledge_admin_router"]
+__all__ = [
+    "knowledge_admin_router",
+    "accept_upload",
+    "rejection_status",
+    "DocumentPublic",
+    "HitPublic",
+    "UploadResult",
+    "UPLOAD_BODY",
+]
 
 log = get_logger(__name__)
 
@@ -157,7 +165,7 @@ async def _document(session: AsyncSession, tenant: Tenant, document_id: uuid.UUI
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no document {document_id}") from None
 
 
-_UPLOAD_BODY = {
+UPLOAD_BODY = {
     "required": True,
     "content": {
         "multipart/form-data": {
@@ -186,7 +194,7 @@ _UPLOAD_BODY = {
     response_model=UploadResult,
     # after the router's caller check: only an authenticated caller's body is read past the default
     dependencies=[Depends(body_allowance(upload_body_bytes))],
-    openapi_extra={"requestBody": _UPLOAD_BODY},
+    openapi_extra={"requestBody": UPLOAD_BODY},
 )
 async def upload_document(
     request: Request,
@@ -195,7 +203,27 @@ async def upload_document(
     settings: SettingsDep,
     resources: ResourcesDep,
 ) -> UploadResult:
-    tenant_id = tenant.id  # a rollback expires ORM objects: keep the id
+    try:
+        return await accept_upload(request, session, settings, resources, tenant_id=tenant.id)
+    except DocumentRejected as exc:
+        raise HTTPException(rejection_status(exc), {"reason": exc.reason, "message": str(exc)}) from None
+
+
+def rejection_status(exc: DocumentRejected) -> int:
+    """The HTTP status of a refused upload: 413 too large, 415 unsupported type, else 422."""
+    return _REJECTION_STATUS.get(exc.reason, status.HTTP_422_UNPROCESSABLE_CONTENT)
+
+
+async def accept_upload(
+    request: Request, session: AsyncSession, settings: Any, resources: Resources, *, tenant_id: uuid.UUID
+) -> UploadResult:
+    """Read the request's multipart field ``file`` (at most ``KB_MAX_UPLOAD_BYTES``), store it and queue
+    its ingestion; the admin API and the public API both upload through this. The caller was checked
+    and allowed the body (:func:`~switchboard.body_limit.body_allowance`) before.
+
+    Raises:
+        DocumentRejected: no file, too large, unsupported, unreadable (nothing stored, rolled back).
+    """
     limit = settings.kb_max_upload_bytes
     try:
         files = await read_files(request, "file", max_files=1)
@@ -213,8 +241,7 @@ async def upload_document(
     except DocumentRejected as exc:
         await session.rollback()
         log.warning("knowledge_upload_rejected", tenant_id=str(tenant_id), reason=exc.reason, error=str(exc))
-        code = _REJECTION_STATUS.get(exc.reason, status.HTTP_422_UNPROCESSABLE_CONTENT)
-        raise HTTPException(code, {"reason": exc.reason, "message": str(exc)}) from None
+        raise
     job_id = None
     if outcome.needs_ingest and resources.redis is not None:
         job_id = await enqueue_ingest(resources.redis, outcome.source)

@@ -3,7 +3,7 @@ the admin API both authenticate through (it imports neither).
 
 * :mod:`~switchboard.users.accounts`: users, roles, argon2 passwords, sign-in, tenant access.
 * :mod:`~switchboard.users.sessions`: server-side sessions and their CSRF tokens.
-* :mod:`~switchboard.users.tokens`: per-user API tokens (``sbu_...``).
+* :mod:`~switchboard.users.tokens`: per-user API tokens (``sbu_...``) and tenant API keys (``sbk_...``).
 * :mod:`~switchboard.users.limits`: the login rate limit in Redis.
 * :mod:`~switchboard.users.invites`: invitation links, turning accounts off and on.
 * :mod:`~switchboard.users.mail`: invitation e-mails through the SMTP server of the settings.
@@ -55,10 +55,19 @@ from switchboard.users.sessions import (
     start_session,
 )
 from switchboard.users.tokens import (
+    API_KEY_PREFIX,
+    API_SCOPES,
     API_TOKEN_PREFIX,
+    Credential,
+    CredentialNotFound,
+    UnknownScope,
     active_api_tokens,
     create_api_token,
+    create_tenant_key,
+    key_for_token,
+    list_credentials,
     revoke_api_tokens,
+    revoke_credential,
     user_for_api_token,
 )
 
@@ -93,6 +102,15 @@ __all__ = [
     "active_api_tokens",
     "revoke_api_tokens",
     "user_for_api_token",
+    "API_KEY_PREFIX",
+    "API_SCOPES",
+    "Credential",
+    "CredentialNotFound",
+    "UnknownScope",
+    "create_tenant_key",
+    "key_for_token",
+    "list_credentials",
+    "revoke_credential",
     "may_access_tenant",
     "csrf_matches",
     "generate_password",

@@ -19,6 +19,7 @@ from switchboard.db.models.console import (
     ConsoleUser,
     ConversationRead,
     Role,
+    TenantApiKey,
 )
 from switchboard.db.models.conversations import (
     ActorType,
@@ -62,6 +63,7 @@ __all__ = [
     "ConsoleSession",
     "ConsoleUser",
     "ConsoleInvite",
+    "TenantApiKey",
     "ConversationRead",
     "Role",
     "Feedback",

@@ -9,7 +9,13 @@ from enum import StrEnum
 from sqlalchemy import CheckConstraint, DateTime, Index, String, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from switchboard.db.models.base import created_at_field, id_field, optional_time_field, updated_at_field
+from switchboard.db.models.base import (
+    created_at_field,
+    id_field,
+    jsonb_list_field,
+    optional_time_field,
+    updated_at_field,
+)
 
 
 class Role(StrEnum):
@@ -84,6 +90,35 @@ class ApiToken(SQLModel, table=True):
     token_hash: str = Field(max_length=64)
     """SHA-256 hex of the token (shown once when created: ``sbu_...``)."""
     created_at: datetime = created_at_field()
+    last_used_at: datetime | None = optional_time_field()
+    revoked_at: datetime | None = optional_time_field()
+
+
+class TenantApiKey(SQLModel, table=True):
+    """A tenant's key for the public API (``/api/v1``): the tenant's own systems (a shop, a CRM) call with
+    it, limited to its ``scopes``; no user acts through it.
+
+    The key is shown once when created (``sbk_...``); the row keeps its first characters (``prefix``, to
+    tell keys apart in lists) and the SHA-256 of the whole key. It works until ``expires_at`` (none: no
+    expiry) and not after ``revoked_at``.
+    """
+
+    __tablename__ = "tenant_api_keys"
+    __table_args__ = (UniqueConstraint("token_hash", name="uq_tenant_api_keys_hash"),)
+
+    id: uuid.UUID = id_field()
+    tenant_id: uuid.UUID = Field(foreign_key="tenants.id", index=True, ondelete="CASCADE")
+    name: str = Field(default="", max_length=100)
+    prefix: str = Field(max_length=16)
+    """The key's first characters (``sbk_`` and 8 more), shown in lists."""
+    token_hash: str = Field(max_length=64)
+    """SHA-256 hex of the whole key."""
+    scopes: list[str] = jsonb_list_field()
+    """What the key may do (:data:`switchboard.users.tokens.API_SCOPES`), e.g. ``["conversations:read"]``."""
+    created_by_id: uuid.UUID | None = Field(default=None, foreign_key="console_users.id", ondelete="SET NULL")
+    """Who created it; ``None`` when made from the command line or after that user is deleted."""
+    created_at: datetime = created_at_field()
+    expires_at: datetime | None = optional_time_field()
     last_used_at: datetime | None = optional_time_field()
     revoked_at: datetime | None = optional_time_field()
 
