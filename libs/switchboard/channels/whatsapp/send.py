@@ -249,15 +249,48 @@ class GraphClient:
         to: str,
         name: str,
         language: str,
+        components: list[dict] | None = None,
         tracker: str | None = None,
     ) -> str:
-        """Send an approved template without parameters (the only way to write outside the 24-hour window).
+        """Send an approved template (the only way to write outside the 24-hour window), with the
+        ``components`` that fill it (:func:`switchboard.channels.whatsapp.templates.fill_template`).
 
         Raises:
             GraphSendError: as :meth:`send_text`.
         """
-        body = {"to": to, "type": "template", "template": {"name": name, "language": {"code": language}}}
+        template: dict = {"name": name, "language": {"code": language}}
+        if components:
+            template["components"] = components
+        body = {"to": to, "type": "template", "template": template}
         return await self._send(phone_number_id, token, body, tracker)
+
+    async def list_templates(self, *, waba_id: str, token: str, max_pages: int = 50) -> list[dict]:
+        """``GET /{version}/{waba_id}/message_templates``, every page (``paging.cursors.after``) up to
+        ``max_pages`` of 100: Meta's template objects (``name``, ``language``, ``status``, ``category``,
+        ``components``...).
+
+        Raises:
+            GraphSendError: Meta refused (token, permission) or could not be reached.
+        """
+        url = f"{self.base_url}/{self.api_version}/{waba_id}/message_templates"
+        params: dict[str, str] = {"limit": "100"}
+        out: list[dict] = []
+        for _ in range(max_pages):
+            try:
+                response = await self._client.get(
+                    url, params=params, headers={"Authorization": f"Bearer {token}"}
+                )
+            except httpx.HTTPError as exc:
+                raise GraphSendError(
+                    f"network error: {type(exc).__name__}", code=None, http_status=None, is_transient=True
+                ) from exc
+            data = self._check(response)
+            out += [item for item in data.get("data") or [] if isinstance(item, dict)]
+            after = ((data.get("paging") or {}).get("cursors") or {}).get("after")
+            if not (data.get("paging") or {}).get("next") or not after:
+                break
+            params = {"limit": "100", "after": str(after)}
+        return out
 
     async def mark_read(self, *, phone_number_id: str, token: str, message_id: str) -> None:
         """Mark an inbound message as read (blue ticks).
