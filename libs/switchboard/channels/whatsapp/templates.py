@@ -44,7 +44,9 @@ __all__ = [
     "fill_template",
     "find_template",
     "list_templates",
+    "refresh_account_templates",
     "refresh_templates",
+    "refusal_of",
     "store_templates",
     "template_summary",
 ]
@@ -141,7 +143,7 @@ def template_summary(template: WhatsAppTemplate) -> dict[str, Any]:
         "body_text": str(body.get("text") or ""),
         "body_values": body_placeholders(template),
         "button_values": len(_url_buttons(template.components)),
-        "refreshed_at": template.refreshed_at,
+        "refreshed_at": template.created_at,
     }
 
 
@@ -390,7 +392,7 @@ def _row_of(account: ChannelAccount, waba_id: str, item: dict[str, Any]) -> What
         parameter_format=str(item.get("parameter_format") or "POSITIONAL")[:16],
         components=[c for c in components if isinstance(c, dict)],
         external_id=str(item.get("id") or ""),
-        refreshed_at=utcnow(),
+        created_at=utcnow(),
     )
 
 
@@ -443,3 +445,45 @@ async def refresh_templates(
     log.info("whatsapp_templates_refreshed", tenant_id=str(account.tenant_id), account_id=str(account.id),
              templates=len(rows))  # fmt: skip
     return rows
+
+
+async def refresh_account_templates(
+    session: AsyncSession, settings: Any, *, account: ChannelAccount, waba_id: str | None,
+    transport: Any = None,
+) -> list[WhatsAppTemplate]:  # fmt: skip
+    """:func:`refresh_templates` with the account's own Graph API root and token (what the console,
+    the API and the CLI call); the caller commits.
+
+    Raises:
+        TemplateRefused: as :func:`refresh_templates`.
+        GraphSendError: as :func:`refresh_templates`.
+    """
+    from switchboard.channels.accounts import access_token_of
+    from switchboard.channels.whatsapp.send import GraphClient
+    from switchboard.crypto import CredentialCipher
+
+    token = access_token_of(account, CredentialCipher.from_settings(settings)) or "sandbox-token"
+    graph = GraphClient(
+        settings.channel_api_base_url("whatsapp", account.api_base_url), settings.whatsapp_api_version,
+        timeout_s=settings.whatsapp_send_timeout_s, transport=transport,
+    )  # fmt: skip
+    try:
+        return await refresh_templates(session, account=account, waba_id=waba_id, graph=graph, token=token)
+    finally:
+        await graph.aclose()
+
+
+def refusal_of(exc: Exception) -> str:
+    """A Graph API failure of a refresh in words a tenant reads (never Meta's internals)."""
+    code = getattr(exc, "code", None)
+    if code == 190:
+        return (
+            "WhatsApp refused the number's access token: it expired or was revoked; connect the number again"
+        )
+    if code in (10, 200):
+        return "the access token may not read message templates (it needs whatsapp_business_management)"
+    if code == 100:
+        return "WhatsApp does not know this business account id, or the number's token cannot see it"
+    if getattr(exc, "is_transient", False):
+        return "WhatsApp could not be reached; try again in a minute"
+    return "WhatsApp refused to list the templates"

@@ -115,4 +115,5 @@ class WhatsAppTemplate(TenantOwned, table=True):
     components: list[dict[str, Any]] = jsonb_list_field()
     """Meta's ``components`` (``HEADER``, ``BODY``, ``FOOTER``, ``BUTTONS``) as listed."""
     external_id: str = Field(default="", sa_type=Text)
-    refreshed_at: datetime = created_at_field()
+    created_at: datetime = created_at_field()
+    """When this row was stored: the refresh that listed it."""

@@ -47,7 +47,7 @@ def upgrade() -> None:
         sa.Column("components", JSONB(), nullable=False, server_default=sa.text("'[]'::jsonb")),
         sa.Column("external_id", sa.Text(), nullable=False, server_default=""),
         sa.Column(
-            "refreshed_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.text("now()")
+            "created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.text("now()")
         ),
         sa.UniqueConstraint(
             "channel_account_id", "name", "language", name="uq_whatsapp_templates_account_name_lang"
