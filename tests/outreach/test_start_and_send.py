@@ -237,3 +237,61 @@ async def test_a_person_s_send_obeys_the_window_and_the_conversation(templated, 
     with pytest.raises(OutreachRefused, match="the conversation is closed") as closed:
         await _send(sessions, templated.tenant.id, started.conversation_id, template=ORDER)
     assert (closed.value.status, closed.value.code) == (409, "conversation_closed")
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 200
+PDF = b"%PDF-1.7\n" + b"x" * 300
+
+
+async def test_an_image_and_a_pdf_are_uploaded_to_whatsapp_and_sent_from_the_outbox(
+    templated, sessions, deliveries, graph_sandbox, make_settings
+) -> None:  # type: ignore[no-untyped-def]
+    from switchboard.channels.whatsapp.templates import upload_media
+    from switchboard.outreach.sends import send_attachment
+
+    settings = make_settings()
+    started = await _start(sessions, templated.tenant.id, phone=random_phone(), template=ORDER)
+    await _set_last_customer_message(sessions, started.conversation_id, timedelta(minutes=1))
+
+    async def upload(account, data, mime, name):  # type: ignore[no-untyped-def]
+        return await upload_media(settings, account, data, mime, name)
+
+    for data, name, caption in ((PNG, "photo.png", "Your parcel"), (PDF, "../invoice 1042.pdf", None)):
+        async with sessions() as session:
+            sent = await send_attachment(session, tenant_id=templated.tenant.id, conversation_id=started.conversation_id,
+                                         data=data, filename=name, caption=caption, upload=upload, max_bytes=10**7)  # fmt: skip
+            await session.commit()
+        assert sent.via == ("image" if data is PNG else "document")
+    await deliver(deliveries, DeliveryScope(conversation_id=started.conversation_id))
+    media = [
+        r["body"]
+        for r in await sent_by(graph_sandbox[0], templated.phone_number_id)
+        if r["type"] in ("image", "document")
+    ]
+    assert [m["type"] for m in media] == ["image", "document"]
+    assert (
+        media[0]["image"]["caption"] == "Your parcel"
+        and media[1]["document"]["filename"] == ".._invoice 1042.pdf"
+    )
+    assert graph_sandbox[1].media[media[0]["image"]["id"]] == (PNG, "image/png")
+    assert graph_sandbox[1].media[media[1]["document"]["id"]] == (PDF, "application/pdf")
+
+
+@pytest.mark.parametrize(
+    ("data", "max_bytes", "status", "code"),
+    [
+        (b"GIF89a" + b"\x00" * 50, 10**7, 415, "unsupported_media_type"),
+        (b"just text, named photo.png", 10**7, 415, "unsupported_media_type"),
+        (b"", 10**7, 415, "unsupported_media_type"),
+        (PNG + b"\x00" * 5 * 1024 * 1024, 10**8, 413, "body_too_large"),
+        (PDF, 100, 413, "body_too_large"),
+    ],
+)
+def test_attachments_are_checked_by_their_content_and_size(
+    data: bytes, max_bytes: int, status: int, code: str
+) -> None:
+    from switchboard.outreach.sends import check_attachment
+
+    with pytest.raises(OutreachRefused) as refused:
+        check_attachment(data, max_bytes=max_bytes)
+    assert (refused.value.status, refused.value.code) == (status, code)

@@ -174,3 +174,42 @@ async def test_a_webhook_secret_is_rotated_with_an_overlap(
         row = await session.get(WebhookEndpoint, endpoint.id)
         assert signing_secrets(row, cipher) == [new, old]
     assert (too_long.status_code, too_long.json()["code"]) == (422, "invalid_request")
+
+
+async def test_an_attachment_is_checked_by_its_content_and_sent_inside_the_window(
+    outreach_api, make_key, wa_tenant, sessions
+) -> None:  # type: ignore[no-untyped-def]
+    from datetime import timedelta
+
+    from sqlalchemy import update
+    from switchboard.db.models import Conversation, utcnow
+
+    key = await make_key(wa_tenant.tenant, scopes=["messages:write"])
+    async with outreach_api(key) as client:
+        await _refresh(client)
+        started = (
+            await client.post("/api/v1/conversations", json={"phone": random_phone(), "template": ORDER})
+        ).json()
+        url = f"/api/v1/conversations/{started['conversation_id']}/attachments"
+        png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 100
+        outside = await client.post(url, files={"file": ("p.png", png, "image/png")})
+        async with sessions() as session, session.begin():
+            await session.exec(update(Conversation).where(Conversation.id == started["conversation_id"])
+                               .values(last_customer_message_at=utcnow() - timedelta(minutes=2)))  # fmt: skip
+        disguised = await client.post(url, files={"file": ("p.png", b"MZ\x90\x00 not an image", "image/png")})
+        sent = await client.post(
+            url, files={"file": ("p.png", png, "image/png")}, data={"caption": "Your parcel"}
+        )
+    assert (outside.status_code, outside.json()["code"]) == (409, "outside_customer_service_window")
+    assert (disguised.status_code, disguised.json()["code"]) == (415, "unsupported_media_type")
+    assert sent.status_code == 202 and sent.json()["via"] == "image"
+    async with sessions() as session:
+        rows = (
+            await session.exec(select(Outbox).where(Outbox.conversation_id == started["conversation_id"]))
+        ).all()
+    [image] = [r.payload for r in rows if r.payload["type"] == "media"]
+    assert (image["media"][0]["kind"], image["media"][0]["mime"], image["media"][0]["caption"]) == (
+        "image",
+        "image/png",
+        "Your parcel",
+    )

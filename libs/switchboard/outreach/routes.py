@@ -5,6 +5,7 @@
   (``refreshTemplates``);
 * ``POST /api/v1/conversations`` (``startConversation``): a customer by phone, a template or free text;
 * ``POST /api/v1/conversations/{id}/messages`` (``sendMessage``): text, buttons, a list or a template;
+* ``POST /api/v1/conversations/{id}/attachments`` (``sendAttachment``): an image or a PDF, by upload;
 * ``POST /api/v1/webhooks/{id}/rotate-secret`` (``rotateWebhookSecret``).
 """
 
@@ -14,11 +15,12 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 from sqlmodel import select
 
 from switchboard.api.deps import ResourcesDep, SessionDep, SettingsDep
+from switchboard.body_limit import allow_body
 from switchboard.channels.whatsapp.send import GraphSendError
 from switchboard.channels.whatsapp.templates import (
     TemplateRefused,
@@ -26,6 +28,7 @@ from switchboard.channels.whatsapp.templates import (
     refresh_account_templates,
     refusal_of,
     template_summary,
+    upload_media,
 )
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, WebhookEndpoint, WhatsAppTemplate
@@ -37,7 +40,14 @@ from switchboard.events.endpoints import (
 )
 from switchboard.observability import get_logger
 from switchboard.outbox.jobs import deliver_soon
-from switchboard.outreach.sends import OutreachRefused, Sent, TemplateChoice, send_message, start_conversation
+from switchboard.outreach.sends import (
+    OutreachRefused,
+    Sent,
+    TemplateChoice,
+    send_attachment,
+    send_message,
+    start_conversation,
+)
 from switchboard.public_api import (
     PROBLEM_TITLES,
     ApiCaller,
@@ -238,7 +248,7 @@ class SentPublic(BaseModel):
     conversation_id: uuid.UUID
     customer_id: uuid.UUID
     customer_created: bool
-    via: Literal["template", "text", "interactive"]
+    via: Literal["template", "text", "interactive", "image", "document"]
     status: Literal["queued"] = Field(
         "queued", description="Delivery statuses follow as events (`message.*`)."
     )
@@ -310,6 +320,41 @@ async def send_message_route(
             session, tenant_id=caller.tenant.id, conversation_id=conversation_id, text=body.text,
             interactive=body.interactive, template=body.template.choice() if body.template else None,
             sender=_sender(caller),
+        )  # fmt: skip
+    except OutreachRefused as exc:
+        await session.rollback()
+        raise _problem(exc) from None
+    await session.commit()
+    await deliver_soon(resources.redis, sent.conversation_id, source="api")
+    return SentPublic.of(sent)
+
+
+@conversations_router.post(
+    "/{conversation_id}/attachments", operation_id="sendAttachment", status_code=202, response_model=SentPublic,
+    summary="Send an image or a PDF into a WhatsApp conversation as a person",
+    responses=problem_responses(404, 409, 413, 415, 502),
+    description="Multipart form: `file` (a JPEG or PNG image up to 5 MB, or a PDF up to 100 MB, capped by "
+    "the platform's media limit; the file's content decides its type) and an optional `caption`. Inside "
+    "the 24-hour window only, as any free-form message.",
+)  # fmt: skip
+async def send_attachment_route(
+    conversation_id: uuid.UUID, request: Request, caller: Annotated[ApiCaller, require_scope("messages:write")],
+    session: SessionDep, settings: SettingsDep, resources: ResourcesDep,
+) -> SentPublic:  # fmt: skip
+    limit = settings.media_max_bytes
+    allow_body(request, limit + 64 * 1024)  # the form's own lines around the file
+    form = await request.form(max_files=1, max_fields=2)
+    upload, caption = form.get("file"), form.get("caption")
+    if upload is None or isinstance(upload, str):
+        raise ApiProblem(422, "invalid_request", "send the file as the form field file",
+                         errors=[{"field": "file", "message": "required"}])  # fmt: skip
+    data = await upload.read(limit + 1)
+    try:
+        sent = await send_attachment(
+            session, tenant_id=caller.tenant.id, conversation_id=conversation_id, data=data,
+            filename=upload.filename or "", caption=caption if isinstance(caption, str) else None,
+            upload=lambda account, blob, mime, name: upload_media(settings, account, blob, mime, name),
+            max_bytes=limit, sender=_sender(caller),
         )  # fmt: skip
     except OutreachRefused as exc:
         await session.rollback()

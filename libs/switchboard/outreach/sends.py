@@ -46,7 +46,9 @@ from switchboard.replies import OptionList, QuickReplies
 from switchboard.validation import check_text
 
 __all__ = [
+    "ATTACHMENT_TYPES",
     "OutreachRefused",
+    "send_attachment",
     "Sent",
     "TemplateChoice",
     "TEXT_MAX_CHARS",
@@ -376,3 +378,98 @@ def _check_window(conversation: Conversation, now: datetime) -> None:
         return
     hours = int(caps.service_window.total_seconds() // 3600)
     raise _outside_window(conversation.channel, last, now, hours)
+
+
+ATTACHMENT_TYPES: dict[str, tuple[str, int]] = {
+    "image/jpeg": ("image", 5 * 1024 * 1024),
+    "image/png": ("image", 5 * 1024 * 1024),
+    "application/pdf": ("document", 100 * 1024 * 1024),
+}
+"""What a person may attach, by the type the file's own bytes say (:func:`switchboard.media.sniff.sniff_mime`)
+→ how WhatsApp sends it and its largest size there (Cloud API "supported media types": images 5 MB,
+documents 100 MB); the platform's ``MEDIA_MAX_BYTES`` caps both."""
+
+
+def check_attachment(data: bytes, *, max_bytes: int) -> tuple[str, str]:
+    """``(mime, kind)`` of a file a person attaches, from its bytes (the name and the declared type are
+    not trusted).
+
+    Raises:
+        OutreachRefused: ``unsupported_media_type`` (not a JPEG, PNG or PDF; empty) or ``body_too_large``.
+    """
+    from switchboard.media.sniff import sniff_mime
+
+    mime = sniff_mime(data) if data else None
+    if mime not in ATTACHMENT_TYPES:
+        raise OutreachRefused(
+            415,
+            "unsupported_media_type",
+            "attach a JPEG or PNG image, or a PDF document (the file's content says what it is)",
+        )
+    kind, limit = ATTACHMENT_TYPES[mime]
+    limit = min(limit, max_bytes)
+    if len(data) > limit:
+        raise OutreachRefused(
+            413, "body_too_large", f"a {kind} may be at most {limit} bytes; this one is {len(data)}"
+        )
+    return mime, kind
+
+
+async def send_attachment(
+    session: AsyncSession,
+    *,
+    tenant_id: uuid.UUID,
+    conversation_id: uuid.UUID,
+    data: bytes,
+    filename: str,
+    caption: str | None,
+    upload: Any,
+    max_bytes: int,
+    sender: dict[str, Any] | None = None,
+    trace_id: str | None = None,
+    now: datetime | None = None,
+) -> Sent:
+    """Send an image or a document into a WhatsApp conversation as a person: checked
+    (:func:`check_attachment`), handed to WhatsApp as a media object of the conversation's number, then
+    written to the outbox like any message. The caller commits and asks for delivery.
+
+    Args:
+        upload: ``async (account, data, mime, filename) -> media id`` (the number's Graph client).
+        max_bytes: the platform's largest media file (``MEDIA_MAX_BYTES``).
+
+    Raises:
+        OutreachRefused: as :func:`send_message`, ``unsupported_media_type`` (415), ``body_too_large`` (413),
+            ``provider_refused`` (502: WhatsApp refused the file or was unreachable).
+    """
+    mime, kind = check_attachment(data, max_bytes=max_bytes)
+    name = re.sub(r"[^\w.\- ]", "_", (filename or "").strip())[:200] or (
+        "file.pdf" if kind == "document" else "image"
+    )
+    caption = _checked_text(caption) if caption else None
+    conversation = await session.get(Conversation, conversation_id, with_for_update=True)
+    if conversation is None or conversation.tenant_id != tenant_id:
+        raise OutreachRefused(404, "not_found", "conversation not found")
+    if conversation.status == ConversationStatus.closed.value:
+        raise OutreachRefused(409, "conversation_closed", "the conversation is closed: start a new one")
+    if conversation.channel != "whatsapp" or conversation.channel_account_id is None:
+        raise OutreachRefused(422, "invalid_request", "files are sent on WhatsApp conversations only")
+    _check_window(conversation, now or utcnow())
+    account = await session.get(ChannelAccount, conversation.channel_account_id)
+    customer = await session.get(Customer, conversation.customer_id)
+    assert account is not None and customer is not None
+    try:
+        media_id = await upload(account, data, mime, name)
+    except Exception as exc:  # noqa: BLE001 (the Graph client's error, said in words)
+        log.warning("outreach_upload_failed", conversation_id=str(conversation.id), error=type(exc).__name__,
+                    code=getattr(exc, "code", None))  # fmt: skip
+        raise OutreachRefused(
+            502, "provider_refused", "WhatsApp did not take the file; try again later"
+        ) from None
+    entry = {"ref": media_id, "kind": kind, "mime": mime, **({"caption": caption} if caption else {}),
+             **({"filename": name} if kind == "document" else {})}  # fmt: skip
+    part = OutboundPart(type="media", media=(entry,))
+    rows = await _write(
+        session, conversation, customer, [part], caption or f"[{kind}: {name}]", sender, trace_id
+    )
+    log.info("outreach_sent", tenant_id=str(tenant_id), conversation_id=str(conversation.id), via=kind)
+    return Sent(conversation.id, customer.id, rows, False, kind)

@@ -32,7 +32,8 @@ admin token, ``Authorization: Bearer <admin token>``: :func:`switchboard.standin
   - ``{"operation": "media", "media_id": ID | "*", "times": N, "code", "http_status"}``: the next
     ``N`` lookups of that media id (its URL and its bytes) fail with Meta's error.
 * ``DELETE /_control/failures?to=&phone_number_id=&media_id=`` drops scripts that were not used.
-* ``PUT /_control/media/{id}`` stores bytes served by the media endpoints.
+* ``PUT /_control/media/{id}`` stores bytes served by the media endpoints; ``POST
+  /{version}/{phone_number_id}/media`` (multipart, as Meta) stores an upload and answers its ``id``.
 * ``POST /_control/tokens`` ``{"token": T, "code": 190}``: calls made with token ``T`` are refused with
   Meta's error ``code`` (190 invalid token, 10 or 200 permission missing; ``null``: accepted again).
 
@@ -427,6 +428,19 @@ def sandbox_router(
         if blob is None:
             return _error(131052, 404)
         return Response(blob[0], media_type=blob[1])
+
+    @router.post("/{version}/{phone_number_id}/media")
+    async def upload_media(version: str, phone_number_id: str, request: Request) -> Response:
+        if (refused := _token_refused(request)) is not None:
+            return refused
+        allow_body(request, SANDBOX_MEDIA_MAX_BYTES)
+        form = await request.form()
+        upload = form.get("file")
+        if form.get("messaging_product") != "whatsapp" or upload is None or isinstance(upload, str):
+            return _graph_error(100, 400, "(#100) The parameter messaging_product and a file are required")
+        media_id = str(int(hashlib.sha256(str(time.time_ns()).encode()).hexdigest(), 16))[:16]
+        state.media[media_id] = (await upload.read(), str(form.get("type") or upload.content_type or ""))
+        return JSONResponse({"id": media_id})
 
     @router.post("/{version}/{phone_number_id}/messages")
     async def send(version: str, phone_number_id: str, request: Request) -> Response:

@@ -44,7 +44,9 @@ __all__ = [
     "fill_template",
     "find_template",
     "list_templates",
+    "account_graph",
     "refresh_account_templates",
+    "upload_media",
     "refresh_templates",
     "refusal_of",
     "store_templates",
@@ -447,6 +449,36 @@ async def refresh_templates(
     return rows
 
 
+def account_graph(settings: Any, account: ChannelAccount, *, transport: Any = None) -> tuple[Any, str]:
+    """A new :class:`~switchboard.channels.whatsapp.send.GraphClient` of ``account``'s API root and its
+    token (the sandbox takes any); the caller closes the client (``aclose``)."""
+    from switchboard.channels.accounts import access_token_of
+    from switchboard.channels.whatsapp.send import GraphClient
+    from switchboard.crypto import CredentialCipher
+
+    token = access_token_of(account, CredentialCipher.from_settings(settings)) or "sandbox-token"
+    graph = GraphClient(
+        settings.channel_api_base_url("whatsapp", account.api_base_url), settings.whatsapp_api_version,
+        timeout_s=settings.whatsapp_send_timeout_s, transport=transport,
+    )  # fmt: skip
+    return graph, token
+
+
+async def upload_media(settings: Any, account: ChannelAccount, data: bytes, mime: str, filename: str) -> str:
+    """Hand a file to WhatsApp as a media object of ``account``'s number; returns its id.
+
+    Raises:
+        GraphSendError: Meta refused the file or could not be reached.
+    """
+    graph, token = account_graph(settings, account)
+    try:
+        return str(await graph.upload_media(
+            phone_number_id=account.external_account_id, token=token, data=data, mime=mime, filename=filename,
+        ))  # fmt: skip
+    finally:
+        await graph.aclose()
+
+
 async def refresh_account_templates(
     session: AsyncSession, settings: Any, *, account: ChannelAccount, waba_id: str | None,
     transport: Any = None,
@@ -458,15 +490,7 @@ async def refresh_account_templates(
         TemplateRefused: as :func:`refresh_templates`.
         GraphSendError: as :func:`refresh_templates`.
     """
-    from switchboard.channels.accounts import access_token_of
-    from switchboard.channels.whatsapp.send import GraphClient
-    from switchboard.crypto import CredentialCipher
-
-    token = access_token_of(account, CredentialCipher.from_settings(settings)) or "sandbox-token"
-    graph = GraphClient(
-        settings.channel_api_base_url("whatsapp", account.api_base_url), settings.whatsapp_api_version,
-        timeout_s=settings.whatsapp_send_timeout_s, transport=transport,
-    )  # fmt: skip
+    graph, token = account_graph(settings, account, transport=transport)
     try:
         return await refresh_templates(session, account=account, waba_id=waba_id, graph=graph, token=token)
     finally:
