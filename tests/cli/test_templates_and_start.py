@@ -58,3 +58,29 @@ async def test_refresh_list_and_start_from_the_command_line(cli, wa_tenant, grap
         "es",
         "cli",
     )
+
+
+async def test_a_standard_webhooks_endpoint_and_its_secret_rotated_from_the_command_line(
+    cli, make_tenant, settings, sessions
+) -> None:  # type: ignore[no-untyped-def]
+    from switchboard.crypto import CredentialCipher
+    from switchboard.db.models import WebhookEndpoint
+    from switchboard.events.endpoints import signing_secrets
+
+    slug = (await make_tenant()).slug
+    added = await cli.arun(
+        "webhooks", "add", "--tenant", slug, "--url", "https://127.0.0.1/hook", "--signature", "standard"
+    )
+    assert added.exit_code == 0, added.stderr
+    endpoint_id = added.stdout.split()[2]
+    old = added.stdout.split("(shown once): ")[1].strip()
+    rotated = await cli.arun("webhooks", "rotate-secret", "--tenant", slug, endpoint_id, "--overlap", "600")
+    assert rotated.exit_code == 0, rotated.stderr
+    new = rotated.stdout.split("(shown once): ")[1].splitlines()[0].strip()
+    assert "the previous secret signs too until" in rotated.stdout
+    async with sessions() as session:
+        row = await session.get(WebhookEndpoint, __import__("uuid").UUID(endpoint_id))
+    assert row.signature_scheme == "standard"
+    assert signing_secrets(row, CredentialCipher(settings.secret("encryption_key").encode())) == [new, old]
+    unknown = await cli.arun("webhooks", "rotate-secret", "--tenant", slug, "not-an-id")
+    assert unknown.exit_code == 2 and "no endpoint not-an-id of this tenant" in unknown.stderr
