@@ -151,3 +151,28 @@ async def test_an_unknown_scheme_and_a_long_overlap_are_refused(sessions, make_t
     endpoint, _ = await _endpoint(sessions, hook_settings, tenant, "http://127.0.0.1:9/hook", "standard")
     with pytest.raises(EndpointRefused, match="overlap_s is 0 to 604800 seconds"):
         rotate_secret(endpoint, _cipher(hook_settings), overlap_s=604_801)
+
+
+async def test_the_admin_api_registers_a_standard_endpoint_and_rotates_its_secret(
+    make_tenant, orchestrator_url, settings, sessions
+) -> None:  # type: ignore[no-untyped-def]
+    import httpx
+
+    tenant = await make_tenant()
+    headers = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
+    base = f"/v1/admin/tenants/{tenant.slug}/webhooks"
+    async with httpx.AsyncClient(base_url=orchestrator_url) as client:
+        created = await client.post(
+            base, json={"url": "https://93.184.215.14/hook", "signature_scheme": "standard"}, headers=headers
+        )
+        rotated = await client.post(
+            f"{base}/{created.json()['id']}/rotate-secret", json={"overlap_s": 0}, headers=headers
+        )
+        listed = (await client.get(base, headers=headers)).json()
+    assert created.status_code == 201 and created.json()["signature_scheme"] == "standard"
+    Webhook(created.json()["secret"])  # a secret the Standard Webhooks libraries read
+    assert rotated.status_code == 200 and rotated.json()["previous_secret_until"] is None
+    assert listed[0]["signature_scheme"] == "standard" and "secret" not in listed[0]
+    async with sessions() as session:
+        row = await session.get(WebhookEndpoint, uuid.UUID(created.json()["id"]))
+    assert signing_secrets(row, _cipher(settings)) == [rotated.json()["secret"]]
