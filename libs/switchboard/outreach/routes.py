@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -259,6 +260,19 @@ class SentPublic(BaseModel):
                    customer_created=sent.created, via=sent.via)  # type: ignore[arg-type]  # fmt: skip
 
 
+async def _queued(session: Any, resources: Any, work: Awaitable[Sent]) -> SentPublic:
+    """Run a start or a send, commit what it wrote (a refusal: nothing, as a problem), and ask for its
+    delivery now (the delivery sweep sends it anyway)."""
+    try:
+        sent = await work
+    except OutreachRefused as exc:
+        await session.rollback()
+        raise _problem(exc) from None
+    await session.commit()
+    await deliver_soon(resources.redis, sent.conversation_id, source="api")
+    return SentPublic.of(sent)
+
+
 def _sender(caller: ApiCaller) -> dict[str, Any]:
     return {"key_id": str(caller.key.id), "key_name": getattr(caller.key, "name", None)}
 
@@ -276,18 +290,11 @@ async def start_conversation_route(
     body: StartBody, caller: Annotated[ApiCaller, require_scope("messages:write")], session: SessionDep,
     resources: ResourcesDep,
 ) -> SentPublic:  # fmt: skip
-    try:
-        sent = await start_conversation(
-            session, tenant_id=caller.tenant.id, phone=body.phone,
-            template=body.template.choice() if body.template else None, text=body.text,
-            channel_account_id=body.channel_account_id, sender=_sender(caller),
-        )  # fmt: skip
-    except OutreachRefused as exc:
-        await session.rollback()
-        raise _problem(exc) from None
-    await session.commit()
-    await deliver_soon(resources.redis, sent.conversation_id, source="api")
-    return SentPublic.of(sent)
+    return await _queued(session, resources, start_conversation(
+        session, tenant_id=caller.tenant.id, phone=body.phone,
+        template=body.template.choice() if body.template else None, text=body.text,
+        channel_account_id=body.channel_account_id, sender=_sender(caller),
+    ))  # fmt: skip
 
 
 class SendBody(BaseModel):
@@ -315,18 +322,11 @@ async def send_message_route(
     conversation_id: uuid.UUID, body: SendBody, caller: Annotated[ApiCaller, require_scope("messages:write")],
     session: SessionDep, resources: ResourcesDep,
 ) -> SentPublic:  # fmt: skip
-    try:
-        sent = await send_message(
-            session, tenant_id=caller.tenant.id, conversation_id=conversation_id, text=body.text,
-            interactive=body.interactive, template=body.template.choice() if body.template else None,
-            sender=_sender(caller),
-        )  # fmt: skip
-    except OutreachRefused as exc:
-        await session.rollback()
-        raise _problem(exc) from None
-    await session.commit()
-    await deliver_soon(resources.redis, sent.conversation_id, source="api")
-    return SentPublic.of(sent)
+    return await _queued(session, resources, send_message(
+        session, tenant_id=caller.tenant.id, conversation_id=conversation_id, text=body.text,
+        interactive=body.interactive, template=body.template.choice() if body.template else None,
+        sender=_sender(caller),
+    ))  # fmt: skip
 
 
 @conversations_router.post(
@@ -349,19 +349,12 @@ async def send_attachment_route(
         raise ApiProblem(422, "invalid_request", "send the file as the form field file",
                          errors=[{"field": "file", "message": "required"}])  # fmt: skip
     data = await upload.read(limit + 1)
-    try:
-        sent = await send_attachment(
-            session, tenant_id=caller.tenant.id, conversation_id=conversation_id, data=data,
-            filename=upload.filename or "", caption=caption if isinstance(caption, str) else None,
-            upload=lambda account, blob, mime, name: upload_media(settings, account, blob, mime, name),
-            max_bytes=limit, sender=_sender(caller),
-        )  # fmt: skip
-    except OutreachRefused as exc:
-        await session.rollback()
-        raise _problem(exc) from None
-    await session.commit()
-    await deliver_soon(resources.redis, sent.conversation_id, source="api")
-    return SentPublic.of(sent)
+    return await _queued(session, resources, send_attachment(
+        session, tenant_id=caller.tenant.id, conversation_id=conversation_id, data=data,
+        filename=upload.filename or "", caption=caption if isinstance(caption, str) else None,
+        upload=lambda account, blob, mime, name: upload_media(settings, account, blob, mime, name),
+        max_bytes=limit, sender=_sender(caller),
+    ))  # fmt: skip
 
 
 # --- Webhook secrets -------------------------------------------------------------------------------
