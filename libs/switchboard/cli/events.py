@@ -9,7 +9,7 @@ import typer
 
 from switchboard.cli.output import Output, OutputOpt, QuietOpt, print_rows
 from switchboard.cli.root import leads_app, webhooks_app
-from switchboard.cli.runner import TenantOpt, friendly_errors, run_db, run_in_session
+from switchboard.cli.runner import TenantOpt, fail, friendly_errors, run_db, run_in_session
 
 __all__ = ["leads_list", "webhooks_add", "webhooks_deliveries", "webhooks_list", "webhooks_set_active"]
 
@@ -59,6 +59,10 @@ def webhooks_add(
         list[str] | None, typer.Option("--event", help="An event type to receive (repeat); default: all.")
     ] = None,
     description: Annotated[str, typer.Option(help="What it is, for people.")] = "",
+    signature: Annotated[
+        str,
+        typer.Option(help="switchboard (X-Switchboard-Signature) or standard (Standard Webhooks headers)."),
+    ] = "switchboard",
 ) -> None:
     """Register an endpoint; prints its signing secret once (store it in the receiver)."""
     from switchboard.crypto import CredentialCipher
@@ -72,12 +76,53 @@ def webhooks_add(
             return await create_endpoint(
                 session, tenant_id=tenant_row.id, url=url, event_types=list(event or []), description=description,
                 cipher=CredentialCipher(settings.secret("encryption_key").encode()),
-                egress=EgressPolicy.from_settings(settings),
+                egress=EgressPolicy.from_settings(settings), signature_scheme=signature,
             )  # fmt: skip
 
     endpoint, secret = run_db(work, pool_size=1)
     typer.echo(f"added endpoint {endpoint.id} {endpoint.url} events={endpoint.event_types or 'all'}")
     typer.echo(f"signing secret (shown once): {secret}")
+
+
+@webhooks_app.command("rotate-secret")
+@friendly_errors
+def webhooks_rotate_secret(
+    tenant: TenantOpt,
+    endpoint_id: Annotated[str, typer.Argument(help="The endpoint's id (from `webhooks list`).")],
+    overlap: Annotated[
+        int,
+        typer.Option(min=0, max=604_800, help="Seconds the current secret keeps signing too (0: stops now)."),
+    ] = 86_400,
+) -> None:
+    """Give an endpoint a new signing secret (printed once); both sign until the overlap ends."""
+    import uuid
+
+    from switchboard.crypto import CredentialCipher
+    from switchboard.db.models import WebhookEndpoint
+    from switchboard.events.endpoints import previous_secret_until, rotate_secret
+    from switchboard.tenants import get_tenant
+
+    async def work(sessions: Any, settings: Any) -> Any:
+        cipher = CredentialCipher(settings.secret("encryption_key").encode())
+        async with sessions() as session, session.begin():
+            tenant_row = await get_tenant(session, tenant)
+            try:
+                endpoint = await session.get(WebhookEndpoint, uuid.UUID(endpoint_id))
+            except ValueError:
+                endpoint = None
+            if endpoint is None or endpoint.tenant_id != tenant_row.id:
+                raise fail(f"no endpoint {endpoint_id} of this tenant")
+            secret = rotate_secret(endpoint, cipher, overlap_s=overlap)
+            session.add(endpoint)
+            return secret, previous_secret_until(endpoint, cipher)
+
+    secret, until = run_db(work, pool_size=1)
+    typer.echo(f"new signing secret (shown once): {secret}")
+    typer.echo(
+        f"the previous secret signs too until {until:%Y-%m-%d %H:%M} UTC"
+        if until
+        else "the previous secret no longer signs"
+    )
 
 
 @webhooks_app.command("list")

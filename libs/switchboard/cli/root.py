@@ -101,6 +101,9 @@ conversations_app = typer.Typer(
     help="Conversations as the console inbox shows them: list with filters, show one with its turns.",
     no_args_is_help=True,
 )
+templates_app = typer.Typer(
+    help="WhatsApp message templates: list what is stored, refresh them from WhatsApp.", no_args_is_help=True
+)
 queue_app = typer.Typer(help="The job queues: depth (what the ECS workers scale on).", no_args_is_help=True)
 channel_app = typer.Typer(
     help="Channel accounts: connect a WhatsApp number, an Instagram account or a Gmail mailbox.",
@@ -130,6 +133,7 @@ for _group, _name in (
     (api_keys_app, "api-keys"),
     (users_app, "users"),
     (conversations_app, "conversations"),
+    (templates_app, "templates"),
     (leads_app, "leads"),
     (webhooks_app, "webhooks"),
     (queue_app, "queue"),
@@ -168,8 +172,8 @@ COMMAND_MODULES = (
     *(
         f"switchboard.cli.{name}"
         for name in (
-            "agents api_keys channels conversations db evals events kb keys queue settings simulate system tenants tools "
-            "users"
+            "agents api_keys channels conversations db evals events kb keys outreach queue settings simulate system tenants "
+            "tools users"
         ).split()
     ),
 )

@@ -196,7 +196,63 @@ async def _channels_page(
     meta = await _meta_setup(request, settings, health)
     return render(
         request, "channels.html", status_code=code, tenant=page.tenant, health=health, meta=meta,
-        message=message, error=error, active="channels",
+        message=message, error=error, active="channels", templates=await _templates(session, page.tenant.id),
+    )  # fmt: skip
+
+
+async def _templates(session: Any, tenant_id: Any) -> dict[str, dict[str, Any]]:
+    """Per WhatsApp account id (``channel_accounts.id`` as text): its stored templates as
+    :func:`~switchboard.channels.whatsapp.templates.template_summary` gives them, and its business
+    account id."""
+    from switchboard.channels.whatsapp.templates import list_templates, template_summary
+
+    out: dict[str, dict[str, Any]] = {}
+    for row in await list_templates(session, tenant_id=tenant_id):
+        entry = out.setdefault(str(row.channel_account_id), {"waba_id": row.waba_id, "items": []})
+        entry["items"].append(template_summary(row))
+    return out
+
+
+@channel_pages_router.post(
+    "/t/{slug}/channels/whatsapp/{account_id}/templates/refresh", response_class=HTMLResponse
+)
+async def channels_templates_refresh(
+    request: Request, account_id: str, page: AdminPage, session: SessionDep, settings: SettingsDep,
+    waba_id: Annotated[str, Form(max_length=64)] = "",
+) -> Response:  # fmt: skip
+    """List one WhatsApp number's templates from Meta again (:func:`refresh_account_templates`); a
+    refusal is said in plain words (422). 404: not this tenant's number."""
+    from switchboard.channels.whatsapp.send import GraphSendError
+    from switchboard.channels.whatsapp.templates import TemplateRefused, refresh_account_templates, refusal_of
+
+    account = await _existing(session, "whatsapp", account_id)
+    if account is None or account.tenant_id != page.tenant.id:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such account")
+    language = console_language(request, page.tenant)
+    try:
+        rows = await refresh_account_templates(
+            session, settings, account=account, waba_id=waba_id.strip() or None
+        )
+    except TemplateRefused:
+        await session.rollback()
+        return await _channels_page(
+            request, page, session, code=422,
+            error=gettext(language, N_("Give the WhatsApp Business Account id (digits) this number belongs to.")),
+        )  # fmt: skip
+    except GraphSendError as exc:
+        await session.rollback()
+        log.warning("templates_refresh_refused", tenant_id=str(page.tenant.id), code=exc.code)
+        return await _channels_page(
+            request, page, session, code=422,
+            error=gettext(language, N_("WhatsApp did not list the templates: %(why)s")) % {"why": refusal_of(exc)},
+        )  # fmt: skip
+    await session.commit()
+    approved = sum(r.status.upper() == "APPROVED" for r in rows)
+    return await _channels_page(
+        request, page, session,
+        message=(N_("Templates refreshed"), f"whatsapp {account_id}: " + gettext(
+            language, N_("%(count)s template(s), %(approved)s approved")
+        ) % {"count": len(rows), "approved": approved}),
     )  # fmt: skip
 
 

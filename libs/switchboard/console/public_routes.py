@@ -56,6 +56,7 @@ from switchboard.knowledge.routes import (
 )
 from switchboard.knowledge.upload_form import upload_body_bytes
 from switchboard.leads.routes import LeadPublic
+from switchboard.outreach.routes import outreach_routers
 from switchboard.public_api import (
     ApiCaller,
     ApiProblem,
@@ -590,6 +591,7 @@ async def create_webhook_endpoint(
         endpoint, secret = await create_endpoint(
             session, tenant_id=caller.tenant.id, url=body.url, event_types=list(body.event_types),
             description=body.description, cipher=cipher, egress=EgressPolicy.from_settings(settings),
+            signature_scheme=body.signature_scheme,
         )  # fmt: skip
     except EndpointRefused as exc:
         raise ApiProblem(
@@ -624,4 +626,5 @@ def public_routers() -> list[APIRouter]:
         leads_router,
         messages_router,
         webhooks_router,
+        *outreach_routers(),
     ]

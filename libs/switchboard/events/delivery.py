@@ -38,8 +38,8 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.crypto import CredentialCipher, CredentialDecryptError
 from switchboard.db.models import DeliveryState, EventOutbox, WebhookDelivery, WebhookEndpoint, utcnow
 from switchboard.egress import EgressPolicy, EgressRefused, guarded_client
-from switchboard.events.endpoints import endpoint_secret, set_endpoint_active
-from switchboard.events.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+from switchboard.events.endpoints import set_endpoint_active, signing_secrets
+from switchboard.events.signing import signature_headers
 from switchboard.observability import get_logger, metrics
 from switchboard.outbox.policy import backoff_s
 from switchboard.settings import Settings
@@ -126,11 +126,13 @@ class _Attempt:
     delivery_id: uuid.UUID
     endpoint_id: uuid.UUID
     url: str
-    secret: str | None
+    secret: list[str] | None
+    """The secrets that sign (current first); ``None``: unreadable."""
     body: bytes
     event_id: str
     event_type: str
     tenant_id: uuid.UUID
+    scheme: str = "switchboard"
 
 
 async def _claim(
@@ -163,13 +165,13 @@ async def _claim(
             delivery.next_attempt_at = now + timedelta(seconds=settings.webhook_timeout_s + LEASE_MARGIN_S)
             session.add(delivery)
             try:
-                secret: str | None = endpoint_secret(endpoint, cipher)
+                secret: list[str] | None = signing_secrets(endpoint, cipher, now=now)
             except CredentialDecryptError:
                 secret = None
             body = json.dumps(event.payload, ensure_ascii=False, separators=(",", ":")).encode()
             attempts.append(_Attempt(
                 delivery.id, endpoint.id, endpoint.url, secret, body, str(event.id), event.event_type,
-                delivery.tenant_id,
+                delivery.tenant_id, endpoint.signature_scheme,
             ))  # fmt: skip
     return attempts
 
@@ -185,11 +187,11 @@ async def _send(
     headers = {
         "Content-Type": "application/json",
         "User-Agent": "Switchboard-Webhooks/1",
-        EVENT_HEADER: attempt.event_type,
-        DELIVERY_HEADER: attempt.event_id,
-        TIMESTAMP_HEADER: str(timestamp),
-        SIGNATURE_HEADER: sign(attempt.secret, timestamp, attempt.body),
-    }
+        **signature_headers(
+            attempt.scheme, attempt.secret, event_id=attempt.event_id, event_type=attempt.event_type,
+            timestamp=timestamp, body=attempt.body,
+        ),
+    }  # fmt: skip
     try:
         response = await http.post(
             attempt.url, content=attempt.body, headers=headers, timeout=settings.webhook_timeout_s

@@ -16,9 +16,24 @@ from switchboard.api.routers import tenant_admin_router
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import WebhookDelivery, WebhookEndpoint
 from switchboard.egress import EgressPolicy
-from switchboard.events.endpoints import EndpointRefused, create_endpoint, list_endpoints, set_endpoint_active
+from switchboard.events.endpoints import (
+    ROTATION_OVERLAP_MAX_S,
+    EndpointRefused,
+    create_endpoint,
+    list_endpoints,
+    previous_secret_until,
+    rotate_secret,
+    set_endpoint_active,
+)
 from switchboard.events.schemas import EVENT_TYPES, EventEnvelope, EventType
-from switchboard.events.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
+from switchboard.events.signing import (
+    DELIVERY_HEADER,
+    EVENT_HEADER,
+    SIGNATURE_HEADER,
+    STANDARD_SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    Scheme,
+)
 
 __all__ = ["event_webhooks_router", "webhooks_router"]
 
@@ -31,6 +46,11 @@ class EndpointCreate(BaseModel):
     url: str = Field(max_length=2000, examples=["https://crm.example.com/hooks/switchboard"])
     event_types: list[EventType] = Field(default_factory=list, description="Empty: every event.")
     description: str = Field("", max_length=500)
+    signature_scheme: Scheme = Field(
+        "switchboard",
+        description="`switchboard` (`X-Switchboard-Signature`) or `standard` (Standard Webhooks: "
+        "`webhook-id`, `webhook-timestamp`, `webhook-signature`, verifiable with the standardwebhooks libraries).",
+    )
 
 
 class EndpointPublic(BaseModel):
@@ -44,6 +64,7 @@ class EndpointPublic(BaseModel):
     consecutive_failures: int
     disabled_at: datetime | None
     disabled_reason: str | None = Field(description="Why it was disabled (a run of failures), if it was.")
+    signature_scheme: str = Field(description="`switchboard` or `standard` (Standard Webhooks).")
     created_at: datetime
 
     @classmethod
@@ -53,6 +74,20 @@ class EndpointPublic(BaseModel):
 
 class EndpointCreated(EndpointPublic):
     secret: str = Field(description="The signing secret, shown only now: store it in the receiving system.")
+
+
+class SecretRotation(BaseModel):
+    overlap_s: int = Field(
+        86_400, ge=0, le=ROTATION_OVERLAP_MAX_S,
+        description="Seconds the current secret keeps signing next to the new one (0: it stops now; at most a week).",
+    )  # fmt: skip
+
+
+class SecretRotated(BaseModel):
+    secret: str = Field(description="The new signing secret, shown only now.")
+    previous_secret_until: datetime | None = Field(
+        description="Until when the previous secret signs too (each delivery carries both signatures)."
+    )
 
 
 class EndpointUpdate(BaseModel):
@@ -90,7 +125,8 @@ async def _endpoint(session: SessionDep, tenant: TenantDep, endpoint_id: uuid.UU
         "Each delivery is a POST of the event envelope (JSON) with headers "
         f"`{EVENT_HEADER}`, `{DELIVERY_HEADER}` (event id), `{TIMESTAMP_HEADER}` (Unix seconds) and "
         f"`{SIGNATURE_HEADER}: v1=<hex HMAC-SHA256(secret, \"<timestamp>.<raw body>\")>`. Refuse old "
-        "timestamps (5 minutes) and compare signatures in constant time. Payload schemas: OpenAPI `webhooks`."
+        "timestamps (5 minutes) and compare signatures in constant time. With `signature_scheme: standard` "
+        f"the signature is Standard Webhooks' `{STANDARD_SIGNATURE_HEADER}`. Payload schemas: OpenAPI `webhooks`."
     ),
     responses={422: {"description": "The outbound-address policy refused the URL, or an unknown event type"}},
 )  # fmt: skip
@@ -102,6 +138,7 @@ async def post_endpoint(
         endpoint, secret = await create_endpoint(
             session, tenant_id=tenant.id, url=body.url, event_types=list(body.event_types),
             description=body.description, cipher=cipher, egress=EgressPolicy.from_settings(settings),
+            signature_scheme=body.signature_scheme,
         )  # fmt: skip
     except EndpointRefused as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from None
@@ -125,6 +162,26 @@ async def patch_endpoint(
     session.add(endpoint)
     await session.commit()
     return EndpointPublic.of(endpoint)
+
+
+@webhooks_router.post(
+    "/{endpoint_id}/rotate-secret", response_model=SecretRotated, summary="Give an endpoint a new signing secret",
+    description="The new secret signs from now on; the current one signs too until `previous_secret_until`, "
+    "so the receiving system can switch to the new secret whenever it is ready.",
+)  # fmt: skip
+async def post_rotate_secret(
+    endpoint_id: uuid.UUID,
+    body: SecretRotation,
+    tenant: TenantDep,
+    session: SessionDep,
+    settings: SettingsDep,
+) -> SecretRotated:
+    endpoint = await _endpoint(session, tenant, endpoint_id)
+    cipher = CredentialCipher(settings.secret("encryption_key").encode())
+    secret = rotate_secret(endpoint, cipher, overlap_s=body.overlap_s)
+    session.add(endpoint)
+    await session.commit()
+    return SecretRotated(secret=secret, previous_secret_until=previous_secret_until(endpoint, cipher))
 
 
 @webhooks_router.delete("/{endpoint_id}", status_code=204, summary="Delete an endpoint and its delivery log")

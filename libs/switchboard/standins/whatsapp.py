@@ -32,9 +32,18 @@ admin token, ``Authorization: Bearer <admin token>``: :func:`switchboard.standin
   - ``{"operation": "media", "media_id": ID | "*", "times": N, "code", "http_status"}``: the next
     ``N`` lookups of that media id (its URL and its bytes) fail with Meta's error.
 * ``DELETE /_control/failures?to=&phone_number_id=&media_id=`` drops scripts that were not used.
-* ``PUT /_control/media/{id}`` stores bytes served by the media endpoints.
+* ``PUT /_control/media/{id}`` stores bytes served by the media endpoints; ``POST
+  /{version}/{phone_number_id}/media`` (multipart, as Meta) stores an upload and answers its ``id``.
 * ``POST /_control/tokens`` ``{"token": T, "code": 190}``: calls made with token ``T`` are refused with
   Meta's error ``code`` (190 invalid token, 10 or 200 permission missing; ``null``: accepted again).
+
+Message templates, as Meta lists them (:mod:`switchboard.channels.whatsapp.templates`):
+
+* ``GET /{version}/{waba_id}/message_templates?limit=&after=``: the account's templates
+  (:data:`DEFAULT_TEMPLATES` unless set), pages of ``limit`` with ``paging.cursors.after`` and ``next``.
+* ``PUT /_control/templates/{waba_id}`` ``{"data": [...]}``: the templates that account lists from now on.
+* A template send of a name some account lists must name one of its languages (else Meta's 132001)
+  and give as many body values as it has placeholders (else 132000); other names are accepted.
 
 Connect checks, as Meta answers them (:mod:`switchboard.channels.meta_connect`):
 
@@ -97,6 +106,32 @@ _ERROR_TEXT = {
     130429: "Rate limit hit",
     131000: "Something went wrong",
 }
+DEFAULT_TEMPLATES: tuple[dict[str, Any], ...] = (
+    {"id": "900000000000001", "name": "hello_world", "language": "en_US", "status": "APPROVED",
+     "category": "UTILITY", "parameter_format": "POSITIONAL",
+     "components": [{"type": "HEADER", "format": "TEXT", "text": "Hello World"},
+                    {"type": "BODY", "text": "Welcome and congratulations!! This message is a template."},
+                    {"type": "FOOTER", "text": "WhatsApp Business Platform sample message"}]},
+    {"id": "900000000000002", "name": "order_update", "language": "en_US", "status": "APPROVED",
+     "category": "UTILITY", "parameter_format": "POSITIONAL",
+     "components": [{"type": "BODY", "text": "Hi {{1}}, your order {{2}} is {{3}}."},
+                    {"type": "BUTTONS", "buttons": [
+                        {"type": "URL", "text": "Track it", "url": "https://shop.example.com/track/{{1}}"}]}]},
+    {"id": "900000000000003", "name": "order_update", "language": "es", "status": "APPROVED",
+     "category": "UTILITY", "parameter_format": "POSITIONAL",
+     "components": [{"type": "BODY", "text": "Hola {{1}}, su pedido {{2}} está {{3}}."},
+                    {"type": "BUTTONS", "buttons": [
+                        {"type": "URL", "text": "Seguirlo", "url": "https://shop.example.com/track/{{1}}"}]}]},
+    {"id": "900000000000004", "name": "shipping_label", "language": "en_US", "status": "APPROVED",
+     "category": "UTILITY", "parameter_format": "NAMED",
+     "components": [{"type": "HEADER", "format": "DOCUMENT"},
+                    {"type": "BODY", "text": "Here is the shipping label of order {{order_id}}, {{name}}."}]},
+    {"id": "900000000000005", "name": "spring_sale", "language": "en_US", "status": "PENDING",
+     "category": "MARKETING", "parameter_format": "POSITIONAL",
+     "components": [{"type": "BODY", "text": "Spring sale: {{1}} off everything this week."}]},
+)  # fmt: skip
+"""What every business account lists until ``PUT /_control/templates/{waba_id}`` says otherwise."""
+
 ScriptedAnswer = Fault
 """What the sandbox does with one scripted call (the channel-neutral :class:`~switchboard.standins.faults.Fault`)."""
 
@@ -123,6 +158,35 @@ class GraphSandbox:
     """Tokens whose calls are refused, and with which Graph error code (``POST /_control/tokens``)."""
     subscriptions: dict[str, dict[str, str]] = field(default_factory=dict)
     """WhatsApp Business Account id → its app subscription (``callback_url``, ``verify_token``)."""
+    templates: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """WhatsApp Business Account id → the templates it lists (else :data:`DEFAULT_TEMPLATES`)."""
+
+    def templates_of(self, waba_id: str) -> list[dict[str, Any]]:
+        """The templates account ``waba_id`` lists."""
+        return self.templates.get(waba_id, [dict(t) for t in DEFAULT_TEMPLATES])
+
+    def template_problem(self, template: dict[str, Any]) -> tuple[int, str] | None:
+        """Meta's error for a template send that names no listed template or fills it wrongly."""
+        import re
+
+        name = str(template.get("name") or "")
+        language = str((template.get("language") or {}).get("code") or "")
+        known = [t for ts in [*self.templates.values(), list(DEFAULT_TEMPLATES)] for t in ts]
+        same_name = [t for t in known if t.get("name") == name]
+        found = next((t for t in same_name if t.get("language") == language), None)
+        if found is None:  # a name no account lists (a tenant's own, e.g. the agent template) is taken
+            return (132001, "Template name does not exist in the translation") if same_name else None
+        body: dict[str, Any] = next((c for c in found.get("components") or [] if c.get("type") == "BODY"), {})
+        wanted = len(set(re.findall(r"\{\{\s*(\w+)\s*\}\}", str(body.get("text") or ""))))
+        given = sum(
+            len(c.get("parameters") or [])
+            for c in template.get("components") or []
+            if c.get("type") == "body"
+        )
+        if wanted != given:
+            return 132000, "Number of parameters does not match the expected number of params"
+        return None
+
     _seq: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _callbacks: set[asyncio.Task[None]] = field(default_factory=set)
 
@@ -165,6 +229,14 @@ class AutoStatuses(BaseModel):
 
     statuses: list[Literal["sent", "delivered", "read"]] = Field(default_factory=list, max_length=3)
     delay_s: float = Field(0.2, ge=0, le=60)
+
+
+class TemplateList(BaseModel):
+    """Body of ``PUT /_control/templates/{waba_id}``: Meta's template objects."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    data: list[dict[str, Any]] = Field(default_factory=list, max_length=1000)
 
 
 def status_webhook(record: dict[str, Any], status: str) -> dict[str, Any]:
@@ -357,6 +429,19 @@ def sandbox_router(
             return _error(131052, 404)
         return Response(blob[0], media_type=blob[1])
 
+    @router.post("/{version}/{phone_number_id}/media")
+    async def upload_media(version: str, phone_number_id: str, request: Request) -> Response:
+        if (refused := _token_refused(request)) is not None:
+            return refused
+        allow_body(request, SANDBOX_MEDIA_MAX_BYTES)
+        form = await request.form()
+        upload = form.get("file")
+        if form.get("messaging_product") != "whatsapp" or upload is None or isinstance(upload, str):
+            return _graph_error(100, 400, "(#100) The parameter messaging_product and a file are required")
+        media_id = str(int(hashlib.sha256(str(time.time_ns()).encode()).hexdigest(), 16))[:16]
+        state.media[media_id] = (await upload.read(), str(form.get("type") or upload.content_type or ""))
+        return JSONResponse({"id": media_id})
+
     @router.post("/{version}/{phone_number_id}/messages")
     async def send(version: str, phone_number_id: str, request: Request) -> Response:
         if not request.headers.get("authorization", "").startswith("Bearer "):
@@ -372,6 +457,16 @@ def sandbox_router(
             if script.delay_s:
                 await asyncio.sleep(script.delay_s)
             return _scripted_error(script)
+        if body.get("type") == "template":
+            problem = state.template_problem(body.get("template") or {})
+            if problem is not None:
+                return JSONResponse(
+                    {"error": {"message": f"(#{problem[0]}) {problem[1]}", "type": "OAuthException",
+                               "code": problem[0], "error_data": {"messaging_product": "whatsapp",
+                                                                  "details": problem[1]},
+                               "fbtrace_id": "SANDBOX"}},
+                    status_code=400,
+                )  # fmt: skip
         if body.get("type") == "interactive":
             from switchboard.channels.whatsapp.interactive import limit_problems
 
@@ -394,6 +489,7 @@ def sandbox_router(
             "text": (body.get(kind) or {}).get("body") if kind == "text" else None,
             "reply_to": (body.get("context") or {}).get("message_id"),
             "interactive": body.get("interactive") if kind == "interactive" else None,
+            "template": body.get("template") if kind == "template" else None,
             "biz_opaque_callback_data": body.get("biz_opaque_callback_data"),
             "answer": script.mode if script is not None else "ok",
             "body": body,
@@ -447,6 +543,32 @@ def sandbox_router(
         if code is not None:
             return _graph_error(code, 403, f"(#{code}) Application does not have permission for this action")
         return None
+
+    @router.put("/_control/templates/{waba_id}")
+    async def set_templates(waba_id: str, request: Request) -> dict[str, Any]:
+        _require_loopback(request)
+        try:
+            body = TemplateList.model_validate(await request.json())
+        except (ValidationError, ValueError) as exc:
+            raise HTTPException(status_code=422, detail=str(exc)[:500]) from None
+        state.templates[waba_id] = list(body.data)
+        return {"templates": len(body.data)}
+
+    @router.get("/{version}/{waba_id}/message_templates")
+    async def list_templates(waba_id: str, version: str, request: Request) -> Response:
+        if (refused := _token_refused(request)) is not None:
+            return refused
+        try:
+            limit = max(1, min(int(request.query_params.get("limit") or 25), 100))
+            start = int(request.query_params.get("after") or 0)
+        except ValueError:
+            return _graph_error(100, 400, "(#100) Invalid parameter")
+        items = state.templates_of(waba_id)
+        page = items[start : start + limit]
+        paging: dict[str, Any] = {"cursors": {"before": str(start), "after": str(start + len(page))}}
+        if start + limit < len(items):
+            paging["next"] = f"{str(request.url).split('?')[0]}?limit={limit}&after={start + limit}"
+        return JSONResponse({"data": page, "paging": paging})
 
     @router.post("/{version}/{waba_id}/subscribed_apps")
     async def subscribe_app(version: str, waba_id: str, request: Request) -> Response:

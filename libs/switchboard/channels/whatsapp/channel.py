@@ -165,7 +165,7 @@ class WhatsAppChannel:
                 return await self.graph_for(account).send_template(
                     phone_number_id=phone_number_id, token=token, to=recipient,
                     name=str(template.get("name")), language=str(template.get("language") or "en"),
-                    tracker=correlation_id,
+                    components=template.get("components") or None, tracker=correlation_id,
                 )  # fmt: skip
             if part.type == "interactive" and part.interactive:
                 return await self.graph_for(account).send_interactive(

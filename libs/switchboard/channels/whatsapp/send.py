@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import httpx
 
@@ -119,15 +120,22 @@ class GraphClient:
         if self._media is not self._client:
             await self._media.aclose()
 
-    async def _post(self, path: str, token: str, body: dict) -> dict:
+    async def _request(self, method: str, path: str, token: str, **kwargs: Any) -> dict:
+        """One Graph call (``path`` under the version) with the Bearer token: Meta's answer as JSON, or
+        :class:`GraphSendError` (Meta's error, or a transient network error)."""
         url = f"{self.base_url}/{self.api_version}/{path}"
         try:
-            response = await self._client.post(url, json=body, headers={"Authorization": f"Bearer {token}"})
+            response = await self._client.request(
+                method, url, headers={"Authorization": f"Bearer {token}"}, **kwargs
+            )
         except httpx.HTTPError as exc:
             raise GraphSendError(
                 f"network error: {type(exc).__name__}", code=None, http_status=None, is_transient=True
             ) from exc
         return self._check(response)
+
+    async def _post(self, path: str, token: str, body: dict) -> dict:
+        return await self._request("POST", path, token, json=body)
 
     @staticmethod
     def _check(response: httpx.Response) -> dict:
@@ -249,15 +257,56 @@ class GraphClient:
         to: str,
         name: str,
         language: str,
+        components: list[dict] | None = None,
         tracker: str | None = None,
     ) -> str:
-        """Send an approved template without parameters (the only way to write outside the 24-hour window).
+        """Send an approved template (the only way to write outside the 24-hour window), with the
+        ``components`` that fill it (:func:`switchboard.channels.whatsapp.templates.fill_template`).
 
         Raises:
             GraphSendError: as :meth:`send_text`.
         """
-        body = {"to": to, "type": "template", "template": {"name": name, "language": {"code": language}}}
+        template: dict = {"name": name, "language": {"code": language}}
+        if components:
+            template["components"] = components
+        body = {"to": to, "type": "template", "template": template}
         return await self._send(phone_number_id, token, body, tracker)
+
+    async def upload_media(
+        self, *, phone_number_id: str, token: str, data: bytes, mime: str, filename: str
+    ) -> str:
+        """``POST /{version}/{phone_number_id}/media`` (multipart: ``messaging_product``, ``type``,
+        ``file``): a media object of the number, usable in sends for 30 days. Returns its id.
+
+        Raises:
+            GraphSendError: Meta refused the file or could not be reached.
+        """
+        answer = await self._request(
+            "POST", f"{phone_number_id}/media", token,
+            data={"messaging_product": "whatsapp", "type": mime}, files={"file": (filename, data, mime)},
+        )  # fmt: skip
+        if not answer.get("id"):
+            raise GraphSendError("media answer without id", code=None, http_status=200, is_transient=False)
+        return str(answer["id"])
+
+    async def list_templates(self, *, waba_id: str, token: str, max_pages: int = 50) -> list[dict]:
+        """``GET /{version}/{waba_id}/message_templates``, every page (``paging.cursors.after``) up to
+        ``max_pages`` of 100: Meta's template objects (``name``, ``language``, ``status``, ``category``,
+        ``components``...).
+
+        Raises:
+            GraphSendError: Meta refused (token, permission) or could not be reached.
+        """
+        params: dict[str, str] = {"limit": "100"}
+        out: list[dict] = []
+        for _ in range(max_pages):
+            data = await self._request("GET", f"{waba_id}/message_templates", token, params=params)
+            out += [item for item in data.get("data") or [] if isinstance(item, dict)]
+            after = ((data.get("paging") or {}).get("cursors") or {}).get("after")
+            if not (data.get("paging") or {}).get("next") or not after:
+                break
+            params = {"limit": "100", "after": str(after)}
+        return out
 
     async def mark_read(self, *, phone_number_id: str, token: str, message_id: str) -> None:
         """Mark an inbound message as read (blue ticks).
@@ -277,15 +326,7 @@ class GraphClient:
         Raises:
             GraphSendError: unknown/expired media id or network trouble.
         """
-        try:
-            response = await self._client.get(
-                f"{self.base_url}/{self.api_version}/{media_id}", headers={"Authorization": f"Bearer {token}"}
-            )
-        except httpx.HTTPError as exc:
-            raise GraphSendError(
-                f"network error: {type(exc).__name__}", code=None, http_status=None, is_transient=True
-            ) from exc
-        data = self._check(response)
+        data = await self._request("GET", media_id, token)
         if not data.get("url"):
             raise GraphSendError("media answer without url", code=None, http_status=200, is_transient=False)
         size = data.get("file_size")

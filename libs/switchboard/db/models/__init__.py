@@ -54,11 +54,12 @@ from switchboard.db.models.knowledge import (
     SourceStatus,
 )
 from switchboard.db.models.settings_audit import SettingsChange
-from switchboard.db.models.tenancy import Channel, ChannelAccount, Organization, Tenant
+from switchboard.db.models.tenancy import Channel, ChannelAccount, Organization, Tenant, WhatsAppTemplate
 from switchboard.db.models.tools import AuditLog, McpTenantTool, SecurityAlert, ToolReceipt, UserMemory
 from switchboard.db.models.turns import Turn, TurnStatus
 
 __all__ = [
+    "WhatsAppTemplate",
     "ApiToken",
     "ConsoleSession",
     "ConsoleUser",

@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import CheckConstraint, Index, Text, UniqueConstraint, text
+from sqlalchemy import CheckConstraint, Index, String, Text, UniqueConstraint, text
 from sqlmodel import Field
 
 from switchboard.db.models.base import (
@@ -25,6 +25,11 @@ class WebhookEndpoint(TenantOwned, table=True):
     """An HTTPS endpoint of the tenant's own systems that receives signed events."""
 
     __tablename__ = "webhook_endpoints"
+    __table_args__ = (
+        CheckConstraint(
+            "signature_scheme IN ('switchboard', 'standard')", name="ck_webhook_endpoints_signature_scheme"
+        ),
+    )
 
     id: uuid.UUID = id_field()
     url: str = Field(sa_type=Text)
@@ -33,7 +38,13 @@ class WebhookEndpoint(TenantOwned, table=True):
     event_types: list[str] = jsonb_list_field()
     """The events it receives; empty: every event."""
     secret_encrypted: str = Field(sa_type=Text)
-    """The signing secret, encrypted with the credential cipher (shown once, when created)."""
+    """The signing secret, encrypted with the credential cipher (shown once, when created); during a
+    rotation also the previous secret and when it stops signing (:mod:`switchboard.events.endpoints`)."""
+    signature_scheme: str = Field(
+        default="switchboard", sa_type=String(16), sa_column_kwargs={"server_default": "switchboard"}
+    )
+    """``switchboard`` (``X-Switchboard-Signature``) or ``standard`` (Standard Webhooks: ``webhook-id``,
+    ``webhook-timestamp``, ``webhook-signature``); :mod:`switchboard.events.signing`."""
     is_active: bool = Field(default=True)
     consecutive_failures: int = Field(default=0)
     """Failed attempts since the last success; at ``WEBHOOK_DISABLE_AFTER_FAILURES`` the endpoint is disabled."""

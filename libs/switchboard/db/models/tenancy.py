@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import CheckConstraint, String, UniqueConstraint
+from sqlalchemy import CheckConstraint, String, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from switchboard.db.models.base import (
@@ -15,6 +15,7 @@ from switchboard.db.models.base import (
     created_at_field,
     id_field,
     jsonb_dict_field,
+    jsonb_list_field,
     optional_time_field,
     updated_at_field,
 )
@@ -85,3 +86,34 @@ class ChannelAccount(TenantOwned, table=True):
     is_active: bool = Field(default=True)
     created_at: datetime = created_at_field()
     updated_at: datetime = updated_at_field()
+
+
+class WhatsAppTemplate(TenantOwned, table=True):
+    """One message template of a WhatsApp number's business account, as the Graph API last listed it
+    (``GET /{waba_id}/message_templates``); replaced as a whole at every refresh."""
+
+    __tablename__ = "whatsapp_templates"
+    __table_args__ = (
+        UniqueConstraint(
+            "channel_account_id", "name", "language", name="uq_whatsapp_templates_account_name_lang"
+        ),
+    )
+
+    id: uuid.UUID = id_field()
+    channel_account_id: uuid.UUID = Field(foreign_key="channel_accounts.id", index=True, ondelete="CASCADE")
+    waba_id: str = Field(max_length=64)
+    """The WhatsApp Business Account the template belongs to (digits)."""
+    name: str = Field(max_length=512)
+    language: str = Field(max_length=16)
+    """Meta's language code, e.g. ``en_US``, ``es``."""
+    status: str = Field(max_length=32)
+    """``APPROVED``, ``PENDING``, ``REJECTED``, ``PAUSED``, ``DISABLED``...: only ``APPROVED`` ones are sent."""
+    category: str = Field(default="", max_length=32)
+    """``UTILITY``, ``MARKETING`` or ``AUTHENTICATION``."""
+    parameter_format: str = Field(default="POSITIONAL", max_length=16)
+    """``POSITIONAL`` (``{{1}}``) or ``NAMED`` (``{{order_id}}``)."""
+    components: list[dict[str, Any]] = jsonb_list_field()
+    """Meta's ``components`` (``HEADER``, ``BODY``, ``FOOTER``, ``BUTTONS``) as listed."""
+    external_id: str = Field(default="", sa_type=Text)
+    created_at: datetime = created_at_field()
+    """When this row was stored: the refresh that listed it."""
