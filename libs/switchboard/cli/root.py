@@ -96,6 +96,10 @@ conversations_app = typer.Typer(
     help="Conversations as the console inbox shows them: list with filters, show one with its turns.",
     no_args_is_help=True,
 )
+customers_app = typer.Typer(
+    help="Customers' data: erase one customer everywhere, or export everything stored about them.",
+    no_args_is_help=True,
+)
 queue_app = typer.Typer(help="The job queues: depth (what the ECS workers scale on).", no_args_is_help=True)
 channel_app = typer.Typer(
     help="Channel accounts: connect a WhatsApp number, an Instagram account or a Gmail mailbox.",
@@ -124,6 +128,7 @@ for _group, _name in (
     (keys_app, "keys"),
     (users_app, "users"),
     (conversations_app, "conversations"),
+    (customers_app, "customers"),
     (leads_app, "leads"),
     (webhooks_app, "webhooks"),
     (queue_app, "queue"),
@@ -162,7 +167,7 @@ COMMAND_MODULES = (
     *(
         f"switchboard.cli.{name}"
         for name in (
-            "agents channels conversations db evals events kb keys queue settings simulate system tenants tools users"
+            "agents channels conversations customers db evals events kb keys queue settings simulate system tenants tools users"
         ).split()
     ),
 )

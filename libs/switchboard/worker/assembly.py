@@ -242,6 +242,7 @@ def build_background_worker_settings(settings: Settings) -> type:
     from switchboard.knowledge.jobs import ingest_knowledge_source, vector_index_sweep
     from switchboard.leads.jobs import check_lead_intent
     from switchboard.memory import memory_sweep, summarize_memory
+    from switchboard.privacy.jobs import erase_customer_job, export_customer_job
 
     # A mailbox's poll sync runs every GMAIL_POLL_INTERVAL_S and mostly finds nothing new: its arq lines
     # are DEBUG then, like an idle cron run (a sync that stored mail keeps them at INFO).
@@ -255,6 +256,8 @@ def build_background_worker_settings(settings: Settings) -> type:
             _func(jobs.SUMMARIZE_MEMORY, summarize_memory, settings),
             _func(jobs.SYNC_GMAIL_MAILBOX, sync_gmail_mailbox, settings),
             _func(jobs.CHECK_LEAD_INTENT, check_lead_intent, settings),
+            _func(jobs.ERASE_CUSTOMER, erase_customer_job, settings),
+            _func(jobs.EXPORT_CUSTOMER, export_customer_job, settings),
         ],
         cron_jobs=[
             _sweep(jobs.SWEEP_INBOUND, sweep_inbound, settings, second=set(range(0, 60, 15))),
