@@ -49,6 +49,8 @@ from switchboard.observability import get_logger
 __all__ = [
     "ERASED_PREFIX",
     "ERASING_PREFIX",
+    "MESSAGE_HOLDS_WORDS",
+    "clear_messages",
     "CustomerNotFound",
     "EraseReport",
     "erase_customer",
@@ -273,38 +275,40 @@ async def _loose_records(
         await _batched(sessions, statement, params, step=table, batch=batch, report=report, on_batch=on_batch)
 
 
-_MESSAGE_HOLDS_WORDS = (
+MESSAGE_HOLDS_WORDS = (
     "(text IS NOT NULL OR media <> '[]'::jsonb OR raw IS NOT NULL OR tool_calls IS NOT NULL "
     "OR proxy_metadata IS NOT NULL OR external_id IS NOT NULL OR reply_to_external_id IS NOT NULL "
     "OR sender_external_id IS NOT NULL OR last_error IS NOT NULL)"
 )
+"""SQL: a ``messages`` row that still holds words, media or provider ids."""
 
 
-async def _messages(
-    sessions: async_sessionmaker[AsyncSession], store: MediaStore | None, scope: _Scope, *, batch: int,
-    report: EraseReport, on_batch: OnBatch | None,
-) -> None:  # fmt: skip
-    """Messages lose their words and media, ``batch`` rows a transaction; stored files are deleted first
-    (a file already gone is fine: a run that died after deleting it finds the reference again)."""
-    where = (
-        "tenant_id = :t AND (conversation_id = ANY(:cs) "
-        "OR (conversation_id IS NULL AND sender_external_id = ANY(:values)))"
-    )
-    params = {"t": scope.tenant_id, "cs": scope.conversation_ids, "values": scope.identities}
+async def clear_messages(
+    sessions: async_sessionmaker[AsyncSession], store: MediaStore | None, *, where: str, params: dict[str, Any],
+    batch: int, on_batch: OnBatch | None = None, skip_locked: bool = False,
+) -> tuple[int, int]:  # fmt: skip
+    """Take the words out of every message matching the SQL ``where`` (over ``messages``, with
+        ``params``): text, media (stored files deleted unless a message outside ``where`` holds the same
+        file), transcripts and descriptions, provider payload, tool-call arguments, provider ids. The rows
+        stay. ``batch`` rows a transaction; files are deleted first (a file already gone is fine: a run that
+        died after deleting it finds the reference again). ``skip_locked``: leave rows another transaction holds
+    (retention: the next run takes them); an erase waits for them. Returns ``(messages, files deleted)``."""
+    lock = "FOR UPDATE SKIP LOCKED" if skip_locked else "FOR UPDATE"
+    cleared = files = 0
     while True:
         async with sessions() as session, session.begin():
             conn = await session.connection()
             rows = (
                 await conn.execute(
                     text(
-                        f"SELECT id, media FROM messages WHERE {where} AND {_MESSAGE_HOLDS_WORDS} "
-                        "ORDER BY created_at LIMIT :batch FOR UPDATE"
+                        f"SELECT id, media FROM messages WHERE ({where}) AND {MESSAGE_HOLDS_WORDS} "
+                        f"ORDER BY created_at LIMIT :batch {lock}"
                     ),
                     {**params, "batch": batch},
                 )
             ).all()
             if not rows:
-                return
+                return cleared, files
             ids = [r[0] for r in rows]
             refs = {
                 str(m.get("ref"))
@@ -316,14 +320,14 @@ async def _messages(
                 shared = (
                     await conn.execute(
                         text(
-                            f"SELECT 1 FROM messages WHERE tenant_id = :t AND NOT ({where}) "
+                            f"SELECT 1 FROM messages WHERE tenant_id = :t AND NOT ({where}) AND NOT (id = ANY(:ids)) "
                             "AND media @> jsonb_build_array(jsonb_build_object('ref', CAST(:ref AS text))) LIMIT 1"
                         ),
-                        {**params, "ref": ref},
+                        {**params, "ref": ref, "ids": ids},
                     )
                 ).first()
                 if shared is None and store is not None:
-                    report.media_files += await _delete_file(store, ref)
+                    files += await _delete_file(store, ref)
             await conn.execute(
                 text(
                     "UPDATE messages SET text = NULL, media = '[]'::jsonb, raw = NULL, tool_calls = NULL, "
@@ -334,9 +338,25 @@ async def _messages(
                 ),
                 {"ids": ids},
             )
-        report.add("messages", len(ids))
+        cleared += len(ids)
         if on_batch is not None:
             await on_batch("messages", len(ids))
+
+
+async def _messages(
+    sessions: async_sessionmaker[AsyncSession], store: MediaStore | None, scope: _Scope, *, batch: int,
+    report: EraseReport, on_batch: OnBatch | None,
+) -> None:  # fmt: skip
+    where = (
+        "tenant_id = :t AND (conversation_id = ANY(:cs) "
+        "OR (conversation_id IS NULL AND sender_external_id = ANY(:values)))"
+    )
+    params = {"t": scope.tenant_id, "cs": scope.conversation_ids, "values": scope.identities}
+    messages, files = await clear_messages(
+        sessions, store, where=where, params=params, batch=batch, on_batch=on_batch
+    )
+    report.add("messages", messages)
+    report.media_files += files
 
 
 async def _delete_file(store: MediaStore, ref: str) -> int:

@@ -161,6 +161,9 @@ ERASE_CUSTOMER = Job("erase_customer", Queue.background, timeout_s=INGEST_JOB_TI
                      backoff=Backoff(5.0, 60.0))  # fmt: skip
 """Erase one customer everywhere (:mod:`switchboard.privacy.erase`): resumable, so a worker that died
 halfway leaves a job ARQ runs again and the run completes."""
+APPLY_RETENTION = Job("apply_retention", Queue.background, timeout_s=600.0, cron=True)
+"""Daily: delete what is older than each tenant's retention settings, in small batches
+(:mod:`switchboard.privacy.retention`)."""
 EXPORT_CUSTOMER = Job("export_customer", Queue.background, timeout_s=INGEST_JOB_TIMEOUT_S, max_tries=3)
 """Write one customer's export ZIP (:mod:`switchboard.privacy.export`)."""
 
@@ -168,7 +171,7 @@ ALL_JOBS: tuple[Job, ...] = (
     PING, PROCESS_INBOUND, APPLY_DELIVERY_STATUSES, APPLY_WHATSAPP_STATUSES, DELIVER_OUTBOX, COPY_INBOUND_MEDIA,
     DELIVER_OUTBOX_SWEEP, APPROVALS_SWEEP, INGEST_KNOWLEDGE_SOURCE, SUMMARIZE_MEMORY, SYNC_GMAIL_MAILBOX,
     SWEEP_INBOUND, MEMORY_SWEEP, POLL_GMAIL_MAILBOXES, DELIVER_EVENTS, PRUNE_EVENTS, KNOWLEDGE_VECTOR_INDEXES,
-    CHECK_LEAD_INTENT, RESUME_WAITING_TURNS, ERASE_CUSTOMER, EXPORT_CUSTOMER,
+    CHECK_LEAD_INTENT, RESUME_WAITING_TURNS, ERASE_CUSTOMER, EXPORT_CUSTOMER, APPLY_RETENTION,
 )  # fmt: skip
 """Every job and cron job of both workers."""
 

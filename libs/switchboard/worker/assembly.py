@@ -243,6 +243,7 @@ def build_background_worker_settings(settings: Settings) -> type:
     from switchboard.leads.jobs import check_lead_intent
     from switchboard.memory import memory_sweep, summarize_memory
     from switchboard.privacy.jobs import erase_customer_job, export_customer_job
+    from switchboard.privacy.retention import apply_retention_job
 
     # A mailbox's poll sync runs every GMAIL_POLL_INTERVAL_S and mostly finds nothing new: its arq lines
     # are DEBUG then, like an idle cron run (a sync that stored mail keeps them at INFO).
@@ -265,6 +266,7 @@ def build_background_worker_settings(settings: Settings) -> type:
             _sweep(jobs.POLL_GMAIL_MAILBOXES, poll_gmail_mailboxes, settings, second=set(range(5, 60, 15))),
             _sweep(jobs.DELIVER_EVENTS, deliver_events, settings, second=set(range(2, 60, 5))),
             _sweep(jobs.PRUNE_EVENTS, prune_events, settings, minute={17}, second={40}),
+            _sweep(jobs.APPLY_RETENTION, apply_retention_job, settings, hour={3}, minute={23}, second={10}),
             _sweep(jobs.KNOWLEDGE_VECTOR_INDEXES, vector_index_sweep, settings, second={50}),
             _sweep(jobs.RESUME_WAITING_TURNS, resume_waiting_turns, settings, second=set(range(10, 60, 15))),
         ],
