@@ -100,7 +100,12 @@ def _worker_class(
     metrics_port = int(getattr(settings, f"{service}_metrics_port", 0) or 0)
 
     async def startup(ctx: dict[str, Any]) -> None:
-        configure_logging(service=service, level=settings.log_level, fmt=settings.log_format)
+        configure_logging(
+            service=service,
+            level=settings.log_level,
+            fmt=settings.log_format,
+            unmask_pii=settings.log_unmask_pii,
+        )
         tracing.configure_tracing(service=service)
         try:
             ctx["metrics_server"] = metrics.start_metrics_server(settings.host, metrics_port)
