@@ -3,16 +3,19 @@ or the media storage; other customers keep everything; an erase that died halfwa
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
 from obstore.store import LocalStore
+from redis.asyncio import Redis
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.conversations.identities import Identity, resolve_customer
 from switchboard.media.store import MediaCopyFailed, MediaStore
 from switchboard.privacy import CustomerNotFound, erase_customer, find_customer
+from switchboard.queue.keys import profile_cache_key
 
 from tests.conftest import ScratchDatabase
 from tests.privacy.seed import Seeded, seed_customer
@@ -64,7 +67,7 @@ def store(tmp_path: Path) -> MediaStore:
 
 
 async def test_an_erased_customer_is_nowhere_and_the_others_keep_everything(
-    scratch_database: ScratchDatabase, store: MediaStore, tmp_path: Path
+    scratch_database: ScratchDatabase, store: MediaStore, tmp_path: Path, redis_url: str
 ) -> None:
     sessions = scratch_database.sessions
     tenant = await new_tenant(sessions, "Erase Shop")
@@ -81,12 +84,18 @@ async def test_an_erased_customer_is_nowhere_and_the_others_keep_everything(
         f"leads.notes: {ana.phone}",
     }  # the search sees what the seed wrote
     files_before = media_files(tmp_path)
+    redis = Redis.from_url(redis_url)
+    cached = {who.phone: profile_cache_key("whatsapp", uuid.uuid4(), who.phone) for who in (ana, bea)}
+    for phone, key in cached.items():
+        await redis.set(key, f'{{"name": "{phone}"}}', ex=60)
 
     report = await erase_customer(sessions, tenant_id=tenant.id, customer_id=ana.customer_id,
-                                  actor="console_user:admin", store=store)  # fmt: skip
+                                  actor="console_user:admin", store=store, redis=redis)  # fmt: skip
 
     assert await leftovers(sessions, everything_of(ana)) == []
     assert report.media_files == 1 and report.counts["messages"] == 4
+    assert (await redis.exists(cached[ana.phone]), await redis.exists(cached[bea.phone])) == (0, 1)
+    await redis.aclose()
     with pytest.raises(MediaCopyFailed):
         await store.get(ana.media_refs[0])
     files_after = media_files(tmp_path)

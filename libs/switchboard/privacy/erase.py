@@ -45,6 +45,7 @@ from switchboard.db.models import AuditLog, Customer, CustomerIdentity, utcnow
 from switchboard.errors import SwitchboardError
 from switchboard.media.store import MediaCopyFailed, MediaStore, is_stored
 from switchboard.observability import get_logger
+from switchboard.queue.keys import profile_cache_key
 
 __all__ = [
     "ERASED_PREFIX",
@@ -478,6 +479,20 @@ async def _sweep(
                 await on_batch("sweep", int(n))
 
 
+async def _forget_cached_profiles(redis: Any, scope: _Scope) -> int:
+    """Delete the provider profiles cached under the customer's identities
+    (:func:`~switchboard.queue.keys.profile_cache_key`)."""
+    gone = 0
+    for value in scope.identities:
+        pattern = profile_cache_key(
+            "*", "*", value.replace("*", "\\*").replace("?", "\\?").replace("[", "\\[")
+        )
+        keys = [key async for key in redis.scan_iter(match=pattern, count=500)]
+        if keys:
+            gone += int(await redis.delete(*keys))
+    return gone
+
+
 async def _finish(
     sessions: async_sessionmaker[AsyncSession], scope: _Scope, actor: str, report: EraseReport
 ) -> None:
@@ -508,6 +523,7 @@ async def _finish(
 async def erase_customer(
     sessions: async_sessionmaker[AsyncSession], *, tenant_id: uuid.UUID, customer_id: uuid.UUID, actor: str,
     store: MediaStore | None = None, batch: int = ERASE_BATCH, on_batch: OnBatch | None = None,
+    redis: Any | None = None,
 ) -> EraseReport:  # fmt: skip
     """Erase the customer ``customer_id`` of ``tenant_id`` everywhere (the module docstring says what
     goes and what stays); resumable and idempotent.
@@ -520,6 +536,8 @@ async def erase_customer(
         batch: rows changed per transaction.
         on_batch: awaited after each committed batch with ``(step, rows)``; an exception it raises stops
             the run (which a later run completes).
+        redis: the queue's Redis, to drop the customer's cached provider profiles (name, picture);
+            ``None``: they expire on their own.
 
     Returns:
         What was changed; ``already_erased`` when the customer was erased before.
@@ -537,6 +555,8 @@ async def erase_customer(
     await _messages(sessions, store, scope, batch=batch, report=report, on_batch=on_batch)
     await _conversation_rows(sessions, scope, batch=batch, report=report, on_batch=on_batch)
     await _sweep(sessions, scope, report=report, on_batch=on_batch)
+    if redis is not None:
+        report.add("redis", await _forget_cached_profiles(redis, scope))
     await _finish(sessions, scope, actor, report)
     log.info(
         "customer_erased", tenant_id=str(tenant_id), customer_id=str(customer_id),

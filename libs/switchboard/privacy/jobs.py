@@ -29,7 +29,7 @@ async def erase_customer_job(
     try:
         report = await erase_customer(
             deps.resources.sessions, tenant_id=uuid.UUID(tenant_id), customer_id=uuid.UUID(customer_id),
-            actor=actor, store=_store(deps),
+            actor=actor, store=_store(deps), redis=deps.resources.redis,
         )  # fmt: skip
     except CustomerNotFound:
         return {"missing": True}
