@@ -44,7 +44,7 @@ async def test_retention_removes_exactly_what_is_older_and_the_preview_says_so(
     async with sessions() as session:
         preview = await retention_preview(await session.connection(), tenant, settings, now=now)
     assert preview == {
-        "messages": 4, "memory": 1, "traces": 2, "tool_receipts": 2, "security_alerts": 2, "leads": 1,
+        "messages": 4, "outbox": 2, "memory": 1, "traces": 2, "tool_receipts": 2, "security_alerts": 2, "leads": 1,
         "event_deliveries": 2,
     }  # fmt: skip
 

@@ -4,7 +4,8 @@
 
 What goes, by kind (age from when the row was written; memory: from its last update):
 
-* ``messages``: text, media files, transcripts and payloads of older messages (rows and counts stay);
+* ``messages``: text, media files, transcripts and payloads of older messages (rows and counts stay),
+  and what the outbox sent (``outbox``: a part still waiting to go out stays);
 * ``memory``: memory notes and summaries;
 * ``traces``: the replies, summaries, errors and guardrail records of older turns, tool receipts'
   rejection reasons, and security alerts (deleted);
@@ -75,6 +76,10 @@ _TURN_HOLDS_WORDS = (
 KINDS: tuple[RetentionKind, ...] = (
     RetentionKind("messages", "messages_days", "messages",
                   f"tenant_id = :t AND created_at < :cutoff AND {MESSAGE_HOLDS_WORDS}", None),
+    RetentionKind("outbox", "messages_days", "outbox",
+                  "tenant_id = :t AND created_at < :cutoff AND status NOT IN ('pending', 'sending') "
+                  "AND (payload <> '{}'::jsonb OR error_message IS NOT NULL)",
+                  "UPDATE outbox SET payload = '{}'::jsonb, error_message = NULL WHERE id = ANY(:ids)"),
     RetentionKind("memory", "memory_days", "user_memories", "tenant_id = :t AND updated_at < :cutoff",
                   "DELETE FROM user_memories WHERE id = ANY(:ids)"),
     RetentionKind("traces", "traces_days", "turns",
