@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from decimal import Decimal
 
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -15,8 +16,10 @@ from switchboard.db.models import (
     Customer,
     CustomerIdentity,
     EventOutbox,
+    Feedback,
     Lead,
     Message,
+    Order,
     Outbox,
     PendingAction,
     SecurityAlert,
@@ -110,6 +113,8 @@ async def seed_customer(
             session.add_all([inbound, outbound])
             await session.flush()
             s.message_ids += [inbound.id, outbound.id]
+            session.add(Feedback(tenant_id=tenant_id, message_id=outbound.id, conversation_id=conv.id, rating="down",
+                                 source="console", comment=f"{s.name} said it was wrong", created_at=at))  # fmt: skip
             session.add(Outbox(tenant_id=tenant_id, conversation_id=conv.id, inbound_message_id=inbound.id,
                                channel=channel, recipient=s.phone if n == 0 else s.email,
                                payload={"type": "text", "text": answered}, status="delivered",
@@ -145,6 +150,9 @@ async def seed_customer(
         session.add(Lead(tenant_id=tenant_id, customer_id=s.customer_id, conversation_id=s.conversation_ids[0],
                          interest="kettle", notes=f"call {s.name} on {s.phone}", summary=f"{s.name} wants a kettle",
                          idempotency_key=f"intent:{s.conversation_ids[0]}", created_at=at))  # fmt: skip
+        session.add(Order(tenant_id=tenant_id, order_number=f"{tag}-{digits}", customer_id=s.customer_id,
+                          customer_ref=s.email, status="shipped", total=Decimal("12.50"), currency="EUR",
+                          items=[{"sku": "KTL-1", "qty": 1}], created_at=at))  # fmt: skip
         session.add(PendingAction(tenant_id=tenant_id, tool_name="create_refund", customer_id=s.customer_id,
                                   conversation_id=s.conversation_ids[1], idempotency_key=f"refund-{tag}-{digits}",
                                   arguments={"email": s.email, "reason": s.texts[0]}))  # fmt: skip

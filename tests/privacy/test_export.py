@@ -78,6 +78,15 @@ async def test_the_command_line_exports_and_erases_after_the_identity_is_typed_a
     assert exported.exit_code == 0, exported.output
     document, _ = _unzip(out.read_bytes())
     assert sorted(m["text"] for c in document["conversations"] for m in c["messages"]) == sorted(ana.texts)
+    assert [o["order_number"] for o in document["orders"]] == [f"ana-{ana.phone[2:]}"]
+    async with sessions() as session:
+        audited = (
+            await session.exec(
+                text("SELECT actor FROM audit_logs WHERE action = 'customer_exported' AND target_id = :c"),
+                params={"c": str(ana.customer_id)},
+            )  # fmt: skip
+        ).all()
+    assert [tuple(a) for a in audited] == [("cli",)]
 
     refused = await cli.arun("customers", "erase", "-t", tenant.slug, ana.email, input="someone@else.org\n")
     assert refused.exit_code != 0 and "nothing was erased" in refused.output

@@ -82,12 +82,14 @@ def customers_export(
 
     async def work(sessions: Any, settings: Any) -> bytes:
         from switchboard.media.store import MediaStore
-        from switchboard.privacy.export import export_customer
+        from switchboard.privacy.export import audit_export, export_customer
 
         tenant_id, customer_id = await _customer(sessions, tenant, customer)
-        return await export_customer(
+        data = await export_customer(
             sessions, tenant_id=tenant_id, customer_id=customer_id, store=MediaStore.from_settings(settings)
         )
+        await audit_export(sessions, tenant_id=tenant_id, customer_id=customer_id, actor="cli")
+        return data
 
     data = run_db(work)
     out.write_bytes(data)

@@ -32,6 +32,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from switchboard.db.models import AuditLog
 from switchboard.media.links import link_is_valid, link_signature
 from switchboard.media.store import MediaCopyFailed, MediaStore, is_stored, key_of
 from switchboard.observability import get_logger
@@ -41,6 +42,7 @@ from switchboard.settings import Settings
 __all__ = [
     "EXPORT_FORMAT",
     "EXPORT_LINKS",
+    "audit_export",
     "export_customer",
     "export_key",
     "export_link",
@@ -217,11 +219,22 @@ async def _add_file(archive: zipfile.ZipFile, store: MediaStore | None, ref: str
     return name
 
 
+async def audit_export(
+    sessions: async_sessionmaker[AsyncSession], *, tenant_id: uuid.UUID, customer_id: uuid.UUID, actor: str
+) -> None:
+    """Record who exported which customer (``customer_exported`` in ``audit_logs``; no personal data)."""
+    async with sessions() as session, session.begin():
+        session.add(
+            AuditLog(tenant_id=tenant_id, actor=actor[:128], action="customer_exported", target_type="customer",
+                     target_id=str(customer_id))
+        )  # fmt: skip
+
+
 async def write_export(
     sessions: async_sessionmaker[AsyncSession], store: MediaStore, *, tenant_id: uuid.UUID,
-    customer_id: uuid.UUID, export_id: str,
+    customer_id: uuid.UUID, export_id: str, actor: str = "system",
 ) -> str:  # fmt: skip
-    """Build the export and store it; returns its key (:func:`export_key`).
+    """Build the export, store it and audit it (``actor``: who asked); returns its key (:func:`export_key`).
 
     Raises:
         CustomerNotFound: no such customer in the tenant.
@@ -230,6 +243,7 @@ async def write_export(
     key = export_key(tenant_id, export_id)
     data = await export_customer(sessions, tenant_id=tenant_id, customer_id=customer_id, store=store)
     await store.write(key, data)
+    await audit_export(sessions, tenant_id=tenant_id, customer_id=customer_id, actor=actor)
     log.info(
         "customer_exported", tenant_id=str(tenant_id), customer_id=str(customer_id), size_bytes=len(data)
     )

@@ -48,8 +48,8 @@ async def export_customer_job(
     try:
         key = await write_export(
             deps.resources.sessions, _store(deps), tenant_id=uuid.UUID(tenant_id),
-            customer_id=uuid.UUID(customer_id), export_id=export_id,
+            customer_id=uuid.UUID(customer_id), export_id=export_id, actor=actor,
         )  # fmt: skip
     except CustomerNotFound:
         return {"missing": True}
-    return {"key": key, "actor": actor}
+    return {"key": key}
