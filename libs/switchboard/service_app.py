@@ -195,7 +195,9 @@ def create_service_app(
         SettingsError: at once, when ``GENERATE_SECRETS=false`` and a secret is unset (names it);
             at start-up (lifespan), when a required URL is unset.
     """
-    configure_logging(service=name, level=settings.log_level, fmt=settings.log_format)
+    configure_logging(
+        service=name, level=settings.log_level, fmt=settings.log_format, unmask_pii=settings.log_unmask_pii
+    )
     settings.require_secrets()
     configure_tracing(service=name)
     log = get_logger(__name__)

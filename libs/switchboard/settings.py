@@ -57,6 +57,7 @@ __all__ = [
     "KnowledgeBaseSettings",
     "ConsoleSettings",
     "SmtpSettings",
+    "PrivacySettings",
     "LogFormat",
     "LogLevel",
     "REAL_WHATSAPP_GRAPH_BASE_URL",
@@ -204,6 +205,10 @@ class LogSettings(BaseSettings):
     log_format: LogFormat = "auto"
     """``json``, ``console`` or ``auto`` (console on a terminal, JSON otherwise)."""
     log_level: LogLevel = "INFO"
+    log_unmask_pii: bool = False
+    """Log phone numbers and e-mail addresses as they are (bool, default false: they are masked in every
+    log line and trace attribute, and message text is never logged). For debugging only; every service
+    says so in a warning when it starts."""
 
 
 class ModelProviderSettings(BaseSettings):
@@ -709,7 +714,20 @@ class SmtpSettings(BaseSettings):
         return bool(self.smtp_host)
 
 
+class PrivacySettings(BaseSettings):
+    """Customer data protection: exports and the platform's limit on retention."""
+
+    customer_export_link_ttl_s: int = Field(86_400, ge=60, le=30 * 86_400)
+    """How long the download link of a customer export stays valid, in seconds (default 86400, a day);
+    the export file is deleted by the daily retention run once its link has expired."""
+    retention_max_days: int = Field(0, ge=0)
+    """The longest any tenant may keep messages, media, memory, traces, leads and event deliveries, in
+    days (default 0: no platform maximum). A tenant's ``retention`` setting above it, or unset, is
+    applied as this many days."""
+
+
 class Settings(
+    PrivacySettings,
     SmtpSettings,
     ConsoleSettings,
     GmailChannelSettings,

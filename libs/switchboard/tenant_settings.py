@@ -61,6 +61,7 @@ __all__ = [
     "LLMSettings",
     "LocaleSettings",
     "RateLimitSettings",
+    "RetentionSettings",
     "TRANSLATABLE",
     "SettingText",
     "localized_defaults",
@@ -365,6 +366,28 @@ class LeadSettings(BaseModel):
     the offline heuristic otherwise; ``model`` / ``heuristic`` force one."""
 
 
+class RetentionSettings(BaseModel):
+    """How long the tenant's customer data is kept (:mod:`switchboard.privacy.retention`, daily): days
+    counted from when a row was written; unset keeps it until the platform's ``RETENTION_MAX_DAYS`` (or
+    for ever when the platform sets none)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages_days: int | None = Field(None, ge=1, le=36_500)
+    """Messages older than this lose their text, media files, transcripts and provider payloads (the rows
+    stay, so the analytics' counts stay)."""
+    memory_days: int | None = Field(None, ge=1, le=36_500)
+    """Memory notes and summaries not updated for this many days are deleted."""
+    traces_days: int | None = Field(None, ge=1, le=36_500)
+    """Turn records older than this lose their replies, summaries, errors and guardrail records; tool
+    receipts their rejection reasons; security alerts are deleted."""
+    leads_days: int | None = Field(None, ge=1, le=36_500)
+    """Leads older than this are deleted."""
+    event_deliveries_days: int | None = Field(None, ge=1, le=36_500)
+    """Events and their webhook delivery logs older than this are deleted (one still waiting to be
+    delivered stays)."""
+
+
 CORE_SECTIONS: Mapping[str, type[BaseModel]] = MappingProxyType(
     {
         "agent": AgentSettings,
@@ -377,6 +400,7 @@ CORE_SECTIONS: Mapping[str, type[BaseModel]] = MappingProxyType(
         "locale": LocaleSettings,
         "rate_limits": RateLimitSettings,
         "leads": LeadSettings,
+        "retention": RetentionSettings,
     }
 )
 """The sections every tenant has, by their key in ``settings_extensions``."""
@@ -431,6 +455,7 @@ class TenantSettings(BaseModel):
     locale: LocaleSettings = Field(default_factory=LocaleSettings)
     rate_limits: RateLimitSettings = Field(default_factory=RateLimitSettings)
     leads: LeadSettings = Field(default_factory=LeadSettings)
+    retention: RetentionSettings = Field(default_factory=RetentionSettings)
 
     @model_validator(mode="after")
     def _channel_sections(self) -> TenantSettings:

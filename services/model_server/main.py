@@ -18,7 +18,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ControlRefused: ``MODEL_SERVER_CONTROL`` is on while a provider key is set or ``HOST`` is not loopback.
     """
     settings = settings or load_settings()
-    configure_logging(service="model_server", level=settings.log_level, fmt=settings.log_format)
+    configure_logging(
+        service="model_server",
+        level=settings.log_level,
+        fmt=settings.log_format,
+        unmask_pii=settings.log_unmask_pii,
+    )
     configure_tracing(service="model_server")
     if not settings.model_server_control:
         return create_offline_app()

@@ -104,6 +104,10 @@ conversations_app = typer.Typer(
 templates_app = typer.Typer(
     help="WhatsApp message templates: list what is stored, refresh them from WhatsApp.", no_args_is_help=True
 )
+customers_app = typer.Typer(
+    help="Customers' data: erase one customer everywhere, or export everything stored about them.",
+    no_args_is_help=True,
+)
 queue_app = typer.Typer(help="The job queues: depth (what the ECS workers scale on).", no_args_is_help=True)
 channel_app = typer.Typer(
     help="Channel accounts: connect a WhatsApp number, an Instagram account or a Gmail mailbox.",
@@ -134,6 +138,7 @@ for _group, _name in (
     (users_app, "users"),
     (conversations_app, "conversations"),
     (templates_app, "templates"),
+    (customers_app, "customers"),
     (leads_app, "leads"),
     (webhooks_app, "webhooks"),
     (queue_app, "queue"),
@@ -172,8 +177,8 @@ COMMAND_MODULES = (
     *(
         f"switchboard.cli.{name}"
         for name in (
-            "agents api_keys channels conversations db evals events kb keys outreach queue settings simulate system tenants "
-            "tools users"
+            "agents api_keys channels conversations customers db evals events kb keys outreach queue settings simulate "
+            "system tenants tools users"
         ).split()
     ),
 )

@@ -130,7 +130,13 @@ def run_db(
     if log_at_log_level:
         from switchboard.observability import configure_logging
 
-        configure_logging(service="cli", level=settings.log_level, fmt=settings.log_format, interactive=True)
+        configure_logging(
+            service="cli",
+            level=settings.log_level,
+            fmt=settings.log_format,
+            interactive=True,
+            unmask_pii=settings.log_unmask_pii,
+        )
         logging.getLogger("switchboard.runtime.embedded").setLevel(
             logging.NOTSET if settings.log_level == "DEBUG" else logging.WARNING
         )

@@ -43,7 +43,9 @@ def run() -> None:
 
     started = time.monotonic()
     settings = command_settings(attach_to_run=False)
-    configure_logging(service="run", level=settings.log_level, fmt=settings.log_format)
+    configure_logging(
+        service="run", level=settings.log_level, fmt=settings.log_format, unmask_pii=settings.log_unmask_pii
+    )
     log = get_logger("switchboard.run")
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     lock = RunLock(settings.data_dir)

@@ -26,6 +26,7 @@ def console_routers() -> list[APIRouter]:
     from switchboard.console.api import conversations_admin_router
     from switchboard.console.channel_pages import channel_pages_router
     from switchboard.console.conversation_pages import conversation_pages_router
+    from switchboard.console.customer_pages import customer_pages_router
     from switchboard.console.knowledge_pages import knowledge_pages_router
     from switchboard.console.operations_pages import operations_pages_router
     from switchboard.console.pages import pages_router
@@ -39,6 +40,7 @@ def console_routers() -> list[APIRouter]:
     routers = [
         pages_router,
         conversation_pages_router,
+        customer_pages_router,
         conversations_admin_router,
         settings_pages_router,
         settings_admin_router,

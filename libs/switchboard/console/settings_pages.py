@@ -22,6 +22,7 @@ from switchboard.db.engine import session_scope
 from switchboard.egress import EgressPolicy
 from switchboard.i18n import N_
 from switchboard.llm.config import DeploymentSettings, default_deployments
+from switchboard.privacy.retention import retention_preview
 from switchboard.settings import Settings
 from switchboard.tenant_config import (
     SettingsInvalid,
@@ -45,7 +46,9 @@ AdminPage = Annotated[PageContext, Depends(page_access(ADMIN_ROLES))]
 register_nav("settings", N_("Agent settings"), "/settings", ADMIN_ROLES)
 _SECTION_TITLES = (
     N_("agent"), N_("loop"), N_("llm"), N_("handoff"), N_("memory"), N_("tools"), N_("knowledge"),
-    N_("locale"), N_("rate limits"), N_("whatsapp"), N_("instagram"), N_("gmail"),
+    N_("locale"), N_("rate limits"), N_("whatsapp"), N_("instagram"), N_("gmail"), N_("retention"),
+    N_("messages"), N_("outbox"), N_("memory"), N_("traces"), N_("tool receipts"), N_("security alerts"), N_("leads"),
+    N_("event deliveries"), N_("kept"),
 )  # fmt: skip
 """Section titles the form translates (``_(section.title)``)."""
 
@@ -86,6 +89,7 @@ async def _render(
             for field in section.fields:
                 _refill(field, form)
     history = await list_settings_changes(session, tenant.id, limit=20)
+    preview = await retention_preview(await session.connection(), tenant, settings)
     groups: dict[int, list[str]] = {}
     for deployment in tenant_settings_from(tenant.settings_extensions).llm.deployments:
         groups.setdefault(deployment.priority, []).append(deployment.id)
@@ -93,6 +97,7 @@ async def _render(
         request, "settings.html", status_code=code, tenant=tenant, sections=sections, history=history,
         problems=problems or [], saved=saved, groups=sorted(groups.items()), active="settings",
         answering=answering_order(settings, tenant.settings_extensions), failed=list(failed),
+        retention_preview=preview,
     )  # fmt: skip
 
 

@@ -19,15 +19,24 @@ from switchboard.media.sniff import sniff_mime
 from switchboard.media.store import MediaCopyFailed, MediaStore, key_of
 from switchboard.settings import Settings
 
-__all__ = ["media_url", "link_is_valid", "media_router", "LINK_TTL_S"]
+__all__ = ["media_url", "link_is_valid", "link_signature", "media_router", "LINK_TTL_S", "MEDIA_LINKS"]
 
 LINK_TTL_S = 3600
 """How long a link stays valid (Meta fetches an attachment within seconds of the send)."""
 
 
-def _signature(settings: Settings, key: str, exp: int) -> str:
-    secret = hmac.new(settings.secret("service_token").encode(), b"switchboard-media-links", hashlib.sha256)
+MEDIA_LINKS = b"switchboard-media-links"
+"""The purpose media links are signed for (another purpose's link never passes as a media link)."""
+
+
+def link_signature(settings: Settings, key: str, exp: int, *, purpose: bytes = MEDIA_LINKS) -> str:
+    """HMAC-SHA256 hex over ``"{key}:{exp}"`` with a key derived from ``SERVICE_TOKEN`` and ``purpose``."""
+    secret = hmac.new(settings.secret("service_token").encode(), purpose, hashlib.sha256)
     return hmac.new(secret.digest(), f"{key}:{exp}".encode(), hashlib.sha256).hexdigest()
+
+
+def _signature(settings: Settings, key: str, exp: int) -> str:
+    return link_signature(settings, key, exp)
 
 
 def media_url(
@@ -39,11 +48,20 @@ def media_url(
     return f"{base_url.rstrip('/')}/media/{quote(key)}?exp={exp}&sig={_signature(settings, key, exp)}"
 
 
-def link_is_valid(settings: Settings, key: str, exp: int, sig: str, *, now: float | None = None) -> bool:
-    """Whether ``sig`` is ours for ``key`` and ``exp`` has not passed (constant-time compare)."""
+def link_is_valid(
+    settings: Settings,
+    key: str,
+    exp: int,
+    sig: str,
+    *,
+    now: float | None = None,
+    purpose: bytes = MEDIA_LINKS,
+) -> bool:
+    """Whether ``sig`` is ours for ``key``, ``exp`` and ``purpose`` and ``exp`` has not passed
+    (constant-time compare)."""
     if exp < (now if now is not None else time.time()):
         return False
-    return hmac.compare_digest(_signature(settings, key, exp), sig)
+    return hmac.compare_digest(link_signature(settings, key, exp, purpose=purpose), sig)
 
 
 def media_router(settings: Settings, store: MediaStore) -> APIRouter:

@@ -128,6 +128,31 @@ class MediaStore:
                 f"{ref}: not in media storage", is_transient=False, reason="missing"
             ) from exc
 
+    async def write(self, key: str, data: bytes) -> None:
+        """Store ``data`` under the fixed ``key`` (an export, not a customer's media: no size limit)."""
+        await obstore.put_async(self.store, key, data)
+
+    async def exists(self, key: str) -> bool:
+        """Whether ``key`` is stored."""
+        try:
+            await obstore.head_async(self.store, key)
+        except FileNotFoundError:
+            return False
+        return True
+
+    async def delete(self, ref: str) -> None:
+        """Delete ``store:<key>`` (or a bare key).
+
+        Raises:
+            MediaCopyFailed: no such object (``missing``).
+        """
+        try:
+            await obstore.delete_async(self.store, key_of(ref))
+        except FileNotFoundError as exc:
+            raise MediaCopyFailed(
+                f"{ref}: not in media storage", is_transient=False, reason="missing"
+            ) from exc
+
     async def copy_url(
         self, http: httpx.AsyncClient, url: str, *, namespace: str, kind: str | None = None,
         mime: str | None = None, timeout_s: float = 15.0, egress: EgressPolicy | None = None,

@@ -24,6 +24,7 @@ from typing import Any
 
 import structlog
 
+from switchboard.observability.pii import mask_pii, set_unmasked
 from switchboard.settings import LogFormat
 
 __all__ = [
@@ -112,8 +113,9 @@ def adopt_library_loggers() -> None:
 
 
 def configure_logging(
-    *, service: str, level: str = "INFO", fmt: LogFormat = "auto", interactive: bool = False
-) -> None:
+    *, service: str, level: str = "INFO", fmt: LogFormat = "auto", interactive: bool = False,
+    unmask_pii: bool = False,
+) -> None:  # fmt: skip
     """Configure structlog and the stdlib root logger for one process.
 
     Args:
@@ -123,6 +125,8 @@ def configure_logging(
         interactive: a command a person typed (the ``switchboard`` CLI, not a service or worker):
             ``auto`` is console even when stderr is not a terminal (piped into ``less``, captured by an
             editor); only an explicit ``json`` (``LOG_FORMAT=json``) gives JSON lines.
+        unmask_pii: ``LOG_UNMASK_PII``: log phone numbers, addresses and message text as they are
+            (:mod:`switchboard.observability.pii`); a warning says so.
     """
     use_json = fmt == "json" or (fmt == "auto" and not interactive and not sys.stderr.isatty())
     shared: list[Any] = [
@@ -131,6 +135,7 @@ def configure_logging(
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         structlog.processors.StackInfoRenderer(),
         _strip_ansi,
+        mask_pii,  # last: masks what every processor before it added
     ]
     renderer: Any = (
         structlog.processors.JSONRenderer() if use_json else structlog.dev.ConsoleRenderer(colors=False)
@@ -173,6 +178,12 @@ def configure_logging(
             arq_worker.addFilter(arq_filter)
     structlog.contextvars.clear_contextvars()
     structlog.contextvars.bind_contextvars(service=service)
+    set_unmasked(unmask_pii)
+    if unmask_pii:
+        get_logger(__name__).warning(
+            "pii_unmasked", detail="LOG_UNMASK_PII is on: phone numbers, e-mail addresses and message text "
+            "are logged as they are; turn it off once debugging is done",
+        )  # fmt: skip
 
 
 def get_logger(name: str | None = None) -> structlog.stdlib.BoundLogger:

@@ -53,6 +53,8 @@ from opentelemetry.trace import (
 )
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from switchboard.observability.pii import mask_attributes
+
 if TYPE_CHECKING:
     from fastapi import FastAPI
     from opentelemetry.sdk.trace import TracerProvider
@@ -243,7 +245,7 @@ def span(
     if _tracer is None:
         return _NO_SPAN
     return _tracer.start_as_current_span(
-        name, context=context, kind=kind, attributes=attributes, links=links,
+        name, context=context, kind=kind, attributes=mask_attributes(attributes), links=links,
         record_exception=record_errors, set_status_on_exception=record_errors,
     )  # fmt: skip
 
@@ -305,7 +307,7 @@ def message_span(
                 name,
                 context=otel_context.Context(),
                 kind=SpanKind.CONSUMER,
-                attributes=attributes,
+                attributes=mask_attributes(attributes),
                 links=links,
             )
         finally:
@@ -315,7 +317,7 @@ def message_span(
             name,
             context=_message_parent(trace_id),
             kind=SpanKind.CONSUMER,
-            attributes=attributes,
+            attributes=mask_attributes(attributes),
             links=links,
         )
     # a Retry (conversation busy, orchestrator down) leaves through here: not an error of the span

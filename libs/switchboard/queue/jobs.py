@@ -163,12 +163,21 @@ of 10 s, eight tenants at once)."""
 KNOWLEDGE_VECTOR_INDEXES = Job(
     "knowledge_vector_indexes", Queue.background, timeout_s=INGEST_JOB_TIMEOUT_S, cron=True
 )
+ERASE_CUSTOMER = Job("erase_customer", Queue.background, timeout_s=INGEST_JOB_TIMEOUT_S, max_tries=5, keep_result_s=0,
+                     backoff=Backoff(5.0, 60.0))  # fmt: skip
+"""Erase one customer everywhere (:mod:`switchboard.privacy.erase`): resumable, so a worker that died
+halfway leaves a job ARQ runs again and the run completes."""
+APPLY_RETENTION = Job("apply_retention", Queue.background, timeout_s=600.0, cron=True)
+"""Daily: delete what is older than each tenant's retention settings, in small batches
+(:mod:`switchboard.privacy.retention`)."""
+EXPORT_CUSTOMER = Job("export_customer", Queue.background, timeout_s=INGEST_JOB_TIMEOUT_S, max_tries=3)
+"""Write one customer's export ZIP (:mod:`switchboard.privacy.export`)."""
 
 ALL_JOBS: tuple[Job, ...] = (
     PING, PROCESS_INBOUND, APPLY_DELIVERY_STATUSES, APPLY_WHATSAPP_STATUSES, DELIVER_OUTBOX, COPY_INBOUND_MEDIA,
     DELIVER_OUTBOX_SWEEP, APPROVALS_SWEEP, INGEST_KNOWLEDGE_SOURCE, SUMMARIZE_MEMORY, SYNC_GMAIL_MAILBOX,
     SWEEP_INBOUND, MEMORY_SWEEP, POLL_GMAIL_MAILBOXES, DELIVER_EVENTS, PRUNE_EVENTS, KNOWLEDGE_VECTOR_INDEXES,
-    CHECK_LEAD_INTENT, RESUME_WAITING_TURNS,
+    CHECK_LEAD_INTENT, RESUME_WAITING_TURNS, ERASE_CUSTOMER, EXPORT_CUSTOMER, APPLY_RETENTION,
 )  # fmt: skip
 """Every job and cron job of both workers."""
 
@@ -296,5 +305,28 @@ async def enqueue_lead_check(
         CHECK_LEAD_INTENT.name, str(tenant_id), str(conversation_id), str(customer_id), trace_id,
         _job_id=keys.lead_check_job_id(inbound_message_id), _queue_name=CHECK_LEAD_INTENT.queue.value,
         **_trace_kwargs(),
+    )  # fmt: skip
+    return job is not None
+
+
+async def enqueue_erase_customer(
+    redis: ArqRedis, *, tenant_id: uuid.UUID, customer_id: uuid.UUID, actor: str
+) -> bool:
+    """Enqueue ``erase_customer`` on the background queue. Returns ``False`` when that customer's erase is
+    queued or running already."""
+    job = await redis.enqueue_job(
+        ERASE_CUSTOMER.name, str(tenant_id), str(customer_id), actor,
+        _job_id=keys.erase_customer_job_id(customer_id), _queue_name=ERASE_CUSTOMER.queue.value,
+    )  # fmt: skip
+    return job is not None
+
+
+async def enqueue_export_customer(
+    redis: ArqRedis, *, tenant_id: uuid.UUID, customer_id: uuid.UUID, export_id: str, actor: str
+) -> bool:
+    """Enqueue ``export_customer`` on the background queue, writing the export ``export_id``."""
+    job = await redis.enqueue_job(
+        EXPORT_CUSTOMER.name, str(tenant_id), str(customer_id), export_id, actor,
+        _job_id=keys.export_customer_job_id(export_id), _queue_name=EXPORT_CUSTOMER.queue.value,
     )  # fmt: skip
     return job is not None

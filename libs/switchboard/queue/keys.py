@@ -33,6 +33,8 @@ __all__ = [
     "sweep_job_id",
     "SWEEP_JOB_ID_PREFIX",
     "knowledge_progress_key",
+    "erase_customer_job_id",
+    "export_customer_job_id",
 ]
 
 
@@ -173,3 +175,13 @@ SWEEP_JOB_ID_PREFIX = "cron:"
 def sweep_job_id(name: str) -> str:
     """The one ARQ job id every run of the cron job ``name`` gets (:func:`switchboard.queue.running.sweep_cron`)."""
     return f"{SWEEP_JOB_ID_PREFIX}{name}"
+
+
+def erase_customer_job_id(customer_id: uuid.UUID | str) -> str:
+    """Job id of one customer's erase (one queued or running at a time; a finished one may run again)."""
+    return f"privacy-erase:{customer_id}"
+
+
+def export_customer_job_id(export_id: str) -> str:
+    """Job id of one requested export."""
+    return f"privacy-export:{export_id}"

@@ -386,7 +386,12 @@ def create_tools_app(settings: Settings, *, server: ToolServer | None = None) ->
             ``settings.secret("mcp_service_token")``).
         server: the tool server (tests add tools to one); default: every business tool.
     """
-    configure_logging(service="mcp_tools", level=settings.log_level, fmt=settings.log_format)
+    configure_logging(
+        service="mcp_tools",
+        level=settings.log_level,
+        fmt=settings.log_format,
+        unmask_pii=settings.log_unmask_pii,
+    )
     settings.require_secrets()  # GENERATE_SECRETS=false (containers): refuse to start without them
     configure_tracing(service="mcp_tools")
     server = server or ToolServer()

@@ -100,7 +100,12 @@ def _worker_class(
     metrics_port = int(getattr(settings, f"{service}_metrics_port", 0) or 0)
 
     async def startup(ctx: dict[str, Any]) -> None:
-        configure_logging(service=service, level=settings.log_level, fmt=settings.log_format)
+        configure_logging(
+            service=service,
+            level=settings.log_level,
+            fmt=settings.log_format,
+            unmask_pii=settings.log_unmask_pii,
+        )
         tracing.configure_tracing(service=service)
         try:
             ctx["metrics_server"] = metrics.start_metrics_server(settings.host, metrics_port)
@@ -242,6 +247,8 @@ def build_background_worker_settings(settings: Settings) -> type:
     from switchboard.knowledge.jobs import ingest_knowledge_source, vector_index_sweep
     from switchboard.leads.jobs import check_lead_intent
     from switchboard.memory import memory_sweep, summarize_memory
+    from switchboard.privacy.jobs import erase_customer_job, export_customer_job
+    from switchboard.privacy.retention import apply_retention_job
 
     # A mailbox's poll sync runs every GMAIL_POLL_INTERVAL_S and mostly finds nothing new: its arq lines
     # are DEBUG then, like an idle cron run (a sync that stored mail keeps them at INFO).
@@ -255,6 +262,8 @@ def build_background_worker_settings(settings: Settings) -> type:
             _func(jobs.SUMMARIZE_MEMORY, summarize_memory, settings),
             _func(jobs.SYNC_GMAIL_MAILBOX, sync_gmail_mailbox, settings),
             _func(jobs.CHECK_LEAD_INTENT, check_lead_intent, settings),
+            _func(jobs.ERASE_CUSTOMER, erase_customer_job, settings),
+            _func(jobs.EXPORT_CUSTOMER, export_customer_job, settings),
         ],
         cron_jobs=[
             _sweep(jobs.SWEEP_INBOUND, sweep_inbound, settings, second=set(range(0, 60, 15))),
@@ -262,6 +271,7 @@ def build_background_worker_settings(settings: Settings) -> type:
             _sweep(jobs.POLL_GMAIL_MAILBOXES, poll_gmail_mailboxes, settings, second=set(range(5, 60, 15))),
             _sweep(jobs.DELIVER_EVENTS, deliver_events, settings, second=set(range(2, 60, 5))),
             _sweep(jobs.PRUNE_EVENTS, prune_events, settings, minute={17}, second={40}),
+            _sweep(jobs.APPLY_RETENTION, apply_retention_job, settings, hour={3}, minute={23}, second={10}),
             _sweep(jobs.KNOWLEDGE_VECTOR_INDEXES, vector_index_sweep, settings, second={50}),
             _sweep(jobs.RESUME_WAITING_TURNS, resume_waiting_turns, settings, second=set(range(10, 60, 15))),
         ],
