@@ -311,7 +311,7 @@ async def send_message(
     now: datetime | None = None,
 ) -> Sent:
     """Send into a conversation as a person: text, buttons or a list (rendered by the channel within its
-    limits, as the assistant's own buttons are: :func:`switchboard.replies.render.render_reply`), or a
+    limits, as the assistant's own buttons are: :func:`switchboard.channels.render.render_reply`), or a
     WhatsApp template. The caller commits, then asks for delivery.
 
     Raises:
