@@ -45,7 +45,7 @@ AdminPage = Annotated[PageContext, Depends(page_access(ADMIN_ROLES))]
 register_nav("settings", N_("Agent settings"), "/settings", ADMIN_ROLES)
 _SECTION_TITLES = (
     N_("agent"), N_("loop"), N_("llm"), N_("handoff"), N_("memory"), N_("tools"), N_("knowledge"),
-    N_("locale"), N_("rate limits"), N_("whatsapp"), N_("instagram"), N_("gmail"),
+    N_("locale"), N_("rate limits"), N_("hours"), N_("whatsapp"), N_("instagram"), N_("gmail"),
 )  # fmt: skip
 """Section titles the form translates (``_(section.title)``)."""
 

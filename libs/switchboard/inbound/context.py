@@ -41,6 +41,7 @@ class Outcome(StrEnum):
     already_handled = "already_handled"  # a re-run of an agent message whose answer is in the outbox
     opted_out = "opted_out"  # an opt-out button: recorded, one confirmation
     button_handoff = "button_handoff"  # a "talk to a person" button: escalated without a model turn
+    out_of_hours = "out_of_hours"  # outside business hours with no AI answering: queued, told when we open
     reply_capped = "reply_capped"  # the channel's cap on automatic replies was reached: handed to a person
     coalesced = "coalesced"  # a newer message of the same customer answers this one too
     empty = "empty"  # nothing to answer (no text after media to text)
