@@ -39,6 +39,7 @@ __all__ = [
     "hand_to_agent",
     "open_conversations_of",
     "queue_length",
+    "count_assignment",
 ]
 
 
@@ -89,7 +90,7 @@ async def pick_agent(
     return (await session.exec(query)).first()
 
 
-def _count(agent: HumanAgent, conversation_id: uuid.UUID) -> None:
+def count_assignment(agent: HumanAgent, conversation_id: uuid.UUID) -> None:
     """``agent`` took ``conversation_id``: counts up, it becomes the agent's selected conversation."""
     agent.total_conversations += 1
     agent.current_load += 1
@@ -183,7 +184,7 @@ async def escalate(
         await session.flush()
         position = await queue_length(session, tenant_id=tenant_id)
         return Assignment(conversation.id, None, queue_position=position, opens_at=opens_at)
-    _count(agent, conversation.id)
+    count_assignment(agent, conversation.id)
     session.add(agent)
     await session.flush()
     return Assignment(conversation.id, agent)
@@ -260,7 +261,7 @@ async def transfer(
     )
     await session.flush()
     await _uncount(session, from_agent, conversation.id)
-    _count(to_agent, conversation.id)
+    count_assignment(to_agent, conversation.id)
     session.add(to_agent)
     await session.flush()
 
@@ -330,7 +331,7 @@ async def hand_to_agent(
     await session.flush()
     if previous is not None:
         await _uncount(session, previous, conversation.id)
-    _count(agent, conversation.id)
+    count_assignment(agent, conversation.id)
     session.add(agent)
     await session.flush()
 
@@ -365,7 +366,7 @@ async def take_queue(
             reason=f"taken from the queue by {agent.name}",
             trace_id=trace_id,
         )
-        _count(agent, conversation.id)
+        count_assignment(agent, conversation.id)
     session.add(agent)
     await session.flush()
     return taken

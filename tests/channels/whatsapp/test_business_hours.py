@@ -12,8 +12,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlmodel import select
-from switchboard.db.models import Conversation, utcnow
+from switchboard.db.models import Conversation, Outbox, utcnow
 from switchboard.handoff import add_agent, hours
+from switchboard.handoff.service import assign_at_opening
 from switchboard.standins.offline_server import ScriptedResponse
 from switchboard.tenant_settings import AgentSettings
 
@@ -142,3 +143,27 @@ async def test_out_of_hours_with_no_ai_the_customer_is_told_once_and_waits_in_sp
     assert (conversation.status, conversation.assigned_agent_id) == ("human", None)
     assert conversation.escalation_reason == "wrote outside business hours"
     assert model.requests == []
+
+
+async def test_at_the_opening_the_online_agent_gets_what_waited_and_is_told(
+    settings_, wa_tenant, sessions, graph_sandbox, script, clock
+):  # type: ignore[no-untyped-def]
+    clock(SATURDAY_NOON)
+    await script(hours=HOURS)
+    nia = await _online_agent(sessions, wa_tenant)
+    await _post(settings_, _button(wa_tenant))
+    assert await assign_at_opening(sessions, None, tenant_id=wa_tenant.tenant.id) == 0  # still closed
+    assert (await _conversation(sessions, wa_tenant)).assigned_agent_id is None
+
+    clock(MONDAY_TEN)
+    assert await assign_at_opening(sessions, None, tenant_id=wa_tenant.tenant.id) == 1
+    conversation = await _conversation(sessions, wa_tenant)
+    assert (conversation.status, conversation.assigned_agent_id) == ("human", nia.id)
+    async with sessions() as session:
+        notices = (
+            await session.exec(
+                select(Outbox).where(Outbox.conversation_id == conversation.id, Outbox.recipient == nia.phone)
+            )
+        ).all()
+    assert len(notices) == 1 and "New conversation for you." in notices[0].payload["text"]
+    assert await assign_at_opening(sessions, None, tenant_id=wa_tenant.tenant.id) == 0  # given once
