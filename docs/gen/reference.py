@@ -378,6 +378,8 @@ def _short_default(value: object) -> str:
         value = int(value)
     if isinstance(value, str) and len(value) > 60:
         return f"`{value[:57].rstrip()}...`"
+    if isinstance(value, list) and value and isinstance(value[0], BaseModel):
+        return f"{len(value)} rows (see the meaning)"
     if isinstance(value, list):
         return f"`{json.dumps(value)}`" if value else "`[]`"
     if isinstance(value, BaseModel):

@@ -10,6 +10,7 @@ optional)::
      "memory":    {"returning_customer_window_days": 90, ...},
      "tools":     {"mutation_budget": 1},
      "knowledge": {"embedding_model": "text-embedding-3-small", "min_similarity": 0.3, ...},
+     "hours":     {"enabled": true, "schedule": [{"day": "mon", "opens": "09:00", "closes": "18:00"}], ...},
      "whatsapp":  {"opt_out_payloads": ["Unsubscribe", "STOP"], ...}}
 
 * :func:`tenant_settings_from` is the one loader: a section that fails validation is logged
@@ -37,6 +38,7 @@ import importlib
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
+from datetime import date
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
@@ -54,6 +56,9 @@ __all__ = [
     "AgentSettings",
     "LoopLimits",
     "HandoffSettings",
+    "HoursSettings",
+    "OpeningPeriod",
+    "WEEKDAYS",
     "MemorySettings",
     "ToolsSettings",
     "KnowledgeSettings",
@@ -106,6 +111,20 @@ and a tenant that did not store its own text gets the default in its ``locale.la
 (:func:`localized_defaults`). Mark the default with :func:`switchboard.i18n.N_` so Babel extracts it."""
 
 
+def _timezone_error(name: str) -> PydanticCustomError | None:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return PydanticCustomError(  # a template of switchboard.i18n.validation: translated
+            "unknown_timezone",
+            "unknown time zone '{timezone}' (use an IANA name such as Europe/Madrid)",
+            {"timezone": name},
+        )
+    return None
+
+
 class LocaleSettings(BaseModel):
     """The tenant's language and time zone: ``settings_extensions["locale"]``.
 
@@ -123,16 +142,8 @@ class LocaleSettings(BaseModel):
 
     @model_validator(mode="after")
     def _known_timezone(self) -> LocaleSettings:
-        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-        try:
-            ZoneInfo(self.timezone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise PydanticCustomError(  # a template of switchboard.i18n.validation: translated
-                "unknown_timezone",
-                "unknown time zone '{timezone}' (use an IANA name such as Europe/Madrid)",
-                {"timezone": self.timezone},
-            ) from None
+        if (problem := _timezone_error(self.timezone)) is not None:
+            raise problem
         return self
 
 
@@ -291,6 +302,83 @@ class HandoffSettings(BaseModel):
     at once, without a model turn."""
 
 
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+"""Weekday keys of :class:`OpeningPeriod` in ``date.weekday()`` order (Monday first)."""
+Weekday = Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+_CLOCK = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+_CLOSING = r"^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$"
+
+
+class OpeningPeriod(BaseModel):
+    """One stretch of a weekday when the team answers, in the tenant's local time (``09:00``-``18:00``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    day: Weekday
+    opens: str = Field(pattern=_CLOCK)
+    """``HH:MM``, 24-hour clock."""
+    closes: str = Field(pattern=_CLOSING)
+    """``HH:MM`` after ``opens``; ``24:00`` is midnight at the end of the day. A night shift is two periods
+    (``22:00``-``24:00`` and ``00:00``-``06:00`` of the next day)."""
+
+    @model_validator(mode="after")
+    def _closes_after_opening(self) -> OpeningPeriod:
+        if self.closes <= self.opens:
+            raise PydanticCustomError(
+                "closes_before_opening",
+                "closes at {closes}, not after it opens at {opens} (split a night across midnight)",
+                {"opens": self.opens, "closes": self.closes},
+            )
+        return self
+
+
+def _weekdays() -> list[OpeningPeriod]:
+    return [OpeningPeriod(day=day, opens="09:00", closes="18:00") for day in WEEKDAYS[:5]]
+
+
+class HoursSettings(BaseModel):
+    """Business hours (docs/human-agents.md#business-hours): ``settings_extensions["hours"]``.
+
+    Off by default: people are asked for at any time. On, a request for a person outside the hours waits
+    in the queue for the next opening, and the customer is told when that is (``out_of_hours_reply``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    timezone: SettingText | None = Field(None, min_length=1, max_length=64)
+    """IANA time zone of the schedule; ``None``: the tenant's ``locale.timezone``."""
+    schedule: list[OpeningPeriod] = Field(default_factory=_weekdays, max_length=70)
+    """When the team answers each week (default: Monday to Friday, 09:00-18:00)."""
+    holidays: list[date] = Field(default_factory=list, max_length=366)
+    """Whole days closed (``2026-12-25``), in the schedule's time zone."""
+    outside_hours: Literal["ai", "person"] = "ai"
+    """``ai``: outside the hours the AI keeps answering, and a request for a person waits for the next
+    opening. ``person``: the AI does not answer outside the hours; the customer gets
+    ``out_of_hours_reply`` and the conversation waits for a person at the next opening."""
+    out_of_hours_reply: SettingText = Field(
+        N_(
+            "Our team is away right now. We are back {opening}, and a person will answer you here then; "
+            "you don't need to write again."
+        ),
+        min_length=1,
+        max_length=1_000,
+        json_schema_extra=TRANSLATABLE,
+    )
+    """What the customer is told outside the hours; ``{opening}`` becomes the next opening in the
+    customer's words (``on Monday 7 December at 09:00``)."""
+
+    @model_validator(mode="after")
+    def _usable(self) -> HoursSettings:
+        if self.timezone is not None and (problem := _timezone_error(self.timezone)) is not None:
+            raise problem
+        if self.enabled and not self.schedule:
+            raise PydanticCustomError(
+                "no_opening_hours", "add at least one opening period, or turn business hours off"
+            )
+        return self
+
+
 class MemorySettings(BaseModel):
     """Memory across conversations (docs/concepts.md#memory): ``settings_extensions["memory"]``."""
 
@@ -401,6 +489,7 @@ CORE_SECTIONS: Mapping[str, type[BaseModel]] = MappingProxyType(
         "rate_limits": RateLimitSettings,
         "leads": LeadSettings,
         "retention": RetentionSettings,
+        "hours": HoursSettings,
     }
 )
 """The sections every tenant has, by their key in ``settings_extensions``."""
@@ -456,6 +545,7 @@ class TenantSettings(BaseModel):
     rate_limits: RateLimitSettings = Field(default_factory=RateLimitSettings)
     leads: LeadSettings = Field(default_factory=LeadSettings)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
+    hours: HoursSettings = Field(default_factory=HoursSettings)
 
     @model_validator(mode="after")
     def _channel_sections(self) -> TenantSettings:

@@ -70,7 +70,8 @@ async def test_analytics_counts_per_day_and_channel(sessions, make_tenant):
     assert (values["turns"], values["fallback_rate"], values["tokens"]) == (1, 1.0, 120)
     assert values["cost_usd"] == 0.0125 and data.totals["cost_usd"] == 0.0125
     assert (values["tool_calls"], values["tool_error_rate"]) == (2, 0.5)
-    assert data.series("conversations") == {"whatsapp": [None] * 6 + [1]}
+    assert data.series("conversations") == {"whatsapp": [0] * 6 + [1]}  # a quiet day counts 0
+    assert data.series("fallback_rate") == {"whatsapp": [None] * 6 + [1.0]}  # a rate has nothing to say
 
 
 async def test_analytics_page_draws_svg_charts_for_admins_only(console_client, sessions, make_tenant):
@@ -82,10 +83,10 @@ async def test_analytics_page_draws_svg_charts_for_admins_only(console_client, s
         await log_in(client, admin)
         page = await client.get(f"/t/{tenant.slug}/analytics")
         assert page.status_code == 200
-        assert page.text.count("<svg") >= 10 and 'id="chart-first_response_p95_s"' in page.text
+        assert page.text.count("<svg") == 7 and 'id="chart-first_response_p50_s"' in page.text
         assert re.search(r'<strong id="kpi-conversations">1</strong>', page.text)
         assert '<strong id="kpi-cost_usd">0.0125</strong>' in page.text and 'id="chart-cost_usd"' in page.text
-        assert 'data-channel="whatsapp" data-value="0.5"' in page.text  # the tool error rate point
+        assert 'data-channel="whatsapp" data-value="1.0"' in page.text  # the fallback rate point
         assert "cdn" not in page.text.lower()
         api = await client.get(
             f"/v1/admin/tenants/{tenant.slug}/analytics", headers={"Accept": "application/json"}

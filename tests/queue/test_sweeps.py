@@ -61,9 +61,11 @@ async def test_a_sweep_due_while_one_is_queued_is_not_queued_again(settings, red
     worker = _worker(build_chat_worker_settings(settings), pool)
     # an hour ago: every run is due already, none deferred (a burst worker waits for deferred jobs)
     start = datetime.now(worker.timezone) - timedelta(hours=1)
-    sweeps = [sweep_job_id("approvals_sweep"), sweep_job_id("deliver_outbox_sweep")]
+    sweeps = sorted(
+        sweep_job_id(name) for name in ("approvals_sweep", "deliver_outbox_sweep", "handoff_openings")
+    )
     try:
-        await _heartbeats(worker, start, 60)  # 12 runs of deliver_outbox_sweep, 6 of approvals_sweep due
+        await _heartbeats(worker, start, 60)  # 12 runs of deliver_outbox_sweep, 6 of the others due
         assert sorted(queued_jobs(sync, Queue.chat.value)) == sweeps
 
         await _run_queued(settings)  # the sweeps run (for real) and finish

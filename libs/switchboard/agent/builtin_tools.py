@@ -24,6 +24,7 @@ from switchboard.conversations import Actor, InvalidTransition, close
 from switchboard.db.engine import session_scope
 from switchboard.db.models import AuditLog, Conversation, Customer, Tenant, utcnow
 from switchboard.db.tenant_scope import TenantScope
+from switchboard.handoff.hours import waiting_reply
 from switchboard.memory.notes import NotesRejected, check_customer_text, check_notes
 from switchboard.observability import get_logger
 from switchboard.replies.parts import OptionList, ProductCard, QuickReplies
@@ -324,15 +325,25 @@ class BuiltinToolSet:
         if assignment.agent is None:
             async with ctx.sessions() as session:
                 tenant = await session.get(Tenant, ctx.tenant_id)
-            queue_reply = tenant_settings_from(
-                tenant.settings_extensions if tenant else None, tenant_id=str(ctx.tenant_id)
-            ).handoff.queue_reply
+            queue_reply = waiting_reply(
+                tenant_settings_from(
+                    tenant.settings_extensions if tenant else None, tenant_id=str(ctx.tenant_id)
+                ),
+                assignment.opens_at,
+            )
+            away = assignment.opens_at is not None
             return ToolOutput(
                 {
                     "status": "queued_for_human",
                     "queue_position": assignment.queue_position,
-                    "next": "Nobody from the team is online right now; the conversation waits for the next "
-                    f"person. Tell the customer, in their language: {queue_reply}",
+                    "next": (
+                        "The team is away (outside business hours); the conversation waits for the next "
+                        "opening."
+                        if away
+                        else "Nobody from the team is online right now; the "
+                        "conversation waits for the next person."
+                    )
+                    + f" Tell the customer, in their language: {queue_reply}",
                 },
                 effect="escalated",
             )

@@ -4,13 +4,17 @@
 tenant's ``locale.timezone``):
 
 * ``conversations``: conversations started; ``handed_off``: started and later handed to a person;
-  ``ai_resolved``: started, closed and never handed to a person;
+  ``ai_resolved``: started, then closed or idle longer than the tenant's ``memory.inactivity_close_s``
+  (``idle_close_s``), with no message from a person and not waiting for one now;
 * ``messages_in`` / ``messages_out``: customer messages stored; messages we wrote to the customer (AI
   replies and people's replies), each counted once however many parts the channel split it into, and
   without the model's tool calls and tool results (history rows, never sent);
 * ``first_response_p50_s`` / ``_p95_s``: seconds from a conversation's first customer message to our
   first reply to the customer (not the model's first tool call) (conversations started that day);
-* ``turns``, ``fallback_rate`` (turns a fallback deployment answered, or that every deployment failed),
+* ``human_first_response_p50_s``: seconds from a conversation's first hand-over to a person to the
+  first message a person wrote to the customer after it (hand-overs of that day);
+* ``turns``, ``fallback_rate`` (turns a fallback deployment answered, or whose model calls failed: every
+  deployment failed, or the model failed or ran out of time mid-turn),
   ``tokens`` (``usage.total_tokens``),
   ``cost_usd`` (estimated model spend, ``turns.cost_usd``: LiteLLM's price map, unpriced models 0);
 * ``tool_calls``, ``tool_error_rate`` (receipts whose outcome is not ``ok``);
@@ -28,7 +32,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import text
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-__all__ = ["DayChannel", "Analytics", "tenant_analytics", "METRICS"]
+__all__ = ["DayChannel", "Analytics", "tenant_analytics", "METRICS", "COUNTS"]
 
 METRICS = (
     "conversations",
@@ -38,6 +42,7 @@ METRICS = (
     "messages_out",
     "first_response_p50_s",
     "first_response_p95_s",
+    "human_first_response_p50_s",
     "turns",
     "fallback_rate",
     "tokens",
@@ -47,6 +52,12 @@ METRICS = (
     "feedback_up",
     "feedback_down",
 )
+
+COUNTS = frozenset(
+    {"conversations", "ai_resolved", "handed_off", "messages_in", "messages_out", "turns", "tokens",
+     "cost_usd", "tool_calls", "feedback_up", "feedback_down"}
+)  # fmt: skip
+"""Metrics that add up (0 on a quiet day); the others are rates and times (nothing on a quiet day)."""
 
 
 @dataclass
@@ -70,12 +81,12 @@ class Analytics:
     timezone: str
 
     def series(self, metric: str) -> dict[str, list[float | None]]:
-        """``{channel: [value per day]}`` of ``metric`` (``None`` on days without data)."""
-        index = {(r.day, r.channel): r for r in self.rows}
+        """``{channel: [value per day]}`` of ``metric``, one value for every day of the period: a count is
+        0 on a day without data, a rate or a time ``None`` (nothing to measure)."""
+        index = {(r.day, r.channel): r.values for r in self.rows}
+        empty = 0 if metric in COUNTS else None
         return {
-            channel: [
-                (index[(d, channel)].values.get(metric) if (d, channel) in index else None) for d in self.days
-            ]
+            channel: [index.get((d, channel), {}).get(metric, empty) for d in self.days]
             for channel in self.channels
         }
 
@@ -99,16 +110,39 @@ _TO_CUSTOMER = (
 in; the model's tool calls and results and the hand-back note to the AI (``kind`` system) are history rows
 (``direction`` outbound), never sent."""
 
+_BY_PERSON = "m.direction = 'outbound' AND m.role = 'human_agent' AND m.kind NOT IN ('system', 'tool_call', 'tool_result')"
+"""A message a person wrote to the customer (not the hand-back note to the AI)."""
+
 _QUERIES: dict[str, str] = {
     "conversations": f"""
         SELECT {_DAY.format(col="c.created_at")} AS day, c.channel,
                count(*) AS conversations,
                count(*) FILTER (WHERE EXISTS (SELECT 1 FROM conversation_events e
                    WHERE e.conversation_id = c.id AND e.to_status = 'human')) AS handed_off,
-               count(*) FILTER (WHERE c.closed_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM conversation_events e
-                   WHERE e.conversation_id = c.id AND e.to_status = 'human')) AS ai_resolved
+               count(*) FILTER (
+                   WHERE c.status <> 'human'
+                     AND (c.closed_at IS NOT NULL
+                          OR coalesce((SELECT max(m.created_at) FROM messages m WHERE m.conversation_id = c.id),
+                                      c.created_at) < :idle_before)
+                     AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND {_BY_PERSON})
+               ) AS ai_resolved
         FROM conversations c
-        WHERE c.tenant_id = :tenant AND c.created_at >= :since
+        WHERE c.tenant_id = :tenant AND c.created_at >= :since AND NOT c.is_agent_console
+        GROUP BY 1, 2""",
+    "human_first_response": f"""
+        WITH handed AS (
+            SELECT c.id, c.channel, min(e.created_at) AS handed_at
+            FROM conversations c JOIN conversation_events e ON e.conversation_id = c.id AND e.to_status = 'human'
+            WHERE c.tenant_id = :tenant AND e.created_at >= :since
+            GROUP BY c.id, c.channel),
+        answered AS (
+            SELECT h.channel, h.handed_at,
+                   (SELECT min(m.created_at) FROM messages m WHERE m.conversation_id = h.id AND {_BY_PERSON}
+                        AND m.created_at >= h.handed_at) AS first_person
+            FROM handed h)
+        SELECT {_DAY.format(col="handed_at")} AS day, channel,
+               percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM first_person - handed_at)) AS p50
+        FROM answered WHERE first_person IS NOT NULL
         GROUP BY 1, 2""",
     "messages": f"""
         SELECT {_DAY.format(col="m.created_at")} AS day, m.channel,
@@ -133,10 +167,12 @@ _QUERIES: dict[str, str] = {
     "turns": f"""
         SELECT {_DAY.format(col="t.created_at")} AS day, c.channel,
                count(*) AS turns,
-               -- a turn whose every deployment failed is no answer by the first deployment either
+               -- a turn whose model calls failed is no answer by the first deployment either
                count(*) FILTER (
                    WHERE t.fallback_used
                       OR coalesce((t.result->'flags')::jsonb, '[]'::jsonb) @> '["model_unavailable"]'::jsonb
+                      OR (t.outcome = 'degraded'
+                          AND (t.error LIKE 'model_failed%' OR t.error = 'turn_timeout'))
                ) AS fallbacks,
                coalesce(sum((t.usage->>'total_tokens')::bigint), 0) AS tokens,
                coalesce(sum(t.cost_usd), 0) AS cost_usd
@@ -150,6 +186,14 @@ _QUERIES: dict[str, str] = {
         WHERE r.tenant_id = :tenant AND r.created_at >= :since
         GROUP BY 1, 2""",
 }
+
+
+def _period(query: str) -> str:
+    """``query`` over the whole period: its day and channel grouping dropped."""
+    head, _, tail = query.rpartition("SELECT ")
+    select = tail.split(" AS day, channel,", 1)[1]
+    return head + "SELECT " + select.replace("GROUP BY 1, 2", "")
+
 
 _FEEDBACK = f"""
     SELECT {_DAY.format(col="f.created_at")} AS day, coalesce(c.channel, 'none') AS channel,
@@ -169,19 +213,29 @@ async def tenant_analytics(
     *,
     days: int = 14,
     timezone: str = "UTC",
+    idle_close_s: float = 86_400.0,
     today: date | None = None,
+    now: datetime | None = None,
 ) -> Analytics:
     """The figures of the last ``days`` days (today included) in ``timezone``.
+
+    Args:
+        idle_close_s: a conversation without messages for this long counts as finished (the tenant's
+            ``memory.inactivity_close_s``), seconds.
+        now: the moment "idle" is measured from (default: now).
 
     Raises:
         zoneinfo.ZoneInfoNotFoundError: ``timezone`` is not an IANA name (the settings validate it).
     """
     zone = ZoneInfo(timezone)
-    today = today or datetime.now(zone).date()
+    now = now or datetime.now(zone)
+    today = today or now.astimezone(zone).date()
     first = today - timedelta(days=days - 1)
     since = datetime.combine(first, datetime.min.time(), tzinfo=zone)
-    params = {"tenant": tenant_id, "since": since, "tz": timezone}
+    idle_before = now - timedelta(seconds=idle_close_s)
+    params = {"tenant": tenant_id, "since": since, "tz": timezone, "idle_before": idle_before}
     cells: dict[tuple[date, str], dict[str, float]] = {}
+    totals_p50: dict[str, float | None] = {}
     raw: dict[tuple[date, str], dict[str, float]] = {}
 
     def cell(day: date, channel: str) -> dict[str, float]:
@@ -201,6 +255,8 @@ async def tenant_analytics(
         cell(row["day"], row["channel"]).update(
             first_response_p50_s=round(float(row["p50"]), 2), first_response_p95_s=round(float(row["p95"]), 2)
         )
+    for row in (await session.execute(text(_QUERIES["human_first_response"]), params)).mappings():
+        cell(row["day"], row["channel"]).update(human_first_response_p50_s=round(float(row["p50"]), 2))
     for row in (await session.execute(text(_QUERIES["turns"]), params)).mappings():
         c = cell(row["day"], row["channel"])
         raw[(row["day"], row["channel"])].update(turns=row["turns"], fallbacks=row["fallbacks"])
@@ -219,6 +275,12 @@ async def tenant_analytics(
         for row in (await session.execute(text(_FEEDBACK), params)).mappings():
             cell(row["day"], row["channel"]).update(feedback_up=row["up"], feedback_down=row["down"])
 
+    for name, metric in (
+        ("first_response", "first_response_p50_s"),
+        ("human_first_response", "human_first_response_p50_s"),
+    ):
+        median = (await session.execute(text(_period(_QUERIES[name])), params)).mappings().first()
+        totals_p50[metric] = round(float(median["p50"]), 2) if median and median["p50"] is not None else None
     day_list = [first + timedelta(days=n) for n in range(days)]
     channels = sorted({channel for _, channel in cells})
     rows = [DayChannel(day=d, channel=ch, values=dict(v)) for (d, ch), v in sorted(cells.items())]
@@ -231,6 +293,7 @@ async def tenant_analytics(
     totals["tool_error_rate"] = _ratio(
         sum(r.get("tool_errors", 0) for r in raw.values()), totals["tool_calls"] or 0
     )
+    totals.update(totals_p50)
     ups, downs = totals["feedback_up"] or 0, totals["feedback_down"] or 0
     totals["feedback_up_ratio"] = _ratio(ups, ups + downs)
     return Analytics(

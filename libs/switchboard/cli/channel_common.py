@@ -6,6 +6,7 @@ provider sandbox for what the system sent after a simulated webhook."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -31,15 +32,32 @@ __all__ = [
 ]
 
 SAMPLE_MEDIA = {
-    "image": bytes.fromhex(
-        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-        "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201f5d3a83c0000000049454e44ae426082"
+    "image": base64.b64decode(
+        "/9j/4AAQSkZJRgABAQAAAQABAAD/4gHYSUNDX1BST0ZJTEUAAQEAAAHIAAAAAAQwAABtbnRyUkdCIFhZWiAH4AABAAEAAAAAAABh"
+        "Y3NwAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAQAA9tYAAQAAAADTLQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAlkZXNjAAAA8AAAACRyWFlaAAABFAAAABRnWFlaAAABKAAAABRiWFlaAAABPAAAABR3dHB0AAAB"
+        "UAAAABRyVFJDAAABZAAAAChnVFJDAAABZAAAAChiVFJDAAABZAAAAChjcHJ0AAABjAAAADxtbHVjAAAAAAAAAAEAAAAMZW5VUwAA"
+        "AAgAAAAcAHMAUgBHAEJYWVogAAAAAAAAb6IAADj1AAADkFhZWiAAAAAAAABimQAAt4UAABjaWFlaIAAAAAAAACSgAAAPhAAAts9Y"
+        "WVogAAAAAAAA9tYAAQAAAADTLXBhcmEAAAAAAAQAAAACZmYAAPKnAAANWQAAE9AAAApbAAAAAAAAAABtbHVjAAAAAAAAAAEAAAAM"
+        "ZW5VUwAAACAAAAAcAEcAbwBvAGcAbABlACAASQBuAGMALgAgADIAMAAxADb/2wBDAAYEBQYFBAYGBQYHBwYIChAKCgkJChQODwwQ"
+        "FxQYGBcUFhYaHSUfGhsjHBYWICwgIyYnKSopGR8tMC0oMCUoKSj/2wBDAQcHBwoIChMKChMoGhYaKCgoKCgoKCgoKCgoKCgoKCgo"
+        "KCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCj/wAARCABAAGADASIAAhEBAxEB/8QAGwABAAIDAQEAAAAAAAAAAAAAAAQI"
+        "AwYHAQX/xAA2EAABBAAEAgUJCQEAAAAAAAAAAQIDBAUGERMHURIUIaGxIjEyQWFyc4HRCCMzQlJxkZLwsv/EABoBAQACAwEAAAAA"
+        "AAAAAAAAAAADBQEEBgL/xAApEQACAgECAwcFAAAAAAAAAAAAAQIDBAUREiFBBjFCUWFxwRMiMjOR/9oADAMBAAIRAxEAPwCzYAMm"
+        "AAAAAAAAAAAAAAAAeKqImqroh6c2493erZHbXRe21ZZGqexNXeLUJ8Wh5F0ak9t2R2z+nBz8jfJ8Uw+v+PeqRe/M1vip8+fN+XIN"
+        "dzHcMRU9SWWKv8IpUgHTx7NV+Kx/wrHqUukS08/EbKUGvTxqBfcY9/gimyYdeq4lSit0J47FaVNWSRrqi/7kU0NjyZnDFMp3NyhJ"
+        "06z11lrPXyJPovtTv8x5yOzkVDeiT4vXqZr1F8X3rkWxBreTM4YXmylu0JOhZYn3taRfLj+qe1O7zGyHL2VTqk4TWzRaRkpreL5A"
+        "AEZ6AAABxD7Rl3WzgtFq+gySdyfuqIn/AC47eVu47zSy5+kZKxzWRV4mRqv5m6K7VPm5yfJS50GvjzE/JN/HyaWfLalrzOeAA7so"
+        "wAACTh161ht2K3Qnkr2Yl1ZIxdFT/cjeqfF/NNfTdkp2fiwImv8AVWnPAa92LTf+2Cfuj3C2cPxex1+nxwvN067g1aXntTOj8Ucf"
+        "cp8bcIfp1zC70Pw1ZJ4q04IDRnomHPwbezZPHNuXUtBgfEzLWMXYKde1LFZncjI2TRK3pOXzJr2p3m6FL6ySusRJWR6zq9EjRnpK"
+        "7Xs009epcqnu9Ug6zpv9Bu5p+rTt7zm9Y06vCcXW+T37/QssPJlcnxLuMxnjma1iIqLqhgBSm6Sd9vJw328nEYAEnfbycN9vJxGA"
+        "BJ328nDfbycRgASd9vJw328nEYAEnfbycRgAD//Z"
     ),
     "audio": b"\x00\x00\x00\x18ftypM4A \x00\x00\x00\x00M4A isom"
     + b"SWITCHBOARD-TRANSCRIPT: is the blue one back?\x00",
 }
 """What ``simulate instagram|whatsapp --payload`` serves behind the payload's media (its CDN links and
-media ids are fake and the demo is offline): a 1×1 PNG, and an M4A header with the offline model server's
+media ids are fake and the demo is offline): a 96×64 JPEG of a blue sneaker, and an M4A header with the offline model server's
 transcript marker (``standins.offline_server.TRANSCRIPT_MARKER``), which it returns as the transcript."""
 
 

@@ -24,27 +24,30 @@ AdminPage = Annotated[PageContext, Depends(page_access(ADMIN_ROLES))]
 register_nav("analytics", N_("Analytics"), "/analytics", ADMIN_ROLES)
 
 CHARTS: tuple[tuple[str, str, str], ...] = (
-    ("conversations", N_("Conversations"), ""),
+    ("conversations", N_("Conversations started"), ""),
     ("ai_resolved", N_("Resolved by the AI"), ""),
     ("handed_off", N_("Handed to a person"), ""),
-    ("messages_in", N_("Messages in"), ""),
-    ("messages_out", N_("Messages out"), ""),
-    ("first_response_p50_s", N_("First response p50"), "s"),
-    ("first_response_p95_s", N_("First response p95"), "s"),
-    ("fallback_rate", N_("Fallback rate"), "%"),
-    ("tool_error_rate", N_("Tool error rate"), "%"),
-    ("tokens", N_("Tokens"), ""),
-    ("cost_usd", N_("Estimated cost (USD)"), "$"),
+    ("first_response_p50_s", N_("First response of the AI (median)"), "s"),
+    ("human_first_response_p50_s", N_("First response of a person after a hand-over (median)"), "s"),
+    ("fallback_rate", N_("Turns on a fallback model or with failed model calls"), "%"),
+    ("cost_usd", N_("Estimated model cost (USD)"), "$"),
 )
-"""(metric, title, unit) of each chart, in page order; 👍/👎 is added when feedback exists."""
+"""(metric, question, unit) of each chart, in page order: one chart per question, a line per channel.
+The other figures are in the numbers above the charts."""
 
 
 @analytics_pages_router.get("/t/{slug}/analytics", response_class=HTMLResponse)
 async def analytics_page(
     request: Request, page: AdminPage, session: SessionDep, days: Annotated[int, Query(ge=1, le=366)] = 14
 ) -> Response:
-    timezone = tenant_settings_from(page.tenant.settings_extensions).locale.timezone
-    data = await tenant_analytics(session, page.tenant.id, days=days, timezone=timezone)
+    tenant_settings = tenant_settings_from(page.tenant.settings_extensions)
+    data = await tenant_analytics(
+        session,
+        page.tenant.id,
+        days=days,
+        timezone=tenant_settings.locale.timezone,
+        idle_close_s=tenant_settings.memory.inactivity_close_s,
+    )
     language = console_language(request, page.tenant)  # charts are drawn before rendering: titles here
     charts = [
         line_chart(
@@ -52,11 +55,6 @@ async def analytics_page(
         )
         for metric, title, unit in CHARTS
     ]
-    if data.has_feedback:
-        charts.append(line_chart("👍", data.days, data.series("feedback_up"), chart_id="chart-feedback_up"))
-        charts.append(
-            line_chart("👎", data.days, data.series("feedback_down"), chart_id="chart-feedback_down")
-        )
     return render(
         request, "analytics.html", tenant=page.tenant, data=data, charts=charts, days=days, active="analytics"
     )

@@ -20,7 +20,7 @@ import jinja2
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -178,6 +178,16 @@ def install_console(app: FastAPI) -> None:
     client's own address from a trusted proxy's ``X-Forwarded-For`` (setting ``forwarded_allow_ips``;
     from any other peer the header is ignored), which the login limits count by."""
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="console-static")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> Response:
+        """The icon every browser asks for at the root (cached for a day)."""
+        return FileResponse(
+            STATIC_DIR / "favicon.ico",
+            media_type="image/x-icon",
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
+
     settings = getattr(app.state, "settings", None)
     trusted = settings.forwarded_allow_ips if settings is not None else "127.0.0.1"
     app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=trusted)

@@ -142,7 +142,7 @@ async def knowledge_upload(
             log.warning(
                 "knowledge_upload_rejected", tenant_id=str(tenant_id), reason=exc.reason, error=str(exc)
             )
-            uploads.append({"filename": name, "ok": False, "message": str(exc)})
+            uploads.append({"filename": name, "ok": False, "message": exc.plain_words})
             continue
         if outcome.needs_ingest and resources.redis is not None:
             await enqueue_ingest(resources.redis, outcome.source)

@@ -61,6 +61,7 @@ async def _page(
     error: str | None = None,
     tenant_filter: str = "",
     new_link: dict | None = None,
+    typed: dict[str, str] | None = None,
 ) -> Response:  # type: ignore[no-untyped-def]
     depths = await queue_depths(resources.redis) if resources.redis is not None else {}
     usage = await usage_per_tenant(session, days=30)
@@ -74,7 +75,7 @@ async def _page(
         request, "platform.html", status_code=code, usage=usage, depths=depths, dead=dead,
         tenant_filter=chosen["slug"] if chosen else "", message=message, error=error, new_link=new_link,
         active="platform", provider_keys=provider_keys(resources.settings),
-        failing=await failing_models(session, resources.redis),
+        failing=await failing_models(session, resources.redis), typed=typed or {},
     )  # fmt: skip
 
 
@@ -141,6 +142,8 @@ async def platform_create_tenant(
     or neither): the link is shown once, and e-mailed when an SMTP server is configured."""
     language = console_language(request)
     email = admin_email.strip()
+    typed = {"slug": slug, "name": name, "organization": organization, "admin_email": admin_email,
+             "admin_name": admin_name}  # fmt: skip
     try:
         tenant = await create_tenant(
             session, slug=slug.strip(), name=name.strip(), organization_name=organization.strip() or None
@@ -155,13 +158,13 @@ async def platform_create_tenant(
     except UserExists:
         await session.rollback()
         error = gettext(language, ADMIN_EXISTS) % {"email": email.lower()}
-        return await _page(request, session, resources, code=422, error=error)
+        return await _page(request, session, resources, code=422, error=error, typed=typed)
     except (TenantExists, ValueError) as exc:
         await session.rollback()
         error = str(exc)
         if email and not isinstance(exc, TenantExists) and "e-mail" in error:
             error = gettext(language, ADMIN_NOT_EMAIL)
-        return await _page(request, session, resources, code=422, error=error)
+        return await _page(request, session, resources, code=422, error=error, typed=typed)
     message = gettext(language, TENANT_CREATED) % {"slug": tenant.slug}
     if issued is None:
         return await _page(request, session, resources, message=message)

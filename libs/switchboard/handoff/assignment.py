@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import func, text
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.conversations import lifecycle
-from switchboard.conversations.lifecycle import Actor
+from switchboard.conversations.lifecycle import Actor, ActorType
 from switchboard.db.models import AgentStatus, Conversation, ConversationStatus, HumanAgent, utcnow
+from switchboard.handoff import hours
+from switchboard.tenant_settings import load_tenant_settings
 
 __all__ = [
     "Assignment",
@@ -36,6 +39,7 @@ __all__ = [
     "hand_to_agent",
     "open_conversations_of",
     "queue_length",
+    "count_assignment",
 ]
 
 
@@ -50,6 +54,8 @@ class Assignment:
     """1-based place in the tenant's waiting queue when ``agent`` is ``None``."""
     newly_assigned: bool = True
     """``False`` when ``agent`` already had the conversation (a second escalation): nobody needs telling."""
+    opens_at: datetime | None = None
+    """When it waits because the team is away (business hours): the next opening, UTC."""
 
 
 async def tenant_handoff_lock(session: AsyncSession, tenant_id: uuid.UUID) -> None:
@@ -84,7 +90,7 @@ async def pick_agent(
     return (await session.exec(query)).first()
 
 
-def _count(agent: HumanAgent, conversation_id: uuid.UUID) -> None:
+def count_assignment(agent: HumanAgent, conversation_id: uuid.UUID) -> None:
     """``agent`` took ``conversation_id``: counts up, it becomes the agent's selected conversation."""
     agent.total_conversations += 1
     agent.current_load += 1
@@ -128,10 +134,12 @@ async def escalate(
     actor: Actor,
     trace_id: str | None = None,
 ) -> Assignment:
-    """Switch the conversation to human mode and assign it, or queue it when nobody is online.
+    """Switch the conversation to human mode and assign it, or queue it when nobody is online or the
+    team is away (the tenant's business hours; the result's ``opens_at`` says until when).
 
     Runs in the caller's transaction (takes the tenant lock). A conversation that already has an
-    agent keeps it (a second escalation changes only the reason).
+    agent keeps it (a second escalation changes only the reason). Business hours hold back requests
+    of the customer, the AI and the system; a person's own takeover (the Business app) is never held.
 
     Args:
         actor: who asked (the model, the customer's button, the WhatsApp Business app...).
@@ -162,7 +170,8 @@ async def escalate(
         )
         await session.flush()
         return Assignment(conversation.id, current, newly_assigned=False)
-    agent = await pick_agent(session, tenant_id=tenant_id)
+    opens_at = await _away_until(session, tenant_id, actor)
+    agent = None if opens_at is not None else await pick_agent(session, tenant_id=tenant_id)
     await lifecycle.to_human(
         session,
         conversation,
@@ -174,11 +183,27 @@ async def escalate(
     if agent is None:
         await session.flush()
         position = await queue_length(session, tenant_id=tenant_id)
-        return Assignment(conversation.id, None, queue_position=position)
-    _count(agent, conversation.id)
+        return Assignment(conversation.id, None, queue_position=position, opens_at=opens_at)
+    count_assignment(agent, conversation.id)
     session.add(agent)
     await session.flush()
     return Assignment(conversation.id, agent)
+
+
+_HELD_BY_HOURS = frozenset({ActorType.ai, ActorType.customer, ActorType.system})
+"""Who asks for a person in a way business hours hold back until the next opening."""
+
+
+async def _away_until(session: AsyncSession, tenant_id: uuid.UUID, actor: Actor) -> datetime | None:
+    """The next opening when the tenant's team is away now and ``actor``'s request must wait, else ``None``
+    (an enabled schedule has a period and at most 366 holidays, so an opening is always found)."""
+    if actor.type not in _HELD_BY_HOURS:
+        return None
+    week = hours.business_hours(await load_tenant_settings(session, tenant_id))
+    now = hours.utcnow()
+    if week is None or week.is_open(now):
+        return None
+    return week.next_opening(now)
 
 
 async def open_conversations_of(session: AsyncSession, agent: HumanAgent) -> list[Conversation]:
@@ -236,7 +261,7 @@ async def transfer(
     )
     await session.flush()
     await _uncount(session, from_agent, conversation.id)
-    _count(to_agent, conversation.id)
+    count_assignment(to_agent, conversation.id)
     session.add(to_agent)
     await session.flush()
 
@@ -306,7 +331,7 @@ async def hand_to_agent(
     await session.flush()
     if previous is not None:
         await _uncount(session, previous, conversation.id)
-    _count(agent, conversation.id)
+    count_assignment(agent, conversation.id)
     session.add(agent)
     await session.flush()
 
@@ -341,7 +366,7 @@ async def take_queue(
             reason=f"taken from the queue by {agent.name}",
             trace_id=trace_id,
         )
-        _count(agent, conversation.id)
+        count_assignment(agent, conversation.id)
     session.add(agent)
     await session.flush()
     return taken

@@ -3,20 +3,31 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.conversations import Actor
+from switchboard.conversations import Actor, lifecycle
 from switchboard.db.engine import session_scope
-from switchboard.db.models import Conversation, Customer, HumanAgent
-from switchboard.handoff.assignment import Assignment, escalate, open_conversations_of
+from switchboard.db.models import Conversation, ConversationStatus, Customer, HumanAgent
+from switchboard.handoff import hours
+from switchboard.handoff.assignment import (
+    Assignment,
+    count_assignment,
+    escalate,
+    open_conversations_of,
+    pick_agent,
+    tenant_handoff_lock,
+)
 from switchboard.handoff.notices import Outgoing, agent_outgoing, assignment_notice, write_outgoing
 from switchboard.handoff.summary import write_handoff_summary
 from switchboard.llm.router import ModelGateway
 from switchboard.observability import get_logger
+from switchboard.tenant_settings import load_tenant_settings
 
-__all__ = ["escalate_and_notify", "notices_for_assignments"]
+__all__ = ["escalate_and_notify", "notices_for_assignments", "assign_at_opening", "handoff_openings"]
 
 log = get_logger(__name__)
 
@@ -110,3 +121,82 @@ async def escalate_and_notify(
     async with session_scope(sessions) as session:
         await write_outgoing(session, tenant_id=tenant_id, items=notices, trace_id=trace_id)
     return assignment
+
+
+OPENING_REASON = "assigned when the team opened"
+
+
+def _waiting() -> Any:
+    """Conversations waiting in a queue with nobody assigned."""
+    return select(Conversation).where(
+        col(Conversation.queued_at).is_not(None),
+        col(Conversation.assigned_agent_id).is_(None),
+        Conversation.status == ConversationStatus.human.value,
+    )
+
+
+async def assign_at_opening(
+    sessions: async_sessionmaker[AsyncSession], gateway: ModelGateway | None, *, tenant_id: uuid.UUID
+) -> int:
+    """Once the tenant's business hours are open, give the conversations that waited for the opening to the
+    online agents (least loaded first, oldest waiting first) and tell each agent, as an escalation would.
+
+    A tenant without business hours is left alone (its queue waits for an agent to come ``/online``).
+
+    Returns:
+        Conversations assigned now.
+    """
+    async with sessions() as session:
+        week = hours.business_hours(await load_tenant_settings(session, tenant_id))
+    if week is None or not week.is_open(hours.utcnow()):
+        return 0
+    given: list[tuple[uuid.UUID, uuid.UUID]] = []
+    async with session_scope(sessions) as session:
+        await tenant_handoff_lock(session, tenant_id)
+        waiting = (
+            await session.exec(
+                _waiting()
+                .where(Conversation.tenant_id == tenant_id)
+                .order_by(col(Conversation.queued_at), col(Conversation.id))
+                .with_for_update()
+            )
+        ).all()
+        for conversation in waiting:
+            agent = await pick_agent(session, tenant_id=tenant_id)
+            if agent is None:
+                break
+            await lifecycle.reassign(
+                session, conversation, agent_id=agent.id, actor=Actor.system(), reason=OPENING_REASON
+            )
+            count_assignment(agent, conversation.id)
+            session.add(agent)
+            await session.flush()
+            given.append((agent.id, conversation.id))
+    for agent_id, conversation_id in given:
+        trace_id = uuid.uuid4().hex
+        notices = await notices_for_assignments(
+            sessions, gateway, agent_id=agent_id, conversation_ids=[conversation_id], trace_id=trace_id
+        )
+        async with session_scope(sessions) as session:
+            await write_outgoing(session, tenant_id=tenant_id, items=notices, trace_id=trace_id)
+    if given:
+        log.info("handoff_assigned_at_opening", tenant_id=str(tenant_id), conversations=len(given))
+    return len(given)
+
+
+async def handoff_openings(ctx: dict[str, Any]) -> dict[str, int]:
+    """ARQ cron job: :func:`assign_at_opening` for every tenant with conversations waiting unassigned; the
+    notices go out with the outbox sweep.
+
+    Returns:
+        ``{"assigned": N}``.
+    """
+    sessions: async_sessionmaker[AsyncSession] = ctx["deps"].resources.sessions
+    async with sessions() as session:
+        tenants = list(
+            (await session.exec(_waiting().with_only_columns(Conversation.tenant_id).distinct())).all()
+        )
+    assigned = 0
+    for tenant_id in tenants:
+        assigned += await assign_at_opening(sessions, None, tenant_id=tenant_id)
+    return {"assigned": assigned}

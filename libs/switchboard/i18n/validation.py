@@ -47,6 +47,10 @@ MESSAGES: Mapping[str, str] = {
     "value_error": N_("Value error, {error}"),
     # our validators (PydanticCustomError types)
     "unknown_timezone": N_("unknown time zone '{timezone}' (use an IANA name such as Europe/Madrid)"),
+    "closes_before_opening": N_(
+        "closes at {closes}, not after it opens at {opens} (split a night across midnight)"
+    ),
+    "no_opening_hours": N_("add at least one opening period, or turn business hours off"),
 }
 """pydantic error ``type`` → English template (a catalog msgid). Types whose English message depends
 on a plural (``string_too_long``: "character"/"characters") are in :data:`_PLURAL` instead."""

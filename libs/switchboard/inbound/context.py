@@ -42,6 +42,7 @@ class Outcome(StrEnum):
     opted_out = "opted_out"  # an opt-out button: recorded, one confirmation
     button_handoff = "button_handoff"  # a "talk to a person" button: escalated without a model turn
     audio_not_understood = "audio_not_understood"  # a voice message no transcription could read: to a person
+    out_of_hours = "out_of_hours"  # outside business hours with no AI answering: queued, told when we open
     reply_capped = "reply_capped"  # the channel's cap on automatic replies was reached: handed to a person
     coalesced = "coalesced"  # a newer message of the same customer answers this one too
     empty = "empty"  # nothing to answer (no text after media to text)

@@ -17,15 +17,17 @@ what differs per channel is behind :class:`~switchboard.channels.base.Channel`.
 8. :func:`coalesce` — a newer message of the same customer is waiting: that one's turn answers both.
 9. :func:`lock_conversation` — one turn at a time per conversation.
 10. :func:`absorb_older` — older waiting messages of the customer join this turn.
-11. :func:`reply_cap` — a channel's cap on automatic replies per conversation (Gmail): over it, a person.
-12. :func:`media_to_text` — every message of the turn with media becomes text first; a voice message
+11. :func:`out_of_hours` — outside the tenant's business hours with ``hours.outside_hours = "person"``:
+    no model turn; the conversation waits for a person at the next opening and the customer is told when.
+12. :func:`reply_cap` — a channel's cap on automatic replies per conversation (Gmail): over it, a person.
+13. :func:`media_to_text` — every message of the turn with media becomes text first; a voice message
     no transcription could read (even converted to WAV) is told to the customer
     (``agent.unreadable_audio_reply``) and hands the conversation to a person.
-13. :func:`turn` — ``POST /v1/turns``; an answer not ready by the tenant's ``agent.first_reply_deadline_s``
+14. :func:`turn` — ``POST /v1/turns``; an answer not ready by the tenant's ``agent.first_reply_deadline_s``
     sends ``agent.holding_reply`` first, once (:func:`answer_or_hold`); the reply (and its structured parts, rendered by the channel) is
     split to the channel's limits into the outbox. A tapped button or list row reaches the model as its
     title with the option id (:func:`switchboard.replies.chosen_option_text`).
-14. :func:`send_reply` — the delivery loop sends the parts.
+15. :func:`send_reply` — the delivery loop sends the parts.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ from switchboard.db.models import (
     Tenant,
     utcnow,
 )
+from switchboard.handoff import hours
+from switchboard.handoff.hours import waiting_reply
 from switchboard.handoff.relay import agent_for_row, handle_agent_message, relay_customer_message
 from switchboard.handoff.service import escalate_and_notify
 from switchboard.inbound.context import Dead, InboundContext, Outcome
@@ -562,7 +566,9 @@ async def _button_handoff(ic: InboundContext) -> Outcome:
         log.info("conversation_escalated", source="button", payload=ic.stored.payload, queued=queued)
         settings = ic.tenant_settings
         await _write_reply(
-            ic, [settings.handoff.queue_reply if queued else settings.agent.handoff_reply], row.trace_id or ""
+            ic,
+            [waiting_reply(settings, assignment.opens_at) if queued else settings.agent.handoff_reply],
+            row.trace_id or "",
         )
     await _deliver_row(ic)
     await finish(ic, InboundState.done, None)
@@ -703,6 +709,36 @@ async def absorb_older(ic: InboundContext) -> Outcome | None:
     if result.rowcount:
         log.info("inbound_absorbed_older", count=int(result.rowcount))
     return None
+
+
+async def out_of_hours(ic: InboundContext) -> Outcome | None:
+    """Outside the tenant's business hours, when the AI is not to answer then (``hours.outside_hours =
+    "person"``): no model call; the conversation goes to the queue until the next opening and the
+    customer gets ``hours.out_of_hours_reply`` naming it. Its next messages wait in the queue
+    (:func:`human_mode`), so the reply goes out once."""
+    settings = await load_tenant_settings(ic)
+    if settings.hours.outside_hours != "person" or await _has_reply(ic):
+        return None
+    week = hours.business_hours(settings)
+    if week is None or week.is_open(hours.utcnow()):
+        return None
+    row = ic.row
+    assignment = await escalate_and_notify(
+        ic.deps.resources.sessions,
+        ic.deps.gateway,
+        tenant_id=row.tenant_id,
+        conversation_id=ic.conversation.id,
+        reason="wrote outside business hours",
+        trace_id=row.trace_id or "",
+        actor=Actor.system(),
+    )
+    reply = waiting_reply(settings, assignment.opens_at) if assignment.agent is None else None
+    if reply is not None:
+        await _write_reply(ic, [reply], row.trace_id or "")
+    log.info("inbound_out_of_hours", opens_at=str(assignment.opens_at), queued=assignment.agent is None)
+    await _deliver_row(ic)
+    await finish(ic, InboundState.done, None)
+    return Outcome.out_of_hours
 
 
 async def reply_cap(ic: InboundContext) -> Outcome | None:
@@ -1003,6 +1039,7 @@ STEPS: tuple[Step, ...] = (
     coalesce,
     lock_conversation,
     absorb_older,
+    out_of_hours,
     reply_cap,
     media_to_text,
     turn,

@@ -28,6 +28,7 @@ from enum import StrEnum
 from typing import Any
 
 from switchboard.errors import SwitchboardError
+from switchboard.i18n import N_
 from switchboard.textfiles import decode_text, looks_like_text, sniff_csv_dialect
 
 __all__ = [
@@ -80,6 +81,28 @@ CONTENT_TYPES: dict[DocumentKind, str] = {
 """The content type recorded for each sniffed kind."""
 
 
+PLAIN_WORDS: dict[str, str] = {
+    "unsupported": N_(
+        "This kind of file cannot be read. Upload a PDF, DOCX, XLSX, CSV, TXT or Markdown file."
+    ),
+    "encrypted": N_("The file is protected by a password. Remove the password and upload it again."),
+    "corrupt": N_(
+        "The file is damaged and cannot be opened. Save or export it again and upload the new copy."
+    ),
+    "empty": N_("The file has no text in it."),
+    "no_text": N_("The file holds only pictures (a scan?), no text to read. Upload a version with text."),
+    "too_large": N_("The file is larger than the upload limit."),
+    "too_complex": N_("The file takes too long to read. Split it into smaller files and upload those."),
+    "embedding_failed": N_(
+        "The text could not be indexed: the embedding model did not answer. Try again later."
+    ),
+    "bad_filename": N_("The file's name cannot be stored. Rename the file and upload it again."),
+    "no_file": N_("Choose a file first."),
+}
+"""What an uploader reads for each :attr:`DocumentRejected.reason` (catalog msgids): what went wrong and
+what to do, without the parser's own words. The admin API keeps the technical message."""
+
+
 class DocumentRejected(SwitchboardError):
     """A file cannot be ingested; nothing of it is stored. The uploader fixes the file.
 
@@ -97,6 +120,11 @@ class DocumentRejected(SwitchboardError):
         self.reason = reason
         self.detail = message
         super().__init__(f"{filename}: {message}")
+
+    @property
+    def plain_words(self) -> str:
+        """The reason in an uploader's words (a msgid of :data:`PLAIN_WORDS`; translate it to show it)."""
+        return PLAIN_WORDS.get(self.reason, PLAIN_WORDS["corrupt"])
 
 
 class DocumentTooComplex(DocumentRejected):

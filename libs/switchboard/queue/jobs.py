@@ -138,6 +138,8 @@ COPY_INBOUND_MEDIA = _chat_side(
 starve its copy (the copy itself takes a second)."""
 DELIVER_OUTBOX_SWEEP = _chat_side("deliver_outbox_sweep", cron=True)
 APPROVALS_SWEEP = _chat_side("approvals_sweep", cron=True)
+HANDOFF_OPENINGS = _chat_side("handoff_openings", cron=True)
+"""At the opening of a tenant's business hours, conversations that waited for it go to the online agents."""
 
 INGEST_KNOWLEDGE_SOURCE = Job(
     "ingest_knowledge_source", Queue.background, timeout_s=INGEST_JOB_TIMEOUT_S, max_tries=2
@@ -177,7 +179,7 @@ ALL_JOBS: tuple[Job, ...] = (
     PING, PROCESS_INBOUND, APPLY_DELIVERY_STATUSES, APPLY_WHATSAPP_STATUSES, DELIVER_OUTBOX, COPY_INBOUND_MEDIA,
     DELIVER_OUTBOX_SWEEP, APPROVALS_SWEEP, INGEST_KNOWLEDGE_SOURCE, SUMMARIZE_MEMORY, SYNC_GMAIL_MAILBOX,
     SWEEP_INBOUND, MEMORY_SWEEP, POLL_GMAIL_MAILBOXES, DELIVER_EVENTS, PRUNE_EVENTS, KNOWLEDGE_VECTOR_INDEXES,
-    CHECK_LEAD_INTENT, RESUME_WAITING_TURNS, ERASE_CUSTOMER, EXPORT_CUSTOMER, APPLY_RETENTION,
+    CHECK_LEAD_INTENT, RESUME_WAITING_TURNS, ERASE_CUSTOMER, EXPORT_CUSTOMER, APPLY_RETENTION, HANDOFF_OPENINGS,
 )  # fmt: skip
 """Every job and cron job of both workers."""
 

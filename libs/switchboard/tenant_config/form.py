@@ -209,7 +209,8 @@ def _read(fields: list[FormField], form: Mapping[str, str], model: type[BaseMode
             items = []
             for row in f.rows:
                 values = _read(row, form, item_model)
-                required = [r.key for r in row if r.required]
+                # a select always posts a value: an empty row is one whose typed required fields are empty
+                required = [r.key for r in row if r.required and r.kind != "select"]
                 if required and all(values.get(k) in (None, "") for k in required):
                     continue  # an empty row: nothing to add
                 items.append({k: v for k, v in values.items() if v is not None})

@@ -204,6 +204,7 @@ def build_chat_worker_settings(settings: Settings) -> type:
         SettingsError: ``DATABASE_URL`` or ``REDIS_URL`` unset.
     """
     from switchboard.handoff.pending import approvals_sweep
+    from switchboard.handoff.service import handoff_openings
     from switchboard.inbound import process_inbound
     from switchboard.media.jobs import copy_inbound_media
     from switchboard.outbox.jobs import deliver_outbox
@@ -225,6 +226,7 @@ def build_chat_worker_settings(settings: Settings) -> type:
         cron_jobs=[
             _sweep(jobs.DELIVER_OUTBOX_SWEEP, deliver_outbox, settings, second=set(range(1, 60, 5))),
             _sweep(jobs.APPROVALS_SWEEP, approvals_sweep, settings, second=set(range(3, 60, 10))),
+            _sweep(jobs.HANDOFF_OPENINGS, handoff_openings, settings, second=set(range(7, 60, 10))),
         ],
         enqueues_on_own_queue=True,
     )

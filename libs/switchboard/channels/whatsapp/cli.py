@@ -146,7 +146,7 @@ def sample_media_of(body: dict[str, Any]) -> list[tuple[str, bytes, str]]:
                 kind = message.get("type") if isinstance(message, dict) else None
                 media = message.get(kind) if kind in ("image", "audio") else None
                 if isinstance(media, dict) and media.get("id"):
-                    mime = media.get("mime_type") or ("image/png" if kind == "image" else "audio/mp4")
+                    mime = media.get("mime_type") or ("image/jpeg" if kind == "image" else "audio/mp4")
                     uploads.append((str(media["id"]), SAMPLE_MEDIA[kind], mime))
     return uploads
 
