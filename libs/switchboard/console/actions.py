@@ -276,9 +276,11 @@ async def transfer(
     who: Actioner,
     conversation_id: uuid.UUID,
     to: str,
-) -> None:
+) -> str:
     """Give the conversation to ``to``: ``user:<uuid>`` (a console user of the tenant) or ``agent:<uuid>``
-    (a WhatsApp agent of the tenant, who must be online and gets the assignment notice).
+    (a WhatsApp agent of the tenant, who must be online and gets the assignment notice on WhatsApp),
+    from whoever has it (the AI, the queue, a person); returns what happened, for the person
+    ("Assigned to Nia Costa." from the AI or the queue, "Transferred to Nia Costa." from a person).
 
     Raises:
         LookupError: not this tenant's conversation.
@@ -296,11 +298,14 @@ async def transfer(
         conversation = await _locked(session, who, conversation_id)
         if conversation.status == ConversationStatus.closed.value:
             raise ActionRefused("This conversation is closed.")
+        # from a person it is a transfer; from the AI or the queue, an assignment (the agent's notice says which)
+        had_person = conversation.assigned_agent_id is not None or conversation.assigned_user_id is not None
         try:
             if kind == "user":
                 target = await session.get(ConsoleUser, target_id)
                 if target is None or target.tenant_id != who.tenant_id or not target.is_active:
                     raise ActionRefused("No such person in this business.")
+                name = target.name or target.email
                 previous = await hand_to_console_user(
                     session, conversation, user_id=target.id,
                     reason=f"transferred in the console by {who.name} to {target.name or target.email}",
@@ -322,7 +327,7 @@ async def transfer(
                     session, conversation, agent=agent, actor=who.actor,
                     reason=f"transferred in the console by {who.name} to {agent.name}", trace_id=trace_id,
                 )  # fmt: skip
-                agent_id = agent.id
+                agent_id, name = agent.id, agent.name
             else:
                 raise ActionRefused("Choose a person to transfer to.")
         except InvalidTransition:
@@ -332,12 +337,13 @@ async def transfer(
     if agent_id is not None:
         notices = await notices_for_assignments(
             sessions, None, agent_id=agent_id, conversation_ids=[conversation_id], trace_id=trace_id,
-            transfer_from=who.name,
+            transfer_from=who.name if had_person else None, assigned_by=None if had_person else who.name,
         )  # fmt: skip
         async with session_scope(sessions) as session:
             await write_outgoing(session, tenant_id=who.tenant_id, items=notices, trace_id=trace_id)
     log.info("console_transfer", conversation_id=str(conversation_id), to_kind=kind, to_id=str(target_id))
     await _after(redis, who, conversation_id, "status", send=bool(agent_id is not None or previous_notice))
+    return f"{'Transferred' if had_person else 'Assigned'} to {name}."
 
 
 async def close(

@@ -60,9 +60,15 @@ def _who(page: PageContext) -> Actioner:
 
 
 async def _act(
-    request: Request, page: PageContext, conversation_id: uuid.UUID, run: Callable[[], Awaitable[str | None]]
+    request: Request,
+    page: PageContext,
+    conversation_id: uuid.UUID,
+    run: Callable[[], Awaitable[str | None]],
+    *,
+    back_to_inbox: bool = False,
 ) -> Response:
-    """Run one action; back to the conversation page (303, or ``HX-Redirect`` for htmx) with what happened."""
+    """Run one action; back to the conversation page (or the inbox, ``back_to_inbox``; 303, or
+    ``HX-Redirect`` for htmx) with what happened."""
     try:
         message = await run()
     except LookupError:
@@ -70,7 +76,7 @@ async def _act(
     except ActionRefused as exc:
         message = str(exc)
         log.info("console_action_refused", conversation_id=str(conversation_id), reason=message)
-    target = f"/t/{page.tenant.slug}/conversations/{conversation_id}"
+    target = f"/t/{page.tenant.slug}/" + ("inbox" if back_to_inbox else f"conversations/{conversation_id}")
     if message:
         target += "?" + urlencode({"flash": message})
     if request.headers.get("HX-Request"):
@@ -132,6 +138,7 @@ async def reply_action(
 
 
 @conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/transfer")
+@conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/assign")
 async def transfer_action(
     request: Request,
     conversation_id: uuid.UUID,
@@ -139,14 +146,17 @@ async def transfer_action(
     sessions: SessionsDep,
     resources: ResourcesDep,
     to: Annotated[str, Form(max_length=80)],
+    back: Annotated[str, Form(max_length=10)] = "",
 ) -> Response:
+    """Give the conversation to a console user or a WhatsApp agent (who is told on WhatsApp), whoever
+    has it now (the AI, the queue, a person); from the conversation page or an inbox row (``back=inbox``)."""
+
     async def run() -> str | None:
-        await actions.transfer(
+        return await actions.transfer(
             sessions, resources.redis, who=_who(page), conversation_id=conversation_id, to=to
         )
-        return "Transferred."
 
-    return await _act(request, page, conversation_id, run)
+    return await _act(request, page, conversation_id, run, back_to_inbox=back == "inbox")
 
 
 @conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/approvals/{action_id}")

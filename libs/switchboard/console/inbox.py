@@ -12,7 +12,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import DateTime, and_, cast, func, null, or_, true
+from sqlalchemy import DateTime, and_, case, cast, func, null, or_, true
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -49,6 +49,7 @@ __all__ = [
     "list_inbox",
     "conversation_view",
     "mark_read",
+    "unread_total",
     "INBOX_LIMIT",
 ]
 
@@ -83,7 +84,8 @@ class InboxFilters:
     Attributes:
         channel: ``whatsapp`` | ``instagram`` | ``gmail``.
         mode: a :class:`Mode`.
-        assigned: ``agent:<uuid>`` (a WhatsApp agent), ``user:<uuid>`` (a console user) or ``me``.
+        assigned: ``agent:<uuid>`` (a WhatsApp agent), ``user:<uuid>`` (a console user), ``me`` (the
+            viewer's own) or ``none`` (open conversations no person has: the AI's and the waiting ones).
         unread: only conversations with a customer message the viewer has not opened since.
         q: text searched (case-insensitive) in the customer's name, number, id, e-mail and messages.
     """
@@ -109,7 +111,63 @@ class InboxRow:
     last_from: str
     """``customer``, ``ai``, ``human``."""
     assigned_to: str | None
-    unread: bool
+    unread_count: int
+    """Customer messages since the viewer last opened the conversation."""
+    waiting_since: datetime | None = None
+    """When it started waiting for a person (set only while it waits: pinned at the top)."""
+
+    @property
+    def unread(self) -> bool:
+        return self.unread_count > 0
+
+
+def _read_at(viewer_id: uuid.UUID | None) -> Any:
+    """The viewer's last-read time of the outer query's conversation (SQL; null: never opened, or no
+    viewer)."""
+    if viewer_id is None:
+        return cast(null(), DateTime(timezone=True))
+    return (
+        select(ConversationRead.read_at)
+        .where(ConversationRead.conversation_id == Conversation.id, ConversationRead.user_id == viewer_id)
+        .scalar_subquery()
+    )
+
+
+def _unread_count(read_at: Any) -> Any:
+    """Customer messages of the outer query's conversation newer than ``read_at`` (SQL integer)."""
+    return (
+        select(func.count(Message.id))
+        .where(
+            col(Message.conversation_id) == col(Conversation.id),
+            Message.direction == MessageDirection.inbound.value,
+            Message.role == MessageRole.user.value,
+            or_(read_at.is_(None), col(Message.created_at) > read_at),
+        )
+        .scalar_subquery()
+    )
+
+
+async def unread_total(session: AsyncSession, *, tenant_id: uuid.UUID, viewer_id: uuid.UUID) -> int:
+    """How many of the tenant's open conversations have customer messages the viewer has not seen (the
+    navigation's badge and the page title)."""
+    read_at = _read_at(viewer_id)
+    last_in = (
+        select(func.max(Message.created_at))
+        .where(
+            col(Message.conversation_id) == col(Conversation.id),
+            Message.direction == MessageDirection.inbound.value,
+            Message.role == MessageRole.user.value,
+        )
+        .scalar_subquery()
+    )
+    query = select(func.count(Conversation.id)).where(
+        Conversation.tenant_id == tenant_id,
+        col(Conversation.is_agent_console).is_(False),
+        Conversation.status != ConversationStatus.closed.value,
+        last_in.is_not(None),
+        or_(read_at.is_(None), last_in > read_at),
+    )
+    return int((await session.exec(query)).one())
 
 
 async def list_inbox(
@@ -120,7 +178,8 @@ async def list_inbox(
     filters: InboxFilters = InboxFilters(),
     limit: int = INBOX_LIMIT,
 ) -> list[InboxRow]:
-    """The tenant's conversations (agents' own consoles left out), newest activity first.
+    """The tenant's conversations (agents' own consoles left out): those waiting for a person first,
+    longest wait on top, then the others, newest activity first.
 
     Args:
         viewer_id: the console user looking (their read marks decide "unread"; ``None``: the CLI or the
@@ -142,17 +201,18 @@ async def list_inbox(
         )
         .scalar_subquery()
     )
-    read_at = (
-        select(ConversationRead.read_at)
-        .where(ConversationRead.conversation_id == Conversation.id, ConversationRead.user_id == viewer_id)
-        .scalar_subquery()
-        if viewer_id
-        else cast(null(), DateTime(timezone=True))
-    )
+    read_at = _read_at(viewer_id)
     unread = and_(last_in.is_not(None), or_(read_at.is_(None), last_in > read_at))
+    unread_count = _unread_count(read_at)
     activity = func.coalesce(last.c.created_at, Conversation.updated_at)
+    waiting = and_(
+        Conversation.status == ConversationStatus.human.value,
+        col(Conversation.assigned_agent_id).is_(None),
+        col(Conversation.assigned_user_id).is_(None),
+    )
     query = (
-        select(Conversation, Customer, last.c.text, last.c.kind, last.c.role, activity, unread, HumanAgent.name, ConsoleUser.email)
+        select(Conversation, Customer, last.c.text, last.c.kind, last.c.role, activity, unread_count,
+               HumanAgent.name, ConsoleUser.email)
         .join(Customer, col(Customer.id) == col(Conversation.customer_id))
         .join(last, true(), isouter=True)
         .join(HumanAgent, col(HumanAgent.id) == col(Conversation.assigned_agent_id), isouter=True)
@@ -179,6 +239,12 @@ async def list_inbox(
         kind, _, value = filters.assigned.partition(":")
         if kind == "me" and viewer_id is not None:
             query = query.where(Conversation.assigned_user_id == viewer_id)
+        elif kind == "none":
+            query = query.where(
+                Conversation.status != ConversationStatus.closed.value,
+                col(Conversation.assigned_agent_id).is_(None),
+                col(Conversation.assigned_user_id).is_(None),
+            )
         elif kind in ("agent", "user"):
             try:
                 wanted = uuid.UUID(value)
@@ -204,21 +270,32 @@ async def list_inbox(
                 in_messages,
             )
         )
-    query = query.order_by(activity.desc(), col(Conversation.id)).limit(limit)
+    # waiting for a person first, longest wait on top; then everything else, newest activity first
+    waited_since = func.coalesce(Conversation.queued_at, Conversation.updated_at)
+    query = query.order_by(
+        case((waiting, 0), else_=1),
+        case((waiting, waited_since), else_=None).asc(),
+        activity.desc(),
+        col(Conversation.id),
+    ).limit(limit)
     rows = (await session.exec(query)).all()  # type: ignore[call-overload]
     out: list[InboxRow] = []
-    for conversation, customer, text, kind, role, at, is_unread, agent_name, user_email in rows:
+    for conversation, customer, text, kind, role, at, count, agent_name, user_email in rows:
+        mode = mode_of(conversation)
         out.append(
             InboxRow(
                 conversation_id=conversation.id,
                 channel=conversation.channel,
-                mode=mode_of(conversation),
+                mode=mode,
                 customer=customer_label(customer),
                 last_text=(text or (f"[{kind}]" if kind else "")).strip()[:140],
                 last_at=at or conversation.updated_at,
                 last_from={"user": "customer", "assistant": "ai", "human_agent": "human"}.get(role or "", ""),
                 assigned_to=agent_name or user_email,
-                unread=bool(is_unread),
+                unread_count=int(count or 0),
+                waiting_since=(conversation.queued_at or conversation.updated_at)
+                if mode == Mode.waiting
+                else None,
             )
         )
     return out
