@@ -6,18 +6,22 @@ on WhatsApp)."""
 from __future__ import annotations
 
 import re
+import uuid
 from datetime import timedelta
 
+from sqlmodel import select
 from switchboard.console.live import publish_conversation_event
-from switchboard.conversations import Actor
-from switchboard.db.models import Conversation, Message, Role, utcnow
+from switchboard.conversations import Actor, start_conversation
+from switchboard.db.models import Conversation, Message, Outbox, Role, Tenant, utcnow
 from switchboard.handoff.assignment import escalate, tenant_handoff_lock
+from switchboard.standins.offline_server import ScriptedResponse
+from switchboard.tenant_settings import set_section
 
 from tests.console.test_browser import _log_in
-from tests.utils.console import new_user
+from tests.utils.console import log_in, new_user
 from tests.utils.handoff import make_agent, make_customer_conversation, reload
 from tests.utils.waiting import eventually
-from tests.utils.whatsapp import sent_to
+from tests.utils.whatsapp import channel_service, sent_to, text_body
 from tests.utils.workers import run_worker_burst
 
 
@@ -133,3 +137,171 @@ async def test_assign_from_the_inbox_notifies_the_agent_on_whatsapp_in_a_browser
     notice = to_agent()[0]
     assert notice.startswith("Assigned to you by Pat Agent.")
     assert "Customer: Wanda Waits (+" in notice
+
+
+async def test_canned_reply_managed_inserted_with_slash_and_sent_in_a_browser(
+    console_url, page, console_settings, shop, sessions, graph_sandbox, screenshot
+):
+    customer, conversation = await make_customer_conversation(
+        sessions, shop.tenant, name="Ana Lima", texts=("hi",)
+    )
+    async with sessions() as session, session.begin():
+        stored = await session.get(Conversation, conversation.id)
+        stored.channel_account_id, stored.last_customer_message_at = shop.account.id, utcnow()
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=shop.tenant.id, name="Pat Admin")
+    await _log_in(page, console_url, admin.email)
+    await page.goto(f"{console_url}/t/{shop.tenant.slug}/canned")
+    new = page.locator("#new-canned")
+    await new.get_by_label("Shortcut").fill("thanks")
+    await new.get_by_label("Text").fill("Thank you, {customer_name}! {agent_name} here, happy to help.")
+    await new.get_by_role("button", name="Add canned reply").click()
+    await page.get_by_role("status").filter(has_text="Saved /thanks.").wait_for()
+    await new.get_by_label("Shortcut").fill("/Refund")
+    await new.get_by_label("Text").fill("Refunds take 5 days.")
+    await new.get_by_role("button", name="Add canned reply").click()
+    await page.get_by_role("status").filter(has_text="Saved /refund.").wait_for()
+    await new.get_by_label("Shortcut").fill("thanks")  # taken: refused, said in words
+    await new.get_by_label("Text").fill("again")
+    await new.get_by_role("button", name="Add canned reply").click()
+    assert "/thanks is taken" in await page.get_by_role("alert").inner_text()
+    await screenshot(page, "canned-replies")
+
+    await page.goto(f"{console_url}/t/{shop.tenant.slug}/conversations/{conversation.id}")
+    await page.get_by_role("button", name="Take over").click()
+    box = page.get_by_role("combobox", name="Reply")
+    await box.wait_for()
+    await box.press_sequentially("/")
+    options = page.get_by_role("listbox", name="Canned replies").get_by_role("option")
+    assert await options.count() == 2  # both shortcuts
+    await box.press_sequentially("th")
+    assert await options.count() == 1
+    assert await box.get_attribute("aria-expanded") == "true"
+    await screenshot(page, "canned-picker")
+    await box.press("Enter")  # the keyboard inserts it
+    expected = "Thank you, Ana Lima! Pat Admin here, happy to help."
+    assert await box.input_value() == expected
+    assert await box.get_attribute("aria-expanded") == "false"
+    await page.get_by_role("button", name="Send").click()
+    await page.locator("article.msg.human", has_text=expected).wait_for()
+    await run_worker_burst(console_settings)
+    to_customer = [
+        m["text"] for m in sent_to(graph_sandbox[1], shop.phone_number_id) if m["to"] == customer.phone
+    ]
+    assert to_customer == [expected]
+
+
+async def test_private_note_in_the_thread_never_sent_nor_in_the_prompt_in_a_browser(
+    console_url, page, console_settings, shop, sessions, graph_sandbox, screenshot
+):
+    user = await new_user(sessions, role=Role.agent, tenant_id=shop.tenant.id, name="Pat Agent")
+    shop.script.push(ScriptedResponse(content="Your order ships tomorrow."))
+    async with channel_service(console_settings) as whatsapp:
+        body = text_body(phone_number_id=shop.phone_number_id, wamid=f"wamid.{uuid.uuid4().hex}",
+                         text="Where is my order?", wa_id="15550107711", name="Ana Lima")  # fmt: skip
+        assert (await whatsapp.post(body)).status_code == 200
+    await run_worker_burst(console_settings)
+    async with sessions() as session:
+        conversation = (
+            await session.exec(select(Conversation).where(Conversation.tenant_id == shop.tenant.id))
+        ).one()
+
+    await _log_in(page, console_url, user.email)
+    await page.goto(f"{console_url}/t/{shop.tenant.slug}/conversations/{conversation.id}")
+    await page.get_by_text("Add a private note").click()
+    await page.get_by_label("Private note").fill("Gold customer: offer free shipping")
+    await page.get_by_role("button", name="Keep note").click()
+    note = page.locator("article.msg.note")
+    await note.wait_for()
+    assert "Private note by Pat Agent" in await note.inner_text()
+    assert "Gold customer: offer free shipping" in await note.inner_text()
+    assert (
+        await note.evaluate("e => getComputedStyle(e).borderTopStyle") == "dashed"
+    )  # distinct from messages
+    await screenshot(page, "conversation-note")
+
+    shop.script.push(ScriptedResponse(content="Anything else?"))
+    async with channel_service(console_settings) as whatsapp:
+        body = text_body(phone_number_id=shop.phone_number_id, wamid=f"wamid.{uuid.uuid4().hex}",
+                         text="thanks", wa_id="15550107711", name="Ana Lima")  # fmt: skip
+        assert (await whatsapp.post(body)).status_code == 200
+    await run_worker_burst(console_settings)
+    sent = [m["text"] for m in sent_to(graph_sandbox[1], shop.phone_number_id) if m["to"] == "15550107711"]
+    assert sent == ["Your order ships tomorrow.", "Anything else?"]
+    prompt = str(shop.script.requests[-1]["messages"])
+    assert "Where is my order?" in prompt and "Gold customer" not in prompt
+    async with sessions() as session:
+        outbox = (await session.exec(select(Outbox).where(Outbox.tenant_id == shop.tenant.id))).all()
+    assert not any("Gold customer" in (row.payload.get("text") or "") for row in outbox)
+
+
+async def test_close_with_farewell_reopen_and_history_in_words_in_a_browser(
+    console_url, page, console_settings, shop, sessions, graph_sandbox, screenshot
+):
+    customer, conversation = await make_customer_conversation(
+        sessions, shop.tenant, name="Ana Lima", texts=("hi",)
+    )
+    async with sessions() as session, session.begin():
+        stored = await session.get(Conversation, conversation.id)
+        stored.channel_account_id, stored.last_customer_message_at = shop.account.id, utcnow()
+        tenant = await session.get(Tenant, shop.tenant.id)
+        set_section(tenant, "handoff", farewell="Thanks for writing to us! Write again whenever you need us.")
+        session.add(tenant)
+    user = await new_user(sessions, role=Role.agent, tenant_id=shop.tenant.id, name="Pat Agent")
+    await _log_in(page, console_url, user.email)
+    await page.goto(f"{console_url}/t/{shop.tenant.slug}/conversations/{conversation.id}")
+    await page.get_by_role("button", name="Take over").click()
+    await page.wait_for_selector("#mode:has-text('human')")
+
+    # the reply box sits under the thread, in the main column, not in the sidebar
+    thread = await page.locator("section.thread").bounding_box()
+    box = await page.locator("#reply-box").bounding_box()
+    side = await page.locator("aside.side").bounding_box()
+    assert box["y"] >= thread["y"] + thread["height"] and box["x"] < side["x"]
+    # relative times, the exact time on hover, never wrapped
+    stamp = page.locator("article.msg.customer time").first
+    assert re.fullmatch(r"\d+ seconds? ago", await stamp.inner_text())
+    assert (await stamp.get_attribute("title")).endswith(" UTC")
+    assert await stamp.evaluate("e => getComputedStyle(e).whiteSpace") == "nowrap"
+
+    assert "The customer gets your farewell" in await page.locator("aside.side").inner_text()
+    await page.get_by_role("button", name="Close").click()
+    await page.wait_for_selector("#mode:has-text('closed')")
+    await page.locator("article.msg", has_text="Thanks for writing to us!").wait_for()
+    await run_worker_burst(console_settings)
+    to_customer = [
+        m["text"] for m in sent_to(graph_sandbox[1], shop.phone_number_id) if m["to"] == customer.phone
+    ]
+    assert to_customer == ["Thanks for writing to us! Write again whenever you need us."]
+
+    await page.get_by_role("button", name="Reopen").click()
+    await page.wait_for_selector("#mode:has-text('ai')")
+    assert (await reload(sessions, Conversation, conversation.id)).status == "ai"
+    history = [line.strip() for line in (await page.locator("ul.history").inner_text()).splitlines()]
+    words = [re.sub(r" \S+ seconds? ago$", "", line) for line in history]
+    assert words == [
+        "Conversation started",
+        "Pat Agent took over",
+        "Handed back to the AI by Pat Agent",
+        "Closed by Pat Agent",
+        "Reopened by Pat Agent",
+    ]
+    assert "→" not in await page.locator("ul.history").inner_text()
+    await screenshot(page, "conversation-reopened")
+
+
+async def test_reopen_is_refused_when_the_customer_has_a_newer_conversation(
+    console_client, sessions, make_tenant
+):
+    tenant = await make_tenant()
+    customer, old = await make_customer_conversation(sessions, tenant, name="Ana Lima", texts=("hi",))
+    async with sessions() as session, session.begin():
+        stored = await session.get(Conversation, old.id)
+        stored.status, stored.closed_at = "closed", utcnow()
+        stored_customer = await session.get(type(customer), customer.id)
+        await start_conversation(session, customer=stored_customer, channel_account_id=None)
+    user = await new_user(sessions, role=Role.agent, tenant_id=tenant.id)
+    async with console_client() as client:
+        me = await log_in(client, user)
+        answer = await me.post_form(f"/t/{tenant.slug}/conversations/{old.id}/reopen")
+    assert answer.status_code == 303 and "newer+open+conversation" in answer.headers["location"]
+    assert (await reload(sessions, Conversation, old.id)).status == "closed"

@@ -8,6 +8,7 @@
 * :mod:`~switchboard.console.live`: Redis pub/sub → server-sent events.
 * :mod:`~switchboard.console.people_pages`: the People page and the invitation link's page.
 * :mod:`~switchboard.console.checklist`: the setup checklist of a tenant's home page.
+* :mod:`~switchboard.console.canned_pages`: the tenant's canned replies.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ def console_routers() -> list[APIRouter]:
     from switchboard.analytics.routes import analytics_admin_router
     from switchboard.console.analytics_pages import analytics_pages_router
     from switchboard.console.api import conversations_admin_router
+    from switchboard.console.canned_pages import canned_pages_router
     from switchboard.console.channel_pages import channel_pages_router
     from switchboard.console.conversation_pages import conversation_pages_router
     from switchboard.console.knowledge_pages import knowledge_pages_router
@@ -36,6 +38,7 @@ def console_routers() -> list[APIRouter]:
     return [
         pages_router,
         conversation_pages_router,
+        canned_pages_router,
         conversations_admin_router,
         settings_pages_router,
         settings_admin_router,

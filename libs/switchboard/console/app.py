@@ -30,7 +30,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from switchboard.channels.base import channel_label
 from switchboard.console.deps import LoginRequired
 from switchboard.db.models import Role
-from switchboard.i18n import SUPPORTED_LANGUAGES, negotiate_language, normalize_language
+from switchboard.i18n import SUPPORTED_LANGUAGES, gettext, negotiate_language, normalize_language
 from switchboard.i18n.jinja import install_i18n, use_language
 from switchboard.i18n.validation import localized
 from switchboard.users import CSRF_FIELD, CSRF_HEADER, ROLE_WORDS
@@ -127,11 +127,19 @@ def _waited(context: Any, at: datetime | None) -> str:
 
 
 def _exact(at: datetime | None) -> str:
-    """The exact time shown on hover: ``2026-12-07 18:14:21 UTC``."""
+    """The exact time shown on hover: ``YYYY-MM-DD HH:MM:SS UTC``."""
     return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if at else ""
 
 
-templates.env.filters.update(ago=_ago, waited=_waited, exact=_exact)
+@jinja2.pass_context
+def _history_words(context: Any, line: Any) -> str:
+    """A :class:`~switchboard.console.inbox.HistoryLine` in the page's language."""
+    lang = context.get("lang") or "en"
+    names = {k: gettext(lang, v) if k in line.translated else v for k, v in line.names.items()}
+    return str(gettext(lang, line.words) % names)
+
+
+templates.env.filters.update(ago=_ago, waited=_waited, exact=_exact, history_words=_history_words)
 templates.env.globals.update(
     HTMX_FILE=HTMX_FILE,
     CSRF_FIELD=CSRF_FIELD,

@@ -41,6 +41,7 @@ FORM_WORDS = (
     N_("embedding model"),
     N_("error reply"),
     N_("fallback reserve s"),
+    N_("farewell"),
     N_("farewell reply"),
     N_("feedback"),
     N_("fetch profiles"),

@@ -17,6 +17,7 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.channels.base import channel_capabilities, within_window
+from switchboard.conversations.notes import notes_of
 from switchboard.db.models import (
     ConsoleUser,
     Conversation,
@@ -36,12 +37,16 @@ from switchboard.db.models import (
     utcnow,
 )
 from switchboard.handoff.notices import customer_label
+from switchboard.i18n import N_
+from switchboard.tenant_settings import load_tenant_settings
 
 __all__ = [
     "Mode",
     "InboxFilters",
     "InboxRow",
     "ThreadMessage",
+    "HistoryLine",
+    "history_line",
     "TurnDetails",
     "ToolCallView",
     "ConversationView",
@@ -307,7 +312,8 @@ class ThreadMessage:
 
     id: uuid.UUID
     kind_of_sender: str
-    """``customer``, ``ai``, ``human`` (a person: WhatsApp agent or console user), ``system``."""
+    """``customer``, ``ai``, ``human`` (a person: WhatsApp agent or console user), ``system``, or
+    ``note`` (a private note of the team: not a message, never sent)."""
     sender_name: str
     text: str
     kind: str
@@ -349,6 +355,82 @@ class TurnDetails:
     """Guardrail results when the turn row carries them (``result["guardrails"]``)."""
 
 
+@dataclass(frozen=True)
+class HistoryLine:
+    """One lifecycle event in words: ``words`` is an English msgid (translated by the page) with
+    ``%(name)s`` / ``%(who)s`` placeholders filled from ``names``."""
+
+    at: datetime
+    words: str
+    names: dict[str, str]
+    translated: frozenset[str] = frozenset()
+    """Keys of ``names`` whose value is itself a msgid ("the AI"), not a person's name."""
+
+
+def history_line(event: ConversationEvent, agents: dict[str, str], users: dict[str, str]) -> HistoryLine:
+    """How a person reads a lifecycle event ("Ana took over", "Handed back to the AI by Ana", "Closed by
+    Ana") instead of its statuses.
+
+    Args:
+        agents: WhatsApp agent id (``str``) → name; ``users``: console user id → name or e-mail.
+    """
+    actor = event.actor_type
+    who = {
+        "ai": N_("the AI"), "customer": N_("the customer"), "system": N_("Switchboard"),
+        "api": N_("the admin API"), "business_app": N_("the business app"),
+    }.get(actor, "")  # fmt: skip
+    fixed = True
+    if actor == "agent":
+        who = agents.get(event.actor_id or "", "")
+        fixed = not who
+        who = who or N_("an agent")
+    elif actor == "console_user":
+        who = users.get(event.actor_id or "", "")
+        fixed = not who
+        who = who or N_("a person")
+    to, before = event.to_status, event.from_status
+    agent = agents.get(str(event.agent_id), "") if event.agent_id else ""
+    reason = event.reason or ""
+
+    def line(words: str, **names: str) -> HistoryLine:
+        return HistoryLine(
+            event.created_at, words, names, frozenset({"who"} if fixed and "who" in names else ())
+        )
+
+    if before is None:
+        return line(N_("Conversation started"))
+    if to == ConversationStatus.closed.value:
+        if actor == "system":
+            return line(N_("Closed after a time without messages"))
+        return line(N_("Closed by %(who)s"), who=who)
+    if before == ConversationStatus.closed.value:
+        return line(N_("Reopened by %(who)s"), who=who)
+    if to == ConversationStatus.ai.value:
+        return line(N_("Handed back to the AI by %(who)s"), who=who)
+    # to a person, or waiting for one
+    if agent:
+        if actor == "agent" and event.actor_id == str(event.agent_id):
+            return line(N_("%(name)s took it"), name=agent)
+        if actor in ("agent", "console_user") and before == ConversationStatus.human.value:
+            return line(N_("%(who)s transferred it to %(name)s"), who=who, name=agent)
+        if actor == "console_user":
+            return line(N_("%(who)s assigned it to %(name)s"), who=who, name=agent)
+        if actor == "customer":
+            return line(N_("The customer asked for a person: %(name)s has it"), name=agent)
+        if actor == "ai":
+            return line(N_("The AI handed it to %(name)s"), name=agent)
+        return line(N_("%(name)s has it now"), name=agent)
+    if actor == "console_user":
+        if reason.startswith("taken over"):
+            return line(N_("%(who)s took over"), who=who)
+        return line(N_("Assigned to %(who)s"), who=who)
+    if actor == "customer":
+        return line(N_("The customer asked for a person: waiting for one"))
+    if actor == "ai":
+        return line(N_("The AI asked for a person: waiting for one"))
+    return line(N_("Waiting for a person"))
+
+
 @dataclass
 class ConversationView:
     """Everything the conversation page shows."""
@@ -365,6 +447,10 @@ class ConversationView:
     users: list[ConsoleUser]
     window_open: bool | None
     """Whether the customer wrote within the channel's service window (``None``: the channel has none)."""
+    history: list[HistoryLine] = field(default_factory=list)
+    """``events`` in words, oldest first."""
+    farewell: str = ""
+    """What closing sends the customer (the tenant's ``handoff.farewell``; empty: nothing)."""
 
 
 def _sender(row: Message) -> tuple[str, str]:
@@ -495,6 +581,12 @@ async def conversation_view(
                 guardrails=(turn.result or {}).get("guardrails") if isinstance(turn.result, dict) else None,
             )
         messages.append(message)
+    for kept in await notes_of(session, tenant_id=tenant_id, conversation_id=conversation_id):
+        messages.append(
+            ThreadMessage(id=kept.id, kind_of_sender="note", sender_name=kept.author_name, text=kept.text,
+                          kind="note", media=[], at=kept.created_at, trace_id=None)
+        )  # fmt: skip
+    messages.sort(key=lambda m: m.at)  # stable: messages keep their order, notes go where they were written
     events = list(
         (
             await session.exec(
@@ -548,7 +640,11 @@ async def conversation_view(
         if caps is not None and caps.service_window is not None
         else None
     )
+    agent_names = {str(a.id): a.name for a in agents}
+    user_names = {str(u.id): u.name or u.email for u in users}
     return ConversationView(
+        history=[history_line(e, agent_names, user_names) for e in events],
+        farewell=(await load_tenant_settings(session, tenant_id)).handoff.farewell.strip(),
         conversation=conversation,
         customer=customer,
         customer_label=customer_label(customer),

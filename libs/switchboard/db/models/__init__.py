@@ -14,9 +14,11 @@ from switchboard.db.models.business import (
 )
 from switchboard.db.models.console import (
     ApiToken,
+    CannedReply,
     ConsoleInvite,
     ConsoleSession,
     ConsoleUser,
+    ConversationNote,
     ConversationRead,
     Role,
 )
@@ -63,6 +65,8 @@ __all__ = [
     "ConsoleUser",
     "ConsoleInvite",
     "ConversationRead",
+    "ConversationNote",
+    "CannedReply",
     "Role",
     "Feedback",
     "ActorType",
