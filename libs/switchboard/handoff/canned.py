@@ -25,6 +25,7 @@ __all__ = [
     "VARIABLES",
     "TEXT_MAX_CHARS",
     "canned_replies",
+    "normalize_shortcut",
     "find_canned",
     "save_canned",
     "delete_canned",
