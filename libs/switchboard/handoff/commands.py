@@ -367,10 +367,10 @@ async def _note(sessions, gateway, agent_id, command, console_id, trace_id) -> l
                      agent_id=agent.id)  # fmt: skip
         except ValueError as exc:
             raise CommandError(f"{exc}.") from None
-        label = customer_label(await _customer(session, conversation))
-    return [
-        agent_outgoing(agent, f"Note kept on {label}'s conversation (only your team sees it).", console_id)
-    ]
+        label, conversation_id = customer_label(await _customer(session, conversation)), conversation.id
+    # filed under the customer's conversation: its delivery refreshes the console pages showing it
+    text = f"Note kept on {label}'s conversation (only your team sees it)."
+    return [agent_outgoing(agent, text, conversation_id)]
 
 
 async def set_status(
