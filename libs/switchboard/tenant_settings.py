@@ -300,6 +300,9 @@ class HandoffSettings(BaseModel):
     """Button ids (WhatsApp ``interactive.button_reply.id`` / ``list_reply.id`` or a template quick
     reply's ``button.payload``, compared case-insensitively) that hand the conversation to a person
     at once, without a model turn."""
+    farewell: SettingText = Field("", max_length=1_000)
+    """Sent to the customer when someone closes their conversation in the console (e.g. *Thanks for
+    writing to us! Write again whenever you need us.*); empty: closing sends nothing."""
 
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")

@@ -10,6 +10,7 @@
 * :mod:`~switchboard.console.checklist`: the setup checklist of a tenant's home page.
 * :mod:`~switchboard.console.api_keys_pages`: the API keys page and its admin API.
 * :mod:`~switchboard.console.public_routes`: the public API's resources (``/api/v1``, tenant API keys).
+* :mod:`~switchboard.console.canned_pages`: the tenant's canned replies.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ def console_routers() -> list[APIRouter]:
     from switchboard.analytics.routes import analytics_admin_router
     from switchboard.console.analytics_pages import analytics_pages_router
     from switchboard.console.api import conversations_admin_router
+    from switchboard.console.canned_pages import canned_pages_router
     from switchboard.console.channel_pages import channel_pages_router
     from switchboard.console.conversation_pages import conversation_pages_router
     from switchboard.console.customer_pages import customer_pages_router
@@ -41,6 +43,7 @@ def console_routers() -> list[APIRouter]:
         pages_router,
         conversation_pages_router,
         customer_pages_router,
+        canned_pages_router,
         conversations_admin_router,
         settings_pages_router,
         settings_admin_router,

@@ -11,8 +11,10 @@ the WhatsApp agents' slash commands use), then a live event for the tenant's ope
   otherwise the row fails ``window_closed``; Instagram: the 7-day ``HUMAN_AGENT`` tag).
 * :func:`hand_back` — back to the AI, with the note the AI's next turn reads.
 * :func:`transfer` — to another console user, or to a WhatsApp agent (who gets the usual notice).
-* :func:`close` — closed (handed back first when a person had it).
+* :func:`close` — closed (handed back first when a person had it), with the tenant's farewell.
+* :func:`reopen` — a closed conversation open again, the AI answering.
 * :func:`decide` — approve or reject a pending action (the tool runs on approval).
+* :func:`note` — a private note for the team, never sent to the customer nor read by the model.
 
 Errors are :class:`ActionRefused` with the text the person reads (the API answers 409 with it).
 """
@@ -26,8 +28,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.conversations import Actor, InvalidTransition, append_message, back_to_ai
+from switchboard.conversations import Actor, InvalidTransition, add_note, append_message, back_to_ai
 from switchboard.conversations import close as close_conversation
+from switchboard.conversations import reopen as reopen_conversation
 from switchboard.db.engine import session_scope
 from switchboard.db.models import (
     ConsoleUser,
@@ -58,6 +61,7 @@ from switchboard.handoff.service import notices_for_assignments
 from switchboard.live_updates import publish_conversation_event
 from switchboard.observability import get_logger
 from switchboard.outbox.jobs import deliver_soon
+from switchboard.tenant_settings import load_tenant_settings
 
 __all__ = [
     "ActionRefused",
@@ -67,7 +71,9 @@ __all__ = [
     "hand_back",
     "transfer",
     "close",
+    "reopen",
     "decide",
+    "note",
     "REPLY_MAX_CHARS",
 ]
 
@@ -276,9 +282,11 @@ async def transfer(
     who: Actioner,
     conversation_id: uuid.UUID,
     to: str,
-) -> None:
+) -> str:
     """Give the conversation to ``to``: ``user:<uuid>`` (a console user of the tenant) or ``agent:<uuid>``
-    (a WhatsApp agent of the tenant, who must be online and gets the assignment notice).
+    (a WhatsApp agent of the tenant, who must be online and gets the assignment notice on WhatsApp),
+    from whoever has it (the AI, the queue, a person); returns what happened, for the person
+    ("Assigned to Nia Costa." from the AI or the queue, "Transferred to Nia Costa." from a person).
 
     Raises:
         LookupError: not this tenant's conversation.
@@ -296,11 +304,14 @@ async def transfer(
         conversation = await _locked(session, who, conversation_id)
         if conversation.status == ConversationStatus.closed.value:
             raise ActionRefused("This conversation is closed.")
+        # from a person it is a transfer; from the AI or the queue, an assignment (the agent's notice says which)
+        had_person = conversation.assigned_agent_id is not None or conversation.assigned_user_id is not None
         try:
             if kind == "user":
                 target = await session.get(ConsoleUser, target_id)
                 if target is None or target.tenant_id != who.tenant_id or not target.is_active:
                     raise ActionRefused("No such person in this business.")
+                name = target.name or target.email
                 previous = await hand_to_console_user(
                     session, conversation, user_id=target.id,
                     reason=f"transferred in the console by {who.name} to {target.name or target.email}",
@@ -322,7 +333,7 @@ async def transfer(
                     session, conversation, agent=agent, actor=who.actor,
                     reason=f"transferred in the console by {who.name} to {agent.name}", trace_id=trace_id,
                 )  # fmt: skip
-                agent_id = agent.id
+                agent_id, name = agent.id, agent.name
             else:
                 raise ActionRefused("Choose a person to transfer to.")
         except InvalidTransition:
@@ -332,19 +343,21 @@ async def transfer(
     if agent_id is not None:
         notices = await notices_for_assignments(
             sessions, None, agent_id=agent_id, conversation_ids=[conversation_id], trace_id=trace_id,
-            transfer_from=who.name,
+            transfer_from=who.name if had_person else None, assigned_by=None if had_person else who.name,
         )  # fmt: skip
         async with session_scope(sessions) as session:
             await write_outgoing(session, tenant_id=who.tenant_id, items=notices, trace_id=trace_id)
     log.info("console_transfer", conversation_id=str(conversation_id), to_kind=kind, to_id=str(target_id))
     await _after(redis, who, conversation_id, "status", send=bool(agent_id is not None or previous_notice))
+    return f"{'Transferred' if had_person else 'Assigned'} to {name}."
 
 
 async def close(
     sessions: async_sessionmaker[AsyncSession], redis: Any, *, who: Actioner, conversation_id: uuid.UUID
 ) -> None:
     """Close the conversation (a person who had it hands it back first, in the same transaction); the
-    customer's next message opens a new one. Closing a closed conversation changes nothing.
+    customer's next message opens a new one, and gets the tenant's farewell (``handoff.farewell``) when
+    it has one. Closing a closed conversation changes nothing.
 
     Raises:
         LookupError: not this tenant's conversation.
@@ -359,13 +372,90 @@ async def close(
         if conversation.status == ConversationStatus.human.value:
             notices = await _hand_back_in(session, who, conversation, trace_id)
             await session.flush()
-        await close_conversation(
+        closed = await close_conversation(
             session, conversation, actor=who.actor, reason="closed in the console", trace_id=trace_id
         )
+        farewell = await _farewell(session, who, conversation) if closed is not None else None
+        if farewell is not None:
+            notices.append(farewell)
         if notices:
             await write_outgoing(session, tenant_id=who.tenant_id, items=notices, trace_id=trace_id)
     log.info("console_close", conversation_id=str(conversation_id))
     await _after(redis, who, conversation_id, "status", send=bool(notices))
+
+
+async def _farewell(session: AsyncSession, who: Actioner, conversation: Conversation) -> Outgoing | None:
+    """The tenant's farewell to the customer of a conversation closed now (kept in its history), or
+    ``None`` when the tenant has none."""
+    text = (await load_tenant_settings(session, who.tenant_id)).handoff.farewell.strip()
+    customer = await session.get(Customer, conversation.customer_id)
+    if not text or customer is None:
+        return None
+    to = customer_address(customer)
+    proxy = {"event": "farewell", "agent_name": who.name, "relayed_to": to}
+    append_message(
+        session, conversation=conversation, role=MessageRole.human_agent, text=text, proxy_metadata=proxy,
+        trace_id=None,
+    )  # fmt: skip
+    return Outgoing("customer", to, text, conversation.id, proxy=proxy, purpose=OutboxPurpose.notice)
+
+
+async def reopen(
+    sessions: async_sessionmaker[AsyncSession], redis: Any, *, who: Actioner, conversation_id: uuid.UUID
+) -> str:
+    """Open a closed conversation again, the AI answering (take it over to answer yourself); returns
+    what the page says.
+
+    Raises:
+        LookupError: not this tenant's conversation.
+        ActionRefused: not closed, or the customer has a newer open conversation.
+    """
+    async with session_scope(sessions) as session:
+        conversation = await _locked(session, who, conversation_id)
+        if conversation.status != ConversationStatus.closed.value:
+            raise ActionRefused("This conversation is open already.")
+        try:
+            await reopen_conversation(
+                session, conversation, actor=who.actor, reason=f"reopened in the console by {who.name}",
+                trace_id=_trace("reopen"),
+            )  # fmt: skip
+        except InvalidTransition:
+            raise ActionRefused(
+                "This customer has a newer open conversation: continue there (the inbox lists it)."
+            ) from None
+    log.info("console_reopen", conversation_id=str(conversation_id))
+    await _after(redis, who, conversation_id, "status")
+    return "Reopened: the AI answers the customer's next message; take it over to answer yourself."
+
+
+async def note(
+    sessions: async_sessionmaker[AsyncSession],
+    redis: Any,
+    *,
+    who: Actioner,
+    conversation_id: uuid.UUID,
+    text: str,
+) -> str:
+    """Keep a private note on the conversation (whoever has it, even closed): shown in the thread, never
+    sent, never read by the model (:mod:`switchboard.conversations.notes`); returns what the page says.
+
+    Raises:
+        LookupError: not this tenant's conversation.
+        ActionRefused: empty or too long, or no user acting.
+    """
+    if who.user is None:
+        raise ActionRefused("Only a logged-in person can keep a note.")
+    async with session_scope(sessions) as session:
+        conversation = await session.get(Conversation, conversation_id)
+        if conversation is None or conversation.tenant_id != who.tenant_id:
+            raise LookupError("conversation not found")
+        try:
+            add_note(session, conversation=conversation, text=text, author_name=who.name, user_id=who.user.id)
+        except ValueError as exc:
+            raise ActionRefused(f"{exc}.") from None
+    log.info("console_note", conversation_id=str(conversation_id), user_id=str(who.user.id))
+    await _after(redis, who, conversation_id, "note")
+    return "Note kept: only your team sees it."
 
 
 async def decide(

@@ -20,6 +20,7 @@ from switchboard.api.routers import tenant_admin_router
 from switchboard.console import actions
 from switchboard.console.actions import REPLY_MAX_CHARS, Actioner, ActionRefused
 from switchboard.console.inbox import InboxFilters, Mode, conversation_view, list_inbox
+from switchboard.conversations.notes import NOTE_MAX_CHARS
 
 __all__ = ["conversations_admin_router", "ConversationSummary", "ConversationDetail"]
 
@@ -167,6 +168,12 @@ class ReplyBody(BaseModel):
     text: str = Field(min_length=1, max_length=REPLY_MAX_CHARS, description="What the customer receives.")
 
 
+class NoteBody(BaseModel):
+    text: str = Field(
+        min_length=1, max_length=NOTE_MAX_CHARS, description="The note (never sent, never read by the model)."
+    )
+
+
 class TransferBody(BaseModel):
     to: str = Field(
         description="`user:<id>` (a console user of the tenant) or `agent:<id>` (an online WhatsApp agent).",
@@ -214,7 +221,7 @@ _ACTION_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-_PLAIN_ACTIONS: dict[str, tuple[Callable[..., Awaitable[None]], str, str]] = {
+_PLAIN_ACTIONS: dict[str, tuple[Callable[..., Awaitable[str | None]], str, str]] = {
     "takeover": (
         actions.take_over,
         "Take the conversation over (the AI stops at once)",
@@ -230,13 +237,21 @@ _PLAIN_ACTIONS: dict[str, tuple[Callable[..., Awaitable[None]], str, str]] = {
     "close": (
         actions.close,
         "Close the conversation",
-        "A person who had it hands it back first; the customer's next message opens a new one.",
+        "A person who had it hands it back first; the customer's next message opens a new one. The "
+        "customer gets the tenant's farewell (`handoff.farewell`) when it has one.",
+    ),
+    "reopen": (
+        actions.reopen,
+        "Reopen a closed conversation",
+        "The AI answers it again. 409 when it is open, or the customer has a newer open conversation.",
     ),
 }
 """Actions without a body: path word → (the action, OpenAPI summary, description)."""
 
 
-def _plain_action_route(act: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[ActionResult]]:
+def _plain_action_route(
+    act: Callable[..., Awaitable[str | None]],
+) -> Callable[..., Awaitable[ActionResult]]:
     async def route(
         conversation_id: uuid.UUID, tenant: TenantDep, principal: PrincipalDep, session: SessionDep,
         sessions: SessionsDep, resources: ResourcesDep,
@@ -254,6 +269,21 @@ for _name, (_act_fn, _summary, _description) in _PLAIN_ACTIONS.items():
         response_model=ActionResult, responses=_ACTION_RESPONSES, summary=_summary, description=_description,
         name=f"post_{_name}",
     )  # fmt: skip
+
+
+@conversations_admin_router.post(
+    "/{conversation_id}/note", response_model=ActionResult, responses=_ACTION_RESPONSES,
+    summary="Keep a private note on the conversation",
+    description="Shown in the console's thread; never sent to the customer and never part of what the model "
+    "reads. 409 with ADMIN_TOKEN (a note needs an author).",
+)  # fmt: skip
+async def post_note(
+    conversation_id: uuid.UUID, body: NoteBody, tenant: TenantDep, principal: PrincipalDep,
+    session: SessionDep, sessions: SessionsDep, resources: ResourcesDep,
+) -> ActionResult:  # fmt: skip
+    who = _who(tenant, principal)
+    return await _done(session, tenant, conversation_id, lambda: actions.note(
+        sessions, resources.redis, who=who, conversation_id=conversation_id, text=body.text))  # fmt: skip
 
 
 @conversations_admin_router.post(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from switchboard.channels.base import channel_label
 from switchboard.console.deps import LoginRequired
 from switchboard.db.models import Role
-from switchboard.i18n import SUPPORTED_LANGUAGES, negotiate_language, normalize_language
+from switchboard.i18n import SUPPORTED_LANGUAGES, gettext, negotiate_language, normalize_language
 from switchboard.i18n.jinja import install_i18n, use_language
 from switchboard.i18n.validation import localized
 from switchboard.users import CSRF_FIELD, CSRF_HEADER, ROLE_WORDS
@@ -98,6 +99,47 @@ templates = Jinja2Templates(
     env=install_i18n(jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES_DIR), autoescape=True))
 )
 # gettext follows the language of the request being rendered (:func:`render` sets it).
+
+
+def _time_words(at: datetime | None, lang: str, *, ago: bool) -> str:
+    """``at`` as people say it, in ``lang``: "3 minutes ago" / "hace 3 minutos" (``ago``), or the time
+    since then: "12 minutes" (a wait)."""
+    from babel.dates import format_timedelta
+
+    if at is None:
+        return ""
+    delta = datetime.now(UTC) - at
+    if delta.total_seconds() < 45:
+        delta = timedelta(seconds=max(delta.total_seconds(), 1))  # "1 second ago", never "in 2 seconds"
+    return format_timedelta(
+        -delta if ago else delta, locale=lang or "en", add_direction=ago, threshold=0.9, format="long"
+    )
+
+
+@jinja2.pass_context
+def _ago(context: Any, at: datetime | None) -> str:
+    return _time_words(at, context.get("lang") or "en", ago=True)
+
+
+@jinja2.pass_context
+def _waited(context: Any, at: datetime | None) -> str:
+    return _time_words(at, context.get("lang") or "en", ago=False)
+
+
+def _exact(at: datetime | None) -> str:
+    """The exact time shown on hover: ``YYYY-MM-DD HH:MM:SS UTC``."""
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if at else ""
+
+
+@jinja2.pass_context
+def _history_words(context: Any, line: Any) -> str:
+    """A :class:`~switchboard.console.inbox.HistoryLine` in the page's language."""
+    lang = context.get("lang") or "en"
+    names = {k: gettext(lang, v) if k in line.translated else v for k, v in line.names.items()}
+    return str(gettext(lang, line.words) % names)
+
+
+templates.env.filters.update(ago=_ago, waited=_waited, exact=_exact, history_words=_history_words)
 templates.env.globals.update(
     HTMX_FILE=HTMX_FILE,
     CSRF_FIELD=CSRF_FIELD,

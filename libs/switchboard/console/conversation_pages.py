@@ -22,9 +22,11 @@ from switchboard.console.actions import Actioner, ActionRefused
 from switchboard.console.app import render
 from switchboard.console.deps import PageContext, page_access
 from switchboard.console.inbox import conversation_view, mark_read
+from switchboard.conversations.notes import NOTE_MAX_CHARS
 from switchboard.db.engine import session_scope
 from switchboard.db.models import ChannelAccount, Message
 from switchboard.feedback import record_feedback
+from switchboard.handoff.canned import canned_replies, customer_name, fill_canned
 from switchboard.observability import get_logger
 
 __all__ = ["conversation_pages_router"]
@@ -48,10 +50,15 @@ async def conversation_page(
     view = await _view_or_404(session, page, conversation_id)
     await mark_read(session, tenant_id=page.tenant.id, user_id=page.user.id, conversation_id=conversation_id)
     await session.commit()
+    me = page.user.name or page.user.email
+    canned = [  # the reply box's "/" picker: filled for this customer and this person
+        {"shortcut": r.shortcut, "text": fill_canned(r.text, customer=customer_name(view.customer), agent=me)}
+        for r in await canned_replies(session, tenant_id=page.tenant.id)
+    ]
     partial = request.headers.get("HX-Request") and request.headers.get("HX-Target") == "conversation"
     return render(
         request, "_conversation.html" if partial else "conversation.html",
-        tenant=page.tenant, view=view, active="inbox", flash=request.query_params.get("flash"),
+        tenant=page.tenant, view=view, active="inbox", flash=request.query_params.get("flash"), canned=canned,
     )  # fmt: skip
 
 
@@ -60,9 +67,15 @@ def _who(page: PageContext) -> Actioner:
 
 
 async def _act(
-    request: Request, page: PageContext, conversation_id: uuid.UUID, run: Callable[[], Awaitable[str | None]]
+    request: Request,
+    page: PageContext,
+    conversation_id: uuid.UUID,
+    run: Callable[[], Awaitable[str | None]],
+    *,
+    back_to_inbox: bool = False,
 ) -> Response:
-    """Run one action; back to the conversation page (303, or ``HX-Redirect`` for htmx) with what happened."""
+    """Run one action; back to the conversation page (or the inbox, ``back_to_inbox``; 303, or
+    ``HX-Redirect`` for htmx) with what happened."""
     try:
         message = await run()
     except LookupError:
@@ -70,7 +83,7 @@ async def _act(
     except ActionRefused as exc:
         message = str(exc)
         log.info("console_action_refused", conversation_id=str(conversation_id), reason=message)
-    target = f"/t/{page.tenant.slug}/conversations/{conversation_id}"
+    target = f"/t/{page.tenant.slug}/" + ("inbox" if back_to_inbox else f"conversations/{conversation_id}")
     if message:
         target += "?" + urlencode({"flash": message})
     if request.headers.get("HX-Request"):
@@ -78,18 +91,22 @@ async def _act(
     return RedirectResponse(target, status_code=303)
 
 
-_PLAIN_ACTIONS: dict[str, tuple[Callable[..., Awaitable[None]], str]] = {
+_PLAIN_ACTIONS: dict[str, tuple[Callable[..., Awaitable[str | None]], str]] = {
     "takeover": (
         actions.take_over,
         "You have this conversation now: the AI will not answer until you hand it back.",
     ),
     "handback": (actions.hand_back, "Handed back: the AI answers again."),
     "close": (actions.close, "Closed: the customer's next message opens a new conversation."),
+    "reopen": (actions.reopen, ""),
 }
-"""Actions without a form field: path word → (the action, what the page says after it)."""
+"""Actions without a form field: path word → (the action, what the page says after it; empty: what the
+action returned)."""
 
 
-def _plain_action_route(act: Callable[..., Awaitable[None]], done: str) -> Callable[..., Awaitable[Response]]:
+def _plain_action_route(
+    act: Callable[..., Awaitable[str | None]], done: str
+) -> Callable[..., Awaitable[Response]]:
     async def route(
         request: Request,
         conversation_id: uuid.UUID,
@@ -98,8 +115,8 @@ def _plain_action_route(act: Callable[..., Awaitable[None]], done: str) -> Calla
         resources: ResourcesDep,
     ) -> Response:
         async def run() -> str | None:
-            await act(sessions, resources.redis, who=_who(page), conversation_id=conversation_id)
-            return done
+            said = await act(sessions, resources.redis, who=_who(page), conversation_id=conversation_id)
+            return done or said
 
         return await _act(request, page, conversation_id, run)
 
@@ -131,7 +148,27 @@ async def reply_action(
     return await _act(request, page, conversation_id, run)
 
 
+@conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/note")
+async def note_action(
+    request: Request,
+    conversation_id: uuid.UUID,
+    page: InboxPage,
+    sessions: SessionsDep,
+    resources: ResourcesDep,
+    text: Annotated[str, Form(max_length=NOTE_MAX_CHARS * 2)],
+) -> Response:
+    """A private note for the team (shown in the thread; never sent, never read by the model)."""
+
+    async def run() -> str | None:
+        return await actions.note(
+            sessions, resources.redis, who=_who(page), conversation_id=conversation_id, text=text
+        )
+
+    return await _act(request, page, conversation_id, run)
+
+
 @conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/transfer")
+@conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/assign")
 async def transfer_action(
     request: Request,
     conversation_id: uuid.UUID,
@@ -139,14 +176,17 @@ async def transfer_action(
     sessions: SessionsDep,
     resources: ResourcesDep,
     to: Annotated[str, Form(max_length=80)],
+    back: Annotated[str, Form(max_length=10)] = "",
 ) -> Response:
+    """Give the conversation to a console user or a WhatsApp agent (who is told on WhatsApp), whoever
+    has it now (the AI, the queue, a person); from the conversation page or an inbox row (``back=inbox``)."""
+
     async def run() -> str | None:
-        await actions.transfer(
+        return await actions.transfer(
             sessions, resources.redis, who=_who(page), conversation_id=conversation_id, to=to
         )
-        return "Transferred."
 
-    return await _act(request, page, conversation_id, run)
+    return await _act(request, page, conversation_id, run, back_to_inbox=back == "inbox")
 
 
 @conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/approvals/{action_id}")

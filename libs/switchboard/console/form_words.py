@@ -44,6 +44,7 @@ FORM_WORDS = (
     N_("enabled"),
     N_("error reply"),
     N_("fallback reserve s"),
+    N_("farewell"),
     N_("farewell reply"),
     N_("feedback"),
     N_("fetch profiles"),

@@ -12,11 +12,12 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import DateTime, and_, cast, func, null, or_, true
+from sqlalchemy import DateTime, and_, case, cast, func, null, or_, true
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.channels.base import channel_capabilities, within_window
+from switchboard.conversations.notes import notes_of
 from switchboard.db.models import (
     ConsoleUser,
     Conversation,
@@ -36,12 +37,16 @@ from switchboard.db.models import (
     utcnow,
 )
 from switchboard.handoff.notices import customer_label
+from switchboard.i18n import N_
+from switchboard.tenant_settings import load_tenant_settings
 
 __all__ = [
     "Mode",
     "InboxFilters",
     "InboxRow",
     "ThreadMessage",
+    "HistoryLine",
+    "history_line",
     "TurnDetails",
     "ToolCallView",
     "ConversationView",
@@ -50,6 +55,7 @@ __all__ = [
     "conversation_view",
     "mark_read",
     "sender_of",
+    "unread_total",
     "INBOX_LIMIT",
 ]
 
@@ -84,7 +90,8 @@ class InboxFilters:
     Attributes:
         channel: ``whatsapp`` | ``instagram`` | ``gmail``.
         mode: a :class:`Mode`.
-        assigned: ``agent:<uuid>`` (a WhatsApp agent), ``user:<uuid>`` (a console user) or ``me``.
+        assigned: ``agent:<uuid>`` (a WhatsApp agent), ``user:<uuid>`` (a console user), ``me`` (the
+            viewer's own) or ``none`` (open conversations no person has: the AI's and the waiting ones).
         unread: only conversations with a customer message the viewer has not opened since.
         q: text searched (case-insensitive) in the customer's name, number, id, e-mail and messages.
     """
@@ -110,7 +117,63 @@ class InboxRow:
     last_from: str
     """``customer``, ``ai``, ``human``."""
     assigned_to: str | None
-    unread: bool
+    unread_count: int
+    """Customer messages since the viewer last opened the conversation."""
+    waiting_since: datetime | None = None
+    """When it started waiting for a person (set only while it waits: pinned at the top)."""
+
+    @property
+    def unread(self) -> bool:
+        return self.unread_count > 0
+
+
+def _read_at(viewer_id: uuid.UUID | None) -> Any:
+    """The viewer's last-read time of the outer query's conversation (SQL; null: never opened, or no
+    viewer)."""
+    if viewer_id is None:
+        return cast(null(), DateTime(timezone=True))
+    return (
+        select(ConversationRead.read_at)
+        .where(ConversationRead.conversation_id == Conversation.id, ConversationRead.user_id == viewer_id)
+        .scalar_subquery()
+    )
+
+
+def _unread_count(read_at: Any) -> Any:
+    """Customer messages of the outer query's conversation newer than ``read_at`` (SQL integer)."""
+    return (
+        select(func.count(Message.id))
+        .where(
+            col(Message.conversation_id) == col(Conversation.id),
+            Message.direction == MessageDirection.inbound.value,
+            Message.role == MessageRole.user.value,
+            or_(read_at.is_(None), col(Message.created_at) > read_at),
+        )
+        .scalar_subquery()
+    )
+
+
+async def unread_total(session: AsyncSession, *, tenant_id: uuid.UUID, viewer_id: uuid.UUID) -> int:
+    """How many of the tenant's open conversations have customer messages the viewer has not seen (the
+    navigation's badge and the page title)."""
+    read_at = _read_at(viewer_id)
+    last_in = (
+        select(func.max(Message.created_at))
+        .where(
+            col(Message.conversation_id) == col(Conversation.id),
+            Message.direction == MessageDirection.inbound.value,
+            Message.role == MessageRole.user.value,
+        )
+        .scalar_subquery()
+    )
+    query = select(func.count(Conversation.id)).where(
+        Conversation.tenant_id == tenant_id,
+        col(Conversation.is_agent_console).is_(False),
+        Conversation.status != ConversationStatus.closed.value,
+        last_in.is_not(None),
+        or_(read_at.is_(None), last_in > read_at),
+    )
+    return int((await session.exec(query)).one())
 
 
 async def list_inbox(
@@ -121,7 +184,8 @@ async def list_inbox(
     filters: InboxFilters = InboxFilters(),
     limit: int = INBOX_LIMIT,
 ) -> list[InboxRow]:
-    """The tenant's conversations (agents' own consoles left out), newest activity first.
+    """The tenant's conversations (agents' own consoles left out): those waiting for a person first,
+    longest wait on top, then the others, newest activity first.
 
     Args:
         viewer_id: the console user looking (their read marks decide "unread"; ``None``: the CLI or the
@@ -143,17 +207,18 @@ async def list_inbox(
         )
         .scalar_subquery()
     )
-    read_at = (
-        select(ConversationRead.read_at)
-        .where(ConversationRead.conversation_id == Conversation.id, ConversationRead.user_id == viewer_id)
-        .scalar_subquery()
-        if viewer_id
-        else cast(null(), DateTime(timezone=True))
-    )
+    read_at = _read_at(viewer_id)
     unread = and_(last_in.is_not(None), or_(read_at.is_(None), last_in > read_at))
+    unread_count = _unread_count(read_at)
     activity = func.coalesce(last.c.created_at, Conversation.updated_at)
+    waiting = and_(
+        Conversation.status == ConversationStatus.human.value,
+        col(Conversation.assigned_agent_id).is_(None),
+        col(Conversation.assigned_user_id).is_(None),
+    )
     query = (
-        select(Conversation, Customer, last.c.text, last.c.kind, last.c.role, activity, unread, HumanAgent.name, ConsoleUser.email)
+        select(Conversation, Customer, last.c.text, last.c.kind, last.c.role, activity, unread_count,
+               HumanAgent.name, ConsoleUser.email)
         .join(Customer, col(Customer.id) == col(Conversation.customer_id))
         .join(last, true(), isouter=True)
         .join(HumanAgent, col(HumanAgent.id) == col(Conversation.assigned_agent_id), isouter=True)
@@ -180,6 +245,12 @@ async def list_inbox(
         kind, _, value = filters.assigned.partition(":")
         if kind == "me" and viewer_id is not None:
             query = query.where(Conversation.assigned_user_id == viewer_id)
+        elif kind == "none":
+            query = query.where(
+                Conversation.status != ConversationStatus.closed.value,
+                col(Conversation.assigned_agent_id).is_(None),
+                col(Conversation.assigned_user_id).is_(None),
+            )
         elif kind in ("agent", "user"):
             try:
                 wanted = uuid.UUID(value)
@@ -205,21 +276,32 @@ async def list_inbox(
                 in_messages,
             )
         )
-    query = query.order_by(activity.desc(), col(Conversation.id)).limit(limit)
+    # waiting for a person first, longest wait on top; then everything else, newest activity first
+    waited_since = func.coalesce(Conversation.queued_at, Conversation.updated_at)
+    query = query.order_by(
+        case((waiting, 0), else_=1),
+        case((waiting, waited_since), else_=None).asc(),
+        activity.desc(),
+        col(Conversation.id),
+    ).limit(limit)
     rows = (await session.exec(query)).all()  # type: ignore[call-overload]
     out: list[InboxRow] = []
-    for conversation, customer, text, kind, role, at, is_unread, agent_name, user_email in rows:
+    for conversation, customer, text, kind, role, at, count, agent_name, user_email in rows:
+        mode = mode_of(conversation)
         out.append(
             InboxRow(
                 conversation_id=conversation.id,
                 channel=conversation.channel,
-                mode=mode_of(conversation),
+                mode=mode,
                 customer=customer_label(customer),
                 last_text=(text or (f"[{kind}]" if kind else "")).strip()[:140],
                 last_at=at or conversation.updated_at,
                 last_from={"user": "customer", "assistant": "ai", "human_agent": "human"}.get(role or "", ""),
                 assigned_to=agent_name or user_email,
-                unread=bool(is_unread),
+                unread_count=int(count or 0),
+                waiting_since=(conversation.queued_at or conversation.updated_at)
+                if mode == Mode.waiting
+                else None,
             )
         )
     return out
@@ -231,7 +313,8 @@ class ThreadMessage:
 
     id: uuid.UUID
     kind_of_sender: str
-    """``customer``, ``ai``, ``human`` (a person: WhatsApp agent or console user), ``system``."""
+    """``customer``, ``ai``, ``human`` (a person: WhatsApp agent or console user), ``system``, or
+    ``note`` (a private note of the team: not a message, never sent)."""
     sender_name: str
     text: str
     kind: str
@@ -273,6 +356,82 @@ class TurnDetails:
     """Guardrail results when the turn row carries them (``result["guardrails"]``)."""
 
 
+@dataclass(frozen=True)
+class HistoryLine:
+    """One lifecycle event in words: ``words`` is an English msgid (translated by the page) with
+    ``%(name)s`` / ``%(who)s`` placeholders filled from ``names``."""
+
+    at: datetime
+    words: str
+    names: dict[str, str]
+    translated: frozenset[str] = frozenset()
+    """Keys of ``names`` whose value is itself a msgid ("the AI"), not a person's name."""
+
+
+def history_line(event: ConversationEvent, agents: dict[str, str], users: dict[str, str]) -> HistoryLine:
+    """How a person reads a lifecycle event ("Ana took over", "Handed back to the AI by Ana", "Closed by
+    Ana") instead of its statuses.
+
+    Args:
+        agents: WhatsApp agent id (``str``) → name; ``users``: console user id → name or e-mail.
+    """
+    actor = event.actor_type
+    who = {
+        "ai": N_("the AI"), "customer": N_("the customer"), "system": N_("Switchboard"),
+        "api": N_("the admin API"), "business_app": N_("the business app"),
+    }.get(actor, "")  # fmt: skip
+    fixed = True
+    if actor == "agent":
+        who = agents.get(event.actor_id or "", "")
+        fixed = not who
+        who = who or N_("an agent")
+    elif actor == "console_user":
+        who = users.get(event.actor_id or "", "")
+        fixed = not who
+        who = who or N_("a person")
+    to, before = event.to_status, event.from_status
+    agent = agents.get(str(event.agent_id), "") if event.agent_id else ""
+    reason = event.reason or ""
+
+    def line(words: str, **names: str) -> HistoryLine:
+        return HistoryLine(
+            event.created_at, words, names, frozenset({"who"} if fixed and "who" in names else ())
+        )
+
+    if before is None:
+        return line(N_("Conversation started"))
+    if to == ConversationStatus.closed.value:
+        if actor == "system":
+            return line(N_("Closed after a time without messages"))
+        return line(N_("Closed by %(who)s"), who=who)
+    if before == ConversationStatus.closed.value:
+        return line(N_("Reopened by %(who)s"), who=who)
+    if to == ConversationStatus.ai.value:
+        return line(N_("Handed back to the AI by %(who)s"), who=who)
+    # to a person, or waiting for one
+    if agent:
+        if actor == "agent" and event.actor_id == str(event.agent_id):
+            return line(N_("%(name)s took it"), name=agent)
+        if actor in ("agent", "console_user") and before == ConversationStatus.human.value:
+            return line(N_("%(who)s transferred it to %(name)s"), who=who, name=agent)
+        if actor == "console_user":
+            return line(N_("%(who)s assigned it to %(name)s"), who=who, name=agent)
+        if actor == "customer":
+            return line(N_("The customer asked for a person: %(name)s has it"), name=agent)
+        if actor == "ai":
+            return line(N_("The AI handed it to %(name)s"), name=agent)
+        return line(N_("%(name)s has it now"), name=agent)
+    if actor == "console_user":
+        if reason.startswith("taken over"):
+            return line(N_("%(who)s took over"), who=who)
+        return line(N_("Assigned to %(who)s"), who=who)
+    if actor == "customer":
+        return line(N_("The customer asked for a person: waiting for one"))
+    if actor == "ai":
+        return line(N_("The AI asked for a person: waiting for one"))
+    return line(N_("Waiting for a person"))
+
+
 @dataclass
 class ConversationView:
     """Everything the conversation page shows."""
@@ -289,6 +448,10 @@ class ConversationView:
     users: list[ConsoleUser]
     window_open: bool | None
     """Whether the customer wrote within the channel's service window (``None``: the channel has none)."""
+    history: list[HistoryLine] = field(default_factory=list)
+    """``events`` in words, oldest first."""
+    farewell: str = ""
+    """What closing sends the customer (the tenant's ``handoff.farewell``; empty: nothing)."""
 
 
 def sender_of(row: Message) -> tuple[str, str]:
@@ -421,6 +584,12 @@ async def conversation_view(
                 guardrails=(turn.result or {}).get("guardrails") if isinstance(turn.result, dict) else None,
             )
         messages.append(message)
+    for kept in await notes_of(session, tenant_id=tenant_id, conversation_id=conversation_id):
+        messages.append(
+            ThreadMessage(id=kept.id, kind_of_sender="note", sender_name=kept.author_name, text=kept.text,
+                          kind="note", media=[], at=kept.created_at, trace_id=None)
+        )  # fmt: skip
+    messages.sort(key=lambda m: m.at)  # stable: messages keep their order, notes go where they were written
     events = list(
         (
             await session.exec(
@@ -474,7 +643,11 @@ async def conversation_view(
         if caps is not None and caps.service_window is not None
         else None
     )
+    agent_names = {str(a.id): a.name for a in agents}
+    user_names = {str(u.id): u.name or u.email for u in users}
     return ConversationView(
+        history=[history_line(e, agent_names, user_names) for e in events],
+        farewell=(await load_tenant_settings(session, tenant_id)).handoff.farewell.strip(),
         conversation=conversation,
         customer=customer,
         customer_label=customer_label(customer),

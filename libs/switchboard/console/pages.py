@@ -26,9 +26,9 @@ from switchboard.console.deps import (
     cross_site_reason,
     page_access,
 )
-from switchboard.console.inbox import InboxFilters, Mode, list_inbox
+from switchboard.console.inbox import InboxFilters, Mode, list_inbox, unread_total
 from switchboard.console.live import live_events
-from switchboard.db.models import ConsoleUser, HumanAgent, Role, Tenant
+from switchboard.db.models import AgentStatus, ConsoleUser, HumanAgent, Role, Tenant
 from switchboard.i18n import N_
 from switchboard.live_updates import publish_session_change
 from switchboard.observability import get_logger
@@ -276,10 +276,31 @@ async def _assignees(session: SessionDep, tenant: Tenant) -> list[tuple[str, str
     agents = (await session.exec(select(HumanAgent).where(HumanAgent.tenant_id == tenant.id))).all()
     users = (await session.exec(select(ConsoleUser).where(ConsoleUser.tenant_id == tenant.id))).all()
     return (
-        [("me", N_("Me"))]  # translated by the template (names are not)
+        [("me", N_("Me")), ("none", N_("Nobody"))]  # translated by the template (names are not)
         + [(f"agent:{a.id}", f"{a.name} (WhatsApp)") for a in agents]
         + [(f"user:{u.id}", u.name or u.email) for u in users]
     )
+
+
+async def _assignable(session: SessionDep, tenant: Tenant) -> list[tuple[str, str]]:
+    """Whom an inbox row can be assigned to: the active console users and the online WhatsApp agents."""
+    agents = (
+        await session.exec(
+            select(HumanAgent)
+            .where(HumanAgent.tenant_id == tenant.id, HumanAgent.status == AgentStatus.online.value)
+            .order_by(col(HumanAgent.name))
+        )
+    ).all()
+    users = (
+        await session.exec(
+            select(ConsoleUser)
+            .where(ConsoleUser.tenant_id == tenant.id, col(ConsoleUser.is_active).is_(True))
+            .order_by(col(ConsoleUser.email))
+        )
+    ).all()
+    return [(f"user:{u.id}", u.name or u.email) for u in users] + [
+        (f"agent:{a.id}", f"{a.name} (WhatsApp)") for a in agents
+    ]
 
 
 async def model_outage(session: Any, redis: Any, tenant_id: Any) -> dict[str, Any] | None:
@@ -321,9 +342,18 @@ async def inbox(
     return render(
         request, template, tenant=page.tenant, rows=rows, filters=filters, channels=channel_names(),
         modes=[m.value for m in Mode], assignees=await _assignees(session, page.tenant), active="inbox",
+        assignable=await _assignable(session, page.tenant), flash=request.query_params.get("flash"),
         new_tenant=new_tenant,
         outage=outage, waiting=outage["conversations"] if outage else set(),
     )  # fmt: skip
+
+
+@pages_router.get("/t/{slug}/unread", response_class=HTMLResponse)
+async def unread_badge(request: Request, page: InboxPage, session: SessionDep) -> Response:
+    """The navigation's unread badge: how many open conversations have customer messages the viewer has
+    not opened (``data-count``; the page title shows it too). Reloaded on every live event."""
+    count = await unread_total(session, tenant_id=page.tenant.id, viewer_id=page.user.id)
+    return render(request, "_unread.html", tenant=page.tenant, count=count)
 
 
 @pages_router.get("/t/{slug}/events")

@@ -5,6 +5,7 @@
 * :mod:`~switchboard.conversations.lifecycle`: the only writer of a conversation's status (opened, to a
   human, back to the AI, closed), each change a ``conversation_events`` row.
 * :mod:`~switchboard.conversations.history`: the one reader and writer of a conversation's messages.
+* :mod:`~switchboard.conversations.notes`: private notes, kept apart from the messages.
 """
 
 from switchboard.conversations.history import (
@@ -36,15 +37,20 @@ from switchboard.conversations.lifecycle import (
     events_of,
     open_conversation,
     reassign,
+    reopen,
     start_conversation,
     to_agent_console,
     to_console_user,
     to_human,
 )
+from switchboard.conversations.notes import NOTE_MAX_CHARS, add_note, notes_of
 
 __all__ = [
     "BSUID_PROFILE_KEY",
     "HISTORY_MAX_MESSAGES",
+    "NOTE_MAX_CHARS",
+    "add_note",
+    "notes_of",
     "MODEL_ROLES",
     "TRANSCRIPT_ROLES",
     "Actor",
@@ -63,6 +69,7 @@ __all__ = [
     "open_conversation",
     "read_history",
     "reassign",
+    "reopen",
     "reply_address",
     "resolve_customer",
     "start_conversation",

@@ -50,6 +50,7 @@ __all__ = [
     "InvalidTransition",
     "back_to_ai",
     "close",
+    "reopen",
     "events_of",
     "open_conversation",
     "reassign",
@@ -491,6 +492,47 @@ async def close(
     now = now or utcnow()
     conversation.status = ConversationStatus.closed.value
     conversation.closed_at = now
+    return _record(
+        session, conversation, from_status=before, actor=actor, reason=reason, trace_id=trace_id, now=now
+    )
+
+
+async def reopen(
+    session: AsyncSession,
+    conversation: Conversation,
+    *,
+    actor: Actor,
+    reason: str | None = None,
+    trace_id: str | None = None,
+) -> ConversationEvent:
+    """Open a closed conversation again, with the AI answering (``closed_at`` cleared; the memory job
+    reads it again when it closes next).
+
+    Raises:
+        InvalidTransition: it is not closed, or the customer has another open conversation on the same
+            channel account (their messages go there: reopening would give them two).
+    """
+    before = conversation.status
+    if before != ConversationStatus.closed:
+        raise InvalidTransition(conversation.id, before, ConversationStatus.ai.value)
+    newer = (
+        await session.exec(
+            select(Conversation.id).where(
+                Conversation.tenant_id == conversation.tenant_id,
+                Conversation.customer_id == conversation.customer_id,
+                Conversation.channel == conversation.channel,
+                Conversation.id != conversation.id,
+                Conversation.status != ConversationStatus.closed.value,
+                col(Conversation.is_agent_console).is_(False),
+            )
+        )
+    ).first()
+    if newer is not None:
+        raise InvalidTransition(conversation.id, "superseded", ConversationStatus.ai.value)
+    now = utcnow()
+    conversation.status = ConversationStatus.ai.value
+    conversation.closed_at = None
+    conversation.memory_summarized_at = None
     return _record(
         session, conversation, from_status=before, actor=actor, reason=reason, trace_id=trace_id, now=now
     )

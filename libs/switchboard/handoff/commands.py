@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.conversations import Actor, append_message
+from switchboard.conversations import Actor, add_note, append_message
 from switchboard.db.engine import session_scope
 from switchboard.db.models import (
     AgentStatus,
@@ -25,6 +25,7 @@ from switchboard.db.models import (
     HumanAgent,
     MessageRole,
     Outbox,
+    OutboxPurpose,
     utcnow,
 )
 from switchboard.errors import SwitchboardError
@@ -39,7 +40,14 @@ from switchboard.handoff.assignment import (
     tenant_handoff_lock,
     transfer,
 )
-from switchboard.handoff.notices import Outgoing, agent_outgoing, customer_label
+from switchboard.handoff.canned import (
+    SHORTCUT_PATTERN,
+    canned_replies,
+    customer_name,
+    fill_canned,
+    find_canned,
+)
+from switchboard.handoff.notices import Outgoing, agent_outgoing, customer_address, customer_label
 from switchboard.handoff.pending import APPROVAL_NOTICE_PREFIX, describe, pending_action_notices
 from switchboard.handoff.service import notices_for_assignments
 from switchboard.llm.router import ModelGateway
@@ -66,6 +74,8 @@ COMMANDS: dict[str, str] = {
     "end": "/end - hand the current customer back to the AI assistant",
     "online": "/online - start receiving customers (you also get everyone waiting)",
     "offline": "/offline - stop receiving customers (transfer or end yours first)",
+    "r": "/r shortcut - send a canned reply to your current customer (the console lists them)",
+    "note": "/note text - keep a private note on your current customer's conversation (never sent to them)",
     "approve": "/approve ID - run an action waiting for your approval (IDs in /status)",
     "reject": "/reject ID [reason] - refuse an action waiting for your approval",
     "help": "/help - this list",
@@ -117,6 +127,12 @@ def parse_command(text: str) -> Command | None:
         if not ref or (name == "approve" and reason.strip()):
             raise CommandError(f"/{name} needs the action id from /status. Usage: {COMMANDS[name]}")
         return Command(name, argument)
+    if name == "r" and not SHORTCUT_PATTERN.fullmatch(argument.lstrip("/").casefold()):
+        raise CommandError(f"/r needs the shortcut of a canned reply, e.g. /r thanks. Usage: {COMMANDS['r']}")
+    if name == "note" and not argument:
+        raise CommandError(
+            f"/note needs the text to keep, e.g. /note called them back. Usage: {COMMANDS['note']}"
+        )
     if name == "switch":
         if not argument.isdigit() or int(argument) < 1:
             raise CommandError(
@@ -196,6 +212,8 @@ async def run_command(
         "transfer": _transfer,
         "approve": _decide,
         "reject": _decide,
+        "r": _canned,
+        "note": _note,
     }
     try:
         return await handlers[command.name](
@@ -287,6 +305,72 @@ async def _end(sessions, gateway, agent_id, command, console_id, trace_id) -> li
         conversation_id = conversation.id
     log.info("handoff_ended", conversation_id=str(conversation_id), agent_id=str(agent_id))
     return [agent_outgoing(agent, f"{label} is back with the AI assistant.", conversation_id)]
+
+
+async def _current_customer(session: AsyncSession, agent: HumanAgent) -> Conversation:
+    """The conversation a command about "the current customer" acts on.
+
+    Raises:
+        CommandError: none open, or several and none chosen.
+    """
+    conversation = await selected_conversation(session, agent)
+    if conversation is None:
+        count = len(await open_conversations_of(session, agent))
+        raise CommandError(
+            "You have no open conversation."
+            if count == 0
+            else f"You have {count} open conversations: choose one with /switch N first."
+        )
+    return conversation
+
+
+async def _canned(sessions, gateway, agent_id, command, console_id, trace_id) -> list[Outgoing]:  # type: ignore[no-untyped-def]
+    """``/r shortcut``: the tenant's canned reply, filled for the current customer, sent as the agent's."""
+    async with session_scope(sessions) as session:
+        agent = await _agent(session, agent_id)
+        reply = await find_canned(session, tenant_id=agent.tenant_id, shortcut=command.argument)
+        if reply is None:
+            shortcuts = [r.shortcut for r in await canned_replies(session, tenant_id=agent.tenant_id)]
+            raise CommandError(
+                f"There is no canned reply /{command.argument.lstrip('/')}. "
+                + (
+                    "Yours: " + ", ".join(f"/r {s}" for s in shortcuts) + "."
+                    if shortcuts
+                    else "An admin adds them on the console's Canned replies page."
+                )
+            )
+        conversation = await _current_customer(session, agent)
+        customer = await _customer(session, conversation)
+        text = fill_canned(reply.text, customer=customer_name(customer), agent=agent.name)
+        to = customer_address(customer)
+        proxy = {"sender": "human_agent", "agent_id": str(agent.id), "agent_name": agent.name,
+                 "relayed_from": agent.phone, "relayed_to": to, "canned": reply.shortcut}  # fmt: skip
+        append_message(
+            session, conversation=conversation, role=MessageRole.human_agent, text=text, proxy_metadata=proxy,
+            trace_id=trace_id,
+        )  # fmt: skip
+        label, conversation_id = customer_label(customer), conversation.id
+    log.info("agent_canned_reply", conversation_id=str(conversation_id), agent_id=str(agent_id))
+    return [
+        agent_outgoing(agent, f"Sent to {label}:\n{text}", console_id),
+        Outgoing("customer", to, text, conversation_id, proxy=proxy, purpose=OutboxPurpose.human_reply),
+    ]
+
+
+async def _note(sessions, gateway, agent_id, command, console_id, trace_id) -> list[Outgoing]:  # type: ignore[no-untyped-def]
+    """``/note text``: a private note on the current customer's conversation (the console shows it)."""
+    async with session_scope(sessions) as session:
+        agent = await _agent(session, agent_id)
+        conversation = await _current_customer(session, agent)
+        try:
+            add_note(session, conversation=conversation, text=command.argument, author_name=agent.name,
+                     agent_id=agent.id)  # fmt: skip
+        except ValueError as exc:
+            raise CommandError(f"{exc}.") from None
+        label, conversation_id = customer_label(await _customer(session, conversation)), conversation.id
+    # filed under the customer's conversation: its delivery refreshes the console pages showing it
+    text = f"Note kept on {label}'s conversation (only your team sees it)."
+    return [agent_outgoing(agent, text, conversation_id)]
 
 
 async def set_status(

@@ -99,9 +99,16 @@ def assignment_notice(
     position: int,
     total: int,
     transfer_from: str | None = None,
+    assigned_by: str | None = None,
 ) -> str:
-    """The text a newly assigned agent receives."""
-    origin = f"Transferred to you by {transfer_from}." if transfer_from else "New conversation for you."
+    """The text a newly assigned agent receives: from a colleague (``transfer_from``), given by someone
+    from the AI or the queue (``assigned_by``), or chosen automatically (neither)."""
+    if transfer_from:
+        origin = f"Transferred to you by {transfer_from}."
+    elif assigned_by:
+        origin = f"Assigned to you by {assigned_by}."
+    else:
+        origin = "New conversation for you."
     lines = [
         f"{origin} #{position} of your {total} open" if total > 1 else origin,
         f"Customer: {customer_label(customer)}",

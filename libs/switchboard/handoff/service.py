@@ -40,6 +40,7 @@ async def notices_for_assignments(
     conversation_ids: list[uuid.UUID],
     trace_id: str,
     transfer_from: str | None = None,
+    assigned_by: str | None = None,
 ) -> list[Outgoing]:
     """One notice per conversation newly given to the agent (customer, reason, LLM summary).
 
@@ -70,6 +71,7 @@ async def notices_for_assignments(
             position=position,
             total=len(open_ids),
             transfer_from=transfer_from,
+            assigned_by=assigned_by,
         )
         out.append(agent_outgoing(agent, text, conversation_id))
     return out

@@ -14,9 +14,11 @@ from switchboard.db.models.business import (
 )
 from switchboard.db.models.console import (
     ApiToken,
+    CannedReply,
     ConsoleInvite,
     ConsoleSession,
     ConsoleUser,
+    ConversationNote,
     ConversationRead,
     Role,
     TenantApiKey,
@@ -66,6 +68,8 @@ __all__ = [
     "ConsoleInvite",
     "TenantApiKey",
     "ConversationRead",
+    "ConversationNote",
+    "CannedReply",
     "Role",
     "Feedback",
     "ActorType",

@@ -169,3 +169,37 @@ class ConsoleInvite(SQLModel, table=True):
     revoked_at: datetime | None = optional_time_field()
     user_id: uuid.UUID | None = Field(default=None, foreign_key="console_users.id", ondelete="SET NULL")
     """The account the link created, once accepted."""
+
+
+class CannedReply(SQLModel, table=True):
+    """A tenant's saved answer that people insert by its shortcut (``/`` in the console's reply box,
+    ``/r shortcut`` on WhatsApp); ``{customer_name}`` and ``{agent_name}`` are filled when it is used."""
+
+    __tablename__ = "canned_replies"
+    __table_args__ = (UniqueConstraint("tenant_id", "shortcut", name="uq_canned_replies_tenant_shortcut"),)
+
+    id: uuid.UUID = id_field()
+    tenant_id: uuid.UUID = Field(foreign_key="tenants.id", index=True, ondelete="CASCADE")
+    shortcut: str = Field(max_length=32)
+    """Lower-case letters, digits, ``-`` and ``_`` (what follows the ``/``)."""
+    text: str = Field(max_length=4096)
+    created_at: datetime = created_at_field()
+    updated_at: datetime = updated_at_field()
+
+
+class ConversationNote(SQLModel, table=True):
+    """A private note a person keeps on a conversation: shown in the console's thread, never sent to the
+    customer and never part of what the model reads (it is not a message)."""
+
+    __tablename__ = "conversation_notes"
+    __table_args__ = (Index("ix_conversation_notes_conversation_created", "conversation_id", "created_at"),)
+
+    id: uuid.UUID = id_field()
+    tenant_id: uuid.UUID = Field(foreign_key="tenants.id", index=True, ondelete="CASCADE")
+    conversation_id: uuid.UUID = Field(foreign_key="conversations.id", ondelete="CASCADE")
+    text: str = Field(max_length=4096)
+    author_name: str = Field(max_length=200)
+    """Who wrote it, as shown (a console user's name or e-mail, a WhatsApp agent's name)."""
+    user_id: uuid.UUID | None = Field(default=None, foreign_key="console_users.id", ondelete="SET NULL")
+    agent_id: uuid.UUID | None = Field(default=None, foreign_key="human_agents.id", ondelete="SET NULL")
+    created_at: datetime = created_at_field()
