@@ -56,8 +56,10 @@ from switchboard.db.models.settings_audit import SettingsChange
 from switchboard.db.models.tenancy import Channel, ChannelAccount, Organization, Tenant
 from switchboard.db.models.tools import AuditLog, McpTenantTool, SecurityAlert, ToolReceipt, UserMemory
 from switchboard.db.models.turns import Turn, TurnStatus
+from switchboard.db.models.webchat import WebChatEvent
 
 __all__ = [
+    "WebChatEvent",
     "ApiToken",
     "ConsoleSession",
     "ConsoleUser",
