@@ -86,7 +86,8 @@ def verified_user(secret: str | None, user_id: str | None, given_hash: str | Non
     if not user_id.isprintable():
         return None
     expected = user_hash(secret, user_id)
-    return user_id if hmac.compare_digest(expected, given_hash.strip().lower()) else None
+    given = given_hash.strip().lower().encode("utf-8", "surrogatepass")  # bytes: any text compares
+    return user_id if hmac.compare_digest(expected.encode(), given) else None
 
 
 def user_address(user_id: str) -> str:
