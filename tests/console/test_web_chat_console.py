@@ -65,7 +65,12 @@ async def test_an_admin_makes_a_widget_sets_its_websites_and_rotates_its_secret(
 
 
 async def test_a_visitors_html_is_shown_as_text_in_the_console(
-    console_client, sessions, make_tenant, e2e_settings, model, offline_model
+    console_client,
+    sessions,
+    make_tenant,
+    e2e_settings,
+    model,
+    offline_model,  # noqa: F811 (fixtures)
 ) -> None:  # type: ignore[no-untyped-def]
     from services.web.main import create_app
 
