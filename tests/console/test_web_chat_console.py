@@ -12,7 +12,6 @@ from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, Conversation, Role, Tenant
 
 from tests.utils.agent import answer_with_script
-from tests.utils.channel_fixtures import e2e_settings, model, offline_model  # noqa: F401  (fixtures)
 from tests.utils.console import log_in, new_user
 from tests.utils.servers import serve_app
 from tests.utils.web import ORIGIN, connect_web, new_visitor
@@ -65,18 +64,13 @@ async def test_an_admin_makes_a_widget_sets_its_websites_and_rotates_its_secret(
 
 
 async def test_a_visitors_html_is_shown_as_text_in_the_console(
-    console_client,
-    sessions,
-    make_tenant,
-    e2e_settings,
-    model,
-    offline_model,  # noqa: F811 (fixtures)
+    console_client, sessions, make_tenant, make_settings, settings, orchestrator_url, offline_model
 ) -> None:  # type: ignore[no-untyped-def]
     from services.web.main import create_app
 
     tenant = await make_tenant()
-    await answer_with_script(sessions, tenant.id, offline_model, name=model[1])
-    settings = e2e_settings()
+    await answer_with_script(sessions, tenant.id, offline_model)
+    settings = make_settings(orchestrator_port=settings.orchestrator_port)
     account, _ = await connect_web(sessions, tenant, settings)
     hostile = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
     async with serve_app(create_app(settings)) as url, httpx.AsyncClient() as http:
