@@ -87,3 +87,26 @@ class WebStreams:
         thread.start()
         thread.join()
         return result[0]
+
+
+def sample_site(web_url: str, key: str, *, lang: str = "en", user_id: str = "", user_hash: str = "") -> Any:
+    """A business's web page with the widget's one script tag (``lang`` on ``<html>``; a signed-in user's
+    id and hash when given), as an ASGI app."""
+    from html import escape
+
+    from fastapi import FastAPI
+    from fastapi.responses import HTMLResponse
+
+    user = f' data-user-id="{escape(user_id)}" data-user-hash="{escape(user_hash)}"' if user_id else ""
+    html = (
+        f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8"><title>Shop</title></head>'
+        f"<body><h1>Shop</h1>"
+        f'<script src="{web_url}/widget.js" data-key="{key}"{user} async></script></body></html>'
+    )
+    app = FastAPI()
+
+    @app.get("/")
+    async def home() -> HTMLResponse:
+        return HTMLResponse(html)
+
+    return app
