@@ -190,6 +190,7 @@ def test_caddy_serves_the_domain_setting_and_proxies_only_the_public_routes(tmp_
         "/webhooks/instagram*": "instagram:8102",
         "/media/*": "instagram:8102",
         "/webhooks/gmail*": "gmail:8103",
+        "/web/*": "web:8109",
     }
     compose = _compose()["services"]
     # the console has a host of its own (staff only), its /metrics not published
@@ -203,12 +204,18 @@ def test_caddy_serves_the_domain_setting_and_proxies_only_the_public_routes(tmp_
     # each public prefix is a route the service has
     from services.gmail.main import create_app as gmail_app
     from services.instagram.main import create_app as instagram_app
+    from services.web.main import create_app as web_app
     from services.whatsapp.main import create_app as whatsapp_app
 
     settings = Settings(_env_file=None, data_dir=tmp_path)
     paths = {
         name: set(factory(settings).openapi()["paths"])
-        for name, factory in (("whatsapp", whatsapp_app), ("instagram", instagram_app), ("gmail", gmail_app))
+        for name, factory in (
+            ("whatsapp", whatsapp_app),
+            ("instagram", instagram_app),
+            ("gmail", gmail_app),
+            ("web", web_app),
+        )
     }
     for prefix, target in routes.items():
         service = target.split(":")[0]

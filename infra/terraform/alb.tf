@@ -162,6 +162,7 @@ locals {
     whatsapp  = ["/webhooks/whatsapp", "/webhooks/whatsapp/*"]
     instagram = ["/webhooks/instagram", "/webhooks/instagram/*", "/media/*"]
     gmail     = ["/webhooks/gmail", "/webhooks/gmail/*"]
+    web       = ["/web/*"]
   }
 }
 

@@ -352,9 +352,9 @@ class WebChannelSettings(BaseSettings):
     allowed origins: tenant settings, section ``web``)."""
 
     web_public_url: str | None = None
-    """Public root of the website chat service as visitors' browsers reach it (``https://chat.example.com``,
-    or ``PUBLIC_BASE_URL`` + ``/web`` behind the bundled Caddy); the console's snippet points there.
-    Unset: ``PUBLIC_BASE_URL/web`` when that is set, else this machine's ``WEB_PORT``."""
+    """Public root of the website chat service as visitors' browsers reach it, its ``/web`` path included
+    (``https://support.example.com/web``); the console's snippet and the links to files point there.
+    Unset: ``PUBLIC_BASE_URL/web`` when that is set, else ``/web`` on this machine's ``WEB_PORT``."""
     web_max_text_chars: int = Field(4000, ge=1, le=100_000)
     """Longest text a visitor may send in one message (characters); longer is refused with 413."""
     web_max_file_bytes: int = Field(5 * 1024 * 1024, ge=1024)

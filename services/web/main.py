@@ -4,7 +4,8 @@
 Run: `uvicorn services.web.main:create_app --factory` (`switchboard run` does this).
 """
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
+from switchboard.channels.web.channel import WEB_PREFIX
 from switchboard.channels.web.routes import web_router
 from switchboard.media import MediaStore
 from switchboard.media.links import media_router
@@ -15,10 +16,14 @@ from switchboard.settings import Settings, load_settings
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Assemble the service; tests pass settings, production reads the environment."""
     settings = settings or load_settings()
+    # everything under /web: one path prefix the edge (Caddy, the load balancer) forwards as it is
+    routes = APIRouter(prefix=WEB_PREFIX)
+    routes.include_router(web_router(settings))
+    routes.include_router(media_router(settings, MediaStore.from_settings(settings)))
     return create_service_app(
         "web",
         settings,
-        routers=[web_router(settings), media_router(settings, MediaStore.from_settings(settings))],
+        routers=[routes],
         description="Website chat: the widget, visitor messages and files, reply streams (Server-Sent Events).",
         db_driver_pool=5,
     )

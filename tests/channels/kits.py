@@ -341,7 +341,7 @@ class WebKit:
     The kit's customer addresses are made visitor ids (22+ URL-safe characters) when they are not."""
 
     name = "web"
-    webhook_path = "/v1/messages"
+    webhook_path = "/web/v1/messages"
     sandbox_fixture = "web_streams"
     webhook_carries_messages = True
 

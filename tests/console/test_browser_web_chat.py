@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 from sqlmodel import select
 from switchboard.channels.base import ChannelDeps, OutboundPart, build_channels
+from switchboard.channels.web.channel import public_url
 from switchboard.channels.web.widgets import user_hash
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import Conversation, Customer, CustomerIdentity, Message, Outbox, Role
@@ -62,7 +63,7 @@ async def test_a_visitor_writes_the_ai_answers_and_an_agents_reply_appears_live(
     script.push(ScriptedResponse(content="¡Hola! Abrimos a las nueve."))
     site_port = free_port()
     account, _ = await connect_web(sessions, tenant, settings, origins=(f"http://127.0.0.1:{site_port}",))
-    web_url = settings.service_url(settings.web_port)
+    web_url = public_url(settings)
     site = sample_site(web_url, account.external_account_id, lang="es")
     page = await _new_page(browser, "es-ES")
     async with _web(settings), serve_app(site, port=site_port) as site_url:
@@ -131,7 +132,7 @@ async def test_the_stream_reconnects_after_the_service_restarts_with_nothing_los
     account, _ = await connect_web(sessions, tenant, settings, origins=(f"http://127.0.0.1:{site_port}",))
     channel = build_channels(ChannelDeps(settings=settings, cipher=CredentialCipher.from_settings(settings),
                                          http=httpx.AsyncClient(), sessions=sessions))["web"]  # fmt: skip
-    site = sample_site(settings.service_url(settings.web_port), account.external_account_id)
+    site = sample_site(public_url(settings), account.external_account_id)
     page = await _new_page(browser)
     async with serve_app(site, port=site_port) as site_url:
         async with _web(settings):
@@ -173,7 +174,7 @@ async def test_a_signed_user_links_a_forged_one_does_not_and_another_website_is_
         await session.flush()
         session.add(CustomerIdentity(tenant_id=tenant.id, customer_id=known.id, channel="web", kind="web_user",
                                      value="42"))  # fmt: skip
-    web_url, key = settings.service_url(settings.web_port), account.external_account_id
+    web_url, key = public_url(settings), account.external_account_id
     signed = sample_site(web_url, key, user_id="42", user_hash=user_hash(secret, "42"))
     forged = sample_site(web_url, key, user_id="42", user_hash=user_hash("guessed-secret", "42"))
     elsewhere = sample_site(web_url, key)

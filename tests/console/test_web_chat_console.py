@@ -74,7 +74,7 @@ async def test_a_visitors_html_is_shown_as_text_in_the_console(
     account, _ = await connect_web(sessions, tenant, settings)
     hostile = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
     async with serve_app(create_app(settings)) as url, httpx.AsyncClient() as http:
-        response = await http.post(url + "/v1/messages", headers={"Origin": ORIGIN}, json={
+        response = await http.post(url + "/web/v1/messages", headers={"Origin": ORIGIN}, json={
             "key": account.external_account_id, "visitor": new_visitor(), "name": "<b>x</b>",
             "messages": [{"id": secrets.token_urlsafe(16), "text": hostile}]})  # fmt: skip
     assert response.status_code == 200

@@ -45,7 +45,7 @@ async def read_stream(url: str, params: dict[str, Any], *, count: int, headers: 
         async with (
             httpx.AsyncClient(timeout=None) as client,
             client.stream(
-                "GET", url + "/v1/stream", params=params, headers={"Origin": ORIGIN, **(headers or {})}
+                "GET", url + "/web/v1/stream", params=params, headers={"Origin": ORIGIN, **(headers or {})}
             ) as response,
         ):
             assert response.status_code == 200, await response.aread()
@@ -70,7 +70,7 @@ async def read_stream(url: str, params: dict[str, Any], *, count: int, headers: 
 async def post(url: str, body: dict[str, Any], origin: str | None = ORIGIN) -> httpx.Response:
     headers = {"Origin": origin} if origin else {}
     async with httpx.AsyncClient() as client:
-        return await client.post(url + "/v1/messages", json=body, headers=headers)
+        return await client.post(url + "/web/v1/messages", json=body, headers=headers)
 
 
 def message(text: str, **extra: Any) -> dict[str, Any]:
@@ -156,13 +156,13 @@ async def test_only_the_tenants_websites_may_use_the_widget(make_settings, make_
     async with web_app(settings) as url, httpx.AsyncClient() as client:
         missing = await post(url, body, origin=None)
         other = await post(url, body, origin="https://evil.example.test")
-        ok_preflight = await client.options(url + "/v1/messages", headers={
+        ok_preflight = await client.options(url + "/web/v1/messages", headers={
             "Origin": ORIGIN, "Access-Control-Request-Method": "POST"})  # fmt: skip
-        bad_preflight = await client.options(url + "/v1/messages", headers={
+        bad_preflight = await client.options(url + "/web/v1/messages", headers={
             "Origin": "https://evil.example.test", "Access-Control-Request-Method": "POST"})  # fmt: skip
-        stream = await client.get(url + "/v1/stream", params={"key": account.external_account_id,
+        stream = await client.get(url + "/web/v1/stream", params={"key": account.external_account_id,
                                   "visitor": new_visitor()}, headers={"Origin": "https://evil.example.test"})  # fmt: skip
-        config = await client.get(url + "/v1/config", params={"key": account.external_account_id},
+        config = await client.get(url + "/web/v1/config", params={"key": account.external_account_id},
                                   headers={"Origin": ORIGIN})  # fmt: skip
     assert (missing.status_code, other.status_code, stream.status_code) == (401, 403, 403)
     assert "access-control-allow-origin" not in other.headers
@@ -194,7 +194,7 @@ async def test_too_long_too_many_and_the_wrong_files_are_refused(
 
         async def upload(data: bytes, name: str, mime: str) -> httpx.Response:
             form = {"key": key, "visitor": new_visitor(), "id": secrets.token_urlsafe(16)}
-            return await client.post(url + "/v1/files", data=form, files={"file": (name, data, mime)},
+            return await client.post(url + "/web/v1/files", data=form, files={"file": (name, data, mime)},
                                      headers={"Origin": ORIGIN})  # fmt: skip
 
         image = await upload(png, "dot.png", "image/png")
@@ -267,6 +267,6 @@ def test_the_widget_stays_within_its_size_budget() -> None:
 async def test_the_service_serves_the_widget(make_settings) -> None:  # type: ignore[no-untyped-def]
     settings = make_settings()
     async with web_app(settings) as url, httpx.AsyncClient() as client:
-        response = await client.get(url + "/widget.js")
+        response = await client.get(url + "/web/widget.js")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/javascript")
     assert response.content == WIDGET.read_bytes()

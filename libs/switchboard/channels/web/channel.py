@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from switchboard.db.models import ChannelAccount, Message
     from switchboard.media import MediaStore
 
-__all__ = ["CAPABILITIES", "TEXT_LIMIT", "WebChannel", "public_url"]
+__all__ = ["CAPABILITIES", "TEXT_LIMIT", "WEB_PREFIX", "WebChannel", "public_url"]
 
 log = get_logger(__name__)
 
@@ -48,14 +48,18 @@ CAPABILITIES = Capabilities(
 )
 
 
+WEB_PREFIX = "/web"
+"""Every route of the web service is under this path (the edge forwards ``/web/*`` to it as it is)."""
+
+
 def public_url(settings: Any) -> str:
-    """Where visitors' browsers reach the web service: ``WEB_PUBLIC_URL``, else ``PUBLIC_BASE_URL/web``,
-    else this machine's ``WEB_PORT``."""
+    """Where visitors' browsers reach the web service, ``/web`` included: ``WEB_PUBLIC_URL``, else
+    ``PUBLIC_BASE_URL/web``, else this machine's ``WEB_PORT``."""
     if settings.web_public_url:
         return str(settings.web_public_url).rstrip("/")
     if settings.public_base_url:
-        return f"{str(settings.public_base_url).rstrip('/')}/web"
-    return str(settings.service_url(settings.web_port))
+        return f"{str(settings.public_base_url).rstrip('/')}{WEB_PREFIX}"
+    return f"{settings.service_url(settings.web_port)}{WEB_PREFIX}"
 
 
 def _structured(part: Any) -> dict[str, Any]:

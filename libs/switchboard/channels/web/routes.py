@@ -1,4 +1,4 @@
-"""The visitor's side of the website chat, served by the ``web`` service.
+"""The visitor's side of the website chat, served by the ``web`` service (every path under ``/web``).
 
 * ``GET /widget.js``: the widget (one vendored file, no framework, no CDN);
 * ``GET /v1/config?key=``: the widget's colour, greetings and title;
