@@ -350,9 +350,14 @@ class WebKit:
     ) -> str:
         return (await connect_web(sessions, tenant, settings))[0].external_account_id
 
-    @staticmethod
-    def _visitor(sender: str) -> str:
-        return sender if len(sender) >= 22 else (sender + "-visitor-of-the-kit")[:22]
+    def __init__(self) -> None:
+        self._senders: dict[str, str] = {}
+        """visitor id → the suite's customer address it stands for (``sent`` answers in the suite's terms)"""
+
+    def _visitor(self, sender: str) -> str:
+        visitor = sender if len(sender) >= 22 else (sender + "-visitor-of-the-kit")[:22]
+        self._senders[visitor] = sender
+        return visitor
 
     def delivery(
         self, account_id: str, messages: list[Posted], *, malformed_at: int | None = None
@@ -383,7 +388,7 @@ class WebKit:
         return self.webhook_path, {"Origin": "https://another-site.example.test"}
 
     def sent(self, sandbox: Any, account_id: str) -> list[dict[str, Any]]:
-        return sandbox.sent_by(account_id)  # type: ignore[no-any-return]
+        return [{**m, "to": self._senders.get(m["to"], m["to"])} for m in sandbox.sent_by(account_id)]
 
     def new_sender(self) -> str:
         return new_visitor()

@@ -147,22 +147,27 @@ def web_router(settings: Settings) -> APIRouter:
         return VisitorIdentity(visitor, user, name[:200] if isinstance(name, str) and name.strip() else None)
 
     async def rate_check(
-        request: Request, widget: Widget, who: VisitorIdentity, count: int, origin: str
+        request: Request,
+        widget: Widget,
+        who: VisitorIdentity,
+        count: int,
+        origin: str,
+        *,
+        statuses: bool = False,
     ) -> None:
-        """Raises _Denied: 429 when the visitor or the address sent too much this minute."""
-        if count <= 0:
+        """Raises _Denied: 429 when the visitor or the address sent too much this minute (a post of
+        delivery states alone counts once, for the address)."""
+        if count <= 0 and not statuses:
             return
         redis = resources_of(request).redis
         address = request.client.host if request.client else "unknown"
-        limits = (
-            (f"v:{widget.account_id}:{who.visitor}", settings.web_visitor_messages_per_minute),
-            (f"a:{address}", settings.web_address_messages_per_minute),
-        )
-        for key, limit in limits:
-            over = False
-            for _ in range(count):
-                over = await over_rate(redis, key, limit) or over
-            if over:
+        limits = [(f"a:{address}", settings.web_address_messages_per_minute, max(count, 1))]
+        if count:
+            limits.insert(
+                0, (f"v:{widget.account_id}:{who.visitor}", settings.web_visitor_messages_per_minute, count)
+            )
+        for key, limit, amount in limits:
+            if await over_rate(redis, key, limit, amount=amount):
                 log.warning("web_rate_limited", widget=widget.key, scope=key.split(":", 1)[0])
                 raise _Denied(
                     _error(429, "Too many messages; please wait a moment.", origin, **{"Retry-After": "60"})
@@ -219,20 +224,25 @@ def web_router(settings: Settings) -> APIRouter:
         return Response(script, media_type="text/javascript; charset=utf-8",
                         headers={"Cache-Control": "public, max-age=300", "X-Content-Type-Options": "nosniff"})  # fmt: skip
 
-    @router.options("/v1/{path:path}", include_in_schema=False)
-    async def preflight(request: Request, path: str) -> Response:
-        origin = request.headers.get("origin") or ""
+    async def some_widget_allows(request: Request, origin: str) -> bool:
+        """Whether any active widget allows ``origin`` (cached a few seconds): for requests that name no
+        widget yet (a preflight, an unreadable body)."""
         try:
             normalized = normalize_origin(origin)
         except ValueError:
-            return Response(status_code=403)
+            return False
         loop = asyncio.get_running_loop()
         hit = preflight_cache.get(normalized)
         if hit is None or hit[0] < loop.time():
             async with resources_of(request).sessions() as session:
                 found = (await session.exec(_PREFLIGHT_ORIGINS, params={"origin": normalized})).first()  # type: ignore[call-overload]
             hit = preflight_cache[normalized] = (loop.time() + 5.0, found is not None)
-        if not hit[1]:
+        return hit[1]
+
+    @router.options("/v1/{path:path}", include_in_schema=False)
+    async def preflight(request: Request, path: str) -> Response:
+        origin = request.headers.get("origin") or ""
+        if not await some_widget_allows(request, origin):
             return Response(status_code=403)
         response = Response(status_code=204)
         response.headers["Access-Control-Allow-Methods"] = "GET, POST"
@@ -257,42 +267,53 @@ def web_router(settings: Settings) -> APIRouter:
 
     @router.post("/v1/messages", summary="A visitor's messages and the delivery states of replies")
     async def messages(request: Request) -> Response:
+        """Outcomes as a webhook's: 413 over the body limit, 401 without ``Origin``, 403 from a website no
+        widget allows; otherwise 200, also for what cannot be read (``ignored``, logged: sending the
+        same bytes again cannot help) and for an unknown key (``unknown_accounts``). A message over
+        ``WEB_MAX_TEXT_CHARS`` is not stored and its id is listed in ``too_long``; 429 past a rate limit."""
         limit = settings.web_max_text_chars * 4 * 10 + _JSON_OVERHEAD  # ten messages of the longest text
         raw = await read_limited(request, limit)
         if raw is None:
             return _error(413, "The message is too long.")
+        origin = request.headers.get("origin")
+        if not origin:
+            log.warning("web_rejected", reason="no origin")
+            return _error(401, "This chat runs only on the business's website.")
         body, malformed = parse_clean_json_body(raw)
-        if malformed is not None or not isinstance(body, dict) or not isinstance(body.get("key"), str):
-            return _error(400, "The request is not a chat message.")
-        key = body["key"][:100]
-        widget = await directory_of(request).resolve(key)
-        if widget is None:  # acknowledged and logged as every channel's unknown account (the ingest logs it)
-            log.warning("webhook_unknown_account", channel=CHANNEL, account_id=key)
-            return JSONResponse({"status": "ok", "stored": 0, "duplicates": 0, "statuses": 0,
-                                 "unknown_accounts": [key]})  # fmt: skip
+        key = body.get("key") if isinstance(body, dict) and isinstance(body.get("key"), str) else None
+        widget = await directory_of(request).resolve(key[:100]) if key else None
+        if widget is None:
+            if not await some_widget_allows(request, origin):
+                log.warning("web_rejected", reason="origin not allowed", origin=origin[:200])
+                return _error(403, "This website may not use this chat.")
+            if key is None:
+                log.error("web_unreadable", error=malformed or "no widget key", size_bytes=len(raw))
+                return _cors(JSONResponse({"status": "ignored", "reason": "not a chat message"}), origin)
+            # acknowledged and logged as every channel's unknown account
+            log.warning("webhook_unknown_account", channel=CHANNEL, account_id=key[:100])
+            return _cors(JSONResponse({"status": "ok", "stored": 0, "duplicates": 0, "statuses": 0,
+                                       "unknown_accounts": [key[:100]]}), origin)  # fmt: skip
         try:
             origin = check_origin(request, widget)
-            who = identify(widget, body)
-            for item in body.get("messages") or []:
-                if (
-                    isinstance(item, dict)
-                    and isinstance(item.get("text"), str)
-                    and len(item["text"]) > settings.web_max_text_chars
-                ):
-                    raise _Denied(
-                        _error(
-                            413, f"A message holds at most {settings.web_max_text_chars} characters.", origin
-                        )
-                    )
-            delivery = normalize_visitor_post(body, key=key, who=who)
-            await rate_check(request, widget, who, len(delivery.messages), origin)
+            try:
+                who = identify(widget, body)
+            except _Denied:
+                log.error("web_unreadable", error="no visitor id", widget=widget.key)
+                return _cors(JSONResponse({"status": "ignored", "reason": "no visitor id"}), origin)
+            delivery = normalize_visitor_post(body, key=widget.key, who=who)
+            too_long = [m.external_id for m in delivery.messages if len(m.text) > settings.web_max_text_chars]
+            delivery.messages = [m for m in delivery.messages if m.external_id not in too_long]
+            await rate_check(
+                request, widget, who, len(delivery.messages), origin, statuses=bool(delivery.statuses)
+            )
         except _Denied as denied:
             return denied.response
-        outcome = await store(request, key, delivery, cleaned=True)
+        outcome = await store(request, widget.key, delivery, cleaned=True)
         if isinstance(outcome, Response):
             return _cors(outcome, origin)
         await echo_to_stream(request, widget, who, delivery.messages)
         outcome["verified"] = who.user_id is not None
+        outcome["too_long"] = too_long
         return _cors(JSONResponse(outcome), origin)
 
     @router.post("/v1/files", summary="One image or PDF document from a visitor")

@@ -196,12 +196,13 @@ class WidgetDirectory:
         return widget
 
 
-async def over_rate(redis: Redis, key: str, limit: int, *, window_s: int = 60) -> bool:
-    """Count one event under ``key`` in the current ``window_s`` window; ``True`` once over ``limit``."""
+async def over_rate(redis: Redis, key: str, limit: int, *, amount: int = 1, window_s: int = 60) -> bool:
+    """Count ``amount`` events under ``key`` in the current ``window_s`` window (seconds); ``True`` once
+    the window's count is over ``limit``."""
     slot = int(time.time()) // window_s
     name = f"web:rate:{key}:{slot}"
     pipe = redis.pipeline(transaction=False)
-    pipe.incr(name)
+    pipe.incrby(name, amount)
     pipe.expire(name, window_s * 2)
     count, _ = await pipe.execute()
     return int(count) > limit

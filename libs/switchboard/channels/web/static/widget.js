@@ -288,7 +288,8 @@
     var bubble = bubbles[id] || pendingBubble(id, text);
     var message = { id: id, text: text };
     if (payload) message.payload = payload;
-    post("/v1/messages", identity({ key: KEY, messages: [message] })).then(function () {
+    post("/v1/messages", identity({ key: KEY, messages: [message] })).then(function (answer) {
+      if ((answer.too_long || []).indexOf(id) >= 0) { stateLine(bubble, WORDS.tooLong, true); return; }
       stateLine(bubble, WORDS.sent);
       setTyping(true);
     }, function (err) {
