@@ -16,7 +16,7 @@ from switchboard.crypto import CredentialCipher
 from switchboard.db.models import Conversation, Customer, CustomerIdentity, Message, Outbox, Role
 from switchboard.standins.offline_server import ScriptedResponse
 
-from tests.utils.agent import answer_with_script
+from tests.utils.agent import answer_with_script, call, text, tool_calls
 from tests.utils.console import PASSWORD, new_user
 from tests.utils.net import free_port
 from tests.utils.servers import serve_app
@@ -55,7 +55,14 @@ async def _write(page: Any, text: str) -> None:
 
 
 async def test_a_visitor_writes_the_ai_answers_and_an_agents_reply_appears_live(
-    browser, console_url, console_settings, sessions, make_tenant, offline_model, screenshot
+    browser,
+    console_url,
+    console_settings,
+    sessions,
+    make_tenant,
+    offline_model,
+    screenshot,
+    stops_at_the_queue,
 ) -> None:  # type: ignore[no-untyped-def]
     settings = console_settings
     tenant = await make_tenant(name="Tienda Sol")
@@ -159,7 +166,7 @@ async def test_the_stream_reconnects_after_the_service_restarts_with_nothing_los
 
 
 async def test_a_signed_user_links_a_forged_one_does_not_and_another_website_is_refused(
-    browser, console_settings, sessions, make_tenant, offline_model
+    browser, console_settings, sessions, make_tenant, offline_model, stops_at_the_queue
 ) -> None:  # type: ignore[no-untyped-def]
     settings = console_settings
     tenant = await make_tenant(name="Shop")
@@ -210,3 +217,42 @@ async def test_a_signed_user_links_a_forged_one_does_not_and_another_website_is_
     assert owners["pretending"] not in (None, known.id)
     assert holders == [known.id]
     assert uuid.UUID(str(known.id))
+
+
+async def test_the_ais_buttons_are_native_buttons_and_a_tap_reaches_the_next_turn(
+    browser, console_settings, sessions, make_tenant, offline_model, stops_at_the_queue
+) -> None:  # type: ignore[no-untyped-def]
+    settings = console_settings
+    tenant = await make_tenant(name="Valves")
+    script = await answer_with_script(sessions, tenant.id, offline_model)
+    sizes = [{"id": "size_s", "title": "Small"}, {"id": "size_l", "title": "Large"}]
+    script.push(
+        tool_calls(call("offer_options", {"style": "buttons", "prompt": "Which size?", "options": sizes}))
+    )
+    script.push(text("Great choice, the valve comes in two sizes."))
+    script.push(text("Large it is."))
+    site_port = free_port()
+    account, _ = await connect_web(sessions, tenant, settings, origins=(f"http://127.0.0.1:{site_port}",))
+    page = await _new_page(browser)
+    async with _web(settings), serve_app(sample_site(public_url(settings), account.external_account_id),
+                                         port=site_port) as site_url:  # fmt: skip
+        await page.goto(site_url)
+        await page.locator(f"{WIDGET} button.launcher").click()
+        await _write(page, "I want a valve")
+        await _stored(sessions, tenant.id, 1)
+        await run_worker_burst(settings)
+        large = page.get_by_role("button", name="Large")
+        await large.wait_for()
+        assert await page.locator(f"{WIDGET} .choices[role=list] button").all_inner_texts() == [
+            "Small",
+            "Large",
+        ]
+        await large.focus()
+        await page.keyboard.press("Enter")  # keyboard, as a visitor without a mouse
+        await _stored(sessions, tenant.id, 2)
+        await run_worker_burst(settings)
+        await page.locator(f"{WIDGET} .msg.them[data-id]", has_text="Large it is.").wait_for()
+    assert script.requests[-1]["messages"][-1] == {
+        "role": "user",
+        "content": "Large [chose option id: size_l]",
+    }
