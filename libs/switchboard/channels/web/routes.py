@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from importlib import resources as package_files
@@ -430,8 +429,3 @@ def web_router(settings: Settings) -> APIRouter:
         return _cors(response, origin)
 
     return router
-
-
-def new_client_id() -> str:
-    """A message id as the widget makes them (tests and tools)."""
-    return uuid.uuid4().hex
