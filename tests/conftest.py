@@ -186,6 +186,7 @@ def settings(database_url: str, redis_url: str, data_dir: Path) -> Settings:
                 "mcp_tools",
                 "model_server",
                 "console",
+                "web",
             )
         },
         embedded_redis_port=free_port(),
@@ -259,7 +260,7 @@ def make_settings(
         values: dict[str, Any] = dict(
             settings.model_dump(include={
                 "database_url", "redis_url", "data_dir", "whatsapp_port", "instagram_port", "gmail_port",
-                "mcp_tools_port", "model_server_port", "console_port", "embedded_redis_port", "worker_metrics_port",
+                "mcp_tools_port", "model_server_port", "console_port", "web_port", "embedded_redis_port", "worker_metrics_port",
                 "worker_background_metrics_port",
             }),
             log_format="console", meta_app_secret=APP_SECRET, meta_verify_token=VERIFY_TOKEN,
@@ -271,6 +272,7 @@ def make_settings(
             gmail_oauth_auth_url=gmail_sandbox[0] + "/o/oauth2/auth",
             gmail_oidc_certs_url=gmail_sandbox[0] + "/oauth2/v1/certs", gmail_sandbox_enabled=False,
             egress_allow_loopback=True, _env_file=None,
+            web_address_messages_per_minute=1_000_000,  # every test posts from the same loopback address
         )  # fmt: skip
         values.update(overrides)
         return load_settings(**values)

@@ -232,6 +232,7 @@ def test_caddy_serves_the_domain_setting_and_proxies_only_the_public_routes(tmp_
         "/media/*": "instagram:8102",
         "/webhooks/gmail*": "gmail:8103",
         "/api/*": "console:8108",
+        "/web/*": "web:8109",
     }
     compose = _compose()["services"]
     # the console has a host of its own (staff only), its /metrics not published
@@ -246,6 +247,7 @@ def test_caddy_serves_the_domain_setting_and_proxies_only_the_public_routes(tmp_
     from services.console.main import create_app as console_app
     from services.gmail.main import create_app as gmail_app
     from services.instagram.main import create_app as instagram_app
+    from services.web.main import create_app as web_app
     from services.whatsapp.main import create_app as whatsapp_app
 
     settings = Settings(_env_file=None, data_dir=tmp_path)
@@ -256,6 +258,7 @@ def test_caddy_serves_the_domain_setting_and_proxies_only_the_public_routes(tmp_
             ("instagram", instagram_app),
             ("gmail", gmail_app),
             ("console", console_app),
+            ("web", web_app),
         )
     }
     for prefix, target in routes.items():

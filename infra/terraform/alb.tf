@@ -165,6 +165,7 @@ locals {
     instagram = ["/webhooks/instagram", "/webhooks/instagram/*", "/media/*"]
     gmail     = ["/webhooks/gmail", "/webhooks/gmail/*"]
     console   = ["/api/*"]
+    web       = ["/web/*"]
   }
 }
 

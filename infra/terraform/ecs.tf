@@ -39,6 +39,7 @@ locals {
     gmail        = { port = 8103, command = ["uvicorn", "services.gmail.main:create_app", "--factory", "--host", "0.0.0.0", "--port", "8103"] }
     mcp_tools    = { port = 8104, command = ["uvicorn", "services.mcp_tools.main:create_app", "--factory", "--host", "0.0.0.0", "--port", "8104"] }
     model_server = { port = 8105, command = ["uvicorn", "services.model_server.main:create_app", "--factory", "--host", "0.0.0.0", "--port", "8105"] }
+    web          = { port = 8109, command = ["uvicorn", "services.web.main:create_app", "--factory", "--host", "0.0.0.0", "--port", "8109"] }
     # the console runs inside the VPC; the ALB publishes only its public API (/api/*, alb.tf); publishing
     # its pages (an ALB rule on a console host name) is the operator's choice
     console = { port = 8108, command = ["uvicorn", "services.console.main:create_app", "--factory", "--host", "0.0.0.0", "--port", "8108"] }

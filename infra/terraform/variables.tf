@@ -89,7 +89,7 @@ variable "services" {
   description = <<-EOT
     Size and scaling of each service: cpu units, memory MiB, min and max tasks, and for workers
     queue_target (ready jobs per task before one more starts); web services scale on cpu_target (%).
-    Keys: orchestrator, whatsapp, instagram, gmail, mcp_tools, model_server, worker, worker_background.
+    Keys: orchestrator, whatsapp, instagram, gmail, web, mcp_tools, model_server, worker, worker_background.
   EOT
   type = map(object({
     cpu          = number
@@ -104,6 +104,7 @@ variable "services" {
     whatsapp          = { cpu = 512, memory = 1024, min = 2, max = 6 }
     instagram         = { cpu = 512, memory = 1024, min = 2, max = 6 }
     gmail             = { cpu = 512, memory = 1024, min = 1, max = 4 }
+    web               = { cpu = 512, memory = 1024, min = 2, max = 6 }
     mcp_tools         = { cpu = 512, memory = 1024, min = 2, max = 6 }
     model_server      = { cpu = 256, memory = 512, min = 1, max = 2 }
     worker            = { cpu = 1024, memory = 2048, min = 2, max = 20, queue_target = 10 }

@@ -145,6 +145,8 @@ class NetworkSettings(BaseSettings):
     """Port of the background worker's Prometheus ``/metrics``; 0: off."""
     console_port: int = Field(8108, ge=1, le=65535)
     """Port of the web console (inbox, conversation view, takeover)."""
+    web_port: int = Field(8109, ge=1, le=65535)
+    """Port of the website chat service (the widget's script, visitor messages, the reply stream)."""
     embedded_redis_port: int = Field(6380, ge=1, le=65535)
     """TCP port of the embedded Redis on ``host`` (only when ``REDIS_URL`` is unset)."""
     orchestrator_url_override: str | None = Field(None, validation_alias="ORCHESTRATOR_URL")
@@ -348,6 +350,27 @@ class InstagramChannelSettings(BaseSettings):
     """Timeout of one Graph API call (send, profile) and of one CDN media download."""
     instagram_profile_cache_s: float = Field(86_400.0, ge=0)
     """How long a customer's name and username from ``GET /{igsid}`` are reused (0: never asked)."""
+
+
+class WebChannelSettings(BaseSettings):
+    """The website chat channel: what one visitor and one address may send (per-tenant look and
+    allowed origins: tenant settings, section ``web``)."""
+
+    web_public_url: str | None = None
+    """Public root of the website chat service as visitors' browsers reach it, its ``/web`` path included
+    (``https://support.example.com/web``); the console's snippet and the links to files point there.
+    Unset: ``PUBLIC_BASE_URL/web`` when that is set, else ``/web`` on this machine's ``WEB_PORT``."""
+    web_max_text_chars: int = Field(4000, ge=1, le=100_000)
+    """Longest text a visitor may send in one message (characters); longer is refused with 413."""
+    web_max_file_bytes: int = Field(5 * 1024 * 1024, ge=1024)
+    """Largest image or document a visitor may attach (bytes, default 5 MiB); larger is refused with 413."""
+    web_visitor_messages_per_minute: int = Field(20, ge=1)
+    """Messages one visitor may send per minute; more are refused with 429."""
+    web_address_messages_per_minute: int = Field(60, ge=1)
+    """Messages one network address may send per minute, all its visitors together; more get 429."""
+    web_stream_poll_s: float = Field(15.0, gt=0)
+    """How often an open reply stream looks for new events without a notification, and sends a
+    keep-alive comment (seconds)."""
 
 
 class MediaStoreSettings(BaseSettings):
@@ -739,6 +762,7 @@ class Settings(
     DeliverySettings,
     WebhookSettings,
     InboundSettings,
+    WebChannelSettings,
     InstagramChannelSettings,
     WhatsAppChannelSettings,
     SecretSettings,

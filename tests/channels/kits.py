@@ -22,6 +22,7 @@ from switchboard.db.models import ChannelAccount, Tenant
 from switchboard.settings import Settings
 
 from tests.utils.instagram import connect_instagram, instagram_service
+from tests.utils.web import ORIGIN, connect_web, new_visitor, web_service
 from tests.utils.whatsapp import channel_service, connect_whatsapp, encode, sent_to
 
 __all__ = ["ChannelKit", "KITS", "Posted"]
@@ -334,10 +335,78 @@ class GmailKit:
             yield client
 
 
+class WebKit:
+    """Website chat: a visitor's POST to the web service, authenticated by the widget key in the body and
+    the page's ``Origin`` (missing: 401, another website: 403). "Sent" is what the visitor's stream got.
+    The kit's customer addresses are made visitor ids (22+ URL-safe characters) when they are not."""
+
+    name = "web"
+    webhook_path = "/web/v1/messages"
+    sandbox_fixture = "web_streams"
+    webhook_carries_messages = True
+
+    async def connect(
+        self, sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings
+    ) -> str:
+        return (await connect_web(sessions, tenant, settings))[0].external_account_id
+
+    def __init__(self) -> None:
+        self._senders: dict[str, str] = {}
+        """visitor id → the suite's customer address it stands for (``sent`` answers in the suite's terms)"""
+
+    def _visitor(self, sender: str) -> str:
+        visitor = sender if len(sender) >= 22 else (sender + "-visitor-of-the-kit")[:22]
+        self._senders[visitor] = sender
+        return visitor
+
+    def delivery(
+        self, account_id: str, messages: list[Posted], *, malformed_at: int | None = None
+    ) -> dict[str, Any]:
+        items: list[Any] = [{"id": m.external_id, "text": m.text} for m in messages]
+        if malformed_at is not None:
+            items.insert(malformed_at, {"id": ["not", "an", "id"], "text": 42})
+        sender = messages[0].sender if messages else self.new_sender()
+        return {"key": account_id, "visitor": self._visitor(sender), "messages": items}
+
+    def status(self, account_id: str, external_id: str, status: str) -> dict[str, Any]:
+        return {"key": account_id, "visitor": self._visitor("15550100306"),
+                "statuses": [{"id": external_id, "status": status}]}  # fmt: skip
+
+    def notification(self, account_id: str) -> dict[str, Any]:
+        return self.delivery(account_id, [Posted(new_id("note"), self.new_sender(), "hello")])
+
+    def unknown_account(self) -> str:
+        return "wk_" + uuid.uuid4().hex[:24]
+
+    def signed_path(self, settings: Settings) -> str:
+        return self.webhook_path
+
+    def sign(self, raw: bytes, settings: Settings) -> dict[str, str]:
+        return {"Origin": ORIGIN}
+
+    def wrongly_signed(self, settings: Settings) -> tuple[str, dict[str, str]]:
+        return self.webhook_path, {"Origin": "https://another-site.example.test"}
+
+    def sent(self, sandbox: Any, account_id: str) -> list[dict[str, Any]]:
+        return [{**m, "to": self._senders.get(m["to"], m["to"])} for m in sandbox.sent_by(account_id)]
+
+    def new_sender(self) -> str:
+        return new_visitor()
+
+    async def receive(self, settings: Settings, account_id: str, sender: str, text: str) -> None:
+        await receive_by_webhook(self, settings, account_id, sender, text)
+
+    @asynccontextmanager
+    async def service(self, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+        async with web_service(settings) as client:
+            yield client
+
+
 KITS: dict[str, ChannelKit] = {  # type: ignore[dict-item]
     "whatsapp": WhatsAppKit(),
     "instagram": InstagramKit(),
     "gmail": GmailKit(),
+    "web": WebKit(),
 }
 
 

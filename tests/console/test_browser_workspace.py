@@ -10,10 +10,10 @@ import uuid
 from datetime import timedelta
 
 from sqlmodel import select
-from switchboard.live_updates import publish_conversation_event
 from switchboard.conversations import Actor, start_conversation
 from switchboard.db.models import Conversation, Message, Outbox, Role, Tenant, utcnow
 from switchboard.handoff.assignment import escalate, tenant_handoff_lock
+from switchboard.live_updates import publish_conversation_event
 from switchboard.standins.offline_server import ScriptedResponse
 from switchboard.tenant_settings import set_section
 

@@ -380,7 +380,7 @@ class Channel(Protocol):
 ChannelFactory = Callable[[ChannelDeps], Channel]
 """A registered channel class: called with :class:`ChannelDeps`, and read for its declared facts."""
 _FACTORIES: dict[str, Any] = {}
-BUILTIN_CHANNELS = ("whatsapp", "instagram", "gmail")
+BUILTIN_CHANNELS = ("whatsapp", "instagram", "gmail", "web")
 """The built-in channel packages (``switchboard.channels.<name>``): the one line a new channel adds.
 Their ``settings`` modules register the tenant settings sections (imported with
 :mod:`switchboard.channels`), their ``channel`` modules the classes (imported on first use of the

@@ -22,6 +22,12 @@ Connect flows, through the same library code as ``switchboard channel add-*``:
   and ``/v1/admin/tenants/{slug}/gmail/...``). The client secret travels only inside the encrypted
   ``state``; nothing secret is ever shown back.
 
+The website chat (``web``) has no account to connect: ``POST /t/{slug}/channels/web/create`` makes a
+widget (a public key for the script tag and a secret for the business's backend, shown once),
+``.../web/{key}/rotate`` gives it a new secret (shown once), and ``.../web/settings`` saves the websites
+it may run on and its look (tenant settings section ``web``, validated: an origin is scheme, host and
+port). The page shows the snippet to copy.
+
 ``POST /t/{slug}/channels/{channel}/{account_id}/disconnect`` closes the account's open conversations,
 deletes its token and switches it off (:func:`channels_disconnect`).
 """
@@ -35,6 +41,7 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import ValidationError
 from sqlalchemy import text
 from sqlmodel import select
 
@@ -67,15 +74,19 @@ from switchboard.channels.meta_connect import (
     check_whatsapp_number,
     subscribe_whatsapp_app,
 )
+from switchboard.channels.web.channel import public_url as web_public_url
+from switchboard.channels.web.settings import WebSettings, normalize_origin
+from switchboard.channels.web.widgets import create_widget, rotate_secret
 from switchboard.console.actions import Actioner
 from switchboard.console.actions import close as close_conversation_action
 from switchboard.console.app import console_language, render
 from switchboard.console.deps import PageContext, page_access
 from switchboard.crypto import CredentialCipher
-from switchboard.db.models import ChannelAccount, Conversation, ConversationStatus
+from switchboard.db.models import ChannelAccount, Conversation, ConversationStatus, Tenant
 from switchboard.i18n import N_, gettext
 from switchboard.observability import get_logger
 from switchboard.settings import Settings
+from switchboard.tenant_settings import set_section, tenant_settings_from
 
 __all__ = ["channel_pages_router", "channel_health"]
 
@@ -189,14 +200,17 @@ async def _meta_setup(
 
 async def _channels_page(
     request: Request, page: PageContext, session: Any, *, message: tuple[str, str] | None = None,
-    error: str | None = None, code: int = 200,
+    error: str | None = None, code: int = 200, web_secret: tuple[str, str] | None = None,
 ) -> Response:  # fmt: skip
     settings = request.app.state.settings
     health = await channel_health(session, page.tenant.id, settings=settings)
     meta = await _meta_setup(request, settings, health)
+    tenant = await session.get(Tenant, page.tenant.id)
+    section = tenant_settings_from(tenant.settings_extensions if tenant else None).channel(WebSettings)
+    web = {"url": web_public_url(settings), "look": section, "secret": web_secret}
     return render(
         request, "channels.html", status_code=code, tenant=page.tenant, health=health, meta=meta,
-        message=message, error=error, active="channels", templates=await _templates(session, page.tenant.id),
+        message=message, error=error, active="channels", templates=await _templates(session, page.tenant.id), web=web,
     )  # fmt: skip
 
 
@@ -254,6 +268,93 @@ async def channels_templates_refresh(
             language, N_("%(count)s template(s), %(approved)s approved")
         ) % {"count": len(rows), "approved": approved}),
     )  # fmt: skip
+
+
+@channel_pages_router.post("/t/{slug}/channels/web/create", response_class=HTMLResponse)
+async def channels_web_create(
+    request: Request, page: AdminPage, session: SessionDep, settings: SettingsDep
+) -> Response:
+    """A new website chat widget of this tenant; its secret is shown this once."""
+    tenant = await session.get(Tenant, page.tenant.id)
+    assert tenant is not None
+    account, secret = await create_widget(
+        session, tenant=tenant, cipher=CredentialCipher.from_settings(settings)
+    )
+    key = account.external_account_id
+    await session.commit()
+    log.info("web_widget_created", tenant_id=str(tenant.id), widget=key, actor=f"console:{page.user.email}")
+    return await _channels_page(
+        request, page, session, message=(N_("Widget created"), key), web_secret=(key, secret)
+    )
+
+
+@channel_pages_router.post("/t/{slug}/channels/web/settings", response_class=HTMLResponse)
+async def channels_web_settings(
+    request: Request,
+    page: AdminPage,
+    session: SessionDep,
+    allowed_origins: Annotated[str, Form(max_length=5000)] = "",
+    colour: Annotated[str, Form(max_length=7)] = "#1f6feb",
+    greeting_en: Annotated[str, Form(max_length=300)] = "",
+    greeting_es: Annotated[str, Form(max_length=300)] = "",
+    title: Annotated[str, Form(max_length=80)] = "",
+) -> Response:
+    """Save the websites the widget may run on (one origin a line) and its look; a value that is not
+    valid is named in the page's language (422) and nothing is saved."""
+    tenant = await session.get(Tenant, page.tenant.id)
+    assert tenant is not None
+    language = console_language(request, page.tenant)
+    try:
+        # stored as browsers send them (the web service's preflight looks the stored value up)
+        origins = [normalize_origin(line) for line in allowed_origins.splitlines() if line.strip()]
+        set_section(
+            tenant, "web", allowed_origins=origins, colour=colour.strip(), greeting_en=greeting_en.strip() or None,
+            greeting_es=greeting_es.strip() or None, title=title.strip(),
+        )  # fmt: skip
+    except (ValidationError, ValueError) as exc:
+        first = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": ("allowed_origins",)}
+        field = str(first["loc"][0]) if first.get("loc") else ""
+        words = {
+            "allowed_origins": N_(
+                "Each website is scheme, host and port only, one a line, like https://shop.example.com."
+            ),
+            "colour": N_("The colour is #rrggbb, like #1f6feb."),
+        }.get(field, N_("A value is not valid."))
+        await session.rollback()
+        return await _channels_page(request, page, session, error=gettext(language, words), code=422)
+    session.add(tenant)
+    await session.commit()
+    log.info(
+        "web_widget_settings_saved",
+        tenant_id=str(tenant.id),
+        origins=len(origins),
+        actor=f"console:{page.user.email}",
+    )
+    return await _channels_page(
+        request, page, session, message=(N_("Saved"), gettext(language, N_("Website chat")))
+    )
+
+
+@channel_pages_router.post("/t/{slug}/channels/web/{key}/rotate", response_class=HTMLResponse)
+async def channels_web_rotate(
+    request: Request, key: str, page: AdminPage, session: SessionDep, settings: SettingsDep
+) -> Response:
+    """A new secret for this tenant's widget ``key`` (the old one stops verifying users at once),
+    shown this once. 404: not this tenant's widget."""
+    account = await _existing(session, "web", key)
+    if account is None or account.tenant_id != page.tenant.id or not account.is_active:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such widget")
+    secret = await rotate_secret(session, account, CredentialCipher.from_settings(settings))
+    await session.commit()
+    log.warning(
+        "web_widget_secret_rotated",
+        tenant_id=str(page.tenant.id),
+        widget=key,
+        actor=f"console:{page.user.email}",
+    )
+    return await _channels_page(
+        request, page, session, message=(N_("New secret"), key), web_secret=(key, secret)
+    )
 
 
 @channel_pages_router.get("/t/{slug}/channels", response_class=HTMLResponse)

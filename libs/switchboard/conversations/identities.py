@@ -45,9 +45,14 @@ PREVIOUS_PHONES_PROFILE_KEY = "previous_phones"
 RETIRED_KEY_PREFIX = "retired:"
 """``customers.external_user_id`` of a customer whose key value now belongs to somebody else."""
 
-_KEY_PREFERENCE = (IdentityKind.bsuid, IdentityKind.igsid, IdentityKind.email, IdentityKind.wa_id)
+_KEY_PREFERENCE = (
+    IdentityKind.bsuid, IdentityKind.igsid, IdentityKind.email, IdentityKind.web_user, IdentityKind.visitor,
+    IdentityKind.wa_id,
+)  # fmt: skip
 """Which identity becomes ``customers.external_user_id`` of a new customer (first present wins)."""
-_STABLE_KINDS = frozenset({IdentityKind.bsuid, IdentityKind.igsid, IdentityKind.email})
+_STABLE_KINDS = frozenset(
+    {IdentityKind.bsuid, IdentityKind.igsid, IdentityKind.email, IdentityKind.web_user, IdentityKind.visitor}
+)
 """Identity kinds that name one account for good (a phone number, ``wa_id``, can be recycled)."""
 
 

@@ -79,6 +79,7 @@ SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("whatsapp", "http", "services.whatsapp.main:create_app", "whatsapp_port"),
     ServiceSpec("instagram", "http", "services.instagram.main:create_app", "instagram_port"),
     ServiceSpec("gmail", "http", "services.gmail.main:create_app", "gmail_port"),
+    ServiceSpec("web", "http", "services.web.main:create_app", "web_port"),
     ServiceSpec("mcp_tools", "http", "services.mcp_tools.main:create_app", "mcp_tools_port"),
     ServiceSpec(
         "worker",

@@ -59,9 +59,11 @@ from switchboard.db.models.settings_audit import SettingsChange
 from switchboard.db.models.tenancy import Channel, ChannelAccount, Organization, Tenant, WhatsAppTemplate
 from switchboard.db.models.tools import AuditLog, McpTenantTool, SecurityAlert, ToolReceipt, UserMemory
 from switchboard.db.models.turns import Turn, TurnStatus
+from switchboard.db.models.webchat import WebChatEvent
 
 __all__ = [
     "WhatsAppTemplate",
+    "WebChatEvent",
     "ApiToken",
     "ConsoleSession",
     "ConsoleUser",

@@ -50,6 +50,8 @@ class IdentityKind(StrEnum):
     bsuid = "bsuid"  # WhatsApp business-scoped user id (``contacts[].user_id``), e.g. ``US.1000...``
     igsid = "igsid"  # Instagram-scoped user id
     email = "email"  # an e-mail address (Gmail), lower-cased
+    visitor = "visitor"  # a website chat visitor: the random id their browser keeps
+    web_user = "web_user"  # a website chat user whose id the business's backend signed (verified)
 
 
 class MessageDirection(StrEnum):
@@ -146,7 +148,10 @@ class CustomerIdentity(TenantOwned, table=True):
     __tablename__ = "customer_identities"
     __table_args__ = (
         CheckConstraint(CHANNEL_CHECK, name="ck_customer_identities_channel"),
-        CheckConstraint("kind IN ('wa_id', 'bsuid', 'igsid', 'email')", name="ck_customer_identities_kind"),
+        CheckConstraint(
+            "kind IN ('wa_id', 'bsuid', 'igsid', 'email', 'visitor', 'web_user')",
+            name="ck_customer_identities_kind",
+        ),
         CheckConstraint("value <> ''", name="ck_customer_identities_value_not_empty"),
         Index(
             "uq_customer_identities_active",

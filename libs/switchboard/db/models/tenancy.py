@@ -27,9 +27,10 @@ class Channel(StrEnum):
     whatsapp = "whatsapp"
     instagram = "instagram"
     gmail = "gmail"
+    web = "web"
 
 
-CHANNEL_CHECK = "channel IN ('whatsapp', 'instagram', 'gmail')"
+CHANNEL_CHECK = "channel IN ('whatsapp', 'instagram', 'gmail', 'web')"
 
 
 class Organization(SQLModel, table=True):
@@ -75,7 +76,8 @@ class ChannelAccount(TenantOwned, table=True):
     id: uuid.UUID = id_field()
     channel: str = Field(sa_type=String(16))
     external_account_id: str = Field(max_length=255)
-    """WhatsApp ``phone_number_id``, Instagram professional account id, or mailbox address."""
+    """WhatsApp ``phone_number_id``, Instagram professional account id, mailbox address, or a website
+    chat widget's public key."""
     display_name: str | None = Field(default=None, max_length=200)
     credentials_encrypted: str | None = Field(default=None)
     """Fernet token of the JSON credentials (access token, refresh token...); see ``switchboard.crypto``."""
