@@ -110,6 +110,11 @@ _PERSON_ACTORS = frozenset({"agent", "business_app", "console_user", "api"})
 
 log = get_logger(__name__)
 
+OLDER_CLAIM_WAIT_S = 5.0
+"""Longest wait of a turn for an older message of the customer whose job has claimed it (seconds)."""
+OLDER_CLAIM_POLL_S = 0.1
+"""How often that wait looks again (seconds)."""
+
 Step = Callable[[InboundContext], Awaitable[Outcome | None]]
 
 SLOWDOWN_TEXT: str = RateLimitSettings.model_fields["slowdown_reply"].default
@@ -686,29 +691,49 @@ async def lock_conversation(ic: InboundContext) -> Outcome | None:
 
 
 async def absorb_older(ic: InboundContext) -> Outcome | None:
-    """Older messages of this customer that no job has started join this turn (it answers them too)."""
+    """Older messages of this customer that no job has started join this turn (it answers them too).
+
+    An older message whose own job has claimed it but not reached the conversation lock (this turn
+    holds it) is about to step aside for this one (:func:`coalesce`) or to wait for the lock: this turn
+    waits up to :data:`OLDER_CLAIM_WAIT_S` for that, so a voice note sent just before an image is read
+    in the image's turn instead of showing as an unread file in its history.
+    """
     row = ic.row
-    async with ic.deps.resources.sessions() as session, session.begin():
-        result = await session.exec(
-            update(Message)
-            .where(
-                _same_customer(ic),
-                Message.id != row.id,
-                Message.created_at < row.created_at,
-                Message.inbound_state == InboundState.pending.value,
-                _not_acted_button(ic),
+    deadline = time.monotonic() + OLDER_CLAIM_WAIT_S
+    older = (
+        _same_customer(ic),
+        Message.id != row.id,
+        Message.created_at < row.created_at,
+        _not_acted_button(ic),
+    )
+    while True:
+        async with ic.deps.resources.sessions() as session, session.begin():
+            result = await session.exec(
+                update(Message)
+                .where(*older, Message.inbound_state == InboundState.pending.value)
+                .values(
+                    conversation_id=ic.conversation.id,
+                    inbound_state=InboundState.done.value,
+                    last_error=f"coalesced into {row.id}",
+                    processed_at=utcnow(),
+                    raw=Message.raw.op("||")({"coalesced": True}),  # type: ignore[union-attr]
+                )
             )
-            .values(
-                conversation_id=ic.conversation.id,
-                inbound_state=InboundState.done.value,
-                last_error=f"coalesced into {row.id}",
-                processed_at=utcnow(),
-                raw=Message.raw.op("||")({"coalesced": True}),  # type: ignore[union-attr]
-            )
-        )
-    if result.rowcount:
-        log.info("inbound_absorbed_older", count=int(result.rowcount))
-    return None
+            claimed = (
+                await session.exec(
+                    select(func.count())
+                    .select_from(Message)
+                    .where(*older, Message.inbound_state == InboundState.processing.value)
+                )
+            ).one()
+        if result.rowcount:
+            log.info("inbound_absorbed_older", count=int(result.rowcount))
+        if not claimed:
+            return None
+        if time.monotonic() >= deadline:  # a killed worker's claim: the sweeper takes that row later
+            log.warning("inbound_older_still_claimed", count=int(claimed))
+            return None
+        await asyncio.sleep(OLDER_CLAIM_POLL_S)
 
 
 async def out_of_hours(ic: InboundContext) -> Outcome | None:
