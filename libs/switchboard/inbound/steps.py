@@ -396,7 +396,12 @@ async def agent_console(ic: InboundContext) -> Outcome | None:
     if agent is None:
         return None
     outcome = await handle_agent_message(
-        ic.deps.resources.sessions, ic.deps.gateway, row=row, agent=agent, console=ic.conversation
+        ic.deps.resources.sessions,
+        ic.deps.gateway,
+        row=row,
+        agent=agent,
+        console=ic.conversation,
+        redis=ic.deps.redis,
     )
     # the agent's held-back notices first (their window just opened), then this message's answers
     await _deliver(ic, DeliveryScope(tenant_id=row.tenant_id, recipient=agent.phone))

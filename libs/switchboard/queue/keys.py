@@ -7,6 +7,7 @@ from datetime import datetime
 
 __all__ = [
     "lead_check_job_id",
+    "inbound_handback_job_id",
     "inbound_resume_job_id",
     "inbound_job_id",
     "inbound_sweep_job_id",
@@ -49,6 +50,12 @@ def inbound_sweep_job_id(row_id: uuid.UUID | str, attempt: int) -> str:
 def inbound_resume_job_id(row_id: uuid.UUID | str) -> str:
     """Job id of a row queued again after waiting for the model (unique: every resume runs)."""
     return f"inbound:{row_id}:resume:{uuid.uuid4().hex[:12]}"
+
+
+def inbound_handback_job_id(row_id: uuid.UUID | str) -> str:
+    """Job id of a row queued again when its conversation is handed back to the AI (unique: every
+    hand-back runs)."""
+    return f"inbound:{row_id}:handback:{uuid.uuid4().hex[:12]}"
 
 
 def inbound_retry_job_id(row_id: uuid.UUID | str) -> str:
