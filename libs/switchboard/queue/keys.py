@@ -17,6 +17,7 @@ __all__ = [
     "tenant_rate_key",
     "conversation_lock_key",
     "whatsapp_throttle_key",
+    "channel_throttle_count_key",
     "channel_throttle_key",
     "parked_status_key",
     "parked_status_index_key",
@@ -81,6 +82,12 @@ def tenant_rate_key(tenant_id: uuid.UUID | str) -> str:
 def conversation_lock_key(conversation_id: uuid.UUID | str) -> str:
     """One turn at a time per conversation."""
     return f"lock:conversation:{conversation_id}"
+
+
+def channel_throttle_count_key(channel: str, account_id: str) -> str:
+    """Throughput limits one sending account hit in a row (expires some time after the last): the
+    next hold grows with it."""
+    return f"throttle:{channel}:{account_id}:count"
 
 
 def channel_throttle_key(channel: str, account_id: str) -> str:
