@@ -22,6 +22,7 @@ from arq.worker import Retry, Worker
 
 from switchboard.db.errors import is_connection_error
 from switchboard.observability import get_logger, metrics, tracing
+from switchboard.queue.depth import queue_depths
 from switchboard.queue.jobs import Backoff
 from switchboard.queue.keys import SWEEP_JOB_ID_PREFIX, sweep_job_id
 from switchboard.queue.lease import arq_in_progress_key, lease
@@ -188,10 +189,12 @@ def observed(jobs: list[Any], queue: Queue) -> list[Any]:
 
 
 async def sample_queue_depth(redis: Any, queue: Queue) -> None:
-    """Set ``switchboard_queue_depth`` for ``queue`` every :data:`QUEUE_DEPTH_INTERVAL_S` until cancelled."""
+    """Set ``switchboard_queue_depth`` for ``queue`` (jobs waiting to run now,
+    :func:`~switchboard.queue.depth.queue_depths`) every :data:`QUEUE_DEPTH_INTERVAL_S` until cancelled."""
     while True:
         try:
-            metrics.QUEUE_DEPTH.labels(queue.value).set(await redis.zcard(queue.value))
+            depth = (await queue_depths(redis, [queue.value]))[queue.value]
+            metrics.QUEUE_DEPTH.labels(queue.value).set(depth)
         except Exception as exc:  # noqa: BLE001 (a missed sample is harmless; logged)
             log.debug("queue_depth_sample_failed", queue=queue.value, error=str(exc))
         await asyncio.sleep(QUEUE_DEPTH_INTERVAL_S)
