@@ -6,6 +6,7 @@ import uuid
 from datetime import datetime
 
 __all__ = [
+    "history_summary_job_id",
     "lead_check_job_id",
     "inbound_handback_job_id",
     "inbound_resume_job_id",
@@ -163,6 +164,11 @@ def copy_media_job_id(row_id: uuid.UUID | str) -> str:
 def lead_check_job_id(inbound_message_id: uuid.UUID | str) -> str:
     """Job id of ``check_lead_intent`` after the turn of one inbound message (one check per turn)."""
     return f"lead-check:{inbound_message_id}"
+
+
+def history_summary_job_id(turn_id: uuid.UUID | str) -> str:
+    """Job id of ``summarize_history`` after one turn (one summary per turn that asked for it)."""
+    return f"history-summary:{turn_id}"
 
 
 def statuses_job_id(channel: str, digest: str) -> str:
