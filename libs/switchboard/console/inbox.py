@@ -193,7 +193,11 @@ async def list_inbox(
     """
     last = (
         select(Message.created_at, Message.text, Message.kind, Message.role)
-        .where(col(Message.conversation_id) == col(Conversation.id), col(Message.role).in_(_SHOWN_ROLES))
+        .where(
+            col(Message.conversation_id) == col(Conversation.id),
+            col(Message.role).in_(_SHOWN_ROLES),
+            Message.kind != "system",  # a note for the AI (handed back) is nobody's message
+        )
         .order_by(col(Message.created_at).desc())
         .limit(1)
         .lateral("last")
