@@ -29,6 +29,8 @@ __all__ = [
     "ProviderWords",
     "SECTION_WORDS",
     "NOTICE_WORDS",
+    "VALUE_WORDS",
+    "value_words",
     "MODE_WORDS",
     "OUTCOME_WORDS",
 ]
@@ -231,6 +233,34 @@ PROVIDERS: dict[str, ProviderWords] = {
     "offline": ProviderWords(N_("Offline demo model"), _ALWAYS | {"api_base"}, N_("For trying things out; leave the server address empty.")),
 }  # fmt: skip
 """Every provider of :data:`switchboard.llm.config.Provider`, in the order the form offers them."""
+
+VALUE_WORDS: dict[str, dict[str, str]] = {
+    "actor": {
+        "customer": N_("by the customer"), "ai": N_("by the AI"), "agent": N_("by a team member"),
+        "business_app": N_("from the WhatsApp Business app"), "system": N_("automatically"),
+        "api": N_("through the API"), "console_user": N_("from the console"),
+    },
+    "status": {"ai": N_("AI"), "human": N_("a person"), "closed": N_("closed"), "waiting": N_("waiting")},
+    "delivery": {
+        "pending": N_("pending"), "sending": N_("sending"), "sent": N_("sent"), "delivered": N_("delivered"),
+        "read": N_("read"), "played": N_("played"), "failed": N_("failed"),
+    },
+    "tool_kind": {"read": N_("reads"), "write": N_("changes"), "handoff": N_("hands over")},
+    "search_mode": {
+        "hybrid": N_("meaning and words"), "vector": N_("meaning"), "exact": N_("exact words"),
+        "graph": N_("related facts"), "neighborhood": N_("around a fact"),
+    },
+}  # fmt: skip
+"""Values the code stores, as the console shows them (``words("delivery", "read")``): conversation
+history (who, which state), delivery states, tool kinds, knowledge search modes."""
+
+
+def value_words(kind: str, value: str | None) -> str:
+    """The msgid of stored ``value`` of ``kind`` (a key of :data:`VALUE_WORDS`); an unknown value as it is."""
+    if value is None:
+        return ""
+    return VALUE_WORDS.get(kind, {}).get(value, value)
+
 
 NOTICE_WORDS = (N_("Settings saved: %(what)s."),)
 """Save notices built at run time."""
