@@ -211,7 +211,7 @@ async def list_inbox(
         out.append(
             InboxRow(
                 conversation_id=conversation.id,
-                channel=conversation.channel,
+                channel=shown_channel(conversation, customer),
                 mode=mode_of(conversation),
                 customer=customer_label(customer),
                 last_text=(text or (f"[{kind}]" if kind else "")).strip()[:140],
@@ -288,6 +288,22 @@ class ConversationView:
     users: list[ConsoleUser]
     window_open: bool | None
     """Whether the customer wrote within the channel's service window (``None``: the channel has none)."""
+    channel: str = ""
+    """The channel as shown (:func:`shown_channel`)."""
+
+
+SIMULATED = "simulated"
+"""The channel shown for a conversation of ``switchboard simulate`` (no channel account, customer
+``simulate:<name>``): it never reached a real channel, so it is not shown as one."""
+
+
+def shown_channel(conversation: Conversation, customer: Customer | None) -> str:
+    """``conversation``'s channel as the console shows it: :data:`SIMULATED` for a simulated turn's."""
+    if conversation.channel_account_id is None and (customer and customer.external_user_id or "").startswith(
+        "simulate:"
+    ):
+        return SIMULATED
+    return conversation.channel
 
 
 def _sender(row: Message) -> tuple[str, str]:
@@ -472,6 +488,7 @@ async def conversation_view(
         else None
     )
     return ConversationView(
+        channel=shown_channel(conversation, customer),
         conversation=conversation,
         customer=customer,
         customer_label=customer_label(customer),
