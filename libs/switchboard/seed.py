@@ -52,7 +52,7 @@ def demo_orders_csv(now: datetime | None = None) -> str:
     """The demo orders, dated around ``now`` (default: this moment), so a shipped order is on its way
     and arrives in the coming days whenever the demo runs. A-1001 and A-1002 belong to
     :data:`DEMO_CUSTOMER_BSUID`, A-1003 to ``wa_id`` 15550100098, A-1004 to ``switchboard simulate``'s
-    demo customer (the README's example asks about it)."""
+    demo customer (the example of the Quick start asks about it)."""
     today = (now or datetime.now(UTC)).replace(minute=0, second=0, microsecond=0)
 
     def at(days: int, hour: int) -> str:
