@@ -1,6 +1,7 @@
 """Every console page in Spanish shows no English: each text a page shows (and each placeholder, title
 and button label) is checked against the catalogue (an English msgid shown as it is was not
-translated) and against the raw values the code stores (roles, delivery states, modes, senders)."""
+translated) and against the raw values the code stores (roles, delivery states, modes, senders).
+A provider's own diagnostic, shown as it came, is marked ``lang="en"`` and not counted."""
 
 from __future__ import annotations
 
@@ -35,16 +36,19 @@ class _Texts(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.texts: list[str] = []
         self._skipping = 0
+        self._skipped: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in self.SKIP:
+        if tag in self.SKIP or ("lang", "en") in attrs:
             self._skipping += 1
+            self._skipped.append(tag)
         for name, value in attrs:
             if name in ("placeholder", "title", "aria-label") and value:
                 self.texts.append(value)
 
     def handle_endtag(self, tag: str) -> None:
-        if tag in self.SKIP and self._skipping:
+        if self._skipped and self._skipped[-1] == tag:
+            self._skipped.pop()
             self._skipping -= 1
 
     def handle_data(self, data: str) -> None:
