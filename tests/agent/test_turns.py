@@ -656,7 +656,7 @@ async def test_a_spanish_tenant_gets_the_spanish_handoff_and_waiting_replies(set
     conv, _ = await setup(ScriptedResponse(kind="error", status=503), locale={"language": "es"})
     result = await orchestrator.handle_turn(conv.request("hola"))
     assert result.reply == (
-        "Lo siento, ahora no puedo responder. Te contestaré aquí en cuanto pueda; no hace falta que vuelvas a "
+        "Lo siento, ahora no puedo responder. Le contestaré aquí en cuanto pueda; no hace falta que vuelva a "
         "escribir."
     )
 

@@ -154,7 +154,7 @@ async def test_a_spanish_tenant_gets_the_holding_message_in_spanish(
         await svc.post(text_body(phone_number_id=pid, wamid=f"wamid.S{unique_model()}", text="¿y mi pedido?"))
     await run_worker_burst(settings)
     assert [m["text"] for m in sent_to(graph_sandbox[1], pid)] == [
-        "Gracias por tu mensaje. Lo estoy revisando y te respondo en un momento.",
+        "Gracias por su mensaje. Lo estoy revisando y le respondo en un momento.",
         "Tu pedido sale hoy.",
     ]
 
