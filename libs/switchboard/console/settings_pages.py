@@ -55,6 +55,11 @@ register_nav("settings", N_("Agent settings"), "/settings", ADMIN_ROLES)
 
 
 NO_ROW_ID = N_("Give the deployment an id and a model first.")
+_RETENTION_WORDS = (
+    N_("messages"), N_("outbox"), N_("memory"), N_("traces"), N_("tool receipts"), N_("security alerts"),
+    N_("leads"), N_("event deliveries"), N_("kept"),
+)  # fmt: skip
+"""What the retention preview names (``_(kind)`` in settings.html)."""
 """A test of a row without an id (shown translated by ``_probe.html``)."""
 
 
