@@ -182,13 +182,17 @@ async def test_queue_depth_counts_ready_jobs_only(redis_url) -> None:  # type: i
     redis = Redis.from_url(redis_url)
     try:
         now = 1_800_000_000_000
-        await redis.zadd(queue, {"ready-1": now - 5_000, "ready-2": now, "deferred": now + 60_000})
+        running = f"running-{uuid.uuid4().hex[:8]}"
+        await redis.zadd(
+            queue, {"ready-1": now - 5_000, "ready-2": now, "deferred": now + 60_000, running: now - 9_000}
+        )
+        await redis.set(f"arq:in-progress:{running}", b"1", px=60_000)  # a worker runs it: not waiting
         assert await queue_depths(redis, [queue, queue + ":empty"], now_ms=now) == {
             queue: 2,
             queue + ":empty": 0,
         }
     finally:
-        await redis.delete(queue)
+        await redis.delete(queue, f"arq:in-progress:{running}")
         await redis.aclose()
 
 

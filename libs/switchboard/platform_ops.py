@@ -3,7 +3,7 @@
 * :func:`set_suspended`: a suspended tenant's inbound messages are still stored (nothing is lost) but
   not answered (the inbound job's ``suspended`` step); lifting the suspension does not replay them.
 * :func:`usage_per_tenant`: conversations, messages and model tokens per tenant over a period.
-* :func:`queue_depths`: jobs waiting in each ARQ queue (the sorted set's size).
+* :func:`queue_depths`: jobs waiting to run now in each ARQ queue (neither deferred nor running).
 * :func:`dead_letters` / :func:`retry_dead_inbound`: inbound messages that reached the dead letter
   (``inbound_state = 'dead'``), retried by putting the state back to ``pending`` with a fresh job.
 * :func:`dead_letters` / :func:`retry_failed_outbox`: failed outbox parts (dead letters and every other
@@ -25,6 +25,7 @@ from switchboard.db.models import InboundState, Message, Tenant, utcnow
 from switchboard.observability import get_logger
 from switchboard.outbox.jobs import deliver_soon
 from switchboard.outbox.retry import NotRetryable, failed_parts, requeue_failed
+from switchboard.queue.depth import queue_depths as waiting_jobs
 from switchboard.queue.jobs import enqueue_process_inbound
 from switchboard.queue.keys import inbound_retry_job_id
 from switchboard.queue.queues import Queue
@@ -79,8 +80,10 @@ async def usage_per_tenant(session: AsyncSession, *, days: int = 30) -> list[dic
 
 
 async def queue_depths(redis: Any) -> dict[str, int]:
-    """Jobs waiting (queued or deferred) per queue: ``{"chat": n, "background": n}``."""
-    return {queue.name: int(await redis.zcard(queue.value)) for queue in Queue}
+    """Jobs waiting to run now per queue, ``{"chat": n, "background": n}``
+    (:func:`switchboard.queue.depth.queue_depths`: neither deferred nor running)."""
+    depths = await waiting_jobs(redis, [queue.value for queue in Queue])
+    return {queue.name: depths[queue.value] for queue in Queue}
 
 
 async def dead_letters(

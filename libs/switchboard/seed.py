@@ -24,6 +24,7 @@ __all__ = [
     "DEMO_SLUG",
     "DEMO_WHATSAPP_PHONE_NUMBER_ID",
     "DEMO_CUSTOMER_BSUID",
+    "demo_orders_csv",
     "DEMO_ADMIN_EMAIL",
     "seed_demo_admin",
 ]
@@ -46,13 +47,30 @@ HMD-100,Humidifier HMD 100,"Ultrasonic humidifier, 4 l tank, up to 30 m2",59.00,
 FLT-20,Replacement filter FLT 20,"Filter for FVAM 2050 fans, pack of 2",12.50,USD,120,
 """
 
-DEMO_ORDERS_CSV = """order_number,customer,status,total,currency,items,carrier,tracking_number,placed_at,estimated_delivery
-A-1001,US.10000000000000000001,shipped,102.40,USD,FVAM-2050-B:1;FLT-20:1,UPS,1Z999AA10123456784,2026-11-25T10:00:00Z,2026-12-02T18:00:00Z
-A-1002,US.10000000000000000001,delivered,59.00,USD,HMD-100:1,DHL,JD014600006281230,2026-11-10T15:30:00Z,2026-11-14T18:00:00Z
-A-1003,15550100098,paid,129.00,USD,FVAM-3070-B:1,,,2026-11-29T09:00:00Z,
-A-1004,simulate:demo-customer,shipped,89.90,USD,FVAM-2050-B:1,UPS,1Z999AA10123456785,2026-11-28T12:00:00Z,2026-12-03T18:00:00Z
-"""
 
+def demo_orders_csv(now: datetime | None = None) -> str:
+    """The demo orders, dated around ``now`` (default: this moment), so a shipped order is on its way
+    and arrives in the coming days whenever the demo runs. A-1001 and A-1002 belong to
+    :data:`DEMO_CUSTOMER_BSUID`, A-1003 to ``wa_id`` 15550100098, A-1004 to ``switchboard simulate``'s
+    demo customer (the example of the Quick start asks about it)."""
+    today = (now or datetime.now(UTC)).replace(minute=0, second=0, microsecond=0)
+
+    def at(days: int, hour: int) -> str:
+        return (today.replace(hour=hour) + timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    rows = [
+        "order_number,customer,status,total,currency,items,carrier,tracking_number,placed_at,estimated_delivery",
+        f"A-1001,{DEMO_CUSTOMER_BSUID},shipped,102.40,USD,FVAM-2050-B:1;FLT-20:1,UPS,1Z999AA10123456784,"
+        f"{at(-4, 10)},{at(2, 18)}",
+        f"A-1002,{DEMO_CUSTOMER_BSUID},delivered,59.00,USD,HMD-100:1,DHL,JD014600006281230,{at(-20, 15)},{at(-16, 18)}",
+        f"A-1003,15550100098,paid,129.00,USD,FVAM-3070-B:1,,,{at(-1, 9)},",
+        f"A-1004,{SIMULATED_CUSTOMER},shipped,89.90,USD,FVAM-2050-B:1,UPS,1Z999AA10123456785,{at(-3, 12)},{at(2, 18)}",
+    ]
+    return "\n".join(rows) + "\n"
+
+
+SIMULATED_CUSTOMER = "simulate:demo-customer"
+"""The customer of ``switchboard simulate`` without ``--customer`` (its external id)."""
 DEMO_STORES_CSV = """name,address,city,country,phone,lat,lon,opening_hours
 Demo Shop Downtown,12 Market Street,Springfield,US,+1 555 0100 010,39.7817,-89.6501,mon=09:00-19:00;tue=09:00-19:00;wed=09:00-19:00;thu=09:00-19:00;fri=09:00-19:00;sat=10:00-16:00;sun=closed
 Demo Shop Riverside,400 River Road,Springfield,US,+1 555 0100 011,39.7500,-89.7000,mon=10:00-18:00;tue=10:00-18:00;wed=10:00-18:00;thu=10:00-18:00;fri=10:00-18:00;sat=closed;sun=closed
@@ -96,10 +114,41 @@ DEMO_FAQ_MD = "\n\n".join(
             "call +1 555 0100 010 during the Downtown store's opening hours. A person answers within one "
             "business day."
         ),
+        (
+            "**¿Cuál es su horario?** Nuestro horario: Demo Shop Downtown abre de lunes a viernes de 09:00 a "
+            "19:00 y el sábado de 10:00 a 16:00. Demo Shop Riverside abre de lunes a viernes de 10:00 a 18:00. "
+            "Demo Shop Lakeside abre de lunes a viernes de 09:00 a 20:00, el sábado de 09:00 a 17:00 y el "
+            "domingo de 11:00 a 15:00."
+        ),
+        (
+            "**¿Cómo puedo devolver un producto?** Devoluciones: puede devolver cualquier producto en los 30 "
+            "días siguientes a la entrega y le reembolsamos todo, sin usar y en su embalaje original. "
+            "Escríbanos con su número de pedido; la etiqueta de devolución es gratuita."
+        ),
+        (
+            "**¿Cuánto tarda el envío?** Envíos: los pedidos hechos antes de las 14:00 salen del almacén el "
+            "mismo día hábil. La entrega estándar tarda de 3 a 5 días hábiles y la urgente de 1 a 2. El envío "
+            "es gratuito en pedidos de más de 50 USD."
+        ),
+        (
+            "**¿Qué garantía tienen sus productos?** Garantía: todos los ventiladores y humidificadores tienen "
+            "2 años de garantía del fabricante contra defectos. Los filtros y otros consumibles no están "
+            "cubiertos. Para reclamar, envíenos su número de pedido y una foto del problema."
+        ),
+        (
+            "**¿Viene en otro color? ¿Vuelve a haber el azul?** Colores y existencias: el ventilador FVAM 2050 "
+            "viene en negro, cromado y azul. El negro está disponible, el cromado está agotado hasta mediados "
+            "de diciembre y el azul vuelve a estar disponible esta semana. El FVAM 3070 solo viene en negro."
+        ),
+        (
+            "**¿Cómo puedo contactarles?** Contacto: escríbanos aquí cuando quiera, por correo a "
+            "support@example.com, o llame al +1 555 0100 010 en el horario de la tienda Downtown. Una persona "
+            "responde en un día hábil."
+        ),
     )
 )
-"""The demo knowledge base: one FAQ document, so questions about hours, returns, shipping, warranty,
-colors and stock, and contact find an answer (the demo in docs/getting-started.md and the payloads' questions)."""
+"""The demo knowledge base: one FAQ document, in English and Spanish, so questions about hours, returns,
+shipping, warranty, colors and stock, and contact find an answer in the customer's language (the demo in docs/getting-started.md and the payloads' questions)."""
 
 
 def demo_slots_csv(now: datetime | None = None, days: int = 5) -> str:
@@ -124,7 +173,7 @@ async def seed_demo_business(session: AsyncSession, tenant_id: uuid.UUID) -> Non
 
     for kind, data in (
         ("products", DEMO_PRODUCTS_CSV),
-        ("orders", DEMO_ORDERS_CSV),
+        ("orders", demo_orders_csv()),
         ("stores", DEMO_STORES_CSV),
         ("slots", demo_slots_csv()),
     ):

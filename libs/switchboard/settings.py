@@ -327,7 +327,15 @@ class WhatsAppChannelSettings(BaseSettings):
     whatsapp_max_body_bytes: int = Field(1_000_000, ge=1024)
     """Webhook bodies larger than this get 413 (Meta's deliveries are a few KB)."""
     whatsapp_throttle_backoff_s: float = Field(30.0, gt=0)
-    """After Meta reports a throughput limit (130429...) for a number, its sends wait this long."""
+    """After Meta reports a throughput limit (130429, 131056...) for a number, its sends wait about
+    this long (seconds): the first hold lies between half of it and all of it, and each further limit
+    within the hold doubles it, up to ``WHATSAPP_THROTTLE_BACKOFF_MAX_S``. A ``Retry-After`` is a lower
+    bound."""
+    whatsapp_throttle_backoff_max_s: float = Field(300.0, gt=0)
+    """Longest hold of a number's sends after repeated throughput limits (seconds)."""
+    delivery_throttle_spread_s: float = Field(15.0, ge=0)
+    """When a number's throughput hold ends, the parts that waited for it are released at random over
+    this many seconds after it (seconds; 0: all at once), so they do not hit the limit again together."""
     whatsapp_send_timeout_s: float = Field(15.0, gt=0)
     """Timeout of one Graph API call (send, mark-read, media)."""
 

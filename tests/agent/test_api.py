@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import httpx
 from sqlmodel import select
@@ -146,6 +147,8 @@ async def test_demo_tenant_faq_answers_the_readme_questions_with_the_offline_mod
         # the first WhatsApp and Instagram demos of docs/getting-started.md (the payloads' own questions)
         "Hi! Does it come in another color?": "comes in black, chrome and blue",
         "hi, is the blue one back in stock?": "the blue one is back in stock",
+        # a Spanish question finds the Spanish answer, quoted in Spanish
+        "¿Cuál es su horario?": "abre de lunes a viernes de 09:00 a 19:00",
     }
     async with serve_app(create_tools_app(settings, server=ToolServer()), port=mcp_port):
         outcomes = {
@@ -156,15 +159,17 @@ async def test_demo_tenant_faq_answers_the_readme_questions_with_the_offline_mod
             "simulate", "--tenant", tenant.slug, "--new", "Where is my order A-1004?", **env
         )
     reply = next(line for line in order.stdout.splitlines() if line.startswith("reply:"))
-    # A-1004 is the simulated customer's own order in the demo data
+    # A-1004 is the simulated customer's own order in the demo data, arriving two days from today
+    arrives = (datetime.now(UTC) + timedelta(days=2)).date().isoformat()
     assert reply == (
         f"reply:    {OFFLINE_MARKER} Order A-1004 is shipped, with UPS (tracking number 1Z999AA10123456785); "
-        "estimated delivery 2026-12-03."
+        f"estimated delivery {arrives}."
     ), order.stdout
     for question, quoted in expected.items():
         outcome = outcomes[question]
         assert outcome.exit_code == 0, outcome.output
         reply = next(line for line in outcome.stdout.splitlines() if line.startswith("reply:"))
-        assert reply.startswith(f'reply:    {OFFLINE_MARKER} From our documents: "'), outcome.stdout
+        start = "Según nuestros documentos" if question.startswith("¿") else "From our documents"
+        assert reply.startswith(f'reply:    {OFFLINE_MARKER} {start}: "'), outcome.stdout
         assert quoted in reply  # the FAQ answer to this very question
         assert "search_knowledge_base=ok" in outcome.stdout

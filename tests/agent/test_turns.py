@@ -421,8 +421,7 @@ async def test_history_is_trimmed_to_the_smallest_context_window(
     )
 
 
-async def test_long_history_is_summarized_once(setup, orchestrator, sessions):
-    conv, script = await setup(text("The customer wants a refund."), text("answer 1"), text("answer 2"))
+async def _long_history(sessions, conv) -> list:  # type: ignore[no-untyped-def]
     base = utcnow() - timedelta(hours=1)
     ids = []
     async with sessions() as session, session.begin():
@@ -435,21 +434,52 @@ async def test_long_history_is_summarized_once(setup, orchestrator, sessions):
             )  # fmt: skip
             ids.append(row.id)
             session.add(row)
+    return ids
+
+
+async def test_long_history_is_answered_first_then_summarized_once(setup, orchestrator, sessions):
+    conv, script = await setup(text("answer 1"), text("The customer wants a refund."), text("answer 2"))
+    ids = await _long_history(sessions, conv)
     request = conv.request("new question")
     result = await orchestrator.handle_turn(request)
     assert result.reply == "answer 1"
-    summary_call, answer_call = script.requests[0]["messages"], script.requests[1]["messages"]
+    answer_call, summary_call = script.requests[0]["messages"], script.requests[1]["messages"]
+    # the answer never waits for the summary: it reads the whole history verbatim
+    assert [m["content"] for m in answer_call[1:-1]] == [f"m{i}" for i in range(75)]
     assert summary_call[0]["content"].startswith(SUMMARY_INSTRUCTION_MARKER)
-    assert [m["content"] for m in summary_call[1:]] == [f"m{i}" for i in range(25)]
-    assert "The customer wants a refund." in answer_call[0]["content"]
-    assert [m["content"] for m in answer_call[1:-1]] == [f"m{i}" for i in range(25, 75)]
+    # written after the turn: its question and answer are history too, all but the newest 50 are folded
+    assert [m["content"] for m in summary_call[1:]] == [f"m{i}" for i in range(27)]
     row = await _turn(sessions, request.inbound_message_id)
-    assert row.summary_through_message_id == ids[24]
-    # the next turn reuses the summary: 52 messages after it is below the threshold, no new summary
+    assert row.summary_through_message_id == ids[26]
+    # the next turn reuses the summary: 50 messages after it is below the threshold, no new summary
     await orchestrator.handle_turn(conv.request("another"))
     assert len(script.requests) == 3
     assert "The customer wants a refund." in script.requests[2]["messages"][0]["content"]
-    assert script.requests[2]["messages"][1]["content"] == "m25"
+    assert script.requests[2]["messages"][1]["content"] == "m27"
+
+
+async def test_long_history_summary_is_a_background_job_after_the_reply(
+    setup, sessions, gateway, arq_pool, settings
+):
+    from switchboard.queue import Queue
+
+    from tests.utils.workers import run_worker_burst
+
+    conv, script = await setup(text("answer 1"), text("The customer wants a refund."))
+    ids = await _long_history(sessions, conv)
+    orchestrator = Orchestrator(sessions=sessions, gateway=gateway, redis=arq_pool)
+    request = conv.request("new question")
+    assert (await orchestrator.handle_turn(request)).reply == "answer 1"
+    assert len(script.requests) == 1  # the turn made one call: the answer
+    row = await _turn(sessions, request.inbound_message_id)
+    assert row.summary_through_message_id is None
+    assert await arq_pool.exists(f"arq:job:history-summary:{row.id}")
+
+    await run_worker_burst(settings, Queue.background)
+
+    assert script.requests[1]["messages"][0]["content"].startswith(SUMMARY_INSTRUCTION_MARKER)
+    row = await _turn(sessions, request.inbound_message_id)
+    assert (row.summary_text, row.summary_through_message_id) == ("The customer wants a refund.", ids[26])
 
 
 async def test_semaphore_bounds_concurrent_turns(make_tenant, sessions, settings, offline_model):
@@ -626,7 +656,7 @@ async def test_a_spanish_tenant_gets_the_spanish_handoff_and_waiting_replies(set
     conv, _ = await setup(ScriptedResponse(kind="error", status=503), locale={"language": "es"})
     result = await orchestrator.handle_turn(conv.request("hola"))
     assert result.reply == (
-        "Lo siento, ahora no puedo responder. Te contestaré aquí en cuanto pueda; no hace falta que vuelvas a "
+        "Lo siento, ahora no puedo responder. Le contestaré aquí en cuanto pueda; no hace falta que vuelva a "
         "escribir."
     )
 

@@ -244,3 +244,25 @@ async def test_a_reply_refused_outside_the_window_is_not_offered_for_retry_and_t
         assert "window had closed" in described["description"]
     async with sessions() as session:
         assert [(await session.get(Outbox, r.id)).status for r in (ours, provider)] == ["failed", "failed"]
+
+
+async def test_queue_counts_are_the_jobs_waiting_not_running_or_deferred(console_settings, arq_pool):
+    import time
+
+    from switchboard.queue.queues import Queue
+
+    now_ms = int(time.time() * 1000)
+    running, later, ready = (f"{n}-{uuid.uuid4().hex[:8]}" for n in ("running", "later", "ready"))
+    await arq_pool.zadd(Queue.chat.value, {running: now_ms - 1_000, later: now_ms + 600_000})
+    await arq_pool.set(f"arq:in-progress:{running}", b"1", px=60_000)  # a worker runs its sweep
+    try:
+        async with _admin_api(console_settings) as api:
+            idle = (await api.get("/v1/admin/platform/queues")).json()["depths"]
+            await arq_pool.zadd(Queue.background.value, {ready: now_ms - 10})
+            waiting = (await api.get("/v1/admin/platform/queues")).json()["depths"]
+        assert idle == {"chat": 0, "background": 0}
+        assert waiting == {"chat": 0, "background": 1}
+    finally:
+        await arq_pool.zrem(Queue.chat.value, running, later)
+        await arq_pool.zrem(Queue.background.value, ready)
+        await arq_pool.delete(f"arq:in-progress:{running}")

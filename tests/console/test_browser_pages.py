@@ -71,11 +71,22 @@ async def test_change_a_setting_and_the_next_turn_uses_it(
     admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
     page = await _logged_in_page(browser, console_url, admin)
     await page.goto(f"{console_url}/t/{tenant.slug}/settings")
+    # the model row shows only what the chosen provider needs
+    row = '.deployment[data-row="0"]'
+    provider = await page.input_value(f'{row} select[name="llm.deployments.0.provider"]')
+    await page.select_option(f'{row} select[name="llm.deployments.0.provider"]', "openai")
+    assert not await page.is_visible(f'{row} input[name="llm.deployments.0.api_base"]')  # OpenAI: none
+    await page.select_option(f'{row} select[name="llm.deployments.0.provider"]', "ollama")
+    assert await page.is_visible(f'{row} input[name="llm.deployments.0.api_base"]')
+    assert not await page.is_visible(f'{row} input[name="llm.deployments.0.api_key"]')  # Ollama: no key
+    await page.select_option(f'{row} select[name="llm.deployments.0.provider"]', provider)
+    assert not await page.is_visible('textarea[name="agent.instructions"]')
+    await page.click("#advanced > summary")  # everything but the model is under "Advanced"
     await page.fill('textarea[name="agent.instructions"]', "Always greet the customer with AHOY-7.")
     await page.fill('input[name="agent.name"]', "Captain")
     await page.click("#save-settings")
     await page.wait_for_selector("#settings-saved")
-    assert "agent.instructions" in await page.inner_text("#settings-saved")
+    assert "Settings saved: Instructions, Agent's name" in await page.inner_text("#settings-saved")
     assert "console:" in await page.inner_text("#settings-history")
     await screenshot(page, "settings")
 

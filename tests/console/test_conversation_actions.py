@@ -209,3 +209,38 @@ async def test_thumbs_on_an_ai_answer_are_stored_with_its_turn_and_trace_and_emi
     ]
     assert rows[0].source == f"console_user:{agent.id}"
     assert [e.payload["data"]["rating"] for e in events] == ["down", "up"]
+
+
+async def test_hand_back_answers_what_the_customer_wrote_meanwhile_and_the_note_is_no_ones_message(
+    console_client, console_settings, shop, sessions, graph_sandbox
+):
+    shop.script.push(ScriptedResponse(content="Hi, the AI here."))
+    await _customer_writes(console_settings, shop, "hello")
+    conversation = await _conversation_of(sessions, shop.tenant.id)
+    agent = await new_user(sessions, role=Role.agent, tenant_id=shop.tenant.id, name="Pat")
+    base = f"/t/{shop.tenant.slug}/conversations/{conversation.id}"
+    async with console_client() as client:
+        me = await log_in(client, agent)
+        assert (await me.post_form(f"{base}/takeover")).status_code == 303
+        await _customer_writes(console_settings, shop, "Do you ship to Porto?")
+        asked = len(shop.script.requests)
+        shop.script.push(ScriptedResponse(content="Yes, we ship to Porto."))
+        assert (await me.post_form(f"{base}/handback")).status_code == 303
+        await run_worker_burst(console_settings)
+        assert len(shop.script.requests) == asked + 1
+        assert shop.script.requests[-1]["messages"][-1] == {
+            "role": "user",
+            "content": "Do you ship to Porto?",
+        }
+        sent = [m["text"] for m in sent_to(graph_sandbox[1], shop.phone_number_id)]
+        assert sent == ["Hi, the AI here.", "Yes, we ship to Porto."]
+
+        # a person's reply, then a hand-back with nothing waiting: no turn, and the inbox row shows the
+        # person's reply, never the note left for the AI
+        assert (await me.post_form(f"{base}/takeover")).status_code == 303
+        assert (await me.post_form(f"{base}/reply", {"text": "Pat here: anything else?"})).status_code == 303
+        assert (await me.post_form(f"{base}/handback")).status_code == 303
+        await run_worker_burst(console_settings)
+        assert len(shop.script.requests) == asked + 1
+        inbox = await client.get(f"/t/{shop.tenant.slug}/inbox")
+        assert "Pat here: anything else?" in inbox.text and "handed it back" not in inbox.text

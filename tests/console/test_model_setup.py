@@ -174,7 +174,7 @@ async def test_the_model_lines_are_in_the_tenants_language(console_client, sessi
         _, page = await _admin_page(client, sessions, tenant)
     line = _answering_line(page.text)
     assert f"Responde ahora: {OFFLINE_DEMO_MODEL} mediante offline-demo" in line
-    assert "Orden de respaldo:" in line and "No tienes despliegues propios" in line
+    assert "Orden de respaldo:" in line and "No tiene modelos propios" in line
 
 
 def _rejecting_provider() -> FastAPI:

@@ -398,7 +398,7 @@ async def test_people_pages_speak_spanish(console_client, sessions, make_tenant)
         phone = await me.post_form(f"/t/{tenant.slug}/people/agents", {"name": "Nia", "phone": "12"})
         assert "Ese no es un número de teléfono válido" in phone.text
         home = await client.get(f"/t/{tenant.slug}/home")
-        assert "Lista de configuración" in home.text and "Conecta un canal y compruébalo" in home.text
+        assert "Lista de configuración" in home.text and "Conecte un canal y compruébelo" in home.text
     async with console_client(**{"Accept-Language": "es"}) as guest:
         weak = await _accept(guest, token, "password12")
         assert weak.status_code == 400 and "lista de contraseñas de uso común" in weak.text

@@ -50,7 +50,8 @@ async def test_the_form_adds_a_deployment_with_a_write_only_key_and_records_who(
         assert saved.status_code == 200, saved.text[:2000]
         assert "sk-form-secret" not in saved.text
         # the page is now in the tenant's language, and the key shows only as set
-        assert "Guardado:" in saved.text and "(establecida)" in saved.text
+        assert "Ajustes guardados: Instrucciones, Modelos, Idioma." in saved.text, saved.text
+        assert "(establecida)" in saved.text and "Guardado: llm" not in saved.text
         assert f"console:{admin.email}" in saved.text  # the change in the audit table
     stored = await _stored(sessions, tenant.id)
     assert stored["agent"] == {"instructions": "Answer like a pirate."}

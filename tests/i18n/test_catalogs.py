@@ -99,9 +99,9 @@ def test_fixed_customer_texts_follow_the_tenants_language():
     spanish = tenant_settings_from({"locale": {"language": "es"}})
     assert spanish.agent.farewell_reply == "Gracias por contactarnos. ¡Hasta pronto!"
     assert spanish.handoff.queue_reply.startswith("Todo nuestro equipo está ocupado")
-    assert spanish.handoff.approval_expired_reply.startswith("No pudimos confirmar tu solicitud")
-    assert spanish.rate_limits.slowdown_reply.startswith("Estás enviando mensajes")
-    assert spanish.whatsapp.opt_out_reply.startswith("Te has dado de baja")
+    assert spanish.handoff.approval_expired_reply.startswith("No pudimos confirmar su solicitud")
+    assert spanish.rate_limits.slowdown_reply.startswith("Está enviando mensajes")
+    assert spanish.whatsapp.opt_out_reply.startswith("Se ha dado de baja")
     english = tenant_settings_from({})
     assert english.agent.farewell_reply == "Thank you for contacting us. Goodbye!"
     # a bad locale section falls back to English, the other sections still load

@@ -402,8 +402,8 @@ async def test_a_spanish_tenant_with_its_own_limit_gets_the_spanish_slow_down(
     await run_worker_burst(run_settings, max_jobs=1)
     sent = sent_to(graph_sandbox[1], pid)
     assert [m["text"] for m in sent] == [
-        "Estás enviando mensajes más rápido de lo que podemos responderlos. Por favor, ve un poco más "
-        "despacio; responderemos a tu último mensaje en breve."
+        "Está enviando mensajes más rápido de lo que podemos responderlos. Por favor, vaya un poco más "
+        "despacio; responderemos a su último mensaje en breve."
     ]
 
 

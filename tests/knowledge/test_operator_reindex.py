@@ -27,7 +27,7 @@ async def test_reindex_splits_the_demo_faq_exactly_as_the_seed(make_tenant, sess
         await seed_demo_knowledge(session, await session.get(Tenant, tenant.id))
     seeded = await _chunk_texts(sessions, tenant.id)
     answers = DEMO_FAQ_MD.count("\n\n") + 1
-    assert len(seeded) == answers == 6 and all(len(text) <= 400 for text in seeded)  # one answer a chunk
+    assert len(seeded) == answers == 12 and all(len(text) <= 400 for text in seeded)  # six answers, en + es
     assert settings.kb_chunk_size_chars == 1000  # what a reindex used before (two answers a chunk)
     async with sessions() as session, session.begin():
         [pending] = await mark_for_reindex(session, tenant_id=tenant.id)

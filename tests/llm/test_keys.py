@@ -199,7 +199,9 @@ def test_the_openai_platform_key_never_goes_with_a_bare_model_of_another_provide
 
 
 @given(
-    provider=st.sampled_from(["openai", "anthropic", "openai_compatible", "ollama", "offline"]),
+    provider=st.sampled_from(
+        ["openai", "anthropic", "azure", "gemini", "openai_compatible", "ollama", "offline"]
+    ),
     model=st.from_regex(r"[A-Za-z0-9._:@+-]{1,30}(/[A-Za-z0-9._:@+-]{1,20})?", fullmatch=True),
 )
 def test_a_deployment_gets_a_platform_key_only_for_the_provider_litellm_routes_it_to(provider, model):
@@ -223,3 +225,20 @@ def test_normalize_base_never_raises_and_is_stable(base):
     """Any text a tenant may type: a normal form or the text itself, and normalizing twice changes nothing."""
     once = normalize_base(base)
     assert once is None or normalize_base(once) == once
+
+
+@pytest.mark.parametrize(("provider", "routed"), [("azure", "azure"), ("gemini", "gemini")])
+def test_azure_and_gemini_deployments_reach_their_provider_with_their_own_key_only(
+    make_settings, provider, routed
+):
+    """Azure OpenAI and Gemini rows go to LiteLLM's azure / gemini routes, and never carry the platform's
+    OpenAI or Anthropic key: they answer with the key the tenant stored."""
+    deployment = DeploymentSettings(
+        id="d", provider=provider, model="my-deployment", api_base="https://x.openai.azure.com"
+    )
+    assert deployment.litellm_model() == f"{provider}/my-deployment"
+    assert routed_provider(deployment.litellm_model()) == routed
+    settings = make_settings(openai_api_key="sk-platform", tenants_may_use_platform_keys=True)
+    base = {"provider": provider, "api_base": deployment.api_base, "platform_default": False, "what": "test"}
+    assert choose_key(settings, stored_key=None, **base) is None
+    assert choose_key(settings, stored_key="tenant-key", **base) == "tenant-key"

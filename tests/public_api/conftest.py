@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -14,8 +15,10 @@ from switchboard.db.models import Message, MessageDirection, MessageRole, Role, 
 from switchboard.users import API_SCOPES, create_tenant_key
 
 from services.console.main import create_app
-from tests.utils.agent import make_conversation
 from tests.utils.console import new_user
+from tests.utils.handoff import random_phone
+from tests.utils.outbox import new_scene
+from tests.utils.whatsapp import connect_whatsapp
 
 
 @pytest.fixture
@@ -67,23 +70,30 @@ class World:
     """Path parameter → an id of this tenant: conversation_id, customer_id, document_id, message_id, endpoint_id."""
     user_id: uuid.UUID
     """A tenant admin (a conversation can be assigned to them)."""
+    new_phone: str
+    """A phone of no customer yet (``startConversation`` writes to it with a template)."""
 
 
 @pytest.fixture
 async def world(
-    make_tenant: Any, sessions: Any, make_key: MakeKey, api: Any, stops_at_the_queue: None
+    make_tenant: Any, sessions: Any, settings: Any, make_key: MakeKey, api: Any, stops_at_the_queue: None
 ) -> World:
-    """(Uploads and reindexing queue ingestion jobs no worker runs here: the test discards them.)"""
+    """The tenant has a WhatsApp number on the Graph sandbox, its templates listed; the conversation is a
+    customer's on it, who wrote 5 minutes ago (inside the 24-hour window: free text and files may go
+    out). (Uploads and reindexing queue ingestion jobs no
+    worker runs here: the test discards them.)"""
     tenant = await make_tenant("World Shop")
-    handle = await make_conversation(sessions, tenant)
+    account = await connect_whatsapp(sessions, tenant, settings)
+    scene = await new_scene(sessions, tenant, account, last_message_age=timedelta(minutes=5))
     user = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
     async with sessions() as session, session.begin():
         message = Message(
-            tenant_id=tenant.id, conversation_id=handle.conversation.id, channel="whatsapp",
-            direction=MessageDirection.outbound.value, role=MessageRole.assistant.value, text="We open at 9.",
+            tenant_id=tenant.id, conversation_id=scene.conversation.id, channel="whatsapp",
+            channel_account_id=account.id, direction=MessageDirection.outbound.value,
+            role=MessageRole.assistant.value, text="We open at 9.",
         )  # fmt: skip
         session.add(message)
-    setup = await make_key(tenant, scopes=["knowledge:write", "webhooks:manage"])
+    setup = await make_key(tenant, scopes=["knowledge:write", "webhooks:manage", "messages:write"])
     async with api(setup) as client:
         uploaded = await client.post(
             "/api/v1/knowledge/documents",
@@ -92,14 +102,25 @@ async def world(
         assert uploaded.status_code == 202, uploaded.text
         endpoint = await client.post("/api/v1/webhooks", json={"url": "http://127.0.0.1:9/hook"})
         assert endpoint.status_code == 201, endpoint.text
+        # the sandbox lists its sample templates for any business account; later refreshes reuse this id
+        waba_id = str(10**14 + secrets.randbelow(9 * 10**14))
+        listed = await client.post("/api/v1/whatsapp/templates/refresh", json={"waba_id": waba_id})
+        assert listed.status_code == 200, listed.text
     ids = {
-        "conversation_id": str(handle.conversation.id),
-        "customer_id": str(handle.customer.id),
+        "conversation_id": str(scene.conversation.id),
+        "customer_id": str(scene.customer.id),
         "document_id": uploaded.json()["document"]["id"],
         "message_id": str(message.id),
         "endpoint_id": endpoint.json()["id"],
     }
-    return World(tenant=tenant, ids=ids, user_id=user.id)
+    return World(tenant=tenant, ids=ids, user_id=user.id, new_phone=random_phone())
+
+
+ORDER_UPDATE = {"name": "order_update", "language": "en_US", "body": ["Ana", "#1042", "on its way"],
+                "buttons": ["1042"]}  # fmt: skip
+"""An approved template of the Graph sandbox's samples, with the values it takes."""
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 100
+"""A file whose bytes say PNG (what ``sendAttachment`` checks)."""
 
 
 def request_body(operation_id: str, world: World) -> dict[str, Any]:
@@ -111,6 +132,14 @@ def request_body(operation_id: str, world: World) -> dict[str, Any]:
         "searchKnowledge": {"params": {"q": "open"}},
         "sendFeedback": {"json": {"rating": "up"}},
         "createWebhookEndpoint": {"json": {"url": "http://127.0.0.1:9/other"}},
+        "refreshTemplates": {"json": {}},
+        "startConversation": {"json": {"phone": "+" + world.new_phone, "template": ORDER_UPDATE}},
+        "sendMessage": {"json": {"text": "Your parcel left the warehouse."}},
+        "sendAttachment": {
+            "files": {"file": ("parcel.png", PNG, "image/png")},
+            "data": {"caption": "Your parcel"},
+        },
+        "rotateWebhookSecret": {"json": {}},
     }.get(operation_id, {})
 
 

@@ -18,18 +18,13 @@ from switchboard.egress import EgressPolicy
 from switchboard.events.endpoints import create_endpoint, signing_secrets
 from switchboard.outreach.routes import outreach_routers
 
+from tests.public_api.conftest import ORDER_UPDATE as ORDER
+from tests.public_api.conftest import PNG
 from tests.utils.handoff import random_phone
 from tests.utils.whatsapp_fixtures import wa_tenant
 from tests.utils.workers import queued_jobs
 
 __all__ = ["wa_tenant"]
-
-ORDER = {
-    "name": "order_update",
-    "language": "en_US",
-    "body": ["Ana", "#1042", "on its way"],
-    "buttons": ["1042"],
-}
 
 
 @pytest.fixture
@@ -191,14 +186,13 @@ async def test_an_attachment_is_checked_by_its_content_and_sent_inside_the_windo
             await client.post("/api/v1/conversations", json={"phone": random_phone(), "template": ORDER})
         ).json()
         url = f"/api/v1/conversations/{started['conversation_id']}/attachments"
-        png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 100
-        outside = await client.post(url, files={"file": ("p.png", png, "image/png")})
+        outside = await client.post(url, files={"file": ("p.png", PNG, "image/png")})
         async with sessions() as session, session.begin():
             await session.exec(update(Conversation).where(Conversation.id == started["conversation_id"])
                                .values(last_customer_message_at=utcnow() - timedelta(minutes=2)))  # fmt: skip
         disguised = await client.post(url, files={"file": ("p.png", b"MZ\x90\x00 not an image", "image/png")})
         sent = await client.post(
-            url, files={"file": ("p.png", png, "image/png")}, data={"caption": "Your parcel"}
+            url, files={"file": ("p.png", PNG, "image/png")}, data={"caption": "Your parcel"}
         )
     assert (outside.status_code, outside.json()["code"]) == (409, "outside_customer_service_window")
     assert (disguised.status_code, disguised.json()["code"]) == (415, "unsupported_media_type")

@@ -15,8 +15,10 @@ Steps of :meth:`Orchestrator.handle_turn`:
    ``user``/``assistant``/``tool``/``human_agent`` messages after the last stored summary, oldest first,
    except the inbound row, then ``{"role": "user", "content": request.text}`` (the
    processed text: a transcription, an image description...). When more than
-   ``summarize_after_messages`` (70) messages follow the last summary, the older ones (all but the
-   newest ``keep_verbatim_messages``, 50) are folded into one summary by a model call.
+   ``summarize_after_messages`` (70) messages follow the last summary, this turn reads them verbatim
+   (trimming bounds the prompt) and, after it is written, the older ones (all but the newest
+   ``keep_verbatim_messages``, 50) are folded into one summary by the background job
+   ``summarize_history`` (:mod:`switchboard.agent.history_summary`), which the next turn reads.
 3. **Budget** (:mod:`switchboard.budgets`): past the tenant's monthly budget the turn either runs on
    the cheapest deployment group only (``cheaper_group``) or calls no model, sends the holding reply
    and hands the conversation to a person (``handoff``); past ``warn_ratio`` it is flagged and logged.
@@ -62,8 +64,9 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from tenacity import AsyncRetrying, stop_after_attempt, wait_exponential_jitter
 
 from switchboard.agent.builtin_tools import BuiltinToolSet
+from switchboard.agent.history_summary import summarize_history
 from switchboard.agent.loop import LoopOutcome, run_tool_loop
-from switchboard.agent.prompt import SUMMARY_MAX_CHARS, build_system_prompt, fence_inbound, summary_messages
+from switchboard.agent.prompt import build_system_prompt, fence_inbound
 from switchboard.agent.tools import ToolContext, ToolRegistry, ToolSet, idempotency_key_for
 from switchboard.budgets.settings import BudgetSettings
 from switchboard.budgets.spend import BudgetState, budget_state
@@ -108,9 +111,7 @@ from switchboard.llm.budget import TurnBudget
 from switchboard.llm.config import default_deployments
 from switchboard.llm.costs import cheapest_group, group_router_key, only_group
 from switchboard.llm.health import MODEL_UNAVAILABLE, record_turn
-from switchboard.llm.router import ModelCallFailed, ModelGateway, TenantRouter
-from switchboard.llm.trimming import strip_reasoning
-from switchboard.memory.notes import NotesRejected, check_notes, evidence_from_notes
+from switchboard.llm.router import ModelGateway, TenantRouter
 from switchboard.memory.store import closed_within, last_closed_at
 from switchboard.observability import get_logger, message_context, metrics, tracing
 from switchboard.storable import clean_text, clean_tree
@@ -261,10 +262,10 @@ class Orchestrator:
                     outcome="degraded",
                     error="deployment_api_key_unreadable",
                 )
-                summary, guarded = None, _Guarded()
+                summary_due, guarded = False, _Guarded()
             else:
                 assert claim.context is not None  # read with every claim that is not skipped
-                outcome, summary, guarded = await self._guarded_turn(
+                outcome, summary_due, guarded = await self._guarded_turn(
                     request, tenant_settings, tenant_router, trace_id, claim.context, time_budget
                 )
             _make_storable(outcome, tenant_settings.agent.error_reply)
@@ -291,7 +292,7 @@ class Orchestrator:
             lead_check = None if result.silent else self._lead_check(tenant_settings)
             assert claim.conversation is not None  # read with every claim
             lead = await self._persist(
-                claim.turn_id, request, trace_id, result, outcome, summary, total_ms, guarded=guarded,
+                claim.turn_id, request, trace_id, result, outcome, total_ms, guarded=guarded,
                 conversation=claim.conversation,
                 lead_window=tenant_settings.leads.intent_window_messages if lead_check == "heuristic" else None,
                 claim=claim,
@@ -306,6 +307,8 @@ class Orchestrator:
                 )  # fmt: skip
             if lead_check == "model":
                 await self._queue_lead_check(request, tenant_settings, trace_id)
+            if summary_due and not outcome.model_unavailable:
+                await self._queue_history_summary(request, claim.turn_id, trace_id)
         except BaseException as exc:
             # a crashed turn must not block the retry: release the claim now, not after the stale margin
             await asyncio.shield(self._release(claim.turn_id, exc))
@@ -378,11 +381,11 @@ class Orchestrator:
                 )
                 return (
                     LoopOutcome(reply=reply, silent=False, outcome="blocked", error="input_guardrail"),
-                    None,
+                    False,
                     guarded,
                 )
 
-        messages, summary = await self._build_messages(
+        messages, summary_due = await self._build_messages(
             request, tenant_settings, tenant_router, trace_id, context, time_budget
         )
         outcome = await run_tool_loop(
@@ -411,7 +414,7 @@ class Orchestrator:
             else:
                 metrics.GUARDRAIL_DECISIONS.labels("output", "allow").inc()
                 log.info("guardrail_checked", stage="output", checker="rules", decision="allow")
-        return outcome, summary, guarded
+        return outcome, summary_due, guarded
 
     def _cheapest_router(self, tenant_id: uuid.UUID, tenant_settings: TenantSettings) -> TenantRouter:
         """The Router of the tenant's cheapest group only (the exceeded budget's ``cheaper_group``)."""
@@ -631,20 +634,9 @@ class Orchestrator:
         returning, window_days = context.returning, tenant_settings.memory.returning_customer_window_days
         untrusted = _untrusted_inbound(request.channel)
         summary_text = context.summary_text
-        new_summary: tuple[str, uuid.UUID] | None = None
-        if len(rows) > llm.summarize_after_messages:
-            older, rows = rows[: -llm.keep_verbatim_messages], rows[-llm.keep_verbatim_messages :]
-            while rows and rows[0].role == MessageRole.tool:
-                older.append(rows.pop(0))
-            text = await self._summarize(
-                tenant_router, tenant_settings, summary_text, older, trace_id, time_budget
-            )
-            if text:
-                summary_text = text
-                new_summary = (text, older[-1].id)
-                log.info("history_summarized", summarized_messages=len(older), verbatim_messages=len(rows))
-            else:
-                rows = older + rows  # summary failed: trimming still bounds the prompt
+        # a long history is summarized after the reply (summarize_history), never before it: this turn
+        # reads the messages verbatim and trimming bounds the prompt
+        summary_due = len(rows) > llm.summarize_after_messages
         system = build_system_prompt(
             tenant_settings.agent,
             channel=request.channel,
@@ -664,41 +656,7 @@ class Orchestrator:
         if untrusted:
             conversation = fence_inbound(conversation)
         messages = [{"role": "system", "content": system}, *conversation]
-        return messages, new_summary
-
-    async def _summarize(
-        self,
-        tenant_router: TenantRouter,
-        tenant_settings: TenantSettings,
-        previous: str | None,
-        rows: list[Message],
-        trace_id: str,
-        time_budget: TurnBudget,
-    ) -> str | None:
-        prompt = summary_messages(previous, model_messages(rows))
-        try:
-            # at most half of what is left: the answer itself needs the rest
-            reply = await self.gateway.complete(
-                tenant_router, prompt, tools=None, llm=tenant_settings.llm, trace_id=trace_id,
-                deadline=time_budget.deadline_for(time_budget.left_s() / 2),
-            )  # fmt: skip
-        except ModelCallFailed as exc:
-            log.warning("history_summary_failed", error=str(exc)[:300])
-            return None
-        said = [
-            r.text or ""
-            for r in rows
-            if r.role in (MessageRole.assistant, MessageRole.human_agent, MessageRole.tool)
-        ]
-        try:
-            return check_notes(
-                strip_reasoning(reply.content) or "",
-                max_chars=SUMMARY_MAX_CHARS,
-                evidence=[*said, *evidence_from_notes(previous)],
-            )
-        except NotesRejected as exc:  # the verbatim messages stay; trimming still bounds the prompt
-            log.warning("history_summary_rejected", reason=exc.reason, detail=exc.detail)
-            return None
+        return messages, summary_due
 
     # --- persistence -----------------------------------------------------------------------------
     async def _persist(
@@ -708,7 +666,6 @@ class Orchestrator:
         trace_id: str,
         result: TurnResult,
         outcome: LoopOutcome,
-        summary: tuple[str, uuid.UUID] | None,
         total_ms: float,
         *,
         guarded: _Guarded,
@@ -793,8 +750,6 @@ class Orchestrator:
                 "finished_at": utcnow(),
                 "updated_at": utcnow(),
             }
-            if summary is not None:
-                values["summary_text"], values["summary_through_message_id"] = summary
             if lead_window is not None and self._lead_may_follow(claim, staged, lead_window):
                 # after the flush the savepoint starts with: the window reads this turn's rows too
                 lead = await capture_lead_in(
@@ -857,6 +812,26 @@ class Orchestrator:
             )  # fmt: skip
         except Exception as exc:  # noqa: BLE001 (a lead is never worth a failed turn; logged)
             log.error("lead_check_not_queued", error=f"{type(exc).__name__}: {exc}"[:300])
+
+    async def _queue_history_summary(self, request: TurnRequest, turn_id: uuid.UUID, trace_id: str) -> None:
+        """The summary a long history asked for, never before the reply is sent: queued as the background
+        job ``summarize_history`` (:mod:`switchboard.agent.history_summary`). Without a queue it runs
+        here, after the turn is written. Never raises (a failure to queue is logged)."""
+        if self.redis is None:
+            await summarize_history(
+                self.sessions, self.gateway, tenant_id=request.tenant_id,
+                conversation_id=request.conversation_id, turn_id=turn_id, trace_id=trace_id,
+            )  # fmt: skip
+            return
+        from switchboard.queue.jobs import enqueue_history_summary
+
+        try:
+            await enqueue_history_summary(
+                self.redis, tenant_id=request.tenant_id, conversation_id=request.conversation_id,
+                turn_id=turn_id, trace_id=trace_id,
+            )  # fmt: skip
+        except Exception as exc:  # noqa: BLE001 (the next long turn asks again; logged)
+            log.error("history_summary_not_queued", error=f"{type(exc).__name__}: {exc}"[:300])
 
     async def _release(self, turn_id: uuid.UUID, error: BaseException) -> None:
         """Drop our ``running`` claim on a turn that failed, so a retry of the request claims it at once

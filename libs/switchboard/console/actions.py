@@ -50,6 +50,7 @@ from switchboard.handoff.assignment import (
     tenant_handoff_lock,
 )
 from switchboard.handoff.commands import HANDED_BACK_NOTE
+from switchboard.handoff.handback import queue_handed_back, reopen_unanswered
 from switchboard.handoff.notices import (
     Outgoing,
     agent_outgoing,
@@ -257,7 +258,8 @@ async def _hand_back_in(
 async def hand_back(
     sessions: async_sessionmaker[AsyncSession], redis: Any, *, who: Actioner, conversation_id: uuid.UUID
 ) -> None:
-    """Back to the AI (from a console user, a WhatsApp agent or the queue).
+    """Back to the AI (from a console user, a WhatsApp agent or the queue); what the customer wrote since
+    the last reply they got is answered by an AI turn (:mod:`switchboard.handoff.handback`).
 
     Raises:
         LookupError: not this tenant's conversation.
@@ -271,7 +273,10 @@ async def hand_back(
         notices = await _hand_back_in(session, who, conversation, trace_id)
         if notices:
             await write_outgoing(session, tenant_id=who.tenant_id, items=notices, trace_id=trace_id)
-    log.info("console_hand_back", conversation_id=str(conversation_id))
+        reopened = await reopen_unanswered(session, conversation_id)
+    log.info("console_hand_back", conversation_id=str(conversation_id), answers_pending=reopened is not None)
+    if reopened is not None:
+        await queue_handed_back(sessions, redis, conversation_id)
     await _after(redis, who, conversation_id, "status", send=bool(notices))
 
 

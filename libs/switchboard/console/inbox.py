@@ -193,7 +193,11 @@ async def list_inbox(
     """
     last = (
         select(Message.created_at, Message.text, Message.kind, Message.role)
-        .where(col(Message.conversation_id) == col(Conversation.id), col(Message.role).in_(_SHOWN_ROLES))
+        .where(
+            col(Message.conversation_id) == col(Conversation.id),
+            col(Message.role).in_(_SHOWN_ROLES),
+            Message.kind != "system",  # a note for the AI (handed back) is nobody's message
+        )
         .order_by(col(Message.created_at).desc())
         .limit(1)
         .lateral("last")
@@ -291,7 +295,7 @@ async def list_inbox(
         out.append(
             InboxRow(
                 conversation_id=conversation.id,
-                channel=conversation.channel,
+                channel=shown_channel(conversation, customer),
                 mode=mode,
                 customer=customer_label(customer),
                 last_text=(text or (f"[{kind}]" if kind else "")).strip()[:140],
@@ -452,6 +456,22 @@ class ConversationView:
     """``events`` in words, oldest first."""
     farewell: str = ""
     """What closing sends the customer (the tenant's ``handoff.farewell``; empty: nothing)."""
+    channel: str = ""
+    """The channel as shown (:func:`shown_channel`)."""
+
+
+SIMULATED = "simulated"
+"""The channel shown for a conversation of ``switchboard simulate`` (no channel account, customer
+``simulate:<name>``): it never reached a real channel, so it is not shown as one."""
+
+
+def shown_channel(conversation: Conversation, customer: Customer | None) -> str:
+    """``conversation``'s channel as the console shows it: :data:`SIMULATED` for a simulated turn's."""
+    if conversation.channel_account_id is None and (customer and customer.external_user_id or "").startswith(
+        "simulate:"
+    ):
+        return SIMULATED
+    return conversation.channel
 
 
 def sender_of(row: Message) -> tuple[str, str]:
@@ -648,6 +668,7 @@ async def conversation_view(
     return ConversationView(
         history=[history_line(e, agent_names, user_names) for e in events],
         farewell=(await load_tenant_settings(session, tenant_id)).handoff.farewell.strip(),
+        channel=shown_channel(conversation, customer),
         conversation=conversation,
         customer=customer,
         customer_label=customer_label(customer),

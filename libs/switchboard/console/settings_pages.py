@@ -18,6 +18,14 @@ from switchboard.api.access import ADMIN_ROLES
 from switchboard.api.deps import SessionDep, SessionsDep, SettingsDep
 from switchboard.console.app import register_nav, render
 from switchboard.console.deps import PageContext, page_access
+from switchboard.console.form_words import (
+    ADVANCED_GROUPS,
+    PROVIDERS,
+    SECTION_WORDS,
+    group_of,
+    setting_path,
+    words_for,
+)
 from switchboard.db.engine import session_scope
 from switchboard.egress import EgressPolicy
 from switchboard.i18n import N_
@@ -31,7 +39,7 @@ from switchboard.tenant_config import (
     prepare_settings,
     save_settings,
 )
-from switchboard.tenant_config.form import document_from_form, form_sections
+from switchboard.tenant_config.form import FormField, FormSection, document_from_form, form_sections
 from switchboard.tenant_config.probe import ProbeResult, probe_deployment
 from switchboard.tenant_config.routes import cipher_factory
 from switchboard.tenant_settings import tenant_settings_from
@@ -44,16 +52,14 @@ settings_pages_router = APIRouter(include_in_schema=False)
 AdminPage = Annotated[PageContext, Depends(page_access(ADMIN_ROLES))]
 
 register_nav("settings", N_("Agent settings"), "/settings", ADMIN_ROLES)
-_SECTION_TITLES = (
-    N_("agent"), N_("loop"), N_("llm"), N_("handoff"), N_("memory"), N_("tools"), N_("knowledge"),
-    N_("locale"), N_("rate limits"), N_("hours"), N_("whatsapp"), N_("instagram"), N_("gmail"), N_("retention"),
-    N_("messages"), N_("outbox"), N_("memory"), N_("traces"), N_("tool receipts"), N_("security alerts"), N_("leads"),
-    N_("event deliveries"), N_("kept"),
-)  # fmt: skip
-"""Section titles the form translates (``_(section.title)``)."""
 
 
 NO_ROW_ID = N_("Give the deployment an id and a model first.")
+_RETENTION_WORDS = (
+    N_("messages"), N_("outbox"), N_("memory"), N_("traces"), N_("tool receipts"), N_("security alerts"),
+    N_("leads"), N_("event deliveries"), N_("kept"),
+)  # fmt: skip
+"""What the retention preview names (``_(kind)`` in settings.html)."""
 """A test of a row without an id (shown translated by ``_probe.html``)."""
 
 
@@ -68,6 +74,47 @@ def answering_order(settings: Settings, stored: dict | None) -> tuple[list[Deplo
     own = tenant_settings_from(stored).llm.deployments
     chosen = list(own) or default_deployments(settings)
     return sorted(chosen, key=lambda d: (d.priority, d.id)), not own
+
+
+def _in_words(fields: list[FormField]) -> None:
+    """Give every input its label and explanation from :data:`SETTING_WORDS` (msgids; the template
+    translates them)."""
+    for f in fields:
+        words = words_for(f.name)
+        if words is not None:
+            f.label, f.help = words.label, words.help
+        _in_words(f.children)
+        for row in f.rows:
+            _in_words(row)
+
+
+def _layout(sections: list[FormSection]) -> tuple[FormField, list[tuple[str, str, list[FormField]]]]:
+    """The model rows (``llm.deployments``) and every other input in its "Advanced" group, in the
+    order of :data:`ADVANCED_GROUPS`: ``(deployments, [(group id, title, inputs), ...])``."""
+    deployments = None
+    grouped: dict[str, list[FormField]] = {group: [] for group, _, _ in ADVANCED_GROUPS}
+    for section in sections:
+        _in_words(section.fields)
+        for f in section.fields:
+            if f.name == "llm.deployments":
+                deployments = f
+            else:
+                grouped[group_of(f.name)].append(f)
+    assert deployments is not None  # LLMSettings always has its deployments
+    return deployments, [
+        (group, title, grouped[group]) for group, title, _ in ADVANCED_GROUPS if grouped[group]
+    ]
+
+
+def path_words(paths: list[str]) -> list[str]:
+    """Changed setting paths (``llm.deployments``, ``agent``) in words (msgids, in order, once each)."""
+    out: list[str] = []
+    for path in paths:
+        words = words_for(path)
+        word = words.label if words is not None else SECTION_WORDS.get(setting_path(path).split(".")[0], path)
+        if word not in out:
+            out.append(word)
+    return out
 
 
 async def _render(
@@ -88,13 +135,15 @@ async def _render(
         for section in sections:
             for field in section.fields:
                 _refill(field, form)
+    deployments, advanced = _layout(sections)
     history = await list_settings_changes(session, tenant.id, limit=20)
     preview = await retention_preview(await session.connection(), tenant, settings)
     groups: dict[int, list[str]] = {}
     for deployment in tenant_settings_from(tenant.settings_extensions).llm.deployments:
         groups.setdefault(deployment.priority, []).append(deployment.id)
     return render(
-        request, "settings.html", status_code=code, tenant=tenant, sections=sections, history=history,
+        request, "settings.html", status_code=code, tenant=tenant, deployments=deployments, advanced=advanced,
+        history=history, providers=PROVIDERS, path_words=path_words, open_advanced=bool(problems),
         problems=problems or [], saved=saved, groups=sorted(groups.items()), active="settings",
         answering=answering_order(settings, tenant.settings_extensions), failed=list(failed),
         retention_preview=preview,
@@ -106,6 +155,9 @@ def _refill(field, form) -> None:  # type: ignore[no-untyped-def]
         for row in field.rows:
             for cell in row:
                 _refill(cell, form)
+    elif field.kind == "group":
+        for child in field.children:
+            _refill(child, form)
     elif field.kind == "checkbox":
         field.value = field.name in form
     elif field.kind != "secret" and field.name in form:

@@ -47,6 +47,7 @@ from switchboard.handoff.canned import (
     fill_canned,
     find_canned,
 )
+from switchboard.handoff.handback import reopen_unanswered
 from switchboard.handoff.notices import Outgoing, agent_outgoing, customer_address, customer_label
 from switchboard.handoff.pending import APPROVAL_NOTICE_PREFIX, describe, pending_action_notices
 from switchboard.handoff.service import notices_for_assignments
@@ -303,6 +304,8 @@ async def _end(sessions, gateway, agent_id, command, console_id, trace_id) -> li
             trace_id=trace_id,
         )
         conversation_id = conversation.id
+        # queued by the caller once committed (handle_agent_message), or by the inbound sweeper
+        await reopen_unanswered(session, conversation_id)
     log.info("handoff_ended", conversation_id=str(conversation_id), agent_id=str(agent_id))
     return [agent_outgoing(agent, f"{label} is back with the AI assistant.", conversation_id)]
 

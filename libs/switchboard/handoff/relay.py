@@ -45,6 +45,7 @@ from switchboard.db.models import (
 from switchboard.handoff.agents import agent_by_phone
 from switchboard.handoff.assignment import open_conversations_of
 from switchboard.handoff.commands import CommandError, parse_command, run_command, selected_conversation
+from switchboard.handoff.handback import queue_handed_back
 from switchboard.handoff.notices import (
     AGENT_CONSOLE_CHANNEL,
     AGENT_TEXT_LIMIT,
@@ -117,8 +118,12 @@ async def handle_agent_message(
     row: Message,
     agent: HumanAgent,
     console: Conversation,
+    redis: Any = None,
 ) -> str:
     """Handle one inbound message from an agent's phone; write what to send to the outbox (keyed by ``row``).
+
+    With ``redis``, a conversation handed back with ``/end`` gets its AI turn queued at once (without it,
+    the inbound sweeper queues it).
 
     Returns:
         ``agent_command``, ``agent_command_rejected``, ``relayed_to_customer``, ``agent_no_conversation``
@@ -180,6 +185,9 @@ async def handle_agent_message(
         await write_outgoing(
             session, tenant_id=row.tenant_id, items=items, inbound_message_id=row.id, trace_id=trace_id
         )
+    if command is not None and command.name == "end" and redis is not None:
+        for conversation_id in {item.conversation_id for item in items if item.conversation_id != console.id}:
+            await queue_handed_back(sessions, redis, conversation_id)
     log.info(
         "agent_message_handled",
         outcome=outcome,

@@ -24,7 +24,7 @@ what differs per channel is behind :class:`~switchboard.channels.base.Channel`.
     no transcription could read (even converted to WAV) is told to the customer
     (``agent.unreadable_audio_reply``) and hands the conversation to a person.
 14. :func:`turn` — ``POST /v1/turns``; an answer not ready by the tenant's ``agent.first_reply_deadline_s``
-    sends ``agent.holding_reply`` first, once (:func:`answer_or_hold`); the reply (and its structured parts, rendered by the channel) is
+    (from the message's arrival) sends ``agent.holding_reply`` first, once (:func:`answer_or_hold`); the reply (and its structured parts, rendered by the channel) is
     split to the channel's limits into the outbox. A tapped button or list row reaches the model as its
     title with the option id (:func:`switchboard.replies.chosen_option_text`).
 15. :func:`send_reply` — the delivery loop sends the parts.
@@ -407,7 +407,12 @@ async def agent_console(ic: InboundContext) -> Outcome | None:
     if agent is None:
         return None
     outcome = await handle_agent_message(
-        ic.deps.resources.sessions, ic.deps.gateway, row=row, agent=agent, console=ic.conversation
+        ic.deps.resources.sessions,
+        ic.deps.gateway,
+        row=row,
+        agent=agent,
+        console=ic.conversation,
+        redis=ic.deps.redis,
     )
     # the agent's held-back notices first (their window just opened), then this message's answers
     await _deliver(ic, DeliveryScope(tenant_id=row.tenant_id, recipient=agent.phone))
@@ -973,9 +978,24 @@ async def turn(ic: InboundContext) -> Outcome | None:
     return None
 
 
+def waited_s(ic: InboundContext, deadline_s: float) -> float:
+    """How long the customer has waited for this turn, seconds: since the message arrived (the queue
+    and the burst window count: the customer waits through them), or, for a row older than the
+    deadline (answered again after the model came back, handed back from a person, swept), since this
+    run claimed it: the customer heard from us then, and hears at the deadline again."""
+    since_claim = time.monotonic() - ic.claimed_at
+    arrived = ic.row.created_at
+    if arrived is None:
+        return since_claim
+    since_arrival = (utcnow() - arrived).total_seconds() - since_claim  # at the claim
+    if since_arrival >= deadline_s:
+        return since_claim
+    return max(0.0, since_arrival) + since_claim
+
+
 async def answer_or_hold(ic: InboundContext, call: asyncio.Future[TurnResult]) -> TurnResult:
     """The turn's answer (``call``, already running). When it is not ready by the tenant's
-    ``agent.first_reply_deadline_s`` (counted from this run's claim of the row), the customer gets
+    ``agent.first_reply_deadline_s`` (counted from the message's arrival, :func:`waited_s`), the customer gets
     ``agent.holding_reply`` meanwhile: written to the outbox as purpose ``holding`` and sent at once,
     while the answer is still awaited. Once per inbound message (the outbox's unique part key), however
     often the job runs; a failure to send it is logged and never fails the turn.
@@ -985,7 +1005,7 @@ async def answer_or_hold(ic: InboundContext, call: asyncio.Future[TurnResult]) -
     """
     try:
         agent = (await load_tenant_settings(ic)).agent
-        left_s = agent.first_reply_deadline_s - (time.monotonic() - ic.claimed_at)
+        left_s = agent.first_reply_deadline_s - waited_s(ic, agent.first_reply_deadline_s)
         done, _ = await asyncio.wait({call}, timeout=max(0.0, left_s))
         if not done:
             try:

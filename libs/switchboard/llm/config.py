@@ -33,7 +33,10 @@ __all__ = [
     "OFFLINE_DEMO_MODEL",
 ]
 
-Provider = Literal["openai", "anthropic", "ollama", "openai_compatible", "offline"]
+Provider = Literal["openai", "anthropic", "azure", "gemini", "openai_compatible", "ollama", "offline"]
+"""``azure``: Azure OpenAI (``model`` is the Azure deployment's name, ``api_base`` the resource's
+address); ``gemini``: Google's Gemini API; ``openai_compatible``: any server speaking the OpenAI API
+(vLLM, LM Studio, ...)."""
 
 MODEL_NAME_MAX_CHARS = 200
 """Longest model name a tenant may save (provider names are far shorter; Hugging Face paths fit)."""
@@ -78,7 +81,7 @@ class DeploymentSettings(BaseModel):
     """Provider's model name without prefix (``gpt-4o-mini``, ``claude-haiku-4-5``, ``llama3.1``): see
     :data:`ModelName`."""
     api_base: str | None = Field(None, min_length=1, max_length=2_000)
-    """Endpoint for ``ollama`` / ``openai_compatible`` (e.g. ``https://llama.shop.example``); an ``offline``
+    """Endpoint for ``azure`` / ``ollama`` / ``openai_compatible`` (e.g. ``https://llama.shop.example``); an ``offline``
     deployment without one uses the platform's offline model server (``MODEL_SERVER_URL``)."""
     priority: int = Field(1, ge=0, le=100)
     api_key_encrypted: str | None = None
@@ -106,6 +109,8 @@ class DeploymentSettings(BaseModel):
             return f"openai/{self.model}"
         if self.provider == "ollama":
             return f"ollama_chat/{self.model}"
+        if self.provider in ("azure", "gemini"):
+            return f"{self.provider}/{self.model}"
         return f"anthropic/{self.model}"
 
 

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import datetime, timedelta
 
@@ -40,7 +41,7 @@ from switchboard.llm.router import ModelCallFailed, ModelGateway
 from switchboard.llm.trimming import strip_reasoning
 from switchboard.memory.notes import NotesRejected, check_notes, evidence_from_notes
 from switchboard.observability import get_logger
-from switchboard.tenant_settings import tenant_settings_from
+from switchboard.tenant_settings import cached_tenant_settings, tenant_settings_from
 
 __all__ = [
     "MEMORY_INSTRUCTION",
@@ -260,6 +261,11 @@ async def _mark_summarized(sessions: async_sessionmaker[AsyncSession], conversat
             session.add(conversation)
 
 
+SWEEP_SLICE = 25
+"""Rows the idle-conversation sweep reads between two yields to the event loop (each may parse a
+tenant's settings, a few milliseconds)."""
+
+
 async def close_idle_conversations(
     sessions: async_sessionmaker[AsyncSession], *, now: datetime, limit: int = 500
 ) -> list[uuid.UUID]:
@@ -289,8 +295,11 @@ async def close_idle_conversations(
             )
         ).all()
     due: dict[uuid.UUID, float] = {}
-    for conversation_id, tenant_id, extensions, last_at in rows:
-        window_s = tenant_settings_from(extensions, tenant_id=str(tenant_id)).memory.inactivity_close_s
+    for n, (conversation_id, tenant_id, extensions, last_at) in enumerate(rows, start=1):
+        if n % SWEEP_SLICE == 0:
+            # thousands of rows in one go would hold the event loop (and the worker's heartbeat) for seconds
+            await asyncio.sleep(0)
+        window_s = cached_tenant_settings(extensions, tenant_id=str(tenant_id)).memory.inactivity_close_s
         if last_at is not None and (now - last_at).total_seconds() >= window_s and len(due) < limit:
             due[conversation_id] = window_s
     if not due:

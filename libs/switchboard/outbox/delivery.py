@@ -18,9 +18,12 @@
   on the sent row), else the row fails ``agent_window_closed``; a customer's row fails
   ``window_closed`` and the reason is recorded on the conversation.
 * **Throttle**: a provider's throughput error (:attr:`SendErrorKind.throttled`) sets
-  :func:`~switchboard.queue.keys.channel_throttle_key` for the sending account (``Retry-After`` or
-  ``WHATSAPP_THROTTLE_BACKOFF_S``); while it is set, every row of that account waits
-  (``next_attempt_at`` = the key's expiry). A throttled call does not count as an attempt.
+  :func:`~switchboard.queue.keys.channel_throttle_key` for the sending account, for a hold that grows
+  with the limits hit in a row, jittered and capped (:func:`~switchboard.outbox.policy.throttle_hold_s`:
+  ``WHATSAPP_THROTTLE_BACKOFF_S`` doubled up to ``WHATSAPP_THROTTLE_BACKOFF_MAX_S``, at least the
+  ``Retry-After``); while it is set, every row of that account waits, each until a random moment within
+  ``DELIVERY_THROTTLE_SPREAD_S`` after the key's expiry (:func:`~switchboard.outbox.policy.throttle_release`),
+  so the end of a hold does not send them all at once. A throttled call does not count as an attempt.
 * **Mark sending, then send, then record**: the claim sets ``status='sending'``, ``sending_at`` and
   ``attempts + 1`` and commits before the provider call; the answer is recorded afterwards (``sent``,
   ``external_id``, ``sent_at``; statuses parked for that id are applied then).
@@ -84,9 +87,11 @@ from switchboard.outbox.policy import (
     conversation_reason,
     may_send,
     outcome_unknown,
+    throttle_hold_s,
+    throttle_release,
 )
 from switchboard.outbox.statuses import apply_statuses, take_parked
-from switchboard.queue.keys import channel_throttle_key, mark_read_key
+from switchboard.queue.keys import channel_throttle_count_key, channel_throttle_key, mark_read_key
 from switchboard.settings import Settings
 
 __all__ = [
@@ -394,7 +399,9 @@ async def _claim(run: _Run, row_id: uuid.UUID) -> _Claimed | None:
             return None
         expiry = await run.throttle_expiry(row.channel, account.external_account_id, now)
         if expiry is not None:
-            row.status, row.next_attempt_at, row.updated_at = _PENDING, expiry, now
+            release = throttle_release(expiry, spread_s=run.deps.settings.delivery_throttle_spread_s,
+                                       rng=run.deps.rng)  # fmt: skip
+            row.status, row.next_attempt_at, row.updated_at = _PENDING, release, now
             session.add(row)
             run.blocked_groups.add(_group_key(row))
             log.info("delivery_throttled_wait", until=expiry.isoformat())
@@ -604,6 +611,20 @@ async def _mark_read(run: _Run, claimed: _Claimed) -> None:
         log.warning("mark_read_failed", error_code=code, inbound_message_id=str(inbound_id))
 
 
+async def _throttle_hold(run: _Run, channel: str, account_id: str, retry_after_s: float | None) -> float:
+    """The hold of an account that just hit a throughput limit (:func:`throttle_hold_s`), seconds: it
+    grows with the limits hit in a row (a count that lapses once a hold and as long again passed)."""
+    settings = run.deps.settings
+    key = channel_throttle_count_key(channel, account_id)
+    throttles = int(await run.deps.redis.incr(key))
+    hold_s = throttle_hold_s(
+        throttles, retry_after_s=retry_after_s, base_s=settings.whatsapp_throttle_backoff_s,
+        cap_s=settings.whatsapp_throttle_backoff_max_s, rng=run.deps.rng,
+    )  # fmt: skip
+    await run.deps.redis.expire(key, int(2 * hold_s) + 1)
+    return hold_s
+
+
 async def _record_error(run: _Run, claimed: _Claimed, exc: SendError) -> str:
     """Record a failed send. Returns what became of the part: ``throttled``, ``failed``, ``unknown``
     (maybe accepted: awaiting a status), ``dead_letter``, ``retry`` or ``settled`` (a status came first)."""
@@ -612,8 +633,8 @@ async def _record_error(run: _Run, claimed: _Claimed, exc: SendError) -> str:
     until: datetime | None = None
     # The account's limit holds every row of the account, whatever the state of this one.
     if exc.kind is SendErrorKind.throttled:
-        hold_s = exc.retry_after_s or settings.whatsapp_throttle_backoff_s
         account_id = claimed.account.external_account_id
+        hold_s = await _throttle_hold(run, claimed.channel.name, account_id, exc.retry_after_s)
         await deps.redis.set(channel_throttle_key(claimed.channel.name, account_id), exc.code or "throttled",
                              px=max(int(hold_s * 1000), 1))  # fmt: skip
         until = now + timedelta(seconds=hold_s)

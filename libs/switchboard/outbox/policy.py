@@ -5,6 +5,9 @@
   on a channel with a human-agent extension (Instagram) a person's reply past the window, within the
   extension, goes out with the channel's tag (``HUMAN_AGENT``), and nothing else does.
 * :func:`backoff_s`: capped exponential back-off with full jitter.
+* :func:`throttle_hold_s`, :func:`throttle_release`: how long a sending account waits after a
+  throughput limit (growing, jittered, capped: :class:`~switchboard.queue.jobs.Backoff`), and when each
+  part that waited goes once it ends (spread out, not all at once).
 * :func:`outcome_unknown`: whether a failed call may still have been accepted by the provider.
 * :func:`conversation_reason`: the text a customer's conversation records when a provider refuses.
 * :func:`tenant_settings_of`: the one place the loop reads tenant settings.
@@ -16,7 +19,7 @@ import random
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import httpx
 from sqlmodel import select
@@ -25,6 +28,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from switchboard.channels.base import Channel, OutboundPart, SendError, SendErrorKind, within_window
 from switchboard.db.models import Conversation, HumanAgent, Outbox, OutboxPurpose, Tenant
 from switchboard.observability import get_logger
+from switchboard.queue.jobs import Backoff
 from switchboard.tenant_settings import TenantSettings, tenant_settings_from
 
 __all__ = [
@@ -37,6 +41,8 @@ __all__ = [
     "never_sent",
     "outcome_unknown",
     "tenant_settings_of",
+    "throttle_hold_s",
+    "throttle_release",
     "window_hours",
 ]
 
@@ -55,6 +61,29 @@ def backoff_s(
     """
     cap = min(max_s, base_s * 2 ** max(attempt - 1, 0))
     return cap * rng()
+
+
+def throttle_hold_s(
+    throttles: int,
+    *,
+    retry_after_s: float | None,
+    base_s: float,
+    cap_s: float,
+    rng: Callable[[], float] = random.random,
+) -> float:
+    """How long an account's sends wait after its ``throttles``-th throughput limit in a row (>= 1):
+    :class:`~switchboard.queue.jobs.Backoff` (``base_s`` doubled per limit, at most ``cap_s``, in
+    ``[d / 2, d]``), at least the provider's ``retry_after_s``. Seconds."""
+    hold_s = Backoff(base_s, cap_s).delay_s(throttles, rand=rng)
+    return max(hold_s, retry_after_s or 0.0)
+
+
+def throttle_release(
+    expiry: datetime, *, spread_s: float, rng: Callable[[], float] = random.random
+) -> datetime:
+    """When a part that waited for an account's throughput hold (ending at ``expiry``) is due: at a
+    random moment within ``spread_s`` seconds after it, so the waiting parts do not all go at once."""
+    return expiry + timedelta(seconds=spread_s * rng())
 
 
 def tenant_settings_of(tenant: Tenant | None) -> TenantSettings:

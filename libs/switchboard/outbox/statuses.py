@@ -47,6 +47,7 @@ __all__ = [
     "PARKED_MAX_PER_ACCOUNT",
     "PARKED_TTL_S",
     "DeliveryStatus",
+    "apply_order",
     "apply_statuses",
     "next_status",
     "park_status",
@@ -109,6 +110,12 @@ class DeliveryStatus:
         return cls(**data)
 
 
+def apply_order(status: DeliveryStatus) -> int:
+    """Sort key of statuses applied together: forward rank, ``failed`` last (a message read before
+    a failure was reported stays read; ``failed`` only replaces what ranks below ``read``)."""
+    return STATUS_RANK.get(status.status, len(STATUS_RANK))
+
+
 def next_status(current: str, incoming: str) -> str | None:
     """The row's new status when ``incoming`` arrives while it is ``current``; ``None``: no change.
 
@@ -132,6 +139,10 @@ async def apply_statuses(
     statuses: Sequence[DeliveryStatus],
 ) -> int:
     """Apply delivery statuses of ``channel`` (in the order given) to the outbox.
+
+    Statuses that arrive before the send call returned the provider's id are kept: by the correlation
+    id the first one fills the id and those waiting on the row's lock apply to it as well; without one
+    they are parked and applied in rank order (:func:`take_parked`) when the id is stored.
 
     Args:
         sessions: database sessions.
@@ -171,7 +182,7 @@ async def apply_statuses(
                         .with_for_update()
                     )
                 ).first()
-                if row is not None and row.external_id is not None:
+                if row is not None and row.external_id not in (None, item.external_id):
                     # The row is known under another provider id: a second send of it after an answer was
                     # lost (at-least-once), or one of the several messages a media part becomes.
                     log.info(
@@ -182,7 +193,7 @@ async def apply_statuses(
                         stored_external_id=row.external_id,
                     )
                     continue
-                if row is not None:
+                if row is not None and row.external_id is None:
                     row.external_id = item.external_id
                     filled.append((item.account_id, item.external_id))
                     log.info(
@@ -297,7 +308,8 @@ async def take_parked(
     *,
     only_if_stored: async_sessionmaker[AsyncSession] | None = None,
 ) -> list[DeliveryStatus]:
-    """Remove and return the statuses parked for one provider id (oldest first).
+    """Remove and return the statuses parked for one provider id, in rank order (:func:`apply_order`:
+    they arrived before the id was known, in no order that means anything).
 
     Args:
         only_if_stored: when given, leave them parked unless an outbox row of ``channel`` already has
@@ -322,7 +334,7 @@ async def take_parked(
     pipe.delete(key)
     pipe.zrem(parked_status_index_key(channel, account_id), external_id)
     raw, _, _ = await pipe.execute()
-    return [DeliveryStatus.from_json(item) for item in raw]
+    return sorted((DeliveryStatus.from_json(item) for item in raw), key=apply_order)
 
 
 def to_delivery_statuses(items: list[dict[str, Any]]) -> list[DeliveryStatus]:

@@ -35,6 +35,7 @@ __all__ = [
     "enqueue_deliver_outbox",
     "enqueue_gmail_sync",
     "enqueue_ingest",
+    "enqueue_history_summary",
     "enqueue_lead_check",
     "enqueue_process_inbound",
     "export_pending",
@@ -149,6 +150,9 @@ SUMMARIZE_MEMORY = Job("summarize_memory", Queue.background, timeout_s=MEMORY_JO
 CHECK_LEAD_INTENT = Job("check_lead_intent", Queue.background, timeout_s=120.0, max_tries=1)
 """The model's lead-intent check after an answered turn: off the turn, so it never delays the reply. One
 try: a failed check is logged and the next turn checks the conversation again. 120 s: one model call."""
+SUMMARIZE_HISTORY = Job("summarize_history", Queue.background, timeout_s=120.0, max_tries=1)
+"""A long conversation's history folded into a summary after the turn that asked for it: off the turn, so
+it never delays the reply. One try: the next long turn asks again. 120 s: one model call."""
 SYNC_GMAIL_MAILBOX = Job(
     "sync_gmail_mailbox", Queue.background, timeout_s=110.0, max_tries=30, keep_result_s=0,
     backoff=Backoff(2.0, 20.0),
@@ -180,7 +184,7 @@ ALL_JOBS: tuple[Job, ...] = (
     PING, PROCESS_INBOUND, APPLY_DELIVERY_STATUSES, APPLY_WHATSAPP_STATUSES, DELIVER_OUTBOX, COPY_INBOUND_MEDIA,
     DELIVER_OUTBOX_SWEEP, APPROVALS_SWEEP, INGEST_KNOWLEDGE_SOURCE, SUMMARIZE_MEMORY, SYNC_GMAIL_MAILBOX,
     SWEEP_INBOUND, MEMORY_SWEEP, POLL_GMAIL_MAILBOXES, DELIVER_EVENTS, PRUNE_EVENTS, KNOWLEDGE_VECTOR_INDEXES,
-    CHECK_LEAD_INTENT, RESUME_WAITING_TURNS, ERASE_CUSTOMER, EXPORT_CUSTOMER, APPLY_RETENTION, HANDOFF_OPENINGS,
+    CHECK_LEAD_INTENT, SUMMARIZE_HISTORY, RESUME_WAITING_TURNS, ERASE_CUSTOMER, EXPORT_CUSTOMER, APPLY_RETENTION, HANDOFF_OPENINGS,
 )  # fmt: skip
 """Every job and cron job of both workers."""
 
@@ -340,5 +344,18 @@ async def enqueue_export_customer(
     job = await redis.enqueue_job(
         EXPORT_CUSTOMER.name, str(tenant_id), str(customer_id), export_id, actor,
         _job_id=keys.export_customer_job_id(export_id), _queue_name=EXPORT_CUSTOMER.queue.value,
+    )  # fmt: skip
+    return job is not None
+
+
+async def enqueue_history_summary(
+    redis: ArqRedis, *, tenant_id: uuid.UUID, conversation_id: uuid.UUID, turn_id: uuid.UUID, trace_id: str
+) -> bool:
+    """Enqueue ``summarize_history`` on the background queue for the turn ``turn_id`` that asked for it.
+    Returns ``False`` when it is queued already."""
+    job = await redis.enqueue_job(
+        SUMMARIZE_HISTORY.name, str(tenant_id), str(conversation_id), str(turn_id), trace_id,
+        _job_id=keys.history_summary_job_id(turn_id), _queue_name=SUMMARIZE_HISTORY.queue.value,
+        **_trace_kwargs(),
     )  # fmt: skip
     return job is not None

@@ -6,7 +6,9 @@ import uuid
 from datetime import datetime
 
 __all__ = [
+    "history_summary_job_id",
     "lead_check_job_id",
+    "inbound_handback_job_id",
     "inbound_resume_job_id",
     "inbound_job_id",
     "inbound_sweep_job_id",
@@ -16,6 +18,7 @@ __all__ = [
     "tenant_rate_key",
     "conversation_lock_key",
     "whatsapp_throttle_key",
+    "channel_throttle_count_key",
     "channel_throttle_key",
     "parked_status_key",
     "parked_status_index_key",
@@ -53,6 +56,12 @@ def inbound_resume_job_id(row_id: uuid.UUID | str) -> str:
     return f"inbound:{row_id}:resume:{uuid.uuid4().hex[:12]}"
 
 
+def inbound_handback_job_id(row_id: uuid.UUID | str) -> str:
+    """Job id of a row queued again when its conversation is handed back to the AI (unique: every
+    hand-back runs)."""
+    return f"inbound:{row_id}:handback:{uuid.uuid4().hex[:12]}"
+
+
 def inbound_retry_job_id(row_id: uuid.UUID | str) -> str:
     """Job id of a retry an operator asked for (unique: every request runs)."""
     return f"inbound:{row_id}:retry:{uuid.uuid4().hex[:12]}"
@@ -76,6 +85,12 @@ def tenant_rate_key(tenant_id: uuid.UUID | str) -> str:
 def conversation_lock_key(conversation_id: uuid.UUID | str) -> str:
     """One turn at a time per conversation."""
     return f"lock:conversation:{conversation_id}"
+
+
+def channel_throttle_count_key(channel: str, account_id: str) -> str:
+    """Throughput limits one sending account hit in a row (expires some time after the last): the
+    next hold grows with it."""
+    return f"throttle:{channel}:{account_id}:count"
 
 
 def channel_throttle_key(channel: str, account_id: str) -> str:
@@ -151,6 +166,11 @@ def copy_media_job_id(row_id: uuid.UUID | str) -> str:
 def lead_check_job_id(inbound_message_id: uuid.UUID | str) -> str:
     """Job id of ``check_lead_intent`` after the turn of one inbound message (one check per turn)."""
     return f"lead-check:{inbound_message_id}"
+
+
+def history_summary_job_id(turn_id: uuid.UUID | str) -> str:
+    """Job id of ``summarize_history`` after one turn (one summary per turn that asked for it)."""
+    return f"history-summary:{turn_id}"
 
 
 def statuses_job_id(channel: str, digest: str) -> str:

@@ -22,6 +22,7 @@ from arq.worker import Retry, Worker
 
 from switchboard.db.errors import is_connection_error
 from switchboard.observability import get_logger, metrics, tracing
+from switchboard.queue.depth import queue_depths
 from switchboard.queue.jobs import Backoff
 from switchboard.queue.keys import SWEEP_JOB_ID_PREFIX, sweep_job_id
 from switchboard.queue.lease import arq_in_progress_key, lease
@@ -29,6 +30,7 @@ from switchboard.queue.queues import Queue
 
 __all__ = [
     "HEALTH_CHECK_INTERVAL_S",
+    "HEALTH_KEY_TTL_S",
     "QueueWorker",
     "observed",
     "observed_job",
@@ -40,6 +42,10 @@ __all__ = [
 
 HEALTH_CHECK_INTERVAL_S = 10
 """How often a worker refreshes its health key (arq's default is 3600 s: too slow for ``status``)."""
+HEALTH_KEY_TTL_S = 3 * HEALTH_CHECK_INTERVAL_S
+"""How long one heartbeat stays valid, seconds. ARQ's own is the interval plus 1 s, so an event loop held
+just over a second at the wrong moment (a long query's rows, a burst of jobs starting) read as a dead
+worker; three refreshes still show a dead worker within 30 s."""
 
 
 DATABASE_BACKOFF = Backoff(1.0, 5.0)
@@ -131,8 +137,9 @@ def _job_lease(ctx: dict[str, Any]) -> contextlib.AbstractAsyncContextManager[No
 
 
 class QueueWorker(Worker):
-    """ARQ's ``Worker``, except that a sweep (:func:`sweep_cron`) that fails before its body runs leaves no
-    result record.
+    """ARQ's ``Worker``, except that its heartbeat outlives a briefly held event loop and counts what
+    really waits (:meth:`record_health`), and a sweep (:func:`sweep_cron`) that fails before its body
+    runs leaves no result record.
 
     ARQ stores the result of such a failure for the *worker's* ``keep_result_s`` (3,600 s), not the job's
     ``keep_result=0``: "max retries exceeded" (a cron job has ``max_tries=1``, so the rerun of a sweep whose
@@ -142,6 +149,22 @@ class QueueWorker(Worker):
     held the sweep back an hour: the outbox and approvals sweeps stopped, seen once in CI. Without the
     record the next tick enqueues the sweep as usual.
     """
+
+    async def record_health(self) -> None:
+        """ARQ's heartbeat line (``switchboard status`` reads it), valid :data:`HEALTH_KEY_TTL_S`, with
+        ``queued`` the jobs waiting to run (:func:`~switchboard.queue.depth.queue_depths`: not the
+        deferred ones nor those running, which ARQ's count includes)."""
+        now_ts = time.time()
+        if now_ts - self._last_health_check < self.health_check_interval:
+            return
+        self._last_health_check = now_ts
+        ongoing = sum(not t.done() for t in self.tasks.values())
+        queued = (await queue_depths(self.pool, [self.queue_name]))[self.queue_name]
+        info = (
+            f"{datetime.now():%b-%d %H:%M:%S} j_complete={self.jobs_complete} j_failed={self.jobs_failed} "
+            f"j_retried={self.jobs_retried} j_ongoing={ongoing} queued={queued}"
+        )
+        await self.pool.psetex(self.health_check_key, int(HEALTH_KEY_TTL_S * 1000), info.encode())
 
     async def finish_failed_job(self, job_id: str, result_data: bytes | None) -> None:
         if job_id.startswith(SWEEP_JOB_ID_PREFIX):
@@ -188,10 +211,12 @@ def observed(jobs: list[Any], queue: Queue) -> list[Any]:
 
 
 async def sample_queue_depth(redis: Any, queue: Queue) -> None:
-    """Set ``switchboard_queue_depth`` for ``queue`` every :data:`QUEUE_DEPTH_INTERVAL_S` until cancelled."""
+    """Set ``switchboard_queue_depth`` for ``queue`` (jobs waiting to run now,
+    :func:`~switchboard.queue.depth.queue_depths`) every :data:`QUEUE_DEPTH_INTERVAL_S` until cancelled."""
     while True:
         try:
-            metrics.QUEUE_DEPTH.labels(queue.value).set(await redis.zcard(queue.value))
+            depth = (await queue_depths(redis, [queue.value]))[queue.value]
+            metrics.QUEUE_DEPTH.labels(queue.value).set(depth)
         except Exception as exc:  # noqa: BLE001 (a missed sample is harmless; logged)
             log.debug("queue_depth_sample_failed", queue=queue.value, error=str(exc))
         await asyncio.sleep(QUEUE_DEPTH_INTERVAL_S)

@@ -1,7 +1,8 @@
 """The offline model's demo behaviour: deterministic answers for ``make run`` without a provider key.
 
 It is a stand-in, not a language model, and says so: every answer starts with :data:`OFFLINE_MARKER`.
-See :func:`demo_reply` for the rules.
+See :func:`demo_reply` for the rules. It understands Spanish as it understands English (asking for a
+person, naming an order) and answers in the customer's language (:func:`customer_language`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from switchboard.standins.offline_guard import (
     heuristic_verdict,
 )
 
-__all__ = ["OFFLINE_MARKER", "SUMMARY_INSTRUCTION_MARKER", "demo_reply"]
+__all__ = ["OFFLINE_MARKER", "SUMMARY_INSTRUCTION_MARKER", "customer_language", "demo_reply"]
 
 OFFLINE_MARKER = "[offline model]"
 """Prefix of every demo answer, so nobody mistakes the stand-in for a real model."""
@@ -26,7 +27,9 @@ SUMMARY_INSTRUCTION_MARKER = "Summarize the earlier part of this customer conver
 """Start of the orchestrator's summarization prompt; the demo model answers it with a plain digest."""
 
 _HUMAN_REQUEST_RE = re.compile(
-    r"\b(human|person|people|agent|representative|someone real|real person|operator|staff|manager)\b",
+    r"\b(human|person|people|agent|representative|someone real|real person|operator|staff|manager"
+    r"|persona|personas|humano|humana|agente|asesor|asesora|representante|operador|operadora|alguien real"
+    r"|encargado|encargada|gerente)\b",
     re.IGNORECASE,
 )
 _SEARCH_TOOL_RE = re.compile(r"search|knowledge|faq|lookup", re.IGNORECASE)
@@ -34,7 +37,77 @@ _ORDER_TOOL = "check_order_status"
 _ORDER_NUMBER_RE = re.compile(r"(?<![\w-])(?:[A-Z]{1,4}-?\d{3,}|#\d{3,})(?![\w-])")
 """An order reference in the customer's words: ``A-1001``, ``SO12345``, ``#12345`` (upper-case letters;
 a product code such as ``FVAM-2050-B`` is not one), looked for only when they say "order"."""
-_ORDER_WORD_RE = re.compile(r"\border", re.IGNORECASE)
+_ORDER_WORD_RE = re.compile(r"\b(order|pedido|orden|compra)", re.IGNORECASE)
+_SPANISH_WORDS = frozenset(
+    "hola gracias quiero necesito puedo pedido pedidos dónde donde cómo como qué que cuándo cuando está "
+    "están es son el la los las un una mi mis su sus de del al por para con sin hay tienen tiene hablar "
+    "persona favor buenos buenas días tardes noches envío horario tienda precio cuánto cuesta ayuda y o".split()
+)
+_ENGLISH_WORDS = frozenset(
+    "hi hello thanks thank want need can could my your the is are a an of to for with where how what "
+    "when order have has do does please help talk person store price shipping and or i you".split()
+)
+
+
+def customer_language(text: str) -> str:
+    """``es`` when ``text`` reads as Spanish (its marks ¿ ¡ ñ, or more Spanish than English words), else
+    ``en``: the language the demo model answers in."""
+    if any(mark in text for mark in "¿¡ñÑ"):
+        return "es"
+    words = re.findall(r"[a-záéíóúüñ]+", text.lower())
+    spanish = sum(word in _SPANISH_WORDS for word in words)
+    english = sum(word in _ENGLISH_WORDS for word in words)
+    return "es" if spanish > english else "en"
+
+
+_WORDS: dict[str, dict[str, str]] = {
+    "en": {
+        "no_order": "I could not look that order up: {error}",
+        "not_found": "I couldn't find order {number} for you. Please check the number; orders can only be "
+        "looked up by the customer who placed them.",
+        "order": "Order {number} is {status}",
+        "carrier": ", with {carrier} (tracking number {tracking})",
+        "eta": "; estimated delivery {date}",
+        "that_order": "that order",
+        "registered": "registered",
+        "handed_over": "I've passed your conversation to a person from our team; they will take over here shortly.",
+        "goodbye": "Thank you for writing to us. Goodbye!",
+        "quote": 'From our documents: "{passage}" (I am the offline stand-in model and only quote what the '
+        "search returned.)",
+        "nothing": "I searched our documents but found nothing about that. Would you like me to pass you to a person?",
+        "ran": "I ran {names}; it returned: {result}",
+        "a_tool": "a tool",
+        "asked": "The customer asked for a person.",
+        "stand_in": "Thanks for your message. I am the offline stand-in model, so I can't really answer that; "
+        "once a real model provider is configured, a proper assistant will. If you need help now, ask for a person.",
+    },
+    "es": {
+        "no_order": "No pude consultar ese pedido: {error}",
+        "not_found": "No encontré el pedido {number}. Compruebe el número; solo quien hizo un pedido puede "
+        "consultarlo.",
+        "order": "El pedido {number} está {status}",
+        "carrier": ", con {carrier} (número de seguimiento {tracking})",
+        "eta": "; entrega prevista el {date}",
+        "that_order": "ese pedido",
+        "registered": "registrado",
+        "handed_over": "He pasado su conversación a una persona de nuestro equipo; le atenderá aquí en breve.",
+        "goodbye": "Gracias por escribirnos. ¡Hasta pronto!",
+        "quote": 'Según nuestros documentos: "{passage}" (soy el modelo sustituto sin conexión y solo cito lo '
+        "que devolvió la búsqueda).",
+        "nothing": "Busqué en nuestros documentos pero no encontré nada sobre eso. ¿Quiere que le pase con una persona?",
+        "ran": "Ejecuté {names}; devolvió: {result}",
+        "a_tool": "una herramienta",
+        "asked": "El cliente pidió hablar con una persona.",
+        "stand_in": "Gracias por su mensaje. Soy el modelo sustituto sin conexión, así que no puedo responder "
+        "a eso de verdad; cuando se configure un proveedor de modelos real, un asistente de verdad lo hará. "
+        "Si necesita ayuda ahora, pida hablar con una persona.",
+    },
+}
+"""The demo model's sentences in each language it answers in."""
+_STATUS_ES = {
+    "pending": "pendiente", "processing": "en preparación", "shipped": "enviado", "in_transit": "en camino",
+    "out_for_delivery": "en reparto", "delivered": "entregado", "cancelled": "cancelado", "returned": "devuelto",
+}  # fmt: skip
 
 
 def _text_of(content: Any) -> str:
@@ -133,26 +206,27 @@ def _queue_reply(result: str) -> str | None:
     return found.group(1).strip() if found else None
 
 
-def _order_sentence(result: str) -> str:
+def _order_sentence(result: str, language: str = "en") -> str:
     """One sentence from a ``check_order_status`` result (:class:`switchboard.tools.business.OrderStatus`
-    JSON), or the tool's error as it came."""
+    JSON) in ``language``, or the tool's error as it came."""
+    say = _WORDS[language]
     try:
         data = json.loads(result)
     except ValueError:
-        return f"I could not look that order up: {_clip(result, 200)}"
+        return say["no_order"].format(error=_clip(result, 200))
     if not isinstance(data, dict) or "found" not in data:
-        return f"I could not look that order up: {_clip(result, 200)}"
-    number = data.get("order_number") or "that order"
+        return say["no_order"].format(error=_clip(result, 200))
+    number = data.get("order_number") or say["that_order"]
     if not data["found"]:
-        return (
-            f"I couldn't find order {number} for you. Please check the number; orders can only be looked "
-            "up by the customer who placed them."
-        )
-    sentence = f"Order {number} is {data.get('status') or 'registered'}"
+        return say["not_found"].format(number=number)
+    status = str(data.get("status") or say["registered"])
+    if language == "es":
+        status = _STATUS_ES.get(status, status)
+    sentence = say["order"].format(number=number, status=status)
     if data.get("carrier") and data.get("tracking_number"):
-        sentence += f", with {data['carrier']} (tracking number {data['tracking_number']})"
+        sentence += say["carrier"].format(carrier=data["carrier"], tracking=data["tracking_number"])
     if data.get("estimated_delivery"):
-        sentence += f"; estimated delivery {str(data['estimated_delivery'])[:10]}"
+        sentence += say["eta"].format(date=str(data["estimated_delivery"])[:10])
     return sentence + "."
 
 
@@ -215,6 +289,7 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
     customer_text = _customer_words(messages[last_user].get("content")).strip() if last_user >= 0 else ""
     after = messages[last_user + 1 :] if last_user >= 0 else []
     offered = _tool_names(tools)
+    say = _WORDS[customer_language(customer_text)]
 
     if after and after[-1].get("role") == "tool":
         call_names = {
@@ -233,38 +308,27 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
             queued = _queue_reply([result for name, result in results if name == "escalate_to_human"][-1])
             if queued:  # nobody online: the tool says what to tell the customer (``handoff.queue_reply``)
                 return {"content": f"{OFFLINE_MARKER} {queued}"}
-            return {
-                "content": f"{OFFLINE_MARKER} I've passed your conversation to a person from our team; "
-                "they will take over here shortly."
-            }
+            return {"content": f"{OFFLINE_MARKER} {say['handed_over']}"}
         if _ORDER_TOOL in names:
-            return {"content": f"{OFFLINE_MARKER} {_order_sentence(results[names.index(_ORDER_TOOL)][1])}"}
+            sentence = _order_sentence(results[names.index(_ORDER_TOOL)][1], customer_language(customer_text))
+            return {"content": f"{OFFLINE_MARKER} {sentence}"}
         if "end_conversation" in names:
-            return {"content": f"{OFFLINE_MARKER} Thank you for writing to us. Goodbye!"}
+            return {"content": f"{OFFLINE_MARKER} {say['goodbye']}"}
         for name, result in reversed(results):
             if _SEARCH_TOOL_RE.search(name):
                 passage = _best_passage(result)
                 if passage:
-                    return {
-                        # Markdown bold of the document would show as literal asterisks in a chat
-                        "content": f'{OFFLINE_MARKER} From our documents: "{_clip(passage.replace("**", ""))}" '
-                        "(I am the offline stand-in model and only quote what the search returned.)"
-                    }
-                return {
-                    "content": f"{OFFLINE_MARKER} I searched our documents but found nothing about that. "
-                    "Would you like me to pass you to a person?"
-                }
-        return {
-            "content": f"{OFFLINE_MARKER} I ran {', '.join(n for n in names if n) or 'a tool'}; "
-            f"it returned: {_clip(results[-1][1], 300)}"
-        }
+                    # Markdown bold of the document would show as literal asterisks in a chat
+                    quoted = say["quote"].format(passage=_clip(passage.replace("**", "")))
+                    return {"content": f"{OFFLINE_MARKER} {quoted}"}
+                return {"content": f"{OFFLINE_MARKER} {say['nothing']}"}
+        ran = say["ran"].format(
+            names=", ".join(n for n in names if n) or say["a_tool"], result=_clip(results[-1][1], 300)
+        )
+        return {"content": f"{OFFLINE_MARKER} {ran}"}
 
     if customer_text and _HUMAN_REQUEST_RE.search(customer_text) and "escalate_to_human" in offered:
-        return {
-            "tool_calls": [
-                {"name": "escalate_to_human", "arguments": {"reason": "The customer asked for a person."}}
-            ]
-        }
+        return {"tool_calls": [{"name": "escalate_to_human", "arguments": {"reason": say["asked"]}}]}
     order = (
         _ORDER_NUMBER_RE.search(customer_text)
         if _ORDER_TOOL in offered and _ORDER_WORD_RE.search(customer_text)
@@ -279,8 +343,4 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
         return {
             "tool_calls": [{"name": search, "arguments": _query_argument(offered[search], customer_text)}]
         }
-    return {
-        "content": f"{OFFLINE_MARKER} Thanks for your message. I am the offline stand-in model, so I can't "
-        "really answer that; once a real model provider is configured, a proper assistant will. "
-        "If you need help now, ask for a person."
-    }
+    return {"content": f"{OFFLINE_MARKER} {say['stand_in']}"}

@@ -7,7 +7,8 @@ agent settings page; :func:`document_from_form` turns the submitted form back in
 Form names: ``<section>.<setting>``; a list of models (``llm.deployments``) is rows
 ``<section>.<setting>.<row>.<field>`` (a row whose required fields are all empty is dropped: the
 empty last row adds a deployment). A secret is a password input: empty keeps the stored key,
-``<name>.remove`` (a checkbox) removes it. Booleans are checkboxes (an absent box is false); lists of
+``<name>.remove`` (a checkbox) removes it; so does ``<setting>.<row>.remove`` for a whole row. A nested
+model (``guardrails.input``) is a group of inputs ``<section>.<setting>.<field>``. Booleans are checkboxes (an absent box is false); lists of
 strings are one per line; an empty optional number or text is ``null`` (its default).
 """
 
@@ -25,12 +26,21 @@ from pydantic.fields import FieldInfo
 
 from switchboard.tenant_config.document import SECRET_NOT_SET, SECRET_SET, SECRET_SUFFIX, all_sections
 
-__all__ = ["FormField", "FormSection", "form_sections", "document_from_form", "LONG_TEXT_FIELDS"]
+__all__ = [
+    "FormField",
+    "FormSection",
+    "form_sections",
+    "document_from_form",
+    "LONG_TEXT_FIELDS",
+    "REMOVE_ROW",
+]
 
-Kind = Literal["text", "textarea", "number", "checkbox", "select", "lines", "secret", "rows", "json"]
+Kind = Literal["text", "textarea", "number", "checkbox", "select", "lines", "secret", "rows", "json", "group"]
 LONG_TEXT_FIELDS = frozenset({"instructions", "system_prompt"})
 EXTRA_ROWS = 1
 """Empty rows offered under a list of models (to add one)."""
+REMOVE_ROW = "remove"
+"""A row's checkbox (``llm.deployments.0.remove``) that drops it on save."""
 
 
 @dataclass
@@ -52,6 +62,8 @@ class FormField:
     maximum: Any = None
     rows: list[list[FormField]] = field(default_factory=list)
     """For ``rows``: one list of fields per item (the last ones empty)."""
+    children: list[FormField] = field(default_factory=list)
+    """For ``group`` (a nested settings model such as ``guardrails.input``): its own fields."""
 
 
 @dataclass
@@ -106,13 +118,13 @@ def _field(prefix: str, key: str, info: FieldInfo, value: Any, model: type[BaseM
             rows += [_row(f"{name}.{len(items) + n}", item, {}) for n in range(EXTRA_ROWS)]
             return FormField(**common, kind="rows", value=None, rows=rows)
         return FormField(**common, kind="lines", value="\n".join(str(v) for v in value or []))
-    if (
-        (isclass(annotation) and issubclass(annotation, BaseModel))
-        or get_origin(annotation) is dict
-        or annotation is dict
-    ):
-        # a nested model or mapping (e.g. guardrails.input): edited as a JSON object, validated on save
-        shown = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    if isclass(annotation) and issubclass(annotation, BaseModel):
+        # a nested model (guardrails.input): its own inputs, named <name>.<field>
+        values = value.model_dump(mode="json") if isinstance(value, BaseModel) else dict(value or {})
+        return FormField(**common, kind="group", value=None, children=_row(name, annotation, values))
+    if get_origin(annotation) is dict or annotation is dict:
+        # a free-form mapping: edited as a JSON object, validated on save
+        shown = value
         return FormField(
             **common,
             kind="json",
@@ -124,8 +136,13 @@ def _field(prefix: str, key: str, info: FieldInfo, value: Any, model: type[BaseM
 
 
 def _row(prefix: str, model: type[BaseModel], values: Mapping[str, Any]) -> list[FormField]:
-    return [_field(prefix, key, info, values.get(key, info.default if not info.is_required() else None), model)
-            for key, info in model.model_fields.items()]  # fmt: skip
+    out = []
+    for key, info in model.model_fields.items():
+        value = values.get(key, None if info.is_required() else info.get_default(call_default_factory=True))
+        if key.endswith(SECRET_SUFFIX) and not value and values.get(key[: -len(SECRET_SUFFIX)]) == SECRET_SET:
+            value = SECRET_SET  # public shape (a nested group): the key is stored, kept unless replaced
+        out.append(_field(prefix, key, info, value, model))
+    return out
 
 
 def form_sections(effective: Mapping[str, Mapping[str, Any]], stored: Mapping[str, Any]) -> list[FormSection]:
@@ -203,11 +220,17 @@ def _read(fields: list[FormField], form: Mapping[str, str], model: type[BaseMode
             elif f.value == SECRET_SET:
                 out[f.key] = SECRET_SET
             continue
+        if f.kind == "group":
+            nested = _strip_optional(model.model_fields[f.key].annotation)[0]
+            out[f.key] = {k: v for k, v in _read(f.children, form, nested).items() if v is not None}
+            continue
         if f.kind == "rows":
             info = model.model_fields[f.key]
             item_model = get_args(_strip_optional(info.annotation)[0])[0]
             items = []
-            for row in f.rows:
+            for index, row in enumerate(f.rows):
+                if form.get(f"{f.name}.{index}.{REMOVE_ROW}"):
+                    continue  # "remove this row" ticked
                 values = _read(row, form, item_model)
                 # a select always posts a value: an empty row is one whose typed required fields are empty
                 required = [r.key for r in row if r.required and r.kind != "select"]

@@ -241,6 +241,7 @@ def build_background_worker_settings(settings: Settings) -> type:
     Raises:
         SettingsError: ``DATABASE_URL`` or ``REDIS_URL`` unset.
     """
+    from switchboard.agent.history_summary import summarize_history_job
     from switchboard.channels.gmail.jobs import poll_gmail_mailboxes, sync_gmail_mailbox
     from switchboard.events.delivery import deliver_events
     from switchboard.events.retention import prune_events
@@ -266,6 +267,7 @@ def build_background_worker_settings(settings: Settings) -> type:
             _func(jobs.CHECK_LEAD_INTENT, check_lead_intent, settings),
             _func(jobs.ERASE_CUSTOMER, erase_customer_job, settings),
             _func(jobs.EXPORT_CUSTOMER, export_customer_job, settings),
+            _func(jobs.SUMMARIZE_HISTORY, summarize_history_job, settings),
         ],
         cron_jobs=[
             _sweep(jobs.SWEEP_INBOUND, sweep_inbound, settings, second=set(range(0, 60, 15))),

@@ -265,7 +265,7 @@ async def test_a_spanish_tenant_hears_the_queue_reply_in_spanish(
     assert [(m["to"], m["text"]) for m in sent] == [
         (
             CUSTOMER,
-            "Todo nuestro equipo está ocupado en este momento. Una persona te responderá aquí en cuanto haya "
-            "alguien disponible; no hace falta que vuelvas a escribir.",
+            "Todo nuestro equipo está ocupado en este momento. Una persona le responderá aquí en cuanto haya "
+            "alguien disponible; no hace falta que vuelva a escribir.",
         )
     ]

@@ -116,6 +116,30 @@ async def test_a_hanging_model_sends_the_holding_message_once_by_the_deadline_th
     assert states == ["waiting_model"]
 
 
+async def test_the_deadline_counts_from_the_message_not_from_the_workers_pick_up(
+    e2e_settings, wa_tenant, sessions, graph_sandbox, offline_model
+) -> None:  # type: ignore[no-untyped-def]
+    script = await answer_with_script(
+        sessions, wa_tenant.tenant.id, offline_model,
+        agent={"first_reply_deadline_s": DEADLINE_S}, loop={"turn_timeout_s": 8},
+    )  # fmt: skip
+    script.default = ScriptedResponse(kind="hang")
+    settings = e2e_settings()
+    pid = wa_tenant.phone_number_id
+    async with channel_service(settings) as svc:
+        posted_at = time.monotonic()
+        await svc.post(
+            text_body(
+                phone_number_id=pid, wamid=f"wamid.Q{unique_model()}", text="my order?", wa_id="15550107788"
+            )
+        )
+    await asyncio.sleep(2.0)  # a busy queue: the worker takes the message 2 s after it arrived
+    first_s, burst = await _first_message_after(settings, graph_sandbox[1], pid, posted_at)
+    await burst
+    assert sent_to(graph_sandbox[1], pid)[0]["text"] == AgentSettings().holding_reply
+    assert DEADLINE_S - 0.5 <= first_s <= DEADLINE_S + SLACK_S, first_s
+
+
 async def test_a_spanish_tenant_gets_the_holding_message_in_spanish(
     e2e_settings, wa_tenant, sessions, graph_sandbox, offline_model
 ) -> None:  # type: ignore[no-untyped-def]
@@ -130,7 +154,7 @@ async def test_a_spanish_tenant_gets_the_holding_message_in_spanish(
         await svc.post(text_body(phone_number_id=pid, wamid=f"wamid.S{unique_model()}", text="¿y mi pedido?"))
     await run_worker_burst(settings)
     assert [m["text"] for m in sent_to(graph_sandbox[1], pid)] == [
-        "Gracias por tu mensaje. Lo estoy revisando y te respondo en un momento.",
+        "Gracias por su mensaje. Lo estoy revisando y le respondo en un momento.",
         "Tu pedido sale hoy.",
     ]
 
@@ -138,8 +162,9 @@ async def test_a_spanish_tenant_gets_the_holding_message_in_spanish(
 async def test_an_answer_within_the_deadline_sends_no_holding_message(
     e2e_settings, wa_tenant, sessions, graph_sandbox, offline_model
 ) -> None:  # type: ignore[no-untyped-def]
+    # the deadline counts from the message's arrival: the worker's start in this test counts too
     script = await answer_with_script(
-        sessions, wa_tenant.tenant.id, offline_model, agent={"first_reply_deadline_s": DEADLINE_S}
+        sessions, wa_tenant.tenant.id, offline_model, agent={"first_reply_deadline_s": 10}
     )
     script.push(text("Right away.", latency_s=0.5))
     settings = e2e_settings()

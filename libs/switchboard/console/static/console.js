@@ -157,3 +157,22 @@
   document.addEventListener("DOMContentLoaded", function () { scan(document); });
   document.addEventListener("htmx:afterSettle", function () { scan(document); });
 })();
+// Agent settings, model rows: show only the inputs the chosen provider needs. Each input's wrapper
+// says which providers need it (data-needs="openai azure ..."); without this script every input shows.
+(function () {
+  "use strict";
+  function apply(row) {
+    var select = row.querySelector("select[data-provider]");
+    if (!select) return;
+    row.querySelectorAll("[data-needs]").forEach(function (part) {
+      part.hidden = part.getAttribute("data-needs").split(" ").indexOf(select.value) < 0;
+    });
+  }
+  document.addEventListener("change", function (event) {
+    var row = event.target.closest ? event.target.closest(".deployment") : null;
+    if (row && event.target.matches("select[data-provider]")) apply(row);
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll(".deployment").forEach(apply);
+  });
+})();
