@@ -545,7 +545,7 @@ async def export_customer_route(
     "(exports are deleted after `CUSTOMER_EXPORT_LINK_TTL_S`).",
 )  # fmt: skip
 async def get_customer_export(
-    export_id: Annotated[str, FastApiPath(pattern=r"^[A-Za-z0-9_-]{8,64}$")],
+    export_id: Annotated[str, FastApiPath(pattern=r"^[0-9a-f]{32}$", description="`exportCustomer`'s `export_id`.")],
     caller: Annotated[ApiCaller, require_scope("customers:read")], settings: SettingsDep, resources: ResourcesDep,
 ) -> Response:  # fmt: skip
     store = MediaStore.from_settings(settings)

@@ -333,7 +333,9 @@ async def export_pending(redis: ArqRedis, export_id: str) -> bool:
     from arq.jobs import Job as ArqJob
     from arq.jobs import JobStatus
 
-    status = await ArqJob(keys.export_customer_job_id(export_id), redis).status()
+    status = await ArqJob(
+        keys.export_customer_job_id(export_id), redis, _queue_name=EXPORT_CUSTOMER.queue.value
+    ).status()
     return status in (JobStatus.queued, JobStatus.deferred, JobStatus.in_progress)
 
 
