@@ -12,6 +12,8 @@ from typing import Any
 import httpx
 import pytest
 from switchboard.db.models import Message, MessageDirection, MessageRole, Role, Tenant
+from switchboard.media.store import MediaStore
+from switchboard.privacy.export import export_key, new_export_id
 from switchboard.users import API_SCOPES, create_tenant_key
 
 from services.console.main import create_app
@@ -72,11 +74,19 @@ class World:
     """A tenant admin (a conversation can be assigned to them)."""
     new_phone: str
     """A phone of no customer yet (``startConversation`` writes to it with a template)."""
+    customer_identity: str
+    """The conversation's customer's phone number (``eraseCustomer``'s confirmation)."""
 
 
 @pytest.fixture
 async def world(
-    make_tenant: Any, sessions: Any, settings: Any, make_key: MakeKey, api: Any, stops_at_the_queue: None
+    make_tenant: Any,
+    sessions: Any,
+    settings: Any,
+    make_key: MakeKey,
+    api: Any,
+    api_app: Any,
+    stops_at_the_queue: None,
 ) -> World:
     """The tenant has a WhatsApp number on the Graph sandbox, its templates listed; the conversation is a
     customer's on it, who wrote 5 minutes ago (inside the 24-hour window: free text and files may go
@@ -112,8 +122,16 @@ async def world(
         "document_id": uploaded.json()["document"]["id"],
         "message_id": str(message.id),
         "endpoint_id": endpoint.json()["id"],
+        "export_id": new_export_id(),
     }
-    return World(tenant=tenant, ids=ids, user_id=user.id, new_phone=random_phone())
+    # an export the background job has written (getCustomerExport downloads it)
+    await MediaStore.from_settings(api_app.state.settings).write(
+        export_key(tenant.id, ids["export_id"]), b"PK\x05\x06" + b"\x00" * 18
+    )
+    return World(
+        tenant=tenant, ids=ids, user_id=user.id, new_phone=random_phone(),
+        customer_identity=str(scene.customer.phone or scene.customer.external_user_id),
+    )  # fmt: skip
 
 
 ORDER_UPDATE = {"name": "order_update", "language": "en_US", "body": ["Ana", "#1042", "on its way"],
@@ -140,6 +158,8 @@ def request_body(operation_id: str, world: World) -> dict[str, Any]:
             "data": {"caption": "Your parcel"},
         },
         "rotateWebhookSecret": {"json": {}},
+        "addNote": {"json": {"text": "Called them: parcel re-sent."}},
+        "eraseCustomer": {"json": {"confirm": world.customer_identity}},
     }.get(operation_id, {})
 
 

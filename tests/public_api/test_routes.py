@@ -13,7 +13,14 @@ from switchboard.users import API_SCOPES
 from tests.public_api.conftest import fill, request_body
 
 # Destructive operations last, so that every other one still finds its rows.
-_LAST = ("closeConversation", "deleteDocument", "deleteWebhookEndpoint")
+_LAST = (
+    "closeConversation",
+    "reopenConversation",
+    "eraseCustomer",
+    "deleteDocument",
+    "deleteWebhookEndpoint",
+)
+"""Operations that end what others need, walked last in this order (a closed conversation reopens)."""
 
 
 async def _operations(client) -> list[tuple[str, str, dict]]:  # type: ignore[no-untyped-def]
@@ -24,7 +31,12 @@ async def _operations(client) -> list[tuple[str, str, dict]]:  # type: ignore[no
         for method, operation in operations.items()
     ]
     return sorted(
-        found, key=lambda op: (op[2]["operationId"] in _LAST, op[0] == "DELETE", op[2]["operationId"])
+        found,
+        key=lambda op: (
+            _LAST.index(op[2]["operationId"]) + 1 if op[2]["operationId"] in _LAST else 0,
+            op[0] == "DELETE",
+            op[2]["operationId"],
+        ),
     )
 
 

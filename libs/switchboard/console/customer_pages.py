@@ -27,7 +27,7 @@ from switchboard.db.models import Customer, CustomerIdentity
 from switchboard.i18n import N_, gettext
 from switchboard.media.store import MediaCopyFailed, MediaStore
 from switchboard.observability import get_logger
-from switchboard.privacy.erase import ERASED_PREFIX, ERASING_PREFIX
+from switchboard.privacy.erase import ERASED_PREFIX, ERASING_PREFIX, confirms_identity
 from switchboard.privacy.export import export_key, export_link, export_link_is_valid, new_export_id
 from switchboard.queue.jobs import enqueue_erase_customer, enqueue_export_customer
 from switchboard.validation import has_unstorable_chars
@@ -219,28 +219,13 @@ async def save_attributes(
     return _back(page, customer_id, flash=_flash(request, page, SAVED))
 
 
-def _normal(value: str) -> str:
-    value = value.strip()
-    return value.lower() if "@" in value else value.removeprefix("+").replace(" ", "")
-
-
 @customer_pages_router.post("/t/{slug}/customers/{customer_id}/erase")
 async def erase_action(
     request: Request, customer_id: uuid.UUID, page: AdminPage, session: SessionDep, resources: ResourcesDep,
     confirm: Annotated[str, Form(max_length=320)] = "",
 ) -> Response:  # fmt: skip
     customer = await _customer_or_404(session, page, customer_id)
-    values = {
-        _normal(v)
-        for v in (
-            await session.exec(
-                select(CustomerIdentity.value).where(
-                    CustomerIdentity.tenant_id == page.tenant.id, CustomerIdentity.customer_id == customer_id
-                )
-            )
-        ).all()
-    } | {_normal(v) for v in (customer.external_user_id, customer.phone, customer.email) if v}
-    if not confirm.strip() or _normal(confirm) not in values:
+    if not await confirms_identity(session, tenant_id=page.tenant.id, customer=customer, typed=confirm):
         return _back(page, customer_id, error=_flash(request, page, NOT_THE_IDENTITY))
     if resources.redis is None:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "the job queue is not available")

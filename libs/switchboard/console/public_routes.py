@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, Query, Request, Response
+from fastapi import Path as FastApiPath
 from fastapi.routing import APIRouter
 from pydantic import BaseModel, Field
 from sqlmodel import col, select
@@ -25,6 +26,7 @@ from switchboard.body_limit import body_allowance
 from switchboard.console import actions
 from switchboard.console.actions import Actioner, ActionRefused
 from switchboard.console.inbox import Mode, mode_of, sender_of
+from switchboard.conversations.notes import NOTE_MAX_CHARS, add_note, notes_of
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import (
     Conversation,
@@ -56,7 +58,12 @@ from switchboard.knowledge.routes import (
 )
 from switchboard.knowledge.upload_form import upload_body_bytes
 from switchboard.leads.routes import LeadPublic
+from switchboard.live_updates import publish_conversation_event
+from switchboard.media.store import MediaCopyFailed, MediaStore
+from switchboard.observability import get_logger
 from switchboard.outreach.routes import outreach_routers
+from switchboard.privacy.erase import confirms_identity
+from switchboard.privacy.export import export_key, new_export_id
 from switchboard.public_api import (
     ApiCaller,
     ApiProblem,
@@ -68,9 +75,12 @@ from switchboard.public_api import (
     public_router,
     require_scope,
 )
+from switchboard.queue.jobs import enqueue_erase_customer, enqueue_export_customer, export_pending
 from switchboard.validation import check_text
 
 __all__ = ["public_routers"]
+
+log = get_logger(__name__)
 
 conversations_router = public_router("/conversations", tags=["conversations"])
 
@@ -257,8 +267,8 @@ async def hand_back_conversation(
 @conversations_router.post(
     "/{conversation_id}/close", operation_id="closeConversation", response_model=ConversationOut,
     responses=_CONFLICT, summary="Close a conversation",
-    description="A person who had it hands it back first. A closed conversation stays closed: the "
-    "customer's next message opens a new one (there is no reopening). Closing it again changes nothing.",
+    description="A person who had it hands it back first. The customer's next message opens a new "
+    "conversation unless this one is reopened (`reopenConversation`). Closing it again changes nothing.",
 )  # fmt: skip
 async def close_conversation(
     conversation_id: uuid.UUID, caller: Annotated[ApiCaller, require_scope("conversations:write")],
@@ -266,6 +276,72 @@ async def close_conversation(
 ) -> ConversationOut:  # fmt: skip
     return await _act(caller, session, conversation_id, lambda who: actions.close(
         sessions, resources.redis, who=who, conversation_id=conversation_id))  # fmt: skip
+
+
+@conversations_router.post(
+    "/{conversation_id}/reopen", operation_id="reopenConversation", response_model=ConversationOut,
+    responses=_CONFLICT, summary="Reopen a closed conversation",
+    description="The AI answers the customer's next message in it. 409: it is open, or the customer has "
+    "a newer open conversation (continue there).",
+)  # fmt: skip
+async def reopen_conversation(
+    conversation_id: uuid.UUID, caller: Annotated[ApiCaller, require_scope("conversations:write")],
+    session: SessionDep, sessions: SessionsDep, resources: ResourcesDep,
+) -> ConversationOut:  # fmt: skip
+    return await _act(caller, session, conversation_id, lambda who: actions.reopen(
+        sessions, resources.redis, who=who, conversation_id=conversation_id))  # fmt: skip
+
+
+class NoteOut(BaseModel):
+    """A private note: shown to the team in the thread, never sent to the customer nor read by the AI."""
+
+    id: uuid.UUID
+    text: str
+    author_name: str
+    created_at: datetime
+
+
+class NoteBody(BaseModel):
+    text: str = Field(min_length=1, max_length=NOTE_MAX_CHARS)
+
+
+@conversations_router.get(
+    "/{conversation_id}/notes", operation_id="listNotes", response_model=list[NoteOut],
+    responses=problem_responses(404), summary="List a conversation's private notes", description="Oldest first.",
+)  # fmt: skip
+async def list_notes(
+    conversation_id: uuid.UUID, caller: Annotated[ApiCaller, require_scope("conversations:read")],
+    session: SessionDep,
+) -> list[NoteOut]:  # fmt: skip
+    await _conversation(session, caller, conversation_id)
+    notes = await notes_of(session, tenant_id=caller.tenant.id, conversation_id=conversation_id)
+    return [NoteOut(id=n.id, text=n.text, author_name=n.author_name, created_at=n.created_at) for n in notes]
+
+
+@conversations_router.post(
+    "/{conversation_id}/notes", operation_id="addNote", status_code=201, response_model=NoteOut,
+    responses=problem_responses(404), summary="Keep a private note on a conversation",
+    description="Shown to the team in the console's thread, signed with the key's name; never sent to "
+    "the customer and never read by the AI.",
+)  # fmt: skip
+async def add_conversation_note(
+    conversation_id: uuid.UUID, body: NoteBody, caller: Annotated[ApiCaller, require_scope("conversations:write")],
+    session: SessionDep, resources: ResourcesDep,
+) -> NoteOut:  # fmt: skip
+    conversation = await _conversation(session, caller, conversation_id)
+    try:
+        note = add_note(
+            session, conversation=conversation, text=body.text, author_name=f"API: {caller.key.name}"
+        )
+    except ValueError as exc:
+        raise ApiProblem(
+            422, "invalid_request", str(exc), errors=[{"field": "text", "message": str(exc)}]
+        ) from None
+    await session.commit()
+    await publish_conversation_event(
+        resources.redis, tenant_id=caller.tenant.id, conversation_id=conversation_id, kind="note"
+    )
+    return NoteOut(id=note.id, text=note.text, author_name=note.author_name, created_at=note.created_at)
 
 
 # --- Customers ----------------------------------------------------------------------------------------
@@ -391,6 +467,98 @@ async def update_customer(
     await session.commit()
     await session.refresh(customer)
     return customer_out(customer)
+
+
+class EraseBody(BaseModel):
+    confirm: str = Field(
+        min_length=1, max_length=320,
+        description="One of the customer's identities (phone number, e-mail address, Instagram or web id), "
+        "typed again: the erase cannot be undone.",
+    )  # fmt: skip
+
+
+class Queued(BaseModel):
+    status: Literal["queued"] = "queued"
+
+
+@customers_router.post(
+    "/{customer_id}/erase", operation_id="eraseCustomer", status_code=202, response_model=Queued,
+    responses=problem_responses(404, 422), summary="Erase a customer everywhere",
+    description="Deletes or irreversibly anonymizes everything stored about the customer (messages and "
+    "their files, memory, leads, traces, webhook deliveries; counts are kept) in a background job that "
+    "survives a restart. An audit record keeps who erased which customer id, when. 422 "
+    "`identity_not_confirmed`: `confirm` is not one of the customer's identities.",
+)  # fmt: skip
+async def erase_customer_route(
+    customer_id: uuid.UUID, body: EraseBody, caller: Annotated[ApiCaller, require_scope("customers:write")],
+    session: SessionDep, resources: ResourcesDep,
+) -> Queued:  # fmt: skip
+    customer = await _customer(session, caller, customer_id)
+    if not await confirms_identity(
+        session, tenant_id=caller.tenant.id, customer=customer, typed=body.confirm
+    ):
+        raise ApiProblem(
+            422, "identity_not_confirmed", "`confirm` must be one of the customer's identities, typed again.",
+            errors=[{"field": "confirm", "message": "not one of the customer's identities"}],
+        )  # fmt: skip
+    await enqueue_erase_customer(
+        resources.redis, tenant_id=caller.tenant.id, customer_id=customer_id, actor=f"api_key:{caller.key.id}"
+    )
+    log.info("customer_erase_requested", customer_id=str(customer_id), api_key_id=str(caller.key.id))
+    return Queued()
+
+
+class ExportStarted(BaseModel):
+    export_id: str
+    status: Literal["queued"] = "queued"
+    download: str = Field(description="`getCustomerExport`'s path: the ZIP once it is ready.")
+
+
+@customers_router.post(
+    "/{customer_id}/exports", operation_id="exportCustomer", status_code=202, response_model=ExportStarted,
+    responses=problem_responses(404), summary="Export everything stored about a customer",
+    description="A background job writes a ZIP: `customer.json` (the customer, identities, conversations "
+    "and messages, memory, leads, feedback) and their media files. Fetch it with `getCustomerExport`.",
+)  # fmt: skip
+async def export_customer_route(
+    customer_id: uuid.UUID, caller: Annotated[ApiCaller, require_scope("customers:read")],
+    session: SessionDep, resources: ResourcesDep,
+) -> ExportStarted:  # fmt: skip
+    await _customer(session, caller, customer_id)
+    export_id = new_export_id()
+    await enqueue_export_customer(
+        resources.redis, tenant_id=caller.tenant.id, customer_id=customer_id, export_id=export_id,
+        actor=f"api_key:{caller.key.id}",
+    )  # fmt: skip
+    return ExportStarted(export_id=export_id, download=f"/api/v1/customers/exports/{export_id}")
+
+
+@customers_router.get(
+    "/exports/{export_id}", operation_id="getCustomerExport", summary="Download a customer export",
+    response_class=Response,
+    responses={
+        200: {"content": {"application/zip": {}}, "description": "The export."},
+        202: {"description": "Not ready yet: ask again in a few seconds."},
+        **problem_responses(404),
+    },
+    description="The ZIP once the export job wrote it (202 until then); 404 for an unknown or expired one "
+    "(exports are deleted after `CUSTOMER_EXPORT_LINK_TTL_S`).",
+)  # fmt: skip
+async def get_customer_export(
+    export_id: Annotated[str, FastApiPath(pattern=r"^[0-9a-f]{32}$", description="`exportCustomer`'s `export_id`.")],
+    caller: Annotated[ApiCaller, require_scope("customers:read")], settings: SettingsDep, resources: ResourcesDep,
+) -> Response:  # fmt: skip
+    store = MediaStore.from_settings(settings)
+    try:
+        data = await store.get(export_key(caller.tenant.id, export_id))
+    except MediaCopyFailed:
+        if await export_pending(resources.redis, export_id):
+            return Response(status_code=202, headers={"Retry-After": "5"})
+        raise ApiProblem(404, "not_found", "no such export (or it expired)") from None
+    return Response(
+        data, media_type="application/zip",
+        headers={"Content-Disposition": 'attachment; filename="customer-export.zip"', "Cache-Control": "no-store"},
+    )  # fmt: skip
 
 
 # --- Knowledge -----------------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ from switchboard.observability import get_logger
 from switchboard.queue.keys import profile_cache_key
 
 __all__ = [
+    "confirms_identity",
     "ERASED_PREFIX",
     "ERASING_PREFIX",
     "MESSAGE_HOLDS_WORDS",
@@ -100,6 +101,29 @@ class EraseReport:
 
     def add(self, table: str, n: int) -> None:
         self.counts[table] = self.counts.get(table, 0) + n
+
+
+def _normal_identity(value: str) -> str:
+    """An identity as people type it: e-mail case-folded; a phone number without ``+`` or spaces."""
+    value = value.strip()
+    return value.lower() if "@" in value else value.removeprefix("+").replace(" ", "")
+
+
+async def confirms_identity(
+    session: AsyncSession, *, tenant_id: uuid.UUID, customer: Customer, typed: str
+) -> bool:
+    """Whether ``typed`` is one of the customer's identities (a phone number, an e-mail address, an
+    Instagram or web id), as the person asking for an erase must type it to confirm."""
+    if not typed.strip():
+        return False
+    rows = await session.exec(
+        select(CustomerIdentity.value).where(
+            CustomerIdentity.tenant_id == tenant_id, CustomerIdentity.customer_id == customer.id
+        )
+    )
+    values = {_normal_identity(v) for v in rows.all()}
+    values |= {_normal_identity(v) for v in (customer.external_user_id, customer.phone, customer.email) if v}
+    return _normal_identity(typed) in values
 
 
 def is_erased(customer: Customer) -> bool:

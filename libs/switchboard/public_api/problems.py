@@ -52,6 +52,7 @@ PROBLEM_TITLES: dict[str, str] = {
     "forbidden": "Forbidden",
     "insufficient_scope": "The API key lacks the scope this needs",
     "not_found": "Not found",
+    "identity_not_confirmed": "Identity not confirmed",
     "method_not_allowed": "Method not allowed",
     "conflict": "Conflict",
     "body_too_large": "Request body too large",

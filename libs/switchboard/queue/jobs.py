@@ -38,6 +38,7 @@ __all__ = [
     "enqueue_history_summary",
     "enqueue_lead_check",
     "enqueue_process_inbound",
+    "export_pending",
     "process_inbound_spec",
     "copy_media_spec",
     "delivery_statuses_spec",
@@ -325,6 +326,17 @@ async def enqueue_erase_customer(
         _job_id=keys.erase_customer_job_id(customer_id), _queue_name=ERASE_CUSTOMER.queue.value,
     )  # fmt: skip
     return job is not None
+
+
+async def export_pending(redis: ArqRedis, export_id: str) -> bool:
+    """Whether the export ``export_id`` is still queued or being written (its job waits or runs)."""
+    from arq.jobs import Job as ArqJob
+    from arq.jobs import JobStatus
+
+    status = await ArqJob(
+        keys.export_customer_job_id(export_id), redis, _queue_name=EXPORT_CUSTOMER.queue.value
+    ).status()
+    return status in (JobStatus.queued, JobStatus.deferred, JobStatus.in_progress)
 
 
 async def enqueue_export_customer(
