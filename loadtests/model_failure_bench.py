@@ -45,9 +45,9 @@ from typing import Any
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import faults  # noqa: E402  (the switchboard run harness)
+from loadtests import faults  # noqa: E402  (the switchboard run harness)
 
 CASES = ("hanging", "refusing", "5xx")
 DATA_DIR = Path("/tmp/model-failure-bench")
