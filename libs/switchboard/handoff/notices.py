@@ -16,7 +16,13 @@ from typing import Any, Literal
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.channels.base import OutboundPart, channel_capabilities, channel_label, split_text
+from switchboard.channels.base import (
+    OutboundPart,
+    channel_capabilities,
+    channel_label,
+    shown_address,
+    split_text,
+)
 from switchboard.db.models import ChannelAccount, Conversation, Customer, HumanAgent, OutboxPurpose
 from switchboard.outbox.writer import OutboxItem, write_outbox
 
@@ -68,12 +74,13 @@ def customer_address(customer: Customer) -> str:
 
 def customer_label(customer: Customer) -> str:
     """How agents see a customer: ``"Ana Lima (+5511999990000)"`` / ``"+5511999990000"`` on WhatsApp;
-    ``"Ana Lima (@ana.lima on Instagram)"`` / ``"1000000000000001 on Instagram"`` on another channel."""
+    ``"Ana Lima (@ana.lima on Instagram)"`` / ``"1000000000000001 on Instagram"`` on another channel, whose
+    address is shown as the channel lets people see it (``"visitor 3f9a on Website chat"``)."""
     if customer.channel in (None, "", AGENT_CONSOLE_CHANNEL):
         number = f"+{customer.phone}" if customer.phone else customer.external_user_id
         return f"{customer.display_name} ({number})" if customer.display_name else number
     username = (customer.profile or {}).get("username")
-    handle = f"@{username}" if username else customer.external_user_id
+    handle = f"@{username}" if username else shown_address(customer.channel, customer.external_user_id)
     where = f"{handle} on {channel_label(customer.channel)}"
     return f"{customer.display_name} ({where})" if customer.display_name else where
 

@@ -13,6 +13,7 @@ not external content. Buttons, lists and product cards are drawn by the widget i
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from switchboard.channels.base import (
     register_channel,
 )
 from switchboard.channels.web.stream import append_event, event_external_id, notify
+from switchboard.channels.web.widgets import USER_PREFIX
 from switchboard.observability import get_logger
 
 if TYPE_CHECKING:
@@ -78,6 +80,15 @@ class WebChannel:
     account_id_label = None
     """Widgets are created in the console (a key and a secret), not connected by an id and a token."""
     chart_colour = "#0f766e"
+
+    @staticmethod
+    def show_address(address: str) -> str:
+        """How people (an agent on WhatsApp) see a visitor: ``user 42`` for a verified user; for an
+        anonymous one ``visitor`` and four hex digits of the id's SHA-256, never the id itself (it is the
+        visitor's only key to their stream)."""
+        if address.startswith(USER_PREFIX):
+            return "user " + address[len(USER_PREFIX) :]
+        return "visitor " + hashlib.sha256(address.encode()).hexdigest()[:4]
 
     @staticmethod
     def render_structured(text: str, parts: Sequence[Any]) -> list[OutboundPart]:
