@@ -27,6 +27,7 @@ from switchboard.channels.base import (
 )
 from switchboard.channels.web.stream import append_event, event_external_id, notify
 from switchboard.channels.web.widgets import USER_PREFIX
+from switchboard.i18n import N_
 from switchboard.observability import get_logger
 
 if TYPE_CHECKING:
@@ -73,7 +74,8 @@ class WebChannel:
 
     name = "web"
     capabilities = CAPABILITIES
-    label = "Website chat"
+    label = N_("Website chat")
+    """Translated where people read it (the console, the agents' notices stay English)."""
     business_app = "website chat"
     reply_identity_kinds = ("web_user", "visitor")
     """A verified user's replies go to their user stream (every browser they sign in on), else the visitor's."""
