@@ -23,6 +23,7 @@ from switchboard.channels.base import (
     shown_address,
     split_text,
 )
+from switchboard.conversations import customer_reply_address
 from switchboard.db.models import ChannelAccount, Conversation, Customer, HumanAgent, OutboxPurpose
 from switchboard.outbox.writer import OutboxItem, write_outbox
 
@@ -126,6 +127,18 @@ def assignment_notice(
     return "\n".join(lines)
 
 
+async def _customer_recipient(
+    session: AsyncSession, item: Outgoing, conversation: Conversation | None, channel: str
+) -> str:
+    """Where a message for the customer goes: their identity the channel prefers, as its send address
+    (a signed-in website visitor's stream is not their bare user id); ``item.recipient`` without one."""
+    customer = await session.get(Customer, conversation.customer_id) if conversation is not None else None
+    if customer is None:
+        return item.recipient
+    found = await customer_reply_address(session, customer, channel, prefer=item.recipient)
+    return found or item.recipient
+
+
 async def _sending_account(
     session: AsyncSession, item: Outgoing, cache: dict[uuid.UUID, Conversation | None]
 ) -> tuple[str, uuid.UUID | None]:
@@ -184,6 +197,9 @@ async def write_outgoing(
     rows = []
     for item in items:
         channel, account_id = await _sending_account(session, item, cache)
+        recipient = item.recipient
+        if item.audience == "customer":
+            recipient = await _customer_recipient(session, item, cache[item.conversation_id], channel)
         text, media = portable(item, channel)
         pieces = _pieces(text, channel)
         for number, piece in enumerate(pieces, start=1):
@@ -193,7 +209,7 @@ async def write_outgoing(
                     conversation_id=item.conversation_id,
                     channel=channel,
                     channel_account_id=account_id,
-                    recipient=item.recipient,
+                    recipient=recipient,
                     part=OutboundPart(
                         type="media" if last and media and not piece else "text",
                         text=piece,

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlmodel import select
 from switchboard.channels.base import shown_address
+from switchboard.channels.web.widgets import user_hash
 from switchboard.db.models import Conversation, Customer, Message, utcnow
 from switchboard.handoff import add_agent
 from switchboard.standins.offline_server import ScriptedResponse
@@ -31,10 +32,10 @@ def settings_(e2e_settings):  # type: ignore[no-untyped-def]
     return e2e_settings()
 
 
-async def _visitor_writes(settings, key: str, visitor: str, text: str) -> None:  # type: ignore[no-untyped-def]
+async def _visitor_writes(settings, key: str, visitor: str, text: str, **who: str) -> None:  # type: ignore[no-untyped-def]
     from services.web.main import create_app
 
-    body = {"key": key, "visitor": visitor, "messages": [{"id": uuid.uuid4().hex, "text": text}]}
+    body = {"key": key, "visitor": visitor, "messages": [{"id": uuid.uuid4().hex, "text": text}], **who}
     async with serve_app(create_app(settings)) as url, httpx.AsyncClient() as client:
         response = await client.post(url + "/web/v1/messages", json=body, headers={"Origin": ORIGIN})
     assert response.status_code == 200 and response.json()["stored"] == 1
@@ -114,6 +115,39 @@ async def test_an_agent_on_whatsapp_takes_over_a_website_visitor_and_hands_back_
     assert [r.text for r in copy_row][0] == "Hi, I'm Nia. Sending a new mug today."
 
 
+async def test_a_signed_in_visitor_gets_the_ai_and_the_agent_on_their_user_stream(
+    settings_, wa_tenant, sessions, graph_sandbox, web_streams, script
+) -> None:  # type: ignore[no-untyped-def]
+    model = await script()
+    model.push(
+        ScriptedResponse(
+            kind="tool_calls", tool_calls=[{"name": "escalate_to_human", "arguments": {"reason": "refund"}}]
+        ),
+        ScriptedResponse(content="Ana wants a refund."),
+        ScriptedResponse(content="A colleague will take over here."),
+    )
+    async with sessions() as session, session.begin():
+        nia = await add_agent(session, tenant_id=wa_tenant.tenant.id, name="Nia", phone=random_phone(),
+                              online=True)  # fmt: skip
+        nia.last_inbound_at = utcnow() - timedelta(minutes=5)
+    account, secret = await connect_web(sessions, wa_tenant.tenant, settings_)
+    key = account.external_account_id
+    signed = {"user_id": "42", "user_hash": user_hash(secret, "42"), "name": "Ana"}
+    await _visitor_writes(settings_, key, new_visitor(), "I want a person", **signed)
+    notice = sent_to(graph_sandbox[1], wa_tenant.phone_number_id)[0]
+    assert "Customer: Ana (user 42 on Website chat)" in notice["text"]
+    await _agent_writes(settings_, wa_tenant, nia, "Hi Ana, Nia here.")
+    # every browser Ana signs in on reads the stream of user 42
+    assert [(r["to"], r["text"]) for r in await streams_of(web_streams, key)] == [
+        ("user:42", "A colleague will take over here."),
+        ("user:42", "Hi Ana, Nia here."),
+    ]
+
+
+async def streams_of(web_streams, key: str) -> list[dict]:  # type: ignore[no-untyped-def,type-arg]
+    return await web_streams[1].replies(key)
+
+
 @given(visitor=st.from_regex(r"\A[A-Za-z0-9_-]{22,64}\Z"))
 def test_a_visitor_is_shown_by_a_tag_never_by_their_id(visitor: str) -> None:
     shown = shown_address("web", visitor)
@@ -123,4 +157,5 @@ def test_a_visitor_is_shown_by_a_tag_never_by_their_id(visitor: str) -> None:
 
 def test_a_verified_user_is_shown_by_their_user_id_and_other_channels_by_their_address() -> None:
     assert shown_address("web", "user:42") == "user 42"
+    assert shown_address("web", "42") == "user 42"  # a customer keyed by their user id
     assert shown_address("instagram", "1000000000000001") == "1000000000000001"
