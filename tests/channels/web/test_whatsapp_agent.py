@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 from sqlmodel import select
 from switchboard.channels.base import shown_address
 from switchboard.channels.web.widgets import user_hash
-from switchboard.db.models import Conversation, Customer, Message, utcnow
+from switchboard.db.models import Conversation, Customer, Message, Role, utcnow
 from switchboard.handoff import add_agent
 from switchboard.standins.offline_server import ScriptedResponse
 
+from tests.utils.console import log_in, new_user
 from tests.utils.conversations import assert_human_mode_has_owner
 from tests.utils.handoff import random_phone
 from tests.utils.servers import serve_app
@@ -159,3 +160,52 @@ def test_a_verified_user_is_shown_by_their_user_id_and_other_channels_by_their_a
     assert shown_address("web", "user:42") == "user 42"
     assert shown_address("web", "42") == "user 42"  # a customer keyed by their user id
     assert shown_address("instagram", "1000000000000001") == "1000000000000001"
+
+
+async def test_closing_a_visitors_conversation_in_the_console_tells_the_agent_and_says_goodbye_on_the_website(
+    settings_, wa_tenant, sessions, graph_sandbox, web_streams, script
+) -> None:  # type: ignore[no-untyped-def]
+    from services.console.main import create_app
+
+    model = await script(handoff={"farewell": "Thanks for writing to us!"})
+    model.push(
+        ScriptedResponse(
+            kind="tool_calls", tool_calls=[{"name": "escalate_to_human", "arguments": {"reason": "refund"}}]
+        ),
+        ScriptedResponse(content="Wants a refund."),
+        ScriptedResponse(content="A colleague will take over here."),
+    )
+    async with sessions() as session, session.begin():
+        nia = await add_agent(session, tenant_id=wa_tenant.tenant.id, name="Nia", phone=random_phone(),
+                              online=True)  # fmt: skip
+        nia.last_inbound_at = utcnow() - timedelta(minutes=5)
+    account, _ = await connect_web(sessions, wa_tenant.tenant, settings_)
+    key, visitor = account.external_account_id, new_visitor()
+    await _visitor_writes(settings_, key, visitor, "I want a person")
+    async with sessions() as session:
+        conversation = (await session.exec(select(Conversation).where(
+            Conversation.tenant_id == wa_tenant.tenant.id, Conversation.channel == "web"))).one()  # fmt: skip
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=wa_tenant.tenant.id, name="Pat")
+    app = create_app(settings_)
+    async with app.router.lifespan_context(app), httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app, client=("10.9.8.7", 40000)), base_url="http://console.test",
+        headers={"Accept": "text/html"},
+    ) as client:  # fmt: skip
+        me = await log_in(client, admin)
+        closed = await me.post_form(f"/t/{wa_tenant.tenant.slug}/conversations/{conversation.id}/close")
+    assert closed.status_code == 303
+    await run_worker_burst(settings_)
+    label = f"visitor {hashlib.sha256(visitor.encode()).hexdigest()[:4]} on Website chat"
+    to_nia = [m["text"] for m in sent_to(graph_sandbox[1], wa_tenant.phone_number_id) if m["to"] == nia.phone]
+    assert to_nia[-1] == f"{label} was handed back to the AI by Pat."
+    assert [(r["to"], r["text"]) for r in await web_streams[1].replies(key)] == [
+        (visitor, "A colleague will take over here."),
+        (visitor, "Thanks for writing to us!"),
+    ]
+    assert (await _reload_status(sessions, conversation.id)) == "closed"
+
+
+async def _reload_status(sessions, conversation_id) -> str:  # type: ignore[no-untyped-def]
+    async with sessions() as session:
+        row = await session.get(Conversation, conversation_id)
+    return row.status
