@@ -7,6 +7,7 @@ Run: `uvicorn services.web.main:create_app --factory` (`switchboard run` does th
 from fastapi import APIRouter, FastAPI
 from switchboard.channels.web.channel import WEB_PREFIX
 from switchboard.channels.web.routes import web_router
+from switchboard.handoff.hours import availability
 from switchboard.media import MediaStore
 from switchboard.media.links import media_router
 from switchboard.service_app import create_service_app
@@ -18,7 +19,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings()
     # everything under /web: one path prefix the edge (Caddy, the load balancer) forwards as it is
     routes = APIRouter(prefix=WEB_PREFIX)
-    routes.include_router(web_router(settings))
+    routes.include_router(web_router(settings, availability=availability))
     routes.include_router(media_router(settings, MediaStore.from_settings(settings)))
     return create_service_app(
         "web",

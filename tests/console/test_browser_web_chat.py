@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -13,8 +14,10 @@ from switchboard.channels.base import ChannelDeps, OutboundPart, build_channels
 from switchboard.channels.web.channel import public_url
 from switchboard.channels.web.widgets import user_hash
 from switchboard.crypto import CredentialCipher
-from switchboard.db.models import Conversation, Customer, CustomerIdentity, Message, Outbox, Role
+from switchboard.db.models import Conversation, Customer, CustomerIdentity, Message, Outbox, Role, Tenant
+from switchboard.handoff import hours
 from switchboard.standins.offline_server import ScriptedResponse
+from switchboard.tenant_settings import set_section
 
 from tests.utils.agent import answer_with_script, call, text, tool_calls
 from tests.utils.console import PASSWORD, new_user
@@ -256,3 +259,63 @@ async def test_the_ais_buttons_are_native_buttons_and_a_tap_reaches_the_next_tur
         "role": "user",
         "content": "Large [chose option id: size_l]",
     }
+
+
+async def test_out_of_hours_the_panel_says_when_the_team_opens_in_the_pages_language(
+    browser, make_settings, sessions, make_tenant, monkeypatch, screenshot, stops_at_the_queue
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(
+        hours, "utcnow", lambda: datetime(2026, 12, 12, 11, 0, tzinfo=UTC)
+    )  # Sat 12:00 Madrid
+    settings = make_settings()
+    tenant = await make_tenant(name="Tienda Sol")
+    site_port = free_port()
+    account, _ = await connect_web(sessions, tenant, settings, origins=(f"http://127.0.0.1:{site_port}",))
+    async with sessions() as session, session.begin():
+        row = await session.get(Tenant, tenant.id)
+        set_section(row, "hours", enabled=True, timezone="Europe/Madrid", schedule=[
+            {"day": d, "opens": "09:00", "closes": "18:00"} for d in ("mon", "tue", "wed", "thu", "fri")])  # fmt: skip
+        session.add(row)
+    notices = {}
+    async with _web(settings):
+        for lang, locale in (("es", "es-ES"), ("en", "en-US")):
+            site = sample_site(public_url(settings), account.external_account_id, lang=lang)
+            page = await _new_page(browser, locale)
+            async with serve_app(site, port=site_port) as site_url:
+                await page.goto(site_url)
+                await page.locator(f"{WIDGET} button.launcher").click()
+                notice = page.locator(f"{WIDGET} [role=dialog] .hours[role=status]")
+                notices[lang] = await notice.inner_text()
+                if lang == "en":
+                    await screenshot(page, "web-chat-closed")
+                    await _write(page, "Is the valve in stock?")  # a message can still be left
+                    await page.locator(f"{WIDGET} .msg.me .state", has_text="Sent").wait_for()
+            await page.context.close()
+        await _stored(sessions, tenant.id, 1)
+    assert notices == {
+        "es": "Ahora estamos cerrados; abrimos el lunes 14 de diciembre a las 09:00. "
+        "Deje un mensaje y le responderemos.",
+        "en": "We're closed now; we open on Monday 14 December at 09:00. Leave a message and we'll reply.",
+    }
+
+
+async def test_in_hours_the_panel_shows_no_notice(
+    browser, make_settings, sessions, make_tenant, monkeypatch, stops_at_the_queue
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(hours, "utcnow", lambda: datetime(2026, 12, 14, 9, 0, tzinfo=UTC))  # Mon 10:00 Madrid
+    settings = make_settings()
+    tenant = await make_tenant(name="Tienda Sol")
+    site_port = free_port()
+    account, _ = await connect_web(sessions, tenant, settings, origins=(f"http://127.0.0.1:{site_port}",))
+    async with sessions() as session, session.begin():
+        row = await session.get(Tenant, tenant.id)
+        set_section(row, "hours", enabled=True, timezone="Europe/Madrid", schedule=[
+            {"day": "mon", "opens": "09:00", "closes": "18:00"}])  # fmt: skip
+        session.add(row)
+    page = await _new_page(browser)
+    async with _web(settings), serve_app(sample_site(public_url(settings), account.external_account_id),
+                                         port=site_port) as site_url:  # fmt: skip
+        await page.goto(site_url)
+        await page.locator(f"{WIDGET} button.launcher").click()
+        await page.locator(f"{WIDGET} [role=dialog] textarea").wait_for()
+        assert await page.locator(f"{WIDGET} .hours").count() == 0

@@ -8,6 +8,7 @@ from datetime import date
 from markupsafe import Markup, escape
 
 from switchboard.channels.base import channel_class, channel_label
+from switchboard.i18n import gettext
 
 __all__ = ["line_chart", "channel_colour"]
 
@@ -54,6 +55,7 @@ def line_chart(
     *,
     unit: str = "",
     chart_id: str = "",
+    language: str = "en",
 ) -> Markup:
     """An SVG line chart: x = ``days``, one polyline (with dots) per channel; gaps where a value is ``None``.
 
@@ -61,6 +63,7 @@ def line_chart(
         title: shown above the plot (already translated).
         series: ``{channel: [value per day]}``.
         unit: ``"%"`` for ratios (0-1), ``"s"`` for seconds, ``"$"`` for US dollars, else plain numbers.
+        language: the legend's channel names are in it (``en`` / ``es``).
     """
     values = [v for line in series.values() for v in line if v is not None]
     top = max(values) if values else 0
@@ -117,7 +120,7 @@ def line_chart(
             parts.append(
                 f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(segment)}"/>'
             )
-        label = channel_label(channel)
+        label = gettext(language, channel_label(channel))
         parts.append(
             f'<text class="legend" x="{legend_x:.0f}" y="{HEIGHT - 8}" style="fill:{colour}">● {escape(label)}</text>'
         )

@@ -18,7 +18,9 @@ the channel's :meth:`Channel.send`. Everything channel-specific the core needs i
 Everything else the core knows about a channel is declared on its class too: :attr:`Channel.label`
 (the console and notices), :attr:`Channel.business_app` (the escalation reason of an echo),
 :attr:`Channel.reply_identity_kinds` (whom a reply is addressed to), :attr:`Channel.account_id_label`,
-:attr:`Channel.chart_colour`; the registry answers with :func:`channel_class` and the ``channel_*``
+:attr:`Channel.chart_colour`, and optionally ``show_address`` (how people see a customer's address,
+:func:`shown_address`) and ``address_of`` (a customer identity as the channel's send address,
+:func:`channel_address`); the registry answers with :func:`channel_class` and the ``channel_*``
 functions below, so no channel name is listed anywhere else.
 
 Channels register their class with :func:`register_channel` when their ``channel`` module is imported;
@@ -66,6 +68,8 @@ __all__ = [
     "channel_label",
     "channel_names",
     "channel_renderer",
+    "shown_address",
+    "channel_address",
     "reply_identity_kinds",
     "register_channel",
     "unregister_channel",
@@ -463,6 +467,24 @@ def channel_renderer(name: str) -> Callable[..., list[OutboundPart]] | None:
     channel that shows them as text (or an unknown one)."""
     cls = channel_class(name)
     return getattr(cls, "render_structured", None) if cls is not None else None
+
+
+def shown_address(name: str, address: str) -> str:
+    """A customer's ``address`` on channel ``name`` as people may see it (an agent's notices): the
+    ``show_address(address)`` function the channel declares on its class when its addresses are not for
+    people's eyes (the website chat's visitor id is the visitor's only key), else ``address`` itself."""
+    cls = channel_class(name)
+    show = getattr(cls, "show_address", None) if cls is not None else None
+    return str(show(address)) if show is not None else address
+
+
+def channel_address(name: str, kind: str, value: str) -> str:
+    """The address :meth:`Channel.send` takes for a customer identity ``(kind, value)`` on channel ``name``:
+    the ``address_of(kind, value)`` function the channel declares on its class when an identity is not
+    its own address (the website chat's verified user ``42`` is streamed at ``user:42``), else ``value``."""
+    cls = channel_class(name)
+    address_of = getattr(cls, "address_of", None) if cls is not None else None
+    return str(address_of(kind, value)) if address_of is not None else value
 
 
 def build_channels(deps: ChannelDeps) -> dict[str, Channel]:

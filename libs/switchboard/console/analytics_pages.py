@@ -51,7 +51,12 @@ async def analytics_page(
     language = console_language(request, page.tenant)  # charts are drawn before rendering: titles here
     charts = [
         line_chart(
-            gettext(language, title), data.days, data.series(metric), unit=unit, chart_id=f"chart-{metric}"
+            gettext(language, title),
+            data.days,
+            data.series(metric),
+            unit=unit,
+            chart_id=f"chart-{metric}",
+            language=language,
         )
         for metric, title, unit in CHARTS
     ]

@@ -32,7 +32,7 @@ from switchboard.console.deps import LoginRequired
 from switchboard.console.form_words import value_words
 from switchboard.db.models import Role
 from switchboard.i18n import SUPPORTED_LANGUAGES, gettext, negotiate_language, normalize_language
-from switchboard.i18n.jinja import install_i18n, use_language
+from switchboard.i18n.jinja import current_language, install_i18n, use_language
 from switchboard.i18n.validation import localized
 from switchboard.users import CSRF_FIELD, CSRF_HEADER, ROLE_WORDS
 
@@ -140,13 +140,18 @@ def _history_words(context: Any, line: Any) -> str:
     return str(gettext(lang, line.words) % names)
 
 
+def _channel_label(name: str) -> str:
+    """Channel ``name`` as people name it, in the page's language (``web`` → ``Chat del sitio web``)."""
+    return gettext(current_language.get(), channel_label(name))
+
+
 templates.env.filters.update(ago=_ago, waited=_waited, exact=_exact, history_words=_history_words)
 templates.env.globals.update(
     HTMX_FILE=HTMX_FILE,
     CSRF_FIELD=CSRF_FIELD,
     CSRF_HEADER=CSRF_HEADER,
     LANGUAGES=SUPPORTED_LANGUAGES,
-    channel_label=channel_label,
+    channel_label=_channel_label,
     words=value_words,
 )
 LANGUAGE_COOKIE = "sb_lang"

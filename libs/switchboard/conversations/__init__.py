@@ -26,6 +26,7 @@ from switchboard.conversations.identities import (
     active_identities,
     change_identity,
     channel_identities,
+    customer_reply_address,
     reply_address,
     resolve_customer,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "read_history",
     "reassign",
     "reopen",
+    "customer_reply_address",
     "reply_address",
     "resolve_customer",
     "start_conversation",

@@ -22,6 +22,7 @@ from sqlalchemy import text, tuple_
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from switchboard.channels.base import channel_address, reply_identity_kinds
 from switchboard.db.models import Customer, CustomerIdentity, IdentityKind, utcnow
 from switchboard.observability import get_logger
 
@@ -492,11 +493,32 @@ def reply_address(identities: Sequence[Identity | CustomerIdentity], kinds: Sequ
 
     ``kinds`` is the channel's :attr:`~switchboard.channels.base.Channel.reply_identity_kinds`, best
     first (WhatsApp: the ``wa_id`` among ``identities``, the inbound message's, else its BSUID;
-    Instagram: the IGSID; Gmail: the address). ``None`` when none fits (the caller falls back to
-    ``customers.phone`` / ``external_user_id``).
+    Instagram: the IGSID; Gmail: the address), as the channel's send address
+    (:func:`~switchboard.channels.base.channel_address`: the website chat's verified user ``42`` is
+    ``user:42``). ``None`` when none fits (the caller falls back to ``customers.phone`` /
+    ``external_user_id``).
     """
     for kind in kinds:
         for identity in identities:
             if identity.kind == kind and identity.value:
-                return identity.value
+                return channel_address(identity.channel, kind, identity.value)
     return None
+
+
+async def customer_reply_address(
+    session: AsyncSession, customer: Customer, channel: str, *, prefer: str | None = None
+) -> str | None:
+    """Where a message to ``customer`` goes on ``channel``: their active identity the channel prefers
+    (:func:`reply_address`; of several of one kind, the one whose value is ``prefer``), or ``None`` when
+    they hold none there."""
+    rows = (
+        await session.exec(
+            select(CustomerIdentity).where(
+                CustomerIdentity.customer_id == customer.id,
+                CustomerIdentity.channel == channel,
+                col(CustomerIdentity.retired_at).is_(None),
+            )
+        )
+    ).all()
+    ordered = sorted(rows, key=lambda row: (row.value != prefer, row.created_at))
+    return reply_address(ordered, reply_identity_kinds(channel))

@@ -21,7 +21,7 @@ from switchboard.db.models import utcnow
 from switchboard.i18n import N_, gettext
 from switchboard.tenant_settings import WEEKDAYS, HoursSettings, TenantSettings
 
-__all__ = ["BusinessHours", "business_hours", "opening_words", "waiting_reply", "utcnow"]
+__all__ = ["BusinessHours", "availability", "business_hours", "opening_words", "waiting_reply", "utcnow"]
 
 SEARCH_DAYS = 400
 """How far ahead :meth:`BusinessHours.next_opening` looks, days (a year of holidays and then some)."""
@@ -179,3 +179,30 @@ def waiting_reply(settings: TenantSettings, opens_at: datetime | None, *, now: d
     zone = hours.zone if hours is not None else ZoneInfo(settings.locale.timezone)
     words = opening_words(opens_at, now=now or utcnow(), zone=zone, language=settings.locale.language)
     return settings.hours.out_of_hours_reply.replace("{opening}", words)
+
+
+AVAILABILITY_LANGUAGES = ("en", "es")
+"""The languages :func:`availability` words the next opening in (those a website chat page may have)."""
+
+
+def availability(settings: TenantSettings, *, now: datetime | None = None) -> dict[str, object]:
+    """Whether the team answers now, for a customer-facing surface (the website chat's notice):
+    ``{"open": True}`` when business hours are off or the team is in; otherwise
+    ``{"open": False, "opens_at": ISO-8601 UTC | None, "opens": {"en": ..., "es": ...} | None}``, the
+    next opening as :func:`opening_words` words it in the tenant's time zone (``None`` when the schedule
+    has no opening within :data:`SEARCH_DAYS` days)."""
+    hours = business_hours(settings)
+    at = now or utcnow()
+    if hours is None or hours.is_open(at):
+        return {"open": True}
+    opening = hours.next_opening(at)
+    if opening is None:
+        return {"open": False, "opens_at": None, "opens": None}
+    return {
+        "open": False,
+        "opens_at": opening.isoformat(),
+        "opens": {
+            language: opening_words(opening, now=at, zone=hours.zone, language=language)
+            for language in AVAILABILITY_LANGUAGES
+        },
+    }

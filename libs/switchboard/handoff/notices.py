@@ -16,7 +16,14 @@ from typing import Any, Literal
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.channels.base import OutboundPart, channel_capabilities, channel_label, split_text
+from switchboard.channels.base import (
+    OutboundPart,
+    channel_capabilities,
+    channel_label,
+    shown_address,
+    split_text,
+)
+from switchboard.conversations import customer_reply_address
 from switchboard.db.models import ChannelAccount, Conversation, Customer, HumanAgent, OutboxPurpose
 from switchboard.outbox.writer import OutboxItem, write_outbox
 
@@ -68,12 +75,13 @@ def customer_address(customer: Customer) -> str:
 
 def customer_label(customer: Customer) -> str:
     """How agents see a customer: ``"Ana Lima (+5511999990000)"`` / ``"+5511999990000"`` on WhatsApp;
-    ``"Ana Lima (@ana.lima on Instagram)"`` / ``"1000000000000001 on Instagram"`` on another channel."""
+    ``"Ana Lima (@ana.lima on Instagram)"`` / ``"1000000000000001 on Instagram"`` on another channel, whose
+    address is shown as the channel lets people see it (``"visitor 3f9a on Website chat"``)."""
     if customer.channel in (None, "", AGENT_CONSOLE_CHANNEL):
         number = f"+{customer.phone}" if customer.phone else customer.external_user_id
         return f"{customer.display_name} ({number})" if customer.display_name else number
     username = (customer.profile or {}).get("username")
-    handle = f"@{username}" if username else customer.external_user_id
+    handle = f"@{username}" if username else shown_address(customer.channel, customer.external_user_id)
     where = f"{handle} on {channel_label(customer.channel)}"
     return f"{customer.display_name} ({where})" if customer.display_name else where
 
@@ -117,6 +125,18 @@ def assignment_notice(
         "Reply here and I will pass it on. /end hands it back to the AI, /help lists commands.",
     ]
     return "\n".join(lines)
+
+
+async def _customer_recipient(
+    session: AsyncSession, item: Outgoing, conversation: Conversation | None, channel: str
+) -> str:
+    """Where a message for the customer goes: their identity the channel prefers, as its send address
+    (a signed-in website visitor's stream is not their bare user id); ``item.recipient`` without one."""
+    customer = await session.get(Customer, conversation.customer_id) if conversation is not None else None
+    if customer is None:
+        return item.recipient
+    found = await customer_reply_address(session, customer, channel, prefer=item.recipient)
+    return found or item.recipient
 
 
 async def _sending_account(
@@ -177,6 +197,9 @@ async def write_outgoing(
     rows = []
     for item in items:
         channel, account_id = await _sending_account(session, item, cache)
+        recipient = item.recipient
+        if item.audience == "customer":
+            recipient = await _customer_recipient(session, item, cache[item.conversation_id], channel)
         text, media = portable(item, channel)
         pieces = _pieces(text, channel)
         for number, piece in enumerate(pieces, start=1):
@@ -186,7 +209,7 @@ async def write_outgoing(
                     conversation_id=item.conversation_id,
                     channel=channel,
                     channel_account_id=account_id,
-                    recipient=item.recipient,
+                    recipient=recipient,
                     part=OutboundPart(
                         type="media" if last and media and not piece else "text",
                         text=piece,

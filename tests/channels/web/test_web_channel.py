@@ -7,6 +7,7 @@ import asyncio
 import gzip
 import json
 import secrets
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,10 @@ from sqlmodel import select
 from switchboard.channels.base import ChannelDeps, OutboundPart, build_channels
 from switchboard.channels.web.widgets import user_hash, verified_user
 from switchboard.crypto import CredentialCipher
-from switchboard.db.models import Conversation, CustomerIdentity, Message
+from switchboard.db.models import Conversation, CustomerIdentity, Message, Tenant
+from switchboard.handoff import hours
 from switchboard.standins.offline_server import ScriptedResponse
+from switchboard.tenant_settings import set_section
 
 from tests.utils.agent import answer_with_script
 from tests.utils.servers import serve_app
@@ -270,3 +273,63 @@ async def test_the_service_serves_the_widget(make_settings) -> None:  # type: ig
         response = await client.get(url + "/web/widget.js")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/javascript")
     assert response.content == WIDGET.read_bytes()
+
+
+SATURDAY_NOON = datetime(2026, 12, 12, 11, 0, tzinfo=UTC)  # 12:00 in Madrid
+WEEKDAYS_9_TO_6 = {
+    "enabled": True,
+    "timezone": "Europe/Madrid",
+    "schedule": [
+        {"day": d, "opens": "09:00", "closes": "18:00"} for d in ("mon", "tue", "wed", "thu", "fri")
+    ],
+}
+
+
+async def _set_hours(sessions, tenant, **section: Any) -> None:  # type: ignore[no-untyped-def]
+    async with sessions() as session, session.begin():
+        row = await session.get(Tenant, tenant.id)
+        set_section(row, "hours", **section)
+        session.add(row)
+
+
+@pytest.mark.parametrize(
+    ("at", "section", "expected"),
+    [
+        (
+            SATURDAY_NOON,
+            WEEKDAYS_9_TO_6,
+            {
+                "open": False,
+                "opens_at": "2026-12-14T08:00:00+00:00",
+                "opens": {
+                    "en": "on Monday 14 December at 09:00",
+                    "es": "el lunes 14 de diciembre a las 09:00",
+                },
+            },
+        ),
+        (
+            datetime(2026, 12, 13, 20, 0, tzinfo=UTC),  # Sunday 21:00 in Madrid
+            WEEKDAYS_9_TO_6,
+            {
+                "open": False,
+                "opens_at": "2026-12-14T08:00:00+00:00",
+                "opens": {"en": "tomorrow at 09:00", "es": "mañana a las 09:00"},
+            },
+        ),
+        (datetime(2026, 12, 14, 9, 0, tzinfo=UTC), WEEKDAYS_9_TO_6, {"open": True}),  # Monday 10:00
+        (SATURDAY_NOON, {"enabled": False}, {"open": True}),  # hours off: always open
+    ],
+)
+async def test_the_config_says_whether_the_team_answers_now_and_when_it_opens(
+    make_settings, make_tenant, sessions, monkeypatch, at, section, expected
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(hours, "utcnow", lambda: at)
+    settings = make_settings()
+    tenant = await make_tenant()
+    account, _ = await connect_web(sessions, tenant, settings)
+    await _set_hours(sessions, tenant, **section)
+    async with web_app(settings) as url, httpx.AsyncClient() as client:
+        config = await client.get(url + "/web/v1/config", params={"key": account.external_account_id},
+                                  headers={"Origin": ORIGIN})  # fmt: skip
+    assert config.status_code == 200
+    assert config.json()["availability"] == expected

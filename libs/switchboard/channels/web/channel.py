@@ -13,6 +13,7 @@ not external content. Buttons, lists and product cards are drawn by the widget i
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,8 @@ from switchboard.channels.base import (
     register_channel,
 )
 from switchboard.channels.web.stream import append_event, event_external_id, notify
+from switchboard.channels.web.widgets import USER_PREFIX, user_address, valid_visitor_id
+from switchboard.i18n import N_
 from switchboard.observability import get_logger
 
 if TYPE_CHECKING:
@@ -71,13 +74,30 @@ class WebChannel:
 
     name = "web"
     capabilities = CAPABILITIES
-    label = "Website chat"
+    label = N_("Website chat")
+    """Translated where people read it (the console, the agents' notices stay English)."""
     business_app = "website chat"
     reply_identity_kinds = ("web_user", "visitor")
     """A verified user's replies go to their user stream (every browser they sign in on), else the visitor's."""
     account_id_label = None
     """Widgets are created in the console (a key and a secret), not connected by an id and a token."""
     chart_colour = "#0f766e"
+
+    @staticmethod
+    def address_of(kind: str, value: str) -> str:
+        """A verified user (identity ``web_user``) is streamed at ``user:<id>`` (every browser they sign
+        in on); a visitor at their visitor id."""
+        return user_address(value) if kind == "web_user" else value
+
+    @staticmethod
+    def show_address(address: str) -> str:
+        """How people (an agent on WhatsApp) see a visitor: ``user 42`` for a verified user (``user:42`` or
+        the bare id a customer is keyed by); anything shaped like a visitor id as ``visitor`` and four hex
+        digits of its SHA-256, never the id itself (it is the visitor's only key to their stream)."""
+        user = address.removeprefix(USER_PREFIX)
+        if user == address and valid_visitor_id(address):
+            return "visitor " + hashlib.sha256(address.encode()).hexdigest()[:4]
+        return "user " + user
 
     @staticmethod
     def render_structured(text: str, parts: Sequence[Any]) -> list[OutboundPart]:

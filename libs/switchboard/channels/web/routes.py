@@ -1,7 +1,8 @@
 """The visitor's side of the website chat, served by the ``web`` service (every path under ``/web``).
 
 * ``GET /widget.js``: the widget (one vendored file, no framework, no CDN);
-* ``GET /v1/config?key=``: the widget's colour, greetings and title;
+* ``GET /v1/config?key=``: the widget's colour, greetings and title, and whether the team answers now
+  (``availability``: the next opening when closed, for the out-of-hours notice);
 * ``POST /v1/messages``: a visitor's messages and the delivery states of replies
   (:mod:`switchboard.channels.web.normalize`), stored by the same ingest as every channel's webhook;
 * ``POST /v1/files``: one image (JPEG, PNG, GIF, WebP) or PDF document, recognized by its bytes;
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from importlib import resources as package_files
 from typing import Any
@@ -52,6 +53,7 @@ from switchboard.db.errors import is_connection_error
 from switchboard.observability import get_logger
 from switchboard.runtime.resources import Resources
 from switchboard.settings import Settings
+from switchboard.tenant_settings import TenantSettings
 
 __all__ = ["ALLOWED_FILE_TYPES", "web_router", "widget_script"]
 
@@ -96,8 +98,18 @@ class _Denied(Exception):
         self.response = response
 
 
-def web_router(settings: Settings) -> APIRouter:
-    """The router of the web service (see the module docstring)."""
+Availability = Callable[[TenantSettings], dict[str, Any]]
+"""Whether a tenant's team answers now: ``{"open": bool, ...}`` (the service passes
+``switchboard.handoff.hours.availability``, a layer above the channels)."""
+
+
+def _always_open(_: TenantSettings) -> dict[str, Any]:
+    return {"open": True}
+
+
+def web_router(settings: Settings, *, availability: Availability = _always_open) -> APIRouter:
+    """The router of the web service (see the module docstring); ``availability`` feeds the config's
+    out-of-hours notice."""
     router = APIRouter(tags=["web"])
     script = widget_script()
     cipher = CredentialCipher.from_settings(settings)
@@ -261,7 +273,8 @@ def web_router(settings: Settings) -> APIRouter:
         look = widget.settings
         body = {"colour": look.colour, "greeting": {"en": look.greeting_en, "es": look.greeting_es},
                 "title": look.title or widget.tenant_name, "max_text_chars": settings.web_max_text_chars,
-                "max_file_bytes": settings.web_max_file_bytes, "file_types": sorted(ALLOWED_FILE_TYPES)}  # fmt: skip
+                "max_file_bytes": settings.web_max_file_bytes, "file_types": sorted(ALLOWED_FILE_TYPES),
+                "availability": availability(widget.tenant_settings)}  # fmt: skip
         return _cors(JSONResponse(body, headers={"Cache-Control": "no-store"}), origin)
 
     @router.post("/v1/messages", summary="A visitor's messages and the delivery states of replies")

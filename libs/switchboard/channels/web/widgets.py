@@ -32,7 +32,7 @@ from switchboard.channels.accounts import CACHE_TTL_S
 from switchboard.channels.web.settings import WebSettings, normalize_origin
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, Tenant
-from switchboard.tenant_settings import cached_tenant_settings
+from switchboard.tenant_settings import TenantSettings, cached_tenant_settings
 from switchboard.tenants import add_channel_account
 
 __all__ = [
@@ -148,6 +148,7 @@ class Widget:
     origins: frozenset[str]
     settings: WebSettings
     tenant_name: str
+    tenant_settings: TenantSettings
 
 
 class WidgetDirectory:
@@ -184,13 +185,12 @@ class WidgetDirectory:
         widget = None
         if row is not None:
             account, tenant = row
-            section = cached_tenant_settings(tenant.settings_extensions, tenant_id=str(tenant.id)).channel(
-                WebSettings
-            )
+            tenant_settings = cached_tenant_settings(tenant.settings_extensions, tenant_id=str(tenant.id))
+            section = tenant_settings.channel(WebSettings)
             widget = Widget(
                 account_id=account.id, tenant_id=tenant.id, key=key,
                 secret=widget_secret_of(account, self._cipher), origins=frozenset(section.allowed_origins),
-                settings=section, tenant_name=tenant.name,
+                settings=section, tenant_name=tenant.name, tenant_settings=tenant_settings,
             )  # fmt: skip
         self._cache[key] = (now + min(CACHE_TTL_S, 5.0), widget)
         return widget

@@ -28,7 +28,9 @@
       tooLong: "This message is too long.", tooBig: "This file is too large.",
       badType: "Send an image (JPEG, PNG, GIF, WebP) or a PDF document.", busy: "Too many messages; please wait a moment.",
       offline: "Reconnecting…", refused: "This chat is not available on this website.", you: "You", them: "Reply",
-      file: "File", messages: "Messages"
+      file: "File", messages: "Messages",
+      closed: "We're closed now; we open {when}. Leave a message and we'll reply.",
+      closedNoTime: "We're closed now. Leave a message and we'll reply."
     },
     es: {
       open: "Abrir el chat", close: "Cerrar el chat", send: "Enviar", attach: "Adjuntar una imagen o un PDF",
@@ -37,7 +39,9 @@
       tooLong: "Este mensaje es demasiado largo.", tooBig: "Este archivo es demasiado grande.",
       badType: "Envíe una imagen (JPEG, PNG, GIF, WebP) o un documento PDF.", busy: "Demasiados mensajes; espere un momento, por favor.",
       offline: "Reconectando…", refused: "Este chat no está disponible en este sitio web.", you: "Usted", them: "Respuesta",
-      file: "Archivo", messages: "Mensajes"
+      file: "Archivo", messages: "Mensajes",
+      closed: "Ahora estamos cerrados; abrimos {when}. Deje un mensaje y le responderemos.",
+      closedNoTime: "Ahora estamos cerrados. Deje un mensaje y le responderemos."
     }
   }[LANG];
 
@@ -100,6 +104,7 @@
       ".card img{max-width:100%;border-radius:6px}.card a{color:" + colour + "}.media img{max-width:100%;border-radius:6px;display:block}" +
       ".typing{font-size:12px;color:#555;padding:0 12px 6px;min-height:18px;background:#f6f7f9}" +
       ".note{font-size:12px;color:#8a1c1c;padding:4px 12px;min-height:0}" +
+      ".hours{margin:0;font-size:13px;background:#fff8e1;color:#5c4400;padding:8px 12px;border-bottom:1px solid #f0dfa8}" +
       "form{display:flex;gap:6px;padding:8px;border-top:1px solid #e3e5e8;align-items:flex-end}" +
       "textarea{flex:1;resize:none;border:1px solid #c9ccd1;border-radius:8px;padding:8px;font-size:14px;max-height:120px}" +
       ".send,.attach{border:0;border-radius:8px;background:" + colour + ";color:#fff;padding:8px 10px;cursor:pointer;font-size:14px}" +
@@ -124,7 +129,13 @@
     ui.attach = el("button", { "class": "attach", type: "button", "aria-label": WORDS.attach, title: WORDS.attach }, "📎");
     ui.send = el("button", { "class": "send", type: "submit" }, WORDS.send);
     ui.form.appendChild(ui.attach); ui.form.appendChild(ui.file); ui.form.appendChild(ui.input); ui.form.appendChild(ui.send);
-    ui.panel.appendChild(head); ui.panel.appendChild(ui.log); ui.panel.appendChild(ui.typing); ui.panel.appendChild(ui.note); ui.panel.appendChild(ui.form);
+    ui.panel.appendChild(head);
+    var hours = config.availability || {};
+    if (hours.open === false) {
+      var when = (hours.opens || {})[LANG];
+      ui.panel.appendChild(el("p", { "class": "hours", role: "status" }, when ? WORDS.closed.replace("{when}", when) : WORDS.closedNoTime));
+    }
+    ui.panel.appendChild(ui.log); ui.panel.appendChild(ui.typing); ui.panel.appendChild(ui.note); ui.panel.appendChild(ui.form);
     root.appendChild(ui.launcher); root.appendChild(ui.panel);
     var greeting = (config.greeting || {})[LANG];
     if (greeting) ui.log.appendChild(el("div", { "class": "msg them" }, greeting));
