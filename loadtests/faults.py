@@ -91,6 +91,7 @@ PORTS = {
     "WORKER_BACKGROUND_METRICS_PORT": 9507,
     "CONSOLE_PORT": 9508,
     "EMBEDDED_REDIS_PORT": 9509,
+    "WEB_PORT": 9510,
 }
 BOUND_S = 45.0
 """A message is answered at most this long after it was posted, plus the case's outage (seconds)."""

@@ -40,9 +40,11 @@ PUBLIC = {
     "/openapi.json",
     "/language",
     "/invite/{token}",
+    "/favicon.ico",
 }
 """Console paths with no tenant check of their own (``/`` and ``/logout`` still need a login; an
-invitation link is its own credential, tests/console/test_people.py)."""
+invitation link is its own credential, tests/console/test_people.py; the icon is the browser's, for
+every page, the login page included)."""
 PUBLIC_API = "/api/"
 """The public API takes tenant API keys, not users: tests/public_api walks its routes with every scope."""
 STREAMING = {"/t/{slug}/events"}

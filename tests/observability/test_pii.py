@@ -40,3 +40,19 @@ def test_structured_values_and_message_text_are_masked_in_log_lines_and_spans() 
     assert mask_attributes({"customer.email": "ana@example.org", "message.text": "hola"}) == {
         "customer.email": "a***@example.org", "message.text": "[4 chars]",
     }  # fmt: skip
+
+
+def test_the_business_accounts_are_named_and_a_customer_under_another_key_is_not() -> None:
+    line = mask_pii(
+        None,
+        "warning",
+        {
+            "event": "webhook_unknown_account",
+            "account_id": "support@shop.example",
+            "phone_number_id": "106540352242922",
+            "sender": "+34 611 223 344",
+        },
+    )
+    assert line["account_id"] == "support@shop.example"
+    assert line["phone_number_id"] == "106540352242922"
+    assert line["sender"] == "***44"

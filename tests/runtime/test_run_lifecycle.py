@@ -33,6 +33,7 @@ def _env(data_dir: Path) -> dict[str, str]:
         WORKER_METRICS_PORT=str(free_port()),
         WORKER_BACKGROUND_METRICS_PORT=str(free_port()),
         CONSOLE_PORT=str(free_port()),
+        WEB_PORT=str(free_port()),
     )
     return env
 

@@ -5,7 +5,8 @@ never written.
 too); :func:`mask_attributes` does the same for span attributes (:func:`switchboard.observability.tracing.span`).
 A phone number keeps its last two digits (``***89``), an address its first letter and domain
 (``a***@example.org``), so a line can still be told apart from another. Values under the keys of
-:data:`TEXT_KEYS` (a message's words, a reply, a transcript) are replaced by their length.
+:data:`TEXT_KEYS` (a message's words, a reply, a transcript) are replaced by their length; values under
+:data:`ACCOUNT_KEYS` (the business's own channel accounts) are left as they are.
 
 ``LOG_UNMASK_PII=true`` turns masking off for debugging (:func:`set_unmasked`); every service then says so
 in a warning at startup.
@@ -17,13 +18,21 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["TEXT_KEYS", "mask_attributes", "mask_pii", "mask_text", "is_unmasked", "set_unmasked"]
+__all__ = ["ACCOUNT_KEYS", "TEXT_KEYS", "mask_attributes", "mask_pii", "mask_text", "is_unmasked", "set_unmasked"]
 
 TEXT_KEYS = frozenset(
     {"text", "body", "message_text", "reply", "reply_text", "transcript", "caption", "content", "summary",
      "prompt", "answer", "question", "snippet", "excerpt"}
 )  # fmt: skip
 """Keys whose value is a person's or the model's words: logged as ``[N chars]``."""
+
+ACCOUNT_KEYS = frozenset(
+    {"account_id", "external_account_id", "phone_number_id", "waba_id", "channel_account", "mailbox", "page_id",
+     "ig_account_id", "business_account_id"}
+)  # fmt: skip
+"""Keys whose value names one of the *business's* channel accounts (a WhatsApp number's id, the business's
+own mailbox, an Instagram account): never a customer's, and what an operator needs to tell which
+connection a line is about (an unknown account posting webhooks), so they are left as they are."""
 
 _EMAIL = re.compile(r"(?<![\w.+-])([A-Za-z0-9._%+-])[A-Za-z0-9._%+-]*@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)")
 _PHONE = re.compile(r"(?<![\w.:/-])\+?\d(?:[ \-]?\d){7,14}(?![\w.:/-])")
@@ -74,6 +83,8 @@ def _mask(value: Any, depth: int = 0) -> Any:
 def _mask_item(key: Any, value: Any, depth: int) -> Any:
     if isinstance(key, str) and key.lower() in TEXT_KEYS and isinstance(value, str):
         return f"[{len(value)} chars]"
+    if isinstance(key, str) and key.lower() in ACCOUNT_KEYS:
+        return value
     return _mask(value, depth)
 
 
