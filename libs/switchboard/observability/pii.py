@@ -18,7 +18,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ACCOUNT_KEYS", "TEXT_KEYS", "mask_attributes", "mask_pii", "mask_text", "is_unmasked", "set_unmasked"]
+__all__ = [
+    "ACCOUNT_KEYS",
+    "TEXT_KEYS",
+    "mask_attributes",
+    "mask_pii",
+    "mask_text",
+    "is_unmasked",
+    "set_unmasked",
+]
 
 TEXT_KEYS = frozenset(
     {"text", "body", "message_text", "reply", "reply_text", "transcript", "caption", "content", "summary",
