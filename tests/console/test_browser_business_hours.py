@@ -34,9 +34,10 @@ async def test_business_hours_are_set_as_rows_and_a_refused_row_keeps_what_was_t
     admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
     page = await _logged_in_page(browser, console_url, admin)
     await page.goto(f"{console_url}/t/{tenant.slug}/settings")
-    section = page.locator("#section-hours")
-    assert await section.locator("textarea").count() == 2  # holidays (one per line) and the reply: no JSON
-    rows = section.locator(".row")
+    await page.click("#advanced > summary")  # the hours are among the handoff settings under Advanced
+    section = page.locator("#group-handoff")
+    assert await section.locator('textarea[name^="hours."]').count() == 2  # holidays and the reply: no JSON
+    rows = page.locator('[id="hours.schedule"] .row')
     assert await rows.count() == 6  # Monday to Friday and an empty row to add one
     assert await page.input_value('select[name="hours.schedule.0.day"]') == "mon"
     assert await page.input_value('input[name="hours.schedule.4.closes"]') == "18:00"
