@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from switchboard.tenant_settings import register_section
+from switchboard.tenant_settings import SettingText, register_section
 
 __all__ = ["SECTION", "WebSettings", "normalize_origin"]
 
@@ -43,16 +43,16 @@ class WebSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    allowed_origins: list[str] = Field(default_factory=list, max_length=50)
+    allowed_origins: list[SettingText] = Field(default_factory=list, max_length=50)
     """Websites the widget may run on (``https://shop.example.com``); a request from any other ``Origin``
     is refused with 403 and gets no CORS headers. Empty: the widget works nowhere yet."""
     colour: str = Field("#1f6feb", pattern=r"^#[0-9a-fA-F]{6}$")
     """The widget's colour (launcher, header, the visitor's bubbles), ``#rrggbb``."""
-    greeting_en: str = Field("Hi! How can we help you?", max_length=300)
+    greeting_en: SettingText = Field("Hi! How can we help you?", max_length=300)
     """The first line a visitor reads when the page is in English."""
-    greeting_es: str = Field("¡Hola! ¿En qué podemos ayudarle?", max_length=300)
+    greeting_es: SettingText = Field("¡Hola! ¿En qué podemos ayudarle?", max_length=300)
     """The first line a visitor reads when the page is in Spanish."""
-    title: str = Field("", max_length=80)
+    title: SettingText = Field("", max_length=80)
     """The panel's title (empty: the tenant's name)."""
 
     @field_validator("allowed_origins")
