@@ -381,7 +381,8 @@ async def close(
         if notices:
             await write_outgoing(session, tenant_id=who.tenant_id, items=notices, trace_id=trace_id)
     log.info("console_close", conversation_id=str(conversation_id))
-    await _after(redis, who, conversation_id, "status", send=bool(notices))
+    # closing wrote the satisfaction question too (conversations.csat), when it closed it now
+    await _after(redis, who, conversation_id, "status", send=bool(notices) or closed is not None)
 
 
 async def _farewell(session: AsyncSession, who: Actioner, conversation: Conversation) -> Outgoing | None:
