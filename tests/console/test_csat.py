@@ -97,3 +97,29 @@ async def test_closing_in_the_console_asks_once_with_whatsapp_buttons_and_the_ta
         await run_worker_burst(console_settings)
     assert len(sent_to(graph_sandbox[1], pid)) == len(sent) + 1  # not asked again
     assert len(await _answers(sessions, shop.tenant.id)) == 1
+
+
+async def test_the_answer_remembers_the_person_who_had_the_conversation(
+    console_client, console_settings, shop, sessions, graph_sandbox
+):
+    pid = shop.phone_number_id
+    shop.script.push(ScriptedResponse(content="Let me check."))
+    await _post(console_settings, text_body(phone_number_id=pid, wamid=f"wamid.{uuid.uuid4().hex}",
+                                            text="I want a refund", wa_id=CUSTOMER, name="Ana Lima"))  # fmt: skip
+    async with sessions() as session:
+        conversation = (
+            await session.exec(select(Conversation).where(Conversation.tenant_id == shop.tenant.id))
+        ).one()
+    user = await new_user(sessions, role=Role.agent, tenant_id=shop.tenant.id, name="Pat")
+    base = f"/t/{shop.tenant.slug}/conversations/{conversation.id}"
+    async with console_client() as client:
+        me = await log_in(client, user)
+        assert (await me.post_form(f"{base}/takeover")).status_code == 303
+        assert (await me.post_form(f"{base}/reply", {"text": "Refunded."})).status_code == 303
+        assert (await me.post_form(f"{base}/close")).status_code == 303
+        await run_worker_burst(console_settings)
+    [asked] = await _answers(sessions, shop.tenant.id)
+    assert (asked.handled_by, asked.user_id, asked.agent_id) == ("console_user", user.id, None)
+    assert sent_to(graph_sandbox[1], pid)[-1]["interactive"]["body"]["text"] == (
+        "How did we do? Please rate this conversation."
+    )
