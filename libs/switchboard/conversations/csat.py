@@ -7,7 +7,8 @@ question is written to the outbox only by the close that inserted it, so a conve
 closed again is never asked twice. The question goes out as the channel's own buttons (WhatsApp reply
 buttons, Instagram quick replies, the web chat's buttons); each button's id names the conversation
 and the rating (``csat:<conversation id>:<1-5>``, :func:`parse_payload`), so the customer's tap is
-recognised before any model turn and stored by :func:`record_answer`.
+recognised before any model turn and stored by :func:`record_answer`. An e-mail gets one signed link
+per answer (:mod:`switchboard.channels.gmail.csat`), opened in the console.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from switchboard.channels.base import OutboundPart
+from switchboard.channels.gmail.csat import KIND as EMAIL_KIND
 from switchboard.db.models import (
     ActorType,
     ConversationEvent,
@@ -33,7 +36,7 @@ from switchboard.db.models import (
 from switchboard.db.models import Conversation as ConversationRow
 from switchboard.i18n import N_, gettext
 from switchboard.observability import get_logger
-from switchboard.outbox import reply_items, write_outbox
+from switchboard.outbox import OutboxItem, reply_items, write_outbox
 from switchboard.replies.parts import QuickReplies, ReplyOption
 from switchboard.tenant_settings import load_tenant_settings
 
@@ -52,8 +55,9 @@ log = get_logger(__name__)
 
 PAYLOAD_PREFIX = "csat:"
 """Start of every rating button's id: ``csat:<conversation id>:<rating>``."""
-ASKED_CHANNELS = frozenset({"whatsapp", "instagram", "web"})
-"""Channels whose customers are asked (the ones with buttons of their own)."""
+ASKED_CHANNELS = frozenset({"whatsapp", "instagram", "web", "gmail"})
+"""Channels whose customers are asked: buttons of their own, or (e-mail) a signed link per answer."""
+
 RATINGS: tuple[tuple[int, str], ...] = ((5, N_("Good")), (3, N_("OK")), (1, N_("Bad")))
 """The answers offered, best first: rating (1-5) and the button's title (translated)."""
 
@@ -149,6 +153,21 @@ async def ask(session: AsyncSession, conversation: ConversationRow, *, now: date
     if inserted is None:
         return False
     language = settings.locale.language
+    recipient = customer.phone or customer.external_user_id
+    if conversation.channel == "gmail":  # no buttons in a mail: the channel writes a signed link per answer
+        options = [{"rating": rating, "title": gettext(language, title)} for rating, title in RATINGS]
+        body = {"kind": EMAIL_KIND, "conversation_id": str(conversation.id), "options": options}
+        items = [
+            OutboxItem(
+                conversation_id=conversation.id, channel=conversation.channel,
+                channel_account_id=conversation.channel_account_id, recipient=recipient,
+                part=OutboundPart(type="interactive", text=settings.csat.question, interactive=body),
+                purpose=OutboxPurpose.notice,
+            )
+        ]  # fmt: skip
+        await write_outbox(session, tenant_id=conversation.tenant_id, items=items)
+        log.info("csat_asked", conversation_id=str(conversation.id), handled_by=handled_by)
+        return True
     question = QuickReplies(
         prompt=settings.csat.question,
         options=[
@@ -162,7 +181,7 @@ async def ask(session: AsyncSession, conversation: ConversationRow, *, now: date
         conversation_id=conversation.id,
         channel=conversation.channel,
         channel_account_id=conversation.channel_account_id,
-        recipient=customer.phone or customer.external_user_id,
+        recipient=recipient,
         purpose=OutboxPurpose.notice,
     )
     await write_outbox(session, tenant_id=conversation.tenant_id, items=items)
@@ -171,18 +190,22 @@ async def ask(session: AsyncSession, conversation: ConversationRow, *, now: date
 
 
 async def record_answer(
-    session: AsyncSession, *, tenant_id: uuid.UUID, customer_id: uuid.UUID, rating: Rating
+    session: AsyncSession, *, tenant_id: uuid.UUID, customer_id: uuid.UUID | None, rating: Rating
 ) -> bool:
-    """Store the customer's rating of their own conversation, the first time only.
+    """Store the rating of a conversation, the first answer only.
+
+    Args:
+        customer_id: the customer who tapped it (only their own conversation counts); ``None`` for a
+            signed link, which names the conversation itself.
 
     Returns:
-        Whether it was stored now (``False``: answered before, not asked, or not this customer's).
+        Whether it was stored now (``False``: answered before, never asked, or not this customer's).
     """
     owned = select(ConversationRow.id).where(
-        ConversationRow.id == rating.conversation_id,
-        ConversationRow.tenant_id == tenant_id,
-        ConversationRow.customer_id == customer_id,
+        ConversationRow.id == rating.conversation_id, ConversationRow.tenant_id == tenant_id
     )
+    if customer_id is not None:
+        owned = owned.where(ConversationRow.customer_id == customer_id)
     result = await session.exec(
         update(CsatAnswer)
         .where(
