@@ -75,3 +75,18 @@ async def test_no_answers_says_so(console_client, sessions, make_tenant):  # typ
         await log_in(client, admin)
         page = await client.get(f"/t/{tenant.slug}/analytics?days=7")
     assert 'id="csat-none"' in page.text and '<table id="csat">' not in page.text
+
+
+async def test_the_csat_section_of_agent_settings_in_spanish(console_client, sessions, make_tenant):  # type: ignore[no-untyped-def]
+    tenant = await make_tenant()
+    async with sessions() as session, session.begin():
+        await session.exec(
+            update(Tenant).where(Tenant.id == tenant.id).values(settings_extensions={"locale": {"language": "es"}})
+        )  # fmt: skip
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
+    async with console_client() as client:
+        await log_in(client, admin)
+        page = await client.get(f"/t/{tenant.slug}/settings")
+    section = page.text.split('id="section-csat"', 1)[1].split("</fieldset>", 1)[0]
+    assert "satisfacción del cliente (CSAT)" in section and "respuesta de agradecimiento" in section
+    assert "¿Cómo lo hemos hecho? Por favor, valore esta conversación." in section  # the tenant's language

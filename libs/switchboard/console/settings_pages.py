@@ -46,7 +46,7 @@ AdminPage = Annotated[PageContext, Depends(page_access(ADMIN_ROLES))]
 register_nav("settings", N_("Agent settings"), "/settings", ADMIN_ROLES)
 _SECTION_TITLES = (
     N_("agent"), N_("loop"), N_("llm"), N_("handoff"), N_("memory"), N_("tools"), N_("knowledge"),
-    N_("locale"), N_("rate limits"), N_("hours"), N_("whatsapp"), N_("instagram"), N_("gmail"), N_("retention"),
+    N_("locale"), N_("rate limits"), N_("hours"), N_("csat"), N_("whatsapp"), N_("instagram"), N_("gmail"), N_("retention"),
     N_("messages"), N_("outbox"), N_("memory"), N_("traces"), N_("tool receipts"), N_("security alerts"), N_("leads"),
     N_("event deliveries"), N_("kept"),
 )  # fmt: skip
