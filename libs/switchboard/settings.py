@@ -705,7 +705,8 @@ class ConsoleSettings(BaseSettings):
     makes a new link and the old one stops working at once."""
     console_public_url: str | None = None
     """The console's address as people open it (``https://console.example.com``), the start of the
-    invitation links it makes (string, default unset: the address the inviting admin's browser used)."""
+    invitation links it makes (string, default unset: the address the inviting admin's browser used)
+    and of the rating links in the satisfaction question of an e-mail (unset: that question is not sent)."""
 
     console_docs_url: str | None = None
     """Where this deployment's documentation site is published (``https://docs.example.com``; string,

@@ -57,6 +57,7 @@ __all__ = [
     "LoopLimits",
     "HandoffSettings",
     "HoursSettings",
+    "CsatSettings",
     "OpeningPeriod",
     "WEEKDAYS",
     "MemorySettings",
@@ -382,6 +383,33 @@ class HoursSettings(BaseModel):
         return self
 
 
+class CsatSettings(BaseModel):
+    """Customer satisfaction (docs/human-agents.md#customer-satisfaction): ``settings_extensions["csat"]``.
+
+    On by default: when a conversation closes, its customer is asked once how it went, with the
+    channel's own buttons (an e-mail gets one link per answer); the answer counts in analytics.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    """Ask the customer of every conversation that closes, once (``false``: never ask)."""
+    question: SettingText = Field(
+        N_("How did we do? Please rate this conversation."),
+        min_length=1,
+        max_length=500,
+        json_schema_extra=TRANSLATABLE,
+    )
+    """The question sent after a conversation closes, above the answers Good (5), OK (3) and Bad (1)."""
+    thanks_reply: SettingText = Field(
+        N_("Thank you for your rating!"),
+        min_length=1,
+        max_length=1_000,
+        json_schema_extra=TRANSLATABLE,
+    )
+    """Sent when the customer answers (once: a second tap changes nothing)."""
+
+
 class MemorySettings(BaseModel):
     """Memory across conversations (docs/concepts.md#memory): ``settings_extensions["memory"]``."""
 
@@ -493,6 +521,7 @@ CORE_SECTIONS: Mapping[str, type[BaseModel]] = MappingProxyType(
         "leads": LeadSettings,
         "retention": RetentionSettings,
         "hours": HoursSettings,
+        "csat": CsatSettings,
     }
 )
 """The sections every tenant has, by their key in ``settings_extensions``."""
@@ -549,6 +578,7 @@ class TenantSettings(BaseModel):
     leads: LeadSettings = Field(default_factory=LeadSettings)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
     hours: HoursSettings = Field(default_factory=HoursSettings)
+    csat: CsatSettings = Field(default_factory=CsatSettings)
 
     @model_validator(mode="after")
     def _channel_sections(self) -> TenantSettings:

@@ -269,9 +269,14 @@ async def test_close_with_farewell_reopen_and_history_in_words_in_a_browser(
     await page.locator("article.msg", has_text="Thanks for writing to us!").wait_for()
     await run_worker_burst(console_settings)
     to_customer = [
-        m["text"] for m in sent_to(graph_sandbox[1], shop.phone_number_id) if m["to"] == customer.phone
+        m["text"] or m["interactive"]["body"]["text"]
+        for m in sent_to(graph_sandbox[1], shop.phone_number_id)
+        if m["to"] == customer.phone
     ]
-    assert to_customer == ["Thanks for writing to us! Write again whenever you need us."]
+    assert to_customer == [  # the farewell, then the satisfaction question
+        "Thanks for writing to us! Write again whenever you need us.",
+        "How did we do? Please rate this conversation.",
+    ]
 
     await page.get_by_role("button", name="Reopen").click()
     await page.wait_for_selector("#mode:has-text('ai')")

@@ -41,10 +41,11 @@ PUBLIC = {
     "/language",
     "/invite/{token}",
     "/favicon.ico",
+    "/csat/{conversation_id}/{rating}",
 }
 """Console paths with no tenant check of their own (``/`` and ``/logout`` still need a login; an
-invitation link is its own credential, tests/console/test_people.py; the icon is the browser's, for
-every page, the login page included)."""
+invitation link is its own credential, tests/console/test_people.py; so is a signed rating link,
+tests/channels/gmail/test_csat.py; the icon is the browser's, for every page, the login page included)."""
 PUBLIC_API = "/api/"
 """The public API takes tenant API keys, not users: tests/public_api walks its routes with every scope."""
 STREAMING = {"/t/{slug}/events"}
@@ -165,6 +166,7 @@ async def orchestrator_app(console_settings) -> AsyncIterator[Any]:  # type: ign
         yield app
 
 
+@pytest.mark.usefixtures("stops_at_the_queue")  # an allowed close asks the delivery of what it wrote
 async def test_every_admin_api_route_checks_token_role_and_tenant(
     orchestrator_app, console_settings, sessions, world
 ):

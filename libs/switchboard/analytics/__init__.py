@@ -18,7 +18,10 @@ tenant's ``locale.timezone``):
   ``tokens`` (``usage.total_tokens``),
   ``cost_usd`` (estimated model spend, ``turns.cost_usd``: LiteLLM's price map, unpriced models 0);
 * ``tool_calls``, ``tool_error_rate`` (receipts whose outcome is not ``ok``);
-* ``feedback_up`` / ``feedback_down`` when the feedback table exists, else absent.
+* ``feedback_up`` / ``feedback_down`` when the feedback table exists, else absent;
+* ``csat``: customer-satisfaction answers given in the period, per who handled the conversation (the
+  AI, each WhatsApp agent, each console user): count, average rating (1-5) and share of good answers
+  (4 or 5); their totals are ``csat_count``, ``csat_average`` and ``csat_good_share``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,10 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import text
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-__all__ = ["DayChannel", "Analytics", "tenant_analytics", "METRICS", "COUNTS"]
+__all__ = ["DayChannel", "Analytics", "CsatFigures", "tenant_analytics", "METRICS", "COUNTS", "CSAT_GOOD"]
+
+CSAT_GOOD = 4
+"""A rating at least this high (1-5) counts as a good answer."""
 
 METRICS = (
     "conversations",
@@ -69,6 +75,27 @@ class DayChannel:
     values: dict[str, float | None] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class CsatFigures:
+    """The satisfaction answers about one handler over the period.
+
+    Attributes:
+        handled_by: ``ai``, ``agent`` (a WhatsApp agent) or ``console_user``.
+        handler_id: the agent's or user's id (``None`` for the AI, or a removed person).
+        name: the person's name as shown (empty for the AI).
+        count: answers given.
+        average: their mean rating, 1-5, two decimals.
+        good_share: the share (0-1) of answers rated ``CSAT_GOOD`` or better.
+    """
+
+    handled_by: str
+    handler_id: uuid.UUID | None
+    name: str
+    count: int
+    average: float
+    good_share: float
+
+
 @dataclass
 class Analytics:
     """Every figure of a period: ``rows`` (one per day and channel that had anything) and the totals."""
@@ -79,6 +106,8 @@ class Analytics:
     totals: dict[str, float | None]
     has_feedback: bool
     timezone: str
+    csat: list[CsatFigures] = field(default_factory=list)
+    """Satisfaction per handler, the AI first, then people by name."""
 
     def series(self, metric: str) -> dict[str, list[float | None]]:
         """``{channel: [value per day]}`` of ``metric``, one value for every day of the period: a count is
@@ -98,6 +127,17 @@ class Analytics:
             "has_feedback": self.has_feedback,
             "totals": self.totals,
             "rows": [{"day": r.day.isoformat(), "channel": r.channel, **r.values} for r in self.rows],
+            "csat": [
+                {
+                    "handled_by": c.handled_by,
+                    "handler_id": str(c.handler_id) if c.handler_id else None,
+                    "name": c.name,
+                    "count": c.count,
+                    "average": c.average,
+                    "good_share": c.good_share,
+                }
+                for c in self.csat
+            ],  # fmt: skip
         }
 
 
@@ -203,6 +243,19 @@ _FEEDBACK = f"""
     GROUP BY 1, 2"""
 
 
+_CSAT = """
+    SELECT a.handled_by, coalesce(a.agent_id, a.user_id) AS handler_id,
+           coalesce(h.name, u.name, u.email, '') AS name,
+           count(*) AS answers, sum(a.rating) AS total,
+           count(*) FILTER (WHERE a.rating >= :good) AS good
+    FROM csat_answers a
+    LEFT JOIN human_agents h ON h.id = a.agent_id
+    LEFT JOIN console_users u ON u.id = a.user_id
+    WHERE a.tenant_id = :tenant AND a.answered_at >= :since AND a.rating IS NOT NULL
+    GROUP BY 1, 2, 3
+    ORDER BY (a.handled_by <> 'ai'), 3, 2"""
+
+
 def _ratio(part: float, whole: float) -> float | None:
     return round(part / whole, 4) if whole else None
 
@@ -275,6 +328,18 @@ async def tenant_analytics(
         for row in (await session.execute(text(_FEEDBACK), params)).mappings():
             cell(row["day"], row["channel"]).update(feedback_up=row["up"], feedback_down=row["down"])
 
+    csat_rows = list((await session.execute(text(_CSAT), {**params, "good": CSAT_GOOD})).mappings())
+    csat = [
+        CsatFigures(
+            handled_by=row["handled_by"],
+            handler_id=row["handler_id"],
+            name=row["name"],
+            count=row["answers"],
+            average=round(row["total"] / row["answers"], 2),
+            good_share=round(row["good"] / row["answers"], 4),
+        )  # fmt: skip
+        for row in csat_rows
+    ]
     for name, metric in (
         ("first_response", "first_response_p50_s"),
         ("human_first_response", "human_first_response_p50_s"),
@@ -296,6 +361,11 @@ async def tenant_analytics(
     totals.update(totals_p50)
     ups, downs = totals["feedback_up"] or 0, totals["feedback_down"] or 0
     totals["feedback_up_ratio"] = _ratio(ups, ups + downs)
+    answers = sum(row["answers"] for row in csat_rows)
+    totals["csat_count"] = answers
+    rating_sum = sum(row["total"] for row in csat_rows)
+    totals["csat_average"] = round(rating_sum / answers, 2) if answers else None
+    totals["csat_good_share"] = _ratio(sum(row["good"] for row in csat_rows), answers)
     return Analytics(
         days=day_list,
         channels=channels,
@@ -303,4 +373,5 @@ async def tenant_analytics(
         totals=totals,
         has_feedback=has_feedback,
         timezone=timezone,
+        csat=csat,
     )

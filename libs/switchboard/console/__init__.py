@@ -28,6 +28,7 @@ def console_routers() -> list[APIRouter]:
     from switchboard.console.canned_pages import canned_pages_router
     from switchboard.console.channel_pages import channel_pages_router
     from switchboard.console.conversation_pages import conversation_pages_router
+    from switchboard.console.csat_pages import csat_pages_router
     from switchboard.console.customer_pages import customer_pages_router
     from switchboard.console.knowledge_pages import knowledge_pages_router
     from switchboard.console.operations_pages import operations_pages_router
@@ -55,6 +56,7 @@ def console_routers() -> list[APIRouter]:
         operations_pages_router,
         channel_pages_router,
         people_pages_router,
+        csat_pages_router,
     ]
     # imported after the People page (its import adds the menu entry): "API keys" follows "People"
     from switchboard.console.api_keys_pages import api_keys_admin_router, api_keys_pages_router

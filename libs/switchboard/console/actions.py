@@ -377,16 +377,18 @@ async def close(
         if conversation.status == ConversationStatus.human.value:
             notices = await _hand_back_in(session, who, conversation, trace_id)
             await session.flush()
+        closing = conversation.status != ConversationStatus.closed.value
+        farewell = await _farewell(session, who, conversation) if closing else None
+        if farewell is not None:
+            notices.append(farewell)
+        if notices:  # written first: the customer reads the farewell before the satisfaction question
+            await write_outgoing(session, tenant_id=who.tenant_id, items=notices, trace_id=trace_id)
         closed = await close_conversation(
             session, conversation, actor=who.actor, reason="closed in the console", trace_id=trace_id
         )
-        farewell = await _farewell(session, who, conversation) if closed is not None else None
-        if farewell is not None:
-            notices.append(farewell)
-        if notices:
-            await write_outgoing(session, tenant_id=who.tenant_id, items=notices, trace_id=trace_id)
     log.info("console_close", conversation_id=str(conversation_id))
-    await _after(redis, who, conversation_id, "status", send=bool(notices))
+    # closing wrote the satisfaction question too (conversations.csat), when it closed it now
+    await _after(redis, who, conversation_id, "status", send=bool(notices) or closed is not None)
 
 
 async def _farewell(session: AsyncSession, who: Actioner, conversation: Conversation) -> Outgoing | None:

@@ -115,6 +115,9 @@ SETTING_WORDS: dict[str, SettingWords] = {
     "web.greeting_en": _w(N_("Greeting in English"), N_("The first line a visitor reads when your page is in English.")),
     "web.greeting_es": _w(N_("Greeting in Spanish"), N_("The first line a visitor reads when your page is in Spanish.")),
     "web.title": _w(N_("Chat title"), N_("The title of the chat panel; empty shows your business name.")),
+    "csat.enabled": _w(N_("Ask for a rating"), N_("After a conversation closes, ask the customer once how it went, with the channel's own buttons.")),
+    "csat.question": _w(N_("Rating question"), N_("The question sent after a conversation closes.")),
+    "csat.thanks_reply": _w(N_("Thanks for a rating"), N_("Sent once when the customer rates the conversation.")),
     # handoff
     "handoff.queue_reply": _w(N_("Reply when everyone is busy"), N_("Sent when no person is online and the conversation waits in the queue.")),
     "handoff.agent_template_name": _w(N_("WhatsApp template for your team"), N_("An approved template used to alert a team member who has not written in the last 24 hours.")),
@@ -185,7 +188,7 @@ SECTION_WORDS: dict[str, str] = {
     "rate_limits": N_("Message limits"), "leads": N_("Sales leads"), "whatsapp": N_("WhatsApp"),
     "instagram": N_("Instagram"), "gmail": N_("Gmail"), "guardrails": N_("Guardrails"), "budget": N_("Budget"),
     "feedback": N_("Feedback app"), "hours": N_("Business hours"), "retention": N_("Keeping customer data"),
-    "web": N_("Website chat"),
+    "web": N_("Website chat"), "csat": N_("Customer satisfaction"),
 }  # fmt: skip
 """Section names in words (the changes table and save notices)."""
 
@@ -194,7 +197,7 @@ ADVANCED_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
                                           "agent.typed_replies", "locale", "agent.first_reply_deadline_s")),
     ("replies", N_("Fixed replies"), ("agent", "rate_limits.slowdown_reply", "whatsapp.opt_out_reply",
                                       "budget.holding_reply", "handoff.queue_reply", "handoff.approval_expired_reply")),
-    ("handoff", N_("Human handoff"), ("handoff", "leads", "hours")),
+    ("handoff", N_("Human handoff"), ("handoff", "leads", "hours", "csat")),
     ("memory", N_("Memory"), ("memory", "llm.summarize_after_messages", "llm.keep_verbatim_messages")),
     ("knowledge", N_("Knowledge"), ("knowledge",)),
     ("guardrails", N_("Guardrails"), ("guardrails",)),

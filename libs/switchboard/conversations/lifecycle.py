@@ -33,6 +33,7 @@ from sqlalchemy import text
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from switchboard.conversations import csat
 from switchboard.db.models import (
     ActorType,
     Conversation,
@@ -477,6 +478,8 @@ async def close(
     now: datetime | None = None,
 ) -> ConversationEvent | None:
     """Close an AI-mode conversation (``closed_at`` = ``now``); the customer's next message opens a new one.
+    The customer is asked how it went, once per conversation (:func:`switchboard.conversations.csat.ask`:
+    the question is written to the outbox in this transaction, for the caller or the sweep to deliver).
 
     Returns:
         The event, or ``None`` when it was already closed.
@@ -492,9 +495,12 @@ async def close(
     now = now or utcnow()
     conversation.status = ConversationStatus.closed.value
     conversation.closed_at = now
-    return _record(
+    event = _record(
         session, conversation, from_status=before, actor=actor, reason=reason, trace_id=trace_id, now=now
     )
+    await session.flush()
+    await csat.ask(session, conversation, now=now)  # once per conversation, whoever closed it
+    return event
 
 
 async def reopen(

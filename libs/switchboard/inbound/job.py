@@ -15,7 +15,7 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.contracts import StoredInbound, trace_id_for
-from switchboard.conversations import Actor, channel_identities, open_conversation, resolve_customer
+from switchboard.conversations import Actor, channel_identities, csat, open_conversation, resolve_customer
 from switchboard.db.models import ChannelAccount, InboundState, Message, utcnow
 from switchboard.events import emit
 from switchboard.events.outbox import has_subscriber
@@ -24,6 +24,7 @@ from switchboard.inbound.context import Dead, InboundContext, Outcome, WorkerDep
 from switchboard.inbound.steps import STEPS, release_lock
 from switchboard.live_updates import publish_conversation_event
 from switchboard.observability import get_logger, message_context, metrics, tracing
+from switchboard.replies.parts import CHOICE_KINDS
 
 __all__ = ["process_inbound", "claim"]
 
@@ -32,7 +33,8 @@ log = get_logger(__name__)
 
 async def claim(deps: WorkerDeps, job: dict[str, Any], row_id: uuid.UUID) -> InboundContext | None:
     """Load and claim the row in one transaction: resolve the customer from the sender's identities and
-    their open conversation, attach the row, move the service window's start.
+    their open conversation (a tapped satisfaction rating: the conversation it rates), attach the row,
+    move the service window's start.
 
     Returns ``None`` when the row is missing or already finished (``done`` / ``dead``); a row whose
     channel account was removed is dead-lettered.
@@ -70,7 +72,10 @@ async def claim(deps: WorkerDeps, job: dict[str, Any], row_id: uuid.UUID) -> Inb
                 sent_at=row.sent_at,
             )
         ).customer
-        conversation = await open_conversation(
+        rating = csat.parse_payload(stored.payload) if row.kind in CHOICE_KINDS else None
+        conversation = (
+            await csat.rated_conversation(session, customer=customer, rating=rating) if rating else None
+        ) or await open_conversation(
             session,
             customer=customer,
             channel_account_id=account.id,

@@ -12,22 +12,24 @@ what differs per channel is behind :class:`~switchboard.channels.base.Channel`.
    reply to relay (:mod:`switchboard.handoff.relay`), never a customer message.
 4. :func:`customer_limit` — over the per-customer limit: one polite slow-down reply per window.
 5. :func:`tenant_limit` — over the per-tenant limit: ``Retry`` later; the customer sees nothing.
-6. :func:`buttons` — a configured button payload acts without a model turn (opt-out, talk to a person).
-7. :func:`human_mode` — a conversation with a person: the message is relayed to the agent.
-8. :func:`coalesce` — a newer message of the same customer is waiting: that one's turn answers both.
-9. :func:`lock_conversation` — one turn at a time per conversation.
-10. :func:`absorb_older` — older waiting messages of the customer join this turn.
-11. :func:`out_of_hours` — outside the tenant's business hours with ``hours.outside_hours = "person"``:
+6. :func:`csat_answer` — a tapped satisfaction rating (:mod:`switchboard.conversations.csat`) is stored
+   and thanked, without a model turn, in the conversation it rates.
+7. :func:`buttons` — a configured button payload acts without a model turn (opt-out, talk to a person).
+8. :func:`human_mode` — a conversation with a person: the message is relayed to the agent.
+9. :func:`coalesce` — a newer message of the same customer is waiting: that one's turn answers both.
+10. :func:`lock_conversation` — one turn at a time per conversation.
+11. :func:`absorb_older` — older waiting messages of the customer join this turn.
+12. :func:`out_of_hours` — outside the tenant's business hours with ``hours.outside_hours = "person"``:
     no model turn; the conversation waits for a person at the next opening and the customer is told when.
-12. :func:`reply_cap` — a channel's cap on automatic replies per conversation (Gmail): over it, a person.
-13. :func:`media_to_text` — every message of the turn with media becomes text first; a voice message
+13. :func:`reply_cap` — a channel's cap on automatic replies per conversation (Gmail): over it, a person.
+14. :func:`media_to_text` — every message of the turn with media becomes text first; a voice message
     no transcription could read (even converted to WAV) is told to the customer
     (``agent.unreadable_audio_reply``) and hands the conversation to a person.
-14. :func:`turn` — ``POST /v1/turns``; an answer not ready by the tenant's ``agent.first_reply_deadline_s``
+15. :func:`turn` — ``POST /v1/turns``; an answer not ready by the tenant's ``agent.first_reply_deadline_s``
     (from the message's arrival) sends ``agent.holding_reply`` first, once (:func:`answer_or_hold`); the reply (and its structured parts, rendered by the channel) is
     split to the channel's limits into the outbox. A tapped button or list row reaches the model as its
     title with the option id (:func:`switchboard.replies.chosen_option_text`).
-15. :func:`send_reply` — the delivery loop sends the parts.
+16. :func:`send_reply` — the delivery loop sends the parts.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from sqlmodel import col, select
 
 from switchboard.channels.base import business_app_of, split_text
 from switchboard.contracts import TurnRequest, TurnResult
-from switchboard.conversations import Actor
+from switchboard.conversations import Actor, csat
 from switchboard.db.models import (
     Conversation,
     ConversationStatus,
@@ -510,6 +512,39 @@ async def buttons(ic: InboundContext) -> Outcome | None:
     ):
         return await _button_handoff(ic)
     return None
+
+
+async def csat_answer(ic: InboundContext) -> Outcome | None:
+    """A tapped satisfaction rating of this conversation (the claim attached the tap to the conversation
+    it rates): stored the first time, and ``csat.thanks_reply`` written in the same transaction, so a
+    re-run only resumes sending and a second tap changes nothing."""
+    rating = csat.parse_payload(ic.stored.payload) if ic.row.kind in BUTTON_KINDS else None
+    if rating is None or rating.conversation_id != ic.conversation.id:
+        return None
+    settings = await load_tenant_settings(ic)
+    row = ic.row
+    async with ic.deps.resources.sessions() as session, session.begin():
+        stored = await csat.record_answer(
+            session, tenant_id=row.tenant_id, customer_id=ic.customer.id, rating=rating
+        )
+        if stored:
+            items = text_items(
+                [settings.csat.thanks_reply],
+                conversation_id=ic.conversation.id,
+                channel=row.channel,
+                channel_account_id=ic.account.id,
+                recipient=ic.reply_address,
+            )
+            await write_outbox(
+                session,
+                tenant_id=row.tenant_id,
+                items=items,
+                inbound_message_id=row.id,
+                trace_id=row.trace_id,
+            )
+    await _deliver_row(ic)
+    await finish(ic, InboundState.done, None)
+    return Outcome.csat_answered
 
 
 async def _opt_out(ic: InboundContext) -> Outcome:
@@ -1079,6 +1114,7 @@ STEPS: tuple[Step, ...] = (
     suspended,
     customer_limit,
     tenant_limit,
+    csat_answer,
     buttons,
     human_mode,
     coalesce,

@@ -29,6 +29,7 @@ from switchboard.channels.base import (
     SendErrorKind,
     register_channel,
 )
+from switchboard.channels.gmail import csat as csat_mail
 from switchboard.channels.gmail.client import GmailApiError, GmailClient, OAuthError
 from switchboard.channels.gmail.mime import b64url_decode
 from switchboard.channels.gmail.oauth import MailboxNeedsReauth, TokenSource
@@ -161,6 +162,24 @@ class GmailChannel:
         automatic = row.purpose in (OutboxPurpose.reply.value, OutboxPurpose.notice.value)
         return context, automatic, sender_name
 
+    def _text_of(self, part: OutboundPart) -> str:
+        """The mail's text: the part's, or the satisfaction question with its signed links.
+
+        Raises:
+            SendError: a satisfaction question while ``CONSOLE_PUBLIC_URL`` (where its links open) is
+                unset (permanent, ``no_console_url``).
+        """
+        body = part.interactive or {}
+        if body.get("kind") != csat_mail.KIND:
+            return part.text
+        if not self.settings.console_public_url:
+            raise SendError(
+                "the satisfaction question's links need CONSOLE_PUBLIC_URL",
+                kind=SendErrorKind.permanent,
+                code="no_console_url",
+            )
+        return csat_mail.mail_text(self.settings, self.settings.console_public_url, part.text, body)
+
     async def send(
         self, account: ChannelAccount, recipient: str, part: OutboundPart, *, correlation_id: str
     ) -> str:
@@ -171,6 +190,7 @@ class GmailChannel:
         """
         if not part.text.strip():
             raise SendError("nothing to send: empty part", kind=SendErrorKind.permanent, code="empty_part")
+        text = self._text_of(part)
         mailbox = account.external_account_id
         message_id = our_message_id(correlation_id, mailbox)
         async with self.sessions() as session, session.begin():
@@ -182,7 +202,7 @@ class GmailChannel:
                 .on_conflict_do_nothing(constraint="uq_gmail_sent_account_message_id")
             )  # fmt: skip
         mail = build_reply(
-            mailbox=mailbox, mailbox_name=sender_name, to=recipient, text=part.text[:TEXT_LIMIT_CHARS],
+            mailbox=mailbox, mailbox_name=sender_name, to=recipient, text=text[:TEXT_LIMIT_CHARS],
             context=context, message_id=message_id, automatic=automatic,
         )  # fmt: skip
         raw = encode_raw(mail)

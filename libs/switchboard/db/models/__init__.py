@@ -20,6 +20,7 @@ from switchboard.db.models.console import (
     ConsoleUser,
     ConversationNote,
     ConversationRead,
+    CsatAnswer,
     Role,
     TenantApiKey,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "TenantApiKey",
     "ConversationRead",
     "ConversationNote",
+    "CsatAnswer",
     "CannedReply",
     "Role",
     "Feedback",

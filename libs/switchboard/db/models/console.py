@@ -203,3 +203,32 @@ class ConversationNote(SQLModel, table=True):
     user_id: uuid.UUID | None = Field(default=None, foreign_key="console_users.id", ondelete="SET NULL")
     agent_id: uuid.UUID | None = Field(default=None, foreign_key="human_agents.id", ondelete="SET NULL")
     created_at: datetime = created_at_field()
+
+
+class CsatAnswer(SQLModel, table=True):
+    """The customer-satisfaction question of one closed conversation: asked once (``asked_at``), answered
+    at most once (``rating`` 1-5 and ``answered_at``), with the customer's optional comment. Who handled
+    the conversation is kept with it: the AI (``handled_by = "ai"``), a WhatsApp agent (``agent_id``) or
+    a console user (``user_id``)."""
+
+    __tablename__ = "csat_answers"
+    __table_args__ = (
+        UniqueConstraint("conversation_id", name="uq_csat_answers_conversation"),
+        CheckConstraint("rating IS NULL OR rating BETWEEN 1 AND 5", name="ck_csat_answers_rating"),
+        CheckConstraint("handled_by IN ('ai', 'agent', 'console_user')", name="ck_csat_answers_handled_by"),
+        Index("ix_csat_answers_tenant_answered", "tenant_id", "answered_at"),
+    )
+
+    id: uuid.UUID = id_field()
+    tenant_id: uuid.UUID = Field(foreign_key="tenants.id", index=True, ondelete="CASCADE")
+    conversation_id: uuid.UUID = Field(foreign_key="conversations.id", ondelete="CASCADE")
+    channel: str = Field(max_length=32)
+    handled_by: str = Field(max_length=16)
+    """``ai``, ``agent`` (a WhatsApp agent) or ``console_user``: who last handled the conversation."""
+    agent_id: uuid.UUID | None = Field(default=None, foreign_key="human_agents.id", ondelete="SET NULL")
+    user_id: uuid.UUID | None = Field(default=None, foreign_key="console_users.id", ondelete="SET NULL")
+    rating: int | None = None
+    """1 (bad) to 5 (good); ``None`` until the customer answers."""
+    comment: str | None = Field(default=None, max_length=2000)
+    asked_at: datetime = Field(sa_type=DateTime(timezone=True))  # type: ignore[call-overload]
+    answered_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))  # type: ignore[call-overload]
