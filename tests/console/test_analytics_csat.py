@@ -87,6 +87,7 @@ async def test_the_csat_section_of_agent_settings_in_spanish(console_client, ses
     async with console_client() as client:
         await log_in(client, admin)
         page = await client.get(f"/t/{tenant.slug}/settings")
-    section = page.text.split('id="section-csat"', 1)[1].split("</fieldset>", 1)[0]
-    assert "satisfacción del cliente (CSAT)" in section and "respuesta de agradecimiento" in section
+    # the csat settings are among the handoff settings under Advanced
+    section = page.text.split('id="group-handoff"', 1)[1].split("</fieldset>\n    {% endfor %}", 1)[0]
+    assert "Pedir una valoración" in section and "Agradecimiento por la valoración" in section
     assert "¿Cómo lo hemos hecho? Por favor, valore esta conversación." in section  # the tenant's language
