@@ -99,3 +99,24 @@ async def test_agents_may_not_open_the_settings_and_other_tenants_see_nothing(
         assert (
             await platform.post_form(f"/t/{tenant.slug}/settings/deployments/none/test")
         ).status_code == 404
+
+
+async def test_stored_lists_of_plain_values_show_as_lines_and_save_unchanged(
+    console_client, sessions, make_tenant
+):
+    """Holidays, websites and button ids are lists of plain values, not rows of models with secrets."""
+    tenant = await make_tenant(
+        hours={"holidays": ["2026-12-25", "2027-01-01"]},
+        web={"allowed_origins": ["https://shop.example.com"]},
+        handoff={"button_payloads": ["TALK_TO_PERSON"]},
+    )
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
+    async with console_client() as client:
+        await log_in(client, admin)
+        page = await client.get(f"/t/{tenant.slug}/settings")
+        assert page.status_code == 200, page.text[:2000]
+        values = form_values(page.text, f"/t/{tenant.slug}/settings")
+        assert values["hours.holidays"].split() == ["2026-12-25", "2027-01-01"]
+        assert values["web.allowed_origins"].split() == ["https://shop.example.com"]
+        saved = await client.post(f"/t/{tenant.slug}/settings", data=values)
+    assert saved.status_code == 200 and "Nothing changed." in saved.text, saved.text[:2000]

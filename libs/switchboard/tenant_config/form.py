@@ -156,13 +156,21 @@ def form_sections(effective: Mapping[str, Mapping[str, Any]], stored: Mapping[st
         for key, info in model.model_fields.items():
             if key.endswith(SECRET_SUFFIX):
                 value = (stored_section or {}).get(key)
-            elif get_origin(_strip_optional(info.annotation)[0]) is list and key in (stored_section or {}):
+            elif _is_model_list(info.annotation) and key in (stored_section or {}):
                 value = _with_secrets(values.get(key), (stored_section or {}).get(key))
             else:
                 value = values.get(key)
             fields.append(_field(name, key, info, value, model))
         out.append(FormSection(name=name, title=name.replace("_", " "), fields=fields))
     return out
+
+
+def _is_model_list(annotation: Any) -> bool:
+    """Whether a setting is a list of models (rows that may hold a secret), not a list of plain values
+    (holidays, websites, button ids)."""
+    kind = _strip_optional(annotation)[0]
+    args = get_args(kind)
+    return get_origin(kind) is list and bool(args) and isinstance(args[0], type) and issubclass(args[0], BaseModel)
 
 
 def _with_secrets(public_items: Any, stored_items: Any) -> list[dict[str, Any]]:
