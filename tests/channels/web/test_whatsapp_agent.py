@@ -201,6 +201,7 @@ async def test_closing_a_visitors_conversation_in_the_console_tells_the_agent_an
     assert [(r["to"], r["text"]) for r in await web_streams[1].replies(key)] == [
         (visitor, "A colleague will take over here."),
         (visitor, "Thanks for writing to us!"),
+        (visitor, "How did we do? Please rate this conversation."),  # the rating question, after the goodbye
     ]
     assert (await _reload_status(sessions, conversation.id)) == "closed"
 

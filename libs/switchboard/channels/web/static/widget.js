@@ -79,7 +79,7 @@
     return node;
   }
 
-  var config = null, lastSeq = 0, source = null, open = false, typingTimer = null;
+  var config = null, lastSeq = 0, lastReplySeq = 0, source = null, open = false, typingTimer = null;
   var bubbles = {}, pendingStatuses = [], statusTimer = null, reported = {};
   var host = el("div", { id: "switchboard-chat" });
   var root = host.attachShadow ? host.attachShadow({ mode: "open" }) : host;
@@ -240,6 +240,7 @@
       ui.log.appendChild(bubble);
       bubbles[event.id] = bubble;
     }
+    bubble.setAttribute("data-seq", String(event.seq));
     if (!bubble.getAttribute("data-read")) stateLine(bubble, WORDS.sent);
     scrollDown();
   }
@@ -249,7 +250,7 @@
     try { event = JSON.parse(e.data); } catch (err) { return; }
     if (!event.seq || event.seq <= lastSeq) return; /* never twice */
     lastSeq = event.seq;
-    if (event.type === "visitor") drawOwn(event); else drawReply(event);
+    if (event.type === "visitor") drawOwn(event); else { lastReplySeq = event.seq; drawReply(event); }
   }
 
   function connect() {
@@ -261,7 +262,8 @@
     source.addEventListener("seen", function (e) {
       var data = JSON.parse(e.data), bubble = bubbles[data.id];
       if (bubble) { bubble.setAttribute("data-read", "1"); stateLine(bubble, WORDS.read); }
-      setTyping(true);
+      /* read means an answer is on its way, unless it came already (a "seen" may arrive after it) */
+      if (bubble && Number(bubble.getAttribute("data-seq")) > lastReplySeq) setTyping(true);
     });
     source.addEventListener("typing", function () { setTyping(true); });
     source.onerror = function () {
