@@ -102,10 +102,10 @@ API_KEY_PREFIX = "sbk_"
 
 API_SCOPES: dict[str, str] = {
     "conversations:read": N_("List and read conversations and their messages"),
-    "conversations:write": N_("Assign, hand back and close conversations"),
+    "conversations:write": N_("Assign, hand back, close and reopen conversations; keep private notes"),
     "messages:write": N_("Send messages and start conversations"),
-    "customers:read": N_("Read customers"),
-    "customers:write": N_("Update customers' names and attributes"),
+    "customers:read": N_("Read customers and export one's data"),
+    "customers:write": N_("Update customers' names and attributes; erase a customer"),
     "knowledge:read": N_("List and search knowledge documents"),
     "knowledge:write": N_("Upload, delete and re-index knowledge documents"),
     "leads:read": N_("List leads"),
