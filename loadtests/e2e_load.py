@@ -84,10 +84,18 @@ Reply, account, percentile, sent_from_records = (
 )
 
 PORTS = {
-    "ORCHESTRATOR_PORT": 9400, "WHATSAPP_PORT": 9401, "INSTAGRAM_PORT": 9402, "GMAIL_PORT": 9403,
-    "MCP_TOOLS_PORT": 9404, "MODEL_SERVER_PORT": 9405, "WORKER_METRICS_PORT": 9406,
-    "WORKER_BACKGROUND_METRICS_PORT": 9407, "CONSOLE_PORT": 9408, "EMBEDDED_REDIS_PORT": 9409, "WEB_PORT": 9410,
-}  # fmt: skip
+    "ORCHESTRATOR_PORT": 9400,
+    "WHATSAPP_PORT": 9401,
+    "INSTAGRAM_PORT": 9402,
+    "GMAIL_PORT": 9403,
+    "MCP_TOOLS_PORT": 9404,
+    "MODEL_SERVER_PORT": 9405,
+    "WORKER_METRICS_PORT": 9406,
+    "WORKER_BACKGROUND_METRICS_PORT": 9407,
+    "CONSOLE_PORT": 9408,
+    "EMBEDDED_REDIS_PORT": 9409,
+    "WEB_PORT": 9410,
+}
 MODEL = "offline-demo"  # switchboard.llm.config.OFFLINE_DEMO_MODEL: the demo tenant's deployment
 
 
@@ -107,9 +115,13 @@ def system_env(args: argparse.Namespace) -> dict[str, str]:
 def start_system(env: dict[str, str], log_path: Path) -> subprocess.Popen:
     log = log_path.open("ab")
     return subprocess.Popen(
-        [str(ROOT / ".venv/bin/switchboard"), "run"], cwd=ROOT, env=dict(os.environ, **env),
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+        [str(ROOT / ".venv/bin/switchboard"), "run"],
+        cwd=ROOT,
+        env=dict(os.environ, **env),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def stop_system(proc: subprocess.Popen) -> None:
@@ -147,13 +159,36 @@ def wait_ready(settings: Any, proc: subprocess.Popen | None, timeout_s: float = 
 def connect_gmail(env: dict[str, str], tmp: Path) -> None:
     """Connect ``support@example.com`` to the demo tenant through the sandbox's consent (idempotent)."""
     secrets = tmp / "client_secret.json"
-    secrets.write_text(json.dumps({"installed": {"client_id": "load.apps.googleusercontent.com",
-                                                 "client_secret": "load-secret", "redirect_uris": ["http://127.0.0.1"]}}))  # fmt: skip
+    secrets.write_text(
+        json.dumps(
+            {
+                "installed": {
+                    "client_id": "load.apps.googleusercontent.com",
+                    "client_secret": "load-secret",
+                    "redirect_uris": ["http://127.0.0.1"],
+                }
+            }
+        )
+    )
     done = subprocess.run(
-        [str(ROOT / ".venv/bin/switchboard"), "channel", "add-gmail", "--tenant", "demo", "--client-secrets",
-         str(secrets), "--loopback", "--timeout", "60"],
-        cwd=ROOT, env=dict(os.environ, **env), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            str(ROOT / ".venv/bin/switchboard"),
+            "channel",
+            "add-gmail",
+            "--tenant",
+            "demo",
+            "--client-secrets",
+            str(secrets),
+            "--loopback",
+            "--timeout",
+            "60",
+        ],
+        cwd=ROOT,
+        env=dict(os.environ, **env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if done.returncode != 0:
         raise SystemExit(f"add-gmail failed: {done.stdout}\n{done.stderr}")
 
@@ -164,8 +199,10 @@ async def prepare(
     """Media in the sandboxes, the model's latency script; returns the scenario's ``LOADTEST_*`` values."""
     wa, ig = settings.whatsapp_sandbox_url, settings.instagram_sandbox_url
     image_id, audio_id = f"{run}00001", f"{run}00002"
-    for media_id, data, mime in ((image_id, b"\xff\xd8\xffjpeg", "image/jpeg"),
-                                 (audio_id, b"SWITCHBOARD-TRANSCRIPT: where is my order", "audio/ogg")):  # fmt: skip
+    for media_id, data, mime in (
+        (image_id, b"\xff\xd8\xffjpeg", "image/jpeg"),
+        (audio_id, b"SWITCHBOARD-TRANSCRIPT: where is my order", "audio/ogg"),
+    ):
         (
             await client.put(f"{wa}/_control/media/{media_id}", content=data, headers={"content-type": mime})
         ).raise_for_status()
@@ -191,15 +228,24 @@ async def prepare(
         (await client.post(control, json=script)).raise_for_status()
     push, _audience = _gmail_push(settings)
     return {
-        "RUN": run, "WA_HOST": settings.service_url(settings.whatsapp_port),
-        "WA_SECRET": settings.secret("meta_app_secret"), "WA_PHONE_ID": "106000000000001",
-        "WA_IMAGE_ID": image_id, "WA_AUDIO_ID": audio_id,
-        "IG_HOST": settings.service_url(settings.instagram_port), "IG_SECRET": settings.secret("instagram_app_secret"),
-        "IG_ACCOUNT": "17841400000000001", "IG_CDN": ig, "IG_ASSET_IMAGE": assets["image"], "IG_ASSET_AUDIO": assets["audio"],
-        "GMAIL_HOST": settings.service_url(settings.gmail_port), "GMAIL_SANDBOX": settings.resolved_gmail_api_base_url,
-        "GMAIL_PUSH_PATH": push.removeprefix(settings.service_url(settings.gmail_port)), "MAILBOX": "support@example.com",
+        "RUN": run,
+        "WA_HOST": settings.service_url(settings.whatsapp_port),
+        "WA_SECRET": settings.secret("meta_app_secret"),
+        "WA_PHONE_ID": "106000000000001",
+        "WA_IMAGE_ID": image_id,
+        "WA_AUDIO_ID": audio_id,
+        "IG_HOST": settings.service_url(settings.instagram_port),
+        "IG_SECRET": settings.secret("instagram_app_secret"),
+        "IG_ACCOUNT": "17841400000000001",
+        "IG_CDN": ig,
+        "IG_ASSET_IMAGE": assets["image"],
+        "IG_ASSET_AUDIO": assets["audio"],
+        "GMAIL_HOST": settings.service_url(settings.gmail_port),
+        "GMAIL_SANDBOX": settings.resolved_gmail_api_base_url,
+        "GMAIL_PUSH_PATH": push.removeprefix(settings.service_url(settings.gmail_port)),
+        "MAILBOX": "support@example.com",
         "ADMIN_TOKEN": settings.secret("admin_token"),
-    }  # fmt: skip
+    }
 
 
 def _gmail_push(settings: Any) -> tuple[str, str | None]:
@@ -249,10 +295,16 @@ async def outbox_claims(database_url: str, since: float) -> dict[tuple[str, str]
     engine = create_engine(database_url, pool_size=1)
     try:
         async with engine.connect() as conn:
-            rows = (await conn.execute(text(
-                "SELECT o.channel, o.external_id, m.external_id, o.purpose, o.part_index FROM outbox o "
-                "LEFT JOIN messages m ON m.id = o.inbound_message_id "
-                "WHERE o.external_id IS NOT NULL AND o.updated_at >= to_timestamp(:since)"), {"since": since - 5})).all()  # fmt: skip
+            rows = (
+                await conn.execute(
+                    text(
+                        "SELECT o.channel, o.external_id, m.external_id, o.purpose, o.part_index FROM outbox o "
+                        "LEFT JOIN messages m ON m.id = o.inbound_message_id "
+                        "WHERE o.external_id IS NOT NULL AND o.updated_at >= to_timestamp(:since)"
+                    ),
+                    {"since": since - 5},
+                )
+            ).all()
     finally:
         await engine.dispose()
     return {(channel, ext): (answers, f"{purpose}:{part}") for channel, ext, answers, purpose, part in rows}
@@ -269,14 +321,24 @@ async def handoff_times(database_url: str) -> dict[tuple[str, str], float]:
     engine = create_engine(database_url, pool_size=1)
     try:
         async with engine.connect() as conn:
-            rows = (await conn.execute(text(
-                "SELECT m.channel, m.external_id, extract(epoch FROM h.at) FROM messages m JOIN "
-                "(SELECT conversation_id, min(created_at) AS at FROM conversation_events "
-                "WHERE to_status = 'human' GROUP BY conversation_id) h ON h.conversation_id = m.conversation_id "
-                "WHERE m.direction = 'inbound' AND m.external_id IS NOT NULL"))).all()  # fmt: skip
-            capped = (await conn.execute(text(
-                "SELECT channel, external_id FROM messages WHERE direction = 'inbound' AND inbound_state = 'done' "
-                "AND last_error LIKE 'automatic reply cap reached%'"))).all()  # fmt: skip
+            rows = (
+                await conn.execute(
+                    text(
+                        "SELECT m.channel, m.external_id, extract(epoch FROM h.at) FROM messages m JOIN "
+                        "(SELECT conversation_id, min(created_at) AS at FROM conversation_events "
+                        "WHERE to_status = 'human' GROUP BY conversation_id) h ON h.conversation_id = m.conversation_id "
+                        "WHERE m.direction = 'inbound' AND m.external_id IS NOT NULL"
+                    )
+                )
+            ).all()
+            capped = (
+                await conn.execute(
+                    text(
+                        "SELECT channel, external_id FROM messages WHERE direction = 'inbound' AND inbound_state = 'done' "
+                        "AND last_error LIKE 'automatic reply cap reached%'"
+                    )
+                )
+            ).all()
     finally:
         await engine.dispose()
     out = {(channel, ext): float(at) for channel, ext, at in rows}
@@ -296,11 +358,16 @@ async def states_of(database_url: str, ids: list[str]) -> dict[str, int]:
     engine = create_engine(database_url, pool_size=1)
     try:
         async with engine.connect() as conn:
-            rows = (await conn.execute(text(
-                "SELECT m.inbound_state, coalesce(m.last_error, ''), "
-                "(SELECT string_agg(DISTINCT o.status, ',') FROM outbox o WHERE o.inbound_message_id = m.id) "
-                "FROM messages m WHERE m.direction = 'inbound' AND m.channel || ':' || m.external_id = ANY(:ids)"),
-                {"ids": ids})).all()  # fmt: skip
+            rows = (
+                await conn.execute(
+                    text(
+                        "SELECT m.inbound_state, coalesce(m.last_error, ''), "
+                        "(SELECT string_agg(DISTINCT o.status, ',') FROM outbox o WHERE o.inbound_message_id = m.id) "
+                        "FROM messages m WHERE m.direction = 'inbound' AND m.channel || ':' || m.external_id = ANY(:ids)"
+                    ),
+                    {"ids": ids},
+                )
+            ).all()
     finally:
         await engine.dispose()
     counts: dict[str, int] = {}
@@ -338,8 +405,15 @@ async def sample_depths(
         while not stop.is_set():
             ready = await queue_depths(redis, [q.value for q in Queue])
             total = {q.value: int(await redis.zcard(q.value)) for q in Queue}
-            samples.append((time.time(), {**{f"{q.name} ready": ready[q.value] for q in Queue},
-                                          **{f"{q.name} all": total[q.value] for q in Queue}}))  # fmt: skip
+            samples.append(
+                (
+                    time.time(),
+                    {
+                        **{f"{q.name} ready": ready[q.value] for q in Queue},
+                        **{f"{q.name} all": total[q.value] for q in Queue},
+                    },
+                )
+            )
             try:
                 await asyncio.wait_for(stop.wait(), 0.5)
             except TimeoutError:
@@ -385,17 +459,61 @@ async def warm_up(
     started = time.monotonic()
     before = await last_seqs(client, settings)
     wa_id, igsid = f"19{scenario['RUN']}000000", f"99{scenario['RUN']}0000000000"
-    wa = {"object": "whatsapp_business_account", "entry": [{"id": "102000000000001", "changes": [{"field": "messages", "value": {
-        "messaging_product": "whatsapp", "metadata": {"display_phone_number": "15550100001", "phone_number_id": scenario["WA_PHONE_ID"]},
-        "contacts": [{"profile": {"name": "Warm-up"}, "wa_id": wa_id}],
-        "messages": [{"from": wa_id, "id": f"wamid.WARM{scenario['RUN']}=", "timestamp": str(int(time.time())),
-                      "type": "text", "text": {"body": "What are your opening hours?"}}]}}]}]}  # fmt: skip
+    wa = {
+        "object": "whatsapp_business_account",
+        "entry": [
+            {
+                "id": "102000000000001",
+                "changes": [
+                    {
+                        "field": "messages",
+                        "value": {
+                            "messaging_product": "whatsapp",
+                            "metadata": {
+                                "display_phone_number": "15550100001",
+                                "phone_number_id": scenario["WA_PHONE_ID"],
+                            },
+                            "contacts": [{"profile": {"name": "Warm-up"}, "wa_id": wa_id}],
+                            "messages": [
+                                {
+                                    "from": wa_id,
+                                    "id": f"wamid.WARM{scenario['RUN']}=",
+                                    "timestamp": str(int(time.time())),
+                                    "type": "text",
+                                    "text": {"body": "What are your opening hours?"},
+                                }
+                            ],
+                        },
+                    }
+                ],
+            }
+        ],
+    }
     now_ms = int(time.time() * 1000)
-    ig = {"object": "instagram", "entry": [{"id": scenario["IG_ACCOUNT"], "time": now_ms, "messaging": [
-        {"sender": {"id": igsid}, "recipient": {"id": scenario["IG_ACCOUNT"]}, "timestamp": now_ms,
-         "message": {"mid": f"aWdfWARM{scenario['RUN']}", "text": "How long does shipping take?"}}]}]}  # fmt: skip
-    for url, body, secret in ((scenario["WA_HOST"] + "/webhooks/whatsapp", wa, scenario["WA_SECRET"]),
-                              (scenario["IG_HOST"] + "/webhooks/instagram", ig, scenario["IG_SECRET"])):  # fmt: skip
+    ig = {
+        "object": "instagram",
+        "entry": [
+            {
+                "id": scenario["IG_ACCOUNT"],
+                "time": now_ms,
+                "messaging": [
+                    {
+                        "sender": {"id": igsid},
+                        "recipient": {"id": scenario["IG_ACCOUNT"]},
+                        "timestamp": now_ms,
+                        "message": {
+                            "mid": f"aWdfWARM{scenario['RUN']}",
+                            "text": "How long does shipping take?",
+                        },
+                    }
+                ],
+            }
+        ],
+    }
+    for url, body, secret in (
+        (scenario["WA_HOST"] + "/webhooks/whatsapp", wa, scenario["WA_SECRET"]),
+        (scenario["IG_HOST"] + "/webhooks/instagram", ig, scenario["IG_SECRET"]),
+    ):
         raw = json.dumps(body).encode()
         signature = "sha256=" + hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest()
         answer = await client.post(
@@ -447,14 +565,34 @@ async def run_load(
             )
         )
         began = time.time()
-        locust_env = dict(os.environ, **env, **{f"LOADTEST_{k}": v for k, v in scenario.items()},
-                          LOADTEST_RECORDS=str(records_path), LOADTEST_THINK=args.think)  # fmt: skip
+        locust_env = dict(
+            os.environ,
+            **env,
+            **{f"LOADTEST_{k}": v for k, v in scenario.items()},
+            LOADTEST_RECORDS=str(records_path),
+            LOADTEST_THINK=args.think,
+        )
         locust = await asyncio.create_subprocess_exec(
-            str(ROOT / ".venv/bin/locust"), "-f", str(HERE / "e2e_locustfile.py"), "--headless", "--only-summary",
-            "-u", str(args.users), "-r", str(args.spawn_rate), "-t", f"{round(args.duration)}s", "--stop-timeout", "10",
-            "--loglevel", "WARNING", cwd=str(ROOT), env=locust_env,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        )  # fmt: skip
+            str(ROOT / ".venv/bin/locust"),
+            "-f",
+            str(HERE / "e2e_locustfile.py"),
+            "--headless",
+            "--only-summary",
+            "-u",
+            str(args.users),
+            "-r",
+            str(args.spawn_rate),
+            "-t",
+            f"{round(args.duration)}s",
+            "--stop-timeout",
+            "10",
+            "--loglevel",
+            "WARNING",
+            cwd=str(ROOT),
+            env=locust_env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
         locust_out, _ = await locust.communicate()
         load_end = time.time()
         (tmp / f"locust_{latency}.log").write_bytes(locust_out)
@@ -501,38 +639,63 @@ async def run_load(
         await sampler
     report(args, latency, records, result, samples, began, load_end, drained, tmp, locust.returncode)
     if unanswered_states:
-        print("  unanswered messages by state when the drain ended: "
-              + ", ".join(f"{k}: {v}" for k, v in sorted(unanswered_states.items())))  # fmt: skip
+        print(
+            "  unanswered messages by state when the drain ended: "
+            + ", ".join(f"{k}: {v}" for k, v in sorted(unanswered_states.items()))
+        )
     return 1 if result.without_reply or result.sent_twice else 0
 
 
-def report(args: argparse.Namespace, latency: str, records: list[dict], result: Any, samples: list, began: float,
-           load_end: float, drained: float, tmp: Path, locust_rc: int | None) -> None:  # fmt: skip
-    print(f"\nend to end under load: {args.users} users, {args.duration:g} s of load, think {args.think} s, "
-          f"model latency {latency} s, {os.cpu_count()} CPUs (shared: load average "
-          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}); locust exit {locust_rc}")  # fmt: skip
-    print(f"posts: {len(records)} ({sum(r['redelivery'] for r in records)} redeliveries), "
-          f"not acknowledged 200: {sum(r['status'] != 200 for r in records)}")  # fmt: skip
+def report(
+    args: argparse.Namespace,
+    latency: str,
+    records: list[dict],
+    result: Any,
+    samples: list,
+    began: float,
+    load_end: float,
+    drained: float,
+    tmp: Path,
+    locust_rc: int | None,
+) -> None:
+    print(
+        f"\nend to end under load: {args.users} users, {args.duration:g} s of load, think {args.think} s, "
+        f"model latency {latency} s, {os.cpu_count()} CPUs (shared: load average "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}); locust exit {locust_rc}"
+    )
+    print(
+        f"posts: {len(records)} ({sum(r['redelivery'] for r in records)} redeliveries), "
+        f"not acknowledged 200: {sum(r['status'] != 200 for r in records)}"
+    )
     print(
         f"{'channel':>10} {'posts':>6} {'ack p50':>8} {'p95':>7} {'p99':>7}   {'turns':>5} {'reply p50':>9} {'p95':>6}  (ack ms, reply s)"
     )
     for channel in ("whatsapp", "instagram", "gmail"):
         acks = [r["ack_ms"] for r in records if r["channel"] == channel]
         lat = result.latencies.get(channel, [])
-        print(f"{channel:>10} {len(acks):>6} {percentile(acks, .5):>8.1f} {percentile(acks, .95):>7.1f} "
-              f"{percentile(acks, .99):>7.1f}   {len(lat):>5} {percentile(lat, .5):>9.2f} {percentile(lat, .95):>6.2f}")  # fmt: skip
+        print(
+            f"{channel:>10} {len(acks):>6} {percentile(acks, 0.5):>8.1f} {percentile(acks, 0.95):>7.1f} "
+            f"{percentile(acks, 0.99):>7.1f}   {len(lat):>5} {percentile(lat, 0.5):>9.2f} {percentile(lat, 0.95):>6.2f}"
+        )
     everything = [x for v in result.latencies.values() for x in v]
-    print(f"{'all':>10} {len(records):>6} {percentile([r['ack_ms'] for r in records], .5):>8.1f} "
-          f"{percentile([r['ack_ms'] for r in records], .95):>7.1f} {percentile([r['ack_ms'] for r in records], .99):>7.1f}"
-          f"   {len(everything):>5} {percentile(everything, .5):>9.2f} {percentile(everything, .95):>6.2f}")  # fmt: skip
+    print(
+        f"{'all':>10} {len(records):>6} {percentile([r['ack_ms'] for r in records], 0.5):>8.1f} "
+        f"{percentile([r['ack_ms'] for r in records], 0.95):>7.1f} {percentile([r['ack_ms'] for r in records], 0.99):>7.1f}"
+        f"   {len(everything):>5} {percentile(everything, 0.5):>9.2f} {percentile(everything, 0.95):>6.2f}"
+    )
     if samples:
         names = list(samples[0][1])
         peak = {n: max(s[n] for _, s in samples) for n in names}
         print("queue depth (jobs; peak): " + ", ".join(f"{n} {peak[n]}" for n in names))
         step = max(1, len(samples) // 12)
         print("queue depth over time (s since start: chat ready/all, background ready/all):")
-        print("  " + "  ".join(f"{t - began:.0f}s:{s['chat ready']}/{s['chat all']},{s['background ready']}/{s['background all']}"
-                               for t, s in samples[::step]))  # fmt: skip
+        print(
+            "  "
+            + "  ".join(
+                f"{t - began:.0f}s:{s['chat ready']}/{s['chat all']},{s['background ready']}/{s['background all']}"
+                for t, s in samples[::step]
+            )
+        )
         out = (
             Path(args.plot.replace("{latency}", latency)) if args.plot else tmp / f"queue_depth_{latency}.png"
         )
@@ -544,14 +707,18 @@ def report(args: argparse.Namespace, latency: str, records: list[dict], result: 
             f"queue depth, {args.users} users, model latency {latency} s",
         )
         print(f"queue depth plot: {out}")
-    print(f"drained {drained - load_end:.0f} s after the load stopped; turns answered {result.turns_answered}, "
-          f"customer messages {result.messages}")  # fmt: skip
+    print(
+        f"drained {drained - load_end:.0f} s after the load stopped; turns answered {result.turns_answered}, "
+        f"customer messages {result.messages}"
+    )
     print(
         f"customer messages without a reply: {result.without_reply} (customers: {result.customers_unanswered})"
     )
     print(f"customer messages handed to a person (human mode, answered by design): {result.handed_to_person}")
-    print(f"replies sent twice: {result.sent_twice} (same reply again: {result.sent_twice - result.unclaimed_sends - result.misdirected}, "
-          f"sends no outbox row claims: {result.unclaimed_sends}, to the wrong customer: {result.misdirected})")  # fmt: skip
+    print(
+        f"replies sent twice: {result.sent_twice} (same reply again: {result.sent_twice - result.unclaimed_sends - result.misdirected}, "
+        f"sends no outbox row claims: {result.unclaimed_sends}, to the wrong customer: {result.misdirected})"
+    )
     if result.unanswered_ids:
         print("  unanswered (first 10): " + ", ".join(result.unanswered_ids[:10]))
     if result.unclaimed:

@@ -75,12 +75,31 @@ def _close_records(**_kwargs: object) -> None:
     _records.close()
 
 
-def _record(channel: str, customer: str, message_id: str, posted_at: float, ack_ms: float, status: int,
-            kind: str, redelivery: bool) -> None:  # fmt: skip
-    _records.write(json.dumps({
-        "channel": channel, "customer": customer, "message_id": message_id, "posted_at": posted_at,
-        "ack_ms": ack_ms, "status": status, "kind": kind, "redelivery": redelivery,
-    }) + "\n")  # fmt: skip
+def _record(
+    channel: str,
+    customer: str,
+    message_id: str,
+    posted_at: float,
+    ack_ms: float,
+    status: int,
+    kind: str,
+    redelivery: bool,
+) -> None:
+    _records.write(
+        json.dumps(
+            {
+                "channel": channel,
+                "customer": customer,
+                "message_id": message_id,
+                "posted_at": posted_at,
+                "ack_ms": ack_ms,
+                "status": status,
+                "kind": kind,
+                "redelivery": redelivery,
+            }
+        )
+        + "\n"
+    )
 
 
 def _signed(raw: bytes, secret: str) -> dict[str, str]:
@@ -97,8 +116,17 @@ class _Customer(FastHttpUser):
         self.number = next(_numbers)
         self.last: tuple[bytes, str, str] | None = None  # body, message id, kind
 
-    def post_webhook(self, url: str, raw: bytes, headers: dict[str, str], *, customer: str, message_id: str,
-                     kind: str, redelivery: bool = False) -> None:  # fmt: skip
+    def post_webhook(
+        self,
+        url: str,
+        raw: bytes,
+        headers: dict[str, str],
+        *,
+        customer: str,
+        message_id: str,
+        kind: str,
+        redelivery: bool = False,
+    ) -> None:
         posted_at = time.time()
         started = time.perf_counter()
         name = f"{self.channel}: {'redelivery' if redelivery else kind}"
@@ -148,32 +176,80 @@ class WhatsAppCustomer(_Customer):
         message: dict = {"from": self.wa_id, "id": wamid, "timestamp": str(int(time.time()))}
         if kind == "media":
             if random.random() < 0.5:
-                message |= {"type": "image", "image": {"caption": "This arrived broken 😞", "mime_type": "image/jpeg",
-                                                       "sha256": "FAKE", "id": _env("WA_IMAGE_ID")}}  # fmt: skip
+                message |= {
+                    "type": "image",
+                    "image": {
+                        "caption": "This arrived broken 😞",
+                        "mime_type": "image/jpeg",
+                        "sha256": "FAKE",
+                        "id": _env("WA_IMAGE_ID"),
+                    },
+                }
             else:
-                message |= {"type": "audio", "audio": {"mime_type": "audio/ogg; codecs=opus", "sha256": "FAKE",
-                                                       "id": _env("WA_AUDIO_ID"), "voice": True}}  # fmt: skip
+                message |= {
+                    "type": "audio",
+                    "audio": {
+                        "mime_type": "audio/ogg; codecs=opus",
+                        "sha256": "FAKE",
+                        "id": _env("WA_AUDIO_ID"),
+                        "voice": True,
+                    },
+                }
         elif kind == "tap":
-            message |= {"type": "interactive", "interactive": random.choice(WA_TAPS),
-                        "context": {"from": "15550100001", "id": "wamid.LOADCONTEXT"}}  # fmt: skip
+            message |= {
+                "type": "interactive",
+                "interactive": random.choice(WA_TAPS),
+                "context": {"from": "15550100001", "id": "wamid.LOADCONTEXT"},
+            }
         else:
             message |= {"type": "text", "text": {"body": random.choice(TEXTS)}}
-        body = {"object": "whatsapp_business_account", "entry": [{"id": "102000000000001", "changes": [
-            {"field": "messages", "value": {
-                "messaging_product": "whatsapp",
-                "metadata": {"display_phone_number": "15550100001", "phone_number_id": _env("WA_PHONE_ID")},
-                "contacts": [{"profile": {"name": f"Load {self.number}"}, "wa_id": self.wa_id}],
-                "messages": [message]}}]}]}  # fmt: skip
+        body = {
+            "object": "whatsapp_business_account",
+            "entry": [
+                {
+                    "id": "102000000000001",
+                    "changes": [
+                        {
+                            "field": "messages",
+                            "value": {
+                                "messaging_product": "whatsapp",
+                                "metadata": {
+                                    "display_phone_number": "15550100001",
+                                    "phone_number_id": _env("WA_PHONE_ID"),
+                                },
+                                "contacts": [
+                                    {"profile": {"name": f"Load {self.number}"}, "wa_id": self.wa_id}
+                                ],
+                                "messages": [message],
+                            },
+                        }
+                    ],
+                }
+            ],
+        }
         raw = json.dumps(body, separators=(",", ":")).encode()
         self.last = (raw, wamid, kind)
-        self.post_webhook("/webhooks/whatsapp", raw, _signed(raw, _env("WA_SECRET")), customer=self.wa_id,
-                          message_id=wamid, kind=kind)  # fmt: skip
+        self.post_webhook(
+            "/webhooks/whatsapp",
+            raw,
+            _signed(raw, _env("WA_SECRET")),
+            customer=self.wa_id,
+            message_id=wamid,
+            kind=kind,
+        )
 
     def redeliver(self) -> None:
         assert self.last is not None
         raw, wamid, kind = self.last
-        self.post_webhook("/webhooks/whatsapp", raw, _signed(raw, _env("WA_SECRET")), customer=self.wa_id,
-                          message_id=wamid, kind=kind, redelivery=True)  # fmt: skip
+        self.post_webhook(
+            "/webhooks/whatsapp",
+            raw,
+            _signed(raw, _env("WA_SECRET")),
+            customer=self.wa_id,
+            message_id=wamid,
+            kind=kind,
+            redelivery=True,
+        )
 
 
 class InstagramCustomer(_Customer):
@@ -207,14 +283,27 @@ class InstagramCustomer(_Customer):
         body = {"object": "instagram", "entry": [{"id": account, "time": now_ms, "messaging": [event]}]}
         raw = json.dumps(body, separators=(",", ":")).encode()
         self.last = (raw, mid, kind)
-        self.post_webhook("/webhooks/instagram", raw, _signed(raw, _env("IG_SECRET")), customer=self.igsid,
-                          message_id=mid, kind=kind)  # fmt: skip
+        self.post_webhook(
+            "/webhooks/instagram",
+            raw,
+            _signed(raw, _env("IG_SECRET")),
+            customer=self.igsid,
+            message_id=mid,
+            kind=kind,
+        )
 
     def redeliver(self) -> None:
         assert self.last is not None
         raw, mid, kind = self.last
-        self.post_webhook("/webhooks/instagram", raw, _signed(raw, _env("IG_SECRET")), customer=self.igsid,
-                          message_id=mid, kind=kind, redelivery=True)  # fmt: skip
+        self.post_webhook(
+            "/webhooks/instagram",
+            raw,
+            _signed(raw, _env("IG_SECRET")),
+            customer=self.igsid,
+            message_id=mid,
+            kind=kind,
+            redelivery=True,
+        )
 
 
 class GmailCustomer(_Customer):
@@ -230,35 +319,59 @@ class GmailCustomer(_Customer):
         self.thread: str | None = None
 
     def send_one(self, kind: str) -> None:
-        spec: dict = {"to": _env("MAILBOX"), "from": self.address, "from_name": f"Load {self.number}",
-                      "subject": random.choice(["Question", "My order", "Shipping"]),
-                      "text": random.choice(TEXTS),
-                      "message_id": f"<load-{uuid.uuid4().hex}@example.net>"}  # fmt: skip
+        spec: dict = {
+            "to": _env("MAILBOX"),
+            "from": self.address,
+            "from_name": f"Load {self.number}",
+            "subject": random.choice(["Question", "My order", "Shipping"]),
+            "text": random.choice(TEXTS),
+            "message_id": f"<load-{uuid.uuid4().hex}@example.net>",
+        }
         if kind == "media":
-            spec["attachments"] = [{"filename": "photo.jpg", "mime": "image/jpeg",
-                                    "data_b64": base64.b64encode(b"\xff\xd8\xffjpeg").decode()}]  # fmt: skip
+            spec["attachments"] = [
+                {
+                    "filename": "photo.jpg",
+                    "mime": "image/jpeg",
+                    "data_b64": base64.b64encode(b"\xff\xd8\xffjpeg").decode(),
+                }
+            ]
         if kind == "burst" and self.thread is not None:
             spec["thread_id"] = self.thread  # the second mail of a burst: the same thread
-        with self.client.post(f"{_env('GMAIL_SANDBOX')}/_control/deliver", json=spec,
-                              headers={"Authorization": f"Bearer {_env('ADMIN_TOKEN')}"},
-                              name="gmail sandbox: deliver (not an ack)", catch_response=True) as answer:  # fmt: skip
+        with self.client.post(
+            f"{_env('GMAIL_SANDBOX')}/_control/deliver",
+            json=spec,
+            headers={"Authorization": f"Bearer {_env('ADMIN_TOKEN')}"},
+            name="gmail sandbox: deliver (not an ack)",
+            catch_response=True,
+        ) as answer:
             if answer.status_code != 200:
                 answer.failure(f"HTTP {answer.status_code}")
                 return
             delivered = answer.json()
         self.thread = delivered["threadId"] if kind == "burst" else None
         data = json.dumps({"emailAddress": _env("MAILBOX"), "historyId": int(delivered["historyId"])})
-        envelope = {"message": {"data": base64.b64encode(data.encode()).decode(),
-                                "messageId": f"{RUN}{uuid.uuid4().int % 10**12:012d}",
-                                "publishTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
-                    "subscription": "projects/load/subscriptions/gmail-push"}  # fmt: skip
+        envelope = {
+            "message": {
+                "data": base64.b64encode(data.encode()).decode(),
+                "messageId": f"{RUN}{uuid.uuid4().int % 10**12:012d}",
+                "publishTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            },
+            "subscription": "projects/load/subscriptions/gmail-push",
+        }
         raw = json.dumps(envelope).encode()
         self.last = (raw, delivered["id"], kind)
         self._push(raw, delivered["threadId"], delivered["id"], kind, redelivery=False)
 
     def _push(self, raw: bytes, thread: str, message_id: str, kind: str, *, redelivery: bool) -> None:
-        self.post_webhook(_env("GMAIL_PUSH_PATH"), raw, {"Content-Type": "application/json"}, customer=thread,
-                          message_id=message_id, kind=kind, redelivery=redelivery)  # fmt: skip
+        self.post_webhook(
+            _env("GMAIL_PUSH_PATH"),
+            raw,
+            {"Content-Type": "application/json"},
+            customer=thread,
+            message_id=message_id,
+            kind=kind,
+            redelivery=redelivery,
+        )
         self.last_thread = thread
 
     def redeliver(self) -> None:

@@ -74,9 +74,11 @@ async def main(calls: int, retry_after: int) -> None:
     url, server = _serve(state)
     data_dir = tempfile.mkdtemp(prefix="switchboard-fallback-")
     settings = Settings(
-        data_dir=Path(data_dir), openai_api_key=None, anthropic_api_key=None,
+        data_dir=Path(data_dir),
+        openai_api_key=None,
+        anthropic_api_key=None,
         egress_allow_loopback=True,  # the measured deployments are model servers on this machine
-    )  # fmt: skip
+    )
     gateway = ModelGateway(
         settings=settings, cipher=CredentialCipher(settings.secret("encryption_key").encode())
     )

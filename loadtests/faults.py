@@ -197,9 +197,13 @@ class Stack:
         DATA_DIR.mkdir(parents=True)
         log = open(DATA_DIR / "run.log", "wb")  # noqa: SIM115 (the run's whole life)
         self.process = subprocess.Popen(
-            [str(ROOT / ".venv/bin/switchboard"), "run"], cwd=ROOT, env=_env(), stdout=log,
-            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+            [str(ROOT / ".venv/bin/switchboard"), "run"],
+            cwd=ROOT,
+            env=_env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + START_TIMEOUT_S
         run_json = DATA_DIR / "run.json"
         while time.monotonic() < deadline:
@@ -339,9 +343,10 @@ class Load:
         while self.running:
             n += 1
             body = build_text_webhook(
-                phone_number_id=self.phone_number_id, wa_id=wa_id,
+                phone_number_id=self.phone_number_id,
+                wa_id=wa_id,
                 text=f"faults {self.case} customer {index} message {n}: do you ship abroad?",
-            )  # fmt: skip
+            )
             wamid = body["entry"][0]["changes"][0]["value"]["messages"][0]["id"]
             raw = json.dumps(body, separators=(",", ":")).encode()
             sent = self.messages[wamid] = Sent(wamid, wa_id, time.time())
@@ -523,9 +528,16 @@ async def run_case(stack: Stack, args: argparse.Namespace, case: str, env: dict[
     async with httpx.AsyncClient(timeout=30) as client:
         after_seq = (await client.get(env["sandbox"], headers=control)).json()["last_seq"]
         load = Load(
-            client, env["webhook"], env["sandbox"], control, env["secret"], env["phone_number_id"], case,
-            args.customers, args.think,
-        )  # fmt: skip
+            client,
+            env["webhook"],
+            env["sandbox"],
+            control,
+            env["secret"],
+            env["phone_number_id"],
+            case,
+            args.customers,
+            args.think,
+        )
         load.last_seq = after_seq
         watcher = asyncio.create_task(load.watch())
         customers = [asyncio.create_task(load.customer(i)) for i in range(args.customers)]
@@ -556,8 +568,13 @@ async def run_case(stack: Stack, args: argparse.Namespace, case: str, env: dict[
             await worker_back()
         elif case == "worker_kill_send":
             failures = env["sandbox"].replace("/sent", "/failures")
-            spec = {"operation": "send", "phone_number_id": env["phone_number_id"], "mode": "delay",
-                    "delay_s": 10.0, "times": args.customers}  # fmt: skip
+            spec = {
+                "operation": "send",
+                "phone_number_id": env["phone_number_id"],
+                "mode": "delay",
+                "delay_s": 10.0,
+                "times": args.customers,
+            }
             (await client.post(failures, json=spec, headers=control)).raise_for_status()
             await asyncio.sleep(4.0)  # sends are hanging, accepted
             started, result.fault_at = time.monotonic(), time.time()
@@ -677,8 +694,10 @@ async def main_async(args: argparse.Namespace) -> int:
         stack.stop()
     print()
     print(f"rule: lost 0, duplicated 0, every message answered within {BOUND_S:.0f} s + the outage")
-    print(f"{'case':<18} {'in':>4} {'out':>4} {'lost':>4} {'dup':>4} {'coal':>4} {'redeliv':>7} {'outage s':>8} "
-          f"{'max delay s':>11} {'bound s':>7} {'late':>4} {'caught':>6} {'its max s':>9} {'err reply':>9}  verdict")  # fmt: skip
+    print(
+        f"{'case':<18} {'in':>4} {'out':>4} {'lost':>4} {'dup':>4} {'coal':>4} {'redeliv':>7} {'outage s':>8} "
+        f"{'max delay s':>11} {'bound s':>7} {'late':>4} {'caught':>6} {'its max s':>9} {'err reply':>9}  verdict"
+    )
     print("caught: posted before the heal, first answered after the fault began; its max s: their longest")
     print("wait for a first answer of any kind; err reply: messages first answered with the error reply")
     for result in results:

@@ -84,8 +84,15 @@ async def run(args: argparse.Namespace, database_url: str, redis_url: str, data_
 
     from services.gmail.main import create_app
 
-    settings = load_settings(database_url=database_url, redis_url=redis_url, data_dir=data_dir, gmail_port=port,
-                             log_level="WARNING", inbound_debounce_s=0.0, _env_file=None)  # fmt: skip
+    settings = load_settings(
+        database_url=database_url,
+        redis_url=redis_url,
+        data_dir=data_dir,
+        gmail_port=port,
+        log_level="WARNING",
+        inbound_debounce_s=0.0,
+        _env_file=None,
+    )
     server, thread = await asyncio.to_thread(serve, create_app(settings), port)
     engine = create_engine(database_url, pool_size=4)
     sessions = session_factory(engine)
@@ -97,10 +104,15 @@ async def run(args: argparse.Namespace, database_url: str, redis_url: str, data_
                 session, slug=f"gmail-load-{uuid.uuid4().hex[:6]}", name="Gmail load"
             )
         cipher = CredentialCipher(settings.secret("encryption_key").encode())
-        auth = start_authorization(cipher=cipher, auth_url=settings.resolved_gmail_auth_url,
-                                   scopes=settings.gmail_oauth_scopes, tenant_id=tenant.id,
-                                   secrets=ClientSecrets("load.apps.googleusercontent.com", "GOCSPX-load"),
-                                   redirect_uri="http://127.0.0.1:1/cb", login_hint=mailbox)  # fmt: skip
+        auth = start_authorization(
+            cipher=cipher,
+            auth_url=settings.resolved_gmail_auth_url,
+            scopes=settings.gmail_oauth_scopes,
+            tenant_id=tenant.id,
+            secrets=ClientSecrets("load.apps.googleusercontent.com", "GOCSPX-load"),
+            redirect_uri="http://127.0.0.1:1/cb",
+            login_hint=mailbox,
+        )
         control = {
             "Authorization": f"Bearer {settings.secret('admin_token')}"
         }  # the sandbox's control endpoints
@@ -108,17 +120,29 @@ async def run(args: argparse.Namespace, database_url: str, redis_url: str, data_
             location = (await http.get(auth.url)).headers["location"]
             code = code_from_answer(location, state=auth.state)
             gmail = GmailClient(api, settings.resolved_gmail_token_url)
-            connected = await finish_authorization(sessions=sessions, cipher=cipher, client=gmail,
-                                                   tenant_id=tenant.id, state=auth.state, code=code)  # fmt: skip
+            connected = await finish_authorization(
+                sessions=sessions,
+                cipher=cipher,
+                client=gmail,
+                tenant_id=tenant.id,
+                state=auth.state,
+                code=code,
+            )
             await gmail.aclose()
 
             # --- 1. sync throughput -------------------------------------------------------------
             for i in range(args.mails):
-                response = await http.post(api + "/_control/deliver", headers=control, json={
-                    "to": mailbox, "from": f"customer-{i}@example.net", "subject": f"Order {1000 + i}",
-                    "text": f"Hello,\n\nwhere is my order {1000 + i}? It was due on Monday.\n\nThanks\n",
-                    "html": f"<p>Hello,</p><p>where is my order <b>{1000 + i}</b>? It was due on Monday.</p>",
-                })  # fmt: skip
+                response = await http.post(
+                    api + "/_control/deliver",
+                    headers=control,
+                    json={
+                        "to": mailbox,
+                        "from": f"customer-{i}@example.net",
+                        "subject": f"Order {1000 + i}",
+                        "text": f"Hello,\n\nwhere is my order {1000 + i}? It was due on Monday.\n\nThanks\n",
+                        "html": f"<p>Hello,</p><p>where is my order <b>{1000 + i}</b>? It was due on Monday.</p>",
+                    },
+                )
                 response.raise_for_status()
             async with open_resources(settings) as resources:
                 await enqueue_sync(resources.redis, connected.account_id, reason="load")
@@ -133,8 +157,13 @@ async def run(args: argparse.Namespace, database_url: str, redis_url: str, data_
                 await worker.close()
             elapsed = time.perf_counter() - started
             async with sessions() as session:
-                stored = (await session.exec(select(func.count()).select_from(Message).where(
-                    Message.tenant_id == tenant.id, Message.direction == "inbound"))).one()  # fmt: skip
+                stored = (
+                    await session.exec(
+                        select(func.count())
+                        .select_from(Message)
+                        .where(Message.tenant_id == tenant.id, Message.direction == "inbound")
+                    )
+                ).one()
             print(f"gmail sync: {args.mails} mails, one sync job on the background worker")
             print(f"  stored {stored}/{args.mails} in {elapsed:.2f} s: {stored / elapsed:.1f} mails/s")
 
@@ -146,8 +175,10 @@ async def run(args: argparse.Namespace, database_url: str, redis_url: str, data_
             statuses: dict[int, int] = {}
 
             async def push(i: int) -> None:
-                body = {"message": {"data": data, "messageId": f"load-{uuid.uuid4().hex}"},
-                        "subscription": "projects/p/subscriptions/gmail"}  # fmt: skip
+                body = {
+                    "message": {"data": data, "messageId": f"load-{uuid.uuid4().hex}"},
+                    "subscription": "projects/p/subscriptions/gmail",
+                }
                 async with limiter:
                     t0 = time.perf_counter()
                     response = await http.post(url, json=body)

@@ -25,9 +25,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 COLUMNS = (
-    "requests", "http_5xx", "signed_non_2xx", "valid_messages", "valid_not_stored", "unsigned_stored", "rows",
-    "unprocessable", "dead_letters", "failed_jobs", "replies",
-)  # fmt: skip
+    "requests",
+    "http_5xx",
+    "signed_non_2xx",
+    "valid_messages",
+    "valid_not_stored",
+    "unsigned_stored",
+    "rows",
+    "unprocessable",
+    "dead_letters",
+    "failed_jobs",
+    "replies",
+)
 
 
 def main() -> int:
@@ -47,10 +56,25 @@ def main() -> int:
         )
         print(f"hostile webhooks: {args.examples} cases per test, seed {seed}, {os.cpu_count()} CPUs")
         result = subprocess.run(
-            [sys.executable, "-m", "pytest", "tests/channels/test_hostile_input.py", "-q", "-p", "no:randomly",
-             "-W", "ignore", "-k", "not issue_13"],
-            cwd=ROOT, env=env, capture_output=True, text=True, check=False,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "tests/channels/test_hostile_input.py",
+                "-q",
+                "-p",
+                "no:randomly",
+                "-W",
+                "ignore",
+                "-k",
+                "not issue_13",
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         rows = [json.loads(line) for line in figures.read_text().splitlines()] if figures.exists() else []
     print(f"{'test':<22}" + "".join(f"{c:>{len(c) + 2}}" for c in COLUMNS))
     for row in rows:

@@ -56,8 +56,13 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
             f"in {seconds:.1f} s = {stored / seconds:.0f} chunks/s"
         )
     per_tenant = max(0, args.chunks - stored) // args.tenants
-    fill = await kb_common.bulk_fill(bench, per_tenant, workers=args.workers, entities=False,
-                                     maintenance_work_mem=args.maintenance_work_mem)  # fmt: skip
+    fill = await kb_common.bulk_fill(
+        bench,
+        per_tenant,
+        workers=args.workers,
+        entities=False,
+        maintenance_work_mem=args.maintenance_work_mem,
+    )
     print(f"filler: {fill.chunks} chunks by COPY in {fill.load_s:.1f} s; HNSW build {fill.index_s:.1f} s")
 
     rng = random.Random(kb_common.SEED)
@@ -81,8 +86,9 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
             rows = await conn.fetch(
                 "SELECT id FROM knowledge_documents WHERE tenant_id = $1 AND is_active "
                 "ORDER BY embedding <=> $2::vector, id LIMIT 5",
-                bench.tenant_ids[tenant], qvec(query),
-            )  # fmt: skip
+                bench.tenant_ids[tenant],
+                qvec(query),
+            )
             truth.append([row[0] for row in rows])
     ceiling = sum(target in top for (_, _, target, _), top in zip(samples, truth, strict=True)) / len(samples)
     print(f"questions: {len(samples)}; their own chunk is in the exact top 5 by cosine for {ceiling:.0%}")
@@ -109,8 +115,14 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
             )
         latencies, matched, found = [], 0, 0
         for (tenant, query, target, code), expected in zip(samples, truth, strict=True):
-            ms, ids = await kb_common.timed_search(bench, tenant, code if mode == "exact" else query, mode,
-                                                   settings=settings_, min_similarity=min_similarity)  # fmt: skip
+            ms, ids = await kb_common.timed_search(
+                bench,
+                tenant,
+                code if mode == "exact" else query,
+                mode,
+                settings=settings_,
+                min_similarity=min_similarity,
+            )
             latencies.append(ms)
             matched += (target in ids) if mode == "exact" else len(set(ids) & set(expected))
             found += target in ids
@@ -124,8 +136,14 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
         executions = []
         for tenant, query, _, _ in samples[: min(30, len(samples))]:
             async with bench.sessions() as session, session.begin():
-                _, plan = await explain_search(session, tenant_id=bench.tenant_ids[tenant], query=query,
-                                               mode=mode, settings=settings, analyze=True)  # type: ignore[arg-type]  # fmt: skip
+                _, plan = await explain_search(
+                    session,
+                    tenant_id=bench.tenant_ids[tenant],
+                    query=query,
+                    mode=mode,
+                    settings=settings,
+                    analyze=True,
+                )  # type: ignore[arg-type]
             executions.append(float(plan[-1].split(":")[1].split()[0]))  # "Execution Time: x ms"
         print(
             f"  SQL alone ({mode}, EXPLAIN ANALYZE execution time): "
@@ -168,10 +186,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     kb_common.add_common_arguments(parser, ingest_chunks=1000)
     parser.add_argument("--queries", type=int, default=None, help="questions per mode (100; quick: 40)")
-    parser.add_argument("--corpus", choices=["topics", "uniform"], default="topics",
-                        help="topics: tenants' documents about a few product lines; uniform: random Zipf words")  # fmt: skip
-    parser.add_argument("--ef-search", type=int, nargs="*", default=[40, 400],
-                        help="hnsw.ef_search values to compare with HNSW forced")  # fmt: skip
+    parser.add_argument(
+        "--corpus",
+        choices=["topics", "uniform"],
+        default="topics",
+        help="topics: tenants' documents about a few product lines; uniform: random Zipf words",
+    )
+    parser.add_argument(
+        "--ef-search",
+        type=int,
+        nargs="*",
+        default=[40, 400],
+        help="hnsw.ef_search values to compare with HNSW forced",
+    )
     args = parser.parse_args()
     kb_common.resolve_sizes(args)
     if args.queries is None:

@@ -89,17 +89,22 @@ def supported(question: Question, hits: list[tuple[str, str]]) -> list[bool]:
     ]
 
 
-async def search(bench: kb_common.Bench, tenant: int, query: str, mode: str, use_graph: bool | None) -> tuple[
-    float, list[tuple[str, str]]
-]:  # fmt: skip
+async def search(
+    bench: kb_common.Bench, tenant: int, query: str, mode: str, use_graph: bool | None
+) -> tuple[float, list[tuple[str, str]]]:
     from switchboard.knowledge import search_chunks
 
     started = time.perf_counter()
     async with bench.sessions() as session, session.begin():
         hits = await search_chunks(
-            session, tenant_id=bench.tenant_ids[tenant], query=query, mode=mode,  # type: ignore[arg-type]
-            settings=bench.settings, use_graph=use_graph, limit=5,
-        )  # fmt: skip
+            session,
+            tenant_id=bench.tenant_ids[tenant],
+            query=query,
+            mode=mode,  # type: ignore[arg-type]
+            settings=bench.settings,
+            use_graph=use_graph,
+            limit=5,
+        )
     return (time.perf_counter() - started) * 1000, [(hit.document, hit.text) for hit in hits]
 
 
@@ -187,9 +192,10 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--catalogue", action="append", help="a folder of loadtests/catalogues (default: all)"
     )

@@ -59,9 +59,15 @@ async def compare(args: argparse.Namespace, url: str) -> None:
             found: dict[str, list[int]] = {}
             async with bench.sessions() as session, session.begin():
                 prepared = await _prepare(
-                    session, tenant_id=bench.tenant_ids[number % len(bench.tenant_ids)], query=question,
-                    mode=mode, limit=5, settings=bench.settings, embedding=None, min_similarity=None,  # type: ignore[arg-type]
-                )  # fmt: skip
+                    session,
+                    tenant_id=bench.tenant_ids[number % len(bench.tenant_ids)],
+                    query=question,
+                    mode=mode,
+                    limit=5,
+                    settings=bench.settings,
+                    embedding=None,
+                    min_similarity=None,  # type: ignore[arg-type]
+                )
                 assert prepared is not None and prepared.strategy == "exact_scan" and narrow in prepared.sql
                 statements = {"narrow": prepared.sql, "wide": prepared.sql.replace(narrow, wide)}
                 for side in ("wide", "narrow") if number % 2 else ("narrow", "wide"):

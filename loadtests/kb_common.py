@@ -218,8 +218,9 @@ def resolve_sizes(args: argparse.Namespace) -> None:
             setattr(args, name, value)
 
 
-def run_with_database(args: argparse.Namespace, run: Callable[[argparse.Namespace, str], Awaitable[None]], *,
-                      service: str) -> None:  # fmt: skip
+def run_with_database(
+    args: argparse.Namespace, run: Callable[[argparse.Namespace, str], Awaitable[None]], *, service: str
+) -> None:
     """Run ``run(args, url)`` against ``--database-url`` or a fresh embedded PostgreSQL (removed after)."""
     from switchboard.db.migrate import upgrade
     from switchboard.observability import configure_logging
@@ -281,8 +282,14 @@ async def attach(url: str, tenant_ids: list[str]) -> Bench:
 
     settings = load_settings(database_url=url, _env_file=None, log_level="WARNING")
     engine = create_engine(url, pool_size=4)
-    return Bench(settings=settings, engine=engine, sessions=session_factory(engine), conn=await connect(url),
-                 tenant_ids=[uuid.UUID(t) for t in tenant_ids], url=url)  # fmt: skip
+    return Bench(
+        settings=settings,
+        engine=engine,
+        sessions=session_factory(engine),
+        conn=await connect(url),
+        tenant_ids=[uuid.UUID(t) for t in tenant_ids],
+        url=url,
+    )
 
 
 @dataclass
@@ -310,10 +317,13 @@ async def connect(url: str) -> Any:
 
     parsed = make_url(url)
     conn = await asyncpg.connect(
-        user=parsed.username, password=parsed.password, database=parsed.database,
-        host=parsed.query.get("host") or parsed.host, port=parsed.port,
+        user=parsed.username,
+        password=parsed.password,
+        database=parsed.database,
+        host=parsed.query.get("host") or parsed.host,
+        port=parsed.port,
         statement_cache_size=0,  # a custom plan for every query (no generic plan from a cache)
-    )  # fmt: skip
+    )
     await conn.set_type_codec("vector", encoder=bytes, decoder=bytes, format="binary")
     return conn
 
@@ -333,8 +343,14 @@ async def setup(url: str, *, tenants: int, prefix: str) -> Bench:
         for number in range(tenants):
             tenant = await create_tenant(session, slug=f"{prefix}-{run_id}-{number}", name=f"Bench {number}")
             tenant_ids.append(tenant.id)
-    return Bench(settings=settings, engine=engine, sessions=sessions, conn=await connect(url),
-                 tenant_ids=tenant_ids, url=url)  # fmt: skip
+    return Bench(
+        settings=settings,
+        engine=engine,
+        sessions=sessions,
+        conn=await connect(url),
+        tenant_ids=tenant_ids,
+        url=url,
+    )
 
 
 async def ingest_file(bench: Bench, tenant_id: uuid.UUID, name: str, data: bytes) -> int:
@@ -346,9 +362,12 @@ async def ingest_file(bench: Bench, tenant_id: uuid.UUID, name: str, data: bytes
             session, bench.settings, tenant_id=tenant_id, filename=name, data=data
         )
     report = await ingest_source(
-        bench.sessions, bench.settings, tenant_id=tenant_id, source_id=outcome.source.id,
+        bench.sessions,
+        bench.settings,
+        tenant_id=tenant_id,
+        source_id=outcome.source.id,
         content_hash=outcome.source.content_hash,
-    )  # fmt: skip
+    )
     assert report.status == "ready", report.error
     return report.chunk_count
 
@@ -368,8 +387,10 @@ def mixed_files(tenants: int, chunks: int) -> list[tuple[int, str, bytes]]:
     documents = max(1, (chunks * 4 // 5) // CHUNKS_PER_DOCUMENT)
     for document in range(documents):
         tenant = document % tenants
-        paragraphs = [synthetic_chunk(tenant, 10_000_000 + document * CHUNKS_PER_DOCUMENT + i)[0]
-                      for i in range(CHUNKS_PER_DOCUMENT)]  # fmt: skip
+        paragraphs = [
+            synthetic_chunk(tenant, 10_000_000 + document * CHUNKS_PER_DOCUMENT + i)[0]
+            for i in range(CHUNKS_PER_DOCUMENT)
+        ]
         kind = ("txt", "txt", "pdf", "txt", "docx")[document % 5]
         if kind == "pdf":
             files.append((tenant, f"manual-{document}.pdf", make_pdf(paragraphs)))
@@ -503,9 +524,13 @@ async def bulk_fill(
     async with bench.sessions() as session, session.begin():
         for number, tenant_id in enumerate(tenant_ids):
             source = KnowledgeSource(
-                tenant_id=tenant_id, filename=f"filler-{number}.txt", content_hash=uuid.uuid4().hex,
-                status="ready", embedding_model=LEXICAL_MODEL_NAME, chunk_count=per_tenant,
-            )  # fmt: skip
+                tenant_id=tenant_id,
+                filename=f"filler-{number}.txt",
+                content_hash=uuid.uuid4().hex,
+                status="ready",
+                embedding_model=LEXICAL_MODEL_NAME,
+                chunk_count=per_tenant,
+            )
             session.add(source)
             await session.flush()
             source_ids.append(source.id)
@@ -531,8 +556,10 @@ async def bulk_fill(
             loaded += len(rows)
             if loaded >= next_report:
                 next_report += 20_000
-                print(f"  filler: {loaded}/{per_tenant * len(tenant_ids)} ({time.perf_counter() - started:.0f} s)",
-                      flush=True)  # fmt: skip
+                print(
+                    f"  filler: {loaded}/{per_tenant * len(tenant_ids)} ({time.perf_counter() - started:.0f} s)",
+                    flush=True,
+                )
     bench.filler_ids = {
         row["content_hash"]: row["id"]
         for row in await conn.fetch(
@@ -554,10 +581,13 @@ async def bulk_fill(
             )
         }
         mentions = {
-            (entity_ids[(tenant_ids[t], entity_key(code))], bench.filler_ids[f"{t}:{pos}"]): (tenant_ids[t], source_ids[t])
+            (entity_ids[(tenant_ids[t], entity_key(code))], bench.filler_ids[f"{t}:{pos}"]): (
+                tenant_ids[t],
+                source_ids[t],
+            )
             for (t, code), positions in codes.items()
             for pos in positions
-        }  # fmt: skip
+        }
         await conn.copy_records_to_table(
             "kg_mentions",
             records=[(e, c, tenant, source) for (e, c), (tenant, source) in mentions.items()],
@@ -586,19 +616,32 @@ async def bulk_fill(
         "kg_relations",
     ):
         await conn.execute(f"ANALYZE {table}")
-    return FillReport(chunks=loaded, per_tenant=per_tenant, entities=len(codes) if entities else 0,
-                      mentions=mention_count, load_s=load_s, index_s=index_s)  # fmt: skip
+    return FillReport(
+        chunks=loaded,
+        per_tenant=per_tenant,
+        entities=len(codes) if entities else 0,
+        mentions=mention_count,
+        load_s=load_s,
+        index_s=index_s,
+    )
 
 
-async def timed_search(bench: Bench, tenant: int, query: str, mode: str, *, settings: Any = None,
-                       **kwargs: Any) -> tuple[float, list[int]]:  # fmt: skip
+async def timed_search(
+    bench: Bench, tenant: int, query: str, mode: str, *, settings: Any = None, **kwargs: Any
+) -> tuple[float, list[int]]:
     """``search_chunks`` in its own transaction: (wall-clock ms, chunk ids best first)."""
     from switchboard.knowledge import search_chunks
 
     started = time.perf_counter()
     async with bench.sessions() as session, session.begin():
-        hits = await search_chunks(session, tenant_id=bench.tenant_ids[tenant], query=query, mode=mode,  # type: ignore[arg-type]
-                                   settings=settings or bench.settings, **kwargs)  # fmt: skip
+        hits = await search_chunks(
+            session,
+            tenant_id=bench.tenant_ids[tenant],
+            query=query,
+            mode=mode,  # type: ignore[arg-type]
+            settings=settings or bench.settings,
+            **kwargs,
+        )
     return (time.perf_counter() - started) * 1000, [hit.chunk_id for hit in hits]
 
 

@@ -87,8 +87,10 @@ async def run_ingest_only(args: argparse.Namespace, database_url: str) -> None:
     for label, table in (("valve corpus", corpus), ("mix", mixed)):
         for key in sorted(table, key=lambda k: (k == "all", k)):
             docs, chunks, seconds = table[key]
-            print(f"  {label + ' ' + key:<32}{docs:>6}{chunks:>9}{seconds:>7.1f}{chunks / seconds:>11.0f}"
-                  f"{1000 * seconds / docs:>9.1f}")  # fmt: skip
+            print(
+                f"  {label + ' ' + key:<32}{docs:>6}{chunks:>9}{seconds:>7.1f}{chunks / seconds:>11.0f}"
+                f"{1000 * seconds / docs:>9.1f}"
+            )
     docs = corpus["all"][0] + mixed["all"][0]
     chunks = corpus["all"][1] + mixed["all"][1]
     seconds = corpus["all"][2] + mixed["all"][2]
@@ -167,8 +169,9 @@ async def load(args: argparse.Namespace, database_url: str) -> kb_common.Bench:
             f"{manual_chunks} chunks in {manual_s:.1f} s = {manual_chunks / manual_s:.0f} chunks/s"
         )
     per_tenant = max(0, args.chunks - corpus_chunks - manual_chunks) // args.tenants
-    fill = await kb_common.bulk_fill(bench, per_tenant, workers=args.workers, entities=True,
-                                     maintenance_work_mem=args.maintenance_work_mem)  # fmt: skip
+    fill = await kb_common.bulk_fill(
+        bench, per_tenant, workers=args.workers, entities=True, maintenance_work_mem=args.maintenance_work_mem
+    )
     totals = await bench.conn.fetchrow(
         "SELECT (SELECT count(*) FROM knowledge_documents) AS chunks, (SELECT count(*) FROM kg_entities) AS "
         "entities, (SELECT count(*) FROM kg_mentions) AS mentions, (SELECT count(*) FROM kg_relations) AS relations"
@@ -187,8 +190,10 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
     state = kb_common.load_state(args, "graph")
     if state is not None:
         bench = await kb_common.attach(database_url, state["tenant_ids"])
-        print(f"{args.chunks} chunks over {args.tenants} tenants, loaded by an earlier run in {args.data_dir}; "
-              f"{kb_common.machine_line()}")  # fmt: skip
+        print(
+            f"{args.chunks} chunks over {args.tenants} tenants, loaded by an earlier run in {args.data_dir}; "
+            f"{kb_common.machine_line()}"
+        )
         print(state["load_report"], end="")
         await bench.conn.execute(
             "ANALYZE knowledge_documents"
@@ -199,8 +204,9 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
     support_rows = await bench.conn.fetch(
         "SELECT d.id, d.tenant_id, s.filename, d.text FROM knowledge_documents d "
         "JOIN knowledge_sources s ON s.id = d.source_id WHERE s.filename = ANY($1::text[]) AND d.tenant_id = ANY($2)",
-        list(corpus), bench.tenant_ids,
-    )  # fmt: skip
+        list(corpus),
+        bench.tenant_ids,
+    )
     asked = []
     rng = random.Random(20261201)
     for question in questions():
@@ -252,17 +258,20 @@ def main() -> None:
     parser.add_argument("--question-tenants", type=int, default=2, help="tenants each question is asked in")
     parser.add_argument("--modes", help="comma-separated modes to measure (default: all), e.g. vector,hybrid")
     parser.add_argument(
-        "--ingest-only", action="store_true",
+        "--ingest-only",
+        action="store_true",
         help="only ingestion: the valve corpus, then --ingest-chunks chunks of text/PDF/DOCX/CSV uploads",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--profile", help="with --ingest-only: write a cProfile of the ingestion to this file"
     )
     parser.add_argument(
-        "--concurrency", type=int, default=1,
+        "--concurrency",
+        type=int,
+        default=1,
         help="with --ingest-only and N > 1: after the sequential pass, the same uploads into fresh tenants "
         "with N documents in flight (as the background worker runs its jobs); prints both figures",
-    )  # fmt: skip
+    )
     args = parser.parse_args()
     if args.ingest_only and args.ingest_chunks is None:
         args.ingest_chunks = 1000  # about 30 uploads: enough to average over, well under two minutes

@@ -71,9 +71,15 @@ async def profile(args: argparse.Namespace, url: str) -> None:
                 await session.exec(text("SELECT 1"))
                 trip.append((time.perf_counter() - started) * 1000)
                 prepared = await _prepare(
-                    session, tenant_id=bench.tenant_ids[tenant], query=question, mode=mode, limit=5,  # type: ignore[arg-type]
-                    settings=bench.settings, embedding=None, min_similarity=None,
-                )  # fmt: skip
+                    session,
+                    tenant_id=bench.tenant_ids[tenant],
+                    query=question,
+                    mode=mode,
+                    limit=5,  # type: ignore[arg-type]
+                    settings=bench.settings,
+                    embedding=None,
+                    min_similarity=None,
+                )
                 assert prepared is not None
                 rows = await session.exec(
                     text("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + prepared.sql), params=prepared.params
@@ -101,8 +107,9 @@ async def profile(args: argparse.Namespace, url: str) -> None:
         tenant_id = bench.tenant_ids[number % len(bench.tenant_ids)]
         vector = _vector_literal(lexical_embedding(" ".join(keywords(question)) or question))
         brute = {row["id"] for row in await bench.conn.fetch(BRUTE_SQL, tenant_id, vector)}
-        _, found = await kb_common.timed_search(bench, number % len(bench.tenant_ids), question, "vector",
-                                                min_similarity=-1.0)  # fmt: skip
+        _, found = await kb_common.timed_search(
+            bench, number % len(bench.tenant_ids), question, "vector", min_similarity=-1.0
+        )
         agreement.append(len(brute & set(found)) / max(1, len(brute)))
     print(
         f"  vector top 5 vs brute force over {len(checks)} questions: agreement {statistics.mean(agreement):.3f} "

@@ -67,8 +67,10 @@ async def _heartbeat() -> None:
         if time.perf_counter() - last_stats > 5:
             last_stats = time.perf_counter()
             counts = [g["collections"] for g in gc.get_stats()]
-            OUT.write(f"{time.time():.3f} GCSTATS collections={counts} ms={[round(x, 1) for x in _gc_ms]} "
-                      f"thresholds={gc.get_threshold()}\n")  # fmt: skip
+            OUT.write(
+                f"{time.time():.3f} GCSTATS collections={counts} ms={[round(x, 1) for x in _gc_ms]} "
+                f"thresholds={gc.get_threshold()}\n"
+            )
         t = time.perf_counter()
         _beat[0] = t
         await asyncio.sleep(0.005)

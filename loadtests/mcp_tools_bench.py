@@ -76,10 +76,25 @@ def _start_server(database_url: str, port: int = 0) -> tuple[subprocess.Popen, s
         "TOOL_CAPABILITY_KEY": CAPABILITY_KEY,
     }
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "services.mcp_tools.main:create_app", "--factory",
-         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", "--no-access-log"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "services.mcp_tools.main:create_app",
+            "--factory",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 300  # a loaded 2-core machine imports the service slowly
     while True:
         try:
@@ -112,9 +127,12 @@ async def _bench(database_url: str, url: str, token: str, calls: int, concurrenc
 
         def ctx() -> ToolContext:
             return ToolContext(
-                tenant_id=tenant.id, customer_id=customer.id, conversation_id=conversation.id,
-                trace_id=uuid.uuid4().hex, sessions=sessions,
-            )  # fmt: skip
+                tenant_id=tenant.id,
+                customer_id=customer.id,
+                conversation_id=conversation.id,
+                trace_id=uuid.uuid4().hex,
+                sessions=sessions,
+            )
 
         started = time.perf_counter()
         tools = await source.discover(force=True)

@@ -48,21 +48,66 @@ def free_port() -> int:
 
 def whatsapp_body(account: str, i: int) -> bytes:
     wa = f"1555{i % 100000:07d}"
-    return json.dumps({"object": "whatsapp_business_account", "entry": [{"id": "102000000000001", "changes": [
-        {"field": "messages", "value": {
-            "messaging_product": "whatsapp", "metadata": {"display_phone_number": "15550100001", "phone_number_id": account},
-            "contacts": [{"profile": {"name": "Load"}, "wa_id": wa}],
-            "messages": [{"from": wa, "id": f"wamid.LOAD{random.getrandbits(64):016x}{i:08d}=",
-                          "timestamp": str(int(time.time())), "type": "text", "text": {"body": f"hello {i}"}}]}}]}]},
-        separators=(",", ":")).encode()  # fmt: skip
+    return json.dumps(
+        {
+            "object": "whatsapp_business_account",
+            "entry": [
+                {
+                    "id": "102000000000001",
+                    "changes": [
+                        {
+                            "field": "messages",
+                            "value": {
+                                "messaging_product": "whatsapp",
+                                "metadata": {
+                                    "display_phone_number": "15550100001",
+                                    "phone_number_id": account,
+                                },
+                                "contacts": [{"profile": {"name": "Load"}, "wa_id": wa}],
+                                "messages": [
+                                    {
+                                        "from": wa,
+                                        "id": f"wamid.LOAD{random.getrandbits(64):016x}{i:08d}=",
+                                        "timestamp": str(int(time.time())),
+                                        "type": "text",
+                                        "text": {"body": f"hello {i}"},
+                                    }
+                                ],
+                            },
+                        }
+                    ],
+                }
+            ],
+        },
+        separators=(",", ":"),
+    ).encode()
 
 
 def instagram_body(account: str, i: int) -> bytes:
     now_ms = int(time.time() * 1000)
-    return json.dumps({"object": "instagram", "entry": [{"id": account, "time": now_ms, "messaging": [
-        {"sender": {"id": f"1{i % 100000:015d}"}, "recipient": {"id": account}, "timestamp": now_ms,
-         "message": {"mid": f"aWdfLOAD{random.getrandbits(64):016x}{i:08d}", "text": f"hello {i}"}}]}]},
-        separators=(",", ":")).encode()  # fmt: skip
+    return json.dumps(
+        {
+            "object": "instagram",
+            "entry": [
+                {
+                    "id": account,
+                    "time": now_ms,
+                    "messaging": [
+                        {
+                            "sender": {"id": f"1{i % 100000:015d}"},
+                            "recipient": {"id": account},
+                            "timestamp": now_ms,
+                            "message": {
+                                "mid": f"aWdfLOAD{random.getrandbits(64):016x}{i:08d}",
+                                "text": f"hello {i}",
+                            },
+                        }
+                    ],
+                }
+            ],
+        },
+        separators=(",", ":"),
+    ).encode()
 
 
 async def drive(url: str, secret: str, make: Callable[[int], bytes], conc: int, seconds: float) -> dict:
@@ -83,8 +128,11 @@ async def drive(url: str, secret: str, make: Callable[[int], bytes], conc: int, 
                 signature = "sha256=" + hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest()
                 started = time.perf_counter()
                 try:
-                    answer = await client.post(url, content=raw, headers={
-                        "X-Hub-Signature-256": signature, "Content-Type": "application/json"})  # fmt: skip
+                    answer = await client.post(
+                        url,
+                        content=raw,
+                        headers={"X-Hub-Signature-256": signature, "Content-Type": "application/json"},
+                    )
                     errors += answer.status_code != 200
                 except httpx.HTTPError:
                     errors += 1
@@ -131,9 +179,15 @@ async def stored_per_second(database_url: str, tenant_id: str, channel: str) -> 
     engine = create_engine(database_url, pool_size=1)
     try:
         async with engine.connect() as conn:
-            count, span = (await conn.execute(text(
-                "SELECT count(*), extract(epoch FROM max(created_at) - min(created_at)) FROM messages "
-                "WHERE tenant_id = :t AND channel = :c"), {"t": tenant_id, "c": channel})).one()  # fmt: skip
+            count, span = (
+                await conn.execute(
+                    text(
+                        "SELECT count(*), extract(epoch FROM max(created_at) - min(created_at)) FROM messages "
+                        "WHERE tenant_id = :t AND channel = :c"
+                    ),
+                    {"t": tenant_id, "c": channel},
+                )
+            ).one()
             await conn.execute(text("DELETE FROM messages WHERE tenant_id = :t"), {"t": tenant_id})
             await conn.commit()
         return int(count), (int(count) / float(span)) if span else float("nan")
@@ -143,10 +197,25 @@ async def stored_per_second(database_url: str, tenant_id: str, channel: str) -> 
 
 def start(module: str, port: int, env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", f"{module}:create_app", "--factory", "--host", "127.0.0.1",
-         "--port", str(port), "--log-level", "warning", "--no-access-log"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            f"{module}:create_app",
+            "--factory",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def wait_healthy(url: str, proc: subprocess.Popen) -> None:
@@ -180,9 +249,17 @@ def main() -> None:
         try:
             upgrade(database_url)
             tenant_id, wa_account, ig_account = asyncio.run(prepare(database_url))
-            env = dict(os.environ, DATABASE_URL=database_url, REDIS_URL=redis_url, DATA_DIR=str(tmp_path / "state"),
-                       META_APP_SECRET=WA_SECRET, INSTAGRAM_APP_SECRET=IG_SECRET, LOG_LEVEL="WARNING",
-                       LOG_FORMAT="json", INBOUND_DEBOUNCE_S="0")  # fmt: skip
+            env = dict(
+                os.environ,
+                DATABASE_URL=database_url,
+                REDIS_URL=redis_url,
+                DATA_DIR=str(tmp_path / "state"),
+                META_APP_SECRET=WA_SECRET,
+                INSTAGRAM_APP_SECRET=IG_SECRET,
+                LOG_LEVEL="WARNING",
+                LOG_FORMAT="json",
+                INBOUND_DEBOUNCE_S="0",
+            )
             wa_port, ig_port = free_port(), free_port()
             procs = [
                 start("services.whatsapp.main", wa_port, env),
@@ -191,11 +268,17 @@ def main() -> None:
             for port, proc in zip((wa_port, ig_port), procs, strict=True):
                 wait_healthy(f"http://127.0.0.1:{port}/healthz", proc)
             channels = {
-                "whatsapp": (f"http://127.0.0.1:{wa_port}/webhooks/whatsapp", WA_SECRET,
-                             lambda i: whatsapp_body(wa_account, i)),
-                "instagram": (f"http://127.0.0.1:{ig_port}/webhooks/instagram", IG_SECRET,
-                              lambda i: instagram_body(ig_account, i)),
-            }  # fmt: skip
+                "whatsapp": (
+                    f"http://127.0.0.1:{wa_port}/webhooks/whatsapp",
+                    WA_SECRET,
+                    lambda i: whatsapp_body(wa_account, i),
+                ),
+                "instagram": (
+                    f"http://127.0.0.1:{ig_port}/webhooks/instagram",
+                    IG_SECRET,
+                    lambda i: instagram_body(ig_account, i),
+                ),
+            }
             for url, secret, make in channels.values():  # warm-up: pools opened, account caches filled
                 asyncio.run(drive(url, secret, make, 20, 3))
             asyncio.run(stored_per_second(database_url, tenant_id, "whatsapp"))
@@ -212,8 +295,10 @@ def main() -> None:
                         result = asyncio.run(drive(url, secret, make, conc, args.seconds))
                         _, result["stored_s"] = asyncio.run(stored_per_second(database_url, tenant_id, name))
                         results[name].append(result)
-                        print(f"{conc:>5} {name:>9} {result['n']:>7} {result['errors']:>4} {result['rps']:>7.0f} "
-                              f"{result['p50']:>7.1f} {result['p95']:>7.1f} {result['p99']:>7.1f} {result['stored_s']:>8.0f}")  # fmt: skip
+                        print(
+                            f"{conc:>5} {name:>9} {result['n']:>7} {result['errors']:>4} {result['rps']:>7.0f} "
+                            f"{result['p50']:>7.1f} {result['p95']:>7.1f} {result['p99']:>7.1f} {result['stored_s']:>8.0f}"
+                        )
                 ratio = statistics.median(
                     ig["rps"] / wa["rps"]
                     for wa, ig in zip(results["whatsapp"], results["instagram"], strict=True)
@@ -222,7 +307,7 @@ def main() -> None:
                     ig["p99"] / wa["p99"]
                     for wa, ig in zip(results["whatsapp"], results["instagram"], strict=True)
                 )
-                print(f"{conc:>5} instagram/whatsapp: req/s {ratio:.2f}, p99 {p99:.2f}")  # fmt: skip
+                print(f"{conc:>5} instagram/whatsapp: req/s {ratio:.2f}, p99 {p99:.2f}")
         finally:
             for proc in procs:
                 proc.terminate()

@@ -91,9 +91,10 @@ async def _ask(client: httpx.AsyncClient, env: dict[str, Any], case: str, index:
 
     wa_id = f"1966{uuid.uuid4().int % 10**8:08d}{index:03d}"
     body = build_text_webhook(
-        phone_number_id=env["phone_number_id"], wa_id=wa_id,
+        phone_number_id=env["phone_number_id"],
+        wa_id=wa_id,
         text=f"model {case} customer {index}: do you ship to Portugal?",
-    )  # fmt: skip
+    )
     raw = json.dumps(body, separators=(",", ":")).encode()
     question = Question(wa_id, time.time())
     for _ in range(20):  # Meta redelivers an unacknowledged webhook

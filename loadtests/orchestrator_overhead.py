@@ -153,9 +153,13 @@ async def _conversations(sessions, tenant_id: uuid.UUID, count: int) -> list[tup
 
 def _request(tenant_id: uuid.UUID, pair: tuple[uuid.UUID, uuid.UUID]) -> TurnRequest:
     return TurnRequest(
-        tenant_id=tenant_id, conversation_id=pair[1], inbound_message_id=uuid.uuid4(),
-        channel="whatsapp", customer_id=pair[0], text="When will my order ship?",
-    )  # fmt: skip
+        tenant_id=tenant_id,
+        conversation_id=pair[1],
+        inbound_message_id=uuid.uuid4(),
+        channel="whatsapp",
+        customer_id=pair[0],
+        text="When will my order ship?",
+    )
 
 
 _TICK_S = 1 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
@@ -204,9 +208,11 @@ async def run(
     list_statements: bool = False,
 ) -> None:
     settings = load_settings(
-        database_url=database_url, _env_file=None, data_dir=Path(tempfile.mkdtemp()),
+        database_url=database_url,
+        _env_file=None,
+        data_dir=Path(tempfile.mkdtemp()),
         egress_allow_loopback=True,  # the tenant's deployment is the model server on this machine
-    )  # fmt: skip
+    )
     engine = create_engine(database_url, pool_size=concurrency)
     statements = StatementLog(engine)
     sessions = session_factory(engine)
@@ -284,10 +290,15 @@ async def run(
     # here, minus the same model, guardrail-model and tool time, is the harness of the whole turn
     whole = [walls[row.inbound_message_id] for row in rows]
     whole_harness = [
-        max(0.0, walls[row.inbound_message_id] - row.timings["model_ms"] - row.timings.get("guardrail_model_ms", 0.0)
-            - row.timings["tool_ms"])
+        max(
+            0.0,
+            walls[row.inbound_message_id]
+            - row.timings["model_ms"]
+            - row.timings.get("guardrail_model_ms", 0.0)
+            - row.timings["tool_ms"],
+        )
         for row in rows
-    ]  # fmt: skip
+    ]
 
     pairs = await _conversations(sessions, tenant.id, turns)
     semaphore = asyncio.Semaphore(concurrency)
@@ -308,8 +319,10 @@ async def run(
     print(
         f"turn total inside orchestrator:   p50 {_percentile(totals, 0.5):7.1f} ms   p95 {_percentile(totals, 0.95):7.1f} ms"
     )
-    print(f"  of which in model calls:        p50 {_percentile(model, 0.5):7.1f} ms   p95 {_percentile(model, 0.95):7.1f} ms"
-          "  (LiteLLM Router + HTTP to a zero-latency server)")  # fmt: skip
+    print(
+        f"  of which in model calls:        p50 {_percentile(model, 0.5):7.1f} ms   p95 {_percentile(model, 0.95):7.1f} ms"
+        "  (LiteLLM Router + HTTP to a zero-latency server)"
+    )
     print(
         f"  and in the input guardrail's model call: p50 {_percentile(guard, 0.5):7.1f} ms   p95 {_percentile(guard, 0.95):7.1f} ms"
     )
@@ -333,8 +346,9 @@ async def run(
     )
     print(
         f"SQL statements per sequential turn: {sum(kinds.values()):.1f} ("
-        + ", ".join(f"{kind} {n:.1f}" for kind, n in kinds.items()) + f"); ORM flushes {flushes:.1f}"
-    )  # fmt: skip
+        + ", ".join(f"{kind} {n:.1f}" for kind, n in kinds.items())
+        + f"); ORM flushes {flushes:.1f}"
+    )
     if one_turn:
         print("statements of one turn (transaction by transaction):")
         for entry in one_turn:
@@ -362,10 +376,23 @@ def main() -> None:
 
     port = args.port or _free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "services.model_server.main:create_app", "--factory",
-         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", "--no-access-log"],
-        cwd=Path(__file__).resolve().parents[1], env={**os.environ, "LOG_LEVEL": "WARNING"},
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "services.model_server.main:create_app",
+            "--factory",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+        ],
+        cwd=Path(__file__).resolve().parents[1],
+        env={**os.environ, "LOG_LEVEL": "WARNING"},
+    )
     pg = None
     pg_dir = None  # only the embedded cluster's CPU is counted (DATABASE_URL may be shared)
     try:

@@ -60,9 +60,10 @@ async def run(database_url: str) -> None:
     await engine.dispose()
     load = os.getloadavg()
     print(
-        "claim CPU per call (ms), three rounds of 100: " + " / ".join(f"{ms:.2f}" for ms in rounds)
+        "claim CPU per call (ms), three rounds of 100: "
+        + " / ".join(f"{ms:.2f}" for ms in rounds)
         + f" (load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})"
-    )  # fmt: skip
+    )
 
 
 def main() -> None:

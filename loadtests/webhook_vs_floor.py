@@ -104,11 +104,35 @@ def free_port() -> int:
 def body_for(i: int) -> bytes:
     """A real-shaped WhatsApp text delivery with a unique message id."""
     wa = f"1555{i % 100000:07d}"
-    return json.dumps({"object": "whatsapp_business_account", "entry": [{"id": "102000000000001", "changes": [{"field": "messages", "value": {
-        "messaging_product": "whatsapp", "metadata": {"display_phone_number": "15550100001", "phone_number_id": PNID},
-        "contacts": [{"profile": {"name": "Load"}, "wa_id": wa}],
-        "messages": [{"from": wa, "id": f"wamid.LOAD{random.getrandbits(64):016x}{i:08d}=", "timestamp": str(int(time.time())),
-                      "type": "text", "text": {"body": f"hello {i}"}}]}}]}]}).encode()  # fmt: skip
+    return json.dumps(
+        {
+            "object": "whatsapp_business_account",
+            "entry": [
+                {
+                    "id": "102000000000001",
+                    "changes": [
+                        {
+                            "field": "messages",
+                            "value": {
+                                "messaging_product": "whatsapp",
+                                "metadata": {"display_phone_number": "15550100001", "phone_number_id": PNID},
+                                "contacts": [{"profile": {"name": "Load"}, "wa_id": wa}],
+                                "messages": [
+                                    {
+                                        "from": wa,
+                                        "id": f"wamid.LOAD{random.getrandbits(64):016x}{i:08d}=",
+                                        "timestamp": str(int(time.time())),
+                                        "type": "text",
+                                        "text": {"body": f"hello {i}"},
+                                    }
+                                ],
+                            },
+                        }
+                    ],
+                }
+            ],
+        }
+    ).encode()
 
 
 def signed(raw: bytes) -> bytes:
@@ -264,16 +288,31 @@ def wrk_lua(path: Path, n: int) -> None:
         raw = body_for(i) if i % 10 else body_for(i - 1 if i else 0)
         sig = "sha256=" + hmac.new(SECRET.encode(), raw, hashlib.sha256).hexdigest()
         rows.append("{" + json.dumps(raw.decode()) + "," + json.dumps(sig) + "}")
-    path.write_text("local reqs = {" + ",\n".join(rows) + "}\nlocal i = 0\n"
+    path.write_text(
+        "local reqs = {" + ",\n".join(rows) + "}\nlocal i = 0\n"
         f"request = function() i = i % {n} + 1; local r = reqs[i]; return wrk.format('POST', nil, "
-        "{['Content-Type']='application/json', ['X-Hub-Signature-256']=r[2]}, r[1]) end\n")  # fmt: skip
+        "{['Content-Type']='application/json', ['X-Hub-Signature-256']=r[2]}, r[1]) end\n"
+    )
 
 
 def drive_wrk(url: str, lua: Path, conc: int, seconds: float) -> dict[str, Any]:
     out = subprocess.run(
-        ["wrk", "-t2", f"-c{conc}", f"-d{int(seconds)}s", "--timeout", "10s", "--latency", "-s", str(lua), url],
-        capture_output=True, text=True, check=False,
-    ).stdout  # fmt: skip
+        [
+            "wrk",
+            "-t2",
+            f"-c{conc}",
+            f"-d{int(seconds)}s",
+            "--timeout",
+            "10s",
+            "--latency",
+            "-s",
+            str(lua),
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
 
     def ms(tok: str) -> float:
         if tok.endswith("us"):
@@ -295,8 +334,15 @@ def drive_wrk(url: str, lua: Path, conc: int, seconds: float) -> dict[str, Any]:
     errs += sum(
         int(x.rstrip(",")) for line in out.splitlines() if "Socket errors" in line for x in line.split()[3::2]
     )
-    return {"n": n, "errors": errs, "rps": rps, "p50": pct.get("50%", 0), "p95": pct.get("90%", 0),
-            "p99": pct.get("99%", 0), "max": 0.0}  # fmt: skip
+    return {
+        "n": n,
+        "errors": errs,
+        "rps": rps,
+        "p50": pct.get("50%", 0),
+        "p95": pct.get("90%", 0),
+        "p99": pct.get("99%", 0),
+        "max": 0.0,
+    }
 
 
 def cpu_s(pid: int) -> float:
@@ -364,8 +410,12 @@ def profile_summary(raw: Path, top: int = 25) -> None:
             continue
         n = int(count)
         samples += n
-        frames = [f.split(" (")[0] + " (" + f.split(" (")[1].split(":")[0].rsplit("/", 1)[-1] + ")"
-                  if " (" in f else f for f in stack.split(";")]  # fmt: skip
+        frames = [
+            f.split(" (")[0] + " (" + f.split(" (")[1].split(":")[0].rsplit("/", 1)[-1] + ")"
+            if " (" in f
+            else f
+            for f in stack.split(";")
+        ]
         own[frames[-1]] += n
         for frame in set(frames):
             total[frame] += n
@@ -376,8 +426,24 @@ def profile_summary(raw: Path, top: int = 25) -> None:
     print(f"{'total %':>7}  function (our code and the libraries on the path)")
     shown = 0
     for name, n in total.most_common():
-        if any(k in name for k in ("switchboard", "sqlalchemy", "asyncpg", "redis", "arq", "structlog", "json",
-                                   "fastapi", "starlette", "pydantic", "hmac", "uvicorn", "prometheus")):  # fmt: skip
+        if any(
+            k in name
+            for k in (
+                "switchboard",
+                "sqlalchemy",
+                "asyncpg",
+                "redis",
+                "arq",
+                "structlog",
+                "json",
+                "fastapi",
+                "starlette",
+                "pydantic",
+                "hmac",
+                "uvicorn",
+                "prometheus",
+            )
+        ):
             print(f"{100 * n / samples:>7.1f}  {name}")
             shown += 1
             if shown >= top:
@@ -453,17 +519,35 @@ def main() -> None:
                 await eng.dispose()
 
             asyncio.run(prep())
-            env = dict(os.environ, DATABASE_URL=db, REDIS_URL=rurl, DATA_DIR=str(tmpp / "state"),
-                       META_APP_SECRET=SECRET, LOG_LEVEL=a.log_level, LOG_FORMAT="json",
-                       FLOOR_PG=db.replace("postgresql+asyncpg", "postgresql"))  # fmt: skip
+            env = dict(
+                os.environ,
+                DATABASE_URL=db,
+                REDIS_URL=rurl,
+                DATA_DIR=str(tmpp / "state"),
+                META_APP_SECRET=SECRET,
+                LOG_LEVEL=a.log_level,
+                LOG_FORMAT="json",
+                FLOOR_PG=db.replace("postgresql+asyncpg", "postgresql"),
+            )
             pa, pb = ports[1], ports[2]
             (tmpp / "floor_app.py").write_text(FLOOR_APP)
             spec = next(s for s in SERVICES if s.name == "whatsapp")
             argv = spec.command(Settings(host="127.0.0.1", whatsapp_port=pa))  # what `switchboard run` starts
             if a.project_target:
                 argv[argv.index(spec.target)] = a.project_target
-            floor_argv = [sys.executable, "-m", "uvicorn", "floor_app:app", "--host", "127.0.0.1", "--port",
-                          str(pb), "--log-level", "warning", "--no-access-log"]  # fmt: skip
+            floor_argv = [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "floor_app:app",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(pb),
+                "--log-level",
+                "warning",
+                "--no-access-log",
+            ]
             # the project's logs are written (production does) but not kept
             project = subprocess.Popen(
                 argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -479,8 +563,10 @@ def main() -> None:
             store = str(tmpp)  # marks this run's Postgres and Redis processes (store_pids)
             for port, path in targets.values():  # warm up: pools, caches, prepared statements
                 asyncio.run(closed_loop(port, path, 20, 2))
-            print(f"webhook vs floor: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} at start, project "
-                  f"LOG_LEVEL={a.log_level}, argv: {' '.join(argv[1:])}")  # fmt: skip
+            print(
+                f"webhook vs floor: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} at start, project "
+                f"LOG_LEVEL={a.log_level}, argv: {' '.join(argv[1:])}"
+            )
             if a.wrk:
                 lua = tmpp / "bodies.lua"
                 wrk_lua(lua, 30000)
@@ -490,8 +576,11 @@ def main() -> None:
                     before, store_before = cpu_s(pids[who]), store_cpu(store)
                     out = drive_wrk(f"http://127.0.0.1:{port}{path}", lua, c, a.seconds)
                     n = max(1, out["n"])
-                    return {**out, "cpu_ms": (cpu_s(pids[who]) - before) * 1000 / n,
-                            "store_ms": store_cpu_since(store, store_before) * 1000 / n}  # fmt: skip
+                    return {
+                        **out,
+                        "cpu_ms": (cpu_s(pids[who]) - before) * 1000 / n,
+                        "store_ms": store_cpu_since(store, store_before) * 1000 / n,
+                    }
 
                 print("closed loop from wrk (the p95 column is wrk's p90), 1 in 10 a redelivery")
             else:
@@ -500,18 +589,36 @@ def main() -> None:
                     before, store_before = cpu_s(pids[who]), store_cpu(store)
                     out = asyncio.run(closed_loop(*targets[who], c, a.seconds))
                     n = max(1, out["n"])
-                    return {**out, "cpu_ms": (cpu_s(pids[who]) - before) * 1000 / n,
-                            "store_ms": store_cpu_since(store, store_before) * 1000 / n}  # fmt: skip
+                    return {
+                        **out,
+                        "cpu_ms": (cpu_s(pids[who]) - before) * 1000 / n,
+                        "store_ms": store_cpu_since(store, store_before) * 1000 / n,
+                    }
 
                 print("closed loop from an asyncio client, 1 in 10 a redelivery")
             if a.profile:
                 spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
                 if not spy:
                     raise SystemExit("--profile needs py-spy (dev group)")
-                rec = subprocess.Popen([spy, "record", "--pid", str(project.pid), "--format", "raw", "--rate", "200",
-                                        "--duration", str(int(a.seconds)), "--output", str(a.profile),
-                                        "--native" if a.profile_native else "--nonblocking"],
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                rec = subprocess.Popen(
+                    [
+                        spy,
+                        "record",
+                        "--pid",
+                        str(project.pid),
+                        "--format",
+                        "raw",
+                        "--rate",
+                        "200",
+                        "--duration",
+                        str(int(a.seconds)),
+                        "--output",
+                        str(a.profile),
+                        "--native" if a.profile_native else "--nonblocking",
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
                 time.sleep(0.5)
                 run("project", max(a.conc))
                 rec.wait(30)
@@ -527,15 +634,22 @@ def main() -> None:
                 for _ in range(a.rounds):
                     r = {who: run(who, c) for who in ("project", "floor")}
                     for who, x in r.items():
-                        print(f"{c:>5} {who:>8} {x['n']:>7} {x['errors']:>5} {x['rps']:>8.0f} {x['p50']:>7.1f} "
-                              f"{x['p95']:>7.1f} {x['p99']:>7.1f}        {x['cpu_ms']:>8.3f} {x['store_ms']:>7.3f}")  # fmt: skip
+                        print(
+                            f"{c:>5} {who:>8} {x['n']:>7} {x['errors']:>5} {x['rps']:>8.0f} {x['p50']:>7.1f} "
+                            f"{x['p95']:>7.1f} {x['p99']:>7.1f}        {x['cpu_ms']:>8.3f} {x['store_ms']:>7.3f}"
+                        )
                     ratios.append(
-                        (r["project"]["rps"] / r["floor"]["rps"], r["project"]["p99"] / r["floor"]["p99"],
-                         r["project"]["cpu_ms"] / r["floor"]["cpu_ms"])
-                    )  # fmt: skip
-                print(f"{c:>5} ratio project/floor: req/s {statistics.median(x[0] for x in ratios):.2f}, "
-                      f"p99 {statistics.median(x[1] for x in ratios):.2f}, "
-                      f"cpu/req {statistics.median(x[2] for x in ratios):.2f}")  # fmt: skip
+                        (
+                            r["project"]["rps"] / r["floor"]["rps"],
+                            r["project"]["p99"] / r["floor"]["p99"],
+                            r["project"]["cpu_ms"] / r["floor"]["cpu_ms"],
+                        )
+                    )
+                print(
+                    f"{c:>5} ratio project/floor: req/s {statistics.median(x[0] for x in ratios):.2f}, "
+                    f"p99 {statistics.median(x[1] for x in ratios):.2f}, "
+                    f"cpu/req {statistics.median(x[2] for x in ratios):.2f}"
+                )
             if a.paced:
                 print(f"paced: {a.paced} senders x 1 msg/s for {a.paced_seconds:g} s, one connection each")
                 print(
@@ -546,8 +660,10 @@ def main() -> None:
                     for who, legacy in ((w, lg) for lg in starts for w in ("project", "floor")):
                         x = asyncio.run(paced(*targets[who], a.paced, a.paced_seconds, legacy_start=legacy))
                         who = f"{who}{'*' if legacy else ''}"  # * the legacy start
-                        print(f"{who:>8} {x['n']:>7} {x['errors']:>5} {x['late']:>5} {x['rps']:>7.0f} {x['p50']:>7.2f} "
-                              f"{x['p95']:>7.2f} {x['p99']:>7.2f} {x['max']:>7.2f}")  # fmt: skip
+                        print(
+                            f"{who:>8} {x['n']:>7} {x['errors']:>5} {x['late']:>5} {x['rps']:>7.0f} {x['p50']:>7.2f} "
+                            f"{x['p95']:>7.2f} {x['p99']:>7.2f} {x['max']:>7.2f}"
+                        )
         finally:
             for p in procs:
                 p.terminate()

@@ -33,14 +33,34 @@ def _body(wa_id: str, text: str) -> bytes:
     wamid = "wamid.LOAD" + uuid.uuid4().hex.upper()
     body = {
         "object": "whatsapp_business_account",
-        "entry": [{"id": "102000000000001", "changes": [{"field": "messages", "value": {
-            "messaging_product": "whatsapp",
-            "metadata": {"display_phone_number": "15550100001", "phone_number_id": PHONE_NUMBER_ID},
-            "contacts": [{"profile": {"name": "Load Tester"}, "wa_id": wa_id}],
-            "messages": [{"from": wa_id, "id": wamid, "timestamp": str(int(time.time())), "type": "text",
-                          "text": {"body": text}}],
-        }}]}],
-    }  # fmt: skip
+        "entry": [
+            {
+                "id": "102000000000001",
+                "changes": [
+                    {
+                        "field": "messages",
+                        "value": {
+                            "messaging_product": "whatsapp",
+                            "metadata": {
+                                "display_phone_number": "15550100001",
+                                "phone_number_id": PHONE_NUMBER_ID,
+                            },
+                            "contacts": [{"profile": {"name": "Load Tester"}, "wa_id": wa_id}],
+                            "messages": [
+                                {
+                                    "from": wa_id,
+                                    "id": wamid,
+                                    "timestamp": str(int(time.time())),
+                                    "type": "text",
+                                    "text": {"body": text},
+                                }
+                            ],
+                        },
+                    }
+                ],
+            }
+        ],
+    }
     return json.dumps(body, separators=(",", ":")).encode()
 
 
@@ -56,9 +76,12 @@ class WhatsAppCustomer(FastHttpUser):
     def _post(self, raw: bytes, name: str) -> None:
         signature = "sha256=" + hmac.new(APP_SECRET.encode(), raw, hashlib.sha256).hexdigest()
         with self.client.post(
-            "/webhooks/whatsapp", data=raw, name=name, catch_response=True,
+            "/webhooks/whatsapp",
+            data=raw,
+            name=name,
+            catch_response=True,
             headers={"Content-Type": "application/json", "X-Hub-Signature-256": signature},
-        ) as response:  # fmt: skip
+        ) as response:
             if response.status_code != 200:
                 response.failure(f"HTTP {response.status_code}")
 

@@ -100,11 +100,34 @@ async def warm_up(host: str, secret: str, phone_number_id: str, requests: int = 
 def run_locust(users: int, seconds: int, host: str, env: dict[str, str], out: Path) -> dict[str, str]:
     prefix = out / f"u{users}"
     subprocess.run(
-        [sys.executable, "-m", "locust", "-f", str(HERE / "whatsapp_locustfile.py"), "--headless", "-u", str(users),
-         "-r", str(min(users, 50)), "-t", f"{seconds}s", "--host", host, "--csv", str(prefix), "--only-summary",
-         "--loglevel", "WARNING", "--stop-timeout", "5"],
-        env=env, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "locust",
+            "-f",
+            str(HERE / "whatsapp_locustfile.py"),
+            "--headless",
+            "-u",
+            str(users),
+            "-r",
+            str(min(users, 50)),
+            "-t",
+            f"{seconds}s",
+            "--host",
+            host,
+            "--csv",
+            str(prefix),
+            "--only-summary",
+            "--loglevel",
+            "WARNING",
+            "--stop-timeout",
+            "5",
+        ],
+        env=env,
+        check=False,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     with open(f"{prefix}_stats.csv") as fh:
         rows = list(csv.DictReader(fh))
     return next(r for r in rows if r["Name"] == "Aggregated")
@@ -135,14 +158,38 @@ def main() -> None:
             tenant_id, phone_number_id = asyncio.run(prepare(database_url))
             port = free_port()
             secret = "load-test-secret"
-            env = dict(os.environ, DATABASE_URL=database_url, REDIS_URL=redis_url, DATA_DIR=str(tmp_path / "state"),
-                       META_APP_SECRET=secret, LOG_LEVEL="WARNING", LOG_FORMAT="json", INBOUND_DEBOUNCE_S="0",
-                       LOADTEST_APP_SECRET=secret, LOADTEST_PHONE_NUMBER_ID=phone_number_id)  # fmt: skip
+            env = dict(
+                os.environ,
+                DATABASE_URL=database_url,
+                REDIS_URL=redis_url,
+                DATA_DIR=str(tmp_path / "state"),
+                META_APP_SECRET=secret,
+                LOG_LEVEL="WARNING",
+                LOG_FORMAT="json",
+                INBOUND_DEBOUNCE_S="0",
+                LOADTEST_APP_SECRET=secret,
+                LOADTEST_PHONE_NUMBER_ID=phone_number_id,
+            )
             service = subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "services.whatsapp.main:create_app", "--factory", "--host", "127.0.0.1",
-                 "--port", str(port), "--log-level", "warning", "--no-access-log"],
-                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "uvicorn",
+                    "services.whatsapp.main:create_app",
+                    "--factory",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--log-level",
+                    "warning",
+                    "--no-access-log",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             host = f"http://127.0.0.1:{port}"
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:

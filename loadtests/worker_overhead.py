@@ -56,10 +56,22 @@ def main() -> None:
             env["WORKER_RETURNING"] = "1"
         if args.profile:
             env["WORKER_PROFILE"] = str(Path(args.profile).resolve())
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-                   *(arg for plugin in PLUGINS for arg in ("-p", plugin)),
-                   "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"),
-                   str(ROOT / "loadtests" / "worker_overhead_probe.py")]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            *(arg for plugin in PLUGINS for arg in ("-p", plugin)),
+            "--rootdir",
+            str(ROOT),
+            "-c",
+            str(ROOT / "pyproject.toml"),
+            str(ROOT / "loadtests" / "worker_overhead_probe.py"),
+        ]
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
         if done.returncode != 0 or not out.exists():
             sys.stdout.write(done.stdout[-4000:] + done.stderr[-2000:])

@@ -53,9 +53,12 @@ def _time_steps(cpu_by_step: collections.Counter[str]) -> None:
     import switchboard.outbox.delivery as delivery
 
     for name, label in (
-        ("_due_rows", "due rows"), ("_claim", "claim"), ("_record_sent", "record sent (with read receipt)"),
-        ("_mark_read", "read receipt"), ("_left_over", "left over"),
-    ):  # fmt: skip
+        ("_due_rows", "due rows"),
+        ("_claim", "claim"),
+        ("_record_sent", "record sent (with read receipt)"),
+        ("_mark_read", "read receipt"),
+        ("_left_over", "left over"),
+    ):
         setattr(delivery, name, timed(getattr(delivery, name), f"    delivery: {label}"))
     for channel_module in ("switchboard.channels.whatsapp.channel",):
         import importlib
@@ -78,9 +81,11 @@ async def test_worker_overhead(e2e_settings, wa_tenant, graph_sandbox, script) -
         async with channel_service(settings) as svc:
             for customer in customers:
                 body = text_body(
-                    phone_number_id=pid, wamid=f"wamid.{uuid.uuid4().hex}", text="When do you open?",
+                    phone_number_id=pid,
+                    wamid=f"wamid.{uuid.uuid4().hex}",
+                    text="When do you open?",
                     wa_id=customer,
-                )  # fmt: skip
+                )
                 assert (await svc.post(body)).status_code == 200
 
     await post_one_each()

@@ -258,22 +258,45 @@ def make_settings(
 
     def make(**overrides: Any) -> Settings:
         values: dict[str, Any] = dict(
-            settings.model_dump(include={
-                "database_url", "redis_url", "data_dir", "whatsapp_port", "instagram_port", "gmail_port",
-                "mcp_tools_port", "model_server_port", "console_port", "web_port", "embedded_redis_port", "worker_metrics_port",
-                "worker_background_metrics_port",
-            }),
-            log_format="console", meta_app_secret=APP_SECRET, meta_verify_token=VERIFY_TOKEN,
-            whatsapp_graph_base_url=graph_sandbox[0], inbound_debounce_s=0.0, inbound_retry_defer_s=0.05,
-            orchestrator_timeout_s=5.0, inbound_max_tries=3, orchestrator_port=1, whatsapp_sandbox_enabled=False,
-            instagram_graph_base_url=instagram_sandbox[0], instagram_app_secret=IG_APP_SECRET,
+            settings.model_dump(
+                include={
+                    "database_url",
+                    "redis_url",
+                    "data_dir",
+                    "whatsapp_port",
+                    "instagram_port",
+                    "gmail_port",
+                    "mcp_tools_port",
+                    "model_server_port",
+                    "console_port",
+                    "web_port",
+                    "embedded_redis_port",
+                    "worker_metrics_port",
+                    "worker_background_metrics_port",
+                }
+            ),
+            log_format="console",
+            meta_app_secret=APP_SECRET,
+            meta_verify_token=VERIFY_TOKEN,
+            whatsapp_graph_base_url=graph_sandbox[0],
+            inbound_debounce_s=0.0,
+            inbound_retry_defer_s=0.05,
+            orchestrator_timeout_s=5.0,
+            inbound_max_tries=3,
+            orchestrator_port=1,
+            whatsapp_sandbox_enabled=False,
+            instagram_graph_base_url=instagram_sandbox[0],
+            instagram_app_secret=IG_APP_SECRET,
             instagram_sandbox_enabled=False,
-            gmail_api_base_url=gmail_sandbox[0], gmail_oauth_token_url=gmail_sandbox[0] + "/token",
+            gmail_api_base_url=gmail_sandbox[0],
+            gmail_oauth_token_url=gmail_sandbox[0] + "/token",
             gmail_oauth_auth_url=gmail_sandbox[0] + "/o/oauth2/auth",
-            gmail_oidc_certs_url=gmail_sandbox[0] + "/oauth2/v1/certs", gmail_sandbox_enabled=False,
-            egress_allow_loopback=True, _env_file=None,
+            gmail_oidc_certs_url=gmail_sandbox[0] + "/oauth2/v1/certs",
+            gmail_sandbox_enabled=False,
+            egress_allow_loopback=True,
+            _env_file=None,
             web_address_messages_per_minute=1_000_000,  # every test posts from the same loopback address
-        )  # fmt: skip
+        )
         values.update(overrides)
         return load_settings(**values)
 

@@ -36,16 +36,40 @@ from tests.utils.servers import serve_app
 # --- address spellings -------------------------------------------------------------------------
 
 NON_PUBLIC_V4 = [
-    "127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10",
-    "0.0.0.0/8", "224.0.0.0/4", "240.0.0.0/4", "192.0.0.0/24", "198.18.0.0/15",
-    "192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "192.88.99.0/24", "255.255.255.255/32",
-]  # fmt: skip
+    "127.0.0.0/8",
+    "10.0.0.0/8",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "169.254.0.0/16",
+    "100.64.0.0/10",
+    "0.0.0.0/8",
+    "224.0.0.0/4",
+    "240.0.0.0/4",
+    "192.0.0.0/24",
+    "198.18.0.0/15",
+    "192.0.2.0/24",
+    "198.51.100.0/24",
+    "203.0.113.0/24",
+    "192.88.99.0/24",
+    "255.255.255.255/32",
+]
 """IANA's IPv4 special-purpose registry (its entries not globally reachable) and deprecated ranges."""
 NON_PUBLIC_V6 = [
-    "::1/128", "fe80::/10", "fc00::/7", "ff00::/8", "::/128",
-    "fec0::/10", "3fff::/20", "5f00::/16", "100::/64", "100:0:0:1::/64", "2001::/23", "2001:db8::/32",
-    "2001:2::/48", "64:ff9b:1::/48",
-]  # fmt: skip
+    "::1/128",
+    "fe80::/10",
+    "fc00::/7",
+    "ff00::/8",
+    "::/128",
+    "fec0::/10",
+    "3fff::/20",
+    "5f00::/16",
+    "100::/64",
+    "100:0:0:1::/64",
+    "2001::/23",
+    "2001:db8::/32",
+    "2001:2::/48",
+    "64:ff9b:1::/48",
+]
 """IANA's IPv6 special-purpose registry (its entries not globally reachable), deprecated site-local
 ``fec0::/10`` and documentation ``3fff::/20`` included."""
 
@@ -65,11 +89,21 @@ def _v4_spellings(ip: ipaddress.IPv4Address) -> list[str]:
     """Every host spelling of ``ip`` a resolver or a URL parser accepts."""
     n, (a, b, c, d) = int(ip), ip.packed
     return [
-        str(ip), str(n), hex(n), f"0{n:o}", f"{a}.{(b << 16) | (c << 8) | d}", f"{a}.{b}.{(c << 8) | d}",
-        f"0x{a:x}.0x{b:x}.0x{c:x}.0x{d:x}", f"0{a:o}.0{b:o}.0{c:o}.0{d:o}", f"{ip}.",
-        f"[::ffff:{ip}]", f"[::ffff:{(a << 8) | b:x}:{(c << 8) | d:x}]", f"[::{ip}]", f"[64:ff9b::{ip}]",
+        str(ip),
+        str(n),
+        hex(n),
+        f"0{n:o}",
+        f"{a}.{(b << 16) | (c << 8) | d}",
+        f"{a}.{b}.{(c << 8) | d}",
+        f"0x{a:x}.0x{b:x}.0x{c:x}.0x{d:x}",
+        f"0{a:o}.0{b:o}.0{c:o}.0{d:o}",
+        f"{ip}.",
+        f"[::ffff:{ip}]",
+        f"[::ffff:{(a << 8) | b:x}:{(c << 8) | d:x}]",
+        f"[::{ip}]",
+        f"[64:ff9b::{ip}]",
         f"[2002:{(a << 8) | b:x}:{(c << 8) | d:x}::1]",
-    ]  # fmt: skip
+    ]
 
 
 def _url(scheme: str, host: str, port: int | None, userinfo: str) -> str:
@@ -136,9 +170,17 @@ def test_public_https_addresses_pass_and_are_connected_to_as_checked(ip) -> None
 
 @pytest.mark.parametrize(
     "url",
-    ["https://localhost/v1", "https://localhost./v1", "https://api.localhost/v1", "https://metadata.internal/",
-     "https://printer.local/", "ftp://example.com/", "https:///v1", "https://public.example.com@127.0.0.1/v1"],
-)  # fmt: skip
+    [
+        "https://localhost/v1",
+        "https://localhost./v1",
+        "https://api.localhost/v1",
+        "https://metadata.internal/",
+        "https://printer.local/",
+        "ftp://example.com/",
+        "https:///v1",
+        "https://public.example.com@127.0.0.1/v1",
+    ],
+)
 def test_local_names_other_schemes_and_userinfo_are_refused(url: str) -> None:
     with pytest.raises(EgressRefused):
         asyncio.run(EgressPolicy(resolver=_numeric_only).resolve(url))
@@ -300,9 +342,11 @@ async def test_a_media_copy_redirected_to_an_internal_address_is_refused(listene
     async with httpx.AsyncClient() as http:
         with pytest.raises(MediaCopyFailed) as failed:
             await store.copy_url(
-                http, f"{listener.url}/redirect?to=http://169.254.169.254/latest/", namespace="instagram/t",
+                http,
+                f"{listener.url}/redirect?to=http://169.254.169.254/latest/",
+                namespace="instagram/t",
                 egress=EgressPolicy(allow_loopback=True),
-            )  # fmt: skip
+            )
     assert failed.value.reason == "refused" and not failed.value.is_transient
 
 
@@ -326,23 +370,53 @@ async def test_test_this_deployment_on_an_internal_address_reaches_nothing_throu
     # and it is not saved either: the settings API refuses it at its path
     refused = await strict_api.patch(
         f"/v1/admin/tenants/{tenant.slug}/settings",
-        json={"llm": {"deployments": [{"id": "new", "provider": "ollama", "model": "m",
-                                       "api_base": f"http://0x7f.1:{listener.url.rsplit(':', 1)[1]}"}]}},
-    )  # fmt: skip
+        json={
+            "llm": {
+                "deployments": [
+                    {
+                        "id": "new",
+                        "provider": "ollama",
+                        "model": "m",
+                        "api_base": f"http://0x7f.1:{listener.url.rsplit(':', 1)[1]}",
+                    }
+                ]
+            }
+        },
+    )
     assert refused.status_code == 422, refused.text
     assert "llm.deployments[new].api_base" in refused.text and "address policy refused" in refused.text
     metadata = await strict_api.patch(
         f"/v1/admin/tenants/{tenant.slug}/settings",
-        json={"llm": {"deployments": [{"id": "md", "provider": "openai_compatible", "model": "m",
-                                       "api_base": "http://169.254.169.254/v1"}]}},
-    )  # fmt: skip
+        json={
+            "llm": {
+                "deployments": [
+                    {
+                        "id": "md",
+                        "provider": "openai_compatible",
+                        "model": "m",
+                        "api_base": "http://169.254.169.254/v1",
+                    }
+                ]
+            }
+        },
+    )
     assert metadata.status_code == 422 and "link-local" in metadata.text
     # the operator's own services are trusted only for what they serve: not as a model base
     graph = await strict_api.patch(
         f"/v1/admin/tenants/{tenant.slug}/settings",
-        json={"llm": {"deployments": [{"id": "wa", "provider": "openai_compatible", "model": "m",
-                                       "api_base": strict_settings.resolved_whatsapp_graph_base_url}]}},
-    )  # fmt: skip
+        json={
+            "llm": {
+                "deployments": [
+                    {
+                        "id": "wa",
+                        "provider": "openai_compatible",
+                        "model": "m",
+                        "api_base": strict_settings.resolved_whatsapp_graph_base_url,
+                    }
+                ]
+            }
+        },
+    )
     assert graph.status_code == 422 and "loopback" in graph.text
     assert listener.requests == []
 
@@ -355,9 +429,11 @@ async def test_the_model_gateway_checks_every_connection_of_a_tenant_deployment(
         settings=strict_settings, cipher=CredentialCipher(strict_settings.secret("encryption_key").encode())
     )
     llm = LLMSettings(
-        deployments=[DeploymentSettings(id="mine", provider=provider, model="m", api_base=listener.url + path)],
+        deployments=[
+            DeploymentSettings(id="mine", provider=provider, model="m", api_base=listener.url + path)
+        ],
         num_retries=0,
-    )  # fmt: skip
+    )
     router = gateway.router_for(uuid.uuid4(), llm)
     with pytest.raises(ModelCallFailed) as failed:
         await gateway.complete(router, [{"role": "user", "content": "hi"}], tools=None, llm=llm, trace_id="t")
@@ -373,9 +449,12 @@ async def test_a_knowledge_search_with_an_internal_embedding_base_reaches_nothin
     async with sessions() as session, session.begin():
         row = await session.get(Tenant, tenant.id)
         set_section(
-            row, "knowledge", embedding_model="text-embedding-3-small", embedding_api_base=listener.url + "/v1",
+            row,
+            "knowledge",
+            embedding_model="text-embedding-3-small",
+            embedding_api_base=listener.url + "/v1",
             embedding_api_key_encrypted=cipher.encrypt({"api_key": "sk-tenant"}),
-        )  # fmt: skip
+        )
         session.add(row)
     answer = await strict_api.get(
         f"/v1/admin/tenants/{tenant.slug}/knowledge/search", params={"q": "returns"}
@@ -398,9 +477,12 @@ async def test_an_event_webhook_stored_with_an_internal_address_is_never_sent(
     cipher = CredentialCipher(strict_settings.secret("encryption_key").encode())
     async with sessions() as session, session.begin():
         endpoint = WebhookEndpoint(
-            tenant_id=tenant.id, url=listener.url + "/hook", event_types=[], description="crm",
+            tenant_id=tenant.id,
+            url=listener.url + "/hook",
+            event_types=[],
+            description="crm",
             secret_encrypted=cipher.encrypt({"secret": "whsec_x"}),
-        )  # fmt: skip
+        )
         session.add(endpoint)
     async with sessions() as session, session.begin():
         customer = Customer(

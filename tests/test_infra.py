@@ -400,8 +400,11 @@ def test_the_compose_environment_is_valid_settings_and_names_what_is_missing(mon
     from switchboard.settings import load_settings
 
     env = _compose()["x-app"]["environment"]
-    filled = {line.split("=", 1)[0]: "x" for line in (ROOT / "infra" / "example.env").read_text().splitlines()
-              if re.match(r"^[A-Z_]+=$", line)}  # fmt: skip
+    filled = {
+        line.split("=", 1)[0]: "x"
+        for line in (ROOT / "infra" / "example.env").read_text().splitlines()
+        if re.match(r"^[A-Z_]+=$", line)
+    }
     filled |= {
         "ENCRYPTION_KEY": "bG9jYWwtdGVzdC1rZXktMzItYnl0ZXMtbG9uZy0wMDA=",
         "SWITCHBOARD_DOMAIN": "support.example.com",
@@ -445,8 +448,10 @@ def test_the_observability_profile_scrapes_every_service_and_charts_only_defined
 
     compose = _compose()["services"]
     assert {name for name, svc in compose.items() if svc.get("profiles") == ["observability"]} == {
-        "prometheus", "grafana", "jaeger",
-    }  # fmt: skip
+        "prometheus",
+        "grafana",
+        "jaeger",
+    }
     scrape = yaml.safe_load((ROOT / "infra" / "prometheus" / "prometheus.yml").read_text())
     targets = {
         t

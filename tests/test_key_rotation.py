@@ -44,18 +44,26 @@ async def stored(scratch_database, tmp_path) -> AsyncIterator[Stored]:  # type: 
         await create_tenant(session, slug="empty", name="No credentials")
         for tenant, number in ((shop, "106000000000101"), (cafe, "106000000000102")):
             await add_channel_account(
-                session, tenant=tenant, channel="whatsapp", external_account_id=number,
-                credentials={"access_token": f"EAAG-{tenant.slug}"}, cipher=old,
-            )  # fmt: skip
+                session,
+                tenant=tenant,
+                channel="whatsapp",
+                external_account_id=number,
+                credentials={"access_token": f"EAAG-{tenant.slug}"},
+                cipher=old,
+            )
         shop.settings_extensions = {
             "llm": {
                 "deployments": [
-                    {"id": "openai-main", "provider": "openai", "model": "gpt-4o-mini",
-                     "api_key_encrypted": encrypt_api_key(old, "sk-shop")},
+                    {
+                        "id": "openai-main",
+                        "provider": "openai",
+                        "model": "gpt-4o-mini",
+                        "api_key_encrypted": encrypt_api_key(old, "sk-shop"),
+                    },
                     {"id": "local", "provider": "ollama", "model": "llama3.1", "priority": 2},
                 ]
             }
-        }  # fmt: skip
+        }
         set_tenant_embedding(settings, cafe, model="text-embedding-3-small", api_key="sk-embed-cafe")
     yield Stored(url=scratch_database.url, sessions=sessions)
 
@@ -110,8 +118,11 @@ async def test_rotate_re_encrypts_every_credential_with_the_new_key(stored: Stor
     async with stored.sessions() as session:  # the deployment without a key is left as it was
         shop = (await session.exec(select(Tenant).where(Tenant.slug == "shop"))).one()
     assert shop.settings_extensions["llm"]["deployments"][1] == {
-        "id": "local", "provider": "ollama", "model": "llama3.1", "priority": 2,
-    }  # fmt: skip
+        "id": "local",
+        "provider": "ollama",
+        "model": "llama3.1",
+        "priority": 2,
+    }
 
     # once the old key is gone, rotating again still works (and changes nothing readable)
     code, out, _ = await _rotate(cli, stored.url, NEW, tmp_path)

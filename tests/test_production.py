@@ -247,8 +247,11 @@ def _make(folder, *args: str, **env: str):  # type: ignore[no-untyped-def]
     environment = {k: v for k, v in os.environ.items() if k != "DATA_DIR"} | env
     return subprocess.run(
         ["make", "--no-print-directory", "-C", str(folder), "-f", str(MAKEFILE), *args],
-        capture_output=True, text=True, env=environment, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=60,
+    )
 
 
 def test_clean_data_deletes_the_data_dir_it_is_given_and_nothing_else(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -464,8 +467,12 @@ async def test_channel_list_and_console_agree_on_a_needs_reauth_mailbox(cli, mak
     result = await cli.arun("channel", "list", "--tenant", tenant.slug)
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[1].split()[:5] == [
-        tenant.slug, "gmail", email, "needs_reauth", "token=needs_reauth",
-    ]  # fmt: skip
+        tenant.slug,
+        "gmail",
+        email,
+        "needs_reauth",
+        "token=needs_reauth",
+    ]
     async with sessions() as session:
         health = await channel_health(session, tenant.id)
     assert [row["token_state"] for row in health["gmail"]] == ["needs_reauth"]

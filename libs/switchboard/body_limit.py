@@ -102,9 +102,12 @@ async def limit_body(app: ASGIApp, default_bytes: int, scope: Scope, receive: Re
     def refuse() -> BodyTooLarge:
         budget.refused = True
         log.warning(
-            "request_body_too_large", path=scope.get("path"), limit_bytes=budget.limit_bytes,
-            read_bytes=budget.read_bytes, declared_bytes=budget.declared_bytes,
-        )  # fmt: skip
+            "request_body_too_large",
+            path=scope.get("path"),
+            limit_bytes=budget.limit_bytes,
+            read_bytes=budget.read_bytes,
+            declared_bytes=budget.declared_bytes,
+        )
         return BodyTooLarge(budget.limit_bytes)
 
     async def counted_receive() -> Message:

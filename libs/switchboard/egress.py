@@ -237,9 +237,13 @@ class EgressPolicy:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, *, trust: Iterable[str | None] = (), resolver: Resolver | None = None,
+        cls,
+        settings: Settings,
+        *,
+        trust: Iterable[str | None] = (),
+        resolver: Resolver | None = None,
         networks: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network] = (),
-    ) -> EgressPolicy:  # fmt: skip
+    ) -> EgressPolicy:
         """This process's policy: ``EGRESS_ALLOW_LOOPBACK`` (or its former name
         ``WEBHOOKS_ALLOW_LOOPBACK_HTTP``), ``trust``: the operator's own URLs for this kind of call
         (nothing for webhooks; :meth:`for_models`, :meth:`for_channels`), and ``networks`` opened for it."""
@@ -265,11 +269,13 @@ class EgressPolicy:
         return cls.from_settings(
             settings,
             trust=[
-                settings.resolved_whatsapp_graph_base_url, settings.whatsapp_sandbox_url,
-                settings.resolved_instagram_graph_base_url, settings.instagram_sandbox_url,
+                settings.resolved_whatsapp_graph_base_url,
+                settings.whatsapp_sandbox_url,
+                settings.resolved_instagram_graph_base_url,
+                settings.instagram_sandbox_url,
                 settings.media_public_base_url,
             ],
-        )  # fmt: skip
+        )
 
     def is_trusted(self, target: Target) -> bool:
         """Whether the operator set this origin (scheme, host and port all equal)."""

@@ -49,9 +49,11 @@ async def get_platform_tenants(
 
 
 @platform_admin_router.post(
-    "/tenants", status_code=status.HTTP_201_CREATED, summary="Create a tenant",
+    "/tenants",
+    status_code=status.HTTP_201_CREATED,
+    summary="Create a tenant",
     description="409: the slug is taken; 422: a malformed slug.",
-)  # fmt: skip
+)
 async def post_platform_tenant(body: TenantCreate, session: SessionDep) -> dict[str, Any]:
     try:
         tenant = await create_tenant(

@@ -198,14 +198,22 @@ async def seed_demo_knowledge(session: AsyncSession, tenant: Tenant) -> None:
 
     # stored on the tenant, so `kb reindex` splits the FAQ exactly as here (not at KB_CHUNK_SIZE_CHARS)
     set_section(
-        tenant, "knowledge", embedding_model=LEXICAL_MODEL_NAME,
-        chunk_size_chars=DEMO_CHUNK_SIZE_CHARS, chunk_overlap_chars=0,
-    )  # fmt: skip
+        tenant,
+        "knowledge",
+        embedding_model=LEXICAL_MODEL_NAME,
+        chunk_size_chars=DEMO_CHUNK_SIZE_CHARS,
+        chunk_overlap_chars=0,
+    )
     session.add(tenant)
     await ingest_in_session(
-        session, tenant_id=tenant.id, filename=DEMO_FAQ_FILENAME, data=DEMO_FAQ_MD.encode(),
-        config=EmbeddingConfig(model=LEXICAL_MODEL_NAME), chunk_size=DEMO_CHUNK_SIZE_CHARS, overlap=0,
-    )  # fmt: skip
+        session,
+        tenant_id=tenant.id,
+        filename=DEMO_FAQ_FILENAME,
+        data=DEMO_FAQ_MD.encode(),
+        config=EmbeddingConfig(model=LEXICAL_MODEL_NAME),
+        chunk_size=DEMO_CHUNK_SIZE_CHARS,
+        overlap=0,
+    )
 
 
 async def seed_demo_if_empty(session: AsyncSession) -> Tenant | None:
@@ -228,13 +236,21 @@ async def seed_demo_if_empty(session: AsyncSession) -> Tenant | None:
         "what the tools return; when unsure, say so and offer a human.",
     )
     await add_channel_account(
-        session, tenant=tenant, channel="whatsapp", external_account_id=DEMO_WHATSAPP_PHONE_NUMBER_ID,
-        display_name="Demo Shop WhatsApp (+1 555-0100-001)", api_base_url=SANDBOX_API_BASE,
-    )  # fmt: skip
+        session,
+        tenant=tenant,
+        channel="whatsapp",
+        external_account_id=DEMO_WHATSAPP_PHONE_NUMBER_ID,
+        display_name="Demo Shop WhatsApp (+1 555-0100-001)",
+        api_base_url=SANDBOX_API_BASE,
+    )
     await add_channel_account(
-        session, tenant=tenant, channel="instagram", external_account_id=DEMO_INSTAGRAM_ACCOUNT_ID,
-        display_name="Demo Shop Instagram", api_base_url=SANDBOX_API_BASE,
-    )  # fmt: skip
+        session,
+        tenant=tenant,
+        channel="instagram",
+        external_account_id=DEMO_INSTAGRAM_ACCOUNT_ID,
+        display_name="Demo Shop Instagram",
+        api_base_url=SANDBOX_API_BASE,
+    )
     await add_channel_account(
         session,
         tenant=tenant,
@@ -259,7 +275,11 @@ async def seed_demo_admin(session: AsyncSession, tenant: Tenant) -> tuple[str, s
 
     password = generate_password()
     await create_user(
-        session, email=DEMO_ADMIN_EMAIL, password=password, role="tenant_admin", tenant_id=tenant.id,
+        session,
+        email=DEMO_ADMIN_EMAIL,
+        password=password,
+        role="tenant_admin",
+        tenant_id=tenant.id,
         name="Demo admin",
-    )  # fmt: skip
+    )
     return DEMO_ADMIN_EMAIL, password

@@ -214,9 +214,11 @@ def create_service_app(
             app.state.resources = resources
             tune_gc()
             log.info(
-                "service ready", version=__version__, frozen_objects=gc.get_freeze_count(),
+                "service ready",
+                version=__version__,
+                frozen_objects=gc.get_freeze_count(),
                 gc_thresholds=list(gc.get_threshold()),
-            )  # fmt: skip
+            )
             for start in (warm_ups or {}).values():
                 start()
             yield

@@ -47,9 +47,13 @@ documents (every other tool is off until ``switchboard tools enable`` / the admi
 
 
 async def create_tenant(
-    session: AsyncSession, *, slug: str, name: str, organization_name: str | None = None,
+    session: AsyncSession,
+    *,
+    slug: str,
+    name: str,
+    organization_name: str | None = None,
     default_tools: Sequence[str] = DEFAULT_TOOLS,
-) -> Tenant:  # fmt: skip
+) -> Tenant:
     """Create a tenant (and its organization, found or created by name) with ``default_tools`` enabled.
 
     Args:

@@ -48,6 +48,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # (not before /healthz: it was the last service up by 7-17 s; not on the loop: a first turn
         # waiting there on the import lock blocked in-process tests past the worker's timeout)
         warm_ups={"litellm": start_litellm_import, "mcp": start_mcp_import},
-    )  # fmt: skip
+    )
     app.webhooks.include_router(event_webhooks_router)  # OpenAPI: what tenants' endpoints receive
     return app

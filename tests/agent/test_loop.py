@@ -304,5 +304,8 @@ async def test_structured_parts_are_capped_with_an_error_the_model_sees_never_cu
         if m["role"] == "tool" and "too_many_parts" in m["content"]
     ]
     assert len(refused) == 1
-    assert row.result["parts"][0] == {"kind": "buttons", "prompt": "?", "options": [
-        {"id": "a", "title": "A", "description": None, "url": None}]}  # fmt: skip
+    assert row.result["parts"][0] == {
+        "kind": "buttons",
+        "prompt": "?",
+        "options": [{"id": "a", "title": "A", "description": None, "url": None}],
+    }

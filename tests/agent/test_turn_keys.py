@@ -39,9 +39,17 @@ async def test_a_turn_at_a_tenant_address_carries_no_platform_key(
     gateway = ModelGateway(settings=keyed, cipher=CredentialCipher(keyed.secret("encryption_key").encode()))
     orchestrator = Orchestrator(sessions=sessions, gateway=gateway)
     tenant = await make_tenant(
-        llm={"deployments": [{"id": "theirs", "provider": provider, "model": "gpt-4o-mini",
-                              "api_base": listener.url + base_path}]}
-    )  # fmt: skip
+        llm={
+            "deployments": [
+                {
+                    "id": "theirs",
+                    "provider": provider,
+                    "model": "gpt-4o-mini",
+                    "api_base": listener.url + base_path,
+                }
+            ]
+        }
+    )
     conversation = await make_conversation(sessions, tenant)
     result = await orchestrator.handle_turn(conversation.request("Where is my order?"))
     assert result.reply == "Listener answer." and result.model == "theirs"  # the listener answered
@@ -52,14 +60,26 @@ async def test_a_turn_at_a_tenant_address_carries_no_platform_key(
 
 async def test_a_simulated_turn_from_the_cli_carries_no_platform_key(cli, make_tenant, listener):
     tenant = await make_tenant(
-        llm={"deployments": [{"id": "theirs", "provider": "openai", "model": "gpt-4o-mini",
-                              "api_base": listener.url + "/v1"}]}
-    )  # fmt: skip
+        llm={
+            "deployments": [
+                {
+                    "id": "theirs",
+                    "provider": "openai",
+                    "model": "gpt-4o-mini",
+                    "api_base": listener.url + "/v1",
+                }
+            ]
+        }
+    )
     outcome = await cli.arun(
-        "simulate", "--tenant", tenant.slug, "Where is my order?",
+        "simulate",
+        "--tenant",
+        tenant.slug,
+        "Where is my order?",
         ORCHESTRATOR_PORT=str(free_port()),  # nothing listens: the turn runs in this process
-        OPENAI_API_KEY=PLATFORM_OPENAI, TENANTS_MAY_USE_PLATFORM_KEYS="true",
-    )  # fmt: skip
+        OPENAI_API_KEY=PLATFORM_OPENAI,
+        TENANTS_MAY_USE_PLATFORM_KEYS="true",
+    )
     assert outcome.exit_code == 0, outcome.output
     assert "Listener answer." in outcome.output
     assert listener.seen and not listener.carried(PLATFORM_OPENAI), listener.seen

@@ -149,17 +149,28 @@ async def test_history_is_loaded_in_order_without_the_inbound_row(setup, orchest
         ):
             session.add(
                 Message(
-                    tenant_id=conv.tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
-                    direction="inbound" if role == "user" else "outbound", role=role, text=body,
+                    tenant_id=conv.tenant.id,
+                    conversation_id=conv.conversation.id,
+                    channel="whatsapp",
+                    direction="inbound" if role == "user" else "outbound",
+                    role=role,
+                    text=body,
                     created_at=base + timedelta(seconds=offset),
                 )
-            )  # fmt: skip
+            )
         session.add(
             Message(
-                id=inbound_id, tenant_id=conv.tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
-                direction="inbound", role="user", kind="audio", text=None, created_at=base + timedelta(seconds=10),
+                id=inbound_id,
+                tenant_id=conv.tenant.id,
+                conversation_id=conv.conversation.id,
+                channel="whatsapp",
+                direction="inbound",
+                role="user",
+                kind="audio",
+                text=None,
+                created_at=base + timedelta(seconds=10),
             )
-        )  # fmt: skip
+        )
     result = await orchestrator.handle_turn(
         conv.request('[Audio transcription]: "where is my parcel"', inbound_id)
     )
@@ -344,20 +355,24 @@ async def test_failing_primary_is_answered_by_the_backup_and_the_backup_is_recor
 async def test_context_overflow_shrinks_to_the_limit_the_provider_states(setup, orchestrator, sessions):
     # the model table says 100k tokens; the provider's real window is 1,000 and its error says so
     conv, script = await setup(
-        ScriptedResponse(kind="overflow", context_limit_tokens=1000), text("short answer"),
+        ScriptedResponse(kind="overflow", context_limit_tokens=1000),
+        text("short answer"),
         llm={"default_context_window_tokens": 100_000},
-    )  # fmt: skip
+    )
     base = utcnow() - timedelta(hours=1)
     async with sessions() as session, session.begin():
         for index in range(30):
             session.add(
                 Message(
-                    tenant_id=conv.tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
+                    tenant_id=conv.tenant.id,
+                    conversation_id=conv.conversation.id,
+                    channel="whatsapp",
                     direction="inbound" if index % 2 == 0 else "outbound",
                     role="user" if index % 2 == 0 else "assistant",
-                    text=f"message {index} " + "filler " * 40, created_at=base + timedelta(seconds=index),
+                    text=f"message {index} " + "filler " * 40,
+                    created_at=base + timedelta(seconds=index),
                 )
-            )  # fmt: skip
+            )
     request = conv.request("newest question")
     result = await orchestrator.handle_turn(request)
     assert result.reply == "short answer"
@@ -393,11 +408,15 @@ async def test_history_is_trimmed_to_the_smallest_context_window(
         for index, message in enumerate(history):
             session.add(
                 Message(
-                    tenant_id=conv.tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
-                    direction="inbound" if message["role"] == "user" else "outbound", role=message["role"],
-                    text=message["content"], created_at=base + timedelta(seconds=index),
+                    tenant_id=conv.tenant.id,
+                    conversation_id=conv.conversation.id,
+                    channel="whatsapp",
+                    direction="inbound" if message["role"] == "user" else "outbound",
+                    role=message["role"],
+                    text=message["content"],
+                    created_at=base + timedelta(seconds=index),
                 )
-            )  # fmt: skip
+            )
     await orchestrator.handle_turn(conv.request("newest question"))
     request = state.script(tiny).requests[0]
     sent, tools = request["messages"], request.get("tools")
@@ -427,11 +446,14 @@ async def _long_history(sessions, conv) -> list:  # type: ignore[no-untyped-def]
     async with sessions() as session, session.begin():
         for index in range(75):
             row = Message(
-                tenant_id=conv.tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
+                tenant_id=conv.tenant.id,
+                conversation_id=conv.conversation.id,
+                channel="whatsapp",
                 direction="inbound" if index % 2 == 0 else "outbound",
                 role="user" if index % 2 == 0 else "assistant",
-                text=f"m{index}", created_at=base + timedelta(seconds=index),
-            )  # fmt: skip
+                text=f"m{index}",
+                created_at=base + timedelta(seconds=index),
+            )
             ids.append(row.id)
             session.add(row)
     return ids
@@ -509,10 +531,14 @@ async def test_other_tenants_messages_never_enter_the_history(setup, orchestrato
     async with sessions() as session, session.begin():
         session.add(
             Message(
-                tenant_id=other.tenant.id, conversation_id=other.conversation.id, channel="whatsapp",
-                direction="inbound", role="user", text="secret of another tenant",
+                tenant_id=other.tenant.id,
+                conversation_id=other.conversation.id,
+                channel="whatsapp",
+                direction="inbound",
+                role="user",
+                text="secret of another tenant",
             )
-        )  # fmt: skip
+        )
     await orchestrator.handle_turn(conv.request("hi"))
     assert "secret of another tenant" not in json.dumps(script.requests[0])
     async with sessions() as session:
@@ -558,17 +584,25 @@ async def test_a_turn_abandoned_by_a_crashed_process_is_taken_over(setup, orches
     async with sessions() as session, session.begin():
         session.add(
             Turn(
-                tenant_id=conv.tenant.id, conversation_id=conv.conversation.id,
-                inbound_message_id=request.inbound_message_id, trace_id="x" * 32, status="running",
+                tenant_id=conv.tenant.id,
+                conversation_id=conv.conversation.id,
+                inbound_message_id=request.inbound_message_id,
+                trace_id="x" * 32,
+                status="running",
                 updated_at=utcnow() - timedelta(minutes=5),
             )
-        )  # fmt: skip
+        )
         session.add(
             Message(
-                id=request.inbound_message_id, tenant_id=conv.tenant.id, conversation_id=conv.conversation.id,
-                channel="whatsapp", direction="inbound", role="user", text="hello",
+                id=request.inbound_message_id,
+                tenant_id=conv.tenant.id,
+                conversation_id=conv.conversation.id,
+                channel="whatsapp",
+                direction="inbound",
+                role="user",
+                text="hello",
             )
-        )  # fmt: skip
+        )
     with capture_logs() as logs:
         result = await orchestrator.handle_turn(request)
     assert result.reply == "answered after takeover"
@@ -599,8 +633,9 @@ async def test_a_hanging_primary_leaves_the_backup_time_inside_the_turn_budget(
     # turn would time out waiting for the primary
     conv, _ = await setup(
         deployments=[deployment(url, primary, priority=1), deployment(url, backup, priority=2)],
-        llm={"fallback_reserve_s": 5}, loop={"turn_timeout_s": 8},
-    )  # fmt: skip
+        llm={"fallback_reserve_s": 5},
+        loop={"turn_timeout_s": 8},
+    )
     request = conv.request("hi")
     result = await orchestrator.handle_turn(request)
     assert (result.reply, result.model, result.fallback_used) == ("backup in time", backup, True)
@@ -708,9 +743,14 @@ async def test_reply_writes_message_created_only_for_a_tenant_subscribed_to_it(
     cipher = CredentialCipher(settings.secret("encryption_key").encode())
     async with sessions() as session, session.begin():
         await create_endpoint(
-            session, tenant_id=tenant_id, url="http://127.0.0.1:9/leads", event_types=["lead.created"],
-            description="crm", cipher=cipher, egress=EgressPolicy(allow_loopback=True),
-        )  # fmt: skip
+            session,
+            tenant_id=tenant_id,
+            url="http://127.0.0.1:9/leads",
+            event_types=["lead.created"],
+            description="crm",
+            cipher=cipher,
+            egress=EgressPolicy(allow_loopback=True),
+        )
     forget_subscribers(tenant_id)
     second = await orchestrator.handle_turn(conv.request("Again"))
     assert second.reply == "Second answer."
@@ -719,9 +759,14 @@ async def test_reply_writes_message_created_only_for_a_tenant_subscribed_to_it(
     # subscribed: exactly one outbound event carrying the stored reply
     async with sessions() as session, session.begin():
         await create_endpoint(
-            session, tenant_id=tenant_id, url="http://127.0.0.1:9/messages", event_types=["message.created"],
-            description="crm", cipher=cipher, egress=EgressPolicy(allow_loopback=True),
-        )  # fmt: skip
+            session,
+            tenant_id=tenant_id,
+            url="http://127.0.0.1:9/messages",
+            event_types=["message.created"],
+            description="crm",
+            cipher=cipher,
+            egress=EgressPolicy(allow_loopback=True),
+        )
     forget_subscribers(tenant_id)
     third = await orchestrator.handle_turn(conv.request("Once more"))
     assert third.reply == "Third answer."
@@ -735,9 +780,14 @@ async def test_reply_writes_message_created_only_for_a_tenant_subscribed_to_it(
             )
         ).one()
     assert event.payload["data"] == {
-        "message_id": str(reply_row.id), "conversation_id": str(conv.conversation.id), "channel": "whatsapp",
-        "direction": "outbound", "role": "assistant", "kind": "text", "text": "Third answer.",
-    }  # fmt: skip
+        "message_id": str(reply_row.id),
+        "conversation_id": str(conv.conversation.id),
+        "channel": "whatsapp",
+        "direction": "outbound",
+        "role": "assistant",
+        "kind": "text",
+        "text": "Third answer.",
+    }
 
 
 async def test_a_turn_claims_in_one_read_with_its_context_and_a_replay_is_one_statement(
@@ -755,10 +805,15 @@ async def test_a_turn_claims_in_one_read_with_its_context_and_a_replay_is_one_st
     async with sessions() as session, session.begin():
         session.add(
             Message(
-                id=inbound_id, tenant_id=conv.tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
-                direction="inbound", role="user", text="hello there",
+                id=inbound_id,
+                tenant_id=conv.tenant.id,
+                conversation_id=conv.conversation.id,
+                channel="whatsapp",
+                direction="inbound",
+                role="user",
+                text="hello there",
             )
-        )  # fmt: skip
+        )
     statements: list[str] = []
 
     def seen(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]

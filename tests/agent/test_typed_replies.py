@@ -11,11 +11,19 @@ from switchboard.replies import ProductCard, QuickReplies
 from tests.utils.agent import answer_with_script, make_conversation, text, tool_calls
 from tests.utils.outbox import captured_logs
 
-BUTTONS = {"kind": "buttons", "prompt": "Which size?", "options": [{"id": "s", "title": "Small"}, {"id": "l", "title": "Large"}]}  # fmt: skip
+BUTTONS = {
+    "kind": "buttons",
+    "prompt": "Which size?",
+    "options": [{"id": "s", "title": "Small"}, {"id": "l", "title": "Large"}],
+}
 PRODUCT = {
-    "kind": "product", "title": "Ball valve DN50", "price": "129.90", "currency": "EUR",
-    "image_url": "https://cdn.shop.example/dn50.jpg", "cta": {"title": "Buy", "url": "https://shop.example/dn50"},
-}  # fmt: skip
+    "kind": "product",
+    "title": "Ball valve DN50",
+    "price": "129.90",
+    "currency": "EUR",
+    "image_url": "https://cdn.shop.example/dn50.jpg",
+    "cta": {"title": "Buy", "url": "https://shop.example/dn50"},
+}
 
 
 async def _typed_tenant(sessions, make_tenant, offline_model, enabled=True):  # type: ignore[no-untyped-def]

@@ -36,9 +36,13 @@ def _multipart(filename: bytes, data: bytes) -> tuple[bytes, str]:
     boundary = "hostile-boundary"
     body = (
         f"--{boundary}\r\n".encode()
-        + b'Content-Disposition: form-data; name="file"; filename="' + filename + b'"\r\n'
-        + b"Content-Type: text/plain\r\n\r\n" + data + f"\r\n--{boundary}--\r\n".encode()
-    )  # fmt: skip
+        + b'Content-Disposition: form-data; name="file"; filename="'
+        + filename
+        + b'"\r\n'
+        + b"Content-Type: text/plain\r\n\r\n"
+        + data
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
     return body, f"multipart/form-data; boundary={boundary}"
 
 

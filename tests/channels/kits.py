@@ -116,8 +116,11 @@ async def receive_by_webhook(
     through the channel's own service, stored once."""
     body = encode(kit.delivery(account_id, [Posted(new_id("in"), sender, text)]))
     async with kit.service(settings) as client:
-        response = await client.post(kit.signed_path(settings), content=body,
-                                     headers={"Content-Type": "application/json", **kit.sign(body, settings)})  # fmt: skip
+        response = await client.post(
+            kit.signed_path(settings),
+            content=body,
+            headers={"Content-Type": "application/json", **kit.sign(body, settings)},
+        )
     assert response.status_code == 200 and response.json()["stored"] == 1, response.text
 
 
@@ -174,9 +177,17 @@ class WhatsAppKit:
     def status(self, account_id: str, external_id: str, status: str) -> dict[str, Any]:
         return self._envelope(
             account_id,
-            {"statuses": [{"id": external_id, "status": status, "timestamp": str(int(time.time())),
-                           "recipient_id": "15550100099"}]},
-        )  # fmt: skip
+            {
+                "statuses": [
+                    {
+                        "id": external_id,
+                        "status": status,
+                        "timestamp": str(int(time.time())),
+                        "recipient_id": "15550100099",
+                    }
+                ]
+            },
+        )
 
     def sign(self, raw: bytes, settings: Settings) -> dict[str, str]:
         return {"X-Hub-Signature-256": sign_body(raw, settings.secret("meta_app_secret"))}
@@ -219,19 +230,37 @@ class InstagramKit:
     ) -> dict[str, Any]:
         now_ms = int(time.time() * 1000)
         items: list[Any] = [
-            {"sender": {"id": m.sender}, "recipient": {"id": account_id}, "timestamp": now_ms,
-             "message": {"mid": m.external_id, "text": m.text}}
+            {
+                "sender": {"id": m.sender},
+                "recipient": {"id": account_id},
+                "timestamp": now_ms,
+                "message": {"mid": m.external_id, "text": m.text},
+            }
             for m in messages
-        ]  # fmt: skip
+        ]
         if malformed_at is not None:
             items.insert(malformed_at, {"sender": ["x"], "timestamp": "soon", "message": {"text": 42}})
         return {"object": "instagram", "entry": [{"id": account_id, "time": now_ms, "messaging": items}]}
 
     def status(self, account_id: str, external_id: str, status: str) -> dict[str, Any]:
         now_ms = int(time.time() * 1000)
-        return {"object": "instagram", "entry": [{"id": account_id, "time": now_ms, "messaging": [
-            {"sender": {"id": "15550100306"}, "recipient": {"id": account_id}, "timestamp": now_ms,
-             "read": {"mid": external_id}}]}]}  # fmt: skip
+        return {
+            "object": "instagram",
+            "entry": [
+                {
+                    "id": account_id,
+                    "time": now_ms,
+                    "messaging": [
+                        {
+                            "sender": {"id": "15550100306"},
+                            "recipient": {"id": account_id},
+                            "timestamp": now_ms,
+                            "read": {"mid": external_id},
+                        }
+                    ],
+                }
+            ],
+        }
 
     def sign(self, raw: bytes, settings: Settings) -> dict[str, str]:
         return {"X-Hub-Signature-256": sign_body(raw, settings.secret("instagram_app_secret"))}
@@ -282,9 +311,15 @@ class GmailKit:
         """A Pub/Sub push envelope (the shape of ``payloads/gmail/pubsub_push_envelope.json``)."""
         data = base64.b64encode(json.dumps({"emailAddress": account_id, "historyId": 1}).encode()).decode()
         mid = str(uuid.uuid4().int)[:16]
-        return {"message": {"data": data, "messageId": mid, "message_id": mid,
-                            "publishTime": "2026-12-01T10:00:00.000Z"},
-                "subscription": "projects/switchboard/subscriptions/gmail-push"}  # fmt: skip
+        return {
+            "message": {
+                "data": data,
+                "messageId": mid,
+                "message_id": mid,
+                "publishTime": "2026-12-01T10:00:00.000Z",
+            },
+            "subscription": "projects/switchboard/subscriptions/gmail-push",
+        }
 
     def signed_path(self, settings: Settings) -> str:
         return f"{self.webhook_path}?token={settings.secret('gmail_push_secret')}"
@@ -322,8 +357,13 @@ class GmailKit:
 
         await deliver(settings, account_id, from_=sender, subject="Conformance", text=text)
         async with open_resources(settings) as resources, resources.sessions() as session:
-            account = (await session.exec(select(ChannelAccount).where(
-                ChannelAccount.channel == "gmail", ChannelAccount.external_account_id == account_id))).one()  # fmt: skip
+            account = (
+                await session.exec(
+                    select(ChannelAccount).where(
+                        ChannelAccount.channel == "gmail", ChannelAccount.external_account_id == account_id
+                    )
+                )
+            ).one()
             await enqueue_sync(resources.redis, account.id, reason="conformance")
         await run_worker_burst(settings, Queue.background)
 
@@ -369,8 +409,11 @@ class WebKit:
         return {"key": account_id, "visitor": self._visitor(sender), "messages": items}
 
     def status(self, account_id: str, external_id: str, status: str) -> dict[str, Any]:
-        return {"key": account_id, "visitor": self._visitor("15550100306"),
-                "statuses": [{"id": external_id, "status": status}]}  # fmt: skip
+        return {
+            "key": account_id,
+            "visitor": self._visitor("15550100306"),
+            "statuses": [{"id": external_id, "status": status}],
+        }
 
     def notification(self, account_id: str) -> dict[str, Any]:
         return self.delivery(account_id, [Posted(new_id("note"), self.new_sender(), "hello")])

@@ -109,9 +109,13 @@ def test_a_fourth_channel_is_known_everywhere_from_its_class(sms: type[SmsChanne
     chart = line_chart("Replies", [date(2026, 1, 1)], {"sms": [1.0]})
     assert 'style="fill:#123456">● SMS Text</text>' in chart
     message = InboundMessage(
-        channel="sms", account_id="1", kind="text", external_id="m1", sender_id="s",
+        channel="sms",
+        account_id="1",
+        kind="text",
+        external_id="m1",
+        sender_id="s",
         sent_at=datetime.now(UTC),
-    )  # fmt: skip
+    )
     assert message.channel == "sms"
 
 
@@ -120,9 +124,13 @@ def test_an_unregistered_channel_is_named_as_is_and_refused_in_a_message() -> No
     assert business_app_echo_reason("fax") == "a human replied from the fax business app"
     with pytest.raises(ValidationError, match="unknown channel 'fax'"):
         InboundMessage(
-            channel="fax", account_id="1", kind="text", external_id="m1", sender_id="s",
+            channel="fax",
+            account_id="1",
+            kind="text",
+            external_id="m1",
+            sender_id="s",
             sent_at=datetime.now(UTC),
-        )  # fmt: skip
+        )
 
 
 def test_registering_two_classes_under_one_name_is_refused(sms: type[SmsChannel]) -> None:

@@ -55,14 +55,20 @@ _CHOICES = st.builds(
 )
 _CARDS = st.builds(
     lambda title, description, price, cta_url: ProductCard(
-        title=title[:200], description=description[:1000], price=price, currency="EUR" if price is not None else None,
-        image_url="https://cdn.example/p.jpg", cta={"title": "Buy it now, today only", "url": cta_url}
-        if cta_url else {"title": "Add to my order please", "id": "add_1"},
+        title=title[:200],
+        description=description[:1000],
+        price=price,
+        currency="EUR" if price is not None else None,
+        image_url="https://cdn.example/p.jpg",
+        cta={"title": "Buy it now, today only", "url": cta_url}
+        if cta_url
+        else {"title": "Add to my order please", "id": "add_1"},
     ),
-    _TEXT, _LONG_TEXT, st.none() | st.decimals(min_value=0, max_value=10_000, places=2), st.booleans().map(
-        lambda b: "https://shop.example/buy" if b else None
-    ),
-)  # fmt: skip
+    _TEXT,
+    _LONG_TEXT,
+    st.none() | st.decimals(min_value=0, max_value=10_000, places=2),
+    st.booleans().map(lambda b: "https://shop.example/buy" if b else None),
+)
 
 
 def _written(channel: str, text: str, parts: list) -> list[OutboundPart]:  # type: ignore[type-arg]
@@ -134,9 +140,14 @@ def test_instagram_keeps_every_option_and_stays_within_meta_limits(text: str, pa
         # the message the Send API gets: text with quick replies (the channel splits longer relays itself)
         buttons = (p.interactive or {}).get("buttons")
         message = {"text": p.text} | (
-            {"quick_replies": [{"content_type": "text", "title": b["title"], "payload": b["id"]} for b in buttons]}
-            if buttons else {}
-        )  # fmt: skip
+            {
+                "quick_replies": [
+                    {"content_type": "text", "title": b["title"], "payload": b["id"]} for b in buttons
+                ]
+            }
+            if buttons
+            else {}
+        )
         assert 0 < text_length(p.text, "utf16") <= INSTAGRAM_TEXT_LIMIT
         assert instagram_problems(message) == []
     visible = _visible(parts)
@@ -168,11 +179,13 @@ def test_three_short_options_are_whatsapp_reply_buttons_with_the_reply_in_the_bo
     assert only.interactive == {
         "type": "button",
         "body": {"text": "We have two sizes.\n\nWhich size?"},
-        "action": {"buttons": [
-            {"type": "reply", "reply": {"id": "s", "title": "Small"}},
-            {"type": "reply", "reply": {"id": "l", "title": "Large"}},
-        ]},
-    }  # fmt: skip
+        "action": {
+            "buttons": [
+                {"type": "reply", "reply": {"id": "s", "title": "Small"}},
+                {"type": "reply", "reply": {"id": "l", "title": "Large"}},
+            ]
+        },
+    }
 
 
 def test_eleven_options_become_two_whatsapp_lists_and_a_long_title_is_written_in_full_first() -> None:
@@ -202,10 +215,13 @@ def test_fourteen_options_are_two_instagram_messages_of_quick_replies() -> None:
 
 
 def test_email_gets_a_numbered_list_with_links() -> None:
-    part = OptionList(prompt="Our plans:", options=[
-        {"id": "basic", "title": "Basic", "url": "https://shop.example/basic"},
-        {"id": "pro", "title": "Pro", "description": "for teams"},
-    ])  # fmt: skip
+    part = OptionList(
+        prompt="Our plans:",
+        options=[
+            {"id": "basic", "title": "Basic", "url": "https://shop.example/basic"},
+            {"id": "pro", "title": "Pro", "description": "for teams"},
+        ],
+    )
     card = ProductCard(
         title="Pro plan",
         price=Decimal("49"),

@@ -106,8 +106,13 @@ async def test_a_sandbox_that_stops_answering_while_waiting_is_one_line_and_exit
 
 
 def _unsent(code: str, message: str, attempts: int) -> dict[str, object]:
-    return {"recipient": "15550100099", "status": "failed", "error_code": code, "error_message": message,
-            "attempts": attempts}  # fmt: skip
+    return {
+        "recipient": "15550100099",
+        "status": "failed",
+        "error_code": code,
+        "error_message": message,
+        "attempts": attempts,
+    }
 
 
 def test_a_reply_the_window_refused_is_not_called_a_send_to_retry() -> None:

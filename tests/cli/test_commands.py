@@ -87,9 +87,14 @@ async def test_channel_list_has_a_header_and_says_a_sandbox_account_needs_no_tok
             (tokened, "", {"access_token": "EAAG-x"}),
         ):
             await add_channel_account(
-                session, tenant=tenant, channel="whatsapp", external_account_id=number, api_base_url=base,
-                credentials=credentials, cipher=CredentialCipher.from_settings(settings),
-            )  # fmt: skip
+                session,
+                tenant=tenant,
+                channel="whatsapp",
+                external_account_id=number,
+                api_base_url=base,
+                credentials=credentials,
+                cipher=CredentialCipher.from_settings(settings),
+            )
     env = {"WHATSAPP_GRAPH_BASE_URL": None, "WHATSAPP_PORT": str(settings.whatsapp_port)}
     result = await cli.arun("channel", "list", "--tenant", tenant.slug, **env)
     assert result.exit_code == 0, result.output

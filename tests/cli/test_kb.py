@@ -31,8 +31,12 @@ async def test_kb_add_search_list_deactivate_delete(cli, make_tenant, tmp_path):
     assert "5 chunks stored from 2 file(s); 2 skipped or failed" in added.output  # one chunk per row
     # Off a terminal no progress bar: click would print its label once, a line with only the file name.
     assert [line.split()[0] for line in added.stdout.splitlines()] == [
-        "ready", "ready", "failed", "skipped", "5",
-    ]  # fmt: skip
+        "ready",
+        "ready",
+        "failed",
+        "skipped",
+        "5",
+    ]
 
     found = await cli.arun("kb", "search", "How long does standard delivery take?", "--tenant", tenant.slug)
     assert found.exit_code == 0, found.output

@@ -35,17 +35,37 @@ async def test_refresh_list_and_start_from_the_command_line(cli, wa_tenant, grap
     listed = (await cli.arun("templates", "list", "--tenant", slug)).stdout.splitlines()
     assert listed[0].split() == ["NAME", "LANGUAGE", "STATUS", "CATEGORY", "VALUES"]
     assert [line.split()[:3] for line in listed[1:]] == [
-        ["hello_world", "en_US", "APPROVED"], ["order_update", "en_US", "APPROVED"], ["order_update", "es", "APPROVED"],
-        ["shipping_label", "en_US", "APPROVED"], ["spring_sale", "en_US", "PENDING"]]  # fmt: skip
+        ["hello_world", "en_US", "APPROVED"],
+        ["order_update", "en_US", "APPROVED"],
+        ["order_update", "es", "APPROVED"],
+        ["shipping_label", "en_US", "APPROVED"],
+        ["spring_sale", "en_US", "PENDING"],
+    ]
     assert listed[2].endswith("body 3, buttons 1") and listed[4].endswith("body 2, header document")
 
     phone = random_phone()
     text = await cli.arun("conversations", "start", "--tenant", slug, "--phone", "+" + phone, "--text", "Hi")
     assert text.exit_code == 2 and "only within 24 hours of the customer's last message" in text.stderr
     started = await cli.arun(
-        "conversations", "start", "--tenant", slug, "--phone", "+" + phone, "--template", "order_update",
-        "--language", "es", "--value", "Ana", "--value", "#1042", "--value", "en camino", "--button", "1042",
-    )  # fmt: skip
+        "conversations",
+        "start",
+        "--tenant",
+        slug,
+        "--phone",
+        "+" + phone,
+        "--template",
+        "order_update",
+        "--language",
+        "es",
+        "--value",
+        "Ana",
+        "--value",
+        "#1042",
+        "--value",
+        "en camino",
+        "--button",
+        "1042",
+    )
     assert started.exit_code == 0, started.stderr
     assert (
         started.stdout.startswith("queued (template) in conversation ")

@@ -19,11 +19,17 @@ async def _answer(sessions, tenant, *, rating, handled_by="ai", agent_id=None, u
     async with sessions() as session, session.begin():
         session.add(
             CsatAnswer(
-                tenant_id=tenant.id, conversation_id=conversation.id, channel="whatsapp", handled_by=handled_by,
-                agent_id=agent_id, user_id=user_id, rating=rating, asked_at=at,
+                tenant_id=tenant.id,
+                conversation_id=conversation.id,
+                channel="whatsapp",
+                handled_by=handled_by,
+                agent_id=agent_id,
+                user_id=user_id,
+                rating=rating,
+                asked_at=at,
                 answered_at=at if rating is not None else None,
             )
-        )  # fmt: skip
+        )
 
 
 async def test_csat_per_handler_and_in_all_against_seeded_answers(console_client, sessions, make_tenant):  # type: ignore[no-untyped-def]
@@ -45,8 +51,10 @@ async def test_csat_per_handler_and_in_all_against_seeded_answers(console_client
         page = await client.get(f"/t/{tenant.slug}/analytics?days=14")
         async with sessions() as session, session.begin():
             await session.exec(
-                update(Tenant).where(Tenant.id == tenant.id).values(settings_extensions={"locale": {"language": "es"}})
-            )  # fmt: skip
+                update(Tenant)
+                .where(Tenant.id == tenant.id)
+                .values(settings_extensions={"locale": {"language": "es"}})
+            )
         spanish = await client.get(f"/t/{tenant.slug}/analytics?days=14", headers={"Accept-Language": "es"})
 
     assert [
@@ -81,8 +89,10 @@ async def test_the_csat_section_of_agent_settings_in_spanish(console_client, ses
     tenant = await make_tenant()
     async with sessions() as session, session.begin():
         await session.exec(
-            update(Tenant).where(Tenant.id == tenant.id).values(settings_extensions={"locale": {"language": "es"}})
-        )  # fmt: skip
+            update(Tenant)
+            .where(Tenant.id == tenant.id)
+            .values(settings_extensions={"locale": {"language": "es"}})
+        )
     admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
     async with console_client() as client:
         await log_in(client, admin)

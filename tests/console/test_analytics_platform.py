@@ -35,24 +35,37 @@ async def _traffic(sessions, tenant):  # type: ignore[no-untyped-def]
         ):
             session.add(
                 Message(
-                    tenant_id=tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
-                    direction=direction, role=role, kind=kind, text="hi",
+                    tenant_id=tenant.id,
+                    conversation_id=conv.conversation.id,
+                    channel="whatsapp",
+                    direction=direction,
+                    role=role,
+                    kind=kind,
+                    text="hi",
                     created_at=now + timedelta(seconds=offset),
                 )
-            )  # fmt: skip
+            )
         session.add(
             Turn(
-                tenant_id=tenant.id, conversation_id=conv.conversation.id, inbound_message_id=uuid.uuid4(),
-                trace_id="t1", fallback_used=True, usage={"total_tokens": 120}, cost_usd=0.0125,
+                tenant_id=tenant.id,
+                conversation_id=conv.conversation.id,
+                inbound_message_id=uuid.uuid4(),
+                trace_id="t1",
+                fallback_used=True,
+                usage={"total_tokens": 120},
+                cost_usd=0.0125,
             )
-        )  # fmt: skip
+        )
         for outcome in ("ok", "error"):
             session.add(
                 ToolReceipt(
-                    tenant_id=tenant.id, conversation_id=conv.conversation.id, tool_name="lookup",
-                    args_hash="0" * 64, outcome=outcome,
+                    tenant_id=tenant.id,
+                    conversation_id=conv.conversation.id,
+                    tool_name="lookup",
+                    args_hash="0" * 64,
+                    outcome=outcome,
                 )
-            )  # fmt: skip
+            )
     return conv
 
 
@@ -104,10 +117,16 @@ async def test_platform_console_creates_suspends_and_retries_a_dead_letter(
     conv = await make_conversation(sessions, tenant)
     async with sessions() as session, session.begin():
         dead = Message(
-            tenant_id=tenant.id, conversation_id=conv.conversation.id, channel="whatsapp", direction="inbound",
-            role="user", text="lost?", inbound_state="dead", last_error="dead letter after 3 sweeps",
+            tenant_id=tenant.id,
+            conversation_id=conv.conversation.id,
+            channel="whatsapp",
+            direction="inbound",
+            role="user",
+            text="lost?",
+            inbound_state="dead",
+            last_error="dead letter after 3 sweeps",
             external_id=f"wamid.dead.{uuid.uuid4().hex}",
-        )  # fmt: skip
+        )
         session.add(dead)
     platform = await new_user(sessions, role=Role.platform_admin, tenant_id=None)
     tenant_admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
@@ -149,9 +168,11 @@ async def test_platform_console_and_api_retry_a_failed_reply_once(
         retried = await me.post_form(f"/platform/outbox/{rows[1].id}/retry", {"tenant": shop.tenant.slug})
         assert retried.status_code == 303
         assert retried.headers["location"] == "/platform?" + urlencode(
-            {"flash": "Requeued 2 parts of the reply: the delivery loop sends them now, in order.",
-             "tenant": shop.tenant.slug}
-        )  # fmt: skip
+            {
+                "flash": "Requeued 2 parts of the reply: the delivery loop sends them now, in order.",
+                "tenant": shop.tenant.slug,
+            }
+        )
         again = await me.post_form(f"/platform/outbox/{rows[0].id}/retry")
         assert again.status_code == 409  # the reply is pending already: never queued twice
         assert "Not retried: It is not a failed outbox part: unknown, or retried already" in again.text

@@ -15,9 +15,16 @@ from tests.utils.console import PASSWORD, log_in, new_user
 
 
 async def _conversation(
-    sessions, tenant, *, started: datetime, messages: list[tuple[float, str, str]], status: str = "ai",
-    closed: bool = False, handed_at_s: float | None = None, channel: str = "whatsapp",
-) -> uuid.UUID:  # type: ignore[no-untyped-def]  # fmt: skip
+    sessions,
+    tenant,
+    *,
+    started: datetime,
+    messages: list[tuple[float, str, str]],
+    status: str = "ai",
+    closed: bool = False,
+    handed_at_s: float | None = None,
+    channel: str = "whatsapp",
+) -> uuid.UUID:  # type: ignore[no-untyped-def]
     """A conversation started at ``started`` with ``messages`` (seconds after the start, role, kind)."""
     handle = await make_conversation(sessions, tenant)
     cid = handle.conversation.id
@@ -25,25 +32,38 @@ async def _conversation(
         await session.exec(
             update(Conversation)
             .where(Conversation.id == cid)
-            .values(created_at=started, status=status, channel=channel,
-                    closed_at=started + timedelta(hours=1) if closed else None,
-                    queued_at=started if status == "human" else None)
-        )  # fmt: skip
+            .values(
+                created_at=started,
+                status=status,
+                channel=channel,
+                closed_at=started + timedelta(hours=1) if closed else None,
+                queued_at=started if status == "human" else None,
+            )
+        )
         for offset, role, kind in messages:
             session.add(
                 Message(
-                    tenant_id=tenant.id, conversation_id=cid, channel=channel, text="hi", kind=kind, role=role,
+                    tenant_id=tenant.id,
+                    conversation_id=cid,
+                    channel=channel,
+                    text="hi",
+                    kind=kind,
+                    role=role,
                     direction="inbound" if role == "user" else "outbound",
                     created_at=started + timedelta(seconds=offset),
                 )
-            )  # fmt: skip
+            )
         if handed_at_s is not None:
             session.add(
                 ConversationEvent(
-                    tenant_id=tenant.id, conversation_id=cid, from_status="ai", to_status="human",
-                    actor_type="ai", created_at=started + timedelta(seconds=handed_at_s),
+                    tenant_id=tenant.id,
+                    conversation_id=cid,
+                    from_status="ai",
+                    to_status="human",
+                    actor_type="ai",
+                    created_at=started + timedelta(seconds=handed_at_s),
                 )
-            )  # fmt: skip
+            )
     return cid
 
 
@@ -56,19 +76,34 @@ async def _history(sessions, tenant) -> None:  # type: ignore[no-untyped-def]
     # resolved by the AI: closed; idle for two days; closed on Instagram
     a = await _conversation(sessions, tenant, started=three_days, messages=AI_ANSWERED, closed=True)
     await _conversation(sessions, tenant, started=three_days, messages=AI_ANSWERED)
-    await _conversation(sessions, tenant, started=now - timedelta(hours=2), messages=AI_ANSWERED, closed=True,
-                        channel="instagram")  # fmt: skip
+    await _conversation(
+        sessions,
+        tenant,
+        started=now - timedelta(hours=2),
+        messages=AI_ANSWERED,
+        closed=True,
+        channel="instagram",
+    )
     # still going (an hour old): not resolved yet
     await _conversation(sessions, tenant, started=now - timedelta(hours=1), messages=AI_ANSWERED)
     # handed to a person who answered after 60 s and 180 s (then handed back with a note, closed)
     for wait_s in (60, 180):
         await _conversation(
-            sessions, tenant, started=two_days, closed=True, handed_at_s=10,
-            messages=[*AI_ANSWERED, (10 + wait_s, "human_agent", "text"), (10 + wait_s + 5, "human_agent", "system")],
-        )  # fmt: skip
+            sessions,
+            tenant,
+            started=two_days,
+            closed=True,
+            handed_at_s=10,
+            messages=[
+                *AI_ANSWERED,
+                (10 + wait_s, "human_agent", "text"),
+                (10 + wait_s + 5, "human_agent", "system"),
+            ],
+        )
     # handed to a person, still waiting, nobody answered
-    await _conversation(sessions, tenant, started=two_days, messages=[(0, "user", "text")], status="human",
-                        handed_at_s=1)  # fmt: skip
+    await _conversation(
+        sessions, tenant, started=two_days, messages=[(0, "user", "text")], status="human", handed_at_s=1
+    )
     # four turns: one answered by the first model, one by a fallback, one whose model failed mid-turn,
     # one where every deployment failed
     async with sessions() as session, session.begin():
@@ -80,11 +115,17 @@ async def _history(sessions, tenant) -> None:  # type: ignore[no-untyped-def]
         ):
             session.add(
                 Turn(
-                    tenant_id=tenant.id, conversation_id=a, inbound_message_id=uuid.uuid4(), trace_id="t",
-                    fallback_used=fallback, outcome=outcome, error=error, result={"flags": flags},
+                    tenant_id=tenant.id,
+                    conversation_id=a,
+                    inbound_message_id=uuid.uuid4(),
+                    trace_id="t",
+                    fallback_used=fallback,
+                    outcome=outcome,
+                    error=error,
+                    result={"flags": flags},
                     created_at=three_days,
                 )
-            )  # fmt: skip
+            )
 
 
 async def test_the_figures_of_a_known_history(console_client, sessions, make_tenant):  # type: ignore[no-untyped-def]

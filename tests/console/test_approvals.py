@@ -17,10 +17,14 @@ from tests.utils.handoff import make_customer_conversation, reload
 async def _pending(sessions, tenant, customer, conversation) -> PendingAction:  # type: ignore[no-untyped-def]
     async with session_scope(sessions) as session:
         action = PendingAction(
-            tenant_id=tenant.id, tool_name="create_lead", arguments={"interest": "200 mugs", "notes": ""},
-            customer_id=customer.id, conversation_id=conversation.id, trace_id="trace-console-approval",
+            tenant_id=tenant.id,
+            tool_name="create_lead",
+            arguments={"interest": "200 mugs", "notes": ""},
+            customer_id=customer.id,
+            conversation_id=conversation.id,
+            trace_id="trace-console-approval",
             idempotency_key=f"k-{uuid.uuid4().hex}",
-        )  # fmt: skip
+        )
         session.add(action)
     return action
 
@@ -45,8 +49,11 @@ async def test_approve_on_the_page_runs_the_tool_once_and_reject_by_api_is_audit
         again = await me.post_form(f"{base}/approvals/{first.id}", {"decision": "approve"})
         assert "already+approved" in again.headers["location"]
         api = f"/v1/admin/tenants/{tenant.slug}/conversations/{conversation.id}/approvals/{second.id}"
-        rejected = await client.post(api, json={"approve": False, "reason": "not now"},
-                                     headers={"X-CSRF-Token": me.csrf, "Accept": "application/json"})  # fmt: skip
+        rejected = await client.post(
+            api,
+            json={"approve": False, "reason": "not now"},
+            headers={"X-CSRF-Token": me.csrf, "Accept": "application/json"},
+        )
         assert rejected.status_code == 200, rejected.text
         assert rejected.json()["conversation"]["pending_actions"] == []
         twice = await client.post(api, json={"approve": True}, headers={"X-CSRF-Token": me.csrf})

@@ -39,8 +39,13 @@ async def test_inbox_live_takeover_reply_and_hand_back_in_a_browser(
     # a customer writes on WhatsApp: the row appears without reloading the page
     shop.script.push(ScriptedResponse(content="Hi Ana! Your order A-1001 ships tomorrow."))
     async with channel_service(console_settings) as whatsapp:
-        body = text_body(phone_number_id=shop.phone_number_id, wamid=f"wamid.{uuid.uuid4().hex}",
-                         text="Where is my order A-1001?", wa_id="15550107788", name="Ana Lima")  # fmt: skip
+        body = text_body(
+            phone_number_id=shop.phone_number_id,
+            wamid=f"wamid.{uuid.uuid4().hex}",
+            text="Where is my order A-1001?",
+            wa_id="15550107788",
+            name="Ana Lima",
+        )
         assert (await whatsapp.post(body)).status_code == 200
     await run_worker_burst(console_settings)
     row = page.locator("#inbox-rows tr", has_text="Ana Lima")

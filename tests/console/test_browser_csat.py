@@ -18,8 +18,15 @@ async def test_a_rating_link_opens_the_answer_and_its_button_records_it_in_a_bro
     tenant = await make_tenant(name="Rated Shop")
     conversation = (await make_conversation(sessions, tenant)).conversation
     async with sessions() as session, session.begin():
-        session.add(CsatAnswer(tenant_id=tenant.id, conversation_id=conversation.id, channel="gmail",
-                               handled_by="ai", asked_at=utcnow()))  # fmt: skip
+        session.add(
+            CsatAnswer(
+                tenant_id=tenant.id,
+                conversation_id=conversation.id,
+                channel="gmail",
+                handled_by="ai",
+                asked_at=utcnow(),
+            )
+        )
     context = await browser.new_context(viewport={"width": 420, "height": 800}, locale="en-US")
     context.set_default_timeout(15_000)
     page = await context.new_page()

@@ -104,6 +104,6 @@ async def test_the_customer_page_shows_edits_exports_and_erases(
             await session.exec(
                 text("SELECT actor FROM audit_logs WHERE action = 'customer_erased' AND target_id = :c"),
                 params={"c": str(ana.customer_id)},
-            )  # fmt: skip
+            )
         ).scalar_one()
     assert actor == f"console_user:{admin.id}"

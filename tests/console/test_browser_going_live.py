@@ -132,17 +132,23 @@ async def test_a_business_goes_live_from_the_console(
 
         # 7. a customer writes on WhatsApp: the answer quotes the document
         async with channel_service(console_settings) as channel:
-            body = text_body(phone_number_id=number, wamid=f"wamid.{uuid.uuid4().hex}",
-                             text="When do the sourdough loaves come out of the oven?", wa_id=customer, name="Ana")  # fmt: skip
+            body = text_body(
+                phone_number_id=number,
+                wamid=f"wamid.{uuid.uuid4().hex}",
+                text="When do the sourdough loaves come out of the oven?",
+                wa_id=customer,
+                name="Ana",
+            )
             assert (await channel.post(body)).status_code == 200
         await run_worker_burst(console_settings)
 
         async def to_customer() -> list[str]:  # what the WhatsApp service's own sandbox sent the customer
             async with httpx.AsyncClient() as http:
                 sent = await http.get(
-                    f"{console_settings.whatsapp_sandbox_url}/_control/sent", params={"phone_number_id": number},
+                    f"{console_settings.whatsapp_sandbox_url}/_control/sent",
+                    params={"phone_number_id": number},
                     headers={"Authorization": f"Bearer {console_settings.secret('admin_token')}"},
-                )  # fmt: skip
+                )
             return [m.get("text") for m in sent.json()["messages"] if m.get("to") == customer]
 
         async def replies(count: int) -> bool:

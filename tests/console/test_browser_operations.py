@@ -32,9 +32,12 @@ async def test_a_platform_admin_retries_a_dead_reply_and_it_is_sent_once(
         if r.conversation_id == late.conversation.id
     ]
     await set_row(  # as the delivery loop leaves it (outbox/policy.may_send)
-        sessions, closed.id, status="failed", error_code="window_closed",
+        sessions,
+        closed.id,
+        status="failed",
+        error_code="window_closed",
         error_message="outside the 24-hour customer-service window: needs a template",
-    )  # fmt: skip
+    )
     admin = await new_user(sessions, role=Role.platform_admin, tenant_id=None, name="Ops")
     await _log_in(page, console_url, admin.email)
     await page.wait_for_url(f"{console_url}/**")

@@ -131,23 +131,40 @@ async def test_a_caption_shows_once_and_audio_loads_its_duration(
     _, conversation = await make_customer_conversation(sessions, tenant, texts=())
     image_id, audio_id = new_media_id(), new_media_id()
     async with httpx.AsyncClient() as http:
-        await http.put(f"{graph_sandbox[0]}/_control/media/{image_id}", content=SAMPLE_MEDIA["image"],
-                       headers={"content-type": "image/jpeg"})  # fmt: skip
-        await http.put(f"{graph_sandbox[0]}/_control/media/{audio_id}", content=SAMPLE_MEDIA["audio"],
-                       headers={"content-type": "audio/mp4"})  # fmt: skip
+        await http.put(
+            f"{graph_sandbox[0]}/_control/media/{image_id}",
+            content=SAMPLE_MEDIA["image"],
+            headers={"content-type": "image/jpeg"},
+        )
+        await http.put(
+            f"{graph_sandbox[0]}/_control/media/{audio_id}",
+            content=SAMPLE_MEDIA["audio"],
+            headers={"content-type": "audio/mp4"},
+        )
     async with sessions() as session, session.begin():
         for kind, ref, mime, caption, text in (
-            ("image", image_id, "image/jpeg", "Is the blue one back?",
-             "Is the blue one back?\n[image: a blue sneaker]"),
+            (
+                "image",
+                image_id,
+                "image/jpeg",
+                "Is the blue one back?",
+                "Is the blue one back?\n[image: a blue sneaker]",
+            ),
             ("audio", audio_id, "audio/mp4", None, "[voice note]"),
-        ):  # fmt: skip
+        ):
             session.add(
                 Message(
-                    tenant_id=tenant.id, conversation_id=conversation.id, channel="whatsapp",
-                    channel_account_id=account.id, direction="inbound", role="user", kind=kind, text=text,
+                    tenant_id=tenant.id,
+                    conversation_id=conversation.id,
+                    channel="whatsapp",
+                    channel_account_id=account.id,
+                    direction="inbound",
+                    role="user",
+                    kind=kind,
+                    text=text,
                     media=[{"ref": ref, "mime": mime, **({"caption": caption} if caption else {})}],
                 )
-            )  # fmt: skip
+            )
     agent = await new_user(sessions, role=Role.agent, tenant_id=tenant.id)
     page = await _logged_in_page(browser, console_url, agent)
     await page.goto(f"{console_url}/t/{tenant.slug}/conversations/{conversation.id}")

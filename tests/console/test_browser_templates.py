@@ -45,8 +45,12 @@ async def test_refresh_and_read_a_number_s_templates(
     await page.click(f"{block} summary")
     rows = await page.locator(f"{block} tbody tr").all_inner_texts()
     assert [r.split("\t")[:3] for r in rows] == [
-        ["hello_world", "en_US", "approved"], ["order_update", "en_US", "approved"], ["order_update", "es", "approved"],
-        ["shipping_label", "en_US", "approved"], ["spring_sale", "en_US", "pending"]]  # fmt: skip
+        ["hello_world", "en_US", "approved"],
+        ["order_update", "en_US", "approved"],
+        ["order_update", "es", "approved"],
+        ["shipping_label", "en_US", "approved"],
+        ["spring_sale", "en_US", "pending"],
+    ]
     order = await page.inner_text(f'{block} tr[data-template="order_update:en_US"]')
     assert "Hi {{1}}, your order {{2}} is {{3}}." in order and order.rstrip().endswith("3 + 1 link(s)")
     assert await page.input_value(f"{block} input[name=waba_id]") == waba  # kept for the next refresh

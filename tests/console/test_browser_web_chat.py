@@ -45,8 +45,11 @@ async def _new_page(browser: Any, locale: str = "en-US") -> Any:
 async def _stored(sessions, tenant_id, count: int) -> None:  # type: ignore[no-untyped-def]
     async def enough() -> bool:
         async with sessions() as session:
-            rows = (await session.exec(select(Message.id).where(Message.tenant_id == tenant_id,
-                                                                 Message.direction == "inbound"))).all()  # fmt: skip
+            rows = (
+                await session.exec(
+                    select(Message.id).where(Message.tenant_id == tenant_id, Message.direction == "inbound")
+                )
+            ).all()
         return len(rows) >= count
 
     await eventually(enough)
@@ -119,8 +122,13 @@ async def test_a_visitor_writes_the_ai_answers_and_an_agents_reply_appears_live(
         ):  # the widget reports delivered and read; the chat worker applies them
             await run_worker_burst(settings)
             async with sessions() as session:
-                states = (await session.exec(select(Outbox.status).where(Outbox.tenant_id == tenant.id,
-                                                                          Outbox.purpose == "human_reply"))).all()  # fmt: skip
+                states = (
+                    await session.exec(
+                        select(Outbox.status).where(
+                            Outbox.tenant_id == tenant.id, Outbox.purpose == "human_reply"
+                        )
+                    )
+                ).all()
             return states == ["read"]
 
         await eventually(reported_read)
@@ -140,8 +148,14 @@ async def test_the_stream_reconnects_after_the_service_restarts_with_nothing_los
     tenant = await make_tenant(name="Shop")
     site_port = free_port()
     account, _ = await connect_web(sessions, tenant, settings, origins=(f"http://127.0.0.1:{site_port}",))
-    channel = build_channels(ChannelDeps(settings=settings, cipher=CredentialCipher.from_settings(settings),
-                                         http=httpx.AsyncClient(), sessions=sessions))["web"]  # fmt: skip
+    channel = build_channels(
+        ChannelDeps(
+            settings=settings,
+            cipher=CredentialCipher.from_settings(settings),
+            http=httpx.AsyncClient(),
+            sessions=sessions,
+        )
+    )["web"]
     site = sample_site(public_url(settings), account.external_account_id)
     page = await _new_page(browser)
     async with serve_app(site, port=site_port) as site_url:
@@ -151,8 +165,11 @@ async def test_the_stream_reconnects_after_the_service_restarts_with_nothing_los
             await _write(page, "hello")
             await page.locator(f"{WIDGET} .msg.me .state", has_text="Sent").wait_for()
             async with sessions() as session:
-                visitor = (await session.exec(select(Message.sender_external_id).where(
-                    Message.tenant_id == tenant.id))).one()  # fmt: skip
+                visitor = (
+                    await session.exec(
+                        select(Message.sender_external_id).where(Message.tenant_id == tenant.id)
+                    )
+                ).one()
             await channel.send(account, visitor, OutboundPart(text="first"), correlation_id="r1")
             await page.locator(f"{WIDGET} .msg.them[data-id]", has_text="first").wait_for()
         # the service is down: two replies are written meanwhile (one of them twice)
@@ -182,8 +199,11 @@ async def test_a_signed_user_links_a_forged_one_does_not_and_another_website_is_
         known = Customer(tenant_id=tenant.id, channel="web", external_user_id="user:42", display_name="Ana")
         session.add(known)
         await session.flush()
-        session.add(CustomerIdentity(tenant_id=tenant.id, customer_id=known.id, channel="web", kind="web_user",
-                                     value="42"))  # fmt: skip
+        session.add(
+            CustomerIdentity(
+                tenant_id=tenant.id, customer_id=known.id, channel="web", kind="web_user", value="42"
+            )
+        )
     web_url, key = public_url(settings), account.external_account_id
     signed = sample_site(web_url, key, user_id="42", user_hash=user_hash(secret, "42"))
     forged = sample_site(web_url, key, user_id="42", user_hash=user_hash("guessed-secret", "42"))
@@ -208,14 +228,22 @@ async def test_a_signed_user_links_a_forged_one_does_not_and_another_website_is_
             assert any("/v1/config" in url for url in asked)  # the widget asked, and was refused
             assert await page.locator(f"{WIDGET} button.launcher").count() == 0
     async with sessions() as session:
-        rows = (await session.exec(select(Message).where(Message.tenant_id == tenant.id,
-                                                          Message.direction == "inbound"))).all()  # fmt: skip
+        rows = (
+            await session.exec(
+                select(Message).where(Message.tenant_id == tenant.id, Message.direction == "inbound")
+            )
+        ).all()
         owners = {}
         for row in rows:
             conversation = await session.get(Conversation, row.conversation_id)
             owners[row.text] = conversation.customer_id if conversation else None
-        holders = (await session.exec(select(CustomerIdentity.customer_id).where(
-            CustomerIdentity.tenant_id == tenant.id, CustomerIdentity.kind == "web_user"))).all()  # fmt: skip
+        holders = (
+            await session.exec(
+                select(CustomerIdentity.customer_id).where(
+                    CustomerIdentity.tenant_id == tenant.id, CustomerIdentity.kind == "web_user"
+                )
+            )
+        ).all()
     assert owners["signed in"] == known.id
     assert owners["pretending"] not in (None, known.id)
     assert holders == [known.id]
@@ -237,8 +265,10 @@ async def test_the_ais_buttons_are_native_buttons_and_a_tap_reaches_the_next_tur
     site_port = free_port()
     account, _ = await connect_web(sessions, tenant, settings, origins=(f"http://127.0.0.1:{site_port}",))
     page = await _new_page(browser)
-    async with _web(settings), serve_app(sample_site(public_url(settings), account.external_account_id),
-                                         port=site_port) as site_url:  # fmt: skip
+    async with (
+        _web(settings),
+        serve_app(sample_site(public_url(settings), account.external_account_id), port=site_port) as site_url,
+    ):
         await page.goto(site_url)
         await page.locator(f"{WIDGET} button.launcher").click()
         await _write(page, "I want a valve")
@@ -273,8 +303,15 @@ async def test_out_of_hours_the_panel_says_when_the_team_opens_in_the_pages_lang
     account, _ = await connect_web(sessions, tenant, settings, origins=(f"http://127.0.0.1:{site_port}",))
     async with sessions() as session, session.begin():
         row = await session.get(Tenant, tenant.id)
-        set_section(row, "hours", enabled=True, timezone="Europe/Madrid", schedule=[
-            {"day": d, "opens": "09:00", "closes": "18:00"} for d in ("mon", "tue", "wed", "thu", "fri")])  # fmt: skip
+        set_section(
+            row,
+            "hours",
+            enabled=True,
+            timezone="Europe/Madrid",
+            schedule=[
+                {"day": d, "opens": "09:00", "closes": "18:00"} for d in ("mon", "tue", "wed", "thu", "fri")
+            ],
+        )
         session.add(row)
     notices = {}
     async with _web(settings):
@@ -309,12 +346,19 @@ async def test_in_hours_the_panel_shows_no_notice(
     account, _ = await connect_web(sessions, tenant, settings, origins=(f"http://127.0.0.1:{site_port}",))
     async with sessions() as session, session.begin():
         row = await session.get(Tenant, tenant.id)
-        set_section(row, "hours", enabled=True, timezone="Europe/Madrid", schedule=[
-            {"day": "mon", "opens": "09:00", "closes": "18:00"}])  # fmt: skip
+        set_section(
+            row,
+            "hours",
+            enabled=True,
+            timezone="Europe/Madrid",
+            schedule=[{"day": "mon", "opens": "09:00", "closes": "18:00"}],
+        )
         session.add(row)
     page = await _new_page(browser)
-    async with _web(settings), serve_app(sample_site(public_url(settings), account.external_account_id),
-                                         port=site_port) as site_url:  # fmt: skip
+    async with (
+        _web(settings),
+        serve_app(sample_site(public_url(settings), account.external_account_id), port=site_port) as site_url,
+    ):
         await page.goto(site_url)
         await page.locator(f"{WIDGET} button.launcher").click()
         await page.locator(f"{WIDGET} [role=dialog] textarea").wait_for()

@@ -30,9 +30,13 @@ async def _waiting(sessions, tenant, conversation_id, *, minutes: int) -> None: 
     async with sessions() as session, session.begin():
         await tenant_handoff_lock(session, tenant.id)
         await escalate(
-            session, tenant_id=tenant.id, conversation_id=conversation_id, reason="asked for a person",
-            actor=Actor.customer(None), trace_id="test-waiting",
-        )  # fmt: skip
+            session,
+            tenant_id=tenant.id,
+            conversation_id=conversation_id,
+            reason="asked for a person",
+            actor=Actor.customer(None),
+            trace_id="test-waiting",
+        )
         conversation = await session.get(Conversation, conversation_id)
         conversation.queued_at = utcnow() - timedelta(minutes=minutes)
 
@@ -80,8 +84,16 @@ async def test_waiting_pinned_with_its_wait_and_unread_counts_in_a_browser(
 
     # a new customer message counts again, live: the row and the badge
     async with sessions() as session, session.begin():
-        session.add(Message(tenant_id=tenant.id, conversation_id=waiting.id, channel="whatsapp",
-                            direction="inbound", role="user", text="still there?"))  # fmt: skip
+        session.add(
+            Message(
+                tenant_id=tenant.id,
+                conversation_id=waiting.id,
+                channel="whatsapp",
+                direction="inbound",
+                role="user",
+                text="still there?",
+            )
+        )
     await publish_conversation_event(
         arq_pool, tenant_id=tenant.id, conversation_id=waiting.id, kind="message"
     )
@@ -196,8 +208,13 @@ async def test_private_note_in_the_thread_never_sent_nor_in_the_prompt_in_a_brow
     user = await new_user(sessions, role=Role.agent, tenant_id=shop.tenant.id, name="Pat Agent")
     shop.script.push(ScriptedResponse(content="Your order ships tomorrow."))
     async with channel_service(console_settings) as whatsapp:
-        body = text_body(phone_number_id=shop.phone_number_id, wamid=f"wamid.{uuid.uuid4().hex}",
-                         text="Where is my order?", wa_id="15550107711", name="Ana Lima")  # fmt: skip
+        body = text_body(
+            phone_number_id=shop.phone_number_id,
+            wamid=f"wamid.{uuid.uuid4().hex}",
+            text="Where is my order?",
+            wa_id="15550107711",
+            name="Ana Lima",
+        )
         assert (await whatsapp.post(body)).status_code == 200
     await run_worker_burst(console_settings)
     async with sessions() as session:
@@ -221,8 +238,13 @@ async def test_private_note_in_the_thread_never_sent_nor_in_the_prompt_in_a_brow
 
     shop.script.push(ScriptedResponse(content="Anything else?"))
     async with channel_service(console_settings) as whatsapp:
-        body = text_body(phone_number_id=shop.phone_number_id, wamid=f"wamid.{uuid.uuid4().hex}",
-                         text="thanks", wa_id="15550107711", name="Ana Lima")  # fmt: skip
+        body = text_body(
+            phone_number_id=shop.phone_number_id,
+            wamid=f"wamid.{uuid.uuid4().hex}",
+            text="thanks",
+            wa_id="15550107711",
+            name="Ana Lima",
+        )
         assert (await whatsapp.post(body)).status_code == 200
     await run_worker_burst(console_settings)
     sent = [m["text"] for m in sent_to(graph_sandbox[1], shop.phone_number_id) if m["to"] == "15550107711"]

@@ -51,11 +51,19 @@ async def _web_conversation(sessions, tenant) -> tuple[Customer, Conversation]: 
                 session,
                 tenant_id=tenant.id,
                 identities=[Identity("web", "visitor", secrets.token_urlsafe(18))],
-            )  # fmt: skip
+            )
         ).customer
         conversation = await start_conversation(session, customer=customer, channel_account_id=None)
-        session.add(Message(tenant_id=tenant.id, conversation_id=conversation.id, channel="web",
-                            direction="inbound", role="user", text="Do you ship to Lisbon?"))  # fmt: skip
+        session.add(
+            Message(
+                tenant_id=tenant.id,
+                conversation_id=conversation.id,
+                channel="web",
+                direction="inbound",
+                role="user",
+                text="Do you ship to Lisbon?",
+            )
+        )
     return customer, conversation
 
 

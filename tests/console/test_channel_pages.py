@@ -42,11 +42,16 @@ async def test_channels_page_shows_each_accounts_health(console_client, sessions
     async with sessions() as session, session.begin():
         session.add(
             Outbox(
-                tenant_id=tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
-                channel_account_id=account.id, recipient="15550100099", status="failed",
-                error_code="131047", error_message="Re-engagement message",
+                tenant_id=tenant.id,
+                conversation_id=conv.conversation.id,
+                channel="whatsapp",
+                channel_account_id=account.id,
+                recipient="15550100099",
+                status="failed",
+                error_code="131047",
+                error_message="Re-engagement message",
             )
-        )  # fmt: skip
+        )
     admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
     async with console_client() as client:
         await log_in(client, admin)
@@ -66,11 +71,16 @@ async def test_a_token_meta_refused_on_the_last_send_shows_as_invalid(
     async with sessions() as session, session.begin():
         session.add(
             Outbox(
-                tenant_id=tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
-                channel_account_id=account.id, recipient="15550100098", status="failed",
-                error_code="190", error_message="Error validating access token",
+                tenant_id=tenant.id,
+                conversation_id=conv.conversation.id,
+                channel="whatsapp",
+                channel_account_id=account.id,
+                recipient="15550100098",
+                status="failed",
+                error_code="190",
+                error_message="Error validating access token",
             )
-        )  # fmt: skip
+        )
     admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
     async with console_client() as client:
         await log_in(client, admin)

@@ -12,8 +12,19 @@ from tests.utils.handoff import make_customer_conversation
 async def test_users_add_list_passwd_and_token(cli, sessions, make_tenant):
     tenant = await make_tenant()
     email = f"pat-{uuid.uuid4().hex[:6]}@Example.com"
-    added = await cli.arun("users", "add", email, "--role", "agent", "--tenant", tenant.slug, "--name", "Pat",
-                           "--password", "first password 1")  # fmt: skip
+    added = await cli.arun(
+        "users",
+        "add",
+        email,
+        "--role",
+        "agent",
+        "--tenant",
+        tenant.slug,
+        "--name",
+        "Pat",
+        "--password",
+        "first password 1",
+    )
     assert added.exit_code == 0, added.output
     assert f"added agent {email.lower()} (tenant {tenant.slug})" in added.output
     listed = await cli.arun("users", "list", "--tenant", tenant.slug)
@@ -57,9 +68,11 @@ async def test_conversations_list_and_show(cli, sessions, make_tenant):
         sessions, tenant, name="Ana Lima", texts=("Where is A-1001?",)
     )
     _, long_named = await make_customer_conversation(
-        sessions, tenant, name="Maria Fernanda de Souza Albuquerque (Valves & Fittings Ltda.)",
+        sessions,
+        tenant,
+        name="Maria Fernanda de Souza Albuquerque (Valves & Fittings Ltda.)",
         texts=("Line one\nline two " + "x" * 80,),
-    )  # fmt: skip
+    )
     listed = await cli.arun("conversations", "list", "--tenant", tenant.slug)
     assert listed.exit_code == 0, listed.output
     header, *lines = listed.output.splitlines()

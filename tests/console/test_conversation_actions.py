@@ -31,8 +31,13 @@ async def _conversation_of(sessions, tenant_id) -> Conversation:  # type: ignore
 
 async def _customer_writes(settings, shop, text: str) -> None:  # type: ignore[no-untyped-def]
     async with channel_service(settings) as svc:
-        body = text_body(phone_number_id=shop.phone_number_id, wamid=f"wamid.{uuid.uuid4().hex}", text=text,
-                         wa_id="15550104455", name="Ana Lima")  # fmt: skip
+        body = text_body(
+            phone_number_id=shop.phone_number_id,
+            wamid=f"wamid.{uuid.uuid4().hex}",
+            text=text,
+            wa_id="15550104455",
+            name="Ana Lima",
+        )
         assert (await svc.post(body)).status_code == 200
     await run_worker_burst(settings)
 
@@ -82,7 +87,7 @@ async def test_take_over_reply_and_hand_back_through_the_outbox_to_whatsapp(
                     select(Outbox).where(
                         Outbox.conversation_id == conversation.id, Outbox.purpose == "human_reply"
                     )
-                )  # fmt: skip
+                )
             ).one()
         assert (row.status, row.external_id) == ("sent", sent[1]["id"])
         shown = await client.get(base)
@@ -98,14 +103,14 @@ async def test_take_over_reply_and_hand_back_through_the_outbox_to_whatsapp(
                 select(ConversationEvent)
                 .where(ConversationEvent.conversation_id == conversation.id)
                 .order_by(ConversationEvent.created_at)
-            )  # fmt: skip
+            )
         ).all()
         notes = (
             await session.exec(
                 select(Message.text).where(
                     Message.conversation_id == conversation.id, Message.kind == "system"
                 )
-            )  # fmt: skip
+            )
         ).all()
     assert [(e.to_status, e.actor_type) for e in events][-2:] == [
         ("human", "console_user"),
@@ -128,8 +133,13 @@ async def test_reply_without_taking_over_is_refused_and_nothing_is_written(
         )
         assert answer.status_code == 303 and "Take+the+conversation+over+first" in answer.headers["location"]
     async with sessions() as session:
-        rows = (await session.exec(select(Outbox).where(Outbox.conversation_id == conversation.id,
-                                                        Outbox.purpose == "human_reply"))).all()  # fmt: skip
+        rows = (
+            await session.exec(
+                select(Outbox).where(
+                    Outbox.conversation_id == conversation.id, Outbox.purpose == "human_reply"
+                )
+            )
+        ).all()
     assert rows == []
 
 

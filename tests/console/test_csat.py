@@ -20,8 +20,13 @@ CUSTOMER = "15550104455"
 
 def _tap(phone_number_id: str, button_id: str, title: str) -> dict[str, Any]:
     """A reply-button tap of the customer (shape of ``interactive_button_reply.json``)."""
-    body = text_body(phone_number_id=phone_number_id, wamid=f"wamid.{uuid.uuid4().hex}", text="x",
-                     wa_id=CUSTOMER, name="Ana Lima")  # fmt: skip
+    body = text_body(
+        phone_number_id=phone_number_id,
+        wamid=f"wamid.{uuid.uuid4().hex}",
+        text="x",
+        wa_id=CUSTOMER,
+        name="Ana Lima",
+    )
     message = body["entry"][0]["changes"][0]["value"]["messages"][0]
     del message["text"]
     message["type"] = "interactive"
@@ -46,8 +51,16 @@ async def test_closing_in_the_console_asks_once_with_whatsapp_buttons_and_the_ta
 ):
     pid = shop.phone_number_id
     shop.script.push(ScriptedResponse(content="Your order ships today."))
-    await _post(console_settings, text_body(phone_number_id=pid, wamid=f"wamid.{uuid.uuid4().hex}",
-                                            text="Where is my order?", wa_id=CUSTOMER, name="Ana Lima"))  # fmt: skip
+    await _post(
+        console_settings,
+        text_body(
+            phone_number_id=pid,
+            wamid=f"wamid.{uuid.uuid4().hex}",
+            text="Where is my order?",
+            wa_id=CUSTOMER,
+            name="Ana Lima",
+        ),
+    )
     async with sessions() as session:
         conversation = (
             await session.exec(select(Conversation).where(Conversation.tenant_id == shop.tenant.id))
@@ -71,8 +84,11 @@ async def test_closing_in_the_console_asks_once_with_whatsapp_buttons_and_the_ta
         ]
         [asked] = await _answers(sessions, shop.tenant.id)
         assert (asked.conversation_id, asked.channel, asked.handled_by, asked.rating) == (
-            conversation.id, "whatsapp", "ai", None,
-        )  # fmt: skip
+            conversation.id,
+            "whatsapp",
+            "ai",
+            None,
+        )
 
         model_calls = len(shop.script.requests)
         await _post(console_settings, _tap(pid, f"csat:{conversation.id}:5", "Good"))
@@ -104,8 +120,16 @@ async def test_the_answer_remembers_the_person_who_had_the_conversation(
 ):
     pid = shop.phone_number_id
     shop.script.push(ScriptedResponse(content="Let me check."))
-    await _post(console_settings, text_body(phone_number_id=pid, wamid=f"wamid.{uuid.uuid4().hex}",
-                                            text="I want a refund", wa_id=CUSTOMER, name="Ana Lima"))  # fmt: skip
+    await _post(
+        console_settings,
+        text_body(
+            phone_number_id=pid,
+            wamid=f"wamid.{uuid.uuid4().hex}",
+            text="I want a refund",
+            wa_id=CUSTOMER,
+            name="Ana Lima",
+        ),
+    )
     async with sessions() as session:
         conversation = (
             await session.exec(select(Conversation).where(Conversation.tenant_id == shop.tenant.id))

@@ -45,8 +45,10 @@ def test_the_quick_start_ends_with_go_live_pointing_to_the_guide():
     readme = README.read_text(encoding="utf-8")
     headings = re.findall(r"^## (.+)$", readme, re.M)
     assert headings[headings.index("Quick start") : headings.index("Go live") + 1] == [
-        "Quick start", "A five-line demo", "Go live",
-    ]  # fmt: skip
+        "Quick start",
+        "A five-line demo",
+        "Go live",
+    ]
     section = readme.split("## Go live", 1)[1].split("\n## ", 1)[0]
     assert "[Going live](docs/going-live.md)" in section
 

@@ -29,8 +29,16 @@ async def test_test_this_deployment_on_an_internal_address_reaches_nothing(
     with listening() as listener:
         async with sessions() as session, session.begin():
             row = await session.get(Tenant, tenant.id)
-            llm = {"deployments": [{"id": "mine", "provider": "openai_compatible", "model": "m",
-                                    "api_base": listener.url.replace("127.0.0.1", "[::ffff:127.0.0.1]") + "/v1"}]}  # fmt: skip
+            llm = {
+                "deployments": [
+                    {
+                        "id": "mine",
+                        "provider": "openai_compatible",
+                        "model": "m",
+                        "api_base": listener.url.replace("127.0.0.1", "[::ffff:127.0.0.1]") + "/v1",
+                    }
+                ]
+            }
             row.settings_extensions = {**(row.settings_extensions or {}), "llm": llm}
             session.add(row)
         async with console_client() as client:

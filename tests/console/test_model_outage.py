@@ -21,10 +21,16 @@ async def test_a_failing_model_marks_the_inbox_shows_a_banner_and_lists_the_tena
     waiting, answered = await make_conversation(sessions, tenant), await make_conversation(sessions, tenant)
     async with sessions() as session, session.begin():
         parked = Message(
-            tenant_id=tenant.id, conversation_id=waiting.conversation.id, channel="whatsapp", direction="inbound",
-            role="user", text="where is my order?", inbound_state="waiting_model",
-            last_error="waiting for the model: every deployment failed", external_id=f"wamid.{uuid.uuid4().hex}",
-        )  # fmt: skip
+            tenant_id=tenant.id,
+            conversation_id=waiting.conversation.id,
+            channel="whatsapp",
+            direction="inbound",
+            role="user",
+            text="where is my order?",
+            inbound_state="waiting_model",
+            last_error="waiting for the model: every deployment failed",
+            external_id=f"wamid.{uuid.uuid4().hex}",
+        )
         session.add(parked)
     since = datetime(2026, 3, 2, 13, 55, tzinfo=UTC)
     await mark_failing(arq_pool, tenant.id, ["primary"], now=since.timestamp())

@@ -85,10 +85,14 @@ async def test_with_a_platform_key_the_default_names_its_model_and_the_fallback(
 
 
 async def test_the_tenants_deployments_answer_in_priority_order(console_client, sessions, make_tenant):
-    tenant = await make_tenant(llm={"deployments": [
-        {"id": "backup", "model": "small-model", "priority": 2},
-        {"id": "main", "model": "big-model", "priority": 1},
-    ]})  # fmt: skip
+    tenant = await make_tenant(
+        llm={
+            "deployments": [
+                {"id": "backup", "model": "small-model", "priority": 2},
+                {"id": "main", "model": "big-model", "priority": 1},
+            ]
+        }
+    )
     async with console_client() as client:
         _, page = await _admin_page(client, sessions, tenant)
     line = _answering_line(page.text)
@@ -108,9 +112,14 @@ async def test_a_new_row_has_a_test_button_that_tests_it_as_typed(
         values = form_values(page.text, f"/t/{tenant.slug}/settings")
         untitled = await me.post_form(f"/t/{tenant.slug}/settings/deployments/row/0/test", values)
         assert "probe-failed" in untitled.text and "Give the deployment an id" in untitled.text
-        values.update({"llm.deployments.0.id": "fresh", "llm.deployments.0.model": "typed-model",
-                       "llm.deployments.0.api_base": listener.url + "/v1",
-                       "llm.deployments.0.api_key": "sk-typed"})  # fmt: skip
+        values.update(
+            {
+                "llm.deployments.0.id": "fresh",
+                "llm.deployments.0.model": "typed-model",
+                "llm.deployments.0.api_base": listener.url + "/v1",
+                "llm.deployments.0.api_key": "sk-typed",
+            }
+        )
         tested = await me.post_form(f"/t/{tenant.slug}/settings/deployments/row/0/test", values)
     assert tested.status_code == 200 and "probe-ok" in tested.text, tested.text
     assert "Listener answer." in tested.text
@@ -126,9 +135,15 @@ async def test_a_failing_new_deployment_is_refused_with_its_url_then_saved_anywa
     async with console_client() as client:
         me, page = await _admin_page(client, sessions, tenant)
         values = form_values(page.text, f"/t/{tenant.slug}/settings")
-        values.update({"llm.deployments.0.id": "dead", "llm.deployments.0.model": "gone",
-                       "llm.deployments.0.api_base": dead, "llm.deployments.0.api_key": "sk-dead",
-                       "agent.name": "Typed"})  # fmt: skip
+        values.update(
+            {
+                "llm.deployments.0.id": "dead",
+                "llm.deployments.0.model": "gone",
+                "llm.deployments.0.api_base": dead,
+                "llm.deployments.0.api_key": "sk-dead",
+                "agent.name": "Typed",
+            }
+        )
         refused = await me.post_form(f"/t/{tenant.slug}/settings", values)
         assert refused.status_code == 422
         assert "Nothing was saved: a deployment did not answer its test." in refused.text
@@ -148,9 +163,13 @@ async def test_an_unchanged_deployment_is_not_tested_again_and_a_changed_one_is(
     console_client, sessions, make_tenant, settings, listener
 ):
     token = CredentialCipher(settings.secret("encryption_key").encode()).encrypt({"api_key": "sk-own"})
-    tenant = await make_tenant(llm={"deployments": [
-        {"id": "main", "model": "m1", "api_base": listener.url + "/v1", "api_key_encrypted": token},
-    ]})  # fmt: skip
+    tenant = await make_tenant(
+        llm={
+            "deployments": [
+                {"id": "main", "model": "m1", "api_base": listener.url + "/v1", "api_key_encrypted": token},
+            ]
+        }
+    )
     async with console_client() as client:
         me, page = await _admin_page(client, sessions, tenant)
         values = form_values(page.text, f"/t/{tenant.slug}/settings")
@@ -183,8 +202,11 @@ def _rejecting_provider() -> FastAPI:
 
     @app.post("/v1/chat/completions")
     async def completions() -> JSONResponse:
-        error = {"message": "Incorrect API key provided.", "type": "invalid_request_error",
-                 "code": "invalid_api_key"}  # fmt: skip
+        error = {
+            "message": "Incorrect API key provided.",
+            "type": "invalid_request_error",
+            "code": "invalid_api_key",
+        }
         return JSONResponse({"error": error}, status_code=401)
 
     return app
@@ -195,9 +217,14 @@ async def test_a_rejected_key_is_said_in_words(console_client, sessions, make_te
     async with serve_app(_rejecting_provider()) as url, console_client() as client:
         me, page = await _admin_page(client, sessions, tenant)
         values = form_values(page.text, f"/t/{tenant.slug}/settings")
-        values.update({"llm.deployments.0.id": "main", "llm.deployments.0.model": "m",
-                       "llm.deployments.0.api_base": url + "/v1",
-                       "llm.deployments.0.api_key": "sk-wrong"})  # fmt: skip
+        values.update(
+            {
+                "llm.deployments.0.id": "main",
+                "llm.deployments.0.model": "m",
+                "llm.deployments.0.api_base": url + "/v1",
+                "llm.deployments.0.api_key": "sk-wrong",
+            }
+        )
         tested = await me.post_form(f"/t/{tenant.slug}/settings/deployments/row/0/test", values)
     assert f"Could not get an answer from {url}/v1: the key was rejected (401)" in tested.text, tested.text
 
@@ -208,7 +235,13 @@ async def test_a_refused_connection_is_said_in_the_tenants_language(console_clie
     async with console_client() as client:
         me, page = await _admin_page(client, sessions, tenant)
         values = form_values(page.text, f"/t/{tenant.slug}/settings")
-        values.update({"llm.deployments.0.id": "dead", "llm.deployments.0.model": "gone",
-                       "llm.deployments.0.api_base": dead, "llm.deployments.0.api_key": "sk-dead"})  # fmt: skip
+        values.update(
+            {
+                "llm.deployments.0.id": "dead",
+                "llm.deployments.0.model": "gone",
+                "llm.deployments.0.api_base": dead,
+                "llm.deployments.0.api_key": "sk-dead",
+            }
+        )
         tested = await me.post_form(f"/t/{tenant.slug}/settings/deployments/row/0/test", values)
     assert f"No se obtuvo respuesta de {dead}: no se pudo conectar: conexión rechazada" in tested.text

@@ -62,17 +62,31 @@ async def test_media_is_shown_from_the_channel_and_only_safe_types_inline(
     _, conversation = await make_customer_conversation(sessions, tenant, texts=())
     image_id, pdf_id = new_media_id(), new_media_id()
     async with httpx.AsyncClient() as http:
-        await http.put(f"{graph_sandbox[0]}/_control/media/{image_id}", content=b"\xff\xd8\xffjpeg",
-                       headers={"content-type": "image/jpeg"})  # fmt: skip
-        await http.put(f"{graph_sandbox[0]}/_control/media/{pdf_id}", content=b"%PDF-1.4 fake",
-                       headers={"content-type": "application/pdf"})  # fmt: skip
+        await http.put(
+            f"{graph_sandbox[0]}/_control/media/{image_id}",
+            content=b"\xff\xd8\xffjpeg",
+            headers={"content-type": "image/jpeg"},
+        )
+        await http.put(
+            f"{graph_sandbox[0]}/_control/media/{pdf_id}",
+            content=b"%PDF-1.4 fake",
+            headers={"content-type": "application/pdf"},
+        )
     async with sessions() as session, session.begin():
         message = Message(
-            tenant_id=tenant.id, conversation_id=conversation.id, channel="whatsapp", channel_account_id=account.id,
-            direction="inbound", role="user", kind="image", text="it arrived broken",
-            media=[{"ref": image_id, "mime": "image/jpeg"}, {"ref": pdf_id, "mime": "application/pdf",
-                                                             "filename": "invoice.pdf"}],
-        )  # fmt: skip
+            tenant_id=tenant.id,
+            conversation_id=conversation.id,
+            channel="whatsapp",
+            channel_account_id=account.id,
+            direction="inbound",
+            role="user",
+            kind="image",
+            text="it arrived broken",
+            media=[
+                {"ref": image_id, "mime": "image/jpeg"},
+                {"ref": pdf_id, "mime": "application/pdf", "filename": "invoice.pdf"},
+            ],
+        )
         session.add(message)
     user = await new_user(sessions, role=Role.agent, tenant_id=tenant.id)
     async with console_client() as client:

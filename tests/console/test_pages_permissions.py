@@ -23,9 +23,15 @@ from switchboard.tenant_config.routes import settings_admin_router
 from tests.utils.console import log_in, new_user
 
 TENANT_ROUTERS = (
-    settings_pages_router, knowledge_pages_router, analytics_pages_router, operations_pages_router,
-    channel_pages_router, settings_admin_router, analytics_admin_router, knowledge_admin_router,
-)  # fmt: skip
+    settings_pages_router,
+    knowledge_pages_router,
+    analytics_pages_router,
+    operations_pages_router,
+    channel_pages_router,
+    settings_admin_router,
+    analytics_admin_router,
+    knowledge_admin_router,
+)
 """Every one of these is for tenant and platform admins only."""
 
 

@@ -329,11 +329,14 @@ async def mailing_console(make_settings, settings):
     async with smtp_sink() as (port, received):
         app = create_app(
             make_settings(
-                orchestrator_port=settings.orchestrator_port, smtp_host="127.0.0.1", smtp_port=port,
-                smtp_starttls=False, smtp_from="Switchboard <no-reply@example.com>",
+                orchestrator_port=settings.orchestrator_port,
+                smtp_host="127.0.0.1",
+                smtp_port=port,
+                smtp_starttls=False,
+                smtp_from="Switchboard <no-reply@example.com>",
                 console_public_url="https://console.example.com/",
             )
-        )  # fmt: skip
+        )
         async with app.router.lifespan_context(app):
 
             def client() -> httpx.AsyncClient:
@@ -370,9 +373,14 @@ async def test_an_unreachable_smtp_server_still_shows_the_link(
     async with smtp_sink() as (port, _):
         pass  # the port is free again: nothing listens
     app = create_app(
-        make_settings(orchestrator_port=settings.orchestrator_port, smtp_host="127.0.0.1", smtp_port=port,
-                      smtp_starttls=False, smtp_timeout_s=2)
-    )  # fmt: skip
+        make_settings(
+            orchestrator_port=settings.orchestrator_port,
+            smtp_host="127.0.0.1",
+            smtp_port=port,
+            smtp_starttls=False,
+            smtp_timeout_s=2,
+        )
+    )
     tenant = await make_tenant()
     admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
     async with app.router.lifespan_context(app):

@@ -122,7 +122,9 @@ def _expect_allowed(response: httpx.Response, what: str) -> None:
         assert not re.search(r"tenant (&#39;|&#x27;|')", response.text), f"{what}: {response.text[:200]}"
 
 
-async def test_every_console_route_checks_login_role_and_tenant(console_app, console_client, world, stops_at_the_queue):
+async def test_every_console_route_checks_login_role_and_tenant(
+    console_app, console_client, world, stops_at_the_queue
+):
     routes = list(_walk(console_app, "/"))
     assert {r.path for r in routes} >= {"/t/{slug}/inbox", "/t/{slug}/conversations/{conversation_id}/reply"}
     clients: dict[str, Any] = {}

@@ -131,9 +131,14 @@ async def test_a_new_row_at_a_typed_address_gets_no_platform_key(
         me = await log_in(client, admin)
         page = await client.get(f"/t/{tenant.slug}/settings")
         values = form_values(page.text, f"/t/{tenant.slug}/settings")
-        values.update({"llm.deployments.0.id": "mine", "llm.deployments.0.model": "claude-haiku-4-5",
-                       "llm.deployments.0.provider": "anthropic",
-                       "llm.deployments.0.api_base": listener.url})  # fmt: skip
+        values.update(
+            {
+                "llm.deployments.0.id": "mine",
+                "llm.deployments.0.model": "claude-haiku-4-5",
+                "llm.deployments.0.provider": "anthropic",
+                "llm.deployments.0.api_base": listener.url,
+            }
+        )
         tested = await me.post_form(f"/t/{tenant.slug}/settings/deployments/mine/test", values)
         assert tested.status_code == 200 and "probe-failed" in tested.text
         values["llm.deployments.0.provider"] = "openai"

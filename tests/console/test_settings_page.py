@@ -40,12 +40,16 @@ async def test_the_form_adds_a_deployment_with_a_write_only_key_and_records_who(
         await log_in(client, admin)
         page = await client.get(f"/t/{tenant.slug}/settings")
         values = form_values(page.text, f"/t/{tenant.slug}/settings")
-        values.update({
-            "agent.instructions": "Answer like a pirate.",
-            "llm.deployments.0.id": "main", "llm.deployments.0.model": "gpt-4o-mini",
-            "llm.deployments.0.api_key": "sk-form-secret", "locale.language": "es",
-            "save_anyway": "1",  # the provider is not reachable from the tests: saved untested
-        })  # fmt: skip
+        values.update(
+            {
+                "agent.instructions": "Answer like a pirate.",
+                "llm.deployments.0.id": "main",
+                "llm.deployments.0.model": "gpt-4o-mini",
+                "llm.deployments.0.api_key": "sk-form-secret",
+                "locale.language": "es",
+                "save_anyway": "1",  # the provider is not reachable from the tests: saved untested
+            }
+        )
         saved = await client.post(f"/t/{tenant.slug}/settings", data=values)
         assert saved.status_code == 200, saved.text[:2000]
         assert "sk-form-secret" not in saved.text

@@ -31,8 +31,12 @@ async def test_new_tenant_admin_lands_on_an_empty_checklist_and_the_inbox_points
         home = await client.get(first.headers["location"])
         assert home.status_code == 200
         assert _steps(home.text) == {
-            "channel": False, "model": False, "knowledge": False, "people": False, "test": False,
-        }  # fmt: skip
+            "channel": False,
+            "model": False,
+            "knowledge": False,
+            "people": False,
+            "test": False,
+        }
         assert "business hours" not in home.text.lower()  # no such feature yet: no step for it
         for path in ("/channels", "/settings", "/knowledge", "/people", "/inbox"):
             assert f'href="/t/{tenant.slug}{path}"' in home.text
@@ -76,10 +80,15 @@ async def test_each_step_follows_what_the_database_holds(
             )
             session.add(
                 Turn(
-                    tenant_id=tenant.id, conversation_id=conversation.id, inbound_message_id=uuid.uuid4(),
-                    trace_id=uuid.uuid4().hex, status="done", outcome="answered", model=model_id,
+                    tenant_id=tenant.id,
+                    conversation_id=conversation.id,
+                    inbound_message_id=uuid.uuid4(),
+                    trace_id=uuid.uuid4().hex,
+                    status="done",
+                    outcome="answered",
+                    model=model_id,
                 )
-            )  # fmt: skip
+            )
         await make_agent(sessions, tenant, "Nia")
         after = (await client.get(f"/t/{tenant.slug}/home")).text
         assert _steps(after) == {

@@ -50,16 +50,24 @@ async def test_form_errors_me_and_outcomes_are_spanish_in_the_spanish_console(
     async with sessions() as session, session.begin():
         session.add(
             Message(
-                tenant_id=tenant.id, conversation_id=conv.conversation.id, channel="whatsapp",
-                direction="outbound", role="assistant", text="Hola", trace_id="trace-es",
+                tenant_id=tenant.id,
+                conversation_id=conv.conversation.id,
+                channel="whatsapp",
+                direction="outbound",
+                role="assistant",
+                text="Hola",
+                trace_id="trace-es",
             )
-        )  # fmt: skip
+        )
         session.add(
             Turn(
-                tenant_id=tenant.id, conversation_id=conv.conversation.id, inbound_message_id=uuid.uuid4(),
-                trace_id="trace-es", outcome="answered",
+                tenant_id=tenant.id,
+                conversation_id=conv.conversation.id,
+                inbound_message_id=uuid.uuid4(),
+                trace_id="trace-es",
+                outcome="answered",
             )
-        )  # fmt: skip
+        )
     async with console_client(**{"Accept-Language": "es"}) as client:
         await log_in(client, admin)
         page = await client.get(f"/t/{tenant.slug}/settings")

@@ -19,10 +19,36 @@ from tests.utils.handoff import make_customer_conversation
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "libs/switchboard/i18n/locale/es/LC_MESSAGES/messages.po"
 RAW_WORDS = {
-    "customer", "assistant", "person", "system", "tenant_admin", "platform_admin", "agent", "pending", "sending",
-    "sent", "delivered", "read", "played", "failed", "ai", "human", "waiting", "closed", "open", "ready",
-    "processing", "Me", "Save", "Search", "Cancel", "Delete", "yes", "show", "hide",
-}  # fmt: skip
+    "customer",
+    "assistant",
+    "person",
+    "system",
+    "tenant_admin",
+    "platform_admin",
+    "agent",
+    "pending",
+    "sending",
+    "sent",
+    "delivered",
+    "read",
+    "played",
+    "failed",
+    "ai",
+    "human",
+    "waiting",
+    "closed",
+    "open",
+    "ready",
+    "processing",
+    "Me",
+    "Save",
+    "Search",
+    "Cancel",
+    "Delete",
+    "yes",
+    "show",
+    "hide",
+}
 ENGLISH = re.compile(
     r"\b(the|your|you|and|with|is|are|this|that|from|has|have|will|not|was|been|here|there|when)\b", re.I
 )
@@ -83,33 +109,71 @@ async def test_every_console_page_in_spanish_shows_no_english(console_client, se
     )
     trace = uuid.uuid4().hex
     async with sessions() as session, session.begin():
-        session.add(Message(
-            tenant_id=tenant.id, conversation_id=conversation.id, channel="whatsapp", direction="outbound",
-            role="assistant", text="Su pedido llega mañana.", trace_id=trace,
-        ))  # fmt: skip
-        session.add(Outbox(
-            tenant_id=tenant.id, conversation_id=conversation.id, channel="whatsapp", recipient="34600000000",
-            payload={"type": "text", "text": "Su pedido llega mañana.", "audience": "customer"},
-            status="delivered", trace_id=trace,
-        ))  # fmt: skip
-        session.add(Turn(
-            tenant_id=tenant.id, conversation_id=conversation.id, inbound_message_id=uuid.uuid4(),
-            trace_id=trace, outcome="answered", model="offline-demo",
-        ))  # fmt: skip
-        session.add(Message(
-            tenant_id=tenant.id, conversation_id=conversation.id, channel="whatsapp", direction="outbound",
-            role="human_agent", text="Hola, soy Pat.", proxy_metadata={"agent_name": "Pat"},
-        ))  # fmt: skip
-        session.add(ConversationEvent(
-            tenant_id=tenant.id, conversation_id=conversation.id, from_status="ai", to_status="human",
-            actor_type="console_user",
-        ))  # fmt: skip
+        session.add(
+            Message(
+                tenant_id=tenant.id,
+                conversation_id=conversation.id,
+                channel="whatsapp",
+                direction="outbound",
+                role="assistant",
+                text="Su pedido llega mañana.",
+                trace_id=trace,
+            )
+        )
+        session.add(
+            Outbox(
+                tenant_id=tenant.id,
+                conversation_id=conversation.id,
+                channel="whatsapp",
+                recipient="34600000000",
+                payload={"type": "text", "text": "Su pedido llega mañana.", "audience": "customer"},
+                status="delivered",
+                trace_id=trace,
+            )
+        )
+        session.add(
+            Turn(
+                tenant_id=tenant.id,
+                conversation_id=conversation.id,
+                inbound_message_id=uuid.uuid4(),
+                trace_id=trace,
+                outcome="answered",
+                model="offline-demo",
+            )
+        )
+        session.add(
+            Message(
+                tenant_id=tenant.id,
+                conversation_id=conversation.id,
+                channel="whatsapp",
+                direction="outbound",
+                role="human_agent",
+                text="Hola, soy Pat.",
+                proxy_metadata={"agent_name": "Pat"},
+            )
+        )
+        session.add(
+            ConversationEvent(
+                tenant_id=tenant.id,
+                conversation_id=conversation.id,
+                from_status="ai",
+                to_status="human",
+                actor_type="console_user",
+            )
+        )
     msgids = _translated_msgids()
     pages = [
-        f"/t/{tenant.slug}/home", f"/t/{tenant.slug}/inbox", f"/t/{tenant.slug}/conversations/{conversation.id}",
-        f"/t/{tenant.slug}/settings", f"/t/{tenant.slug}/knowledge", f"/t/{tenant.slug}/channels",
-        f"/t/{tenant.slug}/people", f"/t/{tenant.slug}/analytics", f"/t/{tenant.slug}/tools", "/account",
-    ]  # fmt: skip
+        f"/t/{tenant.slug}/home",
+        f"/t/{tenant.slug}/inbox",
+        f"/t/{tenant.slug}/conversations/{conversation.id}",
+        f"/t/{tenant.slug}/settings",
+        f"/t/{tenant.slug}/knowledge",
+        f"/t/{tenant.slug}/channels",
+        f"/t/{tenant.slug}/people",
+        f"/t/{tenant.slug}/analytics",
+        f"/t/{tenant.slug}/tools",
+        "/account",
+    ]
     found = {}
     async with console_client(**{"Accept-Language": "es"}) as client:
         login = await client.get("/login")

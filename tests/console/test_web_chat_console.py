@@ -20,8 +20,13 @@ from tests.utils.workers import run_worker_burst
 
 async def _widget(sessions, tenant_id):  # type: ignore[no-untyped-def]
     async with sessions() as session:
-        return (await session.exec(select(ChannelAccount).where(
-            ChannelAccount.tenant_id == tenant_id, ChannelAccount.channel == "web"))).one()  # fmt: skip
+        return (
+            await session.exec(
+                select(ChannelAccount).where(
+                    ChannelAccount.tenant_id == tenant_id, ChannelAccount.channel == "web"
+                )
+            )
+        ).one()
 
 
 async def test_an_admin_makes_a_widget_sets_its_websites_and_rotates_its_secret(
@@ -36,11 +41,19 @@ async def test_an_admin_makes_a_widget_sets_its_websites_and_rotates_its_secret(
         created = await console.post_form(f"/t/{tenant.slug}/channels/web/create")
         widget = await _widget(sessions, tenant.id)
         key, first_secret = widget.external_account_id, widget_secret_of(widget, cipher)
-        refused = await console.post_form(f"/t/{tenant.slug}/channels/web/settings",
-                                          {"allowed_origins": "https://shop.example.com/path", "colour": "#123456"})  # fmt: skip
-        saved = await console.post_form(f"/t/{tenant.slug}/channels/web/settings", {
-            "allowed_origins": "HTTPS://Shop.Example.com:443/\nhttp://localhost:8000", "colour": "#aa3300",
-            "greeting_es": "¡Bienvenido!", "title": "Tienda"})  # fmt: skip
+        refused = await console.post_form(
+            f"/t/{tenant.slug}/channels/web/settings",
+            {"allowed_origins": "https://shop.example.com/path", "colour": "#123456"},
+        )
+        saved = await console.post_form(
+            f"/t/{tenant.slug}/channels/web/settings",
+            {
+                "allowed_origins": "HTTPS://Shop.Example.com:443/\nhttp://localhost:8000",
+                "colour": "#aa3300",
+                "greeting_es": "¡Bienvenido!",
+                "title": "Tienda",
+            },
+        )
         rotated = await console.post_form(f"/t/{tenant.slug}/channels/web/{key}/rotate")
         later = await client.get(f"/t/{tenant.slug}/channels")
     assert "/channels/web/create" in empty.text
@@ -74,9 +87,16 @@ async def test_a_visitors_html_is_shown_as_text_in_the_console(
     account, _ = await connect_web(sessions, tenant, settings)
     hostile = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
     async with serve_app(create_app(settings)) as url, httpx.AsyncClient() as http:
-        response = await http.post(url + "/web/v1/messages", headers={"Origin": ORIGIN}, json={
-            "key": account.external_account_id, "visitor": new_visitor(), "name": "<b>x</b>",
-            "messages": [{"id": secrets.token_urlsafe(16), "text": hostile}]})  # fmt: skip
+        response = await http.post(
+            url + "/web/v1/messages",
+            headers={"Origin": ORIGIN},
+            json={
+                "key": account.external_account_id,
+                "visitor": new_visitor(),
+                "name": "<b>x</b>",
+                "messages": [{"id": secrets.token_urlsafe(16), "text": hostile}],
+            },
+        )
     assert response.status_code == 200
     await run_worker_burst(settings)
     async with sessions() as session:

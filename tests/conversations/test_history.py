@@ -51,9 +51,12 @@ async def test_read_history_is_ordered_filtered_and_bounded(sessions, make_tenan
             session, tenant_id=tenant.id, conversation_id=conversation.id, limit=2
         )
         after = await read_history(
-            session, tenant_id=tenant.id, conversation_id=conversation.id, after_message_id=ids[3],
+            session,
+            tenant_id=tenant.id,
+            conversation_id=conversation.id,
+            after_message_id=ids[3],
             exclude_message_id=ids[6],
-        )  # fmt: skip
+        )
         unknown_anchor = await read_history(
             session, tenant_id=tenant.id, conversation_id=conversation.id, after_message_id=uuid.uuid4()
         )

@@ -67,9 +67,14 @@ async def test_every_transition_path_is_recorded_and_keeps_human_mode_owned(scra
 
     async def escalate(actor: Actor, reason: str):  # type: ignore[no-untyped-def]
         return await escalate_and_notify(
-            sessions, None, tenant_id=tenant.id, conversation_id=conversation.id, reason=reason,
-            trace_id="trace-esc", actor=actor,
-        )  # fmt: skip
+            sessions,
+            None,
+            tenant_id=tenant.id,
+            conversation_id=conversation.id,
+            reason=reason,
+            trace_id="trace-esc",
+            actor=actor,
+        )
 
     assert (await escalate(Actor.ai(), "wants a refund")).agent.id == nia.id  # oldest of the two idle agents
     await check()
@@ -120,9 +125,14 @@ async def test_a_second_escalation_keeps_the_agent_and_records_nothing_new(sessi
     _, conversation = await make_customer_conversation(sessions, tenant)
     for reason in ("first", "second"):
         assignment = await escalate_and_notify(
-            sessions, None, tenant_id=tenant.id, conversation_id=conversation.id, reason=reason,
-            trace_id="t", actor=Actor.ai(),
-        )  # fmt: skip
+            sessions,
+            None,
+            tenant_id=tenant.id,
+            conversation_id=conversation.id,
+            reason=reason,
+            trace_id="t",
+            actor=Actor.ai(),
+        )
         assert assignment.agent.id == nia.id
     assert [row[:4] for row in await event_rows(sessions, tenant.id, conversation.id)] == [
         (None, "ai", None, "customer"),
@@ -154,8 +164,13 @@ async def test_end_conversation_closes_with_an_event_but_not_while_a_person_hand
     )
     assert output.effect == "closed_silent"
     assert (await event_rows(sessions, tenant.id, open_one.id))[-1] == (
-        "ai", "closed", None, "ai", None, "thanks, bye",
-    )  # fmt: skip
+        "ai",
+        "closed",
+        None,
+        "ai",
+        None,
+        "thanks, bye",
+    )
     again = await tools.call("end_conversation", {"farewell": False}, _ctx(sessions, customer, open_one))
     assert again.effect == "closed_silent" and len(await event_rows(sessions, tenant.id, open_one.id)) == 2
 

@@ -152,9 +152,16 @@ async def test_0008_backfills_identities_and_gives_every_human_mode_conversation
                         "created_at, updated_at) VALUES (:id, :t, :channel, :external, :phone, "
                         "CAST(:profile AS jsonb), now() + make_interval(secs => :offset), now())"
                     ),
-                    dict(id=ids[name], t=ids["tenant"], channel=channel, external=external, phone=phone,
-                         profile=profile, offset=offset),
-                )  # fmt: skip
+                    dict(
+                        id=ids[name],
+                        t=ids["tenant"],
+                        channel=channel,
+                        external=external,
+                        phone=phone,
+                        profile=profile,
+                        offset=offset,
+                    ),
+                )
             for name, customer, reason in (
                 ("echo", "ana", "a human replied from the WhatsApp Business app"),
                 (

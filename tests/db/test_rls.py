@@ -78,10 +78,12 @@ async def test_with_a_tenant_set_the_tool_role_sees_and_writes_that_tenant_only(
         async with sessions() as session, session.begin():
             await enter_tenant_role(session, a.id)
             await session.exec(
-                text("INSERT INTO mcp_tenant_tools (id, tenant_id, tool_name, enabled, custom_config, created_at, updated_at) "
-                     "VALUES (:id, :t, 'x', true, '{}', now(), now())"),
+                text(
+                    "INSERT INTO mcp_tenant_tools (id, tenant_id, tool_name, enabled, custom_config, created_at, updated_at) "
+                    "VALUES (:id, :t, 'x', true, '{}', now(), now())"
+                ),
                 params={"id": uuid.uuid4(), "t": b.id},
-            )  # fmt: skip
+            )
     async with sessions() as session:  # the role and tenant ended with the transaction
         assert (await session.exec(text("SELECT current_user"))).scalar_one() != TOOLS_ROLE
 
@@ -107,9 +109,14 @@ async def test_a_tool_that_forgets_the_tenant_filter_still_sees_its_tenant_only(
 ):
     a, _ = await _two_shops(sessions, make_tenant)
     contract = ToolContract(
-        name="count_everything", version="0.1", description="Counts rows.", input_model=_Nothing,
-        result_model=_Count, policy=ToolPolicy(kind="read"), handler=_count_everything,
-    )  # fmt: skip
+        name="count_everything",
+        version="0.1",
+        description="Counts rows.",
+        input_model=_Nothing,
+        result_model=_Count,
+        policy=ToolPolicy(kind="read"),
+        handler=_count_everything,
+    )
     server = ToolServer([contract])
     server.sessions, server.settings = sessions, settings
     async with sessions() as session, session.begin():
@@ -118,9 +125,13 @@ async def test_a_tool_that_forgets_the_tenant_filter_still_sees_its_tenant_only(
             await session.exec(text("SELECT count(*) FROM products WHERE tenant_id = :t"), params={"t": a.id})
         ).scalar_one()
     capability = sign_capability(
-        settings.secret("tool_capability_key"), tenant_id=a.id, customer_id=None, conversation_id=None,
-        trace_id="t", tools=["count_everything"],
-    )  # fmt: skip
+        settings.secret("tool_capability_key"),
+        tenant_id=a.id,
+        customer_id=None,
+        conversation_id=None,
+        trace_id="t",
+        tools=["count_everything"],
+    )
     result = await server.run(
         contract, {}, {"tenant_id": str(a.id), "trace_id": "t", "capability": capability}
     )

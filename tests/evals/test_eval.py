@@ -42,15 +42,23 @@ async def test_the_demo_task_set_runs_on_a_copy_and_reports_per_category(
     tasks = load_tasks(DEMO_TASKS_PATH)
     assert {t.category for t in tasks} == {"simple", "compound", "trap"}
     tools = McpToolSource(
-        url=mcp_url, token=settings.secret("mcp_service_token"),
-        capability_key=settings.secret("tool_capability_key"), sessions=sessions,
-    )  # fmt: skip
+        url=mcp_url,
+        token=settings.secret("mcp_service_token"),
+        capability_key=settings.secret("tool_capability_key"),
+        sessions=sessions,
+    )
     traces = tmp_path / "traces.jsonl"
     try:
         report = await run_eval(
-            settings, sessions, gateway, tenant=tenant.slug, tasks=tasks, tasks_file=str(DEMO_TASKS_PATH),
-            traces_path=traces, toolsets=[tools],
-        )  # fmt: skip
+            settings,
+            sessions,
+            gateway,
+            tenant=tenant.slug,
+            tasks=tasks,
+            tasks_file=str(DEMO_TASKS_PATH),
+            traces_path=traces,
+            toolsets=[tools],
+        )
     finally:
         await tools.aclose()
     print(format_report(report))
@@ -106,14 +114,20 @@ async def test_the_demo_task_set_runs_on_a_copy_and_reports_per_category(
 def test_checks_score_what_they_say():
     task = EvalTask.model_validate(
         {
-            "id": "x", "category": "compound", "text": "q",
+            "id": "x",
+            "category": "compound",
+            "text": "q",
             "checks": [
                 {"type": "contains", "values": ["shipped"]},
                 {"type": "numeric", "value": 89.9, "tolerance": 0.01},
-                {"type": "tool_called", "name": "check_order_status", "arguments": {"order_number": "a-1004"}},
+                {
+                    "type": "tool_called",
+                    "name": "check_order_status",
+                    "arguments": {"order_number": "a-1004"},
+                },
             ],
         }
-    )  # fmt: skip
+    )
     good = Observation(
         reply="Your order has Shipped; it cost 89,90 USD.",
         tool_calls=[{"name": "check_order_status", "arguments": {"order_number": "A-1004"}}],

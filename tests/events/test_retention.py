@@ -25,9 +25,14 @@ async def _endpoints(sessions, settings, tenant, n):  # type: ignore[no-untyped-
     async with sessions() as session, session.begin():
         for i in range(n):
             endpoint, _ = await create_endpoint(
-                session, tenant_id=tenant.id, url=f"https://93.184.215.14/hook{i}", event_types=[],
-                description="crm", cipher=cipher, egress=EgressPolicy(allow_loopback=False),
-            )  # fmt: skip
+                session,
+                tenant_id=tenant.id,
+                url=f"https://93.184.215.14/hook{i}",
+                event_types=[],
+                description="crm",
+                cipher=cipher,
+                egress=EgressPolicy(allow_loopback=False),
+            )
             out.append(endpoint)
     return out
 
@@ -69,9 +74,17 @@ async def test_old_finished_events_are_pruned_in_batches_and_the_rest_is_kept(
         ids[n] for n in ("delivered_recent", "failed_20_days", "pending_70_days", "undispatched_70_days")
     }
     assert sorted(map(str, left_deliveries)) == sorted(
-        map(str, [ids["delivered_recent"], ids["failed_20_days"], ids["failed_20_days"],
-                  ids["pending_70_days"], ids["pending_70_days"]])
-    )  # fmt: skip
+        map(
+            str,
+            [
+                ids["delivered_recent"],
+                ids["failed_20_days"],
+                ids["failed_20_days"],
+                ids["pending_70_days"],
+                ids["pending_70_days"],
+            ],
+        )
+    )
 
     # a second run has nothing left to do and says so at debug level only
     with captured_logs() as logs:
@@ -86,8 +99,12 @@ async def test_old_finished_events_are_pruned_in_batches_and_the_rest_is_kept(
 async def _one(sessions, tenant, age_days, statuses, dispatched):  # type: ignore[no-untyped-def]
     created = utcnow() - timedelta(days=age_days)
     async with sessions() as session, session.begin():
-        await emit(session, tenant_id=tenant.id, event_type="conversation.closed",
-                   data={"conversation_id": uuid.uuid4(), "channel": "gmail", "actor_type": "ai"})  # fmt: skip
+        await emit(
+            session,
+            tenant_id=tenant.id,
+            event_type="conversation.closed",
+            data={"conversation_id": uuid.uuid4(), "channel": "gmail", "actor_type": "ai"},
+        )
         event = (
             await session.exec(
                 select(EventOutbox)
@@ -104,9 +121,17 @@ async def _one(sessions, tenant, age_days, statuses, dispatched):  # type: ignor
             .values(created_at=created, dispatched_at=created if dispatched else None)
         )
         for status, endpoint in statuses:
-            session.add(WebhookDelivery(
-                tenant_id=tenant.id, event_id=event_id, endpoint_id=endpoint.id, event_type="conversation.closed",
-                status=status, attempts=1, log=[{"at": created.isoformat(), "status_code": 200}],
-                created_at=created, updated_at=created,
-            ))  # fmt: skip
+            session.add(
+                WebhookDelivery(
+                    tenant_id=tenant.id,
+                    event_id=event_id,
+                    endpoint_id=endpoint.id,
+                    event_type="conversation.closed",
+                    status=status,
+                    attempts=1,
+                    log=[{"at": created.isoformat(), "status_code": 200}],
+                    created_at=created,
+                    updated_at=created,
+                )
+            )
     return event_id

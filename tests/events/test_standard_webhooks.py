@@ -52,9 +52,15 @@ def _cipher(settings) -> CredentialCipher:  # type: ignore[no-untyped-def]
 async def _endpoint(sessions, settings, tenant, url: str, scheme: str) -> tuple[WebhookEndpoint, str]:  # type: ignore[no-untyped-def]
     async with sessions() as session, session.begin():
         return await create_endpoint(
-            session, tenant_id=tenant.id, url=url, event_types=["conversation.created"], description="",
-            cipher=_cipher(settings), egress=EgressPolicy(allow_loopback=True), signature_scheme=scheme,
-        )  # fmt: skip
+            session,
+            tenant_id=tenant.id,
+            url=url,
+            event_types=["conversation.created"],
+            description="",
+            cipher=_cipher(settings),
+            egress=EgressPolicy(allow_loopback=True),
+            signature_scheme=scheme,
+        )
 
 
 async def _one_event(sessions, settings, tenant, received: Received) -> tuple[bytes, dict[str, str]]:  # type: ignore[no-untyped-def]

@@ -43,8 +43,12 @@ class Receiver:
         @app.post("/hook")
         async def hook(request: Request) -> Response:
             raw = await request.body()
-            ok = verify(self.secret, raw, timestamp=request.headers[TIMESTAMP_HEADER],
-                        signature=request.headers[SIGNATURE_HEADER])  # fmt: skip
+            ok = verify(
+                self.secret,
+                raw,
+                timestamp=request.headers[TIMESTAMP_HEADER],
+                signature=request.headers[SIGNATURE_HEADER],
+            )
             self.received.append({"body": json.loads(raw), "verified": ok, "headers": dict(request.headers)})
             if self.delay_s:
                 await asyncio.sleep(self.delay_s)
@@ -56,17 +60,26 @@ class Receiver:
 @pytest.fixture
 def hook_settings(make_settings):  # type: ignore[no-untyped-def]
     return make_settings(
-        egress_allow_loopback=True, webhook_timeout_s=0.5, webhook_backoff_base_s=0.01,
-        webhook_backoff_max_s=0.02, webhook_max_attempts=3, webhook_disable_after_failures=4,
-    )  # fmt: skip
+        egress_allow_loopback=True,
+        webhook_timeout_s=0.5,
+        webhook_backoff_base_s=0.01,
+        webhook_backoff_max_s=0.02,
+        webhook_max_attempts=3,
+        webhook_disable_after_failures=4,
+    )
 
 
 async def _endpoint(sessions, settings, tenant, url, receiver, events=()):  # type: ignore[no-untyped-def]
     async with sessions() as session, session.begin():
         endpoint, secret = await create_endpoint(
-            session, tenant_id=tenant.id, url=url, event_types=list(events), description="crm",
-            cipher=CredentialCipher(settings.secret("encryption_key").encode()), egress=EgressPolicy(allow_loopback=True),
-        )  # fmt: skip
+            session,
+            tenant_id=tenant.id,
+            url=url,
+            event_types=list(events),
+            description="crm",
+            cipher=CredentialCipher(settings.secret("encryption_key").encode()),
+            egress=EgressPolicy(allow_loopback=True),
+        )
     receiver.secret = secret
     return endpoint
 
@@ -150,12 +163,24 @@ async def test_a_failing_endpoint_is_retried_then_succeeds(sessions, make_tenant
             sessions, hook_settings, tenant, f"{url}/hook", receiver, events=["lead.created"]
         )
         async with sessions() as session, session.begin():
-            await emit(session, tenant_id=tenant.id, event_type="conversation.closed",
-                       data={"conversation_id": uuid.uuid4(), "channel": "gmail", "actor_type": "ai"})  # fmt: skip
-            await emit(session, tenant_id=tenant.id, event_type="lead.created", data={
-                "lead_id": uuid.uuid4(), "interest": "DN50 valve", "summary": "wants 3", "consent": "granted",
-                "source": "intent",
-            })  # fmt: skip
+            await emit(
+                session,
+                tenant_id=tenant.id,
+                event_type="conversation.closed",
+                data={"conversation_id": uuid.uuid4(), "channel": "gmail", "actor_type": "ai"},
+            )
+            await emit(
+                session,
+                tenant_id=tenant.id,
+                event_type="lead.created",
+                data={
+                    "lead_id": uuid.uuid4(),
+                    "interest": "DN50 valve",
+                    "summary": "wants 3",
+                    "consent": "granted",
+                    "source": "intent",
+                },
+            )
         await _deliver(sessions, hook_settings, rounds=3)
     (delivery,) = await _deliveries(sessions, endpoint.id)  # the endpoint wants lead.created only
     assert (delivery.status, delivery.attempts) == ("delivered", 3)
@@ -174,8 +199,12 @@ async def test_timeouts_fail_the_delivery_and_a_run_of_failures_disables_the_end
         endpoint = await _endpoint(sessions, hook_settings, tenant, f"{url}/hook", receiver)
         async with sessions() as session, session.begin():
             for _ in range(2):
-                await emit(session, tenant_id=tenant.id, event_type="approval.requested",
-                           data={"pending_action_id": uuid.uuid4(), "tool_name": "refund"})  # fmt: skip
+                await emit(
+                    session,
+                    tenant_id=tenant.id,
+                    event_type="approval.requested",
+                    data={"pending_action_id": uuid.uuid4(), "tool_name": "refund"},
+                )
         reports = await _deliver(sessions, hook_settings, rounds=3)
     deliveries = await _deliveries(sessions, endpoint.id)
     assert sorted(d.attempts for d in deliveries) == [2, 2]  # 4 failures in a row: disabled before a 3rd try
@@ -195,8 +224,17 @@ async def test_attempts_run_out_into_failed(sessions, make_tenant, make_settings
     async with serve_app(receiver.app()) as url:
         endpoint = await _endpoint(sessions, settings, tenant, f"{url}/hook", receiver)
         async with sessions() as session, session.begin():
-            await emit(session, tenant_id=tenant.id, event_type="feedback.created", data={
-                "feedback_id": uuid.uuid4(), "message_id": uuid.uuid4(), "rating": "down", "source": "console"})  # fmt: skip
+            await emit(
+                session,
+                tenant_id=tenant.id,
+                event_type="feedback.created",
+                data={
+                    "feedback_id": uuid.uuid4(),
+                    "message_id": uuid.uuid4(),
+                    "rating": "down",
+                    "source": "console",
+                },
+            )
         await _deliver(sessions, settings, rounds=3)
     (delivery,) = await _deliveries(sessions, endpoint.id)
     assert (delivery.status, delivery.attempts, delivery.last_status_code) == ("failed", 2, 500)
@@ -220,9 +258,14 @@ async def test_endpoint_urls_are_refused(sessions, make_tenant, settings, url: s
     async with sessions() as session:
         with pytest.raises(EndpointRefused, match=reason):
             await create_endpoint(
-                session, tenant_id=tenant.id, url=url, event_types=[], description="crm",
-                cipher=CredentialCipher(settings.secret("encryption_key").encode()), egress=EgressPolicy(),
-            )  # fmt: skip
+                session,
+                tenant_id=tenant.id,
+                url=url,
+                event_types=[],
+                description="crm",
+                cipher=CredentialCipher(settings.secret("encryption_key").encode()),
+                egress=EgressPolicy(),
+            )
 
 
 async def test_public_https_and_allowed_loopback_are_accepted() -> None:
@@ -246,8 +289,18 @@ async def test_emit_refuses_unknown_types_and_bad_data(session, make_tenant) -> 
     with pytest.raises(UnknownEventType):
         await emit(session, tenant_id=tenant.id, event_type="order.paid", data={})
     with pytest.raises(ValueError, match="consent"):
-        await emit(session, tenant_id=tenant.id, event_type="lead.created", data={
-            "lead_id": uuid.uuid4(), "interest": "", "summary": "", "consent": "maybe", "source": "intent"})  # fmt: skip
+        await emit(
+            session,
+            tenant_id=tenant.id,
+            event_type="lead.created",
+            data={
+                "lead_id": uuid.uuid4(),
+                "interest": "",
+                "summary": "",
+                "consent": "maybe",
+                "source": "intent",
+            },
+        )
 
 
 async def test_closing_writes_conversation_closed_in_the_same_transaction(sessions, make_tenant) -> None:  # type: ignore[no-untyped-def]
@@ -257,9 +310,13 @@ async def test_closing_writes_conversation_closed_in_the_same_transaction(sessio
         conversation = await start_conversation(session, customer=customer, channel_account_id=None)
         await close(session, conversation, actor=Actor.ai(), reason="done")
     async with sessions() as session:
-        types = (await session.exec(
-            select(EventOutbox.event_type).where(EventOutbox.tenant_id == tenant.id).order_by(col(EventOutbox.created_at))
-        )).all()  # fmt: skip
+        types = (
+            await session.exec(
+                select(EventOutbox.event_type)
+                .where(EventOutbox.tenant_id == tenant.id)
+                .order_by(col(EventOutbox.created_at))
+            )
+        ).all()
     assert list(types) == ["conversation.created", "conversation.closed"]
 
 
@@ -279,8 +336,12 @@ async def test_events_of_a_disabled_endpoint_wait_and_go_out_once_it_is_enabled(
             set_endpoint_active(stored, False, reason="disabled by an admin")
             session.add(stored)
         async with sessions() as session, session.begin():
-            await emit(session, tenant_id=tenant.id, event_type="approval.requested",
-                       data={"pending_action_id": uuid.uuid4(), "tool_name": "refund"})  # fmt: skip
+            await emit(
+                session,
+                tenant_id=tenant.id,
+                event_type="approval.requested",
+                data={"pending_action_id": uuid.uuid4(), "tool_name": "refund"},
+            )
         await _deliver(sessions, hook_settings)
         waiting = await _deliveries(sessions, endpoint.id)
         assert [(d.status, d.attempts) for d in waiting] == [("pending", 0)] and receiver.received == []

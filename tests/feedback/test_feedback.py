@@ -57,9 +57,13 @@ async def test_record_feedback_joins_the_turn_and_trace_and_is_idempotent_per_so
     tenant, reply, turn, result, request = answered
     async with sessions() as session, session.begin():
         first = await record_feedback(
-            session, tenant_id=tenant.id, message_id=reply.id, rating="down", comment="wrong hours",
+            session,
+            tenant_id=tenant.id,
+            message_id=reply.id,
+            rating="down",
+            comment="wrong hours",
             source="console:ana",
-        )  # fmt: skip
+        )
         assert (first.turn_id, first.trace_id, first.conversation_id) == (
             turn.id,
             result.trace_id,
@@ -70,9 +74,13 @@ async def test_record_feedback_joins_the_turn_and_trace_and_is_idempotent_per_so
             session, tenant_id=tenant.id, message_id=reply.id, rating="up", comment=None, source="console:ana"
         )
         other = await record_feedback(
-            session, tenant_id=tenant.id, message_id=request.inbound_message_id, rating="up", comment=None,
+            session,
+            tenant_id=tenant.id,
+            message_id=request.inbound_message_id,
+            rating="up",
+            comment=None,
             source="console:ana",
-        )  # fmt: skip
+        )
     assert again.id == first.id and (again.rating, again.comment) == ("up", None)
     assert other.turn_id == turn.id  # the inbound message is joined to the turn that answered it
     async with sessions() as session:

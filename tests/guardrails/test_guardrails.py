@@ -304,20 +304,31 @@ async def test_quoting_a_tool_result_is_not_a_leak_but_foreign_contacts_are():
     system = f"You are Sam.\n\n{INSTRUCTIONS}\n\n---\nChannel: whatsapp."
     quoted = check_output(
         "From our documents: " + INSTRUCTIONS + " Call +1 555 0100 010.",
-        settings=settings, system_prompt=system, tool_names=["search_knowledge"],
-        seen_texts=["hi"], tool_results=[INSTRUCTIONS + " Phone: +1 555 0100 010"],
-    )  # fmt: skip
+        settings=settings,
+        system_prompt=system,
+        tool_names=["search_knowledge"],
+        seen_texts=["hi"],
+        tool_results=[INSTRUCTIONS + " Phone: +1 555 0100 010"],
+    )
     assert quoted.decision == "allow" and quoted.findings == []
     foreign = check_output(
         "Your neighbour is at jane.doe@example.org, +44 20 7946 0958.",
-        settings=settings, system_prompt=system, tool_names=[], seen_texts=["hi"], tool_results=[],
-    )  # fmt: skip
+        settings=settings,
+        system_prompt=system,
+        tool_names=[],
+        seen_texts=["hi"],
+        tool_results=[],
+    )
     assert foreign.decision == "block" and foreign.findings == ["foreign_data"]
     assert "2 contact detail(s)" in foreign.rationale
     own = check_output(
-        "We will write to you at me@example.net.", settings=settings, system_prompt=system,
-        tool_names=[], seen_texts=["my email is me@example.net"], tool_results=[],
-    )  # fmt: skip
+        "We will write to you at me@example.net.",
+        settings=settings,
+        system_prompt=system,
+        tool_names=[],
+        seen_texts=["my email is me@example.net"],
+        tool_results=[],
+    )
     assert own.decision == "allow"
 
 

@@ -149,10 +149,14 @@ async def _ai_mode_action(sessions, make_tenant, *, online_agents=("Nia",), offl
     async with session_scope(sessions) as session:
         await set_enabled(session, tenant.id, "create_lead", enabled=True)
         row = PendingAction(
-            tenant_id=tenant.id, tool_name="create_lead", customer_id=customer.id,
-            conversation_id=conversation.id, trace_id="trace-unheld", idempotency_key=f"k-{uuid.uuid4().hex}",
+            tenant_id=tenant.id,
+            tool_name="create_lead",
+            customer_id=customer.id,
+            conversation_id=conversation.id,
+            trace_id="trace-unheld",
+            idempotency_key=f"k-{uuid.uuid4().hex}",
             **({"arguments": {"interest": "200 mugs", "notes": ""}} | action),
-        )  # fmt: skip
+        )
         session.add(row)
     return tenant, agents, customer, conversation, row
 
@@ -194,9 +198,13 @@ async def test_with_nobody_online_the_action_waits_until_an_agent_comes_online(s
     assert await notify_pending_actions(sessions, tenant_id=tenant.id) == 0
     assert (await reload(sessions, PendingAction, action.id)).notified_at is None
     answers = await run_command(
-        sessions, None, agent_id=nia.id, command=parse_command("/online"),
-        console_conversation_id=uuid.uuid4(), trace_id="t",
-    )  # fmt: skip
+        sessions,
+        None,
+        agent_id=nia.id,
+        command=parse_command("/online"),
+        console_conversation_id=uuid.uuid4(),
+        trace_id="t",
+    )
     assert "1 action(s) wait for approval" in answers[0].text
     (notice,) = answers[1:]
     assert notice.recipient == nia.phone and notice.text.startswith(APPROVAL_NOTICE_PREFIX + "Ana Lima (+")
@@ -233,8 +241,10 @@ async def test_an_action_expires_after_the_tenant_setting_and_the_customer_is_to
     assert (await reload(sessions, PendingAction, fresh[4].id)).status == "pending"  # default timeout: 1 h
     (told,) = [o for o in await _outbox(sessions, tenant.id) if o.payload["audience"] == "customer"]
     assert (told.recipient, told.payload["text"], told.conversation_id) == (
-        customer.phone, "Too late, sorry.", conversation.id,
-    )  # fmt: skip
+        customer.phone,
+        "Too late, sorry.",
+        conversation.id,
+    )
     async with sessions() as session:
         audit = (await session.exec(select(AuditLog).where(AuditLog.tenant_id == tenant.id))).all()
     assert [a.action for a in audit if a.action.startswith("pending_action")] == ["pending_action.expired"]

@@ -137,9 +137,14 @@ async def test_two_escalations_at_once_notify_the_agent_once(sessions, make_tena
 
     async def ask(reason: str):  # type: ignore[no-untyped-def]
         return await escalate_and_notify(
-            sessions, None, actor=Actor.ai(), tenant_id=tenant.id, conversation_id=conversation.id,
-            reason=reason, trace_id=f"t-{reason}",
-        )  # fmt: skip
+            sessions,
+            None,
+            actor=Actor.ai(),
+            tenant_id=tenant.id,
+            conversation_id=conversation.id,
+            reason=reason,
+            trace_id=f"t-{reason}",
+        )
 
     first, second = await asyncio.gather(ask("refund"), ask("angry"))
     assert (first.agent.id, second.agent.id) == (agent.id, agent.id)

@@ -17,8 +17,10 @@ async def test_a_long_model_note_is_cut_at_a_word_with_an_ellipsis(
     handle = await make_conversation(sessions, tenant)
     script.push(text("Hello!"))
     await orchestrator.handle_turn(handle.request("My DN50 valve leaks at the flange since yesterday"))
-    note = "Customer reports a leaking DN50 ball valve at the flange; gasket replacement was suggested but " \
-        "the customer wants a technician visit this week."  # fmt: skip
+    note = (
+        "Customer reports a leaking DN50 ball valve at the flange; gasket replacement was suggested but "
+        "the customer wants a technician visit this week."
+    )
     script.push(text(note))
     summary = await write_handoff_summary(
         sessions, gateway, tenant_id=tenant.id, conversation_id=handle.conversation.id, trace_id="t"

@@ -25,10 +25,24 @@ def test_the_committed_template_holds_every_message_of_the_code_and_templates(tm
     """`make i18n` was run: extracting now finds nothing the committed messages.pot lacks."""
     out = tmp_path / "messages.pot"
     subprocess.run(
-        [sys.executable, "-m", "babel.messages.frontend", "extract", "-F", "babel.cfg", "-k", "N_",
-         "--no-location", "--omit-header", "-o", str(out), "libs/switchboard"],
-        cwd=ROOT, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "babel.messages.frontend",
+            "extract",
+            "-F",
+            "babel.cfg",
+            "-k",
+            "N_",
+            "--no-location",
+            "--omit-header",
+            "-o",
+            str(out),
+            "libs/switchboard",
+        ],
+        cwd=ROOT,
+        check=True,
+    )
     with out.open("rb") as handle:
         extracted = {m.id if isinstance(m.id, str) else m.id[0] for m in read_po(handle) if m.id}
     with (LOCALE_DIR / "messages.pot").open("rb") as handle:
@@ -77,8 +91,13 @@ def test_negotiate_language(header, expected):
 
 def test_normalize_language():
     assert [normalize_language(v) for v in ("ES", "es_AR", "en-GB", "pt", None, "")] == [
-        "es", "es", "en", None, None, None,
-    ]  # fmt: skip
+        "es",
+        "es",
+        "en",
+        None,
+        None,
+        None,
+    ]
 
 
 def test_jinja_templates_render_in_the_language_of_the_block():

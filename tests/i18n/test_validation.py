@@ -28,12 +28,19 @@ class _Form(BaseModel):
     ("data", "english", "spanish"),
     [
         ({"count": 11}, "Input should be less than or equal to 10", "Debe ser menor o igual que 10"),
-        ({"count": "x"}, "Input should be a valid integer, unable to parse string as an integer",
-         "Debe ser un número entero válido; el texto no se puede leer como entero"),
-        ({"name": "long"}, "String should have at most 3 characters", "El texto debe tener como máximo 3 caracteres"),
+        (
+            {"count": "x"},
+            "Input should be a valid integer, unable to parse string as an integer",
+            "Debe ser un número entero válido; el texto no se puede leer como entero",
+        ),
+        (
+            {"name": "long"},
+            "String should have at most 3 characters",
+            "El texto debe tener como máximo 3 caracteres",
+        ),
         ({"slug": ""}, "String should have at least 1 character", "El texto debe tener al menos 1 carácter"),
     ],
-)  # fmt: skip
+)
 def test_a_pydantic_error_in_english_and_spanish(data, english, spanish):
     valid = {"count": 1, "name": "abc", "slug": "s"}
     with pytest.raises(ValidationError) as caught:

@@ -57,8 +57,11 @@ async def test_record_only_events_never_wake_the_agent(
     await run_worker_burst(settings)
     rows = await messages_of(sessions, wa_tenant.tenant.id)
     assert [(r.kind, r.inbound_state, r.last_error) for r in rows] == [
-        ("sticker", "done", None), ("reaction", "done", None), ("unsupported", "done", None), ("unsupported", "done", None),
-    ]  # fmt: skip
+        ("sticker", "done", None),
+        ("reaction", "done", None),
+        ("unsupported", "done", None),
+        ("unsupported", "done", None),
+    ]
     assert len({r.conversation_id for r in rows}) == 1 and rows[0].conversation_id is not None
     assert sent_to(graph_sandbox[1], pid) == []
 
@@ -214,8 +217,10 @@ async def test_phone_and_bsuid_shapes_reach_one_customer_and_conversation(
     assert len(customers) == 1
     customer = customers[0]
     assert (customer.external_user_id, customer.phone, customer.profile["whatsapp_bsuid"]) == (
-        "15550100099", "15550100099", "US.10000000000000000001",
-    )  # fmt: skip
+        "15550100099",
+        "15550100099",
+        "US.10000000000000000001",
+    )
     rows = await messages_of(sessions, wa_tenant.tenant.id)
     assert len(rows) == 3 and len({r.conversation_id for r in rows}) == 1
 
@@ -353,10 +358,18 @@ async def test_a_row_without_an_object_raw_still_reaches_the_dead_letter(
     stored = null() if raw is None else (JSON.NULL if raw == "json-null" else raw)
     async with sessions() as session, session.begin():
         row = Message(
-            tenant_id=tenant.id, channel="whatsapp", channel_account_id=account.id, direction="inbound",
-            role="user", kind="text", text="stuck", external_id="wamid.RAWLESS", sender_external_id="15550100077",
-            inbound_state="pending", processing_attempts=0,
-        )  # fmt: skip
+            tenant_id=tenant.id,
+            channel="whatsapp",
+            channel_account_id=account.id,
+            direction="inbound",
+            role="user",
+            kind="text",
+            text="stuck",
+            external_id="wamid.RAWLESS",
+            sender_external_id="15550100077",
+            inbound_state="pending",
+            processing_attempts=0,
+        )
         session.add(row)
         await session.flush()
         await session.exec(update(Message).where(Message.id == row.id).values(raw=stored))
@@ -421,9 +434,12 @@ def _orchestrator_that_escalates(database_url: str, actor: Actor, reply: str, ca
         try:
             async with session_factory(engine)() as session, session.begin():
                 await escalate(
-                    session, tenant_id=uuid.UUID(body["tenant_id"]),
-                    conversation_id=uuid.UUID(body["conversation_id"]), reason="during the turn", actor=actor,
-                )  # fmt: skip
+                    session,
+                    tenant_id=uuid.UUID(body["tenant_id"]),
+                    conversation_id=uuid.UUID(body["conversation_id"]),
+                    reason="during the turn",
+                    actor=actor,
+                )
         finally:
             await engine.dispose()
         return JSONResponse({"reply": reply, "silent": False, "trace_id": "t" * 32})
@@ -495,9 +511,14 @@ async def test_message_created_carries_the_conversation_and_only_for_a_subscribe
     cipher = CredentialCipher(settings.secret("encryption_key").encode())
     async with sessions() as session, session.begin():
         leads, _ = await create_endpoint(
-            session, tenant_id=tenant_id, url="http://127.0.0.1:9/hook", event_types=["lead.created"],
-            description="crm", cipher=cipher, egress=EgressPolicy(allow_loopback=True),
-        )  # fmt: skip
+            session,
+            tenant_id=tenant_id,
+            url="http://127.0.0.1:9/hook",
+            event_types=["lead.created"],
+            description="crm",
+            cipher=cipher,
+            egress=EgressPolicy(allow_loopback=True),
+        )
     async with channel_service(settings) as svc:
         assert (
             await svc.post(
@@ -510,9 +531,14 @@ async def test_message_created_carries_the_conversation_and_only_for_a_subscribe
     # subscribed: one event per stored customer message, carrying its conversation; a redelivery adds none
     async with sessions() as session, session.begin():
         await create_endpoint(
-            session, tenant_id=tenant_id, url="http://127.0.0.1:9/messages", event_types=["message.created"],
-            description="crm", cipher=cipher, egress=EgressPolicy(allow_loopback=True),
-        )  # fmt: skip
+            session,
+            tenant_id=tenant_id,
+            url="http://127.0.0.1:9/messages",
+            event_types=["message.created"],
+            description="crm",
+            cipher=cipher,
+            egress=EgressPolicy(allow_loopback=True),
+        )
     async with channel_service(settings) as svc:
         body = text_body(phone_number_id=pid, wamid=f"wamid.EVT3{uuid.uuid4().hex}", text="third")
         assert (await svc.post(body)).status_code == 200
@@ -523,17 +549,27 @@ async def test_message_created_carries_the_conversation_and_only_for_a_subscribe
     row = next(r for r in await messages_of(sessions, tenant_id) if r.text == "third")
     assert row.conversation_id is not None
     assert event.payload["data"] == {
-        "message_id": str(row.id), "conversation_id": str(row.conversation_id), "channel": "whatsapp",
-        "direction": "inbound", "role": "user", "kind": "text", "text": "third",
-    }  # fmt: skip
+        "message_id": str(row.id),
+        "conversation_id": str(row.conversation_id),
+        "channel": "whatsapp",
+        "direction": "inbound",
+        "role": "user",
+        "kind": "text",
+        "text": "third",
+    }
     assert leads.id is not None
 
     # a human agent's own message from their phone (a slash command) is not a customer's: no event
     async with sessions() as session, session.begin():
         await add_agent(session, tenant_id=tenant_id, name="Nia", phone="15550107777", online=True)
     async with channel_service(settings) as svc:
-        body = text_body(phone_number_id=pid, wamid=f"wamid.EVT4{uuid.uuid4().hex}", text="/help",
-                         wa_id="15550107777", name="Nia")  # fmt: skip
+        body = text_body(
+            phone_number_id=pid,
+            wamid=f"wamid.EVT4{uuid.uuid4().hex}",
+            text="/help",
+            wa_id="15550107777",
+            name="Nia",
+        )
         assert (await svc.post(body)).status_code == 200
     await run_worker_burst(settings)
     assert len(await created_events()) == 1
@@ -553,11 +589,20 @@ async def test_the_sweeper_by_default_requeues_a_row_a_redis_outage_left_unqueue
     async with sessions() as session, session.begin():
         for name, age_s in (("fresh", 5), ("outage", 25)):
             row = Message(
-                tenant_id=tenant.id, channel="whatsapp", channel_account_id=account.id, direction="inbound",
-                role="user", kind="text", text=name, external_id=f"wamid.{name}", sender_external_id="15550100078",
-                inbound_state="pending", processing_attempts=0, raw={},
+                tenant_id=tenant.id,
+                channel="whatsapp",
+                channel_account_id=account.id,
+                direction="inbound",
+                role="user",
+                kind="text",
+                text=name,
+                external_id=f"wamid.{name}",
+                sender_external_id="15550100078",
+                inbound_state="pending",
+                processing_attempts=0,
+                raw={},
                 created_at=utcnow() - timedelta(seconds=age_s),
-            )  # fmt: skip
+            )
             session.add(row)
             await session.flush()
             ids[name] = row.id

@@ -112,9 +112,15 @@ async def test_cli_set_embedding_with_a_new_base_sends_no_key_there(cli, api, ma
     given = await cli.arun("kb", "set-embedding", "--tenant", tenant.slug, "--api-key", TENANT_KEY)
     assert given.exit_code == 0, given.output
     moved = await cli.arun(
-        "kb", "set-embedding", "--tenant", tenant.slug, "--api-base", listener.url + "/v1",
-        OPENAI_API_KEY=PLATFORM_OPENAI, TENANTS_MAY_USE_PLATFORM_KEYS="true",
-    )  # fmt: skip
+        "kb",
+        "set-embedding",
+        "--tenant",
+        tenant.slug,
+        "--api-base",
+        listener.url + "/v1",
+        OPENAI_API_KEY=PLATFORM_OPENAI,
+        TENANTS_MAY_USE_PLATFORM_KEYS="true",
+    )
     assert moved.exit_code == 0, moved.output
     assert f"embedding model in effect: {LEXICAL_MODEL_NAME} (key: none)" in moved.output
     await _search(api, tenant)

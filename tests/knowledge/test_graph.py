@@ -113,8 +113,10 @@ def test_question_names_cover_lexicon_spellings_and_codes():
 
 
 def test_the_strict_schema_refuses_what_a_model_might_invent():
-    good = {"entities": [{"name": "PTFE", "kind": "material"}, {"name": "chlorine", "kind": "fluid"}],
-            "relations": [{"subject": "PTFE", "relation": "compatible_with", "object": "chlorine"}]}  # fmt: skip
+    good = {
+        "entities": [{"name": "PTFE", "kind": "material"}, {"name": "chlorine", "kind": "fluid"}],
+        "relations": [{"subject": "PTFE", "relation": "compatible_with", "object": "chlorine"}],
+    }
     assert DocumentExtraction.model_validate({"chunks": [good]}).chunks[0].relations[0].object == "chlorine"
     bad_relation = {**good, "relations": [{"subject": "PTFE", "relation": "loves", "object": "chlorine"}]}
     dangling = {**good, "relations": [{"subject": "PTFE", "relation": "compatible_with", "object": "ozone"}]}
@@ -244,13 +246,26 @@ async def test_single_hop_questions_are_not_worse_in_hybrid(valves, session, set
 
 async def test_neighborhood_starts_at_the_closest_chunk_and_walks_one_hop(valves, session, settings):
     hits = await search_chunks(
-        session, tenant_id=valves.id, query="V200 series ball valves", mode="neighborhood", limit=12,
+        session,
+        tenant_id=valves.id,
+        query="V200 series ball valves",
+        mode="neighborhood",
+        limit=12,
         settings=settings,
-    )  # fmt: skip
+    )
     assert hits[0].document == "v200-series.txt" and hits[0].score == 1.0
     # one relation from what the spec names (V200, PTFE, stainless steel 316, EN 1092-1)
-    assert supported(hits[1:], [("ptfe-properties.txt", "Maximum"), ("parts.csv", "V200-"),
-                                ("chemical-compatibility.csv", "Material: PTFE;")]) == 3  # fmt: skip
+    assert (
+        supported(
+            hits[1:],
+            [
+                ("ptfe-properties.txt", "Maximum"),
+                ("parts.csv", "V200-"),
+                ("chemical-compatibility.csv", "Material: PTFE;"),
+            ],
+        )
+        == 3
+    )
     assert all(
         any(name in h.text for name in ("V200", "PTFE", "stainless steel 316", "EN 1092-1")) for h in hits
     )
@@ -268,9 +283,13 @@ async def test_neighborhood_is_one_search_statement_and_never_repeats_its_closes
     event.listen(engine.sync_engine, "before_cursor_execute", record)
     try:
         hits = await search_chunks(
-            session, tenant_id=valves.id, query="V200 series ball valves", mode="neighborhood", limit=12,
+            session,
+            tenant_id=valves.id,
+            query="V200 series ball valves",
+            mode="neighborhood",
+            limit=12,
             settings=settings,
-        )  # fmt: skip
+        )
     finally:
         event.remove(engine.sync_engine, "before_cursor_execute", record)
     # the prepare round trip (chunk count, tenant row, SET LOCAL options), then one statement: the
@@ -283,9 +302,13 @@ async def test_neighborhood_is_one_search_statement_and_never_repeats_its_closes
     assert [h.score for h in hits[1:]] == sorted((h.score for h in hits[1:]), reverse=True)
     for limit in (1, 2):
         fewer = await search_chunks(
-            session, tenant_id=valves.id, query="V200 series ball valves", mode="neighborhood", limit=limit,
+            session,
+            tenant_id=valves.id,
+            query="V200 series ball valves",
+            mode="neighborhood",
+            limit=limit,
             settings=settings,
-        )  # fmt: skip
+        )
         assert [hit.chunk_id for hit in fewer] == ids[:limit]
 
 
@@ -308,9 +331,17 @@ async def test_another_tenants_entities_are_never_walked_or_returned(
 ):
     other = await make_tenant("Other")
     secret = "Material: PTFE; Fluid: ozone; Rating: D; Note: OTHER-TENANT-ONLY"
-    await ingest(other, "other.csv", make_csv([["Material", "Fluid", "Rating", "Note"],
-                                               ["PTFE", "ozone", "D", "OTHER-TENANT-ONLY"],
-                                               ["Z900", "chlorine", "A", "OTHER-TENANT-ONLY"]]))  # fmt: skip
+    await ingest(
+        other,
+        "other.csv",
+        make_csv(
+            [
+                ["Material", "Fluid", "Rating", "Note"],
+                ["PTFE", "ozone", "D", "OTHER-TENANT-ONLY"],
+                ["Z900", "chlorine", "A", "OTHER-TENANT-ONLY"],
+            ]
+        ),
+    )
     own_chunks = set(
         (
             await session.exec(
@@ -370,8 +401,11 @@ async def test_a_small_table_with_two_skus_gives_one_chunk_per_row(
     make_tenant, ingest, session, settings, filename
 ):
     tenant = await make_tenant()
-    rows = [["SKU", "Product", "Price EUR"], ["FVAM-2050-B", "Steam wand gasket, black", "4.90"],
-            ["FVAM-2050-C", "Steam wand gasket, chrome", "6.40"]]  # fmt: skip
+    rows = [
+        ["SKU", "Product", "Price EUR"],
+        ["FVAM-2050-B", "Steam wand gasket, black", "4.90"],
+        ["FVAM-2050-C", "Steam wand gasket, chrome", "6.40"],
+    ]
     data = make_csv(rows) if filename.endswith(".csv") else make_xlsx({"Prices": rows})
     report = await ingest(tenant, filename, data)
     assert report.status == "ready" and report.chunk_count == 2
@@ -394,18 +428,32 @@ async def test_a_provider_model_extracts_through_the_gateway_and_is_validated(
     tenant = await make_tenant(
         "LLM", llm={"deployments": [deployment(url, model, provider="openai_compatible")], "num_retries": 0}
     )
-    answer = {"chunks": [{"entities": [{"name": "Zorbex", "kind": "material"}, {"name": "brine", "kind": "fluid"}],
-                          "relations": [{"subject": "Zorbex", "relation": "compatible_with", "object": "brine"}]}]}  # fmt: skip
+    answer = {
+        "chunks": [
+            {
+                "entities": [{"name": "Zorbex", "kind": "material"}, {"name": "brine", "kind": "fluid"}],
+                "relations": [{"subject": "Zorbex", "relation": "compatible_with", "object": "brine"}],
+            }
+        ]
+    }
     state.script(model).push(
         ScriptedResponse(content="```json\n" + json.dumps(answer) + "\n```"),
-        ScriptedResponse(content='{"chunks": [{"entities": [], "relations": [{"subject": "a", "relation": "loves", "object": "b"}]}]}'),
-    )  # fmt: skip
+        ScriptedResponse(
+            content='{"chunks": [{"entities": [], "relations": [{"subject": "a", "relation": "loves", "object": "b"}]}]}'
+        ),
+    )
 
     async def upload(name: str, body: bytes):  # type: ignore[no-untyped-def]
         async with sessions() as s, s.begin():
             outcome = await register_upload(s, settings, tenant_id=tenant.id, filename=name, data=body)
-        return await ingest_source(sessions, settings, tenant_id=tenant.id, source_id=outcome.source.id,
-                                   content_hash=outcome.source.content_hash, gateway=gateway)  # fmt: skip
+        return await ingest_source(
+            sessions,
+            settings,
+            tenant_id=tenant.id,
+            source_id=outcome.source.id,
+            content_hash=outcome.source.content_hash,
+            gateway=gateway,
+        )
 
     first = await upload("zorbex.txt", b"Zorbex linings handle brine well.")
     assert first.details["graph"] == {"extractor": "llm", "entities": 2, "mentions": 2, "relations": 1}
@@ -445,9 +493,13 @@ def test_the_lexicon_pattern_matches_as_the_longest_first_alternation():
         + r")(?![\w])",
         re.IGNORECASE,
     )
-    assert [m.group(1) for m in extract._LEXICON_RE.finditer("Stainless steel 316Lx, AISI 316L; ptfe-lined")] == [
-        "Stainless steel", "AISI 316L", "ptfe",  # 316Lx is no word: the shorter names that fit win
-    ]  # fmt: skip
+    assert [
+        m.group(1) for m in extract._LEXICON_RE.finditer("Stainless steel 316Lx, AISI 316L; ptfe-lined")
+    ] == [
+        "Stainless steel",
+        "AISI 316L",
+        "ptfe",  # 316Lx is no word: the shorter names that fit win
+    ]
     rng = random.Random(3)
     keys = list(extract._LEXICON)
     pieces = keys + [k.upper() for k in keys] + [k.title() for k in keys] + ["x", "-", "_", "316", "airs"]

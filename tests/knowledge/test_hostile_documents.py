@@ -145,10 +145,14 @@ async def test_ingestion_of_a_stored_file_too_complex_fails_and_stores_no_chunk(
         scope = TenantScope(session, tenant.id)
         source = scope.add(
             KnowledgeSource(
-                tenant_id=tenant.id, filename="slow.pdf", content_hash=sha256_hex(data),
-                content_type="application/pdf", size_bytes=len(data), status=SourceStatus.pending.value,
+                tenant_id=tenant.id,
+                filename="slow.pdf",
+                content_hash=sha256_hex(data),
+                content_type="application/pdf",
+                size_bytes=len(data),
+                status=SourceStatus.pending.value,
             )
-        )  # fmt: skip
+        )
         await session.flush()
         scope.add(KnowledgeSourceFile(tenant_id=tenant.id, source_id=source.id, data=data))
     report = await ingest_source(

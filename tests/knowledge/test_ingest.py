@@ -217,10 +217,13 @@ async def test_chunk_insert_stores_the_exact_float4_vectors_and_leaves_no_codec_
     report = await ingest(tenant, "notes.txt", RETURNS_POLICY.encode())
     async with sessions() as session, session.begin():
         ids = await insert_chunks(
-            session, tenant_id=tenant.id, source_id=report.source_id, is_active=False,
+            session,
+            tenant_id=tenant.id,
+            source_id=report.source_id,
+            is_active=False,
             chunks=[(3, "Prices", "first row", {"row": 2}), (None, None, "second", {})],
             vectors=[lexical_embedding("first row"), lexical_embedding("second")],
-        )  # fmt: skip
+        )
         rows = (
             await session.exec(
                 text(
@@ -245,8 +248,11 @@ async def test_chunk_insert_stores_the_exact_float4_vectors_and_leaves_no_codec_
         async with sessions() as session:
             chunk = await session.get(KnowledgeDocument, ids[1])
             assert chunk is not None and isinstance(chunk.embedding[0], float)
-            value = (await session.exec(text("SELECT embedding FROM knowledge_documents WHERE id = :i"),
-                                        params={"i": ids[1]})).scalar()  # fmt: skip
+            value = (
+                await session.exec(
+                    text("SELECT embedding FROM knowledge_documents WHERE id = :i"), params={"i": ids[1]}
+                )
+            ).scalar()
             assert isinstance(value, str) and value.startswith("[")
 
 
@@ -259,15 +265,23 @@ async def test_a_refused_chunk_insert_rolls_back_and_the_pool_still_works(make_t
     with pytest.raises(asyncpg.CharacterNotInRepertoireError):
         async with sessions() as session, session.begin():
             await insert_chunks(
-                session, tenant_id=tenant.id, source_id=report.source_id, is_active=True,
-                chunks=[(None, None, "a NUL \x00 here", {})], vectors=[[0.5] * 1536],
-            )  # fmt: skip
+                session,
+                tenant_id=tenant.id,
+                source_id=report.source_id,
+                is_active=True,
+                chunks=[(None, None, "a NUL \x00 here", {})],
+                vectors=[[0.5] * 1536],
+            )
     with pytest.raises(ValueError, match="dimensions"):
         async with sessions() as session, session.begin():
             await insert_chunks(
-                session, tenant_id=tenant.id, source_id=report.source_id, is_active=True,
-                chunks=[(None, None, "short", {})], vectors=[[0.5] * 8],
-            )  # fmt: skip
+                session,
+                tenant_id=tenant.id,
+                source_id=report.source_id,
+                is_active=True,
+                chunks=[(None, None, "short", {})],
+                vectors=[[0.5] * 8],
+            )
     assert [c.text for c in await _chunks(sessions, tenant.id)] == [RETURNS_POLICY.strip()]
     again = await ingest(tenant, "more.txt", SHIPPING.encode())
     assert again.status == "ready" and again.chunk_count == 1
@@ -289,17 +303,24 @@ async def test_chunk_inserts_on_one_connection_reuse_one_prepared_statement_and_
         statements, ids = [], []
         for round_ in range(3):  # three documents' inserts on the same connection
             ids += await insert_chunks(
-                session, tenant_id=tenant.id, source_id=report.source_id, is_active=True,
-                chunks=[(None, None, f"chunk {round_}", {})], vectors=[lexical_embedding(f"chunk {round_}")],
-            )  # fmt: skip
+                session,
+                tenant_id=tenant.id,
+                source_id=report.source_id,
+                is_active=True,
+                chunks=[(None, None, f"chunk {round_}", {})],
+                vectors=[lexical_embedding(f"chunk {round_}")],
+            )
             statements.append(connection.info["switchboard.knowledge.insert_chunks"][1])
             # between inserts the connection exchanges vectors as text, as every other statement expects
             echoed = (
                 await session.exec(text("SELECT CAST(:v AS vector)::text"), params={"v": "[1,2.5]"})
             ).scalar()
             assert echoed == "[1,2.5]"
-            value = (await session.exec(text("SELECT embedding FROM knowledge_documents WHERE id = :i"),
-                                        params={"i": ids[-1]})).scalar()  # fmt: skip
+            value = (
+                await session.exec(
+                    text("SELECT embedding FROM knowledge_documents WHERE id = :i"), params={"i": ids[-1]}
+                )
+            ).scalar()
             assert isinstance(value, str) and value.startswith("[")
         assert statements[0] is statements[1] is statements[2]
         rows = (
@@ -345,9 +366,12 @@ async def test_an_upload_takes_three_statements_and_its_ingestion_seven_in_two_t
         upload, statements[:] = list(statements), []
         begins.clear()
         report = await ingest_source(
-            sessions, settings, tenant_id=tenant.id, source_id=outcome.source.id,
+            sessions,
+            settings,
+            tenant_id=tenant.id,
+            source_id=outcome.source.id,
             content_hash=outcome.source.content_hash,
-        )  # fmt: skip
+        )
     finally:
         event.remove(engine.sync_engine, "before_cursor_execute", record)
         event.remove(engine.sync_engine, "begin", begin)

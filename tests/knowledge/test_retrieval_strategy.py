@@ -161,9 +161,13 @@ async def test_a_search_without_hits_still_puts_the_planner_options_back(
     await session.exec(text("SET LOCAL enable_sort = on"))
     for _ in range(2):  # the second one on the connection's prepared statement
         hits = await search_chunks(
-            session, tenant_id=large.id, query="zebra quantum xylophone", mode=mode, settings=settings,
+            session,
+            tenant_id=large.id,
+            query="zebra quantum xylophone",
+            mode=mode,
+            settings=settings,
             min_similarity=1.01,
-        )  # fmt: skip
+        )
         assert hits == []
         assert (await session.exec(text("SHOW plan_cache_mode"))).scalar_one() == "force_custom_plan"
         assert (await session.exec(text("SHOW enable_sort"))).scalar_one() == "on"

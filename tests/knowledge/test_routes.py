@@ -157,8 +157,12 @@ async def test_graph_search_and_walk_after_the_worker_ingests(api, make_tenant, 
     assert row["attributes"] == {"row": 2, "keys": {"Material": "PTFE", "Fluid": "chlorine"}}
     walked = (await api.get(f"{base}/graph", params={"entity": ["teflon", "chlorine"], "hops": 1})).json()
     assert sorted(e["name"] for e in walked["entities"]) == ["PTFE", "chlorine"]
-    assert {"subject": "PTFE", "relation": "compatible_with", "object": "chlorine",
-            "document": "chemical-compatibility.csv"} in walked["relations"]  # fmt: skip
+    assert {
+        "subject": "PTFE",
+        "relation": "compatible_with",
+        "object": "chlorine",
+        "document": "chemical-compatibility.csv",
+    } in walked["relations"]
     assert walked["passages"][0]["text"] == "Material: PTFE; Fluid: chlorine; Rating: A"
     assert (await api.get(f"{base}/graph", params={"entity": ["x"] * 6})).status_code == 422
     modes = (await api.get("/openapi.json")).json()["paths"]["/v1/admin/tenants/{slug}/knowledge/search"]

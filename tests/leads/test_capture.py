@@ -48,9 +48,13 @@ async def test_buying_intent_records_one_lead_with_the_offline_heuristic_and_tel
     assert lead.notes == "Detected by a keyword heuristic: no provider model is configured (offline model)."
     assert len(script.requests) == 3  # the heuristic spent no model call
     async with sessions() as session:
-        events = (await session.exec(
-            select(EventOutbox).where(EventOutbox.tenant_id == tenant.id, EventOutbox.event_type == "lead.created")
-        )).all()  # fmt: skip
+        events = (
+            await session.exec(
+                select(EventOutbox).where(
+                    EventOutbox.tenant_id == tenant.id, EventOutbox.event_type == "lead.created"
+                )
+            )
+        ).all()
     assert [e.payload["data"]["lead_id"] for e in events] == [str(lead.id)]
 
 
@@ -64,11 +68,20 @@ async def test_concurrent_checks_record_the_lead_once(
     async with sessions() as session, session.begin():
         for lead in (await session.exec(select(Lead).where(Lead.tenant_id == tenant.id))).all():
             await session.delete(lead)
-    results = await asyncio.gather(*(
-        capture_lead(sessions, tenant_id=tenant.id, conversation_id=handle.conversation.id,
-                     customer_id=handle.customer.id, window_messages=8, model_check=None, trace_id="t")
-        for _ in range(4)
-    ))  # fmt: skip
+    results = await asyncio.gather(
+        *(
+            capture_lead(
+                sessions,
+                tenant_id=tenant.id,
+                conversation_id=handle.conversation.id,
+                customer_id=handle.customer.id,
+                window_messages=8,
+                model_check=None,
+                trace_id="t",
+            )
+            for _ in range(4)
+        )
+    )
     assert sum(r is not None for r in results) == 1
     assert len(await _leads(sessions, tenant.id)) == 1
 
@@ -116,27 +129,37 @@ async def test_the_lead_check_in_the_turns_transaction_fails_alone_in_its_savepo
     # the same call with a valid window stages the lead and its event in the caller's transaction
     async with session_scope(sessions) as session:
         append_message(
-            session, conversation=handle.conversation, role="user", direction="inbound",
+            session,
+            conversation=handle.conversation,
+            role="user",
+            direction="inbound",
             text="I want to buy the DN50 valve",
-        )  # fmt: skip
+        )
         lead = await capture_lead_in(session, **ids, window_messages=8, trace_id="t")
         assert lead is not None and lead.detected_by == OFFLINE_HEURISTIC
         assert await _leads(sessions, tenant.id) == []  # not committed yet: another session sees nothing
     (stored,) = await _leads(sessions, tenant.id)
     assert (stored.id, stored.summary, stored.interest) == (lead.id, lead.summary, lead.interest)
     async with sessions() as session:
-        events = (await session.exec(
-            select(EventOutbox).where(EventOutbox.tenant_id == tenant.id, EventOutbox.event_type == "lead.created")
-        )).all()  # fmt: skip
+        events = (
+            await session.exec(
+                select(EventOutbox).where(
+                    EventOutbox.tenant_id == tenant.id, EventOutbox.event_type == "lead.created"
+                )
+            )
+        ).all()
     assert [e.payload["data"]["lead_id"] for e in events] == [str(lead.id)]
 
 
 def test_heuristic_reads_the_chosen_option_as_the_product() -> None:
-    verdict = heuristic_intent([
-        {"role": "assistant", "content": "Which size?"},
-        {"role": "user", "content": "Large [chose option id: size_l]"},
-        {"role": "user", "content": "I'll take it"},
-    ], opted_out=False)  # fmt: skip
+    verdict = heuristic_intent(
+        [
+            {"role": "assistant", "content": "Which size?"},
+            {"role": "user", "content": "Large [chose option id: size_l]"},
+            {"role": "user", "content": "I'll take it"},
+        ],
+        opted_out=False,
+    )
     assert (verdict.buying_intent, verdict.product, verdict.consent) == (True, "Large", "unknown")
     assert not heuristic_intent(
         [{"role": "user", "content": "what are your opening hours?"}], opted_out=False

@@ -74,8 +74,13 @@ async def test_the_provider_models_verdict_records_one_lead_and_is_not_asked_aga
     assert result.reply == "The DN50 is 129 EUR."
     (lead,) = await _leads(sessions, tenant.id)
     assert (lead.source, lead.detected_by, lead.interest, lead.summary, lead.consent, lead.notes) == (
-        "intent", f"model:{name}", "DN50 ball valve", verdict["summary"], "granted", "",
-    )  # fmt: skip
+        "intent",
+        f"model:{name}",
+        "DN50 ball valve",
+        verdict["summary"],
+        "granted",
+        "",
+    )
 
     # the check's request: the strict instruction, then the chat as one data block
     checks = [r for r in script.requests if _is_intent_check(r)]
@@ -89,9 +94,13 @@ async def test_the_provider_models_verdict_records_one_lead_and_is_not_asked_aga
     assert len(await _leads(sessions, tenant.id)) == 1
     assert len([r for r in script.requests if _is_intent_check(r)]) == 2
     async with sessions() as session:
-        events = (await session.exec(
-            select(EventOutbox).where(EventOutbox.tenant_id == tenant.id, EventOutbox.event_type == "lead.created")
-        )).all()  # fmt: skip
+        events = (
+            await session.exec(
+                select(EventOutbox).where(
+                    EventOutbox.tenant_id == tenant.id, EventOutbox.event_type == "lead.created"
+                )
+            )
+        ).all()
     assert [e.payload["data"]["detected_by"] for e in events] == [f"model:{name}"]
 
 

@@ -51,11 +51,17 @@ async def test_an_unreachable_primary_fails_over_after_the_connect_timeout(
     state, url = offline_model
     backup = unique_model("backup")
     state.script(backup).push(ScriptedResponse(content="from the backup"))
-    llm = LLMSettings.model_validate({
-        "deployments": [deployment(unreachable, unique_model("unreachable"), priority=1),
-                        deployment(url, backup, priority=2)],
-        "num_retries": 0, "request_timeout_s": 30, "connect_timeout_s": 1,
-    })  # fmt: skip
+    llm = LLMSettings.model_validate(
+        {
+            "deployments": [
+                deployment(unreachable, unique_model("unreachable"), priority=1),
+                deployment(url, backup, priority=2),
+            ],
+            "num_retries": 0,
+            "request_timeout_s": 30,
+            "connect_timeout_s": 1,
+        }
+    )
     router = gateway.router_for(uuid.uuid4(), llm)
     started = time.monotonic()
     reply = await gateway.complete(router, MESSAGES, tools=None, llm=llm, trace_id="t")

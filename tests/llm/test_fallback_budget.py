@@ -100,8 +100,11 @@ async def test_an_empty_completion_falls_back_and_the_backup_is_recorded(gateway
     router = gateway.router_for(uuid.uuid4(), llm)
     reply = await gateway.complete(router, MESSAGES, tools=None, llm=llm, trace_id="t")
     assert (reply.content, reply.model_id, reply.model_group, reply.fallback_used) == (
-        "real words", backup, "p2", True,
-    )  # fmt: skip
+        "real words",
+        backup,
+        "p2",
+        True,
+    )
     assert reply.failed_deployments == [{"deployment": primary, "error": "EmptyCompletion: no visible text"}]
 
 

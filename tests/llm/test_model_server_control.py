@@ -40,11 +40,18 @@ async def test_control_scripts_errors_with_headers_and_body_and_empty_answers_be
     settings = make_settings(model_server_control=True)
     token = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
     async with serve_app(create_app(settings)) as url, httpx.AsyncClient(base_url=url) as http:
-        script = {"responses": [
-            {"kind": "error", "status": 429, "headers": {"Retry-After": "47"}, "body": {"error": {"message": "slow down"}}},
-            {"kind": "empty", "content": "  "},
-            {"kind": "text", "content": "ok", "latency_s": 0.2},
-        ]}  # fmt: skip
+        script = {
+            "responses": [
+                {
+                    "kind": "error",
+                    "status": 429,
+                    "headers": {"Retry-After": "47"},
+                    "body": {"error": {"message": "slow down"}},
+                },
+                {"kind": "empty", "content": "  "},
+                {"kind": "text", "content": "ok", "latency_s": 0.2},
+            ]
+        }
         assert (await http.post("/control/m1", json=script)).status_code == 401
         assert (await http.post("/control/m1", json=script, headers=token)).json() == {
             "model": "m1",
@@ -55,8 +62,10 @@ async def test_control_scripts_errors_with_headers_and_body_and_empty_answers_be
         slow = await http.post("/v1/chat/completions", json=_chat("m1"))
         recorded = (await http.get("/control/m1", headers=token)).json()
     assert (limited.status_code, limited.headers["retry-after"], limited.json()) == (
-        429, "47", {"error": {"message": "slow down"}},
-    )  # fmt: skip
+        429,
+        "47",
+        {"error": {"message": "slow down"}},
+    )
     assert empty.json()["choices"][0]["message"]["content"] == "  "
     assert slow.json()["choices"][0]["message"]["content"] == "ok"
     assert (recorded["received"], len(recorded["requests"]), recorded["queued"]) == (3, 3, 0)

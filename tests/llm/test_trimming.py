@@ -171,11 +171,15 @@ MODEL = "gpt-4o-mini"
 
 def _exchange(call_id: str, result: str) -> list[dict]:
     return [
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
-        ]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+            ],
+        },
         {"role": "tool", "tool_call_id": call_id, "content": result},
-    ]  # fmt: skip
+    ]
 
 
 def _conversation(result_chars: int) -> list[dict]:
@@ -232,8 +236,14 @@ def test_shrink_never_drops_the_system_prompt_or_latest_question_even_if_they_do
 
 from switchboard.llm.trimming import surely_within  # noqa: E402
 
-_TOOL = {"type": "function", "function": {"name": "search_knowledge", "description": "Search documents.",
-         "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}  # fmt: skip
+_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "search_knowledge",
+        "description": "Search documents.",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+    },
+}
 
 
 @pytest.mark.parametrize(
@@ -256,7 +266,7 @@ def test_surely_within_never_says_yes_to_a_prompt_the_counter_finds_over_budget(
                     "function": {"name": "search_knowledge", "arguments": '{"query": "ship"}'},
                 }
             ],
-        },  # fmt: skip
+        },
         {"role": "tool", "tool_call_id": "c1", "content": text[:200]},
     ]
     counted = count_tokens("gpt-4o-mini", messages, [_TOOL])

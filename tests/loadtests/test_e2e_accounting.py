@@ -16,8 +16,16 @@ acc = loadtest_script("e2e_accounting")
 def record(
     channel: str, customer: str, message_id: str, at: float, status: int = 200, redelivery: bool = False
 ) -> dict:
-    return {"channel": channel, "customer": customer, "message_id": message_id, "posted_at": at,
-            "ack_ms": 5.0, "status": status, "kind": "text", "redelivery": redelivery}  # fmt: skip
+    return {
+        "channel": channel,
+        "customer": customer,
+        "message_id": message_id,
+        "posted_at": at,
+        "ack_ms": 5.0,
+        "status": status,
+        "kind": "text",
+        "redelivery": redelivery,
+    }
 
 
 RECORDS = [
@@ -53,9 +61,13 @@ def test_messages_are_the_first_acknowledged_post_of_each_id() -> None:
     sent = acc.sent_from_records(RECORDS)
 
     assert [(s.channel, s.message_id, s.posted_at) for s in sent] == [
-        ("whatsapp", "m1", 0.0), ("gmail", "m6", 0.0), ("whatsapp", "m2", 0.5),
-        ("instagram", "m5", 1.0), ("whatsapp", "m3", 10.0), ("whatsapp", "m4", 20.0),
-    ]  # fmt: skip
+        ("whatsapp", "m1", 0.0),
+        ("gmail", "m6", 0.0),
+        ("whatsapp", "m2", 0.5),
+        ("instagram", "m5", 1.0),
+        ("whatsapp", "m3", 10.0),
+        ("whatsapp", "m4", 20.0),
+    ]
 
 
 def test_counts_unanswered_turns_and_double_sends() -> None:
@@ -99,13 +111,19 @@ def test_a_message_after_the_handoff_is_handed_to_a_person_not_lost() -> None:
     """A's conversation went human at t=4 after its holding reply: m2 (t=5) and m3 (t=6) get no AI reply by
     design. B's m5 (t=5) has no reply, and B's handoff came after it (t=7): lost. C was never handed off."""
     sent = [
-        acc.Sent("whatsapp", "A", "m1", 0.0), acc.Sent("whatsapp", "A", "m2", 5.0),
-        acc.Sent("whatsapp", "A", "m3", 6.0), acc.Sent("whatsapp", "B", "m5", 5.0),
+        acc.Sent("whatsapp", "A", "m1", 0.0),
+        acc.Sent("whatsapp", "A", "m2", 5.0),
+        acc.Sent("whatsapp", "A", "m3", 6.0),
+        acc.Sent("whatsapp", "B", "m5", 5.0),
         acc.Sent("instagram", "C", "m6", 1.0),
-    ]  # fmt: skip
+    ]
     replies = [acc.Reply("whatsapp", "A", 3.0, "m1", "notice:0", "w1")]  # the holding reply
-    handoffs = {("whatsapp", "m1"): 4.0, ("whatsapp", "m2"): 4.0, ("whatsapp", "m3"): 4.0,
-                ("whatsapp", "m5"): 7.0}  # fmt: skip
+    handoffs = {
+        ("whatsapp", "m1"): 4.0,
+        ("whatsapp", "m2"): 4.0,
+        ("whatsapp", "m3"): 4.0,
+        ("whatsapp", "m5"): 7.0,
+    }
 
     result = acc.account(sent, replies, handoffs)
 
@@ -135,10 +153,20 @@ async def test_a_mail_over_the_threads_reply_cap_counts_as_handed_to_a_person(
             (ext_capped, "automatic reply cap reached: handed to a person"),
             (ext_other, None),
         ):
-            session.add(Message(
-                tenant_id=tenant.id, conversation_id=handle.conversation.id, channel="gmail", direction="inbound",
-                role="user", kind="text", text="again", external_id=ext, inbound_state="done", last_error=detail,
-            ))  # fmt: skip
+            session.add(
+                Message(
+                    tenant_id=tenant.id,
+                    conversation_id=handle.conversation.id,
+                    channel="gmail",
+                    direction="inbound",
+                    role="user",
+                    kind="text",
+                    text="again",
+                    external_id=ext,
+                    inbound_state="done",
+                    last_error=detail,
+                )
+            )
 
     handoffs = await load.handoff_times(database_url)
 

@@ -15,13 +15,26 @@ T0 = 1_000.0  # epoch seconds of the first post
 
 
 def message(row_id: int, wamid: str, *, coalesced: bool = False) -> SimpleNamespace:
-    return SimpleNamespace(id=row_id, external_id=wamid, inbound_state="done", last_error=None,
-                           conversation_id=1, coalesced=coalesced)  # fmt: skip
+    return SimpleNamespace(
+        id=row_id,
+        external_id=wamid,
+        inbound_state="done",
+        last_error=None,
+        conversation_id=1,
+        coalesced=coalesced,
+    )
 
 
 def outbox(correlation: str, inbound: int, part: int = 0) -> SimpleNamespace:
-    return SimpleNamespace(correlation_id=correlation, inbound_message_id=inbound, conversation_id=1,
-                           purpose="reply", part_index=part, status="sent", attempts=1)  # fmt: skip
+    return SimpleNamespace(
+        correlation_id=correlation,
+        inbound_message_id=inbound,
+        conversation_id=1,
+        purpose="reply",
+        part_index=part,
+        status="sent",
+        attempts=1,
+    )
 
 
 def send(seq: int, to: str, at: float, correlation: str | None, text: str = "We ship abroad.") -> dict:

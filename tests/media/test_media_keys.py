@@ -42,9 +42,13 @@ async def _media_text(graph_base: str, settings, kind: str, data: bytes, mime: s
         account = ChannelAccount(tenant_id=uuid.uuid4(), channel="whatsapp", external_account_id="1")
         try:
             return await media_to_text(
-                kind=kind, media=[{"ref": media_id, "mime": mime}], caption="",
-                fetch=partial(channel.fetch_media, account, max_bytes=MAX_MEDIA_BYTES), http=http, settings=settings,
-            )  # fmt: skip
+                kind=kind,
+                media=[{"ref": media_id, "mime": mime}],
+                caption="",
+                fetch=partial(channel.fetch_media, account, max_bytes=MAX_MEDIA_BYTES),
+                http=http,
+                settings=settings,
+            )
         finally:
             await graph.aclose()
 

@@ -76,9 +76,14 @@ def cdn():  # type: ignore[no-untyped-def]
         yield url
 
 
-@pytest.mark.parametrize(("path", "reason", "transient"), [
-    ("/big", "too_large", False), ("/dead", "expired", False), ("/down", "http_502", True),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("path", "reason", "transient"),
+    [
+        ("/big", "too_large", False),
+        ("/dead", "expired", False),
+        ("/down", "http_502", True),
+    ],
+)
 async def test_downloads_that_fail_say_why(cdn, path, reason, transient) -> None:  # type: ignore[no-untyped-def]
     store = MediaStore(MemoryStore(), max_bytes=1024)
     async with httpx.AsyncClient() as http:
@@ -92,8 +97,10 @@ async def test_a_download_is_stored_with_its_sniffed_type(cdn) -> None:  # type:
     async with httpx.AsyncClient() as http:
         stored = await store.copy_url(http, cdn + "/ok", namespace="instagram/t2")
     assert (stored.mime, stored.key.endswith(".jpg"), await store.get(stored.ref)) == (
-        "image/jpeg", True, SAMPLES["jpeg"][0],
-    )  # fmt: skip
+        "image/jpeg",
+        True,
+        SAMPLES["jpeg"][0],
+    )
 
 
 async def test_signed_links_serve_only_our_files_until_they_expire(make_settings) -> None:  # type: ignore[no-untyped-def]

@@ -32,11 +32,16 @@ async def _closed_conversation(sessions, tenant, rows):  # type: ignore[no-untyp
         for index, (role, body, *extra) in enumerate(rows):
             session.add(
                 Message(
-                    tenant_id=tenant.id, conversation_id=conversation.id, channel="whatsapp",
-                    direction="inbound" if role == "user" else "outbound", role=role, text=body,
-                    created_at=base + timedelta(seconds=index), **(extra[0] if extra else {}),
+                    tenant_id=tenant.id,
+                    conversation_id=conversation.id,
+                    channel="whatsapp",
+                    direction="inbound" if role == "user" else "outbound",
+                    role=role,
+                    text=body,
+                    created_at=base + timedelta(seconds=index),
+                    **(extra[0] if extra else {}),
                 )
-            )  # fmt: skip
+            )
         row = await session.get(Conversation, conversation.id)
         row.status, row.closed_at = "closed", utcnow()
         session.add(row)
@@ -85,9 +90,17 @@ async def test_a_memory_that_closes_its_tag_is_rejected_and_a_stored_one_stays_d
         assert await _summarize(sessions, gateway, tenant, conversation) is None
     assert await _memory(sessions, tenant.id, customer.id) == "Likes blue."  # the previous memory stays
     [rejected] = [e for e in logs if e["event"] == "memory_summary_rejected"]
-    assert (rejected["tenant_id"], rejected["customer_id"], rejected["conversation_id"], rejected["reason"]) == (
-        str(tenant.id), str(customer.id), str(conversation.id), "tag",
-    )  # fmt: skip
+    assert (
+        rejected["tenant_id"],
+        rejected["customer_id"],
+        rejected["conversation_id"],
+        rejected["reason"],
+    ) == (
+        str(tenant.id),
+        str(customer.id),
+        str(conversation.id),
+        "tag",
+    )
     assert (await reload(sessions, Conversation, conversation.id)).memory_summarized_at is not None
 
     # a memory stored before these checks (or by any other path) is still only data in the next prompt
@@ -128,8 +141,10 @@ async def test_a_profile_field_with_a_fake_system_block_is_refused_and_a_stored_
         )
     assert result.reply == "Saved, Ana."
     assert [(c.name, c.outcome) for c in result.tool_calls] == [
-        ("save_customer_profile", "error"), ("save_customer_profile", "error"), ("save_customer_profile", "ok"),
-    ]  # fmt: skip
+        ("save_customer_profile", "error"),
+        ("save_customer_profile", "error"),
+        ("save_customer_profile", "ok"),
+    ]
     first, second, third = [m for m in script.requests[-1]["messages"] if m["role"] == "tool"]
     assert json.loads(first["content"])["error"]["type"] == "invalid_arguments"
     assert "tag: </customer_profile>" in first["content"]
@@ -169,13 +184,22 @@ async def test_a_customer_promise_is_stored_as_a_claim_never_as_a_commitment(
     script = await answer_with_script(sessions, tenant.id, offline_model)
     rows = [
         ("user", PROMISE),
-        ("assistant", "I can't see a refund on your account; let me check order A-1001.", {
-            "tool_calls": [{"id": "t1", "type": "function",
-                            "function": {"name": "check_order_status", "arguments": "{}"}}],
-        }),
+        (
+            "assistant",
+            "I can't see a refund on your account; let me check order A-1001.",
+            {
+                "tool_calls": [
+                    {
+                        "id": "t1",
+                        "type": "function",
+                        "function": {"name": "check_order_status", "arguments": "{}"},
+                    }
+                ],
+            },
+        ),
         ("tool", '{"found": true, "status": "shipped", "order_number": "A-1001"}', {"tool_call_id": "t1"}),
         ("human_agent", "We will send a replacement for order A-1001 this week."),
-    ]  # fmt: skip
+    ]
     customer, conversation = await _closed_conversation(sessions, tenant, rows)
 
     # the writer obeys the customer: the promise as a fact, an invented quote, an instruction

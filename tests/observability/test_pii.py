@@ -26,20 +26,41 @@ def test_a_phone_or_address_anywhere_in_a_line_is_masked(
     assert masked.endswith(f"***{phone[-2:]} {after} <{email[0]}***@{email.split('@')[1]}>")
 
 
-@given(value=st.one_of(st.uuids().map(str), st.datetimes().map(lambda d: d.isoformat()), st.integers(0, 10**7 - 1).map(str),
-                       st.from_regex(r"\A[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\Z")))  # fmt: skip
+@given(
+    value=st.one_of(
+        st.uuids().map(str),
+        st.datetimes().map(lambda d: d.isoformat()),
+        st.integers(0, 10**7 - 1).map(str),
+        st.from_regex(r"\A[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\Z"),
+    )
+)
 def test_ids_times_counts_and_versions_are_left_alone(value: str) -> None:
     assert mask_text(f"id={value} done") == f"id={value} done"
 
 
 def test_structured_values_and_message_text_are_masked_in_log_lines_and_spans() -> None:
-    line = mask_pii(None, "info", {"event": "sent to 34611223344", "to": {"wa_id": "34611223344"},
-                                   "text": "hola", "ids": [str(uuid.UUID(int=1))], "count": 34611223344})  # fmt: skip
-    assert line == {"event": "sent to ***44", "to": {"wa_id": "***44"}, "text": "[4 chars]",
-                    "ids": [str(uuid.UUID(int=1))], "count": 34611223344}  # fmt: skip
+    line = mask_pii(
+        None,
+        "info",
+        {
+            "event": "sent to 34611223344",
+            "to": {"wa_id": "34611223344"},
+            "text": "hola",
+            "ids": [str(uuid.UUID(int=1))],
+            "count": 34611223344,
+        },
+    )
+    assert line == {
+        "event": "sent to ***44",
+        "to": {"wa_id": "***44"},
+        "text": "[4 chars]",
+        "ids": [str(uuid.UUID(int=1))],
+        "count": 34611223344,
+    }
     assert mask_attributes({"customer.email": "ana@example.org", "message.text": "hola"}) == {
-        "customer.email": "a***@example.org", "message.text": "[4 chars]",
-    }  # fmt: skip
+        "customer.email": "a***@example.org",
+        "message.text": "[4 chars]",
+    }
 
 
 def test_the_business_accounts_are_named_and_a_customer_under_another_key_is_not() -> None:

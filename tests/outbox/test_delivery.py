@@ -236,10 +236,16 @@ async def test_relay_with_media_goes_out_as_text_then_each_item(
         {"ref": "1000000000000041", "mime": "application/pdf", "filename": "receipt.pdf"},
     )
     item = OutboxItem(
-        conversation_id=scene.conversation.id, channel="whatsapp", channel_account_id=scene.account.id,
-        recipient=agent.phone, part=OutboundPart(text="[Ana] it arrived broken", media=media),
-        purpose=OutboxPurpose.relay, audience="agent", agent_id=agent.id, proxy={"sender": "customer"},
-    )  # fmt: skip
+        conversation_id=scene.conversation.id,
+        channel="whatsapp",
+        channel_account_id=scene.account.id,
+        recipient=agent.phone,
+        part=OutboundPart(text="[Ana] it arrived broken", media=media),
+        purpose=OutboxPurpose.relay,
+        audience="agent",
+        agent_id=agent.id,
+        proxy={"sender": "customer"},
+    )
     async with sessions() as session, session.begin():
         await write_outbox(
             session, tenant_id=scene.tenant.id, items=[item], inbound_message_id=scene.inbound.id
@@ -271,10 +277,13 @@ async def test_rows_written_by_the_old_senders_are_delivered(
     deps, scene = make_deps(), await make_scene()
     async with sessions() as session, session.begin():
         old = Outbox(
-            tenant_id=scene.tenant.id, conversation_id=scene.conversation.id, channel="whatsapp",
-            recipient=scene.customer.phone, payload={"type": "text", "text": "from before", "audience": "customer",
-            "handoff": True}, purpose="notice",
-        )  # fmt: skip
+            tenant_id=scene.tenant.id,
+            conversation_id=scene.conversation.id,
+            channel="whatsapp",
+            recipient=scene.customer.phone,
+            payload={"type": "text", "text": "from before", "audience": "customer", "handoff": True},
+            purpose="notice",
+        )
         session.add(old)
 
     report = await deliver(deps, DeliveryScope(conversation_id=scene.conversation.id))
@@ -300,8 +309,9 @@ async def test_a_message_plus_its_conversation_is_one_pass_the_messages_parts_fi
 
     sent = await sent_by(sandbox[0], scene.phone_number_id)
     assert [(m["to"], m["text"]) for m in sent] == [
-        *((scene.customer.phone, t) for t in TEXTS), (agent.phone, "New conversation for you"),
-    ]  # fmt: skip
+        *((scene.customer.phone, t) for t in TEXTS),
+        (agent.phone, "New conversation for you"),
+    ]
     assert report == DeliveryReport(sent=4, failed=0, pending=0, retry_in_s=None)
     assert notice.inbound_message_id is None
     assert await sent_by(sandbox[0], other.phone_number_id) == []

@@ -122,12 +122,17 @@ async def test_failed_status_records_the_code_and_blocks_the_customers_conversat
     (row,) = await _rows_with_ids(sessions, scene, 1)
     job_args = [
         {
-            "account_id": scene.phone_number_id, "external_id": row.external_id, "status": "failed",
-            "timestamp": "2026-12-01T10:00:00+00:00", "recipient_id": scene.customer.phone, "error_code": 131047,
-            "error_title": "Re-engagement message", "biz_opaque_callback_data": None,
+            "account_id": scene.phone_number_id,
+            "external_id": row.external_id,
+            "status": "failed",
+            "timestamp": "2026-12-01T10:00:00+00:00",
+            "recipient_id": scene.customer.phone,
+            "error_code": 131047,
+            "error_title": "Re-engagement message",
+            "biz_opaque_callback_data": None,
             "conversation_reason": conversation_block_reason(131047),
         }
-    ]  # fmt: skip
+    ]
 
     assert await apply_statuses(sessions, arq_redis, "whatsapp", to_delivery_statuses(job_args)) == 1
 
@@ -154,9 +159,11 @@ async def test_correlation_id_fills_the_provider_id_of_a_sending_row(make_scene,
 
     with captured_logs() as logs:
         changed = await apply_statuses(
-            sessions, arq_redis, "whatsapp",
+            sessions,
+            arq_redis,
+            "whatsapp",
             [_status(scene.phone_number_id, wamid, "delivered", correlation_id=row.correlation_id)],
-        )  # fmt: skip
+        )
 
     assert changed == 1
     (filled,) = await rows_of(sessions, scene)
@@ -218,7 +225,7 @@ async def test_status_job_arguments_become_neutral_statuses() -> None:
                 "error_title": "x",
                 "conversation_reason": "whatsapp 131026: message undeliverable to this customer",
             },
-        ]  # fmt: skip
+        ]
     ) == [
         DeliveryStatus(
             account_id="106",
@@ -226,7 +233,7 @@ async def test_status_job_arguments_become_neutral_statuses() -> None:
             status="read",
             timestamp=datetime(2026, 12, 1, 10, tzinfo=UTC),
             correlation_id="sb:abc",
-        ),  # fmt: skip
+        ),
         DeliveryStatus(
             account_id="106",
             external_id="wamid.B",
@@ -234,7 +241,7 @@ async def test_status_job_arguments_become_neutral_statuses() -> None:
             error_code="131026",
             error_title="x",
             conversation_reason="whatsapp 131026: message undeliverable to this customer",
-        ),  # fmt: skip
+        ),
     ]
 
 

@@ -91,8 +91,9 @@ async def test_a_limit_again_after_the_hold_waits_longer_with_or_without_retry_a
     key = channel_throttle_key("whatsapp", scene.phone_number_id)
     holds = []
     for headers in ({}, {"Retry-After": "5"}, {}, {"Retry-After": "5"}):
-        await script(sandbox[0], phone_number_id=scene.phone_number_id, code=130429, http_status=429,
-                     headers=headers)  # fmt: skip
+        await script(
+            sandbox[0], phone_number_id=scene.phone_number_id, code=130429, http_status=429, headers=headers
+        )
         await arq_redis.delete(key)  # the hold ended
         await set_row(sessions, row.id, next_attempt_at=past(1))
         await deliver(deps, DeliveryScope(inbound_message_id=scene.inbound.id))

@@ -134,8 +134,13 @@ async def test_throttled_account_holds_all_its_rows_and_others_keep_sending(
     await write_parts(sessions, scene, ["reply one", "reply two"])
     await write_parts(sessions, scene, ["a notice"], purpose=OutboxPurpose.notice, keyed=False)
     await write_parts(sessions, elsewhere, ["other number"])
-    await script(sandbox[0], phone_number_id=scene.phone_number_id, code=130429, http_status=400,
-                 headers={"Retry-After": "30"})  # fmt: skip
+    await script(
+        sandbox[0],
+        phone_number_id=scene.phone_number_id,
+        code=130429,
+        http_status=400,
+        headers={"Retry-After": "30"},
+    )
 
     before = utcnow()
     report = await deliver(deps, DeliveryScope(tenant_id=scene.tenant.id))

@@ -28,9 +28,12 @@ async def templated(wa_tenant: WaTenant, sessions: Any, graph_sandbox: tuple[str
     graph = GraphClient(graph_sandbox[0], "v23.0")
     async with sessions() as session:
         await refresh_templates(
-            session, account=wa_tenant.account, waba_id=str(random.randint(10**14, 10**15 - 1)),
-            graph=graph, token=ACCESS_TOKEN,
-        )  # fmt: skip
+            session,
+            account=wa_tenant.account,
+            waba_id=str(random.randint(10**14, 10**15 - 1)),
+            graph=graph,
+            token=ACCESS_TOKEN,
+        )
         await session.commit()
     await graph.aclose()
     return wa_tenant

@@ -55,8 +55,13 @@ async def test_a_template_starts_a_conversation_with_a_new_customer_and_is_deliv
     templated, sessions, deliveries, graph_sandbox
 ) -> None:  # type: ignore[no-untyped-def]
     phone = random_phone()
-    sent = await _start(sessions, templated.tenant.id, phone=f"+{phone[:2]} {phone[2:5]}-{phone[5:]}", template=ORDER,
-                        sender={"key_id": "k1"})  # fmt: skip
+    sent = await _start(
+        sessions,
+        templated.tenant.id,
+        phone=f"+{phone[:2]} {phone[2:5]}-{phone[5:]}",
+        template=ORDER,
+        sender={"key_id": "k1"},
+    )
     assert (sent.created, sent.via, sent.outbox_rows) == (True, "template", 1)
 
     report = await deliver(deliveries, DeliveryScope(conversation_id=sent.conversation_id))
@@ -67,11 +72,22 @@ async def test_a_template_starts_a_conversation_with_a_new_customer_and_is_deliv
         "name": "order_update",
         "language": {"code": "en_US"},
         "components": [
-            {"type": "body", "parameters": [{"type": "text", "text": "Ana"}, {"type": "text", "text": "#1042"},
-                                            {"type": "text", "text": "on its way"}]},
-            {"type": "button", "sub_type": "url", "index": "0", "parameters": [{"type": "text", "text": "1042"}]},
+            {
+                "type": "body",
+                "parameters": [
+                    {"type": "text", "text": "Ana"},
+                    {"type": "text", "text": "#1042"},
+                    {"type": "text", "text": "on its way"},
+                ],
+            },
+            {
+                "type": "button",
+                "sub_type": "url",
+                "index": "0",
+                "parameters": [{"type": "text", "text": "1042"}],
+            },
         ],
-    }  # fmt: skip
+    }
     async with sessions() as session:
         customer = await session.get(Customer, sent.customer_id)
         history = (
@@ -104,7 +120,11 @@ async def test_free_text_inside_the_window_goes_out_outside_it_only_a_template(
     await _set_last_customer_message(sessions, first.conversation_id, timedelta(hours=23, minutes=50))
     again = await _start(sessions, templated.tenant.id, phone=phone, text="Your parcel is at the door.")
     assert (again.conversation_id, again.customer_id, again.created, again.via) == (
-        first.conversation_id, first.customer_id, False, "text")  # fmt: skip
+        first.conversation_id,
+        first.customer_id,
+        False,
+        "text",
+    )
     assert (await deliver(deliveries, DeliveryScope(conversation_id=first.conversation_id))).sent == 2
 
     await _set_last_customer_message(sessions, first.conversation_id, timedelta(hours=25))
@@ -116,19 +136,29 @@ async def test_free_text_inside_the_window_goes_out_outside_it_only_a_template(
 
     assert (await deliver(deliveries, DeliveryScope(conversation_id=first.conversation_id))).sent == 1
     assert [(r["type"], r["text"]) for r in await sent_by(graph_sandbox[0], templated.phone_number_id)] == [
-        ("template", None), ("text", "Your parcel is at the door."), ("template", None)]  # fmt: skip
+        ("template", None),
+        ("text", "Your parcel is at the door."),
+        ("template", None),
+    ]
 
 
 @pytest.mark.parametrize(
     ("choice", "code", "detail"),
     [
         (TemplateChoice("order_update", None), "template_not_found", "exists in several languages"),
-        (TemplateChoice("spring_sale", "en_US", TemplateValues(body=["20%"])), "template_not_approved", "is pending"),
-        (TemplateChoice("order_update", "es", TemplateValues(body=["Ana"], buttons=["1"])),
-         "template_parameters_invalid", r"takes 3 body value\(s\), 1 given"),
+        (
+            TemplateChoice("spring_sale", "en_US", TemplateValues(body=["20%"])),
+            "template_not_approved",
+            "is pending",
+        ),
+        (
+            TemplateChoice("order_update", "es", TemplateValues(body=["Ana"], buttons=["1"])),
+            "template_parameters_invalid",
+            r"takes 3 body value\(s\), 1 given",
+        ),
         (TemplateChoice("no_such", "en_US"), "template_not_found", "no template no_such on this number"),
     ],
-)  # fmt: skip
+)
 async def test_template_mistakes_are_refused_before_anything_is_written(
     templated, sessions, choice, code, detail
 ) -> None:  # type: ignore[no-untyped-def]
@@ -166,8 +196,11 @@ async def test_the_number_to_write_from(templated, sessions, settings) -> None: 
         )
 
 
-@given(st.from_regex(r"[1-9][0-9]{7,14}", fullmatch=True), st.sampled_from(["+", "00", ""]),
-       st.sampled_from(["", " ", "-", "."]))  # fmt: skip
+@given(
+    st.from_regex(r"[1-9][0-9]{7,14}", fullmatch=True),
+    st.sampled_from(["+", "00", ""]),
+    st.sampled_from(["", " ", "-", "."]),
+)
 def test_a_phone_in_any_usual_writing_is_its_digits(digits: str, prefix: str, separator: str) -> None:
     written = prefix + separator.join(digits[i : i + 3] for i in range(0, len(digits), 3))
     assert normalize_phone(written) == digits
@@ -196,8 +229,11 @@ async def test_buttons_and_a_list_go_out_as_whatsapp_interactive_messages(
         prompt="Deliver when?",
         options=[ReplyOption(id="am", title="Morning"), ReplyOption(id="pm", title="Afternoon")],
     )
-    listed = OptionList(prompt="Pick a store", button_label="Stores",
-                        options=[ReplyOption(id=f"s{i}", title=f"Store {i}", description="Open 9-21") for i in range(5)])  # fmt: skip
+    listed = OptionList(
+        prompt="Pick a store",
+        button_label="Stores",
+        options=[ReplyOption(id=f"s{i}", title=f"Store {i}", description="Open 9-21") for i in range(5)],
+    )
     assert (
         await _send(sessions, templated.tenant.id, started.conversation_id, interactive=buttons)
     ).via == "interactive"
@@ -258,8 +294,16 @@ async def test_an_image_and_a_pdf_are_uploaded_to_whatsapp_and_sent_from_the_out
 
     for data, name, caption in ((PNG, "photo.png", "Your parcel"), (PDF, "../invoice 1042.pdf", None)):
         async with sessions() as session:
-            sent = await send_attachment(session, tenant_id=templated.tenant.id, conversation_id=started.conversation_id,
-                                         data=data, filename=name, caption=caption, upload=upload, max_bytes=10**7)  # fmt: skip
+            sent = await send_attachment(
+                session,
+                tenant_id=templated.tenant.id,
+                conversation_id=started.conversation_id,
+                data=data,
+                filename=name,
+                caption=caption,
+                upload=upload,
+                max_bytes=10**7,
+            )
             await session.commit()
         assert sent.via == ("image" if data is PNG else "document")
     await deliver(deliveries, DeliveryScope(conversation_id=started.conversation_id))

@@ -89,8 +89,14 @@ async def test_an_erased_customer_is_nowhere_and_the_others_keep_everything(
     for phone, key in cached.items():
         await redis.set(key, f'{{"name": "{phone}"}}', ex=60)
 
-    report = await erase_customer(sessions, tenant_id=tenant.id, customer_id=ana.customer_id,
-                                  actor="console_user:admin", store=store, redis=redis)  # fmt: skip
+    report = await erase_customer(
+        sessions,
+        tenant_id=tenant.id,
+        customer_id=ana.customer_id,
+        actor="console_user:admin",
+        store=store,
+        redis=redis,
+    )
 
     assert await leftovers(sessions, everything_of(ana)) == []
     assert report.media_files == 1 and report.counts["messages"] == 4
@@ -128,8 +134,9 @@ async def test_an_erased_customer_is_nowhere_and_the_others_keep_everything(
             )
         ).scalar_one()
     assert [(a, b) for a, b, _ in audit] == [
-        ("console_user:admin", "customer_erase_started"), ("console_user:admin", "customer_erased"),
-    ]  # fmt: skip
+        ("console_user:admin", "customer_erase_started"),
+        ("console_user:admin", "customer_erased"),
+    ]
     assert counts == 4 and tokens == 240  # the analytics' counts stay, without the words
 
     async with sessions() as session, session.begin():  # the same phone writes again: a new customer
@@ -165,12 +172,20 @@ async def test_an_erase_killed_halfway_completes_when_run_again(
             raise Killed(step)
 
     with pytest.raises(Killed):
-        await erase_customer(sessions, tenant_id=tenant.id, customer_id=ana.customer_id, actor="cli",
-                             store=store, batch=1, on_batch=die)  # fmt: skip
+        await erase_customer(
+            sessions,
+            tenant_id=tenant.id,
+            customer_id=ana.customer_id,
+            actor="cli",
+            store=store,
+            batch=1,
+            on_batch=die,
+        )
     assert await leftovers(sessions, [ana.email]) != []  # halfway: something is left
 
-    report = await erase_customer(sessions, tenant_id=tenant.id, customer_id=ana.customer_id, actor="cli",
-                                  store=store, batch=1)  # fmt: skip
+    report = await erase_customer(
+        sessions, tenant_id=tenant.id, customer_id=ana.customer_id, actor="cli", store=store, batch=1
+    )
 
     assert not report.already_erased
     assert await leftovers(sessions, everything_of(ana)) == []

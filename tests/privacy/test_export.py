@@ -33,8 +33,9 @@ async def test_the_export_holds_every_message_and_media_file(sessions, make_tena
     ana = await seed_customer(sessions, tenant.id, store, "ana")
     bea = await seed_customer(sessions, tenant.id, store, "bea")
 
-    document, files = _unzip(await export_customer(sessions, tenant_id=tenant.id, customer_id=ana.customer_id,
-                                                   store=store))  # fmt: skip
+    document, files = _unzip(
+        await export_customer(sessions, tenant_id=tenant.id, customer_id=ana.customer_id, store=store)
+    )
 
     assert document["format"] == EXPORT_FORMAT
     assert document["customer"]["phone"] == ana.phone and document["customer"]["email"] == ana.email
@@ -84,7 +85,7 @@ async def test_the_command_line_exports_and_erases_after_the_identity_is_typed_a
             await session.exec(
                 text("SELECT actor FROM audit_logs WHERE action = 'customer_exported' AND target_id = :c"),
                 params={"c": str(ana.customer_id)},
-            )  # fmt: skip
+            )
         ).all()
     assert [tuple(a) for a in audited] == [("cli",)]
 
@@ -98,7 +99,7 @@ async def test_the_command_line_exports_and_erases_after_the_identity_is_typed_a
             await session.exec(
                 text("SELECT external_user_id, phone FROM customers WHERE id = :c"),
                 params={"c": ana.customer_id},
-            )  # fmt: skip
+            )
         ).one()
     assert tuple(row) == (f"erased:{ana.customer_id}", None)
     missing = await cli.arun("customers", "erase", "-t", tenant.slug, ana.email, "--confirm", ana.email)

@@ -25,8 +25,10 @@ DAYS = {
 
 async def _texts(sessions, tenant_id) -> set[str]:
     async with sessions() as session:
-        rows = await session.exec(text("SELECT text FROM messages WHERE tenant_id = :t AND text IS NOT NULL"),
-                                  params={"t": tenant_id})  # fmt: skip
+        rows = await session.exec(
+            text("SELECT text FROM messages WHERE tenant_id = :t AND text IS NOT NULL"),
+            params={"t": tenant_id},
+        )
         return {r[0] for r in rows}
 
 
@@ -44,9 +46,15 @@ async def test_retention_removes_exactly_what_is_older_and_the_preview_says_so(
     async with sessions() as session:
         preview = await retention_preview(await session.connection(), tenant, settings, now=now)
     assert preview == {
-        "messages": 4, "outbox": 2, "memory": 1, "traces": 2, "tool_receipts": 2, "security_alerts": 2, "leads": 1,
+        "messages": 4,
+        "outbox": 2,
+        "memory": 1,
+        "traces": 2,
+        "tool_receipts": 2,
+        "security_alerts": 2,
+        "leads": 1,
         "event_deliveries": 2,
-    }  # fmt: skip
+    }
 
     report = await apply_retention(sessions, settings, store=store, now=now, batch=3, tenant_ids=[tenant.id])
 
@@ -58,12 +66,31 @@ async def test_retention_removes_exactly_what_is_older_and_the_preview_says_so(
     async with sessions() as session:
         conn = await session.connection()
         left = {
-            table: (await conn.execute(text(f"SELECT count(*) FROM {table} WHERE tenant_id = :t"), {"t": tenant.id})).scalar_one()
-            for table in ("messages", "user_memories", "leads", "event_outbox", "webhook_deliveries", "security_alerts", "turns")
-        }  # fmt: skip
+            table: (
+                await conn.execute(
+                    text(f"SELECT count(*) FROM {table} WHERE tenant_id = :t"), {"t": tenant.id}
+                )
+            ).scalar_one()
+            for table in (
+                "messages",
+                "user_memories",
+                "leads",
+                "event_outbox",
+                "webhook_deliveries",
+                "security_alerts",
+                "turns",
+            )
+        }
         after = await retention_preview(conn, tenant, settings, now=now)
-    assert left == {"messages": 8, "user_memories": 1, "leads": 1, "event_outbox": 2, "webhook_deliveries": 2,
-                    "security_alerts": 2, "turns": 4}  # fmt: skip
+    assert left == {
+        "messages": 8,
+        "user_memories": 1,
+        "leads": 1,
+        "event_outbox": 2,
+        "webhook_deliveries": 2,
+        "security_alerts": 2,
+        "turns": 4,
+    }
     assert set(after.values()) == {0}
     assert await apply_retention(sessions, settings, store=store, now=now, tenant_ids=[tenant.id]) == {}
 

@@ -55,9 +55,12 @@ def make_key(sessions: Any) -> MakeKey:
     ) -> str:
         async with sessions() as session, session.begin():
             token, _ = await create_tenant_key(
-                session, tenant_id=tenant.id, scopes=list(API_SCOPES) if scopes is None else scopes,
-                name="test", expires_at=expires_at,
-            )  # fmt: skip
+                session,
+                tenant_id=tenant.id,
+                scopes=list(API_SCOPES) if scopes is None else scopes,
+                name="test",
+                expires_at=expires_at,
+            )
         return token
 
     return make
@@ -98,10 +101,14 @@ async def world(
     user = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
     async with sessions() as session, session.begin():
         message = Message(
-            tenant_id=tenant.id, conversation_id=scene.conversation.id, channel="whatsapp",
-            channel_account_id=account.id, direction=MessageDirection.outbound.value,
-            role=MessageRole.assistant.value, text="We open at 9.",
-        )  # fmt: skip
+            tenant_id=tenant.id,
+            conversation_id=scene.conversation.id,
+            channel="whatsapp",
+            channel_account_id=account.id,
+            direction=MessageDirection.outbound.value,
+            role=MessageRole.assistant.value,
+            text="We open at 9.",
+        )
         session.add(message)
     setup = await make_key(tenant, scopes=["knowledge:write", "webhooks:manage", "messages:write"])
     async with api(setup) as client:
@@ -129,13 +136,20 @@ async def world(
         export_key(tenant.id, ids["export_id"]), b"PK\x05\x06" + b"\x00" * 18
     )
     return World(
-        tenant=tenant, ids=ids, user_id=user.id, new_phone=random_phone(),
+        tenant=tenant,
+        ids=ids,
+        user_id=user.id,
+        new_phone=random_phone(),
         customer_identity=str(scene.customer.phone or scene.customer.external_user_id),
-    )  # fmt: skip
+    )
 
 
-ORDER_UPDATE = {"name": "order_update", "language": "en_US", "body": ["Ana", "#1042", "on its way"],
-                "buttons": ["1042"]}  # fmt: skip
+ORDER_UPDATE = {
+    "name": "order_update",
+    "language": "en_US",
+    "body": ["Ana", "#1042", "on its way"],
+    "buttons": ["1042"],
+}
 """An approved template of the Graph sandbox's samples, with the values it takes."""
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 100
 """A file whose bytes say PNG (what ``sendAttachment`` checks)."""

@@ -12,8 +12,20 @@ from tests.utils.agent import make_conversation
 
 async def test_create_list_and_revoke_a_key_from_the_command_line(cli, make_tenant, api) -> None:
     shop = await make_tenant("Cli Key Shop")
-    created = await cli.arun("api-keys", "create", "-t", shop.slug, "-s", "leads:read", "-s", "conversations:read",
-                             "--name", "shop backend", "--expires-in-days", "30")  # fmt: skip
+    created = await cli.arun(
+        "api-keys",
+        "create",
+        "-t",
+        shop.slug,
+        "-s",
+        "leads:read",
+        "-s",
+        "conversations:read",
+        "--name",
+        "shop backend",
+        "--expires-in-days",
+        "30",
+    )
     assert created.exit_code == 0, created.output
     key = re.search(r"key: (sbk_\S+)", created.output).group(1)  # type: ignore[union-attr]
     key_id = re.search(r"created key (\S+)", created.output).group(1)  # type: ignore[union-attr]

@@ -65,11 +65,18 @@ async def test_templates_are_refreshed_and_listed_with_the_values_they_take(
     items = first.json()["items"] + rest.json()["items"]
     assert rest.json()["next_cursor"] is None
     assert sorted((t["name"], t["language"]) for t in items) == [
-        ("hello_world", "en_US"), ("order_update", "en_US"), ("order_update", "es"), ("shipping_label", "en_US"),
-        ("spring_sale", "en_US")]  # fmt: skip
+        ("hello_world", "en_US"),
+        ("order_update", "en_US"),
+        ("order_update", "es"),
+        ("shipping_label", "en_US"),
+        ("spring_sale", "en_US"),
+    ]
     order = next(t for t in items if (t["name"], t["language"]) == ("order_update", "en_US"))
     assert (order["body_values"], order["button_values"], order["body_text"]) == (
-        ["1", "2", "3"], 1, "Hi {{1}}, your order {{2}} is {{3}}.")  # fmt: skip
+        ["1", "2", "3"],
+        1,
+        "Hi {{1}}, your order {{2}} is {{3}}.",
+    )
 
 
 async def test_start_with_a_template_works_and_free_text_outside_the_window_is_a_problem(
@@ -91,7 +98,10 @@ async def test_start_with_a_template_works_and_free_text_outside_the_window_is_a
     )
     problem = refused.json()
     assert (problem["code"], problem["title"], problem["status"]) == (
-        "outside_customer_service_window", "Outside the customer-service window", 409)  # fmt: skip
+        "outside_customer_service_window",
+        "Outside the customer-service window",
+        409,
+    )
     assert "only within 24 hours of the customer's last message" in problem["detail"]
     assert "Send an approved template instead" in problem["detail"]
 
@@ -106,7 +116,8 @@ async def test_start_with_a_template_works_and_free_text_outside_the_window_is_a
     async with sessions() as session:
         rows = (await session.exec(select(Outbox).where(Outbox.tenant_id == wa_tenant.tenant.id))).all()
     assert [(r.purpose, r.payload["type"], r.payload["template"]["name"], r.recipient) for r in rows] == [
-        ("human_reply", "template", "order_update", phone)]  # fmt: skip
+        ("human_reply", "template", "order_update", phone)
+    ]
 
 
 async def test_send_message_needs_its_scope_and_the_tenant_s_own_conversation(
@@ -152,9 +163,15 @@ async def test_a_webhook_secret_is_rotated_with_an_overlap(
     cipher = CredentialCipher(settings.secret("encryption_key").encode())
     async with sessions() as session, session.begin():
         endpoint, old = await create_endpoint(
-            session, tenant_id=wa_tenant.tenant.id, url="https://127.0.0.1/hook", event_types=[], description="",
-            cipher=cipher, egress=EgressPolicy(allow_loopback=True), signature_scheme="standard",
-        )  # fmt: skip
+            session,
+            tenant_id=wa_tenant.tenant.id,
+            url="https://127.0.0.1/hook",
+            event_types=[],
+            description="",
+            cipher=cipher,
+            egress=EgressPolicy(allow_loopback=True),
+            signature_scheme="standard",
+        )
     key = await make_key(wa_tenant.tenant, scopes=["webhooks:manage"])
     async with outreach_api(key) as client:
         rotated = await client.post(f"/api/v1/webhooks/{endpoint.id}/rotate-secret", json={"overlap_s": 3600})
@@ -188,8 +205,11 @@ async def test_an_attachment_is_checked_by_its_content_and_sent_inside_the_windo
         url = f"/api/v1/conversations/{started['conversation_id']}/attachments"
         outside = await client.post(url, files={"file": ("p.png", PNG, "image/png")})
         async with sessions() as session, session.begin():
-            await session.exec(update(Conversation).where(Conversation.id == started["conversation_id"])
-                               .values(last_customer_message_at=utcnow() - timedelta(minutes=2)))  # fmt: skip
+            await session.exec(
+                update(Conversation)
+                .where(Conversation.id == started["conversation_id"])
+                .values(last_customer_message_at=utcnow() - timedelta(minutes=2))
+            )
         disguised = await client.post(url, files={"file": ("p.png", b"MZ\x90\x00 not an image", "image/png")})
         sent = await client.post(
             url, files={"file": ("p.png", PNG, "image/png")}, data={"caption": "Your parcel"}

@@ -30,7 +30,7 @@ async def _many_conversations(sessions, tenant, count: int) -> set[str]:  # type
                 channel="whatsapp",
                 status="closed",
                 created_at=now if i % 2 else now - timedelta(milliseconds=i),
-            )  # fmt: skip
+            )
             for i in range(count)
         ]
         session.add_all(rows)

@@ -43,7 +43,9 @@ async def test_conversation_actions_and_messages(world, api, make_key) -> None:
     assert closed.json()["status"] == "closed" and closed.json()["closed_at"]
     assert refused.status_code == 409 and "closed" in refused.json()["detail"]
     assert [(m["sender"], m["text"]) for m in messages.json()["items"]] == [
-        ("ai", "We open at 9."), ("customer", "hello?")]  # fmt: skip
+        ("ai", "We open at 9."),
+        ("customer", "hello?"),
+    ]
     assert bad_target.status_code == 422 and bad_target.json()["errors"][0]["field"] == "to"
 
 

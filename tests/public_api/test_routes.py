@@ -103,5 +103,15 @@ async def test_the_merged_openapi_validates_and_every_operation_answers(world, a
             answer = await client.request(method, fill(path, world.ids), **request_body(operation_id, world))
             assert answer.status_code < 400, f"{method} {path}: {answer.status_code} {answer.text}"
     assert len(ids) == len(set(ids))
-    assert {"listConversations", "getConversation", "listMessages", "listCustomers", "updateCustomer",
-            "uploadDocument", "searchKnowledge", "listLeads", "sendFeedback", "createWebhookEndpoint"} <= set(ids)  # fmt: skip
+    assert {
+        "listConversations",
+        "getConversation",
+        "listMessages",
+        "listCustomers",
+        "updateCustomer",
+        "uploadDocument",
+        "searchKnowledge",
+        "listLeads",
+        "sendFeedback",
+        "createWebhookEndpoint",
+    } <= set(ids)

@@ -102,9 +102,13 @@ async def test_a_sweep_due_while_one_runs_is_not_queued_again(redis_url: str) ->
     queue = Queue.chat.value
     pool, sync = await create_pool(RedisSettings.from_dsn(redis_url)), Redis.from_url(redis_url)
     worker = QueueWorker(
-        functions=[], cron_jobs=[sweep_cron(slow_sweep, name="slow_sweep", second=set(range(60)))],
-        redis_pool=pool, queue_name=queue, poll_delay=0.05, handle_signals=False,
-    )  # fmt: skip
+        functions=[],
+        cron_jobs=[sweep_cron(slow_sweep, name="slow_sweep", second=set(range(60)))],
+        redis_pool=pool,
+        queue_name=queue,
+        poll_delay=0.05,
+        handle_signals=False,
+    )
     main = asyncio.create_task(worker.main())
 
     async def until(condition: Any, timeout_s: float = 60.0) -> None:

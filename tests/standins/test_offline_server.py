@@ -202,8 +202,10 @@ def test_demo_describes_an_image_without_words_that_read_as_the_customers():
         {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
     ]
     answer = demo_reply([{"role": "user", "content": content}], [SEARCH_TOOL, ESCALATE_TOOL])
-    assert answer == {"content": f"{OFFLINE_MARKER} An image the offline stand-in model cannot see (a real "
-                                 "provider's vision model describes it here)."}  # fmt: skip
+    assert answer == {
+        "content": f"{OFFLINE_MARKER} An image the offline stand-in model cannot see (a real "
+        "provider's vision model describes it here)."
+    }
     follow_up = demo_reply(
         [{"role": "user", "content": f"[image: {answer['content']}] my valve"}], [ESCALATE_TOOL]
     )
@@ -242,12 +244,17 @@ def test_demo_quotes_a_passage_without_its_markdown_bold() -> None:
     """WhatsApp bold is one ``*``: a document's ``**question**`` would show its asterisks to the customer."""
     messages = [
         {"role": "user", "content": "returns?"},
-        {"role": "assistant", "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "search_knowledge", "arguments": "{}"}}
-        ]},
-        {"role": "tool", "tool_call_id": "c1", "content": json.dumps(
-            [{"text": "**What is your returns policy?** Returns: within 30 days."}]
-        )},
-    ]  # fmt: skip
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "search_knowledge", "arguments": "{}"}}
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "c1",
+            "content": json.dumps([{"text": "**What is your returns policy?** Returns: within 30 days."}]),
+        },
+    ]
     content = demo_reply(messages, [SEARCH_TOOL])["content"]
     assert '"What is your returns policy? Returns: within 30 days."' in content and "*" not in content

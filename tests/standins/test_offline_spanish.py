@@ -39,8 +39,14 @@ def _after(tool: str, question: str, result: str) -> list[dict]:
 def test_a_spanish_order_question_is_looked_up_and_answered_in_spanish():
     asked = demo_reply([{"role": "user", "content": "¿Dónde está mi pedido A-1004?"}], [SEARCH, ORDER])
     assert asked["tool_calls"] == [{"name": "check_order_status", "arguments": {"order_number": "A-1004"}}]
-    status = {"found": True, "order_number": "A-1004", "status": "shipped", "carrier": "UPS",
-              "tracking_number": "1Z9", "estimated_delivery": "2026-12-09T18:00:00Z"}  # fmt: skip
+    status = {
+        "found": True,
+        "order_number": "A-1004",
+        "status": "shipped",
+        "carrier": "UPS",
+        "tracking_number": "1Z9",
+        "estimated_delivery": "2026-12-09T18:00:00Z",
+    }
     content = demo_reply(
         _after("check_order_status", "¿Dónde está mi pedido A-1004?", json.dumps(status)), [ORDER]
     )
@@ -70,9 +76,15 @@ def test_passages_and_a_handover_are_said_in_the_customers_language():
 
 @pytest.mark.parametrize(
     ("text", "language"),
-    [("hola", "es"), ("Hi! Does it come in another color?", "en"), ("¿Tienen el ventilador en azul?", "es"),
-     ("Where is my order A-1004?", "en"), ("Quiero devolver un producto", "es"), ("When do you open?", "en")],
-)  # fmt: skip
+    [
+        ("hola", "es"),
+        ("Hi! Does it come in another color?", "en"),
+        ("¿Tienen el ventilador en azul?", "es"),
+        ("Where is my order A-1004?", "en"),
+        ("Quiero devolver un producto", "es"),
+        ("When do you open?", "en"),
+    ],
+)
 def test_the_customers_language_is_recognised(text, language):
     assert customer_language(text) == language
 

@@ -18,16 +18,23 @@ def _client(*, client_host: str = "127.0.0.1") -> tuple[httpx.AsyncClient, objec
 
 
 def _text(to: str, text: str) -> dict:
-    return {"messaging_product": "whatsapp", "to": to, "type": "text", "text": {"body": text},
-            "biz_opaque_callback_data": "sb:1"}  # fmt: skip
+    return {
+        "messaging_product": "whatsapp",
+        "to": to,
+        "type": "text",
+        "text": {"body": text},
+        "biz_opaque_callback_data": "sb:1",
+    }
 
 
 async def test_sends_are_listed_per_number_and_scripts_answer_in_order() -> None:
     client, state = _client()
     auth = {"Authorization": "Bearer t"}
     async with client:
-        queued = await client.post("/_control/failures", json={
-            "phone_number_id": "111", "code": 130429, "headers": {"Retry-After": "7"}, "times": 1})  # fmt: skip
+        queued = await client.post(
+            "/_control/failures",
+            json={"phone_number_id": "111", "code": 130429, "headers": {"Retry-After": "7"}, "times": 1},
+        )
         assert queued.json() == {"queued": 1}
         await client.post("/_control/failures", json={"phone_number_id": "111", "mode": "accept_then_500"})
         await client.post(

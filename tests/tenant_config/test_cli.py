@@ -23,10 +23,15 @@ async def test_set_encrypts_the_key_shows_it_as_set_and_audits_the_change(
 ):
     tenant = await make_tenant()
     result = await cli.arun(
-        "tenant", "settings", "set", "-t", tenant.slug,
-        "agent.name=Sam", "loop.max_tool_iterations=3",
+        "tenant",
+        "settings",
+        "set",
+        "-t",
+        tenant.slug,
+        "agent.name=Sam",
+        "loop.max_tool_iterations=3",
         'llm.deployments=[{"id": "main", "provider": "openai", "model": "gpt-4o-mini", "api_key": "sk-test-123"}]',
-    )  # fmt: skip
+    )
     assert result.exit_code == 0, result.output
     assert "agent.name" in result.output and "llm.deployments" in result.output
 

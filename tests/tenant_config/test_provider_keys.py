@@ -68,9 +68,17 @@ async def test_testing_a_deployment_at_a_tenant_address_never_sends_the_platform
     api, make_tenant, listener, provider, base_path
 ):
     tenant = await make_tenant(
-        llm={"deployments": [{"id": "main", "provider": provider, "model": "gpt-4o-mini",
-                              "api_base": listener.url + base_path}]}
-    )  # fmt: skip
+        llm={
+            "deployments": [
+                {
+                    "id": "main",
+                    "provider": provider,
+                    "model": "gpt-4o-mini",
+                    "api_base": listener.url + base_path,
+                }
+            ]
+        }
+    )
     response = await api.post(f"/v1/admin/tenants/{tenant.slug}/settings/deployments/main/test")
     assert response.status_code == 200, response.text
     _no_canary(listener)
@@ -114,8 +122,13 @@ async def test_changing_the_provider_drops_the_stored_key(api, make_tenant, list
     first = {"id": "main", "provider": "anthropic", "model": "claude-haiku-4-5", "api_key": TENANT_KEY}
     assert (await api.patch(base, json={"llm": {"deployments": [first]}})).status_code == 200
     # same model field, another provider whose address is the tenant's
-    moved = {"id": "main", "provider": "openai_compatible", "model": "m", "api_base": listener.url + "/v1",
-             "api_key": "set"}  # fmt: skip
+    moved = {
+        "id": "main",
+        "provider": "openai_compatible",
+        "model": "m",
+        "api_base": listener.url + "/v1",
+        "api_key": "set",
+    }
     assert (await api.put(base, json={"llm": {"deployments": [moved]}})).status_code == 200
     assert "api_key_encrypted" not in await _stored_deployment(sessions, tenant.id)
     assert (await api.post(f"{base}/deployments/main/test")).json()["ok"] is True  # keyless server
@@ -126,8 +139,13 @@ async def test_changing_the_provider_drops_the_stored_key(api, make_tenant, list
 async def test_an_unchanged_address_keeps_the_stored_key(api, make_tenant, listener, sessions, settings):
     tenant = await make_tenant()
     base = f"/v1/admin/tenants/{tenant.slug}/settings"
-    first = {"id": "main", "provider": "openai_compatible", "model": "m", "api_base": listener.url + "/v1",
-             "api_key": TENANT_KEY}  # fmt: skip
+    first = {
+        "id": "main",
+        "provider": "openai_compatible",
+        "model": "m",
+        "api_base": listener.url + "/v1",
+        "api_key": TENANT_KEY,
+    }
     assert (await api.patch(base, json={"llm": {"deployments": [first]}})).status_code == 200
     # another spelling of the same address (trailing slash, upper-case scheme) and a new model
     same = {
@@ -147,9 +165,13 @@ async def test_an_unchanged_address_keeps_the_stored_key(api, make_tenant, liste
 async def test_cli_set_of_a_new_api_base_drops_the_stored_key(cli, make_tenant, listener, sessions, api):
     tenant = await make_tenant()
     given = await cli.arun(
-        "tenant", "settings", "set", "-t", tenant.slug,
+        "tenant",
+        "settings",
+        "set",
+        "-t",
+        tenant.slug,
         f'llm.deployments=[{{"id": "main", "provider": "openai", "model": "gpt-4o-mini", "api_key": "{TENANT_KEY}"}}]',
-    )  # fmt: skip
+    )
     assert given.exit_code == 0, given.output
     moved = await cli.arun(
         "tenant", "settings", "set", "-t", tenant.slug, f"llm.deployments[main].api_base={listener.url}/v1"
@@ -167,9 +189,13 @@ async def test_cli_edit_of_a_new_api_base_drops_the_stored_key(
 ):
     tenant = await make_tenant()
     given = await cli.arun(
-        "tenant", "settings", "set", "-t", tenant.slug,
+        "tenant",
+        "settings",
+        "set",
+        "-t",
+        tenant.slug,
         f'llm.deployments=[{{"id": "main", "provider": "openai", "model": "gpt-4o-mini", "api_key": "{TENANT_KEY}"}}]',
-    )  # fmt: skip
+    )
     assert given.exit_code == 0, given.output
     script = tmp_path / "editor.py"
     script.write_text(

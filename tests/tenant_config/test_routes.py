@@ -139,8 +139,9 @@ async def test_put_replaces_the_document_and_get_shows_defaults_in_the_tenants_l
     assert view["sections"]["agent"]["name"] == "Assistant"
     assert view["sections"]["handoff"]["queue_reply"].startswith("Todo nuestro equipo")
     assert without_test_defaults((await api.get(base, params={"view": "overrides"})).json()["sections"]) == {
-        "locale": {"language": "es"}, "loop": {"turn_timeout_s": 60.0},
-    }  # fmt: skip
+        "locale": {"language": "es"},
+        "loop": {"turn_timeout_s": 60.0},
+    }
     # the same document again changes nothing and writes no audit row
     same = await api.put(base, json={"locale": {"language": "es"}, "loop": {"turn_timeout_s": 60}})
     assert same.json()["change"] is None

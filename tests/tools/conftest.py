@@ -50,14 +50,24 @@ async def _broken_shape(ctx, args: EchoArgs):  # returns another shape than it d
 
 TEST_TOOLS = (
     ToolContract(
-        name="slow_echo", version="0.1", description="Echo text after a while.", input_model=EchoArgs,
-        result_model=EchoResult, policy=ToolPolicy(kind="read"), handler=_slow_echo,
+        name="slow_echo",
+        version="0.1",
+        description="Echo text after a while.",
+        input_model=EchoArgs,
+        result_model=EchoResult,
+        policy=ToolPolicy(kind="read"),
+        handler=_slow_echo,
     ),
     ToolContract(
-        name="broken_shape", version="0.1", description="Returns something of the wrong shape.",
-        input_model=EchoArgs, result_model=EchoResult, policy=ToolPolicy(kind="read"), handler=_broken_shape,
+        name="broken_shape",
+        version="0.1",
+        description="Returns something of the wrong shape.",
+        input_model=EchoArgs,
+        result_model=EchoResult,
+        policy=ToolPolicy(kind="read"),
+        handler=_broken_shape,
     ),
-)  # fmt: skip
+)
 
 
 @dataclass

@@ -51,9 +51,13 @@ async def test_a_write_needing_approval_notifies_the_online_agent_who_approves_i
         (agent.phone, True)
     ]
     (answer,) = await run_command(
-        sessions, None, agent_id=agent.id, command=parse_command(f"/approve {short_id(action.id)}"),
-        console_conversation_id=uuid.uuid4(), trace_id="t",
-    )  # fmt: skip
+        sessions,
+        None,
+        agent_id=agent.id,
+        command=parse_command(f"/approve {short_id(action.id)}"),
+        console_conversation_id=uuid.uuid4(),
+        trace_id="t",
+    )
     assert answer.text.startswith(f"Approved {short_id(action.id)}: done")
     async with sessions() as session:
         leads = (await session.exec(select(Lead).where(Lead.tenant_id == shop.tenant_id))).all()

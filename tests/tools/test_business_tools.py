@@ -56,10 +56,14 @@ def injected(
         "idempotency_key": key,
         "tool_config": None,
         "capability": sign_capability(
-            _CAPABILITY_KEY[0], tenant_id=tenant or shop.tenant_id, customer_id=customer_ref,
-            conversation_id=shop.conversation_id, trace_id=trace, tools=CONTRACTS,
+            _CAPABILITY_KEY[0],
+            tenant_id=tenant or shop.tenant_id,
+            customer_id=customer_ref,
+            conversation_id=shop.conversation_id,
+            trace_id=trace,
+            tools=CONTRACTS,
         ),
-    }  # fmt: skip
+    }
 
 
 async def run(server, name, args, inj):

@@ -19,9 +19,12 @@ KEY = "k" * 32
 
 def _sign(**overrides):  # type: ignore[no-untyped-def]
     values = dict(
-        tenant_id=uuid.uuid4(), customer_id=uuid.uuid4(), conversation_id=uuid.uuid4(), trace_id="t1",
+        tenant_id=uuid.uuid4(),
+        customer_id=uuid.uuid4(),
+        conversation_id=uuid.uuid4(),
+        trace_id="t1",
         tools=["lookup_product"],
-    )  # fmt: skip
+    )
     values.update(overrides)
     return values, sign_capability(KEY, **values)
 
@@ -29,9 +32,17 @@ def _sign(**overrides):  # type: ignore[no-untyped-def]
 def test_a_capability_round_trips_and_says_what_it_covers():
     values, token = _sign()
     capability = verify_capability(KEY, token)
-    assert (capability.tenant_id, capability.customer_id, capability.conversation_id, capability.trace_id) == (
-        values["tenant_id"], values["customer_id"], values["conversation_id"], "t1",
-    )  # fmt: skip
+    assert (
+        capability.tenant_id,
+        capability.customer_id,
+        capability.conversation_id,
+        capability.trace_id,
+    ) == (
+        values["tenant_id"],
+        values["customer_id"],
+        values["conversation_id"],
+        "t1",
+    )
     assert capability.tools == frozenset({"lookup_product"})
 
 
@@ -50,7 +61,7 @@ def test_a_capability_round_trips_and_says_what_it_covers():
                 tools=[],
             ),
             "bad_signature",
-        ),  # fmt: skip
+        ),
         (
             sign_capability(
                 KEY,
@@ -63,7 +74,7 @@ def test_a_capability_round_trips_and_says_what_it_covers():
                 now=1_000.0,
             ),
             "expired",
-        ),  # fmt: skip
+        ),
     ],
     ids=["none", "empty", "forged", "expired"],
 )
@@ -91,16 +102,21 @@ async def _call(url, settings, name, arguments):  # type: ignore[no-untyped-def]
 
 def _ids(shop, trace="a" * 32):  # type: ignore[no-untyped-def]
     return {
-        "tenant_id": str(shop.tenant_id), "customer_id": str(shop.customer_id),
-        "conversation_id": str(shop.conversation_id), "trace_id": trace,
-    }  # fmt: skip
+        "tenant_id": str(shop.tenant_id),
+        "customer_id": str(shop.customer_id),
+        "conversation_id": str(shop.conversation_id),
+        "trace_id": trace,
+    }
 
 
 def _capability(settings, shop, tools, trace="a" * 32, **overrides):  # type: ignore[no-untyped-def]
     values = dict(
-        tenant_id=shop.tenant_id, customer_id=shop.customer_id, conversation_id=shop.conversation_id,
-        trace_id=trace, tools=tools,
-    )  # fmt: skip
+        tenant_id=shop.tenant_id,
+        customer_id=shop.customer_id,
+        conversation_id=shop.conversation_id,
+        trace_id=trace,
+        tools=tools,
+    )
     values.update(overrides)
     return sign_capability(settings.secret("tool_capability_key"), **values)
 
@@ -174,9 +190,12 @@ async def test_a_caller_sent_tool_config_never_replaces_the_stored_one(
     async with sessions() as session, session.begin():
         await configure_tool(session, shop.tenant_id, "create_lead", {"needs_approval": True})
     arguments = {
-        "interest": "bulk order", **_ids(shop), "idempotency_key": f"k-{uuid.uuid4()}",
-        "tool_config": sent_config, "capability": _capability(settings, shop, ["create_lead"]),
-    }  # fmt: skip
+        "interest": "bulk order",
+        **_ids(shop),
+        "idempotency_key": f"k-{uuid.uuid4()}",
+        "tool_config": sent_config,
+        "capability": _capability(settings, shop, ["create_lead"]),
+    }
     result = await _call(url, settings, "create_lead", arguments)
     assert not result.is_error and result.structured_content["status"] == "pending_approval"
     async with sessions() as session:

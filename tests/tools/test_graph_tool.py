@@ -17,9 +17,12 @@ async def _ingest_corpus(sessions, settings, tenant_id) -> None:  # type: ignore
         async with sessions() as session, session.begin():
             outcome = await register_upload(session, settings, tenant_id=tenant_id, filename=name, data=data)
         report = await ingest_source(
-            sessions, settings, tenant_id=tenant_id, source_id=outcome.source.id,
+            sessions,
+            settings,
+            tenant_id=tenant_id,
+            source_id=outcome.source.id,
             content_hash=outcome.source.content_hash,
-        )  # fmt: skip
+        )
         assert report.status == "ready", report.error
 
 

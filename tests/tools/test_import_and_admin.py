@@ -130,8 +130,11 @@ async def test_admin_api_toolbox_and_import(settings, sessions, make_tenant, orc
             f"{prefix}/tools/create_lead", headers=admin, json={"custom_config": {"needs_approval": True}}
         )
         assert configured.json() == {
-            "tool_name": "create_lead", "enabled": True, "custom_config": {"needs_approval": True}, "kind": "write",
-        }  # fmt: skip
+            "tool_name": "create_lead",
+            "enabled": True,
+            "custom_config": {"needs_approval": True},
+            "kind": "write",
+        }
         assert (
             await http.put(f"{prefix}/tools/rm_rf", headers=admin, json={"enabled": True})
         ).status_code == 404

@@ -28,16 +28,30 @@ async def api(settings, sessions, make_tenant):
 
 
 CASES = [
-    ("products", 'sku,name,price,attributes\nA1,Pump,10,"{""a"": ""x\\u0000y""}"\n', "attributes: contains a NUL"),
+    (
+        "products",
+        'sku,name,price,attributes\nA1,Pump,10,"{""a"": ""x\\u0000y""}"\n',
+        "attributes: contains a NUL",
+    ),
     ("products", 'sku,name,price,attributes\nA2,Pump,10,"{""a\\ud800"": 1}"\n', "attributes: contains a NUL"),
     ("products", 'sku,name,price,attributes\nA3,Pump,10,"{""a"": NaN}"\n', "attributes: holds a number that"),
-    ("products", "sku,name,price,stock\nA4,Pump,10,99999999999\n", "stock: Input should be less than or equal"),
-    ("stores", 'name,address,city,lat,lon,opening_hours\nS,Main st,Town,1,1,"{""mon"": ""9\\u0000""}"\n',
-     "opening_hours: contains a NUL"),
+    (
+        "products",
+        "sku,name,price,stock\nA4,Pump,10,99999999999\n",
+        "stock: Input should be less than or equal",
+    ),
+    (
+        "stores",
+        'name,address,city,lat,lon,opening_hours\nS,Main st,Town,1,1,"{""mon"": ""9\\u0000""}"\n',
+        "opening_hours: contains a NUL",
+    ),
     ("slots", "starts_at\n9999-12-31T23:00:00-14:00\n", "starts_at: is out of range"),
-    ("orders", "order_number,customer,status,total,placed_at\nO1,a@example.com,paid,1,0001-01-01T00:00:00+14:00\n",
-     "placed_at: is out of range"),
-]  # fmt: skip
+    (
+        "orders",
+        "order_number,customer,status,total,placed_at\nO1,a@example.com,paid,1,0001-01-01T00:00:00+14:00\n",
+        "placed_at: is out of range",
+    ),
+]
 
 
 @pytest.mark.parametrize(("kind", "body", "reason"), CASES)

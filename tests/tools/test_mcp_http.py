@@ -38,10 +38,14 @@ def turn(
     shop, *, trace: str | None = None, untrusted: bool = False, channel: str = "whatsapp"
 ) -> ToolContext:
     return ToolContext(
-        tenant_id=shop.tenant_id, customer_id=shop.customer_id, conversation_id=shop.conversation_id,
-        trace_id=trace or uuid.uuid4().hex, sessions=shop.sessions, has_untrusted_content=untrusted,
+        tenant_id=shop.tenant_id,
+        customer_id=shop.customer_id,
+        conversation_id=shop.conversation_id,
+        trace_id=trace or uuid.uuid4().hex,
+        sessions=shop.sessions,
+        has_untrusted_content=untrusted,
         channel=channel,
-    )  # fmt: skip
+    )
 
 
 async def receipts(sessions, trace_id) -> list[ToolReceipt]:
@@ -80,9 +84,13 @@ async def test_legacy_sse_transport_is_served_behind_the_token(mcp_server, setti
         await mcp.initialize()
         names = {tool.name for tool in (await mcp.list_tools()).tools}
         capability = sign_capability(
-            settings.secret("tool_capability_key"), tenant_id=shop.tenant_id, customer_id=None,
-            conversation_id=None, trace_id=None, tools=["lookup_product"],
-        )  # fmt: skip
+            settings.secret("tool_capability_key"),
+            tenant_id=shop.tenant_id,
+            customer_id=None,
+            conversation_id=None,
+            trace_id=None,
+            tools=["lookup_product"],
+        )
         result = await mcp.call_tool(
             "lookup_product",
             {"sku_or_name": "FVAM-2050-C", "tenant_id": str(shop.tenant_id), "capability": capability},
@@ -302,8 +310,12 @@ async def test_email_turns_are_read_only_and_the_budget_is_a_tenant_setting(
     email_turn = turn(shop, channel="gmail", untrusted=gmail.untrusted_inbound)
     email_names = {d["function"]["name"] for d in await tools.definitions(email_turn)}
     assert email_names == {
-        "search_knowledge_base", "explore_knowledge_graph", "lookup_product", "check_order_status", "find_store",
-    }  # fmt: skip
+        "search_knowledge_base",
+        "explore_knowledge_graph",
+        "lookup_product",
+        "check_order_status",
+        "find_store",
+    }
 
     async with sessions() as session, session.begin():
         tenant = await session.get(Tenant, shop.tenant_id)

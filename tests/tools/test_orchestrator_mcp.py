@@ -34,9 +34,13 @@ def scripted_shop(make_shop, offline_model):
 
 def request(shop, text: str) -> TurnRequest:
     return TurnRequest(
-        tenant_id=shop.tenant_id, conversation_id=shop.conversation_id, inbound_message_id=uuid.uuid4(),
-        channel="whatsapp", customer_id=shop.customer_id, text=text,
-    )  # fmt: skip
+        tenant_id=shop.tenant_id,
+        conversation_id=shop.conversation_id,
+        inbound_message_id=uuid.uuid4(),
+        channel="whatsapp",
+        customer_id=shop.customer_id,
+        text=text,
+    )
 
 
 def orchestrator_with(sessions, gateway, url, settings, **kwargs) -> Orchestrator:
@@ -71,9 +75,11 @@ async def test_model_sees_mcp_tools_without_injected_params_and_gets_its_tenants
     victim, _ = await scripted_shop()
     async with sessions() as session, session.begin():
         await import_csv(
-            session, tenant_id=victim.tenant_id, kind="orders",
+            session,
+            tenant_id=victim.tenant_id,
+            kind="orders",
             data="order_number,customer,status,total\nZ-9,US.10000000000000000001,paid,999\n",
-        )  # fmt: skip
+        )
     shop, script = await scripted_shop(
         tool_calls(("check_order_status", {"order_number": "Z-9", "tenant_id": str(victim.tenant_id)})),
         tool_calls(("check_order_status", {"order_number": "A-1001"})),
@@ -84,8 +90,9 @@ async def test_model_sees_mcp_tools_without_injected_params_and_gets_its_tenants
 
     assert result.reply == "Your order A-1001 has shipped."
     assert [(c.name, c.outcome) for c in result.tool_calls] == [
-        ("check_order_status", "ok"), ("check_order_status", "ok"),
-    ]  # fmt: skip
+        ("check_order_status", "ok"),
+        ("check_order_status", "ok"),
+    ]
     offered = {t["function"]["name"]: t["function"]["parameters"] for t in script.requests[0]["tools"]}
     assert {"check_order_status", "lookup_product", "create_lead", "escalate_to_human"} <= set(offered)
     assert "tenant_id" not in offered["check_order_status"]["properties"]
@@ -97,8 +104,9 @@ async def test_model_sees_mcp_tools_without_injected_params_and_gets_its_tenants
             await session.exec(select(ToolReceipt).where(ToolReceipt.trace_id == result.trace_id))
         ).all()
     assert sorted((r.tool_name, r.outcome, r.tool_version) for r in receipts) == [
-        ("check_order_status", "ok", "1.0"), ("check_order_status", "ok", "1.0"),
-    ]  # fmt: skip
+        ("check_order_status", "ok", "1.0"),
+        ("check_order_status", "ok", "1.0"),
+    ]
 
 
 async def test_invalid_arguments_then_corrected_call_and_budget_stop(
@@ -180,8 +188,9 @@ async def test_disabled_tool_is_never_offered_and_a_call_is_forbidden_with_an_al
     result = await orchestrator_with(sessions, gateway, url, settings).handle_turn(request(shop, "x"))
     assert "create_lead" not in {t["function"]["name"] for t in script.requests[0]["tools"]}
     assert [(c.name, c.error_type) for c in result.tool_calls] == [
-        ("create_lead", "forbidden"), ("no_such_tool", "unknown_tool"),
-    ]  # fmt: skip
+        ("create_lead", "forbidden"),
+        ("no_such_tool", "unknown_tool"),
+    ]
     forbidden, unknown = await tool_messages(sessions, shop.conversation_id)
     assert forbidden["error"] == {"type": "forbidden", "message": "Forbidden", "retryable": False}
     assert unknown["error"]["type"] == "unknown_tool"
@@ -198,5 +207,6 @@ async def test_disabled_tool_is_never_offered_and_a_call_is_forbidden_with_an_al
         ("tool_forbidden", "create_lead", result.trace_id)
     ]
     assert sorted((r.tool_name, r.outcome) for r in receipts) == [
-        ("create_lead", "rejected"), ("no_such_tool", "error"),
-    ]  # fmt: skip
+        ("create_lead", "rejected"),
+        ("no_such_tool", "error"),
+    ]

@@ -35,9 +35,13 @@ def source(url, settings, sessions) -> McpToolSource:
 
 def turn(shop) -> ToolContext:
     return ToolContext(
-        tenant_id=shop.tenant_id, customer_id=shop.customer_id, conversation_id=shop.conversation_id,
-        trace_id=uuid.uuid4().hex, sessions=shop.sessions, channel="whatsapp",
-    )  # fmt: skip
+        tenant_id=shop.tenant_id,
+        customer_id=shop.customer_id,
+        conversation_id=shop.conversation_id,
+        trace_id=uuid.uuid4().hex,
+        sessions=shop.sessions,
+        channel="whatsapp",
+    )
 
 
 @pytest.mark.parametrize("bad", UNSTORABLE)
@@ -79,14 +83,20 @@ async def test_a_direct_mcp_call_with_a_nul_is_an_invalid_argument_not_a_databas
     shop = await make_shop()
     trace_id = uuid.uuid4().hex
     injected = {
-        "tenant_id": str(shop.tenant_id), "customer_id": str(shop.customer_id),
-        "conversation_id": str(shop.conversation_id), "trace_id": trace_id,
+        "tenant_id": str(shop.tenant_id),
+        "customer_id": str(shop.customer_id),
+        "conversation_id": str(shop.conversation_id),
+        "trace_id": trace_id,
         "idempotency_key": uuid.uuid4().hex if tool == "create_lead" else None,
         "capability": sign_capability(
-            settings.secret("tool_capability_key"), tenant_id=shop.tenant_id, customer_id=shop.customer_id,
-            conversation_id=shop.conversation_id, trace_id=trace_id, tools=[tool],
+            settings.secret("tool_capability_key"),
+            tenant_id=shop.tenant_id,
+            customer_id=shop.customer_id,
+            conversation_id=shop.conversation_id,
+            trace_id=trace_id,
+            tools=[tool],
         ),
-    }  # fmt: skip
+    }
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {settings.secret('mcp_service_token')}"})
     async with Client(streamable_http_client(url, http_client=http)) as client:
         result = await client.call_tool(tool, {**arguments, **injected})

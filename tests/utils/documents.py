@@ -213,10 +213,27 @@ def _zip_deflated(entries: list[tuple[str, bytes, int, int]]) -> bytes:
         out.write(encoded + stream)
         central.append(
             struct.pack(
-                "<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0x21, crc, len(stream), size,
-                len(encoded), 0, 0, 0, 0, 0, offset,
-            ) + encoded
-        )  # fmt: skip
+                "<IHHHHHHIIIHHHHHII",
+                0x02014B50,
+                20,
+                20,
+                0,
+                8,
+                0,
+                0x21,
+                crc,
+                len(stream),
+                size,
+                len(encoded),
+                0,
+                0,
+                0,
+                0,
+                0,
+                offset,
+            )
+            + encoded
+        )
     directory = b"".join(central)
     start = out.tell()
     out.write(directory)

@@ -47,8 +47,14 @@ def new_customer() -> str:
 
 async def consent_code(settings: Settings, mailbox: str) -> str:
     """Open the sandbox's consent page for ``mailbox`` and take the code from its redirect."""
-    url = consent_url(auth_url=settings.resolved_gmail_auth_url, client_id=SECRETS.client_id,
-                      redirect_uri=REDIRECT_URI, scopes=settings.gmail_oauth_scopes, state="s", login_hint=mailbox)  # fmt: skip
+    url = consent_url(
+        auth_url=settings.resolved_gmail_auth_url,
+        client_id=SECRETS.client_id,
+        redirect_uri=REDIRECT_URI,
+        scopes=settings.gmail_oauth_scopes,
+        state="s",
+        login_hint=mailbox,
+    )
     async with httpx.AsyncClient() as client:
         response = await client.get(url)
     assert response.status_code == 302, response.text
@@ -64,9 +70,14 @@ async def connect_gmail(
     client = GmailClient(settings.resolved_gmail_api_base_url, settings.resolved_gmail_token_url)
     try:
         return await connect_mailbox(
-            sessions=sessions, cipher=CredentialCipher(settings.secret("encryption_key").encode()), client=client,
-            tenant_id=tenant.id, secrets=SECRETS, code=code, redirect_uri=REDIRECT_URI,
-        )  # fmt: skip
+            sessions=sessions,
+            cipher=CredentialCipher(settings.secret("encryption_key").encode()),
+            client=client,
+            tenant_id=tenant.id,
+            secrets=SECRETS,
+            code=code,
+            redirect_uri=REDIRECT_URI,
+        )
     finally:
         await client.aclose()
 

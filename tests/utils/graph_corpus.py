@@ -35,17 +35,32 @@ SERIES = {
 FLUIDS = ("chlorine", "ammonia", "steam", "sulfuric acid", "ozone")
 RATINGS = {
     # (material, fluid): rating A (excellent) .. D (not recommended)
-    ("PTFE", "chlorine"): "A", ("PTFE", "ammonia"): "A", ("PTFE", "steam"): "A",
-    ("PTFE", "sulfuric acid"): "A", ("PTFE", "ozone"): "A",
-    ("EPDM", "chlorine"): "D", ("EPDM", "ammonia"): "A", ("EPDM", "steam"): "A",
-    ("EPDM", "sulfuric acid"): "C", ("EPDM", "ozone"): "A",
-    ("FKM", "chlorine"): "A", ("FKM", "ammonia"): "D", ("FKM", "steam"): "C",
-    ("FKM", "sulfuric acid"): "A", ("FKM", "ozone"): "A",
-    ("PVDF", "chlorine"): "A", ("PVDF", "ammonia"): "B", ("PVDF", "steam"): "C",
-    ("PVDF", "sulfuric acid"): "A", ("PVDF", "ozone"): "A",
-    ("NBR", "chlorine"): "D", ("NBR", "ammonia"): "B", ("NBR", "steam"): "D",
-    ("NBR", "sulfuric acid"): "D", ("NBR", "ozone"): "D",
-}  # fmt: skip
+    ("PTFE", "chlorine"): "A",
+    ("PTFE", "ammonia"): "A",
+    ("PTFE", "steam"): "A",
+    ("PTFE", "sulfuric acid"): "A",
+    ("PTFE", "ozone"): "A",
+    ("EPDM", "chlorine"): "D",
+    ("EPDM", "ammonia"): "A",
+    ("EPDM", "steam"): "A",
+    ("EPDM", "sulfuric acid"): "C",
+    ("EPDM", "ozone"): "A",
+    ("FKM", "chlorine"): "A",
+    ("FKM", "ammonia"): "D",
+    ("FKM", "steam"): "C",
+    ("FKM", "sulfuric acid"): "A",
+    ("FKM", "ozone"): "A",
+    ("PVDF", "chlorine"): "A",
+    ("PVDF", "ammonia"): "B",
+    ("PVDF", "steam"): "C",
+    ("PVDF", "sulfuric acid"): "A",
+    ("PVDF", "ozone"): "A",
+    ("NBR", "chlorine"): "D",
+    ("NBR", "ammonia"): "B",
+    ("NBR", "steam"): "D",
+    ("NBR", "sulfuric acid"): "D",
+    ("NBR", "ozone"): "D",
+}
 SIZES = ("015", "025", "040", "050")
 FAQ = {
     "returns-policy.txt": "Returns are accepted within 30 days of delivery when the goods are unused and "
@@ -137,24 +152,41 @@ def questions() -> list[Question]:
                 _row(seat, fluid),
                 (f"{seat.lower()}-properties.txt", "Maximum continuous"),
             )
-            found.append(Question(f"Can the {series} valve be used with {fluid} at {temperature} °C?", "multi_hop",
-                                  support))  # fmt: skip
             found.append(
-                Question(f"Is a {seat} seat compatible with a {fluid}-based fluid at {temperature} °C?",
-                         "multi_hop", support)
-            )  # fmt: skip
+                Question(
+                    f"Can the {series} valve be used with {fluid} at {temperature} °C?", "multi_hop", support
+                )
+            )
+            found.append(
+                Question(
+                    f"Is a {seat} seat compatible with a {fluid}-based fluid at {temperature} °C?",
+                    "multi_hop",
+                    support,
+                )
+            )
     for material in MATERIALS:
         found.append(
-            Question(f"What is the maximum service temperature of {material}?", "single_hop",
-                     ((f"{material.lower()}-properties.txt", "Maximum continuous"),))
-        )  # fmt: skip
+            Question(
+                f"What is the maximum service temperature of {material}?",
+                "single_hop",
+                ((f"{material.lower()}-properties.txt", "Maximum continuous"),),
+            )
+        )
     for series in SERIES:
         found.append(
-            Question(f"What is the operating temperature range of the {series} series?", "single_hop",
-                     ((f"{series.lower()}-series.txt", "Operating temperature"),))
-        )  # fmt: skip
-    for material, fluid in (("EPDM", "ozone"), ("FKM", "ammonia"), ("NBR", "steam"), ("PVDF", "chlorine"),
-                            ("PTFE", "sulfuric acid")):  # fmt: skip
+            Question(
+                f"What is the operating temperature range of the {series} series?",
+                "single_hop",
+                ((f"{series.lower()}-series.txt", "Operating temperature"),),
+            )
+        )
+    for material, fluid in (
+        ("EPDM", "ozone"),
+        ("FKM", "ammonia"),
+        ("NBR", "steam"),
+        ("PVDF", "chlorine"),
+        ("PTFE", "sulfuric acid"),
+    ):
         found.append(Question(f"How does {material} resist {fluid}?", "single_hop", (_row(material, fluid),)))
     found += [
         Question(
@@ -171,7 +203,7 @@ def questions() -> list[Question]:
             "Are refunds paid to the original payment method?",
             "single_hop",
             (("returns-policy.txt", "Refunds"),),
-        ),  # fmt: skip
+        ),
     ]
     for series in SERIES:
         for size in SIZES:

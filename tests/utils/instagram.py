@@ -39,9 +39,18 @@ def mid(n: int) -> str:
 _MIDS = {
     n: "aWdfZAG1faXRlbToxOklHTWVzc2FnZAUlEOaWdfaXRlbToxOklHTWVzc2FnZToxNzg0MTQwMDAwMDAwMDAwMTozNDAyODIzNjY4NDE3MTAzMDAwMDAwMDAwMDAwMDAwMDAw"
     + tail
-    for n, tail in {1: "MDEZD", 2: "MDIZD", 3: "MDMZD", 4: "MDQZD", 5: "MDUZD", 6: "MDYZD", 8: "MDgZD",
-                    9: "MDkZD", 12: "MTIZD"}.items()
-}  # fmt: skip
+    for n, tail in {
+        1: "MDEZD",
+        2: "MDIZD",
+        3: "MDMZD",
+        4: "MDQZD",
+        5: "MDUZD",
+        6: "MDYZD",
+        8: "MDgZD",
+        9: "MDkZD",
+        12: "MTIZD",
+    }.items()
+}
 
 
 def payload_path(name: str) -> Path:
@@ -49,9 +58,14 @@ def payload_path(name: str) -> Path:
 
 
 def load_payload(
-    name: str, *, account_id: str | None = None, customer: str | None = None, refresh: bool = True,
-    shift_s: int = 0, mids: dict[str, str] | None = None,
-) -> dict[str, Any]:  # fmt: skip
+    name: str,
+    *,
+    account_id: str | None = None,
+    customer: str | None = None,
+    refresh: bool = True,
+    shift_s: int = 0,
+    mids: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """The parsed payload ``name`` (``text_dm.json``...).
 
     Args:
@@ -105,17 +119,24 @@ def new_igsid() -> str:
 
 
 async def connect_instagram(
-    sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings,
-    account_id: str | None = None, api_base_url: str | None = None,
-) -> ChannelAccount:  # fmt: skip
+    sessions: async_sessionmaker[AsyncSession],
+    tenant: Tenant,
+    settings: Settings,
+    account_id: str | None = None,
+    api_base_url: str | None = None,
+) -> ChannelAccount:
     """A new Instagram account of ``tenant`` with an encrypted access token; ``api_base_url`` as stored
     (``None``: the process default, ``INSTAGRAM_GRAPH_BASE_URL``; ``"sandbox"``: the service's own)."""
     async with sessions() as session, session.begin():
         return await add_channel_account(
-            session, tenant=tenant, channel="instagram", external_account_id=account_id or new_account_id(),
+            session,
+            tenant=tenant,
+            channel="instagram",
+            external_account_id=account_id or new_account_id(),
             credentials={"access_token": IG_ACCESS_TOKEN},
-            cipher=CredentialCipher(settings.secret("encryption_key").encode()), api_base_url=api_base_url,
-        )  # fmt: skip
+            cipher=CredentialCipher(settings.secret("encryption_key").encode()),
+            api_base_url=api_base_url,
+        )
 
 
 @asynccontextmanager

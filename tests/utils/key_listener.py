@@ -78,21 +78,36 @@ def _app(listener: KeyListener) -> FastAPI:
         if path.endswith("audio/transcriptions"):
             return JSONResponse({"text": "listener transcription"})
         if path.endswith("messages"):  # Anthropic
-            return JSONResponse({
-                "id": f"msg_{uuid.uuid4().hex[:12]}", "type": "message", "role": "assistant",
-                "model": "listener", "content": [{"type": "text", "text": "Listener answer."}],
-                "stop_reason": "end_turn", "stop_sequence": None,
-                "usage": {"input_tokens": 3, "output_tokens": 2},
-            })  # fmt: skip
+            return JSONResponse(
+                {
+                    "id": f"msg_{uuid.uuid4().hex[:12]}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "listener",
+                    "content": [{"type": "text", "text": "Listener answer."}],
+                    "stop_reason": "end_turn",
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 3, "output_tokens": 2},
+                }
+            )
         if path.endswith("chat/completions"):
             body = await request.json()
-            return JSONResponse({
-                "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
-                "created": int(time.time()), "model": body.get("model", "listener"),
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": "Listener answer."}}],
-                "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
-            })  # fmt: skip
+            return JSONResponse(
+                {
+                    "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body.get("model", "listener"),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": "Listener answer."},
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+                }
+            )
         return JSONResponse({})
 
     return app

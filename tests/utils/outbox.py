@@ -76,17 +76,28 @@ async def new_scene(
         session.add(customer)
         await session.flush()
         conversation = Conversation(
-            tenant_id=tenant.id, customer_id=customer.id, channel="whatsapp",
-            channel_account_id=account.id, last_customer_message_at=last,
-        )  # fmt: skip
+            tenant_id=tenant.id,
+            customer_id=customer.id,
+            channel="whatsapp",
+            channel_account_id=account.id,
+            last_customer_message_at=last,
+        )
         session.add(conversation)
         await session.flush()
         inbound = Message(
-            tenant_id=tenant.id, conversation_id=conversation.id, channel="whatsapp",
-            channel_account_id=account.id, direction="inbound", role="user", text="hello?",
-            external_id=f"wamid.IN{uuid.uuid4().hex}", sender_external_id=wa_id, sent_at=last,
-            raw={}, inbound_state="done",  # answered: never picked up by the inbound sweeper
-        )  # fmt: skip
+            tenant_id=tenant.id,
+            conversation_id=conversation.id,
+            channel="whatsapp",
+            channel_account_id=account.id,
+            direction="inbound",
+            role="user",
+            text="hello?",
+            external_id=f"wamid.IN{uuid.uuid4().hex}",
+            sender_external_id=wa_id,
+            sent_at=last,
+            raw={},
+            inbound_state="done",  # answered: never picked up by the inbound sweeper
+        )
         session.add(inbound)
     return Scene(
         tenant=tenant, account=account, customer=customer, conversation=conversation, inbound=inbound
@@ -102,10 +113,15 @@ async def dead_letter_parts(
     for row in rows:
         first = row.part_index == 0
         await set_row(
-            sessions, row.id, status="failed", error_code="dead_letter", attempts=4 if first else 0,
-            error_message="gave up after 4 attempts: (#131000) Something went wrong" if first
+            sessions,
+            row.id,
+            status="failed",
+            error_code="dead_letter",
+            attempts=4 if first else 0,
+            error_message="gave up after 4 attempts: (#131000) Something went wrong"
+            if first
             else "not sent: part 0 failed: gave up after 4 attempts",
-        )  # fmt: skip
+        )
     return await rows_of(sessions, scene)
 
 
@@ -126,14 +142,17 @@ async def write_parts(
             recipient=scene.customer.phone or "",
             part=OutboundPart(text=text),
             purpose=purpose,
-        )  # fmt: skip
+        )
         for text in texts
     ]
     async with sessions() as session, session.begin():
         await write_outbox(
-            session, tenant_id=scene.tenant.id, items=items,
-            inbound_message_id=scene.inbound.id if keyed else None, trace_id=f"trace-{uuid.uuid4().hex[:12]}",
-        )  # fmt: skip
+            session,
+            tenant_id=scene.tenant.id,
+            items=items,
+            inbound_message_id=scene.inbound.id if keyed else None,
+            trace_id=f"trace-{uuid.uuid4().hex[:12]}",
+        )
     return await rows_of(sessions, scene)
 
 
@@ -142,10 +161,15 @@ async def write_agent_notice(
 ) -> Outbox:
     """A notice to ``agent`` about the scene's conversation (audience agent, no inbound message)."""
     item = OutboxItem(
-        conversation_id=scene.conversation.id, channel="whatsapp", channel_account_id=scene.account.id,
-        recipient=agent.phone, part=OutboundPart(text=text), purpose=OutboxPurpose.notice,
-        audience="agent", agent_id=agent.id,
-    )  # fmt: skip
+        conversation_id=scene.conversation.id,
+        channel="whatsapp",
+        channel_account_id=scene.account.id,
+        recipient=agent.phone,
+        part=OutboundPart(text=text),
+        purpose=OutboxPurpose.notice,
+        audience="agent",
+        agent_id=agent.id,
+    )
     async with sessions() as session, session.begin():
         await write_outbox(session, tenant_id=scene.tenant.id, items=[item], trace_id="trace-agent")
     (row,) = [r for r in await rows_of(sessions, scene) if r.recipient == agent.phone]

@@ -31,9 +31,12 @@ def new_visitor() -> str:
 
 
 async def connect_web(
-    sessions: async_sessionmaker[AsyncSession], tenant: Tenant, settings: Settings, *,
+    sessions: async_sessionmaker[AsyncSession],
+    tenant: Tenant,
+    settings: Settings,
+    *,
     origins: tuple[str, ...] = (ORIGIN,),
-) -> tuple[ChannelAccount, str]:  # fmt: skip
+) -> tuple[ChannelAccount, str]:
     """A new widget of ``tenant`` allowed on ``origins``: ``(account, secret)``."""
     async with sessions() as session, session.begin():
         row = await session.get(Tenant, tenant.id)
@@ -77,8 +80,10 @@ class WebStreams:
             await conn.close()
         import json
 
-        return [{"to": r["address"], "text": json.loads(r["payload"]).get("text", ""), "id": r["external_id"]}
-                for r in rows]  # fmt: skip
+        return [
+            {"to": r["address"], "text": json.loads(r["payload"]).get("text", ""), "id": r["external_id"]}
+            for r in rows
+        ]
 
     def sent_by(self, key: str) -> list[dict[str, Any]]:
         """:meth:`replies` from synchronous code that runs inside an event loop (the conformance kit)."""

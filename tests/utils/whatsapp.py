@@ -80,15 +80,24 @@ def retarget(
 
 
 def text_body(
-    *, phone_number_id: str, wamid: str, text: str, wa_id: str = "15550100099", name: str = "Test Customer",
-    bsuid: str | None = None, timestamp: int | None = None,
-) -> dict[str, Any]:  # fmt: skip
+    *,
+    phone_number_id: str,
+    wamid: str,
+    text: str,
+    wa_id: str = "15550100099",
+    name: str = "Test Customer",
+    bsuid: str | None = None,
+    timestamp: int | None = None,
+) -> dict[str, Any]:
     """A minimal real-shaped text delivery (shape of ``text.json``)."""
     contact: dict[str, Any] = {"profile": {"name": name}, "wa_id": wa_id}
     message: dict[str, Any] = {
-        "from": wa_id, "id": wamid, "timestamp": str(timestamp or int(time.time())), "type": "text",
+        "from": wa_id,
+        "id": wamid,
+        "timestamp": str(timestamp or int(time.time())),
+        "type": "text",
         "text": {"body": text},
-    }  # fmt: skip
+    }
     if bsuid:
         contact["user_id"] = bsuid
     return {
@@ -149,10 +158,13 @@ async def connect_whatsapp(
     """Connect a fresh number (:func:`new_phone_number_id`) to ``tenant``; its token is :data:`ACCESS_TOKEN`."""
     async with sessions() as session, session.begin():
         return await add_channel_account(
-            session, tenant=tenant, channel="whatsapp", external_account_id=new_phone_number_id(),
+            session,
+            tenant=tenant,
+            channel="whatsapp",
+            external_account_id=new_phone_number_id(),
             credentials={"access_token": ACCESS_TOKEN},
             cipher=CredentialCipher(settings.secret("encryption_key").encode()),
-        )  # fmt: skip
+        )
 
 
 class ChannelClient:

@@ -416,10 +416,13 @@ def _structured(ctx: ToolContext, name: str, build: Any) -> ToolOutput:
         raise ToolError(f"invalid {name} arguments: {problems}", error_type="invalid_arguments") from None
     log.info("structured_part_added", tool_name=name, trace_id=ctx.trace_id, kind=part.kind)
     return ToolOutput(
-        {"status": "shown_with_your_reply", "kind": part.kind,
-         "next": "Write your reply text now; the customer sees these after it. Do not repeat them."},
+        {
+            "status": "shown_with_your_reply",
+            "kind": part.kind,
+            "next": "Write your reply text now; the customer sees these after it. Do not repeat them.",
+        },
         parts=(part,),
-    )  # fmt: skip
+    )
 
 
 def _audit(ctx: ToolContext, action: str, details: dict[str, Any], target: str = "conversation") -> AuditLog:

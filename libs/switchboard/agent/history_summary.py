@@ -94,9 +94,13 @@ async def summarize_history(
     try:
         router = gateway.router_for(tenant_id, llm)
         reply = await gateway.complete(
-            router, summary_messages(previous, model_messages(older)), tools=None, llm=llm, trace_id=trace_id,
+            router,
+            summary_messages(previous, model_messages(older)),
+            tools=None,
+            llm=llm,
+            trace_id=trace_id,
             deadline=time.monotonic() + settings.loop.turn_timeout_s,
-        )  # fmt: skip
+        )
     except (ModelCallFailed, CredentialDecryptError) as exc:
         log.warning("history_summary_failed", trace_id=trace_id, error=str(exc)[:300])
         return None
@@ -129,7 +133,11 @@ async def summarize_history_job(
 ) -> str:
     """Job: :func:`summarize_history` after a long turn. Returns ``summarized`` or ``unchanged``."""
     text = await summarize_history(
-        ctx["resources"].sessions, ctx["model_gateway"], tenant_id=uuid.UUID(tenant_id),
-        conversation_id=uuid.UUID(conversation_id), turn_id=uuid.UUID(turn_id), trace_id=trace_id,
-    )  # fmt: skip
+        ctx["resources"].sessions,
+        ctx["model_gateway"],
+        tenant_id=uuid.UUID(tenant_id),
+        conversation_id=uuid.UUID(conversation_id),
+        turn_id=uuid.UUID(turn_id),
+        trace_id=trace_id,
+    )
     return "summarized" if text is not None else "unchanged"

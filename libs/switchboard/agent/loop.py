@@ -183,9 +183,13 @@ class _Loop:
         )
         try:
             reply = await self.gateway.complete(
-                self.tenant_router, trimmed, tools=tools or None, llm=llm, trace_id=self.trace_id,
+                self.tenant_router,
+                trimmed,
+                tools=tools or None,
+                llm=llm,
+                trace_id=self.trace_id,
                 deadline=self.deadline,
-            )  # fmt: skip
+            )
         except ContextOverflow as overflow:
             reply = await self.recover_overflow(trimmed, tools, overflow)
         self.out.model_calls += 1
@@ -232,15 +236,23 @@ class _Loop:
             self.out.overflow_retried = True
             self.out.model_calls += 1
             log.warning(
-                "context_overflow_shrunk", trace_id=self.trace_id, attempt=attempt,
-                stated_limit_tokens=overflow.limit_tokens, sent_tokens=sent_tokens, budget_tokens=budget,
+                "context_overflow_shrunk",
+                trace_id=self.trace_id,
+                attempt=attempt,
+                stated_limit_tokens=overflow.limit_tokens,
+                sent_tokens=sent_tokens,
+                budget_tokens=budget,
                 shrunk_tokens=count_tokens(model, shrunk, tools or None),
-            )  # fmt: skip
+            )
             try:
                 return await self.gateway.complete(
-                    self.tenant_router, shrunk, tools=tools or None, llm=llm, trace_id=self.trace_id,
+                    self.tenant_router,
+                    shrunk,
+                    tools=tools or None,
+                    llm=llm,
+                    trace_id=self.trace_id,
                     deadline=self.deadline,
-                )  # fmt: skip
+                )
             except ContextOverflow as again:
                 overflow, sent = again, shrunk
         raise overflow
@@ -301,9 +313,12 @@ class _Loop:
             room = MAX_REPLY_PARTS - len(self.out.parts)
             if len(parsed.parts) > room:  # the tools filled some: never more than a reply holds
                 log.warning(
-                    "typed_reply_parts_over_limit", trace_id=self.trace_id, parts=len(parsed.parts),
-                    kept=max(room, 0), limit=MAX_REPLY_PARTS,
-                )  # fmt: skip
+                    "typed_reply_parts_over_limit",
+                    trace_id=self.trace_id,
+                    parts=len(parsed.parts),
+                    kept=max(room, 0),
+                    limit=MAX_REPLY_PARTS,
+                )
             self.out.parts.extend(parsed.parts[: max(room, 0)])
             log.info("typed_reply", trace_id=self.trace_id, parts=[p.kind for p in parsed.parts])
         return parsed.text
@@ -447,9 +462,13 @@ class _Loop:
             }
         )
         log.info(
-            "tool_called", trace_id=self.trace_id, tool_name=name, outcome=outcome,
-            error_type=error_type, duration_ms=round(duration_ms, 1),
-        )  # fmt: skip
+            "tool_called",
+            trace_id=self.trace_id,
+            tool_name=name,
+            outcome=outcome,
+            error_type=error_type,
+            duration_ms=round(duration_ms, 1),
+        )
         return {"role": "tool", "tool_call_id": call["id"], "content": content}
 
 
@@ -476,7 +495,7 @@ async def run_tool_loop(
     budget = budget or TurnBudget.starting_now(settings.loop.turn_timeout_s)
     loop = _Loop(
         gateway, tenant_router, settings, messages, registry, make_ctx, trace_id, deadline=budget.deadline
-    )  # fmt: skip
+    )
     try:
         async with asyncio.timeout_at(_loop_time_at(budget)):
             await loop.run()

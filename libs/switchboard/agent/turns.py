@@ -218,8 +218,12 @@ class Orchestrator:
             TurnRejected: the conversation is not the tenant's (404) or not the customer's (422).
         """
         trace_id = trace_id_for(request.conversation_id, request.inbound_message_id)
-        attributes = {"tenant.id": str(request.tenant_id), "conversation.id": str(request.conversation_id),
-                      "inbound_message.id": str(request.inbound_message_id), "channel": request.channel}  # fmt: skip
+        attributes = {
+            "tenant.id": str(request.tenant_id),
+            "conversation.id": str(request.conversation_id),
+            "inbound_message.id": str(request.inbound_message_id),
+            "channel": request.channel,
+        }
         with (
             message_context(
                 tenant_id=str(request.tenant_id),
@@ -292,19 +296,31 @@ class Orchestrator:
             lead_check = None if result.silent else self._lead_check(tenant_settings)
             assert claim.conversation is not None  # read with every claim
             lead = await self._persist(
-                claim.turn_id, request, trace_id, result, outcome, total_ms, guarded=guarded,
+                claim.turn_id,
+                request,
+                trace_id,
+                result,
+                outcome,
+                total_ms,
+                guarded=guarded,
                 conversation=claim.conversation,
-                lead_window=tenant_settings.leads.intent_window_messages if lead_check == "heuristic" else None,
+                lead_window=tenant_settings.leads.intent_window_messages
+                if lead_check == "heuristic"
+                else None,
                 claim=claim,
-            )  # fmt: skip
+            )
             if lead is not None:
                 lead_recorded(lead, trace_id)
             if self.redis is not None and claim.context is not None:
                 await record_turn(
-                    self.redis, request.tenant_id, unavailable=outcome.model_unavailable,
-                    deployments=[d.id for d in tenant_router.deployments] if outcome.model_unavailable else [],
+                    self.redis,
+                    request.tenant_id,
+                    unavailable=outcome.model_unavailable,
+                    deployments=[d.id for d in tenant_router.deployments]
+                    if outcome.model_unavailable
+                    else [],
                     answered_by=outcome.model_id,
-                )  # fmt: skip
+                )
             if lead_check == "model":
                 await self._queue_lead_check(request, tenant_settings, trace_id)
             if summary_due and not outcome.model_unavailable:
@@ -344,9 +360,11 @@ class Orchestrator:
         if budget.level in ("warning", "exceeded"):
             guarded.flags.append(f"budget_{budget.level}")
             log.warning(
-                f"budget_{budget.level}", spent_usd=round(budget.spent_usd, 6), budget_usd=budget.budget_usd,
+                f"budget_{budget.level}",
+                spent_usd=round(budget.spent_usd, 6),
+                budget_usd=budget.budget_usd,
                 action=budget.action,
-            )  # fmt: skip
+            )
         if budget.level == "exceeded" and budget.action == "handoff":
             reply = await self._hand_over(
                 request, trace_id, "monthly model budget exceeded", budget_settings.holding_reply
@@ -362,18 +380,24 @@ class Orchestrator:
         guard = tenant_settings.channel(GuardrailSettings)
         if guard.input.enabled and request.text.strip():
             record = await check_input(
-                self.gateway, tenant_id=request.tenant_id, settings=tenant_settings, text=request.text,
-                trace_id=trace_id, budget=time_budget,
-            )  # fmt: skip
+                self.gateway,
+                tenant_id=request.tenant_id,
+                settings=tenant_settings,
+                text=request.text,
+                trace_id=trace_id,
+                budget=time_budget,
+            )
             guarded.records["input"] = record
             guarded.cost_usd += record.cost_usd
             if record.blocked:
                 guarded.flags.append("input_blocked")
                 if record.action == "handoff":
                     reply = await self._hand_over(
-                        request, trace_id, "input guardrail: " + record.rationale[:200],
+                        request,
+                        trace_id,
+                        "input guardrail: " + record.rationale[:200],
                         tenant_settings.agent.handoff_reply,
-                    )  # fmt: skip
+                    )
                 else:
                     reply = guard.input.redirect_reply
                 log.warning(
@@ -402,9 +426,13 @@ class Orchestrator:
             tool_results = [str(m.get("content") or "") for m in messages if m.get("role") == "tool"]
             seen = [str(m.get("content") or "") for m in messages[1:] if m.get("role") != "tool"]
             record = check_output(
-                outcome.reply, settings=guard.output, system_prompt=str(messages[0].get("content") or ""),
-                tool_names=outcome.offered_tools, seen_texts=seen, tool_results=tool_results,
-            )  # fmt: skip
+                outcome.reply,
+                settings=guard.output,
+                system_prompt=str(messages[0].get("content") or ""),
+                tool_names=outcome.offered_tools,
+                seen_texts=seen,
+                tool_results=tool_results,
+            )
             guarded.records["output"] = record
             if record.blocked:
                 guarded.flags.append("output_replaced")
@@ -433,9 +461,14 @@ class Orchestrator:
 
         try:
             await escalate_and_notify(
-                self.sessions, self.gateway, tenant_id=request.tenant_id,
-                conversation_id=request.conversation_id, reason=reason, trace_id=trace_id, actor=Actor.system(),
-            )  # fmt: skip
+                self.sessions,
+                self.gateway,
+                tenant_id=request.tenant_id,
+                conversation_id=request.conversation_id,
+                reason=reason,
+                trace_id=trace_id,
+                actor=Actor.system(),
+            )
         except (LookupError, InvalidTransition) as exc:
             log.warning("guarded_handoff_failed", error=f"{type(exc).__name__}: {exc}"[:300])
         return reply
@@ -479,9 +512,14 @@ class Orchestrator:
             tenant, conversation, inbound, existing = found[:4]
             tenant_settings = cached_tenant_settings(tenant.settings_extensions, tenant_id=str(tenant.id))
             claim = await self._claim_in(
-                session, request, trace_id, tenant_settings,
-                conversation=conversation, existing=existing, inbound=inbound,
-            )  # fmt: skip
+                session,
+                request,
+                trace_id,
+                tenant_settings,
+                conversation=conversation,
+                existing=existing,
+                inbound=inbound,
+            )
             if claim.turn_id is not None and claim.skip_reason is None:
                 claim.context = await self._read_context(session, request, tenant_settings, found)
             return claim, tenant_settings
@@ -493,9 +531,11 @@ class Orchestrator:
         ``found`` is the claim's row (:func:`_claim_read`), which carries all but the budget and the
         history (read here, in the claim's transaction)."""
         budget = await budget_state(
-            session, tenant_id=request.tenant_id, settings=tenant_settings.channel(BudgetSettings),
+            session,
+            tenant_id=request.tenant_id,
+            settings=tenant_settings.channel(BudgetSettings),
             now=utcnow(),
-        )  # fmt: skip
+        )
         rows = await read_history(
             session,
             tenant_id=request.tenant_id,
@@ -510,9 +550,14 @@ class Orchestrator:
             now=utcnow(),
         )
         return _Context(
-            budget, found.summary_text, list(rows), found.profile, found.memory or None, returning,
+            budget,
+            found.summary_text,
+            list(rows),
+            found.profile,
+            found.memory or None,
+            returning,
             bool(found.has_lead),
-        )  # fmt: skip
+        )
 
     async def _claim_in(
         self,
@@ -606,12 +651,19 @@ class Orchestrator:
                 row.conversation_id = request.conversation_id
             return row
         values: dict[str, Any] = {
-            "id": request.inbound_message_id, "tenant_id": scope.tenant_id,
-            "conversation_id": request.conversation_id, "channel": conversation.channel,
-            "direction": MessageDirection.inbound.value, "role": MessageRole.user.value, "kind": "text",
-            "text": request.text, "inbound_state": InboundState.done.value, "processing_attempts": 0,
-            "processed_at": utcnow(), "created_at": utcnow(),
-        }  # fmt: skip
+            "id": request.inbound_message_id,
+            "tenant_id": scope.tenant_id,
+            "conversation_id": request.conversation_id,
+            "channel": conversation.channel,
+            "direction": MessageDirection.inbound.value,
+            "role": MessageRole.user.value,
+            "kind": "text",
+            "text": request.text,
+            "inbound_state": InboundState.done.value,
+            "processing_attempts": 0,
+            "processed_at": utcnow(),
+            "created_at": utcnow(),
+        }
         # ON CONFLICT: a concurrent duplicate request may insert the same row a moment earlier
         connection = await session.connection()
         await connection.execute(
@@ -698,10 +750,20 @@ class Orchestrator:
                 session, tenant_id=request.tenant_id, event_type="message.created"
             ):
                 reply_row = staged[-1]
-                stage_event(session, tenant_id=request.tenant_id, event_type="message.created", data={
-                    "message_id": reply_row.id, "conversation_id": conversation.id, "channel": conversation.channel,
-                    "direction": "outbound", "role": "assistant", "kind": "text", "text": result.reply,
-                })  # fmt: skip
+                stage_event(
+                    session,
+                    tenant_id=request.tenant_id,
+                    event_type="message.created",
+                    data={
+                        "message_id": reply_row.id,
+                        "conversation_id": conversation.id,
+                        "channel": conversation.channel,
+                        "direction": "outbound",
+                        "role": "assistant",
+                        "kind": "text",
+                        "text": result.reply,
+                    },
+                )
             for receipt in outcome.tool_receipts:
                 if receipt.get("recorded_by_source"):
                     continue  # e.g. MCP tools: their source already wrote a fuller receipt
@@ -753,9 +815,13 @@ class Orchestrator:
             if lead_window is not None and self._lead_may_follow(claim, staged, lead_window):
                 # after the flush the savepoint starts with: the window reads this turn's rows too
                 lead = await capture_lead_in(
-                    session, tenant_id=request.tenant_id, conversation_id=request.conversation_id,
-                    customer_id=request.customer_id, window_messages=lead_window, trace_id=trace_id,
-                )  # fmt: skip
+                    session,
+                    tenant_id=request.tenant_id,
+                    conversation_id=request.conversation_id,
+                    customer_id=request.customer_id,
+                    window_messages=lead_window,
+                    trace_id=trace_id,
+                )
             connection = await session.connection()
             await connection.execute(update(Turn).where(col(Turn.id) == turn_id).values(**values))
         return lead
@@ -798,18 +864,26 @@ class Orchestrator:
         here, after the turn is written. Never raises (a failure to queue is logged)."""
         if self.redis is None:
             await capture_lead_by_model(
-                self.sessions, self.gateway, settings=tenant_settings, tenant_id=request.tenant_id,
-                conversation_id=request.conversation_id, customer_id=request.customer_id, trace_id=trace_id,
-            )  # fmt: skip
+                self.sessions,
+                self.gateway,
+                settings=tenant_settings,
+                tenant_id=request.tenant_id,
+                conversation_id=request.conversation_id,
+                customer_id=request.customer_id,
+                trace_id=trace_id,
+            )
             return
         from switchboard.queue.jobs import enqueue_lead_check
 
         try:
             await enqueue_lead_check(
-                self.redis, tenant_id=request.tenant_id, conversation_id=request.conversation_id,
-                customer_id=request.customer_id, inbound_message_id=request.inbound_message_id,
+                self.redis,
+                tenant_id=request.tenant_id,
+                conversation_id=request.conversation_id,
+                customer_id=request.customer_id,
+                inbound_message_id=request.inbound_message_id,
                 trace_id=trace_id,
-            )  # fmt: skip
+            )
         except Exception as exc:  # noqa: BLE001 (a lead is never worth a failed turn; logged)
             log.error("lead_check_not_queued", error=f"{type(exc).__name__}: {exc}"[:300])
 
@@ -819,17 +893,24 @@ class Orchestrator:
         here, after the turn is written. Never raises (a failure to queue is logged)."""
         if self.redis is None:
             await summarize_history(
-                self.sessions, self.gateway, tenant_id=request.tenant_id,
-                conversation_id=request.conversation_id, turn_id=turn_id, trace_id=trace_id,
-            )  # fmt: skip
+                self.sessions,
+                self.gateway,
+                tenant_id=request.tenant_id,
+                conversation_id=request.conversation_id,
+                turn_id=turn_id,
+                trace_id=trace_id,
+            )
             return
         from switchboard.queue.jobs import enqueue_history_summary
 
         try:
             await enqueue_history_summary(
-                self.redis, tenant_id=request.tenant_id, conversation_id=request.conversation_id,
-                turn_id=turn_id, trace_id=trace_id,
-            )  # fmt: skip
+                self.redis,
+                tenant_id=request.tenant_id,
+                conversation_id=request.conversation_id,
+                turn_id=turn_id,
+                trace_id=trace_id,
+            )
         except Exception as exc:  # noqa: BLE001 (the next long turn asks again; logged)
             log.error("history_summary_not_queued", error=f"{type(exc).__name__}: {exc}"[:300])
 

@@ -60,9 +60,20 @@ METRICS = (
 )
 
 COUNTS = frozenset(
-    {"conversations", "ai_resolved", "handed_off", "messages_in", "messages_out", "turns", "tokens",
-     "cost_usd", "tool_calls", "feedback_up", "feedback_down"}
-)  # fmt: skip
+    {
+        "conversations",
+        "ai_resolved",
+        "handed_off",
+        "messages_in",
+        "messages_out",
+        "turns",
+        "tokens",
+        "cost_usd",
+        "tool_calls",
+        "feedback_up",
+        "feedback_down",
+    }
+)
 """Metrics that add up (0 on a quiet day); the others are rates and times (nothing on a quiet day)."""
 
 
@@ -137,7 +148,7 @@ class Analytics:
                     "good_share": c.good_share,
                 }
                 for c in self.csat
-            ],  # fmt: skip
+            ],
         }
 
 
@@ -337,7 +348,7 @@ async def tenant_analytics(
             count=row["answers"],
             average=round(row["total"] / row["answers"], 2),
             good_share=round(row["good"] / row["answers"], 4),
-        )  # fmt: skip
+        )
         for row in csat_rows
     ]
     for name, metric in (
@@ -350,8 +361,18 @@ async def tenant_analytics(
     channels = sorted({channel for _, channel in cells})
     rows = [DayChannel(day=d, channel=ch, values=dict(v)) for (d, ch), v in sorted(cells.items())]
     totals: dict[str, float | None] = {}
-    for metric in ("conversations", "ai_resolved", "handed_off", "messages_in", "messages_out", "turns", "tokens",
-                   "tool_calls", "feedback_up", "feedback_down"):  # fmt: skip
+    for metric in (
+        "conversations",
+        "ai_resolved",
+        "handed_off",
+        "messages_in",
+        "messages_out",
+        "turns",
+        "tokens",
+        "tool_calls",
+        "feedback_up",
+        "feedback_down",
+    ):
         totals[metric] = sum(v.get(metric, 0) or 0 for v in cells.values())
     totals["cost_usd"] = round(sum(v.get("cost_usd", 0) or 0 for v in cells.values()), 6)
     totals["fallback_rate"] = _ratio(sum(r.get("fallbacks", 0) for r in raw.values()), totals["turns"] or 0)

@@ -215,10 +215,15 @@ async def connect_channel_account(
         await session.flush()
         return existing, False
     account = await add_channel_account(
-        session, tenant=tenant, channel=channel, external_account_id=external_account_id,
-        display_name=display_name, credentials={"access_token": access_token} if access_token else None,
-        cipher=cipher, api_base_url=api_base_url or None,
-    )  # fmt: skip
+        session,
+        tenant=tenant,
+        channel=channel,
+        external_account_id=external_account_id,
+        display_name=display_name,
+        credentials={"access_token": access_token} if access_token else None,
+        cipher=cipher,
+        api_base_url=api_base_url or None,
+    )
     return account, True
 
 

@@ -532,9 +532,15 @@ async def ingest_delivery(
         "inbound.ingest", attributes={"channel": accounts.channel, "messages": len(delivery.messages)}
     ) as current:
         result = await _ingest(
-            delivery=delivery, sessions=sessions, redis=redis, accounts=accounts, debounce_s=debounce_s,
-            throttle=throttle, cleaned=cleaned, driver=driver,
-        )  # fmt: skip
+            delivery=delivery,
+            sessions=sessions,
+            redis=redis,
+            accounts=accounts,
+            debounce_s=debounce_s,
+            throttle=throttle,
+            cleaned=cleaned,
+            driver=driver,
+        )
         if current.is_recording():
             current.set_attributes(
                 {
@@ -659,6 +665,10 @@ async def _ingest(
         except Exception as exc:  # noqa: BLE001 (rows are durable: the sweeper re-enqueues them; logged)
             result.enqueue_failures += len(specs)
             for job in specs:
-                log.error(_ENQUEUE_FAILED.get(job.function, "inbound_enqueue_failed"), job_id=job.job_id,
-                          channel=channel, error=str(exc)[:300])  # fmt: skip
+                log.error(
+                    _ENQUEUE_FAILED.get(job.function, "inbound_enqueue_failed"),
+                    job_id=job.job_id,
+                    channel=channel,
+                    error=str(exc)[:300],
+                )
     return result

@@ -114,9 +114,16 @@ def refusal_words(
 
 
 async def _graph(
-    method: str, url: str, token: str, *, channel: str, account_id: str, timeout_s: float,
-    params: dict[str, str] | None = None, transport: httpx.AsyncBaseTransport | None = None,
-) -> dict[str, Any]:  # fmt: skip
+    method: str,
+    url: str,
+    token: str,
+    *,
+    channel: str,
+    account_id: str,
+    timeout_s: float,
+    params: dict[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> dict[str, Any]:
     try:
         async with httpx.AsyncClient(timeout=timeout_s, transport=transport) as client:
             response = await client.request(
@@ -143,9 +150,14 @@ async def _graph(
 
 
 async def check_whatsapp_number(
-    base_url: str, api_version: str, token: str, phone_number_id: str, *, timeout_s: float = 15.0,
+    base_url: str,
+    api_version: str,
+    token: str,
+    phone_number_id: str,
+    *,
+    timeout_s: float = 15.0,
     transport: httpx.AsyncBaseTransport | None = None,
-) -> NumberCheck:  # fmt: skip
+) -> NumberCheck:
     """One Graph call: the number ``phone_number_id`` with ``token``.
 
     Raises:
@@ -153,10 +165,15 @@ async def check_whatsapp_number(
             did not answer.
     """
     data = await _graph(
-        "GET", f"{base_url.rstrip('/')}/{api_version}/{phone_number_id}", token, channel="whatsapp",
-        account_id=phone_number_id, timeout_s=timeout_s, transport=transport,
+        "GET",
+        f"{base_url.rstrip('/')}/{api_version}/{phone_number_id}",
+        token,
+        channel="whatsapp",
+        account_id=phone_number_id,
+        timeout_s=timeout_s,
+        transport=transport,
         params={"fields": "verified_name,display_phone_number,quality_rating"},
-    )  # fmt: skip
+    )
     return NumberCheck(
         display_name=str(data.get("verified_name") or ""),
         phone_number=str(data.get("display_phone_number") or ""),
@@ -165,9 +182,16 @@ async def check_whatsapp_number(
 
 
 async def subscribe_whatsapp_app(
-    base_url: str, api_version: str, token: str, waba_id: str, *, callback_url: str, verify_token: str,
-    timeout_s: float = 30.0, transport: httpx.AsyncBaseTransport | None = None,
-) -> None:  # fmt: skip
+    base_url: str,
+    api_version: str,
+    token: str,
+    waba_id: str,
+    *,
+    callback_url: str,
+    verify_token: str,
+    timeout_s: float = 30.0,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> None:
     """Subscribe the app to the WhatsApp Business Account ``waba_id``, with its callback for this
     account (Meta verifies it with a handshake using ``verify_token`` before answering).
 
@@ -175,23 +199,39 @@ async def subscribe_whatsapp_app(
         ConnectRefused: as :func:`check_whatsapp_number`, and 2200 when the callback did not verify.
     """
     await _graph(
-        "POST", f"{base_url.rstrip('/')}/{api_version}/{waba_id}/subscribed_apps", token,
-        channel="whatsapp", account_id=waba_id, timeout_s=timeout_s, transport=transport,
+        "POST",
+        f"{base_url.rstrip('/')}/{api_version}/{waba_id}/subscribed_apps",
+        token,
+        channel="whatsapp",
+        account_id=waba_id,
+        timeout_s=timeout_s,
+        transport=transport,
         params={"override_callback_uri": callback_url, "verify_token": verify_token},
-    )  # fmt: skip
+    )
 
 
 async def check_instagram_account(
-    base_url: str, api_version: str, token: str, account_id: str, *, timeout_s: float = 15.0,
+    base_url: str,
+    api_version: str,
+    token: str,
+    account_id: str,
+    *,
+    timeout_s: float = 15.0,
     transport: httpx.AsyncBaseTransport | None = None,
-) -> InstagramCheck:  # fmt: skip
+) -> InstagramCheck:
     """One Graph call: the professional account ``account_id`` with ``token``.
 
     Raises:
         ConnectRefused: as :func:`check_whatsapp_number`.
     """
     data = await _graph(
-        "GET", f"{base_url.rstrip('/')}/{api_version}/{account_id}", token, channel="instagram",
-        account_id=account_id, timeout_s=timeout_s, transport=transport, params={"fields": "user_id,username,name,account_type"},
-    )  # fmt: skip
+        "GET",
+        f"{base_url.rstrip('/')}/{api_version}/{account_id}",
+        token,
+        channel="instagram",
+        account_id=account_id,
+        timeout_s=timeout_s,
+        transport=transport,
+        params={"fields": "user_id,username,name,account_type"},
+    )
     return InstagramCheck(username=str(data.get("username") or ""), name=str(data.get("name") or ""))

@@ -60,9 +60,11 @@ def api_keys_create(
 @api_keys_app.command("list")
 @friendly_errors
 def api_keys_list(
-    tenant: TenantOpt, output: OutputOpt = Output.table, quiet: QuietOpt = False,
+    tenant: TenantOpt,
+    output: OutputOpt = Output.table,
+    quiet: QuietOpt = False,
     all_: Annotated[bool, typer.Option("--all", help="Revoked and expired ones too.")] = False,
-) -> None:  # fmt: skip
+) -> None:
     """List the tenant's API keys and its users' API tokens: prefix, scopes, created by, last used, expiry."""
     from switchboard.tenants import get_tenant
     from switchboard.users import list_credentials
@@ -82,7 +84,7 @@ def api_keys_list(
             "last_used_at": c.last_used_at,
             "expires_at": c.expires_at,
             "state": "active" if c.active else ("revoked" if c.revoked_at else "expired"),
-        }  # fmt: skip
+        }
         for c in run_in_session(work)
         if all_ or c.active
     ]

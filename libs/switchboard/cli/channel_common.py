@@ -107,9 +107,16 @@ def check_simulate_source(
 
 
 def connect_account(
-    settings: Settings, *, tenant: str, channel: str, external_account_id: str, access_token: str | None,
-    display_name: str | None, label: str, api_base_url: str | None = None,
-) -> tuple[Any, bool]:  # fmt: skip
+    settings: Settings,
+    *,
+    tenant: str,
+    channel: str,
+    external_account_id: str,
+    access_token: str | None,
+    display_name: str | None,
+    label: str,
+    api_base_url: str | None = None,
+) -> tuple[Any, bool]:
     """Connect ``external_account_id`` of ``channel`` to ``tenant`` (or update it: token, name, active,
     and the API root when ``api_base_url`` is given: ``sandbox``, a URL, or ``""`` for the real API).
 
@@ -128,10 +135,16 @@ def connect_account(
 
     async def work(session):  # type: ignore[no-untyped-def]
         return await connect_channel_account(
-            session, tenant=await get_tenant(session, tenant), channel=channel,
-            external_account_id=external_account_id, access_token=access_token, display_name=display_name,
-            cipher=cipher, api_base_url=api_base_url, label=label,
-        )  # fmt: skip
+            session,
+            tenant=await get_tenant(session, tenant),
+            channel=channel,
+            external_account_id=external_account_id,
+            access_token=access_token,
+            display_name=display_name,
+            cipher=cipher,
+            api_base_url=api_base_url,
+            label=label,
+        )
 
     connected: tuple[Any, bool] = run_in_session(work, settings=settings)
     return connected
@@ -205,8 +218,9 @@ async def print_sent(
             typer.secho(
                 f"error: lost the sandbox at {sent_url} while waiting for replies ({type(exc).__name__}); "
                 "is `switchboard run` still running?",
-                fg=typer.colors.RED, err=True,
-            )  # fmt: skip
+                fg=typer.colors.RED,
+                err=True,
+            )
             raise typer.Exit(1) from None
         for message in messages:
             typer.echo(json.dumps({k: message.get(k) for k in fields}, ensure_ascii=False))
@@ -264,26 +278,38 @@ def reply_state(settings: Settings, *, tenant: str, channel: str, since: datetim
         people = await session.exec(
             select(Conversation)
             .where(Conversation.tenant_id == owner.id, Conversation.status == ConversationStatus.human.value)
-            .where(col(Conversation.id).in_(
-                select(Message.conversation_id).where(
-                    Message.tenant_id == owner.id, Message.channel == channel, Message.direction == "inbound",
-                    Message.created_at >= since,
+            .where(
+                col(Conversation.id).in_(
+                    select(Message.conversation_id).where(
+                        Message.tenant_id == owner.id,
+                        Message.channel == channel,
+                        Message.direction == "inbound",
+                        Message.created_at >= since,
+                    )
                 )
-            ))
+            )
             .limit(10)
-        )  # fmt: skip
+        )
         return {
             "unsent": [
-                {"status": row.status, "recipient": row.recipient, "error_code": row.error_code,
-                 "error_message": row.error_message, "attempts": row.attempts}
+                {
+                    "status": row.status,
+                    "recipient": row.recipient,
+                    "error_code": row.error_code,
+                    "error_message": row.error_message,
+                    "attempts": row.attempts,
+                }
                 for row in parts
             ],
             "with_person": [
-                {"id": str(row.id), "queued": row.assigned_agent_id is None and row.assigned_user_id is None,
-                 "assigned": row.assigned_agent_id is not None or row.assigned_user_id is not None}
+                {
+                    "id": str(row.id),
+                    "queued": row.assigned_agent_id is None and row.assigned_user_id is None,
+                    "assigned": row.assigned_agent_id is not None or row.assigned_user_id is not None,
+                }
                 for row in people
             ],
-        }  # fmt: skip
+        }
 
     return run_in_session(find, settings=settings)
 

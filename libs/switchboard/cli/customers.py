@@ -54,9 +54,12 @@ def customers_erase(
 
         tenant_id, customer_id = await _customer(sessions, tenant, customer)
         return await erase_customer(
-            sessions, tenant_id=tenant_id, customer_id=customer_id, actor="cli",
+            sessions,
+            tenant_id=tenant_id,
+            customer_id=customer_id,
+            actor="cli",
             store=MediaStore.from_settings(settings),
-        )  # fmt: skip
+        )
 
     report = run_db(work)
     if report.already_erased:

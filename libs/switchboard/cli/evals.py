@@ -58,9 +58,18 @@ def eval_command(
     traces_path = traces or settings.data_dir / "evals" / f"{tenant}-{stamp}.jsonl"
     with database_url_for(settings) as url:
         report = asyncio.run(
-            _run(settings, url, tenant=tenant, tasks=loaded, tasks_file=str(path), traces_path=traces_path,
-                 repeat=repeat, model_group=model, keep_copy=keep_copy)
-        )  # fmt: skip
+            _run(
+                settings,
+                url,
+                tenant=tenant,
+                tasks=loaded,
+                tasks_file=str(path),
+                traces_path=traces_path,
+                repeat=repeat,
+                model_group=model,
+                keep_copy=keep_copy,
+            )
+        )
     typer.echo(format_report(report))
     if json_out is not None:
         json_out.write_text(json.dumps(report.as_dict(), indent=2) + "\n", encoding="utf-8")

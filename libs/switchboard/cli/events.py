@@ -74,10 +74,15 @@ def webhooks_add(
         async with sessions() as session, session.begin():
             tenant_row = await get_tenant(session, tenant)
             return await create_endpoint(
-                session, tenant_id=tenant_row.id, url=url, event_types=list(event or []), description=description,
+                session,
+                tenant_id=tenant_row.id,
+                url=url,
+                event_types=list(event or []),
+                description=description,
                 cipher=CredentialCipher(settings.secret("encryption_key").encode()),
-                egress=EgressPolicy.from_settings(settings), signature_scheme=signature,
-            )  # fmt: skip
+                egress=EgressPolicy.from_settings(settings),
+                signature_scheme=signature,
+            )
 
     endpoint, secret = run_db(work, pool_size=1)
     typer.echo(f"added endpoint {endpoint.id} {endpoint.url} events={endpoint.event_types or 'all'}")

@@ -54,9 +54,14 @@ def _json_value(value: Any) -> Any:
 
 
 def print_rows(
-    rows: Sequence[Mapping[str, Any]], *, columns: Sequence[str], output: Output = Output.table,
-    quiet: bool = False, id_column: str = "id", empty: str = "",
-) -> None:  # fmt: skip
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    columns: Sequence[str],
+    output: Output = Output.table,
+    quiet: bool = False,
+    id_column: str = "id",
+    empty: str = "",
+) -> None:
     """Print ``rows`` (each a mapping holding at least ``columns``) the way the options ask.
 
     ``empty`` is what ``-o table`` prints for no rows (json prints ``[]``, csv the header, ``-q`` nothing).

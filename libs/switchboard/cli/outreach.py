@@ -149,9 +149,14 @@ def conversations_start(
             account = await _account(session, tenant_row.id, number) if number else None
             try:
                 sent = await start_conversation(
-                    session, tenant_id=tenant_row.id, phone=phone, template=choice, text=text,
-                    channel_account_id=account.id if account else None, sender={"sender": "cli"},
-                )  # fmt: skip
+                    session,
+                    tenant_id=tenant_row.id,
+                    phone=phone,
+                    template=choice,
+                    text=text,
+                    channel_account_id=account.id if account else None,
+                    sender={"sender": "cli"},
+                )
             except OutreachRefused as exc:
                 raise fail(str(exc)) from None
             await session.commit()

@@ -127,9 +127,14 @@ def settings_set(
         async with session_scope(sessions) as session:
             row = await get_tenant(session, tenant)
             return await assign_settings(
-                session, row, values, actor=_actor(), source="cli", cipher=_cipher_of(settings),
+                session,
+                row,
+                values,
+                actor=_actor(),
+                source="cli",
+                cipher=_cipher_of(settings),
                 egress=EgressPolicy.for_models(settings),
-            )  # fmt: skip
+            )
 
     change = run_db(work)
     if change is None:
@@ -189,9 +194,14 @@ def settings_edit(tenant: TenantOpt, fmt: FormatOpt = "yaml") -> None:
                 async with session_scope(sessions) as session:
                     fresh = await get_tenant(session, tenant)
                     return await save_settings(
-                        session, fresh, document, actor=_actor(), source="cli", cipher=_cipher_of(settings),
+                        session,
+                        fresh,
+                        document,
+                        actor=_actor(),
+                        source="cli",
+                        cipher=_cipher_of(settings),
                         egress=EgressPolicy.for_models(settings),
-                    )  # fmt: skip
+                    )
 
             change = run_db(save)
         except SettingsInvalid as exc:

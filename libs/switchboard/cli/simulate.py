@@ -45,10 +45,15 @@ def simulate_turn_command(
     with database_url_for(settings) as url:
         done = asyncio.run(
             simulate_turn(
-                settings, url, tenant=tenant, text=message, customer=customer,
-                new_conversation=new, in_process=in_process,
+                settings,
+                url,
+                tenant=tenant,
+                text=message,
+                customer=customer,
+                new_conversation=new,
+                in_process=in_process,
             )
-        )  # fmt: skip
+        )
     result = done.result
     silent = "(silent: nothing is sent; the conversation is closed or with a person, --new starts another)"
     typer.echo(f"reply:    {result.reply}" if not result.silent else f"reply:    {silent}")

@@ -95,15 +95,21 @@ def users_invite(
     async def work(session: Any) -> Any:
         tenant_row = await get_tenant(session, tenant)
         return await create_invite(
-            session, tenant_id=tenant_row.id, email=email, role=role, name=name,
+            session,
+            tenant_id=tenant_row.id,
+            email=email,
+            role=role,
+            name=name,
             ttl_s=settings.console_invite_ttl_s,
-        )  # fmt: skip
+        )
 
     issued = run_in_session(work, settings=settings)
     base = settings.console_public_url or settings.service_url(settings.console_port)
     typer.echo(f"invited {issued.invite.role} {issued.invite.email} (tenant {tenant})")
-    typer.echo(f"link: {base.rstrip('/')}{issued.path}  (shown once; works until "
-               f"{issued.invite.expires_at:%Y-%m-%d %H:%M} UTC)")  # fmt: skip
+    typer.echo(
+        f"link: {base.rstrip('/')}{issued.path}  (shown once; works until "
+        f"{issued.invite.expires_at:%Y-%m-%d %H:%M} UTC)"
+    )
 
 
 @users_app.command("list")

@@ -148,9 +148,12 @@ async def take_over(
         conversation = await _locked(session, who, conversation_id)
         try:
             previous = await hand_to_console_user(
-                session, conversation, user_id=who.user.id, reason=f"taken over in the console by {who.name}",
+                session,
+                conversation,
+                user_id=who.user.id,
+                reason=f"taken over in the console by {who.name}",
                 trace_id=_trace("takeover"),
-            )  # fmt: skip
+            )
         except InvalidTransition:
             raise ActionRefused("This conversation is closed: it cannot be taken over.") from None
         if previous is not None:
@@ -204,9 +207,13 @@ async def reply(
             "relayed_to": to,
         }
         append_message(
-            session, conversation=conversation, role=MessageRole.human_agent, text=text, proxy_metadata=proxy,
+            session,
+            conversation=conversation,
+            role=MessageRole.human_agent,
+            text=text,
+            proxy_metadata=proxy,
             trace_id=trace_id,
-        )  # fmt: skip
+        )
         await write_outgoing(
             session,
             tenant_id=who.tenant_id,
@@ -247,11 +254,18 @@ async def _hand_back_in(
             session, conversation, actor=who.actor, reason="handed back in the console", trace_id=trace_id
         )
     append_message(
-        session, conversation=conversation, role=MessageRole.human_agent, kind="system", text=HANDED_BACK_NOTE,
-        proxy_metadata={"event": "handed_back", "agent_name": who.name,
-                        "user_id": str(who.user.id) if who.user else None},
+        session,
+        conversation=conversation,
+        role=MessageRole.human_agent,
+        kind="system",
+        text=HANDED_BACK_NOTE,
+        proxy_metadata={
+            "event": "handed_back",
+            "agent_name": who.name,
+            "user_id": str(who.user.id) if who.user else None,
+        },
         trace_id=trace_id,
-    )  # fmt: skip
+    )
     return notices
 
 
@@ -318,10 +332,12 @@ async def transfer(
                     raise ActionRefused("No such person in this business.")
                 name = target.name or target.email
                 previous = await hand_to_console_user(
-                    session, conversation, user_id=target.id,
+                    session,
+                    conversation,
+                    user_id=target.id,
                     reason=f"transferred in the console by {who.name} to {target.name or target.email}",
                     trace_id=trace_id,
-                )  # fmt: skip
+                )
                 if previous is not None:
                     previous_notice.append(
                         agent_outgoing(
@@ -335,9 +351,13 @@ async def transfer(
                 if agent.status != "online":
                     raise ActionRefused(f"{agent.name} is offline: choose someone online.")
                 await hand_to_agent(
-                    session, conversation, agent=agent, actor=who.actor,
-                    reason=f"transferred in the console by {who.name} to {agent.name}", trace_id=trace_id,
-                )  # fmt: skip
+                    session,
+                    conversation,
+                    agent=agent,
+                    actor=who.actor,
+                    reason=f"transferred in the console by {who.name} to {agent.name}",
+                    trace_id=trace_id,
+                )
                 agent_id, name = agent.id, agent.name
             else:
                 raise ActionRefused("Choose a person to transfer to.")
@@ -347,9 +367,14 @@ async def transfer(
             await write_outgoing(session, tenant_id=who.tenant_id, items=previous_notice, trace_id=trace_id)
     if agent_id is not None:
         notices = await notices_for_assignments(
-            sessions, None, agent_id=agent_id, conversation_ids=[conversation_id], trace_id=trace_id,
-            transfer_from=who.name if had_person else None, assigned_by=None if had_person else who.name,
-        )  # fmt: skip
+            sessions,
+            None,
+            agent_id=agent_id,
+            conversation_ids=[conversation_id],
+            trace_id=trace_id,
+            transfer_from=who.name if had_person else None,
+            assigned_by=None if had_person else who.name,
+        )
         async with session_scope(sessions) as session:
             await write_outgoing(session, tenant_id=who.tenant_id, items=notices, trace_id=trace_id)
     log.info("console_transfer", conversation_id=str(conversation_id), to_kind=kind, to_id=str(target_id))
@@ -401,9 +426,13 @@ async def _farewell(session: AsyncSession, who: Actioner, conversation: Conversa
     to = customer_address(customer)
     proxy = {"event": "farewell", "agent_name": who.name, "relayed_to": to}
     append_message(
-        session, conversation=conversation, role=MessageRole.human_agent, text=text, proxy_metadata=proxy,
+        session,
+        conversation=conversation,
+        role=MessageRole.human_agent,
+        text=text,
+        proxy_metadata=proxy,
         trace_id=None,
-    )  # fmt: skip
+    )
     return Outgoing("customer", to, text, conversation.id, proxy=proxy, purpose=OutboxPurpose.notice)
 
 
@@ -423,9 +452,12 @@ async def reopen(
             raise ActionRefused("This conversation is open already.")
         try:
             await reopen_conversation(
-                session, conversation, actor=who.actor, reason=f"reopened in the console by {who.name}",
+                session,
+                conversation,
+                actor=who.actor,
+                reason=f"reopened in the console by {who.name}",
                 trace_id=_trace("reopen"),
-            )  # fmt: skip
+            )
         except InvalidTransition:
             raise ActionRefused(
                 "This customer has a newer open conversation: continue there (the inbox lists it)."

@@ -102,7 +102,7 @@ async def get_conversations(
             last_from=r.last_from,
             assigned_to=r.assigned_to,
             unread=r.unread,
-        )  # fmt: skip
+        )
         for r in rows
     ]
 
@@ -131,7 +131,7 @@ def detail_of(view: Any) -> ConversationDetail:
                 trace_id=m.trace_id,
                 delivery=m.delivery,
                 turn=asdict(m.turn) if m.turn else None,
-            )  # fmt: skip
+            )
             for m in view.messages
         ],
         events=[e.model_dump(mode="json") for e in view.events],
@@ -253,81 +253,152 @@ def _plain_action_route(
     act: Callable[..., Awaitable[str | None]],
 ) -> Callable[..., Awaitable[ActionResult]]:
     async def route(
-        conversation_id: uuid.UUID, tenant: TenantDep, principal: PrincipalDep, session: SessionDep,
-        sessions: SessionsDep, resources: ResourcesDep,
-    ) -> ActionResult:  # fmt: skip
+        conversation_id: uuid.UUID,
+        tenant: TenantDep,
+        principal: PrincipalDep,
+        session: SessionDep,
+        sessions: SessionsDep,
+        resources: ResourcesDep,
+    ) -> ActionResult:
         who = _who(tenant, principal)
-        return await _done(session, tenant, conversation_id,
-                           lambda: act(sessions, resources.redis, who=who, conversation_id=conversation_id))  # fmt: skip
+        return await _done(
+            session,
+            tenant,
+            conversation_id,
+            lambda: act(sessions, resources.redis, who=who, conversation_id=conversation_id),
+        )
 
     return route
 
 
 for _name, (_act_fn, _summary, _description) in _PLAIN_ACTIONS.items():
     conversations_admin_router.add_api_route(
-        f"/{{conversation_id}}/{_name}", _plain_action_route(_act_fn), methods=["POST"],
-        response_model=ActionResult, responses=_ACTION_RESPONSES, summary=_summary, description=_description,
+        f"/{{conversation_id}}/{_name}",
+        _plain_action_route(_act_fn),
+        methods=["POST"],
+        response_model=ActionResult,
+        responses=_ACTION_RESPONSES,
+        summary=_summary,
+        description=_description,
         name=f"post_{_name}",
-    )  # fmt: skip
+    )
 
 
 @conversations_admin_router.post(
-    "/{conversation_id}/note", response_model=ActionResult, responses=_ACTION_RESPONSES,
+    "/{conversation_id}/note",
+    response_model=ActionResult,
+    responses=_ACTION_RESPONSES,
     summary="Keep a private note on the conversation",
     description="Shown in the console's thread; never sent to the customer and never part of what the model "
     "reads. 409 with ADMIN_TOKEN (a note needs an author).",
-)  # fmt: skip
+)
 async def post_note(
-    conversation_id: uuid.UUID, body: NoteBody, tenant: TenantDep, principal: PrincipalDep,
-    session: SessionDep, sessions: SessionsDep, resources: ResourcesDep,
-) -> ActionResult:  # fmt: skip
+    conversation_id: uuid.UUID,
+    body: NoteBody,
+    tenant: TenantDep,
+    principal: PrincipalDep,
+    session: SessionDep,
+    sessions: SessionsDep,
+    resources: ResourcesDep,
+) -> ActionResult:
     who = _who(tenant, principal)
-    return await _done(session, tenant, conversation_id, lambda: actions.note(
-        sessions, resources.redis, who=who, conversation_id=conversation_id, text=body.text))  # fmt: skip
+    return await _done(
+        session,
+        tenant,
+        conversation_id,
+        lambda: actions.note(
+            sessions, resources.redis, who=who, conversation_id=conversation_id, text=body.text
+        ),
+    )
 
 
 @conversations_admin_router.post(
-    "/{conversation_id}/reply", response_model=ActionResult, responses=_ACTION_RESPONSES,
+    "/{conversation_id}/reply",
+    response_model=ActionResult,
+    responses=_ACTION_RESPONSES,
     summary="Reply to the customer as the person who took the conversation over",
     description="Written through the one outbox (purpose `human_reply`) and sent on the customer's own "
     "channel by the delivery loop, which applies the channel's window rules (WhatsApp: free text only "
     "within 24 h of the customer's last message; Instagram: `HUMAN_AGENT` tag up to 7 days). 409 unless "
     "the caller has taken the conversation over.",
-)  # fmt: skip
+)
 async def post_reply(
-    conversation_id: uuid.UUID, body: ReplyBody, tenant: TenantDep, principal: PrincipalDep,
-    session: SessionDep, sessions: SessionsDep, resources: ResourcesDep,
-) -> ActionResult:  # fmt: skip
+    conversation_id: uuid.UUID,
+    body: ReplyBody,
+    tenant: TenantDep,
+    principal: PrincipalDep,
+    session: SessionDep,
+    sessions: SessionsDep,
+    resources: ResourcesDep,
+) -> ActionResult:
     who = _who(tenant, principal)
-    return await _done(session, tenant, conversation_id, lambda: actions.reply(
-        sessions, resources.redis, who=who, conversation_id=conversation_id, text=body.text))  # fmt: skip
+    return await _done(
+        session,
+        tenant,
+        conversation_id,
+        lambda: actions.reply(
+            sessions, resources.redis, who=who, conversation_id=conversation_id, text=body.text
+        ),
+    )
 
 
 @conversations_admin_router.post(
-    "/{conversation_id}/transfer", response_model=ActionResult, responses=_ACTION_RESPONSES,
+    "/{conversation_id}/transfer",
+    response_model=ActionResult,
+    responses=_ACTION_RESPONSES,
     summary="Transfer the conversation to a console user or a WhatsApp agent",
     description="A WhatsApp agent must be online and receives the assignment notice with a summary.",
-)  # fmt: skip
+)
 async def post_transfer(
-    conversation_id: uuid.UUID, body: TransferBody, tenant: TenantDep, principal: PrincipalDep,
-    session: SessionDep, sessions: SessionsDep, resources: ResourcesDep,
-) -> ActionResult:  # fmt: skip
+    conversation_id: uuid.UUID,
+    body: TransferBody,
+    tenant: TenantDep,
+    principal: PrincipalDep,
+    session: SessionDep,
+    sessions: SessionsDep,
+    resources: ResourcesDep,
+) -> ActionResult:
     who = _who(tenant, principal)
-    return await _done(session, tenant, conversation_id, lambda: actions.transfer(
-        sessions, resources.redis, who=who, conversation_id=conversation_id, to=body.to))  # fmt: skip
+    return await _done(
+        session,
+        tenant,
+        conversation_id,
+        lambda: actions.transfer(
+            sessions, resources.redis, who=who, conversation_id=conversation_id, to=body.to
+        ),
+    )
 
 
 @conversations_admin_router.post(
-    "/{conversation_id}/approvals/{action_id}", response_model=ActionResult, responses=_ACTION_RESPONSES,
+    "/{conversation_id}/approvals/{action_id}",
+    response_model=ActionResult,
+    responses=_ACTION_RESPONSES,
     summary="Approve or reject a pending action of the conversation",
     description="Approve runs the tool now with the stored arguments and idempotency key (audited); "
     "409 when it was decided already, the tool is disabled, or the tool refused (nothing changed).",
-)  # fmt: skip
+)
 async def post_decision(
-    conversation_id: uuid.UUID, action_id: uuid.UUID, body: DecisionBody, tenant: TenantDep,
-    principal: PrincipalDep, session: SessionDep, sessions: SessionsDep, resources: ResourcesDep,
-) -> ActionResult:  # fmt: skip
+    conversation_id: uuid.UUID,
+    action_id: uuid.UUID,
+    body: DecisionBody,
+    tenant: TenantDep,
+    principal: PrincipalDep,
+    session: SessionDep,
+    sessions: SessionsDep,
+    resources: ResourcesDep,
+) -> ActionResult:
     who = _who(tenant, principal)
-    return await _done(session, tenant, conversation_id, lambda: actions.decide(
-        sessions, resources.redis, who=who, conversation_id=conversation_id, action_id=action_id,
-        approve=body.approve, reason=body.reason))  # fmt: skip
+    return await _done(
+        session,
+        tenant,
+        conversation_id,
+        lambda: actions.decide(
+            sessions,
+            resources.redis,
+            who=who,
+            conversation_id=conversation_id,
+            action_id=action_id,
+            approve=body.approve,
+            reason=body.reason,
+        ),
+    )

@@ -66,11 +66,18 @@ class CredentialPublic(BaseModel):
 
 def _public(credential: Credential) -> CredentialPublic:
     return CredentialPublic(
-        id=credential.id, kind=credential.kind, name=credential.name, prefix=credential.prefix,
-        scopes=credential.scopes, created_by=credential.created_by, created_at=credential.created_at,
-        last_used_at=credential.last_used_at, expires_at=credential.expires_at, revoked_at=credential.revoked_at,
+        id=credential.id,
+        kind=credential.kind,
+        name=credential.name,
+        prefix=credential.prefix,
+        scopes=credential.scopes,
+        created_by=credential.created_by,
+        created_at=credential.created_at,
+        last_used_at=credential.last_used_at,
+        expires_at=credential.expires_at,
+        revoked_at=credential.revoked_at,
         active=credential.active,
-    )  # fmt: skip
+    )
 
 
 class KeyCreate(BaseModel):
@@ -98,9 +105,13 @@ async def post_api_key(
 ) -> KeyCreated:
     try:
         key, row = await create_tenant_key(
-            session, tenant_id=tenant.id, scopes=body.scopes, name=body.name, created_by=principal.user,
+            session,
+            tenant_id=tenant.id,
+            scopes=body.scopes,
+            name=body.name,
+            created_by=principal.user,
             expires_at=body.expires_at,
-        )  # fmt: skip
+        )
     except ValueError as exc:  # an unknown scope, none, or an expiry in the past
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     await session.commit()
@@ -124,14 +135,27 @@ async def delete_api_key(key_id: uuid.UUID, tenant: TenantDep, session: SessionD
 
 
 async def _page(
-    request: Request, page: PageContext, session: Any, *, new_key: str | None = None, error: str | None = None,
+    request: Request,
+    page: PageContext,
+    session: Any,
+    *,
+    new_key: str | None = None,
+    error: str | None = None,
     code: int = 200,
-) -> Response:  # fmt: skip
+) -> Response:
     credentials = await list_credentials(session, tenant_id=page.tenant.id)
     return render(
-        request, "api_keys.html", status_code=code, tenant=page.tenant, credentials=credentials, scopes=API_SCOPES,
-        expiry_choices=EXPIRY_CHOICES, new_key=new_key, error=error, active="api_keys",
-    )  # fmt: skip
+        request,
+        "api_keys.html",
+        status_code=code,
+        tenant=page.tenant,
+        credentials=credentials,
+        scopes=API_SCOPES,
+        expiry_choices=EXPIRY_CHOICES,
+        new_key=new_key,
+        error=error,
+        active="api_keys",
+    )
 
 
 @api_keys_pages_router.get("/t/{slug}/api-keys", response_class=HTMLResponse)
@@ -141,11 +165,13 @@ async def api_keys_page(request: Request, page: AdminPage, session: SessionDep) 
 
 @api_keys_pages_router.post("/t/{slug}/api-keys", response_class=HTMLResponse)
 async def api_keys_create(
-    request: Request, page: AdminPage, session: SessionDep,
+    request: Request,
+    page: AdminPage,
+    session: SessionDep,
     name: Annotated[str, Form(max_length=100)] = "",
     scope: Annotated[list[str] | None, Form()] = None,
     expires_in_days: Annotated[int, Form(ge=0, le=3650)] = 0,
-) -> Response:  # fmt: skip
+) -> Response:
     """The new key is shown in this answer only (not in a URL, not stored)."""
     if not scope:
         return await _page(request, page, session, error=N_("Choose at least one scope."), code=422)

@@ -39,10 +39,16 @@ def _back(page: PageContext, **query: str) -> Response:
 async def canned_page(request: Request, page: InboxPage, session: SessionDep) -> Response:
     rows = await canned_replies(session, tenant_id=page.tenant.id)
     return render(
-        request, "canned.html", tenant=page.tenant, rows=rows, active="inbox", may_edit=page.role in ADMIN_ROLES,
-        message=request.query_params.get("message"), error=request.query_params.get("error"),
+        request,
+        "canned.html",
+        tenant=page.tenant,
+        rows=rows,
+        active="inbox",
+        may_edit=page.role in ADMIN_ROLES,
+        message=request.query_params.get("message"),
+        error=request.query_params.get("error"),
         text_max=TEXT_MAX_CHARS,
-    )  # fmt: skip
+    )
 
 
 @canned_pages_router.post("/t/{slug}/canned")

@@ -199,9 +199,15 @@ async def _meta_setup(
 
 
 async def _channels_page(
-    request: Request, page: PageContext, session: Any, *, message: tuple[str, str] | None = None,
-    error: str | None = None, code: int = 200, web_secret: tuple[str, str] | None = None,
-) -> Response:  # fmt: skip
+    request: Request,
+    page: PageContext,
+    session: Any,
+    *,
+    message: tuple[str, str] | None = None,
+    error: str | None = None,
+    code: int = 200,
+    web_secret: tuple[str, str] | None = None,
+) -> Response:
     settings = request.app.state.settings
     health = await channel_health(session, page.tenant.id, settings=settings)
     meta = await _meta_setup(request, settings, health)
@@ -209,9 +215,18 @@ async def _channels_page(
     section = tenant_settings_from(tenant.settings_extensions if tenant else None).channel(WebSettings)
     web = {"url": web_public_url(settings), "look": section, "secret": web_secret}
     return render(
-        request, "channels.html", status_code=code, tenant=page.tenant, health=health, meta=meta,
-        message=message, error=error, active="channels", templates=await _templates(session, page.tenant.id), web=web,
-    )  # fmt: skip
+        request,
+        "channels.html",
+        status_code=code,
+        tenant=page.tenant,
+        health=health,
+        meta=meta,
+        message=message,
+        error=error,
+        active="channels",
+        templates=await _templates(session, page.tenant.id),
+        web=web,
+    )
 
 
 async def _templates(session: Any, tenant_id: Any) -> dict[str, dict[str, Any]]:
@@ -231,9 +246,13 @@ async def _templates(session: Any, tenant_id: Any) -> dict[str, dict[str, Any]]:
     "/t/{slug}/channels/whatsapp/{account_id}/templates/refresh", response_class=HTMLResponse
 )
 async def channels_templates_refresh(
-    request: Request, account_id: str, page: AdminPage, session: SessionDep, settings: SettingsDep,
+    request: Request,
+    account_id: str,
+    page: AdminPage,
+    session: SessionDep,
+    settings: SettingsDep,
     waba_id: Annotated[str, Form(max_length=64)] = "",
-) -> Response:  # fmt: skip
+) -> Response:
     """List one WhatsApp number's templates from Meta again (:func:`refresh_account_templates`); a
     refusal is said in plain words (422). 404: not this tenant's number."""
     from switchboard.channels.whatsapp.send import GraphSendError
@@ -250,24 +269,38 @@ async def channels_templates_refresh(
     except TemplateRefused:
         await session.rollback()
         return await _channels_page(
-            request, page, session, code=422,
-            error=gettext(language, N_("Give the WhatsApp Business Account id (digits) this number belongs to.")),
-        )  # fmt: skip
+            request,
+            page,
+            session,
+            code=422,
+            error=gettext(
+                language, N_("Give the WhatsApp Business Account id (digits) this number belongs to.")
+            ),
+        )
     except GraphSendError as exc:
         await session.rollback()
         log.warning("templates_refresh_refused", tenant_id=str(page.tenant.id), code=exc.code)
         return await _channels_page(
-            request, page, session, code=422,
-            error=gettext(language, N_("WhatsApp did not list the templates: %(why)s")) % {"why": refusal_of(exc)},
-        )  # fmt: skip
+            request,
+            page,
+            session,
+            code=422,
+            error=gettext(language, N_("WhatsApp did not list the templates: %(why)s"))
+            % {"why": refusal_of(exc)},
+        )
     await session.commit()
     approved = sum(r.status.upper() == "APPROVED" for r in rows)
     return await _channels_page(
-        request, page, session,
-        message=(N_("Templates refreshed"), f"whatsapp {account_id}: " + gettext(
-            language, N_("%(count)s template(s), %(approved)s approved")
-        ) % {"count": len(rows), "approved": approved}),
-    )  # fmt: skip
+        request,
+        page,
+        session,
+        message=(
+            N_("Templates refreshed"),
+            f"whatsapp {account_id}: "
+            + gettext(language, N_("%(count)s template(s), %(approved)s approved"))
+            % {"count": len(rows), "approved": approved},
+        ),
+    )
 
 
 @channel_pages_router.post("/t/{slug}/channels/web/create", response_class=HTMLResponse)
@@ -308,9 +341,14 @@ async def channels_web_settings(
         # stored as browsers send them (the web service's preflight looks the stored value up)
         origins = [normalize_origin(line) for line in allowed_origins.splitlines() if line.strip()]
         set_section(
-            tenant, "web", allowed_origins=origins, colour=colour.strip(), greeting_en=greeting_en.strip() or None,
-            greeting_es=greeting_es.strip() or None, title=title.strip(),
-        )  # fmt: skip
+            tenant,
+            "web",
+            allowed_origins=origins,
+            colour=colour.strip(),
+            greeting_en=greeting_en.strip() or None,
+            greeting_es=greeting_es.strip() or None,
+            title=title.strip(),
+        )
     except (ValidationError, ValueError) as exc:
         first = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": ("allowed_origins",)}
         field = str(first["loc"][0]) if first.get("loc") else ""
@@ -376,9 +414,15 @@ async def _existing(session: Any, channel: str, account_id: str) -> ChannelAccou
 
 
 async def _check_with_meta(
-    settings: Settings, *, channel: str, account_id: str, token: str, base: str | None, waba_id: str,
+    settings: Settings,
+    *,
+    channel: str,
+    account_id: str,
+    token: str,
+    base: str | None,
+    waba_id: str,
     language: str,
-) -> tuple[str, str]:  # fmt: skip
+) -> tuple[str, str]:
     """The Graph checks of connecting ``account_id`` (:mod:`switchboard.channels.meta_connect`) against
     the API root it will use; returns ``(the name Meta gives it, what to add to the notice)``.
 
@@ -399,13 +443,19 @@ async def _check_with_meta(
         root, settings.whatsapp_api_version, token, account_id, timeout_s=settings.whatsapp_send_timeout_s
     )
     words = gettext(language, N_("%(name)s %(phone)s, quality %(quality)s")) % {
-        "name": number.display_name, "phone": number.phone_number, "quality": number.quality_rating,
-    }  # fmt: skip
+        "name": number.display_name,
+        "phone": number.phone_number,
+        "quality": number.quality_rating,
+    }
     if waba_id:
         await subscribe_whatsapp_app(
-            root, settings.whatsapp_api_version, token, waba_id, callback_url=settings.callback_url(channel),
+            root,
+            settings.whatsapp_api_version,
+            token,
+            waba_id,
+            callback_url=settings.callback_url(channel),
             verify_token=account_verify_token(settings.secret("meta_verify_token"), channel, account_id),
-        )  # fmt: skip
+        )
         words += "; " + gettext(language, N_("app subscribed to the business account %(waba)s")) % {
             "waba": waba_id
         }
@@ -486,24 +536,39 @@ async def channels_connect(
             language=console_language(request, page.tenant),
         )
         account, created = await connect_channel_account(
-            session, tenant=page.tenant, channel=channel, external_account_id=account_id, access_token=token,
-            display_name=display_name.strip() or meta_name or None, cipher=cipher, api_base_url=base, label=label,
-        )  # fmt: skip
+            session,
+            tenant=page.tenant,
+            channel=channel,
+            external_account_id=account_id,
+            access_token=token,
+            display_name=display_name.strip() or meta_name or None,
+            cipher=cipher,
+            api_base_url=base,
+            label=label,
+        )
         await session.commit()
     except (AccountTaken, ConnectRefused, ValueError) as exc:
         await session.rollback()
         log.warning(
-            "channel_account_refused", tenant_id=str(page.tenant.id), channel=channel, account_id=account_id,
-            reason=type(exc).__name__, code=getattr(exc, "code", None),
-        )  # fmt: skip
+            "channel_account_refused",
+            tenant_id=str(page.tenant.id),
+            channel=channel,
+            account_id=account_id,
+            reason=type(exc).__name__,
+            code=getattr(exc, "code", None),
+        )
         error = str(exc)
         if isinstance(exc, ConnectRefused):  # in the page's language
             error = gettext(console_language(request, page.tenant), exc.words) % exc.params
         return await _channels_page(request, page, session, error=error, code=422)
     log.warning(
-        "channel_account_connected", tenant_id=str(page.tenant.id), channel=channel, account_id=account_id,
-        created=created, actor=f"console:{page.user.email}",
-    )  # fmt: skip
+        "channel_account_connected",
+        tenant_id=str(page.tenant.id),
+        channel=channel,
+        account_id=account_id,
+        created=created,
+        actor=f"console:{page.user.email}",
+    )
     done = N_("Connected") if created else N_("Updated")
     return await _channels_page(
         request, page, session, message=(done, f"{channel} {account.external_account_id}: {checked}")
@@ -514,8 +579,13 @@ async def channels_connect(
     "/t/{slug}/channels/{channel}/{account_id}/disconnect", response_class=HTMLResponse
 )
 async def channels_disconnect(
-    request: Request, channel: str, account_id: str, page: AdminPage, session: SessionDep, sessions: SessionsDep,
-) -> Response:  # fmt: skip
+    request: Request,
+    channel: str,
+    account_id: str,
+    page: AdminPage,
+    session: SessionDep,
+    sessions: SessionsDep,
+) -> Response:
     """Disconnect one account of this tenant: each of its open conversations is closed (one in human
     mode is handed back first, as the Close button does: :func:`switchboard.console.actions.close`),
     its stored token is deleted and it is switched off, so webhooks for it are no longer taken in
@@ -545,15 +615,24 @@ async def channels_disconnect(
     session.add(account)
     await session.commit()
     log.warning(
-        "channel_account_disconnected", tenant_id=str(page.tenant.id), channel=channel, account_id=account_id,
-        closed_conversations=len(open_ids), actor=f"console:{page.user.email}",
-    )  # fmt: skip
+        "channel_account_disconnected",
+        tenant_id=str(page.tenant.id),
+        channel=channel,
+        account_id=account_id,
+        closed_conversations=len(open_ids),
+        actor=f"console:{page.user.email}",
+    )
     return await _channels_page(
-        request, page, session,
-        message=(N_("Disconnected"), f"{channel} {account_id}: " + gettext(
-            console_language(request, page.tenant), N_("%(count)s open conversation(s) closed")
-        ) % {"count": len(open_ids)}),
-    )  # fmt: skip
+        request,
+        page,
+        session,
+        message=(
+            N_("Disconnected"),
+            f"{channel} {account_id}: "
+            + gettext(console_language(request, page.tenant), N_("%(count)s open conversation(s) closed"))
+            % {"count": len(open_ids)},
+        ),
+    )
 
 
 @channel_pages_router.post("/t/{slug}/channels/gmail/authorize")
@@ -573,9 +652,14 @@ async def channels_gmail_authorize(
         return await _channels_page(request, page, session, error=f"OAuth client JSON: {exc}", code=422)
     callback = str(request.url_for("channels_gmail_callback", slug=page.tenant.slug))
     auth = start_authorization(
-        cipher=CredentialCipher.from_settings(settings), auth_url=settings.resolved_gmail_auth_url, scopes=settings.gmail_oauth_scopes,
-        tenant_id=page.tenant.id, secrets=secrets, redirect_uri=callback, login_hint=login_hint.strip() or None,
-    )  # fmt: skip
+        cipher=CredentialCipher.from_settings(settings),
+        auth_url=settings.resolved_gmail_auth_url,
+        scopes=settings.gmail_oauth_scopes,
+        tenant_id=page.tenant.id,
+        secrets=secrets,
+        redirect_uri=callback,
+        login_hint=login_hint.strip() or None,
+    )
     return RedirectResponse(auth.url, status_code=303)
 
 
@@ -593,20 +677,33 @@ async def channels_gmail_callback(
             f"/t/{page.tenant.slug}/channels?" + urlencode({"flash": flash}),
             status_code=status.HTTP_303_SEE_OTHER,
         )
-    client = GmailClient(settings.resolved_gmail_api_base_url, settings.resolved_gmail_token_url,
-                         timeout_s=settings.gmail_timeout_s)  # fmt: skip
+    client = GmailClient(
+        settings.resolved_gmail_api_base_url,
+        settings.resolved_gmail_token_url,
+        timeout_s=settings.gmail_timeout_s,
+    )
     try:
         code = code_from_answer(str(request.url), state=state)
-        connected = await finish_authorization(sessions=sessions, cipher=CredentialCipher.from_settings(settings), client=client,
-                                               tenant_id=page.tenant.id, state=state, code=code)  # fmt: skip
+        connected = await finish_authorization(
+            sessions=sessions,
+            cipher=CredentialCipher.from_settings(settings),
+            client=client,
+            tenant_id=page.tenant.id,
+            state=state,
+            code=code,
+        )
     except (AuthorizationRefused, OAuthError, GmailApiError, ValueError) as exc:
         log.warning("console_gmail_connect_failed", tenant_id=str(page.tenant.id), error=str(exc))
         return await _channels_page(request, page, session, error=f"Gmail: {exc}", code=422)
     finally:
         await client.aclose()
     log.warning(
-        "channel_account_connected", tenant_id=str(page.tenant.id), channel="gmail", account_id=connected.email,
-        created=not connected.reconnected, actor=f"console:{page.user.email}",
-    )  # fmt: skip
+        "channel_account_connected",
+        tenant_id=str(page.tenant.id),
+        channel="gmail",
+        account_id=connected.email,
+        created=not connected.reconnected,
+        actor=f"console:{page.user.email}",
+    )
     done = N_("Reconnected") if connected.reconnected else N_("Connected")
     return await _channels_page(request, page, session, message=(done, f"gmail {connected.email}"))

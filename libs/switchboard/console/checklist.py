@@ -90,7 +90,7 @@ async def setup_checklist(session: AsyncSession, tenant: Tenant) -> list[SetupSt
             bool(counts["channels_receiving"]),
             state,
             "/channels",
-        )  # fmt: skip
+        )
     )
 
     deployments = [d.id for d in tenant_settings_from(tenant.settings_extensions).llm.deployments]
@@ -125,7 +125,7 @@ async def setup_checklist(session: AsyncSession, tenant: Tenant) -> list[SetupSt
             kb_state,
             "/knowledge",
             {"n": counts["documents_ready"] or counts["documents_reading"]},
-        )  # fmt: skip
+        )
     )
 
     agents = int(counts["whatsapp_agents"]) + int(counts["console_agents"])
@@ -137,7 +137,7 @@ async def setup_checklist(session: AsyncSession, tenant: Tenant) -> list[SetupSt
             N_("%(n)s agent(s).") if agents else N_("Nobody yet."),
             "/people",
             {"n": agents},
-        )  # fmt: skip
+        )
     )
 
     steps.append(
@@ -150,6 +150,6 @@ async def setup_checklist(session: AsyncSession, tenant: Tenant) -> list[SetupSt
             else N_("Nobody has talked to the assistant yet: write to your number from your own phone."),
             "/inbox",
             {"n": counts["answered"]},
-        )  # fmt: skip
+        )
     )
     return steps

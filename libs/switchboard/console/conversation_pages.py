@@ -57,9 +57,14 @@ async def conversation_page(
     ]
     partial = request.headers.get("HX-Request") and request.headers.get("HX-Target") == "conversation"
     return render(
-        request, "_conversation.html" if partial else "conversation.html",
-        tenant=page.tenant, view=view, active="inbox", flash=request.query_params.get("flash"), canned=canned,
-    )  # fmt: skip
+        request,
+        "_conversation.html" if partial else "conversation.html",
+        tenant=page.tenant,
+        view=view,
+        active="inbox",
+        flash=request.query_params.get("flash"),
+        canned=canned,
+    )
 
 
 def _who(page: PageContext) -> Actioner:
@@ -125,9 +130,11 @@ def _plain_action_route(
 
 for _name, (_act_fn, _done) in _PLAIN_ACTIONS.items():
     conversation_pages_router.add_api_route(
-        f"/t/{{slug}}/conversations/{{conversation_id}}/{_name}", _plain_action_route(_act_fn, _done),
-        methods=["POST"], name=f"{_name}_action",
-    )  # fmt: skip
+        f"/t/{{slug}}/conversations/{{conversation_id}}/{_name}",
+        _plain_action_route(_act_fn, _done),
+        methods=["POST"],
+        name=f"{_name}_action",
+    )
 
 
 @conversation_pages_router.post("/t/{slug}/conversations/{conversation_id}/reply")
@@ -202,9 +209,14 @@ async def decide_action(
 ) -> Response:
     async def run() -> str | None:
         return await actions.decide(
-            sessions, resources.redis, who=_who(page), conversation_id=conversation_id, action_id=action_id,
-            approve=decision == "approve", reason=reason,
-        )  # fmt: skip
+            sessions,
+            resources.redis,
+            who=_who(page),
+            conversation_id=conversation_id,
+            action_id=action_id,
+            approve=decision == "approve",
+            reason=reason,
+        )
 
     return await _act(request, page, conversation_id, run)
 
@@ -230,9 +242,13 @@ async def feedback_action(
         conversation_id = message.conversation_id
     async with session_scope(sessions) as session:
         await record_feedback(
-            session, tenant_id=page.tenant.id, message_id=message_id, rating=rating,
-            comment=comment.strip() or None, source=f"console_user:{page.user.id}",
-        )  # fmt: skip
+            session,
+            tenant_id=page.tenant.id,
+            message_id=message_id,
+            rating=rating,
+            comment=comment.strip() or None,
+            source=f"console_user:{page.user.id}",
+        )
 
     async def run() -> str | None:
         return "Thanks: your rating was recorded."
@@ -277,8 +293,13 @@ async def media_action(
         raise HTTPException(status.HTTP_404_NOT_FOUND, "media not found")
     cipher = CredentialCipher(settings.secret("encryption_key").encode())
     async with httpx.AsyncClient(timeout=30.0) as http:
-        deps = ChannelDeps(settings=settings, cipher=cipher, http=http, sessions=sessions,
-                           extra={"media_store": MediaStore.from_settings(settings)})  # fmt: skip
+        deps = ChannelDeps(
+            settings=settings,
+            cipher=cipher,
+            http=http,
+            sessions=sessions,
+            extra={"media_store": MediaStore.from_settings(settings)},
+        )
         channel = build_channels(deps).get(message.channel)
         if channel is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, "media not found")

@@ -66,8 +66,14 @@ async def _page(
     answer, _conversation, tenant = found
     csat = cached_tenant_settings(tenant.settings_extensions, tenant_id=str(tenant.id)).csat
     language = console_language(request)
-    context = {"business": tenant.name, "question": csat.question, "exp": exp, "sig": sig,
-               "answer": gettext(language, _TITLES[rating]), "headers": _HEADERS}  # fmt: skip
+    context = {
+        "business": tenant.name,
+        "question": csat.question,
+        "exp": exp,
+        "sig": sig,
+        "answer": gettext(language, _TITLES[rating]),
+        "headers": _HEADERS,
+    }
     if record:
         stored = await record_answer(
             session, tenant_id=tenant.id, customer_id=None, rating=Rating(conversation_id, rating)

@@ -150,13 +150,17 @@ async def customer_page_data(session: Any, tenant_id: uuid.UUID, customer: Custo
     profile = dict(customer.profile or {})
     consents = {lead["consent"] for lead in leads}
     return {
-        "customer": customer, "identities": identities, "conversations": conversations, "memory": memory,
-        "leads": leads, "opt_out": profile.get("marketing_opt_out"),
+        "customer": customer,
+        "identities": identities,
+        "conversations": conversations,
+        "memory": memory,
+        "leads": leads,
+        "opt_out": profile.get("marketing_opt_out"),
         "consent": "denied" if "denied" in consents else "granted" if "granted" in consents else "unknown",
         "attributes": _plain_attributes(profile),
         "erasing": customer.external_user_id.startswith(ERASING_PREFIX),
         "erased": customer.external_user_id.startswith(ERASED_PREFIX),
-    }  # fmt: skip
+    }
 
 
 def _back(page: PageContext, customer_id: uuid.UUID, **query: str) -> RedirectResponse:
@@ -172,10 +176,15 @@ def _flash(request: Request, page: PageContext, words: str) -> str:
 
 @customer_pages_router.get("/t/{slug}/customers/{customer_id}", response_class=HTMLResponse)
 async def customer_page(
-    request: Request, customer_id: uuid.UUID, page: InboxPage, session: SessionDep, settings: SettingsDep,
-    export: Annotated[str | None, Query(max_length=32)] = None, flash: Annotated[str | None, Query(max_length=300)] = None,
+    request: Request,
+    customer_id: uuid.UUID,
+    page: InboxPage,
+    session: SessionDep,
+    settings: SettingsDep,
+    export: Annotated[str | None, Query(max_length=32)] = None,
+    flash: Annotated[str | None, Query(max_length=300)] = None,
     error: Annotated[str | None, Query(max_length=300)] = None,
-) -> Response:  # fmt: skip
+) -> Response:
     customer = await _customer_or_404(session, page, customer_id)
     data = await customer_page_data(session, page.tenant.id, customer)
     download = None
@@ -188,16 +197,28 @@ async def customer_page(
         if key and await MediaStore.from_settings(settings).exists(key):
             download = export_link(settings, key, base_url=f"/t/{page.tenant.slug}/customers/exports")
     return render(
-        request, "customer.html", tenant=page.tenant, active="inbox", is_admin=is_admin, flash=flash,
-        error=error, export_id=export, download=download, **data,
-    )  # fmt: skip
+        request,
+        "customer.html",
+        tenant=page.tenant,
+        active="inbox",
+        is_admin=is_admin,
+        flash=flash,
+        error=error,
+        export_id=export,
+        download=download,
+        **data,
+    )
 
 
 @customer_pages_router.post("/t/{slug}/customers/{customer_id}/attributes")
 async def save_attributes(
-    request: Request, customer_id: uuid.UUID, page: InboxPage, session: SessionDep,
-    display_name: Annotated[str, Form(max_length=200)] = "", attributes: Annotated[str, Form(max_length=40_000)] = "",
-) -> Response:  # fmt: skip
+    request: Request,
+    customer_id: uuid.UUID,
+    page: InboxPage,
+    session: SessionDep,
+    display_name: Annotated[str, Form(max_length=200)] = "",
+    attributes: Annotated[str, Form(max_length=40_000)] = "",
+) -> Response:
     customer = await _customer_or_404(session, page, customer_id)
     if customer.external_user_id.startswith((ERASED_PREFIX, ERASING_PREFIX)):
         raise HTTPException(status.HTTP_409_CONFLICT, "customer erased")
@@ -221,9 +242,13 @@ async def save_attributes(
 
 @customer_pages_router.post("/t/{slug}/customers/{customer_id}/erase")
 async def erase_action(
-    request: Request, customer_id: uuid.UUID, page: AdminPage, session: SessionDep, resources: ResourcesDep,
+    request: Request,
+    customer_id: uuid.UUID,
+    page: AdminPage,
+    session: SessionDep,
+    resources: ResourcesDep,
     confirm: Annotated[str, Form(max_length=320)] = "",
-) -> Response:  # fmt: skip
+) -> Response:
     customer = await _customer_or_404(session, page, customer_id)
     if not await confirms_identity(session, tenant_id=page.tenant.id, customer=customer, typed=confirm):
         return _back(page, customer_id, error=_flash(request, page, NOT_THE_IDENTITY))
@@ -248,16 +273,23 @@ async def export_action(
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "the job queue is not available")
     export_id = new_export_id()
     await enqueue_export_customer(
-        resources.redis, tenant_id=page.tenant.id, customer_id=customer_id, export_id=export_id,
+        resources.redis,
+        tenant_id=page.tenant.id,
+        customer_id=customer_id,
+        export_id=export_id,
         actor=f"console_user:{page.user.id}",
-    )  # fmt: skip
+    )
     return _back(page, customer_id, export=export_id, flash=_flash(request, page, EXPORT_STARTED))
 
 
 @customer_pages_router.get("/t/{slug}/customers/exports/{key:path}")
 async def download_export(
-    key: str, page: AdminPage, settings: SettingsDep, exp: Annotated[int, Query()], sig: Annotated[str, Query(max_length=128)]
-) -> Response:  # fmt: skip
+    key: str,
+    page: AdminPage,
+    settings: SettingsDep,
+    exp: Annotated[int, Query()],
+    sig: Annotated[str, Query(max_length=128)],
+) -> Response:
     """The export ZIP behind a signed link: the tenant's own exports only, 403 once the link expired."""
     if not key.startswith(f"exports/{page.tenant.id}/") or not export_link_is_valid(settings, key, exp, sig):
         return PlainTextResponse("This download link has expired or is not valid.", status_code=403)
@@ -266,6 +298,10 @@ async def download_export(
     except MediaCopyFailed:
         return PlainTextResponse("This export is no longer stored.", status_code=404)
     return Response(
-        data, media_type="application/zip",
-        headers={"Content-Disposition": 'attachment; filename="customer-export.zip"', "Cache-Control": "no-store"},
-    )  # fmt: skip
+        data,
+        media_type="application/zip",
+        headers={
+            "Content-Disposition": 'attachment; filename="customer-export.zip"',
+            "Cache-Control": "no-store",
+        },
+    )

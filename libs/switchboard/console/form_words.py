@@ -51,152 +51,445 @@ def _w(label: str, help: str) -> SettingWords:
 SETTING_WORDS: dict[str, SettingWords] = {
     # agent
     "agent.name": _w(N_("Agent's name"), N_("The name the assistant uses with customers.")),
-    "agent.instructions": _w(N_("Instructions"), N_("What the assistant should do and how it should sound, in your own words.")),
-    "agent.system_prompt": _w(N_("Full system prompt"), N_("Replaces the built-in prompt entirely; leave empty to use the built-in one with your instructions.")),
-    "agent.typed_replies": _w(N_("Buttons and product cards"), N_("Let the assistant answer with buttons, lists and product cards where the channel shows them.")),
-    "agent.handoff_reply": _w(N_("Reply when handing over to a person"), N_("Sent when the assistant hands the conversation to your team and has no words of its own.")),
-    "agent.farewell_reply": _w(N_("Goodbye reply"), N_("Sent when the assistant ends a conversation and has no words of its own.")),
-    "agent.error_reply": _w(N_("Reply when no model answers"), N_("Sent when every model failed or the answer took too long.")),
-    "agent.waiting_reply": _w(N_("Reply while the model is down"), N_("Sent when every model failed; the question is kept and answered once a model answers again.")),
-    "agent.first_reply_deadline_s": _w(N_("Time before the holding reply"), N_("Seconds (3 to 120) a customer waits before getting the holding reply.")),
-    "agent.holding_reply": _w(N_("Holding reply"), N_("The short message sent when the answer is not ready in time; the answer follows.")),
+    "agent.instructions": _w(
+        N_("Instructions"), N_("What the assistant should do and how it should sound, in your own words.")
+    ),
+    "agent.system_prompt": _w(
+        N_("Full system prompt"),
+        N_(
+            "Replaces the built-in prompt entirely; leave empty to use the built-in one with your instructions."
+        ),
+    ),
+    "agent.typed_replies": _w(
+        N_("Buttons and product cards"),
+        N_("Let the assistant answer with buttons, lists and product cards where the channel shows them."),
+    ),
+    "agent.handoff_reply": _w(
+        N_("Reply when handing over to a person"),
+        N_("Sent when the assistant hands the conversation to your team and has no words of its own."),
+    ),
+    "agent.farewell_reply": _w(
+        N_("Goodbye reply"), N_("Sent when the assistant ends a conversation and has no words of its own.")
+    ),
+    "agent.error_reply": _w(
+        N_("Reply when no model answers"), N_("Sent when every model failed or the answer took too long.")
+    ),
+    "agent.waiting_reply": _w(
+        N_("Reply while the model is down"),
+        N_("Sent when every model failed; the question is kept and answered once a model answers again."),
+    ),
+    "agent.first_reply_deadline_s": _w(
+        N_("Time before the holding reply"),
+        N_("Seconds (3 to 120) a customer waits before getting the holding reply."),
+    ),
+    "agent.holding_reply": _w(
+        N_("Holding reply"),
+        N_("The short message sent when the answer is not ready in time; the answer follows."),
+    ),
     # loop
-    "loop.max_tool_iterations": _w(N_("Tool rounds per answer"), N_("How many times the model may call tools before it must answer in words.")),
-    "loop.turn_timeout_s": _w(N_("Time limit for one answer"), N_("Seconds the whole answer may take, tools included.")),
-    "loop.tool_timeout_s": _w(N_("Time limit for one tool call"), N_("Seconds one tool call may take before it counts as failed.")),
-    "loop.max_tool_result_chars": _w(N_("Tool result length"), N_("Characters of a tool's result the model reads; the rest is cut.")),
-    "loop.max_raw_tool_result_chars": _w(N_("Longest raw tool result"), N_("Characters of a tool's output kept at most, before anything else reads it.")),
-    "loop.per_tool_call_cap": _w(N_("Calls of one tool per answer"), N_("How many times the same tool may be called while answering one message.")),
-    "loop.always_on_tools": _w(N_("Tools without a call limit"), N_("Tool names, one per line, that the per-tool limit does not apply to.")),
-    "loop.max_tool_calls_per_turn": _w(N_("Tool calls per answer"), N_("How many tool calls in all one answer may make.")),
+    "loop.max_tool_iterations": _w(
+        N_("Tool rounds per answer"),
+        N_("How many times the model may call tools before it must answer in words."),
+    ),
+    "loop.turn_timeout_s": _w(
+        N_("Time limit for one answer"), N_("Seconds the whole answer may take, tools included.")
+    ),
+    "loop.tool_timeout_s": _w(
+        N_("Time limit for one tool call"), N_("Seconds one tool call may take before it counts as failed.")
+    ),
+    "loop.max_tool_result_chars": _w(
+        N_("Tool result length"), N_("Characters of a tool's result the model reads; the rest is cut.")
+    ),
+    "loop.max_raw_tool_result_chars": _w(
+        N_("Longest raw tool result"),
+        N_("Characters of a tool's output kept at most, before anything else reads it."),
+    ),
+    "loop.per_tool_call_cap": _w(
+        N_("Calls of one tool per answer"),
+        N_("How many times the same tool may be called while answering one message."),
+    ),
+    "loop.always_on_tools": _w(
+        N_("Tools without a call limit"),
+        N_("Tool names, one per line, that the per-tool limit does not apply to."),
+    ),
+    "loop.max_tool_calls_per_turn": _w(
+        N_("Tool calls per answer"), N_("How many tool calls in all one answer may make.")
+    ),
     # llm
-    "llm.deployments": _w(N_("Models"), N_("The models that answer, first one first; the next ones take over when it fails.")),
-    "llm.allowed_fails": _w(N_("Failures before a pause"), N_("Failed calls in a minute after which a model is paused for a while.")),
-    "llm.cooldown_s": _w(N_("Pause after failures"), N_("Seconds a failing model is left alone before it is tried again.")),
-    "llm.request_timeout_s": _w(N_("Time limit for one model call"), N_("Seconds one call to a model may take.")),
-    "llm.connect_timeout_s": _w(N_("Time to connect to a model"), N_("Seconds to wait for a connection before trying the next model.")),
-    "llm.num_retries": _w(N_("Retries"), N_("How many times a call that failed for a passing reason is tried again (0 to 5).")),
-    "llm.max_retry_wait_s": _w(N_("Longest wait before a retry"), N_("Seconds; a provider asking for a longer wait is paused and the next model answers.")),
-    "llm.max_retry_after_cooldown_s": _w(N_("Longest pause asked by a provider"), N_("Seconds at most a model is paused when its provider asks to wait.")),
-    "llm.fallback_reserve_s": _w(N_("Time kept for the backup model"), N_("Seconds of each answer's time limit kept so a backup model can still answer.")),
-    "llm.trim_ratio": _w(N_("Share of the context window used"), N_("Between 0 and 1: older messages are left out beyond this share of the model's context window.")),
-    "llm.default_context_window_tokens": _w(N_("Context window of unknown models"), N_("Tokens (pieces of words) assumed when a model's window is not known.")),
-    "llm.max_output_tokens": _w(N_("Longest answer"), N_("Tokens (pieces of words) a model may write in one answer; empty: the model's own limit.")),
-    "llm.summarize_after_messages": _w(N_("Summarize after"), N_("Messages in a conversation after which the oldest ones are summarized.")),
-    "llm.keep_verbatim_messages": _w(N_("Messages kept word for word"), N_("The newest messages kept as they are when the older ones are summarized.")),
+    "llm.deployments": _w(
+        N_("Models"), N_("The models that answer, first one first; the next ones take over when it fails.")
+    ),
+    "llm.allowed_fails": _w(
+        N_("Failures before a pause"),
+        N_("Failed calls in a minute after which a model is paused for a while."),
+    ),
+    "llm.cooldown_s": _w(
+        N_("Pause after failures"), N_("Seconds a failing model is left alone before it is tried again.")
+    ),
+    "llm.request_timeout_s": _w(
+        N_("Time limit for one model call"), N_("Seconds one call to a model may take.")
+    ),
+    "llm.connect_timeout_s": _w(
+        N_("Time to connect to a model"), N_("Seconds to wait for a connection before trying the next model.")
+    ),
+    "llm.num_retries": _w(
+        N_("Retries"), N_("How many times a call that failed for a passing reason is tried again (0 to 5).")
+    ),
+    "llm.max_retry_wait_s": _w(
+        N_("Longest wait before a retry"),
+        N_("Seconds; a provider asking for a longer wait is paused and the next model answers."),
+    ),
+    "llm.max_retry_after_cooldown_s": _w(
+        N_("Longest pause asked by a provider"),
+        N_("Seconds at most a model is paused when its provider asks to wait."),
+    ),
+    "llm.fallback_reserve_s": _w(
+        N_("Time kept for the backup model"),
+        N_("Seconds of each answer's time limit kept so a backup model can still answer."),
+    ),
+    "llm.trim_ratio": _w(
+        N_("Share of the context window used"),
+        N_("Between 0 and 1: older messages are left out beyond this share of the model's context window."),
+    ),
+    "llm.default_context_window_tokens": _w(
+        N_("Context window of unknown models"),
+        N_("Tokens (pieces of words) assumed when a model's window is not known."),
+    ),
+    "llm.max_output_tokens": _w(
+        N_("Longest answer"),
+        N_("Tokens (pieces of words) a model may write in one answer; empty: the model's own limit."),
+    ),
+    "llm.summarize_after_messages": _w(
+        N_("Summarize after"), N_("Messages in a conversation after which the oldest ones are summarized.")
+    ),
+    "llm.keep_verbatim_messages": _w(
+        N_("Messages kept word for word"),
+        N_("The newest messages kept as they are when the older ones are summarized."),
+    ),
     # one model deployment (llm.deployments and guardrails.input.deployments)
-    "deployment.id": _w(N_("Name"), N_("A short name of your choice (letters, digits, - . _ :); the logs say which one answered.")),
+    "deployment.id": _w(
+        N_("Name"),
+        N_("A short name of your choice (letters, digits, - . _ :); the logs say which one answered."),
+    ),
     "deployment.provider": _w(N_("Provider"), N_("Who runs the model.")),
-    "deployment.model": _w(N_("Model"), N_("The model's name at the provider, e.g. gpt-4o-mini, claude-haiku-4-5, llama3.1.")),
-    "deployment.api_base": _w(N_("Server address"), N_("The address of the model's API, e.g. https://models.example.com/v1.")),
-    "deployment.api_key": _w(N_("API key"), N_("Never shown again once saved; leave empty to keep the stored key.")),
-    "deployment.priority": _w(N_("Order"), N_("Lower answers first; models with the same number share the load.")),
-    "deployment.max_input_tokens": _w(N_("Context window"), N_("Tokens (pieces of words) the model reads at most; empty: as the provider says.")),
-    "deployment.timeout_s": _w(N_("Time limit"), N_("Seconds one call of this model may take; empty: the general time limit.")),
+    "deployment.model": _w(
+        N_("Model"), N_("The model's name at the provider, e.g. gpt-4o-mini, claude-haiku-4-5, llama3.1.")
+    ),
+    "deployment.api_base": _w(
+        N_("Server address"), N_("The address of the model's API, e.g. https://models.example.com/v1.")
+    ),
+    "deployment.api_key": _w(
+        N_("API key"), N_("Never shown again once saved; leave empty to keep the stored key.")
+    ),
+    "deployment.priority": _w(
+        N_("Order"), N_("Lower answers first; models with the same number share the load.")
+    ),
+    "deployment.max_input_tokens": _w(
+        N_("Context window"),
+        N_("Tokens (pieces of words) the model reads at most; empty: as the provider says."),
+    ),
+    "deployment.timeout_s": _w(
+        N_("Time limit"), N_("Seconds one call of this model may take; empty: the general time limit.")
+    ),
     # added sections: voice messages, closing, business hours, data retention, website chat
-    "agent.unreadable_audio_reply": _w(N_("Reply to a voice message nobody could understand"), N_("Sent when a voice message could not be transcribed; the conversation then goes to a person.")),
-    "handoff.farewell": _w(N_("Goodbye when a person closes"), N_("Sent to the customer when a person closes the conversation; empty sends nothing.")),
-    "hours.enabled": _w(N_("Use business hours"), N_("When on, requests for a person outside the hours wait for the next opening.")),
-    "hours.timezone": _w(N_("Time zone of the hours"), N_("A time zone such as Europe/Madrid; empty uses the language and time setting.")),
-    "hours.schedule": _w(N_("Opening hours"), N_("When your team answers each week, one row per opening period.")),
+    "agent.unreadable_audio_reply": _w(
+        N_("Reply to a voice message nobody could understand"),
+        N_("Sent when a voice message could not be transcribed; the conversation then goes to a person."),
+    ),
+    "handoff.farewell": _w(
+        N_("Goodbye when a person closes"),
+        N_("Sent to the customer when a person closes the conversation; empty sends nothing."),
+    ),
+    "hours.enabled": _w(
+        N_("Use business hours"),
+        N_("When on, requests for a person outside the hours wait for the next opening."),
+    ),
+    "hours.timezone": _w(
+        N_("Time zone of the hours"),
+        N_("A time zone such as Europe/Madrid; empty uses the language and time setting."),
+    ),
+    "hours.schedule": _w(
+        N_("Opening hours"), N_("When your team answers each week, one row per opening period.")
+    ),
     "hours.schedule.day": _w(N_("Day"), N_("The day of the week of this period.")),
     "hours.schedule.opens": _w(N_("Opens"), N_("The time it opens, as 09:00.")),
     "hours.schedule.closes": _w(N_("Closes"), N_("The time it closes, as 18:00 (24:00 is midnight).")),
     "hours.holidays": _w(N_("Holidays"), N_("Whole days closed, one date per line as 2026-12-25.")),
-    "hours.outside_hours": _w(N_("Outside the hours"), N_("Whether the AI keeps answering outside the hours, or the customer waits for a person.")),
-    "hours.out_of_hours_reply": _w(N_("Reply outside the hours"), N_("What the customer is told outside the hours; {opening} becomes the next opening.")),
-    "retention.messages_days": _w(N_("Keep messages"), N_("Days to keep messages and their files; empty keeps them.")),
-    "retention.memory_days": _w(N_("Keep memory"), N_("Days to keep what the assistant remembers about a customer; empty keeps it.")),
-    "retention.traces_days": _w(N_("Keep answer records"), N_("Days to keep the records of how each answer was made; empty keeps them.")),
+    "hours.outside_hours": _w(
+        N_("Outside the hours"),
+        N_("Whether the AI keeps answering outside the hours, or the customer waits for a person."),
+    ),
+    "hours.out_of_hours_reply": _w(
+        N_("Reply outside the hours"),
+        N_("What the customer is told outside the hours; {opening} becomes the next opening."),
+    ),
+    "retention.messages_days": _w(
+        N_("Keep messages"), N_("Days to keep messages and their files; empty keeps them.")
+    ),
+    "retention.memory_days": _w(
+        N_("Keep memory"), N_("Days to keep what the assistant remembers about a customer; empty keeps it.")
+    ),
+    "retention.traces_days": _w(
+        N_("Keep answer records"),
+        N_("Days to keep the records of how each answer was made; empty keeps them."),
+    ),
     "retention.leads_days": _w(N_("Keep sales leads"), N_("Days to keep sales leads; empty keeps them.")),
-    "retention.event_deliveries_days": _w(N_("Keep webhook deliveries"), N_("Days to keep the record of events sent to your systems; empty keeps it.")),
-    "web.allowed_origins": _w(N_("Websites allowed"), N_("The addresses of the websites the chat widget may run on, one per line.")),
+    "retention.event_deliveries_days": _w(
+        N_("Keep webhook deliveries"),
+        N_("Days to keep the record of events sent to your systems; empty keeps it."),
+    ),
+    "web.allowed_origins": _w(
+        N_("Websites allowed"), N_("The addresses of the websites the chat widget may run on, one per line.")
+    ),
     "web.colour": _w(N_("Widget colour"), N_("The chat widget's colour, as #1f6feb.")),
-    "web.greeting_en": _w(N_("Greeting in English"), N_("The first line a visitor reads when your page is in English.")),
-    "web.greeting_es": _w(N_("Greeting in Spanish"), N_("The first line a visitor reads when your page is in Spanish.")),
+    "web.greeting_en": _w(
+        N_("Greeting in English"), N_("The first line a visitor reads when your page is in English.")
+    ),
+    "web.greeting_es": _w(
+        N_("Greeting in Spanish"), N_("The first line a visitor reads when your page is in Spanish.")
+    ),
     "web.title": _w(N_("Chat title"), N_("The title of the chat panel; empty shows your business name.")),
-    "csat.enabled": _w(N_("Ask for a rating"), N_("After a conversation closes, ask the customer once how it went, with the channel's own buttons.")),
+    "csat.enabled": _w(
+        N_("Ask for a rating"),
+        N_("After a conversation closes, ask the customer once how it went, with the channel's own buttons."),
+    ),
     "csat.question": _w(N_("Rating question"), N_("The question sent after a conversation closes.")),
-    "csat.thanks_reply": _w(N_("Thanks for a rating"), N_("Sent once when the customer rates the conversation.")),
+    "csat.thanks_reply": _w(
+        N_("Thanks for a rating"), N_("Sent once when the customer rates the conversation.")
+    ),
     # handoff
-    "handoff.queue_reply": _w(N_("Reply when everyone is busy"), N_("Sent when no person is online and the conversation waits in the queue.")),
-    "handoff.agent_template_name": _w(N_("WhatsApp template for your team"), N_("An approved template used to alert a team member who has not written in the last 24 hours.")),
-    "handoff.agent_template_language": _w(N_("Language of that template"), N_("The template's language code, e.g. en or es.")),
-    "handoff.summary_max_chars": _w(N_("Length of the handover summary"), N_("Characters at most of the summary your team gets when a conversation is handed over.")),
-    "handoff.approval_timeout_s": _w(N_("Time to approve an action"), N_("Seconds an action waiting for your approval stays open (60 seconds to 7 days).")),
-    "handoff.approval_expired_reply": _w(N_("Reply when an approval expires"), N_("Sent when nobody approved a pending action in time; nothing was done.")),
-    "handoff.button_payloads": _w(N_("Buttons that call a person"), N_("Button ids, one per line, that hand the conversation to a person at once.")),
+    "handoff.queue_reply": _w(
+        N_("Reply when everyone is busy"),
+        N_("Sent when no person is online and the conversation waits in the queue."),
+    ),
+    "handoff.agent_template_name": _w(
+        N_("WhatsApp template for your team"),
+        N_("An approved template used to alert a team member who has not written in the last 24 hours."),
+    ),
+    "handoff.agent_template_language": _w(
+        N_("Language of that template"), N_("The template's language code, e.g. en or es.")
+    ),
+    "handoff.summary_max_chars": _w(
+        N_("Length of the handover summary"),
+        N_("Characters at most of the summary your team gets when a conversation is handed over."),
+    ),
+    "handoff.approval_timeout_s": _w(
+        N_("Time to approve an action"),
+        N_("Seconds an action waiting for your approval stays open (60 seconds to 7 days)."),
+    ),
+    "handoff.approval_expired_reply": _w(
+        N_("Reply when an approval expires"),
+        N_("Sent when nobody approved a pending action in time; nothing was done."),
+    ),
+    "handoff.button_payloads": _w(
+        N_("Buttons that call a person"),
+        N_("Button ids, one per line, that hand the conversation to a person at once."),
+    ),
     # memory
-    "memory.returning_customer_window_days": _w(N_("Returning customer within"), N_("Days: a customer whose last conversation closed within this many days is welcomed back.")),
-    "memory.inactivity_close_s": _w(N_("Close quiet conversations after"), N_("Seconds without messages after which a conversation is closed and remembered.")),
-    "memory.max_chars": _w(N_("Length of what is remembered"), N_("Characters at most of the summary kept about each customer.")),
+    "memory.returning_customer_window_days": _w(
+        N_("Returning customer within"),
+        N_("Days: a customer whose last conversation closed within this many days is welcomed back."),
+    ),
+    "memory.inactivity_close_s": _w(
+        N_("Close quiet conversations after"),
+        N_("Seconds without messages after which a conversation is closed and remembered."),
+    ),
+    "memory.max_chars": _w(
+        N_("Length of what is remembered"), N_("Characters at most of the summary kept about each customer.")
+    ),
     # tools
-    "tools.mutation_budget": _w(N_("Changes per answer"), N_("How many changes (orders, bookings) one answer may make; empty: one.")),
+    "tools.mutation_budget": _w(
+        N_("Changes per answer"), N_("How many changes (orders, bookings) one answer may make; empty: one.")
+    ),
     # knowledge
-    "knowledge.embedding_model": _w(N_("Search model"), N_("The embedding model that indexes your documents; empty: the platform's choice.")),
-    "knowledge.embedding_api_base": _w(N_("Search model address"), N_("The address of an OpenAI-compatible embedding API; empty: the provider's own.")),
-    "knowledge.embedding_api_key": _w(N_("Search model key"), N_("Never shown again once saved; leave empty to keep the stored key.")),
-    "knowledge.min_similarity": _w(N_("How close a match must be"), N_("From -1 to 1: higher finds fewer but closer passages; empty: the platform's default.")),
-    "knowledge.chunk_size_chars": _w(N_("Passage length"), N_("Characters at most in each passage your documents are cut into; empty: the default.")),
-    "knowledge.chunk_overlap_chars": _w(N_("Passage overlap"), N_("Characters repeated between neighbouring passages; empty: the default.")),
+    "knowledge.embedding_model": _w(
+        N_("Search model"),
+        N_("The embedding model that indexes your documents; empty: the platform's choice."),
+    ),
+    "knowledge.embedding_api_base": _w(
+        N_("Search model address"),
+        N_("The address of an OpenAI-compatible embedding API; empty: the provider's own."),
+    ),
+    "knowledge.embedding_api_key": _w(
+        N_("Search model key"), N_("Never shown again once saved; leave empty to keep the stored key.")
+    ),
+    "knowledge.min_similarity": _w(
+        N_("How close a match must be"),
+        N_("From -1 to 1: higher finds fewer but closer passages; empty: the platform's default."),
+    ),
+    "knowledge.chunk_size_chars": _w(
+        N_("Passage length"),
+        N_("Characters at most in each passage your documents are cut into; empty: the default."),
+    ),
+    "knowledge.chunk_overlap_chars": _w(
+        N_("Passage overlap"), N_("Characters repeated between neighbouring passages; empty: the default.")
+    ),
     # locale
     "locale.language": _w(N_("Language"), N_("The language of the fixed replies and of this console.")),
     "locale.timezone": _w(N_("Time zone"), N_("Where your days start, e.g. Europe/Madrid.")),
     # rate limits
-    "rate_limits.customer_rate_limit": _w(N_("Messages per customer"), N_("Messages one customer may send in the window below before being asked to slow down; empty: the platform's.")),
-    "rate_limits.customer_rate_window_s": _w(N_("Customer window"), N_("Seconds of the per-customer limit; empty: the platform's.")),
-    "rate_limits.tenant_rate_limit": _w(N_("Messages for the whole business"), N_("Messages handled in the window below; more wait their turn; empty: the platform's.")),
-    "rate_limits.tenant_rate_window_s": _w(N_("Business window"), N_("Seconds of the limit for the whole business; empty: the platform's.")),
-    "rate_limits.slowdown_reply": _w(N_("Reply when writing too fast"), N_("Sent once to a customer over their limit.")),
+    "rate_limits.customer_rate_limit": _w(
+        N_("Messages per customer"),
+        N_(
+            "Messages one customer may send in the window below before being asked to slow down; empty: the platform's."
+        ),
+    ),
+    "rate_limits.customer_rate_window_s": _w(
+        N_("Customer window"), N_("Seconds of the per-customer limit; empty: the platform's.")
+    ),
+    "rate_limits.tenant_rate_limit": _w(
+        N_("Messages for the whole business"),
+        N_("Messages handled in the window below; more wait their turn; empty: the platform's."),
+    ),
+    "rate_limits.tenant_rate_window_s": _w(
+        N_("Business window"), N_("Seconds of the limit for the whole business; empty: the platform's.")
+    ),
+    "rate_limits.slowdown_reply": _w(
+        N_("Reply when writing too fast"), N_("Sent once to a customer over their limit.")
+    ),
     # leads
-    "leads.enabled": _w(N_("Find sales leads"), N_("After each answer, notice customers who want to buy and record them.")),
-    "leads.intent_window_messages": _w(N_("Messages read for leads"), N_("The newest messages read to notice a customer who wants to buy.")),
-    "leads.intent_check": _w(N_("How leads are noticed"), N_("auto: a model when you have one, else simple rules; model or heuristic force one.")),
+    "leads.enabled": _w(
+        N_("Find sales leads"), N_("After each answer, notice customers who want to buy and record them.")
+    ),
+    "leads.intent_window_messages": _w(
+        N_("Messages read for leads"), N_("The newest messages read to notice a customer who wants to buy.")
+    ),
+    "leads.intent_check": _w(
+        N_("How leads are noticed"),
+        N_("auto: a model when you have one, else simple rules; model or heuristic force one."),
+    ),
     # channels
-    "whatsapp.opt_out_payloads": _w(N_("Opt-out buttons"), N_("Button ids, one per line, that unsubscribe a customer from marketing messages.")),
+    "whatsapp.opt_out_payloads": _w(
+        N_("Opt-out buttons"),
+        N_("Button ids, one per line, that unsubscribe a customer from marketing messages."),
+    ),
     "whatsapp.opt_out_reply": _w(N_("Opt-out confirmation"), N_("Sent once after a customer unsubscribes.")),
-    "instagram.fetch_profiles": _w(N_("Fetch customer names"), N_("Ask Instagram for each customer's name and username.")),
-    "gmail.auto_reply_cap": _w(N_("Automatic replies per e-mail thread"), N_("Replies one thread gets in the window below; the next e-mail goes to a person.")),
+    "instagram.fetch_profiles": _w(
+        N_("Fetch customer names"), N_("Ask Instagram for each customer's name and username.")
+    ),
+    "gmail.auto_reply_cap": _w(
+        N_("Automatic replies per e-mail thread"),
+        N_("Replies one thread gets in the window below; the next e-mail goes to a person."),
+    ),
     "gmail.auto_reply_window_s": _w(N_("E-mail reply window"), N_("Seconds of the automatic reply limit.")),
-    "gmail.sender_name": _w(N_("Sender name"), N_("The name your e-mail replies come from, e.g. Example Support.")),
-    "feedback.app_key_sha256": _w(N_("Feedback app key fingerprint"), N_("Set by the command line when a feedback key is issued; the key itself is never stored.")),
+    "gmail.sender_name": _w(
+        N_("Sender name"), N_("The name your e-mail replies come from, e.g. Example Support.")
+    ),
+    "feedback.app_key_sha256": _w(
+        N_("Feedback app key fingerprint"),
+        N_("Set by the command line when a feedback key is issued; the key itself is never stored."),
+    ),
     # guardrails
-    "guardrails.input": _w(N_("Check of incoming messages"), N_("A model scores each customer message before the assistant reads it.")),
-    "guardrails.input.enabled": _w(N_("Check incoming messages"), N_("Stop attacks and off-topic messages before they reach the assistant.")),
-    "guardrails.input.threshold": _w(N_("Lowest score let through"), N_("From 0 to 1: a message scored below it does not reach the assistant.")),
-    "guardrails.input.action": _w(N_("When a message is stopped"), N_("redirect: answer with the reply below; handoff: hand it to a person.")),
-    "guardrails.input.redirect_reply": _w(N_("Redirect reply"), N_("Sent instead of an answer when a message is stopped.")),
-    "guardrails.input.on_error": _w(N_("When the check fails"), N_("allow: let the message through; block: treat it as stopped.")),
-    "guardrails.input.deployments": _w(N_("Checking models"), N_("Models that do the check; none: your cheapest model.")),
-    "guardrails.input.max_chars": _w(N_("Characters checked"), N_("Characters of the customer's message the check reads.")),
-    "guardrails.input.timeout_s": _w(N_("Time limit of the check"), N_("Seconds the check may take before it counts as failed.")),
-    "guardrails.output": _w(N_("Check of answers"), N_("Rules that stop an answer repeating your instructions.")),
-    "guardrails.output.enabled": _w(N_("Check answers"), N_("Stop answers that repeat your instructions word for word.")),
-    "guardrails.output.safe_reply": _w(N_("Reply instead of a stopped answer"), N_("Sent in place of an answer the check stopped.")),
-    "guardrails.output.min_leak_words": _w(N_("Words in a row that count as a leak"), N_("Consecutive words of your instructions an answer may not repeat.")),
+    "guardrails.input": _w(
+        N_("Check of incoming messages"),
+        N_("A model scores each customer message before the assistant reads it."),
+    ),
+    "guardrails.input.enabled": _w(
+        N_("Check incoming messages"),
+        N_("Stop attacks and off-topic messages before they reach the assistant."),
+    ),
+    "guardrails.input.threshold": _w(
+        N_("Lowest score let through"),
+        N_("From 0 to 1: a message scored below it does not reach the assistant."),
+    ),
+    "guardrails.input.action": _w(
+        N_("When a message is stopped"),
+        N_("redirect: answer with the reply below; handoff: hand it to a person."),
+    ),
+    "guardrails.input.redirect_reply": _w(
+        N_("Redirect reply"), N_("Sent instead of an answer when a message is stopped.")
+    ),
+    "guardrails.input.on_error": _w(
+        N_("When the check fails"), N_("allow: let the message through; block: treat it as stopped.")
+    ),
+    "guardrails.input.deployments": _w(
+        N_("Checking models"), N_("Models that do the check; none: your cheapest model.")
+    ),
+    "guardrails.input.max_chars": _w(
+        N_("Characters checked"), N_("Characters of the customer's message the check reads.")
+    ),
+    "guardrails.input.timeout_s": _w(
+        N_("Time limit of the check"), N_("Seconds the check may take before it counts as failed.")
+    ),
+    "guardrails.output": _w(
+        N_("Check of answers"), N_("Rules that stop an answer repeating your instructions.")
+    ),
+    "guardrails.output.enabled": _w(
+        N_("Check answers"), N_("Stop answers that repeat your instructions word for word.")
+    ),
+    "guardrails.output.safe_reply": _w(
+        N_("Reply instead of a stopped answer"), N_("Sent in place of an answer the check stopped.")
+    ),
+    "guardrails.output.min_leak_words": _w(
+        N_("Words in a row that count as a leak"),
+        N_("Consecutive words of your instructions an answer may not repeat."),
+    ),
     # budget
-    "budget.monthly_usd": _w(N_("Monthly budget"), N_("US dollars of model use per month; empty: no budget.")),
-    "budget.warn_ratio": _w(N_("Warn at"), N_("Between 0 and 1: the share of the budget at which a warning is logged.")),
-    "budget.action": _w(N_("Past the budget"), N_("cheaper_group: answer with your cheapest model; handoff: send the reply below and hand over.")),
-    "budget.holding_reply": _w(N_("Reply past the budget"), N_("Sent when the budget is spent and conversations go to a person.")),
-}  # fmt: skip
+    "budget.monthly_usd": _w(
+        N_("Monthly budget"), N_("US dollars of model use per month; empty: no budget.")
+    ),
+    "budget.warn_ratio": _w(
+        N_("Warn at"), N_("Between 0 and 1: the share of the budget at which a warning is logged.")
+    ),
+    "budget.action": _w(
+        N_("Past the budget"),
+        N_("cheaper_group: answer with your cheapest model; handoff: send the reply below and hand over."),
+    ),
+    "budget.holding_reply": _w(
+        N_("Reply past the budget"), N_("Sent when the budget is spent and conversations go to a person.")
+    ),
+}
 """Every tenant setting's label and explanation, by path (see the module docstring)."""
 
 SECTION_WORDS: dict[str, str] = {
-    "agent": N_("Agent"), "loop": N_("Tool use"), "llm": N_("Model"), "handoff": N_("Human handoff"),
-    "memory": N_("Memory"), "tools": N_("Tools"), "knowledge": N_("Knowledge"), "locale": N_("Language and time"),
-    "rate_limits": N_("Message limits"), "leads": N_("Sales leads"), "whatsapp": N_("WhatsApp"),
-    "instagram": N_("Instagram"), "gmail": N_("Gmail"), "guardrails": N_("Guardrails"), "budget": N_("Budget"),
-    "feedback": N_("Feedback app"), "hours": N_("Business hours"), "retention": N_("Keeping customer data"),
-    "web": N_("Website chat"), "csat": N_("Customer satisfaction"),
-}  # fmt: skip
+    "agent": N_("Agent"),
+    "loop": N_("Tool use"),
+    "llm": N_("Model"),
+    "handoff": N_("Human handoff"),
+    "memory": N_("Memory"),
+    "tools": N_("Tools"),
+    "knowledge": N_("Knowledge"),
+    "locale": N_("Language and time"),
+    "rate_limits": N_("Message limits"),
+    "leads": N_("Sales leads"),
+    "whatsapp": N_("WhatsApp"),
+    "instagram": N_("Instagram"),
+    "gmail": N_("Gmail"),
+    "guardrails": N_("Guardrails"),
+    "budget": N_("Budget"),
+    "feedback": N_("Feedback app"),
+    "hours": N_("Business hours"),
+    "retention": N_("Keeping customer data"),
+    "web": N_("Website chat"),
+    "csat": N_("Customer satisfaction"),
+}
 """Section names in words (the changes table and save notices)."""
 
 ADVANCED_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("conversation", N_("Conversation"), ("agent.name", "agent.instructions", "agent.system_prompt",
-                                          "agent.typed_replies", "locale", "agent.first_reply_deadline_s")),
-    ("replies", N_("Fixed replies"), ("agent", "rate_limits.slowdown_reply", "whatsapp.opt_out_reply",
-                                      "budget.holding_reply", "handoff.queue_reply", "handoff.approval_expired_reply")),
+    (
+        "conversation",
+        N_("Conversation"),
+        (
+            "agent.name",
+            "agent.instructions",
+            "agent.system_prompt",
+            "agent.typed_replies",
+            "locale",
+            "agent.first_reply_deadline_s",
+        ),
+    ),
+    (
+        "replies",
+        N_("Fixed replies"),
+        (
+            "agent",
+            "rate_limits.slowdown_reply",
+            "whatsapp.opt_out_reply",
+            "budget.holding_reply",
+            "handoff.queue_reply",
+            "handoff.approval_expired_reply",
+        ),
+    ),
     ("handoff", N_("Human handoff"), ("handoff", "leads", "hours", "csat")),
     ("memory", N_("Memory"), ("memory", "llm.summarize_after_messages", "llm.keep_verbatim_messages")),
     ("knowledge", N_("Knowledge"), ("knowledge",)),
@@ -205,7 +498,7 @@ ADVANCED_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("model", N_("Model connection"), ("llm",)),
     ("data", N_("Customer data"), ("retention",)),
     ("channels", N_("Channels"), ("whatsapp", "instagram", "gmail", "web", "feedback")),
-)  # fmt: skip
+)
 """The groups of "Advanced": ``(id, title, paths)``; a setting goes to the first group naming its path
 exactly, else to the first naming its section."""
 
@@ -251,33 +544,57 @@ _ALWAYS = frozenset({"id", "provider", "model", "priority", "max_input_tokens", 
 PROVIDERS: dict[str, ProviderWords] = {
     "openai": ProviderWords(N_("OpenAI"), _ALWAYS | {"api_key"}),
     "anthropic": ProviderWords(N_("Anthropic"), _ALWAYS | {"api_key"}),
-    "azure": ProviderWords(N_("Azure OpenAI"), _ALWAYS | {"api_key", "api_base"},
-                           N_("Model: your Azure deployment's name. Server address: https://NAME.openai.azure.com.")),
+    "azure": ProviderWords(
+        N_("Azure OpenAI"),
+        _ALWAYS | {"api_key", "api_base"},
+        N_("Model: your Azure deployment's name. Server address: https://NAME.openai.azure.com."),
+    ),
     "gemini": ProviderWords(N_("Google Gemini"), _ALWAYS | {"api_key"}),
-    "openai_compatible": ProviderWords(N_("OpenAI-compatible server (vLLM, LM Studio, ...)"), _ALWAYS | {"api_key", "api_base"},
-                                       N_("Server address: the API's base, usually ending in /v1. The key only if the server asks for one.")),
-    "ollama": ProviderWords(N_("Ollama"), _ALWAYS | {"api_base"}, N_("Server address: e.g. http://ollama.example.com:11434.")),
-    "offline": ProviderWords(N_("Offline demo model"), _ALWAYS | {"api_base"}, N_("For trying things out; leave the server address empty.")),
-}  # fmt: skip
+    "openai_compatible": ProviderWords(
+        N_("OpenAI-compatible server (vLLM, LM Studio, ...)"),
+        _ALWAYS | {"api_key", "api_base"},
+        N_("Server address: the API's base, usually ending in /v1. The key only if the server asks for one."),
+    ),
+    "ollama": ProviderWords(
+        N_("Ollama"), _ALWAYS | {"api_base"}, N_("Server address: e.g. http://ollama.example.com:11434.")
+    ),
+    "offline": ProviderWords(
+        N_("Offline demo model"),
+        _ALWAYS | {"api_base"},
+        N_("For trying things out; leave the server address empty."),
+    ),
+}
 """Every provider of :data:`switchboard.llm.config.Provider`, in the order the form offers them."""
 
 VALUE_WORDS: dict[str, dict[str, str]] = {
     "actor": {
-        "customer": N_("by the customer"), "ai": N_("by the AI"), "agent": N_("by a team member"),
-        "business_app": N_("from the WhatsApp Business app"), "system": N_("automatically"),
-        "api": N_("through the API"), "console_user": N_("from the console"),
+        "customer": N_("by the customer"),
+        "ai": N_("by the AI"),
+        "agent": N_("by a team member"),
+        "business_app": N_("from the WhatsApp Business app"),
+        "system": N_("automatically"),
+        "api": N_("through the API"),
+        "console_user": N_("from the console"),
     },
     "status": {"ai": N_("AI"), "human": N_("a person"), "closed": N_("closed"), "waiting": N_("waiting")},
     "delivery": {
-        "pending": N_("pending"), "sending": N_("sending"), "sent": N_("sent"), "delivered": N_("delivered"),
-        "read": N_("read"), "played": N_("played"), "failed": N_("failed"),
+        "pending": N_("pending"),
+        "sending": N_("sending"),
+        "sent": N_("sent"),
+        "delivered": N_("delivered"),
+        "read": N_("read"),
+        "played": N_("played"),
+        "failed": N_("failed"),
     },
     "tool_kind": {"read": N_("reads"), "write": N_("changes"), "handoff": N_("hands over")},
     "search_mode": {
-        "hybrid": N_("meaning and words"), "vector": N_("meaning"), "exact": N_("exact words"),
-        "graph": N_("related facts"), "neighborhood": N_("around a fact"),
+        "hybrid": N_("meaning and words"),
+        "vector": N_("meaning"),
+        "exact": N_("exact words"),
+        "graph": N_("related facts"),
+        "neighborhood": N_("around a fact"),
     },
-}  # fmt: skip
+}
 """Values the code stores, as the console shows them (``words("delivery", "read")``): conversation
 history (who, which state), delivery states, tool kinds, knowledge search modes."""
 
@@ -296,8 +613,15 @@ MODE_WORDS = (N_("ai"), N_("human"), N_("waiting"), N_("closed"))
 """The inbox's mode filter values."""
 
 OUTCOME_WORDS = (
-    N_("answered"), N_("silent"), N_("degraded"), N_("blocked"), N_("skipped"),
-    N_("ok"), N_("error"), N_("rejected"), N_("timeout"),
-)  # fmt: skip
+    N_("answered"),
+    N_("silent"),
+    N_("degraded"),
+    N_("blocked"),
+    N_("skipped"),
+    N_("ok"),
+    N_("error"),
+    N_("rejected"),
+    N_("timeout"),
+)
 """A turn's outcome (:data:`switchboard.agent.loop.Outcome`, ``skipped``) and a tool call's
 (:data:`switchboard.tools.receipts.Outcome`), shown on the conversation page."""

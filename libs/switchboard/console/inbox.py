@@ -221,14 +221,23 @@ async def list_inbox(
         col(Conversation.assigned_user_id).is_(None),
     )
     query = (
-        select(Conversation, Customer, last.c.text, last.c.kind, last.c.role, activity, unread_count,
-               HumanAgent.name, ConsoleUser.email)
+        select(
+            Conversation,
+            Customer,
+            last.c.text,
+            last.c.kind,
+            last.c.role,
+            activity,
+            unread_count,
+            HumanAgent.name,
+            ConsoleUser.email,
+        )
         .join(Customer, col(Customer.id) == col(Conversation.customer_id))
         .join(last, true(), isouter=True)
         .join(HumanAgent, col(HumanAgent.id) == col(Conversation.assigned_agent_id), isouter=True)
         .join(ConsoleUser, col(ConsoleUser.id) == col(Conversation.assigned_user_id), isouter=True)
         .where(Conversation.tenant_id == tenant_id, col(Conversation.is_agent_console).is_(False))
-    )  # fmt: skip
+    )
     if filters.channel:
         query = query.where(Conversation.channel == filters.channel)
     if filters.mode is not None:
@@ -381,9 +390,12 @@ def history_line(event: ConversationEvent, agents: dict[str, str], users: dict[s
     """
     actor = event.actor_type
     who = {
-        "ai": N_("the AI"), "customer": N_("the customer"), "system": N_("Switchboard"),
-        "api": N_("the admin API"), "business_app": N_("the business app"),
-    }.get(actor, "")  # fmt: skip
+        "ai": N_("the AI"),
+        "customer": N_("the customer"),
+        "system": N_("Switchboard"),
+        "api": N_("the admin API"),
+        "business_app": N_("the business app"),
+    }.get(actor, "")
     fixed = True
     if actor == "agent":
         who = agents.get(event.actor_id or "", "")
@@ -509,8 +521,15 @@ def _tool_calls(assistant_rows: list[Message], receipts: list[ToolReceipt]) -> l
                 )
             )
     for receipt in pool:  # a receipt without a model message (a built-in tool, a refused call)
-        calls.append(ToolCallView(receipt.tool_name, "", receipt.outcome, receipt.duration_ms,
-                                  receipt.error_type or receipt.rejection_reason))  # fmt: skip
+        calls.append(
+            ToolCallView(
+                receipt.tool_name,
+                "",
+                receipt.outcome,
+                receipt.duration_ms,
+                receipt.error_type or receipt.rejection_reason,
+            )
+        )
     return calls
 
 
@@ -574,15 +593,30 @@ async def conversation_view(
             continue
         who, name = sender_of(row)
         message = ThreadMessage(
-            id=row.id, kind_of_sender=who, sender_name=name, text=row.text or "", kind=row.kind,
-            media=[{**m, "index": i, "kind": m.get("kind") or row.kind} for i, m in enumerate(row.media or [])
-                   if isinstance(m, dict)],
-            at=row.created_at, trace_id=row.trace_id,
-        )  # fmt: skip
+            id=row.id,
+            kind_of_sender=who,
+            sender_name=name,
+            text=row.text or "",
+            kind=row.kind,
+            media=[
+                {**m, "index": i, "kind": m.get("kind") or row.kind}
+                for i, m in enumerate(row.media or [])
+                if isinstance(m, dict)
+            ],
+            at=row.created_at,
+            trace_id=row.trace_id,
+        )
         if row.direction == MessageDirection.outbound.value:
             sent = by_external.get(row.external_id) if row.external_id else None
-            parts = [sent] if sent else [o for o in outbox if o.trace_id and o.trace_id == row.trace_id and
-                                          o.payload.get("audience") == "customer"]  # fmt: skip
+            parts = (
+                [sent]
+                if sent
+                else [
+                    o
+                    for o in outbox
+                    if o.trace_id and o.trace_id == row.trace_id and o.payload.get("audience") == "customer"
+                ]
+            )
             message.delivery = [
                 o.status + (f": {o.error_code}" if o.error_code else "") for o in parts if o is not None
             ]
@@ -606,9 +640,17 @@ async def conversation_view(
         messages.append(message)
     for kept in await notes_of(session, tenant_id=tenant_id, conversation_id=conversation_id):
         messages.append(
-            ThreadMessage(id=kept.id, kind_of_sender="note", sender_name=kept.author_name, text=kept.text,
-                          kind="note", media=[], at=kept.created_at, trace_id=None)
-        )  # fmt: skip
+            ThreadMessage(
+                id=kept.id,
+                kind_of_sender="note",
+                sender_name=kept.author_name,
+                text=kept.text,
+                kind="note",
+                media=[],
+                at=kept.created_at,
+                trace_id=None,
+            )
+        )
     messages.sort(key=lambda m: m.at)  # stable: messages keep their order, notes go where they were written
     events = list(
         (

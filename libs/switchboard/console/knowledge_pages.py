@@ -80,9 +80,15 @@ async def knowledge_page(
 ) -> Response:
     rows, busy = await _rows(session, resources, page)
     return render(
-        request, "knowledge.html", tenant=page.tenant, rows=rows, busy=busy, uploads=[], active="knowledge",
+        request,
+        "knowledge.html",
+        tenant=page.tenant,
+        rows=rows,
+        busy=busy,
+        uploads=[],
+        active="knowledge",
         max_upload_mb=_megabytes(settings.kb_max_upload_bytes),
-    )  # fmt: skip
+    )
 
 
 def _megabytes(size_bytes: int) -> str:
@@ -150,9 +156,15 @@ async def knowledge_upload(
     rows, busy = await _rows(session, resources, page)
     template = "_kb_rows.html" if request.headers.get("HX-Request") else "knowledge.html"
     return render(
-        request, template, tenant=page.tenant, rows=rows, busy=busy, uploads=uploads, active="knowledge",
+        request,
+        template,
+        tenant=page.tenant,
+        rows=rows,
+        busy=busy,
+        uploads=uploads,
+        active="knowledge",
         max_upload_mb=_megabytes(limit),
-    )  # fmt: skip
+    )
 
 
 @knowledge_pages_router.get("/t/{slug}/knowledge/try", response_class=HTMLResponse)
@@ -170,9 +182,14 @@ async def knowledge_try(
     hits: list[Any] = []
     try:
         hits = await search_chunks(
-            session, tenant_id=page.tenant.id, query=q, mode=chosen, limit=5,  # type: ignore[arg-type]
-            settings=settings, embedding=resolve_embedding_config(settings, page.tenant),
-        )  # fmt: skip
+            session,
+            tenant_id=page.tenant.id,
+            query=q,
+            mode=chosen,
+            limit=5,  # type: ignore[arg-type]
+            settings=settings,
+            embedding=resolve_embedding_config(settings, page.tenant),
+        )
     except EmbeddingFailed as exc:
         error = str(exc)
     return render(request, "_kb_hits.html", tenant=page.tenant, hits=hits, q=q, error=error)

@@ -92,9 +92,14 @@ def _limiter(resources: ResourcesDep, settings: SettingsDep) -> LoginLimiter:
 
 def _set_session_cookie(response: Response, token: str, settings: SettingsDep) -> None:
     response.set_cookie(
-        SESSION_COOKIE, token, max_age=settings.console_session_ttl_s, httponly=True, samesite="lax",
-        secure=settings.console_cookie_secure, path="/",
-    )  # fmt: skip
+        SESSION_COOKIE,
+        token,
+        max_age=settings.console_session_ttl_s,
+        httponly=True,
+        samesite="lax",
+        secure=settings.console_cookie_secure,
+        path="/",
+    )
 
 
 @pages_router.post("/login", response_class=HTMLResponse)
@@ -115,18 +120,27 @@ async def login_submit(
     if reason is not None:
         log.warning("console_login_cross_site", ip=ip, reason=reason)
         return render(
-            request, "login.html", status_code=403, next=target, email="",
+            request,
+            "login.html",
+            status_code=403,
+            next=target,
+            email="",
             error="This sign-in came from another web site and was refused. Open the console's own "
             "address and sign in there.",
-        )  # fmt: skip
+        )
     limiter = _limiter(resources, settings)
     try:
         await limiter.attempt(email=email, ip=ip)
     except LoginRefused as exc:
         return render(
-            request, "login.html", status_code=429, next=target, error=str(exc), email=email,
+            request,
+            "login.html",
+            status_code=429,
+            next=target,
+            error=str(exc),
+            email=email,
             headers={"Retry-After": str(exc.retry_after_s)},
-        )  # fmt: skip
+        )
     # an address the database cannot hold (a NUL, an unpaired surrogate) is no account's: a failed login
     unstorable = has_unstorable_chars(email)
     user = None if unstorable else await authenticate(session, email=email, password=password)
@@ -169,9 +183,14 @@ async def _account_page(
 ) -> HTMLResponse:
     tokens = await active_api_tokens(session, user_id=info.user.id)
     return render(
-        request, "account.html", status_code=status_code, api_tokens=tokens, min_chars=MIN_PASSWORD_CHARS,
-        active="account", **{"error": None, "changed": False, "revoked": None, **context},
-    )  # fmt: skip
+        request,
+        "account.html",
+        status_code=status_code,
+        api_tokens=tokens,
+        min_chars=MIN_PASSWORD_CHARS,
+        active="account",
+        **{"error": None, "changed": False, "revoked": None, **context},
+    )
 
 
 @pages_router.get("/account", response_class=HTMLResponse)
@@ -255,9 +274,14 @@ async def tenant_home(
     steps = await setup_checklist(session, page.tenant)
     docs = settings.console_docs_url
     return render(
-        request, "home.html", tenant=page.tenant, steps=steps, all_done=all(s.done for s in steps),
-        going_live_url=f"{docs.rstrip('/')}/going-live/" if docs else None, active="home",
-    )  # fmt: skip
+        request,
+        "home.html",
+        tenant=page.tenant,
+        steps=steps,
+        all_done=all(s.done for s in steps),
+        going_live_url=f"{docs.rstrip('/')}/going-live/" if docs else None,
+        active="home",
+    )
 
 
 def _filters(
@@ -340,12 +364,21 @@ async def inbox(
     template = "_inbox_rows.html" if request.headers.get("HX-Request") else "inbox.html"
     outage = await model_outage(session, resources.redis, page.tenant.id)
     return render(
-        request, template, tenant=page.tenant, rows=rows, filters=filters, channels=channel_names(),
-        modes=[m.value for m in Mode], assignees=await _assignees(session, page.tenant), active="inbox",
-        assignable=await _assignable(session, page.tenant), flash=request.query_params.get("flash"),
+        request,
+        template,
+        tenant=page.tenant,
+        rows=rows,
+        filters=filters,
+        channels=channel_names(),
+        modes=[m.value for m in Mode],
+        assignees=await _assignees(session, page.tenant),
+        active="inbox",
+        assignable=await _assignable(session, page.tenant),
+        flash=request.query_params.get("flash"),
         new_tenant=new_tenant,
-        outage=outage, waiting=outage["conversations"] if outage else set(),
-    )  # fmt: skip
+        outage=outage,
+        waiting=outage["conversations"] if outage else set(),
+    )
 
 
 @pages_router.get("/t/{slug}/unread", response_class=HTMLResponse)
@@ -372,6 +405,10 @@ async def events(
         return info is not None and info.session_id == session_id and may_access_tenant(info.user, tenant_id)
 
     return live_events(
-        request, resources.redis, tenant_id=tenant_id, user_id=page.user.id, session_alive=session_alive,
+        request,
+        resources.redis,
+        tenant_id=tenant_id,
+        user_id=page.user.id,
+        session_alive=session_alive,
         check_s=settings.console_stream_check_s,
-    )  # fmt: skip
+    )

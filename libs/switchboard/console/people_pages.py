@@ -133,9 +133,14 @@ async def issue_invite_link(
     shown: dict[str, Any] = {"email": issued.invite.email, "link": link, "mailed": False, "mail_error": None}
     if settings.smtp_enabled:
         message = invite_message(
-            settings, language=language, to=issued.invite.email, tenant_name=tenant.name, inviter=inviter,
-            link=link, expires_at=issued.invite.expires_at,
-        )  # fmt: skip
+            settings,
+            language=language,
+            to=issued.invite.email,
+            tenant_name=tenant.name,
+            inviter=inviter,
+            link=link,
+            expires_at=issued.invite.expires_at,
+        )
         try:
             await send_mail(settings, message)
             shown["mailed"] = True
@@ -165,10 +170,20 @@ async def _people_page(
     ).all()
     invites = await pending_invites(session, tenant_id=page.tenant.id)
     return render(
-        request, "people.html", status_code=code, tenant=page.tenant, agents=agents, users=users,
-        invites=invites, now=utcnow(), message=message, error=error,
-        new_link=new_link, form=form or {}, active="people",
-    )  # fmt: skip
+        request,
+        "people.html",
+        status_code=code,
+        tenant=page.tenant,
+        agents=agents,
+        users=users,
+        invites=invites,
+        now=utcnow(),
+        message=message,
+        error=error,
+        new_link=new_link,
+        form=form or {},
+        active="people",
+    )
 
 
 def _say(request: Request, page: PageContext, msgid: str, **values: Any) -> str:
@@ -199,9 +214,14 @@ async def people_invite(
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "role: tenant_admin or agent")
     try:
         issued = await create_invite(
-            session, tenant_id=page.tenant.id, email=email, role=role, name=name,
-            ttl_s=settings.console_invite_ttl_s, invited_by_id=page.user.id,
-        )  # fmt: skip
+            session,
+            tenant_id=page.tenant.id,
+            email=email,
+            role=role,
+            name=name,
+            ttl_s=settings.console_invite_ttl_s,
+            invited_by_id=page.user.id,
+        )
         await session.commit()
     except UserExists:
         await session.rollback()
@@ -220,13 +240,21 @@ async def _show_new_link(
 ) -> Response:
     language = console_language(request, page.tenant)
     shown = await issue_invite_link(
-        request, settings, issued, tenant=page.tenant, inviter=page.user.name or page.user.email,
+        request,
+        settings,
+        issued,
+        tenant=page.tenant,
+        inviter=page.user.name or page.user.email,
         language=language,
-    )  # fmt: skip
+    )
     log.warning(
-        "console_invite_issued", tenant_id=str(page.tenant.id), invite_id=str(issued.invite.id),
-        role=issued.invite.role, mailed=shown["mailed"], actor=f"console:{page.user.email}",
-    )  # fmt: skip
+        "console_invite_issued",
+        tenant_id=str(page.tenant.id),
+        invite_id=str(issued.invite.id),
+        role=issued.invite.role,
+        mailed=shown["mailed"],
+        actor=f"console:{page.user.email}",
+    )
     if shown["mailed"]:
         how = _say(request, page, MAILED)
     elif shown["mail_error"]:
@@ -252,9 +280,12 @@ async def people_invite_action(
     try:
         if action == "resend":
             issued = await resend_invite(
-                session, tenant_id=page.tenant.id, invite_id=invite_id, ttl_s=settings.console_invite_ttl_s,
+                session,
+                tenant_id=page.tenant.id,
+                invite_id=invite_id,
+                ttl_s=settings.console_invite_ttl_s,
                 invited_by_id=page.user.id,
-            )  # fmt: skip
+            )
             await session.commit()
             return await _show_new_link(request, page, session, settings, issued)
         invite = await revoke_invite(session, tenant_id=page.tenant.id, invite_id=invite_id)
@@ -283,9 +314,12 @@ async def people_user_action(
         raise HTTPException(status.HTTP_404_NOT_FOUND, "use deactivate or reactivate")
     try:
         user = await set_user_active(
-            session, tenant_id=page.tenant.id, user_id=user_id, active=action == "reactivate",
+            session,
+            tenant_id=page.tenant.id,
+            user_id=user_id,
+            active=action == "reactivate",
             actor_id=page.user.id,
-        )  # fmt: skip
+        )
         await session.commit()
     except UserNotFound:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no such user in this tenant") from None
@@ -325,9 +359,11 @@ async def people_add_agent(
             request, page, session, code=422, error=_say(request, page, reason), form=form
         )
     log.warning(
-        "human_agent_added", tenant_id=str(page.tenant.id), agent_id=str(agent.id),
+        "human_agent_added",
+        tenant_id=str(page.tenant.id),
+        agent_id=str(agent.id),
         actor=f"console:{page.user.email}",
-    )  # fmt: skip
+    )
     message = _say(request, page, AGENT_ADDED, name=agent.name)
     if online == "on":
         return await _agent_status(request, page, session, sessions, agent.id, online=True)
@@ -339,9 +375,13 @@ async def _agent_status(
 ) -> Response:
     try:
         notices = await set_status(
-            sessions, None, agent_id=agent_id, online=online, trace_id=f"console-{uuid.uuid4().hex[:12]}",
+            sessions,
+            None,
+            agent_id=agent_id,
+            online=online,
+            trace_id=f"console-{uuid.uuid4().hex[:12]}",
             actor=Actor.console_user(page.user.id),
-        )  # fmt: skip
+        )
     except CommandError:
         agent = await session.get(HumanAgent, agent_id)
         count = agent.current_load if agent else 0
@@ -387,9 +427,11 @@ async def people_agent_action(
         error = _say(request, page, AGENT_STILL_BUSY, name=exc.name, n=exc.open_conversations)
         return await _people_page(request, page, session, code=409, error=error)
     log.warning(
-        "human_agent_removed", tenant_id=str(page.tenant.id), agent_id=str(agent_id),
+        "human_agent_removed",
+        tenant_id=str(page.tenant.id),
+        agent_id=str(agent_id),
         actor=f"console:{page.user.email}",
-    )  # fmt: skip
+    )
     return await _people_page(
         request, page, session, message=_say(request, page, AGENT_REMOVED, name=removed.name)
     )
@@ -412,14 +454,25 @@ async def _invite_page(
         log.info("console_invite_refused", problem=exc.problem.value)
         gone = status.HTTP_404_NOT_FOUND if exc.problem.value == "unknown" else status.HTTP_410_GONE
         return render(
-            request, "invite.html", status_code=gone, invite=None, refused=exc.text(console_language(request)),
+            request,
+            "invite.html",
+            status_code=gone,
+            invite=None,
+            refused=exc.text(console_language(request)),
             headers=_NO_REFERRER,
-        )  # fmt: skip
+        )
     tenant = await session.get(Tenant, invite.tenant_id)
     return render(
-        request, "invite.html", status_code=code, invite=invite, invited_tenant=tenant, refused=None, error=error,
-        min_chars=MIN_PASSWORD_CHARS, headers=_NO_REFERRER,
-    )  # fmt: skip
+        request,
+        "invite.html",
+        status_code=code,
+        invite=invite,
+        invited_tenant=tenant,
+        refused=None,
+        error=error,
+        min_chars=MIN_PASSWORD_CHARS,
+        headers=_NO_REFERRER,
+    )
 
 
 @people_pages_router.get("/invite/{token}", response_class=HTMLResponse)
@@ -472,7 +525,12 @@ async def invite_accept(
     await session.commit()
     response = RedirectResponse("/", status_code=303)
     response.set_cookie(
-        SESSION_COOKIE, cookie, max_age=settings.console_session_ttl_s, httponly=True, samesite="lax",
-        secure=settings.console_cookie_secure, path="/",
-    )  # fmt: skip
+        SESSION_COOKIE,
+        cookie,
+        max_age=settings.console_session_ttl_s,
+        httponly=True,
+        samesite="lax",
+        secure=settings.console_cookie_secure,
+        path="/",
+    )
     return response

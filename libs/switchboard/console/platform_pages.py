@@ -72,11 +72,21 @@ async def _page(
         refusal = part["not_retryable"]
         part["why_not"] = refusal.text(language) if refusal is not None else None
     return render(
-        request, "platform.html", status_code=code, usage=usage, depths=depths, dead=dead,
-        tenant_filter=chosen["slug"] if chosen else "", message=message, error=error, new_link=new_link,
-        active="platform", provider_keys=provider_keys(resources.settings),
-        failing=await failing_models(session, resources.redis), typed=typed or {},
-    )  # fmt: skip
+        request,
+        "platform.html",
+        status_code=code,
+        usage=usage,
+        depths=depths,
+        dead=dead,
+        tenant_filter=chosen["slug"] if chosen else "",
+        message=message,
+        error=error,
+        new_link=new_link,
+        active="platform",
+        provider_keys=provider_keys(resources.settings),
+        failing=await failing_models(session, resources.redis),
+        typed=typed or {},
+    )
 
 
 async def failing_models(session, redis) -> list[dict]:  # type: ignore[no-untyped-def]
@@ -95,11 +105,14 @@ async def failing_models(session, redis) -> list[dict]:  # type: ignore[no-untyp
     found = []
     for tenant_id in ids:
         health = await tenant_health(redis, tenant_id) if redis is not None else []
-        found.append({
-            "slug": slugs.get(tenant_id, str(tenant_id)), "deployments": [h.deployment for h in health],
-            "since": datetime.fromtimestamp(min(h.since for h in health), UTC) if health else None,
-            "waiting": waiting.get(tenant_id, 0),
-        })  # fmt: skip
+        found.append(
+            {
+                "slug": slugs.get(tenant_id, str(tenant_id)),
+                "deployments": [h.deployment for h in health],
+                "since": datetime.fromtimestamp(min(h.since for h in health), UTC) if health else None,
+                "waiting": waiting.get(tenant_id, 0),
+            }
+        )
     return sorted(found, key=lambda f: (f["since"] is None, f["since"] or 0, f["slug"]))
 
 
@@ -142,8 +155,13 @@ async def platform_create_tenant(
     or neither): the link is shown once, and e-mailed when an SMTP server is configured."""
     language = console_language(request)
     email = admin_email.strip()
-    typed = {"slug": slug, "name": name, "organization": organization, "admin_email": admin_email,
-             "admin_name": admin_name}  # fmt: skip
+    typed = {
+        "slug": slug,
+        "name": name,
+        "organization": organization,
+        "admin_email": admin_email,
+        "admin_name": admin_name,
+    }
     try:
         tenant = await create_tenant(
             session, slug=slug.strip(), name=name.strip(), organization_name=organization.strip() or None
@@ -151,9 +169,14 @@ async def platform_create_tenant(
         issued = None
         if email:
             issued = await create_invite(
-                session, tenant_id=tenant.id, email=email, role=Role.tenant_admin, name=admin_name,
-                ttl_s=settings.console_invite_ttl_s, invited_by_id=info.user.id,
-            )  # fmt: skip
+                session,
+                tenant_id=tenant.id,
+                email=email,
+                role=Role.tenant_admin,
+                name=admin_name,
+                ttl_s=settings.console_invite_ttl_s,
+                invited_by_id=info.user.id,
+            )
         await session.commit()
     except UserExists:
         await session.rollback()

@@ -105,20 +105,28 @@ class ConversationOut(BaseModel):
 
 def conversation_out(conversation: Conversation) -> ConversationOut:
     return ConversationOut(
-        id=conversation.id, channel=conversation.channel, status=conversation.status,
-        mode=mode_of(conversation), customer_id=conversation.customer_id,
-        assigned_user_id=conversation.assigned_user_id, assigned_agent_id=conversation.assigned_agent_id,
-        created_at=conversation.created_at, updated_at=conversation.updated_at,
-        closed_at=conversation.closed_at, last_customer_message_at=conversation.last_customer_message_at,
-    )  # fmt: skip
+        id=conversation.id,
+        channel=conversation.channel,
+        status=conversation.status,
+        mode=mode_of(conversation),
+        customer_id=conversation.customer_id,
+        assigned_user_id=conversation.assigned_user_id,
+        assigned_agent_id=conversation.assigned_agent_id,
+        created_at=conversation.created_at,
+        updated_at=conversation.updated_at,
+        closed_at=conversation.closed_at,
+        last_customer_message_at=conversation.last_customer_message_at,
+    )
 
 
 @conversations_router.get(
-    "", operation_id="listConversations", response_model=Page[ConversationOut],
+    "",
+    operation_id="listConversations",
+    response_model=Page[ConversationOut],
     summary="List conversations",
     description="Newest first. Filters: `status` (ai, human, closed), `channel`, `customer_id`, "
     "`created_after` (ISO 8601).",
-)  # fmt: skip
+)
 async def list_conversations(
     caller: Annotated[ApiCaller, require_scope("conversations:read")],
     session: SessionDep,
@@ -176,28 +184,39 @@ async def _conversation(
 
 
 @conversations_router.get(
-    "/{conversation_id}", operation_id="getConversation", response_model=ConversationOut,
+    "/{conversation_id}",
+    operation_id="getConversation",
+    response_model=ConversationOut,
     summary="Get a conversation",
-)  # fmt: skip
+)
 async def get_conversation(
-    conversation_id: uuid.UUID, caller: Annotated[ApiCaller, require_scope("conversations:read")], session: SessionDep
-) -> ConversationOut:  # fmt: skip
+    conversation_id: uuid.UUID,
+    caller: Annotated[ApiCaller, require_scope("conversations:read")],
+    session: SessionDep,
+) -> ConversationOut:
     return conversation_out(await _conversation(session, caller, conversation_id))
 
 
 @conversations_router.get(
-    "/{conversation_id}/messages", operation_id="listMessages", response_model=Page[MessageOut],
-    summary="List a conversation's messages", description="Newest first; tool calls and system rows are left out.",
-)  # fmt: skip
+    "/{conversation_id}/messages",
+    operation_id="listMessages",
+    response_model=Page[MessageOut],
+    summary="List a conversation's messages",
+    description="Newest first; tool calls and system rows are left out.",
+)
 async def list_messages(
-    conversation_id: uuid.UUID, caller: Annotated[ApiCaller, require_scope("conversations:read")],
-    session: SessionDep, limit: LimitQuery = 50, cursor: CursorQuery = None,
-) -> Page[MessageOut]:  # fmt: skip
+    conversation_id: uuid.UUID,
+    caller: Annotated[ApiCaller, require_scope("conversations:read")],
+    session: SessionDep,
+    limit: LimitQuery = 50,
+    cursor: CursorQuery = None,
+) -> Page[MessageOut]:
     await _conversation(session, caller, conversation_id)
     query = select(Message).where(
-        Message.tenant_id == caller.tenant.id, Message.conversation_id == conversation_id,
+        Message.tenant_id == caller.tenant.id,
+        Message.conversation_id == conversation_id,
         col(Message.role).in_(_SHOWN_ROLES),
-    )  # fmt: skip
+    )
     rows, next_cursor = await keyset_page(session, query, Message, limit=limit, cursor=cursor)
     items = []
     for m in rows:
@@ -215,9 +234,10 @@ async def list_messages(
 
 class AssignBody(BaseModel):
     to: str = Field(
-        max_length=80, pattern=r"^(user|agent):[0-9a-fA-F-]{36}$",
+        max_length=80,
+        pattern=r"^(user|agent):[0-9a-fA-F-]{36}$",
         description="`user:<id>` (a console user of the tenant) or `agent:<id>` (an online WhatsApp agent).",
-    )  # fmt: skip
+    )
 
 
 async def _act(
@@ -238,58 +258,101 @@ _CONFLICT = problem_responses(404, 409)
 
 
 @conversations_router.post(
-    "/{conversation_id}/assign", operation_id="assignConversation", response_model=ConversationOut,
-    responses=_CONFLICT, summary="Assign a conversation to a person",
+    "/{conversation_id}/assign",
+    operation_id="assignConversation",
+    response_model=ConversationOut,
+    responses=_CONFLICT,
+    summary="Assign a conversation to a person",
     description="The AI stops answering it; a WhatsApp agent must be online and is told. 409: closed, "
     "an unknown or inactive person, an offline agent.",
-)  # fmt: skip
+)
 async def assign_conversation(
-    conversation_id: uuid.UUID, body: AssignBody, caller: Annotated[ApiCaller, require_scope("conversations:write")],
-    session: SessionDep, sessions: SessionsDep, resources: ResourcesDep,
-) -> ConversationOut:  # fmt: skip
-    return await _act(caller, session, conversation_id, lambda who: actions.transfer(
-        sessions, resources.redis, who=who, conversation_id=conversation_id, to=body.to))  # fmt: skip
+    conversation_id: uuid.UUID,
+    body: AssignBody,
+    caller: Annotated[ApiCaller, require_scope("conversations:write")],
+    session: SessionDep,
+    sessions: SessionsDep,
+    resources: ResourcesDep,
+) -> ConversationOut:
+    return await _act(
+        caller,
+        session,
+        conversation_id,
+        lambda who: actions.transfer(
+            sessions, resources.redis, who=who, conversation_id=conversation_id, to=body.to
+        ),
+    )
 
 
 @conversations_router.post(
-    "/{conversation_id}/handback", operation_id="handBackConversation", response_model=ConversationOut,
-    responses=_CONFLICT, summary="Hand a conversation back to the AI",
+    "/{conversation_id}/handback",
+    operation_id="handBackConversation",
+    response_model=ConversationOut,
+    responses=_CONFLICT,
+    summary="Hand a conversation back to the AI",
     description="From a person or the queue; 409 when the AI has it already or it is closed.",
-)  # fmt: skip
+)
 async def hand_back_conversation(
-    conversation_id: uuid.UUID, caller: Annotated[ApiCaller, require_scope("conversations:write")],
-    session: SessionDep, sessions: SessionsDep, resources: ResourcesDep,
-) -> ConversationOut:  # fmt: skip
-    return await _act(caller, session, conversation_id, lambda who: actions.hand_back(
-        sessions, resources.redis, who=who, conversation_id=conversation_id))  # fmt: skip
+    conversation_id: uuid.UUID,
+    caller: Annotated[ApiCaller, require_scope("conversations:write")],
+    session: SessionDep,
+    sessions: SessionsDep,
+    resources: ResourcesDep,
+) -> ConversationOut:
+    return await _act(
+        caller,
+        session,
+        conversation_id,
+        lambda who: actions.hand_back(sessions, resources.redis, who=who, conversation_id=conversation_id),
+    )
 
 
 @conversations_router.post(
-    "/{conversation_id}/close", operation_id="closeConversation", response_model=ConversationOut,
-    responses=_CONFLICT, summary="Close a conversation",
+    "/{conversation_id}/close",
+    operation_id="closeConversation",
+    response_model=ConversationOut,
+    responses=_CONFLICT,
+    summary="Close a conversation",
     description="A person who had it hands it back first. The customer's next message opens a new "
     "conversation unless this one is reopened (`reopenConversation`). Closing it again changes nothing.",
-)  # fmt: skip
+)
 async def close_conversation(
-    conversation_id: uuid.UUID, caller: Annotated[ApiCaller, require_scope("conversations:write")],
-    session: SessionDep, sessions: SessionsDep, resources: ResourcesDep,
-) -> ConversationOut:  # fmt: skip
-    return await _act(caller, session, conversation_id, lambda who: actions.close(
-        sessions, resources.redis, who=who, conversation_id=conversation_id))  # fmt: skip
+    conversation_id: uuid.UUID,
+    caller: Annotated[ApiCaller, require_scope("conversations:write")],
+    session: SessionDep,
+    sessions: SessionsDep,
+    resources: ResourcesDep,
+) -> ConversationOut:
+    return await _act(
+        caller,
+        session,
+        conversation_id,
+        lambda who: actions.close(sessions, resources.redis, who=who, conversation_id=conversation_id),
+    )
 
 
 @conversations_router.post(
-    "/{conversation_id}/reopen", operation_id="reopenConversation", response_model=ConversationOut,
-    responses=_CONFLICT, summary="Reopen a closed conversation",
+    "/{conversation_id}/reopen",
+    operation_id="reopenConversation",
+    response_model=ConversationOut,
+    responses=_CONFLICT,
+    summary="Reopen a closed conversation",
     description="The AI answers the customer's next message in it. 409: it is open, or the customer has "
     "a newer open conversation (continue there).",
-)  # fmt: skip
+)
 async def reopen_conversation(
-    conversation_id: uuid.UUID, caller: Annotated[ApiCaller, require_scope("conversations:write")],
-    session: SessionDep, sessions: SessionsDep, resources: ResourcesDep,
-) -> ConversationOut:  # fmt: skip
-    return await _act(caller, session, conversation_id, lambda who: actions.reopen(
-        sessions, resources.redis, who=who, conversation_id=conversation_id))  # fmt: skip
+    conversation_id: uuid.UUID,
+    caller: Annotated[ApiCaller, require_scope("conversations:write")],
+    session: SessionDep,
+    sessions: SessionsDep,
+    resources: ResourcesDep,
+) -> ConversationOut:
+    return await _act(
+        caller,
+        session,
+        conversation_id,
+        lambda who: actions.reopen(sessions, resources.redis, who=who, conversation_id=conversation_id),
+    )
 
 
 class NoteOut(BaseModel):
@@ -306,28 +369,40 @@ class NoteBody(BaseModel):
 
 
 @conversations_router.get(
-    "/{conversation_id}/notes", operation_id="listNotes", response_model=list[NoteOut],
-    responses=problem_responses(404), summary="List a conversation's private notes", description="Oldest first.",
-)  # fmt: skip
+    "/{conversation_id}/notes",
+    operation_id="listNotes",
+    response_model=list[NoteOut],
+    responses=problem_responses(404),
+    summary="List a conversation's private notes",
+    description="Oldest first.",
+)
 async def list_notes(
-    conversation_id: uuid.UUID, caller: Annotated[ApiCaller, require_scope("conversations:read")],
+    conversation_id: uuid.UUID,
+    caller: Annotated[ApiCaller, require_scope("conversations:read")],
     session: SessionDep,
-) -> list[NoteOut]:  # fmt: skip
+) -> list[NoteOut]:
     await _conversation(session, caller, conversation_id)
     notes = await notes_of(session, tenant_id=caller.tenant.id, conversation_id=conversation_id)
     return [NoteOut(id=n.id, text=n.text, author_name=n.author_name, created_at=n.created_at) for n in notes]
 
 
 @conversations_router.post(
-    "/{conversation_id}/notes", operation_id="addNote", status_code=201, response_model=NoteOut,
-    responses=problem_responses(404), summary="Keep a private note on a conversation",
+    "/{conversation_id}/notes",
+    operation_id="addNote",
+    status_code=201,
+    response_model=NoteOut,
+    responses=problem_responses(404),
+    summary="Keep a private note on a conversation",
     description="Shown to the team in the console's thread, signed with the key's name; never sent to "
     "the customer and never read by the AI.",
-)  # fmt: skip
+)
 async def add_conversation_note(
-    conversation_id: uuid.UUID, body: NoteBody, caller: Annotated[ApiCaller, require_scope("conversations:write")],
-    session: SessionDep, resources: ResourcesDep,
-) -> NoteOut:  # fmt: skip
+    conversation_id: uuid.UUID,
+    body: NoteBody,
+    caller: Annotated[ApiCaller, require_scope("conversations:write")],
+    session: SessionDep,
+    resources: ResourcesDep,
+) -> NoteOut:
     conversation = await _conversation(session, caller, conversation_id)
     try:
         note = add_note(
@@ -368,11 +443,16 @@ class CustomerOut(BaseModel):
 
 def customer_out(customer: Customer) -> CustomerOut:
     return CustomerOut(
-        id=customer.id, channel=customer.channel, external_user_id=customer.external_user_id,
-        phone=customer.phone, display_name=customer.display_name, email=customer.email,
-        attributes=dict(customer.profile.get("attributes") or {}), created_at=customer.created_at,
+        id=customer.id,
+        channel=customer.channel,
+        external_user_id=customer.external_user_id,
+        phone=customer.phone,
+        display_name=customer.display_name,
+        email=customer.email,
+        attributes=dict(customer.profile.get("attributes") or {}),
+        created_at=customer.created_at,
         updated_at=customer.updated_at,
-    )  # fmt: skip
+    )
 
 
 class CustomerUpdate(BaseModel):
@@ -380,10 +460,11 @@ class CustomerUpdate(BaseModel):
         None, max_length=200, description="The customer's name as people read it."
     )
     attributes: dict[str, str | None] | None = Field(
-        None, description=f"Merged into the customer's attributes; a null value removes that one. Keys: "
+        None,
+        description=f"Merged into the customer's attributes; a null value removes that one. Keys: "
         f"letters, digits, `_.-`, at most 64; values at most {ATTRIBUTE_MAX_CHARS} characters; at most "
         f"{MAX_ATTRIBUTES} attributes.",
-    )  # fmt: skip
+    )
 
 
 async def _customer(session: Any, caller: ApiCaller, customer_id: uuid.UUID) -> Customer:
@@ -394,14 +475,20 @@ async def _customer(session: Any, caller: ApiCaller, customer_id: uuid.UUID) -> 
 
 
 @customers_router.get(
-    "", operation_id="listCustomers", response_model=Page[CustomerOut], summary="List customers",
+    "",
+    operation_id="listCustomers",
+    response_model=Page[CustomerOut],
+    summary="List customers",
     description="Newest first. Filters: `channel`, `external_user_id` (a phone number's digits, an e-mail).",
-)  # fmt: skip
+)
 async def list_customers(
-    caller: Annotated[ApiCaller, require_scope("customers:read")], session: SessionDep,
-    limit: LimitQuery = 50, cursor: CursorQuery = None, channel: str | None = None,
+    caller: Annotated[ApiCaller, require_scope("customers:read")],
+    session: SessionDep,
+    limit: LimitQuery = 50,
+    cursor: CursorQuery = None,
+    channel: str | None = None,
     external_user_id: Annotated[str | None, Query(max_length=255)] = None,
-) -> Page[CustomerOut]:  # fmt: skip
+) -> Page[CustomerOut]:
     query = select(Customer).where(Customer.tenant_id == caller.tenant.id)
     if channel:
         query = query.where(Customer.channel == channel)
@@ -416,7 +503,7 @@ async def list_customers(
 )
 async def get_customer(
     customer_id: uuid.UUID, caller: Annotated[ApiCaller, require_scope("customers:read")], session: SessionDep
-) -> CustomerOut:  # fmt: skip
+) -> CustomerOut:
     return customer_out(await _customer(session, caller, customer_id))
 
 
@@ -443,13 +530,17 @@ def _checked_attributes(current: dict[str, str], changes: dict[str, str | None])
 
 
 @customers_router.patch(
-    "/{customer_id}", operation_id="updateCustomer", response_model=CustomerOut,
+    "/{customer_id}",
+    operation_id="updateCustomer",
+    response_model=CustomerOut,
     summary="Update a customer's name and attributes",
-)  # fmt: skip
+)
 async def update_customer(
-    customer_id: uuid.UUID, body: CustomerUpdate, caller: Annotated[ApiCaller, require_scope("customers:write")],
+    customer_id: uuid.UUID,
+    body: CustomerUpdate,
+    caller: Annotated[ApiCaller, require_scope("customers:write")],
     session: SessionDep,
-) -> CustomerOut:  # fmt: skip
+) -> CustomerOut:
     customer = await _customer(session, caller, customer_id)
     if body.display_name is not None:
         try:
@@ -471,10 +562,11 @@ async def update_customer(
 
 class EraseBody(BaseModel):
     confirm: str = Field(
-        min_length=1, max_length=320,
+        min_length=1,
+        max_length=320,
         description="One of the customer's identities (phone number, e-mail address, Instagram or web id), "
         "typed again: the erase cannot be undone.",
-    )  # fmt: skip
+    )
 
 
 class Queued(BaseModel):
@@ -482,25 +574,34 @@ class Queued(BaseModel):
 
 
 @customers_router.post(
-    "/{customer_id}/erase", operation_id="eraseCustomer", status_code=202, response_model=Queued,
-    responses=problem_responses(404, 422), summary="Erase a customer everywhere",
+    "/{customer_id}/erase",
+    operation_id="eraseCustomer",
+    status_code=202,
+    response_model=Queued,
+    responses=problem_responses(404, 422),
+    summary="Erase a customer everywhere",
     description="Deletes or irreversibly anonymizes everything stored about the customer (messages and "
     "their files, memory, leads, traces, webhook deliveries; counts are kept) in a background job that "
     "survives a restart. An audit record keeps who erased which customer id, when. 422 "
     "`identity_not_confirmed`: `confirm` is not one of the customer's identities.",
-)  # fmt: skip
+)
 async def erase_customer_route(
-    customer_id: uuid.UUID, body: EraseBody, caller: Annotated[ApiCaller, require_scope("customers:write")],
-    session: SessionDep, resources: ResourcesDep,
-) -> Queued:  # fmt: skip
+    customer_id: uuid.UUID,
+    body: EraseBody,
+    caller: Annotated[ApiCaller, require_scope("customers:write")],
+    session: SessionDep,
+    resources: ResourcesDep,
+) -> Queued:
     customer = await _customer(session, caller, customer_id)
     if not await confirms_identity(
         session, tenant_id=caller.tenant.id, customer=customer, typed=body.confirm
     ):
         raise ApiProblem(
-            422, "identity_not_confirmed", "`confirm` must be one of the customer's identities, typed again.",
+            422,
+            "identity_not_confirmed",
+            "`confirm` must be one of the customer's identities, typed again.",
             errors=[{"field": "confirm", "message": "not one of the customer's identities"}],
-        )  # fmt: skip
+        )
     await enqueue_erase_customer(
         resources.redis, tenant_id=caller.tenant.id, customer_id=customer_id, actor=f"api_key:{caller.key.id}"
     )
@@ -515,26 +616,37 @@ class ExportStarted(BaseModel):
 
 
 @customers_router.post(
-    "/{customer_id}/exports", operation_id="exportCustomer", status_code=202, response_model=ExportStarted,
-    responses=problem_responses(404), summary="Export everything stored about a customer",
+    "/{customer_id}/exports",
+    operation_id="exportCustomer",
+    status_code=202,
+    response_model=ExportStarted,
+    responses=problem_responses(404),
+    summary="Export everything stored about a customer",
     description="A background job writes a ZIP: `customer.json` (the customer, identities, conversations "
     "and messages, memory, leads, feedback) and their media files. Fetch it with `getCustomerExport`.",
-)  # fmt: skip
+)
 async def export_customer_route(
-    customer_id: uuid.UUID, caller: Annotated[ApiCaller, require_scope("customers:read")],
-    session: SessionDep, resources: ResourcesDep,
-) -> ExportStarted:  # fmt: skip
+    customer_id: uuid.UUID,
+    caller: Annotated[ApiCaller, require_scope("customers:read")],
+    session: SessionDep,
+    resources: ResourcesDep,
+) -> ExportStarted:
     await _customer(session, caller, customer_id)
     export_id = new_export_id()
     await enqueue_export_customer(
-        resources.redis, tenant_id=caller.tenant.id, customer_id=customer_id, export_id=export_id,
+        resources.redis,
+        tenant_id=caller.tenant.id,
+        customer_id=customer_id,
+        export_id=export_id,
         actor=f"api_key:{caller.key.id}",
-    )  # fmt: skip
+    )
     return ExportStarted(export_id=export_id, download=f"/api/v1/customers/exports/{export_id}")
 
 
 @customers_router.get(
-    "/exports/{export_id}", operation_id="getCustomerExport", summary="Download a customer export",
+    "/exports/{export_id}",
+    operation_id="getCustomerExport",
+    summary="Download a customer export",
     response_class=Response,
     responses={
         200: {"content": {"application/zip": {}}, "description": "The export."},
@@ -543,11 +655,15 @@ async def export_customer_route(
     },
     description="The ZIP once the export job wrote it (202 until then); 404 for an unknown or expired one "
     "(exports are deleted after `CUSTOMER_EXPORT_LINK_TTL_S`).",
-)  # fmt: skip
+)
 async def get_customer_export(
-    export_id: Annotated[str, FastApiPath(pattern=r"^[0-9a-f]{32}$", description="`exportCustomer`'s `export_id`.")],
-    caller: Annotated[ApiCaller, require_scope("customers:read")], settings: SettingsDep, resources: ResourcesDep,
-) -> Response:  # fmt: skip
+    export_id: Annotated[
+        str, FastApiPath(pattern=r"^[0-9a-f]{32}$", description="`exportCustomer`'s `export_id`.")
+    ],
+    caller: Annotated[ApiCaller, require_scope("customers:read")],
+    settings: SettingsDep,
+    resources: ResourcesDep,
+) -> Response:
     store = MediaStore.from_settings(settings)
     try:
         data = await store.get(export_key(caller.tenant.id, export_id))
@@ -556,9 +672,13 @@ async def get_customer_export(
             return Response(status_code=202, headers={"Retry-After": "5"})
         raise ApiProblem(404, "not_found", "no such export (or it expired)") from None
     return Response(
-        data, media_type="application/zip",
-        headers={"Content-Disposition": 'attachment; filename="customer-export.zip"', "Cache-Control": "no-store"},
-    )  # fmt: skip
+        data,
+        media_type="application/zip",
+        headers={
+            "Content-Disposition": 'attachment; filename="customer-export.zip"',
+            "Cache-Control": "no-store",
+        },
+    )
 
 
 # --- Knowledge -----------------------------------------------------------------------------------------
@@ -576,31 +696,43 @@ async def _document(session: Any, caller: ApiCaller, document_id: uuid.UUID) -> 
 
 
 @knowledge_router.get(
-    "/documents", operation_id="listDocuments", response_model=Page[DocumentPublic], summary="List documents",
+    "/documents",
+    operation_id="listDocuments",
+    response_model=Page[DocumentPublic],
+    summary="List documents",
     description="Newest first, with each one's ingestion status (pending, processing, ready, failed).",
-)  # fmt: skip
+)
 async def list_documents(
-    caller: Annotated[ApiCaller, require_scope("knowledge:read")], session: SessionDep,
-    limit: LimitQuery = 50, cursor: CursorQuery = None,
-) -> Page[DocumentPublic]:  # fmt: skip
+    caller: Annotated[ApiCaller, require_scope("knowledge:read")],
+    session: SessionDep,
+    limit: LimitQuery = 50,
+    cursor: CursorQuery = None,
+) -> Page[DocumentPublic]:
     query = select(KnowledgeSource).where(KnowledgeSource.tenant_id == caller.tenant.id)
     rows, next_cursor = await keyset_page(session, query, KnowledgeSource, limit=limit, cursor=cursor)
     return Page[DocumentPublic](items=[DocumentPublic.of(s) for s in rows], next_cursor=next_cursor)
 
 
 @knowledge_router.post(
-    "/documents", operation_id="uploadDocument", status_code=202, response_model=UploadResult,
-    responses=problem_responses(404, 413, 415), summary="Upload a document (PDF, DOCX, XLSX, CSV, TXT, Markdown)",
+    "/documents",
+    operation_id="uploadDocument",
+    status_code=202,
+    response_model=UploadResult,
+    responses=problem_responses(404, 413, 415),
+    summary="Upload a document (PDF, DOCX, XLSX, CSV, TXT, Markdown)",
     description="Multipart form field `file`. Stored and queued for ingestion; poll `getDocument` for its "
     "status. A file with an existing name replaces that document; bytes already stored change nothing. "
     "413 past the upload limit, 415 an unsupported type, 422 an empty, encrypted or unreadable file.",
     dependencies=[_knowledge_write, Depends(body_allowance(upload_body_bytes))],
     openapi_extra={"requestBody": UPLOAD_BODY},
-)  # fmt: skip
+)
 async def upload_document(
-    request: Request, caller: Annotated[ApiCaller, _knowledge_write], session: SessionDep,
-    settings: SettingsDep, resources: ResourcesDep,
-) -> UploadResult:  # fmt: skip
+    request: Request,
+    caller: Annotated[ApiCaller, _knowledge_write],
+    session: SessionDep,
+    settings: SettingsDep,
+    resources: ResourcesDep,
+) -> UploadResult:
     try:
         return await accept_upload(request, session, settings, resources, tenant_id=caller.tenant.id)
     except DocumentRejected as exc:
@@ -610,22 +742,26 @@ async def upload_document(
 
 
 @knowledge_router.get(
-    "/documents/{document_id}", operation_id="getDocument", response_model=DocumentPublic,
+    "/documents/{document_id}",
+    operation_id="getDocument",
+    response_model=DocumentPublic,
     summary="Get a document and its ingestion status",
-)  # fmt: skip
+)
 async def get_document(
     document_id: uuid.UUID, caller: Annotated[ApiCaller, require_scope("knowledge:read")], session: SessionDep
-) -> DocumentPublic:  # fmt: skip
+) -> DocumentPublic:
     return DocumentPublic.of(await _document(session, caller, document_id))
 
 
 @knowledge_router.delete(
-    "/documents/{document_id}", operation_id="deleteDocument", status_code=204,
+    "/documents/{document_id}",
+    operation_id="deleteDocument",
+    status_code=204,
     summary="Delete a document, its passages and its stored file",
-)  # fmt: skip
+)
 async def delete_document(
     document_id: uuid.UUID, caller: Annotated[ApiCaller, _knowledge_write], session: SessionDep
-) -> Response:  # fmt: skip
+) -> Response:
     await _document(session, caller, document_id)
     await delete_source(session, tenant_id=caller.tenant.id, source_id=document_id)
     await session.commit()
@@ -633,13 +769,18 @@ async def delete_document(
 
 
 @knowledge_router.post(
-    "/documents/{document_id}/reindex", operation_id="reindexDocument", status_code=202,
-    response_model=DocumentPublic, summary="Re-read and re-embed a document",
-)  # fmt: skip
+    "/documents/{document_id}/reindex",
+    operation_id="reindexDocument",
+    status_code=202,
+    response_model=DocumentPublic,
+    summary="Re-read and re-embed a document",
+)
 async def reindex_document(
-    document_id: uuid.UUID, caller: Annotated[ApiCaller, _knowledge_write], session: SessionDep,
+    document_id: uuid.UUID,
+    caller: Annotated[ApiCaller, _knowledge_write],
+    session: SessionDep,
     resources: ResourcesDep,
-) -> DocumentPublic:  # fmt: skip
+) -> DocumentPublic:
     await _document(session, caller, document_id)
     [source] = await mark_for_reindex(session, tenant_id=caller.tenant.id, source_ids=[document_id])
     await session.commit()
@@ -649,21 +790,31 @@ async def reindex_document(
 
 
 @knowledge_router.get(
-    "/search", operation_id="searchKnowledge", response_model=list[HitPublic], summary="Search the knowledge",
+    "/search",
+    operation_id="searchKnowledge",
+    response_model=list[HitPublic],
+    summary="Search the knowledge",
     description="The passages that answer `q` best (the search the assistant uses: vector, full text and "
     "the knowledge graph); nothing when nothing is relevant.",
-)  # fmt: skip
+)
 async def search_knowledge(
-    caller: Annotated[ApiCaller, require_scope("knowledge:read")], session: SessionDep, settings: SettingsDep,
+    caller: Annotated[ApiCaller, require_scope("knowledge:read")],
+    session: SessionDep,
+    settings: SettingsDep,
     q: Annotated[str, Query(min_length=1, max_length=2000, description="The question or code.")],
     mode: Literal["vector", "hybrid", "exact", "graph", "neighborhood"] = "hybrid",
     limit: Annotated[int, Query(ge=1, le=50)] = 5,
-) -> list[HitPublic]:  # fmt: skip
+) -> list[HitPublic]:
     try:
         hits = await search_chunks(
-            session, tenant_id=caller.tenant.id, query=q, mode=mode, limit=limit, settings=settings,
+            session,
+            tenant_id=caller.tenant.id,
+            query=q,
+            mode=mode,
+            limit=limit,
+            settings=settings,
             embedding=resolve_embedding_config(settings, caller.tenant),
-        )  # fmt: skip
+        )
     except EmbeddingFailed:
         raise ApiProblem(503, "unavailable", "the search is unavailable now; try again later") from None
     return [HitPublic(**hit.to_json_dict()) for hit in hits]
@@ -675,14 +826,19 @@ leads_router = public_router("/leads", tags=["leads"])
 
 
 @leads_router.get(
-    "", operation_id="listLeads", response_model=Page[LeadPublic], summary="List leads",
+    "",
+    operation_id="listLeads",
+    response_model=Page[LeadPublic],
+    summary="List leads",
     description="Newest first. Filter: `source` (`tool`: the assistant recorded it; `intent`: found in the chat).",
-)  # fmt: skip
+)
 async def list_leads(
-    caller: Annotated[ApiCaller, require_scope("leads:read")], session: SessionDep,
-    limit: LimitQuery = 50, cursor: CursorQuery = None,
+    caller: Annotated[ApiCaller, require_scope("leads:read")],
+    session: SessionDep,
+    limit: LimitQuery = 50,
+    cursor: CursorQuery = None,
     source: Annotated[str | None, Query(pattern="^(tool|intent)$")] = None,
-) -> Page[LeadPublic]:  # fmt: skip
+) -> Page[LeadPublic]:
     query = select(Lead).where(Lead.tenant_id == caller.tenant.id)
     if source:
         query = query.where(Lead.source == source)
@@ -702,22 +858,30 @@ class FeedbackBody(BaseModel):
 
 
 @messages_router.post(
-    "/{message_id}/feedback", operation_id="sendFeedback", response_model=FeedbackPublic,
+    "/{message_id}/feedback",
+    operation_id="sendFeedback",
+    response_model=FeedbackPublic,
     summary="Rate one of the assistant's messages",
     description="One rating per message from the API (source `tenant_api`): a second one replaces it.",
-)  # fmt: skip
+)
 async def send_feedback(
-    message_id: uuid.UUID, body: FeedbackBody, caller: Annotated[ApiCaller, require_scope("feedback:write")],
+    message_id: uuid.UUID,
+    body: FeedbackBody,
+    caller: Annotated[ApiCaller, require_scope("feedback:write")],
     session: SessionDep,
-) -> FeedbackPublic:  # fmt: skip
+) -> FeedbackPublic:
     message = await session.get(Message, message_id)
     if message is None or message.tenant_id != caller.tenant.id:
         raise ApiProblem(404, "not_found", "message not found")
     try:
         row = await record_feedback(
-            session, tenant_id=caller.tenant.id, message_id=message.id, rating=body.rating,
-            comment=body.comment, source="tenant_api",
-        )  # fmt: skip
+            session,
+            tenant_id=caller.tenant.id,
+            message_id=message.id,
+            rating=body.rating,
+            comment=body.comment,
+            source="tenant_api",
+        )
     except FeedbackRejected as exc:
         code = "not_found" if exc.status_code == 404 else "invalid_request"
         raise ApiProblem(exc.status_code, code, str(exc)) from None
@@ -732,35 +896,49 @@ webhooks_router = public_router("/webhooks", tags=["event webhooks"])
 
 
 @webhooks_router.get(
-    "", operation_id="listWebhookEndpoints", response_model=Page[EndpointPublic],
+    "",
+    operation_id="listWebhookEndpoints",
+    response_model=Page[EndpointPublic],
     summary="List event webhook endpoints",
-)  # fmt: skip
+)
 async def list_webhook_endpoints(
-    caller: Annotated[ApiCaller, require_scope("webhooks:manage")], session: SessionDep,
-    limit: LimitQuery = 50, cursor: CursorQuery = None,
-) -> Page[EndpointPublic]:  # fmt: skip
+    caller: Annotated[ApiCaller, require_scope("webhooks:manage")],
+    session: SessionDep,
+    limit: LimitQuery = 50,
+    cursor: CursorQuery = None,
+) -> Page[EndpointPublic]:
     query = select(WebhookEndpoint).where(WebhookEndpoint.tenant_id == caller.tenant.id)
     rows, next_cursor = await keyset_page(session, query, WebhookEndpoint, limit=limit, cursor=cursor)
     return Page[EndpointPublic](items=[EndpointPublic.of(e) for e in rows], next_cursor=next_cursor)
 
 
 @webhooks_router.post(
-    "", operation_id="createWebhookEndpoint", status_code=201, response_model=EndpointCreated,
+    "",
+    operation_id="createWebhookEndpoint",
+    status_code=201,
+    response_model=EndpointCreated,
     summary="Register an event webhook endpoint",
     description="`https://` only, public addresses only. The answer holds the signing secret, once. Each "
     "delivery is signed; see the event webhooks page for the headers and how to verify them.",
-)  # fmt: skip
+)
 async def create_webhook_endpoint(
-    body: EndpointCreate, caller: Annotated[ApiCaller, require_scope("webhooks:manage")], session: SessionDep,
+    body: EndpointCreate,
+    caller: Annotated[ApiCaller, require_scope("webhooks:manage")],
+    session: SessionDep,
     settings: SettingsDep,
-) -> EndpointCreated:  # fmt: skip
+) -> EndpointCreated:
     cipher = CredentialCipher(settings.secret("encryption_key").encode())
     try:
         endpoint, secret = await create_endpoint(
-            session, tenant_id=caller.tenant.id, url=body.url, event_types=list(body.event_types),
-            description=body.description, cipher=cipher, egress=EgressPolicy.from_settings(settings),
+            session,
+            tenant_id=caller.tenant.id,
+            url=body.url,
+            event_types=list(body.event_types),
+            description=body.description,
+            cipher=cipher,
+            egress=EgressPolicy.from_settings(settings),
             signature_scheme=body.signature_scheme,
-        )  # fmt: skip
+        )
     except EndpointRefused as exc:
         raise ApiProblem(
             422, "invalid_request", str(exc), errors=[{"field": "url", "message": str(exc)}]
@@ -770,12 +948,16 @@ async def create_webhook_endpoint(
 
 
 @webhooks_router.delete(
-    "/{endpoint_id}", operation_id="deleteWebhookEndpoint", status_code=204,
+    "/{endpoint_id}",
+    operation_id="deleteWebhookEndpoint",
+    status_code=204,
     summary="Delete an event webhook endpoint and its delivery log",
-)  # fmt: skip
+)
 async def delete_webhook_endpoint(
-    endpoint_id: uuid.UUID, caller: Annotated[ApiCaller, require_scope("webhooks:manage")], session: SessionDep
-) -> Response:  # fmt: skip
+    endpoint_id: uuid.UUID,
+    caller: Annotated[ApiCaller, require_scope("webhooks:manage")],
+    session: SessionDep,
+) -> Response:
     endpoint = await session.get(WebhookEndpoint, endpoint_id)
     if endpoint is None or endpoint.tenant_id != caller.tenant.id:
         raise ApiProblem(404, "not_found", "webhook endpoint not found")

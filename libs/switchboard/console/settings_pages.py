@@ -56,9 +56,16 @@ register_nav("settings", N_("Agent settings"), "/settings", ADMIN_ROLES)
 
 NO_ROW_ID = N_("Give the deployment an id and a model first.")
 _RETENTION_WORDS = (
-    N_("messages"), N_("outbox"), N_("memory"), N_("traces"), N_("tool receipts"), N_("security alerts"),
-    N_("leads"), N_("event deliveries"), N_("kept"),
-)  # fmt: skip
+    N_("messages"),
+    N_("outbox"),
+    N_("memory"),
+    N_("traces"),
+    N_("tool receipts"),
+    N_("security alerts"),
+    N_("leads"),
+    N_("event deliveries"),
+    N_("kept"),
+)
 """What the retention preview names (``_(kind)`` in settings.html)."""
 """A test of a row without an id (shown translated by ``_probe.html``)."""
 
@@ -142,12 +149,24 @@ async def _render(
     for deployment in tenant_settings_from(tenant.settings_extensions).llm.deployments:
         groups.setdefault(deployment.priority, []).append(deployment.id)
     return render(
-        request, "settings.html", status_code=code, tenant=tenant, deployments=deployments, advanced=advanced,
-        history=history, providers=PROVIDERS, path_words=path_words, open_advanced=bool(problems),
-        problems=problems or [], saved=saved, groups=sorted(groups.items()), active="settings",
-        answering=answering_order(settings, tenant.settings_extensions), failed=list(failed),
+        request,
+        "settings.html",
+        status_code=code,
+        tenant=tenant,
+        deployments=deployments,
+        advanced=advanced,
+        history=history,
+        providers=PROVIDERS,
+        path_words=path_words,
+        open_advanced=bool(problems),
+        problems=problems or [],
+        saved=saved,
+        groups=sorted(groups.items()),
+        active="settings",
+        answering=answering_order(settings, tenant.settings_extensions),
+        failed=list(failed),
         retention_preview=preview,
-    )  # fmt: skip
+    )
 
 
 def _refill(field, form) -> None:  # type: ignore[no-untyped-def]
@@ -245,9 +264,11 @@ async def settings_test_row(request: Request, row: int, page: AdminPage, setting
     deployment_id = form.get(f"llm.deployments.{row}.id", "").strip()
     if not deployment_id:
         return render(
-            request, "_probe.html", tenant=page.tenant,
+            request,
+            "_probe.html",
+            tenant=page.tenant,
             result=_refused(str(row + 1), NO_ROW_ID),
-        )  # fmt: skip
+        )
     return await settings_test_deployment(request, deployment_id, page, settings)
 
 

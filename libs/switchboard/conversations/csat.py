@@ -159,12 +159,14 @@ async def ask(session: AsyncSession, conversation: ConversationRow, *, now: date
         body = {"kind": EMAIL_KIND, "conversation_id": str(conversation.id), "options": options}
         items = [
             OutboxItem(
-                conversation_id=conversation.id, channel=conversation.channel,
-                channel_account_id=conversation.channel_account_id, recipient=recipient,
+                conversation_id=conversation.id,
+                channel=conversation.channel,
+                channel_account_id=conversation.channel_account_id,
+                recipient=recipient,
                 part=OutboundPart(type="interactive", text=settings.csat.question, interactive=body),
                 purpose=OutboxPurpose.notice,
             )
-        ]  # fmt: skip
+        ]
         await write_outbox(session, tenant_id=conversation.tenant_id, items=items)
         log.info("csat_asked", conversation_id=str(conversation.id), handled_by=handled_by)
         return True

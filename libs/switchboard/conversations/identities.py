@@ -47,9 +47,13 @@ RETIRED_KEY_PREFIX = "retired:"
 """``customers.external_user_id`` of a customer whose key value now belongs to somebody else."""
 
 _KEY_PREFERENCE = (
-    IdentityKind.bsuid, IdentityKind.igsid, IdentityKind.email, IdentityKind.web_user, IdentityKind.visitor,
+    IdentityKind.bsuid,
+    IdentityKind.igsid,
+    IdentityKind.email,
+    IdentityKind.web_user,
+    IdentityKind.visitor,
     IdentityKind.wa_id,
-)  # fmt: skip
+)
 """Which identity becomes ``customers.external_user_id`` of a new customer (first present wins)."""
 _STABLE_KINDS = frozenset(
     {IdentityKind.bsuid, IdentityKind.igsid, IdentityKind.email, IdentityKind.web_user, IdentityKind.visitor}

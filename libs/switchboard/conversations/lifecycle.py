@@ -175,21 +175,35 @@ def _stage_webhook_event(
     an agent's own console chat, not a transfer between people), ``conversation.closed``."""
     base = {"conversation_id": conversation.id, "channel": conversation.channel}
     if from_status is None:
-        stage_event(session, tenant_id=conversation.tenant_id, event_type="conversation.created",
-                    data={**base, "customer_id": conversation.customer_id})  # fmt: skip
+        stage_event(
+            session,
+            tenant_id=conversation.tenant_id,
+            event_type="conversation.created",
+            data={**base, "customer_id": conversation.customer_id},
+        )
     elif conversation.status == ConversationStatus.closed:
-        stage_event(session, tenant_id=conversation.tenant_id, event_type="conversation.closed",
-                    data={**base, "reason": _cut(reason), "actor_type": actor.type.value})  # fmt: skip
+        stage_event(
+            session,
+            tenant_id=conversation.tenant_id,
+            event_type="conversation.closed",
+            data={**base, "reason": _cut(reason), "actor_type": actor.type.value},
+        )
     elif (
         conversation.status == ConversationStatus.human
         and from_status != ConversationStatus.human
         and not conversation.is_agent_console
     ):
         stage_event(
-            session, tenant_id=conversation.tenant_id, event_type="conversation.handed_off",
-            data={**base, "agent_id": conversation.assigned_agent_id, "reason": _cut(reason),
-                  "actor_type": actor.type.value},
-        )  # fmt: skip
+            session,
+            tenant_id=conversation.tenant_id,
+            event_type="conversation.handed_off",
+            data={
+                **base,
+                "agent_id": conversation.assigned_agent_id,
+                "reason": _cut(reason),
+                "actor_type": actor.type.value,
+            },
+        )
 
 
 async def start_conversation(

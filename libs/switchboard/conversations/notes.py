@@ -42,9 +42,13 @@ def add_note(
     """
     text = check_text(text, field="The note", max_length=NOTE_MAX_CHARS)
     note = ConversationNote(
-        tenant_id=conversation.tenant_id, conversation_id=conversation.id, text=text,
-        author_name=(author_name or "")[:200], user_id=user_id, agent_id=agent_id,
-    )  # fmt: skip
+        tenant_id=conversation.tenant_id,
+        conversation_id=conversation.id,
+        text=text,
+        author_name=(author_name or "")[:200],
+        user_id=user_id,
+        agent_id=agent_id,
+    )
     session.add(note)
     return note
 

@@ -91,9 +91,12 @@ async def copy_tenant(
             ids,
         )
     # knowledge: new source ids, chunks re-pointed at them (the chunk ids are a sequence)
-    mapping = [(row[0], uuid.uuid4()) for row in await (await session.connection()).execute(
-        text("SELECT id FROM knowledge_sources WHERE tenant_id = :src"), ids
-    )]  # fmt: skip
+    mapping = [
+        (row[0], uuid.uuid4())
+        for row in await (await session.connection()).execute(
+            text("SELECT id FROM knowledge_sources WHERE tenant_id = :src"), ids
+        )
+    ]
     source_columns = await _columns(session, "knowledge_sources")
     chunk_columns = [c for c in await _columns(session, "knowledge_documents") if c != "source_id"]
     for old, new in mapping:
@@ -114,9 +117,13 @@ async def copy_tenant(
             {**ids, "old": old, "new": new},
         )
     log.info(
-        "eval_tenant_copied", tenant_id=str(original.id), copy_tenant_id=str(copy.id), copy_slug=copy.slug,
-        knowledge_sources=len(mapping), model_group=model_group,
-    )  # fmt: skip
+        "eval_tenant_copied",
+        tenant_id=str(original.id),
+        copy_tenant_id=str(copy.id),
+        copy_slug=copy.slug,
+        knowledge_sources=len(mapping),
+        model_group=model_group,
+    )
     return copy
 
 

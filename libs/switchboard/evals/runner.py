@@ -238,17 +238,28 @@ async def _agent_run(harness: _Harness, task: EvalTask, repeat: int) -> RunRecor
     )
     checks = run_checks(task, observation)
     return RunRecord(
-        runner="agent", task_id=task.id, category=task.category, repeat=repeat, trace_id=result.trace_id,
-        text=task.text, reply=result.reply or "", passed=all(c["passed"] for c in checks), checks=checks,
-        tool_calls=calls, handed_off=handed_off, refused=is_refusal(observation),
+        runner="agent",
+        task_id=task.id,
+        category=task.category,
+        repeat=repeat,
+        trace_id=result.trace_id,
+        text=task.text,
+        reply=result.reply or "",
+        passed=all(c["passed"] for c in checks),
+        checks=checks,
+        tool_calls=calls,
+        handed_off=handed_off,
+        refused=is_refusal(observation),
         model_calls=int(timings.get("model_calls", 0)) + (1 if "input" in guardrails else 0),
         latency_ms=round(timings.get("total_ms", latency_ms), 3),
         iteration_cap_hit=int(timings.get("tool_iterations", 0)) >= max_iterations > 0,
         malformed_tool_calls=sum(1 for c in result.tool_calls if c.error_type in MALFORMED_ERRORS),
         models_used=list(timings.get("models_used") or ([result.model] if result.model else [])),
-        flags=result.flags, guardrails=guardrails,
-        messages=[{"role": r.role, "text": r.text, "tool_calls": r.tool_calls} for r in rows], error=error,
-    )  # fmt: skip
+        flags=result.flags,
+        guardrails=guardrails,
+        messages=[{"role": r.role, "text": r.text, "tool_calls": r.tool_calls} for r in rows],
+        error=error,
+    )
 
 
 async def _pipeline_run(harness: _Harness, task: EvalTask, repeat: int) -> RunRecord:
@@ -260,13 +271,25 @@ async def _pipeline_run(harness: _Harness, task: EvalTask, repeat: int) -> RunRe
     observation = Observation(reply=run.reply, tool_calls=run.tool_calls, handed_off=run.handed_off)
     checks = run_checks(task, observation)
     return RunRecord(
-        runner="pipeline", task_id=task.id, category=task.category, repeat=repeat,
-        trace_id=trace_id_for(request.conversation_id, request.inbound_message_id), text=task.text,
-        reply=run.reply, passed=all(c["passed"] for c in checks), checks=checks, tool_calls=run.tool_calls,
-        handed_off=run.handed_off, refused=is_refusal(observation), model_calls=run.model_calls,
-        latency_ms=round(run.latency_ms, 3), malformed_tool_calls=run.malformed_tool_calls,
-        models_used=run.models_used, intent=run.intent, error=run.error,
-    )  # fmt: skip
+        runner="pipeline",
+        task_id=task.id,
+        category=task.category,
+        repeat=repeat,
+        trace_id=trace_id_for(request.conversation_id, request.inbound_message_id),
+        text=task.text,
+        reply=run.reply,
+        passed=all(c["passed"] for c in checks),
+        checks=checks,
+        tool_calls=run.tool_calls,
+        handed_off=run.handed_off,
+        refused=is_refusal(observation),
+        model_calls=run.model_calls,
+        latency_ms=round(run.latency_ms, 3),
+        malformed_tool_calls=run.malformed_tool_calls,
+        models_used=run.models_used,
+        intent=run.intent,
+        error=run.error,
+    )
 
 
 async def run_eval(
@@ -313,9 +336,14 @@ async def run_eval(
                         records.append(record)
                         _write(traces, record)
                         log.info(
-                            "eval_task_run", runner=runner, task_id=task.id, repeat=n, passed=record.passed,
-                            trace_id=record.trace_id, latency_ms=round(record.latency_ms, 1),
-                        )  # fmt: skip
+                            "eval_task_run",
+                            runner=runner,
+                            task_id=task.id,
+                            repeat=n,
+                            passed=record.passed,
+                            trace_id=record.trace_id,
+                            latency_ms=round(record.latency_ms, 1),
+                        )
     finally:
         if not keep_copy:
             async with session_scope(sessions) as session:
@@ -327,12 +355,17 @@ async def run_eval(
     )
     guard = tenant_settings.channel(GuardrailSettings).input.enabled
     return EvalReport(
-        tenant=tenant, tasks_file=tasks_file, repeat=repeat, model_group=model_group, models=models,
+        tenant=tenant,
+        tasks_file=tasks_file,
+        repeat=repeat,
+        model_group=model_group,
+        models=models,
         offline_model=offline,
         agent={c: _stats([r for r in records if r.runner == "agent"], c) for c in CATEGORIES},
         pipeline={c: _stats([r for r in records if r.runner == "pipeline"], c) for c in CATEGORIES},
-        traces_file=str(traces_path), guardrails="on" if guard else "off",
-    )  # fmt: skip
+        traces_file=str(traces_path),
+        guardrails="on" if guard else "off",
+    )
 
 
 def _write(out: TextIO, record: RunRecord) -> None:
@@ -345,13 +378,17 @@ def format_report(report: EvalReport) -> str:
     lines = [
         f"tenant {report.tenant} (a copy; nobody was messaged)   tasks {report.tasks_file}   repeat {report.repeat}",
         f"models: {', '.join(report.models) or '-'}"
-        + ("   [OFFLINE MODEL: deterministic stand-in, the figures say nothing about a real model]" if report.offline_model else "")
+        + (
+            "   [OFFLINE MODEL: deterministic stand-in, the figures say nothing about a real model]"
+            if report.offline_model
+            else ""
+        )
         + (f"   group {report.model_group}" if report.model_group else "")
         + f"   input guardrail {report.guardrails}",
         "",
         f"{'category':<10}{'runner':<10}{'runs':>5}{'success':>9}{'calls':>7}{'p50 ms':>9}{'p95 ms':>9}"
         f"{'cap hits':>9}{'bad calls':>10}{'trap answers':>14}",
-    ]  # fmt: skip
+    ]
     for category in CATEGORIES:
         for runner, stats in (("agent", report.agent[category]), ("pipeline", report.pipeline[category])):
             trap = (
@@ -363,6 +400,6 @@ def format_report(report: EvalReport) -> str:
                 f"{category:<10}{runner:<10}{stats.runs:>5}{stats.success_rate:>9.0%}{stats.model_calls_mean:>7.2f}"
                 f"{stats.latency_p50_ms:>9.1f}{stats.latency_p95_ms:>9.1f}{stats.iteration_cap_hits:>9}"
                 f"{stats.malformed_tool_calls:>10}{trap:>14}"
-            )  # fmt: skip
+            )
     lines.append(f"\ntraces: {report.traces_file}")
     return "\n".join(lines)

@@ -108,12 +108,20 @@ async def _fan_out_batch(sessions: async_sessionmaker[AsyncSession]) -> int:
             for endpoint in endpoints[event.tenant_id]:
                 if endpoint.event_types and event.event_type not in endpoint.event_types:
                     continue
-                rows.append({
-                    "id": uuid.uuid4(), "tenant_id": event.tenant_id, "event_id": event.id,
-                    "endpoint_id": endpoint.id, "event_type": event.event_type,
-                    "status": DeliveryState.pending.value, "attempts": 0, "log": [],
-                    "created_at": utcnow(), "updated_at": utcnow(),
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "id": uuid.uuid4(),
+                        "tenant_id": event.tenant_id,
+                        "event_id": event.id,
+                        "endpoint_id": endpoint.id,
+                        "event_type": event.event_type,
+                        "status": DeliveryState.pending.value,
+                        "attempts": 0,
+                        "log": [],
+                        "created_at": utcnow(),
+                        "updated_at": utcnow(),
+                    }
+                )
             event.dispatched_at = utcnow()
             session.add(event)
         if rows:
@@ -169,10 +177,19 @@ async def _claim(
             except CredentialDecryptError:
                 secret = None
             body = json.dumps(event.payload, ensure_ascii=False, separators=(",", ":")).encode()
-            attempts.append(_Attempt(
-                delivery.id, endpoint.id, endpoint.url, secret, body, str(event.id), event.event_type,
-                delivery.tenant_id, endpoint.signature_scheme,
-            ))  # fmt: skip
+            attempts.append(
+                _Attempt(
+                    delivery.id,
+                    endpoint.id,
+                    endpoint.url,
+                    secret,
+                    body,
+                    str(event.id),
+                    event.event_type,
+                    delivery.tenant_id,
+                    endpoint.signature_scheme,
+                )
+            )
     return attempts
 
 
@@ -188,10 +205,14 @@ async def _send(
         "Content-Type": "application/json",
         "User-Agent": "Switchboard-Webhooks/1",
         **signature_headers(
-            attempt.scheme, attempt.secret, event_id=attempt.event_id, event_type=attempt.event_type,
-            timestamp=timestamp, body=attempt.body,
+            attempt.scheme,
+            attempt.secret,
+            event_id=attempt.event_id,
+            event_type=attempt.event_type,
+            timestamp=timestamp,
+            body=attempt.body,
         ),
-    }  # fmt: skip
+    }
     try:
         response = await http.post(
             attempt.url, content=attempt.body, headers=headers, timeout=settings.webhook_timeout_s
@@ -209,9 +230,12 @@ async def _send(
 
 
 async def _record(
-    sessions: async_sessionmaker[AsyncSession], settings: Settings, attempt: _Attempt,
-    outcome: tuple[int | None, str | None, float], report: EventDeliveryReport,
-) -> None:  # fmt: skip
+    sessions: async_sessionmaker[AsyncSession],
+    settings: Settings,
+    attempt: _Attempt,
+    outcome: tuple[int | None, str | None, float],
+    report: EventDeliveryReport,
+) -> None:
     status_code, error, duration_ms = outcome
     now = utcnow()
     async with sessions() as session, session.begin():
@@ -229,8 +253,13 @@ async def _record(
         }
         delivery.log = [*delivery.log, entry][-LOG_KEEP:]
         delivery.updated_at = now
-        fields = {"tenant_id": str(attempt.tenant_id), "endpoint_id": str(endpoint.id),
-                  "event_id": attempt.event_id, "event_type": attempt.event_type, "attempt": delivery.attempts}  # fmt: skip
+        fields = {
+            "tenant_id": str(attempt.tenant_id),
+            "endpoint_id": str(endpoint.id),
+            "event_id": attempt.event_id,
+            "event_type": attempt.event_type,
+            "attempt": delivery.attempts,
+        }
         if error is None:
             delivery.status, delivery.delivered_at, delivery.next_attempt_at = (
                 DeliveryState.delivered.value,
@@ -264,9 +293,12 @@ async def _record(
                 and endpoint.consecutive_failures >= settings.webhook_disable_after_failures
             ):
                 set_endpoint_active(
-                    endpoint, False,
-                    reason=f"{endpoint.consecutive_failures} consecutive failed deliveries; last: {error}"[:500],
-                )  # fmt: skip
+                    endpoint,
+                    False,
+                    reason=f"{endpoint.consecutive_failures} consecutive failed deliveries; last: {error}"[
+                        :500
+                    ],
+                )
                 report.disabled_endpoints += 1
                 log.error(
                     "webhook_endpoint_disabled", failures=endpoint.consecutive_failures, error=error, **fields
@@ -276,9 +308,12 @@ async def _record(
 
 
 async def run_event_delivery(
-    sessions: async_sessionmaker[AsyncSession], settings: Settings, *, cipher: CredentialCipher,
+    sessions: async_sessionmaker[AsyncSession],
+    settings: Settings,
+    *,
+    cipher: CredentialCipher,
     http: httpx.AsyncClient | None = None,
-) -> EventDeliveryReport:  # fmt: skip
+) -> EventDeliveryReport:
     """One fan-out and one batch of attempts (the module docstring).
 
     Args:
@@ -306,6 +341,9 @@ async def deliver_events(ctx: dict[str, Any]) -> dict[str, int]:
     deps = ctx["deps"]
     report = await run_event_delivery(ctx["resources"].sessions, deps.settings, cipher=deps.cipher)
     return {
-        "dispatched": report.dispatched, "delivered": report.delivered, "retrying": report.retrying,
-        "failed": report.failed, "disabled_endpoints": report.disabled_endpoints,
-    }  # fmt: skip
+        "dispatched": report.dispatched,
+        "delivered": report.delivered,
+        "retrying": report.retrying,
+        "failed": report.failed,
+        "disabled_endpoints": report.disabled_endpoints,
+    }

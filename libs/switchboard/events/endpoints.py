@@ -54,9 +54,16 @@ def _check_events(event_types: list[str]) -> list[str]:
 
 
 async def create_endpoint(
-    session: AsyncSession, *, tenant_id: uuid.UUID, url: str, event_types: list[str], description: str,
-    cipher: CredentialCipher, egress: EgressPolicy, signature_scheme: str = "switchboard",
-) -> tuple[WebhookEndpoint, str]:  # fmt: skip
+    session: AsyncSession,
+    *,
+    tenant_id: uuid.UUID,
+    url: str,
+    event_types: list[str],
+    description: str,
+    cipher: CredentialCipher,
+    egress: EgressPolicy,
+    signature_scheme: str = "switchboard",
+) -> tuple[WebhookEndpoint, str]:
     """Register an endpoint with a new secret (:func:`new_secret`), signed the ``signature_scheme`` way
     (:data:`~switchboard.events.signing.SCHEMES`); the caller commits.
 
@@ -80,9 +87,13 @@ async def create_endpoint(
         raise EndpointRefused(f"signature_scheme is one of {list(SCHEMES)}")
     secret = new_secret()
     endpoint = WebhookEndpoint(
-        tenant_id=tenant_id, url=checked, event_types=_check_events(event_types), description=description,
-        secret_encrypted=cipher.encrypt({"secret": secret}), signature_scheme=signature_scheme,
-    )  # fmt: skip
+        tenant_id=tenant_id,
+        url=checked,
+        event_types=_check_events(event_types),
+        description=description,
+        secret_encrypted=cipher.encrypt({"secret": secret}),
+        signature_scheme=signature_scheme,
+    )
     session.add(endpoint)
     await session.flush()
     forget_subscribers(tenant_id)
@@ -160,8 +171,12 @@ def rotate_secret(
         else {"secret": secret}
     )
     endpoint.updated_at = utcnow()
-    log.info("webhook_secret_rotated", tenant_id=str(endpoint.tenant_id), endpoint_id=str(endpoint.id),
-             overlap_s=overlap_s)  # fmt: skip
+    log.info(
+        "webhook_secret_rotated",
+        tenant_id=str(endpoint.tenant_id),
+        endpoint_id=str(endpoint.id),
+        overlap_s=overlap_s,
+    )
     return secret
 
 

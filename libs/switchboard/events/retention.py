@@ -88,17 +88,23 @@ async def _prune_batch(
 
 
 async def run_event_retention(
-    sessions: async_sessionmaker[AsyncSession], settings: Settings, *, now: datetime | None = None,
-    batch: int = PRUNE_BATCH, max_batches: int = PRUNE_BATCHES,
-) -> PruneReport:  # fmt: skip
+    sessions: async_sessionmaker[AsyncSession],
+    settings: Settings,
+    *,
+    now: datetime | None = None,
+    batch: int = PRUNE_BATCH,
+    max_batches: int = PRUNE_BATCHES,
+) -> PruneReport:
     """One retention run (the module docstring): delivered events past their retention, then finished
     events (failed included) past the longer one. ``now`` defaults to the current UTC time."""
     now = now or utcnow()
     passes = (
-        (now - timedelta(days=settings.event_retention_delivered_days),
-         (DeliveryState.pending.value, DeliveryState.failed.value)),
+        (
+            now - timedelta(days=settings.event_retention_delivered_days),
+            (DeliveryState.pending.value, DeliveryState.failed.value),
+        ),
         (now - timedelta(days=settings.event_retention_failed_days), (DeliveryState.pending.value,)),
-    )  # fmt: skip
+    )
     report = PruneReport()
     for cutoff, blocking in passes:
         while report.batches < max_batches:
@@ -113,11 +119,14 @@ async def run_event_retention(
         metrics.EVENTS_PRUNED.labels("event_outbox").inc(report.events)
         metrics.EVENTS_PRUNED.labels("webhook_deliveries").inc(report.deliveries)
         log.info(
-            "events_pruned", events=report.events, deliveries=report.deliveries, batches=report.batches,
+            "events_pruned",
+            events=report.events,
+            deliveries=report.deliveries,
+            batches=report.batches,
             delivered_days=settings.event_retention_delivered_days,
             failed_days=settings.event_retention_failed_days,
             backlog_left=report.batches >= max_batches,
-        )  # fmt: skip
+        )
     else:
         log.debug("events_pruned", events=0, deliveries=0)
     return report

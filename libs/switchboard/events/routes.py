@@ -78,9 +78,11 @@ class EndpointCreated(EndpointPublic):
 
 class SecretRotation(BaseModel):
     overlap_s: int = Field(
-        86_400, ge=0, le=ROTATION_OVERLAP_MAX_S,
+        86_400,
+        ge=0,
+        le=ROTATION_OVERLAP_MAX_S,
         description="Seconds the current secret keeps signing next to the new one (0: it stops now; at most a week).",
-    )  # fmt: skip
+    )
 
 
 class SecretRotated(BaseModel):
@@ -120,26 +122,34 @@ async def _endpoint(session: SessionDep, tenant: TenantDep, endpoint_id: uuid.UU
 
 
 @webhooks_router.post(
-    "", response_model=EndpointCreated, status_code=201, summary="Register an endpoint for signed events",
+    "",
+    response_model=EndpointCreated,
+    status_code=201,
+    summary="Register an endpoint for signed events",
     description=(
         "Each delivery is a POST of the event envelope (JSON) with headers "
         f"`{EVENT_HEADER}`, `{DELIVERY_HEADER}` (event id), `{TIMESTAMP_HEADER}` (Unix seconds) and "
-        f"`{SIGNATURE_HEADER}: v1=<hex HMAC-SHA256(secret, \"<timestamp>.<raw body>\")>`. Refuse old "
+        f'`{SIGNATURE_HEADER}: v1=<hex HMAC-SHA256(secret, "<timestamp>.<raw body>")>`. Refuse old '
         "timestamps (5 minutes) and compare signatures in constant time. With `signature_scheme: standard` "
         f"the signature is Standard Webhooks' `{STANDARD_SIGNATURE_HEADER}`. Payload schemas: OpenAPI `webhooks`."
     ),
     responses={422: {"description": "The outbound-address policy refused the URL, or an unknown event type"}},
-)  # fmt: skip
+)
 async def post_endpoint(
     body: EndpointCreate, tenant: TenantDep, session: SessionDep, settings: SettingsDep
 ) -> EndpointCreated:
     cipher = CredentialCipher(settings.secret("encryption_key").encode())
     try:
         endpoint, secret = await create_endpoint(
-            session, tenant_id=tenant.id, url=body.url, event_types=list(body.event_types),
-            description=body.description, cipher=cipher, egress=EgressPolicy.from_settings(settings),
+            session,
+            tenant_id=tenant.id,
+            url=body.url,
+            event_types=list(body.event_types),
+            description=body.description,
+            cipher=cipher,
+            egress=EgressPolicy.from_settings(settings),
             signature_scheme=body.signature_scheme,
-        )  # fmt: skip
+        )
     except EndpointRefused as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from None
     await session.commit()
@@ -165,10 +175,12 @@ async def patch_endpoint(
 
 
 @webhooks_router.post(
-    "/{endpoint_id}/rotate-secret", response_model=SecretRotated, summary="Give an endpoint a new signing secret",
+    "/{endpoint_id}/rotate-secret",
+    response_model=SecretRotated,
+    summary="Give an endpoint a new signing secret",
     description="The new secret signs from now on; the current one signs too until `previous_secret_until`, "
     "so the receiving system can switch to the new secret whenever it is ready.",
-)  # fmt: skip
+)
 async def post_rotate_secret(
     endpoint_id: uuid.UUID,
     body: SecretRotation,
@@ -194,9 +206,11 @@ async def delete_endpoint(endpoint_id: uuid.UUID, tenant: TenantDep, session: Se
     "/{endpoint_id}/deliveries", response_model=list[DeliveryPublic], summary="The endpoint's delivery log"
 )
 async def get_deliveries(
-    endpoint_id: uuid.UUID, tenant: TenantDep, session: SessionDep,
+    endpoint_id: uuid.UUID,
+    tenant: TenantDep,
+    session: SessionDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-) -> list[DeliveryPublic]:  # fmt: skip
+) -> list[DeliveryPublic]:
     await _endpoint(session, tenant, endpoint_id)
     rows = await session.exec(
         select(WebhookDelivery)
@@ -221,9 +235,10 @@ def _document(event_type: str, model: type[BaseModel]) -> None:
     receiver.__annotations__ = {"body": envelope, "return": None}  # a real type, not a postponed string
     receiver.__name__ = "on_" + event_type.replace(".", "_")
     event_webhooks_router.post(
-        event_type, summary=f"{event_type}: {(model.__doc__ or '').strip().splitlines()[0]}",
+        event_type,
+        summary=f"{event_type}: {(model.__doc__ or '').strip().splitlines()[0]}",
         description=f"Signed with `{SIGNATURE_HEADER}`; answer 2xx within the timeout, or it is retried.",
-    )(receiver)  # fmt: skip
+    )(receiver)
 
 
 for _type, _model in EVENT_TYPES.items():

@@ -75,9 +75,14 @@ def _fresh(timestamp: str, tolerance_s: int, now: float | None) -> bool:
 
 
 def verify(
-    secret: str, body: bytes, *, timestamp: str, signature: str, tolerance_s: int = DEFAULT_TOLERANCE_S,
+    secret: str,
+    body: bytes,
+    *,
+    timestamp: str,
+    signature: str,
+    tolerance_s: int = DEFAULT_TOLERANCE_S,
     now: float | None = None,
-) -> bool:  # fmt: skip
+) -> bool:
     """Whether one of the space-separated signatures in ``signature`` is ours for ``body`` at
     ``timestamp``, not older than ``tolerance_s``."""
     if not _fresh(timestamp, tolerance_s, now):
@@ -98,9 +103,15 @@ def sign_standard(secret: str, message_id: str, timestamp: int, body: bytes) -> 
 
 
 def verify_standard(
-    secret: str, body: bytes, *, message_id: str, timestamp: str, signature: str,
-    tolerance_s: int = DEFAULT_TOLERANCE_S, now: float | None = None,
-) -> bool:  # fmt: skip
+    secret: str,
+    body: bytes,
+    *,
+    message_id: str,
+    timestamp: str,
+    signature: str,
+    tolerance_s: int = DEFAULT_TOLERANCE_S,
+    now: float | None = None,
+) -> bool:
     """Whether one of the space-separated ``v1,`` signatures is ours (a receiver without the library)."""
     if not _fresh(timestamp, tolerance_s, now):
         return False

@@ -91,9 +91,11 @@ class LangfuseScoreExporter:
             await asyncio.to_thread(send)
         except Exception as exc:  # noqa: BLE001 (an export failure never loses the stored feedback; logged)
             log.warning(
-                "feedback_export_failed", feedback_id=str(feedback.id), trace_id=feedback.trace_id,
+                "feedback_export_failed",
+                feedback_id=str(feedback.id),
+                trace_id=feedback.trace_id,
                 error=f"{type(exc).__name__}: {exc}"[:300],
-            )  # fmt: skip
+            )
             return False
         log.info("feedback_exported", feedback_id=str(feedback.id), trace_id=feedback.trace_id, to="langfuse")
         return True

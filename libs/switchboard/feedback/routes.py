@@ -131,9 +131,13 @@ async def post_feedback(
     source = (body.source or "admin_api") if is_admin else "tenant_app"
     try:
         row = await record_feedback(
-            session, tenant_id=message.tenant_id, message_id=message.id, rating=body.rating,
-            comment=body.comment, source=source,
-        )  # fmt: skip
+            session,
+            tenant_id=message.tenant_id,
+            message_id=message.id,
+            rating=body.rating,
+            comment=body.comment,
+            source=source,
+        )
     except FeedbackRejected as exc:
         raise HTTPException(exc.status_code, str(exc)) from None
     await session.commit()

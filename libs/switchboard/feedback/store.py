@@ -121,14 +121,28 @@ async def record_feedback(
     assert row is not None  # just written in this transaction
     metrics.FEEDBACK.labels(rating).inc()
     await emit(
-        session, tenant_id=tenant_id, event_type="feedback.created",
-        data={"feedback_id": row.id, "message_id": message.id, "rating": rating, "comment": comment, "source": source},
-    )  # fmt: skip
+        session,
+        tenant_id=tenant_id,
+        event_type="feedback.created",
+        data={
+            "feedback_id": row.id,
+            "message_id": message.id,
+            "rating": rating,
+            "comment": comment,
+            "source": source,
+        },
+    )
     log.info(
-        "feedback_recorded", tenant_id=str(tenant_id), conversation_id=str(message.conversation_id),
-        trace_id=trace_id, message_id=str(message.id), turn_id=str(row.turn_id) if row.turn_id else None,
-        rating=rating, source=source, has_comment=comment is not None,
-    )  # fmt: skip
+        "feedback_recorded",
+        tenant_id=str(tenant_id),
+        conversation_id=str(message.conversation_id),
+        trace_id=trace_id,
+        message_id=str(message.id),
+        turn_id=str(row.turn_id) if row.turn_id else None,
+        rating=rating,
+        source=source,
+        has_comment=comment is not None,
+    )
     return row
 
 

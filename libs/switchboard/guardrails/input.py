@@ -166,11 +166,14 @@ async def check_input(
         key, llm, deployments = _checker_llm(gateway, tenant_id, settings)
         router = gateway.router_for(key, llm, owner=tenant_id)
         reply = await gateway.complete(
-            router, guardrail_messages(settings, text, guard.max_chars), tools=None, llm=llm,
+            router,
+            guardrail_messages(settings, text, guard.max_chars),
+            tools=None,
+            llm=llm,
             trace_id=trace_id,
             deadline=budget.deadline_for(guard.timeout_s) if budget else time.monotonic() + guard.timeout_s,
             response_format=GUARDRAIL_RESPONSE_FORMAT,
-        )  # fmt: skip
+        )
         by_id = {d.id: d for d in deployments}
         answered_by = by_id.get(reply.model_id or "")
         record.update(
@@ -206,10 +209,16 @@ async def check_input(
     )
     metrics.GUARDRAIL_DECISIONS.labels("input", result.decision).inc()
     log.info(
-        "guardrail_checked", stage="input", checker=result.checker, deployment=result.deployment,
-        score=result.score, threshold=guard.threshold, decision=result.decision, action=result.action,
+        "guardrail_checked",
+        stage="input",
+        checker=result.checker,
+        deployment=result.deployment,
+        score=result.score,
+        threshold=guard.threshold,
+        decision=result.decision,
+        action=result.action,
         trace_id=trace_id,
-    )  # fmt: skip
+    )
     # the rationale may quote the customer: kept out of info logs (it is stored on the turn)
     log.debug("guardrail_rationale", stage="input", rationale=result.rationale[:500], trace_id=trace_id)
     return result

@@ -346,12 +346,22 @@ async def _canned(sessions, gateway, agent_id, command, console_id, trace_id) ->
         customer = await _customer(session, conversation)
         text = fill_canned(reply.text, customer=customer_name(customer), agent=agent.name)
         to = customer_address(customer)
-        proxy = {"sender": "human_agent", "agent_id": str(agent.id), "agent_name": agent.name,
-                 "relayed_from": agent.phone, "relayed_to": to, "canned": reply.shortcut}  # fmt: skip
+        proxy = {
+            "sender": "human_agent",
+            "agent_id": str(agent.id),
+            "agent_name": agent.name,
+            "relayed_from": agent.phone,
+            "relayed_to": to,
+            "canned": reply.shortcut,
+        }
         append_message(
-            session, conversation=conversation, role=MessageRole.human_agent, text=text, proxy_metadata=proxy,
+            session,
+            conversation=conversation,
+            role=MessageRole.human_agent,
+            text=text,
+            proxy_metadata=proxy,
             trace_id=trace_id,
-        )  # fmt: skip
+        )
         label, conversation_id = customer_label(customer), conversation.id
     log.info("agent_canned_reply", conversation_id=str(conversation_id), agent_id=str(agent_id))
     return [
@@ -366,8 +376,13 @@ async def _note(sessions, gateway, agent_id, command, console_id, trace_id) -> l
         agent = await _agent(session, agent_id)
         conversation = await _current_customer(session, agent)
         try:
-            add_note(session, conversation=conversation, text=command.argument, author_name=agent.name,
-                     agent_id=agent.id)  # fmt: skip
+            add_note(
+                session,
+                conversation=conversation,
+                text=command.argument,
+                author_name=agent.name,
+                agent_id=agent.id,
+            )
         except ValueError as exc:
             raise CommandError(f"{exc}.") from None
         label, conversation_id = customer_label(await _customer(session, conversation)), conversation.id
@@ -424,9 +439,12 @@ async def set_status(
         agent.updated_at = utcnow()
         session.add(agent)
     log.info(
-        "agent_status", agent_id=str(agent_id), status=agent.status, taken_from_queue=len(taken_ids),
+        "agent_status",
+        agent_id=str(agent_id),
+        status=agent.status,
+        taken_from_queue=len(taken_ids),
         approvals_waiting=len(approvals),
-    )  # fmt: skip
+    )
     notices = await notices_for_assignments(
         sessions, gateway, agent_id=agent_id, conversation_ids=taken_ids, trace_id=trace_id
     )

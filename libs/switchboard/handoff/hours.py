@@ -147,10 +147,29 @@ def business_hours(settings: TenantSettings) -> BusinessHours | None:
     return BusinessHours.from_settings(settings.hours, default_timezone=settings.locale.timezone)
 
 
-_WEEKDAY_NAMES = (N_("Monday"), N_("Tuesday"), N_("Wednesday"), N_("Thursday"), N_("Friday"),
-                  N_("Saturday"), N_("Sunday"))  # fmt: skip
-_MONTH_NAMES = (N_("January"), N_("February"), N_("March"), N_("April"), N_("May"), N_("June"), N_("July"),
-                N_("August"), N_("September"), N_("October"), N_("November"), N_("December"))  # fmt: skip
+_WEEKDAY_NAMES = (
+    N_("Monday"),
+    N_("Tuesday"),
+    N_("Wednesday"),
+    N_("Thursday"),
+    N_("Friday"),
+    N_("Saturday"),
+    N_("Sunday"),
+)
+_MONTH_NAMES = (
+    N_("January"),
+    N_("February"),
+    N_("March"),
+    N_("April"),
+    N_("May"),
+    N_("June"),
+    N_("July"),
+    N_("August"),
+    N_("September"),
+    N_("October"),
+    N_("November"),
+    N_("December"),
+)
 
 
 def opening_words(opening: datetime, *, now: datetime, zone: ZoneInfo, language: str) -> str:

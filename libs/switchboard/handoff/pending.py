@@ -80,10 +80,17 @@ MIN_APPROVAL_TIMEOUT_S = 60.0
 def stage_approval_requested(session: AsyncSession, action: PendingAction) -> None:
     """``approval.requested`` for the tenant's systems (:mod:`switchboard.events`), in the transaction
     that creates the pending action (the tool server's ``request_approval``)."""
-    stage_event(session, tenant_id=action.tenant_id, event_type="approval.requested", data={
-        "pending_action_id": action.id, "tool_name": action.tool_name,
-        "conversation_id": action.conversation_id, "customer_id": action.customer_id,
-    })  # fmt: skip
+    stage_event(
+        session,
+        tenant_id=action.tenant_id,
+        event_type="approval.requested",
+        data={
+            "pending_action_id": action.id,
+            "tool_name": action.tool_name,
+            "conversation_id": action.conversation_id,
+            "customer_id": action.customer_id,
+        },
+    )
 
 
 def short_id(action_id: uuid.UUID) -> str:
@@ -199,9 +206,12 @@ async def pending_action_notices(
         action.notified_at = utcnow()
         session.add(action)
         log.info(
-            "pending_action_notified", tenant_id=str(tenant_id), pending_action_id=str(action.id),
-            agents=[str(a.id) for a in recipients], assigned=assigned,
-        )  # fmt: skip
+            "pending_action_notified",
+            tenant_id=str(tenant_id),
+            pending_action_id=str(action.id),
+            agents=[str(a.id) for a in recipients],
+            assigned=assigned,
+        )
     return out
 
 
@@ -273,12 +283,15 @@ async def expire_pending_actions(sessions: async_sessionmaker[AsyncSession]) -> 
             session.add(action)
             session.add(
                 AuditLog(
-                    tenant_id=tenant_id, actor="system", action="pending_action.expired",
-                    target_type="pending_action", target_id=str(action.id),
+                    tenant_id=tenant_id,
+                    actor="system",
+                    action="pending_action.expired",
+                    target_type="pending_action",
+                    target_id=str(action.id),
                     details={"tool_name": action.tool_name, "approval_timeout_s": handoff.approval_timeout_s},
                     trace_id=action.trace_id,
                 )
-            )  # fmt: skip
+            )
             conversation = (
                 await session.get(Conversation, action.conversation_id) if action.conversation_id else None
             )
@@ -289,17 +302,22 @@ async def expire_pending_actions(sessions: async_sessionmaker[AsyncSession]) -> 
                     tenant_id=tenant_id,
                     items=[
                         Outgoing(
-                            "customer", customer_address(customer), handoff.approval_expired_reply,
-                            conversation.id, purpose=OutboxPurpose.notice,
+                            "customer",
+                            customer_address(customer),
+                            handoff.approval_expired_reply,
+                            conversation.id,
+                            purpose=OutboxPurpose.notice,
                         )
                     ],
                     trace_id=action.trace_id,
-                )  # fmt: skip
+                )
             expired += 1
             log.info(
-                "pending_action_expired", tenant_id=str(tenant_id), pending_action_id=str(action.id),
+                "pending_action_expired",
+                tenant_id=str(tenant_id),
+                pending_action_id=str(action.id),
                 customer_told=conversation is not None and customer is not None,
-            )  # fmt: skip
+            )
     return expired
 
 

@@ -264,7 +264,7 @@ async def _relay_agent_reply(
                     purpose=OutboxPurpose.human_reply,
                     media_channel=row.channel,
                 )
-            ],  # fmt: skip
+            ],
             inbound_message_id=row.id,
             trace_id=trace_id,
         )

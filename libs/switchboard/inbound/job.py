@@ -90,8 +90,12 @@ async def claim(deps: WorkerDeps, job: dict[str, Any], row_id: uuid.UUID) -> Inb
                     for kind in stored.review
                 ),
             ]
-            log.warning("conversation_flagged_for_review", inbound_message_id=str(row_id), kinds=stored.review,
-                        conversation_id=str(conversation.id))  # fmt: skip
+            log.warning(
+                "conversation_flagged_for_review",
+                inbound_message_id=str(row_id),
+                kinds=stored.review,
+                conversation_id=str(conversation.id),
+            )
         row.conversation_id = conversation.id
         if row.processing_attempts == 0 and row.role == "user":  # once, on the first claim
             await _emit_message_created(session, row)
@@ -126,13 +130,28 @@ async def _emit_message_created(session: AsyncSession, row: Message) -> None:
     if await agent_of_row(session, row) is not None:
         return
     try:
-        await emit(session, tenant_id=row.tenant_id, event_type="message.created", if_subscribed=True, data={
-            "message_id": row.id, "conversation_id": row.conversation_id, "channel": row.channel,
-            "direction": "inbound", "role": "user", "kind": row.kind, "text": row.text,
-        })  # fmt: skip
+        await emit(
+            session,
+            tenant_id=row.tenant_id,
+            event_type="message.created",
+            if_subscribed=True,
+            data={
+                "message_id": row.id,
+                "conversation_id": row.conversation_id,
+                "channel": row.channel,
+                "direction": "inbound",
+                "role": "user",
+                "kind": row.kind,
+                "text": row.text,
+            },
+        )
     except ValueError as exc:  # pydantic.ValidationError is a ValueError
-        log.error("event_not_emitted", event_type="message.created", inbound_message_id=str(row.id),
-                  error=str(exc)[:300])  # fmt: skip
+        log.error(
+            "event_not_emitted",
+            event_type="message.created",
+            inbound_message_id=str(row.id),
+            error=str(exc)[:300],
+        )
 
 
 async def process_inbound(ctx: dict[str, Any], inbound_message_id: str) -> str:
@@ -174,7 +193,7 @@ async def process_inbound(ctx: dict[str, Any], inbound_message_id: str) -> str:
                     "inbound_message.id": str(row_id),
                     "inbound_message.kind": ic.row.kind,
                     "job.try": int(ctx.get("job_try") or 1),
-                },  # fmt: skip
+                },
             ) as current,
         ):
             log.info(
@@ -190,9 +209,11 @@ async def process_inbound(ctx: dict[str, Any], inbound_message_id: str) -> str:
                     if outcome is not None:
                         log.info("inbound_outcome", outcome=outcome.value, step=step.__name__)
                         await publish_conversation_event(
-                            deps.resources.redis, tenant_id=ic.row.tenant_id, conversation_id=ic.conversation.id,
+                            deps.resources.redis,
+                            tenant_id=ic.row.tenant_id,
+                            conversation_id=ic.conversation.id,
                             kind="reply",
-                        )  # fmt: skip
+                        )
                         current.set_attribute("inbound.outcome", outcome.value)
                         return outcome.value
             finally:

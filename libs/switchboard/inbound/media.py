@@ -172,9 +172,13 @@ async def transcribe(http: httpx.AsyncClient, settings: Settings, data: bytes, m
     base, headers = _endpoint(settings, settings.transcription_base_url, what="transcription")
     name, content_type = upload_name(mime)
     body = await _post(
-        http, f"{base}/v1/audio/transcriptions", settings.media_timeout_s, headers=headers,
-        files={"file": (name, data, content_type)}, data={"model": settings.transcription_model},
-    )  # fmt: skip
+        http,
+        f"{base}/v1/audio/transcriptions",
+        settings.media_timeout_s,
+        headers=headers,
+        files={"file": (name, data, content_type)},
+        data={"model": settings.transcription_model},
+    )
     return str(body.get("text", "")).strip()
 
 
@@ -216,16 +220,24 @@ async def describe_image(http: httpx.AsyncClient, settings: Settings, data: byte
     base, headers = _endpoint(settings, settings.vision_base_url, what="vision")
     url = f"data:{(mime or 'image/jpeg').split(';')[0]};base64,{base64.b64encode(data).decode()}"
     body = await _post(
-        http, f"{base}/v1/chat/completions", settings.media_timeout_s, headers=headers,
+        http,
+        f"{base}/v1/chat/completions",
+        settings.media_timeout_s,
+        headers=headers,
         json={
             "model": settings.vision_model,
-            "messages": [{"role": "user", "content": [
-                {"type": "text", "text": VISION_PROMPT},
-                {"type": "image_url", "image_url": {"url": url, "detail": "low"}},
-            ]}],
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": VISION_PROMPT},
+                        {"type": "image_url", "image_url": {"url": url, "detail": "low"}},
+                    ],
+                }
+            ],
             "max_tokens": 200,
         },
-    )  # fmt: skip
+    )
     try:
         return str(body["choices"][0]["message"]["content"] or "").strip()
     except (KeyError, IndexError, TypeError) as exc:
@@ -239,9 +251,14 @@ def _quoted(text: str) -> str:
 
 
 async def media_to_text(
-    *, kind: str, media: list[dict[str, Any]], caption: str, fetch: MediaFetcher,
-    http: httpx.AsyncClient, settings: Settings,
-) -> str:  # fmt: skip
+    *,
+    kind: str,
+    media: list[dict[str, Any]],
+    caption: str,
+    fetch: MediaFetcher,
+    http: httpx.AsyncClient,
+    settings: Settings,
+) -> str:
     """The text the agent reads for a media message (caption first, then one bracketed line).
 
     Args:

@@ -28,9 +28,13 @@ from switchboard.queue.jobs import enqueue_process_inbound
 from switchboard.tenant_settings import cached_tenant_settings
 
 __all__ = [
-    "PROBE_TIMEOUT_S", "probe_tenant", "resume_tenant", "resume_waiting_turns", "waiting_conversations",
+    "PROBE_TIMEOUT_S",
+    "probe_tenant",
+    "resume_tenant",
+    "resume_waiting_turns",
+    "waiting_conversations",
     "waiting_per_tenant",
-]  # fmt: skip
+]
 
 log = get_logger(__name__)
 
@@ -73,9 +77,13 @@ async def probe_tenant(sessions: Any, redis: Any, gateway: ModelGateway, tenant_
     try:
         router = gateway.router_for(tenant_id, settings.llm)
         await gateway.complete(
-            router, PROBE_MESSAGES, tools=None, llm=settings.llm, trace_id=f"probe-{tenant_id}",
+            router,
+            PROBE_MESSAGES,
+            tools=None,
+            llm=settings.llm,
+            trace_id=f"probe-{tenant_id}",
             deadline=time.monotonic() + PROBE_TIMEOUT_S,
-        )  # fmt: skip
+        )
     except (ModelCallFailed, CredentialDecryptError) as exc:
         await mark_probe(redis, tenant_id, failed=True)
         log.warning("model_probe_failed", tenant_id=str(tenant_id), error=str(exc)[:300])

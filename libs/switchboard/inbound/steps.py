@@ -842,8 +842,13 @@ async def reply_cap(ic: InboundContext) -> Outcome | None:
         trace_id=row.trace_id or "",
         actor=Actor.system(),
     )
-    log.warning("auto_reply_cap_reached", replies=int(replies), limit=limit, window_s=window_s,
-                queued=assignment.agent is None)  # fmt: skip
+    log.warning(
+        "auto_reply_cap_reached",
+        replies=int(replies),
+        limit=limit,
+        window_s=window_s,
+        queued=assignment.agent is None,
+    )
     await _deliver(ic, DeliveryScope(conversation_id=ic.conversation.id))  # the agent's notice
     await finish(ic, InboundState.done, "automatic reply cap reached: handed to a person")
     return Outcome.reply_capped
@@ -917,9 +922,13 @@ async def media_to_text(ic: InboundContext) -> Outcome | None:
         fetch = partial(ic.channel.fetch_media, ic.account, max_bytes=MAX_MEDIA_BYTES)
         try:
             text = await convert_media(
-                kind=message.kind, media=message.media, caption=(message.text or "").strip(), fetch=fetch,
-                http=ic.deps.http, settings=ic.settings,
-            )  # fmt: skip
+                kind=message.kind,
+                media=message.media,
+                caption=(message.text or "").strip(),
+                fetch=fetch,
+                http=ic.deps.http,
+                settings=ic.settings,
+            )
         except AudioNotUnderstood as exc:
             return await _audio_not_understood(ic, message, exc)
         except MediaUnavailable as exc:
@@ -955,13 +964,20 @@ async def turn(ic: InboundContext) -> Outcome | None:
         text = chosen_option_text(text, ic.stored.payload)
     text = f"{ic.stored.context_line}\n{text}" if ic.stored.context_line else text
     request = TurnRequest(
-        tenant_id=row.tenant_id, conversation_id=ic.conversation.id, inbound_message_id=row.id,
-        channel=row.channel, customer_id=ic.customer.id, text=text[:100_000],
-    )  # fmt: skip
+        tenant_id=row.tenant_id,
+        conversation_id=ic.conversation.id,
+        inbound_message_id=row.id,
+        channel=row.channel,
+        customer_id=ic.customer.id,
+        text=text[:100_000],
+    )
     asked = request_turn(
-        ic.deps.http, base_url=settings.orchestrator_url, token=settings.secret("service_token"),
-        request=request, timeout_s=settings.orchestrator_timeout_s,
-    )  # fmt: skip
+        ic.deps.http,
+        base_url=settings.orchestrator_url,
+        token=settings.secret("service_token"),
+        request=request,
+        timeout_s=settings.orchestrator_timeout_s,
+    )
     call = asyncio.ensure_future(asked)
     try:
         result = await answer_or_hold(ic, call)
@@ -1057,14 +1073,21 @@ async def _send_holding(ic: InboundContext, text: str) -> None:
     """Write the holding reply for this row (nothing when a run before wrote it) and send it now."""
     limit, unit = ic.channel.capabilities.text_limit, ic.channel.capabilities.text_unit
     items = text_items(
-        split_text(text, limit, unit), conversation_id=ic.conversation.id, channel=ic.row.channel,
-        channel_account_id=ic.account.id, recipient=ic.reply_address, purpose=OutboxPurpose.holding,
-    )  # fmt: skip
+        split_text(text, limit, unit),
+        conversation_id=ic.conversation.id,
+        channel=ic.row.channel,
+        channel_account_id=ic.account.id,
+        recipient=ic.reply_address,
+        purpose=OutboxPurpose.holding,
+    )
     async with ic.deps.resources.sessions() as session, session.begin():
         written = await write_outbox(
-            session, tenant_id=ic.row.tenant_id, items=items, inbound_message_id=ic.row_id,
+            session,
+            tenant_id=ic.row.tenant_id,
+            items=items,
+            inbound_message_id=ic.row_id,
             trace_id=ic.row.trace_id,
-        )  # fmt: skip
+        )
     if not written:
         return  # sent (or being sent) by an earlier run of this message
     log.warning("holding_reply_sent", inbound_message_id=str(ic.row_id), parts=written)
@@ -1081,9 +1104,13 @@ async def _park(ic: InboundContext, trace_id: str) -> Outcome:
     text = (await load_tenant_settings(ic)).agent.waiting_reply
     limit, unit = ic.channel.capabilities.text_limit, ic.channel.capabilities.text_unit
     items = text_items(
-        split_text(text, limit, unit), conversation_id=ic.conversation.id, channel=ic.row.channel,
-        channel_account_id=ic.account.id, recipient=ic.reply_address, purpose=OutboxPurpose.notice,
-    )  # fmt: skip
+        split_text(text, limit, unit),
+        conversation_id=ic.conversation.id,
+        channel=ic.row.channel,
+        channel_account_id=ic.account.id,
+        recipient=ic.reply_address,
+        purpose=OutboxPurpose.notice,
+    )
     async with ic.deps.resources.sessions() as session, session.begin():
         await write_outbox(
             session, tenant_id=ic.row.tenant_id, items=items, inbound_message_id=ic.row_id, trace_id=trace_id

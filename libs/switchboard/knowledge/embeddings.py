@@ -301,9 +301,11 @@ def _no_retry_client(config: EmbeddingConfig) -> Any:
             pass
 
     return _NoRetryAsyncOpenAI(
-        api_key=config.api_key, base_url=config.api_base, timeout=config.timeout_s,
+        api_key=config.api_key,
+        base_url=config.api_base,
+        timeout=config.timeout_s,
         http_client=guarded_client(config.egress, timeout=config.timeout_s),
-    )  # fmt: skip
+    )
 
 
 async def _embed_batch(config: EmbeddingConfig, batch: Sequence[str], client: Any) -> list[list[float]]:

@@ -402,8 +402,11 @@ async def ingest_source(
             embedding.result()
         extractions, extractor = await extract_for_ingest(
             [(row["text"], row["attributes"]) for row in rows],
-            settings=settings, tenant=tenant, gateway=gateway, trace_id=f"kb-ingest-{source_id.hex}",
-        )  # fmt: skip
+            settings=settings,
+            tenant=tenant,
+            gateway=gateway,
+            trace_id=f"kb-ingest-{source_id.hex}",
+        )
         vectors = await embedding
     except EmbeddingFailed as exc:
         return await _fail(sessions, report, bound, str(exc), reason="embedding_failed", details=details)
@@ -426,18 +429,23 @@ async def ingest_source(
         )
         stale = list(old.scalars())
         chunk_ids = await insert_chunks(
-            session, tenant_id=tenant_id, source_id=source_id, is_active=current.is_active,
+            session,
+            tenant_id=tenant_id,
+            source_id=source_id,
+            is_active=current.is_active,
             chunks=[(row["page"], row["sheet"], row["text"], row["attributes"]) for row in rows],
             vectors=vectors,
-        )  # fmt: skip
+        )
         counts = await store_graph(
             session, tenant_id=tenant_id, source_id=source_id, chunk_ids=chunk_ids, extractions=extractions
         )
         await prune_orphans(session, tenant_id=tenant_id, among=stale)
         details["graph"] = {
-            "extractor": extractor, "entities": counts.entities, "mentions": counts.mentions,
+            "extractor": extractor,
+            "entities": counts.entities,
+            "mentions": counts.mentions,
             "relations": counts.relations,
-        }  # fmt: skip
+        }
         current.status = SourceStatus.ready.value
         current.error = None
         current.chunk_count = len(rows)
@@ -574,11 +582,17 @@ async def insert_chunks(
     statement = await _insert_statement(connection)
     try:
         records = await statement.fetch(
-            tenant_id, source_id, is_active, list(range(len(chunks))),
-            [page for page, _, _, _ in chunks], [sheet for _, sheet, _, _ in chunks],
-            [text for _, _, text, _ in chunks], encoded, [sha256_hex(text.encode()) for _, _, text, _ in chunks],
+            tenant_id,
+            source_id,
+            is_active,
+            list(range(len(chunks))),
+            [page for page, _, _, _ in chunks],
+            [sheet for _, sheet, _, _ in chunks],
+            [text for _, _, text, _ in chunks],
+            encoded,
+            [sha256_hex(text.encode()) for _, _, text, _ in chunks],
             [json.dumps(attributes or {}) for _, _, _, attributes in chunks],
-        )  # fmt: skip
+        )
     except BaseException:
         # the transaction is lost; prepare again next time rather than trust a statement that failed
         # (a migration may have changed the table under it: asyncpg's InvalidCachedStatementError)
@@ -653,26 +667,55 @@ async def ingest_in_session(
     scope = TenantScope(session, tenant_id)
     source = scope.add(
         KnowledgeSource(
-            tenant_id=tenant_id, filename=filename, content_hash=sha256_hex(data),
-            content_type=CONTENT_TYPES[parsed.kind], size_bytes=len(data), status=SourceStatus.ready.value,
-            embedding_model=config.model, chunk_count=len(rows),
-            details={**parsed.details, "kind": parsed.kind.value, "chunks": len(rows), "sections": len(parsed.sections)},
+            tenant_id=tenant_id,
+            filename=filename,
+            content_hash=sha256_hex(data),
+            content_type=CONTENT_TYPES[parsed.kind],
+            size_bytes=len(data),
+            status=SourceStatus.ready.value,
+            embedding_model=config.model,
+            chunk_count=len(rows),
+            details={
+                **parsed.details,
+                "kind": parsed.kind.value,
+                "chunks": len(rows),
+                "sections": len(parsed.sections),
+            },
         )
-    )  # fmt: skip
+    )
     await session.flush()
     scope.add(KnowledgeSourceFile(tenant_id=tenant_id, source_id=source.id, data=data))
     chunk_ids = await insert_chunks(
-        session, tenant_id=tenant_id, source_id=source.id, is_active=True,
-        chunks=[(section.page, section.sheet, text, section.attributes) for section, text in rows], vectors=vectors,
-    )  # fmt: skip
+        session,
+        tenant_id=tenant_id,
+        source_id=source.id,
+        is_active=True,
+        chunks=[(section.page, section.sheet, text, section.attributes) for section, text in rows],
+        vectors=vectors,
+    )
     counts = await store_graph(
-        session, tenant_id=tenant_id, source_id=source.id, chunk_ids=chunk_ids,
+        session,
+        tenant_id=tenant_id,
+        source_id=source.id,
+        chunk_ids=chunk_ids,
         extractions=extract_document([(text, section.attributes) for section, text in rows]),
-    )  # fmt: skip
-    source.details = {**source.details, "graph": {"extractor": "deterministic", "entities": counts.entities,
-                      "mentions": counts.mentions, "relations": counts.relations}}  # fmt: skip
-    log.info("knowledge_ingested", tenant_id=str(tenant_id), source_id=str(source.id), chunks=len(rows),
-             embedding_model=config.model)  # fmt: skip
+    )
+    source.details = {
+        **source.details,
+        "graph": {
+            "extractor": "deterministic",
+            "entities": counts.entities,
+            "mentions": counts.mentions,
+            "relations": counts.relations,
+        },
+    }
+    log.info(
+        "knowledge_ingested",
+        tenant_id=str(tenant_id),
+        source_id=str(source.id),
+        chunks=len(rows),
+        embedding_model=config.model,
+    )
     return source
 
 

@@ -657,9 +657,14 @@ async def search_chunks(
     """
     if mode == "neighborhood":
         return await _neighborhood(
-            session, tenant_id=tenant_id, query=query, limit=limit, settings=settings, embedding=embedding,
+            session,
+            tenant_id=tenant_id,
+            query=query,
+            limit=limit,
+            settings=settings,
+            embedding=embedding,
             min_similarity=min_similarity,
-        )  # fmt: skip
+        )
     prepared = await _prepare(
         session,
         tenant_id=tenant_id,
@@ -722,19 +727,31 @@ async def _neighborhood(
     if not 1 <= limit <= 50:
         raise ValueError(f"limit must be 1-50, got {limit}")
     prepared = await _prepare(
-        session, tenant_id=tenant_id, query=query, mode="hybrid", limit=1, settings=settings,
-        embedding=embedding, min_similarity=min_similarity, use_graph=False, neighbours=limit - 1,
-    )  # fmt: skip
+        session,
+        tenant_id=tenant_id,
+        query=query,
+        mode="hybrid",
+        limit=1,
+        settings=settings,
+        embedding=embedding,
+        min_similarity=min_similarity,
+        use_graph=False,
+        neighbours=limit - 1,
+    )
     if prepared is None:
         if embedding is None:  # no words: still an unknown tenant is an error
             await _tenant_embedding(session, tenant_id, settings)
         return []
     hits = await _run(session, prepared)
     log.info(
-        "knowledge_searched", tenant_id=str(tenant_id), mode="neighborhood", hits=len(hits),
-        strategy=prepared.strategy, seed_chunk=hits[0].chunk_id if hits else None,
+        "knowledge_searched",
+        tenant_id=str(tenant_id),
+        mode="neighborhood",
+        hits=len(hits),
+        strategy=prepared.strategy,
+        seed_chunk=hits[0].chunk_id if hits else None,
         embedding_model=prepared.embedding.model,
-    )  # fmt: skip
+    )
     return hits
 
 

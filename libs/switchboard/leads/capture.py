@@ -30,9 +30,15 @@ from switchboard.observability import get_logger, metrics
 from switchboard.replies.parts import CHOICE_KINDS, chosen_option_text
 
 __all__ = [
-    "OFFLINE_HEURISTIC", "ModelCheck", "capture_lead", "capture_lead_in", "heuristic_may_find_intent",
-    "lead_recorded", "list_leads", "stage_lead_created",
-]  # fmt: skip
+    "OFFLINE_HEURISTIC",
+    "ModelCheck",
+    "capture_lead",
+    "capture_lead_in",
+    "heuristic_may_find_intent",
+    "lead_recorded",
+    "list_leads",
+    "stage_lead_created",
+]
 
 log = get_logger(__name__)
 
@@ -47,11 +53,21 @@ ModelCheck = Callable[[list[dict[str, Any]]], Awaitable[tuple[str | None, str | 
 
 def stage_lead_created(session: AsyncSession, lead: Lead) -> None:
     """``lead.created`` for the tenant's systems, in the transaction that records ``lead``."""
-    stage_event(session, tenant_id=lead.tenant_id, event_type="lead.created", data={
-        "lead_id": lead.id, "conversation_id": lead.conversation_id, "customer_id": lead.customer_id,
-        "interest": lead.interest, "summary": lead.summary, "consent": lead.consent, "source": lead.source,
-        "detected_by": lead.detected_by,
-    })  # fmt: skip
+    stage_event(
+        session,
+        tenant_id=lead.tenant_id,
+        event_type="lead.created",
+        data={
+            "lead_id": lead.id,
+            "conversation_id": lead.conversation_id,
+            "customer_id": lead.customer_id,
+            "interest": lead.interest,
+            "summary": lead.summary,
+            "consent": lead.consent,
+            "source": lead.source,
+            "detected_by": lead.detected_by,
+        },
+    )
 
 
 async def list_leads(
@@ -98,23 +114,37 @@ async def capture_lead(
     """
     try:
         return await _capture(
-            sessions, tenant_id=tenant_id, conversation_id=conversation_id, customer_id=customer_id,
-            window_messages=window_messages, model_check=model_check, trace_id=trace_id,
-        )  # fmt: skip
+            sessions,
+            tenant_id=tenant_id,
+            conversation_id=conversation_id,
+            customer_id=customer_id,
+            window_messages=window_messages,
+            model_check=model_check,
+            trace_id=trace_id,
+        )
     except Exception as exc:  # noqa: BLE001 (a lead is never worth a failed turn; logged)
         log.error("lead_capture_failed", trace_id=trace_id, error=f"{type(exc).__name__}: {exc}"[:300])
         return None
 
 
 async def _capture(
-    sessions: async_sessionmaker[AsyncSession], *, tenant_id: uuid.UUID, conversation_id: uuid.UUID,
-    customer_id: uuid.UUID, window_messages: int, model_check: ModelCheck | None, trace_id: str,
-) -> Lead | None:  # fmt: skip
+    sessions: async_sessionmaker[AsyncSession],
+    *,
+    tenant_id: uuid.UUID,
+    conversation_id: uuid.UUID,
+    customer_id: uuid.UUID,
+    window_messages: int,
+    model_check: ModelCheck | None,
+    trace_id: str,
+) -> Lead | None:
     async with sessions() as session:
         window = await _read_window(
-            session, tenant_id=tenant_id, conversation_id=conversation_id, customer_id=customer_id,
+            session,
+            tenant_id=tenant_id,
+            conversation_id=conversation_id,
+            customer_id=customer_id,
             window_messages=window_messages,
-        )  # fmt: skip
+        )
     if window is None:
         return None
     messages, opted_out = window
@@ -123,9 +153,13 @@ async def _capture(
         return None
     async with session_scope(sessions) as session:
         lead = await _insert_lead(
-            session, tenant_id=tenant_id, conversation_id=conversation_id, customer_id=customer_id,
-            verdict=verdict, detected_by=detected_by,
-        )  # fmt: skip
+            session,
+            tenant_id=tenant_id,
+            conversation_id=conversation_id,
+            customer_id=customer_id,
+            verdict=verdict,
+            detected_by=detected_by,
+        )
     if lead is not None:
         lead_recorded(lead, trace_id)
     return lead
@@ -169,27 +203,38 @@ async def capture_lead_in(
     try:
         async with session.begin_nested():
             window = await _read_window(
-                session, tenant_id=tenant_id, conversation_id=conversation_id, customer_id=customer_id,
+                session,
+                tenant_id=tenant_id,
+                conversation_id=conversation_id,
+                customer_id=customer_id,
                 window_messages=window_messages,
-            )  # fmt: skip
+            )
             if window is None:
                 return None
             verdict, detected_by = await _decide(*window, None, trace_id)
             if not verdict.buying_intent:
                 return None
             return await _insert_lead(
-                session, tenant_id=tenant_id, conversation_id=conversation_id, customer_id=customer_id,
-                verdict=verdict, detected_by=detected_by,
-            )  # fmt: skip
+                session,
+                tenant_id=tenant_id,
+                conversation_id=conversation_id,
+                customer_id=customer_id,
+                verdict=verdict,
+                detected_by=detected_by,
+            )
     except Exception as exc:  # noqa: BLE001 (a lead is never worth a failed turn; logged)
         log.error("lead_capture_failed", trace_id=trace_id, error=f"{type(exc).__name__}: {exc}"[:300])
         return None
 
 
 async def _read_window(
-    session: AsyncSession, *, tenant_id: uuid.UUID, conversation_id: uuid.UUID, customer_id: uuid.UUID,
+    session: AsyncSession,
+    *,
+    tenant_id: uuid.UUID,
+    conversation_id: uuid.UUID,
+    customer_id: uuid.UUID,
     window_messages: int,
-) -> tuple[list[dict[str, Any]], bool] | None:  # fmt: skip
+) -> tuple[list[dict[str, Any]], bool] | None:
     """``(window messages, customer opted out)``, or ``None`` when the conversation has a lead already.
     The lead check and the customer's profile are one query (one round trip)."""
     has_lead = exists().where(col(Lead.tenant_id) == tenant_id, col(Lead.conversation_id) == conversation_id)
@@ -199,9 +244,12 @@ async def _read_window(
     if found.has_lead:
         return None
     rows = await read_history(
-        session, tenant_id=tenant_id, conversation_id=conversation_id, roles=("user", "assistant"),
+        session,
+        tenant_id=tenant_id,
+        conversation_id=conversation_id,
+        roles=("user", "assistant"),
         limit=window_messages,
-    )  # fmt: skip
+    )
     return _window(rows), bool((found.profile or {}).get("marketing_opt_out"))
 
 
@@ -227,9 +275,14 @@ async def _decide(
 
 
 async def _insert_lead(
-    session: AsyncSession, *, tenant_id: uuid.UUID, conversation_id: uuid.UUID, customer_id: uuid.UUID,
-    verdict: IntentVerdict, detected_by: str,
-) -> Lead | None:  # fmt: skip
+    session: AsyncSession,
+    *,
+    tenant_id: uuid.UUID,
+    conversation_id: uuid.UUID,
+    customer_id: uuid.UUID,
+    verdict: IntentVerdict,
+    detected_by: str,
+) -> Lead | None:
     """Insert the lead and stage ``lead.created`` in ``session``'s transaction; ``None`` when another turn
     of the conversation recorded it a moment ago (same idempotency key)."""
     notes = (
@@ -238,11 +291,20 @@ async def _insert_lead(
         else ""
     )
     values: dict[str, Any] = {
-        "id": uuid.uuid4(), "tenant_id": tenant_id, "customer_id": customer_id,
-        "conversation_id": conversation_id, "interest": verdict.product[:500], "notes": notes, "status": "new",
-        "idempotency_key": f"intent:{conversation_id}", "source": "intent", "summary": verdict.summary,
-        "consent": verdict.consent, "detected_by": detected_by, "created_at": utcnow(),
-    }  # fmt: skip
+        "id": uuid.uuid4(),
+        "tenant_id": tenant_id,
+        "customer_id": customer_id,
+        "conversation_id": conversation_id,
+        "interest": verdict.product[:500],
+        "notes": notes,
+        "status": "new",
+        "idempotency_key": f"intent:{conversation_id}",
+        "source": "intent",
+        "summary": verdict.summary,
+        "consent": verdict.consent,
+        "detected_by": detected_by,
+        "created_at": utcnow(),
+    }
     connection = await session.connection()
     inserted = (
         await connection.execute(
@@ -263,6 +325,10 @@ def lead_recorded(lead: Lead, trace_id: str) -> None:
     """The metric and log line of a lead recorded (after its transaction committed)."""
     metrics.LEADS_CREATED.inc()
     log.info(
-        "lead_recorded", trace_id=trace_id, lead_id=str(lead.id), conversation_id=str(lead.conversation_id),
-        detected_by=lead.detected_by, consent=lead.consent,
-    )  # fmt: skip
+        "lead_recorded",
+        trace_id=trace_id,
+        lead_id=str(lead.id),
+        conversation_id=str(lead.conversation_id),
+        detected_by=lead.detected_by,
+        consent=lead.consent,
+    )

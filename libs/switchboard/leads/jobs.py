@@ -57,9 +57,14 @@ async def capture_lead_by_model(
         return strip_reasoning(reply.content), reply.model_id
 
     lead = await capture_lead(
-        sessions, tenant_id=tenant_id, conversation_id=conversation_id, customer_id=customer_id,
-        window_messages=settings.leads.intent_window_messages, model_check=model_check, trace_id=trace_id,
-    )  # fmt: skip
+        sessions,
+        tenant_id=tenant_id,
+        conversation_id=conversation_id,
+        customer_id=customer_id,
+        window_messages=settings.leads.intent_window_messages,
+        model_check=model_check,
+        trace_id=trace_id,
+    )
     if lead is not None:
         lead_recorded(lead, trace_id)
     return lead
@@ -83,7 +88,12 @@ async def check_lead_intent(
     if not settings.leads.enabled:
         return "skipped"
     lead = await capture_lead_by_model(
-        sessions, ctx["model_gateway"], settings=settings, tenant_id=uuid.UUID(tenant_id),
-        conversation_id=uuid.UUID(conversation_id), customer_id=uuid.UUID(customer_id), trace_id=trace_id,
-    )  # fmt: skip
+        sessions,
+        ctx["model_gateway"],
+        settings=settings,
+        tenant_id=uuid.UUID(tenant_id),
+        conversation_id=uuid.UUID(conversation_id),
+        customer_id=uuid.UUID(customer_id),
+        trace_id=trace_id,
+    )
     return "recorded" if lead is not None else "none"

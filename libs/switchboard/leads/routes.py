@@ -37,8 +37,10 @@ class LeadPublic(BaseModel):
 
 @leads_router.get("", response_model=list[LeadPublic], summary="List the tenant's leads, newest first")
 async def get_leads(
-    tenant: TenantDep, session: SessionDep, limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    tenant: TenantDep,
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     source: Annotated[str | None, Query(pattern="^(tool|intent)$")] = None,
-) -> list[LeadPublic]:  # fmt: skip
+) -> list[LeadPublic]:
     leads: list[Lead] = await list_leads(session, tenant_id=tenant.id, limit=limit, source=source)
     return [LeadPublic.model_validate(lead, from_attributes=True) for lead in leads]

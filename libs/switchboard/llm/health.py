@@ -96,10 +96,14 @@ async def mark_failing(
     values = {}
     for deployment in deployments:
         known = current.get(deployment)
-        values[deployment] = json.dumps({
-            "state": "failing", "since": known.since if known else now,
-            "probes": known.probes if known else 0, "next_probe_at": known.next_probe_at if known else now,
-        })  # fmt: skip
+        values[deployment] = json.dumps(
+            {
+                "state": "failing",
+                "since": known.since if known else now,
+                "probes": known.probes if known else 0,
+                "next_probe_at": known.next_probe_at if known else now,
+            }
+        )
     if not values:
         return
     await redis.hset(_key(tenant_id), mapping=values)
@@ -117,10 +121,14 @@ async def mark_probe(
     values = {}
     for health in await tenant_health(redis, tenant_id):
         probes = health.probes + (1 if failed else 0)
-        values[health.deployment] = json.dumps({
-            "state": "failing" if failed else "probing", "since": health.since, "probes": probes,
-            "next_probe_at": now + PROBE_BACKOFF.delay_s(probes) if failed else health.next_probe_at,
-        })  # fmt: skip
+        values[health.deployment] = json.dumps(
+            {
+                "state": "failing" if failed else "probing",
+                "since": health.since,
+                "probes": probes,
+                "next_probe_at": now + PROBE_BACKOFF.delay_s(probes) if failed else health.next_probe_at,
+            }
+        )
     if values:
         await redis.hset(_key(tenant_id), mapping=values)
 
@@ -142,9 +150,13 @@ async def mark_healthy(
 
 
 async def record_turn(
-    redis: Any, tenant_id: uuid.UUID | str, *, unavailable: bool, deployments: Iterable[str],
+    redis: Any,
+    tenant_id: uuid.UUID | str,
+    *,
+    unavailable: bool,
+    deployments: Iterable[str],
     answered_by: str | None,
-) -> None:  # fmt: skip
+) -> None:
     """What one turn says about the tenant's providers: ``unavailable`` (every deployment failed) marks
     ``deployments`` failing; a deployment that answered (``answered_by``) is healthy. Never raises
     (logged): health is a readout, never a reason to fail a turn."""

@@ -504,14 +504,23 @@ class ModelGateway:
         The span says which deployment answered, the tokens, and whether a fallback fired (attribute
         ``llm.fallback`` and a ``fallback`` event naming the failed deployments).
         """
-        attributes = {"llm.first_group": tenant_router.first_group, "llm.tools": len(tools or []),
-                      "llm.messages": len(messages)}  # fmt: skip
+        attributes = {
+            "llm.first_group": tenant_router.first_group,
+            "llm.tools": len(tools or []),
+            "llm.messages": len(messages),
+        }
         with tracing.span("llm.call", kind=tracing.SpanKind.CLIENT, attributes=attributes) as current:
             try:
                 reply = await self._complete(
-                    tenant_router, messages, tools=tools, llm=llm, trace_id=trace_id,
-                    min_context_tokens=min_context_tokens, deadline=deadline, response_format=response_format,
-                )  # fmt: skip
+                    tenant_router,
+                    messages,
+                    tools=tools,
+                    llm=llm,
+                    trace_id=trace_id,
+                    min_context_tokens=min_context_tokens,
+                    deadline=deadline,
+                    response_format=response_format,
+                )
             except ModelCallFailed as exc:
                 outcome = "context_overflow" if isinstance(exc, ContextOverflow) else "failed"
                 if tenant_router.record_metrics:
@@ -585,17 +594,28 @@ class ModelGateway:
                 timeout_s = _group_timeout(llm, deadline, is_last=position == len(walk) - 1)
                 try:
                     response = await self._call_group(
-                        tenant_router, group, messages, tools, llm, trace_id, recorder, failures, timeout_s,
+                        tenant_router,
+                        group,
+                        messages,
+                        tools,
+                        llm,
+                        trace_id,
+                        recorder,
+                        failures,
+                        timeout_s,
                         response_format=response_format,
-                    )  # fmt: skip
+                    )
                 except litellm.ContextWindowExceededError as exc:
                     limit = stated_context_limit(str(exc))
                     overflow = (exc, limit, group.context_window_tokens)
                     overflow_floor = max(overflow_floor or 0, limit or group.context_window_tokens)
                     log.warning(
-                        "model_context_overflow", trace_id=trace_id, group=group.name,
-                        stated_limit_tokens=limit, assumed_window_tokens=group.context_window_tokens,
-                    )  # fmt: skip
+                        "model_context_overflow",
+                        trace_id=trace_id,
+                        group=group.name,
+                        stated_limit_tokens=limit,
+                        assumed_window_tokens=group.context_window_tokens,
+                    )
                     continue
                 except Exception as exc:  # LiteLLM/OpenAI errors of every kind: this group failed
                     first_error = first_error or exc  # raised when all fail, as LiteLLM's fallbacks do
@@ -614,10 +634,14 @@ class ModelGateway:
                     continue
                 if reply.fallback_used:
                     log.warning(
-                        "model_fallback", trace_id=trace_id, answered_by=reply.model_id,
-                        answered_group=group.name, failed_deployments=failures, skipped_groups=skipped,
+                        "model_fallback",
+                        trace_id=trace_id,
+                        answered_by=reply.model_id,
+                        answered_group=group.name,
+                        failed_deployments=failures,
+                        skipped_groups=skipped,
                         duration_ms=round(reply.duration_ms, 1),
-                    )  # fmt: skip
+                    )
                 return reply
         if overflow is not None:  # the loop can shrink the prompt and call again
             exc, limit, window = overflow
@@ -629,9 +653,11 @@ class ModelGateway:
             return empty_reply
         error = first_error or EmptyCompletion("no group could be called")
         log.error(
-            "model_call_failed", trace_id=trace_id,
-            error=f"{type(error).__name__}: {str(error)[:300]}", failed_deployments=failures,
-        )  # fmt: skip
+            "model_call_failed",
+            trace_id=trace_id,
+            error=f"{type(error).__name__}: {str(error)[:300]}",
+            failed_deployments=failures,
+        )
         raise ModelCallFailed(error, failures) from error
 
     async def _call_group(

@@ -65,10 +65,13 @@ async def copy_inbound_media(ctx: dict[str, Any], row_id: str) -> dict[str, int]
             continue
         try:
             stored = await store.copy_url(
-                deps.http, ref, namespace=f"{row.channel}/{row.tenant_id}",
+                deps.http,
+                ref,
+                namespace=f"{row.channel}/{row.tenant_id}",
                 kind=row.kind if row.kind in ("audio", "video", "image") else None,
-                timeout_s=settings.instagram_send_timeout_s, egress=EgressPolicy.for_channels(settings),
-            )  # fmt: skip
+                timeout_s=settings.instagram_send_timeout_s,
+                egress=EgressPolicy.for_channels(settings),
+            )
         except MediaCopyFailed as exc:
             if exc.is_transient and not last_try:
                 log.warning("media_copy_retry", inbound_message_id=row_id, reason=exc.reason)

@@ -96,8 +96,9 @@ class MediaStore:
             store = LocalStore(root, mkdir=True)
         return cls(store, max_bytes=settings.media_max_bytes)
 
-    async def put(self, data: bytes, *, namespace: str, mime: str | None = None,
-                  kind: str | None = None) -> StoredMedia:  # fmt: skip
+    async def put(
+        self, data: bytes, *, namespace: str, mime: str | None = None, kind: str | None = None
+    ) -> StoredMedia:
         """Store ``data`` under its content address; the MIME type is sniffed when not given (or generic).
 
         Raises:
@@ -154,9 +155,16 @@ class MediaStore:
             ) from exc
 
     async def copy_url(
-        self, http: httpx.AsyncClient, url: str, *, namespace: str, kind: str | None = None,
-        mime: str | None = None, timeout_s: float = 15.0, egress: EgressPolicy | None = None,
-    ) -> StoredMedia:  # fmt: skip
+        self,
+        http: httpx.AsyncClient,
+        url: str,
+        *,
+        namespace: str,
+        kind: str | None = None,
+        mime: str | None = None,
+        timeout_s: float = 15.0,
+        egress: EgressPolicy | None = None,
+    ) -> StoredMedia:
         """Download ``url`` (never more than :attr:`max_bytes`) and store it.
 
         Args:
@@ -182,9 +190,10 @@ class MediaStore:
                 declared = response.headers.get("content-length", "")
                 if declared.isdigit() and int(declared) > self.max_bytes:
                     raise MediaCopyFailed(
-                        f"file of {declared} bytes is over {self.max_bytes}", is_transient=False,
+                        f"file of {declared} bytes is over {self.max_bytes}",
+                        is_transient=False,
                         reason="too_large",
-                    )  # fmt: skip
+                    )
                 chunks: list[bytes] = []
                 size = 0
                 async for chunk in response.aiter_bytes():

@@ -113,9 +113,13 @@ def adopt_library_loggers() -> None:
 
 
 def configure_logging(
-    *, service: str, level: str = "INFO", fmt: LogFormat = "auto", interactive: bool = False,
+    *,
+    service: str,
+    level: str = "INFO",
+    fmt: LogFormat = "auto",
+    interactive: bool = False,
     unmask_pii: bool = False,
-) -> None:  # fmt: skip
+) -> None:
     """Configure structlog and the stdlib root logger for one process.
 
     Args:
@@ -181,9 +185,10 @@ def configure_logging(
     set_unmasked(unmask_pii)
     if unmask_pii:
         get_logger(__name__).warning(
-            "pii_unmasked", detail="LOG_UNMASK_PII is on: phone numbers, e-mail addresses and message text "
+            "pii_unmasked",
+            detail="LOG_UNMASK_PII is on: phone numbers, e-mail addresses and message text "
             "are logged as they are; turn it off once debugging is done",
-        )  # fmt: skip
+        )
 
 
 def get_logger(name: str | None = None) -> structlog.stdlib.BoundLogger:

@@ -29,15 +29,38 @@ __all__ = [
 ]
 
 TEXT_KEYS = frozenset(
-    {"text", "body", "message_text", "reply", "reply_text", "transcript", "caption", "content", "summary",
-     "prompt", "answer", "question", "snippet", "excerpt"}
-)  # fmt: skip
+    {
+        "text",
+        "body",
+        "message_text",
+        "reply",
+        "reply_text",
+        "transcript",
+        "caption",
+        "content",
+        "summary",
+        "prompt",
+        "answer",
+        "question",
+        "snippet",
+        "excerpt",
+    }
+)
 """Keys whose value is a person's or the model's words: logged as ``[N chars]``."""
 
 ACCOUNT_KEYS = frozenset(
-    {"account_id", "external_account_id", "phone_number_id", "waba_id", "channel_account", "mailbox", "page_id",
-     "ig_account_id", "business_account_id"}
-)  # fmt: skip
+    {
+        "account_id",
+        "external_account_id",
+        "phone_number_id",
+        "waba_id",
+        "channel_account",
+        "mailbox",
+        "page_id",
+        "ig_account_id",
+        "business_account_id",
+    }
+)
 """Keys whose value names one of the *business's* channel accounts (a WhatsApp number's id, the business's
 own mailbox, an Instagram account): never a customer's, and what an operator needs to tell which
 connection a line is about (an unknown account posting webhooks), so they are left as they are."""

@@ -245,9 +245,14 @@ def span(
     if _tracer is None:
         return _NO_SPAN
     return _tracer.start_as_current_span(
-        name, context=context, kind=kind, attributes=mask_attributes(attributes), links=links,
-        record_exception=record_errors, set_status_on_exception=record_errors,
-    )  # fmt: skip
+        name,
+        context=context,
+        kind=kind,
+        attributes=mask_attributes(attributes),
+        links=links,
+        record_exception=record_errors,
+        set_status_on_exception=record_errors,
+    )
 
 
 def set_error(current: Span, description: str) -> None:

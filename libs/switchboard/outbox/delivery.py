@@ -387,8 +387,13 @@ async def _claim(run: _Run, row_id: uuid.UUID) -> _Claimed | None:
             row.correlation_id = f"sb:{row.id.hex}"
         earlier = await _earlier_unfinished_or_failed(session, row)
         if earlier is not None and earlier.status == _FAILED:
-            await _fail(run, session, row, earlier.error_code or "earlier_part_failed",
-                        f"not sent: part {earlier.part_index} failed: {earlier.error_message or earlier.error_code}")  # fmt: skip
+            await _fail(
+                run,
+                session,
+                row,
+                earlier.error_code or "earlier_part_failed",
+                f"not sent: part {earlier.part_index} failed: {earlier.error_message or earlier.error_code}",
+            )
             return None
         if earlier is not None:
             run.blocked_groups.add(_group_key(row))
@@ -399,8 +404,9 @@ async def _claim(run: _Run, row_id: uuid.UUID) -> _Claimed | None:
             return None
         expiry = await run.throttle_expiry(row.channel, account.external_account_id, now)
         if expiry is not None:
-            release = throttle_release(expiry, spread_s=run.deps.settings.delivery_throttle_spread_s,
-                                       rng=run.deps.rng)  # fmt: skip
+            release = throttle_release(
+                expiry, spread_s=run.deps.settings.delivery_throttle_spread_s, rng=run.deps.rng
+            )
             row.status, row.next_attempt_at, row.updated_at = _PENDING, release, now
             session.add(row)
             run.blocked_groups.add(_group_key(row))
@@ -508,8 +514,13 @@ async def _send(run: _Run, claimed: _Claimed) -> None:
     counted in ``switchboard_sends_total`` by channel and what became of the part."""
     row = claimed.row
     assert row.correlation_id is not None
-    attributes = {"channel": claimed.channel.name, "outbox.id": str(row.id), "outbox.part_index": row.part_index,
-                  "outbox.purpose": str(row.purpose), "outbox.attempt": row.attempts}  # fmt: skip
+    attributes = {
+        "channel": claimed.channel.name,
+        "outbox.id": str(row.id),
+        "outbox.part_index": row.part_index,
+        "outbox.purpose": str(row.purpose),
+        "outbox.attempt": row.attempts,
+    }
     with (
         tracing.within_message_trace(row.trace_id),
         tracing.span("outbox.send", kind=tracing.SpanKind.CLIENT, attributes=attributes) as current,
@@ -618,9 +629,12 @@ async def _throttle_hold(run: _Run, channel: str, account_id: str, retry_after_s
     key = channel_throttle_count_key(channel, account_id)
     throttles = int(await run.deps.redis.incr(key))
     hold_s = throttle_hold_s(
-        throttles, retry_after_s=retry_after_s, base_s=settings.whatsapp_throttle_backoff_s,
-        cap_s=settings.whatsapp_throttle_backoff_max_s, rng=run.deps.rng,
-    )  # fmt: skip
+        throttles,
+        retry_after_s=retry_after_s,
+        base_s=settings.whatsapp_throttle_backoff_s,
+        cap_s=settings.whatsapp_throttle_backoff_max_s,
+        rng=run.deps.rng,
+    )
     await run.deps.redis.expire(key, int(2 * hold_s) + 1)
     return hold_s
 
@@ -635,8 +649,11 @@ async def _record_error(run: _Run, claimed: _Claimed, exc: SendError) -> str:
     if exc.kind is SendErrorKind.throttled:
         account_id = claimed.account.external_account_id
         hold_s = await _throttle_hold(run, claimed.channel.name, account_id, exc.retry_after_s)
-        await deps.redis.set(channel_throttle_key(claimed.channel.name, account_id), exc.code or "throttled",
-                             px=max(int(hold_s * 1000), 1))  # fmt: skip
+        await deps.redis.set(
+            channel_throttle_key(claimed.channel.name, account_id),
+            exc.code or "throttled",
+            px=max(int(hold_s * 1000), 1),
+        )
         until = now + timedelta(seconds=hold_s)
         run.throttled_until[(claimed.channel.name, account_id)] = until
         log.warning("delivery_throttled", hold_s=hold_s, **fields)
@@ -664,17 +681,21 @@ async def _record_error(run: _Run, claimed: _Claimed, exc: SendError) -> str:
             session.add(row)
             run.blocked_groups.add(_group_key(row))
             log.warning(  # the error says which network failure (a refused connection was never sent)
-                "delivery_outcome_unknown", reconcile_after_s=settings.delivery_reconcile_after_s,
-                error=message[:200], **fields,
-            )  # fmt: skip
+                "delivery_outcome_unknown",
+                reconcile_after_s=settings.delivery_reconcile_after_s,
+                error=message[:200],
+                **fields,
+            )
             return "unknown"
         if row.attempts >= settings.delivery_max_attempts:
             await _dead_letter(run, session, row, message)
             return "dead_letter"
         delay_s = backoff_s(
-            row.attempts, base_s=settings.delivery_backoff_base_s, max_s=settings.delivery_backoff_max_s,
+            row.attempts,
+            base_s=settings.delivery_backoff_base_s,
+            max_s=settings.delivery_backoff_max_s,
             rng=deps.rng,
-        )  # fmt: skip
+        )
         if exc.retry_after_s:
             delay_s = max(delay_s, exc.retry_after_s)
         row.status, row.next_attempt_at = _PENDING, now + timedelta(seconds=delay_s)
@@ -703,7 +724,7 @@ async def _left_over(deps: DeliveryDeps, scope: DeliveryScope) -> tuple[int, flo
                     Outbox.conversation_id,
                     Outbox.created_at,
                     func.count().over().label("unfinished"),
-                )  # fmt: skip
+                )
                 .where(col(Outbox.status).in_(_UNFINISHED), *_in_scope(scope))
                 .order_by(col(Outbox.part_index))
                 .limit(LEFT_OVER_SCAN)

@@ -82,8 +82,10 @@ async def deliver_soon(redis: Any, conversation_id: uuid.UUID, *, source: str) -
         )
     except Exception as exc:  # noqa: BLE001 (the rows are durable; the delivery sweep sends them)
         log.warning(
-            "delivery_enqueue_failed", conversation_id=str(conversation_id), source=source,
+            "delivery_enqueue_failed",
+            conversation_id=str(conversation_id),
+            source=source,
             error=type(exc).__name__,
-        )  # fmt: skip
+        )
         return False
     return True

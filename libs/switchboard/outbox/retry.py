@@ -191,8 +191,15 @@ async def requeue_failed(
         raise NotRetryable(outbox_id, NOT_FAILED)
     why = why_not_retryable(channel=row.channel, error_code=row.error_code, external_id=row.external_id)
     if why is not None:
-        log.info("outbox_retry_refused", tenant_id=str(row.tenant_id), conversation_id=str(row.conversation_id),
-                 outbox_id=str(outbox_id), error_code=row.error_code, reason=why.text(), actor=actor)  # fmt: skip
+        log.info(
+            "outbox_retry_refused",
+            tenant_id=str(row.tenant_id),
+            conversation_id=str(row.conversation_id),
+            outbox_id=str(outbox_id),
+            error_code=row.error_code,
+            reason=why.text(),
+            actor=actor,
+        )
         raise NotRetryable(outbox_id, why)
     now = utcnow()
     requeued = (
@@ -211,7 +218,7 @@ async def requeue_failed(
                 error_code=None,
                 error_message=None,
                 updated_at=now,
-            )  # fmt: skip
+            )
             .returning(Outbox.id, Outbox.part_index)
         )
     ).all()

@@ -60,8 +60,16 @@ def text_items(
 ) -> list[OutboxItem]:
     """One text item per already split part (see :func:`switchboard.channels.base.split_text`)."""
     parts = [OutboundPart(type="text", text=text) for text in texts]
-    return reply_items("", [], conversation_id=conversation_id, channel=channel,
-                       channel_account_id=channel_account_id, recipient=recipient, purpose=purpose, parts=parts)  # fmt: skip
+    return reply_items(
+        "",
+        [],
+        conversation_id=conversation_id,
+        channel=channel,
+        channel_account_id=channel_account_id,
+        recipient=recipient,
+        purpose=purpose,
+        parts=parts,
+    )
 
 
 def reply_items(

@@ -127,14 +127,19 @@ class TemplatePublic(BaseModel):
 
 
 @templates_router.get(
-    "", operation_id="listTemplates", response_model=Page[TemplatePublic],
+    "",
+    operation_id="listTemplates",
+    response_model=Page[TemplatePublic],
     summary="List the WhatsApp templates of your numbers",
     description="As last listed from Meta (`refreshTemplates`), newest refresh first.",
-)  # fmt: skip
+)
 async def list_templates_route(
-    caller: Annotated[ApiCaller, require_scope("messages:write")], session: SessionDep,
-    channel_account_id: uuid.UUID | None = None, limit: LimitQuery = 50, cursor: CursorQuery = None,
-) -> Page[TemplatePublic]:  # fmt: skip
+    caller: Annotated[ApiCaller, require_scope("messages:write")],
+    session: SessionDep,
+    channel_account_id: uuid.UUID | None = None,
+    limit: LimitQuery = 50,
+    cursor: CursorQuery = None,
+) -> Page[TemplatePublic]:
     query = select(WhatsAppTemplate).where(WhatsAppTemplate.tenant_id == caller.tenant.id)
     if channel_account_id is not None:
         query = query.where(WhatsAppTemplate.channel_account_id == channel_account_id)
@@ -149,9 +154,11 @@ class RefreshBody(BaseModel):
         None, description="The number; needed when you have several."
     )
     waba_id: str | None = Field(
-        None, max_length=64, pattern=r"^\d+$",
+        None,
+        max_length=64,
+        pattern=r"^\d+$",
         description="The WhatsApp Business Account id; default: the one of the last refresh.",
-    )  # fmt: skip
+    )
 
 
 class RefreshResult(BaseModel):
@@ -161,14 +168,19 @@ class RefreshResult(BaseModel):
 
 
 @templates_router.post(
-    "/refresh", operation_id="refreshTemplates", response_model=RefreshResult,
-    summary="List the templates from WhatsApp again", responses=problem_responses(502),
+    "/refresh",
+    operation_id="refreshTemplates",
+    response_model=RefreshResult,
+    summary="List the templates from WhatsApp again",
+    responses=problem_responses(502),
     description="Replaces the number's stored templates with what Meta lists now (every page).",
-)  # fmt: skip
+)
 async def refresh_templates_route(
-    body: RefreshBody, caller: Annotated[ApiCaller, require_scope("messages:write")], session: SessionDep,
+    body: RefreshBody,
+    caller: Annotated[ApiCaller, require_scope("messages:write")],
+    session: SessionDep,
     settings: SettingsDep,
-) -> RefreshResult:  # fmt: skip
+) -> RefreshResult:
     query = select(ChannelAccount).where(
         ChannelAccount.tenant_id == caller.tenant.id, ChannelAccount.channel == "whatsapp"
     )
@@ -188,9 +200,10 @@ async def refresh_templates_route(
         raise ApiProblem(502, "provider_refused", refusal_of(exc)) from None
     await session.commit()
     return RefreshResult(
-        channel_account_id=accounts[0].id, templates=len(rows),
+        channel_account_id=accounts[0].id,
+        templates=len(rows),
         approved=sum(r.status.upper() == "APPROVED" for r in rows),
-    )  # fmt: skip
+    )
 
 
 # --- Starting and sending --------------------------------------------------------------------------
@@ -216,9 +229,11 @@ class TemplateBody(BaseModel):
         None, max_length=16, examples=["en_US"], description="Needed when it has several."
     )
     body: list[str] | dict[str, str] = Field(
-        default_factory=list, max_length=100, examples=[["Ana", "#1042", "on its way"]],
+        default_factory=list,
+        max_length=100,
+        examples=[["Ana", "#1042", "on its way"]],
         description="The body's values: a list for `{{1}}`, `{{2}}`...; an object for named values.",
-    )  # fmt: skip
+    )
     header: str | None = Field(None, max_length=1024, description="The value of a text header.")
     header_media: HeaderMedia | None = None
     buttons: list[str] = Field(
@@ -256,8 +271,12 @@ class SentPublic(BaseModel):
 
     @classmethod
     def of(cls, sent: Sent) -> SentPublic:
-        return cls(conversation_id=sent.conversation_id, customer_id=sent.customer_id,
-                   customer_created=sent.created, via=sent.via)  # type: ignore[arg-type]  # fmt: skip
+        return cls(
+            conversation_id=sent.conversation_id,
+            customer_id=sent.customer_id,
+            customer_created=sent.created,
+            via=sent.via,
+        )  # type: ignore[arg-type]
 
 
 async def _queued(session: Any, resources: Any, work: Awaitable[Sent]) -> SentPublic:
@@ -278,23 +297,36 @@ def _sender(caller: ApiCaller) -> dict[str, Any]:
 
 
 @conversations_router.post(
-    "", operation_id="startConversation", status_code=202, response_model=SentPublic,
+    "",
+    operation_id="startConversation",
+    status_code=202,
+    response_model=SentPublic,
     summary="Start a conversation with a customer by phone (WhatsApp)",
     responses=problem_responses(404, 409),
     description="With an approved template at any time; with free text only within 24 hours of the "
     "customer's last message (WhatsApp's customer-service window), else 409 "
     "`outside_customer_service_window` with the rule in `detail`. Queued through the outbox: "
     "delivery and retries are those of every message.",
-)  # fmt: skip
+)
 async def start_conversation_route(
-    body: StartBody, caller: Annotated[ApiCaller, require_scope("messages:write")], session: SessionDep,
+    body: StartBody,
+    caller: Annotated[ApiCaller, require_scope("messages:write")],
+    session: SessionDep,
     resources: ResourcesDep,
-) -> SentPublic:  # fmt: skip
-    return await _queued(session, resources, start_conversation(
-        session, tenant_id=caller.tenant.id, phone=body.phone,
-        template=body.template.choice() if body.template else None, text=body.text,
-        channel_account_id=body.channel_account_id, sender=_sender(caller),
-    ))  # fmt: skip
+) -> SentPublic:
+    return await _queued(
+        session,
+        resources,
+        start_conversation(
+            session,
+            tenant_id=caller.tenant.id,
+            phone=body.phone,
+            template=body.template.choice() if body.template else None,
+            text=body.text,
+            channel_account_id=body.channel_account_id,
+            sender=_sender(caller),
+        ),
+    )
 
 
 class SendBody(BaseModel):
@@ -313,48 +345,83 @@ class SendBody(BaseModel):
 
 
 @conversations_router.post(
-    "/{conversation_id}/messages", operation_id="sendMessage", status_code=202, response_model=SentPublic,
-    summary="Send a message into a conversation as a person", responses=problem_responses(404, 409),
+    "/{conversation_id}/messages",
+    operation_id="sendMessage",
+    status_code=202,
+    response_model=SentPublic,
+    summary="Send a message into a conversation as a person",
+    responses=problem_responses(404, 409),
     description="Outside the channel's window free text is refused (409 `outside_customer_service_window`); "
     "a template (WhatsApp) is always allowed. Queued through the outbox.",
-)  # fmt: skip
+)
 async def send_message_route(
-    conversation_id: uuid.UUID, body: SendBody, caller: Annotated[ApiCaller, require_scope("messages:write")],
-    session: SessionDep, resources: ResourcesDep,
-) -> SentPublic:  # fmt: skip
-    return await _queued(session, resources, send_message(
-        session, tenant_id=caller.tenant.id, conversation_id=conversation_id, text=body.text,
-        interactive=body.interactive, template=body.template.choice() if body.template else None,
-        sender=_sender(caller),
-    ))  # fmt: skip
+    conversation_id: uuid.UUID,
+    body: SendBody,
+    caller: Annotated[ApiCaller, require_scope("messages:write")],
+    session: SessionDep,
+    resources: ResourcesDep,
+) -> SentPublic:
+    return await _queued(
+        session,
+        resources,
+        send_message(
+            session,
+            tenant_id=caller.tenant.id,
+            conversation_id=conversation_id,
+            text=body.text,
+            interactive=body.interactive,
+            template=body.template.choice() if body.template else None,
+            sender=_sender(caller),
+        ),
+    )
 
 
 @conversations_router.post(
-    "/{conversation_id}/attachments", operation_id="sendAttachment", status_code=202, response_model=SentPublic,
+    "/{conversation_id}/attachments",
+    operation_id="sendAttachment",
+    status_code=202,
+    response_model=SentPublic,
     summary="Send an image or a PDF into a WhatsApp conversation as a person",
     responses=problem_responses(404, 409, 413, 415, 502),
     description="Multipart form: `file` (a JPEG or PNG image up to 5 MB, or a PDF up to 100 MB, capped by "
     "the platform's media limit; the file's content decides its type) and an optional `caption`. Inside "
     "the 24-hour window only, as any free-form message.",
-)  # fmt: skip
+)
 async def send_attachment_route(
-    conversation_id: uuid.UUID, request: Request, caller: Annotated[ApiCaller, require_scope("messages:write")],
-    session: SessionDep, settings: SettingsDep, resources: ResourcesDep,
-) -> SentPublic:  # fmt: skip
+    conversation_id: uuid.UUID,
+    request: Request,
+    caller: Annotated[ApiCaller, require_scope("messages:write")],
+    session: SessionDep,
+    settings: SettingsDep,
+    resources: ResourcesDep,
+) -> SentPublic:
     limit = settings.media_max_bytes
     allow_body(request, limit + 64 * 1024)  # the form's own lines around the file
     form = await request.form(max_files=1, max_fields=2)
     upload, caption = form.get("file"), form.get("caption")
     if upload is None or isinstance(upload, str):
-        raise ApiProblem(422, "invalid_request", "send the file as the form field file",
-                         errors=[{"field": "file", "message": "required"}])  # fmt: skip
+        raise ApiProblem(
+            422,
+            "invalid_request",
+            "send the file as the form field file",
+            errors=[{"field": "file", "message": "required"}],
+        )
     data = await upload.read(limit + 1)
-    return await _queued(session, resources, send_attachment(
-        session, tenant_id=caller.tenant.id, conversation_id=conversation_id, data=data,
-        filename=upload.filename or "", caption=caption if isinstance(caption, str) else None,
-        upload=lambda account, blob, mime, name: upload_media(settings, account, blob, mime, name),
-        max_bytes=limit, sender=_sender(caller),
-    ))  # fmt: skip
+    return await _queued(
+        session,
+        resources,
+        send_attachment(
+            session,
+            tenant_id=caller.tenant.id,
+            conversation_id=conversation_id,
+            data=data,
+            filename=upload.filename or "",
+            caption=caption if isinstance(caption, str) else None,
+            upload=lambda account, blob, mime, name: upload_media(settings, account, blob, mime, name),
+            max_bytes=limit,
+            sender=_sender(caller),
+        ),
+    )
 
 
 # --- Webhook secrets -------------------------------------------------------------------------------
@@ -365,8 +432,12 @@ webhook_secrets_router = public_router("/webhooks", tags=["event webhooks"])
 class RotateBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    overlap_s: int = Field(86_400, ge=0, le=ROTATION_OVERLAP_MAX_S,
-                           description="Seconds the current secret keeps signing too (0: stops now; at most a week).")  # fmt: skip
+    overlap_s: int = Field(
+        86_400,
+        ge=0,
+        le=ROTATION_OVERLAP_MAX_S,
+        description="Seconds the current secret keeps signing too (0: stops now; at most a week).",
+    )
 
 
 class Rotated(BaseModel):
@@ -375,15 +446,20 @@ class Rotated(BaseModel):
 
 
 @webhook_secrets_router.post(
-    "/{endpoint_id}/rotate-secret", operation_id="rotateWebhookSecret", response_model=Rotated,
+    "/{endpoint_id}/rotate-secret",
+    operation_id="rotateWebhookSecret",
+    response_model=Rotated,
     summary="Give an event webhook endpoint a new signing secret",
     description="Both secrets sign every delivery until `previous_secret_until`: switch the receiver "
     "to the new one whenever it is ready.",
-)  # fmt: skip
+)
 async def rotate_webhook_secret(
-    endpoint_id: uuid.UUID, body: RotateBody, caller: Annotated[ApiCaller, require_scope("webhooks:manage")],
-    session: SessionDep, settings: SettingsDep,
-) -> Rotated:  # fmt: skip
+    endpoint_id: uuid.UUID,
+    body: RotateBody,
+    caller: Annotated[ApiCaller, require_scope("webhooks:manage")],
+    session: SessionDep,
+    settings: SettingsDep,
+) -> Rotated:
     endpoint = await session.get(WebhookEndpoint, endpoint_id)
     if endpoint is None or endpoint.tenant_id != caller.tenant.id:
         raise ApiProblem(404, "not_found", "webhook endpoint not found")

@@ -136,9 +136,11 @@ def _ago(delta: timedelta) -> str:
 
 
 def _outside_window(channel: str, last: datetime | None, now: datetime, hours: int) -> OutreachRefused:
-    when = "the customer has never written to this number" if last is None else (
-        f"the customer last wrote {_ago(now - last)}"
-    )  # fmt: skip
+    when = (
+        "the customer has never written to this number"
+        if last is None
+        else (f"the customer last wrote {_ago(now - last)}")
+    )
     label = "WhatsApp" if channel == "whatsapp" else channel
     return OutreachRefused(
         409,
@@ -168,9 +170,10 @@ async def _whatsapp_account(
         raise OutreachRefused(422, "no_whatsapp_number", "connect a WhatsApp number first")
     if len(accounts) > 1:
         raise OutreachRefused(
-            422, "channel_account_required",
+            422,
+            "channel_account_required",
             f"you have {len(accounts)} WhatsApp numbers: name the one to write from (channel_account_id)",
-        )  # fmt: skip
+        )
     return accounts[0]
 
 
@@ -233,8 +236,13 @@ async def start_conversation(
             raise _outside_window("whatsapp", last, now, state["hours"])
         part, history = OutboundPart(type="text", text=body), body
     rows = await _write(session, conversation, resolved.customer, [part], history, sender, trace_id)
-    log.info("outreach_started", tenant_id=str(tenant_id), conversation_id=str(conversation.id),
-             via=part.type, created=resolved.created)  # fmt: skip
+    log.info(
+        "outreach_started",
+        tenant_id=str(tenant_id),
+        conversation_id=str(conversation.id),
+        via=part.type,
+        created=resolved.created,
+    )
     return Sent(conversation.id, resolved.customer.id, rows, resolved.created, part.type)
 
 
@@ -280,9 +288,13 @@ async def _write(
 ) -> int:
     proxy = {"sender": "api", **(sender or {}), "relayed_to": _address(customer)}
     append_message(
-        session, conversation=conversation, role=MessageRole.human_agent, text=history, proxy_metadata=proxy,
+        session,
+        conversation=conversation,
+        role=MessageRole.human_agent,
+        text=history,
+        proxy_metadata=proxy,
         trace_id=trace_id,
-    )  # fmt: skip
+    )
     items = [
         OutboxItem(
             conversation_id=conversation.id,
@@ -292,7 +304,7 @@ async def _write(
             part=part,
             purpose=OutboxPurpose.human_reply,
             proxy=proxy,
-        )  # fmt: skip
+        )
         for part in parts
     ]
     return await write_outbox(session, tenant_id=conversation.tenant_id, items=items, trace_id=trace_id)
@@ -350,7 +362,7 @@ async def send_message(
                 channel=conversation.channel,
                 channel_account_id=conversation.channel_account_id,
                 recipient="",
-            )  # fmt: skip
+            )
         ]
         history = (
             body if interactive is None else "\n\n".join(x for x in (body, _choices_text(interactive)) if x)
@@ -460,13 +472,22 @@ async def send_attachment(
     try:
         media_id = await upload(account, data, mime, name)
     except Exception as exc:  # noqa: BLE001 (the Graph client's error, said in words)
-        log.warning("outreach_upload_failed", conversation_id=str(conversation.id), error=type(exc).__name__,
-                    code=getattr(exc, "code", None))  # fmt: skip
+        log.warning(
+            "outreach_upload_failed",
+            conversation_id=str(conversation.id),
+            error=type(exc).__name__,
+            code=getattr(exc, "code", None),
+        )
         raise OutreachRefused(
             502, "provider_refused", "WhatsApp did not take the file; try again later"
         ) from None
-    entry = {"ref": media_id, "kind": kind, "mime": mime, **({"caption": caption} if caption else {}),
-             **({"filename": name} if kind == "document" else {})}  # fmt: skip
+    entry = {
+        "ref": media_id,
+        "kind": kind,
+        "mime": mime,
+        **({"caption": caption} if caption else {}),
+        **({"filename": name} if kind == "document" else {}),
+    }
     part = OutboundPart(type="media", media=(entry,))
     rows = await _write(
         session, conversation, customer, [part], caption or f"[{kind}: {name}]", sender, trace_id

@@ -261,15 +261,25 @@ def _audit(
     tenant_id: uuid.UUID, customer_id: uuid.UUID, actor: str, action: str, details: dict[str, Any]
 ) -> AuditLog:
     return AuditLog(
-        tenant_id=tenant_id, actor=actor[:128], action=action, target_type="customer",
-        target_id=str(customer_id), details=details,
-    )  # fmt: skip
+        tenant_id=tenant_id,
+        actor=actor[:128],
+        action=action,
+        target_type="customer",
+        target_id=str(customer_id),
+        details=details,
+    )
 
 
 async def _batched(
-    sessions: async_sessionmaker[AsyncSession], statement: str, params: dict[str, Any], *, step: str,
-    batch: int, report: EraseReport, on_batch: OnBatch | None,
-) -> None:  # fmt: skip
+    sessions: async_sessionmaker[AsyncSession],
+    statement: str,
+    params: dict[str, Any],
+    *,
+    step: str,
+    batch: int,
+    report: EraseReport,
+    on_batch: OnBatch | None,
+) -> None:
     """Run ``statement`` (which changes at most ``:batch`` rows that still need it) until it changes none."""
     while True:
         async with sessions() as session, session.begin():
@@ -283,9 +293,13 @@ async def _batched(
 
 
 async def _loose_records(
-    sessions: async_sessionmaker[AsyncSession], scope: _Scope, *, batch: int, report: EraseReport,
+    sessions: async_sessionmaker[AsyncSession],
+    scope: _Scope,
+    *,
+    batch: int,
+    report: EraseReport,
     on_batch: OnBatch | None,
-) -> None:  # fmt: skip
+) -> None:
     if not scope.needles:
         return
     patterns = [_like(n) for n in scope.needles]
@@ -309,9 +323,15 @@ MESSAGE_HOLDS_WORDS = (
 
 
 async def clear_messages(
-    sessions: async_sessionmaker[AsyncSession], store: MediaStore | None, *, where: str, params: dict[str, Any],
-    batch: int, on_batch: OnBatch | None = None, skip_locked: bool = False,
-) -> tuple[int, int]:  # fmt: skip
+    sessions: async_sessionmaker[AsyncSession],
+    store: MediaStore | None,
+    *,
+    where: str,
+    params: dict[str, Any],
+    batch: int,
+    on_batch: OnBatch | None = None,
+    skip_locked: bool = False,
+) -> tuple[int, int]:
     """Take the words out of every message matching the SQL ``where`` (over ``messages``, with
         ``params``): text, media (stored files deleted unless a message outside ``where`` holds the same
         file), transcripts and descriptions, provider payload, tool-call arguments, provider ids. The rows
@@ -369,9 +389,14 @@ async def clear_messages(
 
 
 async def _messages(
-    sessions: async_sessionmaker[AsyncSession], store: MediaStore | None, scope: _Scope, *, batch: int,
-    report: EraseReport, on_batch: OnBatch | None,
-) -> None:  # fmt: skip
+    sessions: async_sessionmaker[AsyncSession],
+    store: MediaStore | None,
+    scope: _Scope,
+    *,
+    batch: int,
+    report: EraseReport,
+    on_batch: OnBatch | None,
+) -> None:
     where = (
         "tenant_id = :t AND (conversation_id = ANY(:cs) "
         "OR (conversation_id IS NULL AND sender_external_id = ANY(:values)))"
@@ -393,55 +418,81 @@ async def _delete_file(store: MediaStore, ref: str) -> int:
 
 
 async def _conversation_rows(
-    sessions: async_sessionmaker[AsyncSession], scope: _Scope, *, batch: int, report: EraseReport,
+    sessions: async_sessionmaker[AsyncSession],
+    scope: _Scope,
+    *,
+    batch: int,
+    report: EraseReport,
     on_batch: OnBatch | None,
-) -> None:  # fmt: skip
+) -> None:
     t, c = scope.tenant_id, scope.customer_id
     p: dict[str, Any] = {"t": t, "c": c, "cs": scope.conversation_ids, "mask": MASK}
     in_conv = "tenant_id = :t AND conversation_id = ANY(:cs)"
     steps: list[tuple[str, str]] = [
-        ("turns",
-         f"UPDATE turns SET result = jsonb_build_object('flags', coalesce(result->'flags', '[]'::jsonb)), "
-         f"summary_text = NULL, error = NULL, guardrails = '{{}}'::jsonb WHERE id IN (SELECT id FROM turns "
-         f"WHERE {in_conv} AND (summary_text IS NOT NULL OR error IS NOT NULL OR guardrails <> '{{}}'::jsonb "
-         f"OR result IS NULL OR result - 'flags' <> '{{}}'::jsonb) LIMIT :batch)"),
-        ("outbox",
-         f"UPDATE outbox SET recipient = :mask, payload = '{{}}'::jsonb, error_message = NULL, external_id = NULL, "
-         f"status = CASE WHEN status IN ('pending', 'sending') THEN 'failed' ELSE status END "
-         f"WHERE id IN (SELECT id FROM outbox WHERE {in_conv} AND (recipient <> :mask OR payload <> '{{}}'::jsonb "
-         f"OR error_message IS NOT NULL OR external_id IS NOT NULL) LIMIT :batch)"),
-        ("tool_receipts",
-         f"UPDATE tool_receipts SET args_hash = :mask, idempotency_key = NULL, rejection_reason = NULL "
-         f"WHERE id IN (SELECT id FROM tool_receipts WHERE {in_conv} AND args_hash <> :mask LIMIT :batch)"),
-        ("conversation_events",
-         f"UPDATE conversation_events SET reason = NULL, actor_id = CASE WHEN actor_type = 'customer' THEN NULL "
-         f"ELSE actor_id END WHERE id IN (SELECT id FROM conversation_events WHERE {in_conv} AND (reason IS NOT NULL "
-         f"OR (actor_type = 'customer' AND actor_id IS NOT NULL)) LIMIT :batch)"),
-        ("feedback",
-         f"UPDATE feedback SET comment = NULL WHERE id IN (SELECT id FROM feedback WHERE {in_conv} "
-         f"AND comment IS NOT NULL LIMIT :batch)"),
-        ("conversations",
-         "UPDATE conversations SET escalation_reason = NULL, external_thread_id = NULL, review_flags = '[]'::jsonb, "
-         "status = 'closed', closed_at = coalesce(closed_at, now()), queued_at = NULL "
-         "WHERE id IN (SELECT id FROM conversations WHERE tenant_id = :t AND customer_id = :c AND "
-         "(status <> 'closed' OR escalation_reason IS NOT NULL OR external_thread_id IS NOT NULL "
-         "OR review_flags <> '[]'::jsonb) LIMIT :batch)"),
-        ("user_memories",
-         "DELETE FROM user_memories WHERE id IN (SELECT id FROM user_memories WHERE tenant_id = :t "
-         "AND customer_id = :c LIMIT :batch)"),
-        ("leads",
-         "DELETE FROM leads WHERE id IN (SELECT id FROM leads WHERE tenant_id = :t AND (customer_id = :c "
-         "OR conversation_id = ANY(:cs)) LIMIT :batch)"),
-        ("meetings",
-         "DELETE FROM meetings WHERE id IN (SELECT id FROM meetings WHERE tenant_id = :t AND (customer_id = :c "
-         "OR conversation_id = ANY(:cs)) LIMIT :batch)"),
-        ("pending_actions",
-         "DELETE FROM pending_actions WHERE id IN (SELECT id FROM pending_actions WHERE tenant_id = :t AND "
-         "(customer_id = :c OR conversation_id = ANY(:cs)) LIMIT :batch)"),
-        ("orders",
-         "UPDATE orders SET customer_id = NULL, customer_ref = NULL WHERE id IN (SELECT id FROM orders "
-         "WHERE tenant_id = :t AND customer_id = :c LIMIT :batch)"),
-    ]  # fmt: skip
+        (
+            "turns",
+            f"UPDATE turns SET result = jsonb_build_object('flags', coalesce(result->'flags', '[]'::jsonb)), "
+            f"summary_text = NULL, error = NULL, guardrails = '{{}}'::jsonb WHERE id IN (SELECT id FROM turns "
+            f"WHERE {in_conv} AND (summary_text IS NOT NULL OR error IS NOT NULL OR guardrails <> '{{}}'::jsonb "
+            f"OR result IS NULL OR result - 'flags' <> '{{}}'::jsonb) LIMIT :batch)",
+        ),
+        (
+            "outbox",
+            f"UPDATE outbox SET recipient = :mask, payload = '{{}}'::jsonb, error_message = NULL, external_id = NULL, "
+            f"status = CASE WHEN status IN ('pending', 'sending') THEN 'failed' ELSE status END "
+            f"WHERE id IN (SELECT id FROM outbox WHERE {in_conv} AND (recipient <> :mask OR payload <> '{{}}'::jsonb "
+            f"OR error_message IS NOT NULL OR external_id IS NOT NULL) LIMIT :batch)",
+        ),
+        (
+            "tool_receipts",
+            f"UPDATE tool_receipts SET args_hash = :mask, idempotency_key = NULL, rejection_reason = NULL "
+            f"WHERE id IN (SELECT id FROM tool_receipts WHERE {in_conv} AND args_hash <> :mask LIMIT :batch)",
+        ),
+        (
+            "conversation_events",
+            f"UPDATE conversation_events SET reason = NULL, actor_id = CASE WHEN actor_type = 'customer' THEN NULL "
+            f"ELSE actor_id END WHERE id IN (SELECT id FROM conversation_events WHERE {in_conv} AND (reason IS NOT NULL "
+            f"OR (actor_type = 'customer' AND actor_id IS NOT NULL)) LIMIT :batch)",
+        ),
+        (
+            "feedback",
+            f"UPDATE feedback SET comment = NULL WHERE id IN (SELECT id FROM feedback WHERE {in_conv} "
+            f"AND comment IS NOT NULL LIMIT :batch)",
+        ),
+        (
+            "conversations",
+            "UPDATE conversations SET escalation_reason = NULL, external_thread_id = NULL, review_flags = '[]'::jsonb, "
+            "status = 'closed', closed_at = coalesce(closed_at, now()), queued_at = NULL "
+            "WHERE id IN (SELECT id FROM conversations WHERE tenant_id = :t AND customer_id = :c AND "
+            "(status <> 'closed' OR escalation_reason IS NOT NULL OR external_thread_id IS NOT NULL "
+            "OR review_flags <> '[]'::jsonb) LIMIT :batch)",
+        ),
+        (
+            "user_memories",
+            "DELETE FROM user_memories WHERE id IN (SELECT id FROM user_memories WHERE tenant_id = :t "
+            "AND customer_id = :c LIMIT :batch)",
+        ),
+        (
+            "leads",
+            "DELETE FROM leads WHERE id IN (SELECT id FROM leads WHERE tenant_id = :t AND (customer_id = :c "
+            "OR conversation_id = ANY(:cs)) LIMIT :batch)",
+        ),
+        (
+            "meetings",
+            "DELETE FROM meetings WHERE id IN (SELECT id FROM meetings WHERE tenant_id = :t AND (customer_id = :c "
+            "OR conversation_id = ANY(:cs)) LIMIT :batch)",
+        ),
+        (
+            "pending_actions",
+            "DELETE FROM pending_actions WHERE id IN (SELECT id FROM pending_actions WHERE tenant_id = :t AND "
+            "(customer_id = :c OR conversation_id = ANY(:cs)) LIMIT :batch)",
+        ),
+        (
+            "orders",
+            "UPDATE orders SET customer_id = NULL, customer_ref = NULL WHERE id IN (SELECT id FROM orders "
+            "WHERE tenant_id = :t AND customer_id = :c LIMIT :batch)",
+        ),
+    ]
     for step, statement in steps:
         await _batched(sessions, statement, p, step=step, batch=batch, report=report, on_batch=on_batch)
 
@@ -463,9 +514,12 @@ async def _text_columns(conn: AsyncConnection) -> list[tuple[str, str, str]]:
 
 
 async def _sweep(
-    sessions: async_sessionmaker[AsyncSession], scope: _Scope, *, report: EraseReport,
+    sessions: async_sessionmaker[AsyncSession],
+    scope: _Scope,
+    *,
+    report: EraseReport,
     on_batch: OnBatch | None,
-) -> None:  # fmt: skip
+) -> None:
     """Mask the customer's identities left in any free text of the tenant's tables (the safety net for
     tables this module does not know)."""
     needles = [v for v in scope.identities if len(v) >= _MIN_SWEEP_NEEDLE]
@@ -538,17 +592,26 @@ async def _finish(
         )
         session.add(
             _audit(
-                scope.tenant_id, scope.customer_id, actor, "customer_erased",
+                scope.tenant_id,
+                scope.customer_id,
+                actor,
+                "customer_erased",
                 {"counts": dict(sorted(report.counts.items())), "media_files": report.media_files},
             )
-        )  # fmt: skip
+        )
 
 
 async def erase_customer(
-    sessions: async_sessionmaker[AsyncSession], *, tenant_id: uuid.UUID, customer_id: uuid.UUID, actor: str,
-    store: MediaStore | None = None, batch: int = ERASE_BATCH, on_batch: OnBatch | None = None,
+    sessions: async_sessionmaker[AsyncSession],
+    *,
+    tenant_id: uuid.UUID,
+    customer_id: uuid.UUID,
+    actor: str,
+    store: MediaStore | None = None,
+    batch: int = ERASE_BATCH,
+    on_batch: OnBatch | None = None,
     redis: Any | None = None,
-) -> EraseReport:  # fmt: skip
+) -> EraseReport:
     """Erase the customer ``customer_id`` of ``tenant_id`` everywhere (the module docstring says what
     goes and what stays); resumable and idempotent.
 
@@ -583,7 +646,10 @@ async def erase_customer(
         report.add("redis", await _forget_cached_profiles(redis, scope))
     await _finish(sessions, scope, actor, report)
     log.info(
-        "customer_erased", tenant_id=str(tenant_id), customer_id=str(customer_id),
-        media_files=report.media_files, rows=sum(report.counts.values()),
-    )  # fmt: skip
+        "customer_erased",
+        tenant_id=str(tenant_id),
+        customer_id=str(customer_id),
+        media_files=report.media_files,
+        rows=sum(report.counts.values()),
+    )
     return report

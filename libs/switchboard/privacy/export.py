@@ -105,9 +105,12 @@ async def _rows(conn: AsyncConnection, query: str, params: dict[str, Any]) -> li
 
 
 async def export_customer(
-    sessions: async_sessionmaker[AsyncSession], *, tenant_id: uuid.UUID, customer_id: uuid.UUID,
+    sessions: async_sessionmaker[AsyncSession],
+    *,
+    tenant_id: uuid.UUID,
+    customer_id: uuid.UUID,
     store: MediaStore | None = None,
-) -> bytes:  # fmt: skip
+) -> bytes:
     """The ZIP (bytes) of everything stored about the customer (the module docstring gives its shape);
     media files that are no longer in storage are listed with ``"file": null``.
 
@@ -198,11 +201,18 @@ async def export_customer(
         for conversation in conversations:
             conversation["messages"] = by_conversation.get(conversation["id"], [])
         document = {
-            "format": EXPORT_FORMAT, "exported_at": _plain(datetime.now().astimezone()),
-            "customer": customers[0], "identities": identities, "conversations": conversations,
-            "memory": memory[0] if memory else None, "leads": leads, "meetings": meetings, "orders": orders,
-            "pending_actions": pending, "feedback": feedback,
-        }  # fmt: skip
+            "format": EXPORT_FORMAT,
+            "exported_at": _plain(datetime.now().astimezone()),
+            "customer": customers[0],
+            "identities": identities,
+            "conversations": conversations,
+            "memory": memory[0] if memory else None,
+            "leads": leads,
+            "meetings": meetings,
+            "orders": orders,
+            "pending_actions": pending,
+            "feedback": feedback,
+        }
         archive.writestr("customer.json", json.dumps(document, ensure_ascii=False, indent=2))
     return buffer.getvalue()
 
@@ -225,15 +235,25 @@ async def audit_export(
     """Record who exported which customer (``customer_exported`` in ``audit_logs``; no personal data)."""
     async with sessions() as session, session.begin():
         session.add(
-            AuditLog(tenant_id=tenant_id, actor=actor[:128], action="customer_exported", target_type="customer",
-                     target_id=str(customer_id))
-        )  # fmt: skip
+            AuditLog(
+                tenant_id=tenant_id,
+                actor=actor[:128],
+                action="customer_exported",
+                target_type="customer",
+                target_id=str(customer_id),
+            )
+        )
 
 
 async def write_export(
-    sessions: async_sessionmaker[AsyncSession], store: MediaStore, *, tenant_id: uuid.UUID,
-    customer_id: uuid.UUID, export_id: str, actor: str = "system",
-) -> str:  # fmt: skip
+    sessions: async_sessionmaker[AsyncSession],
+    store: MediaStore,
+    *,
+    tenant_id: uuid.UUID,
+    customer_id: uuid.UUID,
+    export_id: str,
+    actor: str = "system",
+) -> str:
     """Build the export, store it and audit it (``actor``: who asked); returns its key (:func:`export_key`).
 
     Raises:

@@ -28,15 +28,20 @@ async def erase_customer_job(
     deps = ctx["deps"]
     try:
         report = await erase_customer(
-            deps.resources.sessions, tenant_id=uuid.UUID(tenant_id), customer_id=uuid.UUID(customer_id),
-            actor=actor, store=_store(deps), redis=deps.resources.redis,
-        )  # fmt: skip
+            deps.resources.sessions,
+            tenant_id=uuid.UUID(tenant_id),
+            customer_id=uuid.UUID(customer_id),
+            actor=actor,
+            store=_store(deps),
+            redis=deps.resources.redis,
+        )
     except CustomerNotFound:
         return {"missing": True}
     return {
-        "already_erased": report.already_erased, "media_files": report.media_files,
+        "already_erased": report.already_erased,
+        "media_files": report.media_files,
         "rows": sum(report.counts.values()),
-    }  # fmt: skip
+    }
 
 
 async def export_customer_job(
@@ -47,9 +52,13 @@ async def export_customer_job(
     deps = ctx["deps"]
     try:
         key = await write_export(
-            deps.resources.sessions, _store(deps), tenant_id=uuid.UUID(tenant_id),
-            customer_id=uuid.UUID(customer_id), export_id=export_id, actor=actor,
-        )  # fmt: skip
+            deps.resources.sessions,
+            _store(deps),
+            tenant_id=uuid.UUID(tenant_id),
+            customer_id=uuid.UUID(customer_id),
+            export_id=export_id,
+            actor=actor,
+        )
     except CustomerNotFound:
         return {"missing": True}
     return {"key": key}

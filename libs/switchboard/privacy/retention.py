@@ -74,30 +74,66 @@ _TURN_HOLDS_WORDS = (
 )
 
 KINDS: tuple[RetentionKind, ...] = (
-    RetentionKind("messages", "messages_days", "messages",
-                  f"tenant_id = :t AND created_at < :cutoff AND {MESSAGE_HOLDS_WORDS}", None),
-    RetentionKind("outbox", "messages_days", "outbox",
-                  "tenant_id = :t AND created_at < :cutoff AND status NOT IN ('pending', 'sending') "
-                  "AND (payload <> '{}'::jsonb OR error_message IS NOT NULL)",
-                  "UPDATE outbox SET payload = '{}'::jsonb, error_message = NULL WHERE id = ANY(:ids)"),
-    RetentionKind("memory", "memory_days", "user_memories", "tenant_id = :t AND updated_at < :cutoff",
-                  "DELETE FROM user_memories WHERE id = ANY(:ids)"),
-    RetentionKind("traces", "traces_days", "turns",
-                  f"tenant_id = :t AND created_at < :cutoff AND {_TURN_HOLDS_WORDS}",
-                  "UPDATE turns SET result = jsonb_build_object('flags', coalesce(result->'flags', '[]'::jsonb)), "
-                  "summary_text = NULL, error = NULL, guardrails = '{}'::jsonb WHERE id = ANY(:ids)"),
-    RetentionKind("tool_receipts", "traces_days", "tool_receipts",
-                  "tenant_id = :t AND created_at < :cutoff AND rejection_reason IS NOT NULL",
-                  "UPDATE tool_receipts SET rejection_reason = NULL WHERE id = ANY(:ids)"),
-    RetentionKind("security_alerts", "traces_days", "security_alerts", "tenant_id = :t AND created_at < :cutoff",
-                  "DELETE FROM security_alerts WHERE id = ANY(:ids)"),
-    RetentionKind("leads", "leads_days", "leads", "tenant_id = :t AND created_at < :cutoff",
-                  "DELETE FROM leads WHERE id = ANY(:ids)"),
-    RetentionKind("event_deliveries", "event_deliveries_days", "event_outbox",
-                  "tenant_id = :t AND created_at < :cutoff AND dispatched_at IS NOT NULL AND NOT EXISTS "
-                  "(SELECT 1 FROM webhook_deliveries d WHERE d.event_id = event_outbox.id AND d.status = 'pending')",
-                  "DELETE FROM event_outbox WHERE id = ANY(:ids)"),
-)  # fmt: skip
+    RetentionKind(
+        "messages",
+        "messages_days",
+        "messages",
+        f"tenant_id = :t AND created_at < :cutoff AND {MESSAGE_HOLDS_WORDS}",
+        None,
+    ),
+    RetentionKind(
+        "outbox",
+        "messages_days",
+        "outbox",
+        "tenant_id = :t AND created_at < :cutoff AND status NOT IN ('pending', 'sending') "
+        "AND (payload <> '{}'::jsonb OR error_message IS NOT NULL)",
+        "UPDATE outbox SET payload = '{}'::jsonb, error_message = NULL WHERE id = ANY(:ids)",
+    ),
+    RetentionKind(
+        "memory",
+        "memory_days",
+        "user_memories",
+        "tenant_id = :t AND updated_at < :cutoff",
+        "DELETE FROM user_memories WHERE id = ANY(:ids)",
+    ),
+    RetentionKind(
+        "traces",
+        "traces_days",
+        "turns",
+        f"tenant_id = :t AND created_at < :cutoff AND {_TURN_HOLDS_WORDS}",
+        "UPDATE turns SET result = jsonb_build_object('flags', coalesce(result->'flags', '[]'::jsonb)), "
+        "summary_text = NULL, error = NULL, guardrails = '{}'::jsonb WHERE id = ANY(:ids)",
+    ),
+    RetentionKind(
+        "tool_receipts",
+        "traces_days",
+        "tool_receipts",
+        "tenant_id = :t AND created_at < :cutoff AND rejection_reason IS NOT NULL",
+        "UPDATE tool_receipts SET rejection_reason = NULL WHERE id = ANY(:ids)",
+    ),
+    RetentionKind(
+        "security_alerts",
+        "traces_days",
+        "security_alerts",
+        "tenant_id = :t AND created_at < :cutoff",
+        "DELETE FROM security_alerts WHERE id = ANY(:ids)",
+    ),
+    RetentionKind(
+        "leads",
+        "leads_days",
+        "leads",
+        "tenant_id = :t AND created_at < :cutoff",
+        "DELETE FROM leads WHERE id = ANY(:ids)",
+    ),
+    RetentionKind(
+        "event_deliveries",
+        "event_deliveries_days",
+        "event_outbox",
+        "tenant_id = :t AND created_at < :cutoff AND dispatched_at IS NOT NULL AND NOT EXISTS "
+        "(SELECT 1 FROM webhook_deliveries d WHERE d.event_id = event_outbox.id AND d.status = 'pending')",
+        "DELETE FROM event_outbox WHERE id = ANY(:ids)",
+    ),
+)
 """Every kind, in the order a run applies them."""
 
 
@@ -133,9 +169,13 @@ async def retention_preview(
 
 
 async def _apply_kind(
-    sessions: async_sessionmaker[AsyncSession], kind: RetentionKind, params: dict[str, Any], *, batch: int,
+    sessions: async_sessionmaker[AsyncSession],
+    kind: RetentionKind,
+    params: dict[str, Any],
+    *,
+    batch: int,
     max_batches: int,
-) -> int:  # fmt: skip
+) -> int:
     changed = 0
     for _ in range(max_batches):
         async with sessions() as session, session.begin():
@@ -160,10 +200,15 @@ async def _apply_kind(
 
 
 async def apply_retention(
-    sessions: async_sessionmaker[AsyncSession], settings: Settings, *, store: MediaStore | None = None,
-    now: datetime | None = None, batch: int = RETENTION_BATCH, max_batches: int = 200,
+    sessions: async_sessionmaker[AsyncSession],
+    settings: Settings,
+    *,
+    store: MediaStore | None = None,
+    now: datetime | None = None,
+    batch: int = RETENTION_BATCH,
+    max_batches: int = 200,
     tenant_ids: list[uuid.UUID] | None = None,
-) -> dict[str, dict[str, int]]:  # fmt: skip
+) -> dict[str, dict[str, int]]:
     """One retention run over every tenant (or ``tenant_ids``). Returns what changed, by tenant id and
     kind (tenants with nothing due are left out). A kind with more than ``max_batches`` batches due
     continues at the next run."""

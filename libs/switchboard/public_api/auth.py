@@ -76,9 +76,11 @@ def require_scope(scope: str) -> Any:
         if key is None:
             log.warning("public_api_unauthorized", path=request.url.path)
             raise ApiProblem(
-                401, "unauthorized", "send a valid API key: Authorization: Bearer sbk_...",
+                401,
+                "unauthorized",
+                "send a valid API key: Authorization: Bearer sbk_...",
                 headers={"WWW-Authenticate": "Bearer"},
-            )  # fmt: skip
+            )
         if scope not in key.scopes:
             log.warning("public_api_scope_refused", path=request.url.path, key_id=str(key.id), scope=scope)
             raise ApiProblem(403, "insufficient_scope", f"this needs an API key with the scope {scope}")
@@ -86,11 +88,12 @@ def require_scope(scope: str) -> Any:
         if wait is not None:
             log.warning("public_api_rate_limited", key_id=str(key.id))
             raise ApiProblem(
-                429, "rate_limited",
+                429,
+                "rate_limited",
                 f"more than {settings.api_key_requests_per_minute} requests a minute with this key; "
                 f"retry in {wait} s",
                 headers={"Retry-After": str(wait)},
-            )  # fmt: skip
+            )
         tenant = await session.get(Tenant, key.tenant_id)
         if tenant is None:  # the tenant was deleted (its keys go with it): as if the key were unknown
             raise ApiProblem(401, "unauthorized", "send a valid API key: Authorization: Bearer sbk_...")

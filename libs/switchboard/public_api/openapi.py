@@ -40,9 +40,13 @@ def public_openapi(app: FastAPI, *, version: str) -> dict[str, Any]:
     if cached is not None:
         return cached
     full = get_openapi(
-        title="Switchboard API", version=version, openapi_version="3.1.0", description=_DESCRIPTION,
-        routes=app.routes, servers=[{"url": "/", "description": "This Switchboard"}],
-    )  # fmt: skip
+        title="Switchboard API",
+        version=version,
+        openapi_version="3.1.0",
+        description=_DESCRIPTION,
+        routes=app.routes,
+        servers=[{"url": "/", "description": "This Switchboard"}],
+    )
     paths = {path: ops for path, ops in full["paths"].items() if path.startswith("/api/v1/")}
     scopes = route_scopes(app.routes)
     for path, operations in paths.items():
@@ -127,6 +131,9 @@ def mount_public_openapi(app: FastAPI, *, version: str) -> None:
     @app.get(DOCS_PATH, include_in_schema=False)
     async def openapi_ui() -> HTMLResponse:
         return get_swagger_ui_html(
-            openapi_url=OPENAPI_PATH, title="Switchboard API", swagger_js_url=f"{base}/swagger-ui-bundle.js",
-            swagger_css_url=f"{base}/swagger-ui.css", swagger_favicon_url=f"{base}/favicon-32x32.png",
-        )  # fmt: skip
+            openapi_url=OPENAPI_PATH,
+            title="Switchboard API",
+            swagger_js_url=f"{base}/swagger-ui-bundle.js",
+            swagger_css_url=f"{base}/swagger-ui.css",
+            swagger_favicon_url=f"{base}/favicon-32x32.png",
+        )

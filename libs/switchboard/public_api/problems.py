@@ -65,10 +65,19 @@ PROBLEM_TITLES: dict[str, str] = {
 """Every ``code`` the API answers with → its ``title`` (the docs list them; codes never change)."""
 
 _CODE_OF_STATUS = {
-    400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
-    409: "conflict", 413: "body_too_large", 415: "unsupported_media_type", 422: "invalid_request",
-    429: "rate_limited", 500: "internal_error", 503: "unavailable",
-}  # fmt: skip
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "body_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_request",
+    429: "rate_limited",
+    500: "internal_error",
+    503: "unavailable",
+}
 
 
 class Problem(BaseModel):
@@ -91,9 +100,14 @@ class ApiProblem(HTTPException):
     """
 
     def __init__(
-        self, status: int, code: str, detail: str, *, headers: dict[str, str] | None = None,
+        self,
+        status: int,
+        code: str,
+        detail: str,
+        *,
+        headers: dict[str, str] | None = None,
         errors: list[dict[str, str]] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         if code not in PROBLEM_TITLES:
             raise ValueError(f"unknown problem code {code!r}")
         super().__init__(status, detail, headers=headers)
@@ -102,14 +116,21 @@ class ApiProblem(HTTPException):
 
 
 def problem_response(
-    status: int, code: str, detail: str, *, headers: dict[str, str] | None = None,
+    status: int,
+    code: str,
+    detail: str,
+    *,
+    headers: dict[str, str] | None = None,
     errors: list[dict[str, str]] | None = None,
-) -> JSONResponse:  # fmt: skip
+) -> JSONResponse:
     """The ``application/problem+json`` answer of ``code``."""
     body: dict[str, Any] = {
-        "type": f"urn:switchboard:problem:{code}", "title": PROBLEM_TITLES[code], "status": status,
-        "code": code, "detail": detail,
-    }  # fmt: skip
+        "type": f"urn:switchboard:problem:{code}",
+        "title": PROBLEM_TITLES[code],
+        "status": status,
+        "code": code,
+        "detail": detail,
+    }
     if errors is not None:
         body["errors"] = errors
     return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)

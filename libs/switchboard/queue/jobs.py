@@ -99,8 +99,10 @@ class Job:
     def arq_options(self, settings: Any) -> dict[str, Any]:
         """Keyword arguments of ``arq.worker.func`` for this job."""
         options: dict[str, Any] = {
-            "name": self.name, "timeout": self.timeout_for(settings), "max_tries": self.max_tries,
-        }  # fmt: skip
+            "name": self.name,
+            "timeout": self.timeout_for(settings),
+            "max_tries": self.max_tries,
+        }
         if self.keep_result_s is not None:
             options["keep_result"] = self.keep_result_s
         return options
@@ -124,9 +126,12 @@ def _chat_side(name: str, **options: Any) -> Job:
 
 PING = Job("ping", Queue.chat, timeout_s=5)
 PROCESS_INBOUND = Job(
-    "process_inbound", Queue.chat, timeout_setting="inbound_job_timeout_s", max_tries=100,
+    "process_inbound",
+    Queue.chat,
+    timeout_setting="inbound_job_timeout_s",
+    max_tries=100,
     backoff=Backoff(1.0, 30.0),
-)  # fmt: skip
+)
 """ARQ tries are high: lock and tenant-limit deferrals count as tries; real failures are bounded by
 ``INBOUND_MAX_TRIES`` (dead letter)."""
 APPLY_DELIVERY_STATUSES = _chat_side("apply_delivery_statuses", max_tries=10)
@@ -154,9 +159,13 @@ SUMMARIZE_HISTORY = Job("summarize_history", Queue.background, timeout_s=120.0, 
 """A long conversation's history folded into a summary after the turn that asked for it: off the turn, so
 it never delays the reply. One try: the next long turn asks again. 120 s: one model call."""
 SYNC_GMAIL_MAILBOX = Job(
-    "sync_gmail_mailbox", Queue.background, timeout_s=110.0, max_tries=30, keep_result_s=0,
+    "sync_gmail_mailbox",
+    Queue.background,
+    timeout_s=110.0,
+    max_tries=30,
+    keep_result_s=0,
     backoff=Backoff(2.0, 20.0),
-)  # fmt: skip
+)
 """110 s: below the sync lock's 120 s (``channels.gmail.jobs.SYNC_LOCK_S``)."""
 SWEEP_INBOUND = Job("sweep_inbound", Queue.background, timeout_s=SIDE_JOB_TIMEOUT_S, cron=True)
 MEMORY_SWEEP = Job("memory_sweep", Queue.background, timeout_s=MEMORY_JOB_TIMEOUT_S, cron=True)
@@ -170,8 +179,14 @@ of 10 s, eight tenants at once)."""
 KNOWLEDGE_VECTOR_INDEXES = Job(
     "knowledge_vector_indexes", Queue.background, timeout_s=INGEST_JOB_TIMEOUT_S, cron=True
 )
-ERASE_CUSTOMER = Job("erase_customer", Queue.background, timeout_s=INGEST_JOB_TIMEOUT_S, max_tries=5, keep_result_s=0,
-                     backoff=Backoff(5.0, 60.0))  # fmt: skip
+ERASE_CUSTOMER = Job(
+    "erase_customer",
+    Queue.background,
+    timeout_s=INGEST_JOB_TIMEOUT_S,
+    max_tries=5,
+    keep_result_s=0,
+    backoff=Backoff(5.0, 60.0),
+)
 """Erase one customer everywhere (:mod:`switchboard.privacy.erase`): resumable, so a worker that died
 halfway leaves a job ARQ runs again and the run completes."""
 APPLY_RETENTION = Job("apply_retention", Queue.background, timeout_s=600.0, cron=True)
@@ -181,11 +196,31 @@ EXPORT_CUSTOMER = Job("export_customer", Queue.background, timeout_s=INGEST_JOB_
 """Write one customer's export ZIP (:mod:`switchboard.privacy.export`)."""
 
 ALL_JOBS: tuple[Job, ...] = (
-    PING, PROCESS_INBOUND, APPLY_DELIVERY_STATUSES, APPLY_WHATSAPP_STATUSES, DELIVER_OUTBOX, COPY_INBOUND_MEDIA,
-    DELIVER_OUTBOX_SWEEP, APPROVALS_SWEEP, INGEST_KNOWLEDGE_SOURCE, SUMMARIZE_MEMORY, SYNC_GMAIL_MAILBOX,
-    SWEEP_INBOUND, MEMORY_SWEEP, POLL_GMAIL_MAILBOXES, DELIVER_EVENTS, PRUNE_EVENTS, KNOWLEDGE_VECTOR_INDEXES,
-    CHECK_LEAD_INTENT, SUMMARIZE_HISTORY, RESUME_WAITING_TURNS, ERASE_CUSTOMER, EXPORT_CUSTOMER, APPLY_RETENTION, HANDOFF_OPENINGS,
-)  # fmt: skip
+    PING,
+    PROCESS_INBOUND,
+    APPLY_DELIVERY_STATUSES,
+    APPLY_WHATSAPP_STATUSES,
+    DELIVER_OUTBOX,
+    COPY_INBOUND_MEDIA,
+    DELIVER_OUTBOX_SWEEP,
+    APPROVALS_SWEEP,
+    INGEST_KNOWLEDGE_SOURCE,
+    SUMMARIZE_MEMORY,
+    SYNC_GMAIL_MAILBOX,
+    SWEEP_INBOUND,
+    MEMORY_SWEEP,
+    POLL_GMAIL_MAILBOXES,
+    DELIVER_EVENTS,
+    PRUNE_EVENTS,
+    KNOWLEDGE_VECTOR_INDEXES,
+    CHECK_LEAD_INTENT,
+    SUMMARIZE_HISTORY,
+    RESUME_WAITING_TURNS,
+    ERASE_CUSTOMER,
+    EXPORT_CUSTOMER,
+    APPLY_RETENTION,
+    HANDOFF_OPENINGS,
+)
 """Every job and cron job of both workers."""
 
 JOB_QUEUES: Mapping[str, Queue] = MappingProxyType({job.name: job.queue for job in ALL_JOBS})
@@ -205,9 +240,12 @@ def job_named(name: str) -> Job:
 
 
 def process_inbound_spec(
-    row_id: uuid.UUID | str, *, defer_s: float = 0.0, job_id: str | None = None,
+    row_id: uuid.UUID | str,
+    *,
+    defer_s: float = 0.0,
+    job_id: str | None = None,
     trace: dict[str, str] | None = None,
-) -> JobSpec:  # fmt: skip
+) -> JobSpec:
     """``process_inbound(row_id)`` with its idempotent job id (:func:`~switchboard.queue.keys.inbound_job_id`
     unless ``job_id`` is given: the sweeper's)."""
     return JobSpec(
@@ -263,21 +301,28 @@ async def enqueue_process_inbound(
 
 
 async def enqueue_deliver_outbox(
-    redis: ArqRedis, *, job_id: str, defer_s: float | None = None,
-    inbound_message_id: uuid.UUID | None = None, conversation_id: uuid.UUID | None = None,
+    redis: ArqRedis,
+    *,
+    job_id: str,
+    defer_s: float | None = None,
+    inbound_message_id: uuid.UUID | None = None,
+    conversation_id: uuid.UUID | None = None,
     plus_conversation_id: uuid.UUID | None = None,
-) -> bool:  # fmt: skip
+) -> bool:
     """Enqueue ``deliver_outbox`` for one scope (a row, a conversation). Returns ``False`` if ``job_id``
     exists already."""
     scope = {
-        "inbound_message_id": inbound_message_id, "conversation_id": conversation_id,
+        "inbound_message_id": inbound_message_id,
+        "conversation_id": conversation_id,
         "plus_conversation_id": plus_conversation_id,
-    }  # fmt: skip
+    }
     job = await redis.enqueue_job(
-        DELIVER_OUTBOX.name, _job_id=job_id, _defer_by=defer_s,
+        DELIVER_OUTBOX.name,
+        _job_id=job_id,
+        _defer_by=defer_s,
         **_job_kwargs({name: str(value) for name, value in scope.items() if value is not None}),
         **_trace_kwargs(),
-    )  # fmt: skip
+    )
     return job is not None
 
 
@@ -285,10 +330,13 @@ async def enqueue_gmail_sync(redis: ArqRedis, account_id: uuid.UUID | str, reaso
     """Enqueue a sync of one mailbox on the background queue; ``key`` makes it idempotent. Returns ``False``
     when that job exists already."""
     job = await redis.enqueue_job(
-        SYNC_GMAIL_MAILBOX.name, str(account_id), reason,
-        _job_id=keys.gmail_sync_job_id(account_id, key), _queue_name=SYNC_GMAIL_MAILBOX.queue.value,
+        SYNC_GMAIL_MAILBOX.name,
+        str(account_id),
+        reason,
+        _job_id=keys.gmail_sync_job_id(account_id, key),
+        _queue_name=SYNC_GMAIL_MAILBOX.queue.value,
         **_trace_kwargs(),
-    )  # fmt: skip
+    )
     return job is not None
 
 
@@ -297,22 +345,37 @@ async def enqueue_ingest(
 ) -> None:
     """Enqueue ingestion of one knowledge source on the background queue under ``job_id``."""
     await redis.enqueue_job(
-        INGEST_KNOWLEDGE_SOURCE.name, str(tenant_id), str(source_id), content_hash,
-        _job_id=job_id, _queue_name=INGEST_KNOWLEDGE_SOURCE.queue.value, **_trace_kwargs(),
-    )  # fmt: skip
+        INGEST_KNOWLEDGE_SOURCE.name,
+        str(tenant_id),
+        str(source_id),
+        content_hash,
+        _job_id=job_id,
+        _queue_name=INGEST_KNOWLEDGE_SOURCE.queue.value,
+        **_trace_kwargs(),
+    )
 
 
 async def enqueue_lead_check(
-    redis: ArqRedis, *, tenant_id: uuid.UUID, conversation_id: uuid.UUID, customer_id: uuid.UUID,
-    inbound_message_id: uuid.UUID, trace_id: str,
-) -> bool:  # fmt: skip
+    redis: ArqRedis,
+    *,
+    tenant_id: uuid.UUID,
+    conversation_id: uuid.UUID,
+    customer_id: uuid.UUID,
+    inbound_message_id: uuid.UUID,
+    trace_id: str,
+) -> bool:
     """Enqueue ``check_lead_intent`` on the background queue for the turn of ``inbound_message_id``.
     Returns ``False`` when that turn's check is queued already."""
     job = await redis.enqueue_job(
-        CHECK_LEAD_INTENT.name, str(tenant_id), str(conversation_id), str(customer_id), trace_id,
-        _job_id=keys.lead_check_job_id(inbound_message_id), _queue_name=CHECK_LEAD_INTENT.queue.value,
+        CHECK_LEAD_INTENT.name,
+        str(tenant_id),
+        str(conversation_id),
+        str(customer_id),
+        trace_id,
+        _job_id=keys.lead_check_job_id(inbound_message_id),
+        _queue_name=CHECK_LEAD_INTENT.queue.value,
         **_trace_kwargs(),
-    )  # fmt: skip
+    )
     return job is not None
 
 
@@ -322,9 +385,13 @@ async def enqueue_erase_customer(
     """Enqueue ``erase_customer`` on the background queue. Returns ``False`` when that customer's erase is
     queued or running already."""
     job = await redis.enqueue_job(
-        ERASE_CUSTOMER.name, str(tenant_id), str(customer_id), actor,
-        _job_id=keys.erase_customer_job_id(customer_id), _queue_name=ERASE_CUSTOMER.queue.value,
-    )  # fmt: skip
+        ERASE_CUSTOMER.name,
+        str(tenant_id),
+        str(customer_id),
+        actor,
+        _job_id=keys.erase_customer_job_id(customer_id),
+        _queue_name=ERASE_CUSTOMER.queue.value,
+    )
     return job is not None
 
 
@@ -344,9 +411,14 @@ async def enqueue_export_customer(
 ) -> bool:
     """Enqueue ``export_customer`` on the background queue, writing the export ``export_id``."""
     job = await redis.enqueue_job(
-        EXPORT_CUSTOMER.name, str(tenant_id), str(customer_id), export_id, actor,
-        _job_id=keys.export_customer_job_id(export_id), _queue_name=EXPORT_CUSTOMER.queue.value,
-    )  # fmt: skip
+        EXPORT_CUSTOMER.name,
+        str(tenant_id),
+        str(customer_id),
+        export_id,
+        actor,
+        _job_id=keys.export_customer_job_id(export_id),
+        _queue_name=EXPORT_CUSTOMER.queue.value,
+    )
     return job is not None
 
 
@@ -356,8 +428,13 @@ async def enqueue_history_summary(
     """Enqueue ``summarize_history`` on the background queue for the turn ``turn_id`` that asked for it.
     Returns ``False`` when it is queued already."""
     job = await redis.enqueue_job(
-        SUMMARIZE_HISTORY.name, str(tenant_id), str(conversation_id), str(turn_id), trace_id,
-        _job_id=keys.history_summary_job_id(turn_id), _queue_name=SUMMARIZE_HISTORY.queue.value,
+        SUMMARIZE_HISTORY.name,
+        str(tenant_id),
+        str(conversation_id),
+        str(turn_id),
+        trace_id,
+        _job_id=keys.history_summary_job_id(turn_id),
+        _queue_name=SUMMARIZE_HISTORY.queue.value,
         **_trace_kwargs(),
-    )  # fmt: skip
+    )
     return job is not None

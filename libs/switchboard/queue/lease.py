@@ -49,10 +49,14 @@ def _sync_client(redis: Any) -> Any:
 
     kwargs = redis.connection_pool.connection_kwargs
     return redis_sync.Redis(
-        host=kwargs.get("host", "localhost"), port=kwargs.get("port", 6379), db=kwargs.get("db", 0),
-        username=kwargs.get("username"), password=kwargs.get("password"),
-        socket_timeout=2.0, socket_connect_timeout=2.0,
-    )  # fmt: skip
+        host=kwargs.get("host", "localhost"),
+        port=kwargs.get("port", 6379),
+        db=kwargs.get("db", 0),
+        username=kwargs.get("username"),
+        password=kwargs.get("password"),
+        socket_timeout=2.0,
+        socket_connect_timeout=2.0,
+    )
 
 
 def _renew(
@@ -99,9 +103,11 @@ async def lease(
     """
     stop = threading.Event()
     thread = threading.Thread(
-        target=_renew, args=(_sync_client(redis), key, token, lease_s, every_s, stop), daemon=True,
+        target=_renew,
+        args=(_sync_client(redis), key, token, lease_s, every_s, stop),
+        daemon=True,
         name=f"lease {key[:60]}",
-    )  # fmt: skip
+    )
     thread.start()
     try:
         yield

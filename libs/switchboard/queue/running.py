@@ -86,12 +86,19 @@ def observed_job(
             metrics.JOB_WAIT_SECONDS.labels(queue.value, name).observe(max(wait_s, 0.0))
         started = time.perf_counter()
         outcome = "error"
-        attributes = {"messaging.system": "arq", "messaging.destination.name": queue.value, "job.name": name,
-                      "job.try": int(ctx.get("job_try") or 1)}  # fmt: skip
+        attributes = {
+            "messaging.system": "arq",
+            "messaging.destination.name": queue.value,
+            "job.name": name,
+            "job.try": int(ctx.get("job_try") or 1),
+        }
         with tracing.span(
-            f"job {name}", kind=tracing.SpanKind.CONSUMER, context=parent, attributes=attributes,
+            f"job {name}",
+            kind=tracing.SpanKind.CONSUMER,
+            context=parent,
+            attributes=attributes,
             record_errors=False,
-        ) as current:  # fmt: skip
+        ) as current:
             try:
                 async with _job_lease(ctx):
                     result = await coroutine(ctx, *args, **kwargs)
@@ -107,8 +114,14 @@ def observed_job(
                 outcome = "retry"
                 job_try = int(ctx.get("job_try") or 1)
                 defer_s = DATABASE_BACKOFF.delay_s(job_try)
-                log.warning("job_database_unavailable", job=name, job_id=str(ctx.get("job_id")), job_try=job_try,
-                            defer_s=defer_s, error=f"{type(exc).__name__}: {exc}"[:300])  # fmt: skip
+                log.warning(
+                    "job_database_unavailable",
+                    job=name,
+                    job_id=str(ctx.get("job_id")),
+                    job_try=job_try,
+                    defer_s=defer_s,
+                    error=f"{type(exc).__name__}: {exc}"[:300],
+                )
                 raise Retry(defer=defer_s) from None
             except BaseException as exc:  # recorded and re-raised: ARQ decides what happens next
                 _record_error(current, exc)

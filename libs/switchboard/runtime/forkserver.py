@@ -359,7 +359,7 @@ class ForkServer:
                 str(theirs.fileno()),
                 ",".join(preload),
                 ",".join(later),
-            ],  # fmt: skip
+            ],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

@@ -67,10 +67,19 @@ class ServiceSpec:
         """The argv that starts this service with the current interpreter."""
         if self.kind == "http":
             return [
-                sys.executable, "-m", "uvicorn", self.target, "--factory",
-                "--host", settings.host, "--port", str(self.port(settings)),
-                "--log-level", "warning", "--no-access-log",
-            ]  # fmt: skip
+                sys.executable,
+                "-m",
+                "uvicorn",
+                self.target,
+                "--factory",
+                "--host",
+                settings.host,
+                "--port",
+                str(self.port(settings)),
+                "--log-level",
+                "warning",
+                "--no-access-log",
+            ]
         return [sys.executable, "-m", self.target]
 
 
@@ -94,7 +103,7 @@ SERVICES: tuple[ServiceSpec, ...] = (
         "services.worker_background.main",
         queue=Queue.background,
         metrics_port_setting="worker_background_metrics_port",
-    ),  # fmt: skip
+    ),
     ServiceSpec("model_server", "http", "services.model_server.main:create_app", "model_server_port"),
     ServiceSpec("console", "http", "services.console.main:create_app", "console_port"),
 )

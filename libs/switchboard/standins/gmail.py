@@ -119,16 +119,24 @@ class GmailSandbox:
                 serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
             ).decode()
         return {
-            "version": STATE_VERSION, "seq": self.seq, "key_pem": key, "codes": self.codes,
+            "version": STATE_VERSION,
+            "seq": self.seq,
+            "key_pem": key,
+            "codes": self.codes,
             "access_tokens": {t: [a, exp] for t, (a, exp) in self.access_tokens.items()},
-            "refresh_tokens": self.refresh_tokens, "sent": self.sent,
+            "refresh_tokens": self.refresh_tokens,
+            "sent": self.sent,
             "mailboxes": {
-                address: {"messages": box.messages, "history": box.history, "history_id": box.history_id,
-                          "min_history_id": box.min_history_id,
-                          "attachments": {k: _b64url(v) for k, v in box.attachments.items()}}
+                address: {
+                    "messages": box.messages,
+                    "history": box.history,
+                    "history_id": box.history_id,
+                    "min_history_id": box.min_history_id,
+                    "attachments": {k: _b64url(v) for k, v in box.attachments.items()},
+                }
                 for address, box in self.mailboxes.items()
             },
-        }  # fmt: skip
+        }
 
     @classmethod
     def load(cls, path: Path) -> GmailSandbox:
@@ -152,10 +160,13 @@ class GmailSandbox:
         sandbox.sent = list(data["sent"])
         for address, box in data["mailboxes"].items():
             sandbox.mailboxes[address] = SandboxMailbox(
-                email=address, messages=box["messages"], history=box["history"], history_id=box["history_id"],
+                email=address,
+                messages=box["messages"],
+                history=box["history"],
+                history_id=box["history_id"],
                 min_history_id=box["min_history_id"],
                 attachments={k: base64.urlsafe_b64decode(v) for k, v in box["attachments"].items()},
-            )  # fmt: skip
+            )
         if data.get("key_pem"):
             from cryptography.hazmat.primitives import serialization
 
@@ -215,8 +226,14 @@ class GmailSandbox:
         )
         return pem.decode()
 
-    def oidc_token(self, audience: str, *, email_claim: str = "gmail-push@sandbox.iam.gserviceaccount.com",
-                   issuer: str = "https://accounts.google.com", lifetime_s: int = 3600) -> str:  # fmt: skip
+    def oidc_token(
+        self,
+        audience: str,
+        *,
+        email_claim: str = "gmail-push@sandbox.iam.gserviceaccount.com",
+        issuer: str = "https://accounts.google.com",
+        lifetime_s: int = 3600,
+    ) -> str:
         """A Google-shaped OIDC token signed with the sandbox key (what Pub/Sub push attaches)."""
         from cryptography.hazmat.primitives import serialization
         from google.auth import crypt
@@ -227,8 +244,15 @@ class GmailSandbox:
         )
         signer = crypt.RSASigner.from_string(pem, key_id=self.key_id)  # type: ignore[no-untyped-call]  # google-auth leaves it unannotated
         now = int(time.time())
-        claims = {"iss": issuer, "aud": audience, "email": email_claim, "email_verified": True,
-                  "iat": now, "exp": now + lifetime_s, "sub": "1000000000000000000001"}  # fmt: skip
+        claims = {
+            "iss": issuer,
+            "aud": audience,
+            "email": email_claim,
+            "email_verified": True,
+            "iat": now,
+            "exp": now + lifetime_s,
+            "sub": "1000000000000000000001",
+        }
         token: bytes = google_jwt.encode(signer, claims)  # type: ignore[no-untyped-call]  # google-auth leaves it unannotated
         return token.decode()
 
@@ -238,22 +262,36 @@ class GmailSandbox:
         mid = message_id or str(10_000_000_000_000 + self._tick())
         published = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
         return {
-            "message": {"data": base64.b64encode(data).decode(), "messageId": mid, "message_id": mid,
-                        "publishTime": published, "publish_time": published},
+            "message": {
+                "data": base64.b64encode(data).decode(),
+                "messageId": mid,
+                "message_id": mid,
+                "publishTime": published,
+                "publish_time": published,
+            },
             "subscription": "projects/sandbox/subscriptions/gmail-push",
-        }  # fmt: skip
+        }
 
     # --- mail -------------------------------------------------------------------------------------
     def _add(self, box: SandboxMailbox, message: dict[str, Any]) -> dict[str, Any]:
         box.history_id += 1 + self._tick() % 3  # ids grow, not contiguously
         message["historyId"] = str(box.history_id)
         box.messages[message["id"]] = message
-        box.history.append({
-            "id": str(box.history_id),
-            "messages": [{"id": message["id"], "threadId": message["threadId"]}],
-            "messagesAdded": [{"message": {"id": message["id"], "threadId": message["threadId"],
-                                           "labelIds": list(message.get("labelIds") or [])}}],
-        })  # fmt: skip
+        box.history.append(
+            {
+                "id": str(box.history_id),
+                "messages": [{"id": message["id"], "threadId": message["threadId"]}],
+                "messagesAdded": [
+                    {
+                        "message": {
+                            "id": message["id"],
+                            "threadId": message["threadId"],
+                            "labelIds": list(message.get("labelIds") or []),
+                        }
+                    }
+                ],
+            }
+        )
         return message
 
     def _part(self, box: SandboxMailbox, part: Any, part_id: str) -> dict[str, Any]:
@@ -263,8 +301,14 @@ class GmailSandbox:
                 self._part(box, child, f"{part_id}.{i}" if part_id else str(i))
                 for i, child in enumerate(part.get_payload())
             ]
-            return {"partId": part_id, "mimeType": part.get_content_type(), "filename": "", "headers": headers,
-                    "body": {"size": 0}, "parts": children}  # fmt: skip
+            return {
+                "partId": part_id,
+                "mimeType": part.get_content_type(),
+                "filename": "",
+                "headers": headers,
+                "body": {"size": 0},
+                "parts": children,
+            }
         data = part.get_payload(decode=True) or b""
         filename = part.get_filename() or ""
         body: dict[str, Any] = {"size": len(data)}
@@ -274,8 +318,13 @@ class GmailSandbox:
             body["attachmentId"] = attachment_id
         else:
             body["data"] = _b64url(data)
-        return {"partId": part_id, "mimeType": part.get_content_type(), "filename": filename,
-                "headers": headers, "body": body}  # fmt: skip
+        return {
+            "partId": part_id,
+            "mimeType": part.get_content_type(),
+            "filename": filename,
+            "headers": headers,
+            "body": body,
+        }
 
     def add_mime(
         self, address: str, mime: EmailMessage | Any, *, labels: list[str], thread_id: str | None = None
@@ -291,9 +340,14 @@ class GmailSandbox:
                 text = part.get_content() if hasattr(part, "get_content") else str(part.get_payload())
                 break
         message = {
-            "id": gmail_id, "threadId": thread, "labelIds": labels, "snippet": " ".join(text.split())[:200],
-            "sizeEstimate": len(mime.as_bytes()), "internalDate": str(int(time.time() * 1000)), "payload": payload,
-        }  # fmt: skip
+            "id": gmail_id,
+            "threadId": thread,
+            "labelIds": labels,
+            "snippet": " ".join(text.split())[:200],
+            "sizeEstimate": len(mime.as_bytes()),
+            "internalDate": str(int(time.time() * 1000)),
+            "payload": payload,
+        }
         return self._add(box, message)
 
     def _thread_of(self, box: SandboxMailbox, mime: Any) -> str | None:
@@ -340,8 +394,12 @@ class GmailSandbox:
                 mime.add_alternative(spec["html"], subtype="html")
         for attachment in spec.get("attachments") or []:
             maintype, _, subtype = str(attachment.get("mime") or "application/octet-stream").partition("/")
-            mime.add_attachment(base64.b64decode(attachment["data_b64"]), maintype=maintype, subtype=subtype,
-                                filename=attachment["filename"])  # fmt: skip
+            mime.add_attachment(
+                base64.b64decode(attachment["data_b64"]),
+                maintype=maintype,
+                subtype=subtype,
+                filename=attachment["filename"],
+            )
         return self.add_mime(to, mime, labels=["INBOX", "UNREAD"], thread_id=spec.get("thread_id"))
 
     def record_send(self, address: str, raw: str, thread_id: str | None) -> dict[str, Any]:
@@ -355,11 +413,18 @@ class GmailSandbox:
             elif part.get_content_type() == "text/html" and not html:
                 html = part.get_content()
         record = {
-            "seq": len(self.sent) + 1, "id": stored["id"], "threadId": stored["threadId"],
-            "requested_thread_id": thread_id, "mailbox": address,
-            "to": parseaddr(str(mime.get("To", "")))[1], "headers": {k: str(v) for k, v in mime.items()},
-            "text": text.strip(), "html": html, "raw": raw, "at": time.time(),
-        }  # fmt: skip
+            "seq": len(self.sent) + 1,
+            "id": stored["id"],
+            "threadId": stored["threadId"],
+            "requested_thread_id": thread_id,
+            "mailbox": address,
+            "to": parseaddr(str(mime.get("To", "")))[1],
+            "headers": {k: str(v) for k, v in mime.items()},
+            "text": text.strip(),
+            "html": html,
+            "raw": raw,
+            "at": time.time(),
+        }
         self.sent.append(record)
         return stored
 
@@ -372,15 +437,26 @@ def _walk(part: dict[str, Any]) -> Any:
 
 def _gerror(status: int, reason: str, message: str) -> JSONResponse:
     return JSONResponse(
-        {"error": {"code": status, "message": message, "errors": [{"message": message, "domain": "global",
-                                                                    "reason": reason}],
-                   "status": {401: "UNAUTHENTICATED", 404: "NOT_FOUND"}.get(status, "FAILED_PRECONDITION")}},
+        {
+            "error": {
+                "code": status,
+                "message": message,
+                "errors": [{"message": message, "domain": "global", "reason": reason}],
+                "status": {401: "UNAUTHENTICATED", 404: "NOT_FOUND"}.get(status, "FAILED_PRECONDITION"),
+            }
+        },
         status_code=status,
-    )  # fmt: skip
+    )
 
 
-async def post_push(state: GmailSandbox, *, email_address: str, push_url: str, audience: str | None,
-                    message_id: str | None = None) -> int:  # fmt: skip
+async def post_push(
+    state: GmailSandbox,
+    *,
+    email_address: str,
+    push_url: str,
+    audience: str | None,
+    message_id: str | None = None,
+) -> int:
     """POST a Pub/Sub push for ``email_address`` to ``push_url``; returns the HTTP status."""
     headers = {"Content-Type": "application/json"}
     if audience:
@@ -478,8 +554,12 @@ def sandbox_router(
     @router.get("/gmail/v1/users/me/profile")
     async def profile(request: Request) -> dict[str, Any]:
         box = mailbox_of(request)
-        return {"emailAddress": box.email, "messagesTotal": len(box.messages), "threadsTotal": 0,
-                "historyId": str(box.history_id)}  # fmt: skip
+        return {
+            "emailAddress": box.email,
+            "messagesTotal": len(box.messages),
+            "threadsTotal": 0,
+            "historyId": str(box.history_id),
+        }
 
     @router.get("/gmail/v1/users/me/history")
     async def history(
@@ -514,8 +594,9 @@ def sandbox_router(
                 after_ms = int(word[6:]) * 1000
         found = sorted(
             (m for m in box.messages.values() if int(m.get("internalDate") or 0) >= after_ms),
-            key=lambda m: int(m.get("internalDate") or 0), reverse=True,
-        )  # fmt: skip
+            key=lambda m: int(m.get("internalDate") or 0),
+            reverse=True,
+        )
         offset = int(pageToken or 0)
         page = found[offset : offset + maxResults]
         body: dict[str, Any] = {"resultSizeEstimate": len(found)}
@@ -574,18 +655,31 @@ def sandbox_router(
         state.changed()
         push_status = None
         if spec.get("push_url"):
-            push_status = await post_push(state, email_address=str(spec.get("to") or DEFAULT_MAILBOX),
-                                          push_url=spec["push_url"], audience=spec.get("audience"))  # fmt: skip
+            push_status = await post_push(
+                state,
+                email_address=str(spec.get("to") or DEFAULT_MAILBOX),
+                push_url=spec["push_url"],
+                audience=spec.get("audience"),
+            )
             state.changed()  # the signing key may be new
-        return {"id": message["id"], "threadId": message["threadId"], "historyId": message["historyId"],
-                "push_status": push_status}  # fmt: skip
+        return {
+            "id": message["id"],
+            "threadId": message["threadId"],
+            "historyId": message["historyId"],
+            "push_status": push_status,
+        }
 
     @router.post("/_control/push")
     async def control_push(request: Request) -> dict[str, Any]:
         require_control_access(request, admin_token)
         spec = await request.json()
-        status = await post_push(state, email_address=spec["email"], push_url=spec["push_url"],
-                                 audience=spec.get("audience"), message_id=spec.get("message_id"))  # fmt: skip
+        status = await post_push(
+            state,
+            email_address=spec["email"],
+            push_url=spec["push_url"],
+            audience=spec.get("audience"),
+            message_id=spec.get("message_id"),
+        )
         state.changed()
         return {"status": status}
 

@@ -87,8 +87,15 @@ class InstagramSandbox:
     def actions_of(self, account_id: str) -> list[dict[str, Any]]:
         return [a for a in self.actions if a["account_id"] == account_id]
 
-    def script(self, answer: ScriptedAnswer, *, to: str | None = None, account_id: str | None = None,
-               times: int = 1, subcode: int | None = None) -> int:  # fmt: skip
+    def script(
+        self,
+        answer: ScriptedAnswer,
+        *,
+        to: str | None = None,
+        account_id: str | None = None,
+        times: int = 1,
+        subcode: int | None = None,
+    ) -> int:
         """Queue ``answer`` for the next ``times`` sends to ``to`` or from ``account_id``.
 
         Raises:
@@ -109,8 +116,9 @@ class InstagramSandbox:
         return None
 
 
-def _error(code: int, http_status: int, subcode: int | None = None, headers: dict[str, str] | None = None
-           ) -> JSONResponse:  # fmt: skip
+def _error(
+    code: int, http_status: int, subcode: int | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     text, default_sub = _ERRORS.get(code, ("Error", None))
     error: dict[str, Any] = {"message": text, "type": "OAuthException", "code": code, "fbtrace_id": "SANDBOX"}
     if (subcode or default_sub) is not None:
@@ -131,8 +139,23 @@ async def _post_echo(
         echo["text"] = message["text"]
     if message.get("attachment"):
         echo["attachments"] = [message["attachment"]]
-    body = {"object": "instagram", "entry": [{"id": account_id, "time": now_ms, "messaging": [
-        {"sender": {"id": account_id}, "recipient": {"id": to}, "timestamp": now_ms, "message": echo}]}]}  # fmt: skip
+    body = {
+        "object": "instagram",
+        "entry": [
+            {
+                "id": account_id,
+                "time": now_ms,
+                "messaging": [
+                    {
+                        "sender": {"id": account_id},
+                        "recipient": {"id": to},
+                        "timestamp": now_ms,
+                        "message": echo,
+                    }
+                ],
+            }
+        ],
+    }
     raw = json.dumps(body, separators=(",", ":")).encode()
     try:
         async with httpx.AsyncClient(timeout=10) as client:
@@ -175,25 +198,31 @@ def instagram_sandbox_router(
         require_control_access(request, admin_token)
         spec = await request.json()
         answer = ScriptedAnswer(
-            mode=spec.get("mode", "error"), code=int(spec.get("code", 2)),
+            mode=spec.get("mode", "error"),
+            code=int(spec.get("code", 2)),
             http_status=int(spec.get("http_status", 500 if spec.get("mode") == "accept_then_500" else 400)),
             headers={str(k): str(v) for k, v in (spec.get("headers") or {}).items()},
-            body=spec.get("body"), delay_s=float(spec.get("delay_s", 0.0)),
-        )  # fmt: skip
+            body=spec.get("body"),
+            delay_s=float(spec.get("delay_s", 0.0)),
+        )
         if answer.mode not in ("error", "accept_then_500", "accept_then_hang", "delay"):
             raise HTTPException(status_code=422, detail=f"unknown mode {answer.mode!r}")
         try:
             queued = state.script(
-                answer, to=spec.get("to"), account_id=spec.get("account_id"), times=int(spec.get("times", 1)),
+                answer,
+                to=spec.get("to"),
+                account_id=spec.get("account_id"),
+                times=int(spec.get("times", 1)),
                 subcode=spec.get("subcode"),
-            )  # fmt: skip
+            )
         except ValueError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from None
         return {"queued": queued}
 
     @router.delete("/_control/failures")
-    async def clear_failures(request: Request, to: str | None = None, account_id: str | None = None
-                             ) -> dict[str, Any]:  # fmt: skip
+    async def clear_failures(
+        request: Request, to: str | None = None, account_id: str | None = None
+    ) -> dict[str, Any]:
         require_control_access(request, admin_token)
         dropped = len(state.failures.pop(to, [])) if to else 0
         dropped += len(state.account_failures.pop(account_id, [])) if account_id else 0
@@ -254,22 +283,39 @@ def instagram_sandbox_router(
         problems = limit_problems(message)
         if problems:  # Meta refuses a message over its limits ("(#100) param ... must be ...")
             return JSONResponse(
-                {"error": {"message": "(#100) " + "; ".join(problems), "type": "OAuthException",
-                           "code": 100, "fbtrace_id": "SANDBOX"}},
+                {
+                    "error": {
+                        "message": "(#100) " + "; ".join(problems),
+                        "type": "OAuthException",
+                        "code": 100,
+                        "fbtrace_id": "SANDBOX",
+                    }
+                },
                 status_code=400,
-            )  # fmt: skip
+            )
         seq = next(state._seq)
         mid = _new_mid(seq)
         attachment = message.get("attachment") or {}
-        state.sent.append({
-            "seq": seq, "id": mid, "account_id": account_id, "to": to,
-            "type": attachment.get("type") or "text", "text": message.get("text"),
-            "url": (attachment.get("payload") or {}).get("url"),
-            "quick_replies": message.get("quick_replies"), "tag": body.get("tag"),
-            "template": (attachment.get("payload") or {}) if attachment.get("type") == "template" else None,
-            "messaging_type": body.get("messaging_type"),
-            "answer": script.mode if script is not None else "ok", "body": body, "at": time.time(),
-        })  # fmt: skip
+        state.sent.append(
+            {
+                "seq": seq,
+                "id": mid,
+                "account_id": account_id,
+                "to": to,
+                "type": attachment.get("type") or "text",
+                "text": message.get("text"),
+                "url": (attachment.get("payload") or {}).get("url"),
+                "quick_replies": message.get("quick_replies"),
+                "tag": body.get("tag"),
+                "template": (attachment.get("payload") or {})
+                if attachment.get("type") == "template"
+                else None,
+                "messaging_type": body.get("messaging_type"),
+                "answer": script.mode if script is not None else "ok",
+                "body": body,
+                "at": time.time(),
+            }
+        )
         if state.echo_to is not None:
             task = asyncio.create_task(_post_echo(state, account_id, to, mid, message))
             state._tasks.add(task)

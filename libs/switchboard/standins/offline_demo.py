@@ -105,9 +105,15 @@ _WORDS: dict[str, dict[str, str]] = {
 }
 """The demo model's sentences in each language it answers in."""
 _STATUS_ES = {
-    "pending": "pendiente", "processing": "en preparación", "shipped": "enviado", "in_transit": "en camino",
-    "out_for_delivery": "en reparto", "delivered": "entregado", "cancelled": "cancelado", "returned": "devuelto",
-}  # fmt: skip
+    "pending": "pendiente",
+    "processing": "en preparación",
+    "shipped": "enviado",
+    "in_transit": "en camino",
+    "out_for_delivery": "en reparto",
+    "delivered": "entregado",
+    "cancelled": "cancelado",
+    "returned": "devuelto",
+}
 
 
 def _text_of(content: Any) -> str:

@@ -401,9 +401,12 @@ def create_offline_app(
         started = time.perf_counter()
         response = await call_next(request)
         log.debug(
-            "model_server_request", method=request.method, path=request.url.path,
-            status=response.status_code, duration_ms=round((time.perf_counter() - started) * 1000, 2),
-        )  # fmt: skip
+            "model_server_request",
+            method=request.method,
+            path=request.url.path,
+            status=response.status_code,
+            duration_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
         return response
 
     v1 = APIRouter(prefix="/v1", tags=["openai-compatible"])

@@ -107,29 +107,75 @@ _ERROR_TEXT = {
     131000: "Something went wrong",
 }
 DEFAULT_TEMPLATES: tuple[dict[str, Any], ...] = (
-    {"id": "900000000000001", "name": "hello_world", "language": "en_US", "status": "APPROVED",
-     "category": "UTILITY", "parameter_format": "POSITIONAL",
-     "components": [{"type": "HEADER", "format": "TEXT", "text": "Hello World"},
-                    {"type": "BODY", "text": "Welcome and congratulations!! This message is a template."},
-                    {"type": "FOOTER", "text": "WhatsApp Business Platform sample message"}]},
-    {"id": "900000000000002", "name": "order_update", "language": "en_US", "status": "APPROVED",
-     "category": "UTILITY", "parameter_format": "POSITIONAL",
-     "components": [{"type": "BODY", "text": "Hi {{1}}, your order {{2}} is {{3}}."},
-                    {"type": "BUTTONS", "buttons": [
-                        {"type": "URL", "text": "Track it", "url": "https://shop.example.com/track/{{1}}"}]}]},
-    {"id": "900000000000003", "name": "order_update", "language": "es", "status": "APPROVED",
-     "category": "UTILITY", "parameter_format": "POSITIONAL",
-     "components": [{"type": "BODY", "text": "Hola {{1}}, su pedido {{2}} está {{3}}."},
-                    {"type": "BUTTONS", "buttons": [
-                        {"type": "URL", "text": "Seguirlo", "url": "https://shop.example.com/track/{{1}}"}]}]},
-    {"id": "900000000000004", "name": "shipping_label", "language": "en_US", "status": "APPROVED",
-     "category": "UTILITY", "parameter_format": "NAMED",
-     "components": [{"type": "HEADER", "format": "DOCUMENT"},
-                    {"type": "BODY", "text": "Here is the shipping label of order {{order_id}}, {{name}}."}]},
-    {"id": "900000000000005", "name": "spring_sale", "language": "en_US", "status": "PENDING",
-     "category": "MARKETING", "parameter_format": "POSITIONAL",
-     "components": [{"type": "BODY", "text": "Spring sale: {{1}} off everything this week."}]},
-)  # fmt: skip
+    {
+        "id": "900000000000001",
+        "name": "hello_world",
+        "language": "en_US",
+        "status": "APPROVED",
+        "category": "UTILITY",
+        "parameter_format": "POSITIONAL",
+        "components": [
+            {"type": "HEADER", "format": "TEXT", "text": "Hello World"},
+            {"type": "BODY", "text": "Welcome and congratulations!! This message is a template."},
+            {"type": "FOOTER", "text": "WhatsApp Business Platform sample message"},
+        ],
+    },
+    {
+        "id": "900000000000002",
+        "name": "order_update",
+        "language": "en_US",
+        "status": "APPROVED",
+        "category": "UTILITY",
+        "parameter_format": "POSITIONAL",
+        "components": [
+            {"type": "BODY", "text": "Hi {{1}}, your order {{2}} is {{3}}."},
+            {
+                "type": "BUTTONS",
+                "buttons": [
+                    {"type": "URL", "text": "Track it", "url": "https://shop.example.com/track/{{1}}"}
+                ],
+            },
+        ],
+    },
+    {
+        "id": "900000000000003",
+        "name": "order_update",
+        "language": "es",
+        "status": "APPROVED",
+        "category": "UTILITY",
+        "parameter_format": "POSITIONAL",
+        "components": [
+            {"type": "BODY", "text": "Hola {{1}}, su pedido {{2}} está {{3}}."},
+            {
+                "type": "BUTTONS",
+                "buttons": [
+                    {"type": "URL", "text": "Seguirlo", "url": "https://shop.example.com/track/{{1}}"}
+                ],
+            },
+        ],
+    },
+    {
+        "id": "900000000000004",
+        "name": "shipping_label",
+        "language": "en_US",
+        "status": "APPROVED",
+        "category": "UTILITY",
+        "parameter_format": "NAMED",
+        "components": [
+            {"type": "HEADER", "format": "DOCUMENT"},
+            {"type": "BODY", "text": "Here is the shipping label of order {{order_id}}, {{name}}."},
+        ],
+    },
+    {
+        "id": "900000000000005",
+        "name": "spring_sale",
+        "language": "en_US",
+        "status": "PENDING",
+        "category": "MARKETING",
+        "parameter_format": "POSITIONAL",
+        "components": [{"type": "BODY", "text": "Spring sale: {{1}} off everything this week."}],
+    },
+)
 """What every business account lists until ``PUT /_control/templates/{waba_id}`` says otherwise."""
 
 ScriptedAnswer = Fault
@@ -198,8 +244,15 @@ class GraphSandbox:
         """Ids of the messages one business number marked read, in order."""
         return list(self.read_marks_by_number.get(phone_number_id, []))
 
-    def script(self, answer: Fault, *, to: str | None = None, phone_number_id: str | None = None,
-               times: int = 1, after: int = 0) -> int:  # fmt: skip
+    def script(
+        self,
+        answer: Fault,
+        *,
+        to: str | None = None,
+        phone_number_id: str | None = None,
+        times: int = 1,
+        after: int = 0,
+    ) -> int:
         """Queue ``answer`` for the next ``times`` sends (after ``after`` untouched ones) to ``to`` or
         from ``phone_number_id``.
 
@@ -461,22 +514,33 @@ def sandbox_router(
             problem = state.template_problem(body.get("template") or {})
             if problem is not None:
                 return JSONResponse(
-                    {"error": {"message": f"(#{problem[0]}) {problem[1]}", "type": "OAuthException",
-                               "code": problem[0], "error_data": {"messaging_product": "whatsapp",
-                                                                  "details": problem[1]},
-                               "fbtrace_id": "SANDBOX"}},
+                    {
+                        "error": {
+                            "message": f"(#{problem[0]}) {problem[1]}",
+                            "type": "OAuthException",
+                            "code": problem[0],
+                            "error_data": {"messaging_product": "whatsapp", "details": problem[1]},
+                            "fbtrace_id": "SANDBOX",
+                        }
+                    },
                     status_code=400,
-                )  # fmt: skip
+                )
         if body.get("type") == "interactive":
             from switchboard.channels.whatsapp.interactive import limit_problems
 
             problems = limit_problems(body.get("interactive") or {})
             if problems:  # Meta: 131009 "Parameter value is not valid"
                 return JSONResponse(
-                    {"error": {"message": "(#131009) Parameter value is not valid: " + "; ".join(problems),
-                               "type": "OAuthException", "code": 131009, "fbtrace_id": "SANDBOX"}},
+                    {
+                        "error": {
+                            "message": "(#131009) Parameter value is not valid: " + "; ".join(problems),
+                            "type": "OAuthException",
+                            "code": 131009,
+                            "fbtrace_id": "SANDBOX",
+                        }
+                    },
                     status_code=400,
-                )  # fmt: skip
+                )
         seq = next(state._seq)
         wamid = "wamid.SANDBOX" + hashlib.sha256(f"{seq}:{time.time_ns()}".encode()).hexdigest()[:24].upper()
         kind = body.get("type", "text")
@@ -584,9 +648,11 @@ def sandbox_router(
                 answered, text = 0, type(exc).__name__
             if answered != 200 or text != challenge:
                 return _graph_error(
-                    2200, 400, "(#2200) Callback verification failed with the following errors: "
+                    2200,
+                    400,
+                    "(#2200) Callback verification failed with the following errors: "
                     f"HTTP Status Code = {answered}; HTTP Message = {text[:60]}",
-                )  # fmt: skip
+                )
         state.subscriptions[waba_id] = {"callback_url": callback, "verify_token": verify_token}
         return JSONResponse({"success": True})
 

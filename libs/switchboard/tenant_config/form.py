@@ -101,15 +101,24 @@ def _field(prefix: str, key: str, info: FieldInfo, value: Any, model: type[BaseM
     common = {"name": name, "key": key, "label": label, "help": _help(info), "required": info.is_required()}
     if key.endswith(SECRET_SUFFIX):
         public = key[: -len(SECRET_SUFFIX)]
-        return FormField(**{**common, "name": f"{prefix}.{public}", "key": public, "label": public.replace("_", " ")},
-                         kind="secret", value=SECRET_SET if value else SECRET_NOT_SET)  # fmt: skip
+        return FormField(
+            **{**common, "name": f"{prefix}.{public}", "key": public, "label": public.replace("_", " ")},
+            kind="secret",
+            value=SECRET_SET if value else SECRET_NOT_SET,
+        )
     if annotation is bool:
         return FormField(**common, kind="checkbox", value=bool(value))
     if get_origin(annotation) is Literal:
         return FormField(**common, kind="select", value=value, options=[str(a) for a in get_args(annotation)])
     if annotation in (int, float) or getattr(annotation, "__name__", "") in ("StrictInt",):
-        return FormField(**common, kind="number", value=value, step="1" if annotation is int else "any",
-                         minimum=low, maximum=high)  # fmt: skip
+        return FormField(
+            **common,
+            kind="number",
+            value=value,
+            step="1" if annotation is int else "any",
+            minimum=low,
+            maximum=high,
+        )
     if get_origin(annotation) is list:
         (item,) = get_args(annotation) or (str,)
         if isclass(item) and issubclass(item, BaseModel):
@@ -170,7 +179,12 @@ def _is_model_list(annotation: Any) -> bool:
     (holidays, websites, button ids)."""
     kind = _strip_optional(annotation)[0]
     args = get_args(kind)
-    return get_origin(kind) is list and bool(args) and isinstance(args[0], type) and issubclass(args[0], BaseModel)
+    return (
+        get_origin(kind) is list
+        and bool(args)
+        and isinstance(args[0], type)
+        and issubclass(args[0], BaseModel)
+    )
 
 
 def _with_secrets(public_items: Any, stored_items: Any) -> list[dict[str, Any]]:

@@ -116,9 +116,12 @@ async def _probe(settings: Settings, deployment: DeploymentSettings) -> ProbeRes
         )
     text = (reply.content or "").strip()
     return ProbeResult(
-        ok=bool(text), deployment_id=deployment.id, answer=text[:500] or None,
-        error=None if text else "empty answer", duration_ms=reply.duration_ms,
-    )  # fmt: skip
+        ok=bool(text),
+        deployment_id=deployment.id,
+        answer=text[:500] or None,
+        error=None if text else "empty answer",
+        duration_ms=reply.duration_ms,
+    )
 
 
 _STATUS_WORDS = {

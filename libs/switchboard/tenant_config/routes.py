@@ -178,9 +178,14 @@ async def _save(
             row = await get_tenant(session, str(tenant.id))
             saver = patch_settings if patch else save_settings
             change = await saver(
-                session, row, document, actor=actor, source=source, cipher=cipher_factory(settings),
+                session,
+                row,
+                document,
+                actor=actor,
+                source=source,
+                cipher=cipher_factory(settings),
                 egress=EgressPolicy.for_models(settings),
-            )  # fmt: skip
+            )
             view = view_of(row)
     except SettingsInvalid as exc:
         raise settings_problem(exc) from None

@@ -119,9 +119,13 @@ async def search_knowledge_base(ctx: ToolCallContext, args: SearchKnowledgeArgs)
     limit = int(ctx.tool_config.get("limit", 5))
     try:
         hits = await search_chunks(
-            ctx.session, tenant_id=ctx.tenant_id, query=args.query, mode=args.mode,
-            limit=max(1, min(limit, 20)), settings=ctx.settings,
-        )  # fmt: skip
+            ctx.session,
+            tenant_id=ctx.tenant_id,
+            query=args.query,
+            mode=args.mode,
+            limit=max(1, min(limit, 20)),
+            settings=ctx.settings,
+        )
     except EmbeddingFailed:
         raise ToolError(
             "the knowledge search is unavailable right now", error_type="unavailable", retryable=True
@@ -144,10 +148,12 @@ class ExploreGraphArgs(_Args):
         )
     )
     hops: int = Field(
-        1, ge=0, le=2,
+        1,
+        ge=0,
+        le=2,
         description="How far to follow relations: 0 = passages naming these only, 1 = and their direct "
         "neighbours (the series' seat material, a material's compatibility), 2 = one step further.",
-    )  # fmt: skip
+    )
 
 
 class GraphEntity(BaseModel):
@@ -175,9 +181,12 @@ class GraphResult(BaseModel):
 
 async def explore_knowledge_graph(ctx: ToolCallContext, args: ExploreGraphArgs) -> GraphResult:
     found = await explore_entities(
-        ctx.session, tenant_id=ctx.tenant_id, names=args.entities, hops=args.hops,
+        ctx.session,
+        tenant_id=ctx.tenant_id,
+        names=args.entities,
+        hops=args.hops,
         limit=max(1, min(int(ctx.tool_config.get("limit", 5)), 20)),
-    )  # fmt: skip
+    )
     return GraphResult(
         entities=[GraphEntity(**e) for e in found.entities],
         relations=[GraphRelation(**r) for r in found.relations],
@@ -213,9 +222,15 @@ class ProductResult(BaseModel):
 
 def _product_info(p: Product) -> ProductInfo:
     return ProductInfo(
-        sku=p.sku, name=p.name, description=p.description, price=p.price, currency=p.currency,
-        stock=p.stock, in_stock=p.stock > 0, attributes=p.attributes,
-    )  # fmt: skip
+        sku=p.sku,
+        name=p.name,
+        description=p.description,
+        price=p.price,
+        currency=p.currency,
+        stock=p.stock,
+        in_stock=p.stock > 0,
+        attributes=p.attributes,
+    )
 
 
 async def lookup_product(ctx: ToolCallContext, args: LookupProductArgs) -> ProductResult:
@@ -272,11 +287,17 @@ async def check_order_status(ctx: ToolCallContext, args: CheckOrderArgs) -> Orde
         # the same answer whether the number does not exist or belongs to someone else
         return OrderStatus(found=False, order_number=number)
     return OrderStatus(
-        found=True, order_number=order.order_number, status=order.status, total=order.total,
-        currency=order.currency, items=order.items, carrier=order.carrier,
-        tracking_number=order.tracking_number, placed_at=order.placed_at,
+        found=True,
+        order_number=order.order_number,
+        status=order.status,
+        total=order.total,
+        currency=order.currency,
+        items=order.items,
+        carrier=order.carrier,
+        tracking_number=order.tracking_number,
+        placed_at=order.placed_at,
         estimated_delivery=order.estimated_delivery,
-    )  # fmt: skip
+    )
 
 
 # --- find_store -----------------------------------------------------------------------------------
@@ -310,9 +331,12 @@ async def find_store(ctx: ToolCallContext, args: FindStoreArgs) -> StoreResult:
         lat, lon = float(coordinates.group(1)), float(coordinates.group(2))
         if not (-90 <= lat <= 90 and -180 <= lon <= 180):
             raise ToolError(
-                "coordinates out of range", error_type="invalid_arguments",
-                diagnostics=[{"field": "city_or_coordinates", "problem": "latitude -90..90, longitude -180..180"}],
-            )  # fmt: skip
+                "coordinates out of range",
+                error_type="invalid_arguments",
+                diagnostics=[
+                    {"field": "city_or_coordinates", "problem": "latitude -90..90, longitude -180..180"}
+                ],
+            )
         stores = await scope.all(Store)
         nearest = sorted(((haversine_km(lat, lon, s.lat, s.lon), s) for s in stores), key=lambda x: x[0])
         return StoreResult(stores=[_store_info(s, round(d, 1)) for d, s in nearest[:limit]])
@@ -325,9 +349,13 @@ async def find_store(ctx: ToolCallContext, args: FindStoreArgs) -> StoreResult:
 
 def _store_info(store: Store, distance_km: float | None) -> StoreInfo:
     return StoreInfo(
-        name=store.name, address=store.address, city=store.city, phone=store.phone,
-        opening_hours=store.opening_hours, distance_km=distance_km,
-    )  # fmt: skip
+        name=store.name,
+        address=store.address,
+        city=store.city,
+        phone=store.phone,
+        opening_hours=store.opening_hours,
+        distance_km=distance_km,
+    )
 
 
 # --- schedule_meeting (write) ---------------------------------------------------------------------
@@ -353,9 +381,13 @@ async def schedule_meeting(ctx: ToolCallContext, args: ScheduleMeetingArgs) -> M
     if done is not None:
         slot = await scope.get(MeetingSlot, done.slot_id)
         return MeetingResult(
-            status="done", message="meeting already booked", meeting_id=str(done.id), replayed=True,
-            starts_at=slot.starts_at if slot else None, duration_min=slot.duration_min if slot else None,
-        )  # fmt: skip
+            status="done",
+            message="meeting already booked",
+            meeting_id=str(done.id),
+            replayed=True,
+            starts_at=slot.starts_at if slot else None,
+            duration_min=slot.duration_min if slot else None,
+        )
     starts_at = args.slot if args.slot.tzinfo else args.slot.replace(tzinfo=UTC)
     slot = (
         await ctx.session.exec(
@@ -377,19 +409,29 @@ async def schedule_meeting(ctx: ToolCallContext, args: ScheduleMeetingArgs) -> M
     slot.is_booked = True
     meeting = scope.add(
         Meeting(
-            tenant_id=ctx.tenant_id, slot_id=slot.id, customer_id=ctx.customer_id,
-            conversation_id=ctx.conversation_id, topic=args.topic, idempotency_key=ctx.idempotency_key,
+            tenant_id=ctx.tenant_id,
+            slot_id=slot.id,
+            customer_id=ctx.customer_id,
+            conversation_id=ctx.conversation_id,
+            topic=args.topic,
+            idempotency_key=ctx.idempotency_key,
         )
-    )  # fmt: skip
+    )
     await ctx.session.flush()
     ctx.audit(
-        "schedule_meeting", target_type="meeting_slot", target_id=str(slot.id),
-        before={"is_booked": False}, after={"is_booked": True, "meeting_id": str(meeting.id), "topic": args.topic},
-    )  # fmt: skip
+        "schedule_meeting",
+        target_type="meeting_slot",
+        target_id=str(slot.id),
+        before={"is_booked": False},
+        after={"is_booked": True, "meeting_id": str(meeting.id), "topic": args.topic},
+    )
     return MeetingResult(
-        status="done", message="meeting booked", meeting_id=str(meeting.id),
-        starts_at=slot.starts_at, duration_min=slot.duration_min,
-    )  # fmt: skip
+        status="done",
+        message="meeting booked",
+        meeting_id=str(meeting.id),
+        starts_at=slot.starts_at,
+        duration_min=slot.duration_min,
+    )
 
 
 # --- create_lead (write) --------------------------------------------------------------------------
@@ -412,16 +454,23 @@ async def create_lead(ctx: ToolCallContext, args: CreateLeadArgs) -> LeadResult:
         return LeadResult(status="done", message="lead already recorded", lead_id=str(done.id), replayed=True)
     lead = scope.add(
         Lead(
-            tenant_id=ctx.tenant_id, customer_id=ctx.customer_id, conversation_id=ctx.conversation_id,
-            interest=args.interest, notes=args.notes, idempotency_key=ctx.idempotency_key,
+            tenant_id=ctx.tenant_id,
+            customer_id=ctx.customer_id,
+            conversation_id=ctx.conversation_id,
+            interest=args.interest,
+            notes=args.notes,
+            idempotency_key=ctx.idempotency_key,
         )
-    )  # fmt: skip
+    )
     await ctx.session.flush()
     stage_lead_created(ctx.session, lead)
     ctx.audit(
-        "create_lead", target_type="lead", target_id=str(lead.id),
-        before=None, after={"interest": args.interest, "notes": args.notes},
-    )  # fmt: skip
+        "create_lead",
+        target_type="lead",
+        target_id=str(lead.id),
+        before=None,
+        after={"interest": args.interest, "notes": args.notes},
+    )
     return LeadResult(
         status="done", message="lead recorded; a salesperson will follow up", lead_id=str(lead.id)
     )
@@ -435,17 +484,24 @@ async def request_approval(ctx: ToolCallContext, tool_name: str, args: BaseModel
         return existing
     action = scope.add(
         PendingAction(
-            tenant_id=ctx.tenant_id, tool_name=tool_name, arguments=args.model_dump(mode="json"),
-            customer_id=ctx.customer_id, conversation_id=ctx.conversation_id, trace_id=ctx.trace_id,
+            tenant_id=ctx.tenant_id,
+            tool_name=tool_name,
+            arguments=args.model_dump(mode="json"),
+            customer_id=ctx.customer_id,
+            conversation_id=ctx.conversation_id,
+            trace_id=ctx.trace_id,
             idempotency_key=ctx.idempotency_key or "",
         )
-    )  # fmt: skip
+    )
     await ctx.session.flush()
     stage_approval_requested(ctx.session, action)
     ctx.audit(
-        "pending_action_created", target_type="pending_action", target_id=str(action.id),
-        before=None, after={"tool_name": tool_name, "arguments": action.arguments},
-    )  # fmt: skip
+        "pending_action_created",
+        target_type="pending_action",
+        target_id=str(action.id),
+        before=None,
+        after={"tool_name": tool_name, "arguments": action.arguments},
+    )
     return action
 
 
@@ -454,44 +510,72 @@ _WRITE = ToolPolicy(kind="write", call_limit=1)
 
 BUSINESS_TOOLS: tuple[ToolContract, ...] = (
     ToolContract(
-        name="search_knowledge_base", version=TOOL_VERSION, policy=_READ,
+        name="search_knowledge_base",
+        version=TOOL_VERSION,
+        policy=_READ,
         description="Search the business's documents (FAQ, policies, manuals, price lists) for passages "
         "that answer the customer's question. Answer only from the passages returned.",
-        input_model=SearchKnowledgeArgs, result_model=KnowledgeResult, handler=search_knowledge_base,
+        input_model=SearchKnowledgeArgs,
+        result_model=KnowledgeResult,
+        handler=search_knowledge_base,
     ),
     ToolContract(
-        name="explore_knowledge_graph", version=TOOL_VERSION, policy=_READ,
+        name="explore_knowledge_graph",
+        version=TOOL_VERSION,
+        policy=_READ,
         description="Follow the business's product knowledge graph from things the customer named "
         "(part numbers, series, materials, fluids, standards): what they are made of, compatible or "
         "incompatible with, rated for, replaced by, and the passages that say so. Use it when an answer "
         "connects several documents, e.g. a valve series, its seat material and a fluid.",
-        input_model=ExploreGraphArgs, result_model=GraphResult, handler=explore_knowledge_graph,
+        input_model=ExploreGraphArgs,
+        result_model=GraphResult,
+        handler=explore_knowledge_graph,
     ),
     ToolContract(
-        name="lookup_product", version=TOOL_VERSION, policy=_READ,
+        name="lookup_product",
+        version=TOOL_VERSION,
+        policy=_READ,
         description="Look up a product in the catalog by exact SKU or by name: price, stock, description. "
         "An exact SKU returns only that product.",
-        input_model=LookupProductArgs, result_model=ProductResult, handler=lookup_product,
+        input_model=LookupProductArgs,
+        result_model=ProductResult,
+        handler=lookup_product,
     ),
     ToolContract(
-        name="check_order_status", version=TOOL_VERSION, policy=_READ,
+        name="check_order_status",
+        version=TOOL_VERSION,
+        policy=_READ,
         description="Status, items, carrier and tracking of one of this customer's orders, by order number.",
-        input_model=CheckOrderArgs, result_model=OrderStatus, handler=check_order_status,
+        input_model=CheckOrderArgs,
+        result_model=OrderStatus,
+        handler=check_order_status,
     ),
     ToolContract(
-        name="find_store", version=TOOL_VERSION, policy=_READ,
+        name="find_store",
+        version=TOOL_VERSION,
+        policy=_READ,
         description="Find stores near a city or coordinates, with address, phone and opening hours.",
-        input_model=FindStoreArgs, result_model=StoreResult, handler=find_store,
+        input_model=FindStoreArgs,
+        result_model=StoreResult,
+        handler=find_store,
     ),
     ToolContract(
-        name="schedule_meeting", version=TOOL_VERSION, policy=_WRITE,
+        name="schedule_meeting",
+        version=TOOL_VERSION,
+        policy=_WRITE,
         description="Book a free meeting slot for this customer. Confirm the time with the customer first.",
-        input_model=ScheduleMeetingArgs, result_model=MeetingResult, handler=schedule_meeting,
+        input_model=ScheduleMeetingArgs,
+        result_model=MeetingResult,
+        handler=schedule_meeting,
     ),
     ToolContract(
-        name="create_lead", version=TOOL_VERSION, policy=_WRITE,
+        name="create_lead",
+        version=TOOL_VERSION,
+        policy=_WRITE,
         description="Record a sales lead for this customer (what they want, notes for a salesperson).",
-        input_model=CreateLeadArgs, result_model=LeadResult, handler=create_lead,
+        input_model=CreateLeadArgs,
+        result_model=LeadResult,
+        handler=create_lead,
     ),
-)  # fmt: skip
+)
 """Every tool the MCP server offers, in the order it lists them."""

@@ -407,10 +407,13 @@ async def import_csv(
         await _UPSERT[kind](scope, row)
     session.add(
         AuditLog(
-            tenant_id=tenant_id, actor=actor, action=f"import_{kind}", target_type=kind,
+            tenant_id=tenant_id,
+            actor=actor,
+            action=f"import_{kind}",
+            target_type=kind,
             details={"rows": count, "imported": len(valid), "rejected": len(rejected)},
         )
-    )  # fmt: skip
+    )
     await session.flush()
     log.info("import_done", tenant_id=str(tenant_id), kind=kind, imported=len(valid), rejected=len(rejected))
     return ImportReport(kind=kind, rows=count, imported=len(valid), rejected=rejected, committed=True)
@@ -448,8 +451,16 @@ async def _upsert_store(scope: TenantScope, row: StoreRow) -> None:
         Store, func.lower(Store.name) == row.name.lower(), func.lower(Store.city) == row.city.lower()
     )
     if store is None:
-        store = scope.add(Store(tenant_id=scope.tenant_id, name=row.name, address=row.address, city=row.city,
-                                lat=row.lat, lon=row.lon))  # fmt: skip
+        store = scope.add(
+            Store(
+                tenant_id=scope.tenant_id,
+                name=row.name,
+                address=row.address,
+                city=row.city,
+                lat=row.lat,
+                lon=row.lon,
+            )
+        )
     store.address, store.city, store.lat, store.lon = row.address, row.city, row.lat, row.lon
     store.country = row.country.upper() if row.country else None
     store.phone, store.opening_hours = row.phone, row.opening_hours

@@ -458,9 +458,11 @@ class McpToolSource:
         """
         started = time.monotonic()
         call_log = log.bind(
-            tenant_id=str(ctx.tenant_id), conversation_id=str(ctx.conversation_id), trace_id=ctx.trace_id,
+            tenant_id=str(ctx.tenant_id),
+            conversation_id=str(ctx.conversation_id),
+            trace_id=ctx.trace_id,
             tool_name=name,
-        )  # fmt: skip
+        )
         model_args = dict(arguments)
         overridden = sorted(k for k in model_args if k in INJECTED_PARAMS)
         for key in overridden:
@@ -472,11 +474,19 @@ class McpToolSource:
             outcome: Outcome, failure: ToolError, *, version: str | None = None, key: str | None = None
         ) -> McpToolError:
             await record_receipt(
-                self.sessions, tenant_id=ctx.tenant_id, conversation_id=ctx.conversation_id,
-                trace_id=ctx.trace_id, tool_name=name, tool_version=version, arguments=model_args,
-                outcome=outcome, duration_ms=(time.monotonic() - started) * 1000, idempotency_key=key,
-                error_type=failure.error_type, rejection_reason=str(failure)[:500],
-            )  # fmt: skip
+                self.sessions,
+                tenant_id=ctx.tenant_id,
+                conversation_id=ctx.conversation_id,
+                trace_id=ctx.trace_id,
+                tool_name=name,
+                tool_version=version,
+                arguments=model_args,
+                outcome=outcome,
+                duration_ms=(time.monotonic() - started) * 1000,
+                idempotency_key=key,
+                error_type=failure.error_type,
+                rejection_reason=str(failure)[:500],
+            )
             call_log.info("tool_call_failed", outcome=outcome, error_type=failure.error_type)
             return McpToolError.of(failure)
 
@@ -534,11 +544,15 @@ class McpToolSource:
                 "idempotency_key": key,
                 # the server uses only the stored configuration; the turn's signed capability instead
                 "capability": sign_capability(
-                    self._capability_key, tenant_id=ctx.tenant_id, customer_id=ctx.customer_id,
-                    conversation_id=ctx.conversation_id, trace_id=ctx.trace_id, tools=sorted(enabled),
+                    self._capability_key,
+                    tenant_id=ctx.tenant_id,
+                    customer_id=ctx.customer_id,
+                    conversation_id=ctx.conversation_id,
+                    trace_id=ctx.trace_id,
+                    tools=sorted(enabled),
                     ttl_s=self.capability_ttl_s,
                 ),
-            }  # fmt: skip
+            }
             try:
                 async with asyncio.timeout(timeout_s):
                     result = await self._request(
@@ -547,10 +561,14 @@ class McpToolSource:
             except TimeoutError:
                 raise await fail(
                     "timeout",
-                    ToolError(f"the tool did not answer within {timeout_s:g} s", error_type="timeout",
-                                retryable=True),
-                    version=tool.version, key=key,
-                ) from None  # fmt: skip
+                    ToolError(
+                        f"the tool did not answer within {timeout_s:g} s",
+                        error_type="timeout",
+                        retryable=True,
+                    ),
+                    version=tool.version,
+                    key=key,
+                ) from None
             except Exception as exc:  # transport, protocol or output-schema failure: log and convert
                 call_log.warning("tool_call_transport_error", error=_describe_exception(exc))
                 if "output schema" in str(exc) or "structured content" in str(exc):
@@ -570,9 +588,11 @@ class McpToolSource:
                 outcome: Outcome = "rejected" if error_type in {"forbidden", "missing_tenant"} else "error"
                 retryable = error_type in _RETRYABLE
                 raise await fail(
-                    outcome, ToolError(message[:1000], error_type=error_type, retryable=retryable),
-                    version=tool.version, key=key,
-                )  # fmt: skip
+                    outcome,
+                    ToolError(message[:1000], error_type=error_type, retryable=retryable),
+                    version=tool.version,
+                    key=key,
+                )
             content = result.structured_content
             if tool.output_schema is not None:
                 output_errors = list(Draft202012Validator(tool.output_schema).iter_errors(content))
@@ -583,16 +603,24 @@ class McpToolSource:
                     raise await fail(
                         "error",
                         ToolError("the tool returned an unexpected result", error_type="invalid_result"),
-                        version=tool.version, key=key,
-                    )  # fmt: skip
+                        version=tool.version,
+                        key=key,
+                    )
             if content is None:
                 content = " ".join(getattr(part, "text", "") for part in result.content)
             duration_ms = (time.monotonic() - started) * 1000
             await record_receipt(
-                self.sessions, tenant_id=ctx.tenant_id, conversation_id=ctx.conversation_id, trace_id=ctx.trace_id,
-                tool_name=name, tool_version=tool.version, arguments=model_args, outcome="ok",
-                duration_ms=duration_ms, idempotency_key=key,
-            )  # fmt: skip
+                self.sessions,
+                tenant_id=ctx.tenant_id,
+                conversation_id=ctx.conversation_id,
+                trace_id=ctx.trace_id,
+                tool_name=name,
+                tool_version=tool.version,
+                arguments=model_args,
+                outcome="ok",
+                duration_ms=duration_ms,
+                idempotency_key=key,
+            )
             call_log.info("tool_call_ok", duration_ms=round(duration_ms, 1), kind=tool.policy.kind)
             if isinstance(content, dict) and content.get("status") == "pending_approval":
                 await self._notify_approval(ctx, content.get("pending_action_id"))
@@ -618,9 +646,11 @@ class McpToolSource:
             )
         except Exception as exc:  # the turn goes on; the sweep notifies later
             log.warning(
-                "pending_action_notify_failed", tenant_id=str(ctx.tenant_id), trace_id=ctx.trace_id,
+                "pending_action_notify_failed",
+                tenant_id=str(ctx.tenant_id),
+                trace_id=ctx.trace_id,
                 error=type(exc).__name__,
-            )  # fmt: skip
+            )
 
     async def _limits(
         self, ctx: ToolContext, tool: DiscoveredTool, key: str | None

@@ -70,8 +70,11 @@ async def record_receipt(
     except SQLAlchemyError as exc:
         log.error(
             "tool_receipt_not_written",
-            tenant_id=str(tenant_id), trace_id=trace_id, tool_name=tool_name, error=type(exc).__name__,
-        )  # fmt: skip
+            tenant_id=str(tenant_id),
+            trace_id=trace_id,
+            tool_name=tool_name,
+            error=type(exc).__name__,
+        )
 
 
 async def record_security_alert(
@@ -95,5 +98,8 @@ async def record_security_alert(
     except Exception as exc:  # the alert must not break the call: log and go on
         log.error(
             "security_alert_not_written",
-            tenant_id=str(tenant_id), kind=kind, tool_name=details.get("tool_name"), error=type(exc).__name__,
-        )  # fmt: skip
+            tenant_id=str(tenant_id),
+            kind=kind,
+            tool_name=details.get("tool_name"),
+            error=type(exc).__name__,
+        )

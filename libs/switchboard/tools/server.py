@@ -188,8 +188,10 @@ class ToolServer:
         try:
             _covers(
                 verify_capability(self.settings.secret("tool_capability_key"), injected.get("capability")),
-                contract.name, injected, tenant_id,
-            )  # fmt: skip
+                contract.name,
+                injected,
+                tenant_id,
+            )
         except CapabilityRejected as exc:
             await self._alert(
                 tenant_id, contract.name, injected, kind="capability_rejected", reason=exc.reason

@@ -91,14 +91,21 @@ async def set_enabled(
     row.updated_at = utcnow()
     session.add(
         AuditLog(
-            tenant_id=tenant_id, actor=actor, action="tool_enabled" if enabled else "tool_disabled",
-            target_type="mcp_tenant_tool", target_id=tool_name,
+            tenant_id=tenant_id,
+            actor=actor,
+            action="tool_enabled" if enabled else "tool_disabled",
+            target_type="mcp_tenant_tool",
+            target_id=tool_name,
             details={"before": {"enabled": before}, "after": {"enabled": enabled}},
         )
-    )  # fmt: skip
+    )
     await session.flush()
-    return ToolAssignment(tool_name=tool_name, enabled=enabled, custom_config=dict(row.custom_config or {}),
-                          kind=_KIND.get(tool_name))  # fmt: skip
+    return ToolAssignment(
+        tool_name=tool_name,
+        enabled=enabled,
+        custom_config=dict(row.custom_config or {}),
+        kind=_KIND.get(tool_name),
+    )
 
 
 async def configure_tool(
@@ -123,13 +130,18 @@ async def configure_tool(
     row.updated_at = utcnow()
     session.add(
         AuditLog(
-            tenant_id=tenant_id, actor=actor, action="tool_configured", target_type="mcp_tenant_tool",
-            target_id=tool_name, details={"before": before, "after": config},
+            tenant_id=tenant_id,
+            actor=actor,
+            action="tool_configured",
+            target_type="mcp_tenant_tool",
+            target_id=tool_name,
+            details={"before": before, "after": config},
         )
-    )  # fmt: skip
+    )
     await session.flush()
-    return ToolAssignment(tool_name=tool_name, enabled=bool(row.enabled), custom_config=dict(config),
-                          kind=_KIND.get(tool_name))  # fmt: skip
+    return ToolAssignment(
+        tool_name=tool_name, enabled=bool(row.enabled), custom_config=dict(config), kind=_KIND.get(tool_name)
+    )
 
 
 async def enable_all(session: AsyncSession, tenant_id: uuid.UUID, *, actor: str = "system") -> None:

@@ -205,9 +205,14 @@ async def resend_invite(
     if old.accepted_at is not None:
         raise InviteRefused(InviteProblem.used)
     return await create_invite(
-        session, tenant_id=tenant_id, email=old.email, role=old.role, ttl_s=ttl_s, name=old.name,
+        session,
+        tenant_id=tenant_id,
+        email=old.email,
+        role=old.role,
+        ttl_s=ttl_s,
+        name=old.name,
         invited_by_id=invited_by_id,
-    )  # fmt: skip
+    )
 
 
 async def revoke_invite(
@@ -276,9 +281,13 @@ async def accept_invite(session: AsyncSession, *, token: str, password: str, nam
     invite = await invite_for_token(session, token, lock=True)
     check_password(password, email=invite.email)
     user = await create_user(
-        session, email=invite.email, password=password, role=invite.role, tenant_id=invite.tenant_id,
+        session,
+        email=invite.email,
+        password=password,
+        role=invite.role,
+        tenant_id=invite.tenant_id,
         name=name.strip() or invite.name,
-    )  # fmt: skip
+    )
     invite.accepted_at = utcnow()
     invite.user_id = user.id
     session.add(invite)
@@ -308,6 +317,8 @@ async def set_user_active(
         await session.execute(delete(ConsoleSession).where(col(ConsoleSession.user_id) == user.id))
     log.warning(
         "console_user_activated" if active else "console_user_deactivated",
-        user_id=str(user.id), tenant_id=str(tenant_id), actor_id=str(actor_id),
-    )  # fmt: skip
+        user_id=str(user.id),
+        tenant_id=str(tenant_id),
+        actor_id=str(actor_id),
+    )
     return user

@@ -46,9 +46,15 @@ def _sender(smtp: SmtpSettings) -> str:
 
 
 def invite_message(
-    smtp: SmtpSettings, *, language: str, to: str, tenant_name: str, inviter: str, link: str,
+    smtp: SmtpSettings,
+    *,
+    language: str,
+    to: str,
+    tenant_name: str,
+    inviter: str,
+    link: str,
     expires_at: datetime,
-) -> EmailMessage:  # fmt: skip
+) -> EmailMessage:
     """The invitation e-mail (plain text, in ``language``) to ``to``."""
     message = EmailMessage()
     message["From"] = _sender(smtp)

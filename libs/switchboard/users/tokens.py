@@ -243,7 +243,7 @@ async def list_credentials(session: AsyncSession, *, tenant_id: uuid.UUID) -> li
             expires_at=key.expires_at,
             last_used_at=key.last_used_at,
             revoked_at=key.revoked_at,
-        )  # fmt: skip
+        )
         for key, email in keys
     ] + [
         Credential(
@@ -257,7 +257,7 @@ async def list_credentials(session: AsyncSession, *, tenant_id: uuid.UUID) -> li
             expires_at=None,
             last_used_at=token.last_used_at,
             revoked_at=token.revoked_at,
-        )  # fmt: skip
+        )
         for token, user in tokens
     ]
     return sorted(found, key=lambda c: (c.created_at, c.id), reverse=True)

@@ -27,5 +27,10 @@ async def scene(e2e_settings, make_tenant, sessions, model, offline_model):  # t
     script = await answer_with_script(sessions, tenant.id, offline_model, name=model[1])
     settings = e2e_settings()
     connected = await connect_gmail(sessions, tenant, settings)
-    return Scene(tenant=tenant, settings=settings, mailbox=connected.email, account_id=connected.account_id,
-                 script=script)  # fmt: skip
+    return Scene(
+        tenant=tenant,
+        settings=settings,
+        mailbox=connected.email,
+        account_id=connected.account_id,
+        script=script,
+    )

@@ -25,9 +25,13 @@ from tests.utils.workers import run_worker_burst
 
 
 def _gmail_env(settings) -> dict[str, str]:  # type: ignore[no-untyped-def]
-    return {"GMAIL_API_BASE_URL": settings.gmail_api_base_url, "GMAIL_OAUTH_TOKEN_URL": settings.gmail_oauth_token_url,
-            "GMAIL_OAUTH_AUTH_URL": settings.gmail_oauth_auth_url, "GMAIL_PORT": str(settings.gmail_port),
-            "GMAIL_OIDC_CERTS_URL": settings.gmail_oidc_certs_url}  # fmt: skip
+    return {
+        "GMAIL_API_BASE_URL": settings.gmail_api_base_url,
+        "GMAIL_OAUTH_TOKEN_URL": settings.gmail_oauth_token_url,
+        "GMAIL_OAUTH_AUTH_URL": settings.gmail_oauth_auth_url,
+        "GMAIL_PORT": str(settings.gmail_port),
+        "GMAIL_OIDC_CERTS_URL": settings.gmail_oidc_certs_url,
+    }
 
 
 async def _invoke(cli, args: list[str], input: str | None = None, **env: str):  # type: ignore[no-untyped-def]
@@ -38,8 +42,17 @@ async def _invoke(cli, args: list[str], input: str | None = None, **env: str):  
 
 def _secrets_file(tmp_path) -> str:  # type: ignore[no-untyped-def]
     path = tmp_path / "client_secret.json"
-    path.write_text(json.dumps({"installed": {"client_id": SECRETS.client_id, "client_secret": SECRETS.client_secret,
-                                              "redirect_uris": ["http://127.0.0.1"]}}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "installed": {
+                    "client_id": SECRETS.client_id,
+                    "client_secret": SECRETS.client_secret,
+                    "redirect_uris": ["http://127.0.0.1"],
+                }
+            }
+        )
+    )
     return str(path)
 
 
@@ -57,8 +70,12 @@ async def test_add_gmail_with_a_pasted_code_and_on_a_loopback_redirect(
     secrets_file = _secrets_file(tmp_path)
     mailbox = new_mailbox()
     code = await consent_code(settings, mailbox)
-    pasted = await _invoke(cli, ["channel", "add-gmail", "--tenant", tenant.slug, "--client-secrets", secrets_file],
-                           input=f"{code}\n", **_gmail_env(settings))  # fmt: skip
+    pasted = await _invoke(
+        cli,
+        ["channel", "add-gmail", "--tenant", tenant.slug, "--client-secrets", secrets_file],
+        input=f"{code}\n",
+        **_gmail_env(settings),
+    )
     assert pasted.exit_code == 0, pasted.output
     assert settings.gmail_oauth_auth_url + "?response_type=code&client_id=" in pasted.stdout
     assert "access_type=offline" in pasted.stdout and "prompt=consent" in pasted.stdout
@@ -72,9 +89,25 @@ async def test_add_gmail_with_a_pasted_code_and_on_a_loopback_redirect(
         stored = await session.get(GmailMailbox, row.id)
         stored.status = "needs_reauth"
         session.add(stored)
-    looped = await _invoke(cli, ["channel", "add-gmail", "--tenant", tenant.slug, "--client-secrets", secrets_file,
-                                 "--loopback", "--open", "--login-hint", mailbox, "--timeout", "60"],
-                           BROWSER="curl -sfL -o /dev/null %s", **_gmail_env(settings))  # fmt: skip
+    looped = await _invoke(
+        cli,
+        [
+            "channel",
+            "add-gmail",
+            "--tenant",
+            tenant.slug,
+            "--client-secrets",
+            secrets_file,
+            "--loopback",
+            "--open",
+            "--login-hint",
+            mailbox,
+            "--timeout",
+            "60",
+        ],
+        BROWSER="curl -sfL -o /dev/null %s",
+        **_gmail_env(settings),
+    )
     assert looped.exit_code == 0, looped.output
     assert "redirect_uri=http%3A%2F%2F127.0.0.1%3A" in looped.stdout
     assert f"reconnected gmail mailbox {mailbox}" in looped.stdout
@@ -82,9 +115,24 @@ async def test_add_gmail_with_a_pasted_code_and_on_a_loopback_redirect(
 
     # against the sandbox, --loopback alone needs no browser: the command follows the consent URL itself
     another = new_mailbox()
-    alone = await _invoke(cli, ["channel", "add-gmail", "--tenant", tenant.slug, "--client-secrets", secrets_file,
-                                "--loopback", "--login-hint", another, "--timeout", "60"],
-                          BROWSER="false", **_gmail_env(settings))  # fmt: skip
+    alone = await _invoke(
+        cli,
+        [
+            "channel",
+            "add-gmail",
+            "--tenant",
+            tenant.slug,
+            "--client-secrets",
+            secrets_file,
+            "--loopback",
+            "--login-hint",
+            another,
+            "--timeout",
+            "60",
+        ],
+        BROWSER="false",
+        **_gmail_env(settings),
+    )
     assert alone.exit_code == 0, alone.output
     assert f"connected gmail mailbox {another}" in alone.stdout
     # and says so, instead of asking a person to open the URL it then follows anyway
@@ -94,11 +142,19 @@ async def test_add_gmail_with_a_pasted_code_and_on_a_loopback_redirect(
 
     # a pasted redirect URL of another consent (its state) is refused; an unknown tenant too
     other = await consent_code(settings, new_mailbox())
-    wrong = await _invoke(cli, ["channel", "add-gmail", "--tenant", tenant.slug, "--client-secrets", secrets_file],
-                          input=f"http://127.0.0.1/?code={other}&state=someone-else\n", **_gmail_env(settings))  # fmt: skip
+    wrong = await _invoke(
+        cli,
+        ["channel", "add-gmail", "--tenant", tenant.slug, "--client-secrets", secrets_file],
+        input=f"http://127.0.0.1/?code={other}&state=someone-else\n",
+        **_gmail_env(settings),
+    )
     assert wrong.exit_code == 2 and "the redirect's state is not this consent's" in wrong.stderr
-    missing = await _invoke(cli, ["channel", "add-gmail", "--tenant", "no-such-shop", "--client-secrets",
-                                  secrets_file], input="x\n", **_gmail_env(settings))  # fmt: skip
+    missing = await _invoke(
+        cli,
+        ["channel", "add-gmail", "--tenant", "no-such-shop", "--client-secrets", secrets_file],
+        input="x\n",
+        **_gmail_env(settings),
+    )
     assert missing.exit_code == 2 and "no-such-shop" in missing.stderr
 
 
@@ -119,8 +175,15 @@ async def test_admin_api_authorize_then_connect(make_settings, make_tenant, sess
         ) as http,
     ):
         assert (await http.post(f"{prefix}/authorize", json={})).status_code == 401
-        started = await http.post(f"{prefix}/authorize", headers=admin, json={
-            "client_secrets": client_secrets, "redirect_uri": "https://admin.example/cb", "login_hint": mailbox})  # fmt: skip
+        started = await http.post(
+            f"{prefix}/authorize",
+            headers=admin,
+            json={
+                "client_secrets": client_secrets,
+                "redirect_uri": "https://admin.example/cb",
+                "login_hint": mailbox,
+            },
+        )
         assert started.status_code == 200, started.text
         body = started.json()
         async with httpx.AsyncClient() as browser:  # the owner's browser: the sandbox consents at once
@@ -130,14 +193,20 @@ async def test_admin_api_authorize_then_connect(make_settings, make_tenant, sess
         bad_state = await http.post(
             f"{prefix}/connect", headers=admin, json={"state": "forged", "code": code}
         )
-        other_state = await http.post(f"{prefix}/connect", headers=admin,
-                                      json={"state": body["state"], "code": redirect.replace("state=", "state=x")})  # fmt: skip
+        other_state = await http.post(
+            f"{prefix}/connect",
+            headers=admin,
+            json={"state": body["state"], "code": redirect.replace("state=", "state=x")},
+        )
         connected = await http.post(
             f"{prefix}/connect", headers=admin, json={"state": body["state"], "code": redirect}
         )
         listed = await http.get(prefix, headers=admin)
-        bad_secrets = await http.post(f"{prefix}/authorize", headers=admin,
-                                      json={"client_secrets": {"web": {}}, "redirect_uri": "https://x/cb"})  # fmt: skip
+        bad_secrets = await http.post(
+            f"{prefix}/authorize",
+            headers=admin,
+            json={"client_secrets": {"web": {}}, "redirect_uri": "https://x/cb"},
+        )
         openapi = (await http.get("/openapi.json")).json()
     assert bad_state.status_code == 400 and "unknown state" in bad_state.json()["detail"]
     assert other_state.status_code == 400 and "not this consent's" in other_state.json()["detail"]
@@ -165,14 +234,36 @@ async def test_simulate_gmail_delivers_pushes_and_prints_the_reply(scene, cli, m
 
     async with serve_app(create_app(settings), port=port):
         # without --subject: the simulated mail's default one
-        task = asyncio.ensure_future(cli.arun("simulate", "gmail", "--tenant", scene.tenant.slug, "--from",
-                                              "ana@example.net", "--text",
-                                              "When do you open?", "--timeout", "40", **env))  # fmt: skip
+        task = asyncio.ensure_future(
+            cli.arun(
+                "simulate",
+                "gmail",
+                "--tenant",
+                scene.tenant.slug,
+                "--from",
+                "ana@example.net",
+                "--text",
+                "When do you open?",
+                "--timeout",
+                "40",
+                **env,
+            )
+        )
         await workers_until(task)
         out = task.result()
-        task = asyncio.ensure_future(cli.arun("simulate", "gmail", "--tenant", scene.tenant.slug, "--payload",
-                                              str(payload_path("messages_get_full_multipart_alternative.json")),
-                                              "--timeout", "40", **env))  # fmt: skip
+        task = asyncio.ensure_future(
+            cli.arun(
+                "simulate",
+                "gmail",
+                "--tenant",
+                scene.tenant.slug,
+                "--payload",
+                str(payload_path("messages_get_full_multipart_alternative.json")),
+                "--timeout",
+                "40",
+                **env,
+            )
+        )
         await workers_until(task)
         from_file = task.result()
         refused = await cli.arun("simulate", "gmail", "--tenant", scene.tenant.slug, **env)
@@ -198,8 +289,21 @@ async def test_simulate_gmail_delivers_pushes_and_prints_the_reply(scene, cli, m
 
 async def test_simulate_gmail_never_sends_the_admin_token_to_a_real_gmail_api(scene, cli) -> None:  # type: ignore[no-untyped-def]
     env = {**_gmail_env(scene.settings), "GMAIL_API_BASE_URL": "https://gmail.googleapis.com"}
-    out = await cli.arun("simulate", "gmail", "--tenant", scene.tenant.slug, "--from", "ana@example.net",
-                         "--subject", "Hi", "--text", "hello", "--timeout", "1", **env)  # fmt: skip
+    out = await cli.arun(
+        "simulate",
+        "gmail",
+        "--tenant",
+        scene.tenant.slug,
+        "--from",
+        "ana@example.net",
+        "--subject",
+        "Hi",
+        "--text",
+        "hello",
+        "--timeout",
+        "1",
+        **env,
+    )
     # refused before any request: a probe of Google would have failed with a connection error instead
     assert out.exit_code == 2, out.output
     assert out.stderr.strip().splitlines()[-1] == (
@@ -219,8 +323,13 @@ async def test_simulate_gmail_on_an_unconnected_seeded_mailbox_says_what_to_run_
         from switchboard.db.models import Tenant
 
         owner = await session.get(Tenant, tenant.id)
-        await add_channel_account(session, tenant=owner, channel="gmail", external_account_id="support@example.com",
-                                  display_name="support mailbox")  # fmt: skip
+        await add_channel_account(
+            session,
+            tenant=owner,
+            channel="gmail",
+            external_account_id="support@example.com",
+            display_name="support mailbox",
+        )
     out = await cli.arun("simulate", "gmail", "--tenant", tenant.slug, "--text", "hello", "--timeout", "1")
     assert out.exit_code == 2, out.output
     message = out.stderr.strip().splitlines()[-1]
@@ -250,8 +359,17 @@ async def test_simulate_gmail_on_a_needs_reauth_mailbox_names_the_command_and_ex
         ).one()
         stored.status = "needs_reauth"
         session.add(stored)
-    out = await cli.arun("simulate", "gmail", "--tenant", scene.tenant.slug, "--text", "hello", "--timeout", "1",
-                         **_gmail_env(scene.settings))  # fmt: skip
+    out = await cli.arun(
+        "simulate",
+        "gmail",
+        "--tenant",
+        scene.tenant.slug,
+        "--text",
+        "hello",
+        "--timeout",
+        "1",
+        **_gmail_env(scene.settings),
+    )
     assert out.exit_code == 2, out.output
     message = out.stderr.strip().splitlines()[-1]
     assert message.startswith(f"error: mailbox {scene.mailbox} needs reauth")

@@ -37,7 +37,14 @@ async def test_a_mail_is_answered_in_its_thread_with_exact_headers(scene, sessio
         conversation = (
             await session.exec(select(Conversation).where(Conversation.tenant_id == scene.tenant.id))
         ).one()
-        rows = list((await session.exec(select(Message).where(Message.conversation_id == conversation.id)
-                                        .order_by(col(Message.created_at)))).all())  # fmt: skip
+        rows = list(
+            (
+                await session.exec(
+                    select(Message)
+                    .where(Message.conversation_id == conversation.id)
+                    .order_by(col(Message.created_at))
+                )
+            ).all()
+        )
     assert conversation.external_thread_id == arrived["threadId"]
     assert rows[0].text.startswith("[Subject: Order #1042 arrived damaged]")

@@ -27,22 +27,47 @@ async def test_a_whatsapp_agent_answers_a_mail_thread(scene, sessions, graph_san
         stored.last_inbound_at = utcnow()
         session.add(stored)
     customer = new_customer()
-    first = await deliver(scene.settings, scene.mailbox, from_=customer, subject="Broken lid",
-                          text="The lid arrived cracked.", message_id="<c1@example.net>")  # fmt: skip
+    first = await deliver(
+        scene.settings,
+        scene.mailbox,
+        from_=customer,
+        subject="Broken lid",
+        text="The lid arrived cracked.",
+        message_id="<c1@example.net>",
+    )
     await run_sync(scene.settings, scene.account_id)
     async with sessions() as session:
         conversation = (
             await session.exec(select(Conversation).where(Conversation.tenant_id == scene.tenant.id))
         ).one()
-    await escalate_and_notify(sessions, None, tenant_id=scene.tenant.id, conversation_id=conversation.id,
-                              reason="customer wants a person", trace_id="t-handoff", actor=Actor.ai())  # fmt: skip
+    await escalate_and_notify(
+        sessions,
+        None,
+        tenant_id=scene.tenant.id,
+        conversation_id=conversation.id,
+        reason="customer wants a person",
+        trace_id="t-handoff",
+        actor=Actor.ai(),
+    )
     await run_worker_burst(scene.settings)  # the agent's notice goes out on WhatsApp
 
-    await deliver(scene.settings, scene.mailbox, from_=customer, subject="Re: Broken lid",
-                  text="Can I get a new one by Friday?", thread_id=first["threadId"],
-                  message_id="<c2@example.net>", headers={"References": "<c1@example.net>"},
-                  attachments=[{"filename": "photo-note.txt", "mime": "text/plain",
-                                "data_b64": base64.b64encode(b"crack on the left side").decode()}])  # fmt: skip
+    await deliver(
+        scene.settings,
+        scene.mailbox,
+        from_=customer,
+        subject="Re: Broken lid",
+        text="Can I get a new one by Friday?",
+        thread_id=first["threadId"],
+        message_id="<c2@example.net>",
+        headers={"References": "<c1@example.net>"},
+        attachments=[
+            {
+                "filename": "photo-note.txt",
+                "mime": "text/plain",
+                "data_b64": base64.b64encode(b"crack on the left side").decode(),
+            }
+        ],
+    )
     await run_sync(scene.settings, scene.account_id)
     to_agent = [m for m in sent_to(graph_sandbox[1], number.external_account_id) if m["to"] == agent.phone]
     assert "Can I get a new one by Friday?" in to_agent[-1]["text"]
@@ -52,8 +77,13 @@ async def test_a_whatsapp_agent_answers_a_mail_thread(scene, sessions, graph_san
     assert len(scene.script.requests) == 1  # no model in human mode
 
     async with channel_service(scene.settings) as wa:
-        reply = text_body(phone_number_id=number.external_account_id, wamid=f"wamid.AG{uuid.uuid4().hex}",
-                          text="Yes, a new lid ships tomorrow.", wa_id=agent.phone.lstrip("+"), name="Rita")  # fmt: skip
+        reply = text_body(
+            phone_number_id=number.external_account_id,
+            wamid=f"wamid.AG{uuid.uuid4().hex}",
+            text="Yes, a new lid ships tomorrow.",
+            wa_id=agent.phone.lstrip("+"),
+            name="Rita",
+        )
         assert (await wa.post(reply)).status_code == 200
     await run_worker_burst(scene.settings)
     mails = await sent_from(scene.settings, scene.mailbox)

@@ -55,10 +55,18 @@ def test_reply_in_thread_cuts_quoted_history_and_gives_exact_reply_headers() -> 
     assert msg.thread_key == "19a0fa4e0000a001" and mail.text == "A replacement is fine, thank you!"
     assert "> Hi Alex, sorry about that." in mail.full_text  # kept for storage
     reply = build_reply(
-        mailbox=MAILBOX, mailbox_name=None, to=msg.sender_id, text="Done.", message_id="<sb.x@example.com>",
-        context=ReplyContext(thread_id=mail.thread_id, subject=mail.subject, message_id=mail.message_id,
-                             references=tuple(mail.references)),
-    )  # fmt: skip
+        mailbox=MAILBOX,
+        mailbox_name=None,
+        to=msg.sender_id,
+        text="Done.",
+        message_id="<sb.x@example.com>",
+        context=ReplyContext(
+            thread_id=mail.thread_id,
+            subject=mail.subject,
+            message_id=mail.message_id,
+            references=tuple(mail.references),
+        ),
+    )
     assert reply["In-Reply-To"] == "<8F1C0000-FAKE-4000-8000-000000000005@example.net>"
     assert reply["References"] == (
         "<CAFAKE0000000000000000000000000000000001@mail.gmail.com> "
@@ -118,8 +126,11 @@ def test_automated_and_own_mail_never_wake_the_agent() -> None:
     auto["payload"]["headers"].append({"name": "Auto-Submitted", "value": "auto-replied"})
     decided = normalize_mail(parse_message(auto), mailbox=MAILBOX, our_message_ids=set()).message
     assert decided.action == "record" and decided.flags == {"automated": "Auto-Submitted: auto-replied"}
-    ours = normalize_mail(parse_message(payload), mailbox=MAILBOX,
-                          our_message_ids={"<CAFAKE0000000000000000000000000000000001@mail.gmail.com>"})  # fmt: skip
+    ours = normalize_mail(
+        parse_message(payload),
+        mailbox=MAILBOX,
+        our_message_ids={"<CAFAKE0000000000000000000000000000000001@mail.gmail.com>"},
+    )
     assert ours.ours and ours.message is None
     sent = json.loads(json.dumps(payload))
     sent["labelIds"] = ["SENT"]

@@ -36,14 +36,24 @@ async def test_the_service_sandbox_keeps_tokens_and_ids_across_a_restart(
     script = await answer_with_script(sessions, tenant.id, offline_model, name=model[1])
     script.default = ScriptedResponse(content="We open at 9.")
     port = free_port()
-    settings = e2e_settings(gmail_port=port, gmail_sandbox_state_file=tmp_path / 'sandbox.json', gmail_api_base_url=None, gmail_oauth_token_url=None,
-                            gmail_oauth_auth_url=None, gmail_oidc_certs_url=None, gmail_sandbox_enabled=True)  # fmt: skip
+    settings = e2e_settings(
+        gmail_port=port,
+        gmail_sandbox_state_file=tmp_path / "sandbox.json",
+        gmail_api_base_url=None,
+        gmail_oauth_token_url=None,
+        gmail_oauth_auth_url=None,
+        gmail_oidc_certs_url=None,
+        gmail_sandbox_enabled=True,
+    )
     assert settings.resolved_gmail_api_base_url == f"http://127.0.0.1:{port}/_sandbox/gmail"
     customer = new_customer()
     async with serve_app(create_app(settings), port=port):
         connected = await connect_gmail(sessions, tenant, settings)
-        first = await _control(settings, "deliver", {"to": connected.email, "from": customer, "subject": "Hours",
-                                                     "text": "When do you open?"})  # fmt: skip
+        first = await _control(
+            settings,
+            "deliver",
+            {"to": connected.email, "from": customer, "subject": "Hours", "text": "When do you open?"},
+        )
         await run_sync(settings, connected.account_id)
         before = (await _control(settings, f"sent?mailbox={connected.email}"))["messages"]
     assert [m["text"] for m in before] == ["We open at 9."]
@@ -52,8 +62,11 @@ async def test_the_service_sandbox_keeps_tokens_and_ids_across_a_restart(
     async with serve_app(create_app(settings), port=port):  # a restart: a new process reads the file back
         # the access token we hold expires: the sync must refresh it with the refresh token issued before
         await _control(settings, "expire_tokens", {"email": connected.email})
-        second = await _control(settings, "deliver", {"to": connected.email, "from": customer, "subject": "Hours",
-                                                      "text": "And on Sunday?"})  # fmt: skip
+        second = await _control(
+            settings,
+            "deliver",
+            {"to": connected.email, "from": customer, "subject": "Hours", "text": "And on Sunday?"},
+        )
         await run_sync(settings, connected.account_id)
         after = (await _control(settings, f"sent?mailbox={connected.email}"))["messages"]
     async with sessions() as session:

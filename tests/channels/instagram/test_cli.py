@@ -21,8 +21,16 @@ async def test_add_instagram_token_is_encrypted_at_rest(cli, settings, sessions)
     slug = f"cli-{uuid.uuid4().hex[:8]}"
     account_id = "17841" + str(uuid.uuid4().int)[:12]
     assert (await cli.arun("tenant", "create", "--slug", slug, "--name", "CLI Shop")).exit_code == 0
-    out = await cli.arun("channel", "add-instagram", "--tenant", slug, "--account-id", account_id,
-                         "--access-token", "IGAA-secret")  # fmt: skip
+    out = await cli.arun(
+        "channel",
+        "add-instagram",
+        "--tenant",
+        slug,
+        "--account-id",
+        account_id,
+        "--access-token",
+        "IGAA-secret",
+    )
     assert out.exit_code == 0, out.output
     assert f"connected instagram account {account_id}" in out.output and "/webhooks/instagram" in out.output
     assert (
@@ -62,15 +70,32 @@ async def test_simulate_payload_serves_sample_media_and_says_when_nothing_is_ans
     await connect_instagram(sessions, tenant, settings, api_base_url="sandbox")
     env = {"INSTAGRAM_APP_SECRET": IG_APP_SECRET, "INSTAGRAM_PORT": str(port), "INSTAGRAM_GRAPH_BASE_URL": ""}
     async with serve_app(create_app(settings), port=port):
-        image = await cli.arun("simulate", "instagram", "--tenant", tenant.slug, "--payload",
-                               str(payload_path("image_attachment.json")), "--timeout", "0.3", **env)  # fmt: skip
-        seen = await cli.arun("simulate", "instagram", "--tenant", tenant.slug, "--payload",
-                              str(payload_path("messaging_seen.json")), **env)  # fmt: skip
+        image = await cli.arun(
+            "simulate",
+            "instagram",
+            "--tenant",
+            tenant.slug,
+            "--payload",
+            str(payload_path("image_attachment.json")),
+            "--timeout",
+            "0.3",
+            **env,
+        )
+        seen = await cli.arun(
+            "simulate",
+            "instagram",
+            "--tenant",
+            tenant.slug,
+            "--payload",
+            str(payload_path("messaging_seen.json")),
+            **env,
+        )
         async with sessions() as session:
             (row,) = (await session.exec(select(Message).where(Message.tenant_id == tenant.id))).all()
         # --text without --from: the simulated customer's
-        text = await cli.arun("simulate", "instagram", "--tenant", tenant.slug, "--text", "hi",
-                              "--timeout", "0.3", **env)  # fmt: skip
+        text = await cli.arun(
+            "simulate", "instagram", "--tenant", tenant.slug, "--text", "hi", "--timeout", "0.3", **env
+        )
         async with sessions() as session:
             (texted,) = (
                 await session.exec(

@@ -47,6 +47,9 @@ async def test_the_ai_closing_asks_once_with_quick_replies_and_the_tap_is_counte
             await session.exec(select(Conversation).where(Conversation.tenant_id == ig.tenant.id))
         ).all()
     assert (answer.conversation_id, answer.channel, answer.handled_by, answer.rating) == (
-        conversation.id, "instagram", "ai", 3,
-    )  # fmt: skip
+        conversation.id,
+        "instagram",
+        "ai",
+        3,
+    )
     assert len(conversations) == 1  # the tap did not open a new conversation

@@ -29,14 +29,26 @@ async def _conversation(sessions, tenant_id):  # type: ignore[no-untyped-def]
 
 async def _outbox(sessions, tenant_id):  # type: ignore[no-untyped-def]
     async with sessions() as session:
-        return list((await session.exec(select(Outbox).where(Outbox.tenant_id == tenant_id)
-                                        .order_by(col(Outbox.created_at), col(Outbox.part_index)))).all())  # fmt: skip
+        return list(
+            (
+                await session.exec(
+                    select(Outbox)
+                    .where(Outbox.tenant_id == tenant_id)
+                    .order_by(col(Outbox.created_at), col(Outbox.part_index))
+                )
+            ).all()
+        )
 
 
 async def _messages(sessions, tenant_id):  # type: ignore[no-untyped-def]
     async with sessions() as session:
-        return list((await session.exec(select(Message).where(Message.tenant_id == tenant_id)
-                                        .order_by(col(Message.created_at)))).all())  # fmt: skip
+        return list(
+            (
+                await session.exec(
+                    select(Message).where(Message.tenant_id == tenant_id).order_by(col(Message.created_at))
+                )
+            ).all()
+        )
 
 
 async def _answered_dm(ig, customer, reply="Yes! The blue one is back."):  # type: ignore[no-untyped-def]
@@ -81,15 +93,28 @@ async def test_an_echo_before_our_write_marks_the_part_in_flight_sent(ig, sessio
         sessions() as session,
         session.begin(),
     ):  # a part handed to Meta whose answer we have not recorded
-        await write_outbox(session, tenant_id=ig.tenant.id, items=[OutboxItem(
-            conversation_id=conversation.id, channel="instagram", channel_account_id=ig.account.id,
-            recipient=customer, part=OutboundPart(text="Shall I reserve one for you?"),
-        )], trace_id="t")  # fmt: skip
+        await write_outbox(
+            session,
+            tenant_id=ig.tenant.id,
+            items=[
+                OutboxItem(
+                    conversation_id=conversation.id,
+                    channel="instagram",
+                    channel_account_id=ig.account.id,
+                    recipient=customer,
+                    part=OutboundPart(text="Shall I reserve one for you?"),
+                )
+            ],
+            trace_id="t",
+        )
     rows = await _outbox(sessions, ig.tenant.id)
     flying = rows[-1]
     async with sessions() as session, session.begin():
-        await session.exec(update(Outbox).where(col(Outbox.id) == flying.id)
-                              .values(status="sending", attempts=1, sending_at=utcnow()))  # fmt: skip
+        await session.exec(
+            update(Outbox)
+            .where(col(Outbox.id) == flying.id)
+            .values(status="sending", attempts=1, sending_at=utcnow())
+        )
     echo_mid = "aWdf" + uuid.uuid4().hex
     await ig.post(_echo(ig, customer, echo_mid, "Shall I reserve one for you?"))
     await run_worker_burst(ig.settings)
@@ -108,12 +133,16 @@ async def test_an_echo_of_a_mid_we_never_sent_is_a_person_in_the_instagram_app(i
     await run_worker_burst(ig.settings)
     conversation = await _conversation(sessions, ig.tenant.id)
     assert (conversation.status, conversation.escalation_reason) == (
-        "human", "a human replied from the Instagram app",
-    )  # fmt: skip
+        "human",
+        "a human replied from the Instagram app",
+    )
     echo = next(m for m in await _messages(sessions, ig.tenant.id) if m.external_id == mid(6))
     assert (echo.role, echo.direction, echo.conversation_id, echo.sender_external_id) == (
-        "human_agent", "outbound", conversation.id, customer,
-    )  # fmt: skip
+        "human_agent",
+        "outbound",
+        conversation.id,
+        customer,
+    )
     assert len(ig.script.requests) == 1
     # the customer's next message goes to the person, not the AI
     await ig.post(load_payload("quick_reply.json", account_id=ig.account_id, customer=customer))
@@ -136,8 +165,11 @@ async def test_a_5000_character_reply_goes_out_in_parts_under_instagrams_limit(i
 
 async def _shift_last_customer_message(sessions, tenant_id, age):  # type: ignore[no-untyped-def]
     async with sessions() as session, session.begin():
-        await session.exec(update(Conversation).where(Conversation.tenant_id == tenant_id)
-                              .values(last_customer_message_at=utcnow() - age))  # fmt: skip
+        await session.exec(
+            update(Conversation)
+            .where(Conversation.tenant_id == tenant_id)
+            .values(last_customer_message_at=utcnow() - age)
+        )
 
 
 @pytest.mark.parametrize(
@@ -145,14 +177,22 @@ async def _shift_last_customer_message(sessions, tenant_id, age):  # type: ignor
     [
         (timedelta(hours=30), OutboxPurpose.human_reply, "HUMAN_AGENT", None),
         (timedelta(hours=2), OutboxPurpose.human_reply, None, None),
-        (timedelta(days=8), OutboxPurpose.human_reply, None,
-         "more than 7 days since the customer's last message: instagram accepts no reply, not even a person's, "
-         "until the customer writes again"),
-        (timedelta(hours=30), OutboxPurpose.reply, None,
-         "outside the 24-hour window: only a person may answer now (up to 7 days after the customer's last "
-         "message)"),
+        (
+            timedelta(days=8),
+            OutboxPurpose.human_reply,
+            None,
+            "more than 7 days since the customer's last message: instagram accepts no reply, not even a person's, "
+            "until the customer writes again",
+        ),
+        (
+            timedelta(hours=30),
+            OutboxPurpose.reply,
+            None,
+            "outside the 24-hour window: only a person may answer now (up to 7 days after the customer's last "
+            "message)",
+        ),
     ],
-)  # fmt: skip
+)
 async def test_windows_a_person_may_use_the_human_agent_tag_within_7_days_the_ai_never(
     ig, sessions, age, purpose, sent_tag, error
 ) -> None:  # type: ignore[no-untyped-def]
@@ -161,10 +201,21 @@ async def test_windows_a_person_may_use_the_human_agent_tag_within_7_days_the_ai
     await _shift_last_customer_message(sessions, ig.tenant.id, age)
     conversation = await _conversation(sessions, ig.tenant.id)
     async with sessions() as session, session.begin():
-        await write_outbox(session, tenant_id=ig.tenant.id, items=[OutboxItem(
-            conversation_id=conversation.id, channel="instagram", channel_account_id=ig.account.id,
-            recipient=customer, part=OutboundPart(text="Following up on your mug"), purpose=purpose,
-        )], trace_id="t")  # fmt: skip
+        await write_outbox(
+            session,
+            tenant_id=ig.tenant.id,
+            items=[
+                OutboxItem(
+                    conversation_id=conversation.id,
+                    channel="instagram",
+                    channel_account_id=ig.account.id,
+                    recipient=customer,
+                    part=OutboundPart(text="Following up on your mug"),
+                    purpose=purpose,
+                )
+            ],
+            trace_id="t",
+        )
     before = len(ig.sent())
     await run_delivery(ig, conversation.id)
     row = (await _outbox(sessions, ig.tenant.id))[-1]
@@ -208,9 +259,13 @@ async def test_send_errors_are_classified(ig, code, subcode, http_status, kind, 
         ScriptedAnswer(code=code, http_status=http_status), account_id=ig.account_id, subcode=subcode
     )
     async with httpx.AsyncClient() as http:
-        channel = InstagramChannel(ChannelDeps(
-            settings=ig.settings, cipher=CredentialCipher(ig.settings.secret("encryption_key").encode()), http=http,
-        ))  # fmt: skip
+        channel = InstagramChannel(
+            ChannelDeps(
+                settings=ig.settings,
+                cipher=CredentialCipher(ig.settings.secret("encryption_key").encode()),
+                http=http,
+            )
+        )
         try:
             with pytest.raises(SendError) as raised:
                 await channel.send(ig.account, new_igsid(), OutboundPart(text="hi"), correlation_id="c")
@@ -233,14 +288,26 @@ async def test_media_goes_by_a_signed_link_to_our_copy_and_buttons_become_quick_
         "buttons": [{"id": "RESERVE_YES", "title": "Yes, reserve it"}, {"id": "NO", "title": "No thanks"}]
     }
     async with httpx.AsyncClient() as http:
-        channel = InstagramChannel(ChannelDeps(
-            settings=ig.settings, cipher=CredentialCipher(ig.settings.secret("encryption_key").encode()), http=http,
-        ))  # fmt: skip
+        channel = InstagramChannel(
+            ChannelDeps(
+                settings=ig.settings,
+                cipher=CredentialCipher(ig.settings.secret("encryption_key").encode()),
+                http=http,
+            )
+        )
         try:
-            await channel.send(ig.account, customer, OutboundPart(type="interactive", text="Reserve one?",
-                                                                  interactive=buttons), correlation_id="c1")  # fmt: skip
-            await channel.send(ig.account, customer, OutboundPart(
-                type="media", media=({"ref": stored.ref, "mime": "image/png"},)), correlation_id="c2")  # fmt: skip
+            await channel.send(
+                ig.account,
+                customer,
+                OutboundPart(type="interactive", text="Reserve one?", interactive=buttons),
+                correlation_id="c1",
+            )
+            await channel.send(
+                ig.account,
+                customer,
+                OutboundPart(type="media", media=({"ref": stored.ref, "mime": "image/png"},)),
+                correlation_id="c2",
+            )
         finally:
             await channel.aclose()
     question, image = ig.sent()[-2:]

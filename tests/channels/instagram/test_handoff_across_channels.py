@@ -27,8 +27,13 @@ def _dm(ig, customer, text):  # type: ignore[no-untyped-def]
 
 async def _agent_says(settings, phone_number_id, agent, text):  # type: ignore[no-untyped-def]
     async with channel_service(settings) as svc:
-        body = text_body(phone_number_id=phone_number_id, wamid=f"wamid.{uuid.uuid4().hex}", text=text,
-                         wa_id=agent.phone, name=agent.name)  # fmt: skip
+        body = text_body(
+            phone_number_id=phone_number_id,
+            wamid=f"wamid.{uuid.uuid4().hex}",
+            text=text,
+            wa_id=agent.phone,
+            name=agent.name,
+        )
         assert (await svc.post(body)).status_code == 200
     await run_worker_burst(settings)
 
@@ -42,11 +47,13 @@ async def test_an_instagram_customer_is_handled_by_a_whatsapp_agent(ig, sessions
             update(type(agent)).where(col(type(agent).id) == agent.id).values(last_inbound_at=utcnow())
         )
     ig.script.push(
-        ScriptedResponse(kind="tool_calls",
-                         tool_calls=[{"name": "escalate_to_human", "arguments": {"reason": "wants a refund"}}]),
+        ScriptedResponse(
+            kind="tool_calls",
+            tool_calls=[{"name": "escalate_to_human", "arguments": {"reason": "wants a refund"}}],
+        ),
         ScriptedResponse(content="Customer wants a refund for a broken mug."),
         ScriptedResponse(content="A colleague will take over here."),
-    )  # fmt: skip
+    )
     customer = new_igsid()
     await ig.post(_dm(ig, customer, "My mug arrived broken, I want a person"))
     await run_worker_burst(ig.settings)
@@ -95,10 +102,18 @@ async def test_an_instagram_customer_is_handled_by_a_whatsapp_agent(ig, sessions
         await ig.post(echo)
     await run_worker_burst(ig.settings)
     async with sessions() as session:
-        echoed = (await session.exec(select(Outbox).where(
-            Outbox.tenant_id == ig.tenant.id, Outbox.purpose == "human_reply", Outbox.channel == "instagram"))).all()  # fmt: skip
-        kept = (await session.exec(select(Message).where(
-            col(Message.external_id).in_([m["id"] for m in pieces])))).all()  # fmt: skip
+        echoed = (
+            await session.exec(
+                select(Outbox).where(
+                    Outbox.tenant_id == ig.tenant.id,
+                    Outbox.purpose == "human_reply",
+                    Outbox.channel == "instagram",
+                )
+            )
+        ).all()
+        kept = (
+            await session.exec(select(Message).where(col(Message.external_id).in_([m["id"] for m in pieces])))
+        ).all()
     assert sorted(o.payload["echo"]["external_id"] for o in echoed if "echo" in o.payload) == sorted(
         m["id"] for m in pieces
     )
@@ -107,8 +122,11 @@ async def test_an_instagram_customer_is_handled_by_a_whatsapp_agent(ig, sessions
     # 30 hours after the customer's last message: the person's reply goes out with HUMAN_AGENT
     async def customer_wrote(ago: timedelta) -> None:
         async with sessions() as session, session.begin():
-            await session.exec(update(Conversation).where(Conversation.id == customer_row.conversation_id)
-                                  .values(last_customer_message_at=utcnow() - ago))  # fmt: skip
+            await session.exec(
+                update(Conversation)
+                .where(Conversation.id == customer_row.conversation_id)
+                .values(last_customer_message_at=utcnow() - ago)
+            )
 
     await customer_wrote(timedelta(hours=30))
     await _agent_says(ig.settings, pid, agent, "Your new mug shipped.")
@@ -125,7 +143,12 @@ async def test_an_instagram_customer_is_handled_by_a_whatsapp_agent(ig, sessions
     await _agent_says(ig.settings, pid, agent, "Did it arrive?")
     assert len(ig.sent()) == before
     async with sessions() as session:
-        refused = (await session.exec(select(Outbox).where(
-            Outbox.tenant_id == ig.tenant.id, Outbox.channel == "instagram", Outbox.status == "failed"))).one()  # fmt: skip
+        refused = (
+            await session.exec(
+                select(Outbox).where(
+                    Outbox.tenant_id == ig.tenant.id, Outbox.channel == "instagram", Outbox.status == "failed"
+                )
+            )
+        ).one()
     assert (refused.payload["text"], refused.error_code) == ("Did it arrive?", "window_closed")
     assert refused.error_message.startswith("more than 7 days since the customer's last message")

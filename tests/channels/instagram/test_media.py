@@ -146,10 +146,13 @@ async def test_audio_without_a_mime_type_is_sniffed_and_uploaded_as_m4a(ig, sess
     assert [m["text"] for m in ig.sent()] == ["Yes, the blue one is back."]
 
 
-@pytest.mark.parametrize(("size", "expired", "notice"), [
-    (64, True, "[Image received but could not be read: the link had expired]"),
-    (4096, False, "[Image received but could not be read: the file was too large]"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("size", "expired", "notice"),
+    [
+        (64, True, "[Image received but could not be read: the link had expired]"),
+        (4096, False, "[Image received but could not be read: the file was too large]"),
+    ],
+)
 async def test_a_dead_or_oversized_link_is_a_clear_outcome_and_the_customer_still_gets_an_answer(
     ig, sessions, size, expired, notice
 ) -> None:  # type: ignore[no-untyped-def]

@@ -31,8 +31,11 @@ def test_every_payload_normalizes_without_error() -> None:
 def test_text_dm() -> None:
     msg = one("text_dm.json")
     assert (msg.kind, msg.text, msg.action, msg.external_id) == (
-        "text", "hi, is the blue one back in stock?", "process", mid(1),
-    )  # fmt: skip
+        "text",
+        "hi, is the blue one back in stock?",
+        "process",
+        mid(1),
+    )
     assert (msg.account_id, msg.sender_id) == (PAYLOAD_ACCOUNT, CUSTOMER)
     assert [(i.kind, i.value) for i in msg.identities] == [("igsid", CUSTOMER)]
     assert msg.sent_at == datetime.fromtimestamp(1780999999.388, UTC)
@@ -97,8 +100,12 @@ def test_unreact() -> None:
 def test_icebreaker_postback() -> None:
     msg = one("postback_icebreaker.json")
     assert (msg.kind, msg.text, msg.payload, msg.action, msg.external_id) == (
-        "postback", "Track my order", "ICEBREAKER_TRACK_ORDER", "process", mid(8),
-    )  # fmt: skip
+        "postback",
+        "Track my order",
+        "ICEBREAKER_TRACK_ORDER",
+        "process",
+        mid(8),
+    )
 
 
 def test_seen_is_a_read_status_of_our_message() -> None:
@@ -106,8 +113,11 @@ def test_seen_is_a_read_status_of_our_message() -> None:
     assert delivery.messages == []
     (status,) = delivery.statuses
     assert (status.external_id, status.status, status.account_id, status.recipient_id) == (
-        mid(6), "read", PAYLOAD_ACCOUNT, CUSTOMER,
-    )  # fmt: skip
+        mid(6),
+        "read",
+        PAYLOAD_ACCOUNT,
+        CUSTOMER,
+    )
 
 
 def test_unsend_is_a_revoke_of_the_original_and_not_an_empty_message() -> None:
@@ -119,15 +129,22 @@ def test_unsend_is_a_revoke_of_the_original_and_not_an_empty_message() -> None:
 def test_quick_reply() -> None:
     msg = one("quick_reply.json")
     assert (msg.kind, msg.text, msg.payload, msg.action, msg.external_id) == (
-        "quick_reply", "Yes please", "RESERVE_YES", "process", mid(9),
-    )  # fmt: skip
+        "quick_reply",
+        "Yes please",
+        "RESERVE_YES",
+        "process",
+        mid(9),
+    )
 
 
 def test_standby_is_record_only() -> None:
     msg = one("standby_message.json")
     assert (msg.kind, msg.text, msg.action, msg.flags["standby"]) == (
-        "text", "hello? still waiting", "record", True,
-    )  # fmt: skip
+        "text",
+        "hello? still waiting",
+        "record",
+        True,
+    )
 
 
 def test_dashboard_test_event_with_a_string_timestamp_in_seconds() -> None:
@@ -153,21 +170,65 @@ def test_several_entries_and_messages_in_one_delivery_are_all_read_in_time_order
 
 def test_changes_shape_edit_referral_and_broken_items() -> None:
     now = 1781000000000
-    body = {"object": "instagram", "entry": [{"id": PAYLOAD_ACCOUNT, "time": now, "changes": [
-        {"field": "messages", "value": {"sender": {"id": CUSTOMER}, "recipient": {"id": PAYLOAD_ACCOUNT},
-                                        "timestamp": now, "message": {"mid": "m-changes", "text": "via changes"}}},
-        {"field": "message_edit", "value": {"sender": {"id": CUSTOMER}, "recipient": {"id": PAYLOAD_ACCOUNT},
-                                            "timestamp": now + 1, "message_edit": {"mid": "m-changes", "text": "edited", "num_edit": 1}}},
-        {"field": "messaging_referral", "value": {"sender": {"id": CUSTOMER}, "recipient": {"id": PAYLOAD_ACCOUNT},
-                                                  "timestamp": now + 2, "referral": {"ref": "spring", "source": "ADS", "type": "OPEN_THREAD", "ad_id": "42"}}},
-        {"field": "comments", "value": {"id": "c1"}},
-        {"field": "messages", "value": {"sender": {"id": PAYLOAD_ACCOUNT}, "recipient": {"id": PAYLOAD_ACCOUNT},
-                                        "timestamp": now, "message": {"mid": "m-self"}}},
-    ]}]}  # fmt: skip
+    body = {
+        "object": "instagram",
+        "entry": [
+            {
+                "id": PAYLOAD_ACCOUNT,
+                "time": now,
+                "changes": [
+                    {
+                        "field": "messages",
+                        "value": {
+                            "sender": {"id": CUSTOMER},
+                            "recipient": {"id": PAYLOAD_ACCOUNT},
+                            "timestamp": now,
+                            "message": {"mid": "m-changes", "text": "via changes"},
+                        },
+                    },
+                    {
+                        "field": "message_edit",
+                        "value": {
+                            "sender": {"id": CUSTOMER},
+                            "recipient": {"id": PAYLOAD_ACCOUNT},
+                            "timestamp": now + 1,
+                            "message_edit": {"mid": "m-changes", "text": "edited", "num_edit": 1},
+                        },
+                    },
+                    {
+                        "field": "messaging_referral",
+                        "value": {
+                            "sender": {"id": CUSTOMER},
+                            "recipient": {"id": PAYLOAD_ACCOUNT},
+                            "timestamp": now + 2,
+                            "referral": {
+                                "ref": "spring",
+                                "source": "ADS",
+                                "type": "OPEN_THREAD",
+                                "ad_id": "42",
+                            },
+                        },
+                    },
+                    {"field": "comments", "value": {"id": "c1"}},
+                    {
+                        "field": "messages",
+                        "value": {
+                            "sender": {"id": PAYLOAD_ACCOUNT},
+                            "recipient": {"id": PAYLOAD_ACCOUNT},
+                            "timestamp": now,
+                            "message": {"mid": "m-self"},
+                        },
+                    },
+                ],
+            }
+        ],
+    }
     delivery = normalize_delivery(body)
     assert [(m.kind, m.action, m.text) for m in delivery.messages] == [
-        ("text", "process", "via changes"), ("edit", "record", "edited"), ("referral", "record", ""),
-    ]  # fmt: skip
+        ("text", "process", "via changes"),
+        ("edit", "record", "edited"),
+        ("referral", "record", ""),
+    ]
     assert delivery.messages[1].target_external_id == "m-changes"
     assert delivery.messages[2].referral == {
         "ref": "spring",

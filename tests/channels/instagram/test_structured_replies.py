@@ -50,17 +50,35 @@ async def test_options_are_quick_replies_and_a_tap_reaches_the_next_turn_with_it
 
 async def test_a_product_card_is_a_generic_template(ig) -> None:  # type: ignore[no-untyped-def]
     customer = new_igsid()
-    ig.script.push(tool_calls(call("show_product", {
-        "title": "Blue mug", "description": "Stoneware, 350 ml, dishwasher safe.", "price": "18", "currency": "EUR",
-        "image_url": "https://cdn.shop.example/mug.jpg", "cta_title": "Reserve one", "cta_id": "reserve_mug",
-    })))  # fmt: skip
+    ig.script.push(
+        tool_calls(
+            call(
+                "show_product",
+                {
+                    "title": "Blue mug",
+                    "description": "Stoneware, 350 ml, dishwasher safe.",
+                    "price": "18",
+                    "currency": "EUR",
+                    "image_url": "https://cdn.shop.example/mug.jpg",
+                    "cta_title": "Reserve one",
+                    "cta_id": "reserve_mug",
+                },
+            )
+        )
+    )
     ig.script.push(text("Here it is."))
     await ig.post(load_payload("text_dm.json", account_id=ig.account_id, customer=customer))
     await run_worker_burst(ig.settings)
     first, card = ig.sent()
     assert first["text"] == "Here it is."
-    assert card["template"] == {"template_type": "generic", "elements": [{
-        "title": "Blue mug", "subtitle": "18.00 EUR · Stoneware, 350 ml, dishwasher safe.",
-        "image_url": "https://cdn.shop.example/mug.jpg",
-        "buttons": [{"type": "postback", "payload": "reserve_mug", "title": "Reserve one"}],
-    }]}  # fmt: skip
+    assert card["template"] == {
+        "template_type": "generic",
+        "elements": [
+            {
+                "title": "Blue mug",
+                "subtitle": "18.00 EUR · Stoneware, 350 ml, dishwasher safe.",
+                "image_url": "https://cdn.shop.example/mug.jpg",
+                "buttons": [{"type": "postback", "payload": "reserve_mug", "title": "Reserve one"}],
+            }
+        ],
+    }

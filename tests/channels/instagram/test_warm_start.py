@@ -48,17 +48,36 @@ async def test_a_turn_sent_as_a_fresh_orchestrator_process_comes_up_is_answered(
     settings = ig.settings.model_copy(update={"orchestrator_port": port})
     env = {
         **{k: v for k, v in os.environ.items() if not k.endswith("_PORT")},
-        "DATABASE_URL": settings.database_url, "REDIS_URL": settings.redis_url,
-        "DATA_DIR": str(settings.data_dir), "MODEL_SERVER_PORT": str(settings.model_server_port),
-        "MCP_TOOLS_PORT": str(settings.mcp_tools_port), "LOG_LEVEL": "WARNING", "PYTHONPATH": str(ROOT),
+        "DATABASE_URL": settings.database_url,
+        "REDIS_URL": settings.redis_url,
+        "DATA_DIR": str(settings.data_dir),
+        "MODEL_SERVER_PORT": str(settings.model_server_port),
+        "MCP_TOOLS_PORT": str(settings.mcp_tools_port),
+        "LOG_LEVEL": "WARNING",
+        "PYTHONPATH": str(ROOT),
         "EGRESS_ALLOW_LOOPBACK": "true",  # the scripted model server listens on loopback
-    }  # fmt: skip
+    }
     process = await asyncio.to_thread(
         subprocess.Popen,
-        [sys.executable, "-m", "uvicorn", "services.orchestrator.main:create_app", "--factory",
-         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "services.orchestrator.main:create_app",
+            "--factory",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         first = await asyncio.to_thread(_wait_healthz, settings.orchestrator_url, process)
         customer = new_igsid()

@@ -23,9 +23,12 @@ PNG = bytes.fromhex(
 async def _rows(sessions, tenant_id):  # type: ignore[no-untyped-def]
     async with sessions() as session:
         return list(
-            (await session.exec(select(Message).where(Message.tenant_id == tenant_id)
-                                .order_by(col(Message.created_at)))).all()
-        )  # fmt: skip
+            (
+                await session.exec(
+                    select(Message).where(Message.tenant_id == tenant_id).order_by(col(Message.created_at))
+                )
+            ).all()
+        )
 
 
 def _with_cdn(body, url):  # type: ignore[no-untyped-def]
@@ -72,8 +75,10 @@ async def test_every_payload_is_acknowledged_with_its_outcome(ig, sessions, stop
     assert rows[mid(1)].raw["deleted"]["external_id"] == f"{mid(1)}:deleted"  # the unsend marked the original
     assert rows[mid(1)].inbound_state == "done" and rows[mid(1)].text == "hi, is the blue one back in stock?"
     assert (rows[mid(6)].direction, rows[mid(6)].role, rows[mid(6)].sender_external_id) == (
-        "outbound", "human_agent", PAYLOAD_CUSTOMER,
-    )  # fmt: skip
+        "outbound",
+        "human_agent",
+        PAYLOAD_CUSTOMER,
+    )
     assert {r.sender_external_id for r in rows.values()} == {PAYLOAD_CUSTOMER}  # never the business account
     assert rows[mid(12)].raw["normalized"]["action"] == "record"  # standby
     assert [m["expiring"] for m in rows[mid(2)].media] == [True]  # the copy job takes it from here
@@ -128,10 +133,14 @@ async def test_handshake(ig) -> None:  # type: ignore[no-untyped-def]
     from tests.utils.instagram import instagram_service
 
     async with instagram_service(ig.settings) as client:
-        ok = await client.get("/webhooks/instagram", params={
-            "hub.mode": "subscribe", "hub.verify_token": VERIFY_TOKEN, "hub.challenge": "1158201444"})  # fmt: skip
-        refused = await client.get("/webhooks/instagram", params={
-            "hub.mode": "subscribe", "hub.verify_token": "nope", "hub.challenge": "1"})  # fmt: skip
+        ok = await client.get(
+            "/webhooks/instagram",
+            params={"hub.mode": "subscribe", "hub.verify_token": VERIFY_TOKEN, "hub.challenge": "1158201444"},
+        )
+        refused = await client.get(
+            "/webhooks/instagram",
+            params={"hub.mode": "subscribe", "hub.verify_token": "nope", "hub.challenge": "1"},
+        )
     assert (ok.status_code, ok.text, refused.status_code) == (200, "1158201444", 403)
 
 
@@ -148,8 +157,10 @@ async def test_the_customer_profile_is_asked_once_and_a_failure_never_blocks(ig,
         await run_worker_burst(ig.settings)
     ig.sandbox.profiles[known] = {"name": "Changed", "username": "changed"}  # cached: not asked again
     async with sessions() as session:
-        customers = {c.external_user_id: c for c in (await session.exec(
-            select(Customer).where(Customer.tenant_id == ig.tenant.id))).all()}  # fmt: skip
+        customers = {
+            c.external_user_id: c
+            for c in (await session.exec(select(Customer).where(Customer.tenant_id == ig.tenant.id))).all()
+        }
     assert (customers[known].display_name, customers[known].profile["username"]) == ("Ana Lima", "ana.lima")
     assert customers[unknown].display_name is None  # Meta refused: no name, and the message was answered
     assert [m["to"] for m in ig.sent()] == [known, known, unknown]

@@ -39,8 +39,14 @@ def web_app(settings):  # type: ignore[no-untyped-def]
     return serve_app(create_app(settings))
 
 
-async def read_stream(url: str, params: dict[str, Any], *, count: int, headers: dict[str, str] | None = None,
-                      timeout_s: float = 15.0) -> list[dict[str, Any]]:  # fmt: skip
+async def read_stream(
+    url: str,
+    params: dict[str, Any],
+    *,
+    count: int,
+    headers: dict[str, str] | None = None,
+    timeout_s: float = 15.0,
+) -> list[dict[str, Any]]:
     """The first ``count`` persisted events (those with an ``id:``) of a stream, as ``{"seq", **data}``."""
     found: list[dict[str, Any]] = []
 
@@ -96,8 +102,14 @@ async def test_a_visitor_writes_and_the_answer_arrives_on_their_stream_after_the
     account, _ = await connect_web(sessions, answering, settings)
     visitor = new_visitor()
     async with web_app(settings) as url:
-        sent = await post(url, {"key": account.external_account_id, "visitor": visitor,
-                                "messages": [message("When do you open?")]})  # fmt: skip
+        sent = await post(
+            url,
+            {
+                "key": account.external_account_id,
+                "visitor": visitor,
+                "messages": [message("When do you open?")],
+            },
+        )
         assert sent.status_code == 200 and sent.json()["stored"] == 1
         assert sent.headers["access-control-allow-origin"] == ORIGIN
         await run_worker_burst(settings)
@@ -118,8 +130,12 @@ async def test_a_visitor_writes_and_the_answer_arrives_on_their_stream_after_the
 
 
 async def _channel(settings, sessions):  # type: ignore[no-untyped-def]
-    deps = ChannelDeps(settings=settings, cipher=CredentialCipher.from_settings(settings), http=httpx.AsyncClient(),
-                       sessions=sessions)  # fmt: skip
+    deps = ChannelDeps(
+        settings=settings,
+        cipher=CredentialCipher.from_settings(settings),
+        http=httpx.AsyncClient(),
+        sessions=sessions,
+    )
     return build_channels(deps)["web"]
 
 
@@ -159,14 +175,21 @@ async def test_only_the_tenants_websites_may_use_the_widget(make_settings, make_
     async with web_app(settings) as url, httpx.AsyncClient() as client:
         missing = await post(url, body, origin=None)
         other = await post(url, body, origin="https://evil.example.test")
-        ok_preflight = await client.options(url + "/web/v1/messages", headers={
-            "Origin": ORIGIN, "Access-Control-Request-Method": "POST"})  # fmt: skip
-        bad_preflight = await client.options(url + "/web/v1/messages", headers={
-            "Origin": "https://evil.example.test", "Access-Control-Request-Method": "POST"})  # fmt: skip
-        stream = await client.get(url + "/web/v1/stream", params={"key": account.external_account_id,
-                                  "visitor": new_visitor()}, headers={"Origin": "https://evil.example.test"})  # fmt: skip
-        config = await client.get(url + "/web/v1/config", params={"key": account.external_account_id},
-                                  headers={"Origin": ORIGIN})  # fmt: skip
+        ok_preflight = await client.options(
+            url + "/web/v1/messages", headers={"Origin": ORIGIN, "Access-Control-Request-Method": "POST"}
+        )
+        bad_preflight = await client.options(
+            url + "/web/v1/messages",
+            headers={"Origin": "https://evil.example.test", "Access-Control-Request-Method": "POST"},
+        )
+        stream = await client.get(
+            url + "/web/v1/stream",
+            params={"key": account.external_account_id, "visitor": new_visitor()},
+            headers={"Origin": "https://evil.example.test"},
+        )
+        config = await client.get(
+            url + "/web/v1/config", params={"key": account.external_account_id}, headers={"Origin": ORIGIN}
+        )
     assert (missing.status_code, other.status_code, stream.status_code) == (401, 403, 403)
     assert "access-control-allow-origin" not in other.headers
     assert ok_preflight.status_code == 204 and ok_preflight.headers["access-control-allow-origin"] == ORIGIN
@@ -197,8 +220,12 @@ async def test_too_long_too_many_and_the_wrong_files_are_refused(
 
         async def upload(data: bytes, name: str, mime: str) -> httpx.Response:
             form = {"key": key, "visitor": new_visitor(), "id": secrets.token_urlsafe(16)}
-            return await client.post(url + "/web/v1/files", data=form, files={"file": (name, data, mime)},
-                                     headers={"Origin": ORIGIN})  # fmt: skip
+            return await client.post(
+                url + "/web/v1/files",
+                data=form,
+                files={"file": (name, data, mime)},
+                headers={"Origin": ORIGIN},
+            )
 
         image = await upload(png, "dot.png", "image/png")
         disguised = await upload(b"<html><script>alert(1)</script></html>", "dot.png", "image/png")
@@ -225,12 +252,37 @@ async def test_a_signed_user_links_to_their_customer_and_a_forged_one_never_does
     account, secret = await connect_web(sessions, tenant, settings)
     key = account.external_account_id
     async with web_app(settings) as url:
-        first = await post(url, {"key": key, "visitor": new_visitor(), "user_id": "42",
-                                 "user_hash": user_hash(secret, "42"), "name": "Ana", "messages": [message("a")]})  # fmt: skip
-        second_browser = await post(url, {"key": key, "visitor": new_visitor(), "user_id": "42",
-                                          "user_hash": user_hash(secret, "42"), "messages": [message("b")]})  # fmt: skip
-        forged = await post(url, {"key": key, "visitor": new_visitor(), "user_id": "42",
-                                  "user_hash": user_hash("not-the-secret", "42"), "messages": [message("c")]})  # fmt: skip
+        first = await post(
+            url,
+            {
+                "key": key,
+                "visitor": new_visitor(),
+                "user_id": "42",
+                "user_hash": user_hash(secret, "42"),
+                "name": "Ana",
+                "messages": [message("a")],
+            },
+        )
+        second_browser = await post(
+            url,
+            {
+                "key": key,
+                "visitor": new_visitor(),
+                "user_id": "42",
+                "user_hash": user_hash(secret, "42"),
+                "messages": [message("b")],
+            },
+        )
+        forged = await post(
+            url,
+            {
+                "key": key,
+                "visitor": new_visitor(),
+                "user_id": "42",
+                "user_hash": user_hash("not-the-secret", "42"),
+                "messages": [message("c")],
+            },
+        )
     assert [r.json()["verified"] for r in (first, second_browser, forged)] == [True, True, False]
     await run_worker_burst(settings)
     async with sessions() as session:
@@ -240,15 +292,23 @@ async def test_a_signed_user_links_to_their_customer_and_a_forged_one_never_does
             if row.direction == "inbound":
                 conversation = await session.get(Conversation, row.conversation_id)
                 by_text[row.text] = conversation.customer_id if conversation else None
-        users = (await session.exec(select(CustomerIdentity).where(
-            CustomerIdentity.tenant_id == tenant.id, CustomerIdentity.kind == "web_user"))).all()  # fmt: skip
+        users = (
+            await session.exec(
+                select(CustomerIdentity).where(
+                    CustomerIdentity.tenant_id == tenant.id, CustomerIdentity.kind == "web_user"
+                )
+            )
+        ).all()
     assert by_text["a"] == by_text["b"] != by_text["c"] and by_text["c"] is not None
     assert [(u.value, u.customer_id) for u in users] == [("42", by_text["a"])]
 
 
 @hypothesis_settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(user_id=st.text(min_size=1, max_size=60), claimed=st.one_of(st.none(), st.text(max_size=80)),
-       secret=st.text(min_size=1, max_size=40))  # fmt: skip
+@given(
+    user_id=st.text(min_size=1, max_size=60),
+    claimed=st.one_of(st.none(), st.text(max_size=80)),
+    secret=st.text(min_size=1, max_size=40),
+)
 def test_no_hash_but_the_secrets_own_ever_verifies(user_id: str, claimed: str | None, secret: str) -> None:
     right = user_hash(secret, user_id)
     expect = (
@@ -329,7 +389,8 @@ async def test_the_config_says_whether_the_team_answers_now_and_when_it_opens(
     account, _ = await connect_web(sessions, tenant, settings)
     await _set_hours(sessions, tenant, **section)
     async with web_app(settings) as url, httpx.AsyncClient() as client:
-        config = await client.get(url + "/web/v1/config", params={"key": account.external_account_id},
-                                  headers={"Origin": ORIGIN})  # fmt: skip
+        config = await client.get(
+            url + "/web/v1/config", params={"key": account.external_account_id}, headers={"Origin": ORIGIN}
+        )
     assert config.status_code == 200
     assert config.json()["availability"] == expected

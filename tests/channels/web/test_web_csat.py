@@ -43,13 +43,15 @@ async def test_the_idle_close_asks_once_with_the_widgets_buttons_and_the_tap_is_
                 await session.exec(select(Conversation).where(Conversation.tenant_id == answering.id))
             ).one()
             await session.exec(
-                update(Tenant).where(Tenant.id == answering.id)
+                update(Tenant)
+                .where(Tenant.id == answering.id)
                 .values(settings_extensions={"memory": {"inactivity_close_s": 60}})
-            )  # fmt: skip
+            )
             await session.exec(
-                update(Message).where(Message.conversation_id == conversation.id)
+                update(Message)
+                .where(Message.conversation_id == conversation.id)
                 .values(created_at=utcnow() - timedelta(minutes=5))
-            )  # fmt: skip
+            )
         assert conversation.id in await close_idle_conversations(sessions, now=utcnow())
         await run_cron_job(settings, Queue.chat, "deliver_outbox_sweep")
         events = await read_stream(url, where, count=3)
@@ -73,5 +75,8 @@ async def test_the_idle_close_asks_once_with_the_widgets_buttons_and_the_tap_is_
     async with sessions() as session:
         [answer] = (await session.exec(select(CsatAnswer).where(CsatAnswer.tenant_id == answering.id))).all()
     assert (answer.conversation_id, answer.channel, answer.handled_by, answer.rating) == (
-        conversation.id, "web", "ai", 1,
-    )  # fmt: skip
+        conversation.id,
+        "web",
+        "ai",
+        1,
+    )

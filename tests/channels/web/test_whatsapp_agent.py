@@ -44,8 +44,13 @@ async def _visitor_writes(settings, key: str, visitor: str, text: str, **who: st
 
 
 async def _agent_writes(settings, wa_tenant, agent, text: str) -> None:  # type: ignore[no-untyped-def]
-    body = text_body(phone_number_id=wa_tenant.phone_number_id, wamid=f"wamid.{uuid.uuid4().hex}",
-                     text=text, wa_id=agent.phone, name=agent.name)  # fmt: skip
+    body = text_body(
+        phone_number_id=wa_tenant.phone_number_id,
+        wamid=f"wamid.{uuid.uuid4().hex}",
+        text=text,
+        wa_id=agent.phone,
+        name=agent.name,
+    )
     async with channel_service(settings) as svc:
         assert (await svc.post(body)).status_code == 200
     await run_worker_burst(settings)
@@ -64,8 +69,9 @@ async def test_an_agent_on_whatsapp_takes_over_a_website_visitor_and_hands_back_
         ScriptedResponse(content="A colleague will take over here."),
     )
     async with sessions() as session, session.begin():
-        nia = await add_agent(session, tenant_id=wa_tenant.tenant.id, name="Nia", phone=random_phone(),
-                              online=True)  # fmt: skip
+        nia = await add_agent(
+            session, tenant_id=wa_tenant.tenant.id, name="Nia", phone=random_phone(), online=True
+        )
         nia.last_inbound_at = utcnow() - timedelta(minutes=5)  # her WhatsApp service window is open
     account, _ = await connect_web(sessions, wa_tenant.tenant, settings_)
     key, visitor, streams = account.external_account_id, new_visitor(), web_streams[1]
@@ -106,11 +112,21 @@ async def test_an_agent_on_whatsapp_takes_over_a_website_visitor_and_hands_back_
     await _visitor_writes(settings_, key, visitor, "thanks!")
     assert [r["text"] for r in await streams.replies(key)][2:] == ["Anything else I can help with?"]
     async with sessions() as session:
-        conversation = (await session.exec(select(Conversation).where(
-            Conversation.tenant_id == wa_tenant.tenant.id, Conversation.channel == "web"))).one()  # fmt: skip
+        conversation = (
+            await session.exec(
+                select(Conversation).where(
+                    Conversation.tenant_id == wa_tenant.tenant.id, Conversation.channel == "web"
+                )
+            )
+        ).one()
         customer = await session.get(Customer, conversation.customer_id)
-        copy_row = (await session.exec(select(Message).where(
-            Message.conversation_id == conversation.id, Message.role == "human_agent"))).all()  # fmt: skip
+        copy_row = (
+            await session.exec(
+                select(Message).where(
+                    Message.conversation_id == conversation.id, Message.role == "human_agent"
+                )
+            )
+        ).all()
     assert conversation.status == "ai" and customer is not None
     assert not [m for m in sent_to(graph_sandbox[1], pid) if visitor in m["text"]]
     assert [r.text for r in copy_row][0] == "Hi, I'm Nia. Sending a new mug today."
@@ -128,8 +144,9 @@ async def test_a_signed_in_visitor_gets_the_ai_and_the_agent_on_their_user_strea
         ScriptedResponse(content="A colleague will take over here."),
     )
     async with sessions() as session, session.begin():
-        nia = await add_agent(session, tenant_id=wa_tenant.tenant.id, name="Nia", phone=random_phone(),
-                              online=True)  # fmt: skip
+        nia = await add_agent(
+            session, tenant_id=wa_tenant.tenant.id, name="Nia", phone=random_phone(), online=True
+        )
         nia.last_inbound_at = utcnow() - timedelta(minutes=5)
     account, secret = await connect_web(sessions, wa_tenant.tenant, settings_)
     key = account.external_account_id
@@ -176,21 +193,31 @@ async def test_closing_a_visitors_conversation_in_the_console_tells_the_agent_an
         ScriptedResponse(content="A colleague will take over here."),
     )
     async with sessions() as session, session.begin():
-        nia = await add_agent(session, tenant_id=wa_tenant.tenant.id, name="Nia", phone=random_phone(),
-                              online=True)  # fmt: skip
+        nia = await add_agent(
+            session, tenant_id=wa_tenant.tenant.id, name="Nia", phone=random_phone(), online=True
+        )
         nia.last_inbound_at = utcnow() - timedelta(minutes=5)
     account, _ = await connect_web(sessions, wa_tenant.tenant, settings_)
     key, visitor = account.external_account_id, new_visitor()
     await _visitor_writes(settings_, key, visitor, "I want a person")
     async with sessions() as session:
-        conversation = (await session.exec(select(Conversation).where(
-            Conversation.tenant_id == wa_tenant.tenant.id, Conversation.channel == "web"))).one()  # fmt: skip
+        conversation = (
+            await session.exec(
+                select(Conversation).where(
+                    Conversation.tenant_id == wa_tenant.tenant.id, Conversation.channel == "web"
+                )
+            )
+        ).one()
     admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=wa_tenant.tenant.id, name="Pat")
     app = create_app(settings_)
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app, client=("10.9.8.7", 40000)), base_url="http://console.test",
-        headers={"Accept": "text/html"},
-    ) as client:  # fmt: skip
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app, client=("10.9.8.7", 40000)),
+            base_url="http://console.test",
+            headers={"Accept": "text/html"},
+        ) as client,
+    ):
         me = await log_in(client, admin)
         closed = await me.post_form(f"/t/{wa_tenant.tenant.slug}/conversations/{conversation.id}/close")
     assert closed.status_code == 303

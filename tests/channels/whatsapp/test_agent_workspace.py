@@ -27,8 +27,13 @@ async def test_r_sends_a_canned_reply_filled_for_the_customer(
     _escalation(model)
     nia = await _agent(sessions, wa_tenant, "Nia Costa")
     async with sessions() as session, session.begin():
-        session.add(CannedReply(tenant_id=wa_tenant.tenant.id, shortcut="thanks",
-                                text="Thanks {customer_name}, {agent_name} here. {order} stays as typed."))  # fmt: skip
+        session.add(
+            CannedReply(
+                tenant_id=wa_tenant.tenant.id,
+                shortcut="thanks",
+                text="Thanks {customer_name}, {agent_name} here. {order} stays as typed.",
+            )
+        )
     pid = wa_tenant.phone_number_id
     await _post(settings_, wa_tenant, _text(wa_tenant, "I want a person", name="Ana Lima"))
     before = len(sent_to(graph_sandbox[1], pid))

@@ -176,8 +176,17 @@ async def test_simulate_payload_puts_sample_media_in_the_sandbox_for_its_images(
         "WHATSAPP_GRAPH_BASE_URL": graph_sandbox[0],
     }
     async with serve_app(create_app(settings), port=port):
-        out = await cli.arun("simulate", "whatsapp", "--tenant", wa_tenant.tenant.slug, "--payload",
-                             str(payload_path("image_with_caption.json")), "--timeout", "0.3", **env)  # fmt: skip
+        out = await cli.arun(
+            "simulate",
+            "whatsapp",
+            "--tenant",
+            wa_tenant.tenant.slug,
+            "--payload",
+            str(payload_path("image_with_caption.json")),
+            "--timeout",
+            "0.3",
+            **env,
+        )
     assert out.exit_code == 0, out.output
     # the payload's media id now resolves in the sandbox: the demo's vision sees a picture
     assert graph_sandbox[1].media["1000000000000021"] == (SAMPLE_MEDIA["image"], "image/jpeg")
@@ -205,9 +214,11 @@ async def test_simulate_names_the_failed_send_when_no_reply_came(
     }
     async with serve_app(create_app(settings), port=port):
         started = time.monotonic()
-        simulated = asyncio.create_task(cli.arun(
-            "simulate", "whatsapp", "-t", ai_tenant.tenant.slug, "--text", "hi", "--timeout", "60", **env
-        ))  # fmt: skip
+        simulated = asyncio.create_task(
+            cli.arun(
+                "simulate", "whatsapp", "-t", ai_tenant.tenant.slug, "--text", "hi", "--timeout", "60", **env
+            )
+        )
         # the webhook stored the message and queued its job: now the worker answers it
         await eventually(lambda: arq_pool.zcard(Queue.chat.value), what="the inbound job queued")
         await run_worker_burst(settings)
@@ -228,9 +239,11 @@ async def test_simulate_says_the_conversation_waits_for_a_person(
     command says the conversation is waiting in the queue (not "human mode, or still working")."""
     state, name, _ = model
     state.script(name).push(
-        ScriptedResponse(kind="tool_calls", tool_calls=[{"name": "escalate_to_human", "arguments": {"reason": "asked"}}]),
+        ScriptedResponse(
+            kind="tool_calls", tool_calls=[{"name": "escalate_to_human", "arguments": {"reason": "asked"}}]
+        ),
         ScriptedResponse(content="Everyone is busy; someone will answer soon."),
-    )  # fmt: skip
+    )
     port = free_port()
     settings = e2e_settings(whatsapp_port=port)
     env = {
@@ -241,9 +254,21 @@ async def test_simulate_says_the_conversation_waits_for_a_person(
     slug, outs = ai_tenant.tenant.slug, []
     async with serve_app(create_app(settings), port=port):
         for text in ("a person please", "hello? anyone?"):
-            simulated = asyncio.create_task(cli.arun(
-                "simulate", "whatsapp", "--tenant", slug, "--text", text, "--from", "+15550107777", "--timeout", "4", **env
-            ))  # fmt: skip
+            simulated = asyncio.create_task(
+                cli.arun(
+                    "simulate",
+                    "whatsapp",
+                    "--tenant",
+                    slug,
+                    "--text",
+                    text,
+                    "--from",
+                    "+15550107777",
+                    "--timeout",
+                    "4",
+                    **env,
+                )
+            )
             await eventually(lambda: arq_pool.zcard(Queue.chat.value), what="the inbound job queued")
             await run_worker_burst(settings)
             outs.append(await simulated)

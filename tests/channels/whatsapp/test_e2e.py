@@ -461,10 +461,17 @@ async def test_worker_killed_mid_turn_customer_gets_exactly_one_reply(
     async with channel_service(settings) as svc:
         await svc.post(load_payload("text.json", phone_number_id=ai_tenant.phone_number_id))
     env = {
-        **os.environ, "DATABASE_URL": settings.database_url, "REDIS_URL": settings.redis_url, "DATA_DIR": str(settings.data_dir),
-        "META_APP_SECRET": "x", "WHATSAPP_GRAPH_BASE_URL": graph_sandbox[0], "ORCHESTRATOR_PORT": str(settings.orchestrator_port),
-        "INBOUND_JOB_TIMEOUT_S": "8", "INBOUND_DEBOUNCE_S": "0", "LOG_FORMAT": "json",
-    }  # fmt: skip
+        **os.environ,
+        "DATABASE_URL": settings.database_url,
+        "REDIS_URL": settings.redis_url,
+        "DATA_DIR": str(settings.data_dir),
+        "META_APP_SECRET": "x",
+        "WHATSAPP_GRAPH_BASE_URL": graph_sandbox[0],
+        "ORCHESTRATOR_PORT": str(settings.orchestrator_port),
+        "INBOUND_JOB_TIMEOUT_S": "8",
+        "INBOUND_DEBOUNCE_S": "0",
+        "LOG_FORMAT": "json",
+    }
     worker = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -499,26 +506,53 @@ async def _turn_stored(sessions, inbound_message_id) -> bool:  # type: ignore[no
 
 REPLIES_PER_PAYLOAD = {
     # payload file → replies the customer(s) get when it arrives on its own (INDEX.md outcomes)
-    "text.json": 1, "image_with_caption.json": 1, "audio_voice_note_ogg_opus.json": 1, "video_with_caption.json": 1,
-    "document_pdf.json": 1, "sticker_animated.json": 0, "location_named_place.json": 1, "contacts_card.json": 1,
-    "interactive_button_reply.json": 1, "button_template_quick_reply.json": 1,  # opt-out confirmation
+    "text.json": 1,
+    "image_with_caption.json": 1,
+    "audio_voice_note_ogg_opus.json": 1,
+    "video_with_caption.json": 1,
+    "document_pdf.json": 1,
+    "sticker_animated.json": 0,
+    "location_named_place.json": 1,
+    "contacts_card.json": 1,
+    "interactive_button_reply.json": 1,
+    "button_template_quick_reply.json": 1,  # opt-out confirmation
     "reaction.json": 0,
-    "text_reply_with_context.json": 1, "batch_multiple_messages_and_status.json": 2, "status_sent.json": 0,
-    "status_delivered.json": 0, "status_read.json": 0, "status_failed_131047_reengagement.json": 0,
-    "status_sent_with_biz_opaque_callback_data.json": 0, "unsupported_type.json": 0,
-    "system_user_changed_number.json": 0, "referral_click_to_whatsapp_ad.json": 1, "errors_only_entry.json": 0,
-    "interactive_missing_payload.json": 0, "revoke_deleted_by_customer.json": 0, "edit_by_customer.json": 0,
+    "text_reply_with_context.json": 1,
+    "batch_multiple_messages_and_status.json": 2,
+    "status_sent.json": 0,
+    "status_delivered.json": 0,
+    "status_read.json": 0,
+    "status_failed_131047_reengagement.json": 0,
+    "status_sent_with_biz_opaque_callback_data.json": 0,
+    "unsupported_type.json": 0,
+    "system_user_changed_number.json": 0,
+    "referral_click_to_whatsapp_ad.json": 1,
+    "errors_only_entry.json": 0,
+    "interactive_missing_payload.json": 0,
+    "revoke_deleted_by_customer.json": 0,
+    "edit_by_customer.json": 0,
     "text_from_username_user_phone_withheld.json": 1,
     # shapes of pywa's tests/data/updates and netflie's NotificationFactoryTest (INDEX.md)
-    "order_catalog_with_text.json": 1, "reaction_removed.json": 0, "reaction_removed_without_emoji.json": 0,
-    "location_coordinates_only.json": 1, "text_frequently_forwarded.json": 1, "interactive_list_reply.json": 1,
-    "interactive_nfm_reply_flow.json": 1, "button_with_referred_product_and_referral.json": 1,
-    "unknown_type_with_errors.json": 0, "contacts_card_full_vcard.json": 1, "audio_not_voice.json": 1,
-    "interactive_missing_payload_with_value_errors.json": 0, "system_customer_identity_changed.json": 0,
-    "request_welcome_chat_opened.json": 1, "user_preferences_marketing.json": 0,
-    "call_connect_user_initiated.json": 0, "empty_entry.json": 0, "system_user_changed_user_id.json": 0,
+    "order_catalog_with_text.json": 1,
+    "reaction_removed.json": 0,
+    "reaction_removed_without_emoji.json": 0,
+    "location_coordinates_only.json": 1,
+    "text_frequently_forwarded.json": 1,
+    "interactive_list_reply.json": 1,
+    "interactive_nfm_reply_flow.json": 1,
+    "button_with_referred_product_and_referral.json": 1,
+    "unknown_type_with_errors.json": 0,
+    "contacts_card_full_vcard.json": 1,
+    "audio_not_voice.json": 1,
+    "interactive_missing_payload_with_value_errors.json": 0,
+    "system_customer_identity_changed.json": 0,
+    "request_welcome_chat_opened.json": 1,
+    "user_preferences_marketing.json": 0,
+    "call_connect_user_initiated.json": 0,
+    "empty_entry.json": 0,
+    "system_user_changed_user_id.json": 0,
     "smb_message_echo_from_business_app.json": 0,  # last: a human took over, nothing after it is answered
-}  # fmt: skip
+}
 
 
 async def test_every_payload_end_to_end(e2e_settings, ai_tenant, model, sessions, graph_sandbox) -> None:  # type: ignore[no-untyped-def]

@@ -57,9 +57,12 @@ async def test_a_failing_primary_is_answered_by_the_backup_through_the_running_s
             f"/control/{backup}", json={"responses": [{"kind": "text", "content": "The backup answers."}]}
         )
         await _use_deployments(
-            sessions, wa_tenant.tenant.id,
-            deployment(url, primary, priority=1), deployment(url, backup, priority=2), num_retries=2,
-        )  # fmt: skip
+            sessions,
+            wa_tenant.tenant.id,
+            deployment(url, primary, priority=1),
+            deployment(url, backup, priority=2),
+            num_retries=2,
+        )
         async with channel_service(settings) as svc:
             await svc.post(
                 text_body(phone_number_id=wa_tenant.phone_number_id, wamid=f"wamid.F{primary}", text="hi")
@@ -84,9 +87,10 @@ async def test_status_callbacks_before_the_send_answer_leave_the_part_delivered(
     # sender posts signed status webhooks to the service itself, before answering the send
     port = free_port()
     settings = e2e_settings(
-        whatsapp_port=port, whatsapp_sandbox_enabled=True,
+        whatsapp_port=port,
+        whatsapp_sandbox_enabled=True,
         whatsapp_graph_base_url=f"http://127.0.0.1:{port}/_sandbox/graph",  # the service's own sandbox
-    )  # fmt: skip
+    )
     token = {"Authorization": f"Bearer {settings.secret('admin_token')}"}
     pid = ai_tenant.phone_number_id
     async with (
@@ -131,10 +135,11 @@ async def test_a_context_overflow_falls_back_to_the_larger_window_through_the_ru
             f"/control/{large}", json={"responses": [{"kind": "text", "content": "Large window here."}]}
         )
         await _use_deployments(
-            sessions, wa_tenant.tenant.id,
+            sessions,
+            wa_tenant.tenant.id,
             deployment(url, small, priority=1, max_input_tokens=16_000),
             deployment(url, large, priority=2, max_input_tokens=128_000),
-        )  # fmt: skip
+        )
         async with channel_service(settings) as svc:
             await svc.post(
                 text_body(phone_number_id=wa_tenant.phone_number_id, wamid=f"wamid.O{small}", text="hi")

@@ -33,9 +33,12 @@ async def _post(settings, *bodies) -> None:  # type: ignore[no-untyped-def]
 
 def _text(wa_tenant, text, *, wa_id=CUSTOMER, name="Rui Costa"):  # type: ignore[no-untyped-def]
     return text_body(
-        phone_number_id=wa_tenant.phone_number_id, wamid=f"wamid.{uuid.uuid4().hex}", text=text,
-        wa_id=wa_id, name=name,
-    )  # fmt: skip
+        phone_number_id=wa_tenant.phone_number_id,
+        wamid=f"wamid.{uuid.uuid4().hex}",
+        text=text,
+        wa_id=wa_id,
+        name=name,
+    )
 
 
 async def test_end_answers_the_messages_after_the_persons_last_reply_in_one_turn(

@@ -85,9 +85,13 @@ async def test_voice_note_is_downloaded_and_transcribed(graph_sandbox, provider,
     graph = GraphClient(base, "v23.0")
     async with httpx.AsyncClient() as http:
         text = await media_to_text(
-            kind="audio", media=[{"ref": media_id, "mime": "audio/ogg", "voice": True}], caption="",
-            fetch=_fetcher(graph), http=http, settings=settings,
-        )  # fmt: skip
+            kind="audio",
+            media=[{"ref": media_id, "mime": "audio/ogg", "voice": True}],
+            caption="",
+            fetch=_fetcher(graph),
+            http=http,
+            settings=settings,
+        )
     await graph.aclose()
     assert text == '[Audio transcription]: "Hola, mi pedido llegó roto"'
     upload = provider[1][-1]
@@ -107,9 +111,13 @@ async def test_image_caption_then_description(graph_sandbox, provider, make_sett
     graph = GraphClient(base, "v23.0")
     async with httpx.AsyncClient() as http:
         text = await media_to_text(
-            kind="image", media=[{"ref": media_id, "mime": "image/jpeg"}], caption="This arrived broken 😞",
-            fetch=_fetcher(graph), http=http, settings=settings,
-        )  # fmt: skip
+            kind="image",
+            media=[{"ref": media_id, "mime": "image/jpeg"}],
+            caption="This arrived broken 😞",
+            fetch=_fetcher(graph),
+            http=http,
+            settings=settings,
+        )
         expired = await media_to_text(
             kind="image",
             media=[{"ref": new_media_id()}],  # never stored: expired
@@ -153,13 +161,21 @@ async def test_an_expiring_link_dead_before_our_copy_is_retried(graph_sandbox, m
     async with httpx.AsyncClient() as http:
         with pytest.raises(MediaUnavailable) as info:
             await media_to_text(
-                kind="image", media=[{"ref": dead, "mime": "image/jpeg", "expiring": True}], caption="",
-                fetch=_fetcher(graph), http=http, settings=make_settings(),
-            )  # fmt: skip
+                kind="image",
+                media=[{"ref": dead, "mime": "image/jpeg", "expiring": True}],
+                caption="",
+                fetch=_fetcher(graph),
+                http=http,
+                settings=make_settings(),
+            )
         settled = await media_to_text(  # once the copy job gave its verdict, the notice is given
-            kind="image", media=[{"ref": "", "unavailable": "expired"}], caption="",
-            fetch=_fetcher(graph), http=http, settings=make_settings(),
-        )  # fmt: skip
+            kind="image",
+            media=[{"ref": "", "unavailable": "expired"}],
+            caption="",
+            fetch=_fetcher(graph),
+            http=http,
+            settings=make_settings(),
+        )
     await graph.aclose()
     assert info.value.is_transient and "copy of the expiring link is still pending" in str(info.value)
     assert settled == "[Image received but could not be read: the link had expired]"
@@ -167,9 +183,13 @@ async def test_an_expiring_link_dead_before_our_copy_is_retried(graph_sandbox, m
 
 async def test_document_and_names() -> None:
     text = await media_to_text(
-        kind="document", media=[{"ref": "1", "mime": "application/pdf", "filename": "Receipt #1042 (copy).pdf"}],
-        caption="my receipt", fetch=None, http=None, settings=None,  # type: ignore[arg-type]
-    )  # fmt: skip
+        kind="document",
+        media=[{"ref": "1", "mime": "application/pdf", "filename": "Receipt #1042 (copy).pdf"}],
+        caption="my receipt",
+        fetch=None,
+        http=None,
+        settings=None,  # type: ignore[arg-type]
+    )
     assert text == "my receipt\n[Document received: Receipt #1042 (copy).pdf]"
     assert safe_filename("Receipt #1042 (copy).pdf") == "Receipt _1042 _copy_.pdf"
     assert upload_name("audio/ogg; codecs=opus") == ("voice.ogg", "audio/ogg")

@@ -35,8 +35,10 @@ async def _use_llm(sessions, tenant_id, llm) -> None:  # type: ignore[no-untyped
     async with sessions() as session, session.begin():
         tenant = await session.get(Tenant, tenant_id)
         tenant.settings_extensions = {
-            **tenant.settings_extensions, "llm": llm, "agent": {"first_reply_deadline_s": DEADLINE_S},
-        }  # fmt: skip
+            **tenant.settings_extensions,
+            "llm": llm,
+            "agent": {"first_reply_deadline_s": DEADLINE_S},
+        }
         session.add(tenant)
 
 
@@ -75,11 +77,13 @@ async def test_a_hanging_model_sends_the_holding_message_once_by_the_deadline_th
     e2e_settings, wa_tenant, sessions, graph_sandbox, offline_model
 ) -> None:  # type: ignore[no-untyped-def]
     script = await answer_with_script(
-        sessions, wa_tenant.tenant.id, offline_model,
+        sessions,
+        wa_tenant.tenant.id,
+        offline_model,
         agent={"first_reply_deadline_s": DEADLINE_S},
         loop={"turn_timeout_s": 8},
         guardrails={"input": {"enabled": True}, "output": {"enabled": True}},  # a hanging checker too
-    )  # fmt: skip
+    )
     script.default = ScriptedResponse(kind="hang")
     settings = e2e_settings()
     pid = wa_tenant.phone_number_id
@@ -120,9 +124,12 @@ async def test_the_deadline_counts_from_the_message_not_from_the_workers_pick_up
     e2e_settings, wa_tenant, sessions, graph_sandbox, offline_model
 ) -> None:  # type: ignore[no-untyped-def]
     script = await answer_with_script(
-        sessions, wa_tenant.tenant.id, offline_model,
-        agent={"first_reply_deadline_s": DEADLINE_S}, loop={"turn_timeout_s": 8},
-    )  # fmt: skip
+        sessions,
+        wa_tenant.tenant.id,
+        offline_model,
+        agent={"first_reply_deadline_s": DEADLINE_S},
+        loop={"turn_timeout_s": 8},
+    )
     script.default = ScriptedResponse(kind="hang")
     settings = e2e_settings()
     pid = wa_tenant.phone_number_id
@@ -144,9 +151,12 @@ async def test_a_spanish_tenant_gets_the_holding_message_in_spanish(
     e2e_settings, wa_tenant, sessions, graph_sandbox, offline_model
 ) -> None:  # type: ignore[no-untyped-def]
     script = await answer_with_script(
-        sessions, wa_tenant.tenant.id, offline_model, agent={"first_reply_deadline_s": DEADLINE_S},
+        sessions,
+        wa_tenant.tenant.id,
+        offline_model,
+        agent={"first_reply_deadline_s": DEADLINE_S},
         locale={"language": "es"},
-    )  # fmt: skip
+    )
     script.push(text("Tu pedido sale hoy.", latency_s=DEADLINE_S + 1.5))
     settings = e2e_settings()
     pid = wa_tenant.phone_number_id
@@ -230,12 +240,20 @@ async def test_the_model_lead_check_runs_in_the_background_and_never_delays_the_
     state, url = offline_model
     name = unique_model("provider")
     script = await answer_with_script(
-        sessions, wa_tenant.tenant.id, offline_model, name=name,
-        leads={"intent_check": "model"}, agent={"first_reply_deadline_s": 10},
-    )  # fmt: skip
+        sessions,
+        wa_tenant.tenant.id,
+        offline_model,
+        name=name,
+        leads={"intent_check": "model"},
+        agent={"first_reply_deadline_s": 10},
+    )
     slow_check_s = 6.0
-    verdict = {"buying_intent": True, "product": "DN50 valve", "summary": "Wants ten DN50 valves.",
-               "consent": "granted"}  # fmt: skip
+    verdict = {
+        "buying_intent": True,
+        "product": "DN50 valve",
+        "summary": "Wants ten DN50 valves.",
+        "consent": "granted",
+    }
     script.push(text("The DN50 is 129 EUR."))
     script.push(text(json.dumps(verdict), latency_s=slow_check_s))  # the intent check: slow
     settings = e2e_settings()

@@ -44,8 +44,11 @@ def test_every_payload_normalizes_without_error() -> None:
 def test_text() -> None:
     msg = one("text.json")
     assert (msg.kind, msg.text, msg.sender_name, msg.action) == (
-        "text", "Hi! Does it come in another color?", "Test Customer", "process",
-    )  # fmt: skip
+        "text",
+        "Hi! Does it come in another color?",
+        "Test Customer",
+        "process",
+    )
     assert msg.external_id == IN_01
     assert (
         msg.sender_id == "15550100099" and msg.flags["wa_id"] == "15550100099" and msg.flags["bsuid"] is None
@@ -76,8 +79,11 @@ def test_voice_note_mime_parameters_stripped() -> None:
 def test_video_forwarded_and_document_filename() -> None:
     video = one("video_with_caption.json")
     assert (video.kind, video.text, video.media[0].mime, video.media[0].ref) == (
-        "video", "see how it rattles", "video/mp4", "1000000000000041",
-    )  # fmt: skip
+        "video",
+        "see how it rattles",
+        "video/mp4",
+        "1000000000000041",
+    )
     assert video.flags["forwarded"] is True
     doc = one("document_pdf.json")
     assert doc.media[0].filename == "Receipt #1042 (copy).pdf" and doc.media[0].mime == "application/pdf"
@@ -251,8 +257,15 @@ def test_a_catalog_order_reaches_the_agent_as_items_quantities_prices_and_the_no
 def test_an_order_with_odd_items_is_still_readable() -> None:
     from switchboard.channels.whatsapp.normalize import render_order
 
-    odd = render_order({"product_items": [{"product_retailer_id": "X", "quantity": "²", "item_price": 1e308},
-                                          {"currency": "USD", "quantity": 1, "item_price": "9" * 5000}, 5]})  # fmt: skip
+    odd = render_order(
+        {
+            "product_items": [
+                {"product_retailer_id": "X", "quantity": "²", "item_price": 1e308},
+                {"currency": "USD", "quantity": 1, "item_price": "9" * 5000},
+                5,
+            ]
+        }
+    )
     assert odd.splitlines() == ["[Order]", "- ? x X", "- 1 x unknown item"]
 
 

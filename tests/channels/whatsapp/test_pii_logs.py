@@ -55,8 +55,14 @@ async def test_a_whole_whatsapp_and_gmail_turn_logs_no_phone_email_or_text(
     await answer_with_script(sessions, tenant.id, offline_model, name=name)
     connected = await connect_gmail(sessions, tenant, settings)
     email = new_customer()
-    await deliver(settings, connected.email, from_=email, from_name="Lola Flores", subject="Parcel",
-                  text=f"Where is it? Write to {email}, phone +{PHONE}")  # fmt: skip
+    await deliver(
+        settings,
+        connected.email,
+        from_=email,
+        from_name="Lola Flores",
+        subject="Parcel",
+        text=f"Where is it? Write to {email}, phone +{PHONE}",
+    )
     await run_sync(settings, connected.account_id)
     assert [s["to"] for s in await sent_from(settings, connected.email)] == [email]
 

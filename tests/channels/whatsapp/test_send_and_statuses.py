@@ -79,13 +79,19 @@ async def test_statuses_update_outbox_monotonically(make_settings, wa_tenant, se
                     payload={"type": "text", "text": "hi"},
                     status="pending",
                     external_id=wamid,
-                )  # fmt: skip
+                )
             )
     settings = make_settings()
     pid = wa_tenant.phone_number_id
     async with channel_service(settings) as svc:
-        for name in ("status_sent.json", "status_read.json", "status_delivered.json", "batch_multiple_messages_and_status.json",
-                     "status_failed_131047_reengagement.json", "status_sent_with_biz_opaque_callback_data.json"):  # fmt: skip
+        for name in (
+            "status_sent.json",
+            "status_read.json",
+            "status_delivered.json",
+            "batch_multiple_messages_and_status.json",
+            "status_failed_131047_reengagement.json",
+            "status_sent_with_biz_opaque_callback_data.json",
+        ):
             assert (await svc.post(load_payload(name, phone_number_id=pid))).status_code == 200
             await run_worker_burst(settings)
     async with sessions() as session:

@@ -124,10 +124,22 @@ async def test_a_product_card_is_a_cta_url_message_with_its_image(
 ) -> None:  # type: ignore[no-untyped-def]
     state, name, _ = model
     script = state.script(name)
-    script.push(tool_calls(call("show_product", {
-        "title": "Ball valve DN50", "description": "Stainless 316, PN40.", "price": "129.9", "currency": "EUR",
-        "image_url": "https://cdn.shop.example/dn50.jpg", "cta_title": "Buy on our shop", "cta_url": "https://shop.example/dn50",
-    })))  # fmt: skip
+    script.push(
+        tool_calls(
+            call(
+                "show_product",
+                {
+                    "title": "Ball valve DN50",
+                    "description": "Stainless 316, PN40.",
+                    "price": "129.9",
+                    "currency": "EUR",
+                    "image_url": "https://cdn.shop.example/dn50.jpg",
+                    "cta_title": "Buy on our shop",
+                    "cta_url": "https://shop.example/dn50",
+                },
+            )
+        )
+    )
     script.push(text("This one fits."))
     settings = e2e_settings()
     pid = ai_tenant.phone_number_id
@@ -151,8 +163,18 @@ async def test_invalid_options_go_back_to_the_model_and_the_reply_is_text(
 ) -> None:  # type: ignore[no-untyped-def]
     state, name, _ = model
     script = state.script(name)
-    script.push(tool_calls(call("offer_options", {"style": "buttons", "prompt": "?", "options": [
-        {"id": "a", "title": "A"}, {"id": "a", "title": "B"}]})))  # fmt: skip
+    script.push(
+        tool_calls(
+            call(
+                "offer_options",
+                {
+                    "style": "buttons",
+                    "prompt": "?",
+                    "options": [{"id": "a", "title": "A"}, {"id": "a", "title": "B"}],
+                },
+            )
+        )
+    )
     script.push(text("Which one, A or B?"))
     settings = e2e_settings()
     pid = ai_tenant.phone_number_id
@@ -169,13 +191,24 @@ async def test_invalid_options_go_back_to_the_model_and_the_reply_is_text(
 async def test_the_sandbox_refuses_an_interactive_message_over_metas_limits(graph_sandbox) -> None:  # type: ignore[no-untyped-def]
     import httpx
 
-    body = {"messaging_product": "whatsapp", "to": "15550100099", "type": "interactive", "interactive": {
-        "type": "button", "body": {"text": "?"},
-        "action": {"buttons": [{"type": "reply", "reply": {"id": f"b{i}", "title": "x" * 21}} for i in range(4)]},
-    }}  # fmt: skip
+    body = {
+        "messaging_product": "whatsapp",
+        "to": "15550100099",
+        "type": "interactive",
+        "interactive": {
+            "type": "button",
+            "body": {"text": "?"},
+            "action": {
+                "buttons": [{"type": "reply", "reply": {"id": f"b{i}", "title": "x" * 21}} for i in range(4)]
+            },
+        },
+    }
     async with httpx.AsyncClient() as http:
-        answer = await http.post(f"{graph_sandbox[0]}/v23.0/106000000000999/messages", json=body,
-                                 headers={"Authorization": "Bearer t"})  # fmt: skip
+        answer = await http.post(
+            f"{graph_sandbox[0]}/v23.0/106000000000999/messages",
+            json=body,
+            headers={"Authorization": "Bearer t"},
+        )
     assert answer.status_code == 400
     assert answer.json()["error"]["code"] == 131009
     assert "4 buttons (1..3)" in answer.json()["error"]["message"]
@@ -187,10 +220,16 @@ async def test_a_typed_reply_goes_out_as_native_buttons(
     """The model fills in the typed reply (``agent.typed_replies``) instead of calling a tool: the same
     parts, rendered by the same WhatsApp renderer."""
     model = await script(agent={"typed_replies": True})
-    model.push(text(json.dumps({
-        "text": "Great choice, the valve comes in three sizes.",
-        "parts": [{"kind": "buttons", "prompt": "Which size?", "options": SIZES}],
-    })))  # fmt: skip
+    model.push(
+        text(
+            json.dumps(
+                {
+                    "text": "Great choice, the valve comes in three sizes.",
+                    "parts": [{"kind": "buttons", "prompt": "Which size?", "options": SIZES}],
+                }
+            )
+        )
+    )
     settings = e2e_settings()
     pid = wa_tenant.phone_number_id
     async with channel_service(settings) as svc:

@@ -36,8 +36,14 @@ async def put_templates(base_url: str, waba_id: str, data: list[dict[str, Any]])
 
 
 def body_template(name: str, text: str, **extra: Any) -> dict[str, Any]:
-    return {"name": name, "language": "en_US", "status": "APPROVED", "category": "UTILITY",
-            "components": [{"type": "BODY", "text": text}], **extra}  # fmt: skip
+    return {
+        "name": name,
+        "language": "en_US",
+        "status": "APPROVED",
+        "category": "UTILITY",
+        "components": [{"type": "BODY", "text": text}],
+        **extra,
+    }
 
 
 @pytest.fixture
@@ -138,9 +144,14 @@ def template(
 
 ORDER = [
     {"type": "BODY", "text": "Hi {{1}}, your order {{2}} is {{3}}."},
-    {"type": "BUTTONS", "buttons": [{"type": "QUICK_REPLY", "text": "Stop"},
-                                     {"type": "URL", "text": "Track", "url": "https://shop.example.com/t/{{1}}"}]},
-]  # fmt: skip
+    {
+        "type": "BUTTONS",
+        "buttons": [
+            {"type": "QUICK_REPLY", "text": "Stop"},
+            {"type": "URL", "text": "Track", "url": "https://shop.example.com/t/{{1}}"},
+        ],
+    },
+]
 
 
 def test_fill_positional_body_and_url_button() -> None:
@@ -151,11 +162,22 @@ def test_fill_positional_body_and_url_button() -> None:
         "name": "t",
         "language": "en_US",
         "components": [
-            {"type": "body", "parameters": [{"type": "text", "text": "Ana"}, {"type": "text", "text": "#1042"},
-                                            {"type": "text", "text": "on its way"}]},
-            {"type": "button", "sub_type": "url", "index": "1", "parameters": [{"type": "text", "text": "1042"}]},
+            {
+                "type": "body",
+                "parameters": [
+                    {"type": "text", "text": "Ana"},
+                    {"type": "text", "text": "#1042"},
+                    {"type": "text", "text": "on its way"},
+                ],
+            },
+            {
+                "type": "button",
+                "sub_type": "url",
+                "index": "1",
+                "parameters": [{"type": "text", "text": "1042"}],
+            },
         ],
-    }  # fmt: skip
+    }
 
 
 @pytest.mark.parametrize(
@@ -192,8 +214,10 @@ def test_a_pending_template_is_not_sent() -> None:
 
 
 def test_named_values_and_a_document_header() -> None:
-    components = [{"type": "HEADER", "format": "DOCUMENT"},
-                  {"type": "BODY", "text": "Label of {{order_id}} for {{name}}, {{name}}."}]  # fmt: skip
+    components = [
+        {"type": "HEADER", "format": "DOCUMENT"},
+        {"type": "BODY", "text": "Label of {{order_id}} for {{name}}, {{name}}."},
+    ]
     named = template(components, fmt="NAMED")
     with pytest.raises(
         TemplateRefused, match="has a document header: give header_media with a link or a media id"
@@ -217,14 +241,27 @@ def test_named_values_and_a_document_header() -> None:
             ),
         )
     filled = fill_template(
-        named, TemplateValues(body={"name": "Ana", "order_id": "1042"},
-                              header_media={"link": "https://x.example/l.pdf", "filename": "label.pdf"}),
-    )  # fmt: skip
+        named,
+        TemplateValues(
+            body={"name": "Ana", "order_id": "1042"},
+            header_media={"link": "https://x.example/l.pdf", "filename": "label.pdf"},
+        ),
+    )
     assert filled["components"] == [
-        {"type": "header", "parameters": [{"type": "document", "document": {"link": "https://x.example/l.pdf", "filename": "label.pdf"}}]},
-        {"type": "body", "parameters": [{"type": "text", "text": "1042", "parameter_name": "order_id"},
-                                        {"type": "text", "text": "Ana", "parameter_name": "name"}]},
-    ]  # fmt: skip
+        {
+            "type": "header",
+            "parameters": [
+                {"type": "document", "document": {"link": "https://x.example/l.pdf", "filename": "label.pdf"}}
+            ],
+        },
+        {
+            "type": "body",
+            "parameters": [
+                {"type": "text", "text": "1042", "parameter_name": "order_id"},
+                {"type": "text", "text": "Ana", "parameter_name": "name"},
+            ],
+        },
+    ]
 
 
 def test_a_text_header_over_60_characters_once_filled_is_refused() -> None:

@@ -301,11 +301,17 @@ async def test_the_shared_ingest_cleans_messages_that_never_passed_the_webhook_r
     from switchboard.contracts import InboundMessage, SenderIdentity
 
     message = InboundMessage(
-        channel="whatsapp", account_id=wa_tenant.phone_number_id, kind="text", action="process",
-        external_id="wamid.INGEST\x00NUL", sender_id="15550100099", sent_at=datetime.now(UTC),
-        text="caf\x00e \ud800 ok", identities=[SenderIdentity(kind="wa_id", value="15550100099")],
+        channel="whatsapp",
+        account_id=wa_tenant.phone_number_id,
+        kind="text",
+        action="process",
+        external_id="wamid.INGEST\x00NUL",
+        sender_id="15550100099",
+        sent_at=datetime.now(UTC),
+        text="caf\x00e \ud800 ok",
+        identities=[SenderIdentity(kind="wa_id", value="15550100099")],
         raw={"message": {"note": "a\x00b", "bad": "\udfff"}},
-    )  # fmt: skip
+    )
     result = await ingest_delivery(
         delivery=NormalizedDelivery(messages=[message]),
         sessions=sessions,

@@ -82,8 +82,12 @@ def classify(exc: GmailApiError | OAuthError | MailboxNeedsReauth) -> SendError:
         kind = SendErrorKind.transient
     else:
         kind = SendErrorKind.permanent
-    return SendError(str(exc), kind=kind, code=(exc.reason or str(exc.http_status or "network"))[:32],
-                     http_status=exc.http_status)  # fmt: skip
+    return SendError(
+        str(exc),
+        kind=kind,
+        code=(exc.reason or str(exc.http_status or "network"))[:32],
+        http_status=exc.http_status,
+    )
 
 
 class GmailChannel:
@@ -197,14 +201,25 @@ class GmailChannel:
             context, automatic, sender_name = await self._reply_context(session, correlation_id)
             await session.exec(
                 insert(GmailSentMessage.__table__)  # type: ignore[arg-type]
-                .values(id=uuid.uuid4(), tenant_id=account.tenant_id, channel_account_id=account.id,
-                        rfc_message_id=message_id, thread_id=context.thread_id, correlation_id=correlation_id)
+                .values(
+                    id=uuid.uuid4(),
+                    tenant_id=account.tenant_id,
+                    channel_account_id=account.id,
+                    rfc_message_id=message_id,
+                    thread_id=context.thread_id,
+                    correlation_id=correlation_id,
+                )
                 .on_conflict_do_nothing(constraint="uq_gmail_sent_account_message_id")
-            )  # fmt: skip
+            )
         mail = build_reply(
-            mailbox=mailbox, mailbox_name=sender_name, to=recipient, text=text[:TEXT_LIMIT_CHARS],
-            context=context, message_id=message_id, automatic=automatic,
-        )  # fmt: skip
+            mailbox=mailbox,
+            mailbox_name=sender_name,
+            to=recipient,
+            text=text[:TEXT_LIMIT_CHARS],
+            context=context,
+            message_id=message_id,
+            automatic=automatic,
+        )
         raw = encode_raw(mail)
         try:
             sent = await self.call(
@@ -216,10 +231,14 @@ class GmailChannel:
         async with self.sessions() as session, session.begin():
             await session.exec(
                 update(GmailSentMessage)
-                .where(col(GmailSentMessage.channel_account_id) == account.id,
-                       col(GmailSentMessage.rfc_message_id) == message_id)
-                .values(gmail_message_id=gmail_id or None, thread_id=sent.get("threadId") or context.thread_id)
-            )  # fmt: skip
+                .where(
+                    col(GmailSentMessage.channel_account_id) == account.id,
+                    col(GmailSentMessage.rfc_message_id) == message_id,
+                )
+                .values(
+                    gmail_message_id=gmail_id or None, thread_id=sent.get("threadId") or context.thread_id
+                )
+            )
         log.info("gmail_reply_sent", threaded=bool(context.thread_id), automatic=automatic)
         return gmail_id or message_id
 

@@ -76,8 +76,10 @@ async def loopback_receiver(port: int = 0) -> tuple[asyncio.Server, int, asyncio
                 status, body = b"200 OK", _DONE_PAGE
             else:
                 status, body = b"404 Not Found", b"not found"
-            writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Type: text/html; charset=utf-8\r\n"
-                         b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)  # fmt: skip
+            writer.write(
+                b"HTTP/1.1 " + status + b"\r\nContent-Type: text/html; charset=utf-8\r\n"
+                b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body
+            )
             await writer.drain()
         except (TimeoutError, ConnectionError):
             pass
@@ -163,9 +165,15 @@ def add_gmail(
                 uri = redirect_uri or (
                     secrets.redirect_uris[0] if secrets.redirect_uris else "http://127.0.0.1"
                 )
-            auth = start_authorization(cipher=cipher, auth_url=settings.resolved_gmail_auth_url,
-                                       scopes=settings.gmail_oauth_scopes, tenant_id=owner.id, secrets=secrets,
-                                       redirect_uri=uri, login_hint=login_hint)  # fmt: skip
+            auth = start_authorization(
+                cipher=cipher,
+                auth_url=settings.resolved_gmail_auth_url,
+                scopes=settings.gmail_oauth_scopes,
+                tenant_id=owner.id,
+                secrets=secrets,
+                redirect_uri=uri,
+                login_hint=login_hint,
+            )
             # the local sandbox grants consent without a person: this command follows its redirect itself
             sandbox_follows = not open_browser and server is not None and is_loopback_url(auth.url)
             typer.echo(
@@ -177,8 +185,11 @@ def add_gmail(
             typer.echo(auth.url)
             if open_browser:  # in a thread: a browser command may wait, and the listener must answer
                 if not await asyncio.to_thread(webbrowser.open, auth.url):
-                    typer.echo("no browser could be opened here: open the URL above yourself "
-                               "(against the sandbox, `curl -sL '<URL>'` is enough)", err=True)  # fmt: skip
+                    typer.echo(
+                        "no browser could be opened here: open the URL above yourself "
+                        "(against the sandbox, `curl -sL '<URL>'` is enough)",
+                        err=True,
+                    )
             elif sandbox_follows:
                 follow = asyncio.ensure_future(_follow_consent(auth.url))
             if server is not None:
@@ -192,11 +203,20 @@ def add_gmail(
                     typer.prompt, "Paste the code (or the URL the browser was sent to)", err=True
                 )
             code = code_from_answer(answer, state=auth.state)
-            client = GmailClient(settings.resolved_gmail_api_base_url, settings.resolved_gmail_token_url,
-                                 timeout_s=settings.gmail_timeout_s)  # fmt: skip
+            client = GmailClient(
+                settings.resolved_gmail_api_base_url,
+                settings.resolved_gmail_token_url,
+                timeout_s=settings.gmail_timeout_s,
+            )
             try:
-                return await finish_authorization(sessions=sessions, cipher=cipher, client=client,
-                                                  tenant_id=owner.id, state=auth.state, code=code)  # fmt: skip
+                return await finish_authorization(
+                    sessions=sessions,
+                    cipher=cipher,
+                    client=client,
+                    tenant_id=owner.id,
+                    state=auth.state,
+                    code=code,
+                )
             finally:
                 await client.aclose()
         finally:
@@ -245,8 +265,15 @@ async def deliver_and_push(
     return response.json()
 
 
-async def wait_for_sends(client: httpx.AsyncClient, settings: Settings, mailbox: str, *, after: int,
-                         timeout_s: float, settle_s: float = 3.0) -> list[dict[str, Any]]:  # fmt: skip
+async def wait_for_sends(
+    client: httpx.AsyncClient,
+    settings: Settings,
+    mailbox: str,
+    *,
+    after: int,
+    timeout_s: float,
+    settle_s: float = 3.0,
+) -> list[dict[str, Any]]:
     """Mails the sandbox recorded as sent from ``mailbox`` after sequence ``after``, waiting up to
     ``timeout_s`` for the first and ``settle_s`` after the newest."""
     sent_url = settings.resolved_gmail_api_base_url + "/_control/sent"
@@ -330,10 +357,13 @@ def simulate_gmail(
     from switchboard.tenants import get_tenant
 
     check_simulate_source(
-        text=text, payload=payload,
-        text_only={"--from": (from_, "the payload names its sender"),
-                   "--subject": (subject, "the payload has its own Subject header")},
-    )  # fmt: skip
+        text=text,
+        payload=payload,
+        text_only={
+            "--from": (from_, "the payload names its sender"),
+            "--subject": (subject, "the payload has its own Subject header"),
+        },
+    )
     settings = command_settings()
 
     async def mailbox_status(sessions, _settings):  # type: ignore[no-untyped-def]
@@ -383,15 +413,24 @@ def simulate_gmail(
             raise ValueError(f"{payload} is not a messages.get answer (no 'payload' part)")
     else:
         sender = from_ or SIMULATED_SENDER
-        spec.update({"from": sender, "subject": subject or SIMULATED_SUBJECT, "text": text or "",
-                     "message_id": f"<sim-{uuid.uuid4().hex}@{sender.rpartition('@')[2] or 'example.net'}>"})  # fmt: skip
+        spec.update(
+            {
+                "from": sender,
+                "subject": subject or SIMULATED_SUBJECT,
+                "text": text or "",
+                "message_id": f"<sim-{uuid.uuid4().hex}@{sender.rpartition('@')[2] or 'example.net'}>",
+            }
+        )
     if thread_id:
         spec["thread_id"] = thread_id
 
     async def go() -> int:
         if not is_loopback_url(settings.resolved_gmail_api_base_url):  # never send the admin token to Google
-            typer.secho("error: simulate gmail needs the Gmail sandbox (unset GMAIL_API_BASE_URL)",
-                        fg=typer.colors.RED, err=True)  # fmt: skip
+            typer.secho(
+                "error: simulate gmail needs the Gmail sandbox (unset GMAIL_API_BASE_URL)",
+                fg=typer.colors.RED,
+                err=True,
+            )
             return 2
         control = {
             "Authorization": f"Bearer {settings.secret('admin_token')}"
@@ -401,30 +440,48 @@ def simulate_gmail(
             try:
                 probe = await client.get(sent_url, params={"mailbox": mailbox})
                 if probe.status_code != 200:
-                    typer.secho(f"error: {settings.resolved_gmail_api_base_url} is not the Gmail sandbox (HTTP "
-                                f"{probe.status_code}): simulate gmail needs it (unset GMAIL_API_BASE_URL)",
-                                fg=typer.colors.RED, err=True)  # fmt: skip
+                    typer.secho(
+                        f"error: {settings.resolved_gmail_api_base_url} is not the Gmail sandbox (HTTP "
+                        f"{probe.status_code}): simulate gmail needs it (unset GMAIL_API_BASE_URL)",
+                        fg=typer.colors.RED,
+                        err=True,
+                    )
                     return 1
                 after = probe.json()["last_seq"]
                 posted_at = datetime.now(UTC) - timedelta(seconds=1)  # the outbox rows of this mail are newer
                 delivered = await deliver_and_push(client, settings, spec)
             except httpx.HTTPError as exc:
-                typer.secho(f"error: cannot reach the Gmail sandbox at {settings.resolved_gmail_api_base_url} "
-                            f"({type(exc).__name__}); is `switchboard run` running?", fg=typer.colors.RED, err=True)  # fmt: skip
+                typer.secho(
+                    f"error: cannot reach the Gmail sandbox at {settings.resolved_gmail_api_base_url} "
+                    f"({type(exc).__name__}); is `switchboard run` running?",
+                    fg=typer.colors.RED,
+                    err=True,
+                )
                 return 1
             status = delivered.get("push_status")
-            typer.secho(f"delivered {delivered['id']} in thread {delivered['threadId']} to {mailbox}; "
-                        f"push: HTTP {status}", err=True)  # fmt: skip
+            typer.secho(
+                f"delivered {delivered['id']} in thread {delivered['threadId']} to {mailbox}; "
+                f"push: HTTP {status}",
+                err=True,
+            )
             if status != 200:
                 return 1
             replies = await wait_for_sends(client, settings, mailbox, after=after, timeout_s=timeout)
             for reply in replies:
                 headers = reply.get("headers") or {}
-                typer.echo(json.dumps({
-                    "to": reply.get("to"), "subject": headers.get("Subject"), "text": reply.get("text"),
-                    "threadId": reply.get("threadId"), "in_reply_to": headers.get("In-Reply-To"),
-                    "auto_submitted": headers.get("Auto-Submitted"),
-                }, ensure_ascii=False))  # fmt: skip
+                typer.echo(
+                    json.dumps(
+                        {
+                            "to": reply.get("to"),
+                            "subject": headers.get("Subject"),
+                            "text": reply.get("text"),
+                            "threadId": reply.get("threadId"),
+                            "in_reply_to": headers.get("In-Reply-To"),
+                            "auto_submitted": headers.get("Auto-Submitted"),
+                        },
+                        ensure_ascii=False,
+                    )
+                )
             if (
                 not replies
                 and await asyncio.to_thread(run_db, mailbox_status, settings=settings) == "needs_reauth"
@@ -433,10 +490,16 @@ def simulate_gmail(
                 typer.secho(f"error: {_reauth_message(tenant, mailbox)}", fg=typer.colors.RED, err=True)
                 return 2
             if not replies:
-                await explain_no_reply(settings, tenant=tenant, channel="gmail", since=posted_at, hint=(
-                    f"no reply within {timeout:g} s. The mail is in the mailbox; the sync may have found it "
-                    "automated (no reply), handed the thread to a person, or still be working (raise --timeout)"
-                ))  # fmt: skip
+                await explain_no_reply(
+                    settings,
+                    tenant=tenant,
+                    channel="gmail",
+                    since=posted_at,
+                    hint=(
+                        f"no reply within {timeout:g} s. The mail is in the mailbox; the sync may have found it "
+                        "automated (no reply), handed the thread to a person, or still be working (raise --timeout)"
+                    ),
+                )
             return 0
 
     raise typer.Exit(asyncio.run(go()))

@@ -104,8 +104,9 @@ class GmailClient:
         try:
             response = await self._client.post(self.token_url, data=form)
         except httpx.HTTPError as exc:
-            raise OAuthError(f"token endpoint unreachable: {type(exc).__name__}", error="network",
-                             is_transient=True) from exc  # fmt: skip
+            raise OAuthError(
+                f"token endpoint unreachable: {type(exc).__name__}", error="network", is_transient=True
+            ) from exc
         try:
             body = response.json()
         except ValueError:
@@ -133,9 +134,14 @@ class GmailClient:
             OAuthError: refused (a code is single-use and short-lived).
         """
         return await self._token(
-            {"grant_type": "authorization_code", "code": code, "client_id": client_id,
-             "client_secret": client_secret, "redirect_uri": redirect_uri}
-        )  # fmt: skip
+            {
+                "grant_type": "authorization_code",
+                "code": code,
+                "client_id": client_id,
+                "client_secret": client_secret,
+                "redirect_uri": redirect_uri,
+            }
+        )
 
     async def refresh(self, *, refresh_token: str, client_id: str, client_secret: str) -> TokenGrant:
         """A new access token (``grant_type=refresh_token``).
@@ -144,9 +150,13 @@ class GmailClient:
             OAuthError: ``is_revoked`` for ``invalid_grant``.
         """
         return await self._token(
-            {"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": client_id,
-             "client_secret": client_secret}
-        )  # fmt: skip
+            {
+                "grant_type": "refresh_token",
+                "refresh_token": refresh_token,
+                "client_id": client_id,
+                "client_secret": client_secret,
+            }
+        )
 
     # --- API --------------------------------------------------------------------------------------
     async def _call(
@@ -158,8 +168,9 @@ class GmailClient:
                 method, url, params=params, json=json, headers={"Authorization": f"Bearer {token}"}
             )
         except httpx.HTTPError as exc:
-            raise GmailApiError(f"network error: {type(exc).__name__}", http_status=None, reason=None,
-                                is_transient=True) from exc  # fmt: skip
+            raise GmailApiError(
+                f"network error: {type(exc).__name__}", http_status=None, reason=None, is_transient=True
+            ) from exc
         try:
             body = response.json() if response.content else {}
         except ValueError:
@@ -203,8 +214,9 @@ class GmailClient:
             params["pageToken"] = page_token
         return await self._call("GET", "history", token, params=params)
 
-    async def list_messages(self, token: str, *, query: str, page_token: str | None = None,
-                            max_results: int = 100) -> dict:  # fmt: skip
+    async def list_messages(
+        self, token: str, *, query: str, page_token: str | None = None, max_results: int = 100
+    ) -> dict:
         """One page of ``users.messages.list``: ``{messages?: [{id, threadId}], nextPageToken?}``."""
         params: dict[str, Any] = {"q": query, "maxResults": max_results}
         if page_token:
@@ -229,9 +241,11 @@ class GmailClient:
     async def watch(self, token: str, *, topic: str, label_ids: list[str] | None = None) -> dict:
         """``users.watch``: ``{historyId, expiration}`` (expiration: epoch ms, as a string)."""
         return await self._call(
-            "POST", "watch", token,
+            "POST",
+            "watch",
+            token,
             json={"topicName": topic, "labelIds": label_ids or ["INBOX"], "labelFilterBehavior": "INCLUDE"},
-        )  # fmt: skip
+        )
 
     async def stop(self, token: str) -> None:
         """``users.stop``: no more push notifications for the mailbox."""

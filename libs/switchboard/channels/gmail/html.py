@@ -65,15 +65,61 @@ __all__ = ["CleanHtml", "MIN_CONTRAST", "MIN_VISIBLE_FONT_PX", "html_to_text", "
 
 log = get_logger(__name__)
 
-_DROP_TAGS = ("script", "style", "head", "title", "template", "noscript", "object", "iframe", "svg", "link",
-              "meta")  # fmt: skip
+_DROP_TAGS = (
+    "script",
+    "style",
+    "head",
+    "title",
+    "template",
+    "noscript",
+    "object",
+    "iframe",
+    "svg",
+    "link",
+    "meta",
+)
 _SILENT_TAGS = ("head", "title", "style", "link", "meta")
 """Dropped without counting as hidden text (they hold no text a sender wrote for the reader)."""
 _KEEP_TAGS = {
-    "a", "b", "blockquote", "br", "caption", "code", "dd", "div", "dl", "dt", "em", "h1", "h2", "h3", "h4",
-    "h5", "h6", "hr", "i", "li", "ol", "p", "pre", "s", "small", "span", "strong", "sub", "sup", "table",
-    "tbody", "td", "tfoot", "th", "thead", "tr", "u", "ul",
-}  # fmt: skip
+    "a",
+    "b",
+    "blockquote",
+    "br",
+    "caption",
+    "code",
+    "dd",
+    "div",
+    "dl",
+    "dt",
+    "em",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "i",
+    "li",
+    "ol",
+    "p",
+    "pre",
+    "s",
+    "small",
+    "span",
+    "strong",
+    "sub",
+    "sup",
+    "table",
+    "tbody",
+    "td",
+    "tfoot",
+    "th",
+    "thead",
+    "tr",
+    "u",
+    "ul",
+}
 MIN_VISIBLE_FONT_PX = 4.0
 """Text rendered smaller than this (px, after transforms and zoom) cannot be read: it is hidden."""
 MIN_CONTRAST = 1.5
@@ -97,12 +143,27 @@ _INHERITING = {"inherit", "unset", "revert", "revert-layer", "none", "auto"}
 colours, and a browser ignores such a declaration (mail HTML has them: ``background-color: none``)."""
 _WHITE: RGB = (1.0, 1.0, 1.0)
 _BLACK: RGBA = (0.0, 0.0, 0.0, 1.0)
-_FONT_KEYWORDS_PX = {"xx-small": 9.0, "x-small": 10.0, "small": 13.0, "medium": 16.0, "large": 18.0,
-                     "x-large": 24.0, "xx-large": 32.0, "xxx-large": 48.0}  # fmt: skip
+_FONT_KEYWORDS_PX = {
+    "xx-small": 9.0,
+    "x-small": 10.0,
+    "small": 13.0,
+    "medium": 16.0,
+    "large": 18.0,
+    "x-large": 24.0,
+    "xx-large": 32.0,
+    "xxx-large": 48.0,
+}
 _CLIPPING = {"hidden", "clip", "scroll", "auto"}
 _GROUPING_AT_RULES = {"media", "supports", "layer", "container", "document", "-moz-document"}
-_LEADING_OFFSETS = ("left", "top", "margin-left", "margin-top", "text-indent", "inset-inline-start",
-                    "inset-block-start")  # fmt: skip
+_LEADING_OFFSETS = (
+    "left",
+    "top",
+    "margin-left",
+    "margin-top",
+    "text-indent",
+    "inset-inline-start",
+    "inset-block-start",
+)
 _TRAILING_OFFSETS = ("right", "bottom", "inset-inline-end", "inset-block-end")
 
 
@@ -356,8 +417,10 @@ def _tiny_box(found: dict[str, Value], font_px: float) -> str | None:
 def _clipped(found: dict[str, Value], font_px: float) -> str | None:
     clip = found.get("clip") or []
     if clip and isinstance(clip[0], tinycss2.ast.FunctionBlock) and clip[0].lower_name == "rect":
-        edges = [None if _ident([n]) == "auto" else length_px(n, font_px=font_px, percent_of_px=0.0)
-                 for n in _flat_arguments(clip[0])]  # fmt: skip
+        edges = [
+            None if _ident([n]) == "auto" else length_px(n, font_px=font_px, percent_of_px=0.0)
+            for n in _flat_arguments(clip[0])
+        ]
         if len(edges) == 4:
             top, right, bottom, left = edges
             height = (bottom if bottom is not None else math.inf) - (top or 0.0)
@@ -424,8 +487,11 @@ def _shape_shows(shape: tinycss2.ast.FunctionBlock, font_px: float) -> bool:
         )
         return area / 2 >= 1.0
     if name in ("rect", "xywh"):
-        edges = [None if _ident([n]) == "auto" else length_px(n, font_px=font_px, percent_of_px=100.0)
-                 for n in nodes if _ident([n]) != "round"][:4]  # fmt: skip
+        edges = [
+            None if _ident([n]) == "auto" else length_px(n, font_px=font_px, percent_of_px=100.0)
+            for n in nodes
+            if _ident([n]) != "round"
+        ][:4]
         if len(edges) < 4:
             return True
         if name == "xywh":
@@ -588,9 +654,17 @@ def _computed(element: etree._Element, parent: _Paint) -> tuple[_Paint, str | No
         visible = False
     elif visibility in ("visible", "initial"):
         visible = True
-    paint = _Paint(colour=colour, fill=fill, backdrop=_background(found, parent.backdrop, colour), group_scale=group_scale,
-                   group_offset=group_offset, font_px=font_px, scale=parent.scale * factor, visible=visible,
-                   variables=variables)  # fmt: skip
+    paint = _Paint(
+        colour=colour,
+        fill=fill,
+        backdrop=_background(found, parent.backdrop, colour),
+        group_scale=group_scale,
+        group_offset=group_offset,
+        font_px=font_px,
+        scale=parent.scale * factor,
+        visible=visible,
+        variables=variables,
+    )
     if not visible:
         return paint, None, "visibility:hidden"
     if paint.font_px * paint.scale < MIN_VISIBLE_FONT_PX:
@@ -710,8 +784,13 @@ def _inline(html: str, rules: list[str]) -> str:
     """
 
     def inliner(css: str) -> css_inline.CSSInliner:
-        return css_inline.CSSInliner(inline_style_tags=False, keep_style_tags=False, keep_link_tags=False,
-                                     load_remote_stylesheets=False, extra_css=css or None)  # fmt: skip
+        return css_inline.CSSInliner(
+            inline_style_tags=False,
+            keep_style_tags=False,
+            keep_link_tags=False,
+            load_remote_stylesheets=False,
+            extra_css=css or None,
+        )
 
     if not rules:
         return html

@@ -71,9 +71,13 @@ async def sync_gmail_mailbox(ctx: dict[str, Any], account_id: str, reason: str =
         raise SYNC_GMAIL_MAILBOX.backoff.retry(int(ctx.get("job_try", 1)))
     try:
         report = await sync_mailbox(
-            channel=_channel(ctx), sessions=deps.resources.sessions, redis=redis, http=deps.http,
-            settings=deps.settings, account_id=uuid.UUID(account_id),
-        )  # fmt: skip
+            channel=_channel(ctx),
+            sessions=deps.resources.sessions,
+            redis=redis,
+            http=deps.http,
+            settings=deps.settings,
+            account_id=uuid.UUID(account_id),
+        )
     except (GmailApiError, OAuthError) as exc:
         log.warning("gmail_sync_failed", channel_account_id=account_id, reason=reason, error=str(exc)[:300])
         async with deps.resources.sessions() as session, session.begin():
@@ -148,8 +152,11 @@ async def poll_gmail_mailboxes(ctx: dict[str, Any]) -> dict[str, int]:
                 await renew_watch(_channel(ctx), deps.resources.sessions, mailbox, topic)
                 renewed += 1
             except (GmailApiError, OAuthError, MailboxNeedsReauth) as exc:
-                log.warning("gmail_watch_failed", channel_account_id=str(mailbox.channel_account_id),
-                            error=str(exc)[:300])  # fmt: skip
+                log.warning(
+                    "gmail_watch_failed",
+                    channel_account_id=str(mailbox.channel_account_id),
+                    error=str(exc)[:300],
+                )
         if mailbox.last_synced_at is None or mailbox.last_synced_at <= due_before:
             tick = int(now.timestamp() // settings.gmail_poll_interval_s)
             if await enqueue_sync(deps.redis, mailbox.channel_account_id, reason="poll", key=f"poll{tick}"):

@@ -72,13 +72,24 @@ def start_authorization(
     now: float | None = None,
 ) -> Authorization:
     """The consent URL (offline access, consent forced) for connecting a mailbox to ``tenant_id``."""
-    state = cipher.encrypt({
-        "tenant_id": str(tenant_id), "client_id": secrets.client_id, "client_secret": secrets.client_secret,
-        "redirect_uri": redirect_uri, "expires_at": (now or time.time()) + AUTHORIZATION_TTL_S,
-        "nonce": token_secrets.token_urlsafe(8),
-    })  # fmt: skip
-    url = consent_url(auth_url=auth_url, client_id=secrets.client_id, redirect_uri=redirect_uri, scopes=scopes,
-                      state=state, login_hint=login_hint)  # fmt: skip
+    state = cipher.encrypt(
+        {
+            "tenant_id": str(tenant_id),
+            "client_id": secrets.client_id,
+            "client_secret": secrets.client_secret,
+            "redirect_uri": redirect_uri,
+            "expires_at": (now or time.time()) + AUTHORIZATION_TTL_S,
+            "nonce": token_secrets.token_urlsafe(8),
+        }
+    )
+    url = consent_url(
+        auth_url=auth_url,
+        client_id=secrets.client_id,
+        redirect_uri=redirect_uri,
+        scopes=scopes,
+        state=state,
+        login_hint=login_hint,
+    )
     return Authorization(url=url, state=state, redirect_uri=redirect_uri)
 
 
@@ -129,8 +140,15 @@ async def finish_authorization(
     if float(pending.get("expires_at") or 0) < (now or time.time()):
         raise AuthorizationRefused(f"the consent expired ({AUTHORIZATION_TTL_S:g} s): start again")
     secrets = ClientSecrets(client_id=pending["client_id"], client_secret=pending["client_secret"])
-    return await connect_mailbox(sessions=sessions, cipher=cipher, client=client, tenant_id=tenant_id,
-                                 secrets=secrets, code=code, redirect_uri=pending["redirect_uri"])  # fmt: skip
+    return await connect_mailbox(
+        sessions=sessions,
+        cipher=cipher,
+        client=client,
+        tenant_id=tenant_id,
+        secrets=secrets,
+        code=code,
+        redirect_uri=pending["redirect_uri"],
+    )
 
 
 @dataclass(frozen=True)
@@ -166,10 +184,13 @@ async def connect_mailbox(
     profile = await client.profile(grant.access_token)
     address = str(profile["emailAddress"]).strip().lower()
     credentials = {
-        "client_id": secrets.client_id, "client_secret": secrets.client_secret,
-        "refresh_token": grant.refresh_token, "access_token": grant.access_token,
-        "expires_at": time.time() + grant.expires_in_s, "scope": grant.scope,
-    }  # fmt: skip
+        "client_id": secrets.client_id,
+        "client_secret": secrets.client_secret,
+        "refresh_token": grant.refresh_token,
+        "access_token": grant.access_token,
+        "expires_at": time.time() + grant.expires_in_s,
+        "scope": grant.scope,
+    }
     async with sessions() as session, session.begin():
         account = (
             await session.exec(
@@ -182,8 +203,9 @@ async def connect_mailbox(
         if account is not None and account.tenant_id != tenant_id:
             raise ValueError(f"mailbox {address} is connected to another tenant")
         if account is None:
-            account = ChannelAccount(tenant_id=tenant_id, channel="gmail", external_account_id=address,
-                                     display_name=address)  # fmt: skip
+            account = ChannelAccount(
+                tenant_id=tenant_id, channel="gmail", external_account_id=address, display_name=address
+            )
         account.credentials_encrypted = cipher.encrypt(credentials)
         account.is_active = True
         account.updated_at = utcnow()
@@ -198,5 +220,6 @@ async def connect_mailbox(
         mailbox.updated_at = utcnow()
         session.add(mailbox)
     log.info("gmail_mailbox_connected", tenant_id=str(tenant_id), mailbox=address, reconnected=reconnected)
-    return ConnectedMailbox(account_id=account.id, email=address, history_id=mailbox.history_id,
-                            reconnected=reconnected)  # fmt: skip
+    return ConnectedMailbox(
+        account_id=account.id, email=address, history_id=mailbox.history_id, reconnected=reconnected
+    )

@@ -108,14 +108,18 @@ def normalize_mail(
                 thread_key=mail.thread_id,
                 identities=[SenderIdentity(kind="email", value=customer)] if customer else [],
                 reply_to=mail.in_reply_to,
-            ),  # fmt: skip
+            ),
             reason="sent from the mailbox",
         )
     automated = automated_reason(mail)
     review = instruction_signals(mail)
     if mail.hidden_text:
-        log.info("mail_hidden_text_removed", gmail_id=mail.gmail_id, reasons=list(mail.hidden_reasons),
-                 hidden_chars=len(mail.hidden_text))  # fmt: skip
+        log.info(
+            "mail_hidden_text_removed",
+            gmail_id=mail.gmail_id,
+            reasons=list(mail.hidden_reasons),
+            hidden_chars=len(mail.hidden_text),
+        )
     return MailDecision(
         message=InboundMessage(
             channel="gmail",
@@ -134,6 +138,6 @@ def normalize_mail(
             reply_to=mail.in_reply_to,
             review=review,
             flags={"automated": automated} if automated else {},
-        ),  # fmt: skip
+        ),
         reason=f"automated: {automated}" if automated else "process",
     )

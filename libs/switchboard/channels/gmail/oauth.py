@@ -102,8 +102,15 @@ def parse_client_secrets(data: Any) -> ClientSecrets:
     )
 
 
-def consent_url(*, auth_url: str, client_id: str, redirect_uri: str, scopes: str, state: str,
-                login_hint: str | None = None) -> str:  # fmt: skip
+def consent_url(
+    *,
+    auth_url: str,
+    client_id: str,
+    redirect_uri: str,
+    scopes: str,
+    state: str,
+    login_hint: str | None = None,
+) -> str:
     """The URL the mailbox owner opens to grant access (offline access, consent forced so a refresh
     token is issued every time)."""
     params = {
@@ -146,8 +153,12 @@ async def mark_needs_reauth(session: AsyncSession, account_id: uuid.UUID, reason
             details={"channel_account_id": str(account_id), "mailbox": mailbox.email, "reason": reason[:200]},
         )
     )
-    log.error("gmail_mailbox_needs_reauth", tenant_id=str(mailbox.tenant_id), mailbox=mailbox.email,
-              reason=reason[:200])  # fmt: skip
+    log.error(
+        "gmail_mailbox_needs_reauth",
+        tenant_id=str(mailbox.tenant_id),
+        mailbox=mailbox.email,
+        reason=reason[:200],
+    )
     return True
 
 
@@ -162,8 +173,15 @@ class TokenSource:
         clock: seconds since the epoch (tests pass a fake one).
     """
 
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], cipher: CredentialCipher, client: GmailClient,
-                 *, margin_s: float = 300.0, clock: Any = time.time) -> None:  # fmt: skip
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        cipher: CredentialCipher,
+        client: GmailClient,
+        *,
+        margin_s: float = 300.0,
+        clock: Any = time.time,
+    ) -> None:
         self.sessions = sessions
         self.cipher = cipher
         self.client = client

@@ -205,25 +205,24 @@ def push_router() -> APIRouter:
                 ).first()
                 if account is None:
                     log.warning("webhook_unknown_account", channel="gmail", account_id=envelope.email)
-                    return JSONResponse({"status": "ok", "stored": 0, "duplicates": 0,
-                                         "unknown_accounts": [envelope.email]})  # fmt: skip
+                    return JSONResponse(
+                        {"status": "ok", "stored": 0, "duplicates": 0, "unknown_accounts": [envelope.email]}
+                    )
                 inserted = (
-                    (
-                        await session.exec(
-                            insert(GmailPushNotification.__table__)  # type: ignore[arg-type]
-                            .values(
-                                id=uuid.uuid4(),
-                                tenant_id=account.tenant_id,
-                                channel_account_id=account.id,
-                                pubsub_message_id=envelope.message_id[:255],
-                                history_id=envelope.history_id,
-                                published_at=envelope.published_at,
-                            )
-                            .on_conflict_do_nothing(constraint="uq_gmail_push_pubsub_message")
-                            .returning(GmailPushNotification.__table__.c.id)  # type: ignore[attr-defined]
-                        )  # fmt: skip
-                    ).scalar_one_or_none()
-                )
+                    await session.exec(
+                        insert(GmailPushNotification.__table__)  # type: ignore[arg-type]
+                        .values(
+                            id=uuid.uuid4(),
+                            tenant_id=account.tenant_id,
+                            channel_account_id=account.id,
+                            pubsub_message_id=envelope.message_id[:255],
+                            history_id=envelope.history_id,
+                            published_at=envelope.published_at,
+                        )
+                        .on_conflict_do_nothing(constraint="uq_gmail_push_pubsub_message")
+                        .returning(GmailPushNotification.__table__.c.id)  # type: ignore[attr-defined]
+                    )
+                ).scalar_one_or_none()
         except (SQLAlchemyError, OSError) as exc:
             log.error("gmail_push_store_failed", error=f"{type(exc).__name__}: {exc}"[:300])
             return JSONResponse(
@@ -234,9 +233,19 @@ def push_router() -> APIRouter:
                 await enqueue_sync(resources.redis, account.id, reason="push", key=envelope.message_id)
             except Exception as exc:  # noqa: BLE001 (stored; the poll syncs the mailbox anyway)
                 log.error("gmail_sync_enqueue_failed", error=str(exc)[:200])
-        log.info("gmail_push_accepted", tenant_id=str(account.tenant_id), duplicate=inserted is None,
-                 ack_ms=round((time.perf_counter() - started) * 1000, 2))  # fmt: skip
-        return JSONResponse({"status": "ok", "stored": int(inserted is not None),
-                             "duplicates": int(inserted is None), "unknown_accounts": []})  # fmt: skip
+        log.info(
+            "gmail_push_accepted",
+            tenant_id=str(account.tenant_id),
+            duplicate=inserted is None,
+            ack_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+        return JSONResponse(
+            {
+                "status": "ok",
+                "stored": int(inserted is not None),
+                "duplicates": int(inserted is None),
+                "unknown_accounts": [],
+            }
+        )
 
     return router

@@ -104,9 +104,14 @@ async def authorize(body: AuthorizeRequest, tenant: TenantDep, settings: Setting
     except ValueError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     auth = start_authorization(
-        cipher=CredentialCipher.from_settings(settings), auth_url=settings.resolved_gmail_auth_url, scopes=settings.gmail_oauth_scopes,
-        tenant_id=tenant.id, secrets=secrets, redirect_uri=body.redirect_uri, login_hint=body.login_hint,
-    )  # fmt: skip
+        cipher=CredentialCipher.from_settings(settings),
+        auth_url=settings.resolved_gmail_auth_url,
+        scopes=settings.gmail_oauth_scopes,
+        tenant_id=tenant.id,
+        secrets=secrets,
+        redirect_uri=body.redirect_uri,
+        login_hint=body.login_hint,
+    )
     return AuthorizeResponse(consent_url=auth.url, state=auth.state, expires_in_s=AUTHORIZATION_TTL_S)
 
 
@@ -125,12 +130,21 @@ async def authorize(body: AuthorizeRequest, tenant: TenantDep, settings: Setting
 async def connect(
     body: ConnectRequest, tenant: TenantDep, sessions: SessionsDep, settings: SettingsDep
 ) -> MailboxPublic:
-    client = GmailClient(settings.resolved_gmail_api_base_url, settings.resolved_gmail_token_url,
-                         timeout_s=settings.gmail_timeout_s)  # fmt: skip
+    client = GmailClient(
+        settings.resolved_gmail_api_base_url,
+        settings.resolved_gmail_token_url,
+        timeout_s=settings.gmail_timeout_s,
+    )
     try:
         code = code_from_answer(body.code, state=body.state)
-        connected = await finish_authorization(sessions=sessions, cipher=CredentialCipher.from_settings(settings), client=client,
-                                               tenant_id=tenant.id, state=body.state, code=code)  # fmt: skip
+        connected = await finish_authorization(
+            sessions=sessions,
+            cipher=CredentialCipher.from_settings(settings),
+            client=client,
+            tenant_id=tenant.id,
+            state=body.state,
+            code=code,
+        )
     except AuthorizationRefused as exc:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
     except (OAuthError, GmailApiError) as exc:
@@ -150,7 +164,11 @@ async def connect(
 
 def _public(row: GmailMailbox) -> MailboxPublic:
     return MailboxPublic(
-        channel_account_id=row.channel_account_id, email=row.email, status=row.status,
-        history_id=row.history_id, last_error=row.last_error, watch_expiration_ms=row.watch_expiration_ms,
+        channel_account_id=row.channel_account_id,
+        email=row.email,
+        status=row.status,
+        history_id=row.history_id,
+        last_error=row.last_error,
+        watch_expiration_ms=row.watch_expiration_ms,
         last_synced_at=row.last_synced_at,
-    )  # fmt: skip
+    )

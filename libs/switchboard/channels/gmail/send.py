@@ -62,8 +62,16 @@ def _html(text: str) -> str:
     return f'<!DOCTYPE html><html><body><div dir="auto">{body}</div></body></html>'
 
 
-def build_reply(*, mailbox: str, mailbox_name: str | None, to: str, text: str, context: ReplyContext,
-                message_id: str, automatic: bool = True) -> EmailMessage:  # fmt: skip
+def build_reply(
+    *,
+    mailbox: str,
+    mailbox_name: str | None,
+    to: str,
+    text: str,
+    context: ReplyContext,
+    message_id: str,
+    automatic: bool = True,
+) -> EmailMessage:
     """The reply as an :class:`~email.message.EmailMessage` (module docstring for every header).
 
     Args:

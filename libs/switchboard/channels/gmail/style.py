@@ -51,8 +51,15 @@ ROOT_FONT_PX = 16.0
 """The font size of the mail's root (``medium``), in px."""
 VIEWPORT_PX = (600.0, 800.0)
 """Width and height (px) that viewport units (vw, vh, …) are measured against: a mail's reading pane."""
-_ABSOLUTE_PX = {"px": 1.0, "pt": 96 / 72, "pc": 16.0, "in": 96.0, "cm": 96 / 2.54, "mm": 96 / 25.4,
-                "q": 96 / 101.6}  # fmt: skip
+_ABSOLUTE_PX = {
+    "px": 1.0,
+    "pt": 96 / 72,
+    "pc": 16.0,
+    "in": 96.0,
+    "cm": 96 / 2.54,
+    "mm": 96 / 25.4,
+    "q": 96 / 101.6,
+}
 _FONT_RELATIVE = {"em": 1.0, "ex": 0.5, "ch": 0.5, "cap": 0.7, "ic": 1.0, "lh": 1.2}
 _ROOT_RELATIVE = {"rem": 1.0, "rex": 0.5, "rch": 0.5, "rcap": 0.7, "ric": 1.0, "rlh": 1.2}
 
@@ -60,8 +67,14 @@ _ROOT_RELATIVE = {"rem": 1.0, "rex": 0.5, "rch": 0.5, "rcap": 0.7, "ric": 1.0, "
 def _viewport(unit: str) -> float | None:
     width, height = VIEWPORT_PX
     base = unit[1:] if unit[:1] in ("s", "l", "d") and unit[1:2] == "v" else unit
-    return {"vw": width, "vi": width, "vh": height, "vb": height, "vmin": min(width, height),
-            "vmax": max(width, height)}.get(base)  # fmt: skip
+    return {
+        "vw": width,
+        "vi": width,
+        "vh": height,
+        "vb": height,
+        "vmin": min(width, height),
+        "vmax": max(width, height),
+    }.get(base)
 
 
 def _meaningful(nodes: Iterable[tinycss2.ast.Node]) -> Value:
@@ -137,15 +150,36 @@ def _srgb(colour: tinycss2.color4.Color) -> RGBA:
 
 _W, _K = (1.0, 1.0, 1.0, 1.0), (0.0, 0.0, 0.0, 1.0)
 SYSTEM_COLOURS: dict[str, RGBA] = {
-    "canvas": _W, "canvastext": _K, "window": _W, "windowtext": _K, "field": _W, "fieldtext": _K,
-    "buttonface": (0.94, 0.94, 0.94, 1.0), "buttontext": _K, "buttonborder": (0.46, 0.46, 0.46, 1.0),
-    "graytext": (0.43, 0.43, 0.43, 1.0), "highlight": (0.0, 0.47, 0.84, 1.0), "highlighttext": _W,
-    "selecteditem": (0.0, 0.47, 0.84, 1.0), "selecteditemtext": _W, "linktext": (0.0, 0.0, 0.93, 1.0),
-    "visitedtext": (0.33, 0.1, 0.55, 1.0), "activetext": (0.93, 0.0, 0.0, 1.0), "mark": (1.0, 1.0, 0.0, 1.0),
-    "marktext": _K, "accentcolor": (0.0, 0.47, 0.84, 1.0), "accentcolortext": _W,
-    "background": _W, "menu": _W, "menutext": _K, "infobackground": (1.0, 1.0, 0.88, 1.0), "infotext": _K,
-    "captiontext": _K, "inactivecaptiontext": (0.43, 0.43, 0.43, 1.0), "appworkspace": _W,
-}  # fmt: skip
+    "canvas": _W,
+    "canvastext": _K,
+    "window": _W,
+    "windowtext": _K,
+    "field": _W,
+    "fieldtext": _K,
+    "buttonface": (0.94, 0.94, 0.94, 1.0),
+    "buttontext": _K,
+    "buttonborder": (0.46, 0.46, 0.46, 1.0),
+    "graytext": (0.43, 0.43, 0.43, 1.0),
+    "highlight": (0.0, 0.47, 0.84, 1.0),
+    "highlighttext": _W,
+    "selecteditem": (0.0, 0.47, 0.84, 1.0),
+    "selecteditemtext": _W,
+    "linktext": (0.0, 0.0, 0.93, 1.0),
+    "visitedtext": (0.33, 0.1, 0.55, 1.0),
+    "activetext": (0.93, 0.0, 0.0, 1.0),
+    "mark": (1.0, 1.0, 0.0, 1.0),
+    "marktext": _K,
+    "accentcolor": (0.0, 0.47, 0.84, 1.0),
+    "accentcolortext": _W,
+    "background": _W,
+    "menu": _W,
+    "menutext": _K,
+    "infobackground": (1.0, 1.0, 0.88, 1.0),
+    "infotext": _K,
+    "captiontext": _K,
+    "inactivecaptiontext": (0.43, 0.43, 0.43, 1.0),
+    "appworkspace": _W,
+}
 """System colours (CSS Color 4 and its deprecated ones) as a light colour scheme shows them."""
 
 

@@ -226,9 +226,12 @@ async def sync_mailbox(
             stored, ours = await _known(session, account_id, [str(m["id"]) for m in listed])
         report.ours = len([m for m in listed if m["id"] in ours])
         todo = [
-            m for m in listed
-            if m["id"] not in stored and m["id"] not in ours and not SKIPPED_LABELS & set(m.get("labelIds") or [])
-        ]  # fmt: skip
+            m
+            for m in listed
+            if m["id"] not in stored
+            and m["id"] not in ours
+            and not SKIPPED_LABELS & set(m.get("labelIds") or [])
+        ]
         messages: list[InboundMessage] = []
         newest_ms = mailbox.last_internal_date_ms or 0
         for item in todo:
@@ -254,10 +257,13 @@ async def sync_mailbox(
                 candidates = [i for i in [mail.message_id] if i]
                 our_ids = await _our_message_ids(session, account_id, candidates)
             lines = await attachment_lines(
-                mail.attachments, fetch=lambda ref, gid=gmail_id: channel.attachment_bytes(
-                    account_id, f"{gid}/{ref}", max_bytes=settings.gmail_max_attachment_bytes),
-                http=http, settings=settings,
-            )  # fmt: skip
+                mail.attachments,
+                fetch=lambda ref, gid=gmail_id: channel.attachment_bytes(
+                    account_id, f"{gid}/{ref}", max_bytes=settings.gmail_max_attachment_bytes
+                ),
+                http=http,
+                settings=settings,
+            )
             decision = normalize_mail(
                 mail, mailbox=mailbox.email, our_message_ids=our_ids, attachment_text=lines
             )
@@ -266,19 +272,24 @@ async def sync_mailbox(
                 async with sessions() as session, session.begin():
                     await session.exec(
                         update(GmailSentMessage)
-                        .where(col(GmailSentMessage.channel_account_id) == account_id,
-                               col(GmailSentMessage.rfc_message_id) == mail.message_id)
+                        .where(
+                            col(GmailSentMessage.channel_account_id) == account_id,
+                            col(GmailSentMessage.rfc_message_id) == mail.message_id,
+                        )
                         .values(gmail_message_id=gmail_id, thread_id=mail.thread_id)
-                    )  # fmt: skip
+                    )
                 continue
             assert decision.message is not None
             if decision.reason != "process":
                 sync_log.info("gmail_mail_recorded", gmail_id=gmail_id, reason=decision.reason)
             messages.append(decision.message)
         ingested = await ingest_delivery(
-            delivery=NormalizedDelivery(messages=messages), sessions=sessions, redis=redis,
-            accounts=AccountDirectory(sessions, "gmail"), debounce_s=settings.inbound_debounce_s,
-        )  # fmt: skip
+            delivery=NormalizedDelivery(messages=messages),
+            sessions=sessions,
+            redis=redis,
+            accounts=AccountDirectory(sessions, "gmail"),
+            debounce_s=settings.inbound_debounce_s,
+        )
         report.stored_ids, report.duplicates = ingested.stored_ids, ingested.duplicates
         report.stored = len(report.stored_ids)
         report.history_id = cursor
@@ -289,16 +300,24 @@ async def sync_mailbox(
     # A poll that found nothing new is DEBUG: one INFO line per mailbox per poll said nothing.
     busy = report.listed or report.fetched or report.stored or report.resynced
     (sync_log.info if busy else sync_log.debug)(
-        "gmail_synced", listed=report.listed, fetched=report.fetched, stored=report.stored,
-        duplicates=report.duplicates, ours=report.ours, resynced=report.resynced,
-    )  # fmt: skip
+        "gmail_synced",
+        listed=report.listed,
+        fetched=report.fetched,
+        stored=report.stored,
+        duplicates=report.duplicates,
+        ours=report.ours,
+        resynced=report.resynced,
+    )
     return report
 
 
 async def _save_cursor(
-    sessions: async_sessionmaker[AsyncSession], mailbox_id: uuid.UUID, history_id: str | None,
-    internal_ms: int | None, started_at: Any,
-) -> None:  # fmt: skip
+    sessions: async_sessionmaker[AsyncSession],
+    mailbox_id: uuid.UUID,
+    history_id: str | None,
+    internal_ms: int | None,
+    started_at: Any,
+) -> None:
     async with sessions() as session, session.begin():
         mailbox = await session.get(GmailMailbox, mailbox_id, with_for_update=True)
         if mailbox is None:

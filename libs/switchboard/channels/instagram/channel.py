@@ -99,9 +99,12 @@ def classify(exc: InstagramSendError) -> SendError:
     if label == "token_expired":
         log.error("instagram_token_expired", code=code, subcode=subcode)
     return SendError(
-        f"{label}: {exc}", kind=kind, code=str(code) if code is not None else None, http_status=status,
+        f"{label}: {exc}",
+        kind=kind,
+        code=str(code) if code is not None else None,
+        http_status=status,
         retry_after_s=exc.retry_after_s,
-    )  # fmt: skip
+    )
 
 
 def quick_replies_of(interactive: dict[str, Any] | None) -> list[dict[str, str]]:
@@ -220,22 +223,33 @@ class InstagramChannel:
         try:
             if part.type == "interactive" and part.interactive and "attachment" in part.interactive:
                 return await self.graph.send_message(
-                    account_id=account_id, token=token, recipient=recipient,
-                    message=dict(part.interactive), tag=part.tag,
-                )  # fmt: skip
+                    account_id=account_id,
+                    token=token,
+                    recipient=recipient,
+                    message=dict(part.interactive),
+                    tag=part.tag,
+                )
             if part.text:
                 pieces = split_text(part.text, TEXT_LIMIT, "utf16")
                 buttons = quick_replies_of(part.interactive)
                 for index, piece in enumerate(pieces):
                     mid = await self.graph_for(account).send_text(
-                        account_id=account_id, token=token, recipient=recipient, text=piece,
-                        quick_replies=buttons if index == len(pieces) - 1 else None, tag=part.tag,
-                    )  # fmt: skip
+                        account_id=account_id,
+                        token=token,
+                        recipient=recipient,
+                        text=piece,
+                        quick_replies=buttons if index == len(pieces) - 1 else None,
+                        tag=part.tag,
+                    )
             for media in part.media:
                 mid = await self.graph_for(account).send_attachment(
-                    account_id=account_id, token=token, recipient=recipient, kind=_attachment_type(media),
-                    url=self._media_link(str(media["ref"])), tag=part.tag,
-                )  # fmt: skip
+                    account_id=account_id,
+                    token=token,
+                    recipient=recipient,
+                    kind=_attachment_type(media),
+                    url=self._media_link(str(media["ref"])),
+                    tag=part.tag,
+                )
         except InstagramSendError as exc:
             raise classify(exc) from exc
         if mid is None:
@@ -254,9 +268,11 @@ class InstagramChannel:
             return
         try:
             await self.graph_for(account).sender_action(
-                account_id=account.external_account_id, token=self._token(account), recipient=sender,
+                account_id=account.external_account_id,
+                token=self._token(account),
+                recipient=sender,
                 action="mark_seen",
-            )  # fmt: skip
+            )
         except InstagramSendError as exc:
             raise classify(exc) from exc
 
@@ -279,10 +295,12 @@ class InstagramChannel:
                 data = await self.store.get(ref)
                 return data, sniff_mime(data)
             stored = await self.store.copy_url(
-                self._http, ref, namespace=f"instagram/{account.tenant_id}",
+                self._http,
+                ref,
+                namespace=f"instagram/{account.tenant_id}",
                 timeout_s=self._settings.instagram_send_timeout_s,
                 egress=EgressPolicy.for_channels(self._settings),
-            )  # fmt: skip
+            )
             return await self.store.get(stored.ref), stored.mime
         except MediaCopyFailed as exc:
             raise MediaUnavailable(

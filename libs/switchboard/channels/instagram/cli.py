@@ -55,12 +55,21 @@ def build_text_webhook(*, account_id: str, igsid: str, text: str) -> dict[str, A
     mid = "aWdfSIM" + uuid.uuid4().hex
     return {
         "object": "instagram",
-        "entry": [{
-            "time": now_ms, "id": account_id,
-            "messaging": [{"sender": {"id": igsid}, "recipient": {"id": account_id}, "timestamp": now_ms,
-                           "message": {"mid": mid, "text": text}}],
-        }],
-    }  # fmt: skip
+        "entry": [
+            {
+                "time": now_ms,
+                "id": account_id,
+                "messaging": [
+                    {
+                        "sender": {"id": igsid},
+                        "recipient": {"id": account_id},
+                        "timestamp": now_ms,
+                        "message": {"mid": mid, "text": text},
+                    }
+                ],
+            }
+        ],
+    }
 
 
 def _items(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -190,10 +199,15 @@ def add_instagram(
         raise ValueError("--access-token is empty: give the token, or omit it for the local sandbox")
     settings = command_settings()
     account, created = connect_account(
-        settings, tenant=tenant, channel="instagram", external_account_id=account_id,
-        access_token=access_token, display_name=display_name, label="Instagram account",
+        settings,
+        tenant=tenant,
+        channel="instagram",
+        external_account_id=account_id,
+        access_token=access_token,
+        display_name=display_name,
+        label="Instagram account",
         api_base_url=api_base_option(api_base, has_token=access_token is not None),
-    )  # fmt: skip
+    )
     typer.echo(
         f"{'connected' if created else 'updated'} instagram account {account_id} id={account.id} "
         f"graph={settings.channel_api_base_url('instagram', account.api_base_url)}"
@@ -261,16 +275,21 @@ def simulate_instagram(
     --keep-ids and --keep-timestamps are for --payload and refused with --text.
     """
     check_simulate_source(
-        text=text, payload=payload,
+        text=text,
+        payload=payload,
         text_only={"--from": (from_, "the payload names its sender")},
-        payload_only={"--keep-ids": (keep_ids, "a --text message always gets a new mid"),
-                      "--keep-timestamps": (keep_timestamps, "a --text message is sent now")},
-    )  # fmt: skip
+        payload_only={
+            "--keep-ids": (keep_ids, "a --text message always gets a new mid"),
+            "--keep-timestamps": (keep_timestamps, "a --text message is sent now"),
+        },
+    )
     settings = command_settings()
     account_id, sandbox = account_of_tenant(
-        settings, tenant=tenant, channel="instagram",
+        settings,
+        tenant=tenant,
+        channel="instagram",
         missing=f"tenant {tenant} has no Instagram account: run `switchboard channel add-instagram`",
-    )  # fmt: skip
+    )
     uploads: list[tuple[str, bytes]] = []
     if payload is not None:
         try:
@@ -308,8 +327,9 @@ def simulate_instagram(
             except httpx.HTTPError as exc:
                 typer.secho(
                     f"error: cannot reach {webhook_url} ({type(exc).__name__}); is `switchboard run` running?",
-                    fg=typer.colors.RED, err=True,
-                )  # fmt: skip
+                    fg=typer.colors.RED,
+                    err=True,
+                )
                 return 1
             typer.secho(f"webhook: HTTP {response.status_code} {response.text}", err=True)
             if response.status_code != 200:
@@ -333,16 +353,26 @@ def simulate_instagram(
                 typer.secho("no Instagram sandbox reachable: not waiting for replies", err=True)
                 return 0
             came = await print_sent(
-                client, f"{sandbox}/_control/sent", after=after, wait_s=timeout, headers=control,
+                client,
+                f"{sandbox}/_control/sent",
+                after=after,
+                wait_s=timeout,
+                headers=control,
                 fields=("to", "type", "text", "id", "account_id", "tag", "quick_replies"),
                 give_up=no_reply_coming(settings, tenant=tenant, channel="instagram", since=posted_at),
-            )  # fmt: skip
+            )
             if not came:
-                await explain_no_reply(settings, tenant=tenant, channel="instagram", since=posted_at, hint=(
-                    f"no reply within {timeout:g} s. The message is stored; the conversation may be with a "
-                    f"person (MODE human or waiting in `switchboard conversations list --tenant {tenant}`), "
-                    "or the worker still working (raise --timeout)"
-                ))  # fmt: skip
+                await explain_no_reply(
+                    settings,
+                    tenant=tenant,
+                    channel="instagram",
+                    since=posted_at,
+                    hint=(
+                        f"no reply within {timeout:g} s. The message is stored; the conversation may be with a "
+                        f"person (MODE human or waiting in `switchboard conversations list --tenant {tenant}`), "
+                        "or the worker still working (raise --timeout)"
+                    ),
+                )
             return 0
 
     raise typer.Exit(asyncio.run(go()))

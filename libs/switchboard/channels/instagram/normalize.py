@@ -184,9 +184,14 @@ def _normalize_item(
         if mid is None:
             return None, None
         return InboundMessage(
-            kind="postback", external_id=mid, text=_s(postback.get("title")) or "",
-            payload=_s(postback.get("payload")), action=action_default, flags=flags, **common,
-        ), None  # fmt: skip
+            kind="postback",
+            external_id=mid,
+            text=_s(postback.get("title")) or "",
+            payload=_s(postback.get("payload")),
+            action=action_default,
+            flags=flags,
+            **common,
+        ), None
     if isinstance(item.get("reaction"), dict):
         reaction = item["reaction"]
         target = _s(reaction.get("mid"))
@@ -198,9 +203,13 @@ def _normalize_item(
             flags["unreact"] = True
         stamp = int(sent_at.timestamp() * 1000)
         return InboundMessage(
-            kind="reaction", external_id=f"{target}:{verb}:{customer}:{stamp}", action="record",
-            target_external_id=target, flags=flags, **common,
-        ), None  # fmt: skip
+            kind="reaction",
+            external_id=f"{target}:{verb}:{customer}:{stamp}",
+            action="record",
+            target_external_id=target,
+            flags=flags,
+            **common,
+        ), None
     if isinstance(item.get("message_edit"), dict):
         edit = item["message_edit"]
         target = _s(edit.get("mid"))
@@ -208,17 +217,24 @@ def _normalize_item(
             return None, None
         flags.update(target=target, num_edit=edit.get("num_edit"))
         return InboundMessage(
-            kind="edit", external_id=f"{target}:edit:{edit.get('num_edit', 0)}",
-            text=_s(edit.get("text")) or "", action="record", target_external_id=target, flags=flags,
+            kind="edit",
+            external_id=f"{target}:edit:{edit.get('num_edit', 0)}",
+            text=_s(edit.get("text")) or "",
+            action="record",
+            target_external_id=target,
+            flags=flags,
             **common,
-        ), None  # fmt: skip
+        ), None
     if not message:
         if referral is not None:  # an ad / ig.me link opened the thread before any message
             stamp = int(sent_at.timestamp() * 1000)
             return InboundMessage(
-                kind="referral", external_id=f"referral:{customer}:{stamp}", action="record",
-                flags=flags, **common,
-            ), None  # fmt: skip
+                kind="referral",
+                external_id=f"referral:{customer}:{stamp}",
+                action="record",
+                flags=flags,
+                **common,
+            ), None
         return None, None
     mid = _s(message.get("mid"))
     if mid is None:
@@ -226,9 +242,13 @@ def _normalize_item(
     if message.get("is_deleted"):
         flags["target"] = mid
         return InboundMessage(
-            kind="revoke", external_id=f"{mid}:deleted", action="record", target_external_id=mid,
-            flags=flags, **common,
-        ), None  # fmt: skip
+            kind="revoke",
+            external_id=f"{mid}:deleted",
+            action="record",
+            target_external_id=mid,
+            flags=flags,
+            **common,
+        ), None
     text = message.get("text") if isinstance(message.get("text"), str) else ""
     kind, media, extra = _attachments(message)
     flags.update(extra)
@@ -262,9 +282,17 @@ def _normalize_item(
     else:
         action = action_default
     return InboundMessage(
-        kind=kind, external_id=mid, text=text, media=media, payload=payload, reply_to=reply_to,
-        action=action, flags=flags, context_line=context_line, **common,
-    ), None  # fmt: skip
+        kind=kind,
+        external_id=mid,
+        text=text,
+        media=media,
+        payload=payload,
+        reply_to=reply_to,
+        action=action,
+        flags=flags,
+        context_line=context_line,
+        **common,
+    ), None
 
 
 def _items_of(entry: dict[str, Any]) -> list[tuple[dict[str, Any], bool]]:

@@ -58,9 +58,14 @@ class InstagramSendError(SwitchboardError):
     """
 
     def __init__(
-        self, message: str, *, code: int | None, subcode: int | None = None, http_status: int | None,
+        self,
+        message: str,
+        *,
+        code: int | None,
+        subcode: int | None = None,
+        http_status: int | None,
         retry_after_s: float | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.code = code
         self.subcode = subcode
         self.http_status = http_status
@@ -77,8 +82,14 @@ class InstagramGraphClient:
         timeout_s: timeout of each call.
     """
 
-    def __init__(self, base_url: str, api_version: str, *, timeout_s: float = 15.0,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        base_url: str,
+        api_version: str,
+        *,
+        timeout_s: float = 15.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.api_version = api_version
         self._client = httpx.AsyncClient(timeout=timeout_s, transport=transport, follow_redirects=True)
@@ -104,10 +115,12 @@ class InstagramGraphClient:
         subcode = error.get("error_subcode") if isinstance(error.get("error_subcode"), int) else None
         retry_after = response.headers.get("retry-after", "")
         raise InstagramSendError(
-            str(error.get("message") or f"HTTP {response.status_code}")[:300], code=code, subcode=subcode,
+            str(error.get("message") or f"HTTP {response.status_code}")[:300],
+            code=code,
+            subcode=subcode,
             http_status=response.status_code,
             retry_after_s=float(retry_after) if retry_after.replace(".", "", 1).isdigit() else None,
-        )  # fmt: skip
+        )
 
     async def _call(self, method: str, path: str, token: str, **kwargs: Any) -> dict[str, Any]:
         try:
@@ -121,9 +134,14 @@ class InstagramGraphClient:
         return self._check(response)
 
     async def send_message(
-        self, *, account_id: str, token: str, recipient: str, message: dict[str, Any],
+        self,
+        *,
+        account_id: str,
+        token: str,
+        recipient: str,
+        message: dict[str, Any],
         tag: str | None = None,
-    ) -> str:  # fmt: skip
+    ) -> str:
         """Send one message body (``{"text"}``, ``{"attachment"}``, ``quick_replies``...). Returns its mid.
 
         Raises:
@@ -138,9 +156,15 @@ class InstagramGraphClient:
         return str(data["message_id"])
 
     async def send_text(
-        self, *, account_id: str, token: str, recipient: str, text: str,
-        quick_replies: list[dict[str, str]] | None = None, tag: str | None = None,
-    ) -> str:  # fmt: skip
+        self,
+        *,
+        account_id: str,
+        token: str,
+        recipient: str,
+        text: str,
+        quick_replies: list[dict[str, str]] | None = None,
+        tag: str | None = None,
+    ) -> str:
         """Send one text (1..:data:`TEXT_LIMIT` UTF-16 units), with quick replies when given.
 
         Raises:
@@ -184,9 +208,11 @@ class InstagramGraphClient:
             InstagramSendError: as :meth:`send_message`.
         """
         await self._call(
-            "POST", f"{account_id}/messages", token,
+            "POST",
+            f"{account_id}/messages",
+            token,
             json={"recipient": {"id": recipient}, "sender_action": action},
-        )  # fmt: skip
+        )
 
     async def profile(self, *, igsid: str, token: str) -> dict[str, Any]:
         """``GET /{igsid}?fields=name,username`` → ``{"name"?, "username"?}``.

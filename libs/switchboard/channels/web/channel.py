@@ -106,8 +106,13 @@ class WebChannel:
         out = [OutboundPart(type="text", text=text.strip())] if text.strip() else []
         for part in parts:
             body = _structured(part)
-            out.append(OutboundPart(type="interactive", text=str(body.get("prompt") or body.get("title") or ""),
-                                    interactive=body))  # fmt: skip
+            out.append(
+                OutboundPart(
+                    type="interactive",
+                    text=str(body.get("prompt") or body.get("title") or ""),
+                    interactive=body,
+                )
+            )
         return out
 
     def __init__(self, deps: ChannelDeps) -> None:
@@ -140,8 +145,13 @@ class WebChannel:
 
         ref = str(media.get("ref") or "")
         url = media_url(self._settings, ref, base_url=public_url(self._settings)) if is_stored(ref) else ref
-        item = {"url": url, "mime": media.get("mime"), "filename": media.get("filename"),
-                "caption": media.get("caption"), "kind": media.get("kind")}  # fmt: skip
+        item = {
+            "url": url,
+            "mime": media.get("mime"),
+            "filename": media.get("filename"),
+            "caption": media.get("caption"),
+            "kind": media.get("kind"),
+        }
         return {k: v for k, v in item.items() if v}
 
     async def send(
@@ -169,9 +179,14 @@ class WebChannel:
         try:
             async with self._sessions() as session, session.begin():
                 seq = await append_event(
-                    session, tenant_id=account.tenant_id, account_id=account.id, address=recipient,
-                    kind="reply", external_id=external_id, payload=payload,
-                )  # fmt: skip
+                    session,
+                    tenant_id=account.tenant_id,
+                    account_id=account.id,
+                    address=recipient,
+                    kind="reply",
+                    external_id=external_id,
+                    payload=payload,
+                )
         except Exception as exc:  # noqa: BLE001 (any database failure: the delivery loop retries)
             raise SendError(
                 f"transient: {type(exc).__name__}", kind=SendErrorKind.transient, code="store"

@@ -85,7 +85,7 @@ def normalize_visitor_post(
                 identities=who.identities,
                 sender_name=who.name,
                 raw={"web": {"client_id": item["id"], "verified": bool(who.user_id)}},
-            )  # fmt: skip
+            )
         )
     statuses = body.get("statuses")
     for item in statuses if isinstance(statuses, list) else []:
@@ -103,6 +103,6 @@ def normalize_visitor_post(
                 status=str(item["status"]),
                 timestamp=now,
                 recipient_id=who.address,
-            )  # fmt: skip
+            )
         )
     return delivery

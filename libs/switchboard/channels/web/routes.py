@@ -190,10 +190,14 @@ def web_router(settings: Settings, *, availability: Availability = _always_open)
         resources = resources_of(request)
         try:
             result = await ingest_delivery(
-                delivery=delivery, sessions=resources.sessions, redis=resources.redis,
-                accounts=accounts_of(request), debounce_s=settings.inbound_debounce_s, cleaned=cleaned,
+                delivery=delivery,
+                sessions=resources.sessions,
+                redis=resources.redis,
+                accounts=accounts_of(request),
+                debounce_s=settings.inbound_debounce_s,
+                cleaned=cleaned,
                 driver=resources.driver,
-            )  # fmt: skip
+            )
         except Exception as exc:
             if not is_connection_error(exc):
                 raise
@@ -222,9 +226,14 @@ def web_router(settings: Settings, *, availability: Availability = _always_open)
                         {"mime": m.mime, "filename": m.filename, "kind": msg.kind} for m in msg.media
                     ]
                 await append_event(
-                    session, tenant_id=widget.tenant_id, account_id=widget.account_id, address=who.address,
-                    kind="visitor", external_id=msg.external_id[:64], payload=payload,
-                )  # fmt: skip
+                    session,
+                    tenant_id=widget.tenant_id,
+                    account_id=widget.account_id,
+                    address=who.address,
+                    kind="visitor",
+                    external_id=msg.external_id[:64],
+                    payload=payload,
+                )
         try:
             await notify(resources.redis, widget.account_id, who.address, {"type": "new"})
         except Exception as exc:  # noqa: BLE001 (the stream polls too)
@@ -232,8 +241,11 @@ def web_router(settings: Settings, *, availability: Availability = _always_open)
 
     @router.get("/widget.js", summary="The website chat widget (JavaScript)", include_in_schema=True)
     async def widget_js() -> Response:
-        return Response(script, media_type="text/javascript; charset=utf-8",
-                        headers={"Cache-Control": "public, max-age=300", "X-Content-Type-Options": "nosniff"})  # fmt: skip
+        return Response(
+            script,
+            media_type="text/javascript; charset=utf-8",
+            headers={"Cache-Control": "public, max-age=300", "X-Content-Type-Options": "nosniff"},
+        )
 
     async def some_widget_allows(request: Request, origin: str) -> bool:
         """Whether any active widget allows ``origin`` (cached a few seconds): for requests that name no
@@ -271,10 +283,15 @@ def web_router(settings: Settings, *, availability: Availability = _always_open)
         except _Denied as denied:
             return denied.response
         look = widget.settings
-        body = {"colour": look.colour, "greeting": {"en": look.greeting_en, "es": look.greeting_es},
-                "title": look.title or widget.tenant_name, "max_text_chars": settings.web_max_text_chars,
-                "max_file_bytes": settings.web_max_file_bytes, "file_types": sorted(ALLOWED_FILE_TYPES),
-                "availability": availability(widget.tenant_settings)}  # fmt: skip
+        body = {
+            "colour": look.colour,
+            "greeting": {"en": look.greeting_en, "es": look.greeting_es},
+            "title": look.title or widget.tenant_name,
+            "max_text_chars": settings.web_max_text_chars,
+            "max_file_bytes": settings.web_max_file_bytes,
+            "file_types": sorted(ALLOWED_FILE_TYPES),
+            "availability": availability(widget.tenant_settings),
+        }
         return _cors(JSONResponse(body, headers={"Cache-Control": "no-store"}), origin)
 
     @router.post("/v1/messages", summary="A visitor's messages and the delivery states of replies")
@@ -303,8 +320,18 @@ def web_router(settings: Settings, *, availability: Availability = _always_open)
                 return _cors(JSONResponse({"status": "ignored", "reason": "not a chat message"}), origin)
             # acknowledged and logged as every channel's unknown account
             log.warning("webhook_unknown_account", channel=CHANNEL, account_id=key[:100])
-            return _cors(JSONResponse({"status": "ok", "stored": 0, "duplicates": 0, "statuses": 0,
-                                       "unknown_accounts": [key[:100]]}), origin)  # fmt: skip
+            return _cors(
+                JSONResponse(
+                    {
+                        "status": "ok",
+                        "stored": 0,
+                        "duplicates": 0,
+                        "statuses": 0,
+                        "unknown_accounts": [key[:100]],
+                    }
+                ),
+                origin,
+            )
         try:
             origin = check_origin(request, widget)
             try:
@@ -380,13 +407,26 @@ def web_router(settings: Settings, *, availability: Availability = _always_open)
         )
         filename = (getattr(upload, "filename", None) or "file")[:200]
         message = InboundMessage(
-            channel="web", account_id=key, kind=kind, external_id=client_id,
-            sender_id=who.address, sent_at=datetime.now(UTC), text=caption,
-            media=[MediaRef(ref=stored.ref, mime=mime, filename=filename, caption=caption or None,
-                            size_bytes=len(data))],
-            identities=who.identities, sender_name=who.name,
+            channel="web",
+            account_id=key,
+            kind=kind,
+            external_id=client_id,
+            sender_id=who.address,
+            sent_at=datetime.now(UTC),
+            text=caption,
+            media=[
+                MediaRef(
+                    ref=stored.ref,
+                    mime=mime,
+                    filename=filename,
+                    caption=caption or None,
+                    size_bytes=len(data),
+                )
+            ],
+            identities=who.identities,
+            sender_name=who.name,
             raw={"web": {"client_id": client_id, "verified": bool(who.user_id)}},
-        )  # fmt: skip
+        )
         outcome = await store(request, key, NormalizedDelivery(messages=[message]), cleaned=False)
         if isinstance(outcome, Response):
             return _cors(outcome, origin)
@@ -437,8 +477,11 @@ def web_router(settings: Settings, *, availability: Availability = _always_open)
                 except Exception:  # noqa: BLE001 (closing a connection that is gone)
                     pass
 
-        response = StreamingResponse(events(), media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})  # fmt: skip
+        response = StreamingResponse(
+            events(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
         return _cors(response, origin)
 
     return router

@@ -59,10 +59,15 @@ class StreamEvent:
 
     def to_json(self) -> str:
         return json.dumps(
-            {"type": self.kind, "id": self.external_id, "seq": self.seq, "at": self.created_at.isoformat(),
-             **self.payload},
+            {
+                "type": self.kind,
+                "id": self.external_id,
+                "seq": self.seq,
+                "at": self.created_at.isoformat(),
+                **self.payload,
+            },
             ensure_ascii=False,
-        )  # fmt: skip
+        )
 
 
 def event_external_id(correlation_id: str) -> str:
@@ -77,9 +82,15 @@ def live_channel(account_id: uuid.UUID | str, address: str) -> str:
 
 
 async def append_event(
-    session: AsyncSession, *, tenant_id: uuid.UUID, account_id: uuid.UUID, address: str, kind: str,
-    external_id: str, payload: dict[str, Any],
-) -> int:  # fmt: skip
+    session: AsyncSession,
+    *,
+    tenant_id: uuid.UUID,
+    account_id: uuid.UUID,
+    address: str,
+    kind: str,
+    external_id: str,
+    payload: dict[str, Any],
+) -> int:
     """Append one event to the stream (once per ``external_id``) in ``session``'s transaction; returns
     its ``seq``. The caller commits, then :func:`notify`\\ s."""
     params = {"account": str(account_id), "address": address, "external_id": external_id}
@@ -103,9 +114,13 @@ async def append_event(
 
 
 async def events_after(
-    sessions: async_sessionmaker[AsyncSession], account_id: uuid.UUID, address: str, after: int, *,
+    sessions: async_sessionmaker[AsyncSession],
+    account_id: uuid.UUID,
+    address: str,
+    after: int,
+    *,
     limit: int = 200,
-) -> list[StreamEvent]:  # fmt: skip
+) -> list[StreamEvent]:
     """The stream's events with ``seq > after``, oldest first (at most ``limit``)."""
     async with sessions() as session:
         rows = (

@@ -112,9 +112,14 @@ async def create_widget(
     """
     secret = secrets.token_urlsafe(32)
     account = await add_channel_account(
-        session, tenant=tenant, channel=CHANNEL, external_account_id=new_widget_key(),
-        display_name=display_name or "Website chat", credentials={"widget_secret": secret}, cipher=cipher,
-    )  # fmt: skip
+        session,
+        tenant=tenant,
+        channel=CHANNEL,
+        external_account_id=new_widget_key(),
+        display_name=display_name or "Website chat",
+        credentials={"widget_secret": secret},
+        cipher=cipher,
+    )
     return account, secret
 
 
@@ -188,10 +193,15 @@ class WidgetDirectory:
             tenant_settings = cached_tenant_settings(tenant.settings_extensions, tenant_id=str(tenant.id))
             section = tenant_settings.channel(WebSettings)
             widget = Widget(
-                account_id=account.id, tenant_id=tenant.id, key=key,
-                secret=widget_secret_of(account, self._cipher), origins=frozenset(section.allowed_origins),
-                settings=section, tenant_name=tenant.name, tenant_settings=tenant_settings,
-            )  # fmt: skip
+                account_id=account.id,
+                tenant_id=tenant.id,
+                key=key,
+                secret=widget_secret_of(account, self._cipher),
+                origins=frozenset(section.allowed_origins),
+                settings=section,
+                tenant_name=tenant.name,
+                tenant_settings=tenant_settings,
+            )
         self._cache[key] = (now + min(CACHE_TTL_S, 5.0), widget)
         return widget
 

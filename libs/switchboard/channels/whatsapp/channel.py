@@ -163,27 +163,42 @@ class WhatsAppChannel:
             if part.type == "template":
                 template = part.template or {}
                 return await self.graph_for(account).send_template(
-                    phone_number_id=phone_number_id, token=token, to=recipient,
-                    name=str(template.get("name")), language=str(template.get("language") or "en"),
-                    components=template.get("components") or None, tracker=correlation_id,
-                )  # fmt: skip
+                    phone_number_id=phone_number_id,
+                    token=token,
+                    to=recipient,
+                    name=str(template.get("name")),
+                    language=str(template.get("language") or "en"),
+                    components=template.get("components") or None,
+                    tracker=correlation_id,
+                )
             if part.type == "interactive" and part.interactive:
                 return await self.graph_for(account).send_interactive(
-                    phone_number_id=phone_number_id, token=token, to=recipient,
-                    interactive=dict(part.interactive), tracker=correlation_id,
-                )  # fmt: skip
+                    phone_number_id=phone_number_id,
+                    token=token,
+                    to=recipient,
+                    interactive=dict(part.interactive),
+                    tracker=correlation_id,
+                )
             wamid: str | None = None
             if part.text:
                 wamid = await self.graph_for(account).send_text(
-                    phone_number_id=phone_number_id, token=token, to=recipient,
-                    text=part.text, tracker=correlation_id,
-                )  # fmt: skip
+                    phone_number_id=phone_number_id,
+                    token=token,
+                    to=recipient,
+                    text=part.text,
+                    tracker=correlation_id,
+                )
             for media in part.media:
                 wamid = await self.graph_for(account).send_media(
-                    phone_number_id=phone_number_id, token=token, to=recipient, kind=_media_kind(media),
-                    media_id=str(media["ref"]), caption=media.get("caption"), filename=media.get("filename"),
+                    phone_number_id=phone_number_id,
+                    token=token,
+                    to=recipient,
+                    kind=_media_kind(media),
+                    media_id=str(media["ref"]),
+                    caption=media.get("caption"),
+                    filename=media.get("filename"),
                     tracker=correlation_id,
-                )  # fmt: skip
+                )
         except GraphSendError as exc:
             raise classify(exc) from exc
         except ValueError as exc:  # over a limit or empty: sending it again would fail the same way

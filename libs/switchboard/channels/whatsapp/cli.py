@@ -198,9 +198,15 @@ def add_whatsapp(
     settings = command_settings()
     base = api_base_option(api_base, has_token=access_token is not None)
     account, created = connect_account(
-        settings, tenant=tenant, channel="whatsapp", external_account_id=phone_number_id,
-        access_token=access_token, display_name=display_name, label="phone_number_id", api_base_url=base,
-    )  # fmt: skip
+        settings,
+        tenant=tenant,
+        channel="whatsapp",
+        external_account_id=phone_number_id,
+        access_token=access_token,
+        display_name=display_name,
+        label="phone_number_id",
+        api_base_url=base,
+    )
     typer.echo(
         f"{'connected' if created else 'updated'} whatsapp number {phone_number_id} id={account.id} "
         f"graph={settings.channel_api_base_url('whatsapp', account.api_base_url)}"
@@ -268,16 +274,21 @@ def simulate_whatsapp(
     refused with --text.
     """
     check_simulate_source(
-        text=text, payload=payload,
+        text=text,
+        payload=payload,
         text_only={"--from": (from_, "the payload names its sender")},
-        payload_only={"--keep-ids": (keep_ids, "a --text message always gets a new wamid"),
-                      "--keep-timestamps": (keep_timestamps, "a --text message is sent now")},
-    )  # fmt: skip
+        payload_only={
+            "--keep-ids": (keep_ids, "a --text message always gets a new wamid"),
+            "--keep-timestamps": (keep_timestamps, "a --text message is sent now"),
+        },
+    )
     settings = command_settings()
     phone_number_id, sandbox_base = account_of_tenant(
-        settings, tenant=tenant, channel="whatsapp",
+        settings,
+        tenant=tenant,
+        channel="whatsapp",
         missing=f"tenant {tenant} has no WhatsApp number: run `switchboard channel add-whatsapp`",
-    )  # fmt: skip
+    )
     if payload is not None:
         try:
             document = json.loads(payload.read_text())
@@ -344,17 +355,27 @@ def simulate_whatsapp(
                 typer.secho("no Graph API sandbox reachable: not waiting for replies", err=True)
                 return 0
             came = await print_sent(
-                client, sandbox_url, after=after, wait_s=timeout, headers=control,
+                client,
+                sandbox_url,
+                after=after,
+                wait_s=timeout,
+                headers=control,
                 fields=("to", "type", "text", "id", "phone_number_id", "reply_to"),
                 give_up=no_reply_coming(settings, tenant=tenant, channel="whatsapp", since=posted_at),
-            )  # fmt: skip
+            )
             if not came:
-                await explain_no_reply(settings, tenant=tenant, channel="whatsapp", since=posted_at, hint=(
-                    f"no reply within {timeout:g} s. The message is stored; the worker may have handed the "
-                    "conversation to a person (MODE human or waiting in `switchboard conversations list "
-                    f"--tenant {tenant}`; the worker's inbound_outcome log line says why), held the number "
-                    "back after a throughput error, or still be working (raise --timeout)"
-                ))  # fmt: skip
+                await explain_no_reply(
+                    settings,
+                    tenant=tenant,
+                    channel="whatsapp",
+                    since=posted_at,
+                    hint=(
+                        f"no reply within {timeout:g} s. The message is stored; the worker may have handed the "
+                        "conversation to a person (MODE human or waiting in `switchboard conversations list "
+                        f"--tenant {tenant}`; the worker's inbound_outcome log line says why), held the number "
+                        "back after a throughput error, or still be working (raise --timeout)"
+                    ),
+                )
             return 0
 
     raise typer.Exit(asyncio.run(go()))

@@ -384,9 +384,15 @@ def _normalize_message(
         inner_kind, text, media, payload, extra = _message_body(_s(inner.get("type")) or "unsupported", inner)
         flags.update(extra, target=_s(edit.get("original_message_id")), edited_kind=inner_kind)
         return InboundMessage(
-            kind="edit", action="record", text=text, media=media, payload=payload, flags=flags,
-            target_external_id=flags["target"], **common,
-        )  # fmt: skip
+            kind="edit",
+            action="record",
+            text=text,
+            media=media,
+            payload=payload,
+            flags=flags,
+            target_external_id=flags["target"],
+            **common,
+        )
     if kind == "system":
         flags.update(
             system_type=_s(system.get("type")),
@@ -398,9 +404,13 @@ def _normalize_message(
             new_identities=identities_of(flags["new_wa_id"], flags["new_bsuid"]),
         )
         return InboundMessage(
-            kind="system", action="record", text=_s(system.get("body")) or "", flags=flags, system=event,
+            kind="system",
+            action="record",
+            text=_s(system.get("body")) or "",
+            flags=flags,
+            system=event,
             **common,
-        )  # fmt: skip
+        )
     kind, text, media, payload, extra = _message_body(kind, msg)
     flags.update(extra)
     if echo:
@@ -434,10 +444,17 @@ def _guarded(
         return None
     try:
         return InboundMessage(
-            channel="whatsapp", account_id=account_id, kind="unsupported", action="record", echo=echo,
-            external_id=external_id, sender_id=sender, sent_at=_epoch(msg.get("timestamp")),
-            flags={UNPROCESSABLE_FLAG: reason}, raw={"message": msg},
-        )  # fmt: skip
+            channel="whatsapp",
+            account_id=account_id,
+            kind="unsupported",
+            action="record",
+            echo=echo,
+            external_id=external_id,
+            sender_id=sender,
+            sent_at=_epoch(msg.get("timestamp")),
+            flags={UNPROCESSABLE_FLAG: reason},
+            raw={"message": msg},
+        )
     except Exception as exc:  # noqa: BLE001
         log.warning("whatsapp_message_skipped", reason="unreadable", error=str(exc)[:200])
         return None

@@ -153,14 +153,23 @@ class GraphClient:
         message = str(error.get("message") or f"HTTP {response.status_code}")[:300]
         retry_after = response.headers.get("retry-after", "")
         raise GraphSendError(
-            message, code=code, http_status=response.status_code, is_transient=transient,
+            message,
+            code=code,
+            http_status=response.status_code,
+            is_transient=transient,
             retry_after_s=float(retry_after) if retry_after.replace(".", "", 1).isdigit() else None,
-        )  # fmt: skip
+        )
 
     async def send_text(
-        self, *, phone_number_id: str, token: str, to: str, text: str, reply_to: str | None = None,
+        self,
+        *,
+        phone_number_id: str,
+        token: str,
+        to: str,
+        text: str,
+        reply_to: str | None = None,
         tracker: str | None = None,
-    ) -> str:  # fmt: skip
+    ) -> str:
         """Send one text message (at most :data:`TEXT_LIMIT_CHARS` characters). Returns the new wamid.
 
         Raises:
@@ -204,9 +213,17 @@ class GraphClient:
         return str(messages[0]["id"])
 
     async def send_media(
-        self, *, phone_number_id: str, token: str, to: str, kind: str, media_id: str,
-        caption: str | None = None, filename: str | None = None, tracker: str | None = None,
-    ) -> str:  # fmt: skip
+        self,
+        *,
+        phone_number_id: str,
+        token: str,
+        to: str,
+        kind: str,
+        media_id: str,
+        caption: str | None = None,
+        filename: str | None = None,
+        tracker: str | None = None,
+    ) -> str:
         """Send media by the id of a media object of this number (``{kind: {"id", "caption"?}}``).
 
         ``kind`` is ``image``, ``audio``, ``video``, ``document`` or ``sticker``; captions go with image,
@@ -282,9 +299,12 @@ class GraphClient:
             GraphSendError: Meta refused the file or could not be reached.
         """
         answer = await self._request(
-            "POST", f"{phone_number_id}/media", token,
-            data={"messaging_product": "whatsapp", "type": mime}, files={"file": (filename, data, mime)},
-        )  # fmt: skip
+            "POST",
+            f"{phone_number_id}/media",
+            token,
+            data={"messaging_product": "whatsapp", "type": mime},
+            files={"file": (filename, data, mime)},
+        )
         if not answer.get("id"):
             raise GraphSendError("media answer without id", code=None, http_status=200, is_transient=False)
         return str(answer["id"])
@@ -357,9 +377,11 @@ class GraphClient:
             ) from exc
         if response.status_code >= 400:
             raise GraphSendError(
-                f"media download HTTP {response.status_code}", code=None, http_status=response.status_code,
+                f"media download HTTP {response.status_code}",
+                code=None,
+                http_status=response.status_code,
                 is_transient=response.status_code >= 500,
-            )  # fmt: skip
+            )
         if len(response.content) > max_bytes:
             raise GraphSendError("media too large", code=None, http_status=200, is_transient=False)
         return response.content

@@ -200,7 +200,10 @@ def _body_values(template: WhatsAppTemplate, given: list[str] | dict[str, str]) 
             f"template {template.name} takes {len(names)} body value(s), {len(given)} given",
             code="template_parameters_invalid",
         )
-    return [(name, _check_value(value, f"body value {index}")) for index, (name, value) in enumerate(zip(names, given, strict=True), 1)]  # fmt: skip
+    return [
+        (name, _check_value(value, f"body value {index}"))
+        for index, (name, value) in enumerate(zip(names, given, strict=True), 1)
+    ]
 
 
 def _header_parameters(template: WhatsAppTemplate, values: TemplateValues) -> list[dict[str, Any]] | None:
@@ -258,7 +261,7 @@ def _header_parameters(template: WhatsAppTemplate, values: TemplateValues) -> li
         raise TemplateRefused(
             "the header's link must be an https:// address of at most 2,000 characters",
             code="template_parameters_invalid",
-        )  # fmt: skip
+        )
     body: dict[str, Any] = {"link": str(link)} if link else {"id": str(media["id"])}
     if kind == "document" and media.get("filename"):
         body["filename"] = _check_value(str(media["filename"]), "document file name")[:240]
@@ -311,9 +314,13 @@ def fill_template(template: WhatsAppTemplate, values: TemplateValues) -> dict[st
         )
     for (index, _button), value in zip(buttons, values.buttons, strict=True):
         components.append(
-            {"type": "button", "sub_type": "url", "index": str(index),
-             "parameters": [{"type": "text", "text": _check_value(value, f"button value {index + 1}")}]}
-        )  # fmt: skip
+            {
+                "type": "button",
+                "sub_type": "url",
+                "index": str(index),
+                "parameters": [{"type": "text", "text": _check_value(value, f"button value {index + 1}")}],
+            }
+        )
     out: dict[str, Any] = {"name": template.name, "language": template.language}
     if components:
         out["components"] = components
@@ -444,8 +451,12 @@ async def refresh_templates(
         )
     items = await graph.list_templates(waba_id=waba_id, token=token, max_pages=TEMPLATE_PAGES_MAX)
     rows = await store_templates(session, account=account, waba_id=waba_id, items=items)
-    log.info("whatsapp_templates_refreshed", tenant_id=str(account.tenant_id), account_id=str(account.id),
-             templates=len(rows))  # fmt: skip
+    log.info(
+        "whatsapp_templates_refreshed",
+        tenant_id=str(account.tenant_id),
+        account_id=str(account.id),
+        templates=len(rows),
+    )
     return rows
 
 
@@ -458,9 +469,11 @@ def account_graph(settings: Any, account: ChannelAccount, *, transport: Any = No
 
     token = access_token_of(account, CredentialCipher.from_settings(settings)) or "sandbox-token"
     graph = GraphClient(
-        settings.channel_api_base_url("whatsapp", account.api_base_url), settings.whatsapp_api_version,
-        timeout_s=settings.whatsapp_send_timeout_s, transport=transport,
-    )  # fmt: skip
+        settings.channel_api_base_url("whatsapp", account.api_base_url),
+        settings.whatsapp_api_version,
+        timeout_s=settings.whatsapp_send_timeout_s,
+        transport=transport,
+    )
     return graph, token
 
 
@@ -472,17 +485,27 @@ async def upload_media(settings: Any, account: ChannelAccount, data: bytes, mime
     """
     graph, token = account_graph(settings, account)
     try:
-        return str(await graph.upload_media(
-            phone_number_id=account.external_account_id, token=token, data=data, mime=mime, filename=filename,
-        ))  # fmt: skip
+        return str(
+            await graph.upload_media(
+                phone_number_id=account.external_account_id,
+                token=token,
+                data=data,
+                mime=mime,
+                filename=filename,
+            )
+        )
     finally:
         await graph.aclose()
 
 
 async def refresh_account_templates(
-    session: AsyncSession, settings: Any, *, account: ChannelAccount, waba_id: str | None,
+    session: AsyncSession,
+    settings: Any,
+    *,
+    account: ChannelAccount,
+    waba_id: str | None,
     transport: Any = None,
-) -> list[WhatsAppTemplate]:  # fmt: skip
+) -> list[WhatsAppTemplate]:
     """:func:`refresh_templates` with the account's own Graph API root and token (what the console,
     the API and the CLI call); the caller commits.
 

@@ -63,9 +63,15 @@ async def explore_entities(
         for candidate in question_names(name):
             keys.setdefault(candidate, None)
     params: dict[str, Any] = {
-        "tenant_id": tenant_id, "names": list(keys), "hops": hops, "cued": [], "units": [],
-        "graph_candidates": limit, "limit": limit, "relations_limit": RELATIONS_LIMIT,
-    }  # fmt: skip
+        "tenant_id": tenant_id,
+        "names": list(keys),
+        "hops": hops,
+        "cued": [],
+        "units": [],
+        "graph_candidates": limit,
+        "limit": limit,
+        "relations_limit": RELATIONS_LIMIT,
+    }
     found = (
         await session.exec(
             text(

@@ -70,38 +70,106 @@ __all__ = [
 
 MATERIALS: Mapping[str, str] = {
     # spelling (lower case) -> canonical name
-    "ptfe": "PTFE", "teflon": "PTFE", "polytetrafluoroethylene": "PTFE", "rptfe": "RPTFE",
-    "pfa": "PFA", "fep": "FEP", "pvdf": "PVDF", "peek": "PEEK", "pom": "POM", "acetal": "POM",
-    "nylon": "PA", "polyamide": "PA", "pp": "PP", "polypropylene": "PP", "hdpe": "HDPE",
-    "pvc": "PVC", "pvc-u": "PVC", "cpvc": "CPVC", "abs": "ABS", "epdm": "EPDM", "nbr": "NBR",
-    "buna-n": "NBR", "nitrile": "NBR", "fkm": "FKM", "viton": "FKM", "ffkm": "FFKM", "kalrez": "FFKM",
-    "hnbr": "HNBR", "silicone": "silicone", "vmq": "silicone", "neoprene": "CR", "chloroprene": "CR",
-    "graphite": "graphite", "ceramic": "ceramic", "brass": "brass", "bronze": "bronze",
-    "copper": "copper", "aluminium": "aluminium", "aluminum": "aluminium", "cast iron": "cast iron",
-    "ductile iron": "ductile iron", "carbon steel": "carbon steel", "stainless steel": "stainless steel",
-    "stainless steel 316": "stainless steel 316", "stainless steel 316l": "stainless steel 316L",
-    "stainless steel 304": "stainless steel 304", "aisi 316": "stainless steel 316",
-    "aisi 316l": "stainless steel 316L", "aisi 304": "stainless steel 304", "duplex": "duplex steel",
-    "duplex steel": "duplex steel", "hastelloy": "Hastelloy", "hastelloy c-276": "Hastelloy C-276",
-    "titanium": "titanium", "monel": "Monel", "inconel": "Inconel",
-}  # fmt: skip
+    "ptfe": "PTFE",
+    "teflon": "PTFE",
+    "polytetrafluoroethylene": "PTFE",
+    "rptfe": "RPTFE",
+    "pfa": "PFA",
+    "fep": "FEP",
+    "pvdf": "PVDF",
+    "peek": "PEEK",
+    "pom": "POM",
+    "acetal": "POM",
+    "nylon": "PA",
+    "polyamide": "PA",
+    "pp": "PP",
+    "polypropylene": "PP",
+    "hdpe": "HDPE",
+    "pvc": "PVC",
+    "pvc-u": "PVC",
+    "cpvc": "CPVC",
+    "abs": "ABS",
+    "epdm": "EPDM",
+    "nbr": "NBR",
+    "buna-n": "NBR",
+    "nitrile": "NBR",
+    "fkm": "FKM",
+    "viton": "FKM",
+    "ffkm": "FFKM",
+    "kalrez": "FFKM",
+    "hnbr": "HNBR",
+    "silicone": "silicone",
+    "vmq": "silicone",
+    "neoprene": "CR",
+    "chloroprene": "CR",
+    "graphite": "graphite",
+    "ceramic": "ceramic",
+    "brass": "brass",
+    "bronze": "bronze",
+    "copper": "copper",
+    "aluminium": "aluminium",
+    "aluminum": "aluminium",
+    "cast iron": "cast iron",
+    "ductile iron": "ductile iron",
+    "carbon steel": "carbon steel",
+    "stainless steel": "stainless steel",
+    "stainless steel 316": "stainless steel 316",
+    "stainless steel 316l": "stainless steel 316L",
+    "stainless steel 304": "stainless steel 304",
+    "aisi 316": "stainless steel 316",
+    "aisi 316l": "stainless steel 316L",
+    "aisi 304": "stainless steel 304",
+    "duplex": "duplex steel",
+    "duplex steel": "duplex steel",
+    "hastelloy": "Hastelloy",
+    "hastelloy c-276": "Hastelloy C-276",
+    "titanium": "titanium",
+    "monel": "Monel",
+    "inconel": "Inconel",
+}
 """Materials (seats, seals, bodies, linings) by every spelling read."""
 
 FLUIDS: Mapping[str, str] = {
-    "water": "water", "drinking water": "drinking water", "potable water": "drinking water",
-    "seawater": "seawater", "sea water": "seawater", "steam": "steam", "air": "air",
-    "compressed air": "compressed air", "nitrogen": "nitrogen", "oxygen": "oxygen",
-    "hydrogen": "hydrogen", "chlorine": "chlorine", "chlorine dioxide": "chlorine dioxide",
-    "sodium hypochlorite": "sodium hypochlorite", "hypochlorite": "sodium hypochlorite",
-    "bleach": "sodium hypochlorite", "hydrochloric acid": "hydrochloric acid",
-    "sulfuric acid": "sulfuric acid", "sulphuric acid": "sulfuric acid", "nitric acid": "nitric acid",
-    "phosphoric acid": "phosphoric acid", "acetic acid": "acetic acid", "caustic soda": "sodium hydroxide",
-    "sodium hydroxide": "sodium hydroxide", "ammonia": "ammonia", "ethanol": "ethanol",
-    "methanol": "methanol", "acetone": "acetone", "glycol": "glycol", "ethylene glycol": "glycol",
-    "diesel": "diesel", "gasoline": "gasoline", "petrol": "gasoline", "hydraulic oil": "hydraulic oil",
-    "mineral oil": "mineral oil", "natural gas": "natural gas", "ozone": "ozone",
-    "hydrogen peroxide": "hydrogen peroxide", "brine": "brine",
-}  # fmt: skip
+    "water": "water",
+    "drinking water": "drinking water",
+    "potable water": "drinking water",
+    "seawater": "seawater",
+    "sea water": "seawater",
+    "steam": "steam",
+    "air": "air",
+    "compressed air": "compressed air",
+    "nitrogen": "nitrogen",
+    "oxygen": "oxygen",
+    "hydrogen": "hydrogen",
+    "chlorine": "chlorine",
+    "chlorine dioxide": "chlorine dioxide",
+    "sodium hypochlorite": "sodium hypochlorite",
+    "hypochlorite": "sodium hypochlorite",
+    "bleach": "sodium hypochlorite",
+    "hydrochloric acid": "hydrochloric acid",
+    "sulfuric acid": "sulfuric acid",
+    "sulphuric acid": "sulfuric acid",
+    "nitric acid": "nitric acid",
+    "phosphoric acid": "phosphoric acid",
+    "acetic acid": "acetic acid",
+    "caustic soda": "sodium hydroxide",
+    "sodium hydroxide": "sodium hydroxide",
+    "ammonia": "ammonia",
+    "ethanol": "ethanol",
+    "methanol": "methanol",
+    "acetone": "acetone",
+    "glycol": "glycol",
+    "ethylene glycol": "glycol",
+    "diesel": "diesel",
+    "gasoline": "gasoline",
+    "petrol": "gasoline",
+    "hydraulic oil": "hydraulic oil",
+    "mineral oil": "mineral oil",
+    "natural gas": "natural gas",
+    "ozone": "ozone",
+    "hydrogen peroxide": "hydrogen peroxide",
+    "brine": "brine",
+}
 """Fluids and media by every spelling read."""
 
 _LEXICON: dict[str, tuple[EntityKind, str]] = {
@@ -258,10 +326,27 @@ _SUBJECT_KINDS: tuple[EntityKind, ...] = ("product", "family", "material")
 def _unit(raw: str) -> str:
     compact = raw.replace(" ", "").lower()
     return {
-        "°c": "°C", "degc": "°C", "°f": "°F", "bar": "bar", "barg": "bar", "psi": "psi", "mpa": "MPa",
-        "kpa": "kPa", "mbar": "mbar", "mm": "mm", "l/min": "l/min", "m3/h": "m³/h", "m³/h": "m³/h",
-        "nm": "Nm", "rpm": "rpm", "kw": "kW", "kv": "kV", "v": "V", "shorea": "Shore A", "shored": "Shore D",
-    }.get(compact, raw)  # fmt: skip
+        "°c": "°C",
+        "degc": "°C",
+        "°f": "°F",
+        "bar": "bar",
+        "barg": "bar",
+        "psi": "psi",
+        "mpa": "MPa",
+        "kpa": "kPa",
+        "mbar": "mbar",
+        "mm": "mm",
+        "l/min": "l/min",
+        "m3/h": "m³/h",
+        "m³/h": "m³/h",
+        "nm": "Nm",
+        "rpm": "rpm",
+        "kw": "kW",
+        "kv": "kV",
+        "v": "V",
+        "shorea": "Shore A",
+        "shored": "Shore D",
+    }.get(compact, raw)
 
 
 def _number(raw: str) -> float:
@@ -369,8 +454,11 @@ def _find(text: str) -> _Found:
         if not free(match.start(2), match.end()):
             continue
         value, unit = _number(match.group(2)), _unit(match.group(3))
-        at_most = match.group(1).lower().rstrip(".") in ("max", "maximum", "up to", "≤", "<=", "<", "at most",
-                                                         "ceiling") or "exceed" in match.group(1).lower()  # fmt: skip
+        at_most = (
+            match.group(1).lower().rstrip(".")
+            in ("max", "maximum", "up to", "≤", "<=", "<", "at most", "ceiling")
+            or "exceed" in match.group(1).lower()
+        )
         found.add(match.start(), range_entity(None if at_most else value, value if at_most else None, unit))
         taken.append((match.start(2), match.end()))
     for match in _VALUE.finditer(text) if digits else ():
@@ -761,9 +849,12 @@ def _row_extraction(text: str, keys: Mapping[str, Any]) -> ChunkExtraction | Non
         for a in left:
             for b in right:
                 relations.append(
-                    ExtractedRelation(subject=a.name, relation="compatible_with" if rating else "incompatible_with",
-                                      object=b.name)
-                )  # fmt: skip
+                    ExtractedRelation(
+                        subject=a.name,
+                        relation="compatible_with" if rating else "incompatible_with",
+                        object=b.name,
+                    )
+                )
     return ChunkExtraction(entities=_dedupe(entities), relations=list(dict.fromkeys(relations)))
 
 
@@ -907,15 +998,19 @@ def question_units(question: str) -> list[str]:
 
 
 _CUES: tuple[tuple[re.Pattern[str], tuple[RelationType, ...]], ...] = (
-    (re.compile(r"\b(compatib\w*|resist\w*|suitab\w*|handle|chemical|attack|use[ds]? with)\b", re.I),
-     ("compatible_with", "incompatible_with")),
-    (re.compile(r"\b(temperature|pressure|rated|rating|max\w*|min\w*|range|hot|cold|°|bar|psi)\b", re.I),
-     ("rated_for",)),
+    (
+        re.compile(r"\b(compatib\w*|resist\w*|suitab\w*|handle|chemical|attack|use[ds]? with)\b", re.I),
+        ("compatible_with", "incompatible_with"),
+    ),
+    (
+        re.compile(r"\b(temperature|pressure|rated|rating|max\w*|min\w*|range|hot|cold|°|bar|psi)\b", re.I),
+        ("rated_for",),
+    ),
     (re.compile(r"\b(replace\w*|supersede\w*|successor|newer|older|discontinued)\b", re.I), ("replaces",)),
     (re.compile(r"\b(equivalent|same as|alternative|interchangeable|instead)\b", re.I), ("equivalent_of",)),
     (re.compile(r"\b(series|family|belongs?)\b", re.I), ("belongs_to_family",)),
     (re.compile(r"\b(made|material|seat|seal|body|lining|gasket)\b", re.I), ("made_of",)),
-)  # fmt: skip
+)
 
 
 _PART_QUESTION = re.compile(

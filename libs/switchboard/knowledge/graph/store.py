@@ -138,9 +138,13 @@ async def store_graph(
     values = [rows[key] for key in sorted(rows)]
     ids: dict[tuple[str, str], int] = {}
     for record in await raw.fetch(
-        _UPSERT_ENTITIES, tenant_id, [v[0] for v in values], [v[1] for v in values], [v[2] for v in values],
+        _UPSERT_ENTITIES,
+        tenant_id,
+        [v[0] for v in values],
+        [v[1] for v in values],
+        [v[2] for v in values],
         [v[3] for v in values],
-    ):  # fmt: skip
+    ):
         ids[(record["kind"], record["norm_name"])] = record["id"]
     mentions: dict[tuple[int, int], None] = {}
     relations: dict[tuple[int, str, int, int], None] = {}
@@ -161,9 +165,14 @@ async def store_graph(
         )
     if relations:
         await raw.execute(
-            _INSERT_RELATIONS, tenant_id, source_id, [r[0] for r in relations], [r[1] for r in relations],
-            [r[2] for r in relations], [r[3] for r in relations],
-        )  # fmt: skip
+            _INSERT_RELATIONS,
+            tenant_id,
+            source_id,
+            [r[0] for r in relations],
+            [r[1] for r in relations],
+            [r[2] for r in relations],
+            [r[3] for r in relations],
+        )
     return GraphCounts(len(rows), len(mentions), len(relations))
 
 

@@ -33,7 +33,7 @@ def upgrade() -> None:
     op.create_index(
         "ix_messages_waiting_model", "messages", ["tenant_id", "created_at"], unique=False,
         postgresql_where=sa.text("inbound_state = 'waiting_model'"),
-    )  # fmt: skip
+    )
 
 
 def downgrade() -> None:
