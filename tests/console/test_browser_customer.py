@@ -49,7 +49,7 @@ async def test_the_customer_page_shows_edits_exports_and_erases(
     await page.click("#customer-link")
     await page.wait_for_url(re.compile(f"/customers/{ana.customer_id}$"))
     identities = await page.inner_text("#identities")
-    assert ana.phone in identities and ana.email in identities and "gmail" in identities
+    assert ana.phone in identities and ana.email in identities and "Gmail" in identities
     assert await page.locator("#conversations tbody tr").count() == 2
     assert "blue kettle" in await page.inner_text("#memory")
     assert "kettle" in await page.inner_text("#leads")

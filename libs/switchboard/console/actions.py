@@ -383,11 +383,20 @@ async def transfer(
 
 
 async def close(
-    sessions: async_sessionmaker[AsyncSession], redis: Any, *, who: Actioner, conversation_id: uuid.UUID
+    sessions: async_sessionmaker[AsyncSession],
+    redis: Any,
+    *,
+    who: Actioner,
+    conversation_id: uuid.UUID,
+    quietly: bool = False,
 ) -> None:
     """Close the conversation (a person who had it hands it back first, in the same transaction); the
     customer's next message opens a new one, and gets the tenant's farewell (``handoff.farewell``) when
-    it has one. Closing a closed conversation changes nothing.
+    it has one, and the rating question. Closing a closed conversation changes nothing.
+
+    Args:
+        quietly: no farewell and no rating question (the channel account is being disconnected: nothing
+            could reach the customer through it).
 
     Raises:
         LookupError: not this tenant's conversation.
@@ -403,17 +412,24 @@ async def close(
             notices = await _hand_back_in(session, who, conversation, trace_id)
             await session.flush()
         closing = conversation.status != ConversationStatus.closed.value
-        farewell = await _farewell(session, who, conversation) if closing else None
+        farewell = await _farewell(session, who, conversation) if closing and not quietly else None
         if farewell is not None:
             notices.append(farewell)
         if notices:  # written first: the customer reads the farewell before the satisfaction question
             await write_outgoing(session, tenant_id=who.tenant_id, items=notices, trace_id=trace_id)
         closed = await close_conversation(
-            session, conversation, actor=who.actor, reason="closed in the console", trace_id=trace_id
+            session,
+            conversation,
+            actor=who.actor,
+            reason="closed in the console",
+            trace_id=trace_id,
+            ask_rating=not quietly,
         )
     log.info("console_close", conversation_id=str(conversation_id))
     # closing wrote the satisfaction question too (conversations.csat), when it closed it now
-    await _after(redis, who, conversation_id, "status", send=bool(notices) or closed is not None)
+    await _after(
+        redis, who, conversation_id, "status", send=bool(notices) or (closed is not None and not quietly)
+    )
 
 
 async def _farewell(session: AsyncSession, who: Actioner, conversation: Conversation) -> Outgoing | None:

@@ -608,7 +608,9 @@ async def channels_disconnect(
     who = Actioner(tenant_id=page.tenant.id, user=page.user)
     redis = getattr(getattr(request.app.state, "resources", None), "redis", None)
     for conversation_id in open_ids:
-        await close_conversation_action(sessions, redis, who=who, conversation_id=conversation_id)
+        await close_conversation_action(
+            sessions, redis, who=who, conversation_id=conversation_id, quietly=True
+        )
     account = await _existing(session, channel, account_id)
     assert account is not None
     account.is_active, account.credentials_encrypted = False, None

@@ -490,10 +490,12 @@ async def close(
     reason: str | None = None,
     trace_id: str | None = None,
     now: datetime | None = None,
+    ask_rating: bool = True,
 ) -> ConversationEvent | None:
     """Close an AI-mode conversation (``closed_at`` = ``now``); the customer's next message opens a new one.
     The customer is asked how it went, once per conversation (:func:`switchboard.conversations.csat.ask`:
-    the question is written to the outbox in this transaction, for the caller or the sweep to deliver).
+    the question is written to the outbox in this transaction, for the caller or the sweep to deliver),
+    unless ``ask_rating`` is off (the channel account is being disconnected).
 
     Returns:
         The event, or ``None`` when it was already closed.
@@ -513,7 +515,8 @@ async def close(
         session, conversation, from_status=before, actor=actor, reason=reason, trace_id=trace_id, now=now
     )
     await session.flush()
-    await csat.ask(session, conversation, now=now)  # once per conversation, whoever closed it
+    if ask_rating:
+        await csat.ask(session, conversation, now=now)  # once per conversation, whoever closed it
     return event
 
 
