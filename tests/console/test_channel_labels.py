@@ -82,7 +82,7 @@ async def test_the_website_chat_is_named_in_the_consoles_language_wherever_chann
         channels = await client.get(f"/t/{tenant.slug}/channels")
     assert f'<option value="web" selected>{label}</option>' in inbox.text
     badge = f'<span class="badge ch-web">{label}</span>'
-    assert badge in inbox.text and badge in page.text
+    assert badge in inbox.text and f'<span class="badge ch-web" id="channel">{label}</span>' in page.text
     assert person.text.count(badge) == 2  # its identity and its conversation
     assert f"<h2>{label}</h2>" in channels.text
     assert '<option value="whatsapp" >WhatsApp</option>' in inbox.text  # a brand stays as it is
