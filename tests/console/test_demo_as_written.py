@@ -73,6 +73,6 @@ async def test_a_simulated_turn_is_not_shown_as_a_whatsapp_conversation(
         simulated = (await client.get(f"/t/{tenant.slug}/conversations/{request.conversation_id}")).text
         whatsapp = (await client.get(f"/t/{tenant.slug}/conversations/{real.id}")).text
     assert '<span class="badge ch-simulated">simulado</span>' in inbox
-    assert '<span class="badge ch-whatsapp">whatsapp</span>' in inbox
+    assert '<span class="badge ch-whatsapp">WhatsApp</span>' in inbox
     assert '<span class="badge ch-simulated" id="channel">simulado</span>' in simulated
-    assert '<span class="badge ch-whatsapp" id="channel">whatsapp</span>' in whatsapp
+    assert '<span class="badge ch-whatsapp" id="channel">WhatsApp</span>' in whatsapp
