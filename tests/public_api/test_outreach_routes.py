@@ -227,3 +227,25 @@ async def test_an_attachment_is_checked_by_its_content_and_sent_inside_the_windo
         "image/png",
         "Your parcel",
     )
+
+
+async def test_a_tenant_with_two_numbers_is_told_their_ids_and_a_disconnected_one_does_not_count(
+    world, api, make_key, sessions, settings
+) -> None:  # type: ignore[no-untyped-def]
+    from switchboard.db.models import ChannelAccount
+
+    from tests.utils.whatsapp import connect_whatsapp
+
+    second = await connect_whatsapp(sessions, world.tenant, settings)
+    key = await make_key(world.tenant, scopes=["messages:write"])
+    async with api(key) as client:
+        several = await client.post("/api/v1/whatsapp/templates/refresh", json={})
+        async with sessions() as session, session.begin():
+            row = await session.get(ChannelAccount, second.id)
+            row.is_active = False  # type: ignore[union-attr]
+        one = await client.post("/api/v1/whatsapp/templates/refresh", json={})
+    assert several.status_code == 422 and several.json()["code"] == "channel_account_required"
+    assert (
+        str(second.id) in several.json()["detail"] and second.external_account_id in several.json()["detail"]
+    )
+    assert one.status_code == 200, one.text

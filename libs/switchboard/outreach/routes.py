@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
-from sqlmodel import select
+from sqlmodel import col, select
 
 from switchboard.api.deps import ResourcesDep, SessionDep, SettingsDep
 from switchboard.body_limit import allow_body
@@ -182,15 +182,22 @@ async def refresh_templates_route(
     settings: SettingsDep,
 ) -> RefreshResult:
     query = select(ChannelAccount).where(
-        ChannelAccount.tenant_id == caller.tenant.id, ChannelAccount.channel == "whatsapp"
+        ChannelAccount.tenant_id == caller.tenant.id,
+        ChannelAccount.channel == "whatsapp",
+        col(ChannelAccount.is_active).is_(True),  # a disconnected number is not one of yours any more
     )
     if body.channel_account_id is not None:
         query = query.where(ChannelAccount.id == body.channel_account_id)
-    accounts = list((await session.exec(query)).all())
+    accounts = list((await session.exec(query.order_by(col(ChannelAccount.created_at)))).all())
     if not accounts:
         raise ApiProblem(404, "channel_account_not_found", "no WhatsApp number of yours has this id")
     if len(accounts) > 1:
-        raise ApiProblem(422, "channel_account_required", "you have several WhatsApp numbers: name one")
+        numbers = ", ".join(f"{a.id} (number id {a.external_account_id})" for a in accounts)
+        raise ApiProblem(
+            422,
+            "channel_account_required",
+            f"you have several WhatsApp numbers: name one as channel_account_id: {numbers}",
+        )
     try:
         rows = await refresh_account_templates(session, settings, account=accounts[0], waba_id=body.waba_id)
     except TemplateRefused as exc:
