@@ -17,6 +17,7 @@ from switchboard.events.endpoints import create_endpoint
 from switchboard.events.retention import prune_events, run_event_retention
 
 from tests.utils.outbox import captured_logs
+from tests.utils.tenants import new_tenant
 
 
 async def _endpoints(sessions, settings, tenant, n):  # type: ignore[no-untyped-def]
@@ -38,10 +39,14 @@ async def _endpoints(sessions, settings, tenant, n):  # type: ignore[no-untyped-
 
 
 async def test_old_finished_events_are_pruned_in_batches_and_the_rest_is_kept(
-    sessions, make_tenant, make_settings
+    scratch_database, make_settings
 ) -> None:  # type: ignore[no-untyped-def]
-    settings = make_settings(event_retention_delivered_days=14, event_retention_failed_days=60)
-    tenant = await make_tenant()
+    # the pruning reads every tenant's events: on a database of this test's own, it finds exactly these
+    sessions = scratch_database.sessions
+    settings = make_settings(
+        database_url=scratch_database.url, event_retention_delivered_days=14, event_retention_failed_days=60
+    )
+    tenant = await new_tenant(sessions)
     first, second = await _endpoints(sessions, settings, tenant, 2)
     ids = {}
     for name, age, statuses, dispatched in [
