@@ -69,6 +69,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections import defaultdict
@@ -79,7 +80,7 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA_DIR = Path("/tmp/faults-data")
+DATA_DIR = Path(tempfile.gettempdir()) / "faults-data"
 PORTS = {
     "ORCHESTRATOR_PORT": 9500,
     "WHATSAPP_PORT": 9501,

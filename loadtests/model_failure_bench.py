@@ -37,6 +37,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -50,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from loadtests import faults  # noqa: E402  (the switchboard run harness)
 
 CASES = ("hanging", "refusing", "5xx")
-DATA_DIR = Path("/tmp/model-failure-bench")
+DATA_DIR = Path(tempfile.gettempdir()) / "model-failure-bench"
 MARGIN_S = 1.0
 """The first message may come this long after the deadline (seconds)."""
 
