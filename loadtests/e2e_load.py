@@ -746,7 +746,7 @@ def main() -> None:
     parser.add_argument("--tenant-rate-limit", type=int, default=100000)
     parser.add_argument("--data-dir", default="/tmp/load-data")
     parser.add_argument(
-        "--port-base", type=int, default=9400, help="first of the ten ports of the run (9400: 9400-9409)"
+        "--port-base", type=int, default=9400, help="first of the eleven ports of the run (9400: 9400-9410)"
     )
     parser.add_argument(
         "--keep-data",

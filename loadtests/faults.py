@@ -727,7 +727,7 @@ def main() -> None:
     parser.add_argument("--warm", type=float, default=None, help="load before the fault (s)")
     parser.add_argument("--after", type=float, default=None, help="load after the fault is healed (s)")
     parser.add_argument(
-        "--port-base", type=int, default=9500, help="the run's ten ports are BASE..BASE+9 (9500)"
+        "--port-base", type=int, default=9500, help="the run's eleven ports are BASE..BASE+10 (9500)"
     )
     parser.add_argument(
         "--data-dir", type=Path, default=DATA_DIR, help=f"the run's DATA_DIR, wiped first ({DATA_DIR})"

@@ -253,7 +253,9 @@ def main() -> None:
     parser.add_argument(
         "--recover", type=float, default=150.0, help="how long questions may take once it is back (150 s)"
     )
-    parser.add_argument("--port-base", type=int, default=9720, help="the run's ten ports are BASE..BASE+9")
+    parser.add_argument(
+        "--port-base", type=int, default=9720, help="the run's eleven ports are BASE..BASE+10"
+    )
     parser.add_argument(
         "--data-dir", type=Path, default=DATA_DIR, help=f"the run's DATA_DIR, wiped first ({DATA_DIR})"
     )
