@@ -16,6 +16,11 @@ Run (starts an embedded PostgreSQL + pgvector in a temporary folder, like the te
     .venv/bin/python loadtests/kb_catalogue_benchmark.py --catalogue valves --modes hybrid,graph
     .venv/bin/python loadtests/kb_catalogue_benchmark.py --show tuning     # per-question hits, tuning half
     .venv/bin/python loadtests/kb_catalogue_benchmark.py --database-url postgresql://...
+    .venv/bin/python loadtests/kb_catalogue_benchmark.py --data-dir DIR   # latency at 100,000 chunks
+
+``--data-dir DIR`` runs on the embedded PostgreSQL kept in ``DIR`` by ``kb_graph_benchmark.py
+--data-dir DIR`` (100,000 chunks of twenty other tenants in the same tables), so the p50/p95 columns
+are the latency at that size; each run adds its catalogue tenants (about 150 chunks) to it.
 
 What it does: one tenant per catalogue; every file is ingested through the real pipeline
 (``register_upload`` + ``ingest_source``: parse, split, embed with the offline lexical embedding,
@@ -128,6 +133,8 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
         bench.tenant_ids,
     )
     print(f"graph: {entities['entities']} entities, {entities['relations']} relations")
+    total = await bench.conn.fetchval("SELECT count(*) FROM knowledge_documents")
+    print(f"chunks in the table, every tenant: {total}")
     questions = load_questions(names)
     groups = {
         "multi tuning": lambda q: q.kind in MULTI_KINDS and q.half == "tuning",
@@ -207,8 +214,12 @@ def main() -> None:
     )
     parser.add_argument("--show-modes", help="with --show: only these modes (comma-separated)")
     parser.add_argument("--database-url", help="use this server instead of an embedded one")
+    parser.add_argument(
+        "--data-dir",
+        help="use the embedded PostgreSQL kept in this folder by kb_graph_benchmark.py --data-dir "
+        "(latency at 100,000 chunks)",
+    )
     args = parser.parse_args()
-    args.data_dir = None
     started = time.perf_counter()
     kb_common.run_with_database(args, run, service="kb-catalogue-benchmark")
     print(f"total {time.perf_counter() - started:.0f} s")

@@ -337,7 +337,8 @@ def orchestrator_url(settings: Settings) -> Iterator[str]:
     """The real orchestrator service (``services.orchestrator.main``), one for the session, on the
     session's own ``orchestrator_port``; its model server and MCP tools ports are the session's free
     ports too, so a tenant without scripted deployments reaches nothing outside the test."""
-    with serve_orchestrator(settings) as url:
+    # tests start and stop their own tool servers on the one MCP port: discover on every turn
+    with serve_orchestrator(settings.model_copy(update={"mcp_discovery_refresh_s": 0.001})) as url:
         yield url
 
 

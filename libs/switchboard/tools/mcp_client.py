@@ -290,7 +290,8 @@ class McpToolSource:
         capability_ttl_s: lifetime of a capability (seconds).
         sessions: database sessions (toolbox, receipts, alerts, budget).
         refresh_interval_s: how long a successful ``list_tools()`` is reused.
-        retry_after_failure_s: how long a failed discovery is not retried (turns meanwhile get no MCP tools).
+        retry_after_failure_s: how long a failed discovery is not retried (turns meanwhile get no MCP tools);
+            at most ``refresh_interval_s``.
         discovery_timeout_s: budget of one ``list_tools()`` (connect included).
         call_timeout_s: budget of one tool call (default 60 s).
         mutation_budget: successful writes allowed per turn (default: 1).
@@ -321,7 +322,8 @@ class McpToolSource:
         self.capability_ttl_s = capability_ttl_s
         self.sessions = sessions
         self.refresh_interval_s = refresh_interval_s
-        self.retry_after_failure_s = retry_after_failure_s
+        # a failure is never kept longer than a success would be
+        self.retry_after_failure_s = min(retry_after_failure_s, refresh_interval_s)
         self.discovery_timeout_s = discovery_timeout_s
         self.call_timeout_s = call_timeout_s
         self.mutation_budget = mutation_budget
