@@ -428,7 +428,7 @@ class _Prepared:
 
 
 def _no_graph_ctes(seeds: str = "seeds", graph: str = "graph") -> str:
-    return f"""{seeds} AS (SELECT NULL::bigint AS id, NULL::text AS kind WHERE false),
+    return f"""{seeds} AS (SELECT NULL::bigint AS id, NULL::text AS kind, NULL::text AS unit WHERE false),
 {graph} AS (SELECT NULL::bigint AS id, NULL::numeric AS score, NULL::boolean AS on_path WHERE false)"""
 
 

@@ -42,14 +42,17 @@ __all__ = [
 ]
 
 SEEDS_BY_NAME = """seeds AS MATERIALIZED (
-    SELECT e.id, e.kind FROM kg_entities e
+    SELECT e.id, e.kind, e.attributes->>'unit' AS unit FROM kg_entities e
     WHERE e.tenant_id = :tenant_id AND e.norm_name = ANY(CAST(:names AS text[]))
 )"""
 """Seeds: the tenant's entities whose normalized name is among ``:names``."""
 
 SEEDS_BY_CHUNK = """seeds AS MATERIALIZED (
-    SELECT e.id, e.kind FROM kg_mentions m JOIN kg_entities e ON e.id = m.entity_id
-    WHERE m.tenant_id = :tenant_id AND m.chunk_id = (SELECT id FROM closest) AND e.kind <> 'range'
+    SELECT e.id, e.kind, e.unit
+    FROM (SELECT * FROM kg_mentions m WHERE m.chunk_id = (SELECT id FROM closest) OFFSET 0) m
+    CROSS JOIN LATERAL (SELECT e.id, e.kind, e.attributes->>'unit' AS unit FROM kg_entities e
+                        WHERE e.id = m.entity_id OFFSET 0) e
+    WHERE m.tenant_id = :tenant_id AND e.kind <> 'range'
 )"""
 """Seeds: the entities (not ranges) mentioned by the chunk of the statement's ``closest`` CTE
 (``neighborhood`` mode: hybrid's best hit, in the same statement)."""
@@ -60,28 +63,41 @@ row of a parts list restating its series' material): the series' own specificati
 
 _WALK = """seed_names AS MATERIALIZED (  -- the seeds and their direct aliases
     SELECT id FROM seeds
-    UNION SELECT r.object_id FROM kg_relations r JOIN seeds s ON s.id = r.subject_id
+    UNION SELECT r.object_id FROM seeds s
+    CROSS JOIN LATERAL (SELECT * FROM kg_relations r WHERE r.subject_id = s.id OFFSET 0) r
     WHERE r.tenant_id = :tenant_id AND r.relation = 'equivalent_of'
-    UNION SELECT r.subject_id FROM kg_relations r JOIN seeds s ON s.id = r.object_id
+    UNION SELECT r.subject_id FROM seeds s
+    CROSS JOIN LATERAL (SELECT * FROM kg_relations r WHERE r.object_id = s.id OFFSET 0) r
     WHERE r.tenant_id = :tenant_id AND r.relation = 'equivalent_of'
 ),
-walk(origin, entity_id, kind, depth, rel_id, path) AS (
-    SELECT s.id, s.id, s.kind, 0, NULL::bigint, ARRAY[s.id] FROM seeds s
+walk(origin, entity_id, kind, unit, depth, rel_id, chunk_id, relation, subject_id, object_id,
+     s_kind, s_unit, o_kind, o_unit, path) AS (
+    SELECT s.id, s.id, s.kind, s.unit, 0, NULL::bigint, NULL::bigint, NULL::text, NULL::bigint,
+           NULL::bigint, NULL::text, NULL::text, NULL::text, NULL::text, ARRAY[s.id]
+    FROM seeds s
     UNION ALL
-    SELECT w.origin, n.other, n.kind, w.depth + n.step, n.rel_id, w.path || n.other
+    SELECT w.origin, n.other, n.kind, n.unit, w.depth + n.step, n.rel_id, n.chunk_id, n.relation,
+           n.subject_id, n.object_id, n.s_kind, n.s_unit, n.o_kind, n.o_unit, w.path || n.other
     FROM walk w
-    CROSS JOIN LATERAL (  -- the other end's kind looked up here, per relation (by primary key):
-        -- joined outside, the planner hashed every entity of every tenant for a handful of relations
-        SELECT r.id AS rel_id, r.object_id AS other, r.relation, o.kind,
+    CROSS JOIN LATERAL (  -- each step an index lookup by entity; the OFFSET 0 fences keep it so:
+        -- the tenant filter applied inside would let the planner read the tenant's relations instead
+        -- (a tenant whose catalogue is newer than the table's statistics counts as one row)
+        SELECT r.id AS rel_id, r.chunk_id, r.relation, r.object_id AS other, o.kind, o.unit,
+               w.entity_id AS subject_id, r.object_id, w.kind AS s_kind, w.unit AS s_unit,
+               o.kind AS o_kind, o.unit AS o_unit,
                CASE WHEN r.relation = 'equivalent_of' THEN 0 ELSE 1 END AS step
-        FROM kg_relations r
-        JOIN kg_entities o ON o.id = r.object_id
-        WHERE r.subject_id = w.entity_id AND r.tenant_id = :tenant_id
+        FROM (SELECT * FROM kg_relations r WHERE r.subject_id = w.entity_id OFFSET 0) r
+        CROSS JOIN LATERAL (SELECT e.kind, e.attributes->>'unit' AS unit FROM kg_entities e
+                            WHERE e.id = r.object_id OFFSET 0) o
+        WHERE r.tenant_id = :tenant_id
         UNION ALL
-        SELECT r.id, r.subject_id, r.relation, o.kind, CASE WHEN r.relation = 'equivalent_of' THEN 0 ELSE 1 END
-        FROM kg_relations r
-        JOIN kg_entities o ON o.id = r.subject_id
-        WHERE r.object_id = w.entity_id AND r.tenant_id = :tenant_id
+        SELECT r.id, r.chunk_id, r.relation, r.subject_id, o.kind, o.unit,
+               r.subject_id, w.entity_id, o.kind, o.unit, w.kind, w.unit,
+               CASE WHEN r.relation = 'equivalent_of' THEN 0 ELSE 1 END
+        FROM (SELECT * FROM kg_relations r WHERE r.object_id = w.entity_id OFFSET 0) r
+        CROSS JOIN LATERAL (SELECT e.kind, e.attributes->>'unit' AS unit FROM kg_entities e
+                            WHERE e.id = r.subject_id OFFSET 0) o
+        WHERE r.tenant_id = :tenant_id
     ) n
     WHERE w.depth + n.step <= :hops AND cardinality(w.path) <= :hops + 2 AND w.kind <> 'range'
       AND NOT n.other = ANY(w.path)
@@ -91,43 +107,49 @@ walk(origin, entity_id, kind, depth, rel_id, path) AS (
 reach AS (
     SELECT origin, entity_id, min(depth) AS depth FROM walk GROUP BY origin, entity_id
 ),
-weights AS (
+weights AS MATERIALIZED (
     SELECT entity_id, sum(1.0 / (1 + depth)) AS w FROM reach GROUP BY entity_id
 ),
-edges AS MATERIALIZED (
-    SELECT DISTINCT rel_id FROM walk WHERE rel_id IS NOT NULL
+edges AS MATERIALIZED (  -- each relation walked, with what scoring needs of its two ends
+    SELECT DISTINCT rel_id, chunk_id, relation, subject_id, object_id, s_kind, s_unit, o_kind, o_unit
+    FROM walk WHERE rel_id IS NOT NULL
 ),
 named AS MATERIALIZED (  -- the seeds and their aliases (reached by equivalent_of alone)
     SELECT DISTINCT entity_id AS id FROM reach WHERE depth = 0
 ),
 edge_scores AS (
-    SELECT r.chunk_id,
-           (coalesce(ws.w, 0) + CASE WHEN s.kind = 'range' AND s.attributes->>'unit' = ANY(CAST(:units AS text[]))
+    SELECT e.chunk_id,
+           (coalesce(ws.w, 0) + CASE WHEN e.s_kind = 'range' AND e.s_unit = ANY(CAST(:units AS text[]))
                                      THEN 1 ELSE 0 END)
-         * (coalesce(wo.w, 0) + CASE WHEN o.kind = 'range' AND o.attributes->>'unit' = ANY(CAST(:units AS text[]))
+         * (coalesce(wo.w, 0) + CASE WHEN e.o_kind = 'range' AND e.o_unit = ANY(CAST(:units AS text[]))
                                      THEN 1 ELSE 0 END)
-         * CASE WHEN r.relation = ANY(CAST(:cued AS text[])) THEN 2 ELSE 1 END
-         * CASE WHEN s.kind = 'product' AND r.subject_id NOT IN (SELECT entity_id FROM reach WHERE depth = 0)
+         * CASE WHEN e.relation = ANY(CAST(:cued AS text[])) THEN 2 ELSE 1 END
+         * CASE WHEN e.s_kind = 'product' AND e.subject_id NOT IN (SELECT id FROM named)
                 THEN {UNNAMED_PRODUCT} ELSE 1 END AS score,
-           (r.subject_id IN (SELECT id FROM named) AND r.object_id IN (SELECT id FROM named)) AS on_path
-    FROM edges
-    JOIN kg_relations r ON r.id = edges.rel_id
-    JOIN kg_entities s ON s.id = r.subject_id
-    JOIN kg_entities o ON o.id = r.object_id
-    LEFT JOIN weights ws ON ws.entity_id = r.subject_id
-    LEFT JOIN weights wo ON wo.entity_id = r.object_id
+           (e.subject_id IN (SELECT id FROM named) AND e.object_id IN (SELECT id FROM named)) AS on_path
+    FROM edges e
+    LEFT JOIN weights ws ON ws.entity_id = e.subject_id
+    LEFT JOIN weights wo ON wo.entity_id = e.object_id
 ),
 mention_scores AS (
-    SELECT m.chunk_id, 0.5 AS score, false AS on_path FROM kg_mentions m JOIN named s ON s.id = m.entity_id
+    SELECT m.chunk_id, 0.5 AS score, false AS on_path
+    FROM named s
+    CROSS JOIN LATERAL (SELECT * FROM kg_mentions m WHERE m.entity_id = s.id OFFSET 0) m
     WHERE m.tenant_id = :tenant_id
 ),
-graph AS MATERIALIZED (
-    SELECT g.chunk_id AS id, sum(g.score) AS score, bool_or(g.on_path) AS on_path
+scores AS MATERIALIZED (
+    SELECT g.chunk_id, sum(g.score) AS score, bool_or(g.on_path) AS on_path
     FROM (SELECT chunk_id, score, on_path FROM edge_scores
           UNION ALL SELECT chunk_id, score, on_path FROM mention_scores) g
-    JOIN knowledge_documents d ON d.id = g.chunk_id AND d.tenant_id = :tenant_id AND d.is_active
     GROUP BY g.chunk_id
-    ORDER BY sum(g.score) DESC, g.chunk_id
+),
+graph AS MATERIALIZED (
+    SELECT g.chunk_id AS id, g.score, g.on_path
+    FROM scores g
+    CROSS JOIN LATERAL (SELECT d.tenant_id, d.is_active FROM knowledge_documents d
+                        WHERE d.id = g.chunk_id OFFSET 0) d
+    WHERE d.tenant_id = :tenant_id AND d.is_active
+    ORDER BY g.score DESC, g.chunk_id
     LIMIT :graph_candidates
 )"""
 
