@@ -8,10 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from arq.connections import RedisSettings, create_pool
 from sqlmodel import select
+from switchboard.analytics import tenant_analytics
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import Turn
 from switchboard.llm.config import encrypt_api_key
+from switchboard.llm.health import tenant_health
 from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.agent import answer_with_script, deployment, unique_model
@@ -46,10 +49,10 @@ async def _media_arrives(settings, ai_tenant, graph_sandbox, payload: str, data:
         await http.put(
             f"{graph_sandbox[0]}/_control/media/{media_id}", content=data, headers={"content-type": mime}
         )
+    body = with_media_id(load_payload(payload, phone_number_id=ai_tenant.phone_number_id), media_id)
+    body["entry"][0]["changes"][0]["value"]["messages"][0]["id"] = f"wamid.{media_id}"  # a new message
     async with channel_service(settings) as svc:
-        await svc.post(
-            with_media_id(load_payload(payload, phone_number_id=ai_tenant.phone_number_id), media_id)
-        )
+        await svc.post(body)
     await run_worker_burst(settings)
 
 
@@ -92,6 +95,9 @@ async def test_the_tenants_transcription_deployment_gets_the_audio_with_the_tena
     expected = 2.0 * WHISPER_USD_PER_S  # the note's 2 s (Opus pre-skip makes it a little more)
     assert abs(turn.usage["media_cost_usd"]["transcription"] - expected) < 0.1 * expected
     assert abs(turn.cost_usd - turn.usage["media_cost_usd"]["transcription"]) < 1e-9  # the chat model is free
+    async with sessions() as session:  # Analytics' estimated model cost (and the budget) counts it
+        figures = await tenant_analytics(session, wa_tenant.tenant.id, days=1)
+    assert abs(figures.totals["cost_usd"] - turn.cost_usd) < 1e-6
 
 
 async def test_a_failing_first_transcription_deployment_falls_back_to_the_second(
@@ -195,3 +201,65 @@ async def test_the_tenants_vision_deployment_describes_the_picture(
     )
     inbound = [m for m in await messages_of(sessions, wa_tenant.tenant.id) if m.direction == "inbound"]
     assert inbound[0].raw["media_cost_usd"] == {"vision": 0.0}  # the offline model is free
+
+
+async def test_when_every_transcription_deployment_fails_the_model_health_says_so_until_one_answers(
+    e2e_settings, wa_tenant, sessions, offline_model, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    state, url = offline_model
+    tenant_id = wa_tenant.tenant.id
+    chat = await answer_with_script(
+        sessions, tenant_id, offline_model, policy={"transcription": [_whisper("refusing", CLOSED)]}
+    )
+    chat.default = ScriptedResponse(content="Aquí estoy.")
+    settings = e2e_settings()
+    note = voice_note("ogg", transcript="hello", seconds=1.0)
+    await _media_arrives(
+        settings, wa_tenant, graph_sandbox, "audio_voice_note_ogg_opus.json", note, "audio/ogg"
+    )
+    assert chat.requests == []  # nothing read yet: the job retries later
+    redis = await create_pool(RedisSettings.from_dsn(settings.redis_url))
+    try:
+        (failing,) = await tenant_health(redis, tenant_id)
+        assert (failing.deployment, failing.state) == ("transcription:refusing", "failing")
+        # the tenant points the deployment at a server that answers: the next read marks it healthy
+        await answer_with_script(
+            sessions,
+            tenant_id,
+            offline_model,
+            name=unique_model("again"),
+            policy={"transcription": [_whisper("refusing", url + "/v1")]},
+        )
+        await _media_arrives(
+            settings, wa_tenant, graph_sandbox, "audio_voice_note_ogg_opus.json", note, "audio/ogg"
+        )
+        assert await tenant_health(redis, tenant_id) == []
+    finally:
+        await redis.aclose()
+
+
+async def test_a_container_the_tenants_model_refuses_is_sent_again_as_wav(
+    e2e_settings, wa_tenant, sessions, offline_model, graph_sandbox
+) -> None:  # type: ignore[no-untyped-def]
+    state, url = offline_model
+    chat = await answer_with_script(
+        sessions,
+        wa_tenant.tenant.id,
+        offline_model,
+        policy={"transcription": [_whisper("own-whisper", url + "/v1")]},
+    )
+    chat.default = ScriptedResponse(content="Claro.")
+    state.transcription_refuses = {"audio/webm"}
+    state.transcriptions.clear()
+    try:
+        note = voice_note("webm", transcript="change my order")
+        await _media_arrives(
+            e2e_settings(), wa_tenant, graph_sandbox, "audio_voice_note_ogg_opus.json", note, "audio/webm"
+        )
+    finally:
+        state.transcription_refuses = set()
+    assert [(t["sniffed"], t["refused"]) for t in state.transcriptions] == [
+        ("audio/webm", True),
+        ("audio/wav", False),
+    ]
+    assert chat.requests[0]["messages"][-1]["content"] == '[Audio transcription]: "change my order"'

@@ -48,6 +48,7 @@ from switchboard.crypto import CredentialDecryptError
 from switchboard.errors import SwitchboardError
 from switchboard.llm.config import DeploymentSettings, LLMSettings, MediaKind
 from switchboard.llm.costs import cheapest_group, group_name
+from switchboard.llm.health import mark_failing, mark_healthy
 from switchboard.llm.keys import choose_key, platform_key
 from switchboard.media.sniff import extension_for, sniff_mime
 from switchboard.media.store import is_stored
@@ -144,6 +145,8 @@ class MediaModels:
     trace_id: str = ""
     cheapest_only: bool = False
     calls: list[MediaCall] = field(default_factory=list)
+    redis: Any = None
+    """Where the tenant's model health is kept (:mod:`switchboard.llm.health`); ``None``: not recorded."""
 
     def deployments(self, kind: MediaKind) -> list[DeploymentSettings]:
         """The tenant's deployments for ``kind`` (empty: the platform's endpoint), only the cheapest
@@ -158,6 +161,23 @@ class MediaModels:
         """The monotonic deadline of one call whose own timeout is ``own_s`` (never past :attr:`deadline`)."""
         own = time.monotonic() + own_s
         return own if self.deadline is None else min(own, self.deadline)
+
+    async def record_health(
+        self, kind: MediaKind, deployments: list[DeploymentSettings], *, failed: bool
+    ) -> None:
+        """What one call says about the tenant's ``kind`` deployments, in the model health readout (the
+        console's banner, the Platform page): every one failed (network, timeout, 5xx, 429) marks them
+        failing as ``<kind>:<id>``; an answer marks them healthy. Never raises (logged)."""
+        if self.redis is None:
+            return
+        names = [f"{kind}:{d.id}" for d in deployments]
+        try:
+            if failed:
+                await mark_failing(self.redis, self.tenant_id, names)
+            else:
+                await mark_healthy(self.redis, self.tenant_id, names)
+        except Exception as exc:  # noqa: BLE001 (a readout; logged)
+            log.warning("model_health_not_recorded", error=f"{type(exc).__name__}: {exc}"[:300])
 
     def cost_by_kind(self) -> dict[str, float]:
         """USD spent per kind (``{"transcription": 0.0002}``), kinds without a call left out."""
@@ -286,7 +306,10 @@ async def _transcribe_with(
             audio_seconds=seconds,
         )
     except ModelCallFailed as exc:
-        raise _unavailable(exc, what="transcription") from exc
+        unavailable = _unavailable(exc, what="transcription")
+        await models.record_health("transcription", deployments, failed=unavailable.is_transient)
+        raise unavailable from exc
+    await models.record_health("transcription", deployments, failed=False)
     models.calls.append(MediaCall("transcription", reply.model_id, reply.cost_usd, reply.priced))
     return (reply.content or "").strip()
 
@@ -389,7 +412,10 @@ async def _describe_with(
             deadline=models.deadline_for(settings.media_timeout_s),
         )
     except ModelCallFailed as exc:
-        raise _unavailable(exc, what="vision") from exc
+        unavailable = _unavailable(exc, what="vision")
+        await models.record_health("vision", deployments, failed=unavailable.is_transient)
+        raise unavailable from exc
+    await models.record_health("vision", deployments, failed=False)
     models.calls.append(MediaCall("vision", reply.model_id, reply.cost_usd, reply.priced))
     return (reply.content or "").strip()
 

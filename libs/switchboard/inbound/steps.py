@@ -918,6 +918,7 @@ async def _media_models(ic: InboundContext) -> MediaModels | None:
         deadline=ic.claimed_at + tenant_settings.loop.turn_timeout_s,
         trace_id=ic.row.trace_id or "",
         cheapest_only=cheapest_only,
+        redis=ic.deps.resources.redis,
     )
 
 
