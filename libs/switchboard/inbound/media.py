@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MediaCall",
     "MediaModels",
+    "cost_by_kind",
     "MediaUnavailable",
     "AudioNotUnderstood",
     "media_to_text",
@@ -179,12 +180,13 @@ class MediaModels:
         except Exception as exc:  # noqa: BLE001 (a readout; logged)
             log.warning("model_health_not_recorded", error=f"{type(exc).__name__}: {exc}"[:300])
 
-    def cost_by_kind(self) -> dict[str, float]:
-        """USD spent per kind (``{"transcription": 0.0002}``), kinds without a call left out."""
-        totals: dict[str, float] = {}
-        for call in self.calls:
-            totals[call.kind] = round(totals.get(call.kind, 0.0) + call.cost_usd, 8)
-        return totals
+
+def cost_by_kind(calls: list[MediaCall]) -> dict[str, float]:
+    """USD spent per kind (``{"transcription": 0.0002}``), kinds without a call left out."""
+    totals: dict[str, float] = {}
+    for call in calls:
+        totals[call.kind] = round(totals.get(call.kind, 0.0) + call.cost_usd, 8)
+    return totals
 
 
 log = get_logger(__name__)

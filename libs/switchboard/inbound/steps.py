@@ -75,6 +75,7 @@ from switchboard.inbound.media import (
     AudioNotUnderstood,
     MediaModels,
     MediaUnavailable,
+    cost_by_kind,
 )
 from switchboard.inbound.media import media_to_text as convert_media
 from switchboard.inbound.ratelimit import count_in_window, take_slot
@@ -978,8 +979,7 @@ async def media_to_text(ic: InboundContext) -> Outcome | None:
             raise await retry_or_dead(ic.deps, ic.job, row.id, str(exc)) from None
         marks: dict[str, Any] = {"media_text": True}
         if models is not None and len(models.calls) > already:
-            spent = MediaModels(models.gateway, models.tenant_id, models.llm, calls=models.calls[already:])
-            marks["media_cost_usd"] = spent.cost_by_kind()
+            marks["media_cost_usd"] = cost_by_kind(models.calls[already:])
             for kind, usd in marks["media_cost_usd"].items():
                 costs[kind] = round(costs.get(kind, 0.0) + usd, 8)
         async with ic.deps.resources.sessions() as session, session.begin():
