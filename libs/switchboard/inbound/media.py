@@ -57,7 +57,7 @@ from switchboard.observability import get_logger
 from switchboard.settings import Settings
 
 if TYPE_CHECKING:
-    from switchboard.llm.router import ModelCallFailed, ModelGateway
+    from switchboard.llm.router import ModelCallFailed, ModelGateway, ModelReply
 
 __all__ = [
     "MediaCall",
@@ -278,11 +278,33 @@ def _unavailable(exc: ModelCallFailed, *, what: str) -> MediaUnavailable:
     return MediaUnavailable(f"{what}: {detail}", is_transient=False)
 
 
-def _router(models: MediaModels, deployments: list[DeploymentSettings], kind: MediaKind) -> Any:
+async def _call_models(
+    models: MediaModels,
+    kind: MediaKind,
+    deployments: list[DeploymentSettings],
+    call: Callable[[Any], Awaitable[ModelReply]],
+) -> str:
+    """``call(router)`` on the tenant's Router of ``deployments`` (fallback order inside the gateway),
+    recorded: the call's cost in :attr:`MediaModels.calls`, the outcome in the model health readout.
+
+    Raises:
+        MediaUnavailable: a stored key cannot be read, or every deployment failed (:func:`_unavailable`).
+    """
+    from switchboard.llm.router import ModelCallFailed
+
     try:
-        return models.gateway.media_router(models.tenant_id, models.llm, deployments, kind)
+        router = models.gateway.media_router(models.tenant_id, models.llm, deployments, kind)
     except CredentialDecryptError as exc:  # logged by the gateway with the deployment id
         raise MediaUnavailable(f"{kind}: a stored key cannot be read", is_transient=False) from exc
+    try:
+        reply = await call(router)
+    except ModelCallFailed as exc:
+        unavailable = _unavailable(exc, what=kind)
+        await models.record_health(kind, deployments, failed=unavailable.is_transient)
+        raise unavailable from exc
+    await models.record_health(kind, deployments, failed=False)
+    models.calls.append(MediaCall(kind, reply.model_id, reply.cost_usd, reply.priced))
+    return (reply.content or "").strip()
 
 
 async def _transcribe_with(
@@ -293,27 +315,21 @@ async def _transcribe_with(
     mime: str | None,
 ) -> str:
     """Speech → text through the tenant's transcription deployments (fallback order, the deadline)."""
-    from switchboard.llm.router import ModelCallFailed
-
     name, content_type = upload_name(mime)
-    router = _router(models, deployments, "transcription")
     seconds = await asyncio.to_thread(audio_seconds, data)  # prices the call (per second of audio)
-    try:
-        reply = await models.gateway.transcribe(
+    return await _call_models(
+        models,
+        "transcription",
+        deployments,
+        lambda router: models.gateway.transcribe(
             router,
             (name, data, content_type),
             llm=models.llm,
             trace_id=models.trace_id,
             deadline=models.deadline_for(settings.media_timeout_s),
             audio_seconds=seconds,
-        )
-    except ModelCallFailed as exc:
-        unavailable = _unavailable(exc, what="transcription")
-        await models.record_health("transcription", deployments, failed=unavailable.is_transient)
-        raise unavailable from exc
-    await models.record_health("transcription", deployments, failed=False)
-    models.calls.append(MediaCall("transcription", reply.model_id, reply.cost_usd, reply.priced))
-    return (reply.content or "").strip()
+        ),
+    )
 
 
 async def transcribe(
@@ -401,25 +417,19 @@ async def _describe_with(
     models: MediaModels, deployments: list[DeploymentSettings], settings: Settings, url: str
 ) -> str:
     """Image → words through the tenant's vision deployments (fallback order, the deadline)."""
-    from switchboard.llm.router import ModelCallFailed
-
-    router = _router(models, deployments, "vision")
-    try:
-        reply = await models.gateway.complete(
+    return await _call_models(
+        models,
+        "vision",
+        deployments,
+        lambda router: models.gateway.complete(
             router,
             _vision_messages(url),
             tools=None,
             llm=models.llm.model_copy(update={"max_output_tokens": VISION_MAX_TOKENS}),
             trace_id=models.trace_id,
             deadline=models.deadline_for(settings.media_timeout_s),
-        )
-    except ModelCallFailed as exc:
-        unavailable = _unavailable(exc, what="vision")
-        await models.record_health("vision", deployments, failed=unavailable.is_transient)
-        raise unavailable from exc
-    await models.record_health("vision", deployments, failed=False)
-    models.calls.append(MediaCall("vision", reply.model_id, reply.cost_usd, reply.priced))
-    return (reply.content or "").strip()
+        ),
+    )
 
 
 async def describe_image(

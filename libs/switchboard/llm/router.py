@@ -325,6 +325,18 @@ class TenantRouter:
             "deployment_cooldown", deployment=deployment_id, cooldown_s=round(seconds, 3), reason=reason
         )
 
+    def walk(self, candidates: list[RouterGroup], trace_id: str) -> tuple[list[RouterGroup], list[str]]:
+        """``(groups to call in order, names of the groups skipped)``: groups whose every deployment is
+        cooling down are skipped, unless every group is (trying beats failing without a call)."""
+        now = time.monotonic()
+        walk = [g for g in candidates if not all(self.is_cooling(d, now) for d in g.deployment_ids)]
+        skipped = [g.name for g in candidates if g not in walk]
+        if not walk:
+            walk = list(candidates)
+        if skipped:
+            log.info("model_groups_skipped_cooling", trace_id=trace_id, groups=skipped)
+        return walk, skipped
+
     def note_failure(self, deployment_id: str, llm: LLMSettings) -> None:
         """Count a failure; past ``allowed_fails`` within a minute the deployment cools down ``cooldown_s``."""
         now = time.monotonic()
@@ -617,13 +629,7 @@ class ModelGateway:
             started = time.perf_counter()
             failures: list[dict[str, str]] = []
             errors: list[BaseException] = []
-            now = time.monotonic()
-            walk = [
-                g
-                for g in tenant_router.groups
-                if not all(tenant_router.is_cooling(d, now) for d in g.deployment_ids)
-            ] or list(tenant_router.groups)
-            skipped = len(walk) < len(tenant_router.groups)
+            walk, skipped = tenant_router.walk(tenant_router.groups, trace_id)
             async with self.semaphore:
                 for position, group in enumerate(walk):
                     timeout_s = _group_timeout(llm, deadline, is_last=position == len(walk) - 1)
@@ -651,7 +657,7 @@ class ModelGateway:
                         tool_calls=[],
                         model_id=model_id,
                         model_group=group.name,
-                        fallback_used=position > 0 or skipped,
+                        fallback_used=position > 0 or bool(skipped),
                         failed_deployments=list(failures),
                         prompt_tokens=0,
                         completion_tokens=0,
@@ -729,13 +735,7 @@ class ModelGateway:
             for g in tenant_router.groups
             if min_context_tokens is None or g.context_window_tokens > min_context_tokens
         ]
-        now = time.monotonic()
-        walk = [g for g in candidates if not all(tenant_router.is_cooling(d, now) for d in g.deployment_ids)]
-        skipped = [g.name for g in candidates if g not in walk]
-        if not walk:
-            walk = candidates  # everything is cooling down: trying beats failing without a call
-        if skipped:
-            log.info("model_groups_skipped_cooling", trace_id=trace_id, groups=skipped)
+        walk, skipped = tenant_router.walk(candidates, trace_id)
         first_error: BaseException | None = None
         errors: list[BaseException] = []
         overflow: tuple[BaseException, int | None, int] | None = None
