@@ -40,7 +40,7 @@ from switchboard.tenant_config import (
     save_settings,
 )
 from switchboard.tenant_config.form import FormField, FormSection, document_from_form, form_sections
-from switchboard.tenant_config.probe import ProbeResult, probe_deployment
+from switchboard.tenant_config.probe import ProbeKind, ProbeResult, probe_deployment
 from switchboard.tenant_config.routes import cipher_factory
 from switchboard.tenant_settings import tenant_settings_from
 from switchboard.tenants import get_tenant
@@ -256,16 +256,24 @@ async def settings_save(
 
 async def _failing_deployments(settings: Settings, stored: dict, document: dict) -> list[ProbeResult]:
     """The failed tests of the deployments ``document`` adds or changes (compared with ``stored``
-    by id, keys included). Raises :class:`SettingsInvalid` when the document is invalid."""
+    by id, keys included), chat, voice message and picture models alike. Raises
+    :class:`SettingsInvalid` when the document is invalid."""
     prepared = prepare_settings(stored, document, cipher=cipher_factory(settings))
-    before = {d.id: d for d in tenant_settings_from(stored).llm.deployments}
+    old_llm, new_llm = tenant_settings_from(stored).llm, tenant_settings_from(prepared).llm
     failed = []
-    for deployment in tenant_settings_from(prepared).llm.deployments:
-        if before.get(deployment.id) == deployment:
-            continue  # unchanged: it was tested (or saved anyway) before
-        result = await probe_deployment(settings, deployment)
-        if not result.ok:
-            failed.append(result)
+    lists: tuple[tuple[str, ProbeKind], ...] = (
+        ("deployments", "chat"),
+        ("transcription", "transcription"),
+        ("vision", "vision"),
+    )
+    for list_name, kind in lists:
+        before = {d.id: d for d in getattr(old_llm, list_name)}
+        for deployment in getattr(new_llm, list_name):
+            if before.get(deployment.id) == deployment:
+                continue  # unchanged: it was tested (or saved anyway) before
+            result = await probe_deployment(settings, deployment, kind)
+            if not result.ok:
+                failed.append(result)
     return failed
 
 

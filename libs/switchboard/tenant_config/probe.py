@@ -22,7 +22,7 @@ from switchboard.llm.config import DeploymentSettings, LLMSettings, is_platform_
 from switchboard.llm.keys import missing_key_reason
 from switchboard.settings import Settings
 
-__all__ = ["ProbeResult", "probe_deployment", "probe_url", "plain_words", "PROBE_PROMPT"]
+__all__ = ["ProbeKind", "ProbeResult", "probe_deployment", "probe_url", "plain_words", "PROBE_PROMPT"]
 
 PROBE_PROMPT = "This is a connection test. Reply with one short sentence."
 ProbeKind = Literal["chat", "transcription", "vision"]
