@@ -421,6 +421,29 @@ async def test_test_this_deployment_on_an_internal_address_reaches_nothing_throu
     assert listener.requests == []
 
 
+@pytest.mark.parametrize("list_name", ["transcription", "vision"])
+async def test_a_voice_or_picture_model_on_an_internal_address_is_not_saved(
+    strict_api, make_tenant, list_name
+):  # type: ignore[no-untyped-def]
+    tenant = await make_tenant()
+    for api_base, why in (
+        ("http://169.254.169.254/v1", "link-local"),
+        ("http://127.0.0.1:8000/v1", "loopback"),
+    ):
+        refused = await strict_api.patch(
+            f"/v1/admin/tenants/{tenant.slug}/settings",
+            json={
+                "llm": {
+                    list_name: [
+                        {"id": "inside", "provider": "openai_compatible", "model": "m", "api_base": api_base}
+                    ]
+                }
+            },
+        )
+        assert refused.status_code == 422, refused.text
+        assert f"llm.{list_name}[inside].api_base" in refused.text and why in refused.text
+
+
 @pytest.mark.parametrize(("provider", "path"), [("openai_compatible", "/v1"), ("ollama", "")])
 async def test_the_model_gateway_checks_every_connection_of_a_tenant_deployment(
     strict_settings, listener, provider, path

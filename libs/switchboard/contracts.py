@@ -176,6 +176,9 @@ class TurnRequest(BaseModel):
     channel: ChannelName
     customer_id: uuid.UUID
     text: str = Field(max_length=100_000)
+    media_cost_usd: dict[Literal["transcription", "vision"], float] = Field(default_factory=dict)
+    """USD the tenant's transcription and vision deployments spent reading this turn's media, per kind
+    (added to the turn's cost)."""
 
 
 class ToolCallRecord(BaseModel):
@@ -192,7 +195,10 @@ class TokenUsage(BaseModel):
     completion_tokens: int = 0
     total_tokens: int = 0
     cost_usd: float = 0.0
-    """Model spend in USD by LiteLLM's cost map (unpriced models count 0), guardrail calls included."""
+    """Model spend in USD by LiteLLM's cost map (unpriced models count 0), guardrail calls and the
+    media calls of ``media_cost_usd`` included."""
+    media_cost_usd: dict[str, float] = Field(default_factory=dict)
+    """Of ``cost_usd``: what reading the turn's media cost, per kind (``transcription``, ``vision``)."""
 
 
 class TurnResult(BaseModel):

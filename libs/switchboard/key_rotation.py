@@ -3,7 +3,8 @@
 Where credentials are stored (each a :class:`~switchboard.crypto.CredentialCipher` token):
 
 * ``channel_accounts.credentials_encrypted``: a channel's access token (WhatsApp, ...);
-* ``tenants.settings_extensions.llm.deployments[].api_key_encrypted``: a tenant's model provider keys;
+* ``tenants.settings_extensions.llm.deployments[].api_key_encrypted`` (and ``llm.transcription[]``,
+  ``llm.vision[]``): a tenant's model provider keys;
 * ``tenants.settings_extensions.knowledge.embedding_api_key_encrypted``: a tenant's embedding key;
 * ``webhook_endpoints.secret_encrypted``: an event webhook endpoint's signing secret.
 
@@ -31,6 +32,8 @@ __all__ = ["RotationReport", "UnreadableCredential", "rotate_credentials"]
 log = get_logger(__name__)
 
 _LLM_SECTION = "llm"
+_LLM_LISTS = ("deployments", "transcription", "vision")
+"""The lists of model deployments in the ``llm`` section, each holding its own keys."""
 _KNOWLEDGE_SECTION = "knowledge"
 """Sections of ``tenants.settings_extensions`` that hold credentials (:mod:`switchboard.tenant_settings`).
 The rotation edits the stored JSON as it is (no validation, no defaults filled in): only the tokens change."""
@@ -107,9 +110,13 @@ async def rotate_credentials(session: AsyncSession, cipher: CredentialCipher) ->
             endpoint.updated_at = utcnow()
             report.webhook_secrets += 1
         extensions: dict[str, Any] = copy.deepcopy(tenant.settings_extensions or {})
-        for deployment in (extensions.get(_LLM_SECTION) or {}).get("deployments") or []:
-            if isinstance(deployment, dict) and deployment.get("api_key_encrypted"):
-                where = f"tenant {tenant.slug}: llm deployment {deployment.get('id')}"
+        llm_section = extensions.get(_LLM_SECTION) or {}
+        for list_name in _LLM_LISTS:
+            for deployment in llm_section.get(list_name) or []:
+                if not (isinstance(deployment, dict) and deployment.get("api_key_encrypted")):
+                    continue
+                label = "deployment" if list_name == "deployments" else list_name
+                where = f"tenant {tenant.slug}: llm {label} {deployment.get('id')}"
                 deployment["api_key_encrypted"] = _rotate(cipher, deployment["api_key_encrypted"], where)
                 report.llm_deployment_keys += 1
         knowledge = extensions.get(_KNOWLEDGE_SECTION) or {}

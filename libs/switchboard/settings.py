@@ -565,10 +565,12 @@ class MediaSettings(BaseSettings):
     transcription_base_url: str | None = None
     """OpenAI-compatible root for ``/v1/audio/transcriptions``; unset: OpenAI when ``OPENAI_API_KEY`` is
     set, else the offline model server. ``OPENAI_API_KEY`` is sent only when this is OpenAI's own
-    endpoint (``https://api.openai.com``), never to another address."""
+    endpoint (``https://api.openai.com``), never to another address. Serves the tenants whose
+    ``llm.transcription`` list is empty."""
     transcription_model: str = "gpt-transcribe"
     vision_base_url: str | None = None
-    """OpenAI-compatible root for image descriptions (``/v1/chat/completions``); unset as above."""
+    """OpenAI-compatible root for image descriptions (``/v1/chat/completions``); unset as above. Serves
+    the tenants whose ``llm.vision`` list is empty and whose own chat models take no images."""
     vision_model: str = "gpt-4o-mini"
     media_timeout_s: float = Field(60.0, gt=0)
     """Timeout of one transcription / vision call."""

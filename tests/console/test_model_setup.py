@@ -245,3 +245,32 @@ async def test_a_refused_connection_is_said_in_the_tenants_language(console_clie
         )
         tested = await me.post_form(f"/t/{tenant.slug}/settings/deployments/row/0/test", values)
     assert f"No se obtuvo respuesta de {dead}: no se pudo conectar: conexión rechazada" in tested.text
+
+
+async def test_a_failing_new_voice_message_model_is_refused_then_saved_anyway(
+    console_client, sessions, make_tenant
+):
+    tenant = await make_tenant()
+    dead = f"http://127.0.0.1:{_closed_port()}/v1"
+    async with console_client() as client:
+        me, page = await _admin_page(client, sessions, tenant)
+        assert 'id="llm.transcription"' in page.text and 'id="llm.vision"' in page.text
+        values = form_values(page.text, f"/t/{tenant.slug}/settings")
+        values.update(
+            {
+                "llm.transcription.0.id": "dead-whisper",
+                "llm.transcription.0.provider": "openai_compatible",
+                "llm.transcription.0.model": "whisper-1",
+                "llm.transcription.0.api_base": dead,
+            }
+        )
+        refused = await me.post_form(f"/t/{tenant.slug}/settings", values)
+        assert refused.status_code == 422
+        assert f"Could not get an answer from {dead}: could not connect: connection refused" in refused.text
+        assert await _stored(sessions, tenant.id) == {}
+
+        values["save_anyway"] = "1"
+        saved = await me.post_form(f"/t/{tenant.slug}/settings", values)
+    assert saved.status_code == 200, saved.text[:2000]
+    stored = await _stored(sessions, tenant.id)
+    assert [(d["id"], d["api_base"]) for d in stored["llm"]["transcription"]] == [("dead-whisper", dead)]

@@ -218,3 +218,35 @@ async def test_cli_edit_of_a_new_api_base_drops_the_stored_key(
     assert deployment["api_base"] == f"{listener.url}/v1" and "api_key_encrypted" not in deployment
     await api.post(f"/v1/admin/tenants/{tenant.slug}/settings/deployments/main/test")
     _no_canary(listener)
+
+
+@pytest.mark.parametrize(
+    ("kind", "path"), [("transcription", "/v1/audio/transcriptions"), ("vision", "/v1/chat/completions")]
+)
+async def test_a_voice_or_picture_model_moved_to_another_address_loses_its_key_and_never_gets_the_platforms(
+    api, make_tenant, listener, sessions, kind, path
+):  # type: ignore[no-untyped-def]
+    tenant = await make_tenant()
+    base = f"/v1/admin/tenants/{tenant.slug}/settings"
+    model = "whisper-1" if kind == "transcription" else "gpt-4o-mini"
+    first = {"id": "media", "provider": "openai", "model": model, "api_key": TENANT_KEY}
+    assert (await api.patch(base, json={"llm": {kind: [first]}})).status_code == 200
+    # pointed at another address with the "keep the stored key" placeholder: the key stays behind
+    moved = {**first, "api_base": listener.url + "/v1", "api_key": "set"}
+    saved = await api.patch(base, json={"llm": {kind: [moved]}})
+    assert saved.status_code == 200, saved.text
+    assert saved.json()["settings"]["sections"]["llm"][kind][0]["api_key"] == "not set"
+    probe = await api.post(f"{base}/media/{kind}/media/test")
+    assert probe.status_code == 200 and probe.json()["ok"] is False  # no key: said, not sent
+    assert listener.seen == []
+
+    fresh = {**moved, "api_key": "sk-given-for-the-listener"}
+    assert (await api.patch(base, json={"llm": {kind: [fresh]}})).status_code == 200
+    probe = await api.post(f"{base}/media/{kind}/media/test")
+    assert probe.json()["ok"] is True, probe.json()
+    assert [(s.path, s.credentials) for s in listener.seen] == [
+        (path, {"authorization": "Bearer sk-given-for-the-listener"})
+    ]
+    _no_canary(listener)
+    assert (await api.post(f"{base}/media/{kind}/nobody/test")).status_code == 404
+    assert (await api.post(f"{base}/media/video/media/test")).status_code == 404

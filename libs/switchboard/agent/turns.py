@@ -286,7 +286,13 @@ class Orchestrator:
                 fallback_used=outcome.fallback_used,
                 tool_calls=outcome.tool_records,
                 usage=TokenUsage.model_validate(
-                    {**outcome.usage.model_dump(), "cost_usd": round(outcome.cost_usd + guarded.cost_usd, 8)}
+                    {
+                        **outcome.usage.model_dump(),
+                        "cost_usd": round(
+                            outcome.cost_usd + guarded.cost_usd + sum(request.media_cost_usd.values()), 8
+                        ),
+                        "media_cost_usd": dict(request.media_cost_usd),
+                    }
                 ),
                 flags=guarded.flags,
                 # a replaced (output guardrail) reply or a silent turn sends no structured parts either

@@ -119,6 +119,16 @@ SETTING_WORDS: dict[str, SettingWords] = {
     "llm.deployments": _w(
         N_("Models"), N_("The models that answer, first one first; the next ones take over when it fails.")
     ),
+    "llm.transcription": _w(
+        N_("Voice message models"),
+        N_("Models that write down customers' voice messages, first one first; none: the platform's."),
+    ),
+    "llm.vision": _w(
+        N_("Picture models"),
+        N_(
+            "Models that describe customers' pictures, first one first; none: your models above that see pictures, else the platform's."
+        ),
+    ),
     "llm.allowed_fails": _w(
         N_("Failures before a pause"),
         N_("Failed calls in a minute after which a model is paused for a while."),
@@ -504,11 +514,14 @@ exactly, else to the first naming its section."""
 
 
 def setting_path(form_name: str) -> str:
-    """The words key of a form input name: ``llm.deployments.0.model`` -> ``deployment.model``,
-    ``guardrails.input.threshold`` unchanged."""
+    """The words key of a form input name: ``llm.deployments.0.model`` (and ``llm.transcription.0.model``,
+    ``llm.vision.0.model``) -> ``deployment.model``, ``guardrails.input.threshold`` unchanged."""
     parts = form_name.split(".")
     for index, part in enumerate(parts[:-1]):
-        if part == "deployments" and index + 1 < len(parts) and parts[index + 1].isdigit():
+        is_list = part == "deployments" or (
+            index == 1 and parts[0] == "llm" and part in ("transcription", "vision")
+        )
+        if is_list and index + 1 < len(parts) and parts[index + 1].isdigit():
             return ".".join(["deployment", *parts[index + 2 :]])
     return ".".join(p for p in parts if not p.isdigit())
 

@@ -40,7 +40,7 @@ from switchboard.tenant_config import (
     save_settings,
 )
 from switchboard.tenant_config.form import FormField, FormSection, document_from_form, form_sections
-from switchboard.tenant_config.probe import ProbeResult, probe_deployment
+from switchboard.tenant_config.probe import ProbeKind, ProbeResult, probe_deployment
 from switchboard.tenant_config.routes import cipher_factory
 from switchboard.tenant_settings import tenant_settings_from
 from switchboard.tenants import get_tenant
@@ -95,22 +95,34 @@ def _in_words(fields: list[FormField]) -> None:
             _in_words(row)
 
 
-def _layout(sections: list[FormSection]) -> tuple[FormField, list[tuple[str, str, list[FormField]]]]:
-    """The model rows (``llm.deployments``) and every other input in its "Advanced" group, in the
-    order of :data:`ADVANCED_GROUPS`: ``(deployments, [(group id, title, inputs), ...])``."""
+MEDIA_LISTS = ("transcription", "vision")
+"""The lists of media models (``llm.transcription``, ``llm.vision``) shown under the chat models."""
+
+
+def _layout(
+    sections: list[FormSection],
+) -> tuple[FormField, list[FormField], list[tuple[str, str, list[FormField]]]]:
+    """The model rows (``llm.deployments``), the media model rows (``llm.transcription``,
+    ``llm.vision``) and every other input in its "Advanced" group, in the order of
+    :data:`ADVANCED_GROUPS`: ``(deployments, media lists, [(group id, title, inputs), ...])``."""
     deployments = None
+    media: dict[str, FormField] = {}
     grouped: dict[str, list[FormField]] = {group: [] for group, _, _ in ADVANCED_GROUPS}
     for section in sections:
         _in_words(section.fields)
         for f in section.fields:
             if f.name == "llm.deployments":
                 deployments = f
+            elif f.name.removeprefix("llm.") in MEDIA_LISTS and f.kind == "rows":
+                media[f.name.removeprefix("llm.")] = f
             else:
                 grouped[group_of(f.name)].append(f)
     assert deployments is not None  # LLMSettings always has its deployments
-    return deployments, [
-        (group, title, grouped[group]) for group, title, _ in ADVANCED_GROUPS if grouped[group]
-    ]
+    return (
+        deployments,
+        [media[name] for name in MEDIA_LISTS if name in media],
+        [(group, title, grouped[group]) for group, title, _ in ADVANCED_GROUPS if grouped[group]],
+    )
 
 
 def path_words(paths: list[str]) -> list[str]:
@@ -142,7 +154,7 @@ async def _render(
         for section in sections:
             for field in section.fields:
                 _refill(field, form)
-    deployments, advanced = _layout(sections)
+    deployments, media_lists, advanced = _layout(sections)
     history = await list_settings_changes(session, tenant.id, limit=20)
     preview = await retention_preview(await session.connection(), tenant, settings)
     groups: dict[int, list[str]] = {}
@@ -154,6 +166,7 @@ async def _render(
         status_code=code,
         tenant=tenant,
         deployments=deployments,
+        media_lists=media_lists,
         advanced=advanced,
         history=history,
         providers=PROVIDERS,
@@ -243,16 +256,24 @@ async def settings_save(
 
 async def _failing_deployments(settings: Settings, stored: dict, document: dict) -> list[ProbeResult]:
     """The failed tests of the deployments ``document`` adds or changes (compared with ``stored``
-    by id, keys included). Raises :class:`SettingsInvalid` when the document is invalid."""
+    by id, keys included), chat, voice message and picture models alike. Raises
+    :class:`SettingsInvalid` when the document is invalid."""
     prepared = prepare_settings(stored, document, cipher=cipher_factory(settings))
-    before = {d.id: d for d in tenant_settings_from(stored).llm.deployments}
+    old_llm, new_llm = tenant_settings_from(stored).llm, tenant_settings_from(prepared).llm
     failed = []
-    for deployment in tenant_settings_from(prepared).llm.deployments:
-        if before.get(deployment.id) == deployment:
-            continue  # unchanged: it was tested (or saved anyway) before
-        result = await probe_deployment(settings, deployment)
-        if not result.ok:
-            failed.append(result)
+    lists: tuple[tuple[str, ProbeKind], ...] = (
+        ("deployments", "chat"),
+        ("transcription", "transcription"),
+        ("vision", "vision"),
+    )
+    for list_name, kind in lists:
+        before = {d.id: d for d in getattr(old_llm, list_name)}
+        for deployment in getattr(new_llm, list_name):
+            if before.get(deployment.id) == deployment:
+                continue  # unchanged: it was tested (or saved anyway) before
+            result = await probe_deployment(settings, deployment, kind)
+            if not result.ok:
+                failed.append(result)
     return failed
 
 
@@ -302,15 +323,45 @@ async def settings_test_deployment(
     return render(request, "_probe.html", tenant=page.tenant, result=result)
 
 
+@settings_pages_router.post("/t/{slug}/settings/media/{kind}/row/{row}/test", response_class=HTMLResponse)
+async def settings_test_media_row(
+    request: Request, kind: str, row: int, page: AdminPage, settings: SettingsDep
+) -> Response:
+    """ "Test this model" of row ``row`` of the transcription or vision list as typed (unsaved edits
+    included, stored keys only for an unchanged address, as a save would keep them): a second of
+    silence transcribed, or a one-pixel picture described; the answer (or the error) as a fragment."""
+    if kind not in MEDIA_LISTS:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no list of models {kind!r}")
+    form = {k: str(v) for k, v in (await request.form()).multi_items() if k != "csrf_token"}
+    deployment_id = form.get(f"llm.{kind}.{row}.id", "").strip()
+    if not deployment_id:
+        return render(request, "_probe.html", tenant=page.tenant, result=_refused(str(row + 1), NO_ROW_ID))
+    deployment = _form_deployment(page, form, deployment_id, settings, list_name=kind)
+    if isinstance(deployment, str):
+        return render(request, "_probe.html", tenant=page.tenant, result=_refused(deployment_id, deployment))
+    if deployment is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no deployment {deployment_id!r}")
+    result = await probe_deployment(
+        settings, deployment, "transcription" if kind == "transcription" else "vision"
+    )
+    return render(request, "_probe.html", tenant=page.tenant, result=result)
+
+
 def _refused(deployment_id: str, why: str) -> ProbeResult:
     return ProbeResult(ok=False, deployment_id=deployment_id, error=why)
 
 
 def _form_deployment(
-    page: PageContext, form: dict[str, str], deployment_id: str, settings: Settings
+    page: PageContext,
+    form: dict[str, str],
+    deployment_id: str,
+    settings: Settings,
+    *,
+    list_name: str = "deployments",
 ) -> DeploymentSettings | str | None:
-    """The deployment ``deployment_id`` as the submitted form has it (stored keys kept only for an
-    unchanged address), ``None`` when the form has no such row, or the problem text when invalid."""
+    """The deployment ``deployment_id`` of ``llm.<list_name>`` as the submitted form has it (stored
+    keys kept only for an unchanged address), ``None`` when the form has no such row, or the problem
+    text when invalid."""
     stored = page.tenant.settings_extensions or {}
     sections = [s for s in form_sections(effective_document(stored), stored) if s.name == "llm"]
     document = document_from_form(sections, form)
@@ -319,4 +370,4 @@ def _form_deployment(
     except SettingsInvalid as exc:
         return "; ".join(str(problem) for problem in exc.problems)[:500]
     llm = tenant_settings_from(prepared).llm
-    return next((d for d in llm.deployments if d.id == deployment_id), None)
+    return next((d for d in getattr(llm, list_name) if d.id == deployment_id), None)

@@ -48,6 +48,7 @@ from arq.worker import Retry
 from sqlalchemy import and_, func, or_, true, update
 from sqlmodel import col, select
 
+from switchboard.budgets.spend import budget_state
 from switchboard.channels.base import business_app_of, split_text
 from switchboard.contracts import TurnRequest, TurnResult
 from switchboard.conversations import Actor, csat
@@ -68,7 +69,14 @@ from switchboard.handoff.hours import waiting_reply
 from switchboard.handoff.relay import agent_for_row, handle_agent_message, relay_customer_message
 from switchboard.handoff.service import escalate_and_notify
 from switchboard.inbound.context import Dead, InboundContext, Outcome
-from switchboard.inbound.media import MAX_MEDIA_BYTES, MEDIA_KINDS, AudioNotUnderstood, MediaUnavailable
+from switchboard.inbound.media import (
+    MAX_MEDIA_BYTES,
+    MEDIA_KINDS,
+    AudioNotUnderstood,
+    MediaModels,
+    MediaUnavailable,
+    cost_by_kind,
+)
 from switchboard.inbound.media import media_to_text as convert_media
 from switchboard.inbound.ratelimit import count_in_window, take_slot
 from switchboard.inbound.turn_client import ContractViolation, OrchestratorUnavailable, request_turn
@@ -887,6 +895,34 @@ async def _audio_not_understood(ic: InboundContext, message: Message, exc: Audio
     return Outcome.audio_not_understood
 
 
+async def _media_models(ic: InboundContext) -> MediaModels | None:
+    """The tenant's model setup for this run's media (``None`` without a gateway: the platform's
+    endpoints): its deployments, the turn's time (``loop.turn_timeout_s`` from the claim), and only the
+    cheapest group once its monthly budget is spent."""
+    gateway = ic.deps.gateway
+    if gateway is None:
+        return None
+    tenant_settings = await load_tenant_settings(ic)
+    cheapest_only = False
+    if tenant_settings.budget.monthly_usd is not None and any(
+        gateway.media_deployments(tenant_settings.llm, kind) for kind in ("transcription", "vision")
+    ):
+        async with ic.deps.resources.sessions() as session:
+            state = await budget_state(
+                session, tenant_id=ic.row.tenant_id, settings=tenant_settings.budget, now=utcnow()
+            )
+        cheapest_only = state.level == "exceeded"
+    return MediaModels(
+        gateway=gateway,
+        tenant_id=ic.row.tenant_id,
+        llm=tenant_settings.llm,
+        deadline=ic.claimed_at + tenant_settings.loop.turn_timeout_s,
+        trace_id=ic.row.trace_id or "",
+        cheapest_only=cheapest_only,
+        redis=ic.deps.resources.redis,
+    )
+
+
 async def media_to_text(ic: InboundContext) -> Outcome | None:
     """Turn the media of this row — and of every message coalesced into this turn — into text, once
     each (``raw.media_text``), so the agent reads all of them.
@@ -916,10 +952,17 @@ async def media_to_text(ic: InboundContext) -> Outcome | None:
                 )
             ).all()
         )
+    costs: dict[str, float] = ic.notes.setdefault("media_cost_usd", {})
+    for kind, usd in ((row.raw or {}).get("media_cost_usd") or {}).items():  # read by an earlier run
+        costs[kind] = usd
+    models: MediaModels | None = None
     for message in [*coalesced, row]:
         if message.kind not in MEDIA_KINDS or not message.media or (message.raw or {}).get("media_text"):
             continue
+        if models is None:
+            models = await _media_models(ic)
         fetch = partial(ic.channel.fetch_media, ic.account, max_bytes=MAX_MEDIA_BYTES)
+        already = len(models.calls) if models is not None else 0
         try:
             text = await convert_media(
                 kind=message.kind,
@@ -928,16 +971,22 @@ async def media_to_text(ic: InboundContext) -> Outcome | None:
                 fetch=fetch,
                 http=ic.deps.http,
                 settings=ic.settings,
+                models=models,
             )
         except AudioNotUnderstood as exc:
             return await _audio_not_understood(ic, message, exc)
         except MediaUnavailable as exc:
             raise await retry_or_dead(ic.deps, ic.job, row.id, str(exc)) from None
+        marks: dict[str, Any] = {"media_text": True}
+        if models is not None and len(models.calls) > already:
+            marks["media_cost_usd"] = cost_by_kind(models.calls[already:])
+            for kind, usd in marks["media_cost_usd"].items():
+                costs[kind] = round(costs.get(kind, 0.0) + usd, 8)
         async with ic.deps.resources.sessions() as session, session.begin():
             await session.exec(
                 update(Message)
                 .where(col(Message.id) == message.id)
-                .values(text=text, raw=Message.raw.op("||")({"media_text": True}))  # type: ignore[union-attr]
+                .values(text=text, raw=Message.raw.op("||")(marks))  # type: ignore[union-attr]
             )
         log.info(
             "inbound_media_to_text", kind=message.kind, chars=len(text), inbound_message_id=str(message.id)
@@ -970,6 +1019,7 @@ async def turn(ic: InboundContext) -> Outcome | None:
         channel=row.channel,
         customer_id=ic.customer.id,
         text=text[:100_000],
+        media_cost_usd=ic.notes.get("media_cost_usd") or {},
     )
     asked = request_turn(
         ic.deps.http,

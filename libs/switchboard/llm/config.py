@@ -31,6 +31,9 @@ __all__ = [
     "has_provider_key",
     "is_platform_default",
     "OFFLINE_DEMO_MODEL",
+    "MEDIA_KINDS",
+    "MediaKind",
+    "MAX_MEDIA_DEPLOYMENTS",
 ]
 
 Provider = Literal["openai", "anthropic", "azure", "gemini", "openai_compatible", "ollama", "offline"]
@@ -114,6 +117,14 @@ class DeploymentSettings(BaseModel):
         return f"anthropic/{self.model}"
 
 
+MediaKind = Literal["transcription", "vision"]
+"""What a media deployment does: speech to text (``/audio/transcriptions``), or an image described by a
+chat model that takes images."""
+MEDIA_KINDS: tuple[MediaKind, ...] = ("transcription", "vision")
+MAX_MEDIA_DEPLOYMENTS = 10
+"""Longest transcription or vision list a tenant may save."""
+
+
 class LLMSettings(BaseModel):
     """A tenant's deployments and Router policy (defaults: docs/architecture.md#the-model-layer)."""
 
@@ -121,6 +132,14 @@ class LLMSettings(BaseModel):
 
     deployments: list[DeploymentSettings] = Field(default_factory=list, max_length=20)
     """Empty: the process default (OpenAI/Anthropic with process keys, else the offline model)."""
+    transcription: list[DeploymentSettings] = Field(default_factory=list, max_length=MAX_MEDIA_DEPLOYMENTS)
+    """Speech-to-text deployments for voice messages (``whisper-1``, ``gpt-4o-mini-transcribe``), in the
+    same shape as ``deployments`` (priority order = fallback order, a key of their own). Empty: the
+    platform's transcription endpoint (``TRANSCRIPTION_BASE_URL``)."""
+    vision: list[DeploymentSettings] = Field(default_factory=list, max_length=MAX_MEDIA_DEPLOYMENTS)
+    """Chat models that take images, used to describe a customer's pictures. Empty: the tenant's own chat
+    deployments that LiteLLM's model table says take images, else the platform's vision endpoint
+    (``VISION_BASE_URL``)."""
     allowed_fails: int = Field(2, ge=0)
     """Failures of one deployment (per minute, LiteLLM's window) before it cools down."""
     cooldown_s: float = Field(30.0, gt=0)

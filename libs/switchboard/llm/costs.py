@@ -25,6 +25,7 @@ from switchboard.llm.config import DeploymentSettings, LLMSettings
 __all__ = [
     "CallCost",
     "call_cost",
+    "transcription_cost",
     "group_name",
     "group_price_usd",
     "cheapest_group",
@@ -69,6 +70,28 @@ def call_cost(deployment: DeploymentSettings | None, prompt_tokens: int, complet
     if deployment is None:
         return CallCost(0.0, False)
     return _price(deployment.litellm_model(), max(0, prompt_tokens), max(0, completion_tokens))
+
+
+@lru_cache(maxsize=1024)
+def _transcription_price(litellm_model: str, audio_seconds: float) -> CallCost:
+    litellm = import_litellm()
+    try:
+        prompt_usd, completion_usd = litellm.cost_per_token(
+            model=litellm_model, call_type="atranscription", audio_transcription_file_duration=audio_seconds
+        )
+    except Exception:  # ModelNotMappedError: unpriced
+        return CallCost(0.0, False)
+    usd = float(prompt_usd) + float(completion_usd)
+    return CallCost(usd, usd > 0)
+
+
+def transcription_cost(deployment: DeploymentSettings | None, audio_seconds: float | None) -> CallCost:
+    """USD of transcribing ``audio_seconds`` of audio with ``deployment``: LiteLLM's per-second price of
+    the model (``whisper-1``: 0.0001 USD a second). Unpriced (0) when the deployment or the length is
+    unknown, or the map has no price for the model."""
+    if deployment is None or not audio_seconds or audio_seconds <= 0:
+        return CallCost(0.0, False)
+    return _transcription_price(deployment.litellm_model(), round(float(audio_seconds), 3))
 
 
 def group_name(deployment: DeploymentSettings) -> str:

@@ -44,8 +44,14 @@ import httpx
 from switchboard.crypto import CredentialCipher, CredentialDecryptError
 from switchboard.egress import EgressPolicy, egress_scope
 from switchboard.llm import import_litellm
-from switchboard.llm.config import DeploymentSettings, LLMSettings, default_deployments, is_platform_default
-from switchboard.llm.costs import call_cost
+from switchboard.llm.config import (
+    DeploymentSettings,
+    LLMSettings,
+    MediaKind,
+    default_deployments,
+    is_platform_default,
+)
+from switchboard.llm.costs import call_cost, group_router_key, transcription_cost
 from switchboard.llm.keys import choose_key, deployment_key_provider
 from switchboard.llm.trimming import stated_context_limit, strip_reasoning
 from switchboard.observability import get_logger, metrics, tracing
@@ -93,9 +99,17 @@ class ModelCallFailed(Exception):
         failed_deployments: ``[{"deployment", "error"}]`` in the order they failed.
     """
 
-    def __init__(self, error: BaseException, failed_deployments: list[dict[str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        error: BaseException,
+        failed_deployments: list[dict[str, str]] | None = None,
+        *,
+        errors: list[BaseException] | None = None,
+    ) -> None:
         self.error = error
         self.failed_deployments = failed_deployments or []
+        self.errors = errors or [error]
+        """Every group's last error, in the order the groups were called (``[error]`` when not kept)."""
         super().__init__(f"{type(error).__name__}: {str(error)[:300]}")
 
 
@@ -310,6 +324,18 @@ class TenantRouter:
         log.warning(
             "deployment_cooldown", deployment=deployment_id, cooldown_s=round(seconds, 3), reason=reason
         )
+
+    def walk(self, candidates: list[RouterGroup], trace_id: str) -> tuple[list[RouterGroup], list[str]]:
+        """``(groups to call in order, names of the groups skipped)``: groups whose every deployment is
+        cooling down are skipped, unless every group is (trying beats failing without a call)."""
+        now = time.monotonic()
+        walk = [g for g in candidates if not all(self.is_cooling(d, now) for d in g.deployment_ids)]
+        skipped = [g.name for g in candidates if g not in walk]
+        if not walk:
+            walk = list(candidates)
+        if skipped:
+            log.info("model_groups_skipped_cooling", trace_id=trace_id, groups=skipped)
+        return walk, skipped
 
     def note_failure(self, deployment_id: str, llm: LLMSettings) -> None:
         """Count a failure; past ``allowed_fails`` within a minute the deployment cools down ``cooldown_s``."""
@@ -532,6 +558,139 @@ class ModelGateway:
             _count_reply(tenant_router, reply, current)
             return reply
 
+    # --- media: transcription and vision ---------------------------------------------------------
+    def media_deployments(self, llm: LLMSettings, kind: MediaKind) -> list[DeploymentSettings]:
+        """The tenant's deployments for ``kind``; empty: the platform's own endpoint serves it.
+
+        ``transcription``: ``llm.transcription``. ``vision``: ``llm.vision``, else the tenant's own chat
+        deployments (``llm.deployments``, never the platform's defaults) that LiteLLM's model table says
+        take images (``litellm.supports_vision``)."""
+        if kind == "transcription":
+            return list(llm.transcription)
+        if llm.vision:
+            return list(llm.vision)
+        litellm = import_litellm()
+        chosen = []
+        for deployment in llm.deployments:
+            try:
+                if litellm.supports_vision(model=deployment.litellm_model()):
+                    chosen.append(deployment)
+            except Exception:  # noqa: BLE001 (an unknown model: not known to take images)
+                continue
+        return chosen
+
+    def media_router(
+        self, tenant_id: uuid.UUID, llm: LLMSettings, deployments: list[DeploymentSettings], kind: MediaKind
+    ) -> TenantRouter:
+        """The tenant's Router of ``deployments`` for ``kind`` (a second Router, cached under a key
+        derived from the tenant: :func:`switchboard.llm.costs.group_router_key`), with the tenant's
+        Router policy (retries, cooldowns, timeouts).
+
+        Raises:
+            CredentialDecryptError: a deployment's stored key cannot be decrypted.
+            ValueError: ``deployments`` is empty.
+        """
+        if not deployments:
+            raise ValueError(f"no {kind} deployments")
+        media_llm = llm.model_copy(update={"deployments": deployments})
+        return self.router_for(group_router_key(tenant_id, f"media:{kind}"), media_llm, owner=tenant_id)
+
+    async def transcribe(
+        self,
+        tenant_router: TenantRouter,
+        file: tuple[str, bytes, str],
+        *,
+        llm: LLMSettings,
+        trace_id: str,
+        deadline: float | None = None,
+        audio_seconds: float | None = None,
+    ) -> ModelReply:
+        """Speech to text through the groups of ``tenant_router`` in order (the same walk, retries,
+        cooldowns and deadline as :meth:`complete`), counted in the ``switchboard_model_*`` metrics.
+
+        Args:
+            file: ``(filename, bytes, content type)`` of the audio (``voice.ogg``, ..., ``audio/ogg``).
+            deadline: ``time.monotonic()`` by which the text is needed.
+            audio_seconds: the audio's length, which prices the call (``None``: unpriced).
+
+        Returns:
+            A reply whose ``content`` is the transcript (possibly empty: silence), ``cost_usd`` its price.
+
+        Raises:
+            ModelCallFailed: every group failed; ``errors`` holds each group's error (a refused file
+                format is a 400/415 among them).
+        """
+        with tracing.span(
+            "llm.transcription",
+            kind=tracing.SpanKind.CLIENT,
+            attributes={"llm.first_group": tenant_router.first_group},
+        ) as current:
+            recorder = self._recorder if self._recorder is not None else _recorder()
+            started = time.perf_counter()
+            failures: list[dict[str, str]] = []
+            errors: list[BaseException] = []
+            walk, skipped = tenant_router.walk(tenant_router.groups, trace_id)
+            async with self.semaphore:
+                for position, group in enumerate(walk):
+                    timeout_s = _group_timeout(llm, deadline, is_last=position == len(walk) - 1)
+                    try:
+                        response = await self._call_group(
+                            tenant_router,
+                            group,
+                            [],
+                            None,
+                            llm,
+                            trace_id,
+                            recorder,
+                            failures,
+                            timeout_s,
+                            file=file,
+                        )
+                    except Exception as exc:  # LiteLLM/OpenAI errors of every kind: this group failed
+                        errors.append(exc)
+                        continue
+                    model_id = (getattr(response, "_hidden_params", {}) or {}).get("model_id")
+                    deployment = next((d for d in tenant_router.deployments if d.id == model_id), None)
+                    cost = transcription_cost(deployment, audio_seconds)
+                    reply = ModelReply(
+                        content=str(getattr(response, "text", "") or ""),
+                        tool_calls=[],
+                        model_id=model_id,
+                        model_group=group.name,
+                        fallback_used=position > 0 or bool(skipped),
+                        failed_deployments=list(failures),
+                        prompt_tokens=0,
+                        completion_tokens=0,
+                        duration_ms=(time.perf_counter() - started) * 1000,
+                        cost_usd=cost.usd,
+                        priced=cost.priced,
+                    )
+                    if reply.fallback_used:
+                        log.warning(
+                            "model_fallback",
+                            trace_id=trace_id,
+                            answered_by=model_id,
+                            answered_group=group.name,
+                            failed_deployments=failures,
+                            call="transcription",
+                        )
+                    _count_reply(tenant_router, reply, current, empty_ok=True)
+                    return reply
+            error = errors[0] if errors else EmptyCompletion("no group could be called")
+            if tenant_router.record_metrics:
+                for failure in failures:
+                    metrics.MODEL_CALLS.labels(_deployment_label(failure), "error").inc()
+                metrics.MODEL_CALLS.labels("none", "failed").inc()
+            current.set_attribute("llm.outcome", "failed")
+            log.error(
+                "model_call_failed",
+                trace_id=trace_id,
+                call="transcription",
+                error=f"{type(error).__name__}: {str(error)[:300]}",
+                failed_deployments=failures,
+            )
+            raise ModelCallFailed(error, failures, errors=errors) from error
+
     async def _complete(
         self,
         tenant_router: TenantRouter,
@@ -576,14 +735,9 @@ class ModelGateway:
             for g in tenant_router.groups
             if min_context_tokens is None or g.context_window_tokens > min_context_tokens
         ]
-        now = time.monotonic()
-        walk = [g for g in candidates if not all(tenant_router.is_cooling(d, now) for d in g.deployment_ids)]
-        skipped = [g.name for g in candidates if g not in walk]
-        if not walk:
-            walk = candidates  # everything is cooling down: trying beats failing without a call
-        if skipped:
-            log.info("model_groups_skipped_cooling", trace_id=trace_id, groups=skipped)
+        walk, skipped = tenant_router.walk(candidates, trace_id)
         first_error: BaseException | None = None
+        errors: list[BaseException] = []
         overflow: tuple[BaseException, int | None, int] | None = None
         empty_reply: ModelReply | None = None
         overflow_floor = min_context_tokens
@@ -619,6 +773,7 @@ class ModelGateway:
                     continue
                 except Exception as exc:  # LiteLLM/OpenAI errors of every kind: this group failed
                     first_error = first_error or exc  # raised when all fail, as LiteLLM's fallbacks do
+                    errors.append(exc)
                     continue
                 reply = self._reply(
                     tenant_router, response, group, started, failures, fallback=position > 0 or bool(skipped)
@@ -658,7 +813,7 @@ class ModelGateway:
             error=f"{type(error).__name__}: {str(error)[:300]}",
             failed_deployments=failures,
         )
-        raise ModelCallFailed(error, failures) from error
+        raise ModelCallFailed(error, failures, errors=errors or None) from error
 
     async def _call_group(
         self,
@@ -673,20 +828,28 @@ class ModelGateway:
         timeout_s: float | None = None,
         *,
         response_format: dict[str, Any] | None = None,
+        file: tuple[str, bytes, str] | None = None,
     ) -> Any:
         """Call one group: the Router's in-group failover for several deployments; for one, our own
-        capped retries (module docstring). Failures are appended to ``failures``.
+        capped retries (module docstring). Failures are appended to ``failures``. With ``file``
+        (``(filename, bytes, content type)``) the call is a transcription of it, not a completion.
 
         Raises:
             Exception: LiteLLM's error of the group's last attempt.
         """
         single = len(group.deployment_ids) == 1
         attempts = 1 + (llm.num_retries if single else 0)
-        kwargs: dict[str, Any] = {"model": group.name, "messages": messages}
+        kwargs: dict[str, Any] = {"model": group.name}
+        if file is not None:
+            kwargs["file"] = file
+            call = tenant_router.router.atranscription
+        else:
+            kwargs["messages"] = messages
+            call = tenant_router.router.acompletion
         if tools:
             kwargs["tools"] = tools
             kwargs["tool_choice"] = "auto"
-        if llm.max_output_tokens:
+        if llm.max_output_tokens and file is None:
             kwargs["max_tokens"] = llm.max_output_tokens
         if response_format is not None:
             kwargs["response_format"] = response_format
@@ -699,7 +862,7 @@ class ModelGateway:
             kwargs["metadata"] = {_CALL_KEY: call_id, "trace_id": trace_id}
             try:
                 with egress_scope(self.egress):  # the connection is checked and pinned there
-                    return await tenant_router.router.acompletion(**kwargs)
+                    return await call(**kwargs)
             except Exception as exc:
                 recorded = recorder.take(call_id)
                 failures.extend(
@@ -782,13 +945,15 @@ def _deployment_label(failure: dict[str, str]) -> str:
     return metrics.DEPLOYMENT_LABELS(failure.get("deployment", "unknown"))
 
 
-def _count_reply(tenant_router: TenantRouter, reply: ModelReply, current: Any) -> None:
+def _count_reply(
+    tenant_router: TenantRouter, reply: ModelReply, current: Any, *, empty_ok: bool = False
+) -> None:
     """Metrics (unless the router records none) and span attributes of one answered gateway call.
 
     Label values a tenant named (deployment id, model) go through the bounded label sets of
     :mod:`switchboard.observability.metrics`."""
     deployment = reply.model_id or reply.model_group or "unknown"
-    outcome = "ok" if reply.tool_calls or strip_reasoning(reply.content) else "empty"
+    outcome = "ok" if empty_ok or reply.tool_calls or strip_reasoning(reply.content) else "empty"
     model = next((d.model for d in tenant_router.deployments if d.id == reply.model_id), deployment)
     if tenant_router.record_metrics:
         label = metrics.DEPLOYMENT_LABELS(deployment)

@@ -19,7 +19,7 @@ import av.error
 
 from switchboard.errors import SwitchboardError
 
-__all__ = ["TranscodeFailed", "to_wav", "WAV_RATE_HZ", "MAX_SECONDS"]
+__all__ = ["TranscodeFailed", "audio_seconds", "to_wav", "WAV_RATE_HZ", "MAX_SECONDS"]
 
 WAV_RATE_HZ = 16_000
 """Sample rate of the WAV written (Hz): what Whisper-family models resample everything to."""
@@ -74,3 +74,21 @@ def to_wav(data: bytes, *, max_seconds: float = MAX_SECONDS) -> bytes:
     if written == 0:
         raise TranscodeFailed("no audio samples")
     return out_buf.getvalue()
+
+
+def audio_seconds(data: bytes) -> float | None:
+    """The length of the audio in ``data`` in seconds, from the container's header (the stream's, else
+    the container's duration; no decoding), ``None`` when the bytes do not say (not audio, or a
+    container without a duration). Prices a transcription (per second of audio)."""
+    try:
+        with av.open(io.BytesIO(data), mode="r") as source:
+            if not source.streams.audio:
+                return None
+            stream = source.streams.audio[0]
+            if stream.duration is not None and stream.time_base is not None:
+                return float(stream.duration * stream.time_base)
+            if source.duration is not None:
+                return float(source.duration) / av.time_base
+    except (av.error.FFmpegError, ValueError, OSError):
+        return None
+    return None

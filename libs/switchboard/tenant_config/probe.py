@@ -1,11 +1,17 @@
-""" "Test this deployment": one short completion through the project's model gateway, nothing stored."""
+""" "Test this deployment": one short call through the project's model gateway, nothing stored: a
+completion for a chat deployment, a second of silence for a transcription deployment, a tiny picture
+for a vision deployment."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import io
 import time
 import uuid
+import wave
 from dataclasses import dataclass
+from typing import Literal
 
 import httpx
 
@@ -16,9 +22,37 @@ from switchboard.llm.config import DeploymentSettings, LLMSettings, is_platform_
 from switchboard.llm.keys import missing_key_reason
 from switchboard.settings import Settings
 
-__all__ = ["ProbeResult", "probe_deployment", "probe_url", "plain_words", "PROBE_PROMPT"]
+__all__ = ["ProbeKind", "ProbeResult", "probe_deployment", "probe_url", "plain_words", "PROBE_PROMPT"]
 
 PROBE_PROMPT = "This is a connection test. Reply with one short sentence."
+ProbeKind = Literal["chat", "transcription", "vision"]
+"""What a tested deployment does: answer (``llm.deployments``), transcribe (``llm.transcription``) or
+describe a picture (``llm.vision``)."""
+
+
+def _silence_wav(seconds: float = 1.0, rate: int = 16_000) -> bytes:
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(b"\0\0" * int(seconds * rate))
+    return buf.getvalue()
+
+
+PROBE_AUDIO = _silence_wav()
+"""One second of 16 kHz mono silence (WAV): what a transcription test uploads."""
+PROBE_IMAGE_URL = (
+    "data:image/png;base64,"
+    + base64.b64encode(
+        bytes.fromhex(
+            "89504e470d0a1a0a0000000d49484452000000010000000108020000009077"
+            "53de0000000c4944415408d763f8cfc000000301010018dd8db00000000049454e44ae426082"
+        )
+    ).decode()
+)
+"""A one-pixel red PNG: what a vision test shows the model."""
+PROBE_VISION_PROMPT = "This is a connection test. Name the colour of this picture in one word."
 PROBE_TIMEOUT_S = 20.0
 """The whole probe's budget (one request, no retries, no fallback)."""
 
@@ -45,13 +79,15 @@ def probe_url(deployment: DeploymentSettings) -> str | None:
     return deployment.api_base or PROVIDER_URLS.get(deployment.provider)
 
 
-async def probe_deployment(settings: Settings, deployment: DeploymentSettings) -> ProbeResult:
+async def probe_deployment(
+    settings: Settings, deployment: DeploymentSettings, kind: ProbeKind = "chat"
+) -> ProbeResult:
     """Like :func:`_probe`, with the address tried in the result (:attr:`ProbeResult.url`)."""
-    result = await _probe(settings, deployment)
+    result = await _probe(settings, deployment, kind)
     return dataclasses.replace(result, url=probe_url(deployment))
 
 
-async def _probe(settings: Settings, deployment: DeploymentSettings) -> ProbeResult:
+async def _probe(settings: Settings, deployment: DeploymentSettings, kind: ProbeKind = "chat") -> ProbeResult:
     """Call ``deployment`` once (its stored key decrypted with ``ENCRYPTION_KEY``) and report.
 
     The key is chosen as for every call (:func:`switchboard.llm.keys.choose_key`); a deployment that
@@ -86,9 +122,34 @@ async def _probe(settings: Settings, deployment: DeploymentSettings) -> ProbeRes
     try:
         router = gateway.router_for(uuid.uuid4(), llm)
         router.record_metrics = False  # a test is no traffic: its throwaway tenant id adds no series
+        if kind == "transcription":
+            reply = await gateway.transcribe(
+                router,
+                ("probe.wav", PROBE_AUDIO, "audio/wav"),
+                llm=llm,
+                trace_id=f"probe-{deployment.id}",
+                deadline=time.monotonic() + PROBE_TIMEOUT_S,
+            )
+            # one second of silence: any answer, words or none, shows the deployment transcribes
+            return ProbeResult(
+                ok=True,
+                deployment_id=deployment.id,
+                answer=(reply.content or "").strip()[:500] or None,  # None: "no words" in the page
+                duration_ms=reply.duration_ms,
+            )
         reply = await gateway.complete(
             router,
-            [{"role": "user", "content": PROBE_PROMPT}],
+            [{"role": "user", "content": PROBE_PROMPT}]
+            if kind == "chat"
+            else [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": PROBE_VISION_PROMPT},
+                        {"type": "image_url", "image_url": {"url": PROBE_IMAGE_URL, "detail": "low"}},
+                    ],
+                }
+            ],
             tools=None,
             llm=llm,
             trace_id=f"probe-{deployment.id}",

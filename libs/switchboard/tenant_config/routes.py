@@ -263,6 +263,32 @@ async def post_test_deployment(deployment_id: str, tenant: TenantDep, settings: 
     return ProbePublic(**result.__dict__)
 
 
+@settings_admin_router.post(
+    "/media/{kind}/{deployment_id}/test",
+    response_model=ProbePublic,
+    summary="Test one stored voice message or picture model",
+    description="``kind`` is ``transcription`` (one second of silence is transcribed: any answer, words "
+    "or none, is a success) or ``vision`` (a one-pixel picture is described). Same rules as testing a "
+    "chat deployment: that deployment alone, its stored key, nothing stored, a provider's failure is the "
+    "answer (``ok: false``). 404: no such list or deployment.",
+)
+async def post_test_media_deployment(
+    kind: str, deployment_id: str, tenant: TenantDep, settings: SettingsDep
+) -> ProbePublic:
+    from switchboard.tenant_config.probe import probe_deployment
+
+    llm = tenant_settings_from(tenant.settings_extensions).llm
+    if kind not in ("transcription", "vision"):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no list of models {kind!r}")
+    deployment = next((d for d in getattr(llm, kind) if d.id == deployment_id), None)
+    if deployment is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no {kind} deployment {deployment_id!r}")
+    result = await probe_deployment(
+        settings, deployment, "transcription" if kind == "transcription" else "vision"
+    )
+    return ProbePublic(**result.__dict__)
+
+
 @settings_admin_router.get(
     "/history",
     response_model=list[SettingsChangePublic],

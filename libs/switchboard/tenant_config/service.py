@@ -58,12 +58,14 @@ async def _locked(session: AsyncSession, tenant: Tenant) -> Tenant:
 
 def tenant_urls(extensions: Mapping[str, Any]) -> dict[str, str]:
     """The outbound URLs a tenant's stored settings name, by path: each model deployment's
-    ``api_base`` (``llm.deployments[id].api_base``) and ``knowledge.embedding_api_base``."""
+    ``api_base`` (``llm.deployments[id].api_base``, ``llm.transcription[id].api_base``,
+    ``llm.vision[id].api_base``) and ``knowledge.embedding_api_base``."""
     urls: dict[str, str] = {}
     llm = extensions.get("llm") if isinstance(extensions.get("llm"), Mapping) else {}
-    for deployment in (llm or {}).get("deployments") or []:
-        if isinstance(deployment, Mapping) and deployment.get("api_base"):
-            urls[f"llm.deployments[{deployment.get('id')}].api_base"] = str(deployment["api_base"])
+    for list_name in ("deployments", "transcription", "vision"):
+        for deployment in (llm or {}).get(list_name) or []:
+            if isinstance(deployment, Mapping) and deployment.get("api_base"):
+                urls[f"llm.{list_name}[{deployment.get('id')}].api_base"] = str(deployment["api_base"])
     knowledge = extensions.get("knowledge") if isinstance(extensions.get("knowledge"), Mapping) else {}
     if (knowledge or {}).get("embedding_api_base"):
         urls["knowledge.embedding_api_base"] = str(knowledge["embedding_api_base"])  # type: ignore[index]
