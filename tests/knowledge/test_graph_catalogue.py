@@ -228,6 +228,11 @@ def test_a_heading_names_what_its_section_is_about_and_a_class_noun_is_no_part_o
 def test_a_product_described_with_one_material_is_made_of_it():
     extraction = extract_chunk("TR-9 saddles are light, hand-stitched PVC saddles.")
     assert ("TR-9", "made_of", "PVC") in triples(extraction)
+    classed = extract_chunk(
+        "The KX-5 is a 6 mm cork rubber mat. The rubber is soft; synthetic rubber is not."
+    )
+    assert triples(classed) == {("KX-5", "made_of", "cork rubber"), ("KX-5", "rated_for", "6 mm")}
+    assert {e.name for e in classed.entities if e.kind == "material"} == {"cork rubber"}
 
 
 # --- through ingestion and search ------------------------------------------------------------------

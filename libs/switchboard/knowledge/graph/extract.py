@@ -397,6 +397,17 @@ def _normalize_text(text: str) -> str:
     return text.replace("º", "°").replace("˚", "°").replace("−", "-").replace("–", "-").replace("—", "-")
 
 
+_CLASSED_GATE = re.compile(r"\b(?:rubber|resin|elastomer)\b", re.I)
+_CLASSED = re.compile(r"(?<![\w-])([A-Za-z][a-z]{2,}) (?:rubber|resin|elastomer)(?![\w-])", re.I)
+"""A material named by a word and its class noun: ``butyl rubber``, ``epoxy resin``."""
+_CLASSED_NOT = re.compile(
+    r"^(?:the|and|any|other|all|its|their|this|that|our|one|two|some|for|with|from|soft|hard|seat|seal|body"
+    r"|liner|lining|sheath|jacket|coating|compound|diaphragm|gasket|wedge|good|poor|first|second|same|synthetic)$",
+    re.I,
+)
+"""Words before a class noun that do not name a material: articles, pronouns, parts, adjectives of degree."""
+
+
 def _find(text: str) -> _Found:
     """Every entity in ``text`` (families before part numbers, lexicon words, standards, ranges)."""
     found = _Found(text=text)
@@ -439,6 +450,12 @@ def _find(text: str) -> _Found:
         if len(match.group(1)) <= 3 and not match.group(1).isupper():
             continue  # "pp", "pom", "abs", "air" written in lower case are words, not the material
         found.add(match.start(), ExtractedEntity(name=canonical, kind=kind))
+        taken.append(match.span())
+    for match in _CLASSED.finditer(text) if _CLASSED_GATE.search(text) else ():
+        # "butyl rubber", "epoxy resin": a word the class noun makes a material (not "the rubber")
+        if not free(*match.span()) or _CLASSED_NOT.match(match.group(1)):
+            continue
+        found.add(match.start(), ExtractedEntity(name=match.group(0), kind="material"))
         taken.append(match.span())
     for match in _ACRONYM.finditer(text):
         if (
