@@ -143,7 +143,7 @@ def test_a_specification_names_the_parts_of_its_series_and_headings_switch_the_t
 def test_a_glossary_entry_lists_the_other_names_of_its_term_but_a_legend_is_no_name():
     extraction = extract_chunk(
         "# Glossary: other names of leathers\n\n- Vegetable-tanned leather: veg-tan, bark-tanned leather.\n"
-        "- Microfibre: synthetic suede, ultrasuede.\n\nRating key: A excellent, B good, C limited."
+        "- Microfibre: synthetic suede, ultrasuede, 2-way suede.\n\nRating key: A excellent, B good, C limited."
     )
     found = triples(extraction)
     assert {
@@ -151,6 +151,7 @@ def test_a_glossary_entry_lists_the_other_names_of_its_term_but_a_legend_is_no_n
         ("bark-tanned leather", "equivalent_of", "Vegetable-tanned leather"),
         ("synthetic suede", "equivalent_of", "Microfibre"),
         ("ultrasuede", "equivalent_of", "Microfibre"),
+        ("2-way suede", "equivalent_of", "Microfibre"),
     } <= found
     assert not any("Rating key" in (a, b) or "Glossary" in a for a, _, b in found)
 
@@ -221,6 +222,8 @@ def test_a_heading_names_what_its_section_is_about_and_a_class_noun_is_no_part_o
         ("santoprene", "equivalent_of", "santoprene compound"),
         ("santoprene compound", "rated_for", "64 Shore A"),
     } <= triples(polymer)
+    [rubber] = extract_document([("# Data sheet\n\n## Cork rubber (CR-K)\nHardness 60 Shore A.", None)])
+    assert ("Cork", "equivalent_of", "Cork rubber") in triples(rubber)
     [guide] = extract_document([("# Guide: caring for leather\n\nClean it every month.", None)])
     assert guide.entities == []
 

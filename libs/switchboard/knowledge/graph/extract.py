@@ -612,6 +612,13 @@ def _aliases(
                         entity = _term_entity(long_form)
                         same(entity, _term_entity(parts[0], entity))
                     break
+    for match in _CLASSED.finditer(text) if heading else ():
+        # "## Butyl rubber": a data sheet's heading names the material; the class noun is no part of it
+        if not _CLASSED_NOT.match(match.group(1)):
+            same(
+                ExtractedEntity(name=match.group(1), kind="material"),
+                ExtractedEntity(name=match.group(0), kind="material"),
+            )
     for match in _ALIAS_CUE.finditer(text):
         left = _find(text[max(0, match.start() - 40) : match.start()]).items
         right_text = re.split(r"[.;,()]", text[match.end() :], maxsplit=1)[0]
@@ -660,6 +667,18 @@ def _aliases(
     return entities, relations
 
 
+def _is_rating(text: str) -> bool:
+    """Whether a text starts with a whole rating word: ``B good``, ``limited``, ``not recommended``
+    (not ``2-butanone``, whose ``2`` is no word of its own)."""
+    words = text.split()
+    return any(
+        rating.fullmatch(" ".join(words[:size]))
+        for rating in (_RATING_POSITIVE, _RATING_NEGATIVE)
+        for size in (1, 2)
+        if len(words) >= size
+    )
+
+
 def _glossary_list(
     left_text: str, right_text: str, same: Callable[[ExtractedEntity, ExtractedEntity], None]
 ) -> None:
@@ -675,8 +694,7 @@ def _glossary_list(
         if (
             alias is None
             or any(re.fullmatch(r"[\d.,%<>]+", word) for word in alias.split())
-            or _RATING_POSITIVE.match(part.strip())
-            or _RATING_NEGATIVE.match(part.strip())
+            or _is_rating(part)
         ):
             continue  # "Rating key: A excellent, B good": a legend, not names
         same(_term_entity(alias, target), target)
@@ -879,8 +897,7 @@ def _item(raw: str) -> ExtractedEntity | None:
         not _ITEM_WORDS.match(item)
         or _ITEM_STOP.search(item)
         or item.lower() in _NOT_CODE_WORDS
-        or _RATING_POSITIVE.match(item)
-        or _RATING_NEGATIVE.match(item)
+        or _is_rating(item)
         or (" " not in item and item.lower().endswith("ed"))  # "limited by the seat"
     ):
         return None
