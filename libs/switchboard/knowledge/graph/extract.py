@@ -9,11 +9,17 @@ No model is called, so the graph is built in ``make run`` and in tests. What it 
   ranges with units (``-20 to 200 °C``, ``max. 16 bar``, ``≤ 260 °C``) and single values
   (``55 Shore D``, ``250 °C``). For catalogues beyond the lexicons: codes written with a space
   (``DV 15``), terms written in capitals (``XLPE``, ``LS0H``, ``NaOCl``: a material unless a table
-  or glossary says it is a medium), and table cells by their column (*Medium*, *Sheath*...).
+  or glossary says it is a medium), a word before a class noun (``butyl rubber``, ``epoxy resin``),
+  table cells by their column (*Medium*, *Sheath*...), the name a heading gives its section when it
+  names no known entity (``## Soy lecithin``, ``# Ingredient specification: cocoa butter``), and
+  the components a sentence lists (below).
 * **Aliases** (``equivalent_of``, which the walk crosses as the same entity): a parenthesis after a
   name (``EPDM (ethylene propylene diene monomer)``, ``ductile iron (EN-GJS-450)``) or an
   abbreviation after its long form (``methyl ethyl ketone (MEK)``); ``also known as``, ``stands
-  for``...; in a glossary, ``MEK for methyl ethyl ketone``, ``HFC means ...``, ``X and Y are Z``.
+  for``...; in a glossary, ``MEK for methyl ethyl ketone``, ``HFC means ...``, ``X and Y are Z``,
+  ``Name: alias, alias`` (a list entry; a rating legend ``Key: A excellent, B good`` is none); a
+  heading's parenthesis names the heading's subject (``## Shellac (E904)``), and a data sheet's
+  heading names its material with and without the class noun (``## Butyl rubber``: also *Butyl*).
   Spellings of one code or term share a key anyway
   (:func:`~switchboard.knowledge.graph.schema.entity_key`: ``BV-40`` = ``BV40``).
 * **Relations in prose**, within one sentence: a material or product with a fluid and a
@@ -22,7 +28,12 @@ No model is called, so the graph is built in ``make run`` and in tests. What it 
   first subject when the sentence names none: "Maximum service temperature: 260 °C" on the PTFE
   sheet); a product or family with a material and a part word (``seat``, ``body``, ``made of``:
   ``made_of``; a sentence naming the part and the material but no series: the document's series,
-  "Seat options: PTFE or TFM"); a part number with a family (``belongs_to_family``); ``replaces`` /
+  "Seat options: PTFE or TFM"), or a product said to be one material (``GX-20 gloves are thin
+  nitrile gloves``); the components or options a sentence lists after ``made from``, ``coated
+  with``, ``contains``... or a colon (``Coating recipe: sugar, cocoa butter and whey powder``), and
+  the list items under a line ending in a colon, each ``made_of`` of the product or the document's
+  product (an item is cut at its first preposition, after its last number and after *of*: ``a
+  topping of sesame seeds``); a part number with a family (``belongs_to_family``); ``replaces`` /
   ``supersedes`` / ``replaced by``; ``equivalent to`` / ``same as`` / ``interchangeable with``.
 * **Topic**: the document's first product, family or material, or the one its latest heading
   names (``## TFM`` in a data sheet of two materials); a paragraph wrapped over lines is read as one.
@@ -33,6 +44,9 @@ No model is called, so the graph is built in ``make run`` and in tests. What it 
   or material whose cell is a rating (``A``/``B``/yes/✓/resistant vs ``C``/``D``/no/✗/not
   recommended) a compatibility relation; a long-form row (Material, Fluid, Rating) likewise, any
   rating word linking the row's material and medium (*limited*: compatible, *poor*: not); a
+  long-form row whose other column no rule names (``Ingredient: Soy lecithin; Allergen or diet:
+  Soy; Status: contains``) links its subject (a material, unless a code) and that cell by its
+  verdict: *contains*/*may contain* ``made_of``, a rating as above, *free* ``compatible_with``; a
   concentration is not part of a name (``Sulfuric acid 98%``), a parenthesis is an alias.
 
 :func:`question_names` gives the names a question may use for entities (the lookup of the graph
