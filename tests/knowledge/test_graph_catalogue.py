@@ -238,6 +238,35 @@ def test_a_product_described_with_one_material_is_made_of_it():
     assert {e.name for e in classed.entities if e.kind == "material"} == {"cork rubber"}
 
 
+_PIECES = st.sampled_from(
+    [
+        "# Glossary\n",
+        "## Latigo leather (veg-tan)\n",
+        "# Data sheet: cork rubber\n",
+        "\n",
+        "- Microfibre: synthetic suede, 2-way suede, B good.\n",
+        "Rail options:\n",
+        "- chromoly (standard);\n",
+        "Our tables say mineral oil. ",
+        "Cutting oil and machine oil are mineral oils. ",
+        "The TR-9 is made from cork rubber, a steel frame and PVC. ",
+        "TR 9 saddles are PVC saddles. ",
+        "Service temperature -20 to 60 °C. ",
+        "Contains 45 % type 550 flour and the rubber. ",
+    ]
+)
+
+
+@given(pieces=st.lists(_PIECES, max_size=30))
+def test_any_arrangement_of_catalogue_text_extracts_without_error(pieces):
+    """Whatever order a document puts headings, glossary entries, lists and names in, every relation
+    names one of its chunk's entities (:class:`ChunkExtraction` validates it)."""
+    text = "".join(pieces)
+    for extraction in extract_document([(text, None)]):
+        names = {e.name.lower() for e in extraction.entities}
+        assert all(r.subject.lower() in names and r.object.lower() in names for r in extraction.relations)
+
+
 # --- through ingestion and search ------------------------------------------------------------------
 CATALOGUE = {
     "series-xr-12.md": "# XR-12 series: dosing valves\n\nXR-12 valves dose aggressive media. The body is PVDF;\n"
