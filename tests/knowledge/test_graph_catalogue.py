@@ -75,6 +75,17 @@ def test_a_glossary_gives_aliases_from_for_means_and_are_sentences():
     } <= found
 
 
+def test_an_alias_written_in_the_plural_names_the_entity_the_chunk_keeps():
+    extraction = extract_chunk(
+        "# Glossary\nOur tables say mineral oil.\nCutting oil and machine oil are mineral oils.\n\n"
+        "## 6. Tables: one fact per row, clear headers"
+    )
+    assert triples(extraction) == {
+        ("Cutting oil", "equivalent_of", "mineral oil"),
+        ("machine oil", "equivalent_of", "mineral oil"),
+    }
+
+
 def test_prose_outside_a_glossary_makes_no_alias_of_is_sentences():
     extraction = extract_chunk("EPDM is almost universally resistant. PEEK is hard.")
     assert not any(r.relation == "equivalent_of" for r in extraction.relations)
@@ -126,6 +137,134 @@ def test_a_specification_names_the_parts_of_its_series_and_headings_switch_the_t
     )
     assert {("QPX", "rated_for", "..150 °C"), ("KLM", "rated_for", "..90 °C")} <= triples(sheet)
     assert ("QPX", "rated_for", "..90 °C") not in triples(sheet)
+
+
+# --- rules that hold for any catalogue: a saddlery's, with no word of it in a lexicon -------------
+def test_a_glossary_entry_lists_the_other_names_of_its_term_but_a_legend_is_no_name():
+    extraction = extract_chunk(
+        "# Glossary: other names of leathers\n\n- Vegetable-tanned leather: veg-tan, bark-tanned leather.\n"
+        "- Microfibre: synthetic suede, ultrasuede, 2-way suede.\n\nRating key: A excellent, B good, C limited."
+    )
+    found = triples(extraction)
+    assert {
+        ("veg-tan", "equivalent_of", "Vegetable-tanned leather"),
+        ("bark-tanned leather", "equivalent_of", "Vegetable-tanned leather"),
+        ("synthetic suede", "equivalent_of", "Microfibre"),
+        ("ultrasuede", "equivalent_of", "Microfibre"),
+        ("2-way suede", "equivalent_of", "Microfibre"),
+    } <= found
+    assert not any("Rating key" in (a, b) or "Glossary" in a for a, _, b in found)
+
+
+def test_a_long_form_row_links_its_subject_and_the_other_name_by_its_verdict():
+    def row(subject: str, other: str, status: str) -> set[tuple[str, str, str]]:
+        text = f"Ingredient: {subject}; Claim or allergen: {other}; Status: {status}"
+        return triples(extract_chunk(text, {"keys": {"Ingredient": subject}}))
+
+    assert row("Lanolin", "Wool alcohols", "contains") == {("Lanolin", "made_of", "Wool alcohols")}
+    assert row("Beeswax", "Vegan", "not suitable") == {("Beeswax", "incompatible_with", "Vegan")}
+    assert row("Jojoba oil", "Vegan", "suitable") == {("Jojoba oil", "compatible_with", "Vegan")}
+    assert row("Jojoba oil", "Nuts", "free") == {("Jojoba oil", "compatible_with", "Nuts")}
+    [subject] = [
+        e
+        for e in extract_chunk(
+            "Ingredient: Lanolin; Claim or allergen: Wool alcohols; Status: may contain",
+            {"keys": {"Ingredient": "Lanolin"}},
+        ).entities
+        if e.name == "Lanolin"
+    ]
+    assert subject.kind == "material"  # what the table rates, not a product
+
+
+def test_a_specification_lists_its_components_after_a_cue_a_colon_or_as_list_items():
+    [spec] = extract_document(
+        [
+            (
+                "# TR-9 touring saddle\n\nThe TR-9 is made from vegetable-tanned leather, a steel frame and\n"
+                "copper rivets. Two padding options: memory foam for long rides, cheap and soft, or gel (suffix\n"
+                "-G). Weight 450 g, limited by the rails.\n\nRail options:\n- chromoly (standard);\n"
+                "- carbon fibre (suffix -C).",
+                None,
+            )
+        ]
+    )
+    parts = {b for a, relation, b in triples(spec) if a == "TR-9" and relation == "made_of"}
+    assert parts == {
+        "vegetable-tanned leather",
+        "steel frame",
+        "copper rivets",
+        "copper",  # the lexicon's word in "copper rivets", with "made from"
+        "memory foam",
+        "gel",
+        "chromoly",
+        "carbon fibre",
+    }
+
+
+def test_a_heading_names_what_its_section_is_about_and_a_class_noun_is_no_part_of_the_name():
+    [sheet] = extract_document(
+        [
+            (
+                "# Material data sheet: saddle leathers\n\n## Latigo leather (oil-tanned cowhide)\n"
+                "Service temperature -20 to 60 °C.\n\n## Microfibre\nService temperature -30 to 80 °C.",
+                None,
+            )
+        ]
+    )
+    assert {
+        ("Latigo leather", "equivalent_of", "oil-tanned cowhide"),
+        ("Latigo leather", "rated_for", "-20..60 °C"),
+        ("Microfibre", "rated_for", "-30..80 °C"),
+    } <= triples(sheet)
+    [polymer] = extract_document([("# Data sheet: santoprene compound (TPV)\n\nHardness 64 Shore A.", None)])
+    assert {
+        ("santoprene compound", "equivalent_of", "TPV"),
+        ("santoprene", "equivalent_of", "santoprene compound"),
+        ("santoprene compound", "rated_for", "64 Shore A"),
+    } <= triples(polymer)
+    [rubber] = extract_document([("# Data sheet\n\n## Cork rubber (CR-K)\nHardness 60 Shore A.", None)])
+    assert ("Cork", "equivalent_of", "Cork rubber") in triples(rubber)
+    [guide] = extract_document([("# Guide: caring for leather\n\nClean it every month.", None)])
+    assert guide.entities == []
+
+
+def test_a_product_described_with_one_material_is_made_of_it():
+    extraction = extract_chunk("TR-9 saddles are light, hand-stitched PVC saddles.")
+    assert ("TR-9", "made_of", "PVC") in triples(extraction)
+    classed = extract_chunk(
+        "The KX-5 is a 6 mm cork rubber mat. The rubber is soft; synthetic rubber is not."
+    )
+    assert triples(classed) == {("KX-5", "made_of", "cork rubber"), ("KX-5", "rated_for", "6 mm")}
+    assert {e.name for e in classed.entities if e.kind == "material"} == {"cork rubber"}
+
+
+_PIECES = st.sampled_from(
+    [
+        "# Glossary\n",
+        "## Latigo leather (veg-tan)\n",
+        "# Data sheet: cork rubber\n",
+        "\n",
+        "- Microfibre: synthetic suede, 2-way suede, B good.\n",
+        "Rail options:\n",
+        "- chromoly (standard);\n",
+        "Our tables say mineral oil. ",
+        "Cutting oil and machine oil are mineral oils. ",
+        "The TR-9 is made from cork rubber, a steel frame and PVC. ",
+        "TR 9 saddles are PVC saddles. ",
+        "Service temperature -20 to 60 °C. ",
+        "Contains 45 % type 550 flour and the rubber. ",
+    ]
+)
+
+
+@given(pieces=st.lists(_PIECES, max_size=30))
+def test_any_arrangement_of_catalogue_text_extracts_without_error(pieces):
+    """Whatever order a document puts headings, glossary entries, lists and names in, every relation
+    names one of its chunk's entities (:class:`ChunkExtraction` validates it)."""
+    text = "".join(pieces)
+    for extraction in extract_document([(text, None)]):
+        names = {e.name.lower() for e in extraction.entities}
+        assert all(r.subject.lower() in names and r.object.lower() in names for r in extraction.relations)
 
 
 # --- through ingestion and search ------------------------------------------------------------------

@@ -9,11 +9,17 @@ No model is called, so the graph is built in ``make run`` and in tests. What it 
   ranges with units (``-20 to 200 °C``, ``max. 16 bar``, ``≤ 260 °C``) and single values
   (``55 Shore D``, ``250 °C``). For catalogues beyond the lexicons: codes written with a space
   (``DV 15``), terms written in capitals (``XLPE``, ``LS0H``, ``NaOCl``: a material unless a table
-  or glossary says it is a medium), and table cells by their column (*Medium*, *Sheath*...).
+  or glossary says it is a medium), a word before a class noun (``butyl rubber``, ``epoxy resin``),
+  table cells by their column (*Medium*, *Sheath*...), the name a heading gives its section when it
+  names no known entity (``## Soy lecithin``, ``# Ingredient specification: cocoa butter``), and
+  the components a sentence lists (below).
 * **Aliases** (``equivalent_of``, which the walk crosses as the same entity): a parenthesis after a
   name (``EPDM (ethylene propylene diene monomer)``, ``ductile iron (EN-GJS-450)``) or an
   abbreviation after its long form (``methyl ethyl ketone (MEK)``); ``also known as``, ``stands
-  for``...; in a glossary, ``MEK for methyl ethyl ketone``, ``HFC means ...``, ``X and Y are Z``.
+  for``...; in a glossary, ``MEK for methyl ethyl ketone``, ``HFC means ...``, ``X and Y are Z``,
+  ``Name: alias, alias`` (a list entry; a rating legend ``Key: A excellent, B good`` is none); a
+  heading's parenthesis names the heading's subject (``## Shellac (E904)``), and a data sheet's
+  heading names its material with and without the class noun (``## Butyl rubber``: also *Butyl*).
   Spellings of one code or term share a key anyway
   (:func:`~switchboard.knowledge.graph.schema.entity_key`: ``BV-40`` = ``BV40``).
 * **Relations in prose**, within one sentence: a material or product with a fluid and a
@@ -22,7 +28,12 @@ No model is called, so the graph is built in ``make run`` and in tests. What it 
   first subject when the sentence names none: "Maximum service temperature: 260 °C" on the PTFE
   sheet); a product or family with a material and a part word (``seat``, ``body``, ``made of``:
   ``made_of``; a sentence naming the part and the material but no series: the document's series,
-  "Seat options: PTFE or TFM"); a part number with a family (``belongs_to_family``); ``replaces`` /
+  "Seat options: PTFE or TFM"), or a product said to be one material (``GX-20 gloves are thin
+  nitrile gloves``); the components or options a sentence lists after ``made from``, ``coated
+  with``, ``contains``... or a colon (``Coating recipe: sugar, cocoa butter and whey powder``), and
+  the list items under a line ending in a colon, each ``made_of`` of the product or the document's
+  product (an item is cut at its first preposition, after its last number and after *of*: ``a
+  topping of sesame seeds``); a part number with a family (``belongs_to_family``); ``replaces`` /
   ``supersedes`` / ``replaced by``; ``equivalent to`` / ``same as`` / ``interchangeable with``.
 * **Topic**: the document's first product, family or material, or the one its latest heading
   names (``## TFM`` in a data sheet of two materials); a paragraph wrapped over lines is read as one.
@@ -33,6 +44,9 @@ No model is called, so the graph is built in ``make run`` and in tests. What it 
   or material whose cell is a rating (``A``/``B``/yes/✓/resistant vs ``C``/``D``/no/✗/not
   recommended) a compatibility relation; a long-form row (Material, Fluid, Rating) likewise, any
   rating word linking the row's material and medium (*limited*: compatible, *poor*: not); a
+  long-form row whose other column no rule names (``Ingredient: Soy lecithin; Allergen or diet:
+  Soy; Status: contains``) links its subject (a material, unless a code) and that cell by its
+  verdict: *contains*/*may contain* ``made_of``, a rating as above, *free* ``compatible_with``; a
   concentration is not part of a name (``Sulfuric acid 98%``), a parenthesis is an alias.
 
 :func:`question_names` gives the names a question may use for entities (the lookup of the graph
@@ -42,7 +56,7 @@ walk), with the same lexicons.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -218,7 +232,7 @@ _ACRONYM = re.compile(r"(?<![\w-])(?=(?:[a-z0-9]*[A-Z]){2})[A-Z][A-Za-z0-9]{1,5}
 _NOT_CODE_WORDS = frozenset(
     "dn pn nps iso en din astm asme api ansi nsf iec ul bs aisi wras dc ac eur usd gbp faq ok pdf csv sku id no"
     " us uk eu ce and or the for not new tel fax www http https url vat qty pcs max min ip ce rohs reach uv"
-    " pe mm kv kw hz rpm".split()
+    " pe mm kv kw hz rpm mpa kpa mbar nm".split()
 )
 """Capitalized words that are units, prefixes of standards or sizes, or plain words, not entities."""
 _DEFINED = re.compile(r"\(([^()]{2,100})\)")
@@ -319,7 +333,13 @@ _H_REPLACES = re.compile(r"\b(replaces|supersedes|replacement for|old part)\b", 
 _H_EQUIVALENT = re.compile(r"\b(equivalent|alternative|cross[- ]?reference|interchangeable)\b", re.I)
 _H_STANDARD = re.compile(r"\b(standard|approval|certification|norm)\b", re.I)
 _H_FLUID = re.compile(r"\b(fluid|medium|media|chemical|substance)\b", re.I)
-_H_COMPAT = re.compile(r"\b(rating|compatibility|resistance|result|suitability)\b", re.I)
+_H_COMPAT = re.compile(r"\b(rating|compatibility|resistance|result|suitability|status|verdict)\b", re.I)
+_CONTAINS = re.compile(r"^(?:contains?|may contain|traces?(?: of)?|present|included)\b", re.I)
+"""A verdict that the row's subject contains the other cell's thing (``contains``, ``may contain``):
+``made_of``."""
+_ABSENT = re.compile(r"^(?:free|absent|not present|none)\b", re.I)
+"""A verdict that it does not (``free``): the row still links the two, as ``compatible_with`` (free of
+it, fit for whom avoids it); the row's text keeps the verdict."""
 _SUBJECT_KINDS: tuple[EntityKind, ...] = ("product", "family", "material")
 
 
@@ -374,6 +394,11 @@ class _Found:
     """Entities of a piece of text with their positions (for sentence-level relations)."""
 
     items: list[tuple[int, ExtractedEntity]] = field(default_factory=list)
+    text: str = ""
+
+    def copula_between(self, start: int, end: int) -> bool:
+        """Whether ``is`` or ``are`` is written between the two positions."""
+        return re.search(r"\b(?:is|are)\b", self.text[start:end]) is not None
 
     def add(self, position: int, entity: ExtractedEntity) -> None:
         self.items.append((position, entity))
@@ -386,9 +411,20 @@ def _normalize_text(text: str) -> str:
     return text.replace("º", "°").replace("˚", "°").replace("−", "-").replace("–", "-").replace("—", "-")
 
 
+_CLASSED_GATE = re.compile(r"\b(?:rubber|resin|elastomer)\b", re.I)
+_CLASSED = re.compile(r"(?<![\w-])([A-Za-z][a-z]{2,}) (?:rubber|resin|elastomer)(?![\w-])", re.I)
+"""A material named by a word and its class noun: ``butyl rubber``, ``epoxy resin``."""
+_CLASSED_NOT = re.compile(
+    r"^(?:the|and|any|other|all|its|their|this|that|our|one|two|some|for|with|from|soft|hard|seat|seal|body"
+    r"|liner|lining|sheath|jacket|coating|compound|diaphragm|gasket|wedge|good|poor|first|second|same|synthetic)$",
+    re.I,
+)
+"""Words before a class noun that do not name a material: articles, pronouns, parts, adjectives of degree."""
+
+
 def _find(text: str) -> _Found:
     """Every entity in ``text`` (families before part numbers, lexicon words, standards, ranges)."""
-    found = _Found()
+    found = _Found(text=text)
     taken: list[tuple[int, int]] = []
 
     def free(start: int, end: int) -> bool:
@@ -428,6 +464,12 @@ def _find(text: str) -> _Found:
         if len(match.group(1)) <= 3 and not match.group(1).isupper():
             continue  # "pp", "pom", "abs", "air" written in lower case are words, not the material
         found.add(match.start(), ExtractedEntity(name=canonical, kind=kind))
+        taken.append(match.span())
+    for match in _CLASSED.finditer(text) if _CLASSED_GATE.search(text) else ():
+        # "butyl rubber", "epoxy resin": a word the class noun makes a material (not "the rubber")
+        if not free(*match.span()) or _CLASSED_NOT.match(match.group(1)):
+            continue
+        found.add(match.start(), ExtractedEntity(name=match.group(0), kind="material"))
         taken.append(match.span())
     for match in _ACRONYM.finditer(text):
         if (
@@ -507,6 +549,10 @@ _GENERIC_NOUNS = re.compile(
 )
 
 
+_CLASS_NOUNS = r"(?:rubber|resin|elastomer|plastic|polymer|compound|material|grade)"
+"""Words that say what class a material is (``butyl rubber``): the name without them is the same."""
+
+
 def _anchor(before: str) -> ExtractedEntity | None:
     """The entity a parenthesis explains: the name right before it (``PTFE (...)``), or one followed
     only by generic nouns (``LSZH sheath compound (...)``)."""
@@ -529,7 +575,9 @@ def _initials_match(words: list[str], acronym: str) -> bool:
     return bool(target) and letters[:1] == target[:1] and all(c in letters for c in target)
 
 
-def _aliases(text: str, glossary: bool) -> tuple[list[ExtractedEntity], list[ExtractedRelation]]:
+def _aliases(
+    text: str, glossary: bool, heading: bool = False
+) -> tuple[list[ExtractedEntity], list[ExtractedRelation]]:
     """Names one sentence says are the same thing, as ``equivalent_of`` pairs.
 
     * a parenthesis after a name: ``EPDM (ethylene propylene diene monomer)``, ``FKM (fluoroelastomer,
@@ -554,6 +602,17 @@ def _aliases(text: str, glossary: bool) -> tuple[list[ExtractedEntity], list[Ext
         inside = match.group(1)
         anchor = _anchor(before)
         parts = [_term(part) for part in _TERM_SPLIT.split(inside)]
+        if anchor is None and heading and "/" not in inside:  # "(PE/EVOH)": layers, not names
+            # "## Shellac (E904)", "# Data sheet: polyvinyl alcohol (PVA, PVOH)": a heading names one
+            # thing, written before its parenthesis (after the title's colon)
+            name = _term(re.split(r":\s", before.lstrip("# "))[-1])
+            if name is not None and len(name.split()) <= 4 and not _ITEM_STOP.search(name):
+                like = next((e for p in parts if p and (e := _lexicon_entity(p))), None)
+                anchor = _term_entity(name, like) if _lexicon_entity(name) or like else None
+                anchor = anchor or ExtractedEntity(name=name, kind="material")
+                head = re.fullmatch(rf"(.+?)\s+{_CLASS_NOUNS}", name, re.I)
+                if head is not None and anchor.kind == "material":
+                    same(ExtractedEntity(name=head.group(1), kind="material"), anchor)  # butyl rubber: butyl
         if anchor is not None and anchor.kind != "range":
             for part in parts:
                 if part is not None:
@@ -567,6 +626,13 @@ def _aliases(text: str, glossary: bool) -> tuple[list[ExtractedEntity], list[Ext
                         entity = _term_entity(long_form)
                         same(entity, _term_entity(parts[0], entity))
                     break
+    for match in _CLASSED.finditer(text) if heading else ():
+        # "## Butyl rubber": a data sheet's heading names the material; the class noun is no part of it
+        if not _CLASSED_NOT.match(match.group(1)):
+            same(
+                ExtractedEntity(name=match.group(1), kind="material"),
+                ExtractedEntity(name=match.group(0), kind="material"),
+            )
     for match in _ALIAS_CUE.finditer(text):
         left = _find(text[max(0, match.start() - 40) : match.start()]).items
         right_text = re.split(r"[.;,()]", text[match.end() :], maxsplit=1)[0]
@@ -579,13 +645,19 @@ def _aliases(text: str, glossary: bool) -> tuple[list[ExtractedEntity], list[Ext
             anchor = _term_entity(raw) if raw else None
         if anchor is not None and anchor.kind != "range":
             same(anchor, _term_entity(right, anchor))
-    if glossary:
+    if glossary and not heading:  # a heading ("## 6. Tables: one fact per row") is no glossary entry
         for segment in re.split(r"[;\n]|(?<=[.!?])\s+", text):
             segment = segment.split(":")[-1] if _GLOSS_CUE.search(segment.split(":")[-1]) else segment
+            segment = _LIST_ITEM.sub("", segment.strip())
+            if segment.startswith("#"):
+                continue  # a glossary's title ("# Glossary: other names of media") names no alias
             cue = _GLOSS_CUE.search(segment)
             if cue is None:
                 left_text, sep, right_text = segment.partition(":")
-                if not sep or "," in right_text:
+                if not sep:
+                    continue
+                if "," in right_text:
+                    _glossary_list(left_text, right_text, same)
                     continue
             else:
                 left_text, right_text = segment[: cue.start()], segment[cue.end() :]
@@ -609,6 +681,39 @@ def _aliases(text: str, glossary: bool) -> tuple[list[ExtractedEntity], list[Ext
     return entities, relations
 
 
+def _is_rating(text: str) -> bool:
+    """Whether a text starts with a whole rating word: ``B good``, ``limited``, ``not recommended``
+    (not ``2-butanone``, whose ``2`` is no word of its own)."""
+    words = text.split()
+    return any(
+        rating.fullmatch(" ".join(words[:size]))
+        for rating in (_RATING_POSITIVE, _RATING_NEGATIVE)
+        for size in (1, 2)
+        if len(words) >= size
+    )
+
+
+def _glossary_list(
+    left_text: str, right_text: str, same: Callable[[ExtractedEntity, ExtractedEntity], None]
+) -> None:
+    """A glossary entry ``Name: alias, alias, alias`` (``Methyl ethyl ketone: MEK, butanone``): each
+    alias is the name; an item with a number word is a note (``good over 240``), a rating a legend
+    (``B good``), not a name."""
+    name = _term(left_text)
+    if name is None:
+        return
+    target = _term_entity(name, _lexicon_entity(name))
+    for part in _TERM_SPLIT.split(re.sub(r"\([^)]*\)", " ", right_text)):
+        alias = _term(part)
+        if (
+            alias is None
+            or any(re.fullmatch(r"[\d.,%<>]+", word) for word in alias.split())
+            or _is_rating(part)
+        ):
+            continue  # "Rating key: A excellent, B good": a legend, not names
+        same(_term_entity(alias, target), target)
+
+
 def _glossary_term(raw: str) -> str | None:
     """A glossary's left-hand name: ``Customers often write MEK`` is ``MEK`` (the code or capitals
     word that ends a longer phrase), else :func:`_term`."""
@@ -623,6 +728,29 @@ def _glossary_term(raw: str) -> str | None:
 def _lexicon_entity(term: str) -> ExtractedEntity | None:
     known = _LEXICON.get(term.lower())
     return ExtractedEntity(name=known[1], kind=known[0]) if known else None
+
+
+def _chunk_extraction(
+    entities: Iterable[ExtractedEntity], relations: Iterable[ExtractedRelation]
+) -> ChunkExtraction:
+    """The chunk's entities, one per key, and its relations, each end named as the entity kept for
+    its key (``mineral oils`` in a relation, ``mineral oil`` kept: the same entity)."""
+    kept = _dedupe(entities)
+    names = {normalize_name(e.name) for e in kept}
+    by_key: dict[str, str] = {}
+    for entity in kept:
+        by_key.setdefault(entity_key(entity.name, "range" if entity.kind == "range" else None), entity.name)
+
+    def end(name: str) -> str:
+        return name if normalize_name(name) in names else by_key.get(entity_key(name), name)
+
+    fixed = [
+        ExtractedRelation(subject=end(r.subject), relation=r.relation, object=end(r.object))
+        for r in relations
+    ]
+    return ChunkExtraction(
+        entities=kept, relations=list(dict.fromkeys(r for r in fixed if r.subject != r.object))
+    )
 
 
 def _dedupe(entities: Iterable[ExtractedEntity]) -> list[ExtractedEntity]:
@@ -681,7 +809,7 @@ def _sentence_relations(
     for standard in found.of("standard"):
         for subject in products + families:
             rel(subject, "rated_for", standard)
-    if materials and (products or families) and _PART_WORDS.search(sentence):
+    if materials and (products or families) and (_PART_WORDS.search(sentence) or _described_as(found)):
         owners = products + families
         if topic is not None and any(entity_key(e.name) == entity_key(topic.name) for e in owners):
             owners = [topic]  # "XR-13 valves share the XR-12 body with a KLM seat": the document's series
@@ -706,7 +834,135 @@ def _sentence_relations(
         after = [e for p, e in found.items if p > match.start() and e.kind != "range"]
         if before and after:
             rel(before[-1], "equivalent_of", after[0])
+    owners = found.of("product", "family")
+    if not owners and topic is not None and topic.kind in ("product", "family"):
+        owners = [topic]
+    if owners:
+        components = _components(blanked)
+        if components and owners[0] is topic and all(e is not topic for _, e in found.items):
+            found.add(-1, topic)
+        for position, component in components:
+            found.add(position, component)
+            for owner in owners:
+                rel(owner, "made_of", component)
     return found, relations
+
+
+_COMPOSITION = re.compile(
+    r"\b(?:(?:[a-z]+ed|made|built|set|cast|spun|woven|sewn|knit)\s+(?:from|with|of)|consists?\s+of|consisting\s+of|composed\s+of|contains?|comprises"
+    r"|comprising)\s+|:\s+(?=[^.;]*(?:,|\band\b|\bor\b))",
+    re.I,
+)
+"""Where a list of what something is made of starts: ``made from``, ``coated with``, ``consists of``,
+``contains``, or a colon before a list (``Ingredients: a, b and c``, ``Sheath options: X or Y``)."""
+_ITEM_LEAD = re.compile(r"^(?:(?:with|of|from|and|or|a|an|the|its|their|our|some|plus)\s+)+", re.I)
+_ITEM_END = re.compile(
+    r"\s+(?:for|as|on|over|under|in|at|to|from|that|which|where|when|by|per|into|inside|outside|instead)\b.*$",
+    re.I,
+)
+_ITEM_STOP = re.compile(
+    r"\b(?:is|are|was|were|be|has|have|had|can|may|will|must|not|no|one|two|three|four|both|each|all|any|other"
+    r"|this|these|those|it|they|we|you|see|e\.g|i\.e|etc|options?|version|versions)\b",
+    re.I,
+)
+_ITEM_WORDS = re.compile(r"^[^\W\d_][\w'’-]*(?: [^\W\d_][\w'’-]*){0,3}$")
+
+
+def _components(sentence: str) -> list[tuple[int, ExtractedEntity]]:
+    """What a sentence lists as something's components or options, with their positions.
+
+    After a cue (:data:`_COMPOSITION`), up to the next cue or the sentence's end: the items between
+    commas, *and* and *or*, each cut at its first preposition (``PUR for oil``: PUR; the pieces after
+    it, up to one that starts with *or* or *and*, belong to that phrase), after its last
+    number (``type 550 wheat flour``: wheat flour) and after *of* (``a topping of sesame seeds``),
+    kept when one to four words without a verb, a pronoun or a number word. A parenthesis is blanked
+    by the caller. A name in the lexicon is its canonical entity; any other is a material.
+    """
+    found: list[tuple[int, ExtractedEntity]] = []
+    # a title's colon introduces its description ("# PV-9: PVA gloves for solvents"), not a list
+    title = sentence.lstrip().startswith("#")
+    cues = [cue for cue in _COMPOSITION.finditer(sentence) if not (title and cue.group().startswith(":"))]
+    for index, cue in enumerate(cues):
+        end = cues[index + 1].start() if index + 1 < len(cues) else len(sentence)
+        tail = False  # in "EPDM for acids, alkalis and hot water, or FKM", the pieces after "for"
+        for piece in re.split(r"[,;]", sentence[cue.end() : end].split(". ")[0]):
+            piece = " ".join(piece.split()).strip(" .:!?")
+            if tail and not re.match(r"(?:or|and)\b", piece, re.I):
+                continue
+            cut = _ITEM_END.sub("", _ITEM_LEAD.sub("", piece))
+            tail = cut != _ITEM_LEAD.sub("", piece)
+            piece = cut
+            for raw in re.split(r"\s+(?:and|or|and/or|&)\s+", piece):
+                if (entity := _item(raw)) is not None:
+                    found.append((cue.start(), entity))
+    return found
+
+
+def _item(raw: str) -> ExtractedEntity | None:
+    """One listed component (:func:`_components`): after its last number and after *of*; ``None``
+    unless one to four words without a verb, a pronoun, a number word or a rating."""
+    words = _ITEM_LEAD.sub("", raw).split()
+    numbered = [i for i, word in enumerate(words) if _DIGIT.search(word)]
+    words = words[numbered[-1] + 1 :] if numbered else words
+    if " of " in f" {' '.join(words)} ":
+        words = " ".join(words).rsplit(" of ", 1)[-1].split()
+    item = _ITEM_LEAD.sub("", " ".join(words)).strip(" .-")
+    if (
+        not _ITEM_WORDS.match(item)
+        or _ITEM_STOP.search(item)
+        or item.lower() in _NOT_CODE_WORDS
+        or _is_rating(item)
+        or (" " not in item and item.lower().endswith("ed"))  # "limited by the seat"
+    ):
+        return None
+    return _lexicon_entity(item) or ExtractedEntity(name=item, kind="material")
+
+
+def _listed(line: str) -> ExtractedEntity | None:
+    """The component a list item under a line ending in a colon names: its first words, up to a
+    comma, a parenthesis or a preposition (``- agave syrup (suffix -V)``: agave syrup)."""
+    first = re.split(r"[,;:(]", _LIST_ITEM.sub("", line.strip()), maxsplit=1)[0]
+    if _CODE.search(first) or _SPACED_CODE.search(first):
+        return None  # "- BT-14 plain butyl, for ketones": a variant of a product, not a component
+    return _item(_ITEM_END.sub("", _ITEM_LEAD.sub("", first.strip(" .!?"))))
+
+
+def _heading_name(heading: str) -> ExtractedEntity | None:
+    """What a heading that names no known entity is about: ``## Soy lecithin``, ``# Ingredient
+    specification: cocoa butter`` (a title's kind before its colon), ``## Shellac (E904)``; ``None``
+    for a level-one title without a colon (``# Frequently asked questions``) and for a phrase
+    (a preposition, *of*, *and*, a gerund: ``# Guide: replacing seats``, ``# Glossary of media``)."""
+    text = heading.strip()
+    level = len(text) - len(text.lstrip("#"))
+    text = re.sub(r"\([^)]*\)", " ", text.lstrip("# "))
+    if level == 1 and ": " not in text:
+        return None
+    name = " ".join(text.split(": ")[-1].split()).strip(" .")
+    words = name.split()
+    if (
+        not 1 <= len(words) <= 4
+        or not _ITEM_WORDS.match(name)
+        or _ITEM_STOP.search(name)
+        or _ITEM_END.search(f" {name}")
+        or re.search(r"\b(?:of|and|or|with)\b", name, re.I)
+        or words[0].lower().endswith("ing")
+    ):
+        return None
+    return _lexicon_entity(name) or ExtractedEntity(name=name, kind="material")
+
+
+def _described_as(found: _Found) -> bool:
+    """Whether a sentence says what its product is with one material: ``GX-20 gloves are thin,
+    unsupported nitrile gloves`` (the product, then *is*/*are*, then the sentence's only material)."""
+    items = sorted(found.items, key=lambda item: item[0])
+    owners = [p for p, e in items if e.kind in ("product", "family")]
+    materials = [p for p, e in items if e.kind == "material"]
+    return (
+        len(materials) == 1
+        and bool(owners)
+        and owners[0] < materials[0]
+        and found.copula_between(owners[0], materials[0])
+    )
 
 
 def parse_row(text: str) -> list[tuple[str, str]]:
@@ -758,6 +1014,8 @@ def _row_extraction(text: str, keys: Mapping[str, Any]) -> ChunkExtraction | Non
         return None
     entities.append(subject)
     materials, fluids, rating = [], [], None
+    verdict: RelationType | None = None  # a long-form row's verdict on its subject and another name
+    others: list[ExtractedEntity] = []  # names in columns no rule reads ("Allergen or diet: Soy")
 
     def rel(a: ExtractedEntity, relation: RelationType, b: ExtractedEntity) -> None:
         entities.append(b)
@@ -805,8 +1063,11 @@ def _row_extraction(text: str, keys: Mapping[str, Any]) -> ChunkExtraction | Non
             if (fluid := _cell_entity(value, "fluid")) is not None:
                 fluids.append(fluid)
                 entities.append(fluid)
+        elif _H_COMPAT.search(header) and (_CONTAINS.match(value) or _ABSENT.match(value)):
+            verdict = "made_of" if _CONTAINS.match(value) else "compatible_with"
         elif _H_COMPAT.search(header) and (_RATING_POSITIVE.match(value) or _RATING_NEGATIVE.match(value)):
             rating = bool(_RATING_POSITIVE.match(value)) and not _RATING_NEGATIVE.match(value)
+            verdict = "compatible_with" if rating else "incompatible_with"
         elif _H_MATERIAL.search(header):
             if (material := _cell_entity(value, "material")) is not None:
                 if subject.kind == "fluid":
@@ -832,6 +1093,8 @@ def _row_extraction(text: str, keys: Mapping[str, Any]) -> ChunkExtraction | Non
             for _, entity in _find(value).items:
                 if entity.kind != "range":
                     entities.append(entity)
+            if not _DIGIT.search(value) and (other := _cell_entity(value, "fluid")) is not None:
+                others.append(other)
     for _, value in cells:  # "Hydrolysis (hot water)": the parenthesis names the same thing
         inside = re.search(r"\(([^()]+)\)", value)
         base = _cell_entity(value, "fluid") if inside else None
@@ -855,7 +1118,17 @@ def _row_extraction(text: str, keys: Mapping[str, Any]) -> ChunkExtraction | Non
                         object=b.name,
                     )
                 )
-    return ChunkExtraction(entities=_dedupe(entities), relations=list(dict.fromkeys(relations)))
+    if verdict is not None and not fluids and not materials and subject.kind != "fluid":
+        # a long-form row of columns no rule names ("Ingredient: Soy lecithin; Allergen or diet: Soy;
+        # Status: contains"): the verdict links its subject and the other names; a subject that is
+        # not a code is the thing the table rates, a material, not a product
+        if subject.kind == "product" and subject_kind == "product" and not _CODE.fullmatch(subject.name):
+            entities = [e for e in entities if e is not subject]
+            subject = ExtractedEntity(name=subject.name, kind="material")
+            entities.insert(0, subject)
+        for other in others:
+            rel(subject, verdict, other)
+    return _chunk_extraction(entities, relations)
 
 
 def extract_chunk(
@@ -920,26 +1193,43 @@ def _extract_chunk(
     relations: list[ExtractedRelation] = []
     chunk_topic = topic
     glossary = _GLOSSARY.search(text) is not None
+    listing = False  # the line before ends with a colon: its list items are components or options
     for line in _lines(text):
         heading = _is_heading(line)
+        if (
+            listing
+            and _LIST_ITEM.match(line)
+            and chunk_topic is not None
+            and chunk_topic.kind in ("product", "family")
+        ):
+            if (component := _listed(line)) is not None:
+                entities.extend((chunk_topic, component))
+                relations.append(
+                    ExtractedRelation(subject=chunk_topic.name, relation="made_of", object=component.name)
+                )
+        else:
+            listing = line.rstrip().endswith(":")
         for sentence in _SENTENCES.split(line):
             if not sentence.strip():
                 continue
             found, sentence_relations = _sentence_relations(sentence, chunk_topic)
             entities.extend(e for _, e in found.items)
             relations.extend(sentence_relations)
-            named, same = _aliases(sentence, glossary)
+            named, same = _aliases(sentence, glossary, heading and line.startswith("#"))
             entities.extend(named)
             relations.extend(same)
             if heading:  # what a heading explains in a parenthesis is not its subject
                 found_outside = _find(re.sub(r"\([^)]*\)", " ", sentence))
                 subjects = found_outside.of("product", "family") or found_outside.of("material")
+                if not subjects and line.startswith("#") and (named_by := _heading_name(sentence)):
+                    subjects = [named_by]
+                    entities.append(named_by)
             else:
                 subjects = found.of("product", "family") or found.of("material")
             if subjects and (heading or chunk_topic is None or chunk_topic is topic):
                 # a heading names what follows ("## TFM", the second material of a data sheet)
                 chunk_topic = subjects[0]
-    return ChunkExtraction(entities=_dedupe(entities), relations=list(dict.fromkeys(relations))), chunk_topic
+    return _chunk_extraction(entities, relations), chunk_topic
 
 
 def extract_document(chunks: Sequence[tuple[str, Mapping[str, Any] | None]]) -> list[ChunkExtraction]:
