@@ -34,6 +34,10 @@ __all__ = [
     "value_words",
     "OPTION_WORDS",
     "option_words",
+    "ERROR_WORDS",
+    "PATTERN_WORDS",
+    "UNREADABLE_VALUE",
+    "error_words",
     "MODE_WORDS",
     "OUTCOME_WORDS",
 ]
@@ -619,6 +623,42 @@ def value_words(kind: str, value: str | None) -> str:
 
 NOTICE_WORDS = (N_("Settings saved: %(what)s."),)
 """Save notices built at run time."""
+
+_DATE = N_("Write a date as 2026-12-25.")
+
+ERROR_WORDS: dict[str, str] = {
+    "string_pattern_mismatch": N_("This is not written as expected."),
+    "date_type": _DATE,
+    "date_parsing": _DATE,
+    "date_from_datetime_parsing": _DATE,
+    "date_from_datetime_inexact": _DATE,
+}
+"""Refusals whose library text would show internals (a regular expression, parser words), by pydantic
+error ``type``: the sentence the settings form shows instead."""
+
+PATTERN_WORDS: dict[str, str] = {
+    "deployment.id": N_("Use only letters, digits and - . _ : in a name, without spaces."),
+}
+"""A setting with a pattern, by path: what it accepts in words (else :data:`ERROR_WORDS`' sentence and
+the setting's explanation)."""
+
+UNREADABLE_VALUE = N_("This value cannot be used here.")
+"""A refusal with no words of its own (a library's English): followed by the setting's explanation."""
+
+
+def error_words(form_name: str, error_type: str | None, *, has_words: bool) -> tuple[str, bool] | None:
+    """The msgid the settings form shows for a refused setting ``form_name`` (``hours.holidays``,
+    ``llm.deployments.0.id``) and whether the setting's explanation should follow it; ``None`` when
+    the refusal's own message is already words (``has_words``: the catalog translates it)."""
+    path = setting_path(form_name)
+    if error_type == "string_pattern_mismatch" and path in PATTERN_WORDS:
+        return PATTERN_WORDS[path], False
+    if error_type in ERROR_WORDS:
+        return ERROR_WORDS[error_type], error_type == "string_pattern_mismatch"
+    if error_type is not None and not has_words:
+        return UNREADABLE_VALUE, True
+    return None
+
 
 MODE_WORDS = (N_("ai"), N_("human"), N_("waiting"), N_("closed"))
 """A conversation's mode as its badge shows it (inbox rows, the conversation page); the inbox's mode
