@@ -1,5 +1,6 @@
 """Every select of the console shows words, never the values it stores (``mon``, ``ai``, ``allow``,
-``en``), in English and in Spanish, in a real headless Chromium."""
+``en``, ``7``), in English and in Spanish, in a real headless Chromium: Agent settings, the inbox,
+Analytics, People, API keys, Channels, Knowledge and the Platform page."""
 
 from __future__ import annotations
 
@@ -73,7 +74,12 @@ async def test_no_select_of_settings_or_the_inbox_shows_a_raw_value(
     await page.goto(f"{console_url}/t/{tenant.slug}/inbox")
     for name, value, text in await page.evaluate(OPTIONS_JS):
         seen[(f"inbox:{name}", value)] = text
-    settings_selects = {n for n, _ in seen if not n.startswith("inbox:")}
+    for other in ("analytics", "people", "api-keys", "channels", "knowledge"):
+        await page.goto(f"{console_url}/t/{tenant.slug}/{other}")
+        for name, value, text in await page.evaluate(OPTIONS_JS):
+            seen[(f"{other}:{name}", value)] = text
+    assert ("analytics:days", "7") in seen and ("api-keys:expires_in_days", "30") in seen
+    settings_selects = {n for n, _ in seen if ":" not in n}
     assert set(_select_names()) <= settings_selects, "every select of the settings form was rendered"
     raw = {key: text for key, text in seen.items() if text == key[1]}
     assert raw == {}
@@ -82,3 +88,15 @@ async def test_no_select_of_settings_or_the_inbox_shows_a_raw_value(
     if locale.startswith("es"):
         assert seen[("hours.outside_hours", "person")] == gettext("es", "The customer waits for a person")
         assert seen[("hours.outside_hours", "person")] != "The customer waits for a person"
+
+
+async def test_the_platform_pages_tenant_filter_names_each_tenant(
+    browser, console_url, sessions, make_tenant
+):  # type: ignore[no-untyped-def]
+    tenant = await make_tenant(name="Corner Bakery")
+    ops = await new_user(sessions, role=Role.platform_admin, tenant_id=None)
+    page = await _page_in(browser, console_url, ops, "en-US")
+    await page.goto(f"{console_url}/platform")
+    options = {value: text for _name, value, text in await page.evaluate(OPTIONS_JS)}
+    assert options[tenant.slug] == f"Corner Bakery ({tenant.slug})"
+    assert all(text != value for value, text in options.items())
