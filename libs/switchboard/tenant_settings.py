@@ -345,9 +345,12 @@ CLOSES_BEFORE_OPENING = N_(
     "It closes at {closes}, not after it opens at {opens}; split a night shift into two periods at midnight."
 )
 
-Clock = Annotated[str, _clock(midnight=False)]
+# the patterns state the stored shape; the validator before them already gives it or refuses in words
+Clock = Annotated[str, _clock(midnight=False), Field(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")]
 """A time of day, ``HH:MM`` on the 24-hour clock (``9:00`` is read as ``09:00``)."""
-ClosingClock = Annotated[str, _clock(midnight=True)]
+ClosingClock = Annotated[
+    str, _clock(midnight=True), Field(pattern=r"^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$")
+]
 """A closing time: a :data:`Clock` or ``24:00`` (midnight at the end of the day)."""
 
 
