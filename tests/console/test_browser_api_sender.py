@@ -9,7 +9,7 @@ from switchboard.console.inbox import sender_of
 from switchboard.db.models import Message, Role
 from switchboard.users import create_tenant_key
 
-from tests.utils.console import PASSWORD, new_user
+from tests.utils.console import logged_in_page, new_user
 from tests.utils.outbox import new_scene
 from tests.utils.whatsapp import connect_whatsapp
 
@@ -32,19 +32,12 @@ async def test_a_message_sent_through_the_api_is_signed_with_the_keys_name(
     assert sent.status_code == 202, sent.text
 
     admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
-    context = await browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
-    context.set_default_timeout(15_000)
-    page = await context.new_page()
-    await page.goto(f"{console_url}/login")
-    await page.fill("input[name=email]", admin.email)
-    await page.fill("input[name=password]", PASSWORD)
-    await page.click("button[type=submit]")
+    page = await logged_in_page(browser, console_url, admin)
     await page.goto(f"{console_url}/t/{tenant.slug}/conversations/{conversation.id}")
     message = page.locator("article.msg", has_text="Your parcel left today.")
     assert await message.get_attribute("data-sender") == "human"
     assert await message.locator("strong").first.inner_text() == shown
     assert "person" not in await message.inner_text()
-    await context.close()
 
 
 def test_a_message_from_the_command_line_is_signed_cli():

@@ -11,7 +11,7 @@ from switchboard.db.models import Role, Tenant, Turn
 from switchboard.tenants import add_channel_account
 
 from tests.utils.agent import deployment, llm_settings
-from tests.utils.console import PASSWORD, new_user
+from tests.utils.console import logged_in_page, new_user
 from tests.utils.handoff import make_customer_conversation
 from tests.utils.whatsapp import new_phone_number_id
 
@@ -53,13 +53,7 @@ async def test_the_sandbox_and_the_offline_model_are_testing_only(
             )
         )
     admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
-    context = await browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
-    context.set_default_timeout(15_000)
-    page = await context.new_page()
-    await page.goto(f"{console_url}/login")
-    await page.fill("input[name=email]", admin.email)
-    await page.fill("input[name=password]", PASSWORD)
-    await page.click("button[type=submit]")
+    page = await logged_in_page(browser, console_url, admin)
     await page.goto(f"{console_url}/t/{tenant.slug}/home")
 
     for step, words, path in (
@@ -76,4 +70,3 @@ async def test_the_sandbox_and_the_offline_model_are_testing_only(
     assert await page.locator("#go-live").inner_text() and "Every step is done." not in await page.content()
     await page.locator('li[data-step="channel"] a.real-step').click()
     await page.wait_for_url(f"{console_url}/t/{tenant.slug}/channels")
-    await context.close()

@@ -4,15 +4,13 @@ Analytics, People, API keys, Channels, Knowledge and the Platform page."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from switchboard.console.form_words import OPTION_WORDS, option_words
 from switchboard.db.models import Role
 from switchboard.i18n import gettext
 from switchboard.tenant_config.form import form_sections
 
-from tests.utils.console import PASSWORD, new_user
+from tests.utils.console import logged_in_page, new_user
 
 OPTIONS_JS = """() => [...document.querySelectorAll('select')].flatMap(s =>
     [...s.options].map(o => [s.name, o.value, o.textContent.trim()]))"""
@@ -41,19 +39,6 @@ def test_every_choice_of_every_settings_select_has_words_in_english_and_spanish(
     assert all(words for choices in OPTION_WORDS.values() for words in choices.values())
 
 
-async def _page_in(browser: Any, console_url: str, user: Any, locale: str) -> Any:
-    context = await browser.new_context(viewport={"width": 1366, "height": 900}, locale=locale)
-    context.set_default_timeout(15_000)
-    await context.add_cookies([{"name": "sb_lang", "value": locale[:2], "url": console_url}])
-    page = await context.new_page()
-    await page.goto(f"{console_url}/login")
-    await page.fill("input[name=email]", user.email)
-    await page.fill("input[name=password]", PASSWORD)
-    await page.click("button[type=submit]")
-    await page.wait_for_load_state("networkidle")
-    return page
-
-
 @pytest.mark.parametrize(
     ("locale", "expected"),
     [
@@ -66,7 +51,7 @@ async def test_no_select_of_settings_or_the_inbox_shows_a_raw_value(
 ):  # type: ignore[no-untyped-def]
     tenant = await make_tenant()
     admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
-    page = await _page_in(browser, console_url, admin, locale)
+    page = await logged_in_page(browser, console_url, admin, language=locale[:2])
     seen: dict[tuple[str, str], str] = {}
     await page.goto(f"{console_url}/t/{tenant.slug}/settings")
     for name, value, text in await page.evaluate(OPTIONS_JS):
@@ -95,7 +80,7 @@ async def test_the_platform_pages_tenant_filter_names_each_tenant(
 ):  # type: ignore[no-untyped-def]
     tenant = await make_tenant(name="Corner Bakery")
     ops = await new_user(sessions, role=Role.platform_admin, tenant_id=None)
-    page = await _page_in(browser, console_url, ops, "en-US")
+    page = await logged_in_page(browser, console_url, ops)
     await page.goto(f"{console_url}/platform")
     options = {value: text for _name, value, text in await page.evaluate(OPTIONS_JS)}
     assert options[tenant.slug] == f"Corner Bakery ({tenant.slug})"
