@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import re
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -42,7 +43,16 @@ from datetime import date
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from switchboard.i18n import DEFAULT_LANGUAGE, N_, Language, gettext
@@ -309,8 +319,39 @@ class HandoffSettings(BaseModel):
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 """Weekday keys of :class:`OpeningPeriod` in ``date.weekday()`` order (Monday first)."""
 Weekday = Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
-_CLOCK = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
-_CLOSING = r"^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$"
+_CLOCK_TYPED = re.compile(r"([0-9]{1,2}):([0-9]{2})")
+CLOCK_TIME = N_("Write a time as 09:00 (hours 00 to 23, minutes 00 to 59).")
+CLOSING_TIME = N_("Write a time as 18:00 (hours 00 to 23, minutes 00 to 59), or 24:00 for midnight.")
+
+
+def _clock(*, midnight: bool) -> BeforeValidator:
+    """A time of day as typed (``9:00``, ``09:00``, spaces around) → ``HH:MM``; ``24:00`` only when
+    ``midnight`` (a closing time). Anything else: a ``clock_time`` / ``closing_time`` error in words."""
+
+    def read(value: Any) -> str:
+        found = _CLOCK_TYPED.fullmatch(value.strip()) if isinstance(value, str) else None
+        if found is not None:
+            hour, minute = int(found[1]), int(found[2])
+            if (hour < 24 and minute < 60) or (midnight and (hour, minute) == (24, 0)):
+                return f"{hour:02d}:{minute:02d}"
+        if midnight:
+            raise PydanticCustomError("closing_time", CLOSING_TIME)
+        raise PydanticCustomError("clock_time", CLOCK_TIME)
+
+    return BeforeValidator(read)
+
+
+CLOSES_BEFORE_OPENING = N_(
+    "It closes at {closes}, not after it opens at {opens}; split a night shift into two periods at midnight."
+)
+
+# the patterns state the stored shape; the validator before them already gives it or refuses in words
+Clock = Annotated[str, _clock(midnight=False), Field(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")]
+"""A time of day, ``HH:MM`` on the 24-hour clock (``9:00`` is read as ``09:00``)."""
+ClosingClock = Annotated[
+    str, _clock(midnight=True), Field(pattern=r"^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$")
+]
+"""A closing time: a :data:`Clock` or ``24:00`` (midnight at the end of the day)."""
 
 
 class OpeningPeriod(BaseModel):
@@ -319,9 +360,9 @@ class OpeningPeriod(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     day: Weekday
-    opens: str = Field(pattern=_CLOCK)
-    """``HH:MM``, 24-hour clock."""
-    closes: str = Field(pattern=_CLOSING)
+    opens: Clock
+    """``HH:MM``, 24-hour clock (``9:00`` is read as ``09:00``)."""
+    closes: ClosingClock
     """``HH:MM`` after ``opens``; ``24:00`` is midnight at the end of the day. A night shift is two periods
     (``22:00``-``24:00`` and ``00:00``-``06:00`` of the next day)."""
 
@@ -330,7 +371,7 @@ class OpeningPeriod(BaseModel):
         if self.closes <= self.opens:
             raise PydanticCustomError(
                 "closes_before_opening",
-                "closes at {closes}, not after it opens at {opens} (split a night across midnight)",
+                CLOSES_BEFORE_OPENING,
                 {"opens": self.opens, "closes": self.closes},
             )
         return self

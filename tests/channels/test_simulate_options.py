@@ -1,5 +1,6 @@
 """``switchboard simulate whatsapp|instagram|gmail``: the options that only shape a ``--text`` message
-are refused with ``--payload`` (the payload names its own sender), before anything is posted."""
+are refused with ``--payload`` (the payload names its own sender), before anything is posted; WhatsApp's
+``--from`` replaces a payload's sender instead, and a ``--from`` that is no phone number is refused."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def _cli(tmp_path: Path) -> Cli:
     )
 
 
-@pytest.mark.parametrize("channel", ["whatsapp", "instagram", "gmail"])
+@pytest.mark.parametrize("channel", ["instagram", "gmail"])
 def test_from_with_payload_is_refused_with_exit_2(channel: str, tmp_path: Path) -> None:
     payload = PAYLOADS[channel]
     assert payload.is_file()
@@ -51,11 +52,27 @@ def test_gmail_subject_with_payload_is_refused_with_exit_2(tmp_path: Path) -> No
     )
 
 
-@pytest.mark.parametrize("channel", ["whatsapp", "instagram", "gmail"])
+@pytest.mark.parametrize("channel", ["instagram", "gmail"])
 def test_help_says_from_is_for_text_only(channel: str, tmp_path: Path) -> None:
     out = _cli(tmp_path).run("simulate", channel, "--help", COLUMNS="200")
     assert out.exit_code == 0, out.output
     assert "Refused with --payload: the payload names its sender" in out.stdout
+
+
+def test_whatsapp_help_says_from_replaces_a_payloads_sender(tmp_path: Path) -> None:
+    out = _cli(tmp_path).run("simulate", "whatsapp", "--help", COLUMNS="400")
+    assert out.exit_code == 0, out.output
+    assert "With --payload: replaces the sender of every customer message in it" in out.stdout
+    assert "Refused with --payload" not in out.stdout
+
+
+@pytest.mark.parametrize("source", [("--text", "hi"), ("--payload", str(PAYLOADS["whatsapp"]))])
+def test_a_whatsapp_from_that_is_no_phone_number_is_refused_with_exit_2(
+    source: tuple[str, str], tmp_path: Path
+) -> None:
+    out = _cli(tmp_path).run("simulate", "whatsapp", *source, "--from", "ana")
+    assert out.exit_code == 2, out.output
+    assert out.stderr == "error: --from must be a phone number (6 to 15 digits, '+' optional), not 'ana'\n"
 
 
 @pytest.mark.parametrize(

@@ -50,7 +50,7 @@ async def test_business_hours_are_set_as_rows_and_a_refused_row_keeps_what_was_t
     await page.fill('textarea[name="hours.holidays"]', "2026-12-25")
     await page.click("#save-settings")
     await page.wait_for_load_state("networkidle")
-    assert "closes at 10:00, not after it opens at 14:00" in await page.content()
+    assert "It closes at 10:00, not after it opens at 14:00" in await page.content()
     assert await page.input_value('input[name="hours.schedule.5.opens"]') == "14:00"  # kept as typed
     assert await page.input_value('textarea[name="hours.holidays"]') == "2026-12-25"
     assert await _hours(sessions, tenant.id) == {}

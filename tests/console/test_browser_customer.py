@@ -66,10 +66,14 @@ async def test_the_customer_page_shows_edits_exports_and_erases(
 
     await page.click("#export-button")
     await page.wait_for_selector("#export-waiting")
+    assert "appears here when it is ready" in await page.inner_text("p.notice")
     await run_worker_burst(console_settings, Queue.background)
-    await page.reload()
+    # no reload: the card asks for itself until the link is there
+    await page.wait_for_selector("#download-export")
+    assert await page.locator("#export-waiting").count() == 0
     link = await page.get_attribute("#download-export", "href")
-    assert link and "sig=" in link
+    export_id = re.search(r"[?&]export=([0-9a-f]{32})", page.url).group(1)
+    assert re.fullmatch(rf"/t/{tenant.slug}/customers/exports/{export_id}\.zip\?exp=\d+&sig=[^&]+", link)
     download = await page.request.get(f"{console_url}{link}")
     assert download.status == 200
     with zipfile.ZipFile(io.BytesIO(await download.body())) as archive:
@@ -107,3 +111,22 @@ async def test_the_customer_page_shows_edits_exports_and_erases(
             )
         ).scalar_one()
     assert actor == f"console_user:{admin.id}"
+
+
+async def test_an_export_that_is_neither_stored_nor_coming_says_so_and_stops_asking(
+    console_client, console_settings, sessions, make_tenant
+) -> None:  # type: ignore[no-untyped-def]
+    tenant = await make_tenant()
+    ana = await seed_customer(sessions, tenant.id, MediaStore.from_settings(console_settings), "ana")
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
+    async with console_client() as client:
+        await log_in(client, admin)
+        card = await client.get(f"/t/{tenant.slug}/customers/{ana.customer_id}/exports/{'ab' * 16}")
+        assert card.status_code == 200
+        assert 'id="export-failed"' in card.text and "hx-trigger" not in card.text
+        page = await client.get(f"/t/{tenant.slug}/customers/{ana.customer_id}?export={'ab' * 16}")
+        assert 'id="export-failed"' in page.text and 'id="export-waiting"' not in page.text
+        malformed = await client.get(f"/t/{tenant.slug}/customers/{ana.customer_id}/exports/nope")
+        assert malformed.status_code == 404
+        forged = await client.get(f"/t/{tenant.slug}/customers/exports/{'ab' * 16}.zip?exp=1&sig=x")
+        assert forged.status_code == 403

@@ -65,7 +65,15 @@ async def test_each_step_follows_what_the_database_holds(
             "test": False,
         }
         page = (await client.get(f"/t/{tenant.slug}/home")).text
-        assert "no message has arrived yet" in page and "not answered with yet" in page
+        assert "no message has arrived yet" in page and "Only the offline demo model is set up" in page
+        # a model of a real provider (here served by the offline server: the checklist reads the setting)
+        async with sessions() as session, session.begin():
+            row = await session.get(Tenant, tenant.id)
+            llm = dict(row.settings_extensions["llm"])
+            llm["deployments"] = [{**d, "provider": "openai_compatible"} for d in llm["deployments"]]
+            row.settings_extensions = {**row.settings_extensions, "llm": llm}
+        page = (await client.get(f"/t/{tenant.slug}/home")).text
+        assert "not answered with yet" in page and 'data-testing="yes"' not in page
 
         _customer, conversation = await make_customer_conversation(sessions, tenant)
         async with sessions() as session, session.begin():

@@ -10,7 +10,7 @@ import json
 
 from sqlmodel import select
 from switchboard.db.models import EventOutbox, Lead, Tenant
-from switchboard.leads.capture import HEURISTIC_FALLBACK
+from switchboard.leads.capture import HEURISTIC_FALLBACK, OFFLINE_HEURISTIC
 from switchboard.leads.intent import INTENT_INSTRUCTION
 
 from tests.utils.agent import (
@@ -150,3 +150,27 @@ async def test_a_failing_provider_call_falls_back_to_the_heuristic_and_never_fai
     assert "lead_intent_check_failed" in [e["event"] for e in logs]
     (lead,) = await _leads(sessions, tenant.id)  # "how much" + "in stock": two weak phrases
     assert lead.detected_by == HEURISTIC_FALLBACK
+
+
+async def test_the_offline_model_asked_for_intent_is_no_malformed_answer(
+    sessions, make_tenant, orchestrator, offline_model
+) -> None:  # type: ignore[no-untyped-def]
+    """With the offline demo model as the tenant's model and the model check forced, the stand-in's
+    answer to the intent check is not logged as invalid on every turn: the heuristic decides quietly."""
+    tenant = await make_tenant()
+    state, url = offline_model
+    name = unique_model("offline")
+    await answer_with_script(sessions, tenant.id, offline_model, name=name, leads={"intent_check": "model"})
+    handle = await make_conversation(sessions, tenant)
+    with captured_logs() as logs:
+        for said in ("when do you open?", "I want to buy the DN50 valve"):
+            result = await orchestrator.handle_turn(handle.request(said))
+            assert result.reply and not result.silent
+    assert [e["event"] for e in logs].count("lead_intent_answer_invalid") == 0
+    intent_checks = [r for r in state.script(name).requests if _is_intent_check(r)]
+    assert len(intent_checks) == 2  # the model check ran on both turns
+    (lead,) = await _leads(sessions, tenant.id)
+    assert (lead.detected_by, lead.summary) == (
+        OFFLINE_HEURISTIC,
+        "Customer asked: I want to buy the DN50 valve",
+    )

@@ -54,8 +54,12 @@ async def test_the_export_holds_every_message_and_media_file(sessions, make_tena
 
 
 def test_an_export_link_expires_and_opens_only_its_own_file(settings) -> None:
-    key = export_key(__import__("uuid").uuid4(), "ab" * 16)
-    link = export_link(settings, key, base_url="https://console.example.org/customers/exports", now=1000.0)
+    tenant_id = __import__("uuid").uuid4()
+    key = export_key(tenant_id, "ab" * 16)
+    link = export_link(
+        settings, tenant_id, "ab" * 16, base_url="https://console.example.org/customers/exports", now=1000.0
+    )
+    assert link.startswith(f"https://console.example.org/customers/exports/{'ab' * 16}.zip?exp=")
     exp, sig = (part.split("=", 1)[1] for part in link.split("?", 1)[1].split("&"))
     assert export_link_is_valid(settings, key, int(exp), sig, now=1000.0 + 60)
     assert not export_link_is_valid(

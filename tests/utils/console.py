@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 from sqlalchemy.ext.asyncio import async_sessionmaker
@@ -51,3 +52,20 @@ async def log_in(client: httpx.AsyncClient, user: ConsoleUser) -> LoggedIn:
     match = _CSRF.search(page.text)
     assert match, page.text[:500]
     return LoggedIn(client=client, user=user, csrf=match.group(1))
+
+
+async def logged_in_page(browser: Any, console_url: str, user: ConsoleUser, *, language: str = "en") -> Any:
+    """A page of a new browser context (its own cookies) logged in as ``user``, the console in
+    ``language`` (``en`` / ``es``: the language cookie a user's own choice sets)."""
+    context = await browser.new_context(
+        viewport={"width": 1280, "height": 900}, locale="es-ES" if language == "es" else "en-US"
+    )
+    context.set_default_timeout(15_000)
+    await context.add_cookies([{"name": "sb_lang", "value": language, "url": console_url}])
+    page = await context.new_page()
+    await page.goto(f"{console_url}/login")
+    await page.fill("input[name=email]", user.email)
+    await page.fill("input[name=password]", PASSWORD)
+    await page.click("button[type=submit]")
+    await page.wait_for_load_state("networkidle")
+    return page

@@ -29,7 +29,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from switchboard.channels.base import channel_label
 from switchboard.console.deps import LoginRequired
-from switchboard.console.form_words import value_words
+from switchboard.console.form_words import option_words, value_words
 from switchboard.db.models import Role
 from switchboard.i18n import SUPPORTED_LANGUAGES, gettext, negotiate_language, normalize_language
 from switchboard.i18n.jinja import current_language, install_i18n, use_language
@@ -153,6 +153,7 @@ templates.env.globals.update(
     LANGUAGES=SUPPORTED_LANGUAGES,
     channel_label=_channel_label,
     words=value_words,
+    option_words=option_words,
 )
 LANGUAGE_COOKIE = "sb_lang"
 """The user's own choice of console language (``en`` / ``es``), set by ``POST /language``; it wins over

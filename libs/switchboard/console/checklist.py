@@ -7,6 +7,9 @@ Every step is read from the database each time the page opens (never a remembere
 * **knowledge**: documents read and active;
 * **people**: a human agent (WhatsApp) or a console user with the agent role;
 * **test**: a conversation the assistant answered.
+
+A channel account on this deployment's sandbox and the offline demo model are for trying things out:
+with nothing else, their step is "testing only" (not done) and links to the real step.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import Tenant
 from switchboard.i18n import N_
+from switchboard.settings import Settings
 from switchboard.tenant_settings import tenant_settings_from
 
 __all__ = ["SetupStep", "setup_checklist"]
@@ -33,6 +37,8 @@ class SetupStep:
         key: stable id (``channel``, ``model``, ``knowledge``, ``people``, ``test``).
         title: what to do (an English msgid, translated by the template).
         done: whether the database shows it done.
+        testing: done with a stand-in only (the sandbox, the offline model): not done, and
+            ``real_step`` (a msgid) names what to do instead at ``path``.
         state: what the database shows (msgid with ``%(name)s`` placeholders filled from ``values``).
         path: the page under ``/t/{slug}`` where it is done.
     """
@@ -43,15 +49,20 @@ class SetupStep:
     state: str
     path: str
     values: dict[str, Any] = field(default_factory=dict)
+    testing: bool = False
+    real_step: str = ""
 
 
+_ACCOUNTS = text(
+    """
+    SELECT a.channel, a.api_base_url, EXISTS
+        (SELECT 1 FROM messages m WHERE m.channel_account_id = a.id AND m.direction = 'inbound') AS receiving
+    FROM channel_accounts a WHERE a.tenant_id = :tenant AND a.is_active
+    """
+)
 _COUNTS = text(
     """
     SELECT
-      (SELECT count(*) FROM channel_accounts a WHERE a.tenant_id = :tenant AND a.is_active) AS channels,
-      (SELECT count(*) FROM channel_accounts a WHERE a.tenant_id = :tenant AND a.is_active AND EXISTS
-          (SELECT 1 FROM messages m WHERE m.channel_account_id = a.id AND m.direction = 'inbound'))
-          AS channels_receiving,
       (SELECT count(*) FROM knowledge_sources s WHERE s.tenant_id = :tenant AND s.is_active
           AND s.status = 'ready') AS documents_ready,
       (SELECT count(*) FROM knowledge_sources s WHERE s.tenant_id = :tenant
@@ -71,43 +82,65 @@ _ANSWERED_BY = text(
 )
 
 
-async def setup_checklist(session: AsyncSession, tenant: Tenant) -> list[SetupStep]:
-    """The tenant's checklist, in the order a business sets up (business hours come when they exist)."""
+async def setup_checklist(session: AsyncSession, tenant: Tenant, settings: Settings) -> list[SetupStep]:
+    """The tenant's checklist, in the order a business sets up (business hours come when they exist);
+    ``settings`` says which channel accounts talk to this deployment's sandbox."""
     tenant_id: uuid.UUID = tenant.id
     counts = (await session.execute(_COUNTS, {"tenant": tenant_id})).mappings().one()
+    accounts = (await session.execute(_ACCOUNTS, {"tenant": tenant_id})).mappings().all()
+    real = [a for a in accounts if not settings.account_on_sandbox(a["channel"], a["api_base_url"])]
     steps: list[SetupStep] = []
 
-    if counts["channels_receiving"]:
+    testing = bool(accounts) and not real
+    if any(a["receiving"] for a in real):
         state = N_("Connected and receiving messages.")
-    elif counts["channels"]:
+    elif real:
         state = N_("Connected, but no message has arrived yet: send one from your own phone to check it.")
+    elif testing:
+        state = N_("Only the sandbox is connected: it is for testing, customers cannot reach it.")
     else:
         state = N_("No channel connected yet.")
     steps.append(
         SetupStep(
             "channel",
             N_("Connect a channel and check it"),
-            bool(counts["channels_receiving"]),
+            any(a["receiving"] for a in real),
             state,
             "/channels",
+            testing=testing,
+            real_step=N_("Connect a real channel") if testing else "",
         )
     )
 
-    deployments = [d.id for d in tenant_settings_from(tenant.settings_extensions).llm.deployments]
+    deployments = tenant_settings_from(tenant.settings_extensions).llm.deployments
+    own = [d.id for d in deployments if d.provider != "offline"]
     answered_by = None
-    if deployments:
+    if own:
         answered_by = (
-            await session.execute(_ANSWERED_BY, {"tenant": tenant_id, "models": deployments})
+            await session.execute(_ANSWERED_BY, {"tenant": tenant_id, "models": own})
         ).scalar_one_or_none()
+    testing = bool(deployments) and not own
     if answered_by:
         model_state, values = N_("Configured; %(model)s has answered."), {"model": answered_by}
-    elif deployments:
+    elif own:
         model_state, values = N_("Configured, not answered with yet: send a test message."), {}
+    elif testing:
+        model_state, values = (
+            N_("Only the offline demo model is set up: it is for testing, it does not understand customers."),
+            {},
+        )
     else:
         model_state, values = N_("Not configured: the platform's default model answers for now."), {}
     steps.append(
         SetupStep(
-            "model", N_("Set up your model and test it"), bool(answered_by), model_state, "/settings", values
+            "model",
+            N_("Set up your model and test it"),
+            bool(answered_by),
+            model_state,
+            "/settings",
+            values,
+            testing=testing,
+            real_step=N_("Add a real model") if testing else "",
         )
     )
 

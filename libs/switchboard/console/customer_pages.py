@@ -2,7 +2,8 @@
 conversations, memory, leads and opt-out state; editing their name and attributes; and, for tenant
 admins, exporting everything stored about them and erasing them (confirmed by typing an identity).
 
-Export and erase run as background jobs (:mod:`switchboard.privacy`); the page says how far they got.
+Export and erase run as background jobs (:mod:`switchboard.privacy`); the page says how far they got
+(the export card polls itself until its download link is ready).
 An export is downloaded from ``/t/{slug}/customers/exports/{id}.zip`` behind a signed link that expires
 (``CUSTOMER_EXPORT_LINK_TTL_S``), and only by a signed-in admin of the tenant.
 """
@@ -29,7 +30,9 @@ from switchboard.media.store import MediaCopyFailed, MediaStore
 from switchboard.observability import get_logger
 from switchboard.privacy.erase import ERASED_PREFIX, ERASING_PREFIX, confirms_identity
 from switchboard.privacy.export import export_key, export_link, export_link_is_valid, new_export_id
-from switchboard.queue.jobs import enqueue_erase_customer, enqueue_export_customer
+from switchboard.queue.jobs import enqueue_erase_customer, enqueue_export_customer, export_pending
+from switchboard.runtime.resources import Resources
+from switchboard.settings import Settings
 from switchboard.validation import has_unstorable_chars
 
 __all__ = ["customer_pages_router", "customer_page_data", "parse_attributes"]
@@ -48,7 +51,7 @@ BAD_ATTRIBUTES = N_(
 )
 NOT_THE_IDENTITY = N_("That is not this customer's identity: nothing was erased.")
 ERASE_STARTED = N_("Erasing this customer. This cannot be undone; the page shows when it is done.")
-EXPORT_STARTED = N_("Preparing the export. Reload the page in a moment for the download link.")
+EXPORT_STARTED = N_("Preparing the export. The download link appears here when it is ready.")
 SAVED = N_("Saved.")
 
 
@@ -181,21 +184,15 @@ async def customer_page(
     page: InboxPage,
     session: SessionDep,
     settings: SettingsDep,
+    resources: ResourcesDep,
     export: Annotated[str | None, Query(max_length=32)] = None,
     flash: Annotated[str | None, Query(max_length=300)] = None,
     error: Annotated[str | None, Query(max_length=300)] = None,
 ) -> Response:
     customer = await _customer_or_404(session, page, customer_id)
     data = await customer_page_data(session, page.tenant.id, customer)
-    download = None
     is_admin = page.role in ADMIN_ROLES
-    if export and is_admin:
-        try:
-            key = export_key(page.tenant.id, export)
-        except ValueError:
-            key = None
-        if key and await MediaStore.from_settings(settings).exists(key):
-            download = export_link(settings, key, base_url=f"/t/{page.tenant.slug}/customers/exports")
+    state = await _export_state(settings, resources, page, export) if export and is_admin else None
     return render(
         request,
         "customer.html",
@@ -204,10 +201,51 @@ async def customer_page(
         is_admin=is_admin,
         flash=flash,
         error=error,
-        export_id=export,
-        download=download,
+        export=state,
         **data,
     )
+
+
+async def _export_state(
+    settings: Settings, resources: Resources, page: PageContext, export_id: str
+) -> dict[str, str] | None:
+    """Where the export ``export_id`` is: ``{"id", "state": "ready", "download"}`` (a signed link),
+    ``waiting`` (its job is queued or running) or ``failed`` (neither stored nor coming); ``None`` for a
+    malformed id."""
+    try:
+        key = export_key(page.tenant.id, export_id)
+    except ValueError:
+        return None
+    if await MediaStore.from_settings(settings).exists(key):
+        link = export_link(settings, page.tenant.id, export_id, base_url=_exports_url(page))
+        return {"id": export_id, "state": "ready", "download": link}
+    if resources.redis is None or await export_pending(resources.redis, export_id):
+        return {"id": export_id, "state": "waiting"}
+    return {"id": export_id, "state": "failed"}
+
+
+def _exports_url(page: PageContext) -> str:
+    return f"/t/{page.tenant.slug}/customers/exports"
+
+
+@customer_pages_router.get(
+    "/t/{slug}/customers/{customer_id}/exports/{export_id}", response_class=HTMLResponse
+)
+async def export_card(
+    request: Request,
+    customer_id: uuid.UUID,
+    export_id: str,
+    page: AdminPage,
+    session: SessionDep,
+    settings: SettingsDep,
+    resources: ResourcesDep,
+) -> Response:
+    """The customer page's export card alone (the page polls it while the export is prepared)."""
+    customer = await _customer_or_404(session, page, customer_id)
+    state = await _export_state(settings, resources, page, export_id)
+    if state is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such export")
+    return render(request, "_customer_export.html", tenant=page.tenant, customer=customer, export=state)
 
 
 @customer_pages_router.post("/t/{slug}/customers/{customer_id}/attributes")
@@ -282,16 +320,20 @@ async def export_action(
     return _back(page, customer_id, export=export_id, flash=_flash(request, page, EXPORT_STARTED))
 
 
-@customer_pages_router.get("/t/{slug}/customers/exports/{key:path}")
+@customer_pages_router.get("/t/{slug}/customers/exports/{export_id}.zip")
 async def download_export(
-    key: str,
+    export_id: str,
     page: AdminPage,
     settings: SettingsDep,
     exp: Annotated[int, Query()],
     sig: Annotated[str, Query(max_length=128)],
 ) -> Response:
     """The export ZIP behind a signed link: the tenant's own exports only, 403 once the link expired."""
-    if not key.startswith(f"exports/{page.tenant.id}/") or not export_link_is_valid(settings, key, exp, sig):
+    try:
+        key = export_key(page.tenant.id, export_id)
+    except ValueError:
+        key = None
+    if key is None or not export_link_is_valid(settings, key, exp, sig):
         return PlainTextResponse("This download link has expired or is not valid.", status_code=403)
     try:
         data = await MediaStore.from_settings(settings).get(key)

@@ -8,8 +8,9 @@ Keys are setting paths without row numbers: ``agent.name``, ``guardrails.input.t
 ``guardrails.input.deployments.1.model`` alike). ``tests/console/test_setting_words.py`` fails when a
 setting has no label or explanation in English and Spanish.
 
-Also here: the inbox's mode filter values (:class:`switchboard.console.inbox.Mode`) and the outcomes of
-turns and tool calls.
+Also here: the choices of every select in words (:data:`OPTION_WORDS`, :func:`option_words`), stored
+values as the console shows them (:data:`VALUE_WORDS`: history, delivery states, the inbox's mode
+filter) and the outcomes of turns and tool calls.
 """
 
 from __future__ import annotations
@@ -31,6 +32,12 @@ __all__ = [
     "NOTICE_WORDS",
     "VALUE_WORDS",
     "value_words",
+    "OPTION_WORDS",
+    "option_words",
+    "ERROR_WORDS",
+    "PATTERN_WORDS",
+    "UNREADABLE_VALUE",
+    "error_words",
     "MODE_WORDS",
     "OUTCOME_WORDS",
 ]
@@ -366,7 +373,7 @@ SETTING_WORDS: dict[str, SettingWords] = {
     ),
     "leads.intent_check": _w(
         N_("How leads are noticed"),
-        N_("auto: a model when you have one, else simple rules; model or heuristic force one."),
+        N_("Automatically: a model when you have one, else simple rules; or always one of the two."),
     ),
     # channels
     "whatsapp.opt_out_payloads": _w(
@@ -404,13 +411,14 @@ SETTING_WORDS: dict[str, SettingWords] = {
     ),
     "guardrails.input.action": _w(
         N_("When a message is stopped"),
-        N_("redirect: answer with the reply below; handoff: hand it to a person."),
+        N_("Answer with the redirect reply below, or hand the conversation to a person."),
     ),
     "guardrails.input.redirect_reply": _w(
         N_("Redirect reply"), N_("Sent instead of an answer when a message is stopped.")
     ),
     "guardrails.input.on_error": _w(
-        N_("When the check fails"), N_("allow: let the message through; block: treat it as stopped.")
+        N_("When the check fails"),
+        N_("Let the message through, or treat it as stopped, when the check itself fails."),
     ),
     "guardrails.input.deployments": _w(
         N_("Checking models"), N_("Models that do the check; none: your cheapest model.")
@@ -443,7 +451,7 @@ SETTING_WORDS: dict[str, SettingWords] = {
     ),
     "budget.action": _w(
         N_("Past the budget"),
-        N_("cheaper_group: answer with your cheapest model; handoff: send the reply below and hand over."),
+        N_("Keep answering with your cheapest model, or send the reply below and hand over to a person."),
     ),
     "budget.holding_reply": _w(
         N_("Reply past the budget"), N_("Sent when the budget is spent and conversations go to a person.")
@@ -600,6 +608,12 @@ VALUE_WORDS: dict[str, dict[str, str]] = {
         "failed": N_("failed"),
     },
     "tool_kind": {"read": N_("reads"), "write": N_("changes"), "handoff": N_("hands over")},
+    "mode": {
+        "ai": N_("The AI is answering"),
+        "human": N_("With a person"),
+        "waiting": N_("Waiting for a person"),
+        "closed": N_("Closed"),
+    },
     "search_mode": {
         "hybrid": N_("meaning and words"),
         "vector": N_("meaning"),
@@ -609,7 +623,8 @@ VALUE_WORDS: dict[str, dict[str, str]] = {
     },
 }
 """Values the code stores, as the console shows them (``words("delivery", "read")``): conversation
-history (who, which state), delivery states, tool kinds, knowledge search modes."""
+history (who, which state), delivery states, tool kinds, the inbox's mode filter
+(:class:`switchboard.console.inbox.Mode`), knowledge search modes."""
 
 
 def value_words(kind: str, value: str | None) -> str:
@@ -622,8 +637,92 @@ def value_words(kind: str, value: str | None) -> str:
 NOTICE_WORDS = (N_("Settings saved: %(what)s."),)
 """Save notices built at run time."""
 
+_DATE = N_("Write a date as 2026-12-25.")
+
+ERROR_WORDS: dict[str, str] = {
+    "string_pattern_mismatch": N_("This is not written as expected."),
+    "date_type": _DATE,
+    "date_parsing": _DATE,
+    "date_from_datetime_parsing": _DATE,
+    "date_from_datetime_inexact": _DATE,
+}
+"""Refusals whose library text would show internals (a regular expression, parser words), by pydantic
+error ``type``: the sentence the settings form shows instead."""
+
+PATTERN_WORDS: dict[str, str] = {
+    "deployment.id": N_("Use only letters, digits and - . _ : in a name, without spaces."),
+}
+"""A setting with a pattern, by path: what it accepts in words (else :data:`ERROR_WORDS`' sentence and
+the setting's explanation)."""
+
+UNREADABLE_VALUE = N_("This value cannot be used here.")
+"""A refusal with no words of its own (a library's English): followed by the setting's explanation."""
+
+
+def error_words(form_name: str, error_type: str | None, *, has_words: bool) -> tuple[str, bool] | None:
+    """The msgid the settings form shows for a refused setting ``form_name`` (``hours.holidays``,
+    ``llm.deployments.0.id``) and whether the setting's explanation should follow it; ``None`` when
+    the refusal's own message is already words (``has_words``: the catalog translates it)."""
+    path = setting_path(form_name)
+    if error_type == "string_pattern_mismatch" and path in PATTERN_WORDS:
+        return PATTERN_WORDS[path], False
+    if error_type in ERROR_WORDS:
+        return ERROR_WORDS[error_type], error_type == "string_pattern_mismatch"
+    if error_type is not None and not has_words:
+        return UNREADABLE_VALUE, True
+    return None
+
+
 MODE_WORDS = (N_("ai"), N_("human"), N_("waiting"), N_("closed"))
-"""The inbox's mode filter values."""
+"""A conversation's mode as its badge shows it (inbox rows, the conversation page); the inbox's mode
+filter says more (``VALUE_WORDS["mode"]``)."""
+
+OPTION_WORDS: dict[str, dict[str, str]] = {
+    "locale.language": {"en": N_("English"), "es": N_("Spanish")},
+    "leads.intent_check": {
+        "auto": N_("Automatically: a model if there is one, else simple rules"),
+        "model": N_("Always with a model"),
+        "heuristic": N_("Always with simple rules"),
+    },
+    "hours.schedule.day": {
+        "mon": N_("Monday"),
+        "tue": N_("Tuesday"),
+        "wed": N_("Wednesday"),
+        "thu": N_("Thursday"),
+        "fri": N_("Friday"),
+        "sat": N_("Saturday"),
+        "sun": N_("Sunday"),
+    },
+    "hours.outside_hours": {
+        "ai": N_("The AI keeps answering"),
+        "person": N_("The customer waits for a person"),
+    },
+    "guardrails.input.action": {
+        "redirect": N_("Answer with the redirect reply"),
+        "handoff": N_("Hand it to a person"),
+    },
+    "guardrails.input.on_error": {
+        "allow": N_("Let the message through"),
+        "block": N_("Treat it as stopped"),
+    },
+    "budget.action": {
+        "cheaper_group": N_("Answer with the cheapest model"),
+        "handoff": N_("Hand over to a person"),
+    },
+}
+"""The choices of each select of the settings form in words, by setting path (as :data:`SETTING_WORDS`);
+a model provider's choices are :data:`PROVIDERS`' labels."""
+
+
+def option_words(form_name: str, value: str) -> str:
+    """The msgid of choice ``value`` of the settings select ``form_name`` (``hours.schedule.0.day``,
+    ``llm.deployments.1.provider``): a provider's label for any ``*.provider`` select, else
+    :data:`OPTION_WORDS`; an unknown choice as it is (``tests/console/test_select_words.py`` fails on one)."""
+    path = setting_path(form_name)
+    if path.rsplit(".", 1)[-1] == "provider" and value in PROVIDERS:
+        return PROVIDERS[value].label
+    return OPTION_WORDS.get(path, {}).get(value, value)
+
 
 OUTCOME_WORDS = (
     N_("answered"),

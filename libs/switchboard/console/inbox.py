@@ -486,9 +486,15 @@ def shown_channel(conversation: Conversation, customer: Customer | None) -> str:
     return conversation.channel
 
 
+API_SENDER = "API"
+"""The name of a message sent through the public API by a key without a name."""
+
+
 def sender_of(row: Message) -> tuple[str, str]:
     """Who wrote a thread row: ``(kind, name)``, kind ``customer``, ``ai``, ``human`` or ``system`` (a
-    note about the conversation, e.g. a hand-back, kept for the model's history)."""
+    note about the conversation, e.g. a hand-back, kept for the model's history). A message sent through
+    the public API is ``human`` named after its API key (else :data:`API_SENDER`); one sent from the
+    command line is ``CLI``."""
     proxy = row.proxy_metadata or {}
     if row.kind == "system" or row.role == MessageRole.system.value:
         return "system", "system"
@@ -497,6 +503,10 @@ def sender_of(row: Message) -> tuple[str, str]:
     if row.role == MessageRole.human_agent.value:
         if proxy.get("event"):
             return "system", "system"
+        if proxy.get("sender") == "api":
+            return "human", str(proxy.get("key_name") or API_SENDER)
+        if proxy.get("sender") == "cli":  # `switchboard outreach send`
+            return "human", "CLI"
         return "human", str(proxy.get("agent_name") or proxy.get("user_email") or "person")
     return "ai", "AI"
 

@@ -271,7 +271,7 @@ async def tenant_home(
     request: Request, page: HomePage, session: SessionDep, settings: SettingsDep
 ) -> Response:
     """The tenant's home page: the setup checklist, each step's state read from the database."""
-    steps = await setup_checklist(session, page.tenant)
+    steps = await setup_checklist(session, page.tenant, settings)
     docs = settings.console_docs_url
     return render(
         request,

@@ -9,6 +9,7 @@ every new or changed deployment before it saves, unless it is saved anyway.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Request, status
@@ -22,13 +23,15 @@ from switchboard.console.form_words import (
     ADVANCED_GROUPS,
     PROVIDERS,
     SECTION_WORDS,
+    error_words,
     group_of,
     setting_path,
     words_for,
 )
 from switchboard.db.engine import session_scope
 from switchboard.egress import EgressPolicy
-from switchboard.i18n import N_
+from switchboard.i18n import N_, gettext
+from switchboard.i18n.validation import localized_template
 from switchboard.llm.config import DeploymentSettings, default_deployments
 from switchboard.privacy.retention import retention_preview
 from switchboard.settings import Settings
@@ -39,6 +42,7 @@ from switchboard.tenant_config import (
     prepare_settings,
     save_settings,
 )
+from switchboard.tenant_config.document import Problem
 from switchboard.tenant_config.form import FormField, FormSection, document_from_form, form_sections
 from switchboard.tenant_config.probe import ProbeKind, ProbeResult, probe_deployment
 from switchboard.tenant_config.routes import cipher_factory
@@ -136,6 +140,22 @@ def path_words(paths: list[str]) -> list[str]:
     return out
 
 
+def problem_text(problem: Problem, language: str) -> str:
+    """A refused setting's reason as the settings form shows it, in ``language``: a sentence, never a
+    regular expression or a library's English (:func:`switchboard.console.form_words.error_words`)."""
+    name = re.sub(r"\[(\d+)\]", r".\1", problem.path)
+    has_words = (
+        problem.error_type is None or localized_template(problem.error_type, problem.params) is not None
+    )
+    chosen = error_words(name, problem.error_type, has_words=has_words)
+    if chosen is None:
+        return problem.text(language)
+    msgid, explain = chosen
+    words = words_for(name)
+    text = gettext(language, msgid)
+    return f"{text} {gettext(language, words.help)}" if explain and words is not None else text
+
+
 async def _render(
     request: Request,
     page: PageContext,
@@ -171,6 +191,7 @@ async def _render(
         history=history,
         providers=PROVIDERS,
         path_words=path_words,
+        problem_text=problem_text,
         open_advanced=bool(problems),
         problems=problems or [],
         saved=saved,

@@ -48,8 +48,10 @@ MESSAGES: Mapping[str, str] = {
     # our validators (PydanticCustomError types)
     "unknown_timezone": N_("unknown time zone '{timezone}' (use an IANA name such as Europe/Madrid)"),
     "closes_before_opening": N_(
-        "closes at {closes}, not after it opens at {opens} (split a night across midnight)"
+        "It closes at {closes}, not after it opens at {opens}; split a night shift into two periods at midnight."
     ),
+    "clock_time": N_("Write a time as 09:00 (hours 00 to 23, minutes 00 to 59)."),
+    "closing_time": N_("Write a time as 18:00 (hours 00 to 23, minutes 00 to 59), or 24:00 for midnight."),
     "no_opening_hours": N_("add at least one opening period, or turn business hours off"),
 }
 """pydantic error ``type`` → English template (a catalog msgid). Types whose English message depends

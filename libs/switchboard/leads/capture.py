@@ -28,6 +28,7 @@ from switchboard.events import stage_event
 from switchboard.leads.intent import IntentVerdict, heuristic_intent, intent_prompt, parse_model_verdict
 from switchboard.observability import get_logger, metrics
 from switchboard.replies.parts import CHOICE_KINDS, chosen_option_text
+from switchboard.standins.offline_demo import OFFLINE_MARKER
 
 __all__ = [
     "OFFLINE_HEURISTIC",
@@ -256,13 +257,19 @@ async def _read_window(
 async def _decide(
     messages: list[dict[str, Any]], opted_out: bool, model_check: ModelCheck | None, trace_id: str
 ) -> tuple[IntentVerdict, str]:
-    """The verdict and ``detected_by``: the model's when it answers validly, else the heuristic's."""
+    """The verdict and ``detected_by``: the model's when it answers validly, else the heuristic's
+    (``offline_heuristic`` when the offline stand-in answered, ``heuristic_fallback`` with a warning
+    ``lead_intent_answer_invalid`` when a model's answer did not validate)."""
     verdict: IntentVerdict | None = None
     detected_by = OFFLINE_HEURISTIC
     if model_check is not None:
         answer, model_id = await model_check(intent_prompt(messages))
         verdict = parse_model_verdict(answer)
-        if verdict is None:
+        if verdict is None and (answer or "").lstrip().startswith(OFFLINE_MARKER):
+            # the offline stand-in answered (alone, or as a fallback): it cannot judge intent, and its
+            # answer is no malformed one; the heuristic decides, as with only the offline model
+            detected_by = OFFLINE_HEURISTIC
+        elif verdict is None:
             log.warning("lead_intent_answer_invalid", trace_id=trace_id, model=model_id)
             detected_by = HEURISTIC_FALLBACK
         else:

@@ -74,12 +74,20 @@ def export_key(tenant_id: uuid.UUID, export_id: str) -> str:
     return f"exports/{tenant_id}/{export_id}.zip"
 
 
-def export_link(settings: Settings, key: str, *, base_url: str, now: float | None = None) -> str:
-    """A signed link to the export at ``key`` under ``base_url``, valid for
-    ``CUSTOMER_EXPORT_LINK_TTL_S`` seconds."""
+def export_link(
+    settings: Settings, tenant_id: uuid.UUID, export_id: str, *, base_url: str, now: float | None = None
+) -> str:
+    """A signed link ``{base_url}/{export_id}.zip?exp=..&sig=..`` to the export ``export_id`` of
+    ``tenant_id``, valid for ``CUSTOMER_EXPORT_LINK_TTL_S`` seconds; the signature covers the stored key
+    (:func:`export_key`), so the link opens that tenant's file only.
+
+    Raises:
+        ValueError: a malformed ``export_id``.
+    """
+    key = export_key(tenant_id, export_id)
     exp = int((now if now is not None else time.time()) + settings.customer_export_link_ttl_s)
     sig = link_signature(settings, key, exp, purpose=EXPORT_LINKS)
-    return f"{base_url.rstrip('/')}/{quote(key)}?exp={exp}&sig={sig}"
+    return f"{base_url.rstrip('/')}/{quote(export_id)}.zip?exp={exp}&sig={sig}"
 
 
 def export_link_is_valid(

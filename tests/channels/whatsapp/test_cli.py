@@ -11,7 +11,7 @@ import uuid
 import httpx
 from sqlmodel import select
 from switchboard.channels.accounts import access_token_of
-from switchboard.channels.whatsapp.cli import SIMULATED_WA_ID, retarget_payload
+from switchboard.channels.whatsapp.cli import SIMULATED_WA_ID, phone_digits, retarget_payload, with_sender
 from switchboard.cli.channel_common import SAMPLE_MEDIA
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import ChannelAccount, Message
@@ -129,6 +129,43 @@ async def test_simulate_payload_twice_gets_fresh_ids_and_unanswerable_posts_retu
     queued = {job_id.decode() for job_id in await arq_pool.zrange(Queue.chat.value, 0, -1)}
     (status_job,) = queued - {inbound_job_id(row_id) for row_id, _ in rows}
     assert len(queued) == 4 and status_job.startswith("statuses:whatsapp:")
+
+
+def test_with_sender_replaces_every_customer_messages_sender_and_keeps_the_rest() -> None:
+    body = load_payload("batch_multiple_messages_and_status.json", refresh=False)
+    moved = with_sender(body, "15550107777")
+    values = [c["value"] for e in moved["entry"] for c in e["changes"]]
+    assert {m["from"] for v in values for m in v.get("messages", [])} == {"15550107777"}
+    assert {c["wa_id"] for v in values for c in v.get("contacts", [])} <= {"15550107777"}
+    original = [c["value"] for e in body["entry"] for c in e["changes"]]
+    assert [v.get("statuses") for v in values] == [v.get("statuses") for v in original]
+    assert phone_digits("--from", "+1 555-010-7777") == "15550107777"
+
+
+async def test_simulate_payload_with_from_is_that_customers_message(
+    make_settings, wa_tenant, sessions, graph_sandbox, cli, stops_at_the_queue
+) -> None:  # type: ignore[no-untyped-def]
+    port = free_port()
+    settings = make_settings(whatsapp_port=port)
+    env = {
+        "META_APP_SECRET": APP_SECRET,
+        "WHATSAPP_PORT": str(port),
+        "WHATSAPP_GRAPH_BASE_URL": graph_sandbox[0],
+    }
+    args = ["simulate", "whatsapp", "--tenant", wa_tenant.tenant.slug, "--payload"]
+    async with serve_app(create_app(settings), port=port):
+        out = await cli.arun(
+            *args, str(payload_path("text.json")), "--from", "+15550107777", "--timeout", "0.3", **env
+        )
+    assert out.exit_code == 0, out.output
+    assert '"stored":1,"duplicates":0' in out.stderr
+    async with sessions() as session:
+        senders = (
+            await session.exec(
+                select(Message.sender_external_id).where(Message.tenant_id == wa_tenant.tenant.id)
+            )
+        ).all()
+    assert list(senders) == ["15550107777"]
 
 
 async def test_simulate_and_add_whatsapp_find_the_running_system_through_run_json(

@@ -25,7 +25,7 @@ from switchboard.channels.base import (
     SendErrorKind,
     register_channel,
 )
-from switchboard.channels.web.stream import append_event, event_external_id, notify
+from switchboard.channels.web.stream import append_event, event_external_id, mark_visitor_read, notify
 from switchboard.channels.web.widgets import USER_PREFIX, user_address, valid_visitor_id
 from switchboard.i18n import N_
 from switchboard.observability import get_logger
@@ -200,9 +200,17 @@ class WebChannel:
     async def mark_read(
         self, account: ChannelAccount, external_id: str, *, sender: str | None = None
     ) -> None:
-        """Tell the visitor's widget their message ``external_id`` was read (a live notice, not stored)."""
+        """Tell the visitor's widget their message ``external_id`` was read: recorded on the message's
+        stream event (a reloaded widget still shows it read), then a live ``seen`` notice."""
         if not sender:
             return
+        try:
+            async with self._sessions() as session, session.begin():
+                await mark_visitor_read(
+                    session, account_id=account.id, address=sender, external_id=external_id
+                )
+        except Exception as exc:  # noqa: BLE001 (any database failure: the delivery loop retries)
+            raise SendError(f"store: {type(exc).__name__}", kind=SendErrorKind.transient) from exc
         try:
             await notify(self._redis_client(), account.id, sender, {"type": "seen", "id": external_id})
         except Exception as exc:  # noqa: BLE001 (a courtesy)

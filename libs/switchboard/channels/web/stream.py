@@ -6,6 +6,9 @@ stream ``(widget, address)`` and is the Server-Sent-Events ``id``: a widget that
 ``Last-Event-ID: n`` gets exactly the events after ``n``, none lost and none twice. Appends to one
 stream take a transaction-scoped advisory lock, so sequence order is commit order.
 
+A visitor's message that was read keeps it (``"read": true`` in its payload, :func:`mark_visitor_read`),
+so a widget that reloads still shows it read: its state never goes back to "sent".
+
 Live: after each append (and for the ephemeral ``typing`` and ``seen`` notices, which are never
 stored) a message is published on the Redis channel of the stream (:func:`live_channel`); an open
 stream wakes on it and reads the new rows, and also looks every ``WEB_STREAM_POLL_S`` seconds, so a
@@ -25,7 +28,15 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-__all__ = ["StreamEvent", "append_event", "event_external_id", "events_after", "live_channel", "notify"]
+__all__ = [
+    "StreamEvent",
+    "append_event",
+    "event_external_id",
+    "events_after",
+    "live_channel",
+    "mark_visitor_read",
+    "notify",
+]
 
 _APPEND = text(
     """
@@ -40,6 +51,12 @@ _APPEND = text(
 _EXISTING = text(
     "SELECT seq FROM web_chat_events WHERE channel_account_id = CAST(:account AS uuid) "
     "AND address = CAST(:address AS varchar) AND external_id = CAST(:external_id AS varchar)"
+)
+_READ = text(
+    "UPDATE web_chat_events SET payload = payload || '{\"read\": true}'::jsonb "
+    "WHERE channel_account_id = CAST(:account AS uuid) AND address = CAST(:address AS varchar) "
+    "AND external_id = CAST(:external_id AS varchar) AND kind = 'visitor' "
+    "AND NOT coalesce((payload ->> 'read')::boolean, false)"
 )
 _AFTER = text(
     "SELECT seq, kind, external_id, payload, created_at FROM web_chat_events "
@@ -111,6 +128,17 @@ async def append_event(
         )
     ).scalar_one()
     return int(seq)
+
+
+async def mark_visitor_read(
+    session: AsyncSession, *, account_id: uuid.UUID, address: str, external_id: str
+) -> bool:
+    """Record that the visitor's message ``external_id`` was read, in ``session``'s transaction (the
+    caller commits); ``False`` when it was recorded already or the stream has no such message."""
+    result = await session.exec(  # type: ignore[call-overload]
+        _READ, params={"account": str(account_id), "address": address, "external_id": external_id[:64]}
+    )
+    return bool(result.rowcount)
 
 
 async def events_after(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import re
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -111,6 +112,36 @@ def retarget_payload(
         now = int(time.time())
         for item in stamped:
             item["timestamp"] = str(now - (newest - int(item["timestamp"])))
+    return body
+
+
+def phone_digits(option: str, value: str) -> str:
+    """A phone number as typed (``+1 555 010 7777``) → its digits (``15550107777``), WhatsApp's ``wa_id``.
+
+    Raises:
+        ValueError: not 6 to 15 digits after an optional ``+`` (spaces and dashes allowed), naming
+            ``option`` (``--from``).
+    """
+    digits = re.sub(r"[\s-]", "", value).removeprefix("+")
+    if not re.fullmatch(r"[0-9]{6,15}", digits):
+        raise ValueError(f"{option} must be a phone number (6 to 15 digits, '+' optional), not {value!r}")
+    return digits
+
+
+def with_sender(body: dict[str, Any], wa_id: str) -> dict[str, Any]:
+    """``body`` with every customer message sent by ``wa_id``: each ``messages[].from`` and each
+    ``contacts[].wa_id`` (the profile name is kept). Statuses and business-app echoes name the business's
+    own sends and are left as they are."""
+    body = copy.deepcopy(body)
+    for entry in body.get("entry") or []:
+        for change in entry.get("changes") or []:
+            value = change.get("value") or {}
+            for message in value.get("messages") or []:
+                if isinstance(message, dict) and "from" in message:
+                    message["from"] = wa_id
+            for contact in value.get("contacts") or []:
+                if isinstance(contact, dict):
+                    contact["wa_id"] = wa_id
     return body
 
 
@@ -227,8 +258,9 @@ def simulate_whatsapp(
         typer.Option(
             "--from",
             metavar="PHONE",
-            help=f"Customer phone number of a --text message (E.164, '+' optional; default {SIMULATED_WA_ID}). "
-            "Refused with --payload: the payload names its sender (messages[].from, contacts[].wa_id).",
+            help=f"Customer phone number (E.164, '+' optional). With --text: its sender (default "
+            f"{SIMULATED_WA_ID}). With --payload: replaces the sender of every customer message in it "
+            "(messages[].from and contacts[].wa_id); without it the payload's own sender is used.",
         ),
     ] = None,
     payload: Annotated[
@@ -269,19 +301,20 @@ def simulate_whatsapp(
 
     --payload message ids get a fresh suffix (unless --keep-ids), so a file can be posted again. When the
     webhook stored nothing new, or the payload holds no customer message to answer (statuses, reactions...),
-    it says so in one line and returns at once. --from is for --text: with --payload it is refused
-    (exit 2), as the payload names its own sender; --keep-ids and --keep-timestamps are for --payload and
-    refused with --text.
+    it says so in one line and returns at once. --from sets the customer: the sender of a --text
+    message, or of every customer message of a --payload (posting one recorded payload as several
+    customers); --keep-ids and --keep-timestamps are for --payload and refused with --text.
     """
     check_simulate_source(
         text=text,
         payload=payload,
-        text_only={"--from": (from_, "the payload names its sender")},
+        text_only={},
         payload_only={
             "--keep-ids": (keep_ids, "a --text message always gets a new wamid"),
             "--keep-timestamps": (keep_timestamps, "a --text message is sent now"),
         },
     )
+    wa_id = phone_digits("--from", from_) if from_ is not None else None
     settings = command_settings()
     phone_number_id, sandbox_base = account_of_tenant(
         settings,
@@ -297,9 +330,11 @@ def simulate_whatsapp(
         body = retarget_payload(document, phone_number_id=phone_number_id, keep_timestamps=keep_timestamps)
         if not keep_ids:
             body = refresh_message_ids(body)
+        if wa_id is not None:
+            body = with_sender(body, wa_id)
     else:
         body = build_text_webhook(
-            phone_number_id=phone_number_id, wa_id=(from_ or SIMULATED_WA_ID).lstrip("+"), text=text or ""
+            phone_number_id=phone_number_id, wa_id=wa_id or SIMULATED_WA_ID.lstrip("+"), text=text or ""
         )
     raw = json.dumps(body, separators=(",", ":")).encode()
     webhook_url = settings.service_url(settings.whatsapp_port) + "/webhooks/whatsapp"

@@ -175,6 +175,15 @@
     line.className = "state" + (failed ? " failed" : "");
   }
 
+  /* a message of the visitor only moves forward: sending, sent, read (never "Sent" after "Read") */
+  var OWN_RANK = { sending: 0, sent: 1, read: 2 };
+  function ownState(bubble, state) {
+    var now = bubble.getAttribute("data-state");
+    if (now && OWN_RANK[now] >= OWN_RANK[state]) return;
+    bubble.setAttribute("data-state", state);
+    stateLine(bubble, WORDS[state]);
+  }
+
   function safeUrl(url) {
     if (typeof url !== "string") return null;
     if (/^https:\/\//i.test(url) || url.indexOf(BASE + "/") === 0) return url;
@@ -241,7 +250,7 @@
       bubbles[event.id] = bubble;
     }
     bubble.setAttribute("data-seq", String(event.seq));
-    if (!bubble.getAttribute("data-read")) stateLine(bubble, WORDS.sent);
+    ownState(bubble, event.read ? "read" : "sent");
     scrollDown();
   }
 
@@ -261,7 +270,7 @@
     source.addEventListener("hello", function () { note(""); });
     source.addEventListener("seen", function (e) {
       var data = JSON.parse(e.data), bubble = bubbles[data.id];
-      if (bubble) { bubble.setAttribute("data-read", "1"); stateLine(bubble, WORDS.read); }
+      if (bubble) ownState(bubble, "read");
       /* read means an answer is on its way, unless it came already (a "seen" may arrive after it) */
       if (bubble && Number(bubble.getAttribute("data-seq")) > lastReplySeq) setTyping(true);
     });
@@ -287,7 +296,7 @@
     bubble.appendChild(el("span", {}, text));
     ui.log.appendChild(bubble);
     bubbles[id] = bubble;
-    stateLine(bubble, WORDS.sending);
+    ownState(bubble, "sending");
     scrollDown();
     return bubble;
   }
@@ -303,7 +312,7 @@
     if (payload) message.payload = payload;
     post("/v1/messages", identity({ key: KEY, messages: [message] })).then(function (answer) {
       if ((answer.too_long || []).indexOf(id) >= 0) { stateLine(bubble, WORDS.tooLong, true); return; }
-      stateLine(bubble, WORDS.sent);
+      ownState(bubble, "sent");
       setTyping(true);
     }, function (err) {
       stateLine(bubble, err.message, true);
@@ -326,7 +335,7 @@
     for (var k in params) form.append(k, params[k]);
     form.append("file", file, file.name);
     var bubble = pendingBubble(id, "📎 " + file.name);
-    post("/v1/files", form, true).then(function () { stateLine(bubble, WORDS.sent); setTyping(true); },
+    post("/v1/files", form, true).then(function () { ownState(bubble, "sent"); setTyping(true); },
       function (err) { stateLine(bubble, err.message, true); });
   }
 
