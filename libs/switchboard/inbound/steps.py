@@ -346,6 +346,7 @@ async def record_only(ic: InboundContext) -> Outcome | None:
             reason=business_app_echo_reason(row.channel),
             trace_id=row.trace_id or "",
             actor=Actor.business_app(),
+            redis=ic.deps.redis,
         )
         log.info("business_app_echo", handoff="human", queued=assignment.agent is None)
         await _deliver(ic, DeliveryScope(conversation_id=ic.conversation.id))  # the agent's notice
@@ -606,6 +607,7 @@ async def _button_handoff(ic: InboundContext) -> Outcome:
             reason=f"customer pressed {title}",
             trace_id=row.trace_id or "",
             actor=Actor.customer(ic.customer.id),
+            redis=ic.deps.redis,
         )
         queued = assignment.agent is None
         log.info("conversation_escalated", source="button", payload=ic.stored.payload, queued=queued)
