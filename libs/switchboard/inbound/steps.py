@@ -349,7 +349,9 @@ async def record_only(ic: InboundContext) -> Outcome | None:
             redis=ic.deps.redis,
         )
         log.info("business_app_echo", handoff="human", queued=assignment.agent is None)
-        await _deliver(ic, DeliveryScope(conversation_id=ic.conversation.id))  # the agent's notice
+        await _deliver(
+            ic, DeliveryScope(conversation_id=ic.conversation.id)
+        )  # due rows (the notice is queued)
     async with ic.deps.resources.sessions() as session, session.begin():
         await ic.channel.on_record_only(session, row, ic)
         await session.exec(
@@ -843,6 +845,7 @@ async def reply_cap(ic: InboundContext) -> Outcome | None:
         reason=f"automatic replies capped: {limit} in {window_s:g} s",
         trace_id=row.trace_id or "",
         actor=Actor.system(),
+        redis=ic.deps.redis,
     )
     log.warning(
         "auto_reply_cap_reached",
@@ -851,7 +854,7 @@ async def reply_cap(ic: InboundContext) -> Outcome | None:
         window_s=window_s,
         queued=assignment.agent is None,
     )
-    await _deliver(ic, DeliveryScope(conversation_id=ic.conversation.id))  # the agent's notice
+    await _deliver(ic, DeliveryScope(conversation_id=ic.conversation.id))  # due rows (the notice is queued)
     await finish(ic, InboundState.done, "automatic reply cap reached: handed to a person")
     return Outcome.reply_capped
 
