@@ -800,6 +800,7 @@ async def out_of_hours(ic: InboundContext) -> Outcome | None:
         reason="wrote outside business hours",
         trace_id=row.trace_id or "",
         actor=Actor.system(),
+        redis=ic.deps.redis,
     )
     reply = waiting_reply(settings, assignment.opens_at) if assignment.agent is None else None
     if reply is not None:
@@ -879,6 +880,7 @@ async def _audio_not_understood(ic: InboundContext, message: Message, exc: Audio
             reason="a voice message could not be understood",
             trace_id=row.trace_id or "",
             actor=Actor.system(),
+            redis=ic.deps.redis,
         )
         log.warning(
             "audio_not_understood",
