@@ -74,8 +74,9 @@ class MediaRef(BaseModel):
     voice: bool = False
     size_bytes: int | None = None
     expiring: bool = False
-    """``ref`` is a link that stops working (an Instagram CDN URL): the bytes are copied into our media
-    storage right after the insert (``copy_inbound_media``) and ``ref`` becomes ``store:<key>``."""
+    """``ref`` is a handle that stops working (an Instagram CDN URL, a WhatsApp media id): the bytes are
+    copied into our media storage right after the insert (``copy_inbound_media``, through the channel's
+    ``copy_media``) and ``ref`` becomes ``store:<key>``."""
 
 
 class SenderIdentity(BaseModel):

@@ -28,7 +28,7 @@ from tests.utils.rows import messages_of
 from tests.utils.servers import serve_app
 from tests.utils.tenants import new_tenant
 from tests.utils.whatsapp import channel_service, connect_whatsapp, load_payload, sent_to, text_body
-from tests.utils.workers import job_result, run_cron_job, run_worker_burst
+from tests.utils.workers import job_result, run_cron_job, run_worker_burst, run_workers_until_idle
 
 ECHO_REASON = "a human replied from the WhatsApp Business app"
 
@@ -108,7 +108,7 @@ async def test_business_app_echo_goes_to_the_least_loaded_online_agent(
         )
         nia.last_inbound_at = utcnow()
     await _post_all(settings, pid, ["smb_message_echo_from_business_app.json"])
-    await run_worker_burst(settings)
+    await run_workers_until_idle(settings)
     [row] = await messages_of(sessions, wa_tenant.tenant.id)
     async with sessions() as session:
         conversation = await session.get(Conversation, row.conversation_id)
@@ -130,7 +130,7 @@ async def test_system_number_change_rekeys_customer_keeping_history(
     await _post_all(
         settings, wa_tenant.phone_number_id, ["sticker_animated.json", "system_user_changed_number.json"]
     )
-    await run_worker_burst(settings)
+    await run_workers_until_idle(settings)
     async with sessions() as session:
         customers = list(
             (await session.exec(select(Customer).where(Customer.tenant_id == wa_tenant.tenant.id))).all()

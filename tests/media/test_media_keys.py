@@ -9,11 +9,13 @@ from functools import partial
 
 import httpx
 import pytest
+from obstore.store import MemoryStore
 from switchboard.channels.base import ChannelDeps
 from switchboard.channels.whatsapp.channel import WhatsAppChannel
 from switchboard.channels.whatsapp.send import GraphClient
 from switchboard.db.models import ChannelAccount
 from switchboard.inbound.media import MAX_MEDIA_BYTES, OPENAI_ROOT, _endpoint, media_to_text
+from switchboard.media import MediaStore
 
 from tests.utils.key_listener import KeyListener, key_listener
 from tests.utils.whatsapp import new_media_id
@@ -37,7 +39,15 @@ async def _media_text(graph_base: str, settings, kind: str, data: bytes, mime: s
         )
         graph = GraphClient(graph_base, "v23.0")
         channel = WhatsAppChannel(
-            ChannelDeps(settings=None, cipher=None, http=None, extra={"whatsapp_graph": graph})
+            ChannelDeps(
+                settings=None,
+                cipher=None,
+                http=None,
+                extra={
+                    "whatsapp_graph": graph,
+                    "media_store": MediaStore(MemoryStore(), max_bytes=MAX_MEDIA_BYTES),
+                },
+            )
         )  # type: ignore[arg-type]
         account = ChannelAccount(tenant_id=uuid.uuid4(), channel="whatsapp", external_account_id="1")
         try:

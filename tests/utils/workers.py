@@ -18,7 +18,15 @@ from switchboard.queue.running import QueueWorker
 from switchboard.settings import Settings
 from switchboard.worker import WORKER_SETTINGS_BUILDERS
 
-__all__ = ["run_worker_burst", "run_cron_job", "job_result", "queued_jobs", "discard_jobs", "QUEUES"]
+__all__ = [
+    "run_worker_burst",
+    "run_workers_until_idle",
+    "run_cron_job",
+    "job_result",
+    "queued_jobs",
+    "discard_jobs",
+    "QUEUES",
+]
 
 QUEUES = tuple(queue.value for queue in Queue)
 """Every ARQ queue the system uses (``arq:queue``, ``arq:queue:background``)."""
@@ -41,6 +49,20 @@ async def run_worker_burst(
     finally:
         await worker.close()
     return worker
+
+
+async def run_workers_until_idle(settings: Settings, *, rounds: int = 4) -> None:
+    """The chat worker's burst, then the background worker's while it has jobs, and again: a background
+    job may queue chat work (an agent's handoff notice to send). At most ``rounds`` of both."""
+    client = Redis.from_url(settings.redis_url or "")
+    try:
+        for _ in range(rounds):
+            await run_worker_burst(settings)
+            if not queued_jobs(client, Queue.background.value):
+                return
+            await run_worker_burst(settings, Queue.background)
+    finally:
+        client.close()
 
 
 async def run_cron_job(settings: Settings, queue: Queue, name: str) -> Any:

@@ -216,10 +216,13 @@ class BuiltinToolSet:
 
     Args:
         gateway: model gateway for the handoff summary sent to the agent (``None``: no summary call).
+        redis: the ARQ pool the agent's notice is queued on (``handoff_notice``, so the customer's reply
+            never waits for the summary); ``None``: the notice is written during the tool call.
     """
 
-    def __init__(self, gateway: Any = None) -> None:
+    def __init__(self, gateway: Any = None, redis: Any = None) -> None:
         self.gateway = gateway
+        self.redis = redis
 
     async def definitions(self, ctx: ToolContext) -> list[dict[str, Any]]:
         """The built-ins :func:`~switchboard.tools.context.offered` lets this turn see."""
@@ -308,6 +311,7 @@ class BuiltinToolSet:
                 reason=reason.strip(),
                 trace_id=ctx.trace_id,
                 actor=Actor.ai(),
+                redis=self.redis,
             )
         except LookupError:
             raise ToolError("conversation not found", error_type="not_found") from None

@@ -209,7 +209,7 @@ class Orchestrator:
     written, before it returns."""
 
     def __post_init__(self) -> None:
-        self.registry = ToolRegistry([BuiltinToolSet(gateway=self.gateway), *self.toolsets])
+        self.registry = ToolRegistry([BuiltinToolSet(gateway=self.gateway, redis=self.redis), *self.toolsets])
 
     async def handle_turn(self, request: TurnRequest) -> TurnResult:
         """Answer ``request`` (see the module docstring).
@@ -474,6 +474,7 @@ class Orchestrator:
                 reason=reason,
                 trace_id=trace_id,
                 actor=Actor.system(),
+                redis=self.redis,
             )
         except (LookupError, InvalidTransition) as exc:
             log.warning("guarded_handoff_failed", error=f"{type(exc).__name__}: {exc}"[:300])

@@ -19,8 +19,10 @@ Everything else the core knows about a channel is declared on its class too: :at
 (the console and notices), :attr:`Channel.business_app` (the escalation reason of an echo),
 :attr:`Channel.reply_identity_kinds` (whom a reply is addressed to), :attr:`Channel.account_id_label`,
 :attr:`Channel.chart_colour`, and optionally ``show_address`` (how people see a customer's address,
-:func:`shown_address`) and ``address_of`` (a customer identity as the channel's send address,
-:func:`channel_address`); the registry answers with :func:`channel_class` and the ``channel_*``
+:func:`shown_address`), ``address_of`` (a customer identity as the channel's send address,
+:func:`channel_address`) and ``copy_media`` (``(account, ref, *, kind) -> StoredMedia``, raising
+``MediaCopyFailed``: how an ``expiring`` media handle that needs the channel's own lookup, a WhatsApp
+media id, is copied into media storage by :mod:`switchboard.media.jobs`); the registry answers with :func:`channel_class` and the ``channel_*``
 functions below, so no channel name is listed anywhere else.
 
 Channels register their class with :func:`register_channel` when their ``channel`` module is imported;

@@ -14,8 +14,9 @@ A channel's webhook route verifies and parses the provider's body, normalizes it
 * Only after the transaction commits are jobs enqueued (job id ``inbound:<row id>``, deferred by the
   debounce window so bursts coalesce). An enqueue failure is logged and left to the sweeper: the
   row is already safe. Delivery statuses go to one ``apply_delivery_statuses`` job per delivery.
-* A stored row with an expiring media link (Instagram's CDN) also gets a ``copy_inbound_media`` job
-  at once (:mod:`switchboard.media.jobs`), so the bytes are ours before the link dies.
+* A stored row with an expiring media handle (an Instagram CDN link, a WhatsApp media id) also gets a
+  ``copy_inbound_media`` job at once (:mod:`switchboard.media.jobs`), so the bytes are ours before the
+  handle dies.
 """
 
 from __future__ import annotations
@@ -651,7 +652,7 @@ async def _ingest(
     trace = tracing.job_trace_kwargs()
     specs: list[JobSpec] = []
     for row_id in result.stored_ids:
-        if row_id in expiring:  # the provider's link dies: copy the bytes now, before the debounce
+        if row_id in expiring:  # the provider's handle dies: copy the bytes now, before the debounce
             specs.append(jobs.copy_media_spec(row_id, trace=trace))
         defer_s = debounce_s if actions.get(row_id) == "process" else 0.0
         specs.append(jobs.process_inbound_spec(row_id, defer_s=defer_s, trace=trace))

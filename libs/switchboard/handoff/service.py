@@ -1,9 +1,15 @@
-"""Handoff operations that combine assignment, summaries and notices (one transaction each, then the model)."""
+"""Handoff operations that combine assignment, summaries and notices (one transaction each, then the model).
+
+The customer never waits for the model's summary: :func:`escalate_and_notify` commits the escalation
+and queues the agent's notice as the background job ``handoff_notice`` (:func:`handoff_notice`), which
+writes the summary and the notice and asks the chat worker to send it. The customer's reply is written
+and sent by the caller right away.
+"""
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlmodel import col, select
@@ -25,9 +31,19 @@ from switchboard.handoff.notices import Outgoing, agent_outgoing, assignment_not
 from switchboard.handoff.summary import write_handoff_summary
 from switchboard.llm.router import ModelGateway
 from switchboard.observability import get_logger
+from switchboard.queue.jobs import enqueue_handoff_notice
 from switchboard.tenant_settings import load_tenant_settings
 
-__all__ = ["escalate_and_notify", "notices_for_assignments", "assign_at_opening", "handoff_openings"]
+if TYPE_CHECKING:
+    from arq.connections import ArqRedis
+
+__all__ = [
+    "escalate_and_notify",
+    "notices_for_assignments",
+    "assign_at_opening",
+    "handoff_notice",
+    "handoff_openings",
+]
 
 log = get_logger(__name__)
 
@@ -86,12 +102,19 @@ async def escalate_and_notify(
     reason: str,
     trace_id: str,
     actor: Actor,
+    redis: ArqRedis | None = None,
 ) -> Assignment:
-    """Escalate (assign or queue, one locked transaction), then write the agent's notice to the outbox.
+    """Escalate (assign or queue, one locked transaction), then see that the agent is told.
+
+    With a queue (``redis``) the notice is the background job ``handoff_notice``: this returns as soon as
+    it is queued, without any model call, so the caller sends the customer's reply at once. A failed
+    enqueue writes the notice now with the customer's messages quoted (no model call either). Without a
+    queue (a process embedding the agent) the notice and its model summary are written here.
 
     Args:
         actor: who asked for a person (``Actor.ai()`` for ``escalate_to_human``, the customer for a
             button, ``Actor.business_app()`` for a reply typed in the WhatsApp Business app).
+        redis: the ARQ pool the notice job is queued on.
 
     Raises:
         LookupError: the conversation is not this tenant's.
@@ -117,12 +140,74 @@ async def escalate_and_notify(
         log.info("handoff_already_assigned", conversation_id=str(conversation_id), agent_id=str(agent_id))
         return assignment
     log.info("handoff_assigned", conversation_id=str(conversation_id), agent_id=str(agent_id))
+    if redis is not None:
+        try:
+            await enqueue_handoff_notice(
+                redis,
+                tenant_id=tenant_id,
+                conversation_id=conversation_id,
+                agent_id=agent_id,
+                trace_id=trace_id or uuid.uuid4().hex,
+            )
+            return assignment
+        except Exception as exc:  # noqa: BLE001 (the agent is told now instead, without a model call)
+            log.error("handoff_notice_not_queued", error=f"{type(exc).__name__}: {exc}"[:300])
+            gateway = None
+    await _write_notices(sessions, gateway, tenant_id, agent_id, conversation_id, trace_id)
+    return assignment
+
+
+async def _write_notices(
+    sessions: async_sessionmaker[AsyncSession],
+    gateway: ModelGateway | None,
+    tenant_id: uuid.UUID,
+    agent_id: uuid.UUID,
+    conversation_id: uuid.UUID,
+    trace_id: str,
+) -> int:
+    """Write the agent's notice of ``conversation_id`` to the outbox; returns the notices written."""
     notices = await notices_for_assignments(
         sessions, gateway, agent_id=agent_id, conversation_ids=[conversation_id], trace_id=trace_id
     )
     async with session_scope(sessions) as session:
         await write_outgoing(session, tenant_id=tenant_id, items=notices, trace_id=trace_id)
-    return assignment
+    return len(notices)
+
+
+async def handoff_notice(
+    ctx: dict[str, Any], tenant_id: str, conversation_id: str, agent_id: str, trace_id: str
+) -> dict[str, int]:
+    """ARQ job (background queue): the notice telling ``agent_id`` that ``conversation_id`` is theirs,
+    with the model's summary (the customer's messages quoted when the model fails or is slow,
+    :func:`~switchboard.handoff.summary.write_handoff_summary`), written to the outbox and sent by the
+    chat worker (the outbox sweep sends it if that request is lost).
+
+    A conversation no longer assigned to that agent (given back, closed, transferred meanwhile) gets no
+    notice: the newer assignment told its own agent.
+
+    Returns:
+        ``{"notices": 0 | 1}``.
+    """
+    from switchboard.outbox.jobs import deliver_soon
+
+    deps = ctx["deps"]
+    sessions: async_sessionmaker[AsyncSession] = deps.resources.sessions
+    conversation_uuid, agent_uuid = uuid.UUID(conversation_id), uuid.UUID(agent_id)
+    async with sessions() as session:
+        conversation = await session.get(Conversation, conversation_uuid)
+    if conversation is None or conversation.assigned_agent_id != agent_uuid:
+        log.info("handoff_notice_outdated", conversation_id=conversation_id, agent_id=agent_id)
+        return {"notices": 0}
+    written = await _write_notices(
+        sessions,
+        getattr(deps, "gateway", None),
+        uuid.UUID(tenant_id),
+        agent_uuid,
+        conversation_uuid,
+        trace_id,
+    )
+    await deliver_soon(deps.resources.redis, conversation_uuid, source="handoff-notice")
+    return {"notices": written}
 
 
 OPENING_REASON = "assigned when the team opened"

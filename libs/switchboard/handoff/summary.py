@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 from sqlalchemy.ext.asyncio import async_sessionmaker
@@ -27,6 +28,10 @@ HANDOFF_SUMMARY_INSTRUCTION = (
 """System message of the summary call (the offline model answers it deterministically when scripted)."""
 TRANSCRIPT_MESSAGES = 40
 """Newest messages of the conversation shown to the summary model."""
+SUMMARY_TIMEOUT_S = 60.0
+"""The longest the summary call may take, all retries and fallbacks included, seconds: then the
+customer's messages quoted are the summary (below the ``handoff_notice`` job's 120 s, so the notice
+always goes out)."""
 
 
 async def write_handoff_summary(
@@ -40,9 +45,9 @@ async def write_handoff_summary(
     """A summary of the conversation for a human agent, at most ``handoff.summary_max_chars`` long
     (a longer one is cut at a word boundary with an ``…``).
 
-    Uses the tenant's Router (one words-only call). When the model fails or answers nothing, the
-    summary is the customer's messages quoted (newest kept), so the agent always gets something; so it
-    is without a ``gateway``.
+    Uses the tenant's Router (one words-only call, at most :data:`SUMMARY_TIMEOUT_S`). When the model
+    fails, is slower than that, or answers nothing, the summary is the customer's messages quoted (newest
+    kept), so the agent always gets something; so it is without a ``gateway``.
     Never raises for model trouble (logged as ``handoff_summary_failed``).
     """
     async with sessions() as session:
@@ -62,8 +67,9 @@ async def write_handoff_summary(
     ]
     try:
         router = gateway.router_for(tenant_id, settings.llm)
-        reply = await gateway.complete(router, prompt, tools=None, llm=settings.llm, trace_id=trace_id)
-    except (ModelCallFailed, CredentialDecryptError) as exc:
+        async with asyncio.timeout(SUMMARY_TIMEOUT_S):
+            reply = await gateway.complete(router, prompt, tools=None, llm=settings.llm, trace_id=trace_id)
+    except (ModelCallFailed, CredentialDecryptError, TimeoutError) as exc:
         log.warning("handoff_summary_failed", conversation_id=str(conversation_id), error=str(exc)[:300])
         return fallback
     text = (strip_reasoning(reply.content) or "").strip()

@@ -354,9 +354,12 @@ async def record_only(ic: InboundContext) -> Outcome | None:
             reason=business_app_echo_reason(row.channel),
             trace_id=row.trace_id or "",
             actor=Actor.business_app(),
+            redis=ic.deps.redis,
         )
         log.info("business_app_echo", handoff="human", queued=assignment.agent is None)
-        await _deliver(ic, DeliveryScope(conversation_id=ic.conversation.id))  # the agent's notice
+        await _deliver(
+            ic, DeliveryScope(conversation_id=ic.conversation.id)
+        )  # due rows (the notice is queued)
     async with ic.deps.resources.sessions() as session, session.begin():
         await ic.channel.on_record_only(session, row, ic)
         await session.exec(
@@ -614,6 +617,7 @@ async def _button_handoff(ic: InboundContext) -> Outcome:
             reason=f"customer pressed {title}",
             trace_id=row.trace_id or "",
             actor=Actor.customer(ic.customer.id),
+            redis=ic.deps.redis,
         )
         queued = assignment.agent is None
         log.info("conversation_escalated", source="button", payload=ic.stored.payload, queued=queued)
@@ -804,6 +808,7 @@ async def out_of_hours(ic: InboundContext) -> Outcome | None:
         reason="wrote outside business hours",
         trace_id=row.trace_id or "",
         actor=Actor.system(),
+        redis=ic.deps.redis,
     )
     reply = waiting_reply(settings, assignment.opens_at) if assignment.agent is None else None
     if reply is not None:
@@ -849,6 +854,7 @@ async def reply_cap(ic: InboundContext) -> Outcome | None:
         reason=f"automatic replies capped: {limit} in {window_s:g} s",
         trace_id=row.trace_id or "",
         actor=Actor.system(),
+        redis=ic.deps.redis,
     )
     log.warning(
         "auto_reply_cap_reached",
@@ -857,7 +863,7 @@ async def reply_cap(ic: InboundContext) -> Outcome | None:
         window_s=window_s,
         queued=assignment.agent is None,
     )
-    await _deliver(ic, DeliveryScope(conversation_id=ic.conversation.id))  # the agent's notice
+    await _deliver(ic, DeliveryScope(conversation_id=ic.conversation.id))  # due rows (the notice is queued)
     await finish(ic, InboundState.done, "automatic reply cap reached: handed to a person")
     return Outcome.reply_capped
 
@@ -882,6 +888,7 @@ async def _audio_not_understood(ic: InboundContext, message: Message, exc: Audio
             reason="a voice message could not be understood",
             trace_id=row.trace_id or "",
             actor=Actor.system(),
+            redis=ic.deps.redis,
         )
         log.warning(
             "audio_not_understood",

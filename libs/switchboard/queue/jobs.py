@@ -36,6 +36,7 @@ __all__ = [
     "enqueue_gmail_sync",
     "enqueue_ingest",
     "enqueue_history_summary",
+    "enqueue_handoff_notice",
     "enqueue_lead_check",
     "enqueue_process_inbound",
     "export_pending",
@@ -158,6 +159,11 @@ try: a failed check is logged and the next turn checks the conversation again. 1
 SUMMARIZE_HISTORY = Job("summarize_history", Queue.background, timeout_s=120.0, max_tries=1)
 """A long conversation's history folded into a summary after the turn that asked for it: off the turn, so
 it never delays the reply. One try: the next long turn asks again. 120 s: one model call."""
+HANDOFF_NOTICE = Job("handoff_notice", Queue.background, timeout_s=120.0, max_tries=3)
+"""The agent's notice of a conversation just given to them, with the model's summary
+(:func:`switchboard.handoff.service.handoff_notice`): off the customer's turn, so the customer's reply
+never waits for the summary. 120 s: one model call, bounded below that (the summary falls back to the
+customer's messages quoted)."""
 SYNC_GMAIL_MAILBOX = Job(
     "sync_gmail_mailbox",
     Queue.background,
@@ -215,6 +221,7 @@ ALL_JOBS: tuple[Job, ...] = (
     KNOWLEDGE_VECTOR_INDEXES,
     CHECK_LEAD_INTENT,
     SUMMARIZE_HISTORY,
+    HANDOFF_NOTICE,
     RESUME_WAITING_TURNS,
     ERASE_CUSTOMER,
     EXPORT_CUSTOMER,
@@ -374,6 +381,29 @@ async def enqueue_lead_check(
         trace_id,
         _job_id=keys.lead_check_job_id(inbound_message_id),
         _queue_name=CHECK_LEAD_INTENT.queue.value,
+        **_trace_kwargs(),
+    )
+    return job is not None
+
+
+async def enqueue_handoff_notice(
+    redis: ArqRedis,
+    *,
+    tenant_id: uuid.UUID,
+    conversation_id: uuid.UUID,
+    agent_id: uuid.UUID,
+    trace_id: str,
+) -> bool:
+    """Enqueue ``handoff_notice`` on the background queue: the notice telling ``agent_id`` that
+    ``conversation_id`` is theirs. Returns ``False`` when that notice is queued already."""
+    job = await redis.enqueue_job(
+        HANDOFF_NOTICE.name,
+        str(tenant_id),
+        str(conversation_id),
+        str(agent_id),
+        trace_id,
+        _job_id=keys.handoff_notice_job_id(conversation_id, agent_id, trace_id),
+        _queue_name=HANDOFF_NOTICE.queue.value,
         **_trace_kwargs(),
     )
     return job is not None

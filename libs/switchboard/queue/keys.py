@@ -8,6 +8,7 @@ from datetime import datetime
 __all__ = [
     "history_summary_job_id",
     "lead_check_job_id",
+    "handoff_notice_job_id",
     "inbound_handback_job_id",
     "inbound_resume_job_id",
     "inbound_job_id",
@@ -161,6 +162,12 @@ def deliver_request_job_id(source: str) -> str:
 def copy_media_job_id(row_id: uuid.UUID | str) -> str:
     """Job id of ``copy_inbound_media`` for one stored inbound row."""
     return f"media-copy:{row_id}"
+
+
+def handoff_notice_job_id(conversation_id: uuid.UUID | str, agent_id: uuid.UUID | str, trace_id: str) -> str:
+    """Job id of ``handoff_notice``: one per conversation, agent and escalating message (``trace_id``), so
+    a re-run of the same message's escalation writes no second notice."""
+    return f"handoff-notice:{conversation_id}:{agent_id}:{trace_id}"
 
 
 def lead_check_job_id(inbound_message_id: uuid.UUID | str) -> str:

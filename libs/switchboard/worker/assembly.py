@@ -245,6 +245,7 @@ def build_background_worker_settings(settings: Settings) -> type:
     from switchboard.channels.gmail.jobs import poll_gmail_mailboxes, sync_gmail_mailbox
     from switchboard.events.delivery import deliver_events
     from switchboard.events.retention import prune_events
+    from switchboard.handoff.service import handoff_notice
     from switchboard.inbound.resume import resume_waiting_turns
     from switchboard.inbound.sweep import sweep_inbound
     from switchboard.knowledge.jobs import ingest_knowledge_source, vector_index_sweep
@@ -268,6 +269,7 @@ def build_background_worker_settings(settings: Settings) -> type:
             _func(jobs.ERASE_CUSTOMER, erase_customer_job, settings),
             _func(jobs.EXPORT_CUSTOMER, export_customer_job, settings),
             _func(jobs.SUMMARIZE_HISTORY, summarize_history_job, settings),
+            _func(jobs.HANDOFF_NOTICE, handoff_notice, settings),
         ],
         cron_jobs=[
             _sweep(jobs.SWEEP_INBOUND, sweep_inbound, settings, second=set(range(0, 60, 15))),

@@ -16,7 +16,7 @@ from tests.utils.conversations import assert_human_mode_has_owner
 from tests.utils.handoff import make_agent
 from tests.utils.instagram import load_payload, new_igsid
 from tests.utils.whatsapp import channel_service, connect_whatsapp, sent_to, text_body
-from tests.utils.workers import run_worker_burst
+from tests.utils.workers import run_workers_until_idle
 
 
 def _dm(ig, customer, text):  # type: ignore[no-untyped-def]
@@ -35,7 +35,7 @@ async def _agent_says(settings, phone_number_id, agent, text):  # type: ignore[n
             name=agent.name,
         )
         assert (await svc.post(body)).status_code == 200
-    await run_worker_burst(settings)
+    await run_workers_until_idle(settings)
 
 
 async def test_an_instagram_customer_is_handled_by_a_whatsapp_agent(ig, sessions, graph_sandbox) -> None:  # type: ignore[no-untyped-def]
@@ -51,12 +51,12 @@ async def test_an_instagram_customer_is_handled_by_a_whatsapp_agent(ig, sessions
             kind="tool_calls",
             tool_calls=[{"name": "escalate_to_human", "arguments": {"reason": "wants a refund"}}],
         ),
-        ScriptedResponse(content="Customer wants a refund for a broken mug."),
         ScriptedResponse(content="A colleague will take over here."),
+        ScriptedResponse(content="Customer wants a refund for a broken mug."),  # the agent's notice, after
     )
     customer = new_igsid()
     await ig.post(_dm(ig, customer, "My mug arrived broken, I want a person"))
-    await run_worker_burst(ig.settings)
+    await run_workers_until_idle(ig.settings)
     assert [(m["to"], m["text"]) for m in ig.sent()] == [(customer, "A colleague will take over here.")]
     (notice,) = sent_to(graph_sandbox[1], pid)
     assert notice["to"] == agent.phone and f"Customer: {customer} on Instagram" in notice["text"]
@@ -65,7 +65,7 @@ async def test_an_instagram_customer_is_handled_by_a_whatsapp_agent(ig, sessions
 
     # customer (Instagram) → agent (WhatsApp)
     await ig.post(_dm(ig, customer, "hello? anyone there?"))
-    await run_worker_burst(ig.settings)
+    await run_workers_until_idle(ig.settings)
     relayed = sent_to(graph_sandbox[1], pid)[-1]
     assert (relayed["to"], relayed["text"]) == (
         agent.phone,
@@ -100,7 +100,7 @@ async def test_an_instagram_customer_is_handled_by_a_whatsapp_agent(ig, sessions
         echo = load_payload("message_echo.json", account_id=ig.account_id, customer=customer)
         echo["entry"][0]["messaging"][0]["message"].update(mid=piece["id"], text=piece["text"])
         await ig.post(echo)
-    await run_worker_burst(ig.settings)
+    await run_workers_until_idle(ig.settings)
     async with sessions() as session:
         echoed = (
             await session.exec(

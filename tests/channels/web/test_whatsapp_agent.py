@@ -25,7 +25,7 @@ from tests.utils.handoff import random_phone
 from tests.utils.servers import serve_app
 from tests.utils.web import ORIGIN, connect_web, new_visitor
 from tests.utils.whatsapp import channel_service, sent_to, text_body
-from tests.utils.workers import run_worker_burst
+from tests.utils.workers import run_workers_until_idle
 
 
 @pytest.fixture
@@ -40,7 +40,7 @@ async def _visitor_writes(settings, key: str, visitor: str, text: str, **who: st
     async with serve_app(create_app(settings)) as url, httpx.AsyncClient() as client:
         response = await client.post(url + "/web/v1/messages", json=body, headers={"Origin": ORIGIN})
     assert response.status_code == 200 and response.json()["stored"] == 1
-    await run_worker_burst(settings)
+    await run_workers_until_idle(settings)
 
 
 async def _agent_writes(settings, wa_tenant, agent, text: str) -> None:  # type: ignore[no-untyped-def]
@@ -53,7 +53,7 @@ async def _agent_writes(settings, wa_tenant, agent, text: str) -> None:  # type:
     )
     async with channel_service(settings) as svc:
         assert (await svc.post(body)).status_code == 200
-    await run_worker_burst(settings)
+    await run_workers_until_idle(settings)
 
 
 async def test_an_agent_on_whatsapp_takes_over_a_website_visitor_and_hands_back_to_the_ai(
@@ -65,8 +65,8 @@ async def test_an_agent_on_whatsapp_takes_over_a_website_visitor_and_hands_back_
             kind="tool_calls",
             tool_calls=[{"name": "escalate_to_human", "arguments": {"reason": "wants a refund"}}],
         ),
-        ScriptedResponse(content="Visitor wants a refund for a broken mug."),
         ScriptedResponse(content="A colleague will take over here."),
+        ScriptedResponse(content="Visitor wants a refund for a broken mug."),  # the agent's notice, after
     )
     async with sessions() as session, session.begin():
         nia = await add_agent(
@@ -140,8 +140,8 @@ async def test_a_signed_in_visitor_gets_the_ai_and_the_agent_on_their_user_strea
         ScriptedResponse(
             kind="tool_calls", tool_calls=[{"name": "escalate_to_human", "arguments": {"reason": "refund"}}]
         ),
-        ScriptedResponse(content="Ana wants a refund."),
         ScriptedResponse(content="A colleague will take over here."),
+        ScriptedResponse(content="Ana wants a refund."),  # the agent's notice, after
     )
     async with sessions() as session, session.begin():
         nia = await add_agent(
@@ -189,8 +189,8 @@ async def test_closing_a_visitors_conversation_in_the_console_tells_the_agent_an
         ScriptedResponse(
             kind="tool_calls", tool_calls=[{"name": "escalate_to_human", "arguments": {"reason": "refund"}}]
         ),
-        ScriptedResponse(content="Wants a refund."),
         ScriptedResponse(content="A colleague will take over here."),
+        ScriptedResponse(content="Wants a refund."),  # the agent's notice, after
     )
     async with sessions() as session, session.begin():
         nia = await add_agent(
@@ -221,7 +221,7 @@ async def test_closing_a_visitors_conversation_in_the_console_tells_the_agent_an
         me = await log_in(client, admin)
         closed = await me.post_form(f"/t/{wa_tenant.tenant.slug}/conversations/{conversation.id}/close")
     assert closed.status_code == 303
-    await run_worker_burst(settings_)
+    await run_workers_until_idle(settings_)
     label = f"visitor {hashlib.sha256(visitor.encode()).hexdigest()[:4]} on Website chat"
     to_nia = [m["text"] for m in sent_to(graph_sandbox[1], wa_tenant.phone_number_id) if m["to"] == nia.phone]
     assert to_nia[-1] == f"{label} was handed back to the AI by Pat."

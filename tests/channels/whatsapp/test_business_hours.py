@@ -20,7 +20,7 @@ from switchboard.tenant_settings import AgentSettings
 
 from tests.utils.handoff import random_phone
 from tests.utils.whatsapp import channel_service, load_payload, sent_to, text_body
-from tests.utils.workers import run_worker_burst
+from tests.utils.workers import run_workers_until_idle
 
 CUSTOMER = "15550100099"
 SATURDAY_NOON = datetime(2026, 12, 12, 11, 0, tzinfo=UTC)  # 12:00 in Madrid
@@ -57,7 +57,7 @@ async def _post(settings, *bodies) -> None:  # type: ignore[no-untyped-def]
     async with channel_service(settings) as svc:
         for body in bodies:
             assert (await svc.post(body)).status_code == 200
-    await run_worker_burst(settings)
+    await run_workers_until_idle(settings)
 
 
 def _button(wa_tenant) -> dict:  # type: ignore[no-untyped-def,type-arg]

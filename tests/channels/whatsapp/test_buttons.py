@@ -21,7 +21,7 @@ from switchboard.tenant_settings import AgentSettings
 from tests.utils.conversations import assert_human_mode_has_owner, event_rows
 from tests.utils.handoff import random_phone
 from tests.utils.whatsapp import channel_service, load_payload, sent_to, text_body
-from tests.utils.workers import run_worker_burst
+from tests.utils.workers import run_workers_until_idle
 
 CUSTOMER = "15550100099"
 
@@ -35,7 +35,7 @@ async def _post(settings, *bodies) -> None:  # type: ignore[no-untyped-def]
     async with channel_service(settings) as svc:
         for body in bodies:
             assert (await svc.post(body)).status_code == 200
-    await run_worker_burst(settings)
+    await run_workers_until_idle(settings)
 
 
 async def _rerun(settings, sessions, arq_pool, wamid_prefix: str) -> None:  # type: ignore[no-untyped-def]
@@ -48,7 +48,7 @@ async def _rerun(settings, sessions, arq_pool, wamid_prefix: str) -> None:  # ty
         ).one()
         await session.exec(update(Message).where(Message.id == row.id).values(inbound_state="processing"))
     assert await arq_pool.enqueue_job("process_inbound", str(row.id), _job_id=f"rerun:{uuid.uuid4()}")
-    await run_worker_burst(settings)
+    await run_workers_until_idle(settings)
     async with sessions() as session:
         assert (await session.get(Message, row.id)).inbound_state == "done"
 

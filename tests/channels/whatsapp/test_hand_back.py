@@ -14,7 +14,7 @@ from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.handoff import random_phone
 from tests.utils.whatsapp import channel_service, sent_to, text_body
-from tests.utils.workers import run_worker_burst
+from tests.utils.workers import run_workers_until_idle
 
 CUSTOMER = "15550100077"
 
@@ -28,7 +28,7 @@ async def _post(settings, *bodies) -> None:  # type: ignore[no-untyped-def]
     async with channel_service(settings) as svc:
         for body in bodies:
             assert (await svc.post(body)).status_code == 200
-    await run_worker_burst(settings)
+    await run_workers_until_idle(settings)
 
 
 def _text(wa_tenant, text, *, wa_id=CUSTOMER, name="Rui Costa"):  # type: ignore[no-untyped-def]
@@ -50,8 +50,8 @@ async def test_end_answers_the_messages_after_the_persons_last_reply_in_one_turn
             kind="tool_calls",
             tool_calls=[{"name": "escalate_to_human", "arguments": {"reason": "wants a person"}}],
         ),
-        ScriptedResponse(content="Customer wants a person."),
         ScriptedResponse(content="A colleague will take over here."),
+        ScriptedResponse(content="Customer wants a person."),  # the agent's notice, after
     )
     async with sessions() as session, session.begin():
         agent = await add_agent(
@@ -96,8 +96,8 @@ async def test_end_answers_the_messages_after_the_persons_last_reply_in_one_turn
             kind="tool_calls",
             tool_calls=[{"name": "escalate_to_human", "arguments": {"reason": "again"}}],
         ),
-        ScriptedResponse(content="Customer wants a person again."),
         ScriptedResponse(content="A colleague will take over again."),
+        ScriptedResponse(content="Customer wants a person again."),  # the agent's notice, after
     )
     await _post(settings_, _text(wa_tenant, "a person again please"))
     await _post(settings_, _text(wa_tenant, "Here again, Nia.", wa_id=agent.phone))

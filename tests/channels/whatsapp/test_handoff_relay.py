@@ -18,8 +18,8 @@ from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.conversations import assert_human_mode_has_owner
 from tests.utils.handoff import random_phone
-from tests.utils.whatsapp import channel_service, sent_to, text_body
-from tests.utils.workers import run_worker_burst
+from tests.utils.whatsapp import channel_service, new_media_id, sent_to, text_body
+from tests.utils.workers import run_workers_until_idle
 
 CUSTOMER = "15550100099"
 
@@ -43,7 +43,7 @@ async def _post(settings, wa_tenant, *bodies) -> None:  # type: ignore[no-untype
     async with channel_service(settings) as svc:
         for body in bodies:
             assert (await svc.post(body)).status_code == 200
-    await run_worker_burst(settings)
+    await run_workers_until_idle(settings)
 
 
 def _text(wa_tenant, text, *, wa_id=CUSTOMER, name="Test Customer", context=None):  # type: ignore[no-untyped-def]
@@ -77,8 +77,8 @@ def _escalation(script):  # type: ignore[no-untyped-def]
             kind="tool_calls",
             tool_calls=[{"name": "escalate_to_human", "arguments": {"reason": "wants a refund"}}],
         ),
-        ScriptedResponse(content="Customer wants a refund for a broken mug."),
         ScriptedResponse(content="A colleague will take over here."),
+        ScriptedResponse(content="Customer wants a refund for a broken mug."),  # the agent's notice, after
     )
 
 
@@ -225,8 +225,8 @@ async def test_two_customers_reply_context_and_switch_pick_the_customer(
             ScriptedResponse(
                 kind="tool_calls", tool_calls=[{"name": "escalate_to_human", "arguments": {"reason": "r"}}]
             ),
-            ScriptedResponse(content="summary"),
             ScriptedResponse(content="A person will help."),
+            ScriptedResponse(content="summary"),
         )
         await _post(
             settings_, wa_tenant, _text(wa_tenant, "person please", wa_id=wa_id, name=f"C{wa_id[-2:]}")
@@ -255,19 +255,21 @@ async def test_media_is_relayed_both_ways(settings_, wa_tenant, sessions, graph_
     _escalation(model)
     nia = await _agent(sessions, wa_tenant, "Nia")
     pid = wa_tenant.phone_number_id
+    crack, label = new_media_id(), new_media_id()
+    graph_sandbox[1].media[crack] = (b"\xff\xd8\xff the crack", "image/jpeg")
+    graph_sandbox[1].media[label] = (b"\xff\xd8\xff the label", "image/jpeg")
     await _post(settings_, wa_tenant, _text(wa_tenant, "person please"))
-    await _post(
-        settings_, wa_tenant, _image(wa_tenant, wa_id=CUSTOMER, media_id="MEDIA-C1", caption="the crack")
-    )
+    await _post(settings_, wa_tenant, _image(wa_tenant, wa_id=CUSTOMER, media_id=crack, caption="the crack"))
     to_agent = sent_to(graph_sandbox[1], pid)[-2:]
     assert (to_agent[0]["to"], to_agent[0]["text"]) == (nia.phone, "[Test Customer (+15550100099)] the crack")
-    assert (to_agent[1]["type"], to_agent[1]["body"]["image"]["id"]) == ("image", "MEDIA-C1")
-    await _post(
-        settings_, wa_tenant, _image(wa_tenant, wa_id=nia.phone, media_id="MEDIA-A1", caption="label")
-    )
+    # the media id Meta gave, or our copy of it uploaded to the number (the copy is made as it arrives)
+    sent_id = to_agent[1]["body"]["image"]["id"]
+    assert (to_agent[1]["type"], graph_sandbox[1].media[sent_id][0]) == ("image", b"\xff\xd8\xff the crack")
+    await _post(settings_, wa_tenant, _image(wa_tenant, wa_id=nia.phone, media_id=label, caption="label"))
     to_customer = sent_to(graph_sandbox[1], pid)[-2:]
     assert [m["to"] for m in to_customer] == [CUSTOMER, CUSTOMER]
-    assert to_customer[1]["body"]["image"] == {"id": "MEDIA-A1", "caption": "label"}
+    image = to_customer[1]["body"]["image"]
+    assert (image["caption"], graph_sandbox[1].media[image["id"]][0]) == ("label", b"\xff\xd8\xff the label")
 
 
 async def test_agent_outside_their_window_gets_the_template_or_nothing(

@@ -8,6 +8,7 @@ from functools import partial
 import httpx
 import pytest
 from fastapi import FastAPI, Request
+from obstore.store import MemoryStore
 from switchboard.channels.base import ChannelDeps
 from switchboard.channels.whatsapp.channel import WhatsAppChannel
 from switchboard.channels.whatsapp.send import GraphClient
@@ -19,6 +20,7 @@ from switchboard.inbound.media import (
     safe_filename,
     upload_name,
 )
+from switchboard.media import MediaStore
 
 from tests.utils.servers import serve_app
 from tests.utils.whatsapp import new_media_id
@@ -27,7 +29,15 @@ from tests.utils.whatsapp import new_media_id
 def _fetcher(graph: GraphClient):  # type: ignore[no-untyped-def]
     """The WhatsApp channel's media download through ``graph`` (the sandbox), as the inbound step calls it."""
     channel = WhatsAppChannel(
-        ChannelDeps(settings=None, cipher=None, http=None, extra={"whatsapp_graph": graph})
+        ChannelDeps(
+            settings=None,
+            cipher=None,
+            http=None,
+            extra={
+                "whatsapp_graph": graph,
+                "media_store": MediaStore(MemoryStore(), max_bytes=MAX_MEDIA_BYTES),
+            },
+        )
     )  # type: ignore[arg-type]
     account = ChannelAccount(tenant_id=uuid.uuid4(), channel="whatsapp", external_account_id="1")
     return partial(channel.fetch_media, account, max_bytes=MAX_MEDIA_BYTES)
@@ -129,7 +139,7 @@ async def test_image_caption_then_description(graph_sandbox, provider, make_sett
     await graph.aclose()
     assert text == 'This arrived broken 😞\n[Image description]: "A mug with a cracked handle."'
     assert provider[1][-1]["vision_url_prefix"] == "data:image/jpeg;base64,/"
-    assert expired == "[Image received but could not be read]"
+    assert expired == "[Image received but could not be read: the link had expired]"
 
 
 async def test_provider_down_is_transient(graph_sandbox, make_settings) -> None:  # type: ignore[no-untyped-def]

@@ -47,9 +47,11 @@ async def test_a_link_that_dies_twice_is_read_as_a_notice_not_retried_forever(
     state, name, _ = model
     state.script(name).default = ScriptedResponse(content="Could you type it?")
     media_id = new_media_id()
-    # lookup ok, download 404, lookup ok, download 404 again: one new lookup only, then a notice
-    graph_sandbox[1].script_media(Fault(http_status=404, code=131052), media_id=media_id, after=1)
-    graph_sandbox[1].script_media(Fault(http_status=404, code=131052), media_id=media_id, after=1)
+    # lookup ok, then the id is dead for good (downloads and lookups 404): one new lookup, then a notice
+    graph_sandbox[1].script_media(Fault(http_status=404, code=131052), media_id=media_id, after=1, times=8)
     await _voice_note(e2e_settings, ai_tenant, model, graph_sandbox, media_id)
     last = state.script(name).requests[0]["messages"][-1]
-    assert last == {"role": "user", "content": "[Voice message received but could not be read]"}
+    assert last == {
+        "role": "user",
+        "content": "[Voice message received but could not be read: the link had expired]",
+    }

@@ -32,6 +32,7 @@ from switchboard.channels.whatsapp.send import (
     TEXT_LIMIT_CHARS,
     GraphClient,
     GraphSendError,
+    MediaTooLarge,
 )
 from switchboard.egress import EgressPolicy
 from switchboard.observability import get_logger
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
 
     from switchboard.db.models import ChannelAccount, Message
+    from switchboard.media import MediaStore, StoredMedia
 
 __all__ = ["WhatsAppChannel", "CAPABILITIES", "THROTTLE_CODES", "WINDOW_CODES", "classify"]
 
@@ -47,6 +49,20 @@ log = get_logger(__name__)
 
 _EXPIRED_LINK_STATUSES = frozenset({401, 403, 404})
 """A media download answered with one of these: the short-lived URL expired; the id is looked up again."""
+
+
+def _copy_failure(exc: GraphSendError) -> str:
+    """The ``MediaCopyFailed.reason`` of a failed lookup or download: ``too_large``, ``network``,
+    ``http_<status>`` (transient), ``refused`` (the address policy), else ``expired`` (Meta no longer
+    knows the media id)."""
+    if isinstance(exc, MediaTooLarge):
+        return "too_large"
+    if exc.is_transient:
+        return f"http_{exc.http_status}" if exc.http_status else "network"
+    if exc.http_status is None:
+        return "refused"
+    return "expired"
+
 
 THROTTLE_CODES = frozenset({130429, 131056, 80007, 4})
 """Throughput limits (per number, per pair of numbers, per app): hold the account's sends."""
@@ -125,6 +141,16 @@ class WhatsAppChannel:
         self.graph: GraphClient = self._injected or self._client_for(
             settings.resolved_whatsapp_graph_base_url
         )
+        self._store: MediaStore | None = deps.extra.get("media_store")
+
+    @property
+    def store(self) -> MediaStore:
+        """The media storage (built on first use: a worker that never touches media opens none)."""
+        if self._store is None:
+            from switchboard.media import MediaStore
+
+            self._store = MediaStore.from_settings(self._settings)
+        return self._store
 
     def _client_for(self, base_url: str) -> GraphClient:
         if base_url not in self._graphs:
@@ -194,7 +220,7 @@ class WhatsAppChannel:
                     token=token,
                     to=recipient,
                     kind=_media_kind(media),
-                    media_id=str(media["ref"]),
+                    media_id=await self._sendable_id(account, media),
                     caption=media.get("caption"),
                     filename=media.get("filename"),
                     tracker=correlation_id,
@@ -224,35 +250,102 @@ class WhatsAppChannel:
         except GraphSendError as exc:
             raise classify(exc) from exc
 
-    async def fetch_media(
-        self, account: ChannelAccount, ref: str, *, max_bytes: int
-    ) -> tuple[bytes, str | None]:
-        """Media id → a short-lived URL (``GET /{media_id}``, about 5 minutes) → the bytes, same token.
+    async def _sendable_id(self, account: ChannelAccount, media: dict[str, Any]) -> str:
+        """The media id a send names: a WhatsApp media id as it is; our copy (``store:<key>``, a
+        customer's file copied at arrival and relayed now) uploaded to the number first.
+
+        Raises:
+            GraphSendError: the stored copy is gone (permanent), or Meta refused the upload.
+        """
+        from switchboard.media import MediaCopyFailed, is_stored, key_of, sniff_mime
+
+        ref = str(media["ref"])
+        if not is_stored(ref):
+            return ref
+        try:
+            data = await self.store.get(ref)
+        except MediaCopyFailed as exc:
+            raise GraphSendError(str(exc), code=None, http_status=404, is_transient=False) from exc
+        mime = str(media.get("mime") or sniff_mime(data) or "application/octet-stream")
+        filename = str(media.get("filename") or key_of(ref).rsplit("/", 1)[-1])
+        return await self.graph_for(account).upload_media(
+            phone_number_id=account.external_account_id,
+            token=self._token(account),
+            data=data,
+            mime=mime,
+            filename=filename,
+        )
+
+    async def copy_media(self, account: ChannelAccount, ref: str, *, kind: str | None = None) -> StoredMedia:
+        """Media id → a short-lived URL (``GET /{media_id}``, about 5 minutes) → the bytes (same token,
+        never past ``MEDIA_MAX_BYTES``) → our media storage, content-addressed under
+        ``whatsapp/<tenant id>/``; ``store:<key>`` of a copy is read back from there.
 
         A download answered 401, 403 or 404 (the URL expired between the lookup and the download, as
         Meta's URLs do after about five minutes) looks the media id up once more and downloads the
-        fresh URL: the id itself stays valid for 30 days.
+        fresh URL: the id itself stays valid for about 30 days.
 
         Raises:
-            MediaUnavailable: transient for network and 5xx, permanent for unknown or expired ids.
+            MediaCopyFailed: ``expired`` (Meta no longer knows the id, or the fresh URL died too),
+                ``too_large``, ``refused`` (permanent); ``network`` or ``http_<status>`` (transient).
         """
-        from switchboard.inbound.media import MediaUnavailable
+        from switchboard.media import MediaCopyFailed
 
+        store = self.store
         token = self._token(account)
         graph = self.graph_for(account)
         try:
             info = await graph.media_info(media_id=ref, token=token)
+            if info.file_size is not None and info.file_size > store.max_bytes:
+                raise MediaTooLarge(f"media of {info.file_size} bytes is over {store.max_bytes}")
             try:
-                data = await graph.download(url=info.url, token=token, max_bytes=max_bytes)
+                data = await graph.download(url=info.url, token=token, max_bytes=store.max_bytes)
             except GraphSendError as exc:
                 if exc.http_status not in _EXPIRED_LINK_STATUSES:
                     raise
                 log.info("whatsapp_media_link_expired", media_id=ref, http_status=exc.http_status)
                 info = await graph.media_info(media_id=ref, token=token)
-                data = await graph.download(url=info.url, token=token, max_bytes=max_bytes)
+                data = await graph.download(url=info.url, token=token, max_bytes=store.max_bytes)
         except GraphSendError as exc:
-            raise MediaUnavailable(f"media {ref}: {exc}", is_transient=exc.is_transient) from exc
-        return data, info.mime_type
+            raise MediaCopyFailed(
+                f"media {ref}: {exc}", is_transient=exc.is_transient, reason=_copy_failure(exc)
+            ) from exc
+        return await store.put(
+            data, namespace=f"whatsapp/{account.tenant_id}", mime=info.mime_type, kind=kind
+        )
+
+    async def fetch_media(
+        self, account: ChannelAccount, ref: str, *, max_bytes: int
+    ) -> tuple[bytes, str | None]:
+        """The bytes of a media ref: our copy (``store:<key>``, made when the message arrived), or,
+        when the copy job has not run yet, the media id copied now (:meth:`copy_media`: both write the
+        same content-addressed object).
+
+        Raises:
+            MediaUnavailable: transient for network and 5xx; permanent for an unknown or expired id, a
+                missing copy, or a file over ``max_bytes``.
+        """
+        from switchboard.inbound.media import MediaUnavailable
+        from switchboard.media import MediaCopyFailed, is_stored, sniff_mime
+
+        try:
+            if is_stored(ref):
+                data = await self.store.get(ref)
+                mime = sniff_mime(data)
+            else:
+                stored = await self.copy_media(account, ref)
+                data, mime = await self.store.get(stored.ref), stored.mime
+        except MediaCopyFailed as exc:
+            raise MediaUnavailable(
+                f"whatsapp media: {exc}", is_transient=exc.is_transient, reason=exc.reason
+            ) from exc
+        if len(data) > max_bytes:
+            raise MediaUnavailable(
+                f"whatsapp media of {len(data)} bytes is over {max_bytes}",
+                is_transient=False,
+                reason="too_large",
+            )
+        return data, mime
 
     async def on_record_only(self, session: AsyncSession, row: Message, ctx: Any) -> None:
         """A ``user_changed_number`` system message moves the customer to the new number."""

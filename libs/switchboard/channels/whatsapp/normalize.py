@@ -206,6 +206,7 @@ def _media(kind: str, obj: dict[str, Any]) -> MediaRef | None:
         filename=_s(obj.get("filename")),
         caption=_s(obj.get("caption")),
         voice=bool(obj.get("voice")) if kind == "audio" else False,
+        expiring=True,  # Meta forgets media ids (about 30 days): the bytes are copied at arrival
     )
 
 

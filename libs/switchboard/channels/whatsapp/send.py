@@ -27,6 +27,7 @@ __all__ = [
     "GraphClient",
     "GraphSendError",
     "MediaInfo",
+    "MediaTooLarge",
     "TEXT_LIMIT_CHARS",
     "CAPTION_LIMIT",
     "SERVICE_WINDOW",
@@ -72,6 +73,13 @@ class GraphSendError(SwitchboardError):
         self.is_transient = is_transient
         self.retry_after_s = retry_after_s
         super().__init__(message)
+
+
+class MediaTooLarge(GraphSendError):
+    """A media download over the caller's byte limit (permanent: the same file stays too large)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code=None, http_status=200, is_transient=False)
 
 
 @dataclass(frozen=True)
@@ -358,14 +366,35 @@ class GraphClient:
         )
 
     async def download(self, *, url: str, token: str, max_bytes: int = 25_000_000) -> bytes:
-        """The bytes behind a media URL (same Bearer header; without it Meta answers an HTML 401).
+        """The bytes behind a media URL (same Bearer header; without it Meta answers an HTML 401), read
+        as a stream and never past ``max_bytes``.
 
         Raises:
-            GraphSendError: HTTP error, network trouble, a file over ``max_bytes``, or the
-                outbound-address policy refused the link (permanent).
+            MediaTooLarge: the file is over ``max_bytes`` (declared or counted; permanent).
+            GraphSendError: HTTP error, network trouble, or the outbound-address policy refused the
+                link (permanent).
         """
         try:
-            response = await self._media.get(url, headers={"Authorization": f"Bearer {token}"})
+            async with self._media.stream(
+                "GET", url, headers={"Authorization": f"Bearer {token}"}
+            ) as response:
+                if response.status_code >= 400:
+                    raise GraphSendError(
+                        f"media download HTTP {response.status_code}",
+                        code=None,
+                        http_status=response.status_code,
+                        is_transient=response.status_code >= 500 or response.status_code == 429,
+                    )
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > max_bytes:
+                    raise MediaTooLarge(f"media of {declared} bytes is over {max_bytes}")
+                chunks: list[bytes] = []
+                size = 0
+                async for chunk in response.aiter_bytes():
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise MediaTooLarge(f"media is over {max_bytes} bytes")
+                    chunks.append(chunk)
         except EgressRefused as exc:
             log.warning("media_link_refused", error=str(exc))
             raise GraphSendError(
@@ -375,13 +404,4 @@ class GraphClient:
             raise GraphSendError(
                 f"network error: {type(exc).__name__}", code=None, http_status=None, is_transient=True
             ) from exc
-        if response.status_code >= 400:
-            raise GraphSendError(
-                f"media download HTTP {response.status_code}",
-                code=None,
-                http_status=response.status_code,
-                is_transient=response.status_code >= 500,
-            )
-        if len(response.content) > max_bytes:
-            raise GraphSendError("media too large", code=None, http_status=200, is_transient=False)
-        return response.content
+        return b"".join(chunks)
