@@ -304,6 +304,10 @@ class HandoffSettings(BaseModel):
     farewell: SettingText = Field("", max_length=1_000)
     """Sent to the customer when someone closes their conversation in the console (e.g. *Thanks for
     writing to us! Write again whenever you need us.*); empty: closing sends nothing."""
+    default_team: SettingText = Field("", max_length=100)
+    """Name of the team (People page) a conversation handed to a person goes to when nobody gave it to a
+    team: it is assigned among that team's online agents only. Empty, or no team of that name: any
+    online agent."""
 
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")

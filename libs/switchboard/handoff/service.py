@@ -164,9 +164,9 @@ async def assign_at_opening(
             )
         ).all()
         for conversation in waiting:
-            agent = await pick_agent(session, tenant_id=tenant_id)
+            agent = await pick_agent(session, tenant_id=tenant_id, team_id=conversation.team_id)
             if agent is None:
-                break
+                continue  # nobody of its team is online: the next one may be another team's
             await lifecycle.reassign(
                 session, conversation, agent_id=agent.id, actor=Actor.system(), reason=OPENING_REASON
             )
