@@ -412,6 +412,20 @@ class CsatSettings(BaseModel):
         json_schema_extra=TRANSLATABLE,
     )
     """Sent when the customer answers (once: a second tap changes nothing)."""
+    comment_question: SettingText = Field(
+        N_("Anything you'd like to add? Just write it here, or skip this."),
+        max_length=500,
+        json_schema_extra=TRANSLATABLE,
+    )
+    """Sent after the thanks, inviting a comment: the customer's next text message within
+    ``comment_window_s`` is kept with the rating (shown on the conversation page and in analytics)
+    instead of starting a new conversation. Empty: no follow-up, the next message is a new conversation."""
+    comment_window_s: float = Field(600.0, ge=60, le=86_400)  # le: csat.COMMENT_WINDOW_MAX_S
+    """How long after the rating a text message counts as its comment, in seconds."""
+    comment_thanks: SettingText = Field(
+        N_("Thank you, we have passed it on."), min_length=1, max_length=1_000, json_schema_extra=TRANSLATABLE
+    )
+    """Sent when the customer's comment is kept."""
 
 
 class MemorySettings(BaseModel):

@@ -24,6 +24,7 @@ from switchboard.db.models import (
     ConversationEvent,
     ConversationRead,
     ConversationStatus,
+    CsatAnswer,
     Customer,
     HumanAgent,
     Message,
@@ -488,6 +489,8 @@ class ConversationView:
     """The tenant's teams (the "assign to" choices)."""
     team: str | None = None
     """The name of the team the conversation was given to."""
+    csat: CsatAnswer | None = None
+    """The customer's satisfaction answer (rating 1-5 and comment), once asked."""
     channel: str = ""
     """The channel as shown (:func:`shown_channel`)."""
 
@@ -747,6 +750,13 @@ async def conversation_view(
         window_open=window_open,
         teams=teams,
         team=next((t.name for t in teams if t.id == conversation.team_id), None),
+        csat=(
+            await session.exec(
+                select(CsatAnswer).where(
+                    CsatAnswer.tenant_id == tenant_id, CsatAnswer.conversation_id == conversation_id
+                )
+            )
+        ).first(),
     )
 
 

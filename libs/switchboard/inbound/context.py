@@ -41,6 +41,7 @@ class Outcome(StrEnum):
     already_handled = "already_handled"  # a re-run of an agent message whose answer is in the outbox
     opted_out = "opted_out"  # an opt-out button: recorded, one confirmation
     csat_answered = "csat_answered"  # a tapped satisfaction rating: stored (the first time) and thanked
+    csat_commented = "csat_commented"  # the text after a rating: kept as its comment and thanked
     button_handoff = "button_handoff"  # a "talk to a person" button: escalated without a model turn
     audio_not_understood = "audio_not_understood"  # a voice message no transcription could read: to a person
     out_of_hours = "out_of_hours"  # outside business hours with no AI answering: queued, told when we open

@@ -73,8 +73,16 @@ async def claim(deps: WorkerDeps, job: dict[str, Any], row_id: uuid.UUID) -> Inb
             )
         ).customer
         rating = csat.parse_payload(stored.payload) if row.kind in CHOICE_KINDS else None
+        commenting = (
+            row.kind == "text" and row.role == "user" and row.direction == "inbound" and not stored.echo
+        )
         conversation = (
-            await csat.rated_conversation(session, customer=customer, rating=rating) if rating else None
+            (await csat.rated_conversation(session, customer=customer, rating=rating) if rating else None)
+            or (
+                await csat.awaiting_comment(session, customer=customer, channel=row.channel)
+                if commenting and rating is None
+                else None
+            )
         ) or await open_conversation(
             session,
             customer=customer,
