@@ -72,6 +72,7 @@ async def notices_for_assignments(
             total=len(open_ids),
             transfer_from=transfer_from,
             assigned_by=assigned_by,
+            conversation_id=conversation_id,
         )
         out.append(agent_outgoing(agent, text, conversation_id))
     return out
