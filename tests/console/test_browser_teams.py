@@ -4,12 +4,14 @@ least-loaded agent outside it), who is told on WhatsApp; the inbox filters by te
 
 from __future__ import annotations
 
+import os
 import re
 
 from switchboard.db.models import Conversation, HumanAgent, Role, utcnow
 from switchboard.handoff.teams import list_teams
 
 from tests.console.test_browser import _log_in
+from tests.console.test_browser_people import DOCS_IMG
 from tests.console.test_browser_workspace import _waiting
 from tests.utils.console import new_user
 from tests.utils.handoff import make_agent, make_customer_conversation, reload
@@ -51,6 +53,8 @@ async def test_team_created_on_people_page_routes_and_filters_the_inbox_in_a_bro
     members = page.locator('#teams tr[data-team="Billing"] li[data-member]')
     assert [await m.get_attribute("data-member") for m in await members.all()] == ["Nia Costa"]
     await screenshot(page, "people-teams")
+    if os.environ.get("UPDATE_DOCS_SCREENSHOTS"):  # docs/contributing.md: refresh the docs' pictures
+        await page.locator("#teams").screenshot(path=str(DOCS_IMG / "people-teams.png"))
     async with sessions() as session:
         views = await list_teams(session, tenant_id=tenant.id)
     assert [(v.team.name, [a.id for a in v.members]) for v in views] == [("Billing", [member.id])]
