@@ -42,6 +42,7 @@ from switchboard.i18n import N_, gettext
 from switchboard.observability import get_logger
 from switchboard.outbox import OutboxItem, reply_items, write_outbox
 from switchboard.replies.parts import QuickReplies, ReplyOption
+from switchboard.storable import clean_text
 from switchboard.tenant_settings import load_tenant_settings
 
 __all__ = [
@@ -293,13 +294,13 @@ async def awaiting_comment(
 async def record_comment(
     session: AsyncSession, *, tenant_id: uuid.UUID, conversation_id: uuid.UUID, text: str
 ) -> bool:
-    """Keep ``text`` (stripped, cut to :data:`COMMENT_MAX_CHARS`) as the comment of a rated conversation,
+    """Keep ``text`` (without NUL, stripped, cut to :data:`COMMENT_MAX_CHARS`) as the comment of a rated conversation,
     the first comment only.
 
     Returns:
         Whether it was stored now (``False``: empty, not rated, or commented before).
     """
-    comment = text.strip()[:COMMENT_MAX_CHARS]
+    comment = clean_text(text).strip()[:COMMENT_MAX_CHARS]  # a form's NUL would fail the insert
     if not comment:
         return False
     result = await session.exec(
