@@ -13,6 +13,7 @@ from sqlmodel import select
 from switchboard.db.models import Conversation, CsatAnswer, Role
 from switchboard.standins.offline_server import ScriptedResponse
 
+from tests.channels.whatsapp.test_buttons import _rerun
 from tests.utils.console import log_in, new_user
 from tests.utils.whatsapp import channel_service, sent_to, text_body
 from tests.utils.workers import run_worker_burst
@@ -178,7 +179,7 @@ async def _closed_and_rated(console_client, console_settings, shop, sessions, us
 
 
 async def test_the_text_after_a_rating_is_its_comment_on_whatsapp_shown_on_the_page_and_in_analytics(
-    console_client, console_settings, shop, sessions, graph_sandbox
+    console_client, console_settings, shop, sessions, graph_sandbox, arq_pool
 ):
     pid = shop.phone_number_id
     admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=shop.tenant.id, name="Ada")
@@ -186,12 +187,14 @@ async def test_the_text_after_a_rating_is_its_comment_on_whatsapp_shown_on_the_p
     model_calls = len(shop.script.requests)
 
     comment = "Fast <b>and</b> kind, thanks!"
-    await _post(
-        console_settings,
-        text_body(phone_number_id=pid, wamid=f"wamid.{uuid.uuid4().hex}", text=comment, wa_id=CUSTOMER),
-    )
+    wamid = f"wamid.{uuid.uuid4().hex}"
+    await _post(console_settings, text_body(phone_number_id=pid, wamid=wamid, text=comment, wa_id=CUSTOMER))
     assert len(shop.script.requests) == model_calls  # no model turn
     assert sent_to(graph_sandbox[1], pid)[-1]["text"] == "Thank you, we have passed it on."
+    sent_before_rerun = len(sent_to(graph_sandbox[1], pid))
+    await _rerun(console_settings, sessions, arq_pool, wamid)  # its worker died before marking it done
+    assert len(sent_to(graph_sandbox[1], pid)) == sent_before_rerun  # thanked once, no AI turn
+    assert len(shop.script.requests) == model_calls
     [answer] = await _answers(sessions, shop.tenant.id)
     assert (answer.rating, answer.comment) == (5, comment)
     async with sessions() as session:  # kept in the conversation it rates, no new conversation

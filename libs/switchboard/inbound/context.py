@@ -19,7 +19,12 @@ from switchboard.db.models import ChannelAccount, Conversation, Customer, Messag
 from switchboard.runtime.resources import Resources
 from switchboard.settings import Settings
 
-__all__ = ["WorkerDeps", "InboundContext", "Outcome", "Dead"]
+__all__ = ["COMMENT_MARK", "WorkerDeps", "InboundContext", "Outcome", "Dead"]
+
+
+COMMENT_MARK = "csat_comment"
+"""Key of an inbound row's ``raw`` naming the rated conversation the claim attached it to as the rating's
+comment (the :func:`switchboard.inbound.steps.csat_comment` step keeps it)."""
 
 
 class Outcome(StrEnum):

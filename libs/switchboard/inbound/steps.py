@@ -69,7 +69,7 @@ from switchboard.handoff import hours
 from switchboard.handoff.hours import waiting_reply
 from switchboard.handoff.relay import agent_for_row, handle_agent_message, relay_customer_message
 from switchboard.handoff.service import escalate_and_notify
-from switchboard.inbound.context import Dead, InboundContext, Outcome
+from switchboard.inbound.context import COMMENT_MARK, Dead, InboundContext, Outcome
 from switchboard.inbound.media import MAX_MEDIA_BYTES, MEDIA_KINDS, AudioNotUnderstood, MediaUnavailable
 from switchboard.inbound.media import media_to_text as convert_media
 from switchboard.inbound.ratelimit import count_in_window, take_slot
@@ -531,54 +531,44 @@ async def csat_answer(ic: InboundContext) -> Outcome | None:
         )
         if stored:
             follow_up = settings.csat.comment_question.strip()  # the next text is kept as the comment
-            items = text_items(
-                [settings.csat.thanks_reply, *([follow_up] if follow_up else [])],
-                conversation_id=ic.conversation.id,
-                channel=row.channel,
-                channel_account_id=ic.account.id,
-                recipient=ic.reply_address,
-            )
-            await write_outbox(
-                session,
-                tenant_id=row.tenant_id,
-                items=items,
-                inbound_message_id=row.id,
-                trace_id=row.trace_id,
-            )
+            await _write_texts(ic, session, [settings.csat.thanks_reply, *([follow_up] if follow_up else [])])
     await _deliver_row(ic)
     await finish(ic, InboundState.done, None)
     return Outcome.csat_answered
 
 
+async def _write_texts(ic: InboundContext, session: Any, texts: list[str]) -> None:
+    """Write ``texts`` to the customer, keyed by this inbound row, in ``session``'s transaction."""
+    items = text_items(
+        texts,
+        conversation_id=ic.conversation.id,
+        channel=ic.row.channel,
+        channel_account_id=ic.account.id,
+        recipient=ic.reply_address,
+    )
+    await write_outbox(
+        session,
+        tenant_id=ic.row.tenant_id,
+        items=items,
+        inbound_message_id=ic.row.id,
+        trace_id=ic.row.trace_id,
+    )
+
+
 async def csat_comment(ic: InboundContext) -> Outcome | None:
     """A text message the claim attached to the closed conversation the customer just rated (they were
     invited to add a comment): kept as the rating's comment and thanked (``csat.comment_thanks``), with
-    no model turn. The thanks is written in the same transaction, so a re-run only resumes sending."""
+    no model turn. The thanks is written in the same transaction as the comment, which is kept once, so
+    a re-run only resumes sending."""
     row = ic.row
-    if ic.conversation.status != ConversationStatus.closed.value or row.kind != "text" or row.role != "user":
+    if (row.raw or {}).get(COMMENT_MARK) != str(ic.conversation.id):
         return None
     settings = await load_tenant_settings(ic)
     async with ic.deps.resources.sessions() as session, session.begin():
-        done = (
-            await session.exec(select(Outbox.id).where(Outbox.inbound_message_id == row.id).limit(1))
-        ).first()
-        if done is None and await csat.record_comment(
+        if await csat.record_comment(
             session, tenant_id=row.tenant_id, conversation_id=ic.conversation.id, text=row.text or ""
         ):
-            items = text_items(
-                [settings.csat.comment_thanks],
-                conversation_id=ic.conversation.id,
-                channel=row.channel,
-                channel_account_id=ic.account.id,
-                recipient=ic.reply_address,
-            )
-            await write_outbox(
-                session,
-                tenant_id=row.tenant_id,
-                items=items,
-                inbound_message_id=row.id,
-                trace_id=row.trace_id,
-            )
+            await _write_texts(ic, session, [settings.csat.comment_thanks])
     await _deliver_row(ic)
     await finish(ic, InboundState.done, None)
     return Outcome.csat_commented
