@@ -3,7 +3,10 @@ it; it waits for one of its members; the tenant's default team; names unique per
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
+from pydantic import ValidationError
 from switchboard.conversations import Actor
 from switchboard.db.engine import session_scope
 from switchboard.db.models import Conversation, HumanAgent, Tenant
@@ -18,7 +21,7 @@ from switchboard.handoff.teams import (
     rename_team,
     set_member,
 )
-from switchboard.tenant_settings import set_section
+from switchboard.tenant_settings import load_tenant_settings, set_section
 
 from tests.utils.handoff import make_agent, make_customer_conversation, reload
 
@@ -153,3 +156,39 @@ async def test_team_names_are_unique_per_tenant_and_deleting_frees_its_conversat
     assert (await reload(sessions, Conversation, conversation.id)).team_id is None
     async with sessions() as session:
         assert await list_teams(session, tenant_id=tenant.id) == []
+
+
+async def test_a_channels_team_comes_before_the_default_team(sessions, make_tenant):
+    tenant = await make_tenant()
+    wa_member = await make_agent(sessions, tenant, "Wanda WhatsApp", total=9)
+    other_member = await make_agent(sessions, tenant, "Otto Other", total=0)
+    wa_team = await _team(sessions, tenant, "WhatsApp Desk", wa_member)
+    await _team(sessions, tenant, "Everyone Else", other_member)
+    async with session_scope(sessions) as session:
+        stored = await session.get(Tenant, tenant.id)
+        set_section(
+            stored, "handoff", default_team="Everyone Else", channel_teams=["WhatsApp =  whatsapp   desk"]
+        )
+        session.add(stored)
+    _, conversation = await make_customer_conversation(sessions, tenant)  # a WhatsApp customer
+    assert conversation.channel == "whatsapp"
+
+    async with session_scope(sessions) as session:
+        assignment = await escalate(
+            session, tenant_id=tenant.id, conversation_id=conversation.id, reason="x", actor=Actor.ai()
+        )
+    assert assignment.agent.id == wa_member.id
+    assert (await reload(sessions, Conversation, conversation.id)).team_id == wa_team.id
+    async with sessions() as session:
+        assert (await load_tenant_settings(session, tenant.id)).handoff.channel_teams == [
+            "whatsapp = whatsapp desk"  # read tidied
+        ]
+        assert await default_team_id(session, tenant.id, "instagram") != wa_team.id  # the default team
+
+
+@pytest.mark.parametrize("line", ["telegram = Billing", "whatsapp Billing", "whatsapp =  "])
+def test_a_channel_team_line_names_a_known_channel_and_a_team(line):
+    tenant = Tenant(name="x", slug="x", organization_id=uuid.uuid4())
+    with pytest.raises(ValidationError) as info:
+        set_section(tenant, "handoff", channel_teams=[line])
+    assert info.value.errors()[0]["type"] == "channel_team"

@@ -268,6 +268,13 @@ SETTING_WORDS: dict[str, SettingWords] = {
         N_("Time to comment"), N_("Seconds after the rating during which a message counts as its comment.")
     ),
     "csat.comment_thanks": _w(N_("Thanks for a comment"), N_("Sent when the customer's comment is kept.")),
+    "handoff.channel_teams": _w(
+        N_("Team per channel"),
+        N_(
+            "One line per channel, as whatsapp = Billing: conversations from that channel handed to a person "
+            "go to that team. Other channels use the default team."
+        ),
+    ),
     "handoff.default_team": _w(
         N_("Default team"),
         N_(

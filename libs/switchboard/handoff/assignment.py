@@ -194,7 +194,7 @@ async def escalate(
         await session.flush()
         return Assignment(conversation.id, current, newly_assigned=False)
     if conversation.team_id is None:  # nobody chose a team: the tenant's default team, if any
-        conversation.team_id = await default_team_id(session, tenant_id)
+        conversation.team_id = await default_team_id(session, tenant_id, conversation.channel)
     opens_at = await _away_until(session, tenant_id, actor)
     agent = (
         None

@@ -1,7 +1,7 @@
 """Teams: named groups of a tenant's human agents (an agent may be in several).
 
 A conversation given to a team (``conversations.team_id``: from the console, or the tenant's default team
-``handoff.default_team`` when it is handed to a person) is assigned automatically only among that team's
+for its channel, ``handoff.channel_teams`` or ``handoff.default_team``, when it is handed to a person) is assigned automatically only among that team's
 online agents (:func:`switchboard.handoff.assignment.pick_agent`); while none of them is online it waits in
 the queue, and only a member who comes online takes it from there.
 """
@@ -188,10 +188,15 @@ async def is_member(session: AsyncSession, *, team_id: uuid.UUID, agent_id: uuid
     return await session.get(TeamMember, (team_id, agent_id)) is not None
 
 
-async def default_team_id(session: AsyncSession, tenant_id: uuid.UUID) -> uuid.UUID | None:
-    """The team a conversation handed to a person goes to when it has none: the tenant's
-    ``handoff.default_team`` (a team's name, case-insensitive); ``None`` when unset or no such team."""
-    name = (await load_tenant_settings(session, tenant_id)).handoff.default_team.strip()
+async def default_team_id(
+    session: AsyncSession, tenant_id: uuid.UUID, channel: str | None = None
+) -> uuid.UUID | None:
+    """The team a conversation handed to a person goes to when it has none: the line of the tenant's
+    ``handoff.channel_teams`` for ``channel``, else ``handoff.default_team`` (team names, any case);
+    ``None`` when unset or no such team."""
+    handoff = (await load_tenant_settings(session, tenant_id)).handoff
+    by_channel = dict(line.split(" = ", 1) for line in handoff.channel_teams)
+    name = (by_channel.get(channel or "") or handoff.default_team).strip()
     if not name:
         return None
     team = await _by_name(session, tenant_id, " ".join(name.split()))

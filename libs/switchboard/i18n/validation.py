@@ -51,6 +51,7 @@ MESSAGES: Mapping[str, str] = {
         "closes at {closes}, not after it opens at {opens} (split a night across midnight)"
     ),
     "no_opening_hours": N_("add at least one opening period, or turn business hours off"),
+    "channel_team": N_("write a channel and a team's name, as whatsapp = Billing ({channels})"),
 }
 """pydantic error ``type`` → English template (a catalog msgid). Types whose English message depends
 on a plural (``string_too_long``: "character"/"characters") are in :data:`_PLURAL` instead."""
