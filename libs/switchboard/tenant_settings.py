@@ -113,6 +113,25 @@ def _storable_setting(value: str) -> str:
 
 
 SettingText = Annotated[str, AfterValidator(_storable_setting)]
+
+
+_CHANNEL_TEAM_CHANNELS = ("whatsapp", "instagram", "gmail", "web")
+"""The channels a conversation can come from, as ``handoff.channel_teams`` names them."""
+
+
+def _channel_team(value: str) -> str:
+    channel, equals, team = value.partition("=")
+    if not equals or channel.strip().lower() not in _CHANNEL_TEAM_CHANNELS or not team.strip():
+        raise PydanticCustomError(
+            "channel_team",
+            "write a channel and a team's name, as whatsapp = Billing ({channels})",
+            {"channels": ", ".join(_CHANNEL_TEAM_CHANNELS)},
+        )
+    return f"{channel.strip().lower()} = {' '.join(team.split())}"
+
+
+ChannelTeam = Annotated[SettingText, Field(max_length=120), AfterValidator(_channel_team)]
+"""One line of ``handoff.channel_teams``: ``channel = team name`` (stored as written, tidied)."""
 """The text of every tenant setting: a NUL or an unpaired surrogate (which Postgres cannot store) is
 refused at save with a message naming the setting, never a database error."""
 
@@ -314,6 +333,13 @@ class HandoffSettings(BaseModel):
     farewell: SettingText = Field("", max_length=1_000)
     """Sent to the customer when someone closes their conversation in the console (e.g. *Thanks for
     writing to us! Write again whenever you need us.*); empty: closing sends nothing."""
+    channel_teams: list[ChannelTeam] = Field(default_factory=list, max_length=len(_CHANNEL_TEAM_CHANNELS))
+    """Per channel, the team conversations from that channel go to when nobody gave them a team, one line
+    each as ``whatsapp = Billing``; a channel not listed uses ``default_team``."""
+    default_team: SettingText = Field("", max_length=100)
+    """Name of the team (People page) a conversation handed to a person goes to when nobody gave it to a
+    team: it is assigned among that team's online agents only. Empty, or no team of that name: any
+    online agent."""
 
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -449,6 +475,20 @@ class CsatSettings(BaseModel):
         json_schema_extra=TRANSLATABLE,
     )
     """Sent when the customer answers (once: a second tap changes nothing)."""
+    comment_question: SettingText = Field(
+        N_("Anything you'd like to add? Just write it here, or skip this."),
+        max_length=500,
+        json_schema_extra=TRANSLATABLE,
+    )
+    """Sent after the thanks, inviting a comment: the customer's next text message within
+    ``comment_window_s`` is kept with the rating (shown on the conversation page and in analytics)
+    instead of starting a new conversation. Empty: no follow-up, the next message is a new conversation."""
+    comment_window_s: float = Field(600.0, ge=60, le=86_400)  # le: csat.COMMENT_WINDOW_MAX_S
+    """How long after the rating a text message counts as its comment, in seconds."""
+    comment_thanks: SettingText = Field(
+        N_("Thank you, we have passed it on."), min_length=1, max_length=1_000, json_schema_extra=TRANSLATABLE
+    )
+    """Sent when the customer's comment is kept."""
 
 
 class MemorySettings(BaseModel):

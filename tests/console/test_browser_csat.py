@@ -1,5 +1,6 @@
 """The e-mail rating page and the satisfaction table of Analytics in a real headless Chromium: the
-link opens the answer, the button records it and thanks, and Analytics counts it for the AI."""
+link opens the answer, the customer adds an optional comment, the button records both and thanks, and
+Analytics counts it for the AI with the comment next to the rating."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ async def test_a_rating_link_opens_the_answer_and_its_button_records_it_in_a_bro
     await page.goto(rating_link(console_settings, console_url, conversation.id, 5))
     assert await page.locator("h1").inner_text() == "Rated Shop"
     assert await page.locator("#csat-page strong").inner_text() == "Good"
+    await page.get_by_label("Anything you would like to add? (optional)").fill("  Quick and clear.  ")
     await screenshot(page, "csat-rating-link")
     await page.get_by_role("button", name="Send my rating").click()
     await page.wait_for_selector('#csat-page[data-state="thanked"]')
@@ -41,7 +43,7 @@ async def test_a_rating_link_opens_the_answer_and_its_button_records_it_in_a_bro
         answer = (
             await session.exec(select(CsatAnswer).where(CsatAnswer.conversation_id == conversation.id))
         ).one()
-    assert answer.rating == 5
+    assert (answer.rating, answer.comment) == (5, "Quick and clear.")
     await context.close()
 
     admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
@@ -49,4 +51,6 @@ async def test_a_rating_link_opens_the_answer_and_its_button_records_it_in_a_bro
     await page.goto(f"{console_url}/t/{tenant.slug}/analytics?days=7")
     row = page.locator('#csat tr[data-handled-by="ai"] td')
     assert await row.all_inner_texts() == ["The AI", "1", "5.00", "100%"]
+    comment = page.locator(f'#csat-comments tr[data-conversation="{conversation.id}"] td')
+    assert (await comment.all_inner_texts())[:3] == ["5/5", "Quick and clear.", "The AI"]
     await screenshot(page, "analytics-csat")

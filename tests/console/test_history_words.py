@@ -44,6 +44,13 @@ def _event(before, to, actor, actor_id=None, agent=None, reason=None) -> Convers
         ),
         (_event("human", "human", "agent", NIA, agent=NIA), "Nia took it", "Nia la tomó"),
         (
+            _event(
+                "ai", "human", "console_user", PAT, reason="given in the console by Pat to the team Billing"
+            ),
+            "Pat gave it to the team Billing: waiting for one of its agents",
+            "Pat la dio al equipo Billing: esperando a uno de sus agentes",
+        ),
+        (
             _event("human", "human", "console_user", PAT, agent=NIA),
             "Pat transferred it to Nia",
             "Pat la transfirió a Nia",

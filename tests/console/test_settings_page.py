@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import Role, Tenant
+from switchboard.tenant_settings import load_tenant_settings
 
 from tests.utils.console import log_in, new_user
 from tests.utils.html_forms import form_values
@@ -124,3 +125,37 @@ async def test_stored_lists_of_plain_values_show_as_lines_and_save_unchanged(
         assert values["web.allowed_origins"].split() == ["https://shop.example.com"]
         saved = await client.post(f"/t/{tenant.slug}/settings", data=values)
     assert saved.status_code == 200 and "Nothing changed." in saved.text, saved.text[:2000]
+
+
+async def test_the_settings_form_takes_teams_per_channel_and_refuses_a_line_in_words(
+    console_client, sessions, make_tenant
+):
+    tenant = await make_tenant()
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
+    async with console_client() as client:
+        await log_in(client, admin)
+        page = await client.get(f"/t/{tenant.slug}/settings")
+        values = form_values(page.text, f"/t/{tenant.slug}/settings")
+        assert values["handoff.channel_teams"] == "" and values["handoff.default_team"] == ""
+        refused = await client.post(
+            f"/t/{tenant.slug}/settings",
+            data={**values, "handoff.channel_teams": "telegram = Billing"},
+            headers={"Accept-Language": "es"},
+        )
+        saved = await client.post(
+            f"/t/{tenant.slug}/settings",
+            data={
+                **values,
+                "handoff.channel_teams": "whatsapp = Billing\nweb = Web Desk",
+                "handoff.default_team": "Sales",
+            },
+        )
+    assert refused.status_code == 422
+    assert "escriba un canal y el nombre de un equipo, como whatsapp = Facturación" in refused.text
+    assert saved.status_code == 200, saved.text[:2000]
+    async with sessions() as session:
+        handoff = (await load_tenant_settings(session, tenant.id)).handoff
+    assert (handoff.channel_teams, handoff.default_team) == (
+        ["whatsapp = Billing", "web = Web Desk"],
+        "Sales",
+    )

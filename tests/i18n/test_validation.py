@@ -20,6 +20,7 @@ def test_every_template_is_pydantics_own_message_for_its_type():
         "no_opening_hours",
         "clock_time",
         "closing_time",
+        "channel_team",
     }
     assert ours == {t: theirs[t] for t in ours}
 

@@ -1,8 +1,13 @@
 """What the resources do, through HTTP with a key: customers' attributes (merged, removed, refused with
 the field named), conversation actions (assign, hand back, close; a closed one refuses with 409), the
-thread's messages, and an upload refused in words."""
+thread's messages, an upload refused in words, and a conversation given to a team (listed and filtered
+by its ``team_id``)."""
 
 from __future__ import annotations
+
+from switchboard.handoff.teams import create_team, set_member
+
+from tests.utils.handoff import make_agent
 
 
 async def test_customer_attributes_are_merged_removed_and_checked(world, api, make_key) -> None:
@@ -73,3 +78,27 @@ async def test_created_after_filters_with_or_without_a_time_zone(world, api, mak
     assert [c["id"] for c in before.json()["items"]] == [world.ids["conversation_id"]]
     assert after.json()["items"] == []
     assert wrong.status_code == 422 and wrong.json()["errors"][0]["field"] == "created_after"
+
+
+async def test_a_conversation_given_to_a_team_goes_to_its_agent_and_lists_its_team(
+    world, api, make_key, sessions
+) -> None:
+    await make_agent(sessions, world.tenant, "Idle Ivo", total=0)
+    member = await make_agent(sessions, world.tenant, "Mia Member", total=9)
+    async with sessions() as session, session.begin():
+        team = await create_team(session, tenant_id=world.tenant.id, name="Billing")
+        await set_member(session, tenant_id=world.tenant.id, team_id=team.id, agent_id=member.id, member=True)
+    key = await make_key(world.tenant, scopes=["conversations:read", "conversations:write"])
+    conversation_id = world.ids["conversation_id"]
+    async with api(key) as client:
+        given = await client.post(
+            f"/api/v1/conversations/{conversation_id}/assign", json={"to": f"team:{team.id}"}
+        )
+        of_team = await client.get("/api/v1/conversations", params={"team_id": str(team.id)})
+        unknown = await client.post(
+            f"/api/v1/conversations/{conversation_id}/assign", json={"to": f"team:{member.id}"}
+        )
+    assert given.status_code == 200
+    assert (given.json()["assigned_agent_id"], given.json()["team_id"]) == (str(member.id), str(team.id))
+    assert [c["id"] for c in of_team.json()["items"]] == [conversation_id]
+    assert unknown.status_code == 409 and unknown.json()["detail"] == "No such team in this business."

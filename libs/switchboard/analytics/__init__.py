@@ -107,6 +107,18 @@ class CsatFigures:
     good_share: float
 
 
+@dataclass(frozen=True)
+class CsatComment:
+    """One customer's comment with their rating (1-5) and who handled the conversation."""
+
+    conversation_id: uuid.UUID
+    rating: int
+    comment: str
+    answered_at: datetime
+    handled_by: str
+    name: str
+
+
 @dataclass
 class Analytics:
     """Every figure of a period: ``rows`` (one per day and channel that had anything) and the totals."""
@@ -119,6 +131,9 @@ class Analytics:
     timezone: str
     csat: list[CsatFigures] = field(default_factory=list)
     """Satisfaction per handler, the AI first, then people by name."""
+    csat_comments: list[CsatComment] = field(default_factory=list)
+    """The customers' comments of the period next to their rating, newest first (at most
+    :data:`CSAT_COMMENTS_SHOWN`)."""
 
     def series(self, metric: str) -> dict[str, list[float | None]]:
         """``{channel: [value per day]}`` of ``metric``, one value for every day of the period: a count is
@@ -148,6 +163,17 @@ class Analytics:
                     "good_share": c.good_share,
                 }
                 for c in self.csat
+            ],
+            "csat_comments": [
+                {
+                    "conversation_id": str(c.conversation_id),
+                    "rating": c.rating,
+                    "comment": c.comment,
+                    "answered_at": c.answered_at.isoformat(),
+                    "handled_by": c.handled_by,
+                    "name": c.name,
+                }
+                for c in self.csat_comments
             ],
         }
 
@@ -267,6 +293,21 @@ _CSAT = """
     ORDER BY (a.handled_by <> 'ai'), 3, 2"""
 
 
+_CSAT_COMMENTS = """
+    SELECT a.conversation_id, a.rating, a.comment, a.answered_at, a.handled_by,
+           coalesce(h.name, u.name, u.email, '') AS name
+    FROM csat_answers a
+    LEFT JOIN human_agents h ON h.id = a.agent_id
+    LEFT JOIN console_users u ON u.id = a.user_id
+    WHERE a.tenant_id = :tenant AND a.answered_at >= :since AND a.rating IS NOT NULL
+      AND a.comment IS NOT NULL
+    ORDER BY a.answered_at DESC
+    LIMIT :limit"""
+
+CSAT_COMMENTS_SHOWN = 20
+"""The newest comments of the period analytics lists."""
+
+
 def _ratio(part: float, whole: float) -> float | None:
     return round(part / whole, 4) if whole else None
 
@@ -351,6 +392,12 @@ async def tenant_analytics(
         )
         for row in csat_rows
     ]
+    comments = [
+        CsatComment(**row)
+        for row in (
+            await session.execute(text(_CSAT_COMMENTS), {**params, "limit": CSAT_COMMENTS_SHOWN})
+        ).mappings()
+    ]
     for name, metric in (
         ("first_response", "first_response_p50_s"),
         ("human_first_response", "human_first_response_p50_s"),
@@ -395,4 +442,5 @@ async def tenant_analytics(
         has_feedback=has_feedback,
         timezone=timezone,
         csat=csat,
+        csat_comments=comments,
     )

@@ -40,10 +40,12 @@ from switchboard.db.models import (
     HumanAgent,
     MessageRole,
     OutboxPurpose,
+    Team,
 )
 from switchboard.errors import SwitchboardError
 from switchboard.handoff.approvals import ApprovalError, Decider, decide_pending_action
 from switchboard.handoff.assignment import (
+    give_to_team,
     hand_to_agent,
     hand_to_console_user,
     release,
@@ -59,6 +61,7 @@ from switchboard.handoff.notices import (
     write_outgoing,
 )
 from switchboard.handoff.service import notices_for_assignments
+from switchboard.handoff.teams import TEAM_REASON
 from switchboard.live_updates import publish_conversation_event
 from switchboard.observability import get_logger
 from switchboard.outbox.jobs import deliver_soon
@@ -302,10 +305,13 @@ async def transfer(
     conversation_id: uuid.UUID,
     to: str,
 ) -> str:
-    """Give the conversation to ``to``: ``user:<uuid>`` (a console user of the tenant) or ``agent:<uuid>``
-    (a WhatsApp agent of the tenant, who must be online and gets the assignment notice on WhatsApp),
-    from whoever has it (the AI, the queue, a person); returns what happened, for the person
-    ("Assigned to Nia Costa." from the AI or the queue, "Transferred to Nia Costa." from a person).
+    """Give the conversation to ``to``: ``user:<uuid>`` (a console user of the tenant), ``agent:<uuid>``
+    (a WhatsApp agent of the tenant, who must be online and gets the assignment notice on WhatsApp) or
+    ``team:<uuid>`` (a team: its least-loaded online agent gets it and the notice, else it waits for
+    one of them; see :func:`~switchboard.handoff.assignment.give_to_team`), from whoever has it (the AI,
+    the queue, a person); returns what happened, for the person ("Assigned to Nia Costa." from the AI
+    or the queue, "Transferred to Nia Costa." from a person, "Given to the team Sales: Nia Costa has
+    it." for a team).
 
     Raises:
         LookupError: not this tenant's conversation.
@@ -319,6 +325,7 @@ async def transfer(
     trace_id = _trace("transfer")
     agent_id: uuid.UUID | None = None
     previous_notice: list[Outgoing] = []
+    team_result: str | None = None
     async with session_scope(sessions) as session:
         conversation = await _locked(session, who, conversation_id)
         if conversation.status == ConversationStatus.closed.value:
@@ -359,6 +366,31 @@ async def transfer(
                     trace_id=trace_id,
                 )
                 agent_id, name = agent.id, agent.name
+            elif kind == "team":
+                team = await session.get(Team, target_id)
+                if team is None or team.tenant_id != who.tenant_id:
+                    raise ActionRefused("No such team in this business.")
+                had_agent = conversation.assigned_agent_id
+                given = await give_to_team(
+                    session,
+                    conversation,
+                    team=team,
+                    actor=who.actor,
+                    reason=f"given in the console by {who.name}{TEAM_REASON}{team.name}",
+                    trace_id=trace_id,
+                )
+                if given is not None:
+                    agent_id = given.id
+                    team_result = f"Given to the team {team.name}: {given.name} has it."
+                elif (
+                    conversation.assigned_agent_id is not None and conversation.assigned_agent_id == had_agent
+                ):
+                    team_result = f"Given to the team {team.name}: its member who has it keeps it."
+                else:
+                    team_result = (
+                        f"Given to the team {team.name}: it waits for one of its agents to be online."
+                    )
+                name = team.name
             else:
                 raise ActionRefused("Choose a person to transfer to.")
         except InvalidTransition:
@@ -379,7 +411,7 @@ async def transfer(
             await write_outgoing(session, tenant_id=who.tenant_id, items=notices, trace_id=trace_id)
     log.info("console_transfer", conversation_id=str(conversation_id), to_kind=kind, to_id=str(target_id))
     await _after(redis, who, conversation_id, "status", send=bool(agent_id is not None or previous_notice))
-    return f"{'Transferred' if had_person else 'Assigned'} to {name}."
+    return team_result or f"{'Transferred' if had_person else 'Assigned'} to {name}."
 
 
 async def close(

@@ -19,7 +19,7 @@ from switchboard.api.deps import SessionDep, SettingsDep
 from switchboard.channels.gmail.csat import rating_link_is_valid
 from switchboard.console.app import console_language, render
 from switchboard.console.deps import cross_site_reason
-from switchboard.conversations.csat import RATINGS, Rating, record_answer
+from switchboard.conversations.csat import COMMENT_MAX_CHARS, RATINGS, Rating, record_answer, record_comment
 from switchboard.db.models import Conversation, CsatAnswer, Tenant
 from switchboard.i18n import gettext
 from switchboard.observability import get_logger
@@ -45,9 +45,11 @@ async def _page(
     sig: str,
     *,
     record: bool,
+    comment: str = "",
 ) -> Response:
     """The rating page: refused (403) for a link that is not ours or has expired; the question and
-    the answer with a button to send it; or, once sent (``record``), the tenant's thanks."""
+    the answer with an optional comment box and a button to send them; or, once sent (``record``), the
+    tenant's thanks."""
     valid = rating in _TITLES and rating_link_is_valid(settings, conversation_id, rating, exp, sig[:128])
     found = (
         (
@@ -73,11 +75,14 @@ async def _page(
         "sig": sig,
         "answer": gettext(language, _TITLES[rating]),
         "headers": _HEADERS,
+        "comment_max": COMMENT_MAX_CHARS,
     }
     if record:
         stored = await record_answer(
             session, tenant_id=tenant.id, customer_id=None, rating=Rating(conversation_id, rating)
         )
+        if stored and comment.strip():
+            await record_comment(session, tenant_id=tenant.id, conversation_id=conversation_id, text=comment)
         await session.commit()
         log.info("csat_link_answer", conversation_id=str(conversation_id), stored=stored)
         if stored:
@@ -110,9 +115,12 @@ async def csat_send(
     settings: SettingsDep,
     exp: Annotated[int, Form()] = 0,
     sig: Annotated[str, Form(max_length=128)] = "",
+    comment: Annotated[str, Form(max_length=4 * COMMENT_MAX_CHARS)] = "",
 ) -> Response:
-    """Store the rating (the first answer of the conversation only) and thank the customer. A post
-    from another site is refused (403)."""
+    """Store the rating (the first answer of the conversation only) with the customer's optional
+    comment (cut to its bound) and thank the customer. A post from another site is refused (403)."""
     if cross_site_reason(request) is not None:
         return render(request, "csat.html", status_code=403, state="refused", headers=_HEADERS)
-    return await _page(request, session, settings, conversation_id, rating, exp, sig, record=True)
+    return await _page(
+        request, session, settings, conversation_id, rating, exp, sig, record=True, comment=comment
+    )

@@ -274,6 +274,31 @@ SETTING_WORDS: dict[str, SettingWords] = {
     "csat.thanks_reply": _w(
         N_("Thanks for a rating"), N_("Sent once when the customer rates the conversation.")
     ),
+    "csat.comment_question": _w(
+        N_("Invitation to comment"),
+        N_(
+            "Sent after the thanks: the customer's next message is kept with the rating as their comment. "
+            "Empty: no invitation."
+        ),
+    ),
+    "csat.comment_window_s": _w(
+        N_("Time to comment"), N_("Seconds after the rating during which a message counts as its comment.")
+    ),
+    "csat.comment_thanks": _w(N_("Thanks for a comment"), N_("Sent when the customer's comment is kept.")),
+    "handoff.channel_teams": _w(
+        N_("Team per channel"),
+        N_(
+            "One line per channel, as whatsapp = Billing: conversations from that channel handed to a person "
+            "go to that team. Other channels use the default team."
+        ),
+    ),
+    "handoff.default_team": _w(
+        N_("Default team"),
+        N_(
+            "The name of a team (People page): conversations handed to a person go to its online agents. "
+            "Empty: any online agent."
+        ),
+    ),
     # handoff
     "handoff.queue_reply": _w(
         N_("Reply when everyone is busy"),

@@ -24,6 +24,7 @@ from switchboard.db.models import (
     ConversationEvent,
     ConversationRead,
     ConversationStatus,
+    CsatAnswer,
     Customer,
     HumanAgent,
     Message,
@@ -32,11 +33,13 @@ from switchboard.db.models import (
     Outbox,
     PendingAction,
     PendingActionStatus,
+    Team,
     ToolReceipt,
     Turn,
     utcnow,
 )
 from switchboard.handoff.notices import customer_label
+from switchboard.handoff.teams import TEAM_REASON
 from switchboard.i18n import N_
 from switchboard.tenant_settings import load_tenant_settings
 
@@ -92,6 +95,7 @@ class InboxFilters:
         mode: a :class:`Mode`.
         assigned: ``agent:<uuid>`` (a WhatsApp agent), ``user:<uuid>`` (a console user), ``me`` (the
             viewer's own) or ``none`` (open conversations no person has: the AI's and the waiting ones).
+        team: ``<uuid>`` of a team: only conversations given to that team.
         unread: only conversations with a customer message the viewer has not opened since.
         q: text searched (case-insensitive) in the customer's name, number, id, e-mail and messages.
     """
@@ -101,6 +105,7 @@ class InboxFilters:
     assigned: str | None = None
     unread: bool = False
     q: str | None = None
+    team: uuid.UUID | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +126,8 @@ class InboxRow:
     """Customer messages since the viewer last opened the conversation."""
     waiting_since: datetime | None = None
     """When it started waiting for a person (set only while it waits: pinned at the top)."""
+    team: str | None = None
+    """The name of the team it was given to."""
 
     @property
     def unread(self) -> bool:
@@ -231,11 +238,13 @@ async def list_inbox(
             unread_count,
             HumanAgent.name,
             ConsoleUser.email,
+            Team.name,
         )
         .join(Customer, col(Customer.id) == col(Conversation.customer_id))
         .join(last, true(), isouter=True)
         .join(HumanAgent, col(HumanAgent.id) == col(Conversation.assigned_agent_id), isouter=True)
         .join(ConsoleUser, col(ConsoleUser.id) == col(Conversation.assigned_user_id), isouter=True)
+        .join(Team, col(Team.id) == col(Conversation.team_id), isouter=True)
         .where(Conversation.tenant_id == tenant_id, col(Conversation.is_agent_console).is_(False))
     )
     if filters.channel:
@@ -271,6 +280,8 @@ async def list_inbox(
                 return []
             column = Conversation.assigned_agent_id if kind == "agent" else Conversation.assigned_user_id
             query = query.where(column == wanted)
+    if filters.team is not None:
+        query = query.where(Conversation.team_id == filters.team)
     if filters.unread:
         query = query.where(unread)
     if filters.q and filters.q.strip():
@@ -299,7 +310,7 @@ async def list_inbox(
     ).limit(limit)
     rows = (await session.exec(query)).all()  # type: ignore[call-overload]
     out: list[InboxRow] = []
-    for conversation, customer, text, kind, role, at, count, agent_name, user_email in rows:
+    for conversation, customer, text, kind, role, at, count, agent_name, user_email, team_name in rows:
         mode = mode_of(conversation)
         out.append(
             InboxRow(
@@ -315,6 +326,7 @@ async def list_inbox(
                 waiting_since=(conversation.queued_at or conversation.updated_at)
                 if mode == Mode.waiting
                 else None,
+                team=team_name,
             )
         )
     return out
@@ -438,6 +450,11 @@ def history_line(event: ConversationEvent, agents: dict[str, str], users: dict[s
             return line(N_("The AI handed it to %(name)s"), name=agent)
         return line(N_("%(name)s has it now"), name=agent)
     if actor == "console_user":
+        if TEAM_REASON in reason:
+            team = reason.split(TEAM_REASON, 1)[1]
+            return line(
+                N_("%(who)s gave it to the team %(team)s: waiting for one of its agents"), who=who, team=team
+            )
         if reason.startswith("taken over"):
             return line(N_("%(who)s took over"), who=who)
         return line(N_("Assigned to %(who)s"), who=who)
@@ -468,6 +485,12 @@ class ConversationView:
     """``events`` in words, oldest first."""
     farewell: str = ""
     """What closing sends the customer (the tenant's ``handoff.farewell``; empty: nothing)."""
+    teams: list[Team] = field(default_factory=list)
+    """The tenant's teams (the "assign to" choices)."""
+    team: str | None = None
+    """The name of the team the conversation was given to."""
+    csat: CsatAnswer | None = None
+    """The customer's satisfaction answer (rating 1-5 and comment), once asked."""
     channel: str = ""
     """The channel as shown (:func:`shown_channel`)."""
 
@@ -715,6 +738,9 @@ async def conversation_view(
         if caps is not None and caps.service_window is not None
         else None
     )
+    teams = list(
+        (await session.exec(select(Team).where(Team.tenant_id == tenant_id).order_by(col(Team.name)))).all()
+    )
     agent_names = {str(a.id): a.name for a in agents}
     user_names = {str(u.id): u.name or u.email for u in users}
     return ConversationView(
@@ -732,6 +758,15 @@ async def conversation_view(
         agents=agents,
         users=users,
         window_open=window_open,
+        teams=teams,
+        team=next((t.name for t in teams if t.id == conversation.team_id), None),
+        csat=(
+            await session.exec(
+                select(CsatAnswer).where(
+                    CsatAnswer.tenant_id == tenant_id, CsatAnswer.conversation_id == conversation_id
+                )
+            )
+        ).first(),
     )
 
 

@@ -6,6 +6,7 @@ The conversation page and its actions are in :mod:`switchboard.console.conversat
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
@@ -28,7 +29,7 @@ from switchboard.console.deps import (
 )
 from switchboard.console.inbox import InboxFilters, Mode, list_inbox, unread_total
 from switchboard.console.live import live_events
-from switchboard.db.models import AgentStatus, ConsoleUser, HumanAgent, Role, Tenant
+from switchboard.db.models import AgentStatus, ConsoleUser, HumanAgent, Role, Team, Tenant
 from switchboard.i18n import N_
 from switchboard.live_updates import publish_session_change
 from switchboard.observability import get_logger
@@ -285,14 +286,30 @@ async def tenant_home(
 
 
 def _filters(
-    channel: str | None, mode: str | None, assigned: str | None, unread: bool, q: str | None
+    channel: str | None,
+    mode: str | None,
+    assigned: str | None,
+    unread: bool,
+    q: str | None,
+    team: str | None = None,
 ) -> InboxFilters:
+    try:
+        team_id = uuid.UUID(team) if team else None
+    except ValueError:
+        team_id = None
     return InboxFilters(
         channel=channel if channel in channel_names() else None,
         mode=Mode(mode) if mode in {m.value for m in Mode} else None,
         assigned=assigned or None,
         unread=unread,
         q=(q or "").strip()[:200] or None,
+        team=team_id,
+    )
+
+
+async def _teams(session: SessionDep, tenant: Tenant) -> list[Team]:
+    return list(
+        (await session.exec(select(Team).where(Team.tenant_id == tenant.id).order_by(col(Team.name)))).all()
     )
 
 
@@ -306,8 +323,9 @@ async def _assignees(session: SessionDep, tenant: Tenant) -> list[tuple[str, str
     )
 
 
-async def _assignable(session: SessionDep, tenant: Tenant) -> list[tuple[str, str]]:
-    """Whom an inbox row can be assigned to: the active console users and the online WhatsApp agents."""
+async def _assignable(session: SessionDep, tenant: Tenant, teams: list[Team]) -> list[tuple[str, str]]:
+    """Whom an inbox row can be assigned to: the active console users, the online WhatsApp agents and the
+    teams (``team:<uuid>``; the template says "Team: <name>")."""
     agents = (
         await session.exec(
             select(HumanAgent)
@@ -322,9 +340,11 @@ async def _assignable(session: SessionDep, tenant: Tenant) -> list[tuple[str, st
             .order_by(col(ConsoleUser.email))
         )
     ).all()
-    return [(f"user:{u.id}", u.name or u.email) for u in users] + [
-        (f"agent:{a.id}", f"{a.name} (WhatsApp)") for a in agents
-    ]
+    return (
+        [(f"user:{u.id}", u.name or u.email) for u in users]
+        + [(f"agent:{a.id}", f"{a.name} (WhatsApp)") for a in agents]
+        + [(f"team:{t.id}", t.name) for t in teams]
+    )
 
 
 async def model_outage(session: Any, redis: Any, tenant_id: Any) -> dict[str, Any] | None:
@@ -354,10 +374,12 @@ async def inbox(
     assigned: str | None = None,
     unread: bool = False,
     q: Annotated[str | None, Query(max_length=200)] = None,
+    team: Annotated[str | None, Query(max_length=40)] = None,
 ) -> Response:
     """Conversations across channels, newest activity first; the list refreshes itself on live events."""
-    filters = _filters(channel, mode, assigned, unread, q)
+    filters = _filters(channel, mode, assigned, unread, q, team)
     rows = await list_inbox(session, tenant_id=page.tenant.id, viewer_id=page.user.id, filters=filters)
+    teams = await _teams(session, page.tenant)
     # a tenant with no conversation at all: the empty inbox points its admins to the setup checklist
     unfiltered = filters == _filters(None, None, None, False, None)
     new_tenant = not rows and unfiltered and page.role in ADMIN_ROLES
@@ -373,7 +395,8 @@ async def inbox(
         modes=[m.value for m in Mode],
         assignees=await _assignees(session, page.tenant),
         active="inbox",
-        assignable=await _assignable(session, page.tenant),
+        assignable=await _assignable(session, page.tenant, teams),
+        teams=teams,
         flash=request.query_params.get("flash"),
         new_tenant=new_tenant,
         outage=outage,

@@ -6,6 +6,9 @@
   (:mod:`switchboard.users.invites`).
 * **Human agents** (the people who answer from their own WhatsApp): add (name and number, checked with
   phonenumbers), remove, set online or offline (:mod:`switchboard.handoff`, as ``switchboard agents``).
+* **Teams** (named groups of human agents, an agent may be in several): create, rename, delete, add and
+  remove members (:mod:`switchboard.handoff.teams`); a conversation given to a team goes to its online
+  agents only.
 * **Invitation link** (``/invite/{token}``, no session): the set-password form; a link that expired,
   was used, withdrawn or replaced says so. Accepting signs the person in.
 """
@@ -35,6 +38,15 @@ from switchboard.handoff import (
     remove_agent,
     set_status,
     write_outgoing,
+)
+from switchboard.handoff.teams import (
+    TeamExists,
+    TeamNotFound,
+    create_team,
+    delete_team,
+    list_teams,
+    rename_team,
+    set_member,
 )
 from switchboard.i18n import N_, gettext
 from switchboard.observability import get_logger
@@ -88,6 +100,13 @@ NAME_MISSING = N_("Give the agent's name.")
 AGENT_STILL_BUSY = N_(
     "%(name)s still has %(n)s open conversation(s): hand them back to the AI or transfer them first."
 )
+TEAM_CREATED = N_("The team %(name)s was created.")
+TEAM_RENAMED = N_("The team is now called %(name)s.")
+TEAM_DELETED = N_("The team %(name)s was deleted: its conversations can go to any agent.")
+TEAM_MEMBER_ADDED = N_("%(agent)s is in the team %(name)s now.")
+TEAM_MEMBER_REMOVED = N_("%(agent)s left the team %(name)s.")
+TEAM_NAME_TAKEN = N_("There is a team called %(name)s already.")
+TEAM_NAME_BAD = N_("Give the team a name of at most 100 characters.")
 SELF = N_("You cannot deactivate your own account.")
 PASSWORDS_DIFFER = N_("The two passwords differ.")
 WEAK = N_("Choose another password: %(reason)s.")
@@ -175,6 +194,7 @@ async def _people_page(
         status_code=code,
         tenant=page.tenant,
         agents=agents,
+        teams=await list_teams(session, tenant_id=page.tenant.id),
         users=users,
         invites=invites,
         now=utcnow(),
@@ -435,6 +455,91 @@ async def people_agent_action(
     return await _people_page(
         request, page, session, message=_say(request, page, AGENT_REMOVED, name=removed.name)
     )
+
+
+# --- teams ---------------------------------------------------------------------------------------------
+
+
+async def _team_refused(
+    request: Request, page: PageContext, session: Any, exc: Exception, name: str
+) -> Response:
+    await session.rollback()
+    if isinstance(exc, TeamExists):
+        error = _say(request, page, TEAM_NAME_TAKEN, name=exc.name)
+    else:
+        error = _say(request, page, TEAM_NAME_BAD)
+    return await _people_page(request, page, session, code=422, error=error, form={"team_name": name})
+
+
+@people_pages_router.post("/t/{slug}/people/teams", response_class=HTMLResponse)
+async def people_create_team(
+    request: Request, page: AdminPage, session: SessionDep, name: Annotated[str, Form(max_length=400)]
+) -> Response:
+    """Create a team (an empty one: add its agents next); 422 for an empty, too long or taken name."""
+    try:
+        team = await create_team(session, tenant_id=page.tenant.id, name=name)
+        await session.commit()
+    except (TeamExists, ValueError) as exc:
+        return await _team_refused(request, page, session, exc, name)
+    log.info(
+        "team_created",
+        tenant_id=str(page.tenant.id),
+        team_id=str(team.id),
+        actor=f"console:{page.user.email}",
+    )
+    return await _people_page(
+        request, page, session, message=_say(request, page, TEAM_CREATED, name=team.name)
+    )
+
+
+@people_pages_router.post("/t/{slug}/people/teams/{team_id}/{action}", response_class=HTMLResponse)
+async def people_team_action(
+    request: Request,
+    team_id: uuid.UUID,
+    action: str,
+    page: AdminPage,
+    session: SessionDep,
+    name: Annotated[str, Form(max_length=400)] = "",
+    agent_id: Annotated[str, Form(max_length=40)] = "",
+) -> Response:
+    """``rename`` (``name``), ``delete`` (its conversations can go to any agent), ``add`` or ``remove`` an
+    agent (``agent_id``)."""
+    if action not in ("rename", "delete", "add", "remove"):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "use rename, delete, add or remove")
+    try:
+        if action == "rename":
+            team = await rename_team(session, tenant_id=page.tenant.id, team_id=team_id, name=name)
+            message = _say(request, page, TEAM_RENAMED, name=team.name)
+        elif action == "delete":
+            team = await delete_team(session, tenant_id=page.tenant.id, team_id=team_id)
+            message = _say(request, page, TEAM_DELETED, name=team.name)
+        else:
+            try:
+                agent_uuid = uuid.UUID(agent_id)
+            except ValueError:
+                raise TeamNotFound("no agent") from None
+            team, agent = await set_member(
+                session,
+                tenant_id=page.tenant.id,
+                team_id=team_id,
+                agent_id=agent_uuid,
+                member=action == "add",
+            )
+            said = TEAM_MEMBER_ADDED if action == "add" else TEAM_MEMBER_REMOVED
+            message = _say(request, page, said, agent=agent.name, name=team.name)
+        await session.commit()
+    except TeamNotFound:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such team or agent in this tenant") from None
+    except (TeamExists, ValueError) as exc:
+        return await _team_refused(request, page, session, exc, name)
+    log.info(
+        "team_changed",
+        tenant_id=str(page.tenant.id),
+        team_id=str(team_id),
+        action=action,
+        actor=f"console:{page.user.email}",
+    )
+    return await _people_page(request, page, session, message=message)
 
 
 # --- the invitation link (no session) ---------------------------------------------------------------

@@ -97,6 +97,8 @@ class ConversationOut(BaseModel):
     customer_id: uuid.UUID
     assigned_user_id: uuid.UUID | None
     assigned_agent_id: uuid.UUID | None
+    team_id: uuid.UUID | None = None
+    """The team it was given to (its automatic assignment picks among that team's online agents)."""
     created_at: datetime
     updated_at: datetime
     closed_at: datetime | None
@@ -112,6 +114,7 @@ def conversation_out(conversation: Conversation) -> ConversationOut:
         customer_id=conversation.customer_id,
         assigned_user_id=conversation.assigned_user_id,
         assigned_agent_id=conversation.assigned_agent_id,
+        team_id=conversation.team_id,
         created_at=conversation.created_at,
         updated_at=conversation.updated_at,
         closed_at=conversation.closed_at,
@@ -125,7 +128,7 @@ def conversation_out(conversation: Conversation) -> ConversationOut:
     response_model=Page[ConversationOut],
     summary="List conversations",
     description="Newest first. Filters: `status` (ai, human, closed), `channel`, `customer_id`, "
-    "`created_after` (ISO 8601).",
+    "`team_id`, `created_after` (ISO 8601).",
 )
 async def list_conversations(
     caller: Annotated[ApiCaller, require_scope("conversations:read")],
@@ -135,6 +138,7 @@ async def list_conversations(
     status: str | None = None,
     channel: str | None = None,
     customer_id: uuid.UUID | None = None,
+    team_id: uuid.UUID | None = None,
     created_after: datetime | None = None,
 ) -> Page[ConversationOut]:
     query = select(Conversation).where(
@@ -146,6 +150,8 @@ async def list_conversations(
         query = query.where(Conversation.channel == channel)
     if customer_id:
         query = query.where(Conversation.customer_id == customer_id)
+    if team_id:
+        query = query.where(Conversation.team_id == team_id)
     if created_after:
         query = query.where(col(Conversation.created_at) > created_after)
     rows, next_cursor = await keyset_page(session, query, Conversation, limit=limit, cursor=cursor)
@@ -235,8 +241,9 @@ async def list_messages(
 class AssignBody(BaseModel):
     to: str = Field(
         max_length=80,
-        pattern=r"^(user|agent):[0-9a-fA-F-]{36}$",
-        description="`user:<id>` (a console user of the tenant) or `agent:<id>` (an online WhatsApp agent).",
+        pattern=r"^(user|agent|team):[0-9a-fA-F-]{36}$",
+        description="`user:<id>` (a console user of the tenant), `agent:<id>` (an online WhatsApp agent) "
+        "or `team:<id>` (a team: its least-loaded online agent gets it, else it waits for one of them).",
     )
 
 

@@ -8,14 +8,18 @@ closed again is never asked twice. The question goes out as the channel's own bu
 buttons, Instagram quick replies, the web chat's buttons); each button's id names the conversation
 and the rating (``csat:<conversation id>:<1-5>``, :func:`parse_payload`), so the customer's tap is
 recognised before any model turn and stored by :func:`record_answer`. An e-mail gets one signed link
-per answer (:mod:`switchboard.channels.gmail.csat`), opened in the console.
+per answer (:mod:`switchboard.channels.gmail.csat`), opened in the console, with an optional comment box.
+
+After a tapped rating the customer is invited to add a comment (``csat.comment_question``): their next
+text message on the same channel within ``csat.comment_window_s`` belongs to the rated conversation
+(:func:`awaiting_comment`) and is kept as the comment (:func:`record_comment`), with no model turn.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import update
 from sqlalchemy.dialects.postgresql import insert
@@ -38,6 +42,7 @@ from switchboard.i18n import N_, gettext
 from switchboard.observability import get_logger
 from switchboard.outbox import OutboxItem, reply_items, write_outbox
 from switchboard.replies.parts import QuickReplies, ReplyOption
+from switchboard.storable import clean_text
 from switchboard.tenant_settings import load_tenant_settings
 
 __all__ = [
@@ -45,8 +50,11 @@ __all__ = [
     "PAYLOAD_PREFIX",
     "RATINGS",
     "Rating",
+    "COMMENT_MAX_CHARS",
     "ask",
+    "awaiting_comment",
     "parse_payload",
+    "record_comment",
     "rated_conversation",
     "record_answer",
 ]
@@ -57,6 +65,11 @@ PAYLOAD_PREFIX = "csat:"
 """Start of every rating button's id: ``csat:<conversation id>:<rating>``."""
 ASKED_CHANNELS = frozenset({"whatsapp", "instagram", "web", "gmail"})
 """Channels whose customers are asked: buttons of their own, or (e-mail) a signed link per answer."""
+
+COMMENT_MAX_CHARS = 2_000
+"""Longest comment kept (the column's bound); a longer one is cut."""
+COMMENT_WINDOW_MAX_S = 86_400
+"""The longest ``csat.comment_window_s`` a tenant may set."""
 
 RATINGS: tuple[tuple[int, str], ...] = ((5, N_("Good")), (3, N_("OK")), (1, N_("Bad")))
 """The answers offered, best first: rating (1-5) and the button's title (translated)."""
@@ -239,3 +252,67 @@ async def rated_conversation(
             )
         )
     ).first()
+
+
+async def awaiting_comment(
+    session: AsyncSession, *, customer: Customer, channel: str, now: datetime | None = None
+) -> ConversationRow | None:
+    """The closed conversation whose rating the customer gave on ``channel`` within the tenant's
+    ``csat.comment_window_s`` and has not commented yet: their next text message is its comment.
+    ``None`` when the tenant asks for no comment (``csat.comment_question`` empty), for e-mail (its
+    comment box is on the rating page) and otherwise."""
+    if channel == "gmail":
+        return None
+    now = now or utcnow()
+    # the longest window a tenant may set first: most messages find nothing and read no settings
+    found = (
+        await session.exec(
+            select(ConversationRow, CsatAnswer.answered_at)
+            .join(CsatAnswer, col(CsatAnswer.conversation_id) == col(ConversationRow.id))
+            .where(
+                CsatAnswer.tenant_id == customer.tenant_id,
+                ConversationRow.customer_id == customer.id,
+                ConversationRow.status == ConversationStatus.closed.value,
+                CsatAnswer.channel == channel,
+                col(CsatAnswer.rating).is_not(None),
+                col(CsatAnswer.comment).is_(None),
+                col(CsatAnswer.answered_at) >= now - timedelta(seconds=COMMENT_WINDOW_MAX_S),
+            )
+            .order_by(col(CsatAnswer.answered_at).desc())
+            .limit(1)
+        )
+    ).first()
+    if found is None:
+        return None
+    conversation, answered_at = found
+    settings = (await load_tenant_settings(session, customer.tenant_id)).csat
+    if not settings.enabled or not settings.comment_question.strip():
+        return None
+    return conversation if answered_at >= now - timedelta(seconds=settings.comment_window_s) else None
+
+
+async def record_comment(
+    session: AsyncSession, *, tenant_id: uuid.UUID, conversation_id: uuid.UUID, text: str
+) -> bool:
+    """Keep ``text`` (without NUL, stripped, cut to :data:`COMMENT_MAX_CHARS`) as the comment of a rated conversation,
+    the first comment only.
+
+    Returns:
+        Whether it was stored now (``False``: empty, not rated, or commented before).
+    """
+    comment = clean_text(text).strip()[:COMMENT_MAX_CHARS]  # a form's NUL would fail the insert
+    if not comment:
+        return False
+    result = await session.exec(
+        update(CsatAnswer)
+        .where(
+            col(CsatAnswer.tenant_id) == tenant_id,
+            col(CsatAnswer.conversation_id) == conversation_id,
+            col(CsatAnswer.rating).is_not(None),
+            col(CsatAnswer.comment).is_(None),
+        )
+        .values(comment=comment)
+    )
+    stored = bool(result.rowcount)  # type: ignore[attr-defined]
+    log.info("csat_commented", conversation_id=str(conversation_id), stored=stored, chars=len(comment))
+    return stored

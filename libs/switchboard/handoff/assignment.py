@@ -17,14 +17,23 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, text
+from sqlalchemy import func, or_, text
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.conversations import lifecycle
 from switchboard.conversations.lifecycle import Actor, ActorType
-from switchboard.db.models import AgentStatus, Conversation, ConversationStatus, HumanAgent, utcnow
+from switchboard.db.models import (
+    AgentStatus,
+    Conversation,
+    ConversationStatus,
+    HumanAgent,
+    Team,
+    TeamMember,
+    utcnow,
+)
 from switchboard.handoff import hours
+from switchboard.handoff.teams import default_team_id, is_member, teams_of_agent
 from switchboard.tenant_settings import load_tenant_settings
 
 __all__ = [
@@ -37,6 +46,7 @@ __all__ = [
     "take_queue",
     "hand_to_console_user",
     "hand_to_agent",
+    "give_to_team",
     "open_conversations_of",
     "queue_length",
     "count_assignment",
@@ -67,11 +77,18 @@ async def tenant_handoff_lock(session: AsyncSession, tenant_id: uuid.UUID) -> No
 
 
 async def pick_agent(
-    session: AsyncSession, *, tenant_id: uuid.UUID, exclude: uuid.UUID | None = None
+    session: AsyncSession,
+    *,
+    tenant_id: uuid.UUID,
+    exclude: uuid.UUID | None = None,
+    team_id: uuid.UUID | None = None,
 ) -> HumanAgent | None:
     """The least-loaded online agent (row-locked), or ``None`` when nobody else is online.
 
     Call under :func:`tenant_handoff_lock`.
+
+    Args:
+        team_id: choose among that team's members only (``None``: any agent of the tenant).
     """
     query = (
         select(HumanAgent)
@@ -87,6 +104,12 @@ async def pick_agent(
     )
     if exclude is not None:
         query = query.where(HumanAgent.id != exclude)
+    if team_id is not None:
+        query = query.where(
+            select(TeamMember.agent_id)
+            .where(TeamMember.team_id == team_id, col(TeamMember.agent_id) == col(HumanAgent.id))
+            .exists()
+        )
     return (await session.exec(query)).first()
 
 
@@ -170,8 +193,14 @@ async def escalate(
         )
         await session.flush()
         return Assignment(conversation.id, current, newly_assigned=False)
+    if conversation.team_id is None:  # nobody chose a team: the tenant's default team, if any
+        conversation.team_id = await default_team_id(session, tenant_id, conversation.channel)
     opens_at = await _away_until(session, tenant_id, actor)
-    agent = None if opens_at is not None else await pick_agent(session, tenant_id=tenant_id)
+    agent = (
+        None
+        if opens_at is not None
+        else await pick_agent(session, tenant_id=tenant_id, team_id=conversation.team_id)
+    )
     await lifecycle.to_human(
         session,
         conversation,
@@ -339,19 +368,23 @@ async def hand_to_agent(
 async def take_queue(
     session: AsyncSession, *, agent: HumanAgent, actor: Actor | None = None, trace_id: str | None = None
 ) -> list[Conversation]:
-    """Give every waiting conversation of the agent's tenant to ``agent`` (oldest first).
+    """Give every waiting conversation of the agent's tenant to ``agent`` (oldest first), except those
+    given to a team the agent is not in.
 
     Call under :func:`tenant_handoff_lock` with ``agent`` online.
 
     Args:
         actor: who put the agent online (default: the agent).
     """
+    teams = await teams_of_agent(session, agent)
     rows = await session.exec(
         select(Conversation)
         .where(
             Conversation.tenant_id == agent.tenant_id,
             col(Conversation.queued_at).is_not(None),
             Conversation.status == ConversationStatus.human.value,
+            # a conversation given to a team waits for one of its members
+            or_(col(Conversation.team_id).is_(None), col(Conversation.team_id).in_(teams)),
         )
         .order_by(col(Conversation.queued_at), col(Conversation.id))
         .with_for_update()
@@ -370,3 +403,54 @@ async def take_queue(
     session.add(agent)
     await session.flush()
     return taken
+
+
+async def give_to_team(
+    session: AsyncSession,
+    conversation: Conversation,
+    *,
+    team: Team,
+    actor: Actor,
+    reason: str,
+    trace_id: str | None = None,
+) -> HumanAgent | None:
+    """Give a conversation to ``team`` from the console (from the AI, the queue or a person): a member who
+    has it keeps it; otherwise the team's least-loaded online agent gets it, counters included; with none
+    of them online it waits in the queue for the team. Call under :func:`tenant_handoff_lock`.
+
+    Returns:
+        The agent it was newly given to (the caller writes their notice), or ``None`` (kept, or waiting).
+
+    Raises:
+        InvalidTransition: the conversation is closed or an agent's own console.
+    """
+    if conversation.status == ConversationStatus.closed.value or conversation.is_agent_console:
+        raise lifecycle.InvalidTransition(
+            conversation.id, conversation.status, ConversationStatus.human.value
+        )
+    conversation.team_id = team.id
+    session.add(conversation)
+    current = conversation.assigned_agent_id
+    if (
+        current is not None
+        and conversation.status == ConversationStatus.human.value
+        and await is_member(session, team_id=team.id, agent_id=current)
+    ):
+        await session.flush()
+        return None
+    agent = await pick_agent(session, tenant_id=conversation.tenant_id, team_id=team.id)
+    if agent is not None:
+        await hand_to_agent(session, conversation, agent=agent, actor=actor, reason=reason, trace_id=trace_id)
+        return agent
+    previous = (
+        await session.get(HumanAgent, current, with_for_update=True)
+        if current is not None and conversation.status == ConversationStatus.human.value
+        else None
+    )
+    await lifecycle.to_human(
+        session, conversation, agent_id=None, actor=actor, reason=reason, trace_id=trace_id
+    )
+    await session.flush()
+    if previous is not None:
+        await _uncount(session, previous, conversation.id)
+    return None

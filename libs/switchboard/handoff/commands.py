@@ -8,19 +8,23 @@ agent, to the customer, to another agent); the caller stores them with
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC
 
+from sqlalchemy import String, cast, func
 from sqlalchemy.ext.asyncio import async_sessionmaker
-from sqlmodel import select
+from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from switchboard.conversations import Actor, add_note, append_message
+from switchboard.conversations import Actor, InvalidTransition, add_note, append_message
+from switchboard.conversations import reopen as reopen_conversation
 from switchboard.db.engine import session_scope
 from switchboard.db.models import (
     AgentStatus,
     Conversation,
+    ConversationStatus,
     Customer,
     HumanAgent,
     MessageRole,
@@ -48,7 +52,13 @@ from switchboard.handoff.canned import (
     find_canned,
 )
 from switchboard.handoff.handback import reopen_unanswered
-from switchboard.handoff.notices import Outgoing, agent_outgoing, customer_address, customer_label
+from switchboard.handoff.notices import (
+    Outgoing,
+    agent_outgoing,
+    conversation_reference,
+    customer_address,
+    customer_label,
+)
 from switchboard.handoff.pending import APPROVAL_NOTICE_PREFIX, describe, pending_action_notices
 from switchboard.handoff.service import notices_for_assignments
 from switchboard.llm.router import ModelGateway
@@ -77,6 +87,7 @@ COMMANDS: dict[str, str] = {
     "offline": "/offline - stop receiving customers (transfer or end yours first)",
     "r": "/r shortcut - send a canned reply to your current customer (the console lists them)",
     "note": "/note text - keep a private note on your current customer's conversation (never sent to them)",
+    "reopen": "/reopen REF - open a closed conversation again, the AI answering (REF: the Ref of its notice)",
     "approve": "/approve ID - run an action waiting for your approval (IDs in /status)",
     "reject": "/reject ID [reason] - refuse an action waiting for your approval",
     "help": "/help - this list",
@@ -87,6 +98,8 @@ HELP_TEXT = (
     + "\n".join(COMMANDS.values())
     + ("\nAny other message goes to your current customer; reply to a customer's message to answer that one.")
 )
+_REFERENCE = re.compile(r"#?[0-9a-fA-F-]{8,36}")
+"""A conversation's reference as typed: its id's first 8 hex digits or more (the whole id works too)."""
 _NO_ARGUMENTS = frozenset({"status", "end", "online", "offline", "help"})
 HANDED_BACK_NOTE = "[A person from the team handled this conversation and has now handed it back to you.]"
 """Stored as a ``human_agent`` message on ``/end`` so the AI's next turn knows a human handled it."""
@@ -133,6 +146,11 @@ def parse_command(text: str) -> Command | None:
     if name == "note" and not argument:
         raise CommandError(
             f"/note needs the text to keep, e.g. /note called them back. Usage: {COMMANDS['note']}"
+        )
+    if name == "reopen" and not _REFERENCE.fullmatch(argument):
+        raise CommandError(
+            f"/reopen needs the conversation's Ref (8 letters and digits), e.g. /reopen 3f2a9c1e. "
+            f"Usage: {COMMANDS['reopen']}"
         )
     if name == "switch":
         if not argument.isdigit() or int(argument) < 1:
@@ -215,6 +233,7 @@ async def run_command(
         "reject": _decide,
         "r": _canned,
         "note": _note,
+        "reopen": _reopen,
     }
     try:
         return await handlers[command.name](
@@ -388,6 +407,50 @@ async def _note(sessions, gateway, agent_id, command, console_id, trace_id) -> l
         label, conversation_id = customer_label(await _customer(session, conversation)), conversation.id
     # filed under the customer's conversation: its delivery refreshes the console pages showing it
     text = f"Note kept on {label}'s conversation (only your team sees it)."
+    return [agent_outgoing(agent, text, conversation_id)]
+
+
+async def _reopen(sessions, gateway, agent_id, command, console_id, trace_id) -> list[Outgoing]:  # type: ignore[no-untyped-def]
+    """``/reopen REF``: a closed conversation of the agent's tenant open again, the AI answering (as the
+    console's Reopen); refused when it is open, unknown, or its customer has a newer open conversation."""
+    prefix = command.argument.lstrip("#").replace("-", "").casefold()
+    async with session_scope(sessions) as session:
+        agent = await _agent(session, agent_id)
+        await tenant_handoff_lock(session, agent.tenant_id)
+        found = (
+            await session.exec(
+                select(Conversation)
+                .where(
+                    Conversation.tenant_id == agent.tenant_id,
+                    col(Conversation.is_agent_console).is_(False),
+                    func.replace(cast(Conversation.id, String), "-", "").startswith(prefix, autoescape=True),
+                )
+                .limit(2)
+                .with_for_update()
+            )
+        ).all()
+        if not found:
+            raise CommandError(f"No conversation has the Ref {prefix}. It is in the notice you got for it.")
+        if len(found) > 1:
+            raise CommandError(f"Several conversations start with {prefix}: type more of the Ref.")
+        conversation = found[0]
+        label = customer_label(await _customer(session, conversation))
+        if conversation.status != ConversationStatus.closed.value:
+            raise CommandError(f"{label}'s conversation is open already.")
+        try:
+            await reopen_conversation(
+                session,
+                conversation,
+                actor=Actor.agent(agent.id),
+                reason=f"reopened on WhatsApp by {agent.name}",
+                trace_id=trace_id,
+            )
+        except InvalidTransition:
+            raise CommandError(f"{label} has a newer open conversation: continue there.") from None
+        conversation_id = conversation.id
+    log.info("agent_reopened", conversation_id=str(conversation_id), agent_id=str(agent_id))
+    ref = conversation_reference(conversation_id)
+    text = f"Reopened {label}'s conversation (Ref {ref}): the AI answers their next message."
     return [agent_outgoing(agent, text, conversation_id)]
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "customer_label",
     "customer_address",
     "assignment_notice",
+    "conversation_reference",
     "portable",
 ]
 
@@ -99,6 +100,12 @@ def portable(item: Outgoing, channel: str) -> tuple[str, list[dict[str, Any]]]:
     return "\n".join([t for t in (item.text.strip(),) if t] + lines), []
 
 
+def conversation_reference(conversation_id: uuid.UUID) -> str:
+    """How people name a conversation in words: the first 8 hex digits of its id (``/reopen`` takes it;
+    the agent's assignment notice and the console's conversation page show it)."""
+    return conversation_id.hex[:8]
+
+
 def assignment_notice(
     *,
     customer: Customer,
@@ -108,6 +115,7 @@ def assignment_notice(
     total: int,
     transfer_from: str | None = None,
     assigned_by: str | None = None,
+    conversation_id: uuid.UUID | None = None,
 ) -> str:
     """The text a newly assigned agent receives: from a colleague (``transfer_from``), given by someone
     from the AI or the queue (``assigned_by``), or chosen automatically (neither)."""
@@ -120,6 +128,7 @@ def assignment_notice(
     lines = [
         f"{origin} #{position} of your {total} open" if total > 1 else origin,
         f"Customer: {customer_label(customer)}",
+        *([f"Ref: {conversation_reference(conversation_id)}"] if conversation_id is not None else []),
         f"Reason: {reason or '-'}",
         f"Summary: {summary}",
         "Reply here and I will pass it on. /end hands it back to the AI, /help lists commands.",

@@ -88,6 +88,7 @@ async def notices_for_assignments(
             total=len(open_ids),
             transfer_from=transfer_from,
             assigned_by=assigned_by,
+            conversation_id=conversation_id,
         )
         out.append(agent_outgoing(agent, text, conversation_id))
     return out
@@ -249,9 +250,9 @@ async def assign_at_opening(
             )
         ).all()
         for conversation in waiting:
-            agent = await pick_agent(session, tenant_id=tenant_id)
+            agent = await pick_agent(session, tenant_id=tenant_id, team_id=conversation.team_id)
             if agent is None:
-                break
+                continue  # nobody of its team is online: the next one may be another team's
             await lifecycle.reassign(
                 session, conversation, agent_id=agent.id, actor=Actor.system(), reason=OPENING_REASON
             )

@@ -19,7 +19,12 @@ from switchboard.db.models import ChannelAccount, Conversation, Customer, Messag
 from switchboard.runtime.resources import Resources
 from switchboard.settings import Settings
 
-__all__ = ["WorkerDeps", "InboundContext", "Outcome", "Dead"]
+__all__ = ["COMMENT_MARK", "WorkerDeps", "InboundContext", "Outcome", "Dead"]
+
+
+COMMENT_MARK = "csat_comment"
+"""Key of an inbound row's ``raw`` naming the rated conversation the claim attached it to as the rating's
+comment (the :func:`switchboard.inbound.steps.csat_comment` step keeps it)."""
 
 
 class Outcome(StrEnum):
@@ -41,6 +46,7 @@ class Outcome(StrEnum):
     already_handled = "already_handled"  # a re-run of an agent message whose answer is in the outbox
     opted_out = "opted_out"  # an opt-out button: recorded, one confirmation
     csat_answered = "csat_answered"  # a tapped satisfaction rating: stored (the first time) and thanked
+    csat_commented = "csat_commented"  # the text after a rating: kept as its comment and thanked
     button_handoff = "button_handoff"  # a "talk to a person" button: escalated without a model turn
     audio_not_understood = "audio_not_understood"  # a voice message no transcription could read: to a person
     out_of_hours = "out_of_hours"  # outside business hours with no AI answering: queued, told when we open

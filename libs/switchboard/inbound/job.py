@@ -16,11 +16,11 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.contracts import StoredInbound, trace_id_for
 from switchboard.conversations import Actor, channel_identities, csat, open_conversation, resolve_customer
-from switchboard.db.models import ChannelAccount, InboundState, Message, utcnow
+from switchboard.db.models import ChannelAccount, Conversation, Customer, InboundState, Message, utcnow
 from switchboard.events import emit
 from switchboard.events.outbox import has_subscriber
 from switchboard.handoff.relay import agent_of_row
-from switchboard.inbound.context import Dead, InboundContext, Outcome, WorkerDeps
+from switchboard.inbound.context import COMMENT_MARK, Dead, InboundContext, Outcome, WorkerDeps
 from switchboard.inbound.steps import STEPS, release_lock
 from switchboard.live_updates import publish_conversation_event
 from switchboard.observability import get_logger, message_context, metrics, tracing
@@ -73,8 +73,10 @@ async def claim(deps: WorkerDeps, job: dict[str, Any], row_id: uuid.UUID) -> Inb
             )
         ).customer
         rating = csat.parse_payload(stored.payload) if row.kind in CHOICE_KINDS else None
+        comment_of = await _comment_of(session, row, stored, customer) if rating is None else None
         conversation = (
-            await csat.rated_conversation(session, customer=customer, rating=rating) if rating else None
+            (await csat.rated_conversation(session, customer=customer, rating=rating) if rating else None)
+            or comment_of
         ) or await open_conversation(
             session,
             customer=customer,
@@ -97,6 +99,8 @@ async def claim(deps: WorkerDeps, job: dict[str, Any], row_id: uuid.UUID) -> Inb
                 conversation_id=str(conversation.id),
             )
         row.conversation_id = conversation.id
+        if comment_of is not None:  # a re-run finds it in the same conversation, kept as the comment once
+            row.raw = {**(row.raw or {}), COMMENT_MARK: str(comment_of.id)}
         if row.processing_attempts == 0 and row.role == "user":  # once, on the first claim
             await _emit_message_created(session, row)
         row.inbound_state = InboundState.processing.value
@@ -118,6 +122,19 @@ async def claim(deps: WorkerDeps, job: dict[str, Any], row_id: uuid.UUID) -> Inb
         account=account,
         channel=channel,
     )
+
+
+async def _comment_of(
+    session: AsyncSession, row: Message, stored: StoredInbound, customer: Customer
+) -> Conversation | None:
+    """The rated conversation this customer text comments on (:func:`csat.awaiting_comment`; on a re-run,
+    the one the first claim marked in ``raw``), or ``None``."""
+    if row.kind != "text" or row.role != "user" or row.direction != "inbound" or stored.echo:
+        return None
+    marked = (row.raw or {}).get(COMMENT_MARK)
+    if marked:
+        return await session.get(Conversation, uuid.UUID(marked))
+    return await csat.awaiting_comment(session, customer=customer, channel=row.channel)
 
 
 async def _emit_message_created(session: AsyncSession, row: Message) -> None:

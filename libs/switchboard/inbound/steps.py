@@ -13,7 +13,9 @@ what differs per channel is behind :class:`~switchboard.channels.base.Channel`.
 4. :func:`customer_limit` — over the per-customer limit: one polite slow-down reply per window.
 5. :func:`tenant_limit` — over the per-tenant limit: ``Retry`` later; the customer sees nothing.
 6. :func:`csat_answer` — a tapped satisfaction rating (:mod:`switchboard.conversations.csat`) is stored
-   and thanked, without a model turn, in the conversation it rates.
+   and thanked, without a model turn, in the conversation it rates; the customer is invited to add a
+   comment. :func:`csat_comment` — their next text (attached to the rated conversation by the claim) is
+   kept as the comment and thanked, without a model turn.
 7. :func:`buttons` — a configured button payload acts without a model turn (opt-out, talk to a person).
 8. :func:`human_mode` — a conversation with a person: the message is relayed to the agent.
 9. :func:`coalesce` — a newer message of the same customer is waiting: that one's turn answers both.
@@ -68,7 +70,7 @@ from switchboard.handoff import hours
 from switchboard.handoff.hours import waiting_reply
 from switchboard.handoff.relay import agent_for_row, handle_agent_message, relay_customer_message
 from switchboard.handoff.service import escalate_and_notify
-from switchboard.inbound.context import Dead, InboundContext, Outcome
+from switchboard.inbound.context import COMMENT_MARK, Dead, InboundContext, Outcome
 from switchboard.inbound.media import (
     MAX_MEDIA_BYTES,
     MEDIA_KINDS,
@@ -539,23 +541,48 @@ async def csat_answer(ic: InboundContext) -> Outcome | None:
             session, tenant_id=row.tenant_id, customer_id=ic.customer.id, rating=rating
         )
         if stored:
-            items = text_items(
-                [settings.csat.thanks_reply],
-                conversation_id=ic.conversation.id,
-                channel=row.channel,
-                channel_account_id=ic.account.id,
-                recipient=ic.reply_address,
-            )
-            await write_outbox(
-                session,
-                tenant_id=row.tenant_id,
-                items=items,
-                inbound_message_id=row.id,
-                trace_id=row.trace_id,
-            )
+            follow_up = settings.csat.comment_question.strip()  # the next text is kept as the comment
+            await _write_texts(ic, session, [settings.csat.thanks_reply, *([follow_up] if follow_up else [])])
     await _deliver_row(ic)
     await finish(ic, InboundState.done, None)
     return Outcome.csat_answered
+
+
+async def _write_texts(ic: InboundContext, session: Any, texts: list[str]) -> None:
+    """Write ``texts`` to the customer, keyed by this inbound row, in ``session``'s transaction."""
+    items = text_items(
+        texts,
+        conversation_id=ic.conversation.id,
+        channel=ic.row.channel,
+        channel_account_id=ic.account.id,
+        recipient=ic.reply_address,
+    )
+    await write_outbox(
+        session,
+        tenant_id=ic.row.tenant_id,
+        items=items,
+        inbound_message_id=ic.row.id,
+        trace_id=ic.row.trace_id,
+    )
+
+
+async def csat_comment(ic: InboundContext) -> Outcome | None:
+    """A text message the claim attached to the closed conversation the customer just rated (they were
+    invited to add a comment): kept as the rating's comment and thanked (``csat.comment_thanks``), with
+    no model turn. The thanks is written in the same transaction as the comment, which is kept once, so
+    a re-run only resumes sending."""
+    row = ic.row
+    if (row.raw or {}).get(COMMENT_MARK) != str(ic.conversation.id):
+        return None
+    settings = await load_tenant_settings(ic)
+    async with ic.deps.resources.sessions() as session, session.begin():
+        if await csat.record_comment(
+            session, tenant_id=row.tenant_id, conversation_id=ic.conversation.id, text=row.text or ""
+        ):
+            await _write_texts(ic, session, [settings.csat.comment_thanks])
+    await _deliver_row(ic)
+    await finish(ic, InboundState.done, None)
+    return Outcome.csat_commented
 
 
 async def _opt_out(ic: InboundContext) -> Outcome:
@@ -1199,6 +1226,7 @@ STEPS: tuple[Step, ...] = (
     customer_limit,
     tenant_limit,
     csat_answer,
+    csat_comment,
     buttons,
     human_mode,
     coalesce,

@@ -40,7 +40,10 @@ async def test_the_ai_closing_asks_once_with_quick_replies_and_the_tap_is_counte
     await ig.post(tap)
     await run_worker_burst(ig.settings)
     assert len(ig.script.requests) == model_calls  # never a model turn
-    assert ig.sent()[-1]["text"] == "Thank you for your rating!"
+    assert [m["text"] for m in ig.sent()[-2:]] == [
+        "Thank you for your rating!",
+        "Anything you'd like to add? Just write it here, or skip this.",
+    ]
     async with sessions() as session:
         [answer] = (await session.exec(select(CsatAnswer).where(CsatAnswer.tenant_id == ig.tenant.id))).all()
         conversations = (

@@ -1,5 +1,6 @@
 """Customer satisfaction on the website chat: a conversation closed after its idle time is asked once
-with the widget's buttons (on the visitor's stream), and the tapped button is stored and thanked."""
+with the widget's buttons (on the visitor's stream), the tapped button is stored and thanked, and the
+visitor's next message is kept as the rating's comment without a model turn."""
 
 from __future__ import annotations
 
@@ -45,7 +46,11 @@ async def test_the_idle_close_asks_once_with_the_widgets_buttons_and_the_tap_is_
             await session.exec(
                 update(Tenant)
                 .where(Tenant.id == answering.id)
-                .values(settings_extensions={"memory": {"inactivity_close_s": 60}})
+                .values(  # kept: the scripted model's settings
+                    settings_extensions=Tenant.settings_extensions.op("||")(  # type: ignore[union-attr]
+                        {"memory": {"inactivity_close_s": 60}}
+                    )
+                )
             )
             await session.exec(
                 update(Message)
@@ -69,14 +74,36 @@ async def test_the_idle_close_asks_once_with_the_widgets_buttons_and_the_tap_is_
         calls = len(state.script(name).requests)
         await post(url, {**where, "messages": [message("Bad", payload=f"csat:{conversation.id}:1")]})
         await run_worker_burst(settings)
-        events = await read_stream(url, where, count=5)
+        events = await read_stream(url, where, count=6)
         assert (events[4]["type"], events[4]["text"]) == ("reply", "Thank you for your rating!")
+        assert (events[5]["type"], events[5]["text"]) == (
+            "reply",
+            "Anything you'd like to add? Just write it here, or skip this.",
+        )
         assert len(state.script(name).requests) == calls  # never a model turn
+
+        # the next message is the rating's comment: kept and thanked, no model turn, no new conversation
+        await post(url, {**where, "messages": [message("Nobody answered my second question.")]})
+        await run_worker_burst(settings)
+        events = await read_stream(url, where, count=8)
+        assert (events[7]["type"], events[7]["text"]) == ("reply", "Thank you, we have passed it on.")
+        assert len(state.script(name).requests) == calls
+        # and the one after it is a new conversation the AI answers
+        await post(url, {**where, "messages": [message("When do you close?")]})
+        await run_worker_burst(settings)
+        events = await read_stream(url, where, count=10)
+        assert events[-1]["text"] == "We open at nine."
+        assert len(state.script(name).requests) == calls + 1
     async with sessions() as session:
         [answer] = (await session.exec(select(CsatAnswer).where(CsatAnswer.tenant_id == answering.id))).all()
-    assert (answer.conversation_id, answer.channel, answer.handled_by, answer.rating) == (
+        conversations = (
+            await session.exec(select(Conversation).where(Conversation.tenant_id == answering.id))
+        ).all()
+    assert (answer.conversation_id, answer.channel, answer.handled_by, answer.rating, answer.comment) == (
         conversation.id,
         "web",
         "ai",
         1,
+        "Nobody answered my second question.",
     )
+    assert len(conversations) == 2

@@ -1,6 +1,6 @@
 """All tables of the data model (docs/architecture.md#data). Importing this package registers them."""
 
-from switchboard.db.models.agents import AgentStatus, HumanAgent
+from switchboard.db.models.agents import AgentStatus, HumanAgent, Team, TeamMember
 from switchboard.db.models.base import TenantOwned, utcnow
 from switchboard.db.models.business import (
     Lead,
@@ -63,6 +63,8 @@ from switchboard.db.models.turns import Turn, TurnStatus
 from switchboard.db.models.webchat import WebChatEvent
 
 __all__ = [
+    "Team",
+    "TeamMember",
     "WhatsAppTemplate",
     "WebChatEvent",
     "ApiToken",

@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from sqlalchemy import CheckConstraint, String, UniqueConstraint
-from sqlmodel import Field
+from sqlmodel import Field, SQLModel
 
 from switchboard.db.models.base import (
     TenantOwned,
@@ -47,3 +47,28 @@ class HumanAgent(TenantOwned, table=True):
     """The conversation the agent's plain messages go to (``/switch N``, a reply, the latest assignment)."""
     created_at: datetime = created_at_field()
     updated_at: datetime = updated_at_field()
+
+
+class Team(TenantOwned, table=True):
+    """A named group of a tenant's human agents: a conversation given to a team is assigned among its
+    online members (:mod:`switchboard.handoff.teams`)."""
+
+    __tablename__ = "teams"
+    __table_args__ = (UniqueConstraint("tenant_id", "name", name="uq_teams_tenant_name"),)
+
+    id: uuid.UUID = id_field()
+    name: str = Field(max_length=100)
+    created_at: datetime = created_at_field()
+    updated_at: datetime = updated_at_field()
+
+
+class TeamMember(SQLModel, table=True):
+    """One agent in one team (an agent may be in several teams)."""
+
+    __tablename__ = "team_members"
+
+    team_id: uuid.UUID = Field(foreign_key="teams.id", primary_key=True, ondelete="CASCADE")
+    agent_id: uuid.UUID = Field(
+        foreign_key="human_agents.id", primary_key=True, index=True, ondelete="CASCADE"
+    )
+    tenant_id: uuid.UUID = Field(foreign_key="tenants.id", index=True, ondelete="CASCADE")

@@ -228,6 +228,9 @@ class Conversation(TenantOwned, table=True):
     )
     """Web console user who took it over (human mode without a WhatsApp agent); see
     :func:`switchboard.conversations.lifecycle.to_console_user`."""
+    team_id: uuid.UUID | None = Field(default=None, foreign_key="teams.id", index=True, ondelete="SET NULL")
+    """The team it was given to: its automatic assignment picks among that team's online agents (null:
+    any agent); see :mod:`switchboard.handoff.teams`."""
     escalation_reason: str | None = Field(default=None, sa_type=Text)
     last_customer_message_at: datetime | None = optional_time_field()
     """Start of the 24-hour customer-service window (WhatsApp / Instagram)."""
