@@ -901,6 +901,9 @@ def _components(sentence: str) -> list[tuple[int, ExtractedEntity]]:
         for piece in re.split(r"[,;]", sentence[cue.end() : end].split(". ")[0]):
             # "Construction: tube: UHMWPE, white": a label inside the list names a part, not a component
             piece = " ".join(piece.split()).strip(" .:!?").rsplit(": ", 1)[-1]
+            if _VALUE.search(piece):
+                tail = False
+                continue  # "steam up to 130 °C for 30 minutes": a condition with a quantity, no component
             if tail and not re.match(r"(?:or|and)\b", piece, re.I):
                 continue
             cut = _ITEM_END.sub("", _ITEM_LEAD.sub("", piece))
@@ -926,7 +929,7 @@ def _item(raw: str) -> ExtractedEntity | None:
         or _ITEM_STOP.search(item)
         or item.lower() in _NOT_CODE_WORDS
         or _is_rating(item)
-        or (" " not in item and item.lower().endswith("ed"))  # "limited by the seat"
+        or (" " not in item and item.lower().endswith(("ed", "ing")))  # "limited by", "cleaning in place"
     ):
         return None
     return _lexicon_entity(item) or ExtractedEntity(name=item, kind="material")
