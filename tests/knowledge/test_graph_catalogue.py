@@ -238,6 +238,75 @@ def test_a_product_described_with_one_material_is_made_of_it():
     assert {e.name for e in classed.entities if e.kind == "material"} == {"cork rubber"}
 
 
+# --- rules that hold for any catalogue: a boatyard's, with no word of it in a lexicon -------------
+def test_a_wide_table_rates_the_thing_each_column_header_names():
+    def row(text: str, keys: dict[str, str]) -> set[tuple[str, str, str]]:
+        return triples(extract_chunk(text, {"keys": keys}))
+
+    assert row("Chemical: Glorine; KVN: A; TPX: X; Glassfibre: B", {"Chemical": "Glorine"}) == {
+        ("KVN", "compatible_with", "Glorine"),
+        ("TPX", "incompatible_with", "Glorine"),
+        ("Glassfibre", "compatible_with", "Glorine"),
+    }
+    # one rating-like cell is no column of ratings; a header with a unit or a table word is no name
+    assert row("Item code: KB7-20; Size: 2; Pack: 10", {"Item code": "KB7-20"}) == set()
+    rated = row("Chemical: Glorine; Rating: A; Max temp °C: C; Grade: B", {"Chemical": "Glorine"})
+    assert not any({"Rating", "Max temp °C", "Grade"} & {a, b} for a, _, b in rated)
+
+
+def test_a_glossary_chain_of_equals_signs_names_one_thing():
+    extraction = extract_chunk(
+        "# Glossary: other names of cleaners\n\n- Glorine = chlorosol = GL-4 solution.\n"
+        "- Hull wash = salt of tartar = HW-2."
+    )
+    pairs = {frozenset((a, b)) for a, relation, b in triples(extraction) if relation == "equivalent_of"}
+    assert {
+        frozenset(("Glorine", "chlorosol")),
+        frozenset(("GL-4 solution", "chlorosol")),
+        frozenset(("Hull wash", "salt of tartar")),
+        frozenset(("HW-2", "salt of tartar")),
+    } <= pairs
+    assert not any("salt" in pair for pair in pairs)  # "of" does not cut a name of a chain
+
+
+def test_a_label_with_a_material_names_what_the_part_is_made_of_and_an_inner_label_is_no_part():
+    [spec] = extract_document(
+        [
+            (
+                "# KB-7 series: TPX kayak\n\nHull and deck: KVN.\n"
+                "Construction: hull: KVN, glossy, rigid; deck: TPX, matt.",
+                None,
+            )
+        ]
+    )
+    parts = {b for a, relation, b in triples(spec) if a == "KB-7" and relation == "made_of"}
+    assert {"KVN", "TPX"} <= parts
+    assert not {"hull", "deck", "Hull and deck"} & parts
+
+
+def test_a_row_names_a_known_thing_with_one_more_word_as_that_thing():
+    extraction = extract_chunk(
+        "Chemical: Acetone bath; KVN: A; TPX: X", {"keys": {"Chemical": "Acetone bath"}}
+    )
+    assert ("Acetone bath", "equivalent_of", "acetone") in triples(extraction)
+    plain = extract_chunk("Chemical: Glorine bath; KVN: A; TPX: X", {"keys": {"Chemical": "Glorine bath"}})
+    assert not any(relation == "equivalent_of" for _, relation, _ in triples(plain))
+
+
+def test_a_listed_condition_with_a_quantity_or_an_action_is_no_component():
+    [spec] = extract_document(
+        [
+            (
+                "# KB-7 series\n\nCare: rinse up to 40 °C for 5 minutes, or polishing with a soft cloth.\n"
+                "Fittings: KVN cleats, TPX handles.",
+                None,
+            )
+        ]
+    )
+    parts = {b for a, relation, b in triples(spec) if a == "KB-7" and relation == "made_of"}
+    assert parts == {"KVN cleats", "TPX handles", "KVN", "TPX"}
+
+
 _PIECES = st.sampled_from(
     [
         "# Glossary\n",

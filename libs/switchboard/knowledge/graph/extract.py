@@ -1027,7 +1027,7 @@ def _column_entity(header: str, subject: ExtractedEntity) -> ExtractedEntity | N
         name is None
         or len(name.split()) > 3
         or _DIGIT.search(name)
-        or re.search(_UNIT, name)
+        or re.search(rf"(?<!\w){_UNIT}(?!\w)", name)
         or any(
             rule.search(name)
             for rule in (_H_FAMILY, _H_MATERIAL, _H_FLUID, _H_COMPAT, _H_RATED, _H_STANDARD, _H_EQUIVALENT)
