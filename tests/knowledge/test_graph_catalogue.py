@@ -542,3 +542,47 @@ async def test_the_walk_reads_by_entity_however_stale_the_statistics(scratch_dat
             )
             for wrong in ("ix_kg_relations_tenant_id", "ix_kg_mentions_tenant_id", "Merge Join"):
                 assert not any(wrong in line for line in plan), (mode, wrong, "\n".join(plan))
+
+
+BOATYARD = {
+    "series-kb-7.md": "# KB-7 series: touring kayak\n\nA touring kayak for lakes and coasts, 5.2 m long.\n"
+    "Hull: KVN, glossy. Deck: TPX, matt.\n",
+    "series-kb-8.md": "# KB-8 series: sea kayak\n\nA sea kayak, 5.6 m long. Hull: KVN, glossy. Deck: KVN.\n",
+    "datasheet-kvn.md": "# Data sheet: KVN\n\nA tough, stiff laminate. Service temperature -30 to 70 °C. "
+    "Density 1.1 g/cm³.",
+    "datasheet-tpx.md": "# Data sheet: TPX\n\nA light, clear thermoplastic. Service temperature -10 to 90 °C. "
+    "Density 0.8 g/cm³.",
+    "news-kb-7.md": "# News: the KB-7 wins a design award\n\nJudges praised the KB-7 touring kayak for its "
+    "lines and its tracking on open water.",
+    "guide-glorine.md": "# Guide: cleaning with Glorine\n\nDilute Glorine one to ten in water, rinse "
+    "after cleaning and store it away from sunlight. Glorine is sold in 5 l cans.",
+    "faq.md": "# Frequently asked questions\n\nCan I rent a kayak? Yes, by the day or the week.",
+}
+BOATYARD_RESISTANCE = [
+    ["Chemical", "KVN", "TPX", "ABX"],
+    ["Glorine", "A", "X", "B"],
+    ["Brine", "A", "A", "A"],
+    ["Citrosol", "B", "A", "X"],
+]
+
+
+async def test_hybrid_search_reaches_the_data_sheets_of_the_things_between_a_series_and_a_chemical(
+    make_tenant, ingest, session, settings
+):
+    tenant = await make_tenant("Boatyard")
+    files = {name: body.encode() for name, body in BOATYARD.items()}
+    files["resistance.csv"] = make_csv(BOATYARD_RESISTANCE)
+    for name, data in files.items():
+        report = await ingest(tenant, name, data)
+        assert report.status == "ready", (name, report.error)
+    hits = await search_chunks(
+        session,
+        tenant_id=tenant.id,
+        query="Can the KB 7 be cleaned with Glorine?",
+        mode="hybrid",
+        settings=settings,
+    )
+    documents = [hit.document for hit in hits]
+    assert {"series-kb-7.md", "datasheet-kvn.md", "datasheet-tpx.md"} <= set(documents), documents_of(hits)
+    assert any(hit.document == "resistance.csv" and "Chemical: Glorine;" in hit.text for hit in hits)
+    assert "series-kb-8.md" not in documents  # the other series of the same hull shares no path
