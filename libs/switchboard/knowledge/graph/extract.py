@@ -20,6 +20,8 @@ No model is called, so the graph is built in ``make run`` and in tests. What it 
   ``Name: alias, alias`` (a list entry; a rating legend ``Key: A excellent, B good`` is none); a
   heading's parenthesis names the heading's subject (``## Shellac (E904)``), and a data sheet's
   heading names its material with and without the class noun (``## Butyl rubber``: also *Butyl*).
+  A glossary's chain of equals signs names one thing (``Sodium hydroxide = caustic soda = lye``); a
+  row's subject that adds one word to a lexicon name is that name (``Diesel fuel``: diesel).
   Spellings of one code or term share a key anyway
   (:func:`~switchboard.knowledge.graph.schema.entity_key`: ``BV-40`` = ``BV40``).
 * **Relations in prose**, within one sentence: a material or product with a fluid and a
@@ -33,8 +35,12 @@ No model is called, so the graph is built in ``make run`` and in tests. What it 
   with``, ``contains``... or a colon (``Coating recipe: sugar, cocoa butter and whey powder``), and
   the list items under a line ending in a colon, each ``made_of`` of the product or the document's
   product (an item is cut at its first preposition, after its last number and after *of*: ``a
-  topping of sesame seeds``); a part number with a family (``belongs_to_family``); ``replaces`` /
-  ``supersedes`` / ``replaced by``; ``equivalent to`` / ``same as`` / ``interchangeable with``.
+  topping of sesame seeds``; a piece with a quantity, ``steam up to 130 °C``, and a lone gerund,
+  ``cleaning in place``, are none; a label inside the list, ``Construction: tube: UHMWPE``, names
+  a part, not a component); a label whose value names a material (``Tube and cover: soft PVC``,
+  ``# PT-6 series: PTFE hose``) is ``made_of`` of the document's product; a part number with a
+  family (``belongs_to_family``); ``replaces`` / ``supersedes`` / ``replaced by``; ``equivalent
+  to`` / ``same as`` / ``interchangeable with``.
 * **Topic**: the document's first product, family or material, or the one its latest heading
   names (``## TFM`` in a data sheet of two materials); a paragraph wrapped over lines is read as one.
 * **Table rows** (``Header: value; ...``, one chunk per row): the first key column is the row's
@@ -42,8 +48,10 @@ No model is called, so the graph is built in ``make run`` and in tests. What it 
   column ``made_of``, a *temperature/pressure/rating* column ``rated_for`` (unit from the header),
   *replaces*/*replaced by*/*equivalent* columns their relation, and a column named after a fluid
   or material whose cell is a rating (``A``/``B``/yes/✓/resistant vs ``C``/``D``/no/✗/not
-  recommended) a compatibility relation; a long-form row (Material, Fluid, Rating) likewise, any
-  rating word linking the row's material and medium (*limited*: compatible, *poor*: not); a
+  recommended) a compatibility relation, and so is a wide table's column named by a short header
+  outside the lexicons (``Chemical: Acetone; UHMWPE: A; CSM: C``) when the row has two or more
+  such rating columns; a long-form row (Material, Fluid, Rating) likewise, any rating word
+  linking the row's material and medium (*limited*: compatible, *poor*: not); a
   long-form row whose other column no rule names (``Ingredient: Soy lecithin; Allergen or diet:
   Soy; Status: contains``) links its subject (a material, unless a code) and that cell by its
   verdict: *contains*/*may contain* ``made_of``, a rating as above, *free* ``compatible_with``; a
