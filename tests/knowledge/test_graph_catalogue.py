@@ -586,3 +586,21 @@ async def test_hybrid_search_reaches_the_data_sheets_of_the_things_between_a_ser
     assert {"series-kb-7.md", "datasheet-kvn.md", "datasheet-tpx.md"} <= set(documents), documents_of(hits)
     assert any(hit.document == "resistance.csv" and "Chemical: Glorine;" in hit.text for hit in hits)
     assert "series-kb-8.md" not in documents  # the other series of the same hull shares no path
+
+
+async def test_hybrid_search_reaches_the_data_sheets_of_what_a_named_series_is_made_of(
+    make_tenant, ingest, session, settings
+):
+    tenant = await make_tenant("Boatyard")
+    for name, body in BOATYARD.items():
+        report = await ingest(tenant, name, body.encode())
+        assert report.status == "ready", (name, report.error)
+    hits = await search_chunks(
+        session,
+        tenant_id=tenant.id,
+        query="How stiff is the hull material of the KB 7?",
+        mode="hybrid",
+        settings=settings,
+    )
+    documents = [hit.document for hit in hits]
+    assert {"series-kb-7.md", "datasheet-kvn.md"} <= set(documents), documents_of(hits)

@@ -24,7 +24,8 @@ rows of water-glycol fluid, which a glossary says HFC is). Scores:
   word is another name for a table's term). Hybrid mode keeps such a chunk however small its score
   next to a chunk that mentions everything (a data sheet);
 * and ``bridged``: it states a fact about a *bridge* (an entity, not a product or a range, one step
-  from seeds of two kinds: the material between a named series and a named chemical) and a named
+  from seeds of two kinds: the material between a named series and a named chemical; when there is
+  none, what a named series or product is ``made_of``: "the cover material of the OS-8") and a named
   entity, a range or a standard (the bridge's row with the chemical, its data sheet). Hybrid mode
   keeps such a chunk too, ranked after the others and without the graph's extra weight.
 
@@ -121,11 +122,18 @@ edges AS MATERIALIZED (  -- each relation walked, with what scoring needs of its
 named AS MATERIALIZED (  -- the seeds and their aliases (reached by equivalent_of alone)
     SELECT DISTINCT entity_id AS id FROM reach WHERE depth = 0
 ),
-bridges AS MATERIALIZED (  -- one step from seeds of two kinds: the thing between them (a series' material)
+between AS MATERIALIZED (  -- one step from seeds of two kinds: the thing between them (a series' material)
     SELECT r.entity_id AS id FROM reach r JOIN seeds s ON s.id = r.origin
     JOIN kg_entities e ON e.id = r.entity_id
     WHERE r.depth = 1 AND r.entity_id NOT IN (SELECT id FROM named) AND e.kind NOT IN ('product', 'range')
     GROUP BY r.entity_id HAVING count(DISTINCT s.kind) >= 2
+),
+bridges AS MATERIALIZED (  -- else what a named series is made of ("the cover material of the OS-8")
+    SELECT id FROM between
+    UNION SELECT w.entity_id FROM walk w
+    WHERE NOT EXISTS (SELECT 1 FROM between) AND w.depth = 1 AND w.relation = 'made_of'
+      AND w.subject_id = w.origin AND w.kind NOT IN ('product', 'range')
+      AND w.entity_id NOT IN (SELECT id FROM named)
 ),
 edge_scores AS (
     SELECT e.chunk_id,
