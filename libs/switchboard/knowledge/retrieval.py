@@ -101,7 +101,7 @@ GRAPH_FLOOR = 0.25
 one (a chunk that merely mentions one named entity does not outvote vector and full-text), or when
 they are on a path between named entities (``on_path``, :mod:`switchboard.knowledge.graph.walk`); a
 chunk about the thing between two named entities (``bridged``: the material between a series and a
-chemical) is fused after those, with the weight of one list."""
+chemical) is fused after those, with the weight of one list (the ``limit`` best of them)."""
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below
@@ -264,10 +264,11 @@ kw_ranked AS (
 {graph},
 gr_ranked AS (
     SELECT id, row_number() OVER (ORDER BY core DESC, score DESC, id) AS rank, core
-    FROM (SELECT id, score, bridged,
-                 score >= :graph_floor * (SELECT max(score) FROM {graph_name}) OR on_path AS core
-          FROM {graph_name}) g
-    WHERE core OR bridged
+    FROM (SELECT id, score, bridged, core, row_number() OVER (PARTITION BY core ORDER BY score DESC, id) AS nth
+          FROM (SELECT id, score, bridged,
+                       score >= :graph_floor * (SELECT max(score) FROM {graph_name}) OR on_path AS core
+                FROM {graph_name}) g) g
+    WHERE core OR (bridged AND nth <= :limit)  -- a few of the things between, not all their rows
 ),
 graph_weight AS MATERIALIZED (
     SELECT 1.0 + least(greatest(count(*) - 1, 0) + :part_cued, 2) AS w FROM {seeds_name}
