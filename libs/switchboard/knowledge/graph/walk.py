@@ -123,10 +123,9 @@ named AS MATERIALIZED (  -- the seeds and their aliases (reached by equivalent_o
     SELECT DISTINCT entity_id AS id FROM reach WHERE depth = 0
 ),
 between AS MATERIALIZED (  -- one step from seeds of two kinds: the thing between them (a series' material)
-    SELECT r.entity_id AS id FROM reach r JOIN seeds s ON s.id = r.origin
-    JOIN kg_entities e ON e.id = r.entity_id
-    WHERE r.depth = 1 AND r.entity_id NOT IN (SELECT id FROM named) AND e.kind NOT IN ('product', 'range')
-    GROUP BY r.entity_id HAVING count(DISTINCT s.kind) >= 2
+    SELECT w.entity_id AS id FROM walk w JOIN seeds s ON s.id = w.origin
+    WHERE w.depth = 1 AND w.entity_id NOT IN (SELECT id FROM named) AND w.kind NOT IN ('product', 'range')
+    GROUP BY w.entity_id HAVING count(DISTINCT s.kind) >= 2
 ),
 bridges AS MATERIALIZED (  -- else what a named series is made of ("the cover material of the OS-8")
     SELECT id FROM between
