@@ -1,14 +1,17 @@
-"""Catalogue benchmark: supporting-document recall@5 per search mode on catalogues of four domains.
+"""Catalogue benchmark: supporting-document recall@5 per search mode on catalogues of five domains.
 
-Four small catalogues under ``loadtests/catalogues/``: ``valves`` (ball, gate, diaphragm and
+Five small catalogues under ``loadtests/catalogues/``: ``valves`` (ball, gate, diaphragm and
 butterfly valves), ``cables`` (control, power, robot and solar cables), ``gloves`` (chemical
-protective gloves: permeation table of breakthrough minutes per material and chemical) and ``foods``
-(a food manufacturer's product ranges and ingredients: allergen and diet table, E-numbers). Each is
-made of series or range specifications (Markdown) naming their materials or ingredients, one data
-sheet or specification per material (some holding two), a table of ratings and a parts or article
-list (CSV), a glossary of other names, and distractors that share one entity with a question (a
-news item, an application note, a guide, near-identical series). ``gloves`` and ``foods`` were
-written, questions included, before the extraction was tuned on any of their documents. Every
+protective gloves: permeation table of breakthrough minutes per material and chemical), ``foods``
+(a food manufacturer's product ranges and ingredients: allergen and diet table, E-numbers) and
+``hoses`` (industrial hoses: specifications naming tube, cover and reinforcement, a wide
+chemical-resistance table with one column per material, A/B/C/X ratings and a legend line, a
+glossary of ``=`` chains). Each is made of series or range specifications (Markdown) naming their
+materials or ingredients, one data sheet or specification per material (some holding two), a table
+of ratings and a parts or article list (CSV), a glossary of other names, and distractors that share
+one entity with a question (a news item, an application note, a guide, near-identical series).
+``gloves``, ``foods`` and ``hoses`` were written, questions included, before the extraction was
+tuned on any of their documents. Every
 catalogue has a ``questions.json``: a ``tuning`` half and a ``held_out`` half, each question with its
 ``kind`` (``multi-hop``, ``indirect``, ``alias``, ``single-hop``, ``exact-code``) and its supporting
 documents (a filename, or ``[filename, marker]`` for one table row: the chunk of that file whose text

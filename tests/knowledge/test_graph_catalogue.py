@@ -238,6 +238,75 @@ def test_a_product_described_with_one_material_is_made_of_it():
     assert {e.name for e in classed.entities if e.kind == "material"} == {"cork rubber"}
 
 
+# --- rules that hold for any catalogue: a boatyard's, with no word of it in a lexicon -------------
+def test_a_wide_table_rates_the_thing_each_column_header_names():
+    def row(text: str, keys: dict[str, str]) -> set[tuple[str, str, str]]:
+        return triples(extract_chunk(text, {"keys": keys}))
+
+    assert row("Chemical: Glorine; KVN: A; TPX: X; Glassfibre: B", {"Chemical": "Glorine"}) == {
+        ("KVN", "compatible_with", "Glorine"),
+        ("TPX", "incompatible_with", "Glorine"),
+        ("Glassfibre", "compatible_with", "Glorine"),
+    }
+    # one rating-like cell is no column of ratings; a header with a unit or a table word is no name
+    assert row("Item code: KB7-20; Size: 2; Pack: 10", {"Item code": "KB7-20"}) == set()
+    rated = row("Chemical: Glorine; Rating: A; Max temp °C: C; Grade: B", {"Chemical": "Glorine"})
+    assert not any({"Rating", "Max temp °C", "Grade"} & {a, b} for a, _, b in rated)
+
+
+def test_a_glossary_chain_of_equals_signs_names_one_thing():
+    extraction = extract_chunk(
+        "# Glossary: other names of cleaners\n\n- Glorine = chlorosol = GL-4 solution.\n"
+        "- Hull wash = salt of tartar = HW-2."
+    )
+    pairs = {frozenset((a, b)) for a, relation, b in triples(extraction) if relation == "equivalent_of"}
+    assert {
+        frozenset(("Glorine", "chlorosol")),
+        frozenset(("GL-4 solution", "chlorosol")),
+        frozenset(("Hull wash", "salt of tartar")),
+        frozenset(("HW-2", "salt of tartar")),
+    } <= pairs
+    assert not any("salt" in pair for pair in pairs)  # "of" does not cut a name of a chain
+
+
+def test_a_label_with_a_material_names_what_the_part_is_made_of_and_an_inner_label_is_no_part():
+    [spec] = extract_document(
+        [
+            (
+                "# KB-7 series: TPX kayak\n\nHull and deck: KVN.\n"
+                "Construction: hull: KVN, glossy, rigid; deck: TPX, matt.",
+                None,
+            )
+        ]
+    )
+    parts = {b for a, relation, b in triples(spec) if a == "KB-7" and relation == "made_of"}
+    assert {"KVN", "TPX"} <= parts
+    assert not {"hull", "deck", "Hull and deck"} & parts
+
+
+def test_a_row_names_a_known_thing_with_one_more_word_as_that_thing():
+    extraction = extract_chunk(
+        "Chemical: Acetone bath; KVN: A; TPX: X", {"keys": {"Chemical": "Acetone bath"}}
+    )
+    assert ("Acetone bath", "equivalent_of", "acetone") in triples(extraction)
+    plain = extract_chunk("Chemical: Glorine bath; KVN: A; TPX: X", {"keys": {"Chemical": "Glorine bath"}})
+    assert not any(relation == "equivalent_of" for _, relation, _ in triples(plain))
+
+
+def test_a_listed_condition_with_a_quantity_or_an_action_is_no_component():
+    [spec] = extract_document(
+        [
+            (
+                "# KB-7 series\n\nCare: rinse up to 40 °C for 5 minutes, or polishing with a soft cloth.\n"
+                "Fittings: KVN cleats, TPX handles.",
+                None,
+            )
+        ]
+    )
+    parts = {b for a, relation, b in triples(spec) if a == "KB-7" and relation == "made_of"}
+    assert parts == {"KVN cleats", "TPX handles", "KVN", "TPX"}
+
+
 _PIECES = st.sampled_from(
     [
         "# Glossary\n",
@@ -473,3 +542,65 @@ async def test_the_walk_reads_by_entity_however_stale_the_statistics(scratch_dat
             )
             for wrong in ("ix_kg_relations_tenant_id", "ix_kg_mentions_tenant_id", "Merge Join"):
                 assert not any(wrong in line for line in plan), (mode, wrong, "\n".join(plan))
+
+
+BOATYARD = {
+    "series-kb-7.md": "# KB-7 series: touring kayak\n\nA touring kayak for lakes and coasts, 5.2 m long.\n"
+    "Hull: KVN, glossy. Deck: TPX, matt.\n",
+    "series-kb-8.md": "# KB-8 series: sea kayak\n\nA sea kayak, 5.6 m long. Hull: KVN, glossy. Deck: KVN.\n",
+    "datasheet-kvn.md": "# Data sheet: KVN\n\nA tough, stiff laminate. Service temperature -30 to 70 °C. "
+    "Density 1.1 g/cm³.",
+    "datasheet-tpx.md": "# Data sheet: TPX\n\nA light, clear thermoplastic. Service temperature -10 to 90 °C. "
+    "Density 0.8 g/cm³.",
+    "news-kb-7.md": "# News: the KB-7 wins a design award\n\nJudges praised the KB-7 touring kayak for its "
+    "lines and its tracking on open water.",
+    "guide-glorine.md": "# Guide: cleaning with Glorine\n\nDilute Glorine one to ten in water, rinse "
+    "after cleaning and store it away from sunlight. Glorine is sold in 5 l cans.",
+    "faq.md": "# Frequently asked questions\n\nCan I rent a kayak? Yes, by the day or the week.",
+}
+BOATYARD_RESISTANCE = [
+    ["Chemical", "KVN", "TPX", "ABX"],
+    ["Glorine", "A", "X", "B"],
+    ["Brine", "A", "A", "A"],
+    ["Citrosol", "B", "A", "X"],
+]
+
+
+async def test_hybrid_search_reaches_the_data_sheets_of_the_things_between_a_series_and_a_chemical(
+    make_tenant, ingest, session, settings
+):
+    tenant = await make_tenant("Boatyard")
+    files = {name: body.encode() for name, body in BOATYARD.items()}
+    files["resistance.csv"] = make_csv(BOATYARD_RESISTANCE)
+    for name, data in files.items():
+        report = await ingest(tenant, name, data)
+        assert report.status == "ready", (name, report.error)
+    hits = await search_chunks(
+        session,
+        tenant_id=tenant.id,
+        query="Can the KB 7 be cleaned with Glorine?",
+        mode="hybrid",
+        settings=settings,
+    )
+    documents = [hit.document for hit in hits]
+    assert {"series-kb-7.md", "datasheet-kvn.md", "datasheet-tpx.md"} <= set(documents), documents_of(hits)
+    assert any(hit.document == "resistance.csv" and "Chemical: Glorine;" in hit.text for hit in hits)
+    assert "series-kb-8.md" not in documents  # the other series of the same hull shares no path
+
+
+async def test_hybrid_search_reaches_the_data_sheets_of_what_a_named_series_is_made_of(
+    make_tenant, ingest, session, settings
+):
+    tenant = await make_tenant("Boatyard")
+    for name, body in BOATYARD.items():
+        report = await ingest(tenant, name, body.encode())
+        assert report.status == "ready", (name, report.error)
+    hits = await search_chunks(
+        session,
+        tenant_id=tenant.id,
+        query="How stiff is the hull material of the KB 7?",
+        mode="hybrid",
+        settings=settings,
+    )
+    documents = [hit.document for hit in hits]
+    assert {"series-kb-7.md", "datasheet-kvn.md"} <= set(documents), documents_of(hits)

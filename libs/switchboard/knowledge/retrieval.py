@@ -99,7 +99,9 @@ GRAPH_CANDIDATES = 20
 GRAPH_FLOOR = 0.25
 """Hybrid mode: graph chunks fused only when their graph score is at least this share of the best
 one (a chunk that merely mentions one named entity does not outvote vector and full-text), or when
-they are on a path between named entities (``on_path``, :mod:`switchboard.knowledge.graph.walk`)."""
+they are on a path between named entities (``on_path``, :mod:`switchboard.knowledge.graph.walk`); a
+chunk about the thing between two named entities (``bridged``: the material between a series and a
+chemical) is fused after those, with the weight of one list (the ``limit`` best of them)."""
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below
@@ -261,8 +263,12 @@ kw_ranked AS (
 ),
 {graph},
 gr_ranked AS (
-    SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rank FROM {graph_name}
-    WHERE score >= :graph_floor * (SELECT max(score) FROM {graph_name}) OR on_path
+    SELECT id, row_number() OVER (ORDER BY core DESC, score DESC, id) AS rank, core
+    FROM (SELECT id, score, bridged, core, row_number() OVER (PARTITION BY core ORDER BY score DESC, id) AS nth
+          FROM (SELECT id, score, bridged,
+                       score >= :graph_floor * (SELECT max(score) FROM {graph_name}) OR on_path AS core
+                FROM {graph_name}) g) g
+    WHERE core OR (bridged AND nth <= :limit)  -- a few of the things between, not all their rows
 ),
 graph_weight AS MATERIALIZED (
     SELECT 1.0 + least(greatest(count(*) - 1, 0) + :part_cued, 2) AS w FROM {seeds_name}
@@ -272,7 +278,8 @@ fused AS (
     FROM (
         SELECT id, 1.0 / (:rrf_k + rank) AS rrf, false AS from_graph FROM vec_ranked
         UNION ALL SELECT id, 1.0 / (:rrf_k + rank), false FROM kw_ranked
-        UNION ALL SELECT id, (SELECT w FROM graph_weight) / (:rrf_k + rank), true FROM gr_ranked
+        UNION ALL SELECT id, CASE WHEN core THEN (SELECT w FROM graph_weight) ELSE 1 END / (:rrf_k + rank), true
+        FROM gr_ranked
     ) x
     GROUP BY x.id
 ),
@@ -429,7 +436,7 @@ class _Prepared:
 
 def _no_graph_ctes(seeds: str = "seeds", graph: str = "graph") -> str:
     return f"""{seeds} AS (SELECT NULL::bigint AS id, NULL::text AS kind, NULL::text AS unit WHERE false),
-{graph} AS (SELECT NULL::bigint AS id, NULL::numeric AS score, NULL::boolean AS on_path WHERE false)"""
+{graph} AS (SELECT NULL::bigint AS id, NULL::numeric AS score, NULL::boolean AS on_path, NULL::boolean AS bridged WHERE false)"""
 
 
 _NO_GRAPH_CTES = _no_graph_ctes()

@@ -20,6 +20,8 @@ No model is called, so the graph is built in ``make run`` and in tests. What it 
   ``Name: alias, alias`` (a list entry; a rating legend ``Key: A excellent, B good`` is none); a
   heading's parenthesis names the heading's subject (``## Shellac (E904)``), and a data sheet's
   heading names its material with and without the class noun (``## Butyl rubber``: also *Butyl*).
+  A glossary's chain of equals signs names one thing (``Sodium hydroxide = caustic soda = lye``); a
+  row's subject that adds one word to a lexicon name is that name (``Diesel fuel``: diesel).
   Spellings of one code or term share a key anyway
   (:func:`~switchboard.knowledge.graph.schema.entity_key`: ``BV-40`` = ``BV40``).
 * **Relations in prose**, within one sentence: a material or product with a fluid and a
@@ -33,8 +35,12 @@ No model is called, so the graph is built in ``make run`` and in tests. What it 
   with``, ``contains``... or a colon (``Coating recipe: sugar, cocoa butter and whey powder``), and
   the list items under a line ending in a colon, each ``made_of`` of the product or the document's
   product (an item is cut at its first preposition, after its last number and after *of*: ``a
-  topping of sesame seeds``); a part number with a family (``belongs_to_family``); ``replaces`` /
-  ``supersedes`` / ``replaced by``; ``equivalent to`` / ``same as`` / ``interchangeable with``.
+  topping of sesame seeds``; a piece with a quantity, ``steam up to 130 °C``, and a lone gerund,
+  ``cleaning in place``, are none; a label inside the list, ``Construction: tube: UHMWPE``, names
+  a part, not a component); a label whose value names a material (``Tube and cover: soft PVC``,
+  ``# PT-6 series: PTFE hose``) is ``made_of`` of the document's product; a part number with a
+  family (``belongs_to_family``); ``replaces`` / ``supersedes`` / ``replaced by``; ``equivalent
+  to`` / ``same as`` / ``interchangeable with``.
 * **Topic**: the document's first product, family or material, or the one its latest heading
   names (``## TFM`` in a data sheet of two materials); a paragraph wrapped over lines is read as one.
 * **Table rows** (``Header: value; ...``, one chunk per row): the first key column is the row's
@@ -42,8 +48,10 @@ No model is called, so the graph is built in ``make run`` and in tests. What it 
   column ``made_of``, a *temperature/pressure/rating* column ``rated_for`` (unit from the header),
   *replaces*/*replaced by*/*equivalent* columns their relation, and a column named after a fluid
   or material whose cell is a rating (``A``/``B``/yes/✓/resistant vs ``C``/``D``/no/✗/not
-  recommended) a compatibility relation; a long-form row (Material, Fluid, Rating) likewise, any
-  rating word linking the row's material and medium (*limited*: compatible, *poor*: not); a
+  recommended) a compatibility relation, and so is a wide table's column named by a short header
+  outside the lexicons (``Chemical: Acetone; UHMWPE: A; CSM: C``) when the row has two or more
+  such rating columns; a long-form row (Material, Fluid, Rating) likewise, any rating word
+  linking the row's material and medium (*limited*: compatible, *poor*: not); a
   long-form row whose other column no rule names (``Ingredient: Soy lecithin; Allergen or diet:
   Soy; Status: contains``) links its subject (a material, unless a code) and that cell by its
   verdict: *contains*/*may contain* ``made_of``, a rating as above, *free* ``compatible_with``; a
@@ -662,6 +670,9 @@ def _aliases(
             else:
                 left_text, right_text = segment[: cue.start()], segment[cue.end() :]
             right_main, _, right_more = right_text.partition("(")
+            # "Sodium hydroxide = caustic soda = lye": every name of a chain is the same thing
+            right_main, *links = re.split(r"\s+(?:=|->|→)\s+", right_main)
+            chained = [term for link in links if (term := _term(link)) is not None]
             right = _term(right_main)
             lefts = [_glossary_term(part) for part in _TERM_SPLIT.split(left_text)]
             if right is None or not any(lefts):
@@ -671,12 +682,12 @@ def _aliases(
             )
             like = next((_lexicon_entity(t) for t in [right, *lefts] if t and _lexicon_entity(t)), None)
             target = _term_entity(right, like)
-            for term in [*lefts, *extras]:
+            for term in [*lefts, *extras, *chained]:
                 if term is None:
                     continue
                 same(_term_entity(term, target), target)
                 head = re.split(r"\s+(?:in|of|for|from|with|based on)\s+|-based\b", term)[0]
-                if head != term and _term(head):
+                if head != term and _term(head) and term not in chained:
                     same(_term_entity(head, target), target)
     return entities, relations
 
@@ -788,7 +799,7 @@ def _sentence_relations(
         and materials
         and topic is not None
         and topic.kind in ("product", "family")
-        and _PART_WORDS.search(sentence)
+        and (_PART_WORDS.search(sentence) or _labelled(found))
     ):
         # "Seat options: PTFE or TFM" in the BV-40's specification: the parts of the document's subject
         found.add(-1, topic)
@@ -809,7 +820,11 @@ def _sentence_relations(
     for standard in found.of("standard"):
         for subject in products + families:
             rel(subject, "rated_for", standard)
-    if materials and (products or families) and (_PART_WORDS.search(sentence) or _described_as(found)):
+    if (
+        materials
+        and (products or families)
+        and (_PART_WORDS.search(sentence) or _described_as(found) or _labelled(found))
+    ):
         owners = products + families
         if topic is not None and any(entity_key(e.name) == entity_key(topic.name) for e in owners):
             owners = [topic]  # "XR-13 valves share the XR-12 body with a KLM seat": the document's series
@@ -884,9 +899,19 @@ def _components(sentence: str) -> list[tuple[int, ExtractedEntity]]:
     cues = [cue for cue in _COMPOSITION.finditer(sentence) if not (title and cue.group().startswith(":"))]
     for index, cue in enumerate(cues):
         end = cues[index + 1].start() if index + 1 < len(cues) else len(sentence)
+        if (
+            end < len(sentence)
+            and cues[index + 1].group().startswith(":")
+            and not re.search(r"[,;]", sentence[cue.end() : end])
+        ):
+            continue  # "Construction: tube: UHMWPE, white": "tube" labels the list that follows
         tail = False  # in "EPDM for acids, alkalis and hot water, or FKM", the pieces after "for"
         for piece in re.split(r"[,;]", sentence[cue.end() : end].split(". ")[0]):
-            piece = " ".join(piece.split()).strip(" .:!?")
+            # "Construction: tube: UHMWPE, white": a label inside the list names a part, not a component
+            piece = " ".join(piece.split()).strip(" .:!?").rsplit(": ", 1)[-1]
+            if _VALUE.search(piece):
+                tail = False
+                continue  # "steam up to 130 °C for 30 minutes": a condition with a quantity, no component
             if tail and not re.match(r"(?:or|and)\b", piece, re.I):
                 continue
             cut = _ITEM_END.sub("", _ITEM_LEAD.sub("", piece))
@@ -912,7 +937,7 @@ def _item(raw: str) -> ExtractedEntity | None:
         or _ITEM_STOP.search(item)
         or item.lower() in _NOT_CODE_WORDS
         or _is_rating(item)
-        or (" " not in item and item.lower().endswith("ed"))  # "limited by the seat"
+        or (" " not in item and item.lower().endswith(("ed", "ing")))  # "limited by", "cleaning in place"
     ):
         return None
     return _lexicon_entity(item) or ExtractedEntity(name=item, kind="material")
@@ -949,6 +974,15 @@ def _heading_name(heading: str) -> ExtractedEntity | None:
     ):
         return None
     return _lexicon_entity(name) or ExtractedEntity(name=name, kind="material")
+
+
+def _labelled(found: _Found) -> bool:
+    """Whether a sentence gives its materials as a label's value: ``Tube and cover: soft PVC``,
+    ``# PT-6 series: PTFE hose``, ``Lining: UHMWPE`` (a colon, the materials after it and none before
+    it), the way a specification names what each part of its product is."""
+    colon = found.text.find(": ")
+    materials = [p for p, e in found.items if e.kind == "material"]
+    return colon > 0 and bool(materials) and min(materials) > colon
 
 
 def _described_as(found: _Found) -> bool:
@@ -991,6 +1025,37 @@ def _cell_entity(value: str, default: EntityKind) -> ExtractedEntity | None:
     return None
 
 
+def _column_entity(header: str, subject: ExtractedEntity) -> ExtractedEntity | None:
+    """The thing a wide table's column rates, named by its header (``UHMWPE``, ``Glass fibre``):
+    a material when the row's subject is a fluid, else a fluid; ``None`` for a header that is a
+    table's own vocabulary (rating, status, temperature, series...), holds a number or a unit, or
+    is longer than three words."""
+    name = _term(re.sub(r"\s*\([^)]*\)", "", header))
+    if (
+        name is None
+        or len(name.split()) > 3
+        or _DIGIT.search(name)
+        or re.search(rf"(?<!\w){_UNIT}(?!\w)", name)
+        or any(
+            rule.search(name)
+            for rule in (_H_FAMILY, _H_MATERIAL, _H_FLUID, _H_COMPAT, _H_RATED, _H_STANDARD, _H_EQUIVALENT)
+        )
+    ):
+        return None
+    return _cell_entity(name, "material" if subject.kind == "fluid" else "fluid")
+
+
+def _extended_name(entity: ExtractedEntity) -> ExtractedEntity | None:
+    """The known thing a table cell names with one more word: ``Diesel fuel`` (diesel),
+    ``Sodium hydroxide solution`` (sodium hydroxide): the words but the last are a lexicon name of
+    the same kind and the last word is none; ``None`` otherwise."""
+    words = entity.name.split()
+    if len(words) < 2 or _LEXICON.get(words[-1].lower()) is not None or not words[-1].isalpha():
+        return None
+    known = _lexicon_entity(" ".join(words[:-1]))
+    return known if known is not None and known.kind == entity.kind else None
+
+
 def _header_unit(header: str) -> str | None:
     match = re.search(_UNIT, _normalize_text(header), re.I)
     return _unit(match.group(1)) if match else None
@@ -1013,6 +1078,9 @@ def _row_extraction(text: str, keys: Mapping[str, Any]) -> ChunkExtraction | Non
     if subject is None:
         return None
     entities.append(subject)
+    if (known := _extended_name(subject)) is not None:
+        entities.append(known)  # "Diesel fuel" is diesel, "Sodium hydroxide solution" sodium hydroxide
+        relations.append(ExtractedRelation(subject=subject.name, relation="equivalent_of", object=known.name))
     materials, fluids, rating = [], [], None
     verdict: RelationType | None = None  # a long-form row's verdict on its subject and another name
     others: list[ExtractedEntity] = []  # names in columns no rule reads ("Allergen or diet: Soy")
@@ -1022,10 +1090,25 @@ def _row_extraction(text: str, keys: Mapping[str, Any]) -> ChunkExtraction | Non
         if a.key != b.key:
             relations.append(ExtractedRelation(subject=a.name, relation=relation, object=b.name))
 
+    # a wide table rates one thing per column ("Chemical: Acetone; NBR: X; CSM: C"): a column whose
+    # header is a short name and whose cell is a rating names the other side of the compatibility,
+    # when the row has at least two such columns (one rating cell is a long-form row's verdict)
+    rated_columns = {
+        header: column
+        for header, value in cells
+        if header != first_header
+        and _is_rating(value)
+        and len(value.split()) <= 2
+        and (column := _column_entity(header, subject)) is not None
+    }
+    if len(rated_columns) < 2:
+        rated_columns = {}
     for header, value in cells:
         if not value or (header == first_header and value == str(first_value)):
             continue
         lexicon_header = _LEXICON.get(header.lower())
+        if lexicon_header is None and header in rated_columns:
+            lexicon_header = (rated_columns[header].kind, rated_columns[header].name)
         if lexicon_header is not None and (_RATING_POSITIVE.match(value) or _RATING_NEGATIVE.match(value)):
             other = ExtractedEntity(name=lexicon_header[1], kind=lexicon_header[0])
             positive = bool(_RATING_POSITIVE.match(value)) and not _RATING_NEGATIVE.match(value)

@@ -22,7 +22,12 @@ rows of water-glycol fluid, which a glossary says HFC is). Scores:
   with ``on_path``: it states a relation between two things the question names (or their aliases:
   the row of the named material and the named medium, the glossary line that says the question's
   word is another name for a table's term). Hybrid mode keeps such a chunk however small its score
-  next to a chunk that mentions everything (a data sheet).
+  next to a chunk that mentions everything (a data sheet);
+* and ``bridged``: it states a fact about a *bridge* (an entity, not a product or a range, one step
+  from seeds of two kinds: the material between a named series and a named chemical; when there is
+  none, what a named series or product is ``made_of``: "the cover material of the OS-8") and a named
+  entity, a range or a standard (the bridge's row with the chemical, its data sheet). Hybrid mode
+  keeps such a chunk too, ranked after the others and without the graph's extra weight.
 
 So a chunk that connects what the question names (the PTFE/chlorine row; the valve spec naming
 the seat material) outranks one that touches a single seed. Everything is filtered by
@@ -117,6 +122,18 @@ edges AS MATERIALIZED (  -- each relation walked, with what scoring needs of its
 named AS MATERIALIZED (  -- the seeds and their aliases (reached by equivalent_of alone)
     SELECT DISTINCT entity_id AS id FROM reach WHERE depth = 0
 ),
+between AS MATERIALIZED (  -- one step from seeds of two kinds: the thing between them (a series' material)
+    SELECT w.entity_id AS id FROM walk w JOIN seeds s ON s.id = w.origin
+    WHERE w.depth = 1 AND w.entity_id NOT IN (SELECT id FROM named) AND w.kind NOT IN ('product', 'range')
+    GROUP BY w.entity_id HAVING count(DISTINCT s.kind) >= 2
+),
+bridges AS MATERIALIZED (  -- else what a named series is made of ("the cover material of the OS-8")
+    SELECT id FROM between
+    UNION SELECT w.entity_id FROM walk w
+    WHERE NOT EXISTS (SELECT 1 FROM between) AND w.depth = 1 AND w.relation = 'made_of'
+      AND w.subject_id = w.origin AND w.kind NOT IN ('product', 'range')
+      AND w.entity_id NOT IN (SELECT id FROM named)
+),
 edge_scores AS (
     SELECT e.chunk_id,
            (coalesce(ws.w, 0) + CASE WHEN e.s_kind = 'range' AND e.s_unit = ANY(CAST(:units AS text[]))
@@ -126,25 +143,29 @@ edge_scores AS (
          * CASE WHEN e.relation = ANY(CAST(:cued AS text[])) THEN 2 ELSE 1 END
          * CASE WHEN e.s_kind = 'product' AND e.subject_id NOT IN (SELECT id FROM named)
                 THEN {UNNAMED_PRODUCT} ELSE 1 END AS score,
-           (e.subject_id IN (SELECT id FROM named) AND e.object_id IN (SELECT id FROM named)) AS on_path
+           (e.subject_id IN (SELECT id FROM named) AND e.object_id IN (SELECT id FROM named)) AS on_path,
+           (e.subject_id IN (SELECT id FROM bridges)
+            AND (e.object_id IN (SELECT id FROM named) OR e.o_kind IN ('range', 'standard'))
+            OR e.object_id IN (SELECT id FROM bridges)
+            AND (e.subject_id IN (SELECT id FROM named) OR e.s_kind IN ('range', 'standard'))) AS bridged
     FROM edges e
     LEFT JOIN weights ws ON ws.entity_id = e.subject_id
     LEFT JOIN weights wo ON wo.entity_id = e.object_id
 ),
 mention_scores AS (
-    SELECT m.chunk_id, 0.5 AS score, false AS on_path
+    SELECT m.chunk_id, 0.5 AS score, false AS on_path, false AS bridged
     FROM named s
     CROSS JOIN LATERAL (SELECT * FROM kg_mentions m WHERE m.entity_id = s.id OFFSET 0) m
     WHERE m.tenant_id = :tenant_id
 ),
 scores AS MATERIALIZED (
-    SELECT g.chunk_id, sum(g.score) AS score, bool_or(g.on_path) AS on_path
-    FROM (SELECT chunk_id, score, on_path FROM edge_scores
-          UNION ALL SELECT chunk_id, score, on_path FROM mention_scores) g
+    SELECT g.chunk_id, sum(g.score) AS score, bool_or(g.on_path) AS on_path, bool_or(g.bridged) AS bridged
+    FROM (SELECT chunk_id, score, on_path, bridged FROM edge_scores
+          UNION ALL SELECT chunk_id, score, on_path, bridged FROM mention_scores) g
     GROUP BY g.chunk_id
 ),
 graph AS MATERIALIZED (
-    SELECT g.chunk_id AS id, g.score, g.on_path
+    SELECT g.chunk_id AS id, g.score, g.on_path, g.bridged
     FROM scores g
     CROSS JOIN LATERAL (SELECT d.tenant_id, d.is_active FROM knowledge_documents d
                         WHERE d.id = g.chunk_id OFFSET 0) d
