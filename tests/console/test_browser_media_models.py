@@ -90,7 +90,7 @@ async def _options(page, name: str) -> list[str]:  # type: ignore[no-untyped-def
 
 
 async def test_a_voice_row_offers_only_providers_that_transcribe_and_its_test_says_what_it_heard(
-    browser, console_url, sessions, make_tenant, offline_model
+    browser, console_url, screenshot, sessions, make_tenant, offline_model
 ):
     state, url = offline_model
     tenant = await make_tenant(name="Voice Shop")
@@ -126,6 +126,7 @@ async def test_a_voice_row_offers_only_providers_that_transcribe_and_its_test_sa
     assert passed.startswith("✓ demo-ears")
     assert passed.endswith("answered (no words: the test clip is silence)")
     assert "unavailable" not in passed
+    await screenshot(page, "settings-voice-row-silence")
 
     # a model that refuses the clip is a failure, in words
     state.transcription_refuses.add("audio/wav")
