@@ -21,6 +21,7 @@ def test_every_template_is_pydantics_own_message_for_its_type():
         "clock_time",
         "closing_time",
         "channel_team",
+        "transcription_provider",
     }
     assert ours == {t: theirs[t] for t in ours}
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import wave
 
 import httpx
 import pytest
@@ -131,6 +133,17 @@ async def test_embeddings_are_the_lexical_embedding(offline_model):
     ]
 
 
+def _wav(frames: bytes) -> bytes:
+    """A 16 kHz mono 16-bit PCM WAV of ``frames``."""
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(16_000)
+        out.writeframes(frames)
+    return buf.getvalue()
+
+
 @pytest.mark.parametrize(
     ("payload", "expected"),
     [
@@ -142,8 +155,10 @@ async def test_embeddings_are_the_lexical_embedding(offline_model):
             "Where is my parcel?",
         ),
         (bytes(range(256)) * 4, UNAVAILABLE_TRANSCRIPT),
+        (_wav(b"\x00\x00" * 16_000), ""),  # a second of silence: no words, as a real model hears it
+        (_wav(b"\x00\x00" * 8_000 + b"\x01\x00" + b"\x00\x00" * 7_999), UNAVAILABLE_TRANSCRIPT),
     ],
-    ids=["utf8-text", "wav-with-marker", "real-audio"],
+    ids=["utf8-text", "wav-with-marker", "real-audio", "silent-wav", "wav-with-one-sound"],
 )
 async def test_transcriptions_are_deterministic_and_honest(offline_model, payload, expected):
     _, url = offline_model

@@ -559,8 +559,33 @@ def setting_path(form_name: str) -> str:
     return ".".join(p for p in parts if not p.isdigit())
 
 
+MEDIA_MODEL_WORDS: dict[str, dict[str, SettingWords]] = {
+    "transcription": {
+        "model": _w(
+            N_("Model"),
+            N_("The speech-to-text model's name at the provider, e.g. whisper-1 or gpt-4o-mini-transcribe."),
+        ),
+    },
+    "vision": {
+        "model": _w(
+            N_("Model"),
+            N_(
+                "A model that sees pictures, e.g. gpt-4o-mini, claude-haiku-4-5, gemini-2.0-flash, or llava on Ollama."
+            ),
+        ),
+    },
+}
+"""Inputs of a voice or picture model row whose words differ from a chat model row's, by list
+(``llm.transcription``, ``llm.vision``) and input: the model hint names models that do that job."""
+
+
 def words_for(form_name: str) -> SettingWords | None:
     """The label and explanation of form input ``form_name``, ``None`` for an unknown setting."""
+    parts = form_name.split(".")
+    if len(parts) == 4 and parts[0] == "llm" and parts[2].isdigit():
+        media = MEDIA_MODEL_WORDS.get(parts[1], {}).get(parts[3])
+        if media is not None:
+            return media
     return SETTING_WORDS.get(setting_path(form_name))
 
 
@@ -607,7 +632,9 @@ PROVIDERS: dict[str, ProviderWords] = {
     "offline": ProviderWords(
         N_("Offline demo model"),
         _ALWAYS | {"api_base"},
-        N_("For trying things out; leave the server address empty."),
+        N_(
+            "For trying things out; leave the server address empty: the platform's offline model server answers."
+        ),
     ),
 }
 """Every provider of :data:`switchboard.llm.config.Provider`, in the order the form offers them."""

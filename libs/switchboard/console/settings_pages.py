@@ -32,7 +32,7 @@ from switchboard.db.engine import session_scope
 from switchboard.egress import EgressPolicy
 from switchboard.i18n import N_, gettext
 from switchboard.i18n.validation import localized_template
-from switchboard.llm.config import DeploymentSettings, default_deployments
+from switchboard.llm.config import TRANSCRIPTION_PROVIDERS, DeploymentSettings, default_deployments
 from switchboard.privacy.retention import retention_preview
 from switchboard.settings import Settings
 from switchboard.tenant_config import (
@@ -119,6 +119,9 @@ def _layout(
                 deployments = f
             elif f.name.removeprefix("llm.") in MEDIA_LISTS and f.kind == "rows":
                 media[f.name.removeprefix("llm.")] = f
+                if f.name == "llm.transcription":  # a voice row offers only providers that transcribe
+                    for cell in (c for row in f.rows for c in row if c.key == "provider"):
+                        cell.options = [o for o in cell.options if o in TRANSCRIPTION_PROVIDERS]
             else:
                 grouped[group_of(f.name)].append(f)
     assert deployments is not None  # LLMSettings always has its deployments

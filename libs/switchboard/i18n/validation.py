@@ -53,6 +53,10 @@ MESSAGES: Mapping[str, str] = {
     "clock_time": N_("Write a time as 09:00 (hours 00 to 23, minutes 00 to 59)."),
     "closing_time": N_("Write a time as 18:00 (hours 00 to 23, minutes 00 to 59), or 24:00 for midnight."),
     "no_opening_hours": N_("add at least one opening period, or turn business hours off"),
+    "transcription_provider": N_(
+        "{name}: this provider cannot write down voice messages; choose OpenAI, Azure OpenAI, "
+        "an OpenAI-compatible server or the offline demo model"
+    ),
     "channel_team": N_("write a channel and a team's name, as whatsapp = Billing ({channels})"),
 }
 """pydantic error ``type`` → English template (a catalog msgid). Types whose English message depends

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
 if TYPE_CHECKING:  # a leaf at import time: tenant settings import this module
@@ -34,6 +34,7 @@ __all__ = [
     "MEDIA_KINDS",
     "MediaKind",
     "MAX_MEDIA_DEPLOYMENTS",
+    "TRANSCRIPTION_PROVIDERS",
 ]
 
 Provider = Literal["openai", "anthropic", "azure", "gemini", "openai_compatible", "ollama", "offline"]
@@ -123,6 +124,14 @@ chat model that takes images."""
 MEDIA_KINDS: tuple[MediaKind, ...] = ("transcription", "vision")
 MAX_MEDIA_DEPLOYMENTS = 10
 """Longest transcription or vision list a tenant may save."""
+TRANSCRIPTION_PROVIDERS: tuple[Provider, ...] = ("openai", "azure", "openai_compatible", "offline")
+"""Providers that transcribe speech (an OpenAI-shaped ``/audio/transcriptions``): the only choices of a
+voice message model. Anthropic, Gemini and Ollama have no such endpoint."""
+TRANSCRIPTION_PROVIDER_REFUSED = (
+    "{name}: this provider cannot write down voice messages; choose OpenAI, Azure OpenAI, "
+    "an OpenAI-compatible server or the offline demo model"
+)
+"""Why a voice message model with another provider is refused (``{name}``: the row's name)."""
 
 
 class LLMSettings(BaseModel):
@@ -140,6 +149,19 @@ class LLMSettings(BaseModel):
     """Chat models that take images, used to describe a customer's pictures. Empty: the tenant's own chat
     deployments that LiteLLM's model table says take images, else the platform's vision endpoint
     (``VISION_BASE_URL``)."""
+
+    @field_validator("transcription")
+    @classmethod
+    def _only_providers_that_transcribe(cls, rows: list[DeploymentSettings]) -> list[DeploymentSettings]:
+        """Refuses (``transcription_provider``) a voice message model whose provider has no speech-to-text
+        endpoint: its test and every voice note would fail."""
+        for row in rows:
+            if row.provider not in TRANSCRIPTION_PROVIDERS:
+                raise PydanticCustomError(
+                    "transcription_provider", TRANSCRIPTION_PROVIDER_REFUSED, {"name": row.id}
+                )
+        return rows
+
     allowed_fails: int = Field(2, ge=0)
     """Failures of one deployment (per minute, LiteLLM's window) before it cools down."""
     cooldown_s: float = Field(30.0, gt=0)

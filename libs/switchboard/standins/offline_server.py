@@ -9,8 +9,8 @@ LiteLLM's real HTTP path. Endpoints (OpenAI API shapes):
   ``switchboard-lexical-hash-v1`` (feature hashing; not a semantic model).
 * ``POST /v1/audio/transcriptions``: deterministic and honest. Uploaded bytes that are UTF-8 text are
   returned as the transcript; a file (e.g. a WAV) containing the marker ``SWITCHBOARD-TRANSCRIPT:``
-  returns the text after it (up to a NUL byte or the end); anything else returns
-  :data:`UNAVAILABLE_TRANSCRIPT`. It never pretends to understand real audio. Containers listed in
+  returns the text after it (up to a NUL byte or the end); a WAV of pure silence (every sample zero)
+  returns no words, as a real model does; anything else returns :data:`UNAVAILABLE_TRANSCRIPT`. It never pretends to understand real audio. Containers listed in
   :attr:`OfflineModelState.transcription_refuses` are refused with ``400 Invalid file format``.
 * ``GET /v1/models``.
 
@@ -32,10 +32,12 @@ Two ways to drive it:
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import threading
 import time
 import uuid
+import wave
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -262,12 +264,28 @@ class ScriptBody(BaseModel):
     replace: bool = False
 
 
+def _is_silent_wav(data: bytes) -> bool:
+    """Whether ``data`` is a PCM WAV whose every sample is zero (a clip of pure silence)."""
+    if not (data.startswith(b"RIFF") and data[8:12] == b"WAVE"):
+        return False
+    try:
+        with wave.open(io.BytesIO(data), "rb") as clip:
+            frames = clip.readframes(clip.getnframes())
+    except (wave.Error, EOFError):
+        return False
+    return bool(frames) and not frames.strip(b"\x00")
+
+
 def _transcript(data: bytes) -> str:
+    """What the offline server "hears" in ``data``: the marked text, UTF-8 text, no words for silence,
+    else :data:`UNAVAILABLE_TRANSCRIPT`."""
     marker = data.find(TRANSCRIPT_MARKER)
     if marker >= 0:
         tail = data[marker + len(TRANSCRIPT_MARKER) :].split(b"\x00", 1)[0]
         text = tail.decode("utf-8", errors="replace").strip()
         return text or UNAVAILABLE_TRANSCRIPT
+    if _is_silent_wav(data):
+        return ""  # a real model hears no words in silence
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

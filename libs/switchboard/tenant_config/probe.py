@@ -186,6 +186,7 @@ async def _probe(settings: Settings, deployment: DeploymentSettings, kind: Probe
 
 
 _STATUS_WORDS = {
+    400: N_("the provider refused the request (400)"),
     401: N_("the key was rejected (401)"),
     403: N_("the key may not use this model (403)"),
     404: N_("no such model or address (404)"),
