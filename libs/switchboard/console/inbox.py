@@ -139,9 +139,12 @@ def _read_at(viewer_id: uuid.UUID | None) -> Any:
     viewer)."""
     if viewer_id is None:
         return cast(null(), DateTime(timezone=True))
+    # Correlated by name: nested inside the unread-count subquery, automatic correlation looks only one
+    # level up (messages) and would read every conversation of the table instead of the listed one.
     return (
         select(ConversationRead.read_at)
         .where(ConversationRead.conversation_id == Conversation.id, ConversationRead.user_id == viewer_id)
+        .correlate(Conversation)
         .scalar_subquery()
     )
 
