@@ -308,7 +308,6 @@ async def test_close_with_farewell_reopen_and_history_in_words_in_a_browser(
     assert words == [
         "Conversation started",
         "Pat Agent took over",
-        "Handed back to the AI by Pat Agent",
         "Closed by Pat Agent",
         "Reopened by Pat Agent",
     ]
