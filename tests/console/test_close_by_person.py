@@ -33,10 +33,14 @@ async def test_closing_a_conversation_a_person_handles_reads_as_closed_by_them(
         assert (await me.post_form(f"{base}/takeover")).status_code == 303
         assert (await me.post_form(f"{base}/close")).status_code == 303
         page = await client.get(base)
+        mine = await client.get(f"/t/{tenant.slug}/inbox", params={"assigned": "me"})
+        mine_closed = await client.get(f"/t/{tenant.slug}/inbox", params={"assigned": "me", "mode": "closed"})
     await run_worker_burst(console_settings)  # the rating question goes out
     assert page.status_code == 200
     assert _history(page.text) == ["Conversation started", "Pat took over", "Closed by Pat"]
     assert re.search(r'<p id="assigned">\s*Pat\s*</p>', page.text)
+    # no longer Pat's work, but found among Pat's closed ones
+    assert str(conversation.id) not in mine.text and str(conversation.id) in mine_closed.text
     closed = await reload(sessions, Conversation, conversation.id)
     assert (closed.status, closed.assigned_user_id, closed.queued_at) == ("closed", pat.id, None)
     async with sessions() as session:

@@ -268,6 +268,9 @@ async def list_inbox(
             )
     if filters.assigned:
         kind, _, value = filters.assigned.partition(":")
+        if kind in ("me", "agent", "user") and filters.mode != Mode.closed:
+            # a closed conversation keeps who handled it, but is nobody's work any more
+            query = query.where(Conversation.status != ConversationStatus.closed.value)
         if kind == "me" and viewer_id is not None:
             query = query.where(Conversation.assigned_user_id == viewer_id)
         elif kind == "none":
