@@ -62,7 +62,7 @@ async def test_inbox_live_takeover_reply_and_hand_back_in_a_browser(
     await screenshot(page, "conversation")
 
     await page.get_by_role("button", name="Take over").click()
-    await page.wait_for_selector("#mode:has-text('human')")
+    await page.wait_for_selector("#mode.mode-human")
     await page.get_by_placeholder("Write to the customer").fill(
         "Hi Ana, this is Pat. I will check it myself."
     )
@@ -85,7 +85,7 @@ async def test_inbox_live_takeover_reply_and_hand_back_in_a_browser(
     await screenshot(page, "conversation-human")
 
     await page.get_by_role("button", name="Hand back to the AI").click()
-    await page.wait_for_selector("#mode:has-text('ai')")
+    await page.wait_for_selector("#mode.mode-ai")
     async with sessions() as session:
         conversation = (
             await session.exec(select(Conversation).where(Conversation.tenant_id == shop.tenant.id))

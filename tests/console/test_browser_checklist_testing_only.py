@@ -1,13 +1,17 @@
 """The setup checklist does not count a stand-in as done: a channel on this deployment's sandbox and the
-offline demo model show "Testing only" with a link to the real step, in a real headless Chromium."""
+offline demo model (set up, or answering as the platform's default when no model was added) show
+"Testing only" with a link to the real step, in a real headless Chromium."""
 
 from __future__ import annotations
 
 import uuid
 
+import pytest
 from sqlalchemy import text
 from switchboard.crypto import CredentialCipher
 from switchboard.db.models import Role, Tenant, Turn
+from switchboard.i18n import gettext
+from switchboard.llm.config import default_deployments
 from switchboard.tenants import add_channel_account
 
 from tests.utils.agent import deployment, llm_settings
@@ -70,3 +74,29 @@ async def test_the_sandbox_and_the_offline_model_are_testing_only(
     assert await page.locator("#go-live").inner_text() and "Every step is done." not in await page.content()
     await page.locator('li[data-step="channel"] a.real-step').click()
     await page.wait_for_url(f"{console_url}/t/{tenant.slug}/channels")
+
+
+@pytest.mark.parametrize(
+    ("language", "badge", "real_step"),
+    [("en", "Testing only", "Add a real model"), ("es", "Solo para pruebas", "Añadir un modelo real")],
+)
+async def test_no_model_added_on_the_offline_default_is_testing_only(
+    browser, console_url, console_settings, sessions, make_tenant, language, badge, real_step
+):  # type: ignore[no-untyped-def]
+    assert [d.provider for d in default_deployments(console_settings)] == ["offline"]
+    tenant = await make_tenant("No Model Shop")
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
+    page = await logged_in_page(browser, console_url, admin, language=language)
+    await page.goto(f"{console_url}/t/{tenant.slug}/home")
+    line = page.locator('li[data-step="model"]')
+    assert await line.get_attribute("data-done") == "no"
+    assert await line.get_attribute("data-testing") == "yes"
+    assert await line.locator(".badge").inner_text() == badge
+    assert await line.locator("a.real-step").inner_text() == real_step
+    state = await line.locator("small").inner_text()
+    expected = (
+        "No model added: the offline demo model answers for now. It is for testing, it does not "
+        "understand customers."
+    )
+    assert state == gettext(language, expected)
+    assert "default model" not in state and "predeterminado" not in state

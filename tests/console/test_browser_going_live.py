@@ -164,7 +164,7 @@ async def test_a_business_goes_live_from_the_console(
         await agent.locator("#inbox-rows tr", has_text="Ana").get_by_role("link").first.click()
         await agent.wait_for_selector("article.msg.ai")
         await agent.get_by_role("button", name="Take over").click()
-        await agent.wait_for_selector("#mode:has-text('human')")
+        await agent.wait_for_selector("#mode.mode-human")
         await agent.get_by_placeholder("Write to the customer").fill("Hi Ana, Pat here: we keep one for you.")
         await agent.get_by_role("button", name="Send").click()
         await agent.wait_for_selector("article.msg.human")

@@ -1,16 +1,21 @@
 """Every select of the console shows words, never the values it stores (``mon``, ``ai``, ``allow``,
 ``en``, ``7``), in English and in Spanish, in a real headless Chromium: Agent settings, the inbox,
-Analytics, People, API keys, Channels, Knowledge and the Platform page."""
+Analytics, People, API keys, Channels, Knowledge and the Platform page; so do the inbox's Mode badges,
+the conversation's header and the customer's list of conversations."""
 
 from __future__ import annotations
 
 import pytest
 from switchboard.console.form_words import OPTION_WORDS, option_words
-from switchboard.db.models import Role
+from switchboard.db.models import Conversation, Role
 from switchboard.i18n import gettext
 from switchboard.tenant_config.form import form_sections
 
 from tests.utils.console import logged_in_page, new_user
+from tests.utils.handoff import make_customer_conversation
+
+MODE_BADGES_JS = """() => Object.fromEntries([...document.querySelectorAll('.badge[class*="mode-"]')].map(b =>
+    [[...b.classList].find(c => c.startsWith('mode-')).slice(5), b.textContent.trim()]))"""
 
 OPTIONS_JS = """() => [...document.querySelectorAll('select')].flatMap(s =>
     [...s.options].map(o => [s.name, o.value, o.textContent.trim()]))"""
@@ -73,6 +78,36 @@ async def test_no_select_of_settings_or_the_inbox_shows_a_raw_value(
     if locale.startswith("es"):
         assert seen[("hours.outside_hours", "person")] == gettext("es", "The customer waits for a person")
         assert seen[("hours.outside_hours", "person")] != "The customer waits for a person"
+
+
+@pytest.mark.parametrize(
+    ("locale", "expected"),
+    [
+        ("en-US", {"ai": "The AI is answering", "human": "With a person", "closed": "Closed"}),
+        ("es-ES", {"ai": "Responde la IA", "human": "Con una persona", "closed": "Cerrada"}),
+    ],
+)
+async def test_mode_badges_of_the_inbox_and_the_conversation_are_words(
+    browser, console_url, sessions, make_tenant, locale, expected
+):  # type: ignore[no-untyped-def]
+    tenant = await make_tenant()
+    customer, answered = await make_customer_conversation(sessions, tenant, name="Ana Lima")
+    _, with_person = await make_customer_conversation(sessions, tenant, name="Bruno Diaz")
+    _, closed = await make_customer_conversation(sessions, tenant, name="Carla Ruiz")
+    admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
+    async with sessions() as session, session.begin():
+        taken = await session.get(Conversation, with_person.id)
+        taken.status, taken.assigned_user_id = "human", admin.id
+        (await session.get(Conversation, closed.id)).status = "closed"
+    page = await logged_in_page(browser, console_url, admin, language=locale[:2])
+    await page.goto(f"{console_url}/t/{tenant.slug}/inbox")
+    assert await page.evaluate(MODE_BADGES_JS) == expected
+    for conversation, mode in ((answered, "ai"), (with_person, "human"), (closed, "closed")):
+        await page.goto(f"{console_url}/t/{tenant.slug}/conversations/{conversation.id}")
+        assert (await page.locator("#mode").text_content()).strip() == expected[mode]
+    await page.goto(f"{console_url}/t/{tenant.slug}/customers/{customer.id}")
+    cells = [text.strip() for text in await page.locator("td").all_text_contents()]
+    assert expected["ai"] in cells and "ai" not in cells
 
 
 async def test_the_platform_pages_tenant_filter_names_each_tenant(

@@ -110,7 +110,7 @@ async def test_a_visitor_writes_the_ai_answers_and_an_agents_reply_appears_live(
             ).one()
         await console.goto(f"{console_url}/t/{tenant.slug}/conversations/{conversation.id}")
         await console.get_by_role("button", name="Take over").click()
-        await console.wait_for_selector("#mode:has-text('human')")
+        await console.wait_for_selector("#mode.mode-human")
         await console.get_by_placeholder("Write to the customer").fill("Soy Pat: le ayudo yo.")
         await console.get_by_role("button", name="Send").click()
         await console.wait_for_selector("article.msg.human")

@@ -175,10 +175,11 @@ async def test_transfer_to_a_whatsapp_agent_notifies_them_and_close_ends_it(
         to_rita = [
             m for m in sent_to(graph_sandbox[1], shop.phone_number_id) if m["to"] == whatsapp_agent.phone
         ]
-        assert "handed back to the AI" in to_rita[-1]["text"]
+        assert "was closed by" in to_rita[-1]["text"]
     ended = await reload(sessions, Conversation, conversation.id)
     rita = await reload(sessions, HumanAgent, whatsapp_agent.id)
-    assert (ended.status, ended.assigned_agent_id, rita.current_load) == ("closed", None, 0)
+    # closed, still credited to Rita (who handled it), off her load
+    assert (ended.status, ended.assigned_agent_id, rita.current_load) == ("closed", whatsapp_agent.id, 0)
 
 
 async def test_thumbs_on_an_ai_answer_are_stored_with_its_turn_and_trace_and_emit_an_event(

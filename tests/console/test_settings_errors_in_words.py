@@ -18,10 +18,15 @@ from tests.utils.html_forms import form_values
 INTERNALS = re.compile(r"\^|\$|\[0-9\]|\\d|pattern|Input should|String should|Value error|valid date")
 
 
-def _problems(html: str) -> list[str]:
+def _lines(html: str) -> list[str]:
+    """Each refused setting's line: where it is, ": ", why."""
     block = html.split('id="settings-problems"', 1)[1].split("</ul>", 1)[0]
     items = re.findall(r"<li>(.*?)</li>", block, flags=re.S)
-    return [re.sub(r"<[^>]+>", "", item).split(": ", 1)[1].strip() for item in items]
+    return [re.sub(r"<[^>]+>", "", item).strip() for item in items]
+
+
+def _problems(html: str) -> list[str]:
+    return [line.split(": ", 1)[1].strip() for line in _lines(html)]
 
 
 async def _post(client, slug: str, changes: dict[str, str]):  # type: ignore[no-untyped-def]
@@ -48,14 +53,14 @@ async def test_a_time_without_its_leading_zero_is_accepted(console_client, sessi
 
 
 @pytest.mark.parametrize(
-    ("language", "expected"),
+    ("language", "expected", "place"),
     [
-        ("en", "Write a time as 09:00 (hours 00 to 23, minutes 00 to 59)."),
-        ("es", "Escriba una hora como 09:00 (horas de 00 a 23, minutos de 00 a 59)."),
+        ("en", "Write a time as 09:00 (hours 00 to 23, minutes 00 to 59).", "Monday, opens"),
+        ("es", "Escriba una hora como 09:00 (horas de 00 a 23, minutos de 00 a 59).", "Lunes, abre"),
     ],
 )
 async def test_every_refused_value_is_a_sentence_in_the_readers_language(
-    console_client, sessions, make_tenant, language, expected
+    console_client, sessions, make_tenant, language, expected, place
 ):
     tenant = await make_tenant()
     admin = await new_user(sessions, role=Role.tenant_admin, tenant_id=tenant.id)
@@ -79,6 +84,11 @@ async def test_every_refused_value_is_a_sentence_in_the_readers_language(
     problems = _problems(refused.text)
     assert len(problems) == 4, problems
     assert expected in problems
+    lines = _lines(refused.text)
+    assert f"{place}: {expected}" in lines  # the row named in words, not hours.schedule[0].opens
+    assert not any(re.search(r"\[\d+\]|hours\.|llm\.|schedule", line.split(": ", 1)[0]) for line in lines), (
+        lines
+    )
     for text in problems:
         assert not INTERNALS.search(text), text
         assert text[0].isupper() and text.endswith("."), text

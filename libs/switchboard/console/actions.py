@@ -45,6 +45,7 @@ from switchboard.db.models import (
 from switchboard.errors import SwitchboardError
 from switchboard.handoff.approvals import ApprovalError, Decider, decide_pending_action
 from switchboard.handoff.assignment import (
+    closed_by_person,
     give_to_team,
     hand_to_agent,
     hand_to_console_user,
@@ -422,9 +423,10 @@ async def close(
     conversation_id: uuid.UUID,
     quietly: bool = False,
 ) -> None:
-    """Close the conversation (a person who had it hands it back first, in the same transaction); the
-    customer's next message opens a new one, and gets the tenant's farewell (``handoff.farewell``) when
-    it has one, and the rating question. Closing a closed conversation changes nothing.
+    """Close the conversation, from the AI or from a person (one "Closed by" event: it keeps who handled
+    it, and the AI is not told it was handed back); the customer's next message opens a new one, and gets
+    the tenant's farewell (``handoff.farewell``) when it has one, and the rating question. A WhatsApp
+    agent who had it is told. Closing a closed conversation changes nothing.
 
     Args:
         quietly: no farewell and no rating question (the channel account is being disconnected: nothing
@@ -440,9 +442,13 @@ async def close(
         conversation = await _locked(session, who, conversation_id)
         if conversation.is_agent_console:
             raise ActionRefused("An agent's own chat with the business cannot be closed.")
-        if conversation.status == ConversationStatus.human.value:
-            notices = await _hand_back_in(session, who, conversation, trace_id)
-            await session.flush()
+        agent = None
+        if conversation.status == ConversationStatus.human.value and conversation.assigned_agent_id:
+            agent = await session.get(HumanAgent, conversation.assigned_agent_id, with_for_update=True)
+        if agent is not None:
+            customer = await session.get(Customer, conversation.customer_id)
+            label = customer_label(customer) if customer else "The customer"
+            notices.append(agent_outgoing(agent, f"{label} was closed by {who.name}.", conversation.id))
         closing = conversation.status != ConversationStatus.closed.value
         farewell = await _farewell(session, who, conversation) if closing and not quietly else None
         if farewell is not None:
@@ -456,7 +462,10 @@ async def close(
             reason="closed in the console",
             trace_id=trace_id,
             ask_rating=not quietly,
+            by_person=True,
         )
+        if agent is not None:
+            await closed_by_person(session, agent, conversation.id)
     log.info("console_close", conversation_id=str(conversation_id))
     # closing wrote the satisfaction question too (conversations.csat), when it closed it now
     await _after(

@@ -23,6 +23,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.db.models import Tenant
 from switchboard.i18n import N_
+from switchboard.llm.config import default_deployments
 from switchboard.settings import Settings
 from switchboard.tenant_settings import tenant_settings_from
 
@@ -119,11 +120,24 @@ async def setup_checklist(session: AsyncSession, tenant: Tenant, settings: Setti
         answered_by = (
             await session.execute(_ANSWERED_BY, {"tenant": tenant_id, "models": own})
         ).scalar_one_or_none()
-    testing = bool(deployments) and not own
+    # no model added: the platform's defaults answer, which are the offline demo model unless the
+    # operator set a provider key
+    on_offline_default = not deployments and all(
+        d.provider == "offline" for d in default_deployments(settings)
+    )
+    testing = (bool(deployments) and not own) or on_offline_default
     if answered_by:
         model_state, values = N_("Configured; %(model)s has answered."), {"model": answered_by}
     elif own:
         model_state, values = N_("Configured, not answered with yet: send a test message."), {}
+    elif on_offline_default:
+        model_state, values = (
+            N_(
+                "No model added: the offline demo model answers for now. It is for testing, it does not "
+                "understand customers."
+            ),
+            {},
+        )
     elif testing:
         model_state, values = (
             N_("Only the offline demo model is set up: it is for testing, it does not understand customers."),

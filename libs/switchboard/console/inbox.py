@@ -139,9 +139,12 @@ def _read_at(viewer_id: uuid.UUID | None) -> Any:
     viewer)."""
     if viewer_id is None:
         return cast(null(), DateTime(timezone=True))
+    # Correlated by name: nested inside the unread-count subquery, automatic correlation looks only one
+    # level up (messages) and would read every conversation of the table instead of the listed one.
     return (
         select(ConversationRead.read_at)
         .where(ConversationRead.conversation_id == Conversation.id, ConversationRead.user_id == viewer_id)
+        .correlate(Conversation)
         .scalar_subquery()
     )
 
@@ -265,6 +268,9 @@ async def list_inbox(
             )
     if filters.assigned:
         kind, _, value = filters.assigned.partition(":")
+        if kind in ("me", "agent", "user") and filters.mode != Mode.closed:
+            # a closed conversation keeps who handled it, but is nobody's work any more
+            query = query.where(Conversation.status != ConversationStatus.closed.value)
         if kind == "me" and viewer_id is not None:
             query = query.where(Conversation.assigned_user_id == viewer_id)
         elif kind == "none":

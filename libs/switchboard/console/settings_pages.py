@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Request, status
@@ -25,6 +26,7 @@ from switchboard.console.form_words import (
     SECTION_WORDS,
     error_words,
     group_of,
+    option_words,
     setting_path,
     words_for,
 )
@@ -143,6 +145,35 @@ def path_words(paths: list[str]) -> list[str]:
     return out
 
 
+def problem_place(path: str, language: str, form: Mapping[str, str] | None = None) -> str:
+    """Where a refused setting is, in words in ``language``: ``hours.schedule[0].opens`` -> "Monday,
+    opens" (a row is named by its day, or a deployment by its id, as ``form`` has them; else "Opening
+    hours, row 1"), ``agent.name`` -> "Agent's name". Never the path itself."""
+    name = re.sub(r"\[(\d+)\]", r".\1", path)
+    parts = name.split(".")
+    rows = [index for index, part in enumerate(parts) if part.isdigit()]
+    if not rows:
+        return gettext(language, path_words([name])[0])
+    at = rows[-1]
+    row_name = ".".join(parts[: at + 1])
+    typed = form or {}
+    if typed.get(f"{row_name}.day"):
+        day = gettext(language, option_words(f"{row_name}.day", typed[f"{row_name}.day"]))
+        row = day[:1].upper() + day[1:]  # it starts the line: "lunes" -> "Lunes"
+    elif typed.get(f"{row_name}.id", "").strip():
+        row = typed[f"{row_name}.id"].strip()  # the deployment's name as the tenant wrote it
+    else:
+        whole = gettext(language, path_words([".".join(parts[:at])])[0])
+        row = gettext(language, N_("%(setting)s, row %(n)s")) % {"setting": whole, "n": int(parts[at]) + 1}
+    field = words_for(name) if at + 1 < len(parts) else None
+    if field is None:
+        return row
+    label = gettext(language, field.label)
+    if label[1:2].islower():  # "Opens" -> "opens", but "API key" stays
+        label = label[0].lower() + label[1:]
+    return f"{row}, {label}"
+
+
 def problem_text(problem: Problem, language: str) -> str:
     """A refused setting's reason as the settings form shows it, in ``language``: a sentence, never a
     regular expression or a library's English (:func:`switchboard.console.form_words.error_words`)."""
@@ -194,7 +225,9 @@ async def _render(
         history=history,
         providers=PROVIDERS,
         path_words=path_words,
+        problem_place=problem_place,
         problem_text=problem_text,
+        typed=form or {},
         open_advanced=bool(problems),
         problems=problems or [],
         saved=saved,

@@ -491,26 +491,35 @@ async def close(
     trace_id: str | None = None,
     now: datetime | None = None,
     ask_rating: bool = True,
+    by_person: bool = False,
 ) -> ConversationEvent | None:
     """Close an AI-mode conversation (``closed_at`` = ``now``); the customer's next message opens a new one.
     The customer is asked how it went, once per conversation (:func:`switchboard.conversations.csat.ask`:
     the question is written to the outbox in this transaction, for the caller or the sweep to deliver),
     unless ``ask_rating`` is off (the channel account is being disconnected).
 
+    Args:
+        by_person: a person of the team closes it (the console), so a human-mode conversation closes too,
+            straight away: out of the queue, and it keeps who handled it (``assigned_agent_id`` /
+            ``assigned_user_id``) for its history and the console. The caller lowers that agent's load.
+
     Returns:
         The event, or ``None`` when it was already closed.
 
     Raises:
-        InvalidTransition: the conversation is in human mode (a person handles it: they hand it back first).
+        InvalidTransition: the conversation is in human mode and ``by_person`` is off (a person handles
+            it: they hand it back first), or it is an agent's console.
     """
     before = conversation.status
     if before == ConversationStatus.closed:
         return None
-    if before != ConversationStatus.ai:
+    from_person = before == ConversationStatus.human and by_person and not conversation.is_agent_console
+    if before != ConversationStatus.ai and not from_person:
         raise InvalidTransition(conversation.id, before, ConversationStatus.closed.value)
     now = now or utcnow()
     conversation.status = ConversationStatus.closed.value
     conversation.closed_at = now
+    conversation.queued_at = None
     event = _record(
         session, conversation, from_status=before, actor=actor, reason=reason, trace_id=trace_id, now=now
     )
@@ -556,6 +565,10 @@ async def reopen(
     conversation.status = ConversationStatus.ai.value
     conversation.closed_at = None
     conversation.memory_summarized_at = None
+    # who handled it before it closed no longer has it: the AI answers
+    conversation.assigned_agent_id = None
+    conversation.assigned_user_id = None
+    conversation.assigned_at = None
     return _record(
         session, conversation, from_status=before, actor=actor, reason=reason, trace_id=trace_id, now=now
     )

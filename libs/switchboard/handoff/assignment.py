@@ -269,6 +269,14 @@ async def release(
     await _uncount(session, agent, conversation.id)
 
 
+async def closed_by_person(session: AsyncSession, agent: HumanAgent, conversation_id: uuid.UUID) -> None:
+    """``agent``'s conversation was closed by a person of the team (the console,
+    :func:`switchboard.conversations.lifecycle.close` with ``by_person``): their load goes down and their
+    selection moves to another open one. Call under :func:`tenant_handoff_lock`, after the close."""
+    await session.flush()
+    await _uncount(session, agent, conversation_id)
+
+
 async def transfer(
     session: AsyncSession,
     conversation: Conversation,

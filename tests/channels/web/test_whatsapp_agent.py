@@ -224,7 +224,7 @@ async def test_closing_a_visitors_conversation_in_the_console_tells_the_agent_an
     await run_workers_until_idle(settings_)
     label = f"visitor {hashlib.sha256(visitor.encode()).hexdigest()[:4]} on Website chat"
     to_nia = [m["text"] for m in sent_to(graph_sandbox[1], wa_tenant.phone_number_id) if m["to"] == nia.phone]
-    assert to_nia[-1] == f"{label} was handed back to the AI by Pat."
+    assert to_nia[-1] == f"{label} was closed by Pat."
     assert [(r["to"], r["text"]) for r in await web_streams[1].replies(key)] == [
         (visitor, "A colleague will take over here."),
         (visitor, "Thanks for writing to us!"),
