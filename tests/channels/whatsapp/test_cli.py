@@ -14,7 +14,7 @@ from switchboard.channels.accounts import access_token_of
 from switchboard.channels.whatsapp.cli import SIMULATED_WA_ID, phone_digits, retarget_payload, with_sender
 from switchboard.cli.channel_common import SAMPLE_MEDIA
 from switchboard.crypto import CredentialCipher
-from switchboard.db.models import ChannelAccount, Message
+from switchboard.db.models import ChannelAccount, Customer, CustomerIdentity, Message
 from switchboard.queue import Queue
 from switchboard.queue.keys import inbound_job_id
 from switchboard.standins.offline_server import ScriptedResponse
@@ -166,6 +166,89 @@ async def test_simulate_payload_with_from_is_that_customers_message(
             )
         ).all()
     assert list(senders) == ["15550107777"]
+
+
+def test_with_sender_gives_each_number_its_own_user_ids() -> None:
+    body = load_payload("image_with_caption.json", refresh=False)
+    (contact,) = body["entry"][0]["changes"][0]["value"]["contacts"]
+    first, second, again = (with_sender(body, n) for n in ("15550107777", "15550108888", "15550107777"))
+
+    def ids(moved):  # type: ignore[no-untyped-def]
+        (c,) = moved["entry"][0]["changes"][0]["value"]["contacts"]
+        return c["user_id"], c["parent_user_id"]
+
+    assert ids(first) == ids(again)  # one number: the same customer in every post
+    assert ids(first) != ids(second)
+    assert not {contact["user_id"], contact["parent_user_id"]} & {*ids(first), *ids(second)}
+    assert ids(first)[0].startswith("US.") and ids(first)[1].startswith("US.ENT.")
+    withheld = with_sender(
+        load_payload("text_from_username_user_phone_withheld.json", refresh=False), "15550107777"
+    )
+    (message,) = withheld["entry"][0]["changes"][0]["value"]["messages"]
+    (named,) = withheld["entry"][0]["changes"][0]["value"]["contacts"]
+    assert (
+        message["from"] == "15550107777"
+        and message["from_user_id"] == named["user_id"] != "US.10000000000000000001"
+    )
+
+
+async def test_simulate_one_payload_as_two_numbers_is_two_customers(
+    e2e_settings, ai_tenant, model, graph_sandbox, cli, arq_pool, sessions
+) -> None:  # type: ignore[no-untyped-def]
+    """The image payload carries a business-scoped user id: posted with two --from numbers it is two
+    customers, and the first keeps its number."""
+    state, name, _ = model
+    state.script(name).default = ScriptedResponse(content="Nice picture.")
+    port = free_port()
+    settings = e2e_settings(whatsapp_port=port)
+    env = {
+        "META_APP_SECRET": APP_SECRET,
+        "WHATSAPP_PORT": str(port),
+        "WHATSAPP_GRAPH_BASE_URL": graph_sandbox[0],
+    }
+    image = str(payload_path("image_with_caption.json"))
+    async with serve_app(create_app(settings), port=port):
+        for number in ("+15550107777", "+15550108888"):
+            simulated = asyncio.create_task(
+                cli.arun(
+                    "simulate",
+                    "whatsapp",
+                    "-t",
+                    ai_tenant.tenant.slug,
+                    "--payload",
+                    image,
+                    "--from",
+                    number,
+                    "--timeout",
+                    "2",
+                    **env,
+                )
+            )
+            await eventually(lambda: arq_pool.zcard(Queue.chat.value), what="the inbound job queued")
+            await run_worker_burst(settings)
+            out = await simulated
+            assert out.exit_code == 0, out.output
+    async with sessions() as session:
+        customers = (
+            await session.exec(select(Customer).where(Customer.tenant_id == ai_tenant.tenant.id))
+        ).all()
+        phones = {
+            c.id: sorted(
+                (i.kind, i.value)
+                for i in (
+                    await session.exec(
+                        select(CustomerIdentity).where(
+                            CustomerIdentity.customer_id == c.id,
+                            CustomerIdentity.retired_at.is_(None),  # type: ignore[union-attr]
+                        )
+                    )
+                ).all()
+                if i.kind == "wa_id"
+            )
+            for c in customers
+        }
+    assert sorted(c.phone or "" for c in customers) == ["15550107777", "15550108888"]
+    assert sorted(phones.values()) == [[("wa_id", "15550107777")], [("wa_id", "15550108888")]]
 
 
 async def test_simulate_and_add_whatsapp_find_the_running_system_through_run_json(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 import json
 import re
 import time
@@ -128,20 +129,50 @@ def phone_digits(option: str, value: str) -> str:
     return digits
 
 
+_BSUID_KEYS = ("user_id", "from_user_id", "parent_user_id", "from_parent_user_id", "previous_user_id")
+"""The keys naming a sender's business-scoped user id (BSUID) in ``messages[]`` (and their ``system``
+block) and ``contacts[]``: what :mod:`~switchboard.channels.whatsapp.normalize` finds a customer by
+before the phone number."""
+
+
+def simulated_bsuid(original: str, wa_id: str) -> str:
+    """The BSUID ``original`` (``US.10000000000000000001``) stands for when the sender is ``wa_id``: the
+    same country prefix, 20 digits derived from both — the same for one number in every payload, another
+    for another number, so no two simulated numbers share a user id."""
+    prefix = original.rsplit(".", 1)[0] if "." in original else "SIM"
+    digest = hashlib.sha256(f"{original}|{wa_id}".encode()).hexdigest()
+    return f"{prefix}.{int(digest, 16) % 10**20:020d}"
+
+
 def with_sender(body: dict[str, Any], wa_id: str) -> dict[str, Any]:
-    """``body`` with every customer message sent by ``wa_id``: each ``messages[].from`` and each
-    ``contacts[].wa_id`` (the profile name is kept). Statuses and business-app echoes name the business's
-    own sends and are left as they are."""
+    """``body`` with every customer message sent by ``wa_id`` and nobody else: each ``messages[].from``
+    and ``contacts[].wa_id`` is ``wa_id``, and each business-scoped user id of the sender
+    (``contacts[].user_id`` / ``parent_user_id``, ``messages[].from_user_id``, a ``system`` block's user
+    ids) is replaced by one derived from ``wa_id`` (:func:`simulated_bsuid`), so one payload posted as two
+    numbers is two customers (the profile name is kept). Statuses and business-app echoes name the
+    business's own sends and are left as they are."""
     body = copy.deepcopy(body)
+
+    def rewrite_ids(item: dict[str, Any]) -> None:
+        for key in _BSUID_KEYS:
+            if isinstance(item.get(key), str) and item[key]:
+                item[key] = simulated_bsuid(item[key], wa_id)
+
     for entry in body.get("entry") or []:
         for change in entry.get("changes") or []:
             value = change.get("value") or {}
             for message in value.get("messages") or []:
-                if isinstance(message, dict) and "from" in message:
+                if not isinstance(message, dict):
+                    continue
+                if "from" in message:
                     message["from"] = wa_id
+                rewrite_ids(message)
+                if isinstance(message.get("system"), dict):
+                    rewrite_ids(message["system"])
             for contact in value.get("contacts") or []:
                 if isinstance(contact, dict):
                     contact["wa_id"] = wa_id
+                    rewrite_ids(contact)
     return body
 
 
@@ -260,7 +291,8 @@ def simulate_whatsapp(
             metavar="PHONE",
             help=f"Customer phone number (E.164, '+' optional). With --text: its sender (default "
             f"{SIMULATED_WA_ID}). With --payload: replaces the sender of every customer message in it "
-            "(messages[].from and contacts[].wa_id); without it the payload's own sender is used.",
+            "(messages[].from and contacts[].wa_id; its business-scoped user ids become ones of this "
+            "number, so each number is its own customer); without it the payload's own sender is used.",
         ),
     ] = None,
     payload: Annotated[
