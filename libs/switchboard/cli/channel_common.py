@@ -71,6 +71,7 @@ def check_simulate_source(
     payload: object | None,
     text_only: dict[str, tuple[object | None, str]],
     payload_only: dict[str, tuple[bool, str]] | None = None,
+    other_sources: dict[str, object | None] | None = None,
 ) -> None:
     """Check what a ``simulate whatsapp|instagram|gmail`` command is asked to post: exactly one of
     ``--text`` or ``--payload``, and with ``--payload`` none of the options that only shape a ``--text``
@@ -84,6 +85,8 @@ def check_simulate_source(
             does not need it)``, e.g. ``{"--from": (from_, "the payload names its sender")}``.
         payload_only: the reverse, flags that only change how a ``--payload`` file is posted
             (``"--keep-ids"`` -> ``(given, why a --text message has no use for it)``).
+        other_sources: more ways of saying what the customer sends, besides ``--text`` and ``--payload``
+            (``{"--button": button}``): exactly one of all of them is given.
 
     Raises:
         ValueError: both or neither of ``--text`` / ``--payload``, or a ``text_only`` option given with
@@ -92,8 +95,10 @@ def check_simulate_source(
             a ``--payload`` file that does not exist (``"FILE: no such file"``);
             the command's error wrapper makes it one line on stderr and exit status 2.
     """
-    if (text is None) == (payload is None):
-        raise ValueError("give exactly one of --text or --payload")
+    sources = {"--text": text, "--payload": payload, **(other_sources or {})}
+    if sum(value is not None for value in sources.values()) != 1:
+        names = list(sources)
+        raise ValueError(f"give exactly one of {', '.join(names[:-1])} or {names[-1]}")
     if payload is not None:
         for option, (value, why) in text_only.items():
             if value is not None:
@@ -186,14 +191,16 @@ async def print_sent(
     *,
     after: int,
     wait_s: float,
-    fields: Sequence[str],
+    fields: Sequence[str] | Callable[[dict[str, Any]], dict[str, Any]],
     headers: dict[str, str] | None = None,
     give_up: Callable[[], Awaitable[bool]] | None = None,
 ) -> bool:
-    """Print (JSON lines, ``fields`` only) what the sandbox at ``sent_url`` records after ``after``, until
-    ``wait_s`` seconds pass or 3 s go by without anything new. Returns whether anything came.
+    """Print (JSON lines) what the sandbox at ``sent_url`` records after ``after``, until ``wait_s``
+    seconds pass or 3 s go by without anything new. Returns whether anything came.
 
     Args:
+        fields: the keys of each record to print, or a function making the printed object of a record
+            (a channel that shows its buttons).
         headers: sent with each poll (a sandbox whose control endpoints need the admin token).
         give_up: asked every :data:`GIVE_UP_EVERY_S` while nothing came; ``True`` stops waiting (a send
             that failed for good: no reply will come).
@@ -223,7 +230,8 @@ async def print_sent(
             )
             raise typer.Exit(1) from None
         for message in messages:
-            typer.echo(json.dumps({k: message.get(k) for k in fields}, ensure_ascii=False))
+            shown = fields(message) if callable(fields) else {k: message.get(k) for k in fields}
+            typer.echo(json.dumps(shown, ensure_ascii=False))
             after = message["seq"]
             last_new = time.monotonic()
         if last_new is not None and time.monotonic() - last_new > 3.0:

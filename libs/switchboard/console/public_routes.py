@@ -31,10 +31,13 @@ from switchboard.crypto import CredentialCipher
 from switchboard.db.models import (
     Conversation,
     Customer,
+    HumanAgent,
     KnowledgeSource,
     Lead,
     Message,
     MessageRole,
+    Team,
+    TeamMember,
     WebhookEndpoint,
 )
 from switchboard.egress import EgressPolicy
@@ -168,6 +171,10 @@ _SENDER = {
 }
 
 
+_HISTORY_ONLY_KINDS = ("tool_call", "tool_result", "system")
+"""Message kinds kept for the model's history only: what the API's thread leaves out."""
+
+
 class MessageOut(BaseModel):
     """One message of the thread (the customer's, the AI's or a person's; notes about the conversation,
     such as a hand-back, are left out)."""
@@ -222,6 +229,8 @@ async def list_messages(
         Message.tenant_id == caller.tenant.id,
         Message.conversation_id == conversation_id,
         col(Message.role).in_(_SHOWN_ROLES),
+        # the model's tool calls and results and the notes for its history: rows, never messages
+        col(Message.kind).not_in(_HISTORY_ONLY_KINDS),
     )
     rows, next_cursor = await keyset_page(session, query, Message, limit=limit, cursor=cursor)
     items = []
@@ -236,6 +245,60 @@ async def list_messages(
             MessageOut(id=m.id, sender=sender, kind=m.kind, text=m.text, media=media, created_at=m.created_at)
         )
     return Page[MessageOut](items=items, next_cursor=next_cursor)
+
+
+# --- Teams -------------------------------------------------------------------------------------------
+
+teams_router = public_router("/teams", tags=["teams"])
+
+
+class TeamMemberOut(BaseModel):
+    """A WhatsApp agent in a team (assign to them alone with ``{"to": "agent:<id>"}``)."""
+
+    id: uuid.UUID
+    name: str
+
+
+class TeamOut(BaseModel):
+    """A named group of the tenant's agents: give it a conversation with ``{"to": "team:<id>"}``, filter
+    conversations with ``team_id``."""
+
+    id: uuid.UUID
+    name: str
+    members: list[TeamMemberOut] = Field(description="Its agents, by name.")
+    created_at: datetime
+
+
+@teams_router.get(
+    "",
+    operation_id="listTeams",
+    response_model=Page[TeamOut],
+    summary="List teams",
+    description="Newest first, each with its members. A team's `id` is what `team:<id>` (assigning a "
+    "conversation) and the `team_id` filter of `listConversations` take.",
+)
+async def list_teams(
+    caller: Annotated[ApiCaller, require_scope("conversations:read")],
+    session: SessionDep,
+    limit: LimitQuery = 50,
+    cursor: CursorQuery = None,
+) -> Page[TeamOut]:
+    query = select(Team).where(Team.tenant_id == caller.tenant.id)
+    rows, next_cursor = await keyset_page(session, query, Team, limit=limit, cursor=cursor)
+    members: dict[uuid.UUID, list[TeamMemberOut]] = {team.id: [] for team in rows}
+    if rows:
+        found = await session.exec(
+            select(TeamMember.team_id, HumanAgent.id, HumanAgent.name)
+            .join(HumanAgent, col(HumanAgent.id) == col(TeamMember.agent_id))
+            .where(TeamMember.tenant_id == caller.tenant.id, col(TeamMember.team_id).in_(list(members)))
+            .order_by(col(HumanAgent.name))
+        )
+        for team_id, agent_id, name in found.all():
+            members[team_id].append(TeamMemberOut(id=agent_id, name=name))
+    return Page[TeamOut](
+        items=[TeamOut(id=t.id, name=t.name, members=members[t.id], created_at=t.created_at) for t in rows],
+        next_cursor=next_cursor,
+    )
 
 
 class AssignBody(BaseModel):
@@ -978,6 +1041,7 @@ def public_routers() -> list[APIRouter]:
     """Every router of ``/api/v1`` the console service serves."""
     return [
         conversations_router,
+        teams_router,
         customers_router,
         knowledge_router,
         leads_router,

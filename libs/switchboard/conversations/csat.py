@@ -28,12 +28,14 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from switchboard.channels.base import OutboundPart
 from switchboard.channels.gmail.csat import KIND as EMAIL_KIND
+from switchboard.conversations.history import append_message
 from switchboard.db.models import (
     ActorType,
     ConversationEvent,
     ConversationStatus,
     CsatAnswer,
     Customer,
+    MessageRole,
     OutboxPurpose,
     utcnow,
 )
@@ -181,6 +183,9 @@ async def ask(session: AsyncSession, conversation: ConversationRow, *, now: date
             )
         ]
         await write_outbox(session, tenant_id=conversation.tenant_id, items=items)
+        _keep_in_thread(
+            session, conversation, settings.csat.question, [o["title"] for o in options], recipient
+        )
         log.info("csat_asked", conversation_id=str(conversation.id), handled_by=handled_by)
         return True
     question = QuickReplies(
@@ -200,8 +205,27 @@ async def ask(session: AsyncSession, conversation: ConversationRow, *, now: date
         purpose=OutboxPurpose.notice,
     )
     await write_outbox(session, tenant_id=conversation.tenant_id, items=items)
+    _keep_in_thread(
+        session, conversation, settings.csat.question, [o.title for o in question.options], recipient
+    )
     log.info("csat_asked", conversation_id=str(conversation.id), handled_by=handled_by)
     return True
+
+
+def _keep_in_thread(
+    session: AsyncSession, conversation: ConversationRow, question: str, titles: list[str], to: str
+) -> None:
+    """Keep the question the customer is sent in the conversation's history, so the team sees it in
+    the thread: a ``system`` row (a message of the platform, not of a person nor the AI: never read
+    by the model, never counted as a reply in analytics), the answers offered on a line of their own."""
+    append_message(
+        session,
+        conversation=conversation,
+        role=MessageRole.system,
+        kind="system",
+        text=f"{question}\n" + " · ".join(titles),
+        proxy_metadata={"event": "csat_asked", "relayed_to": to, "options": titles},
+    )
 
 
 async def record_answer(

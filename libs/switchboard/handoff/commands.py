@@ -98,8 +98,9 @@ HELP_TEXT = (
     + "\n".join(COMMANDS.values())
     + ("\nAny other message goes to your current customer; reply to a customer's message to answer that one.")
 )
-_REFERENCE = re.compile(r"#?[0-9a-fA-F-]{8,36}")
-"""A conversation's reference as typed: its id's first 8 hex digits or more (the whole id works too)."""
+_REFERENCE = re.compile(r"#?[0-9A-Za-z-]{8,36}")
+"""A conversation's reference as typed: 8 letters and digits or more (its id's first hex digits, or the whole id);
+any such word is looked up, so one that is no conversation's is answered as unknown, not as malformed."""
 _NO_ARGUMENTS = frozenset({"status", "end", "online", "offline", "help"})
 HANDED_BACK_NOTE = "[A person from the team handled this conversation and has now handed it back to you.]"
 """Stored as a ``human_agent`` message on ``/end`` so the AI's next turn knows a human handled it."""

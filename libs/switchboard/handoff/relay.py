@@ -60,12 +60,18 @@ from switchboard.observability import get_logger
 
 __all__ = [
     "AGENT_CONSOLE_REASON",
+    "STALE_NOTICE_CODE",
     "agent_for_row",
     "handle_agent_message",
     "relay_customer_message",
 ]
 
 log = get_logger(__name__)
+
+STALE_NOTICE_CODE = "agent_notice_stale"
+"""``outbox.error_code`` of a message to an agent that waited for their window and was dropped when it
+opened: its conversation was no longer theirs (taken over, transferred, back with the AI) or closed."""
+STALE_NOTICE_MESSAGE = "not sent: by the time the agent wrote, the conversation was no longer theirs"
 
 AGENT_CONSOLE_REASON = "human agent console: messages from this number are handled by the handoff"
 """``escalation_reason`` of an agent's own conversation with the business number (never answered by the AI)."""
@@ -141,7 +147,27 @@ async def handle_agent_message(
             if locked.last_inbound_at is None or seen > locked.last_inbound_at:
                 locked.last_inbound_at = seen
                 session.add(locked)
-            # the agent's window is open again: notices that could not reach them are sent now
+            # the agent's window is open again: notices that could not reach them are sent now, but
+            # not those about a conversation that is no longer theirs (taken over, transferred,
+            # closed): a late "Assigned to you" would send them to a customer someone else has
+            await session.exec(
+                update(Outbox)
+                .where(
+                    col(Outbox.tenant_id) == row.tenant_id,
+                    col(Outbox.recipient) == locked.phone,
+                    col(Outbox.status) == OutboxStatus.failed.value,
+                    col(Outbox.error_code) == "agent_window_closed",
+                    col(Outbox.conversation_id).in_(
+                        select(Conversation.id).where(
+                            Conversation.tenant_id == row.tenant_id,
+                            col(Conversation.is_agent_console).is_(False),
+                            (col(Conversation.assigned_agent_id).is_distinct_from(locked.id))
+                            | (col(Conversation.status) == ConversationStatus.closed.value),
+                        )
+                    ),
+                )
+                .values(error_code=STALE_NOTICE_CODE, error_message=STALE_NOTICE_MESSAGE, updated_at=utcnow())
+            )
             await session.exec(
                 update(Outbox)
                 .where(

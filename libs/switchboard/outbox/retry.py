@@ -24,7 +24,8 @@ had closed (``window_closed``, or the provider's own code for it, e.g. WhatsApp 
 24 hours since the customer's last message, so a free-form reply can no longer be sent; sending it
 again would fail the same way, and once the customer writes again their new message is answered
 instead) or the agent's (``agent_window_closed``: it goes out by itself when the agent next writes,
-:mod:`switchboard.handoff.relay`).
+:mod:`switchboard.handoff.relay`), and a message to an agent dropped when their window opened because
+its conversation was no longer theirs (``agent_notice_stale``).
 """
 
 from __future__ import annotations
@@ -81,6 +82,13 @@ AGENT_WINDOW_CLOSED = RetryRefusal(
     )
 )
 
+STALE_AGENT_NOTICE = RetryRefusal(
+    N_(
+        "By the time the agent wrote again, the conversation was no longer theirs (or was closed): "
+        "the message would be out of date."
+    )
+)
+
 
 class NotRetryable(LookupError):
     """No failed, never-accepted outbox part with that id (unknown, another tenant's, already
@@ -117,6 +125,8 @@ def why_not_retryable(
         return replace(WINDOW_CLOSED, hours=hours)
     if error_code == "agent_window_closed":
         return replace(AGENT_WINDOW_CLOSED, hours=hours)
+    if error_code == "agent_notice_stale":  # switchboard.handoff.relay.STALE_NOTICE_CODE
+        return STALE_AGENT_NOTICE
     return None
 
 

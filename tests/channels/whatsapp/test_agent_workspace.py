@@ -175,6 +175,9 @@ async def test_reopen_by_its_ref_opens_a_closed_conversation_for_the_ai(
     # an unknown or malformed Ref is explained, and /help lists the command
     await _post(settings_, wa_tenant, _text(wa_tenant, "/reopen 00000000", wa_id=nia.phone))
     assert sent_to(graph_sandbox[1], pid)[-1]["text"].startswith("No conversation has the Ref 00000000.")
+    # eight letters and digits, as the usage says, but no conversation's: unknown, not malformed
+    await _post(settings_, wa_tenant, _text(wa_tenant, "/reopen zzzz1234", wa_id=nia.phone))
+    assert sent_to(graph_sandbox[1], pid)[-1]["text"].startswith("No conversation has the Ref zzzz1234.")
     await _post(settings_, wa_tenant, _text(wa_tenant, "/reopen", wa_id=nia.phone))
     assert sent_to(graph_sandbox[1], pid)[-1]["text"].startswith("/reopen needs the conversation's Ref")
     assert "/reopen REF - open a closed conversation again" in HELP_TEXT

@@ -11,10 +11,16 @@ import uuid
 import httpx
 from sqlmodel import select
 from switchboard.channels.accounts import access_token_of
-from switchboard.channels.whatsapp.cli import SIMULATED_WA_ID, phone_digits, retarget_payload, with_sender
+from switchboard.channels.whatsapp.cli import (
+    SIMULATED_WA_ID,
+    phone_digits,
+    retarget_payload,
+    sent_line,
+    with_sender,
+)
 from switchboard.cli.channel_common import SAMPLE_MEDIA
 from switchboard.crypto import CredentialCipher
-from switchboard.db.models import ChannelAccount, Message
+from switchboard.db.models import ChannelAccount, CsatAnswer, Customer, CustomerIdentity, Message
 from switchboard.queue import Queue
 from switchboard.queue.keys import inbound_job_id
 from switchboard.standins.offline_server import ScriptedResponse
@@ -168,6 +174,89 @@ async def test_simulate_payload_with_from_is_that_customers_message(
     assert list(senders) == ["15550107777"]
 
 
+def test_with_sender_gives_each_number_its_own_user_ids() -> None:
+    body = load_payload("image_with_caption.json", refresh=False)
+    (contact,) = body["entry"][0]["changes"][0]["value"]["contacts"]
+    first, second, again = (with_sender(body, n) for n in ("15550107777", "15550108888", "15550107777"))
+
+    def ids(moved):  # type: ignore[no-untyped-def]
+        (c,) = moved["entry"][0]["changes"][0]["value"]["contacts"]
+        return c["user_id"], c["parent_user_id"]
+
+    assert ids(first) == ids(again)  # one number: the same customer in every post
+    assert ids(first) != ids(second)
+    assert not {contact["user_id"], contact["parent_user_id"]} & {*ids(first), *ids(second)}
+    assert ids(first)[0].startswith("US.") and ids(first)[1].startswith("US.ENT.")
+    withheld = with_sender(
+        load_payload("text_from_username_user_phone_withheld.json", refresh=False), "15550107777"
+    )
+    (message,) = withheld["entry"][0]["changes"][0]["value"]["messages"]
+    (named,) = withheld["entry"][0]["changes"][0]["value"]["contacts"]
+    assert (
+        message["from"] == "15550107777"
+        and message["from_user_id"] == named["user_id"] != "US.10000000000000000001"
+    )
+
+
+async def test_simulate_one_payload_as_two_numbers_is_two_customers(
+    e2e_settings, ai_tenant, model, graph_sandbox, cli, arq_pool, sessions
+) -> None:  # type: ignore[no-untyped-def]
+    """The image payload carries a business-scoped user id: posted with two --from numbers it is two
+    customers, and the first keeps its number."""
+    state, name, _ = model
+    state.script(name).default = ScriptedResponse(content="Nice picture.")
+    port = free_port()
+    settings = e2e_settings(whatsapp_port=port)
+    env = {
+        "META_APP_SECRET": APP_SECRET,
+        "WHATSAPP_PORT": str(port),
+        "WHATSAPP_GRAPH_BASE_URL": graph_sandbox[0],
+    }
+    image = str(payload_path("image_with_caption.json"))
+    async with serve_app(create_app(settings), port=port):
+        for number in ("+15550107777", "+15550108888"):
+            simulated = asyncio.create_task(
+                cli.arun(
+                    "simulate",
+                    "whatsapp",
+                    "-t",
+                    ai_tenant.tenant.slug,
+                    "--payload",
+                    image,
+                    "--from",
+                    number,
+                    "--timeout",
+                    "2",
+                    **env,
+                )
+            )
+            await eventually(lambda: arq_pool.zcard(Queue.chat.value), what="the inbound job queued")
+            await run_worker_burst(settings)
+            out = await simulated
+            assert out.exit_code == 0, out.output
+    async with sessions() as session:
+        customers = (
+            await session.exec(select(Customer).where(Customer.tenant_id == ai_tenant.tenant.id))
+        ).all()
+        phones = {
+            c.id: sorted(
+                (i.kind, i.value)
+                for i in (
+                    await session.exec(
+                        select(CustomerIdentity).where(
+                            CustomerIdentity.customer_id == c.id,
+                            CustomerIdentity.retired_at.is_(None),  # type: ignore[union-attr]
+                        )
+                    )
+                ).all()
+                if i.kind == "wa_id"
+            )
+            for c in customers
+        }
+    assert sorted(c.phone or "" for c in customers) == ["15550107777", "15550108888"]
+    assert sorted(phones.values()) == [[("wa_id", "15550107777")], [("wa_id", "15550108888")]]
+
+
 async def test_simulate_and_add_whatsapp_find_the_running_system_through_run_json(
     make_settings, wa_tenant, tmp_path, cli, sessions, stops_at_the_queue
 ) -> None:  # type: ignore[no-untyped-def]
@@ -315,3 +404,100 @@ async def test_simulate_says_the_conversation_waits_for_a_person(
     assert "is waiting in the queue for a person (nobody from the team took it yet)" in second.stderr
     assert f"switchboard conversations show --tenant {slug} " in second.stderr
     assert "no reply within" not in second.stderr
+
+
+def test_sent_line_prints_the_buttons_a_message_offers() -> None:
+    record = {
+        "seq": 3,
+        "id": "wamid.Q",
+        "phone_number_id": "106",
+        "to": "15550107777",
+        "type": "interactive",
+        "text": None,
+        "reply_to": None,
+        "interactive": {
+            "type": "button",
+            "body": {"text": "How did we do?"},
+            "action": {"buttons": [{"type": "reply", "reply": {"id": "csat:c:5", "title": "Good"}}]},
+        },
+    }
+    assert sent_line(record) == {
+        "to": "15550107777",
+        "type": "interactive",
+        "text": "How did we do?",
+        "id": "wamid.Q",
+        "phone_number_id": "106",
+        "reply_to": None,
+        "buttons": [{"id": "csat:c:5", "title": "Good"}],
+    }
+    assert "buttons" not in sent_line({**record, "type": "text", "text": "hi", "interactive": None})
+
+
+async def test_simulate_prints_the_rating_question_and_button_taps_it(
+    e2e_settings, ai_tenant, model, graph_sandbox, cli, arq_pool, sessions
+) -> None:  # type: ignore[no-untyped-def]
+    """The AI ends the conversation: the command prints the goodbye and the rating question with its
+    buttons; `--button ID` taps one, which is stored as the rating and thanked; a button never offered
+    is refused naming the ones that were; the question is kept in the conversation's history."""
+    state, name, _ = model
+    state.script(name).push(
+        ScriptedResponse(
+            kind="tool_calls", tool_calls=[{"name": "end_conversation", "arguments": {"farewell": True}}]
+        ),
+        ScriptedResponse(content="Glad to help, goodbye!"),
+    )
+    port = free_port()
+    settings = e2e_settings(whatsapp_port=port)
+    env = {
+        "META_APP_SECRET": APP_SECRET,
+        "WHATSAPP_PORT": str(port),
+        "WHATSAPP_GRAPH_BASE_URL": graph_sandbox[0],
+    }
+    common = ("simulate", "whatsapp", "-t", ai_tenant.tenant.slug, "--from", "+15550107777", "--timeout", "8")
+
+    async def simulate(*args: str):  # type: ignore[no-untyped-def]
+        simulated = asyncio.create_task(cli.arun(*common, *args, **env))
+        await eventually(lambda: arq_pool.zcard(Queue.chat.value), what="the inbound job queued")
+        await run_worker_burst(settings)
+        return await simulated
+
+    async with serve_app(create_app(settings), port=port):
+        bye = await simulate("--text", "that's all, thanks")
+        assert bye.exit_code == 0, bye.output
+        lines = [json.loads(line) for line in bye.stdout.splitlines()]
+        assert [line["text"] for line in lines] == [
+            "Glad to help, goodbye!",
+            "How did we do? Please rate this conversation.",
+        ]
+        buttons = lines[1]["buttons"]
+        assert [b["title"] for b in buttons] == ["Good", "OK", "Bad"]
+        good = buttons[0]["id"]
+        assert good.startswith("csat:") and good.endswith(":5")
+        unknown = await cli.arun(*common, "--button", "csat:nope:5", **env)
+        tapped = await simulate("--button", good)
+    assert unknown.exit_code == 2
+    assert unknown.stderr.strip() == (
+        "error: --button csat:nope:5: no message sent to +15550107777 offers it; the last buttons it was "
+        f"sent: {good} (Good), {buttons[1]['id']} (OK), {buttons[2]['id']} (Bad)"
+    )
+    assert tapped.exit_code == 0, tapped.output
+    assert [json.loads(line)["text"] for line in tapped.stdout.splitlines()] == [
+        "Thank you for your rating!",
+        "Anything you'd like to add? Just write it here, or skip this.",
+    ]
+    conversation_id = uuid.UUID(good.split(":")[1])
+    async with sessions() as session:
+        answer = (
+            await session.exec(select(CsatAnswer).where(CsatAnswer.conversation_id == conversation_id))
+        ).one()
+        kept = (
+            await session.exec(
+                select(Message.role, Message.kind, Message.text).where(
+                    Message.conversation_id == conversation_id, Message.kind == "system"
+                )
+            )
+        ).all()
+    assert answer.rating == 5
+    assert list(kept) == [
+        ("system", "system", "How did we do? Please rate this conversation.\nGood · OK · Bad")
+    ]

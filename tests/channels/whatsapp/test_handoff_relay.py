@@ -12,8 +12,11 @@ from datetime import timedelta
 
 import pytest
 from sqlmodel import select
+from switchboard.console import actions as console_actions
+from switchboard.console.actions import Actioner
 from switchboard.db.models import Conversation, HumanAgent, Message, Outbox, utcnow
 from switchboard.handoff import HANDED_BACK_NOTE, HELP_TEXT, add_agent
+from switchboard.outbox.retry import why_not_retryable
 from switchboard.standins.offline_server import ScriptedResponse
 
 from tests.utils.conversations import assert_human_mode_has_owner
@@ -270,6 +273,47 @@ async def test_media_is_relayed_both_ways(settings_, wa_tenant, sessions, graph_
     assert [m["to"] for m in to_customer] == [CUSTOMER, CUSTOMER]
     image = to_customer[1]["body"]["image"]
     assert (image["caption"], graph_sandbox[1].media[image["id"]][0]) == ("label", b"\xff\xd8\xff the label")
+
+
+async def test_a_notice_waiting_for_the_agents_window_is_dropped_once_the_conversation_is_not_theirs(
+    settings_, wa_tenant, sessions, graph_sandbox, script, arq_pool
+):  # type: ignore[no-untyped-def]
+    """The notice of a conversation assigned to an agent outside their window waits for them; closed
+    meanwhile, the conversation is no longer theirs: when they next write, the notice is not sent (and
+    may not be retried), only the answer to what they wrote."""
+    model = await script()
+    _escalation(model)
+    late = await _agent(sessions, wa_tenant, "Late", recent=False)
+    pid = wa_tenant.phone_number_id
+    await _post(settings_, wa_tenant, _text(wa_tenant, "person please"))
+    async with sessions() as session:
+        conversation = (
+            await session.exec(
+                select(Conversation).where(
+                    Conversation.tenant_id == wa_tenant.tenant.id, Conversation.assigned_agent_id == late.id
+                )
+            )
+        ).one()
+    await console_actions.close(
+        sessions, arq_pool, who=Actioner(tenant_id=wa_tenant.tenant.id), conversation_id=conversation.id
+    )
+    await run_workers_until_idle(settings_)
+    before = len(sent_to(graph_sandbox[1], pid))
+    await _post(settings_, wa_tenant, _text(wa_tenant, "/status", wa_id=late.phone))
+    to_agent = [m for m in sent_to(graph_sandbox[1], pid)[before:] if m["to"] == late.phone]
+    assert len(to_agent) == 1 and "Reason: wants a refund" not in to_agent[0]["text"]
+    assert not any("wants a refund" in (m["text"] or "") for m in sent_to(graph_sandbox[1], pid))
+    async with sessions() as session:
+        dropped = (
+            await session.exec(
+                select(Outbox).where(
+                    Outbox.recipient == late.phone, Outbox.conversation_id == conversation.id
+                )
+            )
+        ).all()
+    assert dropped and {(o.status, o.error_code) for o in dropped} == {("failed", "agent_notice_stale")}
+    refusal = why_not_retryable(channel="whatsapp", error_code="agent_notice_stale", external_id=None)
+    assert refusal is not None and "no longer theirs" in refusal.text()
 
 
 async def test_agent_outside_their_window_gets_the_template_or_nothing(

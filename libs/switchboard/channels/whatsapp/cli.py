@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 import json
 import re
 import time
@@ -42,6 +43,10 @@ __all__ = [
     "add_whatsapp",
     "simulate_whatsapp",
     "build_text_webhook",
+    "build_tap_webhook",
+    "offered_options",
+    "sent_line",
+    "find_offer",
     "retarget_payload",
     "refresh_message_ids",
     "answerable_messages",
@@ -52,10 +57,11 @@ SIMULATED_WA_ID = "+15550100099"
 """The customer of ``simulate whatsapp --text`` without ``--from``."""
 
 
-def build_text_webhook(
-    *, phone_number_id: str, wa_id: str, text: str, name: str = "Simulated Customer"
+def _customer_webhook(
+    *, phone_number_id: str, wa_id: str, name: str, message: dict[str, Any]
 ) -> dict[str, Any]:
-    """A real-shaped text delivery (the shape of ``tests/fixtures/payloads/whatsapp/text.json``) timestamped now."""
+    """A real-shaped delivery of one customer message (its ``type`` and body in ``message``) from
+    ``wa_id``, with a fresh wamid, timestamped now."""
     wamid = "wamid.SIM" + uuid.uuid4().hex.upper()
     return {
         "object": "whatsapp_business_account",
@@ -72,13 +78,7 @@ def build_text_webhook(
                             },
                             "contacts": [{"profile": {"name": name}, "wa_id": wa_id}],
                             "messages": [
-                                {
-                                    "from": wa_id,
-                                    "id": wamid,
-                                    "timestamp": str(int(time.time())),
-                                    "type": "text",
-                                    "text": {"body": text},
-                                }
+                                {"from": wa_id, "id": wamid, "timestamp": str(int(time.time())), **message}
                             ],
                         },
                         "field": "messages",
@@ -87,6 +87,111 @@ def build_text_webhook(
             }
         ],
     }
+
+
+def build_text_webhook(
+    *, phone_number_id: str, wa_id: str, text: str, name: str = "Simulated Customer"
+) -> dict[str, Any]:
+    """A real-shaped text delivery (the shape of ``tests/fixtures/payloads/whatsapp/text.json``) timestamped now."""
+    return _customer_webhook(
+        phone_number_id=phone_number_id,
+        wa_id=wa_id,
+        name=name,
+        message={"type": "text", "text": {"body": text}},
+    )
+
+
+def build_tap_webhook(
+    *,
+    phone_number_id: str,
+    wa_id: str,
+    option: dict[str, str],
+    in_reply_to: str | None,
+    name: str = "Simulated Customer",
+) -> dict[str, Any]:
+    """A real-shaped tap on a reply button or a list row (the shape of
+    ``tests/fixtures/payloads/whatsapp/interactive_button_reply.json``), timestamped now.
+
+    Args:
+        option: ``{"id", "title", "kind"}`` as :func:`offered_options` gives it (``kind`` ``button`` or
+            ``list``).
+        in_reply_to: the wamid of the message that offered it (``context.id``), when known.
+    """
+    reply = "list_reply" if option.get("kind") == "list" else "button_reply"
+    message: dict[str, Any] = {
+        "type": "interactive",
+        "interactive": {"type": reply, reply: {"id": option["id"], "title": option["title"]}},
+    }
+    if in_reply_to:
+        message["context"] = {"from": "15550100001", "id": in_reply_to}
+    return _customer_webhook(phone_number_id=phone_number_id, wa_id=wa_id, name=name, message=message)
+
+
+def offered_options(record: dict[str, Any]) -> list[dict[str, str]]:
+    """The reply buttons and list rows of one message the Graph sandbox recorded, in order:
+    ``[{"id", "title", "kind"}]`` (``kind`` ``button`` or ``list``); ``[]`` for any other message."""
+    interactive = record.get("interactive") if isinstance(record.get("interactive"), dict) else {}
+    action = interactive.get("action") if isinstance(interactive.get("action"), dict) else {}
+    options = []
+    for button in action.get("buttons") or []:
+        reply = button.get("reply") if isinstance(button, dict) else None
+        if isinstance(reply, dict) and reply.get("id"):
+            options.append({"id": str(reply["id"]), "title": str(reply.get("title") or ""), "kind": "button"})
+    for section in action.get("sections") or []:
+        for row in (section.get("rows") or []) if isinstance(section, dict) else []:
+            if isinstance(row, dict) and row.get("id"):
+                options.append({"id": str(row["id"]), "title": str(row.get("title") or ""), "kind": "list"})
+    return options
+
+
+def sent_line(record: dict[str, Any]) -> dict[str, Any]:
+    """What ``simulate whatsapp`` prints of one message the Graph sandbox recorded: ``to``, ``type``,
+    ``text`` (a text's body, an interactive message's body, a template's name), ``id``,
+    ``phone_number_id``, ``reply_to``, and ``buttons`` (``[{"id", "title"}]``, what ``--button ID``
+    taps) when it offers any."""
+    text = record.get("text")
+    interactive = record.get("interactive") if isinstance(record.get("interactive"), dict) else None
+    template = record.get("template") if isinstance(record.get("template"), dict) else None
+    if text is None and interactive is not None:
+        body = interactive.get("body") if isinstance(interactive.get("body"), dict) else {}
+        text = body.get("text")
+    if text is None and template is not None:
+        text = f"template {template.get('name')}"
+    line = {
+        "to": record.get("to"),
+        "type": record.get("type"),
+        "text": text,
+        "id": record.get("id"),
+        "phone_number_id": record.get("phone_number_id"),
+        "reply_to": record.get("reply_to"),
+    }
+    options = offered_options(record)
+    if options:
+        line["buttons"] = [{"id": o["id"], "title": o["title"]} for o in options]
+    return line
+
+
+def find_offer(records: list[dict[str, Any]], *, wa_id: str, option_id: str) -> tuple[dict[str, str], str]:
+    """The newest offer of ``option_id`` among sandbox ``records`` sent to ``wa_id``: ``(option, the
+    wamid of the message offering it)``.
+
+    Raises:
+        ValueError: no message to ``wa_id`` offers it; names the buttons the newest offer had.
+    """
+    latest: list[dict[str, str]] = []
+    for record in reversed(records):
+        if record.get("to") != wa_id:
+            continue
+        options = offered_options(record)
+        for option in options:
+            if option["id"] == option_id:
+                return option, str(record.get("id") or "")
+        latest = latest or options
+    offered = ", ".join(f"{o['id']} ({o['title']})" for o in latest)
+    raise ValueError(
+        f"--button {option_id}: no message sent to +{wa_id} offers it"
+        + (f"; the last buttons it was sent: {offered}" if offered else " (it was sent no buttons)")
+    )
 
 
 def retarget_payload(
@@ -128,20 +233,50 @@ def phone_digits(option: str, value: str) -> str:
     return digits
 
 
+_BSUID_KEYS = ("user_id", "from_user_id", "parent_user_id", "from_parent_user_id", "previous_user_id")
+"""The keys naming a sender's business-scoped user id (BSUID) in ``messages[]`` (and their ``system``
+block) and ``contacts[]``: what :mod:`~switchboard.channels.whatsapp.normalize` finds a customer by
+before the phone number."""
+
+
+def simulated_bsuid(original: str, wa_id: str) -> str:
+    """The BSUID ``original`` (``US.10000000000000000001``) stands for when the sender is ``wa_id``: the
+    same country prefix, 20 digits derived from both — the same for one number in every payload, another
+    for another number, so no two simulated numbers share a user id."""
+    prefix = original.rsplit(".", 1)[0] if "." in original else "SIM"
+    digest = hashlib.sha256(f"{original}|{wa_id}".encode()).hexdigest()
+    return f"{prefix}.{int(digest, 16) % 10**20:020d}"
+
+
 def with_sender(body: dict[str, Any], wa_id: str) -> dict[str, Any]:
-    """``body`` with every customer message sent by ``wa_id``: each ``messages[].from`` and each
-    ``contacts[].wa_id`` (the profile name is kept). Statuses and business-app echoes name the business's
-    own sends and are left as they are."""
+    """``body`` with every customer message sent by ``wa_id`` and nobody else: each ``messages[].from``
+    and ``contacts[].wa_id`` is ``wa_id``, and each business-scoped user id of the sender
+    (``contacts[].user_id`` / ``parent_user_id``, ``messages[].from_user_id``, a ``system`` block's user
+    ids) is replaced by one derived from ``wa_id`` (:func:`simulated_bsuid`), so one payload posted as two
+    numbers is two customers (the profile name is kept). Statuses and business-app echoes name the
+    business's own sends and are left as they are."""
     body = copy.deepcopy(body)
+
+    def rewrite_ids(item: dict[str, Any]) -> None:
+        for key in _BSUID_KEYS:
+            if isinstance(item.get(key), str) and item[key]:
+                item[key] = simulated_bsuid(item[key], wa_id)
+
     for entry in body.get("entry") or []:
         for change in entry.get("changes") or []:
             value = change.get("value") or {}
             for message in value.get("messages") or []:
-                if isinstance(message, dict) and "from" in message:
+                if not isinstance(message, dict):
+                    continue
+                if "from" in message:
                     message["from"] = wa_id
+                rewrite_ids(message)
+                if isinstance(message.get("system"), dict):
+                    rewrite_ids(message["system"])
             for contact in value.get("contacts") or []:
                 if isinstance(contact, dict):
                     contact["wa_id"] = wa_id
+                    rewrite_ids(contact)
     return body
 
 
@@ -260,11 +395,22 @@ def simulate_whatsapp(
             metavar="PHONE",
             help=f"Customer phone number (E.164, '+' optional). With --text: its sender (default "
             f"{SIMULATED_WA_ID}). With --payload: replaces the sender of every customer message in it "
-            "(messages[].from and contacts[].wa_id); without it the payload's own sender is used.",
+            "(messages[].from and contacts[].wa_id; its business-scoped user ids become ones of this "
+            "number, so each number is its own customer); without it the payload's own sender is used.",
         ),
     ] = None,
     payload: Annotated[
         Path | None, typer.Option(help="Raw webhook body (JSON file) to post instead of --text.")
+    ] = None,
+    button: Annotated[
+        str | None,
+        typer.Option(
+            "--button",
+            metavar="ID",
+            help='Tap the reply button (or list row) with this id, as printed under "buttons" of a '
+            "message the customer (--from) was sent, e.g. the satisfaction question's "
+            "csat:<conversation id>:5 (instead of --text or --payload).",
+        ),
     ] = None,
     tenant: Annotated[
         str, typer.Option("--tenant", "-t", help="Tenant slug whose WhatsApp number receives it.")
@@ -295,7 +441,8 @@ def simulate_whatsapp(
     ] = 30.0,
 ) -> None:
     """Sign and post a real-shaped webhook to the running WhatsApp service, then print (JSON lines) the
-    messages the Graph API sandbox received (to anyone) while waiting. Exit 0 when the webhook was accepted;
+    messages the Graph API sandbox received (to anyone) while waiting: to, type, text, id, and the
+    buttons offered (id and title) when a message has any. Exit 0 when the webhook was accepted;
     1 when the service or the sandbox cannot be reached or the webhook was refused; 2 on a bad option or
     a missing file or account.
 
@@ -304,6 +451,8 @@ def simulate_whatsapp(
     it says so in one line and returns at once. --from sets the customer: the sender of a --text
     message, or of every customer message of a --payload (posting one recorded payload as several
     customers); --keep-ids and --keep-timestamps are for --payload and refused with --text.
+    --button ID taps a button the customer was sent (found in the sandbox's record of sends to
+    --from): how a customer answers the satisfaction question after a conversation closes.
     """
     check_simulate_source(
         text=text,
@@ -313,6 +462,7 @@ def simulate_whatsapp(
             "--keep-ids": (keep_ids, "a --text message always gets a new wamid"),
             "--keep-timestamps": (keep_timestamps, "a --text message is sent now"),
         },
+        other_sources={"--button": button},
     )
     wa_id = phone_digits("--from", from_) if from_ is not None else None
     settings = command_settings()
@@ -322,6 +472,7 @@ def simulate_whatsapp(
         channel="whatsapp",
         missing=f"tenant {tenant} has no WhatsApp number: run `switchboard channel add-whatsapp`",
     )
+    body: dict[str, Any] = {}  # --button: built once the sandbox told what the customer was offered
     if payload is not None:
         try:
             document = json.loads(payload.read_text())
@@ -332,13 +483,32 @@ def simulate_whatsapp(
             body = refresh_message_ids(body)
         if wa_id is not None:
             body = with_sender(body, wa_id)
-    else:
+    elif button is None:
         body = build_text_webhook(
             phone_number_id=phone_number_id, wa_id=wa_id or SIMULATED_WA_ID.lstrip("+"), text=text or ""
         )
-    raw = json.dumps(body, separators=(",", ":")).encode()
     webhook_url = settings.service_url(settings.whatsapp_port) + "/webhooks/whatsapp"
     sandbox_url = sandbox_base + "/_control/sent"
+
+    async def tap_body(client: httpx.AsyncClient, control: dict[str, str]) -> dict[str, Any]:
+        """The tap on ``--button``: its title and the message offering it read from the sandbox."""
+        assert button is not None
+        customer = wa_id or SIMULATED_WA_ID.lstrip("+")
+        if not is_loopback_url(sandbox_base):
+            raise ValueError("--button needs the Graph API sandbox (it reads what the customer was sent)")
+        try:
+            sent = await client.get(
+                sandbox_url, params={"after": 0, "phone_number_id": phone_number_id}, headers=control
+            )
+            records = sent.json()["messages"]
+        except (httpx.HTTPError, ValueError, KeyError):
+            raise ValueError(
+                f"--button: cannot read the Graph API sandbox at {sandbox_url}; is `switchboard run` running?"
+            ) from None
+        option, offered_in = find_offer(records, wa_id=customer, option_id=button)
+        return build_tap_webhook(
+            phone_number_id=phone_number_id, wa_id=customer, option=option, in_reply_to=offered_in
+        )
 
     async def go() -> int:
         control = {
@@ -359,6 +529,8 @@ def simulate_whatsapp(
                     )
             except (httpx.HTTPError, ValueError, KeyError):
                 after = None
+            posted = await tap_body(client, control) if button is not None else body
+            raw = json.dumps(posted, separators=(",", ":")).encode()
             posted_at = datetime.now(UTC) - timedelta(seconds=1)  # the outbox rows of this post are newer
             try:
                 response = await post_signed(client, webhook_url, raw, settings.secret("meta_app_secret"))
@@ -376,7 +548,7 @@ def simulate_whatsapp(
                 result = response.json()
             except ValueError:
                 result = {}
-            if answerable_messages(body) == 0:
+            if answerable_messages(posted) == 0:
                 typer.secho(
                     "accepted, but the payload holds no customer message to answer "
                     "(statuses, reactions, stickers, edits, echoes...): no reply will come",
@@ -395,7 +567,7 @@ def simulate_whatsapp(
                 after=after,
                 wait_s=timeout,
                 headers=control,
-                fields=("to", "type", "text", "id", "phone_number_id", "reply_to"),
+                fields=sent_line,
                 give_up=no_reply_coming(settings, tenant=tenant, channel="whatsapp", since=posted_at),
             )
             if not came:
