@@ -109,6 +109,8 @@ async def test_screenshots_of_every_page_in_both_languages(
     for name in ("analytics", "tools", "channels", "people"):
         response = await page.goto(f"{console_url}/t/{tenant.slug}/{name}")
         assert response.status == 200, name
+        title = await page.title()  # the page's name, never a block of the page
+        assert title.endswith(" · Switchboard") and len(title) < 60, (name, title)
         await screenshot(page, name)
     assert "Analítica" in await page.inner_text("header nav")  # the tenant's language
     # the user's own choice wins over the tenant's
